@@ -1,0 +1,767 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The parser keeps every entry with its line so that any later complaint,
+ * by a getter or by the caller's own validation, can point at the source.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isth_conf.h"
+
+struct conf_entry {
+	char *section;		/* "" before the first section header */
+	char *key;		/* NULL: a section header */
+	char *value;
+	unsigned int line;
+	bool used;
+};
+
+struct isth_conf {
+	char *name;
+	struct conf_entry *entries;
+	unsigned int n_entries;
+	unsigned int cap;
+	char err[ISTH_CONF_ERR_SIZE];
+};
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static int add_entry(struct isth_conf *c, const char *sec, const char *key,
+		     const char *val, unsigned int line)
+{
+	struct conf_entry *e;
+
+	if (c->n_entries == c->cap) {
+		unsigned int ncap = c->cap ? c->cap * 2 : 32;
+
+		e = realloc(c->entries, ncap * sizeof(*e));
+		if (e == NULL)
+			return -ENOMEM;
+		c->entries = e;
+		c->cap = ncap;
+	}
+	e = &c->entries[c->n_entries];
+	memset(e, 0, sizeof(*e));
+	e->section = strdup(sec);
+	e->key = key ? strdup(key) : NULL;
+	e->value = val ? strdup(val) : NULL;
+	e->line = line;
+	if (e->section == NULL || (key && !e->key) || (val && !e->value)) {
+		free(e->section);
+		free(e->key);
+		free(e->value);
+		return -ENOMEM;
+	}
+	c->n_entries++;
+	return 0;
+}
+
+static struct conf_entry *find(const struct isth_conf *c, const char *sec,
+			       const char *key)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->n_entries; i++) {
+		struct conf_entry *e = &c->entries[i];
+
+		if (strcmp(e->section, sec) != 0)
+			continue;
+		if (key == NULL ? e->key == NULL :
+		    (e->key != NULL && strcmp(e->key, key) == 0))
+			return e;
+	}
+	return NULL;
+}
+
+static void seterr(char *err, size_t size, const char *name, unsigned int line,
+		   const char *msg)
+{
+	if (err == NULL || size == 0)
+		return;
+	if (line)
+		snprintf(err, size, "%s:%u: %s", name, line, msg);
+	else
+		snprintf(err, size, "%s: %s", name, msg);
+}
+
+/* Normalise "[ peer   NYC ]" to "peer NYC". */
+static void squeeze(char *s)
+{
+	char *r = s, *w = s;
+	bool blank = false;
+
+	for (; *r; r++) {
+		if (isspace((unsigned char)*r)) {
+			blank = true;
+			continue;
+		}
+		if (blank && w != s)
+			*w++ = ' ';
+		blank = false;
+		*w++ = *r;
+	}
+	*w = '\0';
+}
+
+struct isth_conf *isth_conf_parse(const char *text, const char *name,
+				  char *err, size_t err_size)
+{
+	char section[256] = "", msg[300];
+	struct isth_conf *c;
+	unsigned int line = 0;
+	const char *p = text;
+	char *buf = NULL;
+	int rc = -ENOMEM;
+
+	if (text == NULL || name == NULL) {
+		seterr(err, err_size, name ? name : "?", 0, "no input");
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		goto fail;
+	c->name = strdup(name);
+	if (c->name == NULL)
+		goto free_conf;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char *s, *eq, *hash;
+
+		line++;
+		free(buf);
+		buf = strndup(p, len);
+		if (buf == NULL)
+			goto free_conf;
+		p += len + (nl ? 1 : 0);
+		s = trim(buf);
+		if (*s == '\0' || *s == '#' || *s == ';')
+			continue;
+		if (memchr(buf, '\0', len) != NULL && strlen(buf) != len) {
+			seterr(err, err_size, name, line, "NUL byte in line");
+			rc = -EINVAL;
+			goto free_conf;
+		}
+		if (*s == '[') {
+			char *end = strchr(s, ']');
+
+			if (end == NULL || trim(end + 1)[0] != '\0') {
+				seterr(err, err_size, name, line,
+				       "section header must be '[name]' alone on its line");
+				rc = -EINVAL;
+				goto free_conf;
+			}
+			*end = '\0';
+			s = trim(s + 1);
+			squeeze(s);
+			if (*s == '\0' || strlen(s) >= sizeof(section)) {
+				seterr(err, err_size, name, line,
+				       "empty or overlong section name");
+				rc = -EINVAL;
+				goto free_conf;
+			}
+			if (find(c, s, NULL) != NULL) {
+				snprintf(msg, sizeof(msg),
+					 "section [%s] repeated (first at line %u)",
+					 s, find(c, s, NULL)->line);
+				seterr(err, err_size, name, line, msg);
+				rc = -EINVAL;
+				goto free_conf;
+			}
+			strcpy(section, s);
+			rc = add_entry(c, section, NULL, NULL, line);
+			if (rc)
+				goto free_conf;
+			continue;
+		}
+		eq = strchr(s, '=');
+		if (eq == NULL) {
+			seterr(err, err_size, name, line,
+			       "expected 'key = value', '[section]' or a comment");
+			rc = -EINVAL;
+			goto free_conf;
+		}
+		*eq = '\0';
+		/* " # comment" after a value; '#' inside a value is kept */
+		hash = strstr(eq + 1, " #");
+		if (hash)
+			*hash = '\0';
+		{
+			char *key = trim(s), *val = trim(eq + 1);
+			struct conf_entry *dup;
+
+			if (*key == '\0') {
+				seterr(err, err_size, name, line, "empty key");
+				rc = -EINVAL;
+				goto free_conf;
+			}
+			if (section[0] == '\0') {
+				snprintf(msg, sizeof(msg),
+					 "key '%s' outside any [section]", key);
+				seterr(err, err_size, name, line, msg);
+				rc = -EINVAL;
+				goto free_conf;
+			}
+			dup = find(c, section, key);
+			if (dup != NULL) {
+				snprintf(msg, sizeof(msg),
+					 "[%s] %s set twice (first at line %u)",
+					 section, key, dup->line);
+				seterr(err, err_size, name, line, msg);
+				rc = -EINVAL;
+				goto free_conf;
+			}
+			rc = add_entry(c, section, key, val, line);
+			if (rc)
+				goto free_conf;
+		}
+	}
+	free(buf);
+	return c;
+
+free_conf:
+	free(buf);
+	if (rc == -ENOMEM)
+		seterr(err, err_size, name, line, "out of memory");
+	isth_conf_free(c);
+	errno = -rc;
+	return NULL;
+fail:
+	seterr(err, err_size, name, 0, "out of memory");
+	errno = ENOMEM;
+	return NULL;
+}
+
+struct isth_conf *isth_conf_load(const char *path, char *err, size_t err_size)
+{
+	struct isth_conf *c = NULL;
+	char *text = NULL;
+	size_t len, cap = 0;
+	FILE *f;
+	int e;
+
+	f = fopen(path, "r");
+	if (f == NULL) {
+		e = errno;
+		if (err)
+			snprintf(err, err_size, "%s: %s", path, strerror(e));
+		errno = e;
+		return NULL;
+	}
+	/* Read whole; configuration files are small. */
+	if (fseek(f, 0, SEEK_END) == 0 && ftell(f) >= 0) {
+		cap = (size_t)ftell(f);
+		rewind(f);
+	}
+	if (cap > 16u << 20) {
+		if (err)
+			snprintf(err, err_size, "%s: larger than 16 MiB", path);
+		fclose(f);
+		errno = EFBIG;
+		return NULL;
+	}
+	text = malloc(cap + 1);
+	if (text == NULL) {
+		fclose(f);
+		errno = ENOMEM;
+		return NULL;
+	}
+	len = fread(text, 1, cap, f);
+	e = ferror(f);
+	fclose(f);
+	if (e) {
+		if (err)
+			snprintf(err, err_size, "%s: read error", path);
+		free(text);
+		errno = EIO;
+		return NULL;
+	}
+	text[len] = '\0';
+	if (strlen(text) != len) {
+		if (err)
+			snprintf(err, err_size, "%s: contains a NUL byte", path);
+		free(text);
+		errno = EINVAL;
+		return NULL;
+	}
+	c = isth_conf_parse(text, path, err, err_size);
+	e = errno;
+	free(text);
+	errno = e;
+	return c;
+}
+
+void isth_conf_free(struct isth_conf *c)
+{
+	unsigned int i;
+
+	if (c == NULL)
+		return;
+	for (i = 0; i < c->n_entries; i++) {
+		free(c->entries[i].section);
+		free(c->entries[i].key);
+		free(c->entries[i].value);
+	}
+	free(c->entries);
+	free(c->name);
+	free(c);
+}
+
+const char *isth_conf_error(const struct isth_conf *c)
+{
+	return c ? c->err : "no configuration";
+}
+
+bool isth_conf_has_section(struct isth_conf *c, const char *section)
+{
+	struct conf_entry *e = find(c, section, NULL);
+
+	if (e)
+		e->used = true;
+	return e != NULL;
+}
+
+bool isth_conf_has(const struct isth_conf *c, const char *section,
+		   const char *key)
+{
+	return find(c, section, key) != NULL;
+}
+
+unsigned int isth_conf_sections(struct isth_conf *c, const char *kind,
+				const char **names, unsigned int max)
+{
+	size_t klen = strlen(kind);
+	unsigned int i, n = 0;
+
+	for (i = 0; i < c->n_entries; i++) {
+		struct conf_entry *e = &c->entries[i];
+
+		if (e->key != NULL || strncmp(e->section, kind, klen) != 0 ||
+		    e->section[klen] != ' ')
+			continue;
+		e->used = true;
+		if (n < max)
+			names[n] = e->section + klen + 1;
+		n++;
+	}
+	return n;
+}
+
+unsigned int isth_conf_line(const struct isth_conf *c, const char *section,
+			    const char *key)
+{
+	const struct conf_entry *e = find(c, section, key);
+
+	return e ? e->line : 0;
+}
+
+static int vfail(struct isth_conf *c, const char *section, const char *key,
+		 const char *fmt, va_list ap)
+{
+	const struct conf_entry *e = key ? find(c, section, key) : NULL;
+	unsigned int line;
+	char msg[300];
+	int n;
+
+	if (e == NULL)
+		e = find(c, section, NULL);
+	line = e ? e->line : 0;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (line)
+		n = snprintf(c->err, sizeof(c->err), "%s:%u: ", c->name, line);
+	else
+		n = snprintf(c->err, sizeof(c->err), "%s: ", c->name);
+	if (n < 0 || (size_t)n >= sizeof(c->err))
+		return -EINVAL;
+	if (key)
+		snprintf(c->err + n, sizeof(c->err) - n, "[%s] %s: %s",
+			 section, key, msg);
+	else
+		snprintf(c->err + n, sizeof(c->err) - n, "[%s]: %s",
+			 section, msg);
+	return -EINVAL;
+}
+
+int isth_conf_fail(struct isth_conf *c, const char *section, const char *key,
+		   const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vfail(c, section, key, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Look a key up for a getter: marks it used. NULL if absent. */
+static const char *lookup(struct isth_conf *c, const char *section,
+			  const char *key, bool required, int *rc)
+{
+	struct conf_entry *e = find(c, section, key);
+
+	*rc = 0;
+	if (e == NULL) {
+		if (required) {
+			isth_conf_fail(c, section, key, "required key missing");
+			*rc = -ENOENT;
+		}
+		return NULL;
+	}
+	e->used = true;
+	return e->value;
+}
+
+/* Decimal or 0x hex; all of @s consumed up to @end. */
+static int parse_u64(const char *s, const char **end, uint64_t *out)
+{
+	unsigned long long v;
+	char *e;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	/* base 10 unless 0x: a leading zero is not octal here */
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		v = strtoull(s + 2, &e, 16);
+	else
+		v = strtoull(s, &e, 10);
+	if (errno == ERANGE || e == s)
+		return -EINVAL;
+	*out = v;
+	*end = e;
+	return 0;
+}
+
+struct unit {
+	const char *name;
+	uint64_t mult;
+};
+
+static int parse_with_units(const char *s, const struct unit *units,
+			    bool unit_required, uint64_t *out)
+{
+	const char *end;
+	uint64_t v, frac_num = 0, frac_den = 1;
+	int i;
+
+	if (parse_u64(s, &end, &v))
+		return -EINVAL;
+	if (*end == '.') {
+		/* decimal fraction, e.g. 0.5ms: up to 9 digits */
+		end++;
+		for (i = 0; isdigit((unsigned char)*end); i++, end++) {
+			if (i >= 9)
+				return -EINVAL;
+			frac_num = frac_num * 10 + (uint64_t)(*end - '0');
+			frac_den *= 10;
+		}
+		if (i == 0)
+			return -EINVAL;
+	}
+	while (*end == ' ')
+		end++;
+	if (*end == '\0') {
+		if (unit_required || frac_num)
+			return -EINVAL;
+		*out = v;
+		return 0;
+	}
+	for (i = 0; units[i].name; i++) {
+		if (strcmp(end, units[i].name) == 0) {
+			__uint128_t t = (__uint128_t)v * units[i].mult +
+					(__uint128_t)units[i].mult * frac_num / frac_den;
+
+			if (t > UINT64_MAX)
+				return -EINVAL;
+			*out = (uint64_t)t;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static const struct unit size_units[] = {
+	{"K", 1000ull}, {"M", 1000000ull}, {"G", 1000000000ull},
+	{"T", 1000000000000ull},
+	{"Ki", 1ull << 10}, {"Mi", 1ull << 20}, {"Gi", 1ull << 30},
+	{"Ti", 1ull << 40},
+	{"KB", 1000ull}, {"MB", 1000000ull}, {"GB", 1000000000ull},
+	{"TB", 1000000000000ull},
+	{"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30},
+	{"TiB", 1ull << 40}, {"B", 1},
+	{NULL, 0},
+};
+
+static const struct unit time_units[] = {
+	{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000ull},
+	{NULL, 0},
+};
+
+static const struct unit rate_units[] = {
+	{"bps", 1}, {"Kbps", 1000}, {"Mbps", 1000000}, {"Gbps", 1000000000ull},
+	{"Tbps", 1000000000000ull},
+	{NULL, 0},
+};
+
+int isth_conf_parse_size(const char *s, uint64_t *out)
+{
+	return parse_with_units(s, size_units, false, out);
+}
+
+int isth_conf_parse_duration(const char *s, uint64_t *out)
+{
+	return parse_with_units(s, time_units, true, out);
+}
+
+static int parse_plain(const char *s, uint64_t *out)
+{
+	const char *end;
+
+	if (parse_u64(s, &end, out) || *end != '\0')
+		return -EINVAL;
+	return 0;
+}
+
+static int ranged(struct isth_conf *c, const char *section, const char *key,
+		  bool required, uint64_t def, uint64_t min, uint64_t max,
+		  uint64_t *out, const struct unit *units, bool unit_required,
+		  const char *what)
+{
+	const char *v;
+	uint64_t x;
+	int rc;
+
+	v = lookup(c, section, key, required, &rc);
+	if (v == NULL) {
+		if (rc == 0)
+			*out = def;
+		return rc;
+	}
+	if (units ? parse_with_units(v, units, unit_required, &x) :
+		    parse_plain(v, &x))
+		return isth_conf_fail(c, section, key, "'%s' is not %s", v, what);
+	if (x < min || x > max)
+		return isth_conf_fail(c, section, key,
+				      "%s out of range [%" PRIu64 ", %" PRIu64 "]",
+				      v, min, max);
+	*out = x;
+	return 0;
+}
+
+int isth_conf_u64(struct isth_conf *c, const char *section, const char *key,
+		  bool required, uint64_t def, uint64_t min, uint64_t max,
+		  uint64_t *out)
+{
+	return ranged(c, section, key, required, def, min, max, out, NULL,
+		      false, "an unsigned integer");
+}
+
+int isth_conf_size(struct isth_conf *c, const char *section, const char *key,
+		   bool required, uint64_t def, uint64_t min, uint64_t max,
+		   uint64_t *out)
+{
+	return ranged(c, section, key, required, def, min, max, out,
+		      size_units, false,
+		      "a size (bytes, or with K/M/G/T or Ki/Mi/Gi/Ti)");
+}
+
+int isth_conf_duration(struct isth_conf *c, const char *section,
+		       const char *key, bool required, uint64_t def,
+		       uint64_t min, uint64_t max, uint64_t *out)
+{
+	return ranged(c, section, key, required, def, min, max, out,
+		      time_units, true, "a duration with a unit (ns, us, ms, s)");
+}
+
+int isth_conf_rate(struct isth_conf *c, const char *section, const char *key,
+		   bool required, uint64_t def, uint64_t min, uint64_t max,
+		   uint64_t *out)
+{
+	return ranged(c, section, key, required, def, min, max, out,
+		      rate_units, true,
+		      "a rate with a unit (bps, Kbps, Mbps, Gbps, Tbps)");
+}
+
+int isth_conf_bool(struct isth_conf *c, const char *section, const char *key,
+		   bool required, bool def, bool *out)
+{
+	static const char *const yes[] = {"true", "yes", "on", "1"};
+	static const char *const no[] = {"false", "no", "off", "0"};
+	const char *v;
+	unsigned int i;
+	int rc;
+
+	v = lookup(c, section, key, required, &rc);
+	if (v == NULL) {
+		if (rc == 0)
+			*out = def;
+		return rc;
+	}
+	for (i = 0; i < 4; i++) {
+		if (strcasecmp(v, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+		if (strcasecmp(v, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	return isth_conf_fail(c, section, key,
+			      "'%s' is not a boolean (true/false, yes/no, on/off, 1/0)", v);
+}
+
+int isth_conf_str(struct isth_conf *c, const char *section, const char *key,
+		  bool required, const char *def, const char **out)
+{
+	const char *v;
+	int rc;
+
+	v = lookup(c, section, key, required, &rc);
+	if (v == NULL) {
+		if (rc == 0)
+			*out = def;
+		return rc;
+	}
+	if (*v == '\0')
+		return isth_conf_fail(c, section, key, "empty value");
+	*out = v;
+	return 0;
+}
+
+int isth_conf_enum(struct isth_conf *c, const char *section, const char *key,
+		   bool required, unsigned int def, const char *const *names,
+		   unsigned int *out)
+{
+	char list[200] = "";
+	const char *v;
+	unsigned int i;
+	int rc;
+
+	v = lookup(c, section, key, required, &rc);
+	if (v == NULL) {
+		if (rc == 0)
+			*out = def;
+		return rc;
+	}
+	for (i = 0; names[i]; i++) {
+		if (strcmp(v, names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+		if (strlen(list) + strlen(names[i]) + 3 < sizeof(list)) {
+			if (i)
+				strcat(list, ", ");
+			strcat(list, names[i]);
+		}
+	}
+	return isth_conf_fail(c, section, key, "'%s' is not one of: %s", v, list);
+}
+
+int isth_conf_ipv4(struct isth_conf *c, const char *section, const char *key,
+		   bool required, uint32_t def, uint32_t *out)
+{
+	unsigned int a[4], i;
+	const char *v;
+	char tail;
+	int rc;
+
+	v = lookup(c, section, key, required, &rc);
+	if (v == NULL) {
+		if (rc == 0)
+			*out = def;
+		return rc;
+	}
+	if (sscanf(v, "%3u.%3u.%3u.%3u%c", &a[0], &a[1], &a[2], &a[3], &tail) != 4)
+		goto bad;
+	for (i = 0; i < 4; i++)
+		if (a[i] > 255)
+			goto bad;
+	for (i = 0; v[i]; i++)
+		if (!isdigit((unsigned char)v[i]) && v[i] != '.')
+			goto bad;
+	*out = (a[0] << 24) | (a[1] << 16) | (a[2] << 8) | a[3];
+	return 0;
+bad:
+	return isth_conf_fail(c, section, key, "'%s' is not an IPv4 address", v);
+}
+
+int isth_conf_mac(struct isth_conf *c, const char *section, const char *key,
+		  bool required, const uint8_t *def, uint8_t out[6])
+{
+	unsigned int m[6], i;
+	const char *v;
+	char tail;
+	int rc;
+
+	v = lookup(c, section, key, required, &rc);
+	if (v == NULL) {
+		if (rc == 0) {
+			if (def)
+				memcpy(out, def, 6);
+			else
+				memset(out, 0, 6);
+		}
+		return rc;
+	}
+	if (strlen(v) != 17 ||
+	    sscanf(v, "%2x:%2x:%2x:%2x:%2x:%2x%c", &m[0], &m[1], &m[2], &m[3],
+		   &m[4], &m[5], &tail) != 6)
+		return isth_conf_fail(c, section, key,
+				      "'%s' is not a MAC address (aa:bb:cc:dd:ee:ff)", v);
+	for (i = 0; i < 6; i++)
+		out[i] = (uint8_t)m[i];
+	return 0;
+}
+
+int isth_conf_check_unused(struct isth_conf *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->n_entries; i++) {
+		const struct conf_entry *e = &c->entries[i];
+
+		if (e->used)
+			continue;
+		if (e->key == NULL) {
+			/* a section is used if any of its keys is */
+			unsigned int j;
+			bool any = false;
+
+			for (j = 0; j < c->n_entries; j++)
+				if (c->entries[j].key &&
+				    c->entries[j].used &&
+				    strcmp(c->entries[j].section, e->section) == 0)
+					any = true;
+			if (any)
+				continue;
+			snprintf(c->err, sizeof(c->err),
+				 "%s:%u: unknown section [%s]", c->name,
+				 e->line, e->section);
+			return -EINVAL;
+		}
+		snprintf(c->err, sizeof(c->err),
+			 "%s:%u: unknown key '%s' in [%s]", c->name, e->line,
+			 e->key, e->section);
+		return -EINVAL;
+	}
+	return 0;
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* lib/conf: values parse as documented; every bad file names line and key. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+
+#include "isth_conf.h"
+
+static const char good[] =
+	"# isthmusd test config\n"
+	"[edge]\n"
+	"island = 3          # trailing comment\n"
+	"job = 0x10\n"
+	"memory = 32Gi\n"
+	"memory_dec = 32G\n"
+	"timeout = 1.5ms\n"
+	"rate = 10Gbps\n"
+	"backoff = yes\n"
+	"ip = 10.1.2.3\n"
+	"mac = 02:00:00:ab:cd:ef\n"
+	"mode = fpga\n"
+	"name = a#b\n"
+	"\n"
+	"; another comment style\n"
+	"[peer NYC]\n"
+	"ip = 10.0.0.1\n"
+	"[  peer    LON ]\n"
+	"ip = 10.0.0.2\n";
+
+Test(conf, values_parse)
+{
+	static const char *const modes[] = {"sw", "fpga", NULL};
+	char err[ISTH_CONF_ERR_SIZE];
+	const char *names[4], *s;
+	struct isth_conf *c;
+	uint64_t v;
+	unsigned int e;
+	uint8_t mac[6];
+	uint32_t ip;
+	bool b;
+
+	c = isth_conf_parse(good, "t.conf", err, sizeof(err));
+	cr_assert_not_null(c, "%s", err);
+	cr_expect_eq(isth_conf_u64(c, "edge", "island", true, 0, 0, 63, &v), 0);
+	cr_expect_eq(v, 3);
+	cr_expect_eq(isth_conf_u64(c, "edge", "job", true, 0, 0, UINT32_MAX, &v), 0);
+	cr_expect_eq(v, 16);
+	cr_expect_eq(isth_conf_size(c, "edge", "memory", true, 0, 0, UINT64_MAX, &v), 0);
+	cr_expect_eq(v, 32ull * 1024 * 1024 * 1024);
+	cr_expect_eq(isth_conf_size(c, "edge", "memory_dec", true, 0, 0, UINT64_MAX, &v), 0);
+	cr_expect_eq(v, 32000000000ull);
+	cr_expect_eq(isth_conf_duration(c, "edge", "timeout", true, 0, 0, UINT64_MAX, &v), 0);
+	cr_expect_eq(v, 1500000);
+	cr_expect_eq(isth_conf_rate(c, "edge", "rate", true, 0, 0, UINT64_MAX, &v), 0);
+	cr_expect_eq(v, 10000000000ull);
+	cr_expect_eq(isth_conf_bool(c, "edge", "backoff", true, false, &b), 0);
+	cr_expect(b);
+	cr_expect_eq(isth_conf_ipv4(c, "edge", "ip", true, 0, &ip), 0);
+	cr_expect_eq(ip, (10u << 24) | (1u << 16) | (2u << 8) | 3u);
+	cr_expect_eq(isth_conf_mac(c, "edge", "mac", true, NULL, mac), 0);
+	cr_expect_eq(mac[0], 0x02);
+	cr_expect_eq(mac[5], 0xef);
+	cr_expect_eq(isth_conf_enum(c, "edge", "mode", true, 0, modes, &e), 0);
+	cr_expect_eq(e, 1);
+	cr_expect_eq(isth_conf_str(c, "edge", "name", true, NULL, &s), 0);
+	cr_expect_str_eq(s, "a#b");
+	/* absent, not required: default */
+	cr_expect_eq(isth_conf_u64(c, "edge", "absent", false, 77, 0, 100, &v), 0);
+	cr_expect_eq(v, 77);
+	cr_expect_eq(isth_conf_sections(c, "peer", names, 4), 2);
+	cr_expect_str_eq(names[0], "NYC");
+	cr_expect_str_eq(names[1], "LON");
+	cr_expect_eq(isth_conf_ipv4(c, "peer NYC", "ip", true, 0, &ip), 0);
+	cr_expect_eq(isth_conf_ipv4(c, "peer LON", "ip", true, 0, &ip), 0);
+	cr_expect_eq(ip, (10u << 24) | 2u);
+	cr_expect_eq(isth_conf_line(c, "peer LON", "ip"), 19);
+	cr_expect_eq(isth_conf_check_unused(c), 0, "%s", isth_conf_error(c));
+	isth_conf_free(c);
+	isth_conf_free(NULL);
+}
+
+Test(conf, sizes_and_durations)
+{
+	uint64_t v;
+
+	cr_expect_eq(isth_conf_parse_size("0", &v), 0);
+	cr_expect_eq(v, 0);
+	cr_expect_eq(isth_conf_parse_size("1K", &v), 0);
+	cr_expect_eq(v, 1000);
+	cr_expect_eq(isth_conf_parse_size("1Ki", &v), 0);
+	cr_expect_eq(v, 1024);
+	cr_expect_eq(isth_conf_parse_size("2T", &v), 0);
+	cr_expect_eq(v, 2000000000000ull);
+	cr_expect_eq(isth_conf_parse_size("1.5Mi", &v), 0);
+	cr_expect_eq(v, 1572864);
+	cr_expect_eq(isth_conf_parse_size("010", &v), 0);
+	cr_expect_eq(v, 10, "a leading zero is decimal, not octal");
+	cr_expect_eq(isth_conf_parse_size("16Ei", &v), -EINVAL);
+	cr_expect_eq(isth_conf_parse_size("20000000Ti", &v), -EINVAL, "overflow");
+	cr_expect_eq(isth_conf_parse_size("-1", &v), -EINVAL);
+	cr_expect_eq(isth_conf_parse_size("1.5", &v), -EINVAL);
+	cr_expect_eq(isth_conf_parse_size("K", &v), -EINVAL);
+	cr_expect_eq(isth_conf_parse_duration("5", &v), -EINVAL, "unit required");
+	cr_expect_eq(isth_conf_parse_duration("250us", &v), 0);
+	cr_expect_eq(v, 250000);
+	cr_expect_eq(isth_conf_parse_duration("2s", &v), 0);
+	cr_expect_eq(v, 2000000000ull);
+	cr_expect_eq(isth_conf_parse_duration("0.000000001s", &v), 0);
+	cr_expect_eq(v, 1);
+}
+
+/* Syntax errors: refused at parse time with file:line. */
+struct syntax_case {
+	char text[96];
+	char want[128];
+};
+
+static struct syntax_case syntax_cases[] = {
+	{"[a]\nkey value\n", "x.conf:2: expected 'key = value', '[section]' or a comment"},
+	{"key = 1\n", "x.conf:1: key 'key' outside any [section]"},
+	{"[a]\n = 1\n", "x.conf:2: empty key"},
+	{"[a\nk = 1\n", "x.conf:1: section header must be '[name]' alone on its line"},
+	{"[a] x\n", "x.conf:1: section header must be '[name]' alone on its line"},
+	{"[]\n", "x.conf:1: empty or overlong section name"},
+	{"[a]\nk = 1\n\nk = 2\n", "x.conf:4: [a] k set twice (first at line 2)"},
+	{"[a]\n[b]\n[a]\n", "x.conf:3: section [a] repeated (first at line 1)"},
+};
+
+ParameterizedTestParameters(conf, syntax)
+{
+	return cr_make_param_array(struct syntax_case, syntax_cases,
+				   sizeof(syntax_cases) / sizeof(syntax_cases[0]));
+}
+
+ParameterizedTest(struct syntax_case *tc, conf, syntax)
+{
+	char err[ISTH_CONF_ERR_SIZE] = "";
+	struct isth_conf *c;
+
+	c = isth_conf_parse(tc->text, "x.conf", err, sizeof(err));
+	cr_expect_null(c);
+	cr_expect_eq(errno, EINVAL);
+	cr_expect_str_eq(err, tc->want);
+	isth_conf_free(c);
+}
+
+/* Value errors: each getter names file, line, section and key. */
+enum kind { K_U64, K_SIZE, K_DUR, K_RATE, K_BOOL, K_IP, K_MAC, K_ENUM, K_STR, K_UNUSED };
+
+struct value_case {
+	char text[96];
+	enum kind kind;
+	int rc;
+	char want[160];
+};
+
+static struct value_case value_cases[] = {
+	{"[s]\nk = 12x\n", K_U64, -EINVAL, "x.conf:2: [s] k: '12x' is not an unsigned integer"},
+	{"[s]\nk = 101\n", K_U64, -EINVAL, "x.conf:2: [s] k: 101 out of range [1, 100]"},
+	{"[s]\nk = 0\n", K_U64, -EINVAL, "x.conf:2: [s] k: 0 out of range [1, 100]"},
+	{"[s]\nother = 1\n", K_U64, -ENOENT, "x.conf:1: [s] k: required key missing"},
+	{"[t]\nk = 1\n", K_U64, -ENOENT, "x.conf: [s] k: required key missing"},
+	{"[s]\nk = 3Q\n", K_SIZE, -EINVAL, "x.conf:2: [s] k: '3Q' is not a size (bytes, or with K/M/G/T or Ki/Mi/Gi/Ti)"},
+	{"[s]\nk = 10\n", K_DUR, -EINVAL, "x.conf:2: [s] k: '10' is not a duration with a unit (ns, us, ms, s)"},
+	{"[s]\nk = 10 Gb\n", K_RATE, -EINVAL, "x.conf:2: [s] k: '10 Gb' is not a rate with a unit (bps, Kbps, Mbps, Gbps, Tbps)"},
+	{"[s]\nk = maybe\n", K_BOOL, -EINVAL, "x.conf:2: [s] k: 'maybe' is not a boolean (true/false, yes/no, on/off, 1/0)"},
+	{"[s]\nk = 10.0.0.256\n", K_IP, -EINVAL, "x.conf:2: [s] k: '10.0.0.256' is not an IPv4 address"},
+	{"[s]\nk = 10.0.0\n", K_IP, -EINVAL, "x.conf:2: [s] k: '10.0.0' is not an IPv4 address"},
+	{"[s]\nk = 10.0.0.1 x\n", K_IP, -EINVAL, "x.conf:2: [s] k: '10.0.0.1 x' is not an IPv4 address"},
+	{"[s]\nk = 02:00:00:00:00\n", K_MAC, -EINVAL, "x.conf:2: [s] k: '02:00:00:00:00' is not a MAC address (aa:bb:cc:dd:ee:ff)"},
+	{"[s]\nk = hw\n", K_ENUM, -EINVAL, "x.conf:2: [s] k: 'hw' is not one of: sw, fpga"},
+	{"[s]\nk =\n", K_STR, -EINVAL, "x.conf:2: [s] k: empty value"},
+	{"[s]\nk = 5\nkk = 6\n", K_UNUSED, -EINVAL, "x.conf:3: unknown key 'kk' in [s]"},
+	{"[s]\nk = 5\n[typo]\n", K_UNUSED, -EINVAL, "x.conf:3: unknown section [typo]"},
+};
+
+ParameterizedTestParameters(conf, values)
+{
+	return cr_make_param_array(struct value_case, value_cases,
+				   sizeof(value_cases) / sizeof(value_cases[0]));
+}
+
+ParameterizedTest(struct value_case *tc, conf, values)
+{
+	static const char *const modes[] = {"sw", "fpga", NULL};
+	char err[ISTH_CONF_ERR_SIZE];
+	struct isth_conf *c;
+	const char *s;
+	unsigned int e;
+	uint8_t mac[6];
+	uint32_t ip;
+	uint64_t v;
+	bool b;
+	int rc = 0;
+
+	c = isth_conf_parse(tc->text, "x.conf", err, sizeof(err));
+	cr_assert_not_null(c, "%s", err);
+	switch (tc->kind) {
+	case K_U64: rc = isth_conf_u64(c, "s", "k", true, 0, 1, 100, &v); break;
+	case K_SIZE: rc = isth_conf_size(c, "s", "k", true, 0, 0, UINT64_MAX, &v); break;
+	case K_DUR: rc = isth_conf_duration(c, "s", "k", true, 0, 0, UINT64_MAX, &v); break;
+	case K_RATE: rc = isth_conf_rate(c, "s", "k", true, 0, 0, UINT64_MAX, &v); break;
+	case K_BOOL: rc = isth_conf_bool(c, "s", "k", true, false, &b); break;
+	case K_IP: rc = isth_conf_ipv4(c, "s", "k", true, 0, &ip); break;
+	case K_MAC: rc = isth_conf_mac(c, "s", "k", true, NULL, mac); break;
+	case K_ENUM: rc = isth_conf_enum(c, "s", "k", true, 0, modes, &e); break;
+	case K_STR: rc = isth_conf_str(c, "s", "k", true, NULL, &s); break;
+	case K_UNUSED:
+		cr_assert_eq(isth_conf_u64(c, "s", "k", true, 0, 0, 100, &v), 0);
+		rc = isth_conf_check_unused(c);
+		break;
+	}
+	cr_expect_eq(rc, tc->rc);
+	cr_expect_str_eq(isth_conf_error(c), tc->want);
+	isth_conf_free(c);
+}
+
+Test(conf, load_missing_file)
+{
+	char err[ISTH_CONF_ERR_SIZE];
+
+	cr_expect_null(isth_conf_load("/nonexistent/isthmus.conf", err, sizeof(err)));
+	cr_expect_eq(errno, ENOENT);
+	cr_expect_str_eq(err, "/nonexistent/isthmus.conf: No such file or directory");
+}
+
+Test(conf, load_file_with_nul_refused)
+{
+	char path[] = "/tmp/isth-conf-XXXXXX", err[ISTH_CONF_ERR_SIZE];
+	int fd = mkstemp(path);
+	static const char bytes[] = "[a]\nk = 1\0\n";
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, bytes, sizeof(bytes) - 1), (ssize_t)sizeof(bytes) - 1);
+	close(fd);
+	cr_expect_null(isth_conf_load(path, err, sizeof(err)));
+	cr_expect_eq(errno, EINVAL);
+	unlink(path);
+}
