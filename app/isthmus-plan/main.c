@@ -1,0 +1,560 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * isthmus-plan: topology in, schedules out. See --help and doc/planner.md.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isth_plan.h"
+#include "isth_sched.h"
+#include "plan_app.h"
+
+#define EXIT_USAGE 1
+#define EXIT_TOPO 2
+#define EXIT_NONE 3
+#define EXIT_OUTPUT 4
+#define EXIT_SOLVER 5
+
+static const char *families[] = {"all-to-all", "regional", "pairs", "triangles", "search"};
+#define NFAM 5
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"Usage: isthmus-plan --sites FILE --links FILE [options]\n"
+"\n"
+"Plans rotating-clique synchronisation schedules for islands joined by a WAN:\n"
+"for each schedule and aggregation memory it finds the minimum round time T\n"
+"(a GLPK linear program over per-sender offsets and rates), the average\n"
+"disagreement lifetime A from survival curves, and the objective T*(A+1/2).\n"
+"\n"
+"Topology:\n"
+"  --sites FILE          CSV 'site,region[,city]'; island id = row order (max 64)\n"
+"  --links FILE          CSV 'a,b,one_way_ms,capacity_gbps[,source]', full duplex,\n"
+"                        capacity per direction; '#' lines are comments.\n"
+"                        Routing is shortest one-way latency (Dijkstra).\n"
+"Model (sizes take K,M,G,T = 1000^k and Ki,Mi,Gi,Ti = 1024^k, e.g. 32G, 512Mi):\n"
+"  --payload-bytes SIZE  bytes each island sends per round (default 1G)\n"
+"  --memory-bytes LIST   aggregation memory per receiver edge; comma list sweeps,\n"
+"                        e.g. 0,1G,32G (default 0: streams must arrive aligned)\n"
+"  --access-gbps X       island<->edge access link, each direction (default 100)\n"
+"  --access-ms X         access link one-way latency (default 0)\n"
+"  --chunk-bytes SIZE    aggregation chunk; the last one is delivered after the\n"
+"                        last byte arrives (default 1Mi)\n"
+"  --replication MODE    network: multicast trees, a link carries a stream once;\n"
+"                        edge: unicast fan-out at the sender edge (default network)\n"
+"  --max-round-ms X      rounds longer than X are infeasible (default: no limit)\n"
+"Schedules:\n"
+"  --schedule NAME|all   all-to-all, regional, pairs, triangles, search, or a comma\n"
+"                        list; all = every one of them (default all)\n"
+"  --search-seconds S    wall-time budget of 'search' per memory value (default 5)\n"
+"  --seed N              search seed (default 1)\n"
+"Synchronous baseline:\n"
+"  --compute-ms X        compute time per training step; 0 = the winner's T, i.e.\n"
+"                        compute sized to hide the rotating schedule's traffic\n"
+"                        (default 0)\n"
+"Output:\n"
+"  --format table|csv    table for people (winner marked '*', infeasible ones\n"
+"                        with their binding constraint) or CSV (default table).\n"
+"                        CSV columns: schedule,memory_bytes,feasible,round_ms,\n"
+"                        A_flood,A_avg,objective_ms,binding,staleness_ms,rounds,\n"
+"                        ring_allreduce_ms,ring_idle,speedup_vs_ring,sync_a2a_ms,\n"
+"                        speedup_vs_sync_a2a; infeasible rows have feasible=0 and\n"
+"                        empty numbers; regional has A_flood=inf.\n"
+"  --out FILE            write the overall winner as a schedule file for isthmusd\n"
+"                        (doc/schedule-file.md)\n"
+"  --epoch-ns N          epoch written to --out (default: 'runtime', given to\n"
+"                        isthmusd when it starts)\n"
+"  --plot DIR            gnuplot PNGs: survival curves, arrival timeline and\n"
+"                        memory occupancy of each memory value's winner\n"
+"  --quiet               no progress on stderr\n"
+"  --help                this text\n"
+"\n"
+"Questions this answers:\n"
+"  Which schedule?       the row marked '*' (lowest T*(A+1/2)) per memory value.\n"
+"  What round time?      round_ms: last byte aggregated and delivered to every\n"
+"                        receiver, under link, access and memory limits.\n"
+"  How much memory?      sweep --memory-bytes 0,1G,4G,16G,32G and read where the\n"
+"                        winner changes; 'memory: ...' names a clique whose\n"
+"                        arrivals cannot be aligned with that little memory.\n"
+"  Why is it slow?       the binding column names the constraint with the largest\n"
+"                        dual: capacity A->B, memory @X, access, or latency.\n"
+"  Regional?             never mixes globally: A_flood = inf, no objective.\n"
+"  Versus all-reduce?    the baseline lines give ring all-reduce time per step,\n"
+"                        GPU idle fraction, and the throughput ratio.\n"
+"\n"
+"Exit status: 0 results printed; 1 usage error; 2 topology error (file:line:\n"
+"reason on stderr); 3 no schedule was feasible; 4 --out/--plot failed;\n"
+"5 the LP solver failed.\n"
+"\n"
+"Example:\n"
+"  isthmus-plan --sites conf/topologies/nine-city-sites.csv \\\n"
+"    --links conf/topologies/nine-city-links.csv --payload-bytes 5G \\\n"
+"    --memory-bytes 0,32G --out nine.sched --plot plots/\n");
+}
+
+static void
+fmt_bytes(double b, char *buf, size_t len)
+{
+	static const char *si[] = {"", "K", "M", "G", "T"};
+	static const char *bi[] = {"", "Ki", "Mi", "Gi", "Ti"};
+	int k;
+
+	/* the exact spelling a user would have typed, SI first */
+	for (k = 4; k > 0; k--)
+		if (b >= pow(1000, k) && fmod(b, pow(1000, k)) == 0) {
+			snprintf(buf, len, "%.0f%s", b / pow(1000, k), si[k]);
+			return;
+		}
+	for (k = 4; k > 0; k--)
+		if (b >= pow(1024, k) && fmod(b, pow(1024, k)) == 0) {
+			snprintf(buf, len, "%.0f%s", b / pow(1024, k), bi[k]);
+			return;
+		}
+	for (k = 4; k > 0; k--)
+		if (b >= pow(1000, k)) {
+			snprintf(buf, len, "%.4g%s", b / pow(1000, k), si[k]);
+			return;
+		}
+	snprintf(buf, len, "%.0f", b);
+}
+
+static void
+progress(double el, long evals, double best, void *arg)
+{
+	const char *m = arg;
+
+	fprintf(stderr, "isthmus-plan: search (M=%s): %.1f s, %ld round LPs, best T*(A+1/2) = %.3f ms\n",
+		m, el, evals, best);
+}
+
+static int
+is_family(const char *s)
+{
+	int i;
+
+	for (i = 0; i < NFAM; i++)
+		if (strcmp(s, families[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+write_sched(const char *path, const struct isth_plan_topo *t, const struct isth_plan_params *p,
+	    const struct row *w, unsigned long long epoch, char *err, size_t errlen)
+{
+	const char *names[ISTH_PLAN_MAX_ISLANDS];
+	int n = isth_plan_topo_n(t), nr = isth_plan_sched_nrounds(w->s), r, i, c, ret;
+	struct isth_sched *S;
+	uint64_t Tns = (uint64_t)ceil(w->T * 1e6) + 1;
+
+	for (i = 0; i < n; i++)
+		names[i] = isth_plan_topo_name(t, i);
+	S = isth_sched_new(n, names, Tns, epoch, (uint64_t)llround(p->payload_bytes),
+			   (uint64_t)llround(p->chunk_bytes), (uint64_t)llround(w->memory), nr);
+	if (S == NULL) {
+		snprintf(err, errlen, "%s: cannot build schedule: %s", path, strerror(errno));
+		return -errno;
+	}
+	for (r = 0; r < nr; r++) {
+		uint64_t cl[ISTH_PLAN_MAX_ISLANDS];
+		int nc = isth_plan_sched_ncliques(w->s, r);
+
+		for (c = 0; c < nc; c++)
+			cl[c] = isth_plan_sched_clique(w->s, r, c);
+		isth_sched_set_round(S, r, nc, cl);
+		for (i = 0; i < n; i++) {
+			double off = isth_plan_result_offset(w->res, r, i);
+			double dur = isth_plan_result_duration(w->res, r, i);
+			uint64_t rate;
+
+			if (isnan(off))
+				continue;
+			/* round the rate down so the stream never outruns the plan */
+			rate = (uint64_t)floor(8.0 * p->payload_bytes * 1000.0 / dur);
+			isth_sched_set_sender(S, r, i, (uint64_t)llround(off * 1e6), 1, NULL, &rate);
+		}
+	}
+	ret = isth_sched_save(S, path, err, errlen);
+	isth_sched_free(S);
+	return ret;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"sites", required_argument, NULL, 's'},
+		{"links", required_argument, NULL, 'l'},
+		{"payload-bytes", required_argument, NULL, 'P'},
+		{"memory-bytes", required_argument, NULL, 'M'},
+		{"access-gbps", required_argument, NULL, 'a'},
+		{"access-ms", required_argument, NULL, 'A'},
+		{"chunk-bytes", required_argument, NULL, 'c'},
+		{"replication", required_argument, NULL, 'r'},
+		{"max-round-ms", required_argument, NULL, 'x'},
+		{"schedule", required_argument, NULL, 'S'},
+		{"search-seconds", required_argument, NULL, 'z'},
+		{"seed", required_argument, NULL, 'e'},
+		{"compute-ms", required_argument, NULL, 'C'},
+		{"format", required_argument, NULL, 'f'},
+		{"out", required_argument, NULL, 'o'},
+		{"epoch-ns", required_argument, NULL, 'E'},
+		{"plot", required_argument, NULL, 'p'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct isth_plan_params prm;
+	const char *sites = NULL, *links = NULL, *out = NULL, *plotdir = NULL;
+	char *memlist = NULL, *schedlist = NULL, *end;
+	double mems[64], search_s = 5, compute_ms = 0, v;
+	int nmem = 0, csv = 0, quiet = 0, opt, i, k, m;
+	unsigned seed = 1;
+	unsigned long long epoch = 0;
+	const char *scheds[16];
+	int nsched = 0;
+	char err[512];
+	struct isth_plan_topo *topo;
+	struct row *rows;
+	int nrows = 0, rc = 0, winners[64], overall = -1;
+	double ring_ms, C;
+	const struct isth_plan_sched *prev_search = NULL;
+
+	isth_plan_params_default(&prm);
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's': sites = optarg; break;
+		case 'l': links = optarg; break;
+		case 'P':
+			if (isth_plan_parse_size(optarg, &prm.payload_bytes) < 0 || prm.payload_bytes <= 0) {
+				fprintf(stderr, "isthmus-plan: --payload-bytes: bad size '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'M': memlist = optarg; break;
+		case 'a':
+		case 'A':
+		case 'x':
+		case 'z':
+		case 'C':
+			errno = 0;
+			v = strtod(optarg, &end);
+			if (errno || *end || !isfinite(v) || v < 0 || (opt == 'a' && v == 0)) {
+				fprintf(stderr, "isthmus-plan: bad number '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			if (opt == 'a')
+				prm.access_bps = v * 1e9;
+			else if (opt == 'A')
+				prm.access_ms = v;
+			else if (opt == 'x')
+				prm.max_round_ms = v;
+			else if (opt == 'z')
+				search_s = v;
+			else
+				compute_ms = v;
+			break;
+		case 'c':
+			if (isth_plan_parse_size(optarg, &prm.chunk_bytes) < 0) {
+				fprintf(stderr, "isthmus-plan: --chunk-bytes: bad size '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'r':
+			if (strcmp(optarg, "network") == 0)
+				prm.repl = ISTH_PLAN_REPL_NETWORK;
+			else if (strcmp(optarg, "edge") == 0)
+				prm.repl = ISTH_PLAN_REPL_EDGE;
+			else {
+				fprintf(stderr, "isthmus-plan: --replication: 'network' or 'edge', not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'S': schedlist = optarg; break;
+		case 'e': seed = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'E':
+			errno = 0;
+			epoch = strtoull(optarg, &end, 0);
+			if (errno || *end || epoch == 0) {
+				fprintf(stderr, "isthmus-plan: --epoch-ns: bad value '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'f':
+			if (strcmp(optarg, "csv") == 0)
+				csv = 1;
+			else if (strcmp(optarg, "table") == 0)
+				csv = 0;
+			else {
+				fprintf(stderr, "isthmus-plan: --format: 'table' or 'csv', not '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'o': out = optarg; break;
+		case 'p': plotdir = optarg; break;
+		case 'q': quiet = 1; break;
+		case 'h': usage(stdout); return 0;
+		default:
+			fprintf(stderr, "Try 'isthmus-plan --help'.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "isthmus-plan: unexpected argument '%s'\n", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (sites == NULL || links == NULL) {
+		fprintf(stderr, "isthmus-plan: --sites and --links are required (see --help)\n");
+		return EXIT_USAGE;
+	}
+	if (memlist == NULL) {
+		mems[nmem++] = 0;
+	} else {
+		char *save = NULL, *tok;
+
+		for (tok = strtok_r(memlist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			if (nmem == 64 || isth_plan_parse_size(tok, &mems[nmem]) < 0) {
+				fprintf(stderr, "isthmus-plan: --memory-bytes: bad size '%s'\n", tok);
+				return EXIT_USAGE;
+			}
+			nmem++;
+		}
+		if (nmem == 0) {
+			fprintf(stderr, "isthmus-plan: --memory-bytes: empty list\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (schedlist == NULL || strcmp(schedlist, "all") == 0) {
+		for (i = 0; i < NFAM; i++)
+			scheds[nsched++] = families[i];
+	} else {
+		char *save = NULL, *tok;
+
+		for (tok = strtok_r(schedlist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			if (!is_family(tok) || nsched == 16) {
+				fprintf(stderr, "isthmus-plan: --schedule: unknown '%s' (all-to-all, "
+						"regional, pairs, triangles, search, all)\n", tok);
+				return EXIT_USAGE;
+			}
+			scheds[nsched++] = tok;
+		}
+	}
+
+	topo = isth_plan_topo_load(sites, links, err, sizeof(err));
+	if (topo == NULL) {
+		fprintf(stderr, "isthmus-plan: %s\n", err);
+		return EXIT_TOPO;
+	}
+	rows = calloc((size_t)nmem * nsched, sizeof(*rows));
+	if (rows == NULL) {
+		fprintf(stderr, "isthmus-plan: out of memory\n");
+		return EXIT_SOLVER;
+	}
+
+	for (m = 0; m < nmem; m++) {
+		struct isth_plan_params p = prm;
+
+		p.memory_bytes = mems[m];
+		winners[m] = -1;
+		for (k = 0; k < nsched; k++) {
+			struct row *R = &rows[nrows];
+			int ret;
+
+			R->name = scheds[k];
+			R->memory = mems[m];
+			if (strcmp(scheds[k], "search") == 0) {
+				char mb[32];
+
+				fmt_bytes(mems[m], mb, sizeof(mb));
+				/* the best found with less memory stays feasible with more */
+				R->s = isth_plan_search(topo, &p, prev_search, search_s, seed,
+							quiet ? NULL : progress, mb);
+				if (R->s)
+					prev_search = R->s;
+			} else {
+				R->s = isth_plan_sched_family(topo, scheds[k]);
+			}
+			if (R->s == NULL) {
+				R->feasible = 0;
+				snprintf(R->binding, sizeof(R->binding), "%s",
+					 errno == ENOENT ? "search found nothing feasible" :
+					 errno == EIO ? "solver error" : "not defined for this topology");
+				if (errno == EIO)
+					rc = EXIT_SOLVER;
+				nrows++;
+				continue;
+			}
+			ret = isth_plan_solve(topo, R->s, &p, &R->res);
+			if (ret < 0) {
+				fprintf(stderr, "isthmus-plan: %s: LP failed: %s\n", scheds[k], strerror(-ret));
+				snprintf(R->binding, sizeof(R->binding), "solver error: %s", strerror(-ret));
+				rc = EXIT_SOLVER;
+				nrows++;
+				continue;
+			}
+			R->feasible = isth_plan_result_feasible(R->res);
+			R->T = isth_plan_result_T(R->res);
+			R->Af = isth_plan_A(R->s, ISTH_PLAN_SURV_FLOOD);
+			R->Aa = isth_plan_A(R->s, ISTH_PLAN_SURV_AVG);
+			R->obj = R->feasible ? R->T * (R->Af + 0.5) : NAN;
+			snprintf(R->binding, sizeof(R->binding), "%s", isth_plan_result_binding(R->res));
+			if (R->feasible && isfinite(R->obj) &&
+			    (winners[m] < 0 || R->obj < rows[winners[m]].obj))
+				winners[m] = nrows;
+			nrows++;
+		}
+		if (winners[m] >= 0 && (overall < 0 || rows[winners[m]].obj < rows[overall].obj))
+			overall = winners[m];
+	}
+
+	ring_ms = isth_plan_ring_allreduce_ms(topo, &prm, NULL);
+	C = compute_ms > 0 ? compute_ms : (overall >= 0 ? rows[overall].T : 0);
+
+	if (csv) {
+		printf("schedule,memory_bytes,feasible,round_ms,A_flood,A_avg,objective_ms,binding,"
+		       "staleness_ms,rounds,ring_allreduce_ms,ring_idle,speedup_vs_ring,sync_a2a_ms,"
+		       "speedup_vs_sync_a2a\n");
+		for (i = 0; i < nrows; i++) {
+			struct row *R = &rows[i];
+			double a2a = NAN;
+
+			for (k = 0; k < nrows; k++)
+				if (strcmp(rows[k].name, "all-to-all") == 0 && rows[k].memory == R->memory &&
+				    rows[k].feasible)
+					a2a = rows[k].T;
+			printf("%s,%.0f,%d,", R->name, R->memory, R->feasible);
+			if (!R->feasible) {
+				printf(",,,,\"%s\",,,%.3f,,,,\n", R->binding, ring_ms);
+				continue;
+			}
+			printf("%.3f,", R->T);
+			if (isfinite(R->Af))
+				printf("%.6f,%.6f,%.3f,", R->Af, R->Aa, R->obj);
+			else
+				printf("inf,inf,inf,");
+			printf("\"%s\",", R->binding);
+			if (isfinite(R->obj))
+				printf("%.3f,", R->obj);
+			else
+				printf("inf,");
+			printf("%d,%.3f,%.4f,", isth_plan_sched_nrounds(R->s), ring_ms, ring_ms / (C + ring_ms));
+			if (isfinite(R->obj) && C > 0)
+				printf("%.3f,", (C + ring_ms) / fmax(C, R->T));
+			else
+				printf(",");
+			if (!isnan(a2a))
+				printf("%.3f,", a2a);
+			else
+				printf(",");
+			if (isfinite(R->obj) && !isnan(a2a) && C > 0)
+				printf("%.3f\n", (C + a2a) / fmax(C, R->T));
+			else
+				printf("\n");
+		}
+	} else {
+		char pb[32];
+
+		fmt_bytes(prm.payload_bytes, pb, sizeof(pb));
+		printf("topology: %d islands, %d regions, %d links; payload %sB/round, access %.4g Gbit/s, "
+		       "replication %s\n\n",
+		       isth_plan_topo_n(topo), isth_plan_topo_nregions(topo), isth_plan_topo_ndlinks(topo) / 2,
+		       pb, prm.access_bps / 1e9, prm.repl == ISTH_PLAN_REPL_EDGE ? "edge" : "network");
+		printf("  %-11s %8s %5s %10s %8s %8s %13s  %s\n", "schedule", "memory", "ok", "round_ms",
+		       "A_flood", "A_avg", "T(A+1/2)_ms", "binding constraint / reason");
+		for (i = 0; i < nrows; i++) {
+			struct row *R = &rows[i];
+			char mb[32];
+			int win = 0;
+
+			for (m = 0; m < nmem; m++)
+				win |= winners[m] == i;
+			fmt_bytes(R->memory, mb, sizeof(mb));
+			if (i > 0 && R->memory != rows[i - 1].memory)
+				printf("\n");
+			printf("%c %-11s %8s %5s ", win ? '*' : ' ', R->name, mb, R->feasible ? "yes" : "NO");
+			if (!R->feasible) {
+				printf("%10s %8s %8s %13s  %s\n", "-", "-", "-", "-", R->binding);
+				continue;
+			}
+			if (isfinite(R->Af))
+				printf("%10.1f %8.3f %8.3f %13.1f  %s\n", R->T, R->Af, R->Aa, R->obj, R->binding);
+			else
+				printf("%10.1f %8s %8s %13s  %s; never mixes globally (A = inf)\n", R->T,
+				       "inf", "inf", "-", R->binding);
+		}
+		printf("\n* = lowest T*(A_flood+1/2) at that memory");
+		if (overall >= 0) {
+			char mb[32];
+
+			fmt_bytes(rows[overall].memory, mb, sizeof(mb));
+			printf("; overall winner: %s with M=%s (T=%.1f ms, staleness T(A+1/2)=%.1f ms)",
+			       rows[overall].name, mb, rows[overall].T, rows[overall].obj);
+		}
+		printf("\n\n");
+		if (overall >= 0 && ring_ms > 0) {
+			printf("synchronous baseline (compute %.1f ms per step%s):\n", C,
+			       compute_ms > 0 ? "" : ", = winner's T");
+			printf("  ring all-reduce (host-based): %.1f ms communication per step, GPU idle %.1f %%\n",
+			       ring_ms, 100 * ring_ms / (C + ring_ms));
+			for (m = 0; m < nmem; m++) {
+				char mb[32];
+
+				fmt_bytes(mems[m], mb, sizeof(mb));
+				for (k = 0; k < nrows; k++)
+					if (strcmp(rows[k].name, "all-to-all") == 0 && rows[k].memory == mems[m]) {
+						if (rows[k].feasible)
+							printf("  all-to-all multicast + in-line aggregation, M=%s: "
+							       "%.1f ms per step, GPU idle %.1f %%\n",
+							       mb, rows[k].T, 100 * rows[k].T / (C + rows[k].T));
+						else
+							printf("  all-to-all multicast + in-line aggregation, M=%s: "
+							       "infeasible\n", mb);
+					}
+			}
+			{
+				const struct row *W = &rows[overall];
+				double step = fmax(C, W->T);
+
+				printf("  rotating %s (overlaps compute, staleness %.1f ms): step %.1f ms, "
+				       "GPU idle %.1f %%, throughput %.2fx ring all-reduce\n\n",
+				       W->name, W->obj, step, 100 * (step - C) / step, (C + ring_ms) / step);
+			}
+		}
+	}
+
+	if (overall < 0 && rc == 0)
+		rc = EXIT_NONE;
+	if (out) {
+		if (overall < 0) {
+			fprintf(stderr, "isthmus-plan: --out: no feasible mixing schedule to write\n");
+			rc = EXIT_OUTPUT;
+		} else if (write_sched(out, topo, &prm, &rows[overall], epoch, err, sizeof(err)) < 0) {
+			fprintf(stderr, "isthmus-plan: --out: %s\n", err);
+			rc = EXIT_OUTPUT;
+		} else if (!quiet) {
+			fprintf(stderr, "isthmus-plan: wrote %s (%s)\n", out, rows[overall].name);
+		}
+	}
+	if (plotdir) {
+		if (plot_all(plotdir, topo, &prm, rows, nrows, winners, nmem, err, sizeof(err)) < 0) {
+			fprintf(stderr, "isthmus-plan: --plot: %s\n", err);
+			rc = EXIT_OUTPUT;
+		} else if (!quiet) {
+			fprintf(stderr, "isthmus-plan: plots in %s\n", plotdir);
+		}
+	}
+	for (i = 0; i < nrows; i++) {
+		isth_plan_sched_free(rows[i].s);
+		isth_plan_result_free(rows[i].res);
+	}
+	free(rows);
+	isth_plan_topo_free(topo);
+	return rc;
+}

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Public entry points of lib/plan that are not the LP, routing or search. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "plan_internal.h"
+
+void
+isth_plan_params_default(struct isth_plan_params *p)
+{
+	if (p == NULL)
+		return;
+	memset(p, 0, sizeof(*p));
+	p->payload_bytes = 1e9;
+	p->memory_bytes = 0;
+	p->access_bps = 100e9;
+	p->access_ms = 0;
+	p->chunk_bytes = 1048576;
+	p->max_round_ms = 0;
+	p->repl = ISTH_PLAN_REPL_NETWORK;
+}
+
+int
+isth_plan_parse_size(const char *s, double *out)
+{
+	static const struct { const char *suf; double mul; } sufs[] = {
+		{"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0},
+		{"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"", 1},
+	};
+	char *end;
+	double v;
+	size_t i, l;
+
+	if (s == NULL || out == NULL || *s == '\0')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -EINVAL;
+	for (i = 0; i < sizeof(sufs) / sizeof(sufs[0]); i++) {
+		l = strlen(sufs[i].suf);
+		if (strncmp(end, sufs[i].suf, l) != 0)
+			continue;
+		if (strcmp(end + l, "") == 0 || strcmp(end + l, "B") == 0) {
+			*out = v * sufs[i].mul;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* ---- schedules ---- */
+
+static struct isth_plan_sched *
+sched_alloc(const char *name, int n, int nrounds)
+{
+	struct isth_plan_sched *s = calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	snprintf(s->name, sizeof(s->name), "%s", name ? name : "custom");
+	s->n = n;
+	s->nrounds = nrounds;
+	s->ncl = calloc(nrounds, sizeof(int));
+	s->cl = calloc((size_t)nrounds * NMAX, sizeof(uint64_t));
+	s->of = calloc((size_t)nrounds * NMAX, 1);
+	if (s->ncl == NULL || s->cl == NULL || s->of == NULL) {
+		isth_plan_sched_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void
+isth_plan_sched_free(struct isth_plan_sched *s)
+{
+	if (s == NULL)
+		return;
+	free(s->ncl);
+	free(s->cl);
+	free(s->of);
+	free(s);
+}
+
+struct isth_plan_sched *
+isth_plan_sched_new(const char *name, int n, int nrounds, const int *ncliques,
+		    const uint64_t *const *cliques)
+{
+	struct isth_plan_sched *s;
+	uint64_t all, seen;
+	int r, c, i;
+
+	if (n < 1 || n > NMAX || nrounds < 1 || ncliques == NULL || cliques == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	all = n == 64 ? ~0ULL : ((1ULL << n) - 1);
+	for (r = 0; r < nrounds; r++) {
+		if (ncliques[r] < 1 || ncliques[r] > n || cliques[r] == NULL) {
+			errno = EINVAL;
+			return NULL;
+		}
+		seen = 0;
+		for (c = 0; c < ncliques[r]; c++) {
+			uint64_t m = cliques[r][c];
+
+			if (m == 0 || (m & ~all) || (m & seen)) {
+				errno = EINVAL;
+				return NULL;
+			}
+			seen |= m;
+		}
+		if (seen != all) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+	s = sched_alloc(name, n, nrounds);
+	if (s == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (r = 0; r < nrounds; r++) {
+		s->ncl[r] = ncliques[r];
+		for (c = 0; c < ncliques[r]; c++) {
+			s->cl[r * NMAX + c] = cliques[r][c];
+			for (i = 0; i < n; i++)
+				if (cliques[r][c] >> i & 1)
+					s->of[r * NMAX + i] = c;
+		}
+	}
+	return s;
+}
+
+struct isth_plan_sched *
+isth_plan_sched_dup(const struct isth_plan_sched *s)
+{
+	struct isth_plan_sched *d;
+
+	if (s == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	d = sched_alloc(s->name, s->n, s->nrounds);
+	if (d == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(d->ncl, s->ncl, s->nrounds * sizeof(int));
+	memcpy(d->cl, s->cl, (size_t)s->nrounds * NMAX * sizeof(uint64_t));
+	memcpy(d->of, s->of, (size_t)s->nrounds * NMAX);
+	return d;
+}
+
+const char *
+isth_plan_sched_name(const struct isth_plan_sched *s)
+{
+	return s ? s->name : NULL;
+}
+
+int
+isth_plan_sched_n(const struct isth_plan_sched *s)
+{
+	return s ? s->n : 0;
+}
+
+int
+isth_plan_sched_nrounds(const struct isth_plan_sched *s)
+{
+	return s ? s->nrounds : 0;
+}
+
+static int
+rmod(const struct isth_plan_sched *s, int r)
+{
+	r %= s->nrounds;
+	return r < 0 ? r + s->nrounds : r;
+}
+
+int
+isth_plan_sched_ncliques(const struct isth_plan_sched *s, int r)
+{
+	return s ? s->ncl[rmod(s, r)] : 0;
+}
+
+uint64_t
+isth_plan_sched_clique(const struct isth_plan_sched *s, int r, int c)
+{
+	if (s == NULL)
+		return 0;
+	r = rmod(s, r);
+	return (c >= 0 && c < s->ncl[r]) ? s->cl[r * NMAX + c] : 0;
+}
+
+uint64_t
+isth_plan_sched_clique_of(const struct isth_plan_sched *s, int r, int i)
+{
+	if (s == NULL || i < 0 || i >= s->n)
+		return 0;
+	r = rmod(s, r);
+	return s->cl[r * NMAX + s->of[r * NMAX + i]];
+}
+
+/* ---- results ---- */
+
+void
+isth_plan_result_free(struct isth_plan_result *r)
+{
+	if (r == NULL)
+		return;
+	free(r->t);
+	free(r->D);
+	free(r->Tr);
+	free(r);
+}
+
+int
+isth_plan_result_feasible(const struct isth_plan_result *r)
+{
+	return r ? r->feasible : 0;
+}
+
+double
+isth_plan_result_T(const struct isth_plan_result *r)
+{
+	return (r && r->feasible) ? r->T : NAN;
+}
+
+const char *
+isth_plan_result_binding(const struct isth_plan_result *r)
+{
+	return r ? r->binding : "";
+}
+
+double
+isth_plan_result_offset(const struct isth_plan_result *r, int round, int i)
+{
+	if (r == NULL || !r->feasible || i < 0 || i >= r->n)
+		return NAN;
+	round %= r->nrounds;
+	if (round < 0)
+		round += r->nrounds;
+	return r->t[round * r->n + i];
+}
+
+double
+isth_plan_result_duration(const struct isth_plan_result *r, int round, int i)
+{
+	if (r == NULL || !r->feasible || i < 0 || i >= r->n)
+		return NAN;
+	round %= r->nrounds;
+	if (round < 0)
+		round += r->nrounds;
+	return r->D[round * r->n + i];
+}
+
+int
+isth_plan_result_lp_iterations(const struct isth_plan_result *r)
+{
+	return r ? r->lp_iters : 0;
+}
+
+/*
+ * Fluid model: sender j's byte x reaches receiver i at
+ * t_j + l_ji + x * D_j / P. A chunk's accumulator lives from its first
+ * contribution to its last, so the bytes held are the spread between the
+ * most and least advanced contributor.
+ */
+double
+isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_plan_topo *t,
+			   const struct isth_plan_sched *s, int round, int i, double tau)
+{
+	double lo = INFINITY, hi = -INFINITY;
+	uint64_t c;
+	int j, k = 0;
+
+	if (r == NULL || t == NULL || s == NULL || !r->feasible || i < 0 || i >= r->n)
+		return NAN;
+	c = isth_plan_sched_clique_of(s, round, i) & ~(1ULL << i);
+	for (j = 0; j < r->n; j++) {
+		double x;
+
+		if (!(c >> j & 1))
+			continue;
+		x = (tau - isth_plan_result_offset(r, round, j) - t->dist[j][i]) /
+		    isth_plan_result_duration(r, round, j) * r->payload;
+		if (x < 0)
+			x = 0;
+		if (x > r->payload)
+			x = r->payload;
+		if (x < lo)
+			lo = x;
+		if (x > hi)
+			hi = x;
+		k++;
+	}
+	return k < 2 ? 0 : hi - lo;
+}

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file isth_plan.h
+ * Schedule planner: topology, rotating-clique schedules, survival curves,
+ * and the GLPK linear program for offsets, rates and the round time T.
+ *
+ * EAL-free plain C. GLPK is used only inside this library; its error hook is
+ * installed with a longjmp so that a GLPK failure is reported as -EIO and
+ * never aborts the process. Not thread-safe (GLPK's environment is global).
+ *
+ * Units: times in milliseconds (double), sizes in bytes, rates in bit/s.
+ * See doc/planner.md for the model and the exact LP.
+ */
+#ifndef ISTH_PLAN_H
+#define ISTH_PLAN_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Maximum number of islands (clique bitmaps are uint64_t). */
+#define ISTH_PLAN_MAX_ISLANDS 64
+/** Maximum length of a site or region name, including the NUL. */
+#define ISTH_PLAN_NAME_MAX 32
+
+/** A topology: sites (islands) and full-duplex links. Opaque. */
+struct isth_plan_topo;
+/** A cyclic sequence of partitions of the islands into cliques. Opaque. */
+struct isth_plan_sched;
+/** The solved LP of a schedule: T, offsets and rates per round. Opaque. */
+struct isth_plan_result;
+
+/** Where multicast copies are made. */
+enum isth_plan_repl {
+	ISTH_PLAN_REPL_NETWORK = 0, /**< multicast trees: each link carries a stream once */
+	ISTH_PLAN_REPL_EDGE = 1,    /**< unicast fan-out at the sender's edge: once per destination */
+};
+
+/** Which survival curve. */
+enum isth_plan_surv {
+	ISTH_PLAN_SURV_FLOOD = 0,   /**< fraction of the other n-1 islands not yet reached */
+	ISTH_PLAN_SURV_AVG = 1,     /**< (||Phi(k)||_F^2 - 1) / (n - 1) */
+};
+
+/** Model parameters. Fill with isth_plan_params_default() then override. */
+struct isth_plan_params {
+	double payload_bytes;   /**< bytes each island sends per round */
+	double memory_bytes;    /**< aggregation memory per receiver edge; 0 = aligned arrivals */
+	double access_bps;      /**< island <-> edge access link capacity, each direction */
+	double access_ms;       /**< one-way latency of the access link */
+	double chunk_bytes;     /**< aggregation granularity: the last chunk is delivered after the last byte */
+	double max_round_ms;    /**< a round longer than this is infeasible; 0 = no limit */
+	enum isth_plan_repl repl; /**< replication mode */
+};
+
+/** Set @p p to the documented defaults (100 Gbit/s access, 0 ms, 1 MiB chunks, network replication). */
+void isth_plan_params_default(struct isth_plan_params *p);
+
+/**
+ * Parse a size with an optional suffix: K, M, G, T are powers of 1000,
+ * Ki, Mi, Gi, Ti powers of 1024; an optional trailing "B" is accepted.
+ * @return 0 on success, -EINVAL on a malformed or negative size.
+ */
+int isth_plan_parse_size(const char *s, double *out);
+
+/* ------------------------------------------------------------------ */
+/* Topology                                                            */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Load a topology from a sites CSV (site,region[,city]) and a links CSV
+ * (a,b,one_way_ms,capacity_gbps[,source]); '#' lines are comments. The
+ * island id of a site is its row order (0-based).
+ * @param err  receives "file:line: reason" on failure (may be NULL)
+ * @return the topology, or NULL with errno set (EINVAL bad input, ENOENT, ENOMEM).
+ */
+struct isth_plan_topo *isth_plan_topo_load(const char *sites_path, const char *links_path,
+					   char *err, size_t errlen);
+
+/**
+ * Same as isth_plan_topo_load() from in-memory text; @p sites_name and
+ * @p links_name are used in error messages.
+ */
+struct isth_plan_topo *isth_plan_topo_parse(const char *sites_name, const char *sites_text,
+					    const char *links_name, const char *links_text,
+					    char *err, size_t errlen);
+
+/** Free a topology; NULL is accepted. */
+void isth_plan_topo_free(struct isth_plan_topo *t);
+/** Number of islands. */
+int isth_plan_topo_n(const struct isth_plan_topo *t);
+/** Name of island @p i, or NULL if out of range. */
+const char *isth_plan_topo_name(const struct isth_plan_topo *t, int i);
+/** Region id (0..nregions-1, in order of first appearance) of island @p i, or -1. */
+int isth_plan_topo_region(const struct isth_plan_topo *t, int i);
+/** Number of regions. */
+int isth_plan_topo_nregions(const struct isth_plan_topo *t);
+/** Name of region @p r, or NULL. */
+const char *isth_plan_topo_region_name(const struct isth_plan_topo *t, int r);
+/** Shortest-path (Dijkstra, latency) one-way latency in ms from @p a to @p b; -1 if out of range. */
+double isth_plan_topo_latency(const struct isth_plan_topo *t, int a, int b);
+/** Number of directed links (twice the physical links). */
+int isth_plan_topo_ndlinks(const struct isth_plan_topo *t);
+/** Describe directed link @p e as "A->B" into @p buf. */
+void isth_plan_topo_dlink_name(const struct isth_plan_topo *t, int e, char *buf, size_t len);
+/**
+ * Directed links on the shortest path from @p a to @p b, in order.
+ * @return number of links written (at most @p max), or -EINVAL.
+ */
+int isth_plan_topo_path(const struct isth_plan_topo *t, int a, int b, int *links, int max);
+
+/* ------------------------------------------------------------------ */
+/* Schedules                                                           */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Build a schedule from explicit rounds. @p cliques[r] lists @p ncliques[r]
+ * bitmaps that must partition {0..n-1}.
+ * @return the schedule, or NULL with errno = EINVAL (not a partition) / ENOMEM.
+ */
+struct isth_plan_sched *isth_plan_sched_new(const char *name, int n, int nrounds,
+					    const int *ncliques, const uint64_t *const *cliques);
+
+/**
+ * Build a built-in family: "all-to-all", "regional", "pairs", "triangles".
+ * @return the schedule, or NULL with errno = EINVAL (unknown name or size).
+ */
+struct isth_plan_sched *isth_plan_sched_family(const struct isth_plan_topo *t, const char *name);
+
+/** Copy of a schedule. */
+struct isth_plan_sched *isth_plan_sched_dup(const struct isth_plan_sched *s);
+/** Free a schedule; NULL is accepted. */
+void isth_plan_sched_free(struct isth_plan_sched *s);
+/** Name of the schedule. */
+const char *isth_plan_sched_name(const struct isth_plan_sched *s);
+/** Number of islands. */
+int isth_plan_sched_n(const struct isth_plan_sched *s);
+/** Number of rounds in the cycle. */
+int isth_plan_sched_nrounds(const struct isth_plan_sched *s);
+/** Number of cliques in round @p r (taken modulo the cycle). */
+int isth_plan_sched_ncliques(const struct isth_plan_sched *s, int r);
+/** Bitmap of clique @p c of round @p r. */
+uint64_t isth_plan_sched_clique(const struct isth_plan_sched *s, int r, int c);
+/** Bitmap of the clique containing island @p i in round @p r. */
+uint64_t isth_plan_sched_clique_of(const struct isth_plan_sched *s, int r, int i);
+
+/**
+ * Survival curve averaged over origins i and phases s: out[k] for
+ * k = 0..kmax-1 (out[0] = 1).
+ * @return 0, or -EINVAL.
+ */
+int isth_plan_survival(const struct isth_plan_sched *s, enum isth_plan_surv kind,
+		       double *out, int kmax);
+
+/**
+ * A = mean over i and s of sum_{k>=0} S(k). INFINITY if the schedule never
+ * mixes globally (the union of its cliques does not connect all islands).
+ */
+double isth_plan_A(const struct isth_plan_sched *s, enum isth_plan_surv kind);
+
+/* ------------------------------------------------------------------ */
+/* The LP                                                              */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Minimise the round time T of @p s on @p t under @p p (doc/planner.md).
+ * @param out receives the result (also when infeasible); free with isth_plan_result_free().
+ * @return 0 (feasible or not, see isth_plan_result_feasible()), -EINVAL,
+ *         -ENOMEM, or -EIO if GLPK failed (its error was caught).
+ */
+int isth_plan_solve(const struct isth_plan_topo *t, const struct isth_plan_sched *s,
+		    const struct isth_plan_params *p, struct isth_plan_result **out);
+
+/** Free a result; NULL is accepted. */
+void isth_plan_result_free(struct isth_plan_result *r);
+/** 1 if feasible. */
+int isth_plan_result_feasible(const struct isth_plan_result *r);
+/** Round time T in ms (max over the rounds of the cycle); NAN if infeasible. */
+double isth_plan_result_T(const struct isth_plan_result *r);
+/**
+ * The binding constraint: for infeasible results the reason
+ * ("memory: ..."), for feasible ones the constraint with the largest dual
+ * ("latency", "capacity NYC->LON", "memory @LON", "access").
+ */
+const char *isth_plan_result_binding(const struct isth_plan_result *r);
+/** Offset (ms from the round start) of sender @p i in round @p r; NAN if it does not send. */
+double isth_plan_result_offset(const struct isth_plan_result *r, int round, int i);
+/** Transmission duration (ms) of sender @p i in round @p r (rate = 8 * payload / duration); NAN if none. */
+double isth_plan_result_duration(const struct isth_plan_result *r, int round, int i);
+/** Number of LP solves (simplex calls) used, for benchmarks. */
+int isth_plan_result_lp_iterations(const struct isth_plan_result *r);
+
+/**
+ * Aggregation-memory occupancy (bytes) at receiver @p i's edge at time
+ * @p tau (ms from the round start) in round @p r, from the fluid model.
+ */
+double isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_plan_topo *t,
+				  const struct isth_plan_sched *s, int round, int i, double tau);
+
+/* ------------------------------------------------------------------ */
+/* Search                                                              */
+/* ------------------------------------------------------------------ */
+
+/** Progress callback: elapsed seconds, evaluations, best objective (ms). */
+typedef void (*isth_plan_progress_fn)(double elapsed_s, long evals, double best_obj_ms, void *arg);
+
+/**
+ * Simulated-annealing search over clique partitions and rotation sequences
+ * for the minimum of T * (A_flood + 1/2), seeded with the built-in families.
+ * Runs for at most @p seconds of wall time.
+ * @param init optional extra starting point (e.g. the best schedule found
+ *             with less memory, which stays feasible with more); may be NULL.
+ * @return the best schedule found (name "search"), or NULL with errno set
+ *         (EINVAL, ENOMEM, EIO; ENOENT if nothing feasible was found).
+ */
+struct isth_plan_sched *isth_plan_search(const struct isth_plan_topo *t,
+					 const struct isth_plan_params *p,
+					 const struct isth_plan_sched *init, double seconds,
+					 unsigned seed, isth_plan_progress_fn progress, void *arg);
+
+/* ------------------------------------------------------------------ */
+/* Synchronous baselines                                               */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Communication time (ms) of one host-based ring all-reduce of
+ * payload_bytes over the topology: 2(n-1) synchronous steps of
+ * payload/n bytes on the best ring found (2-opt on latency), each step as
+ * long as its slowest hop (latency + transfer at the shared bottleneck).
+ * @param order if not NULL receives the ring order (n entries).
+ * @return the time in ms, or a negative errno.
+ */
+double isth_plan_ring_allreduce_ms(const struct isth_plan_topo *t, const struct isth_plan_params *p,
+				   int *order);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ISTH_PLAN_H */

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Internals of lib/plan shared between its source files. */
+#ifndef PLAN_INTERNAL_H
+#define PLAN_INTERNAL_H
+
+#include <stdint.h>
+#include "isth_plan.h"
+
+#define NMAX ISTH_PLAN_MAX_ISLANDS
+
+struct isth_plan_topo {
+	int n;
+	char name[NMAX][ISTH_PLAN_NAME_MAX];
+	int region[NMAX];
+	int line[NMAX];                 /* line of the site in the sites file */
+	int nregions;
+	char region_name[NMAX][ISTH_PLAN_NAME_MAX];
+	int ndl;                        /* directed links: 2*l is a->b, 2*l+1 is b->a */
+	int *dl_from;
+	int *dl_to;
+	double *dl_lat_ms;
+	double *dl_cap_bps;
+	double dist[NMAX][NMAX];        /* shortest-path latency */
+	int pred[NMAX][NMAX];           /* pred[src][v]: directed link entering v on the tree of src */
+	int hops[NMAX][NMAX];
+};
+
+struct isth_plan_sched {
+	char name[32];
+	int n;
+	int nrounds;
+	int *ncl;                       /* per round */
+	uint64_t *cl;                   /* nrounds * NMAX, clique bitmaps */
+	uint8_t *of;                    /* nrounds * NMAX: clique index of island i */
+};
+
+struct isth_plan_result {
+	int feasible;
+	int n;
+	int nrounds;
+	double T;
+	char binding[160];
+	double *t;                      /* nrounds * n offsets */
+	double *D;                      /* nrounds * n durations */
+	double *Tr;                     /* per-round minimum */
+	double payload, memory;
+	int lp_iters;
+};
+
+/* route.c */
+int plan_route(struct isth_plan_topo *t, char *err, size_t errlen, const char *sites_name);
+/* multiplicity of stream from j to the set dests on each directed link */
+void plan_stream_links(const struct isth_plan_topo *t, int j, uint64_t dests,
+		       enum isth_plan_repl repl, int *mult);
+
+/* lp.c: solve one round (partition). t,D are n-sized arrays. */
+int plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
+		     const struct isth_plan_params *p, int *feasible, double *T,
+		     double *off, double *dur, char *binding, size_t blen, int *iters);
+
+static inline int plan_popcount(uint64_t x) { return __builtin_popcountll(x); }
+
+#endif

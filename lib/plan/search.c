@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Schedule search: simulated annealing over cyclic sequences of partitions
+ * (any clique sizes, 1..LMAX rounds), minimising T * (A_flood + 1/2). The
+ * round LP is the expensive part, so its result is cached per partition.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plan_internal.h"
+
+#define LMAX 16
+#define CACHE (1 << 15)
+
+struct cent {
+	uint64_t key;
+	double T;               /* INFINITY: infeasible */
+};
+
+struct sstate {
+	int L;
+	uint8_t lab[LMAX][NMAX];
+};
+
+struct ctx {
+	const struct isth_plan_topo *t;
+	const struct isth_plan_params *p;
+	struct cent *cache;
+	long evals;
+	int err;
+};
+
+static uint64_t rs;
+
+static uint64_t
+rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Canonical cliques of one round: bitmaps sorted by lowest member. */
+static int
+round_cliques(int n, const uint8_t *lab, uint64_t *cl)
+{
+	int nc = 0, i, c;
+	int map[NMAX];
+
+	for (i = 0; i < NMAX; i++)
+		map[i] = -1;
+	for (i = 0; i < n; i++) {
+		if (map[lab[i]] < 0) {
+			map[lab[i]] = nc;
+			cl[nc++] = 0;
+		}
+		c = map[lab[i]];
+		cl[c] |= 1ULL << i;
+	}
+	return nc;
+}
+
+static double
+round_T(struct ctx *C, int n, const uint8_t *lab)
+{
+	uint64_t cl[NMAX], h = 1469598103934665603ULL;
+	int nc = round_cliques(n, lab, cl), c, f = 0, it = 0;
+	double T, off[NMAX], dur[NMAX];
+	struct cent *e;
+
+	for (c = 0; c < nc; c++) {
+		h ^= cl[c];
+		h *= 1099511628211ULL;
+		h ^= h >> 29;
+	}
+	h |= 1;
+	e = &C->cache[h & (CACHE - 1)];
+	if (e->key == h)
+		return e->T;
+	C->evals++;
+	if (plan_solve_round(C->t, nc, cl, C->p, &f, &T, off, dur, NULL, 0, &it) < 0) {
+		C->err = 1;
+		T = INFINITY;
+	}
+	if (!f)
+		T = INFINITY;
+	e->key = h;
+	e->T = T;
+	return T;
+}
+
+static struct isth_plan_sched *
+to_sched(int n, const struct sstate *s)
+{
+	uint64_t cl[LMAX][NMAX];
+	const uint64_t *pp[LMAX];
+	int nc[LMAX], r;
+
+	for (r = 0; r < s->L; r++) {
+		nc[r] = round_cliques(n, s->lab[r], cl[r]);
+		pp[r] = cl[r];
+	}
+	return isth_plan_sched_new("search", n, s->L, nc, pp);
+}
+
+static double
+objective(struct ctx *C, int n, const struct sstate *s)
+{
+	struct isth_plan_sched *sc;
+	double T = 0, A;
+	int r;
+
+	for (r = 0; r < s->L; r++) {
+		double x = round_T(C, n, s->lab[r]);
+
+		if (!isfinite(x))
+			return INFINITY;
+		T = fmax(T, x);
+	}
+	sc = to_sched(n, s);
+	if (sc == NULL)
+		return INFINITY;
+	A = isth_plan_A(sc, ISTH_PLAN_SURV_FLOOD);
+	isth_plan_sched_free(sc);
+	return T * (A + 0.5);
+}
+
+static void
+from_sched(const struct isth_plan_sched *sc, struct sstate *s)
+{
+	int r, i;
+
+	s->L = sc->nrounds < LMAX ? sc->nrounds : LMAX;
+	for (r = 0; r < s->L; r++)
+		for (i = 0; i < sc->n; i++)
+			s->lab[r][i] = sc->of[r * NMAX + i];
+}
+
+static void
+mutate(int n, struct sstate *s)
+{
+	int kind = rnd() % 10, r = rnd() % s->L, a = rnd() % n, b = rnd() % n, i;
+
+	if (kind < 4) {                 /* swap two islands between cliques */
+		uint8_t x = s->lab[r][a];
+
+		s->lab[r][a] = s->lab[r][b];
+		s->lab[r][b] = x;
+	} else if (kind < 7) {          /* move an island into another's clique */
+		s->lab[r][a] = s->lab[r][b];
+	} else if (kind == 7) {         /* split an island off on its own */
+		uint8_t used[NMAX] = {0};
+
+		for (i = 0; i < n; i++)
+			used[s->lab[r][i]] = 1;
+		for (i = 0; i < n && used[i]; i++)
+			;
+		if (i < n)
+			s->lab[r][a] = i;
+	} else if (kind == 8 && s->L < LMAX) { /* insert a perturbed copy of a round */
+		int q;
+
+		for (q = s->L; q > r + 1; q--)
+			memcpy(s->lab[q], s->lab[q - 1], NMAX);
+		memcpy(s->lab[r + 1], s->lab[r], NMAX);
+		s->L++;
+		for (q = 0; q < 3; q++) {
+			uint8_t x;
+
+			a = rnd() % n;
+			b = rnd() % n;
+			x = s->lab[r + 1][a];
+			s->lab[r + 1][a] = s->lab[r + 1][b];
+			s->lab[r + 1][b] = x;
+		}
+	} else if (s->L > 1) {          /* drop a round */
+		int q;
+
+		for (q = r; q < s->L - 1; q++)
+			memcpy(s->lab[q], s->lab[q + 1], NMAX);
+		s->L--;
+	}
+}
+
+struct isth_plan_sched *
+isth_plan_search(const struct isth_plan_topo *t, const struct isth_plan_params *p,
+		 const struct isth_plan_sched *init, double seconds, unsigned seed,
+		 isth_plan_progress_fn progress, void *arg)
+{
+	static const char *fam[] = {"all-to-all", "triangles", "pairs", "regional"};
+	struct ctx C = {0};
+	struct sstate cur, best, cand;
+	double fcur = INFINITY, fbest = INFINITY, t0, last, el;
+	int n, f;
+	struct isth_plan_sched *out;
+
+	if (t == NULL || p == NULL || seconds < 0 || t->n < 2 || (init && init->n != t->n)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	n = t->n;
+	C.t = t;
+	C.p = p;
+	C.cache = calloc(CACHE, sizeof(*C.cache));
+	if (C.cache == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rs = 0x2545F4914F6CDD1DULL ^ ((uint64_t)seed * 0x9E3779B97F4A7C15ULL);
+	if (rs == 0)
+		rs = 1;
+	t0 = last = now_s();
+	memset(&cur, 0, sizeof(cur));
+	for (f = 0; f < 4; f++) {
+		struct isth_plan_sched *sc = isth_plan_sched_family(t, fam[f]);
+		struct sstate s;
+		double v;
+
+		if (sc == NULL)
+			continue;
+		from_sched(sc, &s);
+		isth_plan_sched_free(sc);
+		v = objective(&C, n, &s);
+		if (v < fbest || cur.L == 0) {
+			if (v < fbest)
+				fbest = v;
+			cur = s;
+		}
+	}
+	if (init) {
+		struct sstate s;
+		double v;
+
+		from_sched(init, &s);
+		v = objective(&C, n, &s);
+		if (v < fbest) {
+			fbest = v;
+			cur = s;
+		}
+	}
+	fcur = fbest;
+	best = cur;
+	while ((el = now_s() - t0) < seconds && !C.err) {
+		double temp = 0.05 * (1 - el / seconds) + 0.001, v;
+		int m, nm = 1 + rnd() % 3;
+
+		cand = cur;
+		for (m = 0; m < nm; m++)
+			mutate(n, &cand);
+		v = objective(&C, n, &cand);
+		if (isfinite(v) && (!isfinite(fcur) || v < fcur ||
+				    (double)(rnd() % 1000000) / 1e6 < exp(-(log(v) - log(fcur)) / temp))) {
+			cur = cand;
+			fcur = v;
+			if (v < fbest - 1e-9) {
+				best = cand;
+				fbest = v;
+			}
+		}
+		if (progress && now_s() - last >= 1.0) {
+			last = now_s();
+			progress(last - t0, C.evals, fbest, arg);
+		}
+	}
+	if (progress)
+		progress(now_s() - t0, C.evals, fbest, arg);
+	free(C.cache);
+	if (C.err) {
+		errno = EIO;
+		return NULL;
+	}
+	if (!isfinite(fbest)) {
+		errno = ENOENT;
+		return NULL;
+	}
+	out = to_sched(n, &best);
+	return out;
+}

@@ -1,0 +1,869 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Schedule file writer and loader (doc/schedule-file.md). One grammar, one
+ * validator: isth_sched_save() renders to text and parses it back before it
+ * touches the file, so the writer cannot produce what the loader refuses.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isth_sched.h"
+
+#define NMAX ISTH_SCHED_MAX_ISLANDS
+
+struct sender {
+	uint8_t set;
+	uint8_t nseg;           /* 0: constant rate, rate[0]; else profile */
+	uint64_t off;
+	uint64_t dur[ISTH_SCHED_MAX_SEGS];
+	uint64_t rate[ISTH_SCHED_MAX_SEGS];
+	int line;
+};
+
+struct round {
+	int set;
+	int ncl;
+	int line;
+	uint64_t cl[NMAX];
+	uint8_t of[NMAX];
+};
+
+struct isth_sched {
+	int n;
+	char name[NMAX][ISTH_SCHED_NAME_MAX];
+	uint64_t T, epoch, payload, chunk, memory;
+	int nrounds;
+	struct round *rounds;
+	struct sender *snd;     /* nrounds * n */
+};
+
+static int
+valid_name(const char *s)
+{
+	size_t l = strlen(s);
+
+	if (l == 0 || l >= ISTH_SCHED_NAME_MAX)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
+			return 0;
+	return 1;
+}
+
+static uint64_t
+all_mask(int n)
+{
+	return n == 64 ? ~0ULL : (1ULL << n) - 1;
+}
+
+static int
+alloc_rounds(struct isth_sched *s, int nrounds)
+{
+	s->nrounds = nrounds;
+	s->rounds = calloc(nrounds, sizeof(*s->rounds));
+	s->snd = calloc((size_t)nrounds * s->n, sizeof(*s->snd));
+	return (s->rounds && s->snd) ? 0 : -ENOMEM;
+}
+
+void
+isth_sched_free(struct isth_sched *s)
+{
+	if (s == NULL)
+		return;
+	free(s->rounds);
+	free(s->snd);
+	free(s);
+}
+
+struct isth_sched *
+isth_sched_new(int n, const char *const *names, uint64_t round_ns, uint64_t epoch_ns,
+	       uint64_t payload_bytes, uint64_t chunk_bytes, uint64_t memory_bytes, int nrounds)
+{
+	struct isth_sched *s;
+	int i;
+
+	if (n < 1 || n > NMAX || names == NULL || round_ns == 0 || nrounds < 1 ||
+	    nrounds > ISTH_SCHED_MAX_ROUNDS) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		if (names[i] == NULL || !valid_name(names[i])) {
+			errno = EINVAL;
+			return NULL;
+		}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->n = n;
+	for (i = 0; i < n; i++)
+		snprintf(s->name[i], sizeof(s->name[i]), "%s", names[i]);
+	s->T = round_ns;
+	s->epoch = epoch_ns;
+	s->payload = payload_bytes;
+	s->chunk = chunk_bytes;
+	s->memory = memory_bytes;
+	if (alloc_rounds(s, nrounds) < 0) {
+		isth_sched_free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return s;
+}
+
+int
+isth_sched_set_round(struct isth_sched *s, int r, int ncliques, const uint64_t *cliques)
+{
+	struct round *R;
+	int c, i;
+
+	if (s == NULL || r < 0 || r >= s->nrounds || ncliques < 1 || ncliques > NMAX || cliques == NULL)
+		return -EINVAL;
+	R = &s->rounds[r];
+	R->set = 1;
+	R->ncl = ncliques;
+	memcpy(R->cl, cliques, ncliques * sizeof(uint64_t));
+	for (c = 0; c < ncliques; c++)
+		for (i = 0; i < s->n; i++)
+			if (cliques[c] >> i & 1)
+				R->of[i] = c;
+	return 0;
+}
+
+int
+isth_sched_set_sender(struct isth_sched *s, int r, int i, uint64_t offset_ns, int nseg,
+		      const uint64_t *dur_ns, const uint64_t *rate_bps)
+{
+	struct sender *S;
+
+	if (s == NULL || r < 0 || r >= s->nrounds || i < 0 || i >= s->n || nseg < 1 ||
+	    nseg > ISTH_SCHED_MAX_SEGS || rate_bps == NULL || (dur_ns == NULL && nseg != 1))
+		return -EINVAL;
+	S = &s->snd[(size_t)r * s->n + i];
+	S->set = 1;
+	S->off = offset_ns;
+	S->nseg = dur_ns ? nseg : 0;
+	memcpy(S->rate, rate_bps, nseg * sizeof(uint64_t));
+	if (dur_ns)
+		memcpy(S->dur, dur_ns, nseg * sizeof(uint64_t));
+	return 0;
+}
+
+int
+isth_sched_write(const struct isth_sched *s, FILE *f)
+{
+	int i, r, c, k;
+
+	if (s == NULL || f == NULL)
+		return -EINVAL;
+	fprintf(f, "isthmus-schedule %d\n", ISTH_SCHED_VERSION);
+	fprintf(f, "# written by isthmus; format: doc/schedule-file.md\n");
+	fprintf(f, "islands %d\n", s->n);
+	for (i = 0; i < s->n; i++)
+		fprintf(f, "island %d %s\n", i, s->name[i]);
+	fprintf(f, "round-ns %" PRIu64 "\n", s->T);
+	if (s->epoch)
+		fprintf(f, "epoch %" PRIu64 "\n", s->epoch);
+	else
+		fprintf(f, "epoch runtime\n");
+	fprintf(f, "payload-bytes %" PRIu64 "\n", s->payload);
+	fprintf(f, "chunk-bytes %" PRIu64 "\n", s->chunk);
+	fprintf(f, "memory-bytes %" PRIu64 "\n", s->memory);
+	fprintf(f, "rounds %d\n", s->nrounds);
+	for (r = 0; r < s->nrounds; r++) {
+		const struct round *R = &s->rounds[r];
+
+		fprintf(f, "round %d", r);
+		for (c = 0; c < R->ncl; c++)
+			fprintf(f, " 0x%" PRIx64, R->cl[c]);
+		fprintf(f, "\n");
+		for (i = 0; i < s->n; i++) {
+			const struct sender *S = &s->snd[(size_t)r * s->n + i];
+
+			if (!S->set)
+				continue;
+			fprintf(f, "send %d %d %" PRIu64, r, i, S->off);
+			if (S->nseg == 0) {
+				fprintf(f, " %" PRIu64 "\n", S->rate[0]);
+				continue;
+			}
+			fprintf(f, " profile");
+			for (k = 0; k < S->nseg; k++)
+				fprintf(f, "%s%" PRIu64 ":%" PRIu64, k ? "," : " ", S->dur[k], S->rate[k]);
+			fprintf(f, "\n");
+		}
+	}
+	fprintf(f, "end\n");
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ---- loader ---- */
+
+struct pctx {
+	const char *file;
+	int line;
+	char *err;
+	size_t errlen;
+};
+
+static int __attribute__((format(printf, 2, 3)))
+perr(struct pctx *P, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (P->err && P->errlen)
+		snprintf(P->err, P->errlen, "%s:%d: %s", P->file, P->line, msg);
+	return -EINVAL;
+}
+
+static int
+parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	if (s == NULL || *s == '\0' || *s == '-' || *s == '+')
+		return -1;
+	errno = 0;
+	x = strtoull(s, &end, 0);
+	if (errno || *end != '\0')
+		return -1;
+	*v = x;
+	return 0;
+}
+
+static int
+parse_int(const char *s, int lo, int hi, int *v)
+{
+	uint64_t x;
+
+	if (parse_u64(s, &x) < 0 || x < (uint64_t)lo || x > (uint64_t)hi)
+		return -1;
+	*v = (int)x;
+	return 0;
+}
+
+#define MAXTOK (NMAX + 8)
+
+static int
+tokenize(char *line, char **tok)
+{
+	int nt = 0;
+	char *save = NULL, *p;
+
+	for (p = strtok_r(line, " \t\r", &save); p; p = strtok_r(NULL, " \t\r", &save)) {
+		if (nt == MAXTOK)
+			return MAXTOK + 1;
+		tok[nt++] = p;
+	}
+	return nt;
+}
+
+enum { ST_MAGIC, ST_HEADER, ST_ROUNDS, ST_END };
+
+static int
+check_header_done(struct pctx *P, struct isth_sched *s, const int *have)
+{
+	static const char *keys[] = {"islands", "round-ns", "epoch", "payload-bytes",
+				     "chunk-bytes", "memory-bytes"};
+	int i;
+
+	for (i = 0; i < 6; i++)
+		if (!have[i])
+			return perr(P, "'%s' missing before 'rounds'", keys[i]);
+	for (i = 0; i < s->n; i++)
+		if (s->name[i][0] == '\0')
+			return perr(P, "island %d has no 'island' line", i);
+	return 0;
+}
+
+static int
+parse_send(struct pctx *P, struct isth_sched *s, char **tok, int nt, int nextround)
+{
+	struct sender *S;
+	int r, i, k;
+	uint64_t off;
+
+	if (nt != 5 && !(nt == 6 && strcmp(tok[4], "profile") == 0))
+		return perr(P, "expected 'send <round> <island> <offset-ns> <rate-bps>' or "
+			       "'... profile <dur-ns>:<rate-bps>,...'");
+	if (parse_int(tok[1], 0, s->nrounds - 1, &r) < 0)
+		return perr(P, "bad round '%s' (0..%d)", tok[1], s->nrounds - 1);
+	if (r >= nextround)
+		return perr(P, "send for round %d before its 'round' line", r);
+	if (parse_int(tok[2], 0, INT32_MAX, &i) < 0 || i >= s->n)
+		return perr(P, "island %s out of range (0..%d)", tok[2], s->n - 1);
+	if (parse_u64(tok[3], &off) < 0)
+		return perr(P, "bad offset-ns '%s'", tok[3]);
+	if (off >= s->T)
+		return perr(P, "offset %" PRIu64 " >= round-ns %" PRIu64, off, s->T);
+	S = &s->snd[(size_t)r * s->n + i];
+	if (S->set)
+		return perr(P, "duplicate send for island %d in round %d (first on line %d)", i, r,
+			    S->line);
+	if (!(s->rounds[r].cl[s->rounds[r].of[i]] & ~(1ULL << i)))
+		return perr(P, "island %d sends in round %d but has no peers", i, r);
+	S->set = 1;
+	S->line = P->line;
+	S->off = off;
+	if (nt == 5) {
+		double dur;
+
+		if (parse_u64(tok[4], &S->rate[0]) < 0 || S->rate[0] == 0)
+			return perr(P, "bad rate-bps '%s' (must be > 0)", tok[4]);
+		dur = (double)s->payload * 8e9 / (double)S->rate[0];
+		if ((double)off + dur > (double)s->T)
+			return perr(P, "stream of island %d in round %d ends at %.0f ns, after round-ns %" PRIu64,
+				    i, r, (double)off + dur, s->T);
+		S->nseg = 0;
+		return 0;
+	}
+	{
+		char *save = NULL, *seg;
+		double bits = 0, t = (double)off;
+
+		k = 0;
+		for (seg = strtok_r(tok[5], ",", &save); seg; seg = strtok_r(NULL, ",", &save)) {
+			char *colon = strchr(seg, ':');
+
+			if (k == ISTH_SCHED_MAX_SEGS)
+				return perr(P, "more than %d profile segments", ISTH_SCHED_MAX_SEGS);
+			if (colon == NULL)
+				return perr(P, "bad profile segment '%s' (want <dur-ns>:<rate-bps>)", seg);
+			*colon = '\0';
+			if (parse_u64(seg, &S->dur[k]) < 0 || S->dur[k] == 0 ||
+			    parse_u64(colon + 1, &S->rate[k]) < 0)
+				return perr(P, "bad profile segment '%s:%s'", seg, colon + 1);
+			bits += (double)S->dur[k] * (double)S->rate[k] / 1e9;
+			t += (double)S->dur[k];
+			k++;
+		}
+		if (k == 0)
+			return perr(P, "empty profile");
+		if (t > (double)s->T)
+			return perr(P, "profile of island %d in round %d ends at %.0f ns, after round-ns %" PRIu64,
+				    i, r, t, s->T);
+		if (bits < (double)s->payload * 8 * (1 - 1e-9))
+			return perr(P, "profile of island %d in round %d carries %.0f bits, payload needs %.0f",
+				    i, r, bits, (double)s->payload * 8);
+		S->nseg = k;
+	}
+	return 0;
+}
+
+static int
+parse_round(struct pctx *P, struct isth_sched *s, char **tok, int nt, int *nextround)
+{
+	struct round *R;
+	uint64_t seen = 0, all = all_mask(s->n);
+	int r, c, i;
+
+	if (nt < 3)
+		return perr(P, "expected 'round <index> <clique-bitmap>...'");
+	if (parse_int(tok[1], 0, INT32_MAX, &r) < 0 || r != *nextround)
+		return perr(P, "round '%s' out of order (expected %d)", tok[1], *nextround);
+	if (r >= s->nrounds)
+		return perr(P, "round %d but 'rounds %d'", r, s->nrounds);
+	R = &s->rounds[r];
+	R->line = P->line;
+	R->ncl = nt - 2;
+	for (c = 0; c < R->ncl; c++) {
+		uint64_t m;
+
+		if (parse_u64(tok[2 + c], &m) < 0 || m == 0)
+			return perr(P, "bad clique bitmap '%s'", tok[2 + c]);
+		if (m & ~all) {
+			for (i = 0; i < 64 && !((m & ~all) >> i & 1); i++)
+				;
+			return perr(P, "clique %s: island %d out of range (0..%d)", tok[2 + c], i, s->n - 1);
+		}
+		if (m & seen) {
+			for (i = 0; !((m & seen) >> i & 1); i++)
+				;
+			return perr(P, "cliques overlap: island %d (%s) in two cliques", i, s->name[i]);
+		}
+		seen |= m;
+		R->cl[c] = m;
+		for (i = 0; i < s->n; i++)
+			if (m >> i & 1)
+				R->of[i] = c;
+	}
+	if (seen != all) {
+		for (i = 0; (seen >> i & 1); i++)
+			;
+		return perr(P, "not a partition: island %d (%s) in no clique", i, s->name[i]);
+	}
+	R->set = 1;
+	(*nextround)++;
+	return 0;
+}
+
+struct isth_sched *
+isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
+{
+	struct pctx P = {name ? name : "<schedule>", 0, err, errlen};
+	struct isth_sched *s;
+	const char *pos = text;
+	int st = ST_MAGIC, have[6] = {0}, nextround = 0, ret = 0, r, i;
+	char buf[4096];
+
+	if (text == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	while (*pos != '\0' && ret == 0) {
+		const char *e = strchr(pos, '\n');
+		size_t l = e ? (size_t)(e - pos) : strlen(pos);
+		char *tok[MAXTOK + 1];
+		int nt;
+
+		P.line++;
+		if (l >= sizeof(buf)) {
+			ret = perr(&P, "line too long");
+			break;
+		}
+		memcpy(buf, pos, l);
+		buf[l] = '\0';
+		pos = e ? e + 1 : pos + l;
+		if (strchr(buf, '#'))
+			*strchr(buf, '#') = '\0';
+		nt = tokenize(buf, tok);
+		if (nt == 0)
+			continue;
+		if (nt > MAXTOK) {
+			ret = perr(&P, "too many fields");
+			break;
+		}
+		if (st == ST_END) {
+			ret = perr(&P, "content after 'end'");
+			break;
+		}
+		if (st == ST_MAGIC) {
+			int v;
+
+			if (strcmp(tok[0], "isthmus-schedule") != 0 || nt != 2) {
+				ret = perr(&P, "not a schedule file (expected 'isthmus-schedule %d')",
+					   ISTH_SCHED_VERSION);
+				break;
+			}
+			if (parse_int(tok[1], 0, INT32_MAX, &v) < 0 || v != ISTH_SCHED_VERSION) {
+				ret = perr(&P, "unsupported version '%s' (this loader reads %d)", tok[1],
+					   ISTH_SCHED_VERSION);
+				break;
+			}
+			st = ST_HEADER;
+			continue;
+		}
+		if (strcmp(tok[0], "end") == 0 && nt == 1) {
+			if (st != ST_ROUNDS) {
+				ret = perr(&P, "'end' before 'rounds'");
+				break;
+			}
+			st = ST_END;
+			continue;
+		}
+		if (st == ST_HEADER) {
+			uint64_t v;
+
+			if (strcmp(tok[0], "rounds") == 0 && nt == 2) {
+				ret = check_header_done(&P, s, have);
+				if (ret)
+					break;
+				if (parse_int(tok[1], 1, ISTH_SCHED_MAX_ROUNDS, &r) < 0) {
+					ret = perr(&P, "bad rounds '%s' (1..%d)", tok[1], ISTH_SCHED_MAX_ROUNDS);
+					break;
+				}
+				if (alloc_rounds(s, r) < 0) {
+					ret = -ENOMEM;
+					break;
+				}
+				st = ST_ROUNDS;
+			} else if (strcmp(tok[0], "islands") == 0 && nt == 2) {
+				if (have[0]) {
+					ret = perr(&P, "duplicate 'islands'");
+					break;
+				}
+				if (parse_int(tok[1], 1, NMAX, &s->n) < 0) {
+					ret = perr(&P, "bad islands '%s' (1..%d)", tok[1], NMAX);
+					break;
+				}
+				have[0] = 1;
+			} else if (strcmp(tok[0], "island") == 0 && nt == 3) {
+				if (!have[0]) {
+					ret = perr(&P, "'island' before 'islands'");
+					break;
+				}
+				if (parse_int(tok[1], 0, INT32_MAX, &i) < 0 || i >= s->n) {
+					ret = perr(&P, "island %s out of range (0..%d)", tok[1], s->n - 1);
+					break;
+				}
+				if (!valid_name(tok[2])) {
+					ret = perr(&P, "bad island name '%s'", tok[2]);
+					break;
+				}
+				if (s->name[i][0]) {
+					ret = perr(&P, "island %d named twice", i);
+					break;
+				}
+				for (r = 0; r < s->n; r++)
+					if (strcmp(s->name[r], tok[2]) == 0) {
+						ret = perr(&P, "duplicate island name '%s'", tok[2]);
+						break;
+					}
+				if (ret)
+					break;
+				snprintf(s->name[i], sizeof(s->name[i]), "%s", tok[2]);
+			} else if (strcmp(tok[0], "round-ns") == 0 && nt == 2) {
+				if (parse_u64(tok[1], &s->T) < 0 || s->T == 0) {
+					ret = perr(&P, "bad round-ns '%s' (must be > 0)", tok[1]);
+					break;
+				}
+				have[1] = 1;
+			} else if (strcmp(tok[0], "epoch") == 0 && nt == 2) {
+				if (strcmp(tok[1], "runtime") == 0)
+					s->epoch = 0;
+				else if (parse_u64(tok[1], &s->epoch) < 0 || s->epoch == 0) {
+					ret = perr(&P, "bad epoch '%s' (want 'runtime' or ns > 0)", tok[1]);
+					break;
+				}
+				have[2] = 1;
+			} else if (strcmp(tok[0], "payload-bytes") == 0 && nt == 2) {
+				if (parse_u64(tok[1], &v) < 0 || v == 0) {
+					ret = perr(&P, "bad payload-bytes '%s' (must be > 0)", tok[1]);
+					break;
+				}
+				s->payload = v;
+				have[3] = 1;
+			} else if (strcmp(tok[0], "chunk-bytes") == 0 && nt == 2) {
+				if (parse_u64(tok[1], &s->chunk) < 0) {
+					ret = perr(&P, "bad chunk-bytes '%s'", tok[1]);
+					break;
+				}
+				have[4] = 1;
+			} else if (strcmp(tok[0], "memory-bytes") == 0 && nt == 2) {
+				if (parse_u64(tok[1], &s->memory) < 0) {
+					ret = perr(&P, "bad memory-bytes '%s'", tok[1]);
+					break;
+				}
+				have[5] = 1;
+			} else {
+				ret = perr(&P, "unknown or malformed line '%s'", tok[0]);
+			}
+			continue;
+		}
+		/* ST_ROUNDS */
+		if (strcmp(tok[0], "round") == 0)
+			ret = parse_round(&P, s, tok, nt, &nextround);
+		else if (strcmp(tok[0], "send") == 0)
+			ret = parse_send(&P, s, tok, nt, nextround);
+		else
+			ret = perr(&P, "unknown or malformed line '%s'", tok[0]);
+	}
+	if (ret == 0 && st != ST_END) {
+		P.line++;
+		ret = perr(&P, st == ST_MAGIC ? "empty file" : "truncated: no 'end' line");
+	}
+	if (ret == 0 && nextround != s->nrounds) {
+		ret = perr(&P, "only %d of %d rounds defined", nextround, s->nrounds);
+	}
+	for (r = 0; ret == 0 && r < s->nrounds; r++)
+		for (i = 0; ret == 0 && i < s->n; i++) {
+			const struct round *R = &s->rounds[r];
+
+			if ((R->cl[R->of[i]] & ~(1ULL << i)) && !s->snd[(size_t)r * s->n + i].set) {
+				P.line = R->line;
+				ret = perr(&P, "round %d: island %d (%s) has peers but no send line", r, i,
+					   s->name[i]);
+			}
+		}
+	if (ret) {
+		isth_sched_free(s);
+		errno = -ret;
+		return NULL;
+	}
+	return s;
+}
+
+struct isth_sched *
+isth_sched_load(const char *path, char *err, size_t errlen)
+{
+	FILE *f;
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+	struct isth_sched *s;
+	int e;
+
+	if (path == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	f = fopen(path, "r");
+	if (f == NULL) {
+		e = errno;
+		if (err && errlen)
+			snprintf(err, errlen, "%s: %s", path, strerror(e));
+		errno = e;
+		return NULL;
+	}
+	do {
+		if (cap - len < 4096) {
+			char *nb = realloc(buf, cap + 65536);
+
+			if (nb == NULL) {
+				free(buf);
+				fclose(f);
+				errno = ENOMEM;
+				return NULL;
+			}
+			buf = nb;
+			cap += 65536;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n > 0);
+	fclose(f);
+	buf[len] = '\0';
+	if (memchr(buf, '\0', len)) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s:1: binary file (NUL byte)", path);
+		free(buf);
+		errno = EINVAL;
+		return NULL;
+	}
+	s = isth_sched_parse(path, buf, err, errlen);
+	e = errno;
+	free(buf);
+	errno = e;
+	return s;
+}
+
+int
+isth_sched_save(const struct isth_sched *s, const char *path, char *err, size_t errlen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m, *f;
+	struct isth_sched *chk;
+	int r, e;
+
+	if (s == NULL || path == NULL)
+		return -EINVAL;
+	for (r = 0; r < s->nrounds; r++)
+		if (!s->rounds[r].set) {
+			if (err && errlen)
+				snprintf(err, errlen, "%s: round %d has no partition", path, r);
+			return -EINVAL;
+		}
+	m = open_memstream(&buf, &len);
+	if (m == NULL)
+		return -errno;
+	if (isth_sched_write(s, m) < 0) {
+		fclose(m);
+		free(buf);
+		return -EIO;
+	}
+	fclose(m);
+	chk = isth_sched_parse("<schedule being written>", buf, err, errlen);
+	if (chk == NULL) {
+		free(buf);
+		return -EINVAL;
+	}
+	isth_sched_free(chk);
+	f = fopen(path, "w");
+	if (f == NULL) {
+		e = errno;
+		if (err && errlen)
+			snprintf(err, errlen, "%s: %s", path, strerror(e));
+		free(buf);
+		return -e;
+	}
+	if (fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+		e = errno ? errno : EIO;
+		if (err && errlen)
+			snprintf(err, errlen, "%s: %s", path, strerror(e));
+		free(buf);
+		return -e;
+	}
+	free(buf);
+	return 0;
+}
+
+/* ---- queries ---- */
+
+static int
+rmod(const struct isth_sched *s, int64_t r)
+{
+	int64_t m = r % s->nrounds;
+
+	return (int)(m < 0 ? m + s->nrounds : m);
+}
+
+int
+isth_sched_n_islands(const struct isth_sched *s)
+{
+	return s ? s->n : 0;
+}
+
+const char *
+isth_sched_island_name(const struct isth_sched *s, int i)
+{
+	return (s && i >= 0 && i < s->n) ? s->name[i] : NULL;
+}
+
+int
+isth_sched_island_id(const struct isth_sched *s, const char *name)
+{
+	int i;
+
+	if (s == NULL || name == NULL)
+		return -EINVAL;
+	for (i = 0; i < s->n; i++)
+		if (strcmp(s->name[i], name) == 0)
+			return i;
+	return -ENOENT;
+}
+
+int
+isth_sched_n_rounds(const struct isth_sched *s)
+{
+	return s ? s->nrounds : 0;
+}
+
+uint64_t
+isth_sched_round_ns(const struct isth_sched *s)
+{
+	return s ? s->T : 0;
+}
+
+uint64_t
+isth_sched_epoch_ns(const struct isth_sched *s)
+{
+	return s ? s->epoch : 0;
+}
+
+uint64_t
+isth_sched_payload_bytes(const struct isth_sched *s)
+{
+	return s ? s->payload : 0;
+}
+
+uint64_t
+isth_sched_chunk_bytes(const struct isth_sched *s)
+{
+	return s ? s->chunk : 0;
+}
+
+uint64_t
+isth_sched_memory_bytes(const struct isth_sched *s)
+{
+	return s ? s->memory : 0;
+}
+
+int
+isth_sched_n_cliques(const struct isth_sched *s, int64_t r)
+{
+	return s ? s->rounds[rmod(s, r)].ncl : 0;
+}
+
+uint64_t
+isth_sched_clique_at(const struct isth_sched *s, int64_t r, int c)
+{
+	const struct round *R;
+
+	if (s == NULL)
+		return 0;
+	R = &s->rounds[rmod(s, r)];
+	return (c >= 0 && c < R->ncl) ? R->cl[c] : 0;
+}
+
+uint64_t
+isth_sched_clique(const struct isth_sched *s, int64_t r, int i)
+{
+	const struct round *R;
+
+	if (s == NULL || i < 0 || i >= s->n)
+		return 0;
+	R = &s->rounds[rmod(s, r)];
+	return R->cl[R->of[i]];
+}
+
+uint64_t
+isth_sched_peers(const struct isth_sched *s, int64_t r, int i)
+{
+	return isth_sched_clique(s, r, i) & ~(1ULL << (i & 63));
+}
+
+int
+isth_sched_sender(const struct isth_sched *s, int64_t r, int i, uint64_t *offset_ns,
+		  uint64_t *rate_bps)
+{
+	const struct sender *S;
+
+	if (s == NULL || i < 0 || i >= s->n)
+		return -EINVAL;
+	S = &s->snd[(size_t)rmod(s, r) * s->n + i];
+	if (!S->set)
+		return -ENOENT;
+	if (offset_ns)
+		*offset_ns = S->off;
+	if (rate_bps)
+		*rate_bps = S->rate[0];
+	return S->nseg ? S->nseg : 1;
+}
+
+int
+isth_sched_segment(const struct isth_sched *s, int64_t r, int i, int k, uint64_t *dur_ns,
+		   uint64_t *rate_bps)
+{
+	const struct sender *S;
+
+	if (s == NULL || i < 0 || i >= s->n || k < 0)
+		return -EINVAL;
+	S = &s->snd[(size_t)rmod(s, r) * s->n + i];
+	if (!S->set)
+		return -ENOENT;
+	if (S->nseg == 0) {
+		if (k != 0)
+			return -EINVAL;
+		if (dur_ns)
+			*dur_ns = (uint64_t)((double)s->payload * 8e9 / (double)S->rate[0] + 0.5);
+		if (rate_bps)
+			*rate_bps = S->rate[0];
+		return 0;
+	}
+	if (k >= S->nseg)
+		return -EINVAL;
+	if (dur_ns)
+		*dur_ns = S->dur[k];
+	if (rate_bps)
+		*rate_bps = S->rate[k];
+	return 0;
+}
+
+void
+isth_sched_round_at(const struct isth_sched *s, uint64_t ns_since_epoch, uint64_t *round,
+		    uint64_t *into_ns)
+{
+	if (s == NULL)
+		return;
+	if (round)
+		*round = ns_since_epoch / s->T;
+	if (into_ns)
+		*into_ns = ns_since_epoch % s->T;
+}

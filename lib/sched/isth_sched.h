@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file isth_sched.h
+ * The schedule file: what `isthmus-plan --out` writes and `isthmusd` loads.
+ *
+ * A versioned, line-oriented text format (doc/schedule-file.md): islands,
+ * round time T, epoch handling, a cyclic sequence of rounds, each a
+ * partition of the islands into cliques (uint64_t bitmaps of island ids),
+ * and per round per sender an offset and a rate or a piecewise-constant
+ * rate profile. Plain C, EAL-free, no GLPK: the appliance links it.
+ *
+ * Build one with isth_sched_new() + isth_sched_set_round() +
+ * isth_sched_set_sender() and write it with isth_sched_save(); read one
+ * with isth_sched_load(). Writing goes through the loader, so a file that
+ * is written is always one that loads.
+ */
+#ifndef ISTH_SCHED_H
+#define ISTH_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Format version written and read by this library. */
+#define ISTH_SCHED_VERSION 1
+/** Maximum islands (bitmaps are uint64_t). */
+#define ISTH_SCHED_MAX_ISLANDS 64
+/** Maximum rounds in a cycle. */
+#define ISTH_SCHED_MAX_ROUNDS 1024
+/** Maximum segments of a rate profile. */
+#define ISTH_SCHED_MAX_SEGS 8
+/** Maximum island name length including the NUL. */
+#define ISTH_SCHED_NAME_MAX 32
+
+/** A loaded or built schedule. Opaque. */
+struct isth_sched;
+
+/**
+ * Start building a schedule.
+ * @param n         islands, 1..64
+ * @param names     n names (1-31 of [A-Za-z0-9_.-], unique)
+ * @param round_ns  round time T in ns, > 0
+ * @param epoch_ns  start of round 0 in CLOCK_REALTIME ns, or 0 for "runtime"
+ *                  (isthmusd is given the epoch when it starts)
+ * @param payload_bytes bytes each sender sends per round
+ * @param chunk_bytes   aggregation chunk size (informative, 0 = unspecified)
+ * @param memory_bytes  aggregation memory the plan assumed per edge
+ * @param nrounds   rounds in the cycle, 1..ISTH_SCHED_MAX_ROUNDS
+ * @return the schedule or NULL with errno (EINVAL, ENOMEM).
+ */
+struct isth_sched *isth_sched_new(int n, const char *const *names, uint64_t round_ns,
+				  uint64_t epoch_ns, uint64_t payload_bytes, uint64_t chunk_bytes,
+				  uint64_t memory_bytes, int nrounds);
+
+/**
+ * Set round @p r's partition. Checked at save time (and here for range).
+ * @return 0 or -EINVAL.
+ */
+int isth_sched_set_round(struct isth_sched *s, int r, int ncliques, const uint64_t *cliques);
+
+/**
+ * Set the stream of sender @p i in round @p r: it starts @p offset_ns after
+ * the round start; with @p nseg == 1 and @p dur_ns NULL it runs at
+ * rate_bps[0] until the payload is sent, otherwise segment k lasts
+ * dur_ns[k] at rate_bps[k].
+ * @return 0 or -EINVAL.
+ */
+int isth_sched_set_sender(struct isth_sched *s, int r, int i, uint64_t offset_ns, int nseg,
+			  const uint64_t *dur_ns, const uint64_t *rate_bps);
+
+/**
+ * Write @p s to @p path in the current format version, after checking it
+ * with the loader's rules.
+ * @param err receives the reason on failure ("<schedule>:line: reason" or "path: errno text")
+ * @return 0, -EINVAL (inconsistent schedule), -errno (I/O).
+ */
+int isth_sched_save(const struct isth_sched *s, const char *path, char *err, size_t errlen);
+
+/**
+ * Write @p s to a stream without checking it.
+ * @return 0 or -EIO.
+ */
+int isth_sched_write(const struct isth_sched *s, FILE *f);
+
+/**
+ * Load and validate a schedule file.
+ * @param err receives "file:line: reason" on failure
+ * @return the schedule, or NULL with errno (EINVAL: bad file, ENOENT...).
+ */
+struct isth_sched *isth_sched_load(const char *path, char *err, size_t errlen);
+
+/** Same as isth_sched_load() from text; @p name is used in messages. */
+struct isth_sched *isth_sched_parse(const char *name, const char *text, char *err, size_t errlen);
+
+/** Free a schedule; NULL is accepted. */
+void isth_sched_free(struct isth_sched *s);
+
+/** Number of islands. */
+int isth_sched_n_islands(const struct isth_sched *s);
+/** Name of island @p i, or NULL. */
+const char *isth_sched_island_name(const struct isth_sched *s, int i);
+/** Island id of @p name, or -ENOENT. */
+int isth_sched_island_id(const struct isth_sched *s, const char *name);
+/** Rounds in the cycle. */
+int isth_sched_n_rounds(const struct isth_sched *s);
+/** Round time T in ns. */
+uint64_t isth_sched_round_ns(const struct isth_sched *s);
+/** Epoch in CLOCK_REALTIME ns, or 0 when it is given at run time. */
+uint64_t isth_sched_epoch_ns(const struct isth_sched *s);
+/** Payload bytes per sender per round. */
+uint64_t isth_sched_payload_bytes(const struct isth_sched *s);
+/** Chunk bytes (0 = unspecified). */
+uint64_t isth_sched_chunk_bytes(const struct isth_sched *s);
+/** Aggregation memory per edge the plan assumed. */
+uint64_t isth_sched_memory_bytes(const struct isth_sched *s);
+/** Number of cliques in round @p r (r modulo the cycle, negative allowed). */
+int isth_sched_n_cliques(const struct isth_sched *s, int64_t r);
+/** Bitmap of clique @p c in round @p r, or 0. */
+uint64_t isth_sched_clique_at(const struct isth_sched *s, int64_t r, int c);
+/** Bitmap of the clique of island @p i in round @p r (includes i), or 0. */
+uint64_t isth_sched_clique(const struct isth_sched *s, int64_t r, int i);
+/** Peers of island @p i in round @p r: its clique without itself. */
+uint64_t isth_sched_peers(const struct isth_sched *s, int64_t r, int i);
+/**
+ * Offset and (first-segment) rate of sender @p i in round @p r.
+ * @return number of profile segments (>= 1), or -ENOENT if i does not
+ *         send in that round (no peers), -EINVAL on bad arguments.
+ */
+int isth_sched_sender(const struct isth_sched *s, int64_t r, int i, uint64_t *offset_ns,
+		      uint64_t *rate_bps);
+/**
+ * Segment @p k of the rate profile of sender @p i in round @p r.
+ * A constant-rate sender has one segment whose duration is the payload time.
+ * @return 0, -ENOENT, -EINVAL.
+ */
+int isth_sched_segment(const struct isth_sched *s, int64_t r, int i, int k, uint64_t *dur_ns,
+		       uint64_t *rate_bps);
+/**
+ * Which round is running @p ns_since_epoch after the epoch.
+ * @param round receives the absolute round number (its cycle index is round % n_rounds)
+ * @param into_ns receives the time since that round's start
+ */
+void isth_sched_round_at(const struct isth_sched *s, uint64_t ns_since_epoch, uint64_t *round,
+			 uint64_t *into_ns);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ISTH_SCHED_H */
