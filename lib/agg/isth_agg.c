@@ -1,0 +1,1069 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The aggregation engine. Layout:
+ *
+ *   acc[]      n_slots accumulators of slot_size bytes, 64-byte aligned:
+ *              the memory budget ("HBM"), nothing else counts against it.
+ *   slots[]    one 64-byte descriptor per accumulator.
+ *   buckets[]  set-associative index (job, round, chunk) -> slot, 8 ways
+ *              of (signature, slot) per 64-byte bucket.
+ *   age list   active slots in first-arrival order: its head is both the
+ *              next to time out and the pool-conflict victim.
+ *   emitq[]    emitted slots waiting for isth_agg_drain().
+ *   rounds     per job, `window` seqlocked entries written by the control
+ *              plane; next to each, the data path's own per-round chunk
+ *              states (2 bits per chunk) and the shared emitted records.
+ *
+ * A slot is FREE -> ACTIVE (in the index and age list) -> QUEUED (emitted,
+ * in emitq) -> DRAINED (caller holds the descriptor) -> FREE on release.
+ * Its accumulator is in use from ACTIVE until release.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agg_kernels.h"
+#include "isth_agg.h"
+
+#define AGG_NONE	UINT32_MAX
+#define AGG_CACHE_LINE	64u
+#define AGG_REC_WAYS	8u
+#define AGG_SEQ_RETRIES	64u
+
+enum agg_slot_state {
+	SLOT_FREE = 0,
+	SLOT_ACTIVE,
+	SLOT_QUEUED,
+	SLOT_DRAINED,
+};
+
+/* Per-chunk state within a round, 2 bits each. */
+enum agg_chunk_state {
+	CHUNK_OPEN = 0,		/* nothing emitted yet */
+	CHUNK_PARTIAL = 1,	/* some contributors emitted: see its record */
+	CHUNK_DONE = 2,		/* every expected contributor emitted */
+	CHUNK_CLOSED = 3,	/* a partial found no record: refuse the rest */
+};
+
+/* Written by: owner lcore only. */
+struct agg_slot {
+	uint32_t job;
+	uint32_t round;
+	uint32_t chunk;
+	uint16_t count;
+	uint8_t dtype;		/* wire dtype of the contributions */
+	uint8_t state;		/* enum agg_slot_state */
+	uint64_t bitmap;	/* contributors summed here */
+	uint64_t seen;		/* bitmap | contributors emitted before */
+	uint64_t expected;
+	uint64_t first_ns;
+	uint32_t prev;		/* age list */
+	uint32_t next;
+	uint32_t bucket;
+	uint8_t way;
+	uint8_t reason;		/* enum isth_agg_reason once emitted */
+	uint16_t job_idx;
+} __attribute__((aligned(AGG_CACHE_LINE)));
+
+/* Written by: owner lcore only. sig 0 marks an empty way. */
+struct agg_bucket {
+	uint32_t sig[ISTH_AGG_BUCKET_WAYS];
+	uint32_t idx[ISTH_AGG_BUCKET_WAYS];
+} __attribute__((aligned(AGG_CACHE_LINE)));
+
+/*
+ * Written by: control plane (isth_agg_set_round), seqlock on seq;
+ * read by: owner lcore.
+ */
+struct agg_round {
+	uint32_t seq;		/* odd while being written */
+	uint32_t round;
+	uint64_t expected;	/* 0: never published */
+};
+
+/* Written by: control plane; read by: owner lcore (acquire on used, newest). */
+struct agg_job {
+	uint32_t job;
+	uint32_t used;
+	uint32_t newest;
+};
+
+/* Written by: owner lcore only. Which round each chunk-state array holds. */
+struct agg_rstate {
+	uint32_t round;
+	uint32_t valid;
+};
+
+/*
+ * Emitted record of a partially emitted chunk. Written by: owner lcore.
+ * emitted == 0 marks a free entry; an entry whose round no longer owns
+ * its rstate has left the window and is free too.
+ */
+struct agg_record {
+	uint32_t job_idx;
+	uint32_t round;
+	uint32_t chunk;
+	uint32_t pad;
+	uint64_t emitted;
+};
+
+struct isth_agg {
+	struct isth_agg_params p;
+	struct isth_agg_kernels k;
+	uint32_t n_slots;
+	uint32_t slot_size;
+	uint32_t bucket_mask;
+	uint32_t rec_mask;	/* record buckets - 1 */
+	uint32_t emitq_mask;
+	uint32_t max_active;	/* n_slots - reserve */
+	uint32_t n_active;
+	uint32_t n_free;
+	uint32_t age_head;
+	uint32_t age_tail;
+	uint32_t emitq_head;	/* next to drain */
+	uint32_t emitq_tail;	/* next to fill */
+	uint32_t chunk_state_size;	/* bytes per round entry */
+	uint32_t last_job;	/* cache of the last job index looked up */
+	uint64_t meta_size;
+	uint8_t *acc;
+	struct agg_slot *slots;
+	struct agg_bucket *buckets;
+	uint32_t *free_stack;
+	uint32_t *emitq;
+	struct agg_job *jobs;		/* max_jobs */
+	struct agg_round *rounds;	/* max_jobs * window */
+	struct agg_rstate *rstates;	/* max_jobs * window */
+	uint8_t *chunk_states;		/* max_jobs * window * chunk_state_size */
+	struct agg_record *records;	/* (rec_mask + 1) * AGG_REC_WAYS */
+	struct isth_agg_stats stats;
+};
+
+static const char *const stats_names[ISTH_AGG_STATS_N] = {
+	"accepted", "completed", "partial_timeout", "partial_conflict_pool",
+	"partial_conflict_bucket", "partial_flush", "duplicate",
+	"duplicate_emitted", "unexpected_sender", "stale_round",
+	"unknown_round", "unknown_job", "mismatch", "bad_input", "no_slot",
+	"record_full", "chunk_closed", "slots_in_use", "slots_hwm",
+	"mem_in_use", "mem_hwm",
+};
+
+static const char *const reason_names[ISTH_AGG_REASON_MAX] = {
+	"complete", "timeout", "conflict_pool", "conflict_bucket", "flush",
+};
+
+static const char *const kernel_names[ISTH_AGG_KERNEL_MAX] = {
+	"auto", "scalar", "avx2", "avx512",
+};
+
+const char *
+isth_agg_stats_name(unsigned int i)
+{
+	return i < ISTH_AGG_STATS_N ? stats_names[i] : "unknown";
+}
+
+const char *
+isth_agg_reason_name(unsigned int r)
+{
+	return r < ISTH_AGG_REASON_MAX ? reason_names[r] : "unknown";
+}
+
+const char *
+isth_agg_kernel_name(enum isth_agg_kernel k)
+{
+	return (unsigned int)k < ISTH_AGG_KERNEL_MAX ? kernel_names[k] : "unknown";
+}
+
+/* Kernels. */
+
+bool
+isth_agg_kernel_supported(enum isth_agg_kernel k)
+{
+	__builtin_cpu_init();
+	switch (k) {
+	case ISTH_AGG_KERNEL_AUTO:
+	case ISTH_AGG_KERNEL_SCALAR:
+		return true;
+	case ISTH_AGG_KERNEL_AVX2:
+		return __builtin_cpu_supports("avx2");
+	case ISTH_AGG_KERNEL_AVX512:
+		return __builtin_cpu_supports("avx512f") &&
+		       __builtin_cpu_supports("avx512bw");
+	default:
+		return false;
+	}
+}
+
+int
+isth_agg_kernels_get(enum isth_agg_kernel k, struct isth_agg_kernels *out)
+{
+	if ((unsigned int)k >= ISTH_AGG_KERNEL_MAX || out == NULL)
+		return -EINVAL;
+	if (k == ISTH_AGG_KERNEL_AUTO) {
+		if (isth_agg_kernel_supported(ISTH_AGG_KERNEL_AVX512))
+			k = ISTH_AGG_KERNEL_AVX512;
+		else if (isth_agg_kernel_supported(ISTH_AGG_KERNEL_AVX2))
+			k = ISTH_AGG_KERNEL_AVX2;
+		else
+			k = ISTH_AGG_KERNEL_SCALAR;
+	}
+	if (!isth_agg_kernel_supported(k))
+		return -ENOTSUP;
+	switch (k) {
+	case ISTH_AGG_KERNEL_AVX2:
+		*out = agg_kernels_avx2;
+		break;
+	case ISTH_AGG_KERNEL_AVX512:
+		*out = agg_kernels_avx512;
+		break;
+	default:
+		*out = agg_kernels_scalar;
+		break;
+	}
+	return 0;
+}
+
+/* Helpers. */
+
+static inline void
+ctr_add(uint64_t *c, uint64_t v)
+{
+	/* single writer: plain read, relaxed store, no RMW */
+	__atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
+}
+
+static inline void
+ctr_set(uint64_t *c, uint64_t v)
+{
+	__atomic_store_n(c, v, __ATOMIC_RELAXED);
+}
+
+static uint32_t
+next_pow2(uint64_t x)
+{
+	uint32_t p = 1;
+
+	while (p < x && p < (1u << 31))
+		p <<= 1;
+	return p;
+}
+
+static inline uint64_t
+key_hash(uint32_t job, uint32_t round, uint32_t chunk)
+{
+	uint64_t h = ((uint64_t)round << 32 | chunk) * 0x9e3779b97f4a7c15ull;
+
+	h ^= (uint64_t)job * 0xc2b2ae3d27d4eb4full;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return h;
+}
+
+static void *
+zalloc(size_t size, uint64_t *meta)
+{
+	void *p;
+
+	size = (size + AGG_CACHE_LINE - 1) & ~(size_t)(AGG_CACHE_LINE - 1);
+	p = aligned_alloc(AGG_CACHE_LINE, size);
+	if (p != NULL) {
+		memset(p, 0, size);
+		if (meta != NULL)
+			*meta += size;
+	}
+	return p;
+}
+
+static inline void *
+slot_acc(const struct isth_agg *agg, uint32_t idx)
+{
+	return agg->acc + (size_t)idx * agg->slot_size;
+}
+
+/* Create / destroy. */
+
+struct isth_agg *
+isth_agg_create(const struct isth_agg_params *p)
+{
+	struct isth_agg_kernels k;
+	uint32_t n_slots, slot_size, n_buckets, n_rec_buckets, reserve;
+	uint32_t window, max_jobs, n_records, i;
+	struct isth_agg *agg;
+	size_t n_rounds;
+	int rc;
+
+	if (p == NULL || p->max_elems == 0 || p->max_elems > UINT16_MAX ||
+	    p->max_chunks == 0 || p->n_islands == 0 ||
+	    p->n_islands > ISTH_WIRE_MAX_ISLANDS || p->timeout_ns == 0 ||
+	    p->max_jobs > 256 || p->window > 1024 ||
+	    (p->bf16_out != 0 && p->bf16_out != ISTH_DTYPE_BF16 &&
+	     p->bf16_out != ISTH_DTYPE_FP32) ||
+	    (p->n_buckets & (p->n_buckets - 1)) != 0 ||
+	    (unsigned int)p->kernel >= ISTH_AGG_KERNEL_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	slot_size = (p->max_elems * 4u + AGG_CACHE_LINE - 1) & ~(AGG_CACHE_LINE - 1);
+	if (p->mem_budget / slot_size == 0 ||
+	    p->mem_budget / slot_size > (1u << 24)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	n_slots = (uint32_t)(p->mem_budget / slot_size);
+	if (p->reserve == ISTH_AGG_RESERVE_DEFAULT) {
+		reserve = n_slots / 8;
+		if (reserve > 32)
+			reserve = 32;
+		if (reserve == 0 && n_slots > 1)
+			reserve = 1;
+	} else {
+		reserve = p->reserve;
+	}
+	if (reserve >= n_slots) {
+		errno = EINVAL;
+		return NULL;
+	}
+	rc = isth_agg_kernels_get(p->kernel, &k);
+	if (rc < 0) {
+		errno = -rc;
+		return NULL;
+	}
+	window = p->window ? p->window : 4;
+	max_jobs = p->max_jobs ? p->max_jobs : 1;
+	n_buckets = p->n_buckets ? p->n_buckets :
+		next_pow2(((uint64_t)n_slots * 2 + ISTH_AGG_BUCKET_WAYS - 1) /
+			  ISTH_AGG_BUCKET_WAYS);
+	n_records = p->n_records ? p->n_records : n_slots * 4;
+	n_rec_buckets = next_pow2((n_records + AGG_REC_WAYS - 1) / AGG_REC_WAYS);
+	n_rounds = (size_t)max_jobs * window;
+
+	agg = zalloc(sizeof(*agg), NULL);
+	if (agg == NULL)
+		goto fail;
+	agg->p = *p;
+	agg->p.window = window;
+	agg->p.max_jobs = max_jobs;
+	agg->p.n_buckets = n_buckets;
+	agg->p.n_records = n_rec_buckets * AGG_REC_WAYS;
+	agg->p.reserve = reserve;
+	if (agg->p.bf16_out == 0)
+		agg->p.bf16_out = ISTH_DTYPE_BF16;
+	agg->k = k;
+	agg->p.kernel = k.id;
+	agg->n_slots = n_slots;
+	agg->slot_size = slot_size;
+	agg->bucket_mask = n_buckets - 1;
+	agg->rec_mask = n_rec_buckets - 1;
+	agg->emitq_mask = next_pow2(n_slots) - 1;
+	agg->max_active = n_slots - reserve;
+	agg->chunk_state_size = ((p->max_chunks + 3) / 4 + 7) & ~7u;
+	agg->age_head = AGG_NONE;
+	agg->age_tail = AGG_NONE;
+	agg->meta_size = sizeof(*agg);
+
+	/* the budget: one allocation, not counted in meta_size */
+	agg->acc = zalloc((size_t)n_slots * slot_size, NULL);
+	if (agg->acc == NULL)
+		goto free_agg;
+	agg->slots = zalloc((size_t)n_slots * sizeof(*agg->slots), &agg->meta_size);
+	if (agg->slots == NULL)
+		goto free_acc;
+	agg->buckets = zalloc((size_t)n_buckets * sizeof(*agg->buckets),
+			      &agg->meta_size);
+	if (agg->buckets == NULL)
+		goto free_slots;
+	agg->free_stack = zalloc((size_t)n_slots * sizeof(uint32_t), &agg->meta_size);
+	if (agg->free_stack == NULL)
+		goto free_buckets;
+	agg->emitq = zalloc((size_t)(agg->emitq_mask + 1) * sizeof(uint32_t),
+			    &agg->meta_size);
+	if (agg->emitq == NULL)
+		goto free_stack;
+	agg->jobs = zalloc(max_jobs * sizeof(*agg->jobs), &agg->meta_size);
+	if (agg->jobs == NULL)
+		goto free_emitq;
+	agg->rounds = zalloc(n_rounds * sizeof(*agg->rounds), &agg->meta_size);
+	if (agg->rounds == NULL)
+		goto free_jobs;
+	agg->rstates = zalloc(n_rounds * sizeof(*agg->rstates), &agg->meta_size);
+	if (agg->rstates == NULL)
+		goto free_rounds;
+	agg->chunk_states = zalloc(n_rounds * agg->chunk_state_size,
+				   &agg->meta_size);
+	if (agg->chunk_states == NULL)
+		goto free_rstates;
+	agg->records = zalloc((size_t)agg->p.n_records * sizeof(*agg->records),
+			      &agg->meta_size);
+	if (agg->records == NULL)
+		goto free_chunk_states;
+
+	/* pop order low index first keeps tests readable */
+	for (i = 0; i < n_slots; i++)
+		agg->free_stack[i] = n_slots - 1 - i;
+	agg->n_free = n_slots;
+	return agg;
+
+free_chunk_states:
+	free(agg->chunk_states);
+free_rstates:
+	free(agg->rstates);
+free_rounds:
+	free(agg->rounds);
+free_jobs:
+	free(agg->jobs);
+free_emitq:
+	free(agg->emitq);
+free_stack:
+	free(agg->free_stack);
+free_buckets:
+	free(agg->buckets);
+free_slots:
+	free(agg->slots);
+free_acc:
+	free(agg->acc);
+free_agg:
+	free(agg);
+fail:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void
+isth_agg_destroy(struct isth_agg *agg)
+{
+	if (agg == NULL)
+		return;
+	free(agg->records);
+	free(agg->chunk_states);
+	free(agg->rstates);
+	free(agg->rounds);
+	free(agg->jobs);
+	free(agg->emitq);
+	free(agg->free_stack);
+	free(agg->buckets);
+	free(agg->slots);
+	free(agg->acc);
+	free(agg);
+}
+
+void
+isth_agg_info_get(const struct isth_agg *agg, struct isth_agg_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->n_slots = agg->n_slots;
+	info->slot_size = agg->slot_size;
+	info->acc_size = (uint64_t)agg->n_slots * agg->slot_size;
+	info->meta_size = agg->meta_size;
+	info->n_buckets = agg->p.n_buckets;
+	info->n_records = agg->p.n_records;
+	info->window = agg->p.window;
+	info->reserve = agg->p.reserve;
+	info->kernel = agg->p.kernel;
+}
+
+/* Control plane: round tables. */
+
+int
+isth_agg_set_round(struct isth_agg *agg, uint32_t job, uint32_t round,
+		   uint64_t expected)
+{
+	uint64_t valid = agg->p.n_islands == 64 ? UINT64_MAX :
+			 (1ull << agg->p.n_islands) - 1;
+	struct agg_round *r;
+	struct agg_job *j = NULL;
+	uint32_t i, seq;
+
+	if (expected == 0 || (expected & ~valid) != 0)
+		return -EINVAL;
+	for (i = 0; i < agg->p.max_jobs; i++) {
+		if (__atomic_load_n(&agg->jobs[i].used, __ATOMIC_ACQUIRE) &&
+		    agg->jobs[i].job == job) {
+			j = &agg->jobs[i];
+			break;
+		}
+	}
+	if (j == NULL) {
+		for (i = 0; i < agg->p.max_jobs; i++)
+			if (!__atomic_load_n(&agg->jobs[i].used, __ATOMIC_ACQUIRE))
+				break;
+		if (i == agg->p.max_jobs)
+			return -ENOSPC;
+		j = &agg->jobs[i];
+		j->job = job;
+		__atomic_store_n(&j->newest, round, __ATOMIC_RELAXED);
+	} else if (round < __atomic_load_n(&j->newest, __ATOMIC_RELAXED)) {
+		return -EINVAL;
+	}
+
+	r = &agg->rounds[(size_t)i * agg->p.window + round % agg->p.window];
+	seq = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&r->round, round, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->expected, expected, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->seq, seq + 2, __ATOMIC_RELEASE);
+
+	__atomic_store_n(&j->newest, round, __ATOMIC_RELEASE);
+	__atomic_store_n(&j->used, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Data path: the index, the age list and emission. */
+
+static inline uint32_t
+find_job(struct isth_agg *agg, uint32_t job)
+{
+	uint32_t i = agg->last_job;
+
+	if (__atomic_load_n(&agg->jobs[i].used, __ATOMIC_ACQUIRE) &&
+	    agg->jobs[i].job == job)
+		return i;
+	for (i = 0; i < agg->p.max_jobs; i++) {
+		if (__atomic_load_n(&agg->jobs[i].used, __ATOMIC_ACQUIRE) &&
+		    agg->jobs[i].job == job) {
+			agg->last_job = i;
+			return i;
+		}
+	}
+	return AGG_NONE;
+}
+
+/*
+ * The expected set of (job_idx, round), or 0 with *drop pointing at the
+ * counter to bump.
+ */
+static inline uint64_t
+round_expected(struct isth_agg *agg, uint32_t ji, uint32_t round,
+	       uint64_t **drop)
+{
+	const struct agg_round *r;
+	uint32_t newest, s1, s2, rr, tries;
+	uint64_t e;
+
+	newest = __atomic_load_n(&agg->jobs[ji].newest, __ATOMIC_ACQUIRE);
+	if (round > newest) {
+		*drop = &agg->stats.unknown_round;
+		return 0;
+	}
+	if (newest - round >= agg->p.window) {
+		*drop = &agg->stats.stale_round;
+		return 0;
+	}
+	r = &agg->rounds[(size_t)ji * agg->p.window + round % agg->p.window];
+	for (tries = 0; tries < AGG_SEQ_RETRIES; tries++) {
+		s1 = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
+		if (s1 & 1)
+			continue;
+		rr = __atomic_load_n(&r->round, __ATOMIC_RELAXED);
+		e = __atomic_load_n(&r->expected, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
+		if (s1 != s2)
+			continue;
+		if (rr == round && e != 0)
+			return e;
+		/* overwritten by a newer round since we read newest */
+		*drop = rr > round ? &agg->stats.stale_round :
+				     &agg->stats.unknown_round;
+		return 0;
+	}
+	*drop = &agg->stats.unknown_round;
+	return 0;
+}
+
+/* The chunk-state array of (ji, round), reset when the entry changes round. */
+static inline uint8_t *
+round_state(struct isth_agg *agg, uint32_t ji, uint32_t round)
+{
+	size_t e = (size_t)ji * agg->p.window + round % agg->p.window;
+	struct agg_rstate *rs = &agg->rstates[e];
+	uint8_t *cs = agg->chunk_states + e * agg->chunk_state_size;
+
+	if (!rs->valid || rs->round != round) {
+		/* once per round per entry: max_chunks / 4 bytes */
+		memset(cs, 0, agg->chunk_state_size);
+		rs->round = round;
+		rs->valid = 1;
+	}
+	return cs;
+}
+
+/* The chunk-state array of a slot's round if it is still tracked, else NULL. */
+static inline uint8_t *
+round_state_if(struct isth_agg *agg, uint32_t ji, uint32_t round)
+{
+	size_t e = (size_t)ji * agg->p.window + round % agg->p.window;
+	const struct agg_rstate *rs = &agg->rstates[e];
+
+	if (!rs->valid || rs->round != round)
+		return NULL;
+	return agg->chunk_states + e * agg->chunk_state_size;
+}
+
+static inline unsigned int
+chunk_get(const uint8_t *cs, uint32_t chunk)
+{
+	return (cs[chunk >> 2] >> ((chunk & 3) * 2)) & 3u;
+}
+
+static inline void
+chunk_set(uint8_t *cs, uint32_t chunk, unsigned int st)
+{
+	unsigned int sh = (chunk & 3) * 2;
+
+	cs[chunk >> 2] = (uint8_t)((cs[chunk >> 2] & ~(3u << sh)) | (st << sh));
+}
+
+static inline struct agg_record *
+rec_bucket(struct isth_agg *agg, uint32_t ji, uint32_t round, uint32_t chunk)
+{
+	uint64_t h = key_hash(ji, round, chunk);
+
+	return &agg->records[(size_t)(h & agg->rec_mask) * AGG_REC_WAYS];
+}
+
+static struct agg_record *
+rec_find(struct isth_agg *agg, uint32_t ji, uint32_t round, uint32_t chunk)
+{
+	struct agg_record *b = rec_bucket(agg, ji, round, chunk);
+	unsigned int w;
+
+	for (w = 0; w < AGG_REC_WAYS; w++)
+		if (b[w].emitted != 0 && b[w].job_idx == ji &&
+		    b[w].round == round && b[w].chunk == chunk)
+			return &b[w];
+	return NULL;
+}
+
+static struct agg_record *
+rec_insert(struct isth_agg *agg, uint32_t ji, uint32_t round, uint32_t chunk)
+{
+	struct agg_record *b = rec_bucket(agg, ji, round, chunk);
+	unsigned int w;
+
+	for (w = 0; w < AGG_REC_WAYS; w++) {
+		/* free, or its round has left the window (lazy reclaim) */
+		if (b[w].emitted == 0 ||
+		    round_state_if(agg, b[w].job_idx, b[w].round) == NULL) {
+			b[w].job_idx = ji;
+			b[w].round = round;
+			b[w].chunk = chunk;
+			return &b[w];
+		}
+	}
+	return NULL;
+}
+
+static inline void
+age_unlink(struct isth_agg *agg, struct agg_slot *s)
+{
+	if (s->prev != AGG_NONE)
+		agg->slots[s->prev].next = s->next;
+	else
+		agg->age_head = s->next;
+	if (s->next != AGG_NONE)
+		agg->slots[s->next].prev = s->prev;
+	else
+		agg->age_tail = s->prev;
+}
+
+static inline void
+age_append(struct isth_agg *agg, uint32_t idx)
+{
+	struct agg_slot *s = &agg->slots[idx];
+
+	s->next = AGG_NONE;
+	s->prev = agg->age_tail;
+	if (agg->age_tail != AGG_NONE)
+		agg->slots[agg->age_tail].next = idx;
+	else
+		agg->age_head = idx;
+	agg->age_tail = idx;
+}
+
+/* Record what this emission hands out, so no contributor is emitted twice. */
+static void
+record_emission(struct isth_agg *agg, const struct agg_slot *s)
+{
+	uint8_t *cs = round_state_if(agg, s->job_idx, s->round);
+	struct agg_record *r;
+	unsigned int st;
+
+	if (cs == NULL)
+		return;	/* round left the window: its DATA is refused as stale */
+	st = chunk_get(cs, s->chunk);
+	if (s->seen == s->expected) {
+		if (st == CHUNK_PARTIAL) {
+			r = rec_find(agg, s->job_idx, s->round, s->chunk);
+			if (r != NULL)
+				r->emitted = 0;
+		}
+		chunk_set(cs, s->chunk, CHUNK_DONE);
+		return;
+	}
+	r = st == CHUNK_PARTIAL ? rec_find(agg, s->job_idx, s->round, s->chunk) :
+				  NULL;
+	if (r == NULL)
+		r = rec_insert(agg, s->job_idx, s->round, s->chunk);
+	if (r == NULL) {
+		ctr_add(&agg->stats.record_full, 1);
+		chunk_set(cs, s->chunk, CHUNK_CLOSED);
+		return;
+	}
+	r->emitted = s->seen;
+	chunk_set(cs, s->chunk, CHUNK_PARTIAL);
+}
+
+static void
+emit_slot(struct isth_agg *agg, uint32_t idx, enum isth_agg_reason reason)
+{
+	struct agg_slot *s = &agg->slots[idx];
+	struct agg_bucket *b = &agg->buckets[s->bucket];
+
+	b->sig[s->way] = 0;
+	b->idx[s->way] = AGG_NONE;
+	age_unlink(agg, s);
+	agg->n_active--;
+	s->state = SLOT_QUEUED;
+	s->reason = (uint8_t)reason;
+	agg->emitq[agg->emitq_tail++ & agg->emitq_mask] = idx;
+	record_emission(agg, s);
+
+	switch (reason) {
+	case ISTH_AGG_COMPLETE:
+		ctr_add(&agg->stats.completed, 1);
+		break;
+	case ISTH_AGG_TIMEOUT:
+		ctr_add(&agg->stats.partial_timeout, 1);
+		break;
+	case ISTH_AGG_CONFLICT_POOL:
+		ctr_add(&agg->stats.partial_conflict_pool, 1);
+		break;
+	case ISTH_AGG_CONFLICT_BUCKET:
+		ctr_add(&agg->stats.partial_conflict_bucket, 1);
+		break;
+	default:
+		ctr_add(&agg->stats.partial_flush, 1);
+		break;
+	}
+}
+
+static inline void
+mem_gauges(struct isth_agg *agg)
+{
+	uint64_t used = agg->n_slots - agg->n_free;
+
+	ctr_set(&agg->stats.slots_in_use, used);
+	ctr_set(&agg->stats.mem_in_use, used * agg->slot_size);
+	if (used > agg->stats.slots_hwm) {
+		ctr_set(&agg->stats.slots_hwm, used);
+		ctr_set(&agg->stats.mem_hwm, used * agg->slot_size);
+	}
+}
+
+/* First contribution of a slot: initialise rather than add. */
+static inline void
+acc_load(struct isth_agg *agg, void *acc, const struct isth_agg_contrib *c)
+{
+	if (c->dtype == ISTH_DTYPE_BF16)
+		agg->k.load_bf16(acc, c->data, c->count);
+	else
+		memcpy(acc, c->data, (size_t)c->count * 4);
+}
+
+static inline void
+acc_add(struct isth_agg *agg, void *acc, const struct isth_agg_contrib *c)
+{
+	switch (c->dtype) {
+	case ISTH_DTYPE_FP32:
+		agg->k.add_fp32(acc, c->data, c->count);
+		break;
+	case ISTH_DTYPE_BF16:
+		agg->k.add_bf16(acc, c->data, c->count);
+		break;
+	default:
+		agg->k.add_int32(acc, c->data, c->count);
+		break;
+	}
+}
+
+static inline bool
+contrib_bad(const struct isth_agg *agg, const struct isth_agg_contrib *c)
+{
+	return c->dtype == ISTH_DTYPE_NONE || c->dtype > ISTH_DTYPE_MAX ||
+	       c->count == 0 || c->count > agg->p.max_elems ||
+	       c->chunk >= agg->p.max_chunks || c->sender >= agg->p.n_islands ||
+	       c->data == NULL;
+}
+
+/* Oldest active slot of a full bucket. */
+static inline uint32_t
+bucket_victim(const struct isth_agg *agg, const struct agg_bucket *b)
+{
+	uint32_t v = b->idx[0];
+	unsigned int w;
+
+	for (w = 1; w < ISTH_AGG_BUCKET_WAYS; w++)
+		if (agg->slots[b->idx[w]].first_ns < agg->slots[v].first_ns)
+			v = b->idx[w];
+	return v;
+}
+
+static void
+add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t now)
+{
+	uint64_t expected, bit, prior, h;
+	struct agg_bucket *b;
+	struct agg_slot *s;
+	uint64_t *drop;
+	uint32_t ji, sig, idx;
+	unsigned int w, fw;
+	uint8_t *cs;
+
+	if (contrib_bad(agg, c)) {
+		ctr_add(&agg->stats.bad_input, 1);
+		return;
+	}
+	ji = find_job(agg, c->job);
+	if (ji == AGG_NONE) {
+		ctr_add(&agg->stats.unknown_job, 1);
+		return;
+	}
+	expected = round_expected(agg, ji, c->round, &drop);
+	if (expected == 0) {
+		ctr_add(drop, 1);
+		return;
+	}
+	bit = 1ull << c->sender;
+	if ((expected & bit) == 0) {
+		ctr_add(&agg->stats.unexpected_sender, 1);
+		return;
+	}
+
+	h = key_hash(c->job, c->round, c->chunk);
+	sig = (uint32_t)(h >> 32) | 1u;
+	b = &agg->buckets[h & agg->bucket_mask];
+	fw = ISTH_AGG_BUCKET_WAYS;
+	for (w = 0; w < ISTH_AGG_BUCKET_WAYS; w++) {
+		if (b->sig[w] == 0) {
+			if (fw == ISTH_AGG_BUCKET_WAYS)
+				fw = w;
+			continue;
+		}
+		if (b->sig[w] != sig)
+			continue;
+		s = &agg->slots[b->idx[w]];
+		if (s->chunk != c->chunk || s->round != c->round || s->job != c->job)
+			continue;
+		/* hit */
+		if (s->dtype != c->dtype || s->count != c->count) {
+			ctr_add(&agg->stats.mismatch, 1);
+			return;
+		}
+		if (s->seen & bit) {
+			ctr_add(s->bitmap & bit ? &agg->stats.duplicate :
+				&agg->stats.duplicate_emitted, 1);
+			return;
+		}
+		acc_add(agg, slot_acc(agg, b->idx[w]), c);
+		s->bitmap |= bit;
+		s->seen |= bit;
+		ctr_add(&agg->stats.accepted, 1);
+		if (s->seen == s->expected)
+			emit_slot(agg, b->idx[w], ISTH_AGG_COMPLETE);
+		return;
+	}
+
+	/* miss: a new slot, unless the chunk's record refuses this sender */
+	cs = round_state(agg, ji, c->round);
+	prior = 0;
+	switch (chunk_get(cs, c->chunk)) {
+	case CHUNK_DONE:
+		ctr_add(&agg->stats.duplicate_emitted, 1);
+		return;
+	case CHUNK_CLOSED:
+		ctr_add(&agg->stats.chunk_closed, 1);
+		return;
+	case CHUNK_PARTIAL: {
+		const struct agg_record *r = rec_find(agg, ji, c->round, c->chunk);
+
+		prior = r != NULL ? r->emitted : 0;
+		if (prior & bit) {
+			ctr_add(&agg->stats.duplicate_emitted, 1);
+			return;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	if (agg->n_free == 0) {
+		/* every accumulator is active or awaits release */
+		ctr_add(&agg->stats.no_slot, 1);
+		return;
+	}
+	if (fw == ISTH_AGG_BUCKET_WAYS) {
+		idx = bucket_victim(agg, b);
+		fw = agg->slots[idx].way;
+		emit_slot(agg, idx, ISTH_AGG_CONFLICT_BUCKET);
+	} else if (agg->n_active >= agg->max_active) {
+		emit_slot(agg, agg->age_head, ISTH_AGG_CONFLICT_POOL);
+	}
+
+	idx = agg->free_stack[--agg->n_free];
+	s = &agg->slots[idx];
+	s->job = c->job;
+	s->round = c->round;
+	s->chunk = c->chunk;
+	s->count = c->count;
+	s->dtype = c->dtype;
+	s->state = SLOT_ACTIVE;
+	s->bitmap = bit;
+	s->seen = prior | bit;
+	s->expected = expected;
+	s->first_ns = now;
+	s->bucket = (uint32_t)(h & agg->bucket_mask);
+	s->way = (uint8_t)fw;
+	s->job_idx = (uint16_t)ji;
+	b->sig[fw] = sig;
+	b->idx[fw] = idx;
+	age_append(agg, idx);
+	agg->n_active++;
+	acc_load(agg, slot_acc(agg, idx), c);
+	ctr_add(&agg->stats.accepted, 1);
+	mem_gauges(agg);
+	if (s->seen == s->expected)
+		emit_slot(agg, idx, ISTH_AGG_COMPLETE);
+}
+
+unsigned int
+isth_agg_add_burst(struct isth_agg *agg, const struct isth_agg_contrib *c,
+		   unsigned int n, uint64_t now)
+{
+	uint64_t before = agg->stats.accepted;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (i + 1 < n) {
+			const struct isth_agg_contrib *nx = &c[i + 1];
+			uint64_t h = key_hash(nx->job, nx->round, nx->chunk);
+
+			__builtin_prefetch(&agg->buckets[h & agg->bucket_mask]);
+		}
+		add_one(agg, &c[i], now);
+	}
+	return (unsigned int)(agg->stats.accepted - before);
+}
+
+unsigned int
+isth_agg_poll(struct isth_agg *agg, uint64_t now)
+{
+	unsigned int n = 0;
+
+	while (agg->age_head != AGG_NONE &&
+	       now - agg->slots[agg->age_head].first_ns >= agg->p.timeout_ns &&
+	       now >= agg->slots[agg->age_head].first_ns) {
+		emit_slot(agg, agg->age_head, ISTH_AGG_TIMEOUT);
+		n++;
+	}
+	return n;
+}
+
+unsigned int
+isth_agg_flush(struct isth_agg *agg)
+{
+	unsigned int n = 0;
+
+	while (agg->age_head != AGG_NONE) {
+		emit_slot(agg, agg->age_head, ISTH_AGG_FLUSH);
+		n++;
+	}
+	return n;
+}
+
+unsigned int
+isth_agg_pending(const struct isth_agg *agg)
+{
+	return agg->emitq_tail - agg->emitq_head;
+}
+
+unsigned int
+isth_agg_drain(struct isth_agg *agg, struct isth_agg_emit *out,
+	       unsigned int cap)
+{
+	unsigned int n = 0;
+
+	while (n < cap && agg->emitq_head != agg->emitq_tail) {
+		uint32_t idx = agg->emitq[agg->emitq_head++ & agg->emitq_mask];
+		struct agg_slot *s = &agg->slots[idx];
+		struct isth_agg_emit *e = &out[n++];
+		uint8_t dt = s->dtype;
+
+		if (dt == ISTH_DTYPE_BF16)
+			dt = agg->p.bf16_out;
+		e->job = s->job;
+		e->round = s->round;
+		e->chunk = s->chunk;
+		e->count = s->count;
+		e->dtype = dt;
+		e->reason = s->reason;
+		e->flags = s->bitmap == s->expected ? 0 : ISTH_F_PARTIAL;
+		e->n_contrib = (uint16_t)__builtin_popcountll(s->bitmap);
+		e->bitmap = s->bitmap;
+		e->expected = s->expected;
+		e->acc = slot_acc(agg, idx);
+		e->size = (uint32_t)s->count * isth_wire_dtype_size(dt);
+		e->slot = idx;
+		s->state = SLOT_DRAINED;
+	}
+	return n;
+}
+
+int
+isth_agg_release(struct isth_agg *agg, const struct isth_agg_emit *e)
+{
+	if (e == NULL || e->slot >= agg->n_slots ||
+	    agg->slots[e->slot].state != SLOT_DRAINED)
+		return -EINVAL;
+	agg->slots[e->slot].state = SLOT_FREE;
+	agg->free_stack[agg->n_free++] = e->slot;
+	mem_gauges(agg);
+	return 0;
+}
+
+int
+isth_agg_emit_copy(const struct isth_agg *agg, const struct isth_agg_emit *e,
+		   void *dst, size_t cap)
+{
+	if (cap < e->size)
+		return -ENOSPC;
+	if (e->dtype == ISTH_DTYPE_BF16)
+		agg->k.store_bf16(dst, e->acc, e->count);
+	else
+		memcpy(dst, e->acc, e->size);
+	return (int)e->size;
+}
+
+void
+isth_agg_emit_hdr(const struct isth_agg_emit *e, struct isth_hdr *h)
+{
+	h->type = ISTH_WIRE_AGG;
+	h->dtype = e->dtype;
+	h->flags = e->flags;
+	h->count = e->count;
+	h->job = e->job;
+	h->round = e->round;
+	h->chunk = e->chunk;
+	h->bitmap = e->bitmap;
+}
+
+void
+isth_agg_stats_get(const struct isth_agg *agg, struct isth_agg_stats *st)
+{
+	const uint64_t *src = (const uint64_t *)&agg->stats;
+	uint64_t *dst = (uint64_t *)st;
+	unsigned int i;
+
+	for (i = 0; i < ISTH_AGG_STATS_N; i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
