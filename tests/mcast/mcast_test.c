@@ -146,8 +146,10 @@ mkpeers(struct isth_mcast_peer *p, unsigned int n, uint8_t local,
  * segments. The bytes are also returned in @bytes for comparison.
  */
 static struct rte_mbuf *
-mkmsg(uint16_t count, unsigned int nseg, uint8_t *bytes, size_t *size)
+mkmsg_t(uint16_t count, uint8_t trailer_len, unsigned int nseg,
+	uint8_t *bytes, size_t *size)
 {
+	static const uint8_t trailer[255] = { 0xa5, 0x5a, 0xc3 };
 	struct rte_mbuf *head = NULL, *prev = NULL;
 	struct isth_hdr h;
 	uint32_t el[4096];
@@ -166,9 +168,14 @@ mkmsg(uint16_t count, unsigned int nseg, uint8_t *bytes, size_t *size)
 	h.chunk = 11;
 	h.seq = 99;
 	h.bitmap = UINT64_C(1) << LOCAL_ISLAND;
+	if (trailer_len) {
+		h.flags = ISTH_F_AUTH;
+		h.trailer_len = trailer_len;
+	}
 	for (i = 0; i < count; i++)
 		el[i] = 0x01020304u * (i + 1);
-	n = isth_wire_build_msg(bytes, 65536, &h, el, (size_t)count * 4, NULL);
+	n = isth_wire_build_msg(bytes, 65536, &h, el, (size_t)count * 4,
+				trailer);
 	cr_assert_gt(n, 0);
 	*size = (size_t)n;
 
@@ -194,6 +201,12 @@ mkmsg(uint16_t count, unsigned int nseg, uint8_t *bytes, size_t *size)
 	}
 	cr_assert_eq(head->pkt_len, *size);
 	return head;
+}
+
+static struct rte_mbuf *
+mkmsg(uint16_t count, unsigned int nseg, uint8_t *bytes, size_t *size)
+{
+	return mkmsg_t(count, 0, nseg, bytes, size);
 }
 
 static struct isth_wire_limits
@@ -258,8 +271,8 @@ free_all(struct rte_mbuf **m, unsigned int n)
  * segments.
  */
 static void
-fanout_case(enum isth_mcast_mode mode, unsigned int D, unsigned int nseg,
-	    uint16_t count)
+fanout_case_t(enum isth_mcast_mode mode, unsigned int D, unsigned int nseg,
+	      uint16_t count, uint8_t trailer_len)
 {
 	static uint8_t msg[65536];
 	struct isth_mcast_peer peers[ISTH_MCAST_MAX_DESTS];
@@ -280,7 +293,7 @@ fanout_case(enum isth_mcast_mode mode, unsigned int D, unsigned int nseg,
 	mkpeers(peers, D, c.island, 5000);
 	cr_assert_eq(isth_mcast_publish(mc, 1, peers, D), 0, "D=%u", D);
 
-	m = mkmsg(count, nseg, msg, &size);
+	m = mkmsg_t(count, trailer_len, nseg, msg, &size);
 	done = isth_mcast_fanout_burst(mc, &m, 1, out, RTE_DIM(out), &n_out);
 	cr_assert_eq(done, 1);
 	cr_assert_eq(n_out, D, "D=%u n_out=%u", D, n_out);
@@ -322,6 +335,13 @@ fanout_case(enum isth_mcast_mode mode, unsigned int D, unsigned int nseg,
 	check_no_leak();
 }
 
+static void
+fanout_case(enum isth_mcast_mode mode, unsigned int D, unsigned int nseg,
+	    uint16_t count)
+{
+	fanout_case_t(mode, D, nseg, count, 0);
+}
+
 Test(mcast, zerocopy_1_to_64_peers)
 {
 	unsigned int D;
@@ -352,10 +372,15 @@ Test(mcast, lengths_and_checksums_per_size)
 	static const uint16_t counts[] = { 1, 2, 3, 100, 255, 256, 300, 365 };
 	unsigned int i;
 
-	/* Odd and even totals, 40..1500 bytes: each frame re-checksummed. */
+	/*
+	 * Messages of 44..1500 bytes; a 1- or 3-byte auth trailer makes the
+	 * length odd. Each frame's lengths and checksum are checked.
+	 */
 	for (i = 0; i < RTE_DIM(counts); i++) {
-		fanout_case(ISTH_MCAST_ZEROCOPY, 3, 1, counts[i]);
-		fanout_case(ISTH_MCAST_COPY, 3, 1, counts[i]);
+		fanout_case_t(ISTH_MCAST_ZEROCOPY, 3, 1, counts[i], 0);
+		fanout_case_t(ISTH_MCAST_COPY, 3, 1, counts[i], 0);
+		fanout_case_t(ISTH_MCAST_ZEROCOPY, 3, 1, counts[i], 1);
+		fanout_case_t(ISTH_MCAST_COPY, 3, 1, counts[i], 3);
 	}
 }
 
