@@ -1,0 +1,596 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/plan tests. Every expected value is derived by hand in the comment
+ * next to it (closed forms), never by calling the planner twice.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "isth_plan.h"
+
+#define SITES_HDR "site,region,city\n"
+#define LINKS_HDR "a,b,one_way_ms,capacity_gbps,source\n"
+
+static struct isth_plan_topo *
+topo(const char *sites, const char *links)
+{
+	char err[256] = "";
+	struct isth_plan_topo *t = isth_plan_topo_parse("s.csv", sites, "l.csv", links, err, sizeof(err));
+
+	cr_assert_not_null(t, "topology: %s", err);
+	return t;
+}
+
+/* Parameters that make the closed forms exact: no access latency, no chunk
+ * delivery tail, an access link fast enough never to bind. */
+static struct isth_plan_params
+exact_params(double payload, double memory)
+{
+	struct isth_plan_params p;
+
+	isth_plan_params_default(&p);
+	p.payload_bytes = payload;
+	p.memory_bytes = memory;
+	p.access_bps = 1e15;
+	p.access_ms = 0;
+	p.chunk_bytes = 0;
+	return p;
+}
+
+static struct isth_plan_result *
+solve(struct isth_plan_topo *t, struct isth_plan_sched *s, const struct isth_plan_params *p)
+{
+	struct isth_plan_result *r = NULL;
+	int ret = isth_plan_solve(t, s, p, &r);
+
+	cr_assert_eq(ret, 0, "solve: %d", ret);
+	cr_assert_not_null(r);
+	return r;
+}
+
+/* ---- two sites: T = latency + payload / capacity ---- */
+
+Test(plan, two_site_round_time)
+{
+	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	/* 12.5 MB at 10 Gbit/s is 8 * 12.5e6 / 10e9 s = 10 ms; plus 10 ms latency */
+	struct isth_plan_params p = exact_params(12.5e6, 0);
+	struct isth_plan_result *r = solve(t, s, &p);
+
+	cr_assert(isth_plan_result_feasible(r));
+	cr_assert_float_eq(isth_plan_result_T(r), 10.0 + 10.0, 1e-6);
+	cr_assert_float_eq(isth_plan_result_duration(r, 0, 0), 10.0, 1e-6);
+	cr_assert_float_eq(isth_plan_result_offset(r, 0, 0), 0.0, 1e-6);
+	isth_plan_result_free(r);
+
+	/* the delivery tail: access latency both ways plus one chunk at access rate:
+	 * 2 * 1 ms + 8 * 1e6 B / 100e9 bit/s = 2.08 ms, and the access link
+	 * (100 Gbit/s) does not bind the 10 Gbit/s stream */
+	p.access_bps = 100e9;
+	p.access_ms = 1;
+	p.chunk_bytes = 1e6;
+	r = solve(t, s, &p);
+	cr_assert_float_eq(isth_plan_result_T(r), 20.0 + 2.08, 1e-6);
+	isth_plan_result_free(r);
+
+	/* a 1 Gbit/s access link binds instead: 100 ms transmission */
+	p = exact_params(12.5e6, 0);
+	p.access_bps = 1e9;
+	r = solve(t, s, &p);
+	cr_assert_float_eq(isth_plan_result_T(r), 10.0 + 100.0, 1e-6);
+	cr_assert_str_eq(isth_plan_result_binding(r), "access");
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_plan_topo_free(t);
+}
+
+/* ---- a triangle with hand-derived aligned offsets ---- */
+
+/*
+ * A-B 10 ms, A-C 20 ms, B-C 25 ms (all direct: 20 < 10+25, 25 < 10+20),
+ * 10 Gbit/s, payload 12.5 MB: D = 10 ms per stream, one stream per link.
+ * M = 0 forces aligned arrivals at each receiver:
+ *   at C: t_A + 20 = t_B + 25;  at B: t_A + 10 = t_C + 25;  at A: t_B + 10 = t_C + 20
+ *   => t_B = t_C + 10, t_A = t_C + 15; earliest: t_C = 0, t_B = 10, t_A = 15.
+ *   Last arrival: A's stream at C, 15 + 20 + 10 = 45 ms.
+ * With M >= P nothing needs aligning: T = max latency 25 + 10 = 35 ms.
+ */
+#define TRI_SITES SITES_HDR "A,R,a\nB,R,b\nC,R,c\n"
+#define TRI_LINKS LINKS_HDR "A,B,10,10,x\nA,C,20,10,x\nB,C,25,10,x\n"
+
+Test(plan, triangle_aligned_offsets)
+{
+	struct isth_plan_topo *t = topo(TRI_SITES, TRI_LINKS);
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_params p = exact_params(12.5e6, 0);
+	struct isth_plan_result *r = solve(t, s, &p);
+
+	cr_assert(isth_plan_result_feasible(r));
+	cr_assert_float_eq(isth_plan_result_T(r), 45.0, 1e-5);
+	cr_assert_float_eq(isth_plan_result_offset(r, 0, 2), 0.0, 1e-5);
+	cr_assert_float_eq(isth_plan_result_offset(r, 0, 1), 10.0, 1e-5);
+	cr_assert_float_eq(isth_plan_result_offset(r, 0, 0), 15.0, 1e-5);
+	for (int i = 0; i < 3; i++)
+		cr_assert_float_eq(isth_plan_result_duration(r, 0, i), 10.0, 1e-5);
+	isth_plan_result_free(r);
+
+	p.memory_bytes = p.payload_bytes;
+	r = solve(t, s, &p);
+	cr_assert_float_eq(isth_plan_result_T(r), 35.0, 1e-5);
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_plan_topo_free(t);
+}
+
+/* Independent occupancy: bytes between the most and least advanced contributor. */
+static double
+occupancy(const double *off, const double *D, const double lat[3][3], double P, int i, double tau)
+{
+	double lo = INFINITY, hi = -INFINITY;
+
+	for (int j = 0; j < 3; j++) {
+		double x;
+
+		if (j == i)
+			continue;
+		x = (tau - off[j] - lat[j][i]) / D[j] * P;
+		x = fmin(fmax(x, 0), P);
+		lo = fmin(lo, x);
+		hi = fmax(hi, x);
+	}
+	return hi - lo;
+}
+
+/*
+ * Memory-bound: M = P/5 lets each receiver hold m = (M/P) D = 2 ms of
+ * stream. At B, C's stream (latency 25) may lag A's (10) by at most m:
+ * t_A >= t_C + 15 - 2 = 13, so A's stream reaches C no earlier than
+ * 13 + 20 + 10 = 43 ms: T = 35 + D (1 - M/P) = 43 ms. The LP must stagger
+ * A by 13 ms after C (not the aligned 15, not the unconstrained 0).
+ */
+Test(plan, memory_bound_stagger)
+{
+	static const double lat[3][3] = {{0, 10, 20}, {10, 0, 25}, {20, 25, 0}};
+	struct isth_plan_topo *t = topo(TRI_SITES, TRI_LINKS);
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_params p = exact_params(12.5e6, 12.5e6 / 5);
+	struct isth_plan_result *r = solve(t, s, &p);
+	double off[3], D[3], worst = 0;
+
+	cr_assert(isth_plan_result_feasible(r));
+	cr_assert_float_eq(isth_plan_result_T(r), 43.0, 1e-5);
+	for (int i = 0; i < 3; i++) {
+		off[i] = isth_plan_result_offset(r, 0, i);
+		D[i] = isth_plan_result_duration(r, 0, i);
+	}
+	cr_assert_float_eq(off[0] - off[2], 13.0, 1e-5);
+	/* the memory limit holds at every receiver over the whole round */
+	for (int i = 0; i < 3; i++)
+		for (double tau = 0; tau <= 45; tau += 0.01) {
+			double o = occupancy(off, D, lat, p.payload_bytes, i, tau);
+
+			worst = fmax(worst, o);
+			cr_assert_float_eq(o, isth_plan_result_occupancy(r, t, s, 0, i, tau), 1);
+		}
+	cr_assert_leq(worst, p.memory_bytes * (1 + 1e-6), "occupancy %.0f > M", worst);
+	/* both B and A are tight (t_B = 8 puts A's arrivals exactly m apart) */
+	cr_assert(strncmp(isth_plan_result_binding(r), "memory @", 8) == 0, "%s",
+		  isth_plan_result_binding(r));
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_plan_topo_free(t);
+}
+
+/*
+ * Two-stream memory case where slowing down is the answer: one receiver C
+ * hears A (latency 10) and B (latency 30) in a star through C. Any
+ * M > 0 is feasible but with M = 0 they must align: t_A = t_B + 20.
+ */
+Test(plan, memory_zero_star_aligns)
+{
+	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\n",
+					LINKS_HDR "A,C,10,10,x\nB,C,30,10,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_params p = exact_params(12.5e6, 0);
+	struct isth_plan_result *r = solve(t, s, &p);
+
+	/* A and B reach each other through C (40 ms); C hears both: aligned
+	 * means t_A + 10 = t_B + 30. Receivers A and B each hear two streams
+	 * too: at A, B (40) and C (10): t_C + 10 = t_B + 40 -> t_C = t_B + 30;
+	 * at B, A (40) and C (30): t_A + 40 = t_C + 30 -> t_A = t_C - 10 = t_B + 20.
+	 * Consistent: t_B = 0, t_A = 20, t_C = 30; last arrival A at B:
+	 * 20 + 40 + D; links C->A and C->B carry two streams each (C's own and
+	 * the relayed one), so D = 20 ms for all (equal rates at M = 0):
+	 * T = 60 + 20 = 80 ms. */
+	cr_assert(isth_plan_result_feasible(r));
+	cr_assert_float_eq(isth_plan_result_offset(r, 0, 1), 0.0, 1e-5);
+	cr_assert_float_eq(isth_plan_result_offset(r, 0, 0), 20.0, 1e-5);
+	cr_assert_float_eq(isth_plan_result_offset(r, 0, 2), 30.0, 1e-5);
+	cr_assert_float_eq(isth_plan_result_T(r), 80.0, 1e-4);
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_plan_topo_free(t);
+}
+
+/*
+ * Infeasible: four islands on a path W-X-Y-Z (1, 2, 4 ms: positions 0, 1,
+ * 3, 7) in one clique with M = 0. Aligned at Z: t_W + 7 = t_Y + 4, so
+ * t_W = t_Y - 3; aligned at X: t_W + 1 = t_Y + 2, so t_W = t_Y + 1:
+ * a contradiction, whatever T and the rates.
+ */
+Test(plan, infeasible_alignment)
+{
+	struct isth_plan_topo *t = topo(SITES_HDR "W,R,w\nX,R,x\nY,R,y\nZ,R,z\n",
+					LINKS_HDR "W,X,1,100,x\nX,Y,2,100,x\nY,Z,4,100,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_params p = exact_params(1e6, 0);
+	struct isth_plan_result *r = solve(t, s, &p);
+
+	cr_assert_not(isth_plan_result_feasible(r));
+	cr_assert(isnan(isth_plan_result_T(r)));
+	cr_assert_str_eq(isth_plan_result_binding(r),
+			 "memory: M=0 B cannot hold clique {W,X,Y,Z} (arrivals cannot align)");
+	isth_plan_result_free(r);
+
+	/* with memory the same clique is feasible */
+	p.memory_bytes = 1e6;
+	r = solve(t, s, &p);
+	cr_assert(isth_plan_result_feasible(r));
+	isth_plan_result_free(r);
+
+	/* a round-time limit below what is possible is infeasible too */
+	p.max_round_ms = 1;
+	r = solve(t, s, &p);
+	cr_assert_not(isth_plan_result_feasible(r));
+	cr_assert(strncmp(isth_plan_result_binding(r), "completion:", 11) == 0, "%s",
+		  isth_plan_result_binding(r));
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_plan_topo_free(t);
+}
+
+/*
+ * Capacity shared by a multicast tree, network versus edge replication, on
+ * the line X - S - Y (10 ms, 10 Gbit/s each), one clique, M = P (no
+ * alignment), P = 12.5 MB so one stream alone needs 10 ms.
+ * Network: link S->Y carries X's stream and S's, so 1/D_X + 1/D_S <= 1/10;
+ * T = max(20 + D_X, 10 + D_S) is least when 20 + D = 10 + D_S, i.e.
+ * 1/D + 1/(D+10) = 1/10 -> D^2 - 10 D - 100 = 0 -> D = 5 + sqrt(125):
+ * T = 25 + sqrt(125) = 36.180 ms.
+ * Edge: X's edge sends two copies over X->S, so D_X >= 20 and T >= 40;
+ * then 1/D_S <= 1/10 - 1/20 gives D_S = 20, 10 + 20 < 40: T = 40 ms.
+ */
+Test(plan, shared_tree_capacity_and_replication)
+{
+	struct isth_plan_topo *t = topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n",
+					LINKS_HDR "X,S,10,10,x\nS,Y,10,10,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_params p = exact_params(12.5e6, 12.5e6);
+	struct isth_plan_result *r = solve(t, s, &p);
+
+	cr_assert(isth_plan_result_feasible(r));
+	cr_assert_float_eq(isth_plan_result_T(r), 25.0 + sqrt(125.0), 1e-3);
+	isth_plan_result_free(r);
+	p.repl = ISTH_PLAN_REPL_EDGE;
+	r = solve(t, s, &p);
+	cr_assert_float_eq(isth_plan_result_T(r), 40.0, 1e-3);
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_plan_topo_free(t);
+}
+
+/* ---- survival sums ---- */
+
+#define NINE_SITES SITES_HDR "NYC,NA,x\nCHI,NA,x\nLAX,NA,x\nLON,EU,x\nAMS,EU,x\nFRA,EU,x\n" \
+	"TYO,AS,x\nSIN,AS,x\nHKG,AS,x\n"
+#define NINE_LINKS LINKS_HDR "NYC,CHI,8,100,x\nCHI,LAX,24,100,x\nNYC,LON,34,100,x\n" \
+	"LON,AMS,3,100,x\nLON,FRA,5,100,x\nAMS,FRA,3,100,x\nLON,SIN,77,100,x\n" \
+	"SIN,TYO,34,100,x\nTYO,LAX,49,100,x\nHKG,TYO,23,100,x\nHKG,SIN,18,100,x\n"
+
+Test(plan, survival_all_to_all)
+{
+	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	double S[4];
+
+	/* one round reaches everyone: S = 1, 0, 0, ... -> A = 1 */
+	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD), 1.0, 1e-12);
+	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_AVG), 1.0, 1e-12);
+	cr_assert_eq(isth_plan_survival(s, ISTH_PLAN_SURV_FLOOD, S, 4), 0);
+	cr_assert_float_eq(S[0], 1.0, 1e-12);
+	cr_assert_float_eq(S[1], 0.0, 1e-12);
+	isth_plan_sched_free(s);
+	isth_plan_topo_free(t);
+}
+
+/*
+ * Two orthogonal classes of triangles on nine islands (rows and columns
+ * of a 3x3 grid), alternating. Flooding: after one round 3 of 9 know,
+ * S(1) = 6/8; every column meets every row, so after two rounds all 9:
+ * A_flood = 1 + 6/8 = 1.75 for each origin and phase. Averaging: W_cols
+ * W_rows = J/9 exactly, so Phi(2) = J/9 and the terms are 1,
+ * (||W||_F^2 - 1)/8 = (3 - 1)/8, 0: A_avg = 1.25.
+ */
+Test(plan, survival_two_orthogonal_triangle_classes)
+{
+	uint64_t rows[3] = {0x007, 0x038, 0x1c0};
+	uint64_t cols[3] = {0x049, 0x092, 0x124};
+	const uint64_t *cl[2] = {rows, cols};
+	int nc[2] = {3, 3};
+	struct isth_plan_sched *s = isth_plan_sched_new("grid", 9, 2, nc, cl);
+	double S[4];
+
+	cr_assert_not_null(s);
+	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD), 1.75, 1e-12);
+	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_AVG), 1.25, 1e-9);
+	cr_assert_eq(isth_plan_survival(s, ISTH_PLAN_SURV_FLOOD, S, 4), 0);
+	cr_assert_float_eq(S[0], 1.0, 1e-12);
+	cr_assert_float_eq(S[1], 0.75, 1e-12);
+	cr_assert_float_eq(S[2], 0.0, 1e-12);
+	isth_plan_sched_free(s);
+}
+
+/*
+ * Rotating perfect matchings on 4 islands (3 rounds): after one round 2 of
+ * 4 know (S = 2/3), after two all 4: A_flood = 1 + 2/3. Averaging: two
+ * different matchings multiply to J/4, so A_avg = 1 + (2 - 1)/3 = 4/3.
+ */
+Test(plan, survival_pairs_and_regional)
+{
+	struct isth_plan_topo *t = topo(SITES_HDR "A,E,a\nB,E,b\nC,W,c\nD,W,d\n",
+					LINKS_HDR "A,B,1,10,x\nB,C,1,10,x\nC,D,1,10,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "pairs");
+
+	cr_assert_eq(isth_plan_sched_nrounds(s), 3);
+	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD), 5.0 / 3.0, 1e-12);
+	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_AVG), 4.0 / 3.0, 1e-9);
+	isth_plan_sched_free(s);
+	/* regional never mixes globally */
+	s = isth_plan_sched_family(t, "regional");
+	cr_assert(isinf(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD)));
+	cr_assert(isinf(isth_plan_A(s, ISTH_PLAN_SURV_AVG)));
+	isth_plan_sched_free(s);
+	isth_plan_topo_free(t);
+}
+
+/* ---- families ---- */
+
+static void
+check_pairs_once(const struct isth_plan_sched *s, int n, int maxsize)
+{
+	int seen[64][64] = {{0}};
+
+	for (int r = 0; r < isth_plan_sched_nrounds(s); r++)
+		for (int c = 0; c < isth_plan_sched_ncliques(s, r); c++) {
+			uint64_t m = isth_plan_sched_clique(s, r, c);
+
+			cr_assert_leq(__builtin_popcountll(m), maxsize);
+			for (int a = 0; a < n; a++)
+				for (int b = a + 1; b < n; b++)
+					if ((m >> a & 1) && (m >> b & 1))
+						seen[a][b]++;
+		}
+	for (int a = 0; a < n; a++)
+		for (int b = a + 1; b < n; b++)
+			cr_assert_eq(seen[a][b], 1, "pair %d,%d met %d times", a, b, seen[a][b]);
+}
+
+Test(plan, families_nine)
+{
+	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "triangles");
+
+	/* AG(2,3): 4 parallel classes of 3 lines; every pair on exactly one line;
+	 * the first class is the regions */
+	cr_assert_eq(isth_plan_sched_nrounds(s), 4);
+	for (int r = 0; r < 4; r++)
+		cr_assert_eq(isth_plan_sched_ncliques(s, r), 3);
+	cr_assert_eq(isth_plan_sched_clique_of(s, 0, 0), 0x007);
+	cr_assert_eq(isth_plan_sched_clique_of(s, 0, 4), 0x038);
+	check_pairs_once(s, 9, 3);
+	/* any two distinct parallel classes are orthogonal: A = 1.75 as above */
+	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD), 1.75, 1e-12);
+	isth_plan_sched_free(s);
+
+	/* circle method on 9: 9 rounds, 4 pairs and a bye each, every pair once */
+	s = isth_plan_sched_family(t, "pairs");
+	cr_assert_eq(isth_plan_sched_nrounds(s), 9);
+	for (int r = 0; r < 9; r++)
+		cr_assert_eq(isth_plan_sched_ncliques(s, r), 5);
+	check_pairs_once(s, 9, 2);
+	isth_plan_sched_free(s);
+
+	s = isth_plan_sched_family(t, "regional");
+	cr_assert_eq(isth_plan_sched_nrounds(s), 1);
+	cr_assert_eq(isth_plan_sched_ncliques(s, 0), 3);
+	isth_plan_sched_free(s);
+
+	errno = 0;
+	cr_assert_null(isth_plan_sched_family(t, "hexagons"));
+	cr_assert_eq(errno, EINVAL);
+	isth_plan_topo_free(t);
+}
+
+Test(plan, triangles_generalise)
+{
+	/* 7 islands: triples plus two pairs each round, all partitions valid */
+	struct isth_plan_topo *t = topo(SITES_HDR "a,X,a\nb,X,b\nc,X,c\nd,X,d\ne,Y,e\nf,Y,f\ng,Y,g\n",
+					LINKS_HDR "a,b,1,10,x\nb,c,1,10,x\nc,d,1,10,x\nd,e,1,10,x\n"
+					"e,f,1,10,x\nf,g,1,10,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "triangles");
+
+	cr_assert_not_null(s);
+	cr_assert_geq(isth_plan_sched_nrounds(s), 3);
+	for (int r = 0; r < isth_plan_sched_nrounds(s); r++) {
+		uint64_t all = 0;
+
+		for (int c = 0; c < isth_plan_sched_ncliques(s, r); c++) {
+			int k = __builtin_popcountll(isth_plan_sched_clique(s, r, c));
+
+			cr_assert(k == 2 || k == 3);
+			all |= isth_plan_sched_clique(s, r, c);
+		}
+		cr_assert_eq(all, 0x7f);
+	}
+	cr_assert(isfinite(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD)));
+	isth_plan_sched_free(s);
+	isth_plan_topo_free(t);
+}
+
+Test(plan, sched_new_rejects_non_partitions)
+{
+	uint64_t over[2] = {0x3, 0x6}, miss[1] = {0x3}, out[2] = {0x3, 0x1c};
+	const uint64_t *a[1] = {over}, *b[1] = {miss}, *c[1] = {out};
+	int two = 2, one = 1;
+
+	cr_assert_null(isth_plan_sched_new("x", 3, 1, &two, a));
+	cr_assert_null(isth_plan_sched_new("x", 3, 1, &one, b));
+	cr_assert_null(isth_plan_sched_new("x", 3, 1, &two, c));
+}
+
+/* ---- routing and the ring baseline ---- */
+
+Test(plan, dijkstra_routes)
+{
+	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	int path[16], n;
+	char name[64];
+
+	/* NYC->TYO: NYC-CHI-LAX-TYO = 8 + 24 + 49 = 81 < NYC-LON-SIN-TYO = 145 */
+	cr_assert_float_eq(isth_plan_topo_latency(t, 0, 6), 81.0, 1e-9);
+	n = isth_plan_topo_path(t, 0, 6, path, 16);
+	cr_assert_eq(n, 3);
+	isth_plan_topo_dlink_name(t, path[2], name, sizeof(name));
+	cr_assert_str_eq(name, "LAX->TYO");
+	isth_plan_topo_free(t);
+}
+
+Test(plan, ring_allreduce_two_sites)
+{
+	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
+	struct isth_plan_params p = exact_params(12.5e6, 0);
+
+	/* 2(n-1) = 2 steps of P/2 = 6.25 MB: 10 ms + 5 ms each (the two
+	 * directions are separate links) = 30 ms */
+	cr_assert_float_eq(isth_plan_ring_allreduce_ms(t, &p, NULL), 30.0, 1e-9);
+	isth_plan_topo_free(t);
+}
+
+Test(plan, search_bounded_and_no_worse)
+{
+	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_plan_params p = exact_params(1e9, 0);
+	struct isth_plan_sched *tri = isth_plan_sched_family(t, "triangles"), *s;
+	struct isth_plan_result *r;
+	double tri_obj, obj;
+
+	r = solve(t, tri, &p);
+	tri_obj = isth_plan_result_T(r) * (isth_plan_A(tri, ISTH_PLAN_SURV_FLOOD) + 0.5);
+	isth_plan_result_free(r);
+	s = isth_plan_search(t, &p, NULL, 0.5, 7, NULL, NULL);
+	cr_assert_not_null(s);
+	r = solve(t, s, &p);
+	cr_assert(isth_plan_result_feasible(r));
+	obj = isth_plan_result_T(r) * (isth_plan_A(s, ISTH_PLAN_SURV_FLOOD) + 0.5);
+	cr_assert_leq(obj, tri_obj + 1e-6);
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_plan_sched_free(tri);
+	isth_plan_topo_free(t);
+}
+
+/* ---- sizes ---- */
+
+Test(plan, parse_size)
+{
+	static const struct { const char *s; double v; } ok[] = {
+		{"0", 0}, {"32G", 32e9}, {"32Gi", 32.0 * 1073741824.0}, {"1.5K", 1500},
+		{"4Mi", 4194304}, {"2T", 2e12}, {"1Ti", 1099511627776.0}, {"8GB", 8e9}, {"7", 7},
+	};
+	static const char *bad[] = {"", "G", "-1", "3X", "1Gx", "1 G", "nan"};
+	double v;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		cr_assert_eq(isth_plan_parse_size(ok[i].s, &v), 0, "%s", ok[i].s);
+		cr_assert_float_eq(v, ok[i].v, 1e-6, "%s", ok[i].s);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(isth_plan_parse_size(bad[i], &v), -EINVAL, "%s", bad[i]);
+}
+
+/* ---- malformed topologies: each with its exact message ---- */
+
+struct badtopo {
+	const char *sites;
+	const char *links;
+	const char *err;
+};
+
+#define S3 SITES_HDR "A,R,a\nB,R,b\nC,R,c\n"
+
+static struct badtopo bad_topos[] = {
+	{"", LINKS_HDR, "s.csv:0: empty file (expected header 'site,region[,city]')"},
+	{"name,region\nA,R\n", LINKS_HDR, "s.csv:1: expected header 'site,region[,city]'"},
+	{"# comment\n" SITES_HDR "A,R,a\nA,R,b\n", LINKS_HDR, "s.csv:4: duplicate site 'A' (first on line 3)"},
+	{SITES_HDR "A\n", LINKS_HDR, "s.csv:2: expected 'site,region[,city]', got 1 field"},
+	{SITES_HDR "A B,R,a\n", LINKS_HDR, "s.csv:2: bad site name 'A B' (1-31 of [A-Za-z0-9_.-])"},
+	{SITES_HDR "A,R,a\n", LINKS_HDR, "s.csv:2: need at least 2 sites, found 1"},
+	{S3, "a,b,latency\n", "l.csv:1: expected header 'a,b,one_way_ms,capacity_gbps[,source]'"},
+	{S3, LINKS_HDR "A,Q,1,10\n", "l.csv:2: unknown site 'Q'"},
+	{S3, LINKS_HDR "A,B,1,10\nB,A,2,10\n", "l.csv:3: duplicate link B-A (first on line 2)"},
+	{S3, LINKS_HDR "A,A,1,10\n", "l.csv:2: link from 'A' to itself"},
+	{S3, LINKS_HDR "A,B,1,0\n", "l.csv:2: non-positive capacity_gbps 0"},
+	{S3, LINKS_HDR "A,B,1,-5\n", "l.csv:2: non-positive capacity_gbps -5"},
+	{S3, LINKS_HDR "A,B,-1,10\n", "l.csv:2: negative one_way_ms -1"},
+	{S3, LINKS_HDR "A,B,fast,10\n", "l.csv:2: bad one_way_ms 'fast'"},
+	{S3, LINKS_HDR "A,B,1,10Gb\n", "l.csv:2: bad capacity_gbps '10Gb'"},
+	{S3, LINKS_HDR "A,B,1\n", "l.csv:2: expected 'a,b,one_way_ms,capacity_gbps[,source]', got 3 fields"},
+	{S3, LINKS_HDR "A,B,1,10\n", "s.csv:4: site 'C' is not connected to 'A' (disconnected graph)"},
+	{S3, "", "l.csv:0: empty file (expected header 'a,b,one_way_ms,capacity_gbps[,source]')"},
+};
+
+Test(plan, malformed_topology)
+{
+	for (size_t i = 0; i < sizeof(bad_topos) / sizeof(bad_topos[0]); i++) {
+		const struct badtopo *b = &bad_topos[i];
+		char err[256] = "";
+		struct isth_plan_topo *t;
+
+		errno = 0;
+		t = isth_plan_topo_parse("s.csv", b->sites, "l.csv", b->links, err, sizeof(err));
+		cr_expect_null(t, "case %zu", i);
+		cr_expect_eq(errno, EINVAL, "case %zu", i);
+		cr_expect_str_eq(err, b->err, "case %zu", i);
+		isth_plan_topo_free(t);
+	}
+}
+
+Test(plan, too_many_sites)
+{
+	char sites[4096], err[256];
+	size_t o = snprintf(sites, sizeof(sites), SITES_HDR);
+
+	for (int i = 0; i < 65; i++)
+		o += snprintf(sites + o, sizeof(sites) - o, "S%d,R,x\n", i);
+	cr_assert_null(isth_plan_topo_parse("s.csv", sites, "l.csv", LINKS_HDR, err, sizeof(err)));
+	cr_assert_str_eq(err, "s.csv:66: too many sites (at most 64)");
+}
+
+Test(plan, nine_city_files_load)
+{
+	char err[256] = "";
+	struct isth_plan_topo *t = isth_plan_topo_load(SRCDIR "/conf/topologies/nine-city-sites.csv",
+						       SRCDIR "/conf/topologies/nine-city-links.csv",
+						       err, sizeof(err));
+
+	cr_assert_not_null(t, "%s", err);
+	cr_assert_eq(isth_plan_topo_n(t), 9);
+	cr_assert_eq(isth_plan_topo_nregions(t), 3);
+	/* the shipped shortest-path table says NYC-HKG is 104.804 ms */
+	cr_assert_float_eq(isth_plan_topo_latency(t, 0, 8), 104.804, 1e-9);
+	isth_plan_topo_free(t);
+}
