@@ -331,7 +331,7 @@ isth_agg_create(const struct isth_agg_params *p)
 	window = p->window ? p->window : 4;
 	max_jobs = p->max_jobs ? p->max_jobs : 1;
 	n_buckets = p->n_buckets ? p->n_buckets :
-		next_pow2(((uint64_t)n_slots * 2 + ISTH_AGG_BUCKET_WAYS - 1) /
+		next_pow2(((uint64_t)n_slots * 4 + ISTH_AGG_BUCKET_WAYS - 1) /
 			  ISTH_AGG_BUCKET_WAYS);
 	n_records = p->n_records ? p->n_records : n_slots * 4;
 	n_rec_buckets = next_pow2((n_records + AGG_REC_WAYS - 1) / AGG_REC_WAYS);
@@ -936,6 +936,49 @@ add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t now)
 		emit_slot(agg, idx, ISTH_AGG_COMPLETE);
 }
 
+/* Slot of an active key, or AGG_NONE; no side effects (used to prefetch). */
+static inline uint32_t
+lookup(const struct isth_agg *agg, const struct isth_agg_contrib *c)
+{
+	uint64_t h = key_hash(c->job, c->round, c->chunk);
+	const struct agg_bucket *b = &agg->buckets[h & agg->bucket_mask];
+	uint32_t sig = (uint32_t)(h >> 32) | 1u;
+	unsigned int w;
+
+	for (w = 0; w < ISTH_AGG_BUCKET_WAYS; w++) {
+		const struct agg_slot *s;
+
+		if (b->sig[w] != sig)
+			continue;
+		s = &agg->slots[b->idx[w]];
+		if (s->chunk == c->chunk && s->round == c->round && s->job == c->job)
+			return b->idx[w];
+	}
+	return AGG_NONE;
+}
+
+static inline void
+prefetch_acc(const struct isth_agg *agg, const struct isth_agg_contrib *c)
+{
+	uint32_t idx;
+	size_t off, size;
+
+	if (c->count > agg->p.max_elems)
+		return;
+	idx = lookup(agg, c);
+	if (idx == AGG_NONE)
+		return;
+	size = (size_t)c->count * 4;
+	for (off = 0; off < size; off += AGG_CACHE_LINE)
+		__builtin_prefetch((const uint8_t *)slot_acc(agg, idx) + off, 1);
+}
+
+/*
+ * Two-stage software pipeline: the bucket of c[i + 2] is prefetched, the
+ * slot of c[i + 1] looked up (its bucket now cached) and its accumulator
+ * prefetched, then c[i] is summed. With more live slots than the cache
+ * holds, this hides most of the accumulator miss.
+ */
 unsigned int
 isth_agg_add_burst(struct isth_agg *agg, const struct isth_agg_contrib *c,
 		   unsigned int n, uint64_t now)
@@ -943,13 +986,18 @@ isth_agg_add_burst(struct isth_agg *agg, const struct isth_agg_contrib *c,
 	uint64_t before = agg->stats.accepted;
 	unsigned int i;
 
+	for (i = 0; i < n && i < 2; i++)
+		__builtin_prefetch(&agg->buckets[key_hash(c[i].job, c[i].round,
+				   c[i].chunk) & agg->bucket_mask]);
+	if (n > 0)
+		prefetch_acc(agg, &c[0]);
 	for (i = 0; i < n; i++) {
-		if (i + 1 < n) {
-			const struct isth_agg_contrib *nx = &c[i + 1];
-			uint64_t h = key_hash(nx->job, nx->round, nx->chunk);
-
-			__builtin_prefetch(&agg->buckets[h & agg->bucket_mask]);
-		}
+		if (i + 2 < n)
+			__builtin_prefetch(&agg->buckets[key_hash(c[i + 2].job,
+					   c[i + 2].round, c[i + 2].chunk) &
+					   agg->bucket_mask]);
+		if (i + 1 < n)
+			prefetch_acc(agg, &c[i + 1]);
 		add_one(agg, &c[i], now);
 	}
 	return (unsigned int)(agg->stats.accepted - before);
