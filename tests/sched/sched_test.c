@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* lib/sched tests: round trip through a file, queries, malformed files. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "isth_sched.h"
+
+static const char *names[4] = {"NYC", "LON", "TYO", "SIN"};
+
+/* Two rounds: {NYC,LON} {TYO,SIN}, then {NYC,TYO,SIN} and LON alone (bye). */
+static struct isth_sched *
+build(void)
+{
+	struct isth_sched *s = isth_sched_new(4, names, 500000000, 0, 1000000000, 1048576, 0, 2);
+	uint64_t r0[2] = {0x3, 0xc}, r1[2] = {0xd, 0x2};
+	uint64_t rate = 100000000000ULL, rates[2] = {50000000000ULL, 100000000000ULL};
+	/* 1e9 B = 8e9 bit: 100 ms at 50 Gbit/s carries 5e9 bit, 30 ms at 100 Gbit/s 3e9 */
+	uint64_t durs[2] = {100000000, 30000000};
+
+	cr_assert_not_null(s);
+	cr_assert_eq(isth_sched_set_round(s, 0, 2, r0), 0);
+	cr_assert_eq(isth_sched_set_round(s, 1, 2, r1), 0);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(isth_sched_set_sender(s, 0, i, 1000 * (uint64_t)i, 1, NULL, &rate), 0);
+	cr_assert_eq(isth_sched_set_sender(s, 1, 0, 5, 1, NULL, &rate), 0);
+	cr_assert_eq(isth_sched_set_sender(s, 1, 2, 7, 2, durs, rates), 0);
+	cr_assert_eq(isth_sched_set_sender(s, 1, 3, 0, 1, NULL, &rate), 0);
+	return s;
+}
+
+static void
+check(const struct isth_sched *s)
+{
+	uint64_t off, rate, dur;
+
+	cr_assert_eq(isth_sched_n_islands(s), 4);
+	cr_assert_str_eq(isth_sched_island_name(s, 2), "TYO");
+	cr_assert_eq(isth_sched_island_id(s, "SIN"), 3);
+	cr_assert_eq(isth_sched_island_id(s, "XXX"), -ENOENT);
+	cr_assert_eq(isth_sched_n_rounds(s), 2);
+	cr_assert_eq(isth_sched_round_ns(s), 500000000);
+	cr_assert_eq(isth_sched_epoch_ns(s), 0);
+	cr_assert_eq(isth_sched_payload_bytes(s), 1000000000);
+	cr_assert_eq(isth_sched_chunk_bytes(s), 1048576);
+	/* r is taken modulo the cycle, negative too */
+	cr_assert_eq(isth_sched_clique(s, 0, 1), 0x3);
+	cr_assert_eq(isth_sched_clique(s, 2, 1), 0x3);
+	cr_assert_eq(isth_sched_clique(s, -1, 0), 0xd);
+	cr_assert_eq(isth_sched_peers(s, 1, 0), 0xc);
+	cr_assert_eq(isth_sched_peers(s, 1, 1), 0);
+	cr_assert_eq(isth_sched_n_cliques(s, 3), 2);
+	cr_assert_eq(isth_sched_sender(s, 0, 3, &off, &rate), 1);
+	cr_assert_eq(off, 3000);
+	cr_assert_eq(rate, 100000000000ULL);
+	cr_assert_eq(isth_sched_sender(s, 1, 1, &off, &rate), -ENOENT);
+	cr_assert_eq(isth_sched_sender(s, 1, 2, &off, &rate), 2);
+	cr_assert_eq(off, 7);
+	cr_assert_eq(isth_sched_segment(s, 1, 2, 1, &dur, &rate), 0);
+	cr_assert_eq(dur, 30000000);
+	cr_assert_eq(rate, 100000000000ULL);
+	/* constant rate: one segment lasting 8e9 bit / 1e11 bit/s = 80 ms */
+	cr_assert_eq(isth_sched_segment(s, 0, 0, 0, &dur, &rate), 0);
+	cr_assert_eq(dur, 80000000);
+	cr_assert_eq(isth_sched_segment(s, 0, 0, 1, &dur, &rate), -EINVAL);
+}
+
+Test(sched, round_trip)
+{
+	char path[] = "/tmp/isth-sched-test-XXXXXX", err[256] = "";
+	int fd = mkstemp(path);
+	struct isth_sched *s = build(), *l;
+	uint64_t round, into;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	check(s);
+	cr_assert_eq(isth_sched_save(s, path, err, sizeof(err)), 0, "%s", err);
+	l = isth_sched_load(path, err, sizeof(err));
+	cr_assert_not_null(l, "%s", err);
+	check(l);
+	/* 1.25 s after the epoch with T = 0.5 s: round 2 (cycle index 0), 250 ms in */
+	isth_sched_round_at(l, 1250000000ULL, &round, &into);
+	cr_assert_eq(round, 2);
+	cr_assert_eq(into, 250000000ULL);
+	isth_sched_free(l);
+	isth_sched_free(s);
+	unlink(path);
+}
+
+Test(sched, save_refuses_inconsistent)
+{
+	struct isth_sched *s = build();
+	uint64_t rate = 1000; /* 8e9 bit at 1 kbit/s takes 8e6 s = 8e15 ns: never fits a 0.5 s round;
+	 * the send line is line 15 (magic, comment, islands, 4 names, 6 keys, round) */
+	char err[256] = "";
+
+	cr_assert_eq(isth_sched_set_sender(s, 0, 0, 0, 1, NULL, &rate), 0);
+	cr_assert_eq(isth_sched_save(s, "/tmp/isth-sched-never-written", err, sizeof(err)), -EINVAL);
+	cr_assert_str_eq(err, "<schedule being written>:15: stream of island 0 in round 0 ends at "
+			      "8000000000000000 ns, after round-ns 500000000");
+	cr_assert_eq(access("/tmp/isth-sched-never-written", F_OK), -1);
+	isth_sched_free(s);
+	cr_assert_null(isth_sched_new(65, names, 1, 0, 1, 0, 0, 1));
+	cr_assert_null(isth_sched_new(4, names, 0, 0, 1, 0, 0, 1));
+}
+
+#define HEAD "isthmus-schedule 1\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \
+	"round-ns 1000\nepoch runtime\npayload-bytes 10\nchunk-bytes 0\nmemory-bytes 0\n"
+/* a valid body: 80 bit at 1e9 bit/s = 80 ns */
+#define BODY "rounds 1\nround 0 0x7\nsend 0 0 0 1000000000\nsend 0 1 0 1000000000\n" \
+	"send 0 2 0 1000000000\n"
+
+struct badsched {
+	const char *text;
+	const char *err;
+};
+
+static const struct badsched bad[] = {
+	{"", "f:1: empty file"},
+	{"isthmus-plan 1\n", "f:1: not a schedule file (expected 'isthmus-schedule 1')"},
+	{"isthmus-schedule 2\n", "f:1: unsupported version '2' (this loader reads 1)"},
+	{HEAD BODY, "f:16: truncated: no 'end' line"},
+	{HEAD BODY "end\nround 1 0x7\n", "f:17: content after 'end'"},
+	{"isthmus-schedule 1\nislands 65\n", "f:2: bad islands '65' (1..64)"},
+	{"isthmus-schedule 1\nislands 2\nisland 2 X\n", "f:3: island 2 out of range (0..1)"},
+	{"isthmus-schedule 1\nislands 2\nisland 0 X\nisland 1 X\n", "f:4: duplicate island name 'X'"},
+	{"isthmus-schedule 1\nislands 2\nisland 0 X\nrounds 1\n", "f:4: 'round-ns' missing before 'rounds'"},
+	{"isthmus-schedule 1\nislands 2\nisland 0 X\nround-ns 1\nepoch runtime\npayload-bytes 1\n"
+	 "chunk-bytes 0\nmemory-bytes 0\nrounds 1\n", "f:9: island 1 has no 'island' line"},
+	{HEAD "rounds 1\nround 0 0x3 0x6\n", "f:12: cliques overlap: island 1 (B) in two cliques"},
+	{HEAD "rounds 1\nround 0 0xf\n", "f:12: clique 0xf: island 3 out of range (0..2)"},
+	{HEAD "rounds 1\nround 0 0x3\n", "f:12: not a partition: island 2 (C) in no clique"},
+	{HEAD "rounds 1\nround 1 0x7\n", "f:12: round '1' out of order (expected 0)"},
+	{HEAD "rounds 1\nround 0 zz\n", "f:12: bad clique bitmap 'zz'"},
+	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 1000 1000000000\n", "f:13: offset 1000 >= round-ns 1000"},
+	{HEAD "rounds 1\nround 0 0x7\nsend 0 3 0 1000000000\n", "f:13: island 3 out of range (0..2)"},
+	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 0 0\n", "f:13: bad rate-bps '0' (must be > 0)"},
+	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 0 1000000000\nsend 0 0 1 1000000000\n",
+	 "f:14: duplicate send for island 0 in round 0 (first on line 13)"},
+	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 0 1000000000\nsend 0 1 0 1000000000\nend\n",
+	 "f:12: round 0: island 2 (C) has peers but no send line"},
+	{HEAD "rounds 1\nround 0 0x3 0x4\nsend 0 2 0 1000000000\n",
+	 "f:13: island 2 sends in round 0 but has no peers"},
+	{HEAD "rounds 2\nround 0 0x7\nsend 1 0 0 1000000000\n",
+	 "f:13: send for round 1 before its 'round' line"},
+	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 0 10000000\n",
+	 "f:13: stream of island 0 in round 0 ends at 8000 ns, after round-ns 1000"},
+	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 0 profile 10:1000000000\n",
+	 "f:13: profile of island 0 in round 0 carries 10 bits, payload needs 80"},
+	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 0 profile 10-1000\n",
+	 "f:13: bad profile segment '10-1000' (want <dur-ns>:<rate-bps>)"},
+	{HEAD "rounds 2\nround 0 0x7\nsend 0 0 0 1000000000\nsend 0 1 0 1000000000\n"
+	 "send 0 2 0 1000000000\nend\n", "f:16: only 1 of 2 rounds defined"},
+	{HEAD "rounds 1\nround 0 0x7\nfrobnicate 1\n", "f:13: unknown or malformed line 'frobnicate'"},
+	{HEAD "rounds 1\nend\n", "f:12: only 0 of 1 rounds defined"},
+	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 0\n",
+	 "f:13: expected 'send <round> <island> <offset-ns> <rate-bps>' or '... profile <dur-ns>:<rate-bps>,...'"},
+};
+
+Test(sched, malformed_files)
+{
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char err[256] = "";
+		struct isth_sched *s;
+
+		errno = 0;
+		s = isth_sched_parse("f", bad[i].text, err, sizeof(err));
+		cr_expect_null(s, "case %zu", i);
+		cr_expect_eq(errno, EINVAL, "case %zu", i);
+		cr_expect_str_eq(err, bad[i].err, "case %zu: %s", i, err);
+		isth_sched_free(s);
+	}
+}
+
+Test(sched, valid_minimal_with_comments_and_epoch)
+{
+	char err[256] = "";
+	struct isth_sched *s = isth_sched_parse("f", "# a comment\n" HEAD BODY "end  # done\n", err,
+						sizeof(err));
+
+	cr_assert_not_null(s, "%s", err);
+	cr_assert_eq(isth_sched_peers(s, 5, 1), 0x5);
+	isth_sched_free(s);
+	s = isth_sched_parse("f", "isthmus-schedule 1\nislands 2\nisland 0 A\nisland 1 B\nround-ns 10\n"
+				  "epoch 1700000000000000000\npayload-bytes 1\nchunk-bytes 0\n"
+				  "memory-bytes 0\nrounds 1\nround 0 0x1 0x2\nend\n", err, sizeof(err));
+	cr_assert_not_null(s, "%s", err);
+	cr_assert_eq(isth_sched_epoch_ns(s), 1700000000000000000ULL);
+	cr_assert_eq(isth_sched_sender(s, 0, 0, NULL, NULL), -ENOENT);
+	isth_sched_free(s);
+}
