@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Decode a pcap written by the project's encoder with tshark and the Lua
+# dissector, and check every field against what was encoded.
+#
+#   tshark_test.sh PCAP_GEN LUA_SCRIPT WORKDIR
+#
+# PCAP_GEN writes the pcap and EXPECTED.tsv (first line: the field names);
+# this script asks tshark for exactly those fields and compares them
+# value by value: numbers numerically (tshark prints hex for hex fields),
+# floats to 1e-6 relative, byte strings without separators; "*" in
+# EXPECTED.tsv means "not compared". Exit 77 when tshark is missing.
+set -euo pipefail
+
+if [ $# -ne 3 ]; then
+	echo "usage: $0 PCAP_GEN LUA_SCRIPT WORKDIR" >&2
+	exit 2
+fi
+gen=$1 lua=$2 work=$3
+
+if ! command -v tshark >/dev/null 2>&1; then
+	echo "SKIP: tshark not installed"
+	exit 77
+fi
+
+mkdir -p "$work"
+"$gen" "$work/isthmus.pcap" "$work/expected.tsv"
+
+args=()
+IFS=$'\t' read -r -a fields <"$work/expected.tsv"
+for f in "${fields[@]}"; do
+	args+=(-e "$f")
+done
+
+# No user or global profile may change the decoding: a private home.
+export HOME=$work/home WIRESHARK_CONFIG_DIR=$work/home/.config/wireshark
+mkdir -p "$WIRESHARK_CONFIG_DIR"
+rc=0
+tshark -n -X lua_script:"$lua" -o isthmus.islands:8 -r "$work/isthmus.pcap" \
+	-T fields -E separator=/t -E occurrence=a -E aggregator=, \
+	"${args[@]}" >"$work/actual.tsv" 2>"$work/tshark.err" || rc=$?
+# Debian's tshark warns when run as root; anything else is an error, in
+# particular a Lua error, which tshark reports without failing.
+grep -v -e '^Running as user "root"' "$work/tshark.err" >"$work/tshark.err2" || true
+if [ "$rc" -ne 0 ] || [ -s "$work/tshark.err2" ]; then
+	echo "FAIL: tshark exited $rc:" >&2
+	cat "$work/tshark.err2" >&2
+	exit 1
+fi
+
+python3 - "$work/expected.tsv" "$work/actual.tsv" <<'PY'
+import sys
+
+def same(e, a):
+    if e == a:
+        return True
+    try:
+        return int(e, 0) == int(a, 0)
+    except ValueError:
+        pass
+    try:
+        fe, fa = float(e), float(a)
+        return abs(fe - fa) <= 1e-6 * max(1.0, abs(fe))
+    except ValueError:
+        pass
+    return e.replace(':', '').lower() == a.replace(':', '').lower()
+
+exp = open(sys.argv[1]).read().rstrip('\n').split('\n')
+act = open(sys.argv[2]).read().rstrip('\n').split('\n')
+names = exp[0].split('\t')
+rows = exp[1:]
+bad = 0
+if len(act) != len(rows):
+    print(f"FAIL: {len(rows)} frames written, tshark decoded {len(act)}")
+    sys.exit(1)
+checked = 0
+for i, (er, ar) in enumerate(zip(rows, act), 1):
+    ev, av = er.split('\t'), ar.split('\t')
+    av += [''] * (len(ev) - len(av))
+    for name, e, a in zip(names, ev, av):
+        if e == '*':
+            continue
+        es, as_ = (e.split(',') if e else []), (a.split(',') if a else [])
+        checked += 1
+        if len(es) != len(as_) or not all(same(x, y) for x, y in zip(es, as_)):
+            print(f"FAIL: frame {i}: {name}: expected '{e}', tshark '{a}'")
+            bad += 1
+print(f"tshark: {len(rows)} frames, {checked} fields compared, {bad} mismatches")
+sys.exit(1 if bad else 0)
+PY
