@@ -425,6 +425,7 @@ function p.dissector(tvb, pinfo, tree)
 		info = info .. " [malformed: " .. verdict .. "]"
 	end
 	pinfo.cols.info = info
+	t:append_text(", " .. info)
 	return len
 end
 

@@ -89,3 +89,38 @@ for i, (er, ar) in enumerate(zip(rows, act), 1):
 print(f"tshark: {len(rows)} frames, {checked} fields compared, {bad} mismatches")
 sys.exit(1 if bad else 0)
 PY
+
+# Expert info: a refused frame carries the error named by its verdict
+# (isthmus.malformed.<reason>); a valid one carries no error at all.
+reasons=(hdr_trunc magic version type flags dtype island bitmap count trailer
+	length range reserved round_body)
+eargs=(-e isthmus.verdict -e _ws.expert.severity)
+for r in "${reasons[@]}"; do
+	eargs+=(-e "isthmus.malformed.$r")
+done
+tshark -n -X lua_script:"$lua" -o isthmus.islands:8 -r "$work/isthmus.pcap" \
+	-T fields -E separator=/t -E occurrence=a -E aggregator=, \
+	"${eargs[@]}" >"$work/expert.tsv" 2>/dev/null
+python3 - "$work/expert.tsv" "${reasons[@]}" <<'PY'
+import sys
+
+ERROR = 0x00800000  # PI_ERROR
+reasons = sys.argv[2:]
+bad = n_err = 0
+for i, line in enumerate(open(sys.argv[1]).read().rstrip('\n').split('\n'), 1):
+    cols = line.split('\t')
+    cols += [''] * (2 + len(reasons) - len(cols))
+    verdict, sev = cols[0], [int(x, 0) for x in cols[1].split(',') if x]
+    present = {r for r, c in zip(reasons, cols[2:]) if c}
+    if verdict == 'ok':
+        if ERROR in sev or present:
+            print(f"FAIL: frame {i}: valid, yet expert errors {sorted(present)}")
+            bad += 1
+    else:
+        n_err += 1
+        if verdict not in present or ERROR not in sev:
+            print(f"FAIL: frame {i}: verdict {verdict} without its expert info")
+            bad += 1
+print(f"tshark: expert info checked on {i} frames ({n_err} malformed), {bad} mismatches")
+sys.exit(1 if bad else 0)
+PY
