@@ -450,6 +450,7 @@ static const struct bad_msg bad_msgs[] = {
 	{ "bad-count-data-0", V_DATA_FP32, 23, 0, 0, ISTH_WIRE_E_COUNT },
 	{ "bad-count-data-over", V_DATA_MAX, 23, 0x67 /* 358 -> 359 */, 4, ISTH_WIRE_E_COUNT },
 	{ "bad-count-nack-0", V_NACK_SEQ, 23, 0, 0, ISTH_WIRE_E_COUNT },
+	{ "bad-count-nack-over", V_NACK_SEQ, 23, 90 /* max_ranges 89 */, 0, ISTH_WIRE_E_COUNT },
 	{ "bad-count-round-1", V_ROUND, 23, 1, 0, ISTH_WIRE_E_COUNT },
 	{ "bad-length-data-extra", V_DATA_FP32, -1, 0, 1, ISTH_WIRE_E_LENGTH },
 	{ "bad-length-bf16-short", V_DATA_BF16, -1, 0, -1, ISTH_WIRE_E_LENGTH },
@@ -461,6 +462,7 @@ static const struct bad_msg bad_msgs[] = {
 	{ "bad-bitmap-agg-0", V_AGG_FP32, 39, 0, 0, ISTH_WIRE_E_BITMAP },
 	{ "bad-bitmap-agg-island8", V_AGG_FP32, 38, 0x01, 0, ISTH_WIRE_E_BITMAP },
 	{ "bad-bitmap-nack-island9", V_NACK_SEQ, 38, 0x02, 0, ISTH_WIRE_E_BITMAP },
+	{ "bad-bitmap-round-island8", V_ROUND, 38, 0x01, 0, ISTH_WIRE_E_BITMAP },
 	{ "bad-bitmap-round-not-in-clique", V_ROUND, 39, 0x17, 0, ISTH_WIRE_E_BITMAP },
 	{ "bad-bitmap-round-sender-outside", V_ROUND, 20, 2, 0, ISTH_WIRE_E_BITMAP },
 	{ "bad-bitmap-round-clique-island8", V_ROUND, 40 + 30, 0x01, 0, ISTH_WIRE_E_BITMAP },
@@ -565,6 +567,12 @@ static void frame_faults(struct gen *g, const struct isth_wire_limits *lim)
 	FRESH(F_UCSUM);
 	f[len - 1] ^= 0x10;	/* an element bit flipped in flight */
 	emit(g, true, "bad-udp_csum", lim, f, len, ISTH_WIRE_E_UDP_CSUM);
+	/* An odd UDP length: the checksum pads the last byte. */
+	len = mk_frame(f, valids[V_ROUND_AUTH].bytes, valids[V_ROUND_AUTH].len,
+		       F_UCSUM);
+	emit(g, true, "ok-round-auth-udpcsum-odd", lim, f, len, ISTH_WIRE_OK);
+	f[len - 1] ^= 0x01;
+	emit(g, true, "bad-udp_csum-odd", lim, f, len, ISTH_WIRE_E_UDP_CSUM);
 	nocsum.check_udp_csum = false;
 	emit(g, true, "ok-udp_csum-unchecked", &nocsum, f, len, ISTH_WIRE_OK);
 #undef FRESH
