@@ -284,6 +284,35 @@ int isth_wire_put_round(uint8_t *buf, size_t cap,
 /** RFC 1071 checksum over @p len bytes (folded, complemented). */
 uint16_t isth_wire_cksum(const void *buf, size_t len);
 
+/**
+ * Rewrite the seq field of a message already built at @p msg (the edge
+ * numbers AGGs as it sends them). @p msg must hold a whole header.
+ */
+static inline void isth_wire_set_seq(uint8_t *msg, uint64_t seq)
+{
+	for (int i = 7; i >= 0; i--) {
+		msg[24 + i] = (uint8_t)seq;
+		seq >>= 8;
+	}
+}
+
+/** Read the seq field of a message header at @p msg. */
+static inline uint64_t isth_wire_get_seq(const uint8_t *msg)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | msg[24 + i];
+	return v;
+}
+
+/** Set flag bits in a message header at @p msg (e.g. ISTH_F_RESENT). */
+static inline void isth_wire_or_flags(uint8_t *msg, uint16_t flags)
+{
+	msg[4] |= (uint8_t)(flags >> 8);
+	msg[5] |= (uint8_t)flags;
+}
+
 #ifdef __cplusplus
 }
 #endif

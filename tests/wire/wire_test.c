@@ -547,3 +547,25 @@ Test(wire, short_message_is_hdr_trunc)
 	cr_expect_eq(isth_wire_parse_msg(buf, 40, &lim, &p), ISTH_WIRE_E_LENGTH);
 	cr_expect_eq(isth_wire_parse_msg(buf, 44, &lim, &p), ISTH_WIRE_OK);
 }
+
+Test(wire, patch_helpers_edit_only_their_field)
+{
+	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 1);
+	uint8_t a[44], b[44];
+	uint32_t v = 9;
+	struct isth_pkt p;
+
+	h.type = ISTH_WIRE_AGG;
+	h.bitmap = 0x6;
+	cr_assert_eq(isth_wire_build_msg(a, sizeof(a), &h, &v, 4, NULL), 44);
+	memcpy(b, a, sizeof(a));
+	isth_wire_set_seq(b, 0x0102030405060708ull);
+	isth_wire_or_flags(b, ISTH_F_RESENT);
+	cr_expect_eq(isth_wire_get_seq(b), 0x0102030405060708ull);
+	cr_assert_eq(isth_wire_parse_msg(b, sizeof(b), &lim, &p), ISTH_WIRE_OK);
+	cr_expect_eq(p.hdr.seq, 0x0102030405060708ull);
+	cr_expect_eq(p.hdr.flags, ISTH_F_LAST | ISTH_F_RESENT);
+	for (size_t i = 0; i < sizeof(a); i++)
+		if (i != 5 && (i < 24 || i >= 32))
+			cr_expect_eq(a[i], b[i], "byte %zu changed", i);
+}
