@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Token bucket pacer. Tokens are kept exactly, in units of 1/(8 * tsc_hz)
+ * byte: a rate of r bit/s adds (elapsed ticks) * r units, a packet of b
+ * bytes costs b * 8 * tsc_hz units. Integer arithmetic on 128 bits, so
+ * there is no rounding drift however long a round lasts.
+ */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isth_pace.h"
+
+typedef unsigned __int128 u128;
+
+struct pace_plan {
+	uint64_t start_tsc;
+	uint32_t round;
+	uint32_t n_segs;
+	uint64_t seg_tsc[ISTH_PACE_MAX_SEGS];	/* absolute start of segment i */
+	uint64_t rate[ISTH_PACE_MAX_SEGS];	/* bits/s */
+};
+
+struct pace_item {
+	void *obj;
+	uint32_t bytes;
+};
+
+struct isth_pace {
+	/* Immutable after create. */
+	uint64_t tsc_hz;
+	uint64_t late_tol_tsc;
+	uint32_t burst_bytes;
+	uint32_t mask;
+	u128 depth;			/* burst_bytes in token units */
+	u128 byte_units;		/* one byte in token units: 8 * tsc_hz */
+	struct pace_item *q;
+
+	/* Owner only. */
+	uint64_t head;			/* next free slot (enqueue) */
+	uint64_t tail;			/* oldest queued (dequeue) */
+	u128 tokens;
+	uint64_t last_tsc;		/* tokens are valid at this TSC */
+	uint64_t prev_call_tsc;		/* previous dequeue, for active time */
+	bool backlogged;		/* queue non-empty after previous call */
+	bool have_active;
+	bool have_staged;
+	bool first_pending;		/* active round has released nothing */
+	uint32_t cur_seg;
+	uint64_t seen_gen;		/* last mailbox generation taken */
+	u128 planned_units;		/* credit while backlogged this round */
+	struct pace_plan active;
+	struct pace_plan staged;	/* next round, waiting for its start */
+
+	/*
+	 * Mailbox. written by: control while pub_gen == ack_gen; read by:
+	 * owner after an acquire load of pub_gen != ack_gen.
+	 */
+	struct pace_plan mbox;
+	uint64_t pub_gen;		/* written by: control (release) */
+	uint64_t ack_gen;		/* written by: owner (release) */
+
+	/* Control only: validation of what is published next. */
+	bool ctl_any;
+	uint32_t ctl_round;
+	uint64_t ctl_start;
+
+	/*
+	 * Counters: written by the owner (plans_busy: by control) with
+	 * relaxed stores, read by anyone with relaxed loads.
+	 */
+	struct isth_pace_stats st;
+	uint64_t round_active_tsc;
+	uint64_t round_lag_tsc;
+	uint64_t round_planned_bits;
+};
+
+static inline uint64_t ld(const uint64_t *c)
+{
+	return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+static inline void st64(uint64_t *c, uint64_t v)
+{
+	__atomic_store_n(c, v, __ATOMIC_RELAXED);
+}
+
+/* Single writer: a relaxed load and store, no atomic read-modify-write. */
+static inline void add64(uint64_t *c, uint64_t v)
+{
+	st64(c, ld(c) + v);
+}
+
+static inline uint64_t ns_to_tsc(uint64_t ns, uint64_t hz)
+{
+	return (uint64_t)(((u128)ns * hz) / 1000000000u);
+}
+
+static inline uint64_t tsc_to_ns(uint64_t t, uint64_t hz)
+{
+	return (uint64_t)(((u128)t * 1000000000u) / hz);
+}
+
+struct isth_pace *isth_pace_create(const struct isth_pace_conf *conf)
+{
+	struct isth_pace *p;
+
+	if (conf == NULL || conf->tsc_hz == 0 || conf->burst_bytes == 0 ||
+	    conf->queue_size < 2 || conf->queue_size > ISTH_PACE_MAX_QUEUE ||
+	    (conf->queue_size & (conf->queue_size - 1)) != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		goto fail;
+	p->q = calloc(conf->queue_size, sizeof(*p->q));
+	if (p->q == NULL)
+		goto free_pace;
+	p->tsc_hz = conf->tsc_hz;
+	p->late_tol_tsc = ns_to_tsc(conf->late_tol_ns, conf->tsc_hz);
+	p->burst_bytes = conf->burst_bytes;
+	p->mask = conf->queue_size - 1;
+	p->byte_units = (u128)8 * conf->tsc_hz;
+	p->depth = (u128)conf->burst_bytes * p->byte_units;
+	return p;
+
+free_pace:
+	free(p);
+fail:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void isth_pace_destroy(struct isth_pace *p)
+{
+	if (p == NULL)
+		return;
+	free(p->q);
+	free(p);
+}
+
+int isth_pace_set_profile(struct isth_pace *p, uint32_t round,
+			  uint64_t start_tsc, const struct isth_pace_seg *segs,
+			  unsigned int n)
+{
+	struct pace_plan *pl;
+	uint64_t pub;
+	unsigned int i;
+
+	if (p == NULL || segs == NULL || n == 0 || n > ISTH_PACE_MAX_SEGS ||
+	    segs[0].offset_ns != 0)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (segs[i].rate_bps > ISTH_PACE_MAX_RATE_BPS)
+			return -EINVAL;
+		if (i > 0 && segs[i].offset_ns <= segs[i - 1].offset_ns)
+			return -EINVAL;
+		if (ns_to_tsc(segs[i].offset_ns, p->tsc_hz) >
+		    UINT64_MAX - start_tsc)
+			return -EINVAL;
+	}
+	if (p->ctl_any && (round <= p->ctl_round || start_tsc <= p->ctl_start))
+		return -EINVAL;
+
+	pub = p->pub_gen;	/* only this thread writes it */
+	if (__atomic_load_n(&p->ack_gen, __ATOMIC_ACQUIRE) != pub) {
+		add64(&p->st.plans_busy, 1);
+		return -EBUSY;
+	}
+	pl = &p->mbox;
+	pl->start_tsc = start_tsc;
+	pl->round = round;
+	pl->n_segs = n;
+	for (i = 0; i < n; i++) {
+		pl->seg_tsc[i] = start_tsc + ns_to_tsc(segs[i].offset_ns,
+						      p->tsc_hz);
+		pl->rate[i] = segs[i].rate_bps;
+	}
+	p->ctl_any = true;
+	p->ctl_round = round;
+	p->ctl_start = start_tsc;
+	__atomic_store_n(&p->pub_gen, pub + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int isth_pace_set_round(struct isth_pace *p, uint32_t round,
+			uint64_t start_tsc, uint64_t rate_bps)
+{
+	struct isth_pace_seg s = { .offset_ns = 0, .rate_bps = rate_bps };
+
+	return isth_pace_set_profile(p, round, start_tsc, &s, 1);
+}
+
+int isth_pace_enqueue(struct isth_pace *p, void *obj, uint32_t bytes)
+{
+	struct pace_item *it;
+
+	if (bytes == 0 || bytes > p->burst_bytes) {
+		add64(&p->st.oversize, 1);
+		return -EMSGSIZE;
+	}
+	if (p->head - p->tail > p->mask) {
+		add64(&p->st.queue_full, 1);
+		return -ENOBUFS;
+	}
+	it = &p->q[p->head & p->mask];
+	it->obj = obj;
+	it->bytes = bytes;
+	p->head++;
+	add64(&p->st.enqueued, 1);
+	return 0;
+}
+
+/* Take the control thread's plan if there is room to stage it. */
+static void take_mbox(struct isth_pace *p)
+{
+	uint64_t gen;
+
+	if (p->have_staged)
+		return;
+	gen = __atomic_load_n(&p->pub_gen, __ATOMIC_ACQUIRE);
+	if (gen == p->seen_gen)
+		return;
+	p->staged = p->mbox;
+	p->have_staged = true;
+	p->seen_gen = gen;
+	__atomic_store_n(&p->ack_gen, gen, __ATOMIC_RELEASE);
+}
+
+static void activate(struct isth_pace *p)
+{
+	if (p->have_active && p->first_pending)
+		add64(&p->st.empty_rounds, 1);
+	p->active = p->staged;
+	p->have_active = true;
+	p->have_staged = false;
+	/* Each round starts with a full bucket: its first burst_bytes may
+	 * leave at the start, and never more (the "line" of the round). */
+	p->tokens = p->depth;
+	p->last_tsc = p->active.start_tsc;
+	p->prev_call_tsc = p->active.start_tsc;
+	p->cur_seg = 0;
+	p->first_pending = true;
+	p->planned_units = 0;
+	__atomic_store_n(&p->st.round, p->active.round, __ATOMIC_RELAXED);
+	add64(&p->st.rounds, 1);
+	st64(&p->st.round_bytes, 0);
+	st64(&p->round_active_tsc, 0);
+	st64(&p->round_lag_tsc, 0);
+	st64(&p->round_planned_bits, 0);
+}
+
+/* Credit the bucket from last_tsc to now, segment by segment. */
+static void refill(struct isth_pace *p, uint64_t now)
+{
+	const struct pace_plan *pl = &p->active;
+	bool count = p->backlogged;
+	u128 planned = 0;
+
+	while (p->last_tsc < now) {
+		uint64_t end = p->cur_seg + 1 < pl->n_segs ?
+			       pl->seg_tsc[p->cur_seg + 1] : UINT64_MAX;
+		uint64_t t = now < end ? now : end;
+		u128 c = (u128)(t - p->last_tsc) * pl->rate[p->cur_seg];
+
+		planned += c;
+		p->tokens = p->depth - p->tokens < c ? p->depth : p->tokens + c;
+		p->last_tsc = t;
+		if (t == end)
+			p->cur_seg++;
+	}
+	if (count && planned != 0) {
+		p->planned_units += planned;
+		st64(&p->round_planned_bits,
+		     (uint64_t)(p->planned_units / p->tsc_hz));
+	}
+}
+
+unsigned int isth_pace_dequeue_burst(struct isth_pace *p, uint64_t now_tsc,
+				     void **objs, unsigned int max)
+{
+	uint64_t bytes = 0;
+	unsigned int n = 0;
+
+	take_mbox(p);
+	while (p->have_staged && now_tsc >= p->staged.start_tsc) {
+		activate(p);
+		take_mbox(p);
+	}
+	if (!p->have_active || now_tsc < p->active.start_tsc)
+		return 0;
+
+	if (p->backlogged && now_tsc > p->prev_call_tsc)
+		add64(&p->round_active_tsc, now_tsc - p->prev_call_tsc);
+	if (now_tsc > p->prev_call_tsc)
+		p->prev_call_tsc = now_tsc;
+	refill(p, now_tsc);
+
+	while (n < max && p->tail != p->head) {
+		const struct pace_item *it = &p->q[p->tail & p->mask];
+		u128 cost = (u128)it->bytes * p->byte_units;
+
+		if (p->tokens < cost)
+			break;
+		p->tokens -= cost;
+		objs[n++] = it->obj;
+		bytes += it->bytes;
+		p->tail++;
+	}
+	p->backlogged = p->tail != p->head;
+	if (n == 0)
+		return 0;
+
+	if (p->first_pending) {
+		uint64_t lag = now_tsc - p->active.start_tsc;
+
+		p->first_pending = false;
+		st64(&p->round_lag_tsc, lag);
+		if (lag > p->late_tol_tsc)
+			add64(&p->st.late_starts, 1);
+	}
+	add64(&p->st.released, n);
+	add64(&p->st.bytes_sent, bytes);
+	add64(&p->st.round_bytes, bytes);
+	return n;
+}
+
+unsigned int isth_pace_flush(struct isth_pace *p, void **objs,
+			     unsigned int max)
+{
+	unsigned int n = 0;
+
+	while (n < max && p->tail != p->head) {
+		objs[n++] = p->q[p->tail & p->mask].obj;
+		p->tail++;
+	}
+	p->backlogged = p->tail != p->head;
+	add64(&p->st.flushed, n);
+	return n;
+}
+
+unsigned int isth_pace_count(const struct isth_pace *p)
+{
+	return (unsigned int)(p->head - p->tail);
+}
+
+void isth_pace_stats(const struct isth_pace *p, struct isth_pace_stats *st)
+{
+	uint64_t active, bytes, hz = p->tsc_hz;
+
+	st->enqueued = ld(&p->st.enqueued);
+	st->queue_full = ld(&p->st.queue_full);
+	st->oversize = ld(&p->st.oversize);
+	st->released = ld(&p->st.released);
+	st->bytes_sent = ld(&p->st.bytes_sent);
+	st->rounds = ld(&p->st.rounds);
+	st->late_starts = ld(&p->st.late_starts);
+	st->empty_rounds = ld(&p->st.empty_rounds);
+	st->plans_busy = ld(&p->st.plans_busy);
+	st->round = __atomic_load_n(&p->st.round, __ATOMIC_RELAXED);
+	st->flushed = ld(&p->st.flushed);
+	st->queued = (uint32_t)(st->enqueued - st->released - st->flushed);
+	st->round_start_lag_ns = tsc_to_ns(ld(&p->round_lag_tsc), hz);
+	bytes = ld(&p->st.round_bytes);
+	active = ld(&p->round_active_tsc);
+	st->round_bytes = bytes;
+	st->round_active_ns = tsc_to_ns(active, hz);
+	st->round_achieved_bps = active == 0 ? 0 :
+		(uint64_t)(((u128)bytes * 8 * hz) / active);
+	st->round_planned_bps = active == 0 ? 0 :
+		(uint64_t)(((u128)ld(&p->round_planned_bits) * hz) / active);
+}
