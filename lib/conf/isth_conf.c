@@ -161,8 +161,11 @@ struct isth_conf *isth_conf_parse(const char *text, const char *name,
 		}
 		if (*s == '[') {
 			char *end = strchr(s, ']');
+			char *rest = end ? trim(end + 1) : NULL;
 
-			if (end == NULL || trim(end + 1)[0] != '\0') {
+			/* "[section]   # comment" is fine */
+			if (end == NULL || (rest[0] != '\0' && rest[0] != '#' &&
+					    rest[0] != ';')) {
 				seterr(err, err_size, name, line,
 				       "section header must be '[name]' alone on its line");
 				rc = -EINVAL;
@@ -415,8 +418,13 @@ int isth_conf_fail(struct isth_conf *c, const char *section, const char *key,
 static const char *lookup(struct isth_conf *c, const char *section,
 			  const char *key, bool required, int *rc)
 {
-	struct conf_entry *e = find(c, section, key);
+	struct conf_entry *e = find(c, section, NULL);
 
+	/* A section the caller asks about is a known one, even if the key
+	 * is absent: a misspelt key in it is then reported as such. */
+	if (e)
+		e->used = true;
+	e = find(c, section, key);
 	*rc = 0;
 	if (e == NULL) {
 		if (required) {
@@ -742,17 +750,6 @@ int isth_conf_check_unused(struct isth_conf *c)
 		if (e->used)
 			continue;
 		if (e->key == NULL) {
-			/* a section is used if any of its keys is */
-			unsigned int j;
-			bool any = false;
-
-			for (j = 0; j < c->n_entries; j++)
-				if (c->entries[j].key &&
-				    c->entries[j].used &&
-				    strcmp(c->entries[j].section, e->section) == 0)
-					any = true;
-			if (any)
-				continue;
 			snprintf(c->err, sizeof(c->err),
 				 "%s:%u: unknown section [%s]", c->name,
 				 e->line, e->section);

@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The software backend: lib/agg sums inbound DATA on the calling lcore,
+ * lib/mcast fans outbound DATA out. Two fan-out handles alternate by round
+ * parity so that the table for round r + 1 can be published while round r
+ * is still being sent, and a straggler of round r is never sent to round
+ * r + 1's clique.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_errno.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#include "isth_agg.h"
+#include "isth_backend.h"
+#include "backend_priv.h"
+
+#define SW_BURST 32
+/* AGG messages built but not yet handed out by drain(). */
+#define SW_STAGE 64
+/* Tag of a fan-out handle that holds no usable table. */
+#define TAG_NONE UINT64_MAX
+
+struct sw_backend {
+	struct isth_agg *agg;
+	struct isth_mcast *mc[2];
+	/*
+	 * Round each fan-out handle serves. Written by: control (release),
+	 * TAG_NONE before a publish and the round after it; read by: the
+	 * data path (acquire) for every run of packets of one round.
+	 */
+	uint64_t mc_tag[2];
+	struct rte_mempool *agg_pool;
+	uint8_t island;
+	uint32_t max_elems;
+	/* Control only: newest round published to the engine, per job slot. */
+	uint64_t agg_published;
+	/* Contributions per isth_agg_add_burst() call: at most the engine's
+	 * reserve, so that a conflict always finds a free slot (isth_agg.h). */
+	uint32_t step;
+	/* Data-path scratch, sized at creation. */
+	struct isth_agg_contrib contrib[SW_BURST];
+	struct isth_agg_emit emit[SW_BURST];
+	/* AGG messages built from emissions, oldest first (dp only). Turning
+	 * emissions into mbufs right after each add releases their slots. */
+	struct rte_mbuf *staged[SW_STAGE];
+	unsigned int n_staged;
+	/* Counters. Written by: data path (relaxed); read by: any thread. */
+	uint64_t agg_msgs;		/* AGG messages handed out */
+	uint64_t agg_alloc_fail;	/* drain found no mbuf: emissions wait */
+	uint64_t repl_no_table;		/* outbound DATA with no table for its round */
+	uint64_t repl_bad_msg;		/* outbound message too short to read */
+};
+
+static inline void
+bump(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
+			 __ATOMIC_RELAXED);
+}
+
+static void sw_destroy(void *priv);
+
+static void *
+sw_create(const struct isth_backend_conf *conf)
+{
+	struct isth_agg_params ap;
+	struct sw_backend *sw;
+	struct isth_mcast_conf mcc;
+	uint32_t room;
+	int i;
+
+	room = rte_pktmbuf_data_room_size(conf->agg_pool);
+	if (room < RTE_PKTMBUF_HEADROOM + ISTH_WIRE_HDR_SIZE + 4 * conf->max_elems ||
+	    RTE_PKTMBUF_HEADROOM < ISTH_ETH_HDR_SIZE + ISTH_VLAN_TAG_SIZE +
+				   ISTH_IPV4_MIN_HDR_SIZE + ISTH_UDP_HDR_SIZE) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	sw = rte_zmalloc_socket("isth_backend_sw", sizeof(*sw),
+				RTE_CACHE_LINE_SIZE, conf->socket_id);
+	if (sw == NULL) {
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	sw->island = conf->island;
+	sw->max_elems = conf->max_elems;
+	sw->agg_pool = conf->agg_pool;
+	sw->agg_published = TAG_NONE;
+	sw->mc_tag[0] = sw->mc_tag[1] = TAG_NONE;
+
+	memset(&ap, 0, sizeof(ap));
+	ap.mem_budget = conf->mem_bytes;
+	ap.max_elems = conf->max_elems;
+	ap.max_chunks = conf->max_chunks;
+	ap.n_islands = conf->n_islands;
+	ap.max_jobs = conf->max_jobs;
+	ap.window = conf->window;
+	ap.timeout_ns = conf->timeout_ns;
+	ap.bf16_out = conf->bf16_out;
+	ap.reserve = ISTH_AGG_RESERVE_DEFAULT;
+	sw->agg = isth_agg_create(&ap);
+	if (sw->agg == NULL) {
+		rte_errno = errno;
+		goto fail;
+	}
+	{
+		struct isth_agg_info info;
+
+		isth_agg_info_get(sw->agg, &info);
+		sw->step = RTE_MIN(info.reserve, (uint32_t)SW_BURST);
+		if (sw->step == 0)
+			sw->step = 1;
+	}
+	mcc = conf->mcast;
+	mcc.island = conf->island;
+	for (i = 0; i < 2; i++) {
+		sw->mc[i] = isth_mcast_create(&mcc);
+		if (sw->mc[i] == NULL)
+			goto fail;
+	}
+	return sw;
+fail:
+	i = rte_errno;
+	sw_destroy(sw);
+	rte_errno = i;
+	return NULL;
+}
+
+static void
+sw_destroy(void *priv)
+{
+	struct sw_backend *sw = priv;
+
+	if (sw == NULL)
+		return;
+	if (sw->n_staged)
+		rte_pktmbuf_free_bulk(sw->staged, sw->n_staged);
+	isth_mcast_destroy(sw->mc[0]);
+	isth_mcast_destroy(sw->mc[1]);
+	isth_agg_destroy(sw->agg);
+	rte_free(sw);
+}
+
+static void
+sw_caps(const void *priv, struct isth_backend_caps *caps)
+{
+	const struct sw_backend *sw = priv;
+	struct isth_agg_info info;
+
+	isth_agg_info_get(sw->agg, &info);
+	memset(caps, 0, sizeof(*caps));
+	caps->name = "sw";
+	caps->mem_bytes = info.acc_size;
+	caps->dtypes = (1u << ISTH_DTYPE_FP32) | (1u << ISTH_DTYPE_BF16) |
+		       (1u << ISTH_DTYPE_INT32);
+	caps->max_islands = ISTH_WIRE_MAX_ISLANDS;
+	caps->max_elems = sw->max_elems;
+	caps->n_slots = info.n_slots;
+	caps->replicates = true;
+}
+
+static int
+sw_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
+	     const struct isth_mcast_peer *peers, unsigned int n_peers)
+{
+	struct sw_backend *sw = priv;
+	unsigned int k = round & 1;
+	uint64_t old = sw->mc_tag[k];
+	int rc;
+
+	/* Fan-out first: it is the step that may ask for a retry, and the
+	 * engine refuses a round published twice. */
+	if (old != round) {
+		__atomic_store_n(&sw->mc_tag[k], TAG_NONE, __ATOMIC_RELEASE);
+		rc = isth_mcast_publish(sw->mc[k], round, peers, n_peers);
+		if (rc < 0) {
+			__atomic_store_n(&sw->mc_tag[k], old, __ATOMIC_RELEASE);
+			return rc;
+		}
+		__atomic_store_n(&sw->mc_tag[k], round, __ATOMIC_RELEASE);
+	}
+	/* An island with no peers this round (a bye) expects nothing; the
+	 * engine then refuses that round's DATA as unknown_round. */
+	if (expected != 0 &&
+	    (sw->agg_published == TAG_NONE || round > sw->agg_published)) {
+		rc = isth_agg_set_round(sw->agg, job, round, expected);
+		if (rc < 0)
+			return rc;
+		sw->agg_published = round;
+	}
+	return 0;
+}
+
+/* Build AGG messages for pending emissions into the staging array and
+ * release their slots. */
+static void
+sw_materialise(struct sw_backend *sw)
+{
+	unsigned int n, got, i;
+	struct isth_hdr h;
+
+	n = RTE_MIN(isth_agg_pending(sw->agg), SW_STAGE - sw->n_staged);
+	n = RTE_MIN(n, (unsigned int)SW_BURST);
+	if (n == 0)
+		return;
+	if (rte_pktmbuf_alloc_bulk(sw->agg_pool, sw->staged + sw->n_staged, n) != 0) {
+		/* Emissions stay queued in the engine (bounded by its slots)
+		 * and leave on a later call. */
+		bump(&sw->agg_alloc_fail, 1);
+		return;
+	}
+	got = isth_agg_drain(sw->agg, sw->emit, n);
+	for (i = 0; i < got; i++) {
+		const struct isth_agg_emit *e = &sw->emit[i];
+		struct rte_mbuf *m = sw->staged[sw->n_staged + i];
+		uint8_t *p;
+
+		p = (uint8_t *)rte_pktmbuf_append(m, ISTH_WIRE_HDR_SIZE + e->size);
+		/* room was checked at creation: append cannot fail */
+		memset(&h, 0, sizeof(h));
+		isth_agg_emit_hdr(e, &h);
+		h.sender = sw->island;
+		h.seq = 0;
+		isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
+		isth_agg_emit_copy(sw->agg, e, p + ISTH_WIRE_HDR_SIZE, e->size);
+		isth_agg_release(sw->agg, e);
+	}
+	if (got < n)
+		rte_pktmbuf_free_bulk(sw->staged + sw->n_staged + got, n - got);
+	sw->n_staged += got;
+}
+
+static unsigned int
+sw_aggregate_burst(void *priv, struct rte_mbuf **pkts,
+		   const struct isth_pkt *parsed, unsigned int n, uint64_t now)
+{
+	struct sw_backend *sw = priv;
+	unsigned int done = 0, acc = 0;
+
+	while (done < n) {
+		unsigned int k = RTE_MIN(n - done, sw->step), i;
+
+		for (i = 0; i < k; i++)
+			isth_agg_contrib_from_pkt(&sw->contrib[i],
+						  &parsed[done + i]);
+		acc += isth_agg_add_burst(sw->agg, sw->contrib, k, now);
+		/* Summed in place: the frames are no longer needed. */
+		rte_pktmbuf_free_bulk(pkts + done, k);
+		done += k;
+		sw_materialise(sw);
+	}
+	return acc;
+}
+
+static unsigned int
+sw_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
+{
+	struct sw_backend *sw = priv;
+	unsigned int n;
+
+	isth_agg_poll(sw->agg, now);
+	sw_materialise(sw);
+	n = RTE_MIN(cap, sw->n_staged);
+	if (n == 0)
+		return 0;
+	memcpy(out, sw->staged, n * sizeof(*out));
+	sw->n_staged -= n;
+	memmove(sw->staged, sw->staged + n, sw->n_staged * sizeof(*out));
+	bump(&sw->agg_msgs, n);
+	return n;
+}
+
+static inline uint32_t
+msg_round(const struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *) + 12;
+
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+	       ((uint32_t)p[2] << 8) | p[3];
+}
+
+static uint16_t
+sw_replicate_burst(void *priv, struct rte_mbuf **pkts, uint16_t n,
+		   struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out)
+{
+	struct sw_backend *sw = priv;
+	uint16_t i = 0, total = 0;
+
+	while (i < n) {
+		uint16_t j = i, done, run, k = 0;
+		uint32_t round;
+
+		if (unlikely(rte_pktmbuf_data_len(pkts[i]) < ISTH_WIRE_HDR_SIZE)) {
+			bump(&sw->repl_bad_msg, 1);
+			i++;
+			continue;
+		}
+		round = msg_round(pkts[i]);
+		while (j < n && rte_pktmbuf_data_len(pkts[j]) >= ISTH_WIRE_HDR_SIZE &&
+		       msg_round(pkts[j]) == round)
+			j++;
+		if (__atomic_load_n(&sw->mc_tag[round & 1], __ATOMIC_ACQUIRE) !=
+		    round) {
+			bump(&sw->repl_no_table, j - i);
+			i = j;
+			continue;
+		}
+		run = j - i;
+		done = isth_mcast_fanout_burst(sw->mc[round & 1], pkts + i,
+					       run, out + total,
+					       out_cap - total, &k);
+		total += k;
+		i += done;
+		if (done < run)
+			break;	/* out is full */
+	}
+	*n_out = total;
+	return i;
+}
+
+static unsigned int
+sw_flush(void *priv)
+{
+	struct sw_backend *sw = priv;
+
+	return isth_agg_flush(sw->agg);
+}
+
+static void
+sw_stats(const void *priv, struct isth_backend_stats *st)
+{
+	static const char *const mc_names[] = {
+		"mcast_pkts", "mcast_pkts_no_table", "mcast_pkts_no_peers",
+		"mcast_copies", "mcast_drop_hdr_alloc", "mcast_drop_clone",
+		"mcast_drop_copy_alloc", "mcast_drop_too_big", "mcast_drop_len",
+	};
+	const struct sw_backend *sw = priv;
+	struct isth_mcast_stats ms[2];
+	struct isth_agg_stats as;
+	const uint64_t *v;
+	unsigned int i;
+
+	st->n = 0;
+	isth_agg_stats_get(sw->agg, &as);
+	v = (const uint64_t *)&as;
+	for (i = 0; i < ISTH_AGG_STATS_N && st->n < ISTH_BACKEND_MAX_STATS; i++) {
+		st->names[st->n] = isth_agg_stats_name(i);
+		st->values[st->n++] = v[i];
+	}
+	isth_mcast_stats_get(sw->mc[0], &ms[0]);
+	isth_mcast_stats_get(sw->mc[1], &ms[1]);
+	for (i = 0; i < RTE_DIM(mc_names) && st->n < ISTH_BACKEND_MAX_STATS; i++) {
+		st->names[st->n] = mc_names[i];
+		st->values[st->n++] = ((const uint64_t *)&ms[0])[i] +
+				      ((const uint64_t *)&ms[1])[i];
+	}
+#define PUT(f) do { \
+		if (st->n < ISTH_BACKEND_MAX_STATS) { \
+			st->names[st->n] = #f; \
+			st->values[st->n++] = __atomic_load_n(&sw->f, __ATOMIC_RELAXED); \
+		} \
+	} while (0)
+	PUT(agg_msgs);
+	PUT(agg_alloc_fail);
+	PUT(repl_no_table);
+	PUT(repl_bad_msg);
+#undef PUT
+}
+
+const struct isth_backend_ops isth_backend_sw_ops = {
+	.name = "sw",
+	.create = sw_create,
+	.destroy = sw_destroy,
+	.caps = sw_caps,
+	.set_round = sw_set_round,
+	.aggregate_burst = sw_aggregate_burst,
+	.drain = sw_drain,
+	.replicate_burst = sw_replicate_burst,
+	.flush = sw_flush,
+	.stats = sw_stats,
+};

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef ISTH_BACKEND_H
+#define ISTH_BACKEND_H
+
+/**
+ * @file
+ * Backends: the one interface through which isthmusd has inbound DATA
+ * aggregated and outbound DATA replicated. The software backend ("sw",
+ * lib/agg + lib/mcast on the calling lcore) is the default; an FPGA
+ * backend drives a device through the interface of doc/fpga-interface.md.
+ * Resend rings, the pacer, telemetry and the controller sit above this
+ * interface and are the same whatever the backend.
+ *
+ * Contract (every backend keeps it; tests/backend checks it):
+ *
+ * - Threads. A backend handle has one *data-path owner* (the lcore that
+ *   calls isth_backend_aggregate_burst(), isth_backend_drain(),
+ *   isth_backend_replicate_burst() and isth_backend_flush()) and one
+ *   *control* thread (the one that calls isth_backend_set_round()).
+ *   isth_backend_stats() and isth_backend_caps() may be called from any
+ *   thread. Nothing on the data path blocks, allocates from the heap or
+ *   makes a syscall; set_round never blocks either (it may ask for a
+ *   retry with -EBUSY).
+ *
+ * - mbuf ownership. aggregate_burst() *takes* every mbuf passed to it,
+ *   accepted or refused: the backend frees it once its elements are
+ *   summed (sw: immediately; fpga: when the device's DMA completes).
+ *   drain() *gives* the caller new mbufs, each holding one AGG message
+ *   whose data starts at the isthmus header, with enough headroom for
+ *   Ethernet + 802.1Q + IPv4 + UDP; its seq field is 0 and its sender is
+ *   the local island: the caller numbers it (resend ring) and frames it.
+ *   replicate_burst() does *not* take the input mbufs (the caller frees
+ *   them or keeps them for resends) and gives the caller one new frame per
+ *   destination, ready to transmit.
+ *
+ * - Exactly once. A contribution is summed at most once into what drain()
+ *   returns; the partial aggregates of one chunk carry disjoint bitmaps.
+ *   Every refused contribution is counted under a named reason.
+ *
+ * - Rounds. set_round() publishes, for one round, the expected
+ *   contributors (the local island's clique minus itself) and the peers
+ *   to replicate to. Publish round r + 1 before round r ends. Inbound DATA
+ *   for rounds never published, or older than the window, is refused and
+ *   counted; outbound DATA whose round has no published peer table is
+ *   dropped and counted.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "isth_mcast.h"
+#include "isth_wire.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct isth_backend;
+
+/** What a backend can do. */
+struct isth_backend_caps {
+	const char *name;	/**< "sw", "fpga" */
+	uint64_t mem_bytes;	/**< aggregation memory (the HBM), bytes */
+	uint32_t dtypes;	/**< bit (1 << dtype) per supported dtype */
+	uint32_t max_islands;	/**< contributor bitmap width */
+	uint32_t max_elems;	/**< elements per chunk */
+	uint32_t max_chunks;	/**< chunk ids per round */
+	uint32_t n_slots;	/**< aggregation slots in the memory */
+	bool replicates;	/**< fans out outbound DATA itself */
+};
+
+/** Configuration shared by all backends. */
+struct isth_backend_conf {
+	int socket_id;
+	uint8_t island;		/**< local island id */
+	uint32_t n_islands;	/**< islands in the job, 1..64 */
+	uint32_t max_jobs;	/**< jobs served at once (0: 1) */
+	uint32_t max_elems;	/**< elements per chunk (from the MTU) */
+	uint32_t max_chunks;	/**< chunks per round */
+	uint64_t mem_bytes;	/**< aggregation memory budget */
+	uint64_t timeout_ns;	/**< slot timeout after first arrival */
+	uint32_t window;	/**< rounds accepted (0: default) */
+	uint8_t bf16_out;	/**< ISTH_DTYPE_BF16 or ISTH_DTYPE_FP32 */
+	/** Pool for the AGG mbufs drain() returns (data room >= 128 + 40 + 4 * max_elems). */
+	struct rte_mempool *agg_pool;
+	/** Replication: source addresses, mode and pools (struct isth_mcast_conf). */
+	struct isth_mcast_conf mcast;
+	/** Backend-specific: the device ("fpga": shared-memory name or PCI address). */
+	const char *device;
+};
+
+/**
+ * Counters of a backend, as name/value pairs (names are stable and end up
+ * in telemetry as /isthmus/backend).
+ */
+#define ISTH_BACKEND_MAX_STATS 64
+struct isth_backend_stats {
+	unsigned int n;
+	const char *names[ISTH_BACKEND_MAX_STATS];
+	uint64_t values[ISTH_BACKEND_MAX_STATS];
+};
+
+/**
+ * Create a backend by name ("sw" or "fpga").
+ * @return the handle, or NULL with rte_errno: EINVAL (bad conf), ENOENT
+ *         (no such backend), ENODEV (device absent), ENOMEM.
+ */
+struct isth_backend *isth_backend_create(const char *name,
+					 const struct isth_backend_conf *conf);
+
+/** Free a backend and every mbuf it still holds; NULL is fine. */
+void isth_backend_destroy(struct isth_backend *be);
+
+/** Names of the registered backends, NULL-terminated. */
+const char *const *isth_backend_names(void);
+
+/** Capabilities. Any thread. */
+void isth_backend_caps(const struct isth_backend *be,
+		       struct isth_backend_caps *caps);
+
+/**
+ * Control thread: publish round @p round of job @p job: the contributors to
+ * expect inbound and the peers outbound DATA of this round goes to.
+ * @return 0; -EINVAL (bad sets); -EBUSY (retry shortly: the data path may
+ *         still read the table this would overwrite).
+ */
+int isth_backend_set_round(struct isth_backend *be, uint32_t job,
+			   uint32_t round, uint64_t expected,
+			   const struct isth_mcast_peer *peers,
+			   unsigned int n_peers);
+
+/**
+ * Data path: aggregate a burst of validated DATA packets. @p pkts[i] holds
+ * the frame @p parsed[i] was parsed from (the parse's pointers point into
+ * it). Takes every mbuf.
+ * @param now  ns, non-decreasing
+ * @return contributions accepted
+ */
+unsigned int isth_backend_aggregate_burst(struct isth_backend *be,
+		struct rte_mbuf **pkts, const struct isth_pkt *parsed,
+		unsigned int n, uint64_t now);
+
+/**
+ * Data path: collect finished aggregates (completed, timed out at @p now,
+ * or evicted) as AGG messages, at most @p cap.
+ * @return mbufs written to @p out
+ */
+unsigned int isth_backend_drain(struct isth_backend *be, uint64_t now,
+				struct rte_mbuf **out, unsigned int cap);
+
+/**
+ * Data path: replicate a burst of outbound DATA messages (data at the
+ * isthmus header). Does not take @p pkts. Writes at most @p out_cap frames.
+ * @return packets processed (a prefix of @p pkts; the rest did not fit)
+ */
+uint16_t isth_backend_replicate_burst(struct isth_backend *be,
+		struct rte_mbuf **pkts, uint16_t n, struct rte_mbuf **out,
+		uint16_t out_cap, uint16_t *n_out);
+
+/** Data path: emit every unfinished aggregate as a partial (shutdown). */
+unsigned int isth_backend_flush(struct isth_backend *be);
+
+/** Counters. Any thread. */
+void isth_backend_stats(const struct isth_backend *be,
+			struct isth_backend_stats *st);
+
+/*
+ * Provider side: how a backend plugs in (like Open vSwitch's
+ * netdev-provider.h). Each backend defines one struct isth_backend_ops and
+ * is listed in isth_backend.c's table. Ops follow the contract above;
+ * create() returns the backend's private state or NULL + rte_errno.
+ */
+struct isth_backend_ops {
+	const char *name;
+	void *(*create)(const struct isth_backend_conf *conf);
+	void (*destroy)(void *priv);
+	void (*caps)(const void *priv, struct isth_backend_caps *caps);
+	int (*set_round)(void *priv, uint32_t job, uint32_t round,
+			 uint64_t expected, const struct isth_mcast_peer *peers,
+			 unsigned int n_peers);
+	unsigned int (*aggregate_burst)(void *priv, struct rte_mbuf **pkts,
+			const struct isth_pkt *parsed, unsigned int n,
+			uint64_t now);
+	unsigned int (*drain)(void *priv, uint64_t now, struct rte_mbuf **out,
+			      unsigned int cap);
+	uint16_t (*replicate_burst)(void *priv, struct rte_mbuf **pkts,
+			uint16_t n, struct rte_mbuf **out, uint16_t out_cap,
+			uint16_t *n_out);
+	unsigned int (*flush)(void *priv);
+	void (*stats)(const void *priv, struct isth_backend_stats *st);
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ISTH_BACKEND_H */
