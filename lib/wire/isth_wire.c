@@ -219,6 +219,7 @@ static inline uint64_t island_mask(uint32_t n)
 	return n >= 64 ? UINT64_MAX : (UINT64_C(1) << n) - 1;
 }
 
+
 static enum isth_wire_reason
 check_body(const struct isth_hdr *h, const uint8_t *body, size_t size,
 	   const struct isth_wire_limits *lim)
@@ -293,6 +294,9 @@ enum isth_wire_reason isth_wire_parse_msg(const uint8_t *buf, size_t len,
 
 	if (len < ISTH_WIRE_HDR_SIZE)
 		return ISTH_WIRE_E_HDR_TRUNC;
+	/* No IPv4 datagram carries more; the builder refuses more too. */
+	if (len > 65535 - ISTH_IPV4_MIN_HDR_SIZE - ISTH_UDP_HDR_SIZE)
+		return ISTH_WIRE_E_LENGTH;
 	if (get16(buf + OFF_MAGIC) != ISTH_WIRE_MAGIC)
 		return ISTH_WIRE_E_MAGIC;
 	if (buf[OFF_VERSION] != ISTH_WIRE_VERSION)
@@ -311,7 +315,9 @@ enum isth_wire_reason isth_wire_parse_msg(const uint8_t *buf, size_t len,
 		return ISTH_WIRE_E_DTYPE;
 	}
 	h.sender = buf[OFF_SENDER];
-	if (h.sender >= lim->n_islands)
+	/* limits outside 1..64 (not from isth_wire_limits_init) refuse
+	 * every sender rather than shift past a 64-bit bitmap */
+	if (h.sender >= lim->n_islands || h.sender >= ISTH_WIRE_MAX_ISLANDS)
 		return ISTH_WIRE_E_ISLAND;
 	if (buf[OFF_RESERVED] != 0)
 		return ISTH_WIRE_E_RESERVED;
@@ -331,6 +337,7 @@ enum isth_wire_reason isth_wire_parse_msg(const uint8_t *buf, size_t len,
 	if (r != ISTH_WIRE_OK)
 		return r;
 
+	memset(&out->addr, 0, sizeof(out->addr));
 	out->hdr = h;
 	out->msg = buf;
 	out->msg_size = len;

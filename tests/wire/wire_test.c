@@ -569,3 +569,48 @@ Test(wire, patch_helpers_edit_only_their_field)
 		if (i != 5 && (i < 24 || i >= 32))
 			cr_expect_eq(a[i], b[i], "byte %zu changed", i);
 }
+
+/* Regressions found by the fuzz harnesses' checks (tests/fuzz). */
+Test(wire, bare_message_has_zero_addresses)
+{
+	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 1);
+	uint8_t buf[64];
+	struct isth_pkt p;
+	uint32_t v = 1;
+
+	memset(&p, 0xa5, sizeof(p));
+	cr_assert_eq(isth_wire_build_msg(buf, sizeof(buf), &h, &v, 4, NULL), 44);
+	cr_assert_eq(isth_wire_parse_msg(buf, 44, &lim, &p), ISTH_WIRE_OK);
+	cr_expect_eq(p.addr.src_ip, 0);
+	cr_expect_eq(p.addr.vlan, 0);
+	cr_expect_eq(p.addr.dst_port, 0);
+}
+
+Test(wire, limits_beyond_64_islands_refuse_senders_above_63)
+{
+	struct isth_wire_limits big = lim;
+	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 1);
+	uint8_t buf[64];
+	struct isth_pkt p;
+	uint32_t v = 1;
+
+	big.n_islands = 100;
+	h.sender = 70;
+	h.bitmap = 0;
+	cr_assert_eq(isth_wire_build_msg(buf, sizeof(buf), &h, &v, 4, NULL), 44);
+	cr_expect_eq(isth_wire_parse_msg(buf, 44, &big, &p), ISTH_WIRE_E_ISLAND);
+}
+
+Test(wire, message_larger_than_a_datagram_is_refused)
+{
+	static uint8_t buf[70000];
+	struct isth_wire_limits big = lim;
+	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 0);
+	struct isth_pkt p;
+
+	big.max_elems = 20000;
+	h.count = 20000;
+	isth_wire_put_hdr(buf, sizeof(buf), &h);
+	cr_expect_eq(isth_wire_parse_msg(buf, 40 + 80000 > sizeof(buf) ? sizeof(buf) : 40 + 80000,
+					 &big, &p), ISTH_WIRE_E_LENGTH);
+}
