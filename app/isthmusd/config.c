@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Configuration loading: every key is read through lib/conf, so every
+ * error carries file, line and key, and unknown keys are refused.
+ * EAL-free, so tests/isthmusd/config_test.c runs it without DPDK.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "isth_conf.h"
+#include "isth_wire.h"
+
+#include "config.h"
+
+static int copy_str(struct isth_conf *c, const char *sec, const char *key,
+		    bool required, const char *def, char *dst, size_t size)
+{
+	const char *v = NULL;
+	int rc;
+
+	rc = isth_conf_str(c, sec, key, required, def, &v);
+	if (rc)
+		return rc;
+	if (v == NULL) {
+		dst[0] = '\0';
+		return 0;
+	}
+	if (strlen(v) >= size)
+		return isth_conf_fail(c, sec, key, "longer than %zu characters",
+				      size - 1);
+	strcpy(dst, v);
+	return 0;
+}
+
+static int read_port(struct isth_conf *c, const char *sec,
+		     struct isthd_port *p)
+{
+	int rc;
+
+	rc = copy_str(c, sec, "port", true, NULL, p->dev, sizeof(p->dev));
+	if (rc == 0)
+		rc = isth_conf_ipv4(c, sec, "ip", true, 0, &p->ip);
+	if (rc == 0)
+		rc = isth_conf_mac(c, sec, "mac", false, NULL, p->mac);
+	return rc;
+}
+
+#define TRY(x) do { rc = (x); if (rc) goto out; } while (0)
+
+static int load(struct isth_conf *c, struct isthd_config *cfg)
+{
+	static const char *const bf16_names[] = {"bf16", "fp32", NULL};
+	const char *names[ISTHD_MAX_PEERS + 1];
+	const char *epoch = NULL;
+	unsigned int n, i, e;
+	uint64_t v;
+	int rc;
+
+	if (!isth_conf_has_section(c, "isthmusd"))
+		return isth_conf_fail(c, "isthmusd", NULL, "section missing");
+	TRY(copy_str(c, "isthmusd", "island", true, NULL, cfg->island,
+		     sizeof(cfg->island)));
+	TRY(isth_conf_u64(c, "isthmusd", "job", true, 0, 0, UINT32_MAX, &v));
+	cfg->job = (uint32_t)v;
+	TRY(copy_str(c, "isthmusd", "schedule", false, NULL, cfg->schedule,
+		     sizeof(cfg->schedule)));
+	TRY(isth_conf_str(c, "isthmusd", "epoch", false, "schedule", &epoch));
+	if (strcmp(epoch, "schedule") == 0) {
+		cfg->epoch_mode = ISTHD_EPOCH_SCHEDULE;
+	} else {
+		TRY(isth_conf_u64(c, "isthmusd", "epoch", true, 0, 1,
+				  UINT64_MAX, &cfg->epoch_ns));
+		cfg->epoch_mode = ISTHD_EPOCH_FIXED;
+	}
+	TRY(copy_str(c, "isthmusd", "backend", false, "sw", cfg->backend,
+		     sizeof(cfg->backend)));
+	if (strcmp(cfg->backend, "sw") != 0 && strcmp(cfg->backend, "fpga") != 0) {
+		rc = isth_conf_fail(c, "isthmusd", "backend",
+				    "'%s' is not one of: sw, fpga", cfg->backend);
+		goto out;
+	}
+	TRY(isth_conf_u64(c, "isthmusd", "mtu", false, 1500, 576, 9216, &v));
+	cfg->mtu = (uint32_t)v;
+	TRY(isth_conf_u64(c, "isthmusd", "udp_port", false, ISTH_WIRE_PORT, 1,
+			  65535, &v));
+	cfg->udp_port = (uint16_t)v;
+	TRY(isth_conf_u64(c, "isthmusd", "mbufs", false, 8191, 1023,
+			  1u << 22, &v));
+	cfg->mbufs = (uint32_t)v;
+
+	if (!isth_conf_has_section(c, "access"))
+		return isth_conf_fail(c, "access", NULL, "section missing");
+	TRY(read_port(c, "access", &cfg->access));
+	TRY(isth_conf_ipv4(c, "access", "island_ip", true, 0, &cfg->island_ip));
+	TRY(isth_conf_mac(c, "access", "island_mac", true, NULL,
+			  cfg->island_mac));
+	TRY(isth_conf_u64(c, "access", "island_port", false, cfg->udp_port, 1,
+			  65535, &v));
+	cfg->island_port = (uint16_t)v;
+
+	if (!isth_conf_has_section(c, "wan"))
+		return isth_conf_fail(c, "wan", NULL, "section missing");
+	TRY(read_port(c, "wan", &cfg->wan));
+	TRY(isth_conf_mac(c, "wan", "gateway_mac", true, NULL,
+			  cfg->gateway_mac));
+	if (strcmp(cfg->access.dev, cfg->wan.dev) == 0) {
+		rc = isth_conf_fail(c, "wan", "port",
+				    "'%s' is also the access port", cfg->wan.dev);
+		goto out;
+	}
+
+	n = isth_conf_sections(c, "peer", names, ISTHD_MAX_PEERS + 1);
+	if (n > ISTHD_MAX_PEERS) {
+		char sec[ISTHD_NAME_MAX + 8];
+
+		snprintf(sec, sizeof(sec), "peer %s", names[ISTHD_MAX_PEERS]);
+		rc = isth_conf_fail(c, sec, NULL, "more than %u peers",
+				    ISTHD_MAX_PEERS);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		struct isthd_peer *p = &cfg->peers[i];
+		char sec[ISTHD_NAME_MAX + 8];
+
+		if (strlen(names[i]) >= sizeof(p->name)) {
+			snprintf(sec, sizeof(sec), "peer %.*s", ISTHD_NAME_MAX, names[i]);
+			rc = isth_conf_fail(c, sec, NULL, "island name too long");
+			goto out;
+		}
+		snprintf(sec, sizeof(sec), "peer %s", names[i]);
+		strcpy(p->name, names[i]);
+		p->line = isth_conf_line(c, sec, NULL);
+		TRY(isth_conf_ipv4(c, sec, "ip", true, 0, &p->ip));
+		TRY(isth_conf_mac(c, sec, "mac", false, cfg->gateway_mac, p->mac));
+		TRY(isth_conf_u64(c, sec, "port", false, cfg->udp_port, 1,
+				  65535, &v));
+		p->port = (uint16_t)v;
+	}
+	cfg->n_peers = n;
+
+	TRY(isth_conf_size(c, "agg", "memory", false, 64ull << 20, 0,
+			   1ull << 40, &cfg->agg_memory));
+	TRY(isth_conf_duration(c, "agg", "timeout", false, 50000000ull, 1000,
+			       60000000000ull, &cfg->agg_timeout_ns));
+	TRY(isth_conf_u64(c, "agg", "window", false, 4, 2, 64, &v));
+	cfg->agg_window = (uint32_t)v;
+	TRY(isth_conf_u64(c, "agg", "max_chunks", false, 1u << 20, 1,
+			  UINT32_MAX, &v));
+	cfg->agg_max_chunks = (uint32_t)v;
+	TRY(isth_conf_enum(c, "agg", "bf16_out", false, 0, bf16_names, &e));
+	cfg->bf16_out = e == 0 ? ISTH_DTYPE_BF16 : ISTH_DTYPE_FP32;
+
+	TRY(isth_conf_duration(c, "resend", "window", false, 500000000ull,
+			       1000000, 60000000000ull, &cfg->resend_window_ns));
+	TRY(isth_conf_u64(c, "resend", "entries", false, 4096, 64, 1u << 20, &v));
+	if (v & (v - 1)) {
+		rc = isth_conf_fail(c, "resend", "entries",
+				    "%llu is not a power of two",
+				    (unsigned long long)v);
+		goto out;
+	}
+	cfg->resend_entries = (uint32_t)v;
+	TRY(isth_conf_duration(c, "resend", "linger", false, 2000000ull, 0,
+			       10000000000ull, &cfg->resend_linger_ns));
+
+	TRY(isth_conf_u64(c, "pace", "queue", false, 8192, 2, 1u << 24, &v));
+	if (v & (v - 1)) {
+		rc = isth_conf_fail(c, "pace", "queue", "%llu is not a power of two",
+				    (unsigned long long)v);
+		goto out;
+	}
+	cfg->pace_queue = (uint32_t)v;
+	TRY(isth_conf_size(c, "pace", "burst", false, 64 * 1024, 2048,
+			   64ull << 20, &v));
+	cfg->pace_burst = (uint32_t)v;
+	TRY(isth_conf_duration(c, "pace", "late_tolerance", false, 1000000ull,
+			       0, 10000000000ull, &cfg->pace_late_ns));
+
+	TRY(isth_conf_u64(c, "poll", "idle_polls", false, 0, 0, UINT32_MAX, &v));
+	cfg->idle_polls = (uint32_t)v;
+	TRY(isth_conf_duration(c, "poll", "idle_sleep", false, 50000ull, 1000,
+			       100000000ull, &cfg->idle_sleep_ns));
+
+	TRY(isth_conf_bool(c, "telemetry", "enabled", false, true,
+			   &cfg->telemetry));
+	TRY(isth_conf_bool(c, "telemetry", "round_log", false, true,
+			   &cfg->round_log));
+
+	rc = isth_conf_check_unused(c);
+out:
+	return rc;
+}
+
+int isthd_config_parse(const char *text, const char *name,
+		       struct isthd_config *cfg, char *err, size_t err_size)
+{
+	struct isth_conf *c;
+	int rc;
+
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->path, sizeof(cfg->path), "%s", name);
+	c = isth_conf_parse(text, name, err, err_size);
+	if (c == NULL)
+		return -errno;
+	rc = load(c, cfg);
+	if (rc)
+		snprintf(err, err_size, "%s", isth_conf_error(c));
+	isth_conf_free(c);
+	return rc;
+}
+
+int isthd_config_load(const char *path, struct isthd_config *cfg, char *err,
+		      size_t err_size)
+{
+	struct isth_conf *c;
+	int rc;
+
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
+	c = isth_conf_load(path, err, err_size);
+	if (c == NULL)
+		return -errno;
+	rc = load(c, cfg);
+	if (rc)
+		snprintf(err, err_size, "%s", isth_conf_error(c));
+	isth_conf_free(c);
+	return rc;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef ISTHD_CONFIG_H
+#define ISTHD_CONFIG_H
+
+/*
+ * isthmusd's configuration (doc/isthmusd.md, "Configuration"): loaded and
+ * validated completely before any port starts. Everything here is plain
+ * data, written once by isthd_config_load() and read-only afterwards.
+ */
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ISTHD_MAX_PEERS 64
+#define ISTHD_NAME_MAX 32
+
+enum isthd_epoch_mode {
+	ISTHD_EPOCH_SCHEDULE = 0,	/* the schedule file's epoch */
+	ISTHD_EPOCH_FIXED,		/* epoch_ns from the config or --epoch */
+};
+
+struct isthd_peer {
+	char name[ISTHD_NAME_MAX];	/* island name, as in the schedule */
+	uint32_t ip;			/* peer edge's WAN address, host order */
+	uint8_t mac[6];			/* next hop; default [wan] gateway_mac */
+	uint16_t port;			/* UDP port */
+	unsigned int line;		/* of its [peer NAME] header */
+};
+
+struct isthd_port {
+	char dev[64];			/* DPDK port name ("net_ring_access") or id ("0") */
+	uint32_t ip;			/* this edge's address on the port */
+	uint8_t mac[6];			/* zero: the port's own MAC */
+};
+
+struct isthd_config {
+	char path[PATH_MAX];
+	/* [isthmusd] */
+	char island[ISTHD_NAME_MAX];	/* name in the schedule, or a number */
+	uint32_t job;
+	char schedule[PATH_MAX];	/* may be overridden by --schedule */
+	enum isthd_epoch_mode epoch_mode;
+	uint64_t epoch_ns;
+	char backend[16];
+	uint32_t mtu;
+	uint16_t udp_port;
+	uint32_t mbufs;			/* mbufs in the packet pool */
+	/* [access] */
+	struct isthd_port access;
+	uint32_t island_ip;
+	uint8_t island_mac[6];
+	uint16_t island_port;
+	/* [wan] */
+	struct isthd_port wan;
+	uint8_t gateway_mac[6];
+	/* [peer NAME] */
+	struct isthd_peer peers[ISTHD_MAX_PEERS];
+	unsigned int n_peers;
+	/* [agg] */
+	uint64_t agg_memory;
+	uint64_t agg_timeout_ns;
+	uint32_t agg_window;
+	uint32_t agg_max_chunks;
+	uint8_t bf16_out;		/* ISTH_DTYPE_BF16 or ISTH_DTYPE_FP32 */
+	/* [resend] */
+	uint64_t resend_window_ns;
+	uint32_t resend_entries;
+	uint64_t resend_linger_ns;
+	/* [pace] */
+	uint32_t pace_queue;
+	uint32_t pace_burst;
+	uint64_t pace_late_ns;
+	/* [poll] */
+	uint32_t idle_polls;		/* 0: never back off */
+	uint64_t idle_sleep_ns;
+	/* [telemetry] */
+	bool telemetry;
+	bool round_log;
+};
+
+/*
+ * Load @path into @cfg. On error returns a negative errno and writes
+ * "file:line: [section] key: reason" into @err.
+ */
+int isthd_config_load(const char *path, struct isthd_config *cfg, char *err,
+		      size_t err_size);
+
+/* Same, from text in memory; @name stands for the file name. */
+int isthd_config_parse(const char *text, const char *name,
+		       struct isthd_config *cfg, char *err, size_t err_size);
+
+#endif

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The controller: follows wall-clock rounds from the job's epoch and, ahead
+ * of every boundary, publishes the next round's tables to the data path
+ * (backend: expected contributors and peers; pacer: offset and rate). At
+ * each boundary it sends ROUND to the island and logs the round that ended.
+ *
+ * It never stops the data path: the backend and the pacer take tables
+ * through their own lock-free handoffs and may ask for a retry (-EBUSY),
+ * which the next step (every millisecond at most) does.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+
+#include "isthd.h"
+
+uint64_t isthd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t isthd_ns_to_tsc(const struct isthd *d, uint64_t ns)
+{
+	if (ns <= d->rt0)
+		return d->tsc0 - (uint64_t)((__uint128_t)(d->rt0 - ns) *
+					    d->tsc_hz / 1000000000ull);
+	return d->tsc0 + (uint64_t)((__uint128_t)(ns - d->rt0) * d->tsc_hz /
+				    1000000000ull);
+}
+
+uint64_t isthd_tsc_to_ns(const struct isthd *d, uint64_t tsc)
+{
+	return d->rt0 + (uint64_t)((__uint128_t)(tsc - d->tsc0) *
+				   1000000000ull / d->tsc_hz);
+}
+
+static const struct isth_sched *sched_for(const struct isthd *d, uint64_t r)
+{
+	if (d->next_sched && r >= d->next_from)
+		return d->next_sched;
+	return d->sched;
+}
+
+static uint64_t round_start(const struct isthd *d, uint64_t r)
+{
+	return d->epoch_ns + r * isth_sched_round_ns(sched_for(d, r));
+}
+
+/* Peer edges of the local island in round r, in island order. */
+static unsigned int peers_of(const struct isthd *d, const struct isth_sched *s,
+			     uint64_t r, struct isth_mcast_peer *out)
+{
+	uint64_t set = isth_sched_peers(s, (int64_t)r, d->island);
+	unsigned int n = 0, i;
+
+	for (i = 0; i < d->cfg.n_peers; i++) {
+		const struct isthd_peer *p = &d->cfg.peers[i];
+		int id = isth_sched_island_id(s, p->name);
+
+		if (id < 0 || !(set & (1ull << id)))
+			continue;
+		out[n].island = (uint8_t)id;
+		memcpy(out[n].mac, p->mac, 6);
+		out[n].ip = p->ip;
+		out[n].port = p->port;
+		n++;
+	}
+	return n;
+}
+
+static int publish_tables(struct isthd *d, uint64_t r)
+{
+	const struct isth_sched *s = sched_for(d, r);
+	struct isth_mcast_peer peers[ISTHD_MAX_PEERS];
+	unsigned int n = peers_of(d, s, r, peers);
+	uint64_t expected = isth_sched_peers(s, (int64_t)r, d->island);
+
+	return isth_backend_set_round(d->be, d->cfg.job, (uint32_t)r, expected,
+				      peers, n);
+}
+
+static int publish_pace(struct isthd *d, uint64_t r)
+{
+	const struct isth_sched *s = sched_for(d, r);
+	struct isth_pace_seg segs[ISTH_SCHED_MAX_SEGS + 1];
+	uint64_t off, rate, dur, at = 0;
+	int n, k;
+
+	n = isth_sched_sender(s, (int64_t)r, d->island, &off, &rate);
+	if (n == -ENOENT)
+		return 0;	/* no peers this round: nothing to send */
+	if (n < 0)
+		return n;
+	if (n == 1)
+		return isth_pace_set_round(d->pace, (uint32_t)r,
+					   isthd_ns_to_tsc(d, round_start(d, r) + off),
+					   rate);
+	for (k = 0; k < n; k++) {
+		if (isth_sched_segment(s, (int64_t)r, d->island, k, &dur, &rate))
+			return -EINVAL;
+		segs[k].offset_ns = at;
+		segs[k].rate_bps = rate;
+		at += dur;
+	}
+	/* after the profile, the stream is done */
+	segs[n].offset_ns = at;
+	segs[n].rate_bps = 0;
+	return isth_pace_set_profile(d->pace, (uint32_t)r,
+				     isthd_ns_to_tsc(d, round_start(d, r) + off),
+				     segs, (unsigned int)n + 1);
+}
+
+static void send_round(struct isthd *d, uint64_t r)
+{
+	const struct isth_sched *s = sched_for(d, r);
+	uint64_t T = isth_sched_round_ns(s);
+	uint64_t chunk_bytes = (uint64_t)d->lim.max_elems * 4;
+	struct isth_wire_round body = {
+		.start_ns = round_start(d, r),
+		.deadline_ns = round_start(d, r) + T,
+		.period_ns = T,
+		.clique = isth_sched_clique(s, (int64_t)r, d->island),
+		.n_chunks = (uint32_t)((isth_sched_payload_bytes(s) +
+					chunk_bytes - 1) / chunk_bytes),
+		.chunk_elems = d->lim.max_elems,
+	};
+	struct isth_hdr h = {
+		.type = ISTH_WIRE_ROUND, .sender = d->island,
+		.job = d->cfg.job, .round = (uint32_t)r,
+		.bitmap = isth_sched_peers(s, (int64_t)r, d->island),
+	};
+	uint8_t b[ISTH_WIRE_ROUND_SIZE];
+	struct rte_mbuf *m;
+	uint8_t *p;
+
+	m = rte_pktmbuf_alloc(d->ctl_pool);
+	if (m == NULL) {
+		isthd_inc(&d->st.drop[ISTHD_DROP_ctl_ring_full], 1);
+		return;
+	}
+	isth_wire_put_round(b, sizeof(b), &body);
+	p = (uint8_t *)rte_pktmbuf_append(m, ISTH_WIRE_HDR_SIZE + sizeof(b));
+	isth_wire_build_msg(p, ISTH_WIRE_HDR_SIZE + sizeof(b), &h, b,
+			    sizeof(b), NULL);
+	if (isthd_frame_to_island(d, m) < 0 ||
+	    rte_ring_enqueue(d->ctl_ring, m) != 0) {
+		rte_pktmbuf_free(m);
+		isthd_inc(&d->st.drop[ISTHD_DROP_ctl_ring_full], 1);
+	}
+}
+
+/* Counters at the previous boundary, for the per-round log line (ctl only). */
+static struct isthd_dp_stats last_st;
+static struct isth_backend_stats last_be;
+
+static uint64_t be_stat(const struct isth_backend_stats *st, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < st->n; i++)
+		if (strcmp(st->names[i], name) == 0)
+			return st->values[i];
+	return 0;
+}
+
+static void clique_names(const struct isthd *d, uint64_t set, char *buf,
+			 size_t size)
+{
+	size_t off = 0;
+	unsigned int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < d->n_islands && off + 1 < size; i++) {
+		if (!(set & (1ull << i)))
+			continue;
+		off += (size_t)snprintf(buf + off, size - off, "%s%s",
+					off ? "," : "",
+					isth_sched_island_name(d->sched, (int)i));
+	}
+}
+
+static void log_round(struct isthd *d, uint64_t r)
+{
+	struct isth_backend_stats be;
+	struct isth_pace_stats ps;
+	struct isthd_dp_stats st;
+	char names[256];
+	uint64_t off = 0, rate = 0, partial;
+
+	memcpy(&st, &d->st, sizeof(st));	/* relaxed snapshot */
+	isth_backend_stats(d->be, &be);
+	isth_pace_stats(d->pace, &ps);
+	isth_sched_sender(sched_for(d, r), (int64_t)r, d->island, &off, &rate);
+	clique_names(d, isth_sched_clique(sched_for(d, r), (int64_t)r, d->island),
+		     names, sizeof(names));
+	partial = be_stat(&be, "partial_timeout") - be_stat(&last_be, "partial_timeout") +
+		  be_stat(&be, "partial_conflict_pool") - be_stat(&last_be, "partial_conflict_pool") +
+		  be_stat(&be, "partial_conflict_bucket") - be_stat(&last_be, "partial_conflict_bucket");
+	if (d->cfg.round_log)
+		printf("round %" PRIu64 " clique {%s} in %" PRIu64 " pkts %" PRIu64
+		       " B out %" PRIu64 " pkts agg %" PRIu64 " complete %" PRIu64
+		       " partial %" PRIu64 " nacks %" PRIu64 " resent %" PRIu64
+		       " offset planned %.3f ms actual %.3f ms\n",
+		       r, names,
+		       st.peer_data - last_st.peer_data,
+		       st.peer_data_bytes - last_st.peer_data_bytes,
+		       st.data_out - last_st.data_out,
+		       st.agg_out - last_st.agg_out,
+		       be_stat(&be, "completed") - be_stat(&last_be, "completed"),
+		       partial,
+		       st.nacks - last_st.nacks,
+		       st.resent - last_st.resent,
+		       (double)off / 1e6,
+		       ps.round == r ? (double)(off + ps.round_start_lag_ns) / 1e6 : 0.0);
+	fflush(stdout);
+	last_st = st;
+	last_be = be;
+}
+
+static uint64_t pace_published;	/* ctl only: rounds given to the pacer, +1 */
+
+static void maybe_reload(struct isthd *d, uint64_t cur)
+{
+	char err[512];
+	struct isth_sched *s;
+	const char *path = d->cfg.schedule;
+
+	if (!d->reload)
+		return;
+	d->reload = false;
+	s = isth_sched_load(path, err, sizeof(err));
+	if (s == NULL) {
+		fprintf(stderr, "isthmusd: reload refused: %s\n", err);
+		return;
+	}
+	if ((uint32_t)isth_sched_n_islands(s) != d->n_islands ||
+	    isth_sched_island_id(s, isth_sched_island_name(d->sched, d->island)) != d->island) {
+		fprintf(stderr, "isthmusd: reload refused: %s has other islands\n", path);
+		isth_sched_free(s);
+		return;
+	}
+	isth_sched_free(d->next_sched);
+	d->next_sched = s;
+	/* rounds up to cur + 1 are already published: switch after them */
+	d->next_from = cur + 2;
+	printf("isthmusd: schedule %s takes effect at round %" PRIu64 "\n",
+	       path, d->next_from);
+}
+
+/* One controller step at time @now_ns. Returns ns until the next step. */
+int isthd_control_step(struct isthd *d, uint64_t now_ns)
+{
+	uint64_t T = isth_sched_round_ns(d->sched);
+	uint64_t cur, target, pub;
+	int rc;
+
+	/* Promote a reloaded schedule once its first round is current. */
+	cur = now_ns < d->epoch_ns ? 0 : (now_ns - d->epoch_ns) / T + 1;
+	if (d->next_sched && cur >= d->next_from + 1) {
+		isth_sched_free(d->sched);
+		d->sched = d->next_sched;
+		d->next_sched = NULL;
+	}
+	maybe_reload(d, cur ? cur - 1 : 0);
+	/* Publish through the next round (rounds are 1-based here: 0 = none). */
+	target = cur + 1;
+	pub = __atomic_load_n(&d->published, __ATOMIC_RELAXED);
+	while (pub < target) {
+		rc = publish_tables(d, pub);
+		if (rc == -EBUSY)
+			break;
+		if (rc < 0) {
+			fprintf(stderr, "isthmusd: round %" PRIu64 ": tables refused: %s\n",
+				pub, strerror(-rc));
+			return rc;
+		}
+		pub++;
+		__atomic_store_n(&d->published, pub, __ATOMIC_RELEASE);
+	}
+	while (pace_published < target && pace_published < pub) {
+		rc = publish_pace(d, pace_published);
+		if (rc == -EBUSY)
+			break;
+		if (rc < 0) {
+			fprintf(stderr, "isthmusd: round %" PRIu64 ": pacer refused: %s\n",
+				pace_published, strerror(-rc));
+			return rc;
+		}
+		pace_published++;
+	}
+	if (cur != __atomic_load_n(&d->current, __ATOMIC_RELAXED)) {
+		uint64_t old = __atomic_load_n(&d->current, __ATOMIC_RELAXED);
+
+		__atomic_store_n(&d->current, cur, __ATOMIC_RELEASE);
+		if (old)
+			log_round(d, old - 1);
+		if (cur)
+			send_round(d, cur - 1);
+	}
+	return 0;
+}
+
+int isthd_control(struct isthd *d)
+{
+	while (!d->stop) {
+		uint64_t now = isthd_now_ns(), T = isth_sched_round_ns(d->sched);
+		uint64_t next, wait;
+		int rc;
+
+		rc = isthd_control_step(d, now);
+		if (rc < 0)
+			return rc;
+		/* --rounds N: round N starting means rounds 0..N-1 are over. */
+		if (d->max_rounds &&
+		    __atomic_load_n(&d->current, __ATOMIC_RELAXED) > d->max_rounds)
+			break;
+		/* Sleep to the next boundary, but at most 1 ms: retries and
+		 * the stop flag are checked that often. */
+		next = now < d->epoch_ns ? d->epoch_ns :
+		       d->epoch_ns + ((now - d->epoch_ns) / T + 1) * T;
+		wait = next - now;
+		if (wait > 1000000)
+			wait = 1000000;
+		usleep((useconds_t)(wait / 1000 + 1));
+	}
+	return 0;
+}
+
+void isthd_print_counters(const struct isthd *d, FILE *f)
+{
+	struct isth_backend_stats be;
+	struct isth_pace_stats ps;
+	const struct isthd_dp_stats *st = &d->st;
+	unsigned int i;
+
+#define P(x) fprintf(f, "  %-24s %" PRIu64 "\n", #x, isthd_get(&st->x))
+	fprintf(f, "isthmusd counters:\n");
+	P(access_rx); P(wan_rx); P(access_tx); P(wan_tx); P(data_in);
+	P(data_out); P(peer_data); P(agg_out); P(nacks); P(resent); P(gone);
+	P(round_msgs); P(idle_sleeps);
+#undef P
+	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++)
+		if (isthd_get(&st->wire_drop[i]))
+			fprintf(f, "  drop_%-19s %" PRIu64 "\n",
+				isth_wire_reason_name(i), isthd_get(&st->wire_drop[i]));
+	for (i = 0; i < ISTHD_DROP_MAX; i++)
+		if (isthd_get(&st->drop[i]))
+			fprintf(f, "  drop_%-19s %" PRIu64 "\n", isthd_drop_name(i),
+				isthd_get(&st->drop[i]));
+	isth_backend_stats(d->be, &be);
+	fprintf(f, "backend %s:\n", d->cfg.backend);
+	for (i = 0; i < be.n; i++)
+		fprintf(f, "  %-24s %" PRIu64 "\n", be.names[i], be.values[i]);
+	isth_pace_stats(d->pace, &ps);
+	fprintf(f, "pacer:\n  enqueued %" PRIu64 " released %" PRIu64
+		" queue_full %" PRIu64 " late_starts %" PRIu64 "\n",
+		ps.enqueued, ps.released, ps.queue_full, ps.late_starts);
+}

@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The worker lcore. One loop serves both ports:
+ *
+ *   access RX -> parse -> DATA: pacer queue | NACK: resend ring -> access TX
+ *   pacer     -> backend replicate -> WAN TX
+ *   WAN RX    -> parse -> DATA: backend aggregate
+ *   backend drain -> number (seq) -> resend ring -> access TX
+ *   controller ring (ROUND) -> access TX
+ *
+ * Everything it touches was allocated at set-up; it takes no lock and
+ * makes no syscall except the optional idle sleep (shared hosts only).
+ * Every packet it drops is counted under a named reason.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+
+#include "isthd.h"
+
+static const char *const drop_names[ISTHD_DROP_MAX] = {
+#define X(n, s) #n,
+	ISTHD_DROPS(X)
+#undef X
+};
+
+const char *isthd_drop_name(unsigned int i)
+{
+	return i < ISTHD_DROP_MAX ? drop_names[i] : "unknown";
+}
+
+static void tx(struct isthd *d, uint16_t port, struct rte_mbuf **pkts,
+	       uint16_t n, enum isthd_drop reason, uint64_t *sent)
+{
+	uint16_t k = 0;
+
+	if (n == 0)
+		return;
+	k = rte_eth_tx_burst(port, 0, pkts, n);
+	isthd_inc(sent, k);
+	if (unlikely(k < n)) {
+		isthd_inc(&d->st.drop[reason], n - k);
+		rte_pktmbuf_free_bulk(pkts + k, n - k);
+	}
+}
+
+static inline void drop(struct isthd *d, struct rte_mbuf *m,
+			enum isthd_drop reason)
+{
+	isthd_inc(&d->st.drop[reason], 1);
+	rte_pktmbuf_free(m);
+}
+
+/* Strip Ethernet/IPv4/UDP and padding: keep the message only. */
+static inline void to_msg(struct rte_mbuf *m, const struct isth_pkt *p)
+{
+	rte_pktmbuf_adj(m, (uint16_t)(p->msg - rte_pktmbuf_mtod(m, uint8_t *)));
+	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_pkt_len(m) - p->msg_size));
+}
+
+/* GONE reply to the island for the ranges a NACK could not be served. */
+static void send_gone(struct isthd *d, const struct isth_pkt *nack,
+		      const struct isth_wire_range *r, unsigned int n,
+		      struct rte_mbuf **out, uint16_t *n_out)
+{
+	struct isth_hdr h = {
+		.type = ISTH_WIRE_GONE, .flags = nack->hdr.flags & ISTH_F_CHUNKS,
+		.sender = d->island, .count = (uint16_t)n, .job = d->cfg.job,
+		.round = nack->hdr.round, .bitmap = nack->hdr.bitmap,
+	};
+	size_t size = ISTH_WIRE_HDR_SIZE + (size_t)n * ISTH_WIRE_RANGE_SIZE;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(d->ctl_pool);
+	uint8_t *p;
+
+	if (m == NULL || size > rte_pktmbuf_tailroom(m)) {
+		isthd_inc(&d->st.drop[ISTHD_DROP_nack_no_mbuf], 1);
+		rte_pktmbuf_free(m);
+		return;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)size);
+	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
+	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, size - ISTH_WIRE_HDR_SIZE,
+			     r, n);
+	if (isthd_frame_to_island(d, m) < 0) {
+		drop(d, m, ISTHD_DROP_nack_no_mbuf);
+		return;
+	}
+	out[(*n_out)++] = m;
+	isthd_inc(&d->st.gone, 1);
+}
+
+/* Serve one NACK from the island against the AGG resend ring. Bounded:
+ * the ring looks at most its size of in-window sequences per NACK. */
+static void serve_nack(struct isthd *d, const struct isth_pkt *p,
+		       uint64_t now_ns)
+{
+	struct isth_wire_range ranges[ISTHD_MAX_RANGES];
+	struct isth_wire_range gone[ISTHD_BURST];
+	struct rte_mbuf *out[ISTHD_BURST + 1];
+	struct isth_resend_cursor cur;
+	unsigned int i, n = p->hdr.count, n_gone, k;
+	uint16_t n_out;
+
+	isthd_inc(&d->st.nacks, 1);
+	if (n > ISTHD_MAX_RANGES)
+		n = ISTHD_MAX_RANGES;	/* the parser's max_ranges is lower */
+	for (i = 0; i < n; i++)
+		isth_wire_get_range(p, i, &ranges[i]);
+	if (p->hdr.flags & ISTH_F_CHUNKS) {
+		/* Chunk ranges name a round's chunks; the ring is indexed by
+		 * sequence, so chunk NACKs are answered GONE in full. */
+		n_out = 0;
+		for (i = 0; i < n; i += ISTHD_BURST) {
+			send_gone(d, p, ranges + i, RTE_MIN(n - i, (unsigned int)ISTHD_BURST),
+				  out, &n_out);
+			tx(d, d->access_port, out, n_out, ISTHD_DROP_tx_access,
+			   &d->st.access_tx);
+			n_out = 0;
+		}
+		return;
+	}
+	if (isth_resend_nack_begin(d->agg_ring, &cur, ranges, n) < 0)
+		return;	/* counted bad_nack by the ring */
+	while (!isth_resend_nack_done(&cur)) {
+		k = isth_resend_nack_serve(d->agg_ring, &cur, now_ns, out,
+					   ISTHD_BURST, gone, RTE_DIM(gone), &n_gone);
+		n_out = (uint16_t)k;
+		isthd_inc(&d->st.resent, k);
+		if (n_gone)
+			send_gone(d, p, gone, n_gone, out, &n_out);
+		tx(d, d->access_port, out, n_out, ISTHD_DROP_tx_access,
+		   &d->st.access_tx);
+		if (k == 0 && n_gone == 0)
+			break;	/* hdr_pool empty: the island NACKs again */
+	}
+}
+
+static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
+{
+	uint64_t cur = __atomic_load_n(&d->current, __ATOMIC_ACQUIRE);
+	uint64_t pub = __atomic_load_n(&d->published, __ATOMIC_ACQUIRE);
+	struct rte_mbuf *rx[ISTHD_BURST];
+	struct isth_pkt p;
+	uint16_t n, i;
+
+	n = rte_eth_rx_burst(d->access_port, 0, rx, ISTHD_BURST);
+	if (n == 0)
+		return 0;
+	isthd_inc(&d->st.access_rx, n);
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = rx[i];
+		enum isth_wire_reason r;
+
+		if (i + 1 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 1], void *));
+		r = isth_wire_parse_frame(rte_pktmbuf_mtod(m, uint8_t *),
+					  rte_pktmbuf_data_len(m), &d->lim, &p);
+		if (unlikely(r != ISTH_WIRE_OK)) {
+			isthd_inc(&d->st.wire_drop[r], 1);
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		if (unlikely(p.hdr.job != d->cfg.job)) {
+			drop(d, m, ISTHD_DROP_unknown_job);
+			continue;
+		}
+		if (unlikely(p.hdr.sender != d->island)) {
+			drop(d, m, ISTHD_DROP_access_not_island);
+			continue;
+		}
+		switch (p.hdr.type) {
+		case ISTH_WIRE_DATA: {
+			int rc;
+
+			/* Rounds are published one ahead: accept the running
+			 * round and the next, refuse the rest. */
+			if (p.hdr.round >= pub) {
+				drop(d, m, ISTHD_DROP_round_early);
+				break;
+			}
+			if (cur && p.hdr.round + 1 < cur) {
+				drop(d, m, ISTHD_DROP_round_late);
+				break;
+			}
+			to_msg(m, &p);
+			/* The rate is on wire bytes: message + Ethernet/IPv4/UDP. */
+			rc = isth_pace_enqueue(d->pace, m, rte_pktmbuf_pkt_len(m) +
+					       ISTH_ETH_HDR_SIZE + ISTH_IPV4_MIN_HDR_SIZE +
+					       ISTH_UDP_HDR_SIZE);
+			if (unlikely(rc < 0)) {
+				drop(d, m, rc == -ENOBUFS ? ISTHD_DROP_pace_full :
+				     ISTHD_DROP_pace_oversize);
+				break;
+			}
+			isthd_inc(&d->st.data_in, 1);
+			isthd_inc(&d->st.data_in_bytes, p.payload_size);
+			break;
+		}
+		case ISTH_WIRE_NACK:
+			serve_nack(d, &p, now_ns);
+			rte_pktmbuf_free(m);
+			break;
+		default:
+			drop(d, m, ISTHD_DROP_access_bad_type);
+			break;
+		}
+	}
+	return n;
+}
+
+static unsigned int pace_release(struct isthd *d, uint64_t now_tsc)
+{
+	struct rte_mbuf *out[ISTHD_BURST * 4];
+	void *objs[ISTHD_BURST];
+	unsigned int n, done = 0;
+
+	n = isth_pace_dequeue_burst(d->pace, now_tsc, objs, ISTHD_BURST);
+	if (n == 0)
+		return 0;
+	isthd_inc(&d->st.data_out, n);
+	while (done < n) {
+		uint16_t n_out = 0, k;
+
+		k = isth_backend_replicate_burst(d->be,
+				(struct rte_mbuf **)objs + done,
+				(uint16_t)(n - done), out, RTE_DIM(out), &n_out);
+		tx(d, d->wan_port, out, n_out, ISTHD_DROP_tx_wan, &d->st.wan_tx);
+		done += k;
+	}
+	rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
+	return n;
+}
+
+static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
+{
+	struct rte_mbuf *rx[ISTHD_BURST], *keep[ISTHD_BURST];
+	struct isth_pkt parsed[ISTHD_BURST];
+	uint16_t n, i, k = 0;
+
+	n = rte_eth_rx_burst(d->wan_port, 0, rx, ISTHD_BURST);
+	if (n == 0)
+		return 0;
+	isthd_inc(&d->st.wan_rx, n);
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = rx[i];
+		struct isth_pkt *p = &parsed[k];
+		enum isth_wire_reason r;
+
+		if (i + 1 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 1], void *));
+		r = isth_wire_parse_frame(rte_pktmbuf_mtod(m, uint8_t *),
+					  rte_pktmbuf_data_len(m), &d->lim, p);
+		if (unlikely(r != ISTH_WIRE_OK)) {
+			isthd_inc(&d->st.wire_drop[r], 1);
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		if (unlikely(p->hdr.job != d->cfg.job)) {
+			drop(d, m, ISTHD_DROP_unknown_job);
+			continue;
+		}
+		if (unlikely(p->hdr.type != ISTH_WIRE_DATA)) {
+			drop(d, m, ISTHD_DROP_wan_bad_type);
+			continue;
+		}
+		if (unlikely(p->hdr.sender == d->island)) {
+			drop(d, m, ISTHD_DROP_wan_from_self);
+			continue;
+		}
+		isthd_inc(&d->st.peer_data_bytes, p->payload_size);
+		keep[k++] = m;
+	}
+	if (k) {
+		isthd_inc(&d->st.peer_data, k);
+		/* Takes the mbufs; refusals (clique, round) are counted by
+		 * the backend under their names. */
+		isth_backend_aggregate_burst(d->be, keep, parsed, k, now_ns);
+	}
+	return n;
+}
+
+static unsigned int emit_aggs(struct isthd *d, uint64_t now_ns)
+{
+	struct rte_mbuf *out[ISTHD_BURST];
+	unsigned int n, i, ok = 0;
+
+	n = isth_backend_drain(d->be, now_ns, out, ISTHD_BURST);
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = out[i];
+		uint8_t *msg = rte_pktmbuf_mtod(m, uint8_t *);
+
+		RTE_SET_USED(msg);
+		isthd_inc(&d->st.agg_out_bytes, rte_pktmbuf_pkt_len(m) - ISTH_WIRE_HDR_SIZE);
+		if (unlikely(isthd_frame_to_island(d, m) < 0)) {
+			drop(d, m, ISTHD_DROP_tx_access);
+			continue;
+		}
+		/* The ring numbers the AGG (seq written into its header) and
+		 * keeps its own reference for resends; push before TX. */
+		if (unlikely(isth_resend_push(d->agg_ring, m, now_ns, NULL) < 0)) {
+			drop(d, m, ISTHD_DROP_tx_access);
+			continue;
+		}
+		__atomic_store_n(&d->agg_seq, isth_resend_next_seq(d->agg_ring),
+				 __ATOMIC_RELAXED);
+		out[ok++] = m;
+	}
+	isthd_inc(&d->st.agg_out, ok);
+	tx(d, d->access_port, out, (uint16_t)ok, ISTHD_DROP_tx_access,
+	   &d->st.access_tx);
+	return n;
+}
+
+static unsigned int ctl_msgs(struct isthd *d)
+{
+	struct rte_mbuf *m[8];
+	unsigned int n;
+
+	n = rte_ring_dequeue_burst(d->ctl_ring, (void **)m, RTE_DIM(m), NULL);
+	if (n) {
+		isthd_inc(&d->st.round_msgs, n);
+		tx(d, d->access_port, m, (uint16_t)n, ISTHD_DROP_tx_access,
+		   &d->st.access_tx);
+	}
+	return n;
+}
+
+/* One pass over every source of work; returns packets handled. */
+static unsigned int dp_iteration(struct isthd *d)
+{
+	uint64_t tsc = rte_rdtsc();
+	uint64_t now_ns = isthd_tsc_to_ns(d, tsc);
+	unsigned int work = 0;
+
+	work += access_rx(d, now_ns);
+	work += pace_release(d, tsc);
+	work += wan_rx(d, now_ns);
+	work += emit_aggs(d, now_ns);
+	work += ctl_msgs(d);
+	isth_resend_expire(d->agg_ring, now_ns);
+	return work;
+}
+
+int isthd_worker(void *arg)
+{
+	struct isthd *d = arg;
+	uint32_t idle = 0;
+
+	while (!d->stop) {
+		if (dp_iteration(d)) {
+			idle = 0;
+			continue;
+		}
+		/* Shared hosts: after idle_polls empty passes, sleep briefly
+		 * so other processes on the core get to run. */
+		if (d->cfg.idle_polls && ++idle >= d->cfg.idle_polls) {
+			isthd_inc(&d->st.idle_sleeps, 1);
+			rte_delay_us_sleep((unsigned int)(d->cfg.idle_sleep_ns / 1000));
+		}
+	}
+	return 0;
+}
+
+/* Shutdown, on the worker after it stopped: partial aggregates out. */
+void isthd_dp_drain_final(struct isthd *d)
+{
+	isth_backend_flush(d->be);
+	while (emit_aggs(d, isthd_tsc_to_ns(d, rte_rdtsc())) > 0)
+		;
+	ctl_msgs(d);
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef ISTHD_H
+#define ISTHD_H
+
+/*
+ * isthmusd internals shared by its parts:
+ *
+ *   setup.c      pools, ports, backend, pacer, resend rings; teardown
+ *   datapath.c   the worker lcore: RX both ports, classify, pace,
+ *                replicate, aggregate, emit, serve NACKs
+ *   control.c    the controller: round clock, per-round tables, ROUND,
+ *                schedule reload, per-round log
+ *   telemetry.c  /isthmus/... telemetry commands
+ *   main.c       command line, EAL, signals, exit codes
+ *
+ * Ownership notes on each field say who writes it. "dp" is the worker
+ * lcore, "ctl" the controller thread, "init" setup before launch.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "isth_backend.h"
+#include "isth_pace.h"
+#include "isth_resend.h"
+#include "isth_sched.h"
+#include "isth_wire.h"
+
+#include "config.h"
+
+#define ISTHD_BURST 32
+/* Ranges read from one NACK: above max_ranges of a 9216-byte MTU. */
+#define ISTHD_MAX_RANGES 576
+
+/* Exit codes (doc/isthmusd.md, "Exit codes"). */
+enum {
+	ISTHD_EXIT_OK = 0,
+	ISTHD_EXIT_RUNTIME = 1,		/* failure after start-up */
+	ISTHD_EXIT_USAGE = 2,		/* bad command line or config */
+	ISTHD_EXIT_INIT = 3,		/* EAL, port or memory set-up failed */
+};
+
+/* Named drop reasons beyond the wire parser's (enum isth_wire_reason). */
+#define ISTHD_DROPS(X) \
+	X(unknown_job, "job not served by this edge") \
+	X(access_not_island, "access-port packet not from the local island") \
+	X(access_bad_type, "access-port packet of a type the island does not send") \
+	X(wan_bad_type, "WAN packet of a type peer edges do not send") \
+	X(wan_from_self, "WAN DATA claiming the local island as sender") \
+	X(round_early, "island DATA for a round not yet published") \
+	X(round_late, "island DATA for a round already over") \
+	X(pace_full, "pacer queue full") \
+	X(pace_oversize, "DATA larger than the pacer burst") \
+	X(tx_access, "access port TX queue full") \
+	X(tx_wan, "WAN port TX queue full") \
+	X(nack_no_mbuf, "no mbuf for a GONE reply") \
+	X(ctl_ring_full, "controller message ring full")
+
+enum isthd_drop {
+#define X(n, s) ISTHD_DROP_##n,
+	ISTHD_DROPS(X)
+#undef X
+	ISTHD_DROP_MAX
+};
+
+/* Data-path counters. Written by: dp only (relaxed stores); read by: ctl,
+ * telemetry (relaxed loads). */
+struct isthd_dp_stats {
+	uint64_t access_rx;
+	uint64_t wan_rx;
+	uint64_t access_tx;		/* frames sent to the island */
+	uint64_t wan_tx;		/* frames sent to peer edges */
+	uint64_t data_in;		/* island DATA accepted for the pacer */
+	uint64_t data_in_bytes;
+	uint64_t data_out;		/* island DATA released by the pacer */
+	uint64_t peer_data;		/* peer DATA handed to the backend */
+	uint64_t peer_data_bytes;
+	uint64_t agg_out;		/* AGG messages sent to the island */
+	uint64_t agg_out_bytes;
+	uint64_t nacks;			/* NACKs from the island */
+	uint64_t resent;		/* AGGs resent */
+	uint64_t gone;			/* GONE replies sent */
+	uint64_t round_msgs;		/* ROUND messages sent */
+	uint64_t idle_sleeps;
+	uint64_t wire_drop[ISTH_WIRE_REASON_MAX];
+	uint64_t drop[ISTHD_DROP_MAX];
+};
+
+struct isthd {
+	/* init: read-only after launch */
+	struct isthd_config cfg;
+	uint8_t island;			/* local island id in the schedule */
+	uint32_t n_islands;
+	struct isth_wire_limits lim;
+	uint16_t access_port, wan_port;
+	uint8_t access_mac[6], wan_mac[6];
+	struct rte_mempool *pool;	/* RX frames, AGG messages */
+	struct rte_mempool *hdr_pool;	/* fan-out headers and clones */
+	struct rte_mempool *ctl_pool;	/* ROUND and GONE messages */
+	struct isth_backend *be;
+	struct isth_pace *pace;
+	struct isth_resend *agg_ring;	/* AGGs sent to the island */
+	struct rte_ring *ctl_ring;	/* ctl -> dp: frames to send to the island */
+	uint64_t tsc_hz;
+	uint64_t tsc0;			/* TSC at rt0 */
+	uint64_t rt0;			/* CLOCK_REALTIME ns at tsc0 */
+	uint64_t epoch_ns;
+
+	/* ctl writes, dp reads (acquire): newest round published, +1 (0: none) */
+	uint64_t published;
+	/* ctl writes, dp reads (acquire): round running now, +1 (0: before epoch) */
+	uint64_t current;
+	/* ctl writes: the schedule in force; a reload swaps it at a boundary */
+	struct isth_sched *sched;
+	struct isth_sched *next_sched;	/* ctl only: waiting for its boundary */
+	uint64_t next_from;		/* ctl only: first round of next_sched */
+
+	/* dp writes */
+	uint64_t agg_seq;		/* next AGG sequence number */
+	struct isthd_dp_stats st;
+
+	/* init: stop after this many rounds (0: never); ctl reads */
+	uint64_t max_rounds;
+
+	/* anyone writes true to stop */
+	volatile bool stop;
+	/* telemetry/signal sets, ctl clears: reload the schedule file */
+	volatile bool reload;
+};
+
+/* setup.c */
+int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err,
+		  size_t err_size);
+int isthd_setup(struct isthd *d, char *err, size_t err_size);
+void isthd_teardown(struct isthd *d);
+void isthd_ports_close(struct isthd *d);
+uint16_t isthd_port_lookup(const char *dev, int *rc);
+int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m);
+
+/* datapath.c */
+int isthd_worker(void *arg);
+void isthd_dp_drain_final(struct isthd *d);
+
+/* control.c */
+int isthd_control(struct isthd *d);
+uint64_t isthd_now_ns(void);
+uint64_t isthd_ns_to_tsc(const struct isthd *d, uint64_t ns);
+uint64_t isthd_tsc_to_ns(const struct isthd *d, uint64_t tsc);
+int isthd_control_step(struct isthd *d, uint64_t now_ns);
+void isthd_print_counters(const struct isthd *d, FILE *f);
+
+/* telemetry.c */
+int isthd_telemetry_register(struct isthd *d);
+
+const char *isthd_drop_name(unsigned int i);
+
+static inline void isthd_inc(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
+			 __ATOMIC_RELAXED);
+}
+
+static inline uint64_t isthd_get(const uint64_t *c)
+{
+	return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+#endif

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * isthmusd: the isthmus edge appliance.
+ *
+ *   isthmusd [EAL options] -- --config FILE [--schedule FILE] [--epoch E]
+ *            [--rounds N] [--check]
+ *
+ * The main lcore runs the controller; one worker lcore runs the data path.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+
+#include "isthd.h"
+
+static struct isthd daemon_state;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: isthmusd [EAL options] -- --config FILE [options]\n"
+"\n"
+"The isthmus edge appliance: replicates the island's DATA to the peers of\n"
+"its clique, sums the peers' DATA in-line, sends the island one AGG stream,\n"
+"answers its NACKs, and follows the schedule's rounds.\n"
+"\n"
+"EAL options (before --): the usual DPDK ones. At least two lcores: the\n"
+"main one runs the controller, the next the data path. Without hugepages:\n"
+"  --no-huge -m 512 --file-prefix=<unique> -l 0,1\n"
+"Ports: physical NICs (-a PCI), or --vdev net_pcap0,iface=veth0,\n"
+"net_af_packet0,iface=veth0, net_af_xdp0,iface=veth0, net_tap0, net_ring0.\n"
+"The config names them ([access] port, [wan] port) by name or port id.\n"
+"\n"
+"Options (after --):\n"
+"  -c, --config FILE     configuration (required; see conf/isthmusd/ and\n"
+"                        doc/isthmusd.md)\n"
+"  -s, --schedule FILE   schedule file from isthmus-plan --out (overrides\n"
+"                        [isthmusd] schedule)\n"
+"  -e, --epoch E         start of round 0: ns since the Unix epoch, or\n"
+"                        now+S (S seconds from now, rounded up to a whole\n"
+"                        second so that edges started together agree)\n"
+"  -r, --rounds N        stop after N rounds (0: run until signalled)\n"
+"      --check           validate config and schedule, print a summary, exit\n"
+"  -h, --help            this text\n"
+"\n"
+"Signals: SIGINT/SIGTERM stop cleanly (flush partial aggregates, print\n"
+"counters); SIGHUP reloads the schedule file at the next round boundary\n"
+"(also: /isthmus/reload over telemetry).\n"
+"\n"
+"Exit codes: 0 clean stop; 1 failure while running; 2 bad command line,\n"
+"config or schedule; 3 EAL, port or memory set-up failed.\n");
+}
+
+static void on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		daemon_state.reload = true;
+	else
+		daemon_state.stop = true;
+}
+
+static int parse_epoch(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (strncmp(s, "now+", 4) == 0) {
+		unsigned long secs = strtoul(s + 4, &end, 10);
+		uint64_t now = isthd_now_ns();
+
+		if (*end != '\0' || end == s + 4 || secs > 3600)
+			return -EINVAL;
+		*out = (now / 1000000000ull + 1 + secs) * 1000000000ull;
+		return 0;
+	}
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	if (errno || *end != '\0' || end == s || *out == 0)
+		return -EINVAL;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"schedule", required_argument, NULL, 's'},
+		{"epoch", required_argument, NULL, 'e'},
+		{"rounds", required_argument, NULL, 'r'},
+		{"check", no_argument, NULL, 'C'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *config = NULL, *schedule = NULL;
+	struct isthd *d = &daemon_state;
+	uint64_t epoch = 0, rounds = 0;
+	bool check = false;
+	unsigned int worker;
+	char err[1024];
+	int rc, c, ret = ISTHD_EXIT_OK;
+
+	for (c = 1; c < argc; c++)
+		if (strcmp(argv[c], "-h") == 0 || strcmp(argv[c], "--help") == 0) {
+			usage(stdout);
+			return ISTHD_EXIT_OK;
+		}
+	rc = rte_eal_init(argc, argv);
+	if (rc < 0) {
+		fprintf(stderr, "isthmusd: EAL init failed: %s\n",
+			rte_strerror(rte_errno));
+		return ISTHD_EXIT_INIT;
+	}
+	argc -= rc;
+	argv += rc;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:s:e:r:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config = optarg;
+			break;
+		case 's':
+			schedule = optarg;
+			break;
+		case 'e':
+			if (parse_epoch(optarg, &epoch)) {
+				fprintf(stderr, "isthmusd: --epoch '%s': want ns since the Unix epoch or now+S\n",
+					optarg);
+				ret = ISTHD_EXIT_USAGE;
+				goto eal;
+			}
+			break;
+		case 'r': {
+			char *end;
+
+			rounds = strtoull(optarg, &end, 10);
+			if (*end != '\0' || end == optarg) {
+				fprintf(stderr, "isthmusd: --rounds '%s': not a number\n", optarg);
+				ret = ISTHD_EXIT_USAGE;
+				goto eal;
+			}
+			break;
+		}
+		case 'C':
+			check = true;
+			break;
+		default:
+			usage(stderr);
+			ret = ISTHD_EXIT_USAGE;
+			goto eal;
+		}
+	}
+	if (config == NULL || optind != argc) {
+		fprintf(stderr, "isthmusd: %s\n", config ? "unexpected argument" :
+			"--config FILE is required (isthmusd -- --help)");
+		ret = ISTHD_EXIT_USAGE;
+		goto eal;
+	}
+	rc = isthd_config_load(config, &d->cfg, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "isthmusd: %s\n", err);
+		ret = ISTHD_EXIT_USAGE;
+		goto eal;
+	}
+	if (schedule)
+		snprintf(d->cfg.schedule, sizeof(d->cfg.schedule), "%s", schedule);
+	d->max_rounds = rounds;
+	rc = isthd_prepare(d, epoch, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "isthmusd: %s\n", err);
+		ret = ISTHD_EXIT_USAGE;
+		goto eal;
+	}
+	if (check) {
+		printf("isthmusd: %s: island %s (%u of %u), job %u, schedule %s: T %.3f ms, %d rounds per cycle, epoch %" PRIu64 "\n",
+		       d->cfg.path, isth_sched_island_name(d->sched, d->island),
+		       d->island, d->n_islands, d->cfg.job, d->cfg.schedule,
+		       (double)isth_sched_round_ns(d->sched) / 1e6,
+		       isth_sched_n_rounds(d->sched), d->epoch_ns);
+		isthd_teardown(d);
+		goto eal;
+	}
+	worker = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
+	if (worker >= RTE_MAX_LCORE) {
+		fprintf(stderr, "isthmusd: need two lcores (EAL -l 0,1): the main one runs the controller, the other the data path\n");
+		isthd_teardown(d);
+		ret = ISTHD_EXIT_USAGE;
+		goto eal;
+	}
+	rc = isthd_setup(d, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "isthmusd: %s\n", err);
+		ret = rc == -EINVAL ? ISTHD_EXIT_USAGE : ISTHD_EXIT_INIT;
+		goto ports;
+	}
+	if (d->cfg.telemetry && isthd_telemetry_register(d) < 0)
+		fprintf(stderr, "isthmusd: telemetry commands not registered\n");
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	printf("isthmusd: island %s (%u), job %u, %u islands, backend %s, T %.3f ms, epoch %" PRIu64 " (in %.3f s)\n",
+	       isth_sched_island_name(d->sched, d->island), d->island,
+	       d->cfg.job, d->n_islands, d->cfg.backend,
+	       (double)isth_sched_round_ns(d->sched) / 1e6, d->epoch_ns,
+	       ((double)d->epoch_ns - (double)isthd_now_ns()) / 1e9);
+	fflush(stdout);
+
+	rte_eal_remote_launch(isthd_worker, d, worker);
+	rc = isthd_control(d);
+	if (rc < 0)
+		ret = ISTHD_EXIT_RUNTIME;
+	d->stop = true;
+	rte_eal_wait_lcore(worker);
+	isthd_dp_drain_final(d);
+	isthd_print_counters(d, stdout);
+ports:
+	isthd_teardown(d);
+	isthd_ports_close(d);
+eal:
+	rte_eal_cleanup();
+	return ret;
+}

@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Start-up and teardown: everything the data path uses is created here,
+ * before any lcore is launched, and sized from the configuration.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include "isthd.h"
+
+#define NB_RXD 1024
+#define NB_TXD 1024
+
+uint16_t isthd_port_lookup(const char *dev, int *rc)
+{
+	uint16_t id;
+	char *end;
+	unsigned long v;
+
+	if (rte_eth_dev_get_port_by_name(dev, &id) == 0) {
+		*rc = 0;
+		return id;
+	}
+	v = strtoul(dev, &end, 10);
+	if (*dev != '\0' && *end == '\0' && v < RTE_MAX_ETHPORTS &&
+	    rte_eth_dev_is_valid_port((uint16_t)v)) {
+		*rc = 0;
+		return (uint16_t)v;
+	}
+	*rc = -ENODEV;
+	return UINT16_MAX;
+}
+
+static int port_start(uint16_t port, struct rte_mempool *pool, uint32_t mtu,
+		      char *err, size_t err_size)
+{
+	struct rte_eth_conf conf;
+	struct rte_eth_dev_info info;
+	uint16_t nb_rxd = NB_RXD, nb_txd = NB_TXD;
+	int rc;
+
+	memset(&conf, 0, sizeof(conf));
+	rc = rte_eth_dev_info_get(port, &info);
+	if (rc)
+		goto fail;
+	/* Fan-out sends header + payload chains where the PMD can. */
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	rc = rte_eth_dev_configure(port, 1, 1, &conf);
+	if (rc)
+		goto fail;
+	rc = rte_eth_dev_adjust_nb_rx_tx_desc(port, &nb_rxd, &nb_txd);
+	if (rc)
+		goto fail;
+	/* Not every PMD lets the MTU be set (net_ring, net_null): then the
+	 * pool's data room is the limit, which setup sized for the MTU. */
+	rte_eth_dev_set_mtu(port, (uint16_t)mtu);
+	rc = rte_eth_rx_queue_setup(port, 0, nb_rxd, rte_eth_dev_socket_id(port),
+				    NULL, pool);
+	if (rc)
+		goto fail;
+	rc = rte_eth_tx_queue_setup(port, 0, nb_txd, rte_eth_dev_socket_id(port),
+				    NULL);
+	if (rc)
+		goto fail;
+	rc = rte_eth_dev_start(port);
+	if (rc)
+		goto fail;
+	/* Veth and pcap ports see frames for the island's and peers' MACs. */
+	rte_eth_promiscuous_enable(port);
+	return 0;
+fail:
+	snprintf(err, err_size, "port %u: %s", port, rte_strerror(-rc));
+	return rc;
+}
+
+static int resolve_island(struct isthd *d, char *err, size_t err_size)
+{
+	const struct isthd_config *c = &d->cfg;
+	char *end;
+	long v;
+	int id;
+
+	id = isth_sched_island_id(d->sched, c->island);
+	if (id < 0) {
+		v = strtol(c->island, &end, 10);
+		if (*end == '\0' && v >= 0 && v < (long)d->n_islands)
+			id = (int)v;
+	}
+	if (id < 0) {
+		snprintf(err, err_size,
+			 "%s: [isthmusd] island: '%s' is not an island of the schedule",
+			 c->path, c->island);
+		return -EINVAL;
+	}
+	d->island = (uint8_t)id;
+	return 0;
+}
+
+/* Every other island of the schedule needs a [peer NAME] section, and
+ * every [peer NAME] must name an island of the schedule. */
+static int check_peers(struct isthd *d, char *err, size_t err_size)
+{
+	const struct isthd_config *c = &d->cfg;
+	uint64_t seen = 0;
+	unsigned int i;
+
+	for (i = 0; i < c->n_peers; i++) {
+		int id = isth_sched_island_id(d->sched, c->peers[i].name);
+
+		if (id < 0) {
+			snprintf(err, err_size,
+				 "%s:%u: [peer %s]: not an island of the schedule",
+				 c->path, c->peers[i].line, c->peers[i].name);
+			return -EINVAL;
+		}
+		if (id == d->island) {
+			snprintf(err, err_size,
+				 "%s:%u: [peer %s]: that is the local island",
+				 c->path, c->peers[i].line, c->peers[i].name);
+			return -EINVAL;
+		}
+		seen |= 1ull << id;
+	}
+	for (i = 0; i < d->n_islands; i++) {
+		if (i == d->island || (seen & (1ull << i)))
+			continue;
+		snprintf(err, err_size,
+			 "%s: [peer %s] missing: the schedule has that island",
+			 c->path, isth_sched_island_name(d->sched, (int)i));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
+{
+	struct isth_wire_addr a;
+	uint32_t msg = rte_pktmbuf_pkt_len(m);
+	uint8_t *p;
+
+	memset(&a, 0, sizeof(a));
+	memcpy(a.dst_mac, d->cfg.island_mac, 6);
+	memcpy(a.src_mac, d->access_mac, 6);
+	a.src_ip = d->cfg.access.ip;
+	a.dst_ip = d->cfg.island_ip;
+	a.src_port = d->cfg.udp_port;
+	a.dst_port = d->cfg.island_port;
+	p = (uint8_t *)rte_pktmbuf_prepend(m, (uint16_t)isth_wire_frame_hdr_size(&a));
+	if (p == NULL)
+		return -ENOSPC;
+	return isth_wire_put_frame_hdr(p, isth_wire_frame_hdr_size(&a) + msg,
+				       &a, msg) < 0 ? -EINVAL : 0;
+}
+
+int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err,
+		  size_t err_size)
+{
+	const char *sched_path = d->cfg.schedule;
+	int rc;
+
+	if (sched_path[0] == '\0') {
+		snprintf(err, err_size,
+			 "%s: [isthmusd] schedule: not set (or give --schedule FILE)",
+			 d->cfg.path);
+		return -EINVAL;
+	}
+	d->sched = isth_sched_load(sched_path, err, err_size);
+	if (d->sched == NULL)
+		return -EINVAL;
+	d->n_islands = (uint32_t)isth_sched_n_islands(d->sched);
+	rc = resolve_island(d, err, err_size);
+	if (rc == 0)
+		rc = check_peers(d, err, err_size);
+	if (rc)
+		goto fail;
+	if (epoch_override)
+		d->epoch_ns = epoch_override;
+	else if (d->cfg.epoch_mode == ISTHD_EPOCH_FIXED)
+		d->epoch_ns = d->cfg.epoch_ns;
+	else
+		d->epoch_ns = isth_sched_epoch_ns(d->sched);
+	if (d->epoch_ns == 0) {
+		snprintf(err, err_size,
+			 "%s: the schedule leaves the epoch to run time: set [isthmusd] epoch in %s or pass --epoch",
+			 sched_path, d->cfg.path);
+		rc = -EINVAL;
+		goto fail;
+	}
+	rc = isth_wire_limits_init(&d->lim, d->n_islands, d->cfg.mtu);
+	if (rc) {
+		snprintf(err, err_size, "%s: [isthmusd] mtu: %u too small",
+			 d->cfg.path, d->cfg.mtu);
+		goto fail;
+	}
+	d->lim.udp_port = d->cfg.udp_port;
+	return 0;
+fail:
+	isth_sched_free(d->sched);
+	d->sched = NULL;
+	return rc;
+}
+
+int isthd_setup(struct isthd *d, char *err, size_t err_size)
+{
+	struct isth_backend_conf bc;
+	struct isth_pace_conf pc;
+	struct isth_resend_conf rc_;
+	struct timespec ts;
+	uint32_t room;
+	int rc;
+
+	d->access_port = isthd_port_lookup(d->cfg.access.dev, &rc);
+	if (rc == 0)
+		d->wan_port = isthd_port_lookup(d->cfg.wan.dev, &rc);
+	if (rc) {
+		snprintf(err, err_size,
+			 "%s: no DPDK port '%s' (give it with --vdev or -a; %u ports present)",
+			 d->cfg.path, d->access_port == UINT16_MAX ?
+			 d->cfg.access.dev : d->cfg.wan.dev,
+			 rte_eth_dev_count_avail());
+		rc = -ENODEV;
+		goto fail;
+	}
+
+	/* One pool for received frames and AGG messages: room for a full
+	 * MTU frame with a VLAN tag, or a header + max chunk. */
+	room = RTE_PKTMBUF_HEADROOM + d->cfg.mtu + ISTH_ETH_HDR_SIZE +
+	       ISTH_VLAN_TAG_SIZE;
+	if (room < RTE_MBUF_DEFAULT_BUF_SIZE)
+		room = RTE_MBUF_DEFAULT_BUF_SIZE;
+	d->pool = rte_pktmbuf_pool_create("isthd_pkt", d->cfg.mbufs, 256, 0,
+					  (uint16_t)room, rte_socket_id());
+	/* Fan-out headers (Ethernet+VLAN+IPv4+UDP) and resend header
+	 * segments (frame headers + the isthmus header), plus clones. */
+	d->hdr_pool = rte_pktmbuf_pool_create("isthd_hdr", 8191, 256, 0,
+					      RTE_PKTMBUF_HEADROOM + 128,
+					      rte_socket_id());
+	d->ctl_pool = rte_pktmbuf_pool_create("isthd_ctl", 1023, 32, 0,
+					      RTE_MBUF_DEFAULT_BUF_SIZE,
+					      rte_socket_id());
+	d->ctl_ring = rte_ring_create("isthd_ctl", 1024, rte_socket_id(),
+				      RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (!d->pool || !d->hdr_pool || !d->ctl_pool || !d->ctl_ring) {
+		snprintf(err, err_size, "mempool/ring: %s (try a larger -m)",
+			 rte_strerror(rte_errno));
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = port_start(d->access_port, d->pool, d->cfg.mtu, err, err_size);
+	if (rc == 0)
+		rc = port_start(d->wan_port, d->pool, d->cfg.mtu, err, err_size);
+	if (rc)
+		goto fail;
+	{
+		struct rte_ether_addr mac;
+		static const uint8_t zero[6];
+
+		rte_eth_macaddr_get(d->access_port, &mac);
+		memcpy(d->access_mac, memcmp(d->cfg.access.mac, zero, 6) ?
+		       d->cfg.access.mac : mac.addr_bytes, 6);
+		rte_eth_macaddr_get(d->wan_port, &mac);
+		memcpy(d->wan_mac, memcmp(d->cfg.wan.mac, zero, 6) ?
+		       d->cfg.wan.mac : mac.addr_bytes, 6);
+	}
+
+	memset(&bc, 0, sizeof(bc));
+	bc.socket_id = (int)rte_socket_id();
+	bc.island = d->island;
+	bc.n_islands = d->n_islands;
+	bc.max_jobs = 1;
+	bc.max_elems = d->lim.max_elems;
+	bc.max_chunks = d->cfg.agg_max_chunks;
+	bc.mem_bytes = d->cfg.agg_memory;
+	bc.timeout_ns = d->cfg.agg_timeout_ns;
+	bc.window = d->cfg.agg_window;
+	bc.bf16_out = d->cfg.bf16_out;
+	bc.agg_pool = d->pool;
+	bc.mcast.socket_id = (int)rte_socket_id();
+	memcpy(bc.mcast.src_mac, d->wan_mac, 6);
+	bc.mcast.src_ip = d->cfg.wan.ip;
+	bc.mcast.src_port = d->cfg.udp_port;
+	rc = isth_mcast_port_mode(d->wan_port);
+	bc.mcast.mode = rc < 0 ? ISTH_MCAST_COPY : (enum isth_mcast_mode)rc;
+	bc.mcast.hdr_pool = d->hdr_pool;
+	bc.mcast.clone_pool = d->hdr_pool;
+	bc.mcast.copy_pool = d->pool;
+	d->be = isth_backend_create(d->cfg.backend, &bc);
+	if (d->be == NULL) {
+		snprintf(err, err_size, "%s: backend '%s': %s", d->cfg.path,
+			 d->cfg.backend, rte_strerror(rte_errno));
+		rc = -rte_errno;
+		goto fail;
+	}
+
+	d->tsc_hz = rte_get_tsc_hz();
+	memset(&pc, 0, sizeof(pc));
+	pc.tsc_hz = d->tsc_hz;
+	pc.queue_size = d->cfg.pace_queue;
+	pc.burst_bytes = d->cfg.pace_burst;
+	pc.late_tol_ns = d->cfg.pace_late_ns;
+	d->pace = isth_pace_create(&pc);
+	if (d->pace == NULL) {
+		snprintf(err, err_size, "pacer: %s", strerror(errno));
+		rc = -errno;
+		goto fail;
+	}
+
+	memset(&rc_, 0, sizeof(rc_));
+	rc_.size = d->cfg.resend_entries;
+	rc_.window_ns = d->cfg.resend_window_ns;
+	rc_.linger_ns = d->cfg.resend_linger_ns;
+	rc_.socket_id = (int)rte_socket_id();
+	/* AGG frames to the island: Ethernet + IPv4 + UDP, no VLAN. */
+	rc_.hdr_off = ISTH_ETH_HDR_SIZE + ISTH_IPV4_MIN_HDR_SIZE + ISTH_UDP_HDR_SIZE;
+	rc_.flags = ISTH_RESEND_F_STAMP;
+	rc_.first_seq = 0;
+	rc_.hdr_pool = d->hdr_pool;
+	d->agg_ring = isth_resend_create(&rc_);
+	if (d->agg_ring == NULL) {
+		snprintf(err, err_size, "resend ring: %s", rte_strerror(rte_errno));
+		rc = -rte_errno;
+		goto fail;
+	}
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	d->tsc0 = rte_rdtsc();
+	d->rt0 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return 0;
+fail:
+	isthd_teardown(d);
+	return rc;
+}
+
+static void free_ring_mbufs(struct rte_ring *r)
+{
+	void *objs[64];
+	unsigned int n;
+
+	while ((n = rte_ring_dequeue_burst(r, objs, 64, NULL)) > 0)
+		rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
+}
+
+void isthd_ports_close(struct isthd *d)
+{
+	if (d->pool == NULL)
+		return;	/* ports were never started */
+	rte_eth_dev_stop(d->access_port);
+	rte_eth_dev_stop(d->wan_port);
+	rte_eth_dev_close(d->access_port);
+	rte_eth_dev_close(d->wan_port);
+	rte_mempool_free(d->pool);
+	rte_mempool_free(d->hdr_pool);
+	rte_mempool_free(d->ctl_pool);
+	d->pool = d->hdr_pool = d->ctl_pool = NULL;
+}
+
+void isthd_teardown(struct isthd *d)
+{
+	void *objs[64];
+	unsigned int n;
+
+	if (d->pace) {
+		while ((n = isth_pace_flush(d->pace, objs, 64)) > 0)
+			rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
+		isth_pace_destroy(d->pace);
+		d->pace = NULL;
+	}
+	isth_resend_destroy(d->agg_ring);
+	d->agg_ring = NULL;
+	isth_backend_destroy(d->be);
+	d->be = NULL;
+	if (d->ctl_ring) {
+		free_ring_mbufs(d->ctl_ring);
+		rte_ring_free(d->ctl_ring);
+		d->ctl_ring = NULL;
+	}
+	isth_sched_free(d->next_sched);
+	d->next_sched = NULL;
+	isth_sched_free(d->sched);
+	d->sched = NULL;
+}

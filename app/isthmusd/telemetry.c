@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * /isthmus/... commands on DPDK's telemetry socket, readable with
+ * dpdk-telemetry.py (doc/isthmusd.md, "Telemetry"). Callbacks run on the
+ * telemetry thread and only read: counters with relaxed loads, tables the
+ * controller owns with acquire loads of its published indices.
+ */
+#include <string.h>
+
+#include <rte_telemetry.h>
+
+#include "isthd.h"
+
+/* The telemetry API of 22.11 passes no user pointer: one daemon per
+ * process, set once before the commands are registered. */
+static struct isthd *tel;
+
+#define ADD(dict, name, v) rte_tel_data_add_dict_u64(dict, name, v)
+
+static int cmd_stats(const char *cmd __rte_unused, const char *params __rte_unused,
+		     struct rte_tel_data *t)
+{
+	const struct isthd_dp_stats *st = &tel->st;
+	char name[64];
+	unsigned int i;
+
+	rte_tel_data_start_dict(t);
+#define S(x) ADD(t, #x, isthd_get(&st->x))
+	S(access_rx); S(wan_rx); S(access_tx); S(wan_tx); S(data_in);
+	S(data_in_bytes); S(data_out); S(peer_data); S(peer_data_bytes);
+	S(agg_out); S(agg_out_bytes); S(nacks); S(resent); S(gone);
+	S(round_msgs); S(idle_sleeps);
+#undef S
+	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++) {
+		snprintf(name, sizeof(name), "drop_%s", isth_wire_reason_name(i));
+		ADD(t, name, isthd_get(&st->wire_drop[i]));
+	}
+	for (i = 0; i < ISTHD_DROP_MAX; i++) {
+		snprintf(name, sizeof(name), "drop_%s", isthd_drop_name(i));
+		ADD(t, name, isthd_get(&st->drop[i]));
+	}
+	return 0;
+}
+
+static int cmd_round(const char *cmd __rte_unused, const char *params __rte_unused,
+		     struct rte_tel_data *t)
+{
+	uint64_t cur = __atomic_load_n(&tel->current, __ATOMIC_ACQUIRE);
+	uint64_t pub = __atomic_load_n(&tel->published, __ATOMIC_ACQUIRE);
+
+	rte_tel_data_start_dict(t);
+	ADD(t, "island", tel->island);
+	ADD(t, "job", tel->cfg.job);
+	ADD(t, "started", cur != 0);
+	ADD(t, "round", cur ? cur - 1 : 0);
+	ADD(t, "published_through", pub ? pub - 1 : 0);
+	ADD(t, "epoch_ns", tel->epoch_ns);
+	ADD(t, "round_ns", isth_sched_round_ns(tel->sched));
+	ADD(t, "clique", cur ? isth_sched_clique(tel->sched, (int64_t)(cur - 1),
+						 tel->island) : 0);
+	ADD(t, "agg_seq", __atomic_load_n(&tel->agg_seq, __ATOMIC_RELAXED));
+	return 0;
+}
+
+static int cmd_backend(const char *cmd __rte_unused, const char *params __rte_unused,
+		       struct rte_tel_data *t)
+{
+	struct isth_backend_stats st;
+	struct isth_backend_caps caps;
+	unsigned int i;
+
+	isth_backend_caps(tel->be, &caps);
+	isth_backend_stats(tel->be, &st);
+	rte_tel_data_start_dict(t);
+	rte_tel_data_add_dict_string(t, "name", caps.name);
+	ADD(t, "mem_bytes", caps.mem_bytes);
+	ADD(t, "n_slots", caps.n_slots);
+	ADD(t, "max_elems", caps.max_elems);
+	for (i = 0; i < st.n; i++)
+		ADD(t, st.names[i], st.values[i]);
+	return 0;
+}
+
+static int cmd_pace(const char *cmd __rte_unused, const char *params __rte_unused,
+		    struct rte_tel_data *t)
+{
+	struct isth_pace_stats ps;
+
+	isth_pace_stats(tel->pace, &ps);
+	rte_tel_data_start_dict(t);
+#define S(x) ADD(t, #x, ps.x)
+	S(enqueued); S(queue_full); S(oversize); S(released); S(bytes_sent);
+	S(flushed); S(rounds); S(late_starts); S(empty_rounds); S(plans_busy);
+	S(round); S(queued); S(round_start_lag_ns); S(round_bytes);
+	S(round_active_ns); S(round_achieved_bps); S(round_planned_bps);
+#undef S
+	return 0;
+}
+
+static int cmd_resend(const char *cmd __rte_unused, const char *params __rte_unused,
+		      struct rte_tel_data *t)
+{
+	struct isth_resend_stats rs;
+
+	isth_resend_stats(tel->agg_ring, &rs);
+	rte_tel_data_start_dict(t);
+#define S(x) ADD(t, #x, rs.x)
+	S(stored); S(push_bad); S(expired); S(overwritten); S(nacks);
+	S(bad_nack); S(served); S(hdr_seg); S(suppressed); S(nomem); S(gone);
+	S(gone_ranges); S(future); S(truncated); S(held);
+#undef S
+	ADD(t, "next_seq", isth_resend_next_seq(tel->agg_ring));
+	ADD(t, "oldest_seq", isth_resend_oldest_seq(tel->agg_ring));
+	return 0;
+}
+
+static int cmd_reload(const char *cmd __rte_unused, const char *params __rte_unused,
+		      struct rte_tel_data *t)
+{
+	tel->reload = true;
+	rte_tel_data_start_dict(t);
+	rte_tel_data_add_dict_string(t, "reload", tel->cfg.schedule);
+	return 0;
+}
+
+int isthd_telemetry_register(struct isthd *d)
+{
+	int rc = 0;
+
+	tel = d;
+	rc |= rte_telemetry_register_cmd("/isthmus/stats", cmd_stats,
+		"Data-path counters and drops by reason. No parameters.");
+	rc |= rte_telemetry_register_cmd("/isthmus/round", cmd_round,
+		"Current round, published rounds, epoch, T, clique. No parameters.");
+	rc |= rte_telemetry_register_cmd("/isthmus/backend", cmd_backend,
+		"Aggregation/replication backend: capabilities, slots, counters. No parameters.");
+	rc |= rte_telemetry_register_cmd("/isthmus/pace", cmd_pace,
+		"Egress pacer: queue, rounds, late starts, achieved rate. No parameters.");
+	rc |= rte_telemetry_register_cmd("/isthmus/resend", cmd_resend,
+		"AGG resend ring: stored, served, expired, GONE. No parameters.");
+	rc |= rte_telemetry_register_cmd("/isthmus/reload", cmd_reload,
+		"Reload the schedule file; takes effect at a round boundary. No parameters.");
+	return rc ? -EINVAL : 0;
+}

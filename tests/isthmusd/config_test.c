@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * isthmusd configuration: a good file gives the documented values and
+ * defaults; each malformed file gives its documented error, naming file,
+ * line and key (doc/isthmusd.md, "Configuration errors").
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+
+#include "config.h"
+#include "isth_wire.h"
+
+#define GOOD_HEAD \
+	"[isthmusd]\n" \
+	"island = NYC\n" \
+	"job = 7\n" \
+	"schedule = x.sched\n"
+#define GOOD_TAIL \
+	"[access]\n" \
+	"port = net_ring_access\n" \
+	"ip = 10.10.0.1\n" \
+	"island_ip = 10.10.0.2\n" \
+	"island_mac = 02:00:00:00:00:02\n" \
+	"[wan]\n" \
+	"port = net_ring_wan\n" \
+	"ip = 10.0.0.1\n" \
+	"gateway_mac = 02:00:00:00:01:00\n" \
+	"[peer LON]\n" \
+	"ip = 10.0.0.2\n"
+#define GOOD GOOD_HEAD GOOD_TAIL
+
+Test(isthmusd_config, good_file_and_defaults)
+{
+	struct isthd_config c;
+	char err[512] = "";
+
+	cr_assert_eq(isthd_config_parse(GOOD "[agg]\nmemory = 32Gi\n", "t.conf",
+					&c, err, sizeof(err)), 0, "%s", err);
+	cr_expect_str_eq(c.island, "NYC");
+	cr_expect_eq(c.job, 7);
+	cr_expect_str_eq(c.access.dev, "net_ring_access");
+	cr_expect_eq(c.access.ip, 0x0a0a0001);
+	cr_expect_eq(c.island_port, ISTH_WIRE_PORT);
+	cr_expect_eq(c.n_peers, 1);
+	cr_expect_str_eq(c.peers[0].name, "LON");
+	cr_expect_eq(c.peers[0].line, 14);
+	/* a peer without mac uses the gateway's */
+	cr_expect_eq(c.peers[0].mac[4], 0x01);
+	cr_expect_eq(c.agg_memory, 32ull << 30);
+	/* defaults, as doc/isthmusd.md lists them */
+	cr_expect_eq(c.mtu, 1500);
+	cr_expect_str_eq(c.backend, "sw");
+	cr_expect_eq(c.agg_timeout_ns, 50000000ull);
+	cr_expect_eq(c.resend_entries, 4096);
+	cr_expect_eq(c.resend_window_ns, 500000000ull);
+	cr_expect_eq(c.pace_queue, 8192);
+	cr_expect_eq(c.idle_polls, 0, "back-off is off by default");
+	cr_expect(c.telemetry);
+	cr_expect_eq(c.epoch_mode, ISTHD_EPOCH_SCHEDULE);
+}
+
+struct bad_conf {
+	/* appended to GOOD; or, starting with '!', the whole file; or,
+	 * starting with '@', inserted at line 5, inside [isthmusd] */
+	char extra[300];
+	char want[200];
+};
+
+static struct bad_conf bad_confs[] = {
+	{"!", "t.conf: [isthmusd]: section missing"},
+	{"!# nothing\n[isthmusd]\njob = 1\n", "t.conf:2: [isthmusd] island: required key missing"},
+	{"[agg]\nmemory = lots\n", "t.conf:17: [agg] memory: 'lots' is not a size (bytes, or with K/M/G/T or Ki/Mi/Gi/Ti)"},
+	{"[agg]\ntimeout = 50\n", "t.conf:17: [agg] timeout: '50' is not a duration with a unit (ns, us, ms, s)"},
+	{"[agg]\nwindow = 1\n", "t.conf:17: [agg] window: 1 out of range [2, 64]"},
+	{"[agg]\nbf16_out = fp16\n", "t.conf:17: [agg] bf16_out: 'fp16' is not one of: bf16, fp32"},
+	{"[resend]\nentries = 1000\n", "t.conf:17: [resend] entries: 1000 is not a power of two"},
+	{"[pace]\nqueue = 3\n", "t.conf:17: [pace] queue: 3 is not a power of two"},
+	{"[poll]\nidle_sleep = 1ns\n", "t.conf:17: [poll] idle_sleep: 1ns out of range [1000, 100000000]"},
+	{"[telemetry]\nenabled = perhaps\n", "t.conf:17: [telemetry] enabled: 'perhaps' is not a boolean (true/false, yes/no, on/off, 1/0)"},
+	{"[peer CHI]\nmac = 02:00:00:00:00:09\n", "t.conf:16: [peer CHI] ip: required key missing"},
+	{"[peer CHI]\nip = 10.0.0.300\n", "t.conf:17: [peer CHI] ip: '10.0.0.300' is not an IPv4 address"},
+	{"[peer CHI]\nip = 10.0.0.3\ncolour = red\n", "t.conf:18: unknown key 'colour' in [peer CHI]"},
+	{"[agg]\nmemmory = 1G\n", "t.conf:17: unknown key 'memmory' in [agg]"},
+	{"[aggregation]\nmemory = 1G\n", "t.conf:16: unknown section [aggregation]"},
+	{"[isthmusd]\n", "t.conf:16: section [isthmusd] repeated (first at line 1)"},
+	{"@backend = gpu\n", "t.conf:5: [isthmusd] backend: 'gpu' is not one of: sw, fpga"},
+	{"@mtu = 100\n", "t.conf:5: [isthmusd] mtu: 100 out of range [576, 9216]"},
+	{"@epoch = soon\n", "t.conf:5: [isthmusd] epoch: 'soon' is not an unsigned integer"},
+	{"@job = 8\n", "t.conf:5: [isthmusd] job set twice (first at line 3)"},
+	{"job = 8\n", "t.conf:16: unknown key 'job' in [peer LON]"},
+	{"[wan]\n", "t.conf:16: section [wan] repeated (first at line 10)"},
+	{"!" "[isthmusd]\nisland = 1\njob = 1\n[access]\nport = p\nip = 1.2.3.4\nisland_ip = 1.2.3.5\n"
+	 "island_mac = 02:00:00:00:00:02\n[wan]\nport = p\nip = 1.2.3.6\ngateway_mac = 02:00:00:00:00:03\n",
+	 "t.conf:10: [wan] port: 'p' is also the access port"},
+};
+
+ParameterizedTestParameters(isthmusd_config, errors)
+{
+	return cr_make_param_array(struct bad_conf, bad_confs,
+				   sizeof(bad_confs) / sizeof(bad_confs[0]));
+}
+
+ParameterizedTest(struct bad_conf *b, isthmusd_config, errors)
+{
+	char text[1024], err[512] = "";
+	struct isthd_config c;
+
+	if (b->extra[0] == '!')
+		snprintf(text, sizeof(text), "%s", b->extra + 1);
+	else if (b->extra[0] == '@')
+		snprintf(text, sizeof(text), "%s%s%s", GOOD_HEAD, b->extra + 1,
+			 GOOD_TAIL);
+	else
+		snprintf(text, sizeof(text), "%s%s", GOOD, b->extra);
+	cr_expect_lt(isthd_config_parse(text, "t.conf", &c, err, sizeof(err)), 0);
+	cr_expect_str_eq(err, b->want);
+}
+
+Test(isthmusd_config, shipped_configs_load)
+{
+	static const char *const files[] = {
+		"conf/isthmusd/example.conf",
+	};
+	struct isthd_config c;
+	char err[512], path[1024];
+
+	for (unsigned int i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", SOURCE_ROOT, files[i]);
+		cr_expect_eq(isthd_config_load(path, &c, err, sizeof(err)), 0,
+			     "%s", err);
+	}
+}

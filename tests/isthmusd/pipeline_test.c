@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * isthmusd in process: the real pipeline (worker lcore) and controller
+ * (thread) on net_ring ports, for several rounds of a schedule. The test
+ * plays the island on the access port and the peer edges on the WAN port:
+ * it answers every ROUND with the island's DATA and the peers' DATA (with
+ * duplicates, reordering, a late contribution and an outsider), checks
+ * every AGG against the exact int32 sum computed here, NACKs one AGG and
+ * a range never sent, injects hostile frames, and at the end asserts the
+ * counters and that no mbuf leaked.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include <criterion/criterion.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "isthd.h"
+
+#define N 4			/* islands A B C D */
+#define A 0
+#define B 1
+#define C 2
+#define D 3
+#define JOB 5
+#define T_NS 100000000ull	/* 100 ms rounds */
+#define ROUNDS 4
+#define CHUNKS 4
+#define ELEMS 358		/* max_elems at MTU 1500 */
+#define LATE_ROUND 2		/* C's chunk 3 arrives after the timeout */
+#define LATE_CHUNK 3
+
+static struct isthd edge;
+static struct rte_ring *a_in, *a_out, *w_in, *w_out;
+static struct rte_mempool *hpool;
+static struct isth_wire_limits lim;
+static char dir[64];
+
+/* Round r's cliques: even rounds {A,B,C} {D}; odd rounds {A,D} {B,C}. */
+static uint64_t clique_of_a(uint64_t r)
+{
+	return (r & 1) ? (1u << A) | (1u << D) : (1u << A) | (1u << B) | (1u << C);
+}
+
+static int32_t value(unsigned int s, uint32_t r, uint32_t c, unsigned int i)
+{
+	return (int32_t)((s + 1) * 1000003u + r * 7919u + c * 104729u + i * 31u);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static const char *write_schedule(uint64_t epoch)
+{
+	static const char *const names[N] = {"A", "B", "C", "D"};
+	static char path[128];
+	uint64_t even[2] = {0x7, 0x8}, odd[2] = {0x9, 0x6}, rate = 1000000000ull;
+	struct isth_sched *s;
+	char err[256];
+
+	s = isth_sched_new(N, names, T_NS, epoch, CHUNKS * ELEMS * 4, ELEMS * 4,
+			   0, 2);
+	cr_assert_not_null(s);
+	cr_assert_eq(isth_sched_set_round(s, 0, 2, even), 0);
+	cr_assert_eq(isth_sched_set_round(s, 1, 2, odd), 0);
+	for (int r = 0; r < 2; r++)
+		for (int i = 0; i < N; i++)
+			if (!(r == 0 && i == D))	/* D is alone in even rounds */
+				cr_assert_eq(isth_sched_set_sender(s, r, i, 0, 1, NULL, &rate), 0);
+	snprintf(path, sizeof(path), "%s/test.sched", dir);
+	cr_assert_eq(isth_sched_save(s, path, err, sizeof(err)), 0, "%s", err);
+	isth_sched_free(s);
+	return path;
+}
+
+static void write_config(const char *path, const char *sched, uint64_t epoch)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	fprintf(f,
+		"[isthmusd]\nisland = A\njob = %u\nschedule = %s\nepoch = %llu\nmbufs = 4095\n"
+		"[access]\nport = net_ring_access\nip = 10.10.0.1\n"
+		"island_ip = 10.10.0.2\nisland_mac = 02:00:00:00:00:02\n"
+		"[wan]\nport = net_ring_wan\nip = 10.0.0.1\n"
+		"gateway_mac = 02:00:00:00:ff:01\n"
+		"[peer B]\nip = 10.0.0.2\n[peer C]\nip = 10.0.0.3\n[peer D]\nip = 10.0.0.4\n"
+		"[agg]\nmemory = 4Mi\ntimeout = 20ms\n"
+		"[resend]\nwindow = 2s\nentries = 256\nlinger = 0ns\n"
+		"[poll]\nidle_polls = 64\nidle_sleep = 20us\n"
+		"[telemetry]\nround_log = no\n",
+		JOB, sched, (unsigned long long)epoch);
+	fclose(f);
+}
+
+static void eal_up(void)
+{
+	char prefix[64];
+	char *argv[] = {"pipeline_test", "--no-huge", "-m", "512", "--no-pci",
+			"--no-telemetry", "--log-level=lib.*:error", "-l", "0,1",
+			prefix};
+	int pa, pw;
+
+	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-pipe-%d", getpid());
+	cr_assert_geq(rte_eal_init(RTE_DIM(argv), argv), 0, "EAL: %s",
+		      rte_strerror(rte_errno));
+	a_in = rte_ring_create("a_in", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	a_out = rte_ring_create("a_out", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	w_in = rte_ring_create("w_in", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	w_out = rte_ring_create("w_out", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	cr_assert(a_in && a_out && w_in && w_out);
+	pa = rte_eth_from_rings("access", &a_in, 1, &a_out, 1, 0);
+	pw = rte_eth_from_rings("wan", &w_in, 1, &w_out, 1, 0);
+	cr_assert(pa >= 0 && pw >= 0);
+	hpool = rte_pktmbuf_pool_create("harness", 4095, 0, 0,
+					RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+	cr_assert_not_null(hpool);
+	isth_wire_limits_init(&lim, N, 1500);
+	snprintf(dir, sizeof(dir), "/tmp/isth-pipe-%d", getpid());
+	mkdir(dir, 0700);
+}
+
+static void eal_down(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cleanup of %s failed\n", dir);
+	rte_eal_cleanup();
+}
+
+/* A frame from @src (island or peer edge) with @body. */
+static struct rte_mbuf *make_frame(uint32_t src_ip, uint32_t dst_ip,
+				   const struct isth_hdr *h, const void *body,
+				   size_t bsize)
+{
+	struct isth_wire_addr a = {
+		.dst_mac = {2, 0, 0, 0, 0, 1}, .src_mac = {2, 0, 0, 0, 0, 2},
+		.src_ip = src_ip, .dst_ip = dst_ip,
+		.src_port = ISTH_WIRE_PORT, .dst_port = ISTH_WIRE_PORT,
+	};
+	struct rte_mbuf *m = rte_pktmbuf_alloc(hpool);
+	size_t hs = isth_wire_frame_hdr_size(&a);
+	uint8_t *p;
+	int n;
+
+	cr_assert_not_null(m, "harness pool empty");
+	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(hs + 40 + bsize));
+	cr_assert_not_null(p);
+	n = isth_wire_build_msg(p + hs, 40 + bsize, h, body, bsize, NULL);
+	cr_assert_gt(n, 0);
+	isth_wire_put_frame_hdr(p, hs + (size_t)n, &a, (size_t)n);
+	return m;
+}
+
+static void inject(struct rte_ring *r, uint32_t src_ip, uint32_t dst_ip,
+		   const struct isth_hdr *h, const void *body, size_t bsize)
+{
+	cr_assert_eq(rte_ring_enqueue(r, make_frame(src_ip, dst_ip, h, body,
+						    bsize)), 0);
+}
+
+static void send_data(struct rte_ring *r, unsigned int s, uint32_t round,
+		      uint32_t chunk)
+{
+	struct isth_hdr h = {
+		.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
+		.sender = (uint8_t)s, .count = ELEMS, .job = JOB,
+		.round = round, .chunk = chunk, .seq = round * CHUNKS + chunk,
+		.bitmap = 1ull << s,
+		.flags = chunk == CHUNKS - 1 ? ISTH_F_LAST : 0,
+	};
+	int32_t body[ELEMS];
+
+	for (unsigned int i = 0; i < ELEMS; i++)
+		body[i] = value(s, round, chunk, i);
+	inject(r, s == A ? 0x0a0a0002 : 0x0a000001 + s,
+	       s == A ? 0x0a0a0001 : 0x0a000001, &h, body, sizeof(body));
+}
+
+static void send_nack(uint64_t first, uint64_t last)
+{
+	struct isth_wire_range rg = {first, last};
+	struct isth_hdr h = {.type = ISTH_WIRE_NACK, .sender = A, .count = 1,
+			     .job = JOB};
+	uint8_t body[16];
+
+	isth_wire_put_ranges(body, sizeof(body), &rg, 1);
+	inject(a_in, 0x0a0a0002, 0x0a0a0001, &h, body, sizeof(body));
+}
+
+/* What the harness saw. */
+static uint64_t seen[ROUNDS + 2][CHUNKS];	/* union of AGG bitmaps */
+static unsigned int n_aggs[ROUNDS + 2][CHUNKS];
+static int round_seen[ROUNDS + 2];
+static unsigned int wan_copies[ROUNDS + 2][N];
+static unsigned int wrong, resent_ok, gone_ok, late_sent;
+static int32_t held[ELEMS];		/* AGG seq 2, "lost", kept to compare */
+static uint32_t held_round, held_chunk;
+static uint64_t held_bitmap;
+
+static void check_sum(const struct isth_pkt *p)
+{
+	const int32_t *v = (const int32_t *)p->payload;
+
+	for (unsigned int i = 0; i < ELEMS; i++) {
+		uint32_t want = 0;
+
+		for (unsigned int s = 0; s < N; s++)
+			if (p->hdr.bitmap & (1ull << s))
+				want += (uint32_t)value(s, p->hdr.round, p->hdr.chunk, i);
+		if ((uint32_t)v[i] != want) {
+			wrong++;
+			return;
+		}
+	}
+}
+
+static void on_round(uint32_t r)
+{
+	uint64_t cq = clique_of_a(r);
+
+	if (r >= ROUNDS)
+		return;	/* the edge announces round ROUNDS as it stops */
+	round_seen[r] = 1;
+	/* the island's own DATA */
+	for (uint32_t c = 0; c < CHUNKS; c++)
+		send_data(a_in, A, r, c);
+	/* peers: reversed chunk order, one duplicate, an outsider */
+	for (int c = CHUNKS - 1; c >= 0; c--)
+		for (unsigned int s = 1; s < N; s++) {
+			if (!(cq & (1u << s)))
+				continue;
+			if (r == LATE_ROUND && s == C && c == LATE_CHUNK)
+				continue;
+			send_data(w_in, s, r, (uint32_t)c);
+		}
+	send_data(w_in, B, r, 0);	/* duplicate (or outsider on odd rounds) */
+	if (!(r & 1))
+		send_data(w_in, D, r, 1);	/* D is not in A's clique */
+}
+
+static void poll_access(void)
+{
+	struct rte_mbuf *m[32];
+	struct isth_pkt p;
+	unsigned int n;
+
+	n = rte_ring_dequeue_burst(a_out, (void **)m, 32, NULL);
+	for (unsigned int i = 0; i < n; i++) {
+		uint8_t flat[2048];
+		const uint8_t *f = rte_pktmbuf_read(m[i], 0, rte_pktmbuf_pkt_len(m[i]), flat);
+		enum isth_wire_reason r = isth_wire_parse_frame(f, rte_pktmbuf_pkt_len(m[i]), &lim, &p);
+
+		cr_assert_eq(r, ISTH_WIRE_OK, "edge sent a bad frame: %s",
+			     isth_wire_reason_name(r));
+		cr_expect_eq(p.addr.dst_ip, 0x0a0a0002);
+		switch (p.hdr.type) {
+		case ISTH_WIRE_ROUND: {
+			struct isth_wire_round rb;
+
+			isth_wire_get_round(&p, &rb);
+			cr_expect_eq(rb.clique, clique_of_a(p.hdr.round));
+			cr_expect_eq(p.hdr.bitmap, clique_of_a(p.hdr.round) & ~1ull);
+			cr_expect_eq(rb.period_ns, T_NS);
+			cr_expect_eq(rb.n_chunks, CHUNKS);
+			on_round(p.hdr.round);
+			break;
+		}
+		case ISTH_WIRE_AGG:
+			cr_assert_lt(p.hdr.round, ROUNDS + 2);
+			cr_assert_lt(p.hdr.chunk, CHUNKS);
+			if (p.hdr.flags & ISTH_F_RESENT) {
+				cr_expect_eq(p.hdr.seq, 2);
+				cr_expect_eq(p.hdr.round, held_round);
+				cr_expect_eq(p.hdr.chunk, held_chunk);
+				cr_expect_eq(p.hdr.bitmap, held_bitmap);
+				cr_expect(memcmp(p.payload, held, sizeof(held)) == 0);
+				resent_ok++;
+				break;
+			}
+			check_sum(&p);
+			if (p.hdr.seq == 2) {
+				/* pretend it was lost: NACK it and a range
+				 * the edge never sent */
+				memcpy(held, p.payload, sizeof(held));
+				held_round = p.hdr.round;
+				held_chunk = p.hdr.chunk;
+				held_bitmap = p.hdr.bitmap;
+				send_nack(2, 2);
+				send_nack(1000, 1005);
+			}
+			cr_expect_eq(seen[p.hdr.round][p.hdr.chunk] & p.hdr.bitmap, 0,
+				     "round %u chunk %u: overlapping partials",
+				     p.hdr.round, p.hdr.chunk);
+			seen[p.hdr.round][p.hdr.chunk] |= p.hdr.bitmap;
+			n_aggs[p.hdr.round][p.hdr.chunk]++;
+			if (p.hdr.round == LATE_ROUND && p.hdr.chunk == LATE_CHUNK &&
+			    !late_sent) {
+				/* the timeout partial: now the late one */
+				cr_expect_eq(p.hdr.bitmap, 1u << B);
+				cr_expect_neq(p.hdr.flags & ISTH_F_PARTIAL, 0);
+				send_data(w_in, C, LATE_ROUND, LATE_CHUNK);
+				late_sent = 1;
+			}
+			break;
+		case ISTH_WIRE_GONE: {
+			struct isth_wire_range rg;
+
+			cr_expect_eq(p.hdr.count, 1);
+			isth_wire_get_range(&p, 0, &rg);
+			cr_expect_eq(rg.first, 1000);
+			cr_expect_eq(rg.last, 1005);
+			gone_ok++;
+			break;
+		}
+		default:
+			cr_expect_fail("unexpected type %u to the island", p.hdr.type);
+		}
+	}
+	rte_pktmbuf_free_bulk(m, n);
+}
+
+static void poll_wan(void)
+{
+	struct rte_mbuf *m[32];
+	struct isth_pkt p;
+	unsigned int n;
+
+	n = rte_ring_dequeue_burst(w_out, (void **)m, 32, NULL);
+	for (unsigned int i = 0; i < n; i++) {
+		uint8_t flat[2048];
+		const uint8_t *f = rte_pktmbuf_read(m[i], 0, rte_pktmbuf_pkt_len(m[i]), flat);
+		unsigned int peer;
+
+		cr_assert_eq(isth_wire_parse_frame(f, rte_pktmbuf_pkt_len(m[i]), &lim, &p),
+			     ISTH_WIRE_OK);
+		cr_expect_eq(p.hdr.type, ISTH_WIRE_DATA);
+		cr_expect_eq(p.hdr.sender, A);
+		cr_expect_eq(p.addr.src_ip, 0x0a000001);
+		peer = p.addr.dst_ip - 0x0a000001;
+		cr_assert_lt(peer, N);
+		cr_expect(clique_of_a(p.hdr.round) & (1u << peer),
+			  "round %u DATA sent to %u, outside the clique", p.hdr.round, peer);
+		check_sum(&p);	/* the bitmap is {A}: the payload is A's own */
+		if (p.hdr.round < ROUNDS + 2)
+			wan_copies[p.hdr.round][peer]++;
+	}
+	rte_pktmbuf_free_bulk(m, n);
+}
+
+/* Hostile and malformed input, each with the counter it must land in. */
+static void inject_hostile(void)
+{
+	struct isth_hdr h = {
+		.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32, .sender = B,
+		.count = 1, .job = JOB, .round = 0, .bitmap = 1u << B,
+	};
+	struct rte_mbuf *m;
+	uint32_t v = 1;
+	uint8_t *p;
+
+	/* wrong job, on both ports */
+	h.job = JOB + 1;
+	inject(w_in, 0x0a000002, 0x0a000001, &h, &v, 4);
+	h.sender = A;
+	h.bitmap = 1;
+	inject(a_in, 0x0a0a0002, 0x0a0a0001, &h, &v, 4);
+	h.job = JOB;
+	/* a peer's DATA on the access port */
+	h.sender = B;
+	h.bitmap = 1u << B;
+	inject(a_in, 0x0a0a0002, 0x0a0a0001, &h, &v, 4);
+	/* WAN DATA claiming to be from the local island */
+	h.sender = A;
+	h.bitmap = 1;
+	inject(w_in, 0x0a000002, 0x0a000001, &h, &v, 4);
+	/* an AGG on the WAN port */
+	h.type = ISTH_WIRE_AGG;
+	h.sender = B;
+	h.bitmap = 1u << B;
+	inject(w_in, 0x0a000002, 0x0a000001, &h, &v, 4);
+	/* island DATA for a round far ahead */
+	h.type = ISTH_WIRE_DATA;
+	h.sender = A;
+	h.bitmap = 1;
+	h.round = 1000;
+	inject(a_in, 0x0a0a0002, 0x0a0a0001, &h, &v, 4);
+	/* bad IPv4 checksum, and a truncated frame */
+	h.round = 0;
+	h.sender = B;
+	h.bitmap = 1u << B;
+	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
+	p = rte_pktmbuf_mtod(m, uint8_t *);
+	p[24] ^= 0xff;		/* IPv4 header checksum */
+	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
+	rte_pktmbuf_trim(m, 30);	/* cut into the isthmus header */
+	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+}
+
+static void *controller(void *arg)
+{
+	isthd_control(arg);
+	return NULL;
+}
+
+static uint64_t be_stat(const char *name)
+{
+	struct isth_backend_stats st;
+
+	isth_backend_stats(edge.be, &st);
+	for (unsigned int i = 0; i < st.n; i++)
+		if (strcmp(st.names[i], name) == 0)
+			return st.values[i];
+	cr_assert_fail("no backend counter %s", name);
+	return 0;
+}
+
+Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up,
+     .fini = eal_down, .timeout = 60)
+{
+	uint64_t epoch = (now_ns() / 1000000ull + 400) * 1000000ull;
+	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
+	char cfg[128], err[1024];
+	const char *sched;
+	pthread_t ctl;
+	unsigned int worker;
+
+	sched = write_schedule(epoch);
+	snprintf(cfg, sizeof(cfg), "%s/edge.conf", dir);
+	write_config(cfg, sched, epoch);
+	cr_assert_eq(isthd_config_load(cfg, &edge.cfg, err, sizeof(err)), 0, "%s", err);
+	edge.max_rounds = ROUNDS;
+	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
+
+	inject_hostile();
+	worker = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
+	cr_assert_lt(worker, RTE_MAX_LCORE);
+	cr_assert_eq(rte_eal_remote_launch(isthd_worker, &edge, worker), 0);
+	cr_assert_eq(pthread_create(&ctl, NULL, controller, &edge), 0);
+
+	/* Play until the controller ends the run (--rounds), then a little
+	 * longer for the last round's AGGs and resends. */
+	while (__atomic_load_n(&edge.current, __ATOMIC_ACQUIRE) <= ROUNDS) {
+		poll_access();
+		poll_wan();
+		usleep(200);
+	}
+	pthread_join(ctl, NULL);
+	for (uint64_t until = now_ns() + 50000000ull; now_ns() < until;) {
+		poll_access();
+		poll_wan();
+		usleep(200);
+	}
+	edge.stop = true;
+	rte_eal_wait_lcore(worker);
+	isthd_dp_drain_final(&edge);
+	poll_access();
+	poll_wan();
+
+	cr_expect_eq(wrong, 0, "AGG sums wrong");
+	for (uint32_t r = 0; r < ROUNDS; r++) {
+		uint64_t want = clique_of_a(r) & ~1ull;
+
+		cr_expect(round_seen[r], "no ROUND %u", r);
+		for (uint32_t c = 0; c < CHUNKS; c++) {
+			cr_expect_eq(seen[r][c], want, "round %u chunk %u: got %#lx want %#lx",
+				     r, c, (unsigned long)seen[r][c], (unsigned long)want);
+			cr_expect_eq(n_aggs[r][c],
+				     r == LATE_ROUND && c == LATE_CHUNK ? 2u : 1u,
+				     "round %u chunk %u: %u AGGs", r, c, n_aggs[r][c]);
+		}
+		for (unsigned int s = 1; s < N; s++)
+			cr_expect_eq(wan_copies[r][s],
+				     (clique_of_a(r) & (1u << s)) ? CHUNKS : 0,
+				     "round %u: %u copies to island %u", r, wan_copies[r][s], s);
+	}
+	cr_expect_eq(resent_ok, 1, "NACKed AGG not resent");
+	cr_expect_eq(gone_ok, 1, "no GONE for the range never sent");
+	cr_expect_eq(isthd_get(&edge.st.resent), 1);
+	cr_expect_eq(isthd_get(&edge.st.gone), 1);
+	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_unknown_job]), 2);
+	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_access_not_island]), 1);
+	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_wan_from_self]), 1);
+	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_wan_bad_type]), 1);
+	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_round_early]), 1);
+	cr_expect_eq(isthd_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_CSUM]), 1);
+	cr_expect_eq(isthd_get(&edge.st.wire_drop[ISTH_WIRE_E_UDP_LEN]) +
+		     isthd_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_TOTLEN]), 1);
+	/* even rounds: D is an outsider once; every round: B's chunk 0 twice
+	 * when B is in the clique, else B is an outsider */
+	cr_expect_eq(be_stat("unexpected_sender"), ROUNDS / 2 + ROUNDS / 2);
+	cr_expect_eq(be_stat("duplicate") + be_stat("duplicate_emitted"), ROUNDS / 2);
+	cr_expect_eq(be_stat("partial_timeout"), 1);
+	/* the late chunk's second partial completes its expected set */
+	cr_expect_eq(be_stat("completed"), ROUNDS * CHUNKS);
+
+	isthd_teardown(&edge);
+	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs,
+		     "edge packet pool leaked %u",
+		     edge.cfg.mbufs - rte_mempool_avail_count(edge.pool));
+	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail,
+		     "harness pool leaked");
+	isthd_ports_close(&edge);
+}
