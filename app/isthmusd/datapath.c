@@ -331,7 +331,7 @@ static unsigned int ctl_msgs(struct isthd *d)
 }
 
 /* One pass over every source of work; returns packets handled. */
-static unsigned int dp_iteration(struct isthd *d)
+unsigned int isthd_dp_poll(struct isthd *d)
 {
 	uint64_t tsc = rte_rdtsc();
 	uint64_t now_ns = isthd_tsc_to_ns(d, tsc);
@@ -352,7 +352,7 @@ int isthd_worker(void *arg)
 	uint32_t idle = 0;
 
 	while (!d->stop) {
-		if (dp_iteration(d)) {
+		if (isthd_dp_poll(d)) {
 			idle = 0;
 			continue;
 		}

@@ -141,6 +141,8 @@ int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m);
 
 /* datapath.c */
 int isthd_worker(void *arg);
+/* One pass of the worker loop (benchmarks drive it from their own loop). */
+unsigned int isthd_dp_poll(struct isthd *d);
 void isthd_dp_drain_final(struct isthd *d);
 
 /* control.c */
