@@ -1,0 +1,1286 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libisthmus session: one UDP socket to the edge, a few round slots (ROUND
+ * info, accumulator, per-chunk contributor bitmaps) and the AGG stream's
+ * sequence window (what is missing, what was NACKed when).
+ *
+ * Everything below the "guarded by mu" line of struct isth_island is read
+ * and written with the mutex held. Waiting callers drop the mutex: one of
+ * them (the "reader") blocks in ppoll() on the socket, the others on the
+ * condition variable; after each batch the reader broadcasts.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "isth_island.h"
+
+#define BURST 32u
+#define MAX_TICK_NS 10000000ull		/* longest unattended wait: 10 ms */
+#define PROBE_SPAN 32u			/* seqs a tail probe asks for */
+
+#define SEQ_MASK (ISTH_ISLAND_SEQ_WINDOW - 1)
+
+_Static_assert((ISTH_ISLAND_SEQ_WINDOW & SEQ_MASK) == 0,
+	       "seq window must be a power of two");
+
+/* State of one AGG sequence number inside the window. */
+enum seq_state {
+	SEQ_NONE = 0,	/* not tracked (before the stream base) */
+	SEQ_RECEIVED,
+	SEQ_MISSING,	/* a gap: NACKed until received, GONE or given up */
+	SEQ_LOST,	/* GONE or given up; still accepted if it turns up */
+};
+
+struct seq_ent {
+	uint64_t last_nack_ns;
+	uint8_t state;		/* enum seq_state */
+	uint8_t nacks;		/* NACKs sent for it */
+};
+
+enum slot_state {
+	SLOT_FREE = 0,
+	SLOT_OPEN,		/* collecting */
+	SLOT_DONE,		/* result computed; answers result() again */
+};
+
+struct slot {
+	uint32_t round;
+	uint8_t state;		/* enum slot_state */
+	bool announced;		/* ROUND received: info valid */
+	bool sent;		/* own contribution added to acc */
+	struct isth_island_round info;
+	uint32_t chunks_done;	/* announced: chunks whose bitmap == expected */
+	uint64_t *bitmap;	/* [n_chunks] AGG contributors summed */
+	uint32_t *aggs;		/* [n_chunks] AGGs summed */
+	void *acc;		/* [elems] uint32_t or float, host order */
+	struct isth_island_result res;	/* SLOT_DONE */
+	int rc;				/* SLOT_DONE: result()'s answer */
+};
+
+struct isth_island {
+	/* written by: open; read-only afterwards */
+	struct isth_island_conf conf;
+	struct isth_wire_limits lim;
+	struct sockaddr_in edge;
+	int fd;
+	uint16_t local_port;
+	uint32_t chunk_elems;
+	uint32_t n_chunks;
+	size_t msg_max;			/* largest message the MTU allows */
+	uint64_t tick_ns;		/* longest wait between timer runs */
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;		/* broadcast after each batch */
+
+	/* guarded by mu */
+	bool reading;			/* a caller is blocked in ppoll() */
+	struct slot slots[ISTH_ISLAND_ROUNDS];
+	bool have_newest;
+	uint32_t newest_round;		/* newest round any slot took */
+	bool have_waited;
+	uint32_t last_waited;		/* last round wait_round() returned */
+	bool shape_err;			/* a ROUND of the wrong shape came */
+	struct isth_island_round shape_info;
+
+	bool have_seq;			/* the AGG stream has a base */
+	uint64_t next_seq;		/* highest AGG seq received + 1 */
+	uint32_t seq_round;		/* round of that AGG */
+	uint64_t n_missing;		/* SEQ_MISSING entries in the window */
+	struct seq_ent *seqs;		/* [ISTH_ISLAND_SEQ_WINDOW] */
+	uint64_t quiet_since_ns;	/* last AGG or ROUND received */
+	uint64_t last_probe_ns;
+	uint64_t data_seq;		/* next DATA seq */
+	struct isth_island_stats st;
+
+	uint8_t *rxbuf;			/* [BURST][msg_max] */
+	struct mmsghdr rxm[BURST];
+	struct iovec rxv[BURST];
+	struct sockaddr_in rxa[BURST];
+	uint8_t *txbuf;			/* [BURST][msg_max] */
+	struct mmsghdr txm[BURST];
+	struct iovec txv[BURST];
+};
+
+static const char *const drop_names[ISTH_ISLAND_DROP_MAX] = {
+#define X(n, s) #n,
+	ISTH_ISLAND_DROPS(X)
+#undef X
+};
+
+const char *isth_island_drop_name(unsigned int reason)
+{
+	return reason < ISTH_ISLAND_DROP_MAX ? drop_names[reason] : "unknown";
+}
+
+static uint64_t realtime_ns(void *arg)
+{
+	struct timespec ts;
+
+	(void)arg;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t now_ns(const struct isth_island *s)
+{
+	return s->conf.clock(s->conf.clock_arg);
+}
+
+static inline uint64_t self_bit(const struct isth_island *s)
+{
+	return UINT64_C(1) << s->conf.island;
+}
+
+static inline uint32_t chunk_len(const struct isth_island *s, uint32_t c)
+{
+	uint64_t off = (uint64_t)c * s->chunk_elems;
+	uint64_t left = s->conf.elems - off;
+
+	return left < s->chunk_elems ? (uint32_t)left : s->chunk_elems;
+}
+
+static inline uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static inline void drop(struct isth_island *s, enum isth_island_drop why)
+{
+	s->st.drop[why]++;
+}
+
+/* ---- sending ---------------------------------------------------------- */
+
+/* Send @n messages prepared in txm[]; returns 0 or -EIO. */
+static int tx_flush(struct isth_island *s, unsigned int n)
+{
+	unsigned int done = 0;
+
+	while (done < n) {
+		int k = sendmmsg(s->fd, s->txm + done, n - done, 0);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			s->st.tx_errors += n - done;
+			return -EIO;
+		}
+		done += (unsigned int)k;
+	}
+	return 0;
+}
+
+static void tx_slot(struct isth_island *s, unsigned int i, size_t len)
+{
+	s->txv[i].iov_base = s->txbuf + (size_t)i * s->msg_max;
+	s->txv[i].iov_len = len;
+	memset(&s->txm[i], 0, sizeof(s->txm[i]));
+	s->txm[i].msg_hdr.msg_name = &s->edge;
+	s->txm[i].msg_hdr.msg_namelen = sizeof(s->edge);
+	s->txm[i].msg_hdr.msg_iov = &s->txv[i];
+	s->txm[i].msg_hdr.msg_iovlen = 1;
+}
+
+/* One NACK (or probe) naming @n ranges of AGG seqs. */
+static int send_nack(struct isth_island *s, const struct isth_wire_range *r,
+		     unsigned int n, uint32_t round)
+{
+	struct isth_hdr h = {
+		.type = ISTH_WIRE_NACK, .sender = s->conf.island,
+		.count = (uint16_t)n, .job = s->conf.job, .round = round,
+	};
+	uint8_t *p = s->txbuf;
+
+	isth_wire_put_hdr(p, s->msg_max, &h);
+	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE,
+			     s->msg_max - ISTH_WIRE_HDR_SIZE, r, n);
+	tx_slot(s, 0, ISTH_WIRE_HDR_SIZE + (size_t)n * ISTH_WIRE_RANGE_SIZE);
+	return tx_flush(s, 1);
+}
+
+/* ---- round slots ------------------------------------------------------ */
+
+static struct slot *slot_find(struct isth_island *s, uint32_t round)
+{
+	struct slot *sl = &s->slots[round % ISTH_ISLAND_ROUNDS];
+
+	return sl->state != SLOT_FREE && sl->round == round ? sl : NULL;
+}
+
+/* A round no slot can hold any more, or never again. */
+static bool round_is_old(const struct isth_island *s, uint32_t round)
+{
+	const struct slot *sl = &s->slots[round % ISTH_ISLAND_ROUNDS];
+
+	if (s->have_newest &&
+	    (uint64_t)round + ISTH_ISLAND_ROUNDS <= s->newest_round)
+		return true;
+	return sl->state != SLOT_FREE && sl->round > round;
+}
+
+/*
+ * The slot of @round, taking it over if needed. A slot is taken from an
+ * older round only when that round is done, or its deadline (+grace) has
+ * passed, or it was never announced: a live round is never evicted.
+ */
+static struct slot *slot_get(struct isth_island *s, uint32_t round,
+			     uint64_t now, enum isth_island_drop *why)
+{
+	struct slot *sl = &s->slots[round % ISTH_ISLAND_ROUNDS];
+
+	if (sl->state != SLOT_FREE && sl->round == round)
+		return sl;
+	if (round_is_old(s, round)) {
+		*why = ISTH_ISLAND_DROP_round_old;
+		return NULL;
+	}
+	if (sl->state == SLOT_OPEN && sl->announced &&
+	    now < sat_add(sl->info.deadline_ns, s->conf.grace_ns)) {
+		*why = ISTH_ISLAND_DROP_round_busy;
+		return NULL;
+	}
+	memset(sl->acc, 0, (size_t)s->conf.elems * 4);
+	memset(sl->bitmap, 0, (size_t)s->n_chunks * sizeof(*sl->bitmap));
+	memset(sl->aggs, 0, (size_t)s->n_chunks * sizeof(*sl->aggs));
+	memset(&sl->info, 0, sizeof(sl->info));
+	memset(&sl->res, 0, sizeof(sl->res));
+	sl->round = round;
+	sl->state = SLOT_OPEN;
+	sl->announced = false;
+	sl->sent = false;
+	sl->chunks_done = 0;
+	sl->rc = 0;
+	if (!s->have_newest || round > s->newest_round) {
+		s->have_newest = true;
+		s->newest_round = round;
+	}
+	return sl;
+}
+
+/* Add @n little-endian elements at @src into the accumulator at @dst. */
+static void sum_le(const struct isth_island *s, void *dst, const uint8_t *src,
+		   uint32_t n)
+{
+	uint32_t i, v;
+
+	if (s->conf.dtype == ISTH_DTYPE_INT32) {
+		uint32_t *d = dst;
+
+		for (i = 0; i < n; i++) {
+			memcpy(&v, src + 4 * (size_t)i, 4);
+			d[i] += le32toh(v);	/* wraps modulo 2^32 */
+		}
+	} else {
+		float *d = dst, f;
+
+		for (i = 0; i < n; i++) {
+			memcpy(&v, src + 4 * (size_t)i, 4);
+			v = le32toh(v);
+			memcpy(&f, &v, 4);
+			d[i] += f;
+		}
+	}
+}
+
+/* ---- the AGG sequence window ------------------------------------------ */
+
+static inline struct seq_ent *seq_ent(struct isth_island *s, uint64_t q)
+{
+	return &s->seqs[q & SEQ_MASK];
+}
+
+static inline uint64_t seq_low(const struct isth_island *s)
+{
+	return s->next_seq > ISTH_ISLAND_SEQ_WINDOW ?
+	       s->next_seq - ISTH_ISLAND_SEQ_WINDOW : 0;
+}
+
+/* Start the stream afresh at @q (first AGG, or the edge restarted). */
+static void seq_base(struct isth_island *s, uint64_t q, uint32_t round)
+{
+	memset(s->seqs, 0, ISTH_ISLAND_SEQ_WINDOW * sizeof(*s->seqs));
+	s->have_seq = true;
+	s->n_missing = 0;
+	s->next_seq = q + 1;
+	s->seq_round = round;
+	seq_ent(s, q)->state = SEQ_RECEIVED;
+}
+
+/* Move next_seq to @to: [next_seq, to) become missing; what falls out of
+ * the window while still missing is lost. */
+static void seq_advance(struct isth_island *s, uint64_t to)
+{
+	uint64_t from = s->next_seq, x;
+
+	if (to - from > ISTH_ISLAND_SEQ_WINDOW) {
+		s->st.lost_seqs += to - ISTH_ISLAND_SEQ_WINDOW - from;
+		from = to - ISTH_ISLAND_SEQ_WINDOW;
+	}
+	for (x = from; x < to; x++) {
+		struct seq_ent *e = seq_ent(s, x);
+
+		if (e->state == SEQ_MISSING) {
+			s->n_missing--;
+			s->st.lost_seqs++;
+		}
+		e->state = SEQ_MISSING;
+		e->nacks = 0;
+		e->last_nack_ns = 0;
+		s->n_missing++;
+	}
+	s->next_seq = to;
+}
+
+/*
+ * Sequence bookkeeping of one AGG. Returns true if the AGG is new (go on
+ * with it), false if it is a duplicate or refused (already counted).
+ *
+ * An edge that restarts numbers from 0 again with fresh (not RESENT) AGGs
+ * of a newer round: a non-RESENT AGG behind the stream for a round newer
+ * than the stream's newest is taken as such a restart. A genuine duplicate
+ * carries the round of its original, never a newer one.
+ */
+static bool seq_accept(struct isth_island *s, const struct isth_hdr *h)
+{
+	bool fresh_newer = !(h->flags & ISTH_F_RESENT) &&
+			   h->round > s->seq_round;
+	uint64_t q = h->seq;
+	struct seq_ent *e;
+
+	if (!s->have_seq) {
+		seq_base(s, q, h->round);
+		return true;
+	}
+	if (q >= s->next_seq) {
+		if (q - s->next_seq >= ISTH_ISLAND_SEQ_WINDOW &&
+		    h->round <= s->seq_round) {
+			drop(s, ISTH_ISLAND_DROP_seq_jump);
+			return false;
+		}
+		seq_advance(s, q + 1);
+		e = seq_ent(s, q);
+		e->state = SEQ_RECEIVED;
+		s->n_missing--;
+		if (h->round > s->seq_round)
+			s->seq_round = h->round;
+		return true;
+	}
+	if (q < seq_low(s)) {
+		if (fresh_newer) {
+			s->st.seq_resyncs++;
+			seq_base(s, q, h->round);
+			return true;
+		}
+		drop(s, ISTH_ISLAND_DROP_seq_old);
+		return false;
+	}
+	e = seq_ent(s, q);
+	switch (e->state) {
+	case SEQ_MISSING:
+		s->n_missing--;
+		e->state = SEQ_RECEIVED;
+		return true;
+	case SEQ_RECEIVED:
+		if (fresh_newer) {
+			s->st.seq_resyncs++;
+			seq_base(s, q, h->round);
+			return true;
+		}
+		s->st.duplicates++;
+		return false;
+	default:
+		if (fresh_newer) {
+			s->st.seq_resyncs++;
+			seq_base(s, q, h->round);
+			return true;
+		}
+		/* LOST (GONE or given up) but here after all, or before the
+		 * base (reordered): the contribution is welcome. */
+		e->state = SEQ_RECEIVED;
+		return true;
+	}
+}
+
+/* NACK every missing seq not NACKed in the last nack_interval; give up on
+ * those NACKed nack_retries times. */
+static void run_nacks(struct isth_island *s, uint64_t now)
+{
+	struct isth_wire_range r[64];
+	unsigned int n = 0, max = s->lim.max_ranges < 64 ? s->lim.max_ranges : 64;
+	uint64_t x, seqs = 0;
+	bool open = false;
+
+	for (x = seq_low(s); x < s->next_seq && s->n_missing; x++) {
+		struct seq_ent *e = seq_ent(s, x);
+		bool due;
+
+		if (e->state != SEQ_MISSING) {
+			open = false;
+			continue;
+		}
+		due = e->nacks == 0 ||
+		      now - e->last_nack_ns >= s->conf.nack_interval_ns;
+		if (!due) {
+			open = false;
+			continue;
+		}
+		if (e->nacks >= s->conf.nack_retries) {
+			e->state = SEQ_LOST;
+			s->n_missing--;
+			s->st.lost_seqs++;
+			open = false;
+			continue;
+		}
+		e->nacks++;
+		e->last_nack_ns = now;
+		seqs++;
+		if (open) {
+			r[n - 1].last = x;
+			continue;
+		}
+		if (n == max) {
+			if (send_nack(s, r, n, s->seq_round) == 0)
+				s->st.nacks_sent++;
+			n = 0;
+		}
+		r[n].first = r[n].last = x;
+		n++;
+		open = true;
+	}
+	if (n && send_nack(s, r, n, s->seq_round) == 0)
+		s->st.nacks_sent++;
+	s->st.nack_seqs += seqs;
+}
+
+/*
+ * Tail loss: the last AGGs of a round leave no gap behind them until the
+ * next round's arrive, too late. While an announced round is incomplete
+ * and the stream has been quiet for probe_ns, ask for the seqs after the
+ * newest: the edge resends what it has and answers GONE for seqs it has
+ * not sent yet, which the island ignores.
+ */
+static void run_probe(struct isth_island *s, uint64_t now)
+{
+	struct isth_wire_range r;
+	const struct slot *live = NULL;
+	unsigned int i;
+
+	if (s->conf.probe_ns == UINT64_MAX ||
+	    now - s->quiet_since_ns < s->conf.probe_ns ||
+	    now - s->last_probe_ns < s->conf.probe_ns)
+		return;
+	for (i = 0; i < ISTH_ISLAND_ROUNDS; i++) {
+		const struct slot *sl = &s->slots[i];
+
+		if (sl->state == SLOT_OPEN && sl->announced &&
+		    sl->chunks_done < s->n_chunks &&
+		    now < sat_add(sl->info.deadline_ns, s->conf.grace_ns))
+			live = sl;
+	}
+	if (live == NULL)
+		return;
+	r.first = s->have_seq ? s->next_seq : 0;
+	r.last = r.first + PROBE_SPAN - 1;
+	s->last_probe_ns = now;
+	if (send_nack(s, &r, 1, live->round) == 0)
+		s->st.probes_sent++;
+}
+
+static void run_timers(struct isth_island *s, uint64_t now)
+{
+	if (s->n_missing)
+		run_nacks(s, now);
+	run_probe(s, now);
+}
+
+/* ---- receiving -------------------------------------------------------- */
+
+static void on_round(struct isth_island *s, const struct isth_pkt *p,
+		     uint64_t now)
+{
+	enum isth_island_drop why;
+	struct isth_wire_round b;
+	struct slot *sl;
+	uint32_t c;
+
+	isth_wire_get_round(p, &b);
+	if (b.n_chunks != s->n_chunks || b.chunk_elems != s->chunk_elems) {
+		drop(s, ISTH_ISLAND_DROP_round_shape);
+		s->shape_err = true;
+		s->shape_info = (struct isth_island_round){
+			.round = p->hdr.round, .start_ns = b.start_ns,
+			.deadline_ns = b.deadline_ns, .period_ns = b.period_ns,
+			.clique = b.clique, .expected = p->hdr.bitmap,
+			.n_chunks = b.n_chunks, .chunk_elems = b.chunk_elems,
+		};
+		return;
+	}
+	sl = slot_get(s, p->hdr.round, now, &why);
+	if (sl == NULL) {
+		drop(s, why);
+		return;
+	}
+	if (sl->announced) {
+		drop(s, ISTH_ISLAND_DROP_round_dup);
+		return;
+	}
+	sl->info = (struct isth_island_round){
+		.round = p->hdr.round, .start_ns = b.start_ns,
+		.deadline_ns = b.deadline_ns, .period_ns = b.period_ns,
+		.clique = b.clique, .expected = p->hdr.bitmap,
+		.n_chunks = b.n_chunks, .chunk_elems = b.chunk_elems,
+	};
+	sl->announced = true;
+	/* AGGs may have come before their ROUND */
+	sl->chunks_done = 0;
+	for (c = 0; c < s->n_chunks; c++)
+		if ((sl->bitmap[c] & sl->info.expected) == sl->info.expected)
+			sl->chunks_done++;
+	s->quiet_since_ns = now;
+	s->st.rounds_announced++;
+}
+
+static void on_agg(struct isth_island *s, const struct isth_pkt *p,
+		   uint64_t now)
+{
+	const struct isth_hdr *h = &p->hdr;
+	enum isth_island_drop why;
+	struct slot *sl;
+	uint64_t before;
+
+	if (!seq_accept(s, h))
+		return;
+	s->quiet_since_ns = now;
+	if (h->flags & ISTH_F_RESENT)
+		s->st.resent++;
+	if (h->dtype != s->conf.dtype) {
+		drop(s, ISTH_ISLAND_DROP_agg_dtype);
+		return;
+	}
+	if (h->chunk >= s->n_chunks) {
+		drop(s, ISTH_ISLAND_DROP_agg_chunk);
+		return;
+	}
+	if (h->count != chunk_len(s, h->chunk)) {
+		drop(s, ISTH_ISLAND_DROP_agg_count);
+		return;
+	}
+	if (h->bitmap & self_bit(s)) {
+		drop(s, ISTH_ISLAND_DROP_agg_self);
+		return;
+	}
+	sl = slot_get(s, h->round, now, &why);
+	if (sl == NULL) {
+		drop(s, why);
+		return;
+	}
+	if (sl->state == SLOT_DONE) {
+		drop(s, ISTH_ISLAND_DROP_round_done);
+		return;
+	}
+	if (sl->announced && (h->bitmap & ~sl->info.expected)) {
+		drop(s, ISTH_ISLAND_DROP_agg_clique);
+		return;
+	}
+	before = sl->bitmap[h->chunk];
+	/* Exactly once: whatever the seqs say, a contributor already in the
+	 * chunk's sum is never added again. */
+	if (h->bitmap & before) {
+		drop(s, ISTH_ISLAND_DROP_agg_overlap);
+		return;
+	}
+	sum_le(s, (uint8_t *)sl->acc + (size_t)h->chunk * s->chunk_elems * 4,
+	       p->payload, h->count);
+	sl->bitmap[h->chunk] = before | h->bitmap;
+	sl->aggs[h->chunk]++;
+	s->st.aggs_summed++;
+	if (sl->announced &&
+	    (sl->bitmap[h->chunk] & sl->info.expected) == sl->info.expected)
+		sl->chunks_done++;
+}
+
+static void on_gone(struct isth_island *s, const struct isth_pkt *p)
+{
+	unsigned int i;
+
+	s->st.gone++;
+	if ((p->hdr.flags & ISTH_F_CHUNKS) || !s->have_seq)
+		return;		/* the island never asks for chunk ranges */
+	for (i = 0; i < p->hdr.count; i++) {
+		struct isth_wire_range r;
+		uint64_t x, lo = seq_low(s);
+
+		isth_wire_get_range(p, i, &r);
+		/* seqs at or past next_seq were not sent yet (a probe) */
+		if (r.last >= s->next_seq)
+			r.last = s->next_seq - 1;
+		if (r.first < lo)
+			r.first = lo;
+		for (x = r.first; x <= r.last && r.first <= r.last; x++) {
+			struct seq_ent *e = seq_ent(s, x);
+
+			if (e->state == SEQ_MISSING) {
+				e->state = SEQ_LOST;
+				s->n_missing--;
+				s->st.gone_seqs++;
+			}
+		}
+	}
+}
+
+static void on_datagram(struct isth_island *s, const uint8_t *buf, size_t len,
+			const struct sockaddr_in *from, int flags,
+			uint64_t now)
+{
+	enum isth_wire_reason r;
+	struct isth_pkt p;
+
+	s->st.rx_packets++;
+	s->st.rx_bytes += len;
+	if (flags & MSG_TRUNC) {
+		drop(s, ISTH_ISLAND_DROP_truncated);
+		return;
+	}
+	if (from->sin_addr.s_addr != s->edge.sin_addr.s_addr ||
+	    from->sin_port != s->edge.sin_port) {
+		drop(s, ISTH_ISLAND_DROP_source);
+		return;
+	}
+	memset(&p, 0, sizeof(p));
+	r = isth_wire_parse_msg(buf, len, &s->lim, &p);
+	if (r != ISTH_WIRE_OK) {
+		s->st.wire_drop[r]++;
+		return;
+	}
+	s->st.rx_type[p.hdr.type]++;
+	if (p.hdr.job != s->conf.job) {
+		drop(s, ISTH_ISLAND_DROP_job);
+		return;
+	}
+	if (p.hdr.sender != s->conf.island) {
+		drop(s, ISTH_ISLAND_DROP_sender);
+		return;
+	}
+	switch (p.hdr.type) {
+	case ISTH_WIRE_AGG:
+		on_agg(s, &p, now);
+		break;
+	case ISTH_WIRE_GONE:
+		on_gone(s, &p);
+		break;
+	case ISTH_WIRE_ROUND:
+		on_round(s, &p, now);
+		break;
+	default:
+		drop(s, ISTH_ISLAND_DROP_type);
+		break;
+	}
+}
+
+/* Read everything queued on the socket, without blocking. */
+static int rx_drain(struct isth_island *s)
+{
+	int total = 0;
+
+	for (;;) {
+		uint64_t now;
+		unsigned int i;
+		int n;
+
+		for (i = 0; i < BURST; i++) {
+			s->rxv[i].iov_base = s->rxbuf + (size_t)i * s->msg_max;
+			s->rxv[i].iov_len = s->msg_max;
+			memset(&s->rxm[i], 0, sizeof(s->rxm[i]));
+			s->rxm[i].msg_hdr.msg_name = &s->rxa[i];
+			s->rxm[i].msg_hdr.msg_namelen = sizeof(s->rxa[i]);
+			s->rxm[i].msg_hdr.msg_iov = &s->rxv[i];
+			s->rxm[i].msg_hdr.msg_iovlen = 1;
+		}
+		n = recvmmsg(s->fd, s->rxm, BURST, MSG_DONTWAIT, NULL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return total ? total : -errno;
+		}
+		now = now_ns(s);
+		for (i = 0; i < (unsigned int)n; i++)
+			on_datagram(s, s->rxbuf + (size_t)i * s->msg_max,
+				    s->rxm[i].msg_len, &s->rxa[i],
+				    s->rxm[i].msg_hdr.msg_flags, now);
+		total += n;
+		if ((unsigned int)n < BURST)
+			break;
+	}
+	return total;
+}
+
+/*
+ * Wait up to @slice_ns for packets, with mu held (dropped while waiting).
+ * The first waiter blocks on the socket and processes what comes; others
+ * sleep on cv until it broadcasts. Returns packets processed by this
+ * caller, or a negative errno from the socket.
+ */
+static int wait_io(struct isth_island *s, uint64_t slice_ns)
+{
+	struct timespec ts;
+	int n;
+
+	if (slice_ns > s->tick_ns)
+		slice_ns = s->tick_ns;
+	if (!s->reading) {
+		struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+
+		s->reading = true;
+		pthread_mutex_unlock(&s->mu);
+		ts.tv_sec = (time_t)(slice_ns / 1000000000ull);
+		ts.tv_nsec = (long)(slice_ns % 1000000000ull);
+		(void)ppoll(&pfd, 1, &ts, NULL);
+		pthread_mutex_lock(&s->mu);
+		s->reading = false;
+		n = rx_drain(s);
+		run_timers(s, now_ns(s));
+		pthread_cond_broadcast(&s->cv);
+		return n;
+	}
+	{
+		uint64_t t = mono_ns() + slice_ns;
+
+		ts.tv_sec = (time_t)(t / 1000000000ull);
+		ts.tv_nsec = (long)(t % 1000000000ull);
+		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+	}
+	return 0;
+}
+
+/* ---- public API ------------------------------------------------------- */
+
+static int check_conf(const struct isth_island_conf *c)
+{
+	if (c == NULL)
+		return EINVAL;
+	if (c->n_islands == 0 || c->n_islands > ISTH_WIRE_MAX_ISLANDS ||
+	    c->island >= c->n_islands)
+		return EINVAL;
+	if (c->dtype == ISTH_DTYPE_BF16)
+		return ENOTSUP;
+	if (c->dtype != ISTH_DTYPE_INT32 && c->dtype != ISTH_DTYPE_FP32)
+		return EINVAL;
+	if (c->elems == 0 || c->edge_ip == 0 || c->rcvbuf < 0)
+		return EINVAL;
+	return 0;
+}
+
+struct isth_island *isth_island_open(const struct isth_island_conf *conf)
+{
+	struct sockaddr_in local;
+	pthread_condattr_t ca;
+	socklen_t alen = sizeof(local);
+	struct isth_island *s;
+	unsigned int i;
+	int err, fd;
+
+	err = check_conf(conf);
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return NULL;
+	s->conf = *conf;
+	s->fd = -1;
+	if (s->conf.mtu == 0)
+		s->conf.mtu = 1500;
+	if (isth_wire_limits_init(&s->lim, conf->n_islands, s->conf.mtu) < 0) {
+		err = EINVAL;
+		goto free_s;
+	}
+	if (s->conf.edge_port == 0)
+		s->conf.edge_port = ISTH_WIRE_PORT;
+	if (s->conf.nack_interval_ns == 0)
+		s->conf.nack_interval_ns = 5000000ull;
+	if (s->conf.nack_retries == 0)
+		s->conf.nack_retries = 16;
+	if (s->conf.nack_retries > 255)
+		s->conf.nack_retries = 255;
+	if (s->conf.probe_ns == 0)
+		s->conf.probe_ns = 10000000ull;
+	if (s->conf.rcvbuf == 0)
+		s->conf.rcvbuf = 4 << 20;
+	if (s->conf.clock == NULL)
+		s->conf.clock = realtime_ns;
+	s->chunk_elems = s->lim.max_elems;
+	s->n_chunks = (uint32_t)(((uint64_t)conf->elems + s->chunk_elems - 1) /
+				 s->chunk_elems);
+	s->msg_max = s->conf.mtu - ISTH_IPV4_MIN_HDR_SIZE - ISTH_UDP_HDR_SIZE;
+	s->tick_ns = s->conf.nack_interval_ns;
+	if (s->conf.probe_ns < s->tick_ns)
+		s->tick_ns = s->conf.probe_ns;
+	if (s->tick_ns > MAX_TICK_NS)
+		s->tick_ns = MAX_TICK_NS;
+	s->edge.sin_family = AF_INET;
+	s->edge.sin_addr.s_addr = htonl(conf->edge_ip);
+	s->edge.sin_port = htons(s->conf.edge_port);
+
+	err = ENOMEM;
+	s->seqs = calloc(ISTH_ISLAND_SEQ_WINDOW, sizeof(*s->seqs));
+	s->rxbuf = malloc(BURST * s->msg_max);
+	s->txbuf = malloc(BURST * s->msg_max);
+	if (s->seqs == NULL || s->rxbuf == NULL || s->txbuf == NULL)
+		goto free_bufs;
+	for (i = 0; i < ISTH_ISLAND_ROUNDS; i++) {
+		struct slot *sl = &s->slots[i];
+
+		sl->bitmap = calloc(s->n_chunks, sizeof(*sl->bitmap));
+		sl->aggs = calloc(s->n_chunks, sizeof(*sl->aggs));
+		sl->acc = calloc(conf->elems, 4);
+		if (sl->bitmap == NULL || sl->aggs == NULL || sl->acc == NULL)
+			goto free_slots;
+	}
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err = errno;
+		goto free_slots;
+	}
+	s->fd = fd;
+	/* best effort: the kernel caps it at rmem_max */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &s->conf.rcvbuf,
+			 sizeof(s->conf.rcvbuf));
+	memset(&local, 0, sizeof(local));
+	local.sin_family = AF_INET;
+	local.sin_addr.s_addr = htonl(conf->bind_ip);
+	local.sin_port = htons(conf->bind_port);
+	if (bind(fd, (struct sockaddr *)&local, sizeof(local)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&local, &alen) < 0) {
+		err = errno;
+		goto close_fd;
+	}
+	s->local_port = ntohs(local.sin_port);
+
+	if (pthread_condattr_init(&ca) != 0) {
+		err = ENOMEM;
+		goto close_fd;
+	}
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	err = pthread_cond_init(&s->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (err)
+		goto close_fd;
+	err = pthread_mutex_init(&s->mu, NULL);
+	if (err)
+		goto destroy_cv;
+	return s;
+
+destroy_cv:
+	pthread_cond_destroy(&s->cv);
+close_fd:
+	close(s->fd);
+free_slots:
+	for (i = 0; i < ISTH_ISLAND_ROUNDS; i++) {
+		free(s->slots[i].bitmap);
+		free(s->slots[i].aggs);
+		free(s->slots[i].acc);
+	}
+free_bufs:
+	free(s->seqs);
+	free(s->rxbuf);
+	free(s->txbuf);
+free_s:
+	free(s);
+	errno = err;
+	return NULL;
+}
+
+void isth_island_close(struct isth_island *s)
+{
+	unsigned int i;
+
+	if (s == NULL)
+		return;
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	close(s->fd);
+	for (i = 0; i < ISTH_ISLAND_ROUNDS; i++) {
+		free(s->slots[i].bitmap);
+		free(s->slots[i].aggs);
+		free(s->slots[i].acc);
+	}
+	free(s->seqs);
+	free(s->rxbuf);
+	free(s->txbuf);
+	free(s);
+}
+
+uint16_t isth_island_local_port(const struct isth_island *s)
+{
+	return s ? s->local_port : 0;
+}
+
+uint32_t isth_island_chunk_elems(const struct isth_island *s)
+{
+	return s ? s->chunk_elems : 0;
+}
+
+uint32_t isth_island_n_chunks(const struct isth_island *s)
+{
+	return s ? s->n_chunks : 0;
+}
+
+int isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns,
+			   struct isth_island_round *out)
+{
+	uint64_t end = sat_add(mono_ns(), timeout_ns);
+	bool first = true;
+	int rc;
+
+	if (s == NULL || out == NULL)
+		return -EINVAL;
+	pthread_mutex_lock(&s->mu);
+	for (;; first = false) {
+		const struct slot *best = NULL;
+		uint64_t t;
+		unsigned int i;
+
+		if (s->shape_err) {
+			s->shape_err = false;
+			*out = s->shape_info;
+			rc = -EPROTO;
+			break;
+		}
+		for (i = 0; i < ISTH_ISLAND_ROUNDS; i++) {
+			const struct slot *sl = &s->slots[i];
+
+			if (sl->state == SLOT_FREE || !sl->announced)
+				continue;
+			if (s->have_waited && sl->round <= s->last_waited)
+				continue;
+			if (best == NULL || sl->round < best->round)
+				best = sl;
+		}
+		if (best) {
+			*out = best->info;
+			s->have_waited = true;
+			s->last_waited = best->round;
+			rc = 0;
+			break;
+		}
+		t = mono_ns();
+		if (!first && t >= end) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		rc = wait_io(s, t < end ? end - t : 0);
+		if (rc < 0)
+			break;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+int isth_island_send(struct isth_island *s, uint32_t round,
+		     const void *tensor, size_t size)
+{
+	enum isth_island_drop why;
+	const uint8_t *src = tensor;
+	unsigned int n = 0;
+	struct slot *sl;
+	uint32_t c, i;
+	int rc = 0;
+
+	if (s == NULL || tensor == NULL || size != (size_t)s->conf.elems * 4)
+		return -EINVAL;
+	pthread_mutex_lock(&s->mu);
+	sl = slot_get(s, round, now_ns(s), &why);
+	if (sl == NULL) {
+		rc = why == ISTH_ISLAND_DROP_round_busy ? -EBUSY : -ESTALE;
+		goto out;
+	}
+	if (sl->state == SLOT_DONE) {
+		rc = -ESTALE;
+		goto out;
+	}
+	if (sl->sent) {
+		rc = -EALREADY;
+		goto out;
+	}
+	if (s->conf.dtype == ISTH_DTYPE_INT32) {
+		uint32_t *d = sl->acc, v;
+
+		for (i = 0; i < s->conf.elems; i++) {
+			memcpy(&v, src + 4 * (size_t)i, 4);
+			d[i] += v;
+		}
+	} else {
+		float *d = sl->acc, f;
+
+		for (i = 0; i < s->conf.elems; i++) {
+			memcpy(&f, src + 4 * (size_t)i, 4);
+			d[i] += f;
+		}
+	}
+	sl->sent = true;
+
+	for (c = 0; c < s->n_chunks; c++) {
+		uint32_t len = chunk_len(s, c);
+		struct isth_hdr h = {
+			.type = ISTH_WIRE_DATA, .dtype = s->conf.dtype,
+			.flags = c + 1 == s->n_chunks ? ISTH_F_LAST : 0,
+			.sender = s->conf.island, .count = (uint16_t)len,
+			.job = s->conf.job, .round = round, .chunk = c,
+			.seq = s->data_seq++, .bitmap = self_bit(s),
+		};
+		uint8_t *p = s->txbuf + (size_t)n * s->msg_max;
+		const uint8_t *e = src + (size_t)c * s->chunk_elems * 4;
+
+		isth_wire_put_hdr(p, s->msg_max, &h);
+		for (i = 0; i < len; i++) {
+			uint32_t v;
+
+			memcpy(&v, e + 4 * (size_t)i, 4);
+			v = htole32(v);
+			memcpy(p + ISTH_WIRE_HDR_SIZE + 4 * (size_t)i, &v, 4);
+		}
+		tx_slot(s, n, ISTH_WIRE_HDR_SIZE + (size_t)len * 4);
+		s->st.data_tx_bytes += (size_t)len * 4;
+		if (++n == BURST || c + 1 == s->n_chunks) {
+			if (tx_flush(s, n) < 0)
+				rc = -EIO;
+			else
+				s->st.data_tx += n;
+			n = 0;
+		}
+	}
+out:
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+/* Close a round: count it and remember the answer. */
+static void finalize(struct isth_island *s, struct slot *sl, uint64_t now)
+{
+	struct isth_island_result *res = &sl->res;
+	uint64_t self = sl->sent ? self_bit(s) : 0;
+	uint32_t c;
+
+	memset(res, 0, sizeof(*res));
+	res->round = sl->round;
+	res->n_chunks = s->n_chunks;
+	res->self_sent = sl->sent;
+	res->end_ns = now;
+	for (c = 0; c < s->n_chunks; c++) {
+		uint64_t miss = (sl->info.expected | self) &
+				~(sl->bitmap[c] | self);
+
+		if (miss) {
+			res->partial++;
+			res->missing += (uint64_t)__builtin_popcountll(miss);
+			res->missing_set |= miss;
+		} else {
+			res->complete++;
+		}
+	}
+	res->early = res->partial == 0 &&
+		     now < sat_add(sl->info.deadline_ns, s->conf.grace_ns);
+	sl->rc = res->partial ? -ETIMEDOUT : 0;
+	sl->state = SLOT_DONE;
+	if (res->partial)
+		s->st.rounds_partial++;
+	else
+		s->st.rounds_complete++;
+}
+
+int isth_island_result(struct isth_island *s, uint32_t round,
+		       void *out, size_t out_size,
+		       struct isth_island_chunk *chunks, unsigned int max_chunks,
+		       struct isth_island_result *res, uint64_t timeout_ns)
+{
+	uint64_t end, self;
+	struct slot *sl;
+	bool first = true;
+	uint32_t c;
+	int rc;
+
+	if (s == NULL || out == NULL || chunks == NULL)
+		return -EINVAL;
+	if (out_size < (size_t)s->conf.elems * 4 || max_chunks < s->n_chunks)
+		return -ENOSPC;
+	end = sat_add(mono_ns(), timeout_ns);
+	pthread_mutex_lock(&s->mu);
+	for (;; first = false) {
+		uint64_t t, now = now_ns(s);
+
+		sl = slot_find(s, round);
+		if (sl && sl->state == SLOT_DONE)
+			break;
+		if (sl && sl->announced) {
+			uint64_t stop = sat_add(sl->info.deadline_ns,
+						s->conf.grace_ns);
+
+			if (sl->chunks_done < s->n_chunks && now >= stop &&
+			    !s->reading) {
+				/* take what is queued before giving up */
+				rx_drain(s);
+				run_timers(s, now);
+			}
+			if (sl->chunks_done == s->n_chunks || now >= stop) {
+				finalize(s, sl, now);
+				break;
+			}
+			rc = wait_io(s, stop - now);
+		} else {
+			if (sl == NULL && round_is_old(s, round)) {
+				pthread_mutex_unlock(&s->mu);
+				return -ESTALE;
+			}
+			t = mono_ns();
+			if (!first && t >= end) {
+				pthread_mutex_unlock(&s->mu);
+				return -ENOENT;
+			}
+			rc = wait_io(s, t < end ? end - t : 0);
+		}
+		if (rc < 0) {
+			pthread_mutex_unlock(&s->mu);
+			return rc;
+		}
+	}
+	self = sl->sent ? self_bit(s) : 0;
+	for (c = 0; c < s->n_chunks; c++) {
+		struct isth_island_chunk *ch = &chunks[c];
+
+		ch->bitmap = sl->bitmap[c] | self;
+		ch->expected = sl->info.expected | self;
+		ch->missing = ch->expected & ~ch->bitmap;
+		ch->aggs = sl->aggs[c];
+		ch->count = chunk_len(s, c);
+	}
+	memcpy(out, sl->acc, (size_t)s->conf.elems * 4);
+	if (res)
+		*res = sl->res;
+	rc = sl->rc;
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+int isth_island_poll(struct isth_island *s, uint64_t timeout_ns)
+{
+	uint64_t end, t;
+	bool first = true;
+	int n;
+
+	if (s == NULL)
+		return -EINVAL;
+	end = sat_add(mono_ns(), timeout_ns);
+	pthread_mutex_lock(&s->mu);
+	for (;; first = false) {
+		t = mono_ns();
+		if (!first && t >= end) {
+			n = 0;
+			break;
+		}
+		n = wait_io(s, t < end ? end - t : 0);
+		if (n != 0)
+			break;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+void isth_island_stats(struct isth_island *s, struct isth_island_stats *st)
+{
+	if (s == NULL || st == NULL)
+		return;
+	pthread_mutex_lock(&s->mu);
+	*st = s->st;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* snprintf into buf at *off, keeping the length it would need. */
+static void put(char *buf, size_t size, size_t *off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void put(char *buf, size_t size, size_t *off, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	va_start(ap, fmt);
+	k = vsnprintf(*off < size ? buf + *off : NULL,
+		      *off < size ? size - *off : 0, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		*off += (size_t)k;
+}
+
+int isth_island_missing_str(const struct isth_island_chunk *chunks,
+			    unsigned int n_chunks, char *buf, size_t size)
+{
+	uint64_t any = 0;
+	size_t off = 0;
+	unsigned int i, c;
+
+	if (buf && size)
+		buf[0] = '\0';
+	if (buf == NULL)
+		size = 0;
+	for (c = 0; chunks && c < n_chunks; c++)
+		any |= chunks[c].missing;
+	if (any == 0) {
+		put(buf, size, &off, "none");
+		return (int)off;
+	}
+	for (i = 0; i < 64; i++) {
+		unsigned int n = 0, runs = 0;
+
+		if (!(any & (UINT64_C(1) << i)))
+			continue;
+		for (c = 0; c < n_chunks; c++)
+			if (chunks[c].missing & (UINT64_C(1) << i))
+				n++;
+		put(buf, size, &off, "%sisland %u chunk%s ", off ? "; " : "",
+		    i, n > 1 ? "s" : "");
+		for (c = 0; c < n_chunks; c++) {
+			unsigned int e = c;
+
+			if (!(chunks[c].missing & (UINT64_C(1) << i)))
+				continue;
+			while (e + 1 < n_chunks &&
+			       (chunks[e + 1].missing & (UINT64_C(1) << i)))
+				e++;
+			if (e == c)
+				put(buf, size, &off, "%s%u", runs ? "," : "", c);
+			else
+				put(buf, size, &off, "%s%u-%u", runs ? "," : "",
+				    c, e);
+			runs++;
+			c = e;
+		}
+	}
+	if (off >= size && size >= 4)
+		memcpy(buf + size - 4, "...", 4);
+	return (int)off;
+}

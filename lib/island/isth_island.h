@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef ISTH_ISLAND_H
+#define ISTH_ISLAND_H
+
+/**
+ * @file
+ * libisthmus: the island side of isthmus, what a training job links.
+ *
+ * Plain POSIX UDP, no DPDK. A session talks to the island's edge
+ * (isthmusd) from one local UDP socket:
+ *
+ *     edge -> island   ROUND (a round has begun), AGG (aggregates), GONE
+ *     island -> edge   DATA (the island's contribution), NACK (lost AGGs)
+ *
+ * Per round r the caller typically does
+ *
+ *     isth_island_wait_round(s, timeout, &ri);          // ROUND r
+ *     isth_island_send(s, ri.round, tensor, size);       // DATA, chunked
+ *     isth_island_result(s, ri.round, out, ...);         // sum + bitmaps
+ *
+ * The result of a chunk is the island's own contribution (if it sent one for
+ * that round) plus every AGG received for the chunk: the clique sum. Its
+ * bitmap names exactly the contributors summed in; chunks missing any
+ * expected contributor are reported with the missing set, never as a
+ * silently wrong sum. doc/island.md explains sequence tracking, NACKs,
+ * probes and the float tolerance.
+ *
+ * Threads: every function taking a session may be called from any thread,
+ * concurrently with any other, except isth_island_close(), which must be
+ * the last call and must not race with any other call on the handle. One
+ * mutex serialises the state; at most one caller at a time blocks in
+ * poll(2) on the socket, the others wait on a condition variable and are
+ * woken after each batch of packets (leader/follower). Blocking calls do
+ * not hold the mutex while waiting. There is no global state: two sessions
+ * are independent.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isth_wire.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct isth_island;
+
+/** Rounds a session keeps at once (ROUND info, accumulator, bitmaps). */
+#define ISTH_ISLAND_ROUNDS	4u
+/** AGG sequence numbers tracked behind the newest one (power of two). */
+#define ISTH_ISLAND_SEQ_WINDOW	8192u
+
+/** Session parameters. Zero means "the default" wherever a default is named. */
+struct isth_island_conf {
+	uint32_t job;		/**< training job id */
+	uint8_t island;		/**< own island id, < n_islands */
+	uint32_t n_islands;	/**< islands in the job, 1..64 */
+	uint32_t edge_ip;	/**< edge access address, host order; required */
+	uint16_t edge_port;	/**< edge UDP port; 0: ISTH_WIRE_PORT */
+	uint32_t bind_ip;	/**< local address, host order; 0: any */
+	uint16_t bind_port;	/**< local port; 0: ephemeral */
+	unsigned int mtu;	/**< IP MTU; 0: 1500. Sets the chunk size */
+	uint32_t elems;		/**< elements in the tensor, every round; > 0 */
+	uint8_t dtype;		/**< ISTH_DTYPE_INT32 or ISTH_DTYPE_FP32 */
+	/** Re-NACK a still-missing AGG at most this often; 0: 5 ms. */
+	uint64_t nack_interval_ns;
+	/** NACKs per missing AGG before giving it up as lost; 0: 16. */
+	unsigned int nack_retries;
+	/** Tail-loss probe after this long without an AGG while a round is
+	 * incomplete; 0: 10 ms; UINT64_MAX: never probe. */
+	uint64_t probe_ns;
+	/** A round ends at ROUND deadline_ns + grace_ns (0: at the deadline). */
+	uint64_t grace_ns;
+	/** SO_RCVBUF to ask for; 0: 4 MiB. */
+	int rcvbuf;
+	/** Clock for deadlines and NACK timing, ns on the CLOCK_REALTIME
+	 * scale; NULL: clock_gettime(CLOCK_REALTIME). Tests inject one. Must
+	 * be callable from any thread calling into the session. */
+	uint64_t (*clock)(void *arg);
+	void *clock_arg;	/**< passed to @ref clock */
+};
+
+/** What a ROUND announced, in host order. */
+struct isth_island_round {
+	uint32_t round;
+	uint64_t start_ns;	/**< round start, CLOCK_REALTIME ns */
+	uint64_t deadline_ns;	/**< AGGs are due by then */
+	uint64_t period_ns;
+	uint64_t clique;	/**< clique members, self included */
+	uint64_t expected;	/**< peers whose contributions to expect */
+	uint32_t n_chunks;
+	uint32_t chunk_elems;
+};
+
+/** The outcome of one chunk of a round. */
+struct isth_island_chunk {
+	uint64_t bitmap;	/**< contributors summed in (self if it sent) */
+	uint64_t expected;	/**< contributors the round expected */
+	uint64_t missing;	/**< expected & ~bitmap */
+	uint32_t aggs;		/**< AGG messages summed into the chunk */
+	uint32_t count;		/**< elements in the chunk */
+};
+
+/** The outcome of a round. */
+struct isth_island_result {
+	uint32_t round;
+	uint32_t n_chunks;
+	uint32_t complete;	/**< chunks with every expected contributor */
+	uint32_t partial;	/**< chunks missing at least one */
+	uint64_t missing;	/**< contributions missing, over all chunks */
+	uint64_t missing_set;	/**< union of the chunks' missing sets */
+	bool self_sent;		/**< own contribution is in the sums */
+	bool early;		/**< complete before the deadline */
+	uint64_t end_ns;	/**< session clock when the round ended */
+};
+
+/** Island-level drop reasons (after the wire parser accepted a packet). */
+#define ISTH_ISLAND_DROPS(X) \
+	X(source, "datagram not from the edge address") \
+	X(truncated, "datagram larger than the MTU allows") \
+	X(job, "job is not the session's") \
+	X(sender, "header sender is not this island") \
+	X(type, "packet type the edge never sends to an island") \
+	X(seq_old, "AGG seq older than the tracked window") \
+	X(seq_jump, "AGG seq jumps past the window within one round") \
+	X(round_old, "round older than the rounds kept") \
+	X(round_busy, "round slot still holds a live round") \
+	X(round_done, "AGG for a round already returned") \
+	X(round_shape, "ROUND n_chunks/chunk_elems disagree with the session") \
+	X(round_dup, "ROUND already received") \
+	X(agg_dtype, "AGG dtype is not the session's") \
+	X(agg_chunk, "AGG chunk id past the tensor") \
+	X(agg_count, "AGG count is not the chunk's length") \
+	X(agg_self, "AGG bitmap contains this island") \
+	X(agg_clique, "AGG bitmap outside the round's expected set") \
+	X(agg_overlap, "AGG bitmap overlaps contributors already summed")
+
+/** Named island drop reasons. */
+enum isth_island_drop {
+#define ISTH_ISLAND_DROP_ENUM(n, s) ISTH_ISLAND_DROP_##n,
+	ISTH_ISLAND_DROPS(ISTH_ISLAND_DROP_ENUM)
+#undef ISTH_ISLAND_DROP_ENUM
+	ISTH_ISLAND_DROP_MAX
+};
+
+/** Session counters; a snapshot taken under the session lock. */
+struct isth_island_stats {
+	uint64_t rx_packets;			/**< datagrams read */
+	uint64_t rx_bytes;
+	uint64_t rx_type[ISTH_WIRE_TYPE_MAX + 1]; /**< parsed, by wire type */
+	uint64_t wire_drop[ISTH_WIRE_REASON_MAX]; /**< parser refusals */
+	uint64_t drop[ISTH_ISLAND_DROP_MAX];	/**< island refusals */
+	uint64_t aggs_summed;			/**< AGGs added to a chunk */
+	uint64_t duplicates;			/**< AGG seq seen before */
+	uint64_t resent;			/**< RESENT AGGs accepted */
+	uint64_t nacks_sent;			/**< NACK packets for gaps */
+	uint64_t nack_seqs;			/**< seqs named by them */
+	uint64_t probes_sent;			/**< tail-loss probe NACKs */
+	uint64_t gone;				/**< GONE packets received */
+	uint64_t gone_seqs;			/**< missing seqs GONE named */
+	uint64_t lost_seqs;			/**< given up (retries, window) */
+	uint64_t seq_resyncs;			/**< edge restarted its stream */
+	uint64_t data_tx;			/**< DATA packets sent */
+	uint64_t data_tx_bytes;
+	uint64_t tx_errors;			/**< sends that failed */
+	uint64_t rounds_announced;		/**< ROUNDs accepted */
+	uint64_t rounds_complete;		/**< results, all chunks complete */
+	uint64_t rounds_partial;		/**< results with missing parts */
+};
+
+/**
+ * Open a session: check @p conf, allocate the round slots, bind the socket.
+ *
+ * @return the handle, or NULL with errno: EINVAL (bad argument: n_islands,
+ *         island, dtype, elems, mtu, edge_ip), ENOTSUP (bf16), ENOMEM, or
+ *         the socket/bind errno.
+ */
+struct isth_island *isth_island_open(const struct isth_island_conf *conf);
+
+/** Close the socket and free the session; NULL is fine. Last call. */
+void isth_island_close(struct isth_island *s);
+
+/** Local port the socket is bound to (host order), e.g. after port 0. */
+uint16_t isth_island_local_port(const struct isth_island *s);
+
+/** Elements per full chunk (from the MTU) and chunks per tensor. */
+uint32_t isth_island_chunk_elems(const struct isth_island *s);
+uint32_t isth_island_n_chunks(const struct isth_island *s);
+
+/**
+ * Wait for the next round announced by a ROUND: the oldest announced round
+ * newer than any this function returned before.
+ *
+ * @param timeout_ns  longest wait (monotonic time); 0: just look
+ * @return 0 and @p out filled; -ETIMEDOUT; -EPROTO when a ROUND whose shape
+ *         (n_chunks, chunk_elems) disagrees with the session arrived since
+ *         the last call (@p out then describes it; it is not usable).
+ */
+int isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns,
+			   struct isth_island_round *out);
+
+/**
+ * Send the island's contribution to @p round: one DATA per chunk (chunk
+ * ids 0..n_chunks-1, LAST on the final one), and remember it so that the
+ * round's result includes it. ROUND need not have arrived yet.
+ *
+ * @param tensor  conf.elems elements in host order (copied; the caller
+ *                keeps ownership and may reuse it when this returns)
+ * @param size    bytes in @p tensor: conf.elems * 4
+ * @return 0; -EINVAL (size); -EALREADY (already sent for this round);
+ *         -ESTALE (round already returned, or too old to keep);
+ *         -EBUSY (every slot holds a live round); -EIO if a send failed
+ *         (counted in tx_errors; the contribution is still kept).
+ */
+int isth_island_send(struct isth_island *s, uint32_t round,
+		     const void *tensor, size_t size);
+
+/**
+ * Wait for the end of @p round and return its aggregate.
+ *
+ * The round ends when every chunk has every expected contributor, or when
+ * the session clock reaches deadline_ns + grace_ns. @p out receives
+ * conf.elems elements in host order: per chunk, own contribution (if sent)
+ * plus the AGGs received. @p chunks receives one entry per chunk. The
+ * result stays available (the same answer) until the slot is reused.
+ *
+ * @param timeout_ns  longest wait for the ROUND itself if it has not
+ *                    arrived (monotonic time)
+ * @return 0 (every chunk complete); -ETIMEDOUT (the deadline passed with
+ *         contributions missing: everything is filled, the missing sets
+ *         say what is missing); -ENOENT (no ROUND for @p round within
+ *         @p timeout_ns); -ESTALE (round no longer kept); -EINVAL/-ENOSPC
+ *         (arguments, buffers too small).
+ */
+int isth_island_result(struct isth_island *s, uint32_t round,
+		       void *out, size_t out_size,
+		       struct isth_island_chunk *chunks, unsigned int max_chunks,
+		       struct isth_island_result *res, uint64_t timeout_ns);
+
+/**
+ * Process incoming packets and timers (NACKs, probes) for up to
+ * @p timeout_ns of monotonic time, returning after the first batch.
+ * For callers that drive the session without blocking in result().
+ *
+ * @return packets read (>= 0), or a negative errno from the socket.
+ */
+int isth_island_poll(struct isth_island *s, uint64_t timeout_ns);
+
+/** Snapshot the counters. */
+void isth_island_stats(struct isth_island *s, struct isth_island_stats *st);
+
+/** Name of an island drop reason ("agg_overlap"), or "unknown". */
+const char *isth_island_drop_name(unsigned int reason);
+
+/**
+ * Describe what a result is missing, per contributor, with chunk ranges:
+ * "island 2 chunks 0-5,9; island 4 chunk 7", or "none".
+ *
+ * @return characters that the full text needs (as snprintf); the text in
+ *         @p buf is truncated to @p size and ends in "..." if cut.
+ */
+int isth_island_missing_str(const struct isth_island_chunk *chunks,
+			    unsigned int n_chunks, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ISTH_ISLAND_H */
