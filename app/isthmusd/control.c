@@ -160,10 +160,6 @@ static void send_round(struct isthd *d, uint64_t r)
 	}
 }
 
-/* Counters at the previous boundary, for the per-round log line (ctl only). */
-static struct isthd_dp_stats last_st;
-static struct isth_backend_stats last_be;
-
 static uint64_t be_stat(const struct isth_backend_stats *st, const char *name)
 {
 	unsigned int i;
@@ -204,31 +200,29 @@ static void log_round(struct isthd *d, uint64_t r)
 	isth_sched_sender(sched_for(d, r), (int64_t)r, d->island, &off, &rate);
 	clique_names(d, isth_sched_clique(sched_for(d, r), (int64_t)r, d->island),
 		     names, sizeof(names));
-	partial = be_stat(&be, "partial_timeout") - be_stat(&last_be, "partial_timeout") +
-		  be_stat(&be, "partial_conflict_pool") - be_stat(&last_be, "partial_conflict_pool") +
-		  be_stat(&be, "partial_conflict_bucket") - be_stat(&last_be, "partial_conflict_bucket");
+	partial = be_stat(&be, "partial_timeout") - be_stat(&d->last_be, "partial_timeout") +
+		  be_stat(&be, "partial_conflict_pool") - be_stat(&d->last_be, "partial_conflict_pool") +
+		  be_stat(&be, "partial_conflict_bucket") - be_stat(&d->last_be, "partial_conflict_bucket");
 	if (d->cfg.round_log)
 		printf("round %" PRIu64 " clique {%s} in %" PRIu64 " pkts %" PRIu64
 		       " B out %" PRIu64 " pkts agg %" PRIu64 " complete %" PRIu64
 		       " partial %" PRIu64 " nacks %" PRIu64 " resent %" PRIu64
 		       " offset planned %.3f ms actual %.3f ms\n",
 		       r, names,
-		       st.peer_data - last_st.peer_data,
-		       st.peer_data_bytes - last_st.peer_data_bytes,
-		       st.data_out - last_st.data_out,
-		       st.agg_out - last_st.agg_out,
-		       be_stat(&be, "completed") - be_stat(&last_be, "completed"),
+		       st.peer_data - d->last_st.peer_data,
+		       st.peer_data_bytes - d->last_st.peer_data_bytes,
+		       st.data_out - d->last_st.data_out,
+		       st.agg_out - d->last_st.agg_out,
+		       be_stat(&be, "completed") - be_stat(&d->last_be, "completed"),
 		       partial,
-		       st.nacks - last_st.nacks,
-		       st.resent - last_st.resent,
+		       st.nacks - d->last_st.nacks,
+		       st.resent - d->last_st.resent,
 		       (double)off / 1e6,
 		       ps.round == r ? (double)(off + ps.round_start_lag_ns) / 1e6 : 0.0);
 	fflush(stdout);
-	last_st = st;
-	last_be = be;
+	d->last_st = st;
+	d->last_be = be;
 }
-
-static uint64_t pace_published;	/* ctl only: rounds given to the pacer, +1 */
 
 static void maybe_reload(struct isthd *d, uint64_t cur)
 {
@@ -247,6 +241,15 @@ static void maybe_reload(struct isthd *d, uint64_t cur)
 	if ((uint32_t)isth_sched_n_islands(s) != d->n_islands ||
 	    isth_sched_island_id(s, isth_sched_island_name(d->sched, d->island)) != d->island) {
 		fprintf(stderr, "isthmusd: reload refused: %s has other islands\n", path);
+		isth_sched_free(s);
+		return;
+	}
+	/* Round boundaries are epoch + r * T for every r: a new T would move
+	 * the boundaries of rounds already running elsewhere. */
+	if (isth_sched_round_ns(s) != isth_sched_round_ns(d->sched)) {
+		fprintf(stderr, "isthmusd: reload refused: %s changes T (%.3f ms, running %.3f ms); restart the job with a new epoch instead\n",
+			path, (double)isth_sched_round_ns(s) / 1e6,
+			(double)isth_sched_round_ns(d->sched) / 1e6);
 		isth_sched_free(s);
 		return;
 	}
@@ -288,16 +291,16 @@ int isthd_control_step(struct isthd *d, uint64_t now_ns)
 		pub++;
 		__atomic_store_n(&d->published, pub, __ATOMIC_RELEASE);
 	}
-	while (pace_published < target && pace_published < pub) {
-		rc = publish_pace(d, pace_published);
+	while (d->pace_published < target && d->pace_published < pub) {
+		rc = publish_pace(d, d->pace_published);
 		if (rc == -EBUSY)
 			break;
 		if (rc < 0) {
 			fprintf(stderr, "isthmusd: round %" PRIu64 ": pacer refused: %s\n",
-				pace_published, strerror(-rc));
+				d->pace_published, strerror(-rc));
 			return rc;
 		}
-		pace_published++;
+		d->pace_published++;
 	}
 	if (cur != __atomic_load_n(&d->current, __ATOMIC_RELAXED)) {
 		uint64_t old = __atomic_load_n(&d->current, __ATOMIC_RELAXED);

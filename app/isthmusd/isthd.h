@@ -121,6 +121,12 @@ struct isthd {
 	uint64_t agg_seq;		/* next AGG sequence number */
 	struct isthd_dp_stats st;
 
+	/* ctl only: next round to give the pacer */
+	uint64_t pace_published;
+	/* ctl only: counters at the previous boundary, for the round log */
+	struct isthd_dp_stats last_st;
+	struct isth_backend_stats last_be;
+
 	/* init: stop after this many rounds (0: never); ctl reads */
 	uint64_t max_rounds;
 

@@ -524,3 +524,111 @@ Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up,
 		     "harness pool leaked");
 	isthd_ports_close(&edge);
 }
+
+/* Read the ROUND frames the controller queued for the island. */
+static unsigned int take_rounds(uint32_t *rounds, uint64_t *cliques,
+				unsigned int cap)
+{
+	struct rte_mbuf *m;
+	struct isth_pkt p;
+	unsigned int n = 0;
+
+	while (rte_ring_dequeue(edge.ctl_ring, (void **)&m) == 0) {
+		struct isth_wire_round rb;
+
+		cr_assert_eq(isth_wire_parse_frame(rte_pktmbuf_mtod(m, uint8_t *),
+						   rte_pktmbuf_data_len(m), &lim, &p),
+			     ISTH_WIRE_OK);
+		cr_assert_eq(p.hdr.type, ISTH_WIRE_ROUND);
+		isth_wire_get_round(&p, &rb);
+		cr_expect_eq(p.hdr.bitmap, rb.clique & ~1ull);
+		cr_assert_lt(n, cap);
+		rounds[n] = p.hdr.round;
+		cliques[n++] = rb.clique;
+		rte_pktmbuf_free(m);
+	}
+	return n;
+}
+
+/*
+ * The controller on an injected clock (no worker): it publishes one round
+ * ahead, announces each round once at its boundary, and a schedule
+ * reloaded during round 1 takes effect at round 3, after the rounds
+ * already published; a broken file or another T is refused.
+ */
+Test(isthmusd, controller_publishes_ahead_and_reloads_at_boundary,
+     .init = eal_up, .fini = eal_down, .timeout = 30)
+{
+	static const char *const names[N] = {"A", "B", "C", "D"};
+	uint64_t epoch = (now_ns() / 1000000000ull + 100) * 1000000000ull;
+	uint64_t all = 0xf, rate = 1000000000ull, cl[8];
+	char cfg[128], err[1024];
+	struct isth_sched *s2;
+	const char *sched;
+	uint32_t r[8];
+	FILE *f;
+
+	sched = write_schedule(epoch);
+	snprintf(cfg, sizeof(cfg), "%s/edge.conf", dir);
+	write_config(cfg, sched, epoch);
+	cr_assert_eq(isthd_config_load(cfg, &edge.cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
+
+	/* before the epoch: round 0 published, nothing announced */
+	cr_assert_eq(isthd_control_step(&edge, epoch - 1000000), 0);
+	cr_expect_eq(edge.published, 1);
+	cr_expect_eq(edge.current, 0);
+	cr_expect_eq(take_rounds(r, cl, 8), 0);
+	/* round 0 runs: round 1 published, ROUND 0 sent, once */
+	cr_assert_eq(isthd_control_step(&edge, epoch + T_NS / 2), 0);
+	cr_assert_eq(isthd_control_step(&edge, epoch + T_NS / 2 + 1000), 0);
+	cr_expect_eq(edge.published, 2);
+	cr_assert_eq(take_rounds(r, cl, 8), 1);
+	cr_expect_eq(r[0], 0);
+	cr_expect_eq(cl[0], clique_of_a(0));
+
+	/* a broken file is refused, the schedule stays */
+	f = fopen(sched, "w");
+	fputs("isthmus-schedule 99\n", f);
+	fclose(f);
+	edge.reload = true;
+	cr_assert_eq(isthd_control_step(&edge, epoch + T_NS / 2 + 2000), 0);
+	cr_expect_null(edge.next_sched);
+
+	/* a one-clique schedule (all four), same T, loaded during round 1 */
+	s2 = isth_sched_new(N, names, T_NS, epoch, CHUNKS * ELEMS * 4, ELEMS * 4, 0, 1);
+	cr_assert_eq(isth_sched_set_round(s2, 0, 1, &all), 0);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(isth_sched_set_sender(s2, 0, i, 0, 1, NULL, &rate), 0);
+	cr_assert_eq(isth_sched_save(s2, sched, err, sizeof(err)), 0, "%s", err);
+	isth_sched_free(s2);
+	edge.reload = true;
+	for (uint64_t k = 1; k <= 4; k++)
+		cr_assert_eq(isthd_control_step(&edge, epoch + k * T_NS + T_NS / 2), 0);
+	cr_assert_eq(take_rounds(r, cl, 8), 4);
+	cr_expect_eq(r[0], 1);
+	cr_expect_eq(cl[0], clique_of_a(1), "round 1 was published before the reload");
+	cr_expect_eq(r[1], 2);
+	cr_expect_eq(cl[1], clique_of_a(2), "round 2 was published before the reload");
+	cr_expect_eq(r[2], 3);
+	cr_expect_eq(cl[2], all, "round 3 runs the new schedule");
+	cr_expect_eq(r[3], 4);
+	cr_expect_eq(cl[3], all);
+	cr_expect_null(edge.next_sched, "new schedule not promoted");
+	cr_expect_eq(isth_sched_n_rounds(edge.sched), 1);
+
+	/* another T is refused */
+	s2 = isth_sched_new(N, names, 2 * T_NS, epoch, CHUNKS * ELEMS * 4, ELEMS * 4, 0, 1);
+	cr_assert_eq(isth_sched_set_round(s2, 0, 1, &all), 0);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(isth_sched_set_sender(s2, 0, i, 0, 1, NULL, &rate), 0);
+	cr_assert_eq(isth_sched_save(s2, sched, err, sizeof(err)), 0, "%s", err);
+	isth_sched_free(s2);
+	edge.reload = true;
+	cr_assert_eq(isthd_control_step(&edge, epoch + 5 * T_NS + T_NS / 2), 0);
+	cr_expect_null(edge.next_sched);
+
+	isthd_teardown(&edge);
+	isthd_ports_close(&edge);
+}
