@@ -74,7 +74,14 @@ ip netns exec "$NB" ip neigh replace "$IPA" lladdr "$MA" dev "$VB" nud permanent
 # Expected totals, from the injector's table.
 eval "$("$XDP_INJECT" --expect)"
 
-ip netns exec "$NA" "$XDP_RX" --no-huge -m 256 --no-pci --no-telemetry \
+# Run the consumer without CAP_IPC_LOCK when we can, so that the UMEM is
+# charged to the 8 MiB memlock limit as it is for an unprivileged daemon:
+# NB_MBUFS must fit (doc/xdp.md, "UMEM sizing").
+nolock=()
+if command -v capsh >/dev/null; then
+	nolock=(capsh --drop=cap_ipc_lock -- -c 'exec "$0" "$@"')
+fi
+ip netns exec "$NA" "${nolock[@]}" "$XDP_RX" --no-huge -m 256 --no-pci --no-telemetry \
 	--file-prefix="isth-xdp-$id" --log-level=pmd.net.af_xdp:info \
 	--vdev "net_af_xdp0,iface=$VA,xdp_prog=$BPF_OBJ" -- \
 	"$VA" "$ISTH_PORT" "$GROUP" "$OTHER_PORT" \
