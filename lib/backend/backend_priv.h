@@ -6,5 +6,6 @@
 
 /* The backends isth_backend.c knows, one line each. */
 extern const struct isth_backend_ops isth_backend_sw_ops;
+extern const struct isth_backend_ops isth_backend_fpga_ops;
 
 #endif

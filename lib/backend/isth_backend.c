@@ -12,9 +12,10 @@
 
 static const struct isth_backend_ops *const backends[] = {
 	&isth_backend_sw_ops,
+	&isth_backend_fpga_ops,
 };
 
-static const char *const backend_names[] = {"sw", NULL};
+static const char *const backend_names[] = {"sw", "fpga", NULL};
 
 struct isth_backend {
 	const struct isth_backend_ops *ops;

@@ -3,10 +3,17 @@
  * Backend conformance: the contract of isth_backend.h, checked against a
  * scalar model written here. Every case runs once per backend name in
  * `backends[]`; a new backend is qualified by adding its name.
+ *
+ * "fpga" runs against the device model (lib/fpga_model) started in-process
+ * on its own thread by the fixture. The device works asynchronously, so
+ * the cases wait for it: settle() spins (yielding, bounded) until the
+ * backend's "dev_pending" gauge is 0; a backend without that gauge (sw)
+ * is synchronous and never waits. Time is the caller's clock in both.
  */
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -19,6 +26,7 @@
 #include <rte_mbuf.h>
 
 #include "isth_backend.h"
+#include "isth_fpga_model.h"
 #include "isth_wire.h"
 
 #define N_ISLANDS 5
@@ -28,6 +36,8 @@
 
 static struct rte_mempool *pool, *hdr_pool;
 static struct isth_wire_limits lim;
+static struct isth_fpga_model *model;
+static char model_name[64];
 
 static void eal_up(void)
 {
@@ -50,6 +60,8 @@ static void eal_up(void)
 
 static void eal_down(void)
 {
+	isth_fpga_model_destroy(model);
+	model = NULL;
 	rte_mempool_free(pool);
 	rte_mempool_free(hdr_pool);
 	rte_eal_cleanup();
@@ -76,6 +88,18 @@ static struct isth_backend *make(const char *name, uint64_t mem, uint64_t timeou
 	c.mcast.hdr_pool = hdr_pool;
 	c.mcast.clone_pool = hdr_pool;
 	c.mcast.copy_pool = pool;
+	if (strcmp(name, "fpga") == 0) {
+		/* The device: a model on its own thread, fresh per test. */
+		struct isth_fpga_model_params mp = {.replace = 1};
+
+		snprintf(model_name, sizeof(model_name), "/isth-be-test-%d", getpid());
+		mp.shm_name = model_name;
+		mp.dma_bytes = 4u << 20;
+		model = isth_fpga_model_create(&mp);
+		cr_assert_not_null(model, "model: %s", strerror(errno));
+		cr_assert_eq(isth_fpga_model_start(model), 0);
+		c.device = model_name;
+	}
 	be = isth_backend_create(name, &c);
 	cr_assert_not_null(be, "create %s: %s", name, rte_strerror(rte_errno));
 	return be;
@@ -89,9 +113,10 @@ static int32_t value(unsigned int sender, uint32_t round, uint32_t chunk,
 			 i * 31u) - 50000;
 }
 
-/* A DATA frame from @sender as a peer edge sends it. */
-static struct rte_mbuf *data_frame(unsigned int sender, uint32_t round,
-				   uint32_t chunk, struct isth_pkt *parsed)
+/* A DATA frame of job @job from @sender as a peer edge sends it. */
+static struct rte_mbuf *job_frame(uint32_t job, unsigned int sender,
+				  uint32_t round, uint32_t chunk,
+				  struct isth_pkt *parsed)
 {
 	struct isth_wire_addr a = {
 		.src_ip = 0x0a000000 + sender, .dst_ip = 0x0a000001,
@@ -99,7 +124,7 @@ static struct rte_mbuf *data_frame(unsigned int sender, uint32_t round,
 	};
 	struct isth_hdr h = {
 		.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
-		.sender = (uint8_t)sender, .count = ELEMS, .job = JOB,
+		.sender = (uint8_t)sender, .count = ELEMS, .job = job,
 		.round = round, .chunk = chunk, .seq = chunk,
 		.bitmap = 1ull << sender,
 	};
@@ -121,6 +146,59 @@ static struct rte_mbuf *data_frame(unsigned int sender, uint32_t round,
 	return m;
 }
 
+static struct rte_mbuf *data_frame(unsigned int sender, uint32_t round,
+				   uint32_t chunk, struct isth_pkt *parsed)
+{
+	return job_frame(JOB, sender, round, chunk, parsed);
+}
+
+/* Counter @name, or @dflt when the backend has none of that name. */
+static uint64_t stat_or(struct isth_backend *be, const char *name, uint64_t dflt)
+{
+	struct isth_backend_stats st;
+
+	isth_backend_stats(be, &st);
+	for (unsigned int i = 0; i < st.n; i++)
+		if (strcmp(st.names[i], name) == 0)
+			return st.values[i];
+	return dflt;
+}
+
+static bool is_async(struct isth_backend *be)
+{
+	return stat_or(be, "dev_pending", UINT64_MAX) != UINT64_MAX;
+}
+
+/* Wait (bounded, no sleep) until the device has answered all posted work. */
+static void settle(struct isth_backend *be)
+{
+	unsigned long spins = 0;
+
+	while (stat_or(be, "dev_pending", 0) != 0) {
+		cr_assert_lt(spins++, 50000000ul, "device does not settle");
+		sched_yield();
+	}
+}
+
+static uint64_t stat(struct isth_backend *be, const char *name);
+
+/*
+ * aggregate_burst() and its verdict: @want contributions are accepted
+ * (the "accepted" counter moves by @want). A synchronous backend returns
+ * @want; an asynchronous one returns what it handed to the device (@n).
+ */
+static void aggregate(struct isth_backend *be, struct rte_mbuf **m,
+		      const struct isth_pkt *parsed, unsigned int n,
+		      uint64_t now, unsigned int want)
+{
+	uint64_t before = stat(be, "accepted");
+	unsigned int ret = isth_backend_aggregate_burst(be, m, parsed, n, now);
+
+	settle(be);
+	cr_expect_eq(ret, is_async(be) ? n : want, "aggregate_burst returned %u", ret);
+	cr_expect_eq(stat(be, "accepted") - before, want, "accepted");
+}
+
 struct got {
 	uint64_t bitmap;
 	uint16_t flags;
@@ -134,9 +212,23 @@ static unsigned int drain_all(struct isth_backend *be, uint64_t now,
 {
 	struct rte_mbuf *out[64];
 	unsigned int n, total = 0;
+	unsigned long spins = 0;
 	struct isth_pkt p;
 
-	while ((n = isth_backend_drain(be, now, out, 64)) > 0) {
+	for (;;) {
+		n = isth_backend_drain(be, now, out, 64);
+		if (n == 0) {
+			/* Done once the device has nothing in flight and a
+			 * drain after that finds nothing either. */
+			if (stat_or(be, "dev_pending", 0) == 0 &&
+			    (n = isth_backend_drain(be, now, out, 64)) == 0)
+				break;
+			if (n == 0) {
+				cr_assert_lt(spins++, 50000000ul, "device does not settle");
+				sched_yield();
+				continue;
+			}
+		}
 		for (unsigned int i = 0; i < n; i++) {
 			const uint8_t *msg = rte_pktmbuf_mtod(out[i], const uint8_t *);
 
@@ -195,7 +287,7 @@ struct be_name {
 	char name[16];
 };
 
-static struct be_name backends[] = {{"sw"}};
+static struct be_name backends[] = {{"sw"}, {"fpga"}};
 
 ParameterizedTestParameters(backend, complete_sums)
 {
@@ -221,7 +313,7 @@ ParameterizedTest(struct be_name *b, backend, complete_sums, .init = eal_up,
 		m[n] = data_frame(1, 3, c, &parsed[n]); n++;	/* duplicate */
 		m[n] = data_frame(2, 3, 7 - c, &parsed[n]); n++;
 	}
-	cr_expect_eq(isth_backend_aggregate_burst(be, m, parsed, n, 1000), 24);
+	aggregate(be, m, parsed, n, 1000, 24);
 	k = drain_all(be, 2000, g, 16);
 	cr_assert_eq(k, 8);
 	for (unsigned int i = 0; i < k; i++) {
@@ -258,7 +350,7 @@ ParameterizedTest(struct be_name *b, backend, timeout_partial_then_late,
 	cr_assert_eq(isth_backend_set_round(be, JOB, 1, expected, NULL, 0), 0);
 	m[0] = data_frame(1, 1, 9, &parsed[0]);
 	m[1] = data_frame(3, 1, 9, &parsed[1]);
-	cr_expect_eq(isth_backend_aggregate_burst(be, m, parsed, 2, 100), 2);
+	aggregate(be, m, parsed, 2, 100, 2);
 	cr_expect_eq(drain_all(be, 4000, g, 4), 0, "nothing before timeout");
 	cr_assert_eq(drain_all(be, 5100, g, 4), 1);
 	cr_expect_eq(g[0].bitmap, (1u << 1) | (1u << 3));
@@ -267,7 +359,7 @@ ParameterizedTest(struct be_name *b, backend, timeout_partial_then_late,
 	/* the late one, plus a repeat of an emitted one */
 	m[0] = data_frame(2, 1, 9, &parsed[0]);
 	m[1] = data_frame(1, 1, 9, &parsed[1]);
-	cr_expect_eq(isth_backend_aggregate_burst(be, m, parsed, 2, 6000), 1);
+	aggregate(be, m, parsed, 2, 6000, 1);
 	cr_assert_eq(drain_all(be, 20000, g + 1, 3), 1);
 	cr_expect_eq(g[1].bitmap, 1u << 2);
 	cr_expect_eq(g[0].bitmap & g[1].bitmap, 0, "partials overlap");
@@ -294,10 +386,8 @@ ParameterizedTest(struct be_name *b, backend, refusals_counted,
 	cr_assert_eq(isth_backend_set_round(be, JOB, 5, expected, NULL, 0), 0);
 	m[0] = data_frame(3, 5, 0, &parsed[0]);		/* not in clique */
 	m[1] = data_frame(1, 6, 0, &parsed[1]);		/* round not published */
-	parsed[2] = parsed[0];
-	m[2] = data_frame(1, 5, 0, &parsed[2]);
-	parsed[2].hdr.job = JOB + 1;			/* unknown job */
-	cr_expect_eq(isth_backend_aggregate_burst(be, m, parsed, 3, 10), 0);
+	m[2] = job_frame(JOB + 1, 1, 5, 0, &parsed[2]);	/* unknown job */
+	aggregate(be, m, parsed, 3, 10, 0);
 	cr_expect_eq(stat(be, "unexpected_sender"), 1);
 	cr_expect_eq(stat(be, "unknown_round"), 1);
 	cr_expect_eq(stat(be, "unknown_job"), 1);
@@ -339,7 +429,7 @@ ParameterizedTest(struct be_name *b, backend, memory_bound_conflicts,
 		n++;
 	}
 	for (unsigned int i = 0; i < n; i++) {
-		cr_expect_eq(isth_backend_aggregate_burst(be, &m[i], &parsed[i], 1, 10 + i), 1);
+		aggregate(be, &m[i], &parsed[i], 1, 10 + i, 1);
 		k = drain_all(be, 10 + i, g, 16);
 		for (unsigned int j = 0; j < k; j++) {
 			cr_expect_eq(seen[g[j].chunk] & g[j].bitmap, 0);

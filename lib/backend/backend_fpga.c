@@ -1,0 +1,670 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The fpga backend: a driver for the device of doc/fpga-interface.md
+ * (isth_fpga_if.h), reached through the bus layer (fpga_bus.h).
+ *
+ * Inbound DATA: each message is copied into the H2D buffer that belongs
+ * to its ring entry (the DMA memory is the shared-memory window; with
+ * vfio the mempool is DMA-mapped and the descriptor can name the mbuf's
+ * data IOVA instead, see the document), a descriptor is written and the
+ * H2D_TAIL doorbell rung once per burst; the mbufs are freed at once, the
+ * copy being the device's. Outbound AGG: the device writes complete AGG
+ * messages into posted D2H buffers; drain() copies each into an mbuf from
+ * agg_pool and reposts the buffer. The device judges each contribution
+ * itself, so aggregate_burst() returns the contributions handed to the
+ * device; refusals are in the device's counters under the sw names.
+ *
+ * Replication is not offloaded (the model has no CAPF_REPLICATE):
+ * replicate_burst() fans out on the calling lcore with lib/mcast exactly
+ * as the sw backend does, two handles alternating by round parity.
+ *
+ * Time: the caller's `now` goes into every H2D descriptor and into
+ * TIME_NS at drain(); the device's timeouts run on that clock only.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_log.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_memcpy.h>
+#include <rte_pause.h>
+
+#include "isth_backend.h"
+#include "isth_fpga_if.h"
+#include "backend_priv.h"
+#include "fpga_bus.h"
+
+#define FPGA_BURST 32
+/* Ring entries at most; fewer if the DMA window is small. */
+#define FPGA_RING_MAX 1024u
+#define FPGA_RING_MIN 32u
+#define FPGA_DEFAULT_DEVICE "/isthmus-fpga0"
+/* Control-path waits for the device (reset, enable, flush), ms. */
+#define FPGA_WAIT_MS 2000u
+#define TAG_NONE UINT64_MAX
+
+struct fpga_backend {
+	struct fpga_bus bus;
+	struct isth_mcast *mc[2];
+	/* Round each fan-out handle serves; as in backend_sw.c. Written by:
+	 * control (release); read by: data path (acquire). */
+	uint64_t mc_tag[2];
+	struct rte_mempool *agg_pool;
+	uint8_t island;
+	uint32_t n_islands;
+	uint32_t max_elems;
+	uint32_t max_chunks;
+
+	/* Capabilities and derived sizes, read once at create. */
+	uint64_t cap_dtypes;
+	uint32_t cap_max_islands;
+	uint32_t rt_banks;
+	uint32_t max_peers;
+	uint32_t n_slots;
+	uint32_t slot_bytes;
+
+	/* Control only. */
+	uint64_t agg_published;	/* newest round given a round-table bank */
+	uint32_t rt_prod;	/* banks published; RT_PROD mirror */
+
+	/* H2D ring. tail: written by the data path (relaxed store, read by
+	 * stats); the device owns entries [*h2d_wb, tail). */
+	struct isth_fpga_h2d_desc *h2d;
+	uint8_t *h2d_buf;
+	uint32_t h2d_size;
+	uint32_t h2d_buf_size;
+	uint32_t h2d_tail;
+	uint64_t *h2d_wb;	/* device writes its H2D head here */
+	/* D2H ring. The device owns entries [next, tail) until it has
+	 * completed them (*d2h_wb); next and tail: data path only. */
+	struct isth_fpga_d2h_desc *d2h;
+	uint8_t *d2h_buf;
+	uint32_t d2h_size;
+	uint32_t d2h_buf_size;
+	uint32_t d2h_next;
+	uint32_t d2h_tail;
+	uint64_t *d2h_wb;
+	/* Host clock last written to TIME_NS and flush generation. Written
+	 * by: data path (relaxed); read by: stats. */
+	uint64_t time_written;
+	uint64_t flush_req;
+
+	/* Counters. Written by: data path (relaxed); read by: any thread. */
+	uint64_t agg_msgs;		/* AGG messages handed out */
+	uint64_t agg_alloc_fail;	/* drain found no mbuf: completions wait */
+	uint64_t repl_no_table;		/* outbound DATA with no table for its round */
+	uint64_t repl_bad_msg;		/* outbound message too short to read */
+	uint64_t h2d_ring_full;		/* DATA dropped: every H2D entry is the device's */
+	uint64_t h2d_too_big;		/* DATA dropped: message larger than an H2D buffer */
+	uint64_t d2h_desc_err;		/* D2H descriptors the device returned with an error */
+};
+
+static inline void
+bump(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
+			 __ATOMIC_RELAXED);
+}
+
+/* Control path: wait until (reg & mask) == want or the deadline. */
+static int
+wait_reg(struct fpga_backend *f, uint32_t reg, uint64_t mask, uint64_t want)
+{
+	uint64_t end = rte_get_timer_cycles() +
+		       rte_get_timer_hz() / 1000 * FPGA_WAIT_MS;
+	unsigned int spins = 0;
+
+	while ((fpga_rd(&f->bus, reg) & mask) != want) {
+		if (rte_get_timer_cycles() > end)
+			return -ETIMEDOUT;
+		if (++spins < 256)
+			rte_pause();
+		else
+			sched_yield();
+	}
+	return 0;
+}
+
+static void fpga_destroy(void *priv);
+
+/* Reset the device and wait for it: afterwards it touches no host memory. */
+static int
+dev_reset(struct fpga_backend *f)
+{
+	uint64_t gen = fpga_rd(&f->bus, ISTH_FPGA_REG_RESET_GEN);
+	uint64_t end = rte_get_timer_cycles() +
+		       rte_get_timer_hz() / 1000 * FPGA_WAIT_MS;
+
+	fpga_wr(&f->bus, ISTH_FPGA_REG_CTRL, ISTH_FPGA_CTRL_RESET);
+	while (fpga_rd(&f->bus, ISTH_FPGA_REG_RESET_GEN) == gen) {
+		if (rte_get_timer_cycles() > end)
+			return -ETIMEDOUT;
+		sched_yield();
+	}
+	return 0;
+}
+
+static uint32_t
+align64(uint64_t x)
+{
+	return (uint32_t)((x + 63) & ~63ull);
+}
+
+/* Lay the rings and buffers out in DMA memory: write-backs, H2D ring,
+ * D2H ring, H2D buffers, D2H buffers, each 64-byte aligned. */
+static int
+carve(struct fpga_backend *f, uint32_t cap_ring)
+{
+	uint32_t n = RTE_MIN(FPGA_RING_MAX, cap_ring);
+	uint64_t need;
+	uint8_t *p;
+
+	f->h2d_buf_size = align64(ISTH_WIRE_HDR_SIZE + 4ull * f->max_elems + 255);
+	f->d2h_buf_size = align64(ISTH_WIRE_HDR_SIZE + 4ull * f->max_elems);
+	for (;; n /= 2) {
+		need = 64 + (uint64_t)n * (sizeof(struct isth_fpga_h2d_desc) +
+					   sizeof(struct isth_fpga_d2h_desc) +
+					   f->h2d_buf_size + f->d2h_buf_size);
+		if (need <= f->bus.dma_size)
+			break;
+		if (n <= FPGA_RING_MIN)
+			return -ENOMEM;
+	}
+	if (n < FPGA_RING_MIN || (n & (n - 1)) != 0)
+		return -ENOMEM;
+	p = f->bus.dma;
+	memset(p, 0, need);
+	f->h2d_wb = (uint64_t *)p;
+	f->d2h_wb = (uint64_t *)(p + 8);
+	p += 64;
+	f->h2d = (struct isth_fpga_h2d_desc *)p;
+	p += (size_t)n * sizeof(*f->h2d);
+	f->d2h = (struct isth_fpga_d2h_desc *)p;
+	p += (size_t)n * sizeof(*f->d2h);
+	f->h2d_buf = p;
+	p += (size_t)n * f->h2d_buf_size;
+	f->d2h_buf = p;
+	f->h2d_size = f->d2h_size = n;
+	return 0;
+}
+
+static int
+dev_configure(struct fpga_backend *f, const struct isth_backend_conf *conf)
+{
+	struct fpga_bus *b = &f->bus;
+	uint32_t i;
+	int rc;
+
+	rc = carve(f, (uint32_t)fpga_rd(b, ISTH_FPGA_REG_CAP_MAX_RING));
+	if (rc < 0)
+		return rc;
+	fpga_wr(b, ISTH_FPGA_REG_CFG_MEM_BYTES, conf->mem_bytes);
+	fpga_wr(b, ISTH_FPGA_REG_CFG_MAX_ELEMS, conf->max_elems);
+	fpga_wr(b, ISTH_FPGA_REG_CFG_MAX_CHUNKS, conf->max_chunks);
+	fpga_wr(b, ISTH_FPGA_REG_CFG_N_ISLANDS, conf->n_islands);
+	fpga_wr(b, ISTH_FPGA_REG_CFG_ISLAND, conf->island);
+	fpga_wr(b, ISTH_FPGA_REG_CFG_WINDOW, conf->window);
+	fpga_wr(b, ISTH_FPGA_REG_CFG_TIMEOUT_NS, conf->timeout_ns);
+	fpga_wr(b, ISTH_FPGA_REG_CFG_BF16_OUT, conf->bf16_out);
+	fpga_wr(b, ISTH_FPGA_REG_CFG_MAX_JOBS, conf->max_jobs);
+	fpga_wr(b, ISTH_FPGA_REG_H2D_BASE, fpga_iova(b, f->h2d));
+	fpga_wr(b, ISTH_FPGA_REG_H2D_SIZE, f->h2d_size);
+	fpga_wr(b, ISTH_FPGA_REG_H2D_WB, fpga_iova(b, f->h2d_wb));
+	fpga_wr(b, ISTH_FPGA_REG_D2H_BASE, fpga_iova(b, f->d2h));
+	fpga_wr(b, ISTH_FPGA_REG_D2H_SIZE, f->d2h_size);
+	fpga_wr(b, ISTH_FPGA_REG_D2H_WB, fpga_iova(b, f->d2h_wb));
+	for (i = 0; i < f->d2h_size; i++) {
+		f->d2h[i].addr = fpga_iova(b, f->d2h_buf +
+					   (size_t)i * f->d2h_buf_size);
+		f->d2h[i].cap = f->d2h_buf_size;
+	}
+	fpga_wr(b, ISTH_FPGA_REG_CTRL, ISTH_FPGA_CTRL_ENABLE);
+	rc = wait_reg(f, ISTH_FPGA_REG_STATUS,
+		      ISTH_FPGA_STS_ENABLED | ISTH_FPGA_STS_ERROR,
+		      ISTH_FPGA_STS_ENABLED);
+	if (rc < 0) {
+		RTE_LOG(ERR, USER1, "fpga: device did not enable (error %" PRIu64 ")\n",
+			fpga_rd(b, ISTH_FPGA_REG_ERROR));
+		return fpga_rd(b, ISTH_FPGA_REG_STATUS) & ISTH_FPGA_STS_ERROR ?
+		       -EINVAL : -ENODEV;
+	}
+	f->n_slots = (uint32_t)fpga_rd(b, ISTH_FPGA_REG_CFG_N_SLOTS);
+	f->slot_bytes = (uint32_t)fpga_rd(b, ISTH_FPGA_REG_CFG_SLOT_BYTES);
+	/* Every D2H buffer to the device. */
+	f->d2h_next = 0;
+	f->d2h_tail = f->d2h_size;
+	fpga_wr(b, ISTH_FPGA_REG_D2H_TAIL, f->d2h_tail);
+	return 0;
+}
+
+static void *
+fpga_create(const struct isth_backend_conf *conf)
+{
+	const char *dev = conf->device ? conf->device : FPGA_DEFAULT_DEVICE;
+	struct isth_mcast_conf mcc;
+	struct fpga_backend *f;
+	uint64_t ver;
+	uint32_t room;
+	int i, rc;
+
+	room = rte_pktmbuf_data_room_size(conf->agg_pool);
+	if (room < RTE_PKTMBUF_HEADROOM + ISTH_WIRE_HDR_SIZE + 4 * conf->max_elems ||
+	    RTE_PKTMBUF_HEADROOM < ISTH_ETH_HDR_SIZE + ISTH_VLAN_TAG_SIZE +
+				   ISTH_IPV4_MIN_HDR_SIZE + ISTH_UDP_HDR_SIZE) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	f = rte_zmalloc_socket("isth_backend_fpga", sizeof(*f),
+			       RTE_CACHE_LINE_SIZE, conf->socket_id);
+	if (f == NULL) {
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	f->island = conf->island;
+	f->n_islands = conf->n_islands;
+	f->max_elems = conf->max_elems;
+	f->max_chunks = conf->max_chunks;
+	f->agg_pool = conf->agg_pool;
+	f->agg_published = TAG_NONE;
+	f->mc_tag[0] = f->mc_tag[1] = TAG_NONE;
+
+	rc = fpga_bus_open(&f->bus, dev);
+	if (rc < 0) {
+		RTE_LOG(ERR, USER1, "fpga: %s: %s\n", dev, strerror(-rc));
+		goto fail;
+	}
+	ver = fpga_rd(&f->bus, ISTH_FPGA_REG_VERSION);
+	f->cap_dtypes = fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_DTYPES);
+	f->cap_max_islands = (uint32_t)fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_MAX_ISLANDS);
+	f->rt_banks = (uint32_t)fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_RT_BANKS);
+	f->max_peers = (uint32_t)fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_MAX_PEERS);
+	if (ver >> 16 != ISTH_FPGA_VERSION_MAJOR || f->rt_banks == 0 ||
+	    (f->rt_banks & (f->rt_banks - 1)) != 0) {
+		rc = -ENODEV;
+		goto fail;
+	}
+	if (conf->max_elems > fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_MAX_ELEMS) ||
+	    conf->n_islands > f->cap_max_islands ||
+	    conf->mem_bytes > fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_HBM_BYTES) ||
+	    conf->max_jobs > fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_MAX_JOBS)) {
+		rc = -EINVAL;
+		goto fail;
+	}
+	rc = dev_reset(f);
+	if (rc == 0)
+		rc = dev_configure(f, conf);
+	if (rc < 0) {
+		if (rc == -ETIMEDOUT) {
+			RTE_LOG(ERR, USER1, "fpga: %s does not answer (is the model running?)\n", dev);
+			rc = -ENODEV;
+		}
+		goto fail;
+	}
+	mcc = conf->mcast;
+	mcc.island = conf->island;
+	for (i = 0; i < 2; i++) {
+		f->mc[i] = isth_mcast_create(&mcc);
+		if (f->mc[i] == NULL) {
+			rc = -rte_errno;
+			goto fail;
+		}
+	}
+	return f;
+fail:
+	fpga_destroy(f);
+	rte_errno = -rc;
+	return NULL;
+}
+
+static void
+fpga_destroy(void *priv)
+{
+	struct fpga_backend *f = priv;
+
+	if (f == NULL)
+		return;
+	/* Quiesce the device before its host memory goes away. */
+	if (f->bus.bar != NULL && f->h2d != NULL)
+		dev_reset(f);
+	isth_mcast_destroy(f->mc[0]);
+	isth_mcast_destroy(f->mc[1]);
+	fpga_bus_close(&f->bus);
+	rte_free(f);
+}
+
+static void
+fpga_caps(const void *priv, struct isth_backend_caps *caps)
+{
+	const struct fpga_backend *f = priv;
+
+	memset(caps, 0, sizeof(*caps));
+	caps->name = "fpga";
+	caps->mem_bytes = (uint64_t)f->n_slots * f->slot_bytes;
+	caps->dtypes = (uint32_t)f->cap_dtypes;
+	caps->max_islands = f->cap_max_islands;
+	caps->max_elems = f->max_elems;
+	caps->max_chunks = f->max_chunks;
+	caps->n_slots = f->n_slots;
+	/* replicate_burst() fans out (on the host, lib/mcast). */
+	caps->replicates = true;
+}
+
+static int
+fpga_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
+	       const struct isth_mcast_peer *peers, unsigned int n_peers)
+{
+	struct fpga_backend *f = priv;
+	struct fpga_bus *b = &f->bus;
+	unsigned int k = round & 1, j;
+	uint64_t old = f->mc_tag[k];
+	uint32_t bank, pe;
+	int rc;
+
+	if (n_peers > f->max_peers ||
+	    (f->n_islands < 64 && (expected >> f->n_islands) != 0))
+		return -EINVAL;
+	/* The device applies banks in order; a full set of banks means it
+	 * has not consumed the oldest yet. Check before changing anything. */
+	if (expected != 0 &&
+	    (uint32_t)(f->rt_prod - (uint32_t)fpga_rd(b, ISTH_FPGA_REG_RT_CONS)) >=
+	    f->rt_banks)
+		return -EBUSY;
+	if (old != round) {
+		__atomic_store_n(&f->mc_tag[k], TAG_NONE, __ATOMIC_RELEASE);
+		rc = isth_mcast_publish(f->mc[k], round, peers, n_peers);
+		if (rc < 0) {
+			__atomic_store_n(&f->mc_tag[k], old, __ATOMIC_RELEASE);
+			return rc;
+		}
+		__atomic_store_n(&f->mc_tag[k], round, __ATOMIC_RELEASE);
+	}
+	/* A bye round expects nothing: its DATA is refused as unknown_round. */
+	if (expected == 0 ||
+	    (f->agg_published != TAG_NONE && round <= f->agg_published))
+		return 0;
+	bank = ISTH_FPGA_REG_RT_BANK +
+	       (f->rt_prod & (f->rt_banks - 1)) * ISTH_FPGA_RT_BANK_STRIDE;
+	fpga_wr(b, bank + ISTH_FPGA_RT_JOB, job);
+	fpga_wr(b, bank + ISTH_FPGA_RT_ROUND, round);
+	fpga_wr(b, bank + ISTH_FPGA_RT_EXPECTED, expected);
+	fpga_wr(b, bank + ISTH_FPGA_RT_TIMEOUT_NS, 0);
+	fpga_wr(b, bank + ISTH_FPGA_RT_N_PEERS, n_peers);
+	fpga_wr(b, bank + ISTH_FPGA_RT_STATUS, 0);
+	for (j = 0; j < n_peers; j++) {
+		pe = ISTH_FPGA_REG_RT_PEERS +
+		     ((f->rt_prod & (f->rt_banks - 1)) * f->max_peers + j) * 16;
+		fpga_wr(b, pe, (uint64_t)peers[j].ip << 32 |
+			       (uint64_t)peers[j].port << 16 | peers[j].island);
+		fpga_wr(b, pe + 8, 0);
+	}
+	/* The generation write publishes the whole bank at once. */
+	__atomic_store_n(&f->rt_prod, f->rt_prod + 1, __ATOMIC_RELAXED);
+	fpga_wr(b, ISTH_FPGA_REG_RT_PROD, f->rt_prod);
+	f->agg_published = round;
+	return 0;
+}
+
+static unsigned int
+fpga_aggregate_burst(void *priv, struct rte_mbuf **pkts,
+		     const struct isth_pkt *parsed, unsigned int n, uint64_t now)
+{
+	struct fpga_backend *f = priv;
+	uint32_t head, tail = f->h2d_tail, mask = f->h2d_size - 1, space;
+	unsigned int i, posted = 0;
+
+	head = (uint32_t)__atomic_load_n(f->h2d_wb, __ATOMIC_ACQUIRE);
+	space = f->h2d_size - (tail - head);
+	for (i = 0; i < n; i++) {
+		const struct isth_pkt *p = &parsed[i];
+		struct isth_fpga_h2d_desc *d;
+		uint8_t *buf;
+
+		if (i + 1 < n)
+			rte_prefetch0(parsed[i + 1].msg);
+		if (unlikely(p->msg_size > f->h2d_buf_size)) {
+			bump(&f->h2d_too_big, 1);
+			continue;
+		}
+		if (unlikely(space == 0)) {
+			bump(&f->h2d_ring_full, 1);
+			continue;
+		}
+		buf = f->h2d_buf + (size_t)(tail & mask) * f->h2d_buf_size;
+		rte_memcpy(buf, p->msg, p->msg_size);
+		d = &f->h2d[tail & mask];
+		d->addr = fpga_iova(&f->bus, buf);
+		d->len = (uint32_t)p->msg_size;
+		d->flags = 0;
+		d->status = 0;
+		d->time_ns = now;
+		d->cookie = tail;
+		tail++;
+		space--;
+		posted++;
+	}
+	/* The device read the copies, not the frames. */
+	rte_pktmbuf_free_bulk(pkts, n);
+	if (posted != 0) {
+		__atomic_store_n(&f->h2d_tail, tail, __ATOMIC_RELAXED);
+		fpga_wr(&f->bus, ISTH_FPGA_REG_H2D_TAIL, tail);
+	}
+	return posted;
+}
+
+static unsigned int
+fpga_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
+{
+	struct fpga_backend *f = priv;
+	uint32_t mask = f->d2h_size - 1, head, avail;
+	unsigned int got = 0, k, i, used;
+	struct rte_mbuf *m[FPGA_BURST];
+
+	if (now > f->time_written) {
+		__atomic_store_n(&f->time_written, now, __ATOMIC_RELAXED);
+		fpga_wr(&f->bus, ISTH_FPGA_REG_TIME_NS, now);
+	}
+	head = (uint32_t)__atomic_load_n(f->d2h_wb, __ATOMIC_ACQUIRE);
+	avail = head - f->d2h_next;
+	while (avail > 0 && got < cap) {
+		k = RTE_MIN(avail, cap - got);
+		k = RTE_MIN(k, (unsigned int)FPGA_BURST);
+		if (rte_pktmbuf_alloc_bulk(f->agg_pool, m, k) != 0) {
+			/* Completions stay in the ring; the device stalls
+			 * (counted) once every buffer is waiting. */
+			bump(&f->agg_alloc_fail, 1);
+			break;
+		}
+		used = 0;
+		for (i = 0; i < k; i++) {
+			struct isth_fpga_d2h_desc *d = &f->d2h[f->d2h_next & mask];
+			const uint8_t *src = f->d2h_buf +
+				(size_t)(f->d2h_next & mask) * f->d2h_buf_size;
+			uint32_t len = d->len;
+			uint8_t *dst;
+
+			if (i + 1 < k)
+				rte_prefetch0(f->d2h_buf + (size_t)((f->d2h_next + 1) & mask) *
+					      f->d2h_buf_size);
+			if (likely(d->status == ISTH_FPGA_DESC_DONE &&
+				   len >= ISTH_WIRE_HDR_SIZE && len <= f->d2h_buf_size)) {
+				dst = (uint8_t *)rte_pktmbuf_append(m[used], len);
+				/* room was checked at creation */
+				rte_memcpy(dst, src, len);
+				out[got + used] = m[used];
+				used++;
+			} else {
+				bump(&f->d2h_desc_err, 1);
+			}
+			/* Back to the device, empty. */
+			d->status = 0;
+			d->len = 0;
+			f->d2h_next++;
+			f->d2h_tail++;
+		}
+		if (used < k)
+			rte_pktmbuf_free_bulk(m + used, k - used);
+		got += used;
+		avail -= k;
+	}
+	if (f->d2h_tail != (uint32_t)fpga_rd(&f->bus, ISTH_FPGA_REG_D2H_TAIL))
+		fpga_wr(&f->bus, ISTH_FPGA_REG_D2H_TAIL, f->d2h_tail);
+	bump(&f->agg_msgs, got);
+	return got;
+}
+
+static inline uint32_t
+msg_round(const struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *) + 12;
+
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+	       ((uint32_t)p[2] << 8) | p[3];
+}
+
+/* Host fan-out, the same algorithm as backend_sw.c. */
+static uint16_t
+fpga_replicate_burst(void *priv, struct rte_mbuf **pkts, uint16_t n,
+		     struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out)
+{
+	struct fpga_backend *f = priv;
+	uint16_t i = 0, total = 0;
+
+	while (i < n) {
+		uint16_t j = i, done, run, k = 0;
+		uint32_t round;
+
+		if (unlikely(rte_pktmbuf_data_len(pkts[i]) < ISTH_WIRE_HDR_SIZE)) {
+			bump(&f->repl_bad_msg, 1);
+			i++;
+			continue;
+		}
+		round = msg_round(pkts[i]);
+		while (j < n && rte_pktmbuf_data_len(pkts[j]) >= ISTH_WIRE_HDR_SIZE &&
+		       msg_round(pkts[j]) == round)
+			j++;
+		if (__atomic_load_n(&f->mc_tag[round & 1], __ATOMIC_ACQUIRE) !=
+		    round) {
+			bump(&f->repl_no_table, j - i);
+			i = j;
+			continue;
+		}
+		run = j - i;
+		done = isth_mcast_fanout_burst(f->mc[round & 1], pkts + i,
+					       run, out + total,
+					       out_cap - total, &k);
+		total += k;
+		i += done;
+		if (done < run)
+			break;	/* out is full */
+	}
+	*n_out = total;
+	return i;
+}
+
+/*
+ * Shutdown only: ask the device to emit every slot and wait (bounded) for
+ * it to have done so, so that the caller's drain loop that follows finds
+ * the aggregates. @return slots the device emitted (0 if it did not answer)
+ */
+static unsigned int
+fpga_flush(void *priv)
+{
+	struct fpga_backend *f = priv;
+	uint64_t req = f->flush_req + 1;
+
+	__atomic_store_n(&f->flush_req, req, __ATOMIC_RELAXED);
+	fpga_wr(&f->bus, ISTH_FPGA_REG_FLUSH_REQ, req);
+	if (wait_reg(f, ISTH_FPGA_REG_FLUSH_ACK, UINT64_MAX, req) < 0)
+		return 0;
+	return (unsigned int)fpga_rd(&f->bus, ISTH_FPGA_REG_FLUSH_COUNT);
+}
+
+/*
+ * Work posted to the device and not yet answered: H2D descriptors not
+ * consumed, time or flush not acknowledged, round banks not applied, and
+ * aggregates waiting for D2H buffers. 0 means every completion the device
+ * will make for what was posted is already in the D2H ring.
+ */
+static uint64_t
+dev_pending(const struct fpga_backend *f)
+{
+	const struct fpga_bus *b = &f->bus;
+	uint64_t n = 0;
+
+	/* Acks first (acquire): the head write-backs precede them. */
+	n += fpga_rd(b, ISTH_FPGA_REG_TIME_ACK) !=
+	     __atomic_load_n(&f->time_written, __ATOMIC_RELAXED);
+	n += fpga_rd(b, ISTH_FPGA_REG_FLUSH_ACK) !=
+	     __atomic_load_n(&f->flush_req, __ATOMIC_RELAXED);
+	n += fpga_rd(b, ISTH_FPGA_REG_BACKLOG);
+	n += (uint32_t)(__atomic_load_n(&f->rt_prod, __ATOMIC_RELAXED) -
+			(uint32_t)fpga_rd(b, ISTH_FPGA_REG_RT_CONS));
+	n += (uint32_t)(__atomic_load_n(&f->h2d_tail, __ATOMIC_RELAXED) -
+			(uint32_t)__atomic_load_n(f->h2d_wb, __ATOMIC_ACQUIRE));
+	return n;
+}
+
+static void
+fpga_stats(const void *priv, struct isth_backend_stats *st)
+{
+	static const char *const mc_names[] = {
+		"mcast_pkts", "mcast_pkts_no_table", "mcast_pkts_no_peers",
+		"mcast_copies", "mcast_drop_hdr_alloc", "mcast_drop_clone",
+		"mcast_drop_copy_alloc", "mcast_drop_too_big", "mcast_drop_len",
+	};
+	const struct fpga_backend *f = priv;
+	struct isth_mcast_stats ms[2];
+	uint64_t pending;
+	unsigned int i;
+
+	st->n = 0;
+	pending = dev_pending(f);
+#define PUT_V(nm, v) do { \
+		if (st->n < ISTH_BACKEND_MAX_STATS) { \
+			st->names[st->n] = (nm); \
+			st->values[st->n++] = (v); \
+		} \
+	} while (0)
+	/* The aggregation counters (sw names), as the device keeps them. */
+	for (i = 0; i < ISTH_FPGA_CNT_H2D_DESC; i++)
+		PUT_V(isth_fpga_counter_name(i),
+		      fpga_rd(&f->bus, ISTH_FPGA_REG_COUNTERS + 8 * i));
+	isth_mcast_stats_get(f->mc[0], &ms[0]);
+	isth_mcast_stats_get(f->mc[1], &ms[1]);
+	for (i = 0; i < RTE_DIM(mc_names); i++)
+		PUT_V(mc_names[i], ((const uint64_t *)&ms[0])[i] +
+				   ((const uint64_t *)&ms[1])[i]);
+#define PUT(fld) PUT_V(#fld, __atomic_load_n(&f->fld, __ATOMIC_RELAXED))
+	PUT(agg_msgs);
+	PUT(agg_alloc_fail);
+	PUT(repl_no_table);
+	PUT(repl_bad_msg);
+	PUT(h2d_ring_full);
+	PUT(h2d_too_big);
+	PUT(d2h_desc_err);
+#undef PUT
+	PUT_V("dev_pending", pending);
+	for (i = ISTH_FPGA_CNT_H2D_DESC; i < ISTH_FPGA_CNT_MAX; i++)
+		PUT_V(isth_fpga_counter_name(i),
+		      fpga_rd(&f->bus, ISTH_FPGA_REG_COUNTERS + 8 * i));
+#undef PUT_V
+}
+
+const struct isth_backend_ops isth_backend_fpga_ops = {
+	.name = "fpga",
+	.create = fpga_create,
+	.destroy = fpga_destroy,
+	.caps = fpga_caps,
+	.set_round = fpga_set_round,
+	.aggregate_burst = fpga_aggregate_burst,
+	.drain = fpga_drain,
+	.replicate_burst = fpga_replicate_burst,
+	.flush = fpga_flush,
+	.stats = fpga_stats,
+};
