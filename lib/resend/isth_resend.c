@@ -172,34 +172,43 @@ unsigned int isth_resend_expire(struct isth_resend *r, uint64_t now_ns)
  * offload the field holds the pseudo-header sum and the NIC finishes it.
  * Both 16-bit words we change are at even offsets from the UDP header.
  */
-static inline uint16_t *udp_csum(struct isth_resend *r, uint8_t *frame,
-				 uint64_t ol_flags)
+static inline uint8_t *udp_csum(struct isth_resend *r, uint8_t *frame,
+				uint64_t ol_flags)
 {
-	uint16_t *cs;
+	uint8_t *cs;
 
 	if (r->hdr_off < ISTH_UDP_HDR_SIZE ||
 	    (ol_flags & RTE_MBUF_F_TX_L4_MASK) == RTE_MBUF_F_TX_UDP_CKSUM)
 		return NULL;
-	cs = (uint16_t *)(void *)(frame + r->hdr_off - 2);
-	return *cs == 0 ? NULL : cs;
+	cs = frame + r->hdr_off - 2;
+	return cs[0] == 0 && cs[1] == 0 ? NULL : cs;
 }
 
-/* RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m'), all in network order. */
-static inline void csum_replace(uint16_t *cs, uint16_t old_be, uint16_t new_be)
+/*
+ * RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m'). One's complement sums do not
+ * depend on byte order as long as all words are taken the same way, so
+ * the words are used as they lie in memory. memcpy: no alignment assumed.
+ */
+static inline void csum_replace(uint8_t *csp, uint16_t old_w, uint16_t new_w)
 {
-	uint32_t s = (uint16_t)~*cs + (uint32_t)(uint16_t)~old_be + new_be;
+	uint16_t hc;
+	uint32_t s;
 
+	memcpy(&hc, csp, 2);
+	s = (uint16_t)~hc + (uint32_t)(uint16_t)~old_w + new_w;
 	s = (s & 0xffff) + (s >> 16);
 	s = (s & 0xffff) + (s >> 16);
-	s = (uint16_t)~s;
-	*cs = s == 0 ? 0xffff : (uint16_t)s;	/* 0 would mean "none" */
+	hc = (uint16_t)~s;
+	if (hc == 0)
+		hc = 0xffff;	/* 0 would mean "no checksum" */
+	memcpy(csp, &hc, 2);
 }
 
 static inline void set_resent(struct isth_resend *r, uint8_t *frame,
 			      uint64_t ol_flags)
 {
 	uint8_t *msg = frame + r->hdr_off;
-	uint16_t *cs = udp_csum(r, frame, ol_flags);
+	uint8_t *cs = udp_csum(r, frame, ol_flags);
 	uint16_t old, neu;
 
 	memcpy(&old, msg + 4, 2);
@@ -214,7 +223,7 @@ static inline void stamp_seq(struct isth_resend *r, struct rte_mbuf *m,
 {
 	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
 	uint8_t *msg = frame + r->hdr_off;
-	uint16_t *cs = udp_csum(r, frame, m->ol_flags);
+	uint8_t *cs = udp_csum(r, frame, m->ol_flags);
 	uint16_t old[4], neu[4];
 	int i;
 

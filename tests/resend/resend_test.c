@@ -142,8 +142,8 @@ static struct rte_mbuf *mk_agg(uint64_t seq, uint64_t hdr_seq, bool csum)
 static void check_frame(const struct rte_mbuf *m, uint64_t seq, bool resent)
 {
 	static uint8_t flat[RTE_MBUF_DEFAULT_BUF_SIZE];
-	const int32_t *el;
 	struct isth_pkt pkt;
+	int32_t el;
 	enum isth_wire_reason rc;
 	const void *d;
 	unsigned int i;
@@ -161,9 +161,10 @@ static void check_frame(const struct rte_mbuf *m, uint64_t seq, bool resent)
 	cr_assert_eq(pkt.hdr.chunk, (uint32_t)seq);
 	cr_assert_eq((pkt.hdr.flags & ISTH_F_RESENT) != 0, resent,
 		     "seq %lu flags %#x", (unsigned long)seq, pkt.hdr.flags);
-	el = (const int32_t *)(const void *)pkt.payload;
-	for (i = 0; i < N_ELEMS; i++)
-		cr_assert_eq(el[i], (int32_t)(seq * 1000 + i));
+	for (i = 0; i < N_ELEMS; i++) {
+		memcpy(&el, pkt.payload + 4 * i, 4);	/* little-endian host */
+		cr_assert_eq(el, (int32_t)(seq * 1000 + i));
+	}
 }
 
 static struct isth_resend *mk_ring(uint32_t size, uint64_t window,
