@@ -4,7 +4,7 @@
  * offset t_j and the transmission duration D_j (rate = 8P / D_j), plus T.
  * Completion and memory are linear in (t, D); link capacity
  * sum_j m_je * 8P / D_j <= c_e is convex in D and is imposed by Kelley
- * cutting planes (tangents of 1/D), added lazily with the memory rows until
+ * cutting planes (tangents of 1/D at the boundary), added lazily with the memory rows until
  * the LP optimum satisfies everything. GLPK is confined to this file.
  */
 #include <errno.h>
@@ -316,7 +316,10 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 				if (load <= 1 + CAP_TOL)
 					continue;
 				for (k = 0; k < S->nsend; k++) {
-					double D0 = x[S->col_D[k]], a;
+					/* tangent at the boundary point D * load (supporting
+					 * hyperplane): far stronger than a tangent at the
+					 * infeasible point itself */
+					double D0 = x[S->col_D[k]] * load, a;
 
 					if (!S->mult[k * t->ndl + e])
 						continue;
