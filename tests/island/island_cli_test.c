@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * isthmus-island against a fake edge on loopback: the test plays the edge
+ * (ROUND, AGGs computed here from the documented formula, a lost AGG that
+ * must be NACKed, a contributor that never arrives, a silent island, a
+ * corrupted sum) and asserts the CLI's summary line and exit status.
+ * Time is real here (the CLI uses CLOCK_REALTIME), but every wait is a
+ * poll on a socket or a pipe with a bound.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <criterion/criterion.h>
+
+#include "isth_wire.h"
+
+#define JOB 5u
+#define SELF 1u
+#define N 3u
+#define CE 358u
+#define ELEMS 400u		/* chunks of 358 and 42 */
+#define NCH 2u
+#define MS 1000000ull
+
+static uint32_t val_i32(unsigned int k, uint32_t r, uint32_t i)
+{
+	return (uint32_t)(k + 1) * 1000003u + r * 7919u + i * 31u;
+}
+
+static uint64_t rt_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct cli {
+	pid_t pid;
+	int out;		/* child's stdout */
+	int edge;		/* our socket */
+	uint16_t island_port;
+	uint64_t seq;		/* next AGG seq */
+	char head[512];		/* stdout up to the banner's end */
+	size_t head_len;
+	struct isth_wire_limits lim;
+};
+
+static int bound_socket(uint16_t *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	cr_assert_geq(fd, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static void cli_start(struct cli *c, const char *const *extra)
+{
+	const char *bin = getenv("ISLAND_BIN");
+	char edge[64], bind_[64];
+	const char *argv[40];
+	uint16_t ep;
+	int p[2], k = 0, tmp;
+
+	cr_assert_not_null(bin, "ISLAND_BIN not set");
+	memset(c, 0, sizeof(c[0]));
+	cr_assert_eq(isth_wire_limits_init(&c->lim, N, 1500), 0);
+	c->edge = bound_socket(&ep);
+	/* an ephemeral port for the island: take one, free it, pass it on */
+	tmp = bound_socket(&c->island_port);
+	close(tmp);
+	snprintf(edge, sizeof(edge), "127.0.0.1:%u", ep);
+	snprintf(bind_, sizeof(bind_), "127.0.0.1:%u", c->island_port);
+	argv[k++] = bin;
+	argv[k++] = "--job"; argv[k++] = "5";
+	argv[k++] = "--island"; argv[k++] = "1";
+	argv[k++] = "--islands"; argv[k++] = "3";
+	argv[k++] = "--edge"; argv[k++] = edge;
+	argv[k++] = "--bind"; argv[k++] = bind_;
+	argv[k++] = "--elems"; argv[k++] = "400";
+	argv[k++] = "--timeout"; argv[k++] = "5";
+	argv[k++] = "--probe"; argv[k++] = "0";
+	while (extra && *extra)
+		argv[k++] = *extra++;
+	argv[k] = NULL;
+	cr_assert_eq(pipe(p), 0);
+	c->pid = fork();
+	if (c->pid == 0) {
+		/* no Criterion calls here: with --full-stats even a passing
+		 * assertion is reported, and this process is not the test's */
+		dup2(p[1], 1);
+		close(p[0]);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	cr_assert_gt(c->pid, 0);
+	close(p[1]);
+	c->out = p[0];
+	/* the banner comes once the socket is bound: only then send to it */
+	while (c->head_len == 0 || c->head[c->head_len - 1] != '\n') {
+		struct pollfd pf = { .fd = c->out, .events = POLLIN };
+		ssize_t n;
+
+		cr_assert_gt(poll(&pf, 1, 10000), 0, "no banner from the CLI");
+		n = read(c->out, c->head + c->head_len,
+			 sizeof(c->head) - 1 - c->head_len);
+		cr_assert_gt(n, 0, "CLI exited before its banner");
+		c->head_len += (size_t)n;
+	}
+}
+
+/* Wait for the child; returns its exit status, output in @buf. */
+static int cli_finish(struct cli *c, char *buf, size_t size)
+{
+	size_t off = c->head_len;
+	int st;
+
+	memcpy(buf, c->head, off);
+	for (;;) {
+		struct pollfd pf = { .fd = c->out, .events = POLLIN };
+		ssize_t n;
+
+		cr_assert_gt(poll(&pf, 1, 10000), 0, "CLI hangs; output so far:\n%.*s",
+			     (int)off, buf);
+		n = read(c->out, buf + off, size - 1 - off);
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	buf[off] = '\0';
+	cr_assert_eq(waitpid(c->pid, &st, 0), c->pid);
+	close(c->out);
+	close(c->edge);
+	cr_assert(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static void to_island(struct cli *c, const void *buf, size_t len)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons(c->island_port);
+	cr_assert_eq(sendto(c->edge, buf, len, 0, (struct sockaddr *)&a,
+			    sizeof(a)), (ssize_t)len);
+}
+
+static size_t from_island(struct cli *c, uint8_t *buf, size_t cap,
+			  struct isth_pkt *p)
+{
+	struct pollfd pf = { .fd = c->edge, .events = POLLIN };
+	ssize_t n;
+
+	cr_assert_gt(poll(&pf, 1, 5000), 0, "nothing from the island");
+	n = recv(c->edge, buf, cap, 0);
+	cr_assert_gt(n, 0);
+	cr_assert_eq(isth_wire_parse_msg(buf, (size_t)n, &c->lim, p), ISTH_WIRE_OK);
+	return (size_t)n;
+}
+
+static void send_round(struct cli *c, uint32_t r, uint64_t expected,
+		       uint64_t deadline_in_ns)
+{
+	uint64_t now = rt_ns();
+	struct isth_wire_round b = {
+		.start_ns = now, .deadline_ns = now + deadline_in_ns,
+		.period_ns = deadline_in_ns, .clique = expected | 1u << SELF,
+		.n_chunks = NCH, .chunk_elems = CE,
+	};
+	struct isth_hdr h = {
+		.type = ISTH_WIRE_ROUND, .sender = SELF, .job = JOB, .round = r,
+		.bitmap = expected,
+	};
+	uint8_t body[40], buf[128];
+	int n;
+
+	isth_wire_put_round(body, sizeof(body), &b);
+	n = isth_wire_build_msg(buf, sizeof(buf), &h, body, 40, NULL);
+	to_island(c, buf, (size_t)n);
+}
+
+/* Build (and unless @lose, send) an AGG for chunk @ch of round @r summing
+ * @set; @delta corrupts element 0. Returns its seq. */
+static uint64_t send_agg(struct cli *c, uint32_t r, uint32_t ch, uint64_t set,
+			 uint16_t flags, bool lose, uint32_t delta, int64_t seq)
+{
+	uint32_t count = ch == 0 ? CE : ELEMS - CE;
+	struct isth_hdr h = {
+		.type = ISTH_WIRE_AGG, .dtype = ISTH_DTYPE_INT32, .flags = flags,
+		.sender = SELF, .count = (uint16_t)count, .job = JOB, .round = r,
+		.chunk = ch, .bitmap = set,
+	};
+	uint8_t body[4 * CE], buf[2048];
+	int n;
+
+	h.seq = seq >= 0 ? (uint64_t)seq : c->seq++;
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t v = 0;
+
+		for (unsigned int k = 0; k < N; k++)
+			if (set & (1u << k))
+				v += val_i32(k, r, ch * CE + i);
+		if (i == 0)
+			v += delta;
+		body[4 * i] = (uint8_t)v;
+		body[4 * i + 1] = (uint8_t)(v >> 8);
+		body[4 * i + 2] = (uint8_t)(v >> 16);
+		body[4 * i + 3] = (uint8_t)(v >> 24);
+	}
+	n = isth_wire_build_msg(buf, sizeof(buf), &h, body, (size_t)count * 4, NULL);
+	cr_assert_gt(n, 0);
+	if (!lose)
+		to_island(c, buf, (size_t)n);
+	return h.seq;
+}
+
+/* The island's DATA for round @r: both chunks, with the formula's values. */
+static void expect_data(struct cli *c, uint32_t r)
+{
+	for (uint32_t k = 0; k < NCH; k++) {
+		uint8_t buf[2048];
+		struct isth_pkt p;
+
+		from_island(c, buf, sizeof(buf), &p);
+		cr_assert_eq(p.hdr.type, ISTH_WIRE_DATA);
+		cr_assert_eq(p.hdr.round, r);
+		cr_assert_eq(p.hdr.chunk, k);
+		cr_assert_eq(p.hdr.sender, SELF);
+		for (uint32_t i = 0; i < p.hdr.count; i++) {
+			const uint8_t *q = p.payload + 4 * i;
+
+			cr_assert_eq((uint32_t)(q[0] | q[1] << 8 | q[2] << 16 |
+						(uint32_t)q[3] << 24),
+				     val_i32(SELF, r, k * CE + i));
+		}
+	}
+}
+
+static const char *summary(const char *out)
+{
+	const char *s = strstr(out, "ISLAND ");
+
+	cr_assert_not_null(s, "no summary in:\n%s", out);
+	return s;
+}
+
+TestSuite(island_cli, .timeout = 30);
+
+Test(island_cli, nack_partial_and_silent_rounds_verify)
+{
+	static const char *const extra[] = { "--rounds", "3", "--stop-after", "2",
+		"--nack-interval", "1000", NULL };
+	const uint64_t peers = 1u << 0 | 1u << 2;
+	char out[8192];
+	uint8_t buf[2048];
+	struct isth_pkt p;
+	struct isth_wire_range r;
+	struct cli c;
+	uint64_t lost;
+
+	cli_start(&c, extra);
+	/* round 10: the AGG of chunk 1 from island 0 is lost, then resent */
+	send_round(&c, 10, peers, 3000 * MS);
+	expect_data(&c, 10);
+	send_agg(&c, 10, 0, peers, 0, false, 0, -1);
+	lost = send_agg(&c, 10, 1, 1u << 0, ISTH_F_PARTIAL, true, 0, -1);
+	send_agg(&c, 10, 1, 1u << 2, ISTH_F_PARTIAL, false, 0, -1);
+	from_island(&c, buf, sizeof(buf), &p);
+	cr_assert_eq(p.hdr.type, ISTH_WIRE_NACK);
+	cr_assert_eq(p.hdr.count, 1);
+	isth_wire_get_range(&p, 0, &r);
+	cr_expect_eq(r.first, lost);
+	cr_expect_eq(r.last, lost);
+	send_agg(&c, 10, 1, 1u << 0, ISTH_F_PARTIAL | ISTH_F_RESENT, false, 0,
+		 (int64_t)lost);
+	/* round 11: island 2 never delivers chunk 1 */
+	send_round(&c, 11, peers, 300 * MS);
+	expect_data(&c, 11);
+	send_agg(&c, 11, 0, peers, 0, false, 0, -1);
+	send_agg(&c, 11, 1, 1u << 0, ISTH_F_PARTIAL, false, 0, -1);
+	/* round 12: the island is silent (--stop-after 2) */
+	send_round(&c, 12, peers, 3000 * MS);
+	send_agg(&c, 12, 0, peers, 0, false, 0, -1);
+	send_agg(&c, 12, 1, peers, 0, false, 0, -1);
+	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 0, "output:\n%s", out);
+	cr_expect(strstr(out, "round 11 clique {0,1,2} chunks 2 complete 1 partial 1 "
+			      "missing island 2 chunk 1 verified 2") != NULL,
+		  "output:\n%s", out);
+	cr_expect(strstr(out, "(silent)") != NULL, "output:\n%s", out);
+	cr_expect(strncmp(summary(out),
+			  "ISLAND island=1 rounds=3 aggregates=6 verified=6 wrong=0 "
+			  "partial=1 missing=1 nacks=1 resent=1 round_ms_mean=",
+			  strlen("ISLAND island=1 rounds=3 aggregates=6 verified=6 wrong=0 "
+				 "partial=1 missing=1 nacks=1 resent=1 round_ms_mean=")) == 0,
+		  "output:\n%s", out);
+}
+
+Test(island_cli, a_wrong_sum_fails_the_run)
+{
+	static const char *const extra[] = { "--rounds", "1", NULL };
+	char out[8192];
+	struct cli c;
+
+	cli_start(&c, extra);
+	send_round(&c, 3, 1u << 0, 3000 * MS);
+	expect_data(&c, 3);
+	send_agg(&c, 3, 0, 1u << 0, 0, false, 0, -1);
+	send_agg(&c, 3, 1, 1u << 0, 0, false, 1, -1);	/* off by one */
+	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 1, "output:\n%s", out);
+	cr_expect(strncmp(summary(out), "ISLAND island=1 rounds=1 aggregates=2 "
+			  "verified=1 wrong=1 ", strlen("ISLAND island=1 rounds=1 "
+			  "aggregates=2 verified=1 wrong=1 ")) == 0, "output:\n%s", out);
+}
+
+Test(island_cli, no_round_is_a_failure)
+{
+	static const char *const extra[] = { "--rounds", "1", "--timeout", "1", NULL };
+	char out[8192];
+	struct cli c;
+
+	cli_start(&c, extra);
+	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 1, "output:\n%s", out);
+	cr_expect(strstr(summary(out), "rounds=0 ") != NULL, "output:\n%s", out);
+}
+
+Test(island_cli, usage_errors_exit_2)
+{
+	const char *bin = getenv("ISLAND_BIN");
+	char cmd[512];
+
+	cr_assert_not_null(bin);
+	snprintf(cmd, sizeof(cmd), "%s --island 3 --islands 3 --edge 127.0.0.1 2>/dev/null", bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof(cmd), "%s --islands 3 --edge 127.0.0.1 2>/dev/null", bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof(cmd), "%s --island 0 --islands 3 --edge 127.0.0.1 --dtype bf16 2>/dev/null", bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof(cmd), "%s --help >/dev/null", bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 0);
+}
