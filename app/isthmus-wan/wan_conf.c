@@ -1,0 +1,634 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Site maps, group tables and impairment specs. EAL-free, so the tests can
+ * feed them table-driven bad input; every error names file and line (or the
+ * offending spec) because people write these by hand.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wan.h"
+
+#define MAXTOK 64
+#define LINE_MAX_LEN 1024
+
+static void __attribute__((format(printf, 5, 6)))
+seterr(char *err, size_t errlen, const char *file, int line, const char *fmt, ...)
+{
+	char msg[320];
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (line > 0)
+		snprintf(err, errlen, "%s:%d: %s", file, line, msg);
+	else
+		snprintf(err, errlen, "%s: %s", file, msg);
+}
+
+char *
+isth_wan_slurp(const char *path, char *err, size_t errlen)
+{
+	FILE *f;
+	char *buf = NULL, *nb;
+	size_t len = 0, cap = 0, n;
+	int e;
+
+	f = fopen(path, "r");
+	if (f == NULL) {
+		e = errno;
+		seterr(err, errlen, path, 0, "%s", strerror(e));
+		errno = e;
+		return NULL;
+	}
+	for (;;) {
+		if (cap - len < 4096) {
+			nb = realloc(buf, cap + 65536);
+			if (nb == NULL) {
+				free(buf);
+				fclose(f);
+				seterr(err, errlen, path, 0, "out of memory");
+				errno = ENOMEM;
+				return NULL;
+			}
+			buf = nb;
+			cap += 65536;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	buf[len] = '\0';
+	fclose(f);
+	if (memchr(buf, '\0', len) != NULL) {
+		seterr(err, errlen, path, 1, "binary file (NUL byte)");
+		free(buf);
+		errno = EINVAL;
+		return NULL;
+	}
+	return buf;
+}
+
+/*
+ * Next line of @p text split on blanks, '#' starting a comment. Returns the
+ * number of tokens (0 at the end of the text), -1 for an overlong line.
+ */
+static int
+next_tokens(const char **pos, int *lineno, char *buf, char **tok)
+{
+	while (**pos != '\0') {
+		const char *s = *pos, *e = strchr(s, '\n');
+		size_t l = e ? (size_t)(e - s) : strlen(s);
+		char *p, *h;
+		int n = 0;
+
+		*pos = e ? e + 1 : s + l;
+		(*lineno)++;
+		if (l >= LINE_MAX_LEN)
+			return -1;
+		memcpy(buf, s, l);
+		buf[l] = '\0';
+		h = strchr(buf, '#');
+		if (h)
+			*h = '\0';
+		for (p = strtok_r(buf, " \t\r", &h); p != NULL; p = strtok_r(NULL, " \t\r", &h)) {
+			if (n == MAXTOK)
+				return -2;
+			tok[n++] = p;
+		}
+		if (n > 0)
+			return n;
+	}
+	return 0;
+}
+
+static int
+find_site(const struct isth_plan_topo *t, const char *s)
+{
+	int i;
+
+	for (i = 0; i < isth_plan_topo_n(t); i++)
+		if (strcmp(isth_plan_topo_name(t, i), s) == 0)
+			return i;
+	return -1;
+}
+
+static int
+parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned int b[6];
+	char c;
+	int i;
+
+	if (strlen(s) != 17 ||
+	    sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &c) != 6)
+		return -1;
+	for (i = 0; i < 6; i++) {
+		if (s[3 * i] == ' ' || s[3 * i + 1] == ' ' || (i < 5 && s[3 * i + 2] != ':'))
+			return -1;
+		mac[i] = (uint8_t)b[i];
+	}
+	return 0;
+}
+
+/* Dotted quad, exactly four decimal parts 0..255. */
+static int
+parse_ip(const char *s, uint32_t *ip)
+{
+	uint32_t v = 0;
+	int part, i;
+
+	for (i = 0; i < 4; i++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		part = 0;
+		while (*s >= '0' && *s <= '9') {
+			part = part * 10 + (*s++ - '0');
+			if (part > 255)
+				return -1;
+		}
+		v = v << 8 | (uint32_t)part;
+		if (i < 3 && *s++ != '.')
+			return -1;
+	}
+	if (*s != '\0')
+		return -1;
+	*ip = v;
+	return 0;
+}
+
+static int
+parse_prefix(const char *s, uint32_t *net, uint8_t *plen, const char **why)
+{
+	char buf[32];
+	const char *slash = strchr(s, '/');
+	size_t l = slash ? (size_t)(slash - s) : strlen(s);
+	char *end;
+	long len = 32;
+
+	*why = "expected A.B.C.D[/LEN]";
+	if (l >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, l);
+	buf[l] = '\0';
+	if (parse_ip(buf, net) < 0)
+		return -1;
+	if (slash) {
+		errno = 0;
+		len = strtol(slash + 1, &end, 10);
+		if (slash[1] == '\0' || *end != '\0' || errno || len < 1 || len > 32) {
+			*why = "prefix length must be 1..32";
+			return -1;
+		}
+	}
+	if (len < 32 && (*net & ~(~0u << (32 - len))) != 0) {
+		*why = "host bits set";
+		return -1;
+	}
+	if ((*net >> 28) == 0xe || (*net >> 28) == 0xf) {
+		*why = "multicast or reserved address as a site prefix";
+		return -1;
+	}
+	*plen = (uint8_t)len;
+	return 0;
+}
+
+int
+isth_wan_sitemap_parse(const struct isth_plan_topo *t, const char *name, const char *text,
+		       struct isth_wan_sitemap *out, char *err, size_t errlen)
+{
+	char buf[LINE_MAX_LEN], *tok[MAXTOK];
+	const char *pos = text;
+	struct isth_wan_site_conf *sc;
+	int line = 0, n, i, s, o, k, nsites = 0;
+	bool have_port, have_mac;
+
+	if (t == NULL || name == NULL || text == NULL || out == NULL) {
+		seterr(err, errlen, name ? name : "site map", 0, "invalid argument");
+		return -EINVAL;
+	}
+	memset(out, 0, sizeof(*out));
+	while ((n = next_tokens(&pos, &line, buf, tok)) != 0) {
+		if (n < 0) {
+			seterr(err, errlen, name, line, n == -1 ? "line too long" : "too many fields");
+			return -EINVAL;
+		}
+		s = find_site(t, tok[0]);
+		if (s < 0) {
+			seterr(err, errlen, name, line, "unknown site '%s' (not in the topology)", tok[0]);
+			return -EINVAL;
+		}
+		sc = &out->site[s];
+		if (sc->present) {
+			seterr(err, errlen, name, line, "duplicate site '%s' (first on line %d)",
+			       tok[0], sc->line);
+			return -EINVAL;
+		}
+		sc->present = true;
+		sc->line = line;
+		have_port = have_mac = false;
+		for (i = 1; i < n; i++) {
+			char *eq = strchr(tok[i], '=');
+			const char *key = tok[i], *val, *why;
+
+			if (eq == NULL) {
+				seterr(err, errlen, name, line, "expected key=value, got '%s'", tok[i]);
+				return -EINVAL;
+			}
+			*eq = '\0';
+			val = eq + 1;
+			if (strcmp(key, "port") == 0) {
+				if (*val == '\0' || strlen(val) >= ISTH_WAN_DEV_MAX) {
+					seterr(err, errlen, name, line, "bad port '%s'", val);
+					return -EINVAL;
+				}
+				snprintf(sc->dev, sizeof(sc->dev), "%s", val);
+				have_port = true;
+			} else if (strcmp(key, "mac") == 0) {
+				if (strcmp(val, "learn") == 0) {
+					sc->mac_learn = true;
+				} else if (parse_mac(val, sc->mac) < 0 || (sc->mac[0] & 1)) {
+					seterr(err, errlen, name, line,
+					       "bad mac '%s' (unicast xx:xx:xx:xx:xx:xx or 'learn')", val);
+					return -EINVAL;
+				}
+				have_mac = true;
+			} else if (strcmp(key, "gw_mac") == 0) {
+				if (parse_mac(val, sc->gw_mac) < 0 || (sc->gw_mac[0] & 1)) {
+					seterr(err, errlen, name, line,
+					       "bad gw_mac '%s' (unicast xx:xx:xx:xx:xx:xx)", val);
+					return -EINVAL;
+				}
+				sc->gw_mac_set = true;
+			} else if (strcmp(key, "gw") == 0) {
+				if (parse_ip(val, &sc->gw_ip) < 0 || sc->gw_ip == 0 ||
+				    (sc->gw_ip >> 28) >= 0xe) {
+					seterr(err, errlen, name, line, "bad gw '%s' (unicast A.B.C.D)", val);
+					return -EINVAL;
+				}
+			} else if (strcmp(key, "net") == 0) {
+				if (sc->nnets == ISTH_WAN_MAX_NETS) {
+					seterr(err, errlen, name, line, "more than %d net= prefixes",
+					       ISTH_WAN_MAX_NETS);
+					return -EINVAL;
+				}
+				if (parse_prefix(val, &sc->net[sc->nnets], &sc->plen[sc->nnets], &why) < 0) {
+					seterr(err, errlen, name, line, "bad net '%s': %s", val, why);
+					return -EINVAL;
+				}
+				/* an exact duplicate would make the route ambiguous */
+				for (o = 0; o < ISTH_WAN_MAX_SITES; o++) {
+					const struct isth_wan_site_conf *oc = &out->site[o];
+
+					for (k = 0; k < oc->nnets; k++) {
+						if (oc->net[k] == sc->net[sc->nnets] &&
+						    oc->plen[k] == sc->plen[sc->nnets]) {
+							seterr(err, errlen, name, line,
+							       "net %s also given for site '%s' (line %d)",
+							       val, isth_plan_topo_name(t, o), oc->line);
+							return -EINVAL;
+						}
+					}
+				}
+				sc->nnets++;
+			} else {
+				seterr(err, errlen, name, line,
+				       "unknown key '%s' (port, mac, gw_mac, gw, net)", key);
+				return -EINVAL;
+			}
+		}
+		if (!have_port || !have_mac || sc->nnets == 0) {
+			seterr(err, errlen, name, line, "site '%s' needs %s", tok[0],
+			       !have_port ? "port=" : !have_mac ? "mac=" : "at least one net=");
+			return -EINVAL;
+		}
+		for (o = 0; o < ISTH_WAN_MAX_SITES; o++) {
+			if (o != s && out->site[o].present && strcmp(out->site[o].dev, sc->dev) == 0) {
+				seterr(err, errlen, name, line, "port %s also used by site '%s' (line %d)",
+				       sc->dev, isth_plan_topo_name(t, o), out->site[o].line);
+				return -EINVAL;
+			}
+		}
+		nsites++;
+	}
+	if (nsites < 2) {
+		seterr(err, errlen, name, line, "need at least 2 sites with a port, found %d", nsites);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
+isth_wan_groups_parse(const struct isth_plan_topo *t, const struct isth_wan_sitemap *map,
+		      const char *name, const char *text, struct isth_wan_groups *out,
+		      char *err, size_t errlen)
+{
+	char buf[LINE_MAX_LEN], *tok[MAXTOK];
+	const char *pos = text;
+	struct isth_wan_group *g;
+	int line = 0, n, i, s, k;
+	uint32_t ip;
+
+	if (t == NULL || map == NULL || name == NULL || text == NULL || out == NULL) {
+		seterr(err, errlen, name ? name : "group table", 0, "invalid argument");
+		return -EINVAL;
+	}
+	memset(out, 0, sizeof(*out));
+	while ((n = next_tokens(&pos, &line, buf, tok)) != 0) {
+		if (n < 0) {
+			seterr(err, errlen, name, line, n == -1 ? "line too long" : "too many fields");
+			return -EINVAL;
+		}
+		if (parse_ip(tok[0], &ip) < 0) {
+			seterr(err, errlen, name, line, "bad group address '%s'", tok[0]);
+			return -EINVAL;
+		}
+		if ((ip >> 28) != 0xe || (ip >> 8) == 0xe00000) {
+			seterr(err, errlen, name, line,
+			       "group %s is not a routable multicast address (224.0.1.0-239.255.255.255)",
+			       tok[0]);
+			return -EINVAL;
+		}
+		for (k = 0; k < out->n; k++) {
+			if (out->g[k].ip == ip) {
+				seterr(err, errlen, name, line, "duplicate group %s (first on line %d)",
+				       tok[0], out->g[k].line);
+				return -EINVAL;
+			}
+		}
+		if (out->n == ISTH_WAN_MAX_GROUPS) {
+			seterr(err, errlen, name, line, "too many groups (at most %d)", ISTH_WAN_MAX_GROUPS);
+			return -EINVAL;
+		}
+		if (n < 2) {
+			seterr(err, errlen, name, line, "group %s has no members", tok[0]);
+			return -EINVAL;
+		}
+		g = &out->g[out->n];
+		g->ip = ip;
+		g->line = line;
+		g->members = 0;
+		for (i = 1; i < n; i++) {
+			if (strcmp(tok[i], "*") == 0) {
+				for (s = 0; s < isth_plan_topo_n(t); s++)
+					if (map->site[s].present)
+						g->members |= UINT64_C(1) << s;
+				continue;
+			}
+			s = find_site(t, tok[i]);
+			if (s < 0) {
+				seterr(err, errlen, name, line, "unknown site '%s'", tok[i]);
+				return -EINVAL;
+			}
+			if (!map->site[s].present) {
+				seterr(err, errlen, name, line, "site '%s' has no port in the site map",
+				       tok[i]);
+				return -EINVAL;
+			}
+			if (g->members >> s & 1) {
+				seterr(err, errlen, name, line, "site '%s' listed twice", tok[i]);
+				return -EINVAL;
+			}
+			g->members |= UINT64_C(1) << s;
+		}
+		out->n++;
+	}
+	return 0;
+}
+
+void
+isth_wan_impair_default(struct isth_wan_impair *imp, int ndlinks)
+{
+	int e;
+
+	for (e = 0; e < ndlinks; e++) {
+		memset(&imp[e], 0, sizeof(imp[e]));
+		imp[e].reorder_ms = 1.0;
+		imp[e].queue_bytes = ISTH_WAN_QUEUE_BYTES_DEFAULT;
+	}
+}
+
+static int
+parse_prob(const char *s, double *p)
+{
+	char *end;
+
+	errno = 0;
+	*p = strtod(s, &end);
+	if (*s == '\0' || *end != '\0' || errno || !isfinite(*p) || *p < 0 || *p > 1)
+		return -1;
+	return 0;
+}
+
+static int
+parse_ms(const char *s, double *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtod(s, &end);
+	if (*s == '\0' || *end != '\0' || errno || !isfinite(*v) || *v < 0 || *v > 60000)
+		return -1;
+	return 0;
+}
+
+/* Resolve "A->B" or "A-B" into a bitmap of directed links (at most 2). */
+static int
+parse_link(const struct isth_plan_topo *t, const char *s, int *dl, int *ndl)
+{
+	char a[ISTH_PLAN_NAME_MAX * 2 + 4];
+	const char *arrow = strstr(s, "->");
+	int nd = isth_plan_topo_ndlinks(t), e, from, to, sa, sb;
+	size_t i, l = strlen(s);
+
+	*ndl = 0;
+	if (l >= sizeof(a))
+		return -1;
+	if (arrow) {
+		memcpy(a, s, (size_t)(arrow - s));
+		a[arrow - s] = '\0';
+		sa = find_site(t, a);
+		sb = find_site(t, arrow + 2);
+		if (sa < 0 || sb < 0)
+			return -1;
+		for (e = 0; e < nd; e++) {
+			isth_wan_topo_dlink(t, e, &from, &to, NULL, NULL);
+			if (from == sa && to == sb)
+				dl[(*ndl)++] = e;
+		}
+		return *ndl ? 0 : -1;
+	}
+	/* site names may contain '-': try every split */
+	for (i = 1; i + 1 < l; i++) {
+		if (s[i] != '-')
+			continue;
+		memcpy(a, s, i);
+		a[i] = '\0';
+		sa = find_site(t, a);
+		sb = find_site(t, s + i + 1);
+		if (sa < 0 || sb < 0)
+			continue;
+		for (e = 0; e < nd; e++) {
+			isth_wan_topo_dlink(t, e, &from, &to, NULL, NULL);
+			if ((from == sa && to == sb) || (from == sb && to == sa))
+				dl[(*ndl)++] = e;
+		}
+		if (*ndl)
+			return 0;
+	}
+	return -1;
+}
+
+int
+isth_wan_impair_apply(const struct isth_plan_topo *t, struct isth_wan_impair *imp,
+		      const char *spec, char *err, size_t errlen)
+{
+	char buf[512], *kv, *save, *colon, *eq, *body;
+	int nd, dl[2], ndl = 0, e, all = 1, i;
+	struct isth_wan_impair one;
+	double v;
+
+	if (t == NULL || imp == NULL || spec == NULL) {
+		seterr(err, errlen, "--impair", 0, "invalid argument");
+		return -EINVAL;
+	}
+	nd = isth_plan_topo_ndlinks(t);
+	if (strlen(spec) >= sizeof(buf)) {
+		seterr(err, errlen, "--impair", 0, "spec too long");
+		return -EINVAL;
+	}
+	snprintf(buf, sizeof(buf), "%s", spec);
+	body = buf;
+	colon = strchr(buf, ':');
+	eq = strchr(buf, '=');
+	if (colon && (eq == NULL || colon < eq)) {
+		*colon = '\0';
+		if (parse_link(t, buf, dl, &ndl) < 0) {
+			seterr(err, errlen, "--impair", 0,
+			       "'%s': no link '%s' in the topology (A->B or A-B)", spec, buf);
+			return -EINVAL;
+		}
+		all = 0;
+		body = colon + 1;
+	}
+	/* Parse into a scratch copy of the first link so that a bad key
+	 * changes nothing; then apply the keys given to every selected link. */
+	one = imp[all ? 0 : dl[0]];
+	unsigned int set = 0;
+	enum { K_LOSS = 1, K_GE = 2, K_DUP = 4, K_REO = 8, K_REOMS = 16, K_COR = 32,
+	       K_JIT = 64, K_Q = 128 };
+	for (kv = strtok_r(body, ",", &save); kv != NULL; kv = strtok_r(NULL, ",", &save)) {
+		char *val;
+
+		eq = strchr(kv, '=');
+		if (eq == NULL) {
+			seterr(err, errlen, "--impair", 0, "'%s': expected key=value, got '%s'", spec, kv);
+			return -EINVAL;
+		}
+		*eq = '\0';
+		val = eq + 1;
+		if (strcmp(kv, "loss") == 0) {
+			if (parse_prob(val, &one.loss) < 0)
+				goto badval;
+			set |= K_LOSS;
+		} else if (strcmp(kv, "ge") == 0) {
+			double g[4] = {0, 0, 0, 0};
+			char *p = val, *end;
+
+			for (i = 0; i < 4; i++) {
+				errno = 0;
+				g[i] = strtod(p, &end);
+				if (end == p || errno || !isfinite(g[i]) || g[i] < 0 || g[i] > 1)
+					goto badval;
+				p = end;
+				if (*p == '\0')
+					break;
+				if (*p++ != '/' || i == 3)
+					goto badval;
+			}
+			if (i < 2)
+				goto badval;
+			one.ge_p = g[0];
+			one.ge_r = g[1];
+			one.ge_loss_bad = g[2];
+			one.ge_loss_good = i == 3 ? g[3] : 0;
+			set |= K_GE;
+		} else if (strcmp(kv, "dup") == 0) {
+			if (parse_prob(val, &one.dup) < 0)
+				goto badval;
+			set |= K_DUP;
+		} else if (strcmp(kv, "reorder") == 0) {
+			if (parse_prob(val, &one.reorder) < 0)
+				goto badval;
+			set |= K_REO;
+		} else if (strcmp(kv, "reorder-ms") == 0) {
+			if (parse_ms(val, &one.reorder_ms) < 0)
+				goto badval;
+			set |= K_REOMS;
+		} else if (strcmp(kv, "corrupt") == 0) {
+			if (parse_prob(val, &one.corrupt) < 0)
+				goto badval;
+			set |= K_COR;
+		} else if (strcmp(kv, "jitter-ms") == 0) {
+			if (parse_ms(val, &one.jitter_ms) < 0)
+				goto badval;
+			set |= K_JIT;
+		} else if (strcmp(kv, "queue-bytes") == 0) {
+			if (isth_plan_parse_size(val, &v) < 0 || v < 1 || v > 1e12)
+				goto badval;
+			one.queue_bytes = (uint64_t)v;
+			set |= K_Q;
+		} else {
+			seterr(err, errlen, "--impair", 0,
+			       "'%s': unknown key '%s' (loss, ge, dup, reorder, reorder-ms, corrupt, "
+			       "jitter-ms, queue-bytes)", spec, kv);
+			return -EINVAL;
+		}
+		continue;
+badval:
+		seterr(err, errlen, "--impair", 0, "'%s': bad value '%s' for %s", spec, val, kv);
+		return -EINVAL;
+	}
+	if (set == 0) {
+		seterr(err, errlen, "--impair", 0, "'%s': no key=value given", spec);
+		return -EINVAL;
+	}
+	for (e = 0; e < nd; e++) {
+		struct isth_wan_impair *d = &imp[e];
+
+		if (!all && e != dl[0] && (ndl < 2 || e != dl[1]))
+			continue;
+		if (set & K_LOSS) {
+			d->loss = one.loss;
+			d->ge = false;
+		}
+		if (set & K_GE) {
+			d->ge = true;
+			d->ge_p = one.ge_p;
+			d->ge_r = one.ge_r;
+			d->ge_loss_bad = one.ge_loss_bad;
+			d->ge_loss_good = one.ge_loss_good;
+		}
+		if (set & K_DUP)
+			d->dup = one.dup;
+		if (set & K_REO)
+			d->reorder = one.reorder;
+		if (set & K_REOMS)
+			d->reorder_ms = one.reorder_ms;
+		if (set & K_COR)
+			d->corrupt = one.corrupt;
+		if (set & K_JIT)
+			d->jitter_ms = one.jitter_ms;
+		if (set & K_Q)
+			d->queue_bytes = one.queue_bytes;
+	}
+	return 0;
+}

@@ -1,0 +1,102 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# isthmus-wan command line: --help, file:line errors for bad maps and bad
+# impairment specs, and a short run on net_ring ports that stops cleanly on
+# SIGINT, prints its counters and serves /isthmus_wan/* over telemetry.
+# Usage: cli_test.sh ISTHMUS_WAN SRCDIR
+set -u
+bin=$1
+src=$2
+tmp=$(mktemp -d /tmp/isth-wan-cli.XXXXXX)
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill -INT "$pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+prefix=isth-wan-cli-$$
+eal="--no-huge -m 256 --no-pci --file-prefix=$prefix --log-level=error"
+
+"$bin" --help > "$tmp/help" 2>&1 || fail "--help exited non-zero"
+for w in --site-map --groups --scale --seed --loss --ge --dup --reorder --corrupt \
+	--jitter-ms --impair --queue-bytes --idle-us /isthmus_wan/links; do
+	grep -q -- "$w" "$tmp/help" || fail "--help does not mention $w"
+done
+
+printf 'site,region\nA,r\nB,r\nC,r\n' > "$tmp/sites.csv"
+printf 'a,b,one_way_ms,capacity_gbps\nA,B,1,1\nB,C,2,1\n' > "$tmp/links.csv"
+cat > "$tmp/good.map" <<MAP
+# two sites with ports, C is transit only
+A port=net_ring0 mac=02:00:00:00:00:01 net=10.0.0.0/24
+B port=net_ring1 mac=learn net=10.0.1.0/24
+MAP
+printf '239.1.1.1 A B\n' > "$tmp/good.groups"
+printf 'A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24\nZ port=1 mac=02:00:00:00:00:02 net=10.0.1.0/24\n' \
+	> "$tmp/bad.map"
+printf '239.1.1.1 A B\n10.1.1.1 A\n' > "$tmp/bad.groups"
+
+# expect_err WANT ARGS...: non-zero exit and WANT on stderr
+expect_err() {
+	want=$1
+	shift
+	if "$bin" $eal --vdev=net_ring0 --vdev=net_ring1 --no-telemetry -- "$@" \
+		> "$tmp/out" 2> "$tmp/err"; then
+		fail "accepted: $*"
+	fi
+	grep -qF -- "$want" "$tmp/err" || { cat "$tmp/err"; fail "no '$want' for: $*"; }
+}
+base="--sites $tmp/sites.csv --links $tmp/links.csv"
+expect_err "bad.map:2: unknown site 'Z'" $base --site-map "$tmp/bad.map"
+expect_err "bad.groups:2: group 10.1.1.1 is not a routable multicast" \
+	$base --site-map "$tmp/good.map" --groups "$tmp/bad.groups"
+expect_err "no link 'A->C'" $base --site-map "$tmp/good.map" --impair 'A->C:loss=0.1'
+expect_err "--scale: bad value" $base --site-map "$tmp/good.map" --scale 0
+expect_err "required" --sites "$tmp/sites.csv"
+expect_err "links.csv" --sites "$tmp/sites.csv" --links "$tmp/nonexistent-links.csv" \
+	--site-map "$tmp/good.map"
+printf 'A port=net_ring7 mac=02:00:00:00:00:01 net=10.0.0.0/24\nB port=1 mac=learn net=10.0.1.0/24\n' \
+	> "$tmp/noport.map"
+expect_err "noport.map:1: site 'A': no DPDK port 'net_ring7'" $base --site-map "$tmp/noport.map"
+
+# a real run, stopped by SIGINT
+"$bin" $eal --vdev=net_ring0 --vdev=net_ring1 -- $base --site-map "$tmp/good.map" \
+	--groups "$tmp/good.groups" --scale 1000 --loss 0.01 --print-routes \
+	> "$tmp/run" 2> "$tmp/run.err" &
+pid=$!
+i=0
+while ! grep -q running "$tmp/run" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -gt 100 ] && { cat "$tmp/run.err"; fail "did not start"; }
+	kill -0 $pid 2>/dev/null || { cat "$tmp/run.err"; fail "exited early"; }
+	sleep 0.1
+done
+grep -q "A -> B: A->B (1.000 ms)" "$tmp/run" || { cat "$tmp/run"; fail "routes not printed"; }
+grep -q "239.1.1.1 from A: A->B" "$tmp/run" || { cat "$tmp/run"; fail "tree not printed"; }
+sock=/var/run/dpdk/$prefix/dpdk_telemetry.v2
+if [ -S "$sock" ]; then
+	python3 - "$sock" > "$tmp/tel" <<'PY' || fail "telemetry query failed"
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+json.loads(s.recv(16384).decode())
+for cmd in ("/isthmus_wan/links", "/isthmus_wan/ports", "/isthmus_wan/links,A->B"):
+    s.send(cmd.encode())
+    print(json.dumps(json.loads(s.recv(65536).decode())))
+PY
+	grep -q '"A/B": {"pkts": 0' "$tmp/tel" || { cat "$tmp/tel"; fail "no A/B link in telemetry"; }
+	grep -q '"queue_full": 0' "$tmp/tel" || fail "no queue_full in telemetry"
+	grep -q '"B": {"port": 1' "$tmp/tel" || { cat "$tmp/tel"; fail "no port B in telemetry"; }
+	grep -q '"/isthmus_wan/links": {"pkts": 0' "$tmp/tel" || { cat "$tmp/tel"; fail "single link query"; }
+else
+	echo "note: no telemetry socket at $sock; telemetry not checked"
+fi
+kill -INT $pid
+wait $pid
+rc=$?
+pid=
+[ $rc -eq 0 ] || { cat "$tmp/run.err"; fail "exit status $rc after SIGINT"; }
+grep -q "isthmus-wan: stopping" "$tmp/run" || fail "no clean stop"
+grep -q "^A->B " "$tmp/run" || fail "no link counters at exit"
+grep -q "queue_full" "$tmp/run" || fail "no drop reasons at exit"
+echo "PASS"
