@@ -216,12 +216,15 @@ do_enable(struct isth_fpga_model *m)
 	    ap.max_chunks == 0 || ap.n_islands == 0 ||
 	    ap.n_islands > ISTH_WIRE_MAX_ISLANDS ||
 	    rd(m, ISTH_FPGA_REG_CFG_ISLAND) >= ap.n_islands ||
-	    ap.max_jobs > m->p.max_jobs ||
+	    ap.max_jobs > m->p.max_jobs || ap.timeout_ns == 0 ||
 	    (bf16 != 0 && bf16 != ISTH_DTYPE_BF16 && bf16 != ISTH_DTYPE_FP32)) {
 		fail(m, ISTH_FPGA_ERR_CFG);
 		return;
 	}
-	if (ap.mem_budget > m->p.hbm_bytes) {
+	/* Byte for byte: the budget is HBM the device has, and holds at
+	 * least one slot of round_up(4 * max_elems, 64) bytes. */
+	if (ap.mem_budget > m->p.hbm_bytes ||
+	    ap.mem_budget < ((4ull * ap.max_elems + 63) & ~63ull)) {
 		fail(m, ISTH_FPGA_ERR_MEM);
 		return;
 	}
@@ -234,7 +237,7 @@ do_enable(struct isth_fpga_model *m)
 	}
 	m->agg = isth_agg_create(&ap);
 	if (m->agg == NULL) {
-		fail(m, errno == EINVAL ? ISTH_FPGA_ERR_MEM : ISTH_FPGA_ERR_CFG);
+		fail(m, ISTH_FPGA_ERR_CFG);
 		return;
 	}
 	isth_agg_info_get(m->agg, &m->info);

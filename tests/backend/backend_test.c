@@ -528,3 +528,211 @@ Test(backend, create_refuses_bad_conf, .init = eal_up, .fini = eal_down)
 	cr_expect_str_eq(isth_backend_names()[0], "sw");
 	isth_backend_destroy(NULL);
 }
+
+/* Emitted chunks of @g[0..n) as a bitmask of chunk ids (< 64). */
+static uint64_t chunks_of(const struct got *g, unsigned int n)
+{
+	uint64_t c = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		c |= 1ull << g[i].chunk;
+	return c;
+}
+
+ParameterizedTestParameters(backend, eviction_reasons)
+{
+	return cr_make_param_array(struct be_name, backends, RTE_DIM(backends));
+}
+
+/*
+ * Each eviction reason, provoked on purpose, at the step it must happen,
+ * with its counter. Four slots and a reserve of one: the fourth live chunk
+ * evicts the oldest (conflict_pool).
+ */
+ParameterizedTest(struct be_name *b, backend, eviction_reasons,
+		  .init = eal_up, .fini = eal_down)
+{
+	const uint64_t expected = (1u << 1) | (1u << 2);
+	unsigned int avail = rte_mempool_avail_count(pool);
+	struct isth_backend *be = make(b->name, 4 * ELEMS * 4, 1000);
+	struct isth_backend_caps caps;
+	struct isth_pkt parsed[8];
+	struct rte_mbuf *m[8];
+	struct got g[8];
+	unsigned int k;
+
+	isth_backend_caps(be, &caps);
+	cr_assert_eq(caps.n_slots, 4);
+	cr_assert_eq(isth_backend_set_round(be, JOB, 1, expected, NULL, 0), 0);
+	/* complete: chunk 0 from both; chunk 1 from one */
+	m[0] = data_frame(1, 1, 0, &parsed[0]);
+	m[1] = data_frame(2, 1, 0, &parsed[1]);
+	m[2] = data_frame(1, 1, 1, &parsed[2]);
+	aggregate(be, m, parsed, 3, 10, 3);
+	k = drain_all(be, 10, g, 8);
+	cr_assert_eq(k, 1);
+	cr_expect_eq(g[0].chunk, 0);
+	cr_expect_eq(g[0].bitmap, expected);
+	cr_expect_eq(g[0].flags & ISTH_F_PARTIAL, 0);
+	expect_sum(&g[0]);
+	cr_expect_eq(stat(be, "completed"), 1);
+	/* timeout: chunk 1 arrived at 10, times out at 1010, not 1009 */
+	cr_expect_eq(drain_all(be, 1009, g, 8), 0);
+	k = drain_all(be, 1010, g, 8);
+	cr_assert_eq(k, 1);
+	cr_expect_eq(g[0].chunk, 1);
+	cr_expect_eq(g[0].bitmap, 1u << 1);
+	cr_expect_neq(g[0].flags & ISTH_F_PARTIAL, 0);
+	expect_sum(&g[0]);
+	cr_expect_eq(stat(be, "partial_timeout"), 1);
+	/* conflict_pool: chunks 2, 3, 4 fill what the reserve leaves; 5
+	 * evicts 2, the oldest */
+	for (unsigned int i = 0; i < 4; i++)
+		m[i] = data_frame(1, 1, 2 + i, &parsed[i]);
+	aggregate(be, m, parsed, 4, 2000, 4);
+	k = drain_all(be, 2000, g, 8);
+	cr_assert_eq(k, 1);
+	cr_expect_eq(g[0].chunk, 2);
+	cr_expect_eq(g[0].bitmap, 1u << 1);
+	cr_expect_neq(g[0].flags & ISTH_F_PARTIAL, 0);
+	cr_expect_eq(stat(be, "partial_conflict_pool"), 1);
+	cr_expect_eq(stat(be, "partial_conflict_bucket"), 0);
+	cr_expect_leq(stat(be, "mem_hwm"), caps.mem_bytes);
+	cr_expect_eq(stat(be, "slots_in_use"), 3);
+	/* flush: the three live chunks */
+	isth_backend_flush(be);
+	k = drain_all(be, 2001, g, 8);
+	cr_assert_eq(k, 3);
+	cr_expect_eq(chunks_of(g, k), (1u << 3) | (1u << 4) | (1u << 5));
+	for (unsigned int i = 0; i < k; i++) {
+		cr_expect_eq(g[i].bitmap, 1u << 1);
+		expect_sum(&g[i]);
+	}
+	cr_expect_eq(stat(be, "partial_flush"), 3);
+	cr_expect_eq(stat(be, "slots_in_use"), 0);
+	cr_expect_eq(stat(be, "mem_in_use"), 0);
+	cr_expect_eq(stat(be, "agg_msgs"), 6);
+	isth_backend_destroy(be);
+	cr_expect_eq(rte_mempool_avail_count(pool), avail, "mbufs leaked");
+}
+
+ParameterizedTestParameters(backend, counters_account)
+{
+	return cr_make_param_array(struct be_name, backends, RTE_DIM(backends));
+}
+
+/*
+ * Every contribution lands in exactly one place: summed (and then in an
+ * emitted bitmap) or under one refusal counter. Rounds 1..5 published with
+ * a window of 4 make round 1 stale.
+ */
+ParameterizedTest(struct be_name *b, backend, counters_account,
+		  .init = eal_up, .fini = eal_down)
+{
+	static const char *const drops[] = {
+		"duplicate", "duplicate_emitted", "unexpected_sender",
+		"stale_round", "unknown_round", "unknown_job", "mismatch",
+		"bad_input", "no_slot", "chunk_closed",
+	};
+	const uint64_t expected = (1u << 1) | (1u << 2) | (1u << 3);
+	unsigned int avail = rte_mempool_avail_count(pool);
+	struct isth_backend *be = make(b->name, 1 << 20, 1000000);
+	uint64_t summed = 0, dropped = 0;
+	struct isth_pkt parsed[16];
+	struct rte_mbuf *m[16];
+	struct got g[16];
+	unsigned int n = 0, k;
+
+	for (uint32_t r = 1; r <= 5; r++)
+		cr_assert_eq(isth_backend_set_round(be, JOB, r, expected, NULL, 0), 0);
+	m[n] = data_frame(1, 1, 0, &parsed[n]); n++;		/* stale */
+	m[n] = data_frame(1, 5, 0, &parsed[n]); n++;
+	m[n] = data_frame(1, 5, 0, &parsed[n]); n++;		/* duplicate */
+	m[n] = data_frame(4, 5, 0, &parsed[n]); n++;		/* unexpected */
+	m[n] = data_frame(2, 5, 0, &parsed[n]); n++;
+	m[n] = data_frame(3, 5, 0, &parsed[n]); n++;		/* completes 0 */
+	m[n] = data_frame(3, 5, 0, &parsed[n]); n++;		/* duplicate_emitted */
+	m[n] = data_frame(2, 9, 1, &parsed[n]); n++;		/* unknown round */
+	m[n] = job_frame(JOB + 3, 2, 5, 1, &parsed[n]); n++;	/* unknown job */
+	m[n] = data_frame(2, 4, 1, &parsed[n]); n++;
+	m[n] = data_frame(3, 3, 2, &parsed[n]); n++;
+	aggregate(be, m, parsed, n, 50, 5);
+	cr_expect_eq(stat(be, "stale_round"), 1);
+	cr_expect_eq(stat(be, "duplicate"), 1);
+	cr_expect_eq(stat(be, "unexpected_sender"), 1);
+	cr_expect_eq(stat(be, "duplicate_emitted"), 1);
+	cr_expect_eq(stat(be, "unknown_round"), 1);
+	cr_expect_eq(stat(be, "unknown_job"), 1);
+	isth_backend_flush(be);
+	k = drain_all(be, 60, g, 16);
+	cr_assert_eq(k, 3);
+	for (unsigned int i = 0; i < k; i++) {
+		summed += (uint64_t)__builtin_popcountll(g[i].bitmap);
+		expect_sum(&g[i]);
+	}
+	for (unsigned int i = 0; i < RTE_DIM(drops); i++)
+		dropped += stat(be, drops[i]);
+	cr_expect_eq(stat(be, "accepted"), summed);
+	cr_expect_eq(summed + dropped, n, "a contribution is unaccounted for");
+	cr_expect_eq(stat(be, "completed"), 1);
+	cr_expect_eq(stat(be, "partial_flush"), 2);
+	cr_expect_eq(stat(be, "agg_msgs"), 3);
+	isth_backend_destroy(be);
+	cr_expect_eq(rte_mempool_avail_count(pool), avail, "mbufs leaked");
+}
+
+Test(backend, fpga_refuses_absent_device, .init = eal_up, .fini = eal_down)
+{
+	struct isth_backend_conf c;
+
+	memset(&c, 0, sizeof(c));
+	c.agg_pool = pool;
+	c.n_islands = 4;
+	c.max_elems = ELEMS;
+	c.max_chunks = 16;
+	c.mem_bytes = 1 << 16;
+	c.device = "/isth-be-test-nobody-here";
+	cr_expect_null(isth_backend_create("fpga", &c));
+	cr_expect_eq(rte_errno, ENODEV);
+	c.device = "0000:3b:00.0";	/* vfio transport: not built here */
+	cr_expect_null(isth_backend_create("fpga", &c));
+	cr_expect_eq(rte_errno, ENOTSUP);
+	cr_expect_str_eq(isth_backend_names()[1], "fpga");
+}
+
+/* The device's HBM is a hard limit: a budget above it is refused. */
+Test(backend, fpga_budget_above_hbm, .init = eal_up, .fini = eal_down)
+{
+	struct isth_fpga_model_params mp = {.replace = 1};
+	struct isth_backend_conf c;
+
+	snprintf(model_name, sizeof(model_name), "/isth-be-test-%d", getpid());
+	mp.shm_name = model_name;
+	mp.hbm_bytes = 1 << 20;
+	model = isth_fpga_model_create(&mp);
+	cr_assert_not_null(model);
+	cr_assert_eq(isth_fpga_model_start(model), 0);
+	memset(&c, 0, sizeof(c));
+	c.agg_pool = pool;
+	c.n_islands = 4;
+	c.max_elems = ELEMS;
+	c.max_chunks = 16;
+	c.device = model_name;
+	c.timeout_ns = 1000;
+	c.mcast.src_port = ISTH_WIRE_PORT;
+	c.mcast.hdr_pool = hdr_pool;
+	c.mcast.clone_pool = hdr_pool;
+	c.mcast.copy_pool = pool;
+	c.mem_bytes = (1 << 20) + 1;
+	cr_expect_null(isth_backend_create("fpga", &c));
+	cr_expect_eq(rte_errno, EINVAL);
+	c.mem_bytes = 1 << 20;
+	struct isth_backend *be = isth_backend_create("fpga", &c);
+	struct isth_backend_caps caps;
+
+	cr_assert_not_null(be, "%s", rte_strerror(rte_errno));
+	isth_backend_caps(be, &caps);
+	cr_expect_eq(caps.n_slots, (1u << 20) / (ELEMS * 4));
+	cr_expect_eq(caps.mem_bytes, 1u << 20);
+	isth_backend_destroy(be);
+}
