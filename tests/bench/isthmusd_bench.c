@@ -1,0 +1,982 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The appliance benchmark: the real isthmusd data path (isthd_dp_poll(),
+ * software backend) on net_ring ports, fed by a generator in the same
+ * process on the same lcore, against two baselines on the same ports and
+ * the same packets, measured side by side in one run:
+ *
+ *   pipeline   isthd_dp_poll(): RX both ports, parse, aggregate (lib/agg),
+ *              build AGGs, frame them, number them (resend ring), TX
+ *   io-fwd     rte_eth_rx_burst(WAN) -> rte_eth_tx_burst(access): what
+ *              dpdk-testpmd io forwarding does; touches no packet byte
+ *   read-fwd   the same, but first reads every payload byte once (a vector
+ *              sum of the 1 KiB payload at its fixed offset): the floor of
+ *              any aggregator, since every byte must be read
+ *
+ * Traffic: 9 islands, one clique of all 9; the edge serves island 0 and
+ * expects the 8 peers. Each DATA is 1 KiB of fp32 (256 elements) in a
+ * 1106-byte frame. A round has K chunks (default 4096); every (round,
+ * chunk) gets exactly 8 contributions, so every slot completes. Two
+ * arrival layouts: "aligned" (the 8 copies of a chunk arrive together:
+ * few live accumulators) and "skewed" (sender s starts its round at chunk
+ * s * K / 8: 7/8 of the round, 3.5 MiB of accumulators, is live, more
+ * than the 2 MiB L2).
+ *
+ * Generator: the K * 8 frames are built once and kept (the harness holds a
+ * reference on each, so the pipeline's free only drops its own). Before
+ * each round the generator writes the round number into every frame's
+ * header (chunk ids are reused by advancing the round), publishes the
+ * round's tables to the backend (the controller's job), then, between
+ * passes, puts 32 frames on the WAN RX ring. Only the isthd_dp_poll()
+ * (or baseline) calls are inside rdtsc; refilling, draining the access TX
+ * ring and freeing what leaves are outside.
+ *
+ * Stages: micro-runs over the same frames in the same order time rx_burst,
+ * isth_wire_parse_frame(), isth_agg_add_burst() and the summation kernel
+ * alone (lookup = add_burst - kernel), AGG building (drain, mbuf, header,
+ * copy-out, release), AGG sending (frame headers, resend ring push, TX)
+ * and freeing the inputs.
+ *
+ * Medians of interleaved repetitions; TSC cycles. Usage:
+ *   bench_isthmusd [--quick] [--chunks K] [--reps N]
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include <immintrin.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+#include <rte_ring.h>
+
+#include "isth_agg.h"
+#include "isthd.h"
+
+#define N_ISL 9			/* islands; the edge is island 0 */
+#define N_SND 8			/* peers sending to it */
+#define JOB 7
+#define ELEMS 256		/* 1 KiB fp32 */
+#define PAYLOAD (ELEMS * 4)
+#define MTU 1500		/* max_elems 358 >= 256 */
+#define BURST ISTHD_BURST
+#define T_NS 10000000000ull	/* 10 s rounds: round 0 runs all along */
+#define MSG_OFF (ISTH_ETH_HDR_SIZE + ISTH_IPV4_MIN_HDR_SIZE + ISTH_UDP_HDR_SIZE)
+#define PAY_OFF (MSG_OFF + ISTH_WIRE_HDR_SIZE)
+#define FRAME (PAY_OFF + PAYLOAD)
+
+static struct isthd edge;
+static struct rte_ring *a_in, *a_out, *w_in, *w_out;
+static uint16_t port_a, port_w;
+static struct rte_mempool *fpool;	/* the generator's frames */
+static struct rte_mbuf **frames;	/* frame of (chunk c, sender s): c * 8 + s - 1 */
+static uint32_t *order;			/* frame indices in arrival order */
+static uint8_t *first_of, *last_of;	/* position opens / completes its chunk */
+static unsigned int K = 2048, NF;
+static uint32_t next_round = 2;		/* rounds 0, 1: published by the controller */
+static char dir[64];
+static uint64_t hz;
+static volatile uint64_t sink;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "bench_isthmusd: %s\n", what);
+	exit(1);
+}
+
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(uint64_t *v, unsigned int n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return n & 1 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * Pass log: cycles of each timed column per pass, and the DATA packets the
+ * pass was given. The host is shared: a pass that took more than
+ * PREEMPT_X times the round's median pass was preempted, and is left out
+ * with its packets (counted in pl_dropped).
+ */
+#define PREEMPT_X 8
+#define NCOL 8
+static uint64_t *pl_cyc[NCOL], *pl_scratch;
+static uint32_t *pl_pkts;
+static unsigned int pl_n, pl_cap;
+static uint64_t pl_dropped, pl_total;
+
+static void pl_init(unsigned int cap)
+{
+	unsigned int c;
+
+	pl_cap = cap;
+	for (c = 0; c < NCOL; c++)
+		if ((pl_cyc[c] = calloc(cap, sizeof(uint64_t))) == NULL)
+			die("pass log");
+	pl_scratch = calloc(cap, sizeof(uint64_t));
+	pl_pkts = calloc(cap, sizeof(uint32_t));
+	if (pl_scratch == NULL || pl_pkts == NULL)
+		die("pass log");
+}
+
+static void pl_reset(void)
+{
+	unsigned int c;
+
+	for (c = 0; c < NCOL; c++)
+		memset(pl_cyc[c], 0, pl_cap * sizeof(uint64_t));
+	memset(pl_pkts, 0, pl_cap * sizeof(uint32_t));
+	pl_n = 0;
+}
+
+/* Start pass pl_n with @p pkts DATA packets; returns its index. */
+static unsigned int pl_pass(uint32_t pkts)
+{
+	if (pl_n == pl_cap)
+		die("pass log full");
+	pl_pkts[pl_n] = pkts;
+	return pl_n++;
+}
+
+/* Cycles per DATA packet of columns 0..ncol-1 over the kept passes. */
+static void pl_reduce(unsigned int ncol, double *out)
+{
+	uint64_t sum[NCOL] = {0}, kept = 0, thr;
+	unsigned int i, c, m = 0;
+
+	for (i = 0; i < pl_n; i++) {
+		uint64_t t = 0;
+
+		for (c = 0; c < ncol; c++)
+			t += pl_cyc[c][i];
+		if (pl_pkts[i])
+			pl_scratch[m++] = t;
+	}
+	thr = m ? (uint64_t)(PREEMPT_X * median(pl_scratch, m)) : UINT64_MAX;
+	for (i = 0; i < pl_n; i++) {
+		uint64_t t = 0;
+
+		for (c = 0; c < ncol; c++)
+			t += pl_cyc[c][i];
+		pl_total += pl_pkts[i];
+		if (t > thr) {
+			pl_dropped += pl_pkts[i];
+			continue;
+		}
+		for (c = 0; c < ncol; c++)
+			sum[c] += pl_cyc[c][i];
+		kept += pl_pkts[i];
+	}
+	if (kept == 0)
+		die("every pass was preempted");
+	for (c = 0; c < ncol; c++)
+		out[c] = (double)sum[c] / (double)kept;
+}
+
+/* Element i of sender s's contribution to chunk c: small integers, so
+ * that every fp32 sum is exact whatever the order. */
+static float value(unsigned int s, unsigned int c, unsigned int i)
+{
+	return (float)((s * 37u + c * 11u + i) & 1023u);
+}
+
+/* ---- set-up ---------------------------------------------------------- */
+
+static void write_files(const char *cfg_path, const char *sched_path)
+{
+	static const char *const names[N_ISL] = {
+		"I0", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8",
+	};
+	uint64_t all = (1u << N_ISL) - 1, rate = 100000000000ull;
+	/* in the past by less than a round: round 0 is current */
+	uint64_t epoch = wall_ns() - 1000000000ull;
+	struct isth_sched *s;
+	char err[256];
+	FILE *f;
+	int i;
+
+	s = isth_sched_new(N_ISL, names, T_NS, epoch, (uint64_t)K * PAYLOAD,
+			   PAYLOAD, 64ull << 20, 1);
+	if (s == NULL || isth_sched_set_round(s, 0, 1, &all) != 0)
+		die("schedule");
+	for (i = 0; i < N_ISL; i++)
+		if (isth_sched_set_sender(s, 0, i, 0, 1, NULL, &rate) != 0)
+			die("schedule sender");
+	if (isth_sched_save(s, sched_path, err, sizeof(err)) != 0)
+		die(err);
+	isth_sched_free(s);
+
+	f = fopen(cfg_path, "w");
+	if (f == NULL)
+		die("config file");
+	fprintf(f,
+		"[isthmusd]\nisland = I0\njob = %u\nschedule = %s\nepoch = %" PRIu64 "\n"
+		"mtu = %u\nmbufs = 16383\n"
+		"[access]\nport = net_ring_access\nip = 10.10.0.1\n"
+		"island_ip = 10.10.0.2\nisland_mac = 02:00:00:00:00:02\n"
+		"[wan]\nport = net_ring_wan\nip = 10.0.0.1\n"
+		"gateway_mac = 02:00:00:00:ff:01\n",
+		JOB, sched_path, epoch, MTU);
+	for (i = 1; i < N_ISL; i++)
+		fprintf(f, "[peer I%d]\nip = 10.0.0.%d\n", i, i + 1);
+	fprintf(f,
+		"[agg]\nmemory = 64Mi\ntimeout = 5s\nmax_chunks = %u\n"
+		"[resend]\nwindow = 2s\nentries = 4096\nlinger = 0ns\n"
+		"[poll]\nidle_polls = 0\n"
+		"[telemetry]\nenabled = no\nround_log = no\n", K);
+	fclose(f);
+}
+
+static void eal_up(const char *argv0)
+{
+	char prefix[64];
+	char *argv[] = {(char *)(uintptr_t)argv0, "--no-huge", "-m", "1024",
+			"--no-pci", "--no-telemetry", "--log-level=lib.*:error",
+			"-l", "0", prefix};
+
+	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-bench-%d", getpid());
+	if (rte_eal_init(RTE_DIM(argv), argv) < 0)
+		die(rte_strerror(rte_errno));
+	a_in = rte_ring_create("a_in", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	a_out = rte_ring_create("a_out", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	w_in = rte_ring_create("w_in", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	w_out = rte_ring_create("w_out", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (!a_in || !a_out || !w_in || !w_out)
+		die("rings");
+	if (rte_eth_from_rings("access", &a_in, 1, &a_out, 1, 0) < 0 ||
+	    rte_eth_from_rings("wan", &w_in, 1, &w_out, 1, 0) < 0)
+		die("ring ports");
+	hz = rte_get_tsc_hz();
+}
+
+/* The K * 8 DATA frames, each held by the generator (refcnt 1). */
+static void build_frames(void)
+{
+	struct isth_wire_addr a = {
+		.dst_mac = {2, 0, 0, 0, 0, 1}, .src_mac = {2, 0, 0, 0, 0xff, 1},
+		.dst_ip = 0x0a000001,
+		.src_port = ISTH_WIRE_PORT, .dst_port = ISTH_WIRE_PORT,
+	};
+	float body[ELEMS];
+	unsigned int c, s, i;
+
+	NF = K * N_SND;
+	/* data room for the frame only: a compact working set, as a NIC
+	 * pool sized for the MTU would be */
+	fpool = rte_pktmbuf_pool_create("bench_frames", NF + 64, 0, 0,
+					RTE_PKTMBUF_HEADROOM +
+					RTE_ALIGN_CEIL(FRAME, RTE_CACHE_LINE_SIZE), 0);
+	frames = calloc(NF, sizeof(*frames));
+	if (fpool == NULL || frames == NULL)
+		die("frame pool");
+	for (c = 0; c < K; c++)
+		for (s = 1; s <= N_SND; s++) {
+			struct isth_hdr h = {
+				.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_FP32,
+				.sender = (uint8_t)s, .count = ELEMS, .job = JOB,
+				.round = 0, .chunk = c, .seq = c,
+				.bitmap = 1ull << s,
+				.flags = c == K - 1 ? ISTH_F_LAST : 0,
+			};
+			struct rte_mbuf *m = rte_pktmbuf_alloc(fpool);
+			uint8_t *p;
+
+			if (m == NULL)
+				die("frame alloc");
+			for (i = 0; i < ELEMS; i++)
+				body[i] = value(s, c, i);
+			a.src_ip = 0x0a000001 + s;
+			p = (uint8_t *)rte_pktmbuf_append(m, FRAME);
+			if (isth_wire_frame_hdr_size(&a) != MSG_OFF ||
+			    isth_wire_build_msg(p + MSG_OFF, FRAME - MSG_OFF, &h,
+						body, sizeof(body), NULL) !=
+			    (int)(FRAME - MSG_OFF) ||
+			    isth_wire_put_frame_hdr(p, FRAME, &a, FRAME - MSG_OFF) !=
+			    (int)FRAME)
+				die("frame build");
+			frames[c * N_SND + s - 1] = m;
+		}
+}
+
+/*
+ * Arrival order: sender s (0-based j = s - 1) sends chunk (t + j * lag) % K
+ * at step t; the 8 senders take turns. lag 0: aligned; K / 8: skewed.
+ */
+static void make_order(unsigned int lag)
+{
+	unsigned int *seen = calloc(K, sizeof(*seen));
+	unsigned int t, j, n = 0;
+
+	if (seen == NULL)
+		die("order");
+	for (t = 0; t < K; t++)
+		for (j = 0; j < N_SND; j++) {
+			unsigned int c = (t + j * lag) % K;
+
+			order[n] = c * N_SND + j;
+			first_of[n] = seen[c] == 0;
+			last_of[n] = ++seen[c] == N_SND;
+			n++;
+		}
+	free(seen);
+}
+
+/* The next round: written into every frame, published to the backend. */
+static uint32_t new_round(bool publish)
+{
+	uint32_t r = next_round++;
+	unsigned int i;
+
+	for (i = 0; i < NF; i++) {
+		uint8_t *h = rte_pktmbuf_mtod(frames[i], uint8_t *) + MSG_OFF + 12;
+
+		h[0] = (uint8_t)(r >> 24);
+		h[1] = (uint8_t)(r >> 16);
+		h[2] = (uint8_t)(r >> 8);
+		h[3] = (uint8_t)r;
+	}
+	if (publish) {
+		struct isth_mcast_peer peers[ISTHD_MAX_PEERS];
+		unsigned int n = 0;
+		int rc;
+
+		for (i = 0; i < edge.cfg.n_peers; i++) {
+			const struct isthd_peer *p = &edge.cfg.peers[i];
+
+			peers[n].island = (uint8_t)isth_sched_island_id(edge.sched, p->name);
+			memcpy(peers[n].mac, p->mac, 6);
+			peers[n].ip = p->ip;
+			peers[n].port = p->port;
+			n++;
+		}
+		while ((rc = isth_backend_set_round(edge.be, JOB, r,
+						    ((1u << N_ISL) - 1) & ~1u,
+						    peers, n)) == -EBUSY)
+			isthd_dp_poll(&edge);
+		if (rc < 0)
+			die("set_round");
+	}
+	return r;
+}
+
+/* Put frames order[pos..pos+n) on the WAN RX ring, with a reference for
+ * whoever consumes them. */
+static unsigned int feed(unsigned int pos)
+{
+	struct rte_mbuf *b[BURST];
+	unsigned int n = RTE_MIN((unsigned int)BURST, NF - pos), i;
+
+	for (i = 0; i < n; i++) {
+		b[i] = frames[order[pos + i]];
+		rte_mbuf_refcnt_update(b[i], 1);
+	}
+	if (rte_ring_enqueue_bulk(w_in, (void **)b, n, NULL) != n)
+		die("WAN RX ring full");
+	return n;
+}
+
+/* Drain what the edge (or a baseline) sent to the island: free it. */
+static unsigned int drain_access(void)
+{
+	struct rte_mbuf *m[64];
+	unsigned int n, total = 0;
+
+	while ((n = rte_ring_dequeue_burst(a_out, (void **)m, 64, NULL)) > 0) {
+		rte_pktmbuf_free_bulk(m, n);
+		total += n;
+	}
+	if (rte_ring_count(w_out) != 0)
+		die("the edge sent DATA to the WAN: no island DATA was given");
+	return total;
+}
+
+/* ---- the three loops ------------------------------------------------- */
+
+/* One round through the pipeline; @return TSC cycles inside
+ * isthd_dp_poll() per DATA packet. */
+static double run_pipeline(uint64_t *aggs)
+{
+	unsigned int pos = 0, work, n, i;
+	uint64_t t0;
+	double c;
+
+	new_round(true);
+	pl_reset();
+	do {
+		n = pos < NF ? feed(pos) : 0;
+		pos += n;
+		i = pl_pass(n);
+		t0 = rte_rdtsc();
+		work = isthd_dp_poll(&edge);
+		pl_cyc[0][i] = rte_rdtsc() - t0;
+		*aggs += drain_access();
+	} while (pos < NF || work);
+	pl_reduce(1, &c);
+	return c;
+}
+
+static double run_iofwd(void)
+{
+	struct rte_mbuf *b[BURST];
+	unsigned int pos = 0, f, p;
+	uint16_t n, k;
+	uint64_t t0;
+	double c;
+
+	new_round(false);
+	pl_reset();
+	while (pos < NF) {
+		f = feed(pos);
+		pos += f;
+		p = pl_pass(f);
+		t0 = rte_rdtsc();
+		n = rte_eth_rx_burst(port_w, 0, b, BURST);
+		k = rte_eth_tx_burst(port_a, 0, b, n);
+		if (unlikely(k < n))
+			rte_pktmbuf_free_bulk(b + k, n - k);
+		pl_cyc[0][p] = rte_rdtsc() - t0;
+		drain_access();
+	}
+	pl_reduce(1, &c);
+	return c;
+}
+
+__attribute__((target("avx512f"))) static uint64_t
+read_payload_avx512(const uint8_t *p, unsigned int len)
+{
+	__m512i acc = _mm512_setzero_si512();
+	unsigned int i;
+
+	for (i = 0; i + 64 <= len; i += 64)
+		acc = _mm512_add_epi64(acc, _mm512_loadu_si512(p + i));
+	return (uint64_t)_mm512_reduce_add_epi64(acc);
+}
+
+static uint64_t read_payload_scalar(const uint8_t *p, unsigned int len)
+{
+	uint64_t acc = 0, v;
+	unsigned int i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		memcpy(&v, p + i, 8);
+		acc += v;
+	}
+	return acc;
+}
+
+static bool have_avx512;
+
+static double run_readfwd(void)
+{
+	struct rte_mbuf *b[BURST];
+	uint64_t t0, sum = 0;
+	unsigned int pos = 0, f, ps;
+	uint16_t n, k, i;
+	double c;
+
+	new_round(false);
+	pl_reset();
+	while (pos < NF) {
+		f = feed(pos);
+		pos += f;
+		ps = pl_pass(f);
+		t0 = rte_rdtsc();
+		n = rte_eth_rx_burst(port_w, 0, b, BURST);
+		for (i = 0; i < n; i++) {
+			/* fixed offset: the floor parses nothing */
+			const uint8_t *p = rte_pktmbuf_mtod(b[i], uint8_t *) + PAY_OFF;
+			unsigned int len = rte_pktmbuf_data_len(b[i]) - PAY_OFF;
+
+			sum += have_avx512 ? read_payload_avx512(p, len) :
+			       read_payload_scalar(p, len);
+		}
+		k = rte_eth_tx_burst(port_a, 0, b, n);
+		if (unlikely(k < n))
+			rte_pktmbuf_free_bulk(b + k, n - k);
+		pl_cyc[0][ps] = rte_rdtsc() - t0;
+		drain_access();
+	}
+	sink += sum;
+	pl_reduce(1, &c);
+	return c;
+}
+
+/* ---- stage micro-runs ------------------------------------------------ */
+
+enum stage {
+	ST_RX,		/* rte_eth_rx_burst from the WAN ring */
+	ST_PARSE,	/* isth_wire_parse_frame */
+	ST_ADD,		/* isth_agg_add_burst (lookup + sum + slot bookkeeping) */
+	ST_SUM,		/* the summation kernel alone (memcpy first, add rest) */
+	ST_BUILD,	/* per AGG: drain, mbuf, header, copy-out, release */
+	ST_SEND,	/* per AGG: frame headers, resend push, TX */
+	ST_FREE,	/* rte_pktmbuf_free_bulk of the inputs */
+	ST_MAX
+};
+
+static const char *const stage_names[ST_MAX] = {
+	"rx_burst", "parse", "add_burst", "sum kernel", "AGG build",
+	"AGG send", "free inputs",
+};
+
+struct stage_run {
+	double cyc[ST_MAX];	/* per DATA packet */
+	uint64_t n_aggs;
+};
+
+static struct isth_agg *s_agg;
+static struct isth_resend *s_ring;
+static struct isth_agg_kernels s_k;
+static uint8_t *s_acc;			/* emulated slot accumulators */
+static uint32_t *s_free, s_nfree, *s_slot_of;
+static struct isth_pkt *s_parsed;
+
+static void stages_init(void)
+{
+	struct isth_agg_params ap;
+	struct isth_resend_conf rc;
+	struct isth_agg_info info;
+	unsigned int i;
+
+	memset(&ap, 0, sizeof(ap));
+	ap.mem_budget = edge.cfg.agg_memory;
+	ap.max_elems = edge.lim.max_elems;
+	ap.max_chunks = edge.cfg.agg_max_chunks;
+	ap.n_islands = N_ISL;
+	ap.max_jobs = 1;
+	ap.window = edge.cfg.agg_window;
+	ap.timeout_ns = edge.cfg.agg_timeout_ns;
+	ap.reserve = ISTH_AGG_RESERVE_DEFAULT;
+	s_agg = isth_agg_create(&ap);
+	if (s_agg == NULL || isth_agg_kernels_get(ISTH_AGG_KERNEL_AUTO, &s_k) != 0)
+		die("stage engine");
+	isth_agg_info_get(s_agg, &info);
+	memset(&rc, 0, sizeof(rc));
+	rc.size = edge.cfg.resend_entries;
+	rc.window_ns = edge.cfg.resend_window_ns;
+	rc.socket_id = (int)rte_socket_id();
+	rc.hdr_off = MSG_OFF;
+	rc.flags = ISTH_RESEND_F_STAMP;
+	rc.hdr_pool = edge.hdr_pool;
+	s_ring = isth_resend_create(&rc);
+	/* as many slots as the engine, same stride, LIFO free stack */
+	s_acc = aligned_alloc(64, (size_t)info.n_slots * info.slot_size);
+	s_free = calloc(info.n_slots, sizeof(*s_free));
+	s_slot_of = calloc(K, sizeof(*s_slot_of));
+	s_parsed = calloc(NF, sizeof(*s_parsed));
+	if (!s_ring || !s_acc || !s_free || !s_slot_of || !s_parsed)
+		die("stage memory");
+	memset(s_acc, 0, (size_t)info.n_slots * info.slot_size);
+	for (i = 0; i < info.n_slots; i++)
+		s_free[i] = info.n_slots - 1 - i;
+	s_nfree = info.n_slots;
+}
+
+/* AGG building as the sw backend does it, on the stage engine. */
+static unsigned int build_aggs(struct rte_mbuf **out, unsigned int cap)
+{
+	struct isth_agg_emit e[BURST];
+	unsigned int n = RTE_MIN(isth_agg_pending(s_agg), cap), got, i;
+
+	n = RTE_MIN(n, (unsigned int)BURST);
+	if (n == 0 || rte_pktmbuf_alloc_bulk(edge.pool, out, n) != 0)
+		return 0;
+	got = isth_agg_drain(s_agg, e, n);
+	for (i = 0; i < got; i++) {
+		struct isth_hdr h;
+		uint8_t *p = (uint8_t *)rte_pktmbuf_append(out[i],
+				ISTH_WIRE_HDR_SIZE + e[i].size);
+
+		memset(&h, 0, sizeof(h));
+		isth_agg_emit_hdr(&e[i], &h);
+		isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
+		isth_agg_emit_copy(s_agg, &e[i], p + ISTH_WIRE_HDR_SIZE, e[i].size);
+		isth_agg_release(s_agg, &e[i]);
+	}
+	if (got < n)
+		rte_pktmbuf_free_bulk(out + got, n - got);
+	return got;
+}
+
+static void run_stages(struct stage_run *sr)
+{
+	struct rte_mbuf *b[BURST], *aggs[BURST];
+	struct isth_agg_contrib contrib[BURST];
+	uint64_t t0, now = isthd_tsc_to_ns(&edge, rte_rdtsc());
+	unsigned int pos, i, n, k, sent;
+	uint32_t r = new_round(false), step = BURST;
+	struct isth_agg_info info;
+
+	memset(sr, 0, sizeof(*sr));
+	pl_reset();
+	if (isth_agg_set_round(s_agg, JOB, r, ((1u << N_ISL) - 1) & ~1u) != 0)
+		die("stage set_round");
+	isth_agg_info_get(s_agg, &info);
+	step = RTE_MIN(info.reserve, (uint32_t)BURST);	/* as the sw backend */
+
+	for (pos = 0; pos < NF; pos += n) {
+		unsigned int fed = feed(pos), ps = pl_pass(fed);
+
+		/* rx */
+		t0 = rte_rdtsc();
+		n = rte_eth_rx_burst(port_w, 0, b, BURST);
+		pl_cyc[ST_RX][ps] += rte_rdtsc() - t0;
+		if (n != fed)
+			die("stage rx");
+		/* parse */
+		t0 = rte_rdtsc();
+		for (i = 0; i < n; i++) {
+			if (i + 1 < n)
+				rte_prefetch0(rte_pktmbuf_mtod(b[i + 1], void *));
+			if (isth_wire_parse_frame(rte_pktmbuf_mtod(b[i], uint8_t *),
+						  rte_pktmbuf_data_len(b[i]),
+						  &edge.lim, &s_parsed[pos + i]) !=
+			    ISTH_WIRE_OK)
+				die("stage parse");
+		}
+		pl_cyc[ST_PARSE][ps] += rte_rdtsc() - t0;
+		/* lookup + sum in the engine, then AGG build and send */
+		for (i = 0; i < n; i += k) {
+			unsigned int j;
+
+			k = RTE_MIN(n - i, step);
+			for (j = 0; j < k; j++)
+				isth_agg_contrib_from_pkt(&contrib[j], &s_parsed[pos + i + j]);
+			t0 = rte_rdtsc();
+			isth_agg_add_burst(s_agg, contrib, k, now);
+			pl_cyc[ST_ADD][ps] += rte_rdtsc() - t0;
+
+			t0 = rte_rdtsc();
+			sent = build_aggs(aggs, BURST);
+			pl_cyc[ST_BUILD][ps] += rte_rdtsc() - t0;
+			sr->n_aggs += sent;
+
+			t0 = rte_rdtsc();
+			for (j = 0; j < sent; j++)
+				if (isthd_frame_to_island(&edge, aggs[j]) < 0 ||
+				    isth_resend_push(s_ring, aggs[j], now, NULL) < 0)
+					die("stage AGG send");
+			j = rte_eth_tx_burst(port_a, 0, aggs, (uint16_t)sent);
+			pl_cyc[ST_SEND][ps] += rte_rdtsc() - t0;
+			if (j < sent)
+				die("stage TX");
+		}
+		/* free the inputs (the generator keeps its reference) */
+		t0 = rte_rdtsc();
+		rte_pktmbuf_free_bulk(b, n);
+		pl_cyc[ST_FREE][ps] += rte_rdtsc() - t0;
+		drain_access();
+	}
+
+	/* the kernel alone: same payloads, same order, LIFO slots; timed per
+	 * 32 positions, logged with the pass that fed them */
+	for (pos = 0; pos < NF; pos++) {
+		const struct isth_pkt *p = &s_parsed[pos];
+		uint32_t c = order[pos] / N_SND, slot;
+		float *acc;
+
+		if (pos % BURST == 0)
+			t0 = rte_rdtsc();
+		if (first_of[pos])
+			s_slot_of[c] = s_free[--s_nfree];
+		slot = s_slot_of[c];
+		acc = (float *)(s_acc + (size_t)slot * info.slot_size);
+		/* the engine prefetches the next contribution's accumulator */
+		if (pos + 1 < NF && !first_of[pos + 1]) {
+			const uint8_t *na = s_acc + (size_t)s_slot_of[order[pos + 1] / N_SND] *
+					    info.slot_size;
+
+			for (unsigned int off = 0; off < PAYLOAD; off += 64)
+				__builtin_prefetch(na + off, 1);
+		}
+		if (first_of[pos])
+			memcpy(acc, p->payload, PAYLOAD);
+		else
+			s_k.add_fp32(acc, p->payload, ELEMS);
+		if (last_of[pos])
+			s_free[s_nfree++] = slot;
+		if (pos % BURST == BURST - 1 || pos + 1 == NF)
+			pl_cyc[ST_SUM][pos / BURST] += rte_rdtsc() - t0;
+	}
+	pl_reduce(ST_MAX, sr->cyc);
+
+	if (sr->n_aggs != K || isth_agg_pending(s_agg) != 0)
+		die("stage engine did not complete every chunk");
+}
+
+/* ---- checks ---------------------------------------------------------- */
+
+static uint64_t be_stat(const char *name)
+{
+	struct isth_backend_stats st;
+	unsigned int i;
+
+	isth_backend_stats(edge.be, &st);
+	for (i = 0; i < st.n; i++)
+		if (strcmp(st.names[i], name) == 0)
+			return st.values[i];
+	die("no backend counter");
+	return 0;
+}
+
+/* One round through the pipeline, checking every AGG's sum. */
+static void check_pipeline(void)
+{
+	uint64_t done = be_stat("completed"), bad = 0, aggs = 0;
+	unsigned int pos = 0, work, n, i, e;
+	struct rte_mbuf *m[64];
+	struct isth_pkt p;
+	struct isth_wire_limits lim;
+
+	isth_wire_limits_init(&lim, N_ISL, MTU);
+	new_round(true);
+	do {
+		if (pos < NF)
+			pos += feed(pos);
+		work = isthd_dp_poll(&edge);
+		while ((n = rte_ring_dequeue_burst(a_out, (void **)m, 64, NULL)) > 0) {
+			for (i = 0; i < n; i++) {
+				const float *v;
+
+				if (rte_pktmbuf_is_contiguous(m[i]) == 0 ||
+				    isth_wire_parse_frame(rte_pktmbuf_mtod(m[i], uint8_t *),
+							  rte_pktmbuf_data_len(m[i]), &lim,
+							  &p) != ISTH_WIRE_OK)
+					die("edge sent a bad frame");
+				if (p.hdr.type != ISTH_WIRE_AGG)
+					continue;	/* ROUND */
+				aggs++;
+				v = (const float *)p.payload;
+				if (p.hdr.bitmap != (((1u << N_ISL) - 1) & ~1u) ||
+				    p.hdr.count != ELEMS) {
+					bad++;
+					continue;
+				}
+				for (e = 0; e < ELEMS; e++) {
+					float want = 0;
+
+					for (unsigned int s = 1; s <= N_SND; s++)
+						want += value(s, p.hdr.chunk, e);
+					if (v[e] != want) {
+						bad++;
+						break;
+					}
+				}
+			}
+			rte_pktmbuf_free_bulk(m, n);
+		}
+	} while (pos < NF || work);
+	if (bad || aggs != K || be_stat("completed") - done != K)
+		die("pipeline check: AGGs missing, partial or wrong");
+}
+
+/* ---- main ------------------------------------------------------------ */
+
+struct result {
+	uint64_t *pipe, *io, *rd;	/* cycles per DATA packet x 1000, per rep */
+	struct stage_run *st;
+	double pipe_c, io_c, rd_c;	/* median cycles per DATA packet */
+	double stage_c[ST_MAX];		/* per DATA packet */
+};
+
+static double mpps(double c)
+{
+	return (double)hz / c / 1e6;
+}
+
+static double gbps(double c)
+{
+	return mpps(c) * PAYLOAD * 8 / 1000;
+}
+
+static void run_layout(const char *name, unsigned int lag, unsigned int reps,
+		       struct result *res)
+{
+	uint64_t aggs = 0, drops0, v[ST_MAX][64];
+	unsigned int rep, s;
+
+	make_order(lag);
+	check_pipeline();
+	pl_dropped = pl_total = 0;
+	drops0 = be_stat("partial_timeout") + be_stat("partial_conflict_pool") +
+		 be_stat("partial_conflict_bucket") + be_stat("duplicate") +
+		 be_stat("no_slot") + be_stat("unknown_round") + be_stat("stale_round");
+	/* warm-up: one of each */
+	run_pipeline(&aggs);
+	run_iofwd();
+	run_readfwd();
+	run_stages(&res->st[0]);
+	aggs = 0;
+	for (rep = 0; rep < reps; rep++) {
+		res->pipe[rep] = (uint64_t)(run_pipeline(&aggs) * 1000);
+		res->io[rep] = (uint64_t)(run_iofwd() * 1000);
+		res->rd[rep] = (uint64_t)(run_readfwd() * 1000);
+		run_stages(&res->st[rep]);
+	}
+	if (aggs != (uint64_t)K * reps)
+		die("pipeline: not every chunk gave one AGG");
+	if (be_stat("partial_timeout") + be_stat("partial_conflict_pool") +
+	    be_stat("partial_conflict_bucket") + be_stat("duplicate") +
+	    be_stat("no_slot") + be_stat("unknown_round") +
+	    be_stat("stale_round") != drops0)
+		die("pipeline: partials or drops during the run");
+	res->pipe_c = median(res->pipe, reps) / 1000;
+	res->io_c = median(res->io, reps) / 1000;
+	res->rd_c = median(res->rd, reps) / 1000;
+	for (s = 0; s < ST_MAX; s++) {
+		for (rep = 0; rep < reps; rep++)
+			v[s][rep] = (uint64_t)(res->st[rep].cyc[s] * 1000);
+		res->stage_c[s] = median(v[s], reps) / 1000;
+	}
+
+	printf("\n== layout %s (%u chunks/round, %u DATA/round, %u rounds/loop) ==\n",
+	       name, K, NF, reps);
+	printf("%-10s %10s %8s %12s %14s\n", "loop", "cyc/pkt", "Mpps",
+	       "Gbps(in)", "lcores@100G");
+	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "pipeline", res->pipe_c,
+	       mpps(res->pipe_c), gbps(res->pipe_c), 100 / gbps(res->pipe_c));
+	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "io-fwd", res->io_c,
+	       mpps(res->io_c), gbps(res->io_c), 100 / gbps(res->io_c));
+	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "read-fwd", res->rd_c,
+	       mpps(res->rd_c), gbps(res->rd_c), 100 / gbps(res->rd_c));
+	printf("passes left out as preempted: %.2f %% of packets\n",
+	       100.0 * (double)pl_dropped / (double)pl_total);
+	printf("pipeline rate / io-fwd rate   = %.3f\n", res->io_c / res->pipe_c);
+	printf("pipeline rate / read-fwd rate = %.3f   (target >= 0.5)\n",
+	       res->rd_c / res->pipe_c);
+	printf("stages (micro-runs, cycles per DATA packet; AGG stages are per AGG / 8):\n");
+	for (s = 0; s < ST_MAX; s++)
+		printf("  %-12s %8.1f%s\n", stage_names[s], res->stage_c[s],
+		       s == ST_ADD ? "   (lookup + sum + bookkeeping)" : "");
+	printf("  %-12s %8.1f   (add_burst - sum kernel)\n", "lookup etc.",
+	       res->stage_c[ST_ADD] - res->stage_c[ST_SUM]);
+	{
+		double tot = res->stage_c[ST_RX] + res->stage_c[ST_PARSE] +
+			     res->stage_c[ST_ADD] + res->stage_c[ST_BUILD] +
+			     res->stage_c[ST_SEND] + res->stage_c[ST_FREE];
+
+		printf("  %-12s %8.1f   (rx + parse + add_burst + build + send + free)\n",
+		       "sum of parts", tot);
+		printf("  %-12s %8.1f   (pipeline - sum of parts: the pass's other\n"
+		       "                          polls, counters, prefetch, cache interplay)\n",
+		       "rest", res->pipe_c - tot);
+	}
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned int reps = 15, i;
+	struct result res[2];
+	char cfg[128], sched[128], err[1024];
+	int a;
+
+	for (a = 1; a < argc; a++) {
+		if (strcmp(argv[a], "--quick") == 0) {
+			reps = 3;
+			K = 1024;
+		} else if (strcmp(argv[a], "--chunks") == 0 && a + 1 < argc) {
+			K = (unsigned int)strtoul(argv[++a], NULL, 0);
+		} else if (strcmp(argv[a], "--reps") == 0 && a + 1 < argc) {
+			reps = (unsigned int)strtoul(argv[++a], NULL, 0);
+		} else {
+			fprintf(stderr, "usage: %s [--quick] [--chunks K] [--reps N]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	if (K < 64 || K % N_SND || reps < 1 || reps > 64) {
+		fprintf(stderr, "--chunks: multiple of 8, >= 64; --reps 1..64\n");
+		return 2;
+	}
+	have_avx512 = __builtin_cpu_supports("avx512f");
+	eal_up(argv[0]);
+	build_frames();
+	pl_init(NF / BURST + 1024);
+	order = calloc(NF, sizeof(*order));
+	first_of = calloc(NF, 1);
+	last_of = calloc(NF, 1);
+	if (!order || !first_of || !last_of)
+		die("order");
+
+	snprintf(dir, sizeof(dir), "/tmp/isth-bench-%d", getpid());
+	mkdir(dir, 0700);
+	snprintf(cfg, sizeof(cfg), "%s/edge.conf", dir);
+	snprintf(sched, sizeof(sched), "%s/bench.sched", dir);
+	write_files(cfg, sched);
+	if (isthd_config_load(cfg, &edge.cfg, err, sizeof(err)) != 0 ||
+	    isthd_prepare(&edge, 0, err, sizeof(err)) != 0 ||
+	    isthd_setup(&edge, err, sizeof(err)) != 0)
+		die(err);
+	port_a = edge.access_port;
+	port_w = edge.wan_port;
+	/* the controller's first step: rounds 0 and 1 published, ROUND 0 */
+	if (isthd_control_step(&edge, isthd_now_ns()) != 0 ||
+	    __atomic_load_n(&edge.current, __ATOMIC_RELAXED) != 1)
+		die("controller: round 0 is not current");
+	isthd_dp_poll(&edge);
+	drain_access();
+	stages_init();
+
+	printf("isthmusd appliance benchmark: sw backend (%s kernels), 1 lcore,\n"
+	       "9 islands, 8 senders, 1 KiB fp32 DATA (%u-byte frames), bursts of %u,\n"
+	       "TSC %.2f GHz; read-fwd reads with %s loads\n",
+	       isth_agg_kernel_name(s_k.id), FRAME, BURST, hz / 1e9,
+	       have_avx512 ? "AVX-512" : "scalar 64-bit");
+	for (i = 0; i < 2; i++) {
+		res[i].pipe = calloc(reps, sizeof(uint64_t));
+		res[i].io = calloc(reps, sizeof(uint64_t));
+		res[i].rd = calloc(reps, sizeof(uint64_t));
+		res[i].st = calloc(reps, sizeof(struct stage_run));
+		if (!res[i].pipe || !res[i].io || !res[i].rd || !res[i].st)
+			die("results");
+	}
+	run_layout("aligned", 0, reps, &res[0]);
+	run_layout("skewed", K / N_SND, reps, &res[1]);
+
+	printf("\nsummary: pipeline/read-fwd = %.3f (aligned), %.3f (skewed); "
+	       "pipeline/io-fwd = %.3f, %.3f;\n"
+	       "Gbps of aggregated input per lcore = %.1f, %.1f (target: 100 on <= 2 lcores)\n",
+	       res[0].rd_c / res[0].pipe_c, res[1].rd_c / res[1].pipe_c,
+	       res[0].io_c / res[0].pipe_c, res[1].io_c / res[1].pipe_c,
+	       gbps(res[0].pipe_c), gbps(res[1].pipe_c));
+
+	/* teardown: every frame back to its pool */
+	isthd_dp_drain_final(&edge);
+	drain_access();
+	isth_resend_destroy(s_ring);
+	isth_agg_destroy(s_agg);
+	isthd_teardown(&edge);
+	for (i = 0; i < NF; i++)
+		rte_pktmbuf_free(frames[i]);
+	isthd_ports_close(&edge);
+	snprintf(cfg, sizeof(cfg), "rm -rf %s", dir);
+	if (system(cfg) != 0)
+		fprintf(stderr, "cleanup of %s failed\n", dir);
+	rte_eal_cleanup();
+	return 0;
+}
