@@ -1,3 +1,31 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-exit 0
+# isthmus-plan end to end: exit codes, CSV columns, errors, --out.
+set -u
+plan="$1"
+src="$2"
+topo="--sites $src/conf/topologies/nine-city-sites.csv --links $src/conf/topologies/nine-city-links.csv"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$plan" --help | grep -q "Exit status" || fail "--help"
+"$plan" --bogus >/dev/null 2>&1; [ $? -eq 1 ] || fail "usage exit code"
+
+# shellcheck disable=SC2086
+"$plan" $topo --payload-bytes 1.3G --memory-bytes 0,32G --schedule all-to-all,regional,triangles \
+	--format csv --out "$tmp/s.sched" --quiet >"$tmp/out.csv" || fail "csv run"
+head -1 "$tmp/out.csv" | grep -q '^schedule,memory_bytes,feasible,round_ms,A_flood,A_avg,objective_ms,' \
+	|| fail "csv header"
+grep -q '^all-to-all,0,0,,,,,"memory: ' "$tmp/out.csv" || fail "infeasible row"
+grep -q '^regional,0,1,[0-9.]*,inf,inf,inf,' "$tmp/out.csv" || fail "regional row"
+grep -q '^triangles,0,1,564\.' "$tmp/out.csv" || fail "triangles T at 1.3G"
+head -1 "$tmp/s.sched" | grep -qx 'isthmus-schedule 1' || fail "schedule magic"
+tail -1 "$tmp/s.sched" | grep -qx 'end' || fail "schedule end"
+
+printf 'site,region\nA,R\nB,R\n' >"$tmp/s.csv"
+printf 'a,b,one_way_ms,capacity_gbps\nA,B,1,0\n' >"$tmp/l.csv"
+"$plan" --sites "$tmp/s.csv" --links "$tmp/l.csv" 2>"$tmp/err" >/dev/null
+[ $? -eq 2 ] || fail "topology exit code"
+grep -qx "isthmus-plan: $tmp/l.csv:2: non-positive capacity_gbps 0" "$tmp/err" || fail "topology message: $(cat "$tmp/err")"
+echo "PASS"
