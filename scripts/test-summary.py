@@ -37,7 +37,12 @@ for line in open(log):
         continue
     t = json.loads(line)
     name = t["name"]
-    suite = suite_of.get(name, "other")
+    # "project:suite / name" when a run spans suites, plain "name" otherwise
+    if " / " in name:
+        prefix, name = name.split(" / ", 1)
+        suite = prefix.split(":")[-1]
+    else:
+        suite = suite_of.get(name, "other")
     s = suites.setdefault(suite, [0, 0, 0])
     result = t["result"]
     rep = reports.get(name)

@@ -38,6 +38,7 @@ ninja -C "$BUILD" >"$BUILD.ninja.log" 2>&1 || { tail -60 "$BUILD.ninja.log"; exi
 find "$BUILD" -name '*.criterion.json' -delete
 
 rc=0
-meson test -C "$BUILD" --no-rebuild --print-errorlogs "$@" || rc=$?
+# The machine may be shared and slow: timeouts are generous, never tight.
+meson test -C "$BUILD" --no-rebuild --print-errorlogs --timeout-multiplier 4 "$@" || rc=$?
 python3 scripts/test-summary.py "$BUILD" || rc=1
 exit $rc
