@@ -86,6 +86,7 @@ struct isth_fpga_model {
 	uint64_t dev_now;	/* device clock: max of host times seen */
 	uint64_t tokens;	/* throughput limiter, bytes */
 	uint64_t tokens_ns;	/* wall time of the last refill */
+	bool gated;		/* descriptors wait for latency or tokens */
 	uint32_t rt_cons;
 	uint64_t cnt[ISTH_FPGA_CNT_MAX];
 	struct isth_agg_emit emit;
@@ -425,7 +426,13 @@ refill(struct isth_fpga_model *m, uint64_t rate, uint64_t now_w)
 {
 	uint64_t dt = now_w - m->tokens_ns, cap;
 
-	cap = m->max_msg > MODEL_BUCKET_MIN ? m->max_msg : MODEL_BUCKET_MIN;
+	/* Burst: 10 ms worth at the rate (a host thread is descheduled for
+	 * milliseconds at a time), at least a bucket of messages. */
+	cap = rate / 100;
+	if (cap < MODEL_BUCKET_MIN)
+		cap = MODEL_BUCKET_MIN;
+	if (cap < m->max_msg)
+		cap = m->max_msg;
 	if (dt > 1000000000ull)
 		dt = 1000000000ull;
 	/* rate <= 2^40 B/s keeps dt * rate below 2^70 / 2^6: split it. */
@@ -446,6 +453,7 @@ process_h2d(struct isth_fpga_model *m, uint32_t tail)
 	unsigned int n = 0;
 	uint64_t now_w = 0;
 
+	m->gated = false;
 	if ((uint32_t)(tail - m->h2d.head) > m->h2d.size ||
 	    (uint32_t)(tail - m->h2d_seen) > m->h2d.size) {
 		/* Beyond the ring, or moved backwards: ignored until sane. */
@@ -465,13 +473,17 @@ process_h2d(struct isth_fpga_model *m, uint32_t tail)
 		uint32_t len = d->len;
 		uint16_t st;
 
-		if (lat != 0 && now_w - m->seen_ns[m->h2d.head & mask] < lat)
+		if (lat != 0 && now_w - m->seen_ns[m->h2d.head & mask] < lat) {
+			m->gated = true;
 			break;
+		}
 		if (rate != 0) {
 			uint32_t cost = len < m->max_msg ? len : m->max_msg;
 
-			if (m->tokens < cost)
+			if (m->tokens < cost) {
+				m->gated = true;
 				break;
+			}
 			m->tokens -= cost;
 		}
 		/* Back-pressure: an aggregate that found no D2H buffer holds
@@ -592,15 +604,24 @@ model_main(void *arg)
 		}
 		/* Idle back-off: spin briefly, then share the core (two
 		 * cores run several pollers here), then sleep. */
+		/* Waiting on the latency or rate gate is not idleness: the
+		 * wall clock must be watched closely. */
+		if (m->gated) {
+			idle = 0;
+			sched_yield();
+			continue;
+		}
 		if (++idle < 64) {
 			__builtin_ia32_pause();
-		} else if (idle < 20000) {
+		} else if (idle < 4096) {
 			sched_yield();
 		} else {
-			struct timespec ts = {0, 20000};
+			/* Asleep: 50 us for the first ~100 ms, then 1 ms. */
+			struct timespec ts = {0, idle < 4096 + 2000 ? 50000 : 1000000};
 
 			nanosleep(&ts, NULL);
-			idle = 20000;
+			if (idle > 4096 + 2000)
+				idle = 4096 + 2000;
 		}
 	}
 	return NULL;
