@@ -43,6 +43,9 @@ static int read_port(struct isth_conf *c, const char *sec,
 		rc = isth_conf_ipv4(c, sec, "ip", true, 0, &p->ip);
 	if (rc == 0)
 		rc = isth_conf_mac(c, sec, "mac", false, NULL, p->mac);
+	if (rc == 0)
+		rc = copy_str(c, sec, "xdp_iface", false, NULL, p->xdp_iface,
+			      sizeof(p->xdp_iface));
 	return rc;
 }
 

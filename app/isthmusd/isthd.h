@@ -27,6 +27,7 @@
 #include "isth_resend.h"
 #include "isth_sched.h"
 #include "isth_wire.h"
+#include "isth_xdp.h"
 
 #include "config.h"
 
@@ -103,6 +104,9 @@ struct isthd {
 	struct isth_pace *pace;
 	struct isth_resend *agg_ring;	/* AGGs sent to the island */
 	struct rte_ring *ctl_ring;	/* ctl -> dp: frames to send to the island */
+	/* init: steering programs on af_xdp ports ([access|wan] xdp_iface);
+	 * telemetry reads their per-CPU counters */
+	struct isth_xdp *xdp[2];
 	uint64_t tsc_hz;
 	uint64_t tsc0;			/* TSC at rt0 */
 	uint64_t rt0;			/* CLOCK_REALTIME ns at tsc0 */

@@ -273,6 +273,28 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size)
 		       d->cfg.wan.mac : mac.addr_bytes, 6);
 	}
 
+	/* The af_xdp PMD loaded lib/xdp's program (xdp_prog devarg) when the
+	 * port started: point it at our UDP port so that only isthmus
+	 * traffic leaves the kernel. */
+	{
+		const struct isthd_port *ports[2] = {&d->cfg.access, &d->cfg.wan};
+
+		for (int i = 0; i < 2; i++) {
+			if (ports[i]->xdp_iface[0] == '\0')
+				continue;
+			d->xdp[i] = isth_xdp_open_iface(ports[i]->xdp_iface);
+			if (d->xdp[i] == NULL ||
+			    isth_xdp_configure(d->xdp[i], d->cfg.udp_port, 0) < 0) {
+				snprintf(err, err_size,
+					 "%s: [%s] xdp_iface: no isthmus XDP program on %s (%s); start the port with xdp_prog=<build>/lib/xdp/isth_xdp.bpf.o",
+					 d->cfg.path, i ? "wan" : "access",
+					 ports[i]->xdp_iface, strerror(errno));
+				rc = -EINVAL;
+				goto fail;
+			}
+		}
+	}
+
 	memset(&bc, 0, sizeof(bc));
 	bc.socket_id = (int)rte_socket_id();
 	bc.island = d->island;
@@ -377,6 +399,9 @@ void isthd_teardown(struct isthd *d)
 	}
 	isth_resend_destroy(d->agg_ring);
 	d->agg_ring = NULL;
+	isth_xdp_destroy(d->xdp[0]);
+	isth_xdp_destroy(d->xdp[1]);
+	d->xdp[0] = d->xdp[1] = NULL;
 	isth_backend_destroy(d->be);
 	d->be = NULL;
 	if (d->ctl_ring) {

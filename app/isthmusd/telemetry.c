@@ -114,6 +114,29 @@ static int cmd_resend(const char *cmd __rte_unused, const char *params __rte_unu
 	return 0;
 }
 
+static int cmd_xdp(const char *cmd __rte_unused, const char *params __rte_unused,
+		   struct rte_tel_data *t)
+{
+	static const char *const names[2] = {"access", "wan"};
+	struct isth_xdp_counters c;
+	char key[64];
+
+	rte_tel_data_start_dict(t);
+	for (int i = 0; i < 2; i++) {
+		if (tel->xdp[i] == NULL || isth_xdp_read(tel->xdp[i], &c) < 0)
+			continue;
+		snprintf(key, sizeof(key), "%s_steered", names[i]);
+		ADD(t, key, c.steered);
+		snprintf(key, sizeof(key), "%s_passed", names[i]);
+		ADD(t, key, c.passed);
+		snprintf(key, sizeof(key), "%s_malformed", names[i]);
+		ADD(t, key, c.malformed);
+		snprintf(key, sizeof(key), "%s_no_xsk", names[i]);
+		ADD(t, key, c.no_xsk);
+	}
+	return 0;
+}
+
 static int cmd_reload(const char *cmd __rte_unused, const char *params __rte_unused,
 		      struct rte_tel_data *t)
 {
@@ -138,6 +161,8 @@ int isthd_telemetry_register(struct isthd *d)
 		"Egress pacer: queue, rounds, late starts, achieved rate. No parameters.");
 	rc |= rte_telemetry_register_cmd("/isthmus/resend", cmd_resend,
 		"AGG resend ring: stored, served, expired, GONE. No parameters.");
+	rc |= rte_telemetry_register_cmd("/isthmus/xdp", cmd_xdp,
+		"XDP steering counters of af_xdp ports (steered, passed, malformed, no_xsk). No parameters.");
 	rc |= rte_telemetry_register_cmd("/isthmus/reload", cmd_reload,
 		"Reload the schedule file; takes effect at a round boundary. No parameters.");
 	return rc ? -EINVAL : 0;
