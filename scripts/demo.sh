@@ -43,10 +43,10 @@ by T * (A + 1/2), the staleness a training job must tolerate.
 
 TXT
 set -x
-"$PLAN" --sites "$SITES" --links "$LINKS" --payload-bytes 5G \
+"$PLAN" --sites "$SITES" --links "$LINKS" --payload-bytes 1.3G \
 	--memory-bytes 0,32G --search-seconds "$SEARCH" \
 	--out "$OUT/nine-city.sched" --plot "$OUT/plots" | tee "$OUT/table.txt"
-"$PLAN" --sites "$SITES" --links "$LINKS" --payload-bytes 5G \
+"$PLAN" --sites "$SITES" --links "$LINKS" --payload-bytes 1.3G \
 	--memory-bytes 0,1G,4G,16G,32G --schedule all-to-all,pairs,triangles \
 	--format csv --quiet >"$OUT/plan.csv"
 { set +x; } 2>/dev/null
@@ -65,4 +65,4 @@ How to read this:
 Files: $OUT/table.txt, $OUT/plan.csv (memory sweep), $OUT/nine-city.sched
 (the schedule isthmusd loads), $OUT/plots/*.png.
 TXT
-ls "$OUT/plots" | sed 's/^/  plot: /'
+ls "$OUT"/plots/*.png | sed "s/^/  plot: /"
