@@ -837,3 +837,132 @@ Test(resend, differential_random)
 	isth_resend_destroy(r);
 	check_no_leak();
 }
+
+/* With TX checksum offload the UDP field holds the pseudo-header sum for
+ * the NIC: marking must leave it alone. */
+Test(resend, tx_csum_offload_untouched)
+{
+	struct isth_resend *r = mk_ring(16, 1000000000, 0, 0, NULL);
+	struct rte_mbuf *m = mk_agg(0, 0, false), *rep;
+	uint8_t *udp = rte_pktmbuf_mtod_offset(m, uint8_t *,
+					       fh() - ISTH_UDP_HDR_SIZE);
+	struct nack_out o;
+
+	m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_UDP_CKSUM;
+	udp[6] = 0x12;
+	udp[7] = 0x34;
+	cr_assert_eq(isth_resend_push(r, m, 0, NULL), 0);
+	rte_pktmbuf_free(m);
+	run_nack(r, (struct isth_wire_range[]){ { 0, 0 } }, 1, 1, 4, 4, &o);
+	cr_assert_eq(o.n_pkts, 1);
+	rep = o.pkts[0];
+	cr_assert_eq(rep, m);
+	cr_assert(udp[6] == 0x12 && udp[7] == 0x34);
+	cr_assert(rte_pktmbuf_mtod_offset(rep, uint8_t *, fh())[5] &
+		  ISTH_F_RESENT);
+	free_out(&o);
+	isth_resend_destroy(r);
+	check_no_leak();
+}
+
+/* Stream-agnostic: bare isthmus messages (hdr_off 0, no UDP header), as a
+ * WAN DATA stream kept before per-peer headers are prepended. */
+Test(resend, bare_message_stream)
+{
+	struct isth_resend_conf c = {
+		.socket_id = SOCKET_ID_ANY, .size = 8, .window_ns = 1000000,
+		.hdr_off = 0, .flags = ISTH_RESEND_F_STAMP, .first_seq = 50,
+	};
+	struct isth_resend *r = isth_resend_create(&c);
+	struct rte_mbuf *held = NULL;
+	struct nack_out o;
+	unsigned int i, k;
+
+	cr_assert_not_null(r);
+	for (i = 0; i < 3; i++) {
+		struct isth_hdr h = {
+			.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
+			.sender = 2, .count = 4, .job = 7, .round = 3,
+			.chunk = 50 + i, .bitmap = 1u << 2,
+		};
+		struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+		int32_t el[4] = { 1, 2, 3, (int32_t)i };
+		int len = isth_wire_build_msg(rte_pktmbuf_mtod(m, uint8_t *),
+					      rte_pktmbuf_tailroom(m), &h, el,
+					      sizeof(el), NULL);
+
+		cr_assert_gt(len, 0);
+		m->data_len = (uint16_t)len;
+		m->pkt_len = (uint32_t)len;
+		cr_assert_eq(isth_resend_push(r, m, 0, NULL), 0);
+		if (i == 2)
+			held = m;	/* still being fanned out */
+		else
+			rte_pktmbuf_free(m);
+	}
+	run_nack(r, (struct isth_wire_range[]){ { 50, 52 } }, 1, 1, 4, 4, &o);
+	cr_assert_eq(o.n_pkts, 3);
+	cr_assert_eq(o.pkts[2]->nb_segs, 2);	/* header segment: busy */
+	cr_assert_eq(o.pkts[2]->data_len, ISTH_WIRE_HDR_SIZE);
+	for (k = 0; k < 3; k++) {
+		static uint8_t flat[256];
+		const struct rte_mbuf *m = o.pkts[k];
+		const void *d = rte_pktmbuf_read(m, 0, m->pkt_len, flat);
+		struct isth_pkt pkt;
+
+		cr_assert_not_null(d);
+		cr_assert_eq(isth_wire_parse_msg(d, m->pkt_len, &lim, &pkt),
+			     ISTH_WIRE_OK);
+		cr_assert_eq(pkt.hdr.seq, 50 + k);
+		cr_assert_eq(pkt.hdr.chunk, 50 + k);
+		cr_assert(pkt.hdr.flags & ISTH_F_RESENT);
+	}
+	free_out(&o);
+	rte_pktmbuf_free(held);
+	isth_resend_destroy(r);
+	check_no_leak();
+}
+
+/*
+ * A cursor stays valid while the ring moves between calls: sequences
+ * that expire meanwhile become GONE, new pushes do not disturb it.
+ */
+Test(resend, cursor_across_ring_changes)
+{
+	struct isth_resend *r = mk_ring(64, 1000, 0, 0, NULL);
+	const struct isth_wire_range rg[] = { { 0, 9 } };
+	struct isth_resend_cursor c;
+	struct isth_wire_range g[4];
+	struct rte_mbuf *p[2];
+	unsigned int i, k, ng;
+
+	for (i = 0; i < 10; i++)
+		send_one(r, i < 5 ? 0 : 500, false, false);
+	cr_assert_eq(isth_resend_nack_begin(r, &c, rg, 1), 0);
+	k = isth_resend_nack_serve(r, &c, 10, p, 2, g, 4, &ng);
+	cr_assert_eq(k, 2);
+	cr_assert_eq(ng, 0);
+	check_frame(p[0], 0, true);
+	check_frame(p[1], 1, true);
+	rte_pktmbuf_free_bulk(p, 2);
+	/* 0..4 expire; two more packets are pushed */
+	send_one(r, 1100, false, false);
+	send_one(r, 1100, false, false);
+	k = isth_resend_nack_serve(r, &c, 1100, p, 2, g, 4, &ng);
+	cr_assert_eq(ng, 1);
+	cr_assert(g[0].first == 2 && g[0].last == 4);
+	cr_assert_eq(k, 2);
+	check_frame(p[0], 5, true);
+	check_frame(p[1], 6, true);
+	rte_pktmbuf_free_bulk(p, 2);
+	k = isth_resend_nack_serve(r, &c, 1100, p, 2, g, 4, &ng);
+	cr_assert_eq(k, 2);
+	rte_pktmbuf_free_bulk(p, 2);
+	k = isth_resend_nack_serve(r, &c, 1100, p, 2, g, 4, &ng);
+	cr_assert_eq(k, 1);
+	check_frame(p[0], 9, true);
+	rte_pktmbuf_free(p[0]);
+	cr_assert(isth_resend_nack_done(&c));
+	isth_resend_destroy(r);
+	check_no_leak();
+}
