@@ -83,6 +83,8 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 				    "'%s' is not one of: sw, fpga", cfg->backend);
 		goto out;
 	}
+	TRY(copy_str(c, "fpga", "device", false, "/isthmus-fpga0",
+		     cfg->fpga_device, sizeof(cfg->fpga_device)));
 	TRY(isth_conf_u64(c, "isthmusd", "mtu", false, 1500, 576, 9216, &v));
 	cfg->mtu = (uint32_t)v;
 	TRY(isth_conf_u64(c, "isthmusd", "udp_port", false, ISTH_WIRE_PORT, 1,

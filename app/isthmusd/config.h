@@ -43,6 +43,7 @@ struct isthd_config {
 	enum isthd_epoch_mode epoch_mode;
 	uint64_t epoch_ns;
 	char backend[16];
+	char fpga_device[64];		/* [fpga] device: the device (model: shm name) */
 	uint32_t mtu;
 	uint16_t udp_port;
 	uint32_t mbufs;			/* mbufs in the packet pool */

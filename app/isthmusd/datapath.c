@@ -369,8 +369,23 @@ int isthd_worker(void *arg)
 /* Shutdown, on the worker after it stopped: partial aggregates out. */
 void isthd_dp_drain_final(struct isthd *d)
 {
+	struct isth_backend_stats st;
+	unsigned int i, spins = 0;
+	uint64_t pending;
+
 	isth_backend_flush(d->be);
-	while (emit_aggs(d, isthd_tsc_to_ns(d, rte_rdtsc())) > 0)
-		;
+	/* An asynchronous backend (fpga) may still hold aggregates when a
+	 * drain returns nothing: wait for its dev_pending gauge, bounded. */
+	do {
+		while (emit_aggs(d, isthd_tsc_to_ns(d, rte_rdtsc())) > 0)
+			;
+		pending = 0;
+		isth_backend_stats(d->be, &st);
+		for (i = 0; i < st.n; i++)
+			if (strcmp(st.names[i], "dev_pending") == 0)
+				pending = st.values[i];
+		if (pending)
+			rte_delay_us_sleep(100);
+	} while (pending && ++spins < 20000);
 	ctl_msgs(d);
 }

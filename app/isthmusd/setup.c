@@ -307,6 +307,7 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size)
 	bc.window = d->cfg.agg_window;
 	bc.bf16_out = d->cfg.bf16_out;
 	bc.agg_pool = d->pool;
+	bc.device = d->cfg.fpga_device;
 	bc.mcast.socket_id = (int)rte_socket_id();
 	memcpy(bc.mcast.src_mac, d->wan_mac, 6);
 	bc.mcast.src_ip = d->cfg.wan.ip;

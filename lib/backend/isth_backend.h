@@ -137,7 +137,9 @@ int isth_backend_set_round(struct isth_backend *be, uint32_t job,
  * the frame @p parsed[i] was parsed from (the parse's pointers point into
  * it). Takes every mbuf.
  * @param now  ns, non-decreasing
- * @return contributions accepted
+ * @return contributions accepted (sw), or handed to the device
+ *         (asynchronous backends: their verdicts are in the counters,
+ *         under the same names)
  */
 unsigned int isth_backend_aggregate_burst(struct isth_backend *be,
 		struct rte_mbuf **pkts, const struct isth_pkt *parsed,
