@@ -15,12 +15,15 @@
  *
  * Traffic: 9 islands, one clique of all 9; the edge serves island 0 and
  * expects the 8 peers. Each DATA is 1 KiB of fp32 (256 elements) in a
- * 1106-byte frame. A round has K chunks (default 4096); every (round,
+ * 1106-byte frame. A round has K chunks (default 2048); every (round,
  * chunk) gets exactly 8 contributions, so every slot completes. Two
  * arrival layouts: "aligned" (the 8 copies of a chunk arrive together:
  * few live accumulators) and "skewed" (sender s starts its round at chunk
- * s * K / 8: 7/8 of the round, 3.5 MiB of accumulators, is live, more
- * than the 2 MiB L2).
+ * s * K / 8: 7/8 of the round, 1.8 MiB of accumulators, is live; with
+ * the frames streaming through, more than the 2 MiB L2). Frames sit in a
+ * compact pool (1.4 KB per mbuf: 23 MB at K = 2048, mostly L3 here;
+ * --chunks 8192 puts them in DRAM). Passes more than 8x the median were
+ * preempted by the shared host and are left out with their packets.
  *
  * Generator: the K * 8 frames are built once and kept (the harness holds a
  * reference on each, so the pipeline's free only drops its own). Before
