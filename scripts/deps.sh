@@ -12,7 +12,7 @@ PKGS=(
 	libglpk-dev glpk-utils
 	libcriterion-dev
 	libpcap-dev tshark gnuplot-nox
-	iproute2 iputils-ping procps
+	iproute2 iputils-ping procps ethtool
 )
 
 missing=()

@@ -146,8 +146,10 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 
 	TRY(isth_conf_size(c, "agg", "memory", false, 64ull << 20, 0,
 			   1ull << 40, &cfg->agg_memory));
-	TRY(isth_conf_duration(c, "agg", "timeout", false, 50000000ull, 1000,
+	TRY(isth_conf_duration(c, "agg", "timeout", false, 2000000000ull, 1000,
 			       60000000000ull, &cfg->agg_timeout_ns));
+	TRY(isth_conf_duration(c, "agg", "round_slack", false, 10000000ull, 0,
+			       10000000000ull, &cfg->agg_round_slack_ns));
 	TRY(isth_conf_u64(c, "agg", "window", false, 4, 2, 64, &v));
 	cfg->agg_window = (uint32_t)v;
 	TRY(isth_conf_u64(c, "agg", "max_chunks", false, 1u << 20, 1,

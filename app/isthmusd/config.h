@@ -61,6 +61,7 @@ struct isthd_config {
 	/* [agg] */
 	uint64_t agg_memory;
 	uint64_t agg_timeout_ns;
+	uint64_t agg_round_slack_ns;
 	uint32_t agg_window;
 	uint32_t agg_max_chunks;
 	uint8_t bf16_out;		/* ISTH_DTYPE_BF16 or ISTH_DTYPE_FP32 */

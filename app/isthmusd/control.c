@@ -95,7 +95,7 @@ static int publish_pace(struct isthd *d, uint64_t r)
 	const struct isth_sched *s = sched_for(d, r);
 	struct isth_pace_seg segs[ISTH_SCHED_MAX_SEGS + 1];
 	uint64_t off, rate, dur, at = 0;
-	int n, k;
+	int n, k, m;
 
 	n = isth_sched_sender(s, (int64_t)r, d->island, &off, &rate);
 	if (n == -ENOENT)
@@ -106,19 +106,23 @@ static int publish_pace(struct isthd *d, uint64_t r)
 		return isth_pace_set_round(d->pace, (uint32_t)r,
 					   isthd_ns_to_tsc(d, round_start(d, r) + off),
 					   rate);
+	m = 0;
 	for (k = 0; k < n; k++) {
 		if (isth_sched_segment(s, (int64_t)r, d->island, k, &dur, &rate))
 			return -EINVAL;
-		segs[k].offset_ns = at;
-		segs[k].rate_bps = rate;
+		if (dur == 0)
+			continue;	/* the pacer needs increasing offsets */
+		segs[m].offset_ns = at;
+		segs[m].rate_bps = rate;
+		m++;
 		at += dur;
 	}
 	/* after the profile, the stream is done */
-	segs[n].offset_ns = at;
-	segs[n].rate_bps = 0;
+	segs[m].offset_ns = at;
+	segs[m].rate_bps = 0;
 	return isth_pace_set_profile(d->pace, (uint32_t)r,
 				     isthd_ns_to_tsc(d, round_start(d, r) + off),
-				     segs, (unsigned int)n + 1);
+				     segs, (unsigned int)m + 1);
 }
 
 static void send_round(struct isthd *d, uint64_t r)
@@ -193,6 +197,7 @@ static void log_round(struct isthd *d, uint64_t r)
 	struct isthd_dp_stats st;
 	char names[256];
 	uint64_t off = 0, rate = 0, partial;
+	char actual[32] = "-";
 
 	memcpy(&st, &d->st, sizeof(st));	/* relaxed snapshot */
 	isth_backend_stats(d->be, &be);
@@ -200,6 +205,10 @@ static void log_round(struct isthd *d, uint64_t r)
 	isth_sched_sender(sched_for(d, r), (int64_t)r, d->island, &off, &rate);
 	clique_names(d, isth_sched_clique(sched_for(d, r), (int64_t)r, d->island),
 		     names, sizeof(names));
+	/* "-" when nothing of this round left (no DATA, or a bye) */
+	if (ps.round == r && ps.round_bytes > 0)
+		snprintf(actual, sizeof(actual), "%.3f ms",
+			 (double)(off + ps.round_start_lag_ns) / 1e6);
 	partial = be_stat(&be, "partial_timeout") - be_stat(&d->last_be, "partial_timeout") +
 		  be_stat(&be, "partial_conflict_pool") - be_stat(&d->last_be, "partial_conflict_pool") +
 		  be_stat(&be, "partial_conflict_bucket") - be_stat(&d->last_be, "partial_conflict_bucket");
@@ -207,7 +216,7 @@ static void log_round(struct isthd *d, uint64_t r)
 		printf("round %" PRIu64 " clique {%s} in %" PRIu64 " pkts %" PRIu64
 		       " B out %" PRIu64 " pkts agg %" PRIu64 " complete %" PRIu64
 		       " partial %" PRIu64 " nacks %" PRIu64 " resent %" PRIu64
-		       " offset planned %.3f ms actual %.3f ms\n",
+		       " offset planned %.3f ms actual %s\n",
 		       r, names,
 		       st.peer_data - d->last_st.peer_data,
 		       st.peer_data_bytes - d->last_st.peer_data_bytes,
@@ -217,8 +226,7 @@ static void log_round(struct isthd *d, uint64_t r)
 		       partial,
 		       st.nacks - d->last_st.nacks,
 		       st.resent - d->last_st.resent,
-		       (double)off / 1e6,
-		       ps.round == r ? (double)(off + ps.round_start_lag_ns) / 1e6 : 0.0);
+		       (double)off / 1e6, actual);
 	fflush(stdout);
 	d->last_st = st;
 	d->last_be = be;

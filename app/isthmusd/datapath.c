@@ -188,10 +188,10 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 				break;
 			}
 			to_msg(m, &p);
-			/* The rate is on wire bytes: message + Ethernet/IPv4/UDP. */
-			rc = isth_pace_enqueue(d->pace, m, rte_pktmbuf_pkt_len(m) +
-					       ISTH_ETH_HDR_SIZE + ISTH_IPV4_MIN_HDR_SIZE +
-					       ISTH_UDP_HDR_SIZE);
+			/* The schedule's rates are payload rates (the planner's
+			 * unit): pace payload bytes. Headers add 82 bytes per
+			 * chunk on the wire, which a plan must budget for. */
+			rc = isth_pace_enqueue(d->pace, m, (uint32_t)p.payload_size);
 			if (unlikely(rc < 0)) {
 				drop(d, m, rc == -ENOBUFS ? ISTHD_DROP_pace_full :
 				     ISTHD_DROP_pace_oversize);
@@ -251,8 +251,11 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 		struct isth_pkt *p = &parsed[k];
 		enum isth_wire_reason r;
 
-		if (i + 1 < n)
+		/* the isthmus header ends on the frame's second line */
+		if (i + 1 < n) {
 			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 1], void *));
+			rte_prefetch0(rte_pktmbuf_mtod_offset(rx[i + 1], char *, 64));
+		}
 		r = isth_wire_parse_frame(rte_pktmbuf_mtod(m, uint8_t *),
 					  rte_pktmbuf_data_len(m), &d->lim, p);
 		if (unlikely(r != ISTH_WIRE_OK)) {
@@ -330,6 +333,27 @@ static unsigned int ctl_msgs(struct isthd *d)
 	return n;
 }
 
+/* Rounds whose end (+ slack) has passed: their unfinished aggregates leave
+ * as partials now, while the island still waits for them. */
+static unsigned int expire_rounds(struct isthd *d, uint64_t now_ns)
+{
+	uint64_t end, n = 0;
+
+	if (now_ns < d->epoch_ns)
+		return 0;
+	for (;;) {
+		end = d->epoch_ns + (d->expire_next + 1) * d->round_ns +
+		      d->cfg.agg_round_slack_ns;
+		if (now_ns < end)
+			break;
+		if (isth_backend_expire_round(d->be, d->cfg.job,
+					      (uint32_t)d->expire_next) > 0)
+			n++;
+		d->expire_next++;
+	}
+	return (unsigned int)n;
+}
+
 /* One pass over every source of work; returns packets handled. */
 unsigned int isthd_dp_poll(struct isthd *d)
 {
@@ -337,6 +361,7 @@ unsigned int isthd_dp_poll(struct isthd *d)
 	uint64_t now_ns = isthd_tsc_to_ns(d, tsc);
 	unsigned int work = 0;
 
+	work += expire_rounds(d, now_ns);
 	work += access_rx(d, now_ns);
 	work += pace_release(d, tsc);
 	work += wan_rx(d, now_ns);

@@ -111,6 +111,7 @@ struct isthd {
 	uint64_t tsc0;			/* TSC at rt0 */
 	uint64_t rt0;			/* CLOCK_REALTIME ns at tsc0 */
 	uint64_t epoch_ns;
+	uint64_t round_ns;		/* T; a reload may not change it */
 
 	/* ctl writes, dp reads (acquire): newest round published, +1 (0: none) */
 	uint64_t published;
@@ -123,6 +124,7 @@ struct isthd {
 
 	/* dp writes */
 	uint64_t agg_seq;		/* next AGG sequence number */
+	uint64_t expire_next;		/* next round whose deadline the dp enforces */
 	struct isthd_dp_stats st;
 
 	/* ctl only: next round to give the pacer */

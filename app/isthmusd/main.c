@@ -188,7 +188,7 @@ int main(int argc, char **argv)
 		isthd_teardown(d);
 		goto eal;
 	}
-	worker = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
+	worker = rte_get_next_lcore(-1, 1, 0);	/* first lcore that is not the main one */
 	if (worker >= RTE_MAX_LCORE) {
 		fprintf(stderr, "isthmusd: need two lcores (EAL -l 0,1): the main one runs the controller, the other the data path\n");
 		isthd_teardown(d);

@@ -196,6 +196,7 @@ int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err,
 		rc = -EINVAL;
 		goto fail;
 	}
+	d->round_ns = isth_sched_round_ns(d->sched);
 	rc = isth_wire_limits_init(&d->lim, d->n_islands, d->cfg.mtu);
 	if (rc) {
 		snprintf(err, err_size, "%s: [isthmusd] mtu: %u too small",

@@ -1018,6 +1018,27 @@ isth_agg_poll(struct isth_agg *agg, uint64_t now)
 }
 
 unsigned int
+isth_agg_expire_round(struct isth_agg *agg, uint32_t job, uint32_t round)
+{
+	uint32_t idx = agg->age_head, next;
+	unsigned int n = 0;
+
+	/* O(active slots), once per round: walk the age list, keeping the
+	 * successor before emit_slot() unlinks the node. */
+	while (idx != AGG_NONE) {
+		struct agg_slot *s = &agg->slots[idx];
+
+		next = s->next;
+		if (s->job == job && (int32_t)(round - s->round) >= 0) {
+			emit_slot(agg, idx, ISTH_AGG_TIMEOUT);
+			n++;
+		}
+		idx = next;
+	}
+	return n;
+}
+
+unsigned int
 isth_agg_flush(struct isth_agg *agg)
 {
 	unsigned int n = 0;

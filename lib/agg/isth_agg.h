@@ -243,6 +243,15 @@ unsigned int isth_agg_add_burst(struct isth_agg *agg,
  */
 unsigned int isth_agg_poll(struct isth_agg *agg, uint64_t now);
 
+/**
+ * Emit, as partials (reason timeout), the active slots of job @p job whose
+ * round is @p round or older (serial order): the round's deadline passed,
+ * nothing more is due. Owner only; O(active slots).
+ * @return slots queued for drain
+ */
+unsigned int isth_agg_expire_round(struct isth_agg *agg, uint32_t job,
+				   uint32_t round);
+
 /** Emit every active slot (reason flush), e.g. at shutdown. @return slots queued. */
 unsigned int isth_agg_flush(struct isth_agg *agg);
 

@@ -331,6 +331,16 @@ sw_flush(void *priv)
 	return isth_agg_flush(sw->agg);
 }
 
+static int
+sw_expire_round(void *priv, uint32_t job, uint32_t round)
+{
+	struct sw_backend *sw = priv;
+	unsigned int n = isth_agg_expire_round(sw->agg, job, round);
+
+	sw_materialise(sw);
+	return (int)n;
+}
+
 static void
 sw_stats(const void *priv, struct isth_backend_stats *st)
 {
@@ -382,5 +392,6 @@ const struct isth_backend_ops isth_backend_sw_ops = {
 	.drain = sw_drain,
 	.replicate_burst = sw_replicate_burst,
 	.flush = sw_flush,
+	.expire_round = sw_expire_round,
 	.stats = sw_stats,
 };

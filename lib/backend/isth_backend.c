@@ -107,6 +107,14 @@ uint16_t isth_backend_replicate_burst(struct isth_backend *be,
 	return be->ops->replicate_burst(be->priv, pkts, n, out, out_cap, n_out);
 }
 
+int isth_backend_expire_round(struct isth_backend *be, uint32_t job,
+			      uint32_t round)
+{
+	if (be->ops->expire_round == NULL)
+		return -ENOTSUP;
+	return be->ops->expire_round(be->priv, job, round);
+}
+
 unsigned int isth_backend_flush(struct isth_backend *be)
 {
 	return be->ops->flush(be->priv);

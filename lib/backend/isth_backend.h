@@ -162,6 +162,15 @@ uint16_t isth_backend_replicate_burst(struct isth_backend *be,
 		struct rte_mbuf **pkts, uint16_t n, struct rte_mbuf **out,
 		uint16_t out_cap, uint16_t *n_out);
 
+/**
+ * Data path: round @p round of job @p job (and older) is over: emit its
+ * unfinished aggregates as partials now rather than at their timeout.
+ * @return aggregates emitted, or -ENOTSUP if the backend relies on its
+ *         slot timeout alone
+ */
+int isth_backend_expire_round(struct isth_backend *be, uint32_t job,
+			      uint32_t round);
+
 /** Data path: emit every unfinished aggregate as a partial (shutdown). */
 unsigned int isth_backend_flush(struct isth_backend *be);
 
@@ -192,6 +201,8 @@ struct isth_backend_ops {
 			uint16_t n, struct rte_mbuf **out, uint16_t out_cap,
 			uint16_t *n_out);
 	unsigned int (*flush)(void *priv);
+	/* optional (NULL: -ENOTSUP) */
+	int (*expire_round)(void *priv, uint32_t job, uint32_t round);
 	void (*stats)(const void *priv, struct isth_backend_stats *st);
 };
 

@@ -938,3 +938,49 @@ Test(agg, stats_names)
 	cr_assert_str_eq(isth_agg_reason_name(ISTH_AGG_CONFLICT_BUCKET),
 			 "conflict_bucket");
 }
+
+/* A round's deadline: its unfinished slots leave as timeout partials, the
+ * next round's stay. */
+Test(agg, expire_round_emits_only_that_round_and_older)
+{
+	struct isth_agg_params p = {
+		.mem_budget = 64 * 1024, .max_elems = 16, .max_chunks = 64,
+		.n_islands = 4, .timeout_ns = UINT64_MAX / 2,
+	};
+	struct isth_agg *agg = isth_agg_create(&p);
+	struct isth_agg_contrib c = {
+		.job = 1, .sender = 1, .dtype = ISTH_DTYPE_INT32, .count = 16,
+	};
+	struct isth_agg_emit e[8];
+	int32_t v[16] = {0};
+	struct isth_agg_stats st;
+	unsigned int n;
+
+	cr_assert_not_null(agg);
+	cr_assert_eq(isth_agg_set_round(agg, 1, 5, 0x6), 0);
+	cr_assert_eq(isth_agg_set_round(agg, 1, 6, 0x6), 0);
+	c.data = v;
+	c.round = 5;
+	c.chunk = 0;
+	cr_assert_eq(isth_agg_add_burst(agg, &c, 1, 10), 1);
+	c.chunk = 1;
+	cr_assert_eq(isth_agg_add_burst(agg, &c, 1, 11), 1);
+	c.round = 6;
+	c.chunk = 0;
+	cr_assert_eq(isth_agg_add_burst(agg, &c, 1, 12), 1);
+	cr_expect_eq(isth_agg_expire_round(agg, 2, 6), 0, "other job untouched");
+	cr_expect_eq(isth_agg_expire_round(agg, 1, 5), 2);
+	n = isth_agg_drain(agg, e, 8);
+	cr_assert_eq(n, 2);
+	for (unsigned int i = 0; i < n; i++) {
+		cr_expect_eq(e[i].round, 5);
+		cr_expect_eq(e[i].bitmap, 0x2);
+		cr_expect_neq(e[i].flags & ISTH_F_PARTIAL, 0);
+		cr_expect_eq(e[i].reason, ISTH_AGG_TIMEOUT);
+		isth_agg_release(agg, &e[i]);
+	}
+	isth_agg_stats_get(agg, &st);
+	cr_expect_eq(st.partial_timeout, 2);
+	cr_expect_eq(st.slots_in_use, 1, "round 6's slot stays");
+	isth_agg_destroy(agg);
+}

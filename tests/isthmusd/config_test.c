@@ -53,7 +53,8 @@ Test(isthmusd_config, good_file_and_defaults)
 	/* defaults, as doc/isthmusd.md lists them */
 	cr_expect_eq(c.mtu, 1500);
 	cr_expect_str_eq(c.backend, "sw");
-	cr_expect_eq(c.agg_timeout_ns, 50000000ull);
+	cr_expect_eq(c.agg_timeout_ns, 2000000000ull);
+	cr_expect_eq(c.agg_round_slack_ns, 10000000ull);
 	cr_expect_eq(c.resend_entries, 4096);
 	cr_expect_eq(c.resend_window_ns, 500000000ull);
 	cr_expect_eq(c.pace_queue, 8192);
