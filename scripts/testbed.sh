@@ -241,12 +241,18 @@ SLACK_MS=20
 # --- links and namespaces ---------------------------------------------------
 mac() { printf '02:%02x:%s:%s:00:%02x' "$1" "${RID:0:2}" "${RID:2:2}" "$2"; }
 sysctl -qw net.ipv6.conf.default.disable_ipv6=1 2>/dev/null || true
+# Island k lives in namespace isth-RID-k, its edge in isth-RID-ek (a host of
+# its own: the af_packet PMD's fanout groups are per namespace and would
+# collide between processes), the WAN emulator in the root namespace.
+#   island eth0 (ti) <-> ta [edge] tw <-> te (emulator port k)
 for ((k = 0; k < N; k++)); do
 	ns=isth-$RID-$k
+	ens=isth-$RID-e$k
 	ip netns add "$ns"; NSS+=("$ns")
+	ip netns add "$ens"; NSS+=("$ens")
 	ip link add "ta$RID$k" address "$(mac 1 $k)" type veth peer name "ti$RID$k" address "$(mac 2 $k)"
-	LINKS_MADE+=("ta$RID$k")
 	ip link set "ti$RID$k" netns "$ns"
+	ip link set "ta$RID$k" netns "$ens"
 	ip -n "$ns" link set lo up
 	ip -n "$ns" link set "ti$RID$k" name eth0
 	ip -n "$ns" addr add "10.10.$k.2/24" dev eth0
@@ -257,11 +263,14 @@ for ((k = 0; k < N; k++)); do
 	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
 	ip -n "$ns" neigh replace "10.10.$k.1" lladdr "$(mac 1 $k)" dev eth0 nud permanent
 	ip link add "tw$RID$k" address "$(mac 3 $k)" type veth peer name "te$RID$k" address "$(mac 4 $k)"
-	LINKS_MADE+=("tw$RID$k")
-	for l in "ta$RID$k" "tw$RID$k" "te$RID$k"; do
-		sysctl -qw "net.ipv6.conf.$l.disable_ipv6=1" 2>/dev/null || true
-		ip link set "$l" up
-	done
+	LINKS_MADE+=("te$RID$k")
+	ip link set "tw$RID$k" netns "$ens"
+	ip netns exec "$ens" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
+	ip -n "$ens" link set lo up
+	ip -n "$ens" link set "ta$RID$k" up
+	ip -n "$ens" link set "tw$RID$k" up
+	sysctl -qw "net.ipv6.conf.te$RID$k.disable_ipv6=1" 2>/dev/null || true
+	ip link set "te$RID$k" up
 done
 
 # --- WAN emulator -----------------------------------------------------------
@@ -319,6 +328,7 @@ for ((k = 0; k < N; k++)); do
 		echo "idle_sleep = 200us"
 	} >"$WORK/edge$k.conf"
 	main=$((k % 2)); other=$((1 - main))
+	ip netns exec "isth-$RID-e$k" \
 	"$EDGE" --no-huge -m 256 "--file-prefix=isth${RID}e$k" -l "$main,$other" \
 		--main-lcore "$main" --no-pci --log-level=lib.*:error \
 		"--vdev=net_af_packet0,iface=ta$RID$k" "--vdev=net_af_packet1,iface=tw$RID$k" \
