@@ -109,6 +109,8 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 	TRY(read_port(c, "wan", &cfg->wan));
 	TRY(isth_conf_mac(c, "wan", "gateway_mac", true, NULL,
 			  cfg->gateway_mac));
+	TRY(isth_conf_bool(c, "wan", "udp_checksum", false, true,
+			   &cfg->wan_udp_csum));
 	if (strcmp(cfg->access.dev, cfg->wan.dev) == 0) {
 		rc = isth_conf_fail(c, "wan", "port",
 				    "'%s' is also the access port", cfg->wan.dev);

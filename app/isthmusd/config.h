@@ -55,6 +55,7 @@ struct isthd_config {
 	/* [wan] */
 	struct isthd_port wan;
 	uint8_t gateway_mac[6];
+	bool wan_udp_csum;		/* UDP checksums on DATA to peers */
 	/* [peer NAME] */
 	struct isthd_peer peers[ISTHD_MAX_PEERS];
 	unsigned int n_peers;

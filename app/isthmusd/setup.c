@@ -313,6 +313,7 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size)
 	memcpy(bc.mcast.src_mac, d->wan_mac, 6);
 	bc.mcast.src_ip = d->cfg.wan.ip;
 	bc.mcast.src_port = d->cfg.udp_port;
+	bc.mcast.udp_csum = d->cfg.wan_udp_csum;
 	rc = isth_mcast_port_mode(d->wan_port);
 	bc.mcast.mode = rc < 0 ? ISTH_MCAST_COPY : (enum isth_mcast_mode)rc;
 	bc.mcast.hdr_pool = d->hdr_pool;

@@ -12,6 +12,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
+#include <rte_ip.h>
 #include <rte_mbuf.h>
 #include <rte_memcpy.h>
 #include <rte_prefetch.h>
@@ -193,6 +194,10 @@ dest_init(const struct isth_mcast *mc, struct mcast_dest *d,
 	for (i = 0; i < ISTH_IPV4_MIN_HDR_SIZE; i += 2)
 		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
 	d->csum_part = fold16(sum);
+	sum = (mc->conf.src_ip >> 16) + (mc->conf.src_ip & 0xffff) +
+	      (p->ip >> 16) + (p->ip & 0xffff) + 17 +
+	      mc->conf.src_port + p->port;
+	d->udp_part = fold16(sum);
 	d->peer = *p;
 }
 
@@ -287,7 +292,7 @@ isth_mcast_table_get(const struct isth_mcast *mc, uint32_t *round,
  */
 static inline void
 put_hdr(const struct isth_mcast *mc, const struct mcast_dest *d,
-	uint8_t *p, uint32_t len)
+	uint8_t *p, uint32_t len, uint32_t msg_sum)
 {
 	uint32_t totlen = IP_UDP_SIZE + len;
 	uint8_t *ip;
@@ -303,6 +308,28 @@ put_hdr(const struct isth_mcast *mc, const struct mcast_dest *d,
 	put_be16(ip + IP_OFF_TOTLEN, (uint16_t)totlen);
 	put_be16(ip + IP_OFF_CSUM, (uint16_t)~sum);
 	put_be16(ip + UDP_OFF_LEN, (uint16_t)(ISTH_UDP_HDR_SIZE + len));
+	if (mc->conf.udp_csum) {
+		/* pseudo-header length and UDP length: the same value twice */
+		sum = fold16(d->udp_part + 2 * (ISTH_UDP_HDR_SIZE + len) + msg_sum);
+		sum = (uint16_t)~sum;
+		put_be16(ip + UDP_OFF_LEN + 2, (uint16_t)(sum ? sum : 0xffff));
+	}
+}
+
+/* Ones'-complement sum of a message, 16-bit big-endian words, not folded
+ * to 16 bits beyond what fold16() does; 0 when checksums are off. */
+static inline uint32_t
+msg_sum(const struct isth_mcast *mc, const struct rte_mbuf *m)
+{
+	uint16_t raw = 0;
+
+	if (!mc->conf.udp_csum)
+		return 0;
+	/* rte_raw_cksum_mbuf sums in host order; the wire sum is the byte
+	 * swap of it (RFC 1071, byte-order independence). */
+	if (rte_raw_cksum_mbuf(m, 0, m->pkt_len, &raw) != 0)
+		return 0;
+	return rte_be_to_cpu_16(raw);
 }
 
 /*
@@ -342,6 +369,7 @@ fanout_zc(const struct isth_mcast *mc, const struct mcast_table *t,
 	unsigned int D = t->n_dests;
 	unsigned int n_h, n_c, i;
 	uint32_t len = m->pkt_len;
+	uint32_t ms = msg_sum(mc, m);
 
 	/* Headers go straight into @out; clones beside them. */
 	n_h = alloc_n(mc->conf.hdr_pool, out, D);
@@ -365,7 +393,7 @@ fanout_zc(const struct isth_mcast *mc, const struct mcast_table *t,
 	for (i = 0; i < n_c; i++) {
 		struct rte_mbuf *h = out[i];
 
-		put_hdr(mc, &t->dests[i], rte_pktmbuf_mtod(h, uint8_t *), len);
+		put_hdr(mc, &t->dests[i], rte_pktmbuf_mtod(h, uint8_t *), len, ms);
 		h->data_len = mc->hdr_size;
 		h->pkt_len = mc->hdr_size + len;
 		h->nb_segs = (uint16_t)(clones[i]->nb_segs + 1);
@@ -385,6 +413,7 @@ fanout_copy(const struct isth_mcast *mc, const struct mcast_table *t,
 	unsigned int D = t->n_dests;
 	uint32_t len = m->pkt_len;
 	uint32_t flen = mc->hdr_size + len;
+	uint32_t ms;
 	const struct rte_mbuf *s;
 	const uint8_t *payload;
 	unsigned int n, i;
@@ -398,10 +427,11 @@ fanout_copy(const struct isth_mcast *mc, const struct mcast_table *t,
 	bs->copy_alloc += D - n;
 	if (n == 0)
 		return 0;
+	ms = msg_sum(mc, m);
 
 	/* Linearise into the first copy; the others copy from it. */
 	p = rte_pktmbuf_mtod(out[0], uint8_t *);
-	put_hdr(mc, &t->dests[0], p, len);
+	put_hdr(mc, &t->dests[0], p, len, ms);
 	p += mc->hdr_size;
 	for (s = m; s != NULL; s = s->next) {
 		rte_memcpy(p, rte_pktmbuf_mtod(s, const uint8_t *),
@@ -413,7 +443,7 @@ fanout_copy(const struct isth_mcast *mc, const struct mcast_table *t,
 	out[0]->pkt_len = flen;
 	for (i = 1; i < n; i++) {
 		p = rte_pktmbuf_mtod(out[i], uint8_t *);
-		put_hdr(mc, &t->dests[i], p, len);
+		put_hdr(mc, &t->dests[i], p, len, ms);
 		rte_memcpy(p + mc->hdr_size, payload, len);
 		out[i]->data_len = (uint16_t)flen;
 		out[i]->pkt_len = flen;

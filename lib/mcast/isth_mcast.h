@@ -24,7 +24,7 @@
  *   headers and payload copied in; for PMDs that cannot send chains (the
  *   22.11 af_xdp PMD).
  * IPv4 total length and header checksum are computed per frame; the UDP
- * checksum is 0 (allowed for IPv4).
+ * checksum too when conf.udp_csum is set (else 0, allowed for IPv4).
  *
  * Ownership. isth_mcast_fanout_burst() never takes the caller's reference
  * to an input packet: the caller frees it (or keeps it in a resend ring)
@@ -79,6 +79,13 @@ struct isth_mcast_conf {
 	uint8_t ttl;			/**< 0 means 64 */
 	uint8_t dscp;			/**< 0..63 */
 	enum isth_mcast_mode mode;	/**< per port: can its PMD send chains? */
+	/**
+	 * Compute the UDP checksum of every frame (the message is summed
+	 * once per packet, each destination adds its pseudo-header). Off:
+	 * the checksum is 0, which IPv4 allows, and corruption on the way
+	 * goes unnoticed by the receiver's parser.
+	 */
+	bool udp_csum;
 	/**
 	 * ZEROCOPY: header segments; data room >= RTE_PKTMBUF_HEADROOM + 46.
 	 * Unused in COPY mode.

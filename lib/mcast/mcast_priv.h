@@ -26,6 +26,8 @@
 struct mcast_dest {
 	uint8_t tmpl[MCAST_TMPL_SIZE];
 	uint32_t csum_part;
+	/* UDP checksum: pseudo-header addresses + protocol + both ports */
+	uint32_t udp_part;
 	struct isth_mcast_peer peer;
 } __rte_cache_aligned;
 
