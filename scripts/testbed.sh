@@ -106,10 +106,11 @@ case "$PMD" in af_packet) ;; af_xdp) die "--pmd af_xdp: not wired into the testb
 [[ "$ROUNDS" =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] || die "--rounds: a positive integer"
 [[ "$SCALE" =~ ^[0-9]+$ ]] && [ "$SCALE" -ge 1 ] || die "--scale: a positive integer"
 
-PLAN=$ROOT/$BUILD/app/isthmus-plan/isthmus-plan
-EDGE=$ROOT/$BUILD/app/isthmusd/isthmusd
-WAN=$ROOT/$BUILD/app/isthmus-wan/isthmus-wan
-ISLAND=$ROOT/$BUILD/app/isthmus-island/isthmus-island
+case "$BUILD" in /*) BDIR=$BUILD ;; *) BDIR=$ROOT/$BUILD ;; esac
+PLAN=$BDIR/app/isthmus-plan/isthmus-plan
+EDGE=$BDIR/app/isthmusd/isthmusd
+WAN=$BDIR/app/isthmus-wan/isthmus-wan
+ISLAND=$BDIR/app/isthmus-island/isthmus-island
 for b in "$PLAN" "$EDGE" "$WAN" "$ISLAND"; do
 	[ -x "$b" ] || die "$b missing: build first (meson setup $BUILD && ninja -C $BUILD)"
 done
@@ -353,7 +354,8 @@ done
 
 echo "testbed: $N islands, schedule $SCHED_NAME (T $PLANNED_MS ms planned at 1/$SCALE), $ROUNDS rounds, epoch in ${STARTUP}s; logs in $WORK" >&2
 # Progress: island 0's per-round lines as they come.
-( tail -n +1 -f "$WORK/island0.log" 2>/dev/null | grep --line-buffered '^round' | sed -u 's/^/  island0: /' >&2 ) &
+# (tail --pid: it ends with this script, whatever happens)
+( tail --pid=$$ -n +1 -f "$WORK/island0.log" 2>/dev/null | grep --line-buffered '^round' | sed -u 's/^/  island0: /' >&2 ) &
 TAILPID=$!
 PIDS+=($TAILPID)
 
@@ -361,6 +363,7 @@ ifail=0
 for p in "${IPIDS[@]}"; do
 	wait "$p" || ifail=$((ifail + 1))
 done
+pkill -P "$TAILPID" 2>/dev/null || true
 kill "$TAILPID" 2>/dev/null || true
 
 # Stop edges and the WAN, collect their final counters.

@@ -67,7 +67,9 @@ usage(FILE *f)
 "                        speedup_vs_sync_a2a; infeasible rows have feasible=0 and\n"
 "                        empty numbers; regional has A_flood=inf.\n"
 "  --out FILE            write the overall winner as a schedule file for isthmusd\n"
-"                        (doc/schedule-file.md)\n"
+"                        (doc/schedule-file.md); with one --schedule NAME and\n"
+"                        one memory value, that schedule even if it never\n"
+"                        mixes (regional)\n"
 "  --epoch-ns N          epoch written to --out (default: 'runtime', given to\n"
 "                        isthmusd when it starts)\n"
 "  --plot DIR            gnuplot PNGs: survival curves, arrival timeline and\n"
@@ -529,17 +531,24 @@ main(int argc, char **argv)
 		}
 	}
 
-	if (overall < 0 && rc == 0)
+	/* One schedule at one memory asked for by name (e.g. regional, which
+	 * has no objective): --out writes it if it is feasible at all. */
+	int pick = overall;
+
+	if (pick < 0 && nrows == 1 && rows[0].feasible)
+		pick = 0;
+	if (pick < 0 && rc == 0)
 		rc = EXIT_NONE;
 	if (out) {
-		if (overall < 0) {
+		if (pick < 0) {
 			fprintf(stderr, "isthmus-plan: --out: no feasible mixing schedule to write\n");
 			rc = EXIT_OUTPUT;
-		} else if (write_sched(out, topo, &prm, &rows[overall], epoch, err, sizeof(err)) < 0) {
+		} else if (write_sched(out, topo, &prm, &rows[pick], epoch, err, sizeof(err)) < 0) {
 			fprintf(stderr, "isthmus-plan: --out: %s\n", err);
 			rc = EXIT_OUTPUT;
-		} else if (!quiet) {
-			fprintf(stderr, "isthmus-plan: wrote %s (%s)\n", out, rows[overall].name);
+		} else if (!quiet || pick != overall) {
+			fprintf(stderr, "isthmus-plan: wrote %s (%s%s)\n", out, rows[pick].name,
+				pick != overall ? "; it never mixes globally" : "");
 		}
 	}
 	if (plotdir) {

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# System tests: the real testbed (scripts/testbed.sh) in namespaces, one
+# case per invocation, asserting the SUMMARY line's figures.
+#
+#   testbed_test.sh BUILD_DIR CASE
+#
+# Expected figures are computed here from the case's parameters: n islands
+# x r rounds x chunks per round results, where chunks = ceil(payload/1432).
+set -uo pipefail
+
+BUILD=$1
+CASE=$2
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "SKIP: needs root (network namespaces, veth)"
+	exit 77
+fi
+if ! ip netns list >/dev/null 2>&1; then
+	echo "SKIP: ip netns unavailable"
+	exit 77
+fi
+
+PAYLOAD=65536		# 46 chunks of 1432 bytes per island per round
+CHUNKS=$(( (PAYLOAD + 1431) / 1432 ))
+ROUNDS=3
+args=(--payload-bytes "$PAYLOAD" --rounds "$ROUNDS")
+N=9
+expect_complete=1
+expect_partial=0
+case "$CASE" in
+triangles|pairs|regional|search)
+	args+=(--schedule "$CASE") ;;
+all-to-all)
+	N=3
+	args+=(--schedule all-to-all --islands 3) ;;
+impaired)
+	# loss, duplication, reordering and corruption on every WAN link:
+	# never a wrong sum; what is lost is reported as missing
+	args+=(--schedule triangles --loss 0.01 --dup 0.02 --reorder 0.05 --corrupt 0.01 --seed 7)
+	expect_complete=0 ;;
+silent)
+	# island 4 sends in its first round only: its clique peers get
+	# partials that name it, precisely
+	args+=(--schedule triangles --silent-island 4)
+	expect_complete=0
+	expect_partial=1 ;;
+*)
+	echo "unknown case $CASE" >&2
+	exit 2 ;;
+esac
+
+# To a file, not $(...): a stray child holding the pipe must not hang us.
+log=$(mktemp /tmp/isth-system-XXXXXX.log)
+trap 'rm -f "$log"' EXIT
+BUILD=$BUILD "$ROOT/scripts/testbed.sh" run "${args[@]}" >"$log" 2>&1 </dev/null
+rc=$?
+tail -25 "$log"
+line=$(grep '^SUMMARY ' "$log" | tail -1)
+if [ -z "$line" ]; then
+	echo "FAIL: no SUMMARY line (testbed exit $rc)"
+	exit 1
+fi
+get() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+fail=0
+check() {
+	if [ "$2" != "$3" ]; then
+		echo "FAIL: $1: got $2, want $3"
+		fail=1
+	fi
+}
+want_aggs=$(( N * ROUNDS * CHUNKS ))
+check islands "$(get islands)" "$N"
+check rounds "$(get rounds)" "$ROUNDS"
+check aggregates "$(get aggregates)" "$want_aggs"
+check wrong "$(get wrong)" 0
+check verified "$(get verified)" "$want_aggs"
+check "testbed exit" "$rc" 0
+if [ "$expect_complete" = 1 ]; then
+	check partial "$(get partial)" 0
+	check missing "$(get missing)" 0
+fi
+if [ "$expect_partial" = 1 ]; then
+	# island 4's clique peers (two per triangle round) in rounds 1 and 2:
+	# every chunk of theirs misses exactly island 4
+	if [ "$(get partial)" -lt $(( 2 * (ROUNDS - 1) * CHUNKS )) ]; then
+		echo "FAIL: partial=$(get partial), want >= $(( 2 * (ROUNDS - 1) * CHUNKS )) (two peers x $((ROUNDS - 1)) silent rounds x $CHUNKS chunks)"
+		fail=1
+	fi
+	check "missing = partial (one contributor each)" "$(get missing)" "$(get partial)"
+fi
+[ "$fail" = 0 ] && echo "PASS: $CASE: $line"
+exit $fail
