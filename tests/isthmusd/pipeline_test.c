@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <dirent.h>
 
 #include <criterion/criterion.h>
 
@@ -630,5 +631,196 @@ Test(isthmusd, controller_publishes_ahead_and_reloads_at_boundary,
 	cr_expect_null(edge.next_sched);
 
 	isthd_teardown(&edge);
+	isthd_ports_close(&edge);
+}
+
+/* Deterministic generator for the hostile stream (splitmix64). */
+static uint64_t rng_state = 0x1234567887654321ull;
+
+static uint64_t rng(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static unsigned int inject_bytes(struct rte_ring *r, const uint8_t *b, size_t n)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(hpool);
+	uint8_t *p;
+
+	cr_assert_not_null(m);
+	if (n > 2000)
+		n = 2000;
+	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)n);
+	if (n)
+		memcpy(p, b, n);
+	while (rte_ring_enqueue(r, m) != 0)
+		usleep(100);	/* the edge drains it; bounded by the test timeout */
+	return 1;
+}
+
+/*
+ * A stream of malformed and hostile frames on both ports: the fuzz seed
+ * corpus (every rejection reason, and valid frames of other jobs, ports and
+ * shapes), random bytes, valid DATA with random bit flips, wrong job, wrong
+ * round, a sender outside the clique, oversize counts. The edge must not
+ * crash, must count every frame exactly once (received = dropped by reason
+ * + accepted), and must give back every mbuf.
+ */
+Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
+     .fini = eal_down, .timeout = 120)
+{
+	uint64_t epoch = (now_ns() / 1000000ull + 200) * 1000000ull;
+	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
+	const struct isthd_dp_stats *st = &edge.st;
+	unsigned int injected = 0, worker, i;
+	char cfg[128], err[1024], path[512];
+	uint8_t buf[2048];
+	struct dirent *de;
+	uint64_t accounted;
+	const char *sched;
+	pthread_t ctl;
+	DIR *dir_;
+
+	sched = write_schedule(epoch);
+	snprintf(cfg, sizeof(cfg), "%s/edge.conf", dir);
+	write_config(cfg, sched, epoch);
+	cr_assert_eq(isthd_config_load(cfg, &edge.cfg, err, sizeof(err)), 0, "%s", err);
+	edge.max_rounds = 3;
+	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
+	worker = rte_get_next_lcore(-1, 1, 0);
+	cr_assert_eq(rte_eal_remote_launch(isthd_worker, &edge, worker), 0);
+	cr_assert_eq(pthread_create(&ctl, NULL, controller, &edge), 0);
+
+	/* 1. the fuzz seed corpus, into both ports */
+	dir_ = opendir(SEEDS_DIR);
+	cr_assert_not_null(dir_, "no seed corpus at %s", SEEDS_DIR);
+	while ((de = readdir(dir_)) != NULL) {
+		FILE *f;
+		size_t n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", SEEDS_DIR, de->d_name);
+		f = fopen(path, "rb");
+		if (f == NULL)
+			continue;
+		n = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+		injected += inject_bytes(a_in, buf, n);
+		injected += inject_bytes(w_in, buf, n);
+	}
+	closedir(dir_);
+	/* 2. random bytes, random lengths */
+	for (i = 0; i < 500; i++) {
+		size_t n = rng() % 1600;
+
+		for (size_t k = 0; k < n; k++)
+			buf[k] = (uint8_t)rng();
+		injected += inject_bytes((i & 1) ? a_in : w_in, buf, n);
+	}
+	/* 3. valid DATA with one to three bit flips anywhere */
+	for (i = 0; i < 500; i++) {
+		struct isth_hdr h = {
+			.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
+			.sender = B, .count = 8, .job = JOB, .round = 0,
+			.chunk = i % CHUNKS, .bitmap = 1u << B,
+		};
+		uint32_t v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+		struct rte_mbuf *m = make_frame(0x0a000002, 0x0a000001, &h, v, sizeof(v));
+		uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+		unsigned int flips = 1 + rng() % 3;
+
+		for (unsigned int k = 0; k < flips; k++)
+			p[rng() % rte_pktmbuf_data_len(m)] ^= (uint8_t)(1u << (rng() % 8));
+		while (rte_ring_enqueue((i & 1) ? a_in : w_in, m) != 0)
+			usleep(100);
+		injected++;
+	}
+	/* 4. well-formed but hostile: wrong job, far rounds, outsider, a
+	 * count larger than any chunk */
+	for (i = 0; i < 50; i++) {
+		struct isth_hdr h = {
+			.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
+			.sender = (uint8_t)(1 + i % 3), .count = 4,
+			.job = (i % 5 == 0) ? JOB + 7 : JOB,
+			.round = (i % 5 == 1) ? 0xfffffff0u : 0,
+			.chunk = (i % 5 == 2) ? 0xffffffffu : i,
+		};
+		uint32_t v[4] = {9, 9, 9, 9};
+
+		h.bitmap = 1ull << h.sender;
+		inject(w_in, 0x0a000002, 0x0a000001, &h, v, sizeof(v));
+		injected++;
+	}
+	{
+		/* count 358 claimed, 1 element sent; and count 400 > max */
+		struct isth_hdr h = {
+			.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
+			.sender = B, .count = 1, .job = JOB, .bitmap = 1u << B,
+		};
+		uint32_t v = 1;
+		struct rte_mbuf *m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
+		uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+
+		p[42 + 22] = 0x01;	/* count high byte: 257 */
+		cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+		m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
+		p = rte_pktmbuf_mtod(m, uint8_t *);
+		p[42 + 22] = 0x01;
+		p[42 + 23] = 0x90;	/* 400 */
+		cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+		injected += 2;
+	}
+
+	/* Await: the edge has received every frame (no sleep as a proxy). */
+	for (uint64_t until = now_ns() + 60000000000ull;
+	     isthd_get(&st->access_rx) + isthd_get(&st->wan_rx) < injected &&
+	     now_ns() < until;)
+		usleep(1000);
+	edge.stop = true;
+	pthread_join(ctl, NULL);
+	rte_eal_wait_lcore(worker);
+	isthd_dp_drain_final(&edge);
+	/* frames the edge sent (ROUND, resends, AGGs from lucky flips) */
+	{
+		struct rte_mbuf *m[32];
+		unsigned int n;
+
+		while ((n = rte_ring_dequeue_burst(a_out, (void **)m, 32, NULL)) > 0)
+			rte_pktmbuf_free_bulk(m, n);
+		while ((n = rte_ring_dequeue_burst(w_out, (void **)m, 32, NULL)) > 0)
+			rte_pktmbuf_free_bulk(m, n);
+	}
+
+	cr_assert_eq(isthd_get(&st->access_rx) + isthd_get(&st->wan_rx), injected,
+		     "edge received %lu of %u",
+		     (unsigned long)(isthd_get(&st->access_rx) + isthd_get(&st->wan_rx)),
+		     injected);
+	accounted = isthd_get(&st->data_in) + isthd_get(&st->nacks) +
+		    isthd_get(&st->peer_data);
+	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++)
+		accounted += isthd_get(&st->wire_drop[i]);
+	for (i = 0; i < ISTHD_DROP_MAX; i++)
+		if (i != ISTHD_DROP_tx_access && i != ISTHD_DROP_tx_wan &&
+		    i != ISTHD_DROP_nack_no_mbuf && i != ISTHD_DROP_ctl_ring_full)
+			accounted += isthd_get(&st->drop[i]);
+	cr_expect_eq(accounted, injected, "frames not accounted for: %ld",
+		     (long)injected - (long)accounted);
+	/* hostile but well-formed ones reach their named counters */
+	cr_expect_geq(isthd_get(&st->drop[ISTHD_DROP_unknown_job]), 10);
+	cr_expect_geq(isthd_get(&st->wire_drop[ISTH_WIRE_E_LENGTH]) +
+		      isthd_get(&st->wire_drop[ISTH_WIRE_E_COUNT]), 2);
+	cr_expect_gt(be_stat("unknown_round") + be_stat("stale_round"), 0);
+	cr_expect_gt(be_stat("bad_input"), 0, "chunk id 2^32-1 refused");
+	isthd_teardown(&edge);
+	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs,
+		     "edge packet pool leaked %u",
+		     edge.cfg.mbufs - rte_mempool_avail_count(edge.pool));
+	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
 	isthd_ports_close(&edge);
 }
