@@ -219,7 +219,7 @@ else
 		cat "$WORK/plan.txt" "$WORK/plan.err" >&2
 		die "planner found no feasible schedule"
 	fi
-	SCHED_NAME=$(awk '/^\*/ {print $2; exit}' "$WORK/plan.txt")
+	SCHED_NAME=$(awk '/^\* [a-z]/ {print $2; exit}' "$WORK/plan.txt")
 	[ -n "$SCHED_NAME" ] || SCHED_NAME=$PSCHED
 	sed 's/^/  plan: /' "$WORK/plan.txt" | grep -v '^  plan: *$' >&2 || true
 fi
