@@ -38,6 +38,7 @@
 #include "isth_backend.h"
 #include "isth_fpga_if.h"
 #include "backend_priv.h"
+#include "backend_fanout.h"
 #include "fpga_bus.h"
 
 #define FPGA_BURST 32
@@ -51,10 +52,7 @@
 
 struct fpga_backend {
 	struct fpga_bus bus;
-	struct isth_mcast *mc[2];
-	/* Round each fan-out handle serves; as in backend_sw.c. Written by:
-	 * control (release); read by: data path (acquire). */
-	uint64_t mc_tag[2];
+	struct backend_fanout fo;	/* host replication by round parity */
 	struct rte_mempool *agg_pool;
 	uint8_t island;
 	uint32_t n_islands;
@@ -98,8 +96,6 @@ struct fpga_backend {
 	/* Counters. Written by: data path (relaxed); read by: any thread. */
 	uint64_t agg_msgs;		/* AGG messages handed out */
 	uint64_t agg_alloc_fail;	/* drain found no mbuf: completions wait */
-	uint64_t repl_no_table;		/* outbound DATA with no table for its round */
-	uint64_t repl_bad_msg;		/* outbound message too short to read */
 	uint64_t h2d_ring_full;		/* DATA dropped: every H2D entry is the device's */
 	uint64_t h2d_too_big;		/* DATA dropped: message larger than an H2D buffer */
 	uint64_t d2h_desc_err;		/* D2H descriptors the device returned with an error */
@@ -247,11 +243,10 @@ static void *
 fpga_create(const struct isth_backend_conf *conf)
 {
 	const char *dev = conf->device ? conf->device : FPGA_DEFAULT_DEVICE;
-	struct isth_mcast_conf mcc;
 	struct fpga_backend *f;
 	uint64_t ver;
 	uint32_t room;
-	int i, rc;
+	int rc;
 
 	room = rte_pktmbuf_data_room_size(conf->agg_pool);
 	if (room < RTE_PKTMBUF_HEADROOM + ISTH_WIRE_HDR_SIZE + 4 * conf->max_elems ||
@@ -272,7 +267,6 @@ fpga_create(const struct isth_backend_conf *conf)
 	f->max_chunks = conf->max_chunks;
 	f->agg_pool = conf->agg_pool;
 	f->agg_published = TAG_NONE;
-	f->mc_tag[0] = f->mc_tag[1] = TAG_NONE;
 
 	rc = fpga_bus_open(&f->bus, dev);
 	if (rc < 0) {
@@ -306,15 +300,9 @@ fpga_create(const struct isth_backend_conf *conf)
 		}
 		goto fail;
 	}
-	mcc = conf->mcast;
-	mcc.island = conf->island;
-	for (i = 0; i < 2; i++) {
-		f->mc[i] = isth_mcast_create(&mcc);
-		if (f->mc[i] == NULL) {
-			rc = -rte_errno;
-			goto fail;
-		}
-	}
+	rc = backend_fanout_init(&f->fo, &conf->mcast, conf->island);
+	if (rc < 0)
+		goto fail;
 	return f;
 fail:
 	fpga_destroy(f);
@@ -332,8 +320,7 @@ fpga_destroy(void *priv)
 	/* Quiesce the device before its host memory goes away. */
 	if (f->bus.bar != NULL && f->h2d != NULL)
 		dev_reset(f);
-	isth_mcast_destroy(f->mc[0]);
-	isth_mcast_destroy(f->mc[1]);
+	backend_fanout_fini(&f->fo);
 	fpga_bus_close(&f->bus);
 	rte_free(f);
 }
@@ -361,9 +348,8 @@ fpga_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
 {
 	struct fpga_backend *f = priv;
 	struct fpga_bus *b = &f->bus;
-	unsigned int k = round & 1, j;
-	uint64_t old = f->mc_tag[k];
 	uint32_t bank, pe;
+	unsigned int j;
 	int rc;
 
 	if (n_peers > f->max_peers ||
@@ -375,15 +361,9 @@ fpga_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
 	    (uint32_t)(f->rt_prod - (uint32_t)fpga_rd(b, ISTH_FPGA_REG_RT_CONS)) >=
 	    f->rt_banks)
 		return -EBUSY;
-	if (old != round) {
-		__atomic_store_n(&f->mc_tag[k], TAG_NONE, __ATOMIC_RELEASE);
-		rc = isth_mcast_publish(f->mc[k], round, peers, n_peers);
-		if (rc < 0) {
-			__atomic_store_n(&f->mc_tag[k], old, __ATOMIC_RELEASE);
-			return rc;
-		}
-		__atomic_store_n(&f->mc_tag[k], round, __ATOMIC_RELEASE);
-	}
+	rc = backend_fanout_publish(&f->fo, round, peers, n_peers);
+	if (rc < 0)
+		return rc;
 	/* A bye round expects nothing: its DATA is refused as unknown_round. */
 	if (expected == 0 ||
 	    (f->agg_published != TAG_NONE && round <= f->agg_published))
@@ -518,53 +498,14 @@ fpga_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 	return got;
 }
 
-static inline uint32_t
-msg_round(const struct rte_mbuf *m)
-{
-	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *) + 12;
-
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-	       ((uint32_t)p[2] << 8) | p[3];
-}
-
-/* Host fan-out, the same algorithm as backend_sw.c. */
+/* Host fan-out, shared with the software backend (backend_fanout.c). */
 static uint16_t
 fpga_replicate_burst(void *priv, struct rte_mbuf **pkts, uint16_t n,
 		     struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out)
 {
 	struct fpga_backend *f = priv;
-	uint16_t i = 0, total = 0;
 
-	while (i < n) {
-		uint16_t j = i, done, run, k = 0;
-		uint32_t round;
-
-		if (unlikely(rte_pktmbuf_data_len(pkts[i]) < ISTH_WIRE_HDR_SIZE)) {
-			bump(&f->repl_bad_msg, 1);
-			i++;
-			continue;
-		}
-		round = msg_round(pkts[i]);
-		while (j < n && rte_pktmbuf_data_len(pkts[j]) >= ISTH_WIRE_HDR_SIZE &&
-		       msg_round(pkts[j]) == round)
-			j++;
-		if (__atomic_load_n(&f->mc_tag[round & 1], __ATOMIC_ACQUIRE) !=
-		    round) {
-			bump(&f->repl_no_table, j - i);
-			i = j;
-			continue;
-		}
-		run = j - i;
-		done = isth_mcast_fanout_burst(f->mc[round & 1], pkts + i,
-					       run, out + total,
-					       out_cap - total, &k);
-		total += k;
-		i += done;
-		if (done < run)
-			break;	/* out is full */
-	}
-	*n_out = total;
-	return i;
+	return backend_fanout_burst(&f->fo, pkts, n, out, out_cap, n_out);
 }
 
 /*
@@ -613,13 +554,7 @@ dev_pending(const struct fpga_backend *f)
 static void
 fpga_stats(const void *priv, struct isth_backend_stats *st)
 {
-	static const char *const mc_names[] = {
-		"mcast_pkts", "mcast_pkts_no_table", "mcast_pkts_no_peers",
-		"mcast_copies", "mcast_drop_hdr_alloc", "mcast_drop_clone",
-		"mcast_drop_copy_alloc", "mcast_drop_too_big", "mcast_drop_len",
-	};
 	const struct fpga_backend *f = priv;
-	struct isth_mcast_stats ms[2];
 	uint64_t pending;
 	unsigned int i;
 
@@ -635,16 +570,10 @@ fpga_stats(const void *priv, struct isth_backend_stats *st)
 	for (i = 0; i < ISTH_FPGA_CNT_H2D_DESC; i++)
 		PUT_V(isth_fpga_counter_name(i),
 		      fpga_rd(&f->bus, ISTH_FPGA_REG_COUNTERS + 8 * i));
-	isth_mcast_stats_get(f->mc[0], &ms[0]);
-	isth_mcast_stats_get(f->mc[1], &ms[1]);
-	for (i = 0; i < RTE_DIM(mc_names); i++)
-		PUT_V(mc_names[i], ((const uint64_t *)&ms[0])[i] +
-				   ((const uint64_t *)&ms[1])[i]);
+	backend_fanout_stats(&f->fo, st);
 #define PUT(fld) PUT_V(#fld, __atomic_load_n(&f->fld, __ATOMIC_RELAXED))
 	PUT(agg_msgs);
 	PUT(agg_alloc_fail);
-	PUT(repl_no_table);
-	PUT(repl_bad_msg);
 	PUT(h2d_ring_full);
 	PUT(h2d_too_big);
 	PUT(d2h_desc_err);

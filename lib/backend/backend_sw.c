@@ -18,6 +18,7 @@
 #include "isth_agg.h"
 #include "isth_backend.h"
 #include "backend_priv.h"
+#include "backend_fanout.h"
 
 #define SW_BURST 32
 /* AGG messages built but not yet handed out by drain(). */
@@ -27,13 +28,7 @@
 
 struct sw_backend {
 	struct isth_agg *agg;
-	struct isth_mcast *mc[2];
-	/*
-	 * Round each fan-out handle serves. Written by: control (release),
-	 * TAG_NONE before a publish and the round after it; read by: the
-	 * data path (acquire) for every run of packets of one round.
-	 */
-	uint64_t mc_tag[2];
+	struct backend_fanout fo;	/* replication by round parity */
 	struct rte_mempool *agg_pool;
 	uint8_t island;
 	uint32_t max_elems;
@@ -52,8 +47,6 @@ struct sw_backend {
 	/* Counters. Written by: data path (relaxed); read by: any thread. */
 	uint64_t agg_msgs;		/* AGG messages handed out */
 	uint64_t agg_alloc_fail;	/* drain found no mbuf: emissions wait */
-	uint64_t repl_no_table;		/* outbound DATA with no table for its round */
-	uint64_t repl_bad_msg;		/* outbound message too short to read */
 };
 
 static inline void
@@ -70,7 +63,6 @@ sw_create(const struct isth_backend_conf *conf)
 {
 	struct isth_agg_params ap;
 	struct sw_backend *sw;
-	struct isth_mcast_conf mcc;
 	uint32_t room;
 	int i;
 
@@ -91,7 +83,6 @@ sw_create(const struct isth_backend_conf *conf)
 	sw->max_elems = conf->max_elems;
 	sw->agg_pool = conf->agg_pool;
 	sw->agg_published = TAG_NONE;
-	sw->mc_tag[0] = sw->mc_tag[1] = TAG_NONE;
 
 	memset(&ap, 0, sizeof(ap));
 	ap.mem_budget = conf->mem_bytes;
@@ -116,12 +107,10 @@ sw_create(const struct isth_backend_conf *conf)
 		if (sw->step == 0)
 			sw->step = 1;
 	}
-	mcc = conf->mcast;
-	mcc.island = conf->island;
-	for (i = 0; i < 2; i++) {
-		sw->mc[i] = isth_mcast_create(&mcc);
-		if (sw->mc[i] == NULL)
-			goto fail;
+	i = backend_fanout_init(&sw->fo, &conf->mcast, conf->island);
+	if (i < 0) {
+		rte_errno = -i;
+		goto fail;
 	}
 	return sw;
 fail:
@@ -140,8 +129,7 @@ sw_destroy(void *priv)
 		return;
 	if (sw->n_staged)
 		rte_pktmbuf_free_bulk(sw->staged, sw->n_staged);
-	isth_mcast_destroy(sw->mc[0]);
-	isth_mcast_destroy(sw->mc[1]);
+	backend_fanout_fini(&sw->fo);
 	isth_agg_destroy(sw->agg);
 	rte_free(sw);
 }
@@ -169,21 +157,13 @@ sw_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
 	     const struct isth_mcast_peer *peers, unsigned int n_peers)
 {
 	struct sw_backend *sw = priv;
-	unsigned int k = round & 1;
-	uint64_t old = sw->mc_tag[k];
 	int rc;
 
 	/* Fan-out first: it is the step that may ask for a retry, and the
 	 * engine refuses a round published twice. */
-	if (old != round) {
-		__atomic_store_n(&sw->mc_tag[k], TAG_NONE, __ATOMIC_RELEASE);
-		rc = isth_mcast_publish(sw->mc[k], round, peers, n_peers);
-		if (rc < 0) {
-			__atomic_store_n(&sw->mc_tag[k], old, __ATOMIC_RELEASE);
-			return rc;
-		}
-		__atomic_store_n(&sw->mc_tag[k], round, __ATOMIC_RELEASE);
-	}
+	rc = backend_fanout_publish(&sw->fo, round, peers, n_peers);
+	if (rc < 0)
+		return rc;
 	/* An island with no peers this round (a bye) expects nothing; the
 	 * engine then refuses that round's DATA as unknown_round. */
 	if (expected != 0 &&
@@ -275,52 +255,13 @@ sw_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 	return n;
 }
 
-static inline uint32_t
-msg_round(const struct rte_mbuf *m)
-{
-	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *) + 12;
-
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-	       ((uint32_t)p[2] << 8) | p[3];
-}
-
 static uint16_t
 sw_replicate_burst(void *priv, struct rte_mbuf **pkts, uint16_t n,
 		   struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out)
 {
 	struct sw_backend *sw = priv;
-	uint16_t i = 0, total = 0;
 
-	while (i < n) {
-		uint16_t j = i, done, run, k = 0;
-		uint32_t round;
-
-		if (unlikely(rte_pktmbuf_data_len(pkts[i]) < ISTH_WIRE_HDR_SIZE)) {
-			bump(&sw->repl_bad_msg, 1);
-			i++;
-			continue;
-		}
-		round = msg_round(pkts[i]);
-		while (j < n && rte_pktmbuf_data_len(pkts[j]) >= ISTH_WIRE_HDR_SIZE &&
-		       msg_round(pkts[j]) == round)
-			j++;
-		if (__atomic_load_n(&sw->mc_tag[round & 1], __ATOMIC_ACQUIRE) !=
-		    round) {
-			bump(&sw->repl_no_table, j - i);
-			i = j;
-			continue;
-		}
-		run = j - i;
-		done = isth_mcast_fanout_burst(sw->mc[round & 1], pkts + i,
-					       run, out + total,
-					       out_cap - total, &k);
-		total += k;
-		i += done;
-		if (done < run)
-			break;	/* out is full */
-	}
-	*n_out = total;
-	return i;
+	return backend_fanout_burst(&sw->fo, pkts, n, out, out_cap, n_out);
 }
 
 static unsigned int
@@ -344,13 +285,7 @@ sw_expire_round(void *priv, uint32_t job, uint32_t round)
 static void
 sw_stats(const void *priv, struct isth_backend_stats *st)
 {
-	static const char *const mc_names[] = {
-		"mcast_pkts", "mcast_pkts_no_table", "mcast_pkts_no_peers",
-		"mcast_copies", "mcast_drop_hdr_alloc", "mcast_drop_clone",
-		"mcast_drop_copy_alloc", "mcast_drop_too_big", "mcast_drop_len",
-	};
 	const struct sw_backend *sw = priv;
-	struct isth_mcast_stats ms[2];
 	struct isth_agg_stats as;
 	const uint64_t *v;
 	unsigned int i;
@@ -362,13 +297,7 @@ sw_stats(const void *priv, struct isth_backend_stats *st)
 		st->names[st->n] = isth_agg_stats_name(i);
 		st->values[st->n++] = v[i];
 	}
-	isth_mcast_stats_get(sw->mc[0], &ms[0]);
-	isth_mcast_stats_get(sw->mc[1], &ms[1]);
-	for (i = 0; i < RTE_DIM(mc_names) && st->n < ISTH_BACKEND_MAX_STATS; i++) {
-		st->names[st->n] = mc_names[i];
-		st->values[st->n++] = ((const uint64_t *)&ms[0])[i] +
-				      ((const uint64_t *)&ms[1])[i];
-	}
+	backend_fanout_stats(&sw->fo, st);
 #define PUT(f) do { \
 		if (st->n < ISTH_BACKEND_MAX_STATS) { \
 			st->names[st->n] = #f; \
@@ -377,8 +306,6 @@ sw_stats(const void *priv, struct isth_backend_stats *st)
 	} while (0)
 	PUT(agg_msgs);
 	PUT(agg_alloc_fail);
-	PUT(repl_no_table);
-	PUT(repl_bad_msg);
 #undef PUT
 }
 

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_common.h>
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+
+#include "backend_fanout.h"
+
+#define TAG_NONE UINT64_MAX
+
+static inline void
+bump(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
+			 __ATOMIC_RELAXED);
+}
+
+int
+backend_fanout_init(struct backend_fanout *fo,
+		    const struct isth_mcast_conf *conf, uint8_t island)
+{
+	struct isth_mcast_conf mcc = *conf;
+	int i;
+
+	memset(fo, 0, sizeof(*fo));
+	fo->tag[0] = fo->tag[1] = TAG_NONE;
+	mcc.island = island;
+	for (i = 0; i < 2; i++) {
+		fo->mc[i] = isth_mcast_create(&mcc);
+		if (fo->mc[i] == NULL) {
+			i = rte_errno;
+			backend_fanout_fini(fo);
+			return -i;
+		}
+	}
+	return 0;
+}
+
+void
+backend_fanout_fini(struct backend_fanout *fo)
+{
+	isth_mcast_destroy(fo->mc[0]);
+	isth_mcast_destroy(fo->mc[1]);
+	fo->mc[0] = fo->mc[1] = NULL;
+}
+
+int
+backend_fanout_publish(struct backend_fanout *fo, uint32_t round,
+		       const struct isth_mcast_peer *peers, unsigned int n)
+{
+	unsigned int k = round & 1;
+	uint64_t old = fo->tag[k];
+	int rc;
+
+	if (old == round)
+		return 0;
+	__atomic_store_n(&fo->tag[k], TAG_NONE, __ATOMIC_RELEASE);
+	rc = isth_mcast_publish(fo->mc[k], round, peers, n);
+	if (rc < 0) {
+		__atomic_store_n(&fo->tag[k], old, __ATOMIC_RELEASE);
+		return rc;
+	}
+	__atomic_store_n(&fo->tag[k], round, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static inline uint32_t
+msg_round(const struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *) + 12;
+
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+	       ((uint32_t)p[2] << 8) | p[3];
+}
+
+uint16_t
+backend_fanout_burst(struct backend_fanout *fo, struct rte_mbuf **pkts,
+		     uint16_t n, struct rte_mbuf **out, uint16_t out_cap,
+		     uint16_t *n_out)
+{
+	uint16_t i = 0, total = 0;
+
+	while (i < n) {
+		uint16_t j = i, done, run, k = 0;
+		uint32_t round;
+
+		if (unlikely(rte_pktmbuf_data_len(pkts[i]) < ISTH_WIRE_HDR_SIZE)) {
+			bump(&fo->bad_msg, 1);
+			i++;
+			continue;
+		}
+		/* one table generation per run of packets of one round */
+		round = msg_round(pkts[i]);
+		while (j < n && rte_pktmbuf_data_len(pkts[j]) >= ISTH_WIRE_HDR_SIZE &&
+		       msg_round(pkts[j]) == round)
+			j++;
+		if (__atomic_load_n(&fo->tag[round & 1], __ATOMIC_ACQUIRE) != round) {
+			bump(&fo->no_table, j - i);
+			i = j;
+			continue;
+		}
+		run = j - i;
+		done = isth_mcast_fanout_burst(fo->mc[round & 1], pkts + i, run,
+					       out + total, out_cap - total, &k);
+		total += k;
+		i += done;
+		if (done < run)
+			break;	/* out is full */
+	}
+	*n_out = total;
+	return i;
+}
+
+void
+backend_fanout_stats(const struct backend_fanout *fo,
+		     struct isth_backend_stats *st)
+{
+	static const char *const mc_names[] = {
+		"mcast_pkts", "mcast_pkts_no_table", "mcast_pkts_no_peers",
+		"mcast_copies", "mcast_drop_hdr_alloc", "mcast_drop_clone",
+		"mcast_drop_copy_alloc", "mcast_drop_too_big", "mcast_drop_len",
+	};
+	struct isth_mcast_stats ms[2];
+	unsigned int i;
+
+	isth_mcast_stats_get(fo->mc[0], &ms[0]);
+	isth_mcast_stats_get(fo->mc[1], &ms[1]);
+	for (i = 0; i < RTE_DIM(mc_names) && st->n < ISTH_BACKEND_MAX_STATS; i++) {
+		st->names[st->n] = mc_names[i];
+		st->values[st->n++] = ((const uint64_t *)&ms[0])[i] +
+				      ((const uint64_t *)&ms[1])[i];
+	}
+	if (st->n < ISTH_BACKEND_MAX_STATS) {
+		st->names[st->n] = "repl_no_table";
+		st->values[st->n++] = __atomic_load_n(&fo->no_table, __ATOMIC_RELAXED);
+	}
+	if (st->n < ISTH_BACKEND_MAX_STATS) {
+		st->names[st->n] = "repl_bad_msg";
+		st->values[st->n++] = __atomic_load_n(&fo->bad_msg, __ATOMIC_RELAXED);
+	}
+}
