@@ -3,7 +3,7 @@
 # isthmusd's command line: --help, --check on the shipped config, and the
 # documented exit codes and messages for bad input.
 set -uo pipefail
-ISTHMUSD=$1
+ISTHMUSD=$(realpath "$1")	# meson passes it relative to the build dir
 cd "$(dirname "$0")/../.."
 EAL=(--no-huge -m 64 --no-pci --no-telemetry --log-level=lib.*:error "--file-prefix=isth-cli-$$")
 fail=0
