@@ -692,6 +692,11 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
 	edge.max_rounds = 3;
 	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
+	/* Round 0 published before the first frame arrives, so that the
+	 * hostile rounds and chunks meet a known job (else they would all be
+	 * unknown_job, depending on which thread runs first). */
+	cr_assert_eq(isthd_control_step(&edge, now_ns()), 0);
+	cr_assert_eq(edge.published, 1);
 	worker = rte_get_next_lcore(-1, 1, 0);
 	cr_assert_eq(rte_eal_remote_launch(isthd_worker, &edge, worker), 0);
 	cr_assert_eq(pthread_create(&ctl, NULL, controller, &edge), 0);
