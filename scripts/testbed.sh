@@ -49,7 +49,8 @@ Faults:
   --silent-island K       island K stops sending after its first round
   --keep DIR              keep logs and configs in DIR (default: a temp dir,
                           removed unless the run fails)
-  --pmd af_packet|af_xdp  edge PMD (default af_packet)
+  --pmd af_packet|af_xdp  edge PMD (default af_packet); af_xdp loads lib/xdp's
+                          steering program on each edge port (doc/xdp.md)
 
 Environment: BUILD (default build) is the meson build directory.
 EOF
@@ -102,7 +103,7 @@ done
 
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces and veth)"
 case "$DTYPE" in int32|fp32) ;; *) die "--dtype: int32 or fp32" ;; esac
-case "$PMD" in af_packet) ;; af_xdp) die "--pmd af_xdp: not wired into the testbed yet (doc/xdp.md runs it by hand)" ;; *) die "--pmd: af_packet or af_xdp" ;; esac
+case "$PMD" in af_packet|af_xdp) ;; *) die "--pmd: af_packet or af_xdp" ;; esac
 [[ "$ROUNDS" =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] || die "--rounds: a positive integer"
 [[ "$SCALE" =~ ^[0-9]+$ ]] && [ "$SCALE" -ge 1 ] || die "--scale: a positive integer"
 
@@ -111,6 +112,11 @@ PLAN=$BDIR/app/isthmus-plan/isthmus-plan
 EDGE=$BDIR/app/isthmusd/isthmusd
 WAN=$BDIR/app/isthmus-wan/isthmus-wan
 ISLAND=$BDIR/app/isthmus-island/isthmus-island
+XDP_OBJ=$BDIR/lib/xdp/isth_xdp.bpf.o
+if [ "$PMD" = af_xdp ]; then
+	[ -f "$XDP_OBJ" ] || die "$XDP_OBJ missing: lib/xdp was not built (clang, bpftool)"
+	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf || die "cannot mount bpffs"
+fi
 for b in "$PLAN" "$EDGE" "$WAN" "$ISLAND"; do
 	[ -x "$b" ] || die "$b missing: build first (meson setup $BUILD && ninja -C $BUILD)"
 done
@@ -306,12 +312,14 @@ for ((k = 0; k < N; k++)); do
 		echo "schedule = $WORK/run.sched"
 		echo "epoch = $EPOCH"
 		echo "[access]"
-		echo "port = net_af_packet0"
+		echo "port = net_${PMD}0"
+		[ "$PMD" = af_xdp ] && echo "xdp_iface = ta$RID$k"
 		echo "ip = 10.10.$k.1"
 		echo "island_ip = 10.10.$k.2"
 		echo "island_mac = $(mac 2 $k)"
 		echo "[wan]"
-		echo "port = net_af_packet1"
+		echo "port = net_${PMD}1"
+		[ "$PMD" = af_xdp ] && echo "xdp_iface = tw$RID$k"
 		echo "ip = 10.0.$k.1"
 		echo "gateway_mac = $(mac 4 $k)"
 		for ((j = 0; j < N; j++)); do
@@ -329,10 +337,18 @@ for ((k = 0; k < N; k++)); do
 		echo "idle_sleep = 200us"
 	} >"$WORK/edge$k.conf"
 	main=$((k % 2)); other=$((1 - main))
+	if [ "$PMD" = af_xdp ]; then
+		# lib/xdp's program steers isthmus traffic to the AF_XDP socket
+		# and leaves the rest to the edge namespace's kernel
+		VDEVS=("--vdev=net_af_xdp0,iface=ta$RID$k,xdp_prog=$XDP_OBJ"
+		       "--vdev=net_af_xdp1,iface=tw$RID$k,xdp_prog=$XDP_OBJ")
+	else
+		VDEVS=("--vdev=net_af_packet0,iface=ta$RID$k" "--vdev=net_af_packet1,iface=tw$RID$k")
+	fi
 	ip netns exec "isth-$RID-e$k" \
 	"$EDGE" --no-huge -m 256 "--file-prefix=isth${RID}e$k" -l "$main,$other" \
 		--main-lcore "$main" --no-pci --log-level=lib.*:error \
-		"--vdev=net_af_packet0,iface=ta$RID$k" "--vdev=net_af_packet1,iface=tw$RID$k" \
+		"${VDEVS[@]}" \
 		-- --config "$WORK/edge$k.conf" --rounds $((ROUNDS + 1)) \
 		>"$WORK/edge$k.log" 2>&1 &
 	PIDS+=($!)

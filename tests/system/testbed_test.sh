@@ -36,6 +36,14 @@ triangles|pairs|regional|search)
 all-to-all)
 	N=3
 	args+=(--schedule all-to-all --islands 3) ;;
+af_xdp)
+	# edges on net_af_xdp with lib/xdp's steering program
+	if [ ! -f "$BUILD/lib/xdp/isth_xdp.bpf.o" ]; then
+		echo "SKIP: lib/xdp's BPF object was not built"
+		exit 77
+	fi
+	N=3
+	args+=(--schedule all-to-all --islands 3 --pmd af_xdp) ;;
 impaired)
 	# loss, duplication, reordering and corruption on every WAN link:
 	# never a wrong sum; what is lost is reported as missing
