@@ -41,4 +41,63 @@ expect runtime-epoch 2 "leaves the epoch to run time" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config conf/isthmusd/example.conf --check
 expect bad-schedule 2 "nope.sched" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config conf/isthmusd/example.conf --schedule nope.sched --check
+
+# A running edge on net_null ports (a null RX port is a source of zero-filled
+# 64-byte frames: refused as non-IPv4, counted): telemetry answers over
+# DPDK's socket, and SIGINT stops it cleanly with exit 0 and final counters.
+PREFIX=isth-cli-run-$$
+sed -e 's/^port = 0 .*/port = net_null0/' -e 's/^port = 1$/port = net_null1/' \
+    -e 's/^# idle_polls = 0 .*/idle_polls = 16/' conf/isthmusd/example.conf >"$tmp/null.conf"
+"$ISTHMUSD" --no-huge -m 128 --no-pci "--file-prefix=$PREFIX" -l 0,1 \
+	--log-level=lib.*:error --vdev net_null0 --vdev net_null1 -- \
+	--config "$tmp/null.conf" --epoch now+1 >"$tmp/run.out" 2>&1 &
+pid=$!
+answers=$(python3 - "/var/run/dpdk/$PREFIX/dpdk_telemetry.v2" <<'PY'
+import json, socket, sys, time
+path = sys.argv[1]
+deadline = time.time() + 20
+while True:
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.connect(path)
+        break
+    except OSError:
+        if time.time() > deadline:
+            sys.exit("no telemetry socket at " + path)
+        time.sleep(0.1)
+json.loads(s.recv(16384))
+out = {}
+for cmd in ("/isthmus/round", "/isthmus/stats", "/isthmus/backend", "/isthmus/pace", "/isthmus/resend"):
+    # the socket opens at EAL init, the commands once set-up is done
+    while True:
+        s.send(cmd.encode())
+        out[cmd] = json.loads(s.recv(65536)).get(cmd)
+        if out[cmd] is not None:
+            break
+        if time.time() > deadline:
+            sys.exit(cmd + ": no answer")
+        time.sleep(0.1)
+# wait (bounded) for the null source to show up in the drop counters
+while out["/isthmus/stats"]["drop_ethertype"] == 0 and time.time() < deadline:
+    s.send(b"/isthmus/stats")
+    out["/isthmus/stats"] = json.loads(s.recv(65536))["/isthmus/stats"]
+print(out["/isthmus/round"]["island"], out["/isthmus/round"]["job"],
+      out["/isthmus/round"]["round_ns"], out["/isthmus/backend"]["name"],
+      "ethertype_drops" if out["/isthmus/stats"]["drop_ethertype"] > 0 else "no_drops",
+      "resend" if "next_seq" in out["/isthmus/resend"] else "no_resend",
+      "pace" if "late_starts" in out["/isthmus/pace"] else "no_pace")
+PY
+)
+kill -INT "$pid" 2>/dev/null
+wait "$pid"
+rc=$?
+want="0 1 564490198 sw ethertype_drops resend pace"
+if [ "$answers" != "$want" ] || [ "$rc" != 0 ] || ! grep -q "^isthmusd counters:" "$tmp/run.out"; then
+	echo "FAIL: running edge: telemetry '$answers' (want '$want'), exit $rc"
+	tail -5 "$tmp/run.out"
+	fail=1
+else
+	echo "ok: telemetry and clean SIGINT stop"
+fi
+rm -rf "/var/run/dpdk/$PREFIX"
 exit $fail
