@@ -801,7 +801,7 @@ isth_wan_create(const struct isth_plan_topo *t, const struct isth_wan_sitemap *m
 		struct link *L = &w->links[e];
 		double lat_ms, cap_bps;
 
-		isth_wan_topo_dlink(t, e, &L->from, &L->to, &lat_ms, &cap_bps);
+		isth_plan_topo_dlink(t, e, &L->from, &L->to, &lat_ms, &cap_bps);
 		L->imp = imp[e];
 		L->lat_cyc = lat_ms * 1e-3 * (double)w->hz;
 		L->cyc_per_byte = 8.0 * (double)w->hz / (cap_bps / p->scale);
@@ -1119,7 +1119,7 @@ tel_links(const char *cmd, const char *params, struct rte_tel_data *d)
 		if (c == NULL)
 			return -ENOMEM;
 		tel_link(w, e, c);
-		isth_wan_topo_dlink(w->t, e, &from, &to, NULL, NULL);
+		isth_plan_topo_dlink(w->t, e, &from, &to, NULL, NULL);
 		snprintf(raw, sizeof(raw), "%s/%s", isth_plan_topo_name(w->t, from),
 			 isth_plan_topo_name(w->t, to));
 		tel_name(name, sizeof(name), raw);

@@ -127,18 +127,6 @@ int isth_wan_impair_apply(const struct isth_plan_topo *t, struct isth_wan_impair
 			  const char *spec, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ */
-/* Topology shim                                                       */
-/* ------------------------------------------------------------------ */
-
-/**
- * Endpoints, one-way latency (ms) and capacity (bit/s) of directed link
- * @p e. lib/plan does not export these yet; see wan_topo.c.
- * @return 0, or -EINVAL.
- */
-int isth_wan_topo_dlink(const struct isth_plan_topo *t, int e, int *from, int *to,
-			double *lat_ms, double *cap_bps);
-
-/* ------------------------------------------------------------------ */
 /* The emulator                                                        */
 /* ------------------------------------------------------------------ */
 

@@ -460,7 +460,7 @@ parse_link(const struct isth_plan_topo *t, const char *s, int *dl, int *ndl)
 		if (sa < 0 || sb < 0)
 			return -1;
 		for (e = 0; e < nd; e++) {
-			isth_wan_topo_dlink(t, e, &from, &to, NULL, NULL);
+			isth_plan_topo_dlink(t, e, &from, &to, NULL, NULL);
 			if (from == sa && to == sb)
 				dl[(*ndl)++] = e;
 		}
@@ -477,7 +477,7 @@ parse_link(const struct isth_plan_topo *t, const char *s, int *dl, int *ndl)
 		if (sa < 0 || sb < 0)
 			continue;
 		for (e = 0; e < nd; e++) {
-			isth_wan_topo_dlink(t, e, &from, &to, NULL, NULL);
+			isth_plan_topo_dlink(t, e, &from, &to, NULL, NULL);
 			if ((from == sa && to == sb) || (from == sb && to == sa))
 				dl[(*ndl)++] = e;
 		}

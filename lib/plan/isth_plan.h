@@ -105,6 +105,13 @@ const char *isth_plan_topo_region_name(const struct isth_plan_topo *t, int r);
 double isth_plan_topo_latency(const struct isth_plan_topo *t, int a, int b);
 /** Number of directed links (twice the physical links). */
 int isth_plan_topo_ndlinks(const struct isth_plan_topo *t);
+/**
+ * Directed link @p e: its endpoints (site ids), one-way latency in ms and
+ * capacity in bit/s; any output pointer may be NULL.
+ * @return 0, or -EINVAL if @p e is not a directed link of @p t.
+ */
+int isth_plan_topo_dlink(const struct isth_plan_topo *t, int e, int *from, int *to,
+			 double *lat_ms, double *cap_bps);
 /** Describe directed link @p e as "A->B" into @p buf. */
 void isth_plan_topo_dlink_name(const struct isth_plan_topo *t, int e, char *buf, size_t len);
 /**

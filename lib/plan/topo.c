@@ -466,6 +466,23 @@ isth_plan_topo_latency(const struct isth_plan_topo *t, int a, int b)
 }
 
 int
+isth_plan_topo_dlink(const struct isth_plan_topo *t, int e, int *from, int *to,
+		     double *lat_ms, double *cap_bps)
+{
+	if (t == NULL || e < 0 || e >= t->ndl)
+		return -EINVAL;
+	if (from)
+		*from = t->dl_from[e];
+	if (to)
+		*to = t->dl_to[e];
+	if (lat_ms)
+		*lat_ms = t->dl_lat_ms[e];
+	if (cap_bps)
+		*cap_bps = t->dl_cap_bps[e];
+	return 0;
+}
+
+int
 isth_plan_topo_ndlinks(const struct isth_plan_topo *t)
 {
 	return t ? t->ndl : 0;

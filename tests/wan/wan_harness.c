@@ -46,7 +46,7 @@ h_dlink(const struct harness *h, const char *from, const char *to)
 	int e, a, b, f = h_site(h, from), d = h_site(h, to);
 
 	for (e = 0; e < isth_plan_topo_ndlinks(h->t); e++) {
-		isth_wan_topo_dlink(h->t, e, &a, &b, NULL, NULL);
+		isth_plan_topo_dlink(h->t, e, &a, &b, NULL, NULL);
 		if (a == f && b == d)
 			return e;
 	}

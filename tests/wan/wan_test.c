@@ -333,7 +333,7 @@ Test(wan_conf, impair)
 
 	cr_assert_eq(nd, 4);
 	for (e = 0; e < nd; e++) {
-		isth_wan_topo_dlink(t, e, &from, &to, NULL, NULL);
+		isth_plan_topo_dlink(t, e, &from, &to, NULL, NULL);
 		if (from == 0 && to == 1)
 			ab = e;
 		if (from == 1 && to == 0)
