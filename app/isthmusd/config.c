@@ -111,6 +111,9 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 			  cfg->gateway_mac));
 	TRY(isth_conf_bool(c, "wan", "udp_checksum", false, true,
 			   &cfg->wan_udp_csum));
+	TRY(isth_conf_bool(c, "wan", "repair", false, true, &cfg->wan_repair));
+	TRY(isth_conf_duration(c, "wan", "repair_before", false, 20000000ull, 0,
+			       10000000000ull, &cfg->wan_repair_before_ns));
 	if (strcmp(cfg->access.dev, cfg->wan.dev) == 0) {
 		rc = isth_conf_fail(c, "wan", "port",
 				    "'%s' is also the access port", cfg->wan.dev);

@@ -56,6 +56,8 @@ struct isthd_config {
 	struct isthd_port wan;
 	uint8_t gateway_mac[6];
 	bool wan_udp_csum;		/* UDP checksums on DATA to peers */
+	bool wan_repair;		/* NACK peers for lost DATA, serve theirs */
+	uint64_t wan_repair_before_ns;	/* last NACK this long before a round ends */
 	/* [peer NAME] */
 	struct isthd_peer peers[ISTHD_MAX_PEERS];
 	unsigned int n_peers;

@@ -85,9 +85,16 @@ static int publish_tables(struct isthd *d, uint64_t r)
 	struct isth_mcast_peer peers[ISTHD_MAX_PEERS];
 	unsigned int n = peers_of(d, s, r, peers);
 	uint64_t expected = isth_sched_peers(s, (int64_t)r, d->island);
+	int rc;
 
-	return isth_backend_set_round(d->be, d->cfg.job, (uint32_t)r, expected,
-				      peers, n);
+	rc = isth_backend_set_round(d->be, d->cfg.job, (uint32_t)r, expected,
+				    peers, n);
+	if (rc == 0) {
+		/* for the data path's WAN repair; published (release) after */
+		d->rtab[r & 3].expected = expected;
+		__atomic_store_n(&d->rtab[r & 3].round, r, __ATOMIC_RELEASE);
+	}
+	return rc;
 }
 
 static int publish_pace(struct isthd *d, uint64_t r)

@@ -18,7 +18,9 @@
 #include <rte_branch_prediction.h>
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_ip.h>
 #include <rte_mbuf.h>
+#include <rte_memcpy.h>
 #include <rte_prefetch.h>
 
 #include "isthd.h"
@@ -61,6 +63,248 @@ static inline void to_msg(struct rte_mbuf *m, const struct isth_pkt *p)
 {
 	rte_pktmbuf_adj(m, (uint16_t)(p->msg - rte_pktmbuf_mtod(m, uint8_t *)));
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_pkt_len(m) - p->msg_size));
+}
+
+static inline uint32_t be32_at(const uint8_t *p)
+{
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+	       ((uint32_t)p[2] << 8) | p[3];
+}
+
+/*
+ * A linear frame to peer edge @peer carrying the message in @msg (any
+ * chain), with a UDP checksum: repairs and NACKs are rare, so they are
+ * copied rather than chained (which also suits PMDs without chains).
+ */
+static struct rte_mbuf *frame_to_peer(struct isthd *d,
+				      const struct isthd_peer *peer,
+				      const struct rte_mbuf *msg)
+{
+	uint32_t len = rte_pktmbuf_pkt_len(msg);
+	struct isth_wire_addr a;
+	struct rte_mbuf *m;
+	uint32_t sum = 0;
+	uint16_t raw = 0;
+	size_t hs;
+	uint8_t *p, *udp;
+
+	memset(&a, 0, sizeof(a));
+	memcpy(a.dst_mac, peer->mac, 6);
+	memcpy(a.src_mac, d->wan_mac, 6);
+	a.src_ip = d->cfg.wan.ip;
+	a.dst_ip = peer->ip;
+	a.src_port = d->cfg.udp_port;
+	a.dst_port = peer->port;
+	hs = isth_wire_frame_hdr_size(&a);
+	m = rte_pktmbuf_alloc(d->pool);
+	if (m == NULL || hs + len > rte_pktmbuf_tailroom(m)) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(hs + len));
+	if (rte_pktmbuf_read(msg, 0, len, p + hs) != p + hs)
+		rte_memcpy(p + hs, rte_pktmbuf_read(msg, 0, len, p + hs), len);
+	isth_wire_put_frame_hdr(p, hs + len, &a, len);
+	/* UDP checksum (RFC 768) over pseudo-header, header and message */
+	udp = p + hs - ISTH_UDP_HDR_SIZE;
+	rte_raw_cksum_mbuf(m, (uint32_t)(hs - ISTH_UDP_HDR_SIZE),
+			   ISTH_UDP_HDR_SIZE + len, &raw);
+	sum = rte_be_to_cpu_16(raw) + (a.src_ip >> 16) + (a.src_ip & 0xffff) +
+	      (a.dst_ip >> 16) + (a.dst_ip & 0xffff) + 17 + ISTH_UDP_HDR_SIZE + len;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	if (sum == 0)
+		sum = 0xffff;
+	udp[6] = (uint8_t)(sum >> 8);
+	udp[7] = (uint8_t)sum;
+	return m;
+}
+
+/* Ask peer @s's edge again for chunks @ranges of round @r of its island. */
+static void nack_peer(struct isthd *d, unsigned int s, uint64_t r,
+		      const struct isth_wire_range *ranges, unsigned int n)
+{
+	struct isth_hdr h = {
+		.type = ISTH_WIRE_NACK, .flags = ISTH_F_CHUNKS,
+		.sender = d->island, .count = (uint16_t)n, .job = d->cfg.job,
+		.round = (uint32_t)r, .bitmap = 1ull << s,
+	};
+	const struct isthd_peer *peer = d->peer_of[s];
+	struct rte_mbuf *msg, *f;
+	uint8_t *p;
+
+	if (peer == NULL || n == 0)
+		return;
+	if (n > d->lim.max_ranges)
+		n = h.count = d->lim.max_ranges;
+	msg = rte_pktmbuf_alloc(d->ctl_pool);
+	if (msg == NULL) {
+		isthd_inc(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
+		return;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(msg, (uint16_t)(ISTH_WIRE_HDR_SIZE +
+					  n * ISTH_WIRE_RANGE_SIZE));
+	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
+	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, n * ISTH_WIRE_RANGE_SIZE,
+			     ranges, n);
+	f = frame_to_peer(d, peer, msg);
+	rte_pktmbuf_free(msg);
+	if (f == NULL) {
+		isthd_inc(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
+		return;
+	}
+	isthd_inc(&d->st.peer_nacks_sent, 1);
+	tx(d, d->wan_port, &f, 1, ISTHD_DROP_tx_wan, &d->st.wan_tx);
+}
+
+/* The chunk-tracking slot of (round r, sender s), reset for a new round. */
+static struct isthd_rx_track *rx_slot(struct isthd *d, uint64_t r,
+				      unsigned int s, uint64_t **bits)
+{
+	unsigned int idx = (unsigned int)(r & 3) * d->n_islands + s;
+	struct isthd_rx_track *t = &d->rx[idx];
+
+	*bits = d->rx_bits + (size_t)idx * d->rx_words;
+	if (t->round != r) {
+		t->round = r;
+		t->next = 0;
+		t->tail_done = 0;
+		memset(*bits, 0, d->rx_words * sizeof(uint64_t));
+	}
+	return t;
+}
+
+/* A peer's DATA arrived: note it, and NACK a gap in its chunk order at once
+ * (chunks leave an island in order; reordering costs a duplicate only). */
+static void track_peer_data(struct isthd *d, const struct isth_pkt *p)
+{
+	uint64_t r = p->hdr.round, *bits;
+	struct isthd_rx_track *t;
+	uint32_t c = p->hdr.chunk;
+
+	if (d->rx == NULL || c >= d->n_chunks ||
+	    __atomic_load_n(&d->rtab[r & 3].round, __ATOMIC_ACQUIRE) != r ||
+	    !(d->rtab[r & 3].expected & (1ull << p->hdr.sender)))
+		return;
+	t = rx_slot(d, r, p->hdr.sender, &bits);
+	bits[c / 64] |= 1ull << (c % 64);
+	if (c > t->next && !(p->hdr.flags & ISTH_F_RESENT)) {
+		struct isth_wire_range g = {t->next, c - 1};
+
+		nack_peer(d, p->hdr.sender, r, &g, 1);
+	}
+	if (c + 1 > t->next)
+		t->next = c + 1;
+}
+
+/* Shortly before round r ends, NACK every chunk still missing from each
+ * expected peer (lost tails, and gaps whose repair was lost): once. */
+static unsigned int tail_check(struct isthd *d, uint64_t now_ns)
+{
+	struct isth_wire_range g[ISTHD_BURST];
+	unsigned int work = 0;
+
+	if (d->rx == NULL || now_ns < d->epoch_ns)
+		return 0;
+	for (;;) {
+		uint64_t r = d->tail_next, end, expected, *bits;
+
+		end = d->epoch_ns + (r + 1) * d->round_ns;
+		if (now_ns + d->cfg.wan_repair_before_ns < end)
+			break;
+		d->tail_next++;
+		if (__atomic_load_n(&d->rtab[r & 3].round, __ATOMIC_ACQUIRE) != r)
+			continue;
+		expected = d->rtab[r & 3].expected;
+		for (unsigned int s = 0; s < d->n_islands; s++) {
+			struct isthd_rx_track *t;
+			unsigned int n = 0;
+			uint32_t c = 0;
+
+			if (!(expected & (1ull << s)))
+				continue;
+			t = rx_slot(d, r, s, &bits);
+			if (t->tail_done)
+				continue;
+			t->tail_done = 1;
+			while (c < d->n_chunks && n < RTE_DIM(g)) {
+				uint32_t a;
+
+				if (bits[c / 64] & (1ull << (c % 64))) {
+					c++;
+					continue;
+				}
+				a = c;
+				while (c < d->n_chunks && !(bits[c / 64] & (1ull << (c % 64))))
+					c++;
+				g[n].first = a;
+				g[n].last = c - 1;
+				n++;
+			}
+			if (n) {
+				nack_peer(d, s, r, g, n);
+				work++;
+			}
+		}
+	}
+	return work;
+}
+
+/* A peer edge NACKs chunks of our island's DATA: resend them to it. */
+static void serve_peer_nack(struct isthd *d, const struct isth_pkt *p,
+			    uint64_t now_ns)
+{
+	struct isth_wire_range want[ISTHD_BURST], gone[ISTHD_BURST];
+	const struct isthd_peer *peer = d->peer_of[p->hdr.sender];
+	struct rte_mbuf *rep[ISTHD_BURST], *out[ISTHD_BURST];
+	unsigned int i, n = p->hdr.count, k, n_gone, n_out;
+	struct isth_resend_cursor cur;
+	uint64_t r = p->hdr.round;
+
+	isthd_inc(&d->st.peer_nacks_rx, 1);
+	if (d->wan_ring == NULL || peer == NULL)
+		return;
+	if (d->wan_base[r & 1].round != r) {
+		isthd_inc(&d->st.drop[ISTHD_DROP_repair_gone], 1);
+		return;
+	}
+	if (n > RTE_DIM(want))
+		n = RTE_DIM(want);
+	for (i = 0; i < n; i++) {
+		struct isth_wire_range g;
+
+		isth_wire_get_range(p, i, &g);
+		want[i].first = d->wan_base[r & 1].base + g.first;
+		want[i].last = d->wan_base[r & 1].base + g.last;
+	}
+	if (isth_resend_nack_begin(d->wan_ring, &cur, want, n) < 0)
+		return;
+	while (!isth_resend_nack_done(&cur)) {
+		k = isth_resend_nack_serve(d->wan_ring, &cur, now_ns, rep,
+					   RTE_DIM(rep), gone, RTE_DIM(gone), &n_gone);
+		if (n_gone)
+			isthd_inc(&d->st.drop[ISTHD_DROP_repair_gone], n_gone);
+		n_out = 0;
+		for (i = 0; i < k; i++) {
+			const uint8_t *h = rte_pktmbuf_mtod(rep[i], const uint8_t *);
+			struct rte_mbuf *f = NULL;
+
+			/* the ring maps chunk c to base + c only if the island
+			 * sent its chunks in order: check before sending */
+			if (be32_at(h + 12) == r)
+				f = frame_to_peer(d, peer, rep[i]);
+			else
+				isthd_inc(&d->st.drop[ISTHD_DROP_repair_mismatch], 1);
+			rte_pktmbuf_free(rep[i]);
+			if (f)
+				out[n_out++] = f;
+		}
+		isthd_inc(&d->st.repairs_sent, n_out);
+		tx(d, d->wan_port, out, (uint16_t)n_out, ISTHD_DROP_tx_wan, &d->st.wan_tx);
+		if (k == 0 && n_gone == 0)
+			break;
+	}
 }
 
 /* GONE reply to the island for the ranges a NACK could not be served. */
@@ -223,6 +467,23 @@ static unsigned int pace_release(struct isthd *d, uint64_t now_tsc)
 	if (n == 0)
 		return 0;
 	isthd_inc(&d->st.data_out, n);
+	if (d->wan_ring) {
+		uint64_t now_ns = isthd_tsc_to_ns(d, now_tsc);
+
+		for (done = 0; done < n; done++) {
+			struct rte_mbuf *m = objs[done];
+			const uint8_t *h = rte_pktmbuf_mtod(m, const uint8_t *);
+			uint64_t r = be32_at(h + 12), seq = isth_resend_next_seq(d->wan_ring);
+
+			/* chunk c of round r is kept as seq base + c */
+			if (d->wan_base[r & 1].round != r) {
+				d->wan_base[r & 1].round = r;
+				d->wan_base[r & 1].base = seq - be32_at(h + 16);
+			}
+			isth_resend_push(d->wan_ring, m, now_ns, NULL);
+		}
+		done = 0;
+	}
 	while (done < n) {
 		uint16_t n_out = 0, k;
 
@@ -268,6 +529,15 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 			continue;
 		}
 		if (unlikely(p->hdr.type != ISTH_WIRE_DATA)) {
+			/* a peer edge asking for our island's chunks again */
+			if (p->hdr.type == ISTH_WIRE_NACK &&
+			    (p->hdr.flags & ISTH_F_CHUNKS) &&
+			    p->hdr.sender != d->island &&
+			    p->hdr.bitmap == (1ull << d->island)) {
+				serve_peer_nack(d, p, now_ns);
+				rte_pktmbuf_free(m);
+				continue;
+			}
 			drop(d, m, ISTHD_DROP_wan_bad_type);
 			continue;
 		}
@@ -276,6 +546,7 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 			continue;
 		}
 		isthd_inc(&d->st.peer_data_bytes, p->payload_size);
+		track_peer_data(d, p);
 		keep[k++] = m;
 	}
 	if (k) {
@@ -362,12 +633,15 @@ unsigned int isthd_dp_poll(struct isthd *d)
 	unsigned int work = 0;
 
 	work += expire_rounds(d, now_ns);
+	work += tail_check(d, now_ns);
 	work += access_rx(d, now_ns);
 	work += pace_release(d, tsc);
 	work += wan_rx(d, now_ns);
 	work += emit_aggs(d, now_ns);
 	work += ctl_msgs(d);
 	isth_resend_expire(d->agg_ring, now_ns);
+	if (d->wan_ring)
+		isth_resend_expire(d->wan_ring, now_ns);
 	return work;
 }
 

@@ -57,7 +57,10 @@ enum {
 	X(tx_access, "access port TX queue full") \
 	X(tx_wan, "WAN port TX queue full") \
 	X(nack_no_mbuf, "no mbuf for a GONE reply") \
-	X(ctl_ring_full, "controller message ring full")
+	X(ctl_ring_full, "controller message ring full") \
+	X(repair_gone, "peer NACK for DATA no longer (or never) kept") \
+	X(repair_mismatch, "kept DATA is not the chunk a NACK names") \
+	X(repair_no_mbuf, "no mbuf for a repair or a NACK to a peer")
 
 enum isthd_drop {
 #define X(n, s) ISTHD_DROP_##n,
@@ -85,8 +88,18 @@ struct isthd_dp_stats {
 	uint64_t gone;			/* GONE replies sent */
 	uint64_t round_msgs;		/* ROUND messages sent */
 	uint64_t idle_sleeps;
+	uint64_t peer_nacks_sent;	/* chunk NACKs sent to peer edges */
+	uint64_t peer_nacks_rx;		/* chunk NACKs from peer edges */
+	uint64_t repairs_sent;		/* DATA resent to a peer edge */
 	uint64_t wire_drop[ISTH_WIRE_REASON_MAX];
 	uint64_t drop[ISTHD_DROP_MAX];
+};
+
+/* dp only: one sender's chunks of one round, seen so far. */
+struct isthd_rx_track {
+	uint64_t round;		/* UINT64_MAX: unused */
+	uint32_t next;		/* highest chunk seen + 1 */
+	uint8_t tail_done;	/* the end-of-round NACK was sent */
 };
 
 struct isthd {
@@ -104,6 +117,22 @@ struct isthd {
 	struct isth_pace *pace;
 	struct isth_resend *agg_ring;	/* AGGs sent to the island */
 	struct rte_ring *ctl_ring;	/* ctl -> dp: frames to send to the island */
+	/* WAN repair (doc/isthmusd.md, "WAN repair"). */
+	struct isth_resend *wan_ring;	/* island DATA as released, for peer NACKs */
+	uint32_t n_chunks;		/* chunks per contribution per round */
+	uint32_t rx_words;		/* 64-bit words per (round slot, sender) bitmap */
+	/* dp only: ring seq of chunk 0 of the round each slot holds */
+	struct { uint64_t round; uint64_t base; } wan_base[2];
+	/* dp only: chunks received per (round & 3, sender) */
+	struct isthd_rx_track *rx;
+	uint64_t *rx_bits;
+	uint64_t tail_next;		/* dp only: next round to tail-check */
+	/* ctl writes (release, before published), dp reads: expected set of
+	 * round r in slot r & 3 */
+	struct { uint64_t round; uint64_t expected; } rtab[4];
+	/* init: peer edge of each island (NULL: self or none) */
+	const struct isthd_peer *peer_of[ISTHD_MAX_PEERS];
+
 	/* init: steering programs on af_xdp ports ([access|wan] xdp_iface);
 	 * telemetry reads their per-CPU counters */
 	struct isth_xdp *xdp[2];

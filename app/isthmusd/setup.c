@@ -13,6 +13,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
 
 #include "isthd.h"
@@ -183,6 +184,9 @@ int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err,
 		rc = check_peers(d, err, err_size);
 	if (rc)
 		goto fail;
+	for (unsigned int i = 0; i < d->cfg.n_peers; i++)
+		d->peer_of[isth_sched_island_id(d->sched, d->cfg.peers[i].name)] =
+			&d->cfg.peers[i];
 	if (epoch_override)
 		d->epoch_ns = epoch_override;
 	else if (d->cfg.epoch_mode == ISTHD_EPOCH_FIXED)
@@ -357,9 +361,44 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size)
 		goto fail;
 	}
 
+	/* WAN repair: the island's DATA as it leaves (bare messages, for
+	 * peer NACKs) and, per round slot and sender, the chunks received. */
+	d->n_chunks = (uint32_t)((isth_sched_payload_bytes(d->sched) +
+				  (uint64_t)d->lim.max_elems * 4 - 1) /
+				 ((uint64_t)d->lim.max_elems * 4));
+	d->rx_words = d->n_chunks / 64 + 1;
+	d->wan_base[0].round = d->wan_base[1].round = UINT64_MAX;
+	for (unsigned int i = 0; i < 4; i++)
+		d->rtab[i].round = UINT64_MAX;
+	if (d->cfg.wan_repair) {
+		memset(&rc_, 0, sizeof(rc_));
+		rc_.size = d->cfg.resend_entries;
+		rc_.window_ns = d->cfg.resend_window_ns;
+		rc_.linger_ns = d->cfg.resend_linger_ns;
+		rc_.socket_id = (int)rte_socket_id();
+		rc_.hdr_off = 0;
+		rc_.hdr_pool = d->hdr_pool;
+		d->wan_ring = isth_resend_create(&rc_);
+		d->rx = rte_zmalloc("isthd_rx", 4 * d->n_islands * sizeof(*d->rx), 0);
+		d->rx_bits = rte_zmalloc("isthd_rx_bits", 4ull * d->n_islands *
+					 d->rx_words * sizeof(uint64_t), 0);
+		if (d->wan_ring == NULL || d->rx == NULL || d->rx_bits == NULL) {
+			snprintf(err, err_size, "WAN repair state (%u chunks x %u islands): %s",
+				 d->n_chunks, d->n_islands, rte_strerror(rte_errno));
+			rc = -ENOMEM;
+			goto fail;
+		}
+		for (unsigned int i = 0; i < 4 * d->n_islands; i++)
+			d->rx[i].round = UINT64_MAX;
+	}
+
 	clock_gettime(CLOCK_REALTIME, &ts);
 	d->tsc0 = rte_rdtsc();
 	d->rt0 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	/* Started after the epoch (a restart): rounds already over are not
+	 * ours to expire or repair. */
+	if (d->rt0 > d->epoch_ns)
+		d->expire_next = d->tail_next = (d->rt0 - d->epoch_ns) / d->round_ns;
 	return 0;
 fail:
 	isthd_teardown(d);
@@ -402,6 +441,12 @@ void isthd_teardown(struct isthd *d)
 	}
 	isth_resend_destroy(d->agg_ring);
 	d->agg_ring = NULL;
+	isth_resend_destroy(d->wan_ring);
+	d->wan_ring = NULL;
+	rte_free(d->rx);
+	rte_free(d->rx_bits);
+	d->rx = NULL;
+	d->rx_bits = NULL;
 	isth_xdp_destroy(d->xdp[0]);
 	isth_xdp_destroy(d->xdp[1]);
 	d->xdp[0] = d->xdp[1] = NULL;

@@ -246,14 +246,26 @@ static void on_round(uint32_t r)
 	/* the island's own DATA */
 	for (uint32_t c = 0; c < CHUNKS; c++)
 		send_data(a_in, A, r, c);
-	/* peers: reversed chunk order, one duplicate, an outsider */
-	for (int c = CHUNKS - 1; c >= 0; c--)
+	/* peers, in chunk order except: round 0, B swaps chunks 1 and 2 (a
+	 * reorder: the edge NACKs 1, the repair is a duplicate); round 2, B's
+	 * chunk 2 is lost (a gap: NACKed, repaired) and C's chunk 3 comes late
+	 * (after the timeout partial); round 1, D's last chunk is lost (a
+	 * tail: NACKed shortly before the round ends, repaired) */
+	for (unsigned int k = 0; k < CHUNKS; k++)
 		for (unsigned int s = 1; s < N; s++) {
+			unsigned int c = k;
+
 			if (!(cq & (1u << s)))
 				continue;
+			if (r == 0 && s == B && (k == 1 || k == 2))
+				c = 3 - k;
 			if (r == LATE_ROUND && s == C && c == LATE_CHUNK)
 				continue;
-			send_data(w_in, s, r, (uint32_t)c);
+			if (r == LATE_ROUND && s == B && c == 2)
+				continue;
+			if (r == 1 && s == D && c == CHUNKS - 1)
+				continue;
+			send_data(w_in, s, r, c);
 		}
 	send_data(w_in, B, r, 0);	/* duplicate (or outsider on odd rounds) */
 	if (!(r & 1))
@@ -341,6 +353,24 @@ static void poll_access(void)
 	rte_pktmbuf_free_bulk(m, n);
 }
 
+/* Chunk NACKs the edge sent to peers, and repairs it sent for ours. */
+static unsigned int peer_nacks[ROUNDS + 2][N];
+static uint64_t peer_nacked_chunks[ROUNDS + 2][N];
+static unsigned int repairs_ok, asked_repair;
+
+/* as peer B: ask the edge again for island A's chunk 2 of round 0 */
+static void nack_edge_for_a(void)
+{
+	struct isth_wire_range rg = {2, 2};
+	struct isth_hdr h = {.type = ISTH_WIRE_NACK, .flags = ISTH_F_CHUNKS,
+			     .sender = B, .count = 1, .job = JOB, .round = 0,
+			     .bitmap = 1u << A};
+	uint8_t body[16];
+
+	isth_wire_put_ranges(body, sizeof(body), &rg, 1);
+	inject(w_in, 0x0a000002, 0x0a000001, &h, body, sizeof(body));
+}
+
 static void poll_wan(void)
 {
 	struct rte_mbuf *m[32];
@@ -355,11 +385,42 @@ static void poll_wan(void)
 
 		cr_assert_eq(isth_wire_parse_frame(f, rte_pktmbuf_pkt_len(m[i]), &lim, &p),
 			     ISTH_WIRE_OK);
-		cr_expect_eq(p.hdr.type, ISTH_WIRE_DATA);
-		cr_expect_eq(p.hdr.sender, A);
 		cr_expect_eq(p.addr.src_ip, 0x0a000001);
 		peer = p.addr.dst_ip - 0x0a000001;
 		cr_assert_lt(peer, N);
+		if (p.hdr.type == ISTH_WIRE_NACK) {
+			struct isth_wire_range rg;
+
+			/* the edge asks peer @peer for chunks of its island */
+			cr_expect_neq(p.hdr.flags & ISTH_F_CHUNKS, 0);
+			cr_expect_eq(p.hdr.sender, A);
+			cr_expect_eq(p.hdr.bitmap, 1ull << peer);
+			cr_assert_lt(p.hdr.round, ROUNDS + 2);
+			peer_nacks[p.hdr.round][peer]++;
+			for (unsigned int k = 0; k < p.hdr.count; k++) {
+				isth_wire_get_range(&p, k, &rg);
+				for (uint64_t c = rg.first; c <= rg.last && c < CHUNKS; c++) {
+					peer_nacked_chunks[p.hdr.round][peer] |= 1ull << c;
+					send_data(w_in, peer, p.hdr.round, (uint32_t)c);
+				}
+			}
+			continue;
+		}
+		cr_expect_eq(p.hdr.type, ISTH_WIRE_DATA);
+		cr_expect_eq(p.hdr.sender, A);
+		if (p.hdr.flags & ISTH_F_RESENT) {
+			/* the repair of nack_edge_for_a(), to B only */
+			cr_expect_eq(peer, B);
+			cr_expect_eq(p.hdr.round, 0);
+			cr_expect_eq(p.hdr.chunk, 2);
+			check_sum(&p);
+			repairs_ok++;
+			continue;
+		}
+		if (p.hdr.round == 0 && p.hdr.chunk == 2 && !asked_repair) {
+			asked_repair = 1;
+			nack_edge_for_a();
+		}
 		cr_expect(clique_of_a(p.hdr.round) & (1u << peer),
 			  "round %u DATA sent to %u, outside the clique", p.hdr.round, peer);
 		check_sum(&p);	/* the bitmap is {A}: the payload is A's own */
@@ -497,6 +558,14 @@ Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up,
 				     (clique_of_a(r) & (1u << s)) ? CHUNKS : 0,
 				     "round %u: %u copies to island %u", r, wan_copies[r][s], s);
 	}
+	/* WAN repair: exactly the reorder, the gap and the tail were NACKed,
+	 * and the edge repaired our chunk for B */
+	cr_expect_eq(peer_nacked_chunks[0][B], 1u << 1, "reorder: NACK chunk 1");
+	cr_expect_eq(peer_nacked_chunks[2][B], 1u << 2, "gap: NACK chunk 2");
+	cr_expect_eq(peer_nacked_chunks[1][D], 1u << (CHUNKS - 1), "tail: NACK the last chunk");
+	cr_expect_eq(repairs_ok, 1, "peer NACK not repaired");
+	cr_expect_eq(isthd_get(&edge.st.repairs_sent), 1);
+	cr_expect_eq(isthd_get(&edge.st.peer_nacks_rx), 1);
 	cr_expect_eq(resent_ok, 1, "NACKed AGG not resent");
 	cr_expect_eq(gone_ok, 1, "no GONE for the range never sent");
 	cr_expect_eq(isthd_get(&edge.st.resent), 1);
@@ -512,7 +581,8 @@ Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up,
 	/* even rounds: D is an outsider once; every round: B's chunk 0 twice
 	 * when B is in the clique, else B is an outsider */
 	cr_expect_eq(be_stat("unexpected_sender"), ROUNDS / 2 + ROUNDS / 2);
-	cr_expect_eq(be_stat("duplicate") + be_stat("duplicate_emitted"), ROUNDS / 2);
+	/* B's chunk 0 twice in even rounds, and the reorder's repair */
+	cr_expect_eq(be_stat("duplicate") + be_stat("duplicate_emitted"), ROUNDS / 2 + 1);
 	cr_expect_eq(be_stat("partial_timeout"), 1);
 	/* the late chunk's second partial completes its expected set */
 	cr_expect_eq(be_stat("completed"), ROUNDS * CHUNKS);
@@ -807,12 +877,14 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
 		     (unsigned long)(isthd_get(&st->access_rx) + isthd_get(&st->wan_rx)),
 		     injected);
 	accounted = isthd_get(&st->data_in) + isthd_get(&st->nacks) +
-		    isthd_get(&st->peer_data);
+		    isthd_get(&st->peer_data) + isthd_get(&st->peer_nacks_rx);
 	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++)
 		accounted += isthd_get(&st->wire_drop[i]);
 	for (i = 0; i < ISTHD_DROP_MAX; i++)
 		if (i != ISTHD_DROP_tx_access && i != ISTHD_DROP_tx_wan &&
-		    i != ISTHD_DROP_nack_no_mbuf && i != ISTHD_DROP_ctl_ring_full)
+		    i != ISTHD_DROP_nack_no_mbuf && i != ISTHD_DROP_ctl_ring_full &&
+		    i != ISTHD_DROP_repair_gone && i != ISTHD_DROP_repair_mismatch &&
+		    i != ISTHD_DROP_repair_no_mbuf)
 			accounted += isthd_get(&st->drop[i]);
 	cr_expect_eq(accounted, injected, "frames not accounted for: %ld",
 		     (long)injected - (long)accounted);
