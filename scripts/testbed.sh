@@ -200,9 +200,34 @@ for name, factor in (("links.csv", 1.0), ("plan-links.csv", goodput)):
                 f.write(",".join(c[:4]) + "\n")
 with open(work + "/names", "w") as f:
     f.write("\n".join(keep) + "\n")
+# One-way shortest-path latency between the islands (Dijkstra, as the
+# planner and the emulator route): the edges time their tail NACKs by it.
+import heapq
+adj = {k: [] for k in keep}
+for l in lrows[1:]:
+    c = l.rstrip("\n").split(",")
+    a, b = c[0].strip(), c[1].strip()
+    if a in adj and b in adj:
+        adj[a].append((b, float(c[2])))
+        adj[b].append((a, float(c[2])))
+with open(work + "/latency", "w") as f:
+    for src in keep:
+        dist = {src: 0.0}
+        q = [(0.0, src)]
+        while q:
+            d, u = heapq.heappop(q)
+            if d > dist[u]:
+                continue
+            for v, w in adj[u]:
+                if d + w < dist.get(v, 1e18):
+                    dist[v] = d + w
+                    heapq.heappush(q, (d + w, v))
+        f.write(" ".join("%d" % round(dist.get(k, 0) * 1000) for k in keep) + "\n")
 PY
 mapfile -t NAMES <"$WORK/names"
+mapfile -t LAT <"$WORK/latency"	# row k: one-way us from island k to each
 N=${#NAMES[@]}
+MAXLAT_US=$(tr ' ' '\n' <"$WORK/latency" | sort -n | tail -1)
 ACCESS_GBPS=$(python3 -c "print(100 / $SCALE * 1432 / 1514)")
 
 # --- the schedule, planned at the scaled capacities -------------------------
@@ -242,8 +267,9 @@ NCHUNKS=$(( (SCHED_PAYLOAD + CHUNK_B - 1) / CHUNK_B ))
 FLOOR=$(( (NCHUNKS + 64) * 1472 * 2 ))
 [ "$EDGE_MEM" -ge "$FLOOR" ] || EDGE_MEM=$FLOOR
 # Unfinished chunks leave at the round's end + slack; the island waits for
-# them for a grace period past its deadline.
-SLACK_MS=20
+# them for a grace period past its deadline. A tail lost near the round's
+# end is repaired one round trip later: the slack covers the longest.
+SLACK_MS=$(( 2 * MAXLAT_US / 1000 + 20 ))
 
 # --- links and namespaces ---------------------------------------------------
 mac() { printf '02:%02x:%s:%s:00:%02x' "$1" "${RID:0:2}" "${RID:2:2}" "$2"; }
@@ -318,14 +344,17 @@ for ((k = 0; k < N; k++)); do
 		echo "island_ip = 10.10.$k.2"
 		echo "island_mac = $(mac 2 $k)"
 		echo "[wan]"
+		echo "tail_wait = 20ms"
 		echo "port = net_${PMD}1"
 		[ "$PMD" = af_xdp ] && echo "xdp_iface = tw$RID$k"
 		echo "ip = 10.0.$k.1"
 		echo "gateway_mac = $(mac 4 $k)"
+		read -r -a lat <<<"${LAT[$k]}"
 		for ((j = 0; j < N; j++)); do
 			[ "$j" = "$k" ] && continue
 			echo "[peer ${NAMES[$j]}]"
 			echo "ip = 10.0.$j.1"
+			echo "latency = ${lat[$j]}us"
 		done
 		echo "[agg]"
 		echo "memory = $EDGE_MEM"

@@ -114,6 +114,8 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 	TRY(isth_conf_bool(c, "wan", "repair", false, true, &cfg->wan_repair));
 	TRY(isth_conf_duration(c, "wan", "repair_before", false, 20000000ull, 0,
 			       10000000000ull, &cfg->wan_repair_before_ns));
+	TRY(isth_conf_duration(c, "wan", "tail_wait", false, 5000000ull, 0,
+			       10000000000ull, &cfg->wan_tail_wait_ns));
 	if (strcmp(cfg->access.dev, cfg->wan.dev) == 0) {
 		rc = isth_conf_fail(c, "wan", "port",
 				    "'%s' is also the access port", cfg->wan.dev);
@@ -146,6 +148,8 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 		TRY(isth_conf_u64(c, sec, "port", false, cfg->udp_port, 1,
 				  65535, &v));
 		p->port = (uint16_t)v;
+		TRY(isth_conf_duration(c, sec, "latency", false, 0, 0,
+				       10000000000ull, &p->latency_ns));
 	}
 	cfg->n_peers = n;
 

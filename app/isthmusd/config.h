@@ -24,6 +24,7 @@ struct isthd_peer {
 	uint32_t ip;			/* peer edge's WAN address, host order */
 	uint8_t mac[6];			/* next hop; default [wan] gateway_mac */
 	uint16_t port;			/* UDP port */
+	uint64_t latency_ns;		/* one-way, for WAN repair timing; 0: unknown */
 	unsigned int line;		/* of its [peer NAME] header */
 };
 
@@ -58,6 +59,7 @@ struct isthd_config {
 	bool wan_udp_csum;		/* UDP checksums on DATA to peers */
 	bool wan_repair;		/* NACK peers for lost DATA, serve theirs */
 	uint64_t wan_repair_before_ns;	/* last NACK this long before a round ends */
+	uint64_t wan_tail_wait_ns;	/* NACK a tail this long after it was due */
 	/* [peer NAME] */
 	struct isthd_peer peers[ISTHD_MAX_PEERS];
 	unsigned int n_peers;

@@ -91,7 +91,27 @@ static int publish_tables(struct isthd *d, uint64_t r)
 				    peers, n);
 	if (rc == 0) {
 		/* for the data path's WAN repair; published (release) after */
+		uint64_t T = isth_sched_round_ns(s), bits = isth_sched_payload_bytes(s) * 8;
+		unsigned int i;
+
+		d->rtab[r & 3].round = UINT64_MAX;	/* being rewritten */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
 		d->rtab[r & 3].expected = expected;
+		for (i = 0; i < d->n_islands && i < ISTHD_MAX_PEERS; i++) {
+			uint64_t off = 0, rate = 0, at;
+
+			if (!(expected & (1ull << i)))
+				continue;
+			if (d->peer_of[i] && d->peer_of[i]->latency_ns &&
+			    isth_sched_sender(s, (int64_t)r, (int)i, &off, &rate) >= 1 &&
+			    rate > 0)
+				at = off + (uint64_t)((__uint128_t)bits * 1000000000ull / rate) +
+				     d->peer_of[i]->latency_ns;
+			else	/* latency unknown: shortly before the round ends */
+				at = T > d->cfg.wan_repair_before_ns ?
+				     T - d->cfg.wan_repair_before_ns : 0;
+			d->rtab[r & 3].tail_at[i] = at;
+		}
 		__atomic_store_n(&d->rtab[r & 3].round, r, __ATOMIC_RELEASE);
 	}
 	return rc;

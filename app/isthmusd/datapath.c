@@ -198,8 +198,14 @@ static void track_peer_data(struct isthd *d, const struct isth_pkt *p)
 		t->next = c + 1;
 }
 
-/* Shortly before round r ends, NACK every chunk still missing from each
- * expected peer (lost tails, and gaps whose repair was lost): once. */
+/*
+ * When sender s's last chunk of round r is due here (its offset, its
+ * payload at its rate, its latency: rtab.tail_at, computed by the
+ * controller from the schedule) plus tail_wait, NACK every chunk still
+ * missing from it: lost tails, and gaps whose repair was lost. Once per
+ * (round, sender). Without a latency for the peer, at the round's end
+ * minus repair_before.
+ */
 static unsigned int tail_check(struct isthd *d, uint64_t now_ns)
 {
 	struct isth_wire_range g[ISTHD_BURST];
@@ -207,15 +213,17 @@ static unsigned int tail_check(struct isthd *d, uint64_t now_ns)
 
 	if (d->rx == NULL || now_ns < d->epoch_ns)
 		return 0;
-	for (;;) {
-		uint64_t r = d->tail_next, end, expected, *bits;
+	for (uint64_t r = d->tail_next;; r++) {
+		uint64_t start = d->epoch_ns + r * d->round_ns, expected, *bits;
+		bool pending = false;
 
-		end = d->epoch_ns + (r + 1) * d->round_ns;
-		if (now_ns + d->cfg.wan_repair_before_ns < end)
+		if (now_ns < start)
 			break;
-		d->tail_next++;
-		if (__atomic_load_n(&d->rtab[r & 3].round, __ATOMIC_ACQUIRE) != r)
+		if (__atomic_load_n(&d->rtab[r & 3].round, __ATOMIC_ACQUIRE) != r) {
+			if (r == d->tail_next && now_ns >= start + 2 * d->round_ns)
+				d->tail_next++;	/* never published (a bye) */
 			continue;
+		}
 		expected = d->rtab[r & 3].expected;
 		for (unsigned int s = 0; s < d->n_islands; s++) {
 			struct isthd_rx_track *t;
@@ -227,6 +235,11 @@ static unsigned int tail_check(struct isthd *d, uint64_t now_ns)
 			t = rx_slot(d, r, s, &bits);
 			if (t->tail_done)
 				continue;
+			if (now_ns < start + d->rtab[r & 3].tail_at[s] +
+				     d->cfg.wan_tail_wait_ns) {
+				pending = true;
+				continue;
+			}
 			t->tail_done = 1;
 			while (c < d->n_chunks && n < RTE_DIM(g)) {
 				uint32_t a;
@@ -247,6 +260,10 @@ static unsigned int tail_check(struct isthd *d, uint64_t now_ns)
 				work++;
 			}
 		}
+		if (!pending && r == d->tail_next)
+			d->tail_next++;
+		if (r > d->tail_next + 2)
+			break;
 	}
 	return work;
 }

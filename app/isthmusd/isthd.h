@@ -126,10 +126,17 @@ struct isthd {
 	/* dp only: chunks received per (round & 3, sender) */
 	struct isthd_rx_track *rx;
 	uint64_t *rx_bits;
-	uint64_t tail_next;		/* dp only: next round to tail-check */
+	uint64_t tail_next;		/* dp only: oldest round with tails to check */
 	/* ctl writes (release, before published), dp reads: expected set of
 	 * round r in slot r & 3 */
-	struct { uint64_t round; uint64_t expected; } rtab[4];
+	struct {
+		uint64_t round;
+		uint64_t expected;
+		/* when sender s's last chunk is due here, ns from the round's
+		 * start (its offset + payload at its rate + latency): its
+		 * tail is NACKed tail_wait after that */
+		uint64_t tail_at[ISTHD_MAX_PEERS];
+	} rtab[4];
 	/* init: peer edge of each island (NULL: self or none) */
 	const struct isthd_peer *peer_of[ISTHD_MAX_PEERS];
 
