@@ -47,6 +47,9 @@ Impairments on every WAN link (seeded, reproducible):
   --seed S                (default 1)
 Faults:
   --silent-island K       island K stops sending after its first round
+  --restart-edge K        stop edge K during round 1 and start it again: it
+                          rejoins at a round boundary; peers see partials
+                          naming island K meanwhile
   --keep DIR              keep logs and configs in DIR (default: a temp dir,
                           removed unless the run fails)
   --pmd af_packet|af_xdp  edge PMD (default af_packet); af_xdp loads lib/xdp's
@@ -69,6 +72,7 @@ DTYPE=int32
 STARTUP=8
 LOSS=0 DUP=0 REORDER=0 CORRUPT=0 SEED=1
 SILENT=-1
+RESTART=-1
 KEEP=
 PMD=af_packet
 
@@ -94,6 +98,7 @@ while [ $# -gt 0 ]; do
 	--dtype) DTYPE=$2; shift 2 ;;
 	--startup) STARTUP=$2; shift 2 ;;
 	--silent-island) SILENT=$2; shift 2 ;;
+	--restart-edge) RESTART=$2; shift 2 ;;
 	--keep) KEEP=$2; shift 2 ;;
 	--pmd) PMD=$2; shift 2 ;;
 	-h|--help) usage; exit 0 ;;
@@ -155,6 +160,8 @@ cleanup() {
 	for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done
 	sleep 0.5
 	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	# an edge started again by --restart-edge is not in PIDS
+	pkill -KILL -f "file-prefix=isth${RID}" 2>/dev/null
 	for l in "${LINKS_MADE[@]}"; do ip link del "$l" 2>/dev/null; done
 	for n in "${NSS[@]}"; do ip netns del "$n" 2>/dev/null; done
 	rm -rf /var/run/dpdk/isth$RID* 2>/dev/null
@@ -329,6 +336,30 @@ WAN_ARGS+=(-- --sites "$WORK/sites.csv" --links "$WORK/links.csv" --site-map "$W
 PIDS+=($!)
 
 # --- edges ------------------------------------------------------------------
+# Start edge $1 in its namespace, in the background; its pid goes to
+# edge$1.pid. Edges run a few rounds more than the islands when one is
+# restarted, so that its island can still play every round.
+start_edge() {
+	local k=$1 main=$(($1 % 2)) other
+	local -a vdevs
+	other=$((1 - main))
+	if [ "$PMD" = af_xdp ]; then
+		# lib/xdp's program steers isthmus traffic to the AF_XDP socket
+		# and leaves the rest to the edge namespace's kernel
+		vdevs=("--vdev=net_af_xdp0,iface=ta$RID$k,xdp_prog=$XDP_OBJ"
+		       "--vdev=net_af_xdp1,iface=tw$RID$k,xdp_prog=$XDP_OBJ")
+	else
+		vdevs=("--vdev=net_af_packet0,iface=ta$RID$k" "--vdev=net_af_packet1,iface=tw$RID$k")
+	fi
+	ip netns exec "isth-$RID-e$k" \
+	"$EDGE" --no-huge -m 256 "--file-prefix=isth${RID}e$k" -l "$main,$other" \
+		--main-lcore "$main" --no-pci --log-level=lib.*:error \
+		"${vdevs[@]}" \
+		-- --config "$WORK/edge$k.conf" --rounds $((ROUNDS + 1 + EXTRA_ROUNDS)) 2>&1 &
+	echo $! >"$WORK/edge$k.pid"
+}
+EXTRA_ROUNDS=0
+[ "$RESTART" -ge 0 ] && EXTRA_ROUNDS=$(( 4 + 4000000000 / T_NS ))
 EPOCH=$(( ( $(date +%s) + STARTUP ) * 1000000000 ))
 for ((k = 0; k < N; k++)); do
 	{
@@ -365,23 +396,26 @@ for ((k = 0; k < N; k++)); do
 		echo "idle_polls = 16"
 		echo "idle_sleep = 200us"
 	} >"$WORK/edge$k.conf"
-	main=$((k % 2)); other=$((1 - main))
-	if [ "$PMD" = af_xdp ]; then
-		# lib/xdp's program steers isthmus traffic to the AF_XDP socket
-		# and leaves the rest to the edge namespace's kernel
-		VDEVS=("--vdev=net_af_xdp0,iface=ta$RID$k,xdp_prog=$XDP_OBJ"
-		       "--vdev=net_af_xdp1,iface=tw$RID$k,xdp_prog=$XDP_OBJ")
-	else
-		VDEVS=("--vdev=net_af_packet0,iface=ta$RID$k" "--vdev=net_af_packet1,iface=tw$RID$k")
-	fi
-	ip netns exec "isth-$RID-e$k" \
-	"$EDGE" --no-huge -m 256 "--file-prefix=isth${RID}e$k" -l "$main,$other" \
-		--main-lcore "$main" --no-pci --log-level=lib.*:error \
-		"${VDEVS[@]}" \
-		-- --config "$WORK/edge$k.conf" --rounds $((ROUNDS + 1)) \
-		>"$WORK/edge$k.log" 2>&1 &
+	start_edge "$k" >"$WORK/edge$k.log"
 	PIDS+=($!)
 done
+
+# --restart-edge K: stop edge K during round 1 and start it again with the
+# same command (same epoch and schedule): it must rejoin at a round
+# boundary. Its island misses the rounds in between and catches up.
+if [ "$RESTART" -ge 0 ]; then
+	(
+		T_MS=$(( T_NS / 1000000 ))
+		until [ "$(date +%s%N)" -ge $(( EPOCH + 3 * T_NS / 2 )) ]; do sleep 0.01; done
+		pid=$(cat "$WORK/edge$RESTART.pid")
+		kill -INT "$pid" 2>/dev/null
+		while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+		echo "testbed: edge $RESTART stopped during round 1; restarting" >&2
+		start_edge "$RESTART" >"$WORK/edge$RESTART.restart.log"
+		wait
+	) &
+	PIDS+=($!)
+fi
 
 # --- islands ----------------------------------------------------------------
 IPIDS=()
@@ -412,6 +446,7 @@ pkill -P "$TAILPID" 2>/dev/null || true
 kill "$TAILPID" 2>/dev/null || true
 
 # Stop edges and the WAN, collect their final counters.
+for f in "$WORK"/edge*.pid; do kill -INT "$(cat "$f")" 2>/dev/null || true; done
 for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
 for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 PIDS=()

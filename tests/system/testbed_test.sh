@@ -24,6 +24,8 @@ if ! ip netns list >/dev/null 2>&1; then
 fi
 
 PAYLOAD=65536		# 46 chunks of 1432 bytes per island per round
+keep=$(mktemp -d /tmp/isth-system-keep-XXXXXX)
+restart=0
 CHUNKS=$(( (PAYLOAD + 1431) / 1432 ))
 ROUNDS=3
 args=(--payload-bytes "$PAYLOAD" --rounds "$ROUNDS")
@@ -52,6 +54,14 @@ loss)
 	args+=(--schedule triangles --loss 0.02 --seed 3)
 	expect_complete=0
 	max_partial_pct=1 ;;
+restart)
+	# edge 4 stopped during round 1 and started again: it rejoins at a
+	# round boundary; only the rounds around the restart may be partial
+	ROUNDS=5
+	args=(--payload-bytes "$PAYLOAD" --rounds "$ROUNDS" --schedule triangles
+	      --restart-edge 4 --keep "$keep")
+	expect_complete=0
+	restart=1 ;;
 impaired)
 	# loss, duplication, reordering and corruption on every WAN link:
 	# never a wrong sum; what is lost is reported as missing
@@ -70,7 +80,7 @@ esac
 
 # To a file, not $(...): a stray child holding the pipe must not hang us.
 log=$(mktemp /tmp/isth-system-XXXXXX.log)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; rm -rf "$keep"' EXIT
 BUILD=$BUILD "$ROOT/scripts/testbed.sh" run "${args[@]}" >"$log" 2>&1 </dev/null
 rc=$?
 tail -25 "$log"
@@ -110,6 +120,25 @@ if [ "$expect_partial" = 1 ]; then
 		fail=1
 	fi
 	check "missing = partial (one contributor each)" "$(get missing)" "$(get partial)"
+fi
+if [ "$restart" = 1 ]; then
+	# the restarted edge ran rounds, and island 4's last two rounds, after
+	# it rejoined, are complete
+	if ! grep -q '^round ' "$keep/edge4.restart.log" 2>/dev/null; then
+		echo "FAIL: the restarted edge logged no round"
+		fail=1
+	fi
+	if [ "$(grep '^round' "$keep/island4.log" | tail -2 | grep -c 'partial 0 ')" != 2 ]; then
+		echo "FAIL: island 4's last rounds after the restart are not complete:"
+		grep '^round' "$keep/island4.log" | tail -2
+		fail=1
+	fi
+	# at most the two rounds around the restart, for the three members
+	# of island 4's triangles, may be partial
+	if [ "$(get partial)" -gt $(( 2 * 3 * CHUNKS )) ]; then
+		echo "FAIL: partial=$(get partial) > $(( 2 * 3 * CHUNKS ))"
+		fail=1
+	fi
 fi
 [ "$fail" = 0 ] && echo "PASS: $CASE: $line"
 exit $fail
