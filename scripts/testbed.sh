@@ -442,8 +442,9 @@ ifail=0
 for p in "${IPIDS[@]}"; do
 	wait "$p" || ifail=$((ifail + 1))
 done
-pkill -P "$TAILPID" 2>/dev/null || true
-kill "$TAILPID" 2>/dev/null || true
+# SIGPIPE: bash reports no "Terminated" for it
+pkill -PIPE -P "$TAILPID" 2>/dev/null || true
+kill -PIPE "$TAILPID" 2>/dev/null || true
 
 # Stop edges and the WAN, collect their final counters.
 for f in "$WORK"/edge*.pid; do kill -INT "$(cat "$f")" 2>/dev/null || true; done
