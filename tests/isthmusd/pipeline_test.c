@@ -9,6 +9,7 @@
  * a range never sent, injects hostile frames, and at the end asserts the
  * counters and that no mbuf leaked.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include <rte_ring.h>
 
 #include "isthd.h"
+#include "isth_fpga_model.h"
 
 #define N 4			/* islands A B C D */
 #define A 0
@@ -92,6 +94,9 @@ static const char *write_schedule(uint64_t epoch)
 	return path;
 }
 
+static const char *backend_name = "sw";
+static char fpga_dev[64] = "/isthmus-fpga0";
+
 static void write_config(const char *path, const char *sched, uint64_t epoch)
 {
 	FILE *f = fopen(path, "w");
@@ -99,6 +104,7 @@ static void write_config(const char *path, const char *sched, uint64_t epoch)
 	cr_assert_not_null(f);
 	fprintf(f,
 		"[isthmusd]\nisland = A\njob = %u\nschedule = %s\nepoch = %llu\nmbufs = 4095\n"
+		"backend = %s\n[fpga]\ndevice = %s\n"
 		"[access]\nport = net_ring_access\nip = 10.10.0.1\n"
 		"island_ip = 10.10.0.2\nisland_mac = 02:00:00:00:00:02\n"
 		"[wan]\nport = net_ring_wan\nip = 10.0.0.1\n"
@@ -108,7 +114,7 @@ static void write_config(const char *path, const char *sched, uint64_t epoch)
 		"[resend]\nwindow = 2s\nentries = 256\nlinger = 0ns\n"
 		"[poll]\nidle_polls = 64\nidle_sleep = 20us\n"
 		"[telemetry]\nround_log = no\n",
-		JOB, sched, (unsigned long long)epoch);
+		JOB, sched, (unsigned long long)epoch, backend_name, fpga_dev);
 	fclose(f);
 }
 
@@ -498,8 +504,34 @@ static uint64_t be_stat(const char *name)
 	return 0;
 }
 
+static void run_pipeline(void);
+
 Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up,
      .fini = eal_down, .timeout = 60)
+{
+	run_pipeline();
+}
+
+/* The same run with the FPGA backend on its device model (lib/fpga_model,
+ * started here on its own thread): everything above the backend works the
+ * same, and so must every figure. */
+Test(isthmusd, pipeline_on_the_fpga_model, .init = eal_up, .fini = eal_down,
+     .timeout = 60)
+{
+	struct isth_fpga_model_params mp = {.replace = 1, .dma_bytes = 8u << 20};
+	struct isth_fpga_model *model;
+
+	snprintf(fpga_dev, sizeof(fpga_dev), "/isth-pipe-fpga-%d", getpid());
+	mp.shm_name = fpga_dev;
+	model = isth_fpga_model_create(&mp);
+	cr_assert_not_null(model, "model: %s", strerror(errno));
+	cr_assert_eq(isth_fpga_model_start(model), 0);
+	backend_name = "fpga";
+	run_pipeline();
+	isth_fpga_model_destroy(model);
+}
+
+static void run_pipeline(void)
 {
 	uint64_t epoch = (now_ns() / 1000000ull + 400) * 1000000ull;
 	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
