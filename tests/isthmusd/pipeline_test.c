@@ -108,9 +108,12 @@ static void write_config(const char *path, const char *sched, uint64_t epoch)
 		"[access]\nport = net_ring_access\nip = 10.10.0.1\n"
 		"island_ip = 10.10.0.2\nisland_mac = 02:00:00:00:00:02\n"
 		"[wan]\nport = net_ring_wan\nip = 10.0.0.1\n"
+		/* tails NACKed 1 ms before the round ends: well after the late
+		 * chunk, whatever the scheduler does */
+		"repair_before = 1ms\n"
 		"gateway_mac = 02:00:00:00:ff:01\n"
 		"[peer B]\nip = 10.0.0.2\n[peer C]\nip = 10.0.0.3\n[peer D]\nip = 10.0.0.4\n"
-		"[agg]\nmemory = 4Mi\ntimeout = 20ms\n"
+		"[agg]\nmemory = 4Mi\ntimeout = 50ms\n"
 		"[resend]\nwindow = 2s\nentries = 256\nlinger = 0ns\n"
 		"[poll]\nidle_polls = 64\nidle_sleep = 20us\n"
 		"[telemetry]\nround_log = no\n",
@@ -401,7 +404,8 @@ static void poll_wan(void)
 			cr_expect_neq(p.hdr.flags & ISTH_F_CHUNKS, 0);
 			cr_expect_eq(p.hdr.sender, A);
 			cr_expect_eq(p.hdr.bitmap, 1ull << peer);
-			cr_assert_lt(p.hdr.round, ROUNDS + 2);
+			if (p.hdr.round >= ROUNDS)
+				continue;	/* rounds the harness no longer plays */
 			peer_nacks[p.hdr.round][peer]++;
 			for (unsigned int k = 0; k < p.hdr.count; k++) {
 				isth_wire_get_range(&p, k, &rg);
@@ -556,7 +560,8 @@ static void run_pipeline(void)
 
 	/* Play until the controller ends the run (--rounds), then a little
 	 * longer for the last round's AGGs and resends. */
-	while (__atomic_load_n(&edge.current, __ATOMIC_ACQUIRE) <= ROUNDS) {
+	while (__atomic_load_n(&edge.current, __ATOMIC_ACQUIRE) <= ROUNDS &&
+	       now_ns() < epoch + (ROUNDS + 3) * T_NS) {
 		poll_access();
 		poll_wan();
 		usleep(200);
@@ -617,7 +622,7 @@ static void run_pipeline(void)
 	cr_expect_eq(be_stat("duplicate") + be_stat("duplicate_emitted"), ROUNDS / 2 + 1);
 	cr_expect_eq(be_stat("partial_timeout"), 1);
 	/* the late chunk's second partial completes its expected set */
-	cr_expect_eq(be_stat("completed"), ROUNDS * CHUNKS);
+	cr_expect_eq(be_stat("completed"), ROUNDS * CHUNKS, "completed %lu", (unsigned long)be_stat("completed"));
 
 	isthd_teardown(&edge);
 	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs,
