@@ -8,15 +8,9 @@
 #include <rte_mbuf.h>
 
 #include "backend_fanout.h"
+#include "backend_priv.h"
 
 #define TAG_NONE UINT64_MAX
-
-static inline void
-bump(uint64_t *c, uint64_t n)
-{
-	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
-			 __ATOMIC_RELAXED);
-}
 
 int
 backend_fanout_init(struct backend_fanout *fo,
@@ -88,7 +82,7 @@ backend_fanout_burst(struct backend_fanout *fo, struct rte_mbuf **pkts,
 		uint32_t round;
 
 		if (unlikely(rte_pktmbuf_data_len(pkts[i]) < ISTH_WIRE_HDR_SIZE)) {
-			bump(&fo->bad_msg, 1);
+			backend_bump(&fo->bad_msg, 1);
 			i++;
 			continue;
 		}
@@ -98,7 +92,7 @@ backend_fanout_burst(struct backend_fanout *fo, struct rte_mbuf **pkts,
 		       msg_round(pkts[j]) == round)
 			j++;
 		if (__atomic_load_n(&fo->tag[round & 1], __ATOMIC_ACQUIRE) != round) {
-			bump(&fo->no_table, j - i);
+			backend_bump(&fo->no_table, j - i);
 			i = j;
 			continue;
 		}

@@ -101,13 +101,6 @@ struct fpga_backend {
 	uint64_t d2h_desc_err;		/* D2H descriptors the device returned with an error */
 };
 
-static inline void
-bump(uint64_t *c, uint64_t n)
-{
-	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
-			 __ATOMIC_RELAXED);
-}
-
 /* Control path: wait until (reg & mask) == want or the deadline. */
 static int
 wait_reg(struct fpga_backend *f, uint32_t reg, uint64_t mask, uint64_t want)
@@ -408,11 +401,11 @@ fpga_aggregate_burst(void *priv, struct rte_mbuf **pkts,
 		if (i + 1 < n)
 			rte_prefetch0(parsed[i + 1].msg);
 		if (unlikely(p->msg_size > f->h2d_buf_size)) {
-			bump(&f->h2d_too_big, 1);
+			backend_bump(&f->h2d_too_big, 1);
 			continue;
 		}
 		if (unlikely(space == 0)) {
-			bump(&f->h2d_ring_full, 1);
+			backend_bump(&f->h2d_ring_full, 1);
 			continue;
 		}
 		buf = f->h2d_buf + (size_t)(tail & mask) * f->h2d_buf_size;
@@ -457,7 +450,7 @@ fpga_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 		if (rte_pktmbuf_alloc_bulk(f->agg_pool, m, k) != 0) {
 			/* Completions stay in the ring; the device stalls
 			 * (counted) once every buffer is waiting. */
-			bump(&f->agg_alloc_fail, 1);
+			backend_bump(&f->agg_alloc_fail, 1);
 			break;
 		}
 		used = 0;
@@ -479,7 +472,7 @@ fpga_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 				out[got + used] = m[used];
 				used++;
 			} else {
-				bump(&f->d2h_desc_err, 1);
+				backend_bump(&f->d2h_desc_err, 1);
 			}
 			/* Back to the device, empty. */
 			d->status = 0;
@@ -494,7 +487,7 @@ fpga_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 	}
 	if (f->d2h_tail != (uint32_t)fpga_rd(&f->bus, ISTH_FPGA_REG_D2H_TAIL))
 		fpga_wr(&f->bus, ISTH_FPGA_REG_D2H_TAIL, f->d2h_tail);
-	bump(&f->agg_msgs, got);
+	backend_bump(&f->agg_msgs, got);
 	return got;
 }
 

@@ -49,13 +49,6 @@ struct sw_backend {
 	uint64_t agg_alloc_fail;	/* drain found no mbuf: emissions wait */
 };
 
-static inline void
-bump(uint64_t *c, uint64_t n)
-{
-	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
-			 __ATOMIC_RELAXED);
-}
-
 static void sw_destroy(void *priv);
 
 static void *
@@ -191,7 +184,7 @@ sw_materialise(struct sw_backend *sw)
 	if (rte_pktmbuf_alloc_bulk(sw->agg_pool, sw->staged + sw->n_staged, n) != 0) {
 		/* Emissions stay queued in the engine (bounded by its slots)
 		 * and leave on a later call. */
-		bump(&sw->agg_alloc_fail, 1);
+		backend_bump(&sw->agg_alloc_fail, 1);
 		return;
 	}
 	got = isth_agg_drain(sw->agg, sw->emit, n);
@@ -251,7 +244,7 @@ sw_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 	memcpy(out, sw->staged, n * sizeof(*out));
 	sw->n_staged -= n;
 	memmove(sw->staged, sw->staged + n, sw->n_staged * sizeof(*out));
-	bump(&sw->agg_msgs, n);
+	backend_bump(&sw->agg_msgs, n);
 	return n;
 }
 

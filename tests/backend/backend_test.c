@@ -28,6 +28,7 @@
 #include "isth_backend.h"
 #include "isth_fpga_model.h"
 #include "isth_wire.h"
+#include "isth_test_eal.h"
 
 #define N_ISLANDS 5
 #define LOCAL 0
@@ -64,7 +65,7 @@ static void eal_down(void)
 	model = NULL;
 	rte_mempool_free(pool);
 	rte_mempool_free(hdr_pool);
-	rte_eal_cleanup();
+	isth_test_eal_cleanup();
 }
 
 static struct isth_backend *make(const char *name, uint64_t mem, uint64_t timeout)

@@ -22,6 +22,7 @@
 #include "isth_backend.h"
 #include "isth_fpga_model.h"
 #include "isth_wire.h"
+#include "isth_test_eal.h"
 
 #define SENDERS 8
 #define ELEMS 256
@@ -233,6 +234,6 @@ int main(int argc, char **argv)
 	isth_fpga_model_destroy(model);
 	rte_mempool_free(pool);
 	rte_mempool_free(hdr_pool);
-	rte_eal_cleanup();
+	isth_test_eal_cleanup();
 	return 0;
 }

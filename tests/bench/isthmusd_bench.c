@@ -66,6 +66,7 @@
 
 #include "isth_agg.h"
 #include "isthd.h"
+#include "isth_test_eal.h"
 
 #define N_ISL 9			/* islands; the edge is island 0 */
 #define N_SND 8			/* peers sending to it */
@@ -980,6 +981,6 @@ int main(int argc, char **argv)
 	snprintf(cfg, sizeof(cfg), "rm -rf %s", dir);
 	if (system(cfg) != 0)
 		fprintf(stderr, "cleanup of %s failed\n", dir);
-	rte_eal_cleanup();
+	isth_test_eal_cleanup();
 	return 0;
 }

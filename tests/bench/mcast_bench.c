@@ -27,6 +27,7 @@
 
 #include "isth_mcast.h"
 #include "isth_wire.h"
+#include "isth_test_eal.h"
 
 #define BURST		32
 #define MAX_D		8
@@ -262,6 +263,6 @@ main(int argc, char **argv)
 	rte_pktmbuf_free_bulk(cold, N_COLD);
 	free(hot);
 	free(cold);
-	rte_eal_cleanup();
+	isth_test_eal_cleanup();
 	return 0;
 }

@@ -39,6 +39,7 @@
 
 #include "isth_resend.h"
 #include "isth_wire.h"
+#include "isth_test_eal.h"
 
 #define BURST		32
 #define RING_SIZE	4096
@@ -247,6 +248,6 @@ int main(int argc, char **argv)
 	rte_ring_free(txq);
 	rte_mempool_free(hdr_pool);
 	rte_mempool_free(pool);
-	rte_eal_cleanup();
+	isth_test_eal_cleanup();
 	return 0;
 }

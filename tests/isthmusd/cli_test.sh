@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 EAL=(--no-huge -m 64 --no-pci --no-telemetry --log-level=lib.*:error "--file-prefix=isth-cli-$$")
 fail=0
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; rm -rf /var/run/dpdk/isth-cli-$$' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/isth-cli-$$ /var/run/dpdk/isth-cli-run-$$' EXIT
 
 expect() {	# name, want exit, want text, command...
 	local name=$1 want=$2 text=$3 out rc

@@ -32,6 +32,7 @@
 
 #include "isthd.h"
 #include "isth_fpga_model.h"
+#include "isth_test_eal.h"
 
 #define N 4			/* islands A B C D */
 #define A 0
@@ -155,7 +156,7 @@ static void eal_down(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "cleanup of %s failed\n", dir);
-	rte_eal_cleanup();
+	isth_test_eal_cleanup();
 }
 
 /* A frame from @src (island or peer edge) with @body. */

@@ -25,6 +25,7 @@
 #include "isth_mcast.h"
 #include "isth_wire.h"
 #include "mcast_priv.h"
+#include "isth_test_eal.h"
 
 #define LOCAL_ISLAND	5
 #define SRC_IP		0x0a000005u	/* 10.0.0.5 */
@@ -87,7 +88,7 @@ eal_down(void)
 	rte_mempool_free(hdr_pool);
 	rte_mempool_free(clone_pool);
 	rte_mempool_free(copy_pool);
-	rte_eal_cleanup();
+	isth_test_eal_cleanup();
 }
 
 TestSuite(mcast, .init = eal_up, .fini = eal_down);

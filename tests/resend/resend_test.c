@@ -22,6 +22,7 @@
 
 #include "isth_resend.h"
 #include "isth_wire.h"
+#include "isth_test_eal.h"
 
 #define NB_MBUF 1023u
 #define N_ELEMS 64u
@@ -60,7 +61,7 @@ static void eal_up(void)
 static void eal_down(void)
 {
 	rte_mempool_free(pool);
-	rte_eal_cleanup();
+	isth_test_eal_cleanup();
 }
 
 TestSuite(resend, .init = eal_up, .fini = eal_down, .timeout = 60);

@@ -10,8 +10,11 @@ src=$2
 tmp=$(mktemp -d /tmp/isth-wan-cli.XXXXXX)
 pid=
 cleanup() {
-	[ -n "$pid" ] && kill -INT "$pid" 2>/dev/null
-	rm -rf "$tmp"
+	if [ -n "$pid" ]; then
+		kill -INT "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	fi
+	rm -rf "$tmp" "/var/run/dpdk/$prefix"	# EAL leaves its runtime dir
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }

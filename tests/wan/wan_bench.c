@@ -17,6 +17,7 @@
 #include <rte_ring.h>
 
 #include "wan_harness.h"
+#include "isth_test_eal.h"
 
 #define BURST 32
 #define NPKTS (2u << 20)
@@ -130,6 +131,6 @@ main(void)
 		       (double)ow / NPKTS);
 		h_destroy(&h);
 	}
-	rte_eal_cleanup();
+	isth_test_eal_cleanup();
 	return 0;
 }

@@ -21,6 +21,7 @@
 
 #include "wan.h"
 #include "wan_harness.h"
+#include "isth_test_eal.h"
 
 #define NS 1ull
 #define US (1000 * NS)
@@ -161,7 +162,7 @@ static void
 stop(struct harness *h)
 {
 	h_destroy(h);
-	rte_eal_cleanup();
+	isth_test_eal_cleanup();
 }
 
 /* ------------------------------------------------------------------ */
@@ -798,7 +799,7 @@ Test(wan_impair, reproducible, .timeout = 60)
 	free(l1);
 	free(l2);
 	free(l3);
-	rte_eal_cleanup();
+	isth_test_eal_cleanup();
 }
 
 Test(wan_impair, gilbert_elliott_bursts, .timeout = 60)
@@ -833,7 +834,7 @@ Test(wan_impair, gilbert_elliott_bursts, .timeout = 60)
 	cr_expect(frac > 0.06 && frac < 0.12, "loss fraction %.4f, model 0.0909", frac);
 	cr_expect(mean_run > 5 && mean_run < 20, "mean loss run %.2f, model 10", mean_run);
 	free(lg);
-	rte_eal_cleanup();
+	isth_test_eal_cleanup();
 }
 
 Test(wan_impair, reorder_and_jitter, .timeout = 60)
@@ -895,7 +896,7 @@ Test(wan_impair, reorder_and_jitter, .timeout = 60)
 	 * of the frames are more than 0.15 ms late */
 	cr_expect(late > n / 4, "only %d of %d jittered past 0.15 ms", late, n);
 	free(lg);
-	rte_eal_cleanup();
+	isth_test_eal_cleanup();
 }
 
 /* ------------------------------------------------------------------ */

@@ -32,6 +32,7 @@
 #include <rte_mempool.h>
 
 #include "isth_xdp.h"
+#include "isth_test_eal.h"
 
 #define BURST 32
 #define RING_SIZE 1024
@@ -203,6 +204,6 @@ main(int argc, char **argv)
 	rte_eth_dev_stop(0);
 	rte_eth_dev_close(0);
 	rte_mempool_free(mp);
-	rte_eal_cleanup();
+	isth_test_eal_cleanup();
 	return 0;
 }

@@ -49,7 +49,7 @@ cleanup() {
 	fi
 	ip netns del "$NA" 2>/dev/null || true
 	ip netns del "$NB" 2>/dev/null || true
-	rm -rf "$work"
+	rm -rf "$work" "/var/run/dpdk/isth-xdp-$id"
 }
 trap cleanup EXIT
 
