@@ -82,6 +82,7 @@ static struct rte_mbuf *frame_to_peer(struct isthd *d,
 {
 	uint32_t len = rte_pktmbuf_pkt_len(msg);
 	struct isth_wire_addr a;
+	const void *src;
 	struct rte_mbuf *m;
 	uint32_t sum = 0;
 	uint16_t raw = 0;
@@ -102,8 +103,10 @@ static struct rte_mbuf *frame_to_peer(struct isthd *d,
 		return NULL;
 	}
 	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(hs + len));
-	if (rte_pktmbuf_read(msg, 0, len, p + hs) != p + hs)
-		rte_memcpy(p + hs, rte_pktmbuf_read(msg, 0, len, p + hs), len);
+	/* rte_pktmbuf_read copies only a chain; a single segment it points at */
+	src = rte_pktmbuf_read(msg, 0, len, p + hs);
+	if (src != p + hs)
+		rte_memcpy(p + hs, src, len);
 	isth_wire_put_frame_hdr(p, hs + len, &a, len);
 	/* UDP checksum (RFC 768) over pseudo-header, header and message */
 	udp = p + hs - ISTH_UDP_HDR_SIZE;
@@ -583,9 +586,7 @@ static unsigned int emit_aggs(struct isthd *d, uint64_t now_ns)
 	n = isth_backend_drain(d->be, now_ns, out, ISTHD_BURST);
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = out[i];
-		uint8_t *msg = rte_pktmbuf_mtod(m, uint8_t *);
 
-		RTE_SET_USED(msg);
 		isthd_inc(&d->st.agg_out_bytes, rte_pktmbuf_pkt_len(m) - ISTH_WIRE_HDR_SIZE);
 		if (unlikely(isthd_frame_to_island(d, m) < 0)) {
 			drop(d, m, ISTHD_DROP_tx_access);
