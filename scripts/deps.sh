@@ -11,6 +11,7 @@ PKGS=(
 	libbpf-dev bpftool libxdp-dev
 	libglpk-dev glpk-utils
 	libcriterion-dev
+	libssl-dev libipsec-mb-dev
 	libpcap-dev tshark gnuplot-nox
 	iproute2 iputils-ping procps ethtool
 )

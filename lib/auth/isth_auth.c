@@ -1,0 +1,603 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/auth: key file, key derivation, epochs, replay window.
+ * The tag engines are in auth_engine.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
+
+#include "auth_priv.h"
+
+static const char *const status_names[ISTH_AUTH_STATUS_MAX] = {
+	[ISTH_AUTH_OK] = "ok",
+	[ISTH_AUTH_E_FORMAT] = "auth_format",
+	[ISTH_AUTH_E_KEY] = "auth_key",
+	[ISTH_AUTH_E_EPOCH] = "auth_epoch",
+	[ISTH_AUTH_E_TAG] = "auth_tag",
+	[ISTH_AUTH_E_REPLAY] = "auth_replay",
+	[ISTH_AUTH_E_STALE] = "auth_stale",
+};
+
+const char *
+isth_auth_status_name(enum isth_auth_status s)
+{
+	if ((unsigned int)s >= ISTH_AUTH_STATUS_MAX)
+		return "unknown";
+	return status_names[s];
+}
+
+const char *
+isth_auth_impl_name(enum isth_auth_impl impl)
+{
+	switch (impl) {
+	case ISTH_AUTH_OPENSSL:
+		return "openssl";
+	case ISTH_AUTH_IPSEC_MB:
+		return "ipsec-mb";
+	}
+	return "unknown";
+}
+
+/* ---- key derivation --------------------------------------------------- */
+
+int
+isth_auth_hkdf(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt,
+	       size_t salt_len, const uint8_t *info, size_t info_len,
+	       uint8_t *out, size_t out_len)
+{
+	EVP_KDF *kdf;
+	EVP_KDF_CTX *kctx = NULL;
+	OSSL_PARAM p[5];
+	int ret = -EIO;
+
+	kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+	if (kdf == NULL)
+		return -EIO;
+	kctx = EVP_KDF_CTX_new(kdf);
+	EVP_KDF_free(kdf);
+	if (kctx == NULL)
+		return -EIO;
+	p[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
+						(char *)"SHA256", 0);
+	p[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
+						 (void *)ikm, ikm_len);
+	p[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
+						 (void *)salt, salt_len);
+	p[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
+						 (void *)info, info_len);
+	p[4] = OSSL_PARAM_construct_end();
+	if (EVP_KDF_derive(kctx, out, out_len, p) == 1)
+		ret = 0;
+	EVP_KDF_CTX_free(kctx);
+	return ret;
+}
+
+#define KDF_SALT "isthmus/v2"
+#define KDF_LABEL "isthmus/v2 gmac"
+
+int
+isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job,
+		 uint8_t epoch, enum isth_auth_dir dir, unsigned int owner,
+		 uint8_t out[ISTH_AUTH_KEY_SIZE])
+{
+	uint8_t info[sizeof(KDF_LABEL) - 1 + 7];
+	size_t n = sizeof(KDF_LABEL) - 1;
+
+	if (dir < ISTH_AUTH_UP || dir > ISTH_AUTH_WAN ||
+	    owner >= ISTH_AUTH_MAX_ISLANDS)
+		return -EINVAL;
+	memcpy(info, KDF_LABEL, n);
+	info[n++] = (uint8_t)(job >> 24);
+	info[n++] = (uint8_t)(job >> 16);
+	info[n++] = (uint8_t)(job >> 8);
+	info[n++] = (uint8_t)job;
+	info[n++] = epoch;
+	info[n++] = (uint8_t)dir;
+	info[n++] = (uint8_t)owner;
+	return isth_auth_hkdf(master, ISTH_AUTH_KEY_SIZE,
+			      (const uint8_t *)KDF_SALT, sizeof(KDF_SALT) - 1,
+			      info, n, out, ISTH_AUTH_KEY_SIZE);
+}
+
+/* ---- key file ---------------------------------------------------------- */
+
+#define LINE_MAX_LEN 256	/* characters, newline included */
+
+struct kf_epoch {
+	uint8_t id;
+	uint32_t start;
+	uint8_t master[ISTH_AUTH_KEY_SIZE];
+};
+
+struct kf {
+	const char *path;
+	unsigned int line;
+	char *err;
+	size_t errlen;
+	bool have_job;
+	uint32_t job;
+	unsigned int n;
+	struct kf_epoch ep[ISTH_AUTH_MAX_EPOCHS];
+};
+
+static int __attribute__((format(printf, 2, 3)))
+kf_error(struct kf *k, const char *fmt, ...)
+{
+	char msg[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (k->err != NULL && k->errlen > 0) {
+		if (k->line > 0)
+			snprintf(k->err, k->errlen, "%s:%u: %s", k->path,
+				 k->line, msg);
+		else
+			snprintf(k->err, k->errlen, "%s: %s", k->path, msg);
+	}
+	return -EINVAL;
+}
+
+/* Decimal unsigned number up to @max; false on anything else. */
+static bool
+parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (s == NULL || *s == '\0')
+		return false;
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+		if (v > max)
+			return false;
+	}
+	*out = v;
+	return true;
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* "job N" */
+static int
+kf_job(struct kf *k, char **save)
+{
+	char *v = strtok_r(NULL, " \t\r\n", save);
+	uint64_t x;
+
+	if (k->have_job)
+		return kf_error(k, "job: given twice");
+	if (k->n > 0)
+		return kf_error(k, "job: must come before the first epoch");
+	if (!parse_uint(v, UINT32_MAX, &x))
+		return kf_error(k, "job: expected a number 0..4294967295");
+	if (strtok_r(NULL, " \t\r\n", save) != NULL)
+		return kf_error(k, "job: unexpected text after the job id");
+	k->have_job = true;
+	k->job = (uint32_t)x;
+	return 0;
+}
+
+/* "epoch E round R key HEX" */
+static int
+kf_epoch(struct kf *k, char **save)
+{
+	char *v = strtok_r(NULL, " \t\r\n", save);
+	struct kf_epoch *ep;
+	uint64_t id, start;
+	size_t len;
+
+	if (!k->have_job)
+		return kf_error(k, "epoch: the job line must come first");
+	if (k->n >= ISTH_AUTH_MAX_EPOCHS)
+		return kf_error(k, "epoch: more than %u epochs",
+				ISTH_AUTH_MAX_EPOCHS);
+	if (!parse_uint(v, 255, &id))
+		return kf_error(k, "epoch: expected an epoch id 0..255");
+	for (unsigned int i = 0; i < k->n; i++)
+		if (k->ep[i].id == id)
+			return kf_error(k, "epoch: epoch %u given twice",
+					(unsigned int)id);
+	v = strtok_r(NULL, " \t\r\n", save);
+	if (v == NULL || strcmp(v, "round") != 0)
+		return kf_error(k, "epoch: expected 'round' after the epoch id");
+	v = strtok_r(NULL, " \t\r\n", save);
+	if (!parse_uint(v, UINT32_MAX, &start))
+		return kf_error(k, "round: expected a round number 0..4294967295");
+	if (k->n > 0 && start <= k->ep[k->n - 1].start)
+		return kf_error(k, "round: must be above the previous epoch's (%u)",
+				k->ep[k->n - 1].start);
+	v = strtok_r(NULL, " \t\r\n", save);
+	if (v == NULL || strcmp(v, "key") != 0)
+		return kf_error(k, "epoch: expected 'key' after the round");
+	v = strtok_r(NULL, " \t\r\n", save);
+	len = v == NULL ? 0 : strlen(v);
+	if (len != 2 * ISTH_AUTH_KEY_SIZE)
+		return kf_error(k, "key: expected %u hex digits, got %zu",
+				2 * ISTH_AUTH_KEY_SIZE, len);
+	ep = &k->ep[k->n];
+	for (unsigned int i = 0; i < ISTH_AUTH_KEY_SIZE; i++) {
+		int hi = hexval(v[2 * i]), lo = hexval(v[2 * i + 1]);
+
+		if (hi < 0 || lo < 0) {
+			OPENSSL_cleanse(ep->master, sizeof(ep->master));
+			/* Say where, never what: the digit is key material. */
+			return kf_error(k, "key: non-hex digit at position %u",
+					hi < 0 ? 2 * i + 1 : 2 * i + 2);
+		}
+		ep->master[i] = (uint8_t)(hi << 4 | lo);
+	}
+	if (strtok_r(NULL, " \t\r\n", save) != NULL) {
+		OPENSSL_cleanse(ep->master, sizeof(ep->master));
+		return kf_error(k, "key: unexpected text after the key");
+	}
+	ep->id = (uint8_t)id;
+	ep->start = (uint32_t)start;
+	k->n++;
+	return 0;
+}
+
+static int
+kf_line(struct kf *k, char *line)
+{
+	char *save = NULL, *kw;
+	char *hash = strchr(line, '#');
+
+	if (hash != NULL)
+		*hash = '\0';
+	kw = strtok_r(line, " \t\r\n", &save);
+	if (kw == NULL)
+		return 0;
+	if (strcmp(kw, "job") == 0)
+		return kf_job(k, &save);
+	if (strcmp(kw, "epoch") == 0)
+		return kf_epoch(k, &save);
+	return kf_error(k, "unknown keyword (expected 'job' or 'epoch')");
+}
+
+/*
+ * Open @path and check, on the descriptor, what must hold before a byte
+ * is read: a regular file, owned by us or root, no group/other bits.
+ */
+static int
+kf_open(struct kf *k, FILE **out)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(k->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		int e = errno;
+
+		kf_error(k, "cannot open key file: %s", strerror(e));
+		return -e;
+	}
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+
+		close(fd);
+		kf_error(k, "cannot stat key file: %s", strerror(e));
+		return -e;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		kf_error(k, "not a regular file");
+		return -EINVAL;
+	}
+	if ((st.st_mode & 077) != 0) {
+		close(fd);
+		kf_error(k, "mode %04o gives group or others access to the keys; "
+			 "refused (chmod 600)", (unsigned int)(st.st_mode & 07777));
+		return -EACCES;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		close(fd);
+		kf_error(k, "owned by uid %u, neither this user (%u) nor root; refused",
+			 (unsigned int)st.st_uid, (unsigned int)geteuid());
+		return -EACCES;
+	}
+	*out = fdopen(fd, "r");
+	if (*out == NULL) {
+		int e = errno;
+
+		close(fd);
+		kf_error(k, "cannot read key file: %s", strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+static int
+kf_load(struct kf *k)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	FILE *f;
+	int ret;
+
+	ret = kf_open(k, &f);
+	if (ret != 0)
+		return ret;
+	/* No stdio buffer copies of key text left behind in the heap. */
+	setvbuf(f, NULL, _IONBF, 0);
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		k->line++;
+		if (len > LINE_MAX_LEN) {
+			ret = kf_error(k, "line longer than %d characters",
+				       LINE_MAX_LEN);
+			goto out;
+		}
+		if (memchr(line, '\0', (size_t)len) != NULL) {
+			ret = kf_error(k, "NUL byte in line");
+			goto out;
+		}
+		ret = kf_line(k, line);
+		if (ret != 0)
+			goto out;
+	}
+	if (ferror(f)) {
+		ret = kf_error(k, "read error");
+		goto out;
+	}
+	k->line = 0;
+	if (!k->have_job)
+		ret = kf_error(k, "no 'job' line");
+	else if (k->n == 0)
+		ret = kf_error(k, "no 'epoch' line: at least one key is needed");
+out:
+	if (line != NULL) {
+		OPENSSL_cleanse(line, cap);
+		free(line);
+	}
+	fclose(f);
+	return ret;
+}
+
+/* ---- handle ------------------------------------------------------------ */
+
+static void __attribute__((format(printf, 3, 4)))
+set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+int
+isth_auth_create(const struct isth_auth_conf *conf, struct isth_auth **out,
+		 char *err, size_t errlen)
+{
+	struct kf k = { 0 };
+	struct isth_auth *a = NULL;
+	IMB_MGR *mgr = NULL;
+	int ret;
+
+	if (conf == NULL || out == NULL || conf->key_file == NULL) {
+		set_err(err, errlen, "%s", "auth: no key file given");
+		return -EINVAL;
+	}
+	if (conf->n_islands == 0 || conf->n_islands > ISTH_AUTH_MAX_ISLANDS) {
+		set_err(err, errlen, "%s: n_islands must be 1..64",
+			conf->key_file);
+		return -EINVAL;
+	}
+	k.path = conf->key_file;
+	k.err = err;
+	k.errlen = errlen;
+	ret = kf_load(&k);
+	if (ret != 0)
+		goto out;
+	if (k.job != conf->job) {
+		if (err != NULL && errlen > 0)
+			snprintf(err, errlen, "%s: keys are for job %u, not job %u",
+				 conf->key_file, k.job, conf->job);
+		ret = -EINVAL;
+		goto out;
+	}
+
+	ret = -ENOMEM;
+	a = calloc(1, sizeof(*a));
+	if (a == NULL)
+		goto out;
+	a->job = k.job;
+	a->n_islands = conf->n_islands;
+	a->n_epochs = k.n;
+	memset(a->slot_of, -1, sizeof(a->slot_of));
+	for (unsigned int i = 0; i < k.n; i++) {
+		a->epoch_id[i] = k.ep[i].id;
+		a->start[i] = k.ep[i].start;
+		a->slot_of[k.ep[i].id] = (int8_t)i;
+	}
+	a->n_keys = (size_t)k.n * 3u * a->n_islands;
+	a->raw = calloc(a->n_keys, sizeof(*a->raw));
+	a->imb = aligned_alloc(64, ((a->n_keys * sizeof(*a->imb) + 63) / 64) * 64);
+	if (a->raw == NULL || a->imb == NULL)
+		goto out;
+	mgr = auth_imb_mgr();
+	if (mgr == NULL)
+		goto out;
+	for (unsigned int s = 0; s < k.n; s++)
+		for (unsigned int d = ISTH_AUTH_UP; d <= ISTH_AUTH_WAN; d++)
+			for (unsigned int o = 0; o < a->n_islands; o++) {
+				size_t i = key_index(a, s, d, o);
+
+				if (isth_auth_derive(k.ep[s].master, k.job,
+						     k.ep[s].id, d, o,
+						     a->raw[i]) != 0) {
+					set_err(err, errlen,
+						"%s: key derivation failed",
+						conf->key_file);
+					ret = -EIO;
+					goto out;
+				}
+				IMB_AES256_GCM_PRE(mgr, a->raw[i], &a->imb[i]);
+			}
+	*out = a;
+	a = NULL;
+	ret = 0;
+out:
+	if (mgr != NULL)
+		free_mb_mgr(mgr);
+	OPENSSL_cleanse(&k, sizeof(k));
+	isth_auth_free(a);
+	return ret;
+}
+
+void
+isth_auth_free(struct isth_auth *a)
+{
+	if (a == NULL)
+		return;
+	if (a->raw != NULL) {
+		OPENSSL_cleanse(a->raw, a->n_keys * sizeof(*a->raw));
+		free(a->raw);
+	}
+	if (a->imb != NULL) {
+		OPENSSL_cleanse(a->imb, a->n_keys * sizeof(*a->imb));
+		free(a->imb);
+	}
+	OPENSSL_cleanse(a, sizeof(*a));
+	free(a);
+}
+
+uint32_t
+isth_auth_job(const struct isth_auth *a)
+{
+	return a->job;
+}
+
+unsigned int
+isth_auth_n_epochs(const struct isth_auth *a)
+{
+	return a->n_epochs;
+}
+
+int
+isth_auth_epoch_info(const struct isth_auth *a, unsigned int i,
+		     uint8_t *epoch, uint32_t *start_round)
+{
+	if (i >= a->n_epochs)
+		return -EINVAL;
+	if (epoch != NULL)
+		*epoch = a->epoch_id[i];
+	if (start_round != NULL)
+		*start_round = a->start[i];
+	return 0;
+}
+
+int
+isth_auth_epoch_of(const struct isth_auth *a, uint32_t round)
+{
+	int s = slot_of_round(a, round);
+
+	return s < 0 ? -ENOKEY : a->epoch_id[s];
+}
+
+/* ---- replay window ------------------------------------------------------ */
+
+int
+isth_auth_replay_init(struct isth_auth_replay *w, uint64_t *words,
+		      uint32_t n_bits)
+{
+	if (w == NULL || words == NULL || n_bits < 64 ||
+	    (n_bits & (n_bits - 1)) != 0)
+		return -EINVAL;
+	w->top = 0;
+	w->bits = words;
+	w->n_bits = n_bits;
+	w->started = false;
+	memset(words, 0, isth_auth_replay_words(n_bits) * sizeof(*words));
+	return 0;
+}
+
+static inline bool
+replay_bit(const struct isth_auth_replay *w, uint64_t seq)
+{
+	uint64_t b = seq & (w->n_bits - 1);
+
+	return (w->bits[b >> 6] >> (b & 63)) & 1u;
+}
+
+enum isth_auth_status
+isth_auth_replay_check(const struct isth_auth_replay *w, uint64_t seq)
+{
+	if (!w->started || seq > w->top)
+		return ISTH_AUTH_OK;
+	if (w->top - seq >= w->n_bits)
+		return ISTH_AUTH_E_STALE;
+	return replay_bit(w, seq) ? ISTH_AUTH_E_REPLAY : ISTH_AUTH_OK;
+}
+
+/* Clear the bits of seqs (top, to]: they are new, not yet seen. */
+static void
+replay_slide(struct isth_auth_replay *w, uint64_t to)
+{
+	uint64_t x = w->top + 1;
+
+	if (to - w->top >= w->n_bits) {
+		memset(w->bits, 0,
+		       isth_auth_replay_words(w->n_bits) * sizeof(*w->bits));
+		return;
+	}
+	while (x <= to) {
+		uint64_t b = x & (w->n_bits - 1);
+
+		if ((b & 63) == 0 && to - x >= 63) {
+			w->bits[b >> 6] = 0;
+			x += 64;
+		} else {
+			w->bits[b >> 6] &= ~(UINT64_C(1) << (b & 63));
+			x++;
+		}
+	}
+}
+
+enum isth_auth_status
+isth_auth_replay_accept(struct isth_auth_replay *w, uint64_t seq)
+{
+	enum isth_auth_status s = isth_auth_replay_check(w, seq);
+	uint64_t b;
+
+	if (s != ISTH_AUTH_OK)
+		return s;
+	if (!w->started) {
+		memset(w->bits, 0,
+		       isth_auth_replay_words(w->n_bits) * sizeof(*w->bits));
+		w->started = true;
+		w->top = seq;
+	} else if (seq > w->top) {
+		replay_slide(w, seq);
+		w->top = seq;
+	}
+	b = seq & (w->n_bits - 1);
+	w->bits[b >> 6] |= UINT64_C(1) << (b & 63);
+	return ISTH_AUTH_OK;
+}
