@@ -14,6 +14,10 @@
  *   verify    isth_auth_verify(), one call per message
  *   verify32  isth_auth_verify_burst() over bursts of 32
  *   seal32    isth_auth_seal_burst() over bursts of 32 (re-seals in place)
+ *   sum fp32  lib/agg's fp32 kernel adds the body into an accumulator per
+ *             message (the aggregation's own work per DATA)
+ *   verify32+sum  a burst of 32 verified, then its 32 bodies summed (the
+ *             bytes are in L1/L2 from the verify when the kernel reads them)
  * for the OpenSSL EVP and the intel-ipsec-mb engine.
  *
  * Best of REPS repetitions, all variants interleaved per repetition so
@@ -34,6 +38,7 @@
 
 #include <openssl/crypto.h>
 
+#include "isth_agg.h"
 #include "isth_auth.h"
 
 #define BURST 32u
@@ -59,17 +64,17 @@ tsc_hz(void)
 	return (double)(__rdtsc() - c0) / (now_s() - t0);
 }
 
-enum variant { V_READ, V_MEMCPY, V_OSSL_1, V_OSSL_32, V_OSSL_SEAL, V_IMB_1,
-	       V_IMB_32, V_IMB_SEAL, V_MAX };
+enum variant { V_READ, V_MEMCPY, V_SUM, V_OSSL_1, V_OSSL_32, V_OSSL_SEAL,
+	       V_IMB_1, V_IMB_32, V_IMB_SEAL, V_IMB_32_SUM, V_MAX };
 static const char *const vname[V_MAX] = {
-	"read", "memcpy", "openssl verify", "openssl verify32",
+	"read", "memcpy", "sum fp32", "openssl verify", "openssl verify32",
 	"openssl seal32", "ipsec-mb verify", "ipsec-mb verify32",
-	"ipsec-mb seal32",
+	"ipsec-mb seal32", "ipsec-mb verify32+sum",
 };
 
 static volatile uint64_t sink;
 
-static void
+static void __attribute__((noreturn))
 die(const char *what, int r)
 {
 	fprintf(stderr, "bench_auth: %s: %d\n", what, r);
@@ -86,6 +91,9 @@ main(int argc, char **argv)
 	struct isth_auth_engine *eng[2];
 	struct isth_auth_op *ops;
 	uint8_t *buf, *dst, **msg;
+	struct isth_agg_kernels k;
+	float *acc;
+	size_t elems;
 	double best[V_MAX], hz;
 	FILE *f;
 	int fd, r;
@@ -123,6 +131,13 @@ main(int argc, char **argv)
 		fprintf(stderr, "bench_auth: %s\n", err);
 		return 1;
 	}
+	if ((r = isth_agg_kernels_get(ISTH_AGG_KERNEL_AUTO, &k)) != 0)
+		die("agg kernels", r);
+	elems = (size - 40 - ISTH_AUTH_TAG_SIZE) / 4;
+	acc = aligned_alloc(64, ((n * elems * sizeof(float) + 63) / 64) * 64);
+	if (acc == NULL)
+		die("alloc", -ENOMEM);
+	memset(acc, 0, n * elems * sizeof(float));
 	if ((r = isth_auth_engine_create(a, ISTH_AUTH_OPENSSL, &eng[0])) != 0)
 		die("openssl engine", r);
 	if ((r = isth_auth_engine_create(a, ISTH_AUTH_IPSEC_MB, &eng[1])) != 0)
@@ -166,7 +181,7 @@ main(int argc, char **argv)
 		best[v] = 1e30;
 	for (unsigned int rep = 0; rep < reps; rep++) {
 		for (int v = 0; v < V_MAX; v++) {
-			uint64_t t0 = __rdtsc(), acc = 0;
+			uint64_t t0 = __rdtsc(), words = 0;
 			unsigned int bad = 0;
 
 			for (unsigned int it = 0; it < inner; it++) {
@@ -178,13 +193,26 @@ main(int argc, char **argv)
 
 						for (unsigned int b = 0; b + 8 <= size; b += 8) {
 							memcpy(&w, m + b, 8);
-							acc += w;
+							words += w;
 						}
 					}
 					break;
 				case V_MEMCPY:
 					for (unsigned int i = 0; i < n; i++)
 						memcpy(dst + (size_t)(msg[i] - buf), msg[i], size);
+					break;
+				case V_SUM:
+					for (unsigned int i = 0; i < n; i++)
+						k.add_fp32(acc + i * elems, msg[i] + 40, elems);
+					break;
+				case V_IMB_32_SUM:
+					for (unsigned int i = 0; i < n; i += BURST) {
+						bad += BURST - isth_auth_verify_burst(eng[1],
+							ops + i, BURST);
+						for (unsigned int j = i; j < i + BURST; j++)
+							k.add_fp32(acc + j * elems,
+								   msg[j] + 40, elems);
+					}
 					break;
 				case V_OSSL_1:
 				case V_IMB_1: {
@@ -216,7 +244,7 @@ main(int argc, char **argv)
 				}
 				}
 			}
-			sink += acc;
+			sink += words;
 			if (bad != 0)
 				die(vname[v], -(int)bad);
 			{
@@ -255,6 +283,8 @@ main(int argc, char **argv)
 		       size * 8.0 * hz / best[v] / 1e9);
 	printf("ratio ipsec-mb verify32 / openssl verify: %.2f\n",
 	       best[V_IMB_32] / best[V_OSSL_1]);
+	printf("ratio sum / (ipsec-mb verify32+sum): %.2f (rate kept by the "
+	       "summing pass with auth)\n", best[V_SUM] / best[V_IMB_32_SUM]);
 
 	isth_auth_engine_free(eng[0]);
 	isth_auth_engine_free(eng[1]);
@@ -263,5 +293,6 @@ main(int argc, char **argv)
 	free(dst);
 	free(msg);
 	free(ops);
+	free(acc);
 	return 0;
 }
