@@ -52,7 +52,8 @@ static const char usage[] =
 "  --seq Q            first seq (default 1)\n"
 "  --seq-step K       seq advance per message (default 1)\n"
 "  --dtype T          int32, fp32 or bf16 (default int32)\n"
-"  --elems N          elements per DATA/AGG (default 358)\n"
+"  --elems N          elements per DATA/AGG (default 358, with --key-file\n"
+"                     354: what fits a 1500-byte MTU with the tag)\n"
 "  --value V          value of every element (default 1)\n"
 "  --bitmap B         bitmap (DATA default: the sender's own bit)\n"
 "  --flags LIST       extra flags: partial,resent,last,chunks\n"
@@ -204,6 +205,7 @@ main(int argc, char **argv)
 	uint16_t to_port = 0, from_port = 0, port = ISTH_WIRE_PORT;
 	uint64_t count = 1, rate = 0, v, sent = 0, bytes = 0, errors = 0;
 	bool have_to = false, have_from = false, have_count = false;
+	bool have_elems = false;
 	const char *key_file = NULL, *pcap_path = NULL;
 	int dir = 0, owner = -1, kind, o, fd, ret = 1;
 	uint32_t islands = ISTH_AUTH_MAX_ISLANDS;
@@ -285,6 +287,7 @@ main(int argc, char **argv)
 			if (parse_u64(optarg, 16000, &v) != 0 || v == 0)
 				return bad("--elems", optarg);
 			s.count = (uint16_t)v;
+			have_elems = true;
 			break;
 		case O_VALUE: {
 			char *end;
@@ -387,6 +390,8 @@ main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 
+	if (key_file != NULL && !have_elems)
+		s.count = 354;	/* 1500 - 20 - 8 - 40 - 16 = 1416 bytes of body */
 	if (key_file != NULL) {
 		struct isth_auth_conf c = { .key_file = key_file, .job = s.job,
 					    .n_islands = islands };
