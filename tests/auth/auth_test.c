@@ -408,7 +408,7 @@ Test(auth, verify_burst_mixed_statuses)
 		}
 		cr_assert_eq(isth_auth_verify_burst(e, ops, N), n_ok);
 		for (size_t k = 0; k < N; k++)
-			cr_assert_eq(ops[k].status, want[k], "%s op %zu: %s",
+			cr_assert_eq(ops[k].status, (int16_t)want[k], "%s op %zu: %s",
 				     isth_auth_impl_name(impls[i]), k,
 				     isth_auth_status_name(ops[k].status));
 		isth_auth_engine_free(e);

@@ -373,7 +373,7 @@ Test(inject, binary_sends_what_it_says)
 
 		cr_assert_gt(n, 0, "datagram %d: %s", k, strerror(errno));
 		p = parse(buf, (int)n);
-		cr_assert_eq(p.hdr.chunk, 100 + k);
+		cr_assert_eq(p.hdr.chunk, 100u + (unsigned int)k);
 		cr_assert_eq(p.hdr.sender, 4);
 		cr_assert_eq(p.hdr.job, 3);
 		cr_assert_eq(p.hdr.round, 2);
