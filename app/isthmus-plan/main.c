@@ -147,16 +147,16 @@ is_family(const char *s)
 }
 
 static int
-write_sched(const char *path, const struct isth_plan_topo *t, const struct isth_plan_params *p,
+write_sched(const char *path, const struct isth_topo *t, const struct isth_plan_params *p,
 	    const struct row *w, unsigned long long epoch, char *err, size_t errlen)
 {
 	const char *names[ISTH_PLAN_MAX_ISLANDS];
-	int n = isth_plan_topo_n(t), nr = isth_plan_sched_nrounds(w->s), r, i, c, ret;
+	int n = isth_topo_n(t), nr = isth_plan_sched_nrounds(w->s), r, i, c, ret;
 	struct isth_sched *S;
 	uint64_t Tns = (uint64_t)ceil(w->T * 1e6) + 1;
 
 	for (i = 0; i < n; i++)
-		names[i] = isth_plan_topo_name(t, i);
+		names[i] = isth_topo_name(t, i);
 	S = isth_sched_new(n, names, Tns, epoch, (uint64_t)llround(p->payload_bytes),
 			   (uint64_t)llround(p->chunk_bytes), (uint64_t)llround(w->memory), nr);
 	if (S == NULL) {
@@ -222,7 +222,7 @@ main(int argc, char **argv)
 	const char *scheds[16];
 	int nsched = 0;
 	char err[512];
-	struct isth_plan_topo *topo;
+	struct isth_topo *topo;
 	struct row *rows;
 	int nrows = 0, rc = 0, winners[64], overall = -1;
 	double ring_ms, C;
@@ -349,7 +349,7 @@ main(int argc, char **argv)
 		}
 	}
 
-	topo = isth_plan_topo_load(sites, links, err, sizeof(err));
+	topo = isth_topo_load(sites, links, err, sizeof(err));
 	if (topo == NULL) {
 		fprintf(stderr, "isthmus-plan: %s\n", err);
 		return EXIT_TOPO;
@@ -466,7 +466,7 @@ main(int argc, char **argv)
 		fmt_bytes(prm.payload_bytes, pb, sizeof(pb));
 		printf("topology: %d islands, %d regions, %d links; payload %sB/round, access %.4g Gbit/s, "
 		       "replication %s\n\n",
-		       isth_plan_topo_n(topo), isth_plan_topo_nregions(topo), isth_plan_topo_ndlinks(topo) / 2,
+		       isth_topo_n(topo), isth_topo_nregions(topo), isth_topo_ndlinks(topo) / 2,
 		       pb, prm.access_bps / 1e9, prm.repl == ISTH_PLAN_REPL_EDGE ? "edge" : "network");
 		printf("  %-11s %8s %5s %10s %8s %8s %13s  %s\n", "schedule", "memory", "ok", "round_ms",
 		       "A_flood", "A_avg", "T(A+1/2)_ms", "binding constraint / reason");
@@ -564,6 +564,6 @@ main(int argc, char **argv)
 		isth_plan_result_free(rows[i].res);
 	}
 	free(rows);
-	isth_plan_topo_free(topo);
+	isth_topo_free(topo);
 	return rc;
 }

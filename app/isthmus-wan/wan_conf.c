@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isth_plan.h" /* isth_plan_parse_size() until lib/text */
 #include "wan.h"
 
 #define MAXTOK 64
@@ -111,12 +112,12 @@ next_tokens(const char **pos, int *lineno, char *buf, char **tok)
 }
 
 static int
-find_site(const struct isth_plan_topo *t, const char *s)
+find_site(const struct isth_topo *t, const char *s)
 {
 	int i;
 
-	for (i = 0; i < isth_plan_topo_n(t); i++)
-		if (strcmp(isth_plan_topo_name(t, i), s) == 0)
+	for (i = 0; i < isth_topo_n(t); i++)
+		if (strcmp(isth_topo_name(t, i), s) == 0)
 			return i;
 	return -1;
 }
@@ -202,7 +203,7 @@ parse_prefix(const char *s, uint32_t *net, uint8_t *plen, const char **why)
 }
 
 int
-isth_wan_sitemap_parse(const struct isth_plan_topo *t, const char *name, const char *text,
+isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const char *text,
 		       struct isth_wan_sitemap *out, char *err, size_t errlen)
 {
 	char buf[LINE_MAX_LEN], *tok[MAXTOK];
@@ -293,7 +294,7 @@ isth_wan_sitemap_parse(const struct isth_plan_topo *t, const char *name, const c
 						    oc->plen[k] == sc->plen[sc->nnets]) {
 							seterr(err, errlen, name, line,
 							       "net %s also given for site '%s' (line %d)",
-							       val, isth_plan_topo_name(t, o), oc->line);
+							       val, isth_topo_name(t, o), oc->line);
 							return -EINVAL;
 						}
 					}
@@ -313,7 +314,7 @@ isth_wan_sitemap_parse(const struct isth_plan_topo *t, const char *name, const c
 		for (o = 0; o < ISTH_WAN_MAX_SITES; o++) {
 			if (o != s && out->site[o].present && strcmp(out->site[o].dev, sc->dev) == 0) {
 				seterr(err, errlen, name, line, "port %s also used by site '%s' (line %d)",
-				       sc->dev, isth_plan_topo_name(t, o), out->site[o].line);
+				       sc->dev, isth_topo_name(t, o), out->site[o].line);
 				return -EINVAL;
 			}
 		}
@@ -327,7 +328,7 @@ isth_wan_sitemap_parse(const struct isth_plan_topo *t, const char *name, const c
 }
 
 int
-isth_wan_groups_parse(const struct isth_plan_topo *t, const struct isth_wan_sitemap *map,
+isth_wan_groups_parse(const struct isth_topo *t, const struct isth_wan_sitemap *map,
 		      const char *name, const char *text, struct isth_wan_groups *out,
 		      char *err, size_t errlen)
 {
@@ -378,7 +379,7 @@ isth_wan_groups_parse(const struct isth_plan_topo *t, const struct isth_wan_site
 		g->members = 0;
 		for (i = 1; i < n; i++) {
 			if (strcmp(tok[i], "*") == 0) {
-				for (s = 0; s < isth_plan_topo_n(t); s++)
+				for (s = 0; s < isth_topo_n(t); s++)
 					if (map->site[s].present)
 						g->members |= UINT64_C(1) << s;
 				continue;
@@ -442,11 +443,11 @@ parse_ms(const char *s, double *v)
 
 /* Resolve "A->B" or "A-B" into a bitmap of directed links (at most 2). */
 static int
-parse_link(const struct isth_plan_topo *t, const char *s, int *dl, int *ndl)
+parse_link(const struct isth_topo *t, const char *s, int *dl, int *ndl)
 {
-	char a[ISTH_PLAN_NAME_MAX * 2 + 4];
+	char a[ISTH_TOPO_NAME_MAX * 2 + 4];
 	const char *arrow = strstr(s, "->");
-	int nd = isth_plan_topo_ndlinks(t), e, from, to, sa, sb;
+	int nd = isth_topo_ndlinks(t), e, from, to, sa, sb;
 	size_t i, l = strlen(s);
 
 	*ndl = 0;
@@ -460,7 +461,7 @@ parse_link(const struct isth_plan_topo *t, const char *s, int *dl, int *ndl)
 		if (sa < 0 || sb < 0)
 			return -1;
 		for (e = 0; e < nd; e++) {
-			isth_plan_topo_dlink(t, e, &from, &to, NULL, NULL);
+			isth_topo_dlink(t, e, &from, &to, NULL, NULL);
 			if (from == sa && to == sb)
 				dl[(*ndl)++] = e;
 		}
@@ -477,7 +478,7 @@ parse_link(const struct isth_plan_topo *t, const char *s, int *dl, int *ndl)
 		if (sa < 0 || sb < 0)
 			continue;
 		for (e = 0; e < nd; e++) {
-			isth_plan_topo_dlink(t, e, &from, &to, NULL, NULL);
+			isth_topo_dlink(t, e, &from, &to, NULL, NULL);
 			if ((from == sa && to == sb) || (from == sb && to == sa))
 				dl[(*ndl)++] = e;
 		}
@@ -488,7 +489,7 @@ parse_link(const struct isth_plan_topo *t, const char *s, int *dl, int *ndl)
 }
 
 int
-isth_wan_impair_apply(const struct isth_plan_topo *t, struct isth_wan_impair *imp,
+isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp,
 		      const char *spec, char *err, size_t errlen)
 {
 	char buf[512], *kv, *save, *colon, *eq, *body;
@@ -500,7 +501,7 @@ isth_wan_impair_apply(const struct isth_plan_topo *t, struct isth_wan_impair *im
 		seterr(err, errlen, "--impair", 0, "invalid argument");
 		return -EINVAL;
 	}
-	nd = isth_plan_topo_ndlinks(t);
+	nd = isth_topo_ndlinks(t);
 	if (strlen(spec) >= sizeof(buf)) {
 		seterr(err, errlen, "--impair", 0, "spec too long");
 		return -EINVAL;

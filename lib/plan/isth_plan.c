@@ -270,7 +270,7 @@ isth_plan_result_lp_iterations(const struct isth_plan_result *r)
  * most and least advanced contributor.
  */
 double
-isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_plan_topo *t,
+isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_topo *t,
 			   const struct isth_plan_sched *s, int round, int i, double tau)
 {
 	double lo = INFINITY, hi = -INFINITY;
@@ -285,7 +285,7 @@ isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_p
 
 		if (!(c >> j & 1))
 			continue;
-		x = (tau - isth_plan_result_offset(r, round, j) - t->dist[j][i]) /
+		x = (tau - isth_plan_result_offset(r, round, j) - isth_topo_latency(t, j, i)) /
 		    isth_plan_result_duration(r, round, j) * r->payload;
 		if (x < 0)
 			x = 0;

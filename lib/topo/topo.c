@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan_internal.h"
+#include "topo_priv.h"
 
 #define MAXF 8
 #define FLEN 256
@@ -97,7 +97,7 @@ valid_name(const char *s)
 {
 	size_t l = strlen(s);
 
-	if (l == 0 || l >= ISTH_PLAN_NAME_MAX)
+	if (l == 0 || l >= ISTH_TOPO_NAME_MAX)
 		return 0;
 	for (; *s; s++)
 		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
@@ -121,7 +121,7 @@ parse_num(const char *s, double *v)
 }
 
 static int
-find_site(const struct isth_plan_topo *t, const char *s)
+find_site(const struct isth_topo *t, const char *s)
 {
 	int i;
 
@@ -132,7 +132,7 @@ find_site(const struct isth_plan_topo *t, const char *s)
 }
 
 static int
-parse_sites(struct isth_plan_topo *t, const char *file, const char *text, char *err, size_t errlen)
+parse_sites(struct isth_topo *t, const char *file, const char *text, char *err, size_t errlen)
 {
 	char buf[1024], f[MAXF][FLEN];
 	const char *pos = text;
@@ -179,7 +179,7 @@ parse_sites(struct isth_plan_topo *t, const char *file, const char *text, char *
 			if (strcmp(t->region_name[r], f[1]) == 0)
 				break;
 		if (r == t->nregions)
-			snprintf(t->region_name[t->nregions++], ISTH_PLAN_NAME_MAX, "%s", f[1]);
+			snprintf(t->region_name[t->nregions++], ISTH_TOPO_NAME_MAX, "%s", f[1]);
 		t->region[i] = r;
 	}
 	if (!header) {
@@ -194,7 +194,7 @@ parse_sites(struct isth_plan_topo *t, const char *file, const char *text, char *
 }
 
 static int
-parse_links(struct isth_plan_topo *t, const char *file, const char *text, char *err, size_t errlen)
+parse_links(struct isth_topo *t, const char *file, const char *text, char *err, size_t errlen)
 {
 	char buf[1024], f[MAXF][FLEN];
 	const char *pos = text;
@@ -310,7 +310,7 @@ out:
 }
 
 void
-isth_plan_topo_free(struct isth_plan_topo *t)
+isth_topo_free(struct isth_topo *t)
 {
 	if (t == NULL)
 		return;
@@ -321,11 +321,11 @@ isth_plan_topo_free(struct isth_plan_topo *t)
 	free(t);
 }
 
-struct isth_plan_topo *
-isth_plan_topo_parse(const char *sites_name, const char *sites_text, const char *links_name,
+struct isth_topo *
+isth_topo_parse(const char *sites_name, const char *sites_text, const char *links_name,
 		     const char *links_text, char *err, size_t errlen)
 {
-	struct isth_plan_topo *t;
+	struct isth_topo *t;
 	int ret;
 
 	if (sites_name == NULL || sites_text == NULL || links_name == NULL || links_text == NULL) {
@@ -343,12 +343,12 @@ isth_plan_topo_parse(const char *sites_name, const char *sites_text, const char 
 	ret = parse_links(t, links_name, links_text, err, errlen);
 	if (ret < 0)
 		goto fail;
-	ret = plan_route(t, err, errlen, sites_name);
+	ret = topo_route(t, err, errlen, sites_name);
 	if (ret < 0)
 		goto fail;
 	return t;
 fail:
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 	errno = -ret;
 	return NULL;
 }
@@ -398,11 +398,11 @@ slurp(const char *path, char *err, size_t errlen)
 	return buf;
 }
 
-struct isth_plan_topo *
-isth_plan_topo_load(const char *sites_path, const char *links_path, char *err, size_t errlen)
+struct isth_topo *
+isth_topo_load(const char *sites_path, const char *links_path, char *err, size_t errlen)
 {
 	char *s, *l;
-	struct isth_plan_topo *t;
+	struct isth_topo *t;
 	int e;
 
 	if (sites_path == NULL || links_path == NULL) {
@@ -419,7 +419,7 @@ isth_plan_topo_load(const char *sites_path, const char *links_path, char *err, s
 		errno = e;
 		return NULL;
 	}
-	t = isth_plan_topo_parse(sites_path, s, links_path, l, err, errlen);
+	t = isth_topo_parse(sites_path, s, links_path, l, err, errlen);
 	e = errno;
 	free(s);
 	free(l);
@@ -428,37 +428,37 @@ isth_plan_topo_load(const char *sites_path, const char *links_path, char *err, s
 }
 
 int
-isth_plan_topo_n(const struct isth_plan_topo *t)
+isth_topo_n(const struct isth_topo *t)
 {
 	return t ? t->n : 0;
 }
 
 const char *
-isth_plan_topo_name(const struct isth_plan_topo *t, int i)
+isth_topo_name(const struct isth_topo *t, int i)
 {
 	return (t && i >= 0 && i < t->n) ? t->name[i] : NULL;
 }
 
 int
-isth_plan_topo_region(const struct isth_plan_topo *t, int i)
+isth_topo_region(const struct isth_topo *t, int i)
 {
 	return (t && i >= 0 && i < t->n) ? t->region[i] : -1;
 }
 
 int
-isth_plan_topo_nregions(const struct isth_plan_topo *t)
+isth_topo_nregions(const struct isth_topo *t)
 {
 	return t ? t->nregions : 0;
 }
 
 const char *
-isth_plan_topo_region_name(const struct isth_plan_topo *t, int r)
+isth_topo_region_name(const struct isth_topo *t, int r)
 {
 	return (t && r >= 0 && r < t->nregions) ? t->region_name[r] : NULL;
 }
 
 double
-isth_plan_topo_latency(const struct isth_plan_topo *t, int a, int b)
+isth_topo_latency(const struct isth_topo *t, int a, int b)
 {
 	if (t == NULL || a < 0 || b < 0 || a >= t->n || b >= t->n)
 		return -1;
@@ -466,7 +466,7 @@ isth_plan_topo_latency(const struct isth_plan_topo *t, int a, int b)
 }
 
 int
-isth_plan_topo_dlink(const struct isth_plan_topo *t, int e, int *from, int *to,
+isth_topo_dlink(const struct isth_topo *t, int e, int *from, int *to,
 		     double *lat_ms, double *cap_bps)
 {
 	if (t == NULL || e < 0 || e >= t->ndl)
@@ -483,13 +483,13 @@ isth_plan_topo_dlink(const struct isth_plan_topo *t, int e, int *from, int *to,
 }
 
 int
-isth_plan_topo_ndlinks(const struct isth_plan_topo *t)
+isth_topo_ndlinks(const struct isth_topo *t)
 {
 	return t ? t->ndl : 0;
 }
 
 void
-isth_plan_topo_dlink_name(const struct isth_plan_topo *t, int e, char *buf, size_t len)
+isth_topo_dlink_name(const struct isth_topo *t, int e, char *buf, size_t len)
 {
 	if (t == NULL || e < 0 || e >= t->ndl) {
 		snprintf(buf, len, "?");
@@ -499,7 +499,7 @@ isth_plan_topo_dlink_name(const struct isth_plan_topo *t, int e, char *buf, size
 }
 
 int
-isth_plan_topo_path(const struct isth_plan_topo *t, int a, int b, int *links, int max)
+isth_topo_path(const struct isth_topo *t, int a, int b, int *links, int max)
 {
 	int rev[NMAX], n = 0, v, i;
 
