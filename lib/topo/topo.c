@@ -1,35 +1,35 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Topology CSV parsing. Errors name the file and line because the people
- * who write these files fix them by hand.
+ * who write these files fix them by hand; files are read, BOMs and CRLF
+ * handled, by lib/text.
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "isth_text.h"
 #include "topo_priv.h"
+
+/* every message names the file and line being parsed */
+#define SETERR(...) isth_text_seterr(err, errlen, file, line, 0, __VA_ARGS__)
 
 #define MAXF 8
 #define FLEN 256
 
-static void __attribute__((format(printf, 5, 6)))
-seterr(char *err, size_t errlen, const char *file, int line, const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
+/* Accepted ranges (doc/planner.md): wide enough for any real WAN, narrow
+ * enough that T and the schedule's integer ns and bit/s stay finite. */
+#define LAT_MAX_MS 10000.0      /* 10 s one way */
+#define CAP_MIN_GBPS 0.001      /* 1 Mbit/s */
+#define CAP_MAX_GBPS 1000000.0  /* 1 Pbit/s */
 
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	snprintf(err, errlen, "%s:%d: %s", file, line, msg);
-}
-
-/* Split one CSV line into trimmed fields; double quotes protect commas. */
+/*
+ * Split one CSV line into trimmed fields; double quotes protect commas.
+ * Stores the first MAXF fields and returns how many there are in all, so
+ * that a row with more fields than its header is seen.
+ */
 static int
 split_csv(const char *line, char f[MAXF][FLEN])
 {
@@ -44,66 +44,41 @@ split_csv(const char *line, char f[MAXF][FLEN])
 		}
 		if (*c == '\0' || (*c == ',' && !q)) {
 			if (nf < MAXF) {
-				char *s = f[nf], *e;
+				char *t = isth_text_trim(f[nf]);
 
-				s[len < FLEN ? len : FLEN - 1] = '\0';
-				while (*s == ' ' || *s == '\t')
-					memmove(s, s + 1, strlen(s));
-				e = s + strlen(s);
-				while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
-					*--e = '\0';
+				memmove(f[nf], t, strlen(t) + 1);
 			}
 			nf++;
 			len = 0;
 			if (*c == '\0')
 				break;
-			if (nf >= MAXF)
-				nf = MAXF; /* further fields are ignored (free-text sources) */
 			continue;
 		}
 		if (nf < MAXF && len < FLEN - 1)
 			f[nf][len] = *c;
 		len++;
 	}
-	return nf > MAXF ? MAXF : nf;
+	return nf;
 }
 
-/* Next logical line: skips comments and blank lines, counts line numbers. */
-static const char *
-next_line(const char **pos, int *lineno, char *buf, size_t len)
+/* Next line that is not blank or a '#' comment; 0 at the end, -E2BIG if too long. */
+static int
+next_line(struct isth_text_lines *it, char *buf, size_t len)
 {
-	while (**pos != '\0') {
-		const char *s = *pos, *e = strchr(s, '\n');
-		size_t l = e ? (size_t)(e - s) : strlen(s);
+	int rc;
+
+	while ((rc = isth_text_next_copy(it, buf, len)) != 0) {
 		const char *p;
 
-		*pos = e ? e + 1 : s + l;
-		(*lineno)++;
-		if (l >= len)
-			l = len - 1;
-		memcpy(buf, s, l);
-		buf[l] = '\0';
-		for (p = buf; *p == ' ' || *p == '\t' || *p == '\r'; p++)
+		if (rc < 0)
+			return rc;
+		for (p = buf; *p == ' ' || *p == '\t'; p++)
 			;
 		if (*p == '\0' || *p == '#')
 			continue;
-		return buf;
+		return 1;
 	}
-	return NULL;
-}
-
-static int
-valid_name(const char *s)
-{
-	size_t l = strlen(s);
-
-	if (l == 0 || l >= ISTH_TOPO_NAME_MAX)
-		return 0;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
-			return 0;
-	return 1;
+	return 0;
 }
 
 static int
@@ -118,6 +93,14 @@ parse_num(const char *s, double *v)
 	if (errno || *end != '\0' || !isfinite(*v))
 		return -1;
 	return 0;
+}
+
+/* A row with more fields than the header: most often a decimal comma. */
+static int
+too_many_fields(char *err, size_t errlen, const char *file, int line, int nf, int hf)
+{
+	return SETERR("%d fields but the header has %d (a decimal comma? write 33.669, "
+		      "not 33,669; quote text that holds commas)", nf, hf);
 }
 
 static int
@@ -135,59 +118,64 @@ static int
 parse_sites(struct isth_topo *t, const char *file, const char *text, char *err, size_t errlen)
 {
 	char buf[1024], f[MAXF][FLEN];
-	const char *pos = text;
-	int line = 0, nf, i, r;
-	int header = 0;
+	struct isth_text_lines it;
+	int line = 0, nf, i, r, rc;
+	int header = 0;         /* number of columns of the header, once read */
 
-	while (next_line(&pos, &line, buf, sizeof(buf)) != NULL) {
+	isth_text_lines_init(&it, text);
+	while ((rc = next_line(&it, buf, sizeof(buf))) != 0) {
+		line = it.line;
+		if (rc < 0)
+			return SETERR("line too long (at most %zu bytes)", sizeof(buf) - 1);
 		nf = split_csv(buf, f);
 		if (!header) {
-			if (nf < 2 || strcmp(f[0], "site") != 0 || strcmp(f[1], "region") != 0) {
-				seterr(err, errlen, file, line, "expected header 'site,region[,city]'");
-				return -EINVAL;
-			}
-			header = 1;
+			if (nf < 2 || nf > 3 || strcmp(f[0], "site") != 0 ||
+			    strcmp(f[1], "region") != 0 || (nf == 3 && strcmp(f[2], "city") != 0))
+				return SETERR("expected header 'site,region[,city]'");
+			header = nf;
 			continue;
 		}
+		if (nf > header)
+			return too_many_fields(err, errlen, file, line, nf, header);
 		if (nf < 2 || f[1][0] == '\0') {
-			seterr(err, errlen, file, line, "expected 'site,region[,city]', got %d field%s",
-			       nf, nf == 1 ? "" : "s");
+			SETERR("expected 'site,region[,city]', got %d field%s", nf,
+			       nf == 1 ? "" : "s");
 			return -EINVAL;
 		}
-		if (!valid_name(f[0])) {
-			seterr(err, errlen, file, line, "bad site name '%s' (1-31 of [A-Za-z0-9_.-])", f[0]);
+		if (!isth_text_valid_name(f[0], ISTH_TOPO_NAME_MAX)) {
+			SETERR("bad site name '%s' (1-31 of [A-Za-z0-9_.-])", f[0]);
 			return -EINVAL;
 		}
-		if (!valid_name(f[1])) {
-			seterr(err, errlen, file, line, "bad region name '%s' (1-31 of [A-Za-z0-9_.-])", f[1]);
+		if (!isth_text_valid_name(f[1], ISTH_TOPO_NAME_MAX)) {
+			SETERR("bad region name '%s' (1-31 of [A-Za-z0-9_.-])", f[1]);
 			return -EINVAL;
 		}
 		i = find_site(t, f[0]);
 		if (i >= 0) {
-			seterr(err, errlen, file, line, "duplicate site '%s' (first on line %d)",
-			       f[0], t->line[i]);
+			SETERR("duplicate site '%s' (first on line %d)", f[0], t->line[i]);
 			return -EINVAL;
 		}
 		if (t->n >= NMAX) {
-			seterr(err, errlen, file, line, "too many sites (at most %d)", NMAX);
+			SETERR("too many sites (at most %d)", NMAX);
 			return -EINVAL;
 		}
 		i = t->n++;
-		snprintf(t->name[i], sizeof(t->name[i]), "%s", f[0]);
+		snprintf(t->name[i], sizeof(t->name[i]), "%.*s", ISTH_TOPO_NAME_MAX - 1, f[0]);
 		t->line[i] = line;
 		for (r = 0; r < t->nregions; r++)
 			if (strcmp(t->region_name[r], f[1]) == 0)
 				break;
 		if (r == t->nregions)
-			snprintf(t->region_name[t->nregions++], ISTH_TOPO_NAME_MAX, "%s", f[1]);
+			snprintf(t->region_name[t->nregions++], ISTH_TOPO_NAME_MAX, "%.*s",
+				 ISTH_TOPO_NAME_MAX - 1, f[1]);
 		t->region[i] = r;
 	}
 	if (!header) {
-		seterr(err, errlen, file, line, "empty file (expected header 'site,region[,city]')");
+		SETERR("empty file (expected header 'site,region[,city]')");
 		return -EINVAL;
 	}
 	if (t->n < 2) {
-		seterr(err, errlen, file, line, "need at least 2 sites, found %d", t->n);
+		SETERR("need at least 2 sites, found %d", t->n);
 		return -EINVAL;
 	}
 	return 0;
@@ -197,66 +185,92 @@ static int
 parse_links(struct isth_topo *t, const char *file, const char *text, char *err, size_t errlen)
 {
 	char buf[1024], f[MAXF][FLEN];
-	const char *pos = text;
-	int line = 0, nf, a, b, l, cap = 0, header = 0;
+	struct isth_text_lines it;
+	int line = 0, nf, a, b, l, rc, cap = 0;
+	int header = 0;         /* number of columns of the header, once read */
 	int *lline = NULL;
 	int ret = -EINVAL;
-	double lat, gbps;
+	double lat, gbps, lat_chk;
 
-	while (next_line(&pos, &line, buf, sizeof(buf)) != NULL) {
+	isth_text_lines_init(&it, text);
+	while ((rc = next_line(&it, buf, sizeof(buf))) != 0) {
+		line = it.line;
+		if (rc < 0) {
+			SETERR("line too long (at most %zu bytes)", sizeof(buf) - 1);
+			goto out;
+		}
 		nf = split_csv(buf, f);
 		if (!header) {
-			if (nf < 4 || strcmp(f[0], "a") != 0 || strcmp(f[1], "b") != 0 ||
-			    strcmp(f[2], "one_way_ms") != 0 || strcmp(f[3], "capacity_gbps") != 0) {
-				seterr(err, errlen, file, line,
-				       "expected header 'a,b,one_way_ms,capacity_gbps[,source]'");
+			if (nf < 4 || nf > 5 || strcmp(f[0], "a") != 0 || strcmp(f[1], "b") != 0 ||
+			    strcmp(f[2], "one_way_ms") != 0 || strcmp(f[3], "capacity_gbps") != 0 ||
+			    (nf == 5 && strcmp(f[4], "source") != 0)) {
+				SETERR("expected header 'a,b,one_way_ms,capacity_gbps[,source]'");
 				goto out;
 			}
-			header = 1;
+			header = nf;
 			continue;
 		}
+		if (nf > header) {
+			too_many_fields(err, errlen, file, line, nf, header);
+			goto out;
+		}
 		if (nf < 4) {
-			seterr(err, errlen, file, line,
-			       "expected 'a,b,one_way_ms,capacity_gbps[,source]', got %d field%s",
+			SETERR("expected 'a,b,one_way_ms,capacity_gbps[,source]', got %d field%s",
 			       nf, nf == 1 ? "" : "s");
 			goto out;
 		}
 		a = find_site(t, f[0]);
 		if (a < 0) {
-			seterr(err, errlen, file, line, "unknown site '%s'", f[0]);
+			SETERR("unknown site '%s'", f[0]);
 			goto out;
 		}
 		b = find_site(t, f[1]);
 		if (b < 0) {
-			seterr(err, errlen, file, line, "unknown site '%s'", f[1]);
+			SETERR("unknown site '%s'", f[1]);
 			goto out;
 		}
 		if (a == b) {
-			seterr(err, errlen, file, line, "link from '%s' to itself", f[0]);
+			SETERR("link from '%s' to itself", f[0]);
 			goto out;
 		}
 		for (l = 0; l < t->ndl / 2; l++) {
 			if ((t->dl_from[2 * l] == a && t->dl_to[2 * l] == b) ||
 			    (t->dl_from[2 * l] == b && t->dl_to[2 * l] == a)) {
-				seterr(err, errlen, file, line, "duplicate link %s-%s (first on line %d)",
-				       f[0], f[1], lline[l]);
+				SETERR("duplicate link %s-%s (first on line %d)", f[0], f[1],
+				       lline[l]);
 				goto out;
 			}
 		}
 		if (parse_num(f[2], &lat) < 0) {
-			seterr(err, errlen, file, line, "bad one_way_ms '%s'", f[2]);
+			SETERR("bad one_way_ms '%s'", f[2]);
 			goto out;
 		}
 		if (lat < 0) {
-			seterr(err, errlen, file, line, "negative one_way_ms %s", f[2]);
+			SETERR("negative one_way_ms %s", f[2]);
+			goto out;
+		}
+		if (lat > LAT_MAX_MS) {
+			SETERR("one_way_ms %s out of range [0, %g]", f[2], LAT_MAX_MS);
 			goto out;
 		}
 		if (parse_num(f[3], &gbps) < 0) {
-			seterr(err, errlen, file, line, "bad capacity_gbps '%s'", f[3]);
+			SETERR("bad capacity_gbps '%s'", f[3]);
 			goto out;
 		}
 		if (gbps <= 0) {
-			seterr(err, errlen, file, line, "non-positive capacity_gbps %s", f[3]);
+			SETERR("non-positive capacity_gbps %s", f[3]);
+			goto out;
+		}
+		if (gbps < CAP_MIN_GBPS || gbps > CAP_MAX_GBPS) {
+			SETERR("capacity_gbps %s out of range [%g, %g]", f[3], CAP_MIN_GBPS,
+			       CAP_MAX_GBPS);
+			goto out;
+		}
+		/* "A,B,33,669,100" under a header with 'source': the decimal comma
+		 * leaves a number where the free-text source should be */
+		if (nf == 5 && parse_num(f[4], &lat_chk) == 0) {
+			SETERR("source '%s' is a number: a decimal comma in one_way_ms or "
+			       "capacity_gbps? (write 33.669, not 33,669)", f[4]);
 			goto out;
 		}
 		if (t->ndl + 2 > cap) {
@@ -295,15 +309,14 @@ parse_links(struct isth_topo *t, const char *file, const char *text, char *err, 
 		t->ndl += 2;
 	}
 	if (!header) {
-		seterr(err, errlen, file, line,
-		       "empty file (expected header 'a,b,one_way_ms,capacity_gbps[,source]')");
+		SETERR("empty file (expected header 'a,b,one_way_ms,capacity_gbps[,source]')");
 		goto out;
 	}
 	ret = 0;
 	goto out;
 nomem:
 	ret = -ENOMEM;
-	seterr(err, errlen, file, line, "out of memory");
+	SETERR("out of memory");
 out:
 	free(lline);
 	return ret;
@@ -353,51 +366,6 @@ fail:
 	return NULL;
 }
 
-static char *
-slurp(const char *path, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t len = 0, cap = 0, n;
-
-	if (f == NULL) {
-		int e = errno;
-
-		if (err && errlen)
-			snprintf(err, errlen, "%s: %s", path, strerror(e));
-		errno = e;
-		return NULL;
-	}
-	for (;;) {
-		if (cap - len < 4096) {
-			char *nb = realloc(buf, cap + 65536);
-
-			if (nb == NULL) {
-				free(buf);
-				fclose(f);
-				errno = ENOMEM;
-				return NULL;
-			}
-			buf = nb;
-			cap += 65536;
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	buf[len] = '\0';
-	fclose(f);
-	if (memchr(buf, '\0', len) != NULL) {
-		if (err && errlen)
-			snprintf(err, errlen, "%s:1: binary file (NUL byte)", path);
-		free(buf);
-		errno = EINVAL;
-		return NULL;
-	}
-	return buf;
-}
-
 struct isth_topo *
 isth_topo_load(const char *sites_path, const char *links_path, char *err, size_t errlen)
 {
@@ -409,10 +377,10 @@ isth_topo_load(const char *sites_path, const char *links_path, char *err, size_t
 		errno = EINVAL;
 		return NULL;
 	}
-	s = slurp(sites_path, err, errlen);
+	s = isth_text_read(sites_path, 0, NULL, err, errlen);
 	if (s == NULL)
 		return NULL;
-	l = slurp(links_path, err, errlen);
+	l = isth_text_read(links_path, 0, NULL, err, errlen);
 	if (l == NULL) {
 		e = errno;
 		free(s);

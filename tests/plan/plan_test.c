@@ -533,7 +533,7 @@ struct badtopo {
 #define S3 SITES_HDR "A,R,a\nB,R,b\nC,R,c\n"
 
 static struct badtopo bad_topos[] = {
-	{"", LINKS_HDR, "s.csv:0: empty file (expected header 'site,region[,city]')"},
+	{"", LINKS_HDR, "s.csv: empty file (expected header 'site,region[,city]')"},
 	{"name,region\nA,R\n", LINKS_HDR, "s.csv:1: expected header 'site,region[,city]'"},
 	{"# comment\n" SITES_HDR "A,R,a\nA,R,b\n", LINKS_HDR, "s.csv:4: duplicate site 'A' (first on line 3)"},
 	{SITES_HDR "A\n", LINKS_HDR, "s.csv:2: expected 'site,region[,city]', got 1 field"},
@@ -550,7 +550,7 @@ static struct badtopo bad_topos[] = {
 	{S3, LINKS_HDR "A,B,1,10Gb\n", "l.csv:2: bad capacity_gbps '10Gb'"},
 	{S3, LINKS_HDR "A,B,1\n", "l.csv:2: expected 'a,b,one_way_ms,capacity_gbps[,source]', got 3 fields"},
 	{S3, LINKS_HDR "A,B,1,10\n", "s.csv:4: site 'C' is not connected to 'A' (disconnected graph)"},
-	{S3, "", "l.csv:0: empty file (expected header 'a,b,one_way_ms,capacity_gbps[,source]')"},
+	{S3, "", "l.csv: empty file (expected header 'a,b,one_way_ms,capacity_gbps[,source]')"},
 };
 
 Test(plan, malformed_topology)
