@@ -23,7 +23,7 @@
 #include <rte_log.h>
 #include <rte_mbuf.h>
 
-#include "isth_plan.h" /* isth_plan_parse_size() until lib/text */
+#include "isth_text.h"
 #include "wan.h"
 
 #define NB_RXD 1024
@@ -240,7 +240,7 @@ main(int argc, char **argv)
 	uint64_t next_stats, hz, idle = 0;
 	uint16_t started[ISTH_WAN_MAX_SITES];
 	int nstarted = 0;
-	double qb;
+	uint64_t qb;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -276,7 +276,7 @@ main(int argc, char **argv)
 			break;
 		}
 		case O_QUEUE:
-			if (isth_plan_parse_size(optarg, &qb) < 0 || qb < 1) {
+			if (isth_text_parse_size(optarg, &qb) < 0 || qb < 1) {
 				fprintf(stderr, "isthmus-wan: --queue-bytes: bad size '%s'\n", optarg);
 				goto out;
 			}
@@ -357,7 +357,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "isthmus-wan: out of memory\n");
 		goto out;
 	}
-	text = isth_wan_slurp(mapf, err, sizeof(err));
+	text = isth_text_read(mapf, 0, NULL, err, sizeof(err));
 	if (text == NULL) {
 		fprintf(stderr, "isthmus-wan: %s\n", err);
 		goto out;
@@ -369,7 +369,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	if (groupsf != NULL) {
-		text = isth_wan_slurp(groupsf, err, sizeof(err));
+		text = isth_text_read(groupsf, 0, NULL, err, sizeof(err));
 		if (text == NULL) {
 			fprintf(stderr, "isthmus-wan: %s\n", err);
 			goto out;

@@ -110,9 +110,6 @@ int isth_wan_groups_parse(const struct isth_topo *t, const struct isth_wan_sitem
 			  const char *name, const char *text, struct isth_wan_groups *out,
 			  char *err, size_t errlen);
 
-/** Read a whole text file; NULL with errno and a message in @p err on failure. Free with free(). */
-char *isth_wan_slurp(const char *path, char *err, size_t errlen);
-
 /** Set every directed link of @p imp (ndlinks entries) to the defaults. */
 void isth_wan_impair_default(struct isth_wan_impair *imp, int ndlinks);
 

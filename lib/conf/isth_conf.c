@@ -144,8 +144,8 @@ struct isth_conf *isth_conf_parse(const char *text, const char *name,
 			/* "[section]   # comment" is fine */
 			if (end == NULL || (rest[0] != '\0' && rest[0] != '#' &&
 					    rest[0] != ';')) {
-				isth_text_seterr(err, err_size, name, line, 0,
-						 "section header must be '[name]' alone on its line");
+				isth_text_seterr(err, err_size, name, line, 0, "section header "
+						 "must be '[name]' alone on its line");
 				rc = -EINVAL;
 				goto free_conf;
 			}

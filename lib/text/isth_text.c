@@ -115,7 +115,8 @@ isth_text_read(const char *path, size_t max_bytes, size_t *lenp, char *err, size
 			break;
 		len += (size_t)n;
 		if (len > max_bytes) {
-			isth_text_seterr(err, errlen, path, 0, 0, "larger than %zu bytes", max_bytes);
+			isth_text_seterr(err, errlen, path, 0, 0, "larger than %zu bytes",
+					 max_bytes);
 			return read_fail(fd, buf, EFBIG);
 		}
 	}
