@@ -11,6 +11,7 @@
 
 #include "isth_plan.h"
 #include "isth_sched.h"
+#include "isth_text.h"
 #include "plan_app.h"
 
 #define EXIT_USAGE 1
@@ -21,6 +22,18 @@
 
 static const char *families[] = {"all-to-all", "regional", "pairs", "triangles", "search"};
 #define NFAM 5
+
+/* A size flag, by the project's one convention (lib/text: 32G = 32e9, 32Gi = 32 * 2^30). */
+static int
+size_arg(const char *s, double *out)
+{
+	uint64_t v;
+
+	if (isth_text_parse_size(s, &v) < 0)
+		return -EINVAL;
+	*out = (double)v;
+	return 0;
+}
 
 static void
 usage(FILE *f)
@@ -234,7 +247,7 @@ main(int argc, char **argv)
 		case 's': sites = optarg; break;
 		case 'l': links = optarg; break;
 		case 'P':
-			if (isth_plan_parse_size(optarg, &prm.payload_bytes) < 0 || prm.payload_bytes <= 0) {
+			if (size_arg(optarg, &prm.payload_bytes) < 0 || prm.payload_bytes <= 0) {
 				fprintf(stderr, "isthmus-plan: --payload-bytes: bad size '%s'\n", optarg);
 				return EXIT_USAGE;
 			}
@@ -263,7 +276,7 @@ main(int argc, char **argv)
 				compute_ms = v;
 			break;
 		case 'c':
-			if (isth_plan_parse_size(optarg, &prm.chunk_bytes) < 0) {
+			if (size_arg(optarg, &prm.chunk_bytes) < 0) {
 				fprintf(stderr, "isthmus-plan: --chunk-bytes: bad size '%s'\n", optarg);
 				return EXIT_USAGE;
 			}
@@ -322,7 +335,7 @@ main(int argc, char **argv)
 		char *save = NULL, *tok;
 
 		for (tok = strtok_r(memlist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			if (nmem == 64 || isth_plan_parse_size(tok, &mems[nmem]) < 0) {
+			if (nmem == 64 || size_arg(tok, &mems[nmem]) < 0) {
 				fprintf(stderr, "isthmus-plan: --memory-bytes: bad size '%s'\n", tok);
 				return EXIT_USAGE;
 			}

@@ -23,35 +23,6 @@ isth_plan_params_default(struct isth_plan_params *p)
 	p->repl = ISTH_PLAN_REPL_NETWORK;
 }
 
-int
-isth_plan_parse_size(const char *s, double *out)
-{
-	static const struct { const char *suf; double mul; } sufs[] = {
-		{"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0},
-		{"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"", 1},
-	};
-	char *end;
-	double v;
-	size_t i, l;
-
-	if (s == NULL || out == NULL || *s == '\0')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
-		return -EINVAL;
-	for (i = 0; i < sizeof(sufs) / sizeof(sufs[0]); i++) {
-		l = strlen(sufs[i].suf);
-		if (strncmp(end, sufs[i].suf, l) != 0)
-			continue;
-		if (strcmp(end + l, "") == 0 || strcmp(end + l, "B") == 0) {
-			*out = v * sufs[i].mul;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 /* ---- schedules ---- */
 
 static struct isth_plan_sched *

@@ -59,13 +59,6 @@ struct isth_plan_params {
 /** Set @p p to the documented defaults (100 Gbit/s access, 0 ms, 1 MiB chunks, network replication). */
 void isth_plan_params_default(struct isth_plan_params *p);
 
-/**
- * Parse a size with an optional suffix: K, M, G, T are powers of 1000,
- * Ki, Mi, Gi, Ti powers of 1024; an optional trailing "B" is accepted.
- * @return 0 on success, -EINVAL on a malformed or negative size.
- */
-int isth_plan_parse_size(const char *s, double *out);
-
 /* ------------------------------------------------------------------ */
 /* Schedules                                                           */
 /* ------------------------------------------------------------------ */

@@ -503,25 +503,6 @@ Test(plan, search_bounded_and_no_worse)
 	isth_topo_free(t);
 }
 
-/* ---- sizes ---- */
-
-Test(plan, parse_size)
-{
-	static const struct { const char *s; double v; } ok[] = {
-		{"0", 0}, {"32G", 32e9}, {"32Gi", 32.0 * 1073741824.0}, {"1.5K", 1500},
-		{"4Mi", 4194304}, {"2T", 2e12}, {"1Ti", 1099511627776.0}, {"8GB", 8e9}, {"7", 7},
-	};
-	static const char *bad[] = {"", "G", "-1", "3X", "1Gx", "1 G", "nan"};
-	double v;
-
-	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		cr_assert_eq(isth_plan_parse_size(ok[i].s, &v), 0, "%s", ok[i].s);
-		cr_assert_float_eq(v, ok[i].v, 1e-6, "%s", ok[i].s);
-	}
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		cr_assert_eq(isth_plan_parse_size(bad[i], &v), -EINVAL, "%s", bad[i]);
-}
-
 /* ---- malformed topologies: each with its exact message ---- */
 
 struct badtopo {
