@@ -11,32 +11,36 @@
 #include "plan_internal.h"
 
 static double
-ring_step_ms(const struct isth_plan_topo *t, const struct isth_plan_params *p, const int *ord)
+ring_step_ms(const struct isth_topo *t, const struct isth_plan_params *p, const int *ord)
 {
-	int n = t->n, h, k, np, path[NMAX];
+	int n = isth_topo_n(t), h, k, np, path[NMAX];
 	int load[4 * NMAX * NMAX];
 	double worst = 0, bytes = p->payload_bytes / n;
 
-	memset(load, 0, t->ndl * sizeof(int));
+	memset(load, 0, isth_topo_ndlinks(t) * sizeof(int));
 	for (h = 0; h < n; h++) {
-		np = isth_plan_topo_path(t, ord[h], ord[(h + 1) % n], path, NMAX);
+		np = isth_topo_path(t, ord[h], ord[(h + 1) % n], path, NMAX);
 		for (k = 0; k < np; k++)
 			load[path[k]]++;
 	}
 	for (h = 0; h < n; h++) {
 		double bw = p->access_bps, ms;
 
-		np = isth_plan_topo_path(t, ord[h], ord[(h + 1) % n], path, NMAX);
-		for (k = 0; k < np; k++)
-			bw = fmin(bw, t->dl_cap_bps[path[k]] / load[path[k]]);
-		ms = t->dist[ord[h]][ord[(h + 1) % n]] + 2 * p->access_ms + 8 * bytes * 1000 / bw;
+		np = isth_topo_path(t, ord[h], ord[(h + 1) % n], path, NMAX);
+		for (k = 0; k < np; k++) {
+			double cap_bps;
+
+			isth_topo_dlink(t, path[k], NULL, NULL, NULL, &cap_bps);
+			bw = fmin(bw, cap_bps / load[path[k]]);
+		}
+		ms = isth_topo_latency(t, ord[h], ord[(h + 1) % n]) + 2 * p->access_ms + 8 * bytes * 1000 / bw;
 		worst = fmax(worst, ms);
 	}
 	return worst;
 }
 
 double
-isth_plan_ring_allreduce_ms(const struct isth_plan_topo *t, const struct isth_plan_params *p,
+isth_plan_ring_allreduce_ms(const struct isth_topo *t, const struct isth_plan_params *p,
 			    int *order)
 {
 	int n, ord[NMAX], best[NMAX], i, j, s, improved;
@@ -44,9 +48,9 @@ isth_plan_ring_allreduce_ms(const struct isth_plan_topo *t, const struct isth_pl
 
 	if (t == NULL || p == NULL || p->payload_bytes <= 0 || p->access_bps <= 0)
 		return -EINVAL;
-	if (t->ndl > 4 * NMAX * NMAX)
+	if (isth_topo_ndlinks(t) > 4 * NMAX * NMAX)
 		return -EINVAL;
-	n = t->n;
+	n = isth_topo_n(t);
 	/* nearest-neighbour tours from every start, improved by 2-opt on the
 	 * step time itself (the slowest hop sets the pace) */
 	for (s = 0; s < n && s < 8; s++) {
@@ -58,7 +62,9 @@ isth_plan_ring_allreduce_ms(const struct isth_plan_topo *t, const struct isth_pl
 			int bj = -1;
 
 			for (j = 0; j < n; j++)
-				if (!(used >> j & 1) && (bj < 0 || t->dist[ord[i - 1]][j] < t->dist[ord[i - 1]][bj]))
+				if (!(used >> j & 1) &&
+				    (bj < 0 || isth_topo_latency(t, ord[i - 1], j) <
+						       isth_topo_latency(t, ord[i - 1], bj)))
 					bj = j;
 			ord[i] = bj;
 			used |= 1ULL << bj;

@@ -107,28 +107,28 @@ solve_lp(glp_prob *lp, int first)
 }
 
 static void
-clique_str(const struct isth_plan_topo *t, uint64_t m, char *buf, size_t len)
+clique_str(const struct isth_topo *t, uint64_t m, char *buf, size_t len)
 {
 	size_t o = 0;
 	int i;
 
 	o += snprintf(buf + o, len - o, "{");
-	for (i = 0; i < t->n && o < len; i++)
+	for (i = 0; i < isth_topo_n(t) && o < len; i++)
 		if (m >> i & 1)
-			o += snprintf(buf + o, len - o, "%s%s", o > 1 ? "," : "", t->name[i]);
+			o += snprintf(buf + o, len - o, "%s%s", o > 1 ? "," : "", isth_topo_name(t, i));
 	if (o < len)
 		snprintf(buf + o, len - o, "}");
 }
 
 int
-plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
+plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 		 const struct isth_plan_params *p, int *feasible, double *T, double *off,
 		 double *dur, char *binding, size_t blen, int *iters)
 {
 	struct lpstate *S;
 	glp_prob *volatile lp = NULL;
 	double P = p->payload_bytes, mu, delta, Dacc;
-	int n = t->n, c, i, j, k, e, it, ret = 0, ok;
+	int n = isth_topo_n(t), ndl = isth_topo_ndlinks(t), c, i, j, k, e, it, ret = 0, ok;
 
 		S = calloc(1, sizeof(*S));
 	if (S == NULL)
@@ -164,8 +164,8 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 			snprintf(binding, blen, "none (no island sends)");
 		goto out;
 	}
-	S->mult = calloc((size_t)S->nsend * t->ndl, sizeof(int));
-	S->dmin = calloc(t->ndl, sizeof(double));
+	S->mult = calloc((size_t)S->nsend * ndl, sizeof(int));
+	S->dmin = calloc(ndl, sizeof(double));
 	S->ind = calloc(2 * NMAX + 2, sizeof(int));
 	S->val = calloc(2 * NMAX + 2, sizeof(double));
 	S->memadd = mu < 1 ? calloc((size_t)n * n * n * 2, 1) : NULL;
@@ -174,16 +174,20 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (e = 0; e < t->ndl; e++)
-		S->dmin[e] = 8 * P * 1000 / t->dl_cap_bps[e];
+	for (e = 0; e < ndl; e++) {
+		double cap_bps;
+
+		isth_topo_dlink(t, e, NULL, NULL, NULL, &cap_bps);
+		S->dmin[e] = 8 * P * 1000 / cap_bps;
+	}
 	for (k = 0; k < S->nsend; k++) {
 		j = S->snd[k];
-		plan_stream_links(t, j, S->rx[j], p->repl, &S->mult[k * t->ndl]);
+		isth_topo_stream_links(t, j, S->rx[j], p->repl == ISTH_PLAN_REPL_EDGE, &S->mult[k * ndl]);
 		S->Dlow[k] = Dacc;
 		S->lowcap[k] = -1;
-		for (e = 0; e < t->ndl; e++)
-			if (S->mult[k * t->ndl + e] * S->dmin[e] > S->Dlow[k]) {
-				S->Dlow[k] = S->mult[k * t->ndl + e] * S->dmin[e];
+		for (e = 0; e < ndl; e++)
+			if (S->mult[k * ndl + e] * S->dmin[e] > S->Dlow[k]) {
+				S->Dlow[k] = S->mult[k * ndl + e] * S->dmin[e];
 				S->lowcap[k] = e;
 			}
 	}
@@ -217,7 +221,7 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 		j = S->snd[k];
 		for (i = 0; i < n; i++)
 			if (S->rx[j] >> i & 1)
-				lmax = fmax(lmax, t->dist[j][i]);
+				lmax = fmax(lmax, isth_topo_latency(t, j, i));
 		S->ind[1] = 1;
 		S->val[1] = 1;
 		S->ind[2] = S->col_t[k];
@@ -269,8 +273,8 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 						tq = x[S->col_t[kq]];
 						Dj = x[S->col_D[kj]];
 						Dq = x[S->col_D[kq]];
-						v1 = tj + t->dist[j][i] + mu * Dj - tq - t->dist[q][i];
-						v2 = tj + t->dist[j][i] + Dj - tq - t->dist[q][i] - (1 - mu) * Dq;
+						v1 = tj + isth_topo_latency(t, j, i) + mu * Dj - tq - isth_topo_latency(t, q, i);
+						v2 = tj + isth_topo_latency(t, j, i) + Dj - tq - isth_topo_latency(t, q, i) - (1 - mu) * Dq;
 						if (v1 < -MEM_TOL && !S->memadd[b]) {
 							S->memadd[b] = 1;
 							S->ind[1] = S->col_t[kj];
@@ -279,7 +283,9 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 							S->val[2] = mu;
 							S->ind[3] = S->col_t[kq];
 							S->val[3] = -1;
-							if (add_row(lp, S, ROW_MEM, i, 3, t->dist[q][i] - t->dist[j][i]) < 0) {
+							if (add_row(lp, S, ROW_MEM, i, 3,
+								    isth_topo_latency(t, q, i) -
+								    isth_topo_latency(t, j, i)) < 0) {
 								ret = -ENOMEM;
 								goto out;
 							}
@@ -295,7 +301,9 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 							S->val[3] = -1;
 							S->ind[4] = S->col_D[kq];
 							S->val[4] = -(1 - mu);
-							if (add_row(lp, S, ROW_MEM, i, 4, t->dist[q][i] - t->dist[j][i]) < 0) {
+							if (add_row(lp, S, ROW_MEM, i, 4,
+								    isth_topo_latency(t, q, i) -
+								    isth_topo_latency(t, j, i)) < 0) {
 								ret = -ENOMEM;
 								goto out;
 							}
@@ -306,13 +314,13 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 			}
 			/* capacity: Kelley cut at the current D where a link is overloaded:
 			 * sum_j m_je dmin_e (2/D0_j - D_j/D0_j^2) <= 1 */
-			for (e = 0; e < t->ndl; e++) {
+			for (e = 0; e < ndl; e++) {
 				double load = 0, rhs = -1;
 				int nz = 0;
 
 				for (k = 0; k < S->nsend; k++)
-					if (S->mult[k * t->ndl + e])
-						load += S->mult[k * t->ndl + e] * S->dmin[e] / x[S->col_D[k]];
+					if (S->mult[k * ndl + e])
+						load += S->mult[k * ndl + e] * S->dmin[e] / x[S->col_D[k]];
 				if (load <= 1 + CAP_TOL)
 					continue;
 				for (k = 0; k < S->nsend; k++) {
@@ -321,9 +329,9 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 					 * infeasible point itself */
 					double D0 = x[S->col_D[k]] * load, a;
 
-					if (!S->mult[k * t->ndl + e])
+					if (!S->mult[k * ndl + e])
 						continue;
-					a = S->mult[k * t->ndl + e] * S->dmin[e];
+					a = S->mult[k * ndl + e] * S->dmin[e];
 					nz++;
 					S->ind[nz] = S->col_D[k];
 					S->val[nz] = a / (D0 * D0);
@@ -395,9 +403,9 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 					continue;
 				best = d;
 				if (m->kind == ROW_MEM) {
-					snprintf(binding, blen, "memory @%s", t->name[m->a]);
+					snprintf(binding, blen, "memory @%s", isth_topo_name(t, m->a));
 				} else {
-					isth_plan_topo_dlink_name(t, m->a, name, sizeof(name));
+					isth_topo_dlink_name(t, m->a, name, sizeof(name));
 					snprintf(binding, blen, "capacity %s", name);
 				}
 			}
@@ -410,7 +418,7 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 				if (S->lowcap[k] < 0) {
 					snprintf(binding, blen, "access");
 				} else {
-					isth_plan_topo_dlink_name(t, S->lowcap[k], name, sizeof(name));
+					isth_topo_dlink_name(t, S->lowcap[k], name, sizeof(name));
 					snprintf(binding, blen, "capacity %s", name);
 				}
 			}
@@ -440,13 +448,13 @@ out:
 }
 
 int
-isth_plan_solve(const struct isth_plan_topo *t, const struct isth_plan_sched *s,
+isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 		const struct isth_plan_params *p, struct isth_plan_result **out)
 {
 	struct isth_plan_result *r;
 	int k, ret = 0;
 
-	if (t == NULL || s == NULL || p == NULL || out == NULL || s->n != t->n)
+	if (t == NULL || s == NULL || p == NULL || out == NULL || s->n != isth_topo_n(t))
 		return -EINVAL;
 	*out = NULL;
 	r = calloc(1, sizeof(*r));

@@ -8,23 +8,6 @@
 
 #define NMAX ISTH_PLAN_MAX_ISLANDS
 
-struct isth_plan_topo {
-	int n;
-	char name[NMAX][ISTH_PLAN_NAME_MAX];
-	int region[NMAX];
-	int line[NMAX];                 /* line of the site in the sites file */
-	int nregions;
-	char region_name[NMAX][ISTH_PLAN_NAME_MAX];
-	int ndl;                        /* directed links: 2*l is a->b, 2*l+1 is b->a */
-	int *dl_from;
-	int *dl_to;
-	double *dl_lat_ms;
-	double *dl_cap_bps;
-	double dist[NMAX][NMAX];        /* shortest-path latency */
-	int pred[NMAX][NMAX];           /* pred[src][v]: directed link entering v on the tree of src */
-	int hops[NMAX][NMAX];
-};
-
 struct isth_plan_sched {
 	char name[32];
 	int n;
@@ -47,14 +30,8 @@ struct isth_plan_result {
 	int lp_iters;
 };
 
-/* route.c */
-int plan_route(struct isth_plan_topo *t, char *err, size_t errlen, const char *sites_name);
-/* multiplicity of stream from j to the set dests on each directed link */
-void plan_stream_links(const struct isth_plan_topo *t, int j, uint64_t dests,
-		       enum isth_plan_repl repl, int *mult);
-
 /* lp.c: solve one round (partition). t,D are n-sized arrays. */
-int plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
+int plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 		     const struct isth_plan_params *p, int *feasible, double *T,
 		     double *off, double *dur, char *binding, size_t blen, int *iters);
 

@@ -26,7 +26,7 @@ struct sstate {
 };
 
 struct ctx {
-	const struct isth_plan_topo *t;
+	const struct isth_topo *t;
 	const struct isth_plan_params *p;
 	struct cent *cache;
 	long evals;
@@ -196,7 +196,7 @@ mutate(int n, struct sstate *s)
 }
 
 struct isth_plan_sched *
-isth_plan_search(const struct isth_plan_topo *t, const struct isth_plan_params *p,
+isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 		 const struct isth_plan_sched *init, double seconds, unsigned seed,
 		 isth_plan_progress_fn progress, void *arg)
 {
@@ -207,11 +207,12 @@ isth_plan_search(const struct isth_plan_topo *t, const struct isth_plan_params *
 	int n, f;
 	struct isth_plan_sched *out;
 
-	if (t == NULL || p == NULL || seconds < 0 || t->n < 2 || (init && init->n != t->n)) {
+	if (t == NULL || p == NULL || seconds < 0 || isth_topo_n(t) < 2 ||
+	    (init && init->n != isth_topo_n(t))) {
 		errno = EINVAL;
 		return NULL;
 	}
-	n = t->n;
+	n = isth_topo_n(t);
 	C.t = t;
 	C.p = p;
 	C.cache = calloc(CACHE, sizeof(*C.cache));

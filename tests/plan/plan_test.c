@@ -14,11 +14,11 @@
 #define SITES_HDR "site,region,city\n"
 #define LINKS_HDR "a,b,one_way_ms,capacity_gbps,source\n"
 
-static struct isth_plan_topo *
+static struct isth_topo *
 topo(const char *sites, const char *links)
 {
 	char err[256] = "";
-	struct isth_plan_topo *t = isth_plan_topo_parse("s.csv", sites, "l.csv", links, err, sizeof(err));
+	struct isth_topo *t = isth_topo_parse("s.csv", sites, "l.csv", links, err, sizeof(err));
 
 	cr_assert_not_null(t, "topology: %s", err);
 	return t;
@@ -41,7 +41,7 @@ exact_params(double payload, double memory)
 }
 
 static struct isth_plan_result *
-solve(struct isth_plan_topo *t, struct isth_plan_sched *s, const struct isth_plan_params *p)
+solve(struct isth_topo *t, struct isth_plan_sched *s, const struct isth_plan_params *p)
 {
 	struct isth_plan_result *r = NULL;
 	int ret = isth_plan_solve(t, s, p, &r);
@@ -55,7 +55,7 @@ solve(struct isth_plan_topo *t, struct isth_plan_sched *s, const struct isth_pla
 
 Test(plan, two_site_round_time)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	/* 12.5 MB at 10 Gbit/s is 8 * 12.5e6 / 10e9 s = 10 ms; plus 10 ms latency */
 	struct isth_plan_params p = exact_params(12.5e6, 0);
@@ -85,7 +85,7 @@ Test(plan, two_site_round_time)
 	cr_assert_str_eq(isth_plan_result_binding(r), "access");
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /* ---- a triangle with hand-derived aligned offsets ---- */
@@ -104,7 +104,7 @@ Test(plan, two_site_round_time)
 
 Test(plan, triangle_aligned_offsets)
 {
-	struct isth_plan_topo *t = topo(TRI_SITES, TRI_LINKS);
+	struct isth_topo *t = topo(TRI_SITES, TRI_LINKS);
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 0);
 	struct isth_plan_result *r = solve(t, s, &p);
@@ -123,7 +123,7 @@ Test(plan, triangle_aligned_offsets)
 	cr_assert_float_eq(isth_plan_result_T(r), 35.0, 1e-5);
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /* Independent occupancy: bytes between the most and least advanced contributor. */
@@ -155,7 +155,7 @@ occupancy(const double *off, const double *D, const double lat[3][3], double P, 
 Test(plan, memory_bound_stagger)
 {
 	static const double lat[3][3] = {{0, 10, 20}, {10, 0, 25}, {20, 25, 0}};
-	struct isth_plan_topo *t = topo(TRI_SITES, TRI_LINKS);
+	struct isth_topo *t = topo(TRI_SITES, TRI_LINKS);
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 12.5e6 / 5);
 	struct isth_plan_result *r = solve(t, s, &p);
@@ -182,7 +182,7 @@ Test(plan, memory_bound_stagger)
 		  isth_plan_result_binding(r));
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -192,7 +192,7 @@ Test(plan, memory_bound_stagger)
  */
 Test(plan, memory_zero_star_aligns)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\n",
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\n",
 					LINKS_HDR "A,C,10,10,x\nB,C,30,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 0);
@@ -213,7 +213,7 @@ Test(plan, memory_zero_star_aligns)
 	cr_assert_float_eq(isth_plan_result_T(r), 80.0, 1e-4);
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -224,7 +224,7 @@ Test(plan, memory_zero_star_aligns)
  */
 Test(plan, infeasible_alignment)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "W,R,w\nX,R,x\nY,R,y\nZ,R,z\n",
+	struct isth_topo *t = topo(SITES_HDR "W,R,w\nX,R,x\nY,R,y\nZ,R,z\n",
 					LINKS_HDR "W,X,1,100,x\nX,Y,2,100,x\nY,Z,4,100,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(1e6, 0);
@@ -250,7 +250,7 @@ Test(plan, infeasible_alignment)
 		  isth_plan_result_binding(r));
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -266,7 +266,7 @@ Test(plan, infeasible_alignment)
  */
 Test(plan, shared_tree_capacity_and_replication)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n",
+	struct isth_topo *t = topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n",
 					LINKS_HDR "X,S,10,10,x\nS,Y,10,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 12.5e6);
@@ -280,7 +280,7 @@ Test(plan, shared_tree_capacity_and_replication)
 	cr_assert_float_eq(isth_plan_result_T(r), 40.0, 1e-3);
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /* ---- survival sums ---- */
@@ -293,7 +293,7 @@ Test(plan, shared_tree_capacity_and_replication)
 
 Test(plan, survival_all_to_all)
 {
-	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	double S[4];
 
@@ -304,7 +304,7 @@ Test(plan, survival_all_to_all)
 	cr_assert_float_eq(S[0], 1.0, 1e-12);
 	cr_assert_float_eq(S[1], 0.0, 1e-12);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -341,7 +341,7 @@ Test(plan, survival_two_orthogonal_triangle_classes)
  */
 Test(plan, survival_pairs_and_regional)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "A,E,a\nB,E,b\nC,W,c\nD,W,d\n",
+	struct isth_topo *t = topo(SITES_HDR "A,E,a\nB,E,b\nC,W,c\nD,W,d\n",
 					LINKS_HDR "A,B,1,10,x\nB,C,1,10,x\nC,D,1,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "pairs");
 
@@ -354,7 +354,7 @@ Test(plan, survival_pairs_and_regional)
 	cr_assert(isinf(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD)));
 	cr_assert(isinf(isth_plan_A(s, ISTH_PLAN_SURV_AVG)));
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /* ---- families ---- */
@@ -381,7 +381,7 @@ check_pairs_once(const struct isth_plan_sched *s, int n, int maxsize)
 
 Test(plan, families_nine)
 {
-	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "triangles");
 
 	/* AG(2,3): 4 parallel classes of 3 lines; every pair on exactly one line;
@@ -412,13 +412,13 @@ Test(plan, families_nine)
 	errno = 0;
 	cr_assert_null(isth_plan_sched_family(t, "hexagons"));
 	cr_assert_eq(errno, EINVAL);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 Test(plan, triangles_generalise)
 {
 	/* 7 islands: triples plus two pairs each round, all partitions valid */
-	struct isth_plan_topo *t = topo(SITES_HDR "a,X,a\nb,X,b\nc,X,c\nd,X,d\ne,Y,e\nf,Y,f\ng,Y,g\n",
+	struct isth_topo *t = topo(SITES_HDR "a,X,a\nb,X,b\nc,X,c\nd,X,d\ne,Y,e\nf,Y,f\ng,Y,g\n",
 					LINKS_HDR "a,b,1,10,x\nb,c,1,10,x\nc,d,1,10,x\nd,e,1,10,x\n"
 					"e,f,1,10,x\nf,g,1,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "triangles");
@@ -438,7 +438,7 @@ Test(plan, triangles_generalise)
 	}
 	cr_assert(isfinite(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD)));
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 Test(plan, sched_new_rejects_non_partitions)
@@ -456,33 +456,33 @@ Test(plan, sched_new_rejects_non_partitions)
 
 Test(plan, dijkstra_routes)
 {
-	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
 	int path[16], n;
 	char name[64];
 
 	/* NYC->TYO: NYC-CHI-LAX-TYO = 8 + 24 + 49 = 81 < NYC-LON-SIN-TYO = 145 */
-	cr_assert_float_eq(isth_plan_topo_latency(t, 0, 6), 81.0, 1e-9);
-	n = isth_plan_topo_path(t, 0, 6, path, 16);
+	cr_assert_float_eq(isth_topo_latency(t, 0, 6), 81.0, 1e-9);
+	n = isth_topo_path(t, 0, 6, path, 16);
 	cr_assert_eq(n, 3);
-	isth_plan_topo_dlink_name(t, path[2], name, sizeof(name));
+	isth_topo_dlink_name(t, path[2], name, sizeof(name));
 	cr_assert_str_eq(name, "LAX->TYO");
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 Test(plan, ring_allreduce_two_sites)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
 	struct isth_plan_params p = exact_params(12.5e6, 0);
 
 	/* 2(n-1) = 2 steps of P/2 = 6.25 MB: 10 ms + 5 ms each (the two
 	 * directions are separate links) = 30 ms */
 	cr_assert_float_eq(isth_plan_ring_allreduce_ms(t, &p, NULL), 30.0, 1e-9);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 Test(plan, search_bounded_and_no_worse)
 {
-	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
 	struct isth_plan_params p = exact_params(1e9, 0);
 	struct isth_plan_sched *tri = isth_plan_sched_family(t, "triangles"), *s;
 	struct isth_plan_result *r;
@@ -500,26 +500,7 @@ Test(plan, search_bounded_and_no_worse)
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
 	isth_plan_sched_free(tri);
-	isth_plan_topo_free(t);
-}
-
-/* ---- sizes ---- */
-
-Test(plan, parse_size)
-{
-	static const struct { const char *s; double v; } ok[] = {
-		{"0", 0}, {"32G", 32e9}, {"32Gi", 32.0 * 1073741824.0}, {"1.5K", 1500},
-		{"4Mi", 4194304}, {"2T", 2e12}, {"1Ti", 1099511627776.0}, {"8GB", 8e9}, {"7", 7},
-	};
-	static const char *bad[] = {"", "G", "-1", "3X", "1Gx", "1 G", "nan"};
-	double v;
-
-	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		cr_assert_eq(isth_plan_parse_size(ok[i].s, &v), 0, "%s", ok[i].s);
-		cr_assert_float_eq(v, ok[i].v, 1e-6, "%s", ok[i].s);
-	}
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		cr_assert_eq(isth_plan_parse_size(bad[i], &v), -EINVAL, "%s", bad[i]);
+	isth_topo_free(t);
 }
 
 /* ---- malformed topologies: each with its exact message ---- */
@@ -533,7 +514,7 @@ struct badtopo {
 #define S3 SITES_HDR "A,R,a\nB,R,b\nC,R,c\n"
 
 static struct badtopo bad_topos[] = {
-	{"", LINKS_HDR, "s.csv:0: empty file (expected header 'site,region[,city]')"},
+	{"", LINKS_HDR, "s.csv: empty file (expected header 'site,region[,city]')"},
 	{"name,region\nA,R\n", LINKS_HDR, "s.csv:1: expected header 'site,region[,city]'"},
 	{"# comment\n" SITES_HDR "A,R,a\nA,R,b\n", LINKS_HDR, "s.csv:4: duplicate site 'A' (first on line 3)"},
 	{SITES_HDR "A\n", LINKS_HDR, "s.csv:2: expected 'site,region[,city]', got 1 field"},
@@ -550,7 +531,7 @@ static struct badtopo bad_topos[] = {
 	{S3, LINKS_HDR "A,B,1,10Gb\n", "l.csv:2: bad capacity_gbps '10Gb'"},
 	{S3, LINKS_HDR "A,B,1\n", "l.csv:2: expected 'a,b,one_way_ms,capacity_gbps[,source]', got 3 fields"},
 	{S3, LINKS_HDR "A,B,1,10\n", "s.csv:4: site 'C' is not connected to 'A' (disconnected graph)"},
-	{S3, "", "l.csv:0: empty file (expected header 'a,b,one_way_ms,capacity_gbps[,source]')"},
+	{S3, "", "l.csv: empty file (expected header 'a,b,one_way_ms,capacity_gbps[,source]')"},
 };
 
 Test(plan, malformed_topology)
@@ -558,14 +539,14 @@ Test(plan, malformed_topology)
 	for (size_t i = 0; i < sizeof(bad_topos) / sizeof(bad_topos[0]); i++) {
 		const struct badtopo *b = &bad_topos[i];
 		char err[256] = "";
-		struct isth_plan_topo *t;
+		struct isth_topo *t;
 
 		errno = 0;
-		t = isth_plan_topo_parse("s.csv", b->sites, "l.csv", b->links, err, sizeof(err));
+		t = isth_topo_parse("s.csv", b->sites, "l.csv", b->links, err, sizeof(err));
 		cr_expect_null(t, "case %zu", i);
 		cr_expect_eq(errno, EINVAL, "case %zu", i);
 		cr_expect_str_eq(err, b->err, "case %zu", i);
-		isth_plan_topo_free(t);
+		isth_topo_free(t);
 	}
 }
 
@@ -576,21 +557,21 @@ Test(plan, too_many_sites)
 
 	for (int i = 0; i < 65; i++)
 		o += snprintf(sites + o, sizeof(sites) - o, "S%d,R,x\n", i);
-	cr_assert_null(isth_plan_topo_parse("s.csv", sites, "l.csv", LINKS_HDR, err, sizeof(err)));
+	cr_assert_null(isth_topo_parse("s.csv", sites, "l.csv", LINKS_HDR, err, sizeof(err)));
 	cr_assert_str_eq(err, "s.csv:66: too many sites (at most 64)");
 }
 
 Test(plan, nine_city_files_load)
 {
 	char err[256] = "";
-	struct isth_plan_topo *t = isth_plan_topo_load(SRCDIR "/conf/topologies/nine-city-sites.csv",
+	struct isth_topo *t = isth_topo_load(SRCDIR "/conf/topologies/nine-city-sites.csv",
 						       SRCDIR "/conf/topologies/nine-city-links.csv",
 						       err, sizeof(err));
 
 	cr_assert_not_null(t, "%s", err);
-	cr_assert_eq(isth_plan_topo_n(t), 9);
-	cr_assert_eq(isth_plan_topo_nregions(t), 3);
+	cr_assert_eq(isth_topo_n(t), 9);
+	cr_assert_eq(isth_topo_nregions(t), 3);
 	/* the shipped shortest-path table says NYC-HKG is 104.804 ms */
-	cr_assert_float_eq(isth_plan_topo_latency(t, 0, 8), 104.804, 1e-9);
-	isth_plan_topo_free(t);
+	cr_assert_float_eq(isth_topo_latency(t, 0, 8), 104.804, 1e-9);
+	isth_topo_free(t);
 }
