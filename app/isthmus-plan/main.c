@@ -49,6 +49,8 @@ usage(FILE *f)
 "  --replication MODE    network: multicast trees, a link carries a stream once;\n"
 "                        edge: unicast fan-out at the sender edge (default network)\n"
 "  --max-round-ms X      rounds longer than X are infeasible (default: no limit)\n"
+"  --max-lps N           cutting-plane LPs per round before the round is given\n"
+"                        up with a warning (default 400)\n"
 "Schedules:\n"
 "  --schedule NAME|all   all-to-all, regional, pairs, triangles, search, or a comma\n"
 "                        list; all = every one of them (default all)\n"
@@ -92,7 +94,8 @@ usage(FILE *f)
 "\n"
 "Exit status: 0 results printed; 1 usage error; 2 topology error (file:line:\n"
 "reason on stderr); 3 no schedule was feasible; 4 --out/--plot failed;\n"
-"5 the LP solver failed.\n"
+"5 the LP solver failed, a round hit the cutting-plane cap (a warning per\n"
+"round on stderr), or the final check of the schedule to write failed.\n"
 "\n"
 "Example:\n"
 "  isthmus-plan --sites conf/topologies/nine-city-sites.csv \\\n"
@@ -200,6 +203,7 @@ main(int argc, char **argv)
 		{"chunk-bytes", required_argument, NULL, 'c'},
 		{"replication", required_argument, NULL, 'r'},
 		{"max-round-ms", required_argument, NULL, 'x'},
+		{"max-lps", required_argument, NULL, 'L'},
 		{"schedule", required_argument, NULL, 'S'},
 		{"search-seconds", required_argument, NULL, 'z'},
 		{"seed", required_argument, NULL, 'e'},
@@ -278,6 +282,16 @@ main(int argc, char **argv)
 					optarg);
 				return EXIT_USAGE;
 			}
+			break;
+		case 'L':
+			errno = 0;
+			v = strtod(optarg, &end);
+			if (errno || *end || end == optarg || v < 1 || v > 1e6 || v != floor(v)) {
+				fprintf(stderr, "isthmus-plan: --max-lps: an integer 1..1000000, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			prm.max_lps = (int)v;
 			break;
 		case 'S': schedlist = optarg; break;
 		case 'e': seed = (unsigned)strtoul(optarg, NULL, 0); break;
@@ -395,8 +409,11 @@ main(int argc, char **argv)
 			}
 			ret = isth_plan_solve(topo, R->s, &p, &R->res);
 			if (ret < 0) {
-				fprintf(stderr, "isthmus-plan: %s: LP failed: %s\n", scheds[k], strerror(-ret));
-				snprintf(R->binding, sizeof(R->binding), "solver error: %s", strerror(-ret));
+				const char *why = ret == -ETIMEDOUT ? "GLPK hit its iteration or time limit"
+								    : strerror(-ret);
+
+				fprintf(stderr, "isthmus-plan: %s: LP failed: %s\n", scheds[k], why);
+				snprintf(R->binding, sizeof(R->binding), "solver error: %s", why);
 				rc = EXIT_SOLVER;
 				nrows++;
 				continue;
@@ -407,7 +424,22 @@ main(int argc, char **argv)
 			R->Aa = isth_plan_A(R->s, ISTH_PLAN_SURV_AVG);
 			R->obj = R->feasible ? R->T * (R->Af + 0.5) : NAN;
 			snprintf(R->binding, sizeof(R->binding), "%s", isth_plan_result_binding(R->res));
-			if (R->feasible && isfinite(R->obj) &&
+			if (isth_plan_result_nwarnings(R->res) > 0) {
+				char mb[32];
+				int r;
+
+				fmt_bytes(mems[m], mb, sizeof(mb));
+				for (r = 0; r < isth_plan_sched_nrounds(R->s); r++)
+					if (isth_plan_result_warning(R->res, r)[0])
+						fprintf(stderr, "isthmus-plan: warning: %s M=%s round %d: %s\n",
+							scheds[k], mb, r, isth_plan_result_warning(R->res, r));
+				R->untrusted = 1;
+				snprintf(R->binding, sizeof(R->binding),
+					 "UNTRUSTED: cut cap hit in %d round(s), see warnings",
+					 isth_plan_result_nwarnings(R->res));
+				rc = EXIT_SOLVER;
+			}
+			if (R->feasible && !R->untrusted && isfinite(R->obj) &&
 			    (winners[m] < 0 || R->obj < rows[winners[m]].obj))
 				winners[m] = nrows;
 			nrows++;
@@ -540,9 +572,22 @@ main(int argc, char **argv)
 	if (pick < 0 && rc == 0)
 		rc = EXIT_NONE;
 	if (out) {
+		struct isth_plan_params pp = prm;
+
+		if (pick >= 0)
+			pp.memory_bytes = rows[pick].memory;
 		if (pick < 0) {
 			fprintf(stderr, "isthmus-plan: --out: no feasible mixing schedule to write\n");
 			rc = EXIT_OUTPUT;
+		} else if (rows[pick].untrusted) {
+			fprintf(stderr, "isthmus-plan: --out: %s hit the cutting-plane cap; %s not written\n",
+				rows[pick].name, out);
+			rc = EXIT_SOLVER;
+		} else if (isth_plan_check(topo, rows[pick].s, &pp, rows[pick].res, err, sizeof(err)) < 0) {
+			/* never write a schedule the edges could not keep */
+			fprintf(stderr, "isthmus-plan: --out: %s (M=%.0f B) fails the final check: %s; "
+				"%s not written\n", rows[pick].name, rows[pick].memory, err, out);
+			rc = EXIT_SOLVER;
 		} else if (write_sched(out, topo, &prm, &rows[pick], epoch, err, sizeof(err)) < 0) {
 			fprintf(stderr, "isthmus-plan: --out: %s\n", err);
 			rc = EXIT_OUTPUT;

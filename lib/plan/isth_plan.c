@@ -214,6 +214,7 @@ isth_plan_result_free(struct isth_plan_result *r)
 	free(r->t);
 	free(r->D);
 	free(r->Tr);
+	free(r->warn);
 	free(r);
 }
 
@@ -255,6 +256,20 @@ isth_plan_result_duration(const struct isth_plan_result *r, int round, int i)
 	if (round < 0)
 		round += r->nrounds;
 	return r->D[round * r->n + i];
+}
+
+int
+isth_plan_result_nwarnings(const struct isth_plan_result *r)
+{
+	return r ? r->nwarn : 0;
+}
+
+const char *
+isth_plan_result_warning(const struct isth_plan_result *r, int round)
+{
+	if (r == NULL || r->warn == NULL || round < 0 || round >= r->nrounds)
+		return "";
+	return r->warn[round];
 }
 
 int

@@ -55,6 +55,8 @@ struct isth_plan_params {
 	double chunk_bytes;     /**< aggregation granularity: the last chunk is delivered after the last byte */
 	double max_round_ms;    /**< a round longer than this is infeasible; 0 = no limit */
 	enum isth_plan_repl repl; /**< replication mode */
+	int max_lps;            /**< cap on cutting-plane LPs per round; 0 = 400. A round
+				     that hits it gets a warning (isth_plan_result_warning()) */
 };
 
 /** Set @p p to the documented defaults (100 Gbit/s access, 0 ms, 1 MiB chunks, network replication). */
@@ -207,6 +209,38 @@ int isth_plan_result_lp_iterations(const struct isth_plan_result *r);
  */
 double isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_plan_topo *t,
 				  const struct isth_plan_sched *s, int round, int i, double tau);
+
+/**
+ * Number of rounds whose LP is not trusted (the cutting-plane cap was hit,
+ * see isth_plan_params.max_lps); their T and rates may overload a link.
+ */
+int isth_plan_result_nwarnings(const struct isth_plan_result *r);
+/** The warning of round @p round ("" if none). */
+const char *isth_plan_result_warning(const struct isth_plan_result *r, int round);
+
+/**
+ * Peak aggregation memory (bytes) that receiver @p i's edge holds over the
+ * cycle, from the fluid model (the maximum of
+ * isth_plan_result_occupancy() over every round, evaluated exactly at the
+ * arrival breakpoints); NAN if @p r is infeasible or does not match.
+ */
+double isth_plan_result_peak_memory(const struct isth_plan_result *r, const struct isth_plan_topo *t,
+				    const struct isth_plan_sched *s, int i);
+
+/**
+ * Check every round of a solved schedule against the model, independently
+ * of the LP: each directed link's load sum_j m_je 8P / D_j <= capacity
+ * (1 ppm tolerance), each sender's last byte delivered (offset + duration
+ * + path latency + delivery tail) by T, no sender faster than its access
+ * link, and each receiver edge's peak occupancy <= M (tolerance 1 ppm of P
+ * plus what one stream delivers in 1 ns).
+ * @param err receives "round r: ..." naming the first violation.
+ * @return 0 if every round holds, -ERANGE on a violation, -EINVAL if the
+ *         arguments do not match or @p r is infeasible, -ENOMEM.
+ */
+int isth_plan_check(const struct isth_plan_topo *t, const struct isth_plan_sched *s,
+		    const struct isth_plan_params *p, const struct isth_plan_result *r,
+		    char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ */
 /* Search                                                              */

@@ -45,6 +45,19 @@ struct isth_plan_result {
 	double *Tr;                     /* per-round minimum */
 	double payload, memory;
 	int lp_iters;
+	char (*warn)[160];              /* per round: "" or why the round is not trusted */
+	int nwarn;                      /* rounds with a warning */
+};
+
+/* One round's LP outcome (lp.c writes all of it). */
+struct plan_round {
+	int feasible;
+	double T;
+	double off[NMAX];               /* NAN for islands that do not send */
+	double dur[NMAX];
+	char binding[160];
+	char warn[160];                 /* "" unless the cut cap was hit */
+	int iters;                      /* LPs solved, added to by plan_solve_round */
 };
 
 /* route.c */
@@ -53,10 +66,12 @@ int plan_route(struct isth_plan_topo *t, char *err, size_t errlen, const char *s
 void plan_stream_links(const struct isth_plan_topo *t, int j, uint64_t dests,
 		       enum isth_plan_repl repl, int *mult);
 
-/* lp.c: solve one round (partition). t,D are n-sized arrays. */
+/* lp.c: solve one round (partition) into @o; 0 or a negative errno
+ * (-ETIMEDOUT: GLPK hit its iteration or time limit, -EIO: GLPK failed). */
 int plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
-		     const struct isth_plan_params *p, int *feasible, double *T,
-		     double *off, double *dur, char *binding, size_t blen, int *iters);
+		     const struct isth_plan_params *p, struct plan_round *o);
+/* Default cap on cutting-plane LPs per round. */
+#define PLAN_MAX_LPS 400
 
 static inline int plan_popcount(uint64_t x) { return __builtin_popcountll(x); }
 

@@ -77,8 +77,9 @@ static double
 round_T(struct ctx *C, int n, const uint8_t *lab)
 {
 	uint64_t cl[NMAX], h = 1469598103934665603ULL;
-	int nc = round_cliques(n, lab, cl), c, f = 0, it = 0;
-	double T, off[NMAX], dur[NMAX];
+	int nc = round_cliques(n, lab, cl), c;
+	struct plan_round o;
+	double T;
 	struct cent *e;
 
 	for (c = 0; c < nc; c++) {
@@ -91,12 +92,13 @@ round_T(struct ctx *C, int n, const uint8_t *lab)
 	if (e->key == h)
 		return e->T;
 	C->evals++;
-	if (plan_solve_round(C->t, nc, cl, C->p, &f, &T, off, dur, NULL, 0, &it) < 0) {
+	o.iters = 0;
+	if (plan_solve_round(C->t, nc, cl, C->p, &o) < 0) {
 		C->err = 1;
-		T = INFINITY;
+		o.feasible = 0;
 	}
-	if (!f)
-		T = INFINITY;
+	/* a round whose cut loop hit its cap is not trusted: treat as infeasible */
+	T = o.feasible && !o.warn[0] ? o.T : INFINITY;
 	e->key = h;
 	e->T = T;
 	return T;

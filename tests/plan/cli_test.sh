@@ -23,6 +23,25 @@ grep -q '^triangles,0,1,564\.' "$tmp/out.csv" || fail "triangles T at 1.3G"
 head -1 "$tmp/s.sched" | grep -qx 'isthmus-schedule 1' || fail "schedule magic"
 tail -1 "$tmp/s.sched" | grep -qx 'end' || fail "schedule end"
 
+# tiny payloads neither fail (was: Input/output error) nor hang (was: 50-200 B)
+for P in 10 100; do
+	# shellcheck disable=SC2086
+	"$plan" $topo --payload-bytes $P --memory-bytes 0,32G --schedule all-to-all,pairs,triangles \
+		--quiet --out "$tmp/tiny.sched" >/dev/null 2>"$tmp/err" || fail "payload $P: $(cat "$tmp/err")"
+	[ -s "$tmp/tiny.sched" ] || fail "payload $P: no schedule written"
+done
+
+# the cutting-plane cap: a named warning per round, exit 5, nothing written
+# shellcheck disable=SC2086
+"$plan" $topo --payload-bytes 1.3G --schedule triangles --max-lps 1 --quiet \
+	--out "$tmp/cap.sched" >/dev/null 2>"$tmp/err"
+[ $? -eq 5 ] || fail "cap exit code"
+for r in 0 1 2 3; do
+	grep -q "^isthmus-plan: warning: triangles M=0 round $r: cutting-plane cap of 1 LPs hit" "$tmp/err" \
+		|| fail "cap warning round $r: $(cat "$tmp/err")"
+done
+[ ! -e "$tmp/cap.sched" ] || fail "schedule written despite the cap"
+
 printf 'site,region\nA,R\nB,R\n' >"$tmp/s.csv"
 printf 'a,b,one_way_ms,capacity_gbps\nA,B,1,0\n' >"$tmp/l.csv"
 "$plan" --sites "$tmp/s.csv" --links "$tmp/l.csv" 2>"$tmp/err" >/dev/null

@@ -40,14 +40,18 @@ exact_params(double payload, double memory)
 	return p;
 }
 
+/* Every schedule a test produces goes through the library's final check. */
 static struct isth_plan_result *
 solve(struct isth_plan_topo *t, struct isth_plan_sched *s, const struct isth_plan_params *p)
 {
 	struct isth_plan_result *r = NULL;
 	int ret = isth_plan_solve(t, s, p, &r);
+	char err[256] = "";
 
 	cr_assert_eq(ret, 0, "solve: %d", ret);
 	cr_assert_not_null(r);
+	if (isth_plan_result_feasible(r))
+		cr_assert_eq(isth_plan_check(t, s, p, r, err, sizeof(err)), 0, "check: %s", err);
 	return r;
 }
 
@@ -177,6 +181,11 @@ Test(plan, memory_bound_stagger)
 			cr_assert_float_eq(o, isth_plan_result_occupancy(r, t, s, 0, i, tau), 1);
 		}
 	cr_assert_leq(worst, p.memory_bytes * (1 + 1e-6), "occupancy %.0f > M", worst);
+	/* the exact peak (at arrival breakpoints) is M itself at B, where the
+	 * stagger is tight, and the sampled maximum agrees */
+	cr_assert_float_eq(isth_plan_result_peak_memory(r, t, s, 1), p.memory_bytes,
+			   1e-6 * p.memory_bytes);
+	cr_assert_float_eq(worst, p.memory_bytes, 1e-3 * p.memory_bytes);
 	/* both B and A are tight (t_B = 8 puts A's arrivals exactly m apart) */
 	cr_assert(strncmp(isth_plan_result_binding(r), "memory @", 8) == 0, "%s",
 		  isth_plan_result_binding(r));
@@ -283,6 +292,77 @@ Test(plan, shared_tree_capacity_and_replication)
 	isth_plan_topo_free(t);
 }
 
+/*
+ * The cutting-plane cap. With one LP allowed, the line X - S - Y above
+ * stops at the first LP: D = 10 ms for all (the bounds), S->Y carrying two
+ * streams at twice its capacity. The round gets a warning, and the polish
+ * slows each stream by its worst overload (2): D = 20 ms for all, T =
+ * max(20 + 20, 10 + 20) = 40 ms, which fits every link (the check passes)
+ * and is above the true optimum 25 + sqrt(125).
+ */
+Test(plan, cut_cap_warns_and_fits)
+{
+	struct isth_plan_topo *t = topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n",
+					LINKS_HDR "X,S,10,10,x\nS,Y,10,10,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_params p = exact_params(12.5e6, 12.5e6);
+	struct isth_plan_result *r;
+
+	p.max_lps = 1;
+	r = solve(t, s, &p);
+	cr_assert(isth_plan_result_feasible(r));
+	cr_assert_eq(isth_plan_result_nwarnings(r), 1);
+	cr_assert(strstr(isth_plan_result_warning(r, 0), "cutting-plane cap of 1 LPs hit") != NULL,
+		  "%s", isth_plan_result_warning(r, 0));
+	cr_assert_float_eq(isth_plan_result_T(r), 40.0, 1e-6);
+	isth_plan_result_free(r);
+	/* the default cap is not hit: no warning, the optimum */
+	p.max_lps = 0;
+	r = solve(t, s, &p);
+	cr_assert_eq(isth_plan_result_nwarnings(r), 0);
+	cr_assert_str_eq(isth_plan_result_warning(r, 0), "");
+	cr_assert_float_eq(isth_plan_result_T(r), 25.0 + sqrt(125.0), 1e-3);
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_plan_topo_free(t);
+}
+
+/*
+ * The checker sees each kind of violation. A two-site plan (T = 20 ms,
+ * D = 10 ms at 10 Gbit/s, see two_site_round_time) checked against a
+ * world that differs from the one it was solved for: 1 ms of access
+ * latency each way puts the last byte at 22 ms > T; a 1 Gbit/s access
+ * link is slower than the planned 10 Gbit/s stream; a 5 Gbit/s link
+ * carries the stream at twice its capacity.
+ */
+Test(plan, check_finds_violations)
+{
+	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
+	struct isth_plan_topo *slow = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,5,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_params p = exact_params(12.5e6, 0), q;
+	struct isth_plan_result *r = solve(t, s, &p);
+	char err[256];
+
+	cr_assert_float_eq(isth_plan_result_T(r), 20.0, 1e-6);
+	q = p;
+	q.access_ms = 1;
+	cr_assert_eq(isth_plan_check(t, s, &q, r, err, sizeof(err)), -ERANGE);
+	cr_assert(strncmp(err, "round 0: A's last byte is delivered at 22.000000 ms > T = 20.0", 61) == 0,
+		  "%s", err);
+	q = p;
+	q.access_bps = 1e9;
+	cr_assert_eq(isth_plan_check(t, s, &q, r, err, sizeof(err)), -ERANGE);
+	cr_assert(strstr(err, "faster than its access link") != NULL, "%s", err);
+	cr_assert_eq(isth_plan_check(slow, s, &p, r, err, sizeof(err)), -ERANGE);
+	cr_assert(strncmp(err, "round 0: link A->B carries 1 streams at 2.000000000 of its capacity", 67) == 0,
+		  "%s", err);
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_plan_topo_free(slow);
+	isth_plan_topo_free(t);
+}
+
 /* ---- survival sums ---- */
 
 #define NINE_SITES SITES_HDR "NYC,NA,x\nCHI,NA,x\nLAX,NA,x\nLON,EU,x\nAMS,EU,x\nFRA,EU,x\n" \
@@ -354,6 +434,47 @@ Test(plan, survival_pairs_and_regional)
 	cr_assert(isinf(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD)));
 	cr_assert(isinf(isth_plan_A(s, ISTH_PLAN_SURV_AVG)));
 	isth_plan_sched_free(s);
+	isth_plan_topo_free(t);
+}
+
+/*
+ * Tiny payloads (issue 13: <= 10 B failed with -EIO, 50-200 B never
+ * returned). With M >= P nothing aligns and every stream lasts
+ * nanoseconds, so all-to-all takes the longest shortest path plus at most
+ * a microsecond; triangles must stay feasible at M = 0. Every result goes
+ * through the check (solve()).
+ */
+Test(plan, tiny_payloads_solve, .timeout = 60)
+{
+	static const double P[] = {1, 10, 50, 100, 150, 200};
+	static const char *fam[] = {"all-to-all", "pairs", "triangles"};
+	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	double diam = 0;
+
+	for (int a = 0; a < 9; a++)
+		for (int b = 0; b < 9; b++)
+			diam = fmax(diam, isth_plan_topo_latency(t, a, b));
+	for (size_t k = 0; k < sizeof(P) / sizeof(P[0]); k++)
+		for (size_t f = 0; f < 3; f++) {
+			struct isth_plan_sched *s = isth_plan_sched_family(t, fam[f]);
+
+			for (int m = 0; m < 2; m++) {
+				struct isth_plan_params p = exact_params(P[k], m ? P[k] : 0);
+				struct isth_plan_result *r = solve(t, s, &p);
+
+				cr_assert_eq(isth_plan_result_nwarnings(r), 0, "P=%g %s M=%d: %s", P[k],
+					     fam[f], m, isth_plan_result_warning(r, 0));
+				if (f == 2)
+					cr_assert(isth_plan_result_feasible(r), "P=%g triangles", P[k]);
+				if (f == 0 && m) {
+					cr_assert(isth_plan_result_feasible(r));
+					cr_assert_float_eq(isth_plan_result_T(r), diam, 1e-3, "P=%g: %.9f",
+							   P[k], isth_plan_result_T(r));
+				}
+				isth_plan_result_free(r);
+			}
+			isth_plan_sched_free(s);
+		}
 	isth_plan_topo_free(t);
 }
 
