@@ -54,8 +54,13 @@ usage(FILE *f)
 "Schedules:\n"
 "  --schedule NAME|all   all-to-all, regional, pairs, triangles, search, or a comma\n"
 "                        list; all = every one of them (default all)\n"
-"  --search-seconds S    wall-time budget of 'search' per memory value (default 5)\n"
-"  --seed N              search seed (default 1)\n"
+"  --search-iters N      annealing steps of 'search' per memory value; the\n"
+"                        temperature follows them, so --seed fixes the result\n"
+"                        (default 4000)\n"
+"  --search-seconds S    wall-time bound of 'search' per memory value; a search\n"
+"                        it cuts short is reported on stderr, as its result\n"
+"                        then depends on the machine (default 60)\n"
+"  --seed N              search seed, 0..4294967295 (default 1)\n"
 "Synchronous baseline:\n"
 "  --compute-ms X        compute time per training step; 0 = the winner's T, i.e.\n"
 "                        compute sized to hide the rotating schedule's traffic\n"
@@ -207,6 +212,7 @@ main(int argc, char **argv)
 		{"schedule", required_argument, NULL, 'S'},
 		{"search-seconds", required_argument, NULL, 'z'},
 		{"seed", required_argument, NULL, 'e'},
+		{"search-iters", required_argument, NULL, 'I'},
 		{"compute-ms", required_argument, NULL, 'C'},
 		{"format", required_argument, NULL, 'f'},
 		{"out", required_argument, NULL, 'o'},
@@ -219,9 +225,10 @@ main(int argc, char **argv)
 	struct isth_plan_params prm;
 	const char *sites = NULL, *links = NULL, *out = NULL, *plotdir = NULL;
 	char *memlist = NULL, *schedlist = NULL, *end;
-	double mems[64], search_s = 5, compute_ms = 0, v;
+	double mems[64], search_s = 60, compute_ms = 0, v;
 	int nmem = 0, csv = 0, quiet = 0, opt, i, k, m;
 	unsigned seed = 1;
+	long search_iters = ISTH_PLAN_SEARCH_ITERS;
 	unsigned long long epoch = 0;
 	const char *scheds[16];
 	int nsched = 0;
@@ -294,7 +301,26 @@ main(int argc, char **argv)
 			prm.max_lps = (int)v;
 			break;
 		case 'S': schedlist = optarg; break;
-		case 'e': seed = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'e':
+		case 'I': {
+			unsigned long long u;
+
+			errno = 0;
+			u = strtoull(optarg, &end, 10);
+			if (errno || *end || end == optarg || optarg[0] == '-' ||
+			    u > (opt == 'e' ? 4294967295ULL : 100000000ULL) || (opt == 'I' && u == 0)) {
+				fprintf(stderr, "isthmus-plan: --%s: %s, not '%s'\n",
+					opt == 'e' ? "seed" : "search-iters",
+					opt == 'e' ? "an integer 0..4294967295" : "an integer 1..100000000",
+					optarg);
+				return EXIT_USAGE;
+			}
+			if (opt == 'e')
+				seed = (unsigned)u;
+			else
+				search_iters = (long)u;
+			break;
+		}
 		case 'E':
 			errno = 0;
 			epoch = strtoull(optarg, &end, 0);
@@ -390,10 +416,16 @@ main(int argc, char **argv)
 
 				fmt_bytes(mems[m], mb, sizeof(mb));
 				/* the best found with less memory stays feasible with more */
-				R->s = isth_plan_search(topo, &p, prev_search, search_s, seed,
-							quiet ? NULL : progress, mb);
+				int cut = 0;
+
+				R->s = isth_plan_search(topo, &p, prev_search, search_iters, search_s, seed,
+							&cut, quiet ? NULL : progress, mb);
 				if (R->s)
 					prev_search = R->s;
+				if (cut)
+					fprintf(stderr, "isthmus-plan: warning: search (M=%s) stopped by "
+						"--search-seconds %g before its %ld iterations: its result "
+						"depends on this machine's speed\n", mb, search_s, search_iters);
 			} else {
 				R->s = isth_plan_sched_family(topo, scheds[k]);
 			}

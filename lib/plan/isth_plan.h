@@ -249,19 +249,28 @@ int isth_plan_check(const struct isth_plan_topo *t, const struct isth_plan_sched
 /** Progress callback: elapsed seconds, evaluations, best objective (ms). */
 typedef void (*isth_plan_progress_fn)(double elapsed_s, long evals, double best_obj_ms, void *arg);
 
+/** Default number of annealing iterations of isth_plan_search(). */
+#define ISTH_PLAN_SEARCH_ITERS 4000
+
 /**
  * Simulated-annealing search over clique partitions and rotation sequences
  * for the minimum of T * (A_flood + 1/2), seeded with the built-in families.
- * Runs for at most @p seconds of wall time.
+ * The temperature falls linearly over @p iterations (0.05 -> 0.001), so the
+ * result is a function of the inputs and @p seed alone; @p seconds only
+ * bounds the wall time: a run that reaches it stops early and sets
+ * *cut_short (its result then depends on the machine's speed).
  * @param init optional extra starting point (e.g. the best schedule found
  *             with less memory, which stays feasible with more); may be NULL.
+ * @param iterations annealing steps; 0 = ISTH_PLAN_SEARCH_ITERS
+ * @param cut_short may be NULL; set to 1 if @p seconds ended the run
  * @return the best schedule found (name "search"), or NULL with errno set
  *         (EINVAL, ENOMEM, EIO; ENOENT if nothing feasible was found).
  */
 struct isth_plan_sched *isth_plan_search(const struct isth_plan_topo *t,
 					 const struct isth_plan_params *p,
-					 const struct isth_plan_sched *init, double seconds,
-					 unsigned seed, isth_plan_progress_fn progress, void *arg);
+					 const struct isth_plan_sched *init, long iterations,
+					 double seconds, unsigned seed, int *cut_short,
+					 isth_plan_progress_fn progress, void *arg);
 
 /* ------------------------------------------------------------------ */
 /* Synchronous baselines                                               */

@@ -199,17 +199,22 @@ mutate(int n, struct sstate *s)
 
 struct isth_plan_sched *
 isth_plan_search(const struct isth_plan_topo *t, const struct isth_plan_params *p,
-		 const struct isth_plan_sched *init, double seconds, unsigned seed,
-		 isth_plan_progress_fn progress, void *arg)
+		 const struct isth_plan_sched *init, long iterations, double seconds,
+		 unsigned seed, int *cut_short, isth_plan_progress_fn progress, void *arg)
 {
 	static const char *fam[] = {"all-to-all", "triangles", "pairs", "regional"};
 	struct ctx C = {0};
 	struct sstate cur, best, cand;
-	double fcur = INFINITY, fbest = INFINITY, t0, last, el;
+	double fcur = INFINITY, fbest = INFINITY, t0, last;
+	long it;
 	int n, f;
 	struct isth_plan_sched *out;
 
-	if (t == NULL || p == NULL || seconds < 0 || t->n < 2 || (init && init->n != t->n)) {
+	if (cut_short)
+		*cut_short = 0;
+	if (iterations <= 0)
+		iterations = ISTH_PLAN_SEARCH_ITERS;
+	if (t == NULL || p == NULL || !(seconds >= 0) || t->n < 2 || (init && init->n != t->n)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -255,8 +260,10 @@ isth_plan_search(const struct isth_plan_topo *t, const struct isth_plan_params *
 	}
 	fcur = fbest;
 	best = cur;
-	while ((el = now_s() - t0) < seconds && !C.err) {
-		double temp = 0.05 * (1 - el / seconds) + 0.001, v;
+	/* The temperature follows the iteration count, never the clock, so a
+	 * seed fixes the result; the clock only bounds the run (cut_short). */
+	for (it = 0; it < iterations && !C.err; it++) {
+		double temp = 0.05 * (1 - (double)it / iterations) + 0.001, v;
 		int m, nm = 1 + rnd() % 3;
 
 		cand = cur;
@@ -271,6 +278,11 @@ isth_plan_search(const struct isth_plan_topo *t, const struct isth_plan_params *
 				best = cand;
 				fbest = v;
 			}
+		}
+		if ((it & 15) == 15 && now_s() - t0 >= seconds) {
+			if (cut_short)
+				*cut_short = 1;
+			break;
 		}
 		if (progress && now_s() - last >= 1.0) {
 			last = now_s();

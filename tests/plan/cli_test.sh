@@ -6,7 +6,8 @@ plan="$1"
 src="$2"
 topo="--sites $src/conf/topologies/nine-city-sites.csv --links $src/conf/topologies/nine-city-links.csv"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+busy=""
+trap 'rm -rf "$tmp"; [ -z "$busy" ] || kill "$busy" 2>/dev/null' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$plan" --help | grep -q "Exit status" || fail "--help"
@@ -41,6 +42,20 @@ for r in 0 1 2 3; do
 		|| fail "cap warning round $r: $(cat "$tmp/err")"
 done
 [ ! -e "$tmp/cap.sched" ] || fail "schedule written despite the cap"
+
+# search: one seed, one result, byte for byte (the temperature follows the
+# iterations, not the clock); the second run competes with a busy loop
+for k in 1 2; do
+	if [ $k -eq 2 ]; then (while :; do :; done) & busy=$!; fi
+	# shellcheck disable=SC2086
+	"$plan" $topo --payload-bytes 1.3G --schedule search --search-iters 1500 --seed 42 \
+		--quiet --out "$tmp/search$k.sched" >"$tmp/search$k.txt" 2>"$tmp/err" \
+		|| fail "search run $k: $(cat "$tmp/err")"
+done
+kill "$busy"
+busy=""
+cmp -s "$tmp/search1.sched" "$tmp/search2.sched" || fail "search with one seed differs"
+cmp -s "$tmp/search1.txt" "$tmp/search2.txt" || fail "search table with one seed differs"
 
 printf 'site,region\nA,R\nB,R\n' >"$tmp/s.csv"
 printf 'a,b,one_way_ms,capacity_gbps\nA,B,1,0\n' >"$tmp/l.csv"

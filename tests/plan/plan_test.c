@@ -612,7 +612,7 @@ Test(plan, search_bounded_and_no_worse)
 	r = solve(t, tri, &p);
 	tri_obj = isth_plan_result_T(r) * (isth_plan_A(tri, ISTH_PLAN_SURV_FLOOD) + 0.5);
 	isth_plan_result_free(r);
-	s = isth_plan_search(t, &p, NULL, 0.5, 7, NULL, NULL);
+	s = isth_plan_search(t, &p, NULL, 300, 60, 7, NULL, NULL, NULL);
 	cr_assert_not_null(s);
 	r = solve(t, s, &p);
 	cr_assert(isth_plan_result_feasible(r));
@@ -621,6 +621,39 @@ Test(plan, search_bounded_and_no_worse)
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
 	isth_plan_sched_free(tri);
+	isth_plan_topo_free(t);
+}
+
+/*
+ * Reproducible search: the temperature follows the iteration count, so the
+ * same seed gives the same schedule however loaded the machine is (issue
+ * 13: wall-clock annealing gave 594 or 842 ms). A zero time bound stops a
+ * run early and says so.
+ */
+Test(plan, search_reproducible)
+{
+	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_plan_params p = exact_params(1e9, 0);
+	struct isth_plan_sched *a, *b;
+	int cut = -1;
+
+	a = isth_plan_search(t, &p, NULL, 600, 60, 11, &cut, NULL, NULL);
+	cr_assert_not_null(a);
+	cr_assert_eq(cut, 0);
+	b = isth_plan_search(t, &p, NULL, 600, 60, 11, NULL, NULL, NULL);
+	cr_assert_not_null(b);
+	cr_assert_eq(isth_plan_sched_nrounds(a), isth_plan_sched_nrounds(b));
+	for (int r = 0; r < isth_plan_sched_nrounds(a); r++) {
+		cr_assert_eq(isth_plan_sched_ncliques(a, r), isth_plan_sched_ncliques(b, r));
+		for (int c = 0; c < isth_plan_sched_ncliques(a, r); c++)
+			cr_assert_eq(isth_plan_sched_clique(a, r, c), isth_plan_sched_clique(b, r, c));
+	}
+	isth_plan_sched_free(a);
+	isth_plan_sched_free(b);
+	a = isth_plan_search(t, &p, NULL, 100000, 0, 11, &cut, NULL, NULL);
+	cr_assert_not_null(a);
+	cr_assert_eq(cut, 1);
+	isth_plan_sched_free(a);
 	isth_plan_topo_free(t);
 }
 
