@@ -388,7 +388,9 @@ for ((k = 0; k < N; k++)); do
 			echo "latency = ${lat[$j]}us"
 		done
 		echo "[agg]"
-		echo "memory = $EDGE_MEM"
+		# at least the plan's peak for this edge (schedule version 2)
+		peak=$(awk -v k="$k" '$1 == "peak-bytes" && $2 == k {print $3}' "$WORK/run.sched")
+		echo "memory = $(( ${peak:-0} > EDGE_MEM ? ${peak:-0} : EDGE_MEM ))"
 		echo "round_slack = ${SLACK_MS}ms"
 		echo "[pace]"
 		echo "queue = 16384"

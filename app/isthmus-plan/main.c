@@ -171,6 +171,14 @@ write_sched(const char *path, const struct isth_plan_topo *t, const struct isth_
 		snprintf(err, errlen, "%s: cannot build schedule: %s", path, strerror(errno));
 		return -errno;
 	}
+	/* each edge's peak aggregation memory over the cycle (fluid model,
+	 * rounded up): isthmusd --check refuses an edge with less */
+	for (i = 0; i < n; i++) {
+		double pk = isth_plan_result_peak_memory(w->res, t, w->s, i);
+
+		if (isfinite(pk))
+			isth_sched_set_peak(S, i, (uint64_t)ceil(pk));
+	}
 	for (r = 0; r < nr; r++) {
 		uint64_t cl[ISTH_PLAN_MAX_ISLANDS];
 		int nc = isth_plan_sched_ncliques(w->s, r);

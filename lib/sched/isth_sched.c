@@ -36,6 +36,9 @@ struct isth_sched {
 	int n;
 	char name[NMAX][ISTH_SCHED_NAME_MAX];
 	uint64_t T, epoch, payload, chunk, memory;
+	uint64_t peak[NMAX];    /* version 2: peak aggregation memory per edge */
+	int peak_line[NMAX];    /* its line in the file, 0 if set by the API */
+	uint8_t has_peak[NMAX];
 	int nrounds;
 	struct round *rounds;
 	struct sender *snd;     /* nrounds * n */
@@ -163,7 +166,9 @@ isth_sched_write(const struct isth_sched *s, FILE *f)
 
 	if (s == NULL || f == NULL)
 		return -EINVAL;
-	fprintf(f, "isthmus-schedule %d\n", ISTH_SCHED_VERSION);
+	for (i = 0; i < s->n && !s->has_peak[i]; i++)
+		;
+	fprintf(f, "isthmus-schedule %d\n", i < s->n ? ISTH_SCHED_VERSION_PEAK : ISTH_SCHED_VERSION);
 	fprintf(f, "# written by isthmus; format: doc/schedule-file.md\n");
 	fprintf(f, "islands %d\n", s->n);
 	for (i = 0; i < s->n; i++)
@@ -176,6 +181,9 @@ isth_sched_write(const struct isth_sched *s, FILE *f)
 	fprintf(f, "payload-bytes %" PRIu64 "\n", s->payload);
 	fprintf(f, "chunk-bytes %" PRIu64 "\n", s->chunk);
 	fprintf(f, "memory-bytes %" PRIu64 "\n", s->memory);
+	for (i = 0; i < s->n; i++)
+		if (s->has_peak[i])
+			fprintf(f, "peak-bytes %d %" PRIu64 "\n", i, s->peak[i]);
 	fprintf(f, "rounds %d\n", s->nrounds);
 	for (r = 0; r < s->nrounds; r++) {
 		const struct round *R = &s->rounds[r];
@@ -415,7 +423,7 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 	struct pctx P = {name ? name : "<schedule>", 0, err, errlen};
 	struct isth_sched *s;
 	const char *pos = text;
-	int st = ST_MAGIC, have[6] = {0}, nextround = 0, ret = 0, r, i;
+	int st = ST_MAGIC, have[6] = {0}, nextround = 0, ret = 0, r, i, version = 0;
 	char buf[4096];
 
 	if (text == NULL) {
@@ -462,11 +470,13 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 					   ISTH_SCHED_VERSION);
 				break;
 			}
-			if (parse_int(tok[1], 0, INT32_MAX, &v) < 0 || v != ISTH_SCHED_VERSION) {
-				ret = perr(&P, "unsupported version '%s' (this loader reads %d)", tok[1],
-					   ISTH_SCHED_VERSION);
+			if (parse_int(tok[1], 0, INT32_MAX, &v) < 0 || v < ISTH_SCHED_VERSION ||
+			    v > ISTH_SCHED_VERSION_PEAK) {
+				ret = perr(&P, "unsupported version '%s' (this loader reads %d and %d)", tok[1],
+					   ISTH_SCHED_VERSION, ISTH_SCHED_VERSION_PEAK);
 				break;
 			}
+			version = v;
 			st = ST_HEADER;
 			continue;
 		}
@@ -556,6 +566,24 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 					break;
 				}
 				have[4] = 1;
+			} else if (strcmp(tok[0], "peak-bytes") == 0 && nt == 3 &&
+				   version >= ISTH_SCHED_VERSION_PEAK) {
+				if (!have[0] || parse_int(tok[1], 0, s->n - 1, &r) < 0) {
+					ret = perr(&P, "peak-bytes: bad island '%s'%s", tok[1],
+						   have[0] ? "" : " ('islands' first)");
+					break;
+				}
+				if (s->has_peak[r]) {
+					ret = perr(&P, "duplicate peak-bytes for island %d (first on line %d)", r,
+						   s->peak_line[r]);
+					break;
+				}
+				if (parse_u64(tok[2], &s->peak[r]) < 0) {
+					ret = perr(&P, "bad peak-bytes '%s'", tok[2]);
+					break;
+				}
+				s->has_peak[r] = 1;
+				s->peak_line[r] = P.line;
 			} else if (strcmp(tok[0], "memory-bytes") == 0 && nt == 2) {
 				if (parse_u64(tok[1], &s->memory) < 0) {
 					ret = perr(&P, "bad memory-bytes '%s'", tok[1]);
@@ -866,4 +894,29 @@ isth_sched_round_at(const struct isth_sched *s, uint64_t ns_since_epoch, uint64_
 		*round = ns_since_epoch / s->T;
 	if (into_ns)
 		*into_ns = ns_since_epoch % s->T;
+}
+
+int
+isth_sched_set_peak(struct isth_sched *s, int i, uint64_t bytes)
+{
+	if (s == NULL || i < 0 || i >= s->n)
+		return -EINVAL;
+	s->peak[i] = bytes;
+	s->peak_line[i] = 0;
+	s->has_peak[i] = 1;
+	return 0;
+}
+
+int
+isth_sched_peak(const struct isth_sched *s, int i, uint64_t *bytes, int *line)
+{
+	if (s == NULL || i < 0 || i >= s->n)
+		return -EINVAL;
+	if (!s->has_peak[i])
+		return -ENOENT;
+	if (bytes)
+		*bytes = s->peak[i];
+	if (line)
+		*line = s->peak_line[i];
+	return 0;
 }

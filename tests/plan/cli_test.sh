@@ -21,7 +21,10 @@ head -1 "$tmp/out.csv" | grep -q '^schedule,memory_bytes,feasible,round_ms,A_flo
 grep -q '^all-to-all,0,0,,,,,"memory: ' "$tmp/out.csv" || fail "infeasible row"
 grep -q '^regional,0,1,[0-9.]*,inf,inf,inf,' "$tmp/out.csv" || fail "regional row"
 grep -q '^triangles,0,1,564\.' "$tmp/out.csv" || fail "triangles T at 1.3G"
-head -1 "$tmp/s.sched" | grep -qx 'isthmus-schedule 1' || fail "schedule magic"
+head -1 "$tmp/s.sched" | grep -qx 'isthmus-schedule 2' || fail "schedule magic (version 2: peaks)"
+# one peak-bytes line per edge; the 32G winner (triangles) staggers, so some edge holds > 0
+[ "$(grep -c '^peak-bytes [0-8] [0-9]*$' "$tmp/s.sched")" -eq 9 ] || fail "peak-bytes lines"
+awk '$1 == "peak-bytes" && $3 > 1e6 {ok = 1} END {exit !ok}' "$tmp/s.sched" || fail "peak-bytes values"
 tail -1 "$tmp/s.sched" | grep -qx 'end' || fail "schedule end"
 
 # tiny payloads neither fail (was: Input/output error) nor hang (was: 50-200 B)
