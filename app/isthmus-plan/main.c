@@ -15,6 +15,8 @@
 
 #define EXIT_USAGE 1
 #define EXIT_TOPO 2
+#define EXIT_INPUT 2     /* a bad option value: the same class as a bad topology file */
+#define PAYLOAD_MAX 1e15 /* bytes: the model's range (see doc/planner.md) */
 #define EXIT_NONE 3
 #define EXIT_OUTPUT 4
 #define EXIT_SOLVER 5
@@ -70,9 +72,11 @@ usage(FILE *f)
 "                        with their binding constraint) or CSV (default table).\n"
 "                        CSV columns: schedule,memory_bytes,feasible,round_ms,\n"
 "                        A_flood,A_avg,objective_ms,binding,staleness_ms,rounds,\n"
-"                        ring_allreduce_ms,ring_idle,speedup_vs_ring,sync_a2a_ms,\n"
-"                        speedup_vs_sync_a2a; infeasible rows have feasible=0 and\n"
-"                        empty numbers; regional has A_flood=inf.\n"
+"                        allreduce_ms,allreduce_idle,speedup_vs_allreduce,\n"
+"                        sync_a2a_ms,speedup_vs_sync_a2a,ring_allreduce_ms,\n"
+"                        rd_allreduce_ms (allreduce = the better of ring and\n"
+"                        recursive doubling); infeasible rows have feasible=0\n"
+"                        and empty numbers; regional has A_flood=inf.\n"
 "  --out FILE            write the overall winner as a schedule file for isthmusd\n"
 "                        (doc/schedule-file.md); with one --schedule NAME and\n"
 "                        one memory value, that schedule even if it never\n"
@@ -94,11 +98,13 @@ usage(FILE *f)
 "  Why is it slow?       the binding column names the constraint with the largest\n"
 "                        dual: capacity A->B, memory @X, access, or latency.\n"
 "  Regional?             never mixes globally: A_flood = inf, no objective.\n"
-"  Versus all-reduce?    the baseline lines give ring all-reduce time per step,\n"
-"                        GPU idle fraction, and the throughput ratio.\n"
+"  Versus all-reduce?    the baseline lines give ring all-reduce (and its ring\n"
+"                        order) and recursive doubling per step, GPU idle\n"
+"                        fraction and the throughput ratio against the better.\n"
 "\n"
-"Exit status: 0 results printed; 1 usage error; 2 topology error (file:line:\n"
-"reason on stderr); 3 no schedule was feasible; 4 --out/--plot failed;\n"
+"Exit status: 0 results printed; 1 usage error (unknown option, missing\n"
+"argument); 2 bad input: a topology error (file:line: reason on stderr) or a\n"
+"bad option value; 3 no schedule was feasible; 4 --out/--plot failed;\n"
 "5 the LP solver failed, a round hit the cutting-plane cap (a warning per\n"
 "round on stderr), or the final check of the schedule to write failed.\n"
 "\n"
@@ -244,7 +250,9 @@ main(int argc, char **argv)
 	struct isth_plan_topo *topo;
 	struct row *rows;
 	int nrows = 0, rc = 0, winners[64], overall = -1;
-	double ring_ms, C;
+	double ring_ms, rd_ms, base_ms, C;
+	int ring_order[ISTH_PLAN_MAX_ISLANDS], rd_order[ISTH_PLAN_MAX_ISLANDS];
+	const char *base_name;
 	const struct isth_plan_sched *prev_search = NULL;
 
 	isth_plan_params_default(&prm);
@@ -253,9 +261,16 @@ main(int argc, char **argv)
 		case 's': sites = optarg; break;
 		case 'l': links = optarg; break;
 		case 'P':
-			if (isth_plan_parse_size(optarg, &prm.payload_bytes) < 0 || prm.payload_bytes <= 0) {
-				fprintf(stderr, "isthmus-plan: --payload-bytes: bad size '%s'\n", optarg);
-				return EXIT_USAGE;
+			if (isth_plan_parse_size(optarg, &prm.payload_bytes) < 0 || prm.payload_bytes < 1) {
+				fprintf(stderr, "isthmus-plan: --payload-bytes: bad size '%s' (at least 1 B, below 1e15 B)\n",
+					optarg);
+				return EXIT_INPUT;
+			}
+			if (prm.payload_bytes >= PAYLOAD_MAX) {
+				fprintf(stderr, "isthmus-plan: --payload-bytes: %s is %.3g B, beyond the model's "
+						"range (below 1e15 B: one round would last hours and the LP's "
+						"durations lose their precision)\n", optarg, prm.payload_bytes);
+				return EXIT_INPUT;
 			}
 			break;
 		case 'M': memlist = optarg; break;
@@ -268,7 +283,7 @@ main(int argc, char **argv)
 			v = strtod(optarg, &end);
 			if (errno || *end || !isfinite(v) || v < 0 || (opt == 'a' && v == 0)) {
 				fprintf(stderr, "isthmus-plan: bad number '%s'\n", optarg);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			if (opt == 'a')
 				prm.access_bps = v * 1e9;
@@ -284,7 +299,7 @@ main(int argc, char **argv)
 		case 'c':
 			if (isth_plan_parse_size(optarg, &prm.chunk_bytes) < 0) {
 				fprintf(stderr, "isthmus-plan: --chunk-bytes: bad size '%s'\n", optarg);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			break;
 		case 'r':
@@ -295,7 +310,7 @@ main(int argc, char **argv)
 			else {
 				fprintf(stderr, "isthmus-plan: --replication: 'network' or 'edge', not '%s'\n",
 					optarg);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			break;
 		case 'L':
@@ -304,7 +319,7 @@ main(int argc, char **argv)
 			if (errno || *end || end == optarg || v < 1 || v > 1e6 || v != floor(v)) {
 				fprintf(stderr, "isthmus-plan: --max-lps: an integer 1..1000000, not '%s'\n",
 					optarg);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			prm.max_lps = (int)v;
 			break;
@@ -321,7 +336,7 @@ main(int argc, char **argv)
 					opt == 'e' ? "seed" : "search-iters",
 					opt == 'e' ? "an integer 0..4294967295" : "an integer 1..100000000",
 					optarg);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			if (opt == 'e')
 				seed = (unsigned)u;
@@ -334,7 +349,7 @@ main(int argc, char **argv)
 			epoch = strtoull(optarg, &end, 0);
 			if (errno || *end || epoch == 0) {
 				fprintf(stderr, "isthmus-plan: --epoch-ns: bad value '%s'\n", optarg);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			break;
 		case 'f':
@@ -344,7 +359,7 @@ main(int argc, char **argv)
 				csv = 0;
 			else {
 				fprintf(stderr, "isthmus-plan: --format: 'table' or 'csv', not '%s'\n", optarg);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			break;
 		case 'o': out = optarg; break;
@@ -372,13 +387,13 @@ main(int argc, char **argv)
 		for (tok = strtok_r(memlist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 			if (nmem == 64 || isth_plan_parse_size(tok, &mems[nmem]) < 0) {
 				fprintf(stderr, "isthmus-plan: --memory-bytes: bad size '%s'\n", tok);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			nmem++;
 		}
 		if (nmem == 0) {
 			fprintf(stderr, "isthmus-plan: --memory-bytes: empty list\n");
-			return EXIT_USAGE;
+			return EXIT_INPUT;
 		}
 	}
 	if (schedlist == NULL || strcmp(schedlist, "all") == 0) {
@@ -391,9 +406,14 @@ main(int argc, char **argv)
 			if (!is_family(tok) || nsched == 16) {
 				fprintf(stderr, "isthmus-plan: --schedule: unknown '%s' (all-to-all, "
 						"regional, pairs, triangles, search, all)\n", tok);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			scheds[nsched++] = tok;
+		}
+		if (nsched == 0) {
+			fprintf(stderr, "isthmus-plan: --schedule: empty list (all-to-all, regional, pairs, "
+					"triangles, search, all)\n");
+			return EXIT_INPUT;
 		}
 	}
 
@@ -488,13 +508,17 @@ main(int argc, char **argv)
 			overall = winners[m];
 	}
 
-	ring_ms = isth_plan_ring_allreduce_ms(topo, &prm, NULL);
+	ring_ms = isth_plan_ring_allreduce_ms(topo, &prm, ring_order);
+	rd_ms = isth_plan_rd_allreduce_ms(topo, &prm, rd_order);
+	/* every comparison is against the better synchronous all-reduce */
+	base_ms = rd_ms >= 0 && rd_ms < ring_ms ? rd_ms : ring_ms;
+	base_name = base_ms == ring_ms ? "ring" : "recursive doubling";
 	C = compute_ms > 0 ? compute_ms : (overall >= 0 ? rows[overall].T : 0);
 
 	if (csv) {
 		printf("schedule,memory_bytes,feasible,round_ms,A_flood,A_avg,objective_ms,binding,"
-		       "staleness_ms,rounds,ring_allreduce_ms,ring_idle,speedup_vs_ring,sync_a2a_ms,"
-		       "speedup_vs_sync_a2a\n");
+		       "staleness_ms,rounds,allreduce_ms,allreduce_idle,speedup_vs_allreduce,sync_a2a_ms,"
+		       "speedup_vs_sync_a2a,ring_allreduce_ms,rd_allreduce_ms\n");
 		for (i = 0; i < nrows; i++) {
 			struct row *R = &rows[i];
 			double a2a = NAN;
@@ -505,7 +529,7 @@ main(int argc, char **argv)
 					a2a = rows[k].T;
 			printf("%s,%.0f,%d,", R->name, R->memory, R->feasible);
 			if (!R->feasible) {
-				printf(",,,,\"%s\",,,%.3f,,,,\n", R->binding, ring_ms);
+				printf(",,,,\"%s\",,,%.3f,,,,,%.3f,%.3f\n", R->binding, base_ms, ring_ms, rd_ms);
 				continue;
 			}
 			printf("%.3f,", R->T);
@@ -518,9 +542,9 @@ main(int argc, char **argv)
 				printf("%.3f,", R->obj);
 			else
 				printf("inf,");
-			printf("%d,%.3f,%.4f,", isth_plan_sched_nrounds(R->s), ring_ms, ring_ms / (C + ring_ms));
+			printf("%d,%.3f,%.4f,", isth_plan_sched_nrounds(R->s), base_ms, base_ms / (C + base_ms));
 			if (isfinite(R->obj) && C > 0)
-				printf("%.3f,", (C + ring_ms) / fmax(C, R->T));
+				printf("%.3f,", (C + base_ms) / fmax(C, R->T));
 			else
 				printf(",");
 			if (!isnan(a2a))
@@ -528,9 +552,10 @@ main(int argc, char **argv)
 			else
 				printf(",");
 			if (isfinite(R->obj) && !isnan(a2a) && C > 0)
-				printf("%.3f\n", (C + a2a) / fmax(C, R->T));
+				printf("%.3f,", (C + a2a) / fmax(C, R->T));
 			else
-				printf("\n");
+				printf(",");
+			printf("%.3f,%.3f\n", ring_ms, rd_ms);
 		}
 	} else {
 		char pb[32];
@@ -572,11 +597,21 @@ main(int argc, char **argv)
 			       rows[overall].name, mb, rows[overall].T, rows[overall].obj);
 		}
 		printf("\n\n");
-		if (overall >= 0 && ring_ms > 0) {
+		if (overall >= 0 && base_ms > 0) {
+			int q, n = isth_plan_topo_n(topo);
+
 			printf("synchronous baseline (compute %.1f ms per step%s):\n", C,
 			       compute_ms > 0 ? "" : ", = winner's T");
-			printf("  ring all-reduce (host-based): %.1f ms communication per step, GPU idle %.1f %%\n",
-			       ring_ms, 100 * ring_ms / (C + ring_ms));
+			printf("  ring all-reduce (host-based, %d dependent steps, ring", 2 * (n - 1));
+			for (q = 0; q < n; q++)
+				printf(" %s", isth_plan_topo_name(topo, ring_order[q]));
+			printf("): %.1f ms per step\n", ring_ms);
+			printf("  recursive doubling (host-based, ranks on");
+			for (q = 0; q < n; q++)
+				printf(" %s", isth_plan_topo_name(topo, rd_order[q]));
+			printf("): %.1f ms per step\n", rd_ms);
+			printf("  best synchronous all-reduce (%s): %.1f ms communication per step, "
+			       "GPU idle %.1f %%\n", base_name, base_ms, 100 * base_ms / (C + base_ms));
 			for (m = 0; m < nmem; m++) {
 				char mb[32];
 
@@ -597,8 +632,9 @@ main(int argc, char **argv)
 				double step = fmax(C, W->T);
 
 				printf("  rotating %s (overlaps compute, staleness %.1f ms): step %.1f ms, "
-				       "GPU idle %.1f %%, throughput %.2fx ring all-reduce\n\n",
-				       W->name, W->obj, step, 100 * (step - C) / step, (C + ring_ms) / step);
+				       "GPU idle %.1f %%, throughput %.2fx %s all-reduce\n\n",
+				       W->name, W->obj, step, 100 * (step - C) / step, (C + base_ms) / step,
+				       base_name);
 			}
 		}
 	}

@@ -45,6 +45,9 @@ isth_plan_parse_size(const char *s, double *out)
 		if (strncmp(end, sufs[i].suf, l) != 0)
 			continue;
 		if (strcmp(end + l, "") == 0 || strcmp(end + l, "B") == 0) {
+			/* 1e300T overflows to infinity: not a size */
+			if (!isfinite(v * sufs[i].mul))
+				return -EINVAL;
 			*out = v * sufs[i].mul;
 			return 0;
 		}

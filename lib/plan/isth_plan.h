@@ -278,14 +278,28 @@ struct isth_plan_sched *isth_plan_search(const struct isth_plan_topo *t,
 
 /**
  * Communication time (ms) of one host-based ring all-reduce of
- * payload_bytes over the topology: 2(n-1) synchronous steps of
- * payload/n bytes on the best ring found (2-opt on latency), each step as
- * long as its slowest hop (latency + transfer at the shared bottleneck).
- * @param order if not NULL receives the ring order (n entries).
+ * payload_bytes: 2(n-1) dependent steps of payload/n bytes around the ring
+ * with the shortest circumference (exact TSP over latencies up to 12 sites,
+ * 2-opt beyond); each step is one hop's latency (plus 2 access_ms) and one
+ * chunk's serialisation at the hop's shared bottleneck, and a rank sends
+ * step s once it has received step s-1 and its link is free.
+ * @param order if not NULL receives the ring order (n site ids).
  * @return the time in ms, or a negative errno.
  */
 double isth_plan_ring_allreduce_ms(const struct isth_plan_topo *t, const struct isth_plan_params *p,
 				   int *order);
+
+/**
+ * Communication time (ms) of one recursive-doubling all-reduce: log2 steps
+ * exchanging the whole payload with the rank at distance 1, 2, 4, ...
+ * (plus a hand-off and a hand-back step when n is not a power of two),
+ * each as long as its slowest exchange; ranks placed on sites by a swap
+ * search.
+ * @param order if not NULL receives the site of each rank (n entries).
+ * @return the time in ms, or a negative errno.
+ */
+double isth_plan_rd_allreduce_ms(const struct isth_plan_topo *t, const struct isth_plan_params *p,
+				 int *order);
 
 #ifdef __cplusplus
 }

@@ -60,6 +60,33 @@ busy=""
 cmp -s "$tmp/search1.sched" "$tmp/search2.sched" || fail "search with one seed differs"
 cmp -s "$tmp/search1.txt" "$tmp/search2.txt" || fail "search table with one seed differs"
 
+# bad option values: a clear message and exit 2
+bad() {	# expected message, arguments...
+	want=$1
+	shift
+	# shellcheck disable=SC2086
+	"$plan" $topo "$@" >/dev/null 2>"$tmp/err"
+	rc=$?
+	[ $rc -eq 2 ] || fail "$*: exit $rc, want 2"
+	grep -qF -- "$want" "$tmp/err" || fail "$*: message $(cat "$tmp/err")"
+}
+bad "--seed: an integer 0..4294967295, not 'abc'" --seed abc
+bad "--payload-bytes: bad size '1e300T'" --payload-bytes 1e300T
+bad "--payload-bytes: 1e15 is 1e+15 B, beyond the model's range" --payload-bytes 1e15
+bad "--schedule: empty list" --schedule ""
+bad "--search-iters: an integer 1..100000000, not '0'" --search-iters 0
+bad "--max-lps: an integer 1..1000000, not '1.5'" --max-lps 1.5
+
+# the baseline: the ring's order, recursive doubling, the better one used
+# shellcheck disable=SC2086
+"$plan" $topo --payload-bytes 1.3G --schedule triangles --quiet >"$tmp/base.txt" || fail "baseline run"
+grep -q "^  ring all-reduce (host-based, 16 dependent steps, ring [A-Z ]*): [0-9.]* ms per step$" \
+	"$tmp/base.txt" || fail "ring line: $(cat "$tmp/base.txt")"
+grep -q "^  recursive doubling (host-based, ranks on [A-Z ]*): [0-9.]* ms per step$" "$tmp/base.txt" \
+	|| fail "recursive doubling line"
+grep -q "^  best synchronous all-reduce (ring): " "$tmp/base.txt" || fail "best line"
+grep -q "throughput [0-9.]*x ring all-reduce$" "$tmp/base.txt" || fail "throughput line"
+
 printf 'site,region\nA,R\nB,R\n' >"$tmp/s.csv"
 printf 'a,b,one_way_ms,capacity_gbps\nA,B,1,0\n' >"$tmp/l.csv"
 "$plan" --sites "$tmp/s.csv" --links "$tmp/l.csv" 2>"$tmp/err" >/dev/null

@@ -601,6 +601,120 @@ Test(plan, ring_allreduce_two_sites)
 	isth_plan_topo_free(t);
 }
 
+/*
+ * Four sites, every pair linked directly at 10 Gbit/s, latencies A-B 1,
+ * B-C 2, C-D 3, D-A 4, A-C 2.5, B-D 4.5 (each direct link is the shortest
+ * path). Tours: ABCD 10, ABDC 11, ACBD 13: the ring is A B C D (or its
+ * reverse).
+ * Ring, P = 50 MB: chunks of 12.5 MB take 10 ms; a hop's s-th chunk leaves
+ * when the (s-1)-th arrived from upstream, so after s steps a hop has seen
+ * s chunk times plus the latencies of s consecutive hops. 2(n-1) = 6 steps:
+ * 60 ms + the largest sum of 6 consecutive hops of (1,2,3,4) = 10 + 3 + 4 =
+ * 17: 77 ms. With a 1-byte payload, 17 ms.
+ * Recursive doubling: two steps, each a perfect matching exchanging all
+ * 50 MB (40 ms) on disjoint direct links; the best two distinct matchings
+ * are {AB,CD} (max 3) and {AD,BC} (max 4): 80 + 7 = 87 ms; 1 byte: 7 ms.
+ */
+Test(plan, ring_and_recursive_doubling_by_hand)
+{
+	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\nD,R,d\n",
+					LINKS_HDR "A,B,1,10,x\nB,C,2,10,x\nC,D,3,10,x\nD,A,4,10,x\n"
+					"A,C,2.5,10,x\nB,D,4.5,10,x\n");
+	struct isth_plan_params p = exact_params(50e6, 0);
+	int ord[4], i, a = -1;
+
+	cr_assert_float_eq(isth_plan_ring_allreduce_ms(t, &p, ord), 77.0, 1e-9);
+	/* the ring is A B C D up to rotation and direction */
+	for (i = 0; i < 4; i++)
+		if (ord[i] == 0)
+			a = i;
+	cr_assert(ord[(a + 2) % 4] == 2, "C opposite A");
+	cr_assert(ord[(a + 1) % 4] == 1 || ord[(a + 3) % 4] == 1, "B next to A");
+	cr_assert_float_eq(isth_plan_rd_allreduce_ms(t, &p, ord), 87.0, 1e-9);
+	p.payload_bytes = 1;
+	cr_assert_float_eq(isth_plan_ring_allreduce_ms(t, &p, NULL), 17.0, 1e-5);
+	cr_assert_float_eq(isth_plan_rd_allreduce_ms(t, &p, NULL), 7.0, 1e-5);
+	isth_plan_topo_free(t);
+}
+
+/*
+ * The testbed's nine-city WAN at its default scale (capacities and access
+ * / 10000 * 1432/1514, 130 KB): Open MPI 4.1's ring MPI_Allreduce measured
+ * 671-682 ms per call there (issue 13). The model: a tour of circumference
+ * 245.638 ms (e.g. NYC CHI LAX TYO HKG SIN LON AMS FRA; its two shortest
+ * consecutive hops LON-AMS-FRA sum to 6.359 ms), 16 steps of 130000/9 B
+ * at 100e9/1e4 * 1432/1514 bit/s = 12.217 ms: 2 * 245.638 - 6.359 +
+ * 16 * 12.217 = 680.39 ms.
+ */
+Test(plan, ring_matches_measured_mpi)
+{
+	char err[256] = "", links[8192];
+	size_t o = 0;
+	FILE *f = fopen(SRCDIR "/conf/topologies/nine-city-links.csv", "r");
+	char line[512], sites[2048];
+	struct isth_plan_topo *t;
+	struct isth_plan_params p;
+	double scale = 1e4 * 1514.0 / 1432.0, ser = 8 * 130000.0 / 9 * 1000 / (100e9 / scale);
+	FILE *g = fopen(SRCDIR "/conf/topologies/nine-city-sites.csv", "r");
+	size_t ns;
+
+	cr_assert_not_null(f);
+	cr_assert_not_null(g);
+	while (fgets(line, sizeof(line), f)) {
+		char a[32], b[32];
+		double lat, cap;
+
+		if (sscanf(line, "%31[^,],%31[^,],%lf,%lf", a, b, &lat, &cap) == 4)
+			o += snprintf(links + o, sizeof(links) - o, "%s,%s,%.9g,%.9g\n", a, b, lat, cap / scale);
+		else if (line[0] == 'a')
+			o += snprintf(links + o, sizeof(links) - o, "a,b,one_way_ms,capacity_gbps\n");
+	}
+	fclose(f);
+	ns = fread(sites, 1, sizeof(sites) - 1, g);
+	sites[ns] = '\0';
+	fclose(g);
+	t = isth_plan_topo_parse("s.csv", sites, "l.csv", links, err, sizeof(err));
+	cr_assert_not_null(t, "%s", err);
+	isth_plan_params_default(&p);
+	p.payload_bytes = 130000;
+	p.access_bps = 100e9 / scale;
+	cr_assert_float_eq(isth_plan_ring_allreduce_ms(t, &p, NULL),
+			   2 * 245.638 - (2.902 + 3.457) + 16 * ser, 1e-3);
+	cr_assert_geq(isth_plan_ring_allreduce_ms(t, &p, NULL), 671 - 15);
+	cr_assert_leq(isth_plan_ring_allreduce_ms(t, &p, NULL), 682 + 15);
+	isth_plan_topo_free(t);
+}
+
+/*
+ * Pairs on five islands: island 0 fixed, 1..4 and a dummy D rotating:
+ * rounds {01,34 | 2 bye}, {02,13 | 4}, {03,24 | 1}, {04,12 | 3},
+ * {14,23 | 0}. Flooding sums (k = 0, 1, ... of (5 - informed)/4) per
+ * origin i (rows) and phase s (columns), by hand, e.g. i = 0, s = 0:
+ * {0} -> {0,1} -> {0,1,2,3} -> all: 1 + 3/4 + 1/4 = 2.
+ *   i=0: 2    2    9/4  5/2  3
+ *   i=1: 2    9/4  3    2    2
+ *   i=2: 3    2    2    2    9/4
+ *   i=3: 9/4  9/4  9/4  13/4 9/4
+ *   i=4: 9/4  3    2    5/2  2
+ * Total 58.25 over 25: A_flood = 2.33 (the dummy-fixed order, round r
+ * pairing a with 2r - a, gives 2.5).
+ */
+Test(plan, pairs_rotation_mixes_faster)
+{
+	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\nD,R,d\nE,R,e\n",
+					LINKS_HDR "A,B,1,10,x\nB,C,1,10,x\nC,D,1,10,x\nD,E,1,10,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "pairs");
+
+	cr_assert_eq(isth_plan_sched_nrounds(s), 5);
+	check_pairs_once(s, 5, 2);
+	cr_assert_eq(isth_plan_sched_clique_of(s, 0, 0), 0x03);
+	cr_assert_eq(isth_plan_sched_clique_of(s, 0, 3), 0x18);
+	cr_assert_eq(isth_plan_sched_clique_of(s, 4, 1), 0x12);
+	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD), 58.25 / 25, 1e-12);
+	isth_plan_sched_free(s);
+	isth_plan_topo_free(t);
+}
+
 Test(plan, search_bounded_and_no_worse)
 {
 	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
@@ -665,7 +779,7 @@ Test(plan, parse_size)
 		{"0", 0}, {"32G", 32e9}, {"32Gi", 32.0 * 1073741824.0}, {"1.5K", 1500},
 		{"4Mi", 4194304}, {"2T", 2e12}, {"1Ti", 1099511627776.0}, {"8GB", 8e9}, {"7", 7},
 	};
-	static const char *bad[] = {"", "G", "-1", "3X", "1Gx", "1 G", "nan"};
+	static const char *bad[] = {"", "G", "-1", "3X", "1Gx", "1 G", "nan", "1e300T", "1e308Ki"};
 	double v;
 
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
