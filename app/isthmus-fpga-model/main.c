@@ -12,41 +12,21 @@
 #include <string.h>
 
 #include "isth_fpga_model.h"
+#include "isth_text.h"
 
 static const char usage[] =
 "usage: isthmus-fpga-model --shm NAME [options]\n"
 "Run the isthmus FPGA device model behind the shared-memory object NAME\n"
 "(e.g. /isthmus-fpga0); isthmusd's fpga backend opens it by that name.\n"
 "  --shm NAME          object name, starting with '/' (required)\n"
-"  --hbm BYTES         aggregation memory the device has (default 8G)\n"
-"  --dma BYTES         host DMA window in the object (default 16M)\n"
+"  --hbm BYTES         aggregation memory the device has (default 8Gi)\n"
+"  --dma BYTES         host DMA window in the object (default 16Mi)\n"
 "  --max-elems N       elements per chunk the device takes (default 65535)\n"
 "  --latency-ns NS     per-packet latency (default 0)\n"
 "  --rate BYTES        H2D throughput limit, bytes/s (default: none)\n"
 "  --replace           replace an existing object of that name\n"
-"BYTES take a K, M or G suffix (powers of 1024).\n";
-
-static int
-parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno != 0 || end == s || s[0] == '-')
-		return -1;
-	switch (*end) {
-	case 'K': case 'k': v <<= 10; end++; break;
-	case 'M': case 'm': v <<= 20; end++; break;
-	case 'G': case 'g': v <<= 30; end++; break;
-	default: break;
-	}
-	if (*end != '\0')
-		return -1;
-	*out = v;
-	return 0;
-}
+"Numbers take K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (powers of 1024):\n"
+"8G is 8 x 10^9 bytes, 8Gi is 8 x 2^30.\n";
 
 int
 main(int argc, char **argv)
@@ -78,7 +58,7 @@ main(int argc, char **argv)
 		case 'l': dst = &p.latency_ns; break;
 		case 'r': dst = &p.rate_bps; break;
 		case 'e':
-			if (parse_size(optarg, &v) < 0 || v == 0 || v > 65535) {
+			if (isth_text_parse_size(optarg, &v) < 0 || v == 0 || v > 65535) {
 				fprintf(stderr, "isthmus-fpga-model: --max-elems: '%s' is not 1..65535\n", optarg);
 				return 2;
 			}
@@ -88,9 +68,10 @@ main(int argc, char **argv)
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
-		if (dst != NULL && parse_size(optarg, dst) < 0) {
-			fprintf(stderr, "isthmus-fpga-model: --%s: '%s' is not a number\n",
-				opts[c == 'H' ? 1 : c == 'd' ? 2 : c == 'l' ? 4 : 5].name, optarg);
+		if (dst != NULL && isth_text_parse_size(optarg, dst) < 0) {
+			fprintf(stderr, "isthmus-fpga-model: --%s: '%s' is not a number (%s)\n",
+				opts[c == 'H' ? 1 : c == 'd' ? 2 : c == 'l' ? 4 : 5].name, optarg,
+				ISTH_TEXT_SIZE_HELP);
 			return 2;
 		}
 	}

@@ -11,6 +11,7 @@
 
 #include "isth_plan.h"
 #include "isth_sched.h"
+#include "isth_text.h"
 #include "plan_app.h"
 
 #define EXIT_USAGE 1
@@ -23,6 +24,18 @@
 
 static const char *families[] = {"all-to-all", "regional", "pairs", "triangles", "search"};
 #define NFAM 5
+
+/* A size flag, by the project's one convention (lib/text: 32G = 32e9, 32Gi = 32 * 2^30). */
+static int
+size_arg(const char *s, double *out)
+{
+	uint64_t v;
+
+	if (isth_text_parse_size(s, &v) < 0)
+		return -EINVAL;
+	*out = (double)v;
+	return 0;
+}
 
 static void
 usage(FILE *f)
@@ -161,16 +174,16 @@ is_family(const char *s)
 }
 
 static int
-write_sched(const char *path, const struct isth_plan_topo *t, const struct isth_plan_params *p,
+write_sched(const char *path, const struct isth_topo *t, const struct isth_plan_params *p,
 	    const struct row *w, unsigned long long epoch, char *err, size_t errlen)
 {
 	const char *names[ISTH_PLAN_MAX_ISLANDS];
-	int n = isth_plan_topo_n(t), nr = isth_plan_sched_nrounds(w->s), r, i, c, ret;
+	int n = isth_topo_n(t), nr = isth_plan_sched_nrounds(w->s), r, i, c, ret;
 	struct isth_sched *S;
 	uint64_t Tns = (uint64_t)ceil(w->T * 1e6) + 1;
 
 	for (i = 0; i < n; i++)
-		names[i] = isth_plan_topo_name(t, i);
+		names[i] = isth_topo_name(t, i);
 	S = isth_sched_new(n, names, Tns, epoch, (uint64_t)llround(p->payload_bytes),
 			   (uint64_t)llround(p->chunk_bytes), (uint64_t)llround(w->memory), nr);
 	if (S == NULL) {
@@ -247,7 +260,7 @@ main(int argc, char **argv)
 	const char *scheds[16];
 	int nsched = 0;
 	char err[512];
-	struct isth_plan_topo *topo;
+	struct isth_topo *topo;
 	struct row *rows;
 	int nrows = 0, rc = 0, winners[64], overall = -1;
 	double ring_ms, rd_ms, base_ms, C;
@@ -261,7 +274,7 @@ main(int argc, char **argv)
 		case 's': sites = optarg; break;
 		case 'l': links = optarg; break;
 		case 'P':
-			if (isth_plan_parse_size(optarg, &prm.payload_bytes) < 0 || prm.payload_bytes < 1) {
+			if (size_arg(optarg, &prm.payload_bytes) < 0 || prm.payload_bytes < 1) {
 				fprintf(stderr, "isthmus-plan: --payload-bytes: bad size '%s' (at least 1 B, below 1e15 B)\n",
 					optarg);
 				return EXIT_INPUT;
@@ -297,7 +310,7 @@ main(int argc, char **argv)
 				compute_ms = v;
 			break;
 		case 'c':
-			if (isth_plan_parse_size(optarg, &prm.chunk_bytes) < 0) {
+			if (size_arg(optarg, &prm.chunk_bytes) < 0) {
 				fprintf(stderr, "isthmus-plan: --chunk-bytes: bad size '%s'\n", optarg);
 				return EXIT_INPUT;
 			}
@@ -385,7 +398,7 @@ main(int argc, char **argv)
 		char *save = NULL, *tok;
 
 		for (tok = strtok_r(memlist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			if (nmem == 64 || isth_plan_parse_size(tok, &mems[nmem]) < 0) {
+			if (nmem == 64 || size_arg(tok, &mems[nmem]) < 0) {
 				fprintf(stderr, "isthmus-plan: --memory-bytes: bad size '%s'\n", tok);
 				return EXIT_INPUT;
 			}
@@ -417,7 +430,7 @@ main(int argc, char **argv)
 		}
 	}
 
-	topo = isth_plan_topo_load(sites, links, err, sizeof(err));
+	topo = isth_topo_load(sites, links, err, sizeof(err));
 	if (topo == NULL) {
 		fprintf(stderr, "isthmus-plan: %s\n", err);
 		return EXIT_TOPO;
@@ -563,7 +576,7 @@ main(int argc, char **argv)
 		fmt_bytes(prm.payload_bytes, pb, sizeof(pb));
 		printf("topology: %d islands, %d regions, %d links; payload %sB/round, access %.4g Gbit/s, "
 		       "replication %s\n\n",
-		       isth_plan_topo_n(topo), isth_plan_topo_nregions(topo), isth_plan_topo_ndlinks(topo) / 2,
+		       isth_topo_n(topo), isth_topo_nregions(topo), isth_topo_ndlinks(topo) / 2,
 		       pb, prm.access_bps / 1e9, prm.repl == ISTH_PLAN_REPL_EDGE ? "edge" : "network");
 		printf("  %-11s %8s %5s %10s %8s %8s %13s  %s\n", "schedule", "memory", "ok", "round_ms",
 		       "A_flood", "A_avg", "T(A+1/2)_ms", "binding constraint / reason");
@@ -598,17 +611,17 @@ main(int argc, char **argv)
 		}
 		printf("\n\n");
 		if (overall >= 0 && base_ms > 0) {
-			int q, n = isth_plan_topo_n(topo);
+			int q, n = isth_topo_n(topo);
 
 			printf("synchronous baseline (compute %.1f ms per step%s):\n", C,
 			       compute_ms > 0 ? "" : ", = winner's T");
 			printf("  ring all-reduce (host-based, %d dependent steps, ring", 2 * (n - 1));
 			for (q = 0; q < n; q++)
-				printf(" %s", isth_plan_topo_name(topo, ring_order[q]));
+				printf(" %s", isth_topo_name(topo, ring_order[q]));
 			printf("): %.1f ms per step\n", ring_ms);
 			printf("  recursive doubling (host-based, ranks on");
 			for (q = 0; q < n; q++)
-				printf(" %s", isth_plan_topo_name(topo, rd_order[q]));
+				printf(" %s", isth_topo_name(topo, rd_order[q]));
 			printf("): %.1f ms per step\n", rd_ms);
 			printf("  best synchronous all-reduce (%s): %.1f ms communication per step, "
 			       "GPU idle %.1f %%\n", base_name, base_ms, 100 * base_ms / (C + base_ms));
@@ -685,6 +698,6 @@ main(int argc, char **argv)
 		isth_plan_result_free(rows[i].res);
 	}
 	free(rows);
-	isth_plan_topo_free(topo);
+	isth_topo_free(topo);
 	return rc;
 }

@@ -17,7 +17,7 @@ struct row {
 };
 
 /* Write PNGs into dir; returns 0 or a negative errno, message in err. */
-int plot_all(const char *dir, const struct isth_plan_topo *t, const struct isth_plan_params *p,
+int plot_all(const char *dir, const struct isth_topo *t, const struct isth_plan_params *p,
 	     struct row *rows, int nrows, const int *winners, int nwinners, char *err, size_t errlen);
 
 #endif

@@ -34,11 +34,11 @@ mem_tag(double m, char *buf, size_t len)
 }
 
 int
-plot_all(const char *dir, const struct isth_plan_topo *t, const struct isth_plan_params *p,
+plot_all(const char *dir, const struct isth_topo *t, const struct isth_plan_params *p,
 	 struct row *rows, int nrows, const int *winners, int nwinners, char *err, size_t errlen)
 {
 	FILE *gp, *f;
-	int i, k, w, n = isth_plan_topo_n(t), first = 1;
+	int i, k, w, n = isth_topo_n(t), first = 1;
 	char cmd[1200], name[256];
 
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
@@ -126,8 +126,8 @@ plot_all(const char *dir, const struct isth_plan_topo *t, const struct isth_plan
 				o = isth_plan_result_offset(R->res, 0, j);
 				d = isth_plan_result_duration(R->res, 0, j);
 				y = i + (np > 1 ? -0.3 + 0.6 * q / (np - 1) : 0);
-				fprintf(f, "%.4f %.6f %.6f %s %s\n", y, o + isth_plan_topo_latency(t, j, i), d,
-					isth_plan_topo_name(t, j), isth_plan_topo_name(t, i));
+				fprintf(f, "%.4f %.6f %.6f %s %s\n", y, o + isth_topo_latency(t, j, i), d,
+					isth_topo_name(t, j), isth_topo_name(t, i));
 				q++;
 				line++;
 			}
@@ -139,7 +139,7 @@ plot_all(const char *dir, const struct isth_plan_topo *t, const struct isth_plan
 		fprintf(gp, "set xlabel 'ms since round start'\nset ylabel 'receiver'\nunset key\nset grid\n");
 		fprintf(gp, "set ytics (");
 		for (i = 0; i < n; i++)
-			fprintf(gp, "%s'%s' %d", i ? ", " : "", isth_plan_topo_name(t, i), i);
+			fprintf(gp, "%s'%s' %d", i ? ", " : "", isth_topo_name(t, i), i);
 		fprintf(gp, ")\nset yrange [-0.7:%d.7]\nset xrange [0:%.3f]\n", n - 1, T * 1.02);
 		fprintf(gp, "set arrow 1 from %.3f, graph 0 to %.3f, graph 1 nohead dt 2 lc rgb 'red'\n", T, T);
 		if (line > 0)
@@ -157,7 +157,7 @@ plot_all(const char *dir, const struct isth_plan_topo *t, const struct isth_plan
 		}
 		fprintf(f, "# ms");
 		for (i = 0; i < n; i++)
-			fprintf(f, " %s_MB", isth_plan_topo_name(t, i));
+			fprintf(f, " %s_MB", isth_topo_name(t, i));
 		fprintf(f, "\n");
 		for (k = 0; k <= 1000; k++) {
 			double tau = T * k / 1000.0;
@@ -176,7 +176,7 @@ plot_all(const char *dir, const struct isth_plan_topo *t, const struct isth_plan
 			    "set yrange [0:*]\nplot ");
 		for (i = 0; i < n; i++)
 			fprintf(gp, "%s'%s/%s' using 1:%d with lines lw 2 title '%s'", i ? ", " : "", dir, name,
-				2 + i, isth_plan_topo_name(t, i));
+				2 + i, isth_topo_name(t, i));
 		if (R->memory > 0 && R->memory < p->payload_bytes)
 			fprintf(gp, ", %.6f with lines dt 2 lc rgb 'red' title 'M'", R->memory / 1e6);
 		fprintf(gp, "\nset autoscale y\n");

@@ -23,6 +23,7 @@
 #include <rte_log.h>
 #include <rte_mbuf.h>
 
+#include "isth_text.h"
 #include "wan.h"
 
 #define NB_RXD 1024
@@ -229,7 +230,7 @@ main(int argc, char **argv)
 	struct isth_wan_groups *groups = NULL;
 	struct isth_wan_sitemap *map = NULL;
 	struct isth_wan_impair *imp = NULL;
-	struct isth_plan_topo *t = NULL;
+	struct isth_topo *t = NULL;
 	struct rte_mempool *pool = NULL;
 	struct spec_list specs = { 0 };
 	bool print_routes = false, eal = false;
@@ -239,7 +240,7 @@ main(int argc, char **argv)
 	uint64_t next_stats, hz, idle = 0;
 	uint16_t started[ISTH_WAN_MAX_SITES];
 	int nstarted = 0;
-	double qb;
+	uint64_t qb;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -275,7 +276,7 @@ main(int argc, char **argv)
 			break;
 		}
 		case O_QUEUE:
-			if (isth_plan_parse_size(optarg, &qb) < 0 || qb < 1) {
+			if (isth_text_parse_size(optarg, &qb) < 0 || qb < 1) {
 				fprintf(stderr, "isthmus-wan: --queue-bytes: bad size '%s'\n", optarg);
 				goto out;
 			}
@@ -344,19 +345,19 @@ main(int argc, char **argv)
 	}
 
 	err[0] = '\0';
-	t = isth_plan_topo_load(sites, links, err, sizeof(err));
+	t = isth_topo_load(sites, links, err, sizeof(err));
 	if (t == NULL) {
 		fprintf(stderr, "isthmus-wan: %s\n", err[0] ? err : strerror(errno));
 		goto out;
 	}
 	map = calloc(1, sizeof(*map));
 	groups = calloc(1, sizeof(*groups));
-	imp = calloc(isth_plan_topo_ndlinks(t), sizeof(*imp));
+	imp = calloc(isth_topo_ndlinks(t), sizeof(*imp));
 	if (map == NULL || groups == NULL || imp == NULL) {
 		fprintf(stderr, "isthmus-wan: out of memory\n");
 		goto out;
 	}
-	text = isth_wan_slurp(mapf, err, sizeof(err));
+	text = isth_text_read(mapf, 0, NULL, err, sizeof(err));
 	if (text == NULL) {
 		fprintf(stderr, "isthmus-wan: %s\n", err);
 		goto out;
@@ -368,7 +369,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	if (groupsf != NULL) {
-		text = isth_wan_slurp(groupsf, err, sizeof(err));
+		text = isth_text_read(groupsf, 0, NULL, err, sizeof(err));
 		if (text == NULL) {
 			fprintf(stderr, "isthmus-wan: %s\n", err);
 			goto out;
@@ -380,7 +381,7 @@ main(int argc, char **argv)
 			goto out;
 		}
 	}
-	isth_wan_impair_default(imp, isth_plan_topo_ndlinks(t));
+	isth_wan_impair_default(imp, isth_topo_ndlinks(t));
 	for (i = 0; i < specs.n; i++) {
 		if (isth_wan_impair_apply(t, imp, specs.s[i], err, sizeof(err)) < 0) {
 			fprintf(stderr, "isthmus-wan: %s\n", err);
@@ -395,7 +396,7 @@ main(int argc, char **argv)
 			rte_strerror(rte_errno));
 		goto out;
 	}
-	for (s = 0; s < isth_plan_topo_n(t); s++) {
+	for (s = 0; s < isth_topo_n(t); s++) {
 		uint16_t port;
 
 		if (!map->site[s].present)
@@ -407,7 +408,7 @@ main(int argc, char **argv)
 			if (*end != '\0' || v >= RTE_MAX_ETHPORTS || !rte_eth_dev_is_valid_port(v)) {
 				fprintf(stderr,
 					"isthmus-wan: %s:%d: site '%s': no DPDK port '%s' (%u ports; add --vdev?)\n",
-					mapf, map->site[s].line, isth_plan_topo_name(t, s),
+					mapf, map->site[s].line, isth_topo_name(t, s),
 					map->site[s].dev, rte_eth_dev_count_avail());
 				goto out;
 			}
@@ -416,7 +417,7 @@ main(int argc, char **argv)
 		rc = port_start(port, pool);
 		if (rc < 0) {
 			fprintf(stderr, "isthmus-wan: %s:%d: site '%s': port %u: %s\n", mapf,
-				map->site[s].line, isth_plan_topo_name(t, s), port, rte_strerror(-rc));
+				map->site[s].line, isth_topo_name(t, s), port, rte_strerror(-rc));
 			goto out;
 		}
 		started[nstarted++] = port;
@@ -439,7 +440,7 @@ main(int argc, char **argv)
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	hz = isth_wan_hz(w);
 	printf("isthmus-wan: %d sites, %d directed links, scale %g, seed %" PRIu64 ", %d groups; running\n",
-	       isth_plan_topo_n(t), isth_plan_topo_ndlinks(t), p.scale, p.seed, groups->n);
+	       isth_topo_n(t), isth_topo_ndlinks(t), p.scale, p.seed, groups->n);
 	fflush(stdout);
 	next_stats = stats_s ? rte_rdtsc() + stats_s * hz : UINT64_MAX;
 	while (!quit) {
@@ -484,7 +485,7 @@ out:
 	free(imp);
 	free(groups);
 	free(map);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 	if (eal)
 		rte_eal_cleanup();
 	return ret;

@@ -78,7 +78,7 @@ struct link {
 	struct lane lane[LANES];
 	/* written by: lcore; read by: telemetry (relaxed) */
 	struct isth_wan_link_stats st;
-	char name[2 * ISTH_PLAN_NAME_MAX + 4];
+	char name[2 * ISTH_TOPO_NAME_MAX + 4];
 };
 
 struct site {
@@ -99,7 +99,7 @@ struct site {
 };
 
 struct isth_wan {
-	const struct isth_plan_topo *t;
+	const struct isth_topo *t;
 	int n;
 	int ndl;
 	uint64_t hz;
@@ -738,7 +738,7 @@ isth_wan_free(struct isth_wan *w)
 }
 
 struct isth_wan *
-isth_wan_create(const struct isth_plan_topo *t, const struct isth_wan_sitemap *map,
+isth_wan_create(const struct isth_topo *t, const struct isth_wan_sitemap *map,
 		const struct isth_wan_groups *groups, const struct isth_wan_impair *imp,
 		const struct isth_wan_params *p)
 {
@@ -758,8 +758,8 @@ isth_wan_create(const struct isth_plan_topo *t, const struct isth_wan_sitemap *m
 		rte_errno = EINVAL;
 		return NULL;
 	}
-	n = isth_plan_topo_n(t);
-	ndl = isth_plan_topo_ndlinks(t);
+	n = isth_topo_n(t);
+	ndl = isth_topo_ndlinks(t);
 	if (n < 2 || n > ISTH_WAN_MAX_SITES || ndl < 2 || ndl > INT16_MAX) {
 		rte_errno = EINVAL;
 		return NULL;
@@ -801,7 +801,7 @@ isth_wan_create(const struct isth_plan_topo *t, const struct isth_wan_sitemap *m
 		struct link *L = &w->links[e];
 		double lat_ms, cap_bps;
 
-		isth_plan_topo_dlink(t, e, &L->from, &L->to, &lat_ms, &cap_bps);
+		isth_topo_dlink(t, e, &L->from, &L->to, &lat_ms, &cap_bps);
 		L->imp = imp[e];
 		L->lat_cyc = lat_ms * 1e-3 * (double)w->hz;
 		L->cyc_per_byte = 8.0 * (double)w->hz / (cap_bps / p->scale);
@@ -809,7 +809,7 @@ isth_wan_create(const struct isth_plan_topo *t, const struct isth_wan_sitemap *m
 		L->reorder_cyc = imp[e].reorder_ms * 1e-3 * (double)w->hz;
 		L->qlimit = imp[e].queue_bytes;
 		wan_prng_seed(L->rng, p->seed, (uint64_t)e);
-		isth_plan_topo_dlink_name(t, e, L->name, sizeof(L->name));
+		isth_topo_dlink_name(t, e, L->name, sizeof(L->name));
 		for (k = 0; k < LANES; k++) {
 			L->lane[k].ring = calloc(lanes, sizeof(struct ent));
 			if (L->lane[k].ring == NULL)
@@ -828,7 +828,7 @@ isth_wan_create(const struct isth_plan_topo *t, const struct isth_wan_sitemap *m
 
 			if (d == s)
 				continue;
-			np = isth_plan_topo_path(t, s, d, path, ISTH_WAN_MAX_SITES);
+			np = isth_topo_path(t, s, d, path, ISTH_WAN_MAX_SITES);
 			for (k = 0; k < np; k++) {
 				w->nh[((size_t)s * n + v) * n + d] = (int16_t)path[k];
 				v = w->links[path[k]].to;
@@ -908,7 +908,7 @@ isth_wan_hz(const struct isth_wan *w)
 	return w->hz;
 }
 
-const struct isth_plan_topo *
+const struct isth_topo *
 isth_wan_topo(const struct isth_wan *w)
 {
 	return w->t;
@@ -987,7 +987,7 @@ isth_wan_print_stats(const struct isth_wan *w, FILE *f)
 		if (isth_wan_port_stats(w, s, &ps) < 0)
 			continue;
 		fprintf(f, "%-12s %5u %12" PRIu64 " %14" PRIu64 " %12" PRIu64 " %14" PRIu64,
-			isth_plan_topo_name(w->t, s), w->site[s].port, ps.rx_pkts, ps.rx_bytes,
+			isth_topo_name(w->t, s), w->site[s].port, ps.rx_pkts, ps.rx_bytes,
 			ps.tx_pkts, ps.tx_bytes);
 		for (k = 0; k < ISTH_WAN_P_NCTR; k++)
 			fprintf(f, " %*" PRIu64, (int)strlen(port_ctr_names[k]), ps.ctr[k]);
@@ -1015,11 +1015,11 @@ isth_wan_print_routes(const struct isth_wan *w, FILE *f)
 		for (d = 0; d < w->n; d++) {
 			if (d == s || !w->site[d].present)
 				continue;
-			fprintf(f, "  %s -> %s:", isth_plan_topo_name(w->t, s),
-				isth_plan_topo_name(w->t, d));
+			fprintf(f, "  %s -> %s:", isth_topo_name(w->t, s),
+				isth_topo_name(w->t, d));
 			for (v = s; v != d; v = w->links[w->nh[((size_t)s * w->n + v) * w->n + d]].to)
 				fprintf(f, " %s", w->links[w->nh[((size_t)s * w->n + v) * w->n + d]].name);
-			fprintf(f, " (%.3f ms)\n", isth_plan_topo_latency(w->t, s, d));
+			fprintf(f, " (%.3f ms)\n", isth_topo_latency(w->t, s, d));
 		}
 	}
 	fprintf(f, "multicast trees:\n");
@@ -1034,7 +1034,7 @@ isth_wan_print_routes(const struct isth_wan *w, FILE *f)
 				continue;
 			memset(used, 0, sizeof(uint64_t) * ((w->ndl + 63) / 64));
 			fprintf(f, "  %u.%u.%u.%u from %s:", ip >> 24, (ip >> 16) & 0xff,
-				(ip >> 8) & 0xff, ip & 0xff, isth_plan_topo_name(w->t, s));
+				(ip >> 8) & 0xff, ip & 0xff, isth_topo_name(w->t, s));
 			for (d = 0; d < w->n; d++) {
 				if (!(m >> d & 1))
 					continue;
@@ -1114,14 +1114,14 @@ tel_links(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_start_dict(d);
 	for (e = 0; e < w->ndl && e < RTE_TEL_MAX_DICT_ENTRIES; e++) {
 		struct rte_tel_data *c = rte_tel_data_alloc();
-		char raw[2 * ISTH_PLAN_NAME_MAX + 2];
+		char raw[2 * ISTH_TOPO_NAME_MAX + 2];
 
 		if (c == NULL)
 			return -ENOMEM;
 		tel_link(w, e, c);
-		isth_plan_topo_dlink(w->t, e, &from, &to, NULL, NULL);
-		snprintf(raw, sizeof(raw), "%s/%s", isth_plan_topo_name(w->t, from),
-			 isth_plan_topo_name(w->t, to));
+		isth_topo_dlink(w->t, e, &from, &to, NULL, NULL);
+		snprintf(raw, sizeof(raw), "%s/%s", isth_topo_name(w->t, from),
+			 isth_topo_name(w->t, to));
 		tel_name(name, sizeof(name), raw);
 		if (rte_tel_data_add_dict_container(d, name, c, 0) < 0)
 			rte_tel_data_free(c);
@@ -1158,7 +1158,7 @@ tel_ports(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(c, "tx_bytes", ps.tx_bytes);
 		for (k = 0; k < ISTH_WAN_P_NCTR; k++)
 			rte_tel_data_add_dict_u64(c, port_ctr_names[k], ps.ctr[k]);
-		tel_name(name, sizeof(name), isth_plan_topo_name(w->t, s));
+		tel_name(name, sizeof(name), isth_topo_name(w->t, s));
 		if (rte_tel_data_add_dict_container(d, name, c, 0) < 0)
 			rte_tel_data_free(c);
 	}

@@ -24,12 +24,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "isth_plan.h"
+#include "isth_topo.h"
 
 struct rte_mempool;
 
-/** Maximum number of sites (the planner's limit). */
-#define ISTH_WAN_MAX_SITES ISTH_PLAN_MAX_ISLANDS
+/** Maximum number of sites (the topology's limit). */
+#define ISTH_WAN_MAX_SITES ISTH_TOPO_MAX_SITES
 /** Maximum prefixes per site in the site map. */
 #define ISTH_WAN_MAX_NETS 8
 /** Maximum rows of a group table. */
@@ -98,7 +98,7 @@ struct isth_wan_impair {
  * @param err receives "name:line: reason" on failure
  * @return 0, or -EINVAL.
  */
-int isth_wan_sitemap_parse(const struct isth_plan_topo *t, const char *name, const char *text,
+int isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const char *text,
 			   struct isth_wan_sitemap *out, char *err, size_t errlen);
 
 /**
@@ -106,12 +106,9 @@ int isth_wan_sitemap_parse(const struct isth_plan_topo *t, const char *name, con
  * that have a port in @p map.
  * @return 0, or -EINVAL.
  */
-int isth_wan_groups_parse(const struct isth_plan_topo *t, const struct isth_wan_sitemap *map,
+int isth_wan_groups_parse(const struct isth_topo *t, const struct isth_wan_sitemap *map,
 			  const char *name, const char *text, struct isth_wan_groups *out,
 			  char *err, size_t errlen);
-
-/** Read a whole text file; NULL with errno and a message in @p err on failure. Free with free(). */
-char *isth_wan_slurp(const char *path, char *err, size_t errlen);
 
 /** Set every directed link of @p imp (ndlinks entries) to the defaults. */
 void isth_wan_impair_default(struct isth_wan_impair *imp, int ndlinks);
@@ -123,7 +120,7 @@ void isth_wan_impair_default(struct isth_wan_impair *imp, int ndlinks);
  * corrupt, jitter-ms, queue-bytes.
  * @return 0, or -EINVAL with a message in @p err.
  */
-int isth_wan_impair_apply(const struct isth_plan_topo *t, struct isth_wan_impair *imp,
+int isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp,
 			  const char *spec, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ */
@@ -195,12 +192,12 @@ const char *isth_wan_port_ctr_name(enum isth_wan_port_ctr c);
 /**
  * Create an emulator. Resolves every present site's port (which the caller
  * has configured and started), builds the route tables from @p t and the
- * LPM from @p map. @p imp has isth_plan_topo_ndlinks(t) entries. Nothing
+ * LPM from @p map. @p imp has isth_topo_ndlinks(t) entries. Nothing
  * is retained from the arguments except @p t, which must outlive the
  * emulator, and the pool.
  * @return the emulator, or NULL with rte_errno set (EINVAL, ENODEV, ENOMEM).
  */
-struct isth_wan *isth_wan_create(const struct isth_plan_topo *t, const struct isth_wan_sitemap *map,
+struct isth_wan *isth_wan_create(const struct isth_topo *t, const struct isth_wan_sitemap *map,
 				 const struct isth_wan_groups *groups,
 				 const struct isth_wan_impair *imp, const struct isth_wan_params *p);
 
@@ -222,7 +219,7 @@ uint64_t isth_wan_next_event(const struct isth_wan *w);
 uint64_t isth_wan_hz(const struct isth_wan *w);
 
 /** The topology. */
-const struct isth_plan_topo *isth_wan_topo(const struct isth_wan *w);
+const struct isth_topo *isth_wan_topo(const struct isth_wan *w);
 
 /** Copy link @p e's counters (relaxed loads). @return 0, or -EINVAL. */
 int isth_wan_link_stats(const struct isth_wan *w, int e, struct isth_wan_link_stats *out);

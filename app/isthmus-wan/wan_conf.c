@@ -6,104 +6,37 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "isth_text.h"
 #include "wan.h"
 
 #define MAXTOK 64
 #define LINE_MAX_LEN 1024
 
-static void __attribute__((format(printf, 5, 6)))
-seterr(char *err, size_t errlen, const char *file, int line, const char *fmt, ...)
-{
-	char msg[320];
-	va_list ap;
+/* "file:line: msg", or "file: msg" when line is 0 (lib/text formats it) */
+#define SETERR(file, line, ...) isth_text_seterr(err, errlen, file, line, 0, __VA_ARGS__)
+	       
+	       /*
+	       * Next line of the text split on blanks, '#' starting a comment. Returns the
+	       * number of tokens (0 at the end of the text), -1 for an overlong line, -2
+	       * for too many fields.
+	       */
+	       static int
+	       next_tokens(struct isth_text_lines *it, int *lineno, char *buf, char **tok)
+	       {
+	       int rc, n;
 
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (line > 0)
-		snprintf(err, errlen, "%s:%d: %s", file, line, msg);
-	else
-		snprintf(err, errlen, "%s: %s", file, msg);
-}
-
-char *
-isth_wan_slurp(const char *path, char *err, size_t errlen)
-{
-	FILE *f;
-	char *buf = NULL, *nb;
-	size_t len = 0, cap = 0, n;
-	int e;
-
-	f = fopen(path, "r");
-	if (f == NULL) {
-		e = errno;
-		seterr(err, errlen, path, 0, "%s", strerror(e));
-		errno = e;
-		return NULL;
-	}
-	for (;;) {
-		if (cap - len < 4096) {
-			nb = realloc(buf, cap + 65536);
-			if (nb == NULL) {
-				free(buf);
-				fclose(f);
-				seterr(err, errlen, path, 0, "out of memory");
-				errno = ENOMEM;
-				return NULL;
-			}
-			buf = nb;
-			cap += 65536;
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	buf[len] = '\0';
-	fclose(f);
-	if (memchr(buf, '\0', len) != NULL) {
-		seterr(err, errlen, path, 1, "binary file (NUL byte)");
-		free(buf);
-		errno = EINVAL;
-		return NULL;
-	}
-	return buf;
-}
-
-/*
- * Next line of @p text split on blanks, '#' starting a comment. Returns the
- * number of tokens (0 at the end of the text), -1 for an overlong line.
- */
-static int
-next_tokens(const char **pos, int *lineno, char *buf, char **tok)
-{
-	while (**pos != '\0') {
-		const char *s = *pos, *e = strchr(s, '\n');
-		size_t l = e ? (size_t)(e - s) : strlen(s);
-		char *p, *h;
-		int n = 0;
-
-		*pos = e ? e + 1 : s + l;
-		(*lineno)++;
-		if (l >= LINE_MAX_LEN)
+	while ((rc = isth_text_next_copy(it, buf, LINE_MAX_LEN)) != 0) {
+		*lineno = (int)it->line;
+		if (rc < 0)
 			return -1;
-		memcpy(buf, s, l);
-		buf[l] = '\0';
-		h = strchr(buf, '#');
-		if (h)
-			*h = '\0';
-		for (p = strtok_r(buf, " \t\r", &h); p != NULL; p = strtok_r(NULL, " \t\r", &h)) {
-			if (n == MAXTOK)
-				return -2;
-			tok[n++] = p;
-		}
+		isth_text_strip_comment(buf, '#');
+		n = isth_text_tokens(buf, tok, MAXTOK);
+		if (n > MAXTOK)
+			return -2;
 		if (n > 0)
 			return n;
 	}
@@ -111,12 +44,12 @@ next_tokens(const char **pos, int *lineno, char *buf, char **tok)
 }
 
 static int
-find_site(const struct isth_plan_topo *t, const char *s)
+find_site(const struct isth_topo *t, const char *s)
 {
 	int i;
 
-	for (i = 0; i < isth_plan_topo_n(t); i++)
-		if (strcmp(isth_plan_topo_name(t, i), s) == 0)
+	for (i = 0; i < isth_topo_n(t); i++)
+		if (strcmp(isth_topo_name(t, i), s) == 0)
 			return i;
 	return -1;
 }
@@ -202,33 +135,34 @@ parse_prefix(const char *s, uint32_t *net, uint8_t *plen, const char **why)
 }
 
 int
-isth_wan_sitemap_parse(const struct isth_plan_topo *t, const char *name, const char *text,
+isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const char *text,
 		       struct isth_wan_sitemap *out, char *err, size_t errlen)
 {
 	char buf[LINE_MAX_LEN], *tok[MAXTOK];
-	const char *pos = text;
+	struct isth_text_lines it;
 	struct isth_wan_site_conf *sc;
 	int line = 0, n, i, s, o, k, nsites = 0;
 	bool have_port, have_mac;
 
 	if (t == NULL || name == NULL || text == NULL || out == NULL) {
-		seterr(err, errlen, name ? name : "site map", 0, "invalid argument");
+		SETERR(name ? name : "site map", 0, "invalid argument");
 		return -EINVAL;
 	}
 	memset(out, 0, sizeof(*out));
-	while ((n = next_tokens(&pos, &line, buf, tok)) != 0) {
+	isth_text_lines_init(&it, text);
+	while ((n = next_tokens(&it, &line, buf, tok)) != 0) {
 		if (n < 0) {
-			seterr(err, errlen, name, line, n == -1 ? "line too long" : "too many fields");
+			SETERR(name, line, n == -1 ? "line too long" : "too many fields");
 			return -EINVAL;
 		}
 		s = find_site(t, tok[0]);
 		if (s < 0) {
-			seterr(err, errlen, name, line, "unknown site '%s' (not in the topology)", tok[0]);
+			SETERR(name, line, "unknown site '%s' (not in the topology)", tok[0]);
 			return -EINVAL;
 		}
 		sc = &out->site[s];
 		if (sc->present) {
-			seterr(err, errlen, name, line, "duplicate site '%s' (first on line %d)",
+			SETERR(name, line, "duplicate site '%s' (first on line %d)",
 			       tok[0], sc->line);
 			return -EINVAL;
 		}
@@ -240,14 +174,14 @@ isth_wan_sitemap_parse(const struct isth_plan_topo *t, const char *name, const c
 			const char *key = tok[i], *val, *why;
 
 			if (eq == NULL) {
-				seterr(err, errlen, name, line, "expected key=value, got '%s'", tok[i]);
+				SETERR(name, line, "expected key=value, got '%s'", tok[i]);
 				return -EINVAL;
 			}
 			*eq = '\0';
 			val = eq + 1;
 			if (strcmp(key, "port") == 0) {
 				if (*val == '\0' || strlen(val) >= ISTH_WAN_DEV_MAX) {
-					seterr(err, errlen, name, line, "bad port '%s'", val);
+					SETERR(name, line, "bad port '%s'", val);
 					return -EINVAL;
 				}
 				snprintf(sc->dev, sizeof(sc->dev), "%s", val);
@@ -256,14 +190,14 @@ isth_wan_sitemap_parse(const struct isth_plan_topo *t, const char *name, const c
 				if (strcmp(val, "learn") == 0) {
 					sc->mac_learn = true;
 				} else if (parse_mac(val, sc->mac) < 0 || (sc->mac[0] & 1)) {
-					seterr(err, errlen, name, line,
+					SETERR(name, line,
 					       "bad mac '%s' (unicast xx:xx:xx:xx:xx:xx or 'learn')", val);
 					return -EINVAL;
 				}
 				have_mac = true;
 			} else if (strcmp(key, "gw_mac") == 0) {
 				if (parse_mac(val, sc->gw_mac) < 0 || (sc->gw_mac[0] & 1)) {
-					seterr(err, errlen, name, line,
+					SETERR(name, line,
 					       "bad gw_mac '%s' (unicast xx:xx:xx:xx:xx:xx)", val);
 					return -EINVAL;
 				}
@@ -271,17 +205,17 @@ isth_wan_sitemap_parse(const struct isth_plan_topo *t, const char *name, const c
 			} else if (strcmp(key, "gw") == 0) {
 				if (parse_ip(val, &sc->gw_ip) < 0 || sc->gw_ip == 0 ||
 				    (sc->gw_ip >> 28) >= 0xe) {
-					seterr(err, errlen, name, line, "bad gw '%s' (unicast A.B.C.D)", val);
+					SETERR(name, line, "bad gw '%s' (unicast A.B.C.D)", val);
 					return -EINVAL;
 				}
 			} else if (strcmp(key, "net") == 0) {
 				if (sc->nnets == ISTH_WAN_MAX_NETS) {
-					seterr(err, errlen, name, line, "more than %d net= prefixes",
+					SETERR(name, line, "more than %d net= prefixes",
 					       ISTH_WAN_MAX_NETS);
 					return -EINVAL;
 				}
 				if (parse_prefix(val, &sc->net[sc->nnets], &sc->plen[sc->nnets], &why) < 0) {
-					seterr(err, errlen, name, line, "bad net '%s': %s", val, why);
+					SETERR(name, line, "bad net '%s': %s", val, why);
 					return -EINVAL;
 				}
 				/* an exact duplicate would make the route ambiguous */
@@ -291,85 +225,86 @@ isth_wan_sitemap_parse(const struct isth_plan_topo *t, const char *name, const c
 					for (k = 0; k < oc->nnets; k++) {
 						if (oc->net[k] == sc->net[sc->nnets] &&
 						    oc->plen[k] == sc->plen[sc->nnets]) {
-							seterr(err, errlen, name, line,
+							SETERR(name, line,
 							       "net %s also given for site '%s' (line %d)",
-							       val, isth_plan_topo_name(t, o), oc->line);
+							       val, isth_topo_name(t, o), oc->line);
 							return -EINVAL;
 						}
 					}
 				}
 				sc->nnets++;
 			} else {
-				seterr(err, errlen, name, line,
+				SETERR(name, line,
 				       "unknown key '%s' (port, mac, gw_mac, gw, net)", key);
 				return -EINVAL;
 			}
 		}
 		if (!have_port || !have_mac || sc->nnets == 0) {
-			seterr(err, errlen, name, line, "site '%s' needs %s", tok[0],
+			SETERR(name, line, "site '%s' needs %s", tok[0],
 			       !have_port ? "port=" : !have_mac ? "mac=" : "at least one net=");
 			return -EINVAL;
 		}
 		for (o = 0; o < ISTH_WAN_MAX_SITES; o++) {
 			if (o != s && out->site[o].present && strcmp(out->site[o].dev, sc->dev) == 0) {
-				seterr(err, errlen, name, line, "port %s also used by site '%s' (line %d)",
-				       sc->dev, isth_plan_topo_name(t, o), out->site[o].line);
+				SETERR(name, line, "port %s also used by site '%s' (line %d)",
+				       sc->dev, isth_topo_name(t, o), out->site[o].line);
 				return -EINVAL;
 			}
 		}
 		nsites++;
 	}
 	if (nsites < 2) {
-		seterr(err, errlen, name, line, "need at least 2 sites with a port, found %d", nsites);
+		SETERR(name, line, "need at least 2 sites with a port, found %d", nsites);
 		return -EINVAL;
 	}
 	return 0;
 }
 
 int
-isth_wan_groups_parse(const struct isth_plan_topo *t, const struct isth_wan_sitemap *map,
+isth_wan_groups_parse(const struct isth_topo *t, const struct isth_wan_sitemap *map,
 		      const char *name, const char *text, struct isth_wan_groups *out,
 		      char *err, size_t errlen)
 {
 	char buf[LINE_MAX_LEN], *tok[MAXTOK];
-	const char *pos = text;
+	struct isth_text_lines it;
 	struct isth_wan_group *g;
 	int line = 0, n, i, s, k;
 	uint32_t ip;
 
 	if (t == NULL || map == NULL || name == NULL || text == NULL || out == NULL) {
-		seterr(err, errlen, name ? name : "group table", 0, "invalid argument");
+		SETERR(name ? name : "group table", 0, "invalid argument");
 		return -EINVAL;
 	}
 	memset(out, 0, sizeof(*out));
-	while ((n = next_tokens(&pos, &line, buf, tok)) != 0) {
+	isth_text_lines_init(&it, text);
+	while ((n = next_tokens(&it, &line, buf, tok)) != 0) {
 		if (n < 0) {
-			seterr(err, errlen, name, line, n == -1 ? "line too long" : "too many fields");
+			SETERR(name, line, n == -1 ? "line too long" : "too many fields");
 			return -EINVAL;
 		}
 		if (parse_ip(tok[0], &ip) < 0) {
-			seterr(err, errlen, name, line, "bad group address '%s'", tok[0]);
+			SETERR(name, line, "bad group address '%s'", tok[0]);
 			return -EINVAL;
 		}
 		if ((ip >> 28) != 0xe || (ip >> 8) == 0xe00000) {
-			seterr(err, errlen, name, line,
+			SETERR(name, line,
 			       "group %s is not a routable multicast address (224.0.1.0-239.255.255.255)",
 			       tok[0]);
 			return -EINVAL;
 		}
 		for (k = 0; k < out->n; k++) {
 			if (out->g[k].ip == ip) {
-				seterr(err, errlen, name, line, "duplicate group %s (first on line %d)",
+				SETERR(name, line, "duplicate group %s (first on line %d)",
 				       tok[0], out->g[k].line);
 				return -EINVAL;
 			}
 		}
 		if (out->n == ISTH_WAN_MAX_GROUPS) {
-			seterr(err, errlen, name, line, "too many groups (at most %d)", ISTH_WAN_MAX_GROUPS);
+			SETERR(name, line, "too many groups (at most %d)", ISTH_WAN_MAX_GROUPS);
 			return -EINVAL;
 		}
 		if (n < 2) {
-			seterr(err, errlen, name, line, "group %s has no members", tok[0]);
+			SETERR(name, line, "group %s has no members", tok[0]);
 			return -EINVAL;
 		}
 		g = &out->g[out->n];
@@ -378,23 +313,23 @@ isth_wan_groups_parse(const struct isth_plan_topo *t, const struct isth_wan_site
 		g->members = 0;
 		for (i = 1; i < n; i++) {
 			if (strcmp(tok[i], "*") == 0) {
-				for (s = 0; s < isth_plan_topo_n(t); s++)
+				for (s = 0; s < isth_topo_n(t); s++)
 					if (map->site[s].present)
 						g->members |= UINT64_C(1) << s;
 				continue;
 			}
 			s = find_site(t, tok[i]);
 			if (s < 0) {
-				seterr(err, errlen, name, line, "unknown site '%s'", tok[i]);
+				SETERR(name, line, "unknown site '%s'", tok[i]);
 				return -EINVAL;
 			}
 			if (!map->site[s].present) {
-				seterr(err, errlen, name, line, "site '%s' has no port in the site map",
+				SETERR(name, line, "site '%s' has no port in the site map",
 				       tok[i]);
 				return -EINVAL;
 			}
 			if (g->members >> s & 1) {
-				seterr(err, errlen, name, line, "site '%s' listed twice", tok[i]);
+				SETERR(name, line, "site '%s' listed twice", tok[i]);
 				return -EINVAL;
 			}
 			g->members |= UINT64_C(1) << s;
@@ -442,11 +377,11 @@ parse_ms(const char *s, double *v)
 
 /* Resolve "A->B" or "A-B" into a bitmap of directed links (at most 2). */
 static int
-parse_link(const struct isth_plan_topo *t, const char *s, int *dl, int *ndl)
+parse_link(const struct isth_topo *t, const char *s, int *dl, int *ndl)
 {
-	char a[ISTH_PLAN_NAME_MAX * 2 + 4];
+	char a[ISTH_TOPO_NAME_MAX * 2 + 4];
 	const char *arrow = strstr(s, "->");
-	int nd = isth_plan_topo_ndlinks(t), e, from, to, sa, sb;
+	int nd = isth_topo_ndlinks(t), e, from, to, sa, sb;
 	size_t i, l = strlen(s);
 
 	*ndl = 0;
@@ -460,7 +395,7 @@ parse_link(const struct isth_plan_topo *t, const char *s, int *dl, int *ndl)
 		if (sa < 0 || sb < 0)
 			return -1;
 		for (e = 0; e < nd; e++) {
-			isth_plan_topo_dlink(t, e, &from, &to, NULL, NULL);
+			isth_topo_dlink(t, e, &from, &to, NULL, NULL);
 			if (from == sa && to == sb)
 				dl[(*ndl)++] = e;
 		}
@@ -477,7 +412,7 @@ parse_link(const struct isth_plan_topo *t, const char *s, int *dl, int *ndl)
 		if (sa < 0 || sb < 0)
 			continue;
 		for (e = 0; e < nd; e++) {
-			isth_plan_topo_dlink(t, e, &from, &to, NULL, NULL);
+			isth_topo_dlink(t, e, &from, &to, NULL, NULL);
 			if ((from == sa && to == sb) || (from == sb && to == sa))
 				dl[(*ndl)++] = e;
 		}
@@ -488,21 +423,21 @@ parse_link(const struct isth_plan_topo *t, const char *s, int *dl, int *ndl)
 }
 
 int
-isth_wan_impair_apply(const struct isth_plan_topo *t, struct isth_wan_impair *imp,
+isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp,
 		      const char *spec, char *err, size_t errlen)
 {
 	char buf[512], *kv, *save, *colon, *eq, *body;
 	int nd, dl[2], ndl = 0, e, all = 1, i;
 	struct isth_wan_impair one;
-	double v;
+	uint64_t qb;
 
 	if (t == NULL || imp == NULL || spec == NULL) {
-		seterr(err, errlen, "--impair", 0, "invalid argument");
+		SETERR("--impair", 0, "invalid argument");
 		return -EINVAL;
 	}
-	nd = isth_plan_topo_ndlinks(t);
+	nd = isth_topo_ndlinks(t);
 	if (strlen(spec) >= sizeof(buf)) {
-		seterr(err, errlen, "--impair", 0, "spec too long");
+		SETERR("--impair", 0, "spec too long");
 		return -EINVAL;
 	}
 	snprintf(buf, sizeof(buf), "%s", spec);
@@ -512,7 +447,7 @@ isth_wan_impair_apply(const struct isth_plan_topo *t, struct isth_wan_impair *im
 	if (colon && (eq == NULL || colon < eq)) {
 		*colon = '\0';
 		if (parse_link(t, buf, dl, &ndl) < 0) {
-			seterr(err, errlen, "--impair", 0,
+			SETERR("--impair", 0,
 			       "'%s': no link '%s' in the topology (A->B or A-B)", spec, buf);
 			return -EINVAL;
 		}
@@ -530,7 +465,7 @@ isth_wan_impair_apply(const struct isth_plan_topo *t, struct isth_wan_impair *im
 
 		eq = strchr(kv, '=');
 		if (eq == NULL) {
-			seterr(err, errlen, "--impair", 0, "'%s': expected key=value, got '%s'", spec, kv);
+			SETERR("--impair", 0, "'%s': expected key=value, got '%s'", spec, kv);
 			return -EINVAL;
 		}
 		*eq = '\0';
@@ -582,23 +517,23 @@ isth_wan_impair_apply(const struct isth_plan_topo *t, struct isth_wan_impair *im
 				goto badval;
 			set |= K_JIT;
 		} else if (strcmp(kv, "queue-bytes") == 0) {
-			if (isth_plan_parse_size(val, &v) < 0 || v < 1 || v > 1e12)
+			if (isth_text_parse_size(val, &qb) < 0 || qb < 1 || qb > 1000000000000ull)
 				goto badval;
-			one.queue_bytes = (uint64_t)v;
+			one.queue_bytes = qb;
 			set |= K_Q;
 		} else {
-			seterr(err, errlen, "--impair", 0,
+			SETERR("--impair", 0,
 			       "'%s': unknown key '%s' (loss, ge, dup, reorder, reorder-ms, corrupt, "
 			       "jitter-ms, queue-bytes)", spec, kv);
 			return -EINVAL;
 		}
 		continue;
 badval:
-		seterr(err, errlen, "--impair", 0, "'%s': bad value '%s' for %s", spec, val, kv);
+		SETERR("--impair", 0, "'%s': bad value '%s' for %s", spec, val, kv);
 		return -EINVAL;
 	}
 	if (set == 0) {
-		seterr(err, errlen, "--impair", 0, "'%s': no key=value given", spec);
+		SETERR("--impair", 0, "'%s': no key=value given", spec);
 		return -EINVAL;
 	}
 	for (e = 0; e < nd; e++) {

@@ -155,6 +155,25 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 
 	TRY(isth_conf_size(c, "agg", "memory", false, 64ull << 20, 0,
 			   1ull << 40, &cfg->agg_memory));
+	{
+		/* Every backend needs room for 2 slots of one packet's fp32
+		 * elements (cache-line rounded, as lib/agg sizes them); refused
+		 * here so that --check names the line instead of the start. */
+		struct isth_wire_limits lim;
+		uint64_t slot;
+
+		isth_wire_limits_init(&lim, 1, cfg->mtu);
+		slot = ((uint64_t)lim.max_elems * 4 + 63) & ~63ull;
+		if (cfg->agg_memory < 2 * slot) {
+			rc = isth_conf_fail(c, "agg", "memory",
+					    "%llu bytes holds fewer than 2 slots of %llu bytes "
+					    "(mtu %u): at least %llu",
+					    (unsigned long long)cfg->agg_memory,
+					    (unsigned long long)slot, cfg->mtu,
+					    (unsigned long long)(2 * slot));
+			goto out;
+		}
+	}
 	TRY(isth_conf_duration(c, "agg", "timeout", false, 2000000000ull, 1000,
 			       60000000000ull, &cfg->agg_timeout_ns));
 	TRY(isth_conf_duration(c, "agg", "round_slack", false, 10000000ull, 0,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "isth_conf.h"
+#include "isth_text.h"
 
 struct conf_entry {
 	char *section;		/* "" before the first section header */
@@ -28,18 +29,6 @@ struct isth_conf {
 	unsigned int cap;
 	char err[ISTH_CONF_ERR_SIZE];
 };
-
-static char *trim(char *s)
-{
-	char *e;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	e = s + strlen(s);
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = '\0';
-	return s;
-}
 
 static int add_entry(struct isth_conf *c, const char *sec, const char *key,
 		     const char *val, unsigned int line)
@@ -88,17 +77,6 @@ static struct conf_entry *find(const struct isth_conf *c, const char *sec,
 	return NULL;
 }
 
-static void seterr(char *err, size_t size, const char *name, unsigned int line,
-		   const char *msg)
-{
-	if (err == NULL || size == 0)
-		return;
-	if (line)
-		snprintf(err, size, "%s:%u: %s", name, line, msg);
-	else
-		snprintf(err, size, "%s: %s", name, msg);
-}
-
 /* Normalise "[ peer   NYC ]" to "peer NYC". */
 static void squeeze(char *s)
 {
@@ -123,13 +101,15 @@ struct isth_conf *isth_conf_parse(const char *text, const char *name,
 {
 	char section[256] = "", msg[300];
 	struct isth_conf *c;
+	struct isth_text_lines it;
 	unsigned int line = 0;
-	const char *p = text;
+	const char *p;
+	size_t len;
 	char *buf = NULL;
 	int rc = -ENOMEM;
 
 	if (text == NULL || name == NULL) {
-		seterr(err, err_size, name ? name : "?", 0, "no input");
+		isth_text_seterr(err, err_size, name ? name : "?", 0, 0, "no input");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -140,43 +120,41 @@ struct isth_conf *isth_conf_parse(const char *text, const char *name,
 	if (c->name == NULL)
 		goto free_conf;
 
-	while (*p) {
-		const char *nl = strchr(p, '\n');
-		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+	isth_text_lines_init(&it, text);
+	while (isth_text_next(&it, &p, &len)) {
 		char *s, *eq, *hash;
 
-		line++;
+		line = it.line;
 		free(buf);
 		buf = strndup(p, len);
 		if (buf == NULL)
 			goto free_conf;
-		p += len + (nl ? 1 : 0);
-		s = trim(buf);
+		s = isth_text_trim(buf);
 		if (*s == '\0' || *s == '#' || *s == ';')
 			continue;
 		if (memchr(buf, '\0', len) != NULL && strlen(buf) != len) {
-			seterr(err, err_size, name, line, "NUL byte in line");
+			isth_text_seterr(err, err_size, name, line, 0, "NUL byte in line");
 			rc = -EINVAL;
 			goto free_conf;
 		}
 		if (*s == '[') {
 			char *end = strchr(s, ']');
-			char *rest = end ? trim(end + 1) : NULL;
+			char *rest = end ? isth_text_trim(end + 1) : NULL;
 
 			/* "[section]   # comment" is fine */
 			if (end == NULL || (rest[0] != '\0' && rest[0] != '#' &&
 					    rest[0] != ';')) {
-				seterr(err, err_size, name, line,
-				       "section header must be '[name]' alone on its line");
+				isth_text_seterr(err, err_size, name, line, 0, "section header "
+						 "must be '[name]' alone on its line");
 				rc = -EINVAL;
 				goto free_conf;
 			}
 			*end = '\0';
-			s = trim(s + 1);
+			s = isth_text_trim(s + 1);
 			squeeze(s);
 			if (*s == '\0' || strlen(s) >= sizeof(section)) {
-				seterr(err, err_size, name, line,
-				       "empty or overlong section name");
+				isth_text_seterr(err, err_size, name, line, 0,
+						 "empty or overlong section name");
 				rc = -EINVAL;
 				goto free_conf;
 			}
@@ -184,7 +162,7 @@ struct isth_conf *isth_conf_parse(const char *text, const char *name,
 				snprintf(msg, sizeof(msg),
 					 "section [%s] repeated (first at line %u)",
 					 s, find(c, s, NULL)->line);
-				seterr(err, err_size, name, line, msg);
+				isth_text_seterr(err, err_size, name, line, 0, "%s", msg);
 				rc = -EINVAL;
 				goto free_conf;
 			}
@@ -196,8 +174,8 @@ struct isth_conf *isth_conf_parse(const char *text, const char *name,
 		}
 		eq = strchr(s, '=');
 		if (eq == NULL) {
-			seterr(err, err_size, name, line,
-			       "expected 'key = value', '[section]' or a comment");
+			isth_text_seterr(err, err_size, name, line, 0,
+					 "expected 'key = value', '[section]' or a comment");
 			rc = -EINVAL;
 			goto free_conf;
 		}
@@ -207,18 +185,18 @@ struct isth_conf *isth_conf_parse(const char *text, const char *name,
 		if (hash)
 			*hash = '\0';
 		{
-			char *key = trim(s), *val = trim(eq + 1);
+			char *key = isth_text_trim(s), *val = isth_text_trim(eq + 1);
 			struct conf_entry *dup;
 
 			if (*key == '\0') {
-				seterr(err, err_size, name, line, "empty key");
+				isth_text_seterr(err, err_size, name, line, 0, "empty key");
 				rc = -EINVAL;
 				goto free_conf;
 			}
 			if (section[0] == '\0') {
 				snprintf(msg, sizeof(msg),
 					 "key '%s' outside any [section]", key);
-				seterr(err, err_size, name, line, msg);
+				isth_text_seterr(err, err_size, name, line, 0, "%s", msg);
 				rc = -EINVAL;
 				goto free_conf;
 			}
@@ -227,7 +205,7 @@ struct isth_conf *isth_conf_parse(const char *text, const char *name,
 				snprintf(msg, sizeof(msg),
 					 "[%s] %s set twice (first at line %u)",
 					 section, key, dup->line);
-				seterr(err, err_size, name, line, msg);
+				isth_text_seterr(err, err_size, name, line, 0, "%s", msg);
 				rc = -EINVAL;
 				goto free_conf;
 			}
@@ -242,68 +220,26 @@ struct isth_conf *isth_conf_parse(const char *text, const char *name,
 free_conf:
 	free(buf);
 	if (rc == -ENOMEM)
-		seterr(err, err_size, name, line, "out of memory");
+		isth_text_seterr(err, err_size, name, line, 0, "out of memory");
 	isth_conf_free(c);
 	errno = -rc;
 	return NULL;
 fail:
-	seterr(err, err_size, name, 0, "out of memory");
+	isth_text_seterr(err, err_size, name, 0, 0, "out of memory");
 	errno = ENOMEM;
 	return NULL;
 }
 
 struct isth_conf *isth_conf_load(const char *path, char *err, size_t err_size)
 {
-	struct isth_conf *c = NULL;
-	char *text = NULL;
-	size_t len, cap = 0;
-	FILE *f;
+	struct isth_conf *c;
+	char *text;
 	int e;
 
-	f = fopen(path, "r");
-	if (f == NULL) {
-		e = errno;
-		if (err)
-			snprintf(err, err_size, "%s: %s", path, strerror(e));
-		errno = e;
+	/* configuration files are small: 16 MiB is a mistake, not a config */
+	text = isth_text_read(path, 16u << 20, NULL, err, err_size);
+	if (text == NULL)
 		return NULL;
-	}
-	/* Read whole; configuration files are small. */
-	if (fseek(f, 0, SEEK_END) == 0 && ftell(f) >= 0) {
-		cap = (size_t)ftell(f);
-		rewind(f);
-	}
-	if (cap > 16u << 20) {
-		if (err)
-			snprintf(err, err_size, "%s: larger than 16 MiB", path);
-		fclose(f);
-		errno = EFBIG;
-		return NULL;
-	}
-	text = malloc(cap + 1);
-	if (text == NULL) {
-		fclose(f);
-		errno = ENOMEM;
-		return NULL;
-	}
-	len = fread(text, 1, cap, f);
-	e = ferror(f);
-	fclose(f);
-	if (e) {
-		if (err)
-			snprintf(err, err_size, "%s: read error", path);
-		free(text);
-		errno = EIO;
-		return NULL;
-	}
-	text[len] = '\0';
-	if (strlen(text) != len) {
-		if (err)
-			snprintf(err, err_size, "%s: contains a NUL byte", path);
-		free(text);
-		errno = EINVAL;
-		return NULL;
-	}
 	c = isth_conf_parse(text, path, err, err_size);
 	e = errno;
 	free(text);
@@ -506,18 +442,6 @@ static int parse_with_units(const char *s, const struct unit *units,
 	return -EINVAL;
 }
 
-static const struct unit size_units[] = {
-	{"K", 1000ull}, {"M", 1000000ull}, {"G", 1000000000ull},
-	{"T", 1000000000000ull},
-	{"Ki", 1ull << 10}, {"Mi", 1ull << 20}, {"Gi", 1ull << 30},
-	{"Ti", 1ull << 40},
-	{"KB", 1000ull}, {"MB", 1000000ull}, {"GB", 1000000000ull},
-	{"TB", 1000000000000ull},
-	{"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30},
-	{"TiB", 1ull << 40}, {"B", 1},
-	{NULL, 0},
-};
-
 static const struct unit time_units[] = {
 	{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000ull},
 	{NULL, 0},
@@ -529,14 +453,14 @@ static const struct unit rate_units[] = {
 	{NULL, 0},
 };
 
-int isth_conf_parse_size(const char *s, uint64_t *out)
-{
-	return parse_with_units(s, size_units, false, out);
-}
-
 int isth_conf_parse_duration(const char *s, uint64_t *out)
 {
 	return parse_with_units(s, time_units, true, out);
+}
+
+static int parse_rate(const char *s, uint64_t *out)
+{
+	return parse_with_units(s, rate_units, true, out);
 }
 
 static int parse_plain(const char *s, uint64_t *out)
@@ -550,7 +474,7 @@ static int parse_plain(const char *s, uint64_t *out)
 
 static int ranged(struct isth_conf *c, const char *section, const char *key,
 		  bool required, uint64_t def, uint64_t min, uint64_t max,
-		  uint64_t *out, const struct unit *units, bool unit_required,
+		  uint64_t *out, int (*parse)(const char *, uint64_t *),
 		  const char *what)
 {
 	const char *v;
@@ -563,8 +487,7 @@ static int ranged(struct isth_conf *c, const char *section, const char *key,
 			*out = def;
 		return rc;
 	}
-	if (units ? parse_with_units(v, units, unit_required, &x) :
-		    parse_plain(v, &x))
+	if (parse(v, &x))
 		return isth_conf_fail(c, section, key, "'%s' is not %s", v, what);
 	if (x < min || x > max)
 		return isth_conf_fail(c, section, key,
@@ -578,16 +501,17 @@ int isth_conf_u64(struct isth_conf *c, const char *section, const char *key,
 		  bool required, uint64_t def, uint64_t min, uint64_t max,
 		  uint64_t *out)
 {
-	return ranged(c, section, key, required, def, min, max, out, NULL,
-		      false, "an unsigned integer");
+	return ranged(c, section, key, required, def, min, max, out,
+		      parse_plain, "an unsigned integer");
 }
 
 int isth_conf_size(struct isth_conf *c, const char *section, const char *key,
 		   bool required, uint64_t def, uint64_t min, uint64_t max,
 		   uint64_t *out)
 {
+	/* the project's one size convention (lib/text) */
 	return ranged(c, section, key, required, def, min, max, out,
-		      size_units, false,
+		      isth_text_parse_size,
 		      "a size (bytes, or with K/M/G/T or Ki/Mi/Gi/Ti)");
 }
 
@@ -596,7 +520,8 @@ int isth_conf_duration(struct isth_conf *c, const char *section,
 		       uint64_t min, uint64_t max, uint64_t *out)
 {
 	return ranged(c, section, key, required, def, min, max, out,
-		      time_units, true, "a duration with a unit (ns, us, ms, s)");
+		      isth_conf_parse_duration,
+		      "a duration with a unit (ns, us, ms, s)");
 }
 
 int isth_conf_rate(struct isth_conf *c, const char *section, const char *key,
@@ -604,7 +529,7 @@ int isth_conf_rate(struct isth_conf *c, const char *section, const char *key,
 		   uint64_t *out)
 {
 	return ranged(c, section, key, required, def, min, max, out,
-		      rate_units, true,
+		      parse_rate,
 		      "a rate with a unit (bps, Kbps, Mbps, Gbps, Tbps)");
 }
 

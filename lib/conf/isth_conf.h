@@ -81,7 +81,7 @@ int isth_conf_u64(struct isth_conf *c, const char *section, const char *key,
 		  bool required, uint64_t def, uint64_t min, uint64_t max,
 		  uint64_t *out);
 
-/** A size in bytes: plain, or with K/M/G/T (x1000^k) or Ki/Mi/Gi/Ti (x1024^k). */
+/** A size in bytes as isth_text_parse_size() reads it: plain, or with K/M/G/T (x1000^k) or Ki/Mi/Gi/Ti (x1024^k). */
 int isth_conf_size(struct isth_conf *c, const char *section, const char *key,
 		   bool required, uint64_t def, uint64_t min, uint64_t max,
 		   uint64_t *out);
@@ -130,9 +130,6 @@ int isth_conf_fail(struct isth_conf *c, const char *section, const char *key,
  * @return 0 or -EINVAL.
  */
 int isth_conf_check_unused(struct isth_conf *c);
-
-/** Parse a size string as isth_conf_size() does. @return 0 or -EINVAL. */
-int isth_conf_parse_size(const char *s, uint64_t *out);
 
 /** Parse a duration string as isth_conf_duration() does. */
 int isth_conf_parse_duration(const char *s, uint64_t *out);

@@ -32,33 +32,33 @@
 /* Per hop of one concurrent step: time = latency + 2 access + bytes at the
  * shared bottleneck. src/dst are site ids; nf transfers. */
 static void
-step_times(const struct isth_plan_topo *t, const struct isth_plan_params *p, int nf,
+step_times(const struct isth_topo *t, const struct isth_plan_params *p, int nf,
 	   const int *src, const int *dst, double bytes, double *out, int *load)
 {
 	int f, k, np, path[NMAX];
 
-	memset(load, 0, t->ndl * sizeof(int));
+	memset(load, 0, isth_topo_ndlinks(t) * sizeof(int));
 	for (f = 0; f < nf; f++) {
-		np = isth_plan_topo_path(t, src[f], dst[f], path, NMAX);
+		np = isth_topo_path(t, src[f], dst[f], path, NMAX);
 		for (k = 0; k < np; k++)
 			load[path[k]]++;
 	}
 	for (f = 0; f < nf; f++) {
 		double bw = p->access_bps;
 
-		np = isth_plan_topo_path(t, src[f], dst[f], path, NMAX);
+		np = isth_topo_path(t, src[f], dst[f], path, NMAX);
 		for (k = 0; k < np; k++)
-			bw = fmin(bw, t->dl_cap_bps[path[k]] / load[path[k]]);
-		out[f] = t->dist[src[f]][dst[f]] + 2 * p->access_ms + 8 * bytes * 1000 / bw;
+			bw = fmin(bw, plan_cap(t, path[k]) / load[path[k]]);
+		out[f] = isth_topo_latency(t, src[f], dst[f]) + 2 * p->access_ms + 8 * bytes * 1000 / bw;
 	}
 }
 
 /* Ring of order ord: 2(n-1) dependent steps (see the file comment). */
 static double
-ring_time(const struct isth_plan_topo *t, const struct isth_plan_params *p, const int *ord,
+ring_time(const struct isth_topo *t, const struct isth_plan_params *p, const int *ord,
 	  int *load)
 {
-	int n = t->n, h, s, src[NMAX] = {0}, dst[NMAX] = {0};
+	int n = isth_topo_n(t), h, s, src[NMAX] = {0}, dst[NMAX] = {0};
 	double tot[NMAX], ser[NMAX], lat[NMAX], start[NMAX], arr[NMAX], prev[NMAX], worst = 0;
 	double bytes = p->payload_bytes / n;
 
@@ -68,7 +68,7 @@ ring_time(const struct isth_plan_topo *t, const struct isth_plan_params *p, cons
 	}
 	step_times(t, p, n, src, dst, bytes, tot, load);
 	for (h = 0; h < n; h++) {
-		lat[h] = t->dist[src[h]][dst[h]] + 2 * p->access_ms;
+		lat[h] = isth_topo_latency(t, src[h], dst[h]) + 2 * p->access_ms;
 		ser[h] = tot[h] - lat[h];
 		start[h] = 0;
 		arr[h] = ser[h] + lat[h];
@@ -89,21 +89,21 @@ ring_time(const struct isth_plan_topo *t, const struct isth_plan_params *p, cons
 }
 
 static double
-circumference(const struct isth_plan_topo *t, const int *ord)
+circumference(const struct isth_topo *t, const int *ord)
 {
 	double c = 0;
 	int h;
 
-	for (h = 0; h < t->n; h++)
-		c += t->dist[ord[h]][ord[(h + 1) % t->n]];
+	for (h = 0; h < isth_topo_n(t); h++)
+		c += isth_topo_latency(t, ord[h], ord[(h + 1) % isth_topo_n(t)]);
 	return c;
 }
 
 /* Shortest tour over latencies: Held-Karp for n <= HK_MAX. */
 static int
-tsp_exact(const struct isth_plan_topo *t, int *ord)
+tsp_exact(const struct isth_topo *t, int *ord)
 {
-	int n = t->n, full = 1 << (n - 1), S, j, k;
+	int n = isth_topo_n(t), full = 1 << (n - 1), S, j, k;
 	double *D = malloc(sizeof(double) * full * n);
 	int *B = malloc(sizeof(int) * full * n);
 	double best = INFINITY;
@@ -119,7 +119,7 @@ tsp_exact(const struct isth_plan_topo *t, int *ord)
 		for (j = 0; j < n; j++)
 			D[(size_t)S * n + j] = INFINITY;
 	for (j = 1; j < n; j++)
-		D[(size_t)(1 << (j - 1)) * n + j] = t->dist[0][j];
+		D[(size_t)(1 << (j - 1)) * n + j] = isth_topo_latency(t, 0, j);
 	for (S = 1; S < full; S++)
 		for (j = 1; j < n; j++) {
 			double v = D[(size_t)S * n + j];
@@ -128,7 +128,7 @@ tsp_exact(const struct isth_plan_topo *t, int *ord)
 				continue;
 			for (k = 1; k < n; k++) {
 				int S2 = S | 1 << (k - 1);
-				double w = v + t->dist[j][k];
+				double w = v + isth_topo_latency(t, j, k);
 
 				if ((S >> (k - 1) & 1) || w >= D[(size_t)S2 * n + k] - 1e-12)
 					continue;
@@ -137,8 +137,8 @@ tsp_exact(const struct isth_plan_topo *t, int *ord)
 			}
 		}
 	for (j = 1; j < n; j++)
-		if (D[(size_t)(full - 1) * n + j] + t->dist[j][0] < best - 1e-12) {
-			best = D[(size_t)(full - 1) * n + j] + t->dist[j][0];
+		if (D[(size_t)(full - 1) * n + j] + isth_topo_latency(t, j, 0) < best - 1e-12) {
+			best = D[(size_t)(full - 1) * n + j] + isth_topo_latency(t, j, 0);
 			bj = j;
 		}
 	ord[0] = 0;
@@ -167,9 +167,9 @@ reverse(int *ord, int a, int b)
 
 /* Nearest-neighbour tours from every start, improved by 2-opt on latency. */
 static void
-tsp_heuristic(const struct isth_plan_topo *t, int *best)
+tsp_heuristic(const struct isth_topo *t, int *best)
 {
-	int n = t->n, ord[NMAX], s, i, j, improved;
+	int n = isth_topo_n(t), ord[NMAX], s, i, j, improved;
 	double bestv = INFINITY;
 
 	for (s = 0; s < n; s++) {
@@ -181,7 +181,9 @@ tsp_heuristic(const struct isth_plan_topo *t, int *best)
 			int bj = -1;
 
 			for (j = 0; j < n; j++)
-				if (!(used >> j & 1) && (bj < 0 || t->dist[ord[i - 1]][j] < t->dist[ord[i - 1]][bj]))
+				if (!(used >> j & 1) &&
+				    (bj < 0 || isth_topo_latency(t, ord[i - 1], j) <
+						       isth_topo_latency(t, ord[i - 1], bj)))
 					bj = j;
 			ord[i] = bj;
 			used |= 1ULL << bj;
@@ -211,7 +213,7 @@ tsp_heuristic(const struct isth_plan_topo *t, int *best)
 }
 
 double
-isth_plan_ring_allreduce_ms(const struct isth_plan_topo *t, const struct isth_plan_params *p,
+isth_plan_ring_allreduce_ms(const struct isth_topo *t, const struct isth_plan_params *p,
 			    int *order)
 {
 	int ord[NMAX], rev[NMAX], n, i, *load;
@@ -219,8 +221,8 @@ isth_plan_ring_allreduce_ms(const struct isth_plan_topo *t, const struct isth_pl
 
 	if (t == NULL || p == NULL || !(p->payload_bytes > 0) || !(p->access_bps > 0))
 		return -EINVAL;
-	n = t->n;
-	load = calloc(t->ndl, sizeof(int));
+	n = isth_topo_n(t);
+	load = calloc(isth_topo_ndlinks(t), sizeof(int));
 	if (load == NULL)
 		return -ENOMEM;
 	if (n <= HK_MAX) {
@@ -244,9 +246,9 @@ isth_plan_ring_allreduce_ms(const struct isth_plan_topo *t, const struct isth_pl
 
 /* Recursive doubling with rank r on site pos[r]. */
 static double
-rd_time(const struct isth_plan_topo *t, const struct isth_plan_params *p, const int *pos, int *load)
+rd_time(const struct isth_topo *t, const struct isth_plan_params *p, const int *pos, int *load)
 {
-	int n = t->n, np2 = 1, extra, d, r, nf, src[2 * NMAX], dst[2 * NMAX];
+	int n = isth_topo_n(t), np2 = 1, extra, d, r, nf, src[2 * NMAX], dst[2 * NMAX];
 	double tm[2 * NMAX], total = 0, step;
 
 	while (np2 * 2 <= n)
@@ -285,7 +287,7 @@ rd_time(const struct isth_plan_topo *t, const struct isth_plan_params *p, const 
 }
 
 double
-isth_plan_rd_allreduce_ms(const struct isth_plan_topo *t, const struct isth_plan_params *p,
+isth_plan_rd_allreduce_ms(const struct isth_topo *t, const struct isth_plan_params *p,
 			  int *order)
 {
 	int n, pos[NMAX], best[NMAX], i, j, start, improved, *load;
@@ -293,8 +295,8 @@ isth_plan_rd_allreduce_ms(const struct isth_plan_topo *t, const struct isth_plan
 
 	if (t == NULL || p == NULL || !(p->payload_bytes > 0) || !(p->access_bps > 0))
 		return -EINVAL;
-	n = t->n;
-	load = calloc(t->ndl, sizeof(int));
+	n = isth_topo_n(t);
+	load = calloc(isth_topo_ndlinks(t), sizeof(int));
 	if (load == NULL)
 		return -ENOMEM;
 	/* starts: sites in id order and in the ring's order; then swaps */

@@ -24,7 +24,7 @@
  * breakpoints: evaluating there is exact.
  */
 static double
-peak_at(const struct isth_plan_result *r, const struct isth_plan_topo *t,
+peak_at(const struct isth_plan_result *r, const struct isth_topo *t,
 	const struct isth_plan_sched *s, int round, int i)
 {
 	uint64_t c = isth_plan_sched_clique_of(s, round, i) & ~(1ULL << i);
@@ -38,7 +38,7 @@ peak_at(const struct isth_plan_result *r, const struct isth_plan_topo *t,
 
 		if (!(c >> j & 1))
 			continue;
-		a = isth_plan_result_offset(r, round, j) + t->dist[j][i];
+		a = isth_plan_result_offset(r, round, j) + isth_topo_latency(t, j, i);
 		for (e = 0; e < 2; e++) {
 			double tau = a + e * isth_plan_result_duration(r, round, j);
 
@@ -49,7 +49,7 @@ peak_at(const struct isth_plan_result *r, const struct isth_plan_topo *t,
 }
 
 double
-isth_plan_result_peak_memory(const struct isth_plan_result *r, const struct isth_plan_topo *t,
+isth_plan_result_peak_memory(const struct isth_plan_result *r, const struct isth_topo *t,
 			     const struct isth_plan_sched *s, int i)
 {
 	double peak = 0;
@@ -64,7 +64,7 @@ isth_plan_result_peak_memory(const struct isth_plan_result *r, const struct isth
 }
 
 int
-isth_plan_check(const struct isth_plan_topo *t, const struct isth_plan_sched *s,
+isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
 		const struct isth_plan_params *p, const struct isth_plan_result *r,
 		char *err, size_t errlen)
 {
@@ -74,7 +74,7 @@ isth_plan_check(const struct isth_plan_topo *t, const struct isth_plan_sched *s,
 	int n, k, c, i, j, e, ret = 0;
 	char name[96];
 
-	if (t == NULL || s == NULL || p == NULL || r == NULL || s->n != t->n || r->n != t->n ||
+	if (t == NULL || s == NULL || p == NULL || r == NULL || s->n != isth_topo_n(t) || r->n != isth_topo_n(t) ||
 	    r->nrounds != s->nrounds) {
 		snprintf(err, errlen, "check: topology, schedule and result do not match");
 		return -EINVAL;
@@ -83,20 +83,20 @@ isth_plan_check(const struct isth_plan_topo *t, const struct isth_plan_sched *s,
 		snprintf(err, errlen, "check: the result is infeasible (%s)", r->binding);
 		return -EINVAL;
 	}
-	n = t->n;
+	n = isth_topo_n(t);
 	P = r->payload;
 	Dacc = 8 * P * 1000 / p->access_bps;
 	delta = 2 * p->access_ms + 8 * fmin(p->chunk_bytes, P) * 1000 / p->access_bps;
-	mult = calloc(t->ndl, sizeof(int));
-	load = calloc(t->ndl, sizeof(double));
-	load_n = calloc(t->ndl, sizeof(int));
+	mult = calloc(isth_topo_ndlinks(t), sizeof(int));
+	load = calloc(isth_topo_ndlinks(t), sizeof(double));
+	load_n = calloc(isth_topo_ndlinks(t), sizeof(int));
 	if (mult == NULL || load == NULL || load_n == NULL) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "check: out of memory");
 		goto out;
 	}
 	for (k = 0; k < s->nrounds && ret == 0; k++) {
-		for (e = 0; e < t->ndl; e++) {
+		for (e = 0; e < isth_topo_ndlinks(t); e++) {
 			load[e] = 0;
 			load_n[e] = 0;
 		}
@@ -112,41 +112,41 @@ isth_plan_check(const struct isth_plan_topo *t, const struct isth_plan_sched *s,
 					continue;
 				if (!isfinite(o) || !isfinite(D) || o < -CHK_TIME_TOL || D <= 0) {
 					snprintf(err, errlen, "round %d: %s has no valid offset/duration", k,
-						 t->name[j]);
+						 isth_topo_name(t, j));
 					ret = -ERANGE;
 					break;
 				}
 				if (D < Dacc * (1 - CHK_CAP_TOL)) {
 					snprintf(err, errlen,
 						 "round %d: %s sends faster than its access link (%.9g ms < %.9g ms)",
-						 k, t->name[j], D, Dacc);
+						 k, isth_topo_name(t, j), D, Dacc);
 					ret = -ERANGE;
 					break;
 				}
 				for (i = 0; i < n; i++)
 					if (i != j && (m >> i & 1))
-						last = fmax(last, t->dist[j][i]);
+						last = fmax(last, isth_topo_latency(t, j, i));
 				if (o + D + last + delta > r->T + CHK_TIME_TOL + 1e-12 * r->T) {
 					snprintf(err, errlen,
 						 "round %d: %s's last byte is delivered at %.6f ms > T = %.6f ms",
-						 k, t->name[j], o + D + last + delta, r->T);
+						 k, isth_topo_name(t, j), o + D + last + delta, r->T);
 					ret = -ERANGE;
 					break;
 				}
-				plan_stream_links(t, j, m & ~(1ULL << j), p->repl, mult);
-				for (e = 0; e < t->ndl; e++)
+				isth_topo_stream_links(t, j, m & ~(1ULL << j), (p->repl) == ISTH_PLAN_REPL_EDGE, mult);
+				for (e = 0; e < isth_topo_ndlinks(t); e++)
 					if (mult[e]) {
 						load[e] += mult[e] * 8 * P / D;
 						load_n[e] += mult[e];
 					}
 			}
 		}
-		for (e = 0; e < t->ndl && ret == 0; e++) {
+		for (e = 0; e < isth_topo_ndlinks(t) && ret == 0; e++) {
 			/* load[] is in bit/ms: compare with capacity in bit/ms */
-			double cap = t->dl_cap_bps[e] / 1000;
+			double cap = plan_cap(t, e) / 1000;
 
 			if (load[e] > cap * (1 + CHK_CAP_TOL)) {
-				isth_plan_topo_dlink_name(t, e, name, sizeof(name));
+				isth_topo_dlink_name(t, e, name, sizeof(name));
 				snprintf(err, errlen,
 					 "round %d: link %s carries %d streams at %.9f of its capacity "
 					 "(%.1f ppm over)", k, name, load_n[e], load[e] / cap,
@@ -166,7 +166,7 @@ isth_plan_check(const struct isth_plan_topo *t, const struct isth_plan_sched *s,
 			if (peak > r->memory + tol) {
 				snprintf(err, errlen,
 					 "round %d: the edge of %s holds %.0f B at its peak > M = %.0f B",
-					 k, t->name[i], peak, r->memory);
+					 k, isth_topo_name(t, i), peak, r->memory);
 				ret = -ERANGE;
 			}
 		}

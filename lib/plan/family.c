@@ -111,9 +111,9 @@ rng(void)
  * size allows. The first round groups islands by region.
  */
 static void
-triples_greedy(const struct isth_plan_topo *t, struct rounds *R)
+triples_greedy(const struct isth_topo *t, struct rounds *R)
 {
-	int n = t->n, r, i, j, try;
+	int n = isth_topo_n(t), r, i, j, try;
 	static uint8_t cov[NMAX][NMAX];
 	int order[NMAX], sizes[NMAX], nsz = 0, npairs;
 	int maxr = (n - 1) / 2 + 2;
@@ -143,7 +143,7 @@ triples_greedy(const struct isth_plan_topo *t, struct rounds *R)
 			if (r == 0) {
 				/* stable sort by region */
 				for (i = 1; i < n; i++)
-					for (j = i; j > 0 && t->region[order[j]] < t->region[order[j - 1]]; j--) {
+					for (j = i; j > 0 && isth_topo_region(t, order[j]) < isth_topo_region(t, order[j - 1]); j--) {
 						int x = order[j];
 
 						order[j] = order[j - 1];
@@ -227,7 +227,7 @@ more:
 }
 
 struct isth_plan_sched *
-isth_plan_sched_family(const struct isth_plan_topo *t, const char *name)
+isth_plan_sched_family(const struct isth_topo *t, const char *name)
 {
 	struct rounds *R;
 	struct isth_plan_sched *s = NULL;
@@ -237,7 +237,7 @@ isth_plan_sched_family(const struct isth_plan_topo *t, const char *name)
 		errno = EINVAL;
 		return NULL;
 	}
-	n = t->n;
+	n = isth_topo_n(t);
 	R = calloc(1, sizeof(*R));
 	if (R == NULL) {
 		errno = ENOMEM;
@@ -249,20 +249,20 @@ isth_plan_sched_family(const struct isth_plan_topo *t, const char *name)
 		R->cl[0][0] = n == 64 ? ~0ULL : (1ULL << n) - 1;
 	} else if (strcmp(name, "regional") == 0) {
 		R->nr = 1;
-		R->ncl[0] = t->nregions;
+		R->ncl[0] = isth_topo_nregions(t);
 		for (i = 0; i < n; i++)
-			R->cl[0][t->region[i]] |= 1ULL << i;
+			R->cl[0][isth_topo_region(t, i)] |= 1ULL << i;
 	} else if (strcmp(name, "pairs") == 0) {
 		pairs(n, R);
 	} else if (strcmp(name, "triangles") == 0) {
 		if (n == 9) {
-			int id[9], k = 0, ok = t->nregions == 3;
+			int id[9], k = 0, ok = isth_topo_nregions(t) == 3;
 
 			for (r = 0; r < 3 && ok; r++) {
 				int cnt = 0;
 
 				for (i = 0; i < n; i++)
-					if (t->region[i] == r) {
+					if (isth_topo_region(t, i) == r) {
 						cnt++;
 						id[k++] = i;
 					}

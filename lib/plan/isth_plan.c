@@ -23,38 +23,6 @@ isth_plan_params_default(struct isth_plan_params *p)
 	p->repl = ISTH_PLAN_REPL_NETWORK;
 }
 
-int
-isth_plan_parse_size(const char *s, double *out)
-{
-	static const struct { const char *suf; double mul; } sufs[] = {
-		{"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0},
-		{"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"", 1},
-	};
-	char *end;
-	double v;
-	size_t i, l;
-
-	if (s == NULL || out == NULL || *s == '\0')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
-		return -EINVAL;
-	for (i = 0; i < sizeof(sufs) / sizeof(sufs[0]); i++) {
-		l = strlen(sufs[i].suf);
-		if (strncmp(end, sufs[i].suf, l) != 0)
-			continue;
-		if (strcmp(end + l, "") == 0 || strcmp(end + l, "B") == 0) {
-			/* 1e300T overflows to infinity: not a size */
-			if (!isfinite(v * sufs[i].mul))
-				return -EINVAL;
-			*out = v * sufs[i].mul;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 /* ---- schedules ---- */
 
 static struct isth_plan_sched *
@@ -288,7 +256,7 @@ isth_plan_result_lp_iterations(const struct isth_plan_result *r)
  * most and least advanced contributor.
  */
 double
-isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_plan_topo *t,
+isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_topo *t,
 			   const struct isth_plan_sched *s, int round, int i, double tau)
 {
 	double lo = INFINITY, hi = -INFINITY;
@@ -303,7 +271,7 @@ isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_p
 
 		if (!(c >> j & 1))
 			continue;
-		x = (tau - isth_plan_result_offset(r, round, j) - t->dist[j][i]) /
+		x = (tau - isth_plan_result_offset(r, round, j) - isth_topo_latency(t, j, i)) /
 		    isth_plan_result_duration(r, round, j) * r->payload;
 		if (x < 0)
 			x = 0;

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file isth_plan.h
- * Schedule planner: topology, rotating-clique schedules, survival curves,
+ * Schedule planner: rotating-clique schedules, survival curves,
  * and the GLPK linear program for offsets, rates and the round time T.
  *
  * EAL-free plain C. GLPK is used only inside this library; its error hook is
  * installed with a longjmp so that a GLPK failure is reported as -EIO and
  * never aborts the process. Not thread-safe (GLPK's environment is global).
+ *
+ * The topology (sites, links, routes) is lib/topo (isth_topo.h).
  *
  * Units: times in milliseconds (double), sizes in bytes, rates in bit/s.
  * See doc/planner.md for the model and the exact LP.
@@ -18,17 +20,14 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "isth_topo.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/** Maximum number of islands (clique bitmaps are uint64_t). */
-#define ISTH_PLAN_MAX_ISLANDS 64
-/** Maximum length of a site or region name, including the NUL. */
-#define ISTH_PLAN_NAME_MAX 32
-
-/** A topology: sites (islands) and full-duplex links. Opaque. */
-struct isth_plan_topo;
+/** Maximum number of islands (clique bitmaps are uint64_t): one per site. */
+#define ISTH_PLAN_MAX_ISLANDS ISTH_TOPO_MAX_SITES
 /** A cyclic sequence of partitions of the islands into cliques. Opaque. */
 struct isth_plan_sched;
 /** The solved LP of a schedule: T, offsets and rates per round. Opaque. */
@@ -62,66 +61,6 @@ struct isth_plan_params {
 /** Set @p p to the documented defaults (100 Gbit/s access, 0 ms, 1 MiB chunks, network replication). */
 void isth_plan_params_default(struct isth_plan_params *p);
 
-/**
- * Parse a size with an optional suffix: K, M, G, T are powers of 1000,
- * Ki, Mi, Gi, Ti powers of 1024; an optional trailing "B" is accepted.
- * @return 0 on success, -EINVAL on a malformed or negative size.
- */
-int isth_plan_parse_size(const char *s, double *out);
-
-/* ------------------------------------------------------------------ */
-/* Topology                                                            */
-/* ------------------------------------------------------------------ */
-
-/**
- * Load a topology from a sites CSV (site,region[,city]) and a links CSV
- * (a,b,one_way_ms,capacity_gbps[,source]); '#' lines are comments. The
- * island id of a site is its row order (0-based).
- * @param err  receives "file:line: reason" on failure (may be NULL)
- * @return the topology, or NULL with errno set (EINVAL bad input, ENOENT, ENOMEM).
- */
-struct isth_plan_topo *isth_plan_topo_load(const char *sites_path, const char *links_path,
-					   char *err, size_t errlen);
-
-/**
- * Same as isth_plan_topo_load() from in-memory text; @p sites_name and
- * @p links_name are used in error messages.
- */
-struct isth_plan_topo *isth_plan_topo_parse(const char *sites_name, const char *sites_text,
-					    const char *links_name, const char *links_text,
-					    char *err, size_t errlen);
-
-/** Free a topology; NULL is accepted. */
-void isth_plan_topo_free(struct isth_plan_topo *t);
-/** Number of islands. */
-int isth_plan_topo_n(const struct isth_plan_topo *t);
-/** Name of island @p i, or NULL if out of range. */
-const char *isth_plan_topo_name(const struct isth_plan_topo *t, int i);
-/** Region id (0..nregions-1, in order of first appearance) of island @p i, or -1. */
-int isth_plan_topo_region(const struct isth_plan_topo *t, int i);
-/** Number of regions. */
-int isth_plan_topo_nregions(const struct isth_plan_topo *t);
-/** Name of region @p r, or NULL. */
-const char *isth_plan_topo_region_name(const struct isth_plan_topo *t, int r);
-/** Shortest-path (Dijkstra, latency) one-way latency in ms from @p a to @p b; -1 if out of range. */
-double isth_plan_topo_latency(const struct isth_plan_topo *t, int a, int b);
-/** Number of directed links (twice the physical links). */
-int isth_plan_topo_ndlinks(const struct isth_plan_topo *t);
-/**
- * Directed link @p e: its endpoints (site ids), one-way latency in ms and
- * capacity in bit/s; any output pointer may be NULL.
- * @return 0, or -EINVAL if @p e is not a directed link of @p t.
- */
-int isth_plan_topo_dlink(const struct isth_plan_topo *t, int e, int *from, int *to,
-			 double *lat_ms, double *cap_bps);
-/** Describe directed link @p e as "A->B" into @p buf. */
-void isth_plan_topo_dlink_name(const struct isth_plan_topo *t, int e, char *buf, size_t len);
-/**
- * Directed links on the shortest path from @p a to @p b, in order.
- * @return number of links written (at most @p max), or -EINVAL.
- */
-int isth_plan_topo_path(const struct isth_plan_topo *t, int a, int b, int *links, int max);
-
 /* ------------------------------------------------------------------ */
 /* Schedules                                                           */
 /* ------------------------------------------------------------------ */
@@ -138,7 +77,7 @@ struct isth_plan_sched *isth_plan_sched_new(const char *name, int n, int nrounds
  * Build a built-in family: "all-to-all", "regional", "pairs", "triangles".
  * @return the schedule, or NULL with errno = EINVAL (unknown name or size).
  */
-struct isth_plan_sched *isth_plan_sched_family(const struct isth_plan_topo *t, const char *name);
+struct isth_plan_sched *isth_plan_sched_family(const struct isth_topo *t, const char *name);
 
 /** Copy of a schedule. */
 struct isth_plan_sched *isth_plan_sched_dup(const struct isth_plan_sched *s);
@@ -181,7 +120,7 @@ double isth_plan_A(const struct isth_plan_sched *s, enum isth_plan_surv kind);
  * @return 0 (feasible or not, see isth_plan_result_feasible()), -EINVAL,
  *         -ENOMEM, or -EIO if GLPK failed (its error was caught).
  */
-int isth_plan_solve(const struct isth_plan_topo *t, const struct isth_plan_sched *s,
+int isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 		    const struct isth_plan_params *p, struct isth_plan_result **out);
 
 /** Free a result; NULL is accepted. */
@@ -207,7 +146,7 @@ int isth_plan_result_lp_iterations(const struct isth_plan_result *r);
  * Aggregation-memory occupancy (bytes) at receiver @p i's edge at time
  * @p tau (ms from the round start) in round @p r, from the fluid model.
  */
-double isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_plan_topo *t,
+double isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_topo *t,
 				  const struct isth_plan_sched *s, int round, int i, double tau);
 
 /**
@@ -224,7 +163,7 @@ const char *isth_plan_result_warning(const struct isth_plan_result *r, int round
  * isth_plan_result_occupancy() over every round, evaluated exactly at the
  * arrival breakpoints); NAN if @p r is infeasible or does not match.
  */
-double isth_plan_result_peak_memory(const struct isth_plan_result *r, const struct isth_plan_topo *t,
+double isth_plan_result_peak_memory(const struct isth_plan_result *r, const struct isth_topo *t,
 				    const struct isth_plan_sched *s, int i);
 
 /**
@@ -238,7 +177,7 @@ double isth_plan_result_peak_memory(const struct isth_plan_result *r, const stru
  * @return 0 if every round holds, -ERANGE on a violation, -EINVAL if the
  *         arguments do not match or @p r is infeasible, -ENOMEM.
  */
-int isth_plan_check(const struct isth_plan_topo *t, const struct isth_plan_sched *s,
+int isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
 		    const struct isth_plan_params *p, const struct isth_plan_result *r,
 		    char *err, size_t errlen);
 
@@ -266,7 +205,7 @@ typedef void (*isth_plan_progress_fn)(double elapsed_s, long evals, double best_
  * @return the best schedule found (name "search"), or NULL with errno set
  *         (EINVAL, ENOMEM, EIO; ENOENT if nothing feasible was found).
  */
-struct isth_plan_sched *isth_plan_search(const struct isth_plan_topo *t,
+struct isth_plan_sched *isth_plan_search(const struct isth_topo *t,
 					 const struct isth_plan_params *p,
 					 const struct isth_plan_sched *init, long iterations,
 					 double seconds, unsigned seed, int *cut_short,
@@ -286,7 +225,7 @@ struct isth_plan_sched *isth_plan_search(const struct isth_plan_topo *t,
  * @param order if not NULL receives the ring order (n site ids).
  * @return the time in ms, or a negative errno.
  */
-double isth_plan_ring_allreduce_ms(const struct isth_plan_topo *t, const struct isth_plan_params *p,
+double isth_plan_ring_allreduce_ms(const struct isth_topo *t, const struct isth_plan_params *p,
 				   int *order);
 
 /**
@@ -298,7 +237,7 @@ double isth_plan_ring_allreduce_ms(const struct isth_plan_topo *t, const struct 
  * @param order if not NULL receives the site of each rank (n entries).
  * @return the time in ms, or a negative errno.
  */
-double isth_plan_rd_allreduce_ms(const struct isth_plan_topo *t, const struct isth_plan_params *p,
+double isth_plan_rd_allreduce_ms(const struct isth_topo *t, const struct isth_plan_params *p,
 				 int *order);
 
 #ifdef __cplusplus

@@ -65,6 +65,8 @@ struct lpstate {
 	uint64_t rx[NMAX];      /* contributors heard by receiver i */
 	int kof[NMAX];          /* island -> sender index */
 	int polink[NMAX];       /* polish: the link that slowed sender k, -1 if none */
+	int ndl;                /* directed links */
+	double lat[NMAX][NMAX]; /* lat[j][i]: path latency from j to i, ms */
 	int *mult;              /* nsend * ndl */
 	double *dmin;           /* per link: 8P/c_e in ms */
 	uint8_t *memadd;        /* n*n*n*2: memory row already added */
@@ -151,15 +153,15 @@ solve_lp(glp_prob *lp, int first)
 }
 
 static void
-clique_str(const struct isth_plan_topo *t, uint64_t m, char *buf, size_t len)
+clique_str(const struct isth_topo *t, uint64_t m, char *buf, size_t len)
 {
 	size_t o = 0;
 	int i;
 
 	o += snprintf(buf + o, len - o, "{");
-	for (i = 0; i < t->n && o < len; i++)
+	for (i = 0; i < isth_topo_n(t) && o < len; i++)
 		if (m >> i & 1)
-			o += snprintf(buf + o, len - o, "%s%s", o > 1 ? "," : "", t->name[i]);
+			o += snprintf(buf + o, len - o, "%s%s", o > 1 ? "," : "", isth_topo_name(t, i));
 	if (o < len)
 		snprintf(buf + o, len - o, "}");
 }
@@ -183,10 +185,10 @@ read_x(glp_prob *lp, const struct lpstate *S, double *x)
  * Returns the number added or -ENOMEM.
  */
 static int
-add_mem_rows(glp_prob *lp, struct lpstate *S, const struct isth_plan_topo *t, double mu,
+add_mem_rows(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, double mu,
 	     const double *x)
 {
-	int n = t->n, i, j, q, added = 0;
+	int n = isth_topo_n(t), i, j, q, added = 0;
 	double Dsc = S->Dsc;
 
 	for (i = 0; i < n && mu < 1; i++) {
@@ -208,8 +210,8 @@ add_mem_rows(glp_prob *lp, struct lpstate *S, const struct isth_plan_topo *t, do
 				tq = x[S->col_t[kq]];
 				Dj = x[S->col_D[kj]];
 				Dq = x[S->col_D[kq]];
-				v1 = tj + t->dist[j][i] + mu * Dj - tq - t->dist[q][i];
-				v2 = tj + t->dist[j][i] + Dj - tq - t->dist[q][i] - (1 - mu) * Dq;
+				v1 = tj + S->lat[j][i] + mu * Dj - tq - S->lat[q][i];
+				v2 = tj + S->lat[j][i] + Dj - tq - S->lat[q][i] - (1 - mu) * Dq;
 				if (v1 < -S->memtol && !S->memadd[b]) {
 					S->memadd[b] = 1;
 					S->ind[1] = S->col_t[kj];
@@ -218,7 +220,7 @@ add_mem_rows(glp_prob *lp, struct lpstate *S, const struct isth_plan_topo *t, do
 					S->val[2] = mu * Dsc;
 					S->ind[3] = S->col_t[kq];
 					S->val[3] = -1;
-					if (add_row(lp, S, ROW_MEM, i, 3, t->dist[q][i] - t->dist[j][i]) < 0)
+					if (add_row(lp, S, ROW_MEM, i, 3, S->lat[q][i] - S->lat[j][i]) < 0)
 						return -ENOMEM;
 					added++;
 				}
@@ -232,7 +234,7 @@ add_mem_rows(glp_prob *lp, struct lpstate *S, const struct isth_plan_topo *t, do
 					S->val[3] = -1;
 					S->ind[4] = S->col_D[kq];
 					S->val[4] = -(1 - mu) * Dsc;
-					if (add_row(lp, S, ROW_MEM, i, 4, t->dist[q][i] - t->dist[j][i]) < 0)
+					if (add_row(lp, S, ROW_MEM, i, 4, S->lat[q][i] - S->lat[j][i]) < 0)
 						return -ENOMEM;
 					added++;
 				}
@@ -244,20 +246,20 @@ add_mem_rows(glp_prob *lp, struct lpstate *S, const struct isth_plan_topo *t, do
 
 /* Load of link e (fraction of capacity) at x. */
 static double
-link_load(const struct lpstate *S, const struct isth_plan_topo *t, const double *x, int e)
+link_load(const struct lpstate *S, const struct isth_topo *t, const double *x, int e)
 {
 	double load = 0;
 	int k;
 
 	for (k = 0; k < S->nsend; k++)
-		if (S->mult[k * t->ndl + e])
-			load += S->mult[k * t->ndl + e] * S->dmin[e] / x[S->col_D[k]];
+		if (S->mult[k * S->ndl + e])
+			load += S->mult[k * S->ndl + e] * S->dmin[e] / x[S->col_D[k]];
 	return load;
 }
 
 /* Largest link load at x; per sender, the largest load on its links (>= 1). */
 static double
-max_load(const struct lpstate *S, const struct isth_plan_topo *t, const double *x, double *Lk)
+max_load(const struct lpstate *S, const struct isth_topo *t, const double *x, double *Lk)
 {
 	double worst = 0;
 	int e, k;
@@ -265,13 +267,13 @@ max_load(const struct lpstate *S, const struct isth_plan_topo *t, const double *
 	if (Lk)
 		for (k = 0; k < S->nsend; k++)
 			Lk[k] = 1;
-	for (e = 0; e < t->ndl; e++) {
+	for (e = 0; e < S->ndl; e++) {
 		double load = link_load(S, t, x, e);
 
 		worst = fmax(worst, load);
 		if (Lk)
 			for (k = 0; k < S->nsend; k++)
-				if (S->mult[k * t->ndl + e])
+				if (S->mult[k * S->ndl + e])
 					Lk[k] = fmax(Lk[k], load);
 	}
 	return worst;
@@ -283,13 +285,13 @@ max_load(const struct lpstate *S, const struct isth_plan_topo *t, const double *
  * Returns the number added or -ENOMEM; *lmax the largest load.
  */
 static int
-add_cap_cuts(glp_prob *lp, struct lpstate *S, const struct isth_plan_topo *t, const double *x,
+add_cap_cuts(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, const double *x,
 	     double *lmax)
 {
 	int e, k, added = 0;
 
 	*lmax = 0;
-	for (e = 0; e < t->ndl; e++) {
+	for (e = 0; e < S->ndl; e++) {
 		double load = link_load(S, t, x, e), rhs = -1;
 		int nz = 0;
 
@@ -302,9 +304,9 @@ add_cap_cuts(glp_prob *lp, struct lpstate *S, const struct isth_plan_topo *t, co
 			 * infeasible point itself */
 			double D0 = x[S->col_D[k]] * load, a;
 
-			if (!S->mult[k * t->ndl + e])
+			if (!S->mult[k * S->ndl + e])
 				continue;
-			a = S->mult[k * t->ndl + e] * S->dmin[e];
+			a = S->mult[k * S->ndl + e] * S->dmin[e];
 			nz++;
 			S->ind[nz] = S->col_D[k];
 			S->val[nz] = a * S->Dsc / (D0 * D0);
@@ -326,7 +328,7 @@ add_cap_cuts(glp_prob *lp, struct lpstate *S, const struct isth_plan_topo *t, co
  * against the LP's lower bound. 1 solved, 0 infeasible, negative errno.
  */
 static int
-polish(glp_prob *lp, struct lpstate *S, const struct isth_plan_topo *t, double mu, double *x,
+polish(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, double mu, double *x,
        struct plan_round *o)
 {
 	double Lk[NMAX];
@@ -338,8 +340,8 @@ polish(glp_prob *lp, struct lpstate *S, const struct isth_plan_topo *t, double m
 		int e;
 
 		S->polink[k] = -1;
-		for (e = 0; e < t->ndl; e++)
-			if (S->mult[k * t->ndl + e] && link_load(S, t, x, e) > fmax(best, 1)) {
+		for (e = 0; e < S->ndl; e++)
+			if (S->mult[k * S->ndl + e] && link_load(S, t, x, e) > fmax(best, 1)) {
 				best = link_load(S, t, x, e);
 				S->polink[k] = e;
 			}
@@ -373,13 +375,13 @@ unpolish(glp_prob *lp, struct lpstate *S)
 }
 
 int
-plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
+plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 		 const struct isth_plan_params *p, struct plan_round *o)
 {
 	struct lpstate *S;
 	glp_prob *volatile lp = NULL;
 	double P = p->payload_bytes, mu, delta, Dacc, Dsc;
-	int n = t->n, c, i, j, k, e, it = 0, ret = 0, ok = 0;
+	int n = isth_topo_n(t), ndl = isth_topo_ndlinks(t), c, i, j, k, e, it = 0, ret = 0, ok = 0;
 	double x[2 * NMAX + 2];
 	int max_lps = p->max_lps > 0 ? p->max_lps : PLAN_MAX_LPS;
 
@@ -416,8 +418,12 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 		snprintf(o->binding, sizeof(o->binding), "none (no island sends)");
 		goto out;
 	}
-	S->mult = calloc((size_t)S->nsend * t->ndl, sizeof(int));
-	S->dmin = calloc(t->ndl, sizeof(double));
+	S->ndl = ndl;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++)
+			S->lat[i][j] = isth_topo_latency(t, i, j);
+	S->mult = calloc((size_t)S->nsend * ndl, sizeof(int));
+	S->dmin = calloc(ndl, sizeof(double));
 	S->ind = calloc(2 * NMAX + 2, sizeof(int));
 	S->val = calloc(2 * NMAX + 2, sizeof(double));
 	S->memadd = mu < 1 ? calloc((size_t)n * n * n * 2, 1) : NULL;
@@ -426,17 +432,17 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (e = 0; e < t->ndl; e++)
-		S->dmin[e] = 8 * P * 1000 / t->dl_cap_bps[e];
+	for (e = 0; e < S->ndl; e++)
+		S->dmin[e] = 8 * P * 1000 / plan_cap(t, e);
 	Dsc = 0;
 	for (k = 0; k < S->nsend; k++) {
 		j = S->snd[k];
-		plan_stream_links(t, j, S->rx[j], p->repl, &S->mult[k * t->ndl]);
+		isth_topo_stream_links(t, j, S->rx[j], p->repl == ISTH_PLAN_REPL_EDGE, &S->mult[k * ndl]);
 		S->Dlow[k] = Dacc;
 		S->lowcap[k] = -1;
-		for (e = 0; e < t->ndl; e++)
-			if (S->mult[k * t->ndl + e] * S->dmin[e] > S->Dlow[k]) {
-				S->Dlow[k] = S->mult[k * t->ndl + e] * S->dmin[e];
+		for (e = 0; e < ndl; e++)
+			if (S->mult[k * ndl + e] * S->dmin[e] > S->Dlow[k]) {
+				S->Dlow[k] = S->mult[k * ndl + e] * S->dmin[e];
 				S->lowcap[k] = e;
 			}
 		Dsc = fmax(Dsc, S->Dlow[k]);
@@ -480,7 +486,7 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 		j = S->snd[k];
 		for (i = 0; i < n; i++)
 			if (S->rx[j] >> i & 1)
-				lmax = fmax(lmax, t->dist[j][i]);
+				lmax = fmax(lmax, S->lat[j][i]);
 		S->ind[1] = 1;
 		S->val[1] = 1;
 		S->ind[2] = S->col_t[k];
@@ -602,7 +608,7 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 			o->dur[j] = fmax(glp_get_col_prim(lp, S->col_D[k]) * Dsc, fmax(lb, S->Dlow[k]));
 			for (i = 0; i < n; i++)
 				if (S->rx[j] >> i & 1)
-					lmax = fmax(lmax, t->dist[j][i]);
+					lmax = fmax(lmax, S->lat[j][i]);
 			o->T = fmax(o->T, o->off[j] + o->dur[j] + lmax + delta);
 		}
 		{
@@ -620,9 +626,9 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 					continue;
 				best = d;
 				if (m->kind == ROW_MEM) {
-					snprintf(o->binding, sizeof(o->binding), "memory @%s", t->name[m->a]);
+					snprintf(o->binding, sizeof(o->binding), "memory @%s", isth_topo_name(t, m->a));
 				} else {
-					isth_plan_topo_dlink_name(t, m->a, name, sizeof(name));
+					isth_topo_dlink_name(t, m->a, name, sizeof(name));
 					snprintf(o->binding, sizeof(o->binding), "capacity %s", name);
 				}
 			}
@@ -634,12 +640,12 @@ plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
 					continue;
 				best = d;
 				if (S->polink[k] >= 0) {
-					isth_plan_topo_dlink_name(t, S->polink[k], name, sizeof(name));
+					isth_topo_dlink_name(t, S->polink[k], name, sizeof(name));
 					snprintf(o->binding, sizeof(o->binding), "capacity %s", name);
 				} else if (S->lowcap[k] < 0) {
 					snprintf(o->binding, sizeof(o->binding), "access");
 				} else {
-					isth_plan_topo_dlink_name(t, S->lowcap[k], name, sizeof(name));
+					isth_topo_dlink_name(t, S->lowcap[k], name, sizeof(name));
 					snprintf(o->binding, sizeof(o->binding), "capacity %s", name);
 				}
 			}
@@ -668,14 +674,14 @@ out:
 }
 
 int
-isth_plan_solve(const struct isth_plan_topo *t, const struct isth_plan_sched *s,
+isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 		const struct isth_plan_params *p, struct isth_plan_result **out)
 {
 	struct isth_plan_result *r;
 	struct plan_round *o;
 	int k, ret = 0;
 
-	if (t == NULL || s == NULL || p == NULL || out == NULL || s->n != t->n)
+	if (t == NULL || s == NULL || p == NULL || out == NULL || s->n != isth_topo_n(t))
 		return -EINVAL;
 	*out = NULL;
 	r = calloc(1, sizeof(*r));

@@ -8,23 +8,6 @@
 
 #define NMAX ISTH_PLAN_MAX_ISLANDS
 
-struct isth_plan_topo {
-	int n;
-	char name[NMAX][ISTH_PLAN_NAME_MAX];
-	int region[NMAX];
-	int line[NMAX];                 /* line of the site in the sites file */
-	int nregions;
-	char region_name[NMAX][ISTH_PLAN_NAME_MAX];
-	int ndl;                        /* directed links: 2*l is a->b, 2*l+1 is b->a */
-	int *dl_from;
-	int *dl_to;
-	double *dl_lat_ms;
-	double *dl_cap_bps;
-	double dist[NMAX][NMAX];        /* shortest-path latency */
-	int pred[NMAX][NMAX];           /* pred[src][v]: directed link entering v on the tree of src */
-	int hops[NMAX][NMAX];
-};
-
 struct isth_plan_sched {
 	char name[32];
 	int n;
@@ -60,18 +43,22 @@ struct plan_round {
 	int iters;                      /* LPs solved, added to by plan_solve_round */
 };
 
-/* route.c */
-int plan_route(struct isth_plan_topo *t, char *err, size_t errlen, const char *sites_name);
-/* multiplicity of stream from j to the set dests on each directed link */
-void plan_stream_links(const struct isth_plan_topo *t, int j, uint64_t dests,
-		       enum isth_plan_repl repl, int *mult);
-
 /* lp.c: solve one round (partition) into @o; 0 or a negative errno
  * (-ETIMEDOUT: GLPK hit its iteration or time limit, -EIO: GLPK failed). */
-int plan_solve_round(const struct isth_plan_topo *t, int ncl, const uint64_t *cl,
+int plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 		     const struct isth_plan_params *p, struct plan_round *o);
 /* Default cap on cutting-plane LPs per round. */
 #define PLAN_MAX_LPS 400
+
+/* Capacity (bit/s) of directed link @e. */
+static inline double
+plan_cap(const struct isth_topo *t, int e)
+{
+	double c = 0;
+
+	isth_topo_dlink(t, e, NULL, NULL, NULL, &c);
+	return c;
+}
 
 static inline int plan_popcount(uint64_t x) { return __builtin_popcountll(x); }
 

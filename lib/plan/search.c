@@ -26,7 +26,7 @@ struct sstate {
 };
 
 struct ctx {
-	const struct isth_plan_topo *t;
+	const struct isth_topo *t;
 	const struct isth_plan_params *p;
 	struct cent *cache;
 	long evals;
@@ -198,7 +198,7 @@ mutate(int n, struct sstate *s)
 }
 
 struct isth_plan_sched *
-isth_plan_search(const struct isth_plan_topo *t, const struct isth_plan_params *p,
+isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 		 const struct isth_plan_sched *init, long iterations, double seconds,
 		 unsigned seed, int *cut_short, isth_plan_progress_fn progress, void *arg)
 {
@@ -214,11 +214,11 @@ isth_plan_search(const struct isth_plan_topo *t, const struct isth_plan_params *
 		*cut_short = 0;
 	if (iterations <= 0)
 		iterations = ISTH_PLAN_SEARCH_ITERS;
-	if (t == NULL || p == NULL || !(seconds >= 0) || t->n < 2 || (init && init->n != t->n)) {
+	if (t == NULL || p == NULL || !(seconds >= 0) || isth_topo_n(t) < 2 || (init && init->n != isth_topo_n(t))) {
 		errno = EINVAL;
 		return NULL;
 	}
-	n = t->n;
+	n = isth_topo_n(t);
 	C.t = t;
 	C.p = p;
 	C.cache = calloc(CACHE, sizeof(*C.cache));

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "isth_sched.h"
+#include "isth_text.h"
 
 #define NMAX ISTH_SCHED_MAX_ISLANDS
 
@@ -43,20 +44,6 @@ struct isth_sched {
 	struct round *rounds;
 	struct sender *snd;     /* nrounds * n */
 };
-
-static int
-valid_name(const char *s)
-{
-	size_t l = strlen(s);
-
-	if (l == 0 || l >= ISTH_SCHED_NAME_MAX)
-		return 0;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
-			return 0;
-	return 1;
-}
 
 static uint64_t
 all_mask(int n)
@@ -90,13 +77,14 @@ isth_sched_new(int n, const char *const *names, uint64_t round_ns, uint64_t epoc
 	struct isth_sched *s;
 	int i;
 
-	if (n < 1 || n > NMAX || names == NULL || round_ns == 0 || nrounds < 1 ||
+	if (n < 1 || n > NMAX || names == NULL || round_ns == 0 ||
+	    round_ns > ISTH_SCHED_MAX_ROUND_NS || nrounds < 1 ||
 	    nrounds > ISTH_SCHED_MAX_ROUNDS) {
 		errno = EINVAL;
 		return NULL;
 	}
 	for (i = 0; i < n; i++)
-		if (names[i] == NULL || !valid_name(names[i])) {
+		if (names[i] == NULL || !isth_text_valid_name(names[i], ISTH_SCHED_NAME_MAX)) {
 			errno = EINVAL;
 			return NULL;
 		}
@@ -230,9 +218,7 @@ perr(struct pctx *P, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (P->err && P->errlen)
-		snprintf(P->err, P->errlen, "%s:%d: %s", P->file, P->line, msg);
-	return -EINVAL;
+	return isth_text_seterr(P->err, P->errlen, P->file, P->line, 0, "%s", msg);
 }
 
 static int
@@ -263,20 +249,6 @@ parse_int(const char *s, int lo, int hi, int *v)
 }
 
 #define MAXTOK (NMAX + 8)
-
-static int
-tokenize(char *line, char **tok)
-{
-	int nt = 0;
-	char *save = NULL, *p;
-
-	for (p = strtok_r(line, " \t\r", &save); p; p = strtok_r(NULL, " \t\r", &save)) {
-		if (nt == MAXTOK)
-			return MAXTOK + 1;
-		tok[nt++] = p;
-	}
-	return nt;
-}
 
 enum { ST_MAGIC, ST_HEADER, ST_ROUNDS, ST_END };
 
@@ -422,8 +394,8 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 {
 	struct pctx P = {name ? name : "<schedule>", 0, err, errlen};
 	struct isth_sched *s;
-	const char *pos = text;
-	int st = ST_MAGIC, have[6] = {0}, nextround = 0, ret = 0, r, i, version = 0;
+	struct isth_text_lines it;
+	int st = ST_MAGIC, have[6] = {0}, nextround = 0, ret = 0, rc, r, i, version = 0;
 	char buf[4096];
 
 	if (text == NULL) {
@@ -435,23 +407,18 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 		errno = ENOMEM;
 		return NULL;
 	}
-	while (*pos != '\0' && ret == 0) {
-		const char *e = strchr(pos, '\n');
-		size_t l = e ? (size_t)(e - pos) : strlen(pos);
-		char *tok[MAXTOK + 1];
+	isth_text_lines_init(&it, text);
+	while (ret == 0 && (rc = isth_text_next_copy(&it, buf, sizeof(buf))) != 0) {
+		char *tok[MAXTOK];
 		int nt;
 
-		P.line++;
-		if (l >= sizeof(buf)) {
+		P.line = (int)it.line;
+		if (rc < 0) {
 			ret = perr(&P, "line too long");
 			break;
 		}
-		memcpy(buf, pos, l);
-		buf[l] = '\0';
-		pos = e ? e + 1 : pos + l;
-		if (strchr(buf, '#'))
-			*strchr(buf, '#') = '\0';
-		nt = tokenize(buf, tok);
+		isth_text_strip_comment(buf, '#');
+		nt = isth_text_tokens(buf, tok, MAXTOK);
 		if (nt == 0)
 			continue;
 		if (nt > MAXTOK) {
@@ -523,7 +490,7 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 					ret = perr(&P, "island %s out of range (0..%d)", tok[1], s->n - 1);
 					break;
 				}
-				if (!valid_name(tok[2])) {
+				if (!isth_text_valid_name(tok[2], ISTH_SCHED_NAME_MAX)) {
 					ret = perr(&P, "bad island name '%s'", tok[2]);
 					break;
 				}
@@ -542,6 +509,11 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 			} else if (strcmp(tok[0], "round-ns") == 0 && nt == 2) {
 				if (parse_u64(tok[1], &s->T) < 0 || s->T == 0) {
 					ret = perr(&P, "bad round-ns '%s' (must be > 0)", tok[1]);
+					break;
+				}
+				if (s->T > ISTH_SCHED_MAX_ROUND_NS) {
+					ret = perr(&P, "round-ns %s out of range (1..%llu, one hour)",
+						   tok[1], (unsigned long long)ISTH_SCHED_MAX_ROUND_NS);
 					break;
 				}
 				have[1] = 1;
@@ -631,49 +603,17 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 struct isth_sched *
 isth_sched_load(const char *path, char *err, size_t errlen)
 {
-	FILE *f;
-	char *buf = NULL;
-	size_t len = 0, cap = 0, n;
 	struct isth_sched *s;
+	char *buf;
 	int e;
 
 	if (path == NULL) {
 		errno = EINVAL;
 		return NULL;
 	}
-	f = fopen(path, "r");
-	if (f == NULL) {
-		e = errno;
-		if (err && errlen)
-			snprintf(err, errlen, "%s: %s", path, strerror(e));
-		errno = e;
+	buf = isth_text_read(path, 0, NULL, err, errlen);
+	if (buf == NULL)
 		return NULL;
-	}
-	do {
-		if (cap - len < 4096) {
-			char *nb = realloc(buf, cap + 65536);
-
-			if (nb == NULL) {
-				free(buf);
-				fclose(f);
-				errno = ENOMEM;
-				return NULL;
-			}
-			buf = nb;
-			cap += 65536;
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-	} while (n > 0);
-	fclose(f);
-	buf[len] = '\0';
-	if (memchr(buf, '\0', len)) {
-		if (err && errlen)
-			snprintf(err, errlen, "%s:1: binary file (NUL byte)", path);
-		free(buf);
-		errno = EINVAL;
-		return NULL;
-	}
 	s = isth_sched_parse(path, buf, err, errlen);
 	e = errno;
 	free(buf);

@@ -37,6 +37,12 @@ extern "C" {
 #define ISTH_SCHED_MAX_SEGS 8
 /** Maximum island name length including the NUL. */
 #define ISTH_SCHED_NAME_MAX 32
+/**
+ * Longest round accepted: one hour in ns. Far above any WAN round (seconds)
+ * and far below where the data path's ns arithmetic (epoch + round * T)
+ * could overflow.
+ */
+#define ISTH_SCHED_MAX_ROUND_NS 3600000000000ULL
 
 /** A loaded or built schedule. Opaque. */
 struct isth_sched;
@@ -45,7 +51,7 @@ struct isth_sched;
  * Start building a schedule.
  * @param n         islands, 1..64
  * @param names     n names (1-31 of [A-Za-z0-9_.-], unique)
- * @param round_ns  round time T in ns, > 0
+ * @param round_ns  round time T in ns, 1..ISTH_SCHED_MAX_ROUND_NS
  * @param epoch_ns  start of round 0 in CLOCK_REALTIME ns, or 0 for "runtime"
  *                  (isthmusd is given the epoch when it starts)
  * @param payload_bytes bytes each sender sends per round

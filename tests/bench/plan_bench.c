@@ -22,13 +22,13 @@ now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static struct isth_plan_topo *
+static struct isth_topo *
 synth(int n)
 {
 	static char sites[8192], links[32768];
 	char err[256];
 	int nreg = (n + 3) / 4, i, so, lo;
-	struct isth_plan_topo *t;
+	struct isth_topo *t;
 
 	so = snprintf(sites, sizeof(sites), "site,region,city\n");
 	lo = snprintf(links, sizeof(links), "a,b,one_way_ms,capacity_gbps\n");
@@ -55,7 +55,7 @@ synth(int n)
 	}
 	if (nreg > 3)
 		lo += snprintf(links + lo, sizeof(links) - lo, "S%d,S%d,90,40\n", 0, nreg / 2);
-	t = isth_plan_topo_parse("synth-sites", sites, "synth-links", links, err, sizeof(err));
+	t = isth_topo_parse("synth-sites", sites, "synth-links", links, err, sizeof(err));
 	if (t == NULL)
 		fprintf(stderr, "plan_bench: %s\n", err);
 	return t;
@@ -70,7 +70,7 @@ main(void)
 
 	printf("%4s %-11s %8s %10s %8s %10s\n", "n", "schedule", "M/P", "plan_ms", "LPs", "round_ms");
 	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		struct isth_plan_topo *t = synth(sizes[s]);
+		struct isth_topo *t = synth(sizes[s]);
 
 		if (t == NULL)
 			return 1;
@@ -96,7 +96,7 @@ main(void)
 				isth_plan_result_free(r);
 				isth_plan_sched_free(sc);
 			}
-		isth_plan_topo_free(t);
+		isth_topo_free(t);
 	}
 	return 0;
 }

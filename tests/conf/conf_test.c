@@ -83,27 +83,11 @@ Test(conf, values_parse)
 	isth_conf_free(NULL);
 }
 
-Test(conf, sizes_and_durations)
+/* sizes are lib/text's table (tests/text); isth_conf_size() uses it (above) */
+Test(conf, durations)
 {
 	uint64_t v;
 
-	cr_expect_eq(isth_conf_parse_size("0", &v), 0);
-	cr_expect_eq(v, 0);
-	cr_expect_eq(isth_conf_parse_size("1K", &v), 0);
-	cr_expect_eq(v, 1000);
-	cr_expect_eq(isth_conf_parse_size("1Ki", &v), 0);
-	cr_expect_eq(v, 1024);
-	cr_expect_eq(isth_conf_parse_size("2T", &v), 0);
-	cr_expect_eq(v, 2000000000000ull);
-	cr_expect_eq(isth_conf_parse_size("1.5Mi", &v), 0);
-	cr_expect_eq(v, 1572864);
-	cr_expect_eq(isth_conf_parse_size("010", &v), 0);
-	cr_expect_eq(v, 10, "a leading zero is decimal, not octal");
-	cr_expect_eq(isth_conf_parse_size("16Ei", &v), -EINVAL);
-	cr_expect_eq(isth_conf_parse_size("20000000Ti", &v), -EINVAL, "overflow");
-	cr_expect_eq(isth_conf_parse_size("-1", &v), -EINVAL);
-	cr_expect_eq(isth_conf_parse_size("1.5", &v), -EINVAL);
-	cr_expect_eq(isth_conf_parse_size("K", &v), -EINVAL);
 	cr_expect_eq(isth_conf_parse_duration("5", &v), -EINVAL, "unit required");
 	cr_expect_eq(isth_conf_parse_duration("250us", &v), 0);
 	cr_expect_eq(v, 250000);
@@ -240,4 +224,29 @@ Test(conf, load_file_with_nul_refused)
 	cr_expect_null(isth_conf_load(path, err, sizeof(err)));
 	cr_expect_eq(errno, EINVAL);
 	unlink(path);
+}
+
+Test(conf, load_directory_refused)
+{
+	char err[ISTH_CONF_ERR_SIZE];
+
+	errno = 0;
+	cr_expect_null(isth_conf_load("/", err, sizeof(err)));
+	cr_expect_eq(errno, EISDIR);
+	cr_expect_str_eq(err, "/: is a directory, not a file");
+}
+
+Test(conf, bom_and_crlf)
+{
+	char err[ISTH_CONF_ERR_SIZE] = "";
+	struct isth_conf *c;
+	uint64_t v;
+
+	/* as a Windows editor saves it: the key on line 3 keeps its number */
+	c = isth_conf_parse("\xEF\xBB\xBF[a]\r\n# note\r\nk = 5Ki\r\n", "w.conf", err, sizeof(err));
+	cr_assert_not_null(c, "%s", err);
+	cr_expect_eq(isth_conf_size(c, "a", "k", true, 0, 0, UINT64_MAX, &v), 0);
+	cr_expect_eq(v, 5 * 1024);
+	cr_expect_eq(isth_conf_line(c, "a", "k"), 3);
+	isth_conf_free(c);
 }

@@ -38,6 +38,15 @@ sed 's/^memory = 64Mi/memory = lots/' conf/isthmusd/example.conf >"$tmp/bad.conf
 line=$(grep -n '^memory = lots' "$tmp/bad.conf" | cut -d: -f1)
 expect bad-config 2 "$tmp/bad.conf:$line: [agg] memory: 'lots' is not a size" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/bad.conf" --check
+# values that cannot work are refused by --check with their line (issue 11)
+sed 's/^memory = 64Mi.*/memory = 0/' conf/isthmusd/example.conf >"$tmp/mem0.conf"
+line=$(grep -n '^memory = 0$' "$tmp/mem0.conf" | cut -d: -f1)
+expect memory-zero 2 "$tmp/mem0.conf:$line: [agg] memory: 0 bytes holds fewer than 2 slots" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/mem0.conf" --check --epoch now+1
+sed 's/^round-ns .*/round-ns 18446744073709551615/' "$sched" >"$tmp/huge-t.sched"
+line=$(grep -n '^round-ns ' "$tmp/huge-t.sched" | cut -d: -f1)
+expect round-ns-huge 2 "$tmp/huge-t.sched:$line: round-ns 18446744073709551615 out of range" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config conf/isthmusd/example.conf --schedule "$tmp/huge-t.sched" --check --epoch now+1
 grep -v '^\[peer HKG\]' conf/isthmusd/example.conf | sed '/^ip = 10.0.0.9$/d' >"$tmp/nohkg.conf"
 expect missing-peer 2 "[peer HKG] missing: the schedule has that island" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/nohkg.conf" --check --epoch now+1

@@ -74,6 +74,10 @@ static struct bad_conf bad_confs[] = {
 	{"!", "t.conf: [isthmusd]: section missing"},
 	{"!# nothing\n[isthmusd]\njob = 1\n", "t.conf:2: [isthmusd] island: required key missing"},
 	{"[agg]\nmemory = lots\n", "t.conf:17: [agg] memory: 'lots' is not a size (bytes, or with K/M/G/T or Ki/Mi/Gi/Ti)"},
+	/* 2 slots of 1472 bytes at mtu 1500: 1500 - 20 (IPv4) - 8 (UDP) - 40 (isthmus)
+	 * = 1432 bytes = 358 fp32, rounded up to 23 cache lines */
+	{"[agg]\nmemory = 0\n", "t.conf:17: [agg] memory: 0 bytes holds fewer than 2 slots of 1472 bytes (mtu 1500): at least 2944"},
+	{"[agg]\nmemory = 2943\n", "t.conf:17: [agg] memory: 2943 bytes holds fewer than 2 slots of 1472 bytes (mtu 1500): at least 2944"},
 	{"[agg]\ntimeout = 50\n", "t.conf:17: [agg] timeout: '50' is not a duration with a unit (ns, us, ms, s)"},
 	{"[agg]\nwindow = 1\n", "t.conf:17: [agg] window: 1 out of range [2, 64]"},
 	{"[agg]\nbf16_out = fp16\n", "t.conf:17: [agg] bf16_out: 'fp16' is not one of: bf16, fp32"},

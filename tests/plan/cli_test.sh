@@ -72,7 +72,7 @@ bad() {	# expected message, arguments...
 }
 bad "--seed: an integer 0..4294967295, not 'abc'" --seed abc
 bad "--payload-bytes: bad size '1e300T'" --payload-bytes 1e300T
-bad "--payload-bytes: 1e15 is 1e+15 B, beyond the model's range" --payload-bytes 1e15
+bad "--payload-bytes: 1000T is 1e+15 B, beyond the model's range" --payload-bytes 1000T
 bad "--schedule: empty list" --schedule ""
 bad "--search-iters: an integer 1..100000000, not '0'" --search-iters 0
 bad "--max-lps: an integer 1..1000000, not '1.5'" --max-lps 1.5

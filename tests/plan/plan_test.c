@@ -14,11 +14,11 @@
 #define SITES_HDR "site,region,city\n"
 #define LINKS_HDR "a,b,one_way_ms,capacity_gbps,source\n"
 
-static struct isth_plan_topo *
+static struct isth_topo *
 topo(const char *sites, const char *links)
 {
 	char err[256] = "";
-	struct isth_plan_topo *t = isth_plan_topo_parse("s.csv", sites, "l.csv", links, err, sizeof(err));
+	struct isth_topo *t = isth_topo_parse("s.csv", sites, "l.csv", links, err, sizeof(err));
 
 	cr_assert_not_null(t, "topology: %s", err);
 	return t;
@@ -42,7 +42,7 @@ exact_params(double payload, double memory)
 
 /* Every schedule a test produces goes through the library's final check. */
 static struct isth_plan_result *
-solve(struct isth_plan_topo *t, struct isth_plan_sched *s, const struct isth_plan_params *p)
+solve(struct isth_topo *t, struct isth_plan_sched *s, const struct isth_plan_params *p)
 {
 	struct isth_plan_result *r = NULL;
 	int ret = isth_plan_solve(t, s, p, &r);
@@ -59,7 +59,7 @@ solve(struct isth_plan_topo *t, struct isth_plan_sched *s, const struct isth_pla
 
 Test(plan, two_site_round_time)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	/* 12.5 MB at 10 Gbit/s is 8 * 12.5e6 / 10e9 s = 10 ms; plus 10 ms latency */
 	struct isth_plan_params p = exact_params(12.5e6, 0);
@@ -89,7 +89,7 @@ Test(plan, two_site_round_time)
 	cr_assert_str_eq(isth_plan_result_binding(r), "access");
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /* ---- a triangle with hand-derived aligned offsets ---- */
@@ -108,7 +108,7 @@ Test(plan, two_site_round_time)
 
 Test(plan, triangle_aligned_offsets)
 {
-	struct isth_plan_topo *t = topo(TRI_SITES, TRI_LINKS);
+	struct isth_topo *t = topo(TRI_SITES, TRI_LINKS);
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 0);
 	struct isth_plan_result *r = solve(t, s, &p);
@@ -127,7 +127,7 @@ Test(plan, triangle_aligned_offsets)
 	cr_assert_float_eq(isth_plan_result_T(r), 35.0, 1e-5);
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /* Independent occupancy: bytes between the most and least advanced contributor. */
@@ -159,7 +159,7 @@ occupancy(const double *off, const double *D, const double lat[3][3], double P, 
 Test(plan, memory_bound_stagger)
 {
 	static const double lat[3][3] = {{0, 10, 20}, {10, 0, 25}, {20, 25, 0}};
-	struct isth_plan_topo *t = topo(TRI_SITES, TRI_LINKS);
+	struct isth_topo *t = topo(TRI_SITES, TRI_LINKS);
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 12.5e6 / 5);
 	struct isth_plan_result *r = solve(t, s, &p);
@@ -191,7 +191,7 @@ Test(plan, memory_bound_stagger)
 		  isth_plan_result_binding(r));
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -201,7 +201,7 @@ Test(plan, memory_bound_stagger)
  */
 Test(plan, memory_zero_star_aligns)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\n",
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\n",
 					LINKS_HDR "A,C,10,10,x\nB,C,30,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 0);
@@ -222,7 +222,7 @@ Test(plan, memory_zero_star_aligns)
 	cr_assert_float_eq(isth_plan_result_T(r), 80.0, 1e-4);
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -233,7 +233,7 @@ Test(plan, memory_zero_star_aligns)
  */
 Test(plan, infeasible_alignment)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "W,R,w\nX,R,x\nY,R,y\nZ,R,z\n",
+	struct isth_topo *t = topo(SITES_HDR "W,R,w\nX,R,x\nY,R,y\nZ,R,z\n",
 					LINKS_HDR "W,X,1,100,x\nX,Y,2,100,x\nY,Z,4,100,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(1e6, 0);
@@ -259,7 +259,7 @@ Test(plan, infeasible_alignment)
 		  isth_plan_result_binding(r));
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -275,7 +275,7 @@ Test(plan, infeasible_alignment)
  */
 Test(plan, shared_tree_capacity_and_replication)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n",
+	struct isth_topo *t = topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n",
 					LINKS_HDR "X,S,10,10,x\nS,Y,10,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 12.5e6);
@@ -289,7 +289,7 @@ Test(plan, shared_tree_capacity_and_replication)
 	cr_assert_float_eq(isth_plan_result_T(r), 40.0, 1e-3);
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -302,7 +302,7 @@ Test(plan, shared_tree_capacity_and_replication)
  */
 Test(plan, cut_cap_warns_and_fits)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n",
+	struct isth_topo *t = topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n",
 					LINKS_HDR "X,S,10,10,x\nS,Y,10,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 12.5e6);
@@ -324,7 +324,7 @@ Test(plan, cut_cap_warns_and_fits)
 	cr_assert_float_eq(isth_plan_result_T(r), 25.0 + sqrt(125.0), 1e-3);
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -337,8 +337,8 @@ Test(plan, cut_cap_warns_and_fits)
  */
 Test(plan, check_finds_violations)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
-	struct isth_plan_topo *slow = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,5,x\n");
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
+	struct isth_topo *slow = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,5,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 0), q;
 	struct isth_plan_result *r = solve(t, s, &p);
@@ -359,8 +359,8 @@ Test(plan, check_finds_violations)
 		  "%s", err);
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(slow);
-	isth_plan_topo_free(t);
+	isth_topo_free(slow);
+	isth_topo_free(t);
 }
 
 /* ---- survival sums ---- */
@@ -373,7 +373,7 @@ Test(plan, check_finds_violations)
 
 Test(plan, survival_all_to_all)
 {
-	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	double S[4];
 
@@ -384,7 +384,7 @@ Test(plan, survival_all_to_all)
 	cr_assert_float_eq(S[0], 1.0, 1e-12);
 	cr_assert_float_eq(S[1], 0.0, 1e-12);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -421,7 +421,7 @@ Test(plan, survival_two_orthogonal_triangle_classes)
  */
 Test(plan, survival_pairs_and_regional)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "A,E,a\nB,E,b\nC,W,c\nD,W,d\n",
+	struct isth_topo *t = topo(SITES_HDR "A,E,a\nB,E,b\nC,W,c\nD,W,d\n",
 					LINKS_HDR "A,B,1,10,x\nB,C,1,10,x\nC,D,1,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "pairs");
 
@@ -434,7 +434,7 @@ Test(plan, survival_pairs_and_regional)
 	cr_assert(isinf(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD)));
 	cr_assert(isinf(isth_plan_A(s, ISTH_PLAN_SURV_AVG)));
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -448,12 +448,12 @@ Test(plan, tiny_payloads_solve, .timeout = 60)
 {
 	static const double P[] = {1, 10, 50, 100, 150, 200};
 	static const char *fam[] = {"all-to-all", "pairs", "triangles"};
-	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
 	double diam = 0;
 
 	for (int a = 0; a < 9; a++)
 		for (int b = 0; b < 9; b++)
-			diam = fmax(diam, isth_plan_topo_latency(t, a, b));
+			diam = fmax(diam, isth_topo_latency(t, a, b));
 	for (size_t k = 0; k < sizeof(P) / sizeof(P[0]); k++)
 		for (size_t f = 0; f < 3; f++) {
 			struct isth_plan_sched *s = isth_plan_sched_family(t, fam[f]);
@@ -475,7 +475,7 @@ Test(plan, tiny_payloads_solve, .timeout = 60)
 			}
 			isth_plan_sched_free(s);
 		}
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /* ---- families ---- */
@@ -502,7 +502,7 @@ check_pairs_once(const struct isth_plan_sched *s, int n, int maxsize)
 
 Test(plan, families_nine)
 {
-	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "triangles");
 
 	/* AG(2,3): 4 parallel classes of 3 lines; every pair on exactly one line;
@@ -533,13 +533,13 @@ Test(plan, families_nine)
 	errno = 0;
 	cr_assert_null(isth_plan_sched_family(t, "hexagons"));
 	cr_assert_eq(errno, EINVAL);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 Test(plan, triangles_generalise)
 {
 	/* 7 islands: triples plus two pairs each round, all partitions valid */
-	struct isth_plan_topo *t = topo(SITES_HDR "a,X,a\nb,X,b\nc,X,c\nd,X,d\ne,Y,e\nf,Y,f\ng,Y,g\n",
+	struct isth_topo *t = topo(SITES_HDR "a,X,a\nb,X,b\nc,X,c\nd,X,d\ne,Y,e\nf,Y,f\ng,Y,g\n",
 					LINKS_HDR "a,b,1,10,x\nb,c,1,10,x\nc,d,1,10,x\nd,e,1,10,x\n"
 					"e,f,1,10,x\nf,g,1,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "triangles");
@@ -559,7 +559,7 @@ Test(plan, triangles_generalise)
 	}
 	cr_assert(isfinite(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD)));
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 Test(plan, sched_new_rejects_non_partitions)
@@ -577,28 +577,28 @@ Test(plan, sched_new_rejects_non_partitions)
 
 Test(plan, dijkstra_routes)
 {
-	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
 	int path[16], n;
 	char name[64];
 
 	/* NYC->TYO: NYC-CHI-LAX-TYO = 8 + 24 + 49 = 81 < NYC-LON-SIN-TYO = 145 */
-	cr_assert_float_eq(isth_plan_topo_latency(t, 0, 6), 81.0, 1e-9);
-	n = isth_plan_topo_path(t, 0, 6, path, 16);
+	cr_assert_float_eq(isth_topo_latency(t, 0, 6), 81.0, 1e-9);
+	n = isth_topo_path(t, 0, 6, path, 16);
 	cr_assert_eq(n, 3);
-	isth_plan_topo_dlink_name(t, path[2], name, sizeof(name));
+	isth_topo_dlink_name(t, path[2], name, sizeof(name));
 	cr_assert_str_eq(name, "LAX->TYO");
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 Test(plan, ring_allreduce_two_sites)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
 	struct isth_plan_params p = exact_params(12.5e6, 0);
 
 	/* 2(n-1) = 2 steps of P/2 = 6.25 MB: 10 ms + 5 ms each (the two
 	 * directions are separate links) = 30 ms */
 	cr_assert_float_eq(isth_plan_ring_allreduce_ms(t, &p, NULL), 30.0, 1e-9);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -617,7 +617,7 @@ Test(plan, ring_allreduce_two_sites)
  */
 Test(plan, ring_and_recursive_doubling_by_hand)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\nD,R,d\n",
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\nD,R,d\n",
 					LINKS_HDR "A,B,1,10,x\nB,C,2,10,x\nC,D,3,10,x\nD,A,4,10,x\n"
 					"A,C,2.5,10,x\nB,D,4.5,10,x\n");
 	struct isth_plan_params p = exact_params(50e6, 0);
@@ -634,7 +634,7 @@ Test(plan, ring_and_recursive_doubling_by_hand)
 	p.payload_bytes = 1;
 	cr_assert_float_eq(isth_plan_ring_allreduce_ms(t, &p, NULL), 17.0, 1e-5);
 	cr_assert_float_eq(isth_plan_rd_allreduce_ms(t, &p, NULL), 7.0, 1e-5);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -652,7 +652,7 @@ Test(plan, ring_matches_measured_mpi)
 	size_t o = 0;
 	FILE *f = fopen(SRCDIR "/conf/topologies/nine-city-links.csv", "r");
 	char line[512], sites[2048];
-	struct isth_plan_topo *t;
+	struct isth_topo *t;
 	struct isth_plan_params p;
 	double scale = 1e4 * 1514.0 / 1432.0, ser = 8 * 130000.0 / 9 * 1000 / (100e9 / scale);
 	FILE *g = fopen(SRCDIR "/conf/topologies/nine-city-sites.csv", "r");
@@ -673,7 +673,7 @@ Test(plan, ring_matches_measured_mpi)
 	ns = fread(sites, 1, sizeof(sites) - 1, g);
 	sites[ns] = '\0';
 	fclose(g);
-	t = isth_plan_topo_parse("s.csv", sites, "l.csv", links, err, sizeof(err));
+	t = isth_topo_parse("s.csv", sites, "l.csv", links, err, sizeof(err));
 	cr_assert_not_null(t, "%s", err);
 	isth_plan_params_default(&p);
 	p.payload_bytes = 130000;
@@ -682,7 +682,7 @@ Test(plan, ring_matches_measured_mpi)
 			   2 * 245.638 - (2.902 + 3.457) + 16 * ser, 1e-3);
 	cr_assert_geq(isth_plan_ring_allreduce_ms(t, &p, NULL), 671 - 15);
 	cr_assert_leq(isth_plan_ring_allreduce_ms(t, &p, NULL), 682 + 15);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -701,7 +701,7 @@ Test(plan, ring_matches_measured_mpi)
  */
 Test(plan, pairs_rotation_mixes_faster)
 {
-	struct isth_plan_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\nD,R,d\nE,R,e\n",
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\nD,R,d\nE,R,e\n",
 					LINKS_HDR "A,B,1,10,x\nB,C,1,10,x\nC,D,1,10,x\nD,E,1,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "pairs");
 
@@ -712,12 +712,12 @@ Test(plan, pairs_rotation_mixes_faster)
 	cr_assert_eq(isth_plan_sched_clique_of(s, 4, 1), 0x12);
 	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD), 58.25 / 25, 1e-12);
 	isth_plan_sched_free(s);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 Test(plan, search_bounded_and_no_worse)
 {
-	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
 	struct isth_plan_params p = exact_params(1e9, 0);
 	struct isth_plan_sched *tri = isth_plan_sched_family(t, "triangles"), *s;
 	struct isth_plan_result *r;
@@ -735,7 +735,7 @@ Test(plan, search_bounded_and_no_worse)
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
 	isth_plan_sched_free(tri);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /*
@@ -746,7 +746,7 @@ Test(plan, search_bounded_and_no_worse)
  */
 Test(plan, search_reproducible)
 {
-	struct isth_plan_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
 	struct isth_plan_params p = exact_params(1e9, 0);
 	struct isth_plan_sched *a, *b;
 	int cut = -1;
@@ -768,26 +768,7 @@ Test(plan, search_reproducible)
 	cr_assert_not_null(a);
 	cr_assert_eq(cut, 1);
 	isth_plan_sched_free(a);
-	isth_plan_topo_free(t);
-}
-
-/* ---- sizes ---- */
-
-Test(plan, parse_size)
-{
-	static const struct { const char *s; double v; } ok[] = {
-		{"0", 0}, {"32G", 32e9}, {"32Gi", 32.0 * 1073741824.0}, {"1.5K", 1500},
-		{"4Mi", 4194304}, {"2T", 2e12}, {"1Ti", 1099511627776.0}, {"8GB", 8e9}, {"7", 7},
-	};
-	static const char *bad[] = {"", "G", "-1", "3X", "1Gx", "1 G", "nan", "1e300T", "1e308Ki"};
-	double v;
-
-	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		cr_assert_eq(isth_plan_parse_size(ok[i].s, &v), 0, "%s", ok[i].s);
-		cr_assert_float_eq(v, ok[i].v, 1e-6, "%s", ok[i].s);
-	}
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		cr_assert_eq(isth_plan_parse_size(bad[i], &v), -EINVAL, "%s", bad[i]);
+	isth_topo_free(t);
 }
 
 /* ---- malformed topologies: each with its exact message ---- */
@@ -801,7 +782,7 @@ struct badtopo {
 #define S3 SITES_HDR "A,R,a\nB,R,b\nC,R,c\n"
 
 static struct badtopo bad_topos[] = {
-	{"", LINKS_HDR, "s.csv:0: empty file (expected header 'site,region[,city]')"},
+	{"", LINKS_HDR, "s.csv: empty file (expected header 'site,region[,city]')"},
 	{"name,region\nA,R\n", LINKS_HDR, "s.csv:1: expected header 'site,region[,city]'"},
 	{"# comment\n" SITES_HDR "A,R,a\nA,R,b\n", LINKS_HDR, "s.csv:4: duplicate site 'A' (first on line 3)"},
 	{SITES_HDR "A\n", LINKS_HDR, "s.csv:2: expected 'site,region[,city]', got 1 field"},
@@ -818,7 +799,7 @@ static struct badtopo bad_topos[] = {
 	{S3, LINKS_HDR "A,B,1,10Gb\n", "l.csv:2: bad capacity_gbps '10Gb'"},
 	{S3, LINKS_HDR "A,B,1\n", "l.csv:2: expected 'a,b,one_way_ms,capacity_gbps[,source]', got 3 fields"},
 	{S3, LINKS_HDR "A,B,1,10\n", "s.csv:4: site 'C' is not connected to 'A' (disconnected graph)"},
-	{S3, "", "l.csv:0: empty file (expected header 'a,b,one_way_ms,capacity_gbps[,source]')"},
+	{S3, "", "l.csv: empty file (expected header 'a,b,one_way_ms,capacity_gbps[,source]')"},
 };
 
 Test(plan, malformed_topology)
@@ -826,14 +807,14 @@ Test(plan, malformed_topology)
 	for (size_t i = 0; i < sizeof(bad_topos) / sizeof(bad_topos[0]); i++) {
 		const struct badtopo *b = &bad_topos[i];
 		char err[256] = "";
-		struct isth_plan_topo *t;
+		struct isth_topo *t;
 
 		errno = 0;
-		t = isth_plan_topo_parse("s.csv", b->sites, "l.csv", b->links, err, sizeof(err));
+		t = isth_topo_parse("s.csv", b->sites, "l.csv", b->links, err, sizeof(err));
 		cr_expect_null(t, "case %zu", i);
 		cr_expect_eq(errno, EINVAL, "case %zu", i);
 		cr_expect_str_eq(err, b->err, "case %zu", i);
-		isth_plan_topo_free(t);
+		isth_topo_free(t);
 	}
 }
 
@@ -844,21 +825,21 @@ Test(plan, too_many_sites)
 
 	for (int i = 0; i < 65; i++)
 		o += snprintf(sites + o, sizeof(sites) - o, "S%d,R,x\n", i);
-	cr_assert_null(isth_plan_topo_parse("s.csv", sites, "l.csv", LINKS_HDR, err, sizeof(err)));
+	cr_assert_null(isth_topo_parse("s.csv", sites, "l.csv", LINKS_HDR, err, sizeof(err)));
 	cr_assert_str_eq(err, "s.csv:66: too many sites (at most 64)");
 }
 
 Test(plan, nine_city_files_load)
 {
 	char err[256] = "";
-	struct isth_plan_topo *t = isth_plan_topo_load(SRCDIR "/conf/topologies/nine-city-sites.csv",
+	struct isth_topo *t = isth_topo_load(SRCDIR "/conf/topologies/nine-city-sites.csv",
 						       SRCDIR "/conf/topologies/nine-city-links.csv",
 						       err, sizeof(err));
 
 	cr_assert_not_null(t, "%s", err);
-	cr_assert_eq(isth_plan_topo_n(t), 9);
-	cr_assert_eq(isth_plan_topo_nregions(t), 3);
+	cr_assert_eq(isth_topo_n(t), 9);
+	cr_assert_eq(isth_topo_nregions(t), 3);
 	/* the shipped shortest-path table says NYC-HKG is 104.804 ms */
-	cr_assert_float_eq(isth_plan_topo_latency(t, 0, 8), 104.804, 1e-9);
-	isth_plan_topo_free(t);
+	cr_assert_float_eq(isth_topo_latency(t, 0, 8), 104.804, 1e-9);
+	isth_topo_free(t);
 }

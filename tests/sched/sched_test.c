@@ -183,6 +183,57 @@ Test(sched, malformed_files)
 	}
 }
 
+/* Values that cannot work are refused at load (issue 11): a round longer
+ * than an hour would overflow the data path's epoch + q * T. */
+#define HEAD_T(T) "isthmus-schedule 1\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \
+	"round-ns " T "\nepoch runtime\npayload-bytes 10\nchunk-bytes 0\nmemory-bytes 0\n"
+
+Test(sched, round_ns_upper_bound)
+{
+	static const char *const abc[] = {"A", "B", "C"};
+	char err[256] = "";
+	struct isth_sched *s;
+
+	s = isth_sched_parse("f", HEAD_T("18446744073709551615") BODY "end\n", err, sizeof(err));
+	cr_expect_null(s);
+	cr_expect_str_eq(err, "f:6: round-ns 18446744073709551615 out of range (1..3600000000000, "
+			      "one hour)");
+	s = isth_sched_parse("f", HEAD_T("3600000000001") BODY "end\n", err, sizeof(err));
+	cr_expect_null(s);
+	cr_expect_str_eq(err, "f:6: round-ns 3600000000001 out of range (1..3600000000000, one hour)");
+	/* exactly one hour is the largest accepted */
+	s = isth_sched_parse("f", HEAD_T("3600000000000") BODY "end\n", err, sizeof(err));
+	cr_expect_not_null(s, "%s", err);
+	cr_expect_eq(isth_sched_round_ns(s), 3600000000000ULL);
+	isth_sched_free(s);
+	/* the writer refuses what the loader would */
+	cr_expect_null(isth_sched_new(3, abc, 3600000000001ULL, 0, 1, 0, 0, 1));
+	cr_expect_eq(errno, EINVAL);
+}
+
+Test(sched, crlf_and_bom_read_like_lf)
+{
+	char err[256] = "";
+	struct isth_sched *s;
+
+	s = isth_sched_parse("f", "\xEF\xBB\xBFisthmus-schedule 1\r\nislands 2\r\nisland 0 A\r\n"
+				  "island 1 B\r\nround-ns 10\r\nepoch runtime\r\npayload-bytes 1\r\n"
+				  "chunk-bytes 0\r\nmemory-bytes 0\r\nrounds 1\r\nround 0 0x1 0x2\r\n"
+				  "end\r\n", err, sizeof(err));
+	cr_expect_not_null(s, "%s", err);
+	isth_sched_free(s);
+}
+
+Test(sched, directory_refused)
+{
+	char err[256] = "";
+
+	errno = 0;
+	cr_expect_null(isth_sched_load("/", err, sizeof(err)));
+	cr_expect_eq(errno, EISDIR);
+	cr_expect_str_eq(err, "/: is a directory, not a file");
+}
+
 Test(sched, valid_minimal_with_comments_and_epoch)
 {
 	char err[256] = "";

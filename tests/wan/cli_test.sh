@@ -27,6 +27,11 @@ for w in --site-map --groups --scale --seed --loss --ge --dup --reorder --corrup
 	grep -q -- "$w" "$tmp/help" || fail "--help does not mention $w"
 done
 
+# the emulator needs the topology (lib/topo), not the planner's solver
+if ldd "$bin" | grep -qi glpk || nm "$bin" | grep -q ' glp_'; then
+	fail "isthmus-wan links GLPK"
+fi
+
 printf 'site,region\nA,r\nB,r\nC,r\n' > "$tmp/sites.csv"
 printf 'a,b,one_way_ms,capacity_gbps\nA,B,1,1\nB,C,2,1\n' > "$tmp/links.csv"
 cat > "$tmp/good.map" <<MAP

@@ -34,8 +34,8 @@ h_site(const struct harness *h, const char *name)
 {
 	int i;
 
-	for (i = 0; i < isth_plan_topo_n(h->t); i++)
-		if (strcmp(isth_plan_topo_name(h->t, i), name) == 0)
+	for (i = 0; i < isth_topo_n(h->t); i++)
+		if (strcmp(isth_topo_name(h->t, i), name) == 0)
 			return i;
 	return -1;
 }
@@ -45,8 +45,8 @@ h_dlink(const struct harness *h, const char *from, const char *to)
 {
 	int e, a, b, f = h_site(h, from), d = h_site(h, to);
 
-	for (e = 0; e < isth_plan_topo_ndlinks(h->t); e++) {
-		isth_plan_topo_dlink(h->t, e, &a, &b, NULL, NULL);
+	for (e = 0; e < isth_topo_ndlinks(h->t); e++) {
+		isth_topo_dlink(h->t, e, &a, &b, NULL, NULL);
 		if (a == f && b == d)
 			return e;
 	}
@@ -87,10 +87,10 @@ h_create(struct harness *h, const char *sites_csv, const char *links_csv,
 	int i, k;
 
 	memset(h, 0, sizeof(*h));
-	h->t = isth_plan_topo_parse("sites", sites_csv, "links", links_csv, h->err, sizeof(h->err));
+	h->t = isth_topo_parse("sites", sites_csv, "links", links_csv, h->err, sizeof(h->err));
 	if (h->t == NULL)
 		return -1;
-	h->n = isth_plan_topo_n(h->t);
+	h->n = isth_topo_n(h->t);
 	if (h->n > H_MAX_SITES) {
 		snprintf(h->err, sizeof(h->err), "too many sites");
 		return -1;
@@ -120,7 +120,7 @@ h_create(struct harness *h, const char *sites_csv, const char *links_csv,
 		h->started[i] = true;
 		off += snprintf(map + off, sizeof(map) - off,
 				"%s port=%d mac=02:00:00:00:00:%02x gw_mac=02:00:00:00:ff:%02x "
-				"net=10.0.%d.0/24\n", isth_plan_topo_name(h->t, i), h->port[i],
+				"net=10.0.%d.0/24\n", isth_topo_name(h->t, i), h->port[i],
 				i + 1, i + 1, i);
 	}
 	if (isth_wan_sitemap_parse(h->t, "map", map, &h->map, h->err, sizeof(h->err)) < 0)
@@ -129,10 +129,10 @@ h_create(struct harness *h, const char *sites_csv, const char *links_csv,
 	    isth_wan_groups_parse(h->t, &h->map, "groups", groups_text, &h->groups, h->err,
 				  sizeof(h->err)) < 0)
 		return -1;
-	h->imp = calloc(isth_plan_topo_ndlinks(h->t), sizeof(*h->imp));
+	h->imp = calloc(isth_topo_ndlinks(h->t), sizeof(*h->imp));
 	if (h->imp == NULL)
 		return -1;
-	isth_wan_impair_default(h->imp, isth_plan_topo_ndlinks(h->t));
+	isth_wan_impair_default(h->imp, isth_topo_ndlinks(h->t));
 	for (i = 0; specs != NULL && specs[i] != NULL; i++)
 		if (isth_wan_impair_apply(h->t, h->imp, specs[i], h->err, sizeof(h->err)) < 0)
 			return -1;
@@ -168,7 +168,7 @@ h_destroy(struct harness *h)
 	}
 	rte_mempool_free(h->pool);
 	free(h->imp);
-	isth_plan_topo_free(h->t);
+	isth_topo_free(h->t);
 	memset(h, 0, sizeof(*h));
 }
 

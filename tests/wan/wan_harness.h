@@ -18,7 +18,7 @@
 #define H_MAX_SITES 8
 
 struct harness {
-	struct isth_plan_topo *t;
+	struct isth_topo *t;
 	struct isth_wan_sitemap map;
 	struct isth_wan_groups groups;
 	struct isth_wan_impair *imp;

@@ -169,11 +169,11 @@ stop(struct harness *h)
 /* Configuration (EAL-free)                                            */
 /* ------------------------------------------------------------------ */
 
-static struct isth_plan_topo *
+static struct isth_topo *
 topo3(void)
 {
 	char err[256];
-	struct isth_plan_topo *t = isth_plan_topo_parse("s", "site,region\nA,r\nB,r\nC,r\n", "l",
+	struct isth_topo *t = isth_topo_parse("s", "site,region\nA,r\nB,r\nC,r\n", "l",
 		"a,b,one_way_ms,capacity_gbps\nA,B,1,1\nB,C,2,1\n", err, sizeof(err));
 
 	cr_assert_not_null(t, "%s", err);
@@ -182,7 +182,7 @@ topo3(void)
 
 Test(wan_conf, sitemap_valid)
 {
-	struct isth_plan_topo *t = topo3();
+	struct isth_topo *t = topo3();
 	struct isth_wan_sitemap m;
 	char err[256] = "";
 
@@ -206,7 +206,7 @@ Test(wan_conf, sitemap_valid)
 	cr_assert_eq(m.site[0].net[1], (10u << 24) | (9 << 16) | 1);
 	cr_assert_eq(m.site[0].plen[1], 32);
 	cr_assert_eq(m.site[1].line, 4);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 struct bad {
@@ -247,7 +247,7 @@ Test(wan_conf, sitemap_bad)
 		{ "A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24\n", "need at least 2 sites" },
 		{ "", "need at least 2 sites" },
 	};
-	struct isth_plan_topo *t = topo3();
+	struct isth_topo *t = topo3();
 	struct isth_wan_sitemap *m = malloc(sizeof(*m));
 	char err[256];
 	size_t i;
@@ -260,11 +260,11 @@ Test(wan_conf, sitemap_bad)
 			  err, cases[i].err);
 	}
 	free(m);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 static void
-map2(const struct isth_plan_topo *t, struct isth_wan_sitemap *m)
+map2(const struct isth_topo *t, struct isth_wan_sitemap *m)
 {
 	char err[256], text[256];
 
@@ -284,7 +284,7 @@ Test(wan_conf, groups)
 		{ "239.1.1.1 A A\n", "site 'A' listed twice" },
 		{ "239.1.1.1 A C\n", "groups:1: site 'C' has no port in the site map" },
 	};
-	struct isth_plan_topo *t = topo3();
+	struct isth_topo *t = topo3();
 	struct isth_wan_sitemap *m = malloc(sizeof(*m));
 	struct isth_wan_groups *g = malloc(sizeof(*g));
 	char err[256];
@@ -307,7 +307,7 @@ Test(wan_conf, groups)
 	}
 	free(g);
 	free(m);
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 Test(wan_conf, impair)
@@ -326,15 +326,15 @@ Test(wan_conf, impair)
 		{ "jitter-ms=-1", "bad value" },
 		{ "A-B:", "no key=value" },
 	};
-	struct isth_plan_topo *t = topo3();
-	int nd = isth_plan_topo_ndlinks(t), e, ab = -1, ba = -1, bc = -1, from, to;
+	struct isth_topo *t = topo3();
+	int nd = isth_topo_ndlinks(t), e, ab = -1, ba = -1, bc = -1, from, to;
 	struct isth_wan_impair imp[4];
 	char err[256];
 	size_t i;
 
 	cr_assert_eq(nd, 4);
 	for (e = 0; e < nd; e++) {
-		isth_plan_topo_dlink(t, e, &from, &to, NULL, NULL);
+		isth_topo_dlink(t, e, &from, &to, NULL, NULL);
 		if (from == 0 && to == 1)
 			ab = e;
 		if (from == 1 && to == 0)
@@ -371,7 +371,7 @@ Test(wan_conf, impair)
 			  err, cases[i].err);
 		cr_expect(memcmp(before, imp, sizeof(imp)) == 0, "case %zu changed the table", i);
 	}
-	isth_plan_topo_free(t);
+	isth_topo_free(t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -456,7 +456,7 @@ Test(wan_delay, three_sites_queueing)
 	a = h_site(&h, "A");
 	b = h_site(&h, "B");
 	c = h_site(&h, "C");
-	cr_assert_eq(isth_plan_topo_path(h.t, a, c, path, 4), 2);
+	cr_assert_eq(isth_topo_path(h.t, a, c, path, 4), 2);
 	for (k = 0; k < 3; k++)
 		h_inject(&h, a, h_udp(&h, a, h_ip(c), (uint32_t)k, 500));
 	take_at(&h, 0, lg);
@@ -680,7 +680,7 @@ Test(wan_mcast, tree_replication)
 	cr_expect(per_site[A] == 1 && per_site[D] == 1 && per_site[B] == 0 && per_site[C] == 0);
 
 	/* one copy per link of each tree, nothing elsewhere */
-	nd = isth_plan_topo_ndlinks(h.t);
+	nd = isth_topo_ndlinks(h.t);
 	for (e = 0; e < nd; e++) {
 		uint64_t want = 0;
 		char name[80];
@@ -689,7 +689,7 @@ Test(wan_mcast, tree_replication)
 			if (e == h_dlink(&h, links[k][0], links[k][1]))
 				want = want_pkts[k];
 		isth_wan_link_stats(h.w, e, &ls);
-		isth_plan_topo_dlink_name(h.t, e, name, sizeof(name));
+		isth_topo_dlink_name(h.t, e, name, sizeof(name));
 		cr_expect_eq(ls.pkts, want, "%s carried %lu, want %lu", name,
 			     (unsigned long)ls.pkts, (unsigned long)want);
 	}

@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plan_internal.h"
+#include "topo_priv.h"
 
 static void
-dijkstra(struct isth_plan_topo *t, int src)
+dijkstra(struct isth_topo *t, int src)
 {
 	int done[NMAX] = {0};
 	int k, v, e;
@@ -53,7 +53,7 @@ dijkstra(struct isth_plan_topo *t, int src)
 }
 
 int
-plan_route(struct isth_plan_topo *t, char *err, size_t errlen, const char *sites_name)
+topo_route(struct isth_topo *t, char *err, size_t errlen, const char *sites_name)
 {
 	int s, v;
 
@@ -72,8 +72,7 @@ plan_route(struct isth_plan_topo *t, char *err, size_t errlen, const char *sites
 }
 
 void
-plan_stream_links(const struct isth_plan_topo *t, int j, uint64_t dests, enum isth_plan_repl repl,
-		  int *mult)
+isth_topo_stream_links(const struct isth_topo *t, int j, uint64_t dests, int unicast, int *mult)
 {
 	int i, v, e;
 
@@ -83,7 +82,7 @@ plan_stream_links(const struct isth_plan_topo *t, int j, uint64_t dests, enum is
 			continue;
 		for (v = i; v != j; v = t->dl_from[e]) {
 			e = t->pred[j][v];
-			if (repl == ISTH_PLAN_REPL_EDGE) {
+			if (unicast) {
 				mult[e]++;
 			} else {
 				/* the paths from j form a tree: once a link is on it, so is the rest */
