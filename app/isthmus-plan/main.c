@@ -52,7 +52,7 @@ usage(FILE *f)
 "  --sites FILE          CSV 'site,region[,city]'; island id = row order (max 64)\n"
 "  --links FILE          CSV 'a,b,one_way_ms,capacity_gbps[,source]', full duplex,\n"
 "                        capacity per direction; '#' lines are comments.\n"
-"                        Routing is shortest one-way latency (Dijkstra).\n"
+"                        Routing: see --routing.\n"
 "Model (sizes take K,M,G,T = 1000^k and Ki,Mi,Gi,Ti = 1024^k, e.g. 32G, 512Mi):\n"
 "  --payload-bytes SIZE  bytes each island sends per round (default 1G)\n"
 "  --memory-bytes LIST   aggregation memory per receiver edge; comma list sweeps,\n"
@@ -61,6 +61,10 @@ usage(FILE *f)
 "  --access-ms X         access link one-way latency (default 0)\n"
 "  --chunk-bytes SIZE    aggregation chunk; the last one is delivered after the\n"
 "                        last byte arrives (default 1Mi)\n"
+"  --routing MODE        capacity: each stream takes one of the 4 lowest-latency\n"
+"                        paths, chosen to spread load (kept only where the LP\n"
+"                        confirms it); shortest: lowest latency only\n"
+"                        (default capacity)\n"
 "  --replication MODE    network: multicast trees, a link carries a stream once;\n"
 "                        edge: unicast fan-out at the sender edge (default network)\n"
 "  --max-round-ms X      rounds longer than X are infeasible (default: no limit)\n"
@@ -234,6 +238,7 @@ main(int argc, char **argv)
 		{"access-ms", required_argument, NULL, 'A'},
 		{"chunk-bytes", required_argument, NULL, 'c'},
 		{"replication", required_argument, NULL, 'r'},
+		{"routing", required_argument, NULL, 'R'},
 		{"max-round-ms", required_argument, NULL, 'x'},
 		{"max-lps", required_argument, NULL, 'L'},
 		{"schedule", required_argument, NULL, 'S'},
@@ -335,6 +340,17 @@ main(int argc, char **argv)
 				return EXIT_INPUT;
 			}
 			prm.max_lps = (int)v;
+			break;
+		case 'R':
+			if (strcmp(optarg, "capacity") == 0)
+				prm.routing = ISTH_PLAN_ROUTING_CAPACITY;
+			else if (strcmp(optarg, "shortest") == 0)
+				prm.routing = ISTH_PLAN_ROUTING_SHORTEST;
+			else {
+				fprintf(stderr, "isthmus-plan: --routing: 'capacity' or 'shortest', not '%s'\n",
+					optarg);
+				return EXIT_INPUT;
+			}
 			break;
 		case 'S': schedlist = optarg; break;
 		case 'e':
@@ -575,9 +591,10 @@ main(int argc, char **argv)
 
 		fmt_bytes(prm.payload_bytes, pb, sizeof(pb));
 		printf("topology: %d islands, %d regions, %d links; payload %sB/round, access %.4g Gbit/s, "
-		       "replication %s\n\n",
+		       "replication %s, routing %s\n\n",
 		       isth_topo_n(topo), isth_topo_nregions(topo), isth_topo_ndlinks(topo) / 2,
-		       pb, prm.access_bps / 1e9, prm.repl == ISTH_PLAN_REPL_EDGE ? "edge" : "network");
+		       pb, prm.access_bps / 1e9, prm.repl == ISTH_PLAN_REPL_EDGE ? "edge" : "network",
+		       prm.routing == ISTH_PLAN_ROUTING_SHORTEST ? "shortest" : "capacity");
 		printf("  %-11s %8s %5s %10s %8s %8s %13s  %s\n", "schedule", "memory", "ok", "round_ms",
 		       "A_flood", "A_avg", "T(A+1/2)_ms", "binding constraint / reason");
 		for (i = 0; i < nrows; i++) {

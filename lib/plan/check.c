@@ -38,7 +38,7 @@ peak_at(const struct isth_plan_result *r, const struct isth_topo *t,
 
 		if (!(c >> j & 1))
 			continue;
-		a = isth_plan_result_offset(r, round, j) + isth_topo_latency(t, j, i);
+		a = isth_plan_result_offset(r, round, j) + plan_result_lat(r, t, round, j, i);
 		for (e = 0; e < 2; e++) {
 			double tau = a + e * isth_plan_result_duration(r, round, j);
 
@@ -125,7 +125,7 @@ isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
 				}
 				for (i = 0; i < n; i++)
 					if (i != j && (m >> i & 1))
-						last = fmax(last, isth_topo_latency(t, j, i));
+						last = fmax(last, plan_result_lat(r, t, k, j, i));
 				if (o + D + last + delta > r->T + CHK_TIME_TOL + 1e-12 * r->T) {
 					snprintf(err, errlen,
 						 "round %d: %s's last byte is delivered at %.6f ms > T = %.6f ms",
@@ -133,7 +133,14 @@ isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
 					ret = -ERANGE;
 					break;
 				}
-				isth_topo_stream_links(t, j, m & ~(1ULL << j), (p->repl) == ISTH_PLAN_REPL_EDGE, mult);
+				/* the links of the routes the plan chose (the result's) */
+				if (plan_route_stream(t, j, m & ~(1ULL << j), p->repl,
+						      &r->route[((size_t)k * n + j) * n], mult, NULL) < 0) {
+					snprintf(err, errlen, "round %d: %s's routes are not valid", k,
+						 isth_topo_name(t, j));
+					ret = -ERANGE;
+					break;
+				}
 				for (e = 0; e < isth_topo_ndlinks(t); e++)
 					if (mult[e]) {
 						load[e] += mult[e] * 8 * P / D;

@@ -186,6 +186,7 @@ isth_plan_result_free(struct isth_plan_result *r)
 	free(r->D);
 	free(r->Tr);
 	free(r->warn);
+	free(r->route);
 	free(r);
 }
 
@@ -271,7 +272,7 @@ isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_t
 
 		if (!(c >> j & 1))
 			continue;
-		x = (tau - isth_plan_result_offset(r, round, j) - isth_topo_latency(t, j, i)) /
+		x = (tau - isth_plan_result_offset(r, round, j) - plan_result_lat(r, t, round, j, i)) /
 		    isth_plan_result_duration(r, round, j) * r->payload;
 		if (x < 0)
 			x = 0;

@@ -39,6 +39,12 @@ enum isth_plan_repl {
 	ISTH_PLAN_REPL_EDGE = 1,    /**< unicast fan-out at the sender's edge: once per destination */
 };
 
+/** How streams are routed. */
+enum isth_plan_routing {
+	ISTH_PLAN_ROUTING_CAPACITY = 0, /**< among the k lowest-latency paths, to spread load (default) */
+	ISTH_PLAN_ROUTING_SHORTEST = 1, /**< the lowest-latency path only */
+};
+
 /** Which survival curve. */
 enum isth_plan_surv {
 	ISTH_PLAN_SURV_FLOOD = 0,   /**< fraction of the other n-1 islands not yet reached */
@@ -54,6 +60,7 @@ struct isth_plan_params {
 	double chunk_bytes;     /**< aggregation granularity: the last chunk is delivered after the last byte */
 	double max_round_ms;    /**< a round longer than this is infeasible; 0 = no limit */
 	enum isth_plan_repl repl; /**< replication mode */
+	enum isth_plan_routing routing; /**< path choice; see doc/planner.md */
 	int max_lps;            /**< cap on cutting-plane LPs per round; 0 = 400. A round
 				     that hits it gets a warning (isth_plan_result_warning()) */
 };

@@ -246,7 +246,7 @@ add_mem_rows(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, double 
 
 /* Load of link e (fraction of capacity) at x. */
 static double
-link_load(const struct lpstate *S, const struct isth_topo *t, const double *x, int e)
+link_load(const struct lpstate *S, const struct isth_topo *t __attribute__((unused)), const double *x, int e)
 {
 	double load = 0;
 	int k;
@@ -374,13 +374,15 @@ unpolish(glp_prob *lp, struct lpstate *S)
 	}
 }
 
-int
-plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
-		 const struct isth_plan_params *p, struct plan_round *o)
+/* The round's LP with every stream on the given routes (o->route). */
+static int
+solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
+	     const struct isth_plan_params *p, struct plan_round *o)
 {
 	struct lpstate *S;
 	glp_prob *volatile lp = NULL;
-	double P = p->payload_bytes, mu, delta, Dacc, Dsc;
+	double P = p->payload_bytes, mu, delta, Dacc;
+	volatile double Dsc; /* set before the setjmp below, read after it */
 	int n = isth_topo_n(t), ndl = isth_topo_ndlinks(t), c, i, j, k, e, it = 0, ret = 0, ok = 0;
 	double x[2 * NMAX + 2];
 	int max_lps = p->max_lps > 0 ? p->max_lps : PLAN_MAX_LPS;
@@ -437,7 +439,9 @@ plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	Dsc = 0;
 	for (k = 0; k < S->nsend; k++) {
 		j = S->snd[k];
-		isth_topo_stream_links(t, j, S->rx[j], p->repl == ISTH_PLAN_REPL_EDGE, &S->mult[k * ndl]);
+		ret = plan_route_stream(t, j, S->rx[j], p->repl, o->route[j], &S->mult[k * ndl], S->lat[j]);
+		if (ret < 0)
+			goto out;
 		S->Dlow[k] = Dacc;
 		S->lowcap[k] = -1;
 		for (e = 0; e < ndl; e++)
@@ -699,7 +703,8 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 	r->D = calloc((size_t)s->nrounds * s->n, sizeof(double));
 	r->Tr = calloc(s->nrounds, sizeof(double));
 	r->warn = calloc(s->nrounds, sizeof(*r->warn));
-	if (r->t == NULL || r->D == NULL || r->Tr == NULL || r->warn == NULL) {
+	r->route = calloc((size_t)s->nrounds * s->n * s->n, 1);
+	if (r->t == NULL || r->D == NULL || r->Tr == NULL || r->warn == NULL || r->route == NULL) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -714,6 +719,8 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 		r->Tr[k] = o->T;
 		memcpy(&r->t[k * s->n], o->off, s->n * sizeof(double));
 		memcpy(&r->D[k * s->n], o->dur, s->n * sizeof(double));
+		for (int j = 0; j < s->n; j++)
+			memcpy(&r->route[((size_t)k * s->n + j) * s->n], o->route[j], s->n);
 		if (o->warn[0]) {
 			snprintf(r->warn[k], sizeof(r->warn[k]), "%s", o->warn);
 			r->nwarn++;
@@ -737,4 +744,41 @@ fail:
 	free(o);
 	isth_plan_result_free(r);
 	return ret;
+}
+
+int
+plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
+		 const struct isth_plan_params *p, struct plan_round *o)
+{
+	struct plan_round *o2;
+	int ret, i, changed = 0;
+
+	memset(o->route, 0, sizeof(o->route));
+	if (p->routing == ISTH_PLAN_ROUTING_SHORTEST)
+		return solve_routed(t, ncl, cl, p, o);
+	ret = plan_choose_routes(t, ncl, cl, p, o->route);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < NMAX * NMAX; i++)
+		changed |= o->route[i / NMAX][i % NMAX];
+	ret = solve_routed(t, ncl, cl, p, o);
+	if (ret < 0 || !changed)
+		return ret;
+	/* the estimate behind the routes ignores alignment: keep shortest
+	 * paths when they do better in the LP itself */
+	o2 = calloc(1, sizeof(*o2));
+	if (o2 == NULL)
+		return -ENOMEM;
+	ret = solve_routed(t, ncl, cl, p, o2);
+	o->iters += o2->iters;
+	/* feasible beats infeasible (rerouted latencies may not align at
+	 * M = 0), a trusted round beats one that hit the cap, then lower T */
+	if (ret == 0 && o2->feasible &&
+	    (!o->feasible || (o->warn[0] && !o2->warn[0]) ||
+	     (!o->warn[0] == !o2->warn[0] && o2->T < o->T - 1e-9))) {
+		o2->iters = o->iters;
+		*o = *o2;
+	}
+	free(o2);
+	return ret < 0 ? ret : 0;
 }

@@ -363,6 +363,79 @@ Test(plan, check_finds_violations)
 	isth_topo_free(t);
 }
 
+/*
+ * Capacity-aware routing. X-Y direct: 10 ms at 10 Gbit/s; the detour
+ * X-Z-Y: 6 + 6 ms at 100 Gbit/s. X and Y exchange 12.5 MB (Z alone):
+ * shortest paths take 10 ms + 12.5 MB at 10 Gbit/s (10 ms) = 20 ms; the
+ * detour 12 ms + 1 ms = 13 ms. The check (in solve()) follows the routes
+ * the result holds: on the direct link the detour's rate would be 10x its
+ * capacity.
+ */
+Test(plan, routing_takes_the_wide_detour)
+{
+	struct isth_topo *t = topo(SITES_HDR "X,R,x\nY,R,y\nZ,R,z\n",
+				   LINKS_HDR "X,Y,10,10,x\nX,Z,6,100,x\nZ,Y,6,100,x\n");
+	uint64_t cl[2] = {0x3, 0x4};
+	const uint64_t *pc[1] = {cl};
+	int nc = 2;
+	struct isth_plan_sched *s = isth_plan_sched_new("xy", 3, 1, &nc, pc);
+	struct isth_plan_params p = exact_params(12.5e6, 12.5e6);
+	struct isth_plan_result *r;
+
+	cr_assert_eq(p.routing, ISTH_PLAN_ROUTING_CAPACITY, "capacity is the default");
+	r = solve(t, s, &p);
+	cr_assert_float_eq(isth_plan_result_T(r), 13.0, 1e-6);
+	isth_plan_result_free(r);
+	p.routing = ISTH_PLAN_ROUTING_SHORTEST;
+	r = solve(t, s, &p);
+	cr_assert_float_eq(isth_plan_result_T(r), 20.0, 1e-6);
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_topo_free(t);
+}
+
+/*
+ * Nine cities at 1.3 GB, M = 32 GB (issue 13): on shortest paths every
+ * tree into Europe crosses LON->AMS (7 streams: D >= 7 * 8 * 1.3e9 / 100e9
+ * = 728 ms, T 834.6 ms) and all-to-all ranks behind triangles; letting
+ * streams take other candidate paths brings it near 530 ms and ranks it
+ * first (T (A + 1/2) with A = 1 against triangles' A = 1.75), as the paper
+ * reports at 32 GB.
+ */
+Test(plan, routing_nine_city_all_to_all, .timeout = 120)
+{
+	char err[256] = "";
+	struct isth_topo *t = isth_topo_load(SRCDIR "/conf/topologies/nine-city-sites.csv",
+					     SRCDIR "/conf/topologies/nine-city-links.csv", err, sizeof(err));
+	struct isth_plan_sched *a2a, *tri;
+	struct isth_plan_params p;
+	struct isth_plan_result *r;
+	double Ta, Ts, Tt;
+
+	cr_assert_not_null(t, "%s", err);
+	a2a = isth_plan_sched_family(t, "all-to-all");
+	tri = isth_plan_sched_family(t, "triangles");
+	isth_plan_params_default(&p);
+	p.payload_bytes = 1.3e9;
+	p.memory_bytes = 32e9;
+	r = solve(t, a2a, &p);
+	Ta = isth_plan_result_T(r);
+	isth_plan_result_free(r);
+	r = solve(t, tri, &p);
+	Tt = isth_plan_result_T(r);
+	isth_plan_result_free(r);
+	p.routing = ISTH_PLAN_ROUTING_SHORTEST;
+	r = solve(t, a2a, &p);
+	Ts = isth_plan_result_T(r);
+	isth_plan_result_free(r);
+	cr_assert_geq(Ts, 728.0, "shortest: %.1f", Ts);
+	cr_assert_leq(Ta, 540.0, "capacity: %.1f", Ta);
+	cr_assert_lt(Ta * 1.5, Tt * 2.25, "all-to-all %.1f x 1.5 vs triangles %.1f x 2.25", Ta, Tt);
+	isth_plan_sched_free(a2a);
+	isth_plan_sched_free(tri);
+	isth_topo_free(t);
+}
+
 /* ---- survival sums ---- */
 
 #define NINE_SITES SITES_HDR "NYC,NA,x\nCHI,NA,x\nLAX,NA,x\nLON,EU,x\nAMS,EU,x\nFRA,EU,x\n" \
