@@ -219,6 +219,19 @@ write_sched(const char *path, const struct isth_topo *t, const struct isth_plan_
 			/* round the rate down so the stream never outruns the plan */
 			rate = (uint64_t)floor(8.0 * p->payload_bytes * 1000.0 / dur);
 			isth_sched_set_sender(S, r, i, (uint64_t)llround(off * 1e6), 1, NULL, &rate);
+			/* the path of each of its streams, as planned (version 2) */
+			for (c = 0; c < n; c++) {
+				int hops[ISTH_PLAN_MAX_ISLANDS + 1], nh;
+
+				if (c == i || !(isth_plan_sched_clique_of(w->s, r, i) >> c & 1))
+					continue;
+				nh = isth_plan_result_route(w->res, t, r, i, c, hops, ISTH_PLAN_MAX_ISLANDS + 1);
+				if (nh < 0 || isth_sched_set_route(S, r, i, c, hops, nh) < 0) {
+					snprintf(err, errlen, "%s: cannot record route %d %d %d", path, r, i, c);
+					isth_sched_free(S);
+					return -EINVAL;
+				}
+			}
 		}
 	}
 	ret = isth_sched_save(S, path, err, errlen);

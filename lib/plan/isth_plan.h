@@ -165,6 +165,14 @@ int isth_plan_result_nwarnings(const struct isth_plan_result *r);
 const char *isth_plan_result_warning(const struct isth_plan_result *r, int round);
 
 /**
+ * The path of sender @p j's stream to receiver @p i in round @p round, as
+ * the plan routed it: the islands from j to i (both included) into @p hops.
+ * @return the number of islands, or a negative errno.
+ */
+int isth_plan_result_route(const struct isth_plan_result *r, const struct isth_topo *t, int round,
+			   int j, int i, int *hops, int max);
+
+/**
  * Peak aggregation memory (bytes) that receiver @p i's edge holds over the
  * cycle, from the fluid model (the maximum of
  * isth_plan_result_occupancy() over every round, evaluated exactly at the

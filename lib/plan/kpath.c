@@ -388,3 +388,29 @@ plan_result_lat(const struct isth_plan_result *r, const struct isth_topo *t, int
 		return isth_topo_latency(t, j, i);
 	return P[q].lat;
 }
+
+int
+isth_plan_result_route(const struct isth_plan_result *r, const struct isth_topo *t, int round,
+		       int j, int i, int *hops, int max)
+{
+	const struct plan_path *P;
+	int n, np, q, k;
+
+	if (r == NULL || t == NULL || hops == NULL || r->n != isth_topo_n(t) || j < 0 || j >= r->n ||
+	    i < 0 || i >= r->n || i == j || max < 2)
+		return -EINVAL;
+	n = r->n;
+	round %= r->nrounds;
+	if (round < 0)
+		round += r->nrounds;
+	q = r->route ? r->route[((size_t)round * n + j) * n + i] : 0;
+	P = plan_kpaths(t, j, i, &np);
+	if (P == NULL)
+		return -ENOMEM;
+	if (q >= np || P[q].nl + 1 > max)
+		return -EINVAL;
+	hops[0] = j;
+	for (k = 0; k < P[q].nl; k++)
+		isth_topo_dlink(t, P[q].link[k], NULL, &hops[k + 1], NULL, NULL);
+	return P[q].nl + 1;
+}

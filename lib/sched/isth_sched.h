@@ -137,6 +137,20 @@ int isth_sched_set_peak(struct isth_sched *s, int i, uint64_t bytes);
  * @return 0, -ENOENT if the schedule records none (version 1), -EINVAL.
  */
 int isth_sched_peak(const struct isth_sched *s, int i, uint64_t *bytes, int *line);
+/**
+ * Record the planned path of sender @p j's stream to receiver @p i in round
+ * @p r (islands from j to i, both included; version 2 'route' line). The
+ * round's cliques must be set first.
+ * @return 0, -EINVAL (not a loop-free path within j's clique), -EEXIST, -ENOMEM.
+ */
+int isth_sched_set_route(struct isth_sched *s, int r, int j, int i, const int *hops, int nh);
+/**
+ * The planned path of j's stream to i in cycle round @p r: up to @p max
+ * islands into @p hops.
+ * @return the path's length, -ENOENT if the file gives none (shortest
+ *         path then), or -EINVAL.
+ */
+int isth_sched_route(const struct isth_sched *s, int r, int j, int i, int *hops, int max);
 /** Number of cliques in round @p r (r modulo the cycle, negative allowed). */
 int isth_sched_n_cliques(const struct isth_sched *s, int64_t r);
 /** Bitmap of clique @p c in round @p r, or 0. */

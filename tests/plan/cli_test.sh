@@ -25,6 +25,15 @@ head -1 "$tmp/s.sched" | grep -qx 'isthmus-schedule 2' || fail "schedule magic (
 # one peak-bytes line per edge; the 32G winner (triangles) staggers, so some edge holds > 0
 [ "$(grep -c '^peak-bytes [0-8] [0-9]*$' "$tmp/s.sched")" -eq 9 ] || fail "peak-bytes lines"
 awk '$1 == "peak-bytes" && $3 > 1e6 {ok = 1} END {exit !ok}' "$tmp/s.sched" || fail "peak-bytes values"
+# routes: all-to-all at 32G on capacity routing, one route line per stream
+# (9 x 8), each from its sender to its receiver, some off the shortest path
+# (LON->AMS no longer carries every tree into Europe)
+# shellcheck disable=SC2086
+"$plan" $topo --payload-bytes 1.3G --memory-bytes 32G --schedule all-to-all --quiet \
+	--out "$tmp/a2a.sched" >/dev/null || fail "all-to-all run"
+[ "$(grep -c '^route ' "$tmp/a2a.sched")" -eq 72 ] || fail "route lines"
+awk '$1 == "route" { n = split($5, h, ","); if (h[1] != $3 || h[n] != $4) bad = 1 }
+     END { exit bad }' "$tmp/a2a.sched" || fail "route endpoints"
 tail -1 "$tmp/s.sched" | grep -qx 'end' || fail "schedule end"
 
 # tiny payloads neither fail (was: Input/output error) nor hang (was: 50-200 B)

@@ -114,6 +114,9 @@ Test(sched, save_refuses_inconsistent)
 #define BODY "rounds 1\nround 0 0x7\nsend 0 0 0 1000000000\nsend 0 1 0 1000000000\n" \
 	"send 0 2 0 1000000000\n"
 
+#define V2HEAD "isthmus-schedule 2\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \
+	"round-ns 1000\nepoch runtime\npayload-bytes 10\nchunk-bytes 0\nmemory-bytes 0\n"
+
 struct badsched {
 	const char *text;
 	const char *err;
@@ -127,6 +130,13 @@ static const struct badsched bad[] = {
 	{"isthmus-schedule 2\nislands 2\npeak-bytes 1 5\npeak-bytes 1 6\n",
 	 "f:4: duplicate peak-bytes for island 1 (first on line 3)"},
 	{"isthmus-schedule 2\nislands 2\npeak-bytes 1 x\n", "f:3: bad peak-bytes 'x'"},
+	/* version 2's route lines: a loop-free path inside the sender's clique, once */
+	{HEAD BODY "route 0 0 1 0,1\n", "f:16: unknown or malformed line 'route'"},
+	{V2HEAD BODY "route 1 0 1 0,1\n", "f:16: route: bad round '1' (a round defined above)"},
+	{V2HEAD BODY "route 0 0 1 0,2\n", "f:16: route 0 0 1: path must run from the sender to the receiver"},
+	{V2HEAD BODY "route 0 0 1 0,2,0,1\n", "f:16: route 0 0 1: path visits an island twice"},
+	{V2HEAD BODY "route 0 0 1 0,,1\n", "f:16: route: bad path '0,,1'"},
+	{V2HEAD BODY "route 0 0 1 0,1\nroute 0 0 1 0,2,1\n", "f:17: route 0 0 1: duplicate"},
 	{"", "f:1: empty file"},
 	{"isthmus-plan 1\n", "f:1: not a schedule file (expected 'isthmus-schedule 1')"},
 	{"isthmus-schedule 3\n", "f:1: unsupported version '3' (this loader reads 1 and 2)"},
@@ -275,6 +285,16 @@ Test(sched, peak_memory_v2)
 	cr_assert_eq(isth_sched_peak(s, 1, &b, NULL), -ENOENT);
 	cr_assert_eq(isth_sched_peak(s, 3, &b, NULL), -EINVAL);
 	cr_assert_eq(isth_sched_set_peak(s, 1, 9), 0);
+	{
+		int via[3] = {0, 2, 1}, loop[2] = {0, 0}, h[4];
+
+		cr_assert_eq(isth_sched_set_route(s, 0, 0, 1, via, 3), 0);
+		cr_assert_eq(isth_sched_set_route(s, 0, 0, 1, via, 3), -EEXIST);
+		cr_assert_eq(isth_sched_set_route(s, 0, 0, 1, loop, 2), -EINVAL);
+		cr_assert_eq(isth_sched_route(s, 0, 0, 1, h, 4), 3);
+		cr_assert_eq(h[1], 2);
+		cr_assert_eq(isth_sched_route(s, 0, 1, 0, h, 4), -ENOENT);
+	}
 	fd = mkstemp(path);
 	cr_assert_geq(fd, 0);
 	close(fd);
@@ -289,6 +309,13 @@ Test(sched, peak_memory_v2)
 	cr_assert_not_null(s, "%s", err);
 	cr_assert_eq(isth_sched_peak(s, 1, &b, NULL), 0);
 	cr_assert_eq(b, 9);
+	{
+		int h[4];
+
+		/* the route read back from the file */
+		cr_assert_eq(isth_sched_route(s, 0, 0, 1, h, 4), 3);
+		cr_assert(h[0] == 0 && h[1] == 2 && h[2] == 1);
+	}
 	isth_sched_free(s);
 	unlink(path);
 	/* version 1 still loads, with no peaks */
