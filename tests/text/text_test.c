@@ -15,6 +15,7 @@
 
 #include <criterion/criterion.h>
 
+#include "isth_test_tmpdir.h"
 #include "isth_text.h"
 
 #define KB 1000ull
@@ -131,30 +132,21 @@ static char dir[64];
 static void
 mkdir_run(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/isth-text-test-%d-XXXXXX", (int)getpid());
-	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(isth_test_tmpdir_make(dir, sizeof(dir), "text-test"), 0);
 }
 
 static void
 rm_run(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_expect_eq(system(cmd), 0);
+	cr_expect_eq(isth_test_tmpdir_remove(dir), 0);
 }
 
 static const char *
 put(const char *name, const char *data, size_t len)
 {
 	static char path[128];
-	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	cr_assert_not_null(f);
-	cr_assert_eq(fwrite(data, 1, len, f), len);
-	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(isth_test_tmpdir_put(dir, name, data, len, path, sizeof(path)), 0);
 	return path;
 }
 

@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# isthmus-plan on topology files a new user might write (issue 13): each bad
-# one exits 2 with "file:line: reason"; a spreadsheet export (BOM, CRLF) plans.
+# isthmus-plan on input a new user might write (issue 13): each bad topology
+# file exits 2 with "file:line: reason"; a spreadsheet export (BOM, CRLF)
+# plans; a size flag outside the one convention (lib/text) exits 2, like
+# every bad option value (issue 13, doc/planner.md "Accepted ranges").
 set -u
 plan="$1"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/isth-topo-cli.XXXXXX")
@@ -42,4 +44,11 @@ printf 'a,b,one_way_ms,capacity_gbps\nA,B,10,100\n' >"$tmp/l.csv"
 "$plan" --sites "$tmp/s.csv" --links "$tmp/l.csv" --payload-bytes 1M --schedule pairs \
 	--format csv --quiet >"$tmp/plain.out" 2>"$tmp/err" || fail "plain file: $(cat "$tmp/err")"
 cmp -s "$tmp/bom.out" "$tmp/plain.out" || fail "BOM/CRLF file plans differently"
+# sizes: 1e300T was read as infinity; 8g (lower case) and 1.5 bytes are not sizes
+for bad in 1e300T 8g 1.5 -1M; do
+	"$plan" --sites "$tmp/s.csv" --links "$tmp/l.csv" --payload-bytes "$bad" >/dev/null 2>"$tmp/err"
+	rc=$?
+	[ $rc -eq 2 ] || fail "--payload-bytes $bad: exit $rc, want 2"
+	grep -qF "isthmus-plan: --payload-bytes: bad size '$bad'" "$tmp/err" || fail "--payload-bytes $bad: $(cat "$tmp/err")"
+done
 echo "PASS"

@@ -12,6 +12,7 @@
 
 #include <criterion/criterion.h>
 
+#include "isth_test_tmpdir.h"
 #include "isth_topo.h"
 
 #define SITES_HDR "site,region,city\n"
@@ -111,17 +112,13 @@ static char dir[64];
 static void
 mkdir_run(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/isth-topo-test-%d-XXXXXX", (int)getpid());
-	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(isth_test_tmpdir_make(dir, sizeof(dir), "topo-test"), 0);
 }
 
 static void
 rm_run(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_expect_eq(system(cmd), 0);
+	cr_expect_eq(isth_test_tmpdir_remove(dir), 0);
 }
 
 TestSuite(topo_files, .init = mkdir_run, .fini = rm_run);
@@ -129,13 +126,7 @@ TestSuite(topo_files, .init = mkdir_run, .fini = rm_run);
 static void
 put(const char *name, const char *data, char *path, size_t len)
 {
-	FILE *f;
-
-	snprintf(path, len, "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	cr_assert_not_null(f);
-	cr_assert_eq(fputs(data, f) >= 0, 1);
-	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(isth_test_tmpdir_put(dir, name, data, strlen(data), path, len), 0);
 }
 
 Test(topo_files, directory_refused)
