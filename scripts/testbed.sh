@@ -248,9 +248,11 @@ else
 	*) die "--schedule: a name (all-to-all, regional, pairs, triangles, search, best) or a file" ;;
 	esac
 	echo "testbed: planning $N islands at 1/$SCALE capacity, payload $PAYLOAD_B B, memory $MEMORY_B B" >&2
-	# isthmusd replicates by unicast fan-out from the sender's edge.
+	# isthmusd replicates by unicast fan-out from the sender's edge, and
+	# isthmus-wan routes on shortest paths (the file carries no routes yet).
 	if ! "$PLAN" --sites "$WORK/sites.csv" --links "$WORK/plan-links.csv" \
 		--payload-bytes "$PAYLOAD_B" --memory-bytes "$MEMORY_B" --replication edge \
+		--routing shortest \
 		--access-gbps "$ACCESS_GBPS" --chunk-bytes "$CHUNK_B" \
 		--schedule "$PSCHED" --search-seconds 3 --quiet \
 		--out "$WORK/run.sched" >"$WORK/plan.txt" 2>"$WORK/plan.err"; then
@@ -388,7 +390,9 @@ for ((k = 0; k < N; k++)); do
 			echo "latency = ${lat[$j]}us"
 		done
 		echo "[agg]"
-		echo "memory = $EDGE_MEM"
+		# at least the plan's peak for this edge (schedule version 2)
+		peak=$(awk -v k="$k" '$1 == "peak-bytes" && $2 == k {print $3}' "$WORK/run.sched")
+		echo "memory = $(( ${peak:-0} > EDGE_MEM ? ${peak:-0} : EDGE_MEM ))"
 		echo "round_slack = ${SLACK_MS}ms"
 		echo "[pace]"
 		echo "queue = 16384"

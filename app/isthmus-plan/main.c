@@ -16,6 +16,8 @@
 
 #define EXIT_USAGE 1
 #define EXIT_TOPO 2
+#define EXIT_INPUT 2     /* a bad option value: the same class as a bad topology file */
+#define PAYLOAD_MAX 1e15 /* bytes: the model's range (see doc/planner.md) */
 #define EXIT_NONE 3
 #define EXIT_OUTPUT 4
 #define EXIT_SOLVER 5
@@ -50,7 +52,7 @@ usage(FILE *f)
 "  --sites FILE          CSV 'site,region[,city]'; island id = row order (max 64)\n"
 "  --links FILE          CSV 'a,b,one_way_ms,capacity_gbps[,source]', full duplex,\n"
 "                        capacity per direction; '#' lines are comments.\n"
-"                        Routing is shortest one-way latency (Dijkstra).\n"
+"                        Routing: see --routing.\n"
 "Model (sizes take K,M,G,T = 1000^k and Ki,Mi,Gi,Ti = 1024^k, e.g. 32G, 512Mi):\n"
 "  --payload-bytes SIZE  bytes each island sends per round (default 1G)\n"
 "  --memory-bytes LIST   aggregation memory per receiver edge; comma list sweeps,\n"
@@ -59,14 +61,25 @@ usage(FILE *f)
 "  --access-ms X         access link one-way latency (default 0)\n"
 "  --chunk-bytes SIZE    aggregation chunk; the last one is delivered after the\n"
 "                        last byte arrives (default 1Mi)\n"
+"  --routing MODE        capacity: each stream takes one of the 4 lowest-latency\n"
+"                        paths, chosen to spread load (kept only where the LP\n"
+"                        confirms it); shortest: lowest latency only\n"
+"                        (default capacity)\n"
 "  --replication MODE    network: multicast trees, a link carries a stream once;\n"
 "                        edge: unicast fan-out at the sender edge (default network)\n"
 "  --max-round-ms X      rounds longer than X are infeasible (default: no limit)\n"
+"  --max-lps N           cutting-plane LPs per round before the round is given\n"
+"                        up with a warning (default 400)\n"
 "Schedules:\n"
 "  --schedule NAME|all   all-to-all, regional, pairs, triangles, search, or a comma\n"
 "                        list; all = every one of them (default all)\n"
-"  --search-seconds S    wall-time budget of 'search' per memory value (default 5)\n"
-"  --seed N              search seed (default 1)\n"
+"  --search-iters N      annealing steps of 'search' per memory value; the\n"
+"                        temperature follows them, so --seed fixes the result\n"
+"                        (default 4000)\n"
+"  --search-seconds S    wall-time bound of 'search' per memory value; a search\n"
+"                        it cuts short is reported on stderr, as its result\n"
+"                        then depends on the machine (default 60)\n"
+"  --seed N              search seed, 0..4294967295 (default 1)\n"
 "Synchronous baseline:\n"
 "  --compute-ms X        compute time per training step; 0 = the winner's T, i.e.\n"
 "                        compute sized to hide the rotating schedule's traffic\n"
@@ -76,9 +89,11 @@ usage(FILE *f)
 "                        with their binding constraint) or CSV (default table).\n"
 "                        CSV columns: schedule,memory_bytes,feasible,round_ms,\n"
 "                        A_flood,A_avg,objective_ms,binding,staleness_ms,rounds,\n"
-"                        ring_allreduce_ms,ring_idle,speedup_vs_ring,sync_a2a_ms,\n"
-"                        speedup_vs_sync_a2a; infeasible rows have feasible=0 and\n"
-"                        empty numbers; regional has A_flood=inf.\n"
+"                        allreduce_ms,allreduce_idle,speedup_vs_allreduce,\n"
+"                        sync_a2a_ms,speedup_vs_sync_a2a,ring_allreduce_ms,\n"
+"                        rd_allreduce_ms (allreduce = the better of ring and\n"
+"                        recursive doubling); infeasible rows have feasible=0\n"
+"                        and empty numbers; regional has A_flood=inf.\n"
 "  --out FILE            write the overall winner as a schedule file for isthmusd\n"
 "                        (doc/schedule-file.md); with one --schedule NAME and\n"
 "                        one memory value, that schedule even if it never\n"
@@ -100,12 +115,15 @@ usage(FILE *f)
 "  Why is it slow?       the binding column names the constraint with the largest\n"
 "                        dual: capacity A->B, memory @X, access, or latency.\n"
 "  Regional?             never mixes globally: A_flood = inf, no objective.\n"
-"  Versus all-reduce?    the baseline lines give ring all-reduce time per step,\n"
-"                        GPU idle fraction, and the throughput ratio.\n"
+"  Versus all-reduce?    the baseline lines give ring all-reduce (and its ring\n"
+"                        order) and recursive doubling per step, GPU idle\n"
+"                        fraction and the throughput ratio against the better.\n"
 "\n"
-"Exit status: 0 results printed; 1 usage error; 2 topology error (file:line:\n"
-"reason on stderr); 3 no schedule was feasible; 4 --out/--plot failed;\n"
-"5 the LP solver failed.\n"
+"Exit status: 0 results printed; 1 usage error (unknown option, missing\n"
+"argument); 2 bad input: a topology error (file:line: reason on stderr) or a\n"
+"bad option value; 3 no schedule was feasible; 4 --out/--plot failed;\n"
+"5 the LP solver failed, a round hit the cutting-plane cap (a warning per\n"
+"round on stderr), or the final check of the schedule to write failed.\n"
 "\n"
 "Example:\n"
 "  isthmus-plan --sites conf/topologies/nine-city-sites.csv \\\n"
@@ -176,6 +194,14 @@ write_sched(const char *path, const struct isth_topo *t, const struct isth_plan_
 		snprintf(err, errlen, "%s: cannot build schedule: %s", path, strerror(errno));
 		return -errno;
 	}
+	/* each edge's peak aggregation memory over the cycle (fluid model,
+	 * rounded up): isthmusd --check refuses an edge with less */
+	for (i = 0; i < n; i++) {
+		double pk = isth_plan_result_peak_memory(w->res, t, w->s, i);
+
+		if (isfinite(pk))
+			isth_sched_set_peak(S, i, (uint64_t)ceil(pk));
+	}
 	for (r = 0; r < nr; r++) {
 		uint64_t cl[ISTH_PLAN_MAX_ISLANDS];
 		int nc = isth_plan_sched_ncliques(w->s, r);
@@ -193,6 +219,19 @@ write_sched(const char *path, const struct isth_topo *t, const struct isth_plan_
 			/* round the rate down so the stream never outruns the plan */
 			rate = (uint64_t)floor(8.0 * p->payload_bytes * 1000.0 / dur);
 			isth_sched_set_sender(S, r, i, (uint64_t)llround(off * 1e6), 1, NULL, &rate);
+			/* the path of each of its streams, as planned (version 2) */
+			for (c = 0; c < n; c++) {
+				int hops[ISTH_PLAN_MAX_ISLANDS + 1], nh;
+
+				if (c == i || !(isth_plan_sched_clique_of(w->s, r, i) >> c & 1))
+					continue;
+				nh = isth_plan_result_route(w->res, t, r, i, c, hops, ISTH_PLAN_MAX_ISLANDS + 1);
+				if (nh < 0 || isth_sched_set_route(S, r, i, c, hops, nh) < 0) {
+					snprintf(err, errlen, "%s: cannot record route %d %d %d", path, r, i, c);
+					isth_sched_free(S);
+					return -EINVAL;
+				}
+			}
 		}
 	}
 	ret = isth_sched_save(S, path, err, errlen);
@@ -212,10 +251,13 @@ main(int argc, char **argv)
 		{"access-ms", required_argument, NULL, 'A'},
 		{"chunk-bytes", required_argument, NULL, 'c'},
 		{"replication", required_argument, NULL, 'r'},
+		{"routing", required_argument, NULL, 'R'},
 		{"max-round-ms", required_argument, NULL, 'x'},
+		{"max-lps", required_argument, NULL, 'L'},
 		{"schedule", required_argument, NULL, 'S'},
 		{"search-seconds", required_argument, NULL, 'z'},
 		{"seed", required_argument, NULL, 'e'},
+		{"search-iters", required_argument, NULL, 'I'},
 		{"compute-ms", required_argument, NULL, 'C'},
 		{"format", required_argument, NULL, 'f'},
 		{"out", required_argument, NULL, 'o'},
@@ -228,9 +270,10 @@ main(int argc, char **argv)
 	struct isth_plan_params prm;
 	const char *sites = NULL, *links = NULL, *out = NULL, *plotdir = NULL;
 	char *memlist = NULL, *schedlist = NULL, *end;
-	double mems[64], search_s = 5, compute_ms = 0, v;
+	double mems[64], search_s = 60, compute_ms = 0, v;
 	int nmem = 0, csv = 0, quiet = 0, opt, i, k, m;
 	unsigned seed = 1;
+	long search_iters = ISTH_PLAN_SEARCH_ITERS;
 	unsigned long long epoch = 0;
 	const char *scheds[16];
 	int nsched = 0;
@@ -238,7 +281,9 @@ main(int argc, char **argv)
 	struct isth_topo *topo;
 	struct row *rows;
 	int nrows = 0, rc = 0, winners[64], overall = -1;
-	double ring_ms, C;
+	double ring_ms, rd_ms, base_ms, C;
+	int ring_order[ISTH_PLAN_MAX_ISLANDS], rd_order[ISTH_PLAN_MAX_ISLANDS];
+	const char *base_name;
 	const struct isth_plan_sched *prev_search = NULL;
 
 	isth_plan_params_default(&prm);
@@ -247,9 +292,16 @@ main(int argc, char **argv)
 		case 's': sites = optarg; break;
 		case 'l': links = optarg; break;
 		case 'P':
-			if (size_arg(optarg, &prm.payload_bytes) < 0 || prm.payload_bytes <= 0) {
-				fprintf(stderr, "isthmus-plan: --payload-bytes: bad size '%s'\n", optarg);
-				return EXIT_USAGE;
+			if (size_arg(optarg, &prm.payload_bytes) < 0 || prm.payload_bytes < 1) {
+				fprintf(stderr, "isthmus-plan: --payload-bytes: bad size '%s' (at least 1 B, below 1e15 B)\n",
+					optarg);
+				return EXIT_INPUT;
+			}
+			if (prm.payload_bytes >= PAYLOAD_MAX) {
+				fprintf(stderr, "isthmus-plan: --payload-bytes: %s is %.3g B, beyond the model's "
+						"range (below 1e15 B: one round would last hours and the LP's "
+						"durations lose their precision)\n", optarg, prm.payload_bytes);
+				return EXIT_INPUT;
 			}
 			break;
 		case 'M': memlist = optarg; break;
@@ -262,7 +314,7 @@ main(int argc, char **argv)
 			v = strtod(optarg, &end);
 			if (errno || *end || !isfinite(v) || v < 0 || (opt == 'a' && v == 0)) {
 				fprintf(stderr, "isthmus-plan: bad number '%s'\n", optarg);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			if (opt == 'a')
 				prm.access_bps = v * 1e9;
@@ -278,7 +330,7 @@ main(int argc, char **argv)
 		case 'c':
 			if (size_arg(optarg, &prm.chunk_bytes) < 0) {
 				fprintf(stderr, "isthmus-plan: --chunk-bytes: bad size '%s'\n", optarg);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			break;
 		case 'r':
@@ -289,17 +341,57 @@ main(int argc, char **argv)
 			else {
 				fprintf(stderr, "isthmus-plan: --replication: 'network' or 'edge', not '%s'\n",
 					optarg);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
+			}
+			break;
+		case 'L':
+			errno = 0;
+			v = strtod(optarg, &end);
+			if (errno || *end || end == optarg || v < 1 || v > 1e6 || v != floor(v)) {
+				fprintf(stderr, "isthmus-plan: --max-lps: an integer 1..1000000, not '%s'\n",
+					optarg);
+				return EXIT_INPUT;
+			}
+			prm.max_lps = (int)v;
+			break;
+		case 'R':
+			if (strcmp(optarg, "capacity") == 0)
+				prm.routing = ISTH_PLAN_ROUTING_CAPACITY;
+			else if (strcmp(optarg, "shortest") == 0)
+				prm.routing = ISTH_PLAN_ROUTING_SHORTEST;
+			else {
+				fprintf(stderr, "isthmus-plan: --routing: 'capacity' or 'shortest', not '%s'\n",
+					optarg);
+				return EXIT_INPUT;
 			}
 			break;
 		case 'S': schedlist = optarg; break;
-		case 'e': seed = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'e':
+		case 'I': {
+			unsigned long long u;
+
+			errno = 0;
+			u = strtoull(optarg, &end, 10);
+			if (errno || *end || end == optarg || optarg[0] == '-' ||
+			    u > (opt == 'e' ? 4294967295ULL : 100000000ULL) || (opt == 'I' && u == 0)) {
+				fprintf(stderr, "isthmus-plan: --%s: %s, not '%s'\n",
+					opt == 'e' ? "seed" : "search-iters",
+					opt == 'e' ? "an integer 0..4294967295" : "an integer 1..100000000",
+					optarg);
+				return EXIT_INPUT;
+			}
+			if (opt == 'e')
+				seed = (unsigned)u;
+			else
+				search_iters = (long)u;
+			break;
+		}
 		case 'E':
 			errno = 0;
 			epoch = strtoull(optarg, &end, 0);
 			if (errno || *end || epoch == 0) {
 				fprintf(stderr, "isthmus-plan: --epoch-ns: bad value '%s'\n", optarg);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			break;
 		case 'f':
@@ -309,7 +401,7 @@ main(int argc, char **argv)
 				csv = 0;
 			else {
 				fprintf(stderr, "isthmus-plan: --format: 'table' or 'csv', not '%s'\n", optarg);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			break;
 		case 'o': out = optarg; break;
@@ -337,13 +429,13 @@ main(int argc, char **argv)
 		for (tok = strtok_r(memlist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 			if (nmem == 64 || size_arg(tok, &mems[nmem]) < 0) {
 				fprintf(stderr, "isthmus-plan: --memory-bytes: bad size '%s'\n", tok);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			nmem++;
 		}
 		if (nmem == 0) {
 			fprintf(stderr, "isthmus-plan: --memory-bytes: empty list\n");
-			return EXIT_USAGE;
+			return EXIT_INPUT;
 		}
 	}
 	if (schedlist == NULL || strcmp(schedlist, "all") == 0) {
@@ -356,9 +448,14 @@ main(int argc, char **argv)
 			if (!is_family(tok) || nsched == 16) {
 				fprintf(stderr, "isthmus-plan: --schedule: unknown '%s' (all-to-all, "
 						"regional, pairs, triangles, search, all)\n", tok);
-				return EXIT_USAGE;
+				return EXIT_INPUT;
 			}
 			scheds[nsched++] = tok;
+		}
+		if (nsched == 0) {
+			fprintf(stderr, "isthmus-plan: --schedule: empty list (all-to-all, regional, pairs, "
+					"triangles, search, all)\n");
+			return EXIT_INPUT;
 		}
 	}
 
@@ -389,10 +486,16 @@ main(int argc, char **argv)
 
 				fmt_bytes(mems[m], mb, sizeof(mb));
 				/* the best found with less memory stays feasible with more */
-				R->s = isth_plan_search(topo, &p, prev_search, search_s, seed,
-							quiet ? NULL : progress, mb);
+				int cut = 0;
+
+				R->s = isth_plan_search(topo, &p, prev_search, search_iters, search_s, seed,
+							&cut, quiet ? NULL : progress, mb);
 				if (R->s)
 					prev_search = R->s;
+				if (cut)
+					fprintf(stderr, "isthmus-plan: warning: search (M=%s) stopped by "
+						"--search-seconds %g before its %ld iterations: its result "
+						"depends on this machine's speed\n", mb, search_s, search_iters);
 			} else {
 				R->s = isth_plan_sched_family(topo, scheds[k]);
 			}
@@ -408,8 +511,11 @@ main(int argc, char **argv)
 			}
 			ret = isth_plan_solve(topo, R->s, &p, &R->res);
 			if (ret < 0) {
-				fprintf(stderr, "isthmus-plan: %s: LP failed: %s\n", scheds[k], strerror(-ret));
-				snprintf(R->binding, sizeof(R->binding), "solver error: %s", strerror(-ret));
+				const char *why = ret == -ETIMEDOUT ? "GLPK hit its iteration or time limit"
+								    : strerror(-ret);
+
+				fprintf(stderr, "isthmus-plan: %s: LP failed: %s\n", scheds[k], why);
+				snprintf(R->binding, sizeof(R->binding), "solver error: %s", why);
 				rc = EXIT_SOLVER;
 				nrows++;
 				continue;
@@ -420,7 +526,22 @@ main(int argc, char **argv)
 			R->Aa = isth_plan_A(R->s, ISTH_PLAN_SURV_AVG);
 			R->obj = R->feasible ? R->T * (R->Af + 0.5) : NAN;
 			snprintf(R->binding, sizeof(R->binding), "%s", isth_plan_result_binding(R->res));
-			if (R->feasible && isfinite(R->obj) &&
+			if (isth_plan_result_nwarnings(R->res) > 0) {
+				char mb[32];
+				int r;
+
+				fmt_bytes(mems[m], mb, sizeof(mb));
+				for (r = 0; r < isth_plan_sched_nrounds(R->s); r++)
+					if (isth_plan_result_warning(R->res, r)[0])
+						fprintf(stderr, "isthmus-plan: warning: %s M=%s round %d: %s\n",
+							scheds[k], mb, r, isth_plan_result_warning(R->res, r));
+				R->untrusted = 1;
+				snprintf(R->binding, sizeof(R->binding),
+					 "UNTRUSTED: cut cap hit in %d round(s), see warnings",
+					 isth_plan_result_nwarnings(R->res));
+				rc = EXIT_SOLVER;
+			}
+			if (R->feasible && !R->untrusted && isfinite(R->obj) &&
 			    (winners[m] < 0 || R->obj < rows[winners[m]].obj))
 				winners[m] = nrows;
 			nrows++;
@@ -429,13 +550,17 @@ main(int argc, char **argv)
 			overall = winners[m];
 	}
 
-	ring_ms = isth_plan_ring_allreduce_ms(topo, &prm, NULL);
+	ring_ms = isth_plan_ring_allreduce_ms(topo, &prm, ring_order);
+	rd_ms = isth_plan_rd_allreduce_ms(topo, &prm, rd_order);
+	/* every comparison is against the better synchronous all-reduce */
+	base_ms = rd_ms >= 0 && rd_ms < ring_ms ? rd_ms : ring_ms;
+	base_name = base_ms == ring_ms ? "ring" : "recursive doubling";
 	C = compute_ms > 0 ? compute_ms : (overall >= 0 ? rows[overall].T : 0);
 
 	if (csv) {
 		printf("schedule,memory_bytes,feasible,round_ms,A_flood,A_avg,objective_ms,binding,"
-		       "staleness_ms,rounds,ring_allreduce_ms,ring_idle,speedup_vs_ring,sync_a2a_ms,"
-		       "speedup_vs_sync_a2a\n");
+		       "staleness_ms,rounds,allreduce_ms,allreduce_idle,speedup_vs_allreduce,sync_a2a_ms,"
+		       "speedup_vs_sync_a2a,ring_allreduce_ms,rd_allreduce_ms\n");
 		for (i = 0; i < nrows; i++) {
 			struct row *R = &rows[i];
 			double a2a = NAN;
@@ -446,7 +571,7 @@ main(int argc, char **argv)
 					a2a = rows[k].T;
 			printf("%s,%.0f,%d,", R->name, R->memory, R->feasible);
 			if (!R->feasible) {
-				printf(",,,,\"%s\",,,%.3f,,,,\n", R->binding, ring_ms);
+				printf(",,,,\"%s\",,,%.3f,,,,,%.3f,%.3f\n", R->binding, base_ms, ring_ms, rd_ms);
 				continue;
 			}
 			printf("%.3f,", R->T);
@@ -459,9 +584,9 @@ main(int argc, char **argv)
 				printf("%.3f,", R->obj);
 			else
 				printf("inf,");
-			printf("%d,%.3f,%.4f,", isth_plan_sched_nrounds(R->s), ring_ms, ring_ms / (C + ring_ms));
+			printf("%d,%.3f,%.4f,", isth_plan_sched_nrounds(R->s), base_ms, base_ms / (C + base_ms));
 			if (isfinite(R->obj) && C > 0)
-				printf("%.3f,", (C + ring_ms) / fmax(C, R->T));
+				printf("%.3f,", (C + base_ms) / fmax(C, R->T));
 			else
 				printf(",");
 			if (!isnan(a2a))
@@ -469,18 +594,20 @@ main(int argc, char **argv)
 			else
 				printf(",");
 			if (isfinite(R->obj) && !isnan(a2a) && C > 0)
-				printf("%.3f\n", (C + a2a) / fmax(C, R->T));
+				printf("%.3f,", (C + a2a) / fmax(C, R->T));
 			else
-				printf("\n");
+				printf(",");
+			printf("%.3f,%.3f\n", ring_ms, rd_ms);
 		}
 	} else {
 		char pb[32];
 
 		fmt_bytes(prm.payload_bytes, pb, sizeof(pb));
 		printf("topology: %d islands, %d regions, %d links; payload %sB/round, access %.4g Gbit/s, "
-		       "replication %s\n\n",
+		       "replication %s, routing %s\n\n",
 		       isth_topo_n(topo), isth_topo_nregions(topo), isth_topo_ndlinks(topo) / 2,
-		       pb, prm.access_bps / 1e9, prm.repl == ISTH_PLAN_REPL_EDGE ? "edge" : "network");
+		       pb, prm.access_bps / 1e9, prm.repl == ISTH_PLAN_REPL_EDGE ? "edge" : "network",
+		       prm.routing == ISTH_PLAN_ROUTING_SHORTEST ? "shortest" : "capacity");
 		printf("  %-11s %8s %5s %10s %8s %8s %13s  %s\n", "schedule", "memory", "ok", "round_ms",
 		       "A_flood", "A_avg", "T(A+1/2)_ms", "binding constraint / reason");
 		for (i = 0; i < nrows; i++) {
@@ -513,11 +640,21 @@ main(int argc, char **argv)
 			       rows[overall].name, mb, rows[overall].T, rows[overall].obj);
 		}
 		printf("\n\n");
-		if (overall >= 0 && ring_ms > 0) {
+		if (overall >= 0 && base_ms > 0) {
+			int q, n = isth_topo_n(topo);
+
 			printf("synchronous baseline (compute %.1f ms per step%s):\n", C,
 			       compute_ms > 0 ? "" : ", = winner's T");
-			printf("  ring all-reduce (host-based): %.1f ms communication per step, GPU idle %.1f %%\n",
-			       ring_ms, 100 * ring_ms / (C + ring_ms));
+			printf("  ring all-reduce (host-based, %d dependent steps, ring", 2 * (n - 1));
+			for (q = 0; q < n; q++)
+				printf(" %s", isth_topo_name(topo, ring_order[q]));
+			printf("): %.1f ms per step\n", ring_ms);
+			printf("  recursive doubling (host-based, ranks on");
+			for (q = 0; q < n; q++)
+				printf(" %s", isth_topo_name(topo, rd_order[q]));
+			printf("): %.1f ms per step\n", rd_ms);
+			printf("  best synchronous all-reduce (%s): %.1f ms communication per step, "
+			       "GPU idle %.1f %%\n", base_name, base_ms, 100 * base_ms / (C + base_ms));
 			for (m = 0; m < nmem; m++) {
 				char mb[32];
 
@@ -538,8 +675,9 @@ main(int argc, char **argv)
 				double step = fmax(C, W->T);
 
 				printf("  rotating %s (overlaps compute, staleness %.1f ms): step %.1f ms, "
-				       "GPU idle %.1f %%, throughput %.2fx ring all-reduce\n\n",
-				       W->name, W->obj, step, 100 * (step - C) / step, (C + ring_ms) / step);
+				       "GPU idle %.1f %%, throughput %.2fx %s all-reduce\n\n",
+				       W->name, W->obj, step, 100 * (step - C) / step, (C + base_ms) / step,
+				       base_name);
 			}
 		}
 	}
@@ -553,9 +691,22 @@ main(int argc, char **argv)
 	if (pick < 0 && rc == 0)
 		rc = EXIT_NONE;
 	if (out) {
+		struct isth_plan_params pp = prm;
+
+		if (pick >= 0)
+			pp.memory_bytes = rows[pick].memory;
 		if (pick < 0) {
 			fprintf(stderr, "isthmus-plan: --out: no feasible mixing schedule to write\n");
 			rc = EXIT_OUTPUT;
+		} else if (rows[pick].untrusted) {
+			fprintf(stderr, "isthmus-plan: --out: %s hit the cutting-plane cap; %s not written\n",
+				rows[pick].name, out);
+			rc = EXIT_SOLVER;
+		} else if (isth_plan_check(topo, rows[pick].s, &pp, rows[pick].res, err, sizeof(err)) < 0) {
+			/* never write a schedule the edges could not keep */
+			fprintf(stderr, "isthmus-plan: --out: %s (M=%.0f B) fails the final check: %s; "
+				"%s not written\n", rows[pick].name, rows[pick].memory, err, out);
+			rc = EXIT_SOLVER;
 		} else if (write_sched(out, topo, &prm, &rows[pick], epoch, err, sizeof(err)) < 0) {
 			fprintf(stderr, "isthmus-plan: --out: %s\n", err);
 			rc = EXIT_OUTPUT;

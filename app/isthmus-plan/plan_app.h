@@ -9,6 +9,7 @@ struct row {
 	const char *name;
 	double memory;
 	int feasible;
+	int untrusted;                  /* a round hit the cut cap: never a winner */
 	double T, Af, Aa, obj;
 	char binding[160];
 	struct isth_plan_sched *s;      /* owned by the row */

@@ -4,6 +4,7 @@
  * before any lcore is launched, and sized from the configuration.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,22 @@ int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err,
 		rc = check_peers(d, err, err_size);
 	if (rc)
 		goto fail;
+	{
+		/* the plan's peak at this edge (schedule version 2) must fit
+		 * the aggregation memory the edge has */
+		uint64_t peak;
+		int line;
+
+		if (isth_sched_peak(d->sched, d->island, &peak, &line) == 0 &&
+		    peak > d->cfg.agg_memory) {
+			snprintf(err, err_size,
+				 "%s:%d: island %s needs %" PRIu64 " B of aggregation memory at its peak, more than [agg] memory = %" PRIu64 " B in %s",
+				 sched_path, line, isth_sched_island_name(d->sched, d->island),
+				 peak, d->cfg.agg_memory, d->cfg.path);
+			rc = -EINVAL;
+			goto fail;
+		}
+	}
 	for (unsigned int i = 0; i < d->cfg.n_peers; i++)
 		d->peer_of[isth_sched_island_id(d->sched, d->cfg.peers[i].name)] =
 			&d->cfg.peers[i];

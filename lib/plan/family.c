@@ -23,28 +23,36 @@ finish(const char *name, int n, struct rounds *R)
 	return isth_plan_sched_new(name, n, R->nr, R->ncl, p);
 }
 
-/* Circle method: n-1 (even n) or n (odd n, one bye per round) perfect matchings. */
+/*
+ * Round-robin by rotation: island 0 stays, the others (with a dummy when n
+ * is odd: its partner has the bye) sit on a circle that turns one place per
+ * round; round r pairs 0 with the island at the head and the rest
+ * across the circle. n-1 (even n) or n (odd n) perfect matchings, every
+ * pair once. Fixing a real island, not the dummy, matters for odd n: with
+ * the dummy fixed (round r pairs a with 2r-a) the bye walks one step a
+ * round and information spreads to about two islands a round; A_flood on
+ * nine islands is 3.833 that way and 3.306 this way.
+ */
 static void
 pairs(int n, struct rounds *R)
 {
-	int m = n % 2 ? n + 1 : n; /* with a dummy m-1 when odd */
+	int m = n % 2 ? n + 1 : n; /* vertices 0..m-1; m-1 is the dummy when n is odd */
 	int r, k;
 
 	R->nr = m - 1;
 	for (r = 0; r < m - 1; r++) {
 		int nc = 0;
-		int a = r, b = m - 1;
-
+		/* circle position q (0..m-2) holds vertex 1 + (q + r) mod (m-1) */
+#define POS(q) (1 + ((q) + r) % (m - 1))
 		for (k = 0; k < m / 2; k++) {
-			if (k > 0) {
-				a = (r + k) % (m - 1);
-				b = (r - k + (m - 1)) % (m - 1);
-			}
+			int a = k == 0 ? 0 : POS(k), b = k == 0 ? POS(0) : POS(m - 1 - k);
+
 			if (a < n && b < n)
 				R->cl[r][nc++] = 1ULL << a | 1ULL << b;
 			else
 				R->cl[r][nc++] = 1ULL << (a < n ? a : b); /* bye */
 		}
+#undef POS
 		R->ncl[r] = nc;
 	}
 }

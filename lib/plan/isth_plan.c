@@ -185,6 +185,8 @@ isth_plan_result_free(struct isth_plan_result *r)
 	free(r->t);
 	free(r->D);
 	free(r->Tr);
+	free(r->warn);
+	free(r->route);
 	free(r);
 }
 
@@ -229,6 +231,20 @@ isth_plan_result_duration(const struct isth_plan_result *r, int round, int i)
 }
 
 int
+isth_plan_result_nwarnings(const struct isth_plan_result *r)
+{
+	return r ? r->nwarn : 0;
+}
+
+const char *
+isth_plan_result_warning(const struct isth_plan_result *r, int round)
+{
+	if (r == NULL || r->warn == NULL || round < 0 || round >= r->nrounds)
+		return "";
+	return r->warn[round];
+}
+
+int
 isth_plan_result_lp_iterations(const struct isth_plan_result *r)
 {
 	return r ? r->lp_iters : 0;
@@ -256,7 +272,7 @@ isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_t
 
 		if (!(c >> j & 1))
 			continue;
-		x = (tau - isth_plan_result_offset(r, round, j) - isth_topo_latency(t, j, i)) /
+		x = (tau - isth_plan_result_offset(r, round, j) - plan_result_lat(r, t, round, j, i)) /
 		    isth_plan_result_duration(r, round, j) * r->payload;
 		if (x < 0)
 			x = 0;

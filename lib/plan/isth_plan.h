@@ -39,6 +39,12 @@ enum isth_plan_repl {
 	ISTH_PLAN_REPL_EDGE = 1,    /**< unicast fan-out at the sender's edge: once per destination */
 };
 
+/** How streams are routed. */
+enum isth_plan_routing {
+	ISTH_PLAN_ROUTING_CAPACITY = 0, /**< among the k lowest-latency paths, to spread load (default) */
+	ISTH_PLAN_ROUTING_SHORTEST = 1, /**< the lowest-latency path only */
+};
+
 /** Which survival curve. */
 enum isth_plan_surv {
 	ISTH_PLAN_SURV_FLOOD = 0,   /**< fraction of the other n-1 islands not yet reached */
@@ -54,6 +60,9 @@ struct isth_plan_params {
 	double chunk_bytes;     /**< aggregation granularity: the last chunk is delivered after the last byte */
 	double max_round_ms;    /**< a round longer than this is infeasible; 0 = no limit */
 	enum isth_plan_repl repl; /**< replication mode */
+	enum isth_plan_routing routing; /**< path choice; see doc/planner.md */
+	int max_lps;            /**< cap on cutting-plane LPs per round; 0 = 400. A round
+				     that hits it gets a warning (isth_plan_result_warning()) */
 };
 
 /** Set @p p to the documented defaults (100 Gbit/s access, 0 ms, 1 MiB chunks, network replication). */
@@ -147,6 +156,46 @@ int isth_plan_result_lp_iterations(const struct isth_plan_result *r);
 double isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_topo *t,
 				  const struct isth_plan_sched *s, int round, int i, double tau);
 
+/**
+ * Number of rounds whose LP is not trusted (the cutting-plane cap was hit,
+ * see isth_plan_params.max_lps); their T and rates may overload a link.
+ */
+int isth_plan_result_nwarnings(const struct isth_plan_result *r);
+/** The warning of round @p round ("" if none). */
+const char *isth_plan_result_warning(const struct isth_plan_result *r, int round);
+
+/**
+ * The path of sender @p j's stream to receiver @p i in round @p round, as
+ * the plan routed it: the islands from j to i (both included) into @p hops.
+ * @return the number of islands, or a negative errno.
+ */
+int isth_plan_result_route(const struct isth_plan_result *r, const struct isth_topo *t, int round,
+			   int j, int i, int *hops, int max);
+
+/**
+ * Peak aggregation memory (bytes) that receiver @p i's edge holds over the
+ * cycle, from the fluid model (the maximum of
+ * isth_plan_result_occupancy() over every round, evaluated exactly at the
+ * arrival breakpoints); NAN if @p r is infeasible or does not match.
+ */
+double isth_plan_result_peak_memory(const struct isth_plan_result *r, const struct isth_topo *t,
+				    const struct isth_plan_sched *s, int i);
+
+/**
+ * Check every round of a solved schedule against the model, independently
+ * of the LP: each directed link's load sum_j m_je 8P / D_j <= capacity
+ * (1 ppm tolerance), each sender's last byte delivered (offset + duration
+ * + path latency + delivery tail) by T, no sender faster than its access
+ * link, and each receiver edge's peak occupancy <= M (tolerance 1 ppm of P
+ * plus what one stream delivers in 1 ns).
+ * @param err receives "round r: ..." naming the first violation.
+ * @return 0 if every round holds, -ERANGE on a violation, -EINVAL if the
+ *         arguments do not match or @p r is infeasible, -ENOMEM.
+ */
+int isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
+		    const struct isth_plan_params *p, const struct isth_plan_result *r,
+		    char *err, size_t errlen);
+
 /* ------------------------------------------------------------------ */
 /* Search                                                              */
 /* ------------------------------------------------------------------ */
@@ -154,19 +203,28 @@ double isth_plan_result_occupancy(const struct isth_plan_result *r, const struct
 /** Progress callback: elapsed seconds, evaluations, best objective (ms). */
 typedef void (*isth_plan_progress_fn)(double elapsed_s, long evals, double best_obj_ms, void *arg);
 
+/** Default number of annealing iterations of isth_plan_search(). */
+#define ISTH_PLAN_SEARCH_ITERS 4000
+
 /**
  * Simulated-annealing search over clique partitions and rotation sequences
  * for the minimum of T * (A_flood + 1/2), seeded with the built-in families.
- * Runs for at most @p seconds of wall time.
+ * The temperature falls linearly over @p iterations (0.05 -> 0.001), so the
+ * result is a function of the inputs and @p seed alone; @p seconds only
+ * bounds the wall time: a run that reaches it stops early and sets
+ * *cut_short (its result then depends on the machine's speed).
  * @param init optional extra starting point (e.g. the best schedule found
  *             with less memory, which stays feasible with more); may be NULL.
+ * @param iterations annealing steps; 0 = ISTH_PLAN_SEARCH_ITERS
+ * @param cut_short may be NULL; set to 1 if @p seconds ended the run
  * @return the best schedule found (name "search"), or NULL with errno set
  *         (EINVAL, ENOMEM, EIO; ENOENT if nothing feasible was found).
  */
 struct isth_plan_sched *isth_plan_search(const struct isth_topo *t,
 					 const struct isth_plan_params *p,
-					 const struct isth_plan_sched *init, double seconds,
-					 unsigned seed, isth_plan_progress_fn progress, void *arg);
+					 const struct isth_plan_sched *init, long iterations,
+					 double seconds, unsigned seed, int *cut_short,
+					 isth_plan_progress_fn progress, void *arg);
 
 /* ------------------------------------------------------------------ */
 /* Synchronous baselines                                               */
@@ -174,14 +232,28 @@ struct isth_plan_sched *isth_plan_search(const struct isth_topo *t,
 
 /**
  * Communication time (ms) of one host-based ring all-reduce of
- * payload_bytes over the topology: 2(n-1) synchronous steps of
- * payload/n bytes on the best ring found (2-opt on latency), each step as
- * long as its slowest hop (latency + transfer at the shared bottleneck).
- * @param order if not NULL receives the ring order (n entries).
+ * payload_bytes: 2(n-1) dependent steps of payload/n bytes around the ring
+ * with the shortest circumference (exact TSP over latencies up to 12 sites,
+ * 2-opt beyond); each step is one hop's latency (plus 2 access_ms) and one
+ * chunk's serialisation at the hop's shared bottleneck, and a rank sends
+ * step s once it has received step s-1 and its link is free.
+ * @param order if not NULL receives the ring order (n site ids).
  * @return the time in ms, or a negative errno.
  */
 double isth_plan_ring_allreduce_ms(const struct isth_topo *t, const struct isth_plan_params *p,
 				   int *order);
+
+/**
+ * Communication time (ms) of one recursive-doubling all-reduce: log2 steps
+ * exchanging the whole payload with the rank at distance 1, 2, 4, ...
+ * (plus a hand-off and a hand-back step when n is not a power of two),
+ * each as long as its slowest exchange; ranks placed on sites by a swap
+ * search.
+ * @param order if not NULL receives the site of each rank (n entries).
+ * @return the time in ms, or a negative errno.
+ */
+double isth_plan_rd_allreduce_ms(const struct isth_topo *t, const struct isth_plan_params *p,
+				 int *order);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
  * the LP optimum satisfies everything. GLPK is confined to this file.
  */
 #include <errno.h>
+#include <float.h>
 #include <glpk.h>
 #include <math.h>
 #include <setjmp.h>
@@ -17,10 +18,17 @@
 
 #include "plan_internal.h"
 
-#define MAX_ITERS 400
-#define MEM_TOL 1e-7     /* ms */
+#define MEM_TOL 1e-7     /* ms, at most; scaled down with the stream length */
 #define CAP_TOL 1e-6     /* relative overload accepted: the pacer shaves far more */
 #define EPS_OBJ 1e-6     /* tie-break: earliest offsets, fastest streams */
+#define POLISH_LOAD 0.05 /* try a polish once links are at most this much over */
+#define GAP_TOL 1e-6     /* a polish within this (relative) of the LP bound ends the loop */
+/* GLPK limits per simplex call: a cycling or stalling simplex ends with
+ * GLP_EITLIM/GLP_ETMLIM instead of spinning forever (issue 13: payloads of
+ * 50-200 B did). The iteration limit grows with the rows. */
+#define LP_IT_BASE 20000
+#define LP_IT_PER_ROW 50
+#define LP_TM_MS 30000
 
 enum rowkind { ROW_COMPL, ROW_MEM, ROW_CAP };
 
@@ -38,13 +46,27 @@ glpk_hook(void *info)
 	longjmp(glpk_jb, 1);
 }
 
+/*
+ * Scaling: T and the offsets t_j are in ms (latencies are 1-300 ms);
+ * durations are columns u_j = D_j / Dsc with Dsc the longest lower bound of
+ * the round, so u_j is about 1 whatever the payload (10 B or 32 GB). The
+ * capacity cuts are written in u, which keeps their coefficients near 1:
+ * unscaled, a 10 B payload put 1e6 next to 1e-6 in one basis and GLPK gave
+ * up (GLP_ESING), and 50-200 B made the simplex cycle.
+ */
 struct lpstate {
 	int n, nsend;
 	int snd[NMAX];          /* sender index -> island */
 	int col_t[NMAX], col_D[NMAX];
-	double Dlow[NMAX];
+	double Dlow[NMAX];      /* ms */
+	double Dsc;             /* ms per unit of a u column */
+	double memtol;          /* ms */
 	int lowcap[NMAX];       /* link that sets Dlow, -1 if access */
 	uint64_t rx[NMAX];      /* contributors heard by receiver i */
+	int kof[NMAX];          /* island -> sender index */
+	int polink[NMAX];       /* polish: the link that slowed sender k, -1 if none */
+	int ndl;                /* directed links */
+	double lat[NMAX][NMAX]; /* lat[j][i]: path latency from j to i, ms */
 	int *mult;              /* nsend * ndl */
 	double *dmin;           /* per link: 8P/c_e in ms */
 	uint8_t *memadd;        /* n*n*n*2: memory row already added */
@@ -84,26 +106,50 @@ add_row(glp_prob *lp, struct lpstate *S, int kind, int a, int nz, double lb)
 }
 
 static int
+lp_optimal(int ret, glp_prob *lp)
+{
+	return ret == 0 && glp_get_status(lp) == GLP_OPT;
+}
+
+/*
+ * 1 optimal, 0 proven infeasible, -ETIMEDOUT a limit was hit on every
+ * attempt, -EIO GLPK failed otherwise. Attempts: warm start (dual simplex
+ * after rows were added), a fresh basis with primal simplex, then the
+ * presolver (its own scaling and start; it cannot warm start).
+ */
+static int
 solve_lp(glp_prob *lp, int first)
 {
 	glp_smcp parm;
-	int ret;
+	int ret, limit = 0;
 
 	glp_init_smcp(&parm);
 	parm.msg_lev = GLP_MSG_OFF;
+	parm.it_lim = LP_IT_BASE + LP_IT_PER_ROW * glp_get_num_rows(lp);
+	parm.tm_lim = LP_TM_MS;
 	parm.meth = first ? GLP_PRIMAL : GLP_DUALP;
+	glp_scale_prob(lp, GLP_SF_AUTO);
 	ret = glp_simplex(lp, &parm);
-	if (ret == 0 && glp_get_status(lp) == GLP_OPT)
+	if (lp_optimal(ret, lp))
 		return 1;
+	limit |= ret == GLP_EITLIM || ret == GLP_ETMLIM;
 	/* a warm start can stall: retry from scratch before calling it infeasible */
 	glp_adv_basis(lp, 0);
 	parm.meth = GLP_PRIMAL;
 	ret = glp_simplex(lp, &parm);
-	if (ret == 0 && glp_get_status(lp) == GLP_OPT)
+	if (lp_optimal(ret, lp))
 		return 1;
-	if (ret == 0 && (glp_get_status(lp) == GLP_NOFEAS || glp_get_status(lp) == GLP_INFEAS))
+	if (ret == 0 && glp_get_status(lp) == GLP_NOFEAS)
 		return 0;
-	return ret == 0 ? 0 : -1;
+	limit |= ret == GLP_EITLIM || ret == GLP_ETMLIM;
+	parm.presolve = GLP_ON;
+	ret = glp_simplex(lp, &parm);
+	if (lp_optimal(ret, lp))
+		return 1;
+	if (ret == GLP_ENOPFS || (ret == 0 && glp_get_status(lp) == GLP_NOFEAS))
+		return 0;
+	limit |= ret == GLP_EITLIM || ret == GLP_ETMLIM;
+	return limit ? -ETIMEDOUT : -EIO;
 }
 
 static void
@@ -120,27 +166,238 @@ clique_str(const struct isth_topo *t, uint64_t m, char *buf, size_t len)
 		snprintf(buf + o, len - o, "}");
 }
 
-int
-plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
-		 const struct isth_plan_params *p, int *feasible, double *T, double *off,
-		 double *dur, char *binding, size_t blen, int *iters)
+/* Read the LP point: x[col] holds t in ms and D in ms (not u). */
+static void
+read_x(glp_prob *lp, const struct lpstate *S, double *x)
+{
+	int k;
+
+	for (k = 0; k < S->nsend; k++) {
+		x[S->col_t[k]] = glp_get_col_prim(lp, S->col_t[k]);
+		x[S->col_D[k]] = glp_get_col_prim(lp, S->col_D[k]) * S->Dsc;
+	}
+}
+
+/*
+ * Memory rows violated at x, for receiver i and contributors j != k:
+ *   t_j + l_ji + mu D_j >= t_k + l_ki
+ *   t_j + l_ji + D_j >= t_k + l_ki + (1 - mu) D_k
+ * Returns the number added or -ENOMEM.
+ */
+static int
+add_mem_rows(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, double mu,
+	     const double *x)
+{
+	int n = isth_topo_n(t), i, j, q, added = 0;
+	double Dsc = S->Dsc;
+
+	for (i = 0; i < n && mu < 1; i++) {
+		if (plan_popcount(S->rx[i]) < 2)
+			continue;
+		for (j = 0; j < n; j++) {
+			int kj = S->kof[j];
+
+			if (!(S->rx[i] >> j & 1))
+				continue;
+			for (q = 0; q < n; q++) {
+				int kq = S->kof[q];
+				double tj, tq, Dj, Dq, v1, v2;
+				size_t b = (((size_t)i * n + j) * n + q) * 2;
+
+				if (q == j || !(S->rx[i] >> q & 1))
+					continue;
+				tj = x[S->col_t[kj]];
+				tq = x[S->col_t[kq]];
+				Dj = x[S->col_D[kj]];
+				Dq = x[S->col_D[kq]];
+				v1 = tj + S->lat[j][i] + mu * Dj - tq - S->lat[q][i];
+				v2 = tj + S->lat[j][i] + Dj - tq - S->lat[q][i] - (1 - mu) * Dq;
+				if (v1 < -S->memtol && !S->memadd[b]) {
+					S->memadd[b] = 1;
+					S->ind[1] = S->col_t[kj];
+					S->val[1] = 1;
+					S->ind[2] = S->col_D[kj];
+					S->val[2] = mu * Dsc;
+					S->ind[3] = S->col_t[kq];
+					S->val[3] = -1;
+					if (add_row(lp, S, ROW_MEM, i, 3, S->lat[q][i] - S->lat[j][i]) < 0)
+						return -ENOMEM;
+					added++;
+				}
+				if (v2 < -S->memtol && !S->memadd[b + 1]) {
+					S->memadd[b + 1] = 1;
+					S->ind[1] = S->col_t[kj];
+					S->val[1] = 1;
+					S->ind[2] = S->col_D[kj];
+					S->val[2] = Dsc;
+					S->ind[3] = S->col_t[kq];
+					S->val[3] = -1;
+					S->ind[4] = S->col_D[kq];
+					S->val[4] = -(1 - mu) * Dsc;
+					if (add_row(lp, S, ROW_MEM, i, 4, S->lat[q][i] - S->lat[j][i]) < 0)
+						return -ENOMEM;
+					added++;
+				}
+			}
+		}
+	}
+	return added;
+}
+
+/* Load of link e (fraction of capacity) at x. */
+static double
+link_load(const struct lpstate *S, const struct isth_topo *t __attribute__((unused)), const double *x, int e)
+{
+	double load = 0;
+	int k;
+
+	for (k = 0; k < S->nsend; k++)
+		if (S->mult[k * S->ndl + e])
+			load += S->mult[k * S->ndl + e] * S->dmin[e] / x[S->col_D[k]];
+	return load;
+}
+
+/* Largest link load at x; per sender, the largest load on its links (>= 1). */
+static double
+max_load(const struct lpstate *S, const struct isth_topo *t, const double *x, double *Lk)
+{
+	double worst = 0;
+	int e, k;
+
+	if (Lk)
+		for (k = 0; k < S->nsend; k++)
+			Lk[k] = 1;
+	for (e = 0; e < S->ndl; e++) {
+		double load = link_load(S, t, x, e);
+
+		worst = fmax(worst, load);
+		if (Lk)
+			for (k = 0; k < S->nsend; k++)
+				if (S->mult[k * S->ndl + e])
+					Lk[k] = fmax(Lk[k], load);
+	}
+	return worst;
+}
+
+/*
+ * Capacity: a Kelley cut where a link is overloaded at x,
+ * sum_j m_je dmin_e (2/D0_j - D_j/D0_j^2) <= 1, written in u = D/Dsc.
+ * Returns the number added or -ENOMEM; *lmax the largest load.
+ */
+static int
+add_cap_cuts(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, const double *x,
+	     double *lmax)
+{
+	int e, k, added = 0;
+
+	*lmax = 0;
+	for (e = 0; e < S->ndl; e++) {
+		double load = link_load(S, t, x, e), rhs = -1;
+		int nz = 0;
+
+		*lmax = fmax(*lmax, load);
+		if (load <= 1 + CAP_TOL)
+			continue;
+		for (k = 0; k < S->nsend; k++) {
+			/* tangent at the boundary point D * load (supporting
+			 * hyperplane): far stronger than a tangent at the
+			 * infeasible point itself */
+			double D0 = x[S->col_D[k]] * load, a;
+
+			if (!S->mult[k * S->ndl + e])
+				continue;
+			a = S->mult[k * S->ndl + e] * S->dmin[e];
+			nz++;
+			S->ind[nz] = S->col_D[k];
+			S->val[nz] = a * S->Dsc / (D0 * D0);
+			rhs += 2 * a / D0;
+		}
+		if (add_row(lp, S, ROW_CAP, e, nz, rhs) < 0)
+			return -ENOMEM;
+		added++;
+	}
+	return added;
+}
+
+/*
+ * Polish: a feasible point near the (infeasible) LP point x. Each stream
+ * is slowed by the largest overload on its links (D_j >= L_j D_j), which
+ * fits every link (load is decreasing in every D), and the LP is re-solved
+ * with those lower bounds, adding memory rows until none is violated: the
+ * result meets every constraint, and its T is an upper bound to set
+ * against the LP's lower bound. 1 solved, 0 infeasible, negative errno.
+ */
+static int
+polish(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, double mu, double *x,
+       struct plan_round *o)
+{
+	double Lk[NMAX];
+	int k, ok, nmem, guard;
+
+	max_load(S, t, x, Lk);
+	for (k = 0; k < S->nsend; k++) {
+		double best = 0;
+		int e;
+
+		S->polink[k] = -1;
+		for (e = 0; e < S->ndl; e++)
+			if (S->mult[k * S->ndl + e] && link_load(S, t, x, e) > fmax(best, 1)) {
+				best = link_load(S, t, x, e);
+				S->polink[k] = e;
+			}
+	}
+	for (k = 0; k < S->nsend; k++)
+		glp_set_col_bnds(lp, S->col_D[k], GLP_LO,
+				 fmax(S->Dlow[k], Lk[k] * (1 + 4 * DBL_EPSILON) * x[S->col_D[k]]) / S->Dsc, 0);
+	for (guard = 0; guard < 4 * NMAX; guard++) {
+		ok = solve_lp(lp, 0);
+		o->iters++;
+		if (ok <= 0)
+			return ok;
+		read_x(lp, S, x);
+		nmem = add_mem_rows(lp, S, t, mu, x);
+		if (nmem <= 0)
+			return nmem < 0 ? nmem : 1;
+	}
+	return 1;
+}
+
+/* Back to the plain lower bounds after a polish that did not close the gap. */
+static void
+unpolish(glp_prob *lp, struct lpstate *S)
+{
+	int k;
+
+	for (k = 0; k < S->nsend; k++) {
+		S->polink[k] = -1;
+		glp_set_col_bnds(lp, S->col_D[k], GLP_LO, S->Dlow[k] / S->Dsc, 0);
+	}
+}
+
+/* The round's LP with every stream on the given routes (o->route). */
+static int
+solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
+	     const struct isth_plan_params *p, struct plan_round *o)
 {
 	struct lpstate *S;
 	glp_prob *volatile lp = NULL;
 	double P = p->payload_bytes, mu, delta, Dacc;
-	int n = isth_topo_n(t), ndl = isth_topo_ndlinks(t), c, i, j, k, e, it, ret = 0, ok;
+	volatile double Dsc; /* set before the setjmp below, read after it */
+	int n = isth_topo_n(t), ndl = isth_topo_ndlinks(t), c, i, j, k, e, it = 0, ret = 0, ok = 0;
+	double x[2 * NMAX + 2];
+	int max_lps = p->max_lps > 0 ? p->max_lps : PLAN_MAX_LPS;
 
-		S = calloc(1, sizeof(*S));
+	S = calloc(1, sizeof(*S));
 	if (S == NULL)
 		return -ENOMEM;
 	S->n = n;
-	*feasible = 0;
-	*T = NAN;
-	for (i = 0; i < n; i++)
-		off[i] = dur[i] = NAN;
-	if (binding && blen)
-		binding[0] = '\0';
-	if (P <= 0 || p->access_bps <= 0 || p->memory_bytes < 0) {
+	o->feasible = 0;
+	o->T = NAN;
+	for (i = 0; i < NMAX; i++)
+		o->off[i] = o->dur[i] = NAN;
+	o->binding[0] = '\0';
+	o->warn[0] = '\0';
+	if (!(P > 0) || !isfinite(P) || !(p->access_bps > 0) || !(p->memory_bytes >= 0)) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -158,12 +415,15 @@ plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 			}
 	}
 	if (S->nsend == 0) {
-		*feasible = 1;
-		*T = 0;
-		if (binding && blen)
-			snprintf(binding, blen, "none (no island sends)");
+		o->feasible = 1;
+		o->T = 0;
+		snprintf(o->binding, sizeof(o->binding), "none (no island sends)");
 		goto out;
 	}
+	S->ndl = ndl;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++)
+			S->lat[i][j] = isth_topo_latency(t, i, j);
 	S->mult = calloc((size_t)S->nsend * ndl, sizeof(int));
 	S->dmin = calloc(ndl, sizeof(double));
 	S->ind = calloc(2 * NMAX + 2, sizeof(int));
@@ -174,15 +434,14 @@ plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (e = 0; e < ndl; e++) {
-		double cap_bps;
-
-		isth_topo_dlink(t, e, NULL, NULL, NULL, &cap_bps);
-		S->dmin[e] = 8 * P * 1000 / cap_bps;
-	}
+	for (e = 0; e < S->ndl; e++)
+		S->dmin[e] = 8 * P * 1000 / plan_cap(t, e);
+	Dsc = 0;
 	for (k = 0; k < S->nsend; k++) {
 		j = S->snd[k];
-		isth_topo_stream_links(t, j, S->rx[j], p->repl == ISTH_PLAN_REPL_EDGE, &S->mult[k * ndl]);
+		ret = plan_route_stream(t, j, S->rx[j], p->repl, o->route[j], &S->mult[k * ndl], S->lat[j]);
+		if (ret < 0)
+			goto out;
 		S->Dlow[k] = Dacc;
 		S->lowcap[k] = -1;
 		for (e = 0; e < ndl; e++)
@@ -190,7 +449,14 @@ plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 				S->Dlow[k] = S->mult[k * ndl + e] * S->dmin[e];
 				S->lowcap[k] = e;
 			}
+		Dsc = fmax(Dsc, S->Dlow[k]);
 	}
+	S->Dsc = Dsc;
+	/* a memory row violated by less than this is not added: 1e-7 ms, or
+	 * 1e-7 of the shortest stream when streams are shorter than 1 ms */
+	S->memtol = MEM_TOL;
+	for (k = 0; k < S->nsend; k++)
+		S->memtol = fmin(S->memtol, MEM_TOL * S->Dlow[k]);
 
 	glp_term_out(GLP_OFF);
 	glp_error_hook(glpk_hook, NULL);
@@ -210,144 +476,91 @@ plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 		S->col_t[k] = 2 + 2 * k;
 		S->col_D[k] = 3 + 2 * k;
 		glp_set_col_bnds(lp, S->col_t[k], GLP_LO, 0, 0);
-		glp_set_col_bnds(lp, S->col_D[k], GLP_LO, S->Dlow[k], 0);
+		glp_set_col_bnds(lp, S->col_D[k], GLP_LO, S->Dlow[k] / Dsc, 0);
 		glp_set_obj_coef(lp, S->col_t[k], EPS_OBJ);
+		/* EPS_OBJ per unit of u (not per ms): the pull towards faster
+		 * streams must stay visible to GLPK whatever Dsc is, or the cut
+		 * loop wanders along a cut instead of converging */
 		glp_set_obj_coef(lp, S->col_D[k], EPS_OBJ);
 	}
-	/* completion: T - t_j - D_j >= max_i l_ji + delta */
+	/* completion: T - t_j - Dsc u_j >= max_i l_ji + delta */
 	for (k = 0; k < S->nsend; k++) {
 		double lmax = 0;
 
 		j = S->snd[k];
 		for (i = 0; i < n; i++)
 			if (S->rx[j] >> i & 1)
-				lmax = fmax(lmax, isth_topo_latency(t, j, i));
+				lmax = fmax(lmax, S->lat[j][i]);
 		S->ind[1] = 1;
 		S->val[1] = 1;
 		S->ind[2] = S->col_t[k];
 		S->val[2] = -1;
 		S->ind[3] = S->col_D[k];
-		S->val[3] = -1;
+		S->val[3] = -Dsc;
 		if (add_row(lp, S, ROW_COMPL, j, 3, lmax + delta) < 0) {
 			ret = -ENOMEM;
 			goto out;
 		}
 	}
 
-	{
-		int kof[NMAX];
+	for (k = 0; k < S->nsend; k++) {
+		S->kof[S->snd[k]] = k;
+		S->polink[k] = -1;
+	}
+	for (it = 0; it < max_lps; it++) {
+		int added, nmem;
+		double lmax;
 
-		for (k = 0; k < S->nsend; k++)
-			kof[S->snd[k]] = k;
-		for (it = 0; it < MAX_ITERS; it++) {
-			int added = 0;
-			double x[2 * NMAX + 2];
+		ok = solve_lp(lp, it == 0);
+		o->iters++;
+		if (ok <= 0)
+			break;
+		read_x(lp, S, x);
+		nmem = add_mem_rows(lp, S, t, mu, x);
+		if (nmem < 0) {
+			ret = nmem;
+			goto out;
+		}
+		added = add_cap_cuts(lp, S, t, x, &lmax);
+		if (added < 0) {
+			ret = added;
+			goto out;
+		}
+		if (added == 0 && nmem == 0)
+			break;
+		/* Kelley converges slowly once T no longer pulls on the rates
+		 * (tiny payloads): every few LPs, once the overload is small,
+		 * bound the gap with a feasible polish and stop if it is closed */
+		if (nmem == 0 && lmax < 1 + POLISH_LOAD && it >= 8 && it % 8 == 0) {
+			double Tlb = glp_get_col_prim(lp, 1);
 
-			ok = solve_lp(lp, it == 0);
-			(*iters)++;
+			ok = polish(lp, S, t, mu, x, o);
 			if (ok <= 0)
 				break;
-			for (k = 0; k < S->nsend; k++) {
-				x[S->col_t[k]] = glp_get_col_prim(lp, S->col_t[k]);
-				x[S->col_D[k]] = glp_get_col_prim(lp, S->col_D[k]);
-			}
-			/* memory: for receiver i and contributors j != k,
-			 *   t_j + l_ji + mu D_j >= t_k + l_ki
-			 *   t_j + l_ji + D_j >= t_k + l_ki + (1 - mu) D_k */
-			for (i = 0; i < n && mu < 1; i++) {
-				if (plan_popcount(S->rx[i]) < 2)
-					continue;
-				for (j = 0; j < n; j++) {
-					int kj = kof[j];
-
-					if (!(S->rx[i] >> j & 1))
-						continue;
-					for (int q = 0; q < n; q++) {
-						int kq = kof[q];
-						double tj, tq, Dj, Dq, v1, v2;
-						size_t b = (((size_t)i * n + j) * n + q) * 2;
-
-						if (q == j || !(S->rx[i] >> q & 1))
-							continue;
-						tj = x[S->col_t[kj]];
-						tq = x[S->col_t[kq]];
-						Dj = x[S->col_D[kj]];
-						Dq = x[S->col_D[kq]];
-						v1 = tj + isth_topo_latency(t, j, i) + mu * Dj - tq - isth_topo_latency(t, q, i);
-						v2 = tj + isth_topo_latency(t, j, i) + Dj - tq - isth_topo_latency(t, q, i) - (1 - mu) * Dq;
-						if (v1 < -MEM_TOL && !S->memadd[b]) {
-							S->memadd[b] = 1;
-							S->ind[1] = S->col_t[kj];
-							S->val[1] = 1;
-							S->ind[2] = S->col_D[kj];
-							S->val[2] = mu;
-							S->ind[3] = S->col_t[kq];
-							S->val[3] = -1;
-							if (add_row(lp, S, ROW_MEM, i, 3,
-								    isth_topo_latency(t, q, i) -
-								    isth_topo_latency(t, j, i)) < 0) {
-								ret = -ENOMEM;
-								goto out;
-							}
-							added++;
-						}
-						if (v2 < -MEM_TOL && !S->memadd[b + 1]) {
-							S->memadd[b + 1] = 1;
-							S->ind[1] = S->col_t[kj];
-							S->val[1] = 1;
-							S->ind[2] = S->col_D[kj];
-							S->val[2] = 1;
-							S->ind[3] = S->col_t[kq];
-							S->val[3] = -1;
-							S->ind[4] = S->col_D[kq];
-							S->val[4] = -(1 - mu);
-							if (add_row(lp, S, ROW_MEM, i, 4,
-								    isth_topo_latency(t, q, i) -
-								    isth_topo_latency(t, j, i)) < 0) {
-								ret = -ENOMEM;
-								goto out;
-							}
-							added++;
-						}
-					}
-				}
-			}
-			/* capacity: Kelley cut at the current D where a link is overloaded:
-			 * sum_j m_je dmin_e (2/D0_j - D_j/D0_j^2) <= 1 */
-			for (e = 0; e < ndl; e++) {
-				double load = 0, rhs = -1;
-				int nz = 0;
-
-				for (k = 0; k < S->nsend; k++)
-					if (S->mult[k * ndl + e])
-						load += S->mult[k * ndl + e] * S->dmin[e] / x[S->col_D[k]];
-				if (load <= 1 + CAP_TOL)
-					continue;
-				for (k = 0; k < S->nsend; k++) {
-					/* tangent at the boundary point D * load (supporting
-					 * hyperplane): far stronger than a tangent at the
-					 * infeasible point itself */
-					double D0 = x[S->col_D[k]] * load, a;
-
-					if (!S->mult[k * ndl + e])
-						continue;
-					a = S->mult[k * ndl + e] * S->dmin[e];
-					nz++;
-					S->ind[nz] = S->col_D[k];
-					S->val[nz] = a / (D0 * D0);
-					rhs += 2 * a / D0;
-				}
-				if (add_row(lp, S, ROW_CAP, e, nz, rhs) < 0) {
-					ret = -ENOMEM;
-					goto out;
-				}
-				added++;
-			}
-			if (!added)
+			if (glp_get_col_prim(lp, 1) <= Tlb * (1 + GAP_TOL) + 1e-9)
 				break;
+			unpolish(lp, S);
 		}
+	}
+	if (ok > 0 && it == max_lps) {
+		/* the cap: a feasible polish of the last LP, and a warning
+		 * with the gap to the LP's lower bound */
+		double Tlb = glp_get_col_prim(lp, 1), lmax = 0;
+
+		read_x(lp, S, x);
+		lmax = max_load(S, t, x, NULL);
+		ok = polish(lp, S, t, mu, x, o);
+		if (ok > 0) {
+			snprintf(o->warn, sizeof(o->warn),
+				 "cutting-plane cap of %d LPs hit (links up to %.1f ppm over); "
+				 "rates lowered to fit: T %.6f ms, at most %.1f ppm above optimal",
+				 max_lps, (lmax - 1) * 1e6, glp_get_col_prim(lp, 1),
+				 (glp_get_col_prim(lp, 1) / Tlb - 1) * 1e6);
+		}
+	}
+	{
 		if (ok < 0) {
-			ret = -EIO;
+			ret = ok;
 			goto out;
 		}
 		if (ok == 0) {
@@ -360,41 +573,55 @@ plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 			lp = NULL;
 			if (ncl > 1) {
 				for (c = 0; c < ncl; c++) {
-					int f2 = 0, it2 = 0;
-					double T2, o2[NMAX], d2[NMAX];
+					struct plan_round *o2;
 
 					if (plan_popcount(cl[c]) < 3)
 						continue;
-					if (plan_solve_round(t, 1, &cl[c], p, &f2, &T2, o2, d2, NULL, 0, &it2) == 0 &&
-					    !f2) {
-						clique_str(t, cl[c], cs, sizeof(cs));
-						break;
+					o2 = calloc(1, sizeof(*o2));
+					if (o2 == NULL) {
+						ret = -ENOMEM;
+						goto out;
 					}
+					if (plan_solve_round(t, 1, &cl[c], p, o2) == 0 && !o2->feasible)
+						clique_str(t, cl[c], cs, sizeof(cs));
+					o->iters += o2->iters;
+					free(o2);
+					if (cs[0])
+						break;
 				}
 			} else {
 				clique_str(t, cl[0], cs, sizeof(cs));
 			}
-			if (binding && blen)
-				snprintf(binding, blen,
-					 "memory: M=%.6g B cannot hold clique %s (arrivals cannot align)",
-					 p->memory_bytes, cs[0] ? cs : "(several cliques together)");
+			snprintf(o->binding, sizeof(o->binding),
+				 "memory: M=%.6g B cannot hold clique %s (arrivals cannot align)",
+				 p->memory_bytes, cs[0] ? cs : "(several cliques together)");
 			goto out;
 		}
-		if (it == MAX_ITERS && binding && blen)
-			snprintf(binding, blen, "warning: cut loop hit %d iterations", MAX_ITERS);
-		*feasible = 1;
-		*T = glp_get_col_prim(lp, 1);
+		o->feasible = 1;
+		o->T = glp_get_col_prim(lp, 1);
+		/* GLPK meets bounds to its tolerance in its scaled space; when
+		 * streams last nanoseconds next to 100 ms latencies that is a
+		 * relative 1e-4 of D. Clamp to the bounds (a polish's bounds fit
+		 * every link exactly) and let T follow, so the written plan
+		 * never outruns a link. */
 		for (k = 0; k < S->nsend; k++) {
-			off[S->snd[k]] = glp_get_col_prim(lp, S->col_t[k]);
-			dur[S->snd[k]] = glp_get_col_prim(lp, S->col_D[k]);
+			double lb = glp_get_col_lb(lp, S->col_D[k]) * Dsc, lmax = 0;
+
+			j = S->snd[k];
+			o->off[j] = fmax(0, glp_get_col_prim(lp, S->col_t[k]));
+			o->dur[j] = fmax(glp_get_col_prim(lp, S->col_D[k]) * Dsc, fmax(lb, S->Dlow[k]));
+			for (i = 0; i < n; i++)
+				if (S->rx[j] >> i & 1)
+					lmax = fmax(lmax, S->lat[j][i]);
+			o->T = fmax(o->T, o->off[j] + o->dur[j] + lmax + delta);
 		}
-		if (binding && blen && binding[0] == '\0') {
+		{
 			/* the non-completion constraint with the largest dual binds */
 			double best = 1e-4;
 			char name[96];
 			int r;
 
-			snprintf(binding, blen, "latency");
+			snprintf(o->binding, sizeof(o->binding), "latency");
 			for (r = 1; r <= glp_get_num_rows(lp); r++) {
 				double d = fabs(glp_get_row_dual(lp, r));
 				struct rowmeta *m = &S->meta[r - 1];
@@ -403,34 +630,37 @@ plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 					continue;
 				best = d;
 				if (m->kind == ROW_MEM) {
-					snprintf(binding, blen, "memory @%s", isth_topo_name(t, m->a));
+					snprintf(o->binding, sizeof(o->binding), "memory @%s", isth_topo_name(t, m->a));
 				} else {
 					isth_topo_dlink_name(t, m->a, name, sizeof(name));
-					snprintf(binding, blen, "capacity %s", name);
+					snprintf(o->binding, sizeof(o->binding), "capacity %s", name);
 				}
 			}
 			for (k = 0; k < S->nsend; k++) {
-				double d = fabs(glp_get_col_dual(lp, S->col_D[k]));
+				/* the dual of u_j's bound, per ms of D */
+				double d = fabs(glp_get_col_dual(lp, S->col_D[k])) / Dsc;
 
 				if (d <= best)
 					continue;
 				best = d;
-				if (S->lowcap[k] < 0) {
-					snprintf(binding, blen, "access");
+				if (S->polink[k] >= 0) {
+					isth_topo_dlink_name(t, S->polink[k], name, sizeof(name));
+					snprintf(o->binding, sizeof(o->binding), "capacity %s", name);
+				} else if (S->lowcap[k] < 0) {
+					snprintf(o->binding, sizeof(o->binding), "access");
 				} else {
 					isth_topo_dlink_name(t, S->lowcap[k], name, sizeof(name));
-					snprintf(binding, blen, "capacity %s", name);
+					snprintf(o->binding, sizeof(o->binding), "capacity %s", name);
 				}
 			}
 		}
-		if (p->max_round_ms > 0 && *T > p->max_round_ms) {
-			char why[96];
+		if (p->max_round_ms > 0 && o->T > p->max_round_ms) {
+			char why[160];
 
-			snprintf(why, sizeof(why), "%s", binding ? binding : "");
-			*feasible = 0;
-			if (binding && blen)
-				snprintf(binding, blen, "completion: T=%.3f ms > max %.3f ms (%s)", *T,
-					 p->max_round_ms, why);
+			memcpy(why, o->binding, sizeof(why));
+			o->feasible = 0;
+			snprintf(o->binding, sizeof(o->binding), "completion: T=%.3f ms > max %.3f ms (%.80s)",
+				 o->T, p->max_round_ms, why);
 		}
 	}
 out:
@@ -452,14 +682,19 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 		const struct isth_plan_params *p, struct isth_plan_result **out)
 {
 	struct isth_plan_result *r;
+	struct plan_round *o;
 	int k, ret = 0;
 
 	if (t == NULL || s == NULL || p == NULL || out == NULL || s->n != isth_topo_n(t))
 		return -EINVAL;
 	*out = NULL;
 	r = calloc(1, sizeof(*r));
-	if (r == NULL)
+	o = calloc(1, sizeof(*o));
+	if (r == NULL || o == NULL) {
+		free(r);
+		free(o);
 		return -ENOMEM;
+	}
 	r->n = s->n;
 	r->nrounds = s->nrounds;
 	r->payload = p->payload_bytes;
@@ -467,34 +702,83 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 	r->t = calloc((size_t)s->nrounds * s->n, sizeof(double));
 	r->D = calloc((size_t)s->nrounds * s->n, sizeof(double));
 	r->Tr = calloc(s->nrounds, sizeof(double));
-	if (r->t == NULL || r->D == NULL || r->Tr == NULL) {
-		isth_plan_result_free(r);
-		return -ENOMEM;
+	r->warn = calloc(s->nrounds, sizeof(*r->warn));
+	r->route = calloc((size_t)s->nrounds * s->n * s->n, 1);
+	if (r->t == NULL || r->D == NULL || r->Tr == NULL || r->warn == NULL || r->route == NULL) {
+		ret = -ENOMEM;
+		goto fail;
 	}
 	r->feasible = 1;
 	r->T = 0;
 	for (k = 0; k < s->nrounds; k++) {
-		int f = 0;
-		char b[160];
-
-		ret = plan_solve_round(t, s->ncl[k], &s->cl[k * NMAX], p, &f, &r->Tr[k],
-				       &r->t[k * s->n], &r->D[k * s->n], b, sizeof(b), &r->lp_iters);
-		if (ret < 0) {
-			isth_plan_result_free(r);
-			return ret;
+		o->iters = 0;
+		ret = plan_solve_round(t, s->ncl[k], &s->cl[k * NMAX], p, o);
+		r->lp_iters += o->iters;
+		if (ret < 0)
+			goto fail;
+		r->Tr[k] = o->T;
+		memcpy(&r->t[k * s->n], o->off, s->n * sizeof(double));
+		memcpy(&r->D[k * s->n], o->dur, s->n * sizeof(double));
+		for (int j = 0; j < s->n; j++)
+			memcpy(&r->route[((size_t)k * s->n + j) * s->n], o->route[j], s->n);
+		if (o->warn[0]) {
+			snprintf(r->warn[k], sizeof(r->warn[k]), "%s", o->warn);
+			r->nwarn++;
 		}
-		if (!f) {
+		if (!o->feasible) {
 			r->feasible = 0;
-			snprintf(r->binding, sizeof(r->binding), "%s", b);
+			snprintf(r->binding, sizeof(r->binding), "%s", o->binding);
 			break;
 		}
 		if (r->Tr[k] >= r->T) {
 			r->T = r->Tr[k];
-			snprintf(r->binding, sizeof(r->binding), "%s", b);
+			snprintf(r->binding, sizeof(r->binding), "%s", o->binding);
 		}
 	}
 	if (!r->feasible)
 		r->T = NAN;
+	free(o);
 	*out = r;
 	return 0;
+fail:
+	free(o);
+	isth_plan_result_free(r);
+	return ret;
+}
+
+int
+plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
+		 const struct isth_plan_params *p, struct plan_round *o)
+{
+	struct plan_round *o2;
+	int ret, i, changed = 0;
+
+	memset(o->route, 0, sizeof(o->route));
+	if (p->routing == ISTH_PLAN_ROUTING_SHORTEST)
+		return solve_routed(t, ncl, cl, p, o);
+	ret = plan_choose_routes(t, ncl, cl, p, o->route);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < NMAX * NMAX; i++)
+		changed |= o->route[i / NMAX][i % NMAX];
+	ret = solve_routed(t, ncl, cl, p, o);
+	if (ret < 0 || !changed)
+		return ret;
+	/* the estimate behind the routes ignores alignment: keep shortest
+	 * paths when they do better in the LP itself */
+	o2 = calloc(1, sizeof(*o2));
+	if (o2 == NULL)
+		return -ENOMEM;
+	ret = solve_routed(t, ncl, cl, p, o2);
+	o->iters += o2->iters;
+	/* feasible beats infeasible (rerouted latencies may not align at
+	 * M = 0), a trusted round beats one that hit the cap, then lower T */
+	if (ret == 0 && o2->feasible &&
+	    (!o->feasible || (o->warn[0] && !o2->warn[0]) ||
+	     (!o->warn[0] == !o2->warn[0] && o2->T < o->T - 1e-9))) {
+		o2->iters = o->iters;
+		*o = *o2;
+	}
+	free(o2);
+	return ret < 0 ? ret : 0;
 }

@@ -77,8 +77,9 @@ static double
 round_T(struct ctx *C, int n, const uint8_t *lab)
 {
 	uint64_t cl[NMAX], h = 1469598103934665603ULL;
-	int nc = round_cliques(n, lab, cl), c, f = 0, it = 0;
-	double T, off[NMAX], dur[NMAX];
+	int nc = round_cliques(n, lab, cl), c;
+	struct plan_round o;
+	double T;
 	struct cent *e;
 
 	for (c = 0; c < nc; c++) {
@@ -91,12 +92,13 @@ round_T(struct ctx *C, int n, const uint8_t *lab)
 	if (e->key == h)
 		return e->T;
 	C->evals++;
-	if (plan_solve_round(C->t, nc, cl, C->p, &f, &T, off, dur, NULL, 0, &it) < 0) {
+	o.iters = 0;
+	if (plan_solve_round(C->t, nc, cl, C->p, &o) < 0) {
 		C->err = 1;
-		T = INFINITY;
+		o.feasible = 0;
 	}
-	if (!f)
-		T = INFINITY;
+	/* a round whose cut loop hit its cap is not trusted: treat as infeasible */
+	T = o.feasible && !o.warn[0] ? o.T : INFINITY;
 	e->key = h;
 	e->T = T;
 	return T;
@@ -197,18 +199,22 @@ mutate(int n, struct sstate *s)
 
 struct isth_plan_sched *
 isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
-		 const struct isth_plan_sched *init, double seconds, unsigned seed,
-		 isth_plan_progress_fn progress, void *arg)
+		 const struct isth_plan_sched *init, long iterations, double seconds,
+		 unsigned seed, int *cut_short, isth_plan_progress_fn progress, void *arg)
 {
 	static const char *fam[] = {"all-to-all", "triangles", "pairs", "regional"};
 	struct ctx C = {0};
 	struct sstate cur, best, cand;
-	double fcur = INFINITY, fbest = INFINITY, t0, last, el;
+	double fcur = INFINITY, fbest = INFINITY, t0, last;
+	long it;
 	int n, f;
 	struct isth_plan_sched *out;
 
-	if (t == NULL || p == NULL || seconds < 0 || isth_topo_n(t) < 2 ||
-	    (init && init->n != isth_topo_n(t))) {
+	if (cut_short)
+		*cut_short = 0;
+	if (iterations <= 0)
+		iterations = ISTH_PLAN_SEARCH_ITERS;
+	if (t == NULL || p == NULL || !(seconds >= 0) || isth_topo_n(t) < 2 || (init && init->n != isth_topo_n(t))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -254,8 +260,10 @@ isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 	}
 	fcur = fbest;
 	best = cur;
-	while ((el = now_s() - t0) < seconds && !C.err) {
-		double temp = 0.05 * (1 - el / seconds) + 0.001, v;
+	/* The temperature follows the iteration count, never the clock, so a
+	 * seed fixes the result; the clock only bounds the run (cut_short). */
+	for (it = 0; it < iterations && !C.err; it++) {
+		double temp = 0.05 * (1 - (double)it / iterations) + 0.001, v;
 		int m, nm = 1 + rnd() % 3;
 
 		cand = cur;
@@ -270,6 +278,11 @@ isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 				best = cand;
 				fbest = v;
 			}
+		}
+		if ((it & 15) == 15 && now_s() - t0 >= seconds) {
+			if (cut_short)
+				*cut_short = 1;
+			break;
 		}
 		if (progress && now_s() - last >= 1.0) {
 			last = now_s();

@@ -33,10 +33,20 @@ struct round {
 	uint8_t of[NMAX];
 };
 
+struct sroute {
+	int r, j, i, nh;
+	uint8_t hop[NMAX];      /* islands from j to i, both included */
+};
+
 struct isth_sched {
 	int n;
 	char name[NMAX][ISTH_SCHED_NAME_MAX];
 	uint64_t T, epoch, payload, chunk, memory;
+	uint64_t peak[NMAX];    /* version 2: peak aggregation memory per edge */
+	int peak_line[NMAX];    /* its line in the file, 0 if set by the API */
+	uint8_t has_peak[NMAX];
+	struct sroute *route;   /* version 2: the planned path of (round, sender, receiver) */
+	int nroute, caproute;
 	int nrounds;
 	struct round *rounds;
 	struct sender *snd;     /* nrounds * n */
@@ -64,6 +74,7 @@ isth_sched_free(struct isth_sched *s)
 		return;
 	free(s->rounds);
 	free(s->snd);
+	free(s->route);
 	free(s);
 }
 
@@ -151,7 +162,10 @@ isth_sched_write(const struct isth_sched *s, FILE *f)
 
 	if (s == NULL || f == NULL)
 		return -EINVAL;
-	fprintf(f, "isthmus-schedule %d\n", ISTH_SCHED_VERSION);
+	for (i = 0; i < s->n && !s->has_peak[i]; i++)
+		;
+	fprintf(f, "isthmus-schedule %d\n", i < s->n || s->nroute ? ISTH_SCHED_VERSION_PEAK :
+			ISTH_SCHED_VERSION);
 	fprintf(f, "# written by isthmus; format: doc/schedule-file.md\n");
 	fprintf(f, "islands %d\n", s->n);
 	for (i = 0; i < s->n; i++)
@@ -164,6 +178,9 @@ isth_sched_write(const struct isth_sched *s, FILE *f)
 	fprintf(f, "payload-bytes %" PRIu64 "\n", s->payload);
 	fprintf(f, "chunk-bytes %" PRIu64 "\n", s->chunk);
 	fprintf(f, "memory-bytes %" PRIu64 "\n", s->memory);
+	for (i = 0; i < s->n; i++)
+		if (s->has_peak[i])
+			fprintf(f, "peak-bytes %d %" PRIu64 "\n", i, s->peak[i]);
 	fprintf(f, "rounds %d\n", s->nrounds);
 	for (r = 0; r < s->nrounds; r++) {
 		const struct round *R = &s->rounds[r];
@@ -185,6 +202,16 @@ isth_sched_write(const struct isth_sched *s, FILE *f)
 			fprintf(f, " profile");
 			for (k = 0; k < S->nseg; k++)
 				fprintf(f, "%s%" PRIu64 ":%" PRIu64, k ? "," : " ", S->dur[k], S->rate[k]);
+			fprintf(f, "\n");
+		}
+		for (k = 0; k < s->nroute; k++) {
+			const struct sroute *Q = &s->route[k];
+
+			if (Q->r != r)
+				continue;
+			fprintf(f, "route %d %d %d ", r, Q->j, Q->i);
+			for (c = 0; c < Q->nh; c++)
+				fprintf(f, "%s%d", c ? "," : "", Q->hop[c]);
 			fprintf(f, "\n");
 		}
 	}
@@ -243,6 +270,92 @@ parse_int(const char *s, int lo, int hi, int *v)
 #define MAXTOK (NMAX + 8)
 
 enum { ST_MAGIC, ST_HEADER, ST_ROUNDS, ST_END };
+
+/* Record a route; the caller has validated it. 0 or -ENOMEM / -EEXIST. */
+static int
+add_route(struct isth_sched *s, int r, int j, int i, const int *hops, int nh)
+{
+	struct sroute *Q;
+	int k;
+
+	for (k = 0; k < s->nroute; k++)
+		if (s->route[k].r == r && s->route[k].j == j && s->route[k].i == i)
+			return -EEXIST;
+	if (s->nroute == s->caproute) {
+		int nc = s->caproute ? 2 * s->caproute : 64;
+		void *p = realloc(s->route, nc * sizeof(*s->route));
+
+		if (p == NULL)
+			return -ENOMEM;
+		s->route = p;
+		s->caproute = nc;
+	}
+	Q = &s->route[s->nroute++];
+	Q->r = r;
+	Q->j = j;
+	Q->i = i;
+	Q->nh = nh;
+	for (k = 0; k < nh; k++)
+		Q->hop[k] = (uint8_t)hops[k];
+	return 0;
+}
+
+/* 0 if hops is a loop-free island path from j to i, both in one clique of round r. */
+static const char *
+route_invalid(const struct isth_sched *s, int r, int j, int i, const int *hops, int nh)
+{
+	uint64_t seen = 0;
+	int k;
+
+	if (j == i)
+		return "sender and receiver are the same island";
+	if (!(s->rounds[r].cl[s->rounds[r].of[j]] >> i & 1))
+		return "receiver is not in the sender's clique";
+	if (nh < 2 || hops[0] != j || hops[nh - 1] != i)
+		return "path must run from the sender to the receiver";
+	for (k = 0; k < nh; k++) {
+		if (hops[k] < 0 || hops[k] >= s->n)
+			return "island out of range";
+		if (seen >> hops[k] & 1)
+			return "path visits an island twice";
+		seen |= 1ULL << hops[k];
+	}
+	return NULL;
+}
+
+static int
+parse_route(struct pctx *P, struct isth_sched *s, char **tok, int nextround)
+{
+	int r, j, i, nh = 0, hops[NMAX], rc;
+	const char *why, *c = tok[4];
+
+	if (parse_int(tok[1], 0, nextround - 1, &r) < 0)
+		return perr(P, "route: bad round '%s' (a round defined above)", tok[1]);
+	if (parse_int(tok[2], 0, s->n - 1, &j) < 0 || parse_int(tok[3], 0, s->n - 1, &i) < 0)
+		return perr(P, "route: bad island '%s' or '%s'", tok[2], tok[3]);
+	while (*c) {
+		char num[16];
+		size_t l = strcspn(c, ",");
+
+		if (nh == NMAX || l == 0 || l >= sizeof(num))
+			return perr(P, "route: bad path '%s'", tok[4]);
+		memcpy(num, c, l);
+		num[l] = '\0';
+		if (parse_int(num, 0, s->n - 1, &hops[nh]) < 0)
+			return perr(P, "route: bad path '%s'", tok[4]);
+		nh++;
+		c += l;
+		if (*c == ',' && *++c == '\0')
+			return perr(P, "route: bad path '%s'", tok[4]);
+	}
+	why = route_invalid(s, r, j, i, hops, nh);
+	if (why)
+		return perr(P, "route %d %d %d: %s", r, j, i, why);
+	rc = add_route(s, r, j, i, hops, nh);
+	if (rc == -EEXIST)
+		return perr(P, "route %d %d %d: duplicate", r, j, i);
+	return rc;
+}
 
 static int
 check_header_done(struct pctx *P, struct isth_sched *s, const int *have)
@@ -387,7 +500,7 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 	struct pctx P = {name ? name : "<schedule>", 0, err, errlen};
 	struct isth_sched *s;
 	struct isth_text_lines it;
-	int st = ST_MAGIC, have[6] = {0}, nextround = 0, ret = 0, rc, r, i;
+	int st = ST_MAGIC, have[6] = {0}, nextround = 0, ret = 0, rc, r, i, version = 0;
 	char buf[4096];
 
 	if (text == NULL) {
@@ -429,11 +542,13 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 					   ISTH_SCHED_VERSION);
 				break;
 			}
-			if (parse_int(tok[1], 0, INT32_MAX, &v) < 0 || v != ISTH_SCHED_VERSION) {
-				ret = perr(&P, "unsupported version '%s' (this loader reads %d)", tok[1],
-					   ISTH_SCHED_VERSION);
+			if (parse_int(tok[1], 0, INT32_MAX, &v) < 0 || v < ISTH_SCHED_VERSION ||
+			    v > ISTH_SCHED_VERSION_PEAK) {
+				ret = perr(&P, "unsupported version '%s' (this loader reads %d and %d)", tok[1],
+					   ISTH_SCHED_VERSION, ISTH_SCHED_VERSION_PEAK);
 				break;
 			}
+			version = v;
 			st = ST_HEADER;
 			continue;
 		}
@@ -528,6 +643,24 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 					break;
 				}
 				have[4] = 1;
+			} else if (strcmp(tok[0], "peak-bytes") == 0 && nt == 3 &&
+				   version >= ISTH_SCHED_VERSION_PEAK) {
+				if (!have[0] || parse_int(tok[1], 0, s->n - 1, &r) < 0) {
+					ret = perr(&P, "peak-bytes: bad island '%s'%s", tok[1],
+						   have[0] ? "" : " ('islands' first)");
+					break;
+				}
+				if (s->has_peak[r]) {
+					ret = perr(&P, "duplicate peak-bytes for island %d (first on line %d)", r,
+						   s->peak_line[r]);
+					break;
+				}
+				if (parse_u64(tok[2], &s->peak[r]) < 0) {
+					ret = perr(&P, "bad peak-bytes '%s'", tok[2]);
+					break;
+				}
+				s->has_peak[r] = 1;
+				s->peak_line[r] = P.line;
 			} else if (strcmp(tok[0], "memory-bytes") == 0 && nt == 2) {
 				if (parse_u64(tok[1], &s->memory) < 0) {
 					ret = perr(&P, "bad memory-bytes '%s'", tok[1]);
@@ -544,6 +677,8 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 			ret = parse_round(&P, s, tok, nt, &nextround);
 		else if (strcmp(tok[0], "send") == 0)
 			ret = parse_send(&P, s, tok, nt, nextround);
+		else if (strcmp(tok[0], "route") == 0 && nt == 5 && version >= ISTH_SCHED_VERSION_PEAK)
+			ret = parse_route(&P, s, tok, nextround);
 		else
 			ret = perr(&P, "unknown or malformed line '%s'", tok[0]);
 	}
@@ -806,4 +941,57 @@ isth_sched_round_at(const struct isth_sched *s, uint64_t ns_since_epoch, uint64_
 		*round = ns_since_epoch / s->T;
 	if (into_ns)
 		*into_ns = ns_since_epoch % s->T;
+}
+
+int
+isth_sched_set_peak(struct isth_sched *s, int i, uint64_t bytes)
+{
+	if (s == NULL || i < 0 || i >= s->n)
+		return -EINVAL;
+	s->peak[i] = bytes;
+	s->peak_line[i] = 0;
+	s->has_peak[i] = 1;
+	return 0;
+}
+
+int
+isth_sched_peak(const struct isth_sched *s, int i, uint64_t *bytes, int *line)
+{
+	if (s == NULL || i < 0 || i >= s->n)
+		return -EINVAL;
+	if (!s->has_peak[i])
+		return -ENOENT;
+	if (bytes)
+		*bytes = s->peak[i];
+	if (line)
+		*line = s->peak_line[i];
+	return 0;
+}
+
+int
+isth_sched_set_route(struct isth_sched *s, int r, int j, int i, const int *hops, int nh)
+{
+	if (s == NULL || hops == NULL || r < 0 || r >= s->nrounds || j < 0 || j >= s->n || i < 0 ||
+	    i >= s->n || nh > NMAX || !s->rounds[r].set || route_invalid(s, r, j, i, hops, nh))
+		return -EINVAL;
+	return add_route(s, r, j, i, hops, nh);
+}
+
+int
+isth_sched_route(const struct isth_sched *s, int r, int j, int i, int *hops, int max)
+{
+	int k, q;
+
+	if (s == NULL || r < 0 || r >= s->nrounds)
+		return -EINVAL;
+	for (k = 0; k < s->nroute; k++) {
+		const struct sroute *Q = &s->route[k];
+
+		if (Q->r != r || Q->j != j || Q->i != i)
+			continue;
+		for (q = 0; q < Q->nh && q < max; q++)
+			hops[q] = Q->hop[q];
+		return Q->nh;
+	}
+	return -ENOENT;
 }

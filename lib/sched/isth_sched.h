@@ -25,8 +25,10 @@
 extern "C" {
 #endif
 
-/** Format version written and read by this library. */
+/** Format version written by this library when no peak memory is recorded. */
 #define ISTH_SCHED_VERSION 1
+/** Version 2 adds 'peak-bytes' header lines; written when any peak is set. Both are read. */
+#define ISTH_SCHED_VERSION_PEAK 2
 /** Maximum islands (bitmaps are uint64_t). */
 #define ISTH_SCHED_MAX_ISLANDS 64
 /** Maximum rounds in a cycle. */
@@ -123,6 +125,32 @@ uint64_t isth_sched_payload_bytes(const struct isth_sched *s);
 uint64_t isth_sched_chunk_bytes(const struct isth_sched *s);
 /** Aggregation memory per edge the plan assumed. */
 uint64_t isth_sched_memory_bytes(const struct isth_sched *s);
+/**
+ * Record the peak aggregation memory the plan needs at island @p i's edge
+ * (the file then is written as version 2, with a 'peak-bytes' line).
+ * @return 0, or -EINVAL.
+ */
+int isth_sched_set_peak(struct isth_sched *s, int i, uint64_t bytes);
+/**
+ * Peak aggregation memory at island @p i's edge and the file line that
+ * gave it (0 if set by isth_sched_set_peak()); either pointer may be NULL.
+ * @return 0, -ENOENT if the schedule records none (version 1), -EINVAL.
+ */
+int isth_sched_peak(const struct isth_sched *s, int i, uint64_t *bytes, int *line);
+/**
+ * Record the planned path of sender @p j's stream to receiver @p i in round
+ * @p r (islands from j to i, both included; version 2 'route' line). The
+ * round's cliques must be set first.
+ * @return 0, -EINVAL (not a loop-free path within j's clique), -EEXIST, -ENOMEM.
+ */
+int isth_sched_set_route(struct isth_sched *s, int r, int j, int i, const int *hops, int nh);
+/**
+ * The planned path of j's stream to i in cycle round @p r: up to @p max
+ * islands into @p hops.
+ * @return the path's length, -ENOENT if the file gives none (shortest
+ *         path then), or -EINVAL.
+ */
+int isth_sched_route(const struct isth_sched *s, int r, int j, int i, int *hops, int max);
 /** Number of cliques in round @p r (r modulo the cycle, negative allowed). */
 int isth_sched_n_cliques(const struct isth_sched *s, int64_t r);
 /** Bitmap of clique @p c in round @p r, or 0. */

@@ -52,6 +52,15 @@ expect missing-peer 2 "[peer HKG] missing: the schedule has that island" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/nohkg.conf" --check --epoch now+1
 expect runtime-epoch 2 "leaves the epoch to run time" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config conf/isthmusd/example.conf --check
+# a schedule whose peak aggregation memory at NYC exceeds example.conf's 64 MiB
+sed -e 's/^isthmus-schedule 1$/isthmus-schedule 2/' -e '/^memory-bytes /a peak-bytes 0 67108865' \
+	"$sched" >"$tmp/peak.sched"
+line=$(grep -n '^peak-bytes 0 ' "$tmp/peak.sched" | cut -d: -f1)
+expect peak-over-memory 2 "$tmp/peak.sched:$line: island NYC needs 67108865 B of aggregation memory at its peak, more than [agg] memory = 67108864 B" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config conf/isthmusd/example.conf --schedule "$tmp/peak.sched" --check --epoch now+1
+sed -i 's/^peak-bytes 0 67108865$/peak-bytes 0 67108864/' "$tmp/peak.sched"
+expect peak-fits 0 "island NYC (0 of 9)" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config conf/isthmusd/example.conf --schedule "$tmp/peak.sched" --check --epoch now+1
 expect bad-schedule 2 "nope.sched" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config conf/isthmusd/example.conf --schedule nope.sched --check
 

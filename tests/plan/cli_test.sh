@@ -6,7 +6,8 @@ plan="$1"
 src="$2"
 topo="--sites $src/conf/topologies/nine-city-sites.csv --links $src/conf/topologies/nine-city-links.csv"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+busy=""
+trap 'rm -rf "$tmp"; [ -z "$busy" ] || kill "$busy" 2>/dev/null' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$plan" --help | grep -q "Exit status" || fail "--help"
@@ -20,8 +21,80 @@ head -1 "$tmp/out.csv" | grep -q '^schedule,memory_bytes,feasible,round_ms,A_flo
 grep -q '^all-to-all,0,0,,,,,"memory: ' "$tmp/out.csv" || fail "infeasible row"
 grep -q '^regional,0,1,[0-9.]*,inf,inf,inf,' "$tmp/out.csv" || fail "regional row"
 grep -q '^triangles,0,1,564\.' "$tmp/out.csv" || fail "triangles T at 1.3G"
-head -1 "$tmp/s.sched" | grep -qx 'isthmus-schedule 1' || fail "schedule magic"
+head -1 "$tmp/s.sched" | grep -qx 'isthmus-schedule 2' || fail "schedule magic (version 2: peaks)"
+# one peak-bytes line per edge; the 32G winner (triangles) staggers, so some edge holds > 0
+[ "$(grep -c '^peak-bytes [0-8] [0-9]*$' "$tmp/s.sched")" -eq 9 ] || fail "peak-bytes lines"
+awk '$1 == "peak-bytes" && $3 > 1e6 {ok = 1} END {exit !ok}' "$tmp/s.sched" || fail "peak-bytes values"
+# routes: all-to-all at 32G on capacity routing, one route line per stream
+# (9 x 8), each from its sender to its receiver, some off the shortest path
+# (LON->AMS no longer carries every tree into Europe)
+# shellcheck disable=SC2086
+"$plan" $topo --payload-bytes 1.3G --memory-bytes 32G --schedule all-to-all --quiet \
+	--out "$tmp/a2a.sched" >/dev/null || fail "all-to-all run"
+[ "$(grep -c '^route ' "$tmp/a2a.sched")" -eq 72 ] || fail "route lines"
+awk '$1 == "route" { n = split($5, h, ","); if (h[1] != $3 || h[n] != $4) bad = 1 }
+     END { exit bad }' "$tmp/a2a.sched" || fail "route endpoints"
 tail -1 "$tmp/s.sched" | grep -qx 'end' || fail "schedule end"
+
+# tiny payloads neither fail (was: Input/output error) nor hang (was: 50-200 B)
+for P in 10 100; do
+	# shellcheck disable=SC2086
+	"$plan" $topo --payload-bytes $P --memory-bytes 0,32G --schedule all-to-all,pairs,triangles \
+		--quiet --out "$tmp/tiny.sched" >/dev/null 2>"$tmp/err" || fail "payload $P: $(cat "$tmp/err")"
+	[ -s "$tmp/tiny.sched" ] || fail "payload $P: no schedule written"
+done
+
+# the cutting-plane cap: a named warning per round, exit 5, nothing written
+# shellcheck disable=SC2086
+"$plan" $topo --payload-bytes 1.3G --schedule triangles --max-lps 1 --quiet \
+	--out "$tmp/cap.sched" >/dev/null 2>"$tmp/err"
+[ $? -eq 5 ] || fail "cap exit code"
+for r in 0 1 2 3; do
+	grep -q "^isthmus-plan: warning: triangles M=0 round $r: cutting-plane cap of 1 LPs hit" "$tmp/err" \
+		|| fail "cap warning round $r: $(cat "$tmp/err")"
+done
+[ ! -e "$tmp/cap.sched" ] || fail "schedule written despite the cap"
+
+# search: one seed, one result, byte for byte (the temperature follows the
+# iterations, not the clock); the second run competes with a busy loop
+for k in 1 2; do
+	if [ $k -eq 2 ]; then (while :; do :; done) & busy=$!; fi
+	# shellcheck disable=SC2086
+	"$plan" $topo --payload-bytes 1.3G --schedule search --search-iters 1500 --seed 42 \
+		--quiet --out "$tmp/search$k.sched" >"$tmp/search$k.txt" 2>"$tmp/err" \
+		|| fail "search run $k: $(cat "$tmp/err")"
+done
+kill "$busy"
+busy=""
+cmp -s "$tmp/search1.sched" "$tmp/search2.sched" || fail "search with one seed differs"
+cmp -s "$tmp/search1.txt" "$tmp/search2.txt" || fail "search table with one seed differs"
+
+# bad option values: a clear message and exit 2
+bad() {	# expected message, arguments...
+	want=$1
+	shift
+	# shellcheck disable=SC2086
+	"$plan" $topo "$@" >/dev/null 2>"$tmp/err"
+	rc=$?
+	[ $rc -eq 2 ] || fail "$*: exit $rc, want 2"
+	grep -qF -- "$want" "$tmp/err" || fail "$*: message $(cat "$tmp/err")"
+}
+bad "--seed: an integer 0..4294967295, not 'abc'" --seed abc
+bad "--payload-bytes: bad size '1e300T'" --payload-bytes 1e300T
+bad "--payload-bytes: 1000T is 1e+15 B, beyond the model's range" --payload-bytes 1000T
+bad "--schedule: empty list" --schedule ""
+bad "--search-iters: an integer 1..100000000, not '0'" --search-iters 0
+bad "--max-lps: an integer 1..1000000, not '1.5'" --max-lps 1.5
+
+# the baseline: the ring's order, recursive doubling, the better one used
+# shellcheck disable=SC2086
+"$plan" $topo --payload-bytes 1.3G --schedule triangles --quiet >"$tmp/base.txt" || fail "baseline run"
+grep -q "^  ring all-reduce (host-based, 16 dependent steps, ring [A-Z ]*): [0-9.]* ms per step$" \
+	"$tmp/base.txt" || fail "ring line: $(cat "$tmp/base.txt")"
+grep -q "^  recursive doubling (host-based, ranks on [A-Z ]*): [0-9.]* ms per step$" "$tmp/base.txt" \
+	|| fail "recursive doubling line"
+grep -q "^  best synchronous all-reduce (ring): " "$tmp/base.txt" || fail "best line"
+grep -q "throughput [0-9.]*x ring all-reduce$" "$tmp/base.txt" || fail "throughput line"
 
 printf 'site,region\nA,R\nB,R\n' >"$tmp/s.csv"
 printf 'a,b,one_way_ms,capacity_gbps\nA,B,1,0\n' >"$tmp/l.csv"

@@ -40,14 +40,18 @@ exact_params(double payload, double memory)
 	return p;
 }
 
+/* Every schedule a test produces goes through the library's final check. */
 static struct isth_plan_result *
 solve(struct isth_topo *t, struct isth_plan_sched *s, const struct isth_plan_params *p)
 {
 	struct isth_plan_result *r = NULL;
 	int ret = isth_plan_solve(t, s, p, &r);
+	char err[256] = "";
 
 	cr_assert_eq(ret, 0, "solve: %d", ret);
 	cr_assert_not_null(r);
+	if (isth_plan_result_feasible(r))
+		cr_assert_eq(isth_plan_check(t, s, p, r, err, sizeof(err)), 0, "check: %s", err);
 	return r;
 }
 
@@ -177,6 +181,11 @@ Test(plan, memory_bound_stagger)
 			cr_assert_float_eq(o, isth_plan_result_occupancy(r, t, s, 0, i, tau), 1);
 		}
 	cr_assert_leq(worst, p.memory_bytes * (1 + 1e-6), "occupancy %.0f > M", worst);
+	/* the exact peak (at arrival breakpoints) is M itself at B, where the
+	 * stagger is tight, and the sampled maximum agrees */
+	cr_assert_float_eq(isth_plan_result_peak_memory(r, t, s, 1), p.memory_bytes,
+			   1e-6 * p.memory_bytes);
+	cr_assert_float_eq(worst, p.memory_bytes, 1e-3 * p.memory_bytes);
 	/* both B and A are tight (t_B = 8 puts A's arrivals exactly m apart) */
 	cr_assert(strncmp(isth_plan_result_binding(r), "memory @", 8) == 0, "%s",
 		  isth_plan_result_binding(r));
@@ -283,6 +292,150 @@ Test(plan, shared_tree_capacity_and_replication)
 	isth_topo_free(t);
 }
 
+/*
+ * The cutting-plane cap. With one LP allowed, the line X - S - Y above
+ * stops at the first LP: D = 10 ms for all (the bounds), S->Y carrying two
+ * streams at twice its capacity. The round gets a warning, and the polish
+ * slows each stream by its worst overload (2): D = 20 ms for all, T =
+ * max(20 + 20, 10 + 20) = 40 ms, which fits every link (the check passes)
+ * and is above the true optimum 25 + sqrt(125).
+ */
+Test(plan, cut_cap_warns_and_fits)
+{
+	struct isth_topo *t = topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n",
+					LINKS_HDR "X,S,10,10,x\nS,Y,10,10,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_params p = exact_params(12.5e6, 12.5e6);
+	struct isth_plan_result *r;
+
+	p.max_lps = 1;
+	r = solve(t, s, &p);
+	cr_assert(isth_plan_result_feasible(r));
+	cr_assert_eq(isth_plan_result_nwarnings(r), 1);
+	cr_assert(strstr(isth_plan_result_warning(r, 0), "cutting-plane cap of 1 LPs hit") != NULL,
+		  "%s", isth_plan_result_warning(r, 0));
+	cr_assert_float_eq(isth_plan_result_T(r), 40.0, 1e-6);
+	isth_plan_result_free(r);
+	/* the default cap is not hit: no warning, the optimum */
+	p.max_lps = 0;
+	r = solve(t, s, &p);
+	cr_assert_eq(isth_plan_result_nwarnings(r), 0);
+	cr_assert_str_eq(isth_plan_result_warning(r, 0), "");
+	cr_assert_float_eq(isth_plan_result_T(r), 25.0 + sqrt(125.0), 1e-3);
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_topo_free(t);
+}
+
+/*
+ * The checker sees each kind of violation. A two-site plan (T = 20 ms,
+ * D = 10 ms at 10 Gbit/s, see two_site_round_time) checked against a
+ * world that differs from the one it was solved for: 1 ms of access
+ * latency each way puts the last byte at 22 ms > T; a 1 Gbit/s access
+ * link is slower than the planned 10 Gbit/s stream; a 5 Gbit/s link
+ * carries the stream at twice its capacity.
+ */
+Test(plan, check_finds_violations)
+{
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
+	struct isth_topo *slow = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,5,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_params p = exact_params(12.5e6, 0), q;
+	struct isth_plan_result *r = solve(t, s, &p);
+	char err[256];
+
+	cr_assert_float_eq(isth_plan_result_T(r), 20.0, 1e-6);
+	q = p;
+	q.access_ms = 1;
+	cr_assert_eq(isth_plan_check(t, s, &q, r, err, sizeof(err)), -ERANGE);
+	cr_assert(strncmp(err, "round 0: A's last byte is delivered at 22.000000 ms > T = 20.0", 61) == 0,
+		  "%s", err);
+	q = p;
+	q.access_bps = 1e9;
+	cr_assert_eq(isth_plan_check(t, s, &q, r, err, sizeof(err)), -ERANGE);
+	cr_assert(strstr(err, "faster than its access link") != NULL, "%s", err);
+	cr_assert_eq(isth_plan_check(slow, s, &p, r, err, sizeof(err)), -ERANGE);
+	cr_assert(strncmp(err, "round 0: link A->B carries 1 streams at 2.000000000 of its capacity", 67) == 0,
+		  "%s", err);
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_topo_free(slow);
+	isth_topo_free(t);
+}
+
+/*
+ * Capacity-aware routing. X-Y direct: 10 ms at 10 Gbit/s; the detour
+ * X-Z-Y: 6 + 6 ms at 100 Gbit/s. X and Y exchange 12.5 MB (Z alone):
+ * shortest paths take 10 ms + 12.5 MB at 10 Gbit/s (10 ms) = 20 ms; the
+ * detour 12 ms + 1 ms = 13 ms. The check (in solve()) follows the routes
+ * the result holds: on the direct link the detour's rate would be 10x its
+ * capacity.
+ */
+Test(plan, routing_takes_the_wide_detour)
+{
+	struct isth_topo *t = topo(SITES_HDR "X,R,x\nY,R,y\nZ,R,z\n",
+				   LINKS_HDR "X,Y,10,10,x\nX,Z,6,100,x\nZ,Y,6,100,x\n");
+	uint64_t cl[2] = {0x3, 0x4};
+	const uint64_t *pc[1] = {cl};
+	int nc = 2;
+	struct isth_plan_sched *s = isth_plan_sched_new("xy", 3, 1, &nc, pc);
+	struct isth_plan_params p = exact_params(12.5e6, 12.5e6);
+	struct isth_plan_result *r;
+
+	cr_assert_eq(p.routing, ISTH_PLAN_ROUTING_CAPACITY, "capacity is the default");
+	r = solve(t, s, &p);
+	cr_assert_float_eq(isth_plan_result_T(r), 13.0, 1e-6);
+	isth_plan_result_free(r);
+	p.routing = ISTH_PLAN_ROUTING_SHORTEST;
+	r = solve(t, s, &p);
+	cr_assert_float_eq(isth_plan_result_T(r), 20.0, 1e-6);
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_topo_free(t);
+}
+
+/*
+ * Nine cities at 1.3 GB, M = 32 GB (issue 13): on shortest paths every
+ * tree into Europe crosses LON->AMS (7 streams: D >= 7 * 8 * 1.3e9 / 100e9
+ * = 728 ms, T 834.6 ms) and all-to-all ranks behind triangles; letting
+ * streams take other candidate paths brings it near 530 ms and ranks it
+ * first (T (A + 1/2) with A = 1 against triangles' A = 1.75), as the paper
+ * reports at 32 GB.
+ */
+Test(plan, routing_nine_city_all_to_all, .timeout = 120)
+{
+	char err[256] = "";
+	struct isth_topo *t = isth_topo_load(SRCDIR "/conf/topologies/nine-city-sites.csv",
+					     SRCDIR "/conf/topologies/nine-city-links.csv", err, sizeof(err));
+	struct isth_plan_sched *a2a, *tri;
+	struct isth_plan_params p;
+	struct isth_plan_result *r;
+	double Ta, Ts, Tt;
+
+	cr_assert_not_null(t, "%s", err);
+	a2a = isth_plan_sched_family(t, "all-to-all");
+	tri = isth_plan_sched_family(t, "triangles");
+	isth_plan_params_default(&p);
+	p.payload_bytes = 1.3e9;
+	p.memory_bytes = 32e9;
+	r = solve(t, a2a, &p);
+	Ta = isth_plan_result_T(r);
+	isth_plan_result_free(r);
+	r = solve(t, tri, &p);
+	Tt = isth_plan_result_T(r);
+	isth_plan_result_free(r);
+	p.routing = ISTH_PLAN_ROUTING_SHORTEST;
+	r = solve(t, a2a, &p);
+	Ts = isth_plan_result_T(r);
+	isth_plan_result_free(r);
+	cr_assert_geq(Ts, 728.0, "shortest: %.1f", Ts);
+	cr_assert_leq(Ta, 540.0, "capacity: %.1f", Ta);
+	cr_assert_lt(Ta * 1.5, Tt * 2.25, "all-to-all %.1f x 1.5 vs triangles %.1f x 2.25", Ta, Tt);
+	isth_plan_sched_free(a2a);
+	isth_plan_sched_free(tri);
+	isth_topo_free(t);
+}
+
 /* ---- survival sums ---- */
 
 #define NINE_SITES SITES_HDR "NYC,NA,x\nCHI,NA,x\nLAX,NA,x\nLON,EU,x\nAMS,EU,x\nFRA,EU,x\n" \
@@ -354,6 +507,47 @@ Test(plan, survival_pairs_and_regional)
 	cr_assert(isinf(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD)));
 	cr_assert(isinf(isth_plan_A(s, ISTH_PLAN_SURV_AVG)));
 	isth_plan_sched_free(s);
+	isth_topo_free(t);
+}
+
+/*
+ * Tiny payloads (issue 13: <= 10 B failed with -EIO, 50-200 B never
+ * returned). With M >= P nothing aligns and every stream lasts
+ * nanoseconds, so all-to-all takes the longest shortest path plus at most
+ * a microsecond; triangles must stay feasible at M = 0. Every result goes
+ * through the check (solve()).
+ */
+Test(plan, tiny_payloads_solve, .timeout = 60)
+{
+	static const double P[] = {1, 10, 50, 100, 150, 200};
+	static const char *fam[] = {"all-to-all", "pairs", "triangles"};
+	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
+	double diam = 0;
+
+	for (int a = 0; a < 9; a++)
+		for (int b = 0; b < 9; b++)
+			diam = fmax(diam, isth_topo_latency(t, a, b));
+	for (size_t k = 0; k < sizeof(P) / sizeof(P[0]); k++)
+		for (size_t f = 0; f < 3; f++) {
+			struct isth_plan_sched *s = isth_plan_sched_family(t, fam[f]);
+
+			for (int m = 0; m < 2; m++) {
+				struct isth_plan_params p = exact_params(P[k], m ? P[k] : 0);
+				struct isth_plan_result *r = solve(t, s, &p);
+
+				cr_assert_eq(isth_plan_result_nwarnings(r), 0, "P=%g %s M=%d: %s", P[k],
+					     fam[f], m, isth_plan_result_warning(r, 0));
+				if (f == 2)
+					cr_assert(isth_plan_result_feasible(r), "P=%g triangles", P[k]);
+				if (f == 0 && m) {
+					cr_assert(isth_plan_result_feasible(r));
+					cr_assert_float_eq(isth_plan_result_T(r), diam, 1e-3, "P=%g: %.9f",
+							   P[k], isth_plan_result_T(r));
+				}
+				isth_plan_result_free(r);
+			}
+			isth_plan_sched_free(s);
+		}
 	isth_topo_free(t);
 }
 
@@ -480,6 +674,120 @@ Test(plan, ring_allreduce_two_sites)
 	isth_topo_free(t);
 }
 
+/*
+ * Four sites, every pair linked directly at 10 Gbit/s, latencies A-B 1,
+ * B-C 2, C-D 3, D-A 4, A-C 2.5, B-D 4.5 (each direct link is the shortest
+ * path). Tours: ABCD 10, ABDC 11, ACBD 13: the ring is A B C D (or its
+ * reverse).
+ * Ring, P = 50 MB: chunks of 12.5 MB take 10 ms; a hop's s-th chunk leaves
+ * when the (s-1)-th arrived from upstream, so after s steps a hop has seen
+ * s chunk times plus the latencies of s consecutive hops. 2(n-1) = 6 steps:
+ * 60 ms + the largest sum of 6 consecutive hops of (1,2,3,4) = 10 + 3 + 4 =
+ * 17: 77 ms. With a 1-byte payload, 17 ms.
+ * Recursive doubling: two steps, each a perfect matching exchanging all
+ * 50 MB (40 ms) on disjoint direct links; the best two distinct matchings
+ * are {AB,CD} (max 3) and {AD,BC} (max 4): 80 + 7 = 87 ms; 1 byte: 7 ms.
+ */
+Test(plan, ring_and_recursive_doubling_by_hand)
+{
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\nD,R,d\n",
+					LINKS_HDR "A,B,1,10,x\nB,C,2,10,x\nC,D,3,10,x\nD,A,4,10,x\n"
+					"A,C,2.5,10,x\nB,D,4.5,10,x\n");
+	struct isth_plan_params p = exact_params(50e6, 0);
+	int ord[4], i, a = -1;
+
+	cr_assert_float_eq(isth_plan_ring_allreduce_ms(t, &p, ord), 77.0, 1e-9);
+	/* the ring is A B C D up to rotation and direction */
+	for (i = 0; i < 4; i++)
+		if (ord[i] == 0)
+			a = i;
+	cr_assert(ord[(a + 2) % 4] == 2, "C opposite A");
+	cr_assert(ord[(a + 1) % 4] == 1 || ord[(a + 3) % 4] == 1, "B next to A");
+	cr_assert_float_eq(isth_plan_rd_allreduce_ms(t, &p, ord), 87.0, 1e-9);
+	p.payload_bytes = 1;
+	cr_assert_float_eq(isth_plan_ring_allreduce_ms(t, &p, NULL), 17.0, 1e-5);
+	cr_assert_float_eq(isth_plan_rd_allreduce_ms(t, &p, NULL), 7.0, 1e-5);
+	isth_topo_free(t);
+}
+
+/*
+ * The testbed's nine-city WAN at its default scale (capacities and access
+ * / 10000 * 1432/1514, 130 KB): Open MPI 4.1's ring MPI_Allreduce measured
+ * 671-682 ms per call there (issue 13). The model: a tour of circumference
+ * 245.638 ms (e.g. NYC CHI LAX TYO HKG SIN LON AMS FRA; its two shortest
+ * consecutive hops LON-AMS-FRA sum to 6.359 ms), 16 steps of 130000/9 B
+ * at 100e9/1e4 * 1432/1514 bit/s = 12.217 ms: 2 * 245.638 - 6.359 +
+ * 16 * 12.217 = 680.39 ms.
+ */
+Test(plan, ring_matches_measured_mpi)
+{
+	char err[256] = "", links[8192];
+	size_t o = 0;
+	FILE *f = fopen(SRCDIR "/conf/topologies/nine-city-links.csv", "r");
+	char line[512], sites[2048];
+	struct isth_topo *t;
+	struct isth_plan_params p;
+	double scale = 1e4 * 1514.0 / 1432.0, ser = 8 * 130000.0 / 9 * 1000 / (100e9 / scale);
+	FILE *g = fopen(SRCDIR "/conf/topologies/nine-city-sites.csv", "r");
+	size_t ns;
+
+	cr_assert_not_null(f);
+	cr_assert_not_null(g);
+	while (fgets(line, sizeof(line), f)) {
+		char a[32], b[32];
+		double lat, cap;
+
+		if (sscanf(line, "%31[^,],%31[^,],%lf,%lf", a, b, &lat, &cap) == 4)
+			o += snprintf(links + o, sizeof(links) - o, "%s,%s,%.9g,%.9g\n", a, b, lat, cap / scale);
+		else if (line[0] == 'a')
+			o += snprintf(links + o, sizeof(links) - o, "a,b,one_way_ms,capacity_gbps\n");
+	}
+	fclose(f);
+	ns = fread(sites, 1, sizeof(sites) - 1, g);
+	sites[ns] = '\0';
+	fclose(g);
+	t = isth_topo_parse("s.csv", sites, "l.csv", links, err, sizeof(err));
+	cr_assert_not_null(t, "%s", err);
+	isth_plan_params_default(&p);
+	p.payload_bytes = 130000;
+	p.access_bps = 100e9 / scale;
+	cr_assert_float_eq(isth_plan_ring_allreduce_ms(t, &p, NULL),
+			   2 * 245.638 - (2.902 + 3.457) + 16 * ser, 1e-3);
+	cr_assert_geq(isth_plan_ring_allreduce_ms(t, &p, NULL), 671 - 15);
+	cr_assert_leq(isth_plan_ring_allreduce_ms(t, &p, NULL), 682 + 15);
+	isth_topo_free(t);
+}
+
+/*
+ * Pairs on five islands: island 0 fixed, 1..4 and a dummy D rotating:
+ * rounds {01,34 | 2 bye}, {02,13 | 4}, {03,24 | 1}, {04,12 | 3},
+ * {14,23 | 0}. Flooding sums (k = 0, 1, ... of (5 - informed)/4) per
+ * origin i (rows) and phase s (columns), by hand, e.g. i = 0, s = 0:
+ * {0} -> {0,1} -> {0,1,2,3} -> all: 1 + 3/4 + 1/4 = 2.
+ *   i=0: 2    2    9/4  5/2  3
+ *   i=1: 2    9/4  3    2    2
+ *   i=2: 3    2    2    2    9/4
+ *   i=3: 9/4  9/4  9/4  13/4 9/4
+ *   i=4: 9/4  3    2    5/2  2
+ * Total 58.25 over 25: A_flood = 2.33 (the dummy-fixed order, round r
+ * pairing a with 2r - a, gives 2.5).
+ */
+Test(plan, pairs_rotation_mixes_faster)
+{
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\nD,R,d\nE,R,e\n",
+					LINKS_HDR "A,B,1,10,x\nB,C,1,10,x\nC,D,1,10,x\nD,E,1,10,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "pairs");
+
+	cr_assert_eq(isth_plan_sched_nrounds(s), 5);
+	check_pairs_once(s, 5, 2);
+	cr_assert_eq(isth_plan_sched_clique_of(s, 0, 0), 0x03);
+	cr_assert_eq(isth_plan_sched_clique_of(s, 0, 3), 0x18);
+	cr_assert_eq(isth_plan_sched_clique_of(s, 4, 1), 0x12);
+	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD), 58.25 / 25, 1e-12);
+	isth_plan_sched_free(s);
+	isth_topo_free(t);
+}
+
 Test(plan, search_bounded_and_no_worse)
 {
 	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
@@ -491,7 +799,7 @@ Test(plan, search_bounded_and_no_worse)
 	r = solve(t, tri, &p);
 	tri_obj = isth_plan_result_T(r) * (isth_plan_A(tri, ISTH_PLAN_SURV_FLOOD) + 0.5);
 	isth_plan_result_free(r);
-	s = isth_plan_search(t, &p, NULL, 0.5, 7, NULL, NULL);
+	s = isth_plan_search(t, &p, NULL, 300, 60, 7, NULL, NULL, NULL);
 	cr_assert_not_null(s);
 	r = solve(t, s, &p);
 	cr_assert(isth_plan_result_feasible(r));
@@ -500,6 +808,39 @@ Test(plan, search_bounded_and_no_worse)
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
 	isth_plan_sched_free(tri);
+	isth_topo_free(t);
+}
+
+/*
+ * Reproducible search: the temperature follows the iteration count, so the
+ * same seed gives the same schedule however loaded the machine is (issue
+ * 13: wall-clock annealing gave 594 or 842 ms). A zero time bound stops a
+ * run early and says so.
+ */
+Test(plan, search_reproducible)
+{
+	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_plan_params p = exact_params(1e9, 0);
+	struct isth_plan_sched *a, *b;
+	int cut = -1;
+
+	a = isth_plan_search(t, &p, NULL, 600, 60, 11, &cut, NULL, NULL);
+	cr_assert_not_null(a);
+	cr_assert_eq(cut, 0);
+	b = isth_plan_search(t, &p, NULL, 600, 60, 11, NULL, NULL, NULL);
+	cr_assert_not_null(b);
+	cr_assert_eq(isth_plan_sched_nrounds(a), isth_plan_sched_nrounds(b));
+	for (int r = 0; r < isth_plan_sched_nrounds(a); r++) {
+		cr_assert_eq(isth_plan_sched_ncliques(a, r), isth_plan_sched_ncliques(b, r));
+		for (int c = 0; c < isth_plan_sched_ncliques(a, r); c++)
+			cr_assert_eq(isth_plan_sched_clique(a, r, c), isth_plan_sched_clique(b, r, c));
+	}
+	isth_plan_sched_free(a);
+	isth_plan_sched_free(b);
+	a = isth_plan_search(t, &p, NULL, 100000, 0, 11, &cut, NULL, NULL);
+	cr_assert_not_null(a);
+	cr_assert_eq(cut, 1);
+	isth_plan_sched_free(a);
 	isth_topo_free(t);
 }
 

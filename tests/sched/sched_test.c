@@ -114,15 +114,32 @@ Test(sched, save_refuses_inconsistent)
 #define BODY "rounds 1\nround 0 0x7\nsend 0 0 0 1000000000\nsend 0 1 0 1000000000\n" \
 	"send 0 2 0 1000000000\n"
 
+#define V2HEAD "isthmus-schedule 2\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \
+	"round-ns 1000\nepoch runtime\npayload-bytes 10\nchunk-bytes 0\nmemory-bytes 0\n"
+
 struct badsched {
 	const char *text;
 	const char *err;
 };
 
 static const struct badsched bad[] = {
+	/* version 2's peak-bytes: not in version 1, island in range, once each */
+	{HEAD "peak-bytes 0 5\n", "f:11: unknown or malformed line 'peak-bytes'"},
+	{"isthmus-schedule 2\nislands 2\nisland 0 A\npeak-bytes 2 5\n",
+	 "f:4: peak-bytes: bad island '2'"},
+	{"isthmus-schedule 2\nislands 2\npeak-bytes 1 5\npeak-bytes 1 6\n",
+	 "f:4: duplicate peak-bytes for island 1 (first on line 3)"},
+	{"isthmus-schedule 2\nislands 2\npeak-bytes 1 x\n", "f:3: bad peak-bytes 'x'"},
+	/* version 2's route lines: a loop-free path inside the sender's clique, once */
+	{HEAD BODY "route 0 0 1 0,1\n", "f:16: unknown or malformed line 'route'"},
+	{V2HEAD BODY "route 1 0 1 0,1\n", "f:16: route: bad round '1' (a round defined above)"},
+	{V2HEAD BODY "route 0 0 1 0,2\n", "f:16: route 0 0 1: path must run from the sender to the receiver"},
+	{V2HEAD BODY "route 0 0 1 0,2,0,1\n", "f:16: route 0 0 1: path visits an island twice"},
+	{V2HEAD BODY "route 0 0 1 0,,1\n", "f:16: route: bad path '0,,1'"},
+	{V2HEAD BODY "route 0 0 1 0,1\nroute 0 0 1 0,2,1\n", "f:17: route 0 0 1: duplicate"},
 	{"", "f:1: empty file"},
 	{"isthmus-plan 1\n", "f:1: not a schedule file (expected 'isthmus-schedule 1')"},
-	{"isthmus-schedule 2\n", "f:1: unsupported version '2' (this loader reads 1)"},
+	{"isthmus-schedule 3\n", "f:1: unsupported version '3' (this loader reads 1 and 2)"},
 	{HEAD BODY, "f:16: truncated: no 'end' line"},
 	{HEAD BODY "end\nround 1 0x7\n", "f:17: content after 'end'"},
 	{"isthmus-schedule 1\nislands 65\n", "f:2: bad islands '65' (1..64)"},
@@ -242,5 +259,68 @@ Test(sched, valid_minimal_with_comments_and_epoch)
 	cr_assert_not_null(s, "%s", err);
 	cr_assert_eq(isth_sched_epoch_ns(s), 1700000000000000000ULL);
 	cr_assert_eq(isth_sched_sender(s, 0, 0, NULL, NULL), -ENOENT);
+	isth_sched_free(s);
+}
+
+/* Version 2 records each edge's peak memory with its line; version 1 has none;
+ * a writer that sets a peak writes version 2, and it reads back. */
+Test(sched, peak_memory_v2)
+{
+	char err[256] = "", path[] = "/tmp/isth-sched-peak-XXXXXX";
+	struct isth_sched *s = isth_sched_parse("f", "isthmus-schedule 2\nislands 3\nisland 0 A\n"
+						"island 1 B\nisland 2 C\nround-ns 1000\nepoch runtime\n"
+						"payload-bytes 10\nchunk-bytes 0\nmemory-bytes 0\n"
+						"peak-bytes 2 7\npeak-bytes 0 4\n" BODY "end\n", err, sizeof(err));
+	uint64_t b = 0;
+	int line = 0, fd;
+	FILE *f;
+
+	cr_assert_not_null(s, "%s", err);
+	cr_assert_eq(isth_sched_peak(s, 2, &b, &line), 0);
+	cr_assert_eq(b, 7);
+	cr_assert_eq(line, 11);
+	cr_assert_eq(isth_sched_peak(s, 0, &b, &line), 0);
+	cr_assert_eq(b, 4);
+	cr_assert_eq(line, 12);
+	cr_assert_eq(isth_sched_peak(s, 1, &b, NULL), -ENOENT);
+	cr_assert_eq(isth_sched_peak(s, 3, &b, NULL), -EINVAL);
+	cr_assert_eq(isth_sched_set_peak(s, 1, 9), 0);
+	{
+		int via[3] = {0, 2, 1}, loop[2] = {0, 0}, h[4];
+
+		cr_assert_eq(isth_sched_set_route(s, 0, 0, 1, via, 3), 0);
+		cr_assert_eq(isth_sched_set_route(s, 0, 0, 1, via, 3), -EEXIST);
+		cr_assert_eq(isth_sched_set_route(s, 0, 0, 1, loop, 2), -EINVAL);
+		cr_assert_eq(isth_sched_route(s, 0, 0, 1, h, 4), 3);
+		cr_assert_eq(h[1], 2);
+		cr_assert_eq(isth_sched_route(s, 0, 1, 0, h, 4), -ENOENT);
+	}
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(isth_sched_save(s, path, err, sizeof(err)), 0, "%s", err);
+	isth_sched_free(s);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(err, sizeof(err), f));
+	cr_assert_str_eq(err, "isthmus-schedule 2\n");
+	fclose(f);
+	s = isth_sched_load(path, err, sizeof(err));
+	cr_assert_not_null(s, "%s", err);
+	cr_assert_eq(isth_sched_peak(s, 1, &b, NULL), 0);
+	cr_assert_eq(b, 9);
+	{
+		int h[4];
+
+		/* the route read back from the file */
+		cr_assert_eq(isth_sched_route(s, 0, 0, 1, h, 4), 3);
+		cr_assert(h[0] == 0 && h[1] == 2 && h[2] == 1);
+	}
+	isth_sched_free(s);
+	unlink(path);
+	/* version 1 still loads, with no peaks */
+	s = isth_sched_parse("f", HEAD BODY "end\n", err, sizeof(err));
+	cr_assert_not_null(s, "%s", err);
+	cr_assert_eq(isth_sched_peak(s, 0, &b, NULL), -ENOENT);
 	isth_sched_free(s);
 }

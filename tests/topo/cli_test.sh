@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # isthmus-plan on input a new user might write (issue 13): each bad topology
 # file exits 2 with "file:line: reason"; a spreadsheet export (BOM, CRLF)
-# plans; a size flag outside the one convention (lib/text) exits 1.
+# plans; a size flag outside the one convention (lib/text) exits 2, like
+# every bad option value (issue 13, doc/planner.md "Accepted ranges").
 set -u
 plan="$1"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/isth-topo-cli.XXXXXX")
@@ -47,7 +48,7 @@ cmp -s "$tmp/bom.out" "$tmp/plain.out" || fail "BOM/CRLF file plans differently"
 for bad in 1e300T 8g 1.5 -1M; do
 	"$plan" --sites "$tmp/s.csv" --links "$tmp/l.csv" --payload-bytes "$bad" >/dev/null 2>"$tmp/err"
 	rc=$?
-	[ $rc -eq 1 ] || fail "--payload-bytes $bad: exit $rc, want 1"
-	grep -qxF "isthmus-plan: --payload-bytes: bad size '$bad'" "$tmp/err" || fail "--payload-bytes $bad: $(cat "$tmp/err")"
+	[ $rc -eq 2 ] || fail "--payload-bytes $bad: exit $rc, want 2"
+	grep -qF "isthmus-plan: --payload-bytes: bad size '$bad'" "$tmp/err" || fail "--payload-bytes $bad: $(cat "$tmp/err")"
 done
 echo "PASS"

@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Candidate paths for capacity-aware routing: for every ordered pair of
+ * sites, up to PLAN_KPATHS loop-free paths of lowest latency. Path 0 is
+ * lib/topo's shortest path (so --routing shortest is path 0 everywhere);
+ * the others are the shortest paths that avoid one link of path 0 (the
+ * first deviations of Yen's algorithm), deduplicated, in order of latency.
+ * Deterministic: ties keep link order. The table is cached per topology
+ * (lib/plan is single-threaded, see isth_plan.h).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan_internal.h"
+
+struct plan_kpaths {
+	const struct isth_topo *t;      /* the topology it was built for */
+	int n, ndl;
+	double sig;                     /* a checksum of latencies: a new topology at the same address */
+	struct plan_path *p;            /* n * n * PLAN_KPATHS */
+	int *np;                        /* n * n: paths per pair */
+};
+
+static struct plan_kpaths cache;
+
+static double
+signature(const struct isth_topo *t)
+{
+	double s = isth_topo_n(t) * 1e6 + isth_topo_ndlinks(t);
+	int e;
+
+	for (e = 0; e < isth_topo_ndlinks(t); e++) {
+		int a, b;
+		double l, c;
+
+		isth_topo_dlink(t, e, &a, &b, &l, &c);
+		s += (e + 1) * (l * 1.000001 + c * 1e-12 + a * 7 + b * 13);
+	}
+	return s;
+}
+
+/* Dijkstra from a to b avoiding link `ban` (and its reverse); -1 if none. */
+static int
+shortest_avoiding(const struct isth_topo *t, int a, int b, int ban, struct plan_path *out)
+{
+	int n = isth_topo_n(t), ndl = isth_topo_ndlinks(t), done[NMAX] = {0}, pred[NMAX], k, v, e;
+	double dist[NMAX];
+
+	for (v = 0; v < n; v++) {
+		dist[v] = INFINITY;
+		pred[v] = -1;
+	}
+	dist[a] = 0;
+	for (k = 0; k < n; k++) {
+		int u = -1;
+
+		for (v = 0; v < n; v++)
+			if (!done[v] && isfinite(dist[v]) && (u < 0 || dist[v] < dist[u]))
+				u = v;
+		if (u < 0 || u == b)
+			break;
+		done[u] = 1;
+		for (e = 0; e < ndl; e++) {
+			int from, to;
+			double l;
+
+			if (e == ban || e == (ban ^ 1))
+				continue;
+			isth_topo_dlink(t, e, &from, &to, &l, NULL);
+			if (from == u && dist[u] + l < dist[to] - 1e-9) {
+				dist[to] = dist[u] + l;
+				pred[to] = e;
+			}
+		}
+	}
+	if (!isfinite(dist[b]))
+		return -1;
+	out->nl = 0;
+	for (v = b; v != a; ) {
+		int from;
+
+		e = pred[v];
+		isth_topo_dlink(t, e, &from, NULL, NULL, NULL);
+		out->link[out->nl++] = e;
+		v = from;
+		if (out->nl >= NMAX)
+			return -1;
+	}
+	/* reverse into source-to-destination order */
+	for (k = 0; k < out->nl / 2; k++) {
+		int x = out->link[k];
+
+		out->link[k] = out->link[out->nl - 1 - k];
+		out->link[out->nl - 1 - k] = x;
+	}
+	out->lat = dist[b];
+	return 0;
+}
+
+static int
+same_path(const struct plan_path *x, const struct plan_path *y)
+{
+	return x->nl == y->nl && memcmp(x->link, y->link, x->nl * sizeof(int)) == 0;
+}
+
+static int
+build(const struct isth_topo *t)
+{
+	int n = isth_topo_n(t), a, b, q;
+
+	free(cache.p);
+	free(cache.np);
+	memset(&cache, 0, sizeof(cache));
+	cache.p = calloc((size_t)n * n * PLAN_KPATHS, sizeof(*cache.p));
+	cache.np = calloc((size_t)n * n, sizeof(int));
+	if (cache.p == NULL || cache.np == NULL) {
+		free(cache.p);
+		free(cache.np);
+		memset(&cache, 0, sizeof(cache));
+		return -ENOMEM;
+	}
+	for (a = 0; a < n; a++)
+		for (b = 0; b < n; b++) {
+			struct plan_path *P = &cache.p[((size_t)a * n + b) * PLAN_KPATHS], cand;
+			int *np = &cache.np[a * n + b];
+
+			if (a == b)
+				continue;
+			P[0].nl = isth_topo_path(t, a, b, P[0].link, NMAX);
+			P[0].lat = isth_topo_latency(t, a, b);
+			*np = 1;
+			for (q = 0; q < P[0].nl; q++) {
+				int k, pos, dup = 0;
+
+				if (shortest_avoiding(t, a, b, P[0].link[q], &cand) < 0)
+					continue;
+				for (k = 0; k < *np; k++)
+					dup |= same_path(&P[k], &cand);
+				if (dup)
+					continue;
+				/* insert by latency among 1..np-1, dropping the longest if full */
+				for (pos = *np; pos > 1 && P[pos - 1].lat > cand.lat + 1e-9; pos--)
+					;
+				if (pos >= PLAN_KPATHS)
+					continue;
+				for (k = (*np < PLAN_KPATHS ? *np : PLAN_KPATHS - 1); k > pos; k--)
+					P[k] = P[k - 1];
+				P[pos] = cand;
+				if (*np < PLAN_KPATHS)
+					(*np)++;
+			}
+		}
+	cache.t = t;
+	cache.n = n;
+	cache.ndl = isth_topo_ndlinks(t);
+	cache.sig = signature(t);
+	return 0;
+}
+
+const struct plan_path *
+plan_kpaths(const struct isth_topo *t, int a, int b, int *np)
+{
+	int n = isth_topo_n(t);
+
+	if (cache.t != t || cache.n != n || cache.ndl != isth_topo_ndlinks(t) ||
+	    cache.sig != signature(t))
+		if (build(t) < 0) {
+			*np = 0;
+			return NULL;
+		}
+	*np = cache.np[a * n + b];
+	return &cache.p[((size_t)a * n + b) * PLAN_KPATHS];
+}
+
+int
+plan_route_stream(const struct isth_topo *t, int j, uint64_t dests, enum isth_plan_repl repl,
+		  const uint8_t *route, int *mult, double *lat)
+{
+	int n = isth_topo_n(t), i, q, np;
+
+	memset(mult, 0, isth_topo_ndlinks(t) * sizeof(int));
+	for (i = 0; i < n; i++) {
+		const struct plan_path *P;
+
+		if (i == j || !(dests >> i & 1))
+			continue;
+		P = plan_kpaths(t, j, i, &np);
+		if (P == NULL)
+			return -ENOMEM;
+		if (route[i] >= np)
+			return -EINVAL;
+		P += route[i];
+		if (lat)
+			lat[i] = P->lat;
+		for (q = 0; q < P->nl; q++) {
+			/* network replication: one copy per link of the tree, however
+			 * many of j's paths share it; edge: one per destination */
+			if (repl == ISTH_PLAN_REPL_EDGE)
+				mult[P->link[q]]++;
+			else
+				mult[P->link[q]] = 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Capacity-aware choice among the candidate paths, in the fluid model's
+ * terms without the LP: sender j's stream cannot finish before
+ * max_i l_ji + max(access, max over its links of u_e 8P/c_e), u_e the
+ * streams (copies) on link e sharing it fairly. Starting from shortest
+ * paths, repeatedly take the sender with the latest estimate, and move one
+ * of the paths through its bottleneck link (any sender's) to another
+ * candidate, the move that lowers the largest estimate most (ties: the sum
+ * of u_e^2 8P/c_e); stop when no move helps.
+ */
+struct gstate {
+	int n, ndl;
+	uint64_t rx[NMAX];
+	int *cnt;               /* n * ndl: j's paths on link e */
+	double *dmin;           /* ndl */
+	double Dacc;
+	enum isth_plan_repl repl;
+};
+
+static void
+g_eval(const struct isth_topo *t, const struct gstate *G, uint8_t route[NMAX][NMAX],
+       double *score, double *second, int *jworst, int *eworst)
+{
+	int n = G->n, ndl = G->ndl, j, i, e, np;
+	int u[4 * NMAX * NMAX];
+	double best = -1;
+
+	memset(u, 0, ndl * sizeof(int));
+	for (j = 0; j < n; j++)
+		for (e = 0; e < ndl; e++)
+			u[e] += G->repl == ISTH_PLAN_REPL_EDGE ? G->cnt[j * ndl + e] : !!G->cnt[j * ndl + e];
+	*second = 0;
+	for (e = 0; e < ndl; e++)
+		*second += (double)u[e] * u[e] * G->dmin[e];
+	*jworst = -1;
+	*eworst = -1;
+	for (j = 0; j < n; j++) {
+		double L = 0, D = G->Dacc, est;
+		int eb = -1;
+
+		if (!G->rx[j])
+			continue;
+		for (i = 0; i < n; i++)
+			if (G->rx[j] >> i & 1)
+				L = fmax(L, plan_kpaths(t, j, i, &np)[route[j][i]].lat);
+		for (e = 0; e < ndl; e++)
+			if (G->cnt[j * ndl + e] && u[e] * G->dmin[e] > D) {
+				D = u[e] * G->dmin[e];
+				eb = e;
+			}
+		est = L + D;
+		if (est > best) {
+			best = est;
+			*jworst = j;
+			*eworst = eb;
+		}
+	}
+	*score = best;
+}
+
+static void
+g_apply(const struct isth_topo *t, struct gstate *G, int j, int i, int q, int sign)
+{
+	int np, k;
+	const struct plan_path *P = plan_kpaths(t, j, i, &np) + q;
+
+	for (k = 0; k < P->nl; k++)
+		G->cnt[j * G->ndl + P->link[k]] += sign;
+}
+
+int
+plan_choose_routes(const struct isth_topo *t, int ncl, const uint64_t *cl,
+		   const struct isth_plan_params *p, uint8_t route[NMAX][NMAX])
+{
+	struct gstate G;
+	int n = isth_topo_n(t), ndl = isth_topo_ndlinks(t), c, i, j, e, it, np;
+	double score, second;
+	int jw, ew;
+
+	memset(route, 0, sizeof(uint8_t) * NMAX * NMAX);
+	if (ndl > 4 * NMAX * NMAX)
+		return -EINVAL;
+	memset(&G, 0, sizeof(G));
+	G.n = n;
+	G.ndl = ndl;
+	G.repl = p->repl;
+	G.Dacc = 8 * p->payload_bytes * 1000 / p->access_bps;
+	G.cnt = calloc((size_t)n * ndl, sizeof(int));
+	G.dmin = calloc(ndl, sizeof(double));
+	if (G.cnt == NULL || G.dmin == NULL) {
+		free(G.cnt);
+		free(G.dmin);
+		return -ENOMEM;
+	}
+	for (e = 0; e < ndl; e++)
+		G.dmin[e] = 8 * p->payload_bytes * 1000 / plan_cap(t, e);
+	for (c = 0; c < ncl; c++)
+		if (plan_popcount(cl[c]) >= 2)
+			for (i = 0; i < n; i++)
+				if (cl[c] >> i & 1)
+					G.rx[i] = cl[c] & ~(1ULL << i);
+	for (j = 0; j < n; j++)
+		for (i = 0; i < n; i++)
+			if (G.rx[j] >> i & 1) {
+				if (plan_kpaths(t, j, i, &np) == NULL) {
+					free(G.cnt);
+					free(G.dmin);
+					return -ENOMEM;
+				}
+				g_apply(t, &G, j, i, 0, 1);
+			}
+	g_eval(t, &G, route, &score, &second, &jw, &ew);
+	for (it = 0; it < 8 * n && ew >= 0; it++) {
+		double bs = score, b2 = second;
+		int bj = -1, bi = -1, bq = -1;
+
+		/* every path through the worst sender's bottleneck link */
+		for (j = 0; j < n; j++) {
+			if (!G.rx[j] || !G.cnt[j * ndl + ew])
+				continue;
+			for (i = 0; i < n; i++) {
+				const struct plan_path *P;
+				int q, k, on = 0;
+
+				if (!(G.rx[j] >> i & 1))
+					continue;
+				P = plan_kpaths(t, j, i, &np);
+				for (k = 0; k < P[route[j][i]].nl; k++)
+					on |= P[route[j][i]].link[k] == ew;
+				if (!on)
+					continue;
+				for (q = 0; q < np; q++) {
+					int old = route[j][i], jj, ee;
+					double s1, s2;
+
+					if (q == old)
+						continue;
+					g_apply(t, &G, j, i, old, -1);
+					g_apply(t, &G, j, i, q, 1);
+					route[j][i] = q;
+					g_eval(t, &G, route, &s1, &s2, &jj, &ee);
+					route[j][i] = old;
+					g_apply(t, &G, j, i, q, -1);
+					g_apply(t, &G, j, i, old, 1);
+					if (s1 < bs - 1e-9 || (s1 <= bs + 1e-9 && s2 < b2 - 1e-9 && s1 <= score + 1e-9)) {
+						bs = s1;
+						b2 = s2;
+						bj = j;
+						bi = i;
+						bq = q;
+					}
+				}
+			}
+		}
+		if (bj < 0)
+			break;
+		g_apply(t, &G, bj, bi, route[bj][bi], -1);
+		g_apply(t, &G, bj, bi, bq, 1);
+		route[bj][bi] = bq;
+		g_eval(t, &G, route, &score, &second, &jw, &ew);
+	}
+	free(G.cnt);
+	free(G.dmin);
+	return 0;
+}
+
+double
+plan_result_lat(const struct isth_plan_result *r, const struct isth_topo *t, int round, int j,
+		int i)
+{
+	const struct plan_path *P;
+	int n = r->n, np, q;
+
+	round %= r->nrounds;
+	if (round < 0)
+		round += r->nrounds;
+	q = r->route ? r->route[((size_t)round * n + j) * n + i] : 0;
+	P = plan_kpaths(t, j, i, &np);
+	if (P == NULL || q >= np)
+		return isth_topo_latency(t, j, i);
+	return P[q].lat;
+}
+
+int
+isth_plan_result_route(const struct isth_plan_result *r, const struct isth_topo *t, int round,
+		       int j, int i, int *hops, int max)
+{
+	const struct plan_path *P;
+	int n, np, q, k;
+
+	if (r == NULL || t == NULL || hops == NULL || r->n != isth_topo_n(t) || j < 0 || j >= r->n ||
+	    i < 0 || i >= r->n || i == j || max < 2)
+		return -EINVAL;
+	n = r->n;
+	round %= r->nrounds;
+	if (round < 0)
+		round += r->nrounds;
+	q = r->route ? r->route[((size_t)round * n + j) * n + i] : 0;
+	P = plan_kpaths(t, j, i, &np);
+	if (P == NULL)
+		return -ENOMEM;
+	if (q >= np || P[q].nl + 1 > max)
+		return -EINVAL;
+	hops[0] = j;
+	for (k = 0; k < P[q].nl; k++)
+		isth_topo_dlink(t, P[q].link[k], NULL, &hops[k + 1], NULL, NULL);
+	return P[q].nl + 1;
+}
