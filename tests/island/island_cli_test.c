@@ -312,6 +312,60 @@ Test(island_cli, nack_partial_and_silent_rounds_verify)
 		  "output:\n%s", out);
 }
 
+/*
+ * Round 20 stays partial until its deadline. With --overlap 2, round 21's
+ * DATA must leave when its ROUND comes, before round 20's deadline; with
+ * --overlap 1 only after it. Both rounds are collected and verified, in
+ * order, either way.
+ */
+static void play_late_round(const char *overlap, bool early)
+{
+	const char *const extra[] = { "--rounds", "2", "--overlap", overlap, NULL };
+	const uint64_t peers = 1u << 0 | 1u << 2;
+	char out[8192];
+	const char *l20, *l21;
+	uint64_t dl20, t21;
+	struct cli c;
+
+	cli_start(&c, extra);
+	dl20 = rt_ns() + 800 * MS;
+	send_round(&c, 20, peers, 800 * MS);
+	expect_data(&c, 20);
+	send_agg(&c, 20, 0, peers, 0, false, 0, -1);	/* chunk 1 never comes */
+	send_round(&c, 21, peers, 3000 * MS);
+	expect_data(&c, 21);
+	t21 = rt_ns();
+	if (early)
+		cr_expect_lt(t21, dl20, "round 21's DATA waited for round 20's deadline");
+	else
+		cr_expect_geq(t21, dl20, "--overlap 1 sent round 21 before round 20 ended");
+	send_agg(&c, 21, 0, peers, 0, false, 0, -1);
+	send_agg(&c, 21, 1, peers, 0, false, 0, -1);
+	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 0, "output:\n%s", out);
+	l20 = strstr(out, "round 20 clique {0,1,2} chunks 2 complete 1 partial 1 "
+			  "missing island 0 chunk 1; island 2 chunk 1 verified 2");
+	l21 = strstr(out, "round 21 clique {0,1,2} chunks 2 complete 2 partial 0 "
+			  "missing - verified 2");
+	cr_expect_not_null(l20, "output:\n%s", out);
+	cr_expect_not_null(l21, "output:\n%s", out);
+	cr_expect_lt(l20, l21, "rounds collected out of order:\n%s", out);
+	cr_expect(strncmp(summary(out), "ISLAND island=1 rounds=2 aggregates=4 "
+			  "verified=4 wrong=0 partial=1 missing=2 ",
+			  strlen("ISLAND island=1 rounds=2 aggregates=4 verified=4 "
+				 "wrong=0 partial=1 missing=2 ")) == 0,
+		  "output:\n%s", out);
+}
+
+Test(island_cli, next_round_leaves_on_time_while_one_is_late)
+{
+	play_late_round("2", true);
+}
+
+Test(island_cli, overlap_1_waits_for_the_late_round)
+{
+	play_late_round("1", false);
+}
+
 Test(island_cli, a_wrong_sum_fails_the_run)
 {
 	static const char *const extra[] = { "--rounds", "1", NULL };
@@ -350,7 +404,9 @@ Test(island_cli, usage_errors_exit_2)
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
 	snprintf(cmd, sizeof(cmd), "%s --islands 3 --edge 127.0.0.1 2>/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
-	snprintf(cmd, sizeof(cmd), "%s --island 0 --islands 3 --edge 127.0.0.1 --dtype bf16 2>/dev/null", bin);
+	snprintf(cmd, sizeof(cmd), "%s --island 0 --islands 3 --edge 127.0.0.1 --dtype fp16 2>/dev/null", bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof(cmd), "%s --island 0 --islands 3 --edge 127.0.0.1 --overlap 4 2>/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
 	snprintf(cmd, sizeof(cmd), "%s --help >/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 0);
