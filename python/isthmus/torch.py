@@ -20,9 +20,9 @@ islands, never a wrong one, and is applied as it is. Results come back
 while the island keeps training: the island applies the *correction*
 ``target - sent`` of that round (``target`` = the clique average, or
 ``anchor_at_send + outer_lr * mean_delta``), scaled by ``blend``, so the
-local steps taken since the send are kept. Staleness is the number of
-rounds the island sent between a round's send and the application of its
-result.
+local steps taken since the send are kept. Staleness is the age of the
+average when it reaches the model, in rounds: (time applied - the round's
+start) / T; ``behind`` counts the rounds this island sent meanwhile.
 """
 import time
 
@@ -39,10 +39,11 @@ def flat_size(params):
 
 
 class _Flight:
-    __slots__ = ("round", "sent", "anchor", "sent_at_index")
+    __slots__ = ("round", "sent", "anchor", "sent_at_index", "start_ns", "period_ns")
 
-    def __init__(self, round_, sent, anchor, index):
-        self.round, self.sent, self.anchor, self.sent_at_index = round_, sent, anchor, index
+    def __init__(self, r, sent, anchor, index):
+        self.round, self.sent, self.anchor, self.sent_at_index = r.round, sent, anchor, index
+        self.start_ns, self.period_ns = r.start_ns, r.period_ns
 
 
 class Averager:
@@ -57,10 +58,13 @@ class Averager:
     outer_lr     delta mode: step along the mean pseudo-gradient
     max_inflight rounds sent and not yet applied (at most 3: the library
                  keeps 4 rounds and one is needed for the next ROUND)
+    on_result    called as on_result(round, sent, sum, result) before a
+                 round is applied (sent: what this island contributed, as
+                 summed; sum: the round's clique sum); for checks and logs
     """
 
     def __init__(self, params, session, local_steps=1, mode="params",
-                 blend=1.0, outer_lr=1.0, max_inflight=2):
+                 blend=1.0, outer_lr=1.0, max_inflight=2, on_result=None):
         self.params = [p for p in params]
         self.s = session
         self.n = flat_size(self.params)
@@ -75,6 +79,7 @@ class Averager:
             raise ValueError("max_inflight must be 1..3")
         self.H, self.mode, self.blend, self.outer_lr = local_steps, mode, blend, outer_lr
         self.max_inflight = max_inflight
+        self.on_result = on_result
         self.flat = torch.empty(self.n, dtype=torch.float32)
         self.out = torch.empty(self.n, dtype=torch.float32)
         self.anchor = self._gather() if mode == "delta" else None
@@ -86,7 +91,8 @@ class Averager:
         self.sends = 0
         # what a training loop reports
         self.stats = dict(sent=0, applied=0, complete=0, partial=0,
-                          skipped_no_round=0, skipped_full=0, staleness_sum=0,
+                          skipped_no_round=0, skipped_full=0, staleness_sum=0.0,
+                          behind_sum=0,
                           contributors_sum=0, comm_s=0.0, send_errors=0)
 
     # -- flat views ---------------------------------------------------------
@@ -117,6 +123,8 @@ class Averager:
 
     def _apply(self, f):
         res = self.s.result(f.round, self.out, timeout=0)
+        if self.on_result is not None:
+            self.on_result(f.round, f.sent, self.out, res)
         counts = torch.tensor([bin(b).count("1") for b in res.chunk_bitmaps],
                               dtype=torch.float32)
         per_elem = counts[self.chunk_of]
@@ -132,7 +140,8 @@ class Averager:
         st = self.stats
         st["applied"] += 1
         st["complete" if res.complete else "partial"] += 1
-        st["staleness_sum"] += self.sends - f.sent_at_index - 1
+        st["staleness_sum"] += (time.time_ns() - f.start_ns) / max(f.period_ns, 1)
+        st["behind_sum"] += self.sends - f.sent_at_index - 1
         st["contributors_sum"] += float(counts.mean())
         return res
 
@@ -157,10 +166,10 @@ class Averager:
                 if r is None:
                     self.stats["skipped_no_round"] += 1
                 else:
-                    self._send(r.round)
+                    self._send(r)
         self.stats["comm_s"] += time.perf_counter() - t0
 
-    def _send(self, round_):
+    def _send(self, r):
         x = self._gather()
         if self.mode == "params":
             sent, anchor = x, None
@@ -170,11 +179,11 @@ class Averager:
             # what the peers receive, and what the library sums for self
             sent = sent.to(torch.bfloat16).float()
         try:
-            self.s.send(round_, sent)
+            self.s.send(r.round, sent)
         except Error:
             self.stats["send_errors"] += 1
             return
-        self.inflight.append(_Flight(round_, sent, anchor, self.sends))
+        self.inflight.append(_Flight(r, sent, anchor, self.sends))
         self.sends += 1
         self.since = 0
         self.stats["sent"] += 1
@@ -189,6 +198,6 @@ class Averager:
         return not self.inflight
 
     def staleness(self):
-        """Mean rounds sent between a round's send and its application."""
+        """Mean age, in rounds (T), of a clique average when applied."""
         a = self.stats["applied"]
         return self.stats["staleness_sum"] / a if a else 0.0

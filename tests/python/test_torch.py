@@ -73,7 +73,9 @@ def test_params_are_replaced_by_the_clique_mean(dtype):
         for k in range(N):
             assert torch.equal(flat(ps[k]), want), k
             assert avgs[k].stats["complete"] == 1
-            assert avgs[k].staleness() == 0
+            # applied within the round it was sent in (loopback: at once)
+            assert 0 <= avgs[k].staleness() < 1
+            assert avgs[k].stats["behind_sum"] == 0
         for s in ss:
             s.close()
 
