@@ -29,12 +29,13 @@ while [ $# -gt 0 ]; do
 	*) ARGS+=("$1"); shift ;;
 	esac
 done
+case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 PY=${PYTHON:-/usr/bin/python3}
 if [ ! -d "$BUILD/python/isthmus" ]; then
 	echo "train.sh: no Python binding in $BUILD/python (meson setup $BUILD && ninja -C $BUILD)" >&2
 	exit 1
 fi
-export PYTHONPATH="$ROOT/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
 [ -n "$OUT" ] || OUT=$(mktemp -d /tmp/isthmus-train.XXXXXX)
 mkdir -p "$OUT"
 echo "train.sh: output in $OUT" >&2
