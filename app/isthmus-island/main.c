@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 
@@ -284,6 +287,12 @@ int main(int argc, char **argv)
 	bool failed = false;
 	unsigned int i;
 
+	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
+	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
+	 * (we were left to init before the prctl): leave. */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
+	    (getenv("ISTH_TESTBED") != NULL && getppid() == 1))
+		return 1;
 	if (parse_args(argc, argv, &o) < 0)
 		return EXIT_USAGE;
 	conf = (struct isth_island_conf){
