@@ -13,7 +13,9 @@ PKGS=(
 	libglpk-dev glpk-utils
 	libcriterion-dev
 	libpcap-dev tshark gnuplot-nox
-	iproute2 iputils-ping procps ethtool
+	iproute2 iputils-ping procps ethtool util-linux
+	# scripts/peers.sh (Open MPI peers), system tests under load
+	openmpi-bin libopenmpi-dev stress-ng
 )
 
 missing=()
