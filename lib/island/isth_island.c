@@ -1224,9 +1224,15 @@ int isth_island_result(struct isth_island *s, uint32_t round,
 
 			if (sl->chunks_done < s->n_chunks && now >= stop &&
 			    !s->reading) {
-				/* take what is queued before giving up */
+				/* take what is queued before giving up; that
+				 * may be a newer round's ROUND taking over the
+				 * slot of this one, past its deadline */
 				rx_drain(s);
 				run_timers(s, now);
+				if (slot_find(s, round) != sl) {
+					pthread_mutex_unlock(&s->mu);
+					return -ESTALE;
+				}
 			}
 			if (sl->chunks_done == s->n_chunks || now >= stop) {
 				finalize(s, sl, now);
@@ -1297,8 +1303,12 @@ int isth_island_ready(struct isth_island *s, uint32_t round,
 
 			if (sl->chunks_done < s->n_chunks && now >= stop &&
 			    !s->reading) {
-				rx_drain(s);
+				rx_drain(s);	/* as in result() */
 				run_timers(s, now);
+				if (slot_find(s, round) != sl) {
+					rc = -ESTALE;
+					break;
+				}
 			}
 			if (sl->chunks_done == s->n_chunks || now >= stop) {
 				finalize(s, sl, now);

@@ -1342,3 +1342,37 @@ Test(island, overlapping_rounds_keep_their_own_sums)
 	isth_island_close(s);
 	close(e.fd);
 }
+
+/*
+ * Round 1 is past its deadline and its result not taken when ROUND 5
+ * (its slot) is already queued: result(1) must not finalize round 5's
+ * slot in its place (it drains the socket before giving up), but say
+ * that round 1 is gone; round 5 stays open.
+ */
+Test(island, a_round_whose_slot_was_taken_is_stale_not_another_rounds)
+{
+	struct isth_island_chunk ch[NCH];
+	struct isth_island_result res;
+	struct isth_island_stats st;
+	struct isth_island *s;
+	uint32_t t[ELEMS], out[ELEMS];
+	struct edge e;
+
+	edge_open(&e);
+	s = open_island(&e, ISTH_DTYPE_INT32);
+	send_round(&e, 1, 1u << 0, T0 + 100 * MS);
+	own_tensor_i32(t, 1);
+	cr_assert_eq(isth_island_send(s, 1, t, sizeof(t)), 0);
+	POLL_UNTIL(s, st.rounds_announced == 1);
+	advance(500 * MS);
+	send_round(&e, 5, 1u << 0, T0 + 600 * MS);	/* queued, not read */
+	cr_expect_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH, &res, 0),
+		     -ESTALE);
+	isth_island_stats(s, &st);
+	cr_expect_eq(st.rounds_announced, 2);
+	cr_expect_eq(st.rounds_partial + st.rounds_complete, 0,
+		     "nothing was finalized");
+	cr_expect_eq(isth_island_ready(s, 5, 0), -EAGAIN, "round 5 is still open");
+	isth_island_close(s);
+	close(e.fd);
+}
