@@ -328,7 +328,6 @@ typedef struct {
 	struct isth_island *s;
 	struct isth_island_conf conf;
 	uint32_t n_chunks;
-	struct isth_island_chunk *ch;	/* [n_chunks], used under busy */
 	int busy;			/* calls in progress (GIL held to change) */
 } Session;
 
@@ -448,12 +447,6 @@ static int Session_init(Session *self, PyObject *args, PyObject *kw)
 		return -1;
 	}
 	self->n_chunks = isth_island_n_chunks(s);
-	self->ch = PyMem_Calloc(self->n_chunks, sizeof(*self->ch));
-	if (self->ch == NULL) {
-		isth_island_close(s);
-		PyErr_NoMemory();
-		return -1;
-	}
 	self->s = s;
 	self->conf = c;
 	return 0;
@@ -463,7 +456,6 @@ static void Session_dealloc(Session *self)
 {
 	/* no call can be in progress: each holds a reference */
 	isth_island_close(self->s);
-	PyMem_Free(self->ch);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -607,9 +599,10 @@ static PyObject *Session_result(Session *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "round", "out", "timeout", NULL };
 	struct isth_island_result res;
+	struct isth_island_chunk *ch;
 	struct tensor_mem t;
 	unsigned long round;
-	PyObject *arr, *to = NULL;
+	PyObject *arr, *to = NULL, *r;
 	uint64_t tns;
 	int rc;
 
@@ -641,23 +634,27 @@ static PyObject *Session_result(Session *self, PyObject *args, PyObject *kw)
 		leave(self);
 		return NULL;
 	}
+	/* per call: two threads may wait for results at once */
+	ch = PyMem_RawCalloc(self->n_chunks, sizeof(*ch));
+	if (ch == NULL) {
+		tensor_release(&t);
+		leave(self);
+		return PyErr_NoMemory();
+	}
 	Py_BEGIN_ALLOW_THREADS
 	rc = isth_island_result(self->s, (uint32_t)round, t.ptr, t.nbytes,
-				self->ch, self->n_chunks, &res, tns);
+				ch, self->n_chunks, &res, tns);
 	Py_END_ALLOW_THREADS
 	tensor_release(&t);
-	if (rc < 0 && rc != -ETIMEDOUT) {
-		leave(self);
-		return raise_errno(-rc, "result",
-				   rc == -ENOENT ? "no ROUND for this round within the timeout" :
-				   rc == -ESTALE ? "round no longer kept (its slot was reused)" : NULL);
-	}
-	{
-		PyObject *r = result_new(&res, self->ch, self->n_chunks);
-
-		leave(self);
-		return r;
-	}
+	leave(self);
+	if (rc < 0 && rc != -ETIMEDOUT)
+		r = raise_errno(-rc, "result",
+				rc == -ENOENT ? "no ROUND for this round within the timeout" :
+				rc == -ESTALE ? "round no longer kept (its slot was reused)" : NULL);
+	else
+		r = result_new(&res, ch, self->n_chunks);
+	PyMem_RawFree(ch);
+	return r;
 }
 
 static PyObject *Session_ready(Session *self, PyObject *args, PyObject *kw)
@@ -670,6 +667,10 @@ static PyObject *Session_ready(Session *self, PyObject *args, PyObject *kw)
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "k|O", kwlist, &round, &to))
 		return NULL;
+	if (round > UINT32_MAX) {
+		PyErr_SetString(PyExc_ValueError, "round must be < 2^32");
+		return NULL;
+	}
 	if (to && timeout_ns(to, &t) < 0)
 		return NULL;
 	if (enter(self) < 0)

@@ -24,6 +24,7 @@ local steps taken since the send are kept. Staleness is the age of the
 average when it reaches the model, in rounds: (time applied - the round's
 start) / T; ``behind`` counts the rounds this island sent meanwhile.
 """
+import errno
 import time
 
 import torch
@@ -93,7 +94,7 @@ class Averager:
         self.stats = dict(sent=0, applied=0, complete=0, partial=0,
                           skipped_no_round=0, skipped_full=0, staleness_sum=0.0,
                           behind_sum=0,
-                          contributors_sum=0, comm_s=0.0, send_errors=0)
+                          contributors_sum=0, comm_s=0.0, send_errors=0, lost=0)
 
     # -- flat views ---------------------------------------------------------
     def _gather(self):
@@ -146,10 +147,21 @@ class Averager:
         return res
 
     def poll(self):
-        """Apply every in-flight round that has ended, oldest first."""
+        """Apply every in-flight round that has ended, oldest first. A
+        round whose slot a newer round took before it could be applied
+        (the island was held up for several rounds) is counted as lost."""
         done = []
-        while self.inflight and self.s.ready(self.inflight[0].round, timeout=0):
-            done.append(self._apply(self.inflight.pop(0)))
+        while self.inflight:
+            f = self.inflight[0]
+            try:
+                if not self.s.ready(f.round, timeout=0):
+                    break
+                done.append(self._apply(f))
+            except Error as e:
+                if e.errno != errno.ESTALE:
+                    raise
+                self.stats["lost"] += 1
+            self.inflight.pop(0)
         return done
 
     def step(self):

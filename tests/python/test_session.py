@@ -222,3 +222,41 @@ def test_gil_is_released_while_blocking(edge):
         edge.round(4, 1 << 0, NCH)
         t.join(5)
         assert got and got[0].round == 4
+
+
+def test_two_threads_wait_for_two_rounds(edge):
+    """result() for rounds 1 and 2 from two threads at once: each gets its
+    own sum and its own chunk bitmaps."""
+    with session(edge, probe=None) as s:
+        for r, dl in ((1, 1.0), (2, 5.0)):
+            edge.round(r, PEERS, NCH, deadline_in=dl)
+            s.send(r, val(SELF, r).astype(np.float32))
+            edge.data(NCH)
+        outs = {r: np.zeros(ELEMS, np.float32) for r in (1, 2)}
+        got, ready = {}, threading.Barrier(3)
+
+        def taker(r):
+            ready.wait()
+            got[r] = s.result(r, outs[r], timeout=5)
+
+        ts = [threading.Thread(target=taker, args=(r,)) for r in (1, 2)]
+        for t in ts:
+            t.start()
+        ready.wait()
+        # round 1 only from islands 0 and 2 (partial chunk 0), round 2 complete
+        for c in range(NCH):
+            edge.agg(2, c, PEERS, sum(val(k, 2) for k in (0, 2, 3))[chunk(c)])
+        for c in range(NCH):
+            edge.agg(1, c, 1 << 0 | 1 << 2, (val(0, 1) + val(2, 1))[chunk(c)],
+                     flags=F_PARTIAL)
+            if c:
+                edge.agg(1, c, 1 << 3, val(3, 1)[chunk(c)], flags=F_PARTIAL)
+        for t in ts:
+            t.join(10)
+        assert got[2].complete and got[2].chunk_bitmaps == (0xf,) * NCH
+        np.testing.assert_array_equal(outs[2], sum(val(k, 2) for k in range(4)).astype(np.float32))
+        # round 1 ends at its deadline with chunk 0 missing island 3
+        assert not got[1].complete and got[1].missing == 1 << 3
+        assert got[1].chunk_bitmaps == (0b0111, 0xf, 0xf)
+        np.testing.assert_array_equal(outs[1][chunk(0)],
+                                      sum(val(k, 1) for k in range(3))[chunk(0)].astype(np.float32))
