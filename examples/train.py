@@ -204,6 +204,72 @@ def isthmus_chunk_elems():
     return CHUNK_ELEMS_1500
 
 
+# ---- launching workers ---------------------------------------------------------
+
+def launch(cmds, mode, env, on_port=None, prefix=None):
+    """Start one worker per command (each after its @prefix, e.g. a
+    `testbed.sh exec` into its namespace), wait until every one is READY
+    (socket bound, or rendezvous done), then send them all one GO time."""
+    prefix = prefix or [()] * len(cmds)
+    procs = [subprocess.Popen(list(pre) + cmd + ["--launcher"], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for cmd, pre in zip(cmds, prefix)]
+    for k, p in enumerate(procs):
+        line = p.stdout.readline().split()
+        if len(line) != 2 or line[0] != "READY":
+            for q in procs:
+                q.kill()
+            sys.exit("train.py: %s worker %d exited before it was ready" % (mode, k))
+        if on_port is not None:
+            on_port(k, int(line[1]))
+    go = time.time_ns() + int(0.5e9)
+    for p in procs:
+        p.stdin.write("GO %d\n" % go)
+        p.stdin.flush()
+    return procs
+
+
+def run_net(a):
+    """One run on the testbed's sites (run as `scripts/testbed.sh up ... --
+    train.py net ...`, which exports the env file's TB_* variables): each
+    worker in its site's namespace through `testbed.sh exec`."""
+    e = os.environ
+    need = ["TB_ENV", "TB_N"] + (["TB_EDGE_PORT", "TB_JOB", "TB_ELEMS"]
+                                 if a.mode == "isthmus" else ["TB_MGMT_IP_0", "TB_DATA_IF"])
+    miss = [v for v in need if v not in e]
+    if miss:
+        sys.exit("train.py net: not under `scripts/testbed.sh up%s`: no %s"
+                 % (" --edges" if a.mode == "isthmus" else "", ", ".join(miss)))
+    n = int(e["TB_N"])
+    if n != a.islands:
+        sys.exit("train.py net: the testbed has %d sites, --islands is %d" % (n, a.islands))
+    flat_n = sum(p.numel() for p in make_model(a.hidden, a.seed).parameters())
+    if a.mode == "isthmus" and int(e["TB_ELEMS"]) != flat_n:
+        sys.exit("train.py net: the edges expect %s elements, the model has %d "
+                 "(testbed.sh up --edges --payload-bytes %d)" % (e["TB_ELEMS"], flat_n, 4 * flat_n))
+    os.makedirs(a.out, exist_ok=True)
+    data, target = digits()
+    np.savez(os.path.join(a.out, "digits.npz"), data=data, target=target)
+    extra, prefix = [], []
+    for k in range(n):
+        prefix.append((a.testbed, "exec", e["TB_ENV"], str(k)))
+        if a.mode == "isthmus":
+            extra.append(["--edge", "%s:%s" % (e["TB_EDGE_IP_%d" % k], e["TB_EDGE_PORT"]),
+                          "--bind", "%s:9471" % e["TB_DATA_IP_%d" % k], "--job", e["TB_JOB"],
+                          "--grace-ms", e.get("TB_GRACE_MS", "0")])
+        else:
+            extra.append(["--master", "%s:29500" % e["TB_MGMT_IP_0"], "--ifname", e["TB_DATA_IF"]])
+    t = time.time()
+    procs = launch([worker_args(a, a.mode, k) + extra[k] for k in range(n)], a.mode,
+                   dict(e), prefix=prefix)
+    rc = 0
+    for p in procs:
+        rc |= p.wait()
+    print("train.py: %s run over the testbed took %.1f s" % (a.mode, time.time() - t),
+          file=sys.stderr)
+    return 1 if rc else 0
+
+
 # ---- both runs on this host ---------------------------------------------------
 
 def worker_args(a, mode, k):
@@ -235,7 +301,6 @@ def run_local(a):
     order = a.runs.split(",")
     for mode in order:
         t = time.time()
-        procs = []
         edges = None
         if mode == "isthmus":
             cl = triangles(a.islands) if a.cliques == "triangles" else all_to_all(a.islands)
@@ -251,23 +316,8 @@ def run_local(a):
             extra = [["--master", "127.0.0.1:%d" % port] +
                      (["--allreduce-pad-ms", str(a.allreduce_pad_ms)] if a.allreduce_pad_ms else [])
                      for k in range(a.islands)]
-        for k in range(a.islands):
-            procs.append(subprocess.Popen(worker_args(a, mode, k) + extra[k] + ["--launcher"],
-                                          env=env, stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, text=True))
-        # every worker ready (socket bound / rendezvous done), then GO
-        for k, p in enumerate(procs):
-            line = p.stdout.readline().split()
-            if len(line) != 2 or line[0] != "READY":
-                for q in procs:
-                    q.kill()
-                sys.exit("train.py: %s worker %d exited before it was ready" % (mode, k))
-            if edges is not None:
-                edges.register(k, int(line[1]))
-        go = time.time_ns() + int(0.5e9)
-        for p in procs:
-            p.stdin.write("GO %d\n" % go)
-            p.stdin.flush()
+        procs = launch([worker_args(a, mode, k) + extra[k] for k in range(a.islands)],
+                       mode, env, edges.register if edges is not None else None)
         for p in procs:
             rc |= p.wait()
         if edges is not None:
@@ -457,6 +507,14 @@ def main():
     r = sub.add_parser("report")
     r.add_argument("out")
     r.add_argument("--target", type=float, default=0.9)
+    nt = sub.add_parser("net")
+    common(nt)
+    nt.add_argument("--mode", choices=["isthmus", "gloo"], required=True)
+    nt.add_argument("--testbed", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                      "..", "scripts", "testbed.sh"))
+    sz = sub.add_parser("size", help="print the model's parameter count")
+    sz.add_argument("--hidden", type=int, default=128)
+    sz.add_argument("--seed", type=int, default=1)
     c = sub.add_parser("check")
     c.add_argument("out")
     a = ap.parse_args()
@@ -470,6 +528,11 @@ def main():
         return run_local(a)
     if a.cmd == "report":
         return report(a)
+    if a.cmd == "net":
+        return run_net(a)
+    if a.cmd == "size":
+        print(sum(p.numel() for p in make_model(a.hidden, a.seed).parameters()))
+        return 0
     return check(a)
 
 
