@@ -5,7 +5,7 @@
 # synchronously with torch.distributed (gloo), and compare (doc/training.md).
 #
 #   scripts/train.sh [--build DIR] [--out DIR] [train.py options...]
-#   scripts/train.sh --testbed [--schedule S] [--scale K] [--build DIR] [--out DIR] [...]
+#   scripts/train.sh --testbed [--schedule S] [--scale K] [--startup S] [--build DIR] [--out DIR] [...]
 #
 # Without --testbed, on this host: the isthmus run against loopback edges
 # (python/isthmus/loopback.py: rounds of --period-ms, rotating triangles),
@@ -30,6 +30,7 @@ RECORD=0
 TESTBED=0
 SCHED=triangles
 SCALE=()
+STARTUP=()
 HIDDEN=128
 TARGET=0.9
 while [ $# -gt 0 ]; do
@@ -37,6 +38,7 @@ while [ $# -gt 0 ]; do
 	--testbed) TESTBED=1; shift ;;
 	--schedule) SCHED=$2; shift 2 ;;
 	--scale) SCALE=(--scale "$2"); shift 2 ;;
+	--startup) STARTUP=(--startup "$2"); shift 2 ;;
 	--hidden) HIDDEN=$2; ARGS+=("$1" "$2"); shift 2 ;;
 	--target) TARGET=$2; shift 2 ;;
 	--build) BUILD=$2; shift 2 ;;
@@ -62,7 +64,7 @@ if [ "$TESTBED" = 1 ]; then
 	ELEMS=$("$PY" "$ROOT/examples/train.py" size --hidden "$HIDDEN")
 	# the edges' payload is the accumulator's size: 4 bytes an element,
 	# whatever the dtype on the wire (doc/island.md, bf16)
-	"$ROOT/scripts/testbed.sh" up --edges --schedule "$SCHED" "${SCALE[@]}" \
+	"$ROOT/scripts/testbed.sh" up --edges --schedule "$SCHED" "${SCALE[@]}" "${STARTUP[@]}" \
 		--payload-bytes $((ELEMS * 4)) -- \
 		"$PY" "$ROOT/examples/train.py" net --mode isthmus --out "$OUT" "${ARGS[@]}"
 	"$ROOT/scripts/testbed.sh" up "${SCALE[@]}" -- \
