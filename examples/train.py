@@ -10,9 +10,15 @@ decentralised over isthmus rounds, or synchronously with torch.distributed
       both runs on this host: N worker processes each, the isthmus run
       against loopback edges (isthmus.loopback: rounds of --period-ms,
       rotating cliques), the gloo run over 127.0.0.1
+  train.py net --mode isthmus|gloo --out DIR ...
+      one run over the emulated WAN, as the command of `scripts/testbed.sh
+      up [--edges] -- ...` (its TB_* variables): N workers, each in its
+      site's namespace (scripts/train.sh --testbed runs both)
+  train.py size [--hidden H]
+      the model's parameter count (the edges' elements)
   train.py report DIR [--target A]
       summary table, DIR/accuracy.png, DIR/summary.json
-  train.py check DIR
+  train.py check DIR [--bf16-sums]
       recomputes every isthmus aggregate from what each island sent
       (--record) and checks it is the exact sum over its bitmap
 
