@@ -6,6 +6,7 @@ set -euo pipefail
 
 PKGS=(
 	build-essential pkg-config meson ninja-build python3 python3-pyelftools
+	python3-dev python3-pytest python3-numpy python3-torch python3-sklearn python3-matplotlib
 	clang llvm libclang-rt-14-dev
 	dpdk dpdk-dev libdpdk-dev
 	libbpf-dev bpftool libxdp-dev
@@ -13,7 +14,9 @@ PKGS=(
 	libcriterion-dev
 	libssl-dev libipsec-mb-dev
 	libpcap-dev tshark gnuplot-nox
-	iproute2 iputils-ping procps ethtool
+	iproute2 iputils-ping procps ethtool util-linux
+	# scripts/peers.sh (Open MPI peers), system tests under load
+	openmpi-bin libopenmpi-dev stress-ng
 )
 
 missing=()

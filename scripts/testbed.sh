@@ -3,27 +3,56 @@
 #
 # The whole of isthmus on one machine (doc/testbed.md): N islands in network
 # namespaces, N edges (isthmusd on net_af_packet over veth), and the WAN
-# emulator (isthmus-wan) joining the edges over the topology's links at
-# scaled capacities, with the schedule isthmus-plan computes for those very
-# capacities. Every aggregate each island receives is checked against the
-# exact sum; the last line is the SUMMARY.
+# emulator (isthmus-wan, in a namespace of its own) joining the edges over
+# the topology's links at scaled capacities, with the schedule isthmus-plan
+# computes for those very capacities. Every aggregate each island receives
+# is checked against the exact sum; the last line is the SUMMARY.
 #
-#   scripts/testbed.sh run [options]      (scripts/testbed.sh --help)
+#   scripts/testbed.sh run [options]          a complete isthmus job, checked
+#   scripts/testbed.sh up [options] [-- CMD]  sites on the emulated WAN for
+#                                             your own commands (doc/testbed.md)
+#   scripts/testbed.sh exec ENV SITE CMD...   run CMD in a site's namespace
+#   scripts/testbed.sh down ENV               stop what `up` started
+#   scripts/testbed.sh clean [RID...]         remove what crashed runs left
 #
-# Needs root (namespaces, veth). Everything it creates carries a name unique
-# to the run and is removed on exit, failure or signal.
+# Needs root (namespaces, veth). Everything a run creates carries a run id
+# (RID) in its name and is removed on exit, failure or signal; a kill -9 of
+# this script is answered by its children (PR_SET_PDEATHSIG) and by a
+# watchdog that runs `clean RID` once the script is gone.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SELF=$ROOT/scripts/$(basename "$0")
+# Runs register here (owner pid and start time, run directory), so that
+# `clean` tells a crashed run from a live one.
+REG=/run/isthmus-testbed
 
 usage() {
-	cat <<'EOF'
+	cat <<'USAGE'
 usage: scripts/testbed.sh run [options]
+       scripts/testbed.sh up [options] [--edges] [--env FILE] [-- CMD [ARG...]]
+       scripts/testbed.sh exec ENV SITE CMD [ARG...]
+       scripts/testbed.sh down ENV
+       scripts/testbed.sh clean [--unregistered] [RID...]
 
-Runs islands, edges and the WAN emulator for R rounds and prints, last,
+run: islands, edges and the WAN emulator for R rounds; prints, last,
   SUMMARY schedule=.. islands=.. rounds=.. aggregates=.. verified=.. wrong=..
           partial=.. missing=.. nacks=.. resent=.. round_ms_mean=.. round_ms_planned=..
 Exit 0 only if wrong=0 and every island finished every round.
+
+up: one namespace per site whose eth0 goes through isthmus-wan (kernel TCP
+and UDP over the emulated WAN, 10.0.K.2), a management bridge (mgmt0,
+172.30.0.K+1, out of band, no emulation), and an env file (names and
+addresses, doc/testbed.md). With CMD: runs CMD (env file's variables in its
+environment) and tears everything down when it exits, with its status.
+Without: stays up until `down ENV` (or SIGINT/SIGTERM). With --edges the
+sites are islands behind edges (isthmusd, schedule as for run) instead:
+run your own islands there.
+
+exec: SITE is an index (0..N-1), a site name, 'wan' or 'mgmt'.
+clean: without RID, every registered run whose script is gone; RID: that
+run whatever its state; --unregistered: also isth-* namespaces, DPDK run
+directories and veths of runs that never registered (older scripts).
 
 Topology and schedule:
   --sites F --links F     topology (default: conf/topologies/nine-city-*.csv)
@@ -38,10 +67,17 @@ Topology and schedule:
                           still holds the few chunks in flight, see doc)
   --scale K               capacities divided by K, latencies real (default 10000:
                           100 Gbit/s links become 10 Mbit/s)
+  --queue-ms D            WAN link queues: D ms at the link's capacity (default
+                          run: 1000; up: isthmus-wan's, 100)
 Run:
-  --rounds R              rounds to play (default 5)
+  --rounds R              rounds to play (default 5; up --edges: unlimited)
   --dtype int32|fp32      tensor type (default int32)
-  --startup S             seconds from launch to the epoch (default 8)
+  --startup S             first try: epoch S seconds after the edges start
+                          (default 3). The epoch holds only if every edge and
+                          island is ready T + 0.5 s before it; else all are
+                          restarted with twice the margin
+  --ready-timeout S       give up (exit 2, naming who was not ready) after S
+                          seconds of tries (default 120)
 Impairments on every WAN link (seeded, reproducible):
   --loss P --dup P --reorder P --corrupt P   probabilities in [0, 1]
   --seed S                (default 1)
@@ -54,10 +90,169 @@ Faults:
                           removed unless the run fails)
   --pmd af_packet|af_xdp  edge PMD (default af_packet); af_xdp loads lib/xdp's
                           steering program on each edge port (doc/xdp.md)
+up:
+  --edges                 islands behind edges instead of sites on the WAN
+  --env FILE              where to write the env file (default RUNDIR/env)
 
 Environment: BUILD (default build) is the meson build directory.
-EOF
+USAGE
 }
+
+die() { echo "testbed: $*" >&2; exit 2; }
+
+# Start time of process $1 (field 22 of /proc/PID/stat), empty if gone:
+# with the pid it names a process unambiguously.
+proc_start() {
+	local s
+	s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	s=${s##*) }
+	# shellcheck disable=SC2086
+	set -- $s
+	echo "${20}"
+}
+
+reg_get() { sed -n "s/^$2=//p" "$REG/$1" 2>/dev/null; }
+
+run_alive() {
+	local pid start
+	pid=$(reg_get "$1" pid)
+	start=$(reg_get "$1" start)
+	[ -n "$pid" ] && [ -n "$start" ] && [ "$(proc_start "$pid")" = "$start" ]
+}
+
+# Remove everything of run $1: its processes (every process in its
+# namespaces), namespaces (and with them its veths), DPDK run directories,
+# shared memory, and its run directory unless kept.
+clean_run() {
+	local rid=$1 ns p work keep n=0
+	local -a nss pids=()
+	mapfile -t nss < <(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^isth-$rid-" || true)
+	for ns in "${nss[@]}"; do
+		for p in $(ip netns pids "$ns" 2>/dev/null); do
+			pids+=("$p")
+			kill -KILL "$p" 2>/dev/null || true
+		done
+	done
+	for p in "${pids[@]}"; do
+		while [ -e "/proc/$p" ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done
+	done
+	for ns in "${nss[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+	# veths of older runs lived in the root namespace
+	for p in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' |
+		   grep -E "^t[aiwe]$rid[0-9]+$" || true); do
+		ip link del "$p" 2>/dev/null || true
+	done
+	rm -rf /var/run/dpdk/isth"$rid"* 2>/dev/null || true
+	rm -f /dev/shm/*isth"$rid"* 2>/dev/null || true
+	if [ -f "$REG/$rid" ]; then
+		work=$(reg_get "$rid" work)
+		keep=$(reg_get "$rid" keep)
+		[ "$keep" = 1 ] || [ -z "$work" ] || rm -rf "$work"
+		rm -f "$REG/$rid"
+	fi
+}
+
+cmd_clean() {
+	local unreg=0 rid f n=0
+	local -a rids=()
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--unregistered) unreg=1 ;;
+		-*) die "clean: unknown option '$1'" ;;
+		*) [[ "$1" =~ ^[0-9a-f]{4}$ ]] || die "clean: '$1' is not a run id (4 hex digits)"
+		   rids+=("$1") ;;
+		esac
+		shift
+	done
+	[ "$(id -u)" -eq 0 ] || die "needs root"
+	if [ ${#rids[@]} -eq 0 ]; then
+		for f in "$REG"/*; do
+			[ -f "$f" ] || continue
+			rid=$(basename "$f")
+			run_alive "$rid" || rids+=("$rid")
+		done
+		if [ "$unreg" = 1 ]; then
+			for rid in $( { ip netns list 2>/dev/null | awk '{print $1}';
+					ls /var/run/dpdk 2>/dev/null; } |
+				      sed -nE 's/^isth-?([0-9a-f]{4})([-a-z].*|[0-9]*)$/\1/p' | sort -u); do
+				[ -f "$REG/$rid" ] || rids+=("$rid")
+			done
+		fi
+	fi
+	for rid in "${rids[@]}"; do
+		clean_run "$rid"
+		echo "testbed: cleaned run $rid" >&2
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ] || echo "testbed: nothing to clean" >&2
+}
+
+# The watchdog: `__watch RID PID START` waits for the script (pid and start
+# time) to be gone, then cleans its run. Detached (setsid) and outside
+# every namespace of the run, so that nothing of the run takes it along.
+cmd_watch() {
+	local rid=$1 pid=$2 start=$3
+	while [ "$(proc_start "$pid")" = "$start" ]; do sleep 0.2; done
+	[ -f "$REG/$rid" ] && clean_run "$rid"
+	exit 0
+}
+
+# Env file of a running `up`: its variables in this shell.
+load_env() {
+	[ -f "$1" ] || die "no env file '$1'"
+	set -a
+	# shellcheck disable=SC1090
+	. "$1"
+	set +a
+}
+
+cmd_exec() {
+	[ $# -ge 3 ] || die "usage: testbed.sh exec ENV SITE CMD [ARG...]"
+	local env=$1 site=$2 ns= k
+	shift 2
+	load_env "$env"
+	case "$site" in
+	wan) ns=$TB_WAN_NS ;;
+	mgmt) ns=$TB_MGMT_NS ;;
+	*)
+		for ((k = 0; k < TB_N; k++)); do
+			v=TB_SITE_$k
+			if [ "$site" = "$k" ] || [ "$site" = "${!v}" ]; then
+				v=TB_NS_$k
+				ns=${!v}
+			fi
+		done ;;
+	esac
+	[ -n "$ns" ] || die "exec: no site '$site' in $env (0..$((TB_N - 1)), a name of: $TB_SITES, wan, mgmt)"
+	exec ip netns exec "$ns" "$@"
+}
+
+cmd_down() {
+	[ $# -eq 1 ] || die "usage: testbed.sh down ENV"
+	local n=0
+	load_env "$1"
+	if [ "$(proc_start "$TB_PID")" != "$TB_PID_START" ]; then
+		echo "testbed: run $TB_RID is not up (already down)" >&2
+		exit 0
+	fi
+	kill -TERM "$TB_PID"
+	while [ "$(proc_start "$TB_PID")" = "$TB_PID_START" ]; do
+		[ $n -lt 600 ] || die "run $TB_RID (pid $TB_PID) did not stop in 30 s"
+		sleep 0.05
+		n=$((n + 1))
+	done
+}
+
+CMD=${1:-}
+case "$CMD" in
+run|up) shift ;;
+exec) shift; cmd_exec "$@" ;;
+down) shift; cmd_down "$@"; exit 0 ;;
+clean) shift; cmd_clean "$@"; exit 0 ;;
+__watch) shift; cmd_watch "$@" ;;
+-h|--help) usage; exit 0 ;;
+*) usage >&2; exit 2 ;;
+esac
 
 BUILD=${BUILD:-build}
 SITES=$ROOT/conf/topologies/nine-city-sites.csv
@@ -67,19 +262,20 @@ SCHED=best
 PAYLOAD=130K
 MEMORY=0
 SCALE=10000
-ROUNDS=5
+QUEUE_MS=
+ROUNDS=
 DTYPE=int32
-STARTUP=8
+STARTUP=3
+READY_TIMEOUT=120
 LOSS=0 DUP=0 REORDER=0 CORRUPT=0 SEED=1
 SILENT=-1
 RESTART=-1
 KEEP=
 PMD=af_packet
+EDGES=0
+ENVF=
+USERCMD=()
 
-die() { echo "testbed: $*" >&2; exit 2; }
-
-[ "${1:-}" = run ] || { [ "${1:-}" = --help ] || [ "${1:-}" = -h ] && { usage; exit 0; }; usage >&2; exit 2; }
-shift
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--sites) SITES=$(realpath "$2"); shift 2 ;;
@@ -90,6 +286,7 @@ while [ $# -gt 0 ]; do
 	--payload-bytes) PAYLOAD=$2; shift 2 ;;
 	--memory-bytes) MEMORY=$2; shift 2 ;;
 	--scale) SCALE=$2; shift 2 ;;
+	--queue-ms) QUEUE_MS=$2; shift 2 ;;
 	--loss) LOSS=$2; shift 2 ;;
 	--dup) DUP=$2; shift 2 ;;
 	--reorder) REORDER=$2; shift 2 ;;
@@ -97,10 +294,14 @@ while [ $# -gt 0 ]; do
 	--seed) SEED=$2; shift 2 ;;
 	--dtype) DTYPE=$2; shift 2 ;;
 	--startup) STARTUP=$2; shift 2 ;;
+	--ready-timeout) READY_TIMEOUT=$2; shift 2 ;;
 	--silent-island) SILENT=$2; shift 2 ;;
 	--restart-edge) RESTART=$2; shift 2 ;;
 	--keep) KEEP=$2; shift 2 ;;
 	--pmd) PMD=$2; shift 2 ;;
+	--edges) [ "$CMD" = up ] || die "--edges: only with up"; EDGES=1; shift ;;
+	--env) [ "$CMD" = up ] || die "--env: only with up"; ENVF=$(realpath -m "$2"); shift 2 ;;
+	--) [ "$CMD" = up ] || die "'--': only with up"; shift; USERCMD=("$@"); break ;;
 	-h|--help) usage; exit 0 ;;
 	*) die "unknown option '$1' (scripts/testbed.sh --help)" ;;
 	esac
@@ -109,8 +310,24 @@ done
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces and veth)"
 case "$DTYPE" in int32|fp32) ;; *) die "--dtype: int32 or fp32" ;; esac
 case "$PMD" in af_packet|af_xdp) ;; *) die "--pmd: af_packet or af_xdp" ;; esac
-[[ "$ROUNDS" =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] || die "--rounds: a positive integer"
+if [ "$CMD" = run ]; then
+	ROUNDS=${ROUNDS:-5}
+	EDGES=1
+	# isthmusd's streams are planned and paced, but a round's DATA to a
+	# peer leaves in bursts of tens of KB that converge on shared links:
+	# 100 ms (125 KB at 10 Mbit/s) measured tail drops on 4 links of 18.
+	# About the old 1 MiB at the default scale; TCP peers (up) get the
+	# emulator's 100 ms.
+	QUEUE_MS=${QUEUE_MS:-1000}
+fi
+[ -z "$ROUNDS" ] || { [[ "$ROUNDS" =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ]; } || die "--rounds: a positive integer"
 [[ "$SCALE" =~ ^[0-9]+$ ]] && [ "$SCALE" -ge 1 ] || die "--scale: a positive integer"
+[[ "$STARTUP" =~ ^[0-9]+$ ]] && [ "$STARTUP" -ge 1 ] || die "--startup: a positive integer (seconds)"
+[[ "$READY_TIMEOUT" =~ ^[0-9]+$ ]] && [ "$READY_TIMEOUT" -ge 1 ] || die "--ready-timeout: a positive integer (seconds)"
+[ -z "$QUEUE_MS" ] || [[ "$QUEUE_MS" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--queue-ms: a number of milliseconds"
+if [ "$CMD" = up ] && { [ "$SILENT" -ge 0 ] || [ "$RESTART" -ge 0 ]; }; then
+	die "--silent-island, --restart-edge: only with run"
+fi
 
 case "$BUILD" in /*) BDIR=$BUILD ;; *) BDIR=$ROOT/$BUILD ;; esac
 PLAN=$BDIR/app/isthmus-plan/isthmus-plan
@@ -127,16 +344,13 @@ for b in "$PLAN" "$EDGE" "$WAN" "$ISLAND"; do
 done
 
 # Sizes as the planner and the config reader parse them.
+# (awk, not python: a python start costs seconds on a loaded machine)
 size_bytes() {
-	python3 - "$1" <<'PY'
-import re, sys
-m = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|K|M|G|T)?", sys.argv[1])
-if not m:
-    sys.exit("bad size " + sys.argv[1])
-mult = {None: 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
-        "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}[m.group(2)]
-print(int(float(m.group(1)) * mult))
-PY
+	[[ "$1" =~ ^([0-9]+(\.[0-9]+)?)(Ki|Mi|Gi|Ti|K|M|G|T)?$ ]] || return 1
+	awk -v n="${BASH_REMATCH[1]}" -v u="${BASH_REMATCH[3]}" 'BEGIN {
+		m["K"] = 1e3; m["M"] = 1e6; m["G"] = 1e9; m["T"] = 1e12
+		m["Ki"] = 2^10; m["Mi"] = 2^20; m["Gi"] = 2^30; m["Ti"] = 2^40
+		printf "%d\n", n * (u == "" ? 1 : m[u]) }'
 }
 PAYLOAD_B=$(size_bytes "$PAYLOAD") || die "--payload-bytes: bad size"
 MEMORY_B=$(size_bytes "$MEMORY") || die "--memory-bytes: bad size"
@@ -144,34 +358,48 @@ CHUNK_ELEMS=358			# DATA elements per packet at MTU 1500
 CHUNK_B=$((CHUNK_ELEMS * 4))
 ELEMS=$(( (PAYLOAD_B + 3) / 4 ))
 
-RID=$(printf '%04x' $(( ($$ + RANDOM) % 65536 )))
+# --- the run: id, registration, watchdog ----------------------------------
+# The id is taken by creating the registry entry (noclobber): two runs
+# started at once cannot share one.
+mkdir -p "$REG"
+for try in $(seq 1 64); do
+	RID=$(printf '%04x' $(( (RANDOM * 32768 + RANDOM + $$) % 65536 )))
+	if ! ip netns list 2>/dev/null | grep -q "^isth-$RID-" &&
+	   ( set -C; : >"$REG/$RID" ) 2>/dev/null; then
+		break
+	fi
+	RID=
+done
+[ -n "$RID" ] || die "no free run id in $REG"
+export ISTH_TESTBED=$RID
 if [ -n "$KEEP" ]; then
 	WORK=$(realpath -m "$KEEP"); mkdir -p "$WORK"
 else
 	WORK=$(mktemp -d "/tmp/isth-tb-$RID-XXXX")
 fi
+MYSTART=$(proc_start $$)
+printf 'pid=%s\nstart=%s\nwork=%s\nkeep=%s\n' $$ "$MYSTART" "$WORK" "$([ -n "$KEEP" ] && echo 1 || echo 0)" >"$REG/$RID"
+setsid "$SELF" __watch "$RID" $$ "$MYSTART" </dev/null >/dev/null 2>&1 &
 PIDS=()
 NSS=()
-LINKS_MADE=()
 FAILED=1
 
 cleanup() {
 	set +e
 	for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done
-	sleep 0.5
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-	# an edge started again by --restart-edge is not in PIDS
-	pkill -KILL -f "file-prefix=isth${RID}" 2>/dev/null
-	for l in "${LINKS_MADE[@]}"; do ip link del "$l" 2>/dev/null; done
-	for n in "${NSS[@]}"; do ip netns del "$n" 2>/dev/null; done
-	rm -rf /var/run/dpdk/isth$RID* 2>/dev/null
-	if [ -z "$KEEP" ]; then
-		if [ "$FAILED" = 0 ]; then
-			rm -rf "$WORK"
-		else
-			echo "testbed: logs kept in $WORK" >&2
-		fi
+	for p in "${PIDS[@]}"; do
+		n=0
+		while kill -0 "$p" 2>/dev/null && [ $n -lt 20 ]; do sleep 0.05; n=$((n + 1)); done
+		kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null
+	done
+	# what is left in the run's namespaces (an edge started again by
+	# --restart-edge), the namespaces with their veths, DPDK run files
+	if [ -z "$KEEP" ] && [ "$FAILED" != 0 ]; then
+		# kept for the post-mortem: tell clean_run not to remove it
+		sed -i 's/^keep=0$/keep=1/' "$REG/$RID"
+		echo "testbed: logs kept in $WORK" >&2
 	fi
+	clean_run "$RID"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -235,8 +463,9 @@ mapfile -t NAMES <"$WORK/names"
 mapfile -t LAT <"$WORK/latency"	# row k: one-way us from island k to each
 N=${#NAMES[@]}
 MAXLAT_US=$(tr ' ' '\n' <"$WORK/latency" | sort -n | tail -1)
-ACCESS_GBPS=$(python3 -c "print(100 / $SCALE * 1432 / 1514)")
+ACCESS_GBPS=$(awk -v k="$SCALE" 'BEGIN { printf "%.9g\n", 100 / k * 1432 / 1514 }')
 
+if [ "$EDGES" = 1 ]; then
 # --- the schedule, planned at the scaled capacities -------------------------
 if [ -f "$SCHED" ]; then
 	cp "$SCHED" "$WORK/run.sched"
@@ -265,7 +494,7 @@ else
 fi
 T_NS=$(awk '$1 == "round-ns" {print $2}' "$WORK/run.sched")
 [ -n "$T_NS" ] || die "schedule has no round-ns"
-PLANNED_MS=$(python3 -c "print('%.1f' % ($T_NS / 1e6))")
+PLANNED_MS=$(awk -v t="$T_NS" 'BEGIN { printf "%.1f\n", t / 1e6 }')
 SCHED_PAYLOAD=$(awk '$1 == "payload-bytes" {print $2}' "$WORK/run.sched")
 ELEMS=$(( (SCHED_PAYLOAD + 3) / 4 ))
 
@@ -280,46 +509,102 @@ FLOOR=$(( (NCHUNKS + 64) * 1472 * 2 ))
 # end is repaired one round trip later: the slack covers the longest.
 SLACK_MS=$(( 2 * MAXLAT_US / 1000 + 20 ))
 
+fi
 # --- links and namespaces ---------------------------------------------------
 mac() { printf '02:%02x:%s:%s:00:%02x' "$1" "${RID:0:2}" "${RID:2:2}" "$2"; }
-sysctl -qw net.ipv6.conf.default.disable_ipv6=1 2>/dev/null || true
-# Island k lives in namespace isth-RID-k, its edge in isth-RID-ek (a host of
-# its own: the af_packet PMD's fanout groups are per namespace and would
-# collide between processes), the WAN emulator in the root namespace.
-#   island eth0 (ti) <-> ta [edge] tw <-> te (emulator port k)
+newns() {
+	ip netns add "$1"
+	NSS+=("$1")
+	ip -n "$1" link set lo up
+	ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
+	ip netns exec "$1" sysctl -qw net.ipv6.conf.default.disable_ipv6=1 2>/dev/null || true
+}
+# veth A (MAC ma) in namespace na, named nameA there, to B likewise
+veth() {
+	local a=$1 ma=$2 na=$3 an=$4 b=$5 mb=$6 nb=$7 bn=$8
+	ip link add "$a" address "$ma" type veth peer name "$b" address "$mb"
+	ip link set "$a" netns "$na"
+	ip link set "$b" netns "$nb"
+	[ "$an" = "$a" ] || ip -n "$na" link set "$a" name "$an"
+	[ "$bn" = "$b" ] || ip -n "$nb" link set "$b" name "$bn"
+	ip -n "$na" link set "$an" up
+	ip -n "$nb" link set "$bn" up
+}
+# The kernel leaves TCP/UDP checksums (and TSO segmentation) to an offload
+# that a veth never performs: an edge, or isthmus-wan reading through
+# af_packet, would see partial checksums (doc/wan.md). Compute them here.
+no_offload() { ip netns exec "$1" ethtool -K "$2" tx off tso off gso off >/dev/null 2>&1 || true; }
+
+# Every namespace of the run is isth-RID-*:
+#   isth-RID-w    isthmus-wan, one port (te) per site
+#   isth-RID-k    site k: an island (run, up --edges) or a host on the WAN (up)
+#   isth-RID-ek   edge k (isthmusd): a host of its own, as the af_packet
+#                 PMD's fanout groups are per namespace and would collide
+#   isth-RID-m    up: the management bridge (mgmt0 of every site)
+# Addresses are fixed inside these namespaces: runs do not see each other's.
+WNS=isth-$RID-w
+MNS=isth-$RID-m
+newns "$WNS"
 for ((k = 0; k < N; k++)); do
 	ns=isth-$RID-$k
-	ens=isth-$RID-e$k
-	ip netns add "$ns"; NSS+=("$ns")
-	ip netns add "$ens"; NSS+=("$ens")
-	ip link add "ta$RID$k" address "$(mac 1 $k)" type veth peer name "ti$RID$k" address "$(mac 2 $k)"
-	ip link set "ti$RID$k" netns "$ns"
-	ip link set "ta$RID$k" netns "$ens"
-	ip -n "$ns" link set lo up
-	ip -n "$ns" link set "ti$RID$k" name eth0
-	ip -n "$ns" addr add "10.10.$k.2/24" dev eth0
-	ip -n "$ns" link set eth0 up
-	# The island's kernel would leave UDP checksums to an offload that a
-	# veth never performs; the edge verifies them, so compute them here.
-	ip netns exec "$ns" ethtool -K eth0 tx off >/dev/null 2>&1 || true
-	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
-	ip -n "$ns" neigh replace "10.10.$k.1" lladdr "$(mac 1 $k)" dev eth0 nud permanent
-	ip link add "tw$RID$k" address "$(mac 3 $k)" type veth peer name "te$RID$k" address "$(mac 4 $k)"
-	LINKS_MADE+=("te$RID$k")
-	ip link set "tw$RID$k" netns "$ens"
-	ip netns exec "$ens" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
-	ip -n "$ens" link set lo up
-	ip -n "$ens" link set "ta$RID$k" up
-	ip -n "$ens" link set "tw$RID$k" up
-	sysctl -qw "net.ipv6.conf.te$RID$k.disable_ipv6=1" 2>/dev/null || true
-	ip link set "te$RID$k" up
+	newns "$ns"
+	if [ "$EDGES" = 1 ]; then
+		# island eth0 (10.10.k.2) <-> ta [edge k] tw (10.0.k.1) <-> te [wan]
+		ens=isth-$RID-e$k
+		newns "$ens"
+		veth "ti$RID$k" "$(mac 2 $k)" "$ns" eth0 "ta$RID$k" "$(mac 1 $k)" "$ens" "ta$RID$k"
+		ip -n "$ns" addr add "10.10.$k.2/24" dev eth0
+		no_offload "$ns" eth0
+		ip -n "$ns" neigh replace "10.10.$k.1" lladdr "$(mac 1 $k)" dev eth0 nud permanent
+		veth "tw$RID$k" "$(mac 3 $k)" "$ens" "tw$RID$k" "te$RID$k" "$(mac 4 $k)" "$WNS" "te$RID$k"
+	else
+		# site eth0 (10.0.k.2) <-> te [wan], which answers for 10.0.k.1
+		veth "ts$RID$k" "$(mac 5 $k)" "$ns" eth0 "te$RID$k" "$(mac 4 $k)" "$WNS" "te$RID$k"
+		ip -n "$ns" addr add "10.0.$k.2/24" dev eth0
+		no_offload "$ns" eth0
+		ip -n "$ns" neigh replace "10.0.$k.1" lladdr "$(mac 4 $k)" dev eth0 nud permanent
+		ip -n "$ns" route add 10.0.0.0/16 via "10.0.$k.1" dev eth0
+	fi
 done
+if [ "$CMD" = up ]; then
+	# out of band: a bridge, no emulation (rendezvous, Open MPI's oob)
+	newns "$MNS"
+	ip -n "$MNS" link add mgmt type bridge
+	ip -n "$MNS" addr add 172.30.0.254/24 dev mgmt
+	ip -n "$MNS" link set mgmt up
+	for ((k = 0; k < N; k++)); do
+		veth "tm$RID$k" "$(mac 6 $k)" "isth-$RID-$k" mgmt0 "tb$RID$k" "$(mac 7 $k)" "$MNS" "tb$RID$k"
+		ip -n "$MNS" link set "tb$RID$k" master mgmt
+		ip -n "isth-$RID-$k" addr add "172.30.0.$((k + 1))/24" dev mgmt0
+	done
+fi
+
+# --- readiness ----------------------------------------------------------------
+# wait_line PID FILE REGEX DEADLINE_NS: 0 once FILE has a line matching
+# REGEX, 1 at the deadline, 3 if PID ended first.
+wait_line() {
+	while :; do
+		grep -qE "$3" "$2" 2>/dev/null && return 0
+		kill -0 "$1" 2>/dev/null || { grep -qE "$3" "$2" 2>/dev/null && return 0; return 3; }
+		[ "$(date +%s%N)" -lt "$4" ] || return 1
+		sleep 0.05
+	done
+}
+died() {
+	echo "testbed: $1 exited before it was ready; its log ($2):" >&2
+	tail -5 "$2" >&2
+	exit 2
+}
 
 # --- WAN emulator -----------------------------------------------------------
 {
 	echo "# testbed $RID: site map (doc/wan.md)"
 	for ((k = 0; k < N; k++)); do
-		echo "${NAMES[$k]} port=net_af_packet$k mac=$(mac 3 $k) gw_mac=$(mac 4 $k) net=10.0.$k.0/24"
+		if [ "$EDGES" = 1 ]; then
+			echo "${NAMES[$k]} port=net_af_packet$k mac=$(mac 3 $k) gw_mac=$(mac 4 $k) net=10.0.$k.0/24"
+		else
+			echo "${NAMES[$k]} port=net_af_packet$k mac=$(mac 5 $k) gw_mac=$(mac 4 $k) gw=10.0.$k.1 net=10.0.$k.0/24"
+		fi
 	done
 } >"$WORK/wan.map"
 WAN_ARGS=(--no-huge -m 512 "--file-prefix=isth${RID}w" -l 0 --no-pci --no-telemetry
@@ -330,12 +615,19 @@ done
 # The links file is already scaled (the planner saw the same one).
 WAN_ARGS+=(-- --sites "$WORK/sites.csv" --links "$WORK/links.csv" --site-map "$WORK/wan.map"
 	   --scale 1 --seed "$SEED" --idle-us 200)
+[ -z "$QUEUE_MS" ] || WAN_ARGS+=(--queue-ms "$QUEUE_MS")
 [ "$LOSS" = 0 ] || WAN_ARGS+=(--loss "$LOSS")
 [ "$DUP" = 0 ] || WAN_ARGS+=(--dup "$DUP")
 [ "$REORDER" = 0 ] || WAN_ARGS+=(--reorder "$REORDER")
 [ "$CORRUPT" = 0 ] || WAN_ARGS+=(--corrupt "$CORRUPT")
-"$WAN" "${WAN_ARGS[@]}" >"$WORK/wan.log" 2>&1 &
-PIDS+=($!)
+ip netns exec "$WNS" "$WAN" "${WAN_ARGS[@]}" >"$WORK/wan.log" 2>&1 &
+WANPID=$!
+PIDS+=($WANPID)
+T_START=$(date +%s)
+rc=0
+wait_line $WANPID "$WORK/wan.log" 'isthmus-wan: .*running' $(( ( T_START + READY_TIMEOUT ) * 1000000000 )) || rc=$?
+[ $rc = 3 ] && died isthmus-wan "$WORK/wan.log"
+[ $rc = 0 ] || die "isthmus-wan not ready within ${READY_TIMEOUT}s (logs in $WORK)"
 
 # --- edges ------------------------------------------------------------------
 # Start edge $1 in its namespace, in the background; its pid goes to
@@ -343,7 +635,7 @@ PIDS+=($!)
 # restarted, so that its island can still play every round.
 start_edge() {
 	local k=$1 main=$(($1 % 2)) other
-	local -a vdevs
+	local -a vdevs rounds=()
 	other=$((1 - main))
 	if [ "$PMD" = af_xdp ]; then
 		# lib/xdp's program steers isthmus traffic to the AF_XDP socket
@@ -353,17 +645,17 @@ start_edge() {
 	else
 		vdevs=("--vdev=net_af_packet0,iface=ta$RID$k" "--vdev=net_af_packet1,iface=tw$RID$k")
 	fi
+	[ -z "$ROUNDS" ] || rounds=(--rounds $((ROUNDS + 1 + EXTRA_ROUNDS)))
 	ip netns exec "isth-$RID-e$k" \
 	"$EDGE" --no-huge -m 256 "--file-prefix=isth${RID}e$k" -l "$main,$other" \
 		--main-lcore "$main" --no-pci --log-level=lib.*:error \
 		"${vdevs[@]}" \
-		-- --config "$WORK/edge$k.conf" --rounds $((ROUNDS + 1 + EXTRA_ROUNDS)) 2>&1 &
+		-- --config "$WORK/edge$k.conf" "${rounds[@]}" 2>&1 &
 	echo $! >"$WORK/edge$k.pid"
 }
-EXTRA_ROUNDS=0
-[ "$RESTART" -ge 0 ] && EXTRA_ROUNDS=$(( 4 + 4000000000 / T_NS ))
-EPOCH=$(( ( $(date +%s) + STARTUP ) * 1000000000 ))
-for ((k = 0; k < N; k++)); do
+write_edge_conf() {
+	local k=$1 j
+	local -a lat
 	{
 		echo "[isthmusd]"
 		echo "island = ${NAMES[$k]}"
@@ -400,20 +692,153 @@ for ((k = 0; k < N; k++)); do
 		echo "idle_polls = 16"
 		echo "idle_sleep = 200us"
 	} >"$WORK/edge$k.conf"
-	start_edge "$k" >"$WORK/edge$k.log"
-	PIDS+=($!)
-done
+}
+start_island() {
+	local k=$1
+	local -a extra=()
+	[ "$k" = "$SILENT" ] && extra=(--stop-after 1)
+	ip netns exec "isth-$RID-$k" "$ISLAND" --job 1 --island "$k" --islands "$N" \
+		--edge "10.10.$k.1:9471" --bind "10.10.$k.2:9471" --rounds "$ROUNDS" \
+		--dtype "$DTYPE" --elems "$ELEMS" --timeout $((margin + 30)) \
+		--grace "$GRACE" "${extra[@]}" >"$WORK/island$k.log" 2>&1 &
+	IPIDS[$k]=$!
+}
+stop_pids() {
+	local p
+	for p in "$@"; do kill -INT "$p" 2>/dev/null || true; done
+	for p in "$@"; do wait "$p" 2>/dev/null || true; done
+}
 
+EXTRA_ROUNDS=0
+EPIDS=()
+IPIDS=()
+GRACE=
+if [ "$EDGES" = 1 ]; then
+	[ "$RESTART" -ge 0 ] && EXTRA_ROUNDS=$(( 4 + 4000000000 / T_NS ))
+	GRACE=$(( SLACK_MS + 40 ))
+	# Readiness: isthmusd takes the epoch when it starts, so the epoch is
+	# chosen when the edges start and holds only if every edge (its
+	# ports started: its "epoch ... (in S s)" line) and every island
+	# (socket bound: its first line) is ready one round plus 0.5 s before
+	# it. Otherwise all are stopped and started again with twice the
+	# margin, until --ready-timeout.
+	GUARD_NS=$(( T_NS + 500000000 ))
+	margin=$STARTUP
+	while :; do
+		EPOCH=$(( ( $(date +%s) + margin ) * 1000000000 ))
+		for ((k = 0; k < N; k++)); do
+			write_edge_conf "$k"
+			start_edge "$k" >"$WORK/edge$k.log"
+			EPIDS[$k]=$!
+		done
+		[ "$CMD" = run ] && for ((k = 0; k < N; k++)); do start_island "$k"; done
+		notready=()
+		for ((k = 0; k < N; k++)); do
+			rc=0
+			wait_line "${EPIDS[$k]}" "$WORK/edge$k.log" '^isthmusd: island .* epoch [0-9]+ \(in' \
+				$((EPOCH - GUARD_NS)) || rc=$?
+			[ $rc = 3 ] && died "edge $k" "$WORK/edge$k.log"
+			[ $rc = 0 ] || notready+=("edge $k")
+		done
+		for ((k = 0; k < ${#IPIDS[@]}; k++)); do
+			rc=0
+			wait_line "${IPIDS[$k]}" "$WORK/island$k.log" '^isthmus-island: island ' \
+				$((EPOCH - GUARD_NS)) || rc=$?
+			[ $rc = 3 ] && died "island $k" "$WORK/island$k.log"
+			[ $rc = 0 ] || notready+=("island $k")
+		done
+		[ ${#notready[@]} -eq 0 ] && break
+		stop_pids "${EPIDS[@]}" "${IPIDS[@]}"
+		if [ $(( $(date +%s) - T_START + 2 * margin )) -gt "$READY_TIMEOUT" ]; then
+			die "not ready within --ready-timeout ${READY_TIMEOUT}s (last try: epoch ${margin}s after start): ${notready[*]} (logs in $WORK)"
+		fi
+		echo "testbed: not ready ${margin}s after start: ${notready[*]}; again with $((2 * margin))s" >&2
+		margin=$((2 * margin))
+	done
+	PIDS+=("${EPIDS[@]}" "${IPIDS[@]}")
+fi
+
+# --- up: the env file, then the user's command or a wait --------------------
+if [ "$CMD" = up ]; then
+	ENVF=${ENVF:-$WORK/env}
+	{
+		echo "# scripts/testbed.sh up, run $RID (doc/testbed.md): sourceable"
+		echo "TB_RID=$RID"
+		echo "TB_PID=$$"
+		echo "TB_PID_START=$MYSTART"
+		echo "TB_WORK=$WORK"
+		echo "TB_N=$N"
+		echo "TB_EDGES=$EDGES"
+		echo "TB_WAN_NS=$WNS"
+		echo "TB_MGMT_NS=$MNS"
+		echo "TB_MGMT_IF=mgmt0"
+		echo "TB_MGMT_NET=172.30.0.0/24"
+		echo "TB_MGMT_HUB_IP=172.30.0.254"
+		echo "TB_SITES=\"${NAMES[*]}\""
+		nss= dips= mips=
+		for ((k = 0; k < N; k++)); do
+			if [ "$EDGES" = 1 ]; then dip=10.10.$k.2; else dip=10.0.$k.2; fi
+			nss+="isth-$RID-$k " dips+="$dip " mips+="172.30.0.$((k + 1)) "
+			echo "TB_SITE_$k=${NAMES[$k]}"
+			echo "TB_NS_$k=isth-$RID-$k"
+			echo "TB_DATA_IP_$k=$dip"
+			echo "TB_MGMT_IP_$k=172.30.0.$((k + 1))"
+			if [ "$EDGES" = 1 ]; then
+				echo "TB_EDGE_NS_$k=isth-$RID-e$k"
+				echo "TB_EDGE_IP_$k=10.10.$k.1"
+			fi
+		done
+		echo "TB_NS=\"${nss% }\""
+		echo "TB_DATA_IPS=\"${dips% }\""
+		echo "TB_MGMT_IPS=\"${mips% }\""
+		echo "TB_DATA_IF=eth0"
+		if [ "$EDGES" = 1 ]; then
+			echo "TB_DATA_NET=10.10.0.0/16"
+			echo "TB_JOB=1"
+			echo "TB_EDGE_PORT=9471"
+			echo "TB_SCHED=$WORK/run.sched"
+			echo "TB_SCHED_NAME=$SCHED_NAME"
+			echo "TB_ROUND_NS=$T_NS"
+			echo "TB_EPOCH_NS=$EPOCH"
+			echo "TB_ELEMS=$ELEMS"
+			echo "TB_GRACE_MS=$GRACE"
+		else
+			echo "TB_DATA_NET=10.0.0.0/16"
+		fi
+	} >"$ENVF.tmp"
+	mv "$ENVF.tmp" "$ENVF"
+	FAILED=0
+	if [ ${#USERCMD[@]} -gt 0 ]; then
+		echo "testbed: up, run $RID, $N sites; env $ENVF; running ${USERCMD[*]}" >&2
+		rc=0
+		( load_env "$ENVF"; export TB_ENV=$ENVF; exec "${USERCMD[@]}" ) || rc=$?
+		[ $rc = 0 ] || FAILED=1
+		exit $rc
+	fi
+	echo "testbed: up, run $RID, $N sites; env $ENVF; stop with: $SELF down $ENVF" >&2
+	echo "UP $ENVF"
+	trap 'exit 0' INT TERM
+	# Until `down` (SIGTERM); the emulator ending early is a failure.
+	rc=0
+	wait "$WANPID" || rc=$?
+	FAILED=1
+	die "isthmus-wan ended (status $rc) while up; its log: $WORK/wan.log"
+fi
+
+# --- run: faults, progress, the islands' summaries --------------------------
 # --restart-edge K: stop edge K during round 1 and start it again with the
 # same command (same epoch and schedule): it must rejoin at a round
 # boundary. Its island misses the rounds in between and catches up.
 if [ "$RESTART" -ge 0 ]; then
 	(
-		T_MS=$(( T_NS / 1000000 ))
-		until [ "$(date +%s%N)" -ge $(( EPOCH + 3 * T_NS / 2 )) ]; do sleep 0.01; done
+		until [ "$(date +%s%N)" -ge $(( EPOCH + 3 * T_NS / 2 )) ]; do
+			[ -e "/proc/$$" ] || exit 0
+			sleep 0.01
+		done
 		pid=$(cat "$WORK/edge$RESTART.pid")
 		kill -INT "$pid" 2>/dev/null
 		while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+		[ -e "/proc/$$" ] || exit 0
 		echo "testbed: edge $RESTART stopped during round 1; restarting" >&2
 		start_edge "$RESTART" >"$WORK/edge$RESTART.restart.log"
 		wait
@@ -421,21 +846,7 @@ if [ "$RESTART" -ge 0 ]; then
 	PIDS+=($!)
 fi
 
-# --- islands ----------------------------------------------------------------
-IPIDS=()
-GRACE=$(( SLACK_MS + 40 ))
-for ((k = 0; k < N; k++)); do
-	extra=()
-	[ "$k" = "$SILENT" ] && extra=(--stop-after 1)
-	ip netns exec "isth-$RID-$k" "$ISLAND" --job 1 --island "$k" --islands "$N" \
-		--edge "10.10.$k.1:9471" --bind "10.10.$k.2:9471" --rounds "$ROUNDS" \
-		--dtype "$DTYPE" --elems "$ELEMS" --timeout $((STARTUP + 30)) \
-		--grace "$GRACE" "${extra[@]}" >"$WORK/island$k.log" 2>&1 &
-	IPIDS+=($!)
-	PIDS+=($!)
-done
-
-echo "testbed: $N islands, schedule $SCHED_NAME (T $PLANNED_MS ms planned at 1/$SCALE), $ROUNDS rounds, epoch in ${STARTUP}s; logs in $WORK" >&2
+echo "testbed: run $RID, $N islands, schedule $SCHED_NAME (T $PLANNED_MS ms planned at 1/$SCALE), $ROUNDS rounds, all ready, epoch in $(( (EPOCH - $(date +%s%N)) / 1000000 )) ms; logs in $WORK" >&2
 # Progress: island 0's per-round lines as they come.
 # (tail --pid: it ends with this script, whatever happens)
 ( tail --pid=$$ -n +1 -f "$WORK/island0.log" 2>/dev/null | grep --line-buffered '^round' | sed -u 's/^/  island0: /' >&2 ) &

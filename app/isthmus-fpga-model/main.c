@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "isth_fpga_model.h"
 #include "isth_text.h"
@@ -48,6 +50,12 @@ main(int argc, char **argv)
 	sigset_t set;
 	int c, sig;
 
+	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
+	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
+	 * (we were left to init before the prctl): leave. */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
+	    (getenv("ISTH_TESTBED") != NULL && getppid() == 1))
+		return 1;
 	memset(&p, 0, sizeof(p));
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		dst = NULL;

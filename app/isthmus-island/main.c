@@ -10,6 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 
@@ -32,6 +36,10 @@ static const char usage[] =
 "  fp32:  (((k+1)*131 + r*17 + i*7) mod 1024 - 512) / 16\n"
 "         sixteenths in [-32, 32): sums of up to 64 islands are exact in\n"
 "         binary32 in any order, so fp32 is checked exactly too.\n"
+"  bf16:  ((k+1)*131 + r*17 + i*7) mod 4 - 2\n"
+"         integers in [-2, 1]: every partial sum of up to 64 is exact in\n"
+"         bf16, so sums are exact whether the edge returns them as fp32\n"
+"         or as bf16 ([agg] bf16_out); results are fp32.\n"
 "\n"
 "Options:\n"
 "  --job N          job id (default 1)\n"
@@ -40,12 +48,17 @@ static const char usage[] =
 "  --edge IP[:PORT] the edge's access address (required; port 9471)\n"
 "  --bind IP[:PORT] local address the edge sends to (default 0.0.0.0:9471)\n"
 "  --rounds R       rounds to play (default 10)\n"
-"  --dtype T        int32 or fp32 (default int32)\n"
+"  --dtype T        int32, fp32 or bf16 (default int32)\n"
 "  --elems N        tensor elements; must match the edge's ROUND\n"
 "                   (n_chunks * chunk_elems covers it; default 1024)\n"
 "  --mtu M          IP MTU, sets the chunk size (default 1500: 358 elems)\n"
 "  --timeout S      seconds to wait for each ROUND (default 10)\n"
-"  --stop-after K   send DATA in the first K rounds played only, then keep\n"
+"  --overlap K      rounds in flight, 1..3 (default 2): round r+1's DATA\n"
+"                   leaves as soon as its ROUND arrives (the edge paces it\n"
+"                   to its planned offset), whether or not round r has\n"
+"                   ended; late rounds are still collected, in order.\n"
+"                   1: wait for each round's end before the next\n"
+"  --stop-after K   send DATA in the first K rounds taken only, then keep\n"
 "                   receiving and verifying but stay silent: an island\n"
 "                   that died as a sender (peers see partials naming it)\n"
 "  --grace MS       keep collecting AGGs MS ms past the deadline (default 0)\n"
@@ -55,14 +68,15 @@ static const char usage[] =
 "\n"
 "Output: one line per round\n"
 "  round R clique {..} chunks N complete C partial P missing <who/which>\n"
-"  nacks N resent N ms X\n"
+"  nacks N resent N ms X tx_ms Y\n"
 "then the summary\n"
 "  ISLAND island= rounds= aggregates= verified= wrong= partial= missing=\n"
 "  nacks= resent= round_ms_mean=\n"
 "aggregates counts chunk results, verified those equal to the exact sum\n"
 "over their bitmap, wrong the others, partial those missing contributors,\n"
 "missing the contributions reported missing. Round time is from the\n"
-"ROUND's start_ns to the end of the round (complete, or the deadline).\n"
+"ROUND's start_ns to the end of the round (complete, or the deadline);\n"
+"tx_ms from start_ns to when the DATA was handed to the socket.\n"
 "Exit status: 0 if wrong=0 and every round finished, 1 otherwise, 2 for\n"
 "usage errors.\n";
 
@@ -77,6 +91,7 @@ struct opts {
 	uint32_t elems;
 	unsigned int mtu;
 	uint64_t timeout_ns;
+	unsigned int overlap;	/* rounds in flight */
 	int64_t stop_after;	/* -1: never */
 	uint64_t grace_ns, nack_ns, probe_ns;
 };
@@ -134,6 +149,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "grace", required_argument, NULL, 'g' },
 		{ "nack-interval", required_argument, NULL, 'k' },
 		{ "probe", required_argument, NULL, 'p' },
+		{ "overlap", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -145,7 +161,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		.job = 1, .island = -1, .edge_port = ISTH_WIRE_PORT,
 		.bind_port = ISTH_WIRE_PORT, .rounds = 10,
 		.dtype = ISTH_DTYPE_INT32, .elems = 1024, .mtu = 1500,
-		.timeout_ns = 10000000000ull, .stop_after = -1,
+		.timeout_ns = 10000000000ull, .stop_after = -1, .overlap = 2,
 		.nack_ns = 5000000ull, .probe_ns = 10000000ull,
 	};
 	while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
@@ -164,6 +180,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				o->dtype = ISTH_DTYPE_INT32;
 			else if (strcmp(a, "fp32") == 0)
 				o->dtype = ISTH_DTYPE_FP32;
+			else if (strcmp(a, "bf16") == 0)
+				o->dtype = ISTH_DTYPE_BF16;
 			else
 				bad = 1;
 			break;
@@ -173,6 +191,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 's': bad = parse_u64(a, 0, UINT32_MAX, &v); o->stop_after = (int64_t)v; break;
 		case 'g': bad = parse_u64(a, 0, 3600000, &v); o->grace_ns = v * 1000000ull; break;
 		case 'k': bad = parse_u64(a, 1, 60000, &v); o->nack_ns = v * 1000000ull; break;
+		case 'o':
+			bad = parse_u64(a, 1, ISTH_ISLAND_ROUNDS - 1, &v);
+			o->overlap = (unsigned int)v;
+			break;
 		case 'p':
 			bad = parse_u64(a, 0, 60000, &v);
 			o->probe_ns = v ? v * 1000000ull : UINT64_MAX;
@@ -217,15 +239,26 @@ static int val_f32_16(unsigned int k, uint32_t r, uint32_t i)
 	return (int)(((uint32_t)(k + 1) * 131u + r * 17u + i * 7u) % 1024u) - 512;
 }
 
+/* Small integers: every partial sum of up to 64 is exact in bf16. */
+static int val_bf16(unsigned int k, uint32_t r, uint32_t i)
+{
+	return (int)(((uint32_t)(k + 1) * 131u + r * 17u + i * 7u) % 4u) - 2;
+}
+
+/* bf16 tensors are handed over as fp32; the library rounds them (here
+ * exactly) to bf16 on the wire. */
 static void make_tensor(const struct opts *o, uint32_t r, void *t)
 {
+	unsigned int k = (unsigned int)o->island;
 	uint32_t i;
 
 	for (i = 0; i < o->elems; i++) {
 		if (o->dtype == ISTH_DTYPE_INT32)
-			((uint32_t *)t)[i] = val_i32((unsigned int)o->island, r, i);
+			((uint32_t *)t)[i] = val_i32(k, r, i);
+		else if (o->dtype == ISTH_DTYPE_BF16)
+			((float *)t)[i] = (float)val_bf16(k, r, i);
 		else
-			((float *)t)[i] = (float)val_f32_16((unsigned int)o->island, r, i) / 16.0f;
+			((float *)t)[i] = (float)val_f32_16(k, r, i) / 16.0f;
 	}
 }
 
@@ -237,7 +270,7 @@ static bool chunk_ok(const struct opts *o, uint32_t r, const void *out,
 
 	for (i = first; i < first + count; i++) {
 		uint32_t si = 0;
-		int sf = 0;
+		int sf = 0, sb = 0;
 		unsigned int k;
 
 		for (k = 0; k < 64; k++) {
@@ -245,9 +278,13 @@ static bool chunk_ok(const struct opts *o, uint32_t r, const void *out,
 				continue;
 			si += val_i32(k, r, i);
 			sf += val_f32_16(k, r, i);
+			sb += val_bf16(k, r, i);
 		}
 		if (o->dtype == ISTH_DTYPE_INT32) {
 			if (((const uint32_t *)out)[i] != si)
+				return false;
+		} else if (o->dtype == ISTH_DTYPE_BF16) {
+			if (((const float *)out)[i] != (float)sb)
 				return false;
 		} else if (((const float *)out)[i] != (float)sf / 16.0f) {
 			return false;
@@ -270,117 +307,208 @@ static void set_str(uint64_t set, char *buf, size_t size)
 		snprintf(buf + off, size - off, "}");
 }
 
+/* A round taken (its ROUND arrived) and not yet collected. */
+struct flight {
+	struct isth_island_round ri;
+	struct isth_island_stats st0;	/* counters when it was taken */
+	double tx_ms;			/* DATA handed over, from start_ns */
+	bool sent;
+};
+
+struct run {
+	struct opts o;
+	struct isth_island *s;
+	uint32_t n_chunks, ce;
+	void *out;
+	struct isth_island_chunk *ch;
+	uint64_t aggregates, verified, wrong, partial, missing;
+	double ms_sum;
+	uint32_t played;
+};
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Take the result of an ended round, verify it and print its line.
+ * Returns false on an error that ends the run. */
+static bool collect(struct run *u, const struct flight *f)
+{
+	const struct isth_island_round *ri = &f->ri;
+	struct isth_island_result res;
+	struct isth_island_stats st;
+	char clique[200], miss[512];
+	uint32_t ok = 0, c;
+	double ms;
+	int rc;
+
+	rc = isth_island_result(u->s, ri->round, u->out, (size_t)u->o.elems * 4,
+				u->ch, u->n_chunks, &res, u->o.timeout_ns);
+	if (rc < 0 && rc != -ETIMEDOUT) {
+		fprintf(stderr, "isthmus-island: round %u: result: %s\n",
+			ri->round, strerror(-rc));
+		return false;
+	}
+	isth_island_stats(u->s, &st);
+	for (c = 0; c < u->n_chunks; c++) {
+		u->aggregates++;
+		if (chunk_ok(&u->o, ri->round, u->out, c * u->ce, u->ch[c].count,
+			     u->ch[c].bitmap)) {
+			u->verified++;
+			ok++;
+		} else {
+			u->wrong++;
+			fprintf(stderr, "isthmus-island: round %u chunk %u: WRONG sum for bitmap 0x%" PRIx64 "\n",
+				ri->round, c, u->ch[c].bitmap);
+		}
+	}
+	u->partial += res.partial;
+	u->missing += res.missing;
+	ms = res.end_ns > ri->start_ns ? (double)(res.end_ns - ri->start_ns) / 1e6 : 0.0;
+	u->ms_sum += ms;
+	u->played++;
+	set_str(ri->clique, clique, sizeof(clique));
+	isth_island_missing_str(u->ch, u->n_chunks, miss, sizeof(miss));
+	printf("round %u clique %s chunks %u complete %u partial %u missing %s "
+	       "verified %u nacks %" PRIu64 " resent %" PRIu64 " ms %.3f tx_ms %.3f%s\n",
+	       ri->round, clique, u->n_chunks, res.complete, res.partial,
+	       res.partial ? miss : "-", ok,
+	       st.nacks_sent - f->st0.nacks_sent, st.resent - f->st0.resent, ms,
+	       f->tx_ms, res.self_sent ? "" : " (silent)");
+	fflush(stdout);
+	return true;
+}
+
+/* How often the loop looks for ended rounds while it also waits for the
+ * next ROUND. */
+#define SLICE_NS 2000000ull
+
 int main(int argc, char **argv)
 {
-	uint64_t aggregates = 0, verified = 0, wrong = 0, partial = 0, missing = 0;
-	struct isth_island_stats st0, st;
+	struct flight fl[ISTH_ISLAND_ROUNDS];
+	struct isth_island_stats st;
 	struct isth_island_conf conf;
-	struct isth_island_chunk *ch;
-	struct isth_island *s;
-	double ms_sum = 0;
-	uint32_t played = 0, n_chunks, ce, c;
-	void *tensor, *out;
-	struct opts o;
+	struct run u;
+	uint32_t taken = 0;
+	unsigned int nfl = 0, i;
+	void *tensor;
 	bool failed = false;
-	unsigned int i;
 
-	if (parse_args(argc, argv, &o) < 0)
+	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
+	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
+	 * (we were left to init before the prctl): leave. */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
+	    (getenv("ISTH_TESTBED") != NULL && getppid() == 1))
+		return 1;
+	memset(&u, 0, sizeof(u));
+	if (parse_args(argc, argv, &u.o) < 0)
 		return EXIT_USAGE;
 	conf = (struct isth_island_conf){
-		.job = o.job, .island = (uint8_t)o.island, .n_islands = o.n_islands,
-		.edge_ip = o.edge_ip, .edge_port = o.edge_port,
-		.bind_ip = o.bind_ip, .bind_port = o.bind_port, .mtu = o.mtu,
-		.elems = o.elems, .dtype = o.dtype,
-		.nack_interval_ns = o.nack_ns, .probe_ns = o.probe_ns,
-		.grace_ns = o.grace_ns,
+		.job = u.o.job, .island = (uint8_t)u.o.island,
+		.n_islands = u.o.n_islands,
+		.edge_ip = u.o.edge_ip, .edge_port = u.o.edge_port,
+		.bind_ip = u.o.bind_ip, .bind_port = u.o.bind_port,
+		.mtu = u.o.mtu, .elems = u.o.elems, .dtype = u.o.dtype,
+		.nack_interval_ns = u.o.nack_ns, .probe_ns = u.o.probe_ns,
+		.grace_ns = u.o.grace_ns,
 	};
-	s = isth_island_open(&conf);
-	if (s == NULL) {
+	u.s = isth_island_open(&conf);
+	if (u.s == NULL) {
 		fprintf(stderr, "isthmus-island: cannot open the session: %s\n",
 			strerror(errno));
 		return EXIT_FAILURE;
 	}
-	n_chunks = isth_island_n_chunks(s);
-	ce = isth_island_chunk_elems(s);
-	tensor = malloc((size_t)o.elems * 4);
-	out = malloc((size_t)o.elems * 4);
-	ch = calloc(n_chunks, sizeof(*ch));
-	if (tensor == NULL || out == NULL || ch == NULL) {
+	u.n_chunks = isth_island_n_chunks(u.s);
+	u.ce = isth_island_chunk_elems(u.s);
+	tensor = malloc((size_t)u.o.elems * 4);
+	u.out = malloc((size_t)u.o.elems * 4);
+	u.ch = calloc(u.n_chunks, sizeof(*u.ch));
+	if (tensor == NULL || u.out == NULL || u.ch == NULL) {
 		fprintf(stderr, "isthmus-island: out of memory\n");
 		return EXIT_FAILURE;
 	}
-	printf("isthmus-island: island %d of %u, job %u, %s x %u = %u chunks of %u, %u rounds\n",
-	       o.island, o.n_islands, o.job, o.dtype == ISTH_DTYPE_INT32 ? "int32" : "fp32",
-	       o.elems, n_chunks, ce, o.rounds);
+	printf("isthmus-island: island %d of %u, job %u, %s x %u = %u chunks of %u, %u rounds, overlap %u\n",
+	       u.o.island, u.o.n_islands, u.o.job, isth_wire_dtype_name(u.o.dtype),
+	       u.o.elems, u.n_chunks, u.ce, u.o.rounds, u.o.overlap);
 	fflush(stdout);
 
-	while (played < o.rounds) {
-		struct isth_island_result res;
-		struct isth_island_round ri;
-		char clique[200], miss[512];
-		uint32_t ok = 0;
-		double ms;
-		int rc;
+	/*
+	 * Keep to the schedule: a round's DATA goes out when its ROUND comes,
+	 * while up to --overlap earlier rounds are still collecting. Ended
+	 * rounds are collected in order; waiting for the next ROUND is cut
+	 * into slices so that an ended round is not left waiting.
+	 */
+	while (u.played < u.o.rounds) {
+		if (taken < u.o.rounds && nfl < u.o.overlap) {
+			struct flight *f = &fl[nfl];
+			int rc = isth_island_wait_round(u.s, nfl ? SLICE_NS : u.o.timeout_ns,
+							&f->ri);
 
-		rc = isth_island_wait_round(s, o.timeout_ns, &ri);
-		if (rc == -EPROTO) {
-			fprintf(stderr, "isthmus-island: round %u: ROUND has %u chunks of %u elements, "
-				"this island %u of %u (check --elems and --mtu)\n",
-				ri.round, ri.n_chunks, ri.chunk_elems, n_chunks, ce);
-			failed = true;
-			break;
-		}
-		if (rc < 0) {
-			fprintf(stderr, "isthmus-island: no ROUND within %" PRIu64 " s after %u rounds\n",
-				(uint64_t)(o.timeout_ns / 1000000000ull), played);
-			failed = true;
-			break;
-		}
-		isth_island_stats(s, &st0);
-		if (o.stop_after < 0 || played < (uint64_t)o.stop_after) {
-			make_tensor(&o, ri.round, tensor);
-			rc = isth_island_send(s, ri.round, tensor, (size_t)o.elems * 4);
-			if (rc < 0)
-				fprintf(stderr, "isthmus-island: round %u: send: %s\n",
-					ri.round, strerror(-rc));
-		}
-		rc = isth_island_result(s, ri.round, out, (size_t)o.elems * 4, ch,
-					n_chunks, &res, o.timeout_ns);
-		if (rc < 0 && rc != -ETIMEDOUT) {
-			fprintf(stderr, "isthmus-island: round %u: result: %s\n",
-				ri.round, strerror(-rc));
-			failed = true;
-			break;
-		}
-		isth_island_stats(s, &st);
-		for (c = 0; c < n_chunks; c++) {
-			aggregates++;
-			if (chunk_ok(&o, ri.round, out, c * ce, ch[c].count, ch[c].bitmap)) {
-				verified++;
-				ok++;
-			} else {
-				wrong++;
-				fprintf(stderr, "isthmus-island: round %u chunk %u: WRONG sum for bitmap 0x%" PRIx64 "\n",
-					ri.round, c, ch[c].bitmap);
+			if (rc == -EPROTO) {
+				fprintf(stderr, "isthmus-island: round %u: ROUND has %u chunks of %u elements, "
+					"this island %u of %u (check --elems and --mtu)\n",
+					f->ri.round, f->ri.n_chunks, f->ri.chunk_elems,
+					u.n_chunks, u.ce);
+				failed = true;
+				break;
+			}
+			if (rc == 0) {
+				isth_island_stats(u.s, &f->st0);
+				f->sent = u.o.stop_after < 0 || taken < (uint64_t)u.o.stop_after;
+				f->tx_ms = 0;
+				if (f->sent) {
+					uint64_t t;
+
+					make_tensor(&u.o, f->ri.round, tensor);
+					rc = isth_island_send(u.s, f->ri.round, tensor,
+							      (size_t)u.o.elems * 4);
+					if (rc < 0)
+						fprintf(stderr, "isthmus-island: round %u: send: %s\n",
+							f->ri.round, strerror(-rc));
+					t = realtime_ns();
+					f->tx_ms = t > f->ri.start_ns ?
+						   (double)(t - f->ri.start_ns) / 1e6 : 0.0;
+				}
+				taken++;
+				nfl++;
+			} else if (nfl == 0) {
+				fprintf(stderr, "isthmus-island: no ROUND within %" PRIu64 " s after %u rounds\n",
+					(uint64_t)(u.o.timeout_ns / 1000000000ull), u.played);
+				failed = true;
+				break;
 			}
 		}
-		partial += res.partial;
-		missing += res.missing;
-		ms = res.end_ns > ri.start_ns ? (double)(res.end_ns - ri.start_ns) / 1e6 : 0.0;
-		ms_sum += ms;
-		played++;
-		set_str(ri.clique, clique, sizeof(clique));
-		isth_island_missing_str(ch, n_chunks, miss, sizeof(miss));
-		printf("round %u clique %s chunks %u complete %u partial %u missing %s "
-		       "verified %u nacks %" PRIu64 " resent %" PRIu64 " ms %.3f%s\n",
-		       ri.round, clique, n_chunks, res.complete, res.partial,
-		       res.partial ? miss : "-", ok,
-		       st.nacks_sent - st0.nacks_sent, st.resent - st0.resent, ms,
-		       res.self_sent ? "" : " (silent)");
-		fflush(stdout);
+		/* Collect what has ended; block only when there is nothing
+		 * else to wait for. */
+		while (nfl) {
+			bool more = taken < u.o.rounds && nfl < u.o.overlap;
+			int rc = isth_island_ready(u.s, fl[0].ri.round,
+						   more ? 0 : SLICE_NS);
+
+			if (rc == -EAGAIN)
+				break;
+			if (rc < 0 && rc != -ESTALE) {
+				fprintf(stderr, "isthmus-island: round %u: %s\n",
+					fl[0].ri.round, strerror(-rc));
+				failed = true;
+				break;
+			}
+			if (!collect(&u, &fl[0])) {
+				failed = true;
+				break;
+			}
+			memmove(&fl[0], &fl[1], (nfl - 1) * sizeof(fl[0]));
+			nfl--;
+		}
+		if (failed)
+			break;
 	}
 
-	isth_island_stats(s, &st);
+	isth_island_stats(u.s, &st);
 	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++)
 		if (st.wire_drop[i])
 			fprintf(stderr, "isthmus-island: dropped %" PRIu64 " packets: %s\n",
@@ -392,12 +520,13 @@ int main(int argc, char **argv)
 	printf("ISLAND island=%d rounds=%u aggregates=%" PRIu64 " verified=%" PRIu64
 	       " wrong=%" PRIu64 " partial=%" PRIu64 " missing=%" PRIu64
 	       " nacks=%" PRIu64 " resent=%" PRIu64 " round_ms_mean=%.3f\n",
-	       o.island, played, aggregates, verified, wrong, partial, missing,
-	       st.nacks_sent, st.resent, played ? ms_sum / played : 0.0);
+	       u.o.island, u.played, u.aggregates, u.verified, u.wrong, u.partial,
+	       u.missing, st.nacks_sent, st.resent,
+	       u.played ? u.ms_sum / u.played : 0.0);
 	fflush(stdout);
-	isth_island_close(s);
+	isth_island_close(u.s);
 	free(tensor);
-	free(out);
-	free(ch);
-	return wrong == 0 && !failed && played == o.rounds ? 0 : 1;
+	free(u.out);
+	free(u.ch);
+	return u.wrong == 0 && !failed && u.played == u.o.rounds ? 0 : 1;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -69,8 +70,12 @@ usage(FILE *f)
 "Model:\n"
 "  --scale K             divide every capacity by K (100 Gbps -> 100 Mbps at 1000);\n"
 "                        latencies stay real. Default 1\n"
-"  --queue-bytes B       tail-drop limit per directed link (K/M/G/Ki/Mi suffixes).\n"
-"                        Default 1Mi\n"
+"  --queue-ms D          tail-drop limit per directed link in time: D ms at the\n"
+"                        link's (scaled) capacity, at least 16 full frames.\n"
+"                        Default 100 (125 KB at 10 Mbit/s): a queue sized in bytes\n"
+"                        is seconds of delay at a scaled capacity (bufferbloat)\n"
+"  --queue-bytes B       tail-drop limit per directed link in bytes (K/M/G/Ki/Mi\n"
+"                        suffixes), instead of --queue-ms\n"
 "  --decrement-ttl       decrement the IPv4 TTL on each link, drop at 0 (counted\n"
 "                        'ttl'). Off by default: senders' multicast TTL is often 1\n"
 "\n"
@@ -114,7 +119,7 @@ usage(FILE *f)
 enum {
 	O_SITES = 256, O_LINKS, O_MAP, O_GROUPS, O_SCALE, O_QUEUE, O_TTL, O_SEED, O_LOSS, O_GE,
 	O_DUP, O_REORDER, O_REORDER_MS, O_CORRUPT, O_JITTER, O_IMPAIR, O_MBUFS, O_LANES,
-	O_IDLE_POLLS, O_IDLE_US, O_STATS, O_ROUTES, O_HELP,
+	O_IDLE_POLLS, O_IDLE_US, O_STATS, O_ROUTES, O_HELP, O_QUEUE_MS,
 };
 
 static const struct option opts[] = {
@@ -124,6 +129,7 @@ static const struct option opts[] = {
 	{ "groups", required_argument, NULL, O_GROUPS },
 	{ "scale", required_argument, NULL, O_SCALE },
 	{ "queue-bytes", required_argument, NULL, O_QUEUE },
+	{ "queue-ms", required_argument, NULL, O_QUEUE_MS },
 	{ "decrement-ttl", no_argument, NULL, O_TTL },
 	{ "seed", required_argument, NULL, O_SEED },
 	{ "loss", required_argument, NULL, O_LOSS },
@@ -212,6 +218,32 @@ port_start(uint16_t port, struct rte_mempool *pool)
 	return rc;
 }
 
+/*
+ * Links whose queue limit no option set (0 here) get --queue-ms of their
+ * scaled capacity, at least QUEUE_MIN_FRAMES full frames so that a slow
+ * link still takes a burst.
+ */
+#define QUEUE_MIN_FRAMES 16
+#define QUEUE_FRAME_BYTES 1514
+
+static void
+queue_by_time(const struct isth_topo *t, struct isth_wan_impair *imp, double scale,
+	      double queue_ms)
+{
+	int e, from, to;
+	double lat_ms, cap_bps, b;
+
+	for (e = 0; e < isth_topo_ndlinks(t); e++) {
+		if (imp[e].queue_bytes != 0)
+			continue;
+		isth_topo_dlink(t, e, &from, &to, &lat_ms, &cap_bps);
+		b = cap_bps / scale / 8.0 * queue_ms * 1e-3;
+		if (b < QUEUE_MIN_FRAMES * QUEUE_FRAME_BYTES)
+			b = QUEUE_MIN_FRAMES * QUEUE_FRAME_BYTES;
+		imp[e].queue_bytes = (uint64_t)b;
+	}
+}
+
 static void
 sleep_ns(uint64_t ns)
 {
@@ -240,8 +272,15 @@ main(int argc, char **argv)
 	uint64_t next_stats, hz, idle = 0;
 	uint16_t started[ISTH_WAN_MAX_SITES];
 	int nstarted = 0;
+	double queue_ms = 100;
 	uint64_t qb;
 
+	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
+	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
+	 * (we were left to init before the prctl): leave. */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
+	    (getenv("ISTH_TESTBED") != NULL && getppid() == 1))
+		return 1;
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
@@ -283,6 +322,19 @@ main(int argc, char **argv)
 			if (add_spec(&specs, "queue-bytes", optarg) < 0)
 				goto out;
 			break;
+		case O_QUEUE_MS: {
+			char *end;
+
+			errno = 0;
+			queue_ms = strtod(optarg, &end);
+			if (*optarg == '\0' || *end != '\0' || errno || !isfinite(queue_ms) ||
+			    queue_ms <= 0 || queue_ms > 1e6) {
+				fprintf(stderr, "isthmus-wan: --queue-ms: bad value '%s' (0..1e6 ms)\n",
+					optarg);
+				goto out;
+			}
+			break;
+		}
 		case O_TTL: p.decrement_ttl = true; break;
 		case O_SEED:
 			if (parse_u64("seed", optarg, 0, UINT64_MAX, &p.seed) < 0)
@@ -382,12 +434,16 @@ main(int argc, char **argv)
 		}
 	}
 	isth_wan_impair_default(imp, isth_topo_ndlinks(t));
+	/* 0: not set by --queue-bytes or --impair queue-bytes= (which refuse 0) */
+	for (i = 0; i < isth_topo_ndlinks(t); i++)
+		imp[i].queue_bytes = 0;
 	for (i = 0; i < specs.n; i++) {
 		if (isth_wan_impair_apply(t, imp, specs.s[i], err, sizeof(err)) < 0) {
 			fprintf(stderr, "isthmus-wan: %s\n", err);
 			goto out;
 		}
 	}
+	queue_by_time(t, imp, p.scale, queue_ms);
 
 	pool = rte_pktmbuf_pool_create("isth_wan_pool", (unsigned int)mbufs, 256, 0,
 				       RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -108,6 +110,12 @@ int main(int argc, char **argv)
 	char err[1024];
 	int rc, c, ret = ISTHD_EXIT_OK;
 
+	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
+	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
+	 * (we were left to init before the prctl): leave. */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
+	    (getenv("ISTH_TESTBED") != NULL && getppid() == 1))
+		return 1;
 	for (c = 1; c < argc; c++)
 		if (strcmp(argv[c], "-h") == 0 || strcmp(argv[c], "--help") == 0) {
 			usage(stdout);

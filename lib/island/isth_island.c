@@ -165,6 +165,34 @@ static inline uint64_t sat_add(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+/* bfloat16 <-> binary32. Widening is exact. Narrowing rounds to nearest,
+ * ties to even, and keeps a NaN a quiet NaN (never rounded into inf): the
+ * same rule as the edge's bf16 output (doc/agg.md). */
+static inline float bf16_to_f32(uint16_t b)
+{
+	uint32_t u = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static inline uint16_t f32_to_bf16(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x40);
+	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* Bytes per element on the wire in DATA (the session's dtype). */
+static inline size_t wire_esize(const struct isth_island *s)
+{
+	return s->conf.dtype == ISTH_DTYPE_BF16 ? 2 : 4;
+}
+
 static inline void drop(struct isth_island *s, enum isth_island_drop why)
 {
 	s->st.drop[why]++;
@@ -278,13 +306,23 @@ static struct slot *slot_get(struct isth_island *s, uint32_t round,
 	return sl;
 }
 
-/* Add @n little-endian elements at @src into the accumulator at @dst. */
-static void sum_le(const struct isth_island *s, void *dst, const uint8_t *src,
-		   uint32_t n)
+/* Add @n little-endian elements of type @dtype at @src into the
+ * accumulator at @dst (int32, or fp32 for fp32 and bf16 sessions). */
+static void sum_le(const struct isth_island *s, uint8_t dtype, void *dst,
+		   const uint8_t *src, uint32_t n)
 {
 	uint32_t i, v;
 
-	if (s->conf.dtype == ISTH_DTYPE_INT32) {
+	(void)s;
+	if (dtype == ISTH_DTYPE_BF16) {
+		float *d = dst;
+		uint16_t b;
+
+		for (i = 0; i < n; i++) {
+			memcpy(&b, src + 2 * (size_t)i, 2);
+			d[i] += bf16_to_f32(le16toh(b));
+		}
+	} else if (dtype == ISTH_DTYPE_INT32) {
 		uint32_t *d = dst;
 
 		for (i = 0; i < n; i++) {
@@ -574,7 +612,10 @@ static void on_agg(struct isth_island *s, const struct isth_pkt *p,
 	s->quiet_since_ns = now;
 	if (h->flags & ISTH_F_RESENT)
 		s->st.resent++;
-	if (h->dtype != s->conf.dtype) {
+	/* bf16 DATA is summed in fp32 at the edge, which sends the sums as
+	 * bf16 or fp32 ([agg] bf16_out): a bf16 session takes either. */
+	if (h->dtype != s->conf.dtype &&
+	    !(s->conf.dtype == ISTH_DTYPE_BF16 && h->dtype == ISTH_DTYPE_FP32)) {
 		drop(s, ISTH_ISLAND_DROP_agg_dtype);
 		return;
 	}
@@ -610,7 +651,8 @@ static void on_agg(struct isth_island *s, const struct isth_pkt *p,
 		drop(s, ISTH_ISLAND_DROP_agg_overlap);
 		return;
 	}
-	sum_le(s, (uint8_t *)sl->acc + (size_t)h->chunk * s->chunk_elems * 4,
+	sum_le(s, h->dtype,
+	       (uint8_t *)sl->acc + (size_t)h->chunk * s->chunk_elems * 4,
 	       p->payload, h->count);
 	sl->bitmap[h->chunk] = before | h->bitmap;
 	sl->aggs[h->chunk]++;
@@ -784,9 +826,8 @@ static int check_conf(const struct isth_island_conf *c)
 	if (c->n_islands == 0 || c->n_islands > ISTH_WIRE_MAX_ISLANDS ||
 	    c->island >= c->n_islands)
 		return EINVAL;
-	if (c->dtype == ISTH_DTYPE_BF16)
-		return ENOTSUP;
-	if (c->dtype != ISTH_DTYPE_INT32 && c->dtype != ISTH_DTYPE_FP32)
+	if (c->dtype != ISTH_DTYPE_INT32 && c->dtype != ISTH_DTYPE_FP32 &&
+	    c->dtype != ISTH_DTYPE_BF16)
 		return EINVAL;
 	if (c->elems == 0 || c->edge_ip == 0 || c->rcvbuf < 0)
 		return EINVAL;
@@ -1001,17 +1042,47 @@ int isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns,
 	return rc;
 }
 
+/*
+ * Element @i of the caller's tensor as it goes on the wire, in host order:
+ * a 32-bit word (int32, fp32) or a bf16 (a bf16 session's tensor is bf16,
+ * or fp32 that is rounded here).
+ */
+static inline uint32_t tensor_word(const struct isth_island *s,
+				   const uint8_t *src, bool src_f32, uint32_t i)
+{
+	uint32_t v;
+	uint16_t b;
+	float f;
+
+	if (s->conf.dtype != ISTH_DTYPE_BF16) {
+		memcpy(&v, src + 4 * (size_t)i, 4);
+		return v;
+	}
+	if (src_f32) {
+		memcpy(&f, src + 4 * (size_t)i, 4);
+		return f32_to_bf16(f);
+	}
+	memcpy(&b, src + 2 * (size_t)i, 2);
+	return b;
+}
+
 int isth_island_send(struct isth_island *s, uint32_t round,
 		     const void *tensor, size_t size)
 {
 	enum isth_island_drop why;
 	const uint8_t *src = tensor;
 	unsigned int n = 0;
+	bool src_f32;
 	struct slot *sl;
 	uint32_t c, i;
 	int rc = 0;
 
-	if (s == NULL || tensor == NULL || size != (size_t)s->conf.elems * 4)
+	if (s == NULL || tensor == NULL)
+		return -EINVAL;
+	/* bf16 sessions take bf16 (2 bytes) or fp32 (4 bytes, rounded) */
+	src_f32 = size == (size_t)s->conf.elems * 4;
+	if (!src_f32 && !(s->conf.dtype == ISTH_DTYPE_BF16 &&
+			  size == (size_t)s->conf.elems * 2))
 		return -EINVAL;
 	pthread_mutex_lock(&s->mu);
 	sl = slot_get(s, round, now_ns(s), &why);
@@ -1027,13 +1098,18 @@ int isth_island_send(struct isth_island *s, uint32_t round,
 		rc = -EALREADY;
 		goto out;
 	}
+	/* Own contribution, as the peers will see it (bf16: rounded). */
 	if (s->conf.dtype == ISTH_DTYPE_INT32) {
-		uint32_t *d = sl->acc, v;
+		uint32_t *d = sl->acc;
 
-		for (i = 0; i < s->conf.elems; i++) {
-			memcpy(&v, src + 4 * (size_t)i, 4);
-			d[i] += v;
-		}
+		for (i = 0; i < s->conf.elems; i++)
+			d[i] += tensor_word(s, src, true, i);
+	} else if (s->conf.dtype == ISTH_DTYPE_BF16) {
+		float *d = sl->acc;
+
+		for (i = 0; i < s->conf.elems; i++)
+			d[i] += bf16_to_f32((uint16_t)tensor_word(s, src,
+								  src_f32, i));
 	} else {
 		float *d = sl->acc, f;
 
@@ -1045,7 +1121,8 @@ int isth_island_send(struct isth_island *s, uint32_t round,
 	sl->sent = true;
 
 	for (c = 0; c < s->n_chunks; c++) {
-		uint32_t len = chunk_len(s, c);
+		uint32_t len = chunk_len(s, c), base = c * s->chunk_elems;
+		size_t es = wire_esize(s);
 		struct isth_hdr h = {
 			.type = ISTH_WIRE_DATA, .dtype = s->conf.dtype,
 			.flags = c + 1 == s->n_chunks ? ISTH_F_LAST : 0,
@@ -1054,18 +1131,23 @@ int isth_island_send(struct isth_island *s, uint32_t round,
 			.seq = s->data_seq++, .bitmap = self_bit(s),
 		};
 		uint8_t *p = s->txbuf + (size_t)n * s->msg_max;
-		const uint8_t *e = src + (size_t)c * s->chunk_elems * 4;
+		uint8_t *body = p + ISTH_WIRE_HDR_SIZE;
 
 		isth_wire_put_hdr(p, s->msg_max, &h);
 		for (i = 0; i < len; i++) {
-			uint32_t v;
+			uint32_t v = tensor_word(s, src, src_f32, base + i);
 
-			memcpy(&v, e + 4 * (size_t)i, 4);
-			v = htole32(v);
-			memcpy(p + ISTH_WIRE_HDR_SIZE + 4 * (size_t)i, &v, 4);
+			if (es == 2) {
+				uint16_t b = htole16((uint16_t)v);
+
+				memcpy(body + 2 * (size_t)i, &b, 2);
+			} else {
+				v = htole32(v);
+				memcpy(body + 4 * (size_t)i, &v, 4);
+			}
 		}
-		tx_slot(s, n, ISTH_WIRE_HDR_SIZE + (size_t)len * 4);
-		s->st.data_tx_bytes += (size_t)len * 4;
+		tx_slot(s, n, ISTH_WIRE_HDR_SIZE + (size_t)len * es);
+		s->st.data_tx_bytes += (size_t)len * es;
 		if (++n == BURST || c + 1 == s->n_chunks) {
 			if (tx_flush(s, n) < 0)
 				rc = -EIO;
@@ -1142,9 +1224,15 @@ int isth_island_result(struct isth_island *s, uint32_t round,
 
 			if (sl->chunks_done < s->n_chunks && now >= stop &&
 			    !s->reading) {
-				/* take what is queued before giving up */
+				/* take what is queued before giving up; that
+				 * may be a newer round's ROUND taking over the
+				 * slot of this one, past its deadline */
 				rx_drain(s);
 				run_timers(s, now);
+				if (slot_find(s, round) != sl) {
+					pthread_mutex_unlock(&s->mu);
+					return -ESTALE;
+				}
 			}
 			if (sl->chunks_done == s->n_chunks || now >= stop) {
 				finalize(s, sl, now);
@@ -1182,6 +1270,61 @@ int isth_island_result(struct isth_island *s, uint32_t round,
 	if (res)
 		*res = sl->res;
 	rc = sl->rc;
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+int isth_island_ready(struct isth_island *s, uint32_t round,
+		      uint64_t timeout_ns)
+{
+	uint64_t end;
+	bool first = true;
+	int rc;
+
+	if (s == NULL)
+		return -EINVAL;
+	end = sat_add(mono_ns(), timeout_ns);
+	pthread_mutex_lock(&s->mu);
+	for (;; first = false) {
+		uint64_t t, now = now_ns(s);
+		struct slot *sl = slot_find(s, round);
+
+		if (sl && sl->state == SLOT_DONE) {
+			rc = 0;
+			break;
+		}
+		if (sl == NULL && round_is_old(s, round)) {
+			rc = -ESTALE;
+			break;
+		}
+		if (sl && sl->announced) {
+			uint64_t stop = sat_add(sl->info.deadline_ns,
+						s->conf.grace_ns);
+
+			if (sl->chunks_done < s->n_chunks && now >= stop &&
+			    !s->reading) {
+				rx_drain(s);	/* as in result() */
+				run_timers(s, now);
+				if (slot_find(s, round) != sl) {
+					rc = -ESTALE;
+					break;
+				}
+			}
+			if (sl->chunks_done == s->n_chunks || now >= stop) {
+				finalize(s, sl, now);
+				rc = 0;
+				break;
+			}
+		}
+		t = mono_ns();
+		if (!first && t >= end) {
+			rc = -EAGAIN;
+			break;
+		}
+		rc = wait_io(s, t < end ? end - t : 0);
+		if (rc < 0)
+			break;
+	}
 	pthread_mutex_unlock(&s->mu);
 	return rc;
 }

@@ -63,7 +63,9 @@ struct isth_island_conf {
 	uint16_t bind_port;	/**< local port; 0: ephemeral */
 	unsigned int mtu;	/**< IP MTU; 0: 1500. Sets the chunk size */
 	uint32_t elems;		/**< elements in the tensor, every round; > 0 */
-	uint8_t dtype;		/**< ISTH_DTYPE_INT32 or ISTH_DTYPE_FP32 */
+	/** ISTH_DTYPE_INT32, ISTH_DTYPE_FP32 or ISTH_DTYPE_BF16. A bf16
+	 * session sends bf16 DATA and sums in fp32: its results are fp32. */
+	uint8_t dtype;
 	/** Re-NACK a still-missing AGG at most this often; 0: 5 ms. */
 	uint64_t nack_interval_ns;
 	/** NACKs per missing AGG before giving it up as lost; 0: 16. */
@@ -174,8 +176,8 @@ struct isth_island_stats {
  * Open a session: check @p conf, allocate the round slots, bind the socket.
  *
  * @return the handle, or NULL with errno: EINVAL (bad argument: n_islands,
- *         island, dtype, elems, mtu, edge_ip), ENOTSUP (bf16), ENOMEM, or
- *         the socket/bind errno.
+ *         island, dtype, elems, mtu, edge_ip), ENOMEM, or the socket/bind
+ *         errno.
  */
 struct isth_island *isth_island_open(const struct isth_island_conf *conf);
 
@@ -206,9 +208,18 @@ int isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns,
  * ids 0..n_chunks-1, LAST on the final one), and remember it so that the
  * round's result includes it. ROUND need not have arrived yet.
  *
+ * Rounds may overlap: the caller may send round r+1 (up to r+3) while
+ * round r's AGGs still arrive; each round is summed in its own slot. Take
+ * round r's result before sending round r+4, whose slot it is: once r's
+ * deadline (+grace) has passed that send reuses the slot and r's result
+ * is gone (-ESTALE); before then the send is refused with -EBUSY.
+ *
  * @param tensor  conf.elems elements in host order (copied; the caller
  *                keeps ownership and may reuse it when this returns)
- * @param size    bytes in @p tensor: conf.elems * 4
+ * @param size    bytes in @p tensor: conf.elems * 4; a bf16 session also
+ *                takes conf.elems * 2 (bf16 as is), and with
+ *                conf.elems * 4 reads fp32 and rounds it to bf16 (nearest,
+ *                ties to even)
  * @return 0; -EINVAL (size); -EALREADY (already sent for this round);
  *         -ESTALE (round already returned, or too old to keep);
  *         -EBUSY (every slot holds a live round); -EIO if a send failed
@@ -222,8 +233,9 @@ int isth_island_send(struct isth_island *s, uint32_t round,
  *
  * The round ends when every chunk has every expected contributor, or when
  * the session clock reaches deadline_ns + grace_ns. @p out receives
- * conf.elems elements in host order: per chunk, own contribution (if sent)
- * plus the AGGs received. @p chunks receives one entry per chunk. The
+ * conf.elems 4-byte elements in host order (int32, or fp32 for fp32 and
+ * bf16 sessions): per chunk, own contribution (if sent) plus the AGGs
+ * received. @p chunks receives one entry per chunk. The
  * result stays available (the same answer) until the slot is reused.
  *
  * @param timeout_ns  longest wait for the ROUND itself if it has not
@@ -238,6 +250,19 @@ int isth_island_result(struct isth_island *s, uint32_t round,
 		       void *out, size_t out_size,
 		       struct isth_island_chunk *chunks, unsigned int max_chunks,
 		       struct isth_island_result *res, uint64_t timeout_ns);
+
+/**
+ * Wait up to @p timeout_ns (monotonic) for @p round to end, without
+ * taking its result: for a caller that keeps several rounds in flight and
+ * must not block past its next send. A round ends as in
+ * isth_island_result(); once it has, result() answers at once.
+ *
+ * @return 0 (ended: complete, or deadline + grace passed); -EAGAIN (still
+ *         collecting, or its ROUND has not arrived); -ESTALE (no longer
+ *         kept); -EINVAL; or a negative errno from the socket.
+ */
+int isth_island_ready(struct isth_island *s, uint32_t round,
+		      uint64_t timeout_ns);
 
 /**
  * Process incoming packets and timers (NACKs, probes) for up to

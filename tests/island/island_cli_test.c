@@ -312,6 +312,137 @@ Test(island_cli, nack_partial_and_silent_rounds_verify)
 		  "output:\n%s", out);
 }
 
+/*
+ * Round 20 stays partial until its deadline. With --overlap 2, round 21's
+ * DATA must leave when its ROUND comes, before round 20's deadline; with
+ * --overlap 1 only after it. Both rounds are collected and verified, in
+ * order, either way.
+ */
+static void play_late_round(const char *overlap, bool early)
+{
+	const char *const extra[] = { "--rounds", "2", "--overlap", overlap, NULL };
+	const uint64_t peers = 1u << 0 | 1u << 2;
+	char out[8192];
+	const char *l20, *l21;
+	uint64_t dl20, t21;
+	struct cli c;
+
+	cli_start(&c, extra);
+	dl20 = rt_ns() + 800 * MS;
+	send_round(&c, 20, peers, 800 * MS);
+	expect_data(&c, 20);
+	send_agg(&c, 20, 0, peers, 0, false, 0, -1);	/* chunk 1 never comes */
+	send_round(&c, 21, peers, 3000 * MS);
+	expect_data(&c, 21);
+	t21 = rt_ns();
+	if (early)
+		cr_expect_lt(t21, dl20, "round 21's DATA waited for round 20's deadline");
+	else
+		cr_expect_geq(t21, dl20, "--overlap 1 sent round 21 before round 20 ended");
+	send_agg(&c, 21, 0, peers, 0, false, 0, -1);
+	send_agg(&c, 21, 1, peers, 0, false, 0, -1);
+	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 0, "output:\n%s", out);
+	l20 = strstr(out, "round 20 clique {0,1,2} chunks 2 complete 1 partial 1 "
+			  "missing island 0 chunk 1; island 2 chunk 1 verified 2");
+	l21 = strstr(out, "round 21 clique {0,1,2} chunks 2 complete 2 partial 0 "
+			  "missing - verified 2");
+	cr_expect_not_null(l20, "output:\n%s", out);
+	cr_expect_not_null(l21, "output:\n%s", out);
+	cr_expect_lt(l20, l21, "rounds collected out of order:\n%s", out);
+	cr_expect(strncmp(summary(out), "ISLAND island=1 rounds=2 aggregates=4 "
+			  "verified=4 wrong=0 partial=1 missing=2 ",
+			  strlen("ISLAND island=1 rounds=2 aggregates=4 verified=4 "
+				 "wrong=0 partial=1 missing=2 ")) == 0,
+		  "output:\n%s", out);
+}
+
+Test(island_cli, next_round_leaves_on_time_while_one_is_late)
+{
+	play_late_round("2", true);
+}
+
+Test(island_cli, overlap_1_waits_for_the_late_round)
+{
+	play_late_round("1", false);
+}
+
+/* The CLI's bf16 values: integers in [-2, 1]. */
+static int val_bf16(unsigned int k, uint32_t r, uint32_t i)
+{
+	return (int)(((k + 1) * 131u + r * 17u + i * 7u) % 4u) - 2;
+}
+
+/* An AGG of bf16 sums, as float32 (@dtype fp32) or bf16 words. */
+static void send_agg_bf16(struct cli *c, uint32_t r, uint32_t ch, uint64_t set,
+			  uint8_t dtype)
+{
+	uint32_t count = ch == 0 ? CE : ELEMS - CE;
+	size_t es = dtype == ISTH_DTYPE_BF16 ? 2 : 4;
+	struct isth_hdr h = {
+		.type = ISTH_WIRE_AGG, .dtype = dtype, .sender = SELF,
+		.count = (uint16_t)count, .job = JOB, .round = r, .chunk = ch,
+		.seq = c->seq++, .bitmap = set,
+	};
+	uint8_t body[4 * CE], buf[2048];
+	int n;
+
+	for (uint32_t i = 0; i < count; i++) {
+		float f = 0;
+		uint32_t v;
+
+		for (unsigned int k = 0; k < N; k++)
+			if (set & (1u << k))
+				f += (float)val_bf16(k, r, ch * CE + i);
+		memcpy(&v, &f, 4);
+		if (es == 2)
+			v >>= 16;	/* small integers: exact in bf16 */
+		for (size_t b = 0; b < es; b++)
+			body[es * i + b] = (uint8_t)(v >> (8 * b));
+	}
+	n = isth_wire_build_msg(buf, sizeof(buf), &h, body, count * es, NULL);
+	cr_assert_gt(n, 0);
+	to_island(c, buf, (size_t)n);
+}
+
+Test(island_cli, bf16_goes_out_as_bf16_and_verifies)
+{
+	static const char *const extra[] = { "--rounds", "2", "--dtype", "bf16", NULL };
+	char out[8192];
+	struct cli c;
+
+	cli_start(&c, extra);
+	for (uint32_t r = 30; r < 32; r++) {
+		send_round(&c, r, 1u << 0 | 1u << 2, 3000 * MS);
+		for (uint32_t k = 0; k < NCH; k++) {
+			uint8_t buf[2048];
+			struct isth_pkt p;
+
+			from_island(&c, buf, sizeof(buf), &p);
+			cr_assert_eq(p.hdr.type, ISTH_WIRE_DATA);
+			cr_assert_eq(p.hdr.dtype, ISTH_DTYPE_BF16);
+			cr_assert_eq(p.payload_size, 2u * p.hdr.count);
+			for (uint32_t i = 0; i < p.hdr.count; i++) {
+				float f = (float)val_bf16(SELF, r, k * CE + i);
+				uint32_t u;
+
+				memcpy(&u, &f, 4);
+				cr_assert_eq(p.payload[2 * i] | p.payload[2 * i + 1] << 8,
+					     (int)(u >> 16), "round %u chunk %u elem %u", r, k, i);
+			}
+		}
+		/* round 30: fp32 sums ([agg] bf16_out = fp32); 31: bf16 sums */
+		for (uint32_t ch = 0; ch < NCH; ch++)
+			send_agg_bf16(&c, r, ch, 1u << 0 | 1u << 2,
+				      r == 30 ? ISTH_DTYPE_FP32 : ISTH_DTYPE_BF16);
+	}
+	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 0, "output:\n%s", out);
+	cr_expect(strstr(out, "bf16 x 400") != NULL, "output:\n%s", out);
+	cr_expect(strncmp(summary(out), "ISLAND island=1 rounds=2 aggregates=4 "
+			  "verified=4 wrong=0 partial=0 ",
+			  strlen("ISLAND island=1 rounds=2 aggregates=4 verified=4 "
+				 "wrong=0 partial=0 ")) == 0, "output:\n%s", out);
+}
+
 Test(island_cli, a_wrong_sum_fails_the_run)
 {
 	static const char *const extra[] = { "--rounds", "1", NULL };
@@ -350,7 +481,9 @@ Test(island_cli, usage_errors_exit_2)
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
 	snprintf(cmd, sizeof(cmd), "%s --islands 3 --edge 127.0.0.1 2>/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
-	snprintf(cmd, sizeof(cmd), "%s --island 0 --islands 3 --edge 127.0.0.1 --dtype bf16 2>/dev/null", bin);
+	snprintf(cmd, sizeof(cmd), "%s --island 0 --islands 3 --edge 127.0.0.1 --dtype fp16 2>/dev/null", bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof(cmd), "%s --island 0 --islands 3 --edge 127.0.0.1 --overlap 4 2>/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
 	snprintf(cmd, sizeof(cmd), "%s --help >/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 0);

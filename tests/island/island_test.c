@@ -7,6 +7,7 @@
  * poll()s on conditions with a bound, never sleeps.
  */
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -294,7 +295,7 @@ static const struct {
 	int err;
 } bad_conf[] = {
 	{ "n_islands 0", EINVAL }, { "n_islands 65", EINVAL },
-	{ "island >= n", EINVAL }, { "bf16", ENOTSUP },
+	{ "island >= n", EINVAL }, { "dtype 4", EINVAL },
 	{ "dtype none", EINVAL }, { "dtype 9", EINVAL },
 	{ "elems 0", EINVAL }, { "edge ip 0", EINVAL },
 	{ "mtu tiny", EINVAL }, { "rcvbuf < 0", EINVAL },
@@ -306,7 +307,7 @@ static void break_conf(struct isth_island_conf *c, unsigned int i)
 	case 0: c->n_islands = 0; break;
 	case 1: c->n_islands = 65; break;
 	case 2: c->island = 4; break;
-	case 3: c->dtype = ISTH_DTYPE_BF16; break;
+	case 3: c->dtype = ISTH_DTYPE_MAX + 1; break;
 	case 4: c->dtype = ISTH_DTYPE_NONE; break;
 	case 5: c->dtype = 9; break;
 	case 6: c->elems = 0; break;
@@ -1052,4 +1053,326 @@ Test(island, missing_str_names_contributors_and_chunk_ranges)
 	n = isth_island_missing_str(ch, 8, buf, 12);
 	cr_expect_eq(n, (int)strlen("island 2 chunks 0-2,5; island 4 chunk 7"));
 	cr_expect_str_eq(buf, "island 2...");
+}
+
+/* ---- bf16 ------------------------------------------------------------------ */
+
+/* Quarters in [-32, 32): at most 8 significant bits, exact in bf16. */
+static int val_q(unsigned int k, uint32_t r, uint32_t i)
+{
+	return (int)(((k + 1) * 131u + r * 17u + i * 7u) % 256u) - 128;
+}
+
+static int sum_q(uint64_t set, uint32_t r, uint32_t i)
+{
+	int s = 0;
+
+	for (unsigned int k = 0; k < 64; k++)
+		if (set & (1ull << k))
+			s += val_q(k, r, i);
+	return s;
+}
+
+static uint16_t top16(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return (uint16_t)(u >> 16);
+}
+
+/*
+ * x rounded to bf16 (8 significant bits), nearest, ties to even, computed
+ * with arithmetic rather than with the bit trick the library uses.
+ */
+static float bf16_round_ref(double x)
+{
+	int e;
+
+	if (x == 0)
+		return 0.0f;
+	frexp(x, &e);			/* |x| in [2^(e-1), 2^e) */
+	double ulp = ldexp(1.0, e - 8);
+
+	return (float)(nearbyint(x / ulp) * ulp);	/* FE_TONEAREST */
+}
+
+/* An AGG of chunk @c carrying @vals (the chunk's elements) as @dtype. */
+static void send_agg_vals(struct edge *e, uint8_t dtype, uint32_t round,
+			  uint32_t c, uint64_t set, uint64_t seq,
+			  const float *vals)
+{
+	struct isth_hdr h = {
+		.type = ISTH_WIRE_AGG, .dtype = dtype, .sender = SELF,
+		.count = (uint16_t)clen(c), .job = JOB, .round = round,
+		.chunk = c, .seq = seq, .bitmap = set,
+	};
+	uint8_t body[4 * CE], buf[2048];
+	size_t es = dtype == ISTH_DTYPE_BF16 ? 2 : 4;
+	int n;
+
+	for (uint32_t i = 0; i < clen(c); i++) {
+		uint32_t v;
+
+		memcpy(&v, &vals[i], 4);
+		if (es == 2)
+			v >>= 16;	/* vals are bf16-exact here */
+		for (size_t b = 0; b < es; b++)
+			body[es * i + b] = (uint8_t)(v >> (8 * b));
+	}
+	n = isth_wire_build_msg(buf, sizeof(buf), &h, body, clen(c) * es, NULL);
+	cr_assert_gt(n, 0);
+	edge_send(e, buf, (size_t)n);
+}
+
+/* Read the @NCH DATA packets of @round and check them against @want. */
+static void expect_bf16_data(struct edge *e, uint32_t round,
+			     const uint16_t *want)
+{
+	uint8_t buf[2048];
+
+	for (uint32_t c = 0; c < NCH; c++) {
+		struct isth_pkt p;
+		size_t n = edge_recv(e, buf, sizeof(buf), 2000);
+
+		cr_assert_gt(n, 0, "DATA chunk %u never came", c);
+		parse_ok(buf, n, &p);
+		cr_assert_eq(p.hdr.type, ISTH_WIRE_DATA);
+		cr_expect_eq(p.hdr.dtype, ISTH_DTYPE_BF16);
+		cr_expect_eq(p.hdr.round, round);
+		cr_expect_eq(p.hdr.chunk, c);
+		cr_expect_eq(p.hdr.count, clen(c));
+		cr_assert_eq(p.payload_size, 2 * clen(c), "2 bytes an element");
+		for (uint32_t i = 0; i < clen(c); i++) {
+			uint16_t v = (uint16_t)(p.payload[2 * i] |
+						p.payload[2 * i + 1] << 8);
+
+			cr_assert_eq(v, want[c * CE + i],
+				     "round %u chunk %u elem %u: %04x", round,
+				     c, i, v);
+		}
+	}
+}
+
+/*
+ * bf16 end to end: DATA leaves as bf16 (from fp32 or bf16 input), and the
+ * sums come back as fp32 AGGs or as bf16 AGGs ([agg] bf16_out), both
+ * summed in fp32 with the island's own (bf16) contribution.
+ */
+Test(island, bf16_goes_out_as_bf16_and_sums_in_fp32)
+{
+	const uint64_t peers = 1u << 0 | 1u << 2 | 1u << 3;
+	struct isth_island_chunk ch[NCH];
+	struct isth_island_stats st;
+	struct isth_island *s;
+	static float t[ELEMS], out[ELEMS], v[ELEMS];
+	static uint16_t w[ELEMS];
+	struct edge e;
+
+	edge_open(&e);
+	s = open_island(&e, ISTH_DTYPE_BF16);
+	cr_expect_eq(isth_island_chunk_elems(s), CE, "chunks as the edge cuts them");
+	cr_expect_eq(isth_island_n_chunks(s), NCH);
+	cr_expect_eq(isth_island_send(s, 1, t, ELEMS * 2 + 2), -EINVAL);
+
+	/* round 1: fp32 in, bf16 out, fp32 AGGs back */
+	send_round(&e, 1, peers, T0 + 100 * MS);
+	for (uint32_t i = 0; i < ELEMS; i++) {
+		t[i] = (float)val_q(SELF, 1, i) / 4.0f;
+		w[i] = top16(t[i]);	/* exact: truncation is rounding */
+	}
+	cr_assert_eq(isth_island_send(s, 1, t, sizeof(t)), 0);
+	expect_bf16_data(&e, 1, w);
+	for (uint32_t c = 0; c < NCH; c++) {
+		for (uint32_t i = 0; i < clen(c); i++)
+			v[i] = (float)sum_q(peers, 1, c * CE + i) / 4.0f;
+		send_agg_vals(&e, ISTH_DTYPE_FP32, 1, c, peers, c, v);
+	}
+	cr_assert_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH, NULL,
+					2000 * MS), 0);
+	for (uint32_t i = 0; i < ELEMS; i++)
+		cr_assert_eq(out[i], (float)sum_q(peers | 1u << SELF, 1, i) / 4.0f,
+			     "elem %u", i);
+
+	/* round 2: bf16 in, bf16 AGGs (rounded sums) back */
+	send_round(&e, 2, peers, T0 + 200 * MS);
+	for (uint32_t i = 0; i < ELEMS; i++)
+		w[i] = top16((float)val_q(SELF, 2, i) / 4.0f);
+	cr_assert_eq(isth_island_send(s, 2, w, sizeof(w)), 0);
+	expect_bf16_data(&e, 2, w);
+	for (uint32_t c = 0; c < NCH; c++) {
+		for (uint32_t i = 0; i < clen(c); i++)
+			v[i] = bf16_round_ref(sum_q(peers, 2, c * CE + i) / 4.0);
+		send_agg_vals(&e, ISTH_DTYPE_BF16, 2, c, peers, NCH + c, v);
+	}
+	/* an int32 AGG is no sum of bf16 */
+	send_agg(&e, ISTH_DTYPE_INT32, 2, 0, 1u << 0, 2 * NCH, 0);
+	cr_assert_eq(isth_island_result(s, 2, out, sizeof(out), ch, NCH, NULL,
+					2000 * MS), 0);
+	for (uint32_t i = 0; i < ELEMS; i++) {
+		float want = (float)val_q(SELF, 2, i) / 4.0f +
+			     bf16_round_ref(sum_q(peers, 2, i) / 4.0);
+
+		cr_assert_eq(out[i], want, "elem %u: %g", i, out[i]);
+	}
+	POLL_UNTIL(s, st.drop[ISTH_ISLAND_DROP_agg_dtype] == 1);
+	cr_expect_eq(st.data_tx_bytes, 2 * ELEMS * 2);
+	cr_expect_eq(st.aggs_summed, 2 * NCH);
+	isth_island_close(s);
+	close(e.fd);
+}
+
+/* fp32 handed to a bf16 session is rounded as the edge rounds its output. */
+Test(island, bf16_rounds_fp32_input_to_nearest_even)
+{
+	static const struct {
+		uint32_t in;
+		uint16_t out;
+	} cases[] = {
+		{ 0x3f808000, 0x3f80 },	/* 1 + 2^-8: tie, down to even */
+		{ 0x3f818000, 0x3f82 },	/* 1 + 3 * 2^-8: tie, up to even */
+		{ 0x3f808001, 0x3f81 },	/* just above the tie */
+		{ 0xbf808000, 0xbf80 },	/* the sign does not matter */
+		{ 0x7f800001, 0x7fc0 },	/* signalling NaN: quiet, not inf */
+		{ 0xffc00001, 0xffc0 },	/* quiet NaN keeps its sign */
+		{ 0x7f7fffff, 0x7f80 },	/* FLT_MAX rounds to inf */
+		{ 0x00000001, 0x0000 },	/* smallest subnormal: to zero */
+		{ 0x3f800000, 0x3f80 },	/* exact */
+	};
+	const size_t n = sizeof(cases) / sizeof(cases[0]);
+	static float t[ELEMS];
+	static uint16_t w[ELEMS];
+	struct isth_island *s;
+	struct edge e;
+
+	edge_open(&e);
+	s = open_island(&e, ISTH_DTYPE_BF16);
+	memset(t, 0, sizeof(t));
+	memset(w, 0, sizeof(w));
+	for (size_t i = 0; i < n; i++) {
+		memcpy(&t[i], &cases[i].in, 4);
+		w[i] = cases[i].out;
+	}
+	cr_assert_eq(isth_island_send(s, 4, t, sizeof(t)), 0);
+	expect_bf16_data(&e, 4, w);
+	isth_island_close(s);
+	close(e.fd);
+}
+
+/* ---- overlapping rounds ------------------------------------------------------ */
+
+/*
+ * Three rounds in flight: each is summed in its own slot whatever the
+ * order their AGGs arrive in; ready() says when one has ended without
+ * blocking past it; a fourth send that needs a live round's slot is
+ * refused until that round has been taken.
+ */
+Test(island, overlapping_rounds_keep_their_own_sums)
+{
+	const uint64_t peers = 1u << 0 | 1u << 2;
+	const uint64_t all = peers | 1u << SELF;
+	struct isth_island_chunk ch[NCH];
+	struct isth_island_result res;
+	struct isth_island_stats st;
+	struct isth_island *s;
+	uint32_t t[ELEMS], out[ELEMS];
+	struct edge e;
+	uint64_t seq = 0;
+
+	edge_open(&e);
+	s = open_island(&e, ISTH_DTYPE_INT32);
+	for (uint32_t r = 1; r <= 3; r++) {
+		send_round(&e, r, peers, T0 + r * 100 * MS);
+		own_tensor_i32(t, r);
+		cr_assert_eq(isth_island_send(s, r, t, sizeof(t)), 0,
+			     "round %u sent while earlier rounds are open", r);
+	}
+	cr_expect_eq(isth_island_ready(s, 1, 0), -EAGAIN);
+	/* round 2 first, then part of round 1 (late), then round 3 */
+	for (uint32_t c = 0; c < NCH; c++)
+		send_agg(&e, ISTH_DTYPE_INT32, 2, c, peers, seq++, 0);
+	for (uint32_t c = 0; c < 2; c++)
+		send_agg(&e, ISTH_DTYPE_INT32, 1, c, peers, seq++, 0);
+	for (uint32_t c = 0; c < NCH; c++)
+		send_agg(&e, ISTH_DTYPE_INT32, 3, c, 1u << 0, seq++,
+			 ISTH_F_PARTIAL);
+	cr_assert_eq(isth_island_ready(s, 2, 2000 * MS), 0);
+	cr_assert_eq(isth_island_result(s, 2, out, sizeof(out), ch, NCH, &res, 0), 0);
+	cr_expect(res.early);
+	for (uint32_t c = 0; c < NCH; c++)
+		cr_expect_eq(ch[c].bitmap, all);
+	check_sums_i32(out, ch, 2);
+
+	/* slot of round 4 is round 0's (never used): fine; round 5 would
+	 * take round 1's, which is still live */
+	own_tensor_i32(t, 4);
+	cr_assert_eq(isth_island_send(s, 4, t, sizeof(t)), 0);
+	own_tensor_i32(t, 5);
+	cr_assert_eq(isth_island_send(s, 5, t, sizeof(t)), -EBUSY);
+	cr_expect_eq(isth_island_ready(s, 1, 0), -EAGAIN, "deadline not reached");
+
+	/* round 3's other partial arrives; round 1 passes its deadline */
+	for (uint32_t c = 0; c < NCH; c++)
+		send_agg(&e, ISTH_DTYPE_INT32, 3, c, 1u << 2, seq++,
+			 ISTH_F_PARTIAL);
+	cr_assert_eq(isth_island_ready(s, 3, 2000 * MS), 0);
+	advance(150 * MS);
+	cr_assert_eq(isth_island_ready(s, 1, 2000 * MS), 0);
+	cr_assert_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH, &res, 0),
+		     -ETIMEDOUT);
+	cr_expect_eq(res.complete, 2);
+	cr_expect_eq(res.partial, 1);
+	cr_expect_eq(ch[2].missing, peers);
+	cr_expect_eq(ch[2].bitmap, 1u << SELF);
+	check_sums_i32(out, ch, 1);
+	cr_assert_eq(isth_island_result(s, 3, out, sizeof(out), ch, NCH, &res, 0), 0);
+	for (uint32_t c = 0; c < NCH; c++) {
+		cr_expect_eq(ch[c].bitmap, all);
+		cr_expect_eq(ch[c].aggs, 2);
+	}
+	check_sums_i32(out, ch, 3);
+	/* round 1 has been taken: its slot goes to round 5 */
+	cr_assert_eq(isth_island_send(s, 5, t, sizeof(t)), 0);
+	cr_expect_eq(isth_island_ready(s, 1, 0), -ESTALE);
+	/* a late AGG of round 1 has nowhere to go */
+	send_agg(&e, ISTH_DTYPE_INT32, 1, 2, peers, seq++, 0);
+	POLL_UNTIL(s, st.drop[ISTH_ISLAND_DROP_round_old] == 1);
+	cr_expect_eq(st.aggs_summed, 2 * NCH + 2 + NCH);
+	cr_expect_eq(st.nacks_sent, 0, "the stream had no gap");
+	isth_island_close(s);
+	close(e.fd);
+}
+
+/*
+ * Round 1 is past its deadline and its result not taken when ROUND 5
+ * (its slot) is already queued: result(1) must not finalize round 5's
+ * slot in its place (it drains the socket before giving up), but say
+ * that round 1 is gone; round 5 stays open.
+ */
+Test(island, a_round_whose_slot_was_taken_is_stale_not_another_rounds)
+{
+	struct isth_island_chunk ch[NCH];
+	struct isth_island_result res;
+	struct isth_island_stats st;
+	struct isth_island *s;
+	uint32_t t[ELEMS], out[ELEMS];
+	struct edge e;
+
+	edge_open(&e);
+	s = open_island(&e, ISTH_DTYPE_INT32);
+	send_round(&e, 1, 1u << 0, T0 + 100 * MS);
+	own_tensor_i32(t, 1);
+	cr_assert_eq(isth_island_send(s, 1, t, sizeof(t)), 0);
+	POLL_UNTIL(s, st.rounds_announced == 1);
+	advance(500 * MS);
+	send_round(&e, 5, 1u << 0, T0 + 600 * MS);	/* queued, not read */
+	cr_expect_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH, &res, 0),
+		     -ESTALE);
+	isth_island_stats(s, &st);
+	cr_expect_eq(st.rounds_announced, 2);
+	cr_expect_eq(st.rounds_partial + st.rounds_complete, 0,
+		     "nothing was finalized");
+	cr_expect_eq(isth_island_ready(s, 5, 0), -EAGAIN, "round 5 is still open");
+	isth_island_close(s);
+	close(e.fd);
 }

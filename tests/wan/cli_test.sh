@@ -23,7 +23,7 @@ eal="--no-huge -m 256 --no-pci --file-prefix=$prefix --log-level=error"
 
 "$bin" --help > "$tmp/help" 2>&1 || fail "--help exited non-zero"
 for w in --site-map --groups --scale --seed --loss --ge --dup --reorder --corrupt \
-	--jitter-ms --impair --queue-bytes --idle-us /isthmus_wan/links; do
+	--jitter-ms --impair --queue-bytes --queue-ms --idle-us /isthmus_wan/links; do
 	grep -q -- "$w" "$tmp/help" || fail "--help does not mention $w"
 done
 
@@ -60,6 +60,7 @@ expect_err "bad.groups:2: group 10.1.1.1 is not a routable multicast" \
 	$base --site-map "$tmp/good.map" --groups "$tmp/bad.groups"
 expect_err "no link 'A->C'" $base --site-map "$tmp/good.map" --impair 'A->C:loss=0.1'
 expect_err "--scale: bad value" $base --site-map "$tmp/good.map" --scale 0
+expect_err "--queue-ms: bad value" $base --site-map "$tmp/good.map" --queue-ms 0
 expect_err "required" --sites "$tmp/sites.csv"
 expect_err "links.csv" --sites "$tmp/sites.csv" --links "$tmp/nonexistent-links.csv" \
 	--site-map "$tmp/good.map"
@@ -70,6 +71,7 @@ expect_err "noport.map:1: site 'A': no DPDK port 'net_ring7'" $base --site-map "
 # a real run, stopped by SIGINT
 "$bin" $eal --vdev=net_ring0 --vdev=net_ring1 -- $base --site-map "$tmp/good.map" \
 	--groups "$tmp/good.groups" --scale 1000 --loss 0.01 --print-routes \
+	--queue-ms 400 --impair 'B->C:queue-bytes=9000' \
 	> "$tmp/run" 2> "$tmp/run.err" &
 pid=$!
 i=0
@@ -81,6 +83,11 @@ while ! grep -q running "$tmp/run" 2>/dev/null; do
 done
 grep -q "A -> B: A->B (1.000 ms)" "$tmp/run" || { cat "$tmp/run"; fail "routes not printed"; }
 grep -q "239.1.1.1 from A: A->B" "$tmp/run" || { cat "$tmp/run"; fail "tree not printed"; }
+# queues in time: 1 Gbit/s / 1000 = 1 Mbit/s for 400 ms is 50000 bytes;
+# a limit set in bytes on one link stays
+for q in "A->B 50000" "C->B 50000" "B->C 9000"; do
+	grep -Eq "^  ${q% *} .* queue ${q#* } B$" "$tmp/run" || { cat "$tmp/run"; fail "queue of ${q% *} is not ${q#* } B"; }
+done
 sock=/var/run/dpdk/$prefix/dpdk_telemetry.v2
 if [ -S "$sock" ]; then
 	python3 - "$sock" > "$tmp/tel" <<'PY' || fail "telemetry query failed"

@@ -1,0 +1,557 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Train one small MLP per island on its shard of scikit-learn's digits,
+decentralised over isthmus rounds, or synchronously with torch.distributed
+(gloo) all-reduce of the gradients every step, and compare the two.
+
+  train.py worker --mode isthmus|gloo --island K --islands N --out DIR ...
+      one island (one process); writes DIR/<mode>-<K>.jsonl
+  train.py local --out DIR ...
+      both runs on this host: N worker processes each, the isthmus run
+      against loopback edges (isthmus.loopback: rounds of --period-ms,
+      rotating cliques), the gloo run over 127.0.0.1
+  train.py net --mode isthmus|gloo --out DIR ...
+      one run over the emulated WAN, as the command of `scripts/testbed.sh
+      up [--edges] -- ...` (its TB_* variables): N workers, each in its
+      site's namespace (scripts/train.sh --testbed runs both)
+  train.py size [--hidden H]
+      the model's parameter count (the edges' elements)
+  train.py report DIR [--target A]
+      summary table, DIR/accuracy.png, DIR/summary.json
+  train.py check DIR [--bf16-sums]
+      recomputes every isthmus aggregate from what each island sent
+      (--record) and checks it is the exact sum over its bitmap
+
+Same model, data, shards and seeds in both runs. --compute-ms pads each
+step (forward, backward, optimiser) to a GPU-like step time, so that the
+compute/communication ratio is the regime studied (doc/training.md).
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+try:
+    import torch
+    import torch.nn as nn
+except ImportError:                     # pragma: no cover
+    sys.exit("train.py: needs PyTorch (Debian python3-torch)")
+
+
+# ---- data and model --------------------------------------------------------
+
+def digits(path=None):
+    """scikit-learn's digits (8x8 images, 10 classes), or the copy the
+    launcher saved at @path (workers then need not import scikit-learn)."""
+    if path:
+        z = np.load(path)
+        return z["data"], z["target"]
+    from sklearn.datasets import load_digits
+    d = load_digits()
+    return d.data, d.target
+
+
+def load_data(seed=0, path=None):
+    data, target = digits(path)
+    x = torch.tensor(data / 16.0, dtype=torch.float32)
+    y = torch.tensor(target, dtype=torch.long)
+    g = torch.Generator().manual_seed(seed)
+    perm = torch.randperm(len(y), generator=g)
+    n_test = len(y) // 5
+    te, tr = perm[:n_test], perm[n_test:]
+    return x[tr], y[tr], x[te], y[te]
+
+
+def make_model(hidden, seed):
+    torch.manual_seed(seed)             # the same start on every island
+    return nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10))
+
+
+def accuracy(model, x, y):
+    with torch.no_grad():
+        return float((model(x).argmax(1) == y).float().mean())
+
+
+# ---- one island --------------------------------------------------------------
+
+def worker(a):
+    torch.set_num_threads(1)
+    xtr, ytr, xte, yte = load_data(a.seed, a.data)
+    shard = torch.arange(a.island, len(ytr), a.islands)
+    xs, ys = xtr[shard], ytr[shard]
+    model = make_model(a.hidden, a.seed)
+    params = list(model.parameters())
+    opt = torch.optim.SGD(params, lr=a.lr)
+    loss_fn = nn.CrossEntropyLoss()
+    g = torch.Generator().manual_seed(a.seed * 1000 + a.island)
+    os.makedirs(a.out, exist_ok=True)
+    log = open(os.path.join(a.out, "%s-%d.jsonl" % (a.mode, a.island)), "w")
+
+    avg = sess = pg = None
+    record = None
+    flat_n = sum(p.numel() for p in params)
+    if a.mode == "isthmus":
+        import isthmus
+        from isthmus.torch import Averager
+        host, port = a.edge.rsplit(":", 1)
+        bhost, bport = (a.bind.rsplit(":", 1) if a.bind else ("0.0.0.0", "0"))
+        sess = isthmus.Session(job=a.job, island=a.island, n_islands=a.islands,
+                               elems=flat_n, edge=(host, int(port)),
+                               bind=(bhost, int(bport)), dtype=a.dtype,
+                               grace=a.grace_ms / 1e3)
+        if a.record:
+            record = {"round": [], "sent": [], "sum": [], "bitmaps": []}
+
+            def on_result(rnd, sent, out, res):
+                record["round"].append(rnd)
+                record["sent"].append(sent.numpy().copy())
+                record["sum"].append(out.numpy().copy())
+                record["bitmaps"].append(list(res.chunk_bitmaps))
+        avg = Averager(params, sess, local_steps=a.local_steps, mode=a.avg_mode,
+                       blend=a.blend, max_inflight=a.overlap,
+                       on_result=on_result if a.record else None)
+    else:
+        import torch.distributed as dist
+        if a.ifname:
+            os.environ["GLOO_SOCKET_IFNAME"] = a.ifname
+        dist.init_process_group("gloo", init_method="tcp://" + a.master,
+                                rank=a.island, world_size=a.islands,
+                                timeout=__import__("datetime").timedelta(seconds=120))
+        pg = dist
+        grad = torch.zeros(flat_n)
+        # one all-reduce before the clock starts: rendezvous is not training
+        pg.all_reduce(grad)
+
+    # Ready; start together at the launcher's GO time (CLOCK_REALTIME ns),
+    # so that both runs' clocks start at one instant on every island.
+    if a.launcher:
+        print("READY %d" % (sess.local_port if sess else 0), flush=True)
+        line = sys.stdin.readline().split()
+        if len(line) != 2 or line[0] != "GO":
+            sys.exit("train.py worker %d: no GO from the launcher" % a.island)
+        wait = (int(line[1]) - time.time_ns()) / 1e9
+        if wait > 0:
+            time.sleep(wait)        # a start time, not a synchronisation
+    t0 = time.perf_counter()
+    compute_s = comm_s = 0.0
+    ev = {"t": 0.0, "step": 0, "acc": accuracy(model, xte, yte)}
+    log.write(json.dumps(ev) + "\n")
+    for step in range(1, a.steps + 1):
+        c0 = time.perf_counter()
+        idx = torch.randint(0, len(ys), (a.batch,), generator=g)
+        opt.zero_grad()
+        loss = loss_fn(model(xs[idx]), ys[idx])
+        loss.backward()
+        if pg is None:
+            opt.step()
+        # pad to the step time a GPU would take: this is the model of
+        # compute, not a synchronisation
+        spent = time.perf_counter() - c0
+        if a.compute_ms / 1e3 > spent:
+            time.sleep(a.compute_ms / 1e3 - spent)
+        compute_s += time.perf_counter() - c0
+        m0 = time.perf_counter()
+        if pg is not None:
+            off = 0
+            for p in params:
+                grad[off:off + p.numel()] = p.grad.reshape(-1)
+                off += p.numel()
+            pg.all_reduce(grad)
+            if a.allreduce_pad_ms:      # local mode only: a modelled WAN
+                time.sleep(a.allreduce_pad_ms / 1e3)
+            grad /= a.islands
+            off = 0
+            for p in params:
+                p.grad.copy_(grad[off:off + p.numel()].view_as(p))
+                off += p.numel()
+            opt.step()
+        else:
+            avg.step()
+        comm_s += time.perf_counter() - m0
+        if step % a.eval_every == 0 or step == a.steps:
+            ev = {"t": time.perf_counter() - t0, "step": step,
+                  "acc": accuracy(model, xte, yte), "loss": float(loss)}
+            if avg is not None:
+                ev["staleness"] = avg.staleness()
+            log.write(json.dumps(ev) + "\n")
+            log.flush()
+    wall = time.perf_counter() - t0
+    summ = {"summary": True, "mode": a.mode, "island": a.island, "steps": a.steps,
+            "wall_s": wall, "steps_per_s": a.steps / wall,
+            "idle_frac": comm_s / wall, "compute_s": compute_s,
+            "final_acc": accuracy(model, xte, yte)}
+    if avg is not None:
+        avg.flush(timeout=2 * a.period_ms / 1e3 + 1.0)
+        summ.update(staleness=avg.staleness(), **{"avg_" + k: v for k, v in avg.stats.items()})
+        summ["counters"] = {k: v for k, v in sess.counters().items() if v}
+        sess.close()
+        if record is not None:
+            np.savez(os.path.join(a.out, "record-%d.npz" % a.island),
+                     round=np.array(record["round"], np.int64),
+                     sent=np.array(record["sent"], np.float32).reshape(-1, flat_n),
+                     sum=np.array(record["sum"], np.float32).reshape(-1, flat_n),
+                     bitmaps=np.array(record["bitmaps"], np.uint64).reshape(len(record["round"]), -1),
+                     chunk_elems=np.int64(isthmus_chunk_elems()))
+    else:
+        pg.destroy_process_group()
+    log.write(json.dumps(summ) + "\n")
+    log.close()
+    return 0
+
+
+def isthmus_chunk_elems():
+    from isthmus.loopback import CHUNK_ELEMS_1500
+    return CHUNK_ELEMS_1500
+
+
+# ---- launching workers ---------------------------------------------------------
+
+def launch(cmds, mode, env, on_port=None, prefix=None):
+    """Start one worker per command (each after its @prefix, e.g. a
+    `testbed.sh exec` into its namespace), wait until every one is READY
+    (socket bound, or rendezvous done), then send them all one GO time."""
+    prefix = prefix or [()] * len(cmds)
+    procs = [subprocess.Popen(list(pre) + cmd + ["--launcher"], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for cmd, pre in zip(cmds, prefix)]
+    for k, p in enumerate(procs):
+        line = p.stdout.readline().split()
+        if len(line) != 2 or line[0] != "READY":
+            for q in procs:
+                q.kill()
+            sys.exit("train.py: %s worker %d exited before it was ready" % (mode, k))
+        if on_port is not None:
+            on_port(k, int(line[1]))
+    go = time.time_ns() + int(0.5e9)
+    for p in procs:
+        p.stdin.write("GO %d\n" % go)
+        p.stdin.flush()
+    return procs
+
+
+def run_net(a):
+    """One run on the testbed's sites (run as `scripts/testbed.sh up ... --
+    train.py net ...`, which exports the env file's TB_* variables): each
+    worker in its site's namespace through `testbed.sh exec`."""
+    e = os.environ
+    need = ["TB_ENV", "TB_N"] + (["TB_EDGE_PORT", "TB_JOB", "TB_ELEMS"]
+                                 if a.mode == "isthmus" else ["TB_MGMT_IP_0", "TB_DATA_IF"])
+    miss = [v for v in need if v not in e]
+    if miss:
+        sys.exit("train.py net: not under `scripts/testbed.sh up%s`: no %s"
+                 % (" --edges" if a.mode == "isthmus" else "", ", ".join(miss)))
+    n = int(e["TB_N"])
+    if n != a.islands:
+        sys.exit("train.py net: the testbed has %d sites, --islands is %d" % (n, a.islands))
+    flat_n = sum(p.numel() for p in make_model(a.hidden, a.seed).parameters())
+    if a.mode == "isthmus" and int(e["TB_ELEMS"]) != flat_n:
+        sys.exit("train.py net: the edges expect %s elements, the model has %d "
+                 "(testbed.sh up --edges --payload-bytes %d)" % (e["TB_ELEMS"], flat_n, 4 * flat_n))
+    os.makedirs(a.out, exist_ok=True)
+    data, target = digits()
+    np.savez(os.path.join(a.out, "digits.npz"), data=data, target=target)
+    extra, prefix = [], []
+    for k in range(n):
+        prefix.append((a.testbed, "exec", e["TB_ENV"], str(k)))
+        if a.mode == "isthmus":
+            extra.append(["--edge", "%s:%s" % (e["TB_EDGE_IP_%d" % k], e["TB_EDGE_PORT"]),
+                          "--bind", "%s:9471" % e["TB_DATA_IP_%d" % k], "--job", e["TB_JOB"],
+                          "--grace-ms", e.get("TB_GRACE_MS", "0")])
+        else:
+            extra.append(["--master", "%s:29500" % e["TB_MGMT_IP_0"], "--ifname", e["TB_DATA_IF"]])
+    t = time.time()
+    procs = launch([worker_args(a, a.mode, k) + extra[k] for k in range(n)], a.mode,
+                   dict(e), prefix=prefix)
+    rc = 0
+    for p in procs:
+        rc |= p.wait()
+    print("train.py: %s run over the testbed took %.1f s" % (a.mode, time.time() - t),
+          file=sys.stderr)
+    return 1 if rc else 0
+
+
+# ---- both runs on this host ---------------------------------------------------
+
+def worker_args(a, mode, k):
+    args = [sys.executable, os.path.abspath(__file__), "worker", "--mode", mode,
+            "--island", str(k), "--islands", str(a.islands), "--out", a.out,
+            "--steps", str(a.steps), "--compute-ms", str(a.compute_ms),
+            "--batch", str(a.batch), "--lr", str(a.lr), "--hidden", str(a.hidden),
+            "--seed", str(a.seed), "--eval-every", str(a.eval_every),
+            "--dtype", a.dtype, "--local-steps", str(a.local_steps),
+            "--avg-mode", a.avg_mode, "--blend", str(a.blend),
+            "--overlap", str(a.overlap), "--period-ms", str(a.period_ms),
+            "--data", os.path.join(a.out, "digits.npz")]
+    if a.record:
+        args.append("--record")
+    return args
+
+
+def run_local(a):
+    import socket
+    from isthmus.loopback import LoopbackEdges, all_to_all, triangles
+    os.makedirs(a.out, exist_ok=True)
+    for f in glob.glob(os.path.join(a.out, "*.jsonl")) + glob.glob(os.path.join(a.out, "*.npz")):
+        os.remove(f)
+    flat_n = sum(p.numel() for p in make_model(a.hidden, a.seed).parameters())
+    data, target = digits()
+    np.savez(os.path.join(a.out, "digits.npz"), data=data, target=target)
+    env = dict(os.environ)
+    rc = 0
+    order = a.runs.split(",")
+    for mode in order:
+        t = time.time()
+        edges = None
+        if mode == "isthmus":
+            cl = triangles(a.islands) if a.cliques == "triangles" else all_to_all(a.islands)
+            edges = LoopbackEdges(a.islands, flat_n, period=a.period_ms / 1e3,
+                                  cliques=cl, start_in=0.2).start()
+            extra = [["--edge", "127.0.0.1:%d" % edges.ports[k], "--bind", "127.0.0.1:0"]
+                     for k in range(a.islands)]
+        else:
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            s.close()
+            extra = [["--master", "127.0.0.1:%d" % port] +
+                     (["--allreduce-pad-ms", str(a.allreduce_pad_ms)] if a.allreduce_pad_ms else [])
+                     for k in range(a.islands)]
+        procs = launch([worker_args(a, mode, k) + extra[k] for k in range(a.islands)],
+                       mode, env, edges.register if edges is not None else None)
+        for p in procs:
+            rc |= p.wait()
+        if edges is not None:
+            edges.stop()
+            print("train.py: loopback edges: %s" % edges.stats, file=sys.stderr)
+        print("train.py: %s run took %.1f s" % (mode, time.time() - t), file=sys.stderr)
+    if rc:
+        sys.exit("train.py: a worker failed")
+    return report(a)
+
+
+# ---- report and check ----------------------------------------------------------
+
+def read_runs(out):
+    runs = {}
+    for f in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
+        mode, k = os.path.basename(f)[:-6].rsplit("-", 1)
+        ev, summ = [], None
+        for line in open(f):
+            d = json.loads(line)
+            if d.get("summary"):
+                summ = d
+            else:
+                ev.append(d)
+        runs.setdefault(mode, {})[int(k)] = (ev, summ)
+    return runs
+
+
+def time_to(ev, target):
+    for e in ev:
+        if e["acc"] >= target:
+            return e["t"]
+    return math.inf
+
+
+def report(a):
+    runs = read_runs(a.out)
+    table = {}
+    for mode, isl in sorted(runs.items()):
+        summ = [s for _, s in isl.values() if s]
+        if len(summ) != len(isl):
+            sys.exit("train.py: %s: %d of %d islands finished" % (mode, len(summ), len(isl)))
+        tt = [time_to(ev, a.target) for ev, _ in isl.values()]
+        table[mode] = {
+            "islands": len(isl),
+            "steps_per_s": float(np.mean([s["steps_per_s"] for s in summ])),
+            "wall_s": float(np.max([s["wall_s"] for s in summ])),
+            "final_acc": float(np.mean([s["final_acc"] for s in summ])),
+            "final_acc_min": float(np.min([s["final_acc"] for s in summ])),
+            "idle_frac": float(np.mean([s["idle_frac"] for s in summ])),
+            "time_to_target_s": float(np.max(tt)),      # every island there
+            "staleness_rounds": float(np.mean([s.get("staleness", 0.0) for s in summ])),
+        }
+        if mode == "isthmus":
+            table[mode]["rounds_partial"] = int(sum(s.get("avg_partial", 0) for s in summ))
+            table[mode]["rounds_applied"] = int(sum(s.get("avg_applied", 0) for s in summ))
+    print("%-8s %7s %10s %9s %9s %9s %12s %10s" % ("run", "islands", "steps/s", "final_acc",
+                                                 "min_acc", "idle", "t_target_s", "staleness"))
+    for mode, t in table.items():
+        print("%-8s %7d %10.2f %9.3f %9.3f %9.3f %12.2f %10.2f" % (
+            mode, t["islands"], t["steps_per_s"], t["final_acc"], t["final_acc_min"],
+            t["idle_frac"], t["time_to_target_s"], t["staleness_rounds"]))
+    if "isthmus" in table and "gloo" in table:
+        a_, b_ = table["isthmus"]["time_to_target_s"], table["gloo"]["time_to_target_s"]
+        ratio = b_ / a_ if a_ > 0 and math.isfinite(a_) and math.isfinite(b_) else float("nan")
+        print("time to %.2f accuracy: gloo / isthmus = %.2f" % (a.target, ratio))
+        table["speedup_time_to_target"] = ratio
+    table["target"] = a.target
+    json.dump(table, open(os.path.join(a.out, "summary.json"), "w"), indent=1)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(7, 4))
+        colours = {"isthmus": "tab:blue", "gloo": "tab:red"}
+        for mode, isl in sorted(runs.items()):
+            for k, (ev, _) in sorted(isl.items()):
+                ax.plot([e["t"] for e in ev], [e["acc"] for e in ev],
+                        color=colours.get(mode, "k"), alpha=0.35, lw=1,
+                        label=mode if k == 0 else None)
+        ax.axhline(a.target, color="grey", ls=":", lw=1)
+        ax.set_xlabel("wall-clock time (s)")
+        ax.set_ylabel("test accuracy (each island)")
+        ax.set_title("digits MLP, %d islands" % max(len(i) for i in runs.values()))
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(a.out, "accuracy.png"), dpi=110)
+    except ImportError:
+        print("train.py: no matplotlib (python3-matplotlib): no plot", file=sys.stderr)
+    return 0
+
+
+def check(a):
+    """Every recorded aggregate must be the sum over its bitmap of what
+    those islands sent for that round, within the fp32 summation bound
+    (doc/island.md): |got - exact| <= (m - 1) * 2^-24 * sum |x_k|, plus,
+    with --bf16-sums, 2^-8 * sum |x_peer| for the edge's rounding."""
+    recs = {}
+    for f in glob.glob(os.path.join(a.out, "record-*.npz")):
+        k = int(os.path.basename(f)[7:-4])
+        z = np.load(f)
+        recs[k] = {int(r): (z["sent"][i].astype(np.float64), z["sum"][i].astype(np.float64),
+                            [int(b) for b in z["bitmaps"][i]])
+                   for i, r in enumerate(z["round"])}
+        ce = int(z["chunk_elems"])
+    if not recs:
+        sys.exit("train.py check: no record-*.npz in %s (run with --record)" % a.out)
+    chunks = wrong = rounds = 0
+    for k, rr in sorted(recs.items()):
+        for r, (sent, got, bitmaps) in sorted(rr.items()):
+            rounds += 1
+            for c, bm in enumerate(bitmaps):
+                sl = slice(c * ce, (c + 1) * ce)
+                members = [j for j in range(64) if bm >> j & 1]
+                parts = []
+                for j in members:
+                    if j == k:
+                        parts.append(sent[sl])
+                    elif r in recs.get(j, {}):
+                        parts.append(recs[j][r][0][sl])
+                    else:
+                        parts = None    # a contributor that never applied r
+                        break
+                if parts is None:
+                    continue
+                exact = np.sum(parts, axis=0)
+                bound = max(len(parts) - 1, 0) * 2.0 ** -24 * np.sum(np.abs(parts), axis=0)
+                if a.bf16_sums:
+                    # the edge rounded each AGG's fp32 sum to bf16 (8
+                    # significant bits: at most 2^-8 relative, to
+                    # nearest); partials of a chunk are rounded apiece
+                    bound = bound + 2.0 ** -8 * np.sum(
+                        [np.abs(p) for j, p in zip(members, parts) if j != k] or [0 * exact],
+                        axis=0)
+                chunks += 1
+                if np.any(np.abs(got[sl] - exact) > bound + 1e-30):
+                    wrong += 1
+    print("CHECK islands=%d rounds=%d chunks=%d wrong=%d" % (len(recs), rounds, chunks, wrong))
+    return 0 if wrong == 0 and chunks > 0 else 1
+
+
+# ---- command line --------------------------------------------------------------
+
+def common(p):
+    p.add_argument("--out", required=True, help="directory for logs, plot, summary")
+    p.add_argument("--islands", type=int, default=9)
+    p.add_argument("--steps", type=int, default=300, help="optimiser steps per island")
+    p.add_argument("--compute-ms", type=float, default=50.0,
+                   help="pad every step to this long (a GPU-like step time)")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--lr", type=float, default=0.2)
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--eval-every", type=int, default=10)
+    p.add_argument("--dtype", choices=["fp32", "bf16"], default="bf16",
+                   help="isthmus: element type on the wire")
+    p.add_argument("--local-steps", type=int, default=1,
+                   help="isthmus: H, optimiser steps between exchanges (at least)")
+    p.add_argument("--avg-mode", choices=["params", "delta"], default="delta")
+    p.add_argument("--blend", type=float, default=1.0)
+    p.add_argument("--overlap", type=int, default=2, help="isthmus: rounds in flight")
+    p.add_argument("--period-ms", type=float, default=565.0,
+                   help="round period T (loopback edges; flush bound)")
+    p.add_argument("--data", default=None,
+                   help="digits as an .npz (data, target); default: scikit-learn's")
+    p.add_argument("--record", action="store_true",
+                   help="isthmus: keep what was sent and summed, for `check`")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    w = sub.add_parser("worker")
+    common(w)
+    w.add_argument("--mode", choices=["isthmus", "gloo"], required=True)
+    w.add_argument("--island", type=int, required=True)
+    w.add_argument("--job", type=int, default=1)
+    w.add_argument("--edge", default="10.10.0.1:9471", help="isthmus: edge IP:PORT")
+    w.add_argument("--bind", default=None, help="isthmus: local IP:PORT")
+    w.add_argument("--grace-ms", type=float, default=0.0)
+    w.add_argument("--launcher", action="store_true",
+                   help="print READY <port> and wait for GO <ns> on stdin")
+    w.add_argument("--master", default="127.0.0.1:29500", help="gloo: rendezvous IP:PORT")
+    w.add_argument("--ifname", default=None, help="gloo: interface for the data")
+    w.add_argument("--allreduce-pad-ms", type=float, default=0.0,
+                   help="gloo, local mode only: add a modelled WAN all-reduce time")
+    lo = sub.add_parser("local")
+    common(lo)
+    lo.add_argument("--runs", default="isthmus,gloo")
+    lo.add_argument("--cliques", choices=["triangles", "all"], default="triangles")
+    lo.add_argument("--allreduce-pad-ms", type=float, default=0.0,
+                    help="gloo: add this modelled WAN all-reduce time per step")
+    lo.add_argument("--target", type=float, default=0.9)
+    r = sub.add_parser("report")
+    r.add_argument("out")
+    r.add_argument("--target", type=float, default=0.9)
+    nt = sub.add_parser("net")
+    common(nt)
+    nt.add_argument("--mode", choices=["isthmus", "gloo"], required=True)
+    nt.add_argument("--testbed", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                      "..", "scripts", "testbed.sh"))
+    sz = sub.add_parser("size", help="print the model's parameter count")
+    sz.add_argument("--hidden", type=int, default=128)
+    sz.add_argument("--seed", type=int, default=1)
+    c = sub.add_parser("check")
+    c.add_argument("out")
+    c.add_argument("--bf16-sums", action="store_true",
+                   help="the edges returned bf16 sums ([agg] bf16_out = bf16, isthmusd's "
+                        "default): allow their one rounding")
+    a = ap.parse_args()
+    if a.cmd == "worker":
+        if not 0 <= a.island < a.islands:
+            ap.error("--island must be below --islands")
+        return worker(a)
+    if a.cmd == "local":
+        if a.cliques == "triangles" and a.islands != 9:
+            ap.error("--cliques triangles needs --islands 9")
+        return run_local(a)
+    if a.cmd == "report":
+        return report(a)
+    if a.cmd == "net":
+        return run_net(a)
+    if a.cmd == "size":
+        print(sum(p.numel() for p in make_model(a.hidden, a.seed).parameters()))
+        return 0
+    return check(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""isthmus: the island side of isthmus for Python training jobs.
+
+A :class:`Session` is one island's connection to its edge (isthmusd), a
+thin binding of libisthmus (lib/island, doc/island.md)::
+
+    import numpy as np, isthmus
+
+    with isthmus.Session(job=1, island=2, n_islands=9, elems=n,
+                         edge=("10.10.0.1", 9471), dtype="bf16") as s:
+        r = s.wait_round()                  # the edge's ROUND
+        s.send(r.round, params)             # float32 (rounded to bf16) or bf16
+        out = np.empty(n, np.float32)
+        res = s.result(r.round, out)        # clique sum, in place
+        mean = out / res.bitmap.bit_count() if res.complete else ...
+
+Arrays cross without a copy: NumPy arrays and anything else with the buffer
+protocol, and contiguous CPU torch tensors. Blocking calls release the GIL.
+Errors are :class:`Error` (an ``OSError``: ``errno`` and the library's
+reason), :class:`Timeout` when nothing came in time. ``isthmus.torch`` has
+a parameter averager for PyTorch (doc/training.md).
+"""
+from ._isthmus import (DEFAULT_PORT, ROUNDS_KEPT, Error, Result, Round,
+                       Session, Timeout, bf16_round)
+
+
+def popcount(x):
+    """Number of contributors in a bitmap."""
+    return bin(x).count("1")
+
+
+def members(x):
+    """Island ids in a bitmap, in increasing order."""
+    return [i for i in range(64) if x >> i & 1]
+
+
+__all__ = ["Session", "Result", "Round", "Error", "Timeout", "ROUNDS_KEPT",
+           "DEFAULT_PORT", "bf16_round", "popcount", "members"]
