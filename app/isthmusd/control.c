@@ -177,7 +177,7 @@ static void send_round(struct isthd *d, uint64_t r)
 
 	m = rte_pktmbuf_alloc(d->ctl_pool);
 	if (m == NULL) {
-		isthd_inc(&d->st.drop[ISTHD_DROP_ctl_ring_full], 1);
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_ctl_ring_full], 1);
 		return;
 	}
 	isth_wire_put_round(b, sizeof(b), &body);
@@ -187,7 +187,7 @@ static void send_round(struct isthd *d, uint64_t r)
 	if (isthd_frame_to_island(d, m) < 0 ||
 	    rte_ring_enqueue(d->ctl_ring, m) != 0) {
 		rte_pktmbuf_free(m);
-		isthd_inc(&d->st.drop[ISTHD_DROP_ctl_ring_full], 1);
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_ctl_ring_full], 1);
 	}
 }
 
@@ -382,20 +382,20 @@ void isthd_print_counters(const struct isthd *d, FILE *f)
 	const struct isthd_dp_stats *st = &d->st;
 	unsigned int i;
 
-#define P(x) fprintf(f, "  %-24s %" PRIu64 "\n", #x, isthd_get(&st->x))
+#define P(x) fprintf(f, "  %-24s %" PRIu64 "\n", #x, isth_ctr_get(&st->x))
 	fprintf(f, "isthmusd counters:\n");
 	P(access_rx); P(wan_rx); P(access_tx); P(wan_tx); P(data_in);
 	P(data_out); P(peer_data); P(agg_out); P(nacks); P(resent); P(gone);
 	P(round_msgs); P(idle_sleeps);
 #undef P
 	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++)
-		if (isthd_get(&st->wire_drop[i]))
+		if (isth_ctr_get(&st->wire_drop[i]))
 			fprintf(f, "  drop_%-19s %" PRIu64 "\n",
-				isth_wire_reason_name(i), isthd_get(&st->wire_drop[i]));
+				isth_wire_reason_name(i), isth_ctr_get(&st->wire_drop[i]));
 	for (i = 0; i < ISTHD_DROP_MAX; i++)
-		if (isthd_get(&st->drop[i]))
+		if (isth_ctr_get(&st->drop[i]))
 			fprintf(f, "  drop_%-19s %" PRIu64 "\n", isthd_drop_name(i),
-				isthd_get(&st->drop[i]));
+				isth_ctr_get(&st->drop[i]));
 	isth_backend_stats(d->be, &be);
 	fprintf(f, "backend %s:\n", d->cfg.backend);
 	for (i = 0; i < be.n; i++)

@@ -44,9 +44,9 @@ static void tx(struct isthd *d, uint16_t port, struct rte_mbuf **pkts,
 	if (n == 0)
 		return;
 	k = rte_eth_tx_burst(port, 0, pkts, n);
-	isthd_inc(sent, k);
+	isth_ctr_add(sent, k);
 	if (unlikely(k < n)) {
-		isthd_inc(&d->st.drop[reason], n - k);
+		isth_ctr_add(&d->st.drop[reason], n - k);
 		rte_pktmbuf_free_bulk(pkts + k, n - k);
 	}
 }
@@ -54,7 +54,7 @@ static void tx(struct isthd *d, uint16_t port, struct rte_mbuf **pkts,
 static inline void drop(struct isthd *d, struct rte_mbuf *m,
 			enum isthd_drop reason)
 {
-	isthd_inc(&d->st.drop[reason], 1);
+	isth_ctr_add(&d->st.drop[reason], 1);
 	rte_pktmbuf_free(m);
 }
 
@@ -143,7 +143,7 @@ static void nack_peer(struct isthd *d, unsigned int s, uint64_t r,
 		n = h.count = d->lim.max_ranges;
 	msg = rte_pktmbuf_alloc(d->ctl_pool);
 	if (msg == NULL) {
-		isthd_inc(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
 		return;
 	}
 	p = (uint8_t *)rte_pktmbuf_append(msg, (uint16_t)(ISTH_WIRE_HDR_SIZE +
@@ -154,10 +154,10 @@ static void nack_peer(struct isthd *d, unsigned int s, uint64_t r,
 	f = frame_to_peer(d, peer, msg);
 	rte_pktmbuf_free(msg);
 	if (f == NULL) {
-		isthd_inc(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
 		return;
 	}
-	isthd_inc(&d->st.peer_nacks_sent, 1);
+	isth_ctr_add(&d->st.peer_nacks_sent, 1);
 	tx(d, d->wan_port, &f, 1, ISTHD_DROP_tx_wan, &d->st.wan_tx);
 }
 
@@ -282,11 +282,11 @@ static void serve_peer_nack(struct isthd *d, const struct isth_pkt *p,
 	struct isth_resend_cursor cur;
 	uint64_t r = p->hdr.round;
 
-	isthd_inc(&d->st.peer_nacks_rx, 1);
+	isth_ctr_add(&d->st.peer_nacks_rx, 1);
 	if (d->wan_ring == NULL || peer == NULL)
 		return;
 	if (d->wan_base[r & 1].round != r) {
-		isthd_inc(&d->st.drop[ISTHD_DROP_repair_gone], 1);
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_gone], 1);
 		return;
 	}
 	if (n > RTE_DIM(want))
@@ -304,7 +304,7 @@ static void serve_peer_nack(struct isthd *d, const struct isth_pkt *p,
 		k = isth_resend_nack_serve(d->wan_ring, &cur, now_ns, rep,
 					   RTE_DIM(rep), gone, RTE_DIM(gone), &n_gone);
 		if (n_gone)
-			isthd_inc(&d->st.drop[ISTHD_DROP_repair_gone], n_gone);
+			isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_gone], n_gone);
 		n_out = 0;
 		for (i = 0; i < k; i++) {
 			const uint8_t *h = rte_pktmbuf_mtod(rep[i], const uint8_t *);
@@ -315,12 +315,12 @@ static void serve_peer_nack(struct isthd *d, const struct isth_pkt *p,
 			if (be32_at(h + 12) == r)
 				f = frame_to_peer(d, peer, rep[i]);
 			else
-				isthd_inc(&d->st.drop[ISTHD_DROP_repair_mismatch], 1);
+				isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_mismatch], 1);
 			rte_pktmbuf_free(rep[i]);
 			if (f)
 				out[n_out++] = f;
 		}
-		isthd_inc(&d->st.repairs_sent, n_out);
+		isth_ctr_add(&d->st.repairs_sent, n_out);
 		tx(d, d->wan_port, out, (uint16_t)n_out, ISTHD_DROP_tx_wan, &d->st.wan_tx);
 		if (k == 0 && n_gone == 0)
 			break;
@@ -342,7 +342,7 @@ static void send_gone(struct isthd *d, const struct isth_pkt *nack,
 	uint8_t *p;
 
 	if (m == NULL || size > rte_pktmbuf_tailroom(m)) {
-		isthd_inc(&d->st.drop[ISTHD_DROP_nack_no_mbuf], 1);
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_no_mbuf], 1);
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -355,7 +355,7 @@ static void send_gone(struct isthd *d, const struct isth_pkt *nack,
 		return;
 	}
 	out[(*n_out)++] = m;
-	isthd_inc(&d->st.gone, 1);
+	isth_ctr_add(&d->st.gone, 1);
 }
 
 /* Serve one NACK from the island against the AGG resend ring. Bounded:
@@ -370,7 +370,7 @@ static void serve_nack(struct isthd *d, const struct isth_pkt *p,
 	unsigned int i, n = p->hdr.count, n_gone, k;
 	uint16_t n_out;
 
-	isthd_inc(&d->st.nacks, 1);
+	isth_ctr_add(&d->st.nacks, 1);
 	if (n > ISTHD_MAX_RANGES)
 		n = ISTHD_MAX_RANGES;	/* the parser's max_ranges is lower */
 	for (i = 0; i < n; i++)
@@ -394,7 +394,7 @@ static void serve_nack(struct isthd *d, const struct isth_pkt *p,
 		k = isth_resend_nack_serve(d->agg_ring, &cur, now_ns, out,
 					   ISTHD_BURST, gone, RTE_DIM(gone), &n_gone);
 		n_out = (uint16_t)k;
-		isthd_inc(&d->st.resent, k);
+		isth_ctr_add(&d->st.resent, k);
 		if (n_gone)
 			send_gone(d, p, gone, n_gone, out, &n_out);
 		tx(d, d->access_port, out, n_out, ISTHD_DROP_tx_access,
@@ -415,7 +415,7 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 	n = rte_eth_rx_burst(d->access_port, 0, rx, ISTHD_BURST);
 	if (n == 0)
 		return 0;
-	isthd_inc(&d->st.access_rx, n);
+	isth_ctr_add(&d->st.access_rx, n);
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = rx[i];
 		enum isth_wire_reason r;
@@ -425,7 +425,7 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 		r = isth_wire_parse_frame(rte_pktmbuf_mtod(m, uint8_t *),
 					  rte_pktmbuf_data_len(m), &d->lim, &p);
 		if (unlikely(r != ISTH_WIRE_OK)) {
-			isthd_inc(&d->st.wire_drop[r], 1);
+			isth_ctr_add(&d->st.wire_drop[r], 1);
 			rte_pktmbuf_free(m);
 			continue;
 		}
@@ -461,8 +461,8 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 				     ISTHD_DROP_pace_oversize);
 				break;
 			}
-			isthd_inc(&d->st.data_in, 1);
-			isthd_inc(&d->st.data_in_bytes, p.payload_size);
+			isth_ctr_add(&d->st.data_in, 1);
+			isth_ctr_add(&d->st.data_in_bytes, p.payload_size);
 			break;
 		}
 		case ISTH_WIRE_NACK:
@@ -486,7 +486,7 @@ static unsigned int pace_release(struct isthd *d, uint64_t now_tsc)
 	n = isth_pace_dequeue_burst(d->pace, now_tsc, objs, ISTHD_BURST);
 	if (n == 0)
 		return 0;
-	isthd_inc(&d->st.data_out, n);
+	isth_ctr_add(&d->st.data_out, n);
 	if (d->wan_ring) {
 		uint64_t now_ns = isthd_tsc_to_ns(d, now_tsc);
 
@@ -526,7 +526,7 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 	n = rte_eth_rx_burst(d->wan_port, 0, rx, ISTHD_BURST);
 	if (n == 0)
 		return 0;
-	isthd_inc(&d->st.wan_rx, n);
+	isth_ctr_add(&d->st.wan_rx, n);
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = rx[i];
 		struct isth_pkt *p = &parsed[k];
@@ -540,7 +540,7 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 		r = isth_wire_parse_frame(rte_pktmbuf_mtod(m, uint8_t *),
 					  rte_pktmbuf_data_len(m), &d->lim, p);
 		if (unlikely(r != ISTH_WIRE_OK)) {
-			isthd_inc(&d->st.wire_drop[r], 1);
+			isth_ctr_add(&d->st.wire_drop[r], 1);
 			rte_pktmbuf_free(m);
 			continue;
 		}
@@ -565,12 +565,12 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 			drop(d, m, ISTHD_DROP_wan_from_self);
 			continue;
 		}
-		isthd_inc(&d->st.peer_data_bytes, p->payload_size);
+		isth_ctr_add(&d->st.peer_data_bytes, p->payload_size);
 		track_peer_data(d, p);
 		keep[k++] = m;
 	}
 	if (k) {
-		isthd_inc(&d->st.peer_data, k);
+		isth_ctr_add(&d->st.peer_data, k);
 		/* Takes the mbufs; refusals (clique, round) are counted by
 		 * the backend under their names. */
 		isth_backend_aggregate_burst(d->be, keep, parsed, k, now_ns);
@@ -587,7 +587,7 @@ static unsigned int emit_aggs(struct isthd *d, uint64_t now_ns)
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = out[i];
 
-		isthd_inc(&d->st.agg_out_bytes, rte_pktmbuf_pkt_len(m) - ISTH_WIRE_HDR_SIZE);
+		isth_ctr_add(&d->st.agg_out_bytes, rte_pktmbuf_pkt_len(m) - ISTH_WIRE_HDR_SIZE);
 		if (unlikely(isthd_frame_to_island(d, m) < 0)) {
 			drop(d, m, ISTHD_DROP_tx_access);
 			continue;
@@ -602,7 +602,7 @@ static unsigned int emit_aggs(struct isthd *d, uint64_t now_ns)
 				 __ATOMIC_RELAXED);
 		out[ok++] = m;
 	}
-	isthd_inc(&d->st.agg_out, ok);
+	isth_ctr_add(&d->st.agg_out, ok);
 	tx(d, d->access_port, out, (uint16_t)ok, ISTHD_DROP_tx_access,
 	   &d->st.access_tx);
 	return n;
@@ -615,7 +615,7 @@ static unsigned int ctl_msgs(struct isthd *d)
 
 	n = rte_ring_dequeue_burst(d->ctl_ring, (void **)m, RTE_DIM(m), NULL);
 	if (n) {
-		isthd_inc(&d->st.round_msgs, n);
+		isth_ctr_add(&d->st.round_msgs, n);
 		tx(d, d->access_port, m, (uint16_t)n, ISTHD_DROP_tx_access,
 		   &d->st.access_tx);
 	}
@@ -676,7 +676,7 @@ int isthd_worker(void *arg)
 		/* Shared hosts: after idle_polls empty passes, sleep briefly
 		 * so other processes on the core get to run. */
 		if (d->cfg.idle_polls && ++idle >= d->cfg.idle_polls) {
-			isthd_inc(&d->st.idle_sleeps, 1);
+			isth_ctr_add(&d->st.idle_sleeps, 1);
 			rte_delay_us_sleep((unsigned int)(d->cfg.idle_sleep_ns / 1000));
 		}
 	}

@@ -23,6 +23,7 @@
 #include <rte_ring.h>
 
 #include "isth_backend.h"
+#include "isth_ctr.h"
 #include "isth_pace.h"
 #include "isth_resend.h"
 #include "isth_sched.h"
@@ -205,16 +206,5 @@ void isthd_print_counters(const struct isthd *d, FILE *f);
 int isthd_telemetry_register(struct isthd *d);
 
 const char *isthd_drop_name(unsigned int i);
-
-static inline void isthd_inc(uint64_t *c, uint64_t n)
-{
-	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
-			 __ATOMIC_RELAXED);
-}
-
-static inline uint64_t isthd_get(const uint64_t *c)
-{
-	return __atomic_load_n(c, __ATOMIC_RELAXED);
-}
 
 #endif

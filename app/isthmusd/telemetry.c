@@ -25,7 +25,7 @@ static int cmd_stats(const char *cmd __rte_unused, const char *params __rte_unus
 	unsigned int i;
 
 	rte_tel_data_start_dict(t);
-#define S(x) ADD(t, #x, isthd_get(&st->x))
+#define S(x) ADD(t, #x, isth_ctr_get(&st->x))
 	S(access_rx); S(wan_rx); S(access_tx); S(wan_tx); S(data_in);
 	S(data_in_bytes); S(data_out); S(peer_data); S(peer_data_bytes);
 	S(agg_out); S(agg_out_bytes); S(nacks); S(resent); S(gone);
@@ -33,11 +33,11 @@ static int cmd_stats(const char *cmd __rte_unused, const char *params __rte_unus
 #undef S
 	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++) {
 		snprintf(name, sizeof(name), "drop_%s", isth_wire_reason_name(i));
-		ADD(t, name, isthd_get(&st->wire_drop[i]));
+		ADD(t, name, isth_ctr_get(&st->wire_drop[i]));
 	}
 	for (i = 0; i < ISTHD_DROP_MAX; i++) {
 		snprintf(name, sizeof(name), "drop_%s", isthd_drop_name(i));
-		ADD(t, name, isthd_get(&st->drop[i]));
+		ADD(t, name, isth_ctr_get(&st->drop[i]));
 	}
 	return 0;
 }

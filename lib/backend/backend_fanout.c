@@ -82,7 +82,7 @@ backend_fanout_burst(struct backend_fanout *fo, struct rte_mbuf **pkts,
 		uint32_t round;
 
 		if (unlikely(rte_pktmbuf_data_len(pkts[i]) < ISTH_WIRE_HDR_SIZE)) {
-			backend_bump(&fo->bad_msg, 1);
+			isth_ctr_add(&fo->bad_msg, 1);
 			i++;
 			continue;
 		}
@@ -92,7 +92,7 @@ backend_fanout_burst(struct backend_fanout *fo, struct rte_mbuf **pkts,
 		       msg_round(pkts[j]) == round)
 			j++;
 		if (__atomic_load_n(&fo->tag[round & 1], __ATOMIC_ACQUIRE) != round) {
-			backend_bump(&fo->no_table, j - i);
+			isth_ctr_add(&fo->no_table, j - i);
 			i = j;
 			continue;
 		}

@@ -96,8 +96,10 @@ struct isth_resend_conf {
 };
 
 /**
- * Counters, cumulative. Sequences counted in gone, future and truncated
- * saturate at UINT64_MAX (a NACK may name 2^64 of them).
+ * Counters, cumulative. gone and future count the sequences refused, at
+ * most the ring's size per refused range (a NACK may name 2^64 sequences,
+ * which would otherwise saturate them from one NACK); truncated counts
+ * in-window sequences, which the window bounds.
  */
 struct isth_resend_stats {
 	uint64_t stored;	/**< packets pushed */

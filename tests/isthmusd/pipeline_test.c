@@ -602,20 +602,20 @@ static void run_pipeline(void)
 	cr_expect_eq(peer_nacked_chunks[2][B], 1u << 2, "gap: NACK chunk 2");
 	cr_expect_eq(peer_nacked_chunks[1][D], 1u << (CHUNKS - 1), "tail: NACK the last chunk");
 	cr_expect_eq(repairs_ok, 1, "peer NACK not repaired");
-	cr_expect_eq(isthd_get(&edge.st.repairs_sent), 1);
-	cr_expect_eq(isthd_get(&edge.st.peer_nacks_rx), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.repairs_sent), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.peer_nacks_rx), 1);
 	cr_expect_eq(resent_ok, 1, "NACKed AGG not resent");
 	cr_expect_eq(gone_ok, 1, "no GONE for the range never sent");
-	cr_expect_eq(isthd_get(&edge.st.resent), 1);
-	cr_expect_eq(isthd_get(&edge.st.gone), 1);
-	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_unknown_job]), 2);
-	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_access_not_island]), 1);
-	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_wan_from_self]), 1);
-	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_wan_bad_type]), 1);
-	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_round_early]), 1);
-	cr_expect_eq(isthd_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_CSUM]), 1);
-	cr_expect_eq(isthd_get(&edge.st.wire_drop[ISTH_WIRE_E_UDP_LEN]) +
-		     isthd_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_TOTLEN]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.resent), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.gone), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_unknown_job]), 2);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_access_not_island]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_wan_from_self]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_wan_bad_type]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_round_early]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_CSUM]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_UDP_LEN]) +
+		     isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_TOTLEN]), 1);
 	/* even rounds: D is an outsider once; every round: B's chunk 0 twice
 	 * when B is in the clique, else B is an outsider */
 	cr_expect_eq(be_stat("unexpected_sender"), ROUNDS / 2 + ROUNDS / 2);
@@ -892,7 +892,7 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
 
 	/* Await: the edge has received every frame (no sleep as a proxy). */
 	for (uint64_t until = now_ns() + 60000000000ull;
-	     isthd_get(&st->access_rx) + isthd_get(&st->wan_rx) < injected &&
+	     isth_ctr_get(&st->access_rx) + isth_ctr_get(&st->wan_rx) < injected &&
 	     now_ns() < until;)
 		usleep(1000);
 	edge.stop = true;
@@ -910,26 +910,26 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
 			rte_pktmbuf_free_bulk(m, n);
 	}
 
-	cr_assert_eq(isthd_get(&st->access_rx) + isthd_get(&st->wan_rx), injected,
+	cr_assert_eq(isth_ctr_get(&st->access_rx) + isth_ctr_get(&st->wan_rx), injected,
 		     "edge received %lu of %u",
-		     (unsigned long)(isthd_get(&st->access_rx) + isthd_get(&st->wan_rx)),
+		     (unsigned long)(isth_ctr_get(&st->access_rx) + isth_ctr_get(&st->wan_rx)),
 		     injected);
-	accounted = isthd_get(&st->data_in) + isthd_get(&st->nacks) +
-		    isthd_get(&st->peer_data) + isthd_get(&st->peer_nacks_rx);
+	accounted = isth_ctr_get(&st->data_in) + isth_ctr_get(&st->nacks) +
+		    isth_ctr_get(&st->peer_data) + isth_ctr_get(&st->peer_nacks_rx);
 	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++)
-		accounted += isthd_get(&st->wire_drop[i]);
+		accounted += isth_ctr_get(&st->wire_drop[i]);
 	for (i = 0; i < ISTHD_DROP_MAX; i++)
 		if (i != ISTHD_DROP_tx_access && i != ISTHD_DROP_tx_wan &&
 		    i != ISTHD_DROP_nack_no_mbuf && i != ISTHD_DROP_ctl_ring_full &&
 		    i != ISTHD_DROP_repair_gone && i != ISTHD_DROP_repair_mismatch &&
 		    i != ISTHD_DROP_repair_no_mbuf)
-			accounted += isthd_get(&st->drop[i]);
+			accounted += isth_ctr_get(&st->drop[i]);
 	cr_expect_eq(accounted, injected, "frames not accounted for: %ld",
 		     (long)injected - (long)accounted);
 	/* hostile but well-formed ones reach their named counters */
-	cr_expect_geq(isthd_get(&st->drop[ISTHD_DROP_unknown_job]), 10);
-	cr_expect_geq(isthd_get(&st->wire_drop[ISTH_WIRE_E_LENGTH]) +
-		      isthd_get(&st->wire_drop[ISTH_WIRE_E_COUNT]), 2);
+	cr_expect_geq(isth_ctr_get(&st->drop[ISTHD_DROP_unknown_job]), 10);
+	cr_expect_geq(isth_ctr_get(&st->wire_drop[ISTH_WIRE_E_LENGTH]) +
+		      isth_ctr_get(&st->wire_drop[ISTH_WIRE_E_COUNT]), 2);
 	cr_expect_gt(be_stat("unknown_round") + be_stat("stale_round"), 0);
 	cr_expect_gt(be_stat("bad_input"), 0, "chunk id 2^32-1 refused");
 	isthd_teardown(&edge);
