@@ -177,7 +177,7 @@ static void send_round(struct isthd *d, uint64_t r)
 
 	m = rte_pktmbuf_alloc(d->ctl_pool);
 	if (m == NULL) {
-		isth_ctr_add(&d->st.drop[ISTHD_DROP_ctl_ring_full], 1);
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_round_no_mbuf], 1);
 		return;
 	}
 	isth_wire_put_round(b, sizeof(b), &body);
@@ -189,16 +189,6 @@ static void send_round(struct isthd *d, uint64_t r)
 		rte_pktmbuf_free(m);
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_ctl_ring_full], 1);
 	}
-}
-
-static uint64_t be_stat(const struct isth_backend_stats *st, const char *name)
-{
-	unsigned int i;
-
-	for (i = 0; i < st->n; i++)
-		if (strcmp(st->names[i], name) == 0)
-			return st->values[i];
-	return 0;
 }
 
 static void clique_names(const struct isthd *d, uint64_t set, char *buf,
@@ -219,15 +209,15 @@ static void clique_names(const struct isthd *d, uint64_t set, char *buf,
 
 static void log_round(struct isthd *d, uint64_t r)
 {
-	struct isth_backend_stats be;
+	struct isth_backend_counts be;
 	struct isth_pace_stats ps;
 	struct isthd_dp_stats st;
 	char names[256];
-	uint64_t off = 0, rate = 0, partial;
+	uint64_t off = 0, rate = 0;
 	char actual[32] = "-";
 
 	memcpy(&st, &d->st, sizeof(st));	/* relaxed snapshot */
-	isth_backend_stats(d->be, &be);
+	isth_backend_counts(d->be, &be);
 	isth_pace_stats(d->pace, &ps);
 	isth_sched_sender(sched_for(d, r), (int64_t)r, d->island, &off, &rate);
 	clique_names(d, isth_sched_clique(sched_for(d, r), (int64_t)r, d->island),
@@ -236,9 +226,6 @@ static void log_round(struct isthd *d, uint64_t r)
 	if (ps.round == r && ps.round_bytes > 0)
 		snprintf(actual, sizeof(actual), "%.3f ms",
 			 (double)(off + ps.round_start_lag_ns) / 1e6);
-	partial = be_stat(&be, "partial_timeout") - be_stat(&d->last_be, "partial_timeout") +
-		  be_stat(&be, "partial_conflict_pool") - be_stat(&d->last_be, "partial_conflict_pool") +
-		  be_stat(&be, "partial_conflict_bucket") - be_stat(&d->last_be, "partial_conflict_bucket");
 	if (d->cfg.round_log)
 		printf("round %" PRIu64 " clique {%s} in %" PRIu64 " pkts %" PRIu64
 		       " B out %" PRIu64 " pkts agg %" PRIu64 " complete %" PRIu64
@@ -249,8 +236,8 @@ static void log_round(struct isthd *d, uint64_t r)
 		       st.peer_data_bytes - d->last_st.peer_data_bytes,
 		       st.data_out - d->last_st.data_out,
 		       st.agg_out - d->last_st.agg_out,
-		       be_stat(&be, "completed") - be_stat(&d->last_be, "completed"),
-		       partial,
+		       be.completed - d->last_be.completed,
+		       be.partial - d->last_be.partial,
 		       st.nacks - d->last_st.nacks,
 		       st.resent - d->last_st.resent,
 		       (double)off / 1e6, actual);
@@ -373,35 +360,4 @@ int isthd_control(struct isthd *d)
 		usleep((useconds_t)(wait / 1000 + 1));
 	}
 	return 0;
-}
-
-void isthd_print_counters(const struct isthd *d, FILE *f)
-{
-	struct isth_backend_stats be;
-	struct isth_pace_stats ps;
-	const struct isthd_dp_stats *st = &d->st;
-	unsigned int i;
-
-#define P(x) fprintf(f, "  %-24s %" PRIu64 "\n", #x, isth_ctr_get(&st->x))
-	fprintf(f, "isthmusd counters:\n");
-	P(access_rx); P(wan_rx); P(access_tx); P(wan_tx); P(data_in);
-	P(data_out); P(peer_data); P(agg_out); P(nacks); P(resent); P(gone);
-	P(round_msgs); P(idle_sleeps);
-#undef P
-	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++)
-		if (isth_ctr_get(&st->wire_drop[i]))
-			fprintf(f, "  drop_%-19s %" PRIu64 "\n",
-				isth_wire_reason_name(i), isth_ctr_get(&st->wire_drop[i]));
-	for (i = 0; i < ISTHD_DROP_MAX; i++)
-		if (isth_ctr_get(&st->drop[i]))
-			fprintf(f, "  drop_%-19s %" PRIu64 "\n", isthd_drop_name(i),
-				isth_ctr_get(&st->drop[i]));
-	isth_backend_stats(d->be, &be);
-	fprintf(f, "backend %s:\n", d->cfg.backend);
-	for (i = 0; i < be.n; i++)
-		fprintf(f, "  %-24s %" PRIu64 "\n", be.names[i], be.values[i]);
-	isth_pace_stats(d->pace, &ps);
-	fprintf(f, "pacer:\n  enqueued %" PRIu64 " released %" PRIu64
-		" queue_full %" PRIu64 " late_starts %" PRIu64 "\n",
-		ps.enqueued, ps.released, ps.queue_full, ps.late_starts);
 }

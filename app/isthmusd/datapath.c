@@ -25,17 +25,6 @@
 
 #include "isthd.h"
 
-static const char *const drop_names[ISTHD_DROP_MAX] = {
-#define X(n, s) #n,
-	ISTHD_DROPS(X)
-#undef X
-};
-
-const char *isthd_drop_name(unsigned int i)
-{
-	return i < ISTHD_DROP_MAX ? drop_names[i] : "unknown";
-}
-
 static void tx(struct isthd *d, uint16_t port, struct rte_mbuf **pkts,
 	       uint16_t n, enum isthd_drop reason, uint64_t *sent)
 {
@@ -686,9 +675,8 @@ int isthd_worker(void *arg)
 /* Shutdown, on the worker after it stopped: partial aggregates out. */
 void isthd_dp_drain_final(struct isthd *d)
 {
-	struct isth_backend_stats st;
-	unsigned int i, spins = 0;
-	uint64_t pending;
+	struct isth_backend_counts bc;
+	unsigned int spins = 0;
 
 	isth_backend_flush(d->be);
 	/* An asynchronous backend (fpga) may still hold aggregates when a
@@ -696,13 +684,9 @@ void isthd_dp_drain_final(struct isthd *d)
 	do {
 		while (emit_aggs(d, isthd_tsc_to_ns(d, rte_rdtsc())) > 0)
 			;
-		pending = 0;
-		isth_backend_stats(d->be, &st);
-		for (i = 0; i < st.n; i++)
-			if (strcmp(st.names[i], "dev_pending") == 0)
-				pending = st.values[i];
-		if (pending)
+		isth_backend_counts(d->be, &bc);
+		if (bc.dev_pending)
 			rte_delay_us_sleep(100);
-	} while (pending && ++spins < 20000);
+	} while (bc.dev_pending && ++spins < 20000);
 	ctl_msgs(d);
 }

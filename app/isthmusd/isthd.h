@@ -59,6 +59,7 @@ enum {
 	X(tx_wan, "WAN port TX queue full") \
 	X(nack_no_mbuf, "no mbuf for a GONE reply") \
 	X(ctl_ring_full, "controller message ring full") \
+	X(round_no_mbuf, "no mbuf for a ROUND message") \
 	X(repair_gone, "peer NACK for DATA no longer (or never) kept") \
 	X(repair_mismatch, "kept DATA is not the chunk a NACK names") \
 	X(repair_no_mbuf, "no mbuf for a repair or a NACK to a peer")
@@ -70,28 +71,38 @@ enum isthd_drop {
 	ISTHD_DROP_MAX
 };
 
-/* Data-path counters. Written by: dp only (relaxed stores); read by: ctl,
- * telemetry (relaxed loads). */
+/*
+ * Data-path counters, one list: the struct, /isthmus/stats and the final
+ * print are generated from it (lib/ctr convention).
+ */
+#define ISTHD_COUNTERS(X) \
+	X(access_rx, "frames received on the access port") \
+	X(wan_rx, "frames received on the WAN port") \
+	X(access_tx, "frames sent to the island") \
+	X(wan_tx, "frames sent to peer edges") \
+	X(data_in, "island DATA accepted for the pacer") \
+	X(data_in_bytes, "payload bytes of data_in") \
+	X(data_out, "island DATA released by the pacer") \
+	X(peer_data, "peer DATA handed to the backend") \
+	X(peer_data_bytes, "payload bytes of peer_data") \
+	X(agg_out, "AGG messages sent to the island") \
+	X(agg_out_bytes, "payload bytes of agg_out") \
+	X(nacks, "NACKs from the island") \
+	X(resent, "AGGs resent to the island") \
+	X(gone, "GONE replies sent to the island") \
+	X(round_msgs, "ROUND messages sent") \
+	X(idle_sleeps, "idle sleeps of the worker") \
+	X(peer_nacks_sent, "chunk NACKs sent to peer edges") \
+	X(peer_nacks_rx, "chunk NACKs received from peer edges") \
+	X(repairs_sent, "DATA resent to a peer edge")
+
+enum { ISTHD_N_COUNTERS = 0 ISTHD_COUNTERS(ISTH_CTR_ONE) };
+
+/* Written by: dp (relaxed stores), except drop[ctl_ring_full] and
+ * drop[round_no_mbuf], which only ctl writes (one writer per counter);
+ * read by: ctl, telemetry (relaxed loads). */
 struct isthd_dp_stats {
-	uint64_t access_rx;
-	uint64_t wan_rx;
-	uint64_t access_tx;		/* frames sent to the island */
-	uint64_t wan_tx;		/* frames sent to peer edges */
-	uint64_t data_in;		/* island DATA accepted for the pacer */
-	uint64_t data_in_bytes;
-	uint64_t data_out;		/* island DATA released by the pacer */
-	uint64_t peer_data;		/* peer DATA handed to the backend */
-	uint64_t peer_data_bytes;
-	uint64_t agg_out;		/* AGG messages sent to the island */
-	uint64_t agg_out_bytes;
-	uint64_t nacks;			/* NACKs from the island */
-	uint64_t resent;		/* AGGs resent */
-	uint64_t gone;			/* GONE replies sent */
-	uint64_t round_msgs;		/* ROUND messages sent */
-	uint64_t idle_sleeps;
-	uint64_t peer_nacks_sent;	/* chunk NACKs sent to peer edges */
-	uint64_t peer_nacks_rx;		/* chunk NACKs from peer edges */
-	uint64_t repairs_sent;		/* DATA resent to a peer edge */
+	ISTHD_COUNTERS(ISTH_CTR_FIELD)
 	uint64_t wire_drop[ISTH_WIRE_REASON_MAX];
 	uint64_t drop[ISTHD_DROP_MAX];
 };
@@ -168,7 +179,7 @@ struct isthd {
 	uint64_t pace_published;
 	/* ctl only: counters at the previous boundary, for the round log */
 	struct isthd_dp_stats last_st;
-	struct isth_backend_stats last_be;
+	struct isth_backend_counts last_be;
 
 	/* init: stop after this many rounds (0: never); ctl reads */
 	uint64_t max_rounds;
@@ -200,11 +211,21 @@ uint64_t isthd_now_ns(void);
 uint64_t isthd_ns_to_tsc(const struct isthd *d, uint64_t ns);
 uint64_t isthd_tsc_to_ns(const struct isthd *d, uint64_t tsc);
 int isthd_control_step(struct isthd *d, uint64_t now_ns);
-void isthd_print_counters(const struct isthd *d, FILE *f);
 
 /* telemetry.c */
 int isthd_telemetry_register(struct isthd *d);
 
+/* stats.c */
+enum isthd_stat_kind {
+	ISTHD_STAT_COUNTER,	/* ISTHD_COUNTERS */
+	ISTHD_STAT_DROP,	/* drop_<reason>, wire parser's and ours */
+	ISTHD_STAT_GAUGE,	/* a value now (mempool in use) */
+};
+typedef void (*isthd_stat_fn)(void *arg, const char *name, uint64_t value,
+			      enum isthd_stat_kind kind);
+/* Every counter, drop and gauge by name, in a fixed order. Any thread. */
+void isthd_stats_walk(const struct isthd *d, isthd_stat_fn fn, void *arg);
+void isthd_print_counters(const struct isthd *d, FILE *f);
 const char *isthd_drop_name(unsigned int i);
 
 #endif

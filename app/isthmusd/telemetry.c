@@ -17,28 +17,17 @@ static struct isthd *tel;
 
 #define ADD(dict, name, v) rte_tel_data_add_dict_u64(dict, name, v)
 
+static void add_stat(void *arg, const char *name, uint64_t v,
+		     enum isthd_stat_kind kind __rte_unused)
+{
+	ADD(arg, name, v);
+}
+
 static int cmd_stats(const char *cmd __rte_unused, const char *params __rte_unused,
 		     struct rte_tel_data *t)
 {
-	const struct isthd_dp_stats *st = &tel->st;
-	char name[64];
-	unsigned int i;
-
 	rte_tel_data_start_dict(t);
-#define S(x) ADD(t, #x, isth_ctr_get(&st->x))
-	S(access_rx); S(wan_rx); S(access_tx); S(wan_tx); S(data_in);
-	S(data_in_bytes); S(data_out); S(peer_data); S(peer_data_bytes);
-	S(agg_out); S(agg_out_bytes); S(nacks); S(resent); S(gone);
-	S(round_msgs); S(idle_sleeps);
-#undef S
-	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++) {
-		snprintf(name, sizeof(name), "drop_%s", isth_wire_reason_name(i));
-		ADD(t, name, isth_ctr_get(&st->wire_drop[i]));
-	}
-	for (i = 0; i < ISTHD_DROP_MAX; i++) {
-		snprintf(name, sizeof(name), "drop_%s", isthd_drop_name(i));
-		ADD(t, name, isth_ctr_get(&st->drop[i]));
-	}
+	isthd_stats_walk(tel, add_stat, t);
 	return 0;
 }
 
@@ -104,10 +93,8 @@ static int cmd_resend(const char *cmd __rte_unused, const char *params __rte_unu
 
 	isth_resend_stats(tel->agg_ring, &rs);
 	rte_tel_data_start_dict(t);
-#define S(x) ADD(t, #x, rs.x)
-	S(stored); S(push_bad); S(expired); S(overwritten); S(nacks);
-	S(bad_nack); S(served); S(hdr_seg); S(suppressed); S(nomem); S(gone);
-	S(gone_ranges); S(future); S(truncated); S(held);
+#define S(x, help) ADD(t, #x, rs.x);
+	ISTH_RESEND_COUNTERS(S)
 #undef S
 	ADD(t, "next_seq", isth_resend_next_seq(tel->agg_ring));
 	ADD(t, "oldest_seq", isth_resend_oldest_seq(tel->agg_ring));

@@ -578,6 +578,20 @@ fpga_stats(const void *priv, struct isth_backend_stats *st)
 #undef PUT_V
 }
 
+static void
+fpga_counts(const void *priv, struct isth_backend_counts *c)
+{
+	const struct fpga_backend *f = priv;
+
+#define CNT(i) fpga_rd(&f->bus, ISTH_FPGA_REG_COUNTERS + 8 * (i))
+	c->completed = CNT(ISTH_FPGA_CNT_COMPLETED);
+	c->partial = CNT(ISTH_FPGA_CNT_PARTIAL_TIMEOUT) +
+		     CNT(ISTH_FPGA_CNT_PARTIAL_CONFLICT_POOL) +
+		     CNT(ISTH_FPGA_CNT_PARTIAL_CONFLICT_BUCKET);
+#undef CNT
+	c->dev_pending = dev_pending(f);
+}
+
 const struct isth_backend_ops isth_backend_fpga_ops = {
 	.name = "fpga",
 	.create = fpga_create,
@@ -589,4 +603,5 @@ const struct isth_backend_ops isth_backend_fpga_ops = {
 	.replicate_burst = fpga_replicate_burst,
 	.flush = fpga_flush,
 	.stats = fpga_stats,
+	.counts = fpga_counts,
 };

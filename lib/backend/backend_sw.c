@@ -302,6 +302,19 @@ sw_stats(const void *priv, struct isth_backend_stats *st)
 #undef PUT
 }
 
+static void
+sw_counts(const void *priv, struct isth_backend_counts *c)
+{
+	const struct sw_backend *sw = priv;
+	struct isth_agg_stats as;
+
+	isth_agg_stats_get(sw->agg, &as);
+	c->completed = as.completed;
+	c->partial = as.partial_timeout + as.partial_conflict_pool +
+		     as.partial_conflict_bucket;
+	c->dev_pending = 0;
+}
+
 const struct isth_backend_ops isth_backend_sw_ops = {
 	.name = "sw",
 	.create = sw_create,
@@ -314,4 +327,5 @@ const struct isth_backend_ops isth_backend_sw_ops = {
 	.flush = sw_flush,
 	.expire_round = sw_expire_round,
 	.stats = sw_stats,
+	.counts = sw_counts,
 };

@@ -490,19 +490,7 @@ out:
 void isth_resend_stats(const struct isth_resend *r,
 		       struct isth_resend_stats *st)
 {
-	st->stored = isth_ctr_get(&r->st.stored);
-	st->push_bad = isth_ctr_get(&r->st.push_bad);
-	st->expired = isth_ctr_get(&r->st.expired);
-	st->overwritten = isth_ctr_get(&r->st.overwritten);
-	st->nacks = isth_ctr_get(&r->st.nacks);
-	st->bad_nack = isth_ctr_get(&r->st.bad_nack);
-	st->served = isth_ctr_get(&r->st.served);
-	st->hdr_seg = isth_ctr_get(&r->st.hdr_seg);
-	st->suppressed = isth_ctr_get(&r->st.suppressed);
-	st->nomem = isth_ctr_get(&r->st.nomem);
-	st->gone = isth_ctr_get(&r->st.gone);
-	st->gone_ranges = isth_ctr_get(&r->st.gone_ranges);
-	st->future = isth_ctr_get(&r->st.future);
-	st->truncated = isth_ctr_get(&r->st.truncated);
-	st->held = isth_ctr_get(&r->st.held);
+#define X(n, help) st->n = isth_ctr_get(&r->st.n);
+	ISTH_RESEND_COUNTERS(X)
+#undef X
 }
