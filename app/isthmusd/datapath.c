@@ -54,12 +54,6 @@ static inline void to_msg(struct rte_mbuf *m, const struct isth_pkt *p)
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_pkt_len(m) - p->msg_size));
 }
 
-static inline uint32_t be32_at(const uint8_t *p)
-{
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-	       ((uint32_t)p[2] << 8) | p[3];
-}
-
 /*
  * A linear frame to peer edge @peer carrying the message in @msg (any
  * chain), with a UDP checksum: repairs and NACKs are rare, so they are
@@ -301,7 +295,7 @@ static void serve_peer_nack(struct isthd *d, const struct isth_pkt *p,
 
 			/* the ring maps chunk c to base + c only if the island
 			 * sent its chunks in order: check before sending */
-			if (be32_at(h + 12) == r)
+			if (isth_wire_get_hdr_round(h) == r)
 				f = frame_to_peer(d, peer, rep[i]);
 			else
 				isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_mismatch], 1);
@@ -482,12 +476,12 @@ static unsigned int pace_release(struct isthd *d, uint64_t now_tsc)
 		for (done = 0; done < n; done++) {
 			struct rte_mbuf *m = objs[done];
 			const uint8_t *h = rte_pktmbuf_mtod(m, const uint8_t *);
-			uint64_t r = be32_at(h + 12), seq = isth_resend_next_seq(d->wan_ring);
+			uint64_t r = isth_wire_get_hdr_round(h), seq = isth_resend_next_seq(d->wan_ring);
 
 			/* chunk c of round r is kept as seq base + c */
 			if (d->wan_base[r & 1].round != r) {
 				d->wan_base[r & 1].round = r;
-				d->wan_base[r & 1].base = seq - be32_at(h + 16);
+				d->wan_base[r & 1].base = seq - isth_wire_get_hdr_chunk(h);
 			}
 			isth_resend_push(d->wan_ring, m, now_ns, NULL);
 		}

@@ -64,10 +64,7 @@ backend_fanout_publish(struct backend_fanout *fo, uint32_t round,
 static inline uint32_t
 msg_round(const struct rte_mbuf *m)
 {
-	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *) + 12;
-
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-	       ((uint32_t)p[2] << 8) | p[3];
+	return isth_wire_get_hdr_round(rte_pktmbuf_mtod(m, const uint8_t *));
 }
 
 uint16_t

@@ -254,7 +254,7 @@ int isth_resend_push(struct isth_resend *r, struct rte_mbuf *m,
 	e->m = m;
 	e->ts = now_ns;
 	e->repaired = 0;
-	e->marked = (msg[5] & ISTH_F_RESENT) != 0;
+	e->marked = (isth_wire_get_flags(msg) & ISTH_F_RESENT) != 0;
 	if (seq != NULL)
 		*seq = r->head;
 	r->head++;
