@@ -22,29 +22,6 @@
 
 #include "isthd.h"
 
-uint64_t isthd_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t isthd_ns_to_tsc(const struct isthd *d, uint64_t ns)
-{
-	if (ns <= d->rt0)
-		return d->tsc0 - (uint64_t)((__uint128_t)(d->rt0 - ns) *
-					    d->tsc_hz / 1000000000ull);
-	return d->tsc0 + (uint64_t)((__uint128_t)(ns - d->rt0) * d->tsc_hz /
-				    1000000000ull);
-}
-
-uint64_t isthd_tsc_to_ns(const struct isthd *d, uint64_t tsc)
-{
-	return d->rt0 + (uint64_t)((__uint128_t)(tsc - d->tsc0) *
-				   1000000000ull / d->tsc_hz);
-}
-
 static const struct isth_sched *sched_for(const struct isthd *d, uint64_t r)
 {
 	if (d->next_sched && r >= d->next_from)
@@ -54,7 +31,7 @@ static const struct isth_sched *sched_for(const struct isthd *d, uint64_t r)
 
 static uint64_t round_start(const struct isthd *d, uint64_t r)
 {
-	return d->epoch_ns + r * isth_sched_round_ns(sched_for(d, r));
+	return d->clk.epoch_ns + r * isth_sched_round_ns(sched_for(d, r));
 }
 
 /* Peer edges of the local island in round r, in island order. */
@@ -89,31 +66,8 @@ static int publish_tables(struct isthd *d, uint64_t r)
 
 	rc = isth_backend_set_round(d->be, d->cfg.job, (uint32_t)r, expected,
 				    peers, n);
-	if (rc == 0) {
-		/* for the data path's WAN repair; published (release) after */
-		uint64_t T = isth_sched_round_ns(s), bits = isth_sched_payload_bytes(s) * 8;
-		unsigned int i;
-
-		d->rtab[r & 3].round = UINT64_MAX;	/* being rewritten */
-		__atomic_thread_fence(__ATOMIC_RELEASE);
-		d->rtab[r & 3].expected = expected;
-		for (i = 0; i < d->n_islands && i < ISTHD_MAX_PEERS; i++) {
-			uint64_t off = 0, rate = 0, at;
-
-			if (!(expected & (1ull << i)))
-				continue;
-			if (d->peer_of[i] && d->peer_of[i]->latency_ns &&
-			    isth_sched_sender(s, (int64_t)r, (int)i, &off, &rate) >= 1 &&
-			    rate > 0)
-				at = off + (uint64_t)((__uint128_t)bits * 1000000000ull / rate) +
-				     d->peer_of[i]->latency_ns;
-			else	/* latency unknown: shortly before the round ends */
-				at = T > d->cfg.wan_repair_before_ns ?
-				     T - d->cfg.wan_repair_before_ns : 0;
-			d->rtab[r & 3].tail_at[i] = at;
-		}
-		__atomic_store_n(&d->rtab[r & 3].round, r, __ATOMIC_RELEASE);
-	}
+	if (rc == 0)	/* the data path's WAN repair: due times of tails */
+		isthd_repair_publish(d, s, r, expected);
 	return rc;
 }
 
@@ -291,7 +245,7 @@ int isthd_control_step(struct isthd *d, uint64_t now_ns)
 	int rc;
 
 	/* Promote a reloaded schedule once its first round is current. */
-	cur = now_ns < d->epoch_ns ? 0 : (now_ns - d->epoch_ns) / T + 1;
+	cur = now_ns < d->clk.epoch_ns ? 0 : (now_ns - d->clk.epoch_ns) / T + 1;
 	if (d->next_sched && cur >= d->next_from + 1) {
 		isth_sched_free(d->sched);
 		d->sched = d->next_sched;
@@ -352,8 +306,8 @@ int isthd_control(struct isthd *d)
 			break;
 		/* Sleep to the next boundary, but at most 1 ms: retries and
 		 * the stop flag are checked that often. */
-		next = now < d->epoch_ns ? d->epoch_ns :
-		       d->epoch_ns + ((now - d->epoch_ns) / T + 1) * T;
+		next = now < d->clk.epoch_ns ? d->clk.epoch_ns :
+		       d->clk.epoch_ns + ((now - d->clk.epoch_ns) / T + 1) * T;
 		wait = next - now;
 		if (wait > 1000000)
 			wait = 1000000;

@@ -6,10 +6,13 @@
  * isthmusd internals shared by its parts:
  *
  *   setup.c      pools, ports, backend, pacer, resend rings; teardown
+ *   clock.c      wall clock and TSC, conversions
  *   datapath.c   the worker lcore: RX both ports, classify, pace,
- *                replicate, aggregate, emit, serve NACKs
+ *                replicate, aggregate, emit, serve the island's NACKs
+ *   repair.c     WAN repair between edges: keep, track, NACK, serve
  *   control.c    the controller: round clock, per-round tables, ROUND,
  *                schedule reload, per-round log
+ *   stats.c      counters and drop reasons by name, the exit print
  *   telemetry.c  /isthmus/... telemetry commands
  *   main.c       command line, EAL, signals, exit codes
  *
@@ -19,6 +22,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <rte_branch_prediction.h>
+#include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
@@ -114,6 +119,40 @@ struct isthd_rx_track {
 	uint8_t tail_done;	/* the end-of-round NACK was sent */
 };
 
+/* WAN repair between edges (repair.c; doc/isthmusd.md, "WAN repair"). */
+struct isthd_repair {
+	/* init: read-only after launch */
+	struct isth_resend *ring;	/* island DATA as released, for peer
+					 * NACKs; NULL: [wan] repair = no */
+	uint32_t n_chunks;		/* chunks per contribution per round */
+	uint32_t rx_words;		/* 64-bit words per (round slot, sender) bitmap */
+	/* dp only: ring seq of chunk 0 of the round each slot holds */
+	struct { uint64_t round; uint64_t base; } base[2];
+	/* dp only: chunks received per (round & 3, sender) */
+	struct isthd_rx_track *rx;
+	uint64_t *rx_bits;
+	uint64_t tail_next;		/* dp only: oldest round with tails to check */
+	/* ctl writes (release, before published), dp reads: expected set of
+	 * round r in slot r & 3 */
+	struct {
+		uint64_t round;
+		uint64_t expected;
+		/* when sender s's last chunk is due here, ns from the round's
+		 * start (its offset + payload at its rate + latency): its
+		 * tail is NACKed tail_wait after that */
+		uint64_t tail_at[ISTHD_MAX_PEERS];
+	} rtab[4];
+};
+
+/* Clocks (clock.c). init writes, before launch; read-only after. */
+struct isthd_clock {
+	uint64_t tsc_hz;
+	uint64_t tsc0;			/* TSC at rt0 */
+	uint64_t rt0;			/* CLOCK_REALTIME ns at tsc0 */
+	uint64_t epoch_ns;		/* start of round 0 */
+	uint64_t round_ns;		/* T; a reload may not change it */
+};
+
 struct isthd {
 	/* init: read-only after launch */
 	struct isthd_config cfg;
@@ -129,37 +168,17 @@ struct isthd {
 	struct isth_pace *pace;
 	struct isth_resend *agg_ring;	/* AGGs sent to the island */
 	struct rte_ring *ctl_ring;	/* ctl -> dp: frames to send to the island */
-	/* WAN repair (doc/isthmusd.md, "WAN repair"). */
-	struct isth_resend *wan_ring;	/* island DATA as released, for peer NACKs */
-	uint32_t n_chunks;		/* chunks per contribution per round */
-	uint32_t rx_words;		/* 64-bit words per (round slot, sender) bitmap */
-	/* dp only: ring seq of chunk 0 of the round each slot holds */
-	struct { uint64_t round; uint64_t base; } wan_base[2];
-	/* dp only: chunks received per (round & 3, sender) */
-	struct isthd_rx_track *rx;
-	uint64_t *rx_bits;
-	uint64_t tail_next;		/* dp only: oldest round with tails to check */
-	/* ctl writes (release, before published), dp reads: expected set of
-	 * round r in slot r & 3 */
-	struct {
-		uint64_t round;
-		uint64_t expected;
-		/* when sender s's last chunk is due here, ns from the round's
-		 * start (its offset + payload at its rate + latency): its
-		 * tail is NACKed tail_wait after that */
-		uint64_t tail_at[ISTHD_MAX_PEERS];
-	} rtab[4];
 	/* init: peer edge of each island (NULL: self or none) */
 	const struct isthd_peer *peer_of[ISTHD_MAX_PEERS];
-
 	/* init: steering programs on af_xdp ports ([access|wan] xdp_iface);
 	 * telemetry reads their per-CPU counters */
 	struct isth_xdp *xdp[2];
-	uint64_t tsc_hz;
-	uint64_t tsc0;			/* TSC at rt0 */
-	uint64_t rt0;			/* CLOCK_REALTIME ns at tsc0 */
-	uint64_t epoch_ns;
-	uint64_t round_ns;		/* T; a reload may not change it */
+	struct isthd_clock clk;
+	/* init: stop after this many rounds (0: never); ctl reads */
+	uint64_t max_rounds;
+
+	/* WAN repair: see the struct for who writes what */
+	struct isthd_repair rep;
 
 	/* ctl writes, dp reads (acquire): newest round published, +1 (0: none) */
 	uint64_t published;
@@ -167,22 +186,21 @@ struct isthd {
 	uint64_t current;
 	/* ctl writes: the schedule in force; a reload swaps it at a boundary */
 	struct isth_sched *sched;
-	struct isth_sched *next_sched;	/* ctl only: waiting for its boundary */
-	uint64_t next_from;		/* ctl only: first round of next_sched */
+
+	/* ctl only */
+	struct {
+		struct isth_sched *next_sched;	/* waiting for its boundary */
+		uint64_t next_from;		/* first round of next_sched */
+		uint64_t pace_published;	/* next round to give the pacer */
+		/* counters at the previous boundary, for the round log */
+		struct isthd_dp_stats last_st;
+		struct isth_backend_counts last_be;
+	};
 
 	/* dp writes */
-	uint64_t agg_seq;		/* next AGG sequence number */
+	uint64_t agg_seq;		/* next AGG sequence number (telemetry reads) */
 	uint64_t expire_next;		/* next round whose deadline the dp enforces */
-	struct isthd_dp_stats st;
-
-	/* ctl only: next round to give the pacer */
-	uint64_t pace_published;
-	/* ctl only: counters at the previous boundary, for the round log */
-	struct isthd_dp_stats last_st;
-	struct isth_backend_counts last_be;
-
-	/* init: stop after this many rounds (0: never); ctl reads */
-	uint64_t max_rounds;
+	struct isthd_dp_stats st;	/* see struct isthd_dp_stats */
 
 	/* anyone writes true to stop */
 	volatile bool stop;
@@ -197,19 +215,33 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size);
 void isthd_teardown(struct isthd *d);
 void isthd_ports_close(struct isthd *d);
 uint16_t isthd_port_lookup(const char *dev, int *rc);
-int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m);
+
+/* clock.c */
+uint64_t isthd_now_ns(void);
+uint64_t isthd_ns_to_tsc(const struct isthd *d, uint64_t ns);
+uint64_t isthd_tsc_to_ns(const struct isthd *d, uint64_t tsc);
 
 /* datapath.c */
 int isthd_worker(void *arg);
 /* One pass of the worker loop (benchmarks drive it from their own loop). */
 unsigned int isthd_dp_poll(struct isthd *d);
 void isthd_dp_drain_final(struct isthd *d);
+int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m);
+
+/* repair.c */
+int isthd_repair_init(struct isthd *d, char *err, size_t err_size);
+void isthd_repair_fini(struct isthd *d);
+void isthd_repair_publish(struct isthd *d, const struct isth_sched *s,
+			  uint64_t r, uint64_t expected);
+void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n,
+		       uint64_t now_ns);
+void isthd_repair_track(struct isthd *d, const struct isth_pkt *p);
+unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns);
+void isthd_repair_serve(struct isthd *d, const struct isth_pkt *p,
+			uint64_t now_ns);
 
 /* control.c */
 int isthd_control(struct isthd *d);
-uint64_t isthd_now_ns(void);
-uint64_t isthd_ns_to_tsc(const struct isthd *d, uint64_t ns);
-uint64_t isthd_tsc_to_ns(const struct isthd *d, uint64_t tsc);
 int isthd_control_step(struct isthd *d, uint64_t now_ns);
 
 /* telemetry.c */
@@ -227,5 +259,23 @@ typedef void (*isthd_stat_fn)(void *arg, const char *name, uint64_t value,
 void isthd_stats_walk(const struct isthd *d, isthd_stat_fn fn, void *arg);
 void isthd_print_counters(const struct isthd *d, FILE *f);
 const char *isthd_drop_name(unsigned int i);
+
+/* Send @n frames on @port; what the queue refuses is freed and counted
+ * under @reason. Worker lcore only (datapath.c, repair.c). */
+static inline void isthd_tx(struct isthd *d, uint16_t port,
+			    struct rte_mbuf **pkts, uint16_t n,
+			    enum isthd_drop reason, uint64_t *sent)
+{
+	uint16_t k;
+
+	if (n == 0)
+		return;
+	k = rte_eth_tx_burst(port, 0, pkts, n);
+	isth_ctr_add(sent, k);
+	if (unlikely(k < n)) {
+		isth_ctr_add(&d->st.drop[reason], n - k);
+		rte_pktmbuf_free_bulk(pkts + k, n - k);
+	}
+}
 
 #endif

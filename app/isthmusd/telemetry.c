@@ -43,7 +43,7 @@ static int cmd_round(const char *cmd __rte_unused, const char *params __rte_unus
 	ADD(t, "started", cur != 0);
 	ADD(t, "round", cur ? cur - 1 : 0);
 	ADD(t, "published_through", pub ? pub - 1 : 0);
-	ADD(t, "epoch_ns", tel->epoch_ns);
+	ADD(t, "epoch_ns", tel->clk.epoch_ns);
 	ADD(t, "round_ns", isth_sched_round_ns(tel->sched));
 	ADD(t, "clique", cur ? isth_sched_clique(tel->sched, (int64_t)(cur - 1),
 						 tel->island) : 0);
