@@ -215,6 +215,8 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size);
 void isthd_teardown(struct isthd *d);
 void isthd_ports_close(struct isthd *d);
 uint16_t isthd_port_lookup(const char *dev, int *rc);
+/* rte_eal_cleanup() and remove the runtime directory; every exit of main */
+void isthd_eal_cleanup(void);
 
 /* clock.c */
 uint64_t isthd_now_ns(void);
@@ -246,6 +248,9 @@ int isthd_control_step(struct isthd *d, uint64_t now_ns);
 
 /* telemetry.c */
 int isthd_telemetry_register(struct isthd *d);
+/* Stop answering /isthmus/... and wait for callbacks still running; before
+ * teardown (22.11 cannot unregister commands). Idempotent. */
+void isthd_telemetry_close(void);
 
 /* stats.c */
 enum isthd_stat_kind {

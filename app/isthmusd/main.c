@@ -225,6 +225,6 @@ ports:
 	isthd_teardown(d);
 	isthd_ports_close(d);
 eal:
-	rte_eal_cleanup();
+	isthd_eal_cleanup();
 	return ret;
 }

@@ -3,13 +3,17 @@
  * Start-up and teardown: everything the data path uses is created here,
  * before any lcore is launched, and sized from the configuration.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
+#include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -388,6 +392,8 @@ void isthd_teardown(struct isthd *d)
 	void *objs[64];
 	unsigned int n;
 
+	/* telemetry callbacks read everything below: none may run past here */
+	isthd_telemetry_close();
 	if (d->pace) {
 		while ((n = isth_pace_flush(d->pace, objs, 64)) > 0)
 			rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
@@ -411,4 +417,29 @@ void isthd_teardown(struct isthd *d)
 	d->next_sched = NULL;
 	isth_sched_free(d->sched);
 	d->sched = NULL;
+}
+
+/*
+ * rte_eal_cleanup(), then remove the runtime directory (/var/run/dpdk/
+ * <prefix>: config, fbarrays, sockets) that 22.11 leaves behind, so that
+ * neither --check nor a clean stop leaves a folder per run.
+ */
+void isthd_eal_cleanup(void)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 256];
+	struct dirent *de;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
+	rte_eal_cleanup();
+	if (dir[0] == '\0' || (dp = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(dp)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	closedir(dp);
+	rmdir(dir);
 }
