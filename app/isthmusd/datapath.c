@@ -56,6 +56,27 @@ int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
 				       &a, msg) < 0 ? -EINVAL : 0;
 }
 
+/*
+ * Admission of a DATA before it may claim a pacer entry or an aggregation
+ * slot: its chunk id, element count and dtype must be the round's (struct
+ * isthd_shape), so that a slot's shape is the round's, never the first
+ * packet's. @return ISTHD_DROP_MAX if admitted, else the reason.
+ */
+static inline enum isthd_drop data_shape(const struct isthd *d,
+					 const struct isth_pkt *p)
+{
+	const struct isthd_shape *sh = &d->shape;
+
+	if (unlikely(p->hdr.chunk >= sh->n_chunks))
+		return ISTHD_DROP_data_bad_chunk;
+	if (unlikely(p->hdr.count != (p->hdr.chunk + 1 == sh->n_chunks ?
+				      sh->last_elems : sh->chunk_elems)))
+		return ISTHD_DROP_data_bad_count;
+	if (unlikely(sh->dtype != ISTH_DTYPE_NONE && p->hdr.dtype != sh->dtype))
+		return ISTHD_DROP_data_bad_dtype;
+	return ISTHD_DROP_MAX;
+}
+
 /* Strip Ethernet/IPv4/UDP and padding: keep the message only. */
 static inline void to_msg(struct rte_mbuf *m, const struct isth_pkt *p)
 {
@@ -173,8 +194,14 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 			drop(d, m, ISTHD_DROP_access_not_island);
 			continue;
 		}
+		/* DATA and NACKs only from the island's configured address */
+		if (unlikely(p.addr.src_ip != d->cfg.island_ip)) {
+			drop(d, m, ISTHD_DROP_access_bad_source);
+			continue;
+		}
 		switch (p.hdr.type) {
 		case ISTH_WIRE_DATA: {
+			enum isthd_drop why;
 			int rc;
 
 			/* Rounds are published one ahead: accept the running
@@ -185,6 +212,11 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 			}
 			if (cur && p.hdr.round + 1 < cur) {
 				drop(d, m, ISTHD_DROP_round_late);
+				break;
+			}
+			why = data_shape(d, &p);
+			if (unlikely(why != ISTHD_DROP_MAX)) {
+				drop(d, m, why);
 				break;
 			}
 			to_msg(m, &p);
@@ -286,6 +318,20 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 		if (unlikely(p->hdr.sender == d->island)) {
 			drop(d, m, ISTHD_DROP_wan_from_self);
 			continue;
+		}
+		/* the site table: a sender's DATA comes from its peer edge */
+		if (unlikely(d->peer_of[p->hdr.sender] == NULL ||
+			     p->addr.src_ip != d->peer_of[p->hdr.sender]->ip)) {
+			drop(d, m, ISTHD_DROP_data_bad_source);
+			continue;
+		}
+		{
+			enum isthd_drop why = data_shape(d, p);
+
+			if (unlikely(why != ISTHD_DROP_MAX)) {
+				drop(d, m, why);
+				continue;
+			}
 		}
 		isth_ctr_add(&d->st.peer_data_bytes, p->payload_size);
 		isthd_repair_track(d, p);

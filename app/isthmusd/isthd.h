@@ -54,6 +54,7 @@ enum {
 	X(unknown_job, "job not served by this edge") \
 	X(access_not_island, "access-port packet not from the local island") \
 	X(access_bad_type, "access-port packet of a type the island does not send") \
+	X(access_bad_source, "access-port packet not from the island's configured address") \
 	X(wan_bad_type, "WAN packet of a type peer edges do not send") \
 	X(wan_from_self, "WAN DATA claiming the local island as sender") \
 	X(round_early, "island DATA for a round not yet published") \
@@ -67,7 +68,14 @@ enum {
 	X(round_no_mbuf, "no mbuf for a ROUND message") \
 	X(repair_gone, "peer NACK for DATA no longer (or never) kept") \
 	X(repair_mismatch, "kept DATA is not the chunk a NACK names") \
-	X(repair_no_mbuf, "no mbuf for a repair or a NACK to a peer")
+	X(repair_no_mbuf, "no mbuf for a repair or a NACK to a peer") \
+	X(data_bad_source, "WAN DATA not from its sender's peer edge address") \
+	X(data_bad_chunk, "DATA chunk id not below the round's n_chunks") \
+	X(data_bad_count, "DATA element count not the round's for its chunk") \
+	X(data_bad_dtype, "DATA element type not the job's") \
+	X(nack_bad_source, "peer NACK not from its sender's peer edge address") \
+	X(nack_not_clique, "peer NACK from an island outside the round's clique") \
+	X(repair_budget, "chunk repairs refused: the peer's budget for the round is spent")
 
 enum isthd_drop {
 #define X(n, s) ISTHD_DROP_##n,
@@ -119,6 +127,27 @@ struct isthd_rx_track {
 	uint8_t tail_done;	/* the end-of-round NACK was sent */
 };
 
+/*
+ * The shape every contribution of a round must have (doc/isthmusd.md,
+ * "Admission"), from the schedule's payload bytes and the MTU's chunk size:
+ * the same figures ROUND tells the island. init writes; read-only after.
+ */
+struct isthd_shape {
+	uint32_t n_chunks;		/* chunk ids 0..n_chunks-1 */
+	uint16_t chunk_elems;		/* elements of every chunk but the last */
+	uint16_t last_elems;		/* elements of chunk n_chunks-1 */
+	uint8_t dtype;			/* [isthmusd] dtype; ISTH_DTYPE_NONE: any */
+};
+
+/*
+ * Repair budget of one peer for one round of our island's DATA (dp only):
+ * chunks repaired to it so far. Two rounds are kept, like rep.base.
+ */
+struct isthd_repair_budget {
+	uint64_t round1;		/* round + 1; 0: unused */
+	uint32_t used;			/* chunks repaired to the peer */
+};
+
 /* WAN repair between edges (repair.c; doc/isthmusd.md, "WAN repair"). */
 struct isthd_repair {
 	/* init: read-only after launch */
@@ -132,6 +161,11 @@ struct isthd_repair {
 	struct isthd_rx_track *rx;
 	uint64_t *rx_bits;
 	uint64_t tail_next;		/* dp only: oldest round with tails to check */
+	/* init: chunks one peer may get repaired per round (one round's
+	 * stream plus an allowance for repairs that were lost) */
+	uint32_t budget_chunks;
+	/* dp only: per peer island, per round & 1 (isthd_repair_serve) */
+	struct isthd_repair_budget budget[ISTHD_MAX_PEERS][2];
 	/* ctl writes (release, before published), dp reads: expected set of
 	 * round r in slot r & 3 */
 	struct {
@@ -159,6 +193,7 @@ struct isthd {
 	uint8_t island;			/* local island id in the schedule */
 	uint32_t n_islands;
 	struct isth_wire_limits lim;
+	struct isthd_shape shape;	/* DATA admission (datapath.c) */
 	uint16_t access_port, wan_port;
 	uint8_t access_mac[6], wan_mac[6];
 	struct rte_mempool *pool;	/* RX frames, AGG messages */

@@ -314,34 +314,116 @@ unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 	return work;
 }
 
-/* A peer edge NACKs chunks of our island's DATA: resend them to it. */
+/*
+ * Clip @n chunk ranges to [0, n_chunks), sort them and merge the ones that
+ * overlap or touch, in place: each chunk is named once however the NACK
+ * repeats it. @return ranges left; *cut counts ranges naming no chunk.
+ */
+static unsigned int merge_ranges(struct isth_wire_range *g, unsigned int n,
+				 uint32_t n_chunks, unsigned int *cut)
+{
+	unsigned int i, j, k = 0;
+
+	*cut = 0;
+	for (i = 0; i < n; i++) {
+		if (g[i].first >= n_chunks) {
+			(*cut)++;
+			continue;
+		}
+		if (g[i].last >= n_chunks)
+			g[i].last = n_chunks - 1;
+		g[k++] = g[i];
+	}
+	for (i = 1; i < k; i++) {	/* insertion sort: k <= ISTHD_BURST */
+		struct isth_wire_range x = g[i];
+
+		for (j = i; j > 0 && g[j - 1].first > x.first; j--)
+			g[j] = g[j - 1];
+		g[j] = x;
+	}
+	for (i = 0, j = 0; i < k; i++) {
+		if (j > 0 && g[i].first <= g[j - 1].last + 1) {
+			if (g[i].last > g[j - 1].last)
+				g[j - 1].last = g[i].last;
+			continue;
+		}
+		g[j++] = g[i];
+	}
+	return j;
+}
+
+/*
+ * A peer edge NACKs chunks of our island's DATA: resend them to it, if the
+ * NACK is from that peer's configured address, the peer is in the round's
+ * clique, and its budget for the round is not spent: at most budget_chunks
+ * chunks (one round's stream and an allowance) per peer and round, each
+ * chunk at most once per NACK. So no NACK stream can make this edge send a
+ * peer more than about what the peer could have lost (doc/isthmusd.md,
+ * "Admission").
+ */
 void isthd_repair_serve(struct isthd *d, const struct isth_pkt *p,
 			uint64_t now_ns)
 {
 	struct isth_wire_range want[ISTHD_BURST], gone[ISTHD_BURST];
 	const struct isthd_peer *peer = d->peer_of[p->hdr.sender];
 	struct rte_mbuf *rep[ISTHD_BURST], *out[ISTHD_BURST];
-	unsigned int i, n = p->hdr.count, k, n_gone, n_out;
+	unsigned int i, n = p->hdr.count, k, n_gone, n_out, cut;
+	struct isthd_repair_budget *b;
 	struct isth_resend_cursor cur;
-	uint64_t r = p->hdr.round;
+	uint64_t r = p->hdr.round, left, base;
 
 	isth_ctr_add(&d->st.peer_nacks_rx, 1);
-	if (d->rep.ring == NULL || peer == NULL)
+	if (d->rep.ring == NULL)
 		return;
+	if (peer == NULL || p->addr.src_ip != peer->ip) {
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_bad_source], 1);
+		return;
+	}
+	if (__atomic_load_n(&d->rep.rtab[r & 3].round, __ATOMIC_ACQUIRE) != r ||
+	    !(d->rep.rtab[r & 3].expected & (1ull << p->hdr.sender))) {
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_not_clique], 1);
+		return;
+	}
 	if (d->rep.base[r & 1].round != r) {
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_gone], 1);
 		return;
 	}
 	if (n > RTE_DIM(want))
 		n = RTE_DIM(want);
-	for (i = 0; i < n; i++) {
-		struct isth_wire_range g;
-
-		isth_wire_get_range(p, i, &g);
-		want[i].first = d->rep.base[r & 1].base + g.first;
-		want[i].last = d->rep.base[r & 1].base + g.last;
+	for (i = 0; i < n; i++)
+		isth_wire_get_range(p, i, &want[i]);
+	n = merge_ranges(want, n, d->shape.n_chunks, &cut);
+	if (cut)	/* chunk ids the round does not have */
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_gone], cut);
+	b = &d->rep.budget[p->hdr.sender][r & 1];
+	if (b->round1 != r + 1) {
+		b->round1 = r + 1;
+		b->used = 0;
 	}
-	if (isth_resend_nack_begin(d->rep.ring, &cur, want, n) < 0)
+	left = d->rep.budget_chunks - b->used;
+	base = d->rep.base[r & 1].base;
+	for (i = 0; i < n; i++) {
+		uint64_t len = want[i].last - want[i].first + 1;
+
+		if (len > left) {
+			/* the rest of this NACK is over the budget */
+			uint64_t over = len - left;
+
+			for (unsigned int j = i + 1; j < n; j++)
+				over += want[j].last - want[j].first + 1;
+			isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_budget], over);
+			if (left == 0) {
+				n = i;
+				break;
+			}
+			want[i].last = want[i].first + left - 1;
+			n = i + 1;
+		}
+		left -= want[i].last - want[i].first + 1;
+		want[i].first += base;
+		want[i].last += base;
+	}
+	if (n == 0 || isth_resend_nack_begin(d->rep.ring, &cur, want, n) < 0)
 		return;
 	while (!isth_resend_nack_done(&cur)) {
 		k = isth_resend_nack_serve(d->rep.ring, &cur, now_ns, rep,
@@ -363,10 +445,10 @@ void isthd_repair_serve(struct isthd *d, const struct isth_pkt *p,
 			if (f)
 				out[n_out++] = f;
 		}
+		b->used += n_out;
 		isth_ctr_add(&d->st.repairs_sent, n_out);
 		isthd_tx(d, d->wan_port, out, (uint16_t)n_out, ISTHD_DROP_tx_wan, &d->st.wan_tx);
 		if (k == 0 && n_gone == 0)
 			break;
 	}
 }
-

@@ -147,6 +147,28 @@ static int check_peers(struct isthd *d, char *err, size_t err_size)
 	return 0;
 }
 
+/*
+ * The round's shape for DATA admission (doc/isthmusd.md, "Admission"): the
+ * figures ROUND gives the island (control.c: n_chunks of max_elems
+ * elements), the island's tensor being ceil(payload / 4) elements (4-byte
+ * dtypes). And the repair budget: one round's stream per peer plus a
+ * quarter (at least two chunks) for repairs that were lost in turn.
+ */
+static void admission_init(struct isthd *d)
+{
+	uint64_t payload = isth_sched_payload_bytes(d->sched);
+	uint64_t elems = (payload + 3) / 4;
+	struct isthd_shape *sh = &d->shape;
+
+	sh->chunk_elems = (uint16_t)d->lim.max_elems;
+	sh->n_chunks = (uint32_t)((elems + sh->chunk_elems - 1) / sh->chunk_elems);
+	sh->last_elems = sh->n_chunks ? (uint16_t)(elems - (uint64_t)(sh->n_chunks - 1) *
+						   sh->chunk_elems) : 0;
+	sh->dtype = d->cfg.dtype;
+	d->rep.budget_chunks = sh->n_chunks + RTE_MAX(sh->n_chunks / 4, 2u);
+	memset(d->rep.budget, 0, sizeof(d->rep.budget));
+}
+
 int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err,
 		  size_t err_size)
 {
@@ -192,6 +214,7 @@ int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err,
 		goto fail;
 	}
 	d->lim.udp_port = d->cfg.udp_port;
+	admission_init(d);
 	return 0;
 fail:
 	isth_sched_free(d->sched);
