@@ -368,6 +368,7 @@ for ((k = 0; k < N; k++)); do
 		echo "job = 1"
 		echo "schedule = $WORK/run.sched"
 		echo "epoch = $EPOCH"
+		echo "dtype = $DTYPE"
 		echo "[access]"
 		echo "port = net_${PMD}0"
 		[ "$PMD" = af_xdp ] && echo "xdp_iface = ta$RID$k"
