@@ -82,28 +82,27 @@ void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n,
 }
 
 /*
- * Controller, before round @r is published: the expected senders and when
- * each one's last chunk is due here (its offset + payload at its rate +
- * latency, from the schedule @s), for tail_check. Published with release.
+ * Controller, before round @r is published: the expected senders (@v's
+ * peers) and when each one's last chunk is due here (its offset + payload
+ * at its rate + latency), for tail_check. Published with release.
  */
-void isthd_repair_publish(struct isthd *d, const struct isth_sched *s,
-			  uint64_t r, uint64_t expected)
+void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v,
+			  uint64_t r)
 {
 	struct isthd_repair *rp = &d->rep;
-	uint64_t T = isth_sched_round_ns(s), bits = isth_sched_payload_bytes(s) * 8;
+	uint64_t T = v->round_ns, bits = v->payload_bytes * 8;
 	unsigned int i;
 
 	rp->rtab[r & 3].round = UINT64_MAX;	/* being rewritten */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	rp->rtab[r & 3].expected = expected;
+	rp->rtab[r & 3].expected = v->peers;
 	for (i = 0; i < d->n_islands && i < ISTHD_MAX_PEERS; i++) {
-		uint64_t off = 0, rate = 0, at;
+		uint64_t off = v->snd[i].offset_ns, rate = v->snd[i].rate_bps, at;
 
-		if (!(expected & (1ull << i)))
+		if (!(v->peers & (1ull << i)))
 			continue;
 		if (d->peer_of[i] && d->peer_of[i]->latency_ns &&
-		    isth_sched_sender(s, (int64_t)r, (int)i, &off, &rate) >= 1 &&
-		    rate > 0)
+		    v->snd[i].n_segs >= 1 && rate > 0)
 			at = off + (uint64_t)((__uint128_t)bits * 1000000000ull / rate) +
 			     d->peer_of[i]->latency_ns;
 		else	/* latency unknown: shortly before the round ends */
