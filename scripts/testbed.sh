@@ -662,6 +662,7 @@ write_edge_conf() {
 		echo "job = 1"
 		echo "schedule = $WORK/run.sched"
 		echo "epoch = $EPOCH"
+		echo "dtype = $DTYPE"
 		echo "[access]"
 		echo "port = net_${PMD}0"
 		[ "$PMD" = af_xdp ] && echo "xdp_iface = ta$RID$k"

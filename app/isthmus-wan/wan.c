@@ -39,6 +39,8 @@
 #include <rte_prefetch.h>
 #include <rte_telemetry.h>
 
+#include "isth_ctr.h"
+
 #include "wan.h"
 #include "wan_prng.h"
 
@@ -156,18 +158,6 @@ isth_wan_port_ctr_name(enum isth_wan_port_ctr c)
 	return (unsigned int)c < ISTH_WAN_P_NCTR ? port_ctr_names[c] : "?";
 }
 
-/* Single writer: a relaxed load and store, no atomic read-modify-write. */
-static inline void
-ctr_add(uint64_t *c, uint64_t n)
-{
-	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
-}
-
-static inline uint64_t
-ctr_get(const uint64_t *c)
-{
-	return __atomic_load_n(c, __ATOMIC_RELAXED);
-}
 
 /* ------------------------------------------------------------------ */
 /* Heap of lane heads                                                  */
@@ -286,10 +276,10 @@ site_flush(struct site *s)
 		unsent += rte_pktmbuf_pkt_len(s->txb[i]);
 		rte_pktmbuf_free(s->txb[i]);
 	}
-	ctr_add(&s->st.tx_pkts, n);
-	ctr_add(&s->st.tx_bytes, bytes - unsent);
+	isth_ctr_add(&s->st.tx_pkts, n);
+	isth_ctr_add(&s->st.tx_bytes, bytes - unsent);
 	if (n < s->ntx)
-		ctr_add(&s->st.ctr[ISTH_WAN_P_TX_FULL], s->ntx - n);
+		isth_ctr_add(&s->st.ctr[ISTH_WAN_P_TX_FULL], s->ntx - n);
 	s->ntx = 0;
 }
 
@@ -318,7 +308,7 @@ deliver(struct isth_wan *w, int v, struct rte_mbuf *m)
 		eth->dst_addr.addr_bytes[4] = (dst >> 8) & 0xff;
 		eth->dst_addr.addr_bytes[5] = dst & 0xff;
 	} else if (!s->mac_known) {
-		ctr_add(&s->st.ctr[ISTH_WAN_P_NO_MAC], 1);
+		isth_ctr_add(&s->st.ctr[ISTH_WAN_P_NO_MAC], 1);
 		rte_pktmbuf_free(m);
 		return;
 	} else {
@@ -355,7 +345,7 @@ link_send(struct isth_wan *w, int e, struct rte_mbuf *m, uint64_t t, uint64_t de
 
 	if (w->dec_ttl) {
 		if (ip->time_to_live <= 1) {
-			ctr_add(&L->st.ctr[ISTH_WAN_L_TTL], 1);
+			isth_ctr_add(&L->st.ctr[ISTH_WAN_L_TTL], 1);
 			rte_pktmbuf_free(m);
 			return;
 		}
@@ -363,7 +353,7 @@ link_send(struct isth_wan *w, int e, struct rte_mbuf *m, uint64_t t, uint64_t de
 	}
 	backlog = L->busy > (double)t ? (L->busy - (double)t) / L->cyc_per_byte : 0;
 	if (backlog + len > (double)L->qlimit) {
-		ctr_add(&L->st.ctr[ISTH_WAN_L_QUEUE_FULL], 1);
+		isth_ctr_add(&L->st.ctr[ISTH_WAN_L_QUEUE_FULL], 1);
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -371,8 +361,8 @@ link_send(struct isth_wan *w, int e, struct rte_mbuf *m, uint64_t t, uint64_t de
 	L->busy = start + len * L->cyc_per_byte;
 	if ((uint64_t)(backlog + len) > L->st.queue_hw_bytes)
 		__atomic_store_n(&L->st.queue_hw_bytes, (uint64_t)(backlog + len), __ATOMIC_RELAXED);
-	ctr_add(&L->st.pkts, 1);
-	ctr_add(&L->st.bytes, len);
+	isth_ctr_add(&L->st.pkts, 1);
+	isth_ctr_add(&L->st.bytes, len);
 
 	/* Loss on the wire: the packet used the link's capacity. The draws are
 	 * made in a fixed order so that a link's decisions depend only on the
@@ -387,7 +377,7 @@ link_send(struct isth_wan *w, int e, struct rte_mbuf *m, uint64_t t, uint64_t de
 		lost = imp->loss > 0 && wan_prng_unit(L->rng) < imp->loss;
 	}
 	if (lost) {
-		ctr_add(&L->st.ctr[ISTH_WAN_L_LOSS], 1);
+		isth_ctr_add(&L->st.ctr[ISTH_WAN_L_LOSS], 1);
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -401,7 +391,7 @@ link_send(struct isth_wan *w, int e, struct rte_mbuf *m, uint64_t t, uint64_t de
 			uint32_t at_off = off + wan_prng_below(L->rng, len - off);
 
 			b[at_off] ^= (uint8_t)(1 + wan_prng_below(L->rng, 255));
-			ctr_add(&L->st.ctr[ISTH_WAN_L_CORRUPTED], 1);
+			isth_ctr_add(&L->st.ctr[ISTH_WAN_L_CORRUPTED], 1);
 		}
 	}
 	arr = L->busy + L->lat_cyc;
@@ -411,14 +401,14 @@ link_send(struct isth_wan *w, int e, struct rte_mbuf *m, uint64_t t, uint64_t de
 	if (imp->reorder > 0 && wan_prng_unit(L->rng) < imp->reorder) {
 		lane = &L->lane[1];
 		arr += L->reorder_cyc;
-		ctr_add(&L->st.ctr[ISTH_WAN_L_REORDERED], 1);
+		isth_ctr_add(&L->st.ctr[ISTH_WAN_L_REORDERED], 1);
 	}
 	at = (uint64_t)ceil(arr);
 	/* jitter never reorders within a lane: it models queueing elsewhere */
 	if (lane->tail != lane->head && at < lane->last_t)
 		at = lane->last_t;
 	if (lane_push(w, lane, m, at, dests, src) < 0) {
-		ctr_add(&L->st.ctr[ISTH_WAN_L_RING_FULL], 1);
+		isth_ctr_add(&L->st.ctr[ISTH_WAN_L_RING_FULL], 1);
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -426,12 +416,12 @@ link_send(struct isth_wan *w, int e, struct rte_mbuf *m, uint64_t t, uint64_t de
 		struct rte_mbuf *c = rte_pktmbuf_copy(m, w->pool, 0, UINT32_MAX);
 
 		if (c == NULL) {
-			ctr_add(&L->st.ctr[ISTH_WAN_L_NOMBUF], 1);
+			isth_ctr_add(&L->st.ctr[ISTH_WAN_L_NOMBUF], 1);
 		} else if (lane_push(w, lane, c, at, dests, src) < 0) {
-			ctr_add(&L->st.ctr[ISTH_WAN_L_RING_FULL], 1);
+			isth_ctr_add(&L->st.ctr[ISTH_WAN_L_RING_FULL], 1);
 			rte_pktmbuf_free(c);
 		} else {
-			ctr_add(&L->st.ctr[ISTH_WAN_L_DUPLICATED], 1);
+			isth_ctr_add(&L->st.ctr[ISTH_WAN_L_DUPLICATED], 1);
 		}
 	}
 }
@@ -465,7 +455,7 @@ forward(struct isth_wan *w, struct rte_mbuf *m, uint64_t t, uint64_t dests, uint
 		rem &= ~set;
 		if (unlikely(e < 0)) {
 			/* cannot happen with a connected topology; counted anyway */
-			ctr_add(&w->site[src].st.ctr[ISTH_WAN_P_NO_ROUTE], 1);
+			isth_ctr_add(&w->site[src].st.ctr[ISTH_WAN_P_NO_ROUTE], 1);
 			continue;
 		}
 		outs[nout] = e;
@@ -481,7 +471,7 @@ forward(struct isth_wan *w, struct rte_mbuf *m, uint64_t t, uint64_t dests, uint
 		if (--nleft > 0) {
 			c = rte_pktmbuf_copy(m, w->pool, 0, UINT32_MAX);
 			if (c == NULL) {
-				ctr_add(&w->links[outs[i]].st.ctr[ISTH_WAN_L_NOMBUF], 1);
+				isth_ctr_add(&w->links[outs[i]].st.ctr[ISTH_WAN_L_NOMBUF], 1);
 				continue;
 			}
 		} else {
@@ -550,11 +540,11 @@ arp_input(struct isth_wan *w, struct site *s, struct rte_mbuf *m)
 	a->arp_data.arp_tip = a->arp_data.arp_sip;
 	rte_ether_addr_copy(&s->gw_mac, &a->arp_data.arp_sha);
 	a->arp_data.arp_sip = rte_cpu_to_be_32(tip);
-	ctr_add(&s->st.ctr[ISTH_WAN_P_ARP_REPLIES], 1);
+	isth_ctr_add(&s->st.ctr[ISTH_WAN_P_ARP_REPLIES], 1);
 	site_tx(s, m);
 	return;
 ignore:
-	ctr_add(&s->st.ctr[ISTH_WAN_P_ARP_IGNORED], 1);
+	isth_ctr_add(&s->st.ctr[ISTH_WAN_P_ARP_IGNORED], 1);
 	rte_pktmbuf_free(m);
 }
 
@@ -568,8 +558,8 @@ ingress(struct isth_wan *w, int si, struct rte_mbuf *m, uint64_t now)
 	enum isth_wan_port_ctr why;
 	uint64_t dests;
 
-	ctr_add(&s->st.rx_pkts, 1);
-	ctr_add(&s->st.rx_bytes, rte_pktmbuf_pkt_len(m));
+	isth_ctr_add(&s->st.rx_pkts, 1);
+	isth_ctr_add(&s->st.rx_bytes, rte_pktmbuf_pkt_len(m));
 	if (unlikely(plen < sizeof(*eth))) {
 		why = ISTH_WAN_P_NOT_IPV4;
 		goto drop;
@@ -631,7 +621,7 @@ ingress(struct isth_wan *w, int si, struct rte_mbuf *m, uint64_t now)
 	forward(w, m, now, dests, (uint32_t)si, si);
 	return;
 drop:
-	ctr_add(&s->st.ctr[why], 1);
+	isth_ctr_add(&s->st.ctr[why], 1);
 	rte_pktmbuf_free(m);
 }
 
@@ -931,11 +921,11 @@ isth_wan_link_stats(const struct isth_wan *w, int e, struct isth_wan_link_stats 
 	if (w == NULL || out == NULL || e < 0 || e >= w->ndl)
 		return -EINVAL;
 	st = &w->links[e].st;
-	out->pkts = ctr_get(&st->pkts);
-	out->bytes = ctr_get(&st->bytes);
-	out->queue_hw_bytes = ctr_get(&st->queue_hw_bytes);
+	out->pkts = isth_ctr_get(&st->pkts);
+	out->bytes = isth_ctr_get(&st->bytes);
+	out->queue_hw_bytes = isth_ctr_get(&st->queue_hw_bytes);
 	for (k = 0; k < ISTH_WAN_L_NCTR; k++)
-		out->ctr[k] = ctr_get(&st->ctr[k]);
+		out->ctr[k] = isth_ctr_get(&st->ctr[k]);
 	return 0;
 }
 
@@ -950,12 +940,12 @@ isth_wan_port_stats(const struct isth_wan *w, int s, struct isth_wan_port_stats 
 	if (!w->site[s].present)
 		return -ENODEV;
 	st = &w->site[s].st;
-	out->rx_pkts = ctr_get(&st->rx_pkts);
-	out->rx_bytes = ctr_get(&st->rx_bytes);
-	out->tx_pkts = ctr_get(&st->tx_pkts);
-	out->tx_bytes = ctr_get(&st->tx_bytes);
+	out->rx_pkts = isth_ctr_get(&st->rx_pkts);
+	out->rx_bytes = isth_ctr_get(&st->rx_bytes);
+	out->tx_pkts = isth_ctr_get(&st->tx_pkts);
+	out->tx_bytes = isth_ctr_get(&st->tx_bytes);
 	for (k = 0; k < ISTH_WAN_P_NCTR; k++)
-		out->ctr[k] = ctr_get(&st->ctr[k]);
+		out->ctr[k] = isth_ctr_get(&st->ctr[k]);
 	return 0;
 }
 

@@ -54,6 +54,9 @@ static int read_port(struct isth_conf *c, const char *sec,
 static int load(struct isth_conf *c, struct isthd_config *cfg)
 {
 	static const char *const bf16_names[] = {"bf16", "fp32", NULL};
+	static const char *const dtype_names[] = {"any", "int32", "fp32", NULL};
+	static const uint8_t dtypes[] = {ISTH_DTYPE_NONE, ISTH_DTYPE_INT32,
+					 ISTH_DTYPE_FP32};
 	const char *names[ISTHD_MAX_PEERS + 1];
 	const char *epoch = NULL;
 	unsigned int n, i, e;
@@ -85,6 +88,8 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 	}
 	TRY(copy_str(c, "fpga", "device", false, "/isthmus-fpga0",
 		     cfg->fpga_device, sizeof(cfg->fpga_device)));
+	TRY(isth_conf_enum(c, "isthmusd", "dtype", false, 0, dtype_names, &e));
+	cfg->dtype = dtypes[e];
 	TRY(isth_conf_u64(c, "isthmusd", "mtu", false, 1500, 576, 9216, &v));
 	cfg->mtu = (uint32_t)v;
 	TRY(isth_conf_u64(c, "isthmusd", "udp_port", false, ISTH_WIRE_PORT, 1,

@@ -43,6 +43,9 @@ struct isthd_config {
 	char schedule[PATH_MAX];	/* may be overridden by --schedule */
 	enum isthd_epoch_mode epoch_mode;
 	uint64_t epoch_ns;
+	/* the job's element type: DATA of another is dropped before it may
+	 * claim a slot; ISTH_DTYPE_NONE ("any"): not checked */
+	uint8_t dtype;
 	char backend[16];
 	char fpga_device[64];		/* [fpga] device: the device (model: shm name) */
 	uint32_t mtu;

@@ -8,6 +8,9 @@
  *   backend drain -> number (seq) -> resend ring -> access TX
  *   controller ring (ROUND) -> access TX
  *
+ * WAN repair (keeping released DATA, tracking peers' chunks, NACKing and
+ * serving repairs) is repair.c's; this file calls it.
+ *
  * Everything it touches was allocated at set-up; it takes no lock and
  * makes no syscall except the optional idle sleep (shared hosts only).
  * Every packet it drops is counted under a named reason.
@@ -20,42 +23,58 @@
 #include <rte_ethdev.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
-#include <rte_memcpy.h>
 #include <rte_prefetch.h>
 
 #include "isthd.h"
 
-static const char *const drop_names[ISTHD_DROP_MAX] = {
-#define X(n, s) #n,
-	ISTHD_DROPS(X)
-#undef X
-};
-
-const char *isthd_drop_name(unsigned int i)
-{
-	return i < ISTHD_DROP_MAX ? drop_names[i] : "unknown";
-}
-
-static void tx(struct isthd *d, uint16_t port, struct rte_mbuf **pkts,
-	       uint16_t n, enum isthd_drop reason, uint64_t *sent)
-{
-	uint16_t k = 0;
-
-	if (n == 0)
-		return;
-	k = rte_eth_tx_burst(port, 0, pkts, n);
-	isthd_inc(sent, k);
-	if (unlikely(k < n)) {
-		isthd_inc(&d->st.drop[reason], n - k);
-		rte_pktmbuf_free_bulk(pkts + k, n - k);
-	}
-}
-
 static inline void drop(struct isthd *d, struct rte_mbuf *m,
 			enum isthd_drop reason)
 {
-	isthd_inc(&d->st.drop[reason], 1);
+	isth_ctr_add(&d->st.drop[reason], 1);
 	rte_pktmbuf_free(m);
+}
+
+/* The island's address on every frame to it (AGG, GONE, ROUND): prepend
+ * Ethernet/IPv4/UDP to the message in @m. Per packet: lives here. */
+int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
+{
+	struct isth_wire_addr a;
+	uint32_t msg = rte_pktmbuf_pkt_len(m);
+	uint8_t *p;
+
+	memset(&a, 0, sizeof(a));
+	memcpy(a.dst_mac, d->cfg.island_mac, 6);
+	memcpy(a.src_mac, d->access_mac, 6);
+	a.src_ip = d->cfg.access.ip;
+	a.dst_ip = d->cfg.island_ip;
+	a.src_port = d->cfg.udp_port;
+	a.dst_port = d->cfg.island_port;
+	p = (uint8_t *)rte_pktmbuf_prepend(m, (uint16_t)isth_wire_frame_hdr_size(&a));
+	if (p == NULL)
+		return -ENOSPC;
+	return isth_wire_put_frame_hdr(p, isth_wire_frame_hdr_size(&a) + msg,
+				       &a, msg) < 0 ? -EINVAL : 0;
+}
+
+/*
+ * Admission of a DATA before it may claim a pacer entry or an aggregation
+ * slot: its chunk id, element count and dtype must be the round's (struct
+ * isthd_shape), so that a slot's shape is the round's, never the first
+ * packet's. @return ISTHD_DROP_MAX if admitted, else the reason.
+ */
+static inline enum isthd_drop data_shape(const struct isthd *d,
+					 const struct isth_pkt *p)
+{
+	const struct isthd_shape *sh = &d->shape;
+
+	if (unlikely(p->hdr.chunk >= sh->n_chunks))
+		return ISTHD_DROP_data_bad_chunk;
+	if (unlikely(p->hdr.count != (p->hdr.chunk + 1 == sh->n_chunks ?
+				      sh->last_elems : sh->chunk_elems)))
+		return ISTHD_DROP_data_bad_count;
+	if (unlikely(sh->dtype != ISTH_DTYPE_NONE && p->hdr.dtype != sh->dtype))
+		return ISTHD_DROP_data_bad_dtype;
+	return ISTHD_DROP_MAX;
 }
 
 /* Strip Ethernet/IPv4/UDP and padding: keep the message only. */
@@ -63,268 +82,6 @@ static inline void to_msg(struct rte_mbuf *m, const struct isth_pkt *p)
 {
 	rte_pktmbuf_adj(m, (uint16_t)(p->msg - rte_pktmbuf_mtod(m, uint8_t *)));
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_pkt_len(m) - p->msg_size));
-}
-
-static inline uint32_t be32_at(const uint8_t *p)
-{
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-	       ((uint32_t)p[2] << 8) | p[3];
-}
-
-/*
- * A linear frame to peer edge @peer carrying the message in @msg (any
- * chain), with a UDP checksum: repairs and NACKs are rare, so they are
- * copied rather than chained (which also suits PMDs without chains).
- */
-static struct rte_mbuf *frame_to_peer(struct isthd *d,
-				      const struct isthd_peer *peer,
-				      const struct rte_mbuf *msg)
-{
-	uint32_t len = rte_pktmbuf_pkt_len(msg);
-	struct isth_wire_addr a;
-	const void *src;
-	struct rte_mbuf *m;
-	uint32_t sum = 0;
-	uint16_t raw = 0;
-	size_t hs;
-	uint8_t *p, *udp;
-
-	memset(&a, 0, sizeof(a));
-	memcpy(a.dst_mac, peer->mac, 6);
-	memcpy(a.src_mac, d->wan_mac, 6);
-	a.src_ip = d->cfg.wan.ip;
-	a.dst_ip = peer->ip;
-	a.src_port = d->cfg.udp_port;
-	a.dst_port = peer->port;
-	hs = isth_wire_frame_hdr_size(&a);
-	m = rte_pktmbuf_alloc(d->pool);
-	if (m == NULL || hs + len > rte_pktmbuf_tailroom(m)) {
-		rte_pktmbuf_free(m);
-		return NULL;
-	}
-	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(hs + len));
-	/* rte_pktmbuf_read copies only a chain; a single segment it points at */
-	src = rte_pktmbuf_read(msg, 0, len, p + hs);
-	if (src != p + hs)
-		rte_memcpy(p + hs, src, len);
-	isth_wire_put_frame_hdr(p, hs + len, &a, len);
-	/* UDP checksum (RFC 768) over pseudo-header, header and message */
-	udp = p + hs - ISTH_UDP_HDR_SIZE;
-	rte_raw_cksum_mbuf(m, (uint32_t)(hs - ISTH_UDP_HDR_SIZE),
-			   ISTH_UDP_HDR_SIZE + len, &raw);
-	sum = rte_be_to_cpu_16(raw) + (a.src_ip >> 16) + (a.src_ip & 0xffff) +
-	      (a.dst_ip >> 16) + (a.dst_ip & 0xffff) + 17 + ISTH_UDP_HDR_SIZE + len;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	sum = ~sum & 0xffff;
-	if (sum == 0)
-		sum = 0xffff;
-	udp[6] = (uint8_t)(sum >> 8);
-	udp[7] = (uint8_t)sum;
-	return m;
-}
-
-/* Ask peer @s's edge again for chunks @ranges of round @r of its island. */
-static void nack_peer(struct isthd *d, unsigned int s, uint64_t r,
-		      const struct isth_wire_range *ranges, unsigned int n)
-{
-	struct isth_hdr h = {
-		.type = ISTH_WIRE_NACK, .flags = ISTH_F_CHUNKS,
-		.sender = d->island, .count = (uint16_t)n, .job = d->cfg.job,
-		.round = (uint32_t)r, .bitmap = 1ull << s,
-	};
-	const struct isthd_peer *peer = d->peer_of[s];
-	struct rte_mbuf *msg, *f;
-	uint8_t *p;
-
-	if (peer == NULL || n == 0)
-		return;
-	if (n > d->lim.max_ranges)
-		n = h.count = d->lim.max_ranges;
-	msg = rte_pktmbuf_alloc(d->ctl_pool);
-	if (msg == NULL) {
-		isthd_inc(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
-		return;
-	}
-	p = (uint8_t *)rte_pktmbuf_append(msg, (uint16_t)(ISTH_WIRE_HDR_SIZE +
-					  n * ISTH_WIRE_RANGE_SIZE));
-	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
-	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, n * ISTH_WIRE_RANGE_SIZE,
-			     ranges, n);
-	f = frame_to_peer(d, peer, msg);
-	rte_pktmbuf_free(msg);
-	if (f == NULL) {
-		isthd_inc(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
-		return;
-	}
-	isthd_inc(&d->st.peer_nacks_sent, 1);
-	tx(d, d->wan_port, &f, 1, ISTHD_DROP_tx_wan, &d->st.wan_tx);
-}
-
-/* The chunk-tracking slot of (round r, sender s), reset for a new round. */
-static struct isthd_rx_track *rx_slot(struct isthd *d, uint64_t r,
-				      unsigned int s, uint64_t **bits)
-{
-	unsigned int idx = (unsigned int)(r & 3) * d->n_islands + s;
-	struct isthd_rx_track *t = &d->rx[idx];
-
-	*bits = d->rx_bits + (size_t)idx * d->rx_words;
-	if (t->round != r) {
-		t->round = r;
-		t->next = 0;
-		t->tail_done = 0;
-		memset(*bits, 0, d->rx_words * sizeof(uint64_t));
-	}
-	return t;
-}
-
-/* A peer's DATA arrived: note it, and NACK a gap in its chunk order at once
- * (chunks leave an island in order; reordering costs a duplicate only). */
-static void track_peer_data(struct isthd *d, const struct isth_pkt *p)
-{
-	uint64_t r = p->hdr.round, *bits;
-	struct isthd_rx_track *t;
-	uint32_t c = p->hdr.chunk;
-
-	if (d->rx == NULL || c >= d->n_chunks ||
-	    __atomic_load_n(&d->rtab[r & 3].round, __ATOMIC_ACQUIRE) != r ||
-	    !(d->rtab[r & 3].expected & (1ull << p->hdr.sender)))
-		return;
-	t = rx_slot(d, r, p->hdr.sender, &bits);
-	bits[c / 64] |= 1ull << (c % 64);
-	if (c > t->next && !(p->hdr.flags & ISTH_F_RESENT)) {
-		struct isth_wire_range g = {t->next, c - 1};
-
-		nack_peer(d, p->hdr.sender, r, &g, 1);
-	}
-	if (c + 1 > t->next)
-		t->next = c + 1;
-}
-
-/*
- * When sender s's last chunk of round r is due here (its offset, its
- * payload at its rate, its latency: rtab.tail_at, computed by the
- * controller from the schedule) plus tail_wait, NACK every chunk still
- * missing from it: lost tails, and gaps whose repair was lost. Once per
- * (round, sender). Without a latency for the peer, at the round's end
- * minus repair_before.
- */
-static unsigned int tail_check(struct isthd *d, uint64_t now_ns)
-{
-	struct isth_wire_range g[ISTHD_BURST];
-	unsigned int work = 0;
-
-	if (d->rx == NULL || now_ns < d->epoch_ns)
-		return 0;
-	for (uint64_t r = d->tail_next;; r++) {
-		uint64_t start = d->epoch_ns + r * d->round_ns, expected, *bits;
-		bool pending = false;
-
-		if (now_ns < start)
-			break;
-		if (__atomic_load_n(&d->rtab[r & 3].round, __ATOMIC_ACQUIRE) != r) {
-			if (r == d->tail_next && now_ns >= start + 2 * d->round_ns)
-				d->tail_next++;	/* never published (a bye) */
-			continue;
-		}
-		expected = d->rtab[r & 3].expected;
-		for (unsigned int s = 0; s < d->n_islands; s++) {
-			struct isthd_rx_track *t;
-			unsigned int n = 0;
-			uint32_t c = 0;
-
-			if (!(expected & (1ull << s)))
-				continue;
-			t = rx_slot(d, r, s, &bits);
-			if (t->tail_done)
-				continue;
-			if (now_ns < start + d->rtab[r & 3].tail_at[s] +
-				     d->cfg.wan_tail_wait_ns) {
-				pending = true;
-				continue;
-			}
-			t->tail_done = 1;
-			while (c < d->n_chunks && n < RTE_DIM(g)) {
-				uint32_t a;
-
-				if (bits[c / 64] & (1ull << (c % 64))) {
-					c++;
-					continue;
-				}
-				a = c;
-				while (c < d->n_chunks && !(bits[c / 64] & (1ull << (c % 64))))
-					c++;
-				g[n].first = a;
-				g[n].last = c - 1;
-				n++;
-			}
-			if (n) {
-				nack_peer(d, s, r, g, n);
-				work++;
-			}
-		}
-		if (!pending && r == d->tail_next)
-			d->tail_next++;
-		if (r > d->tail_next + 2)
-			break;
-	}
-	return work;
-}
-
-/* A peer edge NACKs chunks of our island's DATA: resend them to it. */
-static void serve_peer_nack(struct isthd *d, const struct isth_pkt *p,
-			    uint64_t now_ns)
-{
-	struct isth_wire_range want[ISTHD_BURST], gone[ISTHD_BURST];
-	const struct isthd_peer *peer = d->peer_of[p->hdr.sender];
-	struct rte_mbuf *rep[ISTHD_BURST], *out[ISTHD_BURST];
-	unsigned int i, n = p->hdr.count, k, n_gone, n_out;
-	struct isth_resend_cursor cur;
-	uint64_t r = p->hdr.round;
-
-	isthd_inc(&d->st.peer_nacks_rx, 1);
-	if (d->wan_ring == NULL || peer == NULL)
-		return;
-	if (d->wan_base[r & 1].round != r) {
-		isthd_inc(&d->st.drop[ISTHD_DROP_repair_gone], 1);
-		return;
-	}
-	if (n > RTE_DIM(want))
-		n = RTE_DIM(want);
-	for (i = 0; i < n; i++) {
-		struct isth_wire_range g;
-
-		isth_wire_get_range(p, i, &g);
-		want[i].first = d->wan_base[r & 1].base + g.first;
-		want[i].last = d->wan_base[r & 1].base + g.last;
-	}
-	if (isth_resend_nack_begin(d->wan_ring, &cur, want, n) < 0)
-		return;
-	while (!isth_resend_nack_done(&cur)) {
-		k = isth_resend_nack_serve(d->wan_ring, &cur, now_ns, rep,
-					   RTE_DIM(rep), gone, RTE_DIM(gone), &n_gone);
-		if (n_gone)
-			isthd_inc(&d->st.drop[ISTHD_DROP_repair_gone], n_gone);
-		n_out = 0;
-		for (i = 0; i < k; i++) {
-			const uint8_t *h = rte_pktmbuf_mtod(rep[i], const uint8_t *);
-			struct rte_mbuf *f = NULL;
-
-			/* the ring maps chunk c to base + c only if the island
-			 * sent its chunks in order: check before sending */
-			if (be32_at(h + 12) == r)
-				f = frame_to_peer(d, peer, rep[i]);
-			else
-				isthd_inc(&d->st.drop[ISTHD_DROP_repair_mismatch], 1);
-			rte_pktmbuf_free(rep[i]);
-			if (f)
-				out[n_out++] = f;
-		}
-		isthd_inc(&d->st.repairs_sent, n_out);
-		tx(d, d->wan_port, out, (uint16_t)n_out, ISTHD_DROP_tx_wan, &d->st.wan_tx);
-		if (k == 0 && n_gone == 0)
-			break;
-	}
 }
 
 /* GONE reply to the island for the ranges a NACK could not be served. */
@@ -342,7 +99,7 @@ static void send_gone(struct isthd *d, const struct isth_pkt *nack,
 	uint8_t *p;
 
 	if (m == NULL || size > rte_pktmbuf_tailroom(m)) {
-		isthd_inc(&d->st.drop[ISTHD_DROP_nack_no_mbuf], 1);
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_no_mbuf], 1);
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -355,7 +112,7 @@ static void send_gone(struct isthd *d, const struct isth_pkt *nack,
 		return;
 	}
 	out[(*n_out)++] = m;
-	isthd_inc(&d->st.gone, 1);
+	isth_ctr_add(&d->st.gone, 1);
 }
 
 /* Serve one NACK from the island against the AGG resend ring. Bounded:
@@ -370,7 +127,7 @@ static void serve_nack(struct isthd *d, const struct isth_pkt *p,
 	unsigned int i, n = p->hdr.count, n_gone, k;
 	uint16_t n_out;
 
-	isthd_inc(&d->st.nacks, 1);
+	isth_ctr_add(&d->st.nacks, 1);
 	if (n > ISTHD_MAX_RANGES)
 		n = ISTHD_MAX_RANGES;	/* the parser's max_ranges is lower */
 	for (i = 0; i < n; i++)
@@ -382,7 +139,7 @@ static void serve_nack(struct isthd *d, const struct isth_pkt *p,
 		for (i = 0; i < n; i += ISTHD_BURST) {
 			send_gone(d, p, ranges + i, RTE_MIN(n - i, (unsigned int)ISTHD_BURST),
 				  out, &n_out);
-			tx(d, d->access_port, out, n_out, ISTHD_DROP_tx_access,
+			isthd_tx(d, d->access_port, out, n_out, ISTHD_DROP_tx_access,
 			   &d->st.access_tx);
 			n_out = 0;
 		}
@@ -394,10 +151,10 @@ static void serve_nack(struct isthd *d, const struct isth_pkt *p,
 		k = isth_resend_nack_serve(d->agg_ring, &cur, now_ns, out,
 					   ISTHD_BURST, gone, RTE_DIM(gone), &n_gone);
 		n_out = (uint16_t)k;
-		isthd_inc(&d->st.resent, k);
+		isth_ctr_add(&d->st.resent, k);
 		if (n_gone)
 			send_gone(d, p, gone, n_gone, out, &n_out);
-		tx(d, d->access_port, out, n_out, ISTHD_DROP_tx_access,
+		isthd_tx(d, d->access_port, out, n_out, ISTHD_DROP_tx_access,
 		   &d->st.access_tx);
 		if (k == 0 && n_gone == 0)
 			break;	/* hdr_pool empty: the island NACKs again */
@@ -415,7 +172,7 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 	n = rte_eth_rx_burst(d->access_port, 0, rx, ISTHD_BURST);
 	if (n == 0)
 		return 0;
-	isthd_inc(&d->st.access_rx, n);
+	isth_ctr_add(&d->st.access_rx, n);
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = rx[i];
 		enum isth_wire_reason r;
@@ -425,7 +182,7 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 		r = isth_wire_parse_frame(rte_pktmbuf_mtod(m, uint8_t *),
 					  rte_pktmbuf_data_len(m), &d->lim, &p);
 		if (unlikely(r != ISTH_WIRE_OK)) {
-			isthd_inc(&d->st.wire_drop[r], 1);
+			isth_ctr_add(&d->st.wire_drop[r], 1);
 			rte_pktmbuf_free(m);
 			continue;
 		}
@@ -437,8 +194,14 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 			drop(d, m, ISTHD_DROP_access_not_island);
 			continue;
 		}
+		/* DATA and NACKs only from the island's configured address */
+		if (unlikely(p.addr.src_ip != d->cfg.island_ip)) {
+			drop(d, m, ISTHD_DROP_access_bad_source);
+			continue;
+		}
 		switch (p.hdr.type) {
 		case ISTH_WIRE_DATA: {
+			enum isthd_drop why;
 			int rc;
 
 			/* Rounds are published one ahead: accept the running
@@ -451,6 +214,11 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 				drop(d, m, ISTHD_DROP_round_late);
 				break;
 			}
+			why = data_shape(d, &p);
+			if (unlikely(why != ISTHD_DROP_MAX)) {
+				drop(d, m, why);
+				break;
+			}
 			to_msg(m, &p);
 			/* The schedule's rates are payload rates (the planner's
 			 * unit): pace payload bytes. Headers add 82 bytes per
@@ -461,8 +229,8 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 				     ISTHD_DROP_pace_oversize);
 				break;
 			}
-			isthd_inc(&d->st.data_in, 1);
-			isthd_inc(&d->st.data_in_bytes, p.payload_size);
+			isth_ctr_add(&d->st.data_in, 1);
+			isth_ctr_add(&d->st.data_in_bytes, p.payload_size);
 			break;
 		}
 		case ISTH_WIRE_NACK:
@@ -486,31 +254,17 @@ static unsigned int pace_release(struct isthd *d, uint64_t now_tsc)
 	n = isth_pace_dequeue_burst(d->pace, now_tsc, objs, ISTHD_BURST);
 	if (n == 0)
 		return 0;
-	isthd_inc(&d->st.data_out, n);
-	if (d->wan_ring) {
-		uint64_t now_ns = isthd_tsc_to_ns(d, now_tsc);
-
-		for (done = 0; done < n; done++) {
-			struct rte_mbuf *m = objs[done];
-			const uint8_t *h = rte_pktmbuf_mtod(m, const uint8_t *);
-			uint64_t r = be32_at(h + 12), seq = isth_resend_next_seq(d->wan_ring);
-
-			/* chunk c of round r is kept as seq base + c */
-			if (d->wan_base[r & 1].round != r) {
-				d->wan_base[r & 1].round = r;
-				d->wan_base[r & 1].base = seq - be32_at(h + 16);
-			}
-			isth_resend_push(d->wan_ring, m, now_ns, NULL);
-		}
-		done = 0;
-	}
+	isth_ctr_add(&d->st.data_out, n);
+	if (d->rep.ring)
+		isthd_repair_keep(d, (struct rte_mbuf **)objs, n,
+				  isthd_tsc_to_ns(d, now_tsc));
 	while (done < n) {
 		uint16_t n_out = 0, k;
 
 		k = isth_backend_replicate_burst(d->be,
 				(struct rte_mbuf **)objs + done,
 				(uint16_t)(n - done), out, RTE_DIM(out), &n_out);
-		tx(d, d->wan_port, out, n_out, ISTHD_DROP_tx_wan, &d->st.wan_tx);
+		isthd_tx(d, d->wan_port, out, n_out, ISTHD_DROP_tx_wan, &d->st.wan_tx);
 		done += k;
 	}
 	rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
@@ -526,7 +280,7 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 	n = rte_eth_rx_burst(d->wan_port, 0, rx, ISTHD_BURST);
 	if (n == 0)
 		return 0;
-	isthd_inc(&d->st.wan_rx, n);
+	isth_ctr_add(&d->st.wan_rx, n);
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = rx[i];
 		struct isth_pkt *p = &parsed[k];
@@ -540,7 +294,7 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 		r = isth_wire_parse_frame(rte_pktmbuf_mtod(m, uint8_t *),
 					  rte_pktmbuf_data_len(m), &d->lim, p);
 		if (unlikely(r != ISTH_WIRE_OK)) {
-			isthd_inc(&d->st.wire_drop[r], 1);
+			isth_ctr_add(&d->st.wire_drop[r], 1);
 			rte_pktmbuf_free(m);
 			continue;
 		}
@@ -554,7 +308,7 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 			    (p->hdr.flags & ISTH_F_CHUNKS) &&
 			    p->hdr.sender != d->island &&
 			    p->hdr.bitmap == (1ull << d->island)) {
-				serve_peer_nack(d, p, now_ns);
+				isthd_repair_serve(d, p, now_ns);
 				rte_pktmbuf_free(m);
 				continue;
 			}
@@ -565,12 +319,26 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 			drop(d, m, ISTHD_DROP_wan_from_self);
 			continue;
 		}
-		isthd_inc(&d->st.peer_data_bytes, p->payload_size);
-		track_peer_data(d, p);
+		/* the site table: a sender's DATA comes from its peer edge */
+		if (unlikely(d->peer_of[p->hdr.sender] == NULL ||
+			     p->addr.src_ip != d->peer_of[p->hdr.sender]->ip)) {
+			drop(d, m, ISTHD_DROP_data_bad_source);
+			continue;
+		}
+		{
+			enum isthd_drop why = data_shape(d, p);
+
+			if (unlikely(why != ISTHD_DROP_MAX)) {
+				drop(d, m, why);
+				continue;
+			}
+		}
+		isth_ctr_add(&d->st.peer_data_bytes, p->payload_size);
+		isthd_repair_track(d, p);
 		keep[k++] = m;
 	}
 	if (k) {
-		isthd_inc(&d->st.peer_data, k);
+		isth_ctr_add(&d->st.peer_data, k);
 		/* Takes the mbufs; refusals (clique, round) are counted by
 		 * the backend under their names. */
 		isth_backend_aggregate_burst(d->be, keep, parsed, k, now_ns);
@@ -587,7 +355,7 @@ static unsigned int emit_aggs(struct isthd *d, uint64_t now_ns)
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = out[i];
 
-		isthd_inc(&d->st.agg_out_bytes, rte_pktmbuf_pkt_len(m) - ISTH_WIRE_HDR_SIZE);
+		isth_ctr_add(&d->st.agg_out_bytes, rte_pktmbuf_pkt_len(m) - ISTH_WIRE_HDR_SIZE);
 		if (unlikely(isthd_frame_to_island(d, m) < 0)) {
 			drop(d, m, ISTHD_DROP_tx_access);
 			continue;
@@ -602,8 +370,8 @@ static unsigned int emit_aggs(struct isthd *d, uint64_t now_ns)
 				 __ATOMIC_RELAXED);
 		out[ok++] = m;
 	}
-	isthd_inc(&d->st.agg_out, ok);
-	tx(d, d->access_port, out, (uint16_t)ok, ISTHD_DROP_tx_access,
+	isth_ctr_add(&d->st.agg_out, ok);
+	isthd_tx(d, d->access_port, out, (uint16_t)ok, ISTHD_DROP_tx_access,
 	   &d->st.access_tx);
 	return n;
 }
@@ -615,8 +383,8 @@ static unsigned int ctl_msgs(struct isthd *d)
 
 	n = rte_ring_dequeue_burst(d->ctl_ring, (void **)m, RTE_DIM(m), NULL);
 	if (n) {
-		isthd_inc(&d->st.round_msgs, n);
-		tx(d, d->access_port, m, (uint16_t)n, ISTHD_DROP_tx_access,
+		isth_ctr_add(&d->st.round_msgs, n);
+		isthd_tx(d, d->access_port, m, (uint16_t)n, ISTHD_DROP_tx_access,
 		   &d->st.access_tx);
 	}
 	return n;
@@ -628,10 +396,10 @@ static unsigned int expire_rounds(struct isthd *d, uint64_t now_ns)
 {
 	uint64_t end, n = 0;
 
-	if (now_ns < d->epoch_ns)
+	if (now_ns < d->clk.epoch_ns)
 		return 0;
 	for (;;) {
-		end = d->epoch_ns + (d->expire_next + 1) * d->round_ns +
+		end = d->clk.epoch_ns + (d->expire_next + 1) * d->clk.round_ns +
 		      d->cfg.agg_round_slack_ns;
 		if (now_ns < end)
 			break;
@@ -651,15 +419,15 @@ unsigned int isthd_dp_poll(struct isthd *d)
 	unsigned int work = 0;
 
 	work += expire_rounds(d, now_ns);
-	work += tail_check(d, now_ns);
+	work += isthd_repair_tail_check(d, now_ns);
 	work += access_rx(d, now_ns);
 	work += pace_release(d, tsc);
 	work += wan_rx(d, now_ns);
 	work += emit_aggs(d, now_ns);
 	work += ctl_msgs(d);
 	isth_resend_expire(d->agg_ring, now_ns);
-	if (d->wan_ring)
-		isth_resend_expire(d->wan_ring, now_ns);
+	if (d->rep.ring)
+		isth_resend_expire(d->rep.ring, now_ns);
 	return work;
 }
 
@@ -676,7 +444,7 @@ int isthd_worker(void *arg)
 		/* Shared hosts: after idle_polls empty passes, sleep briefly
 		 * so other processes on the core get to run. */
 		if (d->cfg.idle_polls && ++idle >= d->cfg.idle_polls) {
-			isthd_inc(&d->st.idle_sleeps, 1);
+			isth_ctr_add(&d->st.idle_sleeps, 1);
 			rte_delay_us_sleep((unsigned int)(d->cfg.idle_sleep_ns / 1000));
 		}
 	}
@@ -686,9 +454,8 @@ int isthd_worker(void *arg)
 /* Shutdown, on the worker after it stopped: partial aggregates out. */
 void isthd_dp_drain_final(struct isthd *d)
 {
-	struct isth_backend_stats st;
-	unsigned int i, spins = 0;
-	uint64_t pending;
+	struct isth_backend_counts bc;
+	unsigned int spins = 0;
 
 	isth_backend_flush(d->be);
 	/* An asynchronous backend (fpga) may still hold aggregates when a
@@ -696,13 +463,9 @@ void isthd_dp_drain_final(struct isthd *d)
 	do {
 		while (emit_aggs(d, isthd_tsc_to_ns(d, rte_rdtsc())) > 0)
 			;
-		pending = 0;
-		isth_backend_stats(d->be, &st);
-		for (i = 0; i < st.n; i++)
-			if (strcmp(st.names[i], "dev_pending") == 0)
-				pending = st.values[i];
-		if (pending)
+		isth_backend_counts(d->be, &bc);
+		if (bc.dev_pending)
 			rte_delay_us_sleep(100);
-	} while (pending && ++spins < 20000);
+	} while (bc.dev_pending && ++spins < 20000);
 	ctl_msgs(d);
 }

@@ -6,10 +6,13 @@
  * isthmusd internals shared by its parts:
  *
  *   setup.c      pools, ports, backend, pacer, resend rings; teardown
+ *   clock.c      wall clock and TSC, conversions
  *   datapath.c   the worker lcore: RX both ports, classify, pace,
- *                replicate, aggregate, emit, serve NACKs
+ *                replicate, aggregate, emit, serve the island's NACKs
+ *   repair.c     WAN repair between edges: keep, track, NACK, serve
  *   control.c    the controller: round clock, per-round tables, ROUND,
  *                schedule reload, per-round log
+ *   stats.c      counters and drop reasons by name, the exit print
  *   telemetry.c  /isthmus/... telemetry commands
  *   main.c       command line, EAL, signals, exit codes
  *
@@ -19,10 +22,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <rte_branch_prediction.h>
+#include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
 #include "isth_backend.h"
+#include "isth_ctr.h"
 #include "isth_pace.h"
 #include "isth_resend.h"
 #include "isth_sched.h"
@@ -48,6 +54,7 @@ enum {
 	X(unknown_job, "job not served by this edge") \
 	X(access_not_island, "access-port packet not from the local island") \
 	X(access_bad_type, "access-port packet of a type the island does not send") \
+	X(access_bad_source, "access-port packet not from the island's configured address") \
 	X(wan_bad_type, "WAN packet of a type peer edges do not send") \
 	X(wan_from_self, "WAN DATA claiming the local island as sender") \
 	X(round_early, "island DATA for a round not yet published") \
@@ -58,9 +65,17 @@ enum {
 	X(tx_wan, "WAN port TX queue full") \
 	X(nack_no_mbuf, "no mbuf for a GONE reply") \
 	X(ctl_ring_full, "controller message ring full") \
+	X(round_no_mbuf, "no mbuf for a ROUND message") \
 	X(repair_gone, "peer NACK for DATA no longer (or never) kept") \
 	X(repair_mismatch, "kept DATA is not the chunk a NACK names") \
-	X(repair_no_mbuf, "no mbuf for a repair or a NACK to a peer")
+	X(repair_no_mbuf, "no mbuf for a repair or a NACK to a peer") \
+	X(data_bad_source, "WAN DATA not from its sender's peer edge address") \
+	X(data_bad_chunk, "DATA chunk id not below the round's n_chunks") \
+	X(data_bad_count, "DATA element count not the round's for its chunk") \
+	X(data_bad_dtype, "DATA element type not the job's") \
+	X(nack_bad_source, "peer NACK not from its sender's peer edge address") \
+	X(nack_not_clique, "peer NACK from an island outside the round's clique") \
+	X(repair_budget, "chunk repairs refused: the peer's budget for the round is spent")
 
 enum isthd_drop {
 #define X(n, s) ISTHD_DROP_##n,
@@ -69,28 +84,38 @@ enum isthd_drop {
 	ISTHD_DROP_MAX
 };
 
-/* Data-path counters. Written by: dp only (relaxed stores); read by: ctl,
- * telemetry (relaxed loads). */
+/*
+ * Data-path counters, one list: the struct, /isthmus/stats and the final
+ * print are generated from it (lib/ctr convention).
+ */
+#define ISTHD_COUNTERS(X) \
+	X(access_rx, "frames received on the access port") \
+	X(wan_rx, "frames received on the WAN port") \
+	X(access_tx, "frames sent to the island") \
+	X(wan_tx, "frames sent to peer edges") \
+	X(data_in, "island DATA accepted for the pacer") \
+	X(data_in_bytes, "payload bytes of data_in") \
+	X(data_out, "island DATA released by the pacer") \
+	X(peer_data, "peer DATA handed to the backend") \
+	X(peer_data_bytes, "payload bytes of peer_data") \
+	X(agg_out, "AGG messages sent to the island") \
+	X(agg_out_bytes, "payload bytes of agg_out") \
+	X(nacks, "NACKs from the island") \
+	X(resent, "AGGs resent to the island") \
+	X(gone, "GONE replies sent to the island") \
+	X(round_msgs, "ROUND messages sent") \
+	X(idle_sleeps, "idle sleeps of the worker") \
+	X(peer_nacks_sent, "chunk NACKs sent to peer edges") \
+	X(peer_nacks_rx, "chunk NACKs received from peer edges") \
+	X(repairs_sent, "DATA resent to a peer edge")
+
+enum { ISTHD_N_COUNTERS = 0 ISTHD_COUNTERS(ISTH_CTR_ONE) };
+
+/* Written by: dp (relaxed stores), except drop[ctl_ring_full] and
+ * drop[round_no_mbuf], which only ctl writes (one writer per counter);
+ * read by: ctl, telemetry (relaxed loads). */
 struct isthd_dp_stats {
-	uint64_t access_rx;
-	uint64_t wan_rx;
-	uint64_t access_tx;		/* frames sent to the island */
-	uint64_t wan_tx;		/* frames sent to peer edges */
-	uint64_t data_in;		/* island DATA accepted for the pacer */
-	uint64_t data_in_bytes;
-	uint64_t data_out;		/* island DATA released by the pacer */
-	uint64_t peer_data;		/* peer DATA handed to the backend */
-	uint64_t peer_data_bytes;
-	uint64_t agg_out;		/* AGG messages sent to the island */
-	uint64_t agg_out_bytes;
-	uint64_t nacks;			/* NACKs from the island */
-	uint64_t resent;		/* AGGs resent */
-	uint64_t gone;			/* GONE replies sent */
-	uint64_t round_msgs;		/* ROUND messages sent */
-	uint64_t idle_sleeps;
-	uint64_t peer_nacks_sent;	/* chunk NACKs sent to peer edges */
-	uint64_t peer_nacks_rx;		/* chunk NACKs from peer edges */
-	uint64_t repairs_sent;		/* DATA resent to a peer edge */
+	ISTHD_COUNTERS(ISTH_CTR_FIELD)
 	uint64_t wire_drop[ISTH_WIRE_REASON_MAX];
 	uint64_t drop[ISTHD_DROP_MAX];
 };
@@ -102,31 +127,45 @@ struct isthd_rx_track {
 	uint8_t tail_done;	/* the end-of-round NACK was sent */
 };
 
-struct isthd {
+/*
+ * The shape every contribution of a round must have (doc/isthmusd.md,
+ * "Admission"), from the schedule's payload bytes and the MTU's chunk size:
+ * the same figures ROUND tells the island. init writes; read-only after.
+ */
+struct isthd_shape {
+	uint32_t n_chunks;		/* chunk ids 0..n_chunks-1 */
+	uint16_t chunk_elems;		/* elements of every chunk but the last */
+	uint16_t last_elems;		/* elements of chunk n_chunks-1 */
+	uint8_t dtype;			/* [isthmusd] dtype; ISTH_DTYPE_NONE: any */
+};
+
+/*
+ * Repair budget of one peer for one round of our island's DATA (dp only):
+ * chunks repaired to it so far. Two rounds are kept, like rep.base.
+ */
+struct isthd_repair_budget {
+	uint64_t round1;		/* round + 1; 0: unused */
+	uint32_t used;			/* chunks repaired to the peer */
+};
+
+/* WAN repair between edges (repair.c; doc/isthmusd.md, "WAN repair"). */
+struct isthd_repair {
 	/* init: read-only after launch */
-	struct isthd_config cfg;
-	uint8_t island;			/* local island id in the schedule */
-	uint32_t n_islands;
-	struct isth_wire_limits lim;
-	uint16_t access_port, wan_port;
-	uint8_t access_mac[6], wan_mac[6];
-	struct rte_mempool *pool;	/* RX frames, AGG messages */
-	struct rte_mempool *hdr_pool;	/* fan-out headers and clones */
-	struct rte_mempool *ctl_pool;	/* ROUND and GONE messages */
-	struct isth_backend *be;
-	struct isth_pace *pace;
-	struct isth_resend *agg_ring;	/* AGGs sent to the island */
-	struct rte_ring *ctl_ring;	/* ctl -> dp: frames to send to the island */
-	/* WAN repair (doc/isthmusd.md, "WAN repair"). */
-	struct isth_resend *wan_ring;	/* island DATA as released, for peer NACKs */
+	struct isth_resend *ring;	/* island DATA as released, for peer
+					 * NACKs; NULL: [wan] repair = no */
 	uint32_t n_chunks;		/* chunks per contribution per round */
 	uint32_t rx_words;		/* 64-bit words per (round slot, sender) bitmap */
 	/* dp only: ring seq of chunk 0 of the round each slot holds */
-	struct { uint64_t round; uint64_t base; } wan_base[2];
+	struct { uint64_t round; uint64_t base; } base[2];
 	/* dp only: chunks received per (round & 3, sender) */
 	struct isthd_rx_track *rx;
 	uint64_t *rx_bits;
 	uint64_t tail_next;		/* dp only: oldest round with tails to check */
+	/* init: chunks one peer may get repaired per round (one round's
+	 * stream plus an allowance for repairs that were lost) */
+	uint32_t budget_chunks;
+	/* dp only: per peer island, per round & 1 (isthd_repair_serve) */
+	struct isthd_repair_budget budget[ISTHD_MAX_PEERS][2];
 	/* ctl writes (release, before published), dp reads: expected set of
 	 * round r in slot r & 3 */
 	struct {
@@ -137,17 +176,44 @@ struct isthd {
 		 * tail is NACKed tail_wait after that */
 		uint64_t tail_at[ISTHD_MAX_PEERS];
 	} rtab[4];
-	/* init: peer edge of each island (NULL: self or none) */
-	const struct isthd_peer *peer_of[ISTHD_MAX_PEERS];
+};
 
-	/* init: steering programs on af_xdp ports ([access|wan] xdp_iface);
-	 * telemetry reads their per-CPU counters */
-	struct isth_xdp *xdp[2];
+/* Clocks (clock.c). init writes, before launch; read-only after. */
+struct isthd_clock {
 	uint64_t tsc_hz;
 	uint64_t tsc0;			/* TSC at rt0 */
 	uint64_t rt0;			/* CLOCK_REALTIME ns at tsc0 */
-	uint64_t epoch_ns;
+	uint64_t epoch_ns;		/* start of round 0 */
 	uint64_t round_ns;		/* T; a reload may not change it */
+};
+
+struct isthd {
+	/* init: read-only after launch */
+	struct isthd_config cfg;
+	uint8_t island;			/* local island id in the schedule */
+	uint32_t n_islands;
+	struct isth_wire_limits lim;
+	struct isthd_shape shape;	/* DATA admission (datapath.c) */
+	uint16_t access_port, wan_port;
+	uint8_t access_mac[6], wan_mac[6];
+	struct rte_mempool *pool;	/* RX frames, AGG messages */
+	struct rte_mempool *hdr_pool;	/* fan-out headers and clones */
+	struct rte_mempool *ctl_pool;	/* ROUND and GONE messages */
+	struct isth_backend *be;
+	struct isth_pace *pace;
+	struct isth_resend *agg_ring;	/* AGGs sent to the island */
+	struct rte_ring *ctl_ring;	/* ctl -> dp: frames to send to the island */
+	/* init: peer edge of each island (NULL: self or none) */
+	const struct isthd_peer *peer_of[ISTHD_MAX_PEERS];
+	/* init: steering programs on af_xdp ports ([access|wan] xdp_iface);
+	 * telemetry reads their per-CPU counters */
+	struct isth_xdp *xdp[2];
+	struct isthd_clock clk;
+	/* init: stop after this many rounds (0: never); ctl reads */
+	uint64_t max_rounds;
+
+	/* WAN repair: see the struct for who writes what */
+	struct isthd_repair rep;
 
 	/* ctl writes, dp reads (acquire): newest round published, +1 (0: none) */
 	uint64_t published;
@@ -155,22 +221,21 @@ struct isthd {
 	uint64_t current;
 	/* ctl writes: the schedule in force; a reload swaps it at a boundary */
 	struct isth_sched *sched;
-	struct isth_sched *next_sched;	/* ctl only: waiting for its boundary */
-	uint64_t next_from;		/* ctl only: first round of next_sched */
+
+	/* ctl only */
+	struct {
+		struct isth_sched *next_sched;	/* waiting for its boundary */
+		uint64_t next_from;		/* first round of next_sched */
+		uint64_t pace_published;	/* next round to give the pacer */
+		/* counters at the previous boundary, for the round log */
+		struct isthd_dp_stats last_st;
+		struct isth_backend_counts last_be;
+	};
 
 	/* dp writes */
-	uint64_t agg_seq;		/* next AGG sequence number */
+	uint64_t agg_seq;		/* next AGG sequence number (telemetry reads) */
 	uint64_t expire_next;		/* next round whose deadline the dp enforces */
-	struct isthd_dp_stats st;
-
-	/* ctl only: next round to give the pacer */
-	uint64_t pace_published;
-	/* ctl only: counters at the previous boundary, for the round log */
-	struct isthd_dp_stats last_st;
-	struct isth_backend_stats last_be;
-
-	/* init: stop after this many rounds (0: never); ctl reads */
-	uint64_t max_rounds;
+	struct isthd_dp_stats st;	/* see struct isthd_dp_stats */
 
 	/* anyone writes true to stop */
 	volatile bool stop;
@@ -185,36 +250,72 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size);
 void isthd_teardown(struct isthd *d);
 void isthd_ports_close(struct isthd *d);
 uint16_t isthd_port_lookup(const char *dev, int *rc);
-int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m);
+/* rte_eal_cleanup() and remove the runtime directory; every exit of main */
+void isthd_eal_cleanup(void);
+
+/* clock.c */
+uint64_t isthd_now_ns(void);
+uint64_t isthd_ns_to_tsc(const struct isthd *d, uint64_t ns);
+uint64_t isthd_tsc_to_ns(const struct isthd *d, uint64_t tsc);
 
 /* datapath.c */
 int isthd_worker(void *arg);
 /* One pass of the worker loop (benchmarks drive it from their own loop). */
 unsigned int isthd_dp_poll(struct isthd *d);
 void isthd_dp_drain_final(struct isthd *d);
+int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m);
+
+/* repair.c */
+int isthd_repair_init(struct isthd *d, char *err, size_t err_size);
+void isthd_repair_fini(struct isthd *d);
+void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v,
+			  uint64_t r);
+void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n,
+		       uint64_t now_ns);
+void isthd_repair_track(struct isthd *d, const struct isth_pkt *p);
+unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns);
+void isthd_repair_serve(struct isthd *d, const struct isth_pkt *p,
+			uint64_t now_ns);
 
 /* control.c */
 int isthd_control(struct isthd *d);
-uint64_t isthd_now_ns(void);
-uint64_t isthd_ns_to_tsc(const struct isthd *d, uint64_t ns);
-uint64_t isthd_tsc_to_ns(const struct isthd *d, uint64_t tsc);
 int isthd_control_step(struct isthd *d, uint64_t now_ns);
-void isthd_print_counters(const struct isthd *d, FILE *f);
 
 /* telemetry.c */
 int isthd_telemetry_register(struct isthd *d);
+/* Stop answering /isthmus/... and wait for callbacks still running; before
+ * teardown (22.11 cannot unregister commands). Idempotent. */
+void isthd_telemetry_close(void);
 
+/* stats.c */
+enum isthd_stat_kind {
+	ISTHD_STAT_COUNTER,	/* ISTHD_COUNTERS */
+	ISTHD_STAT_DROP,	/* drop_<reason>, wire parser's and ours */
+	ISTHD_STAT_GAUGE,	/* a value now (mempool in use) */
+};
+typedef void (*isthd_stat_fn)(void *arg, const char *name, uint64_t value,
+			      enum isthd_stat_kind kind);
+/* Every counter, drop and gauge by name, in a fixed order. Any thread. */
+void isthd_stats_walk(const struct isthd *d, isthd_stat_fn fn, void *arg);
+void isthd_print_counters(const struct isthd *d, FILE *f);
 const char *isthd_drop_name(unsigned int i);
 
-static inline void isthd_inc(uint64_t *c, uint64_t n)
+/* Send @n frames on @port; what the queue refuses is freed and counted
+ * under @reason. Worker lcore only (datapath.c, repair.c). */
+static inline void isthd_tx(struct isthd *d, uint16_t port,
+			    struct rte_mbuf **pkts, uint16_t n,
+			    enum isthd_drop reason, uint64_t *sent)
 {
-	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
-			 __ATOMIC_RELAXED);
-}
+	uint16_t k;
 
-static inline uint64_t isthd_get(const uint64_t *c)
-{
-	return __atomic_load_n(c, __ATOMIC_RELAXED);
+	if (n == 0)
+		return;
+	k = rte_eth_tx_burst(port, 0, pkts, n);
+	isth_ctr_add(sent, k);
+	if (unlikely(k < n)) {
+		isth_ctr_add(&d->st.drop[reason], n - k);
+		rte_pktmbuf_free_bulk(pkts + k, n - k);
+	}
 }
 
 #endif

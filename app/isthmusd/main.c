@@ -192,7 +192,7 @@ int main(int argc, char **argv)
 		       d->cfg.path, isth_sched_island_name(d->sched, d->island),
 		       d->island, d->n_islands, d->cfg.job, d->cfg.schedule,
 		       (double)isth_sched_round_ns(d->sched) / 1e6,
-		       isth_sched_n_rounds(d->sched), d->epoch_ns);
+		       isth_sched_n_rounds(d->sched), d->clk.epoch_ns);
 		isthd_teardown(d);
 		goto eal;
 	}
@@ -217,8 +217,8 @@ int main(int argc, char **argv)
 	printf("isthmusd: island %s (%u), job %u, %u islands, backend %s, T %.3f ms, epoch %" PRIu64 " (in %.3f s)\n",
 	       isth_sched_island_name(d->sched, d->island), d->island,
 	       d->cfg.job, d->n_islands, d->cfg.backend,
-	       (double)isth_sched_round_ns(d->sched) / 1e6, d->epoch_ns,
-	       ((double)d->epoch_ns - (double)isthd_now_ns()) / 1e9);
+	       (double)isth_sched_round_ns(d->sched) / 1e6, d->clk.epoch_ns,
+	       ((double)d->clk.epoch_ns - (double)isthd_now_ns()) / 1e9);
 	fflush(stdout);
 
 	rte_eal_remote_launch(isthd_worker, d, worker);
@@ -233,6 +233,6 @@ ports:
 	isthd_teardown(d);
 	isthd_ports_close(d);
 eal:
-	rte_eal_cleanup();
+	isthd_eal_cleanup();
 	return ret;
 }

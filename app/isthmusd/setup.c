@@ -3,14 +3,18 @@
  * Start-up and teardown: everything the data path uses is created here,
  * before any lcore is launched, and sized from the configuration.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
+#include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -144,24 +148,26 @@ static int check_peers(struct isthd *d, char *err, size_t err_size)
 	return 0;
 }
 
-int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
+/*
+ * The round's shape for DATA admission (doc/isthmusd.md, "Admission"): the
+ * figures ROUND gives the island (control.c: n_chunks of max_elems
+ * elements), the island's tensor being ceil(payload / 4) elements (4-byte
+ * dtypes). And the repair budget: one round's stream per peer plus a
+ * quarter (at least two chunks) for repairs that were lost in turn.
+ */
+static void admission_init(struct isthd *d)
 {
-	struct isth_wire_addr a;
-	uint32_t msg = rte_pktmbuf_pkt_len(m);
-	uint8_t *p;
+	uint64_t payload = isth_sched_payload_bytes(d->sched);
+	uint64_t elems = (payload + 3) / 4;
+	struct isthd_shape *sh = &d->shape;
 
-	memset(&a, 0, sizeof(a));
-	memcpy(a.dst_mac, d->cfg.island_mac, 6);
-	memcpy(a.src_mac, d->access_mac, 6);
-	a.src_ip = d->cfg.access.ip;
-	a.dst_ip = d->cfg.island_ip;
-	a.src_port = d->cfg.udp_port;
-	a.dst_port = d->cfg.island_port;
-	p = (uint8_t *)rte_pktmbuf_prepend(m, (uint16_t)isth_wire_frame_hdr_size(&a));
-	if (p == NULL)
-		return -ENOSPC;
-	return isth_wire_put_frame_hdr(p, isth_wire_frame_hdr_size(&a) + msg,
-				       &a, msg) < 0 ? -EINVAL : 0;
+	sh->chunk_elems = (uint16_t)d->lim.max_elems;
+	sh->n_chunks = (uint32_t)((elems + sh->chunk_elems - 1) / sh->chunk_elems);
+	sh->last_elems = sh->n_chunks ? (uint16_t)(elems - (uint64_t)(sh->n_chunks - 1) *
+						   sh->chunk_elems) : 0;
+	sh->dtype = d->cfg.dtype;
+	d->rep.budget_chunks = sh->n_chunks + RTE_MAX(sh->n_chunks / 4, 2u);
+	memset(d->rep.budget, 0, sizeof(d->rep.budget));
 }
 
 int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err,
@@ -205,19 +211,19 @@ int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err,
 		d->peer_of[isth_sched_island_id(d->sched, d->cfg.peers[i].name)] =
 			&d->cfg.peers[i];
 	if (epoch_override)
-		d->epoch_ns = epoch_override;
+		d->clk.epoch_ns = epoch_override;
 	else if (d->cfg.epoch_mode == ISTHD_EPOCH_FIXED)
-		d->epoch_ns = d->cfg.epoch_ns;
+		d->clk.epoch_ns = d->cfg.epoch_ns;
 	else
-		d->epoch_ns = isth_sched_epoch_ns(d->sched);
-	if (d->epoch_ns == 0) {
+		d->clk.epoch_ns = isth_sched_epoch_ns(d->sched);
+	if (d->clk.epoch_ns == 0) {
 		snprintf(err, err_size,
 			 "%s: the schedule leaves the epoch to run time: set [isthmusd] epoch in %s or pass --epoch",
 			 sched_path, d->cfg.path);
 		rc = -EINVAL;
 		goto fail;
 	}
-	d->round_ns = isth_sched_round_ns(d->sched);
+	d->clk.round_ns = isth_sched_round_ns(d->sched);
 	rc = isth_wire_limits_init(&d->lim, d->n_islands, d->cfg.mtu);
 	if (rc) {
 		snprintf(err, err_size, "%s: [isthmusd] mtu: %u too small",
@@ -225,6 +231,7 @@ int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err,
 		goto fail;
 	}
 	d->lim.udp_port = d->cfg.udp_port;
+	admission_init(d);
 	return 0;
 fail:
 	isth_sched_free(d->sched);
@@ -348,9 +355,9 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size)
 		goto fail;
 	}
 
-	d->tsc_hz = rte_get_tsc_hz();
+	d->clk.tsc_hz = rte_get_tsc_hz();
 	memset(&pc, 0, sizeof(pc));
-	pc.tsc_hz = d->tsc_hz;
+	pc.tsc_hz = d->clk.tsc_hz;
 	pc.queue_size = d->cfg.pace_queue;
 	pc.burst_bytes = d->cfg.pace_burst;
 	pc.late_tol_ns = d->cfg.pace_late_ns;
@@ -380,42 +387,17 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size)
 
 	/* WAN repair: the island's DATA as it leaves (bare messages, for
 	 * peer NACKs) and, per round slot and sender, the chunks received. */
-	d->n_chunks = (uint32_t)((isth_sched_payload_bytes(d->sched) +
-				  (uint64_t)d->lim.max_elems * 4 - 1) /
-				 ((uint64_t)d->lim.max_elems * 4));
-	d->rx_words = d->n_chunks / 64 + 1;
-	d->wan_base[0].round = d->wan_base[1].round = UINT64_MAX;
-	for (unsigned int i = 0; i < 4; i++)
-		d->rtab[i].round = UINT64_MAX;
-	if (d->cfg.wan_repair) {
-		memset(&rc_, 0, sizeof(rc_));
-		rc_.size = d->cfg.resend_entries;
-		rc_.window_ns = d->cfg.resend_window_ns;
-		rc_.linger_ns = d->cfg.resend_linger_ns;
-		rc_.socket_id = (int)rte_socket_id();
-		rc_.hdr_off = 0;
-		rc_.hdr_pool = d->hdr_pool;
-		d->wan_ring = isth_resend_create(&rc_);
-		d->rx = rte_zmalloc("isthd_rx", 4 * d->n_islands * sizeof(*d->rx), 0);
-		d->rx_bits = rte_zmalloc("isthd_rx_bits", 4ull * d->n_islands *
-					 d->rx_words * sizeof(uint64_t), 0);
-		if (d->wan_ring == NULL || d->rx == NULL || d->rx_bits == NULL) {
-			snprintf(err, err_size, "WAN repair state (%u chunks x %u islands): %s",
-				 d->n_chunks, d->n_islands, rte_strerror(rte_errno));
-			rc = -ENOMEM;
-			goto fail;
-		}
-		for (unsigned int i = 0; i < 4 * d->n_islands; i++)
-			d->rx[i].round = UINT64_MAX;
-	}
+	rc = isthd_repair_init(d, err, err_size);
+	if (rc)
+		goto fail;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	d->tsc0 = rte_rdtsc();
-	d->rt0 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	d->clk.tsc0 = rte_rdtsc();
+	d->clk.rt0 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	/* Started after the epoch (a restart): rounds already over are not
 	 * ours to expire or repair. */
-	if (d->rt0 > d->epoch_ns)
-		d->expire_next = d->tail_next = (d->rt0 - d->epoch_ns) / d->round_ns;
+	if (d->clk.rt0 > d->clk.epoch_ns)
+		d->expire_next = d->rep.tail_next = (d->clk.rt0 - d->clk.epoch_ns) / d->clk.round_ns;
 	return 0;
 fail:
 	isthd_teardown(d);
@@ -450,6 +432,8 @@ void isthd_teardown(struct isthd *d)
 	void *objs[64];
 	unsigned int n;
 
+	/* telemetry callbacks read everything below: none may run past here */
+	isthd_telemetry_close();
 	if (d->pace) {
 		while ((n = isth_pace_flush(d->pace, objs, 64)) > 0)
 			rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
@@ -458,12 +442,7 @@ void isthd_teardown(struct isthd *d)
 	}
 	isth_resend_destroy(d->agg_ring);
 	d->agg_ring = NULL;
-	isth_resend_destroy(d->wan_ring);
-	d->wan_ring = NULL;
-	rte_free(d->rx);
-	rte_free(d->rx_bits);
-	d->rx = NULL;
-	d->rx_bits = NULL;
+	isthd_repair_fini(d);
 	isth_xdp_destroy(d->xdp[0]);
 	isth_xdp_destroy(d->xdp[1]);
 	d->xdp[0] = d->xdp[1] = NULL;
@@ -478,4 +457,29 @@ void isthd_teardown(struct isthd *d)
 	d->next_sched = NULL;
 	isth_sched_free(d->sched);
 	d->sched = NULL;
+}
+
+/*
+ * rte_eal_cleanup(), then remove the runtime directory (/var/run/dpdk/
+ * <prefix>: config, fbarrays, sockets) that 22.11 leaves behind, so that
+ * neither --check nor a clean stop leaves a folder per run.
+ */
+void isthd_eal_cleanup(void)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 256];
+	struct dirent *de;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
+	rte_eal_cleanup();
+	if (dir[0] == '\0' || (dp = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(dp)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	closedir(dp);
+	rmdir(dir);
 }

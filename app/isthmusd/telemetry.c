@@ -5,6 +5,9 @@
  * telemetry thread and only read: counters with relaxed loads, tables the
  * controller owns with acquire loads of its published indices.
  */
+#include <errno.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include <rte_telemetry.h>
@@ -15,34 +18,56 @@
  * process, set once before the commands are registered. */
 static struct isthd *tel;
 
+/*
+ * 22.11 cannot unregister a command, and every callback reads state that
+ * teardown frees (pacer, rings, backend, pools, schedule). So each callback
+ * runs inside enter/leave, and isthd_telemetry_close() - called before
+ * anything is torn down - refuses new callbacks and waits for running
+ * ones. Both sides use sequentially consistent operations: either a
+ * callback sees `closed`, or close sees its reader count.
+ */
+static uint32_t tel_readers;
+static bool tel_closed = true;
+
+static bool tel_enter(void)
+{
+	__atomic_add_fetch(&tel_readers, 1, __ATOMIC_SEQ_CST);
+	if (tel == NULL || __atomic_load_n(&tel_closed, __ATOMIC_SEQ_CST)) {
+		__atomic_sub_fetch(&tel_readers, 1, __ATOMIC_SEQ_CST);
+		return false;
+	}
+	return true;
+}
+
+static void tel_leave(void)
+{
+	__atomic_sub_fetch(&tel_readers, 1, __ATOMIC_SEQ_CST);
+}
+
+void isthd_telemetry_close(void)
+{
+	__atomic_store_n(&tel_closed, true, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&tel_readers, __ATOMIC_SEQ_CST) != 0)
+		sched_yield();
+}
+
 #define ADD(dict, name, v) rte_tel_data_add_dict_u64(dict, name, v)
 
-static int cmd_stats(const char *cmd __rte_unused, const char *params __rte_unused,
+static void add_stat(void *arg, const char *name, uint64_t v,
+		     enum isthd_stat_kind kind __rte_unused)
+{
+	ADD(arg, name, v);
+}
+
+static int do_stats(const char *cmd __rte_unused, const char *params __rte_unused,
 		     struct rte_tel_data *t)
 {
-	const struct isthd_dp_stats *st = &tel->st;
-	char name[64];
-	unsigned int i;
-
 	rte_tel_data_start_dict(t);
-#define S(x) ADD(t, #x, isthd_get(&st->x))
-	S(access_rx); S(wan_rx); S(access_tx); S(wan_tx); S(data_in);
-	S(data_in_bytes); S(data_out); S(peer_data); S(peer_data_bytes);
-	S(agg_out); S(agg_out_bytes); S(nacks); S(resent); S(gone);
-	S(round_msgs); S(idle_sleeps);
-#undef S
-	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++) {
-		snprintf(name, sizeof(name), "drop_%s", isth_wire_reason_name(i));
-		ADD(t, name, isthd_get(&st->wire_drop[i]));
-	}
-	for (i = 0; i < ISTHD_DROP_MAX; i++) {
-		snprintf(name, sizeof(name), "drop_%s", isthd_drop_name(i));
-		ADD(t, name, isthd_get(&st->drop[i]));
-	}
+	isthd_stats_walk(tel, add_stat, t);
 	return 0;
 }
 
-static int cmd_round(const char *cmd __rte_unused, const char *params __rte_unused,
+static int do_round(const char *cmd __rte_unused, const char *params __rte_unused,
 		     struct rte_tel_data *t)
 {
 	uint64_t cur = __atomic_load_n(&tel->current, __ATOMIC_ACQUIRE);
@@ -54,7 +79,7 @@ static int cmd_round(const char *cmd __rte_unused, const char *params __rte_unus
 	ADD(t, "started", cur != 0);
 	ADD(t, "round", cur ? cur - 1 : 0);
 	ADD(t, "published_through", pub ? pub - 1 : 0);
-	ADD(t, "epoch_ns", tel->epoch_ns);
+	ADD(t, "epoch_ns", tel->clk.epoch_ns);
 	ADD(t, "round_ns", isth_sched_round_ns(tel->sched));
 	ADD(t, "clique", cur ? isth_sched_clique(tel->sched, (int64_t)(cur - 1),
 						 tel->island) : 0);
@@ -62,7 +87,7 @@ static int cmd_round(const char *cmd __rte_unused, const char *params __rte_unus
 	return 0;
 }
 
-static int cmd_backend(const char *cmd __rte_unused, const char *params __rte_unused,
+static int do_backend(const char *cmd __rte_unused, const char *params __rte_unused,
 		       struct rte_tel_data *t)
 {
 	struct isth_backend_stats st;
@@ -81,7 +106,7 @@ static int cmd_backend(const char *cmd __rte_unused, const char *params __rte_un
 	return 0;
 }
 
-static int cmd_pace(const char *cmd __rte_unused, const char *params __rte_unused,
+static int do_pace(const char *cmd __rte_unused, const char *params __rte_unused,
 		    struct rte_tel_data *t)
 {
 	struct isth_pace_stats ps;
@@ -97,24 +122,22 @@ static int cmd_pace(const char *cmd __rte_unused, const char *params __rte_unuse
 	return 0;
 }
 
-static int cmd_resend(const char *cmd __rte_unused, const char *params __rte_unused,
+static int do_resend(const char *cmd __rte_unused, const char *params __rte_unused,
 		      struct rte_tel_data *t)
 {
 	struct isth_resend_stats rs;
 
 	isth_resend_stats(tel->agg_ring, &rs);
 	rte_tel_data_start_dict(t);
-#define S(x) ADD(t, #x, rs.x)
-	S(stored); S(push_bad); S(expired); S(overwritten); S(nacks);
-	S(bad_nack); S(served); S(hdr_seg); S(suppressed); S(nomem); S(gone);
-	S(gone_ranges); S(future); S(truncated); S(held);
+#define S(x, help) ADD(t, #x, rs.x);
+	ISTH_RESEND_COUNTERS(S)
 #undef S
 	ADD(t, "next_seq", isth_resend_next_seq(tel->agg_ring));
 	ADD(t, "oldest_seq", isth_resend_oldest_seq(tel->agg_ring));
 	return 0;
 }
 
-static int cmd_xdp(const char *cmd __rte_unused, const char *params __rte_unused,
+static int do_xdp(const char *cmd __rte_unused, const char *params __rte_unused,
 		   struct rte_tel_data *t)
 {
 	static const char *const names[2] = {"access", "wan"};
@@ -137,7 +160,7 @@ static int cmd_xdp(const char *cmd __rte_unused, const char *params __rte_unused
 	return 0;
 }
 
-static int cmd_reload(const char *cmd __rte_unused, const char *params __rte_unused,
+static int do_reload(const char *cmd __rte_unused, const char *params __rte_unused,
 		      struct rte_tel_data *t)
 {
 	tel->reload = true;
@@ -146,11 +169,34 @@ static int cmd_reload(const char *cmd __rte_unused, const char *params __rte_unu
 	return 0;
 }
 
+/* Every command through tel_enter/tel_leave: after close, -EAGAIN (the
+ * client gets null). */
+#define GUARDED(name) \
+static int cmd_##name(const char *cmd, const char *params, \
+		      struct rte_tel_data *t) \
+{ \
+	int rc; \
+ \
+	if (!tel_enter()) \
+		return -EAGAIN; \
+	rc = do_##name(cmd, params, t); \
+	tel_leave(); \
+	return rc; \
+}
+GUARDED(stats)
+GUARDED(round)
+GUARDED(backend)
+GUARDED(pace)
+GUARDED(resend)
+GUARDED(xdp)
+GUARDED(reload)
+
 int isthd_telemetry_register(struct isthd *d)
 {
 	int rc = 0;
 
 	tel = d;
+	__atomic_store_n(&tel_closed, false, __ATOMIC_SEQ_CST);
 	rc |= rte_telemetry_register_cmd("/isthmus/stats", cmd_stats,
 		"Data-path counters and drops by reason. No parameters.");
 	rc |= rte_telemetry_register_cmd("/isthmus/round", cmd_round,

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "agg_kernels.h"
+#include "isth_ctr.h"
 #include "isth_agg.h"
 
 #define AGG_NONE	UINT32_MAX
@@ -223,19 +224,6 @@ isth_agg_kernels_get(enum isth_agg_kernel k, struct isth_agg_kernels *out)
 }
 
 /* Helpers. */
-
-static inline void
-ctr_add(uint64_t *c, uint64_t v)
-{
-	/* single writer: plain read, relaxed store, no RMW */
-	__atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
-}
-
-static inline void
-ctr_set(uint64_t *c, uint64_t v)
-{
-	__atomic_store_n(c, v, __ATOMIC_RELAXED);
-}
 
 static uint32_t
 next_pow2(uint64_t x)
@@ -706,7 +694,7 @@ record_emission(struct isth_agg *agg, const struct agg_slot *s)
 	if (r == NULL)
 		r = rec_insert(agg, s->job_idx, s->round, s->chunk);
 	if (r == NULL) {
-		ctr_add(&agg->stats.record_full, 1);
+		isth_ctr_add(&agg->stats.record_full, 1);
 		chunk_set(cs, s->chunk, CHUNK_CLOSED);
 		return;
 	}
@@ -731,19 +719,19 @@ emit_slot(struct isth_agg *agg, uint32_t idx, enum isth_agg_reason reason)
 
 	switch (reason) {
 	case ISTH_AGG_COMPLETE:
-		ctr_add(&agg->stats.completed, 1);
+		isth_ctr_add(&agg->stats.completed, 1);
 		break;
 	case ISTH_AGG_TIMEOUT:
-		ctr_add(&agg->stats.partial_timeout, 1);
+		isth_ctr_add(&agg->stats.partial_timeout, 1);
 		break;
 	case ISTH_AGG_CONFLICT_POOL:
-		ctr_add(&agg->stats.partial_conflict_pool, 1);
+		isth_ctr_add(&agg->stats.partial_conflict_pool, 1);
 		break;
 	case ISTH_AGG_CONFLICT_BUCKET:
-		ctr_add(&agg->stats.partial_conflict_bucket, 1);
+		isth_ctr_add(&agg->stats.partial_conflict_bucket, 1);
 		break;
 	default:
-		ctr_add(&agg->stats.partial_flush, 1);
+		isth_ctr_add(&agg->stats.partial_flush, 1);
 		break;
 	}
 }
@@ -753,11 +741,11 @@ mem_gauges(struct isth_agg *agg)
 {
 	uint64_t used = agg->n_slots - agg->n_free;
 
-	ctr_set(&agg->stats.slots_in_use, used);
-	ctr_set(&agg->stats.mem_in_use, used * agg->slot_size);
+	isth_ctr_set(&agg->stats.slots_in_use, used);
+	isth_ctr_set(&agg->stats.mem_in_use, used * agg->slot_size);
 	if (used > agg->stats.slots_hwm) {
-		ctr_set(&agg->stats.slots_hwm, used);
-		ctr_set(&agg->stats.mem_hwm, used * agg->slot_size);
+		isth_ctr_set(&agg->stats.slots_hwm, used);
+		isth_ctr_set(&agg->stats.mem_hwm, used * agg->slot_size);
 	}
 }
 
@@ -821,22 +809,22 @@ add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t now)
 	uint8_t *cs;
 
 	if (contrib_bad(agg, c)) {
-		ctr_add(&agg->stats.bad_input, 1);
+		isth_ctr_add(&agg->stats.bad_input, 1);
 		return;
 	}
 	ji = find_job(agg, c->job);
 	if (ji == AGG_NONE) {
-		ctr_add(&agg->stats.unknown_job, 1);
+		isth_ctr_add(&agg->stats.unknown_job, 1);
 		return;
 	}
 	expected = round_expected(agg, ji, c->round, &drop);
 	if (expected == 0) {
-		ctr_add(drop, 1);
+		isth_ctr_add(drop, 1);
 		return;
 	}
 	bit = 1ull << c->sender;
 	if ((expected & bit) == 0) {
-		ctr_add(&agg->stats.unexpected_sender, 1);
+		isth_ctr_add(&agg->stats.unexpected_sender, 1);
 		return;
 	}
 
@@ -857,18 +845,18 @@ add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t now)
 			continue;
 		/* hit */
 		if (s->dtype != c->dtype || s->count != c->count) {
-			ctr_add(&agg->stats.mismatch, 1);
+			isth_ctr_add(&agg->stats.mismatch, 1);
 			return;
 		}
 		if (s->seen & bit) {
-			ctr_add(s->bitmap & bit ? &agg->stats.duplicate :
+			isth_ctr_add(s->bitmap & bit ? &agg->stats.duplicate :
 				&agg->stats.duplicate_emitted, 1);
 			return;
 		}
 		acc_add(agg, slot_acc(agg, b->idx[w]), c);
 		s->bitmap |= bit;
 		s->seen |= bit;
-		ctr_add(&agg->stats.accepted, 1);
+		isth_ctr_add(&agg->stats.accepted, 1);
 		if (s->seen == s->expected)
 			emit_slot(agg, b->idx[w], ISTH_AGG_COMPLETE);
 		return;
@@ -879,17 +867,17 @@ add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t now)
 	prior = 0;
 	switch (chunk_get(cs, c->chunk)) {
 	case CHUNK_DONE:
-		ctr_add(&agg->stats.duplicate_emitted, 1);
+		isth_ctr_add(&agg->stats.duplicate_emitted, 1);
 		return;
 	case CHUNK_CLOSED:
-		ctr_add(&agg->stats.chunk_closed, 1);
+		isth_ctr_add(&agg->stats.chunk_closed, 1);
 		return;
 	case CHUNK_PARTIAL: {
 		const struct agg_record *r = rec_find(agg, ji, c->round, c->chunk);
 
 		prior = r != NULL ? r->emitted : 0;
 		if (prior & bit) {
-			ctr_add(&agg->stats.duplicate_emitted, 1);
+			isth_ctr_add(&agg->stats.duplicate_emitted, 1);
 			return;
 		}
 		break;
@@ -899,7 +887,7 @@ add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t now)
 	}
 	if (agg->n_free == 0) {
 		/* every accumulator is active or awaits release */
-		ctr_add(&agg->stats.no_slot, 1);
+		isth_ctr_add(&agg->stats.no_slot, 1);
 		return;
 	}
 	if (fw == ISTH_AGG_BUCKET_WAYS) {
@@ -930,7 +918,7 @@ add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t now)
 	age_append(agg, idx);
 	agg->n_active++;
 	acc_load(agg, slot_acc(agg, idx), c);
-	ctr_add(&agg->stats.accepted, 1);
+	isth_ctr_add(&agg->stats.accepted, 1);
 	mem_gauges(agg);
 	if (s->seen == s->expected)
 		emit_slot(agg, idx, ISTH_AGG_COMPLETE);

@@ -64,10 +64,7 @@ backend_fanout_publish(struct backend_fanout *fo, uint32_t round,
 static inline uint32_t
 msg_round(const struct rte_mbuf *m)
 {
-	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *) + 12;
-
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-	       ((uint32_t)p[2] << 8) | p[3];
+	return isth_wire_get_hdr_round(rte_pktmbuf_mtod(m, const uint8_t *));
 }
 
 uint16_t
@@ -82,7 +79,7 @@ backend_fanout_burst(struct backend_fanout *fo, struct rte_mbuf **pkts,
 		uint32_t round;
 
 		if (unlikely(rte_pktmbuf_data_len(pkts[i]) < ISTH_WIRE_HDR_SIZE)) {
-			backend_bump(&fo->bad_msg, 1);
+			isth_ctr_add(&fo->bad_msg, 1);
 			i++;
 			continue;
 		}
@@ -92,7 +89,7 @@ backend_fanout_burst(struct backend_fanout *fo, struct rte_mbuf **pkts,
 		       msg_round(pkts[j]) == round)
 			j++;
 		if (__atomic_load_n(&fo->tag[round & 1], __ATOMIC_ACQUIRE) != round) {
-			backend_bump(&fo->no_table, j - i);
+			isth_ctr_add(&fo->no_table, j - i);
 			i = j;
 			continue;
 		}

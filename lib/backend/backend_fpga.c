@@ -401,11 +401,11 @@ fpga_aggregate_burst(void *priv, struct rte_mbuf **pkts,
 		if (i + 1 < n)
 			rte_prefetch0(parsed[i + 1].msg);
 		if (unlikely(p->msg_size > f->h2d_buf_size)) {
-			backend_bump(&f->h2d_too_big, 1);
+			isth_ctr_add(&f->h2d_too_big, 1);
 			continue;
 		}
 		if (unlikely(space == 0)) {
-			backend_bump(&f->h2d_ring_full, 1);
+			isth_ctr_add(&f->h2d_ring_full, 1);
 			continue;
 		}
 		buf = f->h2d_buf + (size_t)(tail & mask) * f->h2d_buf_size;
@@ -450,7 +450,7 @@ fpga_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 		if (rte_pktmbuf_alloc_bulk(f->agg_pool, m, k) != 0) {
 			/* Completions stay in the ring; the device stalls
 			 * (counted) once every buffer is waiting. */
-			backend_bump(&f->agg_alloc_fail, 1);
+			isth_ctr_add(&f->agg_alloc_fail, 1);
 			break;
 		}
 		used = 0;
@@ -472,7 +472,7 @@ fpga_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 				out[got + used] = m[used];
 				used++;
 			} else {
-				backend_bump(&f->d2h_desc_err, 1);
+				isth_ctr_add(&f->d2h_desc_err, 1);
 			}
 			/* Back to the device, empty. */
 			d->status = 0;
@@ -487,7 +487,7 @@ fpga_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 	}
 	if (f->d2h_tail != (uint32_t)fpga_rd(&f->bus, ISTH_FPGA_REG_D2H_TAIL))
 		fpga_wr(&f->bus, ISTH_FPGA_REG_D2H_TAIL, f->d2h_tail);
-	backend_bump(&f->agg_msgs, got);
+	isth_ctr_add(&f->agg_msgs, got);
 	return got;
 }
 
@@ -578,6 +578,20 @@ fpga_stats(const void *priv, struct isth_backend_stats *st)
 #undef PUT_V
 }
 
+static void
+fpga_counts(const void *priv, struct isth_backend_counts *c)
+{
+	const struct fpga_backend *f = priv;
+
+#define CNT(i) fpga_rd(&f->bus, ISTH_FPGA_REG_COUNTERS + 8 * (i))
+	c->completed = CNT(ISTH_FPGA_CNT_COMPLETED);
+	c->partial = CNT(ISTH_FPGA_CNT_PARTIAL_TIMEOUT) +
+		     CNT(ISTH_FPGA_CNT_PARTIAL_CONFLICT_POOL) +
+		     CNT(ISTH_FPGA_CNT_PARTIAL_CONFLICT_BUCKET);
+#undef CNT
+	c->dev_pending = dev_pending(f);
+}
+
 const struct isth_backend_ops isth_backend_fpga_ops = {
 	.name = "fpga",
 	.create = fpga_create,
@@ -589,4 +603,5 @@ const struct isth_backend_ops isth_backend_fpga_ops = {
 	.replicate_burst = fpga_replicate_burst,
 	.flush = fpga_flush,
 	.stats = fpga_stats,
+	.counts = fpga_counts,
 };

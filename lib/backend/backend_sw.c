@@ -184,7 +184,7 @@ sw_materialise(struct sw_backend *sw)
 	if (rte_pktmbuf_alloc_bulk(sw->agg_pool, sw->staged + sw->n_staged, n) != 0) {
 		/* Emissions stay queued in the engine (bounded by its slots)
 		 * and leave on a later call. */
-		backend_bump(&sw->agg_alloc_fail, 1);
+		isth_ctr_add(&sw->agg_alloc_fail, 1);
 		return;
 	}
 	got = isth_agg_drain(sw->agg, sw->emit, n);
@@ -244,7 +244,7 @@ sw_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 	memcpy(out, sw->staged, n * sizeof(*out));
 	sw->n_staged -= n;
 	memmove(sw->staged, sw->staged + n, sw->n_staged * sizeof(*out));
-	backend_bump(&sw->agg_msgs, n);
+	isth_ctr_add(&sw->agg_msgs, n);
 	return n;
 }
 
@@ -302,6 +302,19 @@ sw_stats(const void *priv, struct isth_backend_stats *st)
 #undef PUT
 }
 
+static void
+sw_counts(const void *priv, struct isth_backend_counts *c)
+{
+	const struct sw_backend *sw = priv;
+	struct isth_agg_stats as;
+
+	isth_agg_stats_get(sw->agg, &as);
+	c->completed = as.completed;
+	c->partial = as.partial_timeout + as.partial_conflict_pool +
+		     as.partial_conflict_bucket;
+	c->dev_pending = 0;
+}
+
 const struct isth_backend_ops isth_backend_sw_ops = {
 	.name = "sw",
 	.create = sw_create,
@@ -314,4 +327,5 @@ const struct isth_backend_ops isth_backend_sw_ops = {
 	.flush = sw_flush,
 	.expire_round = sw_expire_round,
 	.stats = sw_stats,
+	.counts = sw_counts,
 };

@@ -125,3 +125,9 @@ void isth_backend_stats(const struct isth_backend *be,
 {
 	be->ops->stats(be->priv, st);
 }
+
+void isth_backend_counts(const struct isth_backend *be,
+			 struct isth_backend_counts *c)
+{
+	be->ops->counts(be->priv, c);
+}

@@ -104,6 +104,19 @@ struct isth_backend_stats {
 };
 
 /**
+ * The few counters a caller acts on, by type: the controller's round log
+ * and the shutdown drain read these, not names in isth_backend_stats.
+ */
+struct isth_backend_counts {
+	uint64_t completed;	/**< aggregates emitted complete */
+	/** aggregates emitted partial: timeout and conflict (pool, bucket);
+	 * flushes at shutdown are not counted here */
+	uint64_t partial;
+	/** aggregates still inside an asynchronous device (0: synchronous) */
+	uint64_t dev_pending;
+};
+
+/**
  * Create a backend by name ("sw" or "fpga").
  * @return the handle, or NULL with rte_errno: EINVAL (bad conf), ENOENT
  *         (no such backend), ENODEV (device absent), ENOMEM.
@@ -178,6 +191,10 @@ unsigned int isth_backend_flush(struct isth_backend *be);
 void isth_backend_stats(const struct isth_backend *be,
 			struct isth_backend_stats *st);
 
+/** The typed counters of struct isth_backend_counts. Any thread. */
+void isth_backend_counts(const struct isth_backend *be,
+			 struct isth_backend_counts *c);
+
 /*
  * Provider side: how a backend plugs in (like Open vSwitch's
  * netdev-provider.h). Each backend defines one struct isth_backend_ops and
@@ -204,6 +221,7 @@ struct isth_backend_ops {
 	/* optional (NULL: -ENOTSUP) */
 	int (*expire_round)(void *priv, uint32_t job, uint32_t round);
 	void (*stats)(const void *priv, struct isth_backend_stats *st);
+	void (*counts)(const void *priv, struct isth_backend_counts *c);
 };
 
 #ifdef __cplusplus

@@ -17,6 +17,7 @@
 #include <rte_memcpy.h>
 #include <rte_prefetch.h>
 
+#include "isth_ctr.h"
 #include "isth_wire.h"
 #include "isth_mcast.h"
 #include "mcast_priv.h"
@@ -457,14 +458,6 @@ fanout_copy(const struct isth_mcast *mc, const struct mcast_table *t,
 	return n;
 }
 
-static inline void
-stat_add(uint64_t *c, uint64_t v)
-{
-	/* Single writer: a relaxed load and store, no atomic RMW. */
-	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v,
-			 __ATOMIC_RELAXED);
-}
-
 uint16_t
 isth_mcast_fanout_burst(struct isth_mcast *mc, struct rte_mbuf **pkts,
 		uint16_t n_pkts, struct rte_mbuf **out, uint16_t out_cap,
@@ -479,15 +472,15 @@ isth_mcast_fanout_burst(struct isth_mcast *mc, struct rte_mbuf **pkts,
 	t = mcast_read_begin(mc, &g);
 	if (unlikely(t == NULL)) {
 		mcast_read_end(mc);
-		stat_add(&mc->stats.pkts_no_table, n_pkts);
+		isth_ctr_add(&mc->stats.pkts_no_table, n_pkts);
 		*n_out = 0;
 		return n_pkts;
 	}
 	D = t->n_dests;
 	if (unlikely(D == 0)) {
 		mcast_read_end(mc);
-		stat_add(&mc->stats.pkts, n_pkts);
-		stat_add(&mc->stats.pkts_no_peers, n_pkts);
+		isth_ctr_add(&mc->stats.pkts, n_pkts);
+		isth_ctr_add(&mc->stats.pkts_no_peers, n_pkts);
 		*n_out = 0;
 		return n_pkts;
 	}
@@ -514,14 +507,14 @@ isth_mcast_fanout_burst(struct isth_mcast *mc, struct rte_mbuf **pkts,
 	}
 	mcast_read_end(mc);
 
-	stat_add(&mc->stats.pkts, i);
-	stat_add(&mc->stats.copies, bs.copies);
+	isth_ctr_add(&mc->stats.pkts, i);
+	isth_ctr_add(&mc->stats.copies, bs.copies);
 	if (unlikely(bs.copies != (uint64_t)i * D)) {
-		stat_add(&mc->stats.drop_hdr_alloc, bs.hdr_alloc);
-		stat_add(&mc->stats.drop_clone, bs.clone);
-		stat_add(&mc->stats.drop_copy_alloc, bs.copy_alloc);
-		stat_add(&mc->stats.drop_too_big, bs.too_big);
-		stat_add(&mc->stats.drop_len, bs.len);
+		isth_ctr_add(&mc->stats.drop_hdr_alloc, bs.hdr_alloc);
+		isth_ctr_add(&mc->stats.drop_clone, bs.clone);
+		isth_ctr_add(&mc->stats.drop_copy_alloc, bs.copy_alloc);
+		isth_ctr_add(&mc->stats.drop_too_big, bs.too_big);
+		isth_ctr_add(&mc->stats.drop_len, bs.len);
 	}
 	*n_out = (uint16_t)k;
 	return i;

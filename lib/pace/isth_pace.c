@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isth_ctr.h"
 #include "isth_pace.h"
 
 typedef unsigned __int128 u128;
@@ -77,21 +78,6 @@ struct isth_pace {
 	uint64_t round_planned_bits;
 };
 
-static inline uint64_t ld(const uint64_t *c)
-{
-	return __atomic_load_n(c, __ATOMIC_RELAXED);
-}
-
-static inline void st64(uint64_t *c, uint64_t v)
-{
-	__atomic_store_n(c, v, __ATOMIC_RELAXED);
-}
-
-/* Single writer: a relaxed load and store, no atomic read-modify-write. */
-static inline void add64(uint64_t *c, uint64_t v)
-{
-	st64(c, ld(c) + v);
-}
 
 static inline uint64_t ns_to_tsc(uint64_t ns, uint64_t hz)
 {
@@ -167,7 +153,7 @@ int isth_pace_set_profile(struct isth_pace *p, uint32_t round,
 
 	pub = p->pub_gen;	/* only this thread writes it */
 	if (__atomic_load_n(&p->ack_gen, __ATOMIC_ACQUIRE) != pub) {
-		add64(&p->st.plans_busy, 1);
+		isth_ctr_add(&p->st.plans_busy, 1);
 		return -EBUSY;
 	}
 	pl = &p->mbox;
@@ -199,18 +185,18 @@ int isth_pace_enqueue(struct isth_pace *p, void *obj, uint32_t bytes)
 	struct pace_item *it;
 
 	if (bytes == 0 || bytes > p->burst_bytes) {
-		add64(&p->st.oversize, 1);
+		isth_ctr_add(&p->st.oversize, 1);
 		return -EMSGSIZE;
 	}
 	if (p->head - p->tail > p->mask) {
-		add64(&p->st.queue_full, 1);
+		isth_ctr_add(&p->st.queue_full, 1);
 		return -ENOBUFS;
 	}
 	it = &p->q[p->head & p->mask];
 	it->obj = obj;
 	it->bytes = bytes;
 	p->head++;
-	add64(&p->st.enqueued, 1);
+	isth_ctr_add(&p->st.enqueued, 1);
 	return 0;
 }
 
@@ -233,7 +219,7 @@ static void take_mbox(struct isth_pace *p)
 static void activate(struct isth_pace *p)
 {
 	if (p->have_active && p->first_pending)
-		add64(&p->st.empty_rounds, 1);
+		isth_ctr_add(&p->st.empty_rounds, 1);
 	p->active = p->staged;
 	p->have_active = true;
 	p->have_staged = false;
@@ -246,11 +232,11 @@ static void activate(struct isth_pace *p)
 	p->first_pending = true;
 	p->planned_units = 0;
 	__atomic_store_n(&p->st.round, p->active.round, __ATOMIC_RELAXED);
-	add64(&p->st.rounds, 1);
-	st64(&p->st.round_bytes, 0);
-	st64(&p->round_active_tsc, 0);
-	st64(&p->round_lag_tsc, 0);
-	st64(&p->round_planned_bits, 0);
+	isth_ctr_add(&p->st.rounds, 1);
+	isth_ctr_set(&p->st.round_bytes, 0);
+	isth_ctr_set(&p->round_active_tsc, 0);
+	isth_ctr_set(&p->round_lag_tsc, 0);
+	isth_ctr_set(&p->round_planned_bits, 0);
 }
 
 /* Credit the bucket from last_tsc to now, segment by segment. */
@@ -274,7 +260,7 @@ static void refill(struct isth_pace *p, uint64_t now)
 	}
 	if (count && planned != 0) {
 		p->planned_units += planned;
-		st64(&p->round_planned_bits,
+		isth_ctr_set(&p->round_planned_bits,
 		     (uint64_t)(p->planned_units / p->tsc_hz));
 	}
 }
@@ -294,7 +280,7 @@ unsigned int isth_pace_dequeue_burst(struct isth_pace *p, uint64_t now_tsc,
 		return 0;
 
 	if (p->backlogged && now_tsc > p->prev_call_tsc)
-		add64(&p->round_active_tsc, now_tsc - p->prev_call_tsc);
+		isth_ctr_add(&p->round_active_tsc, now_tsc - p->prev_call_tsc);
 	if (now_tsc > p->prev_call_tsc)
 		p->prev_call_tsc = now_tsc;
 	refill(p, now_tsc);
@@ -318,13 +304,13 @@ unsigned int isth_pace_dequeue_burst(struct isth_pace *p, uint64_t now_tsc,
 		uint64_t lag = now_tsc - p->active.start_tsc;
 
 		p->first_pending = false;
-		st64(&p->round_lag_tsc, lag);
+		isth_ctr_set(&p->round_lag_tsc, lag);
 		if (lag > p->late_tol_tsc)
-			add64(&p->st.late_starts, 1);
+			isth_ctr_add(&p->st.late_starts, 1);
 	}
-	add64(&p->st.released, n);
-	add64(&p->st.bytes_sent, bytes);
-	add64(&p->st.round_bytes, bytes);
+	isth_ctr_add(&p->st.released, n);
+	isth_ctr_add(&p->st.bytes_sent, bytes);
+	isth_ctr_add(&p->st.round_bytes, bytes);
 	return n;
 }
 
@@ -338,7 +324,7 @@ unsigned int isth_pace_flush(struct isth_pace *p, void **objs,
 		p->tail++;
 	}
 	p->backlogged = p->tail != p->head;
-	add64(&p->st.flushed, n);
+	isth_ctr_add(&p->st.flushed, n);
 	return n;
 }
 
@@ -351,25 +337,25 @@ void isth_pace_stats(const struct isth_pace *p, struct isth_pace_stats *st)
 {
 	uint64_t active, bytes, hz = p->tsc_hz;
 
-	st->enqueued = ld(&p->st.enqueued);
-	st->queue_full = ld(&p->st.queue_full);
-	st->oversize = ld(&p->st.oversize);
-	st->released = ld(&p->st.released);
-	st->bytes_sent = ld(&p->st.bytes_sent);
-	st->rounds = ld(&p->st.rounds);
-	st->late_starts = ld(&p->st.late_starts);
-	st->empty_rounds = ld(&p->st.empty_rounds);
-	st->plans_busy = ld(&p->st.plans_busy);
+	st->enqueued = isth_ctr_get(&p->st.enqueued);
+	st->queue_full = isth_ctr_get(&p->st.queue_full);
+	st->oversize = isth_ctr_get(&p->st.oversize);
+	st->released = isth_ctr_get(&p->st.released);
+	st->bytes_sent = isth_ctr_get(&p->st.bytes_sent);
+	st->rounds = isth_ctr_get(&p->st.rounds);
+	st->late_starts = isth_ctr_get(&p->st.late_starts);
+	st->empty_rounds = isth_ctr_get(&p->st.empty_rounds);
+	st->plans_busy = isth_ctr_get(&p->st.plans_busy);
 	st->round = __atomic_load_n(&p->st.round, __ATOMIC_RELAXED);
-	st->flushed = ld(&p->st.flushed);
+	st->flushed = isth_ctr_get(&p->st.flushed);
 	st->queued = (uint32_t)(st->enqueued - st->released - st->flushed);
-	st->round_start_lag_ns = tsc_to_ns(ld(&p->round_lag_tsc), hz);
-	bytes = ld(&p->st.round_bytes);
-	active = ld(&p->round_active_tsc);
+	st->round_start_lag_ns = tsc_to_ns(isth_ctr_get(&p->round_lag_tsc), hz);
+	bytes = isth_ctr_get(&p->st.round_bytes);
+	active = isth_ctr_get(&p->round_active_tsc);
 	st->round_bytes = bytes;
 	st->round_active_ns = tsc_to_ns(active, hz);
 	st->round_achieved_bps = active == 0 ? 0 :
 		(uint64_t)(((u128)bytes * 8 * hz) / active);
 	st->round_planned_bps = active == 0 ? 0 :
-		(uint64_t)(((u128)ld(&p->round_planned_bits) * hz) / active);
+		(uint64_t)(((u128)isth_ctr_get(&p->round_planned_bits) * hz) / active);
 }

@@ -16,6 +16,7 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 
+#include "isth_ctr.h"
 #include "isth_resend.h"
 
 struct resend_entry {
@@ -46,29 +47,22 @@ struct isth_resend {
 	struct isth_resend_stats st;
 };
 
-static inline uint64_t ld(const uint64_t *c)
-{
-	return __atomic_load_n(c, __ATOMIC_RELAXED);
-}
-
-/* Single writer: a relaxed load and store, no atomic read-modify-write. */
-static inline void add64(uint64_t *c, uint64_t v)
-{
-	__atomic_store_n(c, ld(c) + v, __ATOMIC_RELAXED);
-}
-
-static inline void add64_sat(uint64_t *c, uint64_t v)
-{
-	uint64_t o = ld(c);
-
-	__atomic_store_n(c, o > UINT64_MAX - v ? UINT64_MAX : o + v,
-			 __ATOMIC_RELAXED);
-}
-
 /* Sequences in [a, b], saturating (b - a + 1 overflows for [0, MAX]). */
 static inline uint64_t span(uint64_t a, uint64_t b)
 {
 	return b - a == UINT64_MAX ? UINT64_MAX : b - a + 1;
+}
+
+/*
+ * What one refused range adds to gone or future: its sequences, but at
+ * most the ring's size. A range may name up to 2^64 sequences that were
+ * never kept; counting them all would saturate the counter from a single
+ * NACK and make it useless afterwards, while no more than `size` of them
+ * can ever have been held (or be about to be) at once.
+ */
+static inline uint64_t refused(const struct isth_resend *r, uint64_t n)
+{
+	return n < r->size ? n : r->size;
 }
 
 struct isth_resend *isth_resend_create(const struct isth_resend_conf *conf)
@@ -159,7 +153,7 @@ unsigned int isth_resend_expire(struct isth_resend *r, uint64_t now_ns)
 		n++;
 	}
 	if (n != 0) {
-		add64(&r->st.expired, n);
+		isth_ctr_add(&r->st.expired, n);
 		__atomic_store_n(&r->st.held, r->head - r->tail,
 				 __ATOMIC_RELAXED);
 	}
@@ -244,13 +238,13 @@ int isth_resend_push(struct isth_resend *r, struct rte_mbuf *m,
 	const uint8_t *msg;
 
 	if (unlikely(m == NULL || m->data_len < r->hdr_len)) {
-		add64(&r->st.push_bad, 1);
+		isth_ctr_add(&r->st.push_bad, 1);
 		return -EINVAL;
 	}
 	isth_resend_expire(r, now_ns);
 	if (unlikely(r->head - r->tail == r->size)) {
 		release_tail(r);
-		add64(&r->st.overwritten, 1);
+		isth_ctr_add(&r->st.overwritten, 1);
 	}
 	if (r->flags & ISTH_RESEND_F_STAMP)
 		stamp_seq(r, m, r->head);
@@ -260,11 +254,11 @@ int isth_resend_push(struct isth_resend *r, struct rte_mbuf *m,
 	e->m = m;
 	e->ts = now_ns;
 	e->repaired = 0;
-	e->marked = (msg[5] & ISTH_F_RESENT) != 0;
+	e->marked = (isth_wire_get_flags(msg) & ISTH_F_RESENT) != 0;
 	if (seq != NULL)
 		*seq = r->head;
 	r->head++;
-	add64(&r->st.stored, 1);
+	isth_ctr_add(&r->st.stored, 1);
 	__atomic_store_n(&r->st.held, r->head - r->tail, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -295,10 +289,10 @@ int isth_resend_nack_begin(struct isth_resend *r,
 			goto bad;
 	c->ranges = ranges;
 	c->n_ranges = n;
-	add64(&r->st.nacks, 1);
+	isth_ctr_add(&r->st.nacks, 1);
 	return 0;
 bad:
-	add64(&r->st.bad_nack, 1);
+	isth_ctr_add(&r->st.bad_nack, 1);
 	return -EINVAL;
 }
 
@@ -361,7 +355,7 @@ static inline struct rte_mbuf *repair(struct isth_resend *r, uint64_t seq,
 
 	if (e->repaired && now_ns - e->repair_ts < r->linger_ns &&
 	    now_ns >= e->repair_ts) {
-		add64(&r->st.suppressed, 1);
+		isth_ctr_add(&r->st.suppressed, 1);
 		return NULL;
 	}
 	if (e->marked) {
@@ -375,14 +369,14 @@ static inline struct rte_mbuf *repair(struct isth_resend *r, uint64_t seq,
 	} else {
 		out = hdr_seg_repair(r, m);
 		if (out == NULL) {
-			add64(&r->st.nomem, 1);
+			isth_ctr_add(&r->st.nomem, 1);
 			return NULL;
 		}
-		add64(&r->st.hdr_seg, 1);
+		isth_ctr_add(&r->st.hdr_seg, 1);
 	}
 	e->repaired = 1;
 	e->repair_ts = now_ns;
-	add64(&r->st.served, 1);
+	isth_ctr_add(&r->st.served, 1);
 	return out;
 }
 
@@ -402,8 +396,7 @@ static inline bool gone_add(struct isth_resend *r, struct isth_wire_range *g,
 			l->first = RTE_MIN(l->first, a);
 			l->last = RTE_MAX(l->last, b);
 			after = span(l->first, l->last);
-			add64_sat(&r->st.gone, after == UINT64_MAX ?
-				  UINT64_MAX : after - before);
+			isth_ctr_add(&r->st.gone, refused(r, after - before));
 			return true;
 		}
 	}
@@ -412,8 +405,8 @@ static inline bool gone_add(struct isth_resend *r, struct isth_wire_range *g,
 	g[*n].first = a;
 	g[*n].last = b;
 	(*n)++;
-	add64(&r->st.gone_ranges, 1);
-	add64_sat(&r->st.gone, span(a, b));
+	isth_ctr_add(&r->st.gone_ranges, 1);
+	isth_ctr_add(&r->st.gone, refused(r, span(a, b)));
 	return true;
 }
 
@@ -452,14 +445,14 @@ unsigned int isth_resend_nack_serve(struct isth_resend *r,
 		if (lo < head) {
 			e = RTE_MIN(hi, head - 1);
 			if (c->scanned >= r->size) {
-				add64_sat(&r->st.truncated, span(lo, e));
+				isth_ctr_add(&r->st.truncated, span(lo, e));
 			} else {
 				while (lo <= e) {
 					struct rte_mbuf *m;
 
 					if (c->scanned >= r->size) {
-						add64_sat(&r->st.truncated,
-							  span(lo, e));
+						isth_ctr_add(&r->st.truncated,
+							     span(lo, e));
 						break;
 					}
 					if (n == max_pkts) {
@@ -484,7 +477,7 @@ unsigned int isth_resend_nack_serve(struct isth_resend *r,
 		/* Never sent. */
 		if (!gone_add(r, gone, max_gone, &ng, lo, hi))
 			goto out;
-		add64_sat(&r->st.future, span(lo, hi));
+		isth_ctr_add(&r->st.future, refused(r, span(lo, hi)));
 next:
 		c->idx++;
 		c->started = false;
@@ -497,19 +490,7 @@ out:
 void isth_resend_stats(const struct isth_resend *r,
 		       struct isth_resend_stats *st)
 {
-	st->stored = ld(&r->st.stored);
-	st->push_bad = ld(&r->st.push_bad);
-	st->expired = ld(&r->st.expired);
-	st->overwritten = ld(&r->st.overwritten);
-	st->nacks = ld(&r->st.nacks);
-	st->bad_nack = ld(&r->st.bad_nack);
-	st->served = ld(&r->st.served);
-	st->hdr_seg = ld(&r->st.hdr_seg);
-	st->suppressed = ld(&r->st.suppressed);
-	st->nomem = ld(&r->st.nomem);
-	st->gone = ld(&r->st.gone);
-	st->gone_ranges = ld(&r->st.gone_ranges);
-	st->future = ld(&r->st.future);
-	st->truncated = ld(&r->st.truncated);
-	st->held = ld(&r->st.held);
+#define X(n, help) st->n = isth_ctr_get(&r->st.n);
+	ISTH_RESEND_COUNTERS(X)
+#undef X
 }

@@ -54,6 +54,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "isth_ctr.h"
+
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
@@ -96,25 +98,31 @@ struct isth_resend_conf {
 };
 
 /**
- * Counters, cumulative. Sequences counted in gone, future and truncated
- * saturate at UINT64_MAX (a NACK may name 2^64 of them).
+ * Counters, cumulative. gone and future count the sequences refused, at
+ * most the ring's size per refused range (a NACK may name 2^64 sequences,
+ * which would otherwise saturate them from one NACK); truncated counts
+ * in-window sequences, which the window bounds.
  */
+#define ISTH_RESEND_COUNTERS(X) \
+	X(stored, "packets pushed") \
+	X(push_bad, "push refused: first segment too short") \
+	X(expired, "released after window_ns") \
+	X(overwritten, "released early by the size bound") \
+	X(nacks, "NACKs begun (valid ones)") \
+	X(bad_nack, "NACKs refused: no range, first > last") \
+	X(served, "repairs returned") \
+	X(hdr_seg, "of served: with a fresh header segment") \
+	X(suppressed, "repairs refused within linger_ns") \
+	X(nomem, "repairs not made: hdr_pool empty") \
+	X(gone, "sequences answered GONE") \
+	X(gone_ranges, "GONE ranges written, after coalescing") \
+	X(future, "of gone: not sent yet (>= next sequence)") \
+	X(truncated, "in-window sequences skipped by the scan bound") \
+	X(held, "packets held now")
+
+/** The counters of ISTH_RESEND_COUNTERS, in its order (lib/ctr convention). */
 struct isth_resend_stats {
-	uint64_t stored;	/**< packets pushed */
-	uint64_t push_bad;	/**< push refused: first segment too short */
-	uint64_t expired;	/**< released after window_ns */
-	uint64_t overwritten;	/**< released early by the size bound */
-	uint64_t nacks;		/**< NACKs begun (valid ones) */
-	uint64_t bad_nack;	/**< NACKs refused: no range, first > last */
-	uint64_t served;	/**< repairs returned */
-	uint64_t hdr_seg;	/**< of served: with a fresh header segment */
-	uint64_t suppressed;	/**< repairs refused within linger_ns */
-	uint64_t nomem;		/**< repairs not made: hdr_pool empty */
-	uint64_t gone;		/**< sequences answered GONE */
-	uint64_t gone_ranges;	/**< GONE ranges written, after coalescing */
-	uint64_t future;	/**< of gone: not sent yet (>= next sequence) */
-	uint64_t truncated;	/**< in-window sequences skipped by the scan bound */
-	uint64_t held;		/**< packets held now */
+	ISTH_RESEND_COUNTERS(ISTH_CTR_FIELD)
 };
 
 /**

@@ -13,24 +13,6 @@
 #define ETHERTYPE_VLAN 0x8100u
 #define IPPROTO_UDP_ 17u
 
-/* Offsets inside the isthmus header (doc/protocol.md, "Header"). */
-enum {
-	OFF_MAGIC = 0,
-	OFF_VERSION = 2,
-	OFF_TYPE = 3,
-	OFF_FLAGS = 4,
-	OFF_DTYPE = 6,
-	OFF_TRAILER = 7,
-	OFF_JOB = 8,
-	OFF_ROUND = 12,
-	OFF_CHUNK = 16,
-	OFF_SENDER = 20,
-	OFF_RESERVED = 21,
-	OFF_COUNT = 22,
-	OFF_SEQ = 24,
-	OFF_BITMAP = 32,
-};
-
 static inline uint16_t get16(const uint8_t *p)
 {
 	return (uint16_t)((p[0] << 8) | p[1]);
@@ -297,40 +279,40 @@ enum isth_wire_reason isth_wire_parse_msg(const uint8_t *buf, size_t len,
 	/* No IPv4 datagram carries more; the builder refuses more too. */
 	if (len > 65535 - ISTH_IPV4_MIN_HDR_SIZE - ISTH_UDP_HDR_SIZE)
 		return ISTH_WIRE_E_LENGTH;
-	if (get16(buf + OFF_MAGIC) != ISTH_WIRE_MAGIC)
+	if (get16(buf + ISTH_WIRE_OFF_MAGIC) != ISTH_WIRE_MAGIC)
 		return ISTH_WIRE_E_MAGIC;
-	if (buf[OFF_VERSION] != ISTH_WIRE_VERSION)
+	if (buf[ISTH_WIRE_OFF_VERSION] != ISTH_WIRE_VERSION)
 		return ISTH_WIRE_E_VERSION;
-	h.type = buf[OFF_TYPE];
+	h.type = buf[ISTH_WIRE_OFF_TYPE];
 	if (h.type == 0 || h.type > ISTH_WIRE_TYPE_MAX)
 		return ISTH_WIRE_E_TYPE;
-	h.flags = get16(buf + OFF_FLAGS);
+	h.flags = get16(buf + ISTH_WIRE_OFF_FLAGS);
 	if ((h.flags & ~type_flags[h.type]) != 0)
 		return ISTH_WIRE_E_FLAGS;
-	h.dtype = buf[OFF_DTYPE];
+	h.dtype = buf[ISTH_WIRE_OFF_DTYPE];
 	if (h.type == ISTH_WIRE_DATA || h.type == ISTH_WIRE_AGG) {
 		if (h.dtype == ISTH_DTYPE_NONE || h.dtype > ISTH_DTYPE_MAX)
 			return ISTH_WIRE_E_DTYPE;
 	} else if (h.dtype != ISTH_DTYPE_NONE) {
 		return ISTH_WIRE_E_DTYPE;
 	}
-	h.sender = buf[OFF_SENDER];
+	h.sender = buf[ISTH_WIRE_OFF_SENDER];
 	/* limits outside 1..64 (not from isth_wire_limits_init) refuse
 	 * every sender rather than shift past a 64-bit bitmap */
 	if (h.sender >= lim->n_islands || h.sender >= ISTH_WIRE_MAX_ISLANDS)
 		return ISTH_WIRE_E_ISLAND;
-	if (buf[OFF_RESERVED] != 0)
+	if (buf[ISTH_WIRE_OFF_RESERVED] != 0)
 		return ISTH_WIRE_E_RESERVED;
-	h.trailer_len = buf[OFF_TRAILER];
+	h.trailer_len = buf[ISTH_WIRE_OFF_TRAILER];
 	if ((h.trailer_len != 0) != ((h.flags & ISTH_F_AUTH) != 0) ||
 	    h.trailer_len > len - ISTH_WIRE_HDR_SIZE)
 		return ISTH_WIRE_E_TRAILER;
-	h.count = get16(buf + OFF_COUNT);
-	h.job = get32(buf + OFF_JOB);
-	h.round = get32(buf + OFF_ROUND);
-	h.chunk = get32(buf + OFF_CHUNK);
-	h.seq = get64(buf + OFF_SEQ);
-	h.bitmap = get64(buf + OFF_BITMAP);
+	h.count = get16(buf + ISTH_WIRE_OFF_COUNT);
+	h.job = get32(buf + ISTH_WIRE_OFF_JOB);
+	h.round = get32(buf + ISTH_WIRE_OFF_ROUND);
+	h.chunk = get32(buf + ISTH_WIRE_OFF_CHUNK);
+	h.seq = get64(buf + ISTH_WIRE_OFF_SEQ);
+	h.bitmap = get64(buf + ISTH_WIRE_OFF_BITMAP);
 
 	body = len - ISTH_WIRE_HDR_SIZE - h.trailer_len;
 	r = check_body(&h, buf + ISTH_WIRE_HDR_SIZE, body, lim);
@@ -478,20 +460,20 @@ int isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_hdr *h)
 {
 	if (cap < ISTH_WIRE_HDR_SIZE)
 		return -ENOSPC;
-	put16(buf + OFF_MAGIC, ISTH_WIRE_MAGIC);
-	buf[OFF_VERSION] = ISTH_WIRE_VERSION;
-	buf[OFF_TYPE] = h->type;
-	put16(buf + OFF_FLAGS, h->flags);
-	buf[OFF_DTYPE] = h->dtype;
-	buf[OFF_TRAILER] = h->trailer_len;
-	put32(buf + OFF_JOB, h->job);
-	put32(buf + OFF_ROUND, h->round);
-	put32(buf + OFF_CHUNK, h->chunk);
-	buf[OFF_SENDER] = h->sender;
-	buf[OFF_RESERVED] = 0;
-	put16(buf + OFF_COUNT, h->count);
-	put64(buf + OFF_SEQ, h->seq);
-	put64(buf + OFF_BITMAP, h->bitmap);
+	put16(buf + ISTH_WIRE_OFF_MAGIC, ISTH_WIRE_MAGIC);
+	buf[ISTH_WIRE_OFF_VERSION] = ISTH_WIRE_VERSION;
+	buf[ISTH_WIRE_OFF_TYPE] = h->type;
+	put16(buf + ISTH_WIRE_OFF_FLAGS, h->flags);
+	buf[ISTH_WIRE_OFF_DTYPE] = h->dtype;
+	buf[ISTH_WIRE_OFF_TRAILER] = h->trailer_len;
+	put32(buf + ISTH_WIRE_OFF_JOB, h->job);
+	put32(buf + ISTH_WIRE_OFF_ROUND, h->round);
+	put32(buf + ISTH_WIRE_OFF_CHUNK, h->chunk);
+	buf[ISTH_WIRE_OFF_SENDER] = h->sender;
+	buf[ISTH_WIRE_OFF_RESERVED] = 0;
+	put16(buf + ISTH_WIRE_OFF_COUNT, h->count);
+	put64(buf + ISTH_WIRE_OFF_SEQ, h->seq);
+	put64(buf + ISTH_WIRE_OFF_BITMAP, h->bitmap);
 	return ISTH_WIRE_HDR_SIZE;
 }
 

@@ -31,6 +31,25 @@ extern "C" {
 /** "IS" */
 #define ISTH_WIRE_MAGIC		0x4953u
 #define ISTH_WIRE_VERSION	1u
+/** Byte offsets of the header's fields in a message (doc/protocol.md,
+ * "Header"); the accessors below and the parser use them. */
+enum isth_wire_off {
+	ISTH_WIRE_OFF_MAGIC = 0,
+	ISTH_WIRE_OFF_VERSION = 2,
+	ISTH_WIRE_OFF_TYPE = 3,
+	ISTH_WIRE_OFF_FLAGS = 4,
+	ISTH_WIRE_OFF_DTYPE = 6,
+	ISTH_WIRE_OFF_TRAILER = 7,
+	ISTH_WIRE_OFF_JOB = 8,
+	ISTH_WIRE_OFF_ROUND = 12,
+	ISTH_WIRE_OFF_CHUNK = 16,
+	ISTH_WIRE_OFF_SENDER = 20,
+	ISTH_WIRE_OFF_RESERVED = 21,
+	ISTH_WIRE_OFF_COUNT = 22,
+	ISTH_WIRE_OFF_SEQ = 24,
+	ISTH_WIRE_OFF_BITMAP = 32,
+};
+
 /** Size of the fixed isthmus header in bytes. */
 #define ISTH_WIRE_HDR_SIZE	40u
 /** Contributor bitmaps are 64 bits: at most 64 islands. */
@@ -284,33 +303,77 @@ int isth_wire_put_round(uint8_t *buf, size_t cap,
 /** RFC 1071 checksum over @p len bytes (folded, complemented). */
 uint16_t isth_wire_cksum(const void *buf, size_t len);
 
-/**
- * Rewrite the seq field of a message already built at @p msg (the edge
- * numbers AGGs as it sends them). @p msg must hold a whole header.
+/*
+ * Field accessors on a message (data at the isthmus header, already
+ * validated or built here) for the hot paths that must not parse it again:
+ * the edge numbers AGGs, the fan-out groups DATA by round, the resend ring
+ * marks repairs. @p msg must hold a whole header; fields are big-endian.
  */
-static inline void isth_wire_set_seq(uint8_t *msg, uint64_t seq)
-{
-	for (int i = 7; i >= 0; i--) {
-		msg[24 + i] = (uint8_t)seq;
-		seq >>= 8;
-	}
-}
-
-/** Read the seq field of a message header at @p msg. */
-static inline uint64_t isth_wire_get_seq(const uint8_t *msg)
+static inline uint64_t isth_wire_get_be_(const uint8_t *p, unsigned int n)
 {
 	uint64_t v = 0;
 
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | msg[24 + i];
+	for (unsigned int i = 0; i < n; i++)
+		v = v << 8 | p[i];
 	return v;
 }
 
-/** Set flag bits in a message header at @p msg (e.g. ISTH_F_RESENT). */
+static inline void isth_wire_put_be_(uint8_t *p, unsigned int n, uint64_t v)
+{
+	for (unsigned int i = n; i-- > 0;) {
+		p[i] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+/** Rewrite the seq field of the message at @p msg (the edge numbers AGGs
+ * as it sends them). */
+static inline void isth_wire_set_seq(uint8_t *msg, uint64_t seq)
+{
+	isth_wire_put_be_(msg + ISTH_WIRE_OFF_SEQ, 8, seq);
+}
+
+/** Read the seq field of the message at @p msg. */
+static inline uint64_t isth_wire_get_seq(const uint8_t *msg)
+{
+	return isth_wire_get_be_(msg + ISTH_WIRE_OFF_SEQ, 8);
+}
+
+/** Read the round field of the message at @p msg. */
+static inline uint32_t isth_wire_get_hdr_round(const uint8_t *msg)
+{
+	return (uint32_t)isth_wire_get_be_(msg + ISTH_WIRE_OFF_ROUND, 4);
+}
+
+/** Rewrite the round field of the message at @p msg. */
+static inline void isth_wire_set_hdr_round(uint8_t *msg, uint32_t round)
+{
+	isth_wire_put_be_(msg + ISTH_WIRE_OFF_ROUND, 4, round);
+}
+
+/** Read the chunk field of the message at @p msg. */
+static inline uint32_t isth_wire_get_hdr_chunk(const uint8_t *msg)
+{
+	return (uint32_t)isth_wire_get_be_(msg + ISTH_WIRE_OFF_CHUNK, 4);
+}
+
+/** Rewrite the chunk field of the message at @p msg. */
+static inline void isth_wire_set_hdr_chunk(uint8_t *msg, uint32_t chunk)
+{
+	isth_wire_put_be_(msg + ISTH_WIRE_OFF_CHUNK, 4, chunk);
+}
+
+/** Read the flags of the message at @p msg (ISTH_F_*). */
+static inline uint16_t isth_wire_get_flags(const uint8_t *msg)
+{
+	return (uint16_t)isth_wire_get_be_(msg + ISTH_WIRE_OFF_FLAGS, 2);
+}
+
+/** Set flag bits in the message at @p msg (e.g. ISTH_F_RESENT). */
 static inline void isth_wire_or_flags(uint8_t *msg, uint16_t flags)
 {
-	msg[4] |= (uint8_t)(flags >> 8);
-	msg[5] |= (uint8_t)flags;
+	msg[ISTH_WIRE_OFF_FLAGS] |= (uint8_t)(flags >> 8);
+	msg[ISTH_WIRE_OFF_FLAGS + 1] |= (uint8_t)flags;
 }
 
 #ifdef __cplusplus

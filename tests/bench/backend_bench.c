@@ -75,14 +75,6 @@ static void build_templates(void)
 	}
 }
 
-static void put32be(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 struct result {
 	double contrib_per_s;
 	double gbit_per_s;	/* DATA payload bits summed */
@@ -146,8 +138,8 @@ static struct result run(const char *name, const char *device, unsigned int roun
 				p = (uint8_t *)rte_pktmbuf_append(b, (uint16_t)tmpl_len);
 				memcpy(p, tmpl[s], tmpl_len);
 				off = tmpl_pkt[s].msg - tmpl[s];
-				put32be(p + off + 12, r);
-				put32be(p + off + 16, ch);
+				isth_wire_set_hdr_round(p + off, r);
+				isth_wire_set_hdr_chunk(p + off, ch);
 				parsed[k] = tmpl_pkt[s];
 				parsed[k].hdr.round = r;
 				parsed[k].hdr.chunk = ch;

@@ -356,12 +356,7 @@ static uint32_t new_round(bool publish)
 	unsigned int i;
 
 	for (i = 0; i < NF; i++) {
-		uint8_t *h = rte_pktmbuf_mtod(frames[i], uint8_t *) + MSG_OFF + 12;
-
-		h[0] = (uint8_t)(r >> 24);
-		h[1] = (uint8_t)(r >> 16);
-		h[2] = (uint8_t)(r >> 8);
-		h[3] = (uint8_t)r;
+		isth_wire_set_hdr_round(rte_pktmbuf_mtod(frames[i], uint8_t *) + MSG_OFF, r);
 	}
 	if (publish) {
 		struct isth_mcast_peer peers[ISTHD_MAX_PEERS];

@@ -61,6 +61,10 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect_eq(c.idle_polls, 0, "back-off is off by default");
 	cr_expect(c.telemetry);
 	cr_expect_eq(c.epoch_mode, ISTHD_EPOCH_SCHEDULE);
+	cr_expect_eq(c.dtype, ISTH_DTYPE_NONE, "dtype unchecked by default");
+	cr_assert_eq(isthd_config_parse(GOOD_HEAD "dtype = fp32\n" GOOD_TAIL, "t.conf",
+					&c, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(c.dtype, ISTH_DTYPE_FP32);
 }
 
 struct bad_conf {
@@ -92,6 +96,7 @@ static struct bad_conf bad_confs[] = {
 	{"[aggregation]\nmemory = 1G\n", "t.conf:16: unknown section [aggregation]"},
 	{"[isthmusd]\n", "t.conf:16: section [isthmusd] repeated (first at line 1)"},
 	{"@backend = gpu\n", "t.conf:5: [isthmusd] backend: 'gpu' is not one of: sw, fpga"},
+	{"@dtype = bf16\n", "t.conf:5: [isthmusd] dtype: 'bf16' is not one of: any, int32, fp32"},
 	{"@mtu = 100\n", "t.conf:5: [isthmusd] mtu: 100 out of range [576, 9216]"},
 	{"@epoch = soon\n", "t.conf:5: [isthmusd] epoch: 'soon' is not an unsigned integer"},
 	{"@job = 8\n", "t.conf:5: [isthmusd] job set twice (first at line 3)"},

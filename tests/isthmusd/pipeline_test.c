@@ -97,6 +97,7 @@ static const char *write_schedule(uint64_t epoch)
 
 static const char *backend_name = "sw";
 static char fpga_dev[64] = "/isthmus-fpga0";
+static const char *agg_memory = "4Mi";
 
 static void write_config(const char *path, const char *sched, uint64_t epoch)
 {
@@ -105,6 +106,7 @@ static void write_config(const char *path, const char *sched, uint64_t epoch)
 	cr_assert_not_null(f);
 	fprintf(f,
 		"[isthmusd]\nisland = A\njob = %u\nschedule = %s\nepoch = %llu\nmbufs = 4095\n"
+		"dtype = int32\n"
 		"backend = %s\n[fpga]\ndevice = %s\n"
 		"[access]\nport = net_ring_access\nip = 10.10.0.1\n"
 		"island_ip = 10.10.0.2\nisland_mac = 02:00:00:00:00:02\n"
@@ -114,11 +116,12 @@ static void write_config(const char *path, const char *sched, uint64_t epoch)
 		"repair_before = 1ms\n"
 		"gateway_mac = 02:00:00:00:ff:01\n"
 		"[peer B]\nip = 10.0.0.2\n[peer C]\nip = 10.0.0.3\n[peer D]\nip = 10.0.0.4\n"
-		"[agg]\nmemory = 4Mi\ntimeout = 50ms\n"
+		"[agg]\nmemory = %s\ntimeout = 50ms\n"
 		"[resend]\nwindow = 2s\nentries = 256\nlinger = 0ns\n"
 		"[poll]\nidle_polls = 64\nidle_sleep = 20us\n"
 		"[telemetry]\nround_log = no\n",
-		JOB, sched, (unsigned long long)epoch, backend_name, fpga_dev);
+		JOB, sched, (unsigned long long)epoch, backend_name, fpga_dev,
+		agg_memory);
 	fclose(f);
 }
 
@@ -509,6 +512,19 @@ static uint64_t be_stat(const char *name)
 	return 0;
 }
 
+/*
+ * A loaded host (several builds on two cores) can take longer to set the
+ * edge up than the lead the test gave the epoch: start the round clock
+ * @lead_ns from now, after set-up, whatever set-up took. Before any thread
+ * reads it; returns the new epoch.
+ */
+static uint64_t epoch_from_now(uint64_t lead_ns)
+{
+	edge.clk.epoch_ns = (now_ns() / 1000000ull) * 1000000ull + lead_ns;
+	edge.expire_next = edge.rep.tail_next = 0;
+	return edge.clk.epoch_ns;
+}
+
 static void run_pipeline(void);
 
 Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up,
@@ -552,6 +568,7 @@ static void run_pipeline(void)
 	edge.max_rounds = ROUNDS;
 	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
+	epoch = epoch_from_now(400000000ull);
 
 	inject_hostile();
 	worker = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
@@ -602,20 +619,20 @@ static void run_pipeline(void)
 	cr_expect_eq(peer_nacked_chunks[2][B], 1u << 2, "gap: NACK chunk 2");
 	cr_expect_eq(peer_nacked_chunks[1][D], 1u << (CHUNKS - 1), "tail: NACK the last chunk");
 	cr_expect_eq(repairs_ok, 1, "peer NACK not repaired");
-	cr_expect_eq(isthd_get(&edge.st.repairs_sent), 1);
-	cr_expect_eq(isthd_get(&edge.st.peer_nacks_rx), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.repairs_sent), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.peer_nacks_rx), 1);
 	cr_expect_eq(resent_ok, 1, "NACKed AGG not resent");
 	cr_expect_eq(gone_ok, 1, "no GONE for the range never sent");
-	cr_expect_eq(isthd_get(&edge.st.resent), 1);
-	cr_expect_eq(isthd_get(&edge.st.gone), 1);
-	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_unknown_job]), 2);
-	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_access_not_island]), 1);
-	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_wan_from_self]), 1);
-	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_wan_bad_type]), 1);
-	cr_expect_eq(isthd_get(&edge.st.drop[ISTHD_DROP_round_early]), 1);
-	cr_expect_eq(isthd_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_CSUM]), 1);
-	cr_expect_eq(isthd_get(&edge.st.wire_drop[ISTH_WIRE_E_UDP_LEN]) +
-		     isthd_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_TOTLEN]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.resent), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.gone), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_unknown_job]), 2);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_access_not_island]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_wan_from_self]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_wan_bad_type]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_round_early]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_CSUM]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_UDP_LEN]) +
+		     isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_TOTLEN]), 1);
 	/* even rounds: D is an outsider once; every round: B's chunk 0 twice
 	 * when B is in the clique, else B is an outsider */
 	cr_expect_eq(be_stat("unexpected_sender"), ROUNDS / 2 + ROUNDS / 2);
@@ -742,6 +759,71 @@ Test(isthmusd, controller_publishes_ahead_and_reloads_at_boundary,
 	isthd_ports_close(&edge);
 }
 
+/* Save to @path a one-clique schedule (all N islands, same T) of islands
+ * @names in that order, @payload bytes per sender. */
+static void save_one_clique(const char *path, const char *const *names,
+			    uint64_t epoch, uint64_t payload)
+{
+	uint64_t all = 0xf, rate = 1000000000ull;
+	struct isth_sched *s;
+	char err[256];
+
+	s = isth_sched_new(N, names, T_NS, epoch, payload, ELEMS * 4, 0, 1);
+	cr_assert_not_null(s);
+	cr_assert_eq(isth_sched_set_round(s, 0, 1, &all), 0);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(isth_sched_set_sender(s, 0, i, 0, 1, NULL, &rate), 0);
+	cr_assert_eq(isth_sched_save(s, path, err, sizeof(err)), 0, "%s", err);
+	isth_sched_free(s);
+}
+
+/*
+ * A reloaded schedule that lists the same islands in another order would
+ * renumber them: peer_of[], the repair state and the rounds already
+ * published use the old ids, so the edge refuses it (as it refuses a new
+ * payload, which sizes the chunk count) and keeps the running schedule.
+ * The same file in the original order is then accepted.
+ */
+Test(isthmusd, reload_with_islands_reordered_is_refused,
+     .init = eal_up, .fini = eal_down, .timeout = 30)
+{
+	static const char *const swapped[N] = {"A", "C", "B", "D"};
+	static const char *const names[N] = {"A", "B", "C", "D"};
+	uint64_t epoch = (now_ns() / 1000000000ull + 100) * 1000000000ull;
+	char cfg[128], err[1024];
+	const char *sched;
+
+	sched = write_schedule(epoch);
+	snprintf(cfg, sizeof(cfg), "%s/edge.conf", dir);
+	write_config(cfg, sched, epoch);
+	cr_assert_eq(isthd_config_load(cfg, &edge.cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_control_step(&edge, epoch - 1000000), 0);
+
+	/* B and C swapped, everything else as a valid one-clique reload */
+	save_one_clique(sched, swapped, epoch, CHUNKS * ELEMS * 4);
+	edge.reload = true;
+	cr_assert_eq(isthd_control_step(&edge, epoch + T_NS / 2), 0);
+	cr_expect_null(edge.next_sched, "a reordered schedule was accepted");
+	cr_expect_eq(isth_sched_n_rounds(edge.sched), 2, "the running schedule changed");
+
+	/* another payload: refused too */
+	save_one_clique(sched, names, epoch, 2 * CHUNKS * ELEMS * 4);
+	edge.reload = true;
+	cr_assert_eq(isthd_control_step(&edge, epoch + T_NS / 2 + 1000), 0);
+	cr_expect_null(edge.next_sched, "a schedule with another payload was accepted");
+
+	/* the same islands in the same order: accepted */
+	save_one_clique(sched, names, epoch, CHUNKS * ELEMS * 4);
+	edge.reload = true;
+	cr_assert_eq(isthd_control_step(&edge, epoch + T_NS / 2 + 2000), 0);
+	cr_expect_not_null(edge.next_sched, "a valid reload was refused");
+
+	isthd_teardown(&edge);
+	isthd_ports_close(&edge);
+}
+
 /* Deterministic generator for the hostile stream (splitmix64). */
 static uint64_t rng_state = 0x1234567887654321ull;
 
@@ -800,6 +882,7 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
 	edge.max_rounds = 3;
 	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
+	epoch = epoch_from_now(200000000ull);
 	/* Round 0 published before the first frame arrives, so that the
 	 * hostile rounds and chunks meet a known job (else they would all be
 	 * unknown_job, depending on which thread runs first). */
@@ -892,7 +975,7 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
 
 	/* Await: the edge has received every frame (no sleep as a proxy). */
 	for (uint64_t until = now_ns() + 60000000000ull;
-	     isthd_get(&st->access_rx) + isthd_get(&st->wan_rx) < injected &&
+	     isth_ctr_get(&st->access_rx) + isth_ctr_get(&st->wan_rx) < injected &&
 	     now_ns() < until;)
 		usleep(1000);
 	edge.stop = true;
@@ -910,32 +993,345 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
 			rte_pktmbuf_free_bulk(m, n);
 	}
 
-	cr_assert_eq(isthd_get(&st->access_rx) + isthd_get(&st->wan_rx), injected,
+	cr_assert_eq(isth_ctr_get(&st->access_rx) + isth_ctr_get(&st->wan_rx), injected,
 		     "edge received %lu of %u",
-		     (unsigned long)(isthd_get(&st->access_rx) + isthd_get(&st->wan_rx)),
+		     (unsigned long)(isth_ctr_get(&st->access_rx) + isth_ctr_get(&st->wan_rx)),
 		     injected);
-	accounted = isthd_get(&st->data_in) + isthd_get(&st->nacks) +
-		    isthd_get(&st->peer_data) + isthd_get(&st->peer_nacks_rx);
+	accounted = isth_ctr_get(&st->data_in) + isth_ctr_get(&st->nacks) +
+		    isth_ctr_get(&st->peer_data) + isth_ctr_get(&st->peer_nacks_rx);
 	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++)
-		accounted += isthd_get(&st->wire_drop[i]);
+		accounted += isth_ctr_get(&st->wire_drop[i]);
 	for (i = 0; i < ISTHD_DROP_MAX; i++)
 		if (i != ISTHD_DROP_tx_access && i != ISTHD_DROP_tx_wan &&
 		    i != ISTHD_DROP_nack_no_mbuf && i != ISTHD_DROP_ctl_ring_full &&
 		    i != ISTHD_DROP_repair_gone && i != ISTHD_DROP_repair_mismatch &&
 		    i != ISTHD_DROP_repair_no_mbuf)
-			accounted += isthd_get(&st->drop[i]);
+			accounted += isth_ctr_get(&st->drop[i]);
 	cr_expect_eq(accounted, injected, "frames not accounted for: %ld",
 		     (long)injected - (long)accounted);
 	/* hostile but well-formed ones reach their named counters */
-	cr_expect_geq(isthd_get(&st->drop[ISTHD_DROP_unknown_job]), 10);
-	cr_expect_geq(isthd_get(&st->wire_drop[ISTH_WIRE_E_LENGTH]) +
-		      isthd_get(&st->wire_drop[ISTH_WIRE_E_COUNT]), 2);
-	cr_expect_gt(be_stat("unknown_round") + be_stat("stale_round"), 0);
-	cr_expect_gt(be_stat("bad_input"), 0, "chunk id 2^32-1 refused");
+	cr_expect_geq(isth_ctr_get(&st->drop[ISTHD_DROP_unknown_job]), 10);
+	cr_expect_geq(isth_ctr_get(&st->wire_drop[ISTH_WIRE_E_LENGTH]) +
+		      isth_ctr_get(&st->wire_drop[ISTH_WIRE_E_COUNT]), 2);
+	/* shapes and addresses are refused before the backend sees them:
+	 * C's and D's DATA from B's address, counts and chunk ids not the
+	 * round's (chunk id 2^32-1 among them) */
+	cr_expect_gt(isth_ctr_get(&st->drop[ISTHD_DROP_data_bad_source]), 0);
+	cr_expect_gt(isth_ctr_get(&st->drop[ISTHD_DROP_data_bad_chunk]), 0,
+		     "chunk id 2^32-1 refused");
+	cr_expect_gt(isth_ctr_get(&st->drop[ISTHD_DROP_data_bad_count]), 0);
+	cr_expect_eq(be_stat("bad_input") + be_stat("mismatch"), 0);
 	isthd_teardown(&edge);
 	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs,
 		     "edge packet pool leaked %u",
 		     edge.cfg.mbufs - rte_mempool_avail_count(edge.pool));
+	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
+	isthd_ports_close(&edge);
+}
+
+/*
+ * The edge with round 0 published and nothing launched: the tests below
+ * run the worker loop here (isthd_dp_poll) and the epoch is far ahead, so
+ * no timer (pacer, round expiry, tail NACKs) acts while they do.
+ */
+static void idle_edge_up(void)
+{
+	uint64_t epoch = (now_ns() / 1000000ull + 60000) * 1000000ull;
+	char cfg[128], err[1024];
+	const char *sched;
+
+	sched = write_schedule(epoch);
+	snprintf(cfg, sizeof(cfg), "%s/edge.conf", dir);
+	write_config(cfg, sched, epoch);
+	cr_assert_eq(isthd_config_load(cfg, &edge.cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_control_step(&edge, now_ns()), 0);
+	cr_assert_eq(edge.published, 1, "round 0 not published");
+}
+
+/* Poll until the edge has received @total frames on its two ports (bounded
+ * by 20 s), then a few passes more for what they caused. */
+static void pump(uint64_t total)
+{
+	for (uint64_t until = now_ns() + 20000000000ull;
+	     isth_ctr_get(&edge.st.access_rx) + isth_ctr_get(&edge.st.wan_rx) < total &&
+	     now_ns() < until;)
+		isthd_dp_poll(&edge);
+	cr_assert_eq(isth_ctr_get(&edge.st.access_rx) + isth_ctr_get(&edge.st.wan_rx),
+		     total, "edge received %lu of %lu frames",
+		     (unsigned long)(isth_ctr_get(&edge.st.access_rx) +
+				     isth_ctr_get(&edge.st.wan_rx)),
+		     (unsigned long)total);
+	for (unsigned int i = 0; i < 64; i++)
+		isthd_dp_poll(&edge);
+}
+
+/* As the pacer would: keep island A's round @r, all its chunks, for repair. */
+static void keep_island_round(uint32_t r)
+{
+	struct rte_mbuf *m[CHUNKS];
+	int32_t body[ELEMS];
+
+	for (uint32_t c = 0; c < CHUNKS; c++) {
+		struct isth_hdr h = {
+			.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
+			.sender = A, .count = ELEMS, .job = JOB, .round = r,
+			.chunk = c, .seq = c, .bitmap = 1,
+			.flags = c == CHUNKS - 1 ? ISTH_F_LAST : 0,
+		};
+		uint8_t *p;
+
+		for (unsigned int i = 0; i < ELEMS; i++)
+			body[i] = value(A, r, c, i);
+		m[c] = rte_pktmbuf_alloc(hpool);
+		cr_assert_not_null(m[c]);
+		p = (uint8_t *)rte_pktmbuf_append(m[c], 40 + sizeof(body));
+		cr_assert_not_null(p);
+		cr_assert_gt(isth_wire_build_msg(p, 40 + sizeof(body), &h, body,
+						 sizeof(body), NULL), 0);
+	}
+	isthd_repair_keep(&edge, m, CHUNKS, now_ns());
+	rte_pktmbuf_free_bulk(m, CHUNKS);	/* the ring holds its own */
+}
+
+/* Peer @s asks, from @src_ip, for @k ranges of island A's round 0, each
+ * the whole round and more. @return the frame's bytes. */
+static uint64_t storm_nack(unsigned int s, uint32_t src_ip, unsigned int k)
+{
+	struct isth_wire_range rg[8];
+	struct isth_hdr h = {
+		.type = ISTH_WIRE_NACK, .flags = ISTH_F_CHUNKS, .sender = (uint8_t)s,
+		.count = (uint16_t)k, .job = JOB, .round = 0, .bitmap = 1u << A,
+	};
+	uint8_t body[sizeof(rg) * 2];
+	struct rte_mbuf *m;
+	uint64_t len;
+
+	cr_assert_leq(k, RTE_DIM(rg));
+	for (unsigned int i = 0; i < k; i++) {
+		rg[i].first = i % 2;		/* overlapping, unsorted */
+		rg[i].last = UINT32_MAX;	/* far beyond n_chunks */
+	}
+	isth_wire_put_ranges(body, sizeof(body), rg, k);
+	m = make_frame(src_ip, 0x0a000001, &h, body, (size_t)k * ISTH_WIRE_RANGE_SIZE);
+	len = rte_pktmbuf_pkt_len(m);
+	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+	return len;
+}
+
+/* Frames the edge sent on the WAN since the last call: bytes, repairs to
+ * each island and the chunks repaired (bit per chunk, per island). */
+static uint64_t drain_wan(unsigned int *repairs, uint64_t *chunks)
+{
+	struct rte_mbuf *m[32];
+	uint64_t bytes = 0;
+	struct isth_pkt p;
+	unsigned int n;
+
+	while ((n = rte_ring_dequeue_burst(w_out, (void **)m, 32, NULL)) > 0) {
+		for (unsigned int i = 0; i < n; i++) {
+			uint8_t flat[2048];
+			uint32_t len = rte_pktmbuf_pkt_len(m[i]);
+			const uint8_t *f = rte_pktmbuf_read(m[i], 0, len, flat);
+			unsigned int peer;
+
+			bytes += len;
+			cr_assert_eq(isth_wire_parse_frame(f, len, &lim, &p), ISTH_WIRE_OK);
+			peer = p.addr.dst_ip - 0x0a000001;
+			cr_assert_lt(peer, N);
+			cr_expect_eq(p.hdr.type, ISTH_WIRE_DATA);
+			cr_expect_neq(p.hdr.flags & ISTH_F_RESENT, 0);
+			cr_expect_eq(p.hdr.sender, A);
+			cr_expect_eq(p.hdr.round, 0);
+			cr_assert_lt(p.hdr.chunk, CHUNKS);
+			check_sum(&p);
+			repairs[peer]++;
+			chunks[peer] |= 1ull << p.hdr.chunk;
+		}
+		rte_pktmbuf_free_bulk(m, n);
+	}
+	return bytes;
+}
+
+/*
+ * A NACK storm: peers B and C (in round 0's clique with A) each send 200
+ * NACKs naming the whole round eight times over; 200 more claim B from
+ * another address and 200 come from D, outside the clique. A NACK is served
+ * once per chunk, a peer gets at most one round's stream plus the allowance
+ * (CHUNKS + max(CHUNKS / 4, 2) chunks) per round, the rest is counted, and
+ * the amplification (bytes out / bytes in) stays <= 1.5, per peer and over
+ * the whole stream.
+ */
+Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up,
+     .fini = eal_down, .timeout = 60)
+{
+	const unsigned int storm = 200, budget = CHUNKS + (CHUNKS / 4 > 2 ? CHUNKS / 4 : 2);
+	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
+	unsigned int repairs[N] = {0};
+	uint64_t chunks[N] = {0}, in = 0, in_b = 0, in_c = 0, out, out_b, rx = 0;
+	double amp;
+
+	idle_edge_up();
+	keep_island_round(0);
+
+	/* one NACK naming every chunk eight times: each chunk once */
+	in_b += storm_nack(B, 0x0a000002, 8);
+	pump(++rx);
+	out_b = drain_wan(repairs, chunks);
+	cr_expect_eq(repairs[B], CHUNKS, "one NACK: %u repairs", repairs[B]);
+	cr_expect_eq(chunks[B], (1ull << CHUNKS) - 1);
+
+	/* B's storm goes on */
+	for (unsigned int i = 1; i < storm; i++)
+		in_b += storm_nack(B, 0x0a000002, 8);
+	pump(rx += storm - 1);
+	out_b += drain_wan(repairs, chunks);
+	cr_expect_eq(repairs[B], budget, "B got %u repairs, budget %u", repairs[B], budget);
+	amp = (double)out_b / (double)in_b;
+	cr_expect_leq(amp, 1.5, "B: %lu bytes out for %lu in (%.2fx)",
+		      (unsigned long)out_b, (unsigned long)in_b, amp);
+
+	/* C's budget is its own; spoofed B and outsider D get nothing */
+	for (unsigned int i = 0; i < storm; i++) {
+		in_c += storm_nack(C, 0x0a000003, 8);
+		in += storm_nack(B, 0x0a000063, 8);
+		in += storm_nack(D, 0x0a000004, 8);
+		rx += 3;
+		if ((i + 1) % 100 == 0)	/* 300 frames: within the ring */
+			pump(rx);
+	}
+	pump(rx);
+	out = out_b + drain_wan(repairs, chunks);
+	in += in_b + in_c;
+	cr_expect_eq(repairs[C], budget, "C got %u repairs", repairs[C]);
+	cr_expect_eq(repairs[D], 0, "D, outside the clique, got %u repairs", repairs[D]);
+	cr_expect_eq(repairs[B], budget, "spoofed B NACKs were served");
+	cr_expect_eq(wrong, 0, "a repair's payload is not A's chunk");
+	amp = (double)out / (double)in;
+	cr_expect_leq(amp, 1.5, "%lu bytes out for %lu in (%.2fx)",
+		      (unsigned long)out, (unsigned long)in, amp);
+	printf("nack storm: %lu NACK bytes in, %lu repair bytes out, amplification %.3f\n",
+	       (unsigned long)in, (unsigned long)out, amp);
+
+	cr_expect_eq(isth_ctr_get(&edge.st.peer_nacks_rx), 4 * storm);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_nack_bad_source]), storm);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_nack_not_clique]), storm);
+	cr_expect_eq(isth_ctr_get(&edge.st.repairs_sent), 2 * budget);
+	/* every chunk a storm NACK named beyond the budget: B's and C's
+	 * 2 * storm NACKs name CHUNKS each, 2 * budget were served */
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_repair_budget]),
+		     2ull * storm * CHUNKS - 2 * budget);
+
+	isthd_teardown(&edge);
+	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs,
+		     "edge packet pool leaked");
+	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
+	isthd_ports_close(&edge);
+}
+
+/* A DATA of island or peer @s for round 0 from @src_ip with @count
+ * elements of @dtype (values are @s's genuine ones). */
+static void data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip,
+		      uint32_t chunk, uint16_t count, uint8_t dtype)
+{
+	struct isth_hdr h = {
+		.type = ISTH_WIRE_DATA, .dtype = dtype, .sender = (uint8_t)s,
+		.count = count, .job = JOB, .round = 0, .chunk = chunk,
+		.bitmap = 1ull << s,
+	};
+	int32_t body[ELEMS];
+
+	for (unsigned int i = 0; i < count; i++)
+		body[i] = value(s, 0, chunk < CHUNKS ? chunk : 0, i);
+	inject(r, src_ip, s == A ? 0x0a0a0001 : 0x0a000001, &h, body,
+	       (size_t)count * 4);
+}
+
+/*
+ * Issue 15's slot attack: 91 tiny DATA (one element) with fresh chunk ids
+ * claiming peer C, from C's own address, between B's genuine chunks and
+ * C's; 91 well-shaped ones claiming C from another address; one of the
+ * wrong dtype; and the same tiny DATA claiming island A on the access port.
+ * With 44 accumulators (64 KiB), the fresh ids would evict B's slots and
+ * the tiny ones would fix the shape of chunks 0-3: instead every one is
+ * refused under its name before it may claim a slot, and round 0 completes
+ * with the exact sums.
+ */
+Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up,
+     .fini = eal_down, .timeout = 60)
+{
+	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
+	const unsigned int tiny = 91;
+	unsigned int complete = 0, partial = 0, rx = 0;
+	uint64_t bitmaps[CHUNKS] = {0};
+	struct rte_mbuf *m[32];
+	struct isth_pkt p;
+	unsigned int n;
+
+	agg_memory = "64Ki";
+	idle_edge_up();
+	for (uint32_t c = 0; c < CHUNKS; c++, rx++)
+		send_data(w_in, B, 0, c);
+	pump(rx);
+	for (uint32_t c = 0; c < tiny; c++, rx += 2) {
+		data_from(w_in, C, 0x0a000003, c, 1, ISTH_DTYPE_INT32);
+		data_from(a_in, A, 0x0a0a0002, c, 1, ISTH_DTYPE_INT32);
+	}
+	pump(rx);
+	for (uint32_t c = 0; c < tiny; c++, rx++)
+		data_from(w_in, C, 0x0a000063, c % CHUNKS, ELEMS, ISTH_DTYPE_INT32);
+	data_from(w_in, C, 0x0a000003, 0, ELEMS, ISTH_DTYPE_FP32);
+	data_from(a_in, A, 0x0a0a0063, 0, ELEMS, ISTH_DTYPE_INT32);
+	rx += 2;
+	pump(rx);
+	for (uint32_t c = 0; c < CHUNKS; c++, rx++)
+		send_data(w_in, C, 0, c);
+	pump(rx);
+
+	while ((n = rte_ring_dequeue_burst(a_out, (void **)m, 32, NULL)) > 0) {
+		for (unsigned int i = 0; i < n; i++) {
+			uint8_t flat[2048];
+			uint32_t len = rte_pktmbuf_pkt_len(m[i]);
+			const uint8_t *f = rte_pktmbuf_read(m[i], 0, len, flat);
+
+			cr_assert_eq(isth_wire_parse_frame(f, len, &lim, &p), ISTH_WIRE_OK);
+			cr_assert_eq(p.hdr.type, ISTH_WIRE_AGG);
+			cr_assert_eq(p.hdr.round, 0);
+			cr_assert_lt(p.hdr.chunk, CHUNKS);
+			cr_expect_eq(p.hdr.count, ELEMS);
+			check_sum(&p);
+			bitmaps[p.hdr.chunk] |= p.hdr.bitmap;
+			if (p.hdr.flags & ISTH_F_PARTIAL)
+				partial++;
+			else
+				complete++;
+		}
+		rte_pktmbuf_free_bulk(m, n);
+	}
+	cr_expect_eq(wrong, 0, "AGG sums wrong");
+	cr_expect_eq(partial, 0, "the attack caused %u partials", partial);
+	cr_expect_eq(complete, CHUNKS, "%u of %u chunks complete", complete, CHUNKS);
+	for (uint32_t c = 0; c < CHUNKS; c++)
+		cr_expect_eq(bitmaps[c], (1u << B) | (1u << C), "chunk %u: %#lx", c,
+			     (unsigned long)bitmaps[c]);
+	/* chunks 0-3 have the round's ids but not its count; 4-90 are ids
+	 * the round does not have: on both ports */
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_data_bad_count]), 2 * CHUNKS);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_data_bad_chunk]),
+		     2 * (tiny - CHUNKS));
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_data_bad_source]), tiny);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_data_bad_dtype]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_access_bad_source]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.data_in), 0, "tiny island DATA paced");
+	cr_expect_eq(isth_ctr_get(&edge.st.peer_data), 2 * CHUNKS);
+	cr_expect_eq(be_stat("mismatch"), 0);
+	cr_expect_eq(be_stat("partial_conflict_pool") + be_stat("partial_conflict_bucket"), 0);
+	cr_expect_eq(be_stat("completed"), CHUNKS);
+
+	isthd_teardown(&edge);
+	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs,
+		     "edge packet pool leaked");
 	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
 	isthd_ports_close(&edge);
 }

@@ -8,6 +8,7 @@
  */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -384,6 +385,45 @@ Test(resend, window_expiry_gone_exact)
 	run_nack(r, (struct isth_wire_range[]){ { 0, 9 } }, 1, 1500, 8, 8, &o);
 	check_gone(&o, (struct isth_wire_range[]){ { 0, 9 } }, 1);
 	cr_assert_eq(o.n_pkts, 0);
+	isth_resend_destroy(r);
+	check_no_leak();
+}
+
+/*
+ * gone and future keep counting after a NACK that names 2^64 sequences:
+ * each refused range counts at most the ring's size (16 here), so the
+ * counters grow by the same amount at every such NACK instead of
+ * saturating at 2^64 - 1 from the first one.
+ */
+Test(resend, huge_nack_counts_bounded_not_saturated)
+{
+	struct isth_resend *r = mk_ring(16, 1000000, 0, 1000, NULL);
+	struct isth_resend_stats st;
+	struct nack_out o;
+	unsigned int i;
+
+	for (i = 0; i < 10; i++)	/* 1000..1009 */
+		send_one(r, 10, false, false);
+	for (i = 1; i <= 3; i++) {
+		run_nack(r, (struct isth_wire_range[]){ { 0, UINT64_MAX } }, 1,
+			 20 + i, 16, 8, &o);
+		check_gone(&o, (struct isth_wire_range[]){ { 0, 999 },
+				{ 1010, UINT64_MAX } }, 2);
+		free_out(&o);
+		isth_resend_stats(r, &st);
+		/* [0, 999]: 1000 refused, counted 16; [1010, 2^64 - 1]: 16 */
+		cr_assert_eq(st.gone, i * 32ull, "gone %" PRIu64 " after %u NACKs",
+			     st.gone, i);
+		cr_assert_eq(st.future, i * 16ull, "future %" PRIu64 " after %u NACKs",
+			     st.future, i);
+	}
+	/* a small range still counts exactly */
+	run_nack(r, (struct isth_wire_range[]){ { 1010, 1012 } }, 1, 30,
+		 16, 8, &o);
+	free_out(&o);
+	isth_resend_stats(r, &st);
+	cr_assert_eq(st.future, 3 * 16ull + 3);
+	cr_assert_eq(st.gone, 3 * 32ull + 3);
 	isth_resend_destroy(r);
 	check_no_leak();
 }

@@ -570,6 +570,32 @@ Test(wire, patch_helpers_edit_only_their_field)
 			cr_expect_eq(a[i], b[i], "byte %zu changed", i);
 }
 
+/* Round and chunk accessors: what the parser reads, and only their bytes
+ * (12..15 and 16..19 in doc/protocol.md's diagram) change when set. */
+Test(wire, round_chunk_accessors_match_the_parser)
+{
+	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 1);
+	uint8_t a[44], b[44];
+	uint32_t v = 9;
+	struct isth_pkt p;
+
+	cr_assert_eq(isth_wire_build_msg(a, sizeof(a), &h, &v, 4, NULL), 44);
+	cr_expect_eq(isth_wire_get_hdr_round(a), 0x01020304u);
+	cr_expect_eq(isth_wire_get_hdr_chunk(a), 77u);
+	cr_expect_eq(isth_wire_get_flags(a), ISTH_F_LAST);
+	memcpy(b, a, sizeof(a));
+	isth_wire_set_hdr_round(b, 0xfedcba98u);
+	isth_wire_set_hdr_chunk(b, 0x00a0b0c0u);
+	cr_assert_eq(isth_wire_parse_msg(b, sizeof(b), &lim, &p), ISTH_WIRE_OK);
+	cr_expect_eq(p.hdr.round, 0xfedcba98u);
+	cr_expect_eq(p.hdr.chunk, 0x00a0b0c0u);
+	cr_expect_eq(isth_wire_get_hdr_round(b), 0xfedcba98u);
+	cr_expect_eq(isth_wire_get_hdr_chunk(b), 0x00a0b0c0u);
+	for (size_t i = 0; i < sizeof(a); i++)
+		if (i < 12 || i >= 20)
+			cr_expect_eq(a[i], b[i], "byte %zu changed", i);
+}
+
 /* Regressions found by the fuzz harnesses' checks (tests/fuzz). */
 Test(wire, bare_message_has_zero_addresses)
 {

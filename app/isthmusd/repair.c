@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * WAN repair between edges (doc/isthmusd.md, "WAN repair"): keep the
+ * island's DATA as it leaves, track the chunks each peer sent us, NACK
+ * gaps at once and tails when they were due, and serve peers' NACKs from
+ * what was kept. State: struct isthd_repair (isthd.h). Called by the worker
+ * (datapath.c) and, for the per-round due times, by the controller.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_errno.h>
+#include <rte_ip.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_memcpy.h>
+
+#include "isthd.h"
+
+int isthd_repair_init(struct isthd *d, char *err, size_t err_size)
+{
+	struct isthd_repair *rp = &d->rep;
+	struct isth_resend_conf rc;
+	uint64_t chunk_bytes = (uint64_t)d->lim.max_elems * 4;
+
+	rp->n_chunks = (uint32_t)((isth_sched_payload_bytes(d->sched) +
+				   chunk_bytes - 1) / chunk_bytes);
+	rp->rx_words = rp->n_chunks / 64 + 1;
+	rp->base[0].round = rp->base[1].round = UINT64_MAX;
+	for (unsigned int i = 0; i < RTE_DIM(rp->rtab); i++)
+		rp->rtab[i].round = UINT64_MAX;
+	if (!d->cfg.wan_repair)
+		return 0;
+	memset(&rc, 0, sizeof(rc));
+	rc.size = d->cfg.resend_entries;
+	rc.window_ns = d->cfg.resend_window_ns;
+	rc.linger_ns = d->cfg.resend_linger_ns;
+	rc.socket_id = (int)rte_socket_id();
+	rc.hdr_off = 0;		/* bare messages */
+	rc.hdr_pool = d->hdr_pool;
+	rp->ring = isth_resend_create(&rc);
+	rp->rx = rte_zmalloc("isthd_rx", 4 * d->n_islands * sizeof(*rp->rx), 0);
+	rp->rx_bits = rte_zmalloc("isthd_rx_bits", 4ull * d->n_islands *
+				  rp->rx_words * sizeof(uint64_t), 0);
+	if (rp->ring == NULL || rp->rx == NULL || rp->rx_bits == NULL) {
+		snprintf(err, err_size, "WAN repair state (%u chunks x %u islands): %s",
+			 rp->n_chunks, d->n_islands, rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < 4 * d->n_islands; i++)
+		rp->rx[i].round = UINT64_MAX;
+	return 0;
+}
+
+void isthd_repair_fini(struct isthd *d)
+{
+	isth_resend_destroy(d->rep.ring);
+	d->rep.ring = NULL;
+	rte_free(d->rep.rx);
+	rte_free(d->rep.rx_bits);
+	d->rep.rx = NULL;
+	d->rep.rx_bits = NULL;
+}
+
+/* Keep the island's DATA @m[0..n) as the pacer releases it: chunk c of
+ * round r is kept as sequence base(r) + c. */
+void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n,
+		       uint64_t now_ns)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		const uint8_t *h = rte_pktmbuf_mtod(m[i], const uint8_t *);
+		uint64_t r = isth_wire_get_hdr_round(h);
+		uint64_t seq = isth_resend_next_seq(d->rep.ring);
+
+		if (d->rep.base[r & 1].round != r) {
+			d->rep.base[r & 1].round = r;
+			d->rep.base[r & 1].base = seq - isth_wire_get_hdr_chunk(h);
+		}
+		isth_resend_push(d->rep.ring, m[i], now_ns, NULL);
+	}
+}
+
+/*
+ * Controller, before round @r is published: the expected senders (@v's
+ * peers) and when each one's last chunk is due here (its offset + payload
+ * at its rate + latency), for tail_check. Published with release.
+ */
+void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v,
+			  uint64_t r)
+{
+	struct isthd_repair *rp = &d->rep;
+	uint64_t T = v->round_ns, bits = v->payload_bytes * 8;
+	unsigned int i;
+
+	rp->rtab[r & 3].round = UINT64_MAX;	/* being rewritten */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	rp->rtab[r & 3].expected = v->peers;
+	for (i = 0; i < d->n_islands && i < ISTHD_MAX_PEERS; i++) {
+		uint64_t off = v->snd[i].offset_ns, rate = v->snd[i].rate_bps, at;
+
+		if (!(v->peers & (1ull << i)))
+			continue;
+		if (d->peer_of[i] && d->peer_of[i]->latency_ns &&
+		    v->snd[i].n_segs >= 1 && rate > 0)
+			at = off + (uint64_t)((__uint128_t)bits * 1000000000ull / rate) +
+			     d->peer_of[i]->latency_ns;
+		else	/* latency unknown: shortly before the round ends */
+			at = T > d->cfg.wan_repair_before_ns ?
+			     T - d->cfg.wan_repair_before_ns : 0;
+		rp->rtab[r & 3].tail_at[i] = at;
+	}
+	__atomic_store_n(&rp->rtab[r & 3].round, r, __ATOMIC_RELEASE);
+}
+
+/*
+ * A linear frame to peer edge @peer carrying the message in @msg (any
+ * chain), with a UDP checksum: repairs and NACKs are rare, so they are
+ * copied rather than chained (which also suits PMDs without chains).
+ */
+static struct rte_mbuf *frame_to_peer(struct isthd *d,
+				      const struct isthd_peer *peer,
+				      const struct rte_mbuf *msg)
+{
+	uint32_t len = rte_pktmbuf_pkt_len(msg);
+	struct isth_wire_addr a;
+	const void *src;
+	struct rte_mbuf *m;
+	uint32_t sum = 0;
+	uint16_t raw = 0;
+	size_t hs;
+	uint8_t *p, *udp;
+
+	memset(&a, 0, sizeof(a));
+	memcpy(a.dst_mac, peer->mac, 6);
+	memcpy(a.src_mac, d->wan_mac, 6);
+	a.src_ip = d->cfg.wan.ip;
+	a.dst_ip = peer->ip;
+	a.src_port = d->cfg.udp_port;
+	a.dst_port = peer->port;
+	hs = isth_wire_frame_hdr_size(&a);
+	m = rte_pktmbuf_alloc(d->pool);
+	if (m == NULL || hs + len > rte_pktmbuf_tailroom(m)) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(hs + len));
+	/* rte_pktmbuf_read copies only a chain; a single segment it points at */
+	src = rte_pktmbuf_read(msg, 0, len, p + hs);
+	if (src != p + hs)
+		rte_memcpy(p + hs, src, len);
+	isth_wire_put_frame_hdr(p, hs + len, &a, len);
+	/* UDP checksum (RFC 768) over pseudo-header, header and message */
+	udp = p + hs - ISTH_UDP_HDR_SIZE;
+	rte_raw_cksum_mbuf(m, (uint32_t)(hs - ISTH_UDP_HDR_SIZE),
+			   ISTH_UDP_HDR_SIZE + len, &raw);
+	sum = rte_be_to_cpu_16(raw) + (a.src_ip >> 16) + (a.src_ip & 0xffff) +
+	      (a.dst_ip >> 16) + (a.dst_ip & 0xffff) + 17 + ISTH_UDP_HDR_SIZE + len;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	if (sum == 0)
+		sum = 0xffff;
+	udp[6] = (uint8_t)(sum >> 8);
+	udp[7] = (uint8_t)sum;
+	return m;
+}
+
+/* Ask peer @s's edge again for chunks @ranges of round @r of its island. */
+static void nack_peer(struct isthd *d, unsigned int s, uint64_t r,
+		      const struct isth_wire_range *ranges, unsigned int n)
+{
+	struct isth_hdr h = {
+		.type = ISTH_WIRE_NACK, .flags = ISTH_F_CHUNKS,
+		.sender = d->island, .count = (uint16_t)n, .job = d->cfg.job,
+		.round = (uint32_t)r, .bitmap = 1ull << s,
+	};
+	const struct isthd_peer *peer = d->peer_of[s];
+	struct rte_mbuf *msg, *f;
+	uint8_t *p;
+
+	if (peer == NULL || n == 0)
+		return;
+	if (n > d->lim.max_ranges)
+		n = h.count = d->lim.max_ranges;
+	msg = rte_pktmbuf_alloc(d->ctl_pool);
+	if (msg == NULL) {
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
+		return;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(msg, (uint16_t)(ISTH_WIRE_HDR_SIZE +
+					  n * ISTH_WIRE_RANGE_SIZE));
+	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
+	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, n * ISTH_WIRE_RANGE_SIZE,
+			     ranges, n);
+	f = frame_to_peer(d, peer, msg);
+	rte_pktmbuf_free(msg);
+	if (f == NULL) {
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
+		return;
+	}
+	isth_ctr_add(&d->st.peer_nacks_sent, 1);
+	isthd_tx(d, d->wan_port, &f, 1, ISTHD_DROP_tx_wan, &d->st.wan_tx);
+}
+
+/* The chunk-tracking slot of (round r, sender s), reset for a new round. */
+static struct isthd_rx_track *rx_slot(struct isthd *d, uint64_t r,
+				      unsigned int s, uint64_t **bits)
+{
+	unsigned int idx = (unsigned int)(r & 3) * d->n_islands + s;
+	struct isthd_rx_track *t = &d->rep.rx[idx];
+
+	*bits = d->rep.rx_bits + (size_t)idx * d->rep.rx_words;
+	if (t->round != r) {
+		t->round = r;
+		t->next = 0;
+		t->tail_done = 0;
+		memset(*bits, 0, d->rep.rx_words * sizeof(uint64_t));
+	}
+	return t;
+}
+
+/* A peer's DATA arrived: note it, and NACK a gap in its chunk order at once
+ * (chunks leave an island in order; reordering costs a duplicate only). */
+void isthd_repair_track(struct isthd *d, const struct isth_pkt *p)
+{
+	uint64_t r = p->hdr.round, *bits;
+	struct isthd_rx_track *t;
+	uint32_t c = p->hdr.chunk;
+
+	if (d->rep.rx == NULL || c >= d->rep.n_chunks ||
+	    __atomic_load_n(&d->rep.rtab[r & 3].round, __ATOMIC_ACQUIRE) != r ||
+	    !(d->rep.rtab[r & 3].expected & (1ull << p->hdr.sender)))
+		return;
+	t = rx_slot(d, r, p->hdr.sender, &bits);
+	bits[c / 64] |= 1ull << (c % 64);
+	if (c > t->next && !(p->hdr.flags & ISTH_F_RESENT)) {
+		struct isth_wire_range g = {t->next, c - 1};
+
+		nack_peer(d, p->hdr.sender, r, &g, 1);
+	}
+	if (c + 1 > t->next)
+		t->next = c + 1;
+}
+
+/*
+ * When sender s's last chunk of round r is due here (its offset, its
+ * payload at its rate, its latency: rtab.tail_at, computed by the
+ * controller from the schedule) plus tail_wait, NACK every chunk still
+ * missing from it: lost tails, and gaps whose repair was lost. Once per
+ * (round, sender). Without a latency for the peer, at the round's end
+ * minus repair_before.
+ */
+unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
+{
+	struct isth_wire_range g[ISTHD_BURST];
+	unsigned int work = 0;
+
+	if (d->rep.rx == NULL || now_ns < d->clk.epoch_ns)
+		return 0;
+	for (uint64_t r = d->rep.tail_next;; r++) {
+		uint64_t start = d->clk.epoch_ns + r * d->clk.round_ns, expected, *bits;
+		bool pending = false;
+
+		if (now_ns < start)
+			break;
+		if (__atomic_load_n(&d->rep.rtab[r & 3].round, __ATOMIC_ACQUIRE) != r) {
+			if (r == d->rep.tail_next && now_ns >= start + 2 * d->clk.round_ns)
+				d->rep.tail_next++;	/* never published (a bye) */
+			continue;
+		}
+		expected = d->rep.rtab[r & 3].expected;
+		for (unsigned int s = 0; s < d->n_islands; s++) {
+			struct isthd_rx_track *t;
+			unsigned int n = 0;
+			uint32_t c = 0;
+
+			if (!(expected & (1ull << s)))
+				continue;
+			t = rx_slot(d, r, s, &bits);
+			if (t->tail_done)
+				continue;
+			if (now_ns < start + d->rep.rtab[r & 3].tail_at[s] +
+				     d->cfg.wan_tail_wait_ns) {
+				pending = true;
+				continue;
+			}
+			t->tail_done = 1;
+			while (c < d->rep.n_chunks && n < RTE_DIM(g)) {
+				uint32_t a;
+
+				if (bits[c / 64] & (1ull << (c % 64))) {
+					c++;
+					continue;
+				}
+				a = c;
+				while (c < d->rep.n_chunks && !(bits[c / 64] & (1ull << (c % 64))))
+					c++;
+				g[n].first = a;
+				g[n].last = c - 1;
+				n++;
+			}
+			if (n) {
+				nack_peer(d, s, r, g, n);
+				work++;
+			}
+		}
+		if (!pending && r == d->rep.tail_next)
+			d->rep.tail_next++;
+		if (r > d->rep.tail_next + 2)
+			break;
+	}
+	return work;
+}
+
+/*
+ * Clip @n chunk ranges to [0, n_chunks), sort them and merge the ones that
+ * overlap or touch, in place: each chunk is named once however the NACK
+ * repeats it. @return ranges left; *cut counts ranges naming no chunk.
+ */
+static unsigned int merge_ranges(struct isth_wire_range *g, unsigned int n,
+				 uint32_t n_chunks, unsigned int *cut)
+{
+	unsigned int i, j, k = 0;
+
+	*cut = 0;
+	for (i = 0; i < n; i++) {
+		if (g[i].first >= n_chunks) {
+			(*cut)++;
+			continue;
+		}
+		if (g[i].last >= n_chunks)
+			g[i].last = n_chunks - 1;
+		g[k++] = g[i];
+	}
+	for (i = 1; i < k; i++) {	/* insertion sort: k <= ISTHD_BURST */
+		struct isth_wire_range x = g[i];
+
+		for (j = i; j > 0 && g[j - 1].first > x.first; j--)
+			g[j] = g[j - 1];
+		g[j] = x;
+	}
+	for (i = 0, j = 0; i < k; i++) {
+		if (j > 0 && g[i].first <= g[j - 1].last + 1) {
+			if (g[i].last > g[j - 1].last)
+				g[j - 1].last = g[i].last;
+			continue;
+		}
+		g[j++] = g[i];
+	}
+	return j;
+}
+
+/*
+ * A peer edge NACKs chunks of our island's DATA: resend them to it, if the
+ * NACK is from that peer's configured address, the peer is in the round's
+ * clique, and its budget for the round is not spent: at most budget_chunks
+ * chunks (one round's stream and an allowance) per peer and round, each
+ * chunk at most once per NACK. So no NACK stream can make this edge send a
+ * peer more than about what the peer could have lost (doc/isthmusd.md,
+ * "Admission").
+ */
+void isthd_repair_serve(struct isthd *d, const struct isth_pkt *p,
+			uint64_t now_ns)
+{
+	struct isth_wire_range want[ISTHD_BURST], gone[ISTHD_BURST];
+	const struct isthd_peer *peer = d->peer_of[p->hdr.sender];
+	struct rte_mbuf *rep[ISTHD_BURST], *out[ISTHD_BURST];
+	unsigned int i, n = p->hdr.count, k, n_gone, n_out, cut;
+	struct isthd_repair_budget *b;
+	struct isth_resend_cursor cur;
+	uint64_t r = p->hdr.round, left, base;
+
+	isth_ctr_add(&d->st.peer_nacks_rx, 1);
+	if (d->rep.ring == NULL)
+		return;
+	if (peer == NULL || p->addr.src_ip != peer->ip) {
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_bad_source], 1);
+		return;
+	}
+	if (__atomic_load_n(&d->rep.rtab[r & 3].round, __ATOMIC_ACQUIRE) != r ||
+	    !(d->rep.rtab[r & 3].expected & (1ull << p->hdr.sender))) {
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_not_clique], 1);
+		return;
+	}
+	if (d->rep.base[r & 1].round != r) {
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_gone], 1);
+		return;
+	}
+	if (n > RTE_DIM(want))
+		n = RTE_DIM(want);
+	for (i = 0; i < n; i++)
+		isth_wire_get_range(p, i, &want[i]);
+	n = merge_ranges(want, n, d->shape.n_chunks, &cut);
+	if (cut)	/* chunk ids the round does not have */
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_gone], cut);
+	b = &d->rep.budget[p->hdr.sender][r & 1];
+	if (b->round1 != r + 1) {
+		b->round1 = r + 1;
+		b->used = 0;
+	}
+	left = d->rep.budget_chunks - b->used;
+	base = d->rep.base[r & 1].base;
+	for (i = 0; i < n; i++) {
+		uint64_t len = want[i].last - want[i].first + 1;
+
+		if (len > left) {
+			/* the rest of this NACK is over the budget */
+			uint64_t over = len - left;
+
+			for (unsigned int j = i + 1; j < n; j++)
+				over += want[j].last - want[j].first + 1;
+			isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_budget], over);
+			if (left == 0) {
+				n = i;
+				break;
+			}
+			want[i].last = want[i].first + left - 1;
+			n = i + 1;
+		}
+		left -= want[i].last - want[i].first + 1;
+		want[i].first += base;
+		want[i].last += base;
+	}
+	if (n == 0 || isth_resend_nack_begin(d->rep.ring, &cur, want, n) < 0)
+		return;
+	while (!isth_resend_nack_done(&cur)) {
+		k = isth_resend_nack_serve(d->rep.ring, &cur, now_ns, rep,
+					   RTE_DIM(rep), gone, RTE_DIM(gone), &n_gone);
+		if (n_gone)
+			isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_gone], n_gone);
+		n_out = 0;
+		for (i = 0; i < k; i++) {
+			const uint8_t *h = rte_pktmbuf_mtod(rep[i], const uint8_t *);
+			struct rte_mbuf *f = NULL;
+
+			/* the ring maps chunk c to base + c only if the island
+			 * sent its chunks in order: check before sending */
+			if (isth_wire_get_hdr_round(h) == r)
+				f = frame_to_peer(d, peer, rep[i]);
+			else
+				isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_mismatch], 1);
+			rte_pktmbuf_free(rep[i]);
+			if (f)
+				out[n_out++] = f;
+		}
+		b->used += n_out;
+		isth_ctr_add(&d->st.repairs_sent, n_out);
+		isthd_tx(d, d->wan_port, out, (uint16_t)n_out, ISTHD_DROP_tx_wan, &d->st.wan_tx);
+		if (k == 0 && n_gone == 0)
+			break;
+	}
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * isthmusd's counters by name: the data-path list (ISTHD_COUNTERS), the
+ * wire parser's and isthmusd's drop reasons, and one in-use gauge per
+ * mempool. /isthmus/stats and the final print walk the same list, so a
+ * counter added to isthd.h shows up in both.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include <rte_mempool.h>
+
+#include "isthd.h"
+
+static const char *const counter_names[ISTHD_N_COUNTERS] = {
+	ISTHD_COUNTERS(ISTH_CTR_NAME)
+};
+
+static const char *const drop_names[ISTHD_DROP_MAX] = {
+#define X(n, s) #n,
+	ISTHD_DROPS(X)
+#undef X
+};
+
+/* The counters come first in struct isthd_dp_stats, as an array. */
+_Static_assert(offsetof(struct isthd_dp_stats, wire_drop) ==
+	       ISTHD_N_COUNTERS * sizeof(uint64_t),
+	       "ISTHD_COUNTERS must be the first members of isthd_dp_stats");
+
+const char *isthd_drop_name(unsigned int i)
+{
+	return i < ISTHD_DROP_MAX ? drop_names[i] : "unknown";
+}
+
+void isthd_stats_walk(const struct isthd *d, isthd_stat_fn fn, void *arg)
+{
+	static const char *const pools[] = {"pkt", "hdr", "ctl"};
+	const struct rte_mempool *mp[] = {d->pool, d->hdr_pool, d->ctl_pool};
+	const struct isthd_dp_stats *st = &d->st;
+	char name[64];
+	unsigned int i;
+
+	for (i = 0; i < ISTHD_N_COUNTERS; i++)
+		fn(arg, counter_names[i], isth_ctr_at(st, i), ISTHD_STAT_COUNTER);
+	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++) {
+		snprintf(name, sizeof(name), "drop_%s", isth_wire_reason_name(i));
+		fn(arg, name, isth_ctr_get(&st->wire_drop[i]), ISTHD_STAT_DROP);
+	}
+	for (i = 0; i < ISTHD_DROP_MAX; i++) {
+		snprintf(name, sizeof(name), "drop_%s", drop_names[i]);
+		fn(arg, name, isth_ctr_get(&st->drop[i]), ISTHD_STAT_DROP);
+	}
+	/* mbufs out of each pool now (allocated, or in a per-lcore cache):
+	 * a gauge that climbs while traffic is steady is a leak */
+	for (i = 0; i < RTE_DIM(pools); i++) {
+		if (mp[i] == NULL)
+			continue;
+		snprintf(name, sizeof(name), "mempool_%s_in_use", pools[i]);
+		fn(arg, name, rte_mempool_in_use_count(mp[i]), ISTHD_STAT_GAUGE);
+	}
+}
+
+static void print_one(void *arg, const char *name, uint64_t v,
+		      enum isthd_stat_kind kind)
+{
+	/* drops only when they happened: the list of reasons is long */
+	if (kind == ISTHD_STAT_DROP && v == 0)
+		return;
+	fprintf(arg, "  %-24s %" PRIu64 "\n", name, v);
+}
+
+void isthd_print_counters(const struct isthd *d, FILE *f)
+{
+	struct isth_backend_stats be;
+	struct isth_pace_stats ps;
+	unsigned int i;
+
+	fprintf(f, "isthmusd counters:\n");
+	isthd_stats_walk(d, print_one, f);
+	isth_backend_stats(d->be, &be);
+	fprintf(f, "backend %s:\n", d->cfg.backend);
+	for (i = 0; i < be.n; i++)
+		fprintf(f, "  %-24s %" PRIu64 "\n", be.names[i], be.values[i]);
+	isth_pace_stats(d->pace, &ps);
+	fprintf(f, "pacer:\n  enqueued %" PRIu64 " released %" PRIu64
+		" queue_full %" PRIu64 " late_starts %" PRIu64 "\n",
+		ps.enqueued, ps.released, ps.queue_full, ps.late_starts);
+}
