@@ -61,6 +61,7 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect_eq(c.idle_polls, 0, "back-off is off by default");
 	cr_expect(c.telemetry);
 	cr_expect_eq(c.epoch_mode, ISTHD_EPOCH_SCHEDULE);
+	cr_expect_eq(c.wan_last_nack_copies, 2, "a last-chance peer NACK goes twice");
 }
 
 struct bad_conf {

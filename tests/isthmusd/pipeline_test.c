@@ -388,6 +388,8 @@ static unsigned int peer_nacks[ROUNDS + 2][N];
 static uint64_t peer_nacked_chunks[ROUNDS + 2][N];
 static unsigned int chunk_nacks[ROUNDS + 2][N][CHUNKS];
 static unsigned int answered;		/* repairs the harness sent */
+/* when the harness saw each NACK naming the chunk never repaired */
+static uint64_t gone_nack_ns[32];
 static unsigned int repairs_ok, asked_repair;
 
 /* as peer B: ask the edge again for island A's chunk 2 of round 0 */
@@ -434,6 +436,10 @@ static void poll_wan(void)
 				isth_wire_get_range(&p, k, &rg);
 				for (uint64_t c = rg.first; c <= rg.last && c < CHUNKS; c++) {
 					unsigned int k2 = ++chunk_nacks[p.hdr.round][peer][c];
+
+					if (p.hdr.round == GONE_ROUND && peer == C &&
+					    c == GONE_CHUNK && k2 <= RTE_DIM(gone_nack_ns))
+						gone_nack_ns[k2 - 1] = now_ns();
 
 					peer_nacked_chunks[p.hdr.round][peer] |= 1ull << c;
 					/* the lossy link: the first repair of
@@ -656,6 +662,17 @@ static void run_pipeline(void)
 	cr_expect_geq(chunk_nacks[GONE_ROUND][C][GONE_CHUNK], 4, "%u NACKs",
 		      chunk_nacks[GONE_ROUND][C][GONE_CHUNK]);
 	cr_expect_geq(chunk_nacks[LATE_ROUND][C][LATE_CHUNK], 2);
+	/* its last NACK had no retry left: two copies, back to back (the
+	 * harness reads them in one burst; retries are >= 5 ms apart) */
+	{
+		unsigned int k = chunk_nacks[GONE_ROUND][C][GONE_CHUNK];
+
+		cr_assert_leq(k, RTE_DIM(gone_nack_ns));
+		cr_expect_lt(gone_nack_ns[k - 1] - gone_nack_ns[k - 2], 1000000ull,
+			     "last NACK not doubled");
+		cr_expect_geq(gone_nack_ns[k - 2] - gone_nack_ns[k - 3], 4000000ull,
+			      "only the last NACK is doubled");
+	}
 	cr_expect_eq(isth_ctr_get(&edge.st.peer_chunks_unrepaired), 1);
 	cr_expect_geq(isth_ctr_get(&edge.st.peer_nack_retries), 3 + 1 + 1);
 	cr_expect_eq(repairs_ok, 1, "peer NACK not repaired");
