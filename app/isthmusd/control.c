@@ -31,72 +31,69 @@ static const struct isth_sched *sched_for(const struct isthd *d, uint64_t r)
 
 static uint64_t round_start(const struct isthd *d, uint64_t r)
 {
-	return d->clk.epoch_ns + r * isth_sched_round_ns(sched_for(d, r));
+	return d->clk.epoch_ns + r * d->clk.round_ns;	/* a reload keeps T */
 }
 
-/* Peer edges of the local island in round r, in island order. */
-static unsigned int peers_of(const struct isthd *d, const struct isth_sched *s,
-			     uint64_t r, struct isth_mcast_peer *out)
+/* Round r as the local island's edge sees it (the schedule in force for r). */
+static void view_of(const struct isthd *d, uint64_t r,
+		    struct isth_sched_round_view *v)
 {
-	uint64_t set = isth_sched_peers(s, (int64_t)r, d->island);
-	unsigned int n = 0, i;
-
-	for (i = 0; i < d->cfg.n_peers; i++) {
-		const struct isthd_peer *p = &d->cfg.peers[i];
-		int id = isth_sched_island_id(s, p->name);
-
-		if (id < 0 || !(set & (1ull << id)))
-			continue;
-		out[n].island = (uint8_t)id;
-		memcpy(out[n].mac, p->mac, 6);
-		out[n].ip = p->ip;
-		out[n].port = p->port;
-		n++;
-	}
-	return n;
+	/* island is an id of that schedule (prepare, and a reload keeps the
+	 * islands and their order): cannot fail */
+	isth_sched_round_view(sched_for(d, r), (int64_t)r, d->island, v);
 }
 
 static int publish_tables(struct isthd *d, uint64_t r)
 {
-	const struct isth_sched *s = sched_for(d, r);
 	struct isth_mcast_peer peers[ISTHD_MAX_PEERS];
-	unsigned int n = peers_of(d, s, r, peers);
-	uint64_t expected = isth_sched_peers(s, (int64_t)r, d->island);
+	struct isth_sched_round_view v;
+	unsigned int n = 0, i;
 	int rc;
 
-	rc = isth_backend_set_round(d->be, d->cfg.job, (uint32_t)r, expected,
+	view_of(d, r, &v);
+	/* peer_of[] was built by name at start-up; island order */
+	for (i = 0; i < v.n_peers; i++) {
+		const struct isthd_peer *p = d->peer_of[v.peer[i]];
+
+		if (p == NULL)
+			continue;
+		peers[n].island = v.peer[i];
+		memcpy(peers[n].mac, p->mac, 6);
+		peers[n].ip = p->ip;
+		peers[n].port = p->port;
+		n++;
+	}
+	rc = isth_backend_set_round(d->be, d->cfg.job, (uint32_t)r, v.peers,
 				    peers, n);
 	if (rc == 0)	/* the data path's WAN repair: due times of tails */
-		isthd_repair_publish(d, s, r, expected);
+		isthd_repair_publish(d, &v, r);
 	return rc;
 }
 
 static int publish_pace(struct isthd *d, uint64_t r)
 {
-	const struct isth_sched *s = sched_for(d, r);
 	struct isth_pace_seg segs[ISTH_SCHED_MAX_SEGS + 1];
-	uint64_t off, rate, dur, at = 0;
+	struct isth_sched_round_view v;
+	uint64_t at = 0, off;
 	int n, k, m;
 
-	n = isth_sched_sender(s, (int64_t)r, d->island, &off, &rate);
-	if (n == -ENOENT)
+	view_of(d, r, &v);
+	n = v.snd[d->island].n_segs;
+	off = v.snd[d->island].offset_ns;
+	if (n == 0)
 		return 0;	/* no peers this round: nothing to send */
-	if (n < 0)
-		return n;
 	if (n == 1)
 		return isth_pace_set_round(d->pace, (uint32_t)r,
 					   isthd_ns_to_tsc(d, round_start(d, r) + off),
-					   rate);
+					   v.snd[d->island].rate_bps);
 	m = 0;
 	for (k = 0; k < n; k++) {
-		if (isth_sched_segment(s, (int64_t)r, d->island, k, &dur, &rate))
-			return -EINVAL;
-		if (dur == 0)
+		if (v.seg[k].dur_ns == 0)
 			continue;	/* the pacer needs increasing offsets */
 		segs[m].offset_ns = at;
-		segs[m].rate_bps = rate;
+		segs[m].rate_bps = v.seg[k].rate_bps;
 		m++;
-		at += dur;
+		at += v.seg[k].dur_ns;
 	}
 	/* after the profile, the stream is done */
 	segs[m].offset_ns = at;
@@ -108,26 +105,27 @@ static int publish_pace(struct isthd *d, uint64_t r)
 
 static void send_round(struct isthd *d, uint64_t r)
 {
-	const struct isth_sched *s = sched_for(d, r);
-	uint64_t T = isth_sched_round_ns(s);
-	uint64_t chunk_bytes = (uint64_t)d->lim.max_elems * 4;
-	struct isth_wire_round body = {
-		.start_ns = round_start(d, r),
-		.deadline_ns = round_start(d, r) + T,
-		.period_ns = T,
-		.clique = isth_sched_clique(s, (int64_t)r, d->island),
-		.n_chunks = (uint32_t)((isth_sched_payload_bytes(s) +
-					chunk_bytes - 1) / chunk_bytes),
-		.chunk_elems = d->lim.max_elems,
-	};
-	struct isth_hdr h = {
-		.type = ISTH_WIRE_ROUND, .sender = d->island,
-		.job = d->cfg.job, .round = (uint32_t)r,
-		.bitmap = isth_sched_peers(s, (int64_t)r, d->island),
-	};
+	struct isth_sched_round_view v;
+	struct isth_wire_round body;
+	struct isth_hdr h;
 	uint8_t b[ISTH_WIRE_ROUND_SIZE];
 	struct rte_mbuf *m;
 	uint8_t *p;
+
+	view_of(d, r, &v);
+	memset(&body, 0, sizeof(body));
+	body.start_ns = round_start(d, r);
+	body.deadline_ns = body.start_ns + v.round_ns;
+	body.period_ns = v.round_ns;
+	body.clique = v.clique;
+	body.n_chunks = d->rep.n_chunks;	/* a reload keeps the payload */
+	body.chunk_elems = d->lim.max_elems;
+	memset(&h, 0, sizeof(h));
+	h.type = ISTH_WIRE_ROUND;
+	h.sender = d->island;
+	h.job = d->cfg.job;
+	h.round = (uint32_t)r;
+	h.bitmap = v.peers;
 
 	m = rte_pktmbuf_alloc(d->ctl_pool);
 	if (m == NULL) {
@@ -166,16 +164,17 @@ static void log_round(struct isthd *d, uint64_t r)
 	struct isth_backend_counts be;
 	struct isth_pace_stats ps;
 	struct isthd_dp_stats st;
+	struct isth_sched_round_view v;
 	char names[256];
-	uint64_t off = 0, rate = 0;
+	uint64_t off;
 	char actual[32] = "-";
 
 	memcpy(&st, &d->st, sizeof(st));	/* relaxed snapshot */
 	isth_backend_counts(d->be, &be);
 	isth_pace_stats(d->pace, &ps);
-	isth_sched_sender(sched_for(d, r), (int64_t)r, d->island, &off, &rate);
-	clique_names(d, isth_sched_clique(sched_for(d, r), (int64_t)r, d->island),
-		     names, sizeof(names));
+	view_of(d, r, &v);
+	off = v.snd[d->island].offset_ns;
+	clique_names(d, v.clique, names, sizeof(names));
 	/* "-" when nothing of this round left (no DATA, or a bye) */
 	if (ps.round == r && ps.round_bytes > 0)
 		snprintf(actual, sizeof(actual), "%.3f ms",
@@ -224,6 +223,29 @@ static void maybe_reload(struct isthd *d, uint64_t cur)
 		isth_sched_free(s);
 		return;
 	}
+	/* Island ids are positions in the file: peer edges put them on the
+	 * wire (sender, bitmaps) and peer_of[], the repair state and the
+	 * rounds already published use them. Another order would mix two
+	 * numberings across the switch: refuse it. */
+	for (uint32_t i = 0; i < d->n_islands; i++) {
+		const char *now = isth_sched_island_name(d->sched, (int)i);
+		const char *then = isth_sched_island_name(s, (int)i);
+
+		if (strcmp(now, then) != 0) {
+			fprintf(stderr, "isthmusd: reload refused: %s lists the islands in another order (island %u is %s, running %s); restart the job with a new epoch instead\n",
+				path, i, then, now);
+			isth_sched_free(s);
+			return;
+		}
+	}
+	/* The chunk count (ROUND, repair bitmaps) is sized from the payload. */
+	if (isth_sched_payload_bytes(s) != isth_sched_payload_bytes(d->sched)) {
+		fprintf(stderr, "isthmusd: reload refused: %s changes the payload (%" PRIu64 " B, running %" PRIu64 " B); restart the job instead\n",
+			path, isth_sched_payload_bytes(s),
+			isth_sched_payload_bytes(d->sched));
+		isth_sched_free(s);
+		return;
+	}
 	/* Round boundaries are epoch + r * T for every r: a new T would move
 	 * the boundaries of rounds already running elsewhere. */
 	if (isth_sched_round_ns(s) != isth_sched_round_ns(d->sched)) {
@@ -244,7 +266,7 @@ static void maybe_reload(struct isthd *d, uint64_t cur)
 /* One controller step at time @now_ns. Returns ns until the next step. */
 int isthd_control_step(struct isthd *d, uint64_t now_ns)
 {
-	uint64_t T = isth_sched_round_ns(d->sched);
+	uint64_t T = d->clk.round_ns;
 	uint64_t cur, target, pub;
 	int rc;
 
@@ -297,7 +319,7 @@ int isthd_control_step(struct isthd *d, uint64_t now_ns)
 int isthd_control(struct isthd *d)
 {
 	while (!d->stop) {
-		uint64_t now = isthd_now_ns(), T = isth_sched_round_ns(d->sched);
+		uint64_t now = isthd_now_ns(), T = d->clk.round_ns;
 		uint64_t next, wait;
 		int rc;
 

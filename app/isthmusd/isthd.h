@@ -250,8 +250,8 @@ int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m);
 /* repair.c */
 int isthd_repair_init(struct isthd *d, char *err, size_t err_size);
 void isthd_repair_fini(struct isthd *d);
-void isthd_repair_publish(struct isthd *d, const struct isth_sched *s,
-			  uint64_t r, uint64_t expected);
+void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v,
+			  uint64_t r);
 void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n,
 		       uint64_t now_ns);
 void isthd_repair_track(struct isthd *d, const struct isth_pkt *p,

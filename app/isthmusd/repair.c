@@ -83,31 +83,32 @@ void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n,
 }
 
 /*
- * Controller, before round @r is published: the expected senders and, per
- * sender, the times WAN repair works with (struct isthd_repair, rtab), from
- * the schedule @s and the peer's latency. Published with release.
+ * Controller, before round @r is published: the expected senders (@v's
+ * peers) and, per sender, the times WAN repair works with (struct
+ * isthd_repair, rtab), from the round view @v and the peer's latency.
+ * Published with release.
  */
-void isthd_repair_publish(struct isthd *d, const struct isth_sched *s,
-			  uint64_t r, uint64_t expected)
+void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v,
+			  uint64_t r)
 {
 	struct isthd_repair *rp = &d->rep;
-	uint64_t T = isth_sched_round_ns(s), bits = isth_sched_payload_bytes(s) * 8;
+	uint64_t T = v->round_ns, bits = v->payload_bytes * 8;
 	uint64_t chunk_bits = (uint64_t)d->lim.max_elems * 32;
 	unsigned int i;
 
 	rp->rtab[r & 3].round = UINT64_MAX;	/* being rewritten */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	rp->rtab[r & 3].expected = expected;
+	rp->rtab[r & 3].expected = v->peers;
 	for (i = 0; i < d->n_islands && i < ISTHD_MAX_PEERS; i++) {
-		uint64_t off = 0, rate = 0, lat = 0, at, cut, bo;
+		uint64_t off = v->snd[i].offset_ns, rate = v->snd[i].rate_bps;
+		uint64_t lat = 0, at, cut, bo;
 		bool planned;
 
-		if (!(expected & (1ull << i)))
+		if (!(v->peers & (1ull << i)))
 			continue;
 		if (d->peer_of[i])
 			lat = d->peer_of[i]->latency_ns;
-		planned = isth_sched_sender(s, (int64_t)r, (int)i, &off, &rate) >= 1 &&
-			  rate > 0;
+		planned = v->snd[i].n_segs >= 1 && rate > 0;
 		/* without a latency, NACKing stops repair_before the end */
 		if (lat)
 			cut = T > lat ? T - lat : 0;

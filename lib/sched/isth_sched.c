@@ -867,3 +867,39 @@ isth_sched_round_at(const struct isth_sched *s, uint64_t ns_since_epoch, uint64_
 	if (into_ns)
 		*into_ns = ns_since_epoch % s->T;
 }
+
+/*
+ * One round as the edge of island @p self sees it, in one call (the
+ * controller's per-round tables). Built from the getters above so that it
+ * cannot disagree with them.
+ */
+int
+isth_sched_round_view(const struct isth_sched *s, int64_t r, int self,
+		      struct isth_sched_round_view *v)
+{
+	unsigned int i;
+	int rc;
+
+	if (s == NULL || v == NULL || self < 0 || self >= s->n)
+		return -EINVAL;
+	memset(v, 0, sizeof(*v));
+	v->round_ns = s->T;
+	v->payload_bytes = s->payload;
+	v->clique = isth_sched_clique(s, r, self);
+	v->peers = isth_sched_peers(s, r, self);
+	for (i = 0; i < (unsigned int)s->n; i++) {
+		if (!(v->clique & (1ULL << i)))
+			continue;
+		if (i != (unsigned int)self)
+			v->peer[v->n_peers++] = (uint8_t)i;
+		rc = isth_sched_sender(s, r, (int)i, &v->snd[i].offset_ns,
+				       &v->snd[i].rate_bps);
+		v->snd[i].n_segs = rc > 0 ? rc : 0;
+	}
+	/* the local island's rate profile, for its pacer */
+	for (i = 0; i < (unsigned int)v->snd[self].n_segs; i++)
+		if (isth_sched_segment(s, r, self, (int)i, &v->seg[i].dur_ns,
+				       &v->seg[i].rate_bps) < 0)
+			return -EINVAL;
+	return 0;
+}

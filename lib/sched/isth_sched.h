@@ -147,6 +147,36 @@ int isth_sched_segment(const struct isth_sched *s, int64_t r, int i, int k, uint
 void isth_sched_round_at(const struct isth_sched *s, uint64_t ns_since_epoch, uint64_t *round,
 			 uint64_t *into_ns);
 
+/** Round @p r as island @p self's edge needs it (isth_sched_round_view()). */
+struct isth_sched_round_view {
+	uint64_t round_ns;		/**< T */
+	uint64_t payload_bytes;		/**< per sender */
+	uint64_t clique;		/**< self's clique, self included */
+	uint64_t peers;			/**< clique without self */
+	unsigned int n_peers;
+	uint8_t peer[ISTH_SCHED_MAX_ISLANDS];	/**< peer island ids, ascending */
+	/** per island id, for self and its peers (zero elsewhere) */
+	struct {
+		uint64_t offset_ns;	/**< start offset in the round */
+		uint64_t rate_bps;	/**< first-segment rate */
+		int n_segs;		/**< profile segments; 0: sends nothing */
+	} snd[ISTH_SCHED_MAX_ISLANDS];
+	/** self's rate profile: snd[self].n_segs segments */
+	struct {
+		uint64_t dur_ns;
+		uint64_t rate_bps;
+	} seg[ISTH_SCHED_MAX_SEGS];
+};
+
+/**
+ * Fill @p v with round @p r (modulo the cycle, negative allowed) as seen by
+ * island @p self: T, payload, clique, peers, every clique member's offset
+ * and rate, and self's rate profile, in one call.
+ * @return 0, or -EINVAL (bad arguments)
+ */
+int isth_sched_round_view(const struct isth_sched *s, int64_t r, int self,
+			  struct isth_sched_round_view *v);
+
 #ifdef __cplusplus
 }
 #endif

@@ -370,6 +370,39 @@ ParameterizedTest(struct be_name *b, backend, timeout_partial_then_late,
 	isth_backend_destroy(be);
 }
 
+ParameterizedTestParameters(backend, typed_counts)
+{
+	return cr_make_param_array(struct be_name, backends, RTE_DIM(backends));
+}
+
+/* isth_backend_counts(): one chunk completes, another times out as a
+ * partial; the typed counts say so (1 and 1), as the named counters do,
+ * and nothing is pending once drained. */
+ParameterizedTest(struct be_name *b, backend, typed_counts,
+		  .init = eal_up, .fini = eal_down)
+{
+	const uint64_t expected = (1u << 1) | (1u << 2);
+	struct isth_backend *be = make(b->name, 1 << 20, 5000);
+	struct isth_backend_counts c;
+	struct isth_pkt parsed[3];
+	struct rte_mbuf *m[3];
+	struct got g[4];
+
+	cr_assert_eq(isth_backend_set_round(be, JOB, 1, expected, NULL, 0), 0);
+	m[0] = data_frame(1, 1, 0, &parsed[0]);
+	m[1] = data_frame(2, 1, 0, &parsed[1]);
+	m[2] = data_frame(1, 1, 1, &parsed[2]);
+	aggregate(be, m, parsed, 3, 100, 3);
+	cr_assert_eq(drain_all(be, 6000, g, 4), 2);
+	isth_backend_counts(be, &c);
+	cr_expect_eq(c.completed, 1);
+	cr_expect_eq(c.partial, 1);
+	cr_expect_eq(c.dev_pending, 0);
+	cr_expect_eq(c.completed, stat(be, "completed"));
+	cr_expect_eq(c.partial, stat(be, "partial_timeout"));
+	isth_backend_destroy(be);
+}
+
 ParameterizedTestParameters(backend, refusals_counted)
 {
 	return cr_make_param_array(struct be_name, backends, RTE_DIM(backends));

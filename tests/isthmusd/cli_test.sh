@@ -56,26 +56,16 @@ sed -e 's/^port = 0 .*/port = net_null0/' -e 's/^port = 1$/port = net_null1/' \
 	--log-level=lib.*:error --vdev net_null0 --vdev net_null1 -- \
 	--config "$tmp/null.conf" --epoch now+1 >"$tmp/run.out" 2>&1 &
 pid=$!
-answers=$(python3 - "/var/run/dpdk/$PREFIX/dpdk_telemetry.v2" <<'PY'
-import json, socket, sys, time
-path = sys.argv[1]
+answers=$(PYTHONPATH=tests/isthmusd python3 - "/var/run/dpdk/$PREFIX/dpdk_telemetry.v2" <<'PY'
+import sys, time
+from isthd_tel import ask, connect
 deadline = time.time() + 20
-while True:
-    try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        s.connect(path)
-        break
-    except OSError:
-        if time.time() > deadline:
-            sys.exit("no telemetry socket at " + path)
-        time.sleep(0.1)
-json.loads(s.recv(16384))
+s = connect(sys.argv[1], deadline)
 out = {}
 for cmd in ("/isthmus/round", "/isthmus/stats", "/isthmus/backend", "/isthmus/pace", "/isthmus/resend"):
     # the socket opens at EAL init, the commands once set-up is done
     while True:
-        s.send(cmd.encode())
-        out[cmd] = json.loads(s.recv(65536)).get(cmd)
+        out[cmd] = ask(s, cmd)
         if out[cmd] is not None:
             break
         if time.time() > deadline:
@@ -83,8 +73,7 @@ for cmd in ("/isthmus/round", "/isthmus/stats", "/isthmus/backend", "/isthmus/pa
         time.sleep(0.1)
 # wait (bounded) for the null source to show up in the drop counters
 while out["/isthmus/stats"]["drop_ethertype"] == 0 and time.time() < deadline:
-    s.send(b"/isthmus/stats")
-    out["/isthmus/stats"] = json.loads(s.recv(65536))["/isthmus/stats"]
+    out["/isthmus/stats"] = ask(s, "/isthmus/stats")
 print(out["/isthmus/round"]["island"], out["/isthmus/round"]["job"],
       out["/isthmus/round"]["round_ns"], out["/isthmus/backend"]["name"],
       "ethertype_drops" if out["/isthmus/stats"]["drop_ethertype"] > 0 else "no_drops",

@@ -823,6 +823,71 @@ Test(isthmusd, controller_publishes_ahead_and_reloads_at_boundary,
 	isthd_ports_close(&edge);
 }
 
+/* Save to @path a one-clique schedule (all N islands, same T) of islands
+ * @names in that order, @payload bytes per sender. */
+static void save_one_clique(const char *path, const char *const *names,
+			    uint64_t epoch, uint64_t payload)
+{
+	uint64_t all = 0xf, rate = 1000000000ull;
+	struct isth_sched *s;
+	char err[256];
+
+	s = isth_sched_new(N, names, T_NS, epoch, payload, ELEMS * 4, 0, 1);
+	cr_assert_not_null(s);
+	cr_assert_eq(isth_sched_set_round(s, 0, 1, &all), 0);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(isth_sched_set_sender(s, 0, i, 0, 1, NULL, &rate), 0);
+	cr_assert_eq(isth_sched_save(s, path, err, sizeof(err)), 0, "%s", err);
+	isth_sched_free(s);
+}
+
+/*
+ * A reloaded schedule that lists the same islands in another order would
+ * renumber them: peer_of[], the repair state and the rounds already
+ * published use the old ids, so the edge refuses it (as it refuses a new
+ * payload, which sizes the chunk count) and keeps the running schedule.
+ * The same file in the original order is then accepted.
+ */
+Test(isthmusd, reload_with_islands_reordered_is_refused,
+     .init = eal_up, .fini = eal_down, .timeout = 30)
+{
+	static const char *const swapped[N] = {"A", "C", "B", "D"};
+	static const char *const names[N] = {"A", "B", "C", "D"};
+	uint64_t epoch = (now_ns() / 1000000000ull + 100) * 1000000000ull;
+	char cfg[128], err[1024];
+	const char *sched;
+
+	sched = write_schedule(epoch);
+	snprintf(cfg, sizeof(cfg), "%s/edge.conf", dir);
+	write_config(cfg, sched, epoch);
+	cr_assert_eq(isthd_config_load(cfg, &edge.cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_control_step(&edge, epoch - 1000000), 0);
+
+	/* B and C swapped, everything else as a valid one-clique reload */
+	save_one_clique(sched, swapped, epoch, CHUNKS * ELEMS * 4);
+	edge.reload = true;
+	cr_assert_eq(isthd_control_step(&edge, epoch + T_NS / 2), 0);
+	cr_expect_null(edge.next_sched, "a reordered schedule was accepted");
+	cr_expect_eq(isth_sched_n_rounds(edge.sched), 2, "the running schedule changed");
+
+	/* another payload: refused too */
+	save_one_clique(sched, names, epoch, 2 * CHUNKS * ELEMS * 4);
+	edge.reload = true;
+	cr_assert_eq(isthd_control_step(&edge, epoch + T_NS / 2 + 1000), 0);
+	cr_expect_null(edge.next_sched, "a schedule with another payload was accepted");
+
+	/* the same islands in the same order: accepted */
+	save_one_clique(sched, names, epoch, CHUNKS * ELEMS * 4);
+	edge.reload = true;
+	cr_assert_eq(isthd_control_step(&edge, epoch + T_NS / 2 + 2000), 0);
+	cr_expect_not_null(edge.next_sched, "a valid reload was refused");
+
+	isthd_teardown(&edge);
+	isthd_ports_close(&edge);
+}
+
 /* Deterministic generator for the hostile stream (splitmix64). */
 static uint64_t rng_state = 0x1234567887654321ull;
 

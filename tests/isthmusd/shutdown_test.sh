@@ -45,28 +45,16 @@ for run in $(seq 1 "$RUNS"); do
 	pid=$!
 	# The client signals the edge itself once every endpoint answered,
 	# then keeps reading all of them until the socket goes away.
-	res=$(python3 - "/var/run/dpdk/$P/dpdk_telemetry.v2" "$pid" <<'PY'
-import json, os, signal, socket, sys, time
+	res=$(PYTHONPATH=tests/isthmusd python3 - "/var/run/dpdk/$P/dpdk_telemetry.v2" "$pid" <<'PY'
+import os, signal, sys, time
+from isthd_tel import ask as ask_, connect
 path, pid = sys.argv[1], int(sys.argv[2])
 cmds = ["/isthmus/stats", "/isthmus/round", "/isthmus/backend", "/isthmus/pace",
         "/isthmus/resend", "/isthmus/xdp"]
 deadline = time.time() + 30
-while True:
-    try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        s.connect(path)
-        break
-    except OSError:
-        if time.time() > deadline:
-            sys.exit("no telemetry socket at " + path)
-        time.sleep(0.05)
-json.loads(s.recv(16384))
+s = connect(path, deadline)
 def ask(c):
-    s.send(c.encode())
-    b = s.recv(1 << 20)
-    if not b:
-        raise OSError("closed")
-    return json.loads(b).get(c)
+    return ask_(s, c)
 stats = None
 while stats is None:	# commands exist once set-up is done
     stats = ask("/isthmus/stats")

@@ -193,3 +193,70 @@ Test(sched, valid_minimal_with_comments_and_epoch)
 	cr_assert_eq(isth_sched_sender(s, 0, 0, NULL, NULL), -ENOENT);
 	isth_sched_free(s);
 }
+
+/*
+ * isth_sched_round_view(): one call gives what was set. Round 0: cliques
+ * {0,1,2} and {3} (a bye); round 1: {0,1,2,3}, island 2 on a two-segment
+ * profile. Expected values are the inputs, not the getters.
+ */
+Test(sched, round_view_is_what_was_set)
+{
+	uint64_t cl0[2] = {0x7, 0x8}, cl1 = 0xf, rate = 8000000000ull;
+	uint64_t durs[2] = {300000, 700000}, rates[2] = {4000000000ull, 2000000000ull};
+	struct isth_sched_round_view v;
+	struct isth_sched *s = isth_sched_new(4, names, 500000000, 0, 1000000, 1024, 0, 2);
+
+	cr_assert_not_null(s);
+	cr_assert_eq(isth_sched_set_round(s, 0, 2, cl0), 0);
+	cr_assert_eq(isth_sched_set_round(s, 1, 1, &cl1), 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(isth_sched_set_sender(s, 0, i, 1000 * (uint64_t)(i + 1), 1,
+						   NULL, &rate), 0);
+	cr_assert_eq(isth_sched_set_sender(s, 1, 0, 5, 1, NULL, &rate), 0);
+	cr_assert_eq(isth_sched_set_sender(s, 1, 1, 6, 1, NULL, &rate), 0);
+	cr_assert_eq(isth_sched_set_sender(s, 1, 2, 7, 2, durs, rates), 0);
+	cr_assert_eq(isth_sched_set_sender(s, 1, 3, 8, 1, NULL, &rate), 0);
+
+	/* round 0 from island 1: peers 0 and 2 */
+	cr_assert_eq(isth_sched_round_view(s, 0, 1, &v), 0);
+	cr_expect_eq(v.round_ns, 500000000);
+	cr_expect_eq(v.payload_bytes, 1000000);
+	cr_expect_eq(v.clique, 0x7);
+	cr_expect_eq(v.peers, 0x5);
+	cr_assert_eq(v.n_peers, 2);
+	cr_expect_eq(v.peer[0], 0);
+	cr_expect_eq(v.peer[1], 2);
+	for (int i = 0; i < 3; i++) {
+		cr_expect_eq(v.snd[i].offset_ns, 1000 * (uint64_t)(i + 1));
+		cr_expect_eq(v.snd[i].rate_bps, rate);
+		cr_expect_eq(v.snd[i].n_segs, 1);
+	}
+	cr_expect_eq(v.snd[3].n_segs, 0, "not in the clique");
+	/* payload at the rate: 1e6 B * 8 / 8e9 bit/s = 1 ms */
+	cr_expect_eq(v.seg[0].dur_ns, 1000000);
+	cr_expect_eq(v.seg[0].rate_bps, rate);
+
+	/* round 0 from island 3: a bye */
+	cr_assert_eq(isth_sched_round_view(s, 0, 3, &v), 0);
+	cr_expect_eq(v.clique, 0x8);
+	cr_expect_eq(v.peers, 0);
+	cr_expect_eq(v.n_peers, 0);
+	cr_expect_eq(v.snd[3].n_segs, 0, "a bye sends nothing");
+
+	/* round 3 = cycle round 1, from island 2: its profile */
+	cr_assert_eq(isth_sched_round_view(s, 3, 2, &v), 0);
+	cr_expect_eq(v.peers, 0xb);
+	cr_assert_eq(v.n_peers, 3);
+	cr_expect_eq(v.peer[2], 3);
+	cr_expect_eq(v.snd[2].offset_ns, 7);
+	cr_expect_eq(v.snd[2].n_segs, 2);
+	cr_expect_eq(v.snd[2].rate_bps, rates[0]);
+	cr_expect_eq(v.seg[0].dur_ns, durs[0]);
+	cr_expect_eq(v.seg[1].dur_ns, durs[1]);
+	cr_expect_eq(v.seg[1].rate_bps, rates[1]);
+	cr_expect_eq(v.snd[3].offset_ns, 8);
+
+	cr_expect_eq(isth_sched_round_view(s, 0, 4, &v), -EINVAL);
+	cr_expect_eq(isth_sched_round_view(NULL, 0, 0, &v), -EINVAL);
+	isth_sched_free(s);
+}
