@@ -328,8 +328,13 @@ void isthd_repair_track(struct isthd *d, const struct isth_pkt *p,
 	/* the sender's stream is here now at chunk c: the rest follows at
 	 * its rate (a late or slow sender moves its tail's due time) */
 	cns = d->rep.rtab[r & 3].chunk_ns[s];
-	if (cns && c + 1 >= t->next)
+	if (cns && c + 1 >= t->next) {
 		t->last_due = now_ns + (uint64_t)(d->rep.n_chunks - 1 - c) * cns;
+		/* a stream still coming after the plan's due time (a late
+		 * sender): its tail is not due yet, retries ask for gaps only */
+		if (c + 1 < d->rep.n_chunks)
+			t->tail_due = 0;
+	}
 	if (c > t->next && !t->done) {
 		struct isth_wire_range g = {t->next, c - 1};
 
