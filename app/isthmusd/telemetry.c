@@ -169,7 +169,6 @@ static int do_reload(const char *cmd __rte_unused, const char *params __rte_unus
 	return 0;
 }
 
-
 /* Every command through tel_enter/tel_leave: after close, -EAGAIN (the
  * client gets null). */
 #define GUARDED(name) \
