@@ -121,6 +121,8 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 			       10000000000ull, &cfg->wan_repair_before_ns));
 	TRY(isth_conf_duration(c, "wan", "tail_wait", false, 5000000ull, 0,
 			       10000000000ull, &cfg->wan_tail_wait_ns));
+	TRY(isth_conf_u64(c, "wan", "last_nack_copies", false, 2, 1, 4, &v));
+	cfg->wan_last_nack_copies = (unsigned int)v;
 	if (strcmp(cfg->access.dev, cfg->wan.dev) == 0) {
 		rc = isth_conf_fail(c, "wan", "port",
 				    "'%s' is also the access port", cfg->wan.dev);

@@ -63,6 +63,8 @@ struct isthd_config {
 	bool wan_repair;		/* NACK peers for lost DATA, serve theirs */
 	uint64_t wan_repair_before_ns;	/* last NACK this long before a round ends */
 	uint64_t wan_tail_wait_ns;	/* NACK a tail this long after it was due */
+	unsigned int wan_last_nack_copies; /* copies of a peer NACK with no
+					    * retry left before the cutoff */
 	/* [peer NAME] */
 	struct isthd_peer peers[ISTHD_MAX_PEERS];
 	unsigned int n_peers;

@@ -183,7 +183,8 @@ static void log_round(struct isthd *d, uint64_t r)
 		printf("round %" PRIu64 " clique {%s} in %" PRIu64 " pkts %" PRIu64
 		       " B out %" PRIu64 " pkts agg %" PRIu64 " complete %" PRIu64
 		       " partial %" PRIu64 " nacks %" PRIu64 " resent %" PRIu64
-		       " offset planned %.3f ms actual %s\n",
+		       " peer_nacks %" PRIu64 " retries %" PRIu64
+		       " unrepaired %" PRIu64 " offset planned %.3f ms actual %s\n",
 		       r, names,
 		       st.peer_data - d->last_st.peer_data,
 		       st.peer_data_bytes - d->last_st.peer_data_bytes,
@@ -193,6 +194,9 @@ static void log_round(struct isthd *d, uint64_t r)
 		       be.partial - d->last_be.partial,
 		       st.nacks - d->last_st.nacks,
 		       st.resent - d->last_st.resent,
+		       st.peer_nacks_sent - d->last_st.peer_nacks_sent,
+		       st.peer_nack_retries - d->last_st.peer_nack_retries,
+		       st.peer_chunks_unrepaired - d->last_st.peer_chunks_unrepaired,
 		       (double)off / 1e6, actual);
 	fflush(stdout);
 	d->last_st = st;

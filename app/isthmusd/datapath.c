@@ -334,7 +334,7 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 			}
 		}
 		isth_ctr_add(&d->st.peer_data_bytes, p->payload_size);
-		isthd_repair_track(d, p);
+		isthd_repair_track(d, p, now_ns);
 		keep[k++] = m;
 	}
 	if (k) {

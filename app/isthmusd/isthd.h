@@ -106,6 +106,8 @@ enum isthd_drop {
 	X(round_msgs, "ROUND messages sent") \
 	X(idle_sleeps, "idle sleeps of the worker") \
 	X(peer_nacks_sent, "chunk NACKs sent to peer edges") \
+	X(peer_nack_retries, "NACK rounds to a peer after the first for the same round (back-off)") \
+	X(peer_chunks_unrepaired, "peer chunks still missing when NACKing stopped") \
 	X(peer_nacks_rx, "chunk NACKs received from peer edges") \
 	X(repairs_sent, "DATA resent to a peer edge")
 
@@ -120,11 +122,20 @@ struct isthd_dp_stats {
 	uint64_t drop[ISTHD_DROP_MAX];
 };
 
-/* dp only: one sender's chunks of one round, seen so far. */
+/* dp only: one sender's chunks of one round, seen so far, and when to
+ * NACK what is missing (repair.c, tail_check). */
 struct isthd_rx_track {
 	uint64_t round;		/* UINT64_MAX: unused */
+	uint64_t last_due;	/* ns: when its last chunk is due here, from
+				 * the newest in-order arrival and its rate
+				 * (0: nothing arrived, the plan decides) */
+	uint64_t nack_at;	/* ns: next NACK of what is missing (0: none) */
+	uint64_t backoff_ns;	/* wait after the next NACK (doubles, capped) */
 	uint32_t next;		/* highest chunk seen + 1 */
-	uint8_t tail_done;	/* the end-of-round NACK was sent */
+	uint32_t n_rx;		/* distinct chunks seen */
+	uint16_t nacks;		/* NACK rounds sent (gap, tail, retries) */
+	uint8_t tail_due;	/* the tail was due: NACK every missing chunk */
+	uint8_t done;		/* complete, or NACKing stopped at the cutoff */
 };
 
 /*
@@ -171,10 +182,16 @@ struct isthd_repair {
 	struct {
 		uint64_t round;
 		uint64_t expected;
-		/* when sender s's last chunk is due here, ns from the round's
-		 * start (its offset + payload at its rate + latency): its
-		 * tail is NACKed tail_wait after that */
+		/* per sender s, ns from the round's start: when its last
+		 * chunk is due here by the plan (offset + payload at its
+		 * rate + latency; until its DATA arrives), and the last
+		 * moment to NACK it (deadline - one-way latency) */
 		uint64_t tail_at[ISTHD_MAX_PEERS];
+		uint64_t cutoff[ISTHD_MAX_PEERS];
+		/* ns per chunk at s's planned rate (0: unknown), and the
+		 * first wait between NACKs (a round trip + tail_wait) */
+		uint64_t chunk_ns[ISTHD_MAX_PEERS];
+		uint64_t backoff_ns[ISTHD_MAX_PEERS];
 	} rtab[4];
 };
 
@@ -272,7 +289,8 @@ void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v
 			  uint64_t r);
 void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n,
 		       uint64_t now_ns);
-void isthd_repair_track(struct isthd *d, const struct isth_pkt *p);
+void isthd_repair_track(struct isthd *d, const struct isth_pkt *p,
+			uint64_t now_ns);
 unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns);
 void isthd_repair_serve(struct isthd *d, const struct isth_pkt *p,
 			uint64_t now_ns);

@@ -46,6 +46,8 @@ enum seq_state {
 
 struct seq_ent {
 	uint64_t last_nack_ns;
+	uint32_t round;		/* MISSING: round of the AGG that revealed the
+				 * gap, the newest the seq can belong to */
 	uint8_t state;		/* enum seq_state */
 	uint8_t nacks;		/* NACKs sent for it */
 };
@@ -365,9 +367,9 @@ static void seq_base(struct isth_island *s, uint64_t q, uint32_t round)
 	seq_ent(s, q)->state = SEQ_RECEIVED;
 }
 
-/* Move next_seq to @to: [next_seq, to) become missing; what falls out of
- * the window while still missing is lost. */
-static void seq_advance(struct isth_island *s, uint64_t to)
+/* Move next_seq to @to (an AGG of @round arrived): [next_seq, to) become
+ * missing; what falls out of the window while still missing is lost. */
+static void seq_advance(struct isth_island *s, uint64_t to, uint32_t round)
 {
 	uint64_t from = s->next_seq, x;
 
@@ -385,6 +387,7 @@ static void seq_advance(struct isth_island *s, uint64_t to)
 		e->state = SEQ_MISSING;
 		e->nacks = 0;
 		e->last_nack_ns = 0;
+		e->round = round;
 		s->n_missing++;
 	}
 	s->next_seq = to;
@@ -416,7 +419,7 @@ static bool seq_accept(struct isth_island *s, const struct isth_hdr *h)
 			drop(s, ISTH_ISLAND_DROP_seq_jump);
 			return false;
 		}
-		seq_advance(s, q + 1);
+		seq_advance(s, q + 1, h->round);
 		e = seq_ent(s, q);
 		e->state = SEQ_RECEIVED;
 		s->n_missing--;
@@ -460,8 +463,26 @@ static bool seq_accept(struct isth_island *s, const struct isth_hdr *h)
 	}
 }
 
+/*
+ * Whether missing seq @e is still worth a NACK at @now: until the deadline
+ * (+grace) of the round that revealed it (no seq of an older round is
+ * summed later than that), or that round's result is done; when that
+ * round is unknown here (never announced, or its slot reused), for
+ * nack_retries NACKs.
+ */
+static bool seq_nack_budget(struct isth_island *s, const struct seq_ent *e,
+			    uint64_t now)
+{
+	const struct slot *sl = slot_find(s, e->round);
+
+	if (sl != NULL && sl->announced)
+		return sl->state == SLOT_OPEN &&
+		       now < sat_add(sl->info.deadline_ns, s->conf.grace_ns);
+	return e->nacks < s->conf.nack_retries;
+}
+
 /* NACK every missing seq not NACKed in the last nack_interval; give up on
- * those NACKed nack_retries times. */
+ * those whose budget (seq_nack_budget) is spent. */
 static void run_nacks(struct isth_island *s, uint64_t now)
 {
 	struct isth_wire_range r[64];
@@ -483,14 +504,15 @@ static void run_nacks(struct isth_island *s, uint64_t now)
 			open = false;
 			continue;
 		}
-		if (e->nacks >= s->conf.nack_retries) {
+		if (!seq_nack_budget(s, e, now)) {
 			e->state = SEQ_LOST;
 			s->n_missing--;
 			s->st.lost_seqs++;
 			open = false;
 			continue;
 		}
-		e->nacks++;
+		if (e->nacks < UINT8_MAX)
+			e->nacks++;
 		e->last_nack_ns = now;
 		seqs++;
 		if (open) {

@@ -68,7 +68,9 @@ struct isth_island_conf {
 	uint8_t dtype;
 	/** Re-NACK a still-missing AGG at most this often; 0: 5 ms. */
 	uint64_t nack_interval_ns;
-	/** NACKs per missing AGG before giving it up as lost; 0: 16. */
+	/** A missing AGG is NACKed until the deadline (+grace) of the round
+	 * whose AGG revealed the gap; NACKs per missing AGG before giving it
+	 * up as lost only when that round was not announced; 0: 16. */
 	unsigned int nack_retries;
 	/** Tail-loss probe after this long without an AGG while a round is
 	 * incomplete; 0: 10 ms; UINT64_MAX: never probe. */

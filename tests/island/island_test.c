@@ -668,7 +668,9 @@ Test(island, gaps_are_nacked_resent_or_gone_and_reported)
 	close(e.fd);
 }
 
-Test(island, nacks_give_up_after_retries)
+/* A gap in an announced round is NACKed every interval until the round's
+ * deadline, however small nack_retries is, and given up at the deadline. */
+Test(island, nacks_go_on_until_the_deadline_not_a_count)
 {
 	struct isth_island_stats st;
 	struct isth_island_conf c;
@@ -683,6 +685,44 @@ Test(island, nacks_give_up_after_retries)
 	cr_assert_not_null(s);
 	e.island_port = isth_island_local_port(s);
 	send_round(&e, 2, 1u << 0, T0 + 100 * MS);
+	send_agg(&e, ISTH_DTYPE_INT32, 2, 0, 1u << 0, 0, 0);
+	send_agg(&e, ISTH_DTYPE_INT32, 2, 2, 1u << 0, 2, 0);
+	POLL_UNTIL(s, st.nacks_sent == 1);
+	expect_nack(&e, &gap, 1);
+	/* at T0 + 5, 10, ... 95 ms: 19 more, 20 in all (100 ms / 5 ms) */
+	for (unsigned int k = 2; k <= 20; k++) {
+		advance(5 * MS);
+		POLL_UNTIL(s, st.nacks_sent == k);
+		expect_nack(&e, &gap, 1);
+	}
+	cr_expect_eq(st.lost_seqs, 0);
+	/* the deadline: given up, and silent from then on */
+	advance(5 * MS);
+	POLL_UNTIL(s, st.lost_seqs == 1);
+	cr_expect_eq(st.nacks_sent, 20);
+	advance(5 * MS);
+	isth_island_poll(s, 1 * MS);
+	expect_silence(&e, 30);
+	isth_island_close(s);
+	close(e.fd);
+}
+
+/* Without a ROUND for the gap's round, its deadline is unknown: the gap
+ * gets nack_retries NACKs. */
+Test(island, nacks_give_up_after_retries_when_the_round_is_unknown)
+{
+	struct isth_island_stats st;
+	struct isth_island_conf c;
+	struct isth_island *s;
+	struct edge e;
+	const struct isth_wire_range gap = { 1, 1 };
+
+	edge_open(&e);
+	c = base_conf(&e, ISTH_DTYPE_INT32);
+	c.nack_retries = 2;
+	s = isth_island_open(&c);
+	cr_assert_not_null(s);
+	e.island_port = isth_island_local_port(s);
 	send_agg(&e, ISTH_DTYPE_INT32, 2, 0, 1u << 0, 0, 0);
 	send_agg(&e, ISTH_DTYPE_INT32, 2, 2, 1u << 0, 2, 0);
 	POLL_UNTIL(s, st.nacks_sent == 1);
