@@ -24,7 +24,7 @@ SCALE=10000
 REPS=2
 ITERS=10
 ROUNDS=10
-ONLY=mpi-default,mpi-ring,mpi-recdbl,gloo,isthmus-best,isthmus-triangles
+ONLY=mpi-default,mpi-ring,mpi-recdbl,gloo,gloo-ring,isthmus-best,isthmus-triangles
 OUT=
 
 usage() {
@@ -38,7 +38,7 @@ Options:
   --iters I          timed all-reduces per peer run (default 10, after 2 warm-up)
   --rounds R         isthmus rounds per run (default 10)
   --only LIST        comma-separated subset of mpi-default, mpi-ring,
-                     mpi-recdbl, gloo, isthmus-best, isthmus-triangles
+                     mpi-recdbl, gloo, gloo-ring, isthmus-best, isthmus-triangles
   --out DIR          keep every log and the table in DIR (default: a temp dir)
 Prints the table (time per exchange, mean and min, and ratios) last.
 USAGE
@@ -100,20 +100,25 @@ AGENT
 			--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4 ;;
 		mpi-recdbl) mpi mpi-recdbl "$OUT/hosts.default" --mca mpi_yield_when_idle 1 \
 			--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 3 ;;
-		gloo)
-			echo "peers: rep $REP: gloo" >&2
+		gloo|gloo-ring)
+			# Gloo's ring follows the ranks: gloo puts rank r on site r
+			# (the sites file's order), gloo-ring on the r-th site of
+			# the shortest ring, as Open MPI's ring
+			echo "peers: rep $REP: $sys" >&2
+			if [ "$sys" = gloo ]; then order=$(seq 0 $((TB_N - 1))); else order=$(cat "$OUT/ring.order"); fi
+			read -r -a site <<<"$(echo $order)"
+			ip=TB_MGMT_IP_${site[0]}
 			pids=()
-			for ((k = 0; k < TB_N; k++)); do
-				ip=TB_MGMT_IP_0
-				x "$k" env GLOO_SOCKET_IFNAME="$TB_DATA_IF" /usr/bin/python3 \
-					"$ROOT/scripts/peers/gloo_allreduce.py" "$k" "$TB_N" \
-					"${!ip}:29500" "$BYTES" "$ITERS" >"$OUT/gloo.$REP.r$k.log" 2>&1 &
+			for ((r = 0; r < TB_N; r++)); do
+				x "${site[$r]}" env GLOO_SOCKET_IFNAME="$TB_DATA_IF" /usr/bin/python3 \
+					"$ROOT/scripts/peers/gloo_allreduce.py" "$r" "$TB_N" \
+					"${!ip}:29500" "$BYTES" "$ITERS" >"$OUT/$sys.$REP.r$r.log" 2>&1 &
 				pids+=($!)
 			done
 			rc=0
 			for p in "${pids[@]}"; do wait "$p" || rc=1; done
-			cp "$OUT/gloo.$REP.r0.log" "$OUT/gloo.$REP.log"
-			[ $rc = 0 ] || { tail -5 "$OUT"/gloo.$REP.r*.log >&2; echo "peers: gloo failed" >&2; } ;;
+			cp "$OUT/$sys.$REP.r0.log" "$OUT/$sys.$REP.log"
+			[ $rc = 0 ] || { tail -n 5 "$OUT"/$sys.$REP.r*.log >&2; echo "peers: $sys failed" >&2; } ;;
 		esac
 	done
 	exit 0
@@ -126,10 +131,10 @@ if [ -n "$OUT" ]; then
 else
 	OUT=$(mktemp -d /tmp/isth-peers-XXXXXX)
 fi
-case ",$ONLY," in *,gloo,*)
+case ",$ONLY," in *,gloo*)
 	if ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
 		echo "peers: no torch for /usr/bin/python3 (python3-torch): gloo left out" >&2
-		ONLY=$(echo ",$ONLY," | sed 's/,gloo,/,/; s/^,//; s/,$//')
+		ONLY=$(echo ",$ONLY," | sed 's/,gloo,/,/; s/,gloo-ring,/,/; s/^,//; s/,$//')
 	fi ;;
 esac
 BYTES=$(awk -v s="$PAYLOAD" 'BEGIN { m["K"]=1e3; m["M"]=1e6; u=substr(s, length(s));
@@ -240,7 +245,7 @@ for k, (mean, mn, cnt, wrong, note) in rows.items():
     model = ""
     if k.startswith("isthmus-") and k in planned:
         model = "T %.1f (%s)" % (planned[k], note)
-    elif k in ("mpi-ring", "gloo") and ring_model:
+    elif k in ("mpi-ring", "gloo-ring") and ring_model:
         model = "ring model %.1f" % ring_model
     ratio = "%.2fx" % (peers[best_peer][0] / mean) if best_peer else ""
     print("| %s | %.1f | %.1f | %d | %d | %s | %s |" % (k, mean, mn, cnt, wrong, model, ratio))

@@ -26,6 +26,7 @@ fi
 PAYLOAD=65536		# 46 chunks of 1432 bytes per island per round
 keep=$(mktemp -d /tmp/isth-system-keep-XXXXXX)
 restart=0
+pause=0
 CHUNKS=$(( (PAYLOAD + 1431) / 1432 ))
 ROUNDS=3
 args=(--payload-bytes "$PAYLOAD" --rounds "$ROUNDS")
@@ -62,6 +63,16 @@ restart)
 	      --restart-edge 4 --keep "$keep")
 	expect_complete=0
 	restart=1 ;;
+pause)
+	# isthmus-wan stopped (SIGSTOP) for 2 s from round 3's start, then
+	# continued: the rounds during the outage are partial and name who is
+	# missing; the rounds that start after it (one round of margin for
+	# what the emulator still holds) are complete
+	ROUNDS=14
+	args=(--payload-bytes "$PAYLOAD" --rounds "$ROUNDS" --schedule triangles
+	      --pause-wan 3:2 --keep "$keep")
+	expect_complete=0
+	pause=1 ;;
 impaired)
 	# loss, duplication, reordering and corruption on every WAN link:
 	# never a wrong sum; what is lost is reported as missing
@@ -138,6 +149,37 @@ if [ "$restart" = 1 ]; then
 	if [ "$(get partial)" -gt $(( 2 * 3 * CHUNKS )) ]; then
 		echo "FAIL: partial=$(get partial) > $(( 2 * 3 * CHUNKS ))"
 		fail=1
+	fi
+fi
+if [ "$pause" = 1 ]; then
+	if [ ! -f "$keep/pause" ]; then
+		echo "FAIL: the WAN was not paused (no $keep/pause)"
+		fail=1
+	else
+		# shellcheck disable=SC1091
+		. <(tr ' ' '\n' <"$keep/pause")
+		# rounds whose start is at least one round after the outage
+		first=$(( (cont_ns - epoch_ns + round_ns - 1) / round_ns + 1 ))
+		during=$(( (stop_ns - epoch_ns) / round_ns ))
+		echo "outage $(( (cont_ns - stop_ns) / 1000000 )) ms from round $during; complete from round $first"
+		[ "$first" -lt "$ROUNDS" ] || { echo "FAIL: outage ran past the last round"; fail=1; }
+		# island log lines: round R clique C chunks N complete N partial P missing M ...
+		bad=$(cat "$keep"/island*.log | awk -v f="$first" '$1 == "round" && $2 >= f && $10 != 0')
+		if [ -n "$bad" ]; then
+			echo "FAIL: rounds after the outage are not complete:"
+			echo "$bad" | head -5
+			fail=1
+		fi
+		named=$(cat "$keep"/island*.log | awk -v d="$during" -v f="$first" \
+			'$1 == "round" && $2 >= d && $2 < f && $10 > 0 && $12 != "-"' | wc -l)
+		if [ "$named" -lt 1 ]; then
+			echo "FAIL: no partial round during the outage names its missing contributors"
+			fail=1
+		fi
+		if [ "$(get partial)" -lt 1 ]; then
+			echo "FAIL: partial=0: the outage left no trace"
+			fail=1
+		fi
 	fi
 fi
 [ "$fail" = 0 ] && echo "PASS: $CASE: $line"
