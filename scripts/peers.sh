@@ -40,6 +40,7 @@ Options:
   --only LIST        comma-separated subset of mpi-default, mpi-ring,
                      mpi-recdbl, gloo, gloo-ring, isthmus-best, isthmus-triangles
   --out DIR          keep every log and the table in DIR (default: a temp dir)
+  --table            with --out DIR of an earlier run: only print its table
 Prints the table (time per exchange, mean and min, and ratios) last.
 USAGE
 }
@@ -55,6 +56,7 @@ while [ $# -gt 0 ]; do
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
+	--table) TABLE_ONLY=1; shift ;;
 	__peers) shift; MODE=peers; break ;;
 	-h|--help) usage; exit 0 ;;
 	*) die "unknown option '$1' (--help)" ;;
@@ -139,6 +141,8 @@ case ",$ONLY," in *,gloo*)
 esac
 BYTES=$(awk -v s="$PAYLOAD" 'BEGIN { m["K"]=1e3; m["M"]=1e6; u=substr(s, length(s));
 	if (u in m) print int(substr(s, 1, length(s) - 1) * m[u]); else print int(s) }')
+[ -n "${TABLE_ONLY:-}" ] && REPS=$(ls "$OUT" | sed -n 's/^[a-z-]*\.\([0-9]*\)\.log$/\1/p' | sort -n | tail -1)
+[ -n "${TABLE_ONLY:-}" ] || {
 mpicc -O2 -o "$OUT/mpi_allreduce" "$ROOT/scripts/peers/mpi_allreduce.c" -lm
 
 # The ring Open MPI runs on: ranks in the order of the shortest ring
@@ -191,15 +195,23 @@ for ((rep = 1; rep <= REPS; rep++)); do
 	done
 done
 
+}
+
 python3 - "$OUT" "$ONLY" "$REPS" "$BYTES" "$SCALE" "$ISLANDS" <<'PY' | tee "$OUT/table.md"
 import glob, os, re, statistics, sys
 out, only, reps, nbytes, scale, n = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 rows, ring_model, planned = {}, None, {}
 for sysname in only:
-    times, wrong, note = [], 0, ""
+    times, wrong, note, part, aggs = [], 0, "", 0, 0
     for rep in range(1, reps + 1):
         if sysname.startswith("isthmus-"):
             d = "%s/%s.%d" % (out, sysname, rep)
+            try:
+                summary = [l for l in open(d + ".log", errors="replace") if l.startswith("SUMMARY")]
+            except OSError:
+                summary = []
+            if not summary:
+                continue    # the run failed before its rounds: no figures
             # time per exchange: a round's result at its last island (the
             # round is done for the job when every island has it)
             per = {}
@@ -214,6 +226,8 @@ for sysname in only:
                 m = re.search(r"wrong=(\d+)", l)
                 if l.startswith("SUMMARY") and m:
                     wrong += int(m.group(1))
+                    part += int(re.search(r"partial=(\d+)", l).group(1))
+                    aggs += int(re.search(r"aggregates=(\d+)", l).group(1))
                     planned[sysname] = float(re.search(r"round_ms_planned=([0-9.]+)", l).group(1))
                     note = re.search(r"schedule=(\S+)", l).group(1)
             try:
@@ -235,20 +249,21 @@ for sysname in only:
                 if m:
                     wrong += int(m.group(1))
     if times:
-        rows[sysname] = (statistics.mean(times), min(times), len(times), wrong, note)
+        rows[sysname] = (statistics.mean(times), min(times), len(times), wrong, note,
+                         "%d of %d" % (part, aggs) if aggs else "-")
 peers = {k: v for k, v in rows.items() if not k.startswith("isthmus-")}
 best_peer = min(peers, key=lambda k: peers[k][0]) if peers else None
 print("\n%s sites, %s B per rank and exchange, capacities / %s; time per exchange in ms\n" % (n, nbytes, scale))
-print("| system | mean | min | exchanges | wrong | planned / modelled | best peer / this (mean) |")
-print("|---|---|---|---|---|---|---|")
-for k, (mean, mn, cnt, wrong, note) in rows.items():
+print("| system | mean | min | exchanges | wrong | partial results | planned / modelled | best peer / this (mean) |")
+print("|---|---|---|---|---|---|---|---|")
+for k, (mean, mn, cnt, wrong, note, partial) in rows.items():
     model = ""
     if k.startswith("isthmus-") and k in planned:
         model = "T %.1f (%s)" % (planned[k], note)
     elif k in ("mpi-ring", "gloo-ring") and ring_model:
         model = "ring model %.1f" % ring_model
     ratio = "%.2fx" % (peers[best_peer][0] / mean) if best_peer else ""
-    print("| %s | %.1f | %.1f | %d | %d | %s | %s |" % (k, mean, mn, cnt, wrong, model, ratio))
+    print("| %s | %.1f | %.1f | %d | %d | %s | %s | %s |" % (k, mean, mn, cnt, wrong, partial, model, ratio))
 if best_peer:
     print("\nbest peer: %s (mean %.1f ms)" % (best_peer, peers[best_peer][0]))
 if ring_model:
