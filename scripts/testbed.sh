@@ -633,10 +633,14 @@ ip netns exec "$WNS" "$WAN" "${WAN_ARGS[@]}" >"$WORK/wan.log" 2>&1 &
 WANPID=$!
 PIDS+=($WANPID)
 T_START=$(date +%s)
+T_START_NS=$(date +%s%N)
 rc=0
 wait_line $WANPID "$WORK/wan.log" 'isthmus-wan: .*running' $(( ( T_START + READY_TIMEOUT ) * 1000000000 )) || rc=$?
 [ $rc = 3 ] && died isthmus-wan "$WORK/wan.log"
 [ $rc = 0 ] || die "isthmus-wan not ready within ${READY_TIMEOUT}s (logs in $WORK)"
+# One DPDK process's start measures the machine's load: N edges start at
+# once on it, so the first epoch is at least N/2 x 1.5 times as far.
+WAN_READY_MS=$(( ($(date +%s%N) - T_START_NS) / 1000000 ))
 
 # --- edges ------------------------------------------------------------------
 # Start edge $1 in its namespace, in the background; its pid goes to
@@ -731,7 +735,8 @@ if [ "$EDGES" = 1 ]; then
 	# margin, until --ready-timeout.
 	GUARD_NS=$(( T_NS + 500000000 ))
 	T_END=$(( (T_START + READY_TIMEOUT) * 1000000000 ))
-	margin=$STARTUP
+	margin=$(( WAN_READY_MS * 3 * ((N + 1) / 2) / 2 / 1000 + 1 ))
+	[ "$margin" -ge "$STARTUP" ] || margin=$STARTUP
 	while :; do
 		t_try=$(date +%s%N)
 		EPOCH=$(( ( t_try / 1000000000 + margin ) * 1000000000 ))

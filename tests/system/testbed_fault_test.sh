@@ -116,10 +116,10 @@ JOB
 	fi
 	[ $fail = 0 ] && echo "PASS: exec: $sent; WAN min RTT $rtt ms" ;;
 kill9)
-	setsid "$TB" run --islands 3 --schedule all-to-all --payload-bytes 65536 --rounds 200 \
+	setsid "$TB" run --islands 3 --schedule all-to-all --payload-bytes 65536 --ready-timeout 240 --rounds 200 \
 		>"$tmp/run.log" 2>&1 </dev/null &
 	bgpid=$!
-	if ! until_true 120 grep -q 'all ready' "$tmp/run.log"; then
+	if ! until_true 300 grep -q 'all ready' "$tmp/run.log"; then
 		cat "$tmp/run.log"
 		bad "the run never got ready"
 	else
@@ -140,7 +140,7 @@ kill9)
 	fi ;;
 concurrent)
 	for i in 1 2; do
-		"$TB" run --islands 3 --schedule all-to-all --payload-bytes 65536 --rounds 3 \
+		"$TB" run --islands 3 --schedule all-to-all --payload-bytes 65536 --ready-timeout 240 --rounds 3 \
 			>"$tmp/run$i.log" 2>&1 </dev/null &
 		eval "p$i=\$!"
 	done

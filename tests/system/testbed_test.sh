@@ -29,7 +29,8 @@ restart=0
 pause=0
 CHUNKS=$(( (PAYLOAD + 1431) / 1432 ))
 ROUNDS=3
-args=(--payload-bytes "$PAYLOAD" --rounds "$ROUNDS")
+# a loaded machine may take a minute or more to start nine edges
+args=(--payload-bytes "$PAYLOAD" --rounds "$ROUNDS" --ready-timeout 240)
 N=9
 expect_complete=1
 expect_partial=0
@@ -60,7 +61,7 @@ restart)
 	# round boundary; only the rounds around the restart may be partial
 	ROUNDS=5
 	args=(--payload-bytes "$PAYLOAD" --rounds "$ROUNDS" --schedule triangles
-	      --restart-edge 4 --keep "$keep")
+	      --restart-edge 4 --keep "$keep" --ready-timeout 240)
 	expect_complete=0
 	restart=1 ;;
 pause)
@@ -70,7 +71,7 @@ pause)
 	# what the emulator still holds) are complete
 	ROUNDS=14
 	args=(--payload-bytes "$PAYLOAD" --rounds "$ROUNDS" --schedule triangles
-	      --pause-wan 3:2 --keep "$keep")
+	      --pause-wan 3:2 --keep "$keep" --ready-timeout 240)
 	expect_complete=0
 	pause=1 ;;
 impaired)
