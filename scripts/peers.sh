@@ -24,7 +24,7 @@ SCALE=10000
 REPS=2
 ITERS=10
 ROUNDS=10
-ONLY=mpi-default,mpi-ring,mpi-recdbl,gloo,isthmus-best,isthmus-triangles
+ONLY=mpi-default,mpi-ring,mpi-recdbl,gloo,gloo-ring,isthmus-best,isthmus-triangles
 OUT=
 
 usage() {
@@ -38,8 +38,9 @@ Options:
   --iters I          timed all-reduces per peer run (default 10, after 2 warm-up)
   --rounds R         isthmus rounds per run (default 10)
   --only LIST        comma-separated subset of mpi-default, mpi-ring,
-                     mpi-recdbl, gloo, isthmus-best, isthmus-triangles
+                     mpi-recdbl, gloo, gloo-ring, isthmus-best, isthmus-triangles
   --out DIR          keep every log and the table in DIR (default: a temp dir)
+  --table            with --out DIR of an earlier run: only print its table
 Prints the table (time per exchange, mean and min, and ratios) last.
 USAGE
 }
@@ -55,6 +56,7 @@ while [ $# -gt 0 ]; do
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
+	--table) TABLE_ONLY=1; shift ;;
 	__peers) shift; MODE=peers; break ;;
 	-h|--help) usage; exit 0 ;;
 	*) die "unknown option '$1' (--help)" ;;
@@ -100,20 +102,25 @@ AGENT
 			--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4 ;;
 		mpi-recdbl) mpi mpi-recdbl "$OUT/hosts.default" --mca mpi_yield_when_idle 1 \
 			--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 3 ;;
-		gloo)
-			echo "peers: rep $REP: gloo" >&2
+		gloo|gloo-ring)
+			# Gloo's ring follows the ranks: gloo puts rank r on site r
+			# (the sites file's order), gloo-ring on the r-th site of
+			# the shortest ring, as Open MPI's ring
+			echo "peers: rep $REP: $sys" >&2
+			if [ "$sys" = gloo ]; then order=$(seq 0 $((TB_N - 1))); else order=$(cat "$OUT/ring.order"); fi
+			read -r -a site <<<"$(echo $order)"
+			ip=TB_MGMT_IP_${site[0]}
 			pids=()
-			for ((k = 0; k < TB_N; k++)); do
-				ip=TB_MGMT_IP_0
-				x "$k" env GLOO_SOCKET_IFNAME="$TB_DATA_IF" /usr/bin/python3 \
-					"$ROOT/scripts/peers/gloo_allreduce.py" "$k" "$TB_N" \
-					"${!ip}:29500" "$BYTES" "$ITERS" >"$OUT/gloo.$REP.r$k.log" 2>&1 &
+			for ((r = 0; r < TB_N; r++)); do
+				x "${site[$r]}" env GLOO_SOCKET_IFNAME="$TB_DATA_IF" /usr/bin/python3 \
+					"$ROOT/scripts/peers/gloo_allreduce.py" "$r" "$TB_N" \
+					"${!ip}:29500" "$BYTES" "$ITERS" >"$OUT/$sys.$REP.r$r.log" 2>&1 &
 				pids+=($!)
 			done
 			rc=0
 			for p in "${pids[@]}"; do wait "$p" || rc=1; done
-			cp "$OUT/gloo.$REP.r0.log" "$OUT/gloo.$REP.log"
-			[ $rc = 0 ] || { tail -5 "$OUT"/gloo.$REP.r*.log >&2; echo "peers: gloo failed" >&2; } ;;
+			cp "$OUT/$sys.$REP.r0.log" "$OUT/$sys.$REP.log"
+			[ $rc = 0 ] || { tail -n 5 "$OUT"/$sys.$REP.r*.log >&2; echo "peers: $sys failed" >&2; } ;;
 		esac
 	done
 	exit 0
@@ -126,14 +133,16 @@ if [ -n "$OUT" ]; then
 else
 	OUT=$(mktemp -d /tmp/isth-peers-XXXXXX)
 fi
-case ",$ONLY," in *,gloo,*)
+case ",$ONLY," in *,gloo*)
 	if ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
 		echo "peers: no torch for /usr/bin/python3 (python3-torch): gloo left out" >&2
-		ONLY=$(echo ",$ONLY," | sed 's/,gloo,/,/; s/^,//; s/,$//')
+		ONLY=$(echo ",$ONLY," | sed 's/,gloo,/,/; s/,gloo-ring,/,/; s/^,//; s/,$//')
 	fi ;;
 esac
 BYTES=$(awk -v s="$PAYLOAD" 'BEGIN { m["K"]=1e3; m["M"]=1e6; u=substr(s, length(s));
 	if (u in m) print int(substr(s, 1, length(s) - 1) * m[u]); else print int(s) }')
+[ -n "${TABLE_ONLY:-}" ] && REPS=$(ls "$OUT" | sed -n 's/^[a-z-]*\.\([0-9]*\)\.log$/\1/p' | sort -n | tail -1)
+[ -n "${TABLE_ONLY:-}" ] || {
 mpicc -O2 -o "$OUT/mpi_allreduce" "$ROOT/scripts/peers/mpi_allreduce.c" -lm
 
 # The ring Open MPI runs on: ranks in the order of the shortest ring
@@ -186,15 +195,23 @@ for ((rep = 1; rep <= REPS; rep++)); do
 	done
 done
 
+}
+
 python3 - "$OUT" "$ONLY" "$REPS" "$BYTES" "$SCALE" "$ISLANDS" <<'PY' | tee "$OUT/table.md"
 import glob, os, re, statistics, sys
 out, only, reps, nbytes, scale, n = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 rows, ring_model, planned = {}, None, {}
 for sysname in only:
-    times, wrong, note = [], 0, ""
+    times, wrong, note, part, aggs = [], 0, "", 0, 0
     for rep in range(1, reps + 1):
         if sysname.startswith("isthmus-"):
             d = "%s/%s.%d" % (out, sysname, rep)
+            try:
+                summary = [l for l in open(d + ".log", errors="replace") if l.startswith("SUMMARY")]
+            except OSError:
+                summary = []
+            if not summary:
+                continue    # the run failed before its rounds: no figures
             # time per exchange: a round's result at its last island (the
             # round is done for the job when every island has it)
             per = {}
@@ -209,6 +226,8 @@ for sysname in only:
                 m = re.search(r"wrong=(\d+)", l)
                 if l.startswith("SUMMARY") and m:
                     wrong += int(m.group(1))
+                    part += int(re.search(r"partial=(\d+)", l).group(1))
+                    aggs += int(re.search(r"aggregates=(\d+)", l).group(1))
                     planned[sysname] = float(re.search(r"round_ms_planned=([0-9.]+)", l).group(1))
                     note = re.search(r"schedule=(\S+)", l).group(1)
             try:
@@ -230,20 +249,21 @@ for sysname in only:
                 if m:
                     wrong += int(m.group(1))
     if times:
-        rows[sysname] = (statistics.mean(times), min(times), len(times), wrong, note)
+        rows[sysname] = (statistics.mean(times), min(times), len(times), wrong, note,
+                         "%d of %d" % (part, aggs) if aggs else "-")
 peers = {k: v for k, v in rows.items() if not k.startswith("isthmus-")}
 best_peer = min(peers, key=lambda k: peers[k][0]) if peers else None
 print("\n%s sites, %s B per rank and exchange, capacities / %s; time per exchange in ms\n" % (n, nbytes, scale))
-print("| system | mean | min | exchanges | wrong | planned / modelled | best peer / this (mean) |")
-print("|---|---|---|---|---|---|---|")
-for k, (mean, mn, cnt, wrong, note) in rows.items():
+print("| system | mean | min | exchanges | wrong | partial results | planned / modelled | best peer / this (mean) |")
+print("|---|---|---|---|---|---|---|---|")
+for k, (mean, mn, cnt, wrong, note, partial) in rows.items():
     model = ""
     if k.startswith("isthmus-") and k in planned:
         model = "T %.1f (%s)" % (planned[k], note)
-    elif k in ("mpi-ring", "gloo") and ring_model:
+    elif k in ("mpi-ring", "gloo-ring") and ring_model:
         model = "ring model %.1f" % ring_model
     ratio = "%.2fx" % (peers[best_peer][0] / mean) if best_peer else ""
-    print("| %s | %.1f | %.1f | %d | %d | %s | %s |" % (k, mean, mn, cnt, wrong, model, ratio))
+    print("| %s | %.1f | %.1f | %d | %d | %s | %s | %s |" % (k, mean, mn, cnt, wrong, partial, model, ratio))
 if best_peer:
     print("\nbest peer: %s (mean %.1f ms)" % (best_peer, peers[best_peer][0]))
 if ring_model:

@@ -116,10 +116,26 @@ JOB
 	fi
 	[ $fail = 0 ] && echo "PASS: exec: $sent; WAN min RTT $rtt ms" ;;
 kill9)
-	setsid "$TB" run --islands 3 --schedule all-to-all --payload-bytes 65536 --rounds 200 \
+	# PR_SET_PDEATHSIG alone (no watchdog): a shell killed with -9 takes
+	# its isthmus-island along (the island waits for a ROUND for 120 s)
+	bash -c '"$1" --job 1 --island 0 --islands 2 --edge 127.0.0.1:9 --timeout 120 \
+		>/dev/null 2>&1 & echo $! >"$2"; wait' _ "$BUILD/app/isthmus-island/isthmus-island" \
+		"$tmp/island.pid" &
+	parent=$!
+	until_true 30 test -s "$tmp/island.pid" || bad "island did not start"
+	child=$(cat "$tmp/island.pid" 2>/dev/null)
+	if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
+		kill -KILL "$parent"
+		wait "$parent" 2>/dev/null
+		child_gone() { [ ! -e "/proc/$child" ] || grep -q '^State:.*Z' "/proc/$child/status" 2>/dev/null; }
+		until_true 10 child_gone || { kill -KILL "$child"; bad "isthmus-island outlived its parent's kill -9"; }
+	else
+		bad "isthmus-island ended by itself"
+	fi
+	setsid "$TB" run --islands 3 --schedule all-to-all --payload-bytes 65536 --ready-timeout 240 --rounds 200 \
 		>"$tmp/run.log" 2>&1 </dev/null &
 	bgpid=$!
-	if ! until_true 120 grep -q 'all ready' "$tmp/run.log"; then
+	if ! until_true 300 grep -q 'all ready' "$tmp/run.log"; then
 		cat "$tmp/run.log"
 		bad "the run never got ready"
 	else
@@ -140,7 +156,7 @@ kill9)
 	fi ;;
 concurrent)
 	for i in 1 2; do
-		"$TB" run --islands 3 --schedule all-to-all --payload-bytes 65536 --rounds 3 \
+		"$TB" run --islands 3 --schedule all-to-all --payload-bytes 65536 --ready-timeout 240 --rounds 3 \
 			>"$tmp/run$i.log" 2>&1 </dev/null &
 		eval "p$i=\$!"
 	done
