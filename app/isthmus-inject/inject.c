@@ -52,10 +52,10 @@ put_elems(const struct inject_spec *s, uint16_t count, uint8_t *body,
 		uint8_t *p = body + (size_t)k * es;
 
 		switch (s->dtype) {
-		case ISTH_DTYPE_INT32:
+		case ISTH_WIRE_DTYPE_INT32:
 			put_le32(p, (uint32_t)s->value);
 			break;
-		case ISTH_DTYPE_FP32:
+		case ISTH_WIRE_DTYPE_FP32:
 			put_le32(p, bits);
 			break;
 		default:	/* bf16: the top half of the binary32 */
@@ -70,7 +70,7 @@ put_elems(const struct inject_spec *s, uint16_t count, uint8_t *body,
 int
 inject_build(const struct inject_spec *s, uint64_t i, uint8_t *buf, size_t cap)
 {
-	struct isth_hdr h = { 0 };
+	struct isth_wire_hdr h = { 0 };
 	uint8_t *body = buf + ISTH_WIRE_HDR_SIZE;
 	size_t bcap;
 	int n;

@@ -35,7 +35,7 @@ struct inject_spec {
 	uint8_t sender;		/* claimed island (spoofed at will) */
 	uint8_t dtype;		/* DATA/AGG/TINY: enum isth_wire_dtype */
 	uint16_t count;		/* DATA/AGG: elements (TINY: 1) */
-	uint16_t flags;		/* extra header flags (ISTH_F_*) */
+	uint16_t flags;		/* extra header flags (ISTH_WIRE_F_*) */
 	uint64_t seq;		/* first seq */
 	uint64_t seq_step;
 	uint64_t bitmap;	/* AGG: contributors; NACK/GONE: as given;
@@ -65,9 +65,9 @@ int inject_build(const struct inject_spec *s, uint64_t i, uint8_t *buf,
  * Put Ethernet/IPv4/UDP headers in front of a message already at
  * @buf + ISTH_INJECT_L2 (lib/wire's encoder, IPv4 checksum computed,
  * UDP checksum 0). @return the frame length or -errno. The IPv4 packet
- * (what a raw IP socket sends) starts at @buf + ISTH_ETH_HDR_SIZE.
+ * (what a raw IP socket sends) starts at @buf + ISTH_WIRE_ETH_HDR_SIZE.
  */
-#define ISTH_INJECT_L2 (ISTH_ETH_HDR_SIZE + ISTH_IPV4_MIN_HDR_SIZE + ISTH_UDP_HDR_SIZE)
+#define ISTH_INJECT_L2 (ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE)
 int inject_frame(uint8_t *buf, size_t cap, uint32_t src_ip, uint16_t src_port,
 		 uint32_t dst_ip, uint16_t dst_port, size_t msg_len);
 

@@ -121,13 +121,13 @@ parse_flags(const char *s, uint16_t *out)
 	*out = 0;
 	for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (strcmp(t, "partial") == 0)
-			*out |= ISTH_F_PARTIAL;
+			*out |= ISTH_WIRE_F_PARTIAL;
 		else if (strcmp(t, "resent") == 0)
-			*out |= ISTH_F_RESENT;
+			*out |= ISTH_WIRE_F_RESENT;
 		else if (strcmp(t, "last") == 0)
-			*out |= ISTH_F_LAST;
+			*out |= ISTH_WIRE_F_LAST;
 		else if (strcmp(t, "chunks") == 0)
-			*out |= ISTH_F_CHUNKS;
+			*out |= ISTH_WIRE_F_CHUNKS;
 		else
 			return -1;
 	}
@@ -198,7 +198,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct inject_spec s = {
-		.job = 1, .seq = 1, .seq_step = 1, .dtype = ISTH_DTYPE_INT32,
+		.job = 1, .seq = 1, .seq_step = 1, .dtype = ISTH_WIRE_DTYPE_INT32,
 		.count = 358, .value = 1,
 	};
 	uint32_t to_ip = 0, from_ip = 0;
@@ -275,11 +275,11 @@ main(int argc, char **argv)
 			break;
 		case O_DTYPE:
 			if (strcmp(optarg, "int32") == 0)
-				s.dtype = ISTH_DTYPE_INT32;
+				s.dtype = ISTH_WIRE_DTYPE_INT32;
 			else if (strcmp(optarg, "fp32") == 0)
-				s.dtype = ISTH_DTYPE_FP32;
+				s.dtype = ISTH_WIRE_DTYPE_FP32;
 			else if (strcmp(optarg, "bf16") == 0)
-				s.dtype = ISTH_DTYPE_BF16;
+				s.dtype = ISTH_WIRE_DTYPE_BF16;
 			else
 				return bad("--dtype", optarg);
 			break;
@@ -469,8 +469,8 @@ main(int argc, char **argv)
 				errors++;
 				continue;
 			}
-			w = sendto(fd, frame + ISTH_ETH_HDR_SIZE,
-				   (size_t)f - ISTH_ETH_HDR_SIZE, 0,
+			w = sendto(fd, frame + ISTH_WIRE_ETH_HDR_SIZE,
+				   (size_t)f - ISTH_WIRE_ETH_HDR_SIZE, 0,
 				   (struct sockaddr *)&dst, sizeof(dst));
 		} else {
 			w = sendto(fd, msg, (size_t)len, 0,

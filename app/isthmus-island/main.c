@@ -160,7 +160,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	*o = (struct opts){
 		.job = 1, .island = -1, .edge_port = ISTH_WIRE_PORT,
 		.bind_port = ISTH_WIRE_PORT, .rounds = 10,
-		.dtype = ISTH_DTYPE_INT32, .elems = 1024, .mtu = 1500,
+		.dtype = ISTH_WIRE_DTYPE_INT32, .elems = 1024, .mtu = 1500,
 		.timeout_ns = 10000000000ull, .stop_after = -1, .overlap = 2,
 		.nack_ns = 5000000ull, .probe_ns = 10000000ull,
 	};
@@ -177,11 +177,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'r': bad = parse_u64(a, 1, UINT32_MAX, &v); o->rounds = (uint32_t)v; break;
 		case 'd':
 			if (strcmp(a, "int32") == 0)
-				o->dtype = ISTH_DTYPE_INT32;
+				o->dtype = ISTH_WIRE_DTYPE_INT32;
 			else if (strcmp(a, "fp32") == 0)
-				o->dtype = ISTH_DTYPE_FP32;
+				o->dtype = ISTH_WIRE_DTYPE_FP32;
 			else if (strcmp(a, "bf16") == 0)
-				o->dtype = ISTH_DTYPE_BF16;
+				o->dtype = ISTH_WIRE_DTYPE_BF16;
 			else
 				bad = 1;
 			break;
@@ -253,9 +253,9 @@ static void make_tensor(const struct opts *o, uint32_t r, void *t)
 	uint32_t i;
 
 	for (i = 0; i < o->elems; i++) {
-		if (o->dtype == ISTH_DTYPE_INT32)
+		if (o->dtype == ISTH_WIRE_DTYPE_INT32)
 			((uint32_t *)t)[i] = val_i32(k, r, i);
-		else if (o->dtype == ISTH_DTYPE_BF16)
+		else if (o->dtype == ISTH_WIRE_DTYPE_BF16)
 			((float *)t)[i] = (float)val_bf16(k, r, i);
 		else
 			((float *)t)[i] = (float)val_f32_16(k, r, i) / 16.0f;
@@ -280,10 +280,10 @@ static bool chunk_ok(const struct opts *o, uint32_t r, const void *out,
 			sf += val_f32_16(k, r, i);
 			sb += val_bf16(k, r, i);
 		}
-		if (o->dtype == ISTH_DTYPE_INT32) {
+		if (o->dtype == ISTH_WIRE_DTYPE_INT32) {
 			if (((const uint32_t *)out)[i] != si)
 				return false;
-		} else if (o->dtype == ISTH_DTYPE_BF16) {
+		} else if (o->dtype == ISTH_WIRE_DTYPE_BF16) {
 			if (((const float *)out)[i] != (float)sb)
 				return false;
 		} else if (((const float *)out)[i] != (float)sf / 16.0f) {

@@ -55,8 +55,8 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 {
 	static const char *const bf16_names[] = {"bf16", "fp32", NULL};
 	static const char *const dtype_names[] = {"any", "int32", "fp32", NULL};
-	static const uint8_t dtypes[] = {ISTH_DTYPE_NONE, ISTH_DTYPE_INT32,
-					 ISTH_DTYPE_FP32};
+	static const uint8_t dtypes[] = {ISTH_WIRE_DTYPE_NONE, ISTH_WIRE_DTYPE_INT32,
+					 ISTH_WIRE_DTYPE_FP32};
 	const char *names[ISTHD_MAX_PEERS + 1];
 	const char *epoch = NULL;
 	unsigned int n, i, e;
@@ -191,7 +191,7 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 			  UINT32_MAX, &v));
 	cfg->agg_max_chunks = (uint32_t)v;
 	TRY(isth_conf_enum(c, "agg", "bf16_out", false, 0, bf16_names, &e));
-	cfg->bf16_out = e == 0 ? ISTH_DTYPE_BF16 : ISTH_DTYPE_FP32;
+	cfg->bf16_out = e == 0 ? ISTH_WIRE_DTYPE_BF16 : ISTH_WIRE_DTYPE_FP32;
 
 	TRY(isth_conf_duration(c, "resend", "window", false, 500000000ull,
 			       1000000, 60000000000ull, &cfg->resend_window_ns));

@@ -44,7 +44,7 @@ struct isthd_config {
 	enum isthd_epoch_mode epoch_mode;
 	uint64_t epoch_ns;
 	/* the job's element type: DATA of another is dropped before it may
-	 * claim a slot; ISTH_DTYPE_NONE ("any"): not checked */
+	 * claim a slot; ISTH_WIRE_DTYPE_NONE ("any"): not checked */
 	uint8_t dtype;
 	char backend[16];
 	char fpga_device[64];		/* [fpga] device: the device (model: shm name) */
@@ -74,7 +74,7 @@ struct isthd_config {
 	uint64_t agg_round_slack_ns;
 	uint32_t agg_window;
 	uint32_t agg_max_chunks;
-	uint8_t bf16_out;		/* ISTH_DTYPE_BF16 or ISTH_DTYPE_FP32 */
+	uint8_t bf16_out;		/* ISTH_WIRE_DTYPE_BF16 or ISTH_WIRE_DTYPE_FP32 */
 	/* [resend] */
 	uint64_t resend_window_ns;
 	uint32_t resend_entries;

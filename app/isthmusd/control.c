@@ -107,7 +107,7 @@ static void send_round(struct isthd *d, uint64_t r)
 {
 	struct isth_sched_round_view v;
 	struct isth_wire_round body;
-	struct isth_hdr h;
+	struct isth_wire_hdr h;
 	uint8_t b[ISTH_WIRE_ROUND_SIZE];
 	struct rte_mbuf *m;
 	uint8_t *p;

@@ -63,7 +63,7 @@ int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
  * packet's. @return ISTHD_DROP_MAX if admitted, else the reason.
  */
 static inline enum isthd_drop data_shape(const struct isthd *d,
-					 const struct isth_pkt *p)
+					 const struct isth_wire_pkt *p)
 {
 	const struct isthd_shape *sh = &d->shape;
 
@@ -72,25 +72,25 @@ static inline enum isthd_drop data_shape(const struct isthd *d,
 	if (unlikely(p->hdr.count != (p->hdr.chunk + 1 == sh->n_chunks ?
 				      sh->last_elems : sh->chunk_elems)))
 		return ISTHD_DROP_data_bad_count;
-	if (unlikely(sh->dtype != ISTH_DTYPE_NONE && p->hdr.dtype != sh->dtype))
+	if (unlikely(sh->dtype != ISTH_WIRE_DTYPE_NONE && p->hdr.dtype != sh->dtype))
 		return ISTHD_DROP_data_bad_dtype;
 	return ISTHD_DROP_MAX;
 }
 
 /* Strip Ethernet/IPv4/UDP and padding: keep the message only. */
-static inline void to_msg(struct rte_mbuf *m, const struct isth_pkt *p)
+static inline void to_msg(struct rte_mbuf *m, const struct isth_wire_pkt *p)
 {
 	rte_pktmbuf_adj(m, (uint16_t)(p->msg - rte_pktmbuf_mtod(m, uint8_t *)));
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_pkt_len(m) - p->msg_size));
 }
 
 /* GONE reply to the island for the ranges a NACK could not be served. */
-static void send_gone(struct isthd *d, const struct isth_pkt *nack,
+static void send_gone(struct isthd *d, const struct isth_wire_pkt *nack,
 		      const struct isth_wire_range *r, unsigned int n,
 		      struct rte_mbuf **out, uint16_t *n_out)
 {
-	struct isth_hdr h = {
-		.type = ISTH_WIRE_GONE, .flags = nack->hdr.flags & ISTH_F_CHUNKS,
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_GONE, .flags = nack->hdr.flags & ISTH_WIRE_F_CHUNKS,
 		.sender = d->island, .count = (uint16_t)n, .job = d->cfg.job,
 		.round = nack->hdr.round, .bitmap = nack->hdr.bitmap,
 	};
@@ -117,7 +117,7 @@ static void send_gone(struct isthd *d, const struct isth_pkt *nack,
 
 /* Serve one NACK from the island against the AGG resend ring. Bounded:
  * the ring looks at most its size of in-window sequences per NACK. */
-static void serve_nack(struct isthd *d, const struct isth_pkt *p,
+static void serve_nack(struct isthd *d, const struct isth_wire_pkt *p,
 		       uint64_t now_ns)
 {
 	struct isth_wire_range ranges[ISTHD_MAX_RANGES];
@@ -132,7 +132,7 @@ static void serve_nack(struct isthd *d, const struct isth_pkt *p,
 		n = ISTHD_MAX_RANGES;	/* the parser's max_ranges is lower */
 	for (i = 0; i < n; i++)
 		isth_wire_get_range(p, i, &ranges[i]);
-	if (p->hdr.flags & ISTH_F_CHUNKS) {
+	if (p->hdr.flags & ISTH_WIRE_F_CHUNKS) {
 		/* Chunk ranges name a round's chunks; the ring is indexed by
 		 * sequence, so chunk NACKs are answered GONE in full. */
 		n_out = 0;
@@ -166,7 +166,7 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 	uint64_t cur = __atomic_load_n(&d->current, __ATOMIC_ACQUIRE);
 	uint64_t pub = __atomic_load_n(&d->published, __ATOMIC_ACQUIRE);
 	struct rte_mbuf *rx[ISTHD_BURST];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	uint16_t n, i;
 
 	n = rte_eth_rx_burst(d->access_port, 0, rx, ISTHD_BURST);
@@ -274,7 +274,7 @@ static unsigned int pace_release(struct isthd *d, uint64_t now_tsc)
 static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 {
 	struct rte_mbuf *rx[ISTHD_BURST], *keep[ISTHD_BURST];
-	struct isth_pkt parsed[ISTHD_BURST];
+	struct isth_wire_pkt parsed[ISTHD_BURST];
 	uint16_t n, i, k = 0;
 
 	n = rte_eth_rx_burst(d->wan_port, 0, rx, ISTHD_BURST);
@@ -283,7 +283,7 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 	isth_ctr_add(&d->st.wan_rx, n);
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = rx[i];
-		struct isth_pkt *p = &parsed[k];
+		struct isth_wire_pkt *p = &parsed[k];
 		enum isth_wire_reason r;
 
 		/* the isthmus header ends on the frame's second line */
@@ -305,7 +305,7 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 		if (unlikely(p->hdr.type != ISTH_WIRE_DATA)) {
 			/* a peer edge asking for our island's chunks again */
 			if (p->hdr.type == ISTH_WIRE_NACK &&
-			    (p->hdr.flags & ISTH_F_CHUNKS) &&
+			    (p->hdr.flags & ISTH_WIRE_F_CHUNKS) &&
 			    p->hdr.sender != d->island &&
 			    p->hdr.bitmap == (1ull << d->island)) {
 				isthd_repair_serve(d, p, now_ns);

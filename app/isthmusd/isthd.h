@@ -147,7 +147,7 @@ struct isthd_shape {
 	uint32_t n_chunks;		/* chunk ids 0..n_chunks-1 */
 	uint16_t chunk_elems;		/* elements of every chunk but the last */
 	uint16_t last_elems;		/* elements of chunk n_chunks-1 */
-	uint8_t dtype;			/* [isthmusd] dtype; ISTH_DTYPE_NONE: any */
+	uint8_t dtype;			/* [isthmusd] dtype; ISTH_WIRE_DTYPE_NONE: any */
 };
 
 /*
@@ -289,10 +289,10 @@ void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v
 			  uint64_t r);
 void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n,
 		       uint64_t now_ns);
-void isthd_repair_track(struct isthd *d, const struct isth_pkt *p,
+void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p,
 			uint64_t now_ns);
 unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns);
-void isthd_repair_serve(struct isthd *d, const struct isth_pkt *p,
+void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p,
 			uint64_t now_ns);
 
 /* control.c */

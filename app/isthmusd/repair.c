@@ -173,11 +173,11 @@ static struct rte_mbuf *frame_to_peer(struct isthd *d,
 		rte_memcpy(p + hs, src, len);
 	isth_wire_put_frame_hdr(p, hs + len, &a, len);
 	/* UDP checksum (RFC 768) over pseudo-header, header and message */
-	udp = p + hs - ISTH_UDP_HDR_SIZE;
-	rte_raw_cksum_mbuf(m, (uint32_t)(hs - ISTH_UDP_HDR_SIZE),
-			   ISTH_UDP_HDR_SIZE + len, &raw);
+	udp = p + hs - ISTH_WIRE_UDP_HDR_SIZE;
+	rte_raw_cksum_mbuf(m, (uint32_t)(hs - ISTH_WIRE_UDP_HDR_SIZE),
+			   ISTH_WIRE_UDP_HDR_SIZE + len, &raw);
 	sum = rte_be_to_cpu_16(raw) + (a.src_ip >> 16) + (a.src_ip & 0xffff) +
-	      (a.dst_ip >> 16) + (a.dst_ip & 0xffff) + 17 + ISTH_UDP_HDR_SIZE + len;
+	      (a.dst_ip >> 16) + (a.dst_ip & 0xffff) + 17 + ISTH_WIRE_UDP_HDR_SIZE + len;
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
 	sum = ~sum & 0xffff;
@@ -193,8 +193,8 @@ static struct rte_mbuf *frame_to_peer(struct isthd *d,
 static int nack_peer(struct isthd *d, unsigned int s, uint64_t r,
 		     const struct isth_wire_range *ranges, unsigned int n)
 {
-	struct isth_hdr h = {
-		.type = ISTH_WIRE_NACK, .flags = ISTH_F_CHUNKS,
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_NACK, .flags = ISTH_WIRE_F_CHUNKS,
 		.sender = d->island, .count = (uint16_t)n, .job = d->cfg.job,
 		.round = (uint32_t)r, .bitmap = 1ull << s,
 	};
@@ -306,7 +306,7 @@ static void nack_sent(struct isthd *d, struct isthd_rx_track *t, uint64_t r,
  * only), and, from its arrival and the sender's rate, when its last chunk
  * is due here.
  */
-void isthd_repair_track(struct isthd *d, const struct isth_pkt *p,
+void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p,
 			uint64_t now_ns)
 {
 	uint64_t r = p->hdr.round, *bits, cns;
@@ -323,7 +323,7 @@ void isthd_repair_track(struct isthd *d, const struct isth_pkt *p,
 		return;		/* a duplicate: the backend counts it */
 	bits[c / 64] |= 1ull << (c % 64);
 	t->n_rx++;
-	if (p->hdr.flags & ISTH_F_RESENT)
+	if (p->hdr.flags & ISTH_WIRE_F_RESENT)
 		return;		/* a repair says nothing about the stream */
 	/* the sender's stream is here now at chunk c: the rest follows at
 	 * its rate (a late or slow sender moves its tail's due time) */
@@ -478,7 +478,7 @@ static unsigned int merge_ranges(struct isth_wire_range *g, unsigned int n,
  * peer more than about what the peer could have lost (doc/isthmusd.md,
  * "Admission").
  */
-void isthd_repair_serve(struct isthd *d, const struct isth_pkt *p,
+void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p,
 			uint64_t now_ns)
 {
 	struct isth_wire_range want[ISTHD_BURST], gone[ISTHD_BURST];

@@ -263,8 +263,8 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size)
 
 	/* One pool for received frames and AGG messages: room for a full
 	 * MTU frame with a VLAN tag, or a header + max chunk. */
-	room = RTE_PKTMBUF_HEADROOM + d->cfg.mtu + ISTH_ETH_HDR_SIZE +
-	       ISTH_VLAN_TAG_SIZE;
+	room = RTE_PKTMBUF_HEADROOM + d->cfg.mtu + ISTH_WIRE_ETH_HDR_SIZE +
+	       ISTH_WIRE_VLAN_TAG_SIZE;
 	if (room < RTE_MBUF_DEFAULT_BUF_SIZE)
 		room = RTE_MBUF_DEFAULT_BUF_SIZE;
 	d->pool = rte_pktmbuf_pool_create("isthd_pkt", d->cfg.mbufs, 256, 0,
@@ -374,7 +374,7 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size)
 	rc_.linger_ns = d->cfg.resend_linger_ns;
 	rc_.socket_id = (int)rte_socket_id();
 	/* AGG frames to the island: Ethernet + IPv4 + UDP, no VLAN. */
-	rc_.hdr_off = ISTH_ETH_HDR_SIZE + ISTH_IPV4_MIN_HDR_SIZE + ISTH_UDP_HDR_SIZE;
+	rc_.hdr_off = ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE;
 	rc_.flags = ISTH_RESEND_F_STAMP;
 	rc_.first_seq = 0;
 	rc_.hdr_pool = d->hdr_pool;

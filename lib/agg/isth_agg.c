@@ -284,8 +284,8 @@ isth_agg_create(const struct isth_agg_params *p)
 	    p->max_chunks == 0 || p->n_islands == 0 ||
 	    p->n_islands > ISTH_WIRE_MAX_ISLANDS || p->timeout_ns == 0 ||
 	    p->max_jobs > 256 || p->window > 1024 ||
-	    (p->bf16_out != 0 && p->bf16_out != ISTH_DTYPE_BF16 &&
-	     p->bf16_out != ISTH_DTYPE_FP32) ||
+	    (p->bf16_out != 0 && p->bf16_out != ISTH_WIRE_DTYPE_BF16 &&
+	     p->bf16_out != ISTH_WIRE_DTYPE_FP32) ||
 	    (p->n_buckets & (p->n_buckets - 1)) != 0 ||
 	    (unsigned int)p->kernel >= ISTH_AGG_KERNEL_MAX) {
 		errno = EINVAL;
@@ -335,7 +335,7 @@ isth_agg_create(const struct isth_agg_params *p)
 	agg->p.n_records = n_rec_buckets * AGG_REC_WAYS;
 	agg->p.reserve = reserve;
 	if (agg->p.bf16_out == 0)
-		agg->p.bf16_out = ISTH_DTYPE_BF16;
+		agg->p.bf16_out = ISTH_WIRE_DTYPE_BF16;
 	agg->k = k;
 	agg->p.kernel = k.id;
 	agg->n_slots = n_slots;
@@ -753,7 +753,7 @@ mem_gauges(struct isth_agg *agg)
 static inline void
 acc_load(struct isth_agg *agg, void *acc, const struct isth_agg_contrib *c)
 {
-	if (c->dtype == ISTH_DTYPE_BF16)
+	if (c->dtype == ISTH_WIRE_DTYPE_BF16)
 		agg->k.load_bf16(acc, c->data, c->count);
 	else
 		memcpy(acc, c->data, (size_t)c->count * 4);
@@ -763,10 +763,10 @@ static inline void
 acc_add(struct isth_agg *agg, void *acc, const struct isth_agg_contrib *c)
 {
 	switch (c->dtype) {
-	case ISTH_DTYPE_FP32:
+	case ISTH_WIRE_DTYPE_FP32:
 		agg->k.add_fp32(acc, c->data, c->count);
 		break;
-	case ISTH_DTYPE_BF16:
+	case ISTH_WIRE_DTYPE_BF16:
 		agg->k.add_bf16(acc, c->data, c->count);
 		break;
 	default:
@@ -778,7 +778,7 @@ acc_add(struct isth_agg *agg, void *acc, const struct isth_agg_contrib *c)
 static inline bool
 contrib_bad(const struct isth_agg *agg, const struct isth_agg_contrib *c)
 {
-	return c->dtype == ISTH_DTYPE_NONE || c->dtype > ISTH_DTYPE_MAX ||
+	return c->dtype == ISTH_WIRE_DTYPE_NONE || c->dtype > ISTH_WIRE_DTYPE_MAX ||
 	       c->count == 0 || c->count > agg->p.max_elems ||
 	       c->chunk >= agg->p.max_chunks || c->sender >= agg->p.n_islands ||
 	       c->data == NULL;
@@ -1056,7 +1056,7 @@ isth_agg_drain(struct isth_agg *agg, struct isth_agg_emit *out,
 		struct isth_agg_emit *e = &out[n++];
 		uint8_t dt = s->dtype;
 
-		if (dt == ISTH_DTYPE_BF16)
+		if (dt == ISTH_WIRE_DTYPE_BF16)
 			dt = agg->p.bf16_out;
 		e->job = s->job;
 		e->round = s->round;
@@ -1064,7 +1064,7 @@ isth_agg_drain(struct isth_agg *agg, struct isth_agg_emit *out,
 		e->count = s->count;
 		e->dtype = dt;
 		e->reason = s->reason;
-		e->flags = s->bitmap == s->expected ? 0 : ISTH_F_PARTIAL;
+		e->flags = s->bitmap == s->expected ? 0 : ISTH_WIRE_F_PARTIAL;
 		e->n_contrib = (uint16_t)__builtin_popcountll(s->bitmap);
 		e->bitmap = s->bitmap;
 		e->expected = s->expected;
@@ -1094,7 +1094,7 @@ isth_agg_emit_copy(const struct isth_agg *agg, const struct isth_agg_emit *e,
 {
 	if (cap < e->size)
 		return -ENOSPC;
-	if (e->dtype == ISTH_DTYPE_BF16)
+	if (e->dtype == ISTH_WIRE_DTYPE_BF16)
 		agg->k.store_bf16(dst, e->acc, e->count);
 	else
 		memcpy(dst, e->acc, e->size);
@@ -1102,7 +1102,7 @@ isth_agg_emit_copy(const struct isth_agg *agg, const struct isth_agg_emit *e,
 }
 
 void
-isth_agg_emit_hdr(const struct isth_agg_emit *e, struct isth_hdr *h)
+isth_agg_emit_hdr(const struct isth_agg_emit *e, struct isth_wire_hdr *h)
 {
 	h->type = ISTH_WIRE_AGG;
 	h->dtype = e->dtype;

@@ -95,7 +95,7 @@ struct isth_agg_params {
 	 */
 	uint32_t n_buckets;
 	uint64_t timeout_ns;	/**< a slot times out this long after its first arrival */
-	/** Output type of bf16 chunks: ISTH_DTYPE_BF16 (default if 0) or ISTH_DTYPE_FP32. */
+	/** Output type of bf16 chunks: ISTH_WIRE_DTYPE_BF16 (default if 0) or ISTH_WIRE_DTYPE_FP32. */
 	uint8_t bf16_out;
 	enum isth_agg_kernel kernel;	/**< force a kernel set (tests, bench) */
 };
@@ -151,7 +151,7 @@ struct isth_agg_emit {
 	uint16_t count;		/**< elements */
 	uint8_t dtype;		/**< output dtype, the AGG header's */
 	uint8_t reason;		/**< enum isth_agg_reason */
-	uint16_t flags;		/**< ISTH_F_PARTIAL unless bitmap == expected */
+	uint16_t flags;		/**< ISTH_WIRE_F_PARTIAL unless bitmap == expected */
 	uint16_t n_contrib;	/**< bits in bitmap */
 	uint64_t bitmap;	/**< contributors summed into this aggregate */
 	uint64_t expected;	/**< the round's expected set */
@@ -283,7 +283,7 @@ int isth_agg_emit_copy(const struct isth_agg *agg,
  * Fill the AGG header fields the engine knows (type, dtype, flags, count,
  * job, round, chunk, bitmap); the caller sets sender and seq.
  */
-void isth_agg_emit_hdr(const struct isth_agg_emit *e, struct isth_hdr *h);
+void isth_agg_emit_hdr(const struct isth_agg_emit *e, struct isth_wire_hdr *h);
 
 /** Snapshot the counters; any thread. Each field is read atomically. */
 void isth_agg_stats_get(const struct isth_agg *agg, struct isth_agg_stats *st);
@@ -296,7 +296,7 @@ const char *isth_agg_reason_name(unsigned int r);
 
 /** Fill a contribution from a parsed DATA packet. */
 static inline void
-isth_agg_contrib_from_pkt(struct isth_agg_contrib *c, const struct isth_pkt *p)
+isth_agg_contrib_from_pkt(struct isth_agg_contrib *c, const struct isth_wire_pkt *p)
 {
 	c->job = p->hdr.job;
 	c->round = p->hdr.round;

@@ -23,7 +23,7 @@
 #define OFF_FLAGS_LO 5u
 #define OFF_TRAILER_LEN 7u
 #define OFF_ROUND 12u
-#define F_AUTH_LO 0x10u	/* ISTH_F_AUTH (bit 4) in the low flags byte */
+#define F_AUTH_LO 0x10u	/* ISTH_WIRE_F_AUTH (bit 4) in the low flags byte */
 
 struct isth_auth_engine {
 	const struct isth_auth *a;	/* keys; outlives the engine */

@@ -243,8 +243,8 @@ fpga_create(const struct isth_backend_conf *conf)
 
 	room = rte_pktmbuf_data_room_size(conf->agg_pool);
 	if (room < RTE_PKTMBUF_HEADROOM + ISTH_WIRE_HDR_SIZE + 4 * conf->max_elems ||
-	    RTE_PKTMBUF_HEADROOM < ISTH_ETH_HDR_SIZE + ISTH_VLAN_TAG_SIZE +
-				   ISTH_IPV4_MIN_HDR_SIZE + ISTH_UDP_HDR_SIZE) {
+	    RTE_PKTMBUF_HEADROOM < ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_VLAN_TAG_SIZE +
+				   ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE) {
 		rte_errno = EINVAL;
 		return NULL;
 	}
@@ -385,7 +385,7 @@ fpga_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
 
 static unsigned int
 fpga_aggregate_burst(void *priv, struct rte_mbuf **pkts,
-		     const struct isth_pkt *parsed, unsigned int n, uint64_t now)
+		     const struct isth_wire_pkt *parsed, unsigned int n, uint64_t now)
 {
 	struct fpga_backend *f = priv;
 	uint32_t head, tail = f->h2d_tail, mask = f->h2d_size - 1, space;
@@ -394,7 +394,7 @@ fpga_aggregate_burst(void *priv, struct rte_mbuf **pkts,
 	head = (uint32_t)__atomic_load_n(f->h2d_wb, __ATOMIC_ACQUIRE);
 	space = f->h2d_size - (tail - head);
 	for (i = 0; i < n; i++) {
-		const struct isth_pkt *p = &parsed[i];
+		const struct isth_wire_pkt *p = &parsed[i];
 		struct isth_fpga_h2d_desc *d;
 		uint8_t *buf;
 

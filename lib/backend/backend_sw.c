@@ -61,8 +61,8 @@ sw_create(const struct isth_backend_conf *conf)
 
 	room = rte_pktmbuf_data_room_size(conf->agg_pool);
 	if (room < RTE_PKTMBUF_HEADROOM + ISTH_WIRE_HDR_SIZE + 4 * conf->max_elems ||
-	    RTE_PKTMBUF_HEADROOM < ISTH_ETH_HDR_SIZE + ISTH_VLAN_TAG_SIZE +
-				   ISTH_IPV4_MIN_HDR_SIZE + ISTH_UDP_HDR_SIZE) {
+	    RTE_PKTMBUF_HEADROOM < ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_VLAN_TAG_SIZE +
+				   ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE) {
 		rte_errno = EINVAL;
 		return NULL;
 	}
@@ -137,8 +137,8 @@ sw_caps(const void *priv, struct isth_backend_caps *caps)
 	memset(caps, 0, sizeof(*caps));
 	caps->name = "sw";
 	caps->mem_bytes = info.acc_size;
-	caps->dtypes = (1u << ISTH_DTYPE_FP32) | (1u << ISTH_DTYPE_BF16) |
-		       (1u << ISTH_DTYPE_INT32);
+	caps->dtypes = (1u << ISTH_WIRE_DTYPE_FP32) | (1u << ISTH_WIRE_DTYPE_BF16) |
+		       (1u << ISTH_WIRE_DTYPE_INT32);
 	caps->max_islands = ISTH_WIRE_MAX_ISLANDS;
 	caps->max_elems = sw->max_elems;
 	caps->n_slots = info.n_slots;
@@ -175,7 +175,7 @@ static void
 sw_materialise(struct sw_backend *sw)
 {
 	unsigned int n, got, i;
-	struct isth_hdr h;
+	struct isth_wire_hdr h;
 
 	n = RTE_MIN(isth_agg_pending(sw->agg), SW_STAGE - sw->n_staged);
 	n = RTE_MIN(n, (unsigned int)SW_BURST);
@@ -210,7 +210,7 @@ sw_materialise(struct sw_backend *sw)
 
 static unsigned int
 sw_aggregate_burst(void *priv, struct rte_mbuf **pkts,
-		   const struct isth_pkt *parsed, unsigned int n, uint64_t now)
+		   const struct isth_wire_pkt *parsed, unsigned int n, uint64_t now)
 {
 	struct sw_backend *sw = priv;
 	unsigned int done = 0, acc = 0;

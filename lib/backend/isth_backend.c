@@ -88,7 +88,7 @@ int isth_backend_set_round(struct isth_backend *be, uint32_t job,
 }
 
 unsigned int isth_backend_aggregate_burst(struct isth_backend *be,
-		struct rte_mbuf **pkts, const struct isth_pkt *parsed,
+		struct rte_mbuf **pkts, const struct isth_wire_pkt *parsed,
 		unsigned int n, uint64_t now)
 {
 	return be->ops->aggregate_burst(be->priv, pkts, parsed, n, now);

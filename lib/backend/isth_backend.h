@@ -83,7 +83,7 @@ struct isth_backend_conf {
 	uint64_t mem_bytes;	/**< aggregation memory budget */
 	uint64_t timeout_ns;	/**< slot timeout after first arrival */
 	uint32_t window;	/**< rounds accepted (0: default) */
-	uint8_t bf16_out;	/**< ISTH_DTYPE_BF16 or ISTH_DTYPE_FP32 */
+	uint8_t bf16_out;	/**< ISTH_WIRE_DTYPE_BF16 or ISTH_WIRE_DTYPE_FP32 */
 	/** Pool for the AGG mbufs drain() returns (data room >= 128 + 40 + 4 * max_elems). */
 	struct rte_mempool *agg_pool;
 	/** Replication: source addresses, mode and pools (struct isth_mcast_conf). */
@@ -155,7 +155,7 @@ int isth_backend_set_round(struct isth_backend *be, uint32_t job,
  *         under the same names)
  */
 unsigned int isth_backend_aggregate_burst(struct isth_backend *be,
-		struct rte_mbuf **pkts, const struct isth_pkt *parsed,
+		struct rte_mbuf **pkts, const struct isth_wire_pkt *parsed,
 		unsigned int n, uint64_t now);
 
 /**
@@ -210,7 +210,7 @@ struct isth_backend_ops {
 			 uint64_t expected, const struct isth_mcast_peer *peers,
 			 unsigned int n_peers);
 	unsigned int (*aggregate_burst)(void *priv, struct rte_mbuf **pkts,
-			const struct isth_pkt *parsed, unsigned int n,
+			const struct isth_wire_pkt *parsed, unsigned int n,
 			uint64_t now);
 	unsigned int (*drain)(void *priv, uint64_t now, struct rte_mbuf **out,
 			      unsigned int cap);

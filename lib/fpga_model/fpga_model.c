@@ -140,8 +140,8 @@ power_on_registers(struct isth_fpga_model *m)
 	m->bar[ISTH_FPGA_REG_VERSION / 8] =
 		ISTH_FPGA_VERSION_MAJOR << 16 | ISTH_FPGA_VERSION_MINOR;
 	m->bar[ISTH_FPGA_REG_CAP_HBM_BYTES / 8] = m->p.hbm_bytes;
-	m->bar[ISTH_FPGA_REG_CAP_DTYPES / 8] = (1u << ISTH_DTYPE_FP32) |
-		(1u << ISTH_DTYPE_BF16) | (1u << ISTH_DTYPE_INT32);
+	m->bar[ISTH_FPGA_REG_CAP_DTYPES / 8] = (1u << ISTH_WIRE_DTYPE_FP32) |
+		(1u << ISTH_WIRE_DTYPE_BF16) | (1u << ISTH_WIRE_DTYPE_INT32);
 	m->bar[ISTH_FPGA_REG_CAP_MAX_ISLANDS / 8] = ISTH_WIRE_MAX_ISLANDS;
 	m->bar[ISTH_FPGA_REG_CAP_MAX_ELEMS / 8] = m->p.max_elems;
 	m->bar[ISTH_FPGA_REG_CAP_MAX_SLOTS / 8] = m->p.max_slots;
@@ -218,7 +218,7 @@ do_enable(struct isth_fpga_model *m)
 	    ap.n_islands > ISTH_WIRE_MAX_ISLANDS ||
 	    rd(m, ISTH_FPGA_REG_CFG_ISLAND) >= ap.n_islands ||
 	    ap.max_jobs > m->p.max_jobs || ap.timeout_ns == 0 ||
-	    (bf16 != 0 && bf16 != ISTH_DTYPE_BF16 && bf16 != ISTH_DTYPE_FP32)) {
+	    (bf16 != 0 && bf16 != ISTH_WIRE_DTYPE_BF16 && bf16 != ISTH_WIRE_DTYPE_FP32)) {
 		fail(m, ISTH_FPGA_ERR_CFG);
 		return;
 	}
@@ -336,7 +336,7 @@ push_emissions(struct isth_fpga_model *m)
 	uint32_t tail = (uint32_t)rd(m, ISTH_FPGA_REG_D2H_TAIL);
 	const struct isth_agg_emit *e = &m->emit;
 	unsigned int n = 0;
-	struct isth_hdr h;
+	struct isth_wire_hdr h;
 
 	if ((uint32_t)(tail - m->d2h.head) > m->d2h.size) {
 		m->cnt[ISTH_FPGA_CNT_DOORBELL_BAD]++;
@@ -393,7 +393,7 @@ h2d_one(struct isth_fpga_model *m, const struct isth_fpga_h2d_desc *d,
 {
 	struct isth_agg_contrib c;
 	const uint8_t *msg;
-	struct isth_pkt pkt;
+	struct isth_wire_pkt pkt;
 
 	msg = dma_ptr(m, d->addr, len);
 	if (msg == NULL) {

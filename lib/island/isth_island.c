@@ -192,7 +192,7 @@ static inline uint16_t f32_to_bf16(float f)
 /* Bytes per element on the wire in DATA (the session's dtype). */
 static inline size_t wire_esize(const struct isth_island *s)
 {
-	return s->conf.dtype == ISTH_DTYPE_BF16 ? 2 : 4;
+	return s->conf.dtype == ISTH_WIRE_DTYPE_BF16 ? 2 : 4;
 }
 
 static inline void drop(struct isth_island *s, enum isth_island_drop why)
@@ -236,7 +236,7 @@ static void tx_slot(struct isth_island *s, unsigned int i, size_t len)
 static int send_nack(struct isth_island *s, const struct isth_wire_range *r,
 		     unsigned int n, uint32_t round)
 {
-	struct isth_hdr h = {
+	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_NACK, .sender = s->conf.island,
 		.count = (uint16_t)n, .job = s->conf.job, .round = round,
 	};
@@ -316,7 +316,7 @@ static void sum_le(const struct isth_island *s, uint8_t dtype, void *dst,
 	uint32_t i, v;
 
 	(void)s;
-	if (dtype == ISTH_DTYPE_BF16) {
+	if (dtype == ISTH_WIRE_DTYPE_BF16) {
 		float *d = dst;
 		uint16_t b;
 
@@ -324,7 +324,7 @@ static void sum_le(const struct isth_island *s, uint8_t dtype, void *dst,
 			memcpy(&b, src + 2 * (size_t)i, 2);
 			d[i] += bf16_to_f32(le16toh(b));
 		}
-	} else if (dtype == ISTH_DTYPE_INT32) {
+	} else if (dtype == ISTH_WIRE_DTYPE_INT32) {
 		uint32_t *d = dst;
 
 		for (i = 0; i < n; i++) {
@@ -402,9 +402,9 @@ static void seq_advance(struct isth_island *s, uint64_t to, uint32_t round)
  * than the stream's newest is taken as such a restart. A genuine duplicate
  * carries the round of its original, never a newer one.
  */
-static bool seq_accept(struct isth_island *s, const struct isth_hdr *h)
+static bool seq_accept(struct isth_island *s, const struct isth_wire_hdr *h)
 {
-	bool fresh_newer = !(h->flags & ISTH_F_RESENT) &&
+	bool fresh_newer = !(h->flags & ISTH_WIRE_F_RESENT) &&
 			   h->round > s->seq_round;
 	uint64_t q = h->seq;
 	struct seq_ent *e;
@@ -576,7 +576,7 @@ static void run_timers(struct isth_island *s, uint64_t now)
 
 /* ---- receiving -------------------------------------------------------- */
 
-static void on_round(struct isth_island *s, const struct isth_pkt *p,
+static void on_round(struct isth_island *s, const struct isth_wire_pkt *p,
 		     uint64_t now)
 {
 	enum isth_island_drop why;
@@ -621,10 +621,10 @@ static void on_round(struct isth_island *s, const struct isth_pkt *p,
 	s->st.rounds_announced++;
 }
 
-static void on_agg(struct isth_island *s, const struct isth_pkt *p,
+static void on_agg(struct isth_island *s, const struct isth_wire_pkt *p,
 		   uint64_t now)
 {
-	const struct isth_hdr *h = &p->hdr;
+	const struct isth_wire_hdr *h = &p->hdr;
 	enum isth_island_drop why;
 	struct slot *sl;
 	uint64_t before;
@@ -632,12 +632,12 @@ static void on_agg(struct isth_island *s, const struct isth_pkt *p,
 	if (!seq_accept(s, h))
 		return;
 	s->quiet_since_ns = now;
-	if (h->flags & ISTH_F_RESENT)
+	if (h->flags & ISTH_WIRE_F_RESENT)
 		s->st.resent++;
 	/* bf16 DATA is summed in fp32 at the edge, which sends the sums as
 	 * bf16 or fp32 ([agg] bf16_out): a bf16 session takes either. */
 	if (h->dtype != s->conf.dtype &&
-	    !(s->conf.dtype == ISTH_DTYPE_BF16 && h->dtype == ISTH_DTYPE_FP32)) {
+	    !(s->conf.dtype == ISTH_WIRE_DTYPE_BF16 && h->dtype == ISTH_WIRE_DTYPE_FP32)) {
 		drop(s, ISTH_ISLAND_DROP_agg_dtype);
 		return;
 	}
@@ -684,12 +684,12 @@ static void on_agg(struct isth_island *s, const struct isth_pkt *p,
 		sl->chunks_done++;
 }
 
-static void on_gone(struct isth_island *s, const struct isth_pkt *p)
+static void on_gone(struct isth_island *s, const struct isth_wire_pkt *p)
 {
 	unsigned int i;
 
 	s->st.gone++;
-	if ((p->hdr.flags & ISTH_F_CHUNKS) || !s->have_seq)
+	if ((p->hdr.flags & ISTH_WIRE_F_CHUNKS) || !s->have_seq)
 		return;		/* the island never asks for chunk ranges */
 	for (i = 0; i < p->hdr.count; i++) {
 		struct isth_wire_range r;
@@ -718,7 +718,7 @@ static void on_datagram(struct isth_island *s, const uint8_t *buf, size_t len,
 			uint64_t now)
 {
 	enum isth_wire_reason r;
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 
 	s->st.rx_packets++;
 	s->st.rx_bytes += len;
@@ -848,8 +848,8 @@ static int check_conf(const struct isth_island_conf *c)
 	if (c->n_islands == 0 || c->n_islands > ISTH_WIRE_MAX_ISLANDS ||
 	    c->island >= c->n_islands)
 		return EINVAL;
-	if (c->dtype != ISTH_DTYPE_INT32 && c->dtype != ISTH_DTYPE_FP32 &&
-	    c->dtype != ISTH_DTYPE_BF16)
+	if (c->dtype != ISTH_WIRE_DTYPE_INT32 && c->dtype != ISTH_WIRE_DTYPE_FP32 &&
+	    c->dtype != ISTH_WIRE_DTYPE_BF16)
 		return EINVAL;
 	if (c->elems == 0 || c->edge_ip == 0 || c->rcvbuf < 0)
 		return EINVAL;
@@ -898,7 +898,7 @@ struct isth_island *isth_island_open(const struct isth_island_conf *conf)
 	s->chunk_elems = s->lim.max_elems;
 	s->n_chunks = (uint32_t)(((uint64_t)conf->elems + s->chunk_elems - 1) /
 				 s->chunk_elems);
-	s->msg_max = s->conf.mtu - ISTH_IPV4_MIN_HDR_SIZE - ISTH_UDP_HDR_SIZE;
+	s->msg_max = s->conf.mtu - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE;
 	s->tick_ns = s->conf.nack_interval_ns;
 	if (s->conf.probe_ns < s->tick_ns)
 		s->tick_ns = s->conf.probe_ns;
@@ -1076,7 +1076,7 @@ static inline uint32_t tensor_word(const struct isth_island *s,
 	uint16_t b;
 	float f;
 
-	if (s->conf.dtype != ISTH_DTYPE_BF16) {
+	if (s->conf.dtype != ISTH_WIRE_DTYPE_BF16) {
 		memcpy(&v, src + 4 * (size_t)i, 4);
 		return v;
 	}
@@ -1103,7 +1103,7 @@ int isth_island_send(struct isth_island *s, uint32_t round,
 		return -EINVAL;
 	/* bf16 sessions take bf16 (2 bytes) or fp32 (4 bytes, rounded) */
 	src_f32 = size == (size_t)s->conf.elems * 4;
-	if (!src_f32 && !(s->conf.dtype == ISTH_DTYPE_BF16 &&
+	if (!src_f32 && !(s->conf.dtype == ISTH_WIRE_DTYPE_BF16 &&
 			  size == (size_t)s->conf.elems * 2))
 		return -EINVAL;
 	pthread_mutex_lock(&s->mu);
@@ -1121,12 +1121,12 @@ int isth_island_send(struct isth_island *s, uint32_t round,
 		goto out;
 	}
 	/* Own contribution, as the peers will see it (bf16: rounded). */
-	if (s->conf.dtype == ISTH_DTYPE_INT32) {
+	if (s->conf.dtype == ISTH_WIRE_DTYPE_INT32) {
 		uint32_t *d = sl->acc;
 
 		for (i = 0; i < s->conf.elems; i++)
 			d[i] += tensor_word(s, src, true, i);
-	} else if (s->conf.dtype == ISTH_DTYPE_BF16) {
+	} else if (s->conf.dtype == ISTH_WIRE_DTYPE_BF16) {
 		float *d = sl->acc;
 
 		for (i = 0; i < s->conf.elems; i++)
@@ -1145,9 +1145,9 @@ int isth_island_send(struct isth_island *s, uint32_t round,
 	for (c = 0; c < s->n_chunks; c++) {
 		uint32_t len = chunk_len(s, c), base = c * s->chunk_elems;
 		size_t es = wire_esize(s);
-		struct isth_hdr h = {
+		struct isth_wire_hdr h = {
 			.type = ISTH_WIRE_DATA, .dtype = s->conf.dtype,
-			.flags = c + 1 == s->n_chunks ? ISTH_F_LAST : 0,
+			.flags = c + 1 == s->n_chunks ? ISTH_WIRE_F_LAST : 0,
 			.sender = s->conf.island, .count = (uint16_t)len,
 			.job = s->conf.job, .round = round, .chunk = c,
 			.seq = s->data_seq++, .bitmap = self_bit(s),

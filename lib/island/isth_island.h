@@ -63,7 +63,7 @@ struct isth_island_conf {
 	uint16_t bind_port;	/**< local port; 0: ephemeral */
 	unsigned int mtu;	/**< IP MTU; 0: 1500. Sets the chunk size */
 	uint32_t elems;		/**< elements in the tensor, every round; > 0 */
-	/** ISTH_DTYPE_INT32, ISTH_DTYPE_FP32 or ISTH_DTYPE_BF16. A bf16
+	/** ISTH_WIRE_DTYPE_INT32, ISTH_WIRE_DTYPE_FP32 or ISTH_WIRE_DTYPE_BF16. A bf16
 	 * session sends bf16 DATA and sums in fp32: its results are fp32. */
 	uint8_t dtype;
 	/** Re-NACK a still-missing AGG at most this often; 0: 5 ms. */

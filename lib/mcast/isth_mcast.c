@@ -22,14 +22,14 @@
 #include "isth_mcast.h"
 #include "mcast_priv.h"
 
-#define IP_UDP_SIZE (ISTH_IPV4_MIN_HDR_SIZE + ISTH_UDP_HDR_SIZE)
+#define IP_UDP_SIZE (ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE)
 /* Largest message an IPv4 total length can carry. */
 #define MAX_MSG_SIZE (65535u - IP_UDP_SIZE)
 
 /* Offsets inside the IPv4 header. */
 #define IP_OFF_TOTLEN	2
 #define IP_OFF_CSUM	10
-#define UDP_OFF_LEN	(ISTH_IPV4_MIN_HDR_SIZE + 4)
+#define UDP_OFF_LEN	(ISTH_WIRE_IPV4_MIN_HDR_SIZE + 4)
 
 static inline void
 put_be16(uint8_t *p, uint16_t v)
@@ -192,7 +192,7 @@ dest_init(const struct isth_mcast *mc, struct mcast_dest *d,
 	put_be16(ip + IP_OFF_TOTLEN, 0);
 	put_be16(ip + IP_OFF_CSUM, 0);
 	put_be16(ip + UDP_OFF_LEN, 0);
-	for (i = 0; i < ISTH_IPV4_MIN_HDR_SIZE; i += 2)
+	for (i = 0; i < ISTH_WIRE_IPV4_MIN_HDR_SIZE; i += 2)
 		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
 	d->csum_part = fold16(sum);
 	sum = (mc->conf.src_ip >> 16) + (mc->conf.src_ip & 0xffff) +
@@ -308,10 +308,10 @@ put_hdr(const struct isth_mcast *mc, const struct mcast_dest *d,
 	sum = fold16(d->csum_part + totlen);
 	put_be16(ip + IP_OFF_TOTLEN, (uint16_t)totlen);
 	put_be16(ip + IP_OFF_CSUM, (uint16_t)~sum);
-	put_be16(ip + UDP_OFF_LEN, (uint16_t)(ISTH_UDP_HDR_SIZE + len));
+	put_be16(ip + UDP_OFF_LEN, (uint16_t)(ISTH_WIRE_UDP_HDR_SIZE + len));
 	if (mc->conf.udp_csum) {
 		/* pseudo-header length and UDP length: the same value twice */
-		sum = fold16(d->udp_part + 2 * (ISTH_UDP_HDR_SIZE + len) + msg_sum);
+		sum = fold16(d->udp_part + 2 * (ISTH_WIRE_UDP_HDR_SIZE + len) + msg_sum);
 		sum = (uint16_t)~sum;
 		put_be16(ip + UDP_OFF_LEN + 2, (uint16_t)(sum ? sum : 0xffff));
 	}
@@ -400,8 +400,8 @@ fanout_zc(const struct isth_mcast *mc, const struct mcast_table *t,
 		h->nb_segs = (uint16_t)(clones[i]->nb_segs + 1);
 		h->next = clones[i];
 		h->l2_len = mc->l3_off;
-		h->l3_len = ISTH_IPV4_MIN_HDR_SIZE;
-		h->l4_len = ISTH_UDP_HDR_SIZE;
+		h->l3_len = ISTH_WIRE_IPV4_MIN_HDR_SIZE;
+		h->l4_len = ISTH_WIRE_UDP_HDR_SIZE;
 	}
 	bs->copies += n_c;
 	return n_c;
@@ -451,8 +451,8 @@ fanout_copy(const struct isth_mcast *mc, const struct mcast_table *t,
 	}
 	for (i = 0; i < n; i++) {
 		out[i]->l2_len = mc->l3_off;
-		out[i]->l3_len = ISTH_IPV4_MIN_HDR_SIZE;
-		out[i]->l4_len = ISTH_UDP_HDR_SIZE;
+		out[i]->l3_len = ISTH_WIRE_IPV4_MIN_HDR_SIZE;
+		out[i]->l4_len = ISTH_WIRE_UDP_HDR_SIZE;
 	}
 	bs->copies += n;
 	return n;

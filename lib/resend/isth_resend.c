@@ -24,7 +24,7 @@ struct resend_entry {
 	uint64_t ts;		/* push time, ns */
 	uint64_t repair_ts;	/* last repair time, ns; valid if repaired */
 	uint8_t repaired;
-	uint8_t marked;		/* ISTH_F_RESENT is set in the stored bytes */
+	uint8_t marked;		/* ISTH_WIRE_F_RESENT is set in the stored bytes */
 };
 
 struct isth_resend {
@@ -171,7 +171,7 @@ static inline uint8_t *udp_csum(struct isth_resend *r, uint8_t *frame,
 {
 	uint8_t *cs;
 
-	if (r->hdr_off < ISTH_UDP_HDR_SIZE ||
+	if (r->hdr_off < ISTH_WIRE_UDP_HDR_SIZE ||
 	    (ol_flags & RTE_MBUF_F_TX_L4_MASK) == RTE_MBUF_F_TX_UDP_CKSUM)
 		return NULL;
 	cs = frame + r->hdr_off - 2;
@@ -206,7 +206,7 @@ static inline void set_resent(struct isth_resend *r, uint8_t *frame,
 	uint16_t old, neu;
 
 	memcpy(&old, msg + 4, 2);
-	isth_wire_or_flags(msg, ISTH_F_RESENT);
+	isth_wire_or_flags(msg, ISTH_WIRE_F_RESENT);
 	memcpy(&neu, msg + 4, 2);
 	if (cs != NULL && old != neu)
 		csum_replace(cs, old, neu);
@@ -254,7 +254,7 @@ int isth_resend_push(struct isth_resend *r, struct rte_mbuf *m,
 	e->m = m;
 	e->ts = now_ns;
 	e->repaired = 0;
-	e->marked = (isth_wire_get_flags(msg) & ISTH_F_RESENT) != 0;
+	e->marked = (isth_wire_get_flags(msg) & ISTH_WIRE_F_RESENT) != 0;
 	if (seq != NULL)
 		*seq = r->head;
 	r->head++;

@@ -11,7 +11,7 @@
  * One ring per stream: the AGG stream an edge sends to its island, or the
  * DATA stream it sends over the WAN (for NACKs from peer edges). The ring
  * does not parse packets; it only needs the offset of the isthmus header
- * in the stored mbufs, to mark repairs ISTH_F_RESENT (and optionally to
+ * in the stored mbufs, to mark repairs ISTH_WIRE_F_RESENT (and optionally to
  * write the sequence number when a packet is stored).
  *
  * Threads: single writer. Every function except isth_resend_stats() must
@@ -35,7 +35,7 @@
  *   It is either the stored mbuf itself, or a fresh header segment chained
  *   to indirect mbufs of the stored one.
  *
- * Marking repairs ISTH_F_RESENT without copying the payload: if the stored
+ * Marking repairs ISTH_WIRE_F_RESENT without copying the payload: if the stored
  * packet's first segment is direct and the ring holds the only reference
  * (refcnt == 1: the original transmission has completed), the flag is set
  * in place (with an incremental UDP checksum update when the checksum is
@@ -190,7 +190,7 @@ unsigned int isth_resend_expire(struct isth_resend *r, uint64_t now_ns);
 
 /**
  * Start answering a NACK of sequence ranges (inclusive, host order, e.g.
- * read with isth_wire_get_range()). Chunk-range NACKs (ISTH_F_CHUNKS) are
+ * read with isth_wire_get_range()). Chunk-range NACKs (ISTH_WIRE_F_CHUNKS) are
  * not served by the ring: see doc/resend.md.
  *
  * @return 0, or -EINVAL (counted bad_nack) if @p n is 0 or a range has

@@ -143,11 +143,11 @@ const char *isth_wire_type_name(unsigned int type)
 const char *isth_wire_dtype_name(unsigned int dtype)
 {
 	static const char *const names[] = {
-		[ISTH_DTYPE_NONE] = "none", [ISTH_DTYPE_FP32] = "fp32",
-		[ISTH_DTYPE_BF16] = "bf16", [ISTH_DTYPE_INT32] = "int32",
+		[ISTH_WIRE_DTYPE_NONE] = "none", [ISTH_WIRE_DTYPE_FP32] = "fp32",
+		[ISTH_WIRE_DTYPE_BF16] = "bf16", [ISTH_WIRE_DTYPE_INT32] = "int32",
 	};
 
-	if (dtype > ISTH_DTYPE_MAX)
+	if (dtype > ISTH_WIRE_DTYPE_MAX)
 		return "unknown";
 	return names[dtype];
 }
@@ -155,10 +155,10 @@ const char *isth_wire_dtype_name(unsigned int dtype)
 unsigned int isth_wire_dtype_size(unsigned int dtype)
 {
 	switch (dtype) {
-	case ISTH_DTYPE_FP32:
-	case ISTH_DTYPE_INT32:
+	case ISTH_WIRE_DTYPE_FP32:
+	case ISTH_WIRE_DTYPE_INT32:
 		return 4;
-	case ISTH_DTYPE_BF16:
+	case ISTH_WIRE_DTYPE_BF16:
 		return 2;
 	default:
 		return 0;
@@ -172,10 +172,10 @@ int isth_wire_limits_init(struct isth_wire_limits *lim, uint32_t n_islands,
 
 	if (lim == NULL || n_islands == 0 || n_islands > ISTH_WIRE_MAX_ISLANDS)
 		return -EINVAL;
-	if (mtu < ISTH_IPV4_MIN_HDR_SIZE + ISTH_UDP_HDR_SIZE +
+	if (mtu < ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE +
 		  ISTH_WIRE_HDR_SIZE + 4 || mtu > 65535)
 		return -EINVAL;
-	room = mtu - ISTH_IPV4_MIN_HDR_SIZE - ISTH_UDP_HDR_SIZE -
+	room = mtu - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE -
 	       ISTH_WIRE_HDR_SIZE;
 	memset(lim, 0, sizeof(*lim));
 	lim->n_islands = n_islands;
@@ -188,12 +188,12 @@ int isth_wire_limits_init(struct isth_wire_limits *lim, uint32_t n_islands,
 
 /* Flags a type may carry; everything else is ISTH_WIRE_E_FLAGS. */
 static const uint16_t type_flags[ISTH_WIRE_TYPE_MAX + 1] = {
-	[ISTH_WIRE_DATA] = ISTH_F_RESENT | ISTH_F_LAST | ISTH_F_AUTH,
-	[ISTH_WIRE_AGG] = ISTH_F_PARTIAL | ISTH_F_RESENT | ISTH_F_LAST |
-			  ISTH_F_AUTH,
-	[ISTH_WIRE_NACK] = ISTH_F_CHUNKS | ISTH_F_AUTH,
-	[ISTH_WIRE_GONE] = ISTH_F_CHUNKS | ISTH_F_AUTH,
-	[ISTH_WIRE_ROUND] = ISTH_F_AUTH,
+	[ISTH_WIRE_DATA] = ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST | ISTH_WIRE_F_AUTH,
+	[ISTH_WIRE_AGG] = ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST |
+			  ISTH_WIRE_F_AUTH,
+	[ISTH_WIRE_NACK] = ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH,
+	[ISTH_WIRE_GONE] = ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH,
+	[ISTH_WIRE_ROUND] = ISTH_WIRE_F_AUTH,
 };
 
 static inline uint64_t island_mask(uint32_t n)
@@ -203,7 +203,7 @@ static inline uint64_t island_mask(uint32_t n)
 
 
 static enum isth_wire_reason
-check_body(const struct isth_hdr *h, const uint8_t *body, size_t size,
+check_body(const struct isth_wire_hdr *h, const uint8_t *body, size_t size,
 	   const struct isth_wire_limits *lim)
 {
 	uint64_t mask = island_mask(lim->n_islands);
@@ -239,7 +239,7 @@ check_body(const struct isth_hdr *h, const uint8_t *body, size_t size,
 
 			if (first > last)
 				return ISTH_WIRE_E_RANGE;
-			if ((h->flags & ISTH_F_CHUNKS) && last > UINT32_MAX)
+			if ((h->flags & ISTH_WIRE_F_CHUNKS) && last > UINT32_MAX)
 				return ISTH_WIRE_E_RANGE;
 		}
 		return ISTH_WIRE_OK;
@@ -268,16 +268,16 @@ check_body(const struct isth_hdr *h, const uint8_t *body, size_t size,
 }
 
 enum isth_wire_reason isth_wire_parse_msg(const uint8_t *buf, size_t len,
-		const struct isth_wire_limits *lim, struct isth_pkt *out)
+		const struct isth_wire_limits *lim, struct isth_wire_pkt *out)
 {
-	struct isth_hdr h;
+	struct isth_wire_hdr h;
 	enum isth_wire_reason r;
 	size_t body;
 
 	if (len < ISTH_WIRE_HDR_SIZE)
 		return ISTH_WIRE_E_HDR_TRUNC;
 	/* No IPv4 datagram carries more; the builder refuses more too. */
-	if (len > 65535 - ISTH_IPV4_MIN_HDR_SIZE - ISTH_UDP_HDR_SIZE)
+	if (len > 65535 - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE)
 		return ISTH_WIRE_E_LENGTH;
 	if (get16(buf + ISTH_WIRE_OFF_MAGIC) != ISTH_WIRE_MAGIC)
 		return ISTH_WIRE_E_MAGIC;
@@ -291,9 +291,9 @@ enum isth_wire_reason isth_wire_parse_msg(const uint8_t *buf, size_t len,
 		return ISTH_WIRE_E_FLAGS;
 	h.dtype = buf[ISTH_WIRE_OFF_DTYPE];
 	if (h.type == ISTH_WIRE_DATA || h.type == ISTH_WIRE_AGG) {
-		if (h.dtype == ISTH_DTYPE_NONE || h.dtype > ISTH_DTYPE_MAX)
+		if (h.dtype == ISTH_WIRE_DTYPE_NONE || h.dtype > ISTH_WIRE_DTYPE_MAX)
 			return ISTH_WIRE_E_DTYPE;
-	} else if (h.dtype != ISTH_DTYPE_NONE) {
+	} else if (h.dtype != ISTH_WIRE_DTYPE_NONE) {
 		return ISTH_WIRE_E_DTYPE;
 	}
 	h.sender = buf[ISTH_WIRE_OFF_SENDER];
@@ -304,7 +304,7 @@ enum isth_wire_reason isth_wire_parse_msg(const uint8_t *buf, size_t len,
 	if (buf[ISTH_WIRE_OFF_RESERVED] != 0)
 		return ISTH_WIRE_E_RESERVED;
 	h.trailer_len = buf[ISTH_WIRE_OFF_TRAILER];
-	if ((h.trailer_len != 0) != ((h.flags & ISTH_F_AUTH) != 0) ||
+	if ((h.trailer_len != 0) != ((h.flags & ISTH_WIRE_F_AUTH) != 0) ||
 	    h.trailer_len > len - ISTH_WIRE_HDR_SIZE)
 		return ISTH_WIRE_E_TRAILER;
 	h.count = get16(buf + ISTH_WIRE_OFF_COUNT);
@@ -365,7 +365,7 @@ static uint16_t udp_cksum(const uint8_t *ip, const uint8_t *udp, size_t len)
 }
 
 enum isth_wire_reason isth_wire_parse_frame(const uint8_t *buf, size_t len,
-		const struct isth_wire_limits *lim, struct isth_pkt *out)
+		const struct isth_wire_limits *lim, struct isth_wire_pkt *out)
 {
 	const uint8_t *ip, *udp;
 	size_t off, ihl, totlen, ulen;
@@ -374,29 +374,29 @@ enum isth_wire_reason isth_wire_parse_frame(const uint8_t *buf, size_t len,
 	uint16_t etype, frag;
 
 	memset(&a, 0, sizeof(a));
-	if (len < ISTH_ETH_HDR_SIZE)
+	if (len < ISTH_WIRE_ETH_HDR_SIZE)
 		return ISTH_WIRE_E_ETH_TRUNC;
 	memcpy(a.dst_mac, buf, 6);
 	memcpy(a.src_mac, buf + 6, 6);
 	etype = get16(buf + 12);
-	off = ISTH_ETH_HDR_SIZE;
+	off = ISTH_WIRE_ETH_HDR_SIZE;
 	if (etype == ETHERTYPE_VLAN) {
-		if (len < off + ISTH_VLAN_TAG_SIZE)
+		if (len < off + ISTH_WIRE_VLAN_TAG_SIZE)
 			return ISTH_WIRE_E_VLAN_TRUNC;
 		a.vlan = get16(buf + off) & 0x0fff;
 		etype = get16(buf + off + 2);
-		off += ISTH_VLAN_TAG_SIZE;
+		off += ISTH_WIRE_VLAN_TAG_SIZE;
 	}
 	if (etype != ETHERTYPE_IPV4)
 		return ISTH_WIRE_E_ETHERTYPE;
 
 	ip = buf + off;
-	if (len - off < ISTH_IPV4_MIN_HDR_SIZE)
+	if (len - off < ISTH_WIRE_IPV4_MIN_HDR_SIZE)
 		return ISTH_WIRE_E_IP_TRUNC;
 	if ((ip[0] >> 4) != 4)
 		return ISTH_WIRE_E_IP_VERSION;
 	ihl = (size_t)(ip[0] & 0x0f) * 4;
-	if (ihl < ISTH_IPV4_MIN_HDR_SIZE || ihl > len - off)
+	if (ihl < ISTH_WIRE_IPV4_MIN_HDR_SIZE || ihl > len - off)
 		return ISTH_WIRE_E_IP_IHL;
 	totlen = get16(ip + 2);
 	if (totlen < ihl || totlen > len - off)
@@ -414,7 +414,7 @@ enum isth_wire_reason isth_wire_parse_frame(const uint8_t *buf, size_t len,
 	a.dst_ip = get32(ip + 16);
 
 	udp = ip + ihl;
-	if (totlen - ihl < ISTH_UDP_HDR_SIZE)
+	if (totlen - ihl < ISTH_WIRE_UDP_HDR_SIZE)
 		return ISTH_WIRE_E_UDP_TRUNC;
 	ulen = get16(udp + 4);
 	if (ulen != totlen - ihl)
@@ -427,15 +427,15 @@ enum isth_wire_reason isth_wire_parse_frame(const uint8_t *buf, size_t len,
 	    udp_cksum(ip, udp, ulen) != 0)
 		return ISTH_WIRE_E_UDP_CSUM;
 
-	r = isth_wire_parse_msg(udp + ISTH_UDP_HDR_SIZE,
-				ulen - ISTH_UDP_HDR_SIZE, lim, out);
+	r = isth_wire_parse_msg(udp + ISTH_WIRE_UDP_HDR_SIZE,
+				ulen - ISTH_WIRE_UDP_HDR_SIZE, lim, out);
 	if (r != ISTH_WIRE_OK)
 		return r;
 	out->addr = a;
 	return ISTH_WIRE_OK;
 }
 
-void isth_wire_get_range(const struct isth_pkt *pkt, unsigned int i,
+void isth_wire_get_range(const struct isth_wire_pkt *pkt, unsigned int i,
 			 struct isth_wire_range *r)
 {
 	const uint8_t *p = pkt->payload + (size_t)i * ISTH_WIRE_RANGE_SIZE;
@@ -444,7 +444,7 @@ void isth_wire_get_range(const struct isth_pkt *pkt, unsigned int i,
 	r->last = get64(p + 8);
 }
 
-void isth_wire_get_round(const struct isth_pkt *pkt, struct isth_wire_round *r)
+void isth_wire_get_round(const struct isth_wire_pkt *pkt, struct isth_wire_round *r)
 {
 	const uint8_t *p = pkt->payload;
 
@@ -456,7 +456,7 @@ void isth_wire_get_round(const struct isth_pkt *pkt, struct isth_wire_round *r)
 	r->chunk_elems = get32(p + 36);
 }
 
-int isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_hdr *h)
+int isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h)
 {
 	if (cap < ISTH_WIRE_HDR_SIZE)
 		return -ENOSPC;
@@ -477,7 +477,7 @@ int isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_hdr *h)
 	return ISTH_WIRE_HDR_SIZE;
 }
 
-static size_t body_size(const struct isth_hdr *h)
+static size_t body_size(const struct isth_wire_hdr *h)
 {
 	switch (h->type) {
 	case ISTH_WIRE_DATA:
@@ -493,7 +493,7 @@ static size_t body_size(const struct isth_hdr *h)
 	}
 }
 
-int isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_hdr *h,
+int isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h,
 			const void *payload, size_t payload_size,
 			const void *trailer)
 {
@@ -504,7 +504,7 @@ int isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_hdr *h,
 	    (h->trailer_len != 0 && trailer == NULL))
 		return -EINVAL;
 	total = ISTH_WIRE_HDR_SIZE + payload_size + h->trailer_len;
-	if (total > 65535 - ISTH_UDP_HDR_SIZE - ISTH_IPV4_MIN_HDR_SIZE)
+	if (total > 65535 - ISTH_WIRE_UDP_HDR_SIZE - ISTH_WIRE_IPV4_MIN_HDR_SIZE)
 		return -EINVAL;
 	if (cap < total)
 		return -ENOSPC;
@@ -519,21 +519,21 @@ int isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_hdr *h,
 
 size_t isth_wire_frame_hdr_size(const struct isth_wire_addr *a)
 {
-	return ISTH_ETH_HDR_SIZE + (a->vlan ? ISTH_VLAN_TAG_SIZE : 0) +
-	       ISTH_IPV4_MIN_HDR_SIZE + ISTH_UDP_HDR_SIZE;
+	return ISTH_WIRE_ETH_HDR_SIZE + (a->vlan ? ISTH_WIRE_VLAN_TAG_SIZE : 0) +
+	       ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE;
 }
 
 int isth_wire_put_frame_hdr(uint8_t *buf, size_t cap,
 			    const struct isth_wire_addr *a, size_t msg_size)
 {
 	size_t hs = isth_wire_frame_hdr_size(a);
-	size_t off = ISTH_ETH_HDR_SIZE;
+	size_t off = ISTH_WIRE_ETH_HDR_SIZE;
 	uint8_t *ip, *udp;
 	size_t totlen;
 
 	if (a->vlan > 0x0fff)
 		return -EINVAL;
-	totlen = ISTH_IPV4_MIN_HDR_SIZE + ISTH_UDP_HDR_SIZE + msg_size;
+	totlen = ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE + msg_size;
 	if (totlen > 65535)
 		return -EINVAL;
 	if (cap < hs + msg_size)
@@ -543,7 +543,7 @@ int isth_wire_put_frame_hdr(uint8_t *buf, size_t cap,
 	if (a->vlan) {
 		put16(buf + 12, ETHERTYPE_VLAN);
 		put16(buf + 14, a->vlan);
-		off += ISTH_VLAN_TAG_SIZE;
+		off += ISTH_WIRE_VLAN_TAG_SIZE;
 	}
 	put16(buf + off - 2, ETHERTYPE_IPV4);
 
@@ -558,12 +558,12 @@ int isth_wire_put_frame_hdr(uint8_t *buf, size_t cap,
 	put16(ip + 10, 0);
 	put32(ip + 12, a->src_ip);
 	put32(ip + 16, a->dst_ip);
-	put16(ip + 10, isth_wire_cksum(ip, ISTH_IPV4_MIN_HDR_SIZE));
+	put16(ip + 10, isth_wire_cksum(ip, ISTH_WIRE_IPV4_MIN_HDR_SIZE));
 
-	udp = ip + ISTH_IPV4_MIN_HDR_SIZE;
+	udp = ip + ISTH_WIRE_IPV4_MIN_HDR_SIZE;
 	put16(udp, a->src_port);
 	put16(udp + 2, a->dst_port);
-	put16(udp + 4, (uint16_t)(ISTH_UDP_HDR_SIZE + msg_size));
+	put16(udp + 4, (uint16_t)(ISTH_WIRE_UDP_HDR_SIZE + msg_size));
 	put16(udp + 6, 0);
 	return (int)(hs + msg_size);
 }

@@ -55,13 +55,13 @@ enum isth_wire_off {
 /** Contributor bitmaps are 64 bits: at most 64 islands. */
 #define ISTH_WIRE_MAX_ISLANDS	64u
 
-#define ISTH_ETH_HDR_SIZE	14u
-#define ISTH_VLAN_TAG_SIZE	4u
-#define ISTH_IPV4_MIN_HDR_SIZE	20u
-#define ISTH_UDP_HDR_SIZE	8u
+#define ISTH_WIRE_ETH_HDR_SIZE	14u
+#define ISTH_WIRE_VLAN_TAG_SIZE	4u
+#define ISTH_WIRE_IPV4_MIN_HDR_SIZE	20u
+#define ISTH_WIRE_UDP_HDR_SIZE	8u
 /** Ethernet + IPv4 (no options) + UDP + isthmus header. */
 #define ISTH_WIRE_FRAME_OVERHEAD \
-	(ISTH_ETH_HDR_SIZE + ISTH_IPV4_MIN_HDR_SIZE + ISTH_UDP_HDR_SIZE + \
+	(ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE + \
 	 ISTH_WIRE_HDR_SIZE)
 
 /** Packet types. */
@@ -76,22 +76,22 @@ enum isth_wire_type {
 
 /** Element types of DATA and AGG payloads. */
 enum isth_wire_dtype {
-	ISTH_DTYPE_NONE = 0,	/**< packets without elements (NACK, GONE, ROUND) */
-	ISTH_DTYPE_FP32 = 1,	/**< IEEE 754 binary32 */
-	ISTH_DTYPE_BF16 = 2,	/**< bfloat16: the top 16 bits of a binary32 */
-	ISTH_DTYPE_INT32 = 3,	/**< two's complement, sums wrap modulo 2^32 */
+	ISTH_WIRE_DTYPE_NONE = 0,	/**< packets without elements (NACK, GONE, ROUND) */
+	ISTH_WIRE_DTYPE_FP32 = 1,	/**< IEEE 754 binary32 */
+	ISTH_WIRE_DTYPE_BF16 = 2,	/**< bfloat16: the top 16 bits of a binary32 */
+	ISTH_WIRE_DTYPE_INT32 = 3,	/**< two's complement, sums wrap modulo 2^32 */
 };
-#define ISTH_DTYPE_MAX 3
+#define ISTH_WIRE_DTYPE_MAX 3
 
 /** Header flags. Unknown bits are rejected (ISTH_WIRE_E_FLAGS). */
 enum isth_wire_flag {
-	ISTH_F_PARTIAL = 1u << 0,	/**< AGG: bitmap is not the expected set */
-	ISTH_F_RESENT = 1u << 1,	/**< AGG/DATA: a retransmission */
-	ISTH_F_LAST = 1u << 2,		/**< DATA/AGG: last chunk of the stream */
-	ISTH_F_CHUNKS = 1u << 3,	/**< NACK/GONE: ranges are chunk ids, not seqs */
-	ISTH_F_AUTH = 1u << 4,		/**< a trailer_len-byte auth trailer follows */
+	ISTH_WIRE_F_PARTIAL = 1u << 0,	/**< AGG: bitmap is not the expected set */
+	ISTH_WIRE_F_RESENT = 1u << 1,	/**< AGG/DATA: a retransmission */
+	ISTH_WIRE_F_LAST = 1u << 2,		/**< DATA/AGG: last chunk of the stream */
+	ISTH_WIRE_F_CHUNKS = 1u << 3,	/**< NACK/GONE: ranges are chunk ids, not seqs */
+	ISTH_WIRE_F_AUTH = 1u << 4,		/**< a trailer_len-byte auth trailer follows */
 };
-#define ISTH_F_ALL 0x001fu
+#define ISTH_WIRE_F_ALL 0x001fu
 
 /**
  * Why a packet was refused. ISTH_WIRE_OK is zero; every other value names
@@ -151,7 +151,7 @@ struct isth_wire_limits {
  *   ROUND: contributors the island should expect this round.
  * - count: DATA/AGG: elements; NACK/GONE: ranges; ROUND: 0.
  */
-struct isth_hdr {
+struct isth_wire_hdr {
 	uint8_t type;		/**< enum isth_wire_type */
 	uint8_t dtype;		/**< enum isth_wire_dtype */
 	uint16_t flags;		/**< enum isth_wire_flag bits */
@@ -197,9 +197,9 @@ struct isth_wire_addr {
 };
 
 /** A parsed and validated packet. Pointers point into the caller's buffer. */
-struct isth_pkt {
+struct isth_wire_pkt {
 	struct isth_wire_addr addr;	/**< frames only; zero for bare messages */
-	struct isth_hdr hdr;
+	struct isth_wire_hdr hdr;
 	const uint8_t *msg;		/**< start of the isthmus header */
 	const uint8_t *payload;		/**< after the header */
 	size_t payload_size;		/**< bytes, trailer excluded */
@@ -215,7 +215,7 @@ const char *isth_wire_reason_str(enum isth_wire_reason r);
 const char *isth_wire_type_name(unsigned int type);
 /** Name of an element type ("fp32", "bf16", "int32", "none") or "unknown". */
 const char *isth_wire_dtype_name(unsigned int dtype);
-/** Size of one element in bytes, 0 for ISTH_DTYPE_NONE or unknown. */
+/** Size of one element in bytes, 0 for ISTH_WIRE_DTYPE_NONE or unknown. */
 unsigned int isth_wire_dtype_size(unsigned int dtype);
 
 /**
@@ -239,7 +239,7 @@ int isth_wire_limits_init(struct isth_wire_limits *lim, uint32_t n_islands,
  * @return ISTH_WIRE_OK or the reason for refusal
  */
 enum isth_wire_reason isth_wire_parse_msg(const uint8_t *buf, size_t len,
-		const struct isth_wire_limits *lim, struct isth_pkt *out);
+		const struct isth_wire_limits *lim, struct isth_wire_pkt *out);
 
 /**
  * Parse and validate a whole Ethernet frame: Ethernet, at most one 802.1Q
@@ -248,23 +248,23 @@ enum isth_wire_reason isth_wire_parse_msg(const uint8_t *buf, size_t len,
  * Bytes after the IPv4 total length (Ethernet padding) are ignored.
  */
 enum isth_wire_reason isth_wire_parse_frame(const uint8_t *buf, size_t len,
-		const struct isth_wire_limits *lim, struct isth_pkt *out);
+		const struct isth_wire_limits *lim, struct isth_wire_pkt *out);
 
 /**
  * Read range @p i of a parsed NACK/GONE packet. The parser has already
  * checked that all ranges are present and first <= last.
  */
-void isth_wire_get_range(const struct isth_pkt *pkt, unsigned int i,
+void isth_wire_get_range(const struct isth_wire_pkt *pkt, unsigned int i,
 			 struct isth_wire_range *r);
 
 /** Decode the body of a parsed ROUND packet. */
-void isth_wire_get_round(const struct isth_pkt *pkt, struct isth_wire_round *r);
+void isth_wire_get_round(const struct isth_wire_pkt *pkt, struct isth_wire_round *r);
 
 /**
  * Write a message header at @p buf (40 bytes).
  * @return ISTH_WIRE_HDR_SIZE, or -ENOSPC if @p cap is too small.
  */
-int isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_hdr *h);
+int isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h);
 
 /**
  * Build a whole message: header, @p payload_size bytes of body copied from
@@ -275,7 +275,7 @@ int isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_hdr *h);
  * @return bytes written, or -ENOSPC, or -EINVAL (payload size inconsistent
  *         with type and count).
  */
-int isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_hdr *h,
+int isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h,
 			const void *payload, size_t payload_size,
 			const void *trailer);
 
@@ -363,13 +363,13 @@ static inline void isth_wire_set_hdr_chunk(uint8_t *msg, uint32_t chunk)
 	isth_wire_put_be_(msg + ISTH_WIRE_OFF_CHUNK, 4, chunk);
 }
 
-/** Read the flags of the message at @p msg (ISTH_F_*). */
+/** Read the flags of the message at @p msg (ISTH_WIRE_F_*). */
 static inline uint16_t isth_wire_get_flags(const uint8_t *msg)
 {
 	return (uint16_t)isth_wire_get_be_(msg + ISTH_WIRE_OFF_FLAGS, 2);
 }
 
-/** Set flag bits in the message at @p msg (e.g. ISTH_F_RESENT). */
+/** Set flag bits in the message at @p msg (e.g. ISTH_WIRE_F_RESENT). */
 static inline void isth_wire_or_flags(uint8_t *msg, uint16_t flags)
 {
 	msg[ISTH_WIRE_OFF_FLAGS] |= (uint8_t)(flags >> 8);

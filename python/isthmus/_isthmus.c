@@ -398,11 +398,11 @@ static int Session_init(Session *self, PyObject *args, PyObject *kw)
 	c.n_islands = (uint32_t)n_islands;
 	c.elems = (uint32_t)elems;
 	if (strcmp(dtype, "fp32") == 0)
-		c.dtype = ISTH_DTYPE_FP32;
+		c.dtype = ISTH_WIRE_DTYPE_FP32;
 	else if (strcmp(dtype, "bf16") == 0)
-		c.dtype = ISTH_DTYPE_BF16;
+		c.dtype = ISTH_WIRE_DTYPE_BF16;
 	else if (strcmp(dtype, "int32") == 0)
-		c.dtype = ISTH_DTYPE_INT32;
+		c.dtype = ISTH_WIRE_DTYPE_INT32;
 	else {
 		PyErr_Format(PyExc_ValueError, "dtype '%s' is not fp32, bf16 or int32", dtype);
 		return -1;
@@ -565,14 +565,14 @@ static PyObject *Session_send(Session *self, PyObject *args)
 	}
 	elems = self->conf.elems;
 	/* the element type must be the session's (bf16: bf16 or float32) */
-	if (!((self->conf.dtype == ISTH_DTYPE_INT32 && t.kind == 'i') ||
-	      (self->conf.dtype == ISTH_DTYPE_FP32 && t.kind == 'f') ||
-	      (self->conf.dtype == ISTH_DTYPE_BF16 && (t.kind == 'f' || t.kind == 'b'))) ||
+	if (!((self->conf.dtype == ISTH_WIRE_DTYPE_INT32 && t.kind == 'i') ||
+	      (self->conf.dtype == ISTH_WIRE_DTYPE_FP32 && t.kind == 'f') ||
+	      (self->conf.dtype == ISTH_WIRE_DTYPE_BF16 && (t.kind == 'f' || t.kind == 'b'))) ||
 	    t.nbytes != elems * t.itemsize) {
 		PyErr_Format(PyExc_ValueError,
 			     "send: the session takes %zu %s elements, got %zu bytes of '%c' "
 			     "(f float32, i int32, b 16-bit)", elems,
-			     self->conf.dtype == ISTH_DTYPE_BF16 ? "bf16 or float32" :
+			     self->conf.dtype == ISTH_WIRE_DTYPE_BF16 ? "bf16 or float32" :
 			     isth_wire_dtype_name(self->conf.dtype), t.nbytes, t.kind);
 		tensor_release(&t);
 		leave(self);
@@ -622,13 +622,13 @@ static PyObject *Session_result(Session *self, PyObject *args, PyObject *kw)
 		leave(self);
 		return NULL;
 	}
-	if (!((self->conf.dtype == ISTH_DTYPE_INT32 && t.kind == 'i') ||
-	      (self->conf.dtype != ISTH_DTYPE_INT32 && t.kind == 'f')) ||
+	if (!((self->conf.dtype == ISTH_WIRE_DTYPE_INT32 && t.kind == 'i') ||
+	      (self->conf.dtype != ISTH_WIRE_DTYPE_INT32 && t.kind == 'f')) ||
 	    t.nbytes != (size_t)self->conf.elems * 4) {
 		PyErr_Format(PyExc_ValueError,
 			     "result: out must hold %u %s elements, got %zu bytes of '%c'",
 			     self->conf.elems,
-			     self->conf.dtype == ISTH_DTYPE_INT32 ? "int32" : "float32",
+			     self->conf.dtype == ISTH_WIRE_DTYPE_INT32 ? "int32" : "float32",
 			     t.nbytes, t.kind);
 		tensor_release(&t);
 		leave(self);

@@ -99,7 +99,7 @@ add1(struct isth_agg *agg, uint32_t round, uint32_t chunk, unsigned int sender,
 	struct isth_agg_contrib c;
 	struct src s;
 
-	if (dtype == ISTH_DTYPE_FP32)
+	if (dtype == ISTH_WIRE_DTYPE_FP32)
 		fill_fp32(&s, sender, chunk, count);
 	else
 		fill_int32(&s, sender, chunk, count);
@@ -149,7 +149,7 @@ Test(agg, create_invalid)
 	bad[n++].n_islands = 0;
 	bad[n++].n_islands = 65;
 	bad[n++].timeout_ns = 0;
-	bad[n++].bf16_out = ISTH_DTYPE_INT32;
+	bad[n++].bf16_out = ISTH_WIRE_DTYPE_INT32;
 	bad[n++].n_buckets = 3;
 	bad[n++].kernel = ISTH_AGG_KERNEL_MAX;
 	bad[n].mem_budget = 4096;
@@ -188,14 +188,14 @@ Test(agg, completion_int32)
 	struct isth_agg_emit e[4];
 	struct isth_agg_stats st;
 	struct isth_agg *agg = make(&p);
-	struct isth_hdr h;
+	struct isth_wire_hdr h;
 	unsigned int s;
 
 	cr_assert_eq(isth_agg_set_round(agg, JOB, 1, 0x0b), 0); /* 0, 1, 3 */
-	cr_assert_eq(add1(agg, 1, 5, 3, ISTH_DTYPE_INT32, 200, 0), 1);
-	cr_assert_eq(add1(agg, 1, 5, 0, ISTH_DTYPE_INT32, 200, 1), 1);
+	cr_assert_eq(add1(agg, 1, 5, 3, ISTH_WIRE_DTYPE_INT32, 200, 0), 1);
+	cr_assert_eq(add1(agg, 1, 5, 0, ISTH_WIRE_DTYPE_INT32, 200, 1), 1);
 	cr_assert_eq(isth_agg_pending(agg), 0);
-	cr_assert_eq(add1(agg, 1, 5, 1, ISTH_DTYPE_INT32, 200, 2), 1);
+	cr_assert_eq(add1(agg, 1, 5, 1, ISTH_WIRE_DTYPE_INT32, 200, 2), 1);
 	cr_assert_eq(isth_agg_pending(agg), 1);
 	cr_assert_eq(isth_agg_drain(agg, e, 4), 1);
 	cr_assert_eq(e[0].reason, ISTH_AGG_COMPLETE);
@@ -203,7 +203,7 @@ Test(agg, completion_int32)
 	cr_assert_eq(e[0].bitmap, 0x0b);
 	cr_assert_eq(e[0].n_contrib, 3);
 	cr_assert_eq(e[0].count, 200);
-	cr_assert_eq(e[0].dtype, ISTH_DTYPE_INT32);
+	cr_assert_eq(e[0].dtype, ISTH_WIRE_DTYPE_INT32);
 	cr_assert_eq(e[0].size, 800);
 	cr_assert_eq(e[0].chunk, 5);
 	cr_assert_eq((uintptr_t)e[0].acc % 64, 0);
@@ -218,7 +218,7 @@ Test(agg, completion_int32)
 
 	/* a late copy of any contributor is a duplicate, not a new slot */
 	for (s = 0; s < 2; s++)
-		cr_assert_eq(add1(agg, 1, 5, s, ISTH_DTYPE_INT32, 200, 3), 0);
+		cr_assert_eq(add1(agg, 1, 5, s, ISTH_WIRE_DTYPE_INT32, 200, 3), 0);
 	st = stats(agg);
 	cr_assert_eq(st.accepted, 3);
 	cr_assert_eq(st.completed, 1);
@@ -237,10 +237,10 @@ Test(agg, duplicate_in_slot)
 	struct isth_agg_emit e;
 
 	isth_agg_set_round(agg, JOB, 0, 0x3);
-	cr_assert_eq(add1(agg, 0, 1, 0, ISTH_DTYPE_INT32, 16, 0), 1);
-	cr_assert_eq(add1(agg, 0, 1, 0, ISTH_DTYPE_INT32, 16, 0), 0);
-	cr_assert_eq(add1(agg, 0, 1, 0, ISTH_DTYPE_INT32, 16, 0), 0);
-	cr_assert_eq(add1(agg, 0, 1, 1, ISTH_DTYPE_INT32, 16, 0), 1);
+	cr_assert_eq(add1(agg, 0, 1, 0, ISTH_WIRE_DTYPE_INT32, 16, 0), 1);
+	cr_assert_eq(add1(agg, 0, 1, 0, ISTH_WIRE_DTYPE_INT32, 16, 0), 0);
+	cr_assert_eq(add1(agg, 0, 1, 0, ISTH_WIRE_DTYPE_INT32, 16, 0), 0);
+	cr_assert_eq(add1(agg, 0, 1, 1, ISTH_WIRE_DTYPE_INT32, 16, 0), 1);
 	cr_assert_eq(isth_agg_drain(agg, &e, 1), 1);
 	check_int32_sum(&e);
 	cr_assert_eq(stats(agg).duplicate, 2);
@@ -255,29 +255,29 @@ Test(agg, timeout_then_late_contribution)
 	struct isth_agg_stats st;
 
 	isth_agg_set_round(agg, JOB, 2, 0x7);
-	add1(agg, 2, 9, 0, ISTH_DTYPE_INT32, 64, 100);
-	add1(agg, 2, 9, 2, ISTH_DTYPE_INT32, 64, 200);
+	add1(agg, 2, 9, 0, ISTH_WIRE_DTYPE_INT32, 64, 100);
+	add1(agg, 2, 9, 2, ISTH_WIRE_DTYPE_INT32, 64, 200);
 	cr_assert_eq(isth_agg_poll(agg, 100 + 10 * MS - 1), 0, "early timeout");
 	cr_assert_eq(isth_agg_poll(agg, 100 + 10 * MS), 1);
 	cr_assert_eq(isth_agg_drain(agg, e, 2), 1);
 	cr_assert_eq(e[0].reason, ISTH_AGG_TIMEOUT);
-	cr_assert_eq(e[0].flags, ISTH_F_PARTIAL);
+	cr_assert_eq(e[0].flags, ISTH_WIRE_F_PARTIAL);
 	cr_assert_eq(e[0].bitmap, 0x5);
 	cr_assert_eq(e[0].expected, 0x7);
 	check_int32_sum(&e[0]);
 	isth_agg_release(agg, &e[0]);
 
 	/* already emitted senders are refused; the late one gets a fresh slot */
-	cr_assert_eq(add1(agg, 2, 9, 0, ISTH_DTYPE_INT32, 64, 20 * MS), 0);
-	cr_assert_eq(add1(agg, 2, 9, 1, ISTH_DTYPE_INT32, 64, 20 * MS), 1);
+	cr_assert_eq(add1(agg, 2, 9, 0, ISTH_WIRE_DTYPE_INT32, 64, 20 * MS), 0);
+	cr_assert_eq(add1(agg, 2, 9, 1, ISTH_WIRE_DTYPE_INT32, 64, 20 * MS), 1);
 	cr_assert_eq(isth_agg_drain(agg, e, 2), 1);
 	/* the remainder completes the chunk but is itself a partial */
 	cr_assert_eq(e[0].reason, ISTH_AGG_COMPLETE);
-	cr_assert_eq(e[0].flags, ISTH_F_PARTIAL);
+	cr_assert_eq(e[0].flags, ISTH_WIRE_F_PARTIAL);
 	cr_assert_eq(e[0].bitmap, 0x2);
 	check_int32_sum(&e[0]);
 	isth_agg_release(agg, &e[0]);
-	cr_assert_eq(add1(agg, 2, 9, 2, ISTH_DTYPE_INT32, 64, 21 * MS), 0);
+	cr_assert_eq(add1(agg, 2, 9, 2, ISTH_WIRE_DTYPE_INT32, 64, 21 * MS), 0);
 
 	st = stats(agg);
 	cr_assert_eq(st.partial_timeout, 1);
@@ -299,20 +299,20 @@ Test(agg, conflict_pool_evicts_oldest)
 	agg = make(&p);
 	isth_agg_set_round(agg, JOB, 0, 0x3);
 	for (c = 0; c < 3; c++)
-		add1(agg, 0, c, 0, ISTH_DTYPE_INT32, 32, 10 + c);
+		add1(agg, 0, c, 0, ISTH_WIRE_DTYPE_INT32, 32, 10 + c);
 	cr_assert_eq(isth_agg_pending(agg), 0);
-	add1(agg, 0, 3, 0, ISTH_DTYPE_INT32, 32, 20);
+	add1(agg, 0, 3, 0, ISTH_WIRE_DTYPE_INT32, 32, 20);
 	cr_assert_eq(isth_agg_drain(agg, e, 4), 1);
 	cr_assert_eq(e[0].reason, ISTH_AGG_CONFLICT_POOL);
 	cr_assert_eq(e[0].chunk, 0, "victim must be the oldest");
 	cr_assert_eq(e[0].bitmap, 0x1);
-	cr_assert_eq(e[0].flags, ISTH_F_PARTIAL);
+	cr_assert_eq(e[0].flags, ISTH_WIRE_F_PARTIAL);
 	check_int32_sum(&e[0]);
 	cr_assert_eq(stats(agg).partial_conflict_pool, 1);
 	cr_assert_eq(stats(agg).mem_hwm, 4 * 1024);
 	isth_agg_release(agg, &e[0]);
 	/* chunk 1 completes in place: the age list kept it */
-	add1(agg, 0, 1, 1, ISTH_DTYPE_INT32, 32, 21);
+	add1(agg, 0, 1, 1, ISTH_WIRE_DTYPE_INT32, 32, 21);
 	cr_assert_eq(isth_agg_drain(agg, e, 4), 1);
 	cr_assert_eq(e[0].chunk, 1);
 	cr_assert_eq(e[0].reason, ISTH_AGG_COMPLETE);
@@ -331,9 +331,9 @@ Test(agg, conflict_bucket_evicts_oldest_of_bucket)
 	agg = make(&p);
 	isth_agg_set_round(agg, JOB, 0, 0x3);
 	for (c = 0; c < ISTH_AGG_BUCKET_WAYS; c++)
-		add1(agg, 0, c, 1, ISTH_DTYPE_INT32, 8, 100 - c);
+		add1(agg, 0, c, 1, ISTH_WIRE_DTYPE_INT32, 8, 100 - c);
 	cr_assert_eq(isth_agg_pending(agg), 0);
-	add1(agg, 0, 100, 1, ISTH_DTYPE_INT32, 8, 200);
+	add1(agg, 0, 100, 1, ISTH_WIRE_DTYPE_INT32, 8, 200);
 	cr_assert_eq(isth_agg_drain(agg, e, 4), 1);
 	cr_assert_eq(e[0].reason, ISTH_AGG_CONFLICT_BUCKET);
 	/* first_ns 100 - c: the smallest is the last chunk added */
@@ -353,14 +353,14 @@ Test(agg, no_slot_when_emissions_are_not_released)
 	p.reserve = 1;
 	agg = make(&p);
 	isth_agg_set_round(agg, JOB, 0, 0x3);
-	cr_assert_eq(add1(agg, 0, 0, 0, ISTH_DTYPE_INT32, 8, 0), 1);
-	cr_assert_eq(add1(agg, 0, 1, 0, ISTH_DTYPE_INT32, 8, 1), 1);
+	cr_assert_eq(add1(agg, 0, 0, 0, ISTH_WIRE_DTYPE_INT32, 8, 0), 1);
+	cr_assert_eq(add1(agg, 0, 1, 0, ISTH_WIRE_DTYPE_INT32, 8, 1), 1);
 	cr_assert_eq(isth_agg_drain(agg, e, 4), 1);	/* chunk 0, not released */
-	cr_assert_eq(add1(agg, 0, 2, 0, ISTH_DTYPE_INT32, 8, 2), 0);
+	cr_assert_eq(add1(agg, 0, 2, 0, ISTH_WIRE_DTYPE_INT32, 8, 2), 0);
 	cr_assert_eq(stats(agg).no_slot, 1);
 	cr_assert_leq(stats(agg).mem_hwm, p.mem_budget);
 	isth_agg_release(agg, &e[0]);
-	cr_assert_eq(add1(agg, 0, 2, 0, ISTH_DTYPE_INT32, 8, 3), 1);
+	cr_assert_eq(add1(agg, 0, 2, 0, ISTH_WIRE_DTYPE_INT32, 8, 3), 1);
 	isth_agg_destroy(agg);
 }
 
@@ -377,10 +377,10 @@ Test(agg, refusals_are_counted)
 	for (r = 1; r <= 6; r++)
 		cr_assert_eq(isth_agg_set_round(agg, JOB, r, 0x0f), 0);
 	/* window 4: rounds 3..6 live */
-	cr_assert_eq(add1(agg, 2, 0, 0, ISTH_DTYPE_INT32, 8, 0), 0);
-	cr_assert_eq(add1(agg, 7, 0, 0, ISTH_DTYPE_INT32, 8, 0), 0);
-	cr_assert_eq(add1(agg, 3, 0, 5, ISTH_DTYPE_INT32, 8, 0), 0);
-	c = contrib(3, 0, 0, ISTH_DTYPE_INT32, 8, s.buf);
+	cr_assert_eq(add1(agg, 2, 0, 0, ISTH_WIRE_DTYPE_INT32, 8, 0), 0);
+	cr_assert_eq(add1(agg, 7, 0, 0, ISTH_WIRE_DTYPE_INT32, 8, 0), 0);
+	cr_assert_eq(add1(agg, 3, 0, 5, ISTH_WIRE_DTYPE_INT32, 8, 0), 0);
+	c = contrib(3, 0, 0, ISTH_WIRE_DTYPE_INT32, 8, s.buf);
 	c.job = JOB + 1;
 	cr_assert_eq(isth_agg_add_burst(agg, &c, 1, 0), 0);
 	/* bad input, table-driven */
@@ -389,9 +389,9 @@ Test(agg, refusals_are_counted)
 		unsigned int i;
 
 		for (i = 0; i < 6; i++)
-			bad[i] = contrib(3, 0, 0, ISTH_DTYPE_INT32, 8, s.buf);
-		bad[0].dtype = ISTH_DTYPE_NONE;
-		bad[1].dtype = ISTH_DTYPE_MAX + 1;
+			bad[i] = contrib(3, 0, 0, ISTH_WIRE_DTYPE_INT32, 8, s.buf);
+		bad[0].dtype = ISTH_WIRE_DTYPE_NONE;
+		bad[1].dtype = ISTH_WIRE_DTYPE_MAX + 1;
 		bad[2].count = 0;
 		bad[3].count = 257;
 		bad[4].chunk = 1024;
@@ -399,9 +399,9 @@ Test(agg, refusals_are_counted)
 		cr_assert_eq(isth_agg_add_burst(agg, bad, 6, 0), 0);
 	}
 	/* mismatch against the slot */
-	cr_assert_eq(add1(agg, 3, 0, 0, ISTH_DTYPE_INT32, 8, 0), 1);
-	cr_assert_eq(add1(agg, 3, 0, 1, ISTH_DTYPE_INT32, 9, 0), 0);
-	cr_assert_eq(add1(agg, 3, 0, 1, ISTH_DTYPE_FP32, 8, 0), 0);
+	cr_assert_eq(add1(agg, 3, 0, 0, ISTH_WIRE_DTYPE_INT32, 8, 0), 1);
+	cr_assert_eq(add1(agg, 3, 0, 1, ISTH_WIRE_DTYPE_INT32, 9, 0), 0);
+	cr_assert_eq(add1(agg, 3, 0, 1, ISTH_WIRE_DTYPE_FP32, 8, 0), 0);
 
 	st = stats(agg);
 	cr_assert_eq(st.stale_round, 1);
@@ -435,7 +435,7 @@ Test(agg, record_full_closes_chunk)
 	cr_assert_eq(info.n_records, 8);
 	isth_agg_set_round(agg, JOB, 0, 0x3);
 	for (c = 0; c < 9; c++)
-		add1(agg, 0, c, 0, ISTH_DTYPE_INT32, 8, 0);
+		add1(agg, 0, c, 0, ISTH_WIRE_DTYPE_INT32, 8, 0);
 	cr_assert_eq(isth_agg_poll(agg, 10 * MS), 9);
 	n = isth_agg_drain(agg, e, 16);
 	cr_assert_eq(n, 9);
@@ -443,23 +443,23 @@ Test(agg, record_full_closes_chunk)
 		isth_agg_release(agg, &e[i]);
 	cr_assert_eq(stats(agg).record_full, 1);
 	/* chunk 8 was closed: sender 1's data for it is refused and counted */
-	cr_assert_eq(add1(agg, 0, 8, 1, ISTH_DTYPE_INT32, 8, 11 * MS), 0);
+	cr_assert_eq(add1(agg, 0, 8, 1, ISTH_WIRE_DTYPE_INT32, 8, 11 * MS), 0);
 	cr_assert_eq(stats(agg).chunk_closed, 1);
 	/* chunks with a record still accept the late sender; completing
 	 * chunk 3 frees its record */
-	cr_assert_eq(add1(agg, 0, 3, 1, ISTH_DTYPE_INT32, 8, 11 * MS), 1);
+	cr_assert_eq(add1(agg, 0, 3, 1, ISTH_WIRE_DTYPE_INT32, 8, 11 * MS), 1);
 	cr_assert_eq(isth_agg_drain(agg, e, 16), 1);
 	cr_assert_eq(e[0].bitmap, 0x2);
 	isth_agg_release(agg, &e[0]);
 	/* so a tenth partial finds room */
-	cr_assert_eq(add1(agg, 0, 9, 0, ISTH_DTYPE_INT32, 8, 12 * MS), 1);
+	cr_assert_eq(add1(agg, 0, 9, 0, ISTH_WIRE_DTYPE_INT32, 8, 12 * MS), 1);
 	cr_assert_eq(isth_agg_poll(agg, 30 * MS), 1);
 	cr_assert_eq(isth_agg_drain(agg, e, 16), 1);
 	isth_agg_release(agg, &e[0]);
 	cr_assert_eq(stats(agg).record_full, 1);
-	cr_assert_eq(add1(agg, 0, 9, 0, ISTH_DTYPE_INT32, 8, 31 * MS), 0);
+	cr_assert_eq(add1(agg, 0, 9, 0, ISTH_WIRE_DTYPE_INT32, 8, 31 * MS), 0);
 	cr_assert_eq(stats(agg).duplicate_emitted, 1);
-	cr_assert_eq(add1(agg, 0, 9, 1, ISTH_DTYPE_INT32, 8, 31 * MS), 1);
+	cr_assert_eq(add1(agg, 0, 9, 1, ISTH_WIRE_DTYPE_INT32, 8, 31 * MS), 1);
 	isth_agg_destroy(agg);
 }
 
@@ -472,17 +472,17 @@ Test(agg, stale_slot_round_reuse)
 	p.window = 2;
 	agg = make(&p);
 	isth_agg_set_round(agg, JOB, 0, 0x3);
-	add1(agg, 0, 4, 0, ISTH_DTYPE_INT32, 8, 0);
+	add1(agg, 0, 4, 0, ISTH_WIRE_DTYPE_INT32, 8, 0);
 	cr_assert_eq(isth_agg_poll(agg, 10 * MS), 1);
 	cr_assert_eq(isth_agg_drain(agg, e, 4), 1);
 	isth_agg_release(agg, &e[0]);
 	/* round 2 reuses round 0's entry: chunk 4 starts clean there */
 	isth_agg_set_round(agg, JOB, 1, 0x3);
 	isth_agg_set_round(agg, JOB, 2, 0x3);
-	cr_assert_eq(add1(agg, 0, 4, 1, ISTH_DTYPE_INT32, 8, 11 * MS), 0);
+	cr_assert_eq(add1(agg, 0, 4, 1, ISTH_WIRE_DTYPE_INT32, 8, 11 * MS), 0);
 	cr_assert_eq(stats(agg).stale_round, 1);
-	cr_assert_eq(add1(agg, 2, 4, 0, ISTH_DTYPE_INT32, 8, 11 * MS), 1);
-	cr_assert_eq(add1(agg, 2, 4, 1, ISTH_DTYPE_INT32, 8, 11 * MS), 1);
+	cr_assert_eq(add1(agg, 2, 4, 0, ISTH_WIRE_DTYPE_INT32, 8, 11 * MS), 1);
+	cr_assert_eq(add1(agg, 2, 4, 1, ISTH_WIRE_DTYPE_INT32, 8, 11 * MS), 1);
 	cr_assert_eq(isth_agg_drain(agg, e, 4), 1);
 	cr_assert_eq(e[0].reason, ISTH_AGG_COMPLETE);
 	cr_assert_eq(e[0].flags, 0);
@@ -555,7 +555,7 @@ random_schedule(unsigned int seed, uint64_t budget, uint32_t n_buckets,
 		for (k = 0; k < 8 && i + k < n; k++) {
 			fill_int32(&s[k], evs[i + k].sender, evs[i + k].chunk, 100);
 			c[k] = contrib(1, evs[i + k].chunk, evs[i + k].sender,
-				       ISTH_DTYPE_INT32, 100, s[k].buf);
+				       ISTH_WIRE_DTYPE_INT32, 100, s[k].buf);
 		}
 		now += (uint64_t)(rand_r(&seed) % 3) * MS;
 		isth_agg_add_burst(agg, c, k, now);
@@ -661,7 +661,7 @@ Test(agg, fp32_reordering_bound)
 		}
 		shuffle(evs, n, &seed);
 		for (i = 0; i < n; i++)
-			add1(agg, 1, trial, evs[i].sender, ISTH_DTYPE_FP32, n_el, 0);
+			add1(agg, 1, trial, evs[i].sender, ISTH_WIRE_DTYPE_FP32, n_el, 0);
 		cr_assert_eq(isth_agg_drain(agg, &e, 1), 1);
 		cr_assert_eq(e.bitmap, 0xff);
 		acc = e.acc;
@@ -747,16 +747,16 @@ bf16_engine(uint8_t out_dtype)
 	isth_agg_set_round(agg, JOB, 0, 0x3);
 	isth_agg_set_round(agg, JOB, 1, 0x7);
 	/* round 0: 1 + 2^-8 = 0x3f808000: a tie, bf16 0x3f80 */
-	c[0] = contrib(0, 0, 0, ISTH_DTYPE_BF16, 3, one);
-	c[1] = contrib(0, 0, 1, ISTH_DTYPE_BF16, 3, tiny);
+	c[0] = contrib(0, 0, 0, ISTH_WIRE_DTYPE_BF16, 3, one);
+	c[1] = contrib(0, 0, 1, ISTH_WIRE_DTYPE_BF16, 3, tiny);
 	/* round 1: 1 + 2^-7 = 0x3f810000: exact, bf16 0x3f81 */
 	cr_assert_eq(isth_agg_add_burst(agg, c, 2, 0), 2);
 	c[0].round = c[1].round = 1;
-	c[2] = contrib(1, 0, 2, ISTH_DTYPE_BF16, 3, tiny);
+	c[2] = contrib(1, 0, 2, ISTH_WIRE_DTYPE_BF16, 3, tiny);
 	cr_assert_eq(isth_agg_add_burst(agg, c, 3, 0), 3);
 	cr_assert_eq(isth_agg_drain(agg, e, 2), 2);
 	cr_assert_eq(e[0].dtype, out_dtype);
-	if (out_dtype == ISTH_DTYPE_BF16) {
+	if (out_dtype == ISTH_WIRE_DTYPE_BF16) {
 		cr_assert_eq(e[0].size, 6);
 		cr_assert_eq(isth_agg_emit_copy(agg, &e[0], buf, 5), -ENOSPC);
 		cr_assert_eq(isth_agg_emit_copy(agg, &e[0], buf, sizeof(buf)), 6);
@@ -776,12 +776,12 @@ bf16_engine(uint8_t out_dtype)
 
 Test(agg, bf16_engine_out_bf16)
 {
-	bf16_engine(ISTH_DTYPE_BF16);
+	bf16_engine(ISTH_WIRE_DTYPE_BF16);
 }
 
 Test(agg, bf16_engine_out_fp32)
 {
-	bf16_engine(ISTH_DTYPE_FP32);
+	bf16_engine(ISTH_WIRE_DTYPE_FP32);
 }
 
 /*
@@ -949,7 +949,7 @@ Test(agg, expire_round_emits_only_that_round_and_older)
 	};
 	struct isth_agg *agg = isth_agg_create(&p);
 	struct isth_agg_contrib c = {
-		.job = 1, .sender = 1, .dtype = ISTH_DTYPE_INT32, .count = 16,
+		.job = 1, .sender = 1, .dtype = ISTH_WIRE_DTYPE_INT32, .count = 16,
 	};
 	struct isth_agg_emit e[8];
 	int32_t v[16] = {0};
@@ -975,7 +975,7 @@ Test(agg, expire_round_emits_only_that_round_and_older)
 	for (unsigned int i = 0; i < n; i++) {
 		cr_expect_eq(e[i].round, 5);
 		cr_expect_eq(e[i].bitmap, 0x2);
-		cr_expect_neq(e[i].flags & ISTH_F_PARTIAL, 0);
+		cr_expect_neq(e[i].flags & ISTH_WIRE_F_PARTIAL, 0);
 		cr_expect_eq(e[i].reason, ISTH_AGG_TIMEOUT);
 		isth_agg_release(agg, &e[i]);
 	}

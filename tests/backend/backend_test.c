@@ -117,14 +117,14 @@ static int32_t value(unsigned int sender, uint32_t round, uint32_t chunk,
 /* A DATA frame of job @job from @sender as a peer edge sends it. */
 static struct rte_mbuf *job_frame(uint32_t job, unsigned int sender,
 				  uint32_t round, uint32_t chunk,
-				  struct isth_pkt *parsed)
+				  struct isth_wire_pkt *parsed)
 {
 	struct isth_wire_addr a = {
 		.src_ip = 0x0a000000 + sender, .dst_ip = 0x0a000001,
 		.src_port = ISTH_WIRE_PORT, .dst_port = ISTH_WIRE_PORT,
 	};
-	struct isth_hdr h = {
-		.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
 		.sender = (uint8_t)sender, .count = ELEMS, .job = job,
 		.round = round, .chunk = chunk, .seq = chunk,
 		.bitmap = 1ull << sender,
@@ -148,7 +148,7 @@ static struct rte_mbuf *job_frame(uint32_t job, unsigned int sender,
 }
 
 static struct rte_mbuf *data_frame(unsigned int sender, uint32_t round,
-				   uint32_t chunk, struct isth_pkt *parsed)
+				   uint32_t chunk, struct isth_wire_pkt *parsed)
 {
 	return job_frame(JOB, sender, round, chunk, parsed);
 }
@@ -189,7 +189,7 @@ static uint64_t stat(struct isth_backend *be, const char *name);
  * @want; an asynchronous one returns what it handed to the device (@n).
  */
 static void aggregate(struct isth_backend *be, struct rte_mbuf **m,
-		      const struct isth_pkt *parsed, unsigned int n,
+		      const struct isth_wire_pkt *parsed, unsigned int n,
 		      uint64_t now, unsigned int want)
 {
 	uint64_t before = stat(be, "accepted");
@@ -214,7 +214,7 @@ static unsigned int drain_all(struct isth_backend *be, uint64_t now,
 	struct rte_mbuf *out[64];
 	unsigned int n, total = 0;
 	unsigned long spins = 0;
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 
 	for (;;) {
 		n = isth_backend_drain(be, now, out, 64);
@@ -302,7 +302,7 @@ ParameterizedTest(struct be_name *b, backend, complete_sums, .init = eal_up,
 	const uint64_t expected = (1u << 1) | (1u << 2) | (1u << 4);
 	unsigned int avail = rte_mempool_avail_count(pool);
 	struct isth_backend *be = make(b->name, 1 << 20, 1000000000);
-	struct isth_pkt parsed[64];
+	struct isth_wire_pkt parsed[64];
 	struct rte_mbuf *m[64];
 	struct got g[16];
 	unsigned int n = 0, k;
@@ -319,7 +319,7 @@ ParameterizedTest(struct be_name *b, backend, complete_sums, .init = eal_up,
 	cr_assert_eq(k, 8);
 	for (unsigned int i = 0; i < k; i++) {
 		cr_expect_eq(g[i].bitmap, expected);
-		cr_expect_eq(g[i].flags & ISTH_F_PARTIAL, 0);
+		cr_expect_eq(g[i].flags & ISTH_WIRE_F_PARTIAL, 0);
 		expect_sum(&g[i]);
 	}
 	/* chunks 4..7 complete at sender 1's first copy (sender 2 came
@@ -344,7 +344,7 @@ ParameterizedTest(struct be_name *b, backend, timeout_partial_then_late,
 {
 	const uint64_t expected = (1u << 1) | (1u << 2) | (1u << 3);
 	struct isth_backend *be = make(b->name, 1 << 20, 5000);
-	struct isth_pkt parsed[4];
+	struct isth_wire_pkt parsed[4];
 	struct rte_mbuf *m[4];
 	struct got g[4];
 
@@ -355,7 +355,7 @@ ParameterizedTest(struct be_name *b, backend, timeout_partial_then_late,
 	cr_expect_eq(drain_all(be, 4000, g, 4), 0, "nothing before timeout");
 	cr_assert_eq(drain_all(be, 5100, g, 4), 1);
 	cr_expect_eq(g[0].bitmap, (1u << 1) | (1u << 3));
-	cr_expect_neq(g[0].flags & ISTH_F_PARTIAL, 0);
+	cr_expect_neq(g[0].flags & ISTH_WIRE_F_PARTIAL, 0);
 	expect_sum(&g[0]);
 	/* the late one, plus a repeat of an emitted one */
 	m[0] = data_frame(2, 1, 9, &parsed[0]);
@@ -384,7 +384,7 @@ ParameterizedTest(struct be_name *b, backend, typed_counts,
 	const uint64_t expected = (1u << 1) | (1u << 2);
 	struct isth_backend *be = make(b->name, 1 << 20, 5000);
 	struct isth_backend_counts c;
-	struct isth_pkt parsed[3];
+	struct isth_wire_pkt parsed[3];
 	struct rte_mbuf *m[3];
 	struct got g[4];
 
@@ -414,7 +414,7 @@ ParameterizedTest(struct be_name *b, backend, refusals_counted,
 	const uint64_t expected = (1u << 1) | (1u << 2);
 	unsigned int avail = rte_mempool_avail_count(pool);
 	struct isth_backend *be = make(b->name, 1 << 20, 1000000);
-	struct isth_pkt parsed[4];
+	struct isth_wire_pkt parsed[4];
 	struct rte_mbuf *m[4];
 
 	cr_assert_eq(isth_backend_set_round(be, JOB, 5, expected, NULL, 0), 0);
@@ -445,7 +445,7 @@ ParameterizedTest(struct be_name *b, backend, memory_bound_conflicts,
 	struct isth_backend *be = make(b->name, mem, 1000000000);
 	uint64_t seen[6] = {0};
 	struct isth_backend_caps caps;
-	struct isth_pkt parsed[12];
+	struct isth_wire_pkt parsed[12];
 	struct rte_mbuf *m[12];
 	struct got g[16];
 	unsigned int n = 0, k;
@@ -504,7 +504,7 @@ ParameterizedTest(struct be_name *b, backend, replicate_by_round,
 	unsigned int havail = rte_mempool_avail_count(hdr_pool);
 	struct isth_backend *be = make(b->name, 1 << 20, 1000000);
 	struct rte_mbuf *in[3], *out[16];
-	struct isth_pkt parsed, fp;
+	struct isth_wire_pkt parsed, fp;
 	uint16_t n_out = 0;
 
 	cr_assert_eq(isth_backend_set_round(be, JOB, 4, 0x6, r4, 2), 0);
@@ -590,7 +590,7 @@ ParameterizedTest(struct be_name *b, backend, eviction_reasons,
 	unsigned int avail = rte_mempool_avail_count(pool);
 	struct isth_backend *be = make(b->name, 4 * ELEMS * 4, 1000);
 	struct isth_backend_caps caps;
-	struct isth_pkt parsed[8];
+	struct isth_wire_pkt parsed[8];
 	struct rte_mbuf *m[8];
 	struct got g[8];
 	unsigned int k;
@@ -607,7 +607,7 @@ ParameterizedTest(struct be_name *b, backend, eviction_reasons,
 	cr_assert_eq(k, 1);
 	cr_expect_eq(g[0].chunk, 0);
 	cr_expect_eq(g[0].bitmap, expected);
-	cr_expect_eq(g[0].flags & ISTH_F_PARTIAL, 0);
+	cr_expect_eq(g[0].flags & ISTH_WIRE_F_PARTIAL, 0);
 	expect_sum(&g[0]);
 	cr_expect_eq(stat(be, "completed"), 1);
 	/* timeout: chunk 1 arrived at 10, times out at 1010, not 1009 */
@@ -616,7 +616,7 @@ ParameterizedTest(struct be_name *b, backend, eviction_reasons,
 	cr_assert_eq(k, 1);
 	cr_expect_eq(g[0].chunk, 1);
 	cr_expect_eq(g[0].bitmap, 1u << 1);
-	cr_expect_neq(g[0].flags & ISTH_F_PARTIAL, 0);
+	cr_expect_neq(g[0].flags & ISTH_WIRE_F_PARTIAL, 0);
 	expect_sum(&g[0]);
 	cr_expect_eq(stat(be, "partial_timeout"), 1);
 	/* conflict_pool: chunks 2, 3, 4 fill what the reserve leaves; 5
@@ -628,7 +628,7 @@ ParameterizedTest(struct be_name *b, backend, eviction_reasons,
 	cr_assert_eq(k, 1);
 	cr_expect_eq(g[0].chunk, 2);
 	cr_expect_eq(g[0].bitmap, 1u << 1);
-	cr_expect_neq(g[0].flags & ISTH_F_PARTIAL, 0);
+	cr_expect_neq(g[0].flags & ISTH_WIRE_F_PARTIAL, 0);
 	cr_expect_eq(stat(be, "partial_conflict_pool"), 1);
 	cr_expect_eq(stat(be, "partial_conflict_bucket"), 0);
 	cr_expect_leq(stat(be, "mem_hwm"), caps.mem_bytes);
@@ -672,7 +672,7 @@ ParameterizedTest(struct be_name *b, backend, counters_account,
 	unsigned int avail = rte_mempool_avail_count(pool);
 	struct isth_backend *be = make(b->name, 1 << 20, 1000000);
 	uint64_t summed = 0, dropped = 0;
-	struct isth_pkt parsed[16];
+	struct isth_wire_pkt parsed[16];
 	struct rte_mbuf *m[16];
 	struct got g[16];
 	unsigned int n = 0, k;

@@ -133,8 +133,8 @@ static void publish(struct host *h, uint32_t gen, uint32_t round, uint64_t timeo
 static uint32_t put_data(struct host *h, unsigned int slot, unsigned int sender,
 			 uint32_t chunk, int32_t base)
 {
-	struct isth_hdr hd = {
-		.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
+	struct isth_wire_hdr hd = {
+		.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
 		.sender = (uint8_t)sender, .count = ELEMS, .job = 1,
 		.round = 1, .chunk = chunk, .bitmap = 1ull << sender,
 	};
@@ -281,7 +281,7 @@ Test(fpga_model, doorbell_beyond_ring)
 Test(fpga_model, d2h_buffers)
 {
 	struct isth_wire_limits lim;
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	struct host h;
 	uint32_t len;
 
@@ -418,7 +418,7 @@ static struct bad_cfg bad_cfgs[] = {
 	{"island >= n", ISTH_FPGA_REG_CFG_ISLAND, 4, ISTH_FPGA_ERR_CFG},
 	{"islands 65", ISTH_FPGA_REG_CFG_N_ISLANDS, 65, ISTH_FPGA_ERR_CFG},
 	{"timeout 0", ISTH_FPGA_REG_CFG_TIMEOUT_NS, 0, ISTH_FPGA_ERR_CFG},
-	{"bf16_out int32", ISTH_FPGA_REG_CFG_BF16_OUT, ISTH_DTYPE_INT32, ISTH_FPGA_ERR_CFG},
+	{"bf16_out int32", ISTH_FPGA_REG_CFG_BF16_OUT, ISTH_WIRE_DTYPE_INT32, ISTH_FPGA_ERR_CFG},
 	{"ring size 6", ISTH_FPGA_REG_H2D_SIZE, 6, ISTH_FPGA_ERR_RING},
 	{"ring past window", ISTH_FPGA_REG_D2H_BASE, ISTH_FPGA_SHM_IOVA_BASE + (1 << 16) - 64, ISTH_FPGA_ERR_RING},
 	{"ring base 0", ISTH_FPGA_REG_H2D_BASE, 0, ISTH_FPGA_ERR_RING},

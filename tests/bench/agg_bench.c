@@ -321,7 +321,7 @@ bench_engine_one(enum isth_agg_kernel kern, unsigned int n_send, bool skewed,
 					ch = (ch + s * (E_CHUNKS / n_send)) % E_CHUNKS;
 				c[k] = (struct isth_agg_contrib){
 					.job = 1, .round = r, .chunk = ch,
-					.sender = (uint8_t)s, .dtype = ISTH_DTYPE_FP32,
+					.sender = (uint8_t)s, .dtype = ISTH_WIRE_DTYPE_FP32,
 					.count = PKT_PAYLOAD / 4,
 					.data = pool + (size_t)(pi++ % E_POOL) * (PKT_PAYLOAD + 64) + 4,
 				};

@@ -34,7 +34,7 @@ static struct rte_mempool *pool, *hdr_pool;
 static struct isth_wire_limits lim;
 static uint8_t tmpl[SENDERS][2048];
 static size_t tmpl_len;
-static struct isth_pkt tmpl_pkt[SENDERS];
+static struct isth_wire_pkt tmpl_pkt[SENDERS];
 
 static uint64_t stat_or(struct isth_backend *be, const char *name, uint64_t dflt)
 {
@@ -57,8 +57,8 @@ static void build_templates(void)
 	size_t hs = isth_wire_frame_hdr_size(&a);
 
 	for (unsigned int s = 0; s < SENDERS; s++) {
-		struct isth_hdr h = {
-			.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_FP32,
+		struct isth_wire_hdr h = {
+			.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_FP32,
 			.sender = (uint8_t)(s + 1), .count = ELEMS, .job = JOB,
 			.bitmap = 1ull << (s + 1),
 		};
@@ -96,7 +96,7 @@ static unsigned int drain(struct isth_backend *be, uint64_t now)
 static struct result run(const char *name, const char *device, unsigned int rounds)
 {
 	const uint64_t expected = ((1ull << SENDERS) - 1) << 1;
-	struct isth_pkt parsed[BURST];
+	struct isth_wire_pkt parsed[BURST];
 	struct rte_mbuf *m[BURST];
 	struct isth_backend_conf c;
 	struct isth_backend *be;

@@ -76,7 +76,7 @@
 #define MTU 1500		/* max_elems 358 >= 256 */
 #define BURST ISTHD_BURST
 #define T_NS 10000000000ull	/* 10 s rounds: round 0 runs all along */
-#define MSG_OFF (ISTH_ETH_HDR_SIZE + ISTH_IPV4_MIN_HDR_SIZE + ISTH_UDP_HDR_SIZE)
+#define MSG_OFF (ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE)
 #define PAY_OFF (MSG_OFF + ISTH_WIRE_HDR_SIZE)
 #define FRAME (PAY_OFF + PAYLOAD)
 
@@ -299,12 +299,12 @@ static void build_frames(void)
 		die("frame pool");
 	for (c = 0; c < K; c++)
 		for (s = 1; s <= N_SND; s++) {
-			struct isth_hdr h = {
-				.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_FP32,
+			struct isth_wire_hdr h = {
+				.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_FP32,
 				.sender = (uint8_t)s, .count = ELEMS, .job = JOB,
 				.round = 0, .chunk = c, .seq = c,
 				.bitmap = 1ull << s,
-				.flags = c == K - 1 ? ISTH_F_LAST : 0,
+				.flags = c == K - 1 ? ISTH_WIRE_F_LAST : 0,
 			};
 			struct rte_mbuf *m = rte_pktmbuf_alloc(fpool);
 			uint8_t *p;
@@ -552,7 +552,7 @@ static struct isth_resend *s_ring;
 static struct isth_agg_kernels s_k;
 static uint8_t *s_acc;			/* emulated slot accumulators */
 static uint32_t *s_free, s_nfree, *s_slot_of;
-static struct isth_pkt *s_parsed;
+static struct isth_wire_pkt *s_parsed;
 
 static void stages_init(void)
 {
@@ -606,7 +606,7 @@ static unsigned int build_aggs(struct rte_mbuf **out, unsigned int cap)
 		return 0;
 	got = isth_agg_drain(s_agg, e, n);
 	for (i = 0; i < got; i++) {
-		struct isth_hdr h;
+		struct isth_wire_hdr h;
 		uint8_t *p = (uint8_t *)rte_pktmbuf_append(out[i],
 				ISTH_WIRE_HDR_SIZE + e[i].size);
 
@@ -694,7 +694,7 @@ static void run_stages(struct stage_run *sr)
 	/* the kernel alone: same payloads, same order, LIFO slots; timed per
 	 * 32 positions, logged with the pass that fed them */
 	for (pos = 0; pos < NF; pos++) {
-		const struct isth_pkt *p = &s_parsed[pos];
+		const struct isth_wire_pkt *p = &s_parsed[pos];
 		uint32_t c = order[pos] / N_SND, slot;
 		float *acc;
 
@@ -748,7 +748,7 @@ static void check_pipeline(void)
 	uint64_t done = be_stat("completed"), bad = 0, aggs = 0;
 	unsigned int pos = 0, work, n, i, e;
 	struct rte_mbuf *m[64];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	struct isth_wire_limits lim;
 
 	isth_wire_limits_init(&lim, N_ISL, MTU);

@@ -77,13 +77,13 @@ mkmsgs(struct rte_mempool *mp, unsigned int n)
 	static uint8_t buf[2048];
 	struct rte_mbuf **v = calloc(n, sizeof(*v));
 	uint32_t el[ELEMS];
-	struct isth_hdr h;
+	struct isth_wire_hdr h;
 	unsigned int i;
 	int size;
 
 	memset(&h, 0, sizeof(h));
 	h.type = ISTH_WIRE_DATA;
-	h.dtype = ISTH_DTYPE_INT32;
+	h.dtype = ISTH_WIRE_DTYPE_INT32;
 	h.count = ELEMS;
 	h.bitmap = 1;
 	for (i = 0; i < ELEMS; i++)

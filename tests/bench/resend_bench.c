@@ -82,8 +82,8 @@ static void transmit(struct rte_mbuf **pkts, unsigned int n)
 
 static void build(struct rte_mbuf *m, unsigned int bytes, uint32_t chunk)
 {
-	struct isth_hdr h = {
-		.type = ISTH_WIRE_AGG, .dtype = ISTH_DTYPE_FP32, .sender = 1,
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_AGG, .dtype = ISTH_WIRE_DTYPE_FP32, .sender = 1,
 		.count = (uint16_t)(bytes / 4), .job = 7, .round = 3,
 		.chunk = chunk, .bitmap = 0xff,
 	};

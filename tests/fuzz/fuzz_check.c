@@ -25,7 +25,7 @@
 } while (0)
 
 /* Largest UDP payload an IPv4 datagram can carry. */
-#define MAX_UDP_PAYLOAD (65535u - ISTH_IPV4_MIN_HDR_SIZE - ISTH_UDP_HDR_SIZE)
+#define MAX_UDP_PAYLOAD (65535u - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE)
 
 static uint16_t rd16(const uint8_t *p)
 {
@@ -67,15 +67,15 @@ static uint16_t allowed_flags(unsigned int type)
 {
 	switch (type) {
 	case ISTH_WIRE_DATA:
-		return ISTH_F_RESENT | ISTH_F_LAST | ISTH_F_AUTH;
+		return ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST | ISTH_WIRE_F_AUTH;
 	case ISTH_WIRE_AGG:
-		return ISTH_F_PARTIAL | ISTH_F_RESENT | ISTH_F_LAST |
-		       ISTH_F_AUTH;
+		return ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST |
+		       ISTH_WIRE_F_AUTH;
 	case ISTH_WIRE_NACK:
 	case ISTH_WIRE_GONE:
-		return ISTH_F_CHUNKS | ISTH_F_AUTH;
+		return ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH;
 	case ISTH_WIRE_ROUND:
-		return ISTH_F_AUTH;
+		return ISTH_WIRE_F_AUTH;
 	default:
 		return 0;
 	}
@@ -106,9 +106,9 @@ void isth_fuzz_check_reject(enum isth_wire_reason r)
 	FUZZ_CHECK(strcmp(isth_wire_reason_str(r), "unknown reason") != 0);
 }
 
-static void check_ranges(const struct isth_pkt *pkt)
+static void check_ranges(const struct isth_wire_pkt *pkt)
 {
-	const struct isth_hdr *h = &pkt->hdr;
+	const struct isth_wire_hdr *h = &pkt->hdr;
 	struct isth_wire_range r;
 	unsigned int i;
 
@@ -119,14 +119,14 @@ static void check_ranges(const struct isth_pkt *pkt)
 		FUZZ_CHECK(r.first == rd64(p));
 		FUZZ_CHECK(r.last == rd64(p + 8));
 		FUZZ_CHECK(r.first <= r.last);
-		if (h->flags & ISTH_F_CHUNKS)
+		if (h->flags & ISTH_WIRE_F_CHUNKS)
 			FUZZ_CHECK(r.last <= UINT32_MAX);
 	}
 }
 
-static void check_round(const struct isth_pkt *pkt, uint64_t mask)
+static void check_round(const struct isth_wire_pkt *pkt, uint64_t mask)
 {
-	const struct isth_hdr *h = &pkt->hdr;
+	const struct isth_wire_hdr *h = &pkt->hdr;
 	const uint8_t *p = pkt->payload;
 	struct isth_wire_round r;
 
@@ -144,8 +144,8 @@ static void check_round(const struct isth_pkt *pkt, uint64_t mask)
 	FUZZ_CHECK((h->bitmap & ~r.clique) == 0);
 }
 
-/* Field by field: struct isth_hdr has padding that nobody initialises. */
-static bool hdr_eq(const struct isth_hdr *a, const struct isth_hdr *b)
+/* Field by field: struct isth_wire_hdr has padding that nobody initialises. */
+static bool hdr_eq(const struct isth_wire_hdr *a, const struct isth_wire_hdr *b)
 {
 	return a->type == b->type && a->dtype == b->dtype &&
 	       a->flags == b->flags && a->trailer_len == b->trailer_len &&
@@ -157,10 +157,10 @@ static bool hdr_eq(const struct isth_hdr *a, const struct isth_hdr *b)
 
 /* isth_wire_build_msg() must reproduce the accepted bytes exactly, and
  * the parser must accept its own output with the same header. */
-static void check_reencode(const struct isth_pkt *pkt,
+static void check_reencode(const struct isth_wire_pkt *pkt,
 			   const struct isth_wire_limits *lim)
 {
-	struct isth_pkt again;
+	struct isth_wire_pkt again;
 	uint8_t *copy;
 	int n;
 
@@ -185,9 +185,9 @@ static void check_reencode(const struct isth_pkt *pkt,
 
 void isth_fuzz_check_msg(const uint8_t *buf, size_t len,
 			 const struct isth_wire_limits *lim,
-			 const struct isth_pkt *pkt)
+			 const struct isth_wire_pkt *pkt)
 {
-	const struct isth_hdr *h = &pkt->hdr;
+	const struct isth_wire_hdr *h = &pkt->hdr;
 	uint64_t mask = mask_of(lim->n_islands);
 	const uint8_t *m = pkt->msg;
 	unsigned int esize;
@@ -224,16 +224,16 @@ void isth_fuzz_check_msg(const uint8_t *buf, size_t len,
 	/* What the parser says it refuses, it refused. */
 	FUZZ_CHECK(h->type >= ISTH_WIRE_DATA && h->type <= ISTH_WIRE_ROUND);
 	FUZZ_CHECK((h->flags & ~allowed_flags(h->type)) == 0);
-	FUZZ_CHECK((h->trailer_len != 0) == ((h->flags & ISTH_F_AUTH) != 0));
+	FUZZ_CHECK((h->trailer_len != 0) == ((h->flags & ISTH_WIRE_F_AUTH) != 0));
 	FUZZ_CHECK(h->sender < lim->n_islands);
 	FUZZ_CHECK((h->bitmap & ~mask) == 0);
 
 	switch (h->type) {
 	case ISTH_WIRE_DATA:
 	case ISTH_WIRE_AGG:
-		esize = h->dtype == ISTH_DTYPE_BF16 ? 2 : 4;
-		FUZZ_CHECK(h->dtype >= ISTH_DTYPE_FP32 &&
-			   h->dtype <= ISTH_DTYPE_INT32);
+		esize = h->dtype == ISTH_WIRE_DTYPE_BF16 ? 2 : 4;
+		FUZZ_CHECK(h->dtype >= ISTH_WIRE_DTYPE_FP32 &&
+			   h->dtype <= ISTH_WIRE_DTYPE_INT32);
 		FUZZ_CHECK(isth_wire_dtype_size(h->dtype) == esize);
 		FUZZ_CHECK(h->count >= 1 && h->count <= lim->max_elems);
 		FUZZ_CHECK((size_t)h->count * esize == pkt->payload_size);
@@ -243,14 +243,14 @@ void isth_fuzz_check_msg(const uint8_t *buf, size_t len,
 		break;
 	case ISTH_WIRE_NACK:
 	case ISTH_WIRE_GONE:
-		FUZZ_CHECK(h->dtype == ISTH_DTYPE_NONE);
+		FUZZ_CHECK(h->dtype == ISTH_WIRE_DTYPE_NONE);
 		FUZZ_CHECK(h->count >= 1 && h->count <= lim->max_ranges);
 		FUZZ_CHECK((size_t)h->count * ISTH_WIRE_RANGE_SIZE ==
 			   pkt->payload_size);
 		check_ranges(pkt);
 		break;
 	case ISTH_WIRE_ROUND:
-		FUZZ_CHECK(h->dtype == ISTH_DTYPE_NONE);
+		FUZZ_CHECK(h->dtype == ISTH_WIRE_DTYPE_NONE);
 		FUZZ_CHECK(h->count == 0);
 		FUZZ_CHECK(pkt->payload_size == ISTH_WIRE_ROUND_SIZE);
 		check_round(pkt, mask);
@@ -276,12 +276,12 @@ static uint32_t ones_sum(const uint8_t *p, size_t n, uint32_t s)
 
 void isth_fuzz_check_frame(const uint8_t *buf, size_t len,
 			   const struct isth_wire_limits *lim,
-			   const struct isth_pkt *pkt)
+			   const struct isth_wire_pkt *pkt)
 {
 	const struct isth_wire_addr *a = &pkt->addr;
-	size_t off = ISTH_ETH_HDR_SIZE, ihl, totlen, ulen;
+	size_t off = ISTH_WIRE_ETH_HDR_SIZE, ihl, totlen, ulen;
 	const uint8_t *ip, *udp;
-	struct isth_pkt inner;
+	struct isth_wire_pkt inner;
 	uint16_t etype, vlan = 0;
 
 	FUZZ_CHECK(len >= ISTH_WIRE_FRAME_OVERHEAD);
@@ -291,18 +291,18 @@ void isth_fuzz_check_frame(const uint8_t *buf, size_t len,
 	if (etype == 0x8100) {
 		vlan = rd16(buf + 14) & 0x0fff;
 		etype = rd16(buf + 16);
-		off += ISTH_VLAN_TAG_SIZE;
+		off += ISTH_WIRE_VLAN_TAG_SIZE;
 	}
 	FUZZ_CHECK(etype == 0x0800);
 	FUZZ_CHECK(a->vlan == vlan);
 
 	ip = buf + off;
-	FUZZ_CHECK(len - off >= ISTH_IPV4_MIN_HDR_SIZE);
+	FUZZ_CHECK(len - off >= ISTH_WIRE_IPV4_MIN_HDR_SIZE);
 	FUZZ_CHECK(ip[0] >> 4 == 4);
 	ihl = (size_t)(ip[0] & 0x0f) * 4;
-	FUZZ_CHECK(ihl >= ISTH_IPV4_MIN_HDR_SIZE && ihl <= len - off);
+	FUZZ_CHECK(ihl >= ISTH_WIRE_IPV4_MIN_HDR_SIZE && ihl <= len - off);
 	totlen = rd16(ip + 2);
-	FUZZ_CHECK(totlen >= ihl + ISTH_UDP_HDR_SIZE && totlen <= len - off);
+	FUZZ_CHECK(totlen >= ihl + ISTH_WIRE_UDP_HDR_SIZE && totlen <= len - off);
 	FUZZ_CHECK(ones_sum(ip, ihl, 0) == 0xffff);
 	FUZZ_CHECK((rd16(ip + 6) & 0x3fff) == 0);
 	FUZZ_CHECK(ip[9] == 17);
@@ -325,8 +325,8 @@ void isth_fuzz_check_frame(const uint8_t *buf, size_t len,
 		FUZZ_CHECK(ones_sum(udp, ulen, s) == 0xffff);
 	}
 
-	FUZZ_CHECK(pkt->msg == udp + ISTH_UDP_HDR_SIZE);
-	FUZZ_CHECK(pkt->msg_size == ulen - ISTH_UDP_HDR_SIZE);
+	FUZZ_CHECK(pkt->msg == udp + ISTH_WIRE_UDP_HDR_SIZE);
+	FUZZ_CHECK(pkt->msg_size == ulen - ISTH_WIRE_UDP_HDR_SIZE);
 
 	/* The frame parser and the message parser agree on the message. */
 	memset(&inner, 0, sizeof(inner));

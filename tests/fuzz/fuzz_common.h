@@ -39,7 +39,7 @@ void isth_fuzz_put_limits(uint8_t *p, const struct isth_wire_limits *lim);
  */
 void isth_fuzz_check_msg(const uint8_t *buf, size_t len,
 			 const struct isth_wire_limits *lim,
-			 const struct isth_pkt *pkt);
+			 const struct isth_wire_pkt *pkt);
 
 /**
  * Check an accepted frame: the Ethernet/IPv4/UDP layers re-validated by
@@ -49,7 +49,7 @@ void isth_fuzz_check_msg(const uint8_t *buf, size_t len,
  */
 void isth_fuzz_check_frame(const uint8_t *buf, size_t len,
 			   const struct isth_wire_limits *lim,
-			   const struct isth_pkt *pkt);
+			   const struct isth_wire_pkt *pkt);
 
 /** Check a rejection: a named reason other than ISTH_WIRE_OK. */
 void isth_fuzz_check_reject(enum isth_wire_reason r);

@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct isth_wire_limits lim;
 	enum isth_wire_reason r;
-	struct isth_pkt pkt;
+	struct isth_wire_pkt pkt;
 	uint8_t *frame;
 	size_t len;
 

@@ -49,7 +49,7 @@ static void emit(struct gen *g, bool frame, const char *name,
 	uint8_t cfg[ISTH_FUZZ_CFG_SIZE];
 	struct isth_wire_limits back;
 	enum isth_wire_reason r;
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	char path[4096];
 	FILE *f;
 
@@ -105,13 +105,13 @@ static size_t mk_elems(uint8_t *p, unsigned int dtype, unsigned int count)
 		float v = (float)i * 0.5f - 3.25f;
 
 		switch (dtype) {
-		case ISTH_DTYPE_FP32:
+		case ISTH_WIRE_DTYPE_FP32:
 			put_le32(p + 4 * i, f32_bits(v));
 			break;
-		case ISTH_DTYPE_INT32:
+		case ISTH_WIRE_DTYPE_INT32:
 			put_le32(p + 4 * i, (uint32_t)(i * 2654435761u));
 			break;
-		case ISTH_DTYPE_BF16:
+		case ISTH_WIRE_DTYPE_BF16:
 			p[2 * i] = (uint8_t)(f32_bits(v) >> 16);
 			p[2 * i + 1] = (uint8_t)(f32_bits(v) >> 24);
 			break;
@@ -125,7 +125,7 @@ static const uint8_t trailer_bytes[255] = {
 	0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98,
 };
 
-static void base_hdr(struct isth_hdr *h, unsigned int type, unsigned int dtype,
+static void base_hdr(struct isth_wire_hdr *h, unsigned int type, unsigned int dtype,
 		     unsigned int count)
 {
 	memset(h, 0, sizeof(*h));
@@ -141,7 +141,7 @@ static void base_hdr(struct isth_hdr *h, unsigned int type, unsigned int dtype,
 }
 
 /* Build header + body + trailer with isth_wire_build_msg(). */
-static size_t mk_msg(uint8_t *buf, const struct isth_hdr *h,
+static size_t mk_msg(uint8_t *buf, const struct isth_wire_hdr *h,
 		     const uint8_t *body, size_t body_size)
 {
 	int n = isth_wire_build_msg(buf, BUF_SIZE, h, body, body_size,
@@ -157,7 +157,7 @@ static size_t mk_data(uint8_t *buf, unsigned int type, unsigned int dtype,
 		      uint8_t sender, uint64_t bitmap)
 {
 	static uint8_t body[BUF_SIZE];
-	struct isth_hdr h;
+	struct isth_wire_hdr h;
 	size_t n;
 
 	base_hdr(&h, type, dtype, count);
@@ -174,10 +174,10 @@ static size_t mk_ranges(uint8_t *buf, unsigned int type, uint16_t flags,
 			unsigned int n)
 {
 	uint8_t body[64 * ISTH_WIRE_RANGE_SIZE];
-	struct isth_hdr h;
+	struct isth_wire_hdr h;
 	int sz;
 
-	base_hdr(&h, type, ISTH_DTYPE_NONE, n);
+	base_hdr(&h, type, ISTH_WIRE_DTYPE_NONE, n);
 	h.flags = flags;
 	h.trailer_len = trailer_len;
 	h.bitmap = 0;
@@ -191,9 +191,9 @@ static size_t mk_round(uint8_t *buf, uint16_t flags, uint8_t trailer_len,
 		       const struct isth_wire_round *rd, uint64_t bitmap)
 {
 	uint8_t body[ISTH_WIRE_ROUND_SIZE];
-	struct isth_hdr h;
+	struct isth_wire_hdr h;
 
-	base_hdr(&h, ISTH_WIRE_ROUND, ISTH_DTYPE_NONE, 0);
+	base_hdr(&h, ISTH_WIRE_ROUND, ISTH_WIRE_DTYPE_NONE, 0);
 	h.flags = flags;
 	h.trailer_len = trailer_len;
 	h.bitmap = bitmap;
@@ -367,45 +367,45 @@ static void make_valids(const struct isth_wire_limits *l8,
 	v = add_valid(nm, lim); \
 	v->len = mk_data(v->bytes, ty, dt, cnt, fl, tl, snd, bm); \
 } while (0)
-	DATA("ok-data-fp32", l8, ISTH_WIRE_DATA, ISTH_DTYPE_FP32, 16, 0, 0,
+	DATA("ok-data-fp32", l8, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32, 16, 0, 0,
 	     3, 1u << 3);
-	DATA("ok-data-bf16-last", l8, ISTH_WIRE_DATA, ISTH_DTYPE_BF16, 33,
-	     ISTH_F_LAST, 0, 0, 1u);
-	DATA("ok-data-int32-resent", l8, ISTH_WIRE_DATA, ISTH_DTYPE_INT32, 8,
-	     ISTH_F_RESENT, 0, 7, 1u << 7);
-	DATA("ok-data-fp32-auth", l8, ISTH_WIRE_DATA, ISTH_DTYPE_FP32, 4,
-	     ISTH_F_AUTH, 16, 3, 1u << 3);
-	DATA("ok-data-fp32-max", l8, ISTH_WIRE_DATA, ISTH_DTYPE_FP32,
+	DATA("ok-data-bf16-last", l8, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_BF16, 33,
+	     ISTH_WIRE_F_LAST, 0, 0, 1u);
+	DATA("ok-data-int32-resent", l8, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_INT32, 8,
+	     ISTH_WIRE_F_RESENT, 0, 7, 1u << 7);
+	DATA("ok-data-fp32-auth", l8, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32, 4,
+	     ISTH_WIRE_F_AUTH, 16, 3, 1u << 3);
+	DATA("ok-data-fp32-max", l8, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32,
 	     l8->max_elems, 0, 0, 3, 1u << 3);
-	DATA("ok-data-fp32-island63", l64, ISTH_WIRE_DATA, ISTH_DTYPE_FP32, 2,
+	DATA("ok-data-fp32-island63", l64, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32, 2,
 	     0, 0, 63, UINT64_C(1) << 63);
-	DATA("ok-agg-fp32", l8, ISTH_WIRE_AGG, ISTH_DTYPE_FP32, 12, 0, 0, 1,
+	DATA("ok-agg-fp32", l8, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_FP32, 12, 0, 0, 1,
 	     0xff);
-	DATA("ok-agg-bf16-partial", l8, ISTH_WIRE_AGG, ISTH_DTYPE_BF16, 9,
-	     ISTH_F_PARTIAL, 0, 2, 0x15);
-	DATA("ok-agg-int32-resent-last", l8, ISTH_WIRE_AGG, ISTH_DTYPE_INT32,
-	     5, ISTH_F_RESENT | ISTH_F_LAST, 0, 4, 0x3c);
-	DATA("ok-agg-fp32-partial-auth", l8, ISTH_WIRE_AGG, ISTH_DTYPE_FP32, 3,
-	     ISTH_F_PARTIAL | ISTH_F_AUTH, 32, 0, 0x81);
-	DATA("ok-agg-fp32-all64", l64, ISTH_WIRE_AGG, ISTH_DTYPE_FP32, 6, 0, 0,
+	DATA("ok-agg-bf16-partial", l8, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_BF16, 9,
+	     ISTH_WIRE_F_PARTIAL, 0, 2, 0x15);
+	DATA("ok-agg-int32-resent-last", l8, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_INT32,
+	     5, ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST, 0, 4, 0x3c);
+	DATA("ok-agg-fp32-partial-auth", l8, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_FP32, 3,
+	     ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_AUTH, 32, 0, 0x81);
+	DATA("ok-agg-fp32-all64", l64, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_FP32, 6, 0, 0,
 	     5, UINT64_MAX);
-	DATA("ok-agg-fp32-jumbo", ljumbo, ISTH_WIRE_AGG, ISTH_DTYPE_FP32, 2000,
-	     ISTH_F_LAST, 0, 1, 0x3);
+	DATA("ok-agg-fp32-jumbo", ljumbo, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_FP32, 2000,
+	     ISTH_WIRE_F_LAST, 0, 1, 0x3);
 #undef DATA
 	v = add_valid("ok-nack-seq", l8);
 	v->len = mk_ranges(v->bytes, ISTH_WIRE_NACK, 0, 0, seqs, 3);
 	v = add_valid("ok-nack-chunks", l8);
-	v->len = mk_ranges(v->bytes, ISTH_WIRE_NACK, ISTH_F_CHUNKS, 0,
+	v->len = mk_ranges(v->bytes, ISTH_WIRE_NACK, ISTH_WIRE_F_CHUNKS, 0,
 			   chunks, 2);
 	v = add_valid("ok-gone-seq", l8);
 	v->len = mk_ranges(v->bytes, ISTH_WIRE_GONE, 0, 0, seqs, 1);
 	v = add_valid("ok-gone-chunks-auth", l8);
 	v->len = mk_ranges(v->bytes, ISTH_WIRE_GONE,
-			   ISTH_F_CHUNKS | ISTH_F_AUTH, 8, chunks, 2);
+			   ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH, 8, chunks, 2);
 	v = add_valid("ok-round", l8);
 	v->len = mk_round(v->bytes, 0, 0, &good_round, 0x13);
 	v = add_valid("ok-round-auth", l8);
-	v->len = mk_round(v->bytes, ISTH_F_AUTH, 255, &good_round, 0);
+	v->len = mk_round(v->bytes, ISTH_WIRE_F_AUTH, 255, &good_round, 0);
 }
 
 /* A valid message with one rule broken. */
@@ -434,13 +434,13 @@ static const struct bad_msg bad_msgs[] = {
 	{ "bad-version-2", V_NACK_SEQ, 2, 2, 0, ISTH_WIRE_E_VERSION },
 	{ "bad-type-0", V_DATA_FP32, 3, 0, 0, ISTH_WIRE_E_TYPE },
 	{ "bad-type-6", V_DATA_FP32, 3, 6, 0, ISTH_WIRE_E_TYPE },
-	{ "bad-flags-data-partial", V_DATA_FP32, 5, ISTH_F_PARTIAL, 0, ISTH_WIRE_E_FLAGS },
+	{ "bad-flags-data-partial", V_DATA_FP32, 5, ISTH_WIRE_F_PARTIAL, 0, ISTH_WIRE_E_FLAGS },
 	{ "bad-flags-unknown-bit", V_AGG_FP32, 4, 0x01, 0, ISTH_WIRE_E_FLAGS },
-	{ "bad-flags-nack-last", V_NACK_SEQ, 5, ISTH_F_LAST, 0, ISTH_WIRE_E_FLAGS },
-	{ "bad-flags-round-chunks", V_ROUND, 5, ISTH_F_CHUNKS, 0, ISTH_WIRE_E_FLAGS },
-	{ "bad-dtype-data-none", V_DATA_FP32, 6, ISTH_DTYPE_NONE, 0, ISTH_WIRE_E_DTYPE },
+	{ "bad-flags-nack-last", V_NACK_SEQ, 5, ISTH_WIRE_F_LAST, 0, ISTH_WIRE_E_FLAGS },
+	{ "bad-flags-round-chunks", V_ROUND, 5, ISTH_WIRE_F_CHUNKS, 0, ISTH_WIRE_E_FLAGS },
+	{ "bad-dtype-data-none", V_DATA_FP32, 6, ISTH_WIRE_DTYPE_NONE, 0, ISTH_WIRE_E_DTYPE },
 	{ "bad-dtype-agg-4", V_AGG_FP32, 6, 4, 0, ISTH_WIRE_E_DTYPE },
-	{ "bad-dtype-nack-fp32", V_NACK_SEQ, 6, ISTH_DTYPE_FP32, 0, ISTH_WIRE_E_DTYPE },
+	{ "bad-dtype-nack-fp32", V_NACK_SEQ, 6, ISTH_WIRE_DTYPE_FP32, 0, ISTH_WIRE_E_DTYPE },
 	{ "bad-island-8", V_DATA_FP32, 20, 8, 0, ISTH_WIRE_E_ISLAND },
 	{ "bad-island-255", V_ROUND, 20, 255, 0, ISTH_WIRE_E_ISLAND },
 	{ "bad-reserved", V_AGG_INT32, 21, 0x80, 0, ISTH_WIRE_E_RESERVED },

@@ -42,9 +42,9 @@ static uint32_t le32(const uint8_t *p)
 	       (uint32_t)p[3] << 24;
 }
 
-static struct isth_pkt parse(const uint8_t *m, int len)
+static struct isth_wire_pkt parse(const uint8_t *m, int len)
 {
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	enum isth_wire_reason r;
 
 	cr_assert_gt(len, 0, "build: %d", len);
@@ -56,12 +56,12 @@ static struct isth_pkt parse(const uint8_t *m, int len)
 Test(inject, data_spoofed_island)
 {
 	struct inject_spec s = { .kind = INJ_DATA, .job = 7, .round = 12,
-		.chunk = 40, .chunk_step = 1, .sender = 5, .dtype = ISTH_DTYPE_INT32,
+		.chunk = 40, .chunk_step = 1, .sender = 5, .dtype = ISTH_WIRE_DTYPE_INT32,
 		.count = 358, .seq = 1000, .seq_step = 1, .value = -3 };
 	uint8_t m[2048];
 
 	for (uint64_t i = 0; i < 3; i++) {
-		struct isth_pkt p = parse(m, inject_build(&s, i, m, sizeof(m)));
+		struct isth_wire_pkt p = parse(m, inject_build(&s, i, m, sizeof(m)));
 
 		cr_assert_eq(p.hdr.type, ISTH_WIRE_DATA);
 		cr_assert_eq(p.hdr.job, 7);
@@ -80,14 +80,14 @@ Test(inject, data_spoofed_island)
 Test(inject, fp32_and_bf16_values)
 {
 	struct inject_spec s = { .kind = INJ_AGG, .sender = 2, .count = 4,
-		.bitmap = 0x7, .value = 3, .dtype = ISTH_DTYPE_FP32 };
+		.bitmap = 0x7, .value = 3, .dtype = ISTH_WIRE_DTYPE_FP32 };
 	uint8_t m[256];
-	struct isth_pkt p = parse(m, inject_build(&s, 0, m, sizeof(m)));
+	struct isth_wire_pkt p = parse(m, inject_build(&s, 0, m, sizeof(m)));
 
 	cr_assert_eq(p.hdr.type, ISTH_WIRE_AGG);
 	cr_assert_eq(p.hdr.bitmap, 0x7);
 	cr_assert_eq(le32(p.payload + 12), 0x40400000u);	/* 3.0f */
-	s.dtype = ISTH_DTYPE_BF16;
+	s.dtype = ISTH_WIRE_DTYPE_BF16;
 	p = parse(m, inject_build(&s, 0, m, sizeof(m)));
 	cr_assert_eq(p.payload_size, 8);
 	cr_assert_eq(p.payload[6], 0x40);	/* bf16 3.0 = 0x4040, LE */
@@ -97,12 +97,12 @@ Test(inject, fp32_and_bf16_values)
 Test(inject, tiny_data_fresh_chunk_ids)
 {
 	struct inject_spec s = { .kind = INJ_TINY, .chunk = 1000000,
-		.sender = 3, .dtype = ISTH_DTYPE_INT32, .count = 358,
+		.sender = 3, .dtype = ISTH_WIRE_DTYPE_INT32, .count = 358,
 		.seq = 1, .seq_step = 1, .value = 9 };
 	uint8_t m[256];
 
 	for (uint64_t i = 0; i < 100; i++) {
-		struct isth_pkt p = parse(m, inject_build(&s, i, m, sizeof(m)));
+		struct isth_wire_pkt p = parse(m, inject_build(&s, i, m, sizeof(m)));
 
 		cr_assert_eq(p.hdr.count, 1);
 		cr_assert_eq(p.hdr.chunk, 1000000 + i);
@@ -113,14 +113,14 @@ Test(inject, tiny_data_fresh_chunk_ids)
 Test(inject, nack_whole_round_by_chunk)
 {
 	struct inject_spec s = { .kind = INJ_NACK, .sender = 1, .round = 5,
-		.flags = ISTH_F_CHUNKS, .bitmap = 1u << 4, .n_ranges = 2,
+		.flags = ISTH_WIRE_F_CHUNKS, .bitmap = 1u << 4, .n_ranges = 2,
 		.ranges = { { 0, UINT32_MAX }, { 7, 7 } } };
 	uint8_t m[2048];
 	struct isth_wire_range r;
-	struct isth_pkt p = parse(m, inject_build(&s, 0, m, sizeof(m)));
+	struct isth_wire_pkt p = parse(m, inject_build(&s, 0, m, sizeof(m)));
 
 	cr_assert_eq(p.hdr.type, ISTH_WIRE_NACK);
-	cr_assert_eq(p.hdr.flags, ISTH_F_CHUNKS);
+	cr_assert_eq(p.hdr.flags, ISTH_WIRE_F_CHUNKS);
 	cr_assert_eq(p.hdr.count, 2);
 	cr_assert_eq(p.hdr.bitmap, 1u << 4);
 	isth_wire_get_range(&p, 0, &r);
@@ -148,7 +148,7 @@ Test(inject, round_body)
 			.clique = 0x7, .n_chunks = 91, .chunk_elems = 358 } };
 	uint8_t m[256];
 	struct isth_wire_round rb;
-	struct isth_pkt p = parse(m, inject_build(&s, 0, m, sizeof(m)));
+	struct isth_wire_pkt p = parse(m, inject_build(&s, 0, m, sizeof(m)));
 
 	cr_assert_eq(p.hdr.type, ISTH_WIRE_ROUND);
 	isth_wire_get_round(&p, &rb);
@@ -166,7 +166,7 @@ Test(inject, bad_specs_refused)
 	cr_assert_eq(inject_build(&s, 0, m, sizeof(m)), -EINVAL);
 	s.n_ranges = 90;
 	cr_assert_eq(inject_build(&s, 0, m, sizeof(m)), -EINVAL);
-	s = (struct inject_spec){ .kind = INJ_DATA, .dtype = ISTH_DTYPE_INT32,
+	s = (struct inject_spec){ .kind = INJ_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
 				  .count = 0 };
 	cr_assert_eq(inject_build(&s, 0, m, sizeof(m)), -EINVAL);
 	s.count = 358;
@@ -174,7 +174,7 @@ Test(inject, bad_specs_refused)
 	cr_assert_eq(inject_build(&s, 0, m, 20), -ENOSPC);
 	s.dtype = 0;
 	cr_assert_eq(inject_build(&s, 0, m, sizeof(m)), -EINVAL);
-	s.dtype = ISTH_DTYPE_INT32;
+	s.dtype = ISTH_WIRE_DTYPE_INT32;
 	s.sender = 64;
 	cr_assert_eq(inject_build(&s, 0, m, sizeof(m)), -EINVAL);
 	cr_assert_eq(inject_kind_parse("tiny"), INJ_TINY);
@@ -185,12 +185,12 @@ Test(inject, bad_specs_refused)
 Test(inject, frame_carries_spoofed_source)
 {
 	struct inject_spec s = { .kind = INJ_DATA, .sender = 5, .count = 10,
-		.dtype = ISTH_DTYPE_INT32, .value = 1 };
+		.dtype = ISTH_WIRE_DTYPE_INT32, .value = 1 };
 	uint8_t f[2048];
 	int m = inject_build(&s, 0, f + ISTH_INJECT_L2, sizeof(f) - ISTH_INJECT_L2);
 	int n = inject_frame(f, sizeof(f), 0x0a000105, 9471, 0x0a000001, 9471,
 			     (size_t)m);
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 
 	cr_assert_eq(n, (int)ISTH_INJECT_L2 + m);
 	cr_assert_eq(isth_wire_parse_frame(f, (size_t)n, &lim, &p), ISTH_WIRE_OK);
@@ -204,7 +204,7 @@ Test(inject, sealed_messages_verify)
 	static const char kf[] = "job 7\nepoch 2 round 0 key "
 		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n";
 	struct inject_spec s = { .kind = INJ_DATA, .job = 7, .sender = 5,
-		.count = 358, .dtype = ISTH_DTYPE_INT32, .seq = 1, .seq_step = 1 };
+		.count = 358, .dtype = ISTH_WIRE_DTYPE_INT32, .seq = 1, .seq_step = 1 };
 	char path[64];
 	struct isth_auth_conf c = { .key_file = path, .job = 7, .n_islands = 9 };
 	struct isth_auth *a;
@@ -255,7 +255,7 @@ Test(inject, pcap_finds_isthmus_datagrams)
 	char path[64], err[256] = "";
 	uint8_t f[2048], out[2048], msg1[2048], arp[60] = { 0 };
 	struct inject_spec s = { .kind = INJ_TINY, .chunk = 77, .sender = 2,
-		.dtype = ISTH_DTYPE_INT32, .value = 5, .seq = 9, .seq_step = 1 };
+		.dtype = ISTH_WIRE_DTYPE_INT32, .value = 5, .seq = 9, .seq_step = 1 };
 	struct inject_pcap pc;
 	int fd, m1, n, eof;
 	FILE *fp;
@@ -369,7 +369,7 @@ Test(inject, binary_sends_what_it_says)
 	for (int k = 0; k < 5; k++) {
 		uint8_t buf[2048];
 		ssize_t n = recv(fd, buf, sizeof(buf), 0);
-		struct isth_pkt p;
+		struct isth_wire_pkt p;
 
 		cr_assert_gt(n, 0, "datagram %d: %s", k, strerror(errno));
 		p = parse(buf, (int)n);

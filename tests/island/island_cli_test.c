@@ -163,7 +163,7 @@ static void to_island(struct cli *c, const void *buf, size_t len)
 }
 
 static size_t from_island(struct cli *c, uint8_t *buf, size_t cap,
-			  struct isth_pkt *p)
+			  struct isth_wire_pkt *p)
 {
 	struct pollfd pf = { .fd = c->edge, .events = POLLIN };
 	ssize_t n;
@@ -184,7 +184,7 @@ static void send_round(struct cli *c, uint32_t r, uint64_t expected,
 		.period_ns = deadline_in_ns, .clique = expected | 1u << SELF,
 		.n_chunks = NCH, .chunk_elems = CE,
 	};
-	struct isth_hdr h = {
+	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_ROUND, .sender = SELF, .job = JOB, .round = r,
 		.bitmap = expected,
 	};
@@ -202,8 +202,8 @@ static uint64_t send_agg(struct cli *c, uint32_t r, uint32_t ch, uint64_t set,
 			 uint16_t flags, bool lose, uint32_t delta, int64_t seq)
 {
 	uint32_t count = ch == 0 ? CE : ELEMS - CE;
-	struct isth_hdr h = {
-		.type = ISTH_WIRE_AGG, .dtype = ISTH_DTYPE_INT32, .flags = flags,
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_AGG, .dtype = ISTH_WIRE_DTYPE_INT32, .flags = flags,
 		.sender = SELF, .count = (uint16_t)count, .job = JOB, .round = r,
 		.chunk = ch, .bitmap = set,
 	};
@@ -236,7 +236,7 @@ static void expect_data(struct cli *c, uint32_t r)
 {
 	for (uint32_t k = 0; k < NCH; k++) {
 		uint8_t buf[2048];
-		struct isth_pkt p;
+		struct isth_wire_pkt p;
 
 		from_island(c, buf, sizeof(buf), &p);
 		cr_assert_eq(p.hdr.type, ISTH_WIRE_DATA);
@@ -270,7 +270,7 @@ Test(island_cli, nack_partial_and_silent_rounds_verify)
 	const uint64_t peers = 1u << 0 | 1u << 2;
 	char out[8192];
 	uint8_t buf[2048];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	struct isth_wire_range r;
 	struct cli c;
 	uint64_t lost;
@@ -280,21 +280,21 @@ Test(island_cli, nack_partial_and_silent_rounds_verify)
 	send_round(&c, 10, peers, 3000 * MS);
 	expect_data(&c, 10);
 	send_agg(&c, 10, 0, peers, 0, false, 0, -1);
-	lost = send_agg(&c, 10, 1, 1u << 0, ISTH_F_PARTIAL, true, 0, -1);
-	send_agg(&c, 10, 1, 1u << 2, ISTH_F_PARTIAL, false, 0, -1);
+	lost = send_agg(&c, 10, 1, 1u << 0, ISTH_WIRE_F_PARTIAL, true, 0, -1);
+	send_agg(&c, 10, 1, 1u << 2, ISTH_WIRE_F_PARTIAL, false, 0, -1);
 	from_island(&c, buf, sizeof(buf), &p);
 	cr_assert_eq(p.hdr.type, ISTH_WIRE_NACK);
 	cr_assert_eq(p.hdr.count, 1);
 	isth_wire_get_range(&p, 0, &r);
 	cr_expect_eq(r.first, lost);
 	cr_expect_eq(r.last, lost);
-	send_agg(&c, 10, 1, 1u << 0, ISTH_F_PARTIAL | ISTH_F_RESENT, false, 0,
+	send_agg(&c, 10, 1, 1u << 0, ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT, false, 0,
 		 (int64_t)lost);
 	/* round 11: island 2 never delivers chunk 1 */
 	send_round(&c, 11, peers, 300 * MS);
 	expect_data(&c, 11);
 	send_agg(&c, 11, 0, peers, 0, false, 0, -1);
-	send_agg(&c, 11, 1, 1u << 0, ISTH_F_PARTIAL, false, 0, -1);
+	send_agg(&c, 11, 1, 1u << 0, ISTH_WIRE_F_PARTIAL, false, 0, -1);
 	/* round 12: the island is silent (--stop-after 2) */
 	send_round(&c, 12, peers, 3000 * MS);
 	send_agg(&c, 12, 0, peers, 0, false, 0, -1);
@@ -377,8 +377,8 @@ static void send_agg_bf16(struct cli *c, uint32_t r, uint32_t ch, uint64_t set,
 			  uint8_t dtype)
 {
 	uint32_t count = ch == 0 ? CE : ELEMS - CE;
-	size_t es = dtype == ISTH_DTYPE_BF16 ? 2 : 4;
-	struct isth_hdr h = {
+	size_t es = dtype == ISTH_WIRE_DTYPE_BF16 ? 2 : 4;
+	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_AGG, .dtype = dtype, .sender = SELF,
 		.count = (uint16_t)count, .job = JOB, .round = r, .chunk = ch,
 		.seq = c->seq++, .bitmap = set,
@@ -415,11 +415,11 @@ Test(island_cli, bf16_goes_out_as_bf16_and_verifies)
 		send_round(&c, r, 1u << 0 | 1u << 2, 3000 * MS);
 		for (uint32_t k = 0; k < NCH; k++) {
 			uint8_t buf[2048];
-			struct isth_pkt p;
+			struct isth_wire_pkt p;
 
 			from_island(&c, buf, sizeof(buf), &p);
 			cr_assert_eq(p.hdr.type, ISTH_WIRE_DATA);
-			cr_assert_eq(p.hdr.dtype, ISTH_DTYPE_BF16);
+			cr_assert_eq(p.hdr.dtype, ISTH_WIRE_DTYPE_BF16);
 			cr_assert_eq(p.payload_size, 2u * p.hdr.count);
 			for (uint32_t i = 0; i < p.hdr.count; i++) {
 				float f = (float)val_bf16(SELF, r, k * CE + i);
@@ -433,7 +433,7 @@ Test(island_cli, bf16_goes_out_as_bf16_and_verifies)
 		/* round 30: fp32 sums ([agg] bf16_out = fp32); 31: bf16 sums */
 		for (uint32_t ch = 0; ch < NCH; ch++)
 			send_agg_bf16(&c, r, ch, 1u << 0 | 1u << 2,
-				      r == 30 ? ISTH_DTYPE_FP32 : ISTH_DTYPE_BF16);
+				      r == 30 ? ISTH_WIRE_DTYPE_FP32 : ISTH_WIRE_DTYPE_BF16);
 	}
 	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 0, "output:\n%s", out);
 	cr_expect(strstr(out, "bf16 x 400") != NULL, "output:\n%s", out);

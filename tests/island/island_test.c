@@ -140,7 +140,7 @@ static size_t edge_recv(struct edge *e, uint8_t *buf, size_t cap, int ms)
 
 static struct isth_wire_limits lim;
 
-static void parse_ok(const uint8_t *buf, size_t len, struct isth_pkt *p)
+static void parse_ok(const uint8_t *buf, size_t len, struct isth_wire_pkt *p)
 {
 	enum isth_wire_reason r = isth_wire_parse_msg(buf, len, &lim, p);
 
@@ -155,7 +155,7 @@ static size_t mk_round(uint8_t *buf, uint32_t round, uint64_t expected,
 		.start_ns = T0, .deadline_ns = deadline, .period_ns = 100 * MS,
 		.clique = clique, .n_chunks = NCH, .chunk_elems = CE,
 	};
-	struct isth_hdr h = {
+	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_ROUND, .sender = SELF, .job = JOB,
 		.round = round, .bitmap = expected,
 	};
@@ -177,7 +177,7 @@ static uint32_t clen(uint32_t c)
 static size_t mk_agg(uint8_t *buf, uint8_t dtype, uint32_t round, uint32_t c,
 		     uint64_t set, uint64_t seq, uint16_t flags)
 {
-	struct isth_hdr h = {
+	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_AGG, .dtype = dtype, .flags = flags,
 		.sender = SELF, .count = (uint16_t)clen(c), .job = JOB,
 		.round = round, .chunk = c, .seq = seq, .bitmap = set,
@@ -188,7 +188,7 @@ static size_t mk_agg(uint8_t *buf, uint8_t dtype, uint32_t round, uint32_t c,
 	for (uint32_t i = 0; i < clen(c); i++) {
 		uint32_t v;
 
-		if (dtype == ISTH_DTYPE_FP32) {
+		if (dtype == ISTH_WIRE_DTYPE_FP32) {
 			float f = sum_f32(set, round, c * CE + i);
 
 			memcpy(&v, &f, 4);
@@ -209,7 +209,7 @@ static size_t mk_agg(uint8_t *buf, uint8_t dtype, uint32_t round, uint32_t c,
 static size_t mk_gone(uint8_t *buf, const struct isth_wire_range *r,
 		      unsigned int n)
 {
-	struct isth_hdr h = {
+	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_GONE, .sender = SELF, .count = (uint16_t)n,
 		.job = JOB,
 	};
@@ -307,8 +307,8 @@ static void break_conf(struct isth_island_conf *c, unsigned int i)
 	case 0: c->n_islands = 0; break;
 	case 1: c->n_islands = 65; break;
 	case 2: c->island = 4; break;
-	case 3: c->dtype = ISTH_DTYPE_MAX + 1; break;
-	case 4: c->dtype = ISTH_DTYPE_NONE; break;
+	case 3: c->dtype = ISTH_WIRE_DTYPE_MAX + 1; break;
+	case 4: c->dtype = ISTH_WIRE_DTYPE_NONE; break;
 	case 5: c->dtype = 9; break;
 	case 6: c->elems = 0; break;
 	case 7: c->edge_ip = 0; break;
@@ -322,7 +322,7 @@ Test(island, open_refuses_bad_arguments)
 	struct edge e = { .port = 9 };
 
 	for (unsigned int i = 0; i < sizeof(bad_conf) / sizeof(bad_conf[0]); i++) {
-		struct isth_island_conf c = base_conf(&e, ISTH_DTYPE_INT32);
+		struct isth_island_conf c = base_conf(&e, ISTH_WIRE_DTYPE_INT32);
 
 		break_conf(&c, i);
 		errno = 0;
@@ -339,7 +339,7 @@ Test(island, open_refuses_bad_arguments)
 Test(island, chunk_size_follows_mtu)
 {
 	struct edge e = { .port = 9 };
-	struct isth_island_conf c = base_conf(&e, ISTH_DTYPE_INT32);
+	struct isth_island_conf c = base_conf(&e, ISTH_WIRE_DTYPE_INT32);
 	struct isth_island *s;
 
 	s = isth_island_open(&c);
@@ -368,7 +368,7 @@ Test(island, send_chunks_tensor_into_data)
 	uint8_t buf[2048];
 
 	edge_open(&e);
-	s = open_island(&e, ISTH_DTYPE_INT32);
+	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
 	own_tensor_i32(t, 5);
 	cr_assert_eq(isth_island_send(s, 5, t, sizeof(t) - 4), -EINVAL);
 	cr_assert_eq(isth_island_send(s, 5, t, sizeof(t)), 0);
@@ -377,13 +377,13 @@ Test(island, send_chunks_tensor_into_data)
 	cr_assert_eq(isth_island_send(s, 6, t, sizeof(t)), 0);
 	for (uint32_t k = 0; k < 2 * NCH; k++) {
 		uint32_t round = k < NCH ? 5 : 6, c = k % NCH;
-		struct isth_pkt p;
+		struct isth_wire_pkt p;
 		size_t n = edge_recv(&e, buf, sizeof(buf), 2000);
 
 		cr_assert_gt(n, 0, "DATA %u never came", k);
 		parse_ok(buf, n, &p);
 		cr_expect_eq(p.hdr.type, ISTH_WIRE_DATA);
-		cr_expect_eq(p.hdr.dtype, ISTH_DTYPE_INT32);
+		cr_expect_eq(p.hdr.dtype, ISTH_WIRE_DTYPE_INT32);
 		cr_expect_eq(p.hdr.job, JOB);
 		cr_expect_eq(p.hdr.round, round);
 		cr_expect_eq(p.hdr.chunk, c);
@@ -391,7 +391,7 @@ Test(island, send_chunks_tensor_into_data)
 		cr_expect_eq(p.hdr.bitmap, 1ull << SELF);
 		cr_expect_eq(p.hdr.seq, k, "DATA seq is per session");
 		cr_expect_eq(p.hdr.count, clen(c));
-		cr_expect_eq(p.hdr.flags, c == NCH - 1 ? ISTH_F_LAST : 0);
+		cr_expect_eq(p.hdr.flags, c == NCH - 1 ? ISTH_WIRE_F_LAST : 0);
 		for (uint32_t i = 0; i < clen(c); i++) {
 			const uint8_t *q = p.payload + 4 * i;
 			uint32_t v = q[0] | q[1] << 8 | q[2] << 16 |
@@ -435,7 +435,7 @@ Test(island, partials_with_disjoint_bitmaps_sum_to_the_clique)
 	struct edge e;
 
 	edge_open(&e);
-	s = open_island(&e, ISTH_DTYPE_INT32);
+	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
 	send_round(&e, 3, peers, T0 + 100 * MS);
 	cr_assert_eq(isth_island_wait_round(s, 2000 * MS, &ri), 0);
 	cr_expect_eq(ri.round, 3);
@@ -446,11 +446,11 @@ Test(island, partials_with_disjoint_bitmaps_sum_to_the_clique)
 	cr_expect_eq(ri.deadline_ns, T0 + 100 * MS);
 	own_tensor_i32(t, 3);
 	cr_assert_eq(isth_island_send(s, 3, t, sizeof(t)), 0);
-	send_agg(&e, ISTH_DTYPE_INT32, 3, 0, peers, 0, 0);
-	send_agg(&e, ISTH_DTYPE_INT32, 3, 1, 1u << 0, 1, ISTH_F_PARTIAL);
-	send_agg(&e, ISTH_DTYPE_INT32, 3, 2, 1u << 0 | 1u << 2, 2, ISTH_F_PARTIAL);
-	send_agg(&e, ISTH_DTYPE_INT32, 3, 1, 1u << 2 | 1u << 3, 3, ISTH_F_PARTIAL);
-	send_agg(&e, ISTH_DTYPE_INT32, 3, 2, 1u << 3, 4, ISTH_F_PARTIAL);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, 0, peers, 0, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, 1, 1u << 0, 1, ISTH_WIRE_F_PARTIAL);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, 2, 1u << 0 | 1u << 2, 2, ISTH_WIRE_F_PARTIAL);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, 1, 1u << 2 | 1u << 3, 3, ISTH_WIRE_F_PARTIAL);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, 2, 1u << 3, 4, ISTH_WIRE_F_PARTIAL);
 	/* complete before the deadline: the fake clock never moves */
 	cr_assert_eq(isth_island_result(s, 3, out, sizeof(out), ch, NCH, &res,
 					2000 * MS), 0);
@@ -484,7 +484,7 @@ Test(island, partials_with_disjoint_bitmaps_sum_to_the_clique)
 	for (unsigned int i = 0; i < ISTH_ISLAND_DROP_MAX; i++)
 		cr_expect_eq(st.drop[i], 0, "%s", isth_island_drop_name(i));
 	/* a late AGG for a returned round is refused */
-	send_agg(&e, ISTH_DTYPE_INT32, 3, 0, 1u << 0, 5, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, 0, 1u << 0, 5, 0);
 	POLL_UNTIL(s, st.drop[ISTH_ISLAND_DROP_round_done] == 1);
 	isth_island_close(s);
 	close(e.fd);
@@ -499,14 +499,14 @@ Test(island, fp32_sums_are_exact_for_sixteenths)
 	struct edge e;
 
 	edge_open(&e);
-	s = open_island(&e, ISTH_DTYPE_FP32);
+	s = open_island(&e, ISTH_WIRE_DTYPE_FP32);
 	send_round(&e, 11, peers, T0 + 100 * MS);
 	for (uint32_t i = 0; i < ELEMS; i++)
 		t[i] = val_f32(SELF, 11, i);
 	cr_assert_eq(isth_island_send(s, 11, t, sizeof(t)), 0);
 	for (uint32_t c = 0; c < NCH; c++) {
-		send_agg(&e, ISTH_DTYPE_FP32, 11, c, 1u << 3, 2 * c, ISTH_F_PARTIAL);
-		send_agg(&e, ISTH_DTYPE_FP32, 11, c, 1u << 0, 2 * c + 1, ISTH_F_PARTIAL);
+		send_agg(&e, ISTH_WIRE_DTYPE_FP32, 11, c, 1u << 3, 2 * c, ISTH_WIRE_F_PARTIAL);
+		send_agg(&e, ISTH_WIRE_DTYPE_FP32, 11, c, 1u << 0, 2 * c + 1, ISTH_WIRE_F_PARTIAL);
 	}
 	cr_assert_eq(isth_island_result(s, 11, out, sizeof(out), ch, NCH, NULL,
 					2000 * MS), 0);
@@ -532,10 +532,10 @@ Test(island, aggs_before_their_round_and_silent_island)
 	struct edge e;
 
 	edge_open(&e);
-	s = open_island(&e, ISTH_DTYPE_INT32);
+	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
 	/* the island sends nothing (a stopped sender): peers only */
 	for (uint32_t c = 0; c < NCH; c++)
-		send_agg(&e, ISTH_DTYPE_INT32, 8, c, peers, c, 0);
+		send_agg(&e, ISTH_WIRE_DTYPE_INT32, 8, c, peers, c, 0);
 	POLL_UNTIL(s, st.aggs_summed == NCH);
 	send_round(&e, 8, peers, T0 + 100 * MS);
 	cr_assert_eq(isth_island_result(s, 8, out, sizeof(out), ch, NCH, &res,
@@ -556,7 +556,7 @@ static void expect_nack(struct edge *e, const struct isth_wire_range *want,
 			unsigned int n)
 {
 	uint8_t buf[2048];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	size_t len = edge_recv(e, buf, sizeof(buf), 2000);
 
 	cr_assert_gt(len, 0, "no NACK");
@@ -603,7 +603,7 @@ Test(island, gaps_are_nacked_resent_or_gone_and_reported)
 	const uint64_t set_of[6] = { 1, 4, 1, 4, 1, 4 };
 
 	edge_open(&e);
-	s = open_island(&e, ISTH_DTYPE_INT32);
+	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
 	send_round(&e, 4, peers, T0 + 100 * MS);
 	own_tensor_i32(t, 4);
 	cr_assert_eq(isth_island_send(s, 4, t, sizeof(t)), 0);
@@ -612,8 +612,8 @@ Test(island, gaps_are_nacked_resent_or_gone_and_reported)
 	/* seqs 1, 3 and 4 are lost on the way */
 	for (uint64_t q = 0; q < 6; q++)
 		if (q != 1 && q != 3 && q != 4)
-			send_agg(&e, ISTH_DTYPE_INT32, 4, chunk_of[q], set_of[q],
-				 q, ISTH_F_PARTIAL);
+			send_agg(&e, ISTH_WIRE_DTYPE_INT32, 4, chunk_of[q], set_of[q],
+				 q, ISTH_WIRE_F_PARTIAL);
 	POLL_UNTIL(s, st.aggs_summed == 3);
 	/* one NACK naming both gaps */
 	expect_nack(&e, gaps, 2);
@@ -626,12 +626,12 @@ Test(island, gaps_are_nacked_resent_or_gone_and_reported)
 	POLL_UNTIL(s, st.nacks_sent == 2);
 	expect_nack(&e, gaps, 2);
 	/* the edge resends 1 and 3 (twice: one is a duplicate), 4 is gone */
-	send_agg(&e, ISTH_DTYPE_INT32, 4, chunk_of[1], set_of[1], 1,
-		 ISTH_F_PARTIAL | ISTH_F_RESENT);
-	send_agg(&e, ISTH_DTYPE_INT32, 4, chunk_of[3], set_of[3], 3,
-		 ISTH_F_PARTIAL | ISTH_F_RESENT);
-	send_agg(&e, ISTH_DTYPE_INT32, 4, chunk_of[1], set_of[1], 1,
-		 ISTH_F_PARTIAL | ISTH_F_RESENT);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 4, chunk_of[1], set_of[1], 1,
+		 ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 4, chunk_of[3], set_of[3], 3,
+		 ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 4, chunk_of[1], set_of[1], 1,
+		 ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT);
 	edge_send(&e, buf, mk_gone(buf, &(struct isth_wire_range){ 4, 4 }, 1));
 	POLL_UNTIL(s, st.gone == 1 && st.duplicates == 1);
 	isth_island_stats(s, &st0);
@@ -679,14 +679,14 @@ Test(island, nacks_go_on_until_the_deadline_not_a_count)
 	const struct isth_wire_range gap = { 1, 1 };
 
 	edge_open(&e);
-	c = base_conf(&e, ISTH_DTYPE_INT32);
+	c = base_conf(&e, ISTH_WIRE_DTYPE_INT32);
 	c.nack_retries = 2;
 	s = isth_island_open(&c);
 	cr_assert_not_null(s);
 	e.island_port = isth_island_local_port(s);
 	send_round(&e, 2, 1u << 0, T0 + 100 * MS);
-	send_agg(&e, ISTH_DTYPE_INT32, 2, 0, 1u << 0, 0, 0);
-	send_agg(&e, ISTH_DTYPE_INT32, 2, 2, 1u << 0, 2, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 2, 0, 1u << 0, 0, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 2, 2, 1u << 0, 2, 0);
 	POLL_UNTIL(s, st.nacks_sent == 1);
 	expect_nack(&e, &gap, 1);
 	/* at T0 + 5, 10, ... 95 ms: 19 more, 20 in all (100 ms / 5 ms) */
@@ -718,13 +718,13 @@ Test(island, nacks_give_up_after_retries_when_the_round_is_unknown)
 	const struct isth_wire_range gap = { 1, 1 };
 
 	edge_open(&e);
-	c = base_conf(&e, ISTH_DTYPE_INT32);
+	c = base_conf(&e, ISTH_WIRE_DTYPE_INT32);
 	c.nack_retries = 2;
 	s = isth_island_open(&c);
 	cr_assert_not_null(s);
 	e.island_port = isth_island_local_port(s);
-	send_agg(&e, ISTH_DTYPE_INT32, 2, 0, 1u << 0, 0, 0);
-	send_agg(&e, ISTH_DTYPE_INT32, 2, 2, 1u << 0, 2, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 2, 0, 1u << 0, 0, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 2, 2, 1u << 0, 2, 0);
 	POLL_UNTIL(s, st.nacks_sent == 1);
 	expect_nack(&e, &gap, 1);
 	advance(5 * MS);
@@ -745,20 +745,20 @@ Test(island, tail_loss_is_probed)
 	struct isth_island *s;
 	uint32_t out[ELEMS];
 	uint8_t buf[2048];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	struct isth_wire_range r;
 	struct edge e;
 	size_t n;
 
 	edge_open(&e);
-	c = base_conf(&e, ISTH_DTYPE_INT32);
+	c = base_conf(&e, ISTH_WIRE_DTYPE_INT32);
 	c.probe_ns = 10 * MS;
 	s = isth_island_open(&c);
 	cr_assert_not_null(s);
 	e.island_port = isth_island_local_port(s);
 	send_round(&e, 6, 1u << 0, T0 + 100 * MS);
-	send_agg(&e, ISTH_DTYPE_INT32, 6, 0, 1u << 0, 40, 0);
-	send_agg(&e, ISTH_DTYPE_INT32, 6, 1, 1u << 0, 41, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 6, 0, 1u << 0, 40, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 6, 1, 1u << 0, 41, 0);
 	/* seq 42 (chunk 2) is lost and nothing follows it */
 	POLL_UNTIL(s, st.aggs_summed == 2);
 	isth_island_poll(s, 1 * MS);
@@ -775,7 +775,7 @@ Test(island, tail_loss_is_probed)
 	cr_expect_eq(r.first, 42);
 	cr_expect_eq(r.last, 42 + 31);
 	/* the edge has 42, not the rest */
-	send_agg(&e, ISTH_DTYPE_INT32, 6, 2, 1u << 0, 42, ISTH_F_RESENT);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 6, 2, 1u << 0, 42, ISTH_WIRE_F_RESENT);
 	edge_send(&e, buf, mk_gone(buf, &(struct isth_wire_range){ 43, 73 }, 1));
 	cr_assert_eq(isth_island_result(s, 6, out, sizeof(out), ch, NCH, NULL,
 					2000 * MS), 0);
@@ -795,20 +795,20 @@ Test(island, restarted_edge_resyncs_the_stream)
 	struct edge e;
 
 	edge_open(&e);
-	s = open_island(&e, ISTH_DTYPE_INT32);
+	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
 	send_round(&e, 3, 1u << 0, T0 + 100 * MS);
 	for (uint32_t c = 0; c < NCH; c++)
-		send_agg(&e, ISTH_DTYPE_INT32, 3, c, 1u << 0, 100 + c, 0);
+		send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, c, 1u << 0, 100 + c, 0);
 	POLL_UNTIL(s, st.aggs_summed == 3);
 	/* a fresh edge numbers from 0 again, for the next round */
-	send_agg(&e, ISTH_DTYPE_INT32, 4, 0, 1u << 0, 0, 0);
-	send_agg(&e, ISTH_DTYPE_INT32, 4, 1, 1u << 0, 1, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 4, 0, 1u << 0, 0, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 4, 1, 1u << 0, 1, 0);
 	POLL_UNTIL(s, st.aggs_summed == 5);
 	cr_expect_eq(st.seq_resyncs, 1);
 	cr_expect_eq(st.duplicates, 0);
 	cr_expect_eq(st.nacks_sent, 0);
 	/* but a duplicate of the old round is still a duplicate */
-	send_agg(&e, ISTH_DTYPE_INT32, 4, 1, 1u << 0, 1, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 4, 1, 1u << 0, 1, 0);
 	POLL_UNTIL(s, st.duplicates == 1);
 	cr_expect_eq(st.seq_resyncs, 1);
 	isth_island_close(s);
@@ -831,13 +831,13 @@ Test(island, malformed_and_foreign_packets_are_counted_by_name)
 	size_t n;
 
 	edge_open(&e);
-	s = open_island(&e, ISTH_DTYPE_INT32);
+	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
 	send_round(&e, 9, peers, T0 + 100 * MS);
 	POLL_UNTIL(s, st.rounds_announced == 1);
 
 	/* wire refusals: truncated header, magic, version, bad AGG length */
 	edge_send(&e, "IS", 2);
-	n = mk_agg(buf, ISTH_DTYPE_INT32, 9, 0, 1, 0, 0);
+	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 9, 0, 1, 0, 0);
 	buf[0] = 'X';
 	edge_send(&e, buf, n);
 	buf[0] = 0x49;
@@ -853,7 +853,7 @@ Test(island, malformed_and_foreign_packets_are_counted_by_name)
 
 	/* island refusals before sequence accounting: job, sender, type,
 	 * source (their seqs are never tracked) */
-	n = mk_agg(buf, ISTH_DTYPE_INT32, 9, 0, 1, 50, 0);
+	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 9, 0, 1, 50, 0);
 	buf[11] ^= 1;			/* job */
 	edge_send(&e, buf, n);
 	buf[11] ^= 1;
@@ -864,7 +864,7 @@ Test(island, malformed_and_foreign_packets_are_counted_by_name)
 	buf[39] = 1u << SELF;		/* DATA bitmap: the sender's bit */
 	edge_send(&e, buf, n);
 	other = udp_socket(&other_port);
-	n = mk_agg(buf, ISTH_DTYPE_INT32, 9, 0, 1, 50, 0);
+	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 9, 0, 1, 50, 0);
 	raw_send(other, e.island_port, buf, n);
 	POLL_UNTIL(s, st.rx_packets == 9);
 	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_job], 1);
@@ -873,19 +873,19 @@ Test(island, malformed_and_foreign_packets_are_counted_by_name)
 	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_source], 1);
 
 	/* well-formed AGGs that cannot be summed, consecutive seqs 0..5 */
-	n = mk_agg(buf, ISTH_DTYPE_INT32, 9, 0, 1u << 0 | 1u << SELF, 0, 0);
+	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 9, 0, 1u << 0 | 1u << SELF, 0, 0);
 	edge_send(&e, buf, n);					/* self */
-	n = mk_agg(buf, ISTH_DTYPE_INT32, 9, 0, 1u << 3, 1, 0);
+	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 9, 0, 1u << 3, 1, 0);
 	edge_send(&e, buf, n);					/* clique */
-	n = mk_agg(buf, ISTH_DTYPE_INT32, 9, 2, 1u << 0, 2, 0);
+	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 9, 2, 1u << 0, 2, 0);
 	buf[19] = 1;						/* chunk 1, */
 	edge_send(&e, buf, n);					/* 100 elems */
-	n = mk_agg(buf, ISTH_DTYPE_INT32, 9, 0, 1u << 0, 3, 0);
+	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 9, 0, 1u << 0, 3, 0);
 	buf[19] = 9;
 	edge_send(&e, buf, n);					/* chunk 9 */
-	n = mk_agg(buf, ISTH_DTYPE_FP32, 9, 0, 1u << 0, 4, 0);
+	n = mk_agg(buf, ISTH_WIRE_DTYPE_FP32, 9, 0, 1u << 0, 4, 0);
 	edge_send(&e, buf, n);					/* dtype */
-	n = mk_agg(buf, ISTH_DTYPE_INT32, 5, 0, 1u << 0, 5, 0);
+	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 5, 0, 1u << 0, 5, 0);
 	edge_send(&e, buf, n);		/* round 5: 4 behind the newest */
 	POLL_UNTIL(s, st.rx_packets == 15);
 	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_agg_self], 1);
@@ -898,15 +898,15 @@ Test(island, malformed_and_foreign_packets_are_counted_by_name)
 
 	/* the good ones, one overlapping (a contribution twice under two
 	 * seqs), and a duplicate ROUND */
-	send_agg(&e, ISTH_DTYPE_INT32, 9, 0, peers, 6, 0);
-	send_agg(&e, ISTH_DTYPE_INT32, 9, 1, 1u << 2, 7, ISTH_F_PARTIAL);
-	send_agg(&e, ISTH_DTYPE_INT32, 9, 1, 1u << 2 | 1u << 0, 8, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 9, 0, peers, 6, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 9, 1, 1u << 2, 7, ISTH_WIRE_F_PARTIAL);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 9, 1, 1u << 2 | 1u << 0, 8, 0);
 	send_round(&e, 9, peers, T0 + 100 * MS);
 	POLL_UNTIL(s, st.rx_packets == 19);
 	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_agg_overlap], 1);
 	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_round_dup], 1);
-	send_agg(&e, ISTH_DTYPE_INT32, 9, 1, 1u << 0, 9, ISTH_F_PARTIAL);
-	send_agg(&e, ISTH_DTYPE_INT32, 9, 2, peers, 10, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 9, 1, 1u << 0, 9, ISTH_WIRE_F_PARTIAL);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 9, 2, peers, 10, 0);
 	cr_assert_eq(isth_island_result(s, 9, out, sizeof(out), ch, NCH, NULL,
 					2000 * MS), 0);
 	check_sums_i32(out, ch, 9);
@@ -929,7 +929,7 @@ Test(island, round_of_the_wrong_shape_is_an_error)
 		.start_ns = T0, .deadline_ns = T0 + 1, .period_ns = 1,
 		.clique = 3, .n_chunks = NCH + 1, .chunk_elems = CE,
 	};
-	struct isth_hdr h = {
+	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_ROUND, .sender = SELF, .job = JOB, .round = 2,
 		.bitmap = 1,
 	};
@@ -939,7 +939,7 @@ Test(island, round_of_the_wrong_shape_is_an_error)
 	int n;
 
 	edge_open(&e);
-	s = open_island(&e, ISTH_DTYPE_INT32);
+	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
 	cr_expect_eq(isth_island_wait_round(s, 0, &ri), -ETIMEDOUT);
 	isth_wire_put_round(body, sizeof(body), &b);
 	n = isth_wire_build_msg(buf, sizeof(buf), &h, body, 40, NULL);
@@ -960,7 +960,7 @@ Test(island, result_without_round_times_out)
 	struct edge e;
 
 	edge_open(&e);
-	s = open_island(&e, ISTH_DTYPE_INT32);
+	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
 	cr_expect_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH, NULL,
 					20 * MS), -ENOENT);
 	cr_expect_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH - 1,
@@ -981,7 +981,7 @@ Test(island, rounds_are_returned_in_order_and_old_ones_go)
 	struct edge e;
 
 	edge_open(&e);
-	s = open_island(&e, ISTH_DTYPE_INT32);
+	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
 	/* peers-free rounds complete at once; ROUNDs arrive out of order */
 	send_round(&e, 21, 0, T0 + 100 * MS);
 	send_round(&e, 20, 0, T0 + 100 * MS);
@@ -1049,7 +1049,7 @@ Test(island, concurrent_waiters_share_the_socket)
 	struct edge e;
 
 	edge_open(&e);
-	w1.s = w2.s = open_island(&e, ISTH_DTYPE_INT32);
+	w1.s = w2.s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
 	cr_assert_eq(pthread_create(&t1, NULL, result_thread, &w1), 0);
 	cr_assert_eq(pthread_create(&t2, NULL, result_thread, &w2), 0);
 	cr_assert_eq(pthread_create(&t3, NULL, poll_thread, &w1), 0);
@@ -1058,9 +1058,9 @@ Test(island, concurrent_waiters_share_the_socket)
 	cr_assert_eq(isth_island_send(w1.s, 12, t, sizeof(t)), 0);
 	for (uint32_t c = 0; c < NCH; c++)
 		for (unsigned int k = 0; k < 3; k++)
-			send_agg(&e, ISTH_DTYPE_INT32, 12, c,
+			send_agg(&e, ISTH_WIRE_DTYPE_INT32, 12, c,
 				 1u << (k == 0 ? 0 : k + 1), 3 * c + k,
-				 ISTH_F_PARTIAL);
+				 ISTH_WIRE_F_PARTIAL);
 	pthread_join(t1, NULL);
 	pthread_join(t2, NULL);
 	pthread_join(t3, NULL);
@@ -1142,13 +1142,13 @@ static void send_agg_vals(struct edge *e, uint8_t dtype, uint32_t round,
 			  uint32_t c, uint64_t set, uint64_t seq,
 			  const float *vals)
 {
-	struct isth_hdr h = {
+	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_AGG, .dtype = dtype, .sender = SELF,
 		.count = (uint16_t)clen(c), .job = JOB, .round = round,
 		.chunk = c, .seq = seq, .bitmap = set,
 	};
 	uint8_t body[4 * CE], buf[2048];
-	size_t es = dtype == ISTH_DTYPE_BF16 ? 2 : 4;
+	size_t es = dtype == ISTH_WIRE_DTYPE_BF16 ? 2 : 4;
 	int n;
 
 	for (uint32_t i = 0; i < clen(c); i++) {
@@ -1172,13 +1172,13 @@ static void expect_bf16_data(struct edge *e, uint32_t round,
 	uint8_t buf[2048];
 
 	for (uint32_t c = 0; c < NCH; c++) {
-		struct isth_pkt p;
+		struct isth_wire_pkt p;
 		size_t n = edge_recv(e, buf, sizeof(buf), 2000);
 
 		cr_assert_gt(n, 0, "DATA chunk %u never came", c);
 		parse_ok(buf, n, &p);
 		cr_assert_eq(p.hdr.type, ISTH_WIRE_DATA);
-		cr_expect_eq(p.hdr.dtype, ISTH_DTYPE_BF16);
+		cr_expect_eq(p.hdr.dtype, ISTH_WIRE_DTYPE_BF16);
 		cr_expect_eq(p.hdr.round, round);
 		cr_expect_eq(p.hdr.chunk, c);
 		cr_expect_eq(p.hdr.count, clen(c));
@@ -1210,7 +1210,7 @@ Test(island, bf16_goes_out_as_bf16_and_sums_in_fp32)
 	struct edge e;
 
 	edge_open(&e);
-	s = open_island(&e, ISTH_DTYPE_BF16);
+	s = open_island(&e, ISTH_WIRE_DTYPE_BF16);
 	cr_expect_eq(isth_island_chunk_elems(s), CE, "chunks as the edge cuts them");
 	cr_expect_eq(isth_island_n_chunks(s), NCH);
 	cr_expect_eq(isth_island_send(s, 1, t, ELEMS * 2 + 2), -EINVAL);
@@ -1226,7 +1226,7 @@ Test(island, bf16_goes_out_as_bf16_and_sums_in_fp32)
 	for (uint32_t c = 0; c < NCH; c++) {
 		for (uint32_t i = 0; i < clen(c); i++)
 			v[i] = (float)sum_q(peers, 1, c * CE + i) / 4.0f;
-		send_agg_vals(&e, ISTH_DTYPE_FP32, 1, c, peers, c, v);
+		send_agg_vals(&e, ISTH_WIRE_DTYPE_FP32, 1, c, peers, c, v);
 	}
 	cr_assert_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH, NULL,
 					2000 * MS), 0);
@@ -1243,10 +1243,10 @@ Test(island, bf16_goes_out_as_bf16_and_sums_in_fp32)
 	for (uint32_t c = 0; c < NCH; c++) {
 		for (uint32_t i = 0; i < clen(c); i++)
 			v[i] = bf16_round_ref(sum_q(peers, 2, c * CE + i) / 4.0);
-		send_agg_vals(&e, ISTH_DTYPE_BF16, 2, c, peers, NCH + c, v);
+		send_agg_vals(&e, ISTH_WIRE_DTYPE_BF16, 2, c, peers, NCH + c, v);
 	}
 	/* an int32 AGG is no sum of bf16 */
-	send_agg(&e, ISTH_DTYPE_INT32, 2, 0, 1u << 0, 2 * NCH, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 2, 0, 1u << 0, 2 * NCH, 0);
 	cr_assert_eq(isth_island_result(s, 2, out, sizeof(out), ch, NCH, NULL,
 					2000 * MS), 0);
 	for (uint32_t i = 0; i < ELEMS; i++) {
@@ -1286,7 +1286,7 @@ Test(island, bf16_rounds_fp32_input_to_nearest_even)
 	struct edge e;
 
 	edge_open(&e);
-	s = open_island(&e, ISTH_DTYPE_BF16);
+	s = open_island(&e, ISTH_WIRE_DTYPE_BF16);
 	memset(t, 0, sizeof(t));
 	memset(w, 0, sizeof(w));
 	for (size_t i = 0; i < n; i++) {
@@ -1320,7 +1320,7 @@ Test(island, overlapping_rounds_keep_their_own_sums)
 	uint64_t seq = 0;
 
 	edge_open(&e);
-	s = open_island(&e, ISTH_DTYPE_INT32);
+	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
 	for (uint32_t r = 1; r <= 3; r++) {
 		send_round(&e, r, peers, T0 + r * 100 * MS);
 		own_tensor_i32(t, r);
@@ -1330,12 +1330,12 @@ Test(island, overlapping_rounds_keep_their_own_sums)
 	cr_expect_eq(isth_island_ready(s, 1, 0), -EAGAIN);
 	/* round 2 first, then part of round 1 (late), then round 3 */
 	for (uint32_t c = 0; c < NCH; c++)
-		send_agg(&e, ISTH_DTYPE_INT32, 2, c, peers, seq++, 0);
+		send_agg(&e, ISTH_WIRE_DTYPE_INT32, 2, c, peers, seq++, 0);
 	for (uint32_t c = 0; c < 2; c++)
-		send_agg(&e, ISTH_DTYPE_INT32, 1, c, peers, seq++, 0);
+		send_agg(&e, ISTH_WIRE_DTYPE_INT32, 1, c, peers, seq++, 0);
 	for (uint32_t c = 0; c < NCH; c++)
-		send_agg(&e, ISTH_DTYPE_INT32, 3, c, 1u << 0, seq++,
-			 ISTH_F_PARTIAL);
+		send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, c, 1u << 0, seq++,
+			 ISTH_WIRE_F_PARTIAL);
 	cr_assert_eq(isth_island_ready(s, 2, 2000 * MS), 0);
 	cr_assert_eq(isth_island_result(s, 2, out, sizeof(out), ch, NCH, &res, 0), 0);
 	cr_expect(res.early);
@@ -1353,8 +1353,8 @@ Test(island, overlapping_rounds_keep_their_own_sums)
 
 	/* round 3's other partial arrives; round 1 passes its deadline */
 	for (uint32_t c = 0; c < NCH; c++)
-		send_agg(&e, ISTH_DTYPE_INT32, 3, c, 1u << 2, seq++,
-			 ISTH_F_PARTIAL);
+		send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, c, 1u << 2, seq++,
+			 ISTH_WIRE_F_PARTIAL);
 	cr_assert_eq(isth_island_ready(s, 3, 2000 * MS), 0);
 	advance(150 * MS);
 	cr_assert_eq(isth_island_ready(s, 1, 2000 * MS), 0);
@@ -1375,7 +1375,7 @@ Test(island, overlapping_rounds_keep_their_own_sums)
 	cr_assert_eq(isth_island_send(s, 5, t, sizeof(t)), 0);
 	cr_expect_eq(isth_island_ready(s, 1, 0), -ESTALE);
 	/* a late AGG of round 1 has nowhere to go */
-	send_agg(&e, ISTH_DTYPE_INT32, 1, 2, peers, seq++, 0);
+	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 1, 2, peers, seq++, 0);
 	POLL_UNTIL(s, st.drop[ISTH_ISLAND_DROP_round_old] == 1);
 	cr_expect_eq(st.aggs_summed, 2 * NCH + 2 + NCH);
 	cr_expect_eq(st.nacks_sent, 0, "the stream had no gap");
@@ -1399,7 +1399,7 @@ Test(island, a_round_whose_slot_was_taken_is_stale_not_another_rounds)
 	struct edge e;
 
 	edge_open(&e);
-	s = open_island(&e, ISTH_DTYPE_INT32);
+	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
 	send_round(&e, 1, 1u << 0, T0 + 100 * MS);
 	own_tensor_i32(t, 1);
 	cr_assert_eq(isth_island_send(s, 1, t, sizeof(t)), 0);

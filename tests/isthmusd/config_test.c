@@ -62,10 +62,10 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect(c.telemetry);
 	cr_expect_eq(c.epoch_mode, ISTHD_EPOCH_SCHEDULE);
 	cr_expect_eq(c.wan_last_nack_copies, 2, "a last-chance peer NACK goes twice");
-	cr_expect_eq(c.dtype, ISTH_DTYPE_NONE, "dtype unchecked by default");
+	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_NONE, "dtype unchecked by default");
 	cr_assert_eq(isthd_config_parse(GOOD_HEAD "dtype = fp32\n" GOOD_TAIL, "t.conf",
 					&c, err, sizeof(err)), 0, "%s", err);
-	cr_expect_eq(c.dtype, ISTH_DTYPE_FP32);
+	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_FP32);
 }
 
 struct bad_conf {

@@ -173,7 +173,7 @@ static void eal_down(void)
 
 /* A frame from @src (island or peer edge) with @body. */
 static struct rte_mbuf *make_frame(uint32_t src_ip, uint32_t dst_ip,
-				   const struct isth_hdr *h, const void *body,
+				   const struct isth_wire_hdr *h, const void *body,
 				   size_t bsize)
 {
 	struct isth_wire_addr a = {
@@ -196,7 +196,7 @@ static struct rte_mbuf *make_frame(uint32_t src_ip, uint32_t dst_ip,
 }
 
 static void inject(struct rte_ring *r, uint32_t src_ip, uint32_t dst_ip,
-		   const struct isth_hdr *h, const void *body, size_t bsize)
+		   const struct isth_wire_hdr *h, const void *body, size_t bsize)
 {
 	cr_assert_eq(rte_ring_enqueue(r, make_frame(src_ip, dst_ip, h, body,
 						    bsize)), 0);
@@ -205,12 +205,12 @@ static void inject(struct rte_ring *r, uint32_t src_ip, uint32_t dst_ip,
 static void send_data_f(struct rte_ring *r, unsigned int s, uint32_t round,
 			uint32_t chunk, uint8_t flags)
 {
-	struct isth_hdr h = {
-		.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
 		.sender = (uint8_t)s, .count = ELEMS, .job = JOB,
 		.round = round, .chunk = chunk, .seq = round * CHUNKS + chunk,
 		.bitmap = 1ull << s,
-		.flags = (uint8_t)((chunk == CHUNKS - 1 ? ISTH_F_LAST : 0) | flags),
+		.flags = (uint8_t)((chunk == CHUNKS - 1 ? ISTH_WIRE_F_LAST : 0) | flags),
 	};
 	int32_t body[ELEMS];
 
@@ -229,7 +229,7 @@ static void send_data(struct rte_ring *r, unsigned int s, uint32_t round,
 static void send_nack(uint64_t first, uint64_t last)
 {
 	struct isth_wire_range rg = {first, last};
-	struct isth_hdr h = {.type = ISTH_WIRE_NACK, .sender = A, .count = 1,
+	struct isth_wire_hdr h = {.type = ISTH_WIRE_NACK, .sender = A, .count = 1,
 			     .job = JOB};
 	uint8_t body[16];
 
@@ -247,7 +247,7 @@ static int32_t held[ELEMS];		/* AGG seq 2, "lost", kept to compare */
 static uint32_t held_round, held_chunk;
 static uint64_t held_bitmap;
 
-static void check_sum(const struct isth_pkt *p)
+static void check_sum(const struct isth_wire_pkt *p)
 {
 	const int32_t *v = (const int32_t *)p->payload;
 
@@ -307,7 +307,7 @@ static void on_round(uint32_t r)
 static void poll_access(void)
 {
 	struct rte_mbuf *m[32];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	unsigned int n;
 
 	n = rte_ring_dequeue_burst(a_out, (void **)m, 32, NULL);
@@ -334,7 +334,7 @@ static void poll_access(void)
 		case ISTH_WIRE_AGG:
 			cr_assert_lt(p.hdr.round, ROUNDS + 2);
 			cr_assert_lt(p.hdr.chunk, CHUNKS);
-			if (p.hdr.flags & ISTH_F_RESENT) {
+			if (p.hdr.flags & ISTH_WIRE_F_RESENT) {
 				cr_expect_eq(p.hdr.seq, 2);
 				cr_expect_eq(p.hdr.round, held_round);
 				cr_expect_eq(p.hdr.chunk, held_chunk);
@@ -363,7 +363,7 @@ static void poll_access(void)
 			    !late_sent) {
 				/* the timeout partial: now the late one */
 				cr_expect_eq(p.hdr.bitmap, 1u << B);
-				cr_expect_neq(p.hdr.flags & ISTH_F_PARTIAL, 0);
+				cr_expect_neq(p.hdr.flags & ISTH_WIRE_F_PARTIAL, 0);
 				send_data(w_in, C, LATE_ROUND, LATE_CHUNK);
 				late_sent = 1;
 			}
@@ -399,7 +399,7 @@ static unsigned int repairs_ok, asked_repair;
 static void nack_edge_for_a(void)
 {
 	struct isth_wire_range rg = {2, 2};
-	struct isth_hdr h = {.type = ISTH_WIRE_NACK, .flags = ISTH_F_CHUNKS,
+	struct isth_wire_hdr h = {.type = ISTH_WIRE_NACK, .flags = ISTH_WIRE_F_CHUNKS,
 			     .sender = B, .count = 1, .job = JOB, .round = 0,
 			     .bitmap = 1u << A};
 	uint8_t body[16];
@@ -411,7 +411,7 @@ static void nack_edge_for_a(void)
 static void poll_wan(void)
 {
 	struct rte_mbuf *m[32];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	unsigned int n;
 
 	n = rte_ring_dequeue_burst(w_out, (void **)m, 32, NULL);
@@ -429,7 +429,7 @@ static void poll_wan(void)
 			struct isth_wire_range rg;
 
 			/* the edge asks peer @peer for chunks of its island */
-			cr_expect_neq(p.hdr.flags & ISTH_F_CHUNKS, 0);
+			cr_expect_neq(p.hdr.flags & ISTH_WIRE_F_CHUNKS, 0);
 			cr_expect_eq(p.hdr.sender, A);
 			cr_expect_eq(p.hdr.bitmap, 1ull << peer);
 			if (p.hdr.round >= ROUNDS)
@@ -456,7 +456,7 @@ static void poll_wan(void)
 					     c == LATE_CHUNK))
 						continue;
 					send_data_f(w_in, peer, p.hdr.round, (uint32_t)c,
-						    ISTH_F_RESENT);
+						    ISTH_WIRE_F_RESENT);
 					answered++;
 				}
 			}
@@ -464,7 +464,7 @@ static void poll_wan(void)
 		}
 		cr_expect_eq(p.hdr.type, ISTH_WIRE_DATA);
 		cr_expect_eq(p.hdr.sender, A);
-		if (p.hdr.flags & ISTH_F_RESENT) {
+		if (p.hdr.flags & ISTH_WIRE_F_RESENT) {
 			/* the repair of nack_edge_for_a(), to B only */
 			cr_expect_eq(peer, B);
 			cr_expect_eq(p.hdr.round, 0);
@@ -489,8 +489,8 @@ static void poll_wan(void)
 /* Hostile and malformed input, each with the counter it must land in. */
 static void inject_hostile(void)
 {
-	struct isth_hdr h = {
-		.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32, .sender = B,
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32, .sender = B,
 		.count = 1, .job = JOB, .round = 0, .bitmap = 1u << B,
 	};
 	struct rte_mbuf *m;
@@ -737,7 +737,7 @@ static unsigned int take_rounds(uint32_t *rounds, uint64_t *cliques,
 				unsigned int cap)
 {
 	struct rte_mbuf *m;
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	unsigned int n = 0;
 
 	while (rte_ring_dequeue(edge.ctl_ring, (void **)&m) == 0) {
@@ -1003,8 +1003,8 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
 	}
 	/* 3. valid DATA with one to three bit flips anywhere */
 	for (i = 0; i < 500; i++) {
-		struct isth_hdr h = {
-			.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
+		struct isth_wire_hdr h = {
+			.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
 			.sender = B, .count = 8, .job = JOB, .round = 0,
 			.chunk = i % CHUNKS, .bitmap = 1u << B,
 		};
@@ -1022,8 +1022,8 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
 	/* 4. well-formed but hostile: wrong job, far rounds, outsider, a
 	 * count larger than any chunk */
 	for (i = 0; i < 50; i++) {
-		struct isth_hdr h = {
-			.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
+		struct isth_wire_hdr h = {
+			.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
 			.sender = (uint8_t)(1 + i % 3), .count = 4,
 			.job = (i % 5 == 0) ? JOB + 7 : JOB,
 			.round = (i % 5 == 1) ? 0xfffffff0u : 0,
@@ -1037,8 +1037,8 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
 	}
 	{
 		/* count 358 claimed, 1 element sent; and count 400 > max */
-		struct isth_hdr h = {
-			.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
+		struct isth_wire_hdr h = {
+			.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
 			.sender = B, .count = 1, .job = JOB, .bitmap = 1u << B,
 		};
 		uint32_t v = 1;
@@ -1156,11 +1156,11 @@ static void keep_island_round(uint32_t r)
 	int32_t body[ELEMS];
 
 	for (uint32_t c = 0; c < CHUNKS; c++) {
-		struct isth_hdr h = {
-			.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
+		struct isth_wire_hdr h = {
+			.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
 			.sender = A, .count = ELEMS, .job = JOB, .round = r,
 			.chunk = c, .seq = c, .bitmap = 1,
-			.flags = c == CHUNKS - 1 ? ISTH_F_LAST : 0,
+			.flags = c == CHUNKS - 1 ? ISTH_WIRE_F_LAST : 0,
 		};
 		uint8_t *p;
 
@@ -1182,8 +1182,8 @@ static void keep_island_round(uint32_t r)
 static uint64_t storm_nack(unsigned int s, uint32_t src_ip, unsigned int k)
 {
 	struct isth_wire_range rg[8];
-	struct isth_hdr h = {
-		.type = ISTH_WIRE_NACK, .flags = ISTH_F_CHUNKS, .sender = (uint8_t)s,
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_NACK, .flags = ISTH_WIRE_F_CHUNKS, .sender = (uint8_t)s,
 		.count = (uint16_t)k, .job = JOB, .round = 0, .bitmap = 1u << A,
 	};
 	uint8_t body[sizeof(rg) * 2];
@@ -1208,7 +1208,7 @@ static uint64_t drain_wan(unsigned int *repairs, uint64_t *chunks)
 {
 	struct rte_mbuf *m[32];
 	uint64_t bytes = 0;
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	unsigned int n;
 
 	while ((n = rte_ring_dequeue_burst(w_out, (void **)m, 32, NULL)) > 0) {
@@ -1223,7 +1223,7 @@ static uint64_t drain_wan(unsigned int *repairs, uint64_t *chunks)
 			peer = p.addr.dst_ip - 0x0a000001;
 			cr_assert_lt(peer, N);
 			cr_expect_eq(p.hdr.type, ISTH_WIRE_DATA);
-			cr_expect_neq(p.hdr.flags & ISTH_F_RESENT, 0);
+			cr_expect_neq(p.hdr.flags & ISTH_WIRE_F_RESENT, 0);
 			cr_expect_eq(p.hdr.sender, A);
 			cr_expect_eq(p.hdr.round, 0);
 			cr_assert_lt(p.hdr.chunk, CHUNKS);
@@ -1317,7 +1317,7 @@ Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up,
 static void data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip,
 		      uint32_t chunk, uint16_t count, uint8_t dtype)
 {
-	struct isth_hdr h = {
+	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_DATA, .dtype = dtype, .sender = (uint8_t)s,
 		.count = count, .job = JOB, .round = 0, .chunk = chunk,
 		.bitmap = 1ull << s,
@@ -1348,7 +1348,7 @@ Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up,
 	unsigned int complete = 0, partial = 0, rx = 0;
 	uint64_t bitmaps[CHUNKS] = {0};
 	struct rte_mbuf *m[32];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	unsigned int n;
 
 	agg_memory = "64Ki";
@@ -1357,14 +1357,14 @@ Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up,
 		send_data(w_in, B, 0, c);
 	pump(rx);
 	for (uint32_t c = 0; c < tiny; c++, rx += 2) {
-		data_from(w_in, C, 0x0a000003, c, 1, ISTH_DTYPE_INT32);
-		data_from(a_in, A, 0x0a0a0002, c, 1, ISTH_DTYPE_INT32);
+		data_from(w_in, C, 0x0a000003, c, 1, ISTH_WIRE_DTYPE_INT32);
+		data_from(a_in, A, 0x0a0a0002, c, 1, ISTH_WIRE_DTYPE_INT32);
 	}
 	pump(rx);
 	for (uint32_t c = 0; c < tiny; c++, rx++)
-		data_from(w_in, C, 0x0a000063, c % CHUNKS, ELEMS, ISTH_DTYPE_INT32);
-	data_from(w_in, C, 0x0a000003, 0, ELEMS, ISTH_DTYPE_FP32);
-	data_from(a_in, A, 0x0a0a0063, 0, ELEMS, ISTH_DTYPE_INT32);
+		data_from(w_in, C, 0x0a000063, c % CHUNKS, ELEMS, ISTH_WIRE_DTYPE_INT32);
+	data_from(w_in, C, 0x0a000003, 0, ELEMS, ISTH_WIRE_DTYPE_FP32);
+	data_from(a_in, A, 0x0a0a0063, 0, ELEMS, ISTH_WIRE_DTYPE_INT32);
 	rx += 2;
 	pump(rx);
 	for (uint32_t c = 0; c < CHUNKS; c++, rx++)
@@ -1384,7 +1384,7 @@ Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up,
 			cr_expect_eq(p.hdr.count, ELEMS);
 			check_sum(&p);
 			bitmaps[p.hdr.chunk] |= p.hdr.bitmap;
-			if (p.hdr.flags & ISTH_F_PARTIAL)
+			if (p.hdr.flags & ISTH_WIRE_F_PARTIAL)
 				partial++;
 			else
 				complete++;

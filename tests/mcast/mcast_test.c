@@ -152,7 +152,7 @@ mkmsg_t(uint16_t count, uint8_t trailer_len, unsigned int nseg,
 {
 	static const uint8_t trailer[255] = { 0xa5, 0x5a, 0xc3 };
 	struct rte_mbuf *head = NULL, *prev = NULL;
-	struct isth_hdr h;
+	struct isth_wire_hdr h;
 	uint32_t el[4096];
 	size_t off = 0, part;
 	unsigned int i;
@@ -161,7 +161,7 @@ mkmsg_t(uint16_t count, uint8_t trailer_len, unsigned int nseg,
 	cr_assert_leq(count, RTE_DIM(el));
 	memset(&h, 0, sizeof(h));
 	h.type = ISTH_WIRE_DATA;
-	h.dtype = ISTH_DTYPE_INT32;
+	h.dtype = ISTH_WIRE_DTYPE_INT32;
 	h.sender = LOCAL_ISLAND;
 	h.count = count;
 	h.job = 7;
@@ -170,7 +170,7 @@ mkmsg_t(uint16_t count, uint8_t trailer_len, unsigned int nseg,
 	h.seq = 99;
 	h.bitmap = UINT64_C(1) << LOCAL_ISLAND;
 	if (trailer_len) {
-		h.flags = ISTH_F_AUTH;
+		h.flags = ISTH_WIRE_F_AUTH;
 		h.trailer_len = trailer_len;
 	}
 	for (i = 0; i < count; i++)
@@ -236,7 +236,7 @@ check_frame(struct rte_mbuf *f, const struct isth_mcast_peer *peer,
 	struct isth_wire_limits lim = limits(peer->port);
 	const char *reason = NULL;
 	enum isth_wire_reason r;
-	struct isth_pkt pkt;
+	struct isth_wire_pkt pkt;
 	const uint8_t *p;
 	size_t l3 = vlan ? 18 : 14;
 
@@ -1029,7 +1029,7 @@ Test(mcast, udp_checksum_per_destination)
 	enum isth_mcast_mode mode;
 	struct isth_mcast_conf c;
 	struct isth_mcast *mc;
-	struct isth_pkt pkt;
+	struct isth_wire_pkt pkt;
 	uint16_t n_out;
 	size_t size;
 

@@ -106,8 +106,8 @@ static size_t fh(void)
  */
 static struct rte_mbuf *mk_agg(uint64_t seq, uint64_t hdr_seq, bool csum)
 {
-	struct isth_hdr h = {
-		.type = ISTH_WIRE_AGG, .dtype = ISTH_DTYPE_INT32, .sender = 1,
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_AGG, .dtype = ISTH_WIRE_DTYPE_INT32, .sender = 1,
 		.count = N_ELEMS, .job = 7, .round = 3,
 		.chunk = (uint32_t)seq, .seq = hdr_seq, .bitmap = 0x5,
 	};
@@ -130,9 +130,9 @@ static struct rte_mbuf *mk_agg(uint64_t seq, uint64_t hdr_seq, bool csum)
 	m->data_len = (uint16_t)flen;
 	m->pkt_len = (uint32_t)flen;
 	if (csum) {
-		uint8_t *udp = buf + fh() - ISTH_UDP_HDR_SIZE;
-		uint16_t c = udp_csum_ref(buf + ISTH_ETH_HDR_SIZE, udp,
-					  (size_t)len + ISTH_UDP_HDR_SIZE);
+		uint8_t *udp = buf + fh() - ISTH_WIRE_UDP_HDR_SIZE;
+		uint16_t c = udp_csum_ref(buf + ISTH_WIRE_ETH_HDR_SIZE, udp,
+					  (size_t)len + ISTH_WIRE_UDP_HDR_SIZE);
 
 		udp[6] = (uint8_t)(c >> 8);
 		udp[7] = (uint8_t)c;
@@ -144,7 +144,7 @@ static struct rte_mbuf *mk_agg(uint64_t seq, uint64_t hdr_seq, bool csum)
 static void check_frame(const struct rte_mbuf *m, uint64_t seq, bool resent)
 {
 	static uint8_t flat[RTE_MBUF_DEFAULT_BUF_SIZE];
-	struct isth_pkt pkt;
+	struct isth_wire_pkt pkt;
 	int32_t el;
 	enum isth_wire_reason rc;
 	const void *d;
@@ -161,7 +161,7 @@ static void check_frame(const struct rte_mbuf *m, uint64_t seq, bool resent)
 		     (unsigned long)seq, isth_wire_reason_name(rc));
 	cr_assert_eq(pkt.hdr.seq, seq);
 	cr_assert_eq(pkt.hdr.chunk, (uint32_t)seq);
-	cr_assert_eq((pkt.hdr.flags & ISTH_F_RESENT) != 0, resent,
+	cr_assert_eq((pkt.hdr.flags & ISTH_WIRE_F_RESENT) != 0, resent,
 		     "seq %lu flags %#x", (unsigned long)seq, pkt.hdr.flags);
 	for (i = 0; i < N_ELEMS; i++) {
 		memcpy(&el, pkt.payload + 4 * i, 4);	/* little-endian host */
@@ -655,7 +655,7 @@ Test(resend, busy_repair_header_segment)
 	cr_assert_eq(st.served, 3);
 	cr_assert_eq(st.hdr_seg, 1);
 	msg = rte_pktmbuf_mtod_offset(orig, const uint8_t *, fh());
-	cr_assert(msg[5] & ISTH_F_RESENT);
+	cr_assert(msg[5] & ISTH_WIRE_F_RESENT);
 	isth_resend_destroy(r);
 	cr_assert_eq(rte_mempool_avail_count(hp), havail);
 	rte_mempool_free(hp);
@@ -886,7 +886,7 @@ Test(resend, tx_csum_offload_untouched)
 	struct isth_resend *r = mk_ring(16, 1000000000, 0, 0, NULL);
 	struct rte_mbuf *m = mk_agg(0, 0, false), *rep;
 	uint8_t *udp = rte_pktmbuf_mtod_offset(m, uint8_t *,
-					       fh() - ISTH_UDP_HDR_SIZE);
+					       fh() - ISTH_WIRE_UDP_HDR_SIZE);
 	struct nack_out o;
 
 	m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_UDP_CKSUM;
@@ -900,7 +900,7 @@ Test(resend, tx_csum_offload_untouched)
 	cr_assert_eq(rep, m);
 	cr_assert(udp[6] == 0x12 && udp[7] == 0x34);
 	cr_assert(rte_pktmbuf_mtod_offset(rep, uint8_t *, fh())[5] &
-		  ISTH_F_RESENT);
+		  ISTH_WIRE_F_RESENT);
 	free_out(&o);
 	isth_resend_destroy(r);
 	check_no_leak();
@@ -921,8 +921,8 @@ Test(resend, bare_message_stream)
 
 	cr_assert_not_null(r);
 	for (i = 0; i < 3; i++) {
-		struct isth_hdr h = {
-			.type = ISTH_WIRE_DATA, .dtype = ISTH_DTYPE_INT32,
+		struct isth_wire_hdr h = {
+			.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
 			.sender = 2, .count = 4, .job = 7, .round = 3,
 			.chunk = 50 + i, .bitmap = 1u << 2,
 		};
@@ -949,14 +949,14 @@ Test(resend, bare_message_stream)
 		static uint8_t flat[256];
 		const struct rte_mbuf *m = o.pkts[k];
 		const void *d = rte_pktmbuf_read(m, 0, m->pkt_len, flat);
-		struct isth_pkt pkt;
+		struct isth_wire_pkt pkt;
 
 		cr_assert_not_null(d);
 		cr_assert_eq(isth_wire_parse_msg(d, m->pkt_len, &lim, &pkt),
 			     ISTH_WIRE_OK);
 		cr_assert_eq(pkt.hdr.seq, 50 + k);
 		cr_assert_eq(pkt.hdr.chunk, 50 + k);
-		cr_assert(pkt.hdr.flags & ISTH_F_RESENT);
+		cr_assert(pkt.hdr.flags & ISTH_WIRE_F_RESENT);
 	}
 	free_out(&o);
 	rte_pktmbuf_free(held);

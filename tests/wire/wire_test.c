@@ -44,7 +44,7 @@ static const struct isth_wire_addr addr = {
 
 /* Build a frame around a message; returns its length. */
 static size_t frame(uint8_t *buf, size_t cap, const struct isth_wire_addr *a,
-		    const struct isth_hdr *h, const void *body, size_t bsize)
+		    const struct isth_wire_hdr *h, const void *body, size_t bsize)
 {
 	size_t hs = isth_wire_frame_hdr_size(a);
 	int m, f;
@@ -56,10 +56,10 @@ static size_t frame(uint8_t *buf, size_t cap, const struct isth_wire_addr *a,
 	return (size_t)f;
 }
 
-static struct isth_hdr data_hdr(uint8_t dtype, uint16_t count)
+static struct isth_wire_hdr data_hdr(uint8_t dtype, uint16_t count)
 {
-	struct isth_hdr h = {
-		.type = ISTH_WIRE_DATA, .dtype = dtype, .flags = ISTH_F_LAST,
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_DATA, .dtype = dtype, .flags = ISTH_WIRE_F_LAST,
 		.sender = 3, .count = count, .job = 0xdeadbeef,
 		.round = 0x01020304, .chunk = 77, .seq = 0x1122334455667788ull,
 		.bitmap = 1u << 3,
@@ -69,7 +69,7 @@ static struct isth_hdr data_hdr(uint8_t dtype, uint16_t count)
 
 Test(wire, header_layout_is_the_documented_one)
 {
-	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 2);
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, 2);
 	uint8_t buf[64];
 
 	cr_assert_eq(isth_wire_put_hdr(buf, sizeof(buf), &h), 40);
@@ -77,8 +77,8 @@ Test(wire, header_layout_is_the_documented_one)
 	cr_expect_eq(be(buf + 0, 2), 0x4953);
 	cr_expect_eq(buf[2], 1);
 	cr_expect_eq(buf[3], ISTH_WIRE_DATA);
-	cr_expect_eq(be(buf + 4, 2), ISTH_F_LAST);
-	cr_expect_eq(buf[6], ISTH_DTYPE_INT32);
+	cr_expect_eq(be(buf + 4, 2), ISTH_WIRE_F_LAST);
+	cr_expect_eq(buf[6], ISTH_WIRE_DTYPE_INT32);
 	cr_expect_eq(buf[7], 0);
 	cr_expect_eq(be(buf + 8, 4), 0xdeadbeef);
 	cr_expect_eq(be(buf + 12, 4), 0x01020304);
@@ -91,7 +91,7 @@ Test(wire, header_layout_is_the_documented_one)
 	cr_expect_eq(isth_wire_put_hdr(buf, 39, &h), -ENOSPC);
 }
 
-static void check_hdr_eq(const struct isth_hdr *a, const struct isth_hdr *b)
+static void check_hdr_eq(const struct isth_wire_hdr *a, const struct isth_wire_hdr *b)
 {
 	cr_expect_eq(a->type, b->type);
 	cr_expect_eq(a->dtype, b->dtype);
@@ -109,14 +109,14 @@ static void check_hdr_eq(const struct isth_hdr *a, const struct isth_hdr *b)
 static void roundtrip_elems(uint8_t type, uint8_t dtype)
 {
 	unsigned int es = isth_wire_dtype_size(dtype);
-	struct isth_hdr h = data_hdr(dtype, lim.max_elems);
+	struct isth_wire_hdr h = data_hdr(dtype, lim.max_elems);
 	uint8_t body[9000], buf[9200];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	size_t n;
 
 	if (type == ISTH_WIRE_AGG) {
 		h.type = ISTH_WIRE_AGG;
-		h.flags = ISTH_F_PARTIAL | ISTH_F_RESENT;
+		h.flags = ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT;
 		h.bitmap = 0x1f6;	/* islands 1,2,4..8 */
 	}
 	for (size_t i = 0; i < h.count * es; i++)
@@ -124,7 +124,7 @@ static void roundtrip_elems(uint8_t type, uint8_t dtype)
 	n = frame(buf, sizeof(buf), &addr, &h, body, h.count * es);
 	/* fp32 at max_elems fills a 1500-byte IP packet exactly */
 	if (es == 4)
-		cr_expect_eq(n - ISTH_ETH_HDR_SIZE, 1500 - (1500 - 68) % 4);
+		cr_expect_eq(n - ISTH_WIRE_ETH_HDR_SIZE, 1500 - (1500 - 68) % 4);
 	cr_assert_eq(isth_wire_parse_frame(buf, n, &lim, &p), ISTH_WIRE_OK);
 	check_hdr_eq(&p.hdr, &h);
 	cr_expect_eq(p.payload_size, h.count * es);
@@ -139,25 +139,25 @@ static void roundtrip_elems(uint8_t type, uint8_t dtype)
 	cr_expect_eq(p.addr.ttl, 64);
 }
 
-Test(wire, roundtrip_data_fp32) { roundtrip_elems(ISTH_WIRE_DATA, ISTH_DTYPE_FP32); }
-Test(wire, roundtrip_data_bf16) { roundtrip_elems(ISTH_WIRE_DATA, ISTH_DTYPE_BF16); }
-Test(wire, roundtrip_data_int32) { roundtrip_elems(ISTH_WIRE_DATA, ISTH_DTYPE_INT32); }
-Test(wire, roundtrip_agg_fp32) { roundtrip_elems(ISTH_WIRE_AGG, ISTH_DTYPE_FP32); }
-Test(wire, roundtrip_agg_bf16) { roundtrip_elems(ISTH_WIRE_AGG, ISTH_DTYPE_BF16); }
-Test(wire, roundtrip_agg_int32) { roundtrip_elems(ISTH_WIRE_AGG, ISTH_DTYPE_INT32); }
+Test(wire, roundtrip_data_fp32) { roundtrip_elems(ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32); }
+Test(wire, roundtrip_data_bf16) { roundtrip_elems(ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_BF16); }
+Test(wire, roundtrip_data_int32) { roundtrip_elems(ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_INT32); }
+Test(wire, roundtrip_agg_fp32) { roundtrip_elems(ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_FP32); }
+Test(wire, roundtrip_agg_bf16) { roundtrip_elems(ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_BF16); }
+Test(wire, roundtrip_agg_int32) { roundtrip_elems(ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_INT32); }
 
 static void roundtrip_ranges(uint8_t type, uint16_t flags)
 {
 	struct isth_wire_range r[3] = {
 		{5, 5}, {10, 20}, {0xfffffff0ull, 0xffffffffull},
 	};
-	struct isth_hdr h = {
+	struct isth_wire_hdr h = {
 		.type = type, .flags = flags, .sender = 8, .count = 3,
 		.job = 1, .round = 2, .seq = 0,
 	};
 	uint8_t body[64], buf[256];
 	struct isth_wire_range got;
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	size_t n;
 
 	cr_assert_eq(isth_wire_put_ranges(body, sizeof(body), r, 3), 48);
@@ -174,9 +174,9 @@ static void roundtrip_ranges(uint8_t type, uint16_t flags)
 }
 
 Test(wire, roundtrip_nack_seq) { roundtrip_ranges(ISTH_WIRE_NACK, 0); }
-Test(wire, roundtrip_nack_chunks) { roundtrip_ranges(ISTH_WIRE_NACK, ISTH_F_CHUNKS); }
+Test(wire, roundtrip_nack_chunks) { roundtrip_ranges(ISTH_WIRE_NACK, ISTH_WIRE_F_CHUNKS); }
 Test(wire, roundtrip_gone_seq) { roundtrip_ranges(ISTH_WIRE_GONE, 0); }
-Test(wire, roundtrip_gone_chunks) { roundtrip_ranges(ISTH_WIRE_GONE, ISTH_F_CHUNKS); }
+Test(wire, roundtrip_gone_chunks) { roundtrip_ranges(ISTH_WIRE_GONE, ISTH_WIRE_F_CHUNKS); }
 
 static const struct isth_wire_round round_body = {
 	.start_ns = 1700000000123456789ull,
@@ -190,7 +190,7 @@ static const struct isth_wire_round round_body = {
 static size_t round_frame(uint8_t *buf, size_t cap, const struct isth_wire_round *rb,
 			  uint64_t expected)
 {
-	struct isth_hdr h = {
+	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_ROUND, .sender = 1, .job = 9, .round = 41,
 		.bitmap = expected,
 	};
@@ -204,7 +204,7 @@ Test(wire, roundtrip_round)
 {
 	struct isth_wire_round got;
 	uint8_t buf[256];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	size_t n;
 
 	n = round_frame(buf, sizeof(buf), &round_body, 0x005);
@@ -223,9 +223,9 @@ Test(wire, roundtrip_round)
 Test(wire, vlan_tag_and_padding)
 {
 	struct isth_wire_addr a = addr;
-	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 1);
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, 1);
 	uint8_t buf[128] = {0};
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	uint32_t v = 42;
 	size_t n;
 
@@ -260,10 +260,10 @@ static size_t add_ip_options(uint8_t *buf, size_t n, size_t opt_len)
 
 Test(wire, ipv4_options_are_skipped)
 {
-	struct isth_hdr h = data_hdr(ISTH_DTYPE_FP32, 2);
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_FP32, 2);
 	float v[2] = {1.5f, -2.25f};
 	uint8_t buf[256];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	size_t n;
 
 	n = frame(buf, sizeof(buf), &addr, &h, v, 8);
@@ -298,10 +298,10 @@ static void set_udp_csum(uint8_t *buf, size_t n)
 
 Test(wire, udp_checksum_checked_when_present)
 {
-	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 3);
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, 3);
 	uint32_t v[3] = {1, 2, 3};
 	uint8_t buf[256];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	size_t n;
 
 	n = frame(buf, sizeof(buf), &addr, &h, v, 12);
@@ -315,14 +315,14 @@ Test(wire, udp_checksum_checked_when_present)
 
 Test(wire, auth_trailer_is_delimited)
 {
-	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 2);
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, 2);
 	uint8_t trailer[16], buf[256];
 	uint32_t v[2] = {7, 8};
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	int m;
 
 	memset(trailer, 0xab, sizeof(trailer));
-	h.flags |= ISTH_F_AUTH;
+	h.flags |= ISTH_WIRE_F_AUTH;
 	h.trailer_len = 16;
 	m = isth_wire_build_msg(buf, sizeof(buf), &h, v, 8, trailer);
 	cr_assert_eq(m, 40 + 8 + 16);
@@ -334,7 +334,7 @@ Test(wire, auth_trailer_is_delimited)
 
 Test(wire, builder_refuses_inconsistent_input)
 {
-	struct isth_hdr h = data_hdr(ISTH_DTYPE_FP32, 4);
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_FP32, 4);
 	uint8_t buf[128], body[16] = {0};
 
 	cr_expect_eq(isth_wire_build_msg(buf, sizeof(buf), &h, body, 12, NULL), -EINVAL);
@@ -411,21 +411,21 @@ static struct bad_case bad_cases[] = {
 	{"type_0", BASE_DATA, M + 3, 1, 0, -1, 0, ISTH_WIRE_E_TYPE},
 	{"type_6", BASE_DATA, M + 3, 1, 6, -1, 0, ISTH_WIRE_E_TYPE},
 	{"flag_unknown", BASE_DATA, M + 4, 2, 0x0100, -1, 0, ISTH_WIRE_E_FLAGS},
-	{"data_partial", BASE_DATA, M + 4, 2, ISTH_F_PARTIAL, -1, 0, ISTH_WIRE_E_FLAGS},
-	{"nack_last", BASE_NACK, M + 4, 2, ISTH_F_LAST, -1, 0, ISTH_WIRE_E_FLAGS},
+	{"data_partial", BASE_DATA, M + 4, 2, ISTH_WIRE_F_PARTIAL, -1, 0, ISTH_WIRE_E_FLAGS},
+	{"nack_last", BASE_NACK, M + 4, 2, ISTH_WIRE_F_LAST, -1, 0, ISTH_WIRE_E_FLAGS},
 	{"dtype_0", BASE_DATA, M + 6, 1, 0, -1, 0, ISTH_WIRE_E_DTYPE},
 	{"dtype_4", BASE_DATA, M + 6, 1, 4, -1, 0, ISTH_WIRE_E_DTYPE},
-	{"nack_dtype", BASE_NACK, M + 6, 1, ISTH_DTYPE_FP32, -1, 0, ISTH_WIRE_E_DTYPE},
+	{"nack_dtype", BASE_NACK, M + 6, 1, ISTH_WIRE_DTYPE_FP32, -1, 0, ISTH_WIRE_E_DTYPE},
 	{"island_9", BASE_DATA, M + 20, 1, N_ISLANDS, -1, 0, ISTH_WIRE_E_ISLAND},
 	{"island_255", BASE_DATA, M + 20, 1, 255, -1, 0, ISTH_WIRE_E_ISLAND},
 	{"reserved", BASE_DATA, M + 21, 1, 1, -1, 0, ISTH_WIRE_E_RESERVED},
 	{"trailer_no_flag", BASE_DATA, M + 7, 1, 4, -1, 0, ISTH_WIRE_E_TRAILER},
-	{"auth_no_trailer", BASE_DATA, M + 4, 2, ISTH_F_AUTH, -1, 0, ISTH_WIRE_E_TRAILER},
+	{"auth_no_trailer", BASE_DATA, M + 4, 2, ISTH_WIRE_F_AUTH, -1, 0, ISTH_WIRE_E_TRAILER},
 	{"count_0", BASE_DATA, M + 22, 2, 0, -1, 0, ISTH_WIRE_E_COUNT},
 	{"count_huge", BASE_DATA, M + 22, 2, 60000, -1, 0, ISTH_WIRE_E_COUNT},
 	{"count_5", BASE_DATA, M + 22, 2, 5, -1, 0, ISTH_WIRE_E_LENGTH},
 	{"count_3", BASE_DATA, M + 22, 2, 3, -1, 0, ISTH_WIRE_E_LENGTH},
-	{"data_bf16_len", BASE_DATA, M + 6, 1, ISTH_DTYPE_BF16, -1, 0, ISTH_WIRE_E_LENGTH},
+	{"data_bf16_len", BASE_DATA, M + 6, 1, ISTH_WIRE_DTYPE_BF16, -1, 0, ISTH_WIRE_E_LENGTH},
 	{"data_two_bits", BASE_DATA, M + 32, 8, 0x0c, -1, 0, ISTH_WIRE_E_BITMAP},
 	{"data_other_bit", BASE_DATA, M + 32, 8, 0x10, -1, 0, ISTH_WIRE_E_BITMAP},
 	{"agg_bitmap_0", BASE_AGG, M + 32, 8, 0, -1, 0, ISTH_WIRE_E_BITMAP},
@@ -434,7 +434,7 @@ static struct bad_case bad_cases[] = {
 	{"nack_count_big", BASE_NACK, M + 22, 2, 1000, -1, 0, ISTH_WIRE_E_COUNT},
 	{"nack_len", BASE_NACK, M + 22, 2, 1, -1, 0, ISTH_WIRE_E_LENGTH},
 	{"nack_inverted", BASE_NACK, M + 40, 8, 100, -1, 0, ISTH_WIRE_E_RANGE},
-	{"nack_chunk_big", BASE_NACK, M + 4, 2, ISTH_F_CHUNKS, -1, 0, ISTH_WIRE_E_RANGE},
+	{"nack_chunk_big", BASE_NACK, M + 4, 2, ISTH_WIRE_F_CHUNKS, -1, 0, ISTH_WIRE_E_RANGE},
 	{"round_count", BASE_ROUND, M + 22, 2, 1, -1, 0, ISTH_WIRE_E_COUNT},
 	{"round_deadline", BASE_ROUND, M + 40 + 8, 8, 1, -1, 0, ISTH_WIRE_E_ROUND},
 	{"round_period_0", BASE_ROUND, M + 40 + 16, 8, 0, -1, 0, ISTH_WIRE_E_ROUND},
@@ -453,13 +453,13 @@ static size_t base_frame(enum base_kind k, uint8_t *buf, size_t cap)
 {
 	switch (k) {
 	case BASE_DATA: {
-		struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 4);
+		struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, 4);
 		uint32_t v[4] = {1, 2, 3, 4};
 
 		return frame(buf, cap, &addr, &h, v, 16);
 	}
 	case BASE_AGG: {
-		struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 4);
+		struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, 4);
 		uint32_t v[4] = {1, 2, 3, 4};
 
 		h.type = ISTH_WIRE_AGG;
@@ -469,7 +469,7 @@ static size_t base_frame(enum base_kind k, uint8_t *buf, size_t cap)
 	case BASE_NACK: {
 		/* range 0: 5..7; range 1: 1..(2^32) (too big for chunk ids) */
 		struct isth_wire_range r[2] = {{5, 7}, {1, 1ull << 32}};
-		struct isth_hdr h = {.type = ISTH_WIRE_NACK, .sender = 2,
+		struct isth_wire_hdr h = {.type = ISTH_WIRE_NACK, .sender = 2,
 				     .count = 2, .job = 1, .round = 1};
 		uint8_t body[32];
 
@@ -494,7 +494,7 @@ static void put_be(uint8_t *p, int width, uint64_t v)
 ParameterizedTest(struct bad_case *c, wire, malformed, .init = setup)
 {
 	uint8_t buf[512];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	size_t n;
 
 	memset(buf, 0, sizeof(buf));
@@ -520,7 +520,7 @@ ParameterizedTest(struct bad_case *c, wire, malformed, .init = setup)
 Test(wire, every_prefix_is_refused)
 {
 	uint8_t buf[512];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 
 	for (int k = BASE_DATA; k <= BASE_ROUND; k++) {
 		size_t n = base_frame(k, buf, sizeof(buf));
@@ -534,9 +534,9 @@ Test(wire, every_prefix_is_refused)
 /* A message shorter than its fixed header: every cut below 40 bytes. */
 Test(wire, short_message_is_hdr_trunc)
 {
-	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 1);
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, 1);
 	uint8_t buf[64];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	uint32_t v = 5;
 
 	cr_assert_eq(isth_wire_build_msg(buf, sizeof(buf), &h, &v, 4, NULL), 44);
@@ -550,21 +550,21 @@ Test(wire, short_message_is_hdr_trunc)
 
 Test(wire, patch_helpers_edit_only_their_field)
 {
-	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 1);
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, 1);
 	uint8_t a[44], b[44];
 	uint32_t v = 9;
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 
 	h.type = ISTH_WIRE_AGG;
 	h.bitmap = 0x6;
 	cr_assert_eq(isth_wire_build_msg(a, sizeof(a), &h, &v, 4, NULL), 44);
 	memcpy(b, a, sizeof(a));
 	isth_wire_set_seq(b, 0x0102030405060708ull);
-	isth_wire_or_flags(b, ISTH_F_RESENT);
+	isth_wire_or_flags(b, ISTH_WIRE_F_RESENT);
 	cr_expect_eq(isth_wire_get_seq(b), 0x0102030405060708ull);
 	cr_assert_eq(isth_wire_parse_msg(b, sizeof(b), &lim, &p), ISTH_WIRE_OK);
 	cr_expect_eq(p.hdr.seq, 0x0102030405060708ull);
-	cr_expect_eq(p.hdr.flags, ISTH_F_LAST | ISTH_F_RESENT);
+	cr_expect_eq(p.hdr.flags, ISTH_WIRE_F_LAST | ISTH_WIRE_F_RESENT);
 	for (size_t i = 0; i < sizeof(a); i++)
 		if (i != 5 && (i < 24 || i >= 32))
 			cr_expect_eq(a[i], b[i], "byte %zu changed", i);
@@ -574,15 +574,15 @@ Test(wire, patch_helpers_edit_only_their_field)
  * (12..15 and 16..19 in doc/protocol.md's diagram) change when set. */
 Test(wire, round_chunk_accessors_match_the_parser)
 {
-	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 1);
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, 1);
 	uint8_t a[44], b[44];
 	uint32_t v = 9;
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 
 	cr_assert_eq(isth_wire_build_msg(a, sizeof(a), &h, &v, 4, NULL), 44);
 	cr_expect_eq(isth_wire_get_hdr_round(a), 0x01020304u);
 	cr_expect_eq(isth_wire_get_hdr_chunk(a), 77u);
-	cr_expect_eq(isth_wire_get_flags(a), ISTH_F_LAST);
+	cr_expect_eq(isth_wire_get_flags(a), ISTH_WIRE_F_LAST);
 	memcpy(b, a, sizeof(a));
 	isth_wire_set_hdr_round(b, 0xfedcba98u);
 	isth_wire_set_hdr_chunk(b, 0x00a0b0c0u);
@@ -599,9 +599,9 @@ Test(wire, round_chunk_accessors_match_the_parser)
 /* Regressions found by the fuzz harnesses' checks (tests/fuzz). */
 Test(wire, bare_message_has_zero_addresses)
 {
-	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 1);
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, 1);
 	uint8_t buf[64];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	uint32_t v = 1;
 
 	memset(&p, 0xa5, sizeof(p));
@@ -615,9 +615,9 @@ Test(wire, bare_message_has_zero_addresses)
 Test(wire, limits_beyond_64_islands_refuse_senders_above_63)
 {
 	struct isth_wire_limits big = lim;
-	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 1);
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, 1);
 	uint8_t buf[64];
-	struct isth_pkt p;
+	struct isth_wire_pkt p;
 	uint32_t v = 1;
 
 	big.n_islands = 100;
@@ -631,8 +631,8 @@ Test(wire, message_larger_than_a_datagram_is_refused)
 {
 	static uint8_t buf[70000];
 	struct isth_wire_limits big = lim;
-	struct isth_hdr h = data_hdr(ISTH_DTYPE_INT32, 0);
-	struct isth_pkt p;
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, 0);
+	struct isth_wire_pkt p;
 
 	big.max_elems = 20000;
 	h.count = 20000;

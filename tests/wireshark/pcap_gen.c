@@ -109,7 +109,7 @@ static void pcap_header(FILE *f)
 }
 
 /* The expected header columns, from the values handed to the encoder. */
-static void hdr_cols(struct row *r, const struct isth_hdr *h)
+static void hdr_cols(struct row *r, const struct isth_wire_hdr *h)
 {
 	unsigned int i;
 
@@ -148,7 +148,7 @@ static void emit(struct out *o, struct row *r, const uint8_t *msg,
 	};
 	struct isth_wire_limits lim;
 	uint8_t f[FRAME_MAX], rec[16];
-	struct isth_pkt pkt;
+	struct isth_wire_pkt pkt;
 	size_t hs = isth_wire_frame_hdr_size(&a);
 	int n, c;
 
@@ -211,7 +211,7 @@ static void trailer_col(struct row *r, unsigned int n)
 	addf(r, C_TRAILER, "%s", hex);
 }
 
-static void hdr_init(struct isth_hdr *h, unsigned int type, unsigned int dtype,
+static void hdr_init(struct isth_wire_hdr *h, unsigned int type, unsigned int dtype,
 		     unsigned int count)
 {
 	memset(h, 0, sizeof(*h));
@@ -227,7 +227,7 @@ static void hdr_init(struct isth_hdr *h, unsigned int type, unsigned int dtype,
 }
 
 /* A DATA/AGG message: header columns, element columns, frame. */
-static void elems(struct out *o, struct isth_hdr *h, const float *fv,
+static void elems(struct out *o, struct isth_wire_hdr *h, const float *fv,
 		  const int32_t *iv, uint16_t vlan, uint16_t sport)
 {
 	uint8_t body[1024], msg[1500];
@@ -238,18 +238,18 @@ static void elems(struct out *o, struct isth_hdr *h, const float *fv,
 	memset(&r, 0, sizeof(r));
 	for (i = 0; i < h->count; i++) {
 		switch (h->dtype) {
-		case ISTH_DTYPE_FP32:
+		case ISTH_WIRE_DTYPE_FP32:
 			put_le32(body + 4 * i, f32_bits(fv[i]));
 			if (i < ELEMS_SHOWN)
 				addf(&r, C_FP32, "%.9g", fv[i]);
 			break;
-		case ISTH_DTYPE_BF16:
+		case ISTH_WIRE_DTYPE_BF16:
 			put_le16(body + 2 * i, (uint16_t)(f32_bits(fv[i]) >> 16));
 			if (i < ELEMS_SHOWN)
 				addf(&r, C_BF16, "%.9g", bits_f32(
 				     f32_bits(fv[i]) & 0xffff0000u));
 			break;
-		case ISTH_DTYPE_INT32:
+		case ISTH_WIRE_DTYPE_INT32:
 			put_le32(body + 4 * i, (uint32_t)iv[i]);
 			if (i < ELEMS_SHOWN)
 				addf(&r, C_INT32, "%d", iv[i]);
@@ -266,7 +266,7 @@ static void elems(struct out *o, struct isth_hdr *h, const float *fv,
 	emit(o, &r, msg, (size_t)n, vlan, sport);
 }
 
-static void ranges(struct out *o, struct isth_hdr *h,
+static void ranges(struct out *o, struct isth_wire_hdr *h,
 		   const struct isth_wire_range *rg, uint16_t sport)
 {
 	uint8_t body[256], msg[512];
@@ -291,7 +291,7 @@ static void ranges(struct out *o, struct isth_hdr *h,
 	emit(o, &r, msg, (size_t)n, 0, sport);
 }
 
-static void round_msg(struct out *o, struct isth_hdr *h,
+static void round_msg(struct out *o, struct isth_wire_hdr *h,
 		      const struct isth_wire_round *rd)
 {
 	uint8_t body[ISTH_WIRE_ROUND_SIZE], msg[256];
@@ -321,11 +321,11 @@ static void round_msg(struct out *o, struct isth_hdr *h,
 
 /* A message with one byte overwritten after encoding: the expected
  * columns are rebuilt from the header as it now reads. */
-static void poked(struct out *o, const struct isth_hdr *h0, unsigned int off,
+static void poked(struct out *o, const struct isth_wire_hdr *h0, unsigned int off,
 		  uint8_t val, long resize)
 {
 	uint8_t body[64] = { 0 }, msg[256];
-	struct isth_hdr h = *h0;
+	struct isth_wire_hdr h = *h0;
 	size_t size = 0;
 	struct row r;
 	int n;
@@ -398,7 +398,7 @@ int main(int argc, char **argv)
 	};
 	struct isth_wire_round bad_rd = rd;
 	struct out o = { 0 };
-	struct isth_hdr h;
+	struct isth_wire_hdr h;
 	unsigned int c;
 
 	if (argc != 3) {
@@ -416,49 +416,49 @@ int main(int argc, char **argv)
 	fputc('\n', o.tsv);
 
 	/* One valid packet of each type, each element type. */
-	hdr_init(&h, ISTH_WIRE_DATA, ISTH_DTYPE_FP32, 5);
-	h.flags = ISTH_F_LAST;
+	hdr_init(&h, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32, 5);
+	h.flags = ISTH_WIRE_F_LAST;
 	elems(&o, &h, fv, iv, 10, ISTH_WIRE_PORT);
-	hdr_init(&h, ISTH_WIRE_DATA, ISTH_DTYPE_BF16, 10);
+	hdr_init(&h, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_BF16, 10);
 	h.sender = 7;
 	h.bitmap = UINT64_C(1) << 7;
 	elems(&o, &h, fv, iv, 0, 50000);
-	hdr_init(&h, ISTH_WIRE_DATA, ISTH_DTYPE_INT32, 4);
-	h.flags = ISTH_F_RESENT;
+	hdr_init(&h, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_INT32, 4);
+	h.flags = ISTH_WIRE_F_RESENT;
 	elems(&o, &h, fv, iv, 4095, ISTH_WIRE_PORT);
-	hdr_init(&h, ISTH_WIRE_AGG, ISTH_DTYPE_FP32, 3);
-	h.flags = ISTH_F_PARTIAL | ISTH_F_AUTH;
+	hdr_init(&h, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_FP32, 3);
+	h.flags = ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_AUTH;
 	h.trailer_len = 16;
 	h.bitmap = 0x15;
 	elems(&o, &h, fv + 2, iv, 0, ISTH_WIRE_PORT);
-	hdr_init(&h, ISTH_WIRE_AGG, ISTH_DTYPE_BF16, 2);
-	h.flags = ISTH_F_LAST | ISTH_F_RESENT;
+	hdr_init(&h, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_BF16, 2);
+	h.flags = ISTH_WIRE_F_LAST | ISTH_WIRE_F_RESENT;
 	h.bitmap = 0xff;
 	h.seq = 0;
 	elems(&o, &h, fv + 5, iv, 0, ISTH_WIRE_PORT);
-	hdr_init(&h, ISTH_WIRE_AGG, ISTH_DTYPE_INT32, 1);
+	hdr_init(&h, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_INT32, 1);
 	h.bitmap = 0x81;
 	elems(&o, &h, fv, iv + 2, 0, ISTH_WIRE_PORT);
-	hdr_init(&h, ISTH_WIRE_NACK, ISTH_DTYPE_NONE, 3);
+	hdr_init(&h, ISTH_WIRE_NACK, ISTH_WIRE_DTYPE_NONE, 3);
 	h.bitmap = 0;
 	ranges(&o, &h, seqs, 50001);
-	hdr_init(&h, ISTH_WIRE_GONE, ISTH_DTYPE_NONE, 1);
-	h.flags = ISTH_F_CHUNKS | ISTH_F_AUTH;
+	hdr_init(&h, ISTH_WIRE_GONE, ISTH_WIRE_DTYPE_NONE, 1);
+	h.flags = ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH;
 	h.trailer_len = 8;
 	h.bitmap = 0x6;
 	ranges(&o, &h, chunk_rg, ISTH_WIRE_PORT);
-	hdr_init(&h, ISTH_WIRE_ROUND, ISTH_DTYPE_NONE, 0);
+	hdr_init(&h, ISTH_WIRE_ROUND, ISTH_WIRE_DTYPE_NONE, 0);
 	h.sender = 3;
 	h.bitmap = 0x13;
 	round_msg(&o, &h, &rd);
 
 	/* Malformed: each must get the parser's reason as its verdict. */
-	hdr_init(&h, ISTH_WIRE_DATA, ISTH_DTYPE_FP32, 4);
+	hdr_init(&h, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32, 4);
 	poked(&o, &h, 1, 'T', 0);			/* magic */
 	poked(&o, &h, 2, 2, 0);				/* version */
 	poked(&o, &h, 3, 9, 0);				/* type */
-	poked(&o, &h, 5, ISTH_F_CHUNKS, 0);		/* flags */
-	poked(&o, &h, 6, ISTH_DTYPE_NONE, 0);		/* dtype */
+	poked(&o, &h, 5, ISTH_WIRE_F_CHUNKS, 0);		/* flags */
+	poked(&o, &h, 6, ISTH_WIRE_DTYPE_NONE, 0);		/* dtype */
 	poked(&o, &h, 20, N_ISLANDS, 0);		/* island */
 	poked(&o, &h, 21, 1, 0);			/* reserved */
 	poked(&o, &h, 7, 4, 0);				/* trailer */
@@ -466,20 +466,20 @@ int main(int argc, char **argv)
 	poked(&o, &h, 23, 4, 1);			/* length */
 	poked(&o, &h, 39, 0x05, 0);			/* bitmap */
 	poked(&o, &h, 0, 0x49, -(4 * 4 + 21));		/* hdr_trunc */
-	hdr_init(&h, ISTH_WIRE_NACK, ISTH_DTYPE_NONE, 1);
+	hdr_init(&h, ISTH_WIRE_NACK, ISTH_WIRE_DTYPE_NONE, 1);
 	h.bitmap = 0;
-	poked(&o, &h, 6, ISTH_DTYPE_FP32, 0);		/* dtype */
+	poked(&o, &h, 6, ISTH_WIRE_DTYPE_FP32, 0);		/* dtype */
 	poked(&o, &h, 40 + 7, 1, 0);			/* range: 1 > 0 */
-	hdr_init(&h, ISTH_WIRE_NACK, ISTH_DTYPE_NONE, 3);
+	hdr_init(&h, ISTH_WIRE_NACK, ISTH_WIRE_DTYPE_NONE, 3);
 	h.bitmap = 0;
 	ranges(&o, &h, bad_seqs, ISTH_WIRE_PORT);	/* range */
-	hdr_init(&h, ISTH_WIRE_ROUND, ISTH_DTYPE_NONE, 0);
+	hdr_init(&h, ISTH_WIRE_ROUND, ISTH_WIRE_DTYPE_NONE, 0);
 	h.sender = 3;
 	h.bitmap = 0x13;
 	round_msg(&o, &h, &bad_rd);			/* round_body */
 	h.bitmap = 0x17;
 	round_msg(&o, &h, &rd);				/* bitmap */
-	hdr_init(&h, ISTH_WIRE_ROUND, ISTH_DTYPE_NONE, 0);
+	hdr_init(&h, ISTH_WIRE_ROUND, ISTH_WIRE_DTYPE_NONE, 0);
 	h.sender = 0;
 	poked(&o, &h, 40 + 31, 0, 0);			/* bitmap: clique 0 */
 
