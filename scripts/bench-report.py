@@ -436,4 +436,9 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BrokenPipeError:
+        # output piped into head(1): not an error of the report
+        sys.stderr.close()
+        sys.exit(0)

@@ -21,8 +21,10 @@ usage() {
 usage: scripts/bench.sh [--quick] [--out FILE.json] [--compare OLD.json]
                         [--build DIR] [--testbed-rounds N] [--no-testbed]
 
-  --quick             small iteration counts (minutes, not tens of minutes);
-                      never runs the testbed
+  --quick             small iteration counts (under a minute on an idle
+                      2-core VM; plan only to 16 islands); never runs the
+                      testbed. A full run can take hours: plan_bench at 64
+                      islands
   --out FILE.json     where the JSON goes (default DIR/bench-<UTC time>.json);
                       it holds every figure and the raw text of every
                       benchmark, which is also kept (with stderr and build
