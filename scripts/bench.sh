@@ -23,8 +23,8 @@ usage: scripts/bench.sh [--quick] [--out FILE.json] [--compare OLD.json]
 
   --quick             small iteration counts (under a minute on an idle
                       2-core VM; plan only to 16 islands); never runs the
-                      testbed. A full run can take hours: plan_bench at 64
-                      islands
+                      testbed. A full run takes much longer: plan_bench at
+                      64 islands did not finish in 9 minutes on a loaded VM
   --out FILE.json     where the JSON goes (default DIR/bench-<UTC time>.json);
                       it holds every figure and the raw text of every
                       benchmark, which is also kept (with stderr and build
