@@ -21,7 +21,7 @@ usage() {
 usage: scripts/bench.sh [--quick] [--out FILE.json] [--compare OLD.json]
                         [--build DIR] [--testbed-rounds N] [--no-testbed]
 
-  --quick             small iteration counts (under a minute on an idle
+  --quick             small iteration counts (24 s on this loaded
                       2-core VM; plan only to 16 islands); never runs the
                       testbed. A full run takes much longer: plan_bench at
                       64 islands did not finish in 9 minutes on a loaded VM
