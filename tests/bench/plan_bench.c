@@ -62,14 +62,16 @@ synth(int n)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	static const int sizes[] = {9, 16, 32, 64};
 	static const char *fam[] = {"all-to-all", "pairs", "triangles"};
+	/* --quick (scripts/bench.sh): 9 and 16 islands, seconds not hours */
+	size_t n_sizes = argc > 1 && strcmp(argv[1], "--quick") == 0 ? 2 : 4;
 	size_t s, f;
 
 	printf("%4s %-11s %8s %10s %8s %10s\n", "n", "schedule", "M/P", "plan_ms", "LPs", "round_ms");
-	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+	for (s = 0; s < n_sizes; s++) {
 		struct isth_topo *t = synth(sizes[s]);
 
 		if (t == NULL)

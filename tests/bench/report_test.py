@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Unit test of scripts/bench-report.py, the parser behind scripts/bench.sh,
+# on recorded outputs (tests/bench/samples/): agg, mcast, resend, backend,
+# plan and auth are a real `scripts/bench.sh --quick` run of 2026-12-01
+# (plan: the full run, killed during 64 islands); isthmusd.txt is the
+# next --quick run's; testbed.txt is doc/testbed.md's
+# SUMMARY line. Expected values are read off those files by eye, not
+# computed by the parser. No benchmark runs here and no timing is judged.
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "..", "scripts", "bench-report.py")
+SAMPLES = os.path.join(HERE, "samples")
+
+spec = importlib.util.spec_from_file_location("bench_report", SCRIPT)
+br = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(br)
+
+
+def sample(name):
+    with open(os.path.join(SAMPLES, name + ".txt"), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT] + list(args),
+                          capture_output=True, text=True, check=False)
+
+
+class Parsers(unittest.TestCase):
+    def test_agg(self):
+        f = br.parse_agg(sample("agg"))
+        # agg.txt line 9: L1 fp32 avx512 0.017 cyc/B, x memcpy 0.53, x vcopy 1.62
+        self.assertEqual(f["agg.sum.L1.fp32.avx512.cyc_per_B"], 0.017)
+        self.assertEqual(f["agg.sum.L1.fp32.avx512.x_memcpy"], 0.53)
+        self.assertEqual(f["agg.sum.L1.fp32.avx512.x_vcopy"], 1.62)
+        # line 26: mem fp32 avx2 is the fastest kernel in memory (0.130 < 0.395)
+        self.assertEqual(br.best_kernel(f, "mem", "fp32"), "avx2")
+        self.assertEqual(br.best_kernel(f, "L1", "fp32"), "avx512")
+        # 3 working sets x 3 dtypes x 3 kernels, 4 figures each
+        self.assertEqual(len([k for k in f if k.startswith("agg.sum.")]), 3 * 3 * 3 * 4)
+        self.assertIn("agg.engine.8s.skewed.avx512.gbit_in", f)
+
+    def test_mcast(self):
+        f = br.parse_mcast(sample("mcast"))
+        self.assertEqual(f["mcast.hot.zerocopy.D8.per_extra_dest"], 454.4)
+        self.assertEqual(f["mcast.hot.zerocopy.D1.total"], 547)
+        # D = 1 has no extra destination ("-")
+        self.assertNotIn("mcast.hot.zerocopy.D1.per_extra_dest", f)
+        self.assertIn("mcast.cold.copy.D8.total", f)
+
+    def test_resend(self):
+        f = br.parse_resend(sample("resend"))
+        self.assertEqual(f["resend.1432B.fresh"], 4067)
+        self.assertEqual(f["resend.1432B.resend"], 649)
+        self.assertEqual(f["resend.256B.fresh_per_busy"], 1.27)
+
+    def test_backend(self):
+        f = br.parse_backend(sample("backend"))
+        self.assertEqual(f["backend.sw.contrib_per_s"], 2878502)
+        self.assertEqual(f["backend.fpga.x_sw"], 0.04)
+        self.assertEqual(f["backend.fpga_capped.gbit"], 1.29)
+
+    def test_isthmusd(self):
+        f = br.parse_isthmusd(sample("isthmusd"))
+        self.assertEqual(f["isthmusd.aligned.pipeline_per_readfwd"], 0.245)
+        self.assertEqual(f["isthmusd.skewed.pipeline_per_readfwd"], 0.238)
+        self.assertEqual(f["isthmusd.skewed.pipeline_per_iofwd"], 0.009)
+        self.assertEqual(f["isthmusd.aligned.pipeline.gbit_in"], 38.7)
+        self.assertEqual(f["isthmusd.aligned.read-fwd.cyc_per_pkt"], 109.0)
+        self.assertEqual(f["isthmusd.skewed.stage.parse"], 129.0)
+        self.assertEqual(f["isthmusd.aligned.stage.lookup_etc"], 68.4)
+        self.assertEqual(f["isthmusd.aligned.stage.rest"], -15.6)
+        self.assertEqual(f["isthmusd.skewed.preempted_pct"], 0.66)
+
+    def test_plan(self):
+        f = br.parse_plan(sample("plan"))
+        self.assertEqual(f["plan.n32.all-to-all.M0.25.plan_ms"], 19823.59)
+        self.assertEqual(f["plan.n9.pairs.M0.00.lp_iterations"], 35)
+        # 3 sizes x 3 families x 2 memory settings
+        self.assertEqual(len([k for k in f if k.endswith(".plan_ms")]), 18)
+
+    def test_auth(self):
+        f = br.parse_auth(sample("auth"))
+        # "ipsec-mb verify" must not swallow "ipsec-mb verify32(+sum)"
+        self.assertEqual(f["auth.ipsec-mb_verify.cycles"], 251.2)
+        self.assertEqual(f["auth.ipsec-mb_verify32.cycles"], 209.6)
+        self.assertEqual(f["auth.ipsec-mb_verify32+sum.cycles"], 272.5)
+        self.assertEqual(f["auth.openssl_verify.x_memcpy"], 9.61)
+        self.assertEqual(len([k for k in f if k.endswith(".cycles")]), 10)
+
+    def test_testbed(self):
+        f = br.parse_testbed(sample("testbed"))
+        self.assertEqual(f["testbed.round_ms_mean"], 141.0)
+        self.assertAlmostEqual(f["testbed.round_per_T"], 141.0 / 188.4)
+        f = br.parse_testbed("SUMMARY schedule=x islands=3 round_ms_mean=5.0 round_ms_planned=-\n")
+        self.assertIsNone(f["testbed.round_ms_planned"])
+        self.assertNotIn("testbed.round_per_T", f)
+
+    def test_changed_format_is_an_error(self):
+        with self.assertRaisesRegex(br.ParseError, "resend: no payload rows"):
+            br.parse_resend("resend bench: nothing\n")
+        with self.assertRaisesRegex(br.ParseError, "isthmusd: no layout rows"):
+            br.parse_isthmusd(sample("isthmusd").split("== layout")[0])
+        bad = sample("resend").replace("6.27", "6,27")
+        with self.assertRaisesRegex(br.ParseError, r"^resend:5: not a number: '6,27'"):
+            br.parse_resend(bad)
+        with self.assertRaisesRegex(br.ParseError, "testbed: no SUMMARY"):
+            br.parse_testbed("testbed: failed\n")
+
+
+class Headline(unittest.TestCase):
+    def setUp(self):
+        self.f = {}
+        for b in ("agg", "mcast", "resend", "backend", "isthmusd", "plan", "auth", "testbed"):
+            self.f.update(br.PARSERS[b](sample(b), b))
+        self.rows = {r[0]: r[1] for r in br.headline(self.f)}
+
+    def test_rows(self):
+        r = self.rows
+        self.assertEqual(r["summation / vcopy, fp32 L1 (avx512)"], 1.62)
+        self.assertEqual(r["summation / vcopy, fp32 mem (avx2)"], 0.35)
+        self.assertEqual(r["pipeline / read-fwd, aligned"], 0.245)
+        self.assertEqual(r["pipeline / read-fwd, skewed"], 0.238)
+        self.assertEqual(r["fan-out cycles per extra destination, zerocopy D=8, hot"], 454.4)
+        self.assertAlmostEqual(r["resend / fresh, 1432 B"], 649 / 4067)
+        self.assertEqual(r["auth verify / memcpy, ipsec-mb bursts of 32"], 2.93)
+        # slowest plan at 16 islands: all-to-all with M = 0, 776.00 ms
+        self.assertAlmostEqual(r["planner seconds, 16 islands (slowest family)"], 0.776)
+        self.assertNotIn("planner seconds, 64 islands (slowest family)", r)
+        self.assertAlmostEqual(r["testbed round / planned T"], 141.0 / 188.4)
+
+
+class Commands(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="isth-bench-report-%d-" % os.getpid())
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def report(self, out, raw=SAMPLES, extra=()):
+        p = run("report", "--dir", raw, "--out", out,
+                "--benches", "agg,mcast,resend,backend,isthmusd,plan,auth",
+                "--skip", "testbed=not root", "--meta", "commit=abc123",
+                "--meta", "machine.nproc=2", "--meta", "machine.loadavg=3.1 2.0 1.5", *extra)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
+
+    def test_report_json_and_table(self):
+        out = os.path.join(self.tmp, "a.json")
+        table = self.report(out)
+        with open(out, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        self.assertEqual(doc["commit"], "abc123")
+        self.assertEqual(doc["machine"], {"nproc": "2", "loadavg": "3.1 2.0 1.5"})
+        self.assertEqual(doc["skipped"], {"testbed": "not root"})
+        self.assertEqual(doc["figures"]["resend.1432B.fresh"], 4067)
+        self.assertEqual(doc["raw"]["resend"], sample("resend"))
+        self.assertIn("pipeline / read-fwd, skewed", table)
+        self.assertRegex(table, r"testbed\s+-\s+skipped: not root")
+        t = run("table", out)
+        self.assertEqual(t.stdout, table)
+
+    def test_compare(self):
+        old = os.path.join(self.tmp, "old.json")
+        new = os.path.join(self.tmp, "new.json")
+        self.report(old)
+        raw = os.path.join(self.tmp, "raw")
+        shutil.copytree(SAMPLES, raw)
+        # the new run: a resend twice as dear at 1432 B (649 -> 1298 cycles)
+        with open(os.path.join(raw, "resend.txt"), "w", encoding="utf-8") as fh:
+            fh.write(sample("resend").replace("4067        649", "4067       1298"))
+        self.report(new, raw)
+        p = run("compare", new, old)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = {ln.split()[0]: ln.split()[1:] for ln in p.stdout.splitlines()[2:]}
+        self.assertEqual(lines["resend.1432B.resend"], ["1298", "649.0", "2.000"])
+        self.assertEqual(lines["resend.1432B.fresh"][-1], "1.000")
+
+    def test_missing_output_names_the_file(self):
+        p = run("report", "--dir", self.tmp, "--benches", "agg")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("%s/agg.txt" % self.tmp, p.stderr)
+        p = run("compare", os.path.join(self.tmp, "none.json"), os.path.join(self.tmp, "x"))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("none.json", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
