@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
 	build-essential pkg-config meson ninja-build python3 python3-pyelftools
 	python3-dev python3-pytest python3-numpy python3-torch python3-sklearn python3-matplotlib
-	clang llvm libclang-rt-14-dev
+	clang llvm libclang-rt-14-dev clang-format
 	dpdk dpdk-dev libdpdk-dev
 	libbpf-dev bpftool libxdp-dev
 	libglpk-dev glpk-utils
