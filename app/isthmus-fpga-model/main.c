@@ -17,18 +17,18 @@
 #include "isth_text.h"
 
 static const char usage[] =
-"usage: isthmus-fpga-model --shm NAME [options]\n"
-"Run the isthmus FPGA device model behind the shared-memory object NAME\n"
-"(e.g. /isthmus-fpga0); isthmusd's fpga backend opens it by that name.\n"
-"  --shm NAME          object name, starting with '/' (required)\n"
-"  --hbm BYTES         aggregation memory the device has (default 8Gi)\n"
-"  --dma BYTES         host DMA window in the object (default 16Mi)\n"
-"  --max-elems N       elements per chunk the device takes (default 65535)\n"
-"  --latency-ns NS     per-packet latency (default 0)\n"
-"  --rate BYTES        H2D throughput limit, bytes/s (default: none)\n"
-"  --replace           replace an existing object of that name\n"
-"Numbers take K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (powers of 1024):\n"
-"8G is 8 x 10^9 bytes, 8Gi is 8 x 2^30.\n";
+	"usage: isthmus-fpga-model --shm NAME [options]\n"
+	"Run the isthmus FPGA device model behind the shared-memory object NAME\n"
+	"(e.g. /isthmus-fpga0); isthmusd's fpga backend opens it by that name.\n"
+	"  --shm NAME          object name, starting with '/' (required)\n"
+	"  --hbm BYTES         aggregation memory the device has (default 8Gi)\n"
+	"  --dma BYTES         host DMA window in the object (default 16Mi)\n"
+	"  --max-elems N       elements per chunk the device takes (default 65535)\n"
+	"  --latency-ns NS     per-packet latency (default 0)\n"
+	"  --rate BYTES        H2D throughput limit, bytes/s (default: none)\n"
+	"  --replace           replace an existing object of that name\n"
+	"Numbers take K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (powers of 1024):\n"
+	"8G is 8 x 10^9 bytes, 8Gi is 8 x 2^30.\n";
 
 int
 main(int argc, char **argv)
@@ -54,32 +54,54 @@ main(int argc, char **argv)
 	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
 	 * (we were left to init before the prctl): leave. */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
-	    (getenv("ISTH_TESTBED") != NULL && getppid() == 1))
+		(getenv("ISTH_TESTBED") != NULL && getppid() == 1))
 		return 1;
 	memset(&p, 0, sizeof(p));
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		dst = NULL;
 		switch (c) {
-		case 's': p.shm_name = optarg; break;
-		case 'H': dst = &p.hbm_bytes; break;
-		case 'd': dst = &p.dma_bytes; break;
-		case 'l': dst = &p.latency_ns; break;
-		case 'r': dst = &p.rate_bps; break;
+		case 's':
+			p.shm_name = optarg;
+			break;
+		case 'H':
+			dst = &p.hbm_bytes;
+			break;
+		case 'd':
+			dst = &p.dma_bytes;
+			break;
+		case 'l':
+			dst = &p.latency_ns;
+			break;
+		case 'r':
+			dst = &p.rate_bps;
+			break;
 		case 'e':
 			if (isth_text_parse_size(optarg, &v) < 0 || v == 0 || v > 65535) {
-				fprintf(stderr, "isthmus-fpga-model: --max-elems: '%s' is not 1..65535\n", optarg);
+				fprintf(stderr,
+					"isthmus-fpga-model: --max-elems: '%s' is not 1..65535\n",
+					optarg);
 				return 2;
 			}
 			p.max_elems = (uint32_t)v;
 			break;
-		case 'R': p.replace = 1; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return 2;
+		case 'R':
+			p.replace = 1;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
 		}
 		if (dst != NULL && isth_text_parse_size(optarg, dst) < 0) {
 			fprintf(stderr, "isthmus-fpga-model: --%s: '%s' is not a number (%s)\n",
-				opts[c == 'H' ? 1 : c == 'd' ? 2 : c == 'l' ? 4 : 5].name, optarg,
-				ISTH_TEXT_SIZE_HELP);
+				opts[c == 'H'              ? 1
+						: c == 'd' ? 2
+						: c == 'l' ? 4
+							   : 5]
+					.name,
+				optarg, ISTH_TEXT_SIZE_HELP);
 			return 2;
 		}
 	}
@@ -106,7 +128,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	printf("isthmus-fpga-model: %s ready (latency %" PRIu64 " ns, rate %" PRIu64 " B/s)\n",
-	       p.shm_name, p.latency_ns, p.rate_bps);
+		p.shm_name, p.latency_ns, p.rate_bps);
 	fflush(stdout);
 	sigwait(&set, &sig);
 	isth_fpga_model_destroy(m);

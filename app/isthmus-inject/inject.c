@@ -6,8 +6,12 @@
 #include "inject.h"
 
 static const char *const kind_names[INJ_KIND_MAX] = {
-	[INJ_DATA] = "data", [INJ_AGG] = "agg", [INJ_NACK] = "nack",
-	[INJ_GONE] = "gone", [INJ_ROUND] = "round", [INJ_TINY] = "tiny",
+	[INJ_DATA] = "data",
+	[INJ_AGG] = "agg",
+	[INJ_NACK] = "nack",
+	[INJ_GONE] = "gone",
+	[INJ_ROUND] = "round",
+	[INJ_TINY] = "tiny",
 };
 
 const char *
@@ -36,8 +40,7 @@ put_le32(uint8_t *p, uint32_t v)
 
 /* Elements of DATA/AGG: every one equal to the spec's value. */
 static int
-put_elems(const struct inject_spec *s, uint16_t count, uint8_t *body,
-	  size_t cap)
+put_elems(const struct inject_spec *s, uint16_t count, uint8_t *body, size_t cap)
 {
 	unsigned int es = isth_wire_dtype_size(s->dtype);
 	float f = (float)s->value;
@@ -58,7 +61,7 @@ put_elems(const struct inject_spec *s, uint16_t count, uint8_t *body,
 		case ISTH_WIRE_DTYPE_FP32:
 			put_le32(p, bits);
 			break;
-		default:	/* bf16: the top half of the binary32 */
+		default: /* bf16: the top half of the binary32 */
 			p[0] = (uint8_t)(bits >> 16);
 			p[1] = (uint8_t)(bits >> 24);
 			break;
@@ -70,13 +73,13 @@ put_elems(const struct inject_spec *s, uint16_t count, uint8_t *body,
 int
 inject_build(const struct inject_spec *s, uint64_t i, uint8_t *buf, size_t cap)
 {
-	struct isth_wire_hdr h = { 0 };
+	struct isth_wire_hdr h = {0};
 	uint8_t *body = buf + ISTH_WIRE_HDR_SIZE;
 	size_t bcap;
 	int n;
 
 	if (s == NULL || buf == NULL || (unsigned int)s->kind >= INJ_KIND_MAX ||
-	    s->sender >= ISTH_WIRE_MAX_ISLANDS)
+		s->sender >= ISTH_WIRE_MAX_ISLANDS)
 		return -EINVAL;
 	if (cap < ISTH_WIRE_HDR_SIZE)
 		return -ENOSPC;
@@ -93,8 +96,9 @@ inject_build(const struct inject_spec *s, uint64_t i, uint8_t *buf, size_t cap)
 		h.type = ISTH_WIRE_DATA;
 		h.dtype = s->dtype;
 		h.count = s->kind == INJ_TINY ? 1 : s->count;
-		h.chunk = s->chunk + (uint32_t)i *
-			  (s->kind == INJ_TINY && s->chunk_step == 0 ? 1 : s->chunk_step);
+		h.chunk = s->chunk +
+			(uint32_t)i *
+				(s->kind == INJ_TINY && s->chunk_step == 0 ? 1 : s->chunk_step);
 		if (h.bitmap == 0)
 			h.bitmap = UINT64_C(1) << s->sender;
 		break;
@@ -139,14 +143,16 @@ inject_build(const struct inject_spec *s, uint64_t i, uint8_t *buf, size_t cap)
 }
 
 int
-inject_frame(uint8_t *buf, size_t cap, uint32_t src_ip, uint16_t src_port,
-	     uint32_t dst_ip, uint16_t dst_port, size_t msg_len)
+inject_frame(uint8_t *buf, size_t cap, uint32_t src_ip, uint16_t src_port, uint32_t dst_ip,
+	uint16_t dst_port, size_t msg_len)
 {
 	struct isth_wire_addr a = {
-		.dst_mac = { 0x02, 0, 0, 0, 0, 0x02 },
-		.src_mac = { 0x02, 0, 0, 0, 0, 0x01 },
-		.src_ip = src_ip, .dst_ip = dst_ip,
-		.src_port = src_port, .dst_port = dst_port,
+		.dst_mac = {0x02, 0, 0, 0, 0, 0x02},
+		.src_mac = {0x02, 0, 0, 0, 0, 0x01},
+		.src_ip = src_ip,
+		.dst_ip = dst_ip,
+		.src_port = src_port,
+		.dst_port = dst_port,
 	};
 
 	return isth_wire_put_frame_hdr(buf, cap, &a, msg_len);
@@ -158,15 +164,12 @@ static uint32_t
 rd32(const struct inject_pcap *p, const uint8_t *b)
 {
 	if (p->swapped)
-		return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
-		       (uint32_t)b[2] << 8 | b[3];
-	return (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 |
-	       (uint32_t)b[1] << 8 | b[0];
+		return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+	return (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[1] << 8 | b[0];
 }
 
 int
-inject_pcap_open(struct inject_pcap *p, const char *path, char *err,
-		 size_t errlen)
+inject_pcap_open(struct inject_pcap *p, const char *path, char *err, size_t errlen)
 {
 	uint8_t gh[24];
 	uint32_t magic;
@@ -183,21 +186,24 @@ inject_pcap_open(struct inject_pcap *p, const char *path, char *err,
 		snprintf(err, errlen, "%s: shorter than a pcap header", path);
 		goto bad;
 	}
-	magic = (uint32_t)gh[3] << 24 | (uint32_t)gh[2] << 16 |
-		(uint32_t)gh[1] << 8 | gh[0];
+	magic = (uint32_t)gh[3] << 24 | (uint32_t)gh[2] << 16 | (uint32_t)gh[1] << 8 | gh[0];
 	if (magic == 0xa1b2c3d4u || magic == 0xa1b23c4du)
 		p->swapped = 0;
 	else if (magic == 0xd4c3b2a1u || magic == 0x4d3cb2a1u)
 		p->swapped = 1;
 	else {
-		snprintf(err, errlen, "%s: not a pcap file (magic %08x; "
-			 "pcapng is not supported)", path, magic);
+		snprintf(err, errlen,
+			"%s: not a pcap file (magic %08x; "
+			"pcapng is not supported)",
+			path, magic);
 		goto bad;
 	}
 	p->linktype = rd32(p, gh + 20) & 0x0fffffffu;
 	if (p->linktype != 1 && p->linktype != 101 && p->linktype != 228) {
-		snprintf(err, errlen, "%s: link type %u; only Ethernet (1) and "
-			 "raw IPv4 (101, 228) are supported", path, p->linktype);
+		snprintf(err, errlen,
+			"%s: link type %u; only Ethernet (1) and "
+			"raw IPv4 (101, 228) are supported",
+			path, p->linktype);
 		goto bad;
 	}
 	return 0;
@@ -216,8 +222,8 @@ inject_pcap_close(struct inject_pcap *p)
 }
 
 int
-inject_pcap_next_udp(struct inject_pcap *p, uint16_t port, uint8_t *buf,
-		     size_t cap, int *eof, char *err, size_t errlen)
+inject_pcap_next_udp(struct inject_pcap *p, uint16_t port, uint8_t *buf, size_t cap, int *eof,
+	char *err, size_t errlen)
 {
 	static uint8_t frame[65536 + 64];
 
@@ -235,18 +241,18 @@ inject_pcap_next_udp(struct inject_pcap *p, uint16_t port, uint8_t *buf,
 		}
 		if (got != sizeof(rh)) {
 			snprintf(err, errlen, "record %llu: truncated record header",
-				 (unsigned long long)p->records + 1);
+				(unsigned long long)p->records + 1);
 			return -EINVAL;
 		}
 		incl = rd32(p, rh + 8);
 		if (incl > sizeof(frame)) {
 			snprintf(err, errlen, "record %llu: %u bytes, larger than any frame",
-				 (unsigned long long)p->records + 1, incl);
+				(unsigned long long)p->records + 1, incl);
 			return -EINVAL;
 		}
 		if (fread(frame, 1, incl, p->f) != incl) {
 			snprintf(err, errlen, "record %llu: truncated",
-				 (unsigned long long)p->records + 1);
+				(unsigned long long)p->records + 1);
 			return -EINVAL;
 		}
 		p->records++;
@@ -269,9 +275,8 @@ inject_pcap_next_udp(struct inject_pcap *p, uint16_t port, uint8_t *buf,
 		ip = frame + off;
 		ihl = (size_t)(ip[0] & 0x0f) * 4;
 		totlen = (size_t)(ip[2] << 8 | ip[3]);
-		if ((ip[0] >> 4) != 4 || ihl < 20 || ip[9] != 17 ||
-		    totlen < ihl + 8 || off + totlen > incl ||
-		    (ip[6] & 0x3f) != 0 || ip[7] != 0)	/* MF or offset */
+		if ((ip[0] >> 4) != 4 || ihl < 20 || ip[9] != 17 || totlen < ihl + 8 ||
+			off + totlen > incl || (ip[6] & 0x3f) != 0 || ip[7] != 0) /* MF or offset */
 			continue;
 		udp = ip + ihl;
 		ulen = (size_t)(udp[4] << 8 | udp[5]);
@@ -280,9 +285,10 @@ inject_pcap_next_udp(struct inject_pcap *p, uint16_t port, uint8_t *buf,
 		if (port != 0 && (uint16_t)(udp[2] << 8 | udp[3]) != port)
 			continue;
 		if (ulen - 8 > cap) {
-			snprintf(err, errlen, "record %llu: payload of %zu bytes "
-				 "does not fit", (unsigned long long)p->records,
-				 ulen - 8);
+			snprintf(err, errlen,
+				"record %llu: payload of %zu bytes "
+				"does not fit",
+				(unsigned long long)p->records, ulen - 8);
 			return -ENOSPC;
 		}
 		memcpy(buf, udp + 8, ulen - 8);

@@ -24,53 +24,53 @@
 #define EXIT_USAGE 2
 
 static const char usage[] =
-"usage: isthmus-inject --to IP[:PORT] [options] KIND\n"
-"       isthmus-inject --to IP[:PORT] [options] replay FILE.pcap\n"
-"\n"
-"Crafts isthmus messages with lib/wire's encoder and sends them over UDP\n"
-"(or, with --from, over a raw IPv4 socket with a source address of your\n"
-"choice: needs CAP_NET_RAW). For hostile-traffic tests; every field can\n"
-"lie. KIND is one of:\n"
-"  data   DATA of --elems elements, all equal to --value\n"
-"  agg    AGG (same body), bitmap from --bitmap\n"
-"  nack   NACK naming the --range list (sequence numbers, or chunk ids\n"
-"         with --flags chunks); a whole-round NACK storm is e.g.\n"
-"         nack --flags chunks --range 0-4294967295 --count 1000\n"
-"  gone   GONE naming the --range list\n"
-"  round  ROUND with the --round-body fields\n"
-"  tiny   DATA of one element whose chunk id advances by one per packet\n"
-"         from --chunk (fresh ids: slot exhaustion)\n"
-"  replay resend the UDP payloads to --port found in a pcap file\n"
-"\n"
-"Options:\n"
-"  --to IP[:PORT]     destination (required; port 9471)\n"
-"  --from IP[:PORT]   spoofed source address (raw socket; port 9471)\n"
-"  --count N          messages to send (default 1; replay: default all)\n"
-"  --rate PPS         pace at PPS messages per second (default: no pacing)\n"
-"  --job N --round R --chunk C --sender S   header fields (default 1 0 0 0)\n"
-"  --chunk-step K     chunk id advance per message (default 0; tiny: 1)\n"
-"  --seq Q            first seq (default 1)\n"
-"  --seq-step K       seq advance per message (default 1)\n"
-"  --dtype T          int32, fp32 or bf16 (default int32)\n"
-"  --elems N          elements per DATA/AGG (default 358, with --key-file\n"
-"                     354: what fits a 1500-byte MTU with the tag)\n"
-"  --value V          value of every element (default 1)\n"
-"  --bitmap B         bitmap (DATA default: the sender's own bit)\n"
-"  --flags LIST       extra flags: partial,resent,last,chunks\n"
-"  --range A-B        a NACK/GONE range; repeat for more (at most 89)\n"
-"  --round-body S,D,P,CLIQUE,NCHUNKS,ELEMS   ROUND body (ns, ns, ns, hex\n"
-"                     clique bitmap, chunks, elements per chunk)\n"
-"  --port P           replay: destination port to pick from the capture\n"
-"                     (default 9471; 0: any)\n"
-"  --key-file F --dir up|down|wan --owner I [--islands N]\n"
-"                     seal every message as version 2 (lib/auth) with the\n"
-"                     key of (epoch of --round, dir, owner): an insider's\n"
-"                     or a key-thief's packets; N defaults to 64\n"
-"  --help             this text\n"
-"\n"
-"Output: one line,\n"
-"  INJECT kind=K sent=N bytes=B errors=E\n"
-"Exit status: 0 if every message was sent, 1 otherwise, 2 for usage errors.\n";
+	"usage: isthmus-inject --to IP[:PORT] [options] KIND\n"
+	"       isthmus-inject --to IP[:PORT] [options] replay FILE.pcap\n"
+	"\n"
+	"Crafts isthmus messages with lib/wire's encoder and sends them over UDP\n"
+	"(or, with --from, over a raw IPv4 socket with a source address of your\n"
+	"choice: needs CAP_NET_RAW). For hostile-traffic tests; every field can\n"
+	"lie. KIND is one of:\n"
+	"  data   DATA of --elems elements, all equal to --value\n"
+	"  agg    AGG (same body), bitmap from --bitmap\n"
+	"  nack   NACK naming the --range list (sequence numbers, or chunk ids\n"
+	"         with --flags chunks); a whole-round NACK storm is e.g.\n"
+	"         nack --flags chunks --range 0-4294967295 --count 1000\n"
+	"  gone   GONE naming the --range list\n"
+	"  round  ROUND with the --round-body fields\n"
+	"  tiny   DATA of one element whose chunk id advances by one per packet\n"
+	"         from --chunk (fresh ids: slot exhaustion)\n"
+	"  replay resend the UDP payloads to --port found in a pcap file\n"
+	"\n"
+	"Options:\n"
+	"  --to IP[:PORT]     destination (required; port 9471)\n"
+	"  --from IP[:PORT]   spoofed source address (raw socket; port 9471)\n"
+	"  --count N          messages to send (default 1; replay: default all)\n"
+	"  --rate PPS         pace at PPS messages per second (default: no pacing)\n"
+	"  --job N --round R --chunk C --sender S   header fields (default 1 0 0 0)\n"
+	"  --chunk-step K     chunk id advance per message (default 0; tiny: 1)\n"
+	"  --seq Q            first seq (default 1)\n"
+	"  --seq-step K       seq advance per message (default 1)\n"
+	"  --dtype T          int32, fp32 or bf16 (default int32)\n"
+	"  --elems N          elements per DATA/AGG (default 358, with --key-file\n"
+	"                     354: what fits a 1500-byte MTU with the tag)\n"
+	"  --value V          value of every element (default 1)\n"
+	"  --bitmap B         bitmap (DATA default: the sender's own bit)\n"
+	"  --flags LIST       extra flags: partial,resent,last,chunks\n"
+	"  --range A-B        a NACK/GONE range; repeat for more (at most 89)\n"
+	"  --round-body S,D,P,CLIQUE,NCHUNKS,ELEMS   ROUND body (ns, ns, ns, hex\n"
+	"                     clique bitmap, chunks, elements per chunk)\n"
+	"  --port P           replay: destination port to pick from the capture\n"
+	"                     (default 9471; 0: any)\n"
+	"  --key-file F --dir up|down|wan --owner I [--islands N]\n"
+	"                     seal every message as version 2 (lib/auth) with the\n"
+	"                     key of (epoch of --round, dir, owner): an insider's\n"
+	"                     or a key-thief's packets; N defaults to 64\n"
+	"  --help             this text\n"
+	"\n"
+	"Output: one line,\n"
+	"  INJECT kind=K sent=N bytes=B errors=E\n"
+	"Exit status: 0 if every message was sent, 1 otherwise, 2 for usage errors.\n";
 
 static int
 parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -140,9 +140,9 @@ parse_round_body(const char *s, struct isth_wire_round *rb)
 	unsigned long long v[6];
 	char tail;
 
-	if (sscanf(s, "%llu,%llu,%llu,%llx,%llu,%llu%c", &v[0], &v[1], &v[2],
-		   &v[3], &v[4], &v[5], &tail) != 6 || v[4] > UINT32_MAX ||
-	    v[5] > UINT32_MAX)
+	if (sscanf(s, "%llu,%llu,%llu,%llx,%llu,%llu%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+		    &tail) != 6 ||
+		v[4] > UINT32_MAX || v[5] > UINT32_MAX)
 		return -1;
 	rb->start_ns = v[0];
 	rb->deadline_ns = v[1];
@@ -178,28 +178,66 @@ pace(const struct timespec *t0, uint64_t i, uint64_t rate)
 int
 main(int argc, char **argv)
 {
-	enum { O_TO = 256, O_FROM, O_COUNT, O_RATE, O_JOB, O_ROUND, O_CHUNK,
-	       O_SENDER, O_CSTEP, O_SEQ, O_SSTEP, O_DTYPE, O_ELEMS, O_VALUE,
-	       O_BITMAP, O_FLAGS, O_RANGE, O_RBODY, O_PORT, O_KEYS, O_DIR,
-	       O_OWNER, O_ISLANDS, O_HELP };
+	enum {
+		O_TO = 256,
+		O_FROM,
+		O_COUNT,
+		O_RATE,
+		O_JOB,
+		O_ROUND,
+		O_CHUNK,
+		O_SENDER,
+		O_CSTEP,
+		O_SEQ,
+		O_SSTEP,
+		O_DTYPE,
+		O_ELEMS,
+		O_VALUE,
+		O_BITMAP,
+		O_FLAGS,
+		O_RANGE,
+		O_RBODY,
+		O_PORT,
+		O_KEYS,
+		O_DIR,
+		O_OWNER,
+		O_ISLANDS,
+		O_HELP
+	};
 	static const struct option lo[] = {
-		{ "to", 1, NULL, O_TO }, { "from", 1, NULL, O_FROM },
-		{ "count", 1, NULL, O_COUNT }, { "rate", 1, NULL, O_RATE },
-		{ "job", 1, NULL, O_JOB }, { "round", 1, NULL, O_ROUND },
-		{ "chunk", 1, NULL, O_CHUNK }, { "sender", 1, NULL, O_SENDER },
-		{ "chunk-step", 1, NULL, O_CSTEP }, { "seq", 1, NULL, O_SEQ },
-		{ "seq-step", 1, NULL, O_SSTEP }, { "dtype", 1, NULL, O_DTYPE },
-		{ "elems", 1, NULL, O_ELEMS }, { "value", 1, NULL, O_VALUE },
-		{ "bitmap", 1, NULL, O_BITMAP }, { "flags", 1, NULL, O_FLAGS },
-		{ "range", 1, NULL, O_RANGE }, { "round-body", 1, NULL, O_RBODY },
-		{ "port", 1, NULL, O_PORT }, { "key-file", 1, NULL, O_KEYS },
-		{ "dir", 1, NULL, O_DIR }, { "owner", 1, NULL, O_OWNER },
-		{ "islands", 1, NULL, O_ISLANDS }, { "help", 0, NULL, O_HELP },
-		{ NULL, 0, NULL, 0 },
+		{"to", 1, NULL, O_TO},
+		{"from", 1, NULL, O_FROM},
+		{"count", 1, NULL, O_COUNT},
+		{"rate", 1, NULL, O_RATE},
+		{"job", 1, NULL, O_JOB},
+		{"round", 1, NULL, O_ROUND},
+		{"chunk", 1, NULL, O_CHUNK},
+		{"sender", 1, NULL, O_SENDER},
+		{"chunk-step", 1, NULL, O_CSTEP},
+		{"seq", 1, NULL, O_SEQ},
+		{"seq-step", 1, NULL, O_SSTEP},
+		{"dtype", 1, NULL, O_DTYPE},
+		{"elems", 1, NULL, O_ELEMS},
+		{"value", 1, NULL, O_VALUE},
+		{"bitmap", 1, NULL, O_BITMAP},
+		{"flags", 1, NULL, O_FLAGS},
+		{"range", 1, NULL, O_RANGE},
+		{"round-body", 1, NULL, O_RBODY},
+		{"port", 1, NULL, O_PORT},
+		{"key-file", 1, NULL, O_KEYS},
+		{"dir", 1, NULL, O_DIR},
+		{"owner", 1, NULL, O_OWNER},
+		{"islands", 1, NULL, O_ISLANDS},
+		{"help", 0, NULL, O_HELP},
+		{NULL, 0, NULL, 0},
 	};
 	struct inject_spec s = {
-		.job = 1, .seq = 1, .seq_step = 1, .dtype = ISTH_WIRE_DTYPE_INT32,
-		.count = 358, .value = 1,
+		.job = 1,
+		.seq = 1,
+		.seq_step = 1,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.count = 358,
+		.value = 1,
 	};
 	uint32_t to_ip = 0, from_ip = 0;
 	uint16_t to_port = 0, from_port = 0, port = ISTH_WIRE_PORT;
@@ -211,11 +249,11 @@ main(int argc, char **argv)
 	uint32_t islands = ISTH_AUTH_MAX_ISLANDS;
 	struct isth_auth *auth = NULL;
 	struct isth_auth_engine *eng = NULL;
-	struct inject_pcap pc = { 0 };
+	struct inject_pcap pc = {0};
 	static uint8_t frame[65536 + 64];
 	uint8_t *msg = frame + ISTH_INJECT_L2;
 	size_t msg_cap = sizeof(frame) - ISTH_INJECT_L2;
-	struct sockaddr_in dst = { .sin_family = AF_INET };
+	struct sockaddr_in dst = {.sin_family = AF_INET};
 	struct timespec t0;
 	char err[256];
 
@@ -313,7 +351,7 @@ main(int argc, char **argv)
 			char tail;
 
 			if (s.n_ranges >= ISTH_INJECT_MAX_RANGES ||
-			    sscanf(optarg, "%llu-%llu%c", &a, &b, &tail) != 2)
+				sscanf(optarg, "%llu-%llu%c", &a, &b, &tail) != 2)
 				return bad("--range", optarg);
 			s.ranges[s.n_ranges].first = a;
 			s.ranges[s.n_ranges].last = b;
@@ -333,9 +371,10 @@ main(int argc, char **argv)
 			key_file = optarg;
 			break;
 		case O_DIR:
-			dir = strcmp(optarg, "up") == 0 ? ISTH_AUTH_UP :
-			      strcmp(optarg, "down") == 0 ? ISTH_AUTH_DOWN :
-			      strcmp(optarg, "wan") == 0 ? ISTH_AUTH_WAN : 0;
+			dir = strcmp(optarg, "up") == 0       ? ISTH_AUTH_UP
+				: strcmp(optarg, "down") == 0 ? ISTH_AUTH_DOWN
+				: strcmp(optarg, "wan") == 0  ? ISTH_AUTH_WAN
+							      : 0;
 			if (dir == 0)
 				return bad("--dir", optarg);
 			break;
@@ -391,10 +430,10 @@ main(int argc, char **argv)
 	}
 
 	if (key_file != NULL && !have_elems)
-		s.count = 354;	/* 1500 - 20 - 8 - 40 - 16 = 1416 bytes of body */
+		s.count = 354; /* 1500 - 20 - 8 - 40 - 16 = 1416 bytes of body */
 	if (key_file != NULL) {
-		struct isth_auth_conf c = { .key_file = key_file, .job = s.job,
-					    .n_islands = islands };
+		struct isth_auth_conf c = {
+			.key_file = key_file, .job = s.job, .n_islands = islands};
 		int r = isth_auth_create(&c, &auth, err, sizeof(err));
 
 		if (r != 0) {
@@ -402,20 +441,18 @@ main(int argc, char **argv)
 			return 1;
 		}
 		if ((uint32_t)owner >= islands ||
-		    isth_auth_engine_create(auth, ISTH_AUTH_OPENSSL, &eng) != 0) {
-			fprintf(stderr, "isthmus-inject: --owner %d: no key (islands %u)\n",
-				owner, islands);
+			isth_auth_engine_create(auth, ISTH_AUTH_OPENSSL, &eng) != 0) {
+			fprintf(stderr, "isthmus-inject: --owner %d: no key (islands %u)\n", owner,
+				islands);
 			goto out;
 		}
 	}
-	if (pcap_path != NULL &&
-	    inject_pcap_open(&pc, pcap_path, err, sizeof(err)) != 0) {
+	if (pcap_path != NULL && inject_pcap_open(&pc, pcap_path, err, sizeof(err)) != 0) {
 		fprintf(stderr, "isthmus-inject: %s\n", err);
 		goto out;
 	}
 
-	fd = have_from ? socket(AF_INET, SOCK_RAW, IPPROTO_RAW) :
-			 socket(AF_INET, SOCK_DGRAM, 0);
+	fd = have_from ? socket(AF_INET, SOCK_RAW, IPPROTO_RAW) : socket(AF_INET, SOCK_DGRAM, 0);
 	if (fd < 0) {
 		fprintf(stderr, "isthmus-inject: socket: %s%s\n", strerror(errno),
 			have_from ? " (--from needs CAP_NET_RAW)" : "");
@@ -432,11 +469,9 @@ main(int argc, char **argv)
 		if (pcap_path != NULL) {
 			int eof;
 
-			len = inject_pcap_next_udp(&pc, port, msg, msg_cap, &eof,
-						   err, sizeof(err));
+			len = inject_pcap_next_udp(&pc, port, msg, msg_cap, &eof, err, sizeof(err));
 			if (len < 0) {
-				fprintf(stderr, "isthmus-inject: %s: %s\n",
-					pcap_path, err);
+				fprintf(stderr, "isthmus-inject: %s: %s\n", pcap_path, err);
 				break;
 			}
 			if (eof)
@@ -450,31 +485,27 @@ main(int argc, char **argv)
 			}
 		}
 		if (eng != NULL) {
-			len = isth_auth_seal(eng, (enum isth_auth_dir)dir,
-					     (unsigned int)owner, msg, (size_t)len,
-					     msg_cap);
+			len = isth_auth_seal(eng, (enum isth_auth_dir)dir, (unsigned int)owner, msg,
+				(size_t)len, msg_cap);
 			if (len < 0) {
-				fprintf(stderr, "isthmus-inject: seal: %s\n",
-					strerror(-len));
+				fprintf(stderr, "isthmus-inject: seal: %s\n", strerror(-len));
 				break;
 			}
 		}
 		pace(&t0, i, rate);
 		if (have_from) {
-			int f = inject_frame(frame, sizeof(frame), from_ip,
-					     from_port, to_ip, to_port,
-					     (size_t)len);
+			int f = inject_frame(frame, sizeof(frame), from_ip, from_port, to_ip,
+				to_port, (size_t)len);
 
 			if (f < 0) {
 				errors++;
 				continue;
 			}
 			w = sendto(fd, frame + ISTH_WIRE_ETH_HDR_SIZE,
-				   (size_t)f - ISTH_WIRE_ETH_HDR_SIZE, 0,
-				   (struct sockaddr *)&dst, sizeof(dst));
+				(size_t)f - ISTH_WIRE_ETH_HDR_SIZE, 0, (struct sockaddr *)&dst,
+				sizeof(dst));
 		} else {
-			w = sendto(fd, msg, (size_t)len, 0,
-				   (struct sockaddr *)&dst, sizeof(dst));
+			w = sendto(fd, msg, (size_t)len, 0, (struct sockaddr *)&dst, sizeof(dst));
 		}
 		if (w < 0) {
 			errors++;
@@ -485,8 +516,7 @@ main(int argc, char **argv)
 	}
 	close(fd);
 	printf("INJECT kind=%s sent=%" PRIu64 " bytes=%" PRIu64 " errors=%" PRIu64 "\n",
-	       pcap_path != NULL ? "replay" : inject_kind_name(s.kind), sent,
-	       bytes, errors);
+		pcap_path != NULL ? "replay" : inject_kind_name(s.kind), sent, bytes, errors);
 	ret = errors == 0 && (pcap_path != NULL || sent == count) ? 0 : 1;
 out:
 	inject_pcap_close(&pc);

@@ -23,62 +23,62 @@
 #define EXIT_USAGE 2
 
 static const char usage[] =
-"usage: isthmus-island --island ID --islands N --edge IP[:PORT] [options]\n"
-"\n"
-"Plays one island of an isthmus job for R rounds. Each round it waits for\n"
-"the edge's ROUND, sends its tensor as DATA (unless silenced by\n"
-"--stop-after), collects the AGGs (NACKing gaps), and verifies every\n"
-"chunk's aggregate against the exact sum, computed here from the formula\n"
-"below, over the contributors the chunk's bitmap reports.\n"
-"\n"
-"Tensor values, element i of island k in round r (uint32 arithmetic):\n"
-"  int32: (k+1)*1000003 + r*7919 + i*31            (wrapping)\n"
-"  fp32:  (((k+1)*131 + r*17 + i*7) mod 1024 - 512) / 16\n"
-"         sixteenths in [-32, 32): sums of up to 64 islands are exact in\n"
-"         binary32 in any order, so fp32 is checked exactly too.\n"
-"  bf16:  ((k+1)*131 + r*17 + i*7) mod 4 - 2\n"
-"         integers in [-2, 1]: every partial sum of up to 64 is exact in\n"
-"         bf16, so sums are exact whether the edge returns them as fp32\n"
-"         or as bf16 ([agg] bf16_out); results are fp32.\n"
-"\n"
-"Options:\n"
-"  --job N          job id (default 1)\n"
-"  --island ID      this island's id, 0..N-1 (required)\n"
-"  --islands N      islands in the job, 1..64 (required)\n"
-"  --edge IP[:PORT] the edge's access address (required; port 9471)\n"
-"  --bind IP[:PORT] local address the edge sends to (default 0.0.0.0:9471)\n"
-"  --rounds R       rounds to play (default 10)\n"
-"  --dtype T        int32, fp32 or bf16 (default int32)\n"
-"  --elems N        tensor elements; must match the edge's ROUND\n"
-"                   (n_chunks * chunk_elems covers it; default 1024)\n"
-"  --mtu M          IP MTU, sets the chunk size (default 1500: 358 elems)\n"
-"  --timeout S      seconds to wait for each ROUND (default 10)\n"
-"  --overlap K      rounds in flight, 1..3 (default 2): round r+1's DATA\n"
-"                   leaves as soon as its ROUND arrives (the edge paces it\n"
-"                   to its planned offset), whether or not round r has\n"
-"                   ended; late rounds are still collected, in order.\n"
-"                   1: wait for each round's end before the next\n"
-"  --stop-after K   send DATA in the first K rounds taken only, then keep\n"
-"                   receiving and verifying but stay silent: an island\n"
-"                   that died as a sender (peers see partials naming it)\n"
-"  --grace MS       keep collecting AGGs MS ms past the deadline (default 0)\n"
-"  --nack-interval MS  re-NACK a missing AGG at most every MS ms (default 5)\n"
-"  --probe MS       tail-loss probe after MS quiet ms (default 10; 0: off)\n"
-"  --help           this text\n"
-"\n"
-"Output: one line per round\n"
-"  round R clique {..} chunks N complete C partial P missing <who/which>\n"
-"  nacks N resent N ms X tx_ms Y\n"
-"then the summary\n"
-"  ISLAND island= rounds= aggregates= verified= wrong= partial= missing=\n"
-"  nacks= resent= round_ms_mean=\n"
-"aggregates counts chunk results, verified those equal to the exact sum\n"
-"over their bitmap, wrong the others, partial those missing contributors,\n"
-"missing the contributions reported missing. Round time is from the\n"
-"ROUND's start_ns to the end of the round (complete, or the deadline);\n"
-"tx_ms from start_ns to when the DATA was handed to the socket.\n"
-"Exit status: 0 if wrong=0 and every round finished, 1 otherwise, 2 for\n"
-"usage errors.\n";
+	"usage: isthmus-island --island ID --islands N --edge IP[:PORT] [options]\n"
+	"\n"
+	"Plays one island of an isthmus job for R rounds. Each round it waits for\n"
+	"the edge's ROUND, sends its tensor as DATA (unless silenced by\n"
+	"--stop-after), collects the AGGs (NACKing gaps), and verifies every\n"
+	"chunk's aggregate against the exact sum, computed here from the formula\n"
+	"below, over the contributors the chunk's bitmap reports.\n"
+	"\n"
+	"Tensor values, element i of island k in round r (uint32 arithmetic):\n"
+	"  int32: (k+1)*1000003 + r*7919 + i*31            (wrapping)\n"
+	"  fp32:  (((k+1)*131 + r*17 + i*7) mod 1024 - 512) / 16\n"
+	"         sixteenths in [-32, 32): sums of up to 64 islands are exact in\n"
+	"         binary32 in any order, so fp32 is checked exactly too.\n"
+	"  bf16:  ((k+1)*131 + r*17 + i*7) mod 4 - 2\n"
+	"         integers in [-2, 1]: every partial sum of up to 64 is exact in\n"
+	"         bf16, so sums are exact whether the edge returns them as fp32\n"
+	"         or as bf16 ([agg] bf16_out); results are fp32.\n"
+	"\n"
+	"Options:\n"
+	"  --job N          job id (default 1)\n"
+	"  --island ID      this island's id, 0..N-1 (required)\n"
+	"  --islands N      islands in the job, 1..64 (required)\n"
+	"  --edge IP[:PORT] the edge's access address (required; port 9471)\n"
+	"  --bind IP[:PORT] local address the edge sends to (default 0.0.0.0:9471)\n"
+	"  --rounds R       rounds to play (default 10)\n"
+	"  --dtype T        int32, fp32 or bf16 (default int32)\n"
+	"  --elems N        tensor elements; must match the edge's ROUND\n"
+	"                   (n_chunks * chunk_elems covers it; default 1024)\n"
+	"  --mtu M          IP MTU, sets the chunk size (default 1500: 358 elems)\n"
+	"  --timeout S      seconds to wait for each ROUND (default 10)\n"
+	"  --overlap K      rounds in flight, 1..3 (default 2): round r+1's DATA\n"
+	"                   leaves as soon as its ROUND arrives (the edge paces it\n"
+	"                   to its planned offset), whether or not round r has\n"
+	"                   ended; late rounds are still collected, in order.\n"
+	"                   1: wait for each round's end before the next\n"
+	"  --stop-after K   send DATA in the first K rounds taken only, then keep\n"
+	"                   receiving and verifying but stay silent: an island\n"
+	"                   that died as a sender (peers see partials naming it)\n"
+	"  --grace MS       keep collecting AGGs MS ms past the deadline (default 0)\n"
+	"  --nack-interval MS  re-NACK a missing AGG at most every MS ms (default 5)\n"
+	"  --probe MS       tail-loss probe after MS quiet ms (default 10; 0: off)\n"
+	"  --help           this text\n"
+	"\n"
+	"Output: one line per round\n"
+	"  round R clique {..} chunks N complete C partial P missing <who/which>\n"
+	"  nacks N resent N ms X tx_ms Y\n"
+	"then the summary\n"
+	"  ISLAND island= rounds= aggregates= verified= wrong= partial= missing=\n"
+	"  nacks= resent= round_ms_mean=\n"
+	"aggregates counts chunk results, verified those equal to the exact sum\n"
+	"over their bitmap, wrong the others, partial those missing contributors,\n"
+	"missing the contributions reported missing. Round time is from the\n"
+	"ROUND's start_ns to the end of the round (complete, or the deadline);\n"
+	"tx_ms from start_ns to when the DATA was handed to the socket.\n"
+	"Exit status: 0 if wrong=0 and every round finished, 1 otherwise, 2 for\n"
+	"usage errors.\n";
 
 struct opts {
 	uint32_t job;
@@ -91,12 +91,13 @@ struct opts {
 	uint32_t elems;
 	unsigned int mtu;
 	uint64_t timeout_ns;
-	unsigned int overlap;	/* rounds in flight */
-	int64_t stop_after;	/* -1: never */
+	unsigned int overlap; /* rounds in flight */
+	int64_t stop_after; /* -1: never */
 	uint64_t grace_ns, nack_ns, probe_ns;
 };
 
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+static int
+parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -109,7 +110,8 @@ static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-static int parse_addr(const char *s, uint32_t *ip, uint16_t *port)
+static int
+parse_addr(const char *s, uint32_t *ip, uint16_t *port)
 {
 	char host[64];
 	const char *colon = strchr(s, ':');
@@ -132,49 +134,75 @@ static int parse_addr(const char *s, uint32_t *ip, uint16_t *port)
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, struct opts *o)
+static int
+parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{ "job", required_argument, NULL, 'j' },
-		{ "island", required_argument, NULL, 'i' },
-		{ "islands", required_argument, NULL, 'n' },
-		{ "edge", required_argument, NULL, 'e' },
-		{ "bind", required_argument, NULL, 'b' },
-		{ "rounds", required_argument, NULL, 'r' },
-		{ "dtype", required_argument, NULL, 'd' },
-		{ "elems", required_argument, NULL, 'E' },
-		{ "mtu", required_argument, NULL, 'm' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "stop-after", required_argument, NULL, 's' },
-		{ "grace", required_argument, NULL, 'g' },
-		{ "nack-interval", required_argument, NULL, 'k' },
-		{ "probe", required_argument, NULL, 'p' },
-		{ "overlap", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"job", required_argument, NULL, 'j'},
+		{"island", required_argument, NULL, 'i'},
+		{"islands", required_argument, NULL, 'n'},
+		{"edge", required_argument, NULL, 'e'},
+		{"bind", required_argument, NULL, 'b'},
+		{"rounds", required_argument, NULL, 'r'},
+		{"dtype", required_argument, NULL, 'd'},
+		{"elems", required_argument, NULL, 'E'},
+		{"mtu", required_argument, NULL, 'm'},
+		{"timeout", required_argument, NULL, 't'},
+		{"stop-after", required_argument, NULL, 's'},
+		{"grace", required_argument, NULL, 'g'},
+		{"nack-interval", required_argument, NULL, 'k'},
+		{"probe", required_argument, NULL, 'p'},
+		{"overlap", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	bool have_edge = false;
 	int c, li = 0;
 	uint64_t v;
 
 	*o = (struct opts){
-		.job = 1, .island = -1, .edge_port = ISTH_WIRE_PORT,
-		.bind_port = ISTH_WIRE_PORT, .rounds = 10,
-		.dtype = ISTH_WIRE_DTYPE_INT32, .elems = 1024, .mtu = 1500,
-		.timeout_ns = 10000000000ull, .stop_after = -1, .overlap = 2,
-		.nack_ns = 5000000ull, .probe_ns = 10000000ull,
+		.job = 1,
+		.island = -1,
+		.edge_port = ISTH_WIRE_PORT,
+		.bind_port = ISTH_WIRE_PORT,
+		.rounds = 10,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.elems = 1024,
+		.mtu = 1500,
+		.timeout_ns = 10000000000ull,
+		.stop_after = -1,
+		.overlap = 2,
+		.nack_ns = 5000000ull,
+		.probe_ns = 10000000ull,
 	};
 	while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
 		const char *a = optarg;
 		int bad = 0;
 
 		switch (c) {
-		case 'j': bad = parse_u64(a, 0, UINT32_MAX, &v); o->job = (uint32_t)v; break;
-		case 'i': bad = parse_u64(a, 0, 63, &v); o->island = (int)v; break;
-		case 'n': bad = parse_u64(a, 1, 64, &v); o->n_islands = (uint32_t)v; break;
-		case 'e': bad = parse_addr(a, &o->edge_ip, &o->edge_port); have_edge = true; break;
-		case 'b': bad = parse_addr(a, &o->bind_ip, &o->bind_port); break;
-		case 'r': bad = parse_u64(a, 1, UINT32_MAX, &v); o->rounds = (uint32_t)v; break;
+		case 'j':
+			bad = parse_u64(a, 0, UINT32_MAX, &v);
+			o->job = (uint32_t)v;
+			break;
+		case 'i':
+			bad = parse_u64(a, 0, 63, &v);
+			o->island = (int)v;
+			break;
+		case 'n':
+			bad = parse_u64(a, 1, 64, &v);
+			o->n_islands = (uint32_t)v;
+			break;
+		case 'e':
+			bad = parse_addr(a, &o->edge_ip, &o->edge_port);
+			have_edge = true;
+			break;
+		case 'b':
+			bad = parse_addr(a, &o->bind_ip, &o->bind_port);
+			break;
+		case 'r':
+			bad = parse_u64(a, 1, UINT32_MAX, &v);
+			o->rounds = (uint32_t)v;
+			break;
 		case 'd':
 			if (strcmp(a, "int32") == 0)
 				o->dtype = ISTH_WIRE_DTYPE_INT32;
@@ -185,12 +213,30 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			else
 				bad = 1;
 			break;
-		case 'E': bad = parse_u64(a, 1, UINT32_MAX / 4, &v); o->elems = (uint32_t)v; break;
-		case 'm': bad = parse_u64(a, 72, 65535, &v); o->mtu = (unsigned int)v; break;
-		case 't': bad = parse_u64(a, 1, 86400, &v); o->timeout_ns = v * 1000000000ull; break;
-		case 's': bad = parse_u64(a, 0, UINT32_MAX, &v); o->stop_after = (int64_t)v; break;
-		case 'g': bad = parse_u64(a, 0, 3600000, &v); o->grace_ns = v * 1000000ull; break;
-		case 'k': bad = parse_u64(a, 1, 60000, &v); o->nack_ns = v * 1000000ull; break;
+		case 'E':
+			bad = parse_u64(a, 1, UINT32_MAX / 4, &v);
+			o->elems = (uint32_t)v;
+			break;
+		case 'm':
+			bad = parse_u64(a, 72, 65535, &v);
+			o->mtu = (unsigned int)v;
+			break;
+		case 't':
+			bad = parse_u64(a, 1, 86400, &v);
+			o->timeout_ns = v * 1000000000ull;
+			break;
+		case 's':
+			bad = parse_u64(a, 0, UINT32_MAX, &v);
+			o->stop_after = (int64_t)v;
+			break;
+		case 'g':
+			bad = parse_u64(a, 0, 3600000, &v);
+			o->grace_ns = v * 1000000ull;
+			break;
+		case 'k':
+			bad = parse_u64(a, 1, 60000, &v);
+			o->nack_ns = v * 1000000ull;
+			break;
 		case 'o':
 			bad = parse_u64(a, 1, ISTH_ISLAND_ROUNDS - 1, &v);
 			o->overlap = (unsigned int)v;
@@ -207,8 +253,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			return -EINVAL;
 		}
 		if (bad) {
-			fprintf(stderr, "isthmus-island: bad value for --%s: '%s'\n",
-				lo[li].name, a);
+			fprintf(stderr, "isthmus-island: bad value for --%s: '%s'\n", lo[li].name,
+				a);
 			return -EINVAL;
 		}
 	}
@@ -217,7 +263,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		return -EINVAL;
 	}
 	if (o->island < 0 || o->n_islands == 0 || !have_edge) {
-		fprintf(stderr, "isthmus-island: --island, --islands and --edge are required (see --help)\n");
+		fprintf(stderr,
+			"isthmus-island: --island, --islands and --edge are required (see "
+			"--help)\n");
 		return -EINVAL;
 	}
 	if ((uint32_t)o->island >= o->n_islands) {
@@ -228,26 +276,30 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-static uint32_t val_i32(unsigned int k, uint32_t r, uint32_t i)
+static uint32_t
+val_i32(unsigned int k, uint32_t r, uint32_t i)
 {
 	return (uint32_t)(k + 1) * 1000003u + r * 7919u + i * 31u;
 }
 
 /* In sixteenths, so that references are summed exactly as integers. */
-static int val_f32_16(unsigned int k, uint32_t r, uint32_t i)
+static int
+val_f32_16(unsigned int k, uint32_t r, uint32_t i)
 {
 	return (int)(((uint32_t)(k + 1) * 131u + r * 17u + i * 7u) % 1024u) - 512;
 }
 
 /* Small integers: every partial sum of up to 64 is exact in bf16. */
-static int val_bf16(unsigned int k, uint32_t r, uint32_t i)
+static int
+val_bf16(unsigned int k, uint32_t r, uint32_t i)
 {
 	return (int)(((uint32_t)(k + 1) * 131u + r * 17u + i * 7u) % 4u) - 2;
 }
 
 /* bf16 tensors are handed over as fp32; the library rounds them (here
  * exactly) to bf16 on the wire. */
-static void make_tensor(const struct opts *o, uint32_t r, void *t)
+static void
+make_tensor(const struct opts *o, uint32_t r, void *t)
 {
 	unsigned int k = (unsigned int)o->island;
 	uint32_t i;
@@ -263,8 +315,9 @@ static void make_tensor(const struct opts *o, uint32_t r, void *t)
 }
 
 /* Is every element of chunk @c the exact sum over @set? */
-static bool chunk_ok(const struct opts *o, uint32_t r, const void *out,
-		     uint32_t first, uint32_t count, uint64_t set)
+static bool
+chunk_ok(const struct opts *o, uint32_t r, const void *out, uint32_t first, uint32_t count,
+	uint64_t set)
 {
 	uint32_t i;
 
@@ -293,7 +346,8 @@ static bool chunk_ok(const struct opts *o, uint32_t r, const void *out,
 	return true;
 }
 
-static void set_str(uint64_t set, char *buf, size_t size)
+static void
+set_str(uint64_t set, char *buf, size_t size)
 {
 	size_t off = 0;
 	unsigned int k;
@@ -301,8 +355,8 @@ static void set_str(uint64_t set, char *buf, size_t size)
 	off += (size_t)snprintf(buf, size, "{");
 	for (k = 0; k < 64 && off < size; k++)
 		if (set & (UINT64_C(1) << k))
-			off += (size_t)snprintf(buf + off, size - off, "%s%u",
-						off > 1 ? "," : "", k);
+			off += (size_t)snprintf(
+				buf + off, size - off, "%s%u", off > 1 ? "," : "", k);
 	if (off < size)
 		snprintf(buf + off, size - off, "}");
 }
@@ -310,8 +364,8 @@ static void set_str(uint64_t set, char *buf, size_t size)
 /* A round taken (its ROUND arrived) and not yet collected. */
 struct flight {
 	struct isth_island_round ri;
-	struct isth_island_stats st0;	/* counters when it was taken */
-	double tx_ms;			/* DATA handed over, from start_ns */
+	struct isth_island_stats st0; /* counters when it was taken */
+	double tx_ms; /* DATA handed over, from start_ns */
 	bool sent;
 };
 
@@ -326,7 +380,8 @@ struct run {
 	uint32_t played;
 };
 
-static uint64_t realtime_ns(void)
+static uint64_t
+realtime_ns(void)
 {
 	struct timespec ts;
 
@@ -336,7 +391,8 @@ static uint64_t realtime_ns(void)
 
 /* Take the result of an ended round, verify it and print its line.
  * Returns false on an error that ends the run. */
-static bool collect(struct run *u, const struct flight *f)
+static bool
+collect(struct run *u, const struct flight *f)
 {
 	const struct isth_island_round *ri = &f->ri;
 	struct isth_island_result res;
@@ -346,23 +402,24 @@ static bool collect(struct run *u, const struct flight *f)
 	double ms;
 	int rc;
 
-	rc = isth_island_result(u->s, ri->round, u->out, (size_t)u->o.elems * 4,
-				u->ch, u->n_chunks, &res, u->o.timeout_ns);
+	rc = isth_island_result(u->s, ri->round, u->out, (size_t)u->o.elems * 4, u->ch, u->n_chunks,
+		&res, u->o.timeout_ns);
 	if (rc < 0 && rc != -ETIMEDOUT) {
-		fprintf(stderr, "isthmus-island: round %u: result: %s\n",
-			ri->round, strerror(-rc));
+		fprintf(stderr, "isthmus-island: round %u: result: %s\n", ri->round, strerror(-rc));
 		return false;
 	}
 	isth_island_stats(u->s, &st);
 	for (c = 0; c < u->n_chunks; c++) {
 		u->aggregates++;
-		if (chunk_ok(&u->o, ri->round, u->out, c * u->ce, u->ch[c].count,
-			     u->ch[c].bitmap)) {
+		if (chunk_ok(
+			    &u->o, ri->round, u->out, c * u->ce, u->ch[c].count, u->ch[c].bitmap)) {
 			u->verified++;
 			ok++;
 		} else {
 			u->wrong++;
-			fprintf(stderr, "isthmus-island: round %u chunk %u: WRONG sum for bitmap 0x%" PRIx64 "\n",
+			fprintf(stderr,
+				"isthmus-island: round %u chunk %u: WRONG sum for bitmap 0x%" PRIx64
+				"\n",
 				ri->round, c, u->ch[c].bitmap);
 		}
 	}
@@ -375,10 +432,9 @@ static bool collect(struct run *u, const struct flight *f)
 	isth_island_missing_str(u->ch, u->n_chunks, miss, sizeof(miss));
 	printf("round %u clique %s chunks %u complete %u partial %u missing %s "
 	       "verified %u nacks %" PRIu64 " resent %" PRIu64 " ms %.3f tx_ms %.3f%s\n",
-	       ri->round, clique, u->n_chunks, res.complete, res.partial,
-	       res.partial ? miss : "-", ok,
-	       st.nacks_sent - f->st0.nacks_sent, st.resent - f->st0.resent, ms,
-	       f->tx_ms, res.self_sent ? "" : " (silent)");
+		ri->round, clique, u->n_chunks, res.complete, res.partial, res.partial ? miss : "-",
+		ok, st.nacks_sent - f->st0.nacks_sent, st.resent - f->st0.resent, ms, f->tx_ms,
+		res.self_sent ? "" : " (silent)");
 	fflush(stdout);
 	return true;
 }
@@ -387,7 +443,8 @@ static bool collect(struct run *u, const struct flight *f)
  * next ROUND. */
 #define SLICE_NS 2000000ull
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	struct flight fl[ISTH_ISLAND_ROUNDS];
 	struct isth_island_stats st;
@@ -402,24 +459,29 @@ int main(int argc, char **argv)
 	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
 	 * (we were left to init before the prctl): leave. */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
-	    (getenv("ISTH_TESTBED") != NULL && getppid() == 1))
+		(getenv("ISTH_TESTBED") != NULL && getppid() == 1))
 		return 1;
 	memset(&u, 0, sizeof(u));
 	if (parse_args(argc, argv, &u.o) < 0)
 		return EXIT_USAGE;
 	conf = (struct isth_island_conf){
-		.job = u.o.job, .island = (uint8_t)u.o.island,
+		.job = u.o.job,
+		.island = (uint8_t)u.o.island,
 		.n_islands = u.o.n_islands,
-		.edge_ip = u.o.edge_ip, .edge_port = u.o.edge_port,
-		.bind_ip = u.o.bind_ip, .bind_port = u.o.bind_port,
-		.mtu = u.o.mtu, .elems = u.o.elems, .dtype = u.o.dtype,
-		.nack_interval_ns = u.o.nack_ns, .probe_ns = u.o.probe_ns,
+		.edge_ip = u.o.edge_ip,
+		.edge_port = u.o.edge_port,
+		.bind_ip = u.o.bind_ip,
+		.bind_port = u.o.bind_port,
+		.mtu = u.o.mtu,
+		.elems = u.o.elems,
+		.dtype = u.o.dtype,
+		.nack_interval_ns = u.o.nack_ns,
+		.probe_ns = u.o.probe_ns,
 		.grace_ns = u.o.grace_ns,
 	};
 	u.s = isth_island_open(&conf);
 	if (u.s == NULL) {
-		fprintf(stderr, "isthmus-island: cannot open the session: %s\n",
-			strerror(errno));
+		fprintf(stderr, "isthmus-island: cannot open the session: %s\n", strerror(errno));
 		return EXIT_FAILURE;
 	}
 	u.n_chunks = isth_island_n_chunks(u.s);
@@ -431,9 +493,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "isthmus-island: out of memory\n");
 		return EXIT_FAILURE;
 	}
-	printf("isthmus-island: island %d of %u, job %u, %s x %u = %u chunks of %u, %u rounds, overlap %u\n",
-	       u.o.island, u.o.n_islands, u.o.job, isth_wire_dtype_name(u.o.dtype),
-	       u.o.elems, u.n_chunks, u.ce, u.o.rounds, u.o.overlap);
+	printf("isthmus-island: island %d of %u, job %u, %s x %u = %u chunks of %u, %u rounds, "
+	       "overlap %u\n",
+		u.o.island, u.o.n_islands, u.o.job, isth_wire_dtype_name(u.o.dtype), u.o.elems,
+		u.n_chunks, u.ce, u.o.rounds, u.o.overlap);
 	fflush(stdout);
 
 	/*
@@ -445,14 +508,16 @@ int main(int argc, char **argv)
 	while (u.played < u.o.rounds) {
 		if (taken < u.o.rounds && nfl < u.o.overlap) {
 			struct flight *f = &fl[nfl];
-			int rc = isth_island_wait_round(u.s, nfl ? SLICE_NS : u.o.timeout_ns,
-							&f->ri);
+			int rc = isth_island_wait_round(
+				u.s, nfl ? SLICE_NS : u.o.timeout_ns, &f->ri);
 
 			if (rc == -EPROTO) {
-				fprintf(stderr, "isthmus-island: round %u: ROUND has %u chunks of %u elements, "
+				fprintf(stderr,
+					"isthmus-island: round %u: ROUND has %u chunks of %u "
+					"elements, "
 					"this island %u of %u (check --elems and --mtu)\n",
-					f->ri.round, f->ri.n_chunks, f->ri.chunk_elems,
-					u.n_chunks, u.ce);
+					f->ri.round, f->ri.n_chunks, f->ri.chunk_elems, u.n_chunks,
+					u.ce);
 				failed = true;
 				break;
 			}
@@ -464,19 +529,23 @@ int main(int argc, char **argv)
 					uint64_t t;
 
 					make_tensor(&u.o, f->ri.round, tensor);
-					rc = isth_island_send(u.s, f->ri.round, tensor,
-							      (size_t)u.o.elems * 4);
+					rc = isth_island_send(
+						u.s, f->ri.round, tensor, (size_t)u.o.elems * 4);
 					if (rc < 0)
-						fprintf(stderr, "isthmus-island: round %u: send: %s\n",
+						fprintf(stderr,
+							"isthmus-island: round %u: send: %s\n",
 							f->ri.round, strerror(-rc));
 					t = realtime_ns();
-					f->tx_ms = t > f->ri.start_ns ?
-						   (double)(t - f->ri.start_ns) / 1e6 : 0.0;
+					f->tx_ms = t > f->ri.start_ns
+						? (double)(t - f->ri.start_ns) / 1e6
+						: 0.0;
 				}
 				taken++;
 				nfl++;
 			} else if (nfl == 0) {
-				fprintf(stderr, "isthmus-island: no ROUND within %" PRIu64 " s after %u rounds\n",
+				fprintf(stderr,
+					"isthmus-island: no ROUND within %" PRIu64
+					" s after %u rounds\n",
 					(uint64_t)(u.o.timeout_ns / 1000000000ull), u.played);
 				failed = true;
 				break;
@@ -486,14 +555,13 @@ int main(int argc, char **argv)
 		 * else to wait for. */
 		while (nfl) {
 			bool more = taken < u.o.rounds && nfl < u.o.overlap;
-			int rc = isth_island_ready(u.s, fl[0].ri.round,
-						   more ? 0 : SLICE_NS);
+			int rc = isth_island_ready(u.s, fl[0].ri.round, more ? 0 : SLICE_NS);
 
 			if (rc == -EAGAIN)
 				break;
 			if (rc < 0 && rc != -ESTALE) {
-				fprintf(stderr, "isthmus-island: round %u: %s\n",
-					fl[0].ri.round, strerror(-rc));
+				fprintf(stderr, "isthmus-island: round %u: %s\n", fl[0].ri.round,
+					strerror(-rc));
 				failed = true;
 				break;
 			}
@@ -518,11 +586,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "isthmus-island: dropped %" PRIu64 " packets: %s\n",
 				st.drop[i], isth_island_drop_name(i));
 	printf("ISLAND island=%d rounds=%u aggregates=%" PRIu64 " verified=%" PRIu64
-	       " wrong=%" PRIu64 " partial=%" PRIu64 " missing=%" PRIu64
-	       " nacks=%" PRIu64 " resent=%" PRIu64 " round_ms_mean=%.3f\n",
-	       u.o.island, u.played, u.aggregates, u.verified, u.wrong, u.partial,
-	       u.missing, st.nacks_sent, st.resent,
-	       u.played ? u.ms_sum / u.played : 0.0);
+	       " wrong=%" PRIu64 " partial=%" PRIu64 " missing=%" PRIu64 " nacks=%" PRIu64
+	       " resent=%" PRIu64 " round_ms_mean=%.3f\n",
+		u.o.island, u.played, u.aggregates, u.verified, u.wrong, u.partial, u.missing,
+		st.nacks_sent, st.resent, u.played ? u.ms_sum / u.played : 0.0);
 	fflush(stdout);
 	isth_island_close(u.s);
 	free(tensor);

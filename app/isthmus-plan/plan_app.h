@@ -9,15 +9,15 @@ struct row {
 	const char *name;
 	double memory;
 	int feasible;
-	int untrusted;                  /* a round hit the cut cap: never a winner */
+	int untrusted; /* a round hit the cut cap: never a winner */
 	double T, Af, Aa, obj;
 	char binding[160];
-	struct isth_plan_sched *s;      /* owned by the row */
-	struct isth_plan_result *res;   /* owned by the row */
+	struct isth_plan_sched *s; /* owned by the row */
+	struct isth_plan_result *res; /* owned by the row */
 };
 
 /* Write PNGs into dir; returns 0 or a negative errno, message in err. */
 int plot_all(const char *dir, const struct isth_topo *t, const struct isth_plan_params *p,
-	     struct row *rows, int nrows, const int *winners, int nwinners, char *err, size_t errlen);
+	struct row *rows, int nrows, const int *winners, int nwinners, char *err, size_t errlen);
 
 #endif

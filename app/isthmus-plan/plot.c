@@ -35,7 +35,7 @@ mem_tag(double m, char *buf, size_t len)
 
 int
 plot_all(const char *dir, const struct isth_topo *t, const struct isth_plan_params *p,
-	 struct row *rows, int nrows, const int *winners, int nwinners, char *err, size_t errlen)
+	struct row *rows, int nrows, const int *winners, int nwinners, char *err, size_t errlen)
 {
 	FILE *gp, *f;
 	int i, k, w, n = isth_topo_n(t), first = 1;
@@ -69,8 +69,9 @@ plot_all(const char *dir, const struct isth_topo *t, const struct isth_plan_para
 				if (rows[i].s == NULL)
 					memset(S[i][k], 0, sizeof(S[i][k]));
 				else
-					isth_plan_survival(rows[i].s, k ? ISTH_PLAN_SURV_AVG : ISTH_PLAN_SURV_FLOOD,
-							   S[i][k], KMAX);
+					isth_plan_survival(rows[i].s,
+						k ? ISTH_PLAN_SURV_AVG : ISTH_PLAN_SURV_FLOOD,
+						S[i][k], KMAX);
 			}
 		for (k = 0; k < KMAX; k++) {
 			fprintf(f, "%d", k);
@@ -80,18 +81,23 @@ plot_all(const char *dir, const struct isth_topo *t, const struct isth_plan_para
 		}
 		fclose(f);
 		fprintf(gp, "set output '%s/survival.png'\n", dir);
-		fprintf(gp, "set multiplot layout 1,2 title 'Survival curves (mean over origins and phases)'\n");
+		fprintf(gp,
+			"set multiplot layout 1,2 title 'Survival curves (mean over origins and "
+			"phases)'\n");
 		fprintf(gp, "set xlabel 'rounds k'\nset grid\nset key top right\n");
-		fprintf(gp, "set title 'flooding S(k)'\nset ylabel 'fraction not yet reached'\nset yrange [0:1.05]\n");
+		fprintf(gp,
+			"set title 'flooding S(k)'\nset ylabel 'fraction not yet reached'\nset "
+			"yrange [0:1.05]\n");
 		fprintf(gp, "plot ");
 		for (i = 0; i < ns; i++)
-			fprintf(gp, "%s'%s/survival.dat' using 1:%d with linespoints title '%s'", i ? ", " : "",
-				dir, 2 + 2 * i, rows[i].name);
-		fprintf(gp, "\nset title 'averaging (||Phi(k)||_F^2-1)/(n-1)'\nset logscale y\n"
-			    "set yrange [1e-6:1.5]\nset ylabel 'disagreement'\nplot ");
+			fprintf(gp, "%s'%s/survival.dat' using 1:%d with linespoints title '%s'",
+				i ? ", " : "", dir, 2 + 2 * i, rows[i].name);
+		fprintf(gp,
+			"\nset title 'averaging (||Phi(k)||_F^2-1)/(n-1)'\nset logscale y\n"
+			"set yrange [1e-6:1.5]\nset ylabel 'disagreement'\nplot ");
 		for (i = 0; i < ns; i++)
-			fprintf(gp, "%s'%s/survival.dat' using 1:%d with linespoints title '%s'", i ? ", " : "",
-				dir, 3 + 2 * i, rows[i].name);
+			fprintf(gp, "%s'%s/survival.dat' using 1:%d with linespoints title '%s'",
+				i ? ", " : "", dir, 3 + 2 * i, rows[i].name);
 		fprintf(gp, "\nunset logscale y\nunset multiplot\nset autoscale y\n");
 	}
 
@@ -126,28 +132,41 @@ plot_all(const char *dir, const struct isth_topo *t, const struct isth_plan_para
 				o = isth_plan_result_offset(R->res, 0, j);
 				d = isth_plan_result_duration(R->res, 0, j);
 				y = i + (np > 1 ? -0.3 + 0.6 * q / (np - 1) : 0);
-				fprintf(f, "%.4f %.6f %.6f %s %s\n", y, o + isth_topo_latency(t, j, i), d,
-					isth_topo_name(t, j), isth_topo_name(t, i));
+				fprintf(f, "%.4f %.6f %.6f %s %s\n", y,
+					o + isth_topo_latency(t, j, i), d, isth_topo_name(t, j),
+					isth_topo_name(t, i));
 				q++;
 				line++;
 			}
 		}
 		fclose(f);
 		fprintf(gp, "set output '%s/timeline-%s-M%s.png'\n", dir, R->name, tag);
-		fprintf(gp, "set title 'Round 0 of %s, M = %s B: arrival of each contributor at each receiver "
-			    "(T = %.1f ms)'\n", R->name, tag, T);
-		fprintf(gp, "set xlabel 'ms since round start'\nset ylabel 'receiver'\nunset key\nset grid\n");
+		fprintf(gp,
+			"set title 'Round 0 of %s, M = %s B: arrival of each contributor at each "
+			"receiver "
+			"(T = %.1f ms)'\n",
+			R->name, tag, T);
+		fprintf(gp,
+			"set xlabel 'ms since round start'\nset ylabel 'receiver'\nunset key\nset "
+			"grid\n");
 		fprintf(gp, "set ytics (");
 		for (i = 0; i < n; i++)
 			fprintf(gp, "%s'%s' %d", i ? ", " : "", isth_topo_name(t, i), i);
 		fprintf(gp, ")\nset yrange [-0.7:%d.7]\nset xrange [0:%.3f]\n", n - 1, T * 1.02);
-		fprintf(gp, "set arrow 1 from %.3f, graph 0 to %.3f, graph 1 nohead dt 2 lc rgb 'red'\n", T, T);
+		fprintf(gp,
+			"set arrow 1 from %.3f, graph 0 to %.3f, graph 1 nohead dt 2 lc rgb "
+			"'red'\n",
+			T, T);
 		if (line > 0)
-			fprintf(gp, "plot '%s/%s' using 2:1:($2):($2+$3):($1-0.04):($1+0.04) with boxxyerror "
-				    "fs solid 0.6, '' using ($2+$3/2):1:4 with labels font ',8'\n", dir, name);
+			fprintf(gp,
+				"plot '%s/%s' using 2:1:($2):($2+$3):($1-0.04):($1+0.04) with "
+				"boxxyerror "
+				"fs solid 0.6, '' using ($2+$3/2):1:4 with labels font ',8'\n",
+				dir, name);
 		else
 			fprintf(gp, "plot 0 notitle\n");
-		fprintf(gp, "unset arrow 1\nset autoscale x\nset autoscale y\nset ytics autofreq\n");
+		fprintf(gp,
+			"unset arrow 1\nset autoscale x\nset autoscale y\nset ytics autofreq\n");
 
 		snprintf(name, sizeof(name), "memory-%s-M%s.dat", R->name, tag);
 		f = open_in(dir, name, err, errlen);
@@ -165,20 +184,26 @@ plot_all(const char *dir, const struct isth_topo *t, const struct isth_plan_para
 			fprintf(f, "%.4f", tau);
 			for (i = 0; i < n; i++)
 				fprintf(f, " %.6f",
-					isth_plan_result_occupancy(R->res, t, R->s, 0, i, tau) / 1e6);
+					isth_plan_result_occupancy(R->res, t, R->s, 0, i, tau) /
+						1e6);
 			fprintf(f, "\n");
 		}
 		fclose(f);
 		fprintf(gp, "set output '%s/memory-%s-M%s.png'\n", dir, R->name, tag);
-		fprintf(gp, "set title 'Aggregation memory occupancy per receiver edge, round 0 of %s "
-			    "(limit M = %s B)'\n", R->name, tag);
-		fprintf(gp, "set xlabel 'ms since round start'\nset ylabel 'MB held'\nset key outside right\n"
-			    "set yrange [0:*]\nplot ");
+		fprintf(gp,
+			"set title 'Aggregation memory occupancy per receiver edge, round 0 of %s "
+			"(limit M = %s B)'\n",
+			R->name, tag);
+		fprintf(gp,
+			"set xlabel 'ms since round start'\nset ylabel 'MB held'\nset key outside "
+			"right\n"
+			"set yrange [0:*]\nplot ");
 		for (i = 0; i < n; i++)
-			fprintf(gp, "%s'%s/%s' using 1:%d with lines lw 2 title '%s'", i ? ", " : "", dir, name,
-				2 + i, isth_topo_name(t, i));
+			fprintf(gp, "%s'%s/%s' using 1:%d with lines lw 2 title '%s'",
+				i ? ", " : "", dir, name, 2 + i, isth_topo_name(t, i));
 		if (R->memory > 0 && R->memory < p->payload_bytes)
-			fprintf(gp, ", %.6f with lines dt 2 lc rgb 'red' title 'M'", R->memory / 1e6);
+			fprintf(gp, ", %.6f with lines dt 2 lc rgb 'red' title 'M'",
+				R->memory / 1e6);
 		fprintf(gp, "\nset autoscale y\n");
 		first = 0;
 	}

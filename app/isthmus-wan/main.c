@@ -43,111 +43,153 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-"Usage: isthmus-wan [EAL options] -- --sites FILE --links FILE --site-map FILE [options]\n"
-"\n"
-"User-space WAN emulator: one DPDK port per site; IPv4 packets are routed over\n"
-"the topology's physical links on the planner's shortest-latency paths and\n"
-"delayed on every link by propagation + serialisation + queueing (a FIFO per\n"
-"directed link at the link's capacity, tail drop). Multicast is replicated at\n"
-"the branch points of the source's shortest-path tree. See doc/wan.md.\n"
-"\n"
-"Topology and addressing:\n"
-"  --sites FILE          planner sites CSV (site,region[,city])\n"
-"  --links FILE          planner links CSV (a,b,one_way_ms,capacity_gbps[,source])\n"
-"  --site-map FILE       one line per site with a port:\n"
-"                          SITE port=DEV mac=EDGE_MAC|learn net=A.B.C.D/LEN [net=...]\n"
-"                               [gw_mac=MAC] [gw=A.B.C.D]\n"
-"                        DEV is a DPDK port name (net_ring0) or id. Packets to an\n"
-"                        address in SITE's nets leave on DEV with destination\n"
-"                        EDGE_MAC (or the source MAC last received there: learn)\n"
-"                        and source gw_mac (default: the port's MAC). ARP requests\n"
-"                        for any address outside SITE's nets, or for gw, are\n"
-"                        answered with gw_mac. Sites without a line are transit only.\n"
-"  --groups FILE         multicast group table, one line per group:\n"
-"                          GROUP_IP SITE [SITE...]    ('*': every site with a port)\n"
-"                        a packet to GROUP_IP reaches every member but its source.\n"
-"\n"
-"Model:\n"
-"  --scale K             divide every capacity by K (100 Gbps -> 100 Mbps at 1000);\n"
-"                        latencies stay real. Default 1\n"
-"  --queue-ms D          tail-drop limit per directed link in time: D ms at the\n"
-"                        link's (scaled) capacity, at least 16 full frames.\n"
-"                        Default 100 (125 KB at 10 Mbit/s): a queue sized in bytes\n"
-"                        is seconds of delay at a scaled capacity (bufferbloat)\n"
-"  --queue-bytes B       tail-drop limit per directed link in bytes (K/M/G/Ki/Mi\n"
-"                        suffixes), instead of --queue-ms\n"
-"  --decrement-ttl       decrement the IPv4 TTL on each link, drop at 0 (counted\n"
-"                        'ttl'). Off by default: senders' multicast TTL is often 1\n"
-"\n"
-"Impairments (seeded: same seed and same packets => same decisions):\n"
-"  --seed S              PRNG seed (default 1); each directed link has its own stream\n"
-"  --loss P              random loss probability on every link\n"
-"  --ge P/R/LB[/LG]      Gilbert-Elliott bursty loss on every link: P(good->bad),\n"
-"                        P(bad->good), loss in bad [, loss in good] per packet\n"
-"  --dup P               duplication probability\n"
-"  --reorder P           probability of an extra --reorder-ms delay (reorders)\n"
-"  --reorder-ms D        extra delay of reordered packets (default 1 ms)\n"
-"  --corrupt P           probability of flipping one byte after the IPv4 header\n"
-"  --jitter-ms J         extra delay uniform in [0, J] ms; never reorders\n"
-"  --impair SPEC         per link: [LINK:]key=value[,key=value...], LINK is A->B\n"
-"                        (one direction) or A-B (both); keys loss, ge, dup, reorder,\n"
-"                        reorder-ms, corrupt, jitter-ms, queue-bytes. Repeatable;\n"
-"                        these and the global options apply in command-line order.\n"
-"                        e.g. --impair NYC-LON:loss=0.01,jitter-ms=0.5\n"
-"\n"
-"Running:\n"
-"  --mbufs N             packet pool size (default 32767)\n"
-"  --lane-entries N      packets in flight per link lane, a power of two (default 16384)\n"
-"  --idle-polls N        empty polls before sleeping (default 256; 0: never sleep)\n"
-"  --idle-us U           longest idle sleep, cut short by the next due packet (default 50)\n"
-"  --stats-interval S    print the counters every S seconds (default 0: only at exit)\n"
-"  --print-routes        print links, unicast routes and multicast trees at start\n"
-"  --help                this text\n"
-"\n"
-"Counters per link (pkts, bytes, queue_hw_bytes, queue_full, loss, ttl, ring_full,\n"
-"nombuf, corrupted, duplicated, reordered) and per port (rx/tx, not_ipv4, bad_ipv4,\n"
-"no_route, no_group, same_site, link_local, no_mac, tx_full, nombuf, arp_replies,\n"
-"arp_ignored) are printed at exit and served by DPDK telemetry as\n"
-"/isthmus_wan/links [LINK] and /isthmus_wan/ports (dpdk-telemetry.py).\n"
-"\n"
-"Example (two sites on ring ports):\n"
-"  isthmus-wan --no-huge -m 256 --no-pci --vdev=net_ring0 --vdev=net_ring1 -- \\\n"
-"      --sites conf/topologies/six-site-sites.csv --links conf/topologies/six-site-links.csv \\\n"
-"      --site-map conf/wan/example.map --groups conf/wan/example.groups --scale 1000\n");
+		"Usage: isthmus-wan [EAL options] -- --sites FILE --links FILE --site-map FILE "
+		"[options]\n"
+		"\n"
+		"User-space WAN emulator: one DPDK port per site; IPv4 packets are routed over\n"
+		"the topology's physical links on the planner's shortest-latency paths and\n"
+		"delayed on every link by propagation + serialisation + queueing (a FIFO per\n"
+		"directed link at the link's capacity, tail drop). Multicast is replicated at\n"
+		"the branch points of the source's shortest-path tree. See doc/wan.md.\n"
+		"\n"
+		"Topology and addressing:\n"
+		"  --sites FILE          planner sites CSV (site,region[,city])\n"
+		"  --links FILE          planner links CSV "
+		"(a,b,one_way_ms,capacity_gbps[,source])\n"
+		"  --site-map FILE       one line per site with a port:\n"
+		"                          SITE port=DEV mac=EDGE_MAC|learn net=A.B.C.D/LEN "
+		"[net=...]\n"
+		"                               [gw_mac=MAC] [gw=A.B.C.D]\n"
+		"                        DEV is a DPDK port name (net_ring0) or id. Packets to an\n"
+		"                        address in SITE's nets leave on DEV with destination\n"
+		"                        EDGE_MAC (or the source MAC last received there: learn)\n"
+		"                        and source gw_mac (default: the port's MAC). ARP "
+		"requests\n"
+		"                        for any address outside SITE's nets, or for gw, are\n"
+		"                        answered with gw_mac. Sites without a line are transit "
+		"only.\n"
+		"  --groups FILE         multicast group table, one line per group:\n"
+		"                          GROUP_IP SITE [SITE...]    ('*': every site with a "
+		"port)\n"
+		"                        a packet to GROUP_IP reaches every member but its "
+		"source.\n"
+		"\n"
+		"Model:\n"
+		"  --scale K             divide every capacity by K (100 Gbps -> 100 Mbps at "
+		"1000);\n"
+		"                        latencies stay real. Default 1\n"
+		"  --queue-ms D          tail-drop limit per directed link in time: D ms at the\n"
+		"                        link's (scaled) capacity, at least 16 full frames.\n"
+		"                        Default 100 (125 KB at 10 Mbit/s): a queue sized in "
+		"bytes\n"
+		"                        is seconds of delay at a scaled capacity (bufferbloat)\n"
+		"  --queue-bytes B       tail-drop limit per directed link in bytes (K/M/G/Ki/Mi\n"
+		"                        suffixes), instead of --queue-ms\n"
+		"  --decrement-ttl       decrement the IPv4 TTL on each link, drop at 0 (counted\n"
+		"                        'ttl'). Off by default: senders' multicast TTL is often "
+		"1\n"
+		"\n"
+		"Impairments (seeded: same seed and same packets => same decisions):\n"
+		"  --seed S              PRNG seed (default 1); each directed link has its own "
+		"stream\n"
+		"  --loss P              random loss probability on every link\n"
+		"  --ge P/R/LB[/LG]      Gilbert-Elliott bursty loss on every link: P(good->bad),\n"
+		"                        P(bad->good), loss in bad [, loss in good] per packet\n"
+		"  --dup P               duplication probability\n"
+		"  --reorder P           probability of an extra --reorder-ms delay (reorders)\n"
+		"  --reorder-ms D        extra delay of reordered packets (default 1 ms)\n"
+		"  --corrupt P           probability of flipping one byte after the IPv4 header\n"
+		"  --jitter-ms J         extra delay uniform in [0, J] ms; never reorders\n"
+		"  --impair SPEC         per link: [LINK:]key=value[,key=value...], LINK is A->B\n"
+		"                        (one direction) or A-B (both); keys loss, ge, dup, "
+		"reorder,\n"
+		"                        reorder-ms, corrupt, jitter-ms, queue-bytes. Repeatable;\n"
+		"                        these and the global options apply in command-line "
+		"order.\n"
+		"                        e.g. --impair NYC-LON:loss=0.01,jitter-ms=0.5\n"
+		"\n"
+		"Running:\n"
+		"  --mbufs N             packet pool size (default 32767)\n"
+		"  --lane-entries N      packets in flight per link lane, a power of two (default "
+		"16384)\n"
+		"  --idle-polls N        empty polls before sleeping (default 256; 0: never "
+		"sleep)\n"
+		"  --idle-us U           longest idle sleep, cut short by the next due packet "
+		"(default 50)\n"
+		"  --stats-interval S    print the counters every S seconds (default 0: only at "
+		"exit)\n"
+		"  --print-routes        print links, unicast routes and multicast trees at start\n"
+		"  --help                this text\n"
+		"\n"
+		"Counters per link (pkts, bytes, queue_hw_bytes, queue_full, loss, ttl, "
+		"ring_full,\n"
+		"nombuf, corrupted, duplicated, reordered) and per port (rx/tx, not_ipv4, "
+		"bad_ipv4,\n"
+		"no_route, no_group, same_site, link_local, no_mac, tx_full, nombuf, arp_replies,\n"
+		"arp_ignored) are printed at exit and served by DPDK telemetry as\n"
+		"/isthmus_wan/links [LINK] and /isthmus_wan/ports (dpdk-telemetry.py).\n"
+		"\n"
+		"Example (two sites on ring ports):\n"
+		"  isthmus-wan --no-huge -m 256 --no-pci --vdev=net_ring0 --vdev=net_ring1 -- \\\n"
+		"      --sites conf/topologies/six-site-sites.csv --links "
+		"conf/topologies/six-site-links.csv \\\n"
+		"      --site-map conf/wan/example.map --groups conf/wan/example.groups --scale "
+		"1000\n");
 }
 
 enum {
-	O_SITES = 256, O_LINKS, O_MAP, O_GROUPS, O_SCALE, O_QUEUE, O_TTL, O_SEED, O_LOSS, O_GE,
-	O_DUP, O_REORDER, O_REORDER_MS, O_CORRUPT, O_JITTER, O_IMPAIR, O_MBUFS, O_LANES,
-	O_IDLE_POLLS, O_IDLE_US, O_STATS, O_ROUTES, O_HELP, O_QUEUE_MS,
+	O_SITES = 256,
+	O_LINKS,
+	O_MAP,
+	O_GROUPS,
+	O_SCALE,
+	O_QUEUE,
+	O_TTL,
+	O_SEED,
+	O_LOSS,
+	O_GE,
+	O_DUP,
+	O_REORDER,
+	O_REORDER_MS,
+	O_CORRUPT,
+	O_JITTER,
+	O_IMPAIR,
+	O_MBUFS,
+	O_LANES,
+	O_IDLE_POLLS,
+	O_IDLE_US,
+	O_STATS,
+	O_ROUTES,
+	O_HELP,
+	O_QUEUE_MS,
 };
 
 static const struct option opts[] = {
-	{ "sites", required_argument, NULL, O_SITES },
-	{ "links", required_argument, NULL, O_LINKS },
-	{ "site-map", required_argument, NULL, O_MAP },
-	{ "groups", required_argument, NULL, O_GROUPS },
-	{ "scale", required_argument, NULL, O_SCALE },
-	{ "queue-bytes", required_argument, NULL, O_QUEUE },
-	{ "queue-ms", required_argument, NULL, O_QUEUE_MS },
-	{ "decrement-ttl", no_argument, NULL, O_TTL },
-	{ "seed", required_argument, NULL, O_SEED },
-	{ "loss", required_argument, NULL, O_LOSS },
-	{ "ge", required_argument, NULL, O_GE },
-	{ "dup", required_argument, NULL, O_DUP },
-	{ "reorder", required_argument, NULL, O_REORDER },
-	{ "reorder-ms", required_argument, NULL, O_REORDER_MS },
-	{ "corrupt", required_argument, NULL, O_CORRUPT },
-	{ "jitter-ms", required_argument, NULL, O_JITTER },
-	{ "impair", required_argument, NULL, O_IMPAIR },
-	{ "mbufs", required_argument, NULL, O_MBUFS },
-	{ "lane-entries", required_argument, NULL, O_LANES },
-	{ "idle-polls", required_argument, NULL, O_IDLE_POLLS },
-	{ "idle-us", required_argument, NULL, O_IDLE_US },
-	{ "stats-interval", required_argument, NULL, O_STATS },
-	{ "print-routes", no_argument, NULL, O_ROUTES },
-	{ "help", no_argument, NULL, O_HELP },
-	{ NULL, 0, NULL, 0 },
+	{"sites", required_argument, NULL, O_SITES},
+	{"links", required_argument, NULL, O_LINKS},
+	{"site-map", required_argument, NULL, O_MAP},
+	{"groups", required_argument, NULL, O_GROUPS},
+	{"scale", required_argument, NULL, O_SCALE},
+	{"queue-bytes", required_argument, NULL, O_QUEUE},
+	{"queue-ms", required_argument, NULL, O_QUEUE_MS},
+	{"decrement-ttl", no_argument, NULL, O_TTL},
+	{"seed", required_argument, NULL, O_SEED},
+	{"loss", required_argument, NULL, O_LOSS},
+	{"ge", required_argument, NULL, O_GE},
+	{"dup", required_argument, NULL, O_DUP},
+	{"reorder", required_argument, NULL, O_REORDER},
+	{"reorder-ms", required_argument, NULL, O_REORDER_MS},
+	{"corrupt", required_argument, NULL, O_CORRUPT},
+	{"jitter-ms", required_argument, NULL, O_JITTER},
+	{"impair", required_argument, NULL, O_IMPAIR},
+	{"mbufs", required_argument, NULL, O_MBUFS},
+	{"lane-entries", required_argument, NULL, O_LANES},
+	{"idle-polls", required_argument, NULL, O_IDLE_POLLS},
+	{"idle-us", required_argument, NULL, O_IDLE_US},
+	{"stats-interval", required_argument, NULL, O_STATS},
+	{"print-routes", no_argument, NULL, O_ROUTES},
+	{"help", no_argument, NULL, O_HELP},
+	{NULL, 0, NULL, 0},
 };
 
 /* Impairment options are replayed in order once the topology is loaded. */
@@ -205,7 +247,8 @@ port_start(uint16_t port, struct rte_mempool *pool)
 	if (rc == 0)
 		rc = rte_eth_dev_adjust_nb_rx_tx_desc(port, &nb_rxd, &nb_txd);
 	if (rc == 0)
-		rc = rte_eth_rx_queue_setup(port, 0, nb_rxd, rte_eth_dev_socket_id(port), NULL, pool);
+		rc = rte_eth_rx_queue_setup(
+			port, 0, nb_rxd, rte_eth_dev_socket_id(port), NULL, pool);
 	if (rc == 0)
 		rc = rte_eth_tx_queue_setup(port, 0, nb_txd, rte_eth_dev_socket_id(port), NULL);
 	if (rc == 0)
@@ -227,8 +270,7 @@ port_start(uint16_t port, struct rte_mempool *pool)
 #define QUEUE_FRAME_BYTES 1514
 
 static void
-queue_by_time(const struct isth_topo *t, struct isth_wan_impair *imp, double scale,
-	      double queue_ms)
+queue_by_time(const struct isth_topo *t, struct isth_wan_impair *imp, double scale, double queue_ms)
 {
 	int e, from, to;
 	double lat_ms, cap_bps, b;
@@ -247,8 +289,8 @@ queue_by_time(const struct isth_topo *t, struct isth_wan_impair *imp, double sca
 static void
 sleep_ns(uint64_t ns)
 {
-	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
-			       .tv_nsec = (long)(ns % 1000000000u) };
+	struct timespec ts = {
+		.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
 
 	nanosleep(&ts, NULL);
 }
@@ -258,13 +300,13 @@ main(int argc, char **argv)
 {
 	const char *sites = NULL, *links = NULL, *mapf = NULL, *groupsf = NULL;
 	uint64_t mbufs = 32767, lanes = 16384, idle_polls = 256, idle_us = 50, stats_s = 0, v;
-	struct isth_wan_params p = { .scale = 1, .seed = 1 };
+	struct isth_wan_params p = {.scale = 1, .seed = 1};
 	struct isth_wan_groups *groups = NULL;
 	struct isth_wan_sitemap *map = NULL;
 	struct isth_wan_impair *imp = NULL;
 	struct isth_topo *t = NULL;
 	struct rte_mempool *pool = NULL;
-	struct spec_list specs = { 0 };
+	struct spec_list specs = {0};
 	bool print_routes = false, eal = false;
 	struct isth_wan *w = NULL;
 	char err[512], *text;
@@ -279,7 +321,7 @@ main(int argc, char **argv)
 	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
 	 * (we were left to init before the prctl): leave. */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
-	    (getenv("ISTH_TESTBED") != NULL && getppid() == 1))
+		(getenv("ISTH_TESTBED") != NULL && getppid() == 1))
 		return 1;
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -298,25 +340,35 @@ main(int argc, char **argv)
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
-		case O_SITES: sites = optarg; break;
-		case O_LINKS: links = optarg; break;
-		case O_MAP: mapf = optarg; break;
-		case O_GROUPS: groupsf = optarg; break;
+		case O_SITES:
+			sites = optarg;
+			break;
+		case O_LINKS:
+			links = optarg;
+			break;
+		case O_MAP:
+			mapf = optarg;
+			break;
+		case O_GROUPS:
+			groupsf = optarg;
+			break;
 		case O_SCALE: {
 			char *end;
 
 			errno = 0;
 			p.scale = strtod(optarg, &end);
 			if (*optarg == '\0' || *end != '\0' || errno || !isfinite(p.scale) ||
-			    p.scale <= 0) {
-				fprintf(stderr, "isthmus-wan: --scale: bad value '%s' (> 0)\n", optarg);
+				p.scale <= 0) {
+				fprintf(stderr, "isthmus-wan: --scale: bad value '%s' (> 0)\n",
+					optarg);
 				goto out;
 			}
 			break;
 		}
 		case O_QUEUE:
 			if (isth_text_parse_size(optarg, &qb) < 0 || qb < 1) {
-				fprintf(stderr, "isthmus-wan: --queue-bytes: bad size '%s'\n", optarg);
+				fprintf(stderr, "isthmus-wan: --queue-bytes: bad size '%s'\n",
+					optarg);
 				goto out;
 			}
 			if (add_spec(&specs, "queue-bytes", optarg) < 0)
@@ -328,25 +380,36 @@ main(int argc, char **argv)
 			errno = 0;
 			queue_ms = strtod(optarg, &end);
 			if (*optarg == '\0' || *end != '\0' || errno || !isfinite(queue_ms) ||
-			    queue_ms <= 0 || queue_ms > 1e6) {
-				fprintf(stderr, "isthmus-wan: --queue-ms: bad value '%s' (0..1e6 ms)\n",
+				queue_ms <= 0 || queue_ms > 1e6) {
+				fprintf(stderr,
+					"isthmus-wan: --queue-ms: bad value '%s' (0..1e6 ms)\n",
 					optarg);
 				goto out;
 			}
 			break;
 		}
-		case O_TTL: p.decrement_ttl = true; break;
+		case O_TTL:
+			p.decrement_ttl = true;
+			break;
 		case O_SEED:
 			if (parse_u64("seed", optarg, 0, UINT64_MAX, &p.seed) < 0)
 				goto out;
 			break;
-		case O_LOSS: case O_GE: case O_DUP: case O_REORDER: case O_REORDER_MS:
-		case O_CORRUPT: case O_JITTER: {
+		case O_LOSS:
+		case O_GE:
+		case O_DUP:
+		case O_REORDER:
+		case O_REORDER_MS:
+		case O_CORRUPT:
+		case O_JITTER: {
 			static const char *const key[] = {
-				[O_LOSS - O_LOSS] = "loss", [O_GE - O_LOSS] = "ge",
-				[O_DUP - O_LOSS] = "dup", [O_REORDER - O_LOSS] = "reorder",
+				[O_LOSS - O_LOSS] = "loss",
+				[O_GE - O_LOSS] = "ge",
+				[O_DUP - O_LOSS] = "dup",
+				[O_REORDER - O_LOSS] = "reorder",
 				[O_REORDER_MS - O_LOSS] = "reorder-ms",
-				[O_CORRUPT - O_LOSS] = "corrupt", [O_JITTER - O_LOSS] = "jitter-ms",
+				[O_CORRUPT - O_LOSS] = "corrupt",
+				[O_JITTER - O_LOSS] = "jitter-ms",
 			};
 
 			if (add_spec(&specs, key[opt - O_LOSS], optarg) < 0)
@@ -365,7 +428,8 @@ main(int argc, char **argv)
 			if (parse_u64("lane-entries", optarg, 16, 1u << 24, &lanes) < 0)
 				goto out;
 			if (!rte_is_power_of_2((uint32_t)lanes)) {
-				fprintf(stderr, "isthmus-wan: --lane-entries must be a power of two\n");
+				fprintf(stderr,
+					"isthmus-wan: --lane-entries must be a power of two\n");
 				goto out;
 			}
 			break;
@@ -381,18 +445,22 @@ main(int argc, char **argv)
 			if (parse_u64("stats-interval", optarg, 0, 86400, &stats_s) < 0)
 				goto out;
 			break;
-		case O_ROUTES: print_routes = true; break;
+		case O_ROUTES:
+			print_routes = true;
+			break;
 		default:
 			fprintf(stderr, "isthmus-wan: unknown option (see --help)\n");
 			goto out;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "isthmus-wan: unexpected argument '%s' (see --help)\n", argv[optind]);
+		fprintf(stderr, "isthmus-wan: unexpected argument '%s' (see --help)\n",
+			argv[optind]);
 		goto out;
 	}
 	if (sites == NULL || links == NULL || mapf == NULL) {
-		fprintf(stderr, "isthmus-wan: --sites, --links and --site-map are required (see --help)\n");
+		fprintf(stderr,
+			"isthmus-wan: --sites, --links and --site-map are required (see --help)\n");
 		goto out;
 	}
 
@@ -446,7 +514,7 @@ main(int argc, char **argv)
 	queue_by_time(t, imp, p.scale, queue_ms);
 
 	pool = rte_pktmbuf_pool_create("isth_wan_pool", (unsigned int)mbufs, 256, 0,
-				       RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
+		RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
 	if (pool == NULL) {
 		fprintf(stderr, "isthmus-wan: mbuf pool of %" PRIu64 ": %s\n", mbufs,
 			rte_strerror(rte_errno));
@@ -461,9 +529,11 @@ main(int argc, char **argv)
 			char *end;
 
 			v = strtoul(map->site[s].dev, &end, 10);
-			if (*end != '\0' || v >= RTE_MAX_ETHPORTS || !rte_eth_dev_is_valid_port(v)) {
+			if (*end != '\0' || v >= RTE_MAX_ETHPORTS ||
+				!rte_eth_dev_is_valid_port(v)) {
 				fprintf(stderr,
-					"isthmus-wan: %s:%d: site '%s': no DPDK port '%s' (%u ports; add --vdev?)\n",
+					"isthmus-wan: %s:%d: site '%s': no DPDK port '%s' (%u "
+					"ports; add --vdev?)\n",
 					mapf, map->site[s].line, isth_topo_name(t, s),
 					map->site[s].dev, rte_eth_dev_count_avail());
 				goto out;
@@ -495,8 +565,9 @@ main(int argc, char **argv)
 	/* idle sleeps of tens of microseconds need a tight timer slack */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	hz = isth_wan_hz(w);
-	printf("isthmus-wan: %d sites, %d directed links, scale %g, seed %" PRIu64 ", %d groups; running\n",
-	       isth_topo_n(t), isth_topo_ndlinks(t), p.scale, p.seed, groups->n);
+	printf("isthmus-wan: %d sites, %d directed links, scale %g, seed %" PRIu64
+	       ", %d groups; running\n",
+		isth_topo_n(t), isth_topo_ndlinks(t), p.scale, p.seed, groups->n);
 	fflush(stdout);
 	next_stats = stats_s ? rte_rdtsc() + stats_s * hz : UINT64_MAX;
 	while (!quit) {

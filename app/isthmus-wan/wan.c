@@ -51,31 +51,31 @@
 
 struct ent {
 	struct rte_mbuf *m;
-	uint64_t t;             /* model time of arrival at the link's far node */
-	uint64_t dests;         /* sites this copy must still reach */
-	uint32_t src;           /* ingress site: selects the routing tree */
+	uint64_t t; /* model time of arrival at the link's far node */
+	uint64_t dests; /* sites this copy must still reach */
+	uint32_t src; /* ingress site: selects the routing tree */
 };
 
 struct lane {
 	struct ent *ring;
 	uint32_t mask;
-	uint32_t head;          /* next to pop */
-	uint32_t tail;          /* next free */
-	uint64_t last_t;        /* arrival of the newest entry: keeps the lane sorted */
-	int hpos;               /* index in the heap, -1 when empty */
+	uint32_t head; /* next to pop */
+	uint32_t tail; /* next free */
+	uint64_t last_t; /* arrival of the newest entry: keeps the lane sorted */
+	int hpos; /* index in the heap, -1 when empty */
 	int link;
 };
 
 struct link {
 	int from, to;
 	double lat_cyc;
-	double cyc_per_byte;    /* at the scaled capacity */
+	double cyc_per_byte; /* at the scaled capacity */
 	double jitter_cyc;
 	double reorder_cyc;
-	double busy;            /* model time the transmitter is free again */
+	double busy; /* model time the transmitter is free again */
 	uint64_t qlimit;
 	struct isth_wan_impair imp;
-	bool ge_bad;            /* Gilbert-Elliott state */
+	bool ge_bad; /* Gilbert-Elliott state */
 	uint64_t rng[4];
 	struct lane lane[LANES];
 	/* written by: lcore; read by: telemetry (relaxed) */
@@ -86,10 +86,10 @@ struct link {
 struct site {
 	bool present;
 	bool mac_learn;
-	bool mac_known;         /* written by: lcore (learning) */
+	bool mac_known; /* written by: lcore (learning) */
 	uint16_t port;
-	struct rte_ether_addr mac;      /* edge MAC */
-	struct rte_ether_addr gw_mac;   /* ours */
+	struct rte_ether_addr mac; /* edge MAC */
+	struct rte_ether_addr gw_mac; /* ours */
 	uint32_t gw_ip;
 	int nnets;
 	uint32_t net[ISTH_WAN_MAX_NETS];
@@ -109,9 +109,9 @@ struct isth_wan {
 	struct rte_mempool *pool;
 	struct rte_lpm *lpm;
 	int ngroups;
-	uint32_t *group_ip;     /* sorted */
+	uint32_t *group_ip; /* sorted */
 	uint64_t *group_members;
-	int16_t *nh;            /* nh[(src * n + v) * n + d]: link out of v towards d on src's tree */
+	int16_t *nh; /* nh[(src * n + v) * n + d]: link out of v towards d on src's tree */
 	struct link *links;
 	struct lane **heap;
 	int nheap;
@@ -213,7 +213,7 @@ heap_down(struct isth_wan *w, int i)
 /* @return 0, or -ENOSPC when the lane is full. */
 static inline int
 lane_push(struct isth_wan *w, struct lane *l, struct rte_mbuf *m, uint64_t t, uint64_t dests,
-	  uint32_t src)
+	uint32_t src)
 {
 	struct ent *e;
 
@@ -336,8 +336,8 @@ link_send(struct isth_wan *w, int e, struct rte_mbuf *m, uint64_t t, uint64_t de
 	struct link *L = &w->links[e];
 	const struct isth_wan_impair *imp = &L->imp;
 	uint32_t len = rte_pktmbuf_pkt_len(m);
-	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *,
-							  sizeof(struct rte_ether_hdr));
+	struct rte_ipv4_hdr *ip =
+		rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, sizeof(struct rte_ether_hdr));
 	double backlog, start, arr;
 	struct lane *lane;
 	uint64_t at;
@@ -360,7 +360,8 @@ link_send(struct isth_wan *w, int e, struct rte_mbuf *m, uint64_t t, uint64_t de
 	start = L->busy > (double)t ? L->busy : (double)t;
 	L->busy = start + len * L->cyc_per_byte;
 	if ((uint64_t)(backlog + len) > L->st.queue_hw_bytes)
-		__atomic_store_n(&L->st.queue_hw_bytes, (uint64_t)(backlog + len), __ATOMIC_RELAXED);
+		__atomic_store_n(
+			&L->st.queue_hw_bytes, (uint64_t)(backlog + len), __ATOMIC_RELAXED);
 	isth_ctr_add(&L->st.pkts, 1);
 	isth_ctr_add(&L->st.bytes, len);
 
@@ -524,10 +525,9 @@ arp_input(struct isth_wan *w, struct site *s, struct rte_mbuf *m)
 
 	(void)w;
 	if (rte_pktmbuf_data_len(m) < sizeof(*eth) + sizeof(*a) ||
-	    a->arp_hardware != rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) ||
-	    a->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
-	    a->arp_hlen != 6 || a->arp_plen != 4 ||
-	    a->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST))
+		a->arp_hardware != rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) ||
+		a->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) || a->arp_hlen != 6 ||
+		a->arp_plen != 4 || a->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST))
 		goto ignore;
 	sip = rte_be_to_cpu_32(a->arp_data.arp_sip);
 	tip = rte_be_to_cpu_32(a->arp_data.arp_tip);
@@ -585,7 +585,7 @@ ingress(struct isth_wan *w, int si, struct rte_mbuf *m, uint64_t now)
 	ihl = rte_ipv4_hdr_len(ip);
 	tot = rte_be_to_cpu_16(ip->total_length);
 	if (ihl < sizeof(*ip) || plen < sizeof(*eth) + ihl || tot < ihl ||
-	    tot > rte_pktmbuf_pkt_len(m) - sizeof(*eth)) {
+		tot > rte_pktmbuf_pkt_len(m) - sizeof(*eth)) {
 		why = ISTH_WAN_P_BAD_IPV4;
 		goto drop;
 	}
@@ -678,7 +678,7 @@ port_lookup(const char *dev, uint16_t *port)
 	errno = 0;
 	v = strtoul(dev, &end, 10);
 	if (*dev != '\0' && *end == '\0' && errno == 0 && v < RTE_MAX_ETHPORTS &&
-	    rte_eth_dev_is_valid_port((uint16_t)v)) {
+		rte_eth_dev_is_valid_port((uint16_t)v)) {
 		*port = (uint16_t)v;
 		return 0;
 	}
@@ -702,8 +702,8 @@ isth_wan_free(struct isth_wan *w)
 	if (w == NULL)
 		return;
 	/* the caller has stopped polling; telemetry may still be asked */
-	__atomic_compare_exchange_n(&tel_wan, &expect, NULL, false, __ATOMIC_RELEASE,
-				    __ATOMIC_RELAXED);
+	__atomic_compare_exchange_n(
+		&tel_wan, &expect, NULL, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 	for (e = 0; w->links != NULL && e < w->ndl; e++) {
 		for (k = 0; k < LANES; k++) {
 			struct lane *l = &w->links[e].lane[k];
@@ -729,12 +729,12 @@ isth_wan_free(struct isth_wan *w)
 
 struct isth_wan *
 isth_wan_create(const struct isth_topo *t, const struct isth_wan_sitemap *map,
-		const struct isth_wan_groups *groups, const struct isth_wan_impair *imp,
-		const struct isth_wan_params *p)
+	const struct isth_wan_groups *groups, const struct isth_wan_impair *imp,
+	const struct isth_wan_params *p)
 {
 	static unsigned int instance;
-	struct rte_lpm_config lc = { .max_rules = ISTH_WAN_MAX_SITES * ISTH_WAN_MAX_NETS,
-				     .number_tbl8s = ISTH_WAN_MAX_SITES * ISTH_WAN_MAX_NETS };
+	struct rte_lpm_config lc = {.max_rules = ISTH_WAN_MAX_SITES * ISTH_WAN_MAX_NETS,
+		.number_tbl8s = ISTH_WAN_MAX_SITES * ISTH_WAN_MAX_NETS};
 	int path[ISTH_WAN_MAX_SITES], n, ndl, e, k, s, d, np, i, err;
 	struct isth_wan_group *sorted = NULL;
 	uint32_t lanes = LANE_DEFAULT;
@@ -742,9 +742,9 @@ isth_wan_create(const struct isth_topo *t, const struct isth_wan_sitemap *map,
 	char name[RTE_LPM_NAMESIZE];
 
 	if (t == NULL || map == NULL || imp == NULL || p == NULL || p->pool == NULL ||
-	    !(p->scale > 0) || !isfinite(p->scale) ||
-	    (p->lane_entries != 0 && !rte_is_power_of_2(p->lane_entries)) ||
-	    (groups != NULL && (groups->n < 0 || groups->n > ISTH_WAN_MAX_GROUPS))) {
+		!(p->scale > 0) || !isfinite(p->scale) ||
+		(p->lane_entries != 0 && !rte_is_power_of_2(p->lane_entries)) ||
+		(groups != NULL && (groups->n < 0 || groups->n > ISTH_WAN_MAX_GROUPS))) {
 		rte_errno = EINVAL;
 		return NULL;
 	}
@@ -1005,10 +1005,11 @@ isth_wan_print_routes(const struct isth_wan *w, FILE *f)
 		for (d = 0; d < w->n; d++) {
 			if (d == s || !w->site[d].present)
 				continue;
-			fprintf(f, "  %s -> %s:", isth_topo_name(w->t, s),
-				isth_topo_name(w->t, d));
-			for (v = s; v != d; v = w->links[w->nh[((size_t)s * w->n + v) * w->n + d]].to)
-				fprintf(f, " %s", w->links[w->nh[((size_t)s * w->n + v) * w->n + d]].name);
+			fprintf(f, "  %s -> %s:", isth_topo_name(w->t, s), isth_topo_name(w->t, d));
+			for (v = s; v != d;
+				v = w->links[w->nh[((size_t)s * w->n + v) * w->n + d]].to)
+				fprintf(f, " %s",
+					w->links[w->nh[((size_t)s * w->n + v) * w->n + d]].name);
 			fprintf(f, " (%.3f ms)\n", isth_topo_latency(w->t, s, d));
 		}
 	}
@@ -1058,7 +1059,9 @@ tel_name(char *dst, size_t len, const char *src)
 		char c = src[i];
 
 		dst[i] = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			  (c >= '0' && c <= '9') || c == '_' || c == '/') ? c : '_';
+				 (c >= '0' && c <= '9') || c == '_' || c == '/')
+			? c
+			: '_';
 	}
 	dst[i] = '\0';
 }
@@ -1111,7 +1114,7 @@ tel_links(const char *cmd, const char *params, struct rte_tel_data *d)
 		tel_link(w, e, c);
 		isth_topo_dlink(w->t, e, &from, &to, NULL, NULL);
 		snprintf(raw, sizeof(raw), "%s/%s", isth_topo_name(w->t, from),
-			 isth_topo_name(w->t, to));
+			isth_topo_name(w->t, to));
 		tel_name(name, sizeof(name), raw);
 		if (rte_tel_data_add_dict_container(d, name, c, 0) < 0)
 			rte_tel_data_free(c);
@@ -1169,5 +1172,6 @@ isth_wan_telemetry_register(struct isth_wan *w)
 	if (rc < 0)
 		return rc;
 	return rte_telemetry_register_cmd("/isthmus_wan/ports", tel_ports,
-		"Per site port: rx/tx packets and bytes, drops by reason, ARP replies. No parameters");
+		"Per site port: rx/tx packets and bytes, drops by reason, ARP replies. No "
+		"parameters");
 }

@@ -43,17 +43,17 @@ struct rte_mempool;
 
 /** One site's row of the site map. */
 struct isth_wan_site_conf {
-	bool present;                   /**< the site has a port; false: transit only */
-	char dev[ISTH_WAN_DEV_MAX];     /**< DPDK port name or numeric id */
-	bool mac_learn;                 /**< edge MAC learnt from received frames */
-	uint8_t mac[6];                 /**< edge MAC (destination on egress) */
-	bool gw_mac_set;                /**< false: the port's own MAC */
-	uint8_t gw_mac[6];              /**< emulator-side MAC: source on egress, ARP answers */
-	uint32_t gw_ip;                 /**< 0, or a local address answered by ARP (a kernel gateway) */
+	bool present; /**< the site has a port; false: transit only */
+	char dev[ISTH_WAN_DEV_MAX]; /**< DPDK port name or numeric id */
+	bool mac_learn; /**< edge MAC learnt from received frames */
+	uint8_t mac[6]; /**< edge MAC (destination on egress) */
+	bool gw_mac_set; /**< false: the port's own MAC */
+	uint8_t gw_mac[6]; /**< emulator-side MAC: source on egress, ARP answers */
+	uint32_t gw_ip; /**< 0, or a local address answered by ARP (a kernel gateway) */
 	int nnets;
-	uint32_t net[ISTH_WAN_MAX_NETS];  /**< prefixes, host order */
+	uint32_t net[ISTH_WAN_MAX_NETS]; /**< prefixes, host order */
 	uint8_t plen[ISTH_WAN_MAX_NETS];
-	int line;                       /**< line in the site map */
+	int line; /**< line in the site map */
 };
 
 /** The site map, indexed by the topology's site index. */
@@ -63,8 +63,8 @@ struct isth_wan_sitemap {
 
 /** One row of the group table. */
 struct isth_wan_group {
-	uint32_t ip;                    /**< group address, host order */
-	uint64_t members;               /**< bitmap of topology site indices */
+	uint32_t ip; /**< group address, host order */
+	uint64_t members; /**< bitmap of topology site indices */
 	int line;
 };
 
@@ -76,18 +76,18 @@ struct isth_wan_groups {
 
 /** Impairments and queue of one directed link. */
 struct isth_wan_impair {
-	double loss;                    /**< random loss probability */
-	bool ge;                        /**< Gilbert-Elliott bursty loss instead of @c loss */
-	double ge_p;                    /**< P(good -> bad) per packet */
-	double ge_r;                    /**< P(bad -> good) per packet */
-	double ge_loss_good;            /**< loss probability in the good state */
-	double ge_loss_bad;             /**< loss probability in the bad state */
-	double dup;                     /**< duplication probability */
-	double reorder;                 /**< probability of an extra @c reorder_ms delay */
-	double reorder_ms;              /**< extra delay of reordered packets */
-	double corrupt;                 /**< probability of flipping one byte */
-	double jitter_ms;               /**< extra delay uniform in [0, jitter_ms], order kept */
-	uint64_t queue_bytes;           /**< tail-drop limit of the link's FIFO */
+	double loss; /**< random loss probability */
+	bool ge; /**< Gilbert-Elliott bursty loss instead of @c loss */
+	double ge_p; /**< P(good -> bad) per packet */
+	double ge_r; /**< P(bad -> good) per packet */
+	double ge_loss_good; /**< loss probability in the good state */
+	double ge_loss_bad; /**< loss probability in the bad state */
+	double dup; /**< duplication probability */
+	double reorder; /**< probability of an extra @c reorder_ms delay */
+	double reorder_ms; /**< extra delay of reordered packets */
+	double corrupt; /**< probability of flipping one byte */
+	double jitter_ms; /**< extra delay uniform in [0, jitter_ms], order kept */
+	uint64_t queue_bytes; /**< tail-drop limit of the link's FIFO */
 };
 
 /** Defaults of isth_wan_impair: nothing impaired, 1 MiB queue. */
@@ -99,7 +99,7 @@ struct isth_wan_impair {
  * @return 0, or -EINVAL.
  */
 int isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const char *text,
-			   struct isth_wan_sitemap *out, char *err, size_t errlen);
+	struct isth_wan_sitemap *out, char *err, size_t errlen);
 
 /**
  * Parse a group table (doc/wan.md, "Group table"); members must be sites
@@ -107,8 +107,7 @@ int isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const ch
  * @return 0, or -EINVAL.
  */
 int isth_wan_groups_parse(const struct isth_topo *t, const struct isth_wan_sitemap *map,
-			  const char *name, const char *text, struct isth_wan_groups *out,
-			  char *err, size_t errlen);
+	const char *name, const char *text, struct isth_wan_groups *out, char *err, size_t errlen);
 
 /** Set every directed link of @p imp (ndlinks entries) to the defaults. */
 void isth_wan_impair_default(struct isth_wan_impair *imp, int ndlinks);
@@ -120,8 +119,8 @@ void isth_wan_impair_default(struct isth_wan_impair *imp, int ndlinks);
  * corrupt, jitter-ms, queue-bytes.
  * @return 0, or -EINVAL with a message in @p err.
  */
-int isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp,
-			  const char *spec, char *err, size_t errlen);
+int isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp, const char *spec,
+	char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ */
 /* The emulator                                                        */
@@ -129,12 +128,12 @@ int isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp
 
 /** Emulator parameters. */
 struct isth_wan_params {
-	double scale;                   /**< capacities are divided by this (>= 1 not required, > 0) */
-	uint64_t seed;                  /**< impairment PRNG seed */
-	uint64_t tsc_hz;                /**< cycles per second of the clock given to poll (0: rte_get_tsc_hz()) */
-	uint32_t lane_entries;          /**< packets in flight per link lane, power of two (0: 16384) */
-	bool decrement_ttl;             /**< decrement the IPv4 TTL on every link */
-	struct rte_mempool *pool;       /**< for multicast and duplicate copies */
+	double scale; /**< capacities are divided by this (>= 1 not required, > 0) */
+	uint64_t seed; /**< impairment PRNG seed */
+	uint64_t tsc_hz; /**< cycles per second of the clock given to poll (0: rte_get_tsc_hz()) */
+	uint32_t lane_entries; /**< packets in flight per link lane, power of two (0: 16384) */
+	bool decrement_ttl; /**< decrement the IPv4 TTL on every link */
+	struct rte_mempool *pool; /**< for multicast and duplicate copies */
 };
 
 /** An emulator instance. Opaque. */
@@ -142,38 +141,38 @@ struct isth_wan;
 
 /** Drop and event reasons of a directed link. */
 enum isth_wan_link_ctr {
-	ISTH_WAN_L_QUEUE_FULL = 0,      /**< tail drop: backlog + packet > queue_bytes */
-	ISTH_WAN_L_LOSS,                /**< random or Gilbert-Elliott loss */
-	ISTH_WAN_L_TTL,                 /**< TTL expired (with decrement_ttl) */
-	ISTH_WAN_L_RING_FULL,           /**< more packets in flight than lane_entries */
-	ISTH_WAN_L_NOMBUF,              /**< no mbuf for a copy */
-	ISTH_WAN_L_CORRUPTED,           /**< (not a drop) a byte was flipped */
-	ISTH_WAN_L_DUPLICATED,          /**< (not a drop) an extra copy was sent */
-	ISTH_WAN_L_REORDERED,           /**< (not a drop) extra delay applied */
+	ISTH_WAN_L_QUEUE_FULL = 0, /**< tail drop: backlog + packet > queue_bytes */
+	ISTH_WAN_L_LOSS, /**< random or Gilbert-Elliott loss */
+	ISTH_WAN_L_TTL, /**< TTL expired (with decrement_ttl) */
+	ISTH_WAN_L_RING_FULL, /**< more packets in flight than lane_entries */
+	ISTH_WAN_L_NOMBUF, /**< no mbuf for a copy */
+	ISTH_WAN_L_CORRUPTED, /**< (not a drop) a byte was flipped */
+	ISTH_WAN_L_DUPLICATED, /**< (not a drop) an extra copy was sent */
+	ISTH_WAN_L_REORDERED, /**< (not a drop) extra delay applied */
 	ISTH_WAN_L_NCTR
 };
 
 /** Drop reasons and events of a site's port. */
 enum isth_wan_port_ctr {
-	ISTH_WAN_P_NOT_IPV4 = 0,        /**< neither IPv4 nor ARP */
-	ISTH_WAN_P_BAD_IPV4,            /**< malformed IPv4 header */
-	ISTH_WAN_P_NO_ROUTE,            /**< unicast destination in no site's prefixes */
-	ISTH_WAN_P_NO_GROUP,            /**< multicast group not in the group table */
-	ISTH_WAN_P_SAME_SITE,           /**< destination in the ingress site itself */
-	ISTH_WAN_P_LINK_LOCAL,          /**< 224.0.0.0/24 or limited broadcast: not forwarded */
-	ISTH_WAN_P_NO_MAC,              /**< egress site MAC not learnt yet */
-	ISTH_WAN_P_TX_FULL,             /**< the port did not take the packet */
-	ISTH_WAN_P_NOMBUF,              /**< no mbuf for a multicast copy */
-	ISTH_WAN_P_ARP_REPLIES,         /**< (not a drop) ARP requests answered */
-	ISTH_WAN_P_ARP_IGNORED,         /**< ARP other than a request for a remote address */
+	ISTH_WAN_P_NOT_IPV4 = 0, /**< neither IPv4 nor ARP */
+	ISTH_WAN_P_BAD_IPV4, /**< malformed IPv4 header */
+	ISTH_WAN_P_NO_ROUTE, /**< unicast destination in no site's prefixes */
+	ISTH_WAN_P_NO_GROUP, /**< multicast group not in the group table */
+	ISTH_WAN_P_SAME_SITE, /**< destination in the ingress site itself */
+	ISTH_WAN_P_LINK_LOCAL, /**< 224.0.0.0/24 or limited broadcast: not forwarded */
+	ISTH_WAN_P_NO_MAC, /**< egress site MAC not learnt yet */
+	ISTH_WAN_P_TX_FULL, /**< the port did not take the packet */
+	ISTH_WAN_P_NOMBUF, /**< no mbuf for a multicast copy */
+	ISTH_WAN_P_ARP_REPLIES, /**< (not a drop) ARP requests answered */
+	ISTH_WAN_P_ARP_IGNORED, /**< ARP other than a request for a remote address */
 	ISTH_WAN_P_NCTR
 };
 
 /** Counters of a directed link. */
 struct isth_wan_link_stats {
-	uint64_t pkts;                  /**< packets admitted to the link */
+	uint64_t pkts; /**< packets admitted to the link */
 	uint64_t bytes;
-	uint64_t queue_hw_bytes;        /**< highest backlog seen, bytes (including the packet) */
+	uint64_t queue_hw_bytes; /**< highest backlog seen, bytes (including the packet) */
 	uint64_t ctr[ISTH_WAN_L_NCTR];
 };
 
@@ -198,8 +197,8 @@ const char *isth_wan_port_ctr_name(enum isth_wan_port_ctr c);
  * @return the emulator, or NULL with rte_errno set (EINVAL, ENODEV, ENOMEM).
  */
 struct isth_wan *isth_wan_create(const struct isth_topo *t, const struct isth_wan_sitemap *map,
-				 const struct isth_wan_groups *groups,
-				 const struct isth_wan_impair *imp, const struct isth_wan_params *p);
+	const struct isth_wan_groups *groups, const struct isth_wan_impair *imp,
+	const struct isth_wan_params *p);
 
 /** Free an emulator and every packet still in flight; NULL is accepted. */
 void isth_wan_free(struct isth_wan *w);

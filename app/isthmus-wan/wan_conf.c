@@ -18,16 +18,16 @@
 
 /* "file:line: msg", or "file: msg" when line is 0 (lib/text formats it) */
 #define SETERR(file, line, ...) isth_text_seterr(err, errlen, file, line, 0, __VA_ARGS__)
-	       
-	       /*
+
+/*
 	       * Next line of the text split on blanks, '#' starting a comment. Returns the
 	       * number of tokens (0 at the end of the text), -1 for an overlong line, -2
 	       * for too many fields.
 	       */
-	       static int
-	       next_tokens(struct isth_text_lines *it, int *lineno, char *buf, char **tok)
-	       {
-	       int rc, n;
+static int
+next_tokens(struct isth_text_lines *it, int *lineno, char *buf, char **tok)
+{
+	int rc, n;
 
 	while ((rc = isth_text_next_copy(it, buf, LINE_MAX_LEN)) != 0) {
 		*lineno = (int)it->line;
@@ -62,7 +62,8 @@ parse_mac(const char *s, uint8_t mac[6])
 	int i;
 
 	if (strlen(s) != 17 ||
-	    sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &c) != 6)
+		sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+			&c) != 6)
 		return -1;
 	for (i = 0; i < 6; i++) {
 		if (s[3 * i] == ' ' || s[3 * i + 1] == ' ' || (i < 5 && s[3 * i + 2] != ':'))
@@ -136,7 +137,7 @@ parse_prefix(const char *s, uint32_t *net, uint8_t *plen, const char **why)
 
 int
 isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const char *text,
-		       struct isth_wan_sitemap *out, char *err, size_t errlen)
+	struct isth_wan_sitemap *out, char *err, size_t errlen)
 {
 	char buf[LINE_MAX_LEN], *tok[MAXTOK];
 	struct isth_text_lines it;
@@ -162,8 +163,8 @@ isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const char *
 		}
 		sc = &out->site[s];
 		if (sc->present) {
-			SETERR(name, line, "duplicate site '%s' (first on line %d)",
-			       tok[0], sc->line);
+			SETERR(name, line, "duplicate site '%s' (first on line %d)", tok[0],
+				sc->line);
 			return -EINVAL;
 		}
 		sc->present = true;
@@ -191,30 +192,33 @@ isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const char *
 					sc->mac_learn = true;
 				} else if (parse_mac(val, sc->mac) < 0 || (sc->mac[0] & 1)) {
 					SETERR(name, line,
-					       "bad mac '%s' (unicast xx:xx:xx:xx:xx:xx or 'learn')", val);
+						"bad mac '%s' (unicast xx:xx:xx:xx:xx:xx or "
+						"'learn')",
+						val);
 					return -EINVAL;
 				}
 				have_mac = true;
 			} else if (strcmp(key, "gw_mac") == 0) {
 				if (parse_mac(val, sc->gw_mac) < 0 || (sc->gw_mac[0] & 1)) {
 					SETERR(name, line,
-					       "bad gw_mac '%s' (unicast xx:xx:xx:xx:xx:xx)", val);
+						"bad gw_mac '%s' (unicast xx:xx:xx:xx:xx:xx)", val);
 					return -EINVAL;
 				}
 				sc->gw_mac_set = true;
 			} else if (strcmp(key, "gw") == 0) {
 				if (parse_ip(val, &sc->gw_ip) < 0 || sc->gw_ip == 0 ||
-				    (sc->gw_ip >> 28) >= 0xe) {
+					(sc->gw_ip >> 28) >= 0xe) {
 					SETERR(name, line, "bad gw '%s' (unicast A.B.C.D)", val);
 					return -EINVAL;
 				}
 			} else if (strcmp(key, "net") == 0) {
 				if (sc->nnets == ISTH_WAN_MAX_NETS) {
 					SETERR(name, line, "more than %d net= prefixes",
-					       ISTH_WAN_MAX_NETS);
+						ISTH_WAN_MAX_NETS);
 					return -EINVAL;
 				}
-				if (parse_prefix(val, &sc->net[sc->nnets], &sc->plen[sc->nnets], &why) < 0) {
+				if (parse_prefix(val, &sc->net[sc->nnets], &sc->plen[sc->nnets],
+					    &why) < 0) {
 					SETERR(name, line, "bad net '%s': %s", val, why);
 					return -EINVAL;
 				}
@@ -224,30 +228,35 @@ isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const char *
 
 					for (k = 0; k < oc->nnets; k++) {
 						if (oc->net[k] == sc->net[sc->nnets] &&
-						    oc->plen[k] == sc->plen[sc->nnets]) {
+							oc->plen[k] == sc->plen[sc->nnets]) {
 							SETERR(name, line,
-							       "net %s also given for site '%s' (line %d)",
-							       val, isth_topo_name(t, o), oc->line);
+								"net %s also given for site '%s' "
+								"(line %d)",
+								val, isth_topo_name(t, o),
+								oc->line);
 							return -EINVAL;
 						}
 					}
 				}
 				sc->nnets++;
 			} else {
-				SETERR(name, line,
-				       "unknown key '%s' (port, mac, gw_mac, gw, net)", key);
+				SETERR(name, line, "unknown key '%s' (port, mac, gw_mac, gw, net)",
+					key);
 				return -EINVAL;
 			}
 		}
 		if (!have_port || !have_mac || sc->nnets == 0) {
 			SETERR(name, line, "site '%s' needs %s", tok[0],
-			       !have_port ? "port=" : !have_mac ? "mac=" : "at least one net=");
+				!have_port          ? "port="
+					: !have_mac ? "mac="
+						    : "at least one net=");
 			return -EINVAL;
 		}
 		for (o = 0; o < ISTH_WAN_MAX_SITES; o++) {
-			if (o != s && out->site[o].present && strcmp(out->site[o].dev, sc->dev) == 0) {
+			if (o != s && out->site[o].present &&
+				strcmp(out->site[o].dev, sc->dev) == 0) {
 				SETERR(name, line, "port %s also used by site '%s' (line %d)",
-				       sc->dev, isth_topo_name(t, o), out->site[o].line);
+					sc->dev, isth_topo_name(t, o), out->site[o].line);
 				return -EINVAL;
 			}
 		}
@@ -262,8 +271,7 @@ isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const char *
 
 int
 isth_wan_groups_parse(const struct isth_topo *t, const struct isth_wan_sitemap *map,
-		      const char *name, const char *text, struct isth_wan_groups *out,
-		      char *err, size_t errlen)
+	const char *name, const char *text, struct isth_wan_groups *out, char *err, size_t errlen)
 {
 	char buf[LINE_MAX_LEN], *tok[MAXTOK];
 	struct isth_text_lines it;
@@ -288,14 +296,15 @@ isth_wan_groups_parse(const struct isth_topo *t, const struct isth_wan_sitemap *
 		}
 		if ((ip >> 28) != 0xe || (ip >> 8) == 0xe00000) {
 			SETERR(name, line,
-			       "group %s is not a routable multicast address (224.0.1.0-239.255.255.255)",
-			       tok[0]);
+				"group %s is not a routable multicast address "
+				"(224.0.1.0-239.255.255.255)",
+				tok[0]);
 			return -EINVAL;
 		}
 		for (k = 0; k < out->n; k++) {
 			if (out->g[k].ip == ip) {
-				SETERR(name, line, "duplicate group %s (first on line %d)",
-				       tok[0], out->g[k].line);
+				SETERR(name, line, "duplicate group %s (first on line %d)", tok[0],
+					out->g[k].line);
 				return -EINVAL;
 			}
 		}
@@ -324,8 +333,7 @@ isth_wan_groups_parse(const struct isth_topo *t, const struct isth_wan_sitemap *
 				return -EINVAL;
 			}
 			if (!map->site[s].present) {
-				SETERR(name, line, "site '%s' has no port in the site map",
-				       tok[i]);
+				SETERR(name, line, "site '%s' has no port in the site map", tok[i]);
 				return -EINVAL;
 			}
 			if (g->members >> s & 1) {
@@ -423,8 +431,8 @@ parse_link(const struct isth_topo *t, const char *s, int *dl, int *ndl)
 }
 
 int
-isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp,
-		      const char *spec, char *err, size_t errlen)
+isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp, const char *spec,
+	char *err, size_t errlen)
 {
 	char buf[512], *kv, *save, *colon, *eq, *body;
 	int nd, dl[2], ndl = 0, e, all = 1, i;
@@ -447,8 +455,8 @@ isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp,
 	if (colon && (eq == NULL || colon < eq)) {
 		*colon = '\0';
 		if (parse_link(t, buf, dl, &ndl) < 0) {
-			SETERR("--impair", 0,
-			       "'%s': no link '%s' in the topology (A->B or A-B)", spec, buf);
+			SETERR("--impair", 0, "'%s': no link '%s' in the topology (A->B or A-B)",
+				spec, buf);
 			return -EINVAL;
 		}
 		all = 0;
@@ -458,8 +466,16 @@ isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp,
 	 * changes nothing; then apply the keys given to every selected link. */
 	one = imp[all ? 0 : dl[0]];
 	unsigned int set = 0;
-	enum { K_LOSS = 1, K_GE = 2, K_DUP = 4, K_REO = 8, K_REOMS = 16, K_COR = 32,
-	       K_JIT = 64, K_Q = 128 };
+	enum {
+		K_LOSS = 1,
+		K_GE = 2,
+		K_DUP = 4,
+		K_REO = 8,
+		K_REOMS = 16,
+		K_COR = 32,
+		K_JIT = 64,
+		K_Q = 128
+	};
 	for (kv = strtok_r(body, ",", &save); kv != NULL; kv = strtok_r(NULL, ",", &save)) {
 		char *val;
 
@@ -523,12 +539,14 @@ isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp,
 			set |= K_Q;
 		} else {
 			SETERR("--impair", 0,
-			       "'%s': unknown key '%s' (loss, ge, dup, reorder, reorder-ms, corrupt, "
-			       "jitter-ms, queue-bytes)", spec, kv);
+				"'%s': unknown key '%s' (loss, ge, dup, reorder, reorder-ms, "
+				"corrupt, "
+				"jitter-ms, queue-bytes)",
+				spec, kv);
 			return -EINVAL;
 		}
 		continue;
-badval:
+	badval:
 		SETERR("--impair", 0, "'%s': bad value '%s' for %s", spec, val, kv);
 		return -EINVAL;
 	}

@@ -13,8 +13,9 @@
 
 #include "config.h"
 
-static int copy_str(struct isth_conf *c, const char *sec, const char *key,
-		    bool required, const char *def, char *dst, size_t size)
+static int
+copy_str(struct isth_conf *c, const char *sec, const char *key, bool required, const char *def,
+	char *dst, size_t size)
 {
 	const char *v = NULL;
 	int rc;
@@ -27,14 +28,13 @@ static int copy_str(struct isth_conf *c, const char *sec, const char *key,
 		return 0;
 	}
 	if (strlen(v) >= size)
-		return isth_conf_fail(c, sec, key, "longer than %zu characters",
-				      size - 1);
+		return isth_conf_fail(c, sec, key, "longer than %zu characters", size - 1);
 	strcpy(dst, v);
 	return 0;
 }
 
-static int read_port(struct isth_conf *c, const char *sec,
-		     struct isthd_port *p)
+static int
+read_port(struct isth_conf *c, const char *sec, struct isthd_port *p)
 {
 	int rc;
 
@@ -44,19 +44,24 @@ static int read_port(struct isth_conf *c, const char *sec,
 	if (rc == 0)
 		rc = isth_conf_mac(c, sec, "mac", false, NULL, p->mac);
 	if (rc == 0)
-		rc = copy_str(c, sec, "xdp_iface", false, NULL, p->xdp_iface,
-			      sizeof(p->xdp_iface));
+		rc = copy_str(c, sec, "xdp_iface", false, NULL, p->xdp_iface, sizeof(p->xdp_iface));
 	return rc;
 }
 
-#define TRY(x) do { rc = (x); if (rc) goto out; } while (0)
+#define TRY(x) \
+	do { \
+		rc = (x); \
+		if (rc) \
+			goto out; \
+	} while (0)
 
-static int load(struct isth_conf *c, struct isthd_config *cfg)
+static int
+load(struct isth_conf *c, struct isthd_config *cfg)
 {
 	static const char *const bf16_names[] = {"bf16", "fp32", NULL};
 	static const char *const dtype_names[] = {"any", "int32", "fp32", NULL};
-	static const uint8_t dtypes[] = {ISTH_WIRE_DTYPE_NONE, ISTH_WIRE_DTYPE_INT32,
-					 ISTH_WIRE_DTYPE_FP32};
+	static const uint8_t dtypes[] = {
+		ISTH_WIRE_DTYPE_NONE, ISTH_WIRE_DTYPE_INT32, ISTH_WIRE_DTYPE_FP32};
 	const char *names[ISTHD_MAX_PEERS + 1];
 	const char *epoch = NULL;
 	unsigned int n, i, e;
@@ -65,67 +70,56 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 
 	if (!isth_conf_has_section(c, "isthmusd"))
 		return isth_conf_fail(c, "isthmusd", NULL, "section missing");
-	TRY(copy_str(c, "isthmusd", "island", true, NULL, cfg->island,
-		     sizeof(cfg->island)));
+	TRY(copy_str(c, "isthmusd", "island", true, NULL, cfg->island, sizeof(cfg->island)));
 	TRY(isth_conf_u64(c, "isthmusd", "job", true, 0, 0, UINT32_MAX, &v));
 	cfg->job = (uint32_t)v;
-	TRY(copy_str(c, "isthmusd", "schedule", false, NULL, cfg->schedule,
-		     sizeof(cfg->schedule)));
+	TRY(copy_str(c, "isthmusd", "schedule", false, NULL, cfg->schedule, sizeof(cfg->schedule)));
 	TRY(isth_conf_str(c, "isthmusd", "epoch", false, "schedule", &epoch));
 	if (strcmp(epoch, "schedule") == 0) {
 		cfg->epoch_mode = ISTHD_EPOCH_SCHEDULE;
 	} else {
-		TRY(isth_conf_u64(c, "isthmusd", "epoch", true, 0, 1,
-				  UINT64_MAX, &cfg->epoch_ns));
+		TRY(isth_conf_u64(c, "isthmusd", "epoch", true, 0, 1, UINT64_MAX, &cfg->epoch_ns));
 		cfg->epoch_mode = ISTHD_EPOCH_FIXED;
 	}
-	TRY(copy_str(c, "isthmusd", "backend", false, "sw", cfg->backend,
-		     sizeof(cfg->backend)));
+	TRY(copy_str(c, "isthmusd", "backend", false, "sw", cfg->backend, sizeof(cfg->backend)));
 	if (strcmp(cfg->backend, "sw") != 0 && strcmp(cfg->backend, "fpga") != 0) {
-		rc = isth_conf_fail(c, "isthmusd", "backend",
-				    "'%s' is not one of: sw, fpga", cfg->backend);
+		rc = isth_conf_fail(
+			c, "isthmusd", "backend", "'%s' is not one of: sw, fpga", cfg->backend);
 		goto out;
 	}
-	TRY(copy_str(c, "fpga", "device", false, "/isthmus-fpga0",
-		     cfg->fpga_device, sizeof(cfg->fpga_device)));
+	TRY(copy_str(c, "fpga", "device", false, "/isthmus-fpga0", cfg->fpga_device,
+		sizeof(cfg->fpga_device)));
 	TRY(isth_conf_enum(c, "isthmusd", "dtype", false, 0, dtype_names, &e));
 	cfg->dtype = dtypes[e];
 	TRY(isth_conf_u64(c, "isthmusd", "mtu", false, 1500, 576, 9216, &v));
 	cfg->mtu = (uint32_t)v;
-	TRY(isth_conf_u64(c, "isthmusd", "udp_port", false, ISTH_WIRE_PORT, 1,
-			  65535, &v));
+	TRY(isth_conf_u64(c, "isthmusd", "udp_port", false, ISTH_WIRE_PORT, 1, 65535, &v));
 	cfg->udp_port = (uint16_t)v;
-	TRY(isth_conf_u64(c, "isthmusd", "mbufs", false, 8191, 1023,
-			  1u << 22, &v));
+	TRY(isth_conf_u64(c, "isthmusd", "mbufs", false, 8191, 1023, 1u << 22, &v));
 	cfg->mbufs = (uint32_t)v;
 
 	if (!isth_conf_has_section(c, "access"))
 		return isth_conf_fail(c, "access", NULL, "section missing");
 	TRY(read_port(c, "access", &cfg->access));
 	TRY(isth_conf_ipv4(c, "access", "island_ip", true, 0, &cfg->island_ip));
-	TRY(isth_conf_mac(c, "access", "island_mac", true, NULL,
-			  cfg->island_mac));
-	TRY(isth_conf_u64(c, "access", "island_port", false, cfg->udp_port, 1,
-			  65535, &v));
+	TRY(isth_conf_mac(c, "access", "island_mac", true, NULL, cfg->island_mac));
+	TRY(isth_conf_u64(c, "access", "island_port", false, cfg->udp_port, 1, 65535, &v));
 	cfg->island_port = (uint16_t)v;
 
 	if (!isth_conf_has_section(c, "wan"))
 		return isth_conf_fail(c, "wan", NULL, "section missing");
 	TRY(read_port(c, "wan", &cfg->wan));
-	TRY(isth_conf_mac(c, "wan", "gateway_mac", true, NULL,
-			  cfg->gateway_mac));
-	TRY(isth_conf_bool(c, "wan", "udp_checksum", false, true,
-			   &cfg->wan_udp_csum));
+	TRY(isth_conf_mac(c, "wan", "gateway_mac", true, NULL, cfg->gateway_mac));
+	TRY(isth_conf_bool(c, "wan", "udp_checksum", false, true, &cfg->wan_udp_csum));
 	TRY(isth_conf_bool(c, "wan", "repair", false, true, &cfg->wan_repair));
-	TRY(isth_conf_duration(c, "wan", "repair_before", false, 20000000ull, 0,
-			       10000000000ull, &cfg->wan_repair_before_ns));
-	TRY(isth_conf_duration(c, "wan", "tail_wait", false, 5000000ull, 0,
-			       10000000000ull, &cfg->wan_tail_wait_ns));
+	TRY(isth_conf_duration(c, "wan", "repair_before", false, 20000000ull, 0, 10000000000ull,
+		&cfg->wan_repair_before_ns));
+	TRY(isth_conf_duration(c, "wan", "tail_wait", false, 5000000ull, 0, 10000000000ull,
+		&cfg->wan_tail_wait_ns));
 	TRY(isth_conf_u64(c, "wan", "last_nack_copies", false, 2, 1, 4, &v));
 	cfg->wan_last_nack_copies = (unsigned int)v;
 	if (strcmp(cfg->access.dev, cfg->wan.dev) == 0) {
-		rc = isth_conf_fail(c, "wan", "port",
-				    "'%s' is also the access port", cfg->wan.dev);
+		rc = isth_conf_fail(c, "wan", "port", "'%s' is also the access port", cfg->wan.dev);
 		goto out;
 	}
 
@@ -134,8 +128,7 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 		char sec[ISTHD_NAME_MAX + 8];
 
 		snprintf(sec, sizeof(sec), "peer %s", names[ISTHD_MAX_PEERS]);
-		rc = isth_conf_fail(c, sec, NULL, "more than %u peers",
-				    ISTHD_MAX_PEERS);
+		rc = isth_conf_fail(c, sec, NULL, "more than %u peers", ISTHD_MAX_PEERS);
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
@@ -152,16 +145,15 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 		p->line = isth_conf_line(c, sec, NULL);
 		TRY(isth_conf_ipv4(c, sec, "ip", true, 0, &p->ip));
 		TRY(isth_conf_mac(c, sec, "mac", false, cfg->gateway_mac, p->mac));
-		TRY(isth_conf_u64(c, sec, "port", false, cfg->udp_port, 1,
-				  65535, &v));
+		TRY(isth_conf_u64(c, sec, "port", false, cfg->udp_port, 1, 65535, &v));
 		p->port = (uint16_t)v;
-		TRY(isth_conf_duration(c, sec, "latency", false, 0, 0,
-				       10000000000ull, &p->latency_ns));
+		TRY(isth_conf_duration(
+			c, sec, "latency", false, 0, 0, 10000000000ull, &p->latency_ns));
 	}
 	cfg->n_peers = n;
 
-	TRY(isth_conf_size(c, "agg", "memory", false, 64ull << 20, 0,
-			   1ull << 40, &cfg->agg_memory));
+	TRY(isth_conf_size(
+		c, "agg", "memory", false, 64ull << 20, 0, 1ull << 40, &cfg->agg_memory));
 	{
 		/* Every backend needs room for 2 slots of one packet's fp32
 		 * elements (cache-line rounded, as lib/agg sizes them); refused
@@ -173,69 +165,64 @@ static int load(struct isth_conf *c, struct isthd_config *cfg)
 		slot = ((uint64_t)lim.max_elems * 4 + 63) & ~63ull;
 		if (cfg->agg_memory < 2 * slot) {
 			rc = isth_conf_fail(c, "agg", "memory",
-					    "%llu bytes holds fewer than 2 slots of %llu bytes "
-					    "(mtu %u): at least %llu",
-					    (unsigned long long)cfg->agg_memory,
-					    (unsigned long long)slot, cfg->mtu,
-					    (unsigned long long)(2 * slot));
+				"%llu bytes holds fewer than 2 slots of %llu bytes "
+				"(mtu %u): at least %llu",
+				(unsigned long long)cfg->agg_memory, (unsigned long long)slot,
+				cfg->mtu, (unsigned long long)(2 * slot));
 			goto out;
 		}
 	}
-	TRY(isth_conf_duration(c, "agg", "timeout", false, 2000000000ull, 1000,
-			       60000000000ull, &cfg->agg_timeout_ns));
-	TRY(isth_conf_duration(c, "agg", "round_slack", false, 10000000ull, 0,
-			       10000000000ull, &cfg->agg_round_slack_ns));
+	TRY(isth_conf_duration(c, "agg", "timeout", false, 2000000000ull, 1000, 60000000000ull,
+		&cfg->agg_timeout_ns));
+	TRY(isth_conf_duration(c, "agg", "round_slack", false, 10000000ull, 0, 10000000000ull,
+		&cfg->agg_round_slack_ns));
 	TRY(isth_conf_u64(c, "agg", "window", false, 4, 2, 64, &v));
 	cfg->agg_window = (uint32_t)v;
-	TRY(isth_conf_u64(c, "agg", "max_chunks", false, 1u << 20, 1,
-			  UINT32_MAX, &v));
+	TRY(isth_conf_u64(c, "agg", "max_chunks", false, 1u << 20, 1, UINT32_MAX, &v));
 	cfg->agg_max_chunks = (uint32_t)v;
 	TRY(isth_conf_enum(c, "agg", "bf16_out", false, 0, bf16_names, &e));
 	cfg->bf16_out = e == 0 ? ISTH_WIRE_DTYPE_BF16 : ISTH_WIRE_DTYPE_FP32;
 
-	TRY(isth_conf_duration(c, "resend", "window", false, 500000000ull,
-			       1000000, 60000000000ull, &cfg->resend_window_ns));
+	TRY(isth_conf_duration(c, "resend", "window", false, 500000000ull, 1000000, 60000000000ull,
+		&cfg->resend_window_ns));
 	TRY(isth_conf_u64(c, "resend", "entries", false, 4096, 64, 1u << 20, &v));
 	if (v & (v - 1)) {
-		rc = isth_conf_fail(c, "resend", "entries",
-				    "%llu is not a power of two",
-				    (unsigned long long)v);
+		rc = isth_conf_fail(c, "resend", "entries", "%llu is not a power of two",
+			(unsigned long long)v);
 		goto out;
 	}
 	cfg->resend_entries = (uint32_t)v;
-	TRY(isth_conf_duration(c, "resend", "linger", false, 2000000ull, 0,
-			       10000000000ull, &cfg->resend_linger_ns));
+	TRY(isth_conf_duration(c, "resend", "linger", false, 2000000ull, 0, 10000000000ull,
+		&cfg->resend_linger_ns));
 
 	TRY(isth_conf_u64(c, "pace", "queue", false, 8192, 2, 1u << 24, &v));
 	if (v & (v - 1)) {
-		rc = isth_conf_fail(c, "pace", "queue", "%llu is not a power of two",
-				    (unsigned long long)v);
+		rc = isth_conf_fail(
+			c, "pace", "queue", "%llu is not a power of two", (unsigned long long)v);
 		goto out;
 	}
 	cfg->pace_queue = (uint32_t)v;
-	TRY(isth_conf_size(c, "pace", "burst", false, 64 * 1024, 2048,
-			   64ull << 20, &v));
+	TRY(isth_conf_size(c, "pace", "burst", false, 64 * 1024, 2048, 64ull << 20, &v));
 	cfg->pace_burst = (uint32_t)v;
-	TRY(isth_conf_duration(c, "pace", "late_tolerance", false, 1000000ull,
-			       0, 10000000000ull, &cfg->pace_late_ns));
+	TRY(isth_conf_duration(c, "pace", "late_tolerance", false, 1000000ull, 0, 10000000000ull,
+		&cfg->pace_late_ns));
 
 	TRY(isth_conf_u64(c, "poll", "idle_polls", false, 0, 0, UINT32_MAX, &v));
 	cfg->idle_polls = (uint32_t)v;
-	TRY(isth_conf_duration(c, "poll", "idle_sleep", false, 50000ull, 1000,
-			       100000000ull, &cfg->idle_sleep_ns));
+	TRY(isth_conf_duration(
+		c, "poll", "idle_sleep", false, 50000ull, 1000, 100000000ull, &cfg->idle_sleep_ns));
 
-	TRY(isth_conf_bool(c, "telemetry", "enabled", false, true,
-			   &cfg->telemetry));
-	TRY(isth_conf_bool(c, "telemetry", "round_log", false, true,
-			   &cfg->round_log));
+	TRY(isth_conf_bool(c, "telemetry", "enabled", false, true, &cfg->telemetry));
+	TRY(isth_conf_bool(c, "telemetry", "round_log", false, true, &cfg->round_log));
 
 	rc = isth_conf_check_unused(c);
 out:
 	return rc;
 }
 
-int isthd_config_parse(const char *text, const char *name,
-		       struct isthd_config *cfg, char *err, size_t err_size)
+int
+isthd_config_parse(
+	const char *text, const char *name, struct isthd_config *cfg, char *err, size_t err_size)
 {
 	struct isth_conf *c;
 	int rc;
@@ -252,8 +239,8 @@ int isthd_config_parse(const char *text, const char *name,
 	return rc;
 }
 
-int isthd_config_load(const char *path, struct isthd_config *cfg, char *err,
-		      size_t err_size)
+int
+isthd_config_load(const char *path, struct isthd_config *cfg, char *err, size_t err_size)
 {
 	struct isth_conf *c;
 	int rc;

@@ -15,42 +15,42 @@
 #define ISTHD_NAME_MAX 32
 
 enum isthd_epoch_mode {
-	ISTHD_EPOCH_SCHEDULE = 0,	/* the schedule file's epoch */
-	ISTHD_EPOCH_FIXED,		/* epoch_ns from the config or --epoch */
+	ISTHD_EPOCH_SCHEDULE = 0, /* the schedule file's epoch */
+	ISTHD_EPOCH_FIXED, /* epoch_ns from the config or --epoch */
 };
 
 struct isthd_peer {
-	char name[ISTHD_NAME_MAX];	/* island name, as in the schedule */
-	uint32_t ip;			/* peer edge's WAN address, host order */
-	uint8_t mac[6];			/* next hop; default [wan] gateway_mac */
-	uint16_t port;			/* UDP port */
-	uint64_t latency_ns;		/* one-way, for WAN repair timing; 0: unknown */
-	unsigned int line;		/* of its [peer NAME] header */
+	char name[ISTHD_NAME_MAX]; /* island name, as in the schedule */
+	uint32_t ip; /* peer edge's WAN address, host order */
+	uint8_t mac[6]; /* next hop; default [wan] gateway_mac */
+	uint16_t port; /* UDP port */
+	uint64_t latency_ns; /* one-way, for WAN repair timing; 0: unknown */
+	unsigned int line; /* of its [peer NAME] header */
 };
 
 struct isthd_port {
-	char dev[64];			/* DPDK port name ("net_ring_access") or id ("0") */
-	char xdp_iface[32];		/* net_af_xdp: interface running lib/xdp's program */
-	uint32_t ip;			/* this edge's address on the port */
-	uint8_t mac[6];			/* zero: the port's own MAC */
+	char dev[64]; /* DPDK port name ("net_ring_access") or id ("0") */
+	char xdp_iface[32]; /* net_af_xdp: interface running lib/xdp's program */
+	uint32_t ip; /* this edge's address on the port */
+	uint8_t mac[6]; /* zero: the port's own MAC */
 };
 
 struct isthd_config {
 	char path[PATH_MAX];
 	/* [isthmusd] */
-	char island[ISTHD_NAME_MAX];	/* name in the schedule, or a number */
+	char island[ISTHD_NAME_MAX]; /* name in the schedule, or a number */
 	uint32_t job;
-	char schedule[PATH_MAX];	/* may be overridden by --schedule */
+	char schedule[PATH_MAX]; /* may be overridden by --schedule */
 	enum isthd_epoch_mode epoch_mode;
 	uint64_t epoch_ns;
 	/* the job's element type: DATA of another is dropped before it may
 	 * claim a slot; ISTH_WIRE_DTYPE_NONE ("any"): not checked */
 	uint8_t dtype;
 	char backend[16];
-	char fpga_device[64];		/* [fpga] device: the device (model: shm name) */
+	char fpga_device[64]; /* [fpga] device: the device (model: shm name) */
 	uint32_t mtu;
 	uint16_t udp_port;
-	uint32_t mbufs;			/* mbufs in the packet pool */
+	uint32_t mbufs; /* mbufs in the packet pool */
 	/* [access] */
 	struct isthd_port access;
 	uint32_t island_ip;
@@ -59,10 +59,10 @@ struct isthd_config {
 	/* [wan] */
 	struct isthd_port wan;
 	uint8_t gateway_mac[6];
-	bool wan_udp_csum;		/* UDP checksums on DATA to peers */
-	bool wan_repair;		/* NACK peers for lost DATA, serve theirs */
-	uint64_t wan_repair_before_ns;	/* last NACK this long before a round ends */
-	uint64_t wan_tail_wait_ns;	/* NACK a tail this long after it was due */
+	bool wan_udp_csum; /* UDP checksums on DATA to peers */
+	bool wan_repair; /* NACK peers for lost DATA, serve theirs */
+	uint64_t wan_repair_before_ns; /* last NACK this long before a round ends */
+	uint64_t wan_tail_wait_ns; /* NACK a tail this long after it was due */
 	unsigned int wan_last_nack_copies; /* copies of a peer NACK with no
 					    * retry left before the cutoff */
 	/* [peer NAME] */
@@ -74,7 +74,7 @@ struct isthd_config {
 	uint64_t agg_round_slack_ns;
 	uint32_t agg_window;
 	uint32_t agg_max_chunks;
-	uint8_t bf16_out;		/* ISTH_WIRE_DTYPE_BF16 or ISTH_WIRE_DTYPE_FP32 */
+	uint8_t bf16_out; /* ISTH_WIRE_DTYPE_BF16 or ISTH_WIRE_DTYPE_FP32 */
 	/* [resend] */
 	uint64_t resend_window_ns;
 	uint32_t resend_entries;
@@ -84,7 +84,7 @@ struct isthd_config {
 	uint32_t pace_burst;
 	uint64_t pace_late_ns;
 	/* [poll] */
-	uint32_t idle_polls;		/* 0: never back off */
+	uint32_t idle_polls; /* 0: never back off */
 	uint64_t idle_sleep_ns;
 	/* [telemetry] */
 	bool telemetry;
@@ -95,11 +95,10 @@ struct isthd_config {
  * Load @path into @cfg. On error returns a negative errno and writes
  * "file:line: [section] key: reason" into @err.
  */
-int isthd_config_load(const char *path, struct isthd_config *cfg, char *err,
-		      size_t err_size);
+int isthd_config_load(const char *path, struct isthd_config *cfg, char *err, size_t err_size);
 
 /* Same, from text in memory; @name stands for the file name. */
-int isthd_config_parse(const char *text, const char *name,
-		       struct isthd_config *cfg, char *err, size_t err_size);
+int isthd_config_parse(
+	const char *text, const char *name, struct isthd_config *cfg, char *err, size_t err_size);
 
 #endif

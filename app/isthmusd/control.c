@@ -22,28 +22,31 @@
 
 #include "isthd.h"
 
-static const struct isth_sched *sched_for(const struct isthd *d, uint64_t r)
+static const struct isth_sched *
+sched_for(const struct isthd *d, uint64_t r)
 {
 	if (d->next_sched && r >= d->next_from)
 		return d->next_sched;
 	return d->sched;
 }
 
-static uint64_t round_start(const struct isthd *d, uint64_t r)
+static uint64_t
+round_start(const struct isthd *d, uint64_t r)
 {
-	return d->clk.epoch_ns + r * d->clk.round_ns;	/* a reload keeps T */
+	return d->clk.epoch_ns + r * d->clk.round_ns; /* a reload keeps T */
 }
 
 /* Round r as the local island's edge sees it (the schedule in force for r). */
-static void view_of(const struct isthd *d, uint64_t r,
-		    struct isth_sched_round_view *v)
+static void
+view_of(const struct isthd *d, uint64_t r, struct isth_sched_round_view *v)
 {
 	/* island is an id of that schedule (prepare, and a reload keeps the
 	 * islands and their order): cannot fail */
 	isth_sched_round_view(sched_for(d, r), (int64_t)r, d->island, v);
 }
 
-static int publish_tables(struct isthd *d, uint64_t r)
+static int
+publish_tables(struct isthd *d, uint64_t r)
 {
 	struct isth_mcast_peer peers[ISTHD_MAX_PEERS];
 	struct isth_sched_round_view v;
@@ -63,14 +66,14 @@ static int publish_tables(struct isthd *d, uint64_t r)
 		peers[n].port = p->port;
 		n++;
 	}
-	rc = isth_backend_set_round(d->be, d->cfg.job, (uint32_t)r, v.peers,
-				    peers, n);
-	if (rc == 0)	/* the data path's WAN repair: due times of tails */
+	rc = isth_backend_set_round(d->be, d->cfg.job, (uint32_t)r, v.peers, peers, n);
+	if (rc == 0) /* the data path's WAN repair: due times of tails */
 		isthd_repair_publish(d, &v, r);
 	return rc;
 }
 
-static int publish_pace(struct isthd *d, uint64_t r)
+static int
+publish_pace(struct isthd *d, uint64_t r)
 {
 	struct isth_pace_seg segs[ISTH_SCHED_MAX_SEGS + 1];
 	struct isth_sched_round_view v;
@@ -81,15 +84,14 @@ static int publish_pace(struct isthd *d, uint64_t r)
 	n = v.snd[d->island].n_segs;
 	off = v.snd[d->island].offset_ns;
 	if (n == 0)
-		return 0;	/* no peers this round: nothing to send */
+		return 0; /* no peers this round: nothing to send */
 	if (n == 1)
 		return isth_pace_set_round(d->pace, (uint32_t)r,
-					   isthd_ns_to_tsc(d, round_start(d, r) + off),
-					   v.snd[d->island].rate_bps);
+			isthd_ns_to_tsc(d, round_start(d, r) + off), v.snd[d->island].rate_bps);
 	m = 0;
 	for (k = 0; k < n; k++) {
 		if (v.seg[k].dur_ns == 0)
-			continue;	/* the pacer needs increasing offsets */
+			continue; /* the pacer needs increasing offsets */
 		segs[m].offset_ns = at;
 		segs[m].rate_bps = v.seg[k].rate_bps;
 		m++;
@@ -99,11 +101,11 @@ static int publish_pace(struct isthd *d, uint64_t r)
 	segs[m].offset_ns = at;
 	segs[m].rate_bps = 0;
 	return isth_pace_set_profile(d->pace, (uint32_t)r,
-				     isthd_ns_to_tsc(d, round_start(d, r) + off),
-				     segs, (unsigned int)m + 1);
+		isthd_ns_to_tsc(d, round_start(d, r) + off), segs, (unsigned int)m + 1);
 }
 
-static void send_round(struct isthd *d, uint64_t r)
+static void
+send_round(struct isthd *d, uint64_t r)
 {
 	struct isth_sched_round_view v;
 	struct isth_wire_round body;
@@ -118,7 +120,7 @@ static void send_round(struct isthd *d, uint64_t r)
 	body.deadline_ns = body.start_ns + v.round_ns;
 	body.period_ns = v.round_ns;
 	body.clique = v.clique;
-	body.n_chunks = d->rep.n_chunks;	/* a reload keeps the payload */
+	body.n_chunks = d->rep.n_chunks; /* a reload keeps the payload */
 	body.chunk_elems = d->lim.max_elems;
 	memset(&h, 0, sizeof(h));
 	h.type = ISTH_WIRE_ROUND;
@@ -134,17 +136,15 @@ static void send_round(struct isthd *d, uint64_t r)
 	}
 	isth_wire_put_round(b, sizeof(b), &body);
 	p = (uint8_t *)rte_pktmbuf_append(m, ISTH_WIRE_HDR_SIZE + sizeof(b));
-	isth_wire_build_msg(p, ISTH_WIRE_HDR_SIZE + sizeof(b), &h, b,
-			    sizeof(b), NULL);
-	if (isthd_frame_to_island(d, m) < 0 ||
-	    rte_ring_enqueue(d->ctl_ring, m) != 0) {
+	isth_wire_build_msg(p, ISTH_WIRE_HDR_SIZE + sizeof(b), &h, b, sizeof(b), NULL);
+	if (isthd_frame_to_island(d, m) < 0 || rte_ring_enqueue(d->ctl_ring, m) != 0) {
 		rte_pktmbuf_free(m);
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_ctl_ring_full], 1);
 	}
 }
 
-static void clique_names(const struct isthd *d, uint64_t set, char *buf,
-			 size_t size)
+static void
+clique_names(const struct isthd *d, uint64_t set, char *buf, size_t size)
 {
 	size_t off = 0;
 	unsigned int i;
@@ -153,13 +153,13 @@ static void clique_names(const struct isthd *d, uint64_t set, char *buf,
 	for (i = 0; i < d->n_islands && off + 1 < size; i++) {
 		if (!(set & (1ull << i)))
 			continue;
-		off += (size_t)snprintf(buf + off, size - off, "%s%s",
-					off ? "," : "",
-					isth_sched_island_name(d->sched, (int)i));
+		off += (size_t)snprintf(buf + off, size - off, "%s%s", off ? "," : "",
+			isth_sched_island_name(d->sched, (int)i));
 	}
 }
 
-static void log_round(struct isthd *d, uint64_t r)
+static void
+log_round(struct isthd *d, uint64_t r)
 {
 	struct isth_backend_counts be;
 	struct isth_pace_stats ps;
@@ -169,7 +169,7 @@ static void log_round(struct isthd *d, uint64_t r)
 	uint64_t off;
 	char actual[32] = "-";
 
-	memcpy(&st, &d->st, sizeof(st));	/* relaxed snapshot */
+	memcpy(&st, &d->st, sizeof(st)); /* relaxed snapshot */
 	isth_backend_counts(d->be, &be);
 	isth_pace_stats(d->pace, &ps);
 	view_of(d, r, &v);
@@ -178,32 +178,29 @@ static void log_round(struct isthd *d, uint64_t r)
 	/* "-" when nothing of this round left (no DATA, or a bye) */
 	if (ps.round == r && ps.round_bytes > 0)
 		snprintf(actual, sizeof(actual), "%.3f ms",
-			 (double)(off + ps.round_start_lag_ns) / 1e6);
+			(double)(off + ps.round_start_lag_ns) / 1e6);
 	if (d->cfg.round_log)
 		printf("round %" PRIu64 " clique {%s} in %" PRIu64 " pkts %" PRIu64
 		       " B out %" PRIu64 " pkts agg %" PRIu64 " complete %" PRIu64
 		       " partial %" PRIu64 " nacks %" PRIu64 " resent %" PRIu64
-		       " peer_nacks %" PRIu64 " retries %" PRIu64
-		       " unrepaired %" PRIu64 " offset planned %.3f ms actual %s\n",
-		       r, names,
-		       st.peer_data - d->last_st.peer_data,
-		       st.peer_data_bytes - d->last_st.peer_data_bytes,
-		       st.data_out - d->last_st.data_out,
-		       st.agg_out - d->last_st.agg_out,
-		       be.completed - d->last_be.completed,
-		       be.partial - d->last_be.partial,
-		       st.nacks - d->last_st.nacks,
-		       st.resent - d->last_st.resent,
-		       st.peer_nacks_sent - d->last_st.peer_nacks_sent,
-		       st.peer_nack_retries - d->last_st.peer_nack_retries,
-		       st.peer_chunks_unrepaired - d->last_st.peer_chunks_unrepaired,
-		       (double)off / 1e6, actual);
+		       " peer_nacks %" PRIu64 " retries %" PRIu64 " unrepaired %" PRIu64
+		       " offset planned %.3f ms actual %s\n",
+			r, names, st.peer_data - d->last_st.peer_data,
+			st.peer_data_bytes - d->last_st.peer_data_bytes,
+			st.data_out - d->last_st.data_out, st.agg_out - d->last_st.agg_out,
+			be.completed - d->last_be.completed, be.partial - d->last_be.partial,
+			st.nacks - d->last_st.nacks, st.resent - d->last_st.resent,
+			st.peer_nacks_sent - d->last_st.peer_nacks_sent,
+			st.peer_nack_retries - d->last_st.peer_nack_retries,
+			st.peer_chunks_unrepaired - d->last_st.peer_chunks_unrepaired,
+			(double)off / 1e6, actual);
 	fflush(stdout);
 	d->last_st = st;
 	d->last_be = be;
 }
 
-static void maybe_reload(struct isthd *d, uint64_t cur)
+static void
+maybe_reload(struct isthd *d, uint64_t cur)
 {
 	char err[512];
 	struct isth_sched *s;
@@ -218,7 +215,7 @@ static void maybe_reload(struct isthd *d, uint64_t cur)
 		return;
 	}
 	if ((uint32_t)isth_sched_n_islands(s) != d->n_islands ||
-	    isth_sched_island_id(s, isth_sched_island_name(d->sched, d->island)) != d->island) {
+		isth_sched_island_id(s, isth_sched_island_name(d->sched, d->island)) != d->island) {
 		fprintf(stderr, "isthmusd: reload refused: %s has other islands\n", path);
 		isth_sched_free(s);
 		return;
@@ -232,7 +229,10 @@ static void maybe_reload(struct isthd *d, uint64_t cur)
 		const char *then = isth_sched_island_name(s, (int)i);
 
 		if (strcmp(now, then) != 0) {
-			fprintf(stderr, "isthmusd: reload refused: %s lists the islands in another order (island %u is %s, running %s); restart the job with a new epoch instead\n",
+			fprintf(stderr,
+				"isthmusd: reload refused: %s lists the islands in another order "
+				"(island %u is %s, running %s); restart the job with a new epoch "
+				"instead\n",
 				path, i, then, now);
 			isth_sched_free(s);
 			return;
@@ -240,16 +240,19 @@ static void maybe_reload(struct isthd *d, uint64_t cur)
 	}
 	/* The chunk count (ROUND, repair bitmaps) is sized from the payload. */
 	if (isth_sched_payload_bytes(s) != isth_sched_payload_bytes(d->sched)) {
-		fprintf(stderr, "isthmusd: reload refused: %s changes the payload (%" PRIu64 " B, running %" PRIu64 " B); restart the job instead\n",
-			path, isth_sched_payload_bytes(s),
-			isth_sched_payload_bytes(d->sched));
+		fprintf(stderr,
+			"isthmusd: reload refused: %s changes the payload (%" PRIu64
+			" B, running %" PRIu64 " B); restart the job instead\n",
+			path, isth_sched_payload_bytes(s), isth_sched_payload_bytes(d->sched));
 		isth_sched_free(s);
 		return;
 	}
 	/* Round boundaries are epoch + r * T for every r: a new T would move
 	 * the boundaries of rounds already running elsewhere. */
 	if (isth_sched_round_ns(s) != isth_sched_round_ns(d->sched)) {
-		fprintf(stderr, "isthmusd: reload refused: %s changes T (%.3f ms, running %.3f ms); restart the job with a new epoch instead\n",
+		fprintf(stderr,
+			"isthmusd: reload refused: %s changes T (%.3f ms, running %.3f ms); "
+			"restart the job with a new epoch instead\n",
 			path, (double)isth_sched_round_ns(s) / 1e6,
 			(double)isth_sched_round_ns(d->sched) / 1e6);
 		isth_sched_free(s);
@@ -259,12 +262,12 @@ static void maybe_reload(struct isthd *d, uint64_t cur)
 	d->next_sched = s;
 	/* rounds up to cur + 1 are already published: switch after them */
 	d->next_from = cur + 2;
-	printf("isthmusd: schedule %s takes effect at round %" PRIu64 "\n",
-	       path, d->next_from);
+	printf("isthmusd: schedule %s takes effect at round %" PRIu64 "\n", path, d->next_from);
 }
 
 /* One controller step at time @now_ns. Returns ns until the next step. */
-int isthd_control_step(struct isthd *d, uint64_t now_ns)
+int
+isthd_control_step(struct isthd *d, uint64_t now_ns)
 {
 	uint64_t T = d->clk.round_ns;
 	uint64_t cur, target, pub;
@@ -286,8 +289,8 @@ int isthd_control_step(struct isthd *d, uint64_t now_ns)
 		if (rc == -EBUSY)
 			break;
 		if (rc < 0) {
-			fprintf(stderr, "isthmusd: round %" PRIu64 ": tables refused: %s\n",
-				pub, strerror(-rc));
+			fprintf(stderr, "isthmusd: round %" PRIu64 ": tables refused: %s\n", pub,
+				strerror(-rc));
 			return rc;
 		}
 		pub++;
@@ -316,7 +319,8 @@ int isthd_control_step(struct isthd *d, uint64_t now_ns)
 	return 0;
 }
 
-int isthd_control(struct isthd *d)
+int
+isthd_control(struct isthd *d)
 {
 	while (!d->stop) {
 		uint64_t now = isthd_now_ns(), T = d->clk.round_ns;
@@ -327,13 +331,13 @@ int isthd_control(struct isthd *d)
 		if (rc < 0)
 			return rc;
 		/* --rounds N: round N starting means rounds 0..N-1 are over. */
-		if (d->max_rounds &&
-		    __atomic_load_n(&d->current, __ATOMIC_RELAXED) > d->max_rounds)
+		if (d->max_rounds && __atomic_load_n(&d->current, __ATOMIC_RELAXED) > d->max_rounds)
 			break;
 		/* Sleep to the next boundary, but at most 1 ms: retries and
 		 * the stop flag are checked that often. */
-		next = now < d->clk.epoch_ns ? d->clk.epoch_ns :
-		       d->clk.epoch_ns + ((now - d->clk.epoch_ns) / T + 1) * T;
+		next = now < d->clk.epoch_ns
+			? d->clk.epoch_ns
+			: d->clk.epoch_ns + ((now - d->clk.epoch_ns) / T + 1) * T;
 		wait = next - now;
 		if (wait > 1000000)
 			wait = 1000000;

@@ -27,8 +27,8 @@
 
 #include "isthd.h"
 
-static inline void drop(struct isthd *d, struct rte_mbuf *m,
-			enum isthd_drop reason)
+static inline void
+drop(struct isthd *d, struct rte_mbuf *m, enum isthd_drop reason)
 {
 	isth_ctr_add(&d->st.drop[reason], 1);
 	rte_pktmbuf_free(m);
@@ -36,7 +36,8 @@ static inline void drop(struct isthd *d, struct rte_mbuf *m,
 
 /* The island's address on every frame to it (AGG, GONE, ROUND): prepend
  * Ethernet/IPv4/UDP to the message in @m. Per packet: lives here. */
-int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
+int
+isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
 {
 	struct isth_wire_addr a;
 	uint32_t msg = rte_pktmbuf_pkt_len(m);
@@ -52,8 +53,8 @@ int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
 	p = (uint8_t *)rte_pktmbuf_prepend(m, (uint16_t)isth_wire_frame_hdr_size(&a));
 	if (p == NULL)
 		return -ENOSPC;
-	return isth_wire_put_frame_hdr(p, isth_wire_frame_hdr_size(&a) + msg,
-				       &a, msg) < 0 ? -EINVAL : 0;
+	return isth_wire_put_frame_hdr(p, isth_wire_frame_hdr_size(&a) + msg, &a, msg) < 0 ? -EINVAL
+											   : 0;
 }
 
 /*
@@ -62,15 +63,15 @@ int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
  * isthd_shape), so that a slot's shape is the round's, never the first
  * packet's. @return ISTHD_DROP_MAX if admitted, else the reason.
  */
-static inline enum isthd_drop data_shape(const struct isthd *d,
-					 const struct isth_wire_pkt *p)
+static inline enum isthd_drop
+data_shape(const struct isthd *d, const struct isth_wire_pkt *p)
 {
 	const struct isthd_shape *sh = &d->shape;
 
 	if (unlikely(p->hdr.chunk >= sh->n_chunks))
 		return ISTHD_DROP_data_bad_chunk;
-	if (unlikely(p->hdr.count != (p->hdr.chunk + 1 == sh->n_chunks ?
-				      sh->last_elems : sh->chunk_elems)))
+	if (unlikely(p->hdr.count !=
+		    (p->hdr.chunk + 1 == sh->n_chunks ? sh->last_elems : sh->chunk_elems)))
 		return ISTHD_DROP_data_bad_count;
 	if (unlikely(sh->dtype != ISTH_WIRE_DTYPE_NONE && p->hdr.dtype != sh->dtype))
 		return ISTHD_DROP_data_bad_dtype;
@@ -78,21 +79,26 @@ static inline enum isthd_drop data_shape(const struct isthd *d,
 }
 
 /* Strip Ethernet/IPv4/UDP and padding: keep the message only. */
-static inline void to_msg(struct rte_mbuf *m, const struct isth_wire_pkt *p)
+static inline void
+to_msg(struct rte_mbuf *m, const struct isth_wire_pkt *p)
 {
 	rte_pktmbuf_adj(m, (uint16_t)(p->msg - rte_pktmbuf_mtod(m, uint8_t *)));
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_pkt_len(m) - p->msg_size));
 }
 
 /* GONE reply to the island for the ranges a NACK could not be served. */
-static void send_gone(struct isthd *d, const struct isth_wire_pkt *nack,
-		      const struct isth_wire_range *r, unsigned int n,
-		      struct rte_mbuf **out, uint16_t *n_out)
+static void
+send_gone(struct isthd *d, const struct isth_wire_pkt *nack, const struct isth_wire_range *r,
+	unsigned int n, struct rte_mbuf **out, uint16_t *n_out)
 {
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_GONE, .flags = nack->hdr.flags & ISTH_WIRE_F_CHUNKS,
-		.sender = d->island, .count = (uint16_t)n, .job = d->cfg.job,
-		.round = nack->hdr.round, .bitmap = nack->hdr.bitmap,
+		.type = ISTH_WIRE_GONE,
+		.flags = nack->hdr.flags & ISTH_WIRE_F_CHUNKS,
+		.sender = d->island,
+		.count = (uint16_t)n,
+		.job = d->cfg.job,
+		.round = nack->hdr.round,
+		.bitmap = nack->hdr.bitmap,
 	};
 	size_t size = ISTH_WIRE_HDR_SIZE + (size_t)n * ISTH_WIRE_RANGE_SIZE;
 	struct rte_mbuf *m = rte_pktmbuf_alloc(d->ctl_pool);
@@ -105,8 +111,7 @@ static void send_gone(struct isthd *d, const struct isth_wire_pkt *nack,
 	}
 	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)size);
 	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
-	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, size - ISTH_WIRE_HDR_SIZE,
-			     r, n);
+	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, size - ISTH_WIRE_HDR_SIZE, r, n);
 	if (isthd_frame_to_island(d, m) < 0) {
 		drop(d, m, ISTHD_DROP_nack_no_mbuf);
 		return;
@@ -117,8 +122,8 @@ static void send_gone(struct isthd *d, const struct isth_wire_pkt *nack,
 
 /* Serve one NACK from the island against the AGG resend ring. Bounded:
  * the ring looks at most its size of in-window sequences per NACK. */
-static void serve_nack(struct isthd *d, const struct isth_wire_pkt *p,
-		       uint64_t now_ns)
+static void
+serve_nack(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
 {
 	struct isth_wire_range ranges[ISTHD_MAX_RANGES];
 	struct isth_wire_range gone[ISTHD_BURST];
@@ -129,7 +134,7 @@ static void serve_nack(struct isthd *d, const struct isth_wire_pkt *p,
 
 	isth_ctr_add(&d->st.nacks, 1);
 	if (n > ISTHD_MAX_RANGES)
-		n = ISTHD_MAX_RANGES;	/* the parser's max_ranges is lower */
+		n = ISTHD_MAX_RANGES; /* the parser's max_ranges is lower */
 	for (i = 0; i < n; i++)
 		isth_wire_get_range(p, i, &ranges[i]);
 	if (p->hdr.flags & ISTH_WIRE_F_CHUNKS) {
@@ -137,31 +142,31 @@ static void serve_nack(struct isthd *d, const struct isth_wire_pkt *p,
 		 * sequence, so chunk NACKs are answered GONE in full. */
 		n_out = 0;
 		for (i = 0; i < n; i += ISTHD_BURST) {
-			send_gone(d, p, ranges + i, RTE_MIN(n - i, (unsigned int)ISTHD_BURST),
-				  out, &n_out);
+			send_gone(d, p, ranges + i, RTE_MIN(n - i, (unsigned int)ISTHD_BURST), out,
+				&n_out);
 			isthd_tx(d, d->access_port, out, n_out, ISTHD_DROP_tx_access,
-			   &d->st.access_tx);
+				&d->st.access_tx);
 			n_out = 0;
 		}
 		return;
 	}
 	if (isth_resend_nack_begin(d->agg_ring, &cur, ranges, n) < 0)
-		return;	/* counted bad_nack by the ring */
+		return; /* counted bad_nack by the ring */
 	while (!isth_resend_nack_done(&cur)) {
-		k = isth_resend_nack_serve(d->agg_ring, &cur, now_ns, out,
-					   ISTHD_BURST, gone, RTE_DIM(gone), &n_gone);
+		k = isth_resend_nack_serve(
+			d->agg_ring, &cur, now_ns, out, ISTHD_BURST, gone, RTE_DIM(gone), &n_gone);
 		n_out = (uint16_t)k;
 		isth_ctr_add(&d->st.resent, k);
 		if (n_gone)
 			send_gone(d, p, gone, n_gone, out, &n_out);
-		isthd_tx(d, d->access_port, out, n_out, ISTHD_DROP_tx_access,
-		   &d->st.access_tx);
+		isthd_tx(d, d->access_port, out, n_out, ISTHD_DROP_tx_access, &d->st.access_tx);
 		if (k == 0 && n_gone == 0)
-			break;	/* hdr_pool empty: the island NACKs again */
+			break; /* hdr_pool empty: the island NACKs again */
 	}
 }
 
-static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
+static unsigned int
+access_rx(struct isthd *d, uint64_t now_ns)
 {
 	uint64_t cur = __atomic_load_n(&d->current, __ATOMIC_ACQUIRE);
 	uint64_t pub = __atomic_load_n(&d->published, __ATOMIC_ACQUIRE);
@@ -179,8 +184,8 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 1], void *));
-		r = isth_wire_parse_frame(rte_pktmbuf_mtod(m, uint8_t *),
-					  rte_pktmbuf_data_len(m), &d->lim, &p);
+		r = isth_wire_parse_frame(
+			rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m), &d->lim, &p);
 		if (unlikely(r != ISTH_WIRE_OK)) {
 			isth_ctr_add(&d->st.wire_drop[r], 1);
 			rte_pktmbuf_free(m);
@@ -225,8 +230,9 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 			 * chunk on the wire, which a plan must budget for. */
 			rc = isth_pace_enqueue(d->pace, m, (uint32_t)p.payload_size);
 			if (unlikely(rc < 0)) {
-				drop(d, m, rc == -ENOBUFS ? ISTHD_DROP_pace_full :
-				     ISTHD_DROP_pace_oversize);
+				drop(d, m,
+					rc == -ENOBUFS ? ISTHD_DROP_pace_full
+						       : ISTHD_DROP_pace_oversize);
 				break;
 			}
 			isth_ctr_add(&d->st.data_in, 1);
@@ -245,7 +251,8 @@ static unsigned int access_rx(struct isthd *d, uint64_t now_ns)
 	return n;
 }
 
-static unsigned int pace_release(struct isthd *d, uint64_t now_tsc)
+static unsigned int
+pace_release(struct isthd *d, uint64_t now_tsc)
 {
 	struct rte_mbuf *out[ISTHD_BURST * 4];
 	void *objs[ISTHD_BURST];
@@ -256,14 +263,12 @@ static unsigned int pace_release(struct isthd *d, uint64_t now_tsc)
 		return 0;
 	isth_ctr_add(&d->st.data_out, n);
 	if (d->rep.ring)
-		isthd_repair_keep(d, (struct rte_mbuf **)objs, n,
-				  isthd_tsc_to_ns(d, now_tsc));
+		isthd_repair_keep(d, (struct rte_mbuf **)objs, n, isthd_tsc_to_ns(d, now_tsc));
 	while (done < n) {
 		uint16_t n_out = 0, k;
 
-		k = isth_backend_replicate_burst(d->be,
-				(struct rte_mbuf **)objs + done,
-				(uint16_t)(n - done), out, RTE_DIM(out), &n_out);
+		k = isth_backend_replicate_burst(d->be, (struct rte_mbuf **)objs + done,
+			(uint16_t)(n - done), out, RTE_DIM(out), &n_out);
 		isthd_tx(d, d->wan_port, out, n_out, ISTHD_DROP_tx_wan, &d->st.wan_tx);
 		done += k;
 	}
@@ -271,7 +276,8 @@ static unsigned int pace_release(struct isthd *d, uint64_t now_tsc)
 	return n;
 }
 
-static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
+static unsigned int
+wan_rx(struct isthd *d, uint64_t now_ns)
 {
 	struct rte_mbuf *rx[ISTHD_BURST], *keep[ISTHD_BURST];
 	struct isth_wire_pkt parsed[ISTHD_BURST];
@@ -291,8 +297,8 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 1], void *));
 			rte_prefetch0(rte_pktmbuf_mtod_offset(rx[i + 1], char *, 64));
 		}
-		r = isth_wire_parse_frame(rte_pktmbuf_mtod(m, uint8_t *),
-					  rte_pktmbuf_data_len(m), &d->lim, p);
+		r = isth_wire_parse_frame(
+			rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m), &d->lim, p);
 		if (unlikely(r != ISTH_WIRE_OK)) {
 			isth_ctr_add(&d->st.wire_drop[r], 1);
 			rte_pktmbuf_free(m);
@@ -304,10 +310,9 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 		}
 		if (unlikely(p->hdr.type != ISTH_WIRE_DATA)) {
 			/* a peer edge asking for our island's chunks again */
-			if (p->hdr.type == ISTH_WIRE_NACK &&
-			    (p->hdr.flags & ISTH_WIRE_F_CHUNKS) &&
-			    p->hdr.sender != d->island &&
-			    p->hdr.bitmap == (1ull << d->island)) {
+			if (p->hdr.type == ISTH_WIRE_NACK && (p->hdr.flags & ISTH_WIRE_F_CHUNKS) &&
+				p->hdr.sender != d->island &&
+				p->hdr.bitmap == (1ull << d->island)) {
 				isthd_repair_serve(d, p, now_ns);
 				rte_pktmbuf_free(m);
 				continue;
@@ -321,7 +326,7 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 		}
 		/* the site table: a sender's DATA comes from its peer edge */
 		if (unlikely(d->peer_of[p->hdr.sender] == NULL ||
-			     p->addr.src_ip != d->peer_of[p->hdr.sender]->ip)) {
+			    p->addr.src_ip != d->peer_of[p->hdr.sender]->ip)) {
 			drop(d, m, ISTHD_DROP_data_bad_source);
 			continue;
 		}
@@ -346,7 +351,8 @@ static unsigned int wan_rx(struct isthd *d, uint64_t now_ns)
 	return n;
 }
 
-static unsigned int emit_aggs(struct isthd *d, uint64_t now_ns)
+static unsigned int
+emit_aggs(struct isthd *d, uint64_t now_ns)
 {
 	struct rte_mbuf *out[ISTHD_BURST];
 	unsigned int n, i, ok = 0;
@@ -366,17 +372,16 @@ static unsigned int emit_aggs(struct isthd *d, uint64_t now_ns)
 			drop(d, m, ISTHD_DROP_tx_access);
 			continue;
 		}
-		__atomic_store_n(&d->agg_seq, isth_resend_next_seq(d->agg_ring),
-				 __ATOMIC_RELAXED);
+		__atomic_store_n(&d->agg_seq, isth_resend_next_seq(d->agg_ring), __ATOMIC_RELAXED);
 		out[ok++] = m;
 	}
 	isth_ctr_add(&d->st.agg_out, ok);
-	isthd_tx(d, d->access_port, out, (uint16_t)ok, ISTHD_DROP_tx_access,
-	   &d->st.access_tx);
+	isthd_tx(d, d->access_port, out, (uint16_t)ok, ISTHD_DROP_tx_access, &d->st.access_tx);
 	return n;
 }
 
-static unsigned int ctl_msgs(struct isthd *d)
+static unsigned int
+ctl_msgs(struct isthd *d)
 {
 	struct rte_mbuf *m[8];
 	unsigned int n;
@@ -384,15 +389,15 @@ static unsigned int ctl_msgs(struct isthd *d)
 	n = rte_ring_dequeue_burst(d->ctl_ring, (void **)m, RTE_DIM(m), NULL);
 	if (n) {
 		isth_ctr_add(&d->st.round_msgs, n);
-		isthd_tx(d, d->access_port, m, (uint16_t)n, ISTHD_DROP_tx_access,
-		   &d->st.access_tx);
+		isthd_tx(d, d->access_port, m, (uint16_t)n, ISTHD_DROP_tx_access, &d->st.access_tx);
 	}
 	return n;
 }
 
 /* Rounds whose end (+ slack) has passed: their unfinished aggregates leave
  * as partials now, while the island still waits for them. */
-static unsigned int expire_rounds(struct isthd *d, uint64_t now_ns)
+static unsigned int
+expire_rounds(struct isthd *d, uint64_t now_ns)
 {
 	uint64_t end, n = 0;
 
@@ -400,11 +405,10 @@ static unsigned int expire_rounds(struct isthd *d, uint64_t now_ns)
 		return 0;
 	for (;;) {
 		end = d->clk.epoch_ns + (d->expire_next + 1) * d->clk.round_ns +
-		      d->cfg.agg_round_slack_ns;
+			d->cfg.agg_round_slack_ns;
 		if (now_ns < end)
 			break;
-		if (isth_backend_expire_round(d->be, d->cfg.job,
-					      (uint32_t)d->expire_next) > 0)
+		if (isth_backend_expire_round(d->be, d->cfg.job, (uint32_t)d->expire_next) > 0)
 			n++;
 		d->expire_next++;
 	}
@@ -412,7 +416,8 @@ static unsigned int expire_rounds(struct isthd *d, uint64_t now_ns)
 }
 
 /* One pass over every source of work; returns packets handled. */
-unsigned int isthd_dp_poll(struct isthd *d)
+unsigned int
+isthd_dp_poll(struct isthd *d)
 {
 	uint64_t tsc = rte_rdtsc();
 	uint64_t now_ns = isthd_tsc_to_ns(d, tsc);
@@ -431,7 +436,8 @@ unsigned int isthd_dp_poll(struct isthd *d)
 	return work;
 }
 
-int isthd_worker(void *arg)
+int
+isthd_worker(void *arg)
 {
 	struct isthd *d = arg;
 	uint32_t idle = 0;
@@ -452,7 +458,8 @@ int isthd_worker(void *arg)
 }
 
 /* Shutdown, on the worker after it stopped: partial aggregates out. */
-void isthd_dp_drain_final(struct isthd *d)
+void
+isthd_dp_drain_final(struct isthd *d)
 {
 	struct isth_backend_counts bc;
 	unsigned int spins = 0;

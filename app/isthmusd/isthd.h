@@ -44,9 +44,9 @@
 /* Exit codes (doc/isthmusd.md, "Exit codes"). */
 enum {
 	ISTHD_EXIT_OK = 0,
-	ISTHD_EXIT_RUNTIME = 1,		/* failure after start-up */
-	ISTHD_EXIT_USAGE = 2,		/* bad command line or config */
-	ISTHD_EXIT_INIT = 3,		/* EAL, port or memory set-up failed */
+	ISTHD_EXIT_RUNTIME = 1, /* failure after start-up */
+	ISTHD_EXIT_USAGE = 2, /* bad command line or config */
+	ISTHD_EXIT_INIT = 3, /* EAL, port or memory set-up failed */
 };
 
 /* Named drop reasons beyond the wire parser's (enum isth_wire_reason). */
@@ -81,7 +81,7 @@ enum isthd_drop {
 #define X(n, s) ISTHD_DROP_##n,
 	ISTHD_DROPS(X)
 #undef X
-	ISTHD_DROP_MAX
+		ISTHD_DROP_MAX
 };
 
 /*
@@ -106,7 +106,8 @@ enum isthd_drop {
 	X(round_msgs, "ROUND messages sent") \
 	X(idle_sleeps, "idle sleeps of the worker") \
 	X(peer_nacks_sent, "chunk NACKs sent to peer edges") \
-	X(peer_nack_retries, "NACK rounds to a peer after the first for the same round (back-off)") \
+	X(peer_nack_retries, \
+		"NACK rounds to a peer after the first for the same round (back-off)") \
 	X(peer_chunks_unrepaired, "peer chunks still missing when NACKing stopped") \
 	X(peer_nacks_rx, "chunk NACKs received from peer edges") \
 	X(repairs_sent, "DATA resent to a peer edge")
@@ -125,17 +126,17 @@ struct isthd_dp_stats {
 /* dp only: one sender's chunks of one round, seen so far, and when to
  * NACK what is missing (repair.c, tail_check). */
 struct isthd_rx_track {
-	uint64_t round;		/* UINT64_MAX: unused */
-	uint64_t last_due;	/* ns: when its last chunk is due here, from
+	uint64_t round; /* UINT64_MAX: unused */
+	uint64_t last_due; /* ns: when its last chunk is due here, from
 				 * the newest in-order arrival and its rate
 				 * (0: nothing arrived, the plan decides) */
-	uint64_t nack_at;	/* ns: next NACK of what is missing (0: none) */
-	uint64_t backoff_ns;	/* wait after the next NACK (doubles, capped) */
-	uint32_t next;		/* highest chunk seen + 1 */
-	uint32_t n_rx;		/* distinct chunks seen */
-	uint16_t nacks;		/* NACK rounds sent (gap, tail, retries) */
-	uint8_t tail_due;	/* the tail was due: NACK every missing chunk */
-	uint8_t done;		/* complete, or NACKing stopped at the cutoff */
+	uint64_t nack_at; /* ns: next NACK of what is missing (0: none) */
+	uint64_t backoff_ns; /* wait after the next NACK (doubles, capped) */
+	uint32_t next; /* highest chunk seen + 1 */
+	uint32_t n_rx; /* distinct chunks seen */
+	uint16_t nacks; /* NACK rounds sent (gap, tail, retries) */
+	uint8_t tail_due; /* the tail was due: NACK every missing chunk */
+	uint8_t done; /* complete, or NACKing stopped at the cutoff */
 };
 
 /*
@@ -144,10 +145,10 @@ struct isthd_rx_track {
  * the same figures ROUND tells the island. init writes; read-only after.
  */
 struct isthd_shape {
-	uint32_t n_chunks;		/* chunk ids 0..n_chunks-1 */
-	uint16_t chunk_elems;		/* elements of every chunk but the last */
-	uint16_t last_elems;		/* elements of chunk n_chunks-1 */
-	uint8_t dtype;			/* [isthmusd] dtype; ISTH_WIRE_DTYPE_NONE: any */
+	uint32_t n_chunks; /* chunk ids 0..n_chunks-1 */
+	uint16_t chunk_elems; /* elements of every chunk but the last */
+	uint16_t last_elems; /* elements of chunk n_chunks-1 */
+	uint8_t dtype; /* [isthmusd] dtype; ISTH_WIRE_DTYPE_NONE: any */
 };
 
 /*
@@ -155,23 +156,26 @@ struct isthd_shape {
  * chunks repaired to it so far. Two rounds are kept, like rep.base.
  */
 struct isthd_repair_budget {
-	uint64_t round1;		/* round + 1; 0: unused */
-	uint32_t used;			/* chunks repaired to the peer */
+	uint64_t round1; /* round + 1; 0: unused */
+	uint32_t used; /* chunks repaired to the peer */
 };
 
 /* WAN repair between edges (repair.c; doc/isthmusd.md, "WAN repair"). */
 struct isthd_repair {
 	/* init: read-only after launch */
-	struct isth_resend *ring;	/* island DATA as released, for peer
+	struct isth_resend *ring; /* island DATA as released, for peer
 					 * NACKs; NULL: [wan] repair = no */
-	uint32_t n_chunks;		/* chunks per contribution per round */
-	uint32_t rx_words;		/* 64-bit words per (round slot, sender) bitmap */
+	uint32_t n_chunks; /* chunks per contribution per round */
+	uint32_t rx_words; /* 64-bit words per (round slot, sender) bitmap */
 	/* dp only: ring seq of chunk 0 of the round each slot holds */
-	struct { uint64_t round; uint64_t base; } base[2];
+	struct {
+		uint64_t round;
+		uint64_t base;
+	} base[2];
 	/* dp only: chunks received per (round & 3, sender) */
 	struct isthd_rx_track *rx;
 	uint64_t *rx_bits;
-	uint64_t tail_next;		/* dp only: oldest round with tails to check */
+	uint64_t tail_next; /* dp only: oldest round with tails to check */
 	/* init: chunks one peer may get repaired per round (one round's
 	 * stream plus an allowance for repairs that were lost) */
 	uint32_t budget_chunks;
@@ -198,28 +202,28 @@ struct isthd_repair {
 /* Clocks (clock.c). init writes, before launch; read-only after. */
 struct isthd_clock {
 	uint64_t tsc_hz;
-	uint64_t tsc0;			/* TSC at rt0 */
-	uint64_t rt0;			/* CLOCK_REALTIME ns at tsc0 */
-	uint64_t epoch_ns;		/* start of round 0 */
-	uint64_t round_ns;		/* T; a reload may not change it */
+	uint64_t tsc0; /* TSC at rt0 */
+	uint64_t rt0; /* CLOCK_REALTIME ns at tsc0 */
+	uint64_t epoch_ns; /* start of round 0 */
+	uint64_t round_ns; /* T; a reload may not change it */
 };
 
 struct isthd {
 	/* init: read-only after launch */
 	struct isthd_config cfg;
-	uint8_t island;			/* local island id in the schedule */
+	uint8_t island; /* local island id in the schedule */
 	uint32_t n_islands;
 	struct isth_wire_limits lim;
-	struct isthd_shape shape;	/* DATA admission (datapath.c) */
+	struct isthd_shape shape; /* DATA admission (datapath.c) */
 	uint16_t access_port, wan_port;
 	uint8_t access_mac[6], wan_mac[6];
-	struct rte_mempool *pool;	/* RX frames, AGG messages */
-	struct rte_mempool *hdr_pool;	/* fan-out headers and clones */
-	struct rte_mempool *ctl_pool;	/* ROUND and GONE messages */
+	struct rte_mempool *pool; /* RX frames, AGG messages */
+	struct rte_mempool *hdr_pool; /* fan-out headers and clones */
+	struct rte_mempool *ctl_pool; /* ROUND and GONE messages */
 	struct isth_backend *be;
 	struct isth_pace *pace;
-	struct isth_resend *agg_ring;	/* AGGs sent to the island */
-	struct rte_ring *ctl_ring;	/* ctl -> dp: frames to send to the island */
+	struct isth_resend *agg_ring; /* AGGs sent to the island */
+	struct rte_ring *ctl_ring; /* ctl -> dp: frames to send to the island */
 	/* init: peer edge of each island (NULL: self or none) */
 	const struct isthd_peer *peer_of[ISTHD_MAX_PEERS];
 	/* init: steering programs on af_xdp ports ([access|wan] xdp_iface);
@@ -241,18 +245,18 @@ struct isthd {
 
 	/* ctl only */
 	struct {
-		struct isth_sched *next_sched;	/* waiting for its boundary */
-		uint64_t next_from;		/* first round of next_sched */
-		uint64_t pace_published;	/* next round to give the pacer */
+		struct isth_sched *next_sched; /* waiting for its boundary */
+		uint64_t next_from; /* first round of next_sched */
+		uint64_t pace_published; /* next round to give the pacer */
 		/* counters at the previous boundary, for the round log */
 		struct isthd_dp_stats last_st;
 		struct isth_backend_counts last_be;
 	};
 
 	/* dp writes */
-	uint64_t agg_seq;		/* next AGG sequence number (telemetry reads) */
-	uint64_t expire_next;		/* next round whose deadline the dp enforces */
-	struct isthd_dp_stats st;	/* see struct isthd_dp_stats */
+	uint64_t agg_seq; /* next AGG sequence number (telemetry reads) */
+	uint64_t expire_next; /* next round whose deadline the dp enforces */
+	struct isthd_dp_stats st; /* see struct isthd_dp_stats */
 
 	/* anyone writes true to stop */
 	volatile bool stop;
@@ -261,8 +265,7 @@ struct isthd {
 };
 
 /* setup.c */
-int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err,
-		  size_t err_size);
+int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err, size_t err_size);
 int isthd_setup(struct isthd *d, char *err, size_t err_size);
 void isthd_teardown(struct isthd *d);
 void isthd_ports_close(struct isthd *d);
@@ -285,15 +288,11 @@ int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m);
 /* repair.c */
 int isthd_repair_init(struct isthd *d, char *err, size_t err_size);
 void isthd_repair_fini(struct isthd *d);
-void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v,
-			  uint64_t r);
-void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n,
-		       uint64_t now_ns);
-void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p,
-			uint64_t now_ns);
+void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v, uint64_t r);
+void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n, uint64_t now_ns);
+void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
 unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns);
-void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p,
-			uint64_t now_ns);
+void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
 
 /* control.c */
 int isthd_control(struct isthd *d);
@@ -307,12 +306,12 @@ void isthd_telemetry_close(void);
 
 /* stats.c */
 enum isthd_stat_kind {
-	ISTHD_STAT_COUNTER,	/* ISTHD_COUNTERS */
-	ISTHD_STAT_DROP,	/* drop_<reason>, wire parser's and ours */
-	ISTHD_STAT_GAUGE,	/* a value now (mempool in use) */
+	ISTHD_STAT_COUNTER, /* ISTHD_COUNTERS */
+	ISTHD_STAT_DROP, /* drop_<reason>, wire parser's and ours */
+	ISTHD_STAT_GAUGE, /* a value now (mempool in use) */
 };
-typedef void (*isthd_stat_fn)(void *arg, const char *name, uint64_t value,
-			      enum isthd_stat_kind kind);
+typedef void (*isthd_stat_fn)(
+	void *arg, const char *name, uint64_t value, enum isthd_stat_kind kind);
 /* Every counter, drop and gauge by name, in a fixed order. Any thread. */
 void isthd_stats_walk(const struct isthd *d, isthd_stat_fn fn, void *arg);
 void isthd_print_counters(const struct isthd *d, FILE *f);
@@ -320,9 +319,9 @@ const char *isthd_drop_name(unsigned int i);
 
 /* Send @n frames on @port; what the queue refuses is freed and counted
  * under @reason. Worker lcore only (datapath.c, repair.c). */
-static inline void isthd_tx(struct isthd *d, uint16_t port,
-			    struct rte_mbuf **pkts, uint16_t n,
-			    enum isthd_drop reason, uint64_t *sent)
+static inline void
+isthd_tx(struct isthd *d, uint16_t port, struct rte_mbuf **pkts, uint16_t n, enum isthd_drop reason,
+	uint64_t *sent)
 {
 	uint16_t k;
 

@@ -27,43 +27,45 @@
 
 static struct isthd daemon_state;
 
-static void usage(FILE *f)
+static void
+usage(FILE *f)
 {
 	fprintf(f,
-"usage: isthmusd [EAL options] -- --config FILE [options]\n"
-"\n"
-"The isthmus edge appliance: replicates the island's DATA to the peers of\n"
-"its clique, sums the peers' DATA in-line, sends the island one AGG stream,\n"
-"answers its NACKs, and follows the schedule's rounds.\n"
-"\n"
-"EAL options (before --): the usual DPDK ones. At least two lcores: the\n"
-"main one runs the controller, the next the data path. Without hugepages:\n"
-"  --no-huge -m 512 --file-prefix=<unique> -l 0,1\n"
-"Ports: physical NICs (-a PCI), or --vdev net_pcap0,iface=veth0,\n"
-"net_af_packet0,iface=veth0, net_af_xdp0,iface=veth0, net_tap0, net_ring0.\n"
-"The config names them ([access] port, [wan] port) by name or port id.\n"
-"\n"
-"Options (after --):\n"
-"  -c, --config FILE     configuration (required; see conf/isthmusd/ and\n"
-"                        doc/isthmusd.md)\n"
-"  -s, --schedule FILE   schedule file from isthmus-plan --out (overrides\n"
-"                        [isthmusd] schedule)\n"
-"  -e, --epoch E         start of round 0: ns since the Unix epoch, or\n"
-"                        now+S (S seconds from now, rounded up to a whole\n"
-"                        second so that edges started together agree)\n"
-"  -r, --rounds N        stop after N rounds (0: run until signalled)\n"
-"      --check           validate config and schedule, print a summary, exit\n"
-"  -h, --help            this text\n"
-"\n"
-"Signals: SIGINT/SIGTERM stop cleanly (flush partial aggregates, print\n"
-"counters); SIGHUP reloads the schedule file at the next round boundary\n"
-"(also: /isthmus/reload over telemetry).\n"
-"\n"
-"Exit codes: 0 clean stop; 1 failure while running; 2 bad command line,\n"
-"config or schedule; 3 EAL, port or memory set-up failed.\n");
+		"usage: isthmusd [EAL options] -- --config FILE [options]\n"
+		"\n"
+		"The isthmus edge appliance: replicates the island's DATA to the peers of\n"
+		"its clique, sums the peers' DATA in-line, sends the island one AGG stream,\n"
+		"answers its NACKs, and follows the schedule's rounds.\n"
+		"\n"
+		"EAL options (before --): the usual DPDK ones. At least two lcores: the\n"
+		"main one runs the controller, the next the data path. Without hugepages:\n"
+		"  --no-huge -m 512 --file-prefix=<unique> -l 0,1\n"
+		"Ports: physical NICs (-a PCI), or --vdev net_pcap0,iface=veth0,\n"
+		"net_af_packet0,iface=veth0, net_af_xdp0,iface=veth0, net_tap0, net_ring0.\n"
+		"The config names them ([access] port, [wan] port) by name or port id.\n"
+		"\n"
+		"Options (after --):\n"
+		"  -c, --config FILE     configuration (required; see conf/isthmusd/ and\n"
+		"                        doc/isthmusd.md)\n"
+		"  -s, --schedule FILE   schedule file from isthmus-plan --out (overrides\n"
+		"                        [isthmusd] schedule)\n"
+		"  -e, --epoch E         start of round 0: ns since the Unix epoch, or\n"
+		"                        now+S (S seconds from now, rounded up to a whole\n"
+		"                        second so that edges started together agree)\n"
+		"  -r, --rounds N        stop after N rounds (0: run until signalled)\n"
+		"      --check           validate config and schedule, print a summary, exit\n"
+		"  -h, --help            this text\n"
+		"\n"
+		"Signals: SIGINT/SIGTERM stop cleanly (flush partial aggregates, print\n"
+		"counters); SIGHUP reloads the schedule file at the next round boundary\n"
+		"(also: /isthmus/reload over telemetry).\n"
+		"\n"
+		"Exit codes: 0 clean stop; 1 failure while running; 2 bad command line,\n"
+		"config or schedule; 3 EAL, port or memory set-up failed.\n");
 }
 
-static void on_signal(int sig)
+static void
+on_signal(int sig)
 {
 	if (sig == SIGHUP)
 		daemon_state.reload = true;
@@ -71,7 +73,8 @@ static void on_signal(int sig)
 		daemon_state.stop = true;
 }
 
-static int parse_epoch(const char *s, uint64_t *out)
+static int
+parse_epoch(const char *s, uint64_t *out)
 {
 	char *end;
 
@@ -91,7 +94,8 @@ static int parse_epoch(const char *s, uint64_t *out)
 	return 0;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'},
@@ -114,7 +118,7 @@ int main(int argc, char **argv)
 	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
 	 * (we were left to init before the prctl): leave. */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
-	    (getenv("ISTH_TESTBED") != NULL && getppid() == 1))
+		(getenv("ISTH_TESTBED") != NULL && getppid() == 1))
 		return 1;
 	for (c = 1; c < argc; c++)
 		if (strcmp(argv[c], "-h") == 0 || strcmp(argv[c], "--help") == 0) {
@@ -123,8 +127,7 @@ int main(int argc, char **argv)
 		}
 	rc = rte_eal_init(argc, argv);
 	if (rc < 0) {
-		fprintf(stderr, "isthmusd: EAL init failed: %s\n",
-			rte_strerror(rte_errno));
+		fprintf(stderr, "isthmusd: EAL init failed: %s\n", rte_strerror(rte_errno));
 		return ISTHD_EXIT_INIT;
 	}
 	argc -= rc;
@@ -140,7 +143,9 @@ int main(int argc, char **argv)
 			break;
 		case 'e':
 			if (parse_epoch(optarg, &epoch)) {
-				fprintf(stderr, "isthmusd: --epoch '%s': want ns since the Unix epoch or now+S\n",
+				fprintf(stderr,
+					"isthmusd: --epoch '%s': want ns since the Unix epoch or "
+					"now+S\n",
 					optarg);
 				ret = ISTHD_EXIT_USAGE;
 				goto eal;
@@ -167,8 +172,9 @@ int main(int argc, char **argv)
 		}
 	}
 	if (config == NULL || optind != argc) {
-		fprintf(stderr, "isthmusd: %s\n", config ? "unexpected argument" :
-			"--config FILE is required (isthmusd -- --help)");
+		fprintf(stderr, "isthmusd: %s\n",
+			config ? "unexpected argument"
+			       : "--config FILE is required (isthmusd -- --help)");
 		ret = ISTHD_EXIT_USAGE;
 		goto eal;
 	}
@@ -188,17 +194,20 @@ int main(int argc, char **argv)
 		goto eal;
 	}
 	if (check) {
-		printf("isthmusd: %s: island %s (%u of %u), job %u, schedule %s: T %.3f ms, %d rounds per cycle, epoch %" PRIu64 "\n",
-		       d->cfg.path, isth_sched_island_name(d->sched, d->island),
-		       d->island, d->n_islands, d->cfg.job, d->cfg.schedule,
-		       (double)isth_sched_round_ns(d->sched) / 1e6,
-		       isth_sched_n_rounds(d->sched), d->clk.epoch_ns);
+		printf("isthmusd: %s: island %s (%u of %u), job %u, schedule %s: T %.3f ms, %d "
+		       "rounds per cycle, epoch %" PRIu64 "\n",
+			d->cfg.path, isth_sched_island_name(d->sched, d->island), d->island,
+			d->n_islands, d->cfg.job, d->cfg.schedule,
+			(double)isth_sched_round_ns(d->sched) / 1e6, isth_sched_n_rounds(d->sched),
+			d->clk.epoch_ns);
 		isthd_teardown(d);
 		goto eal;
 	}
-	worker = rte_get_next_lcore(-1, 1, 0);	/* first lcore that is not the main one */
+	worker = rte_get_next_lcore(-1, 1, 0); /* first lcore that is not the main one */
 	if (worker >= RTE_MAX_LCORE) {
-		fprintf(stderr, "isthmusd: need two lcores (EAL -l 0,1): the main one runs the controller, the other the data path\n");
+		fprintf(stderr,
+			"isthmusd: need two lcores (EAL -l 0,1): the main one runs the controller, "
+			"the other the data path\n");
 		isthd_teardown(d);
 		ret = ISTHD_EXIT_USAGE;
 		goto eal;
@@ -214,11 +223,11 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
-	printf("isthmusd: island %s (%u), job %u, %u islands, backend %s, T %.3f ms, epoch %" PRIu64 " (in %.3f s)\n",
-	       isth_sched_island_name(d->sched, d->island), d->island,
-	       d->cfg.job, d->n_islands, d->cfg.backend,
-	       (double)isth_sched_round_ns(d->sched) / 1e6, d->clk.epoch_ns,
-	       ((double)d->clk.epoch_ns - (double)isthd_now_ns()) / 1e9);
+	printf("isthmusd: island %s (%u), job %u, %u islands, backend %s, T %.3f ms, epoch %" PRIu64
+	       " (in %.3f s)\n",
+		isth_sched_island_name(d->sched, d->island), d->island, d->cfg.job, d->n_islands,
+		d->cfg.backend, (double)isth_sched_round_ns(d->sched) / 1e6, d->clk.epoch_ns,
+		((double)d->clk.epoch_ns - (double)isthd_now_ns()) / 1e9);
 	fflush(stdout);
 
 	rte_eal_remote_launch(isthd_worker, d, worker);

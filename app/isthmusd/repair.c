@@ -19,14 +19,15 @@
 
 #include "isthd.h"
 
-int isthd_repair_init(struct isthd *d, char *err, size_t err_size)
+int
+isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 {
 	struct isthd_repair *rp = &d->rep;
 	struct isth_resend_conf rc;
 	uint64_t chunk_bytes = (uint64_t)d->lim.max_elems * 4;
 
-	rp->n_chunks = (uint32_t)((isth_sched_payload_bytes(d->sched) +
-				   chunk_bytes - 1) / chunk_bytes);
+	rp->n_chunks =
+		(uint32_t)((isth_sched_payload_bytes(d->sched) + chunk_bytes - 1) / chunk_bytes);
 	rp->rx_words = rp->n_chunks / 64 + 1;
 	rp->base[0].round = rp->base[1].round = UINT64_MAX;
 	for (unsigned int i = 0; i < RTE_DIM(rp->rtab); i++)
@@ -38,15 +39,15 @@ int isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 	rc.window_ns = d->cfg.resend_window_ns;
 	rc.linger_ns = d->cfg.resend_linger_ns;
 	rc.socket_id = (int)rte_socket_id();
-	rc.hdr_off = 0;		/* bare messages */
+	rc.hdr_off = 0; /* bare messages */
 	rc.hdr_pool = d->hdr_pool;
 	rp->ring = isth_resend_create(&rc);
 	rp->rx = rte_zmalloc("isthd_rx", 4 * d->n_islands * sizeof(*rp->rx), 0);
-	rp->rx_bits = rte_zmalloc("isthd_rx_bits", 4ull * d->n_islands *
-				  rp->rx_words * sizeof(uint64_t), 0);
+	rp->rx_bits = rte_zmalloc(
+		"isthd_rx_bits", 4ull * d->n_islands * rp->rx_words * sizeof(uint64_t), 0);
 	if (rp->ring == NULL || rp->rx == NULL || rp->rx_bits == NULL) {
 		snprintf(err, err_size, "WAN repair state (%u chunks x %u islands): %s",
-			 rp->n_chunks, d->n_islands, rte_strerror(rte_errno));
+			rp->n_chunks, d->n_islands, rte_strerror(rte_errno));
 		return -ENOMEM;
 	}
 	for (unsigned int i = 0; i < 4 * d->n_islands; i++)
@@ -54,7 +55,8 @@ int isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 	return 0;
 }
 
-void isthd_repair_fini(struct isthd *d)
+void
+isthd_repair_fini(struct isthd *d)
 {
 	isth_resend_destroy(d->rep.ring);
 	d->rep.ring = NULL;
@@ -66,8 +68,8 @@ void isthd_repair_fini(struct isthd *d)
 
 /* Keep the island's DATA @m[0..n) as the pacer releases it: chunk c of
  * round r is kept as sequence base(r) + c. */
-void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n,
-		       uint64_t now_ns)
+void
+isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n, uint64_t now_ns)
 {
 	for (unsigned int i = 0; i < n; i++) {
 		const uint8_t *h = rte_pktmbuf_mtod(m[i], const uint8_t *);
@@ -88,15 +90,15 @@ void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n,
  * isthd_repair, rtab), from the round view @v and the peer's latency.
  * Published with release.
  */
-void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v,
-			  uint64_t r)
+void
+isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v, uint64_t r)
 {
 	struct isthd_repair *rp = &d->rep;
 	uint64_t T = v->round_ns, bits = v->payload_bytes * 8;
 	uint64_t chunk_bits = (uint64_t)d->lim.max_elems * 32;
 	unsigned int i;
 
-	rp->rtab[r & 3].round = UINT64_MAX;	/* being rewritten */
+	rp->rtab[r & 3].round = UINT64_MAX; /* being rewritten */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	rp->rtab[r & 3].expected = v->peers;
 	for (i = 0; i < d->n_islands && i < ISTHD_MAX_PEERS; i++) {
@@ -113,11 +115,10 @@ void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v
 		if (lat)
 			cut = T > lat ? T - lat : 0;
 		else
-			cut = T > d->cfg.wan_repair_before_ns ?
-			      T - d->cfg.wan_repair_before_ns : 0;
+			cut = T > d->cfg.wan_repair_before_ns ? T - d->cfg.wan_repair_before_ns : 0;
 		if (planned && lat)
 			at = off + (uint64_t)((__uint128_t)bits * 1000000000ull / rate) + lat;
-		else	/* unknown: the last moment */
+		else /* unknown: the last moment */
 			at = cut;
 		/* a repair answers a NACK after a round trip; a peer serves
 		 * a chunk at most once per linger (assumed equal to ours) */
@@ -128,8 +129,8 @@ void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v
 			bo = 1000000;
 		rp->rtab[r & 3].tail_at[i] = at;
 		rp->rtab[r & 3].cutoff[i] = cut;
-		rp->rtab[r & 3].chunk_ns[i] = planned ?
-			(uint64_t)((__uint128_t)chunk_bits * 1000000000ull / rate) : 0;
+		rp->rtab[r & 3].chunk_ns[i] =
+			planned ? (uint64_t)((__uint128_t)chunk_bits * 1000000000ull / rate) : 0;
 		rp->rtab[r & 3].backoff_ns[i] = bo;
 	}
 	__atomic_store_n(&rp->rtab[r & 3].round, r, __ATOMIC_RELEASE);
@@ -140,9 +141,8 @@ void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v
  * chain), with a UDP checksum: repairs and NACKs are rare, so they are
  * copied rather than chained (which also suits PMDs without chains).
  */
-static struct rte_mbuf *frame_to_peer(struct isthd *d,
-				      const struct isthd_peer *peer,
-				      const struct rte_mbuf *msg)
+static struct rte_mbuf *
+frame_to_peer(struct isthd *d, const struct isthd_peer *peer, const struct rte_mbuf *msg)
 {
 	uint32_t len = rte_pktmbuf_pkt_len(msg);
 	struct isth_wire_addr a;
@@ -174,10 +174,10 @@ static struct rte_mbuf *frame_to_peer(struct isthd *d,
 	isth_wire_put_frame_hdr(p, hs + len, &a, len);
 	/* UDP checksum (RFC 768) over pseudo-header, header and message */
 	udp = p + hs - ISTH_WIRE_UDP_HDR_SIZE;
-	rte_raw_cksum_mbuf(m, (uint32_t)(hs - ISTH_WIRE_UDP_HDR_SIZE),
-			   ISTH_WIRE_UDP_HDR_SIZE + len, &raw);
-	sum = rte_be_to_cpu_16(raw) + (a.src_ip >> 16) + (a.src_ip & 0xffff) +
-	      (a.dst_ip >> 16) + (a.dst_ip & 0xffff) + 17 + ISTH_WIRE_UDP_HDR_SIZE + len;
+	rte_raw_cksum_mbuf(
+		m, (uint32_t)(hs - ISTH_WIRE_UDP_HDR_SIZE), ISTH_WIRE_UDP_HDR_SIZE + len, &raw);
+	sum = rte_be_to_cpu_16(raw) + (a.src_ip >> 16) + (a.src_ip & 0xffff) + (a.dst_ip >> 16) +
+		(a.dst_ip & 0xffff) + 17 + ISTH_WIRE_UDP_HDR_SIZE + len;
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
 	sum = ~sum & 0xffff;
@@ -190,13 +190,18 @@ static struct rte_mbuf *frame_to_peer(struct isthd *d,
 
 /* Ask peer @s's edge again for chunks @ranges of round @r of its island:
  * one NACK message (@n <= max_ranges). Returns 0 if it was sent. */
-static int nack_peer(struct isthd *d, unsigned int s, uint64_t r,
-		     const struct isth_wire_range *ranges, unsigned int n)
+static int
+nack_peer(struct isthd *d, unsigned int s, uint64_t r, const struct isth_wire_range *ranges,
+	unsigned int n)
 {
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_NACK, .flags = ISTH_WIRE_F_CHUNKS,
-		.sender = d->island, .count = (uint16_t)n, .job = d->cfg.job,
-		.round = (uint32_t)r, .bitmap = 1ull << s,
+		.type = ISTH_WIRE_NACK,
+		.flags = ISTH_WIRE_F_CHUNKS,
+		.sender = d->island,
+		.count = (uint16_t)n,
+		.job = d->cfg.job,
+		.round = (uint32_t)r,
+		.bitmap = 1ull << s,
 	};
 	const struct isthd_peer *peer = d->peer_of[s];
 	struct rte_mbuf *msg, *f;
@@ -209,11 +214,10 @@ static int nack_peer(struct isthd *d, unsigned int s, uint64_t r,
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
 		return -ENOMEM;
 	}
-	p = (uint8_t *)rte_pktmbuf_append(msg, (uint16_t)(ISTH_WIRE_HDR_SIZE +
-					  n * ISTH_WIRE_RANGE_SIZE));
+	p = (uint8_t *)rte_pktmbuf_append(
+		msg, (uint16_t)(ISTH_WIRE_HDR_SIZE + n * ISTH_WIRE_RANGE_SIZE));
 	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
-	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, n * ISTH_WIRE_RANGE_SIZE,
-			     ranges, n);
+	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, n * ISTH_WIRE_RANGE_SIZE, ranges, n);
 	f = frame_to_peer(d, peer, msg);
 	rte_pktmbuf_free(msg);
 	if (f == NULL) {
@@ -225,7 +229,8 @@ static int nack_peer(struct isthd *d, unsigned int s, uint64_t r,
 	return 0;
 }
 
-static inline bool chunk_seen(const uint64_t *bits, uint32_t c)
+static inline bool
+chunk_seen(const uint64_t *bits, uint32_t c)
 {
 	return bits[c / 64] & (1ull << (c % 64));
 }
@@ -235,9 +240,9 @@ static inline bool chunk_seen(const uint64_t *bits, uint32_t c)
  * @copies times: as many messages as the ranges need (max_ranges each).
  * Returns the messages sent (0: nothing missing or nothing could leave).
  */
-static unsigned int nack_missing(struct isthd *d, unsigned int s, uint64_t r,
-				 const uint64_t *bits, uint32_t upto,
-				 unsigned int copies)
+static unsigned int
+nack_missing(struct isthd *d, unsigned int s, uint64_t r, const uint64_t *bits, uint32_t upto,
+	unsigned int copies)
 {
 	struct isth_wire_range g[ISTHD_BURST];
 	unsigned int n = 0, sent = 0, max = d->lim.max_ranges, k;
@@ -269,8 +274,8 @@ static unsigned int nack_missing(struct isthd *d, unsigned int s, uint64_t r,
 }
 
 /* The chunk-tracking slot of (round r, sender s), reset for a new round. */
-static struct isthd_rx_track *rx_slot(struct isthd *d, uint64_t r,
-				      unsigned int s, uint64_t **bits)
+static struct isthd_rx_track *
+rx_slot(struct isthd *d, uint64_t r, unsigned int s, uint64_t **bits)
 {
 	unsigned int idx = (unsigned int)(r & 3) * d->n_islands + s;
 	struct isthd_rx_track *t = &d->rep.rx[idx];
@@ -287,8 +292,8 @@ static struct isthd_rx_track *rx_slot(struct isthd *d, uint64_t r,
 
 /* A NACK for (r, s) went out at @now: the next one waits the back-off,
  * which doubles up to 8 times the first. */
-static void nack_sent(struct isthd *d, struct isthd_rx_track *t, uint64_t r,
-		      unsigned int s, uint64_t now_ns)
+static void
+nack_sent(struct isthd *d, struct isthd_rx_track *t, uint64_t r, unsigned int s, uint64_t now_ns)
 {
 	uint64_t cap = 8 * d->rep.rtab[r & 3].backoff_ns[s];
 
@@ -306,8 +311,8 @@ static void nack_sent(struct isthd *d, struct isthd_rx_track *t, uint64_t r,
  * only), and, from its arrival and the sender's rate, when its last chunk
  * is due here.
  */
-void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p,
-			uint64_t now_ns)
+void
+isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
 {
 	uint64_t r = p->hdr.round, *bits, cns;
 	unsigned int s = p->hdr.sender;
@@ -315,16 +320,16 @@ void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p,
 	uint32_t c = p->hdr.chunk;
 
 	if (d->rep.rx == NULL || c >= d->rep.n_chunks ||
-	    __atomic_load_n(&d->rep.rtab[r & 3].round, __ATOMIC_ACQUIRE) != r ||
-	    !(d->rep.rtab[r & 3].expected & (1ull << s)))
+		__atomic_load_n(&d->rep.rtab[r & 3].round, __ATOMIC_ACQUIRE) != r ||
+		!(d->rep.rtab[r & 3].expected & (1ull << s)))
 		return;
 	t = rx_slot(d, r, s, &bits);
 	if (chunk_seen(bits, c))
-		return;		/* a duplicate: the backend counts it */
+		return; /* a duplicate: the backend counts it */
 	bits[c / 64] |= 1ull << (c % 64);
 	t->n_rx++;
 	if (p->hdr.flags & ISTH_WIRE_F_RESENT)
-		return;		/* a repair says nothing about the stream */
+		return; /* a repair says nothing about the stream */
 	/* the sender's stream is here now at chunk c: the rest follows at
 	 * its rate (a late or slow sender moves its tail's due time) */
 	cns = d->rep.rtab[r & 3].chunk_ns[s];
@@ -358,7 +363,8 @@ void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p,
  *    times (a lost NACK then does not cost the chunk);
  *  - at the cutoff, what is still missing is counted (peer_chunks_unrepaired).
  */
-unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
+unsigned int
+isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 {
 	unsigned int work = 0;
 
@@ -372,7 +378,7 @@ unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			break;
 		if (__atomic_load_n(&d->rep.rtab[r & 3].round, __ATOMIC_ACQUIRE) != r) {
 			if (r == d->rep.tail_next && now_ns >= start + 2 * d->clk.round_ns)
-				d->rep.tail_next++;	/* never published (a bye) */
+				d->rep.tail_next++; /* never published (a bye) */
 			continue;
 		}
 		expected = d->rep.rtab[r & 3].expected;
@@ -393,14 +399,13 @@ unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			cut = start + d->rep.rtab[r & 3].cutoff[s];
 			if (now_ns > cut) {
 				t->done = 1;
-				isth_ctr_add(&d->st.peer_chunks_unrepaired,
-					     d->rep.n_chunks - t->n_rx);
+				isth_ctr_add(
+					&d->st.peer_chunks_unrepaired, d->rep.n_chunks - t->n_rx);
 				continue;
 			}
 			pending = true;
-			due = (t->last_due ? t->last_due :
-			       start + d->rep.rtab[r & 3].tail_at[s]) +
-			      d->cfg.wan_tail_wait_ns;
+			due = (t->last_due ? t->last_due : start + d->rep.rtab[r & 3].tail_at[s]) +
+				d->cfg.wan_tail_wait_ns;
 			/* a tail due after the cutoff is asked for at it */
 			if (due > cut)
 				due = cut;
@@ -436,8 +441,8 @@ unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
  * overlap or touch, in place: each chunk is named once however the NACK
  * repeats it. @return ranges left; *cut counts ranges naming no chunk.
  */
-static unsigned int merge_ranges(struct isth_wire_range *g, unsigned int n,
-				 uint32_t n_chunks, unsigned int *cut)
+static unsigned int
+merge_ranges(struct isth_wire_range *g, unsigned int n, uint32_t n_chunks, unsigned int *cut)
 {
 	unsigned int i, j, k = 0;
 
@@ -451,7 +456,7 @@ static unsigned int merge_ranges(struct isth_wire_range *g, unsigned int n,
 			g[i].last = n_chunks - 1;
 		g[k++] = g[i];
 	}
-	for (i = 1; i < k; i++) {	/* insertion sort: k <= ISTHD_BURST */
+	for (i = 1; i < k; i++) { /* insertion sort: k <= ISTHD_BURST */
 		struct isth_wire_range x = g[i];
 
 		for (j = i; j > 0 && g[j - 1].first > x.first; j--)
@@ -478,8 +483,8 @@ static unsigned int merge_ranges(struct isth_wire_range *g, unsigned int n,
  * peer more than about what the peer could have lost (doc/isthmusd.md,
  * "Admission").
  */
-void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p,
-			uint64_t now_ns)
+void
+isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
 {
 	struct isth_wire_range want[ISTHD_BURST], gone[ISTHD_BURST];
 	const struct isthd_peer *peer = d->peer_of[p->hdr.sender];
@@ -497,7 +502,7 @@ void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p,
 		return;
 	}
 	if (__atomic_load_n(&d->rep.rtab[r & 3].round, __ATOMIC_ACQUIRE) != r ||
-	    !(d->rep.rtab[r & 3].expected & (1ull << p->hdr.sender))) {
+		!(d->rep.rtab[r & 3].expected & (1ull << p->hdr.sender))) {
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_not_clique], 1);
 		return;
 	}
@@ -510,7 +515,7 @@ void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p,
 	for (i = 0; i < n; i++)
 		isth_wire_get_range(p, i, &want[i]);
 	n = merge_ranges(want, n, d->shape.n_chunks, &cut);
-	if (cut)	/* chunk ids the round does not have */
+	if (cut) /* chunk ids the round does not have */
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_gone], cut);
 	b = &d->rep.budget[p->hdr.sender][r & 1];
 	if (b->round1 != r + 1) {
@@ -543,8 +548,8 @@ void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p,
 	if (n == 0 || isth_resend_nack_begin(d->rep.ring, &cur, want, n) < 0)
 		return;
 	while (!isth_resend_nack_done(&cur)) {
-		k = isth_resend_nack_serve(d->rep.ring, &cur, now_ns, rep,
-					   RTE_DIM(rep), gone, RTE_DIM(gone), &n_gone);
+		k = isth_resend_nack_serve(
+			d->rep.ring, &cur, now_ns, rep, RTE_DIM(rep), gone, RTE_DIM(gone), &n_gone);
 		if (n_gone)
 			isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_gone], n_gone);
 		n_out = 0;

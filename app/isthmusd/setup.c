@@ -26,7 +26,8 @@
 #define NB_RXD 1024
 #define NB_TXD 1024
 
-uint16_t isthd_port_lookup(const char *dev, int *rc)
+uint16_t
+isthd_port_lookup(const char *dev, int *rc)
 {
 	uint16_t id;
 	char *end;
@@ -38,7 +39,7 @@ uint16_t isthd_port_lookup(const char *dev, int *rc)
 	}
 	v = strtoul(dev, &end, 10);
 	if (*dev != '\0' && *end == '\0' && v < RTE_MAX_ETHPORTS &&
-	    rte_eth_dev_is_valid_port((uint16_t)v)) {
+		rte_eth_dev_is_valid_port((uint16_t)v)) {
 		*rc = 0;
 		return (uint16_t)v;
 	}
@@ -46,8 +47,8 @@ uint16_t isthd_port_lookup(const char *dev, int *rc)
 	return UINT16_MAX;
 }
 
-static int port_start(uint16_t port, struct rte_mempool *pool, uint32_t mtu,
-		      char *err, size_t err_size)
+static int
+port_start(uint16_t port, struct rte_mempool *pool, uint32_t mtu, char *err, size_t err_size)
 {
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info info;
@@ -70,12 +71,10 @@ static int port_start(uint16_t port, struct rte_mempool *pool, uint32_t mtu,
 	/* Not every PMD lets the MTU be set (net_ring, net_null): then the
 	 * pool's data room is the limit, which setup sized for the MTU. */
 	rte_eth_dev_set_mtu(port, (uint16_t)mtu);
-	rc = rte_eth_rx_queue_setup(port, 0, nb_rxd, rte_eth_dev_socket_id(port),
-				    NULL, pool);
+	rc = rte_eth_rx_queue_setup(port, 0, nb_rxd, rte_eth_dev_socket_id(port), NULL, pool);
 	if (rc)
 		goto fail;
-	rc = rte_eth_tx_queue_setup(port, 0, nb_txd, rte_eth_dev_socket_id(port),
-				    NULL);
+	rc = rte_eth_tx_queue_setup(port, 0, nb_txd, rte_eth_dev_socket_id(port), NULL);
 	if (rc)
 		goto fail;
 	rc = rte_eth_dev_start(port);
@@ -89,7 +88,8 @@ fail:
 	return rc;
 }
 
-static int resolve_island(struct isthd *d, char *err, size_t err_size)
+static int
+resolve_island(struct isthd *d, char *err, size_t err_size)
 {
 	const struct isthd_config *c = &d->cfg;
 	char *end;
@@ -104,8 +104,8 @@ static int resolve_island(struct isthd *d, char *err, size_t err_size)
 	}
 	if (id < 0) {
 		snprintf(err, err_size,
-			 "%s: [isthmusd] island: '%s' is not an island of the schedule",
-			 c->path, c->island);
+			"%s: [isthmusd] island: '%s' is not an island of the schedule", c->path,
+			c->island);
 		return -EINVAL;
 	}
 	d->island = (uint8_t)id;
@@ -114,7 +114,8 @@ static int resolve_island(struct isthd *d, char *err, size_t err_size)
 
 /* Every other island of the schedule needs a [peer NAME] section, and
  * every [peer NAME] must name an island of the schedule. */
-static int check_peers(struct isthd *d, char *err, size_t err_size)
+static int
+check_peers(struct isthd *d, char *err, size_t err_size)
 {
 	const struct isthd_config *c = &d->cfg;
 	uint64_t seen = 0;
@@ -124,15 +125,13 @@ static int check_peers(struct isthd *d, char *err, size_t err_size)
 		int id = isth_sched_island_id(d->sched, c->peers[i].name);
 
 		if (id < 0) {
-			snprintf(err, err_size,
-				 "%s:%u: [peer %s]: not an island of the schedule",
-				 c->path, c->peers[i].line, c->peers[i].name);
+			snprintf(err, err_size, "%s:%u: [peer %s]: not an island of the schedule",
+				c->path, c->peers[i].line, c->peers[i].name);
 			return -EINVAL;
 		}
 		if (id == d->island) {
-			snprintf(err, err_size,
-				 "%s:%u: [peer %s]: that is the local island",
-				 c->path, c->peers[i].line, c->peers[i].name);
+			snprintf(err, err_size, "%s:%u: [peer %s]: that is the local island",
+				c->path, c->peers[i].line, c->peers[i].name);
 			return -EINVAL;
 		}
 		seen |= 1ull << id;
@@ -140,9 +139,8 @@ static int check_peers(struct isthd *d, char *err, size_t err_size)
 	for (i = 0; i < d->n_islands; i++) {
 		if (i == d->island || (seen & (1ull << i)))
 			continue;
-		snprintf(err, err_size,
-			 "%s: [peer %s] missing: the schedule has that island",
-			 c->path, isth_sched_island_name(d->sched, (int)i));
+		snprintf(err, err_size, "%s: [peer %s] missing: the schedule has that island",
+			c->path, isth_sched_island_name(d->sched, (int)i));
 		return -EINVAL;
 	}
 	return 0;
@@ -155,7 +153,8 @@ static int check_peers(struct isthd *d, char *err, size_t err_size)
  * dtypes). And the repair budget: one round's stream per peer plus a
  * quarter (at least two chunks) for repairs that were lost in turn.
  */
-static void admission_init(struct isthd *d)
+static void
+admission_init(struct isthd *d)
 {
 	uint64_t payload = isth_sched_payload_bytes(d->sched);
 	uint64_t elems = (payload + 3) / 4;
@@ -163,23 +162,23 @@ static void admission_init(struct isthd *d)
 
 	sh->chunk_elems = (uint16_t)d->lim.max_elems;
 	sh->n_chunks = (uint32_t)((elems + sh->chunk_elems - 1) / sh->chunk_elems);
-	sh->last_elems = sh->n_chunks ? (uint16_t)(elems - (uint64_t)(sh->n_chunks - 1) *
-						   sh->chunk_elems) : 0;
+	sh->last_elems = sh->n_chunks
+		? (uint16_t)(elems - (uint64_t)(sh->n_chunks - 1) * sh->chunk_elems)
+		: 0;
 	sh->dtype = d->cfg.dtype;
 	d->rep.budget_chunks = sh->n_chunks + RTE_MAX(sh->n_chunks / 4, 2u);
 	memset(d->rep.budget, 0, sizeof(d->rep.budget));
 }
 
-int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err,
-		  size_t err_size)
+int
+isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err, size_t err_size)
 {
 	const char *sched_path = d->cfg.schedule;
 	int rc;
 
 	if (sched_path[0] == '\0') {
 		snprintf(err, err_size,
-			 "%s: [isthmusd] schedule: not set (or give --schedule FILE)",
-			 d->cfg.path);
+			"%s: [isthmusd] schedule: not set (or give --schedule FILE)", d->cfg.path);
 		return -EINVAL;
 	}
 	d->sched = isth_sched_load(sched_path, err, err_size);
@@ -198,18 +197,19 @@ int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err,
 		int line;
 
 		if (isth_sched_peak(d->sched, d->island, &peak, &line) == 0 &&
-		    peak > d->cfg.agg_memory) {
+			peak > d->cfg.agg_memory) {
 			snprintf(err, err_size,
-				 "%s:%d: island %s needs %" PRIu64 " B of aggregation memory at its peak, more than [agg] memory = %" PRIu64 " B in %s",
-				 sched_path, line, isth_sched_island_name(d->sched, d->island),
-				 peak, d->cfg.agg_memory, d->cfg.path);
+				"%s:%d: island %s needs %" PRIu64
+				" B of aggregation memory at its peak, more than [agg] memory = "
+				"%" PRIu64 " B in %s",
+				sched_path, line, isth_sched_island_name(d->sched, d->island), peak,
+				d->cfg.agg_memory, d->cfg.path);
 			rc = -EINVAL;
 			goto fail;
 		}
 	}
 	for (unsigned int i = 0; i < d->cfg.n_peers; i++)
-		d->peer_of[isth_sched_island_id(d->sched, d->cfg.peers[i].name)] =
-			&d->cfg.peers[i];
+		d->peer_of[isth_sched_island_id(d->sched, d->cfg.peers[i].name)] = &d->cfg.peers[i];
 	if (epoch_override)
 		d->clk.epoch_ns = epoch_override;
 	else if (d->cfg.epoch_mode == ISTHD_EPOCH_FIXED)
@@ -218,16 +218,17 @@ int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err,
 		d->clk.epoch_ns = isth_sched_epoch_ns(d->sched);
 	if (d->clk.epoch_ns == 0) {
 		snprintf(err, err_size,
-			 "%s: the schedule leaves the epoch to run time: set [isthmusd] epoch in %s or pass --epoch",
-			 sched_path, d->cfg.path);
+			"%s: the schedule leaves the epoch to run time: set [isthmusd] epoch in %s "
+			"or pass --epoch",
+			sched_path, d->cfg.path);
 		rc = -EINVAL;
 		goto fail;
 	}
 	d->clk.round_ns = isth_sched_round_ns(d->sched);
 	rc = isth_wire_limits_init(&d->lim, d->n_islands, d->cfg.mtu);
 	if (rc) {
-		snprintf(err, err_size, "%s: [isthmusd] mtu: %u too small",
-			 d->cfg.path, d->cfg.mtu);
+		snprintf(
+			err, err_size, "%s: [isthmusd] mtu: %u too small", d->cfg.path, d->cfg.mtu);
 		goto fail;
 	}
 	d->lim.udp_port = d->cfg.udp_port;
@@ -239,7 +240,8 @@ fail:
 	return rc;
 }
 
-int isthd_setup(struct isthd *d, char *err, size_t err_size)
+int
+isthd_setup(struct isthd *d, char *err, size_t err_size)
 {
 	struct isth_backend_conf bc;
 	struct isth_pace_conf pc;
@@ -253,35 +255,32 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size)
 		d->wan_port = isthd_port_lookup(d->cfg.wan.dev, &rc);
 	if (rc) {
 		snprintf(err, err_size,
-			 "%s: no DPDK port '%s' (give it with --vdev or -a; %u ports present)",
-			 d->cfg.path, d->access_port == UINT16_MAX ?
-			 d->cfg.access.dev : d->cfg.wan.dev,
-			 rte_eth_dev_count_avail());
+			"%s: no DPDK port '%s' (give it with --vdev or -a; %u ports present)",
+			d->cfg.path,
+			d->access_port == UINT16_MAX ? d->cfg.access.dev : d->cfg.wan.dev,
+			rte_eth_dev_count_avail());
 		rc = -ENODEV;
 		goto fail;
 	}
 
 	/* One pool for received frames and AGG messages: room for a full
 	 * MTU frame with a VLAN tag, or a header + max chunk. */
-	room = RTE_PKTMBUF_HEADROOM + d->cfg.mtu + ISTH_WIRE_ETH_HDR_SIZE +
-	       ISTH_WIRE_VLAN_TAG_SIZE;
+	room = RTE_PKTMBUF_HEADROOM + d->cfg.mtu + ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_VLAN_TAG_SIZE;
 	if (room < RTE_MBUF_DEFAULT_BUF_SIZE)
 		room = RTE_MBUF_DEFAULT_BUF_SIZE;
-	d->pool = rte_pktmbuf_pool_create("isthd_pkt", d->cfg.mbufs, 256, 0,
-					  (uint16_t)room, rte_socket_id());
+	d->pool = rte_pktmbuf_pool_create(
+		"isthd_pkt", d->cfg.mbufs, 256, 0, (uint16_t)room, rte_socket_id());
 	/* Fan-out headers (Ethernet+VLAN+IPv4+UDP) and resend header
 	 * segments (frame headers + the isthmus header), plus clones. */
-	d->hdr_pool = rte_pktmbuf_pool_create("isthd_hdr", 8191, 256, 0,
-					      RTE_PKTMBUF_HEADROOM + 128,
-					      rte_socket_id());
-	d->ctl_pool = rte_pktmbuf_pool_create("isthd_ctl", 1023, 32, 0,
-					      RTE_MBUF_DEFAULT_BUF_SIZE,
-					      rte_socket_id());
-	d->ctl_ring = rte_ring_create("isthd_ctl", 1024, rte_socket_id(),
-				      RING_F_SP_ENQ | RING_F_SC_DEQ);
+	d->hdr_pool = rte_pktmbuf_pool_create(
+		"isthd_hdr", 8191, 256, 0, RTE_PKTMBUF_HEADROOM + 128, rte_socket_id());
+	d->ctl_pool = rte_pktmbuf_pool_create(
+		"isthd_ctl", 1023, 32, 0, RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
+	d->ctl_ring =
+		rte_ring_create("isthd_ctl", 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
 	if (!d->pool || !d->hdr_pool || !d->ctl_pool || !d->ctl_ring) {
 		snprintf(err, err_size, "mempool/ring: %s (try a larger -m)",
-			 rte_strerror(rte_errno));
+			rte_strerror(rte_errno));
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -295,11 +294,11 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size)
 		static const uint8_t zero[6];
 
 		rte_eth_macaddr_get(d->access_port, &mac);
-		memcpy(d->access_mac, memcmp(d->cfg.access.mac, zero, 6) ?
-		       d->cfg.access.mac : mac.addr_bytes, 6);
+		memcpy(d->access_mac,
+			memcmp(d->cfg.access.mac, zero, 6) ? d->cfg.access.mac : mac.addr_bytes, 6);
 		rte_eth_macaddr_get(d->wan_port, &mac);
-		memcpy(d->wan_mac, memcmp(d->cfg.wan.mac, zero, 6) ?
-		       d->cfg.wan.mac : mac.addr_bytes, 6);
+		memcpy(d->wan_mac,
+			memcmp(d->cfg.wan.mac, zero, 6) ? d->cfg.wan.mac : mac.addr_bytes, 6);
 	}
 
 	/* The af_xdp PMD loaded lib/xdp's program (xdp_prog devarg) when the
@@ -313,11 +312,13 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size)
 				continue;
 			d->xdp[i] = isth_xdp_open_iface(ports[i]->xdp_iface);
 			if (d->xdp[i] == NULL ||
-			    isth_xdp_configure(d->xdp[i], d->cfg.udp_port, 0) < 0) {
+				isth_xdp_configure(d->xdp[i], d->cfg.udp_port, 0) < 0) {
 				snprintf(err, err_size,
-					 "%s: [%s] xdp_iface: no isthmus XDP program on %s (%s); start the port with xdp_prog=<build>/lib/xdp/isth_xdp.bpf.o",
-					 d->cfg.path, i ? "wan" : "access",
-					 ports[i]->xdp_iface, strerror(errno));
+					"%s: [%s] xdp_iface: no isthmus XDP program on %s (%s); "
+					"start the port with "
+					"xdp_prog=<build>/lib/xdp/isth_xdp.bpf.o",
+					d->cfg.path, i ? "wan" : "access", ports[i]->xdp_iface,
+					strerror(errno));
 				rc = -EINVAL;
 				goto fail;
 			}
@@ -349,8 +350,8 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size)
 	bc.mcast.copy_pool = d->pool;
 	d->be = isth_backend_create(d->cfg.backend, &bc);
 	if (d->be == NULL) {
-		snprintf(err, err_size, "%s: backend '%s': %s", d->cfg.path,
-			 d->cfg.backend, rte_strerror(rte_errno));
+		snprintf(err, err_size, "%s: backend '%s': %s", d->cfg.path, d->cfg.backend,
+			rte_strerror(rte_errno));
 		rc = -rte_errno;
 		goto fail;
 	}
@@ -397,14 +398,16 @@ int isthd_setup(struct isthd *d, char *err, size_t err_size)
 	/* Started after the epoch (a restart): rounds already over are not
 	 * ours to expire or repair. */
 	if (d->clk.rt0 > d->clk.epoch_ns)
-		d->expire_next = d->rep.tail_next = (d->clk.rt0 - d->clk.epoch_ns) / d->clk.round_ns;
+		d->expire_next = d->rep.tail_next =
+			(d->clk.rt0 - d->clk.epoch_ns) / d->clk.round_ns;
 	return 0;
 fail:
 	isthd_teardown(d);
 	return rc;
 }
 
-static void free_ring_mbufs(struct rte_ring *r)
+static void
+free_ring_mbufs(struct rte_ring *r)
 {
 	void *objs[64];
 	unsigned int n;
@@ -413,10 +416,11 @@ static void free_ring_mbufs(struct rte_ring *r)
 		rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
 }
 
-void isthd_ports_close(struct isthd *d)
+void
+isthd_ports_close(struct isthd *d)
 {
 	if (d->pool == NULL)
-		return;	/* ports were never started */
+		return; /* ports were never started */
 	rte_eth_dev_stop(d->access_port);
 	rte_eth_dev_stop(d->wan_port);
 	rte_eth_dev_close(d->access_port);
@@ -427,7 +431,8 @@ void isthd_ports_close(struct isthd *d)
 	d->pool = d->hdr_pool = d->ctl_pool = NULL;
 }
 
-void isthd_teardown(struct isthd *d)
+void
+isthd_teardown(struct isthd *d)
 {
 	void *objs[64];
 	unsigned int n;
@@ -464,7 +469,8 @@ void isthd_teardown(struct isthd *d)
  * <prefix>: config, fbarrays, sockets) that 22.11 leaves behind, so that
  * neither --check nor a clean stop leaves a folder per run.
  */
-void isthd_eal_cleanup(void)
+void
+isthd_eal_cleanup(void)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 256];
 	struct dirent *de;

@@ -12,9 +12,7 @@
 
 #include "isthd.h"
 
-static const char *const counter_names[ISTHD_N_COUNTERS] = {
-	ISTHD_COUNTERS(ISTH_CTR_NAME)
-};
+static const char *const counter_names[ISTHD_N_COUNTERS] = {ISTHD_COUNTERS(ISTH_CTR_NAME)};
 
 static const char *const drop_names[ISTHD_DROP_MAX] = {
 #define X(n, s) #n,
@@ -23,16 +21,17 @@ static const char *const drop_names[ISTHD_DROP_MAX] = {
 };
 
 /* The counters come first in struct isthd_dp_stats, as an array. */
-_Static_assert(offsetof(struct isthd_dp_stats, wire_drop) ==
-	       ISTHD_N_COUNTERS * sizeof(uint64_t),
-	       "ISTHD_COUNTERS must be the first members of isthd_dp_stats");
+_Static_assert(offsetof(struct isthd_dp_stats, wire_drop) == ISTHD_N_COUNTERS * sizeof(uint64_t),
+	"ISTHD_COUNTERS must be the first members of isthd_dp_stats");
 
-const char *isthd_drop_name(unsigned int i)
+const char *
+isthd_drop_name(unsigned int i)
 {
 	return i < ISTHD_DROP_MAX ? drop_names[i] : "unknown";
 }
 
-void isthd_stats_walk(const struct isthd *d, isthd_stat_fn fn, void *arg)
+void
+isthd_stats_walk(const struct isthd *d, isthd_stat_fn fn, void *arg)
 {
 	static const char *const pools[] = {"pkt", "hdr", "ctl"};
 	const struct rte_mempool *mp[] = {d->pool, d->hdr_pool, d->ctl_pool};
@@ -60,8 +59,8 @@ void isthd_stats_walk(const struct isthd *d, isthd_stat_fn fn, void *arg)
 	}
 }
 
-static void print_one(void *arg, const char *name, uint64_t v,
-		      enum isthd_stat_kind kind)
+static void
+print_one(void *arg, const char *name, uint64_t v, enum isthd_stat_kind kind)
 {
 	/* drops only when they happened: the list of reasons is long */
 	if (kind == ISTHD_STAT_DROP && v == 0)
@@ -69,7 +68,8 @@ static void print_one(void *arg, const char *name, uint64_t v,
 	fprintf(arg, "  %-24s %" PRIu64 "\n", name, v);
 }
 
-void isthd_print_counters(const struct isthd *d, FILE *f)
+void
+isthd_print_counters(const struct isthd *d, FILE *f)
 {
 	struct isth_backend_stats be;
 	struct isth_pace_stats ps;
@@ -82,7 +82,8 @@ void isthd_print_counters(const struct isthd *d, FILE *f)
 	for (i = 0; i < be.n; i++)
 		fprintf(f, "  %-24s %" PRIu64 "\n", be.names[i], be.values[i]);
 	isth_pace_stats(d->pace, &ps);
-	fprintf(f, "pacer:\n  enqueued %" PRIu64 " released %" PRIu64
-		" queue_full %" PRIu64 " late_starts %" PRIu64 "\n",
+	fprintf(f,
+		"pacer:\n  enqueued %" PRIu64 " released %" PRIu64 " queue_full %" PRIu64
+		" late_starts %" PRIu64 "\n",
 		ps.enqueued, ps.released, ps.queue_full, ps.late_starts);
 }

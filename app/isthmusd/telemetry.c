@@ -29,7 +29,8 @@ static struct isthd *tel;
 static uint32_t tel_readers;
 static bool tel_closed = true;
 
-static bool tel_enter(void)
+static bool
+tel_enter(void)
 {
 	__atomic_add_fetch(&tel_readers, 1, __ATOMIC_SEQ_CST);
 	if (tel == NULL || __atomic_load_n(&tel_closed, __ATOMIC_SEQ_CST)) {
@@ -39,12 +40,14 @@ static bool tel_enter(void)
 	return true;
 }
 
-static void tel_leave(void)
+static void
+tel_leave(void)
 {
 	__atomic_sub_fetch(&tel_readers, 1, __ATOMIC_SEQ_CST);
 }
 
-void isthd_telemetry_close(void)
+void
+isthd_telemetry_close(void)
 {
 	__atomic_store_n(&tel_closed, true, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&tel_readers, __ATOMIC_SEQ_CST) != 0)
@@ -53,22 +56,22 @@ void isthd_telemetry_close(void)
 
 #define ADD(dict, name, v) rte_tel_data_add_dict_u64(dict, name, v)
 
-static void add_stat(void *arg, const char *name, uint64_t v,
-		     enum isthd_stat_kind kind __rte_unused)
+static void
+add_stat(void *arg, const char *name, uint64_t v, enum isthd_stat_kind kind __rte_unused)
 {
 	ADD(arg, name, v);
 }
 
-static int do_stats(const char *cmd __rte_unused, const char *params __rte_unused,
-		     struct rte_tel_data *t)
+static int
+do_stats(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *t)
 {
 	rte_tel_data_start_dict(t);
 	isthd_stats_walk(tel, add_stat, t);
 	return 0;
 }
 
-static int do_round(const char *cmd __rte_unused, const char *params __rte_unused,
-		     struct rte_tel_data *t)
+static int
+do_round(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *t)
 {
 	uint64_t cur = __atomic_load_n(&tel->current, __ATOMIC_ACQUIRE);
 	uint64_t pub = __atomic_load_n(&tel->published, __ATOMIC_ACQUIRE);
@@ -81,14 +84,13 @@ static int do_round(const char *cmd __rte_unused, const char *params __rte_unuse
 	ADD(t, "published_through", pub ? pub - 1 : 0);
 	ADD(t, "epoch_ns", tel->clk.epoch_ns);
 	ADD(t, "round_ns", isth_sched_round_ns(tel->sched));
-	ADD(t, "clique", cur ? isth_sched_clique(tel->sched, (int64_t)(cur - 1),
-						 tel->island) : 0);
+	ADD(t, "clique", cur ? isth_sched_clique(tel->sched, (int64_t)(cur - 1), tel->island) : 0);
 	ADD(t, "agg_seq", __atomic_load_n(&tel->agg_seq, __ATOMIC_RELAXED));
 	return 0;
 }
 
-static int do_backend(const char *cmd __rte_unused, const char *params __rte_unused,
-		       struct rte_tel_data *t)
+static int
+do_backend(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *t)
 {
 	struct isth_backend_stats st;
 	struct isth_backend_caps caps;
@@ -106,24 +108,37 @@ static int do_backend(const char *cmd __rte_unused, const char *params __rte_unu
 	return 0;
 }
 
-static int do_pace(const char *cmd __rte_unused, const char *params __rte_unused,
-		    struct rte_tel_data *t)
+static int
+do_pace(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *t)
 {
 	struct isth_pace_stats ps;
 
 	isth_pace_stats(tel->pace, &ps);
 	rte_tel_data_start_dict(t);
 #define S(x) ADD(t, #x, ps.x)
-	S(enqueued); S(queue_full); S(oversize); S(released); S(bytes_sent);
-	S(flushed); S(rounds); S(late_starts); S(empty_rounds); S(plans_busy);
-	S(round); S(queued); S(round_start_lag_ns); S(round_bytes);
-	S(round_active_ns); S(round_achieved_bps); S(round_planned_bps);
+	S(enqueued);
+	S(queue_full);
+	S(oversize);
+	S(released);
+	S(bytes_sent);
+	S(flushed);
+	S(rounds);
+	S(late_starts);
+	S(empty_rounds);
+	S(plans_busy);
+	S(round);
+	S(queued);
+	S(round_start_lag_ns);
+	S(round_bytes);
+	S(round_active_ns);
+	S(round_achieved_bps);
+	S(round_planned_bps);
 #undef S
 	return 0;
 }
 
-static int do_resend(const char *cmd __rte_unused, const char *params __rte_unused,
-		      struct rte_tel_data *t)
+static int
+do_resend(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *t)
 {
 	struct isth_resend_stats rs;
 
@@ -137,8 +152,8 @@ static int do_resend(const char *cmd __rte_unused, const char *params __rte_unus
 	return 0;
 }
 
-static int do_xdp(const char *cmd __rte_unused, const char *params __rte_unused,
-		   struct rte_tel_data *t)
+static int
+do_xdp(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *t)
 {
 	static const char *const names[2] = {"access", "wan"};
 	struct isth_xdp_counters c;
@@ -160,8 +175,8 @@ static int do_xdp(const char *cmd __rte_unused, const char *params __rte_unused,
 	return 0;
 }
 
-static int do_reload(const char *cmd __rte_unused, const char *params __rte_unused,
-		      struct rte_tel_data *t)
+static int
+do_reload(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *t)
 {
 	tel->reload = true;
 	rte_tel_data_start_dict(t);
@@ -172,17 +187,16 @@ static int do_reload(const char *cmd __rte_unused, const char *params __rte_unus
 /* Every command through tel_enter/tel_leave: after close, -EAGAIN (the
  * client gets null). */
 #define GUARDED(name) \
-static int cmd_##name(const char *cmd, const char *params, \
-		      struct rte_tel_data *t) \
-{ \
-	int rc; \
- \
-	if (!tel_enter()) \
-		return -EAGAIN; \
-	rc = do_##name(cmd, params, t); \
-	tel_leave(); \
-	return rc; \
-}
+	static int cmd_##name(const char *cmd, const char *params, struct rte_tel_data *t) \
+	{ \
+		int rc; \
+\
+		if (!tel_enter()) \
+			return -EAGAIN; \
+		rc = do_##name(cmd, params, t); \
+		tel_leave(); \
+		return rc; \
+	}
 GUARDED(stats)
 GUARDED(round)
 GUARDED(backend)
@@ -191,7 +205,8 @@ GUARDED(resend)
 GUARDED(xdp)
 GUARDED(reload)
 
-int isthd_telemetry_register(struct isthd *d)
+int
+isthd_telemetry_register(struct isthd *d)
 {
 	int rc = 0;
 
@@ -208,7 +223,8 @@ int isthd_telemetry_register(struct isthd *d)
 	rc |= rte_telemetry_register_cmd("/isthmus/resend", cmd_resend,
 		"AGG resend ring: stored, served, expired, GONE. No parameters.");
 	rc |= rte_telemetry_register_cmd("/isthmus/xdp", cmd_xdp,
-		"XDP steering counters of af_xdp ports (steered, passed, malformed, no_xsk). No parameters.");
+		"XDP steering counters of af_xdp ports (steered, passed, malformed, no_xsk). No "
+		"parameters.");
 	rc |= rte_telemetry_register_cmd("/isthmus/reload", cmd_reload,
 		"Reload the schedule file; takes effect at a round boundary. No parameters.");
 	return rc ? -EINVAL : 0;

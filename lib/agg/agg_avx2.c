@@ -32,8 +32,8 @@ avx2_add_fp32(float *acc, const void *src, size_t n)
 		_mm256_storeu_ps(acc + i + 24, a3);
 	}
 	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i),
-						       _mm256_loadu_ps(s + i)));
+		_mm256_storeu_ps(
+			acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(s + i)));
 	agg_scalar_add_fp32(acc + i, s + i, n - i);
 }
 
@@ -92,8 +92,8 @@ avx2_add_bf16(float *acc, const void *src, size_t n)
 		_mm256_storeu_ps(acc + i + 8, a1);
 	}
 	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i),
-						       bf16x8_to_f32(s + i)));
+		_mm256_storeu_ps(
+			acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), bf16x8_to_f32(s + i)));
 	agg_scalar_add_bf16(acc + i, s + i, n - i);
 }
 

@@ -39,8 +39,8 @@ avx512_add_fp32(float *acc, const void *src, size_t n)
 		_mm512_storeu_ps(acc + i + 48, a3);
 	}
 	for (; i + 16 <= n; i += 16)
-		_mm512_storeu_ps(acc + i, _mm512_add_ps(_mm512_loadu_ps(acc + i),
-						       _mm512_loadu_ps(s + i)));
+		_mm512_storeu_ps(
+			acc + i, _mm512_add_ps(_mm512_loadu_ps(acc + i), _mm512_loadu_ps(s + i)));
 	if (i < n) {
 		__mmask16 m = tail16(n - i);
 		__m512 a = _mm512_maskz_loadu_ps(m, acc + i);
@@ -73,8 +73,7 @@ avx512_add_int32(int32_t *acc, const void *src, size_t n)
 	}
 	for (; i + 16 <= n; i += 16)
 		_mm512_storeu_si512(acc + i,
-			_mm512_add_epi32(_mm512_loadu_si512(acc + i),
-					 _mm512_loadu_si512(s + i)));
+			_mm512_add_epi32(_mm512_loadu_si512(acc + i), _mm512_loadu_si512(s + i)));
 	if (i < n) {
 		__mmask16 m = tail16(n - i);
 		__m512i a = _mm512_maskz_loadu_epi32(m, acc + i);
@@ -127,16 +126,14 @@ avx512_load_bf16(float *acc, const void *src, size_t n)
 		__m512i h = _mm512_loadu_si512(s + i);
 
 		_mm512_storeu_ps(acc + i, bf16x16_to_f32(_mm512_castsi512_si256(h)));
-		_mm512_storeu_ps(acc + i + 16,
-				 bf16x16_to_f32(_mm512_extracti64x4_epi64(h, 1)));
+		_mm512_storeu_ps(acc + i + 16, bf16x16_to_f32(_mm512_extracti64x4_epi64(h, 1)));
 	}
 	for (; i < n; i += 16) {
 		size_t left = n - i < 16 ? n - i : 16;
 		__mmask16 m = tail16(left);
 		__m512i h = _mm512_maskz_loadu_epi16((__mmask32)m, s + i);
 
-		_mm512_mask_storeu_ps(acc + i, m,
-				      bf16x16_to_f32(_mm512_castsi512_si256(h)));
+		_mm512_mask_storeu_ps(acc + i, m, bf16x16_to_f32(_mm512_castsi512_si256(h)));
 	}
 }
 
@@ -145,11 +142,10 @@ static inline __m256i
 f32x16_to_bf16(__m512i u)
 {
 	__m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-	__m512i r = _mm512_srli_epi32(_mm512_add_epi32(u,
-			_mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+	__m512i r = _mm512_srli_epi32(
+		_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
 	__mmask16 nan = _mm512_cmpgt_epi32_mask(
-			_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-			_mm512_set1_epi32(0x7f800000));
+		_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
 	__m512i qnan = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
 
 	return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, nan, qnan));
@@ -162,8 +158,8 @@ avx512_store_bf16(void *dst, const float *acc, size_t n)
 	size_t i = 0;
 
 	for (; i + 16 <= n; i += 16)
-		_mm256_storeu_si256((__m256i *)(d + i),
-			f32x16_to_bf16(_mm512_loadu_si512(acc + i)));
+		_mm256_storeu_si256(
+			(__m256i *)(d + i), f32x16_to_bf16(_mm512_loadu_si512(acc + i)));
 	if (i < n) {
 		__mmask16 m = tail16(n - i);
 		__m256i b = f32x16_to_bf16(_mm512_maskz_loadu_epi32(m, acc + i));

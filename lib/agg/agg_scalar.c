@@ -64,7 +64,7 @@ agg_scalar_add_int32(int32_t *acc, const void *src, size_t n)
 
 		memcpy(&x, s + 4 * i, 4);
 		memcpy(&a, (uint8_t *)acc + 4 * i, 4);
-		a += x;	/* unsigned: wraps modulo 2^32 by definition */
+		a += x; /* unsigned: wraps modulo 2^32 by definition */
 		memcpy((uint8_t *)acc + 4 * i, &a, 4);
 	}
 }

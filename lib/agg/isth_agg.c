@@ -26,10 +26,10 @@
 #include "isth_ctr.h"
 #include "isth_agg.h"
 
-#define AGG_NONE	UINT32_MAX
-#define AGG_CACHE_LINE	64u
-#define AGG_REC_WAYS	8u
-#define AGG_SEQ_RETRIES	64u
+#define AGG_NONE UINT32_MAX
+#define AGG_CACHE_LINE 64u
+#define AGG_REC_WAYS 8u
+#define AGG_SEQ_RETRIES 64u
 
 enum agg_slot_state {
 	SLOT_FREE = 0,
@@ -40,10 +40,10 @@ enum agg_slot_state {
 
 /* Per-chunk state within a round, 2 bits each. */
 enum agg_chunk_state {
-	CHUNK_OPEN = 0,		/* nothing emitted yet */
-	CHUNK_PARTIAL = 1,	/* some contributors emitted: see its record */
-	CHUNK_DONE = 2,		/* every expected contributor emitted */
-	CHUNK_CLOSED = 3,	/* a partial found no record: refuse the rest */
+	CHUNK_OPEN = 0, /* nothing emitted yet */
+	CHUNK_PARTIAL = 1, /* some contributors emitted: see its record */
+	CHUNK_DONE = 2, /* every expected contributor emitted */
+	CHUNK_CLOSED = 3, /* a partial found no record: refuse the rest */
 };
 
 /* Written by: owner lcore only. */
@@ -52,17 +52,17 @@ struct agg_slot {
 	uint32_t round;
 	uint32_t chunk;
 	uint16_t count;
-	uint8_t dtype;		/* wire dtype of the contributions */
-	uint8_t state;		/* enum agg_slot_state */
-	uint64_t bitmap;	/* contributors summed here */
-	uint64_t seen;		/* bitmap | contributors emitted before */
+	uint8_t dtype; /* wire dtype of the contributions */
+	uint8_t state; /* enum agg_slot_state */
+	uint64_t bitmap; /* contributors summed here */
+	uint64_t seen; /* bitmap | contributors emitted before */
 	uint64_t expected;
 	uint64_t first_ns;
-	uint32_t prev;		/* age list */
+	uint32_t prev; /* age list */
 	uint32_t next;
 	uint32_t bucket;
 	uint8_t way;
-	uint8_t reason;		/* enum isth_agg_reason once emitted */
+	uint8_t reason; /* enum isth_agg_reason once emitted */
 	uint16_t job_idx;
 } __attribute__((aligned(AGG_CACHE_LINE)));
 
@@ -77,9 +77,9 @@ struct agg_bucket {
  * read by: owner lcore.
  */
 struct agg_round {
-	uint32_t seq;		/* odd while being written */
+	uint32_t seq; /* odd while being written */
 	uint32_t round;
-	uint64_t expected;	/* 0: never published */
+	uint64_t expected; /* 0: never published */
 };
 
 /* Written by: control plane; read by: owner lcore (acquire on used, newest). */
@@ -114,46 +114,68 @@ struct isth_agg {
 	uint32_t n_slots;
 	uint32_t slot_size;
 	uint32_t bucket_mask;
-	uint32_t rec_mask;	/* record buckets - 1 */
+	uint32_t rec_mask; /* record buckets - 1 */
 	uint32_t emitq_mask;
-	uint32_t max_active;	/* n_slots - reserve */
+	uint32_t max_active; /* n_slots - reserve */
 	uint32_t n_active;
 	uint32_t n_free;
 	uint32_t age_head;
 	uint32_t age_tail;
-	uint32_t emitq_head;	/* next to drain */
-	uint32_t emitq_tail;	/* next to fill */
-	uint32_t chunk_state_size;	/* bytes per round entry */
-	uint32_t last_job;	/* cache of the last job index looked up */
+	uint32_t emitq_head; /* next to drain */
+	uint32_t emitq_tail; /* next to fill */
+	uint32_t chunk_state_size; /* bytes per round entry */
+	uint32_t last_job; /* cache of the last job index looked up */
 	uint64_t meta_size;
 	uint8_t *acc;
 	struct agg_slot *slots;
 	struct agg_bucket *buckets;
 	uint32_t *free_stack;
 	uint32_t *emitq;
-	struct agg_job *jobs;		/* max_jobs */
-	struct agg_round *rounds;	/* max_jobs * window */
-	struct agg_rstate *rstates;	/* max_jobs * window */
-	uint8_t *chunk_states;		/* max_jobs * window * chunk_state_size */
-	struct agg_record *records;	/* (rec_mask + 1) * AGG_REC_WAYS */
+	struct agg_job *jobs; /* max_jobs */
+	struct agg_round *rounds; /* max_jobs * window */
+	struct agg_rstate *rstates; /* max_jobs * window */
+	uint8_t *chunk_states; /* max_jobs * window * chunk_state_size */
+	struct agg_record *records; /* (rec_mask + 1) * AGG_REC_WAYS */
 	struct isth_agg_stats stats;
 };
 
 static const char *const stats_names[ISTH_AGG_STATS_N] = {
-	"accepted", "completed", "partial_timeout", "partial_conflict_pool",
-	"partial_conflict_bucket", "partial_flush", "duplicate",
-	"duplicate_emitted", "unexpected_sender", "stale_round",
-	"unknown_round", "unknown_job", "mismatch", "bad_input", "no_slot",
-	"record_full", "chunk_closed", "slots_in_use", "slots_hwm",
-	"mem_in_use", "mem_hwm",
+	"accepted",
+	"completed",
+	"partial_timeout",
+	"partial_conflict_pool",
+	"partial_conflict_bucket",
+	"partial_flush",
+	"duplicate",
+	"duplicate_emitted",
+	"unexpected_sender",
+	"stale_round",
+	"unknown_round",
+	"unknown_job",
+	"mismatch",
+	"bad_input",
+	"no_slot",
+	"record_full",
+	"chunk_closed",
+	"slots_in_use",
+	"slots_hwm",
+	"mem_in_use",
+	"mem_hwm",
 };
 
 static const char *const reason_names[ISTH_AGG_REASON_MAX] = {
-	"complete", "timeout", "conflict_pool", "conflict_bucket", "flush",
+	"complete",
+	"timeout",
+	"conflict_pool",
+	"conflict_bucket",
+	"flush",
 };
 
 static const char *const kernel_names[ISTH_AGG_KERNEL_MAX] = {
-	"auto", "scalar", "avx2", "avx512",
+	"auto",
+	"scalar",
+	"avx2",
+	"avx512",
 };
 
 const char *
@@ -187,8 +209,7 @@ isth_agg_kernel_supported(enum isth_agg_kernel k)
 	case ISTH_AGG_KERNEL_AVX2:
 		return __builtin_cpu_supports("avx2");
 	case ISTH_AGG_KERNEL_AVX512:
-		return __builtin_cpu_supports("avx512f") &&
-		       __builtin_cpu_supports("avx512bw");
+		return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 	default:
 		return false;
 	}
@@ -280,20 +301,18 @@ isth_agg_create(const struct isth_agg_params *p)
 	size_t n_rounds;
 	int rc;
 
-	if (p == NULL || p->max_elems == 0 || p->max_elems > UINT16_MAX ||
-	    p->max_chunks == 0 || p->n_islands == 0 ||
-	    p->n_islands > ISTH_WIRE_MAX_ISLANDS || p->timeout_ns == 0 ||
-	    p->max_jobs > 256 || p->window > 1024 ||
-	    (p->bf16_out != 0 && p->bf16_out != ISTH_WIRE_DTYPE_BF16 &&
-	     p->bf16_out != ISTH_WIRE_DTYPE_FP32) ||
-	    (p->n_buckets & (p->n_buckets - 1)) != 0 ||
-	    (unsigned int)p->kernel >= ISTH_AGG_KERNEL_MAX) {
+	if (p == NULL || p->max_elems == 0 || p->max_elems > UINT16_MAX || p->max_chunks == 0 ||
+		p->n_islands == 0 || p->n_islands > ISTH_WIRE_MAX_ISLANDS || p->timeout_ns == 0 ||
+		p->max_jobs > 256 || p->window > 1024 ||
+		(p->bf16_out != 0 && p->bf16_out != ISTH_WIRE_DTYPE_BF16 &&
+			p->bf16_out != ISTH_WIRE_DTYPE_FP32) ||
+		(p->n_buckets & (p->n_buckets - 1)) != 0 ||
+		(unsigned int)p->kernel >= ISTH_AGG_KERNEL_MAX) {
 		errno = EINVAL;
 		return NULL;
 	}
 	slot_size = (p->max_elems * 4u + AGG_CACHE_LINE - 1) & ~(AGG_CACHE_LINE - 1);
-	if (p->mem_budget / slot_size == 0 ||
-	    p->mem_budget / slot_size > (1u << 24)) {
+	if (p->mem_budget / slot_size == 0 || p->mem_budget / slot_size > (1u << 24)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -318,9 +337,9 @@ isth_agg_create(const struct isth_agg_params *p)
 	}
 	window = p->window ? p->window : 4;
 	max_jobs = p->max_jobs ? p->max_jobs : 1;
-	n_buckets = p->n_buckets ? p->n_buckets :
-		next_pow2(((uint64_t)n_slots * 4 + ISTH_AGG_BUCKET_WAYS - 1) /
-			  ISTH_AGG_BUCKET_WAYS);
+	n_buckets = p->n_buckets ? p->n_buckets
+				 : next_pow2(((uint64_t)n_slots * 4 + ISTH_AGG_BUCKET_WAYS - 1) /
+					   ISTH_AGG_BUCKET_WAYS);
 	n_records = p->n_records ? p->n_records : n_slots * 4;
 	n_rec_buckets = next_pow2((n_records + AGG_REC_WAYS - 1) / AGG_REC_WAYS);
 	n_rounds = (size_t)max_jobs * window;
@@ -356,15 +375,13 @@ isth_agg_create(const struct isth_agg_params *p)
 	agg->slots = zalloc((size_t)n_slots * sizeof(*agg->slots), &agg->meta_size);
 	if (agg->slots == NULL)
 		goto free_acc;
-	agg->buckets = zalloc((size_t)n_buckets * sizeof(*agg->buckets),
-			      &agg->meta_size);
+	agg->buckets = zalloc((size_t)n_buckets * sizeof(*agg->buckets), &agg->meta_size);
 	if (agg->buckets == NULL)
 		goto free_slots;
 	agg->free_stack = zalloc((size_t)n_slots * sizeof(uint32_t), &agg->meta_size);
 	if (agg->free_stack == NULL)
 		goto free_buckets;
-	agg->emitq = zalloc((size_t)(agg->emitq_mask + 1) * sizeof(uint32_t),
-			    &agg->meta_size);
+	agg->emitq = zalloc((size_t)(agg->emitq_mask + 1) * sizeof(uint32_t), &agg->meta_size);
 	if (agg->emitq == NULL)
 		goto free_stack;
 	agg->jobs = zalloc(max_jobs * sizeof(*agg->jobs), &agg->meta_size);
@@ -376,12 +393,10 @@ isth_agg_create(const struct isth_agg_params *p)
 	agg->rstates = zalloc(n_rounds * sizeof(*agg->rstates), &agg->meta_size);
 	if (agg->rstates == NULL)
 		goto free_rounds;
-	agg->chunk_states = zalloc(n_rounds * agg->chunk_state_size,
-				   &agg->meta_size);
+	agg->chunk_states = zalloc(n_rounds * agg->chunk_state_size, &agg->meta_size);
 	if (agg->chunk_states == NULL)
 		goto free_rstates;
-	agg->records = zalloc((size_t)agg->p.n_records * sizeof(*agg->records),
-			      &agg->meta_size);
+	agg->records = zalloc((size_t)agg->p.n_records * sizeof(*agg->records), &agg->meta_size);
 	if (agg->records == NULL)
 		goto free_chunk_states;
 
@@ -452,11 +467,9 @@ isth_agg_info_get(const struct isth_agg *agg, struct isth_agg_info *info)
 /* Control plane: round tables. */
 
 int
-isth_agg_set_round(struct isth_agg *agg, uint32_t job, uint32_t round,
-		   uint64_t expected)
+isth_agg_set_round(struct isth_agg *agg, uint32_t job, uint32_t round, uint64_t expected)
 {
-	uint64_t valid = agg->p.n_islands == 64 ? UINT64_MAX :
-			 (1ull << agg->p.n_islands) - 1;
+	uint64_t valid = agg->p.n_islands == 64 ? UINT64_MAX : (1ull << agg->p.n_islands) - 1;
 	struct agg_round *r;
 	struct agg_job *j = NULL;
 	uint32_t i, seq;
@@ -465,7 +478,7 @@ isth_agg_set_round(struct isth_agg *agg, uint32_t job, uint32_t round,
 		return -EINVAL;
 	for (i = 0; i < agg->p.max_jobs; i++) {
 		if (__atomic_load_n(&agg->jobs[i].used, __ATOMIC_ACQUIRE) &&
-		    agg->jobs[i].job == job) {
+			agg->jobs[i].job == job) {
 			j = &agg->jobs[i];
 			break;
 		}
@@ -503,12 +516,11 @@ find_job(struct isth_agg *agg, uint32_t job)
 {
 	uint32_t i = agg->last_job;
 
-	if (__atomic_load_n(&agg->jobs[i].used, __ATOMIC_ACQUIRE) &&
-	    agg->jobs[i].job == job)
+	if (__atomic_load_n(&agg->jobs[i].used, __ATOMIC_ACQUIRE) && agg->jobs[i].job == job)
 		return i;
 	for (i = 0; i < agg->p.max_jobs; i++) {
 		if (__atomic_load_n(&agg->jobs[i].used, __ATOMIC_ACQUIRE) &&
-		    agg->jobs[i].job == job) {
+			agg->jobs[i].job == job) {
 			agg->last_job = i;
 			return i;
 		}
@@ -521,8 +533,7 @@ find_job(struct isth_agg *agg, uint32_t job)
  * counter to bump.
  */
 static inline uint64_t
-round_expected(struct isth_agg *agg, uint32_t ji, uint32_t round,
-	       uint64_t **drop)
+round_expected(struct isth_agg *agg, uint32_t ji, uint32_t round, uint64_t **drop)
 {
 	const struct agg_round *r;
 	uint32_t newest, s1, s2, rr, tries;
@@ -551,8 +562,7 @@ round_expected(struct isth_agg *agg, uint32_t ji, uint32_t round,
 		if (rr == round && e != 0)
 			return e;
 		/* overwritten by a newer round since we read newest */
-		*drop = rr > round ? &agg->stats.stale_round :
-				     &agg->stats.unknown_round;
+		*drop = rr > round ? &agg->stats.stale_round : &agg->stats.unknown_round;
 		return 0;
 	}
 	*drop = &agg->stats.unknown_round;
@@ -617,8 +627,8 @@ rec_find(struct isth_agg *agg, uint32_t ji, uint32_t round, uint32_t chunk)
 	unsigned int w;
 
 	for (w = 0; w < AGG_REC_WAYS; w++)
-		if (b[w].emitted != 0 && b[w].job_idx == ji &&
-		    b[w].round == round && b[w].chunk == chunk)
+		if (b[w].emitted != 0 && b[w].job_idx == ji && b[w].round == round &&
+			b[w].chunk == chunk)
 			return &b[w];
 	return NULL;
 }
@@ -631,8 +641,7 @@ rec_insert(struct isth_agg *agg, uint32_t ji, uint32_t round, uint32_t chunk)
 
 	for (w = 0; w < AGG_REC_WAYS; w++) {
 		/* free, or its round has left the window (lazy reclaim) */
-		if (b[w].emitted == 0 ||
-		    round_state_if(agg, b[w].job_idx, b[w].round) == NULL) {
+		if (b[w].emitted == 0 || round_state_if(agg, b[w].job_idx, b[w].round) == NULL) {
 			b[w].job_idx = ji;
 			b[w].round = round;
 			b[w].chunk = chunk;
@@ -678,7 +687,7 @@ record_emission(struct isth_agg *agg, const struct agg_slot *s)
 	unsigned int st;
 
 	if (cs == NULL)
-		return;	/* round left the window: its DATA is refused as stale */
+		return; /* round left the window: its DATA is refused as stale */
 	st = chunk_get(cs, s->chunk);
 	if (s->seen == s->expected) {
 		if (st == CHUNK_PARTIAL) {
@@ -689,8 +698,7 @@ record_emission(struct isth_agg *agg, const struct agg_slot *s)
 		chunk_set(cs, s->chunk, CHUNK_DONE);
 		return;
 	}
-	r = st == CHUNK_PARTIAL ? rec_find(agg, s->job_idx, s->round, s->chunk) :
-				  NULL;
+	r = st == CHUNK_PARTIAL ? rec_find(agg, s->job_idx, s->round, s->chunk) : NULL;
 	if (r == NULL)
 		r = rec_insert(agg, s->job_idx, s->round, s->chunk);
 	if (r == NULL) {
@@ -779,9 +787,8 @@ static inline bool
 contrib_bad(const struct isth_agg *agg, const struct isth_agg_contrib *c)
 {
 	return c->dtype == ISTH_WIRE_DTYPE_NONE || c->dtype > ISTH_WIRE_DTYPE_MAX ||
-	       c->count == 0 || c->count > agg->p.max_elems ||
-	       c->chunk >= agg->p.max_chunks || c->sender >= agg->p.n_islands ||
-	       c->data == NULL;
+		c->count == 0 || c->count > agg->p.max_elems || c->chunk >= agg->p.max_chunks ||
+		c->sender >= agg->p.n_islands || c->data == NULL;
 }
 
 /* Oldest active slot of a full bucket. */
@@ -849,8 +856,9 @@ add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t now)
 			return;
 		}
 		if (s->seen & bit) {
-			isth_ctr_add(s->bitmap & bit ? &agg->stats.duplicate :
-				&agg->stats.duplicate_emitted, 1);
+			isth_ctr_add(s->bitmap & bit ? &agg->stats.duplicate
+						     : &agg->stats.duplicate_emitted,
+				1);
 			return;
 		}
 		acc_add(agg, slot_acc(agg, b->idx[w]), c);
@@ -968,22 +976,22 @@ prefetch_acc(const struct isth_agg *agg, const struct isth_agg_contrib *c)
  * holds, this hides most of the accumulator miss.
  */
 unsigned int
-isth_agg_add_burst(struct isth_agg *agg, const struct isth_agg_contrib *c,
-		   unsigned int n, uint64_t now)
+isth_agg_add_burst(
+	struct isth_agg *agg, const struct isth_agg_contrib *c, unsigned int n, uint64_t now)
 {
 	uint64_t before = agg->stats.accepted;
 	unsigned int i;
 
 	for (i = 0; i < n && i < 2; i++)
-		__builtin_prefetch(&agg->buckets[key_hash(c[i].job, c[i].round,
-				   c[i].chunk) & agg->bucket_mask]);
+		__builtin_prefetch(&agg->buckets[key_hash(c[i].job, c[i].round, c[i].chunk) &
+			agg->bucket_mask]);
 	if (n > 0)
 		prefetch_acc(agg, &c[0]);
 	for (i = 0; i < n; i++) {
 		if (i + 2 < n)
-			__builtin_prefetch(&agg->buckets[key_hash(c[i + 2].job,
-					   c[i + 2].round, c[i + 2].chunk) &
-					   agg->bucket_mask]);
+			__builtin_prefetch(&agg->buckets[key_hash(c[i + 2].job, c[i + 2].round,
+								 c[i + 2].chunk) &
+				agg->bucket_mask]);
 		if (i + 1 < n)
 			prefetch_acc(agg, &c[i + 1]);
 		add_one(agg, &c[i], now);
@@ -997,8 +1005,8 @@ isth_agg_poll(struct isth_agg *agg, uint64_t now)
 	unsigned int n = 0;
 
 	while (agg->age_head != AGG_NONE &&
-	       now - agg->slots[agg->age_head].first_ns >= agg->p.timeout_ns &&
-	       now >= agg->slots[agg->age_head].first_ns) {
+		now - agg->slots[agg->age_head].first_ns >= agg->p.timeout_ns &&
+		now >= agg->slots[agg->age_head].first_ns) {
 		emit_slot(agg, agg->age_head, ISTH_AGG_TIMEOUT);
 		n++;
 	}
@@ -1045,8 +1053,7 @@ isth_agg_pending(const struct isth_agg *agg)
 }
 
 unsigned int
-isth_agg_drain(struct isth_agg *agg, struct isth_agg_emit *out,
-	       unsigned int cap)
+isth_agg_drain(struct isth_agg *agg, struct isth_agg_emit *out, unsigned int cap)
 {
 	unsigned int n = 0;
 
@@ -1079,8 +1086,7 @@ isth_agg_drain(struct isth_agg *agg, struct isth_agg_emit *out,
 int
 isth_agg_release(struct isth_agg *agg, const struct isth_agg_emit *e)
 {
-	if (e == NULL || e->slot >= agg->n_slots ||
-	    agg->slots[e->slot].state != SLOT_DRAINED)
+	if (e == NULL || e->slot >= agg->n_slots || agg->slots[e->slot].state != SLOT_DRAINED)
 		return -EINVAL;
 	agg->slots[e->slot].state = SLOT_FREE;
 	agg->free_stack[agg->n_free++] = e->slot;
@@ -1089,8 +1095,7 @@ isth_agg_release(struct isth_agg *agg, const struct isth_agg_emit *e)
 }
 
 int
-isth_agg_emit_copy(const struct isth_agg *agg, const struct isth_agg_emit *e,
-		   void *dst, size_t cap)
+isth_agg_emit_copy(const struct isth_agg *agg, const struct isth_agg_emit *e, void *dst, size_t cap)
 {
 	if (cap < e->size)
 		return -ENOSPC;

@@ -50,20 +50,20 @@ struct isth_agg;
 
 /** Summation kernel sets. */
 enum isth_agg_kernel {
-	ISTH_AGG_KERNEL_AUTO = 0,	/**< best this CPU supports */
-	ISTH_AGG_KERNEL_SCALAR,		/**< portable reference */
+	ISTH_AGG_KERNEL_AUTO = 0, /**< best this CPU supports */
+	ISTH_AGG_KERNEL_SCALAR, /**< portable reference */
 	ISTH_AGG_KERNEL_AVX2,
-	ISTH_AGG_KERNEL_AVX512,		/**< AVX-512F + AVX-512BW */
+	ISTH_AGG_KERNEL_AVX512, /**< AVX-512F + AVX-512BW */
 	ISTH_AGG_KERNEL_MAX
 };
 
 /** Engine configuration, fixed at creation. */
 struct isth_agg_params {
-	uint64_t mem_budget;	/**< accumulator bytes (the HBM), see @file */
-	uint32_t max_elems;	/**< elements per chunk, 1..65535 */
-	uint32_t max_chunks;	/**< chunk ids per round: 0..max_chunks-1 */
-	uint32_t n_islands;	/**< senders are 0..n_islands-1, 1..64 */
-	uint32_t max_jobs;	/**< jobs served at once; 0 means 1 */
+	uint64_t mem_budget; /**< accumulator bytes (the HBM), see @file */
+	uint32_t max_elems; /**< elements per chunk, 1..65535 */
+	uint32_t max_chunks; /**< chunk ids per round: 0..max_chunks-1 */
+	uint32_t n_islands; /**< senders are 0..n_islands-1, 1..64 */
+	uint32_t max_jobs; /**< jobs served at once; 0 means 1 */
 	/**
 	 * Rounds accepted per job: newest published round R and the
 	 * window - 1 before it. Older rounds are stale. 0 means 4.
@@ -94,10 +94,10 @@ struct isth_agg_params {
 	 * bucket overflows at 9 live chunks; at 1/4 load that is rare).
 	 */
 	uint32_t n_buckets;
-	uint64_t timeout_ns;	/**< a slot times out this long after its first arrival */
+	uint64_t timeout_ns; /**< a slot times out this long after its first arrival */
 	/** Output type of bf16 chunks: ISTH_WIRE_DTYPE_BF16 (default if 0) or ISTH_WIRE_DTYPE_FP32. */
 	uint8_t bf16_out;
-	enum isth_agg_kernel kernel;	/**< force a kernel set (tests, bench) */
+	enum isth_agg_kernel kernel; /**< force a kernel set (tests, bench) */
 };
 
 /** isth_agg_params.reserve: let the engine choose. */
@@ -105,15 +105,15 @@ struct isth_agg_params {
 
 /** Sizes the engine derived from its parameters. */
 struct isth_agg_info {
-	uint32_t n_slots;	/**< accumulators */
-	uint32_t slot_size;	/**< bytes per accumulator */
-	uint64_t acc_size;	/**< n_slots * slot_size <= mem_budget */
-	uint64_t meta_size;	/**< everything else allocated, bytes */
-	uint32_t n_buckets;	/**< hash buckets of ISTH_AGG_BUCKET_WAYS */
+	uint32_t n_slots; /**< accumulators */
+	uint32_t slot_size; /**< bytes per accumulator */
+	uint64_t acc_size; /**< n_slots * slot_size <= mem_budget */
+	uint64_t meta_size; /**< everything else allocated, bytes */
+	uint32_t n_buckets; /**< hash buckets of ISTH_AGG_BUCKET_WAYS */
 	uint32_t n_records;
 	uint32_t window;
 	uint32_t reserve;
-	enum isth_agg_kernel kernel;	/**< the kernel set in use */
+	enum isth_agg_kernel kernel; /**< the kernel set in use */
 };
 
 /** Ways per hash bucket: a ninth chunk hashing to a full bucket is a conflict. */
@@ -124,19 +124,19 @@ struct isth_agg_contrib {
 	uint32_t job;
 	uint32_t round;
 	uint32_t chunk;
-	uint8_t sender;		/**< island id */
-	uint8_t dtype;		/**< enum isth_wire_dtype */
-	uint16_t count;		/**< elements */
-	const void *data;	/**< count little-endian elements, any alignment */
+	uint8_t sender; /**< island id */
+	uint8_t dtype; /**< enum isth_wire_dtype */
+	uint16_t count; /**< elements */
+	const void *data; /**< count little-endian elements, any alignment */
 };
 
 /** Why a slot was emitted. */
 enum isth_agg_reason {
-	ISTH_AGG_COMPLETE = 0,	/**< every expected contributor is now emitted */
-	ISTH_AGG_TIMEOUT,	/**< timeout_ns after first arrival */
-	ISTH_AGG_CONFLICT_POOL,	/**< evicted: no free accumulator (oldest slot) */
+	ISTH_AGG_COMPLETE = 0, /**< every expected contributor is now emitted */
+	ISTH_AGG_TIMEOUT, /**< timeout_ns after first arrival */
+	ISTH_AGG_CONFLICT_POOL, /**< evicted: no free accumulator (oldest slot) */
 	ISTH_AGG_CONFLICT_BUCKET, /**< evicted: hash bucket full (its oldest slot) */
-	ISTH_AGG_FLUSH,		/**< isth_agg_flush() */
+	ISTH_AGG_FLUSH, /**< isth_agg_flush() */
 	ISTH_AGG_REASON_MAX
 };
 
@@ -148,21 +148,21 @@ struct isth_agg_emit {
 	uint32_t job;
 	uint32_t round;
 	uint32_t chunk;
-	uint16_t count;		/**< elements */
-	uint8_t dtype;		/**< output dtype, the AGG header's */
-	uint8_t reason;		/**< enum isth_agg_reason */
-	uint16_t flags;		/**< ISTH_WIRE_F_PARTIAL unless bitmap == expected */
-	uint16_t n_contrib;	/**< bits in bitmap */
-	uint64_t bitmap;	/**< contributors summed into this aggregate */
-	uint64_t expected;	/**< the round's expected set */
+	uint16_t count; /**< elements */
+	uint8_t dtype; /**< output dtype, the AGG header's */
+	uint8_t reason; /**< enum isth_agg_reason */
+	uint16_t flags; /**< ISTH_WIRE_F_PARTIAL unless bitmap == expected */
+	uint16_t n_contrib; /**< bits in bitmap */
+	uint64_t bitmap; /**< contributors summed into this aggregate */
+	uint64_t expected; /**< the round's expected set */
 	/**
 	 * The accumulator, 64-byte aligned: count fp32 for fp32 and bf16
 	 * chunks, count int32 for int32. When dtype is bf16 use
 	 * isth_agg_emit_copy() to get the rounded payload.
 	 */
 	const void *acc;
-	uint32_t size;		/**< payload bytes in the output dtype */
-	uint32_t slot;		/**< engine's handle, for release */
+	uint32_t size; /**< payload bytes in the output dtype */
+	uint32_t slot; /**< engine's handle, for release */
 };
 
 /**
@@ -171,27 +171,27 @@ struct isth_agg_emit {
  * Every dropped contribution lands in exactly one drop counter.
  */
 struct isth_agg_stats {
-	uint64_t accepted;		/**< contributions summed */
-	uint64_t completed;		/**< emitted, reason complete */
-	uint64_t partial_timeout;	/**< emitted, reason timeout */
-	uint64_t partial_conflict_pool;	/**< emitted, reason conflict_pool */
+	uint64_t accepted; /**< contributions summed */
+	uint64_t completed; /**< emitted, reason complete */
+	uint64_t partial_timeout; /**< emitted, reason timeout */
+	uint64_t partial_conflict_pool; /**< emitted, reason conflict_pool */
 	uint64_t partial_conflict_bucket; /**< emitted, reason conflict_bucket */
-	uint64_t partial_flush;		/**< emitted, reason flush */
-	uint64_t duplicate;		/**< drop: bit already in the slot */
-	uint64_t duplicate_emitted;	/**< drop: bit already emitted for the chunk */
-	uint64_t unexpected_sender;	/**< drop: sender not in the round's expected set */
-	uint64_t stale_round;		/**< drop: round older than the window */
-	uint64_t unknown_round;		/**< drop: round not (yet) published */
-	uint64_t unknown_job;		/**< drop: job not published */
-	uint64_t mismatch;		/**< drop: dtype or count differ from the slot's */
-	uint64_t bad_input;		/**< drop: dtype, count, chunk id or sender out of range */
-	uint64_t no_slot;		/**< drop: every accumulator awaits release */
-	uint64_t record_full;		/**< chunks closed: no emitted record free */
-	uint64_t chunk_closed;		/**< drop: contribution to a closed chunk */
-	uint64_t slots_in_use;		/**< gauge: active + awaiting release */
-	uint64_t slots_hwm;		/**< high-water mark of slots_in_use */
-	uint64_t mem_in_use;		/**< gauge: slots_in_use * slot_size */
-	uint64_t mem_hwm;		/**< high-water mark, <= mem_budget */
+	uint64_t partial_flush; /**< emitted, reason flush */
+	uint64_t duplicate; /**< drop: bit already in the slot */
+	uint64_t duplicate_emitted; /**< drop: bit already emitted for the chunk */
+	uint64_t unexpected_sender; /**< drop: sender not in the round's expected set */
+	uint64_t stale_round; /**< drop: round older than the window */
+	uint64_t unknown_round; /**< drop: round not (yet) published */
+	uint64_t unknown_job; /**< drop: job not published */
+	uint64_t mismatch; /**< drop: dtype or count differ from the slot's */
+	uint64_t bad_input; /**< drop: dtype, count, chunk id or sender out of range */
+	uint64_t no_slot; /**< drop: every accumulator awaits release */
+	uint64_t record_full; /**< chunks closed: no emitted record free */
+	uint64_t chunk_closed; /**< drop: contribution to a closed chunk */
+	uint64_t slots_in_use; /**< gauge: active + awaiting release */
+	uint64_t slots_hwm; /**< high-water mark of slots_in_use */
+	uint64_t mem_in_use; /**< gauge: slots_in_use * slot_size */
+	uint64_t mem_hwm; /**< high-water mark, <= mem_budget */
 };
 #define ISTH_AGG_STATS_N (sizeof(struct isth_agg_stats) / sizeof(uint64_t))
 
@@ -221,8 +221,7 @@ void isth_agg_info_get(const struct isth_agg *agg, struct isth_agg_info *info);
  *         or round is older than the job's newest; -ENOSPC if max_jobs
  *         jobs are already known.
  */
-int isth_agg_set_round(struct isth_agg *agg, uint32_t job, uint32_t round,
-		       uint64_t expected);
+int isth_agg_set_round(struct isth_agg *agg, uint32_t job, uint32_t round, uint64_t expected);
 
 /**
  * Sum a burst of contributions into their slots. Contributions that are
@@ -233,8 +232,8 @@ int isth_agg_set_round(struct isth_agg *agg, uint32_t job, uint32_t round,
  * @param now  current time in ns, non-decreasing across calls
  * @return number of contributions accepted
  */
-unsigned int isth_agg_add_burst(struct isth_agg *agg,
-		const struct isth_agg_contrib *c, unsigned int n, uint64_t now);
+unsigned int isth_agg_add_burst(
+	struct isth_agg *agg, const struct isth_agg_contrib *c, unsigned int n, uint64_t now);
 
 /**
  * Emit, as partials, slots whose first arrival is at least timeout_ns
@@ -249,8 +248,7 @@ unsigned int isth_agg_poll(struct isth_agg *agg, uint64_t now);
  * nothing more is due. Owner only; O(active slots).
  * @return slots queued for drain
  */
-unsigned int isth_agg_expire_round(struct isth_agg *agg, uint32_t job,
-				   uint32_t round);
+unsigned int isth_agg_expire_round(struct isth_agg *agg, uint32_t job, uint32_t round);
 
 /** Emit every active slot (reason flush), e.g. at shutdown. @return slots queued. */
 unsigned int isth_agg_flush(struct isth_agg *agg);
@@ -259,8 +257,7 @@ unsigned int isth_agg_flush(struct isth_agg *agg);
  * Take up to @p cap queued emissions, oldest first.
  * @return number written to @p out
  */
-unsigned int isth_agg_drain(struct isth_agg *agg, struct isth_agg_emit *out,
-			    unsigned int cap);
+unsigned int isth_agg_drain(struct isth_agg *agg, struct isth_agg_emit *out, unsigned int cap);
 
 /** Emissions waiting for isth_agg_drain(). */
 unsigned int isth_agg_pending(const struct isth_agg *agg);
@@ -276,8 +273,8 @@ int isth_agg_release(struct isth_agg *agg, const struct isth_agg_emit *e);
  * fp32 to bf16 to nearest-even when dtype is bf16.
  * @return bytes written (e->size), or -ENOSPC if @p cap is too small
  */
-int isth_agg_emit_copy(const struct isth_agg *agg,
-		       const struct isth_agg_emit *e, void *dst, size_t cap);
+int isth_agg_emit_copy(
+	const struct isth_agg *agg, const struct isth_agg_emit *e, void *dst, size_t cap);
 
 /**
  * Fill the AGG header fields the engine knows (type, dtype, flags, count,

@@ -23,20 +23,20 @@
 #define OFF_FLAGS_LO 5u
 #define OFF_TRAILER_LEN 7u
 #define OFF_ROUND 12u
-#define F_AUTH_LO 0x10u	/* ISTH_WIRE_F_AUTH (bit 4) in the low flags byte */
+#define F_AUTH_LO 0x10u /* ISTH_WIRE_F_AUTH (bit 4) in the low flags byte */
 
 struct isth_auth_engine {
-	const struct isth_auth *a;	/* keys; outlives the engine */
+	const struct isth_auth *a; /* keys; outlives the engine */
 	enum isth_auth_impl impl;
-	IMB_MGR *mgr;			/* ipsec-mb: this thread's manager */
-	EVP_CIPHER_CTX **ctx;		/* openssl: [n_keys], key set once */
+	IMB_MGR *mgr; /* ipsec-mb: this thread's manager */
+	EVP_CIPHER_CTX **ctx; /* openssl: [n_keys], key set once */
 	/* Scratch of one burst, written and read by the owning thread. */
 	uint8_t iv[BURST][ISTH_AUTH_IV_SIZE];
 	uint8_t tag[BURST][ISTH_AUTH_TAG_SIZE];
 	size_t key[BURST];
 	const uint8_t *src[BURST];
 	uint64_t len[BURST];
-	unsigned int op[BURST];		/* index into the caller's ops */
+	unsigned int op[BURST]; /* index into the caller's ops */
 };
 
 IMB_MGR *
@@ -57,15 +57,13 @@ auth_imb_mgr(void)
 static inline uint32_t
 get32(const uint8_t *p)
 {
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 /* ---- the two implementations: n tags into out[] -------------------- */
 
 static int
-ossl_gmac(EVP_CIPHER_CTX *ctx, const uint8_t *iv, const uint8_t *src,
-	  size_t len, uint8_t *tag)
+ossl_gmac(EVP_CIPHER_CTX *ctx, const uint8_t *iv, const uint8_t *src, size_t len, uint8_t *tag)
 {
 	uint8_t none[16];
 	int outl;
@@ -77,8 +75,7 @@ ossl_gmac(EVP_CIPHER_CTX *ctx, const uint8_t *iv, const uint8_t *src,
 		return -EIO;
 	if (EVP_EncryptFinal_ex(ctx, none, &outl) != 1)
 		return -EIO;
-	if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, ISTH_AUTH_TAG_SIZE,
-				tag) != 1)
+	if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, ISTH_AUTH_TAG_SIZE, tag) != 1)
 		return -EIO;
 	return 0;
 }
@@ -91,9 +88,8 @@ ossl_ctx_new(const uint8_t key[ISTH_AUTH_KEY_SIZE])
 	if (ctx == NULL)
 		return NULL;
 	if (EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) != 1 ||
-	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN,
-				ISTH_AUTH_IV_SIZE, NULL) != 1 ||
-	    EVP_EncryptInit_ex(ctx, NULL, NULL, key, NULL) != 1) {
+		EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, ISTH_AUTH_IV_SIZE, NULL) != 1 ||
+		EVP_EncryptInit_ex(ctx, NULL, NULL, key, NULL) != 1) {
 		EVP_CIPHER_CTX_free(ctx);
 		return NULL;
 	}
@@ -101,8 +97,8 @@ ossl_ctx_new(const uint8_t key[ISTH_AUTH_KEY_SIZE])
 }
 
 static void
-imb_fill(IMB_JOB *job, const struct gcm_key_data *kd, const uint8_t *iv,
-	 const uint8_t *src, uint64_t len, uint8_t *tag, unsigned int i)
+imb_fill(IMB_JOB *job, const struct gcm_key_data *kd, const uint8_t *iv, const uint8_t *src,
+	uint64_t len, uint8_t *tag, unsigned int i)
 {
 	job->cipher_mode = IMB_CIPHER_NULL;
 	job->cipher_direction = IMB_DIR_ENCRYPT;
@@ -129,8 +125,8 @@ imb_fill(IMB_JOB *job, const struct gcm_key_data *kd, const uint8_t *iv,
  */
 static uint64_t
 imb_run(IMB_MGR *mgr, unsigned int n, const struct gcm_key_data *const *kd,
-	uint8_t (*iv)[ISTH_AUTH_IV_SIZE], const uint8_t *const *src,
-	const uint64_t *len, uint8_t (*tag)[ISTH_AUTH_TAG_SIZE])
+	uint8_t (*iv)[ISTH_AUTH_IV_SIZE], const uint8_t *const *src, const uint64_t *len,
+	uint8_t (*tag)[ISTH_AUTH_TAG_SIZE])
 {
 	IMB_JOB *jobs[BURST];
 	uint64_t done = 0;
@@ -162,8 +158,7 @@ imb_run(IMB_MGR *mgr, unsigned int n, const struct gcm_key_data *const *kd,
 /* Tags of the e->key/iv/src/len scratch entries [0, n) into out[].
  * Returns the bitmask of entries whose tag was computed. */
 static uint64_t
-compute(struct isth_auth_engine *e, unsigned int n,
-	uint8_t (*out)[ISTH_AUTH_TAG_SIZE])
+compute(struct isth_auth_engine *e, unsigned int n, uint8_t (*out)[ISTH_AUTH_TAG_SIZE])
 {
 	const struct gcm_key_data *kd[BURST];
 	uint64_t done = 0;
@@ -172,8 +167,8 @@ compute(struct isth_auth_engine *e, unsigned int n,
 		return 0;
 	if (e->impl == ISTH_AUTH_OPENSSL) {
 		for (unsigned int i = 0; i < n; i++)
-			if (ossl_gmac(e->ctx[e->key[i]], e->iv[i], e->src[i],
-				      e->len[i], out[i]) == 0)
+			if (ossl_gmac(e->ctx[e->key[i]], e->iv[i], e->src[i], e->len[i], out[i]) ==
+				0)
 				done |= UINT64_C(1) << i;
 		return done;
 	}
@@ -185,13 +180,12 @@ compute(struct isth_auth_engine *e, unsigned int n,
 /* ---- engine ------------------------------------------------------------ */
 
 int
-isth_auth_engine_create(const struct isth_auth *a, enum isth_auth_impl impl,
-			struct isth_auth_engine **out)
+isth_auth_engine_create(
+	const struct isth_auth *a, enum isth_auth_impl impl, struct isth_auth_engine **out)
 {
 	struct isth_auth_engine *e;
 
-	if (a == NULL || out == NULL ||
-	    (impl != ISTH_AUTH_OPENSSL && impl != ISTH_AUTH_IPSEC_MB))
+	if (a == NULL || out == NULL || (impl != ISTH_AUTH_OPENSSL && impl != ISTH_AUTH_IPSEC_MB))
 		return -EINVAL;
 	e = calloc(1, sizeof(*e));
 	if (e == NULL)
@@ -248,16 +242,15 @@ isth_auth_engine_impl(const struct isth_auth_engine *e)
  * message, and stage it as scratch entry @i. Returns OK or the reason.
  */
 static enum isth_auth_status
-stage_verify(struct isth_auth_engine *e, unsigned int i, unsigned int dir,
-	     unsigned int owner, const uint8_t *msg, size_t len)
+stage_verify(struct isth_auth_engine *e, unsigned int i, unsigned int dir, unsigned int owner,
+	const uint8_t *msg, size_t len)
 {
 	const struct isth_auth *a = e->a;
 	int slot;
 
-	if (len < HDR_SIZE + ISTH_AUTH_TAG_SIZE || msg[0] != 0x49 ||
-	    msg[1] != 0x53 || msg[OFF_VERSION] != ISTH_AUTH_VERSION ||
-	    !(msg[OFF_FLAGS_LO] & F_AUTH_LO) ||
-	    msg[OFF_TRAILER_LEN] != ISTH_AUTH_TAG_SIZE)
+	if (len < HDR_SIZE + ISTH_AUTH_TAG_SIZE || msg[0] != 0x49 || msg[1] != 0x53 ||
+		msg[OFF_VERSION] != ISTH_AUTH_VERSION || !(msg[OFF_FLAGS_LO] & F_AUTH_LO) ||
+		msg[OFF_TRAILER_LEN] != ISTH_AUTH_TAG_SIZE)
 		return ISTH_AUTH_E_FORMAT;
 	if (dir < ISTH_AUTH_UP || dir > ISTH_AUTH_WAN || owner >= a->n_islands)
 		return ISTH_AUTH_E_KEY;
@@ -273,14 +266,14 @@ stage_verify(struct isth_auth_engine *e, unsigned int i, unsigned int dir,
 
 /* Seal side: write version, AUTH, trailer_len and epoch; stage entry @i. */
 static int
-stage_seal(struct isth_auth_engine *e, unsigned int i, unsigned int dir,
-	   unsigned int owner, uint8_t *msg, size_t len, size_t cap)
+stage_seal(struct isth_auth_engine *e, unsigned int i, unsigned int dir, unsigned int owner,
+	uint8_t *msg, size_t len, size_t cap)
 {
 	const struct isth_auth *a = e->a;
 	int slot;
 
-	if (len < HDR_SIZE || msg[0] != 0x49 || msg[1] != 0x53 ||
-	    dir < ISTH_AUTH_UP || dir > ISTH_AUTH_WAN || owner >= a->n_islands)
+	if (len < HDR_SIZE || msg[0] != 0x49 || msg[1] != 0x53 || dir < ISTH_AUTH_UP ||
+		dir > ISTH_AUTH_WAN || owner >= a->n_islands)
 		return -EINVAL;
 	if (cap < len + ISTH_AUTH_TAG_SIZE || len + ISTH_AUTH_TAG_SIZE > 65507)
 		return -ENOSPC;
@@ -301,8 +294,7 @@ stage_seal(struct isth_auth_engine *e, unsigned int i, unsigned int dir,
 /* ---- entry points ---------------------------------------------------------- */
 
 unsigned int
-isth_auth_verify_burst(struct isth_auth_engine *e, struct isth_auth_op *ops,
-		       unsigned int n)
+isth_auth_verify_burst(struct isth_auth_engine *e, struct isth_auth_op *ops, unsigned int n)
 {
 	unsigned int ok = 0;
 
@@ -314,8 +306,7 @@ isth_auth_verify_burst(struct isth_auth_engine *e, struct isth_auth_op *ops,
 			struct isth_auth_op *op = &ops[base + j];
 			enum isth_auth_status s;
 
-			s = stage_verify(e, k, op->dir, op->owner, op->msg,
-					 op->len);
+			s = stage_verify(e, k, op->dir, op->owner, op->msg, op->len);
 			op->status = (int16_t)s;
 			if (s == ISTH_AUTH_OK)
 				e->op[k++] = base + j;
@@ -326,8 +317,7 @@ isth_auth_verify_burst(struct isth_auth_engine *e, struct isth_auth_op *ops,
 			const uint8_t *want = op->msg + e->len[j];
 
 			if (!((done >> j) & 1u) ||
-			    CRYPTO_memcmp(e->tag[j], want,
-					  ISTH_AUTH_TAG_SIZE) != 0)
+				CRYPTO_memcmp(e->tag[j], want, ISTH_AUTH_TAG_SIZE) != 0)
 				op->status = ISTH_AUTH_E_TAG;
 			else
 				ok++;
@@ -337,12 +327,14 @@ isth_auth_verify_burst(struct isth_auth_engine *e, struct isth_auth_op *ops,
 }
 
 enum isth_auth_status
-isth_auth_verify(struct isth_auth_engine *e, enum isth_auth_dir dir,
-		 unsigned int owner, const uint8_t *msg, size_t len)
+isth_auth_verify(struct isth_auth_engine *e, enum isth_auth_dir dir, unsigned int owner,
+	const uint8_t *msg, size_t len)
 {
 	struct isth_auth_op op = {
-		.msg = (uint8_t *)(uintptr_t)msg, .len = (uint32_t)len,
-		.dir = (uint8_t)dir, .owner = (uint8_t)owner,
+		.msg = (uint8_t *)(uintptr_t)msg,
+		.len = (uint32_t)len,
+		.dir = (uint8_t)dir,
+		.owner = (uint8_t)owner,
 	};
 
 	if (len > UINT32_MAX || owner > UINT8_MAX)
@@ -352,10 +344,9 @@ isth_auth_verify(struct isth_auth_engine *e, enum isth_auth_dir dir,
 }
 
 unsigned int
-isth_auth_seal_burst(struct isth_auth_engine *e, struct isth_auth_op *ops,
-		     unsigned int n)
+isth_auth_seal_burst(struct isth_auth_engine *e, struct isth_auth_op *ops, unsigned int n)
 {
-	uint8_t (*tags)[ISTH_AUTH_TAG_SIZE] = e->tag;
+	uint8_t(*tags)[ISTH_AUTH_TAG_SIZE] = e->tag;
 	unsigned int sealed = 0;
 
 	for (unsigned int base = 0; base < n; base += BURST) {
@@ -364,8 +355,7 @@ isth_auth_seal_burst(struct isth_auth_engine *e, struct isth_auth_op *ops,
 
 		for (unsigned int j = 0; j < m; j++) {
 			struct isth_auth_op *op = &ops[base + j];
-			int r = stage_seal(e, k, op->dir, op->owner, op->msg,
-					   op->len, op->cap);
+			int r = stage_seal(e, k, op->dir, op->owner, op->msg, op->len, op->cap);
 
 			op->status = (int16_t)r;
 			if (r == 0)
@@ -388,13 +378,15 @@ isth_auth_seal_burst(struct isth_auth_engine *e, struct isth_auth_op *ops,
 }
 
 int
-isth_auth_seal(struct isth_auth_engine *e, enum isth_auth_dir dir,
-	       unsigned int owner, uint8_t *msg, size_t len, size_t cap)
+isth_auth_seal(struct isth_auth_engine *e, enum isth_auth_dir dir, unsigned int owner, uint8_t *msg,
+	size_t len, size_t cap)
 {
 	struct isth_auth_op op = {
-		.msg = msg, .len = (uint32_t)len,
+		.msg = msg,
+		.len = (uint32_t)len,
 		.cap = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap,
-		.dir = (uint8_t)dir, .owner = (uint8_t)owner,
+		.dir = (uint8_t)dir,
+		.owner = (uint8_t)owner,
 	};
 
 	if (len > UINT32_MAX || owner > UINT8_MAX)
@@ -406,10 +398,9 @@ isth_auth_seal(struct isth_auth_engine *e, enum isth_auth_dir dir,
 /* ---- raw primitive ---------------------------------------------------------- */
 
 int
-isth_auth_gmac_raw(enum isth_auth_impl impl,
-		   const uint8_t key[ISTH_AUTH_KEY_SIZE],
-		   const uint8_t iv[ISTH_AUTH_IV_SIZE], const void *aad,
-		   size_t len, uint8_t tag[ISTH_AUTH_TAG_SIZE])
+isth_auth_gmac_raw(enum isth_auth_impl impl, const uint8_t key[ISTH_AUTH_KEY_SIZE],
+	const uint8_t iv[ISTH_AUTH_IV_SIZE], const void *aad, size_t len,
+	uint8_t tag[ISTH_AUTH_TAG_SIZE])
 {
 	int ret = -EIO;
 
@@ -442,8 +433,8 @@ isth_auth_gmac_raw(enum isth_auth_impl impl,
 		}
 		IMB_AES256_GCM_PRE(mgr, key, kd);
 		memcpy(ivb[0], iv, ISTH_AUTH_IV_SIZE);
-		if (imb_run(mgr, 1, (const struct gcm_key_data *const *)&kd,
-			    ivb, &src, &l, out) == 1) {
+		if (imb_run(mgr, 1, (const struct gcm_key_data *const *)&kd, ivb, &src, &l, out) ==
+			1) {
 			memcpy(tag, out[0], ISTH_AUTH_TAG_SIZE);
 			ret = 0;
 		}

@@ -15,17 +15,16 @@ struct isth_auth {
 	uint32_t job;
 	uint32_t n_islands;
 	unsigned int n_epochs;
-	uint8_t epoch_id[ISTH_AUTH_MAX_EPOCHS];	/* file order */
-	uint32_t start[ISTH_AUTH_MAX_EPOCHS];	/* strictly increasing */
-	int8_t slot_of[256];			/* epoch id -> slot, -1 absent */
+	uint8_t epoch_id[ISTH_AUTH_MAX_EPOCHS]; /* file order */
+	uint32_t start[ISTH_AUTH_MAX_EPOCHS]; /* strictly increasing */
+	int8_t slot_of[256]; /* epoch id -> slot, -1 absent */
 	size_t n_keys;
-	uint8_t (*raw)[ISTH_AUTH_KEY_SIZE];	/* [n_keys] derived AES keys */
-	struct gcm_key_data *imb;		/* [n_keys], 64-byte aligned */
+	uint8_t (*raw)[ISTH_AUTH_KEY_SIZE]; /* [n_keys] derived AES keys */
+	struct gcm_key_data *imb; /* [n_keys], 64-byte aligned */
 };
 
 static inline size_t
-key_index(const struct isth_auth *a, unsigned int slot, unsigned int dir,
-	  unsigned int owner)
+key_index(const struct isth_auth *a, unsigned int slot, unsigned int dir, unsigned int owner)
 {
 	return ((size_t)slot * 3u + (dir - 1u)) * a->n_islands + owner;
 }

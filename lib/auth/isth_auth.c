@@ -52,9 +52,8 @@ isth_auth_impl_name(enum isth_auth_impl impl)
 /* ---- key derivation --------------------------------------------------- */
 
 int
-isth_auth_hkdf(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt,
-	       size_t salt_len, const uint8_t *info, size_t info_len,
-	       uint8_t *out, size_t out_len)
+isth_auth_hkdf(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt, size_t salt_len,
+	const uint8_t *info, size_t info_len, uint8_t *out, size_t out_len)
 {
 	EVP_KDF *kdf;
 	EVP_KDF_CTX *kctx = NULL;
@@ -68,14 +67,10 @@ isth_auth_hkdf(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt,
 	EVP_KDF_free(kdf);
 	if (kctx == NULL)
 		return -EIO;
-	p[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
-						(char *)"SHA256", 0);
-	p[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
-						 (void *)ikm, ikm_len);
-	p[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
-						 (void *)salt, salt_len);
-	p[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
-						 (void *)info, info_len);
+	p[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
+	p[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)ikm, ikm_len);
+	p[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt, salt_len);
+	p[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *)info, info_len);
 	p[4] = OSSL_PARAM_construct_end();
 	if (EVP_KDF_derive(kctx, out, out_len, p) == 1)
 		ret = 0;
@@ -87,15 +82,13 @@ isth_auth_hkdf(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt,
 #define KDF_LABEL "isthmus/v2 gmac"
 
 int
-isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job,
-		 uint8_t epoch, enum isth_auth_dir dir, unsigned int owner,
-		 uint8_t out[ISTH_AUTH_KEY_SIZE])
+isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
+	enum isth_auth_dir dir, unsigned int owner, uint8_t out[ISTH_AUTH_KEY_SIZE])
 {
 	uint8_t info[sizeof(KDF_LABEL) - 1 + 7];
 	size_t n = sizeof(KDF_LABEL) - 1;
 
-	if (dir < ISTH_AUTH_UP || dir > ISTH_AUTH_WAN ||
-	    owner >= ISTH_AUTH_MAX_ISLANDS)
+	if (dir < ISTH_AUTH_UP || dir > ISTH_AUTH_WAN || owner >= ISTH_AUTH_MAX_ISLANDS)
 		return -EINVAL;
 	memcpy(info, KDF_LABEL, n);
 	info[n++] = (uint8_t)(job >> 24);
@@ -105,14 +98,13 @@ isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job,
 	info[n++] = epoch;
 	info[n++] = (uint8_t)dir;
 	info[n++] = (uint8_t)owner;
-	return isth_auth_hkdf(master, ISTH_AUTH_KEY_SIZE,
-			      (const uint8_t *)KDF_SALT, sizeof(KDF_SALT) - 1,
-			      info, n, out, ISTH_AUTH_KEY_SIZE);
+	return isth_auth_hkdf(master, ISTH_AUTH_KEY_SIZE, (const uint8_t *)KDF_SALT,
+		sizeof(KDF_SALT) - 1, info, n, out, ISTH_AUTH_KEY_SIZE);
 }
 
 /* ---- key file ---------------------------------------------------------- */
 
-#define LINE_MAX_LEN 256	/* characters, newline included */
+#define LINE_MAX_LEN 256 /* characters, newline included */
 
 struct kf_epoch {
 	uint8_t id;
@@ -131,8 +123,7 @@ struct kf {
 	struct kf_epoch ep[ISTH_AUTH_MAX_EPOCHS];
 };
 
-static int __attribute__((format(printf, 2, 3)))
-kf_error(struct kf *k, const char *fmt, ...)
+static int __attribute__((format(printf, 2, 3))) kf_error(struct kf *k, const char *fmt, ...)
 {
 	char msg[160];
 	va_list ap;
@@ -142,8 +133,7 @@ kf_error(struct kf *k, const char *fmt, ...)
 	va_end(ap);
 	if (k->err != NULL && k->errlen > 0) {
 		if (k->line > 0)
-			snprintf(k->err, k->errlen, "%s:%u: %s", k->path,
-				 k->line, msg);
+			snprintf(k->err, k->errlen, "%s:%u: %s", k->path, k->line, msg);
 		else
 			snprintf(k->err, k->errlen, "%s: %s", k->path, msg);
 	}
@@ -213,14 +203,12 @@ kf_epoch(struct kf *k, char **save)
 	if (!k->have_job)
 		return kf_error(k, "epoch: the job line must come first");
 	if (k->n >= ISTH_AUTH_MAX_EPOCHS)
-		return kf_error(k, "epoch: more than %u epochs",
-				ISTH_AUTH_MAX_EPOCHS);
+		return kf_error(k, "epoch: more than %u epochs", ISTH_AUTH_MAX_EPOCHS);
 	if (!parse_uint(v, 255, &id))
 		return kf_error(k, "epoch: expected an epoch id 0..255");
 	for (unsigned int i = 0; i < k->n; i++)
 		if (k->ep[i].id == id)
-			return kf_error(k, "epoch: epoch %u given twice",
-					(unsigned int)id);
+			return kf_error(k, "epoch: epoch %u given twice", (unsigned int)id);
 	v = strtok_r(NULL, " \t\r\n", save);
 	if (v == NULL || strcmp(v, "round") != 0)
 		return kf_error(k, "epoch: expected 'round' after the epoch id");
@@ -228,16 +216,16 @@ kf_epoch(struct kf *k, char **save)
 	if (!parse_uint(v, UINT32_MAX, &start))
 		return kf_error(k, "round: expected a round number 0..4294967295");
 	if (k->n > 0 && start <= k->ep[k->n - 1].start)
-		return kf_error(k, "round: must be above the previous epoch's (%u)",
-				k->ep[k->n - 1].start);
+		return kf_error(
+			k, "round: must be above the previous epoch's (%u)", k->ep[k->n - 1].start);
 	v = strtok_r(NULL, " \t\r\n", save);
 	if (v == NULL || strcmp(v, "key") != 0)
 		return kf_error(k, "epoch: expected 'key' after the round");
 	v = strtok_r(NULL, " \t\r\n", save);
 	len = v == NULL ? 0 : strlen(v);
 	if (len != 2 * ISTH_AUTH_KEY_SIZE)
-		return kf_error(k, "key: expected %u hex digits, got %zu",
-				2 * ISTH_AUTH_KEY_SIZE, len);
+		return kf_error(
+			k, "key: expected %u hex digits, got %zu", 2 * ISTH_AUTH_KEY_SIZE, len);
 	ep = &k->ep[k->n];
 	for (unsigned int i = 0; i < ISTH_AUTH_KEY_SIZE; i++) {
 		int hi = hexval(v[2 * i]), lo = hexval(v[2 * i + 1]);
@@ -246,7 +234,7 @@ kf_epoch(struct kf *k, char **save)
 			OPENSSL_cleanse(ep->master, sizeof(ep->master));
 			/* Say where, never what: the digit is key material. */
 			return kf_error(k, "key: non-hex digit at position %u",
-					hi < 0 ? 2 * i + 1 : 2 * i + 2);
+				hi < 0 ? 2 * i + 1 : 2 * i + 2);
 		}
 		ep->master[i] = (uint8_t)(hi << 4 | lo);
 	}
@@ -309,14 +297,16 @@ kf_open(struct kf *k, FILE **out)
 	}
 	if ((st.st_mode & 077) != 0) {
 		close(fd);
-		kf_error(k, "mode %04o gives group or others access to the keys; "
-			 "refused (chmod 600)", (unsigned int)(st.st_mode & 07777));
+		kf_error(k,
+			"mode %04o gives group or others access to the keys; "
+			"refused (chmod 600)",
+			(unsigned int)(st.st_mode & 07777));
 		return -EACCES;
 	}
 	if (st.st_uid != geteuid() && st.st_uid != 0) {
 		close(fd);
 		kf_error(k, "owned by uid %u, neither this user (%u) nor root; refused",
-			 (unsigned int)st.st_uid, (unsigned int)geteuid());
+			(unsigned int)st.st_uid, (unsigned int)geteuid());
 		return -EACCES;
 	}
 	*out = fdopen(fd, "r");
@@ -347,8 +337,7 @@ kf_load(struct kf *k)
 	while ((len = getline(&line, &cap, f)) >= 0) {
 		k->line++;
 		if (len > LINE_MAX_LEN) {
-			ret = kf_error(k, "line longer than %d characters",
-				       LINE_MAX_LEN);
+			ret = kf_error(k, "line longer than %d characters", LINE_MAX_LEN);
 			goto out;
 		}
 		if (memchr(line, '\0', (size_t)len) != NULL) {
@@ -392,10 +381,10 @@ set_err(char *err, size_t errlen, const char *fmt, ...)
 }
 
 int
-isth_auth_create(const struct isth_auth_conf *conf, struct isth_auth **out,
-		 char *err, size_t errlen)
+isth_auth_create(
+	const struct isth_auth_conf *conf, struct isth_auth **out, char *err, size_t errlen)
 {
-	struct kf k = { 0 };
+	struct kf k = {0};
 	struct isth_auth *a = NULL;
 	IMB_MGR *mgr = NULL;
 	int ret;
@@ -405,8 +394,7 @@ isth_auth_create(const struct isth_auth_conf *conf, struct isth_auth **out,
 		return -EINVAL;
 	}
 	if (conf->n_islands == 0 || conf->n_islands > ISTH_AUTH_MAX_ISLANDS) {
-		set_err(err, errlen, "%s: n_islands must be 1..64",
-			conf->key_file);
+		set_err(err, errlen, "%s: n_islands must be 1..64", conf->key_file);
 		return -EINVAL;
 	}
 	k.path = conf->key_file;
@@ -417,8 +405,8 @@ isth_auth_create(const struct isth_auth_conf *conf, struct isth_auth **out,
 		goto out;
 	if (k.job != conf->job) {
 		if (err != NULL && errlen > 0)
-			snprintf(err, errlen, "%s: keys are for job %u, not job %u",
-				 conf->key_file, k.job, conf->job);
+			snprintf(err, errlen, "%s: keys are for job %u, not job %u", conf->key_file,
+				k.job, conf->job);
 		ret = -EINVAL;
 		goto out;
 	}
@@ -449,11 +437,9 @@ isth_auth_create(const struct isth_auth_conf *conf, struct isth_auth **out,
 			for (unsigned int o = 0; o < a->n_islands; o++) {
 				size_t i = key_index(a, s, d, o);
 
-				if (isth_auth_derive(k.ep[s].master, k.job,
-						     k.ep[s].id, d, o,
-						     a->raw[i]) != 0) {
-					set_err(err, errlen,
-						"%s: key derivation failed",
+				if (isth_auth_derive(k.ep[s].master, k.job, k.ep[s].id, d, o,
+					    a->raw[i]) != 0) {
+					set_err(err, errlen, "%s: key derivation failed",
 						conf->key_file);
 					ret = -EIO;
 					goto out;
@@ -501,8 +487,8 @@ isth_auth_n_epochs(const struct isth_auth *a)
 }
 
 int
-isth_auth_epoch_info(const struct isth_auth *a, unsigned int i,
-		     uint8_t *epoch, uint32_t *start_round)
+isth_auth_epoch_info(
+	const struct isth_auth *a, unsigned int i, uint8_t *epoch, uint32_t *start_round)
 {
 	if (i >= a->n_epochs)
 		return -EINVAL;
@@ -524,11 +510,9 @@ isth_auth_epoch_of(const struct isth_auth *a, uint32_t round)
 /* ---- replay window ------------------------------------------------------ */
 
 int
-isth_auth_replay_init(struct isth_auth_replay *w, uint64_t *words,
-		      uint32_t n_bits)
+isth_auth_replay_init(struct isth_auth_replay *w, uint64_t *words, uint32_t n_bits)
 {
-	if (w == NULL || words == NULL || n_bits < 64 ||
-	    (n_bits & (n_bits - 1)) != 0)
+	if (w == NULL || words == NULL || n_bits < 64 || (n_bits & (n_bits - 1)) != 0)
 		return -EINVAL;
 	w->top = 0;
 	w->bits = words;
@@ -563,8 +547,7 @@ replay_slide(struct isth_auth_replay *w, uint64_t to)
 	uint64_t x = w->top + 1;
 
 	if (to - w->top >= w->n_bits) {
-		memset(w->bits, 0,
-		       isth_auth_replay_words(w->n_bits) * sizeof(*w->bits));
+		memset(w->bits, 0, isth_auth_replay_words(w->n_bits) * sizeof(*w->bits));
 		return;
 	}
 	while (x <= to) {
@@ -589,8 +572,7 @@ isth_auth_replay_accept(struct isth_auth_replay *w, uint64_t seq)
 	if (s != ISTH_AUTH_OK)
 		return s;
 	if (!w->started) {
-		memset(w->bits, 0,
-		       isth_auth_replay_words(w->n_bits) * sizeof(*w->bits));
+		memset(w->bits, 0, isth_auth_replay_words(w->n_bits) * sizeof(*w->bits));
 		w->started = true;
 		w->top = seq;
 	} else if (seq > w->top) {

@@ -33,40 +33,40 @@ extern "C" {
 #endif
 
 /** Wire protocol version of authenticated messages. */
-#define ISTH_AUTH_VERSION	2u
-#define ISTH_AUTH_TAG_SIZE	16u
-#define ISTH_AUTH_IV_SIZE	12u
+#define ISTH_AUTH_VERSION 2u
+#define ISTH_AUTH_TAG_SIZE 16u
+#define ISTH_AUTH_IV_SIZE 12u
 /** Master and derived keys: AES-256. */
-#define ISTH_AUTH_KEY_SIZE	32u
+#define ISTH_AUTH_KEY_SIZE 32u
 /** Key epochs one key file may hold. */
-#define ISTH_AUTH_MAX_EPOCHS	4u
+#define ISTH_AUTH_MAX_EPOCHS 4u
 /** Header offset of the key epoch byte (version 1's reserved byte). */
-#define ISTH_AUTH_OFF_EPOCH	21u
+#define ISTH_AUTH_OFF_EPOCH 21u
 /** Most islands per job (contributor bitmaps are 64 bits). */
-#define ISTH_AUTH_MAX_ISLANDS	64u
+#define ISTH_AUTH_MAX_ISLANDS 64u
 
 /** Key directions (doc/protocol.md, "Keys"). */
 enum isth_auth_dir {
-	ISTH_AUTH_UP = 1,	/**< island i -> its edge; owner i */
-	ISTH_AUTH_DOWN = 2,	/**< edge of island i -> island i; owner i */
-	ISTH_AUTH_WAN = 3,	/**< edge of island s -> peer edges; owner s */
+	ISTH_AUTH_UP = 1, /**< island i -> its edge; owner i */
+	ISTH_AUTH_DOWN = 2, /**< edge of island i -> island i; owner i */
+	ISTH_AUTH_WAN = 3, /**< edge of island s -> peer edges; owner s */
 };
 
 /** Tag implementations; both compute the same AES-256-GMAC. */
 enum isth_auth_impl {
-	ISTH_AUTH_OPENSSL = 0,	/**< OpenSSL EVP (libcrypto) */
-	ISTH_AUTH_IPSEC_MB = 1,	/**< intel-ipsec-mb job API (bursts) */
+	ISTH_AUTH_OPENSSL = 0, /**< OpenSSL EVP (libcrypto) */
+	ISTH_AUTH_IPSEC_MB = 1, /**< intel-ipsec-mb job API (bursts) */
 };
 
 /** Outcome of a verification; names are counter names. */
 enum isth_auth_status {
 	ISTH_AUTH_OK = 0,
-	ISTH_AUTH_E_FORMAT,	/**< "auth_format": not v2, no AUTH, trailer_len != 16, short */
-	ISTH_AUTH_E_KEY,	/**< "auth_key": direction or owner has no key */
-	ISTH_AUTH_E_EPOCH,	/**< "auth_epoch": epoch byte is not epoch_of(round) or not loaded */
-	ISTH_AUTH_E_TAG,	/**< "auth_tag": the tag does not verify */
-	ISTH_AUTH_E_REPLAY,	/**< "auth_replay": seq already accepted */
-	ISTH_AUTH_E_STALE,	/**< "auth_stale": seq older than the replay window */
+	ISTH_AUTH_E_FORMAT, /**< "auth_format": not v2, no AUTH, trailer_len != 16, short */
+	ISTH_AUTH_E_KEY, /**< "auth_key": direction or owner has no key */
+	ISTH_AUTH_E_EPOCH, /**< "auth_epoch": epoch byte is not epoch_of(round) or not loaded */
+	ISTH_AUTH_E_TAG, /**< "auth_tag": the tag does not verify */
+	ISTH_AUTH_E_REPLAY, /**< "auth_replay": seq already accepted */
+	ISTH_AUTH_E_STALE, /**< "auth_stale": seq older than the replay window */
 	ISTH_AUTH_STATUS_MAX
 };
 
@@ -81,9 +81,9 @@ struct isth_auth;
 
 /** What isth_auth_create() needs. */
 struct isth_auth_conf {
-	const char *key_file;	/**< path; format in doc/protocol.md */
-	uint32_t job;		/**< the file's `job` line must name it */
-	uint32_t n_islands;	/**< 1..64: owners for which keys are derived */
+	const char *key_file; /**< path; format in doc/protocol.md */
+	uint32_t job; /**< the file's `job` line must name it */
+	uint32_t n_islands; /**< 1..64: owners for which keys are derived */
 };
 
 /**
@@ -98,8 +98,8 @@ struct isth_auth_conf {
  * @return 0, -EACCES (mode or owner), -EINVAL (parse error, job mismatch,
  *         bad conf), -ENOMEM, or the -errno of open/read.
  */
-int isth_auth_create(const struct isth_auth_conf *conf, struct isth_auth **out,
-		     char *err, size_t errlen);
+int isth_auth_create(
+	const struct isth_auth_conf *conf, struct isth_auth **out, char *err, size_t errlen);
 
 /** Free a handle (NULL is fine); key material is wiped. */
 void isth_auth_free(struct isth_auth *a);
@@ -114,8 +114,8 @@ unsigned int isth_auth_n_epochs(const struct isth_auth *a);
  * Epoch @p i (in file order, 0-based): its id and first round.
  * @return 0 or -EINVAL
  */
-int isth_auth_epoch_info(const struct isth_auth *a, unsigned int i,
-			 uint8_t *epoch, uint32_t *start_round);
+int isth_auth_epoch_info(
+	const struct isth_auth *a, unsigned int i, uint8_t *epoch, uint32_t *start_round);
 
 /**
  * The epoch id that tags round @p round: the loaded epoch with the largest
@@ -132,8 +132,8 @@ struct isth_auth_engine;
  * Per-thread tag engine over the keys of @p a (which must outlive it).
  * @return 0, -ENOMEM, or -ENOTSUP (the implementation cannot run here).
  */
-int isth_auth_engine_create(const struct isth_auth *a, enum isth_auth_impl impl,
-			    struct isth_auth_engine **out);
+int isth_auth_engine_create(
+	const struct isth_auth *a, enum isth_auth_impl impl, struct isth_auth_engine **out);
 void isth_auth_engine_free(struct isth_auth_engine *e);
 enum isth_auth_impl isth_auth_engine_impl(const struct isth_auth_engine *e);
 
@@ -150,38 +150,37 @@ enum isth_auth_impl isth_auth_engine_impl(const struct isth_auth_engine *e);
  *         -EINVAL (not an isthmus header, bad dir or owner), -ENOKEY
  *         (no epoch for the round)
  */
-int isth_auth_seal(struct isth_auth_engine *e, enum isth_auth_dir dir,
-		   unsigned int owner, uint8_t *msg, size_t len, size_t cap);
+int isth_auth_seal(struct isth_auth_engine *e, enum isth_auth_dir dir, unsigned int owner,
+	uint8_t *msg, size_t len, size_t cap);
 
 /**
  * Verify a sealed message of @p len bytes (tag included) with the key of
  * (epoch byte, @p dir, @p owner). Constant-time tag comparison. Does not
  * touch any replay window.
  */
-enum isth_auth_status isth_auth_verify(struct isth_auth_engine *e,
-		enum isth_auth_dir dir, unsigned int owner,
-		const uint8_t *msg, size_t len);
+enum isth_auth_status isth_auth_verify(struct isth_auth_engine *e, enum isth_auth_dir dir,
+	unsigned int owner, const uint8_t *msg, size_t len);
 
 /** One message of a burst. */
 struct isth_auth_op {
-	uint8_t *msg;		/**< message; seal writes version, flags, epoch, tag */
-	uint32_t len;		/**< verify: sealed length; seal: in unsealed, out sealed */
-	uint32_t cap;		/**< seal: bytes available at msg */
-	uint8_t dir;		/**< enum isth_auth_dir */
-	uint8_t owner;		/**< owner island of the key */
-	int16_t status;		/**< out: verify: enum isth_auth_status; seal: 0 or -errno */
+	uint8_t *msg; /**< message; seal writes version, flags, epoch, tag */
+	uint32_t len; /**< verify: sealed length; seal: in unsealed, out sealed */
+	uint32_t cap; /**< seal: bytes available at msg */
+	uint8_t dir; /**< enum isth_auth_dir */
+	uint8_t owner; /**< owner island of the key */
+	int16_t status; /**< out: verify: enum isth_auth_status; seal: 0 or -errno */
 };
 
 /**
  * Verify @p n messages. Each op's status is set; @return how many verified.
  * The ipsec-mb engine submits them as bursts of up to 32 jobs.
  */
-unsigned int isth_auth_verify_burst(struct isth_auth_engine *e,
-				    struct isth_auth_op *ops, unsigned int n);
+unsigned int
+isth_auth_verify_burst(struct isth_auth_engine *e, struct isth_auth_op *ops, unsigned int n);
 
 /** Seal @p n messages (see isth_auth_seal()). @return how many were sealed. */
-unsigned int isth_auth_seal_burst(struct isth_auth_engine *e,
-				  struct isth_auth_op *ops, unsigned int n);
+unsigned int
+isth_auth_seal_burst(struct isth_auth_engine *e, struct isth_auth_op *ops, unsigned int n);
 
 /* ---- primitives (tests, test vectors, tools) ------------------------- */
 
@@ -191,36 +190,32 @@ unsigned int isth_auth_seal_burst(struct isth_auth_engine *e,
  * Allocates; not for the data path.
  * @return 0, -ENOMEM, -ENOTSUP, -EIO
  */
-int isth_auth_gmac_raw(enum isth_auth_impl impl,
-		       const uint8_t key[ISTH_AUTH_KEY_SIZE],
-		       const uint8_t iv[ISTH_AUTH_IV_SIZE],
-		       const void *aad, size_t len,
-		       uint8_t tag[ISTH_AUTH_TAG_SIZE]);
+int isth_auth_gmac_raw(enum isth_auth_impl impl, const uint8_t key[ISTH_AUTH_KEY_SIZE],
+	const uint8_t iv[ISTH_AUTH_IV_SIZE], const void *aad, size_t len,
+	uint8_t tag[ISTH_AUTH_TAG_SIZE]);
 
 /** HKDF-SHA256 (RFC 5869) through OpenSSL. @return 0 or -EIO */
-int isth_auth_hkdf(const uint8_t *ikm, size_t ikm_len,
-		   const uint8_t *salt, size_t salt_len,
-		   const uint8_t *info, size_t info_len,
-		   uint8_t *out, size_t out_len);
+int isth_auth_hkdf(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt, size_t salt_len,
+	const uint8_t *info, size_t info_len, uint8_t *out, size_t out_len);
 
 /**
  * The direction key K(epoch, dir, owner) of @p job from master key
  * @p master (doc/protocol.md, "Keys").
  * @return 0, -EINVAL, -EIO
  */
-int isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job,
-		     uint8_t epoch, enum isth_auth_dir dir, unsigned int owner,
-		     uint8_t out[ISTH_AUTH_KEY_SIZE]);
+int isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
+	enum isth_auth_dir dir, unsigned int owner, uint8_t out[ISTH_AUTH_KEY_SIZE]);
 
 /** The 12-byte IV of the message header at @p msg (40 bytes). */
-static inline void isth_auth_iv(const uint8_t *msg, uint8_t iv[ISTH_AUTH_IV_SIZE])
+static inline void
+isth_auth_iv(const uint8_t *msg, uint8_t iv[ISTH_AUTH_IV_SIZE])
 {
-	iv[0] = msg[3];		/* type */
-	iv[1] = msg[20];	/* sender */
-	iv[2] = msg[4];		/* flags, big-endian */
+	iv[0] = msg[3]; /* type */
+	iv[1] = msg[20]; /* sender */
+	iv[2] = msg[4]; /* flags, big-endian */
 	iv[3] = msg[5];
 	for (int i = 0; i < 8; i++)
-		iv[4 + i] = msg[24 + i];	/* seq, big-endian */
+		iv[4 + i] = msg[24 + i]; /* seq, big-endian */
 }
 
 /* ---- replay window --------------------------------------------------- */
@@ -233,14 +228,15 @@ static inline void isth_auth_iv(const uint8_t *msg, uint8_t iv[ISTH_AUTH_IV_SIZE
  * words), so a receiver sizes all windows at start-up. Single writer.
  */
 struct isth_auth_replay {
-	uint64_t top;		/**< highest seq accepted (valid once started) */
-	uint64_t *bits;		/**< bit (seq mod n_bits) set = seq accepted */
-	uint32_t n_bits;	/**< power of two, >= 64 */
-	bool started;		/**< false until the first seq is accepted */
+	uint64_t top; /**< highest seq accepted (valid once started) */
+	uint64_t *bits; /**< bit (seq mod n_bits) set = seq accepted */
+	uint32_t n_bits; /**< power of two, >= 64 */
+	bool started; /**< false until the first seq is accepted */
 };
 
 /** Words of storage a window of @p n_bits needs. */
-static inline size_t isth_auth_replay_words(uint32_t n_bits)
+static inline size_t
+isth_auth_replay_words(uint32_t n_bits)
 {
 	return n_bits / 64u;
 }
@@ -249,19 +245,16 @@ static inline size_t isth_auth_replay_words(uint32_t n_bits)
  * Initialise an empty window over @p words (isth_auth_replay_words()
  * elements). @return 0 or -EINVAL (n_bits not a power of two >= 64).
  */
-int isth_auth_replay_init(struct isth_auth_replay *w, uint64_t *words,
-			  uint32_t n_bits);
+int isth_auth_replay_init(struct isth_auth_replay *w, uint64_t *words, uint32_t n_bits);
 
 /** Would @p seq be accepted? OK, E_REPLAY or E_STALE. Changes nothing. */
-enum isth_auth_status isth_auth_replay_check(const struct isth_auth_replay *w,
-					     uint64_t seq);
+enum isth_auth_status isth_auth_replay_check(const struct isth_auth_replay *w, uint64_t seq);
 
 /**
  * Check @p seq and, if acceptable, record it (sliding the window forward
  * when it is the new highest). Call only after the tag verified.
  */
-enum isth_auth_status isth_auth_replay_accept(struct isth_auth_replay *w,
-					      uint64_t seq);
+enum isth_auth_status isth_auth_replay_accept(struct isth_auth_replay *w, uint64_t seq);
 
 #ifdef __cplusplus
 }

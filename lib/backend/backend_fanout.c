@@ -13,8 +13,7 @@
 #define TAG_NONE UINT64_MAX
 
 int
-backend_fanout_init(struct backend_fanout *fo,
-		    const struct isth_mcast_conf *conf, uint8_t island)
+backend_fanout_init(struct backend_fanout *fo, const struct isth_mcast_conf *conf, uint8_t island)
 {
 	struct isth_mcast_conf mcc = *conf;
 	int i;
@@ -43,7 +42,7 @@ backend_fanout_fini(struct backend_fanout *fo)
 
 int
 backend_fanout_publish(struct backend_fanout *fo, uint32_t round,
-		       const struct isth_mcast_peer *peers, unsigned int n)
+	const struct isth_mcast_peer *peers, unsigned int n)
 {
 	unsigned int k = round & 1;
 	uint64_t old = fo->tag[k];
@@ -68,9 +67,8 @@ msg_round(const struct rte_mbuf *m)
 }
 
 uint16_t
-backend_fanout_burst(struct backend_fanout *fo, struct rte_mbuf **pkts,
-		     uint16_t n, struct rte_mbuf **out, uint16_t out_cap,
-		     uint16_t *n_out)
+backend_fanout_burst(struct backend_fanout *fo, struct rte_mbuf **pkts, uint16_t n,
+	struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out)
 {
 	uint16_t i = 0, total = 0;
 
@@ -86,7 +84,7 @@ backend_fanout_burst(struct backend_fanout *fo, struct rte_mbuf **pkts,
 		/* one table generation per run of packets of one round */
 		round = msg_round(pkts[i]);
 		while (j < n && rte_pktmbuf_data_len(pkts[j]) >= ISTH_WIRE_HDR_SIZE &&
-		       msg_round(pkts[j]) == round)
+			msg_round(pkts[j]) == round)
 			j++;
 		if (__atomic_load_n(&fo->tag[round & 1], __ATOMIC_ACQUIRE) != round) {
 			isth_ctr_add(&fo->no_table, j - i);
@@ -94,25 +92,30 @@ backend_fanout_burst(struct backend_fanout *fo, struct rte_mbuf **pkts,
 			continue;
 		}
 		run = j - i;
-		done = isth_mcast_fanout_burst(fo->mc[round & 1], pkts + i, run,
-					       out + total, out_cap - total, &k);
+		done = isth_mcast_fanout_burst(
+			fo->mc[round & 1], pkts + i, run, out + total, out_cap - total, &k);
 		total += k;
 		i += done;
 		if (done < run)
-			break;	/* out is full */
+			break; /* out is full */
 	}
 	*n_out = total;
 	return i;
 }
 
 void
-backend_fanout_stats(const struct backend_fanout *fo,
-		     struct isth_backend_stats *st)
+backend_fanout_stats(const struct backend_fanout *fo, struct isth_backend_stats *st)
 {
 	static const char *const mc_names[] = {
-		"mcast_pkts", "mcast_pkts_no_table", "mcast_pkts_no_peers",
-		"mcast_copies", "mcast_drop_hdr_alloc", "mcast_drop_clone",
-		"mcast_drop_copy_alloc", "mcast_drop_too_big", "mcast_drop_len",
+		"mcast_pkts",
+		"mcast_pkts_no_table",
+		"mcast_pkts_no_peers",
+		"mcast_copies",
+		"mcast_drop_hdr_alloc",
+		"mcast_drop_clone",
+		"mcast_drop_copy_alloc",
+		"mcast_drop_too_big",
+		"mcast_drop_len",
 	};
 	struct isth_mcast_stats ms[2];
 	unsigned int i;
@@ -121,8 +124,7 @@ backend_fanout_stats(const struct backend_fanout *fo,
 	isth_mcast_stats_get(fo->mc[1], &ms[1]);
 	for (i = 0; i < RTE_DIM(mc_names) && st->n < ISTH_BACKEND_MAX_STATS; i++) {
 		st->names[st->n] = mc_names[i];
-		st->values[st->n++] = ((const uint64_t *)&ms[0])[i] +
-				      ((const uint64_t *)&ms[1])[i];
+		st->values[st->n++] = ((const uint64_t *)&ms[0])[i] + ((const uint64_t *)&ms[1])[i];
 	}
 	if (st->n < ISTH_BACKEND_MAX_STATS) {
 		st->names[st->n] = "repl_no_table";

@@ -21,25 +21,23 @@ struct backend_fanout {
 	 */
 	uint64_t tag[2];
 	/* Counters. Written by: data path (relaxed); read by: any thread. */
-	uint64_t no_table;	/* outbound DATA with no table for its round */
-	uint64_t bad_msg;	/* outbound message too short to read */
+	uint64_t no_table; /* outbound DATA with no table for its round */
+	uint64_t bad_msg; /* outbound message too short to read */
 };
 
 /* Create both handles from @conf (island set from @island). 0 or -errno. */
-int backend_fanout_init(struct backend_fanout *fo,
-			const struct isth_mcast_conf *conf, uint8_t island);
+int
+backend_fanout_init(struct backend_fanout *fo, const struct isth_mcast_conf *conf, uint8_t island);
 /* NULL-tolerant on the handles. */
 void backend_fanout_fini(struct backend_fanout *fo);
 /* Control: publish @round's peers (idempotent per round). 0, -EINVAL, -EBUSY. */
 int backend_fanout_publish(struct backend_fanout *fo, uint32_t round,
-			   const struct isth_mcast_peer *peers, unsigned int n);
+	const struct isth_mcast_peer *peers, unsigned int n);
 /* Data path: isth_backend_replicate_burst()'s contract. */
-uint16_t backend_fanout_burst(struct backend_fanout *fo, struct rte_mbuf **pkts,
-			      uint16_t n, struct rte_mbuf **out,
-			      uint16_t out_cap, uint16_t *n_out);
+uint16_t backend_fanout_burst(struct backend_fanout *fo, struct rte_mbuf **pkts, uint16_t n,
+	struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out);
 /* Append the fan-out counters (mcast_* summed over both handles,
  * repl_no_table, repl_bad_msg) to @st. */
-void backend_fanout_stats(const struct backend_fanout *fo,
-			  struct isth_backend_stats *st);
+void backend_fanout_stats(const struct backend_fanout *fo, struct isth_backend_stats *st);
 
 #endif

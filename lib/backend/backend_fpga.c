@@ -52,7 +52,7 @@
 
 struct fpga_backend {
 	struct fpga_bus bus;
-	struct backend_fanout fo;	/* host replication by round parity */
+	struct backend_fanout fo; /* host replication by round parity */
 	struct rte_mempool *agg_pool;
 	uint8_t island;
 	uint32_t n_islands;
@@ -68,8 +68,8 @@ struct fpga_backend {
 	uint32_t slot_bytes;
 
 	/* Control only. */
-	uint64_t agg_published;	/* newest round given a round-table bank */
-	uint32_t rt_prod;	/* banks published; RT_PROD mirror */
+	uint64_t agg_published; /* newest round given a round-table bank */
+	uint32_t rt_prod; /* banks published; RT_PROD mirror */
 
 	/* H2D ring. tail: written by the data path (relaxed store, read by
 	 * stats); the device owns entries [*h2d_wb, tail). */
@@ -78,7 +78,7 @@ struct fpga_backend {
 	uint32_t h2d_size;
 	uint32_t h2d_buf_size;
 	uint32_t h2d_tail;
-	uint64_t *h2d_wb;	/* device writes its H2D head here */
+	uint64_t *h2d_wb; /* device writes its H2D head here */
 	/* D2H ring. The device owns entries [next, tail) until it has
 	 * completed them (*d2h_wb); next and tail: data path only. */
 	struct isth_fpga_d2h_desc *d2h;
@@ -94,19 +94,18 @@ struct fpga_backend {
 	uint64_t flush_req;
 
 	/* Counters. Written by: data path (relaxed); read by: any thread. */
-	uint64_t agg_msgs;		/* AGG messages handed out */
-	uint64_t agg_alloc_fail;	/* drain found no mbuf: completions wait */
-	uint64_t h2d_ring_full;		/* DATA dropped: every H2D entry is the device's */
-	uint64_t h2d_too_big;		/* DATA dropped: message larger than an H2D buffer */
-	uint64_t d2h_desc_err;		/* D2H descriptors the device returned with an error */
+	uint64_t agg_msgs; /* AGG messages handed out */
+	uint64_t agg_alloc_fail; /* drain found no mbuf: completions wait */
+	uint64_t h2d_ring_full; /* DATA dropped: every H2D entry is the device's */
+	uint64_t h2d_too_big; /* DATA dropped: message larger than an H2D buffer */
+	uint64_t d2h_desc_err; /* D2H descriptors the device returned with an error */
 };
 
 /* Control path: wait until (reg & mask) == want or the deadline. */
 static int
 wait_reg(struct fpga_backend *f, uint32_t reg, uint64_t mask, uint64_t want)
 {
-	uint64_t end = rte_get_timer_cycles() +
-		       rte_get_timer_hz() / 1000 * FPGA_WAIT_MS;
+	uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz() / 1000 * FPGA_WAIT_MS;
 	unsigned int spins = 0;
 
 	while ((fpga_rd(&f->bus, reg) & mask) != want) {
@@ -127,8 +126,7 @@ static int
 dev_reset(struct fpga_backend *f)
 {
 	uint64_t gen = fpga_rd(&f->bus, ISTH_FPGA_REG_RESET_GEN);
-	uint64_t end = rte_get_timer_cycles() +
-		       rte_get_timer_hz() / 1000 * FPGA_WAIT_MS;
+	uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz() / 1000 * FPGA_WAIT_MS;
 
 	fpga_wr(&f->bus, ISTH_FPGA_REG_CTRL, ISTH_FPGA_CTRL_RESET);
 	while (fpga_rd(&f->bus, ISTH_FPGA_REG_RESET_GEN) == gen) {
@@ -157,9 +155,11 @@ carve(struct fpga_backend *f, uint32_t cap_ring)
 	f->h2d_buf_size = align64(ISTH_WIRE_HDR_SIZE + 4ull * f->max_elems + 255);
 	f->d2h_buf_size = align64(ISTH_WIRE_HDR_SIZE + 4ull * f->max_elems);
 	for (;; n /= 2) {
-		need = 64 + (uint64_t)n * (sizeof(struct isth_fpga_h2d_desc) +
-					   sizeof(struct isth_fpga_d2h_desc) +
-					   f->h2d_buf_size + f->d2h_buf_size);
+		need = 64 +
+			(uint64_t)n *
+				(sizeof(struct isth_fpga_h2d_desc) +
+					sizeof(struct isth_fpga_d2h_desc) + f->h2d_buf_size +
+					f->d2h_buf_size);
 		if (need <= f->bus.dma_size)
 			break;
 		if (n <= FPGA_RING_MIN)
@@ -209,19 +209,16 @@ dev_configure(struct fpga_backend *f, const struct isth_backend_conf *conf)
 	fpga_wr(b, ISTH_FPGA_REG_D2H_SIZE, f->d2h_size);
 	fpga_wr(b, ISTH_FPGA_REG_D2H_WB, fpga_iova(b, f->d2h_wb));
 	for (i = 0; i < f->d2h_size; i++) {
-		f->d2h[i].addr = fpga_iova(b, f->d2h_buf +
-					   (size_t)i * f->d2h_buf_size);
+		f->d2h[i].addr = fpga_iova(b, f->d2h_buf + (size_t)i * f->d2h_buf_size);
 		f->d2h[i].cap = f->d2h_buf_size;
 	}
 	fpga_wr(b, ISTH_FPGA_REG_CTRL, ISTH_FPGA_CTRL_ENABLE);
-	rc = wait_reg(f, ISTH_FPGA_REG_STATUS,
-		      ISTH_FPGA_STS_ENABLED | ISTH_FPGA_STS_ERROR,
-		      ISTH_FPGA_STS_ENABLED);
+	rc = wait_reg(f, ISTH_FPGA_REG_STATUS, ISTH_FPGA_STS_ENABLED | ISTH_FPGA_STS_ERROR,
+		ISTH_FPGA_STS_ENABLED);
 	if (rc < 0) {
 		RTE_LOG(ERR, USER1, "fpga: device did not enable (error %" PRIu64 ")\n",
 			fpga_rd(b, ISTH_FPGA_REG_ERROR));
-		return fpga_rd(b, ISTH_FPGA_REG_STATUS) & ISTH_FPGA_STS_ERROR ?
-		       -EINVAL : -ENODEV;
+		return fpga_rd(b, ISTH_FPGA_REG_STATUS) & ISTH_FPGA_STS_ERROR ? -EINVAL : -ENODEV;
 	}
 	f->n_slots = (uint32_t)fpga_rd(b, ISTH_FPGA_REG_CFG_N_SLOTS);
 	f->slot_bytes = (uint32_t)fpga_rd(b, ISTH_FPGA_REG_CFG_SLOT_BYTES);
@@ -243,13 +240,13 @@ fpga_create(const struct isth_backend_conf *conf)
 
 	room = rte_pktmbuf_data_room_size(conf->agg_pool);
 	if (room < RTE_PKTMBUF_HEADROOM + ISTH_WIRE_HDR_SIZE + 4 * conf->max_elems ||
-	    RTE_PKTMBUF_HEADROOM < ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_VLAN_TAG_SIZE +
-				   ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE) {
+		RTE_PKTMBUF_HEADROOM < ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_VLAN_TAG_SIZE +
+				ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE) {
 		rte_errno = EINVAL;
 		return NULL;
 	}
-	f = rte_zmalloc_socket("isth_backend_fpga", sizeof(*f),
-			       RTE_CACHE_LINE_SIZE, conf->socket_id);
+	f = rte_zmalloc_socket(
+		"isth_backend_fpga", sizeof(*f), RTE_CACHE_LINE_SIZE, conf->socket_id);
 	if (f == NULL) {
 		rte_errno = ENOMEM;
 		return NULL;
@@ -272,14 +269,14 @@ fpga_create(const struct isth_backend_conf *conf)
 	f->rt_banks = (uint32_t)fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_RT_BANKS);
 	f->max_peers = (uint32_t)fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_MAX_PEERS);
 	if (ver >> 16 != ISTH_FPGA_VERSION_MAJOR || f->rt_banks == 0 ||
-	    (f->rt_banks & (f->rt_banks - 1)) != 0) {
+		(f->rt_banks & (f->rt_banks - 1)) != 0) {
 		rc = -ENODEV;
 		goto fail;
 	}
 	if (conf->max_elems > fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_MAX_ELEMS) ||
-	    conf->n_islands > f->cap_max_islands ||
-	    conf->mem_bytes > fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_HBM_BYTES) ||
-	    conf->max_jobs > fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_MAX_JOBS)) {
+		conf->n_islands > f->cap_max_islands ||
+		conf->mem_bytes > fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_HBM_BYTES) ||
+		conf->max_jobs > fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_MAX_JOBS)) {
 		rc = -EINVAL;
 		goto fail;
 	}
@@ -288,7 +285,8 @@ fpga_create(const struct isth_backend_conf *conf)
 		rc = dev_configure(f, conf);
 	if (rc < 0) {
 		if (rc == -ETIMEDOUT) {
-			RTE_LOG(ERR, USER1, "fpga: %s does not answer (is the model running?)\n", dev);
+			RTE_LOG(ERR, USER1, "fpga: %s does not answer (is the model running?)\n",
+				dev);
 			rc = -ENODEV;
 		}
 		goto fail;
@@ -337,7 +335,7 @@ fpga_caps(const void *priv, struct isth_backend_caps *caps)
 
 static int
 fpga_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
-	       const struct isth_mcast_peer *peers, unsigned int n_peers)
+	const struct isth_mcast_peer *peers, unsigned int n_peers)
 {
 	struct fpga_backend *f = priv;
 	struct fpga_bus *b = &f->bus;
@@ -345,24 +343,20 @@ fpga_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
 	unsigned int j;
 	int rc;
 
-	if (n_peers > f->max_peers ||
-	    (f->n_islands < 64 && (expected >> f->n_islands) != 0))
+	if (n_peers > f->max_peers || (f->n_islands < 64 && (expected >> f->n_islands) != 0))
 		return -EINVAL;
 	/* The device applies banks in order; a full set of banks means it
 	 * has not consumed the oldest yet. Check before changing anything. */
 	if (expected != 0 &&
-	    (uint32_t)(f->rt_prod - (uint32_t)fpga_rd(b, ISTH_FPGA_REG_RT_CONS)) >=
-	    f->rt_banks)
+		(uint32_t)(f->rt_prod - (uint32_t)fpga_rd(b, ISTH_FPGA_REG_RT_CONS)) >= f->rt_banks)
 		return -EBUSY;
 	rc = backend_fanout_publish(&f->fo, round, peers, n_peers);
 	if (rc < 0)
 		return rc;
 	/* A bye round expects nothing: its DATA is refused as unknown_round. */
-	if (expected == 0 ||
-	    (f->agg_published != TAG_NONE && round <= f->agg_published))
+	if (expected == 0 || (f->agg_published != TAG_NONE && round <= f->agg_published))
 		return 0;
-	bank = ISTH_FPGA_REG_RT_BANK +
-	       (f->rt_prod & (f->rt_banks - 1)) * ISTH_FPGA_RT_BANK_STRIDE;
+	bank = ISTH_FPGA_REG_RT_BANK + (f->rt_prod & (f->rt_banks - 1)) * ISTH_FPGA_RT_BANK_STRIDE;
 	fpga_wr(b, bank + ISTH_FPGA_RT_JOB, job);
 	fpga_wr(b, bank + ISTH_FPGA_RT_ROUND, round);
 	fpga_wr(b, bank + ISTH_FPGA_RT_EXPECTED, expected);
@@ -371,9 +365,10 @@ fpga_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
 	fpga_wr(b, bank + ISTH_FPGA_RT_STATUS, 0);
 	for (j = 0; j < n_peers; j++) {
 		pe = ISTH_FPGA_REG_RT_PEERS +
-		     ((f->rt_prod & (f->rt_banks - 1)) * f->max_peers + j) * 16;
-		fpga_wr(b, pe, (uint64_t)peers[j].ip << 32 |
-			       (uint64_t)peers[j].port << 16 | peers[j].island);
+			((f->rt_prod & (f->rt_banks - 1)) * f->max_peers + j) * 16;
+		fpga_wr(b, pe,
+			(uint64_t)peers[j].ip << 32 | (uint64_t)peers[j].port << 16 |
+				peers[j].island);
 		fpga_wr(b, pe + 8, 0);
 	}
 	/* The generation write publishes the whole bank at once. */
@@ -384,8 +379,8 @@ fpga_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
 }
 
 static unsigned int
-fpga_aggregate_burst(void *priv, struct rte_mbuf **pkts,
-		     const struct isth_wire_pkt *parsed, unsigned int n, uint64_t now)
+fpga_aggregate_burst(void *priv, struct rte_mbuf **pkts, const struct isth_wire_pkt *parsed,
+	unsigned int n, uint64_t now)
 {
 	struct fpga_backend *f = priv;
 	uint32_t head, tail = f->h2d_tail, mask = f->h2d_size - 1, space;
@@ -456,16 +451,16 @@ fpga_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 		used = 0;
 		for (i = 0; i < k; i++) {
 			struct isth_fpga_d2h_desc *d = &f->d2h[f->d2h_next & mask];
-			const uint8_t *src = f->d2h_buf +
-				(size_t)(f->d2h_next & mask) * f->d2h_buf_size;
+			const uint8_t *src =
+				f->d2h_buf + (size_t)(f->d2h_next & mask) * f->d2h_buf_size;
 			uint32_t len = d->len;
 			uint8_t *dst;
 
 			if (i + 1 < k)
-				rte_prefetch0(f->d2h_buf + (size_t)((f->d2h_next + 1) & mask) *
-					      f->d2h_buf_size);
-			if (likely(d->status == ISTH_FPGA_DESC_DONE &&
-				   len >= ISTH_WIRE_HDR_SIZE && len <= f->d2h_buf_size)) {
+				rte_prefetch0(f->d2h_buf +
+					(size_t)((f->d2h_next + 1) & mask) * f->d2h_buf_size);
+			if (likely(d->status == ISTH_FPGA_DESC_DONE && len >= ISTH_WIRE_HDR_SIZE &&
+				    len <= f->d2h_buf_size)) {
 				dst = (uint8_t *)rte_pktmbuf_append(m[used], len);
 				/* room was checked at creation */
 				rte_memcpy(dst, src, len);
@@ -493,8 +488,8 @@ fpga_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 
 /* Host fan-out, shared with the software backend (backend_fanout.c). */
 static uint16_t
-fpga_replicate_burst(void *priv, struct rte_mbuf **pkts, uint16_t n,
-		     struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out)
+fpga_replicate_burst(void *priv, struct rte_mbuf **pkts, uint16_t n, struct rte_mbuf **out,
+	uint16_t out_cap, uint16_t *n_out)
 {
 	struct fpga_backend *f = priv;
 
@@ -533,14 +528,14 @@ dev_pending(const struct fpga_backend *f)
 
 	/* Acks first (acquire): the head write-backs precede them. */
 	n += fpga_rd(b, ISTH_FPGA_REG_TIME_ACK) !=
-	     __atomic_load_n(&f->time_written, __ATOMIC_RELAXED);
+		__atomic_load_n(&f->time_written, __ATOMIC_RELAXED);
 	n += fpga_rd(b, ISTH_FPGA_REG_FLUSH_ACK) !=
-	     __atomic_load_n(&f->flush_req, __ATOMIC_RELAXED);
+		__atomic_load_n(&f->flush_req, __ATOMIC_RELAXED);
 	n += fpga_rd(b, ISTH_FPGA_REG_BACKLOG);
 	n += (uint32_t)(__atomic_load_n(&f->rt_prod, __ATOMIC_RELAXED) -
-			(uint32_t)fpga_rd(b, ISTH_FPGA_REG_RT_CONS));
+		(uint32_t)fpga_rd(b, ISTH_FPGA_REG_RT_CONS));
 	n += (uint32_t)(__atomic_load_n(&f->h2d_tail, __ATOMIC_RELAXED) -
-			(uint32_t)__atomic_load_n(f->h2d_wb, __ATOMIC_ACQUIRE));
+		(uint32_t)__atomic_load_n(f->h2d_wb, __ATOMIC_ACQUIRE));
 	return n;
 }
 
@@ -553,7 +548,8 @@ fpga_stats(const void *priv, struct isth_backend_stats *st)
 
 	st->n = 0;
 	pending = dev_pending(f);
-#define PUT_V(nm, v) do { \
+#define PUT_V(nm, v) \
+	do { \
 		if (st->n < ISTH_BACKEND_MAX_STATS) { \
 			st->names[st->n] = (nm); \
 			st->values[st->n++] = (v); \
@@ -561,8 +557,7 @@ fpga_stats(const void *priv, struct isth_backend_stats *st)
 	} while (0)
 	/* The aggregation counters (sw names), as the device keeps them. */
 	for (i = 0; i < ISTH_FPGA_CNT_H2D_DESC; i++)
-		PUT_V(isth_fpga_counter_name(i),
-		      fpga_rd(&f->bus, ISTH_FPGA_REG_COUNTERS + 8 * i));
+		PUT_V(isth_fpga_counter_name(i), fpga_rd(&f->bus, ISTH_FPGA_REG_COUNTERS + 8 * i));
 	backend_fanout_stats(&f->fo, st);
 #define PUT(fld) PUT_V(#fld, __atomic_load_n(&f->fld, __ATOMIC_RELAXED))
 	PUT(agg_msgs);
@@ -573,8 +568,7 @@ fpga_stats(const void *priv, struct isth_backend_stats *st)
 #undef PUT
 	PUT_V("dev_pending", pending);
 	for (i = ISTH_FPGA_CNT_H2D_DESC; i < ISTH_FPGA_CNT_MAX; i++)
-		PUT_V(isth_fpga_counter_name(i),
-		      fpga_rd(&f->bus, ISTH_FPGA_REG_COUNTERS + 8 * i));
+		PUT_V(isth_fpga_counter_name(i), fpga_rd(&f->bus, ISTH_FPGA_REG_COUNTERS + 8 * i));
 #undef PUT_V
 }
 
@@ -585,9 +579,8 @@ fpga_counts(const void *priv, struct isth_backend_counts *c)
 
 #define CNT(i) fpga_rd(&f->bus, ISTH_FPGA_REG_COUNTERS + 8 * (i))
 	c->completed = CNT(ISTH_FPGA_CNT_COMPLETED);
-	c->partial = CNT(ISTH_FPGA_CNT_PARTIAL_TIMEOUT) +
-		     CNT(ISTH_FPGA_CNT_PARTIAL_CONFLICT_POOL) +
-		     CNT(ISTH_FPGA_CNT_PARTIAL_CONFLICT_BUCKET);
+	c->partial = CNT(ISTH_FPGA_CNT_PARTIAL_TIMEOUT) + CNT(ISTH_FPGA_CNT_PARTIAL_CONFLICT_POOL) +
+		CNT(ISTH_FPGA_CNT_PARTIAL_CONFLICT_BUCKET);
 #undef CNT
 	c->dev_pending = dev_pending(f);
 }

@@ -28,7 +28,7 @@
 
 struct sw_backend {
 	struct isth_agg *agg;
-	struct backend_fanout fo;	/* replication by round parity */
+	struct backend_fanout fo; /* replication by round parity */
 	struct rte_mempool *agg_pool;
 	uint8_t island;
 	uint32_t max_elems;
@@ -45,8 +45,8 @@ struct sw_backend {
 	struct rte_mbuf *staged[SW_STAGE];
 	unsigned int n_staged;
 	/* Counters. Written by: data path (relaxed); read by: any thread. */
-	uint64_t agg_msgs;		/* AGG messages handed out */
-	uint64_t agg_alloc_fail;	/* drain found no mbuf: emissions wait */
+	uint64_t agg_msgs; /* AGG messages handed out */
+	uint64_t agg_alloc_fail; /* drain found no mbuf: emissions wait */
 };
 
 static void sw_destroy(void *priv);
@@ -61,13 +61,13 @@ sw_create(const struct isth_backend_conf *conf)
 
 	room = rte_pktmbuf_data_room_size(conf->agg_pool);
 	if (room < RTE_PKTMBUF_HEADROOM + ISTH_WIRE_HDR_SIZE + 4 * conf->max_elems ||
-	    RTE_PKTMBUF_HEADROOM < ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_VLAN_TAG_SIZE +
-				   ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE) {
+		RTE_PKTMBUF_HEADROOM < ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_VLAN_TAG_SIZE +
+				ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE) {
 		rte_errno = EINVAL;
 		return NULL;
 	}
-	sw = rte_zmalloc_socket("isth_backend_sw", sizeof(*sw),
-				RTE_CACHE_LINE_SIZE, conf->socket_id);
+	sw = rte_zmalloc_socket(
+		"isth_backend_sw", sizeof(*sw), RTE_CACHE_LINE_SIZE, conf->socket_id);
 	if (sw == NULL) {
 		rte_errno = ENOMEM;
 		return NULL;
@@ -138,7 +138,7 @@ sw_caps(const void *priv, struct isth_backend_caps *caps)
 	caps->name = "sw";
 	caps->mem_bytes = info.acc_size;
 	caps->dtypes = (1u << ISTH_WIRE_DTYPE_FP32) | (1u << ISTH_WIRE_DTYPE_BF16) |
-		       (1u << ISTH_WIRE_DTYPE_INT32);
+		(1u << ISTH_WIRE_DTYPE_INT32);
 	caps->max_islands = ISTH_WIRE_MAX_ISLANDS;
 	caps->max_elems = sw->max_elems;
 	caps->n_slots = info.n_slots;
@@ -147,7 +147,7 @@ sw_caps(const void *priv, struct isth_backend_caps *caps)
 
 static int
 sw_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
-	     const struct isth_mcast_peer *peers, unsigned int n_peers)
+	const struct isth_mcast_peer *peers, unsigned int n_peers)
 {
 	struct sw_backend *sw = priv;
 	int rc;
@@ -159,8 +159,7 @@ sw_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
 		return rc;
 	/* An island with no peers this round (a bye) expects nothing; the
 	 * engine then refuses that round's DATA as unknown_round. */
-	if (expected != 0 &&
-	    (sw->agg_published == TAG_NONE || round > sw->agg_published)) {
+	if (expected != 0 && (sw->agg_published == TAG_NONE || round > sw->agg_published)) {
 		rc = isth_agg_set_round(sw->agg, job, round, expected);
 		if (rc < 0)
 			return rc;
@@ -209,8 +208,8 @@ sw_materialise(struct sw_backend *sw)
 }
 
 static unsigned int
-sw_aggregate_burst(void *priv, struct rte_mbuf **pkts,
-		   const struct isth_wire_pkt *parsed, unsigned int n, uint64_t now)
+sw_aggregate_burst(void *priv, struct rte_mbuf **pkts, const struct isth_wire_pkt *parsed,
+	unsigned int n, uint64_t now)
 {
 	struct sw_backend *sw = priv;
 	unsigned int done = 0, acc = 0;
@@ -219,8 +218,7 @@ sw_aggregate_burst(void *priv, struct rte_mbuf **pkts,
 		unsigned int k = RTE_MIN(n - done, sw->step), i;
 
 		for (i = 0; i < k; i++)
-			isth_agg_contrib_from_pkt(&sw->contrib[i],
-						  &parsed[done + i]);
+			isth_agg_contrib_from_pkt(&sw->contrib[i], &parsed[done + i]);
 		acc += isth_agg_add_burst(sw->agg, sw->contrib, k, now);
 		/* Summed in place: the frames are no longer needed. */
 		rte_pktmbuf_free_bulk(pkts + done, k);
@@ -249,8 +247,8 @@ sw_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 }
 
 static uint16_t
-sw_replicate_burst(void *priv, struct rte_mbuf **pkts, uint16_t n,
-		   struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out)
+sw_replicate_burst(void *priv, struct rte_mbuf **pkts, uint16_t n, struct rte_mbuf **out,
+	uint16_t out_cap, uint16_t *n_out)
 {
 	struct sw_backend *sw = priv;
 
@@ -291,7 +289,8 @@ sw_stats(const void *priv, struct isth_backend_stats *st)
 		st->values[st->n++] = v[i];
 	}
 	backend_fanout_stats(&sw->fo, st);
-#define PUT(f) do { \
+#define PUT(f) \
+	do { \
 		if (st->n < ISTH_BACKEND_MAX_STATS) { \
 			st->names[st->n] = #f; \
 			st->values[st->n++] = __atomic_load_n(&sw->f, __ATOMIC_RELAXED); \
@@ -310,8 +309,7 @@ sw_counts(const void *priv, struct isth_backend_counts *c)
 
 	isth_agg_stats_get(sw->agg, &as);
 	c->completed = as.completed;
-	c->partial = as.partial_timeout + as.partial_conflict_pool +
-		     as.partial_conflict_bucket;
+	c->partial = as.partial_timeout + as.partial_conflict_pool + as.partial_conflict_bucket;
 	c->dev_pending = 0;
 }
 

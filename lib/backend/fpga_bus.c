@@ -30,8 +30,7 @@ bus_shm_open(struct fpga_bus *bus, const char *name)
 		rc = -ENODEV;
 		goto close_fd;
 	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
-		   MAP_SHARED, fd, 0);
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
 		rc = -errno;
 		goto close_fd;
@@ -47,8 +46,8 @@ bus_shm_open(struct fpga_bus *bus, const char *name)
 	off = fpga_rd(bus, ISTH_FPGA_REG_SHM_DMA_OFFSET);
 	size = fpga_rd(bus, ISTH_FPGA_REG_SHM_DMA_SIZE);
 	iova = fpga_rd(bus, ISTH_FPGA_REG_SHM_DMA_IOVA);
-	if (off < ISTH_FPGA_BAR_SIZE || off > bus->map_size ||
-	    size > bus->map_size - off || size == 0 || iova == 0) {
+	if (off < ISTH_FPGA_BAR_SIZE || off > bus->map_size || size > bus->map_size - off ||
+		size == 0 || iova == 0) {
 		rc = -ENODEV;
 		goto unmap;
 	}
@@ -69,8 +68,8 @@ close_fd:
 static int
 is_pci_addr(const char *s)
 {
-	return strlen(s) >= 7 && isxdigit((unsigned char)s[0]) &&
-	       strchr(s, ':') != NULL && strchr(s, '.') != NULL;
+	return strlen(s) >= 7 && isxdigit((unsigned char)s[0]) && strchr(s, ':') != NULL &&
+		strchr(s, '.') != NULL;
 }
 
 int

@@ -20,11 +20,11 @@
 #include <stdint.h>
 
 struct fpga_bus {
-	uint64_t *bar;		/* BAR0, ISTH_FPGA_BAR_SIZE bytes */
-	uint8_t *dma;		/* DMA memory, host virtual address */
-	uint64_t dma_iova;	/* IOVA of dma[0] */
-	uint64_t dma_size;	/* bytes */
-	void *map;		/* shm: the whole object */
+	uint64_t *bar; /* BAR0, ISTH_FPGA_BAR_SIZE bytes */
+	uint8_t *dma; /* DMA memory, host virtual address */
+	uint64_t dma_iova; /* IOVA of dma[0] */
+	uint64_t dma_size; /* bytes */
+	void *map; /* shm: the whole object */
 	size_t map_size;
 };
 

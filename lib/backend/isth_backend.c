@@ -22,22 +22,22 @@ struct isth_backend {
 	void *priv;
 };
 
-const char *const *isth_backend_names(void)
+const char *const *
+isth_backend_names(void)
 {
 	return backend_names;
 }
 
-struct isth_backend *isth_backend_create(const char *name,
-					 const struct isth_backend_conf *conf)
+struct isth_backend *
+isth_backend_create(const char *name, const struct isth_backend_conf *conf)
 {
 	const struct isth_backend_ops *ops = NULL;
 	struct isth_backend *be;
 	unsigned int i;
 
-	if (name == NULL || conf == NULL || conf->agg_pool == NULL ||
-	    conf->n_islands == 0 || conf->n_islands > ISTH_WIRE_MAX_ISLANDS ||
-	    conf->island >= conf->n_islands || conf->max_elems == 0 ||
-	    conf->max_elems > UINT16_MAX || conf->max_chunks == 0) {
+	if (name == NULL || conf == NULL || conf->agg_pool == NULL || conf->n_islands == 0 ||
+		conf->n_islands > ISTH_WIRE_MAX_ISLANDS || conf->island >= conf->n_islands ||
+		conf->max_elems == 0 || conf->max_elems > UINT16_MAX || conf->max_chunks == 0) {
 		rte_errno = EINVAL;
 		return NULL;
 	}
@@ -65,7 +65,8 @@ struct isth_backend *isth_backend_create(const char *name,
 	return be;
 }
 
-void isth_backend_destroy(struct isth_backend *be)
+void
+isth_backend_destroy(struct isth_backend *be)
 {
 	if (be == NULL)
 		return;
@@ -73,61 +74,61 @@ void isth_backend_destroy(struct isth_backend *be)
 	rte_free(be);
 }
 
-void isth_backend_caps(const struct isth_backend *be,
-		       struct isth_backend_caps *caps)
+void
+isth_backend_caps(const struct isth_backend *be, struct isth_backend_caps *caps)
 {
 	be->ops->caps(be->priv, caps);
 }
 
-int isth_backend_set_round(struct isth_backend *be, uint32_t job,
-			   uint32_t round, uint64_t expected,
-			   const struct isth_mcast_peer *peers,
-			   unsigned int n_peers)
+int
+isth_backend_set_round(struct isth_backend *be, uint32_t job, uint32_t round, uint64_t expected,
+	const struct isth_mcast_peer *peers, unsigned int n_peers)
 {
 	return be->ops->set_round(be->priv, job, round, expected, peers, n_peers);
 }
 
-unsigned int isth_backend_aggregate_burst(struct isth_backend *be,
-		struct rte_mbuf **pkts, const struct isth_wire_pkt *parsed,
-		unsigned int n, uint64_t now)
+unsigned int
+isth_backend_aggregate_burst(struct isth_backend *be, struct rte_mbuf **pkts,
+	const struct isth_wire_pkt *parsed, unsigned int n, uint64_t now)
 {
 	return be->ops->aggregate_burst(be->priv, pkts, parsed, n, now);
 }
 
-unsigned int isth_backend_drain(struct isth_backend *be, uint64_t now,
-				struct rte_mbuf **out, unsigned int cap)
+unsigned int
+isth_backend_drain(struct isth_backend *be, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 {
 	return be->ops->drain(be->priv, now, out, cap);
 }
 
-uint16_t isth_backend_replicate_burst(struct isth_backend *be,
-		struct rte_mbuf **pkts, uint16_t n, struct rte_mbuf **out,
-		uint16_t out_cap, uint16_t *n_out)
+uint16_t
+isth_backend_replicate_burst(struct isth_backend *be, struct rte_mbuf **pkts, uint16_t n,
+	struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out)
 {
 	return be->ops->replicate_burst(be->priv, pkts, n, out, out_cap, n_out);
 }
 
-int isth_backend_expire_round(struct isth_backend *be, uint32_t job,
-			      uint32_t round)
+int
+isth_backend_expire_round(struct isth_backend *be, uint32_t job, uint32_t round)
 {
 	if (be->ops->expire_round == NULL)
 		return -ENOTSUP;
 	return be->ops->expire_round(be->priv, job, round);
 }
 
-unsigned int isth_backend_flush(struct isth_backend *be)
+unsigned int
+isth_backend_flush(struct isth_backend *be)
 {
 	return be->ops->flush(be->priv);
 }
 
-void isth_backend_stats(const struct isth_backend *be,
-			struct isth_backend_stats *st)
+void
+isth_backend_stats(const struct isth_backend *be, struct isth_backend_stats *st)
 {
 	be->ops->stats(be->priv, st);
 }
 
-void isth_backend_counts(const struct isth_backend *be,
-			 struct isth_backend_counts *c)
+void
+isth_backend_counts(const struct isth_backend *be, struct isth_backend_counts *c)
 {
 	be->ops->counts(be->priv, c);
 }

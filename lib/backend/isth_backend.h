@@ -62,28 +62,28 @@ struct isth_backend;
 
 /** What a backend can do. */
 struct isth_backend_caps {
-	const char *name;	/**< "sw", "fpga" */
-	uint64_t mem_bytes;	/**< aggregation memory (the HBM), bytes */
-	uint32_t dtypes;	/**< bit (1 << dtype) per supported dtype */
-	uint32_t max_islands;	/**< contributor bitmap width */
-	uint32_t max_elems;	/**< elements per chunk */
-	uint32_t max_chunks;	/**< chunk ids per round */
-	uint32_t n_slots;	/**< aggregation slots in the memory */
-	bool replicates;	/**< fans out outbound DATA itself */
+	const char *name; /**< "sw", "fpga" */
+	uint64_t mem_bytes; /**< aggregation memory (the HBM), bytes */
+	uint32_t dtypes; /**< bit (1 << dtype) per supported dtype */
+	uint32_t max_islands; /**< contributor bitmap width */
+	uint32_t max_elems; /**< elements per chunk */
+	uint32_t max_chunks; /**< chunk ids per round */
+	uint32_t n_slots; /**< aggregation slots in the memory */
+	bool replicates; /**< fans out outbound DATA itself */
 };
 
 /** Configuration shared by all backends. */
 struct isth_backend_conf {
 	int socket_id;
-	uint8_t island;		/**< local island id */
-	uint32_t n_islands;	/**< islands in the job, 1..64 */
-	uint32_t max_jobs;	/**< jobs served at once (0: 1) */
-	uint32_t max_elems;	/**< elements per chunk (from the MTU) */
-	uint32_t max_chunks;	/**< chunks per round */
-	uint64_t mem_bytes;	/**< aggregation memory budget */
-	uint64_t timeout_ns;	/**< slot timeout after first arrival */
-	uint32_t window;	/**< rounds accepted (0: default) */
-	uint8_t bf16_out;	/**< ISTH_WIRE_DTYPE_BF16 or ISTH_WIRE_DTYPE_FP32 */
+	uint8_t island; /**< local island id */
+	uint32_t n_islands; /**< islands in the job, 1..64 */
+	uint32_t max_jobs; /**< jobs served at once (0: 1) */
+	uint32_t max_elems; /**< elements per chunk (from the MTU) */
+	uint32_t max_chunks; /**< chunks per round */
+	uint64_t mem_bytes; /**< aggregation memory budget */
+	uint64_t timeout_ns; /**< slot timeout after first arrival */
+	uint32_t window; /**< rounds accepted (0: default) */
+	uint8_t bf16_out; /**< ISTH_WIRE_DTYPE_BF16 or ISTH_WIRE_DTYPE_FP32 */
 	/** Pool for the AGG mbufs drain() returns (data room >= 128 + 40 + 4 * max_elems). */
 	struct rte_mempool *agg_pool;
 	/** Replication: source addresses, mode and pools (struct isth_mcast_conf). */
@@ -108,7 +108,7 @@ struct isth_backend_stats {
  * and the shutdown drain read these, not names in isth_backend_stats.
  */
 struct isth_backend_counts {
-	uint64_t completed;	/**< aggregates emitted complete */
+	uint64_t completed; /**< aggregates emitted complete */
 	/** aggregates emitted partial: timeout and conflict (pool, bucket);
 	 * flushes at shutdown are not counted here */
 	uint64_t partial;
@@ -121,8 +121,7 @@ struct isth_backend_counts {
  * @return the handle, or NULL with rte_errno: EINVAL (bad conf), ENOENT
  *         (no such backend), ENODEV (device absent), ENOMEM.
  */
-struct isth_backend *isth_backend_create(const char *name,
-					 const struct isth_backend_conf *conf);
+struct isth_backend *isth_backend_create(const char *name, const struct isth_backend_conf *conf);
 
 /** Free a backend and every mbuf it still holds; NULL is fine. */
 void isth_backend_destroy(struct isth_backend *be);
@@ -131,8 +130,7 @@ void isth_backend_destroy(struct isth_backend *be);
 const char *const *isth_backend_names(void);
 
 /** Capabilities. Any thread. */
-void isth_backend_caps(const struct isth_backend *be,
-		       struct isth_backend_caps *caps);
+void isth_backend_caps(const struct isth_backend *be, struct isth_backend_caps *caps);
 
 /**
  * Control thread: publish round @p round of job @p job: the contributors to
@@ -140,10 +138,8 @@ void isth_backend_caps(const struct isth_backend *be,
  * @return 0; -EINVAL (bad sets); -EBUSY (retry shortly: the data path may
  *         still read the table this would overwrite).
  */
-int isth_backend_set_round(struct isth_backend *be, uint32_t job,
-			   uint32_t round, uint64_t expected,
-			   const struct isth_mcast_peer *peers,
-			   unsigned int n_peers);
+int isth_backend_set_round(struct isth_backend *be, uint32_t job, uint32_t round, uint64_t expected,
+	const struct isth_mcast_peer *peers, unsigned int n_peers);
 
 /**
  * Data path: aggregate a burst of validated DATA packets. @p pkts[i] holds
@@ -154,26 +150,24 @@ int isth_backend_set_round(struct isth_backend *be, uint32_t job,
  *         (asynchronous backends: their verdicts are in the counters,
  *         under the same names)
  */
-unsigned int isth_backend_aggregate_burst(struct isth_backend *be,
-		struct rte_mbuf **pkts, const struct isth_wire_pkt *parsed,
-		unsigned int n, uint64_t now);
+unsigned int isth_backend_aggregate_burst(struct isth_backend *be, struct rte_mbuf **pkts,
+	const struct isth_wire_pkt *parsed, unsigned int n, uint64_t now);
 
 /**
  * Data path: collect finished aggregates (completed, timed out at @p now,
  * or evicted) as AGG messages, at most @p cap.
  * @return mbufs written to @p out
  */
-unsigned int isth_backend_drain(struct isth_backend *be, uint64_t now,
-				struct rte_mbuf **out, unsigned int cap);
+unsigned int
+isth_backend_drain(struct isth_backend *be, uint64_t now, struct rte_mbuf **out, unsigned int cap);
 
 /**
  * Data path: replicate a burst of outbound DATA messages (data at the
  * isthmus header). Does not take @p pkts. Writes at most @p out_cap frames.
  * @return packets processed (a prefix of @p pkts; the rest did not fit)
  */
-uint16_t isth_backend_replicate_burst(struct isth_backend *be,
-		struct rte_mbuf **pkts, uint16_t n, struct rte_mbuf **out,
-		uint16_t out_cap, uint16_t *n_out);
+uint16_t isth_backend_replicate_burst(struct isth_backend *be, struct rte_mbuf **pkts, uint16_t n,
+	struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out);
 
 /**
  * Data path: round @p round of job @p job (and older) is over: emit its
@@ -181,19 +175,16 @@ uint16_t isth_backend_replicate_burst(struct isth_backend *be,
  * @return aggregates emitted, or -ENOTSUP if the backend relies on its
  *         slot timeout alone
  */
-int isth_backend_expire_round(struct isth_backend *be, uint32_t job,
-			      uint32_t round);
+int isth_backend_expire_round(struct isth_backend *be, uint32_t job, uint32_t round);
 
 /** Data path: emit every unfinished aggregate as a partial (shutdown). */
 unsigned int isth_backend_flush(struct isth_backend *be);
 
 /** Counters. Any thread. */
-void isth_backend_stats(const struct isth_backend *be,
-			struct isth_backend_stats *st);
+void isth_backend_stats(const struct isth_backend *be, struct isth_backend_stats *st);
 
 /** The typed counters of struct isth_backend_counts. Any thread. */
-void isth_backend_counts(const struct isth_backend *be,
-			 struct isth_backend_counts *c);
+void isth_backend_counts(const struct isth_backend *be, struct isth_backend_counts *c);
 
 /*
  * Provider side: how a backend plugs in (like Open vSwitch's
@@ -206,17 +197,13 @@ struct isth_backend_ops {
 	void *(*create)(const struct isth_backend_conf *conf);
 	void (*destroy)(void *priv);
 	void (*caps)(const void *priv, struct isth_backend_caps *caps);
-	int (*set_round)(void *priv, uint32_t job, uint32_t round,
-			 uint64_t expected, const struct isth_mcast_peer *peers,
-			 unsigned int n_peers);
+	int (*set_round)(void *priv, uint32_t job, uint32_t round, uint64_t expected,
+		const struct isth_mcast_peer *peers, unsigned int n_peers);
 	unsigned int (*aggregate_burst)(void *priv, struct rte_mbuf **pkts,
-			const struct isth_wire_pkt *parsed, unsigned int n,
-			uint64_t now);
-	unsigned int (*drain)(void *priv, uint64_t now, struct rte_mbuf **out,
-			      unsigned int cap);
-	uint16_t (*replicate_burst)(void *priv, struct rte_mbuf **pkts,
-			uint16_t n, struct rte_mbuf **out, uint16_t out_cap,
-			uint16_t *n_out);
+		const struct isth_wire_pkt *parsed, unsigned int n, uint64_t now);
+	unsigned int (*drain)(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap);
+	uint16_t (*replicate_burst)(void *priv, struct rte_mbuf **pkts, uint16_t n,
+		struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out);
 	unsigned int (*flush)(void *priv);
 	/* optional (NULL: -ENOTSUP) */
 	int (*expire_round)(void *priv, uint32_t job, uint32_t round);

@@ -15,8 +15,8 @@
 #include "isth_text.h"
 
 struct conf_entry {
-	char *section;		/* "" before the first section header */
-	char *key;		/* NULL: a section header */
+	char *section; /* "" before the first section header */
+	char *key; /* NULL: a section header */
 	char *value;
 	unsigned int line;
 	bool used;
@@ -30,8 +30,8 @@ struct isth_conf {
 	char err[ISTH_CONF_ERR_SIZE];
 };
 
-static int add_entry(struct isth_conf *c, const char *sec, const char *key,
-		     const char *val, unsigned int line)
+static int
+add_entry(struct isth_conf *c, const char *sec, const char *key, const char *val, unsigned int line)
 {
 	struct conf_entry *e;
 
@@ -60,8 +60,8 @@ static int add_entry(struct isth_conf *c, const char *sec, const char *key,
 	return 0;
 }
 
-static struct conf_entry *find(const struct isth_conf *c, const char *sec,
-			       const char *key)
+static struct conf_entry *
+find(const struct isth_conf *c, const char *sec, const char *key)
 {
 	unsigned int i;
 
@@ -70,15 +70,15 @@ static struct conf_entry *find(const struct isth_conf *c, const char *sec,
 
 		if (strcmp(e->section, sec) != 0)
 			continue;
-		if (key == NULL ? e->key == NULL :
-		    (e->key != NULL && strcmp(e->key, key) == 0))
+		if (key == NULL ? e->key == NULL : (e->key != NULL && strcmp(e->key, key) == 0))
 			return e;
 	}
 	return NULL;
 }
 
 /* Normalise "[ peer   NYC ]" to "peer NYC". */
-static void squeeze(char *s)
+static void
+squeeze(char *s)
 {
 	char *r = s, *w = s;
 	bool blank = false;
@@ -96,8 +96,8 @@ static void squeeze(char *s)
 	*w = '\0';
 }
 
-struct isth_conf *isth_conf_parse(const char *text, const char *name,
-				  char *err, size_t err_size)
+struct isth_conf *
+isth_conf_parse(const char *text, const char *name, char *err, size_t err_size)
 {
 	char section[256] = "", msg[300];
 	struct isth_conf *c;
@@ -142,10 +142,10 @@ struct isth_conf *isth_conf_parse(const char *text, const char *name,
 			char *rest = end ? isth_text_trim(end + 1) : NULL;
 
 			/* "[section]   # comment" is fine */
-			if (end == NULL || (rest[0] != '\0' && rest[0] != '#' &&
-					    rest[0] != ';')) {
-				isth_text_seterr(err, err_size, name, line, 0, "section header "
-						 "must be '[name]' alone on its line");
+			if (end == NULL || (rest[0] != '\0' && rest[0] != '#' && rest[0] != ';')) {
+				isth_text_seterr(err, err_size, name, line, 0,
+					"section header "
+					"must be '[name]' alone on its line");
 				rc = -EINVAL;
 				goto free_conf;
 			}
@@ -154,14 +154,14 @@ struct isth_conf *isth_conf_parse(const char *text, const char *name,
 			squeeze(s);
 			if (*s == '\0' || strlen(s) >= sizeof(section)) {
 				isth_text_seterr(err, err_size, name, line, 0,
-						 "empty or overlong section name");
+					"empty or overlong section name");
 				rc = -EINVAL;
 				goto free_conf;
 			}
 			if (find(c, s, NULL) != NULL) {
 				snprintf(msg, sizeof(msg),
-					 "section [%s] repeated (first at line %u)",
-					 s, find(c, s, NULL)->line);
+					"section [%s] repeated (first at line %u)", s,
+					find(c, s, NULL)->line);
 				isth_text_seterr(err, err_size, name, line, 0, "%s", msg);
 				rc = -EINVAL;
 				goto free_conf;
@@ -175,7 +175,7 @@ struct isth_conf *isth_conf_parse(const char *text, const char *name,
 		eq = strchr(s, '=');
 		if (eq == NULL) {
 			isth_text_seterr(err, err_size, name, line, 0,
-					 "expected 'key = value', '[section]' or a comment");
+				"expected 'key = value', '[section]' or a comment");
 			rc = -EINVAL;
 			goto free_conf;
 		}
@@ -194,17 +194,15 @@ struct isth_conf *isth_conf_parse(const char *text, const char *name,
 				goto free_conf;
 			}
 			if (section[0] == '\0') {
-				snprintf(msg, sizeof(msg),
-					 "key '%s' outside any [section]", key);
+				snprintf(msg, sizeof(msg), "key '%s' outside any [section]", key);
 				isth_text_seterr(err, err_size, name, line, 0, "%s", msg);
 				rc = -EINVAL;
 				goto free_conf;
 			}
 			dup = find(c, section, key);
 			if (dup != NULL) {
-				snprintf(msg, sizeof(msg),
-					 "[%s] %s set twice (first at line %u)",
-					 section, key, dup->line);
+				snprintf(msg, sizeof(msg), "[%s] %s set twice (first at line %u)",
+					section, key, dup->line);
 				isth_text_seterr(err, err_size, name, line, 0, "%s", msg);
 				rc = -EINVAL;
 				goto free_conf;
@@ -230,7 +228,8 @@ fail:
 	return NULL;
 }
 
-struct isth_conf *isth_conf_load(const char *path, char *err, size_t err_size)
+struct isth_conf *
+isth_conf_load(const char *path, char *err, size_t err_size)
 {
 	struct isth_conf *c;
 	char *text;
@@ -247,7 +246,8 @@ struct isth_conf *isth_conf_load(const char *path, char *err, size_t err_size)
 	return c;
 }
 
-void isth_conf_free(struct isth_conf *c)
+void
+isth_conf_free(struct isth_conf *c)
 {
 	unsigned int i;
 
@@ -263,12 +263,14 @@ void isth_conf_free(struct isth_conf *c)
 	free(c);
 }
 
-const char *isth_conf_error(const struct isth_conf *c)
+const char *
+isth_conf_error(const struct isth_conf *c)
 {
 	return c ? c->err : "no configuration";
 }
 
-bool isth_conf_has_section(struct isth_conf *c, const char *section)
+bool
+isth_conf_has_section(struct isth_conf *c, const char *section)
 {
 	struct conf_entry *e = find(c, section, NULL);
 
@@ -277,14 +279,14 @@ bool isth_conf_has_section(struct isth_conf *c, const char *section)
 	return e != NULL;
 }
 
-bool isth_conf_has(const struct isth_conf *c, const char *section,
-		   const char *key)
+bool
+isth_conf_has(const struct isth_conf *c, const char *section, const char *key)
 {
 	return find(c, section, key) != NULL;
 }
 
-unsigned int isth_conf_sections(struct isth_conf *c, const char *kind,
-				const char **names, unsigned int max)
+unsigned int
+isth_conf_sections(struct isth_conf *c, const char *kind, const char **names, unsigned int max)
 {
 	size_t klen = strlen(kind);
 	unsigned int i, n = 0;
@@ -293,7 +295,7 @@ unsigned int isth_conf_sections(struct isth_conf *c, const char *kind,
 		struct conf_entry *e = &c->entries[i];
 
 		if (e->key != NULL || strncmp(e->section, kind, klen) != 0 ||
-		    e->section[klen] != ' ')
+			e->section[klen] != ' ')
 			continue;
 		e->used = true;
 		if (n < max)
@@ -303,16 +305,16 @@ unsigned int isth_conf_sections(struct isth_conf *c, const char *kind,
 	return n;
 }
 
-unsigned int isth_conf_line(const struct isth_conf *c, const char *section,
-			    const char *key)
+unsigned int
+isth_conf_line(const struct isth_conf *c, const char *section, const char *key)
 {
 	const struct conf_entry *e = find(c, section, key);
 
 	return e ? e->line : 0;
 }
 
-static int vfail(struct isth_conf *c, const char *section, const char *key,
-		 const char *fmt, va_list ap)
+static int
+vfail(struct isth_conf *c, const char *section, const char *key, const char *fmt, va_list ap)
 {
 	const struct conf_entry *e = key ? find(c, section, key) : NULL;
 	unsigned int line;
@@ -330,16 +332,14 @@ static int vfail(struct isth_conf *c, const char *section, const char *key,
 	if (n < 0 || (size_t)n >= sizeof(c->err))
 		return -EINVAL;
 	if (key)
-		snprintf(c->err + n, sizeof(c->err) - n, "[%s] %s: %s",
-			 section, key, msg);
+		snprintf(c->err + n, sizeof(c->err) - n, "[%s] %s: %s", section, key, msg);
 	else
-		snprintf(c->err + n, sizeof(c->err) - n, "[%s]: %s",
-			 section, msg);
+		snprintf(c->err + n, sizeof(c->err) - n, "[%s]: %s", section, msg);
 	return -EINVAL;
 }
 
-int isth_conf_fail(struct isth_conf *c, const char *section, const char *key,
-		   const char *fmt, ...)
+int
+isth_conf_fail(struct isth_conf *c, const char *section, const char *key, const char *fmt, ...)
 {
 	va_list ap;
 	int rc;
@@ -351,8 +351,8 @@ int isth_conf_fail(struct isth_conf *c, const char *section, const char *key,
 }
 
 /* Look a key up for a getter: marks it used. NULL if absent. */
-static const char *lookup(struct isth_conf *c, const char *section,
-			  const char *key, bool required, int *rc)
+static const char *
+lookup(struct isth_conf *c, const char *section, const char *key, bool required, int *rc)
 {
 	struct conf_entry *e = find(c, section, NULL);
 
@@ -374,7 +374,8 @@ static const char *lookup(struct isth_conf *c, const char *section,
 }
 
 /* Decimal or 0x hex; all of @s consumed up to @end. */
-static int parse_u64(const char *s, const char **end, uint64_t *out)
+static int
+parse_u64(const char *s, const char **end, uint64_t *out)
 {
 	unsigned long long v;
 	char *e;
@@ -399,8 +400,8 @@ struct unit {
 	uint64_t mult;
 };
 
-static int parse_with_units(const char *s, const struct unit *units,
-			    bool unit_required, uint64_t *out)
+static int
+parse_with_units(const char *s, const struct unit *units, bool unit_required, uint64_t *out)
 {
 	const char *end;
 	uint64_t v, frac_num = 0, frac_den = 1;
@@ -431,7 +432,7 @@ static int parse_with_units(const char *s, const struct unit *units,
 	for (i = 0; units[i].name; i++) {
 		if (strcmp(end, units[i].name) == 0) {
 			__uint128_t t = (__uint128_t)v * units[i].mult +
-					(__uint128_t)units[i].mult * frac_num / frac_den;
+				(__uint128_t)units[i].mult * frac_num / frac_den;
 
 			if (t > UINT64_MAX)
 				return -EINVAL;
@@ -443,27 +444,36 @@ static int parse_with_units(const char *s, const struct unit *units,
 }
 
 static const struct unit time_units[] = {
-	{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000ull},
+	{"ns", 1},
+	{"us", 1000},
+	{"ms", 1000000},
+	{"s", 1000000000ull},
 	{NULL, 0},
 };
 
 static const struct unit rate_units[] = {
-	{"bps", 1}, {"Kbps", 1000}, {"Mbps", 1000000}, {"Gbps", 1000000000ull},
+	{"bps", 1},
+	{"Kbps", 1000},
+	{"Mbps", 1000000},
+	{"Gbps", 1000000000ull},
 	{"Tbps", 1000000000000ull},
 	{NULL, 0},
 };
 
-int isth_conf_parse_duration(const char *s, uint64_t *out)
+int
+isth_conf_parse_duration(const char *s, uint64_t *out)
 {
 	return parse_with_units(s, time_units, true, out);
 }
 
-static int parse_rate(const char *s, uint64_t *out)
+static int
+parse_rate(const char *s, uint64_t *out)
 {
 	return parse_with_units(s, rate_units, true, out);
 }
 
-static int parse_plain(const char *s, uint64_t *out)
+static int
+parse_plain(const char *s, uint64_t *out)
 {
 	const char *end;
 
@@ -472,10 +482,10 @@ static int parse_plain(const char *s, uint64_t *out)
 	return 0;
 }
 
-static int ranged(struct isth_conf *c, const char *section, const char *key,
-		  bool required, uint64_t def, uint64_t min, uint64_t max,
-		  uint64_t *out, int (*parse)(const char *, uint64_t *),
-		  const char *what)
+static int
+ranged(struct isth_conf *c, const char *section, const char *key, bool required, uint64_t def,
+	uint64_t min, uint64_t max, uint64_t *out, int (*parse)(const char *, uint64_t *),
+	const char *what)
 {
 	const char *v;
 	uint64_t x;
@@ -490,51 +500,48 @@ static int ranged(struct isth_conf *c, const char *section, const char *key,
 	if (parse(v, &x))
 		return isth_conf_fail(c, section, key, "'%s' is not %s", v, what);
 	if (x < min || x > max)
-		return isth_conf_fail(c, section, key,
-				      "%s out of range [%" PRIu64 ", %" PRIu64 "]",
-				      v, min, max);
+		return isth_conf_fail(
+			c, section, key, "%s out of range [%" PRIu64 ", %" PRIu64 "]", v, min, max);
 	*out = x;
 	return 0;
 }
 
-int isth_conf_u64(struct isth_conf *c, const char *section, const char *key,
-		  bool required, uint64_t def, uint64_t min, uint64_t max,
-		  uint64_t *out)
+int
+isth_conf_u64(struct isth_conf *c, const char *section, const char *key, bool required,
+	uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
 {
-	return ranged(c, section, key, required, def, min, max, out,
-		      parse_plain, "an unsigned integer");
+	return ranged(
+		c, section, key, required, def, min, max, out, parse_plain, "an unsigned integer");
 }
 
-int isth_conf_size(struct isth_conf *c, const char *section, const char *key,
-		   bool required, uint64_t def, uint64_t min, uint64_t max,
-		   uint64_t *out)
+int
+isth_conf_size(struct isth_conf *c, const char *section, const char *key, bool required,
+	uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
 {
 	/* the project's one size convention (lib/text) */
-	return ranged(c, section, key, required, def, min, max, out,
-		      isth_text_parse_size,
-		      "a size (bytes, or with K/M/G/T or Ki/Mi/Gi/Ti)");
+	return ranged(c, section, key, required, def, min, max, out, isth_text_parse_size,
+		"a size (bytes, or with K/M/G/T or Ki/Mi/Gi/Ti)");
 }
 
-int isth_conf_duration(struct isth_conf *c, const char *section,
-		       const char *key, bool required, uint64_t def,
-		       uint64_t min, uint64_t max, uint64_t *out)
+int
+isth_conf_duration(struct isth_conf *c, const char *section, const char *key, bool required,
+	uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
 {
-	return ranged(c, section, key, required, def, min, max, out,
-		      isth_conf_parse_duration,
-		      "a duration with a unit (ns, us, ms, s)");
+	return ranged(c, section, key, required, def, min, max, out, isth_conf_parse_duration,
+		"a duration with a unit (ns, us, ms, s)");
 }
 
-int isth_conf_rate(struct isth_conf *c, const char *section, const char *key,
-		   bool required, uint64_t def, uint64_t min, uint64_t max,
-		   uint64_t *out)
+int
+isth_conf_rate(struct isth_conf *c, const char *section, const char *key, bool required,
+	uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
 {
-	return ranged(c, section, key, required, def, min, max, out,
-		      parse_rate,
-		      "a rate with a unit (bps, Kbps, Mbps, Gbps, Tbps)");
+	return ranged(c, section, key, required, def, min, max, out, parse_rate,
+		"a rate with a unit (bps, Kbps, Mbps, Gbps, Tbps)");
 }
 
-int isth_conf_bool(struct isth_conf *c, const char *section, const char *key,
-		   bool required, bool def, bool *out)
+int
+isth_conf_bool(struct isth_conf *c, const char *section, const char *key, bool required, bool def,
+	bool *out)
 {
 	static const char *const yes[] = {"true", "yes", "on", "1"};
 	static const char *const no[] = {"false", "no", "off", "0"};
@@ -558,12 +565,13 @@ int isth_conf_bool(struct isth_conf *c, const char *section, const char *key,
 			return 0;
 		}
 	}
-	return isth_conf_fail(c, section, key,
-			      "'%s' is not a boolean (true/false, yes/no, on/off, 1/0)", v);
+	return isth_conf_fail(
+		c, section, key, "'%s' is not a boolean (true/false, yes/no, on/off, 1/0)", v);
 }
 
-int isth_conf_str(struct isth_conf *c, const char *section, const char *key,
-		  bool required, const char *def, const char **out)
+int
+isth_conf_str(struct isth_conf *c, const char *section, const char *key, bool required,
+	const char *def, const char **out)
 {
 	const char *v;
 	int rc;
@@ -580,9 +588,9 @@ int isth_conf_str(struct isth_conf *c, const char *section, const char *key,
 	return 0;
 }
 
-int isth_conf_enum(struct isth_conf *c, const char *section, const char *key,
-		   bool required, unsigned int def, const char *const *names,
-		   unsigned int *out)
+int
+isth_conf_enum(struct isth_conf *c, const char *section, const char *key, bool required,
+	unsigned int def, const char *const *names, unsigned int *out)
 {
 	char list[200] = "";
 	const char *v;
@@ -609,8 +617,9 @@ int isth_conf_enum(struct isth_conf *c, const char *section, const char *key,
 	return isth_conf_fail(c, section, key, "'%s' is not one of: %s", v, list);
 }
 
-int isth_conf_ipv4(struct isth_conf *c, const char *section, const char *key,
-		   bool required, uint32_t def, uint32_t *out)
+int
+isth_conf_ipv4(struct isth_conf *c, const char *section, const char *key, bool required,
+	uint32_t def, uint32_t *out)
 {
 	unsigned int a[4], i;
 	const char *v;
@@ -637,8 +646,9 @@ bad:
 	return isth_conf_fail(c, section, key, "'%s' is not an IPv4 address", v);
 }
 
-int isth_conf_mac(struct isth_conf *c, const char *section, const char *key,
-		  bool required, const uint8_t *def, uint8_t out[6])
+int
+isth_conf_mac(struct isth_conf *c, const char *section, const char *key, bool required,
+	const uint8_t *def, uint8_t out[6])
 {
 	unsigned int m[6], i;
 	const char *v;
@@ -656,16 +666,17 @@ int isth_conf_mac(struct isth_conf *c, const char *section, const char *key,
 		return rc;
 	}
 	if (strlen(v) != 17 ||
-	    sscanf(v, "%2x:%2x:%2x:%2x:%2x:%2x%c", &m[0], &m[1], &m[2], &m[3],
-		   &m[4], &m[5], &tail) != 6)
-		return isth_conf_fail(c, section, key,
-				      "'%s' is not a MAC address (aa:bb:cc:dd:ee:ff)", v);
+		sscanf(v, "%2x:%2x:%2x:%2x:%2x:%2x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5],
+			&tail) != 6)
+		return isth_conf_fail(
+			c, section, key, "'%s' is not a MAC address (aa:bb:cc:dd:ee:ff)", v);
 	for (i = 0; i < 6; i++)
 		out[i] = (uint8_t)m[i];
 	return 0;
 }
 
-int isth_conf_check_unused(struct isth_conf *c)
+int
+isth_conf_check_unused(struct isth_conf *c)
 {
 	unsigned int i;
 
@@ -675,14 +686,12 @@ int isth_conf_check_unused(struct isth_conf *c)
 		if (e->used)
 			continue;
 		if (e->key == NULL) {
-			snprintf(c->err, sizeof(c->err),
-				 "%s:%u: unknown section [%s]", c->name,
-				 e->line, e->section);
+			snprintf(c->err, sizeof(c->err), "%s:%u: unknown section [%s]", c->name,
+				e->line, e->section);
 			return -EINVAL;
 		}
-		snprintf(c->err, sizeof(c->err),
-			 "%s:%u: unknown key '%s' in [%s]", c->name, e->line,
-			 e->key, e->section);
+		snprintf(c->err, sizeof(c->err), "%s:%u: unknown key '%s' in [%s]", c->name,
+			e->line, e->key, e->section);
 		return -EINVAL;
 	}
 	return 0;

@@ -41,8 +41,7 @@ struct isth_conf;
 struct isth_conf *isth_conf_load(const char *path, char *err, size_t err_size);
 
 /** Parse text held in memory; @p name stands for the file name in errors. */
-struct isth_conf *isth_conf_parse(const char *text, const char *name,
-				  char *err, size_t err_size);
+struct isth_conf *isth_conf_parse(const char *text, const char *name, char *err, size_t err_size);
 
 /** Free a handle; NULL is fine. */
 void isth_conf_free(struct isth_conf *c);
@@ -54,20 +53,18 @@ const char *isth_conf_error(const struct isth_conf *c);
 bool isth_conf_has_section(struct isth_conf *c, const char *section);
 
 /** True if @p key is set in @p section. Does not mark it used. */
-bool isth_conf_has(const struct isth_conf *c, const char *section,
-		   const char *key);
+bool isth_conf_has(const struct isth_conf *c, const char *section, const char *key);
 
 /**
  * Names of sections of the form "[@p kind NAME]": stores up to @p max
  * pointers to the NAME parts (owned by @p c) in file order.
  * @return number of such sections (may exceed @p max).
  */
-unsigned int isth_conf_sections(struct isth_conf *c, const char *kind,
-				const char **names, unsigned int max);
+unsigned int
+isth_conf_sections(struct isth_conf *c, const char *kind, const char **names, unsigned int max);
 
 /** Line of @p key in @p section, or of the section header if key is NULL; 0 if absent. */
-unsigned int isth_conf_line(const struct isth_conf *c, const char *section,
-			    const char *key);
+unsigned int isth_conf_line(const struct isth_conf *c, const char *section, const char *key);
 
 /*
  * Typed getters. Each returns 0 and stores the value; if the key is absent
@@ -77,52 +74,47 @@ unsigned int isth_conf_line(const struct isth_conf *c, const char *section,
  */
 
 /** Unsigned integer, decimal or 0x hex. */
-int isth_conf_u64(struct isth_conf *c, const char *section, const char *key,
-		  bool required, uint64_t def, uint64_t min, uint64_t max,
-		  uint64_t *out);
+int isth_conf_u64(struct isth_conf *c, const char *section, const char *key, bool required,
+	uint64_t def, uint64_t min, uint64_t max, uint64_t *out);
 
 /** A size in bytes as isth_text_parse_size() reads it: plain, or with K/M/G/T (x1000^k) or Ki/Mi/Gi/Ti (x1024^k). */
-int isth_conf_size(struct isth_conf *c, const char *section, const char *key,
-		   bool required, uint64_t def, uint64_t min, uint64_t max,
-		   uint64_t *out);
+int isth_conf_size(struct isth_conf *c, const char *section, const char *key, bool required,
+	uint64_t def, uint64_t min, uint64_t max, uint64_t *out);
 
 /** A duration in ns: a number with unit ns, us, ms or s (unit required). */
-int isth_conf_duration(struct isth_conf *c, const char *section,
-		       const char *key, bool required, uint64_t def,
-		       uint64_t min, uint64_t max, uint64_t *out);
+int isth_conf_duration(struct isth_conf *c, const char *section, const char *key, bool required,
+	uint64_t def, uint64_t min, uint64_t max, uint64_t *out);
 
 /** A rate in bits/s: a number with unit bps, Kbps, Mbps, Gbps (x1000^k). */
-int isth_conf_rate(struct isth_conf *c, const char *section, const char *key,
-		   bool required, uint64_t def, uint64_t min, uint64_t max,
-		   uint64_t *out);
+int isth_conf_rate(struct isth_conf *c, const char *section, const char *key, bool required,
+	uint64_t def, uint64_t min, uint64_t max, uint64_t *out);
 
 /** true/false, yes/no, on/off, 1/0. */
-int isth_conf_bool(struct isth_conf *c, const char *section, const char *key,
-		   bool required, bool def, bool *out);
+int isth_conf_bool(struct isth_conf *c, const char *section, const char *key, bool required,
+	bool def, bool *out);
 
 /** A string; the pointer is owned by @p c. */
-int isth_conf_str(struct isth_conf *c, const char *section, const char *key,
-		  bool required, const char *def, const char **out);
+int isth_conf_str(struct isth_conf *c, const char *section, const char *key, bool required,
+	const char *def, const char **out);
 
 /** One of @p names (NULL-terminated); stores the index. */
-int isth_conf_enum(struct isth_conf *c, const char *section, const char *key,
-		   bool required, unsigned int def, const char *const *names,
-		   unsigned int *out);
+int isth_conf_enum(struct isth_conf *c, const char *section, const char *key, bool required,
+	unsigned int def, const char *const *names, unsigned int *out);
 
 /** Dotted-quad IPv4 address, stored in host byte order. */
-int isth_conf_ipv4(struct isth_conf *c, const char *section, const char *key,
-		   bool required, uint32_t def, uint32_t *out);
+int isth_conf_ipv4(struct isth_conf *c, const char *section, const char *key, bool required,
+	uint32_t def, uint32_t *out);
 
 /** MAC address aa:bb:cc:dd:ee:ff. @p def may be NULL (all zero). */
-int isth_conf_mac(struct isth_conf *c, const char *section, const char *key,
-		  bool required, const uint8_t *def, uint8_t out[6]);
+int isth_conf_mac(struct isth_conf *c, const char *section, const char *key, bool required,
+	const uint8_t *def, uint8_t out[6]);
 
 /**
  * Record a caller-detected error against a key ("file:line: [sec] key: msg").
  * @return -EINVAL, for `return isth_conf_fail(...)`.
  */
-int isth_conf_fail(struct isth_conf *c, const char *section, const char *key,
-		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int isth_conf_fail(struct isth_conf *c, const char *section, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /**
  * After all getters: fail with the first key or section never read

@@ -37,8 +37,7 @@
 static inline void
 isth_ctr_add(uint64_t *c, uint64_t n)
 {
-	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
-			 __ATOMIC_RELAXED);
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
 
 /** Set gauge @p c to @p v (single writer). */
@@ -66,11 +65,11 @@ isth_ctr_at(const void *stats, unsigned int i)
 #define ISTH_CTR_FIELD(name, help) uint64_t name;
 #define ISTH_CTR_NAME(name, help) #name,
 #define ISTH_CTR_HELP(name, help) help,
-#define ISTH_CTR_ONE(name, help) + 1
+#define ISTH_CTR_ONE(name, help) +1
 
 /** Compile-time check that @p type is exactly the @p n counters of a list. */
 #define ISTH_CTR_ASSERT_ARRAY(type, n) \
-	_Static_assert(sizeof(type) == (n) * sizeof(uint64_t), \
-		       #type " is not an array of its counters")
+	_Static_assert( \
+		sizeof(type) == (n) * sizeof(uint64_t), #type " is not an array of its counters")
 
 #endif

@@ -38,20 +38,21 @@
 #define MODEL_BUCKET_MIN (64u * 1024u)
 
 _Static_assert(ISTH_AGG_STATS_N == ISTH_FPGA_CNT_H2D_DESC,
-	       "the first counters block mirrors struct isth_agg_stats");
-_Static_assert(ISTH_FPGA_REG_RT_BANK + MODEL_RT_BANKS * ISTH_FPGA_RT_BANK_STRIDE <=
-	       ISTH_FPGA_REG_COUNTERS, "round-table banks overlap the counters");
-_Static_assert(ISTH_FPGA_REG_COUNTERS + 8 * ISTH_FPGA_CNT_MAX <=
-	       ISTH_FPGA_REG_RT_PEERS, "counters overlap the peer tables");
-_Static_assert(ISTH_FPGA_REG_RT_PEERS + MODEL_RT_BANKS * MODEL_MAX_PEERS * 16 <=
-	       ISTH_FPGA_BAR_SIZE, "peer tables past BAR0");
+	"the first counters block mirrors struct isth_agg_stats");
+_Static_assert(
+	ISTH_FPGA_REG_RT_BANK + MODEL_RT_BANKS * ISTH_FPGA_RT_BANK_STRIDE <= ISTH_FPGA_REG_COUNTERS,
+	"round-table banks overlap the counters");
+_Static_assert(ISTH_FPGA_REG_COUNTERS + 8 * ISTH_FPGA_CNT_MAX <= ISTH_FPGA_REG_RT_PEERS,
+	"counters overlap the peer tables");
+_Static_assert(ISTH_FPGA_REG_RT_PEERS + MODEL_RT_BANKS * MODEL_MAX_PEERS * 16 <= ISTH_FPGA_BAR_SIZE,
+	"peer tables past BAR0");
 
 struct ring {
-	uint64_t base;		/* IOVA */
-	uint32_t size;		/* entries */
-	uint32_t head;		/* device's consumer/completion index */
-	uint64_t wb;		/* IOVA of the head write-back, 0: none */
-	void *desc;		/* base translated */
+	uint64_t base; /* IOVA */
+	uint32_t size; /* entries */
+	uint32_t head; /* device's consumer/completion index */
+	uint64_t wb; /* IOVA of the head write-back, 0: none */
+	void *desc; /* base translated */
 	uint64_t *wb_ptr;
 };
 
@@ -60,13 +61,13 @@ struct isth_fpga_model {
 	char name[256];
 	uint8_t *map;
 	size_t map_size;
-	uint64_t *bar;		/* BAR0, host and device */
-	uint8_t *dma;		/* DMA window */
+	uint64_t *bar; /* BAR0, host and device */
+	uint8_t *dma; /* DMA window */
 	uint64_t dma_size;
 
 	pthread_t thread;
 	bool running;
-	int stop;		/* written by: stop(); read by: the thread */
+	int stop; /* written by: stop(); read by: the thread */
 
 	/* Settable behaviour. Written by: any thread (relaxed); read by: poll. */
 	uint64_t latency_ns;
@@ -78,15 +79,15 @@ struct isth_fpga_model {
 	struct isth_agg_info info;
 	struct isth_wire_limits lim;
 	uint8_t island;
-	uint32_t max_msg;	/* largest DATA message a slot takes */
-	uint32_t d2h_min;	/* smallest D2H buffer: the largest AGG */
+	uint32_t max_msg; /* largest DATA message a slot takes */
+	uint32_t d2h_min; /* smallest D2H buffer: the largest AGG */
 	struct ring h2d, d2h;
-	uint32_t h2d_seen;	/* tail value up to which seen_ns is stamped */
-	uint64_t *seen_ns;	/* wall time each H2D descriptor became visible */
-	uint64_t dev_now;	/* device clock: max of host times seen */
-	uint64_t tokens;	/* throughput limiter, bytes */
-	uint64_t tokens_ns;	/* wall time of the last refill */
-	bool gated;		/* descriptors wait for latency or tokens */
+	uint32_t h2d_seen; /* tail value up to which seen_ns is stamped */
+	uint64_t *seen_ns; /* wall time each H2D descriptor became visible */
+	uint64_t dev_now; /* device clock: max of host times seen */
+	uint64_t tokens; /* throughput limiter, bytes */
+	uint64_t tokens_ns; /* wall time of the last refill */
+	bool gated; /* descriptors wait for latency or tokens */
 	uint32_t rt_cons;
 	uint64_t cnt[ISTH_FPGA_CNT_MAX];
 	struct isth_agg_emit emit;
@@ -135,10 +136,9 @@ power_on_registers(struct isth_fpga_model *m)
 {
 	memset(m->bar, 0, ISTH_FPGA_REG_RESET_GEN);
 	memset(m->bar + ISTH_FPGA_REG_RESET_GEN / 8 + 1, 0,
-	       ISTH_FPGA_BAR_SIZE - ISTH_FPGA_REG_RESET_GEN - 8);
+		ISTH_FPGA_BAR_SIZE - ISTH_FPGA_REG_RESET_GEN - 8);
 	m->bar[ISTH_FPGA_REG_ID / 8] = ISTH_FPGA_ID;
-	m->bar[ISTH_FPGA_REG_VERSION / 8] =
-		ISTH_FPGA_VERSION_MAJOR << 16 | ISTH_FPGA_VERSION_MINOR;
+	m->bar[ISTH_FPGA_REG_VERSION / 8] = ISTH_FPGA_VERSION_MAJOR << 16 | ISTH_FPGA_VERSION_MINOR;
 	m->bar[ISTH_FPGA_REG_CAP_HBM_BYTES / 8] = m->p.hbm_bytes;
 	m->bar[ISTH_FPGA_REG_CAP_DTYPES / 8] = (1u << ISTH_WIRE_DTYPE_FP32) |
 		(1u << ISTH_WIRE_DTYPE_BF16) | (1u << ISTH_WIRE_DTYPE_INT32);
@@ -164,8 +164,7 @@ is_pow2(uint64_t x)
 
 /* Latch a ring's registers; false if any address is outside DMA memory. */
 static bool
-ring_latch(struct isth_fpga_model *m, struct ring *r, uint32_t reg_base,
-	   size_t desc_size)
+ring_latch(struct isth_fpga_model *m, struct ring *r, uint32_t reg_base, size_t desc_size)
 {
 	r->base = rd(m, reg_base + 0x00);
 	r->size = (uint32_t)rd(m, reg_base + 0x08);
@@ -213,26 +212,24 @@ do_enable(struct isth_fpga_model *m)
 	ap.bf16_out = (uint8_t)bf16;
 	ap.reserve = ISTH_AGG_RESERVE_DEFAULT;
 	ap.kernel = m->p.kernel;
-	if (ap.max_elems == 0 || ap.max_elems > m->p.max_elems ||
-	    ap.max_chunks == 0 || ap.n_islands == 0 ||
-	    ap.n_islands > ISTH_WIRE_MAX_ISLANDS ||
-	    rd(m, ISTH_FPGA_REG_CFG_ISLAND) >= ap.n_islands ||
-	    ap.max_jobs > m->p.max_jobs || ap.timeout_ns == 0 ||
-	    (bf16 != 0 && bf16 != ISTH_WIRE_DTYPE_BF16 && bf16 != ISTH_WIRE_DTYPE_FP32)) {
+	if (ap.max_elems == 0 || ap.max_elems > m->p.max_elems || ap.max_chunks == 0 ||
+		ap.n_islands == 0 || ap.n_islands > ISTH_WIRE_MAX_ISLANDS ||
+		rd(m, ISTH_FPGA_REG_CFG_ISLAND) >= ap.n_islands || ap.max_jobs > m->p.max_jobs ||
+		ap.timeout_ns == 0 ||
+		(bf16 != 0 && bf16 != ISTH_WIRE_DTYPE_BF16 && bf16 != ISTH_WIRE_DTYPE_FP32)) {
 		fail(m, ISTH_FPGA_ERR_CFG);
 		return;
 	}
 	/* Byte for byte: the budget is HBM the device has, and holds at
 	 * least one slot of round_up(4 * max_elems, 64) bytes. */
 	if (ap.mem_budget > m->p.hbm_bytes ||
-	    ap.mem_budget < ((4ull * ap.max_elems + 63) & ~63ull)) {
+		ap.mem_budget < ((4ull * ap.max_elems + 63) & ~63ull)) {
 		fail(m, ISTH_FPGA_ERR_MEM);
 		return;
 	}
-	if (!ring_latch(m, &m->h2d, ISTH_FPGA_REG_H2D_BASE,
-			sizeof(struct isth_fpga_h2d_desc)) ||
-	    !ring_latch(m, &m->d2h, ISTH_FPGA_REG_D2H_BASE,
-			sizeof(struct isth_fpga_d2h_desc))) {
+	if (!ring_latch(m, &m->h2d, ISTH_FPGA_REG_H2D_BASE, sizeof(struct isth_fpga_h2d_desc)) ||
+		!ring_latch(
+			m, &m->d2h, ISTH_FPGA_REG_D2H_BASE, sizeof(struct isth_fpga_d2h_desc))) {
 		fail(m, ISTH_FPGA_ERR_RING);
 		return;
 	}
@@ -300,20 +297,18 @@ apply_rounds(struct isth_fpga_model *m, uint32_t prod)
 	}
 	while (m->rt_cons != prod) {
 		uint32_t b = ISTH_FPGA_REG_RT_BANK +
-			     (m->rt_cons & (MODEL_RT_BANKS - 1)) *
-			     ISTH_FPGA_RT_BANK_STRIDE;
+			(m->rt_cons & (MODEL_RT_BANKS - 1)) * ISTH_FPGA_RT_BANK_STRIDE;
 		uint64_t job = rd(m, b + ISTH_FPGA_RT_JOB);
 		uint64_t round = rd(m, b + ISTH_FPGA_RT_ROUND);
 		int rc;
 
 		if (job > UINT32_MAX || round > UINT32_MAX ||
-		    rd(m, b + ISTH_FPGA_RT_TIMEOUT_NS) != 0 ||
-		    rd(m, b + ISTH_FPGA_RT_N_PEERS) > MODEL_MAX_PEERS)
+			rd(m, b + ISTH_FPGA_RT_TIMEOUT_NS) != 0 ||
+			rd(m, b + ISTH_FPGA_RT_N_PEERS) > MODEL_MAX_PEERS)
 			rc = -EINVAL;
 		else
-			rc = isth_agg_set_round(m->agg, (uint32_t)job,
-						(uint32_t)round,
-						rd(m, b + ISTH_FPGA_RT_EXPECTED));
+			rc = isth_agg_set_round(m->agg, (uint32_t)job, (uint32_t)round,
+				rd(m, b + ISTH_FPGA_RT_EXPECTED));
 		wr(m, b + ISTH_FPGA_RT_STATUS, (uint64_t)(int64_t)rc);
 		m->cnt[rc == 0 ? ISTH_FPGA_CNT_RT_APPLIED : ISTH_FPGA_CNT_RT_REFUSED]++;
 		m->rt_cons++;
@@ -351,10 +346,10 @@ push_emissions(struct isth_fpga_model *m)
 		if (buf == NULL || cap < m->d2h_min) {
 			/* Refused: returned to the host without an aggregate. */
 			d->len = 0;
-			d->status = ISTH_FPGA_DESC_DONE | (buf == NULL ?
-				ISTH_FPGA_DESC_E_ADDR : ISTH_FPGA_DESC_E_LEN);
-			m->cnt[buf == NULL ? ISTH_FPGA_CNT_DESC_BAD_ADDR :
-			       ISTH_FPGA_CNT_DESC_BAD_LEN]++;
+			d->status = ISTH_FPGA_DESC_DONE |
+				(buf == NULL ? ISTH_FPGA_DESC_E_ADDR : ISTH_FPGA_DESC_E_LEN);
+			m->cnt[buf == NULL ? ISTH_FPGA_CNT_DESC_BAD_ADDR
+					   : ISTH_FPGA_CNT_DESC_BAD_LEN]++;
 			m->d2h.head++;
 			continue;
 		}
@@ -364,8 +359,7 @@ push_emissions(struct isth_fpga_model *m)
 		h.sender = m->island;
 		h.seq = 0;
 		isth_wire_put_hdr(buf, cap, &h);
-		isth_agg_emit_copy(m->agg, e, buf + ISTH_WIRE_HDR_SIZE,
-				   cap - ISTH_WIRE_HDR_SIZE);
+		isth_agg_emit_copy(m->agg, e, buf + ISTH_WIRE_HDR_SIZE, cap - ISTH_WIRE_HDR_SIZE);
 		d->len = ISTH_WIRE_HDR_SIZE + e->size;
 		d->bitmap = e->bitmap;
 		d->expected = e->expected;
@@ -388,8 +382,7 @@ push_emissions(struct isth_fpga_model *m)
 
 /* Check and sum one H2D descriptor. @return its status (without DONE). */
 static uint16_t
-h2d_one(struct isth_fpga_model *m, const struct isth_fpga_h2d_desc *d,
-	uint32_t len)
+h2d_one(struct isth_fpga_model *m, const struct isth_fpga_h2d_desc *d, uint32_t len)
 {
 	struct isth_agg_contrib c;
 	const uint8_t *msg;
@@ -417,8 +410,8 @@ h2d_one(struct isth_fpga_model *m, const struct isth_fpga_h2d_desc *d,
 	 * can change the sum, never the bytes read (count was checked
 	 * against len). */
 	isth_agg_contrib_from_pkt(&c, &pkt);
-	return isth_agg_add_burst(m->agg, &c, 1, m->dev_now) == 1 ?
-	       ISTH_FPGA_DESC_OK : ISTH_FPGA_DESC_E_REFUSED;
+	return isth_agg_add_burst(m->agg, &c, 1, m->dev_now) == 1 ? ISTH_FPGA_DESC_OK
+								  : ISTH_FPGA_DESC_E_REFUSED;
 }
 
 static void
@@ -455,7 +448,7 @@ process_h2d(struct isth_fpga_model *m, uint32_t tail)
 
 	m->gated = false;
 	if ((uint32_t)(tail - m->h2d.head) > m->h2d.size ||
-	    (uint32_t)(tail - m->h2d_seen) > m->h2d.size) {
+		(uint32_t)(tail - m->h2d_seen) > m->h2d.size) {
 		/* Beyond the ring, or moved backwards: ignored until sane. */
 		m->cnt[ISTH_FPGA_CNT_DOORBELL_BAD]++;
 		return 0;
@@ -489,7 +482,7 @@ process_h2d(struct isth_fpga_model *m, uint32_t tail)
 		/* Back-pressure: an aggregate that found no D2H buffer holds
 		 * its slot; consuming more could need that slot. */
 		if (isth_agg_pending(m->agg) > 0 && push_emissions(m) == 0 &&
-		    isth_agg_pending(m->agg) > 0) {
+			isth_agg_pending(m->agg) > 0) {
 			m->cnt[ISTH_FPGA_CNT_D2H_STALL]++;
 			break;
 		}
@@ -524,8 +517,8 @@ publish(struct isth_fpga_model *m, uint64_t time_ack, uint64_t flush_ack)
 	for (i = 0; i < ISTH_AGG_STATS_N; i++)
 		m->cnt[i] = v[i];
 	for (i = 0; i < ISTH_FPGA_CNT_MAX; i++)
-		__atomic_store_n(&m->bar[ISTH_FPGA_REG_COUNTERS / 8 + i],
-				 m->cnt[i], __ATOMIC_RELAXED);
+		__atomic_store_n(
+			&m->bar[ISTH_FPGA_REG_COUNTERS / 8 + i], m->cnt[i], __ATOMIC_RELAXED);
 	wr(m, ISTH_FPGA_REG_D2H_HEAD, m->d2h.head);
 	put_wb(m->d2h.wb_ptr, m->d2h.head);
 	wr(m, ISTH_FPGA_REG_H2D_HEAD, m->h2d.head);
@@ -549,14 +542,14 @@ isth_fpga_model_poll(struct isth_fpga_model *m)
 	}
 	if (!m->enabled) {
 		if ((ctrl & ISTH_FPGA_CTRL_ENABLE) &&
-		    !(rd(m, ISTH_FPGA_REG_STATUS) & ISTH_FPGA_STS_ERROR)) {
+			!(rd(m, ISTH_FPGA_REG_STATUS) & ISTH_FPGA_STS_ERROR)) {
 			do_enable(m);
 			return 1;
 		}
 		return 0;
 	}
 	if (!(ctrl & ISTH_FPGA_CTRL_ENABLE))
-		return 0;	/* paused: state kept, nothing consumed */
+		return 0; /* paused: state kept, nothing consumed */
 	/* Acquire order matters: see the file comment. */
 	time = rd(m, ISTH_FPGA_REG_TIME_NS);
 	flush = rd(m, ISTH_FPGA_REG_FLUSH_REQ);
@@ -690,11 +683,10 @@ isth_fpga_model_create(const struct isth_fpga_model_params *p)
 	int fd, e;
 
 	if (p == NULL || p->shm_name == NULL || p->shm_name[0] != '/' ||
-	    strchr(p->shm_name + 1, '/') != NULL ||
-	    (len = strlen(p->shm_name)) < 2 || len >= sizeof(m->name) ||
-	    p->max_elems > UINT16_MAX ||
-	    (p->max_ring != 0 && !is_pow2(p->max_ring)) ||
-	    (p->dma_bytes != 0 && p->dma_bytes < 4096)) {
+		strchr(p->shm_name + 1, '/') != NULL || (len = strlen(p->shm_name)) < 2 ||
+		len >= sizeof(m->name) || p->max_elems > UINT16_MAX ||
+		(p->max_ring != 0 && !is_pow2(p->max_ring)) ||
+		(p->dma_bytes != 0 && p->dma_bytes < 4096)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -732,8 +724,7 @@ isth_fpga_model_create(const struct isth_fpga_model_params *p)
 		goto free_model;
 	if (ftruncate(fd, (off_t)m->map_size) != 0)
 		goto unlink;
-	m->map = mmap(NULL, m->map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		      fd, 0);
+	m->map = mmap(NULL, m->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m->map == MAP_FAILED)
 		goto unlink;
 	close(fd);

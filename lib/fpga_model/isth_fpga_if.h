@@ -30,116 +30,116 @@ extern "C" {
 #endif
 
 /** ISTH_FPGA_REG_ID: "ISTHFPGA" in ASCII, little-endian. */
-#define ISTH_FPGA_ID		0x4147504648545349ull
-#define ISTH_FPGA_VERSION_MAJOR	1u
-#define ISTH_FPGA_VERSION_MINOR	0u
+#define ISTH_FPGA_ID 0x4147504648545349ull
+#define ISTH_FPGA_VERSION_MAJOR 1u
+#define ISTH_FPGA_VERSION_MINOR 0u
 /** Bytes of BAR0. */
-#define ISTH_FPGA_BAR_SIZE	0x10000u
+#define ISTH_FPGA_BAR_SIZE 0x10000u
 
 /* ---- Identification and capabilities (RO, device) ---------------------- */
-#define ISTH_FPGA_REG_ID		0x0000	/**< ISTH_FPGA_ID */
-#define ISTH_FPGA_REG_VERSION		0x0008	/**< major << 16 | minor */
-#define ISTH_FPGA_REG_CAP_HBM_BYTES	0x0010	/**< aggregation memory, bytes */
-#define ISTH_FPGA_REG_CAP_DTYPES	0x0018	/**< bit (1 << dtype) per dtype */
-#define ISTH_FPGA_REG_CAP_MAX_ISLANDS	0x0020	/**< contributor bitmap width */
-#define ISTH_FPGA_REG_CAP_MAX_ELEMS	0x0028	/**< elements per chunk */
-#define ISTH_FPGA_REG_CAP_MAX_SLOTS	0x0030	/**< accumulator slots (slot table entries) */
-#define ISTH_FPGA_REG_CAP_FLAGS		0x0038	/**< ISTH_FPGA_CAPF_* */
-#define ISTH_FPGA_REG_CAP_MAX_RING	0x0040	/**< max entries per ring (power of 2) */
-#define ISTH_FPGA_REG_CAP_RT_BANKS	0x0048	/**< round-table banks (power of 2) */
-#define ISTH_FPGA_REG_CAP_MAX_PEERS	0x0050	/**< peer entries per bank */
-#define ISTH_FPGA_REG_CAP_MAX_JOBS	0x0058	/**< jobs served at once */
+#define ISTH_FPGA_REG_ID 0x0000 /**< ISTH_FPGA_ID */
+#define ISTH_FPGA_REG_VERSION 0x0008 /**< major << 16 | minor */
+#define ISTH_FPGA_REG_CAP_HBM_BYTES 0x0010 /**< aggregation memory, bytes */
+#define ISTH_FPGA_REG_CAP_DTYPES 0x0018 /**< bit (1 << dtype) per dtype */
+#define ISTH_FPGA_REG_CAP_MAX_ISLANDS 0x0020 /**< contributor bitmap width */
+#define ISTH_FPGA_REG_CAP_MAX_ELEMS 0x0028 /**< elements per chunk */
+#define ISTH_FPGA_REG_CAP_MAX_SLOTS 0x0030 /**< accumulator slots (slot table entries) */
+#define ISTH_FPGA_REG_CAP_FLAGS 0x0038 /**< ISTH_FPGA_CAPF_* */
+#define ISTH_FPGA_REG_CAP_MAX_RING 0x0040 /**< max entries per ring (power of 2) */
+#define ISTH_FPGA_REG_CAP_RT_BANKS 0x0048 /**< round-table banks (power of 2) */
+#define ISTH_FPGA_REG_CAP_MAX_PEERS 0x0050 /**< peer entries per bank */
+#define ISTH_FPGA_REG_CAP_MAX_JOBS 0x0058 /**< jobs served at once */
 
 /** The device fans out outbound DATA itself (version 1.0 model: no). */
-#define ISTH_FPGA_CAPF_REPLICATE	(1ull << 0)
+#define ISTH_FPGA_CAPF_REPLICATE (1ull << 0)
 /** The device honours time_ns in H2D descriptors and REG_TIME_NS. */
-#define ISTH_FPGA_CAPF_HOST_TIME	(1ull << 1)
+#define ISTH_FPGA_CAPF_HOST_TIME (1ull << 1)
 
 /* ---- Shared-memory transport only (RO, model) -------------------------- */
-#define ISTH_FPGA_REG_SHM_DMA_OFFSET	0x00e0	/**< DMA window: byte offset in the object */
-#define ISTH_FPGA_REG_SHM_DMA_SIZE	0x00e8	/**< DMA window bytes */
-#define ISTH_FPGA_REG_SHM_DMA_IOVA	0x00f0	/**< IOVA of the window's first byte */
+#define ISTH_FPGA_REG_SHM_DMA_OFFSET 0x00e0 /**< DMA window: byte offset in the object */
+#define ISTH_FPGA_REG_SHM_DMA_SIZE 0x00e8 /**< DMA window bytes */
+#define ISTH_FPGA_REG_SHM_DMA_IOVA 0x00f0 /**< IOVA of the window's first byte */
 /** IOVA of the first byte of the shared-memory DMA window; 0 is never valid. */
-#define ISTH_FPGA_SHM_IOVA_BASE		0x100000000ull
+#define ISTH_FPGA_SHM_IOVA_BASE 0x100000000ull
 
 /* ---- Control and status ------------------------------------------------ */
-#define ISTH_FPGA_REG_CTRL		0x0080	/**< RW host: ISTH_FPGA_CTRL_* */
-#define ISTH_FPGA_REG_STATUS		0x0088	/**< RO device: ISTH_FPGA_STS_* */
-#define ISTH_FPGA_REG_ERROR		0x0090	/**< RO device: first fatal ISTH_FPGA_ERR_* */
-#define ISTH_FPGA_REG_SCRATCH		0x0098	/**< RW host: read back as written */
-#define ISTH_FPGA_REG_RESET_GEN		0x00a0	/**< RO device: resets completed */
+#define ISTH_FPGA_REG_CTRL 0x0080 /**< RW host: ISTH_FPGA_CTRL_* */
+#define ISTH_FPGA_REG_STATUS 0x0088 /**< RO device: ISTH_FPGA_STS_* */
+#define ISTH_FPGA_REG_ERROR 0x0090 /**< RO device: first fatal ISTH_FPGA_ERR_* */
+#define ISTH_FPGA_REG_SCRATCH 0x0098 /**< RW host: read back as written */
+#define ISTH_FPGA_REG_RESET_GEN 0x00a0 /**< RO device: resets completed */
 
 /** Host sets: latch CFG_* and ring registers, start processing. */
-#define ISTH_FPGA_CTRL_ENABLE	(1ull << 0)
+#define ISTH_FPGA_CTRL_ENABLE (1ull << 0)
 /**
  * Host sets (with ENABLE clear): drop every slot, ring state, round table
  * and counter; the device clears the bit and bumps REG_RESET_GEN when done.
  */
-#define ISTH_FPGA_CTRL_RESET	(1ull << 1)
+#define ISTH_FPGA_CTRL_RESET (1ull << 1)
 
-#define ISTH_FPGA_STS_ENABLED	(1ull << 0)	/**< ENABLE latched, rings running */
-#define ISTH_FPGA_STS_ERROR	(1ull << 1)	/**< fatal error: see REG_ERROR; reset to clear */
+#define ISTH_FPGA_STS_ENABLED (1ull << 0) /**< ENABLE latched, rings running */
+#define ISTH_FPGA_STS_ERROR (1ull << 1) /**< fatal error: see REG_ERROR; reset to clear */
 
 /** Fatal errors (REG_ERROR): configuration refused at ENABLE. */
 enum isth_fpga_error {
 	ISTH_FPGA_ERR_NONE = 0,
-	ISTH_FPGA_ERR_CFG,	/**< a CFG_* register out of range */
-	ISTH_FPGA_ERR_MEM,	/**< CFG_MEM_BYTES > HBM or below one slot */
-	ISTH_FPGA_ERR_RING,	/**< ring base/size/write-back outside DMA memory */
+	ISTH_FPGA_ERR_CFG, /**< a CFG_* register out of range */
+	ISTH_FPGA_ERR_MEM, /**< CFG_MEM_BYTES > HBM or below one slot */
+	ISTH_FPGA_ERR_RING, /**< ring base/size/write-back outside DMA memory */
 };
 
 /* ---- Configuration (RW host while disabled; latched at ENABLE) --------- */
-#define ISTH_FPGA_REG_CFG_MEM_BYTES	0x0100	/**< HBM budget for accumulators */
-#define ISTH_FPGA_REG_CFG_MAX_ELEMS	0x0108	/**< elements per slot, 1..CAP_MAX_ELEMS */
-#define ISTH_FPGA_REG_CFG_MAX_CHUNKS	0x0110	/**< chunk ids per round */
-#define ISTH_FPGA_REG_CFG_N_ISLANDS	0x0118	/**< islands of the job, 1..CAP_MAX_ISLANDS */
-#define ISTH_FPGA_REG_CFG_ISLAND	0x0120	/**< local island: AGG sender field */
-#define ISTH_FPGA_REG_CFG_WINDOW	0x0128	/**< rounds accepted per job (0: 4) */
-#define ISTH_FPGA_REG_CFG_TIMEOUT_NS	0x0130	/**< slot timeout after first arrival */
-#define ISTH_FPGA_REG_CFG_BF16_OUT	0x0138	/**< output dtype of bf16 chunks */
-#define ISTH_FPGA_REG_CFG_MAX_JOBS	0x0140	/**< jobs (0: 1) */
-#define ISTH_FPGA_REG_CFG_N_SLOTS	0x0148	/**< RO device after ENABLE: slots carved */
-#define ISTH_FPGA_REG_CFG_SLOT_BYTES	0x0150	/**< RO device after ENABLE: bytes per slot */
+#define ISTH_FPGA_REG_CFG_MEM_BYTES 0x0100 /**< HBM budget for accumulators */
+#define ISTH_FPGA_REG_CFG_MAX_ELEMS 0x0108 /**< elements per slot, 1..CAP_MAX_ELEMS */
+#define ISTH_FPGA_REG_CFG_MAX_CHUNKS 0x0110 /**< chunk ids per round */
+#define ISTH_FPGA_REG_CFG_N_ISLANDS 0x0118 /**< islands of the job, 1..CAP_MAX_ISLANDS */
+#define ISTH_FPGA_REG_CFG_ISLAND 0x0120 /**< local island: AGG sender field */
+#define ISTH_FPGA_REG_CFG_WINDOW 0x0128 /**< rounds accepted per job (0: 4) */
+#define ISTH_FPGA_REG_CFG_TIMEOUT_NS 0x0130 /**< slot timeout after first arrival */
+#define ISTH_FPGA_REG_CFG_BF16_OUT 0x0138 /**< output dtype of bf16 chunks */
+#define ISTH_FPGA_REG_CFG_MAX_JOBS 0x0140 /**< jobs (0: 1) */
+#define ISTH_FPGA_REG_CFG_N_SLOTS 0x0148 /**< RO device after ENABLE: slots carved */
+#define ISTH_FPGA_REG_CFG_SLOT_BYTES 0x0150 /**< RO device after ENABLE: bytes per slot */
 
 /* ---- Rings ------------------------------------------------------------- */
-#define ISTH_FPGA_REG_H2D_BASE		0x0200	/**< RW host: IOVA of the H2D ring */
-#define ISTH_FPGA_REG_H2D_SIZE		0x0208	/**< RW host: entries, power of 2 */
-#define ISTH_FPGA_REG_H2D_TAIL		0x0210	/**< doorbell, host: descriptors posted */
-#define ISTH_FPGA_REG_H2D_HEAD		0x0218	/**< RO device: descriptors consumed */
-#define ISTH_FPGA_REG_H2D_WB		0x0220	/**< RW host: IOVA the device writes HEAD to */
-#define ISTH_FPGA_REG_D2H_BASE		0x0280	/**< RW host: IOVA of the D2H ring */
-#define ISTH_FPGA_REG_D2H_SIZE		0x0288	/**< RW host: entries, power of 2 */
-#define ISTH_FPGA_REG_D2H_TAIL		0x0290	/**< doorbell, host: empty buffers posted */
-#define ISTH_FPGA_REG_D2H_HEAD		0x0298	/**< RO device: descriptors completed */
-#define ISTH_FPGA_REG_D2H_WB		0x02a0	/**< RW host: IOVA the device writes HEAD to */
+#define ISTH_FPGA_REG_H2D_BASE 0x0200 /**< RW host: IOVA of the H2D ring */
+#define ISTH_FPGA_REG_H2D_SIZE 0x0208 /**< RW host: entries, power of 2 */
+#define ISTH_FPGA_REG_H2D_TAIL 0x0210 /**< doorbell, host: descriptors posted */
+#define ISTH_FPGA_REG_H2D_HEAD 0x0218 /**< RO device: descriptors consumed */
+#define ISTH_FPGA_REG_H2D_WB 0x0220 /**< RW host: IOVA the device writes HEAD to */
+#define ISTH_FPGA_REG_D2H_BASE 0x0280 /**< RW host: IOVA of the D2H ring */
+#define ISTH_FPGA_REG_D2H_SIZE 0x0288 /**< RW host: entries, power of 2 */
+#define ISTH_FPGA_REG_D2H_TAIL 0x0290 /**< doorbell, host: empty buffers posted */
+#define ISTH_FPGA_REG_D2H_HEAD 0x0298 /**< RO device: descriptors completed */
+#define ISTH_FPGA_REG_D2H_WB 0x02a0 /**< RW host: IOVA the device writes HEAD to */
 
 /* ---- Time, flush, back-pressure ---------------------------------------- */
-#define ISTH_FPGA_REG_TIME_NS		0x0300	/**< host: its clock, ns, non-decreasing */
-#define ISTH_FPGA_REG_TIME_ACK		0x0308	/**< RO device: TIME_NS fully applied */
-#define ISTH_FPGA_REG_BACKLOG		0x0310	/**< RO device: aggregates awaiting a D2H buffer */
-#define ISTH_FPGA_REG_FLUSH_REQ		0x0318	/**< host: write REQ + 1 to emit every slot */
-#define ISTH_FPGA_REG_FLUSH_ACK		0x0320	/**< RO device: FLUSH_REQ fully applied */
-#define ISTH_FPGA_REG_FLUSH_COUNT	0x0328	/**< RO device: slots the last flush emitted */
+#define ISTH_FPGA_REG_TIME_NS 0x0300 /**< host: its clock, ns, non-decreasing */
+#define ISTH_FPGA_REG_TIME_ACK 0x0308 /**< RO device: TIME_NS fully applied */
+#define ISTH_FPGA_REG_BACKLOG 0x0310 /**< RO device: aggregates awaiting a D2H buffer */
+#define ISTH_FPGA_REG_FLUSH_REQ 0x0318 /**< host: write REQ + 1 to emit every slot */
+#define ISTH_FPGA_REG_FLUSH_ACK 0x0320 /**< RO device: FLUSH_REQ fully applied */
+#define ISTH_FPGA_REG_FLUSH_COUNT 0x0328 /**< RO device: slots the last flush emitted */
 
 /* ---- Round tables: banks swapped by generation ------------------------- */
-#define ISTH_FPGA_REG_RT_PROD		0x0400	/**< host: banks published (generation) */
-#define ISTH_FPGA_REG_RT_CONS		0x0408	/**< RO device: banks applied */
+#define ISTH_FPGA_REG_RT_PROD 0x0400 /**< host: banks published (generation) */
+#define ISTH_FPGA_REG_RT_CONS 0x0408 /**< RO device: banks applied */
 /** Bank k (k < CAP_RT_BANKS) at RT_BANK + k * RT_BANK_STRIDE. */
-#define ISTH_FPGA_REG_RT_BANK		0x0480
-#define ISTH_FPGA_RT_BANK_STRIDE	0x40
+#define ISTH_FPGA_REG_RT_BANK 0x0480
+#define ISTH_FPGA_RT_BANK_STRIDE 0x40
 /* Offsets inside a bank (host writes all but STATUS before bumping RT_PROD). */
-#define ISTH_FPGA_RT_JOB		0x00	/**< job id */
-#define ISTH_FPGA_RT_ROUND		0x08	/**< round number */
-#define ISTH_FPGA_RT_EXPECTED		0x10	/**< expected contributors (bitmap) */
-#define ISTH_FPGA_RT_TIMEOUT_NS		0x18	/**< 0: CFG_TIMEOUT_NS; v1.0: must be 0 */
-#define ISTH_FPGA_RT_N_PEERS		0x20	/**< peer entries used */
-#define ISTH_FPGA_RT_STATUS		0x28	/**< device: 0 applied, else -errno */
+#define ISTH_FPGA_RT_JOB 0x00 /**< job id */
+#define ISTH_FPGA_RT_ROUND 0x08 /**< round number */
+#define ISTH_FPGA_RT_EXPECTED 0x10 /**< expected contributors (bitmap) */
+#define ISTH_FPGA_RT_TIMEOUT_NS 0x18 /**< 0: CFG_TIMEOUT_NS; v1.0: must be 0 */
+#define ISTH_FPGA_RT_N_PEERS 0x20 /**< peer entries used */
+#define ISTH_FPGA_RT_STATUS 0x28 /**< device: 0 applied, else -errno */
 /** Peers of bank k: entry j at RT_PEERS + (k * CAP_MAX_PEERS + j) * 16. */
-#define ISTH_FPGA_REG_RT_PEERS		0x1000
+#define ISTH_FPGA_REG_RT_PEERS 0x1000
 /* Peer entry: u64 (ip << 32 | port << 16 | island), u64 reserved. */
 
 /* ---- Counters (RO device, 64-bit, cleared by reset) -------------------- */
-#define ISTH_FPGA_REG_COUNTERS		0x0800	/**< counter i at COUNTERS + 8 * i */
+#define ISTH_FPGA_REG_COUNTERS 0x0800 /**< counter i at COUNTERS + 8 * i */
 
 /**
  * Counter indices. The first block has the names and meaning of
@@ -164,35 +164,35 @@ enum isth_fpga_counter {
 	ISTH_FPGA_CNT_NO_SLOT,
 	ISTH_FPGA_CNT_RECORD_FULL,
 	ISTH_FPGA_CNT_CHUNK_CLOSED,
-	ISTH_FPGA_CNT_SLOTS_IN_USE,	/* gauge */
+	ISTH_FPGA_CNT_SLOTS_IN_USE, /* gauge */
 	ISTH_FPGA_CNT_SLOTS_HWM,
-	ISTH_FPGA_CNT_MEM_IN_USE,	/* gauge, bytes of HBM */
+	ISTH_FPGA_CNT_MEM_IN_USE, /* gauge, bytes of HBM */
 	ISTH_FPGA_CNT_MEM_HWM,
 	/* device */
-	ISTH_FPGA_CNT_H2D_DESC,		/**< H2D descriptors consumed */
-	ISTH_FPGA_CNT_H2D_BYTES,	/**< bytes read through H2D buffers */
-	ISTH_FPGA_CNT_D2H_DESC,		/**< D2H descriptors completed with an AGG */
-	ISTH_FPGA_CNT_D2H_BYTES,	/**< AGG bytes written */
-	ISTH_FPGA_CNT_DESC_BAD_ADDR,	/**< descriptor buffer outside DMA memory */
-	ISTH_FPGA_CNT_DESC_BAD_LEN,	/**< H2D len 0 or above a slot's message; D2H cap too small */
-	ISTH_FPGA_CNT_DESC_BAD_MSG,	/**< H2D message refused by the header check */
-	ISTH_FPGA_CNT_DESC_BAD_TYPE,	/**< H2D message is not DATA */
-	ISTH_FPGA_CNT_DOORBELL_BAD,	/**< doorbell beyond ring size: ignored */
-	ISTH_FPGA_CNT_D2H_STALL,	/**< polls that found aggregates and no D2H buffer */
-	ISTH_FPGA_CNT_RT_APPLIED,	/**< round-table banks applied */
-	ISTH_FPGA_CNT_RT_REFUSED,	/**< banks refused (status < 0) */
+	ISTH_FPGA_CNT_H2D_DESC, /**< H2D descriptors consumed */
+	ISTH_FPGA_CNT_H2D_BYTES, /**< bytes read through H2D buffers */
+	ISTH_FPGA_CNT_D2H_DESC, /**< D2H descriptors completed with an AGG */
+	ISTH_FPGA_CNT_D2H_BYTES, /**< AGG bytes written */
+	ISTH_FPGA_CNT_DESC_BAD_ADDR, /**< descriptor buffer outside DMA memory */
+	ISTH_FPGA_CNT_DESC_BAD_LEN, /**< H2D len 0 or above a slot's message; D2H cap too small */
+	ISTH_FPGA_CNT_DESC_BAD_MSG, /**< H2D message refused by the header check */
+	ISTH_FPGA_CNT_DESC_BAD_TYPE, /**< H2D message is not DATA */
+	ISTH_FPGA_CNT_DOORBELL_BAD, /**< doorbell beyond ring size: ignored */
+	ISTH_FPGA_CNT_D2H_STALL, /**< polls that found aggregates and no D2H buffer */
+	ISTH_FPGA_CNT_RT_APPLIED, /**< round-table banks applied */
+	ISTH_FPGA_CNT_RT_REFUSED, /**< banks refused (status < 0) */
 	ISTH_FPGA_CNT_MAX
 };
 
 /** Descriptor status, written by the device. */
-#define ISTH_FPGA_DESC_DONE	0x8000u	/**< device finished with the descriptor */
+#define ISTH_FPGA_DESC_DONE 0x8000u /**< device finished with the descriptor */
 /** Low bits of the status: 0 ok, else why the descriptor was refused. */
 enum isth_fpga_desc_err {
 	ISTH_FPGA_DESC_OK = 0,
-	ISTH_FPGA_DESC_E_ADDR,	/**< buffer outside DMA memory */
-	ISTH_FPGA_DESC_E_LEN,	/**< length out of range */
-	ISTH_FPGA_DESC_E_MSG,	/**< header check failed */
-	ISTH_FPGA_DESC_E_TYPE,	/**< not a DATA message */
+	ISTH_FPGA_DESC_E_ADDR, /**< buffer outside DMA memory */
+	ISTH_FPGA_DESC_E_LEN, /**< length out of range */
+	ISTH_FPGA_DESC_E_MSG, /**< header check failed */
+	ISTH_FPGA_DESC_E_TYPE, /**< not a DATA message */
 	ISTH_FPGA_DESC_E_REFUSED, /**< valid DATA the aggregator refused (see counters) */
 };
 
@@ -201,12 +201,12 @@ enum isth_fpga_desc_err {
  * trailer) the device reads from host memory. 32 bytes.
  */
 struct isth_fpga_h2d_desc {
-	uint64_t addr;		/**< host: IOVA of the message */
-	uint32_t len;		/**< host: message bytes */
-	uint16_t flags;		/**< host: 0 (reserved) */
-	uint16_t status;	/**< device: ISTH_FPGA_DESC_DONE | isth_fpga_desc_err */
-	uint64_t time_ns;	/**< host: its clock when posting */
-	uint64_t cookie;	/**< host: opaque, never read by the device */
+	uint64_t addr; /**< host: IOVA of the message */
+	uint32_t len; /**< host: message bytes */
+	uint16_t flags; /**< host: 0 (reserved) */
+	uint16_t status; /**< device: ISTH_FPGA_DESC_DONE | isth_fpga_desc_err */
+	uint64_t time_ns; /**< host: its clock when posting */
+	uint64_t cookie; /**< host: opaque, never read by the device */
 };
 
 /**
@@ -215,21 +215,21 @@ struct isth_fpga_h2d_desc {
  * CFG_ISLAND, then the payload). 64 bytes.
  */
 struct isth_fpga_d2h_desc {
-	uint64_t addr;		/**< host: IOVA of the buffer */
-	uint32_t cap;		/**< host: buffer bytes */
-	uint32_t len;		/**< device: AGG message bytes written */
-	uint64_t bitmap;	/**< device: contributors summed */
-	uint64_t expected;	/**< device: the round's expected set */
-	uint32_t job;		/**< device */
-	uint32_t round;		/**< device */
-	uint32_t chunk;		/**< device */
-	uint8_t reason;		/**< device: enum isth_agg_reason */
-	uint8_t dtype;		/**< device: output dtype */
-	uint16_t count;		/**< device: elements */
-	uint16_t status;	/**< device: ISTH_FPGA_DESC_DONE | isth_fpga_desc_err; host clears */
+	uint64_t addr; /**< host: IOVA of the buffer */
+	uint32_t cap; /**< host: buffer bytes */
+	uint32_t len; /**< device: AGG message bytes written */
+	uint64_t bitmap; /**< device: contributors summed */
+	uint64_t expected; /**< device: the round's expected set */
+	uint32_t job; /**< device */
+	uint32_t round; /**< device */
+	uint32_t chunk; /**< device */
+	uint8_t reason; /**< device: enum isth_agg_reason */
+	uint8_t dtype; /**< device: output dtype */
+	uint16_t count; /**< device: elements */
+	uint16_t status; /**< device: ISTH_FPGA_DESC_DONE | isth_fpga_desc_err; host clears */
 	uint16_t rsvd0;
 	uint32_t rsvd1;
-	uint64_t time_ns;	/**< device: its clock at emission */
+	uint64_t time_ns; /**< device: its clock at emission */
 };
 
 _Static_assert(sizeof(struct isth_fpga_h2d_desc) == 32, "H2D descriptor is 32 bytes");
@@ -240,17 +240,39 @@ static inline const char *
 isth_fpga_counter_name(unsigned int i)
 {
 	static const char *const names[ISTH_FPGA_CNT_MAX] = {
-		"accepted", "completed", "partial_timeout",
-		"partial_conflict_pool", "partial_conflict_bucket",
-		"partial_flush", "duplicate", "duplicate_emitted",
-		"unexpected_sender", "stale_round", "unknown_round",
-		"unknown_job", "mismatch", "bad_input", "no_slot",
-		"record_full", "chunk_closed", "slots_in_use", "slots_hwm",
-		"mem_in_use", "mem_hwm",
-		"dev_h2d_desc", "dev_h2d_bytes", "dev_d2h_desc",
-		"dev_d2h_bytes", "dev_desc_bad_addr", "dev_desc_bad_len",
-		"dev_desc_bad_msg", "dev_desc_bad_type", "dev_doorbell_bad",
-		"dev_d2h_stall", "dev_rt_applied", "dev_rt_refused",
+		"accepted",
+		"completed",
+		"partial_timeout",
+		"partial_conflict_pool",
+		"partial_conflict_bucket",
+		"partial_flush",
+		"duplicate",
+		"duplicate_emitted",
+		"unexpected_sender",
+		"stale_round",
+		"unknown_round",
+		"unknown_job",
+		"mismatch",
+		"bad_input",
+		"no_slot",
+		"record_full",
+		"chunk_closed",
+		"slots_in_use",
+		"slots_hwm",
+		"mem_in_use",
+		"mem_hwm",
+		"dev_h2d_desc",
+		"dev_h2d_bytes",
+		"dev_d2h_desc",
+		"dev_d2h_bytes",
+		"dev_desc_bad_addr",
+		"dev_desc_bad_len",
+		"dev_desc_bad_msg",
+		"dev_desc_bad_type",
+		"dev_doorbell_bad",
+		"dev_d2h_stall",
+		"dev_rt_applied",
+		"dev_rt_refused",
 	};
 
 	return i < ISTH_FPGA_CNT_MAX ? names[i] : (const char *)0;

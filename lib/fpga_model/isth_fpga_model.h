@@ -35,16 +35,16 @@ struct isth_fpga_model;
 
 /** What the modelled device is; zero fields take the defaults shown. */
 struct isth_fpga_model_params {
-	const char *shm_name;	/**< "/isthmus-fpga0"; required */
-	uint64_t hbm_bytes;	/**< CAP_HBM_BYTES (0: 8 GiB) */
-	uint64_t dma_bytes;	/**< DMA window bytes (0: 16 MiB) */
-	uint32_t max_elems;	/**< CAP_MAX_ELEMS (0: 65535) */
-	uint32_t max_slots;	/**< CAP_MAX_SLOTS (0: 1 << 20) */
-	uint32_t max_ring;	/**< CAP_MAX_RING, power of 2 (0: 4096) */
-	uint32_t max_jobs;	/**< CAP_MAX_JOBS (0: 16) */
-	uint64_t latency_ns;	/**< per-packet latency, wall clock (0: none) */
-	uint64_t rate_bps;	/**< H2D throughput limit, bytes/s (0: none) */
-	enum isth_agg_kernel kernel;	/**< summation kernel of the core */
+	const char *shm_name; /**< "/isthmus-fpga0"; required */
+	uint64_t hbm_bytes; /**< CAP_HBM_BYTES (0: 8 GiB) */
+	uint64_t dma_bytes; /**< DMA window bytes (0: 16 MiB) */
+	uint32_t max_elems; /**< CAP_MAX_ELEMS (0: 65535) */
+	uint32_t max_slots; /**< CAP_MAX_SLOTS (0: 1 << 20) */
+	uint32_t max_ring; /**< CAP_MAX_RING, power of 2 (0: 4096) */
+	uint32_t max_jobs; /**< CAP_MAX_JOBS (0: 16) */
+	uint64_t latency_ns; /**< per-packet latency, wall clock (0: none) */
+	uint64_t rate_bps; /**< H2D throughput limit, bytes/s (0: none) */
+	enum isth_agg_kernel kernel; /**< summation kernel of the core */
 	/** Replace an existing object of the same name (else EEXIST). */
 	int replace;
 };
@@ -56,8 +56,7 @@ struct isth_fpga_model_params {
  * @return the model, or NULL with errno: EINVAL, EEXIST, ENOMEM, or the
  *         errno of shm_open/ftruncate/mmap.
  */
-struct isth_fpga_model *
-isth_fpga_model_create(const struct isth_fpga_model_params *p);
+struct isth_fpga_model *isth_fpga_model_create(const struct isth_fpga_model_params *p);
 
 /** Stop the thread if running, unmap and unlink the object; NULL is fine. */
 void isth_fpga_model_destroy(struct isth_fpga_model *m);
@@ -86,8 +85,7 @@ void isth_fpga_model_set_rate(struct isth_fpga_model *m, uint64_t bytes_per_s);
 volatile void *isth_fpga_model_bar(struct isth_fpga_model *m);
 
 /** The DMA window as the model maps it, its size and IOVA. */
-void *isth_fpga_model_dma(struct isth_fpga_model *m, uint64_t *size,
-			  uint64_t *iova);
+void *isth_fpga_model_dma(struct isth_fpga_model *m, uint64_t *size, uint64_t *iova);
 
 #ifdef __cplusplus
 }

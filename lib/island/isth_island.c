@@ -28,48 +28,47 @@
 #include "isth_island.h"
 
 #define BURST 32u
-#define MAX_TICK_NS 10000000ull		/* longest unattended wait: 10 ms */
-#define PROBE_SPAN 32u			/* seqs a tail probe asks for */
+#define MAX_TICK_NS 10000000ull /* longest unattended wait: 10 ms */
+#define PROBE_SPAN 32u /* seqs a tail probe asks for */
 
 #define SEQ_MASK (ISTH_ISLAND_SEQ_WINDOW - 1)
 
-_Static_assert((ISTH_ISLAND_SEQ_WINDOW & SEQ_MASK) == 0,
-	       "seq window must be a power of two");
+_Static_assert((ISTH_ISLAND_SEQ_WINDOW & SEQ_MASK) == 0, "seq window must be a power of two");
 
 /* State of one AGG sequence number inside the window. */
 enum seq_state {
-	SEQ_NONE = 0,	/* not tracked (before the stream base) */
+	SEQ_NONE = 0, /* not tracked (before the stream base) */
 	SEQ_RECEIVED,
-	SEQ_MISSING,	/* a gap: NACKed until received, GONE or given up */
-	SEQ_LOST,	/* GONE or given up; still accepted if it turns up */
+	SEQ_MISSING, /* a gap: NACKed until received, GONE or given up */
+	SEQ_LOST, /* GONE or given up; still accepted if it turns up */
 };
 
 struct seq_ent {
 	uint64_t last_nack_ns;
-	uint32_t round;		/* MISSING: round of the AGG that revealed the
+	uint32_t round; /* MISSING: round of the AGG that revealed the
 				 * gap, the newest the seq can belong to */
-	uint8_t state;		/* enum seq_state */
-	uint8_t nacks;		/* NACKs sent for it */
+	uint8_t state; /* enum seq_state */
+	uint8_t nacks; /* NACKs sent for it */
 };
 
 enum slot_state {
 	SLOT_FREE = 0,
-	SLOT_OPEN,		/* collecting */
-	SLOT_DONE,		/* result computed; answers result() again */
+	SLOT_OPEN, /* collecting */
+	SLOT_DONE, /* result computed; answers result() again */
 };
 
 struct slot {
 	uint32_t round;
-	uint8_t state;		/* enum slot_state */
-	bool announced;		/* ROUND received: info valid */
-	bool sent;		/* own contribution added to acc */
+	uint8_t state; /* enum slot_state */
+	bool announced; /* ROUND received: info valid */
+	bool sent; /* own contribution added to acc */
 	struct isth_island_round info;
-	uint32_t chunks_done;	/* announced: chunks whose bitmap == expected */
-	uint64_t *bitmap;	/* [n_chunks] AGG contributors summed */
-	uint32_t *aggs;		/* [n_chunks] AGGs summed */
-	void *acc;		/* [elems] uint32_t or float, host order */
-	struct isth_island_result res;	/* SLOT_DONE */
-	int rc;				/* SLOT_DONE: result()'s answer */
+	uint32_t chunks_done; /* announced: chunks whose bitmap == expected */
+	uint64_t *bitmap; /* [n_chunks] AGG contributors summed */
+	uint32_t *aggs; /* [n_chunks] AGGs summed */
+	void *acc; /* [elems] uint32_t or float, host order */
+	struct isth_island_result res; /* SLOT_DONE */
+	int rc; /* SLOT_DONE: result()'s answer */
 };
 
 struct isth_island {
@@ -81,37 +80,37 @@ struct isth_island {
 	uint16_t local_port;
 	uint32_t chunk_elems;
 	uint32_t n_chunks;
-	size_t msg_max;			/* largest message the MTU allows */
-	uint64_t tick_ns;		/* longest wait between timer runs */
+	size_t msg_max; /* largest message the MTU allows */
+	uint64_t tick_ns; /* longest wait between timer runs */
 
 	pthread_mutex_t mu;
-	pthread_cond_t cv;		/* broadcast after each batch */
+	pthread_cond_t cv; /* broadcast after each batch */
 
 	/* guarded by mu */
-	bool reading;			/* a caller is blocked in ppoll() */
+	bool reading; /* a caller is blocked in ppoll() */
 	struct slot slots[ISTH_ISLAND_ROUNDS];
 	bool have_newest;
-	uint32_t newest_round;		/* newest round any slot took */
+	uint32_t newest_round; /* newest round any slot took */
 	bool have_waited;
-	uint32_t last_waited;		/* last round wait_round() returned */
-	bool shape_err;			/* a ROUND of the wrong shape came */
+	uint32_t last_waited; /* last round wait_round() returned */
+	bool shape_err; /* a ROUND of the wrong shape came */
 	struct isth_island_round shape_info;
 
-	bool have_seq;			/* the AGG stream has a base */
-	uint64_t next_seq;		/* highest AGG seq received + 1 */
-	uint32_t seq_round;		/* round of that AGG */
-	uint64_t n_missing;		/* SEQ_MISSING entries in the window */
-	struct seq_ent *seqs;		/* [ISTH_ISLAND_SEQ_WINDOW] */
-	uint64_t quiet_since_ns;	/* last AGG or ROUND received */
+	bool have_seq; /* the AGG stream has a base */
+	uint64_t next_seq; /* highest AGG seq received + 1 */
+	uint32_t seq_round; /* round of that AGG */
+	uint64_t n_missing; /* SEQ_MISSING entries in the window */
+	struct seq_ent *seqs; /* [ISTH_ISLAND_SEQ_WINDOW] */
+	uint64_t quiet_since_ns; /* last AGG or ROUND received */
 	uint64_t last_probe_ns;
-	uint64_t data_seq;		/* next DATA seq */
+	uint64_t data_seq; /* next DATA seq */
 	struct isth_island_stats st;
 
-	uint8_t *rxbuf;			/* [BURST][msg_max] */
+	uint8_t *rxbuf; /* [BURST][msg_max] */
 	struct mmsghdr rxm[BURST];
 	struct iovec rxv[BURST];
 	struct sockaddr_in rxa[BURST];
-	uint8_t *txbuf;			/* [BURST][msg_max] */
+	uint8_t *txbuf; /* [BURST][msg_max] */
 	struct mmsghdr txm[BURST];
 	struct iovec txv[BURST];
 };
@@ -122,12 +121,14 @@ static const char *const drop_names[ISTH_ISLAND_DROP_MAX] = {
 #undef X
 };
 
-const char *isth_island_drop_name(unsigned int reason)
+const char *
+isth_island_drop_name(unsigned int reason)
 {
 	return reason < ISTH_ISLAND_DROP_MAX ? drop_names[reason] : "unknown";
 }
 
-static uint64_t realtime_ns(void *arg)
+static uint64_t
+realtime_ns(void *arg)
 {
 	struct timespec ts;
 
@@ -136,7 +137,8 @@ static uint64_t realtime_ns(void *arg)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t mono_ns(void)
+static uint64_t
+mono_ns(void)
 {
 	struct timespec ts;
 
@@ -144,17 +146,20 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static inline uint64_t now_ns(const struct isth_island *s)
+static inline uint64_t
+now_ns(const struct isth_island *s)
 {
 	return s->conf.clock(s->conf.clock_arg);
 }
 
-static inline uint64_t self_bit(const struct isth_island *s)
+static inline uint64_t
+self_bit(const struct isth_island *s)
 {
 	return UINT64_C(1) << s->conf.island;
 }
 
-static inline uint32_t chunk_len(const struct isth_island *s, uint32_t c)
+static inline uint32_t
+chunk_len(const struct isth_island *s, uint32_t c)
 {
 	uint64_t off = (uint64_t)c * s->chunk_elems;
 	uint64_t left = s->conf.elems - off;
@@ -162,7 +167,8 @@ static inline uint32_t chunk_len(const struct isth_island *s, uint32_t c)
 	return left < s->chunk_elems ? (uint32_t)left : s->chunk_elems;
 }
 
-static inline uint64_t sat_add(uint64_t a, uint64_t b)
+static inline uint64_t
+sat_add(uint64_t a, uint64_t b)
 {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
@@ -170,7 +176,8 @@ static inline uint64_t sat_add(uint64_t a, uint64_t b)
 /* bfloat16 <-> binary32. Widening is exact. Narrowing rounds to nearest,
  * ties to even, and keeps a NaN a quiet NaN (never rounded into inf): the
  * same rule as the edge's bf16 output (doc/agg.md). */
-static inline float bf16_to_f32(uint16_t b)
+static inline float
+bf16_to_f32(uint16_t b)
 {
 	uint32_t u = (uint32_t)b << 16;
 	float f;
@@ -179,7 +186,8 @@ static inline float bf16_to_f32(uint16_t b)
 	return f;
 }
 
-static inline uint16_t f32_to_bf16(float f)
+static inline uint16_t
+f32_to_bf16(float f)
 {
 	uint32_t u;
 
@@ -190,12 +198,14 @@ static inline uint16_t f32_to_bf16(float f)
 }
 
 /* Bytes per element on the wire in DATA (the session's dtype). */
-static inline size_t wire_esize(const struct isth_island *s)
+static inline size_t
+wire_esize(const struct isth_island *s)
 {
 	return s->conf.dtype == ISTH_WIRE_DTYPE_BF16 ? 2 : 4;
 }
 
-static inline void drop(struct isth_island *s, enum isth_island_drop why)
+static inline void
+drop(struct isth_island *s, enum isth_island_drop why)
 {
 	s->st.drop[why]++;
 }
@@ -203,7 +213,8 @@ static inline void drop(struct isth_island *s, enum isth_island_drop why)
 /* ---- sending ---------------------------------------------------------- */
 
 /* Send @n messages prepared in txm[]; returns 0 or -EIO. */
-static int tx_flush(struct isth_island *s, unsigned int n)
+static int
+tx_flush(struct isth_island *s, unsigned int n)
 {
 	unsigned int done = 0;
 
@@ -221,7 +232,8 @@ static int tx_flush(struct isth_island *s, unsigned int n)
 	return 0;
 }
 
-static void tx_slot(struct isth_island *s, unsigned int i, size_t len)
+static void
+tx_slot(struct isth_island *s, unsigned int i, size_t len)
 {
 	s->txv[i].iov_base = s->txbuf + (size_t)i * s->msg_max;
 	s->txv[i].iov_len = len;
@@ -233,25 +245,28 @@ static void tx_slot(struct isth_island *s, unsigned int i, size_t len)
 }
 
 /* One NACK (or probe) naming @n ranges of AGG seqs. */
-static int send_nack(struct isth_island *s, const struct isth_wire_range *r,
-		     unsigned int n, uint32_t round)
+static int
+send_nack(struct isth_island *s, const struct isth_wire_range *r, unsigned int n, uint32_t round)
 {
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_NACK, .sender = s->conf.island,
-		.count = (uint16_t)n, .job = s->conf.job, .round = round,
+		.type = ISTH_WIRE_NACK,
+		.sender = s->conf.island,
+		.count = (uint16_t)n,
+		.job = s->conf.job,
+		.round = round,
 	};
 	uint8_t *p = s->txbuf;
 
 	isth_wire_put_hdr(p, s->msg_max, &h);
-	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE,
-			     s->msg_max - ISTH_WIRE_HDR_SIZE, r, n);
+	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, s->msg_max - ISTH_WIRE_HDR_SIZE, r, n);
 	tx_slot(s, 0, ISTH_WIRE_HDR_SIZE + (size_t)n * ISTH_WIRE_RANGE_SIZE);
 	return tx_flush(s, 1);
 }
 
 /* ---- round slots ------------------------------------------------------ */
 
-static struct slot *slot_find(struct isth_island *s, uint32_t round)
+static struct slot *
+slot_find(struct isth_island *s, uint32_t round)
 {
 	struct slot *sl = &s->slots[round % ISTH_ISLAND_ROUNDS];
 
@@ -259,12 +274,12 @@ static struct slot *slot_find(struct isth_island *s, uint32_t round)
 }
 
 /* A round no slot can hold any more, or never again. */
-static bool round_is_old(const struct isth_island *s, uint32_t round)
+static bool
+round_is_old(const struct isth_island *s, uint32_t round)
 {
 	const struct slot *sl = &s->slots[round % ISTH_ISLAND_ROUNDS];
 
-	if (s->have_newest &&
-	    (uint64_t)round + ISTH_ISLAND_ROUNDS <= s->newest_round)
+	if (s->have_newest && (uint64_t)round + ISTH_ISLAND_ROUNDS <= s->newest_round)
 		return true;
 	return sl->state != SLOT_FREE && sl->round > round;
 }
@@ -274,8 +289,8 @@ static bool round_is_old(const struct isth_island *s, uint32_t round)
  * older round only when that round is done, or its deadline (+grace) has
  * passed, or it was never announced: a live round is never evicted.
  */
-static struct slot *slot_get(struct isth_island *s, uint32_t round,
-			     uint64_t now, enum isth_island_drop *why)
+static struct slot *
+slot_get(struct isth_island *s, uint32_t round, uint64_t now, enum isth_island_drop *why)
 {
 	struct slot *sl = &s->slots[round % ISTH_ISLAND_ROUNDS];
 
@@ -286,7 +301,7 @@ static struct slot *slot_get(struct isth_island *s, uint32_t round,
 		return NULL;
 	}
 	if (sl->state == SLOT_OPEN && sl->announced &&
-	    now < sat_add(sl->info.deadline_ns, s->conf.grace_ns)) {
+		now < sat_add(sl->info.deadline_ns, s->conf.grace_ns)) {
 		*why = ISTH_ISLAND_DROP_round_busy;
 		return NULL;
 	}
@@ -310,8 +325,8 @@ static struct slot *slot_get(struct isth_island *s, uint32_t round,
 
 /* Add @n little-endian elements of type @dtype at @src into the
  * accumulator at @dst (int32, or fp32 for fp32 and bf16 sessions). */
-static void sum_le(const struct isth_island *s, uint8_t dtype, void *dst,
-		   const uint8_t *src, uint32_t n)
+static void
+sum_le(const struct isth_island *s, uint8_t dtype, void *dst, const uint8_t *src, uint32_t n)
 {
 	uint32_t i, v;
 
@@ -329,7 +344,7 @@ static void sum_le(const struct isth_island *s, uint8_t dtype, void *dst,
 
 		for (i = 0; i < n; i++) {
 			memcpy(&v, src + 4 * (size_t)i, 4);
-			d[i] += le32toh(v);	/* wraps modulo 2^32 */
+			d[i] += le32toh(v); /* wraps modulo 2^32 */
 		}
 	} else {
 		float *d = dst, f;
@@ -345,19 +360,21 @@ static void sum_le(const struct isth_island *s, uint8_t dtype, void *dst,
 
 /* ---- the AGG sequence window ------------------------------------------ */
 
-static inline struct seq_ent *seq_ent(struct isth_island *s, uint64_t q)
+static inline struct seq_ent *
+seq_ent(struct isth_island *s, uint64_t q)
 {
 	return &s->seqs[q & SEQ_MASK];
 }
 
-static inline uint64_t seq_low(const struct isth_island *s)
+static inline uint64_t
+seq_low(const struct isth_island *s)
 {
-	return s->next_seq > ISTH_ISLAND_SEQ_WINDOW ?
-	       s->next_seq - ISTH_ISLAND_SEQ_WINDOW : 0;
+	return s->next_seq > ISTH_ISLAND_SEQ_WINDOW ? s->next_seq - ISTH_ISLAND_SEQ_WINDOW : 0;
 }
 
 /* Start the stream afresh at @q (first AGG, or the edge restarted). */
-static void seq_base(struct isth_island *s, uint64_t q, uint32_t round)
+static void
+seq_base(struct isth_island *s, uint64_t q, uint32_t round)
 {
 	memset(s->seqs, 0, ISTH_ISLAND_SEQ_WINDOW * sizeof(*s->seqs));
 	s->have_seq = true;
@@ -369,7 +386,8 @@ static void seq_base(struct isth_island *s, uint64_t q, uint32_t round)
 
 /* Move next_seq to @to (an AGG of @round arrived): [next_seq, to) become
  * missing; what falls out of the window while still missing is lost. */
-static void seq_advance(struct isth_island *s, uint64_t to, uint32_t round)
+static void
+seq_advance(struct isth_island *s, uint64_t to, uint32_t round)
 {
 	uint64_t from = s->next_seq, x;
 
@@ -402,10 +420,10 @@ static void seq_advance(struct isth_island *s, uint64_t to, uint32_t round)
  * than the stream's newest is taken as such a restart. A genuine duplicate
  * carries the round of its original, never a newer one.
  */
-static bool seq_accept(struct isth_island *s, const struct isth_wire_hdr *h)
+static bool
+seq_accept(struct isth_island *s, const struct isth_wire_hdr *h)
 {
-	bool fresh_newer = !(h->flags & ISTH_WIRE_F_RESENT) &&
-			   h->round > s->seq_round;
+	bool fresh_newer = !(h->flags & ISTH_WIRE_F_RESENT) && h->round > s->seq_round;
 	uint64_t q = h->seq;
 	struct seq_ent *e;
 
@@ -414,8 +432,7 @@ static bool seq_accept(struct isth_island *s, const struct isth_wire_hdr *h)
 		return true;
 	}
 	if (q >= s->next_seq) {
-		if (q - s->next_seq >= ISTH_ISLAND_SEQ_WINDOW &&
-		    h->round <= s->seq_round) {
+		if (q - s->next_seq >= ISTH_ISLAND_SEQ_WINDOW && h->round <= s->seq_round) {
 			drop(s, ISTH_ISLAND_DROP_seq_jump);
 			return false;
 		}
@@ -470,20 +487,21 @@ static bool seq_accept(struct isth_island *s, const struct isth_wire_hdr *h)
  * round is unknown here (never announced, or its slot reused), for
  * nack_retries NACKs.
  */
-static bool seq_nack_budget(struct isth_island *s, const struct seq_ent *e,
-			    uint64_t now)
+static bool
+seq_nack_budget(struct isth_island *s, const struct seq_ent *e, uint64_t now)
 {
 	const struct slot *sl = slot_find(s, e->round);
 
 	if (sl != NULL && sl->announced)
 		return sl->state == SLOT_OPEN &&
-		       now < sat_add(sl->info.deadline_ns, s->conf.grace_ns);
+			now < sat_add(sl->info.deadline_ns, s->conf.grace_ns);
 	return e->nacks < s->conf.nack_retries;
 }
 
 /* NACK every missing seq not NACKed in the last nack_interval; give up on
  * those whose budget (seq_nack_budget) is spent. */
-static void run_nacks(struct isth_island *s, uint64_t now)
+static void
+run_nacks(struct isth_island *s, uint64_t now)
 {
 	struct isth_wire_range r[64];
 	unsigned int n = 0, max = s->lim.max_ranges < 64 ? s->lim.max_ranges : 64;
@@ -498,8 +516,7 @@ static void run_nacks(struct isth_island *s, uint64_t now)
 			open = false;
 			continue;
 		}
-		due = e->nacks == 0 ||
-		      now - e->last_nack_ns >= s->conf.nack_interval_ns;
+		due = e->nacks == 0 || now - e->last_nack_ns >= s->conf.nack_interval_ns;
 		if (!due) {
 			open = false;
 			continue;
@@ -540,22 +557,21 @@ static void run_nacks(struct isth_island *s, uint64_t now)
  * newest: the edge resends what it has and answers GONE for seqs it has
  * not sent yet, which the island ignores.
  */
-static void run_probe(struct isth_island *s, uint64_t now)
+static void
+run_probe(struct isth_island *s, uint64_t now)
 {
 	struct isth_wire_range r;
 	const struct slot *live = NULL;
 	unsigned int i;
 
-	if (s->conf.probe_ns == UINT64_MAX ||
-	    now - s->quiet_since_ns < s->conf.probe_ns ||
-	    now - s->last_probe_ns < s->conf.probe_ns)
+	if (s->conf.probe_ns == UINT64_MAX || now - s->quiet_since_ns < s->conf.probe_ns ||
+		now - s->last_probe_ns < s->conf.probe_ns)
 		return;
 	for (i = 0; i < ISTH_ISLAND_ROUNDS; i++) {
 		const struct slot *sl = &s->slots[i];
 
-		if (sl->state == SLOT_OPEN && sl->announced &&
-		    sl->chunks_done < s->n_chunks &&
-		    now < sat_add(sl->info.deadline_ns, s->conf.grace_ns))
+		if (sl->state == SLOT_OPEN && sl->announced && sl->chunks_done < s->n_chunks &&
+			now < sat_add(sl->info.deadline_ns, s->conf.grace_ns))
 			live = sl;
 	}
 	if (live == NULL)
@@ -567,7 +583,8 @@ static void run_probe(struct isth_island *s, uint64_t now)
 		s->st.probes_sent++;
 }
 
-static void run_timers(struct isth_island *s, uint64_t now)
+static void
+run_timers(struct isth_island *s, uint64_t now)
 {
 	if (s->n_missing)
 		run_nacks(s, now);
@@ -576,8 +593,8 @@ static void run_timers(struct isth_island *s, uint64_t now)
 
 /* ---- receiving -------------------------------------------------------- */
 
-static void on_round(struct isth_island *s, const struct isth_wire_pkt *p,
-		     uint64_t now)
+static void
+on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
 {
 	enum isth_island_drop why;
 	struct isth_wire_round b;
@@ -589,10 +606,14 @@ static void on_round(struct isth_island *s, const struct isth_wire_pkt *p,
 		drop(s, ISTH_ISLAND_DROP_round_shape);
 		s->shape_err = true;
 		s->shape_info = (struct isth_island_round){
-			.round = p->hdr.round, .start_ns = b.start_ns,
-			.deadline_ns = b.deadline_ns, .period_ns = b.period_ns,
-			.clique = b.clique, .expected = p->hdr.bitmap,
-			.n_chunks = b.n_chunks, .chunk_elems = b.chunk_elems,
+			.round = p->hdr.round,
+			.start_ns = b.start_ns,
+			.deadline_ns = b.deadline_ns,
+			.period_ns = b.period_ns,
+			.clique = b.clique,
+			.expected = p->hdr.bitmap,
+			.n_chunks = b.n_chunks,
+			.chunk_elems = b.chunk_elems,
 		};
 		return;
 	}
@@ -606,10 +627,14 @@ static void on_round(struct isth_island *s, const struct isth_wire_pkt *p,
 		return;
 	}
 	sl->info = (struct isth_island_round){
-		.round = p->hdr.round, .start_ns = b.start_ns,
-		.deadline_ns = b.deadline_ns, .period_ns = b.period_ns,
-		.clique = b.clique, .expected = p->hdr.bitmap,
-		.n_chunks = b.n_chunks, .chunk_elems = b.chunk_elems,
+		.round = p->hdr.round,
+		.start_ns = b.start_ns,
+		.deadline_ns = b.deadline_ns,
+		.period_ns = b.period_ns,
+		.clique = b.clique,
+		.expected = p->hdr.bitmap,
+		.n_chunks = b.n_chunks,
+		.chunk_elems = b.chunk_elems,
 	};
 	sl->announced = true;
 	/* AGGs may have come before their ROUND */
@@ -621,8 +646,8 @@ static void on_round(struct isth_island *s, const struct isth_wire_pkt *p,
 	s->st.rounds_announced++;
 }
 
-static void on_agg(struct isth_island *s, const struct isth_wire_pkt *p,
-		   uint64_t now)
+static void
+on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
 {
 	const struct isth_wire_hdr *h = &p->hdr;
 	enum isth_island_drop why;
@@ -637,7 +662,7 @@ static void on_agg(struct isth_island *s, const struct isth_wire_pkt *p,
 	/* bf16 DATA is summed in fp32 at the edge, which sends the sums as
 	 * bf16 or fp32 ([agg] bf16_out): a bf16 session takes either. */
 	if (h->dtype != s->conf.dtype &&
-	    !(s->conf.dtype == ISTH_WIRE_DTYPE_BF16 && h->dtype == ISTH_WIRE_DTYPE_FP32)) {
+		!(s->conf.dtype == ISTH_WIRE_DTYPE_BF16 && h->dtype == ISTH_WIRE_DTYPE_FP32)) {
 		drop(s, ISTH_ISLAND_DROP_agg_dtype);
 		return;
 	}
@@ -673,24 +698,23 @@ static void on_agg(struct isth_island *s, const struct isth_wire_pkt *p,
 		drop(s, ISTH_ISLAND_DROP_agg_overlap);
 		return;
 	}
-	sum_le(s, h->dtype,
-	       (uint8_t *)sl->acc + (size_t)h->chunk * s->chunk_elems * 4,
-	       p->payload, h->count);
+	sum_le(s, h->dtype, (uint8_t *)sl->acc + (size_t)h->chunk * s->chunk_elems * 4, p->payload,
+		h->count);
 	sl->bitmap[h->chunk] = before | h->bitmap;
 	sl->aggs[h->chunk]++;
 	s->st.aggs_summed++;
-	if (sl->announced &&
-	    (sl->bitmap[h->chunk] & sl->info.expected) == sl->info.expected)
+	if (sl->announced && (sl->bitmap[h->chunk] & sl->info.expected) == sl->info.expected)
 		sl->chunks_done++;
 }
 
-static void on_gone(struct isth_island *s, const struct isth_wire_pkt *p)
+static void
+on_gone(struct isth_island *s, const struct isth_wire_pkt *p)
 {
 	unsigned int i;
 
 	s->st.gone++;
 	if ((p->hdr.flags & ISTH_WIRE_F_CHUNKS) || !s->have_seq)
-		return;		/* the island never asks for chunk ranges */
+		return; /* the island never asks for chunk ranges */
 	for (i = 0; i < p->hdr.count; i++) {
 		struct isth_wire_range r;
 		uint64_t x, lo = seq_low(s);
@@ -713,9 +737,9 @@ static void on_gone(struct isth_island *s, const struct isth_wire_pkt *p)
 	}
 }
 
-static void on_datagram(struct isth_island *s, const uint8_t *buf, size_t len,
-			const struct sockaddr_in *from, int flags,
-			uint64_t now)
+static void
+on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct sockaddr_in *from,
+	int flags, uint64_t now)
 {
 	enum isth_wire_reason r;
 	struct isth_wire_pkt p;
@@ -727,7 +751,7 @@ static void on_datagram(struct isth_island *s, const uint8_t *buf, size_t len,
 		return;
 	}
 	if (from->sin_addr.s_addr != s->edge.sin_addr.s_addr ||
-	    from->sin_port != s->edge.sin_port) {
+		from->sin_port != s->edge.sin_port) {
 		drop(s, ISTH_ISLAND_DROP_source);
 		return;
 	}
@@ -763,7 +787,8 @@ static void on_datagram(struct isth_island *s, const uint8_t *buf, size_t len,
 }
 
 /* Read everything queued on the socket, without blocking. */
-static int rx_drain(struct isth_island *s)
+static int
+rx_drain(struct isth_island *s)
 {
 	int total = 0;
 
@@ -791,9 +816,8 @@ static int rx_drain(struct isth_island *s)
 		}
 		now = now_ns(s);
 		for (i = 0; i < (unsigned int)n; i++)
-			on_datagram(s, s->rxbuf + (size_t)i * s->msg_max,
-				    s->rxm[i].msg_len, &s->rxa[i],
-				    s->rxm[i].msg_hdr.msg_flags, now);
+			on_datagram(s, s->rxbuf + (size_t)i * s->msg_max, s->rxm[i].msg_len,
+				&s->rxa[i], s->rxm[i].msg_hdr.msg_flags, now);
 		total += n;
 		if ((unsigned int)n < BURST)
 			break;
@@ -807,7 +831,8 @@ static int rx_drain(struct isth_island *s)
  * sleep on cv until it broadcasts. Returns packets processed by this
  * caller, or a negative errno from the socket.
  */
-static int wait_io(struct isth_island *s, uint64_t slice_ns)
+static int
+wait_io(struct isth_island *s, uint64_t slice_ns)
 {
 	struct timespec ts;
 	int n;
@@ -815,7 +840,7 @@ static int wait_io(struct isth_island *s, uint64_t slice_ns)
 	if (slice_ns > s->tick_ns)
 		slice_ns = s->tick_ns;
 	if (!s->reading) {
-		struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+		struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
 
 		s->reading = true;
 		pthread_mutex_unlock(&s->mu);
@@ -841,22 +866,23 @@ static int wait_io(struct isth_island *s, uint64_t slice_ns)
 
 /* ---- public API ------------------------------------------------------- */
 
-static int check_conf(const struct isth_island_conf *c)
+static int
+check_conf(const struct isth_island_conf *c)
 {
 	if (c == NULL)
 		return EINVAL;
-	if (c->n_islands == 0 || c->n_islands > ISTH_WIRE_MAX_ISLANDS ||
-	    c->island >= c->n_islands)
+	if (c->n_islands == 0 || c->n_islands > ISTH_WIRE_MAX_ISLANDS || c->island >= c->n_islands)
 		return EINVAL;
 	if (c->dtype != ISTH_WIRE_DTYPE_INT32 && c->dtype != ISTH_WIRE_DTYPE_FP32 &&
-	    c->dtype != ISTH_WIRE_DTYPE_BF16)
+		c->dtype != ISTH_WIRE_DTYPE_BF16)
 		return EINVAL;
 	if (c->elems == 0 || c->edge_ip == 0 || c->rcvbuf < 0)
 		return EINVAL;
 	return 0;
 }
 
-struct isth_island *isth_island_open(const struct isth_island_conf *conf)
+struct isth_island *
+isth_island_open(const struct isth_island_conf *conf)
 {
 	struct sockaddr_in local;
 	pthread_condattr_t ca;
@@ -896,8 +922,7 @@ struct isth_island *isth_island_open(const struct isth_island_conf *conf)
 	if (s->conf.clock == NULL)
 		s->conf.clock = realtime_ns;
 	s->chunk_elems = s->lim.max_elems;
-	s->n_chunks = (uint32_t)(((uint64_t)conf->elems + s->chunk_elems - 1) /
-				 s->chunk_elems);
+	s->n_chunks = (uint32_t)(((uint64_t)conf->elems + s->chunk_elems - 1) / s->chunk_elems);
 	s->msg_max = s->conf.mtu - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE;
 	s->tick_ns = s->conf.nack_interval_ns;
 	if (s->conf.probe_ns < s->tick_ns)
@@ -931,14 +956,13 @@ struct isth_island *isth_island_open(const struct isth_island_conf *conf)
 	}
 	s->fd = fd;
 	/* best effort: the kernel caps it at rmem_max */
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &s->conf.rcvbuf,
-			 sizeof(s->conf.rcvbuf));
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &s->conf.rcvbuf, sizeof(s->conf.rcvbuf));
 	memset(&local, 0, sizeof(local));
 	local.sin_family = AF_INET;
 	local.sin_addr.s_addr = htonl(conf->bind_ip);
 	local.sin_port = htons(conf->bind_port);
 	if (bind(fd, (struct sockaddr *)&local, sizeof(local)) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&local, &alen) < 0) {
+		getsockname(fd, (struct sockaddr *)&local, &alen) < 0) {
 		err = errno;
 		goto close_fd;
 	}
@@ -978,7 +1002,8 @@ free_s:
 	return NULL;
 }
 
-void isth_island_close(struct isth_island *s)
+void
+isth_island_close(struct isth_island *s)
 {
 	unsigned int i;
 
@@ -998,23 +1023,26 @@ void isth_island_close(struct isth_island *s)
 	free(s);
 }
 
-uint16_t isth_island_local_port(const struct isth_island *s)
+uint16_t
+isth_island_local_port(const struct isth_island *s)
 {
 	return s ? s->local_port : 0;
 }
 
-uint32_t isth_island_chunk_elems(const struct isth_island *s)
+uint32_t
+isth_island_chunk_elems(const struct isth_island *s)
 {
 	return s ? s->chunk_elems : 0;
 }
 
-uint32_t isth_island_n_chunks(const struct isth_island *s)
+uint32_t
+isth_island_n_chunks(const struct isth_island *s)
 {
 	return s ? s->n_chunks : 0;
 }
 
-int isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns,
-			   struct isth_island_round *out)
+int
+isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns, struct isth_island_round *out)
 {
 	uint64_t end = sat_add(mono_ns(), timeout_ns);
 	bool first = true;
@@ -1069,8 +1097,8 @@ int isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns,
  * a 32-bit word (int32, fp32) or a bf16 (a bf16 session's tensor is bf16,
  * or fp32 that is rounded here).
  */
-static inline uint32_t tensor_word(const struct isth_island *s,
-				   const uint8_t *src, bool src_f32, uint32_t i)
+static inline uint32_t
+tensor_word(const struct isth_island *s, const uint8_t *src, bool src_f32, uint32_t i)
 {
 	uint32_t v;
 	uint16_t b;
@@ -1088,8 +1116,8 @@ static inline uint32_t tensor_word(const struct isth_island *s,
 	return b;
 }
 
-int isth_island_send(struct isth_island *s, uint32_t round,
-		     const void *tensor, size_t size)
+int
+isth_island_send(struct isth_island *s, uint32_t round, const void *tensor, size_t size)
 {
 	enum isth_island_drop why;
 	const uint8_t *src = tensor;
@@ -1103,8 +1131,8 @@ int isth_island_send(struct isth_island *s, uint32_t round,
 		return -EINVAL;
 	/* bf16 sessions take bf16 (2 bytes) or fp32 (4 bytes, rounded) */
 	src_f32 = size == (size_t)s->conf.elems * 4;
-	if (!src_f32 && !(s->conf.dtype == ISTH_WIRE_DTYPE_BF16 &&
-			  size == (size_t)s->conf.elems * 2))
+	if (!src_f32 &&
+		!(s->conf.dtype == ISTH_WIRE_DTYPE_BF16 && size == (size_t)s->conf.elems * 2))
 		return -EINVAL;
 	pthread_mutex_lock(&s->mu);
 	sl = slot_get(s, round, now_ns(s), &why);
@@ -1130,8 +1158,7 @@ int isth_island_send(struct isth_island *s, uint32_t round,
 		float *d = sl->acc;
 
 		for (i = 0; i < s->conf.elems; i++)
-			d[i] += bf16_to_f32((uint16_t)tensor_word(s, src,
-								  src_f32, i));
+			d[i] += bf16_to_f32((uint16_t)tensor_word(s, src, src_f32, i));
 	} else {
 		float *d = sl->acc, f;
 
@@ -1146,11 +1173,16 @@ int isth_island_send(struct isth_island *s, uint32_t round,
 		uint32_t len = chunk_len(s, c), base = c * s->chunk_elems;
 		size_t es = wire_esize(s);
 		struct isth_wire_hdr h = {
-			.type = ISTH_WIRE_DATA, .dtype = s->conf.dtype,
+			.type = ISTH_WIRE_DATA,
+			.dtype = s->conf.dtype,
 			.flags = c + 1 == s->n_chunks ? ISTH_WIRE_F_LAST : 0,
-			.sender = s->conf.island, .count = (uint16_t)len,
-			.job = s->conf.job, .round = round, .chunk = c,
-			.seq = s->data_seq++, .bitmap = self_bit(s),
+			.sender = s->conf.island,
+			.count = (uint16_t)len,
+			.job = s->conf.job,
+			.round = round,
+			.chunk = c,
+			.seq = s->data_seq++,
+			.bitmap = self_bit(s),
 		};
 		uint8_t *p = s->txbuf + (size_t)n * s->msg_max;
 		uint8_t *body = p + ISTH_WIRE_HDR_SIZE;
@@ -1184,7 +1216,8 @@ out:
 }
 
 /* Close a round: count it and remember the answer. */
-static void finalize(struct isth_island *s, struct slot *sl, uint64_t now)
+static void
+finalize(struct isth_island *s, struct slot *sl, uint64_t now)
 {
 	struct isth_island_result *res = &sl->res;
 	uint64_t self = sl->sent ? self_bit(s) : 0;
@@ -1196,8 +1229,7 @@ static void finalize(struct isth_island *s, struct slot *sl, uint64_t now)
 	res->self_sent = sl->sent;
 	res->end_ns = now;
 	for (c = 0; c < s->n_chunks; c++) {
-		uint64_t miss = (sl->info.expected | self) &
-				~(sl->bitmap[c] | self);
+		uint64_t miss = (sl->info.expected | self) & ~(sl->bitmap[c] | self);
 
 		if (miss) {
 			res->partial++;
@@ -1207,8 +1239,7 @@ static void finalize(struct isth_island *s, struct slot *sl, uint64_t now)
 			res->complete++;
 		}
 	}
-	res->early = res->partial == 0 &&
-		     now < sat_add(sl->info.deadline_ns, s->conf.grace_ns);
+	res->early = res->partial == 0 && now < sat_add(sl->info.deadline_ns, s->conf.grace_ns);
 	sl->rc = res->partial ? -ETIMEDOUT : 0;
 	sl->state = SLOT_DONE;
 	if (res->partial)
@@ -1217,10 +1248,10 @@ static void finalize(struct isth_island *s, struct slot *sl, uint64_t now)
 		s->st.rounds_complete++;
 }
 
-int isth_island_result(struct isth_island *s, uint32_t round,
-		       void *out, size_t out_size,
-		       struct isth_island_chunk *chunks, unsigned int max_chunks,
-		       struct isth_island_result *res, uint64_t timeout_ns)
+int
+isth_island_result(struct isth_island *s, uint32_t round, void *out, size_t out_size,
+	struct isth_island_chunk *chunks, unsigned int max_chunks, struct isth_island_result *res,
+	uint64_t timeout_ns)
 {
 	uint64_t end, self;
 	struct slot *sl;
@@ -1241,11 +1272,9 @@ int isth_island_result(struct isth_island *s, uint32_t round,
 		if (sl && sl->state == SLOT_DONE)
 			break;
 		if (sl && sl->announced) {
-			uint64_t stop = sat_add(sl->info.deadline_ns,
-						s->conf.grace_ns);
+			uint64_t stop = sat_add(sl->info.deadline_ns, s->conf.grace_ns);
 
-			if (sl->chunks_done < s->n_chunks && now >= stop &&
-			    !s->reading) {
+			if (sl->chunks_done < s->n_chunks && now >= stop && !s->reading) {
 				/* take what is queued before giving up; that
 				 * may be a newer round's ROUND taking over the
 				 * slot of this one, past its deadline */
@@ -1296,8 +1325,8 @@ int isth_island_result(struct isth_island *s, uint32_t round,
 	return rc;
 }
 
-int isth_island_ready(struct isth_island *s, uint32_t round,
-		      uint64_t timeout_ns)
+int
+isth_island_ready(struct isth_island *s, uint32_t round, uint64_t timeout_ns)
 {
 	uint64_t end;
 	bool first = true;
@@ -1320,12 +1349,10 @@ int isth_island_ready(struct isth_island *s, uint32_t round,
 			break;
 		}
 		if (sl && sl->announced) {
-			uint64_t stop = sat_add(sl->info.deadline_ns,
-						s->conf.grace_ns);
+			uint64_t stop = sat_add(sl->info.deadline_ns, s->conf.grace_ns);
 
-			if (sl->chunks_done < s->n_chunks && now >= stop &&
-			    !s->reading) {
-				rx_drain(s);	/* as in result() */
+			if (sl->chunks_done < s->n_chunks && now >= stop && !s->reading) {
+				rx_drain(s); /* as in result() */
 				run_timers(s, now);
 				if (slot_find(s, round) != sl) {
 					rc = -ESTALE;
@@ -1351,7 +1378,8 @@ int isth_island_ready(struct isth_island *s, uint32_t round,
 	return rc;
 }
 
-int isth_island_poll(struct isth_island *s, uint64_t timeout_ns)
+int
+isth_island_poll(struct isth_island *s, uint64_t timeout_ns)
 {
 	uint64_t end, t;
 	bool first = true;
@@ -1375,7 +1403,8 @@ int isth_island_poll(struct isth_island *s, uint64_t timeout_ns)
 	return n;
 }
 
-void isth_island_stats(struct isth_island *s, struct isth_island_stats *st)
+void
+isth_island_stats(struct isth_island *s, struct isth_island_stats *st)
 {
 	if (s == NULL || st == NULL)
 		return;
@@ -1388,21 +1417,22 @@ void isth_island_stats(struct isth_island *s, struct isth_island_stats *st)
 static void put(char *buf, size_t size, size_t *off, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static void put(char *buf, size_t size, size_t *off, const char *fmt, ...)
+static void
+put(char *buf, size_t size, size_t *off, const char *fmt, ...)
 {
 	va_list ap;
 	int k;
 
 	va_start(ap, fmt);
-	k = vsnprintf(*off < size ? buf + *off : NULL,
-		      *off < size ? size - *off : 0, fmt, ap);
+	k = vsnprintf(*off < size ? buf + *off : NULL, *off < size ? size - *off : 0, fmt, ap);
 	va_end(ap);
 	if (k > 0)
 		*off += (size_t)k;
 }
 
-int isth_island_missing_str(const struct isth_island_chunk *chunks,
-			    unsigned int n_chunks, char *buf, size_t size)
+int
+isth_island_missing_str(
+	const struct isth_island_chunk *chunks, unsigned int n_chunks, char *buf, size_t size)
 {
 	uint64_t any = 0;
 	size_t off = 0;
@@ -1426,21 +1456,18 @@ int isth_island_missing_str(const struct isth_island_chunk *chunks,
 		for (c = 0; c < n_chunks; c++)
 			if (chunks[c].missing & (UINT64_C(1) << i))
 				n++;
-		put(buf, size, &off, "%sisland %u chunk%s ", off ? "; " : "",
-		    i, n > 1 ? "s" : "");
+		put(buf, size, &off, "%sisland %u chunk%s ", off ? "; " : "", i, n > 1 ? "s" : "");
 		for (c = 0; c < n_chunks; c++) {
 			unsigned int e = c;
 
 			if (!(chunks[c].missing & (UINT64_C(1) << i)))
 				continue;
-			while (e + 1 < n_chunks &&
-			       (chunks[e + 1].missing & (UINT64_C(1) << i)))
+			while (e + 1 < n_chunks && (chunks[e + 1].missing & (UINT64_C(1) << i)))
 				e++;
 			if (e == c)
 				put(buf, size, &off, "%s%u", runs ? "," : "", c);
 			else
-				put(buf, size, &off, "%s%u-%u", runs ? "," : "",
-				    c, e);
+				put(buf, size, &off, "%s%u-%u", runs ? "," : "", c, e);
 			runs++;
 			c = e;
 		}

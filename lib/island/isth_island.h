@@ -48,21 +48,21 @@ extern "C" {
 struct isth_island;
 
 /** Rounds a session keeps at once (ROUND info, accumulator, bitmaps). */
-#define ISTH_ISLAND_ROUNDS	4u
+#define ISTH_ISLAND_ROUNDS 4u
 /** AGG sequence numbers tracked behind the newest one (power of two). */
-#define ISTH_ISLAND_SEQ_WINDOW	8192u
+#define ISTH_ISLAND_SEQ_WINDOW 8192u
 
 /** Session parameters. Zero means "the default" wherever a default is named. */
 struct isth_island_conf {
-	uint32_t job;		/**< training job id */
-	uint8_t island;		/**< own island id, < n_islands */
-	uint32_t n_islands;	/**< islands in the job, 1..64 */
-	uint32_t edge_ip;	/**< edge access address, host order; required */
-	uint16_t edge_port;	/**< edge UDP port; 0: ISTH_WIRE_PORT */
-	uint32_t bind_ip;	/**< local address, host order; 0: any */
-	uint16_t bind_port;	/**< local port; 0: ephemeral */
-	unsigned int mtu;	/**< IP MTU; 0: 1500. Sets the chunk size */
-	uint32_t elems;		/**< elements in the tensor, every round; > 0 */
+	uint32_t job; /**< training job id */
+	uint8_t island; /**< own island id, < n_islands */
+	uint32_t n_islands; /**< islands in the job, 1..64 */
+	uint32_t edge_ip; /**< edge access address, host order; required */
+	uint16_t edge_port; /**< edge UDP port; 0: ISTH_WIRE_PORT */
+	uint32_t bind_ip; /**< local address, host order; 0: any */
+	uint16_t bind_port; /**< local port; 0: ephemeral */
+	unsigned int mtu; /**< IP MTU; 0: 1500. Sets the chunk size */
+	uint32_t elems; /**< elements in the tensor, every round; > 0 */
 	/** ISTH_WIRE_DTYPE_INT32, ISTH_WIRE_DTYPE_FP32 or ISTH_WIRE_DTYPE_BF16. A bf16
 	 * session sends bf16 DATA and sums in fp32: its results are fp32. */
 	uint8_t dtype;
@@ -83,41 +83,41 @@ struct isth_island_conf {
 	 * scale; NULL: clock_gettime(CLOCK_REALTIME). Tests inject one. Must
 	 * be callable from any thread calling into the session. */
 	uint64_t (*clock)(void *arg);
-	void *clock_arg;	/**< passed to @ref clock */
+	void *clock_arg; /**< passed to @ref clock */
 };
 
 /** What a ROUND announced, in host order. */
 struct isth_island_round {
 	uint32_t round;
-	uint64_t start_ns;	/**< round start, CLOCK_REALTIME ns */
-	uint64_t deadline_ns;	/**< AGGs are due by then */
+	uint64_t start_ns; /**< round start, CLOCK_REALTIME ns */
+	uint64_t deadline_ns; /**< AGGs are due by then */
 	uint64_t period_ns;
-	uint64_t clique;	/**< clique members, self included */
-	uint64_t expected;	/**< peers whose contributions to expect */
+	uint64_t clique; /**< clique members, self included */
+	uint64_t expected; /**< peers whose contributions to expect */
 	uint32_t n_chunks;
 	uint32_t chunk_elems;
 };
 
 /** The outcome of one chunk of a round. */
 struct isth_island_chunk {
-	uint64_t bitmap;	/**< contributors summed in (self if it sent) */
-	uint64_t expected;	/**< contributors the round expected */
-	uint64_t missing;	/**< expected & ~bitmap */
-	uint32_t aggs;		/**< AGG messages summed into the chunk */
-	uint32_t count;		/**< elements in the chunk */
+	uint64_t bitmap; /**< contributors summed in (self if it sent) */
+	uint64_t expected; /**< contributors the round expected */
+	uint64_t missing; /**< expected & ~bitmap */
+	uint32_t aggs; /**< AGG messages summed into the chunk */
+	uint32_t count; /**< elements in the chunk */
 };
 
 /** The outcome of a round. */
 struct isth_island_result {
 	uint32_t round;
 	uint32_t n_chunks;
-	uint32_t complete;	/**< chunks with every expected contributor */
-	uint32_t partial;	/**< chunks missing at least one */
-	uint64_t missing;	/**< contributions missing, over all chunks */
-	uint64_t missing_set;	/**< union of the chunks' missing sets */
-	bool self_sent;		/**< own contribution is in the sums */
-	bool early;		/**< complete before the deadline */
-	uint64_t end_ns;	/**< session clock when the round ended */
+	uint32_t complete; /**< chunks with every expected contributor */
+	uint32_t partial; /**< chunks missing at least one */
+	uint64_t missing; /**< contributions missing, over all chunks */
+	uint64_t missing_set; /**< union of the chunks' missing sets */
+	bool self_sent; /**< own contribution is in the sums */
+	bool early; /**< complete before the deadline */
+	uint64_t end_ns; /**< session clock when the round ended */
 };
 
 /** Island-level drop reasons (after the wire parser accepted a packet). */
@@ -146,32 +146,32 @@ enum isth_island_drop {
 #define ISTH_ISLAND_DROP_ENUM(n, s) ISTH_ISLAND_DROP_##n,
 	ISTH_ISLAND_DROPS(ISTH_ISLAND_DROP_ENUM)
 #undef ISTH_ISLAND_DROP_ENUM
-	ISTH_ISLAND_DROP_MAX
+		ISTH_ISLAND_DROP_MAX
 };
 
 /** Session counters; a snapshot taken under the session lock. */
 struct isth_island_stats {
-	uint64_t rx_packets;			/**< datagrams read */
+	uint64_t rx_packets; /**< datagrams read */
 	uint64_t rx_bytes;
 	uint64_t rx_type[ISTH_WIRE_TYPE_MAX + 1]; /**< parsed, by wire type */
 	uint64_t wire_drop[ISTH_WIRE_REASON_MAX]; /**< parser refusals */
-	uint64_t drop[ISTH_ISLAND_DROP_MAX];	/**< island refusals */
-	uint64_t aggs_summed;			/**< AGGs added to a chunk */
-	uint64_t duplicates;			/**< AGG seq seen before */
-	uint64_t resent;			/**< RESENT AGGs accepted */
-	uint64_t nacks_sent;			/**< NACK packets for gaps */
-	uint64_t nack_seqs;			/**< seqs named by them */
-	uint64_t probes_sent;			/**< tail-loss probe NACKs */
-	uint64_t gone;				/**< GONE packets received */
-	uint64_t gone_seqs;			/**< missing seqs GONE named */
-	uint64_t lost_seqs;			/**< given up (retries, window) */
-	uint64_t seq_resyncs;			/**< edge restarted its stream */
-	uint64_t data_tx;			/**< DATA packets sent */
+	uint64_t drop[ISTH_ISLAND_DROP_MAX]; /**< island refusals */
+	uint64_t aggs_summed; /**< AGGs added to a chunk */
+	uint64_t duplicates; /**< AGG seq seen before */
+	uint64_t resent; /**< RESENT AGGs accepted */
+	uint64_t nacks_sent; /**< NACK packets for gaps */
+	uint64_t nack_seqs; /**< seqs named by them */
+	uint64_t probes_sent; /**< tail-loss probe NACKs */
+	uint64_t gone; /**< GONE packets received */
+	uint64_t gone_seqs; /**< missing seqs GONE named */
+	uint64_t lost_seqs; /**< given up (retries, window) */
+	uint64_t seq_resyncs; /**< edge restarted its stream */
+	uint64_t data_tx; /**< DATA packets sent */
 	uint64_t data_tx_bytes;
-	uint64_t tx_errors;			/**< sends that failed */
-	uint64_t rounds_announced;		/**< ROUNDs accepted */
-	uint64_t rounds_complete;		/**< results, all chunks complete */
-	uint64_t rounds_partial;		/**< results with missing parts */
+	uint64_t tx_errors; /**< sends that failed */
+	uint64_t rounds_announced; /**< ROUNDs accepted */
+	uint64_t rounds_complete; /**< results, all chunks complete */
+	uint64_t rounds_partial; /**< results with missing parts */
 };
 
 /**
@@ -202,8 +202,8 @@ uint32_t isth_island_n_chunks(const struct isth_island *s);
  *         (n_chunks, chunk_elems) disagrees with the session arrived since
  *         the last call (@p out then describes it; it is not usable).
  */
-int isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns,
-			   struct isth_island_round *out);
+int
+isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns, struct isth_island_round *out);
 
 /**
  * Send the island's contribution to @p round: one DATA per chunk (chunk
@@ -227,8 +227,7 @@ int isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns,
  *         -EBUSY (every slot holds a live round); -EIO if a send failed
  *         (counted in tx_errors; the contribution is still kept).
  */
-int isth_island_send(struct isth_island *s, uint32_t round,
-		     const void *tensor, size_t size);
+int isth_island_send(struct isth_island *s, uint32_t round, const void *tensor, size_t size);
 
 /**
  * Wait for the end of @p round and return its aggregate.
@@ -248,10 +247,9 @@ int isth_island_send(struct isth_island *s, uint32_t round,
  *         @p timeout_ns); -ESTALE (round no longer kept); -EINVAL/-ENOSPC
  *         (arguments, buffers too small).
  */
-int isth_island_result(struct isth_island *s, uint32_t round,
-		       void *out, size_t out_size,
-		       struct isth_island_chunk *chunks, unsigned int max_chunks,
-		       struct isth_island_result *res, uint64_t timeout_ns);
+int isth_island_result(struct isth_island *s, uint32_t round, void *out, size_t out_size,
+	struct isth_island_chunk *chunks, unsigned int max_chunks, struct isth_island_result *res,
+	uint64_t timeout_ns);
 
 /**
  * Wait up to @p timeout_ns (monotonic) for @p round to end, without
@@ -263,8 +261,7 @@ int isth_island_result(struct isth_island *s, uint32_t round,
  *         collecting, or its ROUND has not arrived); -ESTALE (no longer
  *         kept); -EINVAL; or a negative errno from the socket.
  */
-int isth_island_ready(struct isth_island *s, uint32_t round,
-		      uint64_t timeout_ns);
+int isth_island_ready(struct isth_island *s, uint32_t round, uint64_t timeout_ns);
 
 /**
  * Process incoming packets and timers (NACKs, probes) for up to
@@ -288,8 +285,8 @@ const char *isth_island_drop_name(unsigned int reason);
  * @return characters that the full text needs (as snprintf); the text in
  *         @p buf is truncated to @p size and ends in "..." if cut.
  */
-int isth_island_missing_str(const struct isth_island_chunk *chunks,
-			    unsigned int n_chunks, char *buf, size_t size);
+int isth_island_missing_str(
+	const struct isth_island_chunk *chunks, unsigned int n_chunks, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

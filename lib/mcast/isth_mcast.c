@@ -27,9 +27,9 @@
 #define MAX_MSG_SIZE (65535u - IP_UDP_SIZE)
 
 /* Offsets inside the IPv4 header. */
-#define IP_OFF_TOTLEN	2
-#define IP_OFF_CSUM	10
-#define UDP_OFF_LEN	(ISTH_WIRE_IPV4_MIN_HDR_SIZE + 4)
+#define IP_OFF_TOTLEN 2
+#define IP_OFF_CSUM 10
+#define UDP_OFF_LEN (ISTH_WIRE_IPV4_MIN_HDR_SIZE + 4)
 
 static inline void
 put_be16(uint8_t *p, uint16_t v)
@@ -75,8 +75,7 @@ pool_room(struct rte_mempool *mp)
 static bool
 pool_is_pktmbuf(struct rte_mempool *mp)
 {
-	return mp->private_data_size >=
-	       sizeof(struct rte_pktmbuf_pool_private);
+	return mp->private_data_size >= sizeof(struct rte_pktmbuf_pool_private);
 }
 
 struct isth_mcast *
@@ -86,9 +85,9 @@ isth_mcast_create(const struct isth_mcast_conf *conf)
 	struct isth_mcast *mc;
 	uint16_t hs;
 
-	if (conf == NULL || (conf->island >= ISTH_WIRE_MAX_ISLANDS &&
-			     conf->island != ISTH_MCAST_NO_ISLAND) ||
-	    conf->vlan > 0x0fff || conf->dscp > 63)
+	if (conf == NULL ||
+		(conf->island >= ISTH_WIRE_MAX_ISLANDS && conf->island != ISTH_MCAST_NO_ISLAND) ||
+		conf->vlan > 0x0fff || conf->dscp > 63)
 		goto einval;
 	memset(&a, 0, sizeof(a));
 	a.vlan = conf->vlan;
@@ -96,23 +95,20 @@ isth_mcast_create(const struct isth_mcast_conf *conf)
 	switch (conf->mode) {
 	case ISTH_MCAST_ZEROCOPY:
 		if (conf->hdr_pool == NULL || conf->clone_pool == NULL ||
-		    !pool_is_pktmbuf(conf->hdr_pool) ||
-		    !pool_is_pktmbuf(conf->clone_pool) ||
-		    pool_room(conf->hdr_pool) < MCAST_TMPL_SIZE)
+			!pool_is_pktmbuf(conf->hdr_pool) || !pool_is_pktmbuf(conf->clone_pool) ||
+			pool_room(conf->hdr_pool) < MCAST_TMPL_SIZE)
 			goto einval;
 		break;
 	case ISTH_MCAST_COPY:
-		if (conf->copy_pool == NULL ||
-		    !pool_is_pktmbuf(conf->copy_pool) ||
-		    pool_room(conf->copy_pool) < MCAST_TMPL_SIZE)
+		if (conf->copy_pool == NULL || !pool_is_pktmbuf(conf->copy_pool) ||
+			pool_room(conf->copy_pool) < MCAST_TMPL_SIZE)
 			goto einval;
 		break;
 	default:
 		goto einval;
 	}
 
-	mc = rte_zmalloc_socket("isth_mcast", sizeof(*mc), RTE_CACHE_LINE_SIZE,
-				conf->socket_id);
+	mc = rte_zmalloc_socket("isth_mcast", sizeof(*mc), RTE_CACHE_LINE_SIZE, conf->socket_id);
 	if (mc == NULL) {
 		rte_errno = ENOMEM;
 		return NULL;
@@ -143,15 +139,15 @@ isth_mcast_destroy(struct isth_mcast *mc)
 static bool
 mcast_inactive_free(struct isth_mcast *mc)
 {
-	uint32_t g = mc->gen;	/* the control thread is its only writer */
+	uint32_t g = mc->gen; /* the control thread is its only writer */
 	uint64_t s;
 
 	if (g < 2)
-		return true;	/* gen - 1 is "no table": never read */
+		return true; /* gen - 1 is "no table": never read */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	s = __atomic_load_n(&mc->rd_seq, __ATOMIC_ACQUIRE);
 	if ((s & 1) == 0)
-		return true;	/* idle: its next burst loads >= g */
+		return true; /* idle: its next burst loads >= g */
 	return __atomic_load_n(&mc->rd_gen, __ATOMIC_ACQUIRE) == g;
 }
 
@@ -161,13 +157,12 @@ mcast_publish_table(struct isth_mcast *mc)
 	uint32_t next = mc->gen + 1;
 
 	if (next == 0)
-		next = 2;	/* 0 means "none"; keep the parity */
+		next = 2; /* 0 means "none"; keep the parity */
 	__atomic_store_n(&mc->gen, next, __ATOMIC_RELEASE);
 }
 
 static void
-dest_init(const struct isth_mcast *mc, struct mcast_dest *d,
-	  const struct isth_mcast_peer *p)
+dest_init(const struct isth_mcast *mc, struct mcast_dest *d, const struct isth_mcast_peer *p)
 {
 	struct isth_wire_addr a;
 	uint8_t *ip;
@@ -195,31 +190,28 @@ dest_init(const struct isth_mcast *mc, struct mcast_dest *d,
 	for (i = 0; i < ISTH_WIRE_IPV4_MIN_HDR_SIZE; i += 2)
 		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
 	d->csum_part = fold16(sum);
-	sum = (mc->conf.src_ip >> 16) + (mc->conf.src_ip & 0xffff) +
-	      (p->ip >> 16) + (p->ip & 0xffff) + 17 +
-	      mc->conf.src_port + p->port;
+	sum = (mc->conf.src_ip >> 16) + (mc->conf.src_ip & 0xffff) + (p->ip >> 16) +
+		(p->ip & 0xffff) + 17 + mc->conf.src_port + p->port;
 	d->udp_part = fold16(sum);
 	d->peer = *p;
 }
 
 int
-isth_mcast_publish(struct isth_mcast *mc, uint32_t round,
-		   const struct isth_mcast_peer *peers, unsigned int n)
+isth_mcast_publish(
+	struct isth_mcast *mc, uint32_t round, const struct isth_mcast_peer *peers, unsigned int n)
 {
 	struct mcast_table *t;
 	uint64_t seen = 0;
 	unsigned int i;
 
-	if (mc == NULL || n > ISTH_MCAST_MAX_DESTS ||
-	    (n > 0 && peers == NULL))
+	if (mc == NULL || n > ISTH_MCAST_MAX_DESTS || (n > 0 && peers == NULL))
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		const struct isth_mcast_peer *p = &peers[i];
 
-		if (p->island >= ISTH_WIRE_MAX_ISLANDS ||
-		    p->island == mc->conf.island ||
-		    (seen & (UINT64_C(1) << p->island)) ||
-		    p->ip == 0 || ip_is_mcast(p->ip) || p->port == 0)
+		if (p->island >= ISTH_WIRE_MAX_ISLANDS || p->island == mc->conf.island ||
+			(seen & (UINT64_C(1) << p->island)) || p->ip == 0 || ip_is_mcast(p->ip) ||
+			p->port == 0)
 			return -EINVAL;
 		seen |= UINT64_C(1) << p->island;
 	}
@@ -237,8 +229,7 @@ isth_mcast_publish(struct isth_mcast *mc, uint32_t round,
 }
 
 int
-isth_mcast_publish_group(struct isth_mcast *mc, uint32_t round,
-			 uint32_t group_ip, uint16_t port)
+isth_mcast_publish_group(struct isth_mcast *mc, uint32_t round, uint32_t group_ip, uint16_t port)
 {
 	struct isth_mcast_peer p;
 	struct mcast_table *t;
@@ -269,8 +260,8 @@ isth_mcast_generation(const struct isth_mcast *mc)
 }
 
 int
-isth_mcast_table_get(const struct isth_mcast *mc, uint32_t *round,
-		     struct isth_mcast_peer *peers, unsigned int cap)
+isth_mcast_table_get(const struct isth_mcast *mc, uint32_t *round, struct isth_mcast_peer *peers,
+	unsigned int cap)
 {
 	const struct mcast_table *t;
 	unsigned int i;
@@ -292,16 +283,15 @@ isth_mcast_table_get(const struct isth_mcast *mc, uint32_t *round,
  * bytes. The two sizes are constants so the copy is inlined.
  */
 static inline void
-put_hdr(const struct isth_mcast *mc, const struct mcast_dest *d,
-	uint8_t *p, uint32_t len, uint32_t msg_sum)
+put_hdr(const struct isth_mcast *mc, const struct mcast_dest *d, uint8_t *p, uint32_t len,
+	uint32_t msg_sum)
 {
 	uint32_t totlen = IP_UDP_SIZE + len;
 	uint8_t *ip;
 	uint32_t sum;
 
 	if (mc->hdr_size == ISTH_WIRE_FRAME_OVERHEAD - ISTH_WIRE_HDR_SIZE)
-		memcpy(p, d->tmpl, ISTH_WIRE_FRAME_OVERHEAD -
-		       ISTH_WIRE_HDR_SIZE);
+		memcpy(p, d->tmpl, ISTH_WIRE_FRAME_OVERHEAD - ISTH_WIRE_HDR_SIZE);
 	else
 		memcpy(p, d->tmpl, MCAST_MAX_HDR_SIZE);
 	ip = p + mc->l3_off;
@@ -363,8 +353,8 @@ struct burst_stats {
 };
 
 static inline unsigned int
-fanout_zc(const struct isth_mcast *mc, const struct mcast_table *t,
-	  struct rte_mbuf *m, struct rte_mbuf **out, struct burst_stats *bs)
+fanout_zc(const struct isth_mcast *mc, const struct mcast_table *t, struct rte_mbuf *m,
+	struct rte_mbuf **out, struct burst_stats *bs)
 {
 	struct rte_mbuf *clones[ISTH_MCAST_MAX_DESTS];
 	unsigned int D = t->n_dests;
@@ -408,8 +398,8 @@ fanout_zc(const struct isth_mcast *mc, const struct mcast_table *t,
 }
 
 static inline unsigned int
-fanout_copy(const struct isth_mcast *mc, const struct mcast_table *t,
-	    struct rte_mbuf *m, struct rte_mbuf **out, struct burst_stats *bs)
+fanout_copy(const struct isth_mcast *mc, const struct mcast_table *t, struct rte_mbuf *m,
+	struct rte_mbuf **out, struct burst_stats *bs)
 {
 	unsigned int D = t->n_dests;
 	uint32_t len = m->pkt_len;
@@ -435,8 +425,7 @@ fanout_copy(const struct isth_mcast *mc, const struct mcast_table *t,
 	put_hdr(mc, &t->dests[0], p, len, ms);
 	p += mc->hdr_size;
 	for (s = m; s != NULL; s = s->next) {
-		rte_memcpy(p, rte_pktmbuf_mtod(s, const uint8_t *),
-			   s->data_len);
+		rte_memcpy(p, rte_pktmbuf_mtod(s, const uint8_t *), s->data_len);
 		p += s->data_len;
 	}
 	payload = rte_pktmbuf_mtod(out[0], const uint8_t *) + mc->hdr_size;
@@ -459,9 +448,8 @@ fanout_copy(const struct isth_mcast *mc, const struct mcast_table *t,
 }
 
 uint16_t
-isth_mcast_fanout_burst(struct isth_mcast *mc, struct rte_mbuf **pkts,
-		uint16_t n_pkts, struct rte_mbuf **out, uint16_t out_cap,
-		uint16_t *n_out)
+isth_mcast_fanout_burst(struct isth_mcast *mc, struct rte_mbuf **pkts, uint16_t n_pkts,
+	struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out)
 {
 	const struct mcast_table *t;
 	struct burst_stats bs = {0};
@@ -493,8 +481,7 @@ isth_mcast_fanout_burst(struct isth_mcast *mc, struct rte_mbuf **pkts,
 		if (i + 1 < n_pkts) {
 			rte_prefetch0(pkts[i + 1]);
 			if (mc->conf.mode == ISTH_MCAST_COPY)
-				rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1],
-							       void *));
+				rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
 		}
 		if (unlikely(m->pkt_len == 0 || m->pkt_len > MAX_MSG_SIZE)) {
 			bs.len += D;
@@ -526,16 +513,12 @@ isth_mcast_stats_get(const struct isth_mcast *mc, struct isth_mcast_stats *st)
 	const struct isth_mcast_stats *s = &mc->stats;
 
 	st->pkts = __atomic_load_n(&s->pkts, __ATOMIC_RELAXED);
-	st->pkts_no_table = __atomic_load_n(&s->pkts_no_table,
-					    __ATOMIC_RELAXED);
-	st->pkts_no_peers = __atomic_load_n(&s->pkts_no_peers,
-					    __ATOMIC_RELAXED);
+	st->pkts_no_table = __atomic_load_n(&s->pkts_no_table, __ATOMIC_RELAXED);
+	st->pkts_no_peers = __atomic_load_n(&s->pkts_no_peers, __ATOMIC_RELAXED);
 	st->copies = __atomic_load_n(&s->copies, __ATOMIC_RELAXED);
-	st->drop_hdr_alloc = __atomic_load_n(&s->drop_hdr_alloc,
-					     __ATOMIC_RELAXED);
+	st->drop_hdr_alloc = __atomic_load_n(&s->drop_hdr_alloc, __ATOMIC_RELAXED);
 	st->drop_clone = __atomic_load_n(&s->drop_clone, __ATOMIC_RELAXED);
-	st->drop_copy_alloc = __atomic_load_n(&s->drop_copy_alloc,
-					      __ATOMIC_RELAXED);
+	st->drop_copy_alloc = __atomic_load_n(&s->drop_copy_alloc, __ATOMIC_RELAXED);
 	st->drop_too_big = __atomic_load_n(&s->drop_too_big, __ATOMIC_RELAXED);
 	st->drop_len = __atomic_load_n(&s->drop_len, __ATOMIC_RELAXED);
 }
@@ -546,8 +529,7 @@ isth_mcast_port_mode(uint16_t port_id)
 	struct rte_eth_dev_info info;
 	const char *drv;
 
-	if (!rte_eth_dev_is_valid_port(port_id) ||
-	    rte_eth_dev_info_get(port_id, &info) != 0)
+	if (!rte_eth_dev_is_valid_port(port_id) || rte_eth_dev_info_get(port_id, &info) != 0)
 		return -ENODEV;
 	drv = info.driver_name != NULL ? info.driver_name : "";
 	if (strcmp(drv, "net_af_xdp") == 0)

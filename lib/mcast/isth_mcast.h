@@ -52,33 +52,33 @@ extern "C" {
 #endif
 
 /** Most destinations of one table: a clique has at most 64 islands. */
-#define ISTH_MCAST_MAX_DESTS	64u
+#define ISTH_MCAST_MAX_DESTS 64u
 
 /** conf.island of a handle that belongs to no island (a relay). */
-#define ISTH_MCAST_NO_ISLAND	0xffu
+#define ISTH_MCAST_NO_ISLAND 0xffu
 
 /** How copies are built. */
 enum isth_mcast_mode {
-	ISTH_MCAST_ZEROCOPY = 0,	/**< header mbuf + indirect payload */
-	ISTH_MCAST_COPY = 1,		/**< one linear frame per destination */
+	ISTH_MCAST_ZEROCOPY = 0, /**< header mbuf + indirect payload */
+	ISTH_MCAST_COPY = 1, /**< one linear frame per destination */
 };
 
 /** Configuration of one fan-out handle (one per data-path lcore and port). */
 struct isth_mcast_conf {
-	int socket_id;			/**< NUMA socket for the handle */
+	int socket_id; /**< NUMA socket for the handle */
 	/**
 	 * Local island id, < 64, refused as a peer; or ISTH_MCAST_NO_ISLAND
 	 * for a replicator that belongs to no island (every island may then
 	 * be a destination, 64 at most).
 	 */
 	uint8_t island;
-	uint8_t src_mac[6];		/**< MAC of the WAN port */
-	uint32_t src_ip;		/**< IPv4 of this edge, host order */
-	uint16_t src_port;		/**< UDP source port, host order */
-	uint16_t vlan;			/**< 0: untagged; else VLAN id 1..4095 */
-	uint8_t ttl;			/**< 0 means 64 */
-	uint8_t dscp;			/**< 0..63 */
-	enum isth_mcast_mode mode;	/**< per port: can its PMD send chains? */
+	uint8_t src_mac[6]; /**< MAC of the WAN port */
+	uint32_t src_ip; /**< IPv4 of this edge, host order */
+	uint16_t src_port; /**< UDP source port, host order */
+	uint16_t vlan; /**< 0: untagged; else VLAN id 1..4095 */
+	uint8_t ttl; /**< 0 means 64 */
+	uint8_t dscp; /**< 0..63 */
+	enum isth_mcast_mode mode; /**< per port: can its PMD send chains? */
 	/**
 	 * Compute the UDP checksum of every frame (the message is summed
 	 * once per packet, each destination adds its pseudo-header). Off:
@@ -102,10 +102,10 @@ struct isth_mcast_conf {
 
 /** One peer edge of the clique. */
 struct isth_mcast_peer {
-	uint8_t island;		/**< peer island id, < 64 */
-	uint8_t mac[6];		/**< next-hop MAC toward the peer */
-	uint32_t ip;		/**< peer edge IPv4, host order, unicast */
-	uint16_t port;		/**< peer edge UDP port, host order, != 0 */
+	uint8_t island; /**< peer island id, < 64 */
+	uint8_t mac[6]; /**< next-hop MAC toward the peer */
+	uint32_t ip; /**< peer edge IPv4, host order, unicast */
+	uint16_t port; /**< peer edge UDP port, host order, != 0 */
 };
 
 /**
@@ -117,15 +117,15 @@ struct isth_mcast_peer {
  *      drop_too_big + drop_len.
  */
 struct isth_mcast_stats {
-	uint64_t pkts;			/**< input packets processed */
-	uint64_t pkts_no_table;		/**< dropped: nothing published yet */
-	uint64_t pkts_no_peers;		/**< table with 0 destinations */
-	uint64_t copies;		/**< frames handed to the caller */
-	uint64_t drop_hdr_alloc;	/**< header mbuf allocation failed */
-	uint64_t drop_clone;		/**< indirect clone allocation failed */
-	uint64_t drop_copy_alloc;	/**< COPY: frame allocation failed */
-	uint64_t drop_too_big;		/**< COPY: frame larger than a copy mbuf */
-	uint64_t drop_len;		/**< empty message or IPv4 length > 65535 */
+	uint64_t pkts; /**< input packets processed */
+	uint64_t pkts_no_table; /**< dropped: nothing published yet */
+	uint64_t pkts_no_peers; /**< table with 0 destinations */
+	uint64_t copies; /**< frames handed to the caller */
+	uint64_t drop_hdr_alloc; /**< header mbuf allocation failed */
+	uint64_t drop_clone; /**< indirect clone allocation failed */
+	uint64_t drop_copy_alloc; /**< COPY: frame allocation failed */
+	uint64_t drop_too_big; /**< COPY: frame larger than a copy mbuf */
+	uint64_t drop_len; /**< empty message or IPv4 length > 65535 */
 };
 
 struct isth_mcast;
@@ -153,8 +153,8 @@ void isth_mcast_destroy(struct isth_mcast *mc);
  *         port 0); -EBUSY if the data path may still be reading the
  *         inactive copy (nothing written: retry, e.g. on the next tick).
  */
-int isth_mcast_publish(struct isth_mcast *mc, uint32_t round,
-		       const struct isth_mcast_peer *peers, unsigned int n);
+int isth_mcast_publish(
+	struct isth_mcast *mc, uint32_t round, const struct isth_mcast_peer *peers, unsigned int n);
 
 /**
  * Control thread: publish multicast-group mode for @p round: every packet
@@ -164,8 +164,8 @@ int isth_mcast_publish(struct isth_mcast *mc, uint32_t round,
  * @return 0; -EINVAL if @p group_ip is not in 224.0.0.0/4 or port is 0;
  *         -EBUSY as isth_mcast_publish().
  */
-int isth_mcast_publish_group(struct isth_mcast *mc, uint32_t round,
-			     uint32_t group_ip, uint16_t port);
+int
+isth_mcast_publish_group(struct isth_mcast *mc, uint32_t round, uint32_t group_ip, uint16_t port);
 
 /**
  * Generation of the current table: 0 before the first publication, then
@@ -180,7 +180,7 @@ uint32_t isth_mcast_generation(const struct isth_mcast *mc);
  * @return destinations in the table, or -ENOENT before any publication.
  */
 int isth_mcast_table_get(const struct isth_mcast *mc, uint32_t *round,
-			 struct isth_mcast_peer *peers, unsigned int cap);
+	struct isth_mcast_peer *peers, unsigned int cap);
 
 /**
  * Data path: fan out a burst. For each input packet in order, while @p out
@@ -196,13 +196,11 @@ int isth_mcast_table_get(const struct isth_mcast *mc, uint32_t *round,
  * @return packets processed (a prefix of @p pkts); packets beyond it did
  *         not fit in @p out and were not looked at
  */
-uint16_t isth_mcast_fanout_burst(struct isth_mcast *mc,
-		struct rte_mbuf **pkts, uint16_t n_pkts,
-		struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out);
+uint16_t isth_mcast_fanout_burst(struct isth_mcast *mc, struct rte_mbuf **pkts, uint16_t n_pkts,
+	struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out);
 
 /** Read the counters (relaxed loads; any thread). */
-void isth_mcast_stats_get(const struct isth_mcast *mc,
-			  struct isth_mcast_stats *st);
+void isth_mcast_stats_get(const struct isth_mcast *mc, struct isth_mcast_stats *st);
 
 /** Ethernet group MAC of an IPv4 multicast address (host order). */
 void isth_mcast_group_mac(uint32_t group_ip, uint8_t mac[6]);

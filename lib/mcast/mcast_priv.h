@@ -14,8 +14,8 @@
 #include "isth_mcast.h"
 
 /* Ethernet + 802.1Q + IPv4 (no options) + UDP. */
-#define MCAST_MAX_HDR_SIZE	46u
-#define MCAST_TMPL_SIZE		48u
+#define MCAST_MAX_HDR_SIZE 46u
+#define MCAST_TMPL_SIZE 48u
 
 /*
  * One destination, one cache line. tmpl holds the frame headers with the
@@ -34,16 +34,16 @@ struct mcast_dest {
 struct mcast_table {
 	uint32_t round;
 	uint16_t n_dests;
-	uint8_t group;		/* 1: multicast-group mode */
+	uint8_t group; /* 1: multicast-group mode */
 	struct mcast_dest dests[ISTH_MCAST_MAX_DESTS];
 };
 
 struct isth_mcast {
 	/* Written by: create only. */
 	struct isth_mcast_conf conf;
-	uint16_t hdr_size;	/* bytes of Ethernet..UDP per frame */
-	uint16_t l3_off;	/* offset of the IPv4 header in tmpl */
-	uint32_t copy_room;	/* COPY: bytes a copy mbuf holds */
+	uint16_t hdr_size; /* bytes of Ethernet..UDP per frame */
+	uint16_t l3_off; /* offset of the IPv4 header in tmpl */
+	uint32_t copy_room; /* COPY: bytes a copy mbuf holds */
 
 	/*
 	 * Written by: control (release store after filling

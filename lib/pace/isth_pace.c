@@ -20,8 +20,8 @@ struct pace_plan {
 	uint64_t start_tsc;
 	uint32_t round;
 	uint32_t n_segs;
-	uint64_t seg_tsc[ISTH_PACE_MAX_SEGS];	/* absolute start of segment i */
-	uint64_t rate[ISTH_PACE_MAX_SEGS];	/* bits/s */
+	uint64_t seg_tsc[ISTH_PACE_MAX_SEGS]; /* absolute start of segment i */
+	uint64_t rate[ISTH_PACE_MAX_SEGS]; /* bits/s */
 };
 
 struct pace_item {
@@ -35,33 +35,33 @@ struct isth_pace {
 	uint64_t late_tol_tsc;
 	uint32_t burst_bytes;
 	uint32_t mask;
-	u128 depth;			/* burst_bytes in token units */
-	u128 byte_units;		/* one byte in token units: 8 * tsc_hz */
+	u128 depth; /* burst_bytes in token units */
+	u128 byte_units; /* one byte in token units: 8 * tsc_hz */
 	struct pace_item *q;
 
 	/* Owner only. */
-	uint64_t head;			/* next free slot (enqueue) */
-	uint64_t tail;			/* oldest queued (dequeue) */
+	uint64_t head; /* next free slot (enqueue) */
+	uint64_t tail; /* oldest queued (dequeue) */
 	u128 tokens;
-	uint64_t last_tsc;		/* tokens are valid at this TSC */
-	uint64_t prev_call_tsc;		/* previous dequeue, for active time */
-	bool backlogged;		/* queue non-empty after previous call */
+	uint64_t last_tsc; /* tokens are valid at this TSC */
+	uint64_t prev_call_tsc; /* previous dequeue, for active time */
+	bool backlogged; /* queue non-empty after previous call */
 	bool have_active;
 	bool have_staged;
-	bool first_pending;		/* active round has released nothing */
+	bool first_pending; /* active round has released nothing */
 	uint32_t cur_seg;
-	uint64_t seen_gen;		/* last mailbox generation taken */
-	u128 planned_units;		/* credit while backlogged this round */
+	uint64_t seen_gen; /* last mailbox generation taken */
+	u128 planned_units; /* credit while backlogged this round */
 	struct pace_plan active;
-	struct pace_plan staged;	/* next round, waiting for its start */
+	struct pace_plan staged; /* next round, waiting for its start */
 
 	/*
 	 * Mailbox. written by: control while pub_gen == ack_gen; read by:
 	 * owner after an acquire load of pub_gen != ack_gen.
 	 */
 	struct pace_plan mbox;
-	uint64_t pub_gen;		/* written by: control (release) */
-	uint64_t ack_gen;		/* written by: owner (release) */
+	uint64_t pub_gen; /* written by: control (release) */
+	uint64_t ack_gen; /* written by: owner (release) */
 
 	/* Control only: validation of what is published next. */
 	bool ctl_any;
@@ -79,23 +79,26 @@ struct isth_pace {
 };
 
 
-static inline uint64_t ns_to_tsc(uint64_t ns, uint64_t hz)
+static inline uint64_t
+ns_to_tsc(uint64_t ns, uint64_t hz)
 {
 	return (uint64_t)(((u128)ns * hz) / 1000000000u);
 }
 
-static inline uint64_t tsc_to_ns(uint64_t t, uint64_t hz)
+static inline uint64_t
+tsc_to_ns(uint64_t t, uint64_t hz)
 {
 	return (uint64_t)(((u128)t * 1000000000u) / hz);
 }
 
-struct isth_pace *isth_pace_create(const struct isth_pace_conf *conf)
+struct isth_pace *
+isth_pace_create(const struct isth_pace_conf *conf)
 {
 	struct isth_pace *p;
 
-	if (conf == NULL || conf->tsc_hz == 0 || conf->burst_bytes == 0 ||
-	    conf->queue_size < 2 || conf->queue_size > ISTH_PACE_MAX_QUEUE ||
-	    (conf->queue_size & (conf->queue_size - 1)) != 0) {
+	if (conf == NULL || conf->tsc_hz == 0 || conf->burst_bytes == 0 || conf->queue_size < 2 ||
+		conf->queue_size > ISTH_PACE_MAX_QUEUE ||
+		(conf->queue_size & (conf->queue_size - 1)) != 0) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -120,7 +123,8 @@ fail:
 	return NULL;
 }
 
-void isth_pace_destroy(struct isth_pace *p)
+void
+isth_pace_destroy(struct isth_pace *p)
 {
 	if (p == NULL)
 		return;
@@ -128,30 +132,28 @@ void isth_pace_destroy(struct isth_pace *p)
 	free(p);
 }
 
-int isth_pace_set_profile(struct isth_pace *p, uint32_t round,
-			  uint64_t start_tsc, const struct isth_pace_seg *segs,
-			  unsigned int n)
+int
+isth_pace_set_profile(struct isth_pace *p, uint32_t round, uint64_t start_tsc,
+	const struct isth_pace_seg *segs, unsigned int n)
 {
 	struct pace_plan *pl;
 	uint64_t pub;
 	unsigned int i;
 
-	if (p == NULL || segs == NULL || n == 0 || n > ISTH_PACE_MAX_SEGS ||
-	    segs[0].offset_ns != 0)
+	if (p == NULL || segs == NULL || n == 0 || n > ISTH_PACE_MAX_SEGS || segs[0].offset_ns != 0)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		if (segs[i].rate_bps > ISTH_PACE_MAX_RATE_BPS)
 			return -EINVAL;
 		if (i > 0 && segs[i].offset_ns <= segs[i - 1].offset_ns)
 			return -EINVAL;
-		if (ns_to_tsc(segs[i].offset_ns, p->tsc_hz) >
-		    UINT64_MAX - start_tsc)
+		if (ns_to_tsc(segs[i].offset_ns, p->tsc_hz) > UINT64_MAX - start_tsc)
 			return -EINVAL;
 	}
 	if (p->ctl_any && (round <= p->ctl_round || start_tsc <= p->ctl_start))
 		return -EINVAL;
 
-	pub = p->pub_gen;	/* only this thread writes it */
+	pub = p->pub_gen; /* only this thread writes it */
 	if (__atomic_load_n(&p->ack_gen, __ATOMIC_ACQUIRE) != pub) {
 		isth_ctr_add(&p->st.plans_busy, 1);
 		return -EBUSY;
@@ -161,8 +163,7 @@ int isth_pace_set_profile(struct isth_pace *p, uint32_t round,
 	pl->round = round;
 	pl->n_segs = n;
 	for (i = 0; i < n; i++) {
-		pl->seg_tsc[i] = start_tsc + ns_to_tsc(segs[i].offset_ns,
-						      p->tsc_hz);
+		pl->seg_tsc[i] = start_tsc + ns_to_tsc(segs[i].offset_ns, p->tsc_hz);
 		pl->rate[i] = segs[i].rate_bps;
 	}
 	p->ctl_any = true;
@@ -172,15 +173,16 @@ int isth_pace_set_profile(struct isth_pace *p, uint32_t round,
 	return 0;
 }
 
-int isth_pace_set_round(struct isth_pace *p, uint32_t round,
-			uint64_t start_tsc, uint64_t rate_bps)
+int
+isth_pace_set_round(struct isth_pace *p, uint32_t round, uint64_t start_tsc, uint64_t rate_bps)
 {
-	struct isth_pace_seg s = { .offset_ns = 0, .rate_bps = rate_bps };
+	struct isth_pace_seg s = {.offset_ns = 0, .rate_bps = rate_bps};
 
 	return isth_pace_set_profile(p, round, start_tsc, &s, 1);
 }
 
-int isth_pace_enqueue(struct isth_pace *p, void *obj, uint32_t bytes)
+int
+isth_pace_enqueue(struct isth_pace *p, void *obj, uint32_t bytes)
 {
 	struct pace_item *it;
 
@@ -201,7 +203,8 @@ int isth_pace_enqueue(struct isth_pace *p, void *obj, uint32_t bytes)
 }
 
 /* Take the control thread's plan if there is room to stage it. */
-static void take_mbox(struct isth_pace *p)
+static void
+take_mbox(struct isth_pace *p)
 {
 	uint64_t gen;
 
@@ -216,7 +219,8 @@ static void take_mbox(struct isth_pace *p)
 	__atomic_store_n(&p->ack_gen, gen, __ATOMIC_RELEASE);
 }
 
-static void activate(struct isth_pace *p)
+static void
+activate(struct isth_pace *p)
 {
 	if (p->have_active && p->first_pending)
 		isth_ctr_add(&p->st.empty_rounds, 1);
@@ -240,15 +244,16 @@ static void activate(struct isth_pace *p)
 }
 
 /* Credit the bucket from last_tsc to now, segment by segment. */
-static void refill(struct isth_pace *p, uint64_t now)
+static void
+refill(struct isth_pace *p, uint64_t now)
 {
 	const struct pace_plan *pl = &p->active;
 	bool count = p->backlogged;
 	u128 planned = 0;
 
 	while (p->last_tsc < now) {
-		uint64_t end = p->cur_seg + 1 < pl->n_segs ?
-			       pl->seg_tsc[p->cur_seg + 1] : UINT64_MAX;
+		uint64_t end =
+			p->cur_seg + 1 < pl->n_segs ? pl->seg_tsc[p->cur_seg + 1] : UINT64_MAX;
 		uint64_t t = now < end ? now : end;
 		u128 c = (u128)(t - p->last_tsc) * pl->rate[p->cur_seg];
 
@@ -260,13 +265,12 @@ static void refill(struct isth_pace *p, uint64_t now)
 	}
 	if (count && planned != 0) {
 		p->planned_units += planned;
-		isth_ctr_set(&p->round_planned_bits,
-		     (uint64_t)(p->planned_units / p->tsc_hz));
+		isth_ctr_set(&p->round_planned_bits, (uint64_t)(p->planned_units / p->tsc_hz));
 	}
 }
 
-unsigned int isth_pace_dequeue_burst(struct isth_pace *p, uint64_t now_tsc,
-				     void **objs, unsigned int max)
+unsigned int
+isth_pace_dequeue_burst(struct isth_pace *p, uint64_t now_tsc, void **objs, unsigned int max)
 {
 	uint64_t bytes = 0;
 	unsigned int n = 0;
@@ -314,8 +318,8 @@ unsigned int isth_pace_dequeue_burst(struct isth_pace *p, uint64_t now_tsc,
 	return n;
 }
 
-unsigned int isth_pace_flush(struct isth_pace *p, void **objs,
-			     unsigned int max)
+unsigned int
+isth_pace_flush(struct isth_pace *p, void **objs, unsigned int max)
 {
 	unsigned int n = 0;
 
@@ -328,12 +332,14 @@ unsigned int isth_pace_flush(struct isth_pace *p, void **objs,
 	return n;
 }
 
-unsigned int isth_pace_count(const struct isth_pace *p)
+unsigned int
+isth_pace_count(const struct isth_pace *p)
 {
 	return (unsigned int)(p->head - p->tail);
 }
 
-void isth_pace_stats(const struct isth_pace *p, struct isth_pace_stats *st)
+void
+isth_pace_stats(const struct isth_pace *p, struct isth_pace_stats *st)
 {
 	uint64_t active, bytes, hz = p->tsc_hz;
 
@@ -354,8 +360,8 @@ void isth_pace_stats(const struct isth_pace *p, struct isth_pace_stats *st)
 	active = isth_ctr_get(&p->round_active_tsc);
 	st->round_bytes = bytes;
 	st->round_active_ns = tsc_to_ns(active, hz);
-	st->round_achieved_bps = active == 0 ? 0 :
-		(uint64_t)(((u128)bytes * 8 * hz) / active);
-	st->round_planned_bps = active == 0 ? 0 :
-		(uint64_t)(((u128)isth_ctr_get(&p->round_planned_bits) * hz) / active);
+	st->round_achieved_bps = active == 0 ? 0 : (uint64_t)(((u128)bytes * 8 * hz) / active);
+	st->round_planned_bps = active == 0
+		? 0
+		: (uint64_t)(((u128)isth_ctr_get(&p->round_planned_bits) * hz) / active);
 }

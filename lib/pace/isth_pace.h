@@ -31,24 +31,24 @@ extern "C" {
 struct isth_pace;
 
 /** Segments in one rate profile. */
-#define ISTH_PACE_MAX_SEGS	16u
+#define ISTH_PACE_MAX_SEGS 16u
 /** Largest rate accepted, bits/s (10 Tbps). */
-#define ISTH_PACE_MAX_RATE_BPS	10000000000000ull
+#define ISTH_PACE_MAX_RATE_BPS 10000000000000ull
 /** Largest queue (packets). */
-#define ISTH_PACE_MAX_QUEUE	(1u << 24)
+#define ISTH_PACE_MAX_QUEUE (1u << 24)
 
 /** Creation parameters. */
 struct isth_pace_conf {
-	uint64_t tsc_hz;	/**< TSC ticks per second, > 0 */
-	uint32_t queue_size;	/**< pending packets; power of two, 2..2^24 */
-	uint32_t burst_bytes;	/**< bucket depth; also the largest packet */
-	uint64_t late_tol_ns;	/**< first release later than start + this is late */
+	uint64_t tsc_hz; /**< TSC ticks per second, > 0 */
+	uint32_t queue_size; /**< pending packets; power of two, 2..2^24 */
+	uint32_t burst_bytes; /**< bucket depth; also the largest packet */
+	uint64_t late_tol_ns; /**< first release later than start + this is late */
 };
 
 /** One piece of a rate profile: @p rate_bps from @p offset_ns on. */
 struct isth_pace_seg {
-	uint64_t offset_ns;	/**< from the round start; first is 0, increasing */
-	uint64_t rate_bps;	/**< bits per second; 0 pauses the stream */
+	uint64_t offset_ns; /**< from the round start; first is 0, increasing */
+	uint64_t rate_bps; /**< bits per second; 0 pauses the stream */
 };
 
 /**
@@ -57,21 +57,21 @@ struct isth_pace_seg {
  * relaxed loads: a reader racing the owner may see fields of two moments.
  */
 struct isth_pace_stats {
-	uint64_t enqueued;	/**< packets accepted */
-	uint64_t queue_full;	/**< packets refused: queue full */
-	uint64_t oversize;	/**< packets refused: 0 bytes or > burst_bytes */
-	uint64_t released;	/**< packets returned by dequeue */
-	uint64_t bytes_sent;	/**< their bytes */
-	uint64_t flushed;	/**< packets removed by isth_pace_flush() */
-	uint64_t rounds;	/**< plans that became active */
-	uint64_t late_starts;	/**< rounds whose first release was late */
-	uint64_t empty_rounds;	/**< rounds that ended with nothing released */
-	uint64_t plans_busy;	/**< set_round refused with -EBUSY */
-	uint32_t round;		/**< round of the active plan */
-	uint32_t queued;	/**< packets waiting now */
+	uint64_t enqueued; /**< packets accepted */
+	uint64_t queue_full; /**< packets refused: queue full */
+	uint64_t oversize; /**< packets refused: 0 bytes or > burst_bytes */
+	uint64_t released; /**< packets returned by dequeue */
+	uint64_t bytes_sent; /**< their bytes */
+	uint64_t flushed; /**< packets removed by isth_pace_flush() */
+	uint64_t rounds; /**< plans that became active */
+	uint64_t late_starts; /**< rounds whose first release was late */
+	uint64_t empty_rounds; /**< rounds that ended with nothing released */
+	uint64_t plans_busy; /**< set_round refused with -EBUSY */
+	uint32_t round; /**< round of the active plan */
+	uint32_t queued; /**< packets waiting now */
 	/** first release minus planned start, ns (0 until the first release) */
 	uint64_t round_start_lag_ns;
-	uint64_t round_bytes;	/**< bytes released this round */
+	uint64_t round_bytes; /**< bytes released this round */
 	/** time the queue was backlogged since the round start, ns */
 	uint64_t round_active_ns;
 	/** round_bytes over round_active_ns, bits/s (0 if no active time) */
@@ -99,8 +99,7 @@ void isth_pace_destroy(struct isth_pace *p);
  * @return 0; -EINVAL for bad arguments; -EBUSY if the owner has not yet
  *         taken the previous plan (try again later; counted plans_busy).
  */
-int isth_pace_set_round(struct isth_pace *p, uint32_t round,
-			uint64_t start_tsc, uint64_t rate_bps);
+int isth_pace_set_round(struct isth_pace *p, uint32_t round, uint64_t start_tsc, uint64_t rate_bps);
 
 /**
  * Program a round with a piecewise-constant rate profile (control thread).
@@ -112,9 +111,8 @@ int isth_pace_set_round(struct isth_pace *p, uint32_t round,
  *         ISTH_PACE_MAX_SEGS, segs[0].offset_ns != 0 or offsets are not
  *         strictly increasing.
  */
-int isth_pace_set_profile(struct isth_pace *p, uint32_t round,
-			  uint64_t start_tsc, const struct isth_pace_seg *segs,
-			  unsigned int n);
+int isth_pace_set_profile(struct isth_pace *p, uint32_t round, uint64_t start_tsc,
+	const struct isth_pace_seg *segs, unsigned int n);
 
 /**
  * Queue a packet (owner). Packets leave in FIFO order.
@@ -133,12 +131,11 @@ int isth_pace_enqueue(struct isth_pace *p, void *obj, uint32_t bytes);
  * @param objs  filled with up to @p max released objects, in FIFO order
  * @return objects released; ownership passes back to the caller
  */
-unsigned int isth_pace_dequeue_burst(struct isth_pace *p, uint64_t now_tsc,
-				     void **objs, unsigned int max);
+unsigned int
+isth_pace_dequeue_burst(struct isth_pace *p, uint64_t now_tsc, void **objs, unsigned int max);
 
 /** Remove up to @p max queued objects regardless of the plan (shutdown). */
-unsigned int isth_pace_flush(struct isth_pace *p, void **objs,
-			     unsigned int max);
+unsigned int isth_pace_flush(struct isth_pace *p, void **objs, unsigned int max);
 
 /** Packets queued now (owner). */
 unsigned int isth_pace_count(const struct isth_pace *p);

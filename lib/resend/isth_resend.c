@@ -21,10 +21,10 @@
 
 struct resend_entry {
 	struct rte_mbuf *m;
-	uint64_t ts;		/* push time, ns */
-	uint64_t repair_ts;	/* last repair time, ns; valid if repaired */
+	uint64_t ts; /* push time, ns */
+	uint64_t repair_ts; /* last repair time, ns; valid if repaired */
 	uint8_t repaired;
-	uint8_t marked;		/* ISTH_WIRE_F_RESENT is set in the stored bytes */
+	uint8_t marked; /* ISTH_WIRE_F_RESENT is set in the stored bytes */
 };
 
 struct isth_resend {
@@ -34,21 +34,22 @@ struct isth_resend {
 	uint64_t window_ns;
 	uint64_t linger_ns;
 	uint16_t hdr_off;
-	uint16_t hdr_len;	/* hdr_off + ISTH_WIRE_HDR_SIZE */
+	uint16_t hdr_len; /* hdr_off + ISTH_WIRE_HDR_SIZE */
 	uint32_t flags;
 	struct rte_mempool *hdr_pool;
 	struct resend_entry *ring;
 
 	/* Owner only. */
-	uint64_t head;		/* next sequence number */
-	uint64_t tail;		/* oldest held sequence */
+	uint64_t head; /* next sequence number */
+	uint64_t tail; /* oldest held sequence */
 
 	/* written by: owner (relaxed stores); read by: anyone */
 	struct isth_resend_stats st;
 };
 
 /* Sequences in [a, b], saturating (b - a + 1 overflows for [0, MAX]). */
-static inline uint64_t span(uint64_t a, uint64_t b)
+static inline uint64_t
+span(uint64_t a, uint64_t b)
 {
 	return b - a == UINT64_MAX ? UINT64_MAX : b - a + 1;
 }
@@ -60,33 +61,32 @@ static inline uint64_t span(uint64_t a, uint64_t b)
  * NACK and make it useless afterwards, while no more than `size` of them
  * can ever have been held (or be about to be) at once.
  */
-static inline uint64_t refused(const struct isth_resend *r, uint64_t n)
+static inline uint64_t
+refused(const struct isth_resend *r, uint64_t n)
 {
 	return n < r->size ? n : r->size;
 }
 
-struct isth_resend *isth_resend_create(const struct isth_resend_conf *conf)
+struct isth_resend *
+isth_resend_create(const struct isth_resend_conf *conf)
 {
 	struct isth_resend *r;
 
-	if (conf == NULL || conf->size < 2 ||
-	    conf->size > ISTH_RESEND_MAX_SIZE ||
-	    (conf->size & (conf->size - 1)) != 0 || conf->window_ns == 0 ||
-	    (conf->flags & ~ISTH_RESEND_F_STAMP) != 0 ||
-	    conf->first_seq > UINT64_MAX - (UINT64_C(1) << 62) ||
-	    (conf->hdr_pool != NULL &&
-	     rte_pktmbuf_data_room_size(conf->hdr_pool) <
-	     RTE_PKTMBUF_HEADROOM + conf->hdr_off + ISTH_WIRE_HDR_SIZE)) {
+	if (conf == NULL || conf->size < 2 || conf->size > ISTH_RESEND_MAX_SIZE ||
+		(conf->size & (conf->size - 1)) != 0 || conf->window_ns == 0 ||
+		(conf->flags & ~ISTH_RESEND_F_STAMP) != 0 ||
+		conf->first_seq > UINT64_MAX - (UINT64_C(1) << 62) ||
+		(conf->hdr_pool != NULL &&
+			rte_pktmbuf_data_room_size(conf->hdr_pool) <
+				RTE_PKTMBUF_HEADROOM + conf->hdr_off + ISTH_WIRE_HDR_SIZE)) {
 		rte_errno = EINVAL;
 		return NULL;
 	}
-	r = rte_zmalloc_socket("isth_resend", sizeof(*r), RTE_CACHE_LINE_SIZE,
-			       conf->socket_id);
+	r = rte_zmalloc_socket("isth_resend", sizeof(*r), RTE_CACHE_LINE_SIZE, conf->socket_id);
 	if (r == NULL)
 		goto fail;
-	r->ring = rte_zmalloc_socket("isth_resend_ring",
-				     (size_t)conf->size * sizeof(*r->ring),
-				     RTE_CACHE_LINE_SIZE, conf->socket_id);
+	r->ring = rte_zmalloc_socket("isth_resend_ring", (size_t)conf->size * sizeof(*r->ring),
+		RTE_CACHE_LINE_SIZE, conf->socket_id);
 	if (r->ring == NULL)
 		goto free_resend;
 	r->size = conf->size;
@@ -109,7 +109,8 @@ fail:
 }
 
 /* Drop the ring's reference on the oldest packet. */
-static inline void release_tail(struct isth_resend *r)
+static inline void
+release_tail(struct isth_resend *r)
 {
 	struct resend_entry *e = &r->ring[r->tail & r->mask];
 
@@ -118,7 +119,8 @@ static inline void release_tail(struct isth_resend *r)
 	r->tail++;
 }
 
-void isth_resend_destroy(struct isth_resend *r)
+void
+isth_resend_destroy(struct isth_resend *r)
 {
 	if (r == NULL)
 		return;
@@ -128,17 +130,20 @@ void isth_resend_destroy(struct isth_resend *r)
 	rte_free(r);
 }
 
-uint64_t isth_resend_next_seq(const struct isth_resend *r)
+uint64_t
+isth_resend_next_seq(const struct isth_resend *r)
 {
 	return r->head;
 }
 
-uint64_t isth_resend_oldest_seq(const struct isth_resend *r)
+uint64_t
+isth_resend_oldest_seq(const struct isth_resend *r)
 {
 	return r->tail;
 }
 
-unsigned int isth_resend_expire(struct isth_resend *r, uint64_t now_ns)
+unsigned int
+isth_resend_expire(struct isth_resend *r, uint64_t now_ns)
 {
 	unsigned int n = 0;
 
@@ -154,8 +159,7 @@ unsigned int isth_resend_expire(struct isth_resend *r, uint64_t now_ns)
 	}
 	if (n != 0) {
 		isth_ctr_add(&r->st.expired, n);
-		__atomic_store_n(&r->st.held, r->head - r->tail,
-				 __ATOMIC_RELAXED);
+		__atomic_store_n(&r->st.held, r->head - r->tail, __ATOMIC_RELAXED);
 	}
 	return n;
 }
@@ -166,13 +170,13 @@ unsigned int isth_resend_expire(struct isth_resend *r, uint64_t now_ns)
  * offload the field holds the pseudo-header sum and the NIC finishes it.
  * Both 16-bit words we change are at even offsets from the UDP header.
  */
-static inline uint8_t *udp_csum(struct isth_resend *r, uint8_t *frame,
-				uint64_t ol_flags)
+static inline uint8_t *
+udp_csum(struct isth_resend *r, uint8_t *frame, uint64_t ol_flags)
 {
 	uint8_t *cs;
 
 	if (r->hdr_off < ISTH_WIRE_UDP_HDR_SIZE ||
-	    (ol_flags & RTE_MBUF_F_TX_L4_MASK) == RTE_MBUF_F_TX_UDP_CKSUM)
+		(ol_flags & RTE_MBUF_F_TX_L4_MASK) == RTE_MBUF_F_TX_UDP_CKSUM)
 		return NULL;
 	cs = frame + r->hdr_off - 2;
 	return cs[0] == 0 && cs[1] == 0 ? NULL : cs;
@@ -183,7 +187,8 @@ static inline uint8_t *udp_csum(struct isth_resend *r, uint8_t *frame,
  * depend on byte order as long as all words are taken the same way, so
  * the words are used as they lie in memory. memcpy: no alignment assumed.
  */
-static inline void csum_replace(uint8_t *csp, uint16_t old_w, uint16_t new_w)
+static inline void
+csum_replace(uint8_t *csp, uint16_t old_w, uint16_t new_w)
 {
 	uint16_t hc;
 	uint32_t s;
@@ -194,12 +199,12 @@ static inline void csum_replace(uint8_t *csp, uint16_t old_w, uint16_t new_w)
 	s = (s & 0xffff) + (s >> 16);
 	hc = (uint16_t)~s;
 	if (hc == 0)
-		hc = 0xffff;	/* 0 would mean "no checksum" */
+		hc = 0xffff; /* 0 would mean "no checksum" */
 	memcpy(csp, &hc, 2);
 }
 
-static inline void set_resent(struct isth_resend *r, uint8_t *frame,
-			      uint64_t ol_flags)
+static inline void
+set_resent(struct isth_resend *r, uint8_t *frame, uint64_t ol_flags)
 {
 	uint8_t *msg = frame + r->hdr_off;
 	uint8_t *cs = udp_csum(r, frame, ol_flags);
@@ -212,8 +217,8 @@ static inline void set_resent(struct isth_resend *r, uint8_t *frame,
 		csum_replace(cs, old, neu);
 }
 
-static inline void stamp_seq(struct isth_resend *r, struct rte_mbuf *m,
-			     uint64_t seq)
+static inline void
+stamp_seq(struct isth_resend *r, struct rte_mbuf *m, uint64_t seq)
 {
 	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
 	uint8_t *msg = frame + r->hdr_off;
@@ -231,8 +236,8 @@ static inline void stamp_seq(struct isth_resend *r, struct rte_mbuf *m,
 			csum_replace(cs, old[i], neu[i]);
 }
 
-int isth_resend_push(struct isth_resend *r, struct rte_mbuf *m,
-		     uint64_t now_ns, uint64_t *seq)
+int
+isth_resend_push(struct isth_resend *r, struct rte_mbuf *m, uint64_t now_ns, uint64_t *seq)
 {
 	struct resend_entry *e;
 	const uint8_t *msg;
@@ -263,9 +268,9 @@ int isth_resend_push(struct isth_resend *r, struct rte_mbuf *m,
 	return 0;
 }
 
-unsigned int isth_resend_push_burst(struct isth_resend *r,
-				    struct rte_mbuf **pkts, unsigned int n,
-				    uint64_t now_ns)
+unsigned int
+isth_resend_push_burst(
+	struct isth_resend *r, struct rte_mbuf **pkts, unsigned int n, uint64_t now_ns)
 {
 	unsigned int i;
 
@@ -275,9 +280,9 @@ unsigned int isth_resend_push_burst(struct isth_resend *r,
 	return i;
 }
 
-int isth_resend_nack_begin(struct isth_resend *r,
-			   struct isth_resend_cursor *c,
-			   const struct isth_wire_range *ranges, unsigned int n)
+int
+isth_resend_nack_begin(struct isth_resend *r, struct isth_resend_cursor *c,
+	const struct isth_wire_range *ranges, unsigned int n)
 {
 	unsigned int i;
 
@@ -301,8 +306,8 @@ bad:
  * with the flag set, chained to clones of the rest. Like DPDK's
  * ipv4_multicast example, but the per-destination part is ours.
  */
-static struct rte_mbuf *hdr_seg_repair(struct isth_resend *r,
-				       struct rte_mbuf *m)
+static struct rte_mbuf *
+hdr_seg_repair(struct isth_resend *r, struct rte_mbuf *m)
 {
 	struct rte_mempool *mp = r->hdr_pool != NULL ? r->hdr_pool : m->pool;
 	struct rte_mbuf *h, *c = NULL;
@@ -320,7 +325,7 @@ static struct rte_mbuf *hdr_seg_repair(struct isth_resend *r,
 			rte_pktmbuf_free(h);
 			return NULL;
 		}
-		rte_pktmbuf_adj(c, r->hdr_len);	/* data_len >= hdr_len: push */
+		rte_pktmbuf_adj(c, r->hdr_len); /* data_len >= hdr_len: push */
 		if (c->data_len == 0) {
 			/* the first segment was all header: drop its clone */
 			struct rte_mbuf *next = c->next;
@@ -333,8 +338,7 @@ static struct rte_mbuf *hdr_seg_repair(struct isth_resend *r,
 			c = next;
 		}
 	}
-	memcpy(rte_pktmbuf_mtod(h, uint8_t *),
-	       rte_pktmbuf_mtod(m, const uint8_t *), r->hdr_len);
+	memcpy(rte_pktmbuf_mtod(h, uint8_t *), rte_pktmbuf_mtod(m, const uint8_t *), r->hdr_len);
 	h->data_len = r->hdr_len;
 	h->pkt_len = m->pkt_len;
 	h->next = c;
@@ -347,14 +351,13 @@ static struct rte_mbuf *hdr_seg_repair(struct isth_resend *r,
 }
 
 /* One sequence in the window. @return the repair, or NULL (no output). */
-static inline struct rte_mbuf *repair(struct isth_resend *r, uint64_t seq,
-				      uint64_t now_ns)
+static inline struct rte_mbuf *
+repair(struct isth_resend *r, uint64_t seq, uint64_t now_ns)
 {
 	struct resend_entry *e = &r->ring[seq & r->mask];
 	struct rte_mbuf *m = e->m, *out;
 
-	if (e->repaired && now_ns - e->repair_ts < r->linger_ns &&
-	    now_ns >= e->repair_ts) {
+	if (e->repaired && now_ns - e->repair_ts < r->linger_ns && now_ns >= e->repair_ts) {
 		isth_ctr_add(&r->st.suppressed, 1);
 		return NULL;
 	}
@@ -382,15 +385,14 @@ static inline struct rte_mbuf *repair(struct isth_resend *r, uint64_t seq,
 
 /* Append [a, b] to the GONE list, merging it into the last range when
  * they overlap or touch. @return false if the list is full. */
-static inline bool gone_add(struct isth_resend *r, struct isth_wire_range *g,
-			    unsigned int max, unsigned int *n,
-			    uint64_t a, uint64_t b)
+static inline bool
+gone_add(struct isth_resend *r, struct isth_wire_range *g, unsigned int max, unsigned int *n,
+	uint64_t a, uint64_t b)
 {
 	if (*n > 0) {
 		struct isth_wire_range *l = &g[*n - 1];
 
-		if ((a <= l->last || a - 1 == l->last) &&
-		    (b >= l->first || b + 1 == l->first)) {
+		if ((a <= l->last || a - 1 == l->last) && (b >= l->first || b + 1 == l->first)) {
 			uint64_t before = span(l->first, l->last), after;
 
 			l->first = RTE_MIN(l->first, a);
@@ -410,12 +412,10 @@ static inline bool gone_add(struct isth_resend *r, struct isth_wire_range *g,
 	return true;
 }
 
-unsigned int isth_resend_nack_serve(struct isth_resend *r,
-				    struct isth_resend_cursor *c,
-				    uint64_t now_ns,
-				    struct rte_mbuf **pkts, unsigned int max_pkts,
-				    struct isth_wire_range *gone,
-				    unsigned int max_gone, unsigned int *n_gone)
+unsigned int
+isth_resend_nack_serve(struct isth_resend *r, struct isth_resend_cursor *c, uint64_t now_ns,
+	struct rte_mbuf **pkts, unsigned int max_pkts, struct isth_wire_range *gone,
+	unsigned int max_gone, unsigned int *n_gone)
 {
 	unsigned int n = 0, ng = 0;
 	uint64_t tail, head;
@@ -451,8 +451,7 @@ unsigned int isth_resend_nack_serve(struct isth_resend *r,
 					struct rte_mbuf *m;
 
 					if (c->scanned >= r->size) {
-						isth_ctr_add(&r->st.truncated,
-							     span(lo, e));
+						isth_ctr_add(&r->st.truncated, span(lo, e));
 						break;
 					}
 					if (n == max_pkts) {
@@ -460,13 +459,12 @@ unsigned int isth_resend_nack_serve(struct isth_resend *r,
 						goto out;
 					}
 					if (lo + 1 <= e)
-						rte_prefetch0(&r->ring[(lo + 1) &
-								       r->mask]);
+						rte_prefetch0(&r->ring[(lo + 1) & r->mask]);
 					m = repair(r, lo, now_ns);
 					if (m != NULL)
 						pkts[n++] = m;
 					c->scanned++;
-					lo++;	/* e < head <= 2^63: no wrap */
+					lo++; /* e < head <= 2^63: no wrap */
 				}
 			}
 			if (e == hi)
@@ -478,7 +476,7 @@ unsigned int isth_resend_nack_serve(struct isth_resend *r,
 		if (!gone_add(r, gone, max_gone, &ng, lo, hi))
 			goto out;
 		isth_ctr_add(&r->st.future, refused(r, span(lo, hi)));
-next:
+	next:
 		c->idx++;
 		c->started = false;
 	}
@@ -487,8 +485,8 @@ out:
 	return n;
 }
 
-void isth_resend_stats(const struct isth_resend *r,
-		       struct isth_resend_stats *st)
+void
+isth_resend_stats(const struct isth_resend *r, struct isth_resend_stats *st)
 {
 #define X(n, help) st->n = isth_ctr_get(&r->st.n);
 	ISTH_RESEND_COUNTERS(X)

@@ -68,16 +68,16 @@ extern "C" {
 struct isth_resend;
 
 /** Largest ring (entries). */
-#define ISTH_RESEND_MAX_SIZE	(1u << 24)
+#define ISTH_RESEND_MAX_SIZE (1u << 24)
 
 /** isth_resend_push() writes the sequence number into the header. */
-#define ISTH_RESEND_F_STAMP	(1u << 0)
+#define ISTH_RESEND_F_STAMP (1u << 0)
 
 /** Creation parameters. */
 struct isth_resend_conf {
-	int socket_id;		/**< NUMA socket for the ring, or SOCKET_ID_ANY */
-	uint32_t size;		/**< entries: power of two, 2..ISTH_RESEND_MAX_SIZE */
-	uint64_t window_ns;	/**< t_resend: how long a packet is kept, > 0 */
+	int socket_id; /**< NUMA socket for the ring, or SOCKET_ID_ANY */
+	uint32_t size; /**< entries: power of two, 2..ISTH_RESEND_MAX_SIZE */
+	uint64_t window_ns; /**< t_resend: how long a packet is kept, > 0 */
 	/** least time between two repairs of one sequence; 0: no limit */
 	uint64_t linger_ns;
 	/**
@@ -86,7 +86,7 @@ struct isth_resend_conf {
 	 * more, the 8 bytes before it are the UDP header.
 	 */
 	uint16_t hdr_off;
-	uint32_t flags;		/**< ISTH_RESEND_F_* */
+	uint32_t flags; /**< ISTH_RESEND_F_* */
 	/** sequence number of the first packet, at most 2^64 - 2^62 - 1 (so
 	 * that sequence numbers never wrap) */
 	uint64_t first_seq;
@@ -130,12 +130,12 @@ struct isth_resend_stats {
  * isth_resend_nack_begin(); keep @p ranges alive until it is done.
  */
 struct isth_resend_cursor {
-	const struct isth_wire_range *ranges;	/**< host order */
+	const struct isth_wire_range *ranges; /**< host order */
 	uint32_t n_ranges;
-	uint32_t idx;		/**< range in progress */
-	uint64_t pos;		/**< next sequence of ranges[idx] */
-	uint64_t scanned;	/**< in-window sequences looked at */
-	bool started;		/**< pos is valid for ranges[idx] */
+	uint32_t idx; /**< range in progress */
+	uint64_t pos; /**< next sequence of ranges[idx] */
+	uint64_t scanned; /**< in-window sequences looked at */
+	bool started; /**< pos is valid for ranges[idx] */
 };
 
 /**
@@ -168,17 +168,15 @@ uint64_t isth_resend_oldest_seq(const struct isth_resend *r);
  *         bytes (counted push_bad; the packet is not stored, no reference
  *         is taken and no sequence number is used).
  */
-int isth_resend_push(struct isth_resend *r, struct rte_mbuf *m,
-		     uint64_t now_ns, uint64_t *seq);
+int isth_resend_push(struct isth_resend *r, struct rte_mbuf *m, uint64_t now_ns, uint64_t *seq);
 
 /**
  * Push a burst. Stops at the first packet isth_resend_push() refuses.
  *
  * @return packets stored; they got consecutive sequence numbers
  */
-unsigned int isth_resend_push_burst(struct isth_resend *r,
-				    struct rte_mbuf **pkts, unsigned int n,
-				    uint64_t now_ns);
+unsigned int isth_resend_push_burst(
+	struct isth_resend *r, struct rte_mbuf **pkts, unsigned int n, uint64_t now_ns);
 
 /**
  * Release packets older than the window. push and nack_serve call it;
@@ -196,9 +194,8 @@ unsigned int isth_resend_expire(struct isth_resend *r, uint64_t now_ns);
  * @return 0, or -EINVAL (counted bad_nack) if @p n is 0 or a range has
  *         first > last; the cursor is then done and serves nothing.
  */
-int isth_resend_nack_begin(struct isth_resend *r,
-			   struct isth_resend_cursor *c,
-			   const struct isth_wire_range *ranges, unsigned int n);
+int isth_resend_nack_begin(struct isth_resend *r, struct isth_resend_cursor *c,
+	const struct isth_wire_range *ranges, unsigned int n);
 
 /**
  * Continue answering a NACK: classify its sequences in order into repairs
@@ -218,12 +215,9 @@ int isth_resend_nack_begin(struct isth_resend *r,
  * @param n_gone  set to the ranges written to @p gone
  * @return repairs written to @p pkts
  */
-unsigned int isth_resend_nack_serve(struct isth_resend *r,
-				    struct isth_resend_cursor *c,
-				    uint64_t now_ns,
-				    struct rte_mbuf **pkts, unsigned int max_pkts,
-				    struct isth_wire_range *gone,
-				    unsigned int max_gone, unsigned int *n_gone);
+unsigned int isth_resend_nack_serve(struct isth_resend *r, struct isth_resend_cursor *c,
+	uint64_t now_ns, struct rte_mbuf **pkts, unsigned int max_pkts,
+	struct isth_wire_range *gone, unsigned int max_gone, unsigned int *n_gone);
 
 /** True when every range of the NACK has been answered. */
 static inline bool
@@ -233,8 +227,7 @@ isth_resend_nack_done(const struct isth_resend_cursor *c)
 }
 
 /** Read the counters (any thread; fields are read one by one). */
-void isth_resend_stats(const struct isth_resend *r,
-		       struct isth_resend_stats *st);
+void isth_resend_stats(const struct isth_resend *r, struct isth_resend_stats *st);
 
 #ifdef __cplusplus
 }

@@ -18,7 +18,7 @@
 
 struct sender {
 	uint8_t set;
-	uint8_t nseg;           /* 0: constant rate, rate[0]; else profile */
+	uint8_t nseg; /* 0: constant rate, rate[0]; else profile */
 	uint64_t off;
 	uint64_t dur[ISTH_SCHED_MAX_SEGS];
 	uint64_t rate[ISTH_SCHED_MAX_SEGS];
@@ -35,21 +35,21 @@ struct round {
 
 struct sroute {
 	int r, j, i, nh;
-	uint8_t hop[NMAX];      /* islands from j to i, both included */
+	uint8_t hop[NMAX]; /* islands from j to i, both included */
 };
 
 struct isth_sched {
 	int n;
 	char name[NMAX][ISTH_SCHED_NAME_MAX];
 	uint64_t T, epoch, payload, chunk, memory;
-	uint64_t peak[NMAX];    /* version 2: peak aggregation memory per edge */
-	int peak_line[NMAX];    /* its line in the file, 0 if set by the API */
+	uint64_t peak[NMAX]; /* version 2: peak aggregation memory per edge */
+	int peak_line[NMAX]; /* its line in the file, 0 if set by the API */
 	uint8_t has_peak[NMAX];
-	struct sroute *route;   /* version 2: the planned path of (round, sender, receiver) */
+	struct sroute *route; /* version 2: the planned path of (round, sender, receiver) */
 	int nroute, caproute;
 	int nrounds;
 	struct round *rounds;
-	struct sender *snd;     /* nrounds * n */
+	struct sender *snd; /* nrounds * n */
 };
 
 static uint64_t
@@ -80,14 +80,14 @@ isth_sched_free(struct isth_sched *s)
 
 struct isth_sched *
 isth_sched_new(int n, const char *const *names, uint64_t round_ns, uint64_t epoch_ns,
-	       uint64_t payload_bytes, uint64_t chunk_bytes, uint64_t memory_bytes, int nrounds)
+	uint64_t payload_bytes, uint64_t chunk_bytes, uint64_t memory_bytes, int nrounds)
 {
 	struct isth_sched *s;
 	int i;
 
 	if (n < 1 || n > NMAX || names == NULL || round_ns == 0 ||
-	    round_ns > ISTH_SCHED_MAX_ROUND_NS || nrounds < 1 ||
-	    nrounds > ISTH_SCHED_MAX_ROUNDS) {
+		round_ns > ISTH_SCHED_MAX_ROUND_NS || nrounds < 1 ||
+		nrounds > ISTH_SCHED_MAX_ROUNDS) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -123,7 +123,8 @@ isth_sched_set_round(struct isth_sched *s, int r, int ncliques, const uint64_t *
 	struct round *R;
 	int c, i;
 
-	if (s == NULL || r < 0 || r >= s->nrounds || ncliques < 1 || ncliques > NMAX || cliques == NULL)
+	if (s == NULL || r < 0 || r >= s->nrounds || ncliques < 1 || ncliques > NMAX ||
+		cliques == NULL)
 		return -EINVAL;
 	R = &s->rounds[r];
 	R->set = 1;
@@ -138,12 +139,12 @@ isth_sched_set_round(struct isth_sched *s, int r, int ncliques, const uint64_t *
 
 int
 isth_sched_set_sender(struct isth_sched *s, int r, int i, uint64_t offset_ns, int nseg,
-		      const uint64_t *dur_ns, const uint64_t *rate_bps)
+	const uint64_t *dur_ns, const uint64_t *rate_bps)
 {
 	struct sender *S;
 
 	if (s == NULL || r < 0 || r >= s->nrounds || i < 0 || i >= s->n || nseg < 1 ||
-	    nseg > ISTH_SCHED_MAX_SEGS || rate_bps == NULL || (dur_ns == NULL && nseg != 1))
+		nseg > ISTH_SCHED_MAX_SEGS || rate_bps == NULL || (dur_ns == NULL && nseg != 1))
 		return -EINVAL;
 	S = &s->snd[(size_t)r * s->n + i];
 	S->set = 1;
@@ -164,8 +165,8 @@ isth_sched_write(const struct isth_sched *s, FILE *f)
 		return -EINVAL;
 	for (i = 0; i < s->n && !s->has_peak[i]; i++)
 		;
-	fprintf(f, "isthmus-schedule %d\n", i < s->n || s->nroute ? ISTH_SCHED_VERSION_PEAK :
-			ISTH_SCHED_VERSION);
+	fprintf(f, "isthmus-schedule %d\n",
+		i < s->n || s->nroute ? ISTH_SCHED_VERSION_PEAK : ISTH_SCHED_VERSION);
 	fprintf(f, "# written by isthmus; format: doc/schedule-file.md\n");
 	fprintf(f, "islands %d\n", s->n);
 	for (i = 0; i < s->n; i++)
@@ -201,7 +202,8 @@ isth_sched_write(const struct isth_sched *s, FILE *f)
 			}
 			fprintf(f, " profile");
 			for (k = 0; k < S->nseg; k++)
-				fprintf(f, "%s%" PRIu64 ":%" PRIu64, k ? "," : " ", S->dur[k], S->rate[k]);
+				fprintf(f, "%s%" PRIu64 ":%" PRIu64, k ? "," : " ", S->dur[k],
+					S->rate[k]);
 			fprintf(f, "\n");
 		}
 		for (k = 0; k < s->nroute; k++) {
@@ -228,8 +230,7 @@ struct pctx {
 	size_t errlen;
 };
 
-static int __attribute__((format(printf, 2, 3)))
-perr(struct pctx *P, const char *fmt, ...)
+static int __attribute__((format(printf, 2, 3))) perr(struct pctx *P, const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
@@ -360,8 +361,8 @@ parse_route(struct pctx *P, struct isth_sched *s, char **tok, int nextround)
 static int
 check_header_done(struct pctx *P, struct isth_sched *s, const int *have)
 {
-	static const char *keys[] = {"islands", "round-ns", "epoch", "payload-bytes",
-				     "chunk-bytes", "memory-bytes"};
+	static const char *keys[] = {
+		"islands", "round-ns", "epoch", "payload-bytes", "chunk-bytes", "memory-bytes"};
 	int i;
 
 	for (i = 0; i < 6; i++)
@@ -381,8 +382,9 @@ parse_send(struct pctx *P, struct isth_sched *s, char **tok, int nt, int nextrou
 	uint64_t off;
 
 	if (nt != 5 && !(nt == 6 && strcmp(tok[4], "profile") == 0))
-		return perr(P, "expected 'send <round> <island> <offset-ns> <rate-bps>' or "
-			       "'... profile <dur-ns>:<rate-bps>,...'");
+		return perr(P,
+			"expected 'send <round> <island> <offset-ns> <rate-bps>' or "
+			"'... profile <dur-ns>:<rate-bps>,...'");
 	if (parse_int(tok[1], 0, s->nrounds - 1, &r) < 0)
 		return perr(P, "bad round '%s' (0..%d)", tok[1], s->nrounds - 1);
 	if (r >= nextround)
@@ -396,7 +398,7 @@ parse_send(struct pctx *P, struct isth_sched *s, char **tok, int nt, int nextrou
 	S = &s->snd[(size_t)r * s->n + i];
 	if (S->set)
 		return perr(P, "duplicate send for island %d in round %d (first on line %d)", i, r,
-			    S->line);
+			S->line);
 	if (!(s->rounds[r].cl[s->rounds[r].of[i]] & ~(1ULL << i)))
 		return perr(P, "island %d sends in round %d but has no peers", i, r);
 	S->set = 1;
@@ -409,8 +411,10 @@ parse_send(struct pctx *P, struct isth_sched *s, char **tok, int nt, int nextrou
 			return perr(P, "bad rate-bps '%s' (must be > 0)", tok[4]);
 		dur = (double)s->payload * 8e9 / (double)S->rate[0];
 		if ((double)off + dur > (double)s->T)
-			return perr(P, "stream of island %d in round %d ends at %.0f ns, after round-ns %" PRIu64,
-				    i, r, (double)off + dur, s->T);
+			return perr(P,
+				"stream of island %d in round %d ends at %.0f ns, after round-ns "
+				"%" PRIu64,
+				i, r, (double)off + dur, s->T);
 		S->nseg = 0;
 		return 0;
 	}
@@ -423,12 +427,14 @@ parse_send(struct pctx *P, struct isth_sched *s, char **tok, int nt, int nextrou
 			char *colon = strchr(seg, ':');
 
 			if (k == ISTH_SCHED_MAX_SEGS)
-				return perr(P, "more than %d profile segments", ISTH_SCHED_MAX_SEGS);
+				return perr(
+					P, "more than %d profile segments", ISTH_SCHED_MAX_SEGS);
 			if (colon == NULL)
-				return perr(P, "bad profile segment '%s' (want <dur-ns>:<rate-bps>)", seg);
+				return perr(P,
+					"bad profile segment '%s' (want <dur-ns>:<rate-bps>)", seg);
 			*colon = '\0';
 			if (parse_u64(seg, &S->dur[k]) < 0 || S->dur[k] == 0 ||
-			    parse_u64(colon + 1, &S->rate[k]) < 0)
+				parse_u64(colon + 1, &S->rate[k]) < 0)
 				return perr(P, "bad profile segment '%s:%s'", seg, colon + 1);
 			bits += (double)S->dur[k] * (double)S->rate[k] / 1e9;
 			t += (double)S->dur[k];
@@ -437,11 +443,15 @@ parse_send(struct pctx *P, struct isth_sched *s, char **tok, int nt, int nextrou
 		if (k == 0)
 			return perr(P, "empty profile");
 		if (t > (double)s->T)
-			return perr(P, "profile of island %d in round %d ends at %.0f ns, after round-ns %" PRIu64,
-				    i, r, t, s->T);
+			return perr(P,
+				"profile of island %d in round %d ends at %.0f ns, after round-ns "
+				"%" PRIu64,
+				i, r, t, s->T);
 		if (bits < (double)s->payload * 8 * (1 - 1e-9))
-			return perr(P, "profile of island %d in round %d carries %.0f bits, payload needs %.0f",
-				    i, r, bits, (double)s->payload * 8);
+			return perr(P,
+				"profile of island %d in round %d carries %.0f bits, payload needs "
+				"%.0f",
+				i, r, bits, (double)s->payload * 8);
 		S->nseg = k;
 	}
 	return 0;
@@ -471,12 +481,14 @@ parse_round(struct pctx *P, struct isth_sched *s, char **tok, int nt, int *nextr
 		if (m & ~all) {
 			for (i = 0; i < 64 && !((m & ~all) >> i & 1); i++)
 				;
-			return perr(P, "clique %s: island %d out of range (0..%d)", tok[2 + c], i, s->n - 1);
+			return perr(P, "clique %s: island %d out of range (0..%d)", tok[2 + c], i,
+				s->n - 1);
 		}
 		if (m & seen) {
 			for (i = 0; !((m & seen) >> i & 1); i++)
 				;
-			return perr(P, "cliques overlap: island %d (%s) in two cliques", i, s->name[i]);
+			return perr(
+				P, "cliques overlap: island %d (%s) in two cliques", i, s->name[i]);
 		}
 		seen |= m;
 		R->cl[c] = m;
@@ -538,14 +550,16 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 			int v;
 
 			if (strcmp(tok[0], "isthmus-schedule") != 0 || nt != 2) {
-				ret = perr(&P, "not a schedule file (expected 'isthmus-schedule %d')",
-					   ISTH_SCHED_VERSION);
+				ret = perr(&P,
+					"not a schedule file (expected 'isthmus-schedule %d')",
+					ISTH_SCHED_VERSION);
 				break;
 			}
 			if (parse_int(tok[1], 0, INT32_MAX, &v) < 0 || v < ISTH_SCHED_VERSION ||
-			    v > ISTH_SCHED_VERSION_PEAK) {
-				ret = perr(&P, "unsupported version '%s' (this loader reads %d and %d)", tok[1],
-					   ISTH_SCHED_VERSION, ISTH_SCHED_VERSION_PEAK);
+				v > ISTH_SCHED_VERSION_PEAK) {
+				ret = perr(&P,
+					"unsupported version '%s' (this loader reads %d and %d)",
+					tok[1], ISTH_SCHED_VERSION, ISTH_SCHED_VERSION_PEAK);
 				break;
 			}
 			version = v;
@@ -568,7 +582,8 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 				if (ret)
 					break;
 				if (parse_int(tok[1], 1, ISTH_SCHED_MAX_ROUNDS, &r) < 0) {
-					ret = perr(&P, "bad rounds '%s' (1..%d)", tok[1], ISTH_SCHED_MAX_ROUNDS);
+					ret = perr(&P, "bad rounds '%s' (1..%d)", tok[1],
+						ISTH_SCHED_MAX_ROUNDS);
 					break;
 				}
 				if (alloc_rounds(s, r) < 0) {
@@ -592,7 +607,8 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 					break;
 				}
 				if (parse_int(tok[1], 0, INT32_MAX, &i) < 0 || i >= s->n) {
-					ret = perr(&P, "island %s out of range (0..%d)", tok[1], s->n - 1);
+					ret = perr(&P, "island %s out of range (0..%d)", tok[1],
+						s->n - 1);
 					break;
 				}
 				if (!isth_text_valid_name(tok[2], ISTH_SCHED_NAME_MAX)) {
@@ -605,7 +621,8 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 				}
 				for (r = 0; r < s->n; r++)
 					if (strcmp(s->name[r], tok[2]) == 0) {
-						ret = perr(&P, "duplicate island name '%s'", tok[2]);
+						ret = perr(
+							&P, "duplicate island name '%s'", tok[2]);
 						break;
 					}
 				if (ret)
@@ -617,8 +634,10 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 					break;
 				}
 				if (s->T > ISTH_SCHED_MAX_ROUND_NS) {
-					ret = perr(&P, "round-ns %s out of range (1..%llu, one hour)",
-						   tok[1], (unsigned long long)ISTH_SCHED_MAX_ROUND_NS);
+					ret = perr(&P,
+						"round-ns %s out of range (1..%llu, one hour)",
+						tok[1],
+						(unsigned long long)ISTH_SCHED_MAX_ROUND_NS);
 					break;
 				}
 				have[1] = 1;
@@ -626,13 +645,15 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 				if (strcmp(tok[1], "runtime") == 0)
 					s->epoch = 0;
 				else if (parse_u64(tok[1], &s->epoch) < 0 || s->epoch == 0) {
-					ret = perr(&P, "bad epoch '%s' (want 'runtime' or ns > 0)", tok[1]);
+					ret = perr(&P, "bad epoch '%s' (want 'runtime' or ns > 0)",
+						tok[1]);
 					break;
 				}
 				have[2] = 1;
 			} else if (strcmp(tok[0], "payload-bytes") == 0 && nt == 2) {
 				if (parse_u64(tok[1], &v) < 0 || v == 0) {
-					ret = perr(&P, "bad payload-bytes '%s' (must be > 0)", tok[1]);
+					ret = perr(
+						&P, "bad payload-bytes '%s' (must be > 0)", tok[1]);
 					break;
 				}
 				s->payload = v;
@@ -644,15 +665,17 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 				}
 				have[4] = 1;
 			} else if (strcmp(tok[0], "peak-bytes") == 0 && nt == 3 &&
-				   version >= ISTH_SCHED_VERSION_PEAK) {
+				version >= ISTH_SCHED_VERSION_PEAK) {
 				if (!have[0] || parse_int(tok[1], 0, s->n - 1, &r) < 0) {
 					ret = perr(&P, "peak-bytes: bad island '%s'%s", tok[1],
-						   have[0] ? "" : " ('islands' first)");
+						have[0] ? "" : " ('islands' first)");
 					break;
 				}
 				if (s->has_peak[r]) {
-					ret = perr(&P, "duplicate peak-bytes for island %d (first on line %d)", r,
-						   s->peak_line[r]);
+					ret = perr(&P,
+						"duplicate peak-bytes for island %d (first on line "
+						"%d)",
+						r, s->peak_line[r]);
 					break;
 				}
 				if (parse_u64(tok[2], &s->peak[r]) < 0) {
@@ -677,7 +700,8 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 			ret = parse_round(&P, s, tok, nt, &nextround);
 		else if (strcmp(tok[0], "send") == 0)
 			ret = parse_send(&P, s, tok, nt, nextround);
-		else if (strcmp(tok[0], "route") == 0 && nt == 5 && version >= ISTH_SCHED_VERSION_PEAK)
+		else if (strcmp(tok[0], "route") == 0 && nt == 5 &&
+			version >= ISTH_SCHED_VERSION_PEAK)
 			ret = parse_route(&P, s, tok, nextround);
 		else
 			ret = perr(&P, "unknown or malformed line '%s'", tok[0]);
@@ -695,8 +719,9 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 
 			if ((R->cl[R->of[i]] & ~(1ULL << i)) && !s->snd[(size_t)r * s->n + i].set) {
 				P.line = R->line;
-				ret = perr(&P, "round %d: island %d (%s) has peers but no send line", r, i,
-					   s->name[i]);
+				ret = perr(&P,
+					"round %d: island %d (%s) has peers but no send line", r, i,
+					s->name[i]);
 			}
 		}
 	if (ret) {
@@ -885,8 +910,8 @@ isth_sched_peers(const struct isth_sched *s, int64_t r, int i)
 }
 
 int
-isth_sched_sender(const struct isth_sched *s, int64_t r, int i, uint64_t *offset_ns,
-		  uint64_t *rate_bps)
+isth_sched_sender(
+	const struct isth_sched *s, int64_t r, int i, uint64_t *offset_ns, uint64_t *rate_bps)
 {
 	const struct sender *S;
 
@@ -903,8 +928,8 @@ isth_sched_sender(const struct isth_sched *s, int64_t r, int i, uint64_t *offset
 }
 
 int
-isth_sched_segment(const struct isth_sched *s, int64_t r, int i, int k, uint64_t *dur_ns,
-		   uint64_t *rate_bps)
+isth_sched_segment(
+	const struct isth_sched *s, int64_t r, int i, int k, uint64_t *dur_ns, uint64_t *rate_bps)
 {
 	const struct sender *S;
 
@@ -932,8 +957,8 @@ isth_sched_segment(const struct isth_sched *s, int64_t r, int i, int k, uint64_t
 }
 
 void
-isth_sched_round_at(const struct isth_sched *s, uint64_t ns_since_epoch, uint64_t *round,
-		    uint64_t *into_ns)
+isth_sched_round_at(
+	const struct isth_sched *s, uint64_t ns_since_epoch, uint64_t *round, uint64_t *into_ns)
 {
 	if (s == NULL)
 		return;
@@ -972,7 +997,7 @@ int
 isth_sched_set_route(struct isth_sched *s, int r, int j, int i, const int *hops, int nh)
 {
 	if (s == NULL || hops == NULL || r < 0 || r >= s->nrounds || j < 0 || j >= s->n || i < 0 ||
-	    i >= s->n || nh > NMAX || !s->rounds[r].set || route_invalid(s, r, j, i, hops, nh))
+		i >= s->n || nh > NMAX || !s->rounds[r].set || route_invalid(s, r, j, i, hops, nh))
 		return -EINVAL;
 	return add_route(s, r, j, i, hops, nh);
 }
@@ -1002,8 +1027,8 @@ isth_sched_route(const struct isth_sched *s, int r, int j, int i, int *hops, int
  * cannot disagree with them.
  */
 int
-isth_sched_round_view(const struct isth_sched *s, int64_t r, int self,
-		      struct isth_sched_round_view *v)
+isth_sched_round_view(
+	const struct isth_sched *s, int64_t r, int self, struct isth_sched_round_view *v)
 {
 	unsigned int i;
 	int rc;
@@ -1020,14 +1045,13 @@ isth_sched_round_view(const struct isth_sched *s, int64_t r, int self,
 			continue;
 		if (i != (unsigned int)self)
 			v->peer[v->n_peers++] = (uint8_t)i;
-		rc = isth_sched_sender(s, r, (int)i, &v->snd[i].offset_ns,
-				       &v->snd[i].rate_bps);
+		rc = isth_sched_sender(s, r, (int)i, &v->snd[i].offset_ns, &v->snd[i].rate_bps);
 		v->snd[i].n_segs = rc > 0 ? rc : 0;
 	}
 	/* the local island's rate profile, for its pacer */
 	for (i = 0; i < (unsigned int)v->snd[self].n_segs; i++)
-		if (isth_sched_segment(s, r, self, (int)i, &v->seg[i].dur_ns,
-				       &v->seg[i].rate_bps) < 0)
+		if (isth_sched_segment(s, r, self, (int)i, &v->seg[i].dur_ns, &v->seg[i].rate_bps) <
+			0)
 			return -EINVAL;
 	return 0;
 }

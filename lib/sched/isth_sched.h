@@ -60,9 +60,9 @@ struct isth_sched;
  * @param nrounds   rounds in the cycle, 1..ISTH_SCHED_MAX_ROUNDS
  * @return the schedule or NULL with errno (EINVAL, ENOMEM).
  */
-struct isth_sched *isth_sched_new(int n, const char *const *names, uint64_t round_ns,
-				  uint64_t epoch_ns, uint64_t payload_bytes, uint64_t chunk_bytes,
-				  uint64_t memory_bytes, int nrounds);
+struct isth_sched *
+isth_sched_new(int n, const char *const *names, uint64_t round_ns, uint64_t epoch_ns,
+	uint64_t payload_bytes, uint64_t chunk_bytes, uint64_t memory_bytes, int nrounds);
 
 /**
  * Set round @p r's partition. Checked at save time (and here for range).
@@ -78,7 +78,7 @@ int isth_sched_set_round(struct isth_sched *s, int r, int ncliques, const uint64
  * @return 0 or -EINVAL.
  */
 int isth_sched_set_sender(struct isth_sched *s, int r, int i, uint64_t offset_ns, int nseg,
-			  const uint64_t *dur_ns, const uint64_t *rate_bps);
+	const uint64_t *dur_ns, const uint64_t *rate_bps);
 
 /**
  * Write @p s to @p path in the current format version, after checking it
@@ -164,36 +164,36 @@ uint64_t isth_sched_peers(const struct isth_sched *s, int64_t r, int i);
  * @return number of profile segments (>= 1), or -ENOENT if i does not
  *         send in that round (no peers), -EINVAL on bad arguments.
  */
-int isth_sched_sender(const struct isth_sched *s, int64_t r, int i, uint64_t *offset_ns,
-		      uint64_t *rate_bps);
+int isth_sched_sender(
+	const struct isth_sched *s, int64_t r, int i, uint64_t *offset_ns, uint64_t *rate_bps);
 /**
  * Segment @p k of the rate profile of sender @p i in round @p r.
  * A constant-rate sender has one segment whose duration is the payload time.
  * @return 0, -ENOENT, -EINVAL.
  */
-int isth_sched_segment(const struct isth_sched *s, int64_t r, int i, int k, uint64_t *dur_ns,
-		       uint64_t *rate_bps);
+int isth_sched_segment(
+	const struct isth_sched *s, int64_t r, int i, int k, uint64_t *dur_ns, uint64_t *rate_bps);
 /**
  * Which round is running @p ns_since_epoch after the epoch.
  * @param round receives the absolute round number (its cycle index is round % n_rounds)
  * @param into_ns receives the time since that round's start
  */
-void isth_sched_round_at(const struct isth_sched *s, uint64_t ns_since_epoch, uint64_t *round,
-			 uint64_t *into_ns);
+void isth_sched_round_at(
+	const struct isth_sched *s, uint64_t ns_since_epoch, uint64_t *round, uint64_t *into_ns);
 
 /** Round @p r as island @p self's edge needs it (isth_sched_round_view()). */
 struct isth_sched_round_view {
-	uint64_t round_ns;		/**< T */
-	uint64_t payload_bytes;		/**< per sender */
-	uint64_t clique;		/**< self's clique, self included */
-	uint64_t peers;			/**< clique without self */
+	uint64_t round_ns; /**< T */
+	uint64_t payload_bytes; /**< per sender */
+	uint64_t clique; /**< self's clique, self included */
+	uint64_t peers; /**< clique without self */
 	unsigned int n_peers;
-	uint8_t peer[ISTH_SCHED_MAX_ISLANDS];	/**< peer island ids, ascending */
+	uint8_t peer[ISTH_SCHED_MAX_ISLANDS]; /**< peer island ids, ascending */
 	/** per island id, for self and its peers (zero elsewhere) */
 	struct {
-		uint64_t offset_ns;	/**< start offset in the round */
-		uint64_t rate_bps;	/**< first-segment rate */
-		int n_segs;		/**< profile segments; 0: sends nothing */
+		uint64_t offset_ns; /**< start offset in the round */
+		uint64_t rate_bps; /**< first-segment rate */
+		int n_segs; /**< profile segments; 0: sends nothing */
 	} snd[ISTH_SCHED_MAX_ISLANDS];
 	/** self's rate profile: snd[self].n_segs segments */
 	struct {
@@ -208,8 +208,8 @@ struct isth_sched_round_view {
  * and rate, and self's rate profile, in one call.
  * @return 0, or -EINVAL (bad arguments)
  */
-int isth_sched_round_view(const struct isth_sched *s, int64_t r, int self,
-			  struct isth_sched_round_view *v);
+int isth_sched_round_view(
+	const struct isth_sched *s, int64_t r, int self, struct isth_sched_round_view *v);
 
 #ifdef __cplusplus
 }

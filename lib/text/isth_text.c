@@ -18,7 +18,7 @@ static const char bom[] = "\xEF\xBB\xBF";
 
 int
 isth_text_seterr(char *err, size_t errlen, const char *file, unsigned int line, unsigned int col,
-		 const char *fmt, ...)
+	const char *fmt, ...)
 {
 	char msg[384];
 	va_list ap;
@@ -115,8 +115,8 @@ isth_text_read(const char *path, size_t max_bytes, size_t *lenp, char *err, size
 			break;
 		len += (size_t)n;
 		if (len > max_bytes) {
-			isth_text_seterr(err, errlen, path, 0, 0, "larger than %zu bytes",
-					 max_bytes);
+			isth_text_seterr(
+				err, errlen, path, 0, 0, "larger than %zu bytes", max_bytes);
 			return read_fail(fd, buf, EFBIG);
 		}
 	}
@@ -239,7 +239,7 @@ isth_text_valid_name(const char *s, size_t size)
 		return false;
 	for (; *s; s++)
 		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
+			    (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
 			return false;
 	return true;
 }
@@ -252,8 +252,14 @@ isth_text_parse_size(const char *s, uint64_t *out)
 		uint64_t mult;
 	} sufs[] = {
 		/* longest first: "Ki" before "K" */
-		{"Ki", 1ull << 10}, {"Mi", 1ull << 20}, {"Gi", 1ull << 30}, {"Ti", 1ull << 40},
-		{"K", 1000ull}, {"M", 1000000ull}, {"G", 1000000000ull}, {"T", 1000000000000ull},
+		{"Ki", 1ull << 10},
+		{"Mi", 1ull << 20},
+		{"Gi", 1ull << 30},
+		{"Ti", 1ull << 40},
+		{"K", 1000ull},
+		{"M", 1000000ull},
+		{"G", 1000000000ull},
+		{"T", 1000000000000ull},
 		{"", 1},
 	};
 	unsigned __int128 v = 0, frac = 0, den = 1, total;

@@ -45,8 +45,8 @@ char *isth_text_read(const char *path, size_t max_bytes, size_t *len, char *err,
 
 /** Iterator over the lines of a NUL-terminated text. */
 struct isth_text_lines {
-	const char *pos;        /**< next unread byte; NULL when done */
-	unsigned int line;      /**< 1-based number of the line last returned */
+	const char *pos; /**< next unread byte; NULL when done */
+	unsigned int line; /**< 1-based number of the line last returned */
 };
 
 /** Start iterating @p text; a leading UTF-8 byte-order mark is skipped. */
@@ -87,8 +87,7 @@ int isth_text_tokens(char *line, char **tok, int max);
  * @return -EINVAL, so that `return isth_text_seterr(...)` reads naturally.
  */
 int isth_text_seterr(char *err, size_t errlen, const char *file, unsigned int line,
-		     unsigned int col, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
+	unsigned int col, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /**
  * True if @p s is a usable name for a site, island or region: 1 to

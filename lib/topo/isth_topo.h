@@ -36,16 +36,15 @@ struct isth_topo;
  * @param err  receives "file:line: reason" on failure (may be NULL)
  * @return the topology, or NULL with errno set (EINVAL bad input, ENOENT, ENOMEM).
  */
-struct isth_topo *isth_topo_load(const char *sites_path, const char *links_path,
-				 char *err, size_t errlen);
+struct isth_topo *
+isth_topo_load(const char *sites_path, const char *links_path, char *err, size_t errlen);
 
 /**
  * Same as isth_topo_load() from in-memory text; @p sites_name and
  * @p links_name are used in error messages.
  */
 struct isth_topo *isth_topo_parse(const char *sites_name, const char *sites_text,
-				  const char *links_name, const char *links_text,
-				  char *err, size_t errlen);
+	const char *links_name, const char *links_text, char *err, size_t errlen);
 
 /** Free a topology; NULL is accepted. */
 void isth_topo_free(struct isth_topo *t);
@@ -68,8 +67,8 @@ int isth_topo_ndlinks(const struct isth_topo *t);
  * capacity in bit/s; any output pointer may be NULL.
  * @return 0, or -EINVAL if @p e is not a directed link of @p t.
  */
-int isth_topo_dlink(const struct isth_topo *t, int e, int *from, int *to,
-		    double *lat_ms, double *cap_bps);
+int isth_topo_dlink(
+	const struct isth_topo *t, int e, int *from, int *to, double *lat_ms, double *cap_bps);
 /** Describe directed link @p e as "A->B" into @p buf. */
 void isth_topo_dlink_name(const struct isth_topo *t, int e, char *buf, size_t len);
 /**
@@ -85,8 +84,8 @@ int isth_topo_path(const struct isth_topo *t, int a, int b, int *links, int max)
  * 0 (network replication), or the number of destinations whose unicast path
  * uses the link if @p unicast is 1 (replication at the sender's edge).
  */
-void isth_topo_stream_links(const struct isth_topo *t, int j, uint64_t dests, int unicast,
-			    int *mult);
+void
+isth_topo_stream_links(const struct isth_topo *t, int j, uint64_t dests, int unicast, int *mult);
 
 #ifdef __cplusplus
 }

@@ -27,8 +27,9 @@ dijkstra(struct isth_topo *t, int src)
 
 		for (v = 0; v < t->n; v++)
 			if (!done[v] && isfinite(t->dist[src][v]) &&
-			    (u < 0 || t->dist[src][v] < t->dist[src][u] ||
-			     (t->dist[src][v] == t->dist[src][u] && t->hops[src][v] < t->hops[src][u])))
+				(u < 0 || t->dist[src][v] < t->dist[src][u] ||
+					(t->dist[src][v] == t->dist[src][u] &&
+						t->hops[src][v] < t->hops[src][u])))
 				u = v;
 		if (u < 0)
 			break;
@@ -42,8 +43,8 @@ dijkstra(struct isth_topo *t, int src)
 			d = t->dist[src][u] + t->dl_lat_ms[e];
 			/* 1e-9 ms: equal-latency alternatives count as ties */
 			if (d < t->dist[src][v] - 1e-9 ||
-			    (fabs(d - t->dist[src][v]) <= 1e-9 && !done[v] &&
-			     t->hops[src][u] + 1 < t->hops[src][v])) {
+				(fabs(d - t->dist[src][v]) <= 1e-9 && !done[v] &&
+					t->hops[src][u] + 1 < t->hops[src][v])) {
 				t->dist[src][v] = d;
 				t->hops[src][v] = t->hops[src][u] + 1;
 				t->pred[src][v] = e;
@@ -63,8 +64,9 @@ topo_route(struct isth_topo *t, char *err, size_t errlen, const char *sites_name
 		if (!isfinite(t->dist[0][v])) {
 			if (err && errlen)
 				snprintf(err, errlen,
-					 "%s:%d: site '%s' is not connected to '%s' (disconnected graph)",
-					 sites_name, t->line[v], t->name[v], t->name[0]);
+					"%s:%d: site '%s' is not connected to '%s' (disconnected "
+					"graph)",
+					sites_name, t->line[v], t->name[v], t->name[0]);
 			return -EINVAL;
 		}
 	}

@@ -21,9 +21,9 @@
 
 /* Accepted ranges (doc/planner.md): wide enough for any real WAN, narrow
  * enough that T and the schedule's integer ns and bit/s stay finite. */
-#define LAT_MAX_MS 10000.0      /* 10 s one way */
-#define CAP_MIN_GBPS 0.001      /* 1 Mbit/s */
-#define CAP_MAX_GBPS 1000000.0  /* 1 Pbit/s */
+#define LAT_MAX_MS 10000.0 /* 10 s one way */
+#define CAP_MIN_GBPS 0.001 /* 1 Mbit/s */
+#define CAP_MAX_GBPS 1000000.0 /* 1 Pbit/s */
 
 /*
  * Split one CSV line into trimmed fields; double quotes protect commas.
@@ -37,7 +37,7 @@ split_csv(const char *line, char f[MAXF][FLEN])
 	const char *c;
 
 	memset(f, 0, MAXF * FLEN);
-	for (c = line; ; c++) {
+	for (c = line;; c++) {
 		if (*c == '"') {
 			q = !q;
 			continue;
@@ -100,7 +100,8 @@ static int
 too_many_fields(char *err, size_t errlen, const char *file, int line, int nf, int hf)
 {
 	return SETERR("%d fields but the header has %d (a decimal comma? write 33.669, "
-		      "not 33,669; quote text that holds commas)", nf, hf);
+		      "not 33,669; quote text that holds commas)",
+		nf, hf);
 }
 
 static int
@@ -120,7 +121,7 @@ parse_sites(struct isth_topo *t, const char *file, const char *text, char *err, 
 	char buf[1024], f[MAXF][FLEN];
 	struct isth_text_lines it;
 	int line = 0, nf, i, r, rc;
-	int header = 0;         /* number of columns of the header, once read */
+	int header = 0; /* number of columns of the header, once read */
 
 	isth_text_lines_init(&it, text);
 	while ((rc = next_line(&it, buf, sizeof(buf))) != 0) {
@@ -130,7 +131,8 @@ parse_sites(struct isth_topo *t, const char *file, const char *text, char *err, 
 		nf = split_csv(buf, f);
 		if (!header) {
 			if (nf < 2 || nf > 3 || strcmp(f[0], "site") != 0 ||
-			    strcmp(f[1], "region") != 0 || (nf == 3 && strcmp(f[2], "city") != 0))
+				strcmp(f[1], "region") != 0 ||
+				(nf == 3 && strcmp(f[2], "city") != 0))
 				return SETERR("expected header 'site,region[,city]'");
 			header = nf;
 			continue;
@@ -139,7 +141,7 @@ parse_sites(struct isth_topo *t, const char *file, const char *text, char *err, 
 			return too_many_fields(err, errlen, file, line, nf, header);
 		if (nf < 2 || f[1][0] == '\0') {
 			SETERR("expected 'site,region[,city]', got %d field%s", nf,
-			       nf == 1 ? "" : "s");
+				nf == 1 ? "" : "s");
 			return -EINVAL;
 		}
 		if (!isth_text_valid_name(f[0], ISTH_TOPO_NAME_MAX)) {
@@ -167,7 +169,7 @@ parse_sites(struct isth_topo *t, const char *file, const char *text, char *err, 
 				break;
 		if (r == t->nregions)
 			snprintf(t->region_name[t->nregions++], ISTH_TOPO_NAME_MAX, "%.*s",
-				 ISTH_TOPO_NAME_MAX - 1, f[1]);
+				ISTH_TOPO_NAME_MAX - 1, f[1]);
 		t->region[i] = r;
 	}
 	if (!header) {
@@ -187,7 +189,7 @@ parse_links(struct isth_topo *t, const char *file, const char *text, char *err, 
 	char buf[1024], f[MAXF][FLEN];
 	struct isth_text_lines it;
 	int line = 0, nf, a, b, l, rc, cap = 0;
-	int header = 0;         /* number of columns of the header, once read */
+	int header = 0; /* number of columns of the header, once read */
 	int *lline = NULL;
 	int ret = -EINVAL;
 	double lat, gbps, lat_chk;
@@ -202,8 +204,9 @@ parse_links(struct isth_topo *t, const char *file, const char *text, char *err, 
 		nf = split_csv(buf, f);
 		if (!header) {
 			if (nf < 4 || nf > 5 || strcmp(f[0], "a") != 0 || strcmp(f[1], "b") != 0 ||
-			    strcmp(f[2], "one_way_ms") != 0 || strcmp(f[3], "capacity_gbps") != 0 ||
-			    (nf == 5 && strcmp(f[4], "source") != 0)) {
+				strcmp(f[2], "one_way_ms") != 0 ||
+				strcmp(f[3], "capacity_gbps") != 0 ||
+				(nf == 5 && strcmp(f[4], "source") != 0)) {
 				SETERR("expected header 'a,b,one_way_ms,capacity_gbps[,source]'");
 				goto out;
 			}
@@ -216,7 +219,7 @@ parse_links(struct isth_topo *t, const char *file, const char *text, char *err, 
 		}
 		if (nf < 4) {
 			SETERR("expected 'a,b,one_way_ms,capacity_gbps[,source]', got %d field%s",
-			       nf, nf == 1 ? "" : "s");
+				nf, nf == 1 ? "" : "s");
 			goto out;
 		}
 		a = find_site(t, f[0]);
@@ -235,9 +238,9 @@ parse_links(struct isth_topo *t, const char *file, const char *text, char *err, 
 		}
 		for (l = 0; l < t->ndl / 2; l++) {
 			if ((t->dl_from[2 * l] == a && t->dl_to[2 * l] == b) ||
-			    (t->dl_from[2 * l] == b && t->dl_to[2 * l] == a)) {
+				(t->dl_from[2 * l] == b && t->dl_to[2 * l] == a)) {
 				SETERR("duplicate link %s-%s (first on line %d)", f[0], f[1],
-				       lline[l]);
+					lline[l]);
 				goto out;
 			}
 		}
@@ -263,14 +266,15 @@ parse_links(struct isth_topo *t, const char *file, const char *text, char *err, 
 		}
 		if (gbps < CAP_MIN_GBPS || gbps > CAP_MAX_GBPS) {
 			SETERR("capacity_gbps %s out of range [%g, %g]", f[3], CAP_MIN_GBPS,
-			       CAP_MAX_GBPS);
+				CAP_MAX_GBPS);
 			goto out;
 		}
 		/* "A,B,33,669,100" under a header with 'source': the decimal comma
 		 * leaves a number where the free-text source should be */
 		if (nf == 5 && parse_num(f[4], &lat_chk) == 0) {
 			SETERR("source '%s' is a number: a decimal comma in one_way_ms or "
-			       "capacity_gbps? (write 33.669, not 33,669)", f[4]);
+			       "capacity_gbps? (write 33.669, not 33,669)",
+				f[4]);
 			goto out;
 		}
 		if (t->ndl + 2 > cap) {
@@ -336,7 +340,7 @@ isth_topo_free(struct isth_topo *t)
 
 struct isth_topo *
 isth_topo_parse(const char *sites_name, const char *sites_text, const char *links_name,
-		     const char *links_text, char *err, size_t errlen)
+	const char *links_text, char *err, size_t errlen)
 {
 	struct isth_topo *t;
 	int ret;
@@ -434,8 +438,8 @@ isth_topo_latency(const struct isth_topo *t, int a, int b)
 }
 
 int
-isth_topo_dlink(const struct isth_topo *t, int e, int *from, int *to,
-		     double *lat_ms, double *cap_bps)
+isth_topo_dlink(
+	const struct isth_topo *t, int e, int *from, int *to, double *lat_ms, double *cap_bps)
 {
 	if (t == NULL || e < 0 || e >= t->ndl)
 		return -EINVAL;

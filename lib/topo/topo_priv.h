@@ -16,16 +16,16 @@ struct isth_topo {
 	int n;
 	char name[NMAX][ISTH_TOPO_NAME_MAX];
 	int region[NMAX];
-	int line[NMAX];                 /* line of the site in the sites file */
+	int line[NMAX]; /* line of the site in the sites file */
 	int nregions;
 	char region_name[NMAX][ISTH_TOPO_NAME_MAX];
-	int ndl;                        /* directed links: 2*l is a->b, 2*l+1 is b->a */
+	int ndl; /* directed links: 2*l is a->b, 2*l+1 is b->a */
 	int *dl_from;
 	int *dl_to;
 	double *dl_lat_ms;
 	double *dl_cap_bps;
-	double dist[NMAX][NMAX];        /* shortest-path latency */
-	int pred[NMAX][NMAX];           /* pred[src][v]: directed link entering v on the tree of src */
+	double dist[NMAX][NMAX]; /* shortest-path latency */
+	int pred[NMAX][NMAX]; /* pred[src][v]: directed link entering v on the tree of src */
 	int hops[NMAX][NMAX];
 };
 

@@ -13,29 +13,33 @@
 #define ETHERTYPE_VLAN 0x8100u
 #define IPPROTO_UDP_ 17u
 
-static inline uint16_t get16(const uint8_t *p)
+static inline uint16_t
+get16(const uint8_t *p)
 {
 	return (uint16_t)((p[0] << 8) | p[1]);
 }
 
-static inline uint32_t get32(const uint8_t *p)
+static inline uint32_t
+get32(const uint8_t *p)
 {
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-	       ((uint32_t)p[2] << 8) | p[3];
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
 
-static inline uint64_t get64(const uint8_t *p)
+static inline uint64_t
+get64(const uint8_t *p)
 {
 	return ((uint64_t)get32(p) << 32) | get32(p + 4);
 }
 
-static inline void put16(uint8_t *p, uint16_t v)
+static inline void
+put16(uint8_t *p, uint16_t v)
 {
 	p[0] = v >> 8;
 	p[1] = v;
 }
 
-static inline void put32(uint8_t *p, uint32_t v)
+static inline void
+put32(uint8_t *p, uint32_t v)
 {
 	p[0] = v >> 24;
 	p[1] = v >> 16;
@@ -43,7 +47,8 @@ static inline void put32(uint8_t *p, uint32_t v)
 	p[3] = v;
 }
 
-static inline void put64(uint8_t *p, uint64_t v)
+static inline void
+put64(uint8_t *p, uint64_t v)
 {
 	put32(p, v >> 32);
 	put32(p + 4, (uint32_t)v);
@@ -113,25 +118,30 @@ static const char *const reason_strs[ISTH_WIRE_REASON_MAX] = {
 	[ISTH_WIRE_E_ROUND] = "ROUND body inconsistent",
 };
 
-const char *isth_wire_reason_name(enum isth_wire_reason r)
+const char *
+isth_wire_reason_name(enum isth_wire_reason r)
 {
 	if ((unsigned int)r >= ISTH_WIRE_REASON_MAX)
 		return "unknown";
 	return reason_names[r];
 }
 
-const char *isth_wire_reason_str(enum isth_wire_reason r)
+const char *
+isth_wire_reason_str(enum isth_wire_reason r)
 {
 	if ((unsigned int)r >= ISTH_WIRE_REASON_MAX)
 		return "unknown reason";
 	return reason_strs[r];
 }
 
-const char *isth_wire_type_name(unsigned int type)
+const char *
+isth_wire_type_name(unsigned int type)
 {
 	static const char *const names[] = {
-		[ISTH_WIRE_DATA] = "data", [ISTH_WIRE_AGG] = "agg",
-		[ISTH_WIRE_NACK] = "nack", [ISTH_WIRE_GONE] = "gone",
+		[ISTH_WIRE_DATA] = "data",
+		[ISTH_WIRE_AGG] = "agg",
+		[ISTH_WIRE_NACK] = "nack",
+		[ISTH_WIRE_GONE] = "gone",
 		[ISTH_WIRE_ROUND] = "round",
 	};
 
@@ -140,11 +150,14 @@ const char *isth_wire_type_name(unsigned int type)
 	return names[type];
 }
 
-const char *isth_wire_dtype_name(unsigned int dtype)
+const char *
+isth_wire_dtype_name(unsigned int dtype)
 {
 	static const char *const names[] = {
-		[ISTH_WIRE_DTYPE_NONE] = "none", [ISTH_WIRE_DTYPE_FP32] = "fp32",
-		[ISTH_WIRE_DTYPE_BF16] = "bf16", [ISTH_WIRE_DTYPE_INT32] = "int32",
+		[ISTH_WIRE_DTYPE_NONE] = "none",
+		[ISTH_WIRE_DTYPE_FP32] = "fp32",
+		[ISTH_WIRE_DTYPE_BF16] = "bf16",
+		[ISTH_WIRE_DTYPE_INT32] = "int32",
 	};
 
 	if (dtype > ISTH_WIRE_DTYPE_MAX)
@@ -152,7 +165,8 @@ const char *isth_wire_dtype_name(unsigned int dtype)
 	return names[dtype];
 }
 
-unsigned int isth_wire_dtype_size(unsigned int dtype)
+unsigned int
+isth_wire_dtype_size(unsigned int dtype)
 {
 	switch (dtype) {
 	case ISTH_WIRE_DTYPE_FP32:
@@ -165,18 +179,17 @@ unsigned int isth_wire_dtype_size(unsigned int dtype)
 	}
 }
 
-int isth_wire_limits_init(struct isth_wire_limits *lim, uint32_t n_islands,
-			  unsigned int mtu)
+int
+isth_wire_limits_init(struct isth_wire_limits *lim, uint32_t n_islands, unsigned int mtu)
 {
 	unsigned int room;
 
 	if (lim == NULL || n_islands == 0 || n_islands > ISTH_WIRE_MAX_ISLANDS)
 		return -EINVAL;
-	if (mtu < ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE +
-		  ISTH_WIRE_HDR_SIZE + 4 || mtu > 65535)
+	if (mtu < ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE + ISTH_WIRE_HDR_SIZE + 4 ||
+		mtu > 65535)
 		return -EINVAL;
-	room = mtu - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE -
-	       ISTH_WIRE_HDR_SIZE;
+	room = mtu - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE - ISTH_WIRE_HDR_SIZE;
 	memset(lim, 0, sizeof(*lim));
 	lim->n_islands = n_islands;
 	lim->max_elems = (uint16_t)(room / 4);
@@ -189,14 +202,15 @@ int isth_wire_limits_init(struct isth_wire_limits *lim, uint32_t n_islands,
 /* Flags a type may carry; everything else is ISTH_WIRE_E_FLAGS. */
 static const uint16_t type_flags[ISTH_WIRE_TYPE_MAX + 1] = {
 	[ISTH_WIRE_DATA] = ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST | ISTH_WIRE_F_AUTH,
-	[ISTH_WIRE_AGG] = ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST |
-			  ISTH_WIRE_F_AUTH,
+	[ISTH_WIRE_AGG] =
+		ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST | ISTH_WIRE_F_AUTH,
 	[ISTH_WIRE_NACK] = ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH,
 	[ISTH_WIRE_GONE] = ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH,
 	[ISTH_WIRE_ROUND] = ISTH_WIRE_F_AUTH,
 };
 
-static inline uint64_t island_mask(uint32_t n)
+static inline uint64_t
+island_mask(uint32_t n)
 {
 	return n >= 64 ? UINT64_MAX : (UINT64_C(1) << n) - 1;
 }
@@ -204,7 +218,7 @@ static inline uint64_t island_mask(uint32_t n)
 
 static enum isth_wire_reason
 check_body(const struct isth_wire_hdr *h, const uint8_t *body, size_t size,
-	   const struct isth_wire_limits *lim)
+	const struct isth_wire_limits *lim)
 {
 	uint64_t mask = island_mask(lim->n_islands);
 	unsigned int esize, i;
@@ -219,8 +233,7 @@ check_body(const struct isth_wire_hdr *h, const uint8_t *body, size_t size,
 			return ISTH_WIRE_E_LENGTH;
 		/* A DATA packet carries exactly its sender's contribution:
 		 * accepting more bits would let one packet count twice. */
-		if (h->type == ISTH_WIRE_DATA &&
-		    h->bitmap != (UINT64_C(1) << h->sender))
+		if (h->type == ISTH_WIRE_DATA && h->bitmap != (UINT64_C(1) << h->sender))
 			return ISTH_WIRE_E_BITMAP;
 		if (h->bitmap == 0 || (h->bitmap & ~mask) != 0)
 			return ISTH_WIRE_E_BITMAP;
@@ -255,8 +268,7 @@ check_body(const struct isth_wire_hdr *h, const uint8_t *body, size_t size,
 		period = get64(body + 16);
 		clique = get64(body + 24);
 		if ((h->bitmap & ~mask) != 0 || (clique & ~mask) != 0 ||
-		    !(clique & (UINT64_C(1) << h->sender)) ||
-		    (h->bitmap & ~clique) != 0)
+			!(clique & (UINT64_C(1) << h->sender)) || (h->bitmap & ~clique) != 0)
 			return ISTH_WIRE_E_BITMAP;
 		if (deadline < start || period == 0)
 			return ISTH_WIRE_E_ROUND;
@@ -267,8 +279,9 @@ check_body(const struct isth_wire_hdr *h, const uint8_t *body, size_t size,
 	}
 }
 
-enum isth_wire_reason isth_wire_parse_msg(const uint8_t *buf, size_t len,
-		const struct isth_wire_limits *lim, struct isth_wire_pkt *out)
+enum isth_wire_reason
+isth_wire_parse_msg(const uint8_t *buf, size_t len, const struct isth_wire_limits *lim,
+	struct isth_wire_pkt *out)
 {
 	struct isth_wire_hdr h;
 	enum isth_wire_reason r;
@@ -305,7 +318,7 @@ enum isth_wire_reason isth_wire_parse_msg(const uint8_t *buf, size_t len,
 		return ISTH_WIRE_E_RESERVED;
 	h.trailer_len = buf[ISTH_WIRE_OFF_TRAILER];
 	if ((h.trailer_len != 0) != ((h.flags & ISTH_WIRE_F_AUTH) != 0) ||
-	    h.trailer_len > len - ISTH_WIRE_HDR_SIZE)
+		h.trailer_len > len - ISTH_WIRE_HDR_SIZE)
 		return ISTH_WIRE_E_TRAILER;
 	h.count = get16(buf + ISTH_WIRE_OFF_COUNT);
 	h.job = get32(buf + ISTH_WIRE_OFF_JOB);
@@ -330,7 +343,8 @@ enum isth_wire_reason isth_wire_parse_msg(const uint8_t *buf, size_t len,
 }
 
 /* Sum of 16-bit big-endian words, not yet folded. */
-static uint32_t sum16(const uint8_t *p, size_t len, uint32_t sum)
+static uint32_t
+sum16(const uint8_t *p, size_t len, uint32_t sum)
 {
 	size_t i;
 
@@ -341,31 +355,35 @@ static uint32_t sum16(const uint8_t *p, size_t len, uint32_t sum)
 	return sum;
 }
 
-static uint16_t fold(uint32_t sum)
+static uint16_t
+fold(uint32_t sum)
 {
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
 	return (uint16_t)~sum;
 }
 
-uint16_t isth_wire_cksum(const void *buf, size_t len)
+uint16_t
+isth_wire_cksum(const void *buf, size_t len)
 {
 	return fold(sum16(buf, len, 0));
 }
 
-static uint16_t udp_cksum(const uint8_t *ip, const uint8_t *udp, size_t len)
+static uint16_t
+udp_cksum(const uint8_t *ip, const uint8_t *udp, size_t len)
 {
 	uint32_t sum = 0;
 
-	sum = sum16(ip + 12, 8, sum);	/* source and destination address */
+	sum = sum16(ip + 12, 8, sum); /* source and destination address */
 	sum += IPPROTO_UDP_;
 	sum += (uint32_t)len;
 	sum = sum16(udp, len, sum);
 	return fold(sum);
 }
 
-enum isth_wire_reason isth_wire_parse_frame(const uint8_t *buf, size_t len,
-		const struct isth_wire_limits *lim, struct isth_wire_pkt *out)
+enum isth_wire_reason
+isth_wire_parse_frame(const uint8_t *buf, size_t len, const struct isth_wire_limits *lim,
+	struct isth_wire_pkt *out)
 {
 	const uint8_t *ip, *udp;
 	size_t off, ihl, totlen, ulen;
@@ -423,20 +441,19 @@ enum isth_wire_reason isth_wire_parse_frame(const uint8_t *buf, size_t len,
 	a.dst_port = get16(udp + 2);
 	if (a.dst_port != lim->udp_port)
 		return ISTH_WIRE_E_UDP_PORT;
-	if (lim->check_udp_csum && get16(udp + 6) != 0 &&
-	    udp_cksum(ip, udp, ulen) != 0)
+	if (lim->check_udp_csum && get16(udp + 6) != 0 && udp_cksum(ip, udp, ulen) != 0)
 		return ISTH_WIRE_E_UDP_CSUM;
 
-	r = isth_wire_parse_msg(udp + ISTH_WIRE_UDP_HDR_SIZE,
-				ulen - ISTH_WIRE_UDP_HDR_SIZE, lim, out);
+	r = isth_wire_parse_msg(
+		udp + ISTH_WIRE_UDP_HDR_SIZE, ulen - ISTH_WIRE_UDP_HDR_SIZE, lim, out);
 	if (r != ISTH_WIRE_OK)
 		return r;
 	out->addr = a;
 	return ISTH_WIRE_OK;
 }
 
-void isth_wire_get_range(const struct isth_wire_pkt *pkt, unsigned int i,
-			 struct isth_wire_range *r)
+void
+isth_wire_get_range(const struct isth_wire_pkt *pkt, unsigned int i, struct isth_wire_range *r)
 {
 	const uint8_t *p = pkt->payload + (size_t)i * ISTH_WIRE_RANGE_SIZE;
 
@@ -444,7 +461,8 @@ void isth_wire_get_range(const struct isth_wire_pkt *pkt, unsigned int i,
 	r->last = get64(p + 8);
 }
 
-void isth_wire_get_round(const struct isth_wire_pkt *pkt, struct isth_wire_round *r)
+void
+isth_wire_get_round(const struct isth_wire_pkt *pkt, struct isth_wire_round *r)
 {
 	const uint8_t *p = pkt->payload;
 
@@ -456,7 +474,8 @@ void isth_wire_get_round(const struct isth_wire_pkt *pkt, struct isth_wire_round
 	r->chunk_elems = get32(p + 36);
 }
 
-int isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h)
+int
+isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h)
 {
 	if (cap < ISTH_WIRE_HDR_SIZE)
 		return -ENOSPC;
@@ -477,7 +496,8 @@ int isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h)
 	return ISTH_WIRE_HDR_SIZE;
 }
 
-static size_t body_size(const struct isth_wire_hdr *h)
+static size_t
+body_size(const struct isth_wire_hdr *h)
 {
 	switch (h->type) {
 	case ISTH_WIRE_DATA:
@@ -493,15 +513,14 @@ static size_t body_size(const struct isth_wire_hdr *h)
 	}
 }
 
-int isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h,
-			const void *payload, size_t payload_size,
-			const void *trailer)
+int
+isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h, const void *payload,
+	size_t payload_size, const void *trailer)
 {
 	size_t total;
 
-	if (h == NULL || body_size(h) != payload_size ||
-	    (payload_size != 0 && payload == NULL) ||
-	    (h->trailer_len != 0 && trailer == NULL))
+	if (h == NULL || body_size(h) != payload_size || (payload_size != 0 && payload == NULL) ||
+		(h->trailer_len != 0 && trailer == NULL))
 		return -EINVAL;
 	total = ISTH_WIRE_HDR_SIZE + payload_size + h->trailer_len;
 	if (total > 65535 - ISTH_WIRE_UDP_HDR_SIZE - ISTH_WIRE_IPV4_MIN_HDR_SIZE)
@@ -512,19 +531,19 @@ int isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h,
 	if (payload_size)
 		memmove(buf + ISTH_WIRE_HDR_SIZE, payload, payload_size);
 	if (h->trailer_len)
-		memcpy(buf + ISTH_WIRE_HDR_SIZE + payload_size, trailer,
-		       h->trailer_len);
+		memcpy(buf + ISTH_WIRE_HDR_SIZE + payload_size, trailer, h->trailer_len);
 	return (int)total;
 }
 
-size_t isth_wire_frame_hdr_size(const struct isth_wire_addr *a)
+size_t
+isth_wire_frame_hdr_size(const struct isth_wire_addr *a)
 {
 	return ISTH_WIRE_ETH_HDR_SIZE + (a->vlan ? ISTH_WIRE_VLAN_TAG_SIZE : 0) +
-	       ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE;
+		ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE;
 }
 
-int isth_wire_put_frame_hdr(uint8_t *buf, size_t cap,
-			    const struct isth_wire_addr *a, size_t msg_size)
+int
+isth_wire_put_frame_hdr(uint8_t *buf, size_t cap, const struct isth_wire_addr *a, size_t msg_size)
 {
 	size_t hs = isth_wire_frame_hdr_size(a);
 	size_t off = ISTH_WIRE_ETH_HDR_SIZE;
@@ -551,8 +570,8 @@ int isth_wire_put_frame_hdr(uint8_t *buf, size_t cap,
 	ip[0] = 0x45;
 	ip[1] = (uint8_t)(a->dscp << 2);
 	put16(ip + 2, (uint16_t)totlen);
-	put16(ip + 4, 0);		/* id: unused, never fragmented */
-	put16(ip + 6, 0x4000);		/* DF */
+	put16(ip + 4, 0); /* id: unused, never fragmented */
+	put16(ip + 6, 0x4000); /* DF */
 	ip[8] = a->ttl ? a->ttl : 64;
 	ip[9] = IPPROTO_UDP_;
 	put16(ip + 10, 0);
@@ -568,8 +587,8 @@ int isth_wire_put_frame_hdr(uint8_t *buf, size_t cap,
 	return (int)(hs + msg_size);
 }
 
-int isth_wire_put_ranges(uint8_t *buf, size_t cap,
-			 const struct isth_wire_range *r, unsigned int n)
+int
+isth_wire_put_ranges(uint8_t *buf, size_t cap, const struct isth_wire_range *r, unsigned int n)
 {
 	unsigned int i;
 
@@ -582,8 +601,8 @@ int isth_wire_put_ranges(uint8_t *buf, size_t cap,
 	return (int)(n * ISTH_WIRE_RANGE_SIZE);
 }
 
-int isth_wire_put_round(uint8_t *buf, size_t cap,
-			const struct isth_wire_round *r)
+int
+isth_wire_put_round(uint8_t *buf, size_t cap, const struct isth_wire_round *r)
 {
 	if (cap < ISTH_WIRE_ROUND_SIZE)
 		return -ENOSPC;

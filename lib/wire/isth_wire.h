@@ -27,10 +27,10 @@ extern "C" {
 
 /** Default UDP port (configurable everywhere a port is used). Not 4791:
  * that is RoCEv2, which Wireshark and NICs already claim. */
-#define ISTH_WIRE_PORT		9471u
+#define ISTH_WIRE_PORT 9471u
 /** "IS" */
-#define ISTH_WIRE_MAGIC		0x4953u
-#define ISTH_WIRE_VERSION	1u
+#define ISTH_WIRE_MAGIC 0x4953u
+#define ISTH_WIRE_VERSION 1u
 /** Byte offsets of the header's fields in a message (doc/protocol.md,
  * "Header"); the accessors below and the parser use them. */
 enum isth_wire_off {
@@ -51,45 +51,45 @@ enum isth_wire_off {
 };
 
 /** Size of the fixed isthmus header in bytes. */
-#define ISTH_WIRE_HDR_SIZE	40u
+#define ISTH_WIRE_HDR_SIZE 40u
 /** Contributor bitmaps are 64 bits: at most 64 islands. */
-#define ISTH_WIRE_MAX_ISLANDS	64u
+#define ISTH_WIRE_MAX_ISLANDS 64u
 
-#define ISTH_WIRE_ETH_HDR_SIZE	14u
-#define ISTH_WIRE_VLAN_TAG_SIZE	4u
-#define ISTH_WIRE_IPV4_MIN_HDR_SIZE	20u
-#define ISTH_WIRE_UDP_HDR_SIZE	8u
+#define ISTH_WIRE_ETH_HDR_SIZE 14u
+#define ISTH_WIRE_VLAN_TAG_SIZE 4u
+#define ISTH_WIRE_IPV4_MIN_HDR_SIZE 20u
+#define ISTH_WIRE_UDP_HDR_SIZE 8u
 /** Ethernet + IPv4 (no options) + UDP + isthmus header. */
 #define ISTH_WIRE_FRAME_OVERHEAD \
 	(ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE + \
-	 ISTH_WIRE_HDR_SIZE)
+		ISTH_WIRE_HDR_SIZE)
 
 /** Packet types. */
 enum isth_wire_type {
-	ISTH_WIRE_DATA = 1,	/**< an island's contribution to one chunk */
-	ISTH_WIRE_AGG = 2,	/**< (partial) aggregate of one chunk, to an island */
-	ISTH_WIRE_NACK = 3,	/**< request to resend sequence or chunk ranges */
-	ISTH_WIRE_GONE = 4,	/**< the ranges of a NACK that cannot be served */
-	ISTH_WIRE_ROUND = 5,	/**< controller to island: a round has begun */
+	ISTH_WIRE_DATA = 1, /**< an island's contribution to one chunk */
+	ISTH_WIRE_AGG = 2, /**< (partial) aggregate of one chunk, to an island */
+	ISTH_WIRE_NACK = 3, /**< request to resend sequence or chunk ranges */
+	ISTH_WIRE_GONE = 4, /**< the ranges of a NACK that cannot be served */
+	ISTH_WIRE_ROUND = 5, /**< controller to island: a round has begun */
 };
 #define ISTH_WIRE_TYPE_MAX 5
 
 /** Element types of DATA and AGG payloads. */
 enum isth_wire_dtype {
-	ISTH_WIRE_DTYPE_NONE = 0,	/**< packets without elements (NACK, GONE, ROUND) */
-	ISTH_WIRE_DTYPE_FP32 = 1,	/**< IEEE 754 binary32 */
-	ISTH_WIRE_DTYPE_BF16 = 2,	/**< bfloat16: the top 16 bits of a binary32 */
-	ISTH_WIRE_DTYPE_INT32 = 3,	/**< two's complement, sums wrap modulo 2^32 */
+	ISTH_WIRE_DTYPE_NONE = 0, /**< packets without elements (NACK, GONE, ROUND) */
+	ISTH_WIRE_DTYPE_FP32 = 1, /**< IEEE 754 binary32 */
+	ISTH_WIRE_DTYPE_BF16 = 2, /**< bfloat16: the top 16 bits of a binary32 */
+	ISTH_WIRE_DTYPE_INT32 = 3, /**< two's complement, sums wrap modulo 2^32 */
 };
 #define ISTH_WIRE_DTYPE_MAX 3
 
 /** Header flags. Unknown bits are rejected (ISTH_WIRE_E_FLAGS). */
 enum isth_wire_flag {
-	ISTH_WIRE_F_PARTIAL = 1u << 0,	/**< AGG: bitmap is not the expected set */
-	ISTH_WIRE_F_RESENT = 1u << 1,	/**< AGG/DATA: a retransmission */
-	ISTH_WIRE_F_LAST = 1u << 2,		/**< DATA/AGG: last chunk of the stream */
-	ISTH_WIRE_F_CHUNKS = 1u << 3,	/**< NACK/GONE: ranges are chunk ids, not seqs */
-	ISTH_WIRE_F_AUTH = 1u << 4,		/**< a trailer_len-byte auth trailer follows */
+	ISTH_WIRE_F_PARTIAL = 1u << 0, /**< AGG: bitmap is not the expected set */
+	ISTH_WIRE_F_RESENT = 1u << 1, /**< AGG/DATA: a retransmission */
+	ISTH_WIRE_F_LAST = 1u << 2, /**< DATA/AGG: last chunk of the stream */
+	ISTH_WIRE_F_CHUNKS = 1u << 3, /**< NACK/GONE: ranges are chunk ids, not seqs */
+	ISTH_WIRE_F_AUTH = 1u << 4, /**< a trailer_len-byte auth trailer follows */
 };
 #define ISTH_WIRE_F_ALL 0x001fu
 
@@ -99,44 +99,44 @@ enum isth_wire_flag {
  */
 enum isth_wire_reason {
 	ISTH_WIRE_OK = 0,
-	ISTH_WIRE_E_ETH_TRUNC,		/**< shorter than an Ethernet header */
-	ISTH_WIRE_E_VLAN_TRUNC,		/**< 802.1Q tag cut short */
-	ISTH_WIRE_E_ETHERTYPE,		/**< not IPv4 (after at most one VLAN tag) */
-	ISTH_WIRE_E_IP_TRUNC,		/**< shorter than the IPv4 header */
-	ISTH_WIRE_E_IP_VERSION,		/**< IP version is not 4 */
-	ISTH_WIRE_E_IP_IHL,		/**< IHL < 5 or past the buffer */
-	ISTH_WIRE_E_IP_TOTLEN,		/**< total length < IHL or past the buffer */
-	ISTH_WIRE_E_IP_CSUM,		/**< IPv4 header checksum wrong */
-	ISTH_WIRE_E_IP_FRAG,		/**< a fragment (MF set or offset != 0) */
-	ISTH_WIRE_E_IP_PROTO,		/**< not UDP */
-	ISTH_WIRE_E_UDP_TRUNC,		/**< shorter than a UDP header */
-	ISTH_WIRE_E_UDP_LEN,		/**< UDP length disagrees with IPv4 */
-	ISTH_WIRE_E_UDP_PORT,		/**< destination port is not isthmus's */
-	ISTH_WIRE_E_UDP_CSUM,		/**< non-zero UDP checksum is wrong */
-	ISTH_WIRE_E_HDR_TRUNC,		/**< shorter than the isthmus header */
-	ISTH_WIRE_E_MAGIC,		/**< magic is not "IS" */
-	ISTH_WIRE_E_VERSION,		/**< unsupported protocol version */
-	ISTH_WIRE_E_TYPE,		/**< unknown packet type */
-	ISTH_WIRE_E_FLAGS,		/**< unknown flag, or flag not valid for type */
-	ISTH_WIRE_E_DTYPE,		/**< element type unknown or wrong for type */
-	ISTH_WIRE_E_ISLAND,		/**< sender island >= configured islands */
-	ISTH_WIRE_E_BITMAP,		/**< bitmap names islands >= configured */
-	ISTH_WIRE_E_COUNT,		/**< element or range count above the limit */
-	ISTH_WIRE_E_TRAILER,		/**< trailer longer than what follows the header */
-	ISTH_WIRE_E_LENGTH,		/**< payload size disagrees with count and type */
-	ISTH_WIRE_E_RANGE,		/**< a NACK/GONE range with first > last */
-	ISTH_WIRE_E_RESERVED,		/**< a reserved field is not zero */
-	ISTH_WIRE_E_ROUND,		/**< ROUND body inconsistent (deadline < start) */
+	ISTH_WIRE_E_ETH_TRUNC, /**< shorter than an Ethernet header */
+	ISTH_WIRE_E_VLAN_TRUNC, /**< 802.1Q tag cut short */
+	ISTH_WIRE_E_ETHERTYPE, /**< not IPv4 (after at most one VLAN tag) */
+	ISTH_WIRE_E_IP_TRUNC, /**< shorter than the IPv4 header */
+	ISTH_WIRE_E_IP_VERSION, /**< IP version is not 4 */
+	ISTH_WIRE_E_IP_IHL, /**< IHL < 5 or past the buffer */
+	ISTH_WIRE_E_IP_TOTLEN, /**< total length < IHL or past the buffer */
+	ISTH_WIRE_E_IP_CSUM, /**< IPv4 header checksum wrong */
+	ISTH_WIRE_E_IP_FRAG, /**< a fragment (MF set or offset != 0) */
+	ISTH_WIRE_E_IP_PROTO, /**< not UDP */
+	ISTH_WIRE_E_UDP_TRUNC, /**< shorter than a UDP header */
+	ISTH_WIRE_E_UDP_LEN, /**< UDP length disagrees with IPv4 */
+	ISTH_WIRE_E_UDP_PORT, /**< destination port is not isthmus's */
+	ISTH_WIRE_E_UDP_CSUM, /**< non-zero UDP checksum is wrong */
+	ISTH_WIRE_E_HDR_TRUNC, /**< shorter than the isthmus header */
+	ISTH_WIRE_E_MAGIC, /**< magic is not "IS" */
+	ISTH_WIRE_E_VERSION, /**< unsupported protocol version */
+	ISTH_WIRE_E_TYPE, /**< unknown packet type */
+	ISTH_WIRE_E_FLAGS, /**< unknown flag, or flag not valid for type */
+	ISTH_WIRE_E_DTYPE, /**< element type unknown or wrong for type */
+	ISTH_WIRE_E_ISLAND, /**< sender island >= configured islands */
+	ISTH_WIRE_E_BITMAP, /**< bitmap names islands >= configured */
+	ISTH_WIRE_E_COUNT, /**< element or range count above the limit */
+	ISTH_WIRE_E_TRAILER, /**< trailer longer than what follows the header */
+	ISTH_WIRE_E_LENGTH, /**< payload size disagrees with count and type */
+	ISTH_WIRE_E_RANGE, /**< a NACK/GONE range with first > last */
+	ISTH_WIRE_E_RESERVED, /**< a reserved field is not zero */
+	ISTH_WIRE_E_ROUND, /**< ROUND body inconsistent (deadline < start) */
 	ISTH_WIRE_REASON_MAX
 };
 
 /** Limits the parser enforces; they come from configuration. */
 struct isth_wire_limits {
-	uint32_t n_islands;	/**< islands in the job, 1..64 */
-	uint16_t max_elems;	/**< max elements per DATA/AGG packet */
-	uint16_t max_ranges;	/**< max ranges per NACK/GONE packet */
-	uint16_t udp_port;	/**< destination port to accept */
-	bool check_udp_csum;	/**< verify non-zero UDP checksums */
+	uint32_t n_islands; /**< islands in the job, 1..64 */
+	uint16_t max_elems; /**< max elements per DATA/AGG packet */
+	uint16_t max_ranges; /**< max ranges per NACK/GONE packet */
+	uint16_t udp_port; /**< destination port to accept */
+	bool check_udp_csum; /**< verify non-zero UDP checksums */
 };
 
 /**
@@ -152,17 +152,17 @@ struct isth_wire_limits {
  * - count: DATA/AGG: elements; NACK/GONE: ranges; ROUND: 0.
  */
 struct isth_wire_hdr {
-	uint8_t type;		/**< enum isth_wire_type */
-	uint8_t dtype;		/**< enum isth_wire_dtype */
-	uint16_t flags;		/**< enum isth_wire_flag bits */
-	uint8_t trailer_len;	/**< bytes of trailer after the payload */
-	uint8_t sender;		/**< island id, < n_islands */
-	uint16_t count;		/**< see above */
+	uint8_t type; /**< enum isth_wire_type */
+	uint8_t dtype; /**< enum isth_wire_dtype */
+	uint16_t flags; /**< enum isth_wire_flag bits */
+	uint8_t trailer_len; /**< bytes of trailer after the payload */
+	uint8_t sender; /**< island id, < n_islands */
+	uint16_t count; /**< see above */
 	uint32_t job;
 	uint32_t round;
-	uint32_t chunk;		/**< chunk ("weight") id */
+	uint32_t chunk; /**< chunk ("weight") id */
 	uint64_t seq;
-	uint64_t bitmap;	/**< bit i = island i */
+	uint64_t bitmap; /**< bit i = island i */
 };
 
 /** One NACK/GONE range, inclusive on both ends. */
@@ -174,12 +174,12 @@ struct isth_wire_range {
 
 /** The body of a ROUND packet (a fixed 40 bytes on the wire). */
 struct isth_wire_round {
-	uint64_t start_ns;	/**< round start, ns since the Unix epoch */
-	uint64_t deadline_ns;	/**< AGGs for this round are due by then */
-	uint64_t period_ns;	/**< T, the round period */
-	uint64_t clique;	/**< members of the island's clique, itself included */
-	uint32_t n_chunks;	/**< chunks in each contribution this round */
-	uint32_t chunk_elems;	/**< elements per full chunk */
+	uint64_t start_ns; /**< round start, ns since the Unix epoch */
+	uint64_t deadline_ns; /**< AGGs for this round are due by then */
+	uint64_t period_ns; /**< T, the round period */
+	uint64_t clique; /**< members of the island's clique, itself included */
+	uint32_t n_chunks; /**< chunks in each contribution this round */
+	uint32_t chunk_elems; /**< elements per full chunk */
 };
 #define ISTH_WIRE_ROUND_SIZE 40u
 
@@ -187,24 +187,24 @@ struct isth_wire_round {
 struct isth_wire_addr {
 	uint8_t dst_mac[6];
 	uint8_t src_mac[6];
-	uint16_t vlan;		/**< 0: untagged; else the 12-bit VLAN id */
+	uint16_t vlan; /**< 0: untagged; else the 12-bit VLAN id */
 	uint32_t src_ip;
 	uint32_t dst_ip;
 	uint16_t src_port;
 	uint16_t dst_port;
-	uint8_t ttl;		/**< 0 means 64 */
+	uint8_t ttl; /**< 0 means 64 */
 	uint8_t dscp;
 };
 
 /** A parsed and validated packet. Pointers point into the caller's buffer. */
 struct isth_wire_pkt {
-	struct isth_wire_addr addr;	/**< frames only; zero for bare messages */
+	struct isth_wire_addr addr; /**< frames only; zero for bare messages */
 	struct isth_wire_hdr hdr;
-	const uint8_t *msg;		/**< start of the isthmus header */
-	const uint8_t *payload;		/**< after the header */
-	size_t payload_size;		/**< bytes, trailer excluded */
-	const uint8_t *trailer;		/**< NULL when trailer_len == 0 */
-	size_t msg_size;		/**< header + payload + trailer */
+	const uint8_t *msg; /**< start of the isthmus header */
+	const uint8_t *payload; /**< after the header */
+	size_t payload_size; /**< bytes, trailer excluded */
+	const uint8_t *trailer; /**< NULL when trailer_len == 0 */
+	size_t msg_size; /**< header + payload + trailer */
 };
 
 /** Name of a reason, e.g. "ip_csum"; stable, used in counters and logs. */
@@ -224,8 +224,7 @@ unsigned int isth_wire_dtype_size(unsigned int dtype);
  *
  * @return 0, or -EINVAL if n_islands is not 1..64 or mtu is too small.
  */
-int isth_wire_limits_init(struct isth_wire_limits *lim, uint32_t n_islands,
-			  unsigned int mtu);
+int isth_wire_limits_init(struct isth_wire_limits *lim, uint32_t n_islands, unsigned int mtu);
 
 /**
  * Parse and validate an isthmus message (the UDP payload), as a socket
@@ -239,7 +238,7 @@ int isth_wire_limits_init(struct isth_wire_limits *lim, uint32_t n_islands,
  * @return ISTH_WIRE_OK or the reason for refusal
  */
 enum isth_wire_reason isth_wire_parse_msg(const uint8_t *buf, size_t len,
-		const struct isth_wire_limits *lim, struct isth_wire_pkt *out);
+	const struct isth_wire_limits *lim, struct isth_wire_pkt *out);
 
 /**
  * Parse and validate a whole Ethernet frame: Ethernet, at most one 802.1Q
@@ -248,14 +247,14 @@ enum isth_wire_reason isth_wire_parse_msg(const uint8_t *buf, size_t len,
  * Bytes after the IPv4 total length (Ethernet padding) are ignored.
  */
 enum isth_wire_reason isth_wire_parse_frame(const uint8_t *buf, size_t len,
-		const struct isth_wire_limits *lim, struct isth_wire_pkt *out);
+	const struct isth_wire_limits *lim, struct isth_wire_pkt *out);
 
 /**
  * Read range @p i of a parsed NACK/GONE packet. The parser has already
  * checked that all ranges are present and first <= last.
  */
-void isth_wire_get_range(const struct isth_wire_pkt *pkt, unsigned int i,
-			 struct isth_wire_range *r);
+void
+isth_wire_get_range(const struct isth_wire_pkt *pkt, unsigned int i, struct isth_wire_range *r);
 
 /** Decode the body of a parsed ROUND packet. */
 void isth_wire_get_round(const struct isth_wire_pkt *pkt, struct isth_wire_round *r);
@@ -276,8 +275,7 @@ int isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h);
  *         with type and count).
  */
 int isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h,
-			const void *payload, size_t payload_size,
-			const void *trailer);
+	const void *payload, size_t payload_size, const void *trailer);
 
 /**
  * Wrap a message already written at @p buf + isth_wire_frame_hdr_size()
@@ -286,19 +284,17 @@ int isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h,
  *
  * @return total frame bytes, or -ENOSPC / -EINVAL
  */
-int isth_wire_put_frame_hdr(uint8_t *buf, size_t cap,
-			    const struct isth_wire_addr *a, size_t msg_size);
+int
+isth_wire_put_frame_hdr(uint8_t *buf, size_t cap, const struct isth_wire_addr *a, size_t msg_size);
 
 /** Bytes of Ethernet(+VLAN)+IPv4+UDP headers that put_frame_hdr writes. */
 size_t isth_wire_frame_hdr_size(const struct isth_wire_addr *a);
 
 /** Encode @p n ranges into @p buf in wire order. @return bytes or -ENOSPC. */
-int isth_wire_put_ranges(uint8_t *buf, size_t cap,
-			 const struct isth_wire_range *r, unsigned int n);
+int isth_wire_put_ranges(uint8_t *buf, size_t cap, const struct isth_wire_range *r, unsigned int n);
 
 /** Encode a ROUND body into @p buf. @return 40 or -ENOSPC. */
-int isth_wire_put_round(uint8_t *buf, size_t cap,
-			const struct isth_wire_round *r);
+int isth_wire_put_round(uint8_t *buf, size_t cap, const struct isth_wire_round *r);
 
 /** RFC 1071 checksum over @p len bytes (folded, complemented). */
 uint16_t isth_wire_cksum(const void *buf, size_t len);
@@ -309,7 +305,8 @@ uint16_t isth_wire_cksum(const void *buf, size_t len);
  * the edge numbers AGGs, the fan-out groups DATA by round, the resend ring
  * marks repairs. @p msg must hold a whole header; fields are big-endian.
  */
-static inline uint64_t isth_wire_get_be_(const uint8_t *p, unsigned int n)
+static inline uint64_t
+isth_wire_get_be_(const uint8_t *p, unsigned int n)
 {
 	uint64_t v = 0;
 
@@ -318,7 +315,8 @@ static inline uint64_t isth_wire_get_be_(const uint8_t *p, unsigned int n)
 	return v;
 }
 
-static inline void isth_wire_put_be_(uint8_t *p, unsigned int n, uint64_t v)
+static inline void
+isth_wire_put_be_(uint8_t *p, unsigned int n, uint64_t v)
 {
 	for (unsigned int i = n; i-- > 0;) {
 		p[i] = (uint8_t)v;
@@ -328,49 +326,57 @@ static inline void isth_wire_put_be_(uint8_t *p, unsigned int n, uint64_t v)
 
 /** Rewrite the seq field of the message at @p msg (the edge numbers AGGs
  * as it sends them). */
-static inline void isth_wire_set_seq(uint8_t *msg, uint64_t seq)
+static inline void
+isth_wire_set_seq(uint8_t *msg, uint64_t seq)
 {
 	isth_wire_put_be_(msg + ISTH_WIRE_OFF_SEQ, 8, seq);
 }
 
 /** Read the seq field of the message at @p msg. */
-static inline uint64_t isth_wire_get_seq(const uint8_t *msg)
+static inline uint64_t
+isth_wire_get_seq(const uint8_t *msg)
 {
 	return isth_wire_get_be_(msg + ISTH_WIRE_OFF_SEQ, 8);
 }
 
 /** Read the round field of the message at @p msg. */
-static inline uint32_t isth_wire_get_hdr_round(const uint8_t *msg)
+static inline uint32_t
+isth_wire_get_hdr_round(const uint8_t *msg)
 {
 	return (uint32_t)isth_wire_get_be_(msg + ISTH_WIRE_OFF_ROUND, 4);
 }
 
 /** Rewrite the round field of the message at @p msg. */
-static inline void isth_wire_set_hdr_round(uint8_t *msg, uint32_t round)
+static inline void
+isth_wire_set_hdr_round(uint8_t *msg, uint32_t round)
 {
 	isth_wire_put_be_(msg + ISTH_WIRE_OFF_ROUND, 4, round);
 }
 
 /** Read the chunk field of the message at @p msg. */
-static inline uint32_t isth_wire_get_hdr_chunk(const uint8_t *msg)
+static inline uint32_t
+isth_wire_get_hdr_chunk(const uint8_t *msg)
 {
 	return (uint32_t)isth_wire_get_be_(msg + ISTH_WIRE_OFF_CHUNK, 4);
 }
 
 /** Rewrite the chunk field of the message at @p msg. */
-static inline void isth_wire_set_hdr_chunk(uint8_t *msg, uint32_t chunk)
+static inline void
+isth_wire_set_hdr_chunk(uint8_t *msg, uint32_t chunk)
 {
 	isth_wire_put_be_(msg + ISTH_WIRE_OFF_CHUNK, 4, chunk);
 }
 
 /** Read the flags of the message at @p msg (ISTH_WIRE_F_*). */
-static inline uint16_t isth_wire_get_flags(const uint8_t *msg)
+static inline uint16_t
+isth_wire_get_flags(const uint8_t *msg)
 {
 	return (uint16_t)isth_wire_get_be_(msg + ISTH_WIRE_OFF_FLAGS, 2);
 }
 
 /** Set flag bits in the message at @p msg (e.g. ISTH_WIRE_F_RESENT). */
-static inline void isth_wire_or_flags(uint8_t *msg, uint16_t flags)
+static inline void
+isth_wire_or_flags(uint8_t *msg, uint16_t flags)
 {
 	msg[ISTH_WIRE_OFF_FLAGS] |= (uint8_t)(flags >> 8);
 	msg[ISTH_WIRE_OFF_FLAGS + 1] |= (uint8_t)flags;

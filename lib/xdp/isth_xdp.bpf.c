@@ -30,10 +30,10 @@
 
 #include "isth_xdp_shared.h"
 
-#define IP_MF		0x2000
-#define IP_OFFMASK	0x1fff
+#define IP_MF 0x2000
+#define IP_OFFMASK 0x1fff
 /* 802.1Q and 802.1ad; QinQ is two tags */
-#define ISTH_XDP_MAX_VLAN_TAGS	2
+#define ISTH_XDP_MAX_VLAN_TAGS 2
 
 struct vlan_tag {
 	__be16 tci;
@@ -97,8 +97,7 @@ classify(void *data, void *data_end)
 
 #pragma unroll
 	for (i = 0; i < ISTH_XDP_MAX_VLAN_TAGS; i++) {
-		if (proto != bpf_htons(ETH_P_8021Q) &&
-				proto != bpf_htons(ETH_P_8021AD))
+		if (proto != bpf_htons(ETH_P_8021Q) && proto != bpf_htons(ETH_P_8021AD))
 			break;
 		vlan = data;
 		if ((void *)(vlan + 1) > data_end)
@@ -133,15 +132,14 @@ classify(void *data, void *data_end)
 		return V_MALFORMED;
 
 	cfg = bpf_map_lookup_elem(&isth_config, &key);
-	port = cfg != NULL && cfg->udp_port != 0 ?
-		cfg->udp_port : isth_default_port;
+	port = cfg != NULL && cfg->udp_port != 0 ? cfg->udp_port : isth_default_port;
 	if (udp->dest != bpf_htons(port))
 		return V_PASS;
 
 	/* 224.0.0.0/4: only the job's groups are ours. */
 	if ((ip->daddr & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000) &&
-			!(cfg != NULL && (cfg->flags & ISTH_XDP_CFG_F_ANY_GROUP)) &&
-			bpf_map_lookup_elem(&isth_groups, &ip->daddr) == NULL)
+		!(cfg != NULL && (cfg->flags & ISTH_XDP_CFG_F_ANY_GROUP)) &&
+		bpf_map_lookup_elem(&isth_groups, &ip->daddr) == NULL)
 		return V_PASS;
 
 	return V_STEER;

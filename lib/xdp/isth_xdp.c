@@ -28,15 +28,15 @@
  * Written by: the caller's control thread only; handles are not shared.
  */
 struct isth_xdp {
-	struct isth_xdp_bpf *skel;	/* NULL for borrowed maps */
+	struct isth_xdp_bpf *skel; /* NULL for borrowed maps */
 	int counters_fd;
 	int config_fd;
 	int groups_fd;
-	int xsks_fd;			/* -1 for borrowed maps */
-	int ncpus;			/* possible CPUs: per-CPU value count */
-	struct isth_xdp_cpu_counters *percpu;	/* scratch for reads */
-	int ifindex;			/* attached (owned) or opened on; 0 */
-	uint32_t attach_flags;		/* XDP_FLAGS_* used to attach */
+	int xsks_fd; /* -1 for borrowed maps */
+	int ncpus; /* possible CPUs: per-CPU value count */
+	struct isth_xdp_cpu_counters *percpu; /* scratch for reads */
+	int ifindex; /* attached (owned) or opened on; 0 */
+	uint32_t attach_flags; /* XDP_FLAGS_* used to attach */
 	bool attached;
 	char ifname[IF_NAMESIZE];
 };
@@ -133,8 +133,7 @@ free_handle:
 
 /* Check that a map fd has the layout the program's map of that name has. */
 static int
-map_matches(int fd, const char *name, uint32_t type, uint32_t value_size,
-		struct bpf_map_info *info)
+map_matches(int fd, const char *name, uint32_t type, uint32_t value_size, struct bpf_map_info *info)
 {
 	uint32_t len = sizeof(*info);
 
@@ -152,15 +151,12 @@ static const struct {
 	uint32_t value_size;
 	size_t fd_off;
 } isth_maps[] = {
-	{ ISTH_XDP_MAP_COUNTERS, BPF_MAP_TYPE_PERCPU_ARRAY,
-		sizeof(struct isth_xdp_cpu_counters),
-		offsetof(struct isth_xdp, counters_fd) },
-	{ ISTH_XDP_MAP_CONFIG, BPF_MAP_TYPE_ARRAY,
-		sizeof(struct isth_xdp_config),
-		offsetof(struct isth_xdp, config_fd) },
-	{ ISTH_XDP_MAP_GROUPS, BPF_MAP_TYPE_HASH,
-		sizeof(struct isth_xdp_group),
-		offsetof(struct isth_xdp, groups_fd) },
+	{ISTH_XDP_MAP_COUNTERS, BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(struct isth_xdp_cpu_counters),
+		offsetof(struct isth_xdp, counters_fd)},
+	{ISTH_XDP_MAP_CONFIG, BPF_MAP_TYPE_ARRAY, sizeof(struct isth_xdp_config),
+		offsetof(struct isth_xdp, config_fd)},
+	{ISTH_XDP_MAP_GROUPS, BPF_MAP_TYPE_HASH, sizeof(struct isth_xdp_group),
+		offsetof(struct isth_xdp, groups_fd)},
 };
 
 #define N_MAPS (sizeof(isth_maps) / sizeof(isth_maps[0]))
@@ -221,9 +217,8 @@ find_maps_of_prog(struct isth_xdp *x, uint32_t prog_id)
 		for (k = 0; k < N_MAPS; k++) {
 			if (*MAP_FD(x, k) >= 0)
 				continue;
-			rc = map_matches(fd, isth_maps[k].name,
-				isth_maps[k].type, isth_maps[k].value_size,
-				&minfo);
+			rc = map_matches(fd, isth_maps[k].name, isth_maps[k].type,
+				isth_maps[k].value_size, &minfo);
 			if (rc < 0) {
 				close(fd);
 				return rc;
@@ -276,7 +271,7 @@ destroy:
 	return NULL;
 }
 
-static const char *const pin_names[] = { "counters", "config", "groups" };
+static const char *const pin_names[] = {"counters", "config", "groups"};
 
 static int
 pin_path(char *buf, size_t size, const char *dir, size_t k)
@@ -311,8 +306,8 @@ isth_xdp_open_pinned(const char *dir)
 			rc = -errno;
 			goto destroy;
 		}
-		rc = map_matches(*MAP_FD(x, k), isth_maps[k].name,
-			isth_maps[k].type, isth_maps[k].value_size, &minfo);
+		rc = map_matches(*MAP_FD(x, k), isth_maps[k].name, isth_maps[k].type,
+			isth_maps[k].value_size, &minfo);
 		if (rc <= 0) {
 			rc = rc < 0 ? rc : -ESRCH;
 			goto destroy;
@@ -327,14 +322,13 @@ destroy:
 }
 
 int
-isth_xdp_attach(struct isth_xdp *x, const char *iface,
-		enum isth_xdp_mode mode)
+isth_xdp_attach(struct isth_xdp *x, const char *iface, enum isth_xdp_mode mode)
 {
 	uint32_t flags = XDP_FLAGS_UPDATE_IF_NOEXIST;
 	int ifindex, rc;
 
 	if (x == NULL || x->skel == NULL || x->attached || iface == NULL ||
-			strlen(iface) >= IF_NAMESIZE)
+		strlen(iface) >= IF_NAMESIZE)
 		return -EINVAL;
 	switch (mode) {
 	case ISTH_XDP_MODE_AUTO:
@@ -352,8 +346,7 @@ isth_xdp_attach(struct isth_xdp *x, const char *iface,
 	if (ifindex == 0)
 		return -ENODEV;
 
-	rc = bpf_xdp_attach(ifindex,
-		bpf_program__fd(x->skel->progs.isth_xdp_steer), flags, NULL);
+	rc = bpf_xdp_attach(ifindex, bpf_program__fd(x->skel->progs.isth_xdp_steer), flags, NULL);
 	if (rc != 0)
 		return rc;
 	x->ifindex = ifindex;
@@ -373,8 +366,7 @@ isth_xdp_detach(struct isth_xdp *x)
 		return -EINVAL;
 	/* Only remove our own program, never one attached since. */
 	opts.old_prog_fd = bpf_program__fd(x->skel->progs.isth_xdp_steer);
-	rc = bpf_xdp_detach(x->ifindex,
-		x->attach_flags & ~XDP_FLAGS_UPDATE_IF_NOEXIST, &opts);
+	rc = bpf_xdp_detach(x->ifindex, x->attach_flags & ~XDP_FLAGS_UPDATE_IF_NOEXIST, &opts);
 	x->attached = false;
 	return rc;
 }
@@ -390,8 +382,7 @@ isth_xdp_prog_fd(const struct isth_xdp *x)
 int
 isth_xdp_xsk_set(struct isth_xdp *x, uint32_t queue, int xsk_fd)
 {
-	if (x == NULL || x->xsks_fd < 0 || queue >= ISTH_XDP_MAX_QUEUES ||
-			xsk_fd < 0)
+	if (x == NULL || x->xsks_fd < 0 || queue >= ISTH_XDP_MAX_QUEUES || xsk_fd < 0)
 		return -EINVAL;
 	if (bpf_map_update_elem(x->xsks_fd, &queue, &xsk_fd, BPF_ANY) != 0)
 		return -errno;
@@ -445,7 +436,7 @@ is_multicast(uint32_t addr_be)
 int
 isth_xdp_group_add(struct isth_xdp *x, uint32_t group_be, uint32_t job)
 {
-	struct isth_xdp_group g = { .job = job };
+	struct isth_xdp_group g = {.job = job};
 
 	if (x == NULL || !is_multicast(group_be))
 		return -EINVAL;
@@ -465,8 +456,7 @@ isth_xdp_group_del(struct isth_xdp *x, uint32_t group_be)
 }
 
 static int
-default_pin_dir(const struct isth_xdp *x, const char *dir, char *buf,
-		size_t size)
+default_pin_dir(const struct isth_xdp *x, const char *dir, char *buf, size_t size)
 {
 	int n;
 
@@ -475,8 +465,7 @@ default_pin_dir(const struct isth_xdp *x, const char *dir, char *buf,
 	} else {
 		if (x->ifname[0] == '\0')
 			return -EINVAL;
-		n = snprintf(buf, size, "%s/%s", ISTH_XDP_PIN_ROOT,
-			x->ifname);
+		n = snprintf(buf, size, "%s/%s", ISTH_XDP_PIN_ROOT, x->ifname);
 	}
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }

@@ -33,24 +33,24 @@ extern "C" {
 #endif
 
 /** Where isth_xdp_pin() puts an interface's maps when given no directory. */
-#define ISTH_XDP_PIN_ROOT	"/sys/fs/bpf/isthmus"
+#define ISTH_XDP_PIN_ROOT "/sys/fs/bpf/isthmus"
 
 /** A handle on the steering program's maps (opaque). */
 struct isth_xdp;
 
 /** Summed per-CPU verdict counters (see struct isth_xdp_cpu_counters). */
 struct isth_xdp_counters {
-	uint64_t steered;	/**< redirected to an AF_XDP socket */
-	uint64_t passed;	/**< not isthmus: left to the kernel */
-	uint64_t malformed;	/**< truncated/inconsistent headers: kernel */
-	uint64_t no_xsk;	/**< isthmus, but no socket on the queue */
+	uint64_t steered; /**< redirected to an AF_XDP socket */
+	uint64_t passed; /**< not isthmus: left to the kernel */
+	uint64_t malformed; /**< truncated/inconsistent headers: kernel */
+	uint64_t no_xsk; /**< isthmus, but no socket on the queue */
 };
 
 /** How isth_xdp_attach() attaches. */
 enum isth_xdp_mode {
-	ISTH_XDP_MODE_AUTO = 0,	/**< native if the driver has it, else generic */
-	ISTH_XDP_MODE_SKB,	/**< generic (skb) XDP: any netdev */
-	ISTH_XDP_MODE_DRV,	/**< native (driver) XDP; veth has it */
+	ISTH_XDP_MODE_AUTO = 0, /**< native if the driver has it, else generic */
+	ISTH_XDP_MODE_SKB, /**< generic (skb) XDP: any netdev */
+	ISTH_XDP_MODE_DRV, /**< native (driver) XDP; veth has it */
 };
 
 /**
@@ -107,8 +107,7 @@ void isth_xdp_destroy(struct isth_xdp *x);
  *   attached), -ENODEV, -EBUSY (another program attached) or the errno of
  *   the netlink request.
  */
-int isth_xdp_attach(struct isth_xdp *x, const char *iface,
-		enum isth_xdp_mode mode);
+int isth_xdp_attach(struct isth_xdp *x, const char *iface, enum isth_xdp_mode mode);
 
 /**
  * Detach a program attached by isth_xdp_attach(), if it is still the one
@@ -151,8 +150,7 @@ int isth_xdp_read(const struct isth_xdp *x, struct isth_xdp_counters *out);
  *   group, not only those added).
  * @return 0, -EINVAL (unknown flag), or the errno of the map update.
  */
-int isth_xdp_configure(struct isth_xdp *x, uint16_t udp_port,
-		uint16_t flags);
+int isth_xdp_configure(struct isth_xdp *x, uint16_t udp_port, uint16_t flags);
 
 /**
  * Steer a multicast group (IPv4, network byte order, in 224.0.0.0/4).

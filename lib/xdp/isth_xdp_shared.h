@@ -13,12 +13,12 @@
 #include <linux/types.h>
 
 /** Default UDP port steered to the AF_XDP socket (ISTH_WIRE_PORT). */
-#define ISTH_XDP_DEFAULT_PORT	9471
+#define ISTH_XDP_DEFAULT_PORT 9471
 
 /** Entries of xsks_map: one per NIC queue the PMD may bind (queue id). */
-#define ISTH_XDP_MAX_QUEUES	64
+#define ISTH_XDP_MAX_QUEUES 64
 /** Entries of the multicast group map. */
-#define ISTH_XDP_MAX_GROUPS	256
+#define ISTH_XDP_MAX_GROUPS 256
 
 /*
  * Map names. The af_xdp PMD of DPDK 22.11 looks its map up by the name
@@ -26,10 +26,10 @@
  * name among the maps of the program attached to an interface
  * (isth_xdp_counters()). BPF object names are limited to 15 characters.
  */
-#define ISTH_XDP_MAP_XSKS	"xsks_map"
-#define ISTH_XDP_MAP_COUNTERS	"isth_counters"
-#define ISTH_XDP_MAP_CONFIG	"isth_config"
-#define ISTH_XDP_MAP_GROUPS	"isth_groups"
+#define ISTH_XDP_MAP_XSKS "xsks_map"
+#define ISTH_XDP_MAP_COUNTERS "isth_counters"
+#define ISTH_XDP_MAP_CONFIG "isth_config"
+#define ISTH_XDP_MAP_GROUPS "isth_groups"
 
 /**
  * Verdict counters, one copy per CPU in a BPF_MAP_TYPE_PERCPU_ARRAY with
@@ -53,7 +53,7 @@ struct isth_xdp_cpu_counters {
 };
 
 /** Flags of struct isth_xdp_config. */
-#define ISTH_XDP_CFG_F_ANY_GROUP	0x1	/**< steer every multicast group */
+#define ISTH_XDP_CFG_F_ANY_GROUP 0x1 /**< steer every multicast group */
 
 /**
  * Run-time configuration: BPF_MAP_TYPE_ARRAY, one entry (key 0).
@@ -65,9 +65,9 @@ struct isth_xdp_cpu_counters {
  * configures it.
  */
 struct isth_xdp_config {
-	__u16 udp_port;	/**< destination port, host byte order; 0: default */
-	__u16 flags;	/**< ISTH_XDP_CFG_F_* */
-	__u32 reserved;	/**< zero */
+	__u16 udp_port; /**< destination port, host byte order; 0: default */
+	__u16 flags; /**< ISTH_XDP_CFG_F_* */
+	__u32 reserved; /**< zero */
 };
 
 /**
@@ -75,7 +75,7 @@ struct isth_xdp_config {
  * network byte order (__be32), value = struct isth_xdp_group.
  */
 struct isth_xdp_group {
-	__u32 job;	/**< job the group belongs to (informational) */
+	__u32 job; /**< job the group belongs to (informational) */
 };
 
 #endif /* ISTH_XDP_SHARED_H */

@@ -25,15 +25,16 @@
 #include "isth_island.h"
 #include "isth_wire.h"
 
-static PyObject *IsthError;		/* isthmus.Error(OSError) */
-static PyObject *IsthTimeout;		/* isthmus.Timeout(Error, TimeoutError) */
+static PyObject *IsthError; /* isthmus.Error(OSError) */
+static PyObject *IsthTimeout; /* isthmus.Timeout(Error, TimeoutError) */
 static PyTypeObject RoundType;
 static PyTypeObject ResultType;
 
 /* ---- errors ---------------------------------------------------------- */
 
 /* Raise isthmus.Error (or Timeout) with errno and "what: C reason". */
-static PyObject *raise_errno(int err, const char *what, const char *detail)
+static PyObject *
+raise_errno(int err, const char *what, const char *detail)
 {
 	PyObject *exc = err == ETIMEDOUT || err == ENOENT ? IsthTimeout : IsthError;
 	PyObject *args;
@@ -54,7 +55,8 @@ static PyObject *raise_errno(int err, const char *what, const char *detail)
 /* ---- timeouts -------------------------------------------------------- */
 
 /* Seconds (float, None: forever) to ns. */
-static int timeout_ns(PyObject *o, uint64_t *out)
+static int
+timeout_ns(PyObject *o, uint64_t *out)
 {
 	double s;
 
@@ -82,10 +84,11 @@ struct tensor_mem {
 	void *ptr;
 	size_t nbytes;
 	size_t itemsize;
-	char kind;		/* 'f' float32, 'i' int32, 'b' bf16/16-bit */
+	char kind; /* 'f' float32, 'i' int32, 'b' bf16/16-bit */
 };
 
-static void tensor_release(struct tensor_mem *t)
+static void
+tensor_release(struct tensor_mem *t)
 {
 	if (t->have_view)
 		PyBuffer_Release(&t->view);
@@ -93,7 +96,8 @@ static void tensor_release(struct tensor_mem *t)
 }
 
 /* Call obj.name() and return the result (new reference). */
-static PyObject *call0(PyObject *obj, const char *name)
+static PyObject *
+call0(PyObject *obj, const char *name)
 {
 	return PyObject_CallMethod(obj, name, NULL);
 }
@@ -103,7 +107,8 @@ static PyObject *call0(PyObject *obj, const char *name)
  * numel, device, dtype). Only contiguous CPU tensors: their memory is
  * the host memory at data_ptr(), alive as long as the tensor is.
  */
-static int tensor_torch(PyObject *obj, struct tensor_mem *t, const char *what)
+static int
+tensor_torch(PyObject *obj, struct tensor_mem *t, const char *what)
 {
 	PyObject *dev = NULL, *devtype = NULL, *dt = NULL, *r = NULL, *dto = NULL;
 	long long ptr, esize, numel;
@@ -124,7 +129,8 @@ static int tensor_torch(PyObject *obj, struct tensor_mem *t, const char *what)
 	if (r == NULL)
 		goto out;
 	if (!PyObject_IsTrue(r)) {
-		PyErr_Format(PyExc_ValueError, "%s: tensor is not contiguous (call .contiguous())", what);
+		PyErr_Format(PyExc_ValueError, "%s: tensor is not contiguous (call .contiguous())",
+			what);
 		goto out;
 	}
 	Py_CLEAR(r);
@@ -140,8 +146,8 @@ static int tensor_torch(PyObject *obj, struct tensor_mem *t, const char *what)
 	else if (strcmp(dts, "torch.bfloat16") == 0)
 		t->kind = 'b';
 	else {
-		PyErr_Format(PyExc_TypeError, "%s: tensor dtype %s is not float32, bfloat16 or int32",
-			     what, dts);
+		PyErr_Format(PyExc_TypeError,
+			"%s: tensor dtype %s is not float32, bfloat16 or int32", what, dts);
 		goto out;
 	}
 	r = call0(obj, "data_ptr");
@@ -169,7 +175,8 @@ out:
 }
 
 /* Map a buffer format to a kind: 'f' float32, 'i' int32, 'b' 16-bit. */
-static char format_kind(const char *fmt, Py_ssize_t itemsize)
+static char
+format_kind(const char *fmt, Py_ssize_t itemsize)
 {
 	if (fmt == NULL)
 		fmt = "B";
@@ -179,21 +186,19 @@ static char format_kind(const char *fmt, Py_ssize_t itemsize)
 		return 0;
 	if (fmt[0] == 'f' && itemsize == 4)
 		return 'f';
-	if ((fmt[0] == 'i' || fmt[0] == 'I' || fmt[0] == 'l' || fmt[0] == 'L') &&
-	    itemsize == 4)
+	if ((fmt[0] == 'i' || fmt[0] == 'I' || fmt[0] == 'l' || fmt[0] == 'L') && itemsize == 4)
 		return 'i';
 	if ((fmt[0] == 'H' || fmt[0] == 'h') && itemsize == 2)
 		return 'b';
 	return 0;
 }
 
-static int tensor_get(PyObject *obj, bool writable, struct tensor_mem *t,
-		      const char *what)
+static int
+tensor_get(PyObject *obj, bool writable, struct tensor_mem *t, const char *what)
 {
 	memset(t, 0, sizeof(*t));
 	if (PyObject_CheckBuffer(obj)) {
-		int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT |
-			    (writable ? PyBUF_WRITABLE : 0);
+		int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
 
 		if (PyObject_GetBuffer(obj, &t->view, flags) < 0)
 			return -1;
@@ -201,9 +206,9 @@ static int tensor_get(PyObject *obj, bool writable, struct tensor_mem *t,
 		t->kind = format_kind(t->view.format, t->view.itemsize);
 		if (t->kind == 0) {
 			PyErr_Format(PyExc_TypeError,
-				     "%s: element format '%s' (%zd bytes) is not float32, int32 or "
-				     "a 16-bit bf16 word", what,
-				     t->view.format ? t->view.format : "B", t->view.itemsize);
+				"%s: element format '%s' (%zd bytes) is not float32, int32 or "
+				"a 16-bit bf16 word",
+				what, t->view.format ? t->view.format : "B", t->view.itemsize);
 			tensor_release(t);
 			return -1;
 		}
@@ -215,51 +220,58 @@ static int tensor_get(PyObject *obj, bool writable, struct tensor_mem *t,
 	if (PyObject_HasAttrString(obj, "data_ptr"))
 		return tensor_torch(obj, t, what);
 	PyErr_Format(PyExc_TypeError,
-		     "%s: expected a contiguous array (buffer protocol) or CPU torch tensor, got %s",
-		     what, Py_TYPE(obj)->tp_name);
+		"%s: expected a contiguous array (buffer protocol) or CPU torch tensor, got %s",
+		what, Py_TYPE(obj)->tp_name);
 	return -1;
 }
 
 /* ---- Round and Result ------------------------------------------------- */
 
 static PyStructSequence_Field round_fields[] = {
-	{ "round", "round number" },
-	{ "start_ns", "round start, CLOCK_REALTIME ns" },
-	{ "deadline_ns", "aggregates are due by then" },
-	{ "period_ns", "the schedule's T" },
-	{ "clique", "bitmap of the clique, self included" },
-	{ "expected", "bitmap of the peers whose contributions to expect" },
-	{ "n_chunks", "chunks per tensor" },
-	{ "chunk_elems", "elements per full chunk" },
-	{ NULL, NULL },
+	{"round", "round number"},
+	{"start_ns", "round start, CLOCK_REALTIME ns"},
+	{"deadline_ns", "aggregates are due by then"},
+	{"period_ns", "the schedule's T"},
+	{"clique", "bitmap of the clique, self included"},
+	{"expected", "bitmap of the peers whose contributions to expect"},
+	{"n_chunks", "chunks per tensor"},
+	{"chunk_elems", "elements per full chunk"},
+	{NULL, NULL},
 };
 
 static PyStructSequence_Desc round_desc = {
-	"isthmus.Round", "What a ROUND announced.", round_fields, 8,
+	"isthmus.Round",
+	"What a ROUND announced.",
+	round_fields,
+	8,
 };
 
 static PyStructSequence_Field result_fields[] = {
-	{ "round", "round number" },
-	{ "complete", "True if every chunk has every expected contributor" },
-	{ "bitmap", "contributors summed into every chunk (AND over chunks)" },
-	{ "missing", "contributors missing from some chunk (OR over chunks)" },
-	{ "partial", "chunks missing a contributor" },
-	{ "chunks_complete", "chunks with every expected contributor" },
-	{ "missing_contributions", "contributions missing, over all chunks" },
-	{ "chunk_bitmaps", "tuple: contributors summed into each chunk" },
-	{ "expected", "contributors the round expected (self included if sent)" },
-	{ "self_sent", "own contribution is in the sums" },
-	{ "early", "complete before the deadline" },
-	{ "end_ns", "session clock when the round ended" },
-	{ "missing_str", "what is missing: 'island 2 chunks 0-5,9', or 'none'" },
-	{ NULL, NULL },
+	{"round", "round number"},
+	{"complete", "True if every chunk has every expected contributor"},
+	{"bitmap", "contributors summed into every chunk (AND over chunks)"},
+	{"missing", "contributors missing from some chunk (OR over chunks)"},
+	{"partial", "chunks missing a contributor"},
+	{"chunks_complete", "chunks with every expected contributor"},
+	{"missing_contributions", "contributions missing, over all chunks"},
+	{"chunk_bitmaps", "tuple: contributors summed into each chunk"},
+	{"expected", "contributors the round expected (self included if sent)"},
+	{"self_sent", "own contribution is in the sums"},
+	{"early", "complete before the deadline"},
+	{"end_ns", "session clock when the round ended"},
+	{"missing_str", "what is missing: 'island 2 chunks 0-5,9', or 'none'"},
+	{NULL, NULL},
 };
 
 static PyStructSequence_Desc result_desc = {
-	"isthmus.Result", "The outcome of a round.", result_fields, 13,
+	"isthmus.Result",
+	"The outcome of a round.",
+	result_fields,
+	13,
 };
 
-static PyObject *round_new(const struct isth_island_round *ri)
+static PyObject *
+round_new(const struct isth_island_round *ri)
 {
 	PyObject *r = PyStructSequence_New(&RoundType);
 
@@ -280,8 +292,8 @@ static PyObject *round_new(const struct isth_island_round *ri)
 	return r;
 }
 
-static PyObject *result_new(const struct isth_island_result *res,
-			    const struct isth_island_chunk *ch, uint32_t n)
+static PyObject *
+result_new(const struct isth_island_result *res, const struct isth_island_chunk *ch, uint32_t n)
 {
 	PyObject *r = PyStructSequence_New(&ResultType), *bm;
 	uint64_t all = UINT64_MAX, expected = 0;
@@ -324,14 +336,14 @@ static PyObject *result_new(const struct isth_island_result *res,
 /* ---- Session ---------------------------------------------------------- */
 
 typedef struct {
-	PyObject_HEAD
-	struct isth_island *s;
+	PyObject_HEAD struct isth_island *s;
 	struct isth_island_conf conf;
 	uint32_t n_chunks;
-	int busy;			/* calls in progress (GIL held to change) */
+	int busy; /* calls in progress (GIL held to change) */
 } Session;
 
-static int parse_addr(PyObject *o, uint32_t *ip, uint16_t *port, const char *what)
+static int
+parse_addr(PyObject *o, uint32_t *ip, uint16_t *port, const char *what)
 {
 	const char *host;
 	struct in_addr a;
@@ -354,11 +366,11 @@ static int parse_addr(PyObject *o, uint32_t *ip, uint16_t *port, const char *wha
 	return 0;
 }
 
-static int Session_init(Session *self, PyObject *args, PyObject *kw)
+static int
+Session_init(Session *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "job", "island", "n_islands", "elems", "edge",
-		"dtype", "bind", "mtu", "nack_interval", "nack_retries", "probe",
-		"grace", "rcvbuf", NULL };
+	static char *kwlist[] = {"job", "island", "n_islands", "elems", "edge", "dtype", "bind",
+		"mtu", "nack_interval", "nack_retries", "probe", "grace", "rcvbuf", NULL};
 	unsigned long job = ULONG_MAX, island = ULONG_MAX, n_islands = ULONG_MAX;
 	unsigned long elems = ULONG_MAX;
 	PyObject *edge = NULL, *bind = NULL, *probe = Py_False;
@@ -373,24 +385,23 @@ static int Session_init(Session *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_RuntimeError, "Session already initialised");
 		return -1;
 	}
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$kkkkOsOIdIOdi", kwlist,
-					 &job, &island, &n_islands, &elems, &edge,
-					 &dtype, &bind, &mtu, &nack_interval,
-					 &nack_retries, &probe, &grace, &rcvbuf))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$kkkkOsOIdIOdi", kwlist, &job, &island,
+		    &n_islands, &elems, &edge, &dtype, &bind, &mtu, &nack_interval, &nack_retries,
+		    &probe, &grace, &rcvbuf))
 		return -1;
 	if (job == ULONG_MAX || island == ULONG_MAX || n_islands == ULONG_MAX ||
-	    elems == ULONG_MAX) {
+		elems == ULONG_MAX) {
 		PyErr_SetString(PyExc_TypeError,
-				"Session() needs the keyword arguments job, island, n_islands and elems");
+			"Session() needs the keyword arguments job, island, n_islands and elems");
 		return -1;
 	}
 	memset(&c, 0, sizeof(c));
-	if (job > UINT32_MAX || n_islands == 0 || n_islands > 64 ||
-	    island >= n_islands || elems == 0 || elems > UINT32_MAX / 4) {
+	if (job > UINT32_MAX || n_islands == 0 || n_islands > 64 || island >= n_islands ||
+		elems == 0 || elems > UINT32_MAX / 4) {
 		PyErr_Format(PyExc_ValueError,
-			     "need 0 <= island < n_islands <= 64, 0 < elems, job < 2^32 "
-			     "(got job=%lu island=%lu n_islands=%lu elems=%lu)",
-			     job, island, n_islands, elems);
+			"need 0 <= island < n_islands <= 64, 0 < elems, job < 2^32 "
+			"(got job=%lu island=%lu n_islands=%lu elems=%lu)",
+			job, island, n_islands, elems);
 		return -1;
 	}
 	c.job = (uint32_t)job;
@@ -407,17 +418,16 @@ static int Session_init(Session *self, PyObject *args, PyObject *kw)
 		PyErr_Format(PyExc_ValueError, "dtype '%s' is not fp32, bf16 or int32", dtype);
 		return -1;
 	}
-	c.edge_ip = 0x0a0a0001;		/* 10.10.0.1, the testbed's first edge */
+	c.edge_ip = 0x0a0a0001; /* 10.10.0.1, the testbed's first edge */
 	c.edge_port = ISTH_WIRE_PORT;
-	if (edge && edge != Py_None &&
-	    parse_addr(edge, &c.edge_ip, &c.edge_port, "edge") < 0)
+	if (edge && edge != Py_None && parse_addr(edge, &c.edge_ip, &c.edge_port, "edge") < 0)
 		return -1;
-	if (bind && bind != Py_None &&
-	    parse_addr(bind, &c.bind_ip, &c.bind_port, "bind") < 0)
+	if (bind && bind != Py_None && parse_addr(bind, &c.bind_ip, &c.bind_port, "bind") < 0)
 		return -1;
 	c.mtu = mtu;
 	if (!(nack_interval > 0) || !(grace >= 0)) {
-		PyErr_SetString(PyExc_ValueError, "nack_interval must be > 0 and grace >= 0 seconds");
+		PyErr_SetString(
+			PyExc_ValueError, "nack_interval must be > 0 and grace >= 0 seconds");
 		return -1;
 	}
 	c.nack_interval_ns = (uint64_t)(nack_interval * 1e9);
@@ -442,8 +452,8 @@ static int Session_init(Session *self, PyObject *args, PyObject *kw)
 	c.rcvbuf = rcvbuf;
 	s = isth_island_open(&c);
 	if (s == NULL) {
-		raise_errno(errno, "isthmus.Session", errno == EINVAL ?
-			    "a session parameter is out of range (mtu?)" : NULL);
+		raise_errno(errno, "isthmus.Session",
+			errno == EINVAL ? "a session parameter is out of range (mtu?)" : NULL);
 		return -1;
 	}
 	self->n_chunks = isth_island_n_chunks(s);
@@ -452,7 +462,8 @@ static int Session_init(Session *self, PyObject *args, PyObject *kw)
 	return 0;
 }
 
-static void Session_dealloc(Session *self)
+static void
+Session_dealloc(Session *self)
 {
 	/* no call can be in progress: each holds a reference */
 	isth_island_close(self->s);
@@ -460,7 +471,8 @@ static void Session_dealloc(Session *self)
 }
 
 /* Enter a call: the session must be open. */
-static int enter(Session *self)
+static int
+enter(Session *self)
 {
 	if (self->s == NULL) {
 		raise_errno(EBADF, "isthmus.Session", "the session is closed");
@@ -470,24 +482,27 @@ static int enter(Session *self)
 	return 0;
 }
 
-static void leave(Session *self)
+static void
+leave(Session *self)
 {
 	self->busy--;
 }
 
-static PyObject *Session_close(Session *self, PyObject *unused)
+static PyObject *
+Session_close(Session *self, PyObject *unused)
 {
 	(void)unused;
 	if (self->busy) {
-		return raise_errno(EBUSY, "close",
-				   "another thread is inside a call on this session");
+		return raise_errno(
+			EBUSY, "close", "another thread is inside a call on this session");
 	}
 	isth_island_close(self->s);
 	self->s = NULL;
 	Py_RETURN_NONE;
 }
 
-static PyObject *Session_enter(Session *self, PyObject *unused)
+static PyObject *
+Session_enter(Session *self, PyObject *unused)
 {
 	(void)unused;
 	if (self->s == NULL)
@@ -496,7 +511,8 @@ static PyObject *Session_enter(Session *self, PyObject *unused)
 	return (PyObject *)self;
 }
 
-static PyObject *Session_exit(Session *self, PyObject *args)
+static PyObject *
+Session_exit(Session *self, PyObject *args)
 {
 	PyObject *r;
 
@@ -508,9 +524,10 @@ static PyObject *Session_exit(Session *self, PyObject *args)
 	Py_RETURN_FALSE;
 }
 
-static PyObject *Session_wait_round(Session *self, PyObject *args, PyObject *kw)
+static PyObject *
+Session_wait_round(Session *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "timeout", NULL };
+	static char *kwlist[] = {"timeout", NULL};
 	struct isth_island_round ri;
 	PyObject *to = NULL;
 	uint64_t t;
@@ -524,26 +541,26 @@ static PyObject *Session_wait_round(Session *self, PyObject *args, PyObject *kw)
 		return NULL;
 	if (enter(self) < 0)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
-	rc = isth_island_wait_round(self->s, t, &ri);
-	Py_END_ALLOW_THREADS
-	leave(self);
+	Py_BEGIN_ALLOW_THREADS rc = isth_island_wait_round(self->s, t, &ri);
+	Py_END_ALLOW_THREADS leave(self);
 	if (rc == -EPROTO) {
 		char d[200];
 
 		snprintf(d, sizeof(d),
-			 "round %u: ROUND has %u chunks of %u elements, the session %u of %u; "
-			 "check elems and mtu", ri.round, ri.n_chunks, ri.chunk_elems,
-			 self->n_chunks, isth_island_chunk_elems(self->s));
+			"round %u: ROUND has %u chunks of %u elements, the session %u of %u; "
+			"check elems and mtu",
+			ri.round, ri.n_chunks, ri.chunk_elems, self->n_chunks,
+			isth_island_chunk_elems(self->s));
 		return raise_errno(EPROTO, "wait_round", d);
 	}
 	if (rc < 0)
-		return raise_errno(-rc, "wait_round",
-				   rc == -ETIMEDOUT ? "no ROUND within the timeout" : NULL);
+		return raise_errno(
+			-rc, "wait_round", rc == -ETIMEDOUT ? "no ROUND within the timeout" : NULL);
 	return round_new(&ri);
 }
 
-static PyObject *Session_send(Session *self, PyObject *args)
+static PyObject *
+Session_send(Session *self, PyObject *args)
 {
 	struct tensor_mem t;
 	unsigned long round;
@@ -566,38 +583,42 @@ static PyObject *Session_send(Session *self, PyObject *args)
 	elems = self->conf.elems;
 	/* the element type must be the session's (bf16: bf16 or float32) */
 	if (!((self->conf.dtype == ISTH_WIRE_DTYPE_INT32 && t.kind == 'i') ||
-	      (self->conf.dtype == ISTH_WIRE_DTYPE_FP32 && t.kind == 'f') ||
-	      (self->conf.dtype == ISTH_WIRE_DTYPE_BF16 && (t.kind == 'f' || t.kind == 'b'))) ||
-	    t.nbytes != elems * t.itemsize) {
+		    (self->conf.dtype == ISTH_WIRE_DTYPE_FP32 && t.kind == 'f') ||
+		    (self->conf.dtype == ISTH_WIRE_DTYPE_BF16 &&
+			    (t.kind == 'f' || t.kind == 'b'))) ||
+		t.nbytes != elems * t.itemsize) {
 		PyErr_Format(PyExc_ValueError,
-			     "send: the session takes %zu %s elements, got %zu bytes of '%c' "
-			     "(f float32, i int32, b 16-bit)", elems,
-			     self->conf.dtype == ISTH_WIRE_DTYPE_BF16 ? "bf16 or float32" :
-			     isth_wire_dtype_name(self->conf.dtype), t.nbytes, t.kind);
+			"send: the session takes %zu %s elements, got %zu bytes of '%c' "
+			"(f float32, i int32, b 16-bit)",
+			elems,
+			self->conf.dtype == ISTH_WIRE_DTYPE_BF16
+				? "bf16 or float32"
+				: isth_wire_dtype_name(self->conf.dtype),
+			t.nbytes, t.kind);
 		tensor_release(&t);
 		leave(self);
 		return NULL;
 	}
-	Py_BEGIN_ALLOW_THREADS
-	rc = isth_island_send(self->s, (uint32_t)round, t.ptr, t.nbytes);
-	Py_END_ALLOW_THREADS
-	tensor_release(&t);
+	Py_BEGIN_ALLOW_THREADS rc = isth_island_send(self->s, (uint32_t)round, t.ptr, t.nbytes);
+	Py_END_ALLOW_THREADS tensor_release(&t);
 	leave(self);
 	if (rc < 0) {
-		const char *d = rc == -EBUSY ?
-			"every round slot holds a live round: take an older round's result first" :
-			rc == -ESTALE ? "round already returned or too old to keep" :
-			rc == -EALREADY ? "already sent for this round" :
-			rc == -EIO ? "a datagram could not be sent (tx_errors)" : NULL;
+		const char *d = rc == -EBUSY
+			? "every round slot holds a live round: take an older round's result first"
+			: rc == -ESTALE   ? "round already returned or too old to keep"
+			: rc == -EALREADY ? "already sent for this round"
+			: rc == -EIO      ? "a datagram could not be sent (tx_errors)"
+					  : NULL;
 
 		return raise_errno(-rc, "send", d);
 	}
 	Py_RETURN_NONE;
 }
 
-static PyObject *Session_result(Session *self, PyObject *args, PyObject *kw)
+static PyObject *
+Session_result(Session *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "round", "out", "timeout", NULL };
+	static char *kwlist[] = {"round", "out", "timeout", NULL};
 	struct isth_island_result res;
 	struct isth_island_chunk *ch;
 	struct tensor_mem t;
@@ -623,13 +644,13 @@ static PyObject *Session_result(Session *self, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	if (!((self->conf.dtype == ISTH_WIRE_DTYPE_INT32 && t.kind == 'i') ||
-	      (self->conf.dtype != ISTH_WIRE_DTYPE_INT32 && t.kind == 'f')) ||
-	    t.nbytes != (size_t)self->conf.elems * 4) {
+		    (self->conf.dtype != ISTH_WIRE_DTYPE_INT32 && t.kind == 'f')) ||
+		t.nbytes != (size_t)self->conf.elems * 4) {
 		PyErr_Format(PyExc_ValueError,
-			     "result: out must hold %u %s elements, got %zu bytes of '%c'",
-			     self->conf.elems,
-			     self->conf.dtype == ISTH_WIRE_DTYPE_INT32 ? "int32" : "float32",
-			     t.nbytes, t.kind);
+			"result: out must hold %u %s elements, got %zu bytes of '%c'",
+			self->conf.elems,
+			self->conf.dtype == ISTH_WIRE_DTYPE_INT32 ? "int32" : "float32", t.nbytes,
+			t.kind);
 		tensor_release(&t);
 		leave(self);
 		return NULL;
@@ -641,25 +662,25 @@ static PyObject *Session_result(Session *self, PyObject *args, PyObject *kw)
 		leave(self);
 		return PyErr_NoMemory();
 	}
-	Py_BEGIN_ALLOW_THREADS
-	rc = isth_island_result(self->s, (uint32_t)round, t.ptr, t.nbytes,
-				ch, self->n_chunks, &res, tns);
-	Py_END_ALLOW_THREADS
-	tensor_release(&t);
+	Py_BEGIN_ALLOW_THREADS rc = isth_island_result(
+		self->s, (uint32_t)round, t.ptr, t.nbytes, ch, self->n_chunks, &res, tns);
+	Py_END_ALLOW_THREADS tensor_release(&t);
 	leave(self);
 	if (rc < 0 && rc != -ETIMEDOUT)
 		r = raise_errno(-rc, "result",
-				rc == -ENOENT ? "no ROUND for this round within the timeout" :
-				rc == -ESTALE ? "round no longer kept (its slot was reused)" : NULL);
+			rc == -ENOENT           ? "no ROUND for this round within the timeout"
+				: rc == -ESTALE ? "round no longer kept (its slot was reused)"
+						: NULL);
 	else
 		r = result_new(&res, ch, self->n_chunks);
 	PyMem_RawFree(ch);
 	return r;
 }
 
-static PyObject *Session_ready(Session *self, PyObject *args, PyObject *kw)
+static PyObject *
+Session_ready(Session *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "round", "timeout", NULL };
+	static char *kwlist[] = {"round", "timeout", NULL};
 	unsigned long round;
 	PyObject *to = NULL;
 	uint64_t t = 0;
@@ -675,21 +696,20 @@ static PyObject *Session_ready(Session *self, PyObject *args, PyObject *kw)
 		return NULL;
 	if (enter(self) < 0)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
-	rc = isth_island_ready(self->s, (uint32_t)round, t);
-	Py_END_ALLOW_THREADS
-	leave(self);
+	Py_BEGIN_ALLOW_THREADS rc = isth_island_ready(self->s, (uint32_t)round, t);
+	Py_END_ALLOW_THREADS leave(self);
 	if (rc == 0)
 		Py_RETURN_TRUE;
 	if (rc == -EAGAIN)
 		Py_RETURN_FALSE;
-	return raise_errno(-rc, "ready",
-			   rc == -ESTALE ? "round no longer kept (its slot was reused)" : NULL);
+	return raise_errno(
+		-rc, "ready", rc == -ESTALE ? "round no longer kept (its slot was reused)" : NULL);
 }
 
-static PyObject *Session_poll(Session *self, PyObject *args, PyObject *kw)
+static PyObject *
+Session_poll(Session *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "timeout", NULL };
+	static char *kwlist[] = {"timeout", NULL};
 	PyObject *to = NULL;
 	uint64_t t = 0;
 	int rc;
@@ -700,16 +720,15 @@ static PyObject *Session_poll(Session *self, PyObject *args, PyObject *kw)
 		return NULL;
 	if (enter(self) < 0)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
-	rc = isth_island_poll(self->s, t);
-	Py_END_ALLOW_THREADS
-	leave(self);
+	Py_BEGIN_ALLOW_THREADS rc = isth_island_poll(self->s, t);
+	Py_END_ALLOW_THREADS leave(self);
 	if (rc < 0)
 		return raise_errno(-rc, "poll", NULL);
 	return PyLong_FromLong(rc);
 }
 
-static int put(PyObject *d, const char *k, uint64_t v)
+static int
+put(PyObject *d, const char *k, uint64_t v)
 {
 	PyObject *o = PyLong_FromUnsignedLongLong(v);
 	int rc;
@@ -721,7 +740,8 @@ static int put(PyObject *d, const char *k, uint64_t v)
 	return rc;
 }
 
-static PyObject *Session_counters(Session *self, PyObject *unused)
+static PyObject *
+Session_counters(Session *self, PyObject *unused)
 {
 	struct isth_island_stats st;
 	PyObject *d;
@@ -731,16 +751,32 @@ static PyObject *Session_counters(Session *self, PyObject *unused)
 	(void)unused;
 	if (enter(self) < 0)
 		return NULL;
-	isth_island_stats(self->s, &st);	/* short lock, no I/O */
+	isth_island_stats(self->s, &st); /* short lock, no I/O */
 	leave(self);
 	d = PyDict_New();
 	if (d == NULL)
 		return NULL;
-#define P(f) if (put(d, #f, st.f) < 0) goto fail
-	P(rx_packets); P(rx_bytes); P(aggs_summed); P(duplicates); P(resent);
-	P(nacks_sent); P(nack_seqs); P(probes_sent); P(gone); P(gone_seqs);
-	P(lost_seqs); P(seq_resyncs); P(data_tx); P(data_tx_bytes); P(tx_errors);
-	P(rounds_announced); P(rounds_complete); P(rounds_partial);
+#define P(f) \
+	if (put(d, #f, st.f) < 0) \
+	goto fail
+	P(rx_packets);
+	P(rx_bytes);
+	P(aggs_summed);
+	P(duplicates);
+	P(resent);
+	P(nacks_sent);
+	P(nack_seqs);
+	P(probes_sent);
+	P(gone);
+	P(gone_seqs);
+	P(lost_seqs);
+	P(seq_resyncs);
+	P(data_tx);
+	P(data_tx_bytes);
+	P(tx_errors);
+	P(rounds_announced);
+	P(rounds_complete);
+	P(rounds_partial);
 #undef P
 	for (i = 1; i <= ISTH_WIRE_TYPE_MAX; i++) {
 		snprintf(k, sizeof(k), "rx_%s", isth_wire_type_name(i));
@@ -763,95 +799,106 @@ fail:
 	return NULL;
 }
 
-static PyObject *get_closed(Session *self, void *c)
+static PyObject *
+get_closed(Session *self, void *c)
 {
 	(void)c;
 	return PyBool_FromLong(self->s == NULL);
 }
 
-static PyObject *get_local_port(Session *self, void *c)
+static PyObject *
+get_local_port(Session *self, void *c)
 {
 	(void)c;
 	return PyLong_FromLong(self->s ? isth_island_local_port(self->s) : 0);
 }
 
-static PyObject *get_chunk_elems(Session *self, void *c)
+static PyObject *
+get_chunk_elems(Session *self, void *c)
 {
 	(void)c;
 	return PyLong_FromUnsignedLong(self->s ? isth_island_chunk_elems(self->s) : 0);
 }
 
-static PyObject *get_n_chunks(Session *self, void *c)
+static PyObject *
+get_n_chunks(Session *self, void *c)
 {
 	(void)c;
 	return PyLong_FromUnsignedLong(self->n_chunks);
 }
 
-static PyObject *get_dtype(Session *self, void *c)
+static PyObject *
+get_dtype(Session *self, void *c)
 {
 	(void)c;
 	return PyUnicode_FromString(isth_wire_dtype_name(self->conf.dtype));
 }
 
-static PyObject *get_elems(Session *self, void *c)
+static PyObject *
+get_elems(Session *self, void *c)
 {
 	(void)c;
 	return PyLong_FromUnsignedLong(self->conf.elems);
 }
 
-static PyObject *get_island(Session *self, void *c)
+static PyObject *
+get_island(Session *self, void *c)
 {
 	(void)c;
 	return PyLong_FromUnsignedLong(self->conf.island);
 }
 
-static PyObject *get_n_islands(Session *self, void *c)
+static PyObject *
+get_n_islands(Session *self, void *c)
 {
 	(void)c;
 	return PyLong_FromUnsignedLong(self->conf.n_islands);
 }
 
 static PyGetSetDef Session_getset[] = {
-	{ "closed", (getter)(void (*)(void))get_closed, NULL, "True after close()", NULL },
-	{ "local_port", (getter)(void (*)(void))get_local_port, NULL, "UDP port the session is bound to", NULL },
-	{ "chunk_elems", (getter)(void (*)(void))get_chunk_elems, NULL, "elements per full chunk", NULL },
-	{ "n_chunks", (getter)(void (*)(void))get_n_chunks, NULL, "chunks per tensor", NULL },
-	{ "dtype", (getter)(void (*)(void))get_dtype, NULL, "'fp32', 'bf16' or 'int32'", NULL },
-	{ "elems", (getter)(void (*)(void))get_elems, NULL, "elements in the tensor", NULL },
-	{ "island", (getter)(void (*)(void))get_island, NULL, "own island id", NULL },
-	{ "n_islands", (getter)(void (*)(void))get_n_islands, NULL, "islands in the job", NULL },
-	{ NULL, NULL, NULL, NULL, NULL },
+	{"closed", (getter)(void (*)(void))get_closed, NULL, "True after close()", NULL},
+	{"local_port", (getter)(void (*)(void))get_local_port, NULL,
+		"UDP port the session is bound to", NULL},
+	{"chunk_elems", (getter)(void (*)(void))get_chunk_elems, NULL, "elements per full chunk",
+		NULL},
+	{"n_chunks", (getter)(void (*)(void))get_n_chunks, NULL, "chunks per tensor", NULL},
+	{"dtype", (getter)(void (*)(void))get_dtype, NULL, "'fp32', 'bf16' or 'int32'", NULL},
+	{"elems", (getter)(void (*)(void))get_elems, NULL, "elements in the tensor", NULL},
+	{"island", (getter)(void (*)(void))get_island, NULL, "own island id", NULL},
+	{"n_islands", (getter)(void (*)(void))get_n_islands, NULL, "islands in the job", NULL},
+	{NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyMethodDef Session_methods[] = {
-	{ "wait_round", (PyCFunction)(void (*)(void))Session_wait_round, METH_VARARGS | METH_KEYWORDS,
-	  "wait_round(timeout=10.0) -> Round\n\nThe next announced round (each once, in "
-	  "increasing order). Raises Timeout, or Error(EPROTO) for a ROUND of the wrong shape." },
-	{ "send", (PyCFunction)(void (*)(void))Session_send, METH_VARARGS,
-	  "send(round, array)\n\nSend the island's contribution (elems elements: float32 for "
-	  "fp32, int32 for int32, bfloat16/uint16 words or float32 (rounded) for bf16). "
-	  "The array is read in place and may be reused on return." },
-	{ "result", (PyCFunction)(void (*)(void))Session_result, METH_VARARGS | METH_KEYWORDS,
-	  "result(round, out, timeout=10.0) -> Result\n\nWait for the round's end and write "
-	  "its sum into out (elems float32, or int32) in place. A partial round is a Result "
-	  "with complete False, not an exception. timeout bounds the wait for the ROUND." },
-	{ "ready", (PyCFunction)(void (*)(void))Session_ready, METH_VARARGS | METH_KEYWORDS,
-	  "ready(round, timeout=0) -> bool\n\nTrue once the round has ended (result() then "
-	  "answers at once)." },
-	{ "poll", (PyCFunction)(void (*)(void))Session_poll, METH_VARARGS | METH_KEYWORDS,
-	  "poll(timeout=0) -> int\n\nProcess packets and timers; returns packets read." },
-	{ "counters", (PyCFunction)(void (*)(void))Session_counters, METH_NOARGS,
-	  "counters() -> dict\n\nThe session's counters (doc/island.md)." },
-	{ "close", (PyCFunction)(void (*)(void))Session_close, METH_NOARGS,
-	  "close()\n\nClose the socket. Refused (EBUSY) while another thread is in a call." },
-	{ "__enter__", (PyCFunction)(void (*)(void))Session_enter, METH_NOARGS, NULL },
-	{ "__exit__", (PyCFunction)(void (*)(void))Session_exit, METH_VARARGS, NULL },
-	{ NULL, NULL, 0, NULL },
+	{"wait_round", (PyCFunction)(void (*)(void))Session_wait_round,
+		METH_VARARGS | METH_KEYWORDS,
+		"wait_round(timeout=10.0) -> Round\n\nThe next announced round (each once, in "
+		"increasing order). Raises Timeout, or Error(EPROTO) for a ROUND of the wrong "
+		"shape."},
+	{"send", (PyCFunction)(void (*)(void))Session_send, METH_VARARGS,
+		"send(round, array)\n\nSend the island's contribution (elems elements: float32 for "
+		"fp32, int32 for int32, bfloat16/uint16 words or float32 (rounded) for bf16). "
+		"The array is read in place and may be reused on return."},
+	{"result", (PyCFunction)(void (*)(void))Session_result, METH_VARARGS | METH_KEYWORDS,
+		"result(round, out, timeout=10.0) -> Result\n\nWait for the round's end and write "
+		"its sum into out (elems float32, or int32) in place. A partial round is a Result "
+		"with complete False, not an exception. timeout bounds the wait for the ROUND."},
+	{"ready", (PyCFunction)(void (*)(void))Session_ready, METH_VARARGS | METH_KEYWORDS,
+		"ready(round, timeout=0) -> bool\n\nTrue once the round has ended (result() then "
+		"answers at once)."},
+	{"poll", (PyCFunction)(void (*)(void))Session_poll, METH_VARARGS | METH_KEYWORDS,
+		"poll(timeout=0) -> int\n\nProcess packets and timers; returns packets read."},
+	{"counters", (PyCFunction)(void (*)(void))Session_counters, METH_NOARGS,
+		"counters() -> dict\n\nThe session's counters (doc/island.md)."},
+	{"close", (PyCFunction)(void (*)(void))Session_close, METH_NOARGS,
+		"close()\n\nClose the socket. Refused (EBUSY) while another thread is in a call."},
+	{"__enter__", (PyCFunction)(void (*)(void))Session_enter, METH_NOARGS, NULL},
+	{"__exit__", (PyCFunction)(void (*)(void))Session_exit, METH_VARARGS, NULL},
+	{NULL, NULL, 0, NULL},
 };
 
 static PyTypeObject SessionType = {
-	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "isthmus.Session",
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "isthmus.Session",
 	.tp_basicsize = sizeof(Session),
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "Session(*, job, island, n_islands, elems, edge=('10.10.0.1', 9471), "
@@ -867,7 +914,8 @@ static PyTypeObject SessionType = {
 
 /* ---- module ----------------------------------------------------------- */
 
-static PyObject *mod_bf16_round(PyObject *m, PyObject *arg)
+static PyObject *
+mod_bf16_round(PyObject *m, PyObject *arg)
 {
 	/* Round a float to bf16 as the library does, for tests and users. */
 	double d = PyFloat_AsDouble(arg);
@@ -887,27 +935,35 @@ static PyObject *mod_bf16_round(PyObject *m, PyObject *arg)
 }
 
 static PyMethodDef mod_methods[] = {
-	{ "bf16_round", mod_bf16_round, METH_O,
-	  "bf16_round(x) -> float: x rounded to bfloat16 (nearest, ties to even) as send() does" },
-	{ NULL, NULL, 0, NULL },
+	{"bf16_round", mod_bf16_round, METH_O,
+		"bf16_round(x) -> float: x rounded to bfloat16 (nearest, ties to even) as send() "
+		"does"},
+	{NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef mod_def = {
-	PyModuleDef_HEAD_INIT, "isthmus._isthmus",
-	"libisthmus binding; use the isthmus package.", -1, mod_methods,
-	NULL, NULL, NULL, NULL,
+	PyModuleDef_HEAD_INIT,
+	"isthmus._isthmus",
+	"libisthmus binding; use the isthmus package.",
+	-1,
+	mod_methods,
+	NULL,
+	NULL,
+	NULL,
+	NULL,
 };
 
 PyMODINIT_FUNC PyInit__isthmus(void);
-PyMODINIT_FUNC PyInit__isthmus(void)
+PyMODINIT_FUNC
+PyInit__isthmus(void)
 {
 	PyObject *m, *bases;
 
 	if (PyType_Ready(&SessionType) < 0)
 		return NULL;
 	if (RoundType.tp_name == NULL &&
-	    (PyStructSequence_InitType2(&RoundType, &round_desc) < 0 ||
-	     PyStructSequence_InitType2(&ResultType, &result_desc) < 0))
+		(PyStructSequence_InitType2(&RoundType, &round_desc) < 0 ||
+			PyStructSequence_InitType2(&ResultType, &result_desc) < 0))
 		return NULL;
 	m = PyModule_Create(&mod_def);
 	if (m == NULL)
@@ -916,7 +972,8 @@ PyMODINIT_FUNC PyInit__isthmus(void)
 		"An isthmus call failed: errno and the library's reason.", PyExc_OSError, NULL);
 	bases = Py_BuildValue("(OO)", IsthError, PyExc_TimeoutError);
 	IsthTimeout = bases ? PyErr_NewExceptionWithDoc("isthmus.Timeout",
-		"Nothing came within the timeout (no ROUND).", bases, NULL) : NULL;
+				      "Nothing came within the timeout (no ROUND).", bases, NULL)
+			    : NULL;
 	Py_XDECREF(bases);
 	if (IsthError == NULL || IsthTimeout == NULL)
 		goto fail;
@@ -926,12 +983,12 @@ PyMODINIT_FUNC PyInit__isthmus(void)
 	Py_INCREF(IsthError);
 	Py_INCREF(IsthTimeout);
 	if (PyModule_AddObject(m, "Session", (PyObject *)&SessionType) < 0 ||
-	    PyModule_AddObject(m, "Round", (PyObject *)&RoundType) < 0 ||
-	    PyModule_AddObject(m, "Result", (PyObject *)&ResultType) < 0 ||
-	    PyModule_AddObject(m, "Error", IsthError) < 0 ||
-	    PyModule_AddObject(m, "Timeout", IsthTimeout) < 0 ||
-	    PyModule_AddIntConstant(m, "ROUNDS_KEPT", ISTH_ISLAND_ROUNDS) < 0 ||
-	    PyModule_AddIntConstant(m, "DEFAULT_PORT", ISTH_WIRE_PORT) < 0)
+		PyModule_AddObject(m, "Round", (PyObject *)&RoundType) < 0 ||
+		PyModule_AddObject(m, "Result", (PyObject *)&ResultType) < 0 ||
+		PyModule_AddObject(m, "Error", IsthError) < 0 ||
+		PyModule_AddObject(m, "Timeout", IsthTimeout) < 0 ||
+		PyModule_AddIntConstant(m, "ROUNDS_KEPT", ISTH_ISLAND_ROUNDS) < 0 ||
+		PyModule_AddIntConstant(m, "DEFAULT_PORT", ISTH_WIRE_PORT) < 0)
 		goto fail;
 	return m;
 fail:

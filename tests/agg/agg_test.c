@@ -82,19 +82,24 @@ fill_fp32(struct src *s, unsigned int sender, uint32_t chunk, unsigned int n)
 }
 
 static struct isth_agg_contrib
-contrib(uint32_t round, uint32_t chunk, unsigned int sender, uint8_t dtype,
-	uint16_t count, const void *data)
+contrib(uint32_t round, uint32_t chunk, unsigned int sender, uint8_t dtype, uint16_t count,
+	const void *data)
 {
 	struct isth_agg_contrib c = {
-		.job = JOB, .round = round, .chunk = chunk, .sender = (uint8_t)sender,
-		.dtype = dtype, .count = count, .data = data,
+		.job = JOB,
+		.round = round,
+		.chunk = chunk,
+		.sender = (uint8_t)sender,
+		.dtype = dtype,
+		.count = count,
+		.data = data,
 	};
 	return c;
 }
 
 static unsigned int
-add1(struct isth_agg *agg, uint32_t round, uint32_t chunk, unsigned int sender,
-     uint8_t dtype, uint16_t count, uint64_t now)
+add1(struct isth_agg *agg, uint32_t round, uint32_t chunk, unsigned int sender, uint8_t dtype,
+	uint16_t count, uint64_t now)
 {
 	struct isth_agg_contrib c;
 	struct src s;
@@ -120,8 +125,8 @@ check_int32_sum(const struct isth_agg_emit *e)
 		for (s = 0; s < 64; s++)
 			if (e->bitmap & (1ull << s))
 				want += (uint32_t)ival(s, e->chunk, i);
-		cr_assert_eq((uint32_t)acc[i], want, "chunk %u elem %u: %d != %u",
-			     e->chunk, i, acc[i], want);
+		cr_assert_eq((uint32_t)acc[i], want, "chunk %u elem %u: %d != %u", e->chunk, i,
+			acc[i], want);
 	}
 }
 
@@ -142,7 +147,7 @@ Test(agg, create_invalid)
 	for (i = 0; i < 16; i++)
 		bad[i] = base_params();
 	bad[n++].mem_budget = 0;
-	bad[n++].mem_budget = 1023;	/* below one 1024-byte slot */
+	bad[n++].mem_budget = 1023; /* below one 1024-byte slot */
 	bad[n++].max_elems = 0;
 	bad[n++].max_elems = 70000;
 	bad[n++].max_chunks = 0;
@@ -153,7 +158,7 @@ Test(agg, create_invalid)
 	bad[n++].n_buckets = 3;
 	bad[n++].kernel = ISTH_AGG_KERNEL_MAX;
 	bad[n].mem_budget = 4096;
-	bad[n++].reserve = 4;		/* reserve must leave an active slot */
+	bad[n++].reserve = 4; /* reserve must leave an active slot */
 	for (i = 0; i < n; i++) {
 		errno = 0;
 		cr_assert_null(isth_agg_create(&bad[i]), "case %u accepted", i);
@@ -169,7 +174,7 @@ Test(agg, budget_sizing)
 	struct isth_agg_info info;
 	struct isth_agg *agg;
 
-	p.max_elems = 250;		/* 1000 bytes -> 1024-byte slots */
+	p.max_elems = 250; /* 1000 bytes -> 1024-byte slots */
 	p.mem_budget = 10 * 1024 + 1000;
 	agg = make(&p);
 	isth_agg_info_get(agg, &info);
@@ -294,8 +299,8 @@ Test(agg, conflict_pool_evicts_oldest)
 	struct isth_agg *agg;
 	uint32_t c;
 
-	p.mem_budget = 4 * 1024;	/* 4 slots of 256 elements */
-	p.reserve = 1;			/* 3 active at most */
+	p.mem_budget = 4 * 1024; /* 4 slots of 256 elements */
+	p.reserve = 1; /* 3 active at most */
 	agg = make(&p);
 	isth_agg_set_round(agg, JOB, 0, 0x3);
 	for (c = 0; c < 3; c++)
@@ -327,7 +332,7 @@ Test(agg, conflict_bucket_evicts_oldest_of_bucket)
 	struct isth_agg *agg;
 	uint32_t c;
 
-	p.n_buckets = 1;		/* every chunk collides */
+	p.n_buckets = 1; /* every chunk collides */
 	agg = make(&p);
 	isth_agg_set_round(agg, JOB, 0, 0x3);
 	for (c = 0; c < ISTH_AGG_BUCKET_WAYS; c++)
@@ -355,7 +360,7 @@ Test(agg, no_slot_when_emissions_are_not_released)
 	isth_agg_set_round(agg, JOB, 0, 0x3);
 	cr_assert_eq(add1(agg, 0, 0, 0, ISTH_WIRE_DTYPE_INT32, 8, 0), 1);
 	cr_assert_eq(add1(agg, 0, 1, 0, ISTH_WIRE_DTYPE_INT32, 8, 1), 1);
-	cr_assert_eq(isth_agg_drain(agg, e, 4), 1);	/* chunk 0, not released */
+	cr_assert_eq(isth_agg_drain(agg, e, 4), 1); /* chunk 0, not released */
 	cr_assert_eq(add1(agg, 0, 2, 0, ISTH_WIRE_DTYPE_INT32, 8, 2), 0);
 	cr_assert_eq(stats(agg).no_slot, 1);
 	cr_assert_leq(stats(agg).mem_hwm, p.mem_budget);
@@ -429,7 +434,7 @@ Test(agg, record_full_closes_chunk)
 	unsigned int n, i;
 	uint32_t c;
 
-	p.n_records = 8;		/* one record bucket */
+	p.n_records = 8; /* one record bucket */
 	agg = make(&p);
 	isth_agg_info_get(agg, &info);
 	cr_assert_eq(info.n_records, 8);
@@ -519,12 +524,11 @@ shuffle(struct ev *v, unsigned int n, unsigned int *seed)
 #define RS_SENDERS 6u
 
 static void
-random_schedule(unsigned int seed, uint64_t budget, uint32_t n_buckets,
-		uint32_t n_records)
+random_schedule(unsigned int seed, uint64_t budget, uint32_t n_buckets, uint32_t n_records)
 {
 	const unsigned int seed0 = seed;
 	static struct ev evs[RS_CHUNKS * RS_SENDERS * 3];
-	uint64_t union_bm[RS_CHUNKS] = { 0 };
+	uint64_t union_bm[RS_CHUNKS] = {0};
 	struct isth_agg_params p = base_params();
 	struct isth_agg_emit e[64];
 	struct isth_agg_stats st;
@@ -544,7 +548,7 @@ random_schedule(unsigned int seed, uint64_t budget, uint32_t n_buckets,
 			unsigned int copies = 1 + (unsigned int)rand_r(&seed) % 3;
 
 			for (k = 0; k < copies; k++)
-				evs[n++] = (struct ev){ i, (uint8_t)j };
+				evs[n++] = (struct ev){i, (uint8_t)j};
 		}
 	shuffle(evs, n, &seed);
 
@@ -555,7 +559,7 @@ random_schedule(unsigned int seed, uint64_t budget, uint32_t n_buckets,
 		for (k = 0; k < 8 && i + k < n; k++) {
 			fill_int32(&s[k], evs[i + k].sender, evs[i + k].chunk, 100);
 			c[k] = contrib(1, evs[i + k].chunk, evs[i + k].sender,
-				       ISTH_WIRE_DTYPE_INT32, 100, s[k].buf);
+				ISTH_WIRE_DTYPE_INT32, 100, s[k].buf);
 		}
 		now += (uint64_t)(rand_r(&seed) % 3) * MS;
 		isth_agg_add_burst(agg, c, k, now);
@@ -563,7 +567,7 @@ random_schedule(unsigned int seed, uint64_t budget, uint32_t n_buckets,
 		while ((m = isth_agg_drain(agg, e, 64)) > 0) {
 			for (k = 0; k < m; k++) {
 				cr_assert_eq(union_bm[e[k].chunk] & e[k].bitmap, 0,
-					     "chunk %u emitted twice", e[k].chunk);
+					"chunk %u emitted twice", e[k].chunk);
 				union_bm[e[k].chunk] |= e[k].bitmap;
 				n_emitted_contribs += e[k].n_contrib;
 				check_int32_sum(&e[k]);
@@ -583,29 +587,26 @@ random_schedule(unsigned int seed, uint64_t budget, uint32_t n_buckets,
 	st = stats(agg);
 	cr_log_info("seed %u: n %u accepted %llu complete %llu timeout %llu "
 		    "pool %llu bucket %llu flush %llu dup %llu dup_emitted %llu "
-		    "closed %llu record_full %llu hwm %llu", seed0, n,
-		    (unsigned long long)st.accepted, (unsigned long long)st.completed,
-		    (unsigned long long)st.partial_timeout,
-		    (unsigned long long)st.partial_conflict_pool,
-		    (unsigned long long)st.partial_conflict_bucket,
-		    (unsigned long long)st.partial_flush,
-		    (unsigned long long)st.duplicate,
-		    (unsigned long long)st.duplicate_emitted,
-		    (unsigned long long)st.chunk_closed,
-		    (unsigned long long)st.record_full,
-		    (unsigned long long)st.mem_hwm);
+		    "closed %llu record_full %llu hwm %llu",
+		seed0, n, (unsigned long long)st.accepted, (unsigned long long)st.completed,
+		(unsigned long long)st.partial_timeout,
+		(unsigned long long)st.partial_conflict_pool,
+		(unsigned long long)st.partial_conflict_bucket,
+		(unsigned long long)st.partial_flush, (unsigned long long)st.duplicate,
+		(unsigned long long)st.duplicate_emitted, (unsigned long long)st.chunk_closed,
+		(unsigned long long)st.record_full, (unsigned long long)st.mem_hwm);
 	/* every accepted contribution is in exactly one emission */
 	cr_assert_eq(st.accepted, n_emitted_contribs);
 	/* and every copy that was not accepted is counted as a drop */
-	cr_assert_eq(st.accepted + st.duplicate + st.duplicate_emitted +
-		     st.no_slot + st.chunk_closed, n);
+	cr_assert_eq(
+		st.accepted + st.duplicate + st.duplicate_emitted + st.no_slot + st.chunk_closed,
+		n);
 	cr_assert_eq(st.no_slot, 0, "reserve 8 covers bursts of 8");
 	/* no chunk closed, so every sender of every chunk got through once */
 	if (st.chunk_closed == 0)
 		for (i = 0; i < RS_CHUNKS; i++)
-			cr_assert_eq(union_bm[i], (1u << RS_SENDERS) - 1,
-				     "chunk %u: %llx", i,
-				     (unsigned long long)union_bm[i]);
+			cr_assert_eq(union_bm[i], (1u << RS_SENDERS) - 1, "chunk %u: %llx", i,
+				(unsigned long long)union_bm[i]);
 	cr_assert_leq(st.mem_hwm, budget);
 	cr_assert_eq(st.slots_in_use, 0);
 	if (n_records >= 1024)
@@ -657,7 +658,7 @@ Test(agg, fp32_reordering_bound)
 			unsigned int copies = 1 + (unsigned int)rand_r(&seed) % 3;
 
 			for (i = 0; i < copies; i++)
-				evs[n++] = (struct ev){ trial, (uint8_t)s };
+				evs[n++] = (struct ev){trial, (uint8_t)s};
 		}
 		shuffle(evs, n, &seed);
 		for (i = 0; i < n; i++)
@@ -672,9 +673,8 @@ Test(agg, fp32_reordering_bound)
 				exact += fval(s, trial, i);
 				mag += fabs(fval(s, trial, i));
 			}
-			cr_assert_leq(fabs(acc[i] - exact),
-				      (k_senders - 1) * ldexp(mag, -24),
-				      "elem %u: %g vs %g", i, acc[i], exact);
+			cr_assert_leq(fabs(acc[i] - exact), (k_senders - 1) * ldexp(mag, -24),
+				"elem %u: %g vs %g", i, acc[i], exact);
 		}
 		isth_agg_destroy(agg);
 	}
@@ -686,22 +686,22 @@ static const struct {
 	uint16_t bf16;
 	const char *why;
 } bf16_cases[] = {
-	{ 0x3f800000, 0x3f80, "1.0 exact" },
-	{ 0x3f808000, 0x3f80, "1 + 2^-8: tie, even stays" },
-	{ 0x3f818000, 0x3f82, "tie, odd rounds up to even" },
-	{ 0x3f808001, 0x3f81, "above half" },
-	{ 0x3f807fff, 0x3f80, "below half" },
-	{ 0xbfc00000, 0xbfc0, "-1.5 exact" },
-	{ 0xbf808001, 0xbf81, "negative, above half: magnitude up" },
-	{ 0x7f7fffff, 0x7f80, "FLT_MAX rounds to +inf" },
-	{ 0x7f800000, 0x7f80, "+inf" },
-	{ 0xff800000, 0xff80, "-inf" },
-	{ 0x7fc00001, 0x7fc0, "quiet NaN keeps its top bits" },
-	{ 0x7f800001, 0x7fc0, "signalling NaN is quieted, not inf" },
-	{ 0xffffffff, 0xffff, "NaN with carry would overflow: stays NaN" },
-	{ 0x00000001, 0x0000, "smallest denormal rounds to +0" },
-	{ 0x80008000, 0x8000, "negative denormal tie to -0" },
-	{ 0x00018000, 0x0002, "denormal tie, odd up" },
+	{0x3f800000, 0x3f80, "1.0 exact"},
+	{0x3f808000, 0x3f80, "1 + 2^-8: tie, even stays"},
+	{0x3f818000, 0x3f82, "tie, odd rounds up to even"},
+	{0x3f808001, 0x3f81, "above half"},
+	{0x3f807fff, 0x3f80, "below half"},
+	{0xbfc00000, 0xbfc0, "-1.5 exact"},
+	{0xbf808001, 0xbf81, "negative, above half: magnitude up"},
+	{0x7f7fffff, 0x7f80, "FLT_MAX rounds to +inf"},
+	{0x7f800000, 0x7f80, "+inf"},
+	{0xff800000, 0xff80, "-inf"},
+	{0x7fc00001, 0x7fc0, "quiet NaN keeps its top bits"},
+	{0x7f800001, 0x7fc0, "signalling NaN is quieted, not inf"},
+	{0xffffffff, 0xffff, "NaN with carry would overflow: stays NaN"},
+	{0x00000001, 0x0000, "smallest denormal rounds to +0"},
+	{0x80008000, 0x8000, "negative denormal tie to -0"},
+	{0x00018000, 0x0002, "denormal tie, odd up"},
 };
 
 Test(agg, bf16_rounding_hand_checked)
@@ -722,9 +722,8 @@ Test(agg, bf16_rounding_hand_checked)
 		ks.store_bf16(out, (const float *)in, 2 * n);
 		for (i = 0; i < 2 * n; i++)
 			cr_assert_eq(out[i], bf16_cases[i % n].bf16,
-				     "%s: %08x -> %04x, want %04x (%s)",
-				     isth_agg_kernel_name(k), in[i], out[i],
-				     bf16_cases[i % n].bf16, bf16_cases[i % n].why);
+				"%s: %08x -> %04x, want %04x (%s)", isth_agg_kernel_name(k), in[i],
+				out[i], bf16_cases[i % n].bf16, bf16_cases[i % n].why);
 	}
 }
 
@@ -733,8 +732,8 @@ bf16_engine(uint8_t out_dtype)
 {
 	struct isth_agg_params p = base_params();
 	/* 1.0, 2^-8, 2^-8 as bf16 */
-	static const uint16_t one[3] = { 0x3f80, 0x3f80, 0x3f80 };
-	static const uint16_t tiny[3] = { 0x3b80, 0x3b80, 0x3b80 };
+	static const uint16_t one[3] = {0x3f80, 0x3f80, 0x3f80};
+	static const uint16_t tiny[3] = {0x3b80, 0x3b80, 0x3b80};
 	struct isth_agg_contrib c[3];
 	struct isth_agg_emit e[2];
 	struct isth_agg *agg;
@@ -806,7 +805,7 @@ rnd_f32_bits(unsigned int *seed)
 	unsigned int e = 1 + (u >> 8) % 253;
 
 	if ((u & 63) == 0)
-		return u & 0x807fffffu;	/* zero or denormal */
+		return u & 0x807fffffu; /* zero or denormal */
 	return (u & 0x807fffffu) | e << 23;
 }
 
@@ -866,8 +865,8 @@ Test(agg, kernels_differential)
 					break;
 				}
 				cr_assert_eq(memcmp(ref_buf, got_buf, sizeof(ref_buf)), 0,
-					     "%s op %u n %zu src+%u acc+%u differs",
-					     isth_agg_kernel_name(k), op, n, so, ao);
+					"%s op %u n %zu src+%u acc+%u differs",
+					isth_agg_kernel_name(k), op, n, so, ao);
 			}
 		}
 	}
@@ -880,11 +879,11 @@ Test(agg, kernels_differential)
 Test(agg, scalar_reference_matches_closed_form)
 {
 	struct isth_agg_kernels ref;
-	int32_t acc[5] = { INT32_MAX, -1, 0, INT32_MIN, 7 };
-	const int32_t add[5] = { 1, 1, -5, -1, 8 };
-	const uint32_t want[5] = { 0x80000000u, 0, (uint32_t)-5, 0x7fffffffu, 15 };
-	float f[3] = { 1.5f, -2.0f, 1e30f };
-	const uint16_t b[3] = { 0x4000, 0x3f80, 0xff80 }; /* 2, 1, -inf */
+	int32_t acc[5] = {INT32_MAX, -1, 0, INT32_MIN, 7};
+	const int32_t add[5] = {1, 1, -5, -1, 8};
+	const uint32_t want[5] = {0x80000000u, 0, (uint32_t)-5, 0x7fffffffu, 15};
+	float f[3] = {1.5f, -2.0f, 1e30f};
+	const uint16_t b[3] = {0x4000, 0x3f80, 0xff80}; /* 2, 1, -inf */
 	unsigned int i;
 
 	isth_agg_kernels_get(ISTH_AGG_KERNEL_SCALAR, &ref);
@@ -931,12 +930,11 @@ Test(agg, stats_names)
 	for (i = 0; i < ISTH_AGG_STATS_N; i++)
 		cr_assert_neq(strcmp(isth_agg_stats_name(i), "unknown"), 0);
 	cr_assert_str_eq(isth_agg_stats_name(ISTH_AGG_STATS_N), "unknown");
-	cr_assert_str_eq(isth_agg_stats_name(
-		offsetof(struct isth_agg_stats, mem_hwm) / 8), "mem_hwm");
-	cr_assert_str_eq(isth_agg_stats_name(
-		offsetof(struct isth_agg_stats, chunk_closed) / 8), "chunk_closed");
-	cr_assert_str_eq(isth_agg_reason_name(ISTH_AGG_CONFLICT_BUCKET),
-			 "conflict_bucket");
+	cr_assert_str_eq(
+		isth_agg_stats_name(offsetof(struct isth_agg_stats, mem_hwm) / 8), "mem_hwm");
+	cr_assert_str_eq(isth_agg_stats_name(offsetof(struct isth_agg_stats, chunk_closed) / 8),
+		"chunk_closed");
+	cr_assert_str_eq(isth_agg_reason_name(ISTH_AGG_CONFLICT_BUCKET), "conflict_bucket");
 }
 
 /* A round's deadline: its unfinished slots leave as timeout partials, the
@@ -944,12 +942,18 @@ Test(agg, stats_names)
 Test(agg, expire_round_emits_only_that_round_and_older)
 {
 	struct isth_agg_params p = {
-		.mem_budget = 64 * 1024, .max_elems = 16, .max_chunks = 64,
-		.n_islands = 4, .timeout_ns = UINT64_MAX / 2,
+		.mem_budget = 64 * 1024,
+		.max_elems = 16,
+		.max_chunks = 64,
+		.n_islands = 4,
+		.timeout_ns = UINT64_MAX / 2,
 	};
 	struct isth_agg *agg = isth_agg_create(&p);
 	struct isth_agg_contrib c = {
-		.job = 1, .sender = 1, .dtype = ISTH_WIRE_DTYPE_INT32, .count = 16,
+		.job = 1,
+		.sender = 1,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.count = 16,
 	};
 	struct isth_agg_emit e[8];
 	int32_t v[16] = {0};

@@ -19,11 +19,11 @@
 
 #include "isth_auth.h"
 
-static const enum isth_auth_impl impls[] = { ISTH_AUTH_OPENSSL,
-					     ISTH_AUTH_IPSEC_MB };
+static const enum isth_auth_impl impls[] = {ISTH_AUTH_OPENSSL, ISTH_AUTH_IPSEC_MB};
 
 /* Hex string to bytes; returns the byte count. */
-static size_t unhex(const char *s, uint8_t *out, size_t cap)
+static size_t
+unhex(const char *s, uint8_t *out, size_t cap)
 {
 	size_t n = strlen(s) / 2;
 
@@ -37,8 +37,8 @@ static size_t unhex(const char *s, uint8_t *out, size_t cap)
 	return n;
 }
 
-static void assert_hex(const uint8_t *got, size_t n, const char *want,
-		       const char *what)
+static void
+assert_hex(const uint8_t *got, size_t n, const char *want, const char *what)
 {
 	uint8_t w[128];
 
@@ -48,7 +48,8 @@ static void assert_hex(const uint8_t *got, size_t n, const char *want,
 
 /* Deterministic PRNG (xorshift64*), so a failing case can be replayed. */
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
-static uint64_t rnd(void)
+static uint64_t
+rnd(void)
 {
 	rng_state ^= rng_state >> 12;
 	rng_state ^= rng_state << 25;
@@ -61,7 +62,8 @@ static uint64_t rnd(void)
 #define MASTER_HEX "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 
 /* Write @text into a fresh file of mode @mode; returns its path (static). */
-static const char *keyfile(const char *text, mode_t mode)
+static const char *
+keyfile(const char *text, mode_t mode)
 {
 	static char path[64];
 	int fd;
@@ -75,10 +77,11 @@ static const char *keyfile(const char *text, mode_t mode)
 	return path;
 }
 
-static struct isth_auth *load(const char *text, uint32_t job, uint32_t n)
+static struct isth_auth *
+load(const char *text, uint32_t job, uint32_t n)
 {
 	const char *p = keyfile(text, 0600);
-	struct isth_auth_conf c = { .key_file = p, .job = job, .n_islands = n };
+	struct isth_auth_conf c = {.key_file = p, .job = job, .n_islands = n};
 	struct isth_auth *a = NULL;
 	char err[256] = "";
 	int r = isth_auth_create(&c, &a, err, sizeof(err));
@@ -97,17 +100,19 @@ static struct isth_auth *load(const char *text, uint32_t job, uint32_t n)
  * [Taglen = 128] with [AADlen = 0] and [AADlen = 128], Count 0 and 1:
  * AES-256-GCM with empty plaintext is AES-256-GMAC over the AAD.
  */
-static const struct { const char *key, *iv, *aad, *tag; } nist[] = {
-	{ "b52c505a37d78eda5dd34f20c22540ea1b58963cf8e5bf8ffa85f9f2492505b4",
-	  "516c33929df5a3284ff463d7", "", "bdc1ac884d332457a1d2664f168c76f0" },
-	{ "5fe0861cdc2690ce69b3658c7f26f8458eec1c9243c5ba0845305d897e96ca0f",
-	  "770ac1a5a3d476d5d96944a1", "", "196d691e1047093ca4b3d2ef4baba216" },
-	{ "78dc4e0aaf52d935c3c01eea57428f00ca1fd475f5da86a49c8dd73d68c8e223",
-	  "d79cf22d504cc793c3fb6c8a", "b96baa8c1c75a671bfb2d08d06be5f36",
-	  "3e5d486aa2e30b22e040b85723a06e76" },
-	{ "4457ff33683cca6ca493878bdc00373893a9763412eef8cddb54f91318e0da88",
-	  "699d1f29d7b8c55300bb1fd2", "6749daeea367d0e9809e2dc2f309e6e3",
-	  "d60c74d2517fde4a74e0cd4709ed43a9" },
+static const struct {
+	const char *key, *iv, *aad, *tag;
+} nist[] = {
+	{"b52c505a37d78eda5dd34f20c22540ea1b58963cf8e5bf8ffa85f9f2492505b4",
+		"516c33929df5a3284ff463d7", "", "bdc1ac884d332457a1d2664f168c76f0"},
+	{"5fe0861cdc2690ce69b3658c7f26f8458eec1c9243c5ba0845305d897e96ca0f",
+		"770ac1a5a3d476d5d96944a1", "", "196d691e1047093ca4b3d2ef4baba216"},
+	{"78dc4e0aaf52d935c3c01eea57428f00ca1fd475f5da86a49c8dd73d68c8e223",
+		"d79cf22d504cc793c3fb6c8a", "b96baa8c1c75a671bfb2d08d06be5f36",
+		"3e5d486aa2e30b22e040b85723a06e76"},
+	{"4457ff33683cca6ca493878bdc00373893a9763412eef8cddb54f91318e0da88",
+		"699d1f29d7b8c55300bb1fd2", "6749daeea367d0e9809e2dc2f309e6e3",
+		"d60c74d2517fde4a74e0cd4709ed43a9"},
 };
 
 Test(auth, nist_gcm_vectors_both_impls)
@@ -120,10 +125,8 @@ Test(auth, nist_gcm_vectors_both_impls)
 			unhex(nist[v].key, key, sizeof(key));
 			unhex(nist[v].iv, iv, sizeof(iv));
 			alen = unhex(nist[v].aad, aad, sizeof(aad));
-			cr_assert_eq(isth_auth_gmac_raw(impls[i], key, iv, aad,
-							alen, tag), 0);
-			assert_hex(tag, 16, nist[v].tag,
-				   isth_auth_impl_name(impls[i]));
+			cr_assert_eq(isth_auth_gmac_raw(impls[i], key, iv, aad, alen, tag), 0);
+			assert_hex(tag, 16, nist[v].tag, isth_auth_impl_name(impls[i]));
 		}
 }
 
@@ -137,22 +140,35 @@ Test(auth, hkdf_rfc5869_case1)
 		salt[i] = (uint8_t)i;
 	for (int i = 0; i < 10; i++)
 		info[i] = (uint8_t)(0xf0 + i);
-	cr_assert_eq(isth_auth_hkdf(ikm, sizeof(ikm), salt, sizeof(salt), info,
-				    sizeof(info), okm, sizeof(okm)), 0);
-	assert_hex(okm, 42, "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db0"
-		   "2d56ecc4c5bf34007208d5b887185865", "okm");
+	cr_assert_eq(isth_auth_hkdf(ikm, sizeof(ikm), salt, sizeof(salt), info, sizeof(info), okm,
+			     sizeof(okm)),
+		0);
+	assert_hex(okm, 42,
+		"3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db0"
+		"2d56ecc4c5bf34007208d5b887185865",
+		"okm");
 }
 
 /* Direction keys of job 42, epoch 1, master 00..1f (tests/auth/vectors.py). */
 Test(auth, derive_matches_independent_hkdf)
 {
-	static const struct { enum isth_auth_dir d; unsigned int o; const char *k; } v[] = {
-		{ ISTH_AUTH_UP, 0, "ef7fdb99caf7e9339705277b1f1f97d9bb7c1fd7d9ebb2a7512787c70244e1c7" },
-		{ ISTH_AUTH_UP, 2, "4d30c32a9e7a823c315e30255dfbc809b8cff55fa269af8ae8f557dcabad6ae2" },
-		{ ISTH_AUTH_DOWN, 0, "54478d82a4a1438783c942673e1d98ba193f3431e0cab58457a706917766d940" },
-		{ ISTH_AUTH_DOWN, 2, "1e5c9af2c9915e3de49a512cf3b3cff7aa0b9252f1b1c1e7550c3234f6574e9f" },
-		{ ISTH_AUTH_WAN, 0, "2bfbbf81d00c69da7fd4a8ccce8c2309a68901a025d32462585d306fe2557178" },
-		{ ISTH_AUTH_WAN, 2, "1a7af300b170bbe093f64b19f6bc6df421ad03ea1ebc68ac5169cb1e1ef07c2f" },
+	static const struct {
+		enum isth_auth_dir d;
+		unsigned int o;
+		const char *k;
+	} v[] = {
+		{ISTH_AUTH_UP, 0,
+			"ef7fdb99caf7e9339705277b1f1f97d9bb7c1fd7d9ebb2a7512787c70244e1c7"},
+		{ISTH_AUTH_UP, 2,
+			"4d30c32a9e7a823c315e30255dfbc809b8cff55fa269af8ae8f557dcabad6ae2"},
+		{ISTH_AUTH_DOWN, 0,
+			"54478d82a4a1438783c942673e1d98ba193f3431e0cab58457a706917766d940"},
+		{ISTH_AUTH_DOWN, 2,
+			"1e5c9af2c9915e3de49a512cf3b3cff7aa0b9252f1b1c1e7550c3234f6574e9f"},
+		{ISTH_AUTH_WAN, 0,
+			"2bfbbf81d00c69da7fd4a8ccce8c2309a68901a025d32462585d306fe2557178"},
+		{ISTH_AUTH_WAN, 2,
+			"1a7af300b170bbe093f64b19f6bc6df421ad03ea1ebc68ac5169cb1e1ef07c2f"},
 	};
 	uint8_t master[32], k[32];
 
@@ -172,17 +188,52 @@ static const char *const KF_ONE = "job 42\nepoch 1 round 0 key " MASTER_HEX "\n"
 
 /* The DATA message of tests/auth/vectors.py, unsealed: version 1, no AUTH,
  * trailer_len 0, epoch byte 0 (seal writes them). */
-static size_t data_msg(uint8_t *buf, uint16_t flags)
+static size_t
+data_msg(uint8_t *buf, uint16_t flags)
 {
 	static const uint8_t hdr[40] = {
-		0x49, 0x53, 0x01, 0x01, 0x00, 0x00, 0x03, 0x00,
-		0x00, 0x00, 0x00, 0x2a, 0x00, 0x00, 0x00, 0x07,
-		0x00, 0x00, 0x00, 0x03, 0x02, 0x00, 0x00, 0x04,
-		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xe8,
-		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04,
+		0x49,
+		0x53,
+		0x01,
+		0x01,
+		0x00,
+		0x00,
+		0x03,
+		0x00,
+		0x00,
+		0x00,
+		0x00,
+		0x2a,
+		0x00,
+		0x00,
+		0x00,
+		0x07,
+		0x00,
+		0x00,
+		0x00,
+		0x03,
+		0x02,
+		0x00,
+		0x00,
+		0x04,
+		0x00,
+		0x00,
+		0x00,
+		0x00,
+		0x00,
+		0x00,
+		0x03,
+		0xe8,
+		0x00,
+		0x00,
+		0x00,
+		0x00,
+		0x00,
+		0x00,
+		0x00,
+		0x04,
 	};
-	static const uint8_t body[16] = { 1, 0, 0, 0, 2, 0, 0, 0,
-					  3, 0, 0, 0, 4, 0, 0, 0 };
+	static const uint8_t body[16] = {1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0};
 
 	memcpy(buf, hdr, 40);
 	buf[4] = (uint8_t)(flags >> 8);
@@ -204,9 +255,10 @@ Test(auth, seal_matches_independent_vector)
 		cr_assert_eq(isth_auth_engine_create(a, impls[i], &e), 0);
 		r = isth_auth_seal(e, ISTH_AUTH_UP, 2, m, n, sizeof(m));
 		cr_assert_eq(r, 72, "%s: seal %d", isth_auth_impl_name(impls[i]), r);
-		assert_hex(m, 56, "49530201001003100000002a0000000700000003020100040000"
-			   "0000000003e8000000000000000401000000020000000300000004000000",
-			   "sealed header+body");
+		assert_hex(m, 56,
+			"49530201001003100000002a0000000700000003020100040000"
+			"0000000003e8000000000000000401000000020000000300000004000000",
+			"sealed header+body");
 		isth_auth_iv(m, iv);
 		assert_hex(iv, 12, "0102001000000000000003e8", "iv");
 		assert_hex(m + 56, 16, "22f62b30ab86b39abca42c4fc772d14a", "tag");
@@ -235,10 +287,10 @@ Test(auth, seal_refuses_bad_input)
 	cr_assert_eq(isth_auth_seal(e, ISTH_AUTH_UP, 4, m, n, sizeof(m)), -EINVAL);
 	cr_assert_eq(isth_auth_seal(e, 0, 2, m, n, sizeof(m)), -EINVAL);
 	cr_assert_eq(isth_auth_seal(e, ISTH_AUTH_UP, 2, m, 39, sizeof(m)), -EINVAL);
-	m[15] = 4;	/* round 4: before the only epoch starts */
+	m[15] = 4; /* round 4: before the only epoch starts */
 	cr_assert_eq(isth_auth_seal(e, ISTH_AUTH_UP, 2, m, n, sizeof(m)), -ENOKEY);
 	m[15] = 7;
-	m[0] = 0;	/* not an isthmus header */
+	m[0] = 0; /* not an isthmus header */
 	cr_assert_eq(isth_auth_seal(e, ISTH_AUTH_UP, 2, m, n, sizeof(m)), -EINVAL);
 	isth_auth_engine_free(e);
 	isth_auth_free(a);
@@ -249,32 +301,30 @@ Test(auth, seal_refuses_bad_input)
 Test(auth, every_bit_flip_refused)
 {
 	struct isth_auth *a = load("job 42\nepoch 1 round 0 key " MASTER_HEX
-				   "\nepoch 9 round 1000 key " MASTER_HEX "\n", 42, 4);
+				   "\nepoch 9 round 1000 key " MASTER_HEX "\n",
+		42, 4);
 
 	for (size_t i = 0; i < 2; i++) {
 		struct isth_auth_engine *e;
 		uint8_t m[128];
 
 		cr_assert_eq(isth_auth_engine_create(a, impls[i], &e), 0);
-		cr_assert_eq(isth_auth_seal(e, ISTH_AUTH_UP, 2, m, data_msg(m, 0),
-					    sizeof(m)), 72);
+		cr_assert_eq(isth_auth_seal(e, ISTH_AUTH_UP, 2, m, data_msg(m, 0), sizeof(m)), 72);
 		for (size_t byte = 0; byte < 72; byte++)
 			for (int bit = 0; bit < 8; bit++) {
 				enum isth_auth_status s, want = ISTH_AUTH_E_TAG;
 
 				m[byte] ^= (uint8_t)(1u << bit);
 				s = isth_auth_verify(e, ISTH_AUTH_UP, 2, m, 72);
-				if (byte <= 2 || byte == 7 ||
-				    (byte == 5 && bit == 4))
+				if (byte <= 2 || byte == 7 || (byte == 5 && bit == 4))
 					want = ISTH_AUTH_E_FORMAT;
-				else if (byte == 21 || (byte == 14 && bit == 7) ||
-					 (byte == 13) || (byte == 12) ||
-					 (byte == 14 && bit >= 2))
+				else if (byte == 21 || (byte == 14 && bit == 7) || (byte == 13) ||
+					(byte == 12) || (byte == 14 && bit >= 2))
 					/* epoch byte, or a round in another epoch */
 					want = ISTH_AUTH_E_EPOCH;
 				cr_assert_eq(s, want, "%s byte %zu bit %d: %s",
-					     isth_auth_impl_name(impls[i]), byte, bit,
-					     isth_auth_status_name(s));
+					isth_auth_impl_name(impls[i]), byte, bit,
+					isth_auth_status_name(s));
 				m[byte] ^= (uint8_t)(1u << bit);
 			}
 		cr_assert_eq(isth_auth_verify(e, ISTH_AUTH_UP, 2, m, 72), ISTH_AUTH_OK);
@@ -335,17 +385,19 @@ Test(auth, cross_seal_verify_random_messages)
 			m[0][k][b] = (uint8_t)rnd();
 		m[0][k][0] = 0x49;
 		m[0][k][1] = 0x53;
-		m[0][k][12] = m[0][k][13] = 0;	/* round < 2^16: epoch 1 */
+		m[0][k][12] = m[0][k][13] = 0; /* round < 2^16: epoch 1 */
 		memcpy(m[1][k], m[0][k], len);
 		for (size_t i = 0; i < 2; i++)
-			ops[i][k] = (struct isth_auth_op){ .msg = m[i][k],
-				.len = (uint32_t)len, .cap = MSG_CAP,
-				.dir = dir, .owner = owner };
+			ops[i][k] = (struct isth_auth_op){.msg = m[i][k],
+				.len = (uint32_t)len,
+				.cap = MSG_CAP,
+				.dir = dir,
+				.owner = owner};
 	}
 	/* OpenSSL seals one by one; ipsec-mb seals as bursts. */
 	for (size_t k = 0; k < NMSG; k++) {
-		int r = isth_auth_seal(eng[0], ops[0][k].dir, ops[0][k].owner,
-				       m[0][k], ops[0][k].len, MSG_CAP);
+		int r = isth_auth_seal(
+			eng[0], ops[0][k].dir, ops[0][k].owner, m[0][k], ops[0][k].len, MSG_CAP);
 
 		cr_assert_eq(r, (int)ops[0][k].len + 16);
 		ops[0][k].len = (uint32_t)r;
@@ -354,11 +406,11 @@ Test(auth, cross_seal_verify_random_messages)
 	for (size_t k = 0; k < NMSG; k++) {
 		cr_assert_eq(ops[1][k].len, ops[0][k].len);
 		cr_assert(memcmp(m[0][k], m[1][k], ops[0][k].len) == 0,
-			  "message %zu differs between implementations", k);
+			"message %zu differs between implementations", k);
 		for (size_t i = 0; i < 2; i++)
-			cr_assert_eq(isth_auth_verify(eng[i], ops[0][k].dir,
-					ops[0][k].owner, m[1 - i][k],
-					ops[0][k].len), ISTH_AUTH_OK);
+			cr_assert_eq(isth_auth_verify(eng[i], ops[0][k].dir, ops[0][k].owner,
+					     m[1 - i][k], ops[0][k].len),
+				ISTH_AUTH_OK);
 	}
 	for (size_t i = 0; i < 2; i++)
 		cr_assert_eq(isth_auth_verify_burst(eng[i], ops[1 - i], NMSG), NMSG);
@@ -384,22 +436,22 @@ Test(auth, verify_burst_mixed_statuses)
 		cr_assert_eq(isth_auth_engine_create(a, impls[i], &e), 0);
 		for (size_t k = 0; k < N; k++) {
 			data_msg(m[k], 0);
-			m[k][31] = (uint8_t)k;	/* distinct seqs */
+			m[k][31] = (uint8_t)k; /* distinct seqs */
 			cr_assert_eq(isth_auth_seal(e, ISTH_AUTH_UP, 2, m[k], 56, 128), 72);
-			ops[k] = (struct isth_auth_op){ .msg = m[k], .len = 72,
-				.dir = ISTH_AUTH_UP, .owner = 2 };
+			ops[k] = (struct isth_auth_op){
+				.msg = m[k], .len = 72, .dir = ISTH_AUTH_UP, .owner = 2};
 			want[k] = ISTH_AUTH_OK;
 			switch (k % 5) {
 			case 1:
-				m[k][50] ^= 0x80;	/* body */
+				m[k][50] ^= 0x80; /* body */
 				want[k] = ISTH_AUTH_E_TAG;
 				break;
 			case 2:
-				m[k][2] = 1;		/* version 1 */
+				m[k][2] = 1; /* version 1 */
 				want[k] = ISTH_AUTH_E_FORMAT;
 				break;
 			case 3:
-				ops[k].owner = 3;	/* another island's key */
+				ops[k].owner = 3; /* another island's key */
 				want[k] = ISTH_AUTH_E_TAG;
 				break;
 			default:
@@ -409,8 +461,8 @@ Test(auth, verify_burst_mixed_statuses)
 		cr_assert_eq(isth_auth_verify_burst(e, ops, N), n_ok);
 		for (size_t k = 0; k < N; k++)
 			cr_assert_eq(ops[k].status, (int16_t)want[k], "%s op %zu: %s",
-				     isth_auth_impl_name(impls[i]), k,
-				     isth_auth_status_name(ops[k].status));
+				isth_auth_impl_name(impls[i]), k,
+				isth_auth_status_name(ops[k].status));
 		isth_auth_engine_free(e);
 	}
 	isth_auth_free(a);
@@ -429,9 +481,10 @@ Test(auth, epoch_rotation_at_round_boundary)
 	uint8_t ep;
 	uint32_t start;
 
-	snprintf(two, sizeof(two), "job 42\n# rotation\nepoch 1 round 0 key %s\n"
-		 "epoch 2 round 100 key %s\n", MASTER_HEX,
-		 "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100");
+	snprintf(two, sizeof(two),
+		"job 42\n# rotation\nepoch 1 round 0 key %s\n"
+		"epoch 2 round 100 key %s\n",
+		MASTER_HEX, "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100");
 	both = load(two, 42, 4);
 	old = load(KF_ONE, 42, 4);
 	cr_assert_eq(isth_auth_n_epochs(both), 2);
@@ -457,7 +510,7 @@ Test(auth, epoch_rotation_at_round_boundary)
 			cr_assert_eq(isth_auth_verify(eb, ISTH_AUTH_DOWN, 1, m, 72), ISTH_AUTH_OK);
 			/* The old site verifies old rounds and refuses new ones. */
 			cr_assert_eq(isth_auth_verify(eo, ISTH_AUTH_DOWN, 1, m, 72),
-				     round < 100 ? ISTH_AUTH_OK : ISTH_AUTH_E_EPOCH);
+				round < 100 ? ISTH_AUTH_OK : ISTH_AUTH_E_EPOCH);
 			/* The old site's own tag on a new round is refused. */
 			data_msg(m, 0);
 			m[14] = (uint8_t)(round >> 8);
@@ -465,7 +518,7 @@ Test(auth, epoch_rotation_at_round_boundary)
 			cr_assert_eq(isth_auth_seal(eo, ISTH_AUTH_DOWN, 1, m, 56, 128), 72);
 			cr_assert_eq(m[21], 1);
 			cr_assert_eq(isth_auth_verify(eb, ISTH_AUTH_DOWN, 1, m, 72),
-				     round < 100 ? ISTH_AUTH_OK : ISTH_AUTH_E_EPOCH);
+				round < 100 ? ISTH_AUTH_OK : ISTH_AUTH_E_EPOCH);
 		}
 		isth_auth_engine_free(eb);
 		isth_auth_engine_free(eo);
@@ -500,59 +553,69 @@ struct kf_case {
 	char name[32];
 	char text[600];
 	int ret;
-	char msg[96];	/* expected substring after "<path>:" */
+	char msg[96]; /* expected substring after "<path>:" */
 };
 
 ParameterizedTestParameters(auth, keyfile_errors)
 {
 	static struct kf_case c[] = {
-		{ "empty", "", -EINVAL, ": no 'job' line" },
-		{ "comments_only", "# nothing\n\n", -EINVAL, ": no 'job' line" },
-		{ "no_epoch", "job 42\n", -EINVAL, ": no 'epoch' line" },
-		{ "unknown_kw", "job 42\nkeys 1\n", -EINVAL, ":2: unknown keyword" },
-		{ "job_twice", "job 42\njob 42\n", -EINVAL, ":2: job: given twice" },
-		{ "job_nan", "job forty\n", -EINVAL, ":1: job: expected a number" },
-		{ "job_missing", "job\n", -EINVAL, ":1: job: expected a number" },
-		{ "job_big", "job 4294967296\n", -EINVAL, ":1: job: expected a number" },
-		{ "job_neg", "job -1\n", -EINVAL, ":1: job: expected a number" },
-		{ "job_trailing", "job 42 43\n", -EINVAL, ":1: job: unexpected text" },
-		{ "job_mismatch", "job 41\nepoch 1 round 0 key " MASTER_HEX "\n",
-		  -EINVAL, ": keys are for job 41, not job 42" },
-		{ "epoch_first", "epoch 1 round 0 key " MASTER_HEX "\njob 42\n",
-		  -EINVAL, ":1: epoch: the job line must come first" },
-		{ "job_after_epoch", "job 42\nepoch 1 round 0 key " MASTER_HEX "\njob 42\n",
-		  -EINVAL, ":3: job: given twice" },
-		{ "epoch_big", "job 42\nepoch 256 round 0 key " MASTER_HEX "\n",
-		  -EINVAL, ":2: epoch: expected an epoch id 0..255" },
-		{ "epoch_dup", "job 42\nepoch 1 round 0 key " MASTER_HEX
-		  "\nepoch 1 round 5 key " MASTER_HEX "\n", -EINVAL, ":3: epoch: epoch 1 given twice" },
-		{ "no_round_kw", "job 42\nepoch 1 0 key " MASTER_HEX "\n",
-		  -EINVAL, ":2: epoch: expected 'round'" },
-		{ "round_nan", "job 42\nepoch 1 round x key " MASTER_HEX "\n",
-		  -EINVAL, ":2: round: expected a round number" },
-		{ "round_order", "job 42\nepoch 1 round 10 key " MASTER_HEX
-		  "\nepoch 2 round 10 key " MASTER_HEX "\n", -EINVAL,
-		  ":3: round: must be above the previous epoch's (10)" },
-		{ "no_key_kw", "job 42\nepoch 1 round 0 " MASTER_HEX "\n",
-		  -EINVAL, ":2: epoch: expected 'key'" },
-		{ "key_missing", "job 42\nepoch 1 round 0 key\n",
-		  -EINVAL, ":2: key: expected 64 hex digits, got 0" },
-		{ "key_short", "job 42\nepoch 1 round 0 key 0011\n",
-		  -EINVAL, ":2: key: expected 64 hex digits, got 4" },
-		{ "key_long", "job 42\nepoch 1 round 0 key " MASTER_HEX "00\n",
-		  -EINVAL, ":2: key: expected 64 hex digits, got 66" },
-		{ "key_nonhex", "job 42\nepoch 1 round 0 key " BADKEY "\n",
-		  -EINVAL, ":2: key: non-hex digit at position 64" },
-		{ "key_trailing", "job 42\nepoch 1 round 0 key " MASTER_HEX " x\n",
-		  -EINVAL, ":2: key: unexpected text after the key" },
-		{ "five_epochs", "job 42\nepoch 1 round 0 key " MASTER_HEX
-		  "\nepoch 2 round 1 key " MASTER_HEX "\nepoch 3 round 2 key " MASTER_HEX
-		  "\nepoch 4 round 3 key " MASTER_HEX "\nepoch 5 round 4 key " MASTER_HEX "\n",
-		  -EINVAL, ":6: epoch: more than 4 epochs" },
-		{ "long_line", "job 42\n# xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
-		  -EINVAL, ":2: line longer than 256 characters" },
+		{"empty", "", -EINVAL, ": no 'job' line"},
+		{"comments_only", "# nothing\n\n", -EINVAL, ": no 'job' line"},
+		{"no_epoch", "job 42\n", -EINVAL, ": no 'epoch' line"},
+		{"unknown_kw", "job 42\nkeys 1\n", -EINVAL, ":2: unknown keyword"},
+		{"job_twice", "job 42\njob 42\n", -EINVAL, ":2: job: given twice"},
+		{"job_nan", "job forty\n", -EINVAL, ":1: job: expected a number"},
+		{"job_missing", "job\n", -EINVAL, ":1: job: expected a number"},
+		{"job_big", "job 4294967296\n", -EINVAL, ":1: job: expected a number"},
+		{"job_neg", "job -1\n", -EINVAL, ":1: job: expected a number"},
+		{"job_trailing", "job 42 43\n", -EINVAL, ":1: job: unexpected text"},
+		{"job_mismatch", "job 41\nepoch 1 round 0 key " MASTER_HEX "\n", -EINVAL,
+			": keys are for job 41, not job 42"},
+		{"epoch_first", "epoch 1 round 0 key " MASTER_HEX "\njob 42\n", -EINVAL,
+			":1: epoch: the job line must come first"},
+		{"job_after_epoch", "job 42\nepoch 1 round 0 key " MASTER_HEX "\njob 42\n", -EINVAL,
+			":3: job: given twice"},
+		{"epoch_big", "job 42\nepoch 256 round 0 key " MASTER_HEX "\n", -EINVAL,
+			":2: epoch: expected an epoch id 0..255"},
+		{"epoch_dup",
+			"job 42\nepoch 1 round 0 key " MASTER_HEX
+			"\nepoch 1 round 5 key " MASTER_HEX "\n",
+			-EINVAL, ":3: epoch: epoch 1 given twice"},
+		{"no_round_kw", "job 42\nepoch 1 0 key " MASTER_HEX "\n", -EINVAL,
+			":2: epoch: expected 'round'"},
+		{"round_nan", "job 42\nepoch 1 round x key " MASTER_HEX "\n", -EINVAL,
+			":2: round: expected a round number"},
+		{"round_order",
+			"job 42\nepoch 1 round 10 key " MASTER_HEX
+			"\nepoch 2 round 10 key " MASTER_HEX "\n",
+			-EINVAL, ":3: round: must be above the previous epoch's (10)"},
+		{"no_key_kw", "job 42\nepoch 1 round 0 " MASTER_HEX "\n", -EINVAL,
+			":2: epoch: expected 'key'"},
+		{"key_missing", "job 42\nepoch 1 round 0 key\n", -EINVAL,
+			":2: key: expected 64 hex digits, got 0"},
+		{"key_short", "job 42\nepoch 1 round 0 key 0011\n", -EINVAL,
+			":2: key: expected 64 hex digits, got 4"},
+		{"key_long", "job 42\nepoch 1 round 0 key " MASTER_HEX "00\n", -EINVAL,
+			":2: key: expected 64 hex digits, got 66"},
+		{"key_nonhex", "job 42\nepoch 1 round 0 key " BADKEY "\n", -EINVAL,
+			":2: key: non-hex digit at position 64"},
+		{"key_trailing", "job 42\nepoch 1 round 0 key " MASTER_HEX " x\n", -EINVAL,
+			":2: key: unexpected text after the key"},
+		{"five_epochs",
+			"job 42\nepoch 1 round 0 key " MASTER_HEX
+			"\nepoch 2 round 1 key " MASTER_HEX "\nepoch 3 round 2 key " MASTER_HEX
+			"\nepoch 4 round 3 key " MASTER_HEX "\nepoch 5 round 4 key " MASTER_HEX
+			"\n",
+			-EINVAL, ":6: epoch: more than 4 epochs"},
+		{"long_line",
+			"job 42\n# "
+			"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+			"xxxxxxxxxx"
+			"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+			"xxxxxxxxxxxxxxxxxxxxxxx"
+			"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+			"xxxxxxxxxxxxx\n",
+			-EINVAL, ":2: line longer than 256 characters"},
 	};
 
 	return cr_make_param_array(struct kf_case, c, sizeof(c) / sizeof(c[0]));
@@ -561,7 +624,7 @@ ParameterizedTestParameters(auth, keyfile_errors)
 ParameterizedTest(struct kf_case *tc, auth, keyfile_errors)
 {
 	const char *p = keyfile(tc->text, 0600);
-	struct isth_auth_conf c = { .key_file = p, .job = 42, .n_islands = 4 };
+	struct isth_auth_conf c = {.key_file = p, .job = 42, .n_islands = 4};
 	struct isth_auth *a = NULL;
 	char err[256] = "", want[700];
 	int r = isth_auth_create(&c, &a, err, sizeof(err));
@@ -570,8 +633,7 @@ ParameterizedTest(struct kf_case *tc, auth, keyfile_errors)
 	cr_assert_eq(r, tc->ret, "%s: ret %d (%s)", tc->name, r, err);
 	cr_assert_null(a);
 	snprintf(want, sizeof(want), "%s%s", p, tc->msg);
-	cr_assert(strstr(err, want) == err, "%s: message '%s', want '%s...'",
-		  tc->name, err, want);
+	cr_assert(strstr(err, want) == err, "%s: message '%s', want '%s...'", tc->name, err, want);
 	/* Never any key material in a message. */
 	cr_assert_null(strstr(err, "0123456789abcdef"), "%s: key in message", tc->name);
 	cr_assert_null(strstr(err, "000102030405"), "%s: key in message", tc->name);
@@ -581,7 +643,7 @@ Test(auth, keyfile_nul_byte)
 {
 	static const char text[] = "job 42\nepoch 1 round 0 key " MASTER_HEX "\0junk\n";
 	char path[64], err[256] = "";
-	struct isth_auth_conf c = { .key_file = path, .job = 42, .n_islands = 4 };
+	struct isth_auth_conf c = {.key_file = path, .job = 42, .n_islands = 4};
 	struct isth_auth *a = NULL;
 	int fd;
 
@@ -597,16 +659,16 @@ Test(auth, keyfile_nul_byte)
 
 Test(auth, keyfile_modes_refused)
 {
-	static const mode_t bad[] = { 0640, 0604, 0660, 0644, 0602, 0620, 0666, 0601 };
+	static const mode_t bad[] = {0640, 0604, 0660, 0644, 0602, 0620, 0666, 0601};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *p = keyfile(KF_ONE, bad[i]);
-		struct isth_auth_conf c = { .key_file = p, .job = 42, .n_islands = 4 };
+		struct isth_auth_conf c = {.key_file = p, .job = 42, .n_islands = 4};
 		struct isth_auth *a = NULL;
 		char err[256] = "", want[32];
 
-		cr_assert_eq(isth_auth_create(&c, &a, err, sizeof(err)), -EACCES,
-			     "mode %o: %s", (unsigned int)bad[i], err);
+		cr_assert_eq(isth_auth_create(&c, &a, err, sizeof(err)), -EACCES, "mode %o: %s",
+			(unsigned int)bad[i], err);
 		unlink(p);
 		snprintf(want, sizeof(want), "mode %04o", (unsigned int)bad[i]);
 		cr_assert_not_null(strstr(err, want), "%s", err);
@@ -615,7 +677,7 @@ Test(auth, keyfile_modes_refused)
 	/* 0400 and 0600 are fine. */
 	{
 		const char *p = keyfile(KF_ONE, 0400);
-		struct isth_auth_conf c = { .key_file = p, .job = 42, .n_islands = 4 };
+		struct isth_auth_conf c = {.key_file = p, .job = 42, .n_islands = 4};
 		struct isth_auth *a = NULL;
 
 		cr_assert_eq(isth_auth_create(&c, &a, NULL, 0), 0);
@@ -626,8 +688,7 @@ Test(auth, keyfile_modes_refused)
 
 Test(auth, keyfile_owner_missing_dir_and_conf)
 {
-	struct isth_auth_conf c = { .key_file = "/nonexistent/isth-keys", .job = 42,
-				    .n_islands = 4 };
+	struct isth_auth_conf c = {.key_file = "/nonexistent/isth-keys", .job = 42, .n_islands = 4};
 	struct isth_auth *a = NULL;
 	char err[256] = "";
 
@@ -667,33 +728,33 @@ struct replay_step {
  * is new if above the highest accepted (top), stale if top - seq >= 64,
  * else a replay iff it was accepted before. */
 static const struct replay_step replay_table[] = {
-	{ 1000, ISTH_AUTH_OK },		/* first seq sets the base */
-	{ 1000, ISTH_AUTH_E_REPLAY },
-	{ 999, ISTH_AUTH_OK },		/* below top, inside, unseen */
-	{ 999, ISTH_AUTH_E_REPLAY },
-	{ 937, ISTH_AUTH_OK },		/* top - 63: oldest inside */
-	{ 936, ISTH_AUTH_E_STALE },	/* top - 64 */
-	{ 1001, ISTH_AUTH_OK },		/* slides by one: 937 now stale */
-	{ 937, ISTH_AUTH_E_STALE },
-	{ 938, ISTH_AUTH_OK },
-	{ 1063, ISTH_AUTH_OK },		/* slides by 62: 1000, 1001 still inside */
-	{ 999, ISTH_AUTH_E_STALE },	/* 1063 - 999 = 64 */
-	{ 1000, ISTH_AUTH_E_REPLAY },	/* 1063 - 1000 = 63: inside, seen */
-	{ 1001, ISTH_AUTH_E_REPLAY },
-	{ 1002, ISTH_AUTH_OK },		/* never seen, inside */
-	{ 1200, ISTH_AUTH_OK },		/* jump beyond the window: all cleared */
-	{ 1137, ISTH_AUTH_OK },		/* top - 63, unseen after the clear */
-	{ 1136, ISTH_AUTH_E_STALE },
-	{ 1063, ISTH_AUTH_E_STALE },
-	{ 1200, ISTH_AUTH_E_REPLAY },
-	{ 1264, ISTH_AUTH_OK },		/* slide by exactly 64 */
-	{ 1200, ISTH_AUTH_E_STALE },
-	{ 1201, ISTH_AUTH_OK },		/* its bit was cleared by the slide */
-	{ UINT64_MAX, ISTH_AUTH_OK },	/* the end of the seq space */
-	{ UINT64_MAX, ISTH_AUTH_E_REPLAY },
-	{ UINT64_MAX - 63, ISTH_AUTH_OK },
-	{ UINT64_MAX - 64, ISTH_AUTH_E_STALE },
-	{ 0, ISTH_AUTH_E_STALE },
+	{1000, ISTH_AUTH_OK}, /* first seq sets the base */
+	{1000, ISTH_AUTH_E_REPLAY},
+	{999, ISTH_AUTH_OK}, /* below top, inside, unseen */
+	{999, ISTH_AUTH_E_REPLAY},
+	{937, ISTH_AUTH_OK}, /* top - 63: oldest inside */
+	{936, ISTH_AUTH_E_STALE}, /* top - 64 */
+	{1001, ISTH_AUTH_OK}, /* slides by one: 937 now stale */
+	{937, ISTH_AUTH_E_STALE},
+	{938, ISTH_AUTH_OK},
+	{1063, ISTH_AUTH_OK}, /* slides by 62: 1000, 1001 still inside */
+	{999, ISTH_AUTH_E_STALE}, /* 1063 - 999 = 64 */
+	{1000, ISTH_AUTH_E_REPLAY}, /* 1063 - 1000 = 63: inside, seen */
+	{1001, ISTH_AUTH_E_REPLAY},
+	{1002, ISTH_AUTH_OK}, /* never seen, inside */
+	{1200, ISTH_AUTH_OK}, /* jump beyond the window: all cleared */
+	{1137, ISTH_AUTH_OK}, /* top - 63, unseen after the clear */
+	{1136, ISTH_AUTH_E_STALE},
+	{1063, ISTH_AUTH_E_STALE},
+	{1200, ISTH_AUTH_E_REPLAY},
+	{1264, ISTH_AUTH_OK}, /* slide by exactly 64 */
+	{1200, ISTH_AUTH_E_STALE},
+	{1201, ISTH_AUTH_OK}, /* its bit was cleared by the slide */
+	{UINT64_MAX, ISTH_AUTH_OK}, /* the end of the seq space */
+	{UINT64_MAX, ISTH_AUTH_E_REPLAY},
+	{UINT64_MAX - 63, ISTH_AUTH_OK},
+	{UINT64_MAX - 64, ISTH_AUTH_E_STALE},
+	{0, ISTH_AUTH_E_STALE},
 };
 
 Test(auth, replay_window_table)
@@ -707,9 +768,9 @@ Test(auth, replay_window_table)
 		const struct replay_step *s = &replay_table[i];
 
 		cr_assert_eq(isth_auth_replay_check(&w, s->seq), s->want,
-			     "step %zu seq %llu: check", i, (unsigned long long)s->seq);
+			"step %zu seq %llu: check", i, (unsigned long long)s->seq);
 		cr_assert_eq(isth_auth_replay_accept(&w, s->seq), s->want,
-			     "step %zu seq %llu: accept", i, (unsigned long long)s->seq);
+			"step %zu seq %llu: accept", i, (unsigned long long)s->seq);
 	}
 }
 
@@ -717,9 +778,9 @@ Test(auth, replay_window_table)
  * random walk with reordering, for window sizes 64..1024. */
 Test(auth, replay_window_matches_model)
 {
-	static uint8_t seen[1u << 16];	/* model: accepted seqs, seq < 2^16 */
+	static uint8_t seen[1u << 16]; /* model: accepted seqs, seq < 2^16 */
 	static uint64_t words[1024 / 64];
-	static const uint32_t sizes[] = { 64, 128, 256, 1024 };
+	static const uint32_t sizes[] = {64, 128, 256, 1024};
 
 	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
 		struct isth_auth_replay w;
@@ -731,8 +792,8 @@ Test(auth, replay_window_matches_model)
 		for (int i = 0; i < 40000; i++) {
 			/* Mostly forward, sometimes back by up to 1.5 windows. */
 			uint64_t back = rnd() % (sizes[z] + sizes[z] / 2);
-			uint64_t seq = rnd() % 4 ? base + rnd() % 8 :
-				       (base > back ? base - back : 0);
+			uint64_t seq =
+				rnd() % 4 ? base + rnd() % 8 : (base > back ? base - back : 0);
 			enum isth_auth_status want;
 
 			if (seq >= sizeof(seen))
@@ -744,8 +805,7 @@ Test(auth, replay_window_matches_model)
 			else
 				want = seen[seq] ? ISTH_AUTH_E_REPLAY : ISTH_AUTH_OK;
 			cr_assert_eq(isth_auth_replay_accept(&w, seq), want,
-				     "W=%u step %d seq %llu", sizes[z], i,
-				     (unsigned long long)seq);
+				"W=%u step %d seq %llu", sizes[z], i, (unsigned long long)seq);
 			if (want == ISTH_AUTH_OK) {
 				seen[seq] = 1;
 				if (!started || seq > top)
@@ -781,9 +841,8 @@ Test(auth, replay_init_and_names)
  * MTU's payload. */
 Test(auth, cross_sizes_and_jumbo)
 {
-	static const size_t sizes[] = { 40, 41, 47, 48, 49, 55, 56, 57, 63, 64,
-					65, 127, 128, 129, 255, 256, 257, 1416,
-					1456, 4096, 8956 };
+	static const size_t sizes[] = {40, 41, 47, 48, 49, 55, 56, 57, 63, 64, 65, 127, 128, 129,
+		255, 256, 257, 1416, 1456, 4096, 8956};
 	struct isth_auth *a = load(KF_ONE, 42, 4);
 	struct isth_auth_engine *eo, *ei;
 	static uint8_t m0[9000], m1[9000];
@@ -798,7 +857,7 @@ Test(auth, cross_sizes_and_jumbo)
 			m0[b] = (uint8_t)rnd();
 		m0[0] = 0x49;
 		m0[1] = 0x53;
-		m0[12] = m0[13] = m0[14] = 0;	/* round < 256 */
+		m0[12] = m0[13] = m0[14] = 0; /* round < 256 */
 		memcpy(m1, m0, len);
 		r0 = isth_auth_seal(eo, ISTH_AUTH_WAN, 3, m0, len, sizeof(m0));
 		r1 = isth_auth_seal(ei, ISTH_AUTH_WAN, 3, m1, len, sizeof(m1));
@@ -822,7 +881,8 @@ struct thr_arg {
 	unsigned int n, ok;
 };
 
-static void *thr_verify(void *p)
+static void *
+thr_verify(void *p)
 {
 	struct thr_arg *t = p;
 	struct isth_auth_engine *e;
@@ -831,8 +891,7 @@ static void *thr_verify(void *p)
 		return NULL;
 	for (int rep = 0; rep < 50; rep++)
 		for (unsigned int i = 0; i < t->n; i++)
-			t->ok += isth_auth_verify(e, ISTH_AUTH_UP, 2, t->m[i], 72) ==
-				 ISTH_AUTH_OK;
+			t->ok += isth_auth_verify(e, ISTH_AUTH_UP, 2, t->m[i], 72) == ISTH_AUTH_OK;
 	isth_auth_engine_free(e);
 	return NULL;
 }
@@ -854,8 +913,7 @@ Test(auth, engines_share_a_handle_across_threads)
 	}
 	isth_auth_engine_free(e);
 	for (int t = 0; t < T; t++) {
-		args[t] = (struct thr_arg){ .a = a, .impl = impls[t % 2], .m = m,
-					    .n = N };
+		args[t] = (struct thr_arg){.a = a, .impl = impls[t % 2], .m = m, .n = N};
 		cr_assert_eq(pthread_create(&th[t], NULL, thr_verify, &args[t]), 0);
 	}
 	for (int t = 0; t < T; t++) {
@@ -871,8 +929,8 @@ Test(auth, engines_share_a_handle_across_threads)
  * (the ASan build of scripts/test.sh runs it too). */
 Test(auth, keyfile_mutations_never_crash)
 {
-	static const char good[] = "job 42\n# two epochs\nepoch 1 round 0 key "
-		MASTER_HEX "\nepoch 2 round 100 key " MASTER_HEX "\n";
+	static const char good[] = "job 42\n# two epochs\nepoch 1 round 0 key " MASTER_HEX
+				   "\nepoch 2 round 100 key " MASTER_HEX "\n";
 	static const char alphabet[] = "job epoch round key 0123456789abcdefxyz#\n\t \r-";
 	char text[512], err[256];
 	unsigned int loaded = 0, refused = 0;
@@ -881,7 +939,7 @@ Test(auth, keyfile_mutations_never_crash)
 		size_t len = sizeof(good) - 1;
 		int muts = 1 + (int)(rnd() % 4);
 		const char *p;
-		struct isth_auth_conf c = { .job = 42, .n_islands = 2 };
+		struct isth_auth_conf c = {.job = 42, .n_islands = 2};
 		struct isth_auth *a = NULL;
 		int r;
 
@@ -890,24 +948,24 @@ Test(auth, keyfile_mutations_never_crash)
 			size_t at = len ? rnd() % len : 0;
 
 			switch (rnd() % 4) {
-			case 0:	/* replace */
+			case 0: /* replace */
 				if (len)
 					text[at] = alphabet[rnd() % (sizeof(alphabet) - 1)];
 				break;
-			case 1:	/* insert */
+			case 1: /* insert */
 				if (len + 1 < sizeof(text)) {
 					memmove(text + at + 1, text + at, len - at);
 					text[at] = alphabet[rnd() % (sizeof(alphabet) - 1)];
 					len++;
 				}
 				break;
-			case 2:	/* delete */
+			case 2: /* delete */
 				if (len) {
 					memmove(text + at, text + at + 1, len - at - 1);
 					len--;
 				}
 				break;
-			default:	/* cut */
+			default: /* cut */
 				len = at;
 				break;
 			}

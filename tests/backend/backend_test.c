@@ -40,26 +40,24 @@ static struct isth_wire_limits lim;
 static struct isth_fpga_model *model;
 static char model_name[64];
 
-static void eal_up(void)
+static void
+eal_up(void)
 {
 	char prefix[64];
-	char *argv[] = {"backend_test", "--no-huge", "-m", "128", "--no-pci",
-			"--no-telemetry", "--log-level=lib.*:error", "-l", "0",
-			prefix};
+	char *argv[] = {"backend_test", "--no-huge", "-m", "128", "--no-pci", "--no-telemetry",
+		"--log-level=lib.*:error", "-l", "0", prefix};
 
 	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-be-%d", getpid());
-	cr_assert_geq(rte_eal_init(RTE_DIM(argv), argv), 0, "EAL: %s",
-		      rte_strerror(rte_errno));
-	pool = rte_pktmbuf_pool_create("be_pool", 1023, 0, 0, 2048 + 128,
-				       SOCKET_ID_ANY);
-	hdr_pool = rte_pktmbuf_pool_create("be_hdr", 1023, 0, 0, 256,
-					   SOCKET_ID_ANY);
+	cr_assert_geq(rte_eal_init(RTE_DIM(argv), argv), 0, "EAL: %s", rte_strerror(rte_errno));
+	pool = rte_pktmbuf_pool_create("be_pool", 1023, 0, 0, 2048 + 128, SOCKET_ID_ANY);
+	hdr_pool = rte_pktmbuf_pool_create("be_hdr", 1023, 0, 0, 256, SOCKET_ID_ANY);
 	cr_assert_not_null(pool);
 	cr_assert_not_null(hdr_pool);
 	isth_wire_limits_init(&lim, N_ISLANDS, 1500);
 }
 
-static void eal_down(void)
+static void
+eal_down(void)
 {
 	isth_fpga_model_destroy(model);
 	model = NULL;
@@ -68,7 +66,8 @@ static void eal_down(void)
 	isth_test_eal_cleanup();
 }
 
-static struct isth_backend *make(const char *name, uint64_t mem, uint64_t timeout)
+static struct isth_backend *
+make(const char *name, uint64_t mem, uint64_t timeout)
 {
 	struct isth_backend_conf c;
 	struct isth_backend *be;
@@ -107,26 +106,32 @@ static struct isth_backend *make(const char *name, uint64_t mem, uint64_t timeou
 }
 
 /* Deterministic contribution: a function of sender, round, chunk, index. */
-static int32_t value(unsigned int sender, uint32_t round, uint32_t chunk,
-		     unsigned int i)
+static int32_t
+value(unsigned int sender, uint32_t round, uint32_t chunk, unsigned int i)
 {
-	return (int32_t)(sender * 1000003u + round * 7919u + chunk * 104729u +
-			 i * 31u) - 50000;
+	return (int32_t)(sender * 1000003u + round * 7919u + chunk * 104729u + i * 31u) - 50000;
 }
 
 /* A DATA frame of job @job from @sender as a peer edge sends it. */
-static struct rte_mbuf *job_frame(uint32_t job, unsigned int sender,
-				  uint32_t round, uint32_t chunk,
-				  struct isth_wire_pkt *parsed)
+static struct rte_mbuf *
+job_frame(uint32_t job, unsigned int sender, uint32_t round, uint32_t chunk,
+	struct isth_wire_pkt *parsed)
 {
 	struct isth_wire_addr a = {
-		.src_ip = 0x0a000000 + sender, .dst_ip = 0x0a000001,
-		.src_port = ISTH_WIRE_PORT, .dst_port = ISTH_WIRE_PORT,
+		.src_ip = 0x0a000000 + sender,
+		.dst_ip = 0x0a000001,
+		.src_port = ISTH_WIRE_PORT,
+		.dst_port = ISTH_WIRE_PORT,
 	};
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
-		.sender = (uint8_t)sender, .count = ELEMS, .job = job,
-		.round = round, .chunk = chunk, .seq = chunk,
+		.type = ISTH_WIRE_DATA,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.sender = (uint8_t)sender,
+		.count = ELEMS,
+		.job = job,
+		.round = round,
+		.chunk = chunk,
+		.seq = chunk,
 		.bitmap = 1ull << sender,
 	};
 	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
@@ -139,22 +144,22 @@ static struct rte_mbuf *job_frame(uint32_t job, unsigned int sender,
 	for (unsigned int i = 0; i < ELEMS; i++)
 		body[i] = value(sender, round, chunk, i);
 	p = (uint8_t *)rte_pktmbuf_append(m, hs + 40 + sizeof(body));
-	n = isth_wire_build_msg(p + hs, 40 + sizeof(body), &h, body,
-				sizeof(body), NULL);
+	n = isth_wire_build_msg(p + hs, 40 + sizeof(body), &h, body, sizeof(body), NULL);
 	cr_assert_gt(n, 0);
 	cr_assert_gt(isth_wire_put_frame_hdr(p, hs + n, &a, (size_t)n), 0);
 	cr_assert_eq(isth_wire_parse_frame(p, hs + n, &lim, parsed), ISTH_WIRE_OK);
 	return m;
 }
 
-static struct rte_mbuf *data_frame(unsigned int sender, uint32_t round,
-				   uint32_t chunk, struct isth_wire_pkt *parsed)
+static struct rte_mbuf *
+data_frame(unsigned int sender, uint32_t round, uint32_t chunk, struct isth_wire_pkt *parsed)
 {
 	return job_frame(JOB, sender, round, chunk, parsed);
 }
 
 /* Counter @name, or @dflt when the backend has none of that name. */
-static uint64_t stat_or(struct isth_backend *be, const char *name, uint64_t dflt)
+static uint64_t
+stat_or(struct isth_backend *be, const char *name, uint64_t dflt)
 {
 	struct isth_backend_stats st;
 
@@ -165,13 +170,15 @@ static uint64_t stat_or(struct isth_backend *be, const char *name, uint64_t dflt
 	return dflt;
 }
 
-static bool is_async(struct isth_backend *be)
+static bool
+is_async(struct isth_backend *be)
 {
 	return stat_or(be, "dev_pending", UINT64_MAX) != UINT64_MAX;
 }
 
 /* Wait (bounded, no sleep) until the device has answered all posted work. */
-static void settle(struct isth_backend *be)
+static void
+settle(struct isth_backend *be)
 {
 	unsigned long spins = 0;
 
@@ -188,9 +195,9 @@ static uint64_t stat(struct isth_backend *be, const char *name);
  * (the "accepted" counter moves by @want). A synchronous backend returns
  * @want; an asynchronous one returns what it handed to the device (@n).
  */
-static void aggregate(struct isth_backend *be, struct rte_mbuf **m,
-		      const struct isth_wire_pkt *parsed, unsigned int n,
-		      uint64_t now, unsigned int want)
+static void
+aggregate(struct isth_backend *be, struct rte_mbuf **m, const struct isth_wire_pkt *parsed,
+	unsigned int n, uint64_t now, unsigned int want)
 {
 	uint64_t before = stat(be, "accepted");
 	unsigned int ret = isth_backend_aggregate_burst(be, m, parsed, n, now);
@@ -208,8 +215,8 @@ struct got {
 };
 
 /* Drain every AGG, check its header, decode it into @g. */
-static unsigned int drain_all(struct isth_backend *be, uint64_t now,
-			      struct got *g, unsigned int cap)
+static unsigned int
+drain_all(struct isth_backend *be, uint64_t now, struct got *g, unsigned int cap)
 {
 	struct rte_mbuf *out[64];
 	unsigned int n, total = 0;
@@ -222,7 +229,7 @@ static unsigned int drain_all(struct isth_backend *be, uint64_t now,
 			/* Done once the device has nothing in flight and a
 			 * drain after that finds nothing either. */
 			if (stat_or(be, "dev_pending", 0) == 0 &&
-			    (n = isth_backend_drain(be, now, out, 64)) == 0)
+				(n = isth_backend_drain(be, now, out, 64)) == 0)
 				break;
 			if (n == 0) {
 				cr_assert_lt(spins++, 50000000ul, "device does not settle");
@@ -234,11 +241,10 @@ static unsigned int drain_all(struct isth_backend *be, uint64_t now,
 			const uint8_t *msg = rte_pktmbuf_mtod(out[i], const uint8_t *);
 
 			cr_assert_geq(rte_pktmbuf_headroom(out[i]), 46u);
-			enum isth_wire_reason r = isth_wire_parse_msg(msg,
-					rte_pktmbuf_data_len(out[i]), &lim, &p);
+			enum isth_wire_reason r =
+				isth_wire_parse_msg(msg, rte_pktmbuf_data_len(out[i]), &lim, &p);
 
-			cr_assert_eq(r, ISTH_WIRE_OK, "AGG refused: %s",
-				     isth_wire_reason_name(r));
+			cr_assert_eq(r, ISTH_WIRE_OK, "AGG refused: %s", isth_wire_reason_name(r));
 			cr_assert_eq(p.hdr.type, ISTH_WIRE_AGG);
 			cr_assert_eq(p.hdr.sender, LOCAL);
 			cr_assert_eq(p.hdr.job, JOB);
@@ -256,7 +262,8 @@ static unsigned int drain_all(struct isth_backend *be, uint64_t now,
 	return total;
 }
 
-static void expect_sum(const struct got *g)
+static void
+expect_sum(const struct got *g)
 {
 	for (unsigned int i = 0; i < ELEMS; i++) {
 		uint32_t want = 0;
@@ -264,12 +271,12 @@ static void expect_sum(const struct got *g)
 		for (unsigned int s = 0; s < N_ISLANDS; s++)
 			if (g->bitmap & (1ull << s))
 				want += (uint32_t)value(s, g->round, g->chunk, i);
-		cr_expect_eq((uint32_t)g->sum[i], want, "chunk %u elem %u",
-			     g->chunk, i);
+		cr_expect_eq((uint32_t)g->sum[i], want, "chunk %u elem %u", g->chunk, i);
 	}
 }
 
-static uint64_t stat(struct isth_backend *be, const char *name)
+static uint64_t
+stat(struct isth_backend *be, const char *name)
 {
 	struct isth_backend_stats st;
 
@@ -296,8 +303,7 @@ ParameterizedTestParameters(backend, complete_sums)
 }
 
 /* Three peers, 8 chunks, shuffled and duplicated: one complete AGG each. */
-ParameterizedTest(struct be_name *b, backend, complete_sums, .init = eal_up,
-		  .fini = eal_down)
+ParameterizedTest(struct be_name *b, backend, complete_sums, .init = eal_up, .fini = eal_down)
 {
 	const uint64_t expected = (1u << 1) | (1u << 2) | (1u << 4);
 	unsigned int avail = rte_mempool_avail_count(pool);
@@ -309,10 +315,14 @@ ParameterizedTest(struct be_name *b, backend, complete_sums, .init = eal_up,
 
 	cr_assert_eq(isth_backend_set_round(be, JOB, 3, expected, NULL, 0), 0);
 	for (uint32_t c = 0; c < 8; c++) {
-		m[n] = data_frame(4, 3, c, &parsed[n]); n++;
-		m[n] = data_frame(1, 3, c, &parsed[n]); n++;
-		m[n] = data_frame(1, 3, c, &parsed[n]); n++;	/* duplicate */
-		m[n] = data_frame(2, 3, 7 - c, &parsed[n]); n++;
+		m[n] = data_frame(4, 3, c, &parsed[n]);
+		n++;
+		m[n] = data_frame(1, 3, c, &parsed[n]);
+		n++;
+		m[n] = data_frame(1, 3, c, &parsed[n]);
+		n++; /* duplicate */
+		m[n] = data_frame(2, 3, 7 - c, &parsed[n]);
+		n++;
 	}
 	aggregate(be, m, parsed, n, 1000, 24);
 	k = drain_all(be, 2000, g, 16);
@@ -339,8 +349,8 @@ ParameterizedTestParameters(backend, timeout_partial_then_late)
 /* A slot that times out leaves as a partial; the late contributor's data
  * leaves in a second partial with a disjoint bitmap, and the two sum to
  * the full aggregate. */
-ParameterizedTest(struct be_name *b, backend, timeout_partial_then_late,
-		  .init = eal_up, .fini = eal_down)
+ParameterizedTest(
+	struct be_name *b, backend, timeout_partial_then_late, .init = eal_up, .fini = eal_down)
 {
 	const uint64_t expected = (1u << 1) | (1u << 2) | (1u << 3);
 	struct isth_backend *be = make(b->name, 1 << 20, 5000);
@@ -378,8 +388,7 @@ ParameterizedTestParameters(backend, typed_counts)
 /* isth_backend_counts(): one chunk completes, another times out as a
  * partial; the typed counts say so (1 and 1), as the named counters do,
  * and nothing is pending once drained. */
-ParameterizedTest(struct be_name *b, backend, typed_counts,
-		  .init = eal_up, .fini = eal_down)
+ParameterizedTest(struct be_name *b, backend, typed_counts, .init = eal_up, .fini = eal_down)
 {
 	const uint64_t expected = (1u << 1) | (1u << 2);
 	struct isth_backend *be = make(b->name, 1 << 20, 5000);
@@ -408,8 +417,7 @@ ParameterizedTestParameters(backend, refusals_counted)
 	return cr_make_param_array(struct be_name, backends, RTE_DIM(backends));
 }
 
-ParameterizedTest(struct be_name *b, backend, refusals_counted,
-		  .init = eal_up, .fini = eal_down)
+ParameterizedTest(struct be_name *b, backend, refusals_counted, .init = eal_up, .fini = eal_down)
 {
 	const uint64_t expected = (1u << 1) | (1u << 2);
 	unsigned int avail = rte_mempool_avail_count(pool);
@@ -418,9 +426,9 @@ ParameterizedTest(struct be_name *b, backend, refusals_counted,
 	struct rte_mbuf *m[4];
 
 	cr_assert_eq(isth_backend_set_round(be, JOB, 5, expected, NULL, 0), 0);
-	m[0] = data_frame(3, 5, 0, &parsed[0]);		/* not in clique */
-	m[1] = data_frame(1, 6, 0, &parsed[1]);		/* round not published */
-	m[2] = job_frame(JOB + 1, 1, 5, 0, &parsed[2]);	/* unknown job */
+	m[0] = data_frame(3, 5, 0, &parsed[0]); /* not in clique */
+	m[1] = data_frame(1, 6, 0, &parsed[1]); /* round not published */
+	m[2] = job_frame(JOB + 1, 1, 5, 0, &parsed[2]); /* unknown job */
 	aggregate(be, m, parsed, 3, 10, 0);
 	cr_expect_eq(stat(be, "unexpected_sender"), 1);
 	cr_expect_eq(stat(be, "unknown_round"), 1);
@@ -437,8 +445,8 @@ ParameterizedTestParameters(backend, memory_bound_conflicts)
 /* Memory for 2 slots, 6 chunks in flight: conflicts evict partials, the
  * memory high-water mark never passes the budget, and every contribution
  * is in exactly one emitted aggregate. */
-ParameterizedTest(struct be_name *b, backend, memory_bound_conflicts,
-		  .init = eal_up, .fini = eal_down)
+ParameterizedTest(
+	struct be_name *b, backend, memory_bound_conflicts, .init = eal_up, .fini = eal_down)
 {
 	const uint64_t expected = (1u << 1) | (1u << 2);
 	const uint64_t mem = 2 * ELEMS * 4;
@@ -490,8 +498,7 @@ ParameterizedTestParameters(backend, replicate_by_round)
 }
 
 /* Outbound DATA goes to the peers of its own round, never another's. */
-ParameterizedTest(struct be_name *b, backend, replicate_by_round,
-		  .init = eal_up, .fini = eal_down)
+ParameterizedTest(struct be_name *b, backend, replicate_by_round, .init = eal_up, .fini = eal_down)
 {
 	struct isth_mcast_peer r4[2] = {
 		{.island = 1, .ip = 0x0a000101, .port = ISTH_WIRE_PORT},
@@ -521,7 +528,8 @@ ParameterizedTest(struct be_name *b, backend, replicate_by_round,
 		uint8_t flat[2048];
 		const uint8_t *f = rte_pktmbuf_read(out[i], 0, rte_pktmbuf_pkt_len(out[i]), flat);
 
-		cr_assert_eq(isth_wire_parse_frame(f, rte_pktmbuf_pkt_len(out[i]), &lim, &fp), ISTH_WIRE_OK);
+		cr_assert_eq(isth_wire_parse_frame(f, rte_pktmbuf_pkt_len(out[i]), &lim, &fp),
+			ISTH_WIRE_OK);
 		if (fp.hdr.round == 4)
 			cr_expect(fp.addr.dst_ip == 0x0a000101 || fp.addr.dst_ip == 0x0a000102);
 		else
@@ -564,7 +572,8 @@ Test(backend, create_refuses_bad_conf, .init = eal_up, .fini = eal_down)
 }
 
 /* Emitted chunks of @g[0..n) as a bitmask of chunk ids (< 64). */
-static uint64_t chunks_of(const struct got *g, unsigned int n)
+static uint64_t
+chunks_of(const struct got *g, unsigned int n)
 {
 	uint64_t c = 0;
 
@@ -583,8 +592,7 @@ ParameterizedTestParameters(backend, eviction_reasons)
  * with its counter. Four slots and a reserve of one: the fourth live chunk
  * evicts the oldest (conflict_pool).
  */
-ParameterizedTest(struct be_name *b, backend, eviction_reasons,
-		  .init = eal_up, .fini = eal_down)
+ParameterizedTest(struct be_name *b, backend, eviction_reasons, .init = eal_up, .fini = eal_down)
 {
 	const uint64_t expected = (1u << 1) | (1u << 2);
 	unsigned int avail = rte_mempool_avail_count(pool);
@@ -660,13 +668,19 @@ ParameterizedTestParameters(backend, counters_account)
  * emitted bitmap) or under one refusal counter. Rounds 1..5 published with
  * a window of 4 make round 1 stale.
  */
-ParameterizedTest(struct be_name *b, backend, counters_account,
-		  .init = eal_up, .fini = eal_down)
+ParameterizedTest(struct be_name *b, backend, counters_account, .init = eal_up, .fini = eal_down)
 {
 	static const char *const drops[] = {
-		"duplicate", "duplicate_emitted", "unexpected_sender",
-		"stale_round", "unknown_round", "unknown_job", "mismatch",
-		"bad_input", "no_slot", "chunk_closed",
+		"duplicate",
+		"duplicate_emitted",
+		"unexpected_sender",
+		"stale_round",
+		"unknown_round",
+		"unknown_job",
+		"mismatch",
+		"bad_input",
+		"no_slot",
+		"chunk_closed",
 	};
 	const uint64_t expected = (1u << 1) | (1u << 2) | (1u << 3);
 	unsigned int avail = rte_mempool_avail_count(pool);
@@ -679,17 +693,28 @@ ParameterizedTest(struct be_name *b, backend, counters_account,
 
 	for (uint32_t r = 1; r <= 5; r++)
 		cr_assert_eq(isth_backend_set_round(be, JOB, r, expected, NULL, 0), 0);
-	m[n] = data_frame(1, 1, 0, &parsed[n]); n++;		/* stale */
-	m[n] = data_frame(1, 5, 0, &parsed[n]); n++;
-	m[n] = data_frame(1, 5, 0, &parsed[n]); n++;		/* duplicate */
-	m[n] = data_frame(4, 5, 0, &parsed[n]); n++;		/* unexpected */
-	m[n] = data_frame(2, 5, 0, &parsed[n]); n++;
-	m[n] = data_frame(3, 5, 0, &parsed[n]); n++;		/* completes 0 */
-	m[n] = data_frame(3, 5, 0, &parsed[n]); n++;		/* duplicate_emitted */
-	m[n] = data_frame(2, 9, 1, &parsed[n]); n++;		/* unknown round */
-	m[n] = job_frame(JOB + 3, 2, 5, 1, &parsed[n]); n++;	/* unknown job */
-	m[n] = data_frame(2, 4, 1, &parsed[n]); n++;
-	m[n] = data_frame(3, 3, 2, &parsed[n]); n++;
+	m[n] = data_frame(1, 1, 0, &parsed[n]);
+	n++; /* stale */
+	m[n] = data_frame(1, 5, 0, &parsed[n]);
+	n++;
+	m[n] = data_frame(1, 5, 0, &parsed[n]);
+	n++; /* duplicate */
+	m[n] = data_frame(4, 5, 0, &parsed[n]);
+	n++; /* unexpected */
+	m[n] = data_frame(2, 5, 0, &parsed[n]);
+	n++;
+	m[n] = data_frame(3, 5, 0, &parsed[n]);
+	n++; /* completes 0 */
+	m[n] = data_frame(3, 5, 0, &parsed[n]);
+	n++; /* duplicate_emitted */
+	m[n] = data_frame(2, 9, 1, &parsed[n]);
+	n++; /* unknown round */
+	m[n] = job_frame(JOB + 3, 2, 5, 1, &parsed[n]);
+	n++; /* unknown job */
+	m[n] = data_frame(2, 4, 1, &parsed[n]);
+	n++;
+	m[n] = data_frame(3, 3, 2, &parsed[n]);
+	n++;
 	aggregate(be, m, parsed, n, 50, 5);
 	cr_expect_eq(stat(be, "stale_round"), 1);
 	cr_expect_eq(stat(be, "duplicate"), 1);
@@ -728,7 +753,7 @@ Test(backend, fpga_refuses_absent_device, .init = eal_up, .fini = eal_down)
 	c.device = "/isth-be-test-nobody-here";
 	cr_expect_null(isth_backend_create("fpga", &c));
 	cr_expect_eq(rte_errno, ENODEV);
-	c.device = "0000:3b:00.0";	/* vfio transport: not built here */
+	c.device = "0000:3b:00.0"; /* vfio transport: not built here */
 	cr_expect_null(isth_backend_create("fpga", &c));
 	cr_expect_eq(rte_errno, ENOTSUP);
 	cr_expect_str_eq(isth_backend_names()[1], "fpga");

@@ -30,40 +30,46 @@ struct host {
 	uint64_t iova, dma_size;
 	struct isth_fpga_h2d_desc *h2d;
 	struct isth_fpga_d2h_desc *d2h;
-	uint64_t *wb;		/* [0] H2D head, [1] D2H head */
+	uint64_t *wb; /* [0] H2D head, [1] D2H head */
 	uint8_t *h2d_buf, *d2h_buf;
 	uint32_t tail;
 	char name[64];
 };
 
-static uint64_t rd(struct host *h, uint32_t off)
+static uint64_t
+rd(struct host *h, uint32_t off)
 {
 	return __atomic_load_n(&h->bar[off / 8], __ATOMIC_ACQUIRE);
 }
 
-static void wr(struct host *h, uint32_t off, uint64_t v)
+static void
+wr(struct host *h, uint32_t off, uint64_t v)
 {
 	__atomic_store_n(&h->bar[off / 8], v, __ATOMIC_RELEASE);
 }
 
-static uint64_t iova(struct host *h, const void *p)
+static uint64_t
+iova(struct host *h, const void *p)
 {
 	return h->iova + (uint64_t)((const uint8_t *)p - h->dma);
 }
 
-static uint64_t cnt(struct host *h, unsigned int i)
+static uint64_t
+cnt(struct host *h, unsigned int i)
 {
 	return rd(h, ISTH_FPGA_REG_COUNTERS + 8 * i);
 }
 
-static void run(struct host *h)
+static void
+run(struct host *h)
 {
 	for (int i = 0; i < 16; i++)
 		isth_fpga_model_poll(h->m);
 }
 
 /* Power on a model and lay out rings: RING entries each, BUF-byte buffers. */
-static void host_up(struct host *h, uint64_t mem)
+static void
+host_up(struct host *h, uint64_t mem)
 {
 	struct isth_fpga_model_params p = {.replace = 1};
 
@@ -103,21 +109,24 @@ static void host_up(struct host *h, uint64_t mem)
 	}
 }
 
-static void enable(struct host *h)
+static void
+enable(struct host *h)
 {
 	wr(h, ISTH_FPGA_REG_CTRL, ISTH_FPGA_CTRL_ENABLE);
 	run(h);
-	cr_assert_eq(rd(h, ISTH_FPGA_REG_STATUS), ISTH_FPGA_STS_ENABLED,
-		     "error %lu", (unsigned long)rd(h, ISTH_FPGA_REG_ERROR));
+	cr_assert_eq(rd(h, ISTH_FPGA_REG_STATUS), ISTH_FPGA_STS_ENABLED, "error %lu",
+		(unsigned long)rd(h, ISTH_FPGA_REG_ERROR));
 }
 
-static void host_down(struct host *h)
+static void
+host_down(struct host *h)
 {
 	isth_fpga_model_destroy(h->m);
 }
 
 /* Round bank k: job 1, @round, expected {1, 2}. */
-static void publish(struct host *h, uint32_t gen, uint32_t round, uint64_t timeout)
+static void
+publish(struct host *h, uint32_t gen, uint32_t round, uint64_t timeout)
 {
 	uint32_t b = ISTH_FPGA_REG_RT_BANK + (gen & 7) * ISTH_FPGA_RT_BANK_STRIDE;
 
@@ -130,26 +139,31 @@ static void publish(struct host *h, uint32_t gen, uint32_t round, uint64_t timeo
 }
 
 /* A DATA message of job 1 round 1 chunk @chunk from @sender into H2D buffer @slot. */
-static uint32_t put_data(struct host *h, unsigned int slot, unsigned int sender,
-			 uint32_t chunk, int32_t base)
+static uint32_t
+put_data(struct host *h, unsigned int slot, unsigned int sender, uint32_t chunk, int32_t base)
 {
 	struct isth_wire_hdr hd = {
-		.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
-		.sender = (uint8_t)sender, .count = ELEMS, .job = 1,
-		.round = 1, .chunk = chunk, .bitmap = 1ull << sender,
+		.type = ISTH_WIRE_DATA,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.sender = (uint8_t)sender,
+		.count = ELEMS,
+		.job = 1,
+		.round = 1,
+		.chunk = chunk,
+		.bitmap = 1ull << sender,
 	};
 	int32_t body[ELEMS];
 	int n;
 
 	for (int i = 0; i < ELEMS; i++)
 		body[i] = base + i;
-	n = isth_wire_build_msg(h->h2d_buf + slot * BUF, BUF, &hd, body,
-				sizeof(body), NULL);
+	n = isth_wire_build_msg(h->h2d_buf + slot * BUF, BUF, &hd, body, sizeof(body), NULL);
 	cr_assert_gt(n, 0);
 	return (uint32_t)n;
 }
 
-static void post(struct host *h, uint64_t addr, uint32_t len, uint64_t t)
+static void
+post(struct host *h, uint64_t addr, uint32_t len, uint64_t t)
 {
 	struct isth_fpga_h2d_desc *d = &h->h2d[h->tail % RING];
 
@@ -163,9 +177,9 @@ static void post(struct host *h, uint64_t addr, uint32_t len, uint64_t t)
 
 struct bad_desc {
 	const char *what;
-	int addr;		/* 0: buffer 0; 1: IOVA 0; 2: past the window; 3: straddles its end */
-	int body;		/* 0: valid DATA; 1: bad magic; 2: an AGG; 3: sender >= n_islands */
-	int len;		/* -1: the message's; else this */
+	int addr; /* 0: buffer 0; 1: IOVA 0; 2: past the window; 3: straddles its end */
+	int body; /* 0: valid DATA; 1: bad magic; 2: an AGG; 3: sender >= n_islands */
+	int len; /* -1: the message's; else this */
 	uint16_t status;
 	unsigned int counter;
 };
@@ -201,11 +215,11 @@ ParameterizedTest(struct bad_desc *b, fpga_model, bad_descriptor)
 	publish(&h, 0, 1, 0);
 	len = put_data(&h, 0, b->body == 3 ? 3 : 1, 0, 100);
 	if (b->body == 3)
-		h.h2d_buf[20] = 7;	/* sender byte: 7 >= 4 islands */
+		h.h2d_buf[20] = 7; /* sender byte: 7 >= 4 islands */
 	if (b->body == 1)
 		h.h2d_buf[0] ^= 0xff;
 	if (b->body == 2)
-		h.h2d_buf[3] = ISTH_WIRE_AGG;	/* type byte */
+		h.h2d_buf[3] = ISTH_WIRE_AGG; /* type byte */
 	addr = iova(&h, h.h2d_buf);
 	if (b->addr == 1)
 		addr = 0;
@@ -219,8 +233,8 @@ ParameterizedTest(struct bad_desc *b, fpga_model, bad_descriptor)
 	run(&h);
 	cr_assert_eq(rd(&h, ISTH_FPGA_REG_H2D_HEAD), 2, "%s", b->what);
 	cr_expect_eq(h.wb[0], 2, "head write-back");
-	cr_expect_eq(h.h2d[0].status, ISTH_FPGA_DESC_DONE | b->status, "%s: status %x",
-		     b->what, h.h2d[0].status);
+	cr_expect_eq(h.h2d[0].status, ISTH_FPGA_DESC_DONE | b->status, "%s: status %x", b->what,
+		h.h2d[0].status);
 	cr_expect_eq(h.h2d[1].status, ISTH_FPGA_DESC_DONE | ISTH_FPGA_DESC_OK);
 	cr_expect_eq(cnt(&h, b->counter), 1, "%s", b->what);
 	cr_expect_eq(cnt(&h, ISTH_FPGA_CNT_ACCEPTED), 1);
@@ -287,8 +301,8 @@ Test(fpga_model, d2h_buffers)
 
 	isth_wire_limits_init(&lim, 4, 1500);
 	host_up(&h, 4096);
-	h.d2h[0].addr = 12;			/* not an IOVA */
-	h.d2h[1].cap = 40 + 4 * ELEMS - 1;	/* one byte short */
+	h.d2h[0].addr = 12; /* not an IOVA */
+	h.d2h[1].cap = 40 + 4 * ELEMS - 1; /* one byte short */
 	enable(&h);
 	publish(&h, 0, 1, 0);
 	len = put_data(&h, 0, 1, 5, 100);
@@ -313,8 +327,8 @@ Test(fpga_model, d2h_buffers)
 	cr_expect_eq(h.d2h[2].bitmap, 0x6);
 	cr_expect_eq(h.d2h[2].chunk, 5);
 	cr_expect_eq(h.d2h[2].reason, ISTH_AGG_COMPLETE);
-	cr_assert_eq(isth_wire_parse_msg(h.d2h_buf + 2 * BUF, h.d2h[2].len, &lim, &p),
-		     ISTH_WIRE_OK);
+	cr_assert_eq(
+		isth_wire_parse_msg(h.d2h_buf + 2 * BUF, h.d2h[2].len, &lim, &p), ISTH_WIRE_OK);
 	cr_expect_eq(p.hdr.type, ISTH_WIRE_AGG);
 	cr_expect_eq(p.hdr.sender, 0);
 	cr_expect_eq(p.hdr.seq, 0);
@@ -340,7 +354,7 @@ Test(fpga_model, d2h_backpressure)
 	len = put_data(&h, 0, 1, 0, 1);
 	post(&h, iova(&h, h.h2d_buf), len, 10);
 	len = put_data(&h, 1, 2, 0, 1);
-	post(&h, iova(&h, h.h2d_buf + BUF), len, 10);	/* completes chunk 0 */
+	post(&h, iova(&h, h.h2d_buf + BUF), len, 10); /* completes chunk 0 */
 	len = put_data(&h, 2, 1, 1, 1);
 	post(&h, iova(&h, h.h2d_buf + 2 * BUF), len, 10);
 	run(&h);
@@ -392,8 +406,10 @@ Test(fpga_model, round_banks)
 	run(&h);
 	cr_expect_eq(rd(&h, ISTH_FPGA_REG_RT_CONS), 2);
 	cr_expect_eq(rd(&h, ISTH_FPGA_REG_RT_BANK + ISTH_FPGA_RT_STATUS), 0);
-	cr_expect_eq((int64_t)rd(&h, ISTH_FPGA_REG_RT_BANK + ISTH_FPGA_RT_BANK_STRIDE +
-				 ISTH_FPGA_RT_STATUS), -EINVAL);
+	cr_expect_eq(
+		(int64_t)rd(
+			&h, ISTH_FPGA_REG_RT_BANK + ISTH_FPGA_RT_BANK_STRIDE + ISTH_FPGA_RT_STATUS),
+		-EINVAL);
 	cr_expect_eq(cnt(&h, ISTH_FPGA_CNT_RT_APPLIED), 1);
 	cr_expect_eq(cnt(&h, ISTH_FPGA_CNT_RT_REFUSED), 1);
 	/* a producer index 9 banks ahead is ignored */
@@ -420,7 +436,8 @@ static struct bad_cfg bad_cfgs[] = {
 	{"timeout 0", ISTH_FPGA_REG_CFG_TIMEOUT_NS, 0, ISTH_FPGA_ERR_CFG},
 	{"bf16_out int32", ISTH_FPGA_REG_CFG_BF16_OUT, ISTH_WIRE_DTYPE_INT32, ISTH_FPGA_ERR_CFG},
 	{"ring size 6", ISTH_FPGA_REG_H2D_SIZE, 6, ISTH_FPGA_ERR_RING},
-	{"ring past window", ISTH_FPGA_REG_D2H_BASE, ISTH_FPGA_SHM_IOVA_BASE + (1 << 16) - 64, ISTH_FPGA_ERR_RING},
+	{"ring past window", ISTH_FPGA_REG_D2H_BASE, ISTH_FPGA_SHM_IOVA_BASE + (1 << 16) - 64,
+		ISTH_FPGA_ERR_RING},
 	{"ring base 0", ISTH_FPGA_REG_H2D_BASE, 0, ISTH_FPGA_ERR_RING},
 	{"wb unaligned", ISTH_FPGA_REG_H2D_WB, ISTH_FPGA_SHM_IOVA_BASE + 4, ISTH_FPGA_ERR_RING},
 };
@@ -488,7 +505,7 @@ Test(fpga_model, latency_and_rate_gate)
 	run(&h);
 	cr_expect_eq(rd(&h, ISTH_FPGA_REG_H2D_HEAD), 0, "consumed before its latency");
 	isth_fpga_model_set_latency(h.m, 0);
-	isth_fpga_model_set_rate(h.m, 1);	/* 1 byte/s */
+	isth_fpga_model_set_rate(h.m, 1); /* 1 byte/s */
 	run(&h);
 	cr_expect_eq(rd(&h, ISTH_FPGA_REG_H2D_HEAD), 0, "consumed beyond the rate");
 	isth_fpga_model_set_rate(h.m, 0);

@@ -54,7 +54,11 @@ xalloc(size_t size)
 
 enum op { OP_MEMCPY, OP_VCOPY, OP_FP32, OP_BF16, OP_INT32, OP_MAX };
 static const char *const op_names[OP_MAX] = {
-	"memcpy", "vcopy", "fp32", "bf16", "int32",
+	"memcpy",
+	"vcopy",
+	"fp32",
+	"bf16",
+	"int32",
 };
 
 /*
@@ -92,8 +96,7 @@ acc_per_payload(enum op op)
  * 40-byte header in an mbuf is not 64-byte aligned).
  */
 static void
-pass(enum op op, const struct isth_agg_kernels *k, uint8_t *acc,
-     const uint8_t *src, size_t n_pkts)
+pass(enum op op, const struct isth_agg_kernels *k, uint8_t *acc, const uint8_t *src, size_t n_pkts)
 {
 	size_t i, ab = PKT_PAYLOAD * acc_per_payload(op);
 
@@ -123,15 +126,15 @@ pass(enum op op, const struct isth_agg_kernels *k, uint8_t *acc,
 
 /* Best TSC cycles per payload byte over REPS timed runs. */
 static double
-measure(enum op op, const struct isth_agg_kernels *k, uint8_t *acc,
-	const uint8_t *src, size_t payload, uint64_t min_bytes)
+measure(enum op op, const struct isth_agg_kernels *k, uint8_t *acc, const uint8_t *src,
+	size_t payload, uint64_t min_bytes)
 {
 	size_t n_pkts = payload / PKT_PAYLOAD;
 	uint64_t passes = (min_bytes + payload - 1) / payload, p;
 	double best = 1e30;
 	int r;
 
-	pass(op, k, acc, src, n_pkts);	/* warm up, fault pages in */
+	pass(op, k, acc, src, n_pkts); /* warm up, fault pages in */
 	for (r = 0; r < REPS; r++) {
 		uint64_t t0 = __rdtsc(), t1;
 		double c;
@@ -164,14 +167,14 @@ bench_kernels(bool quick, double hz)
 {
 	static const struct {
 		const char *name;
-		size_t ws;	/* bytes: payload + accumulator */
+		size_t ws; /* bytes: payload + accumulator */
 	} sets[] = {
-		{ "L1 (32 KiB)", 32u << 10 },
-		{ "L2 (1 MiB)", 1u << 20 },
-		{ "mem (512 MiB)", 512u << 20 },
+		{"L1 (32 KiB)", 32u << 10},
+		{"L2 (1 MiB)", 1u << 20},
+		{"mem (512 MiB)", 512u << 20},
 	};
 	struct isth_agg_kernels ks[ISTH_AGG_KERNEL_MAX];
-	bool have[ISTH_AGG_KERNEL_MAX] = { false };
+	bool have[ISTH_AGG_KERNEL_MAX] = {false};
 	bool have_vcopy = __builtin_cpu_supports("avx512f");
 	unsigned int si, k, op;
 	size_t i;
@@ -182,9 +185,10 @@ bench_kernels(bool quick, double hz)
 	printf("Summation: TSC cycles per payload byte (best of %d), 1 KiB per call.\n"
 	       "Ratios = kernel / copy of the same payload bytes in the same working set:\n"
 	       "libc memcpy, and vcopy (an AVX-512 load/store loop, 0 if absent).\n"
-	       "TSC %.2f GHz.\n\n", REPS, hz / 1e9);
-	printf("%-14s %-6s %-7s %8s %7s %8s %7s %8s %7s\n", "working set", "dtype",
-	       "kernel", "cyc/B", "GB/s", "memcpy", "ratio", "vcopy", "ratio");
+	       "TSC %.2f GHz.\n\n",
+		REPS, hz / 1e9);
+	printf("%-14s %-6s %-7s %8s %7s %8s %7s %8s %7s\n", "working set", "dtype", "kernel",
+		"cyc/B", "GB/s", "memcpy", "ratio", "vcopy", "ratio");
 	for (si = 0; si < sizeof(sets) / sizeof(sets[0]); si++) {
 		size_t ws = sets[si].ws;
 		uint64_t min_bytes = quick ? (64u << 20) : (512u << 20);
@@ -194,7 +198,7 @@ bench_kernels(bool quick, double hz)
 		if (quick && ws > (64u << 20))
 			ws = 64u << 20;
 		if (ws > (64u << 20))
-			min_bytes = 2 * ws;	/* a few passes at least */
+			min_bytes = 2 * ws; /* a few passes at least */
 		/* payload sized per op below; buffers for the largest need */
 		/*
 		 * Half a page between the payload's and the accumulator's page
@@ -204,7 +208,7 @@ bench_kernels(bool quick, double hz)
 		src = xalloc(ws + 64);
 		acc_base = xalloc(ws + 8192 + 64);
 		acc = (uint8_t *)(((uintptr_t)src + 2048) % 4096 +
-				  ((uintptr_t)acc_base + 4095) / 4096 * 4096);
+			((uintptr_t)acc_base + 4095) / 4096 * 4096);
 		/* normal floats near 1 (their top halves are normal bf16) */
 		for (i = 0; i < (ws + 64) / 4; i++) {
 			float f = 1.0f + (float)(i % 1000) / 1024.0f;
@@ -218,8 +222,9 @@ bench_kernels(bool quick, double hz)
 			payload -= payload % PKT_PAYLOAD;
 			/* memcpy baseline over the same payload bytes */
 			mc[op] = measure(OP_MEMCPY, NULL, acc, src + 4, payload, min_bytes);
-			vc[op] = have_vcopy ? measure(OP_VCOPY, NULL, acc, src + 4,
-						     payload, min_bytes) : 0;
+			vc[op] = have_vcopy
+				? measure(OP_VCOPY, NULL, acc, src + 4, payload, min_bytes)
+				: 0;
 			for (k = ISTH_AGG_KERNEL_SCALAR; k < ISTH_AGG_KERNEL_MAX; k++) {
 				double c, gbs;
 
@@ -229,9 +234,9 @@ bench_kernels(bool quick, double hz)
 				c = measure(op, &ks[k], acc, src + 4, payload, min_bytes);
 				gbs = hz / c / 1e9;
 				printf("%-14s %-6s %-7s %8.3f %7.2f %8.3f %7.2f %8.3f %7.2f\n",
-				       sets[si].name, op_names[op],
-				       isth_agg_kernel_name(k), c, gbs, mc[op],
-				       c / mc[op], vc[op], vc[op] > 0 ? c / vc[op] : 0);
+					sets[si].name, op_names[op], isth_agg_kernel_name(k), c,
+					gbs, mc[op], c / mc[op], vc[op],
+					vc[op] > 0 ? c / vc[op] : 0);
 			}
 		}
 		free(src);
@@ -242,9 +247,9 @@ bench_kernels(bool quick, double hz)
 
 /* Engine end to end. */
 
-#define E_CHUNKS 12288u		/* 12 MiB of live accumulators when skewed */
-#define E_BUDGET (16u << 20)	/* 16 Ki slots of 1 KiB, > L2 (2 MiB) */
-#define E_POOL 2048u		/* distinct 1 KiB payloads (2 MiB) */
+#define E_CHUNKS 12288u /* 12 MiB of live accumulators when skewed */
+#define E_BUDGET (16u << 20) /* 16 Ki slots of 1 KiB, > L2 (2 MiB) */
+#define E_POOL 2048u /* distinct 1 KiB payloads (2 MiB) */
 #define E_BURST 32u
 
 struct e_result {
@@ -273,8 +278,8 @@ drain_all(struct isth_agg *agg, struct isth_agg_emit *e, uint8_t *out)
 }
 
 static int
-bench_engine_one(enum isth_agg_kernel kern, unsigned int n_send, bool skewed,
-		 unsigned int rounds, const uint8_t *pool, struct e_result *res)
+bench_engine_one(enum isth_agg_kernel kern, unsigned int n_send, bool skewed, unsigned int rounds,
+	const uint8_t *pool, struct e_result *res)
 {
 	struct isth_agg_params p = {
 		.mem_budget = E_BUDGET,
@@ -320,10 +325,14 @@ bench_engine_one(enum isth_agg_kernel kern, unsigned int n_send, bool skewed,
 				if (skewed)
 					ch = (ch + s * (E_CHUNKS / n_send)) % E_CHUNKS;
 				c[k] = (struct isth_agg_contrib){
-					.job = 1, .round = r, .chunk = ch,
-					.sender = (uint8_t)s, .dtype = ISTH_WIRE_DTYPE_FP32,
+					.job = 1,
+					.round = r,
+					.chunk = ch,
+					.sender = (uint8_t)s,
+					.dtype = ISTH_WIRE_DTYPE_FP32,
 					.count = PKT_PAYLOAD / 4,
-					.data = pool + (size_t)(pi++ % E_POOL) * (PKT_PAYLOAD + 64) + 4,
+					.data = pool +
+						(size_t)(pi++ % E_POOL) * (PKT_PAYLOAD + 64) + 4,
 				};
 			}
 			isth_agg_add_burst(agg, c, n, 0);
@@ -335,11 +344,11 @@ bench_engine_one(enum isth_agg_kernel kern, unsigned int n_send, bool skewed,
 	res->chunks_per_s = (double)(st.completed - done) / (t1 - t0);
 	res->contrib_per_s = res->chunks_per_s * n_send;
 	res->ns_per_contrib = 1e9 / res->contrib_per_s;
-	res->drops = st.duplicate + st.duplicate_emitted + st.unexpected_sender +
-		     st.stale_round + st.unknown_round + st.unknown_job +
-		     st.mismatch + st.bad_input + st.no_slot + st.chunk_closed;
-	res->partials = st.partial_timeout + st.partial_conflict_pool +
-			st.partial_conflict_bucket + st.partial_flush;
+	res->drops = st.duplicate + st.duplicate_emitted + st.unexpected_sender + st.stale_round +
+		st.unknown_round + st.unknown_job + st.mismatch + st.bad_input + st.no_slot +
+		st.chunk_closed;
+	res->partials = st.partial_timeout + st.partial_conflict_pool + st.partial_conflict_bucket +
+		st.partial_flush;
 	(void)emitted;
 	isth_agg_destroy(agg);
 	return 0;
@@ -348,7 +357,7 @@ bench_engine_one(enum isth_agg_kernel kern, unsigned int n_send, bool skewed,
 static void
 bench_engine(bool quick)
 {
-	static const unsigned int senders[] = { 2, 4, 8 };
+	static const unsigned int senders[] = {2, 4, 8};
 	unsigned int rounds = quick ? 2 : 6, si, k, sk;
 	uint8_t *pool = xalloc((size_t)E_POOL * (PKT_PAYLOAD + 64));
 	size_t i;
@@ -362,21 +371,20 @@ bench_engine(bool quick)
 	printf("Engine end to end: 1 KiB fp32 contributions, %u chunks per round,\n"
 	       "%u MiB slot table (L2 is 2 MiB per core), bursts of %u, drain + copy-out +\n"
 	       "release included, best of %u timed rounds' average.\n\n",
-	       E_CHUNKS, E_BUDGET >> 20, E_BURST, rounds);
-	printf("%-8s %-8s %-7s %12s %12s %10s %11s %6s %8s\n", "senders", "layout",
-	       "kernel", "chunks/s", "contrib/s", "ns/contrib", "Gbit/s in",
-	       "drops", "partials");
+		E_CHUNKS, E_BUDGET >> 20, E_BURST, rounds);
+	printf("%-8s %-8s %-7s %12s %12s %10s %11s %6s %8s\n", "senders", "layout", "kernel",
+		"chunks/s", "contrib/s", "ns/contrib", "Gbit/s in", "drops", "partials");
 	for (si = 0; si < sizeof(senders) / sizeof(senders[0]); si++) {
 		for (sk = 0; sk < 2; sk++) {
 			for (k = ISTH_AGG_KERNEL_SCALAR; k < ISTH_AGG_KERNEL_MAX; k++) {
-				struct e_result best = { 0 }, res;
+				struct e_result best = {0}, res;
 				int rep;
 
 				if (!isth_agg_kernel_supported(k))
 					continue;
 				for (rep = 0; rep < (quick ? 1 : 3); rep++) {
-					if (bench_engine_one(k, senders[si], sk, rounds,
-							     pool, &res) < 0) {
+					if (bench_engine_one(
+						    k, senders[si], sk, rounds, pool, &res) < 0) {
 						perror("isth_agg_create");
 						exit(1);
 					}
@@ -384,12 +392,12 @@ bench_engine(bool quick)
 						best = res;
 				}
 				printf("%-8u %-8s %-7s %12.0f %12.0f %10.1f %11.2f %6llu %8llu\n",
-				       senders[si], sk ? "skewed" : "aligned",
-				       isth_agg_kernel_name(k), best.chunks_per_s,
-				       best.contrib_per_s, best.ns_per_contrib,
-				       best.contrib_per_s * PKT_PAYLOAD * 8 / 1e9,
-				       (unsigned long long)best.drops,
-				       (unsigned long long)best.partials);
+					senders[si], sk ? "skewed" : "aligned",
+					isth_agg_kernel_name(k), best.chunks_per_s,
+					best.contrib_per_s, best.ns_per_contrib,
+					best.contrib_per_s * PKT_PAYLOAD * 8 / 1e9,
+					(unsigned long long)best.drops,
+					(unsigned long long)best.partials);
 			}
 		}
 	}

@@ -42,7 +42,7 @@
 #include "isth_auth.h"
 
 #define BURST 32u
-#define OFFSET 2u	/* 14-byte Ethernet + 20 IPv4 + 8 UDP = 42 = 64k + 42; mod 4 = 2 */
+#define OFFSET 2u /* 14-byte Ethernet + 20 IPv4 + 8 UDP = 42 = 64k + 42; mod 4 = 2 */
 
 static double
 now_s(void)
@@ -64,18 +64,35 @@ tsc_hz(void)
 	return (double)(__rdtsc() - c0) / (now_s() - t0);
 }
 
-enum variant { V_READ, V_MEMCPY, V_SUM, V_OSSL_1, V_OSSL_32, V_OSSL_SEAL,
-	       V_IMB_1, V_IMB_32, V_IMB_SEAL, V_IMB_32_SUM, V_MAX };
+enum variant {
+	V_READ,
+	V_MEMCPY,
+	V_SUM,
+	V_OSSL_1,
+	V_OSSL_32,
+	V_OSSL_SEAL,
+	V_IMB_1,
+	V_IMB_32,
+	V_IMB_SEAL,
+	V_IMB_32_SUM,
+	V_MAX
+};
 static const char *const vname[V_MAX] = {
-	"read", "memcpy", "sum fp32", "openssl verify", "openssl verify32",
-	"openssl seal32", "ipsec-mb verify", "ipsec-mb verify32",
-	"ipsec-mb seal32", "ipsec-mb verify32+sum",
+	"read",
+	"memcpy",
+	"sum fp32",
+	"openssl verify",
+	"openssl verify32",
+	"openssl seal32",
+	"ipsec-mb verify",
+	"ipsec-mb verify32",
+	"ipsec-mb seal32",
+	"ipsec-mb verify32+sum",
 };
 
 static volatile uint64_t sink;
 
-static void __attribute__((noreturn))
-die(const char *what, int r)
+static void __attribute__((noreturn)) die(const char *what, int r)
 {
 	fprintf(stderr, "bench_auth: %s: %d\n", what, r);
 	exit(1);
@@ -86,7 +103,7 @@ main(int argc, char **argv)
 {
 	unsigned int size = 1432, n = 256, reps = 7, inner = 20;
 	char path[64], err[256];
-	struct isth_auth_conf conf = { .key_file = path, .job = 7, .n_islands = 9 };
+	struct isth_auth_conf conf = {.key_file = path, .job = 7, .n_islands = 9};
 	struct isth_auth *a;
 	struct isth_auth_engine *eng[2];
 	struct isth_auth_op *ops;
@@ -162,17 +179,19 @@ main(int argc, char **argv)
 			msg[i] = m;
 			m[0] = 0x49, m[1] = 0x53, m[3] = 1;
 			m[4] = 0, m[5] = 0;
-			m[12] = m[13] = m[14] = 0, m[15] = 1;	/* round 1 */
-			m[20] = 4;				/* sender */
-			ops[i] = (struct isth_auth_op){ .msg = m,
-				.len = size - ISTH_AUTH_TAG_SIZE, .cap = size,
-				.dir = ISTH_AUTH_UP, .owner = 4 };
+			m[12] = m[13] = m[14] = 0, m[15] = 1; /* round 1 */
+			m[20] = 4; /* sender */
+			ops[i] = (struct isth_auth_op){.msg = m,
+				.len = size - ISTH_AUTH_TAG_SIZE,
+				.cap = size,
+				.dir = ISTH_AUTH_UP,
+				.owner = 4};
 		}
 		if (isth_auth_seal_burst(eng[1], ops, n) != n)
 			die("seal", -EIO);
 		/* Both engines must accept every message before we time them. */
 		if (isth_auth_verify_burst(eng[0], ops, n) != n ||
-		    isth_auth_verify_burst(eng[1], ops, n) != n)
+			isth_auth_verify_burst(eng[1], ops, n) != n)
 			die("verify", -EIO);
 	}
 
@@ -207,11 +226,12 @@ main(int argc, char **argv)
 					break;
 				case V_IMB_32_SUM:
 					for (unsigned int i = 0; i < n; i += BURST) {
-						bad += BURST - isth_auth_verify_burst(eng[1],
-							ops + i, BURST);
+						bad += BURST -
+							isth_auth_verify_burst(
+								eng[1], ops + i, BURST);
 						for (unsigned int j = i; j < i + BURST; j++)
-							k.add_fp32(acc + j * elems,
-								   msg[j] + 40, elems);
+							k.add_fp32(acc + j * elems, msg[j] + 40,
+								elems);
 					}
 					break;
 				case V_OSSL_1:
@@ -219,8 +239,8 @@ main(int argc, char **argv)
 					struct isth_auth_engine *e = eng[v == V_IMB_1];
 
 					for (unsigned int i = 0; i < n; i++)
-						bad += isth_auth_verify(e, ISTH_AUTH_UP, 4,
-							msg[i], size) != ISTH_AUTH_OK;
+						bad += isth_auth_verify(e, ISTH_AUTH_UP, 4, msg[i],
+							       size) != ISTH_AUTH_OK;
 					break;
 				}
 				case V_OSSL_32:
@@ -228,8 +248,8 @@ main(int argc, char **argv)
 					struct isth_auth_engine *e = eng[v == V_IMB_32];
 
 					for (unsigned int i = 0; i < n; i += BURST)
-						bad += BURST - isth_auth_verify_burst(e,
-							ops + i, BURST);
+						bad += BURST -
+							isth_auth_verify_burst(e, ops + i, BURST);
 					break;
 				}
 				default: {
@@ -238,8 +258,8 @@ main(int argc, char **argv)
 					for (unsigned int i = 0; i < n; i++)
 						ops[i].len = size - ISTH_AUTH_TAG_SIZE;
 					for (unsigned int i = 0; i < n; i += BURST)
-						bad += BURST - isth_auth_seal_burst(e,
-							ops + i, BURST);
+						bad += BURST -
+							isth_auth_seal_burst(e, ops + i, BURST);
 					break;
 				}
 				}
@@ -259,8 +279,8 @@ main(int argc, char **argv)
 	{
 		/* Which code path ipsec-mb picked here (lib/auth uses the same
 		 * auto-detection). */
-		static const char *const arch[] = { "none", "no-aesni", "sse",
-						    "avx", "avx2", "avx512" };
+		static const char *const arch[] = {
+			"none", "no-aesni", "sse", "avx", "avx2", "avx512"};
 		IMB_MGR *m = alloc_mb_mgr(0);
 		IMB_ARCH used = IMB_ARCH_NONE;
 
@@ -269,22 +289,22 @@ main(int argc, char **argv)
 			free_mb_mgr(m);
 		}
 		printf("bench_auth: %s, intel-ipsec-mb %s (%s code path)\n",
-		       OpenSSL_version(OPENSSL_VERSION), imb_get_version_str(),
-		       (unsigned int)used < 6 ? arch[used] : "?");
+			OpenSSL_version(OPENSSL_VERSION), imb_get_version_str(),
+			(unsigned int)used < 6 ? arch[used] : "?");
 	}
 	printf("bench_auth: %u messages of %u bytes (%u covered + 16-byte tag), "
 	       "working set %zu KiB, TSC %.2f GHz, best of %u\n",
-	       n, size, size - 16, (size_t)n * size / 1024, hz / 1e9, reps);
-	printf("%-20s %10s %10s %10s %12s\n", "variant", "cycles", "x read",
-	       "x memcpy", "Gbit/s/core");
+		n, size, size - 16, (size_t)n * size / 1024, hz / 1e9, reps);
+	printf("%-20s %10s %10s %10s %12s\n", "variant", "cycles", "x read", "x memcpy",
+		"Gbit/s/core");
 	for (int v = 0; v < V_MAX; v++)
 		printf("%-20s %10.1f %10.2f %10.2f %12.1f\n", vname[v], best[v],
-		       best[v] / best[V_READ], best[v] / best[V_MEMCPY],
-		       size * 8.0 * hz / best[v] / 1e9);
-	printf("ratio ipsec-mb verify32 / openssl verify: %.2f\n",
-	       best[V_IMB_32] / best[V_OSSL_1]);
+			best[v] / best[V_READ], best[v] / best[V_MEMCPY],
+			size * 8.0 * hz / best[v] / 1e9);
+	printf("ratio ipsec-mb verify32 / openssl verify: %.2f\n", best[V_IMB_32] / best[V_OSSL_1]);
 	printf("ratio sum / (ipsec-mb verify32+sum): %.2f (rate kept by the "
-	       "summing pass with auth)\n", best[V_SUM] / best[V_IMB_32_SUM]);
+	       "summing pass with auth)\n",
+		best[V_SUM] / best[V_IMB_32_SUM]);
 
 	isth_auth_engine_free(eng[0]);
 	isth_auth_engine_free(eng[1]);

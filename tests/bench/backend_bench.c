@@ -36,7 +36,8 @@ static uint8_t tmpl[SENDERS][2048];
 static size_t tmpl_len;
 static struct isth_wire_pkt tmpl_pkt[SENDERS];
 
-static uint64_t stat_or(struct isth_backend *be, const char *name, uint64_t dflt)
+static uint64_t
+stat_or(struct isth_backend *be, const char *name, uint64_t dflt)
 {
 	struct isth_backend_stats st;
 
@@ -47,27 +48,33 @@ static uint64_t stat_or(struct isth_backend *be, const char *name, uint64_t dflt
 	return dflt;
 }
 
-static void build_templates(void)
+static void
+build_templates(void)
 {
 	struct isth_wire_addr a = {
-		.src_ip = 0x0a000002, .dst_ip = 0x0a000001,
-		.src_port = ISTH_WIRE_PORT, .dst_port = ISTH_WIRE_PORT,
+		.src_ip = 0x0a000002,
+		.dst_ip = 0x0a000001,
+		.src_port = ISTH_WIRE_PORT,
+		.dst_port = ISTH_WIRE_PORT,
 	};
 	float body[ELEMS];
 	size_t hs = isth_wire_frame_hdr_size(&a);
 
 	for (unsigned int s = 0; s < SENDERS; s++) {
 		struct isth_wire_hdr h = {
-			.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_FP32,
-			.sender = (uint8_t)(s + 1), .count = ELEMS, .job = JOB,
+			.type = ISTH_WIRE_DATA,
+			.dtype = ISTH_WIRE_DTYPE_FP32,
+			.sender = (uint8_t)(s + 1),
+			.count = ELEMS,
+			.job = JOB,
 			.bitmap = 1ull << (s + 1),
 		};
 		int n;
 
 		for (unsigned int i = 0; i < ELEMS; i++)
 			body[i] = (float)(s + 1) * 0.5f + (float)i;
-		n = isth_wire_build_msg(tmpl[s] + hs, sizeof(tmpl[s]) - hs, &h,
-					body, sizeof(body), NULL);
+		n = isth_wire_build_msg(
+			tmpl[s] + hs, sizeof(tmpl[s]) - hs, &h, body, sizeof(body), NULL);
 		isth_wire_put_frame_hdr(tmpl[s], sizeof(tmpl[s]), &a, (size_t)n);
 		tmpl_len = hs + (size_t)n;
 		if (isth_wire_parse_frame(tmpl[s], tmpl_len, &lim, &tmpl_pkt[s]) != ISTH_WIRE_OK)
@@ -77,11 +84,12 @@ static void build_templates(void)
 
 struct result {
 	double contrib_per_s;
-	double gbit_per_s;	/* DATA payload bits summed */
+	double gbit_per_s; /* DATA payload bits summed */
 	uint64_t accepted, aggs, refused;
 };
 
-static unsigned int drain(struct isth_backend *be, uint64_t now)
+static unsigned int
+drain(struct isth_backend *be, uint64_t now)
 {
 	struct rte_mbuf *out[64];
 	unsigned int n, total = 0;
@@ -93,7 +101,8 @@ static unsigned int drain(struct isth_backend *be, uint64_t now)
 	return total;
 }
 
-static struct result run(const char *name, const char *device, unsigned int rounds)
+static struct result
+run(const char *name, const char *device, unsigned int rounds)
 {
 	const uint64_t expected = ((1ull << SENDERS) - 1) << 1;
 	struct isth_wire_pkt parsed[BURST];
@@ -173,19 +182,21 @@ static struct result run(const char *name, const char *device, unsigned int roun
 	return res;
 }
 
-static void print(const char *what, const struct result *r, const struct result *base)
+static void
+print(const char *what, const struct result *r, const struct result *base)
 {
 	printf("%-26s %10.0f contrib/s %7.2f Gbit/s  x%.2f of sw   (accepted %" PRIu64
-	       ", refused %" PRIu64 ", AGGs %" PRIu64 ")\n", what, r->contrib_per_s,
-	       r->gbit_per_s, r->contrib_per_s / base->contrib_per_s, r->accepted,
-	       r->refused, r->aggs);
+	       ", refused %" PRIu64 ", AGGs %" PRIu64 ")\n",
+		what, r->contrib_per_s, r->gbit_per_s, r->contrib_per_s / base->contrib_per_s,
+		r->accepted, r->refused, r->aggs);
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	char prefix[64], name[64];
-	char *eal[] = {"backend_bench", "--no-huge", "-m", "256", "--no-pci",
-		       "--no-telemetry", "--log-level=lib.*:error", "-l", "0", prefix};
+	char *eal[] = {"backend_bench", "--no-huge", "-m", "256", "--no-pci", "--no-telemetry",
+		"--log-level=lib.*:error", "-l", "0", prefix};
 	struct isth_fpga_model_params mp = {.replace = 1};
 	struct isth_fpga_model *model;
 	struct result sw, fpga, fpga_lim;
@@ -194,10 +205,8 @@ int main(int argc, char **argv)
 	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-bebench-%d", getpid());
 	if (rte_eal_init(RTE_DIM(eal), eal) < 0)
 		rte_exit(1, "EAL: %s\n", rte_strerror(rte_errno));
-	pool = rte_pktmbuf_pool_create("bench_pool", 8191, 256, 0, 2048 + 128,
-				       SOCKET_ID_ANY);
-	hdr_pool = rte_pktmbuf_pool_create("bench_hdr", 1023, 0, 0, 256,
-					   SOCKET_ID_ANY);
+	pool = rte_pktmbuf_pool_create("bench_pool", 8191, 256, 0, 2048 + 128, SOCKET_ID_ANY);
+	hdr_pool = rte_pktmbuf_pool_create("bench_hdr", 1023, 0, 0, 256, SOCKET_ID_ANY);
 	if (pool == NULL || hdr_pool == NULL)
 		rte_exit(1, "pools: %s\n", rte_strerror(rte_errno));
 	isth_wire_limits_init(&lim, SENDERS + 1, 1500);
@@ -209,8 +218,9 @@ int main(int argc, char **argv)
 	if (model == NULL || isth_fpga_model_start(model) != 0)
 		rte_exit(1, "model: %s\n", strerror(errno));
 
-	printf("backend bench: %u rounds x %u chunks x %u senders, %u B fp32 each, 2 threads for fpga (driver + model)\n",
-	       rounds, CHUNKS, SENDERS, ELEMS * 4);
+	printf("backend bench: %u rounds x %u chunks x %u senders, %u B fp32 each, 2 threads for "
+	       "fpga (driver + model)\n",
+		rounds, CHUNKS, SENDERS, ELEMS * 4);
 	sw = run("sw", NULL, rounds);
 	fpga = run("fpga", name, rounds);
 	isth_fpga_model_set_rate(model, 200000000ull);
@@ -219,9 +229,11 @@ int main(int argc, char **argv)
 	print("sw (lib/agg, this lcore)", &sw, &sw);
 	print("fpga (model, unlimited)", &fpga, &sw);
 	print("fpga (model, 200 MB/s cap)", &fpga_lim, &sw);
-	printf("fpga with the limit: %.3f GB/s of H2D messages (limit 0.200; %zu B each incl. header)\n",
-	       fpga_lim.contrib_per_s * (double)(tmpl_len - 42) / 1e9, tmpl_len - 42);
-	printf("note: the fpga figures are properties of the device model (a thread running lib/agg behind\n"
+	printf("fpga with the limit: %.3f GB/s of H2D messages (limit 0.200; %zu B each incl. "
+	       "header)\n",
+		fpga_lim.contrib_per_s * (double)(tmpl_len - 42) / 1e9, tmpl_len - 42);
+	printf("note: the fpga figures are properties of the device model (a thread running "
+	       "lib/agg behind\n"
 	       "      shared-memory rings on this host), not of an FPGA.\n");
 	isth_fpga_model_destroy(model);
 	rte_mempool_free(pool);

@@ -68,14 +68,14 @@
 #include "isthd.h"
 #include "isth_test_eal.h"
 
-#define N_ISL 9			/* islands; the edge is island 0 */
-#define N_SND 8			/* peers sending to it */
+#define N_ISL 9 /* islands; the edge is island 0 */
+#define N_SND 8 /* peers sending to it */
 #define JOB 7
-#define ELEMS 256		/* 1 KiB fp32 */
+#define ELEMS 256 /* 1 KiB fp32 */
 #define PAYLOAD (ELEMS * 4)
-#define MTU 1500		/* max_elems 358 >= 256 */
+#define MTU 1500 /* max_elems 358 >= 256 */
 #define BURST ISTHD_BURST
-#define T_NS 10000000000ull	/* 10 s rounds: round 0 runs all along */
+#define T_NS 10000000000ull /* 10 s rounds: round 0 runs all along */
 #define MSG_OFF (ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE)
 #define PAY_OFF (MSG_OFF + ISTH_WIRE_HDR_SIZE)
 #define FRAME (PAY_OFF + PAYLOAD)
@@ -83,23 +83,25 @@
 static struct isthd edge;
 static struct rte_ring *a_in, *a_out, *w_in, *w_out;
 static uint16_t port_a, port_w;
-static struct rte_mempool *fpool;	/* the generator's frames */
-static struct rte_mbuf **frames;	/* frame of (chunk c, sender s): c * 8 + s - 1 */
-static uint32_t *order;			/* frame indices in arrival order */
-static uint8_t *first_of, *last_of;	/* position opens / completes its chunk */
+static struct rte_mempool *fpool; /* the generator's frames */
+static struct rte_mbuf **frames; /* frame of (chunk c, sender s): c * 8 + s - 1 */
+static uint32_t *order; /* frame indices in arrival order */
+static uint8_t *first_of, *last_of; /* position opens / completes its chunk */
 static unsigned int K = 2048, NF;
-static uint32_t next_round = 2;		/* rounds 0, 1: published by the controller */
+static uint32_t next_round = 2; /* rounds 0, 1: published by the controller */
 static char dir[64];
 static uint64_t hz;
 static volatile uint64_t sink;
 
-static void die(const char *what)
+static void
+die(const char *what)
 {
 	fprintf(stderr, "bench_isthmusd: %s\n", what);
 	exit(1);
 }
 
-static uint64_t wall_ns(void)
+static uint64_t
+wall_ns(void)
 {
 	struct timespec ts;
 
@@ -107,14 +109,16 @@ static uint64_t wall_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int cmp_u64(const void *a, const void *b)
+static int
+cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
 }
 
-static double median(uint64_t *v, unsigned int n)
+static double
+median(uint64_t *v, unsigned int n)
 {
 	qsort(v, n, sizeof(*v), cmp_u64);
 	return n & 1 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + v[n / 2]) / 2;
@@ -133,7 +137,8 @@ static uint32_t *pl_pkts;
 static unsigned int pl_n, pl_cap;
 static uint64_t pl_dropped, pl_total;
 
-static void pl_init(unsigned int cap)
+static void
+pl_init(unsigned int cap)
 {
 	unsigned int c;
 
@@ -147,7 +152,8 @@ static void pl_init(unsigned int cap)
 		die("pass log");
 }
 
-static void pl_reset(void)
+static void
+pl_reset(void)
 {
 	unsigned int c;
 
@@ -158,7 +164,8 @@ static void pl_reset(void)
 }
 
 /* Start pass pl_n with @p pkts DATA packets; returns its index. */
-static unsigned int pl_pass(uint32_t pkts)
+static unsigned int
+pl_pass(uint32_t pkts)
 {
 	if (pl_n == pl_cap)
 		die("pass log full");
@@ -167,7 +174,8 @@ static unsigned int pl_pass(uint32_t pkts)
 }
 
 /* Cycles per DATA packet of columns 0..ncol-1 over the kept passes. */
-static void pl_reduce(unsigned int ncol, double *out)
+static void
+pl_reduce(unsigned int ncol, double *out)
 {
 	uint64_t sum[NCOL] = {0}, kept = 0, thr;
 	unsigned int i, c, m = 0;
@@ -203,17 +211,27 @@ static void pl_reduce(unsigned int ncol, double *out)
 
 /* Element i of sender s's contribution to chunk c: small integers, so
  * that every fp32 sum is exact whatever the order. */
-static float value(unsigned int s, unsigned int c, unsigned int i)
+static float
+value(unsigned int s, unsigned int c, unsigned int i)
 {
 	return (float)((s * 37u + c * 11u + i) & 1023u);
 }
 
 /* ---- set-up ---------------------------------------------------------- */
 
-static void write_files(const char *cfg_path, const char *sched_path)
+static void
+write_files(const char *cfg_path, const char *sched_path)
 {
 	static const char *const names[N_ISL] = {
-		"I0", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8",
+		"I0",
+		"I1",
+		"I2",
+		"I3",
+		"I4",
+		"I5",
+		"I6",
+		"I7",
+		"I8",
 	};
 	uint64_t all = (1u << N_ISL) - 1, rate = 100000000000ull;
 	/* in the past by less than a round: round 0 is current */
@@ -223,8 +241,8 @@ static void write_files(const char *cfg_path, const char *sched_path)
 	FILE *f;
 	int i;
 
-	s = isth_sched_new(N_ISL, names, T_NS, epoch, (uint64_t)K * PAYLOAD,
-			   PAYLOAD, 64ull << 20, 1);
+	s = isth_sched_new(
+		N_ISL, names, T_NS, epoch, (uint64_t)K * PAYLOAD, PAYLOAD, 64ull << 20, 1);
 	if (s == NULL || isth_sched_set_round(s, 0, 1, &all) != 0)
 		die("schedule");
 	for (i = 0; i < N_ISL; i++)
@@ -251,16 +269,17 @@ static void write_files(const char *cfg_path, const char *sched_path)
 		"[agg]\nmemory = 64Mi\ntimeout = 5s\nmax_chunks = %u\n"
 		"[resend]\nwindow = 2s\nentries = 4096\nlinger = 0ns\n"
 		"[poll]\nidle_polls = 0\n"
-		"[telemetry]\nenabled = no\nround_log = no\n", K);
+		"[telemetry]\nenabled = no\nround_log = no\n",
+		K);
 	fclose(f);
 }
 
-static void eal_up(const char *argv0)
+static void
+eal_up(const char *argv0)
 {
 	char prefix[64];
-	char *argv[] = {(char *)(uintptr_t)argv0, "--no-huge", "-m", "1024",
-			"--no-pci", "--no-telemetry", "--log-level=lib.*:error",
-			"-l", "0", prefix};
+	char *argv[] = {(char *)(uintptr_t)argv0, "--no-huge", "-m", "1024", "--no-pci",
+		"--no-telemetry", "--log-level=lib.*:error", "-l", "0", prefix};
 
 	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-bench-%d", getpid());
 	if (rte_eal_init(RTE_DIM(argv), argv) < 0)
@@ -272,18 +291,21 @@ static void eal_up(const char *argv0)
 	if (!a_in || !a_out || !w_in || !w_out)
 		die("rings");
 	if (rte_eth_from_rings("access", &a_in, 1, &a_out, 1, 0) < 0 ||
-	    rte_eth_from_rings("wan", &w_in, 1, &w_out, 1, 0) < 0)
+		rte_eth_from_rings("wan", &w_in, 1, &w_out, 1, 0) < 0)
 		die("ring ports");
 	hz = rte_get_tsc_hz();
 }
 
 /* The K * 8 DATA frames, each held by the generator (refcnt 1). */
-static void build_frames(void)
+static void
+build_frames(void)
 {
 	struct isth_wire_addr a = {
-		.dst_mac = {2, 0, 0, 0, 0, 1}, .src_mac = {2, 0, 0, 0, 0xff, 1},
+		.dst_mac = {2, 0, 0, 0, 0, 1},
+		.src_mac = {2, 0, 0, 0, 0xff, 1},
 		.dst_ip = 0x0a000001,
-		.src_port = ISTH_WIRE_PORT, .dst_port = ISTH_WIRE_PORT,
+		.src_port = ISTH_WIRE_PORT,
+		.dst_port = ISTH_WIRE_PORT,
 	};
 	float body[ELEMS];
 	unsigned int c, s, i;
@@ -292,17 +314,21 @@ static void build_frames(void)
 	/* data room for the frame only: a compact working set, as a NIC
 	 * pool sized for the MTU would be */
 	fpool = rte_pktmbuf_pool_create("bench_frames", NF + 64, 0, 0,
-					RTE_PKTMBUF_HEADROOM +
-					RTE_ALIGN_CEIL(FRAME, RTE_CACHE_LINE_SIZE), 0);
+		RTE_PKTMBUF_HEADROOM + RTE_ALIGN_CEIL(FRAME, RTE_CACHE_LINE_SIZE), 0);
 	frames = calloc(NF, sizeof(*frames));
 	if (fpool == NULL || frames == NULL)
 		die("frame pool");
 	for (c = 0; c < K; c++)
 		for (s = 1; s <= N_SND; s++) {
 			struct isth_wire_hdr h = {
-				.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_FP32,
-				.sender = (uint8_t)s, .count = ELEMS, .job = JOB,
-				.round = 0, .chunk = c, .seq = c,
+				.type = ISTH_WIRE_DATA,
+				.dtype = ISTH_WIRE_DTYPE_FP32,
+				.sender = (uint8_t)s,
+				.count = ELEMS,
+				.job = JOB,
+				.round = 0,
+				.chunk = c,
+				.seq = c,
 				.bitmap = 1ull << s,
 				.flags = c == K - 1 ? ISTH_WIRE_F_LAST : 0,
 			};
@@ -316,11 +342,10 @@ static void build_frames(void)
 			a.src_ip = 0x0a000001 + s;
 			p = (uint8_t *)rte_pktmbuf_append(m, FRAME);
 			if (isth_wire_frame_hdr_size(&a) != MSG_OFF ||
-			    isth_wire_build_msg(p + MSG_OFF, FRAME - MSG_OFF, &h,
-						body, sizeof(body), NULL) !=
-			    (int)(FRAME - MSG_OFF) ||
-			    isth_wire_put_frame_hdr(p, FRAME, &a, FRAME - MSG_OFF) !=
-			    (int)FRAME)
+				isth_wire_build_msg(p + MSG_OFF, FRAME - MSG_OFF, &h, body,
+					sizeof(body), NULL) != (int)(FRAME - MSG_OFF) ||
+				isth_wire_put_frame_hdr(p, FRAME, &a, FRAME - MSG_OFF) !=
+					(int)FRAME)
 				die("frame build");
 			frames[c * N_SND + s - 1] = m;
 		}
@@ -330,7 +355,8 @@ static void build_frames(void)
  * Arrival order: sender s (0-based j = s - 1) sends chunk (t + j * lag) % K
  * at step t; the 8 senders take turns. lag 0: aligned; K / 8: skewed.
  */
-static void make_order(unsigned int lag)
+static void
+make_order(unsigned int lag)
 {
 	unsigned int *seen = calloc(K, sizeof(*seen));
 	unsigned int t, j, n = 0;
@@ -350,7 +376,8 @@ static void make_order(unsigned int lag)
 }
 
 /* The next round: written into every frame, published to the backend. */
-static uint32_t new_round(bool publish)
+static uint32_t
+new_round(bool publish)
 {
 	uint32_t r = next_round++;
 	unsigned int i;
@@ -372,9 +399,8 @@ static uint32_t new_round(bool publish)
 			peers[n].port = p->port;
 			n++;
 		}
-		while ((rc = isth_backend_set_round(edge.be, JOB, r,
-						    ((1u << N_ISL) - 1) & ~1u,
-						    peers, n)) == -EBUSY)
+		while ((rc = isth_backend_set_round(
+				edge.be, JOB, r, ((1u << N_ISL) - 1) & ~1u, peers, n)) == -EBUSY)
 			isthd_dp_poll(&edge);
 		if (rc < 0)
 			die("set_round");
@@ -384,7 +410,8 @@ static uint32_t new_round(bool publish)
 
 /* Put frames order[pos..pos+n) on the WAN RX ring, with a reference for
  * whoever consumes them. */
-static unsigned int feed(unsigned int pos)
+static unsigned int
+feed(unsigned int pos)
 {
 	struct rte_mbuf *b[BURST];
 	unsigned int n = RTE_MIN((unsigned int)BURST, NF - pos), i;
@@ -399,7 +426,8 @@ static unsigned int feed(unsigned int pos)
 }
 
 /* Drain what the edge (or a baseline) sent to the island: free it. */
-static unsigned int drain_access(void)
+static unsigned int
+drain_access(void)
 {
 	struct rte_mbuf *m[64];
 	unsigned int n, total = 0;
@@ -417,7 +445,8 @@ static unsigned int drain_access(void)
 
 /* One round through the pipeline; @return TSC cycles inside
  * isthd_dp_poll() per DATA packet. */
-static double run_pipeline(uint64_t *aggs)
+static double
+run_pipeline(uint64_t *aggs)
 {
 	unsigned int pos = 0, work, n, i;
 	uint64_t t0;
@@ -438,7 +467,8 @@ static double run_pipeline(uint64_t *aggs)
 	return c;
 }
 
-static double run_iofwd(void)
+static double
+run_iofwd(void)
 {
 	struct rte_mbuf *b[BURST];
 	unsigned int pos = 0, f, p;
@@ -475,7 +505,8 @@ read_payload_avx512(const uint8_t *p, unsigned int len)
 	return (uint64_t)_mm512_reduce_add_epi64(acc);
 }
 
-static uint64_t read_payload_scalar(const uint8_t *p, unsigned int len)
+static uint64_t
+read_payload_scalar(const uint8_t *p, unsigned int len)
 {
 	uint64_t acc = 0, v;
 	unsigned int i;
@@ -489,7 +520,8 @@ static uint64_t read_payload_scalar(const uint8_t *p, unsigned int len)
 
 static bool have_avx512;
 
-static double run_readfwd(void)
+static double
+run_readfwd(void)
 {
 	struct rte_mbuf *b[BURST];
 	uint64_t t0, sum = 0;
@@ -510,8 +542,8 @@ static double run_readfwd(void)
 			const uint8_t *p = rte_pktmbuf_mtod(b[i], uint8_t *) + PAY_OFF;
 			unsigned int len = rte_pktmbuf_data_len(b[i]) - PAY_OFF;
 
-			sum += have_avx512 ? read_payload_avx512(p, len) :
-			       read_payload_scalar(p, len);
+			sum += have_avx512 ? read_payload_avx512(p, len)
+					   : read_payload_scalar(p, len);
 		}
 		k = rte_eth_tx_burst(port_a, 0, b, n);
 		if (unlikely(k < n))
@@ -527,34 +559,40 @@ static double run_readfwd(void)
 /* ---- stage micro-runs ------------------------------------------------ */
 
 enum stage {
-	ST_RX,		/* rte_eth_rx_burst from the WAN ring */
-	ST_PARSE,	/* isth_wire_parse_frame */
-	ST_ADD,		/* isth_agg_add_burst (lookup + sum + slot bookkeeping) */
-	ST_SUM,		/* the summation kernel alone (memcpy first, add rest) */
-	ST_BUILD,	/* per AGG: drain, mbuf, header, copy-out, release */
-	ST_SEND,	/* per AGG: frame headers, resend push, TX */
-	ST_FREE,	/* rte_pktmbuf_free_bulk of the inputs */
+	ST_RX, /* rte_eth_rx_burst from the WAN ring */
+	ST_PARSE, /* isth_wire_parse_frame */
+	ST_ADD, /* isth_agg_add_burst (lookup + sum + slot bookkeeping) */
+	ST_SUM, /* the summation kernel alone (memcpy first, add rest) */
+	ST_BUILD, /* per AGG: drain, mbuf, header, copy-out, release */
+	ST_SEND, /* per AGG: frame headers, resend push, TX */
+	ST_FREE, /* rte_pktmbuf_free_bulk of the inputs */
 	ST_MAX
 };
 
 static const char *const stage_names[ST_MAX] = {
-	"rx_burst", "parse", "add_burst", "sum kernel", "AGG build",
-	"AGG send", "free inputs",
+	"rx_burst",
+	"parse",
+	"add_burst",
+	"sum kernel",
+	"AGG build",
+	"AGG send",
+	"free inputs",
 };
 
 struct stage_run {
-	double cyc[ST_MAX];	/* per DATA packet */
+	double cyc[ST_MAX]; /* per DATA packet */
 	uint64_t n_aggs;
 };
 
 static struct isth_agg *s_agg;
 static struct isth_resend *s_ring;
 static struct isth_agg_kernels s_k;
-static uint8_t *s_acc;			/* emulated slot accumulators */
+static uint8_t *s_acc; /* emulated slot accumulators */
 static uint32_t *s_free, s_nfree, *s_slot_of;
 static struct isth_wire_pkt *s_parsed;
 
-static void stages_init(void)
+static void
+stages_init(void)
 {
 	struct isth_agg_params ap;
 	struct isth_resend_conf rc;
@@ -596,7 +634,8 @@ static void stages_init(void)
 }
 
 /* AGG building as the sw backend does it, on the stage engine. */
-static unsigned int build_aggs(struct rte_mbuf **out, unsigned int cap)
+static unsigned int
+build_aggs(struct rte_mbuf **out, unsigned int cap)
 {
 	struct isth_agg_emit e[BURST];
 	unsigned int n = RTE_MIN(isth_agg_pending(s_agg), cap), got, i;
@@ -607,8 +646,7 @@ static unsigned int build_aggs(struct rte_mbuf **out, unsigned int cap)
 	got = isth_agg_drain(s_agg, e, n);
 	for (i = 0; i < got; i++) {
 		struct isth_wire_hdr h;
-		uint8_t *p = (uint8_t *)rte_pktmbuf_append(out[i],
-				ISTH_WIRE_HDR_SIZE + e[i].size);
+		uint8_t *p = (uint8_t *)rte_pktmbuf_append(out[i], ISTH_WIRE_HDR_SIZE + e[i].size);
 
 		memset(&h, 0, sizeof(h));
 		isth_agg_emit_hdr(&e[i], &h);
@@ -621,7 +659,8 @@ static unsigned int build_aggs(struct rte_mbuf **out, unsigned int cap)
 	return got;
 }
 
-static void run_stages(struct stage_run *sr)
+static void
+run_stages(struct stage_run *sr)
 {
 	struct rte_mbuf *b[BURST], *aggs[BURST];
 	struct isth_agg_contrib contrib[BURST];
@@ -635,7 +674,7 @@ static void run_stages(struct stage_run *sr)
 	if (isth_agg_set_round(s_agg, JOB, r, ((1u << N_ISL) - 1) & ~1u) != 0)
 		die("stage set_round");
 	isth_agg_info_get(s_agg, &info);
-	step = RTE_MIN(info.reserve, (uint32_t)BURST);	/* as the sw backend */
+	step = RTE_MIN(info.reserve, (uint32_t)BURST); /* as the sw backend */
 
 	for (pos = 0; pos < NF; pos += n) {
 		unsigned int fed = feed(pos), ps = pl_pass(fed);
@@ -652,9 +691,8 @@ static void run_stages(struct stage_run *sr)
 			if (i + 1 < n)
 				rte_prefetch0(rte_pktmbuf_mtod(b[i + 1], void *));
 			if (isth_wire_parse_frame(rte_pktmbuf_mtod(b[i], uint8_t *),
-						  rte_pktmbuf_data_len(b[i]),
-						  &edge.lim, &s_parsed[pos + i]) !=
-			    ISTH_WIRE_OK)
+				    rte_pktmbuf_data_len(b[i]), &edge.lim,
+				    &s_parsed[pos + i]) != ISTH_WIRE_OK)
 				die("stage parse");
 		}
 		pl_cyc[ST_PARSE][ps] += rte_rdtsc() - t0;
@@ -677,7 +715,7 @@ static void run_stages(struct stage_run *sr)
 			t0 = rte_rdtsc();
 			for (j = 0; j < sent; j++)
 				if (isthd_frame_to_island(&edge, aggs[j]) < 0 ||
-				    isth_resend_push(s_ring, aggs[j], now, NULL) < 0)
+					isth_resend_push(s_ring, aggs[j], now, NULL) < 0)
 					die("stage AGG send");
 			j = rte_eth_tx_burst(port_a, 0, aggs, (uint16_t)sent);
 			pl_cyc[ST_SEND][ps] += rte_rdtsc() - t0;
@@ -706,8 +744,8 @@ static void run_stages(struct stage_run *sr)
 		acc = (float *)(s_acc + (size_t)slot * info.slot_size);
 		/* the engine prefetches the next contribution's accumulator */
 		if (pos + 1 < NF && !first_of[pos + 1]) {
-			const uint8_t *na = s_acc + (size_t)s_slot_of[order[pos + 1] / N_SND] *
-					    info.slot_size;
+			const uint8_t *na =
+				s_acc + (size_t)s_slot_of[order[pos + 1] / N_SND] * info.slot_size;
 
 			for (unsigned int off = 0; off < PAYLOAD; off += 64)
 				__builtin_prefetch(na + off, 1);
@@ -729,7 +767,8 @@ static void run_stages(struct stage_run *sr)
 
 /* ---- checks ---------------------------------------------------------- */
 
-static uint64_t be_stat(const char *name)
+static uint64_t
+be_stat(const char *name)
 {
 	struct isth_backend_stats st;
 	unsigned int i;
@@ -743,7 +782,8 @@ static uint64_t be_stat(const char *name)
 }
 
 /* One round through the pipeline, checking every AGG's sum. */
-static void check_pipeline(void)
+static void
+check_pipeline(void)
 {
 	uint64_t done = be_stat("completed"), bad = 0, aggs = 0;
 	unsigned int pos = 0, work, n, i, e;
@@ -762,16 +802,16 @@ static void check_pipeline(void)
 				const float *v;
 
 				if (rte_pktmbuf_is_contiguous(m[i]) == 0 ||
-				    isth_wire_parse_frame(rte_pktmbuf_mtod(m[i], uint8_t *),
-							  rte_pktmbuf_data_len(m[i]), &lim,
-							  &p) != ISTH_WIRE_OK)
+					isth_wire_parse_frame(rte_pktmbuf_mtod(m[i], uint8_t *),
+						rte_pktmbuf_data_len(m[i]), &lim,
+						&p) != ISTH_WIRE_OK)
 					die("edge sent a bad frame");
 				if (p.hdr.type != ISTH_WIRE_AGG)
-					continue;	/* ROUND */
+					continue; /* ROUND */
 				aggs++;
 				v = (const float *)p.payload;
 				if (p.hdr.bitmap != (((1u << N_ISL) - 1) & ~1u) ||
-				    p.hdr.count != ELEMS) {
+					p.hdr.count != ELEMS) {
 					bad++;
 					continue;
 				}
@@ -796,24 +836,26 @@ static void check_pipeline(void)
 /* ---- main ------------------------------------------------------------ */
 
 struct result {
-	uint64_t *pipe, *io, *rd;	/* cycles per DATA packet x 1000, per rep */
+	uint64_t *pipe, *io, *rd; /* cycles per DATA packet x 1000, per rep */
 	struct stage_run *st;
-	double pipe_c, io_c, rd_c;	/* median cycles per DATA packet */
-	double stage_c[ST_MAX];		/* per DATA packet */
+	double pipe_c, io_c, rd_c; /* median cycles per DATA packet */
+	double stage_c[ST_MAX]; /* per DATA packet */
 };
 
-static double mpps(double c)
+static double
+mpps(double c)
 {
 	return (double)hz / c / 1e6;
 }
 
-static double gbps(double c)
+static double
+gbps(double c)
 {
 	return mpps(c) * PAYLOAD * 8 / 1000;
 }
 
-static void run_layout(const char *name, unsigned int lag, unsigned int reps,
-		       struct result *res)
+static void
+run_layout(const char *name, unsigned int lag, unsigned int reps, struct result *res)
 {
 	uint64_t aggs = 0, drops0, v[ST_MAX][64];
 	unsigned int rep, s;
@@ -822,8 +864,8 @@ static void run_layout(const char *name, unsigned int lag, unsigned int reps,
 	check_pipeline();
 	pl_dropped = pl_total = 0;
 	drops0 = be_stat("partial_timeout") + be_stat("partial_conflict_pool") +
-		 be_stat("partial_conflict_bucket") + be_stat("duplicate") +
-		 be_stat("no_slot") + be_stat("unknown_round") + be_stat("stale_round");
+		be_stat("partial_conflict_bucket") + be_stat("duplicate") + be_stat("no_slot") +
+		be_stat("unknown_round") + be_stat("stale_round");
 	/* warm-up: one of each */
 	run_pipeline(&aggs);
 	run_iofwd();
@@ -839,9 +881,9 @@ static void run_layout(const char *name, unsigned int lag, unsigned int reps,
 	if (aggs != (uint64_t)K * reps)
 		die("pipeline: not every chunk gave one AGG");
 	if (be_stat("partial_timeout") + be_stat("partial_conflict_pool") +
-	    be_stat("partial_conflict_bucket") + be_stat("duplicate") +
-	    be_stat("no_slot") + be_stat("unknown_round") +
-	    be_stat("stale_round") != drops0)
+			be_stat("partial_conflict_bucket") + be_stat("duplicate") +
+			be_stat("no_slot") + be_stat("unknown_round") + be_stat("stale_round") !=
+		drops0)
 		die("pipeline: partials or drops during the run");
 	res->pipe_c = median(res->pipe, reps) / 1000;
 	res->io_c = median(res->io, reps) / 1000;
@@ -852,42 +894,40 @@ static void run_layout(const char *name, unsigned int lag, unsigned int reps,
 		res->stage_c[s] = median(v[s], reps) / 1000;
 	}
 
-	printf("\n== layout %s (%u chunks/round, %u DATA/round, %u rounds/loop) ==\n",
-	       name, K, NF, reps);
-	printf("%-10s %10s %8s %12s %14s\n", "loop", "cyc/pkt", "Mpps",
-	       "Gbps(in)", "lcores@100G");
-	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "pipeline", res->pipe_c,
-	       mpps(res->pipe_c), gbps(res->pipe_c), 100 / gbps(res->pipe_c));
-	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "io-fwd", res->io_c,
-	       mpps(res->io_c), gbps(res->io_c), 100 / gbps(res->io_c));
-	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "read-fwd", res->rd_c,
-	       mpps(res->rd_c), gbps(res->rd_c), 100 / gbps(res->rd_c));
+	printf("\n== layout %s (%u chunks/round, %u DATA/round, %u rounds/loop) ==\n", name, K, NF,
+		reps);
+	printf("%-10s %10s %8s %12s %14s\n", "loop", "cyc/pkt", "Mpps", "Gbps(in)", "lcores@100G");
+	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "pipeline", res->pipe_c, mpps(res->pipe_c),
+		gbps(res->pipe_c), 100 / gbps(res->pipe_c));
+	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "io-fwd", res->io_c, mpps(res->io_c),
+		gbps(res->io_c), 100 / gbps(res->io_c));
+	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "read-fwd", res->rd_c, mpps(res->rd_c),
+		gbps(res->rd_c), 100 / gbps(res->rd_c));
 	printf("passes left out as preempted: %.2f %% of packets\n",
-	       100.0 * (double)pl_dropped / (double)pl_total);
+		100.0 * (double)pl_dropped / (double)pl_total);
 	printf("pipeline rate / io-fwd rate   = %.3f\n", res->io_c / res->pipe_c);
-	printf("pipeline rate / read-fwd rate = %.3f   (target >= 0.5)\n",
-	       res->rd_c / res->pipe_c);
+	printf("pipeline rate / read-fwd rate = %.3f   (target >= 0.5)\n", res->rd_c / res->pipe_c);
 	printf("stages (micro-runs, cycles per DATA packet; AGG stages are per AGG / 8):\n");
 	for (s = 0; s < ST_MAX; s++)
 		printf("  %-12s %8.1f%s\n", stage_names[s], res->stage_c[s],
-		       s == ST_ADD ? "   (lookup + sum + bookkeeping)" : "");
+			s == ST_ADD ? "   (lookup + sum + bookkeeping)" : "");
 	printf("  %-12s %8.1f   (add_burst - sum kernel)\n", "lookup etc.",
-	       res->stage_c[ST_ADD] - res->stage_c[ST_SUM]);
+		res->stage_c[ST_ADD] - res->stage_c[ST_SUM]);
 	{
-		double tot = res->stage_c[ST_RX] + res->stage_c[ST_PARSE] +
-			     res->stage_c[ST_ADD] + res->stage_c[ST_BUILD] +
-			     res->stage_c[ST_SEND] + res->stage_c[ST_FREE];
+		double tot = res->stage_c[ST_RX] + res->stage_c[ST_PARSE] + res->stage_c[ST_ADD] +
+			res->stage_c[ST_BUILD] + res->stage_c[ST_SEND] + res->stage_c[ST_FREE];
 
 		printf("  %-12s %8.1f   (rx + parse + add_burst + build + send + free)\n",
-		       "sum of parts", tot);
+			"sum of parts", tot);
 		printf("  %-12s %8.1f   (pipeline - sum of parts: the pass's other\n"
 		       "                          polls, counters, prefetch, cache interplay)\n",
-		       "rest", res->pipe_c - tot);
+			"rest", res->pipe_c - tot);
 	}
 	fflush(stdout);
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	unsigned int reps = 15, i;
 	struct result res[2];
@@ -903,8 +943,7 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[a], "--reps") == 0 && a + 1 < argc) {
 			reps = (unsigned int)strtoul(argv[++a], NULL, 0);
 		} else {
-			fprintf(stderr, "usage: %s [--quick] [--chunks K] [--reps N]\n",
-				argv[0]);
+			fprintf(stderr, "usage: %s [--quick] [--chunks K] [--reps N]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -928,14 +967,14 @@ int main(int argc, char **argv)
 	snprintf(sched, sizeof(sched), "%s/bench.sched", dir);
 	write_files(cfg, sched);
 	if (isthd_config_load(cfg, &edge.cfg, err, sizeof(err)) != 0 ||
-	    isthd_prepare(&edge, 0, err, sizeof(err)) != 0 ||
-	    isthd_setup(&edge, err, sizeof(err)) != 0)
+		isthd_prepare(&edge, 0, err, sizeof(err)) != 0 ||
+		isthd_setup(&edge, err, sizeof(err)) != 0)
 		die(err);
 	port_a = edge.access_port;
 	port_w = edge.wan_port;
 	/* the controller's first step: rounds 0 and 1 published, ROUND 0 */
 	if (isthd_control_step(&edge, isthd_now_ns()) != 0 ||
-	    __atomic_load_n(&edge.current, __ATOMIC_RELAXED) != 1)
+		__atomic_load_n(&edge.current, __ATOMIC_RELAXED) != 1)
 		die("controller: round 0 is not current");
 	isthd_dp_poll(&edge);
 	drain_access();
@@ -944,8 +983,8 @@ int main(int argc, char **argv)
 	printf("isthmusd appliance benchmark: sw backend (%s kernels), 1 lcore,\n"
 	       "9 islands, 8 senders, 1 KiB fp32 DATA (%u-byte frames), bursts of %u,\n"
 	       "TSC %.2f GHz; read-fwd reads with %s loads\n",
-	       isth_agg_kernel_name(s_k.id), FRAME, BURST, hz / 1e9,
-	       have_avx512 ? "AVX-512" : "scalar 64-bit");
+		isth_agg_kernel_name(s_k.id), FRAME, BURST, hz / 1e9,
+		have_avx512 ? "AVX-512" : "scalar 64-bit");
 	for (i = 0; i < 2; i++) {
 		res[i].pipe = calloc(reps, sizeof(uint64_t));
 		res[i].io = calloc(reps, sizeof(uint64_t));
@@ -960,9 +999,9 @@ int main(int argc, char **argv)
 	printf("\nsummary: pipeline/read-fwd = %.3f (aligned), %.3f (skewed); "
 	       "pipeline/io-fwd = %.3f, %.3f;\n"
 	       "Gbps of aggregated input per lcore = %.1f, %.1f (target: 100 on <= 2 lcores)\n",
-	       res[0].rd_c / res[0].pipe_c, res[1].rd_c / res[1].pipe_c,
-	       res[0].io_c / res[0].pipe_c, res[1].io_c / res[1].pipe_c,
-	       gbps(res[0].pipe_c), gbps(res[1].pipe_c));
+		res[0].rd_c / res[0].pipe_c, res[1].rd_c / res[1].pipe_c,
+		res[0].io_c / res[0].pipe_c, res[1].io_c / res[1].pipe_c, gbps(res[0].pipe_c),
+		gbps(res[1].pipe_c));
 
 	/* teardown: every frame back to its pool */
 	isthd_dp_drain_final(&edge);

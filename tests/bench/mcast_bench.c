@@ -29,15 +29,15 @@
 #include "isth_wire.h"
 #include "isth_test_eal.h"
 
-#define BURST		32
-#define MAX_D		8
-#define N_HOT		BURST
-#define N_COLD		8192
-#define BURSTS_PER_REP	200
-#define REPS		31
-#define ELEMS		256	/* 1 KiB of int32 */
+#define BURST 32
+#define MAX_D 8
+#define N_HOT BURST
+#define N_COLD 8192
+#define BURSTS_PER_REP 200
+#define REPS 31
+#define ELEMS 256 /* 1 KiB of int32 */
 
-static const unsigned int dests[] = { 1, 2, 4, 8 };
+static const unsigned int dests[] = {1, 2, 4, 8};
 #define N_D RTE_DIM(dests)
 
 struct sample {
@@ -102,8 +102,7 @@ mkmsgs(struct rte_mempool *mp, unsigned int n)
 
 /* One repetition: BURSTS_PER_REP bursts, cycles per input packet. */
 static struct sample
-run(struct isth_mcast *mc, struct rte_mbuf **pkts, unsigned int n_pkts,
-    unsigned int *cursor)
+run(struct isth_mcast *mc, struct rte_mbuf **pkts, unsigned int n_pkts, unsigned int *cursor)
 {
 	struct rte_mbuf *out[BURST * MAX_D];
 	uint64_t t0, t1, t2, fo = 0, fr = 0;
@@ -116,8 +115,7 @@ run(struct isth_mcast *mc, struct rte_mbuf **pkts, unsigned int n_pkts,
 
 		*cursor = (*cursor + BURST) % n_pkts;
 		t0 = rte_rdtsc();
-		if (isth_mcast_fanout_burst(mc, in, BURST, out, RTE_DIM(out),
-					    &n_out) != BURST)
+		if (isth_mcast_fanout_burst(mc, in, BURST, out, RTE_DIM(out), &n_out) != BURST)
 			rte_exit(1, "short fan-out\n");
 		t1 = rte_rdtsc();
 		rte_pktmbuf_free_bulk(out, n_out);
@@ -134,7 +132,7 @@ int
 main(int argc, char **argv)
 {
 	static uint64_t fo[2][N_D][REPS], fr[2][N_D][REPS], tot[2][N_D][REPS];
-	static const char *const mode_names[2] = { "zerocopy", "copy" };
+	static const char *const mode_names[2] = {"zerocopy", "copy"};
 	struct rte_mempool *pkt_pool, *hdr_pool, *clone_pool, *copy_pool;
 	struct isth_mcast *mc[2][N_D];
 	uint64_t med[2][N_D];
@@ -144,13 +142,21 @@ main(int argc, char **argv)
 	unsigned int m, d, r, i, set;
 	char prefix[64];
 	char *eal_argv[] = {
-		argv[0], "-l", "0", "--no-huge", "-m", "256", "--no-pci",
-		"--no-telemetry", prefix, "--log-level=*:error", NULL,
+		argv[0],
+		"-l",
+		"0",
+		"--no-huge",
+		"-m",
+		"256",
+		"--no-pci",
+		"--no-telemetry",
+		prefix,
+		"--log-level=*:error",
+		NULL,
 	};
 
 	(void)argc;
-	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-mcast-bench-%d",
-		 (int)getpid());
+	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-mcast-bench-%d", (int)getpid());
 	if (rte_eal_init((int)RTE_DIM(eal_argv) - 1, eal_argv) < 0)
 		rte_exit(1, "EAL init\n");
 
@@ -174,11 +180,10 @@ main(int argc, char **argv)
 			struct isth_mcast_conf c = {
 				.socket_id = (int)rte_socket_id(),
 				.island = 0,
-				.src_mac = { 0x02, 0, 0, 0, 0, 0x01 },
+				.src_mac = {0x02, 0, 0, 0, 0, 0x01},
 				.src_ip = 0x0a000001u,
 				.src_port = ISTH_WIRE_PORT,
-				.mode = m == 0 ? ISTH_MCAST_ZEROCOPY :
-						 ISTH_MCAST_COPY,
+				.mode = m == 0 ? ISTH_MCAST_ZEROCOPY : ISTH_MCAST_COPY,
 				.hdr_pool = hdr_pool,
 				.clone_pool = clone_pool,
 				.copy_pool = copy_pool,
@@ -186,16 +191,16 @@ main(int argc, char **argv)
 
 			mc[m][d] = isth_mcast_create(&c);
 			if (mc[m][d] == NULL ||
-			    isth_mcast_publish(mc[m][d], 1, peers,
-					       dests[d]) != 0)
+				isth_mcast_publish(mc[m][d], 1, peers, dests[d]) != 0)
 				rte_exit(1, "mcast setup\n");
 		}
 	}
 
 	printf("mcast fan-out, %u-byte messages (1 KiB int32 + 40-byte "
 	       "header), bursts of %u, median of %u reps x %u bursts, TSC "
-	       "%.2f GHz\n", (unsigned int)(ISTH_WIRE_HDR_SIZE + ELEMS * 4),
-	       BURST, REPS, BURSTS_PER_REP, rte_get_tsc_hz() / 1e9);
+	       "%.2f GHz\n",
+		(unsigned int)(ISTH_WIRE_HDR_SIZE + ELEMS * 4), BURST, REPS, BURSTS_PER_REP,
+		rte_get_tsc_hz() / 1e9);
 	for (set = 0; set < 2; set++) {
 		struct rte_mbuf **pkts = set == 0 ? hot : cold;
 		unsigned int n_pkts = set == 0 ? N_HOT : N_COLD, cursor = 0;
@@ -218,12 +223,12 @@ main(int argc, char **argv)
 		}
 
 		printf("\n%s payloads (%s)\n", set == 0 ? "hot" : "cold",
-		       set == 0 ? "32 messages, cache-resident" :
-		       "8192 messages in rotation, past L2");
-		printf("%-9s %2s %8s %8s %8s %10s %12s\n", "mode", "D",
-		       "fanout", "free", "total", "per-dest", "per-extra");
-		printf("%-9s %2s %8s %8s %8s %10s %12s\n", "", "",
-		       "cyc/pkt", "cyc/pkt", "cyc/pkt", "cyc/copy", "cyc/dest");
+			set == 0 ? "32 messages, cache-resident"
+				 : "8192 messages in rotation, past L2");
+		printf("%-9s %2s %8s %8s %8s %10s %12s\n", "mode", "D", "fanout", "free", "total",
+			"per-dest", "per-extra");
+		printf("%-9s %2s %8s %8s %8s %10s %12s\n", "", "", "cyc/pkt", "cyc/pkt", "cyc/pkt",
+			"cyc/copy", "cyc/dest");
 		for (m = 0; m < 2; m++) {
 			for (d = 0; d < N_D; d++) {
 				uint64_t a = median(fo[m][d], REPS);
@@ -231,23 +236,19 @@ main(int argc, char **argv)
 				uint64_t t = median(tot[m][d], REPS);
 
 				med[m][d] = t;
-				printf("%-9s %2u %8lu %8lu %8lu %10.1f ",
-				       mode_names[m], dests[d],
-				       (unsigned long)a, (unsigned long)b,
-				       (unsigned long)t,
-				       (double)t / dests[d]);
+				printf("%-9s %2u %8lu %8lu %8lu %10.1f ", mode_names[m], dests[d],
+					(unsigned long)a, (unsigned long)b, (unsigned long)t,
+					(double)t / dests[d]);
 				if (d == 0)
 					printf("%12s\n", "-");
 				else
 					printf("%12.1f\n",
-					       ((double)t - (double)med[m][0]) /
-					       (dests[d] - 1));
+						((double)t - (double)med[m][0]) / (dests[d] - 1));
 			}
 		}
 		printf("copy / zerocopy, total cycles per packet:");
 		for (d = 0; d < N_D; d++)
-			printf("  D=%u %.2fx", dests[d],
-			       (double)med[1][d] / (double)med[0][d]);
+			printf("  D=%u %.2fx", dests[d], (double)med[1][d] / (double)med[0][d]);
 		printf("\n");
 	}
 

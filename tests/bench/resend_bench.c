@@ -41,35 +41,38 @@
 #include "isth_wire.h"
 #include "isth_test_eal.h"
 
-#define BURST		32
-#define RING_SIZE	4096
-#define BURSTS_PER_REP	128
-#define REPS		101
-#define NB_MBUF		(3 * RING_SIZE + 4096)
+#define BURST 32
+#define RING_SIZE 4096
+#define BURSTS_PER_REP 128
+#define REPS 101
+#define NB_MBUF (3 * RING_SIZE + 4096)
 
-static const unsigned int payloads[] = { 256, 1024, 1432 };
+static const unsigned int payloads[] = {256, 1024, 1432};
 
 static struct rte_mempool *pool, *hdr_pool;
 static struct rte_ring *txq;
 static struct isth_wire_addr addr;
-static uint8_t slot[2048];		/* the aggregate being emitted */
+static uint8_t slot[2048]; /* the aggregate being emitted */
 static uint64_t now_ns = 1;
 
-static int cmp_u64(const void *a, const void *b)
+static int
+cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
 }
 
-static uint64_t median(uint64_t *v, unsigned int n)
+static uint64_t
+median(uint64_t *v, unsigned int n)
 {
 	qsort(v, n, sizeof(*v), cmp_u64);
 	return v[n / 2];
 }
 
 /* TX and its completion. */
-static void transmit(struct rte_mbuf **pkts, unsigned int n)
+static void
+transmit(struct rte_mbuf **pkts, unsigned int n)
 {
 	struct rte_mbuf *done[BURST];
 	unsigned int k;
@@ -80,21 +83,25 @@ static void transmit(struct rte_mbuf **pkts, unsigned int n)
 	rte_pktmbuf_free_bulk(done, k);
 }
 
-static void build(struct rte_mbuf *m, unsigned int bytes, uint32_t chunk)
+static void
+build(struct rte_mbuf *m, unsigned int bytes, uint32_t chunk)
 {
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_AGG, .dtype = ISTH_WIRE_DTYPE_FP32, .sender = 1,
-		.count = (uint16_t)(bytes / 4), .job = 7, .round = 3,
-		.chunk = chunk, .bitmap = 0xff,
+		.type = ISTH_WIRE_AGG,
+		.dtype = ISTH_WIRE_DTYPE_FP32,
+		.sender = 1,
+		.count = (uint16_t)(bytes / 4),
+		.job = 7,
+		.round = 3,
+		.chunk = chunk,
+		.bitmap = 0xff,
 	};
 	uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
 	size_t fh = isth_wire_frame_hdr_size(&addr);
 	int len, flen;
 
-	len = isth_wire_build_msg(buf + fh, rte_pktmbuf_tailroom(m) - fh, &h,
-				  slot, bytes, NULL);
-	flen = isth_wire_put_frame_hdr(buf, rte_pktmbuf_tailroom(m), &addr,
-				       (size_t)len);
+	len = isth_wire_build_msg(buf + fh, rte_pktmbuf_tailroom(m) - fh, &h, slot, bytes, NULL);
+	flen = isth_wire_put_frame_hdr(buf, rte_pktmbuf_tailroom(m), &addr, (size_t)len);
 	if (len < 0 || flen < 0)
 		rte_exit(1, "build: %d %d\n", len, flen);
 	m->data_len = (uint16_t)flen;
@@ -102,7 +109,8 @@ static void build(struct rte_mbuf *m, unsigned int bytes, uint32_t chunk)
 }
 
 /* One fresh burst: allocate, build, push, transmit. */
-static void fresh_burst(struct isth_resend *r, unsigned int bytes)
+static void
+fresh_burst(struct isth_resend *r, unsigned int bytes)
 {
 	struct rte_mbuf *pkts[BURST];
 	unsigned int i;
@@ -117,7 +125,8 @@ static void fresh_burst(struct isth_resend *r, unsigned int bytes)
 }
 
 /* One NACK of BURST sequences starting @p off into the window. */
-static void resend_burst(struct isth_resend *r, uint64_t off)
+static void
+resend_burst(struct isth_resend *r, uint64_t off)
 {
 	struct isth_wire_range rg, gone[4];
 	struct isth_resend_cursor c;
@@ -133,13 +142,17 @@ static void resend_burst(struct isth_resend *r, uint64_t off)
 	transmit(pkts, n);
 }
 
-static struct isth_resend *mkring(void)
+static struct isth_resend *
+mkring(void)
 {
 	struct isth_resend_conf c = {
-		.socket_id = rte_socket_id(), .size = RING_SIZE,
-		.window_ns = UINT64_MAX / 2, .linger_ns = 0,
+		.socket_id = rte_socket_id(),
+		.size = RING_SIZE,
+		.window_ns = UINT64_MAX / 2,
+		.linger_ns = 0,
 		.hdr_off = (uint16_t)isth_wire_frame_hdr_size(&addr),
-		.flags = ISTH_RESEND_F_STAMP, .hdr_pool = hdr_pool,
+		.flags = ISTH_RESEND_F_STAMP,
+		.hdr_pool = hdr_pool,
 	};
 	struct isth_resend *r = isth_resend_create(&c);
 
@@ -148,29 +161,35 @@ static struct isth_resend *mkring(void)
 	return r;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	char prefix[64];
 	char *eal[] = {
-		argv[0], "-l", "0", "--no-huge", "-m", "512", "--no-pci",
-		"--no-telemetry", prefix, "--log-level=*:error", NULL,
+		argv[0],
+		"-l",
+		"0",
+		"--no-huge",
+		"-m",
+		"512",
+		"--no-pci",
+		"--no-telemetry",
+		prefix,
+		"--log-level=*:error",
+		NULL,
 	};
 	static struct rte_mbuf *held[RING_SIZE];
 	unsigned int p, rep, i;
 
 	(void)argc;
-	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-rsbench-%d",
-		 (int)getpid());
+	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-rsbench-%d", (int)getpid());
 	if (rte_eal_init((int)RTE_DIM(eal) - 1, eal) < 0)
 		rte_exit(1, "EAL init failed\n");
-	pool = rte_pktmbuf_pool_create("pkt", NB_MBUF, 256, 0,
-				       RTE_MBUF_DEFAULT_BUF_SIZE,
-				       rte_socket_id());
-	hdr_pool = rte_pktmbuf_pool_create("hdr", 4095, 256, 0,
-					   RTE_PKTMBUF_HEADROOM + 128,
-					   rte_socket_id());
-	txq = rte_ring_create("txq", 1024, rte_socket_id(),
-			      RING_F_SP_ENQ | RING_F_SC_DEQ);
+	pool = rte_pktmbuf_pool_create(
+		"pkt", NB_MBUF, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
+	hdr_pool = rte_pktmbuf_pool_create(
+		"hdr", 4095, 256, 0, RTE_PKTMBUF_HEADROOM + 128, rte_socket_id());
+	txq = rte_ring_create("txq", 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
 	if (pool == NULL || hdr_pool == NULL || txq == NULL)
 		rte_exit(1, "setup: %s\n", rte_strerror(rte_errno));
 	memcpy(addr.dst_mac, "\x02\0\0\0\0\x02", 6);
@@ -184,9 +203,9 @@ int main(int argc, char **argv)
 
 	printf("resend bench: cycles per packet, bursts of %u, rings of %u "
 	       "frames, median of %u repetitions of %u bursts\n",
-	       BURST, RING_SIZE, REPS, BURSTS_PER_REP);
-	printf("%8s %10s %10s %10s %14s %12s\n", "payload", "fresh",
-	       "resend", "busy", "fresh/resend", "fresh/busy");
+		BURST, RING_SIZE, REPS, BURSTS_PER_REP);
+	printf("%8s %10s %10s %10s %14s %12s\n", "payload", "fresh", "resend", "busy",
+		"fresh/resend", "fresh/busy");
 
 	for (p = 0; p < RTE_DIM(payloads); p++) {
 		uint64_t fresh[REPS], resend[REPS], busy[REPS];
@@ -233,17 +252,15 @@ int main(int argc, char **argv)
 			isth_resend_stats(rb, &st);
 			if (st.hdr_seg != st.served)
 				rte_exit(1, "busy ring was not busy\n");
-			printf("%6u B %10lu %10lu %10lu %14.2f %12.2f\n",
-			       payloads[p], (unsigned long)f, (unsigned long)s,
-			       (unsigned long)b, s ? (double)f / s : 0.0,
-			       b ? (double)f / b : 0.0);
+			printf("%6u B %10lu %10lu %10lu %14.2f %12.2f\n", payloads[p],
+				(unsigned long)f, (unsigned long)s, (unsigned long)b,
+				s ? (double)f / s : 0.0, b ? (double)f / b : 0.0);
 		}
 		isth_resend_destroy(r);
 		isth_resend_destroy(rb);
 		rte_pktmbuf_free_bulk(held, RING_SIZE);
 	}
-	if (rte_mempool_avail_count(pool) != NB_MBUF ||
-	    rte_mempool_avail_count(hdr_pool) != 4095)
+	if (rte_mempool_avail_count(pool) != NB_MBUF || rte_mempool_avail_count(hdr_pool) != 4095)
 		rte_exit(1, "mbufs leaked\n");
 	rte_ring_free(txq);
 	rte_mempool_free(hdr_pool);

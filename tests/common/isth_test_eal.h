@@ -17,7 +17,8 @@
 #include <rte_eal.h>
 
 /* rte_eal_cleanup(), then remove the runtime directory it leaves. */
-static inline void isth_test_eal_cleanup(void)
+static inline void
+isth_test_eal_cleanup(void)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 256];
 	struct dirent *de;

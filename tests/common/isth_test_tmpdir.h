@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 /* Create "/tmp/isth-<tag>-<pid>-XXXXXX" in @p dir; 0 or -1. */
-static inline int isth_test_tmpdir_make(char *dir, size_t len, const char *tag)
+static inline int
+isth_test_tmpdir_make(char *dir, size_t len, const char *tag)
 {
 	if ((size_t)snprintf(dir, len, "/tmp/isth-%s-%d-XXXXXX", tag, (int)getpid()) >= len)
 		return -1;
@@ -20,7 +21,8 @@ static inline int isth_test_tmpdir_make(char *dir, size_t len, const char *tag)
 }
 
 /* Remove @p dir and what it holds; 0 or -1. */
-static inline int isth_test_tmpdir_remove(const char *dir)
+static inline int
+isth_test_tmpdir_remove(const char *dir)
 {
 	char cmd[512];
 
@@ -30,8 +32,9 @@ static inline int isth_test_tmpdir_remove(const char *dir)
 }
 
 /* Write @p len bytes of @p data to @p dir/@p name; the path goes to @p path. 0 or -1. */
-static inline int isth_test_tmpdir_put(const char *dir, const char *name, const void *data,
-				       size_t len, char *path, size_t path_len)
+static inline int
+isth_test_tmpdir_put(const char *dir, const char *name, const void *data, size_t len, char *path,
+	size_t path_len)
 {
 	FILE *f;
 	int ok;

@@ -10,26 +10,25 @@
 
 #include "isth_conf.h"
 
-static const char good[] =
-	"# isthmusd test config\n"
-	"[edge]\n"
-	"island = 3          # trailing comment\n"
-	"job = 0x10\n"
-	"memory = 32Gi\n"
-	"memory_dec = 32G\n"
-	"timeout = 1.5ms\n"
-	"rate = 10Gbps\n"
-	"backoff = yes\n"
-	"ip = 10.1.2.3\n"
-	"mac = 02:00:00:ab:cd:ef\n"
-	"mode = fpga\n"
-	"name = a#b\n"
-	"\n"
-	"; another comment style\n"
-	"[peer NYC]\n"
-	"ip = 10.0.0.1\n"
-	"[  peer    LON ]\n"
-	"ip = 10.0.0.2\n";
+static const char good[] = "# isthmusd test config\n"
+			   "[edge]\n"
+			   "island = 3          # trailing comment\n"
+			   "job = 0x10\n"
+			   "memory = 32Gi\n"
+			   "memory_dec = 32G\n"
+			   "timeout = 1.5ms\n"
+			   "rate = 10Gbps\n"
+			   "backoff = yes\n"
+			   "ip = 10.1.2.3\n"
+			   "mac = 02:00:00:ab:cd:ef\n"
+			   "mode = fpga\n"
+			   "name = a#b\n"
+			   "\n"
+			   "; another comment style\n"
+			   "[peer NYC]\n"
+			   "ip = 10.0.0.1\n"
+			   "[  peer    LON ]\n"
+			   "ip = 10.0.0.2\n";
 
 Test(conf, values_parse)
 {
@@ -116,8 +115,8 @@ static struct syntax_case syntax_cases[] = {
 
 ParameterizedTestParameters(conf, syntax)
 {
-	return cr_make_param_array(struct syntax_case, syntax_cases,
-				   sizeof(syntax_cases) / sizeof(syntax_cases[0]));
+	return cr_make_param_array(
+		struct syntax_case, syntax_cases, sizeof(syntax_cases) / sizeof(syntax_cases[0]));
 }
 
 ParameterizedTest(struct syntax_case *tc, conf, syntax)
@@ -148,14 +147,21 @@ static struct value_case value_cases[] = {
 	{"[s]\nk = 0\n", K_U64, -EINVAL, "x.conf:2: [s] k: 0 out of range [1, 100]"},
 	{"[s]\nother = 1\n", K_U64, -ENOENT, "x.conf:1: [s] k: required key missing"},
 	{"[t]\nk = 1\n", K_U64, -ENOENT, "x.conf: [s] k: required key missing"},
-	{"[s]\nk = 3Q\n", K_SIZE, -EINVAL, "x.conf:2: [s] k: '3Q' is not a size (bytes, or with K/M/G/T or Ki/Mi/Gi/Ti)"},
-	{"[s]\nk = 10\n", K_DUR, -EINVAL, "x.conf:2: [s] k: '10' is not a duration with a unit (ns, us, ms, s)"},
-	{"[s]\nk = 10 Gb\n", K_RATE, -EINVAL, "x.conf:2: [s] k: '10 Gb' is not a rate with a unit (bps, Kbps, Mbps, Gbps, Tbps)"},
-	{"[s]\nk = maybe\n", K_BOOL, -EINVAL, "x.conf:2: [s] k: 'maybe' is not a boolean (true/false, yes/no, on/off, 1/0)"},
-	{"[s]\nk = 10.0.0.256\n", K_IP, -EINVAL, "x.conf:2: [s] k: '10.0.0.256' is not an IPv4 address"},
+	{"[s]\nk = 3Q\n", K_SIZE, -EINVAL,
+		"x.conf:2: [s] k: '3Q' is not a size (bytes, or with K/M/G/T or Ki/Mi/Gi/Ti)"},
+	{"[s]\nk = 10\n", K_DUR, -EINVAL,
+		"x.conf:2: [s] k: '10' is not a duration with a unit (ns, us, ms, s)"},
+	{"[s]\nk = 10 Gb\n", K_RATE, -EINVAL,
+		"x.conf:2: [s] k: '10 Gb' is not a rate with a unit (bps, Kbps, Mbps, Gbps, Tbps)"},
+	{"[s]\nk = maybe\n", K_BOOL, -EINVAL,
+		"x.conf:2: [s] k: 'maybe' is not a boolean (true/false, yes/no, on/off, 1/0)"},
+	{"[s]\nk = 10.0.0.256\n", K_IP, -EINVAL,
+		"x.conf:2: [s] k: '10.0.0.256' is not an IPv4 address"},
 	{"[s]\nk = 10.0.0\n", K_IP, -EINVAL, "x.conf:2: [s] k: '10.0.0' is not an IPv4 address"},
-	{"[s]\nk = 10.0.0.1 x\n", K_IP, -EINVAL, "x.conf:2: [s] k: '10.0.0.1 x' is not an IPv4 address"},
-	{"[s]\nk = 02:00:00:00:00\n", K_MAC, -EINVAL, "x.conf:2: [s] k: '02:00:00:00:00' is not a MAC address (aa:bb:cc:dd:ee:ff)"},
+	{"[s]\nk = 10.0.0.1 x\n", K_IP, -EINVAL,
+		"x.conf:2: [s] k: '10.0.0.1 x' is not an IPv4 address"},
+	{"[s]\nk = 02:00:00:00:00\n", K_MAC, -EINVAL,
+		"x.conf:2: [s] k: '02:00:00:00:00' is not a MAC address (aa:bb:cc:dd:ee:ff)"},
 	{"[s]\nk = hw\n", K_ENUM, -EINVAL, "x.conf:2: [s] k: 'hw' is not one of: sw, fpga"},
 	{"[s]\nk =\n", K_STR, -EINVAL, "x.conf:2: [s] k: empty value"},
 	{"[s]\nk = 5\nkk = 6\n", K_UNUSED, -EINVAL, "x.conf:3: unknown key 'kk' in [s]"},
@@ -164,8 +170,8 @@ static struct value_case value_cases[] = {
 
 ParameterizedTestParameters(conf, values)
 {
-	return cr_make_param_array(struct value_case, value_cases,
-				   sizeof(value_cases) / sizeof(value_cases[0]));
+	return cr_make_param_array(
+		struct value_case, value_cases, sizeof(value_cases) / sizeof(value_cases[0]));
 }
 
 ParameterizedTest(struct value_case *tc, conf, values)
@@ -184,15 +190,33 @@ ParameterizedTest(struct value_case *tc, conf, values)
 	c = isth_conf_parse(tc->text, "x.conf", err, sizeof(err));
 	cr_assert_not_null(c, "%s", err);
 	switch (tc->kind) {
-	case K_U64: rc = isth_conf_u64(c, "s", "k", true, 0, 1, 100, &v); break;
-	case K_SIZE: rc = isth_conf_size(c, "s", "k", true, 0, 0, UINT64_MAX, &v); break;
-	case K_DUR: rc = isth_conf_duration(c, "s", "k", true, 0, 0, UINT64_MAX, &v); break;
-	case K_RATE: rc = isth_conf_rate(c, "s", "k", true, 0, 0, UINT64_MAX, &v); break;
-	case K_BOOL: rc = isth_conf_bool(c, "s", "k", true, false, &b); break;
-	case K_IP: rc = isth_conf_ipv4(c, "s", "k", true, 0, &ip); break;
-	case K_MAC: rc = isth_conf_mac(c, "s", "k", true, NULL, mac); break;
-	case K_ENUM: rc = isth_conf_enum(c, "s", "k", true, 0, modes, &e); break;
-	case K_STR: rc = isth_conf_str(c, "s", "k", true, NULL, &s); break;
+	case K_U64:
+		rc = isth_conf_u64(c, "s", "k", true, 0, 1, 100, &v);
+		break;
+	case K_SIZE:
+		rc = isth_conf_size(c, "s", "k", true, 0, 0, UINT64_MAX, &v);
+		break;
+	case K_DUR:
+		rc = isth_conf_duration(c, "s", "k", true, 0, 0, UINT64_MAX, &v);
+		break;
+	case K_RATE:
+		rc = isth_conf_rate(c, "s", "k", true, 0, 0, UINT64_MAX, &v);
+		break;
+	case K_BOOL:
+		rc = isth_conf_bool(c, "s", "k", true, false, &b);
+		break;
+	case K_IP:
+		rc = isth_conf_ipv4(c, "s", "k", true, 0, &ip);
+		break;
+	case K_MAC:
+		rc = isth_conf_mac(c, "s", "k", true, NULL, mac);
+		break;
+	case K_ENUM:
+		rc = isth_conf_enum(c, "s", "k", true, 0, modes, &e);
+		break;
+	case K_STR:
+		rc = isth_conf_str(c, "s", "k", true, NULL, &s);
+		break;
 	case K_UNUSED:
 		cr_assert_eq(isth_conf_u64(c, "s", "k", true, 0, 0, 100, &v), 0);
 		rc = isth_conf_check_unused(c);

@@ -16,33 +16,38 @@
 
 #include "fuzz_common.h"
 
-#define FUZZ_CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: invariant violated: %s\n", \
-			__FILE__, __LINE__, #cond); \
-		abort(); \
-	} \
-} while (0)
+#define FUZZ_CHECK(cond) \
+	do { \
+		if (!(cond)) { \
+			fprintf(stderr, "%s:%d: invariant violated: %s\n", __FILE__, __LINE__, \
+				#cond); \
+			abort(); \
+		} \
+	} while (0)
 
 /* Largest UDP payload an IPv4 datagram can carry. */
 #define MAX_UDP_PAYLOAD (65535u - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE)
 
-static uint16_t rd16(const uint8_t *p)
+static uint16_t
+rd16(const uint8_t *p)
 {
 	return (uint16_t)(((unsigned int)p[0] << 8) | p[1]);
 }
 
-static uint32_t rd32(const uint8_t *p)
+static uint32_t
+rd32(const uint8_t *p)
 {
 	return (uint32_t)rd16(p) << 16 | rd16(p + 2);
 }
 
-static uint64_t rd64(const uint8_t *p)
+static uint64_t
+rd64(const uint8_t *p)
 {
 	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
 }
 
-void isth_fuzz_limits(const uint8_t *p, struct isth_wire_limits *lim)
+void
+isth_fuzz_limits(const uint8_t *p, struct isth_wire_limits *lim)
 {
 	memset(lim, 0, sizeof(*lim));
 	lim->n_islands = (p[0] % ISTH_WIRE_MAX_ISLANDS) + 1;
@@ -52,7 +57,8 @@ void isth_fuzz_limits(const uint8_t *p, struct isth_wire_limits *lim)
 	lim->udp_port = ISTH_WIRE_PORT;
 }
 
-void isth_fuzz_put_limits(uint8_t *p, const struct isth_wire_limits *lim)
+void
+isth_fuzz_put_limits(uint8_t *p, const struct isth_wire_limits *lim)
 {
 	p[0] = (uint8_t)(lim->n_islands - 1);
 	p[1] = lim->check_udp_csum ? 1 : 0;
@@ -63,14 +69,15 @@ void isth_fuzz_put_limits(uint8_t *p, const struct isth_wire_limits *lim)
 }
 
 /* Flags each type may carry, from the comments on enum isth_wire_flag. */
-static uint16_t allowed_flags(unsigned int type)
+static uint16_t
+allowed_flags(unsigned int type)
 {
 	switch (type) {
 	case ISTH_WIRE_DATA:
 		return ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST | ISTH_WIRE_F_AUTH;
 	case ISTH_WIRE_AGG:
 		return ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST |
-		       ISTH_WIRE_F_AUTH;
+			ISTH_WIRE_F_AUTH;
 	case ISTH_WIRE_NACK:
 	case ISTH_WIRE_GONE:
 		return ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH;
@@ -81,13 +88,15 @@ static uint16_t allowed_flags(unsigned int type)
 	}
 }
 
-static uint64_t mask_of(uint32_t n)
+static uint64_t
+mask_of(uint32_t n)
 {
 	return n >= 64 ? UINT64_MAX : (UINT64_C(1) << n) - 1;
 }
 
 /* Reads every byte so that ASan sees an overrun of the reported size. */
-static unsigned int touch(const uint8_t *p, size_t n)
+static unsigned int
+touch(const uint8_t *p, size_t n)
 {
 	unsigned int x = 0;
 	size_t i;
@@ -99,14 +108,16 @@ static unsigned int touch(const uint8_t *p, size_t n)
 
 static volatile unsigned int sink;
 
-void isth_fuzz_check_reject(enum isth_wire_reason r)
+void
+isth_fuzz_check_reject(enum isth_wire_reason r)
 {
 	FUZZ_CHECK(r > ISTH_WIRE_OK && r < ISTH_WIRE_REASON_MAX);
 	FUZZ_CHECK(strcmp(isth_wire_reason_name(r), "unknown") != 0);
 	FUZZ_CHECK(strcmp(isth_wire_reason_str(r), "unknown reason") != 0);
 }
 
-static void check_ranges(const struct isth_wire_pkt *pkt)
+static void
+check_ranges(const struct isth_wire_pkt *pkt)
 {
 	const struct isth_wire_hdr *h = &pkt->hdr;
 	struct isth_wire_range r;
@@ -124,7 +135,8 @@ static void check_ranges(const struct isth_wire_pkt *pkt)
 	}
 }
 
-static void check_round(const struct isth_wire_pkt *pkt, uint64_t mask)
+static void
+check_round(const struct isth_wire_pkt *pkt, uint64_t mask)
 {
 	const struct isth_wire_hdr *h = &pkt->hdr;
 	const uint8_t *p = pkt->payload;
@@ -145,20 +157,19 @@ static void check_round(const struct isth_wire_pkt *pkt, uint64_t mask)
 }
 
 /* Field by field: struct isth_wire_hdr has padding that nobody initialises. */
-static bool hdr_eq(const struct isth_wire_hdr *a, const struct isth_wire_hdr *b)
+static bool
+hdr_eq(const struct isth_wire_hdr *a, const struct isth_wire_hdr *b)
 {
-	return a->type == b->type && a->dtype == b->dtype &&
-	       a->flags == b->flags && a->trailer_len == b->trailer_len &&
-	       a->sender == b->sender && a->count == b->count &&
-	       a->job == b->job && a->round == b->round &&
-	       a->chunk == b->chunk && a->seq == b->seq &&
-	       a->bitmap == b->bitmap;
+	return a->type == b->type && a->dtype == b->dtype && a->flags == b->flags &&
+		a->trailer_len == b->trailer_len && a->sender == b->sender &&
+		a->count == b->count && a->job == b->job && a->round == b->round &&
+		a->chunk == b->chunk && a->seq == b->seq && a->bitmap == b->bitmap;
 }
 
 /* isth_wire_build_msg() must reproduce the accepted bytes exactly, and
  * the parser must accept its own output with the same header. */
-static void check_reencode(const struct isth_wire_pkt *pkt,
-			   const struct isth_wire_limits *lim)
+static void
+check_reencode(const struct isth_wire_pkt *pkt, const struct isth_wire_limits *lim)
 {
 	struct isth_wire_pkt again;
 	uint8_t *copy;
@@ -168,24 +179,22 @@ static void check_reencode(const struct isth_wire_pkt *pkt,
 		return; /* build_msg refuses these by design; no socket gives one */
 	copy = malloc(pkt->msg_size);
 	FUZZ_CHECK(copy != NULL);
-	n = isth_wire_build_msg(copy, pkt->msg_size, &pkt->hdr, pkt->payload,
-				pkt->payload_size, pkt->trailer);
+	n = isth_wire_build_msg(
+		copy, pkt->msg_size, &pkt->hdr, pkt->payload, pkt->payload_size, pkt->trailer);
 	FUZZ_CHECK(n >= 0 && (size_t)n == pkt->msg_size);
 	FUZZ_CHECK(memcmp(copy, pkt->msg, pkt->msg_size) == 0);
-	FUZZ_CHECK(isth_wire_build_msg(copy, pkt->msg_size - 1, &pkt->hdr,
-				       pkt->payload, pkt->payload_size,
-				       pkt->trailer) == -ENOSPC);
+	FUZZ_CHECK(isth_wire_build_msg(copy, pkt->msg_size - 1, &pkt->hdr, pkt->payload,
+			   pkt->payload_size, pkt->trailer) == -ENOSPC);
 	memset(&again, 0, sizeof(again));
-	FUZZ_CHECK(isth_wire_parse_msg(copy, pkt->msg_size, lim, &again) ==
-		   ISTH_WIRE_OK);
+	FUZZ_CHECK(isth_wire_parse_msg(copy, pkt->msg_size, lim, &again) == ISTH_WIRE_OK);
 	FUZZ_CHECK(hdr_eq(&again.hdr, &pkt->hdr));
 	FUZZ_CHECK(again.payload_size == pkt->payload_size);
 	free(copy);
 }
 
-void isth_fuzz_check_msg(const uint8_t *buf, size_t len,
-			 const struct isth_wire_limits *lim,
-			 const struct isth_wire_pkt *pkt)
+void
+isth_fuzz_check_msg(const uint8_t *buf, size_t len, const struct isth_wire_limits *lim,
+	const struct isth_wire_pkt *pkt)
 {
 	const struct isth_wire_hdr *h = &pkt->hdr;
 	uint64_t mask = mask_of(lim->n_islands);
@@ -193,12 +202,10 @@ void isth_fuzz_check_msg(const uint8_t *buf, size_t len,
 	unsigned int esize;
 
 	/* Everything the packet points at lies inside the caller's buffer. */
-	FUZZ_CHECK(m >= buf && pkt->msg_size <= len &&
-		   (size_t)(m - buf) <= len - pkt->msg_size);
+	FUZZ_CHECK(m >= buf && pkt->msg_size <= len && (size_t)(m - buf) <= len - pkt->msg_size);
 	FUZZ_CHECK(pkt->msg_size >= ISTH_WIRE_HDR_SIZE);
 	FUZZ_CHECK(pkt->payload == m + ISTH_WIRE_HDR_SIZE);
-	FUZZ_CHECK(ISTH_WIRE_HDR_SIZE + pkt->payload_size + h->trailer_len ==
-		   pkt->msg_size);
+	FUZZ_CHECK(ISTH_WIRE_HDR_SIZE + pkt->payload_size + h->trailer_len == pkt->msg_size);
 	if (h->trailer_len)
 		FUZZ_CHECK(pkt->trailer == pkt->payload + pkt->payload_size);
 	else
@@ -232,8 +239,7 @@ void isth_fuzz_check_msg(const uint8_t *buf, size_t len,
 	case ISTH_WIRE_DATA:
 	case ISTH_WIRE_AGG:
 		esize = h->dtype == ISTH_WIRE_DTYPE_BF16 ? 2 : 4;
-		FUZZ_CHECK(h->dtype >= ISTH_WIRE_DTYPE_FP32 &&
-			   h->dtype <= ISTH_WIRE_DTYPE_INT32);
+		FUZZ_CHECK(h->dtype >= ISTH_WIRE_DTYPE_FP32 && h->dtype <= ISTH_WIRE_DTYPE_INT32);
 		FUZZ_CHECK(isth_wire_dtype_size(h->dtype) == esize);
 		FUZZ_CHECK(h->count >= 1 && h->count <= lim->max_elems);
 		FUZZ_CHECK((size_t)h->count * esize == pkt->payload_size);
@@ -245,8 +251,7 @@ void isth_fuzz_check_msg(const uint8_t *buf, size_t len,
 	case ISTH_WIRE_GONE:
 		FUZZ_CHECK(h->dtype == ISTH_WIRE_DTYPE_NONE);
 		FUZZ_CHECK(h->count >= 1 && h->count <= lim->max_ranges);
-		FUZZ_CHECK((size_t)h->count * ISTH_WIRE_RANGE_SIZE ==
-			   pkt->payload_size);
+		FUZZ_CHECK((size_t)h->count * ISTH_WIRE_RANGE_SIZE == pkt->payload_size);
 		check_ranges(pkt);
 		break;
 	case ISTH_WIRE_ROUND:
@@ -260,7 +265,8 @@ void isth_fuzz_check_msg(const uint8_t *buf, size_t len,
 }
 
 /* RFC 1071 sum, written out again rather than borrowed from the parser. */
-static uint32_t ones_sum(const uint8_t *p, size_t n, uint32_t s)
+static uint32_t
+ones_sum(const uint8_t *p, size_t n, uint32_t s)
 {
 	while (n >= 2) {
 		s += rd16(p);
@@ -274,9 +280,9 @@ static uint32_t ones_sum(const uint8_t *p, size_t n, uint32_t s)
 	return s;
 }
 
-void isth_fuzz_check_frame(const uint8_t *buf, size_t len,
-			   const struct isth_wire_limits *lim,
-			   const struct isth_wire_pkt *pkt)
+void
+isth_fuzz_check_frame(const uint8_t *buf, size_t len, const struct isth_wire_limits *lim,
+	const struct isth_wire_pkt *pkt)
 {
 	const struct isth_wire_addr *a = &pkt->addr;
 	size_t off = ISTH_WIRE_ETH_HDR_SIZE, ihl, totlen, ulen;
@@ -321,7 +327,7 @@ void isth_fuzz_check_frame(const uint8_t *buf, size_t len,
 		uint32_t s = ones_sum(ip + 12, 8, 0);
 
 		s = ones_sum((const uint8_t *)"\0\x11", 2, s);
-		s = ones_sum((const uint8_t[2]){ ulen >> 8, ulen & 0xff }, 2, s);
+		s = ones_sum((const uint8_t[2]){ulen >> 8, ulen & 0xff}, 2, s);
 		FUZZ_CHECK(ones_sum(udp, ulen, s) == 0xffff);
 	}
 
@@ -330,12 +336,10 @@ void isth_fuzz_check_frame(const uint8_t *buf, size_t len,
 
 	/* The frame parser and the message parser agree on the message. */
 	memset(&inner, 0, sizeof(inner));
-	FUZZ_CHECK(isth_wire_parse_msg(pkt->msg, pkt->msg_size, lim, &inner) ==
-		   ISTH_WIRE_OK);
+	FUZZ_CHECK(isth_wire_parse_msg(pkt->msg, pkt->msg_size, lim, &inner) == ISTH_WIRE_OK);
 	FUZZ_CHECK(hdr_eq(&inner.hdr, &pkt->hdr));
-	FUZZ_CHECK(inner.payload == pkt->payload &&
-		   inner.payload_size == pkt->payload_size &&
-		   inner.trailer == pkt->trailer);
+	FUZZ_CHECK(inner.payload == pkt->payload && inner.payload_size == pkt->payload_size &&
+		inner.trailer == pkt->trailer);
 
 	isth_fuzz_check_msg(buf, len, lim, pkt);
 }

@@ -37,9 +37,8 @@ void isth_fuzz_put_limits(uint8_t *p, const struct isth_wire_limits *lim);
  * message at @p buf / @p len, including that isth_wire_build_msg()
  * re-encodes it to the same bytes. abort()s on the first violation.
  */
-void isth_fuzz_check_msg(const uint8_t *buf, size_t len,
-			 const struct isth_wire_limits *lim,
-			 const struct isth_wire_pkt *pkt);
+void isth_fuzz_check_msg(const uint8_t *buf, size_t len, const struct isth_wire_limits *lim,
+	const struct isth_wire_pkt *pkt);
 
 /**
  * Check an accepted frame: the Ethernet/IPv4/UDP layers re-validated by
@@ -47,9 +46,8 @@ void isth_fuzz_check_msg(const uint8_t *buf, size_t len,
  * verdict and header from isth_wire_parse_msg() on the UDP payload, then
  * everything isth_fuzz_check_msg() checks. abort()s on violation.
  */
-void isth_fuzz_check_frame(const uint8_t *buf, size_t len,
-			   const struct isth_wire_limits *lim,
-			   const struct isth_wire_pkt *pkt);
+void isth_fuzz_check_frame(const uint8_t *buf, size_t len, const struct isth_wire_limits *lim,
+	const struct isth_wire_pkt *pkt);
 
 /** Check a rejection: a named reason other than ISTH_WIRE_OK. */
 void isth_fuzz_check_reject(enum isth_wire_reason r);

@@ -8,7 +8,8 @@
 
 #include "fuzz_common.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct isth_wire_limits lim;
 	enum isth_wire_reason r;

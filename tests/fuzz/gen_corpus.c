@@ -29,22 +29,23 @@
 #define BUF_SIZE 16384u
 
 struct gen {
-	const char *out;	/* NULL: verify only */
+	const char *out; /* NULL: verify only */
 	unsigned int n_seeds;
 	unsigned int n_wrong;
 	int err;
 };
 
-static void die(const char *what)
+static void
+die(const char *what)
 {
 	fprintf(stderr, "gen_corpus: %s\n", what);
 	exit(2);
 }
 
 /* Record one seed: check its verdict, write prefix + bytes. */
-static void emit(struct gen *g, bool frame, const char *name,
-		 const struct isth_wire_limits *lim, const uint8_t *pkt,
-		 size_t len, enum isth_wire_reason expect)
+static void
+emit(struct gen *g, bool frame, const char *name, const struct isth_wire_limits *lim,
+	const uint8_t *pkt, size_t len, enum isth_wire_reason expect)
 {
 	uint8_t cfg[ISTH_FUZZ_CFG_SIZE];
 	struct isth_wire_limits back;
@@ -57,22 +58,21 @@ static void emit(struct gen *g, bool frame, const char *name,
 	isth_fuzz_limits(cfg, &back);
 	if (memcmp(&back, lim, sizeof(back)) != 0)
 		die("limits do not survive the configuration prefix");
-	r = frame ? isth_wire_parse_frame(pkt, len, lim, &p) :
-		    isth_wire_parse_msg(pkt, len, lim, &p);
+	r = frame ? isth_wire_parse_frame(pkt, len, lim, &p)
+		  : isth_wire_parse_msg(pkt, len, lim, &p);
 	g->n_seeds++;
 	if (r != expect) {
 		g->n_wrong++;
 		fprintf(stderr, "gen_corpus: %s/%s: expected %s, parser says %s\n",
-			frame ? "frame" : "msg", name,
-			isth_wire_reason_name(expect), isth_wire_reason_name(r));
+			frame ? "frame" : "msg", name, isth_wire_reason_name(expect),
+			isth_wire_reason_name(r));
 	}
 	if (g->out == NULL)
 		return;
-	snprintf(path, sizeof(path), "%s/%s/%s", g->out,
-		 frame ? "frame" : "msg", name);
+	snprintf(path, sizeof(path), "%s/%s/%s", g->out, frame ? "frame" : "msg", name);
 	f = fopen(path, "wb");
 	if (f == NULL || fwrite(cfg, 1, sizeof(cfg), f) != sizeof(cfg) ||
-	    (len && fwrite(pkt, 1, len, f) != len) || fclose(f) != 0) {
+		(len && fwrite(pkt, 1, len, f) != len) || fclose(f) != 0) {
 		fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
 		g->err = 1;
 	}
@@ -80,7 +80,8 @@ static void emit(struct gen *g, bool frame, const char *name,
 
 /* ---- messages ---------------------------------------------------------- */
 
-static void put_le32(uint8_t *p, uint32_t v)
+static void
+put_le32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)v;
 	p[1] = (uint8_t)(v >> 8);
@@ -88,7 +89,8 @@ static void put_le32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)(v >> 24);
 }
 
-static uint32_t f32_bits(float f)
+static uint32_t
+f32_bits(float f)
 {
 	uint32_t u;
 
@@ -97,7 +99,8 @@ static uint32_t f32_bits(float f)
 }
 
 /* count elements of @dtype, little-endian, varied but deterministic. */
-static size_t mk_elems(uint8_t *p, unsigned int dtype, unsigned int count)
+static size_t
+mk_elems(uint8_t *p, unsigned int dtype, unsigned int count)
 {
 	unsigned int i;
 
@@ -121,12 +124,26 @@ static size_t mk_elems(uint8_t *p, unsigned int dtype, unsigned int count)
 }
 
 static const uint8_t trailer_bytes[255] = {
-	0xde, 0xad, 0xbe, 0xef, 0x01, 0x23, 0x45, 0x67,
-	0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98,
+	0xde,
+	0xad,
+	0xbe,
+	0xef,
+	0x01,
+	0x23,
+	0x45,
+	0x67,
+	0x89,
+	0xab,
+	0xcd,
+	0xef,
+	0xfe,
+	0xdc,
+	0xba,
+	0x98,
 };
 
-static void base_hdr(struct isth_wire_hdr *h, unsigned int type, unsigned int dtype,
-		     unsigned int count)
+static void
+base_hdr(struct isth_wire_hdr *h, unsigned int type, unsigned int dtype, unsigned int count)
 {
 	memset(h, 0, sizeof(*h));
 	h->type = (uint8_t)type;
@@ -141,20 +158,20 @@ static void base_hdr(struct isth_wire_hdr *h, unsigned int type, unsigned int dt
 }
 
 /* Build header + body + trailer with isth_wire_build_msg(). */
-static size_t mk_msg(uint8_t *buf, const struct isth_wire_hdr *h,
-		     const uint8_t *body, size_t body_size)
+static size_t
+mk_msg(uint8_t *buf, const struct isth_wire_hdr *h, const uint8_t *body, size_t body_size)
 {
-	int n = isth_wire_build_msg(buf, BUF_SIZE, h, body, body_size,
-				    h->trailer_len ? trailer_bytes : NULL);
+	int n = isth_wire_build_msg(
+		buf, BUF_SIZE, h, body, body_size, h->trailer_len ? trailer_bytes : NULL);
 
 	if (n < 0)
 		die("isth_wire_build_msg refused a seed");
 	return (size_t)n;
 }
 
-static size_t mk_data(uint8_t *buf, unsigned int type, unsigned int dtype,
-		      unsigned int count, uint16_t flags, uint8_t trailer_len,
-		      uint8_t sender, uint64_t bitmap)
+static size_t
+mk_data(uint8_t *buf, unsigned int type, unsigned int dtype, unsigned int count, uint16_t flags,
+	uint8_t trailer_len, uint8_t sender, uint64_t bitmap)
 {
 	static uint8_t body[BUF_SIZE];
 	struct isth_wire_hdr h;
@@ -169,9 +186,9 @@ static size_t mk_data(uint8_t *buf, unsigned int type, unsigned int dtype,
 	return mk_msg(buf, &h, body, n);
 }
 
-static size_t mk_ranges(uint8_t *buf, unsigned int type, uint16_t flags,
-			uint8_t trailer_len, const struct isth_wire_range *r,
-			unsigned int n)
+static size_t
+mk_ranges(uint8_t *buf, unsigned int type, uint16_t flags, uint8_t trailer_len,
+	const struct isth_wire_range *r, unsigned int n)
 {
 	uint8_t body[64 * ISTH_WIRE_RANGE_SIZE];
 	struct isth_wire_hdr h;
@@ -187,8 +204,9 @@ static size_t mk_ranges(uint8_t *buf, unsigned int type, uint16_t flags,
 	return mk_msg(buf, &h, body, (size_t)sz);
 }
 
-static size_t mk_round(uint8_t *buf, uint16_t flags, uint8_t trailer_len,
-		       const struct isth_wire_round *rd, uint64_t bitmap)
+static size_t
+mk_round(uint8_t *buf, uint16_t flags, uint8_t trailer_len, const struct isth_wire_round *rd,
+	uint64_t bitmap)
 {
 	uint8_t body[ISTH_WIRE_ROUND_SIZE];
 	struct isth_wire_hdr h;
@@ -205,26 +223,29 @@ static size_t mk_round(uint8_t *buf, uint16_t flags, uint8_t trailer_len,
 static const struct isth_wire_round good_round = {
 	.start_ns = UINT64_C(1700000000000000000),
 	.deadline_ns = UINT64_C(1700000000250000000),
-	.period_ns = UINT64_C(1) << 29,	/* one non-zero byte: see period-0 */
-	.clique = 0x1b,		/* islands 0, 1, 3, 4 */
+	.period_ns = UINT64_C(1) << 29, /* one non-zero byte: see period-0 */
+	.clique = 0x1b, /* islands 0, 1, 3, 4 */
 	.n_chunks = 64,
 	.chunk_elems = 358,
 };
 
 /* ---- frames ------------------------------------------------------------ */
 
-static uint16_t rd16(const uint8_t *p)
+static uint16_t
+rd16(const uint8_t *p)
 {
 	return (uint16_t)((p[0] << 8) | p[1]);
 }
 
-static void wr16(uint8_t *p, uint16_t v)
+static void
+wr16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)(v >> 8);
 	p[1] = (uint8_t)v;
 }
 
-static uint32_t sum_words(const uint8_t *p, size_t n, uint32_t s)
+static uint32_t
+sum_words(const uint8_t *p, size_t n, uint32_t s)
 {
 	for (; n >= 2; p += 2, n -= 2)
 		s += rd16(p);
@@ -233,19 +254,22 @@ static uint32_t sum_words(const uint8_t *p, size_t n, uint32_t s)
 	return s;
 }
 
-static uint16_t fold(uint32_t s)
+static uint16_t
+fold(uint32_t s)
 {
 	while (s >> 16)
 		s = (s & 0xffff) + (s >> 16);
 	return (uint16_t)~s;
 }
 
-static size_t ip_off(const uint8_t *f)
+static size_t
+ip_off(const uint8_t *f)
 {
 	return rd16(f + 12) == 0x8100 ? 18 : 14;
 }
 
-static void fix_ip_csum(uint8_t *f)
+static void
+fix_ip_csum(uint8_t *f)
 {
 	uint8_t *ip = f + ip_off(f);
 
@@ -253,7 +277,8 @@ static void fix_ip_csum(uint8_t *f)
 	wr16(ip + 10, isth_wire_cksum(ip, (size_t)(ip[0] & 0x0f) * 4));
 }
 
-static void set_udp_csum(uint8_t *f)
+static void
+set_udp_csum(uint8_t *f)
 {
 	uint8_t *ip = f + ip_off(f);
 	uint8_t *udp = ip + (size_t)(ip[0] & 0x0f) * 4;
@@ -263,29 +288,39 @@ static void set_udp_csum(uint8_t *f)
 	wr16(udp + 6, 0);
 	s = sum_words(ip + 12, 8, 0) + 17 + ulen;
 	c = fold(sum_words(udp, ulen, s));
-	wr16(udp + 6, c ? c : 0xffff);	/* 0 means "no checksum" */
+	wr16(udp + 6, c ? c : 0xffff); /* 0 means "no checksum" */
 }
 
 enum {
-	F_VLAN = 1 << 0,	/* 802.1Q tag, VLAN 10, PCP 5 */
-	F_IPOPT = 1 << 1,	/* 4 bytes of IPv4 options: router alert */
-	F_IPOPT3 = 1 << 2,	/* 12 bytes of options: RA, NOPs, EOL */
-	F_UCSUM = 1 << 3,	/* a real UDP checksum instead of 0 */
-	F_PAD = 1 << 4,		/* 6 bytes of Ethernet padding after IP */
+	F_VLAN = 1 << 0, /* 802.1Q tag, VLAN 10, PCP 5 */
+	F_IPOPT = 1 << 1, /* 4 bytes of IPv4 options: router alert */
+	F_IPOPT3 = 1 << 2, /* 12 bytes of options: RA, NOPs, EOL */
+	F_UCSUM = 1 << 3, /* a real UDP checksum instead of 0 */
+	F_PAD = 1 << 4, /* 6 bytes of Ethernet padding after IP */
 };
 
 /* Wrap a message into a frame with isth_wire_put_frame_hdr(), then add
  * what the encoder does not write itself: options, checksum, padding. */
-static size_t mk_frame(uint8_t *f, const uint8_t *msg, size_t msg_size,
-		       unsigned int how)
+static size_t
+mk_frame(uint8_t *f, const uint8_t *msg, size_t msg_size, unsigned int how)
 {
 	static const uint8_t opts[12] = {
-		0x94, 0x04, 0x00, 0x00, 0x01, 0x01, 0x01, 0x01,
-		0x01, 0x01, 0x01, 0x00,
+		0x94,
+		0x04,
+		0x00,
+		0x00,
+		0x01,
+		0x01,
+		0x01,
+		0x01,
+		0x01,
+		0x01,
+		0x01,
+		0x00,
 	};
 	struct isth_wire_addr a = {
-		.dst_mac = { 0x01, 0x00, 0x5e, 0x01, 0x02, 0x03 },
-		.src_mac = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x03 },
+		.dst_mac = {0x01, 0x00, 0x5e, 0x01, 0x02, 0x03},
+		.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x03},
 		.src_ip = 0x0a000003,
 		.dst_ip = 0xef010203,
 		.src_port = 4791,
@@ -306,7 +341,7 @@ static size_t mk_frame(uint8_t *f, const uint8_t *msg, size_t msg_size,
 		die("isth_wire_put_frame_hdr");
 	len = (size_t)n;
 	if (how & F_VLAN)
-		f[14] |= 5 << 5;	/* PCP: not part of the VLAN id */
+		f[14] |= 5 << 5; /* PCP: not part of the VLAN id */
 	ip = f + ip_off(f);
 	if (how & (F_IPOPT | F_IPOPT3))
 		olen = (how & F_IPOPT3) ? 12 : 4;
@@ -339,8 +374,8 @@ struct valid {
 static struct valid valids[32];
 static unsigned int n_valid;
 
-static struct valid *add_valid(const char *name,
-			       const struct isth_wire_limits *lim)
+static struct valid *
+add_valid(const char *name, const struct isth_wire_limits *lim)
 {
 	struct valid *v = &valids[n_valid++];
 
@@ -351,57 +386,57 @@ static struct valid *add_valid(const char *name,
 	return v;
 }
 
-static void make_valids(const struct isth_wire_limits *l8,
-			const struct isth_wire_limits *l64,
-			const struct isth_wire_limits *ljumbo)
+static void
+make_valids(const struct isth_wire_limits *l8, const struct isth_wire_limits *l64,
+	const struct isth_wire_limits *ljumbo)
 {
 	const struct isth_wire_range seqs[3] = {
-		{ 10, 19 }, { 25, 25 }, { 1000, UINT64_MAX },
+		{10, 19},
+		{25, 25},
+		{1000, UINT64_MAX},
 	};
 	const struct isth_wire_range chunks[2] = {
-		{ 0, 7 }, { 100, UINT32_MAX },
+		{0, 7},
+		{100, UINT32_MAX},
 	};
 	struct valid *v;
 
-#define DATA(nm, lim, ty, dt, cnt, fl, tl, snd, bm) do { \
-	v = add_valid(nm, lim); \
-	v->len = mk_data(v->bytes, ty, dt, cnt, fl, tl, snd, bm); \
-} while (0)
-	DATA("ok-data-fp32", l8, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32, 16, 0, 0,
-	     3, 1u << 3);
-	DATA("ok-data-bf16-last", l8, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_BF16, 33,
-	     ISTH_WIRE_F_LAST, 0, 0, 1u);
+#define DATA(nm, lim, ty, dt, cnt, fl, tl, snd, bm) \
+	do { \
+		v = add_valid(nm, lim); \
+		v->len = mk_data(v->bytes, ty, dt, cnt, fl, tl, snd, bm); \
+	} while (0)
+	DATA("ok-data-fp32", l8, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32, 16, 0, 0, 3, 1u << 3);
+	DATA("ok-data-bf16-last", l8, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_BF16, 33, ISTH_WIRE_F_LAST, 0,
+		0, 1u);
 	DATA("ok-data-int32-resent", l8, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_INT32, 8,
-	     ISTH_WIRE_F_RESENT, 0, 7, 1u << 7);
-	DATA("ok-data-fp32-auth", l8, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32, 4,
-	     ISTH_WIRE_F_AUTH, 16, 3, 1u << 3);
-	DATA("ok-data-fp32-max", l8, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32,
-	     l8->max_elems, 0, 0, 3, 1u << 3);
-	DATA("ok-data-fp32-island63", l64, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32, 2,
-	     0, 0, 63, UINT64_C(1) << 63);
-	DATA("ok-agg-fp32", l8, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_FP32, 12, 0, 0, 1,
-	     0xff);
-	DATA("ok-agg-bf16-partial", l8, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_BF16, 9,
-	     ISTH_WIRE_F_PARTIAL, 0, 2, 0x15);
-	DATA("ok-agg-int32-resent-last", l8, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_INT32,
-	     5, ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST, 0, 4, 0x3c);
+		ISTH_WIRE_F_RESENT, 0, 7, 1u << 7);
+	DATA("ok-data-fp32-auth", l8, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32, 4, ISTH_WIRE_F_AUTH, 16,
+		3, 1u << 3);
+	DATA("ok-data-fp32-max", l8, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32, l8->max_elems, 0, 0, 3,
+		1u << 3);
+	DATA("ok-data-fp32-island63", l64, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32, 2, 0, 0, 63,
+		UINT64_C(1) << 63);
+	DATA("ok-agg-fp32", l8, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_FP32, 12, 0, 0, 1, 0xff);
+	DATA("ok-agg-bf16-partial", l8, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_BF16, 9, ISTH_WIRE_F_PARTIAL,
+		0, 2, 0x15);
+	DATA("ok-agg-int32-resent-last", l8, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_INT32, 5,
+		ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST, 0, 4, 0x3c);
 	DATA("ok-agg-fp32-partial-auth", l8, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_FP32, 3,
-	     ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_AUTH, 32, 0, 0x81);
-	DATA("ok-agg-fp32-all64", l64, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_FP32, 6, 0, 0,
-	     5, UINT64_MAX);
+		ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_AUTH, 32, 0, 0x81);
+	DATA("ok-agg-fp32-all64", l64, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_FP32, 6, 0, 0, 5, UINT64_MAX);
 	DATA("ok-agg-fp32-jumbo", ljumbo, ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_FP32, 2000,
-	     ISTH_WIRE_F_LAST, 0, 1, 0x3);
+		ISTH_WIRE_F_LAST, 0, 1, 0x3);
 #undef DATA
 	v = add_valid("ok-nack-seq", l8);
 	v->len = mk_ranges(v->bytes, ISTH_WIRE_NACK, 0, 0, seqs, 3);
 	v = add_valid("ok-nack-chunks", l8);
-	v->len = mk_ranges(v->bytes, ISTH_WIRE_NACK, ISTH_WIRE_F_CHUNKS, 0,
-			   chunks, 2);
+	v->len = mk_ranges(v->bytes, ISTH_WIRE_NACK, ISTH_WIRE_F_CHUNKS, 0, chunks, 2);
 	v = add_valid("ok-gone-seq", l8);
 	v->len = mk_ranges(v->bytes, ISTH_WIRE_GONE, 0, 0, seqs, 1);
 	v = add_valid("ok-gone-chunks-auth", l8);
-	v->len = mk_ranges(v->bytes, ISTH_WIRE_GONE,
-			   ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH, 8, chunks, 2);
+	v->len = mk_ranges(
+		v->bytes, ISTH_WIRE_GONE, ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH, 8, chunks, 2);
 	v = add_valid("ok-round", l8);
 	v->len = mk_round(v->bytes, 0, 0, &good_round, 0x13);
 	v = add_valid("ok-round-auth", l8);
@@ -411,69 +446,84 @@ static void make_valids(const struct isth_wire_limits *l8,
 /* A valid message with one rule broken. */
 struct bad_msg {
 	const char *name;
-	unsigned int base;	/* index into valids[] */
-	int off;		/* byte to overwrite, -1: none */
+	unsigned int base; /* index into valids[] */
+	int off; /* byte to overwrite, -1: none */
 	uint8_t val;
-	long resize;		/* bytes added (or removed when < 0) at the end */
+	long resize; /* bytes added (or removed when < 0) at the end */
 	enum isth_wire_reason expect;
 };
 
 /* Indexes of valids[], in make_valids() order. */
 enum {
-	V_DATA_FP32, V_DATA_BF16, V_DATA_INT32, V_DATA_AUTH, V_DATA_MAX,
-	V_DATA_I63, V_AGG_FP32, V_AGG_BF16, V_AGG_INT32, V_AGG_AUTH, V_AGG_64,
-	V_AGG_JUMBO, V_NACK_SEQ, V_NACK_CHUNKS, V_GONE_SEQ, V_GONE_AUTH,
-	V_ROUND, V_ROUND_AUTH,
+	V_DATA_FP32,
+	V_DATA_BF16,
+	V_DATA_INT32,
+	V_DATA_AUTH,
+	V_DATA_MAX,
+	V_DATA_I63,
+	V_AGG_FP32,
+	V_AGG_BF16,
+	V_AGG_INT32,
+	V_AGG_AUTH,
+	V_AGG_64,
+	V_AGG_JUMBO,
+	V_NACK_SEQ,
+	V_NACK_CHUNKS,
+	V_GONE_SEQ,
+	V_GONE_AUTH,
+	V_ROUND,
+	V_ROUND_AUTH,
 };
 
 static const struct bad_msg bad_msgs[] = {
-	{ "bad-hdr_trunc-empty", V_DATA_FP32, -1, 0, -(16 * 4 + 40), ISTH_WIRE_E_HDR_TRUNC },
-	{ "bad-hdr_trunc-39", V_DATA_FP32, -1, 0, -(16 * 4 + 1), ISTH_WIRE_E_HDR_TRUNC },
-	{ "bad-magic", V_DATA_FP32, 1, 'T', 0, ISTH_WIRE_E_MAGIC },
-	{ "bad-version-0", V_AGG_FP32, 2, 0, 0, ISTH_WIRE_E_VERSION },
-	{ "bad-version-2", V_NACK_SEQ, 2, 2, 0, ISTH_WIRE_E_VERSION },
-	{ "bad-type-0", V_DATA_FP32, 3, 0, 0, ISTH_WIRE_E_TYPE },
-	{ "bad-type-6", V_DATA_FP32, 3, 6, 0, ISTH_WIRE_E_TYPE },
-	{ "bad-flags-data-partial", V_DATA_FP32, 5, ISTH_WIRE_F_PARTIAL, 0, ISTH_WIRE_E_FLAGS },
-	{ "bad-flags-unknown-bit", V_AGG_FP32, 4, 0x01, 0, ISTH_WIRE_E_FLAGS },
-	{ "bad-flags-nack-last", V_NACK_SEQ, 5, ISTH_WIRE_F_LAST, 0, ISTH_WIRE_E_FLAGS },
-	{ "bad-flags-round-chunks", V_ROUND, 5, ISTH_WIRE_F_CHUNKS, 0, ISTH_WIRE_E_FLAGS },
-	{ "bad-dtype-data-none", V_DATA_FP32, 6, ISTH_WIRE_DTYPE_NONE, 0, ISTH_WIRE_E_DTYPE },
-	{ "bad-dtype-agg-4", V_AGG_FP32, 6, 4, 0, ISTH_WIRE_E_DTYPE },
-	{ "bad-dtype-nack-fp32", V_NACK_SEQ, 6, ISTH_WIRE_DTYPE_FP32, 0, ISTH_WIRE_E_DTYPE },
-	{ "bad-island-8", V_DATA_FP32, 20, 8, 0, ISTH_WIRE_E_ISLAND },
-	{ "bad-island-255", V_ROUND, 20, 255, 0, ISTH_WIRE_E_ISLAND },
-	{ "bad-reserved", V_AGG_INT32, 21, 0x80, 0, ISTH_WIRE_E_RESERVED },
-	{ "bad-trailer-auth-no-len", V_DATA_AUTH, 7, 0, 0, ISTH_WIRE_E_TRAILER },
-	{ "bad-trailer-len-no-auth", V_DATA_FP32, 7, 4, 0, ISTH_WIRE_E_TRAILER },
-	{ "bad-trailer-past-end", V_ROUND_AUTH, -1, 0, -(255 + 40 - 254), ISTH_WIRE_E_TRAILER },
-	{ "bad-count-data-0", V_DATA_FP32, 23, 0, 0, ISTH_WIRE_E_COUNT },
-	{ "bad-count-data-over", V_DATA_MAX, 23, 0x67 /* 358 -> 359 */, 4, ISTH_WIRE_E_COUNT },
-	{ "bad-count-nack-0", V_NACK_SEQ, 23, 0, 0, ISTH_WIRE_E_COUNT },
-	{ "bad-count-nack-over", V_NACK_SEQ, 23, 90 /* max_ranges 89 */, 0, ISTH_WIRE_E_COUNT },
-	{ "bad-count-round-1", V_ROUND, 23, 1, 0, ISTH_WIRE_E_COUNT },
-	{ "bad-length-data-extra", V_DATA_FP32, -1, 0, 1, ISTH_WIRE_E_LENGTH },
-	{ "bad-length-bf16-short", V_DATA_BF16, -1, 0, -1, ISTH_WIRE_E_LENGTH },
-	{ "bad-length-int32-count", V_AGG_INT32, 23, 6, 0, ISTH_WIRE_E_LENGTH },
-	{ "bad-length-nack-short", V_NACK_SEQ, -1, 0, -15, ISTH_WIRE_E_LENGTH },
-	{ "bad-length-round-39", V_ROUND, -1, 0, -1, ISTH_WIRE_E_LENGTH },
-	{ "bad-length-round-auth", V_ROUND_AUTH, 7, 254, 0, ISTH_WIRE_E_LENGTH },
-	{ "bad-bitmap-data-other", V_DATA_FP32, 39, 0x09, 0, ISTH_WIRE_E_BITMAP },
-	{ "bad-bitmap-agg-0", V_AGG_FP32, 39, 0, 0, ISTH_WIRE_E_BITMAP },
-	{ "bad-bitmap-agg-island8", V_AGG_FP32, 38, 0x01, 0, ISTH_WIRE_E_BITMAP },
-	{ "bad-bitmap-nack-island9", V_NACK_SEQ, 38, 0x02, 0, ISTH_WIRE_E_BITMAP },
-	{ "bad-bitmap-round-island8", V_ROUND, 38, 0x01, 0, ISTH_WIRE_E_BITMAP },
-	{ "bad-bitmap-round-not-in-clique", V_ROUND, 39, 0x17, 0, ISTH_WIRE_E_BITMAP },
-	{ "bad-bitmap-round-sender-outside", V_ROUND, 20, 2, 0, ISTH_WIRE_E_BITMAP },
-	{ "bad-bitmap-round-clique-island8", V_ROUND, 40 + 30, 0x01, 0, ISTH_WIRE_E_BITMAP },
-	{ "bad-range-first-gt-last", V_NACK_SEQ, 40 + 16 + 15, 24, 0, ISTH_WIRE_E_RANGE },
-	{ "bad-range-chunk-above-u32", V_NACK_CHUNKS, 40 + 16 + 11, 1, 0, ISTH_WIRE_E_RANGE },
-	{ "bad-range-gone-first-gt-last", V_GONE_SEQ, 40 + 7, 20, 0, ISTH_WIRE_E_RANGE },
-	{ "bad-round_body-deadline", V_ROUND, 40 + 8, 0x00, 0, ISTH_WIRE_E_ROUND },
-	{ "bad-round_body-period-0", V_ROUND, 40 + 20, 0, 0, ISTH_WIRE_E_ROUND },
+	{"bad-hdr_trunc-empty", V_DATA_FP32, -1, 0, -(16 * 4 + 40), ISTH_WIRE_E_HDR_TRUNC},
+	{"bad-hdr_trunc-39", V_DATA_FP32, -1, 0, -(16 * 4 + 1), ISTH_WIRE_E_HDR_TRUNC},
+	{"bad-magic", V_DATA_FP32, 1, 'T', 0, ISTH_WIRE_E_MAGIC},
+	{"bad-version-0", V_AGG_FP32, 2, 0, 0, ISTH_WIRE_E_VERSION},
+	{"bad-version-2", V_NACK_SEQ, 2, 2, 0, ISTH_WIRE_E_VERSION},
+	{"bad-type-0", V_DATA_FP32, 3, 0, 0, ISTH_WIRE_E_TYPE},
+	{"bad-type-6", V_DATA_FP32, 3, 6, 0, ISTH_WIRE_E_TYPE},
+	{"bad-flags-data-partial", V_DATA_FP32, 5, ISTH_WIRE_F_PARTIAL, 0, ISTH_WIRE_E_FLAGS},
+	{"bad-flags-unknown-bit", V_AGG_FP32, 4, 0x01, 0, ISTH_WIRE_E_FLAGS},
+	{"bad-flags-nack-last", V_NACK_SEQ, 5, ISTH_WIRE_F_LAST, 0, ISTH_WIRE_E_FLAGS},
+	{"bad-flags-round-chunks", V_ROUND, 5, ISTH_WIRE_F_CHUNKS, 0, ISTH_WIRE_E_FLAGS},
+	{"bad-dtype-data-none", V_DATA_FP32, 6, ISTH_WIRE_DTYPE_NONE, 0, ISTH_WIRE_E_DTYPE},
+	{"bad-dtype-agg-4", V_AGG_FP32, 6, 4, 0, ISTH_WIRE_E_DTYPE},
+	{"bad-dtype-nack-fp32", V_NACK_SEQ, 6, ISTH_WIRE_DTYPE_FP32, 0, ISTH_WIRE_E_DTYPE},
+	{"bad-island-8", V_DATA_FP32, 20, 8, 0, ISTH_WIRE_E_ISLAND},
+	{"bad-island-255", V_ROUND, 20, 255, 0, ISTH_WIRE_E_ISLAND},
+	{"bad-reserved", V_AGG_INT32, 21, 0x80, 0, ISTH_WIRE_E_RESERVED},
+	{"bad-trailer-auth-no-len", V_DATA_AUTH, 7, 0, 0, ISTH_WIRE_E_TRAILER},
+	{"bad-trailer-len-no-auth", V_DATA_FP32, 7, 4, 0, ISTH_WIRE_E_TRAILER},
+	{"bad-trailer-past-end", V_ROUND_AUTH, -1, 0, -(255 + 40 - 254), ISTH_WIRE_E_TRAILER},
+	{"bad-count-data-0", V_DATA_FP32, 23, 0, 0, ISTH_WIRE_E_COUNT},
+	{"bad-count-data-over", V_DATA_MAX, 23, 0x67 /* 358 -> 359 */, 4, ISTH_WIRE_E_COUNT},
+	{"bad-count-nack-0", V_NACK_SEQ, 23, 0, 0, ISTH_WIRE_E_COUNT},
+	{"bad-count-nack-over", V_NACK_SEQ, 23, 90 /* max_ranges 89 */, 0, ISTH_WIRE_E_COUNT},
+	{"bad-count-round-1", V_ROUND, 23, 1, 0, ISTH_WIRE_E_COUNT},
+	{"bad-length-data-extra", V_DATA_FP32, -1, 0, 1, ISTH_WIRE_E_LENGTH},
+	{"bad-length-bf16-short", V_DATA_BF16, -1, 0, -1, ISTH_WIRE_E_LENGTH},
+	{"bad-length-int32-count", V_AGG_INT32, 23, 6, 0, ISTH_WIRE_E_LENGTH},
+	{"bad-length-nack-short", V_NACK_SEQ, -1, 0, -15, ISTH_WIRE_E_LENGTH},
+	{"bad-length-round-39", V_ROUND, -1, 0, -1, ISTH_WIRE_E_LENGTH},
+	{"bad-length-round-auth", V_ROUND_AUTH, 7, 254, 0, ISTH_WIRE_E_LENGTH},
+	{"bad-bitmap-data-other", V_DATA_FP32, 39, 0x09, 0, ISTH_WIRE_E_BITMAP},
+	{"bad-bitmap-agg-0", V_AGG_FP32, 39, 0, 0, ISTH_WIRE_E_BITMAP},
+	{"bad-bitmap-agg-island8", V_AGG_FP32, 38, 0x01, 0, ISTH_WIRE_E_BITMAP},
+	{"bad-bitmap-nack-island9", V_NACK_SEQ, 38, 0x02, 0, ISTH_WIRE_E_BITMAP},
+	{"bad-bitmap-round-island8", V_ROUND, 38, 0x01, 0, ISTH_WIRE_E_BITMAP},
+	{"bad-bitmap-round-not-in-clique", V_ROUND, 39, 0x17, 0, ISTH_WIRE_E_BITMAP},
+	{"bad-bitmap-round-sender-outside", V_ROUND, 20, 2, 0, ISTH_WIRE_E_BITMAP},
+	{"bad-bitmap-round-clique-island8", V_ROUND, 40 + 30, 0x01, 0, ISTH_WIRE_E_BITMAP},
+	{"bad-range-first-gt-last", V_NACK_SEQ, 40 + 16 + 15, 24, 0, ISTH_WIRE_E_RANGE},
+	{"bad-range-chunk-above-u32", V_NACK_CHUNKS, 40 + 16 + 11, 1, 0, ISTH_WIRE_E_RANGE},
+	{"bad-range-gone-first-gt-last", V_GONE_SEQ, 40 + 7, 20, 0, ISTH_WIRE_E_RANGE},
+	{"bad-round_body-deadline", V_ROUND, 40 + 8, 0x00, 0, ISTH_WIRE_E_ROUND},
+	{"bad-round_body-period-0", V_ROUND, 40 + 20, 0, 0, ISTH_WIRE_E_ROUND},
 };
 
-static size_t mk_bad(uint8_t *buf, const struct bad_msg *b)
+static size_t
+mk_bad(uint8_t *buf, const struct bad_msg *b)
 {
 	const struct valid *v = &valids[b->base];
 	size_t len = v->len;
@@ -493,7 +543,8 @@ static size_t mk_bad(uint8_t *buf, const struct bad_msg *b)
 }
 
 /* A valid frame with one lower-layer rule broken. */
-static void frame_faults(struct gen *g, const struct isth_wire_limits *lim)
+static void
+frame_faults(struct gen *g, const struct isth_wire_limits *lim)
 {
 	static uint8_t f[BUF_SIZE], m[BUF_SIZE];
 	const struct valid *v = &valids[V_DATA_FP32];
@@ -501,11 +552,12 @@ static void frame_faults(struct gen *g, const struct isth_wire_limits *lim)
 	size_t len, ipo;
 	uint8_t *ip;
 
-#define FRESH(how) do { \
-	len = mk_frame(f, v->bytes, v->len, how); \
-	ipo = ip_off(f); \
-	ip = f + ipo; \
-} while (0)
+#define FRESH(how) \
+	do { \
+		len = mk_frame(f, v->bytes, v->len, how); \
+		ipo = ip_off(f); \
+		ip = f + ipo; \
+	} while (0)
 	FRESH(0);
 	emit(g, true, "bad-eth_trunc", lim, f, 13, ISTH_WIRE_E_ETH_TRUNC);
 	emit(g, true, "bad-eth_trunc-empty", lim, f, 0, ISTH_WIRE_E_ETH_TRUNC);
@@ -515,7 +567,7 @@ static void frame_faults(struct gen *g, const struct isth_wire_limits *lim)
 	wr16(f + 12, 0x86dd);
 	emit(g, true, "bad-ethertype-ipv6", lim, f, len, ISTH_WIRE_E_ETHERTYPE);
 	FRESH(F_VLAN);
-	wr16(f + 16, 0x8100);	/* QinQ: only one tag is allowed */
+	wr16(f + 16, 0x8100); /* QinQ: only one tag is allowed */
 	emit(g, true, "bad-ethertype-qinq", lim, f, len, ISTH_WIRE_E_ETHERTYPE);
 	FRESH(0);
 	emit(g, true, "bad-ip_trunc", lim, f, ipo + 19, ISTH_WIRE_E_IP_TRUNC);
@@ -537,7 +589,7 @@ static void frame_faults(struct gen *g, const struct isth_wire_limits *lim)
 	ip[11] ^= 0x01;
 	emit(g, true, "bad-ip_csum", lim, f, len, ISTH_WIRE_E_IP_CSUM);
 	FRESH(0);
-	ip[13] ^= 0x40;	/* source address changed after the checksum */
+	ip[13] ^= 0x40; /* source address changed after the checksum */
 	emit(g, true, "bad-ip_csum-addr", lim, f, len, ISTH_WIRE_E_IP_CSUM);
 	FRESH(0);
 	wr16(ip + 6, 0x2000);
@@ -565,11 +617,10 @@ static void frame_faults(struct gen *g, const struct isth_wire_limits *lim)
 	wr16(ip + 24 + 2, ISTH_WIRE_PORT + 1);
 	emit(g, true, "bad-udp_port", lim, f, len, ISTH_WIRE_E_UDP_PORT);
 	FRESH(F_UCSUM);
-	f[len - 1] ^= 0x10;	/* an element bit flipped in flight */
+	f[len - 1] ^= 0x10; /* an element bit flipped in flight */
 	emit(g, true, "bad-udp_csum", lim, f, len, ISTH_WIRE_E_UDP_CSUM);
 	/* An odd UDP length: the checksum pads the last byte. */
-	len = mk_frame(f, valids[V_ROUND_AUTH].bytes, valids[V_ROUND_AUTH].len,
-		       F_UCSUM);
+	len = mk_frame(f, valids[V_ROUND_AUTH].bytes, valids[V_ROUND_AUTH].len, F_UCSUM);
 	emit(g, true, "ok-round-auth-udpcsum-odd", lim, f, len, ISTH_WIRE_OK);
 	f[len - 1] ^= 0x01;
 	emit(g, true, "bad-udp_csum-odd", lim, f, len, ISTH_WIRE_E_UDP_CSUM);
@@ -582,15 +633,14 @@ static void frame_faults(struct gen *g, const struct isth_wire_limits *lim)
 		char name[128];
 		size_t n = mk_bad(m, &bad_msgs[i]);
 
-		len = mk_frame(f, m, n, ((i & 1) ? F_VLAN : 0) |
-			       ((i & 2) ? F_UCSUM : 0));
+		len = mk_frame(f, m, n, ((i & 1) ? F_VLAN : 0) | ((i & 2) ? F_UCSUM : 0));
 		snprintf(name, sizeof(name), "%s", bad_msgs[i].name);
-		emit(g, true, name, &valids[bad_msgs[i].base].lim, f, len,
-		     bad_msgs[i].expect);
+		emit(g, true, name, &valids[bad_msgs[i].base].lim, f, len, bad_msgs[i].expect);
 	}
 }
 
-static int prepare_dir(const char *dir)
+static int
+prepare_dir(const char *dir)
 {
 	struct dirent *e;
 	char path[4096];
@@ -612,18 +662,19 @@ static int prepare_dir(const char *dir)
 	return 0;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "out", required_argument, NULL, 'o' },
-		{ "stamp", required_argument, NULL, 's' },
-		{ "verify", no_argument, NULL, 'v' },
-		{ NULL, 0, NULL, 0 },
+		{"out", required_argument, NULL, 'o'},
+		{"stamp", required_argument, NULL, 's'},
+		{"verify", no_argument, NULL, 'v'},
+		{NULL, 0, NULL, 0},
 	};
 	struct isth_wire_limits l8, l64, ljumbo;
 	static uint8_t buf[BUF_SIZE], f[BUF_SIZE];
 	const char *stamp = NULL;
-	struct gen g = { 0 };
+	struct gen g = {0};
 	bool verify = false;
 	char path[4096];
 	unsigned int i;
@@ -645,8 +696,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if ((g.out == NULL) == !verify || optind != argc) {
-		fprintf(stderr, "usage: %s --out DIR [--stamp FILE] | --verify\n",
-			argv[0]);
+		fprintf(stderr, "usage: %s --out DIR [--stamp FILE] | --verify\n", argv[0]);
 		return 2;
 	}
 	if (g.out) {
@@ -660,47 +710,47 @@ int main(int argc, char **argv)
 			die("cannot prepare DIR/msg");
 	}
 
-	if (isth_wire_limits_init(&l8, 8, 1500) ||
-	    isth_wire_limits_init(&l64, 64, 1500) ||
-	    isth_wire_limits_init(&ljumbo, 8, 9000))
+	if (isth_wire_limits_init(&l8, 8, 1500) || isth_wire_limits_init(&l64, 64, 1500) ||
+		isth_wire_limits_init(&ljumbo, 8, 9000))
 		die("isth_wire_limits_init");
 	make_valids(&l8, &l64, &ljumbo);
 
 	for (i = 0; i < n_valid; i++) {
 		static const unsigned int how[] = {
-			0, F_VLAN, F_IPOPT, F_VLAN | F_IPOPT3 | F_UCSUM,
-			F_UCSUM, F_PAD, F_VLAN | F_UCSUM | F_PAD, F_IPOPT3,
+			0,
+			F_VLAN,
+			F_IPOPT,
+			F_VLAN | F_IPOPT3 | F_UCSUM,
+			F_UCSUM,
+			F_PAD,
+			F_VLAN | F_UCSUM | F_PAD,
+			F_IPOPT3,
 		};
 		const struct valid *v = &valids[i];
 		unsigned int h = how[i % (sizeof(how) / sizeof(how[0]))];
 		char name[128];
 		size_t len;
 
-		emit(&g, false, v->name, &v->lim, v->bytes, v->len,
-		     ISTH_WIRE_OK);
+		emit(&g, false, v->name, &v->lim, v->bytes, v->len, ISTH_WIRE_OK);
 		len = mk_frame(f, v->bytes, v->len, h);
-		snprintf(name, sizeof(name), "%s%s%s%s%s", v->name,
-			 h & F_VLAN ? "-vlan" : "",
-			 h & (F_IPOPT | F_IPOPT3) ? "-ipopt" : "",
-			 h & F_UCSUM ? "-udpcsum" : "",
-			 h & F_PAD ? "-pad" : "");
+		snprintf(name, sizeof(name), "%s%s%s%s%s", v->name, h & F_VLAN ? "-vlan" : "",
+			h & (F_IPOPT | F_IPOPT3) ? "-ipopt" : "", h & F_UCSUM ? "-udpcsum" : "",
+			h & F_PAD ? "-pad" : "");
 		emit(&g, true, name, &v->lim, f, len, ISTH_WIRE_OK);
 	}
 	for (i = 0; i < sizeof(bad_msgs) / sizeof(bad_msgs[0]); i++) {
 		size_t len = mk_bad(buf, &bad_msgs[i]);
 
-		emit(&g, false, bad_msgs[i].name, &valids[bad_msgs[i].base].lim,
-		     buf, len, bad_msgs[i].expect);
+		emit(&g, false, bad_msgs[i].name, &valids[bad_msgs[i].base].lim, buf, len,
+			bad_msgs[i].expect);
 	}
 	frame_faults(&g, &l8);
 
-	printf("gen_corpus: %u seeds, %u with an unexpected verdict\n",
-	       g.n_seeds, g.n_wrong);
+	printf("gen_corpus: %u seeds, %u with an unexpected verdict\n", g.n_seeds, g.n_wrong);
 	if (stamp) {
 		FILE *s = fopen(stamp, "w");
 
-		if (s == NULL || fprintf(s, "%u\n", g.n_seeds) < 0 ||
-		    fclose(s) != 0)
+		if (s == NULL || fprintf(s, "%u\n", g.n_seeds) < 0 || fclose(s) != 0)
 			die("cannot write the stamp file");
 	}
 	if (g.err)

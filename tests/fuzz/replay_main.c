@@ -20,7 +20,8 @@
 
 static unsigned int n_run;
 
-static int run_file(const char *path)
+static int
+run_file(const char *path)
 {
 	uint8_t *data = NULL;
 	size_t size = 0, cap = 0, n;
@@ -66,17 +67,20 @@ static int run_file(const char *path)
 	return 0;
 }
 
-static int skip_name(const char *name)
+static int
+skip_name(const char *name)
 {
 	return name[0] == '.' || strncmp(name, "README", 6) == 0;
 }
 
-static int cmp_names(const void *a, const void *b)
+static int
+cmp_names(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int run_dir(const char *dir)
+static int
+run_dir(const char *dir)
 {
 	char **names = NULL, path[4096];
 	size_t n = 0, cap = 0, i;
@@ -126,7 +130,8 @@ out:
 	return ret;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	struct stat st;
 	int i;
@@ -137,8 +142,7 @@ int main(int argc, char **argv)
 	}
 	for (i = 1; i < argc; i++) {
 		if (stat(argv[i], &st) != 0) {
-			fprintf(stderr, "replay: %s: %s\n", argv[i],
-				strerror(errno));
+			fprintf(stderr, "replay: %s: %s\n", argv[i], strerror(errno));
 			return 1;
 		}
 		if (S_ISDIR(st.st_mode) ? run_dir(argv[i]) : run_file(argv[i]))

@@ -29,20 +29,22 @@ extern char **environ;
 
 static struct isth_wire_limits lim;
 
-static void setup(void)
+static void
+setup(void)
 {
 	cr_assert_eq(isth_wire_limits_init(&lim, 9, 1500), 0);
 }
 
 TestSuite(inject, .init = setup);
 
-static uint32_t le32(const uint8_t *p)
+static uint32_t
+le32(const uint8_t *p)
 {
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static struct isth_wire_pkt parse(const uint8_t *m, int len)
+static struct isth_wire_pkt
+parse(const uint8_t *m, int len)
 {
 	struct isth_wire_pkt p;
 	enum isth_wire_reason r;
@@ -55,9 +57,17 @@ static struct isth_wire_pkt parse(const uint8_t *m, int len)
 
 Test(inject, data_spoofed_island)
 {
-	struct inject_spec s = { .kind = INJ_DATA, .job = 7, .round = 12,
-		.chunk = 40, .chunk_step = 1, .sender = 5, .dtype = ISTH_WIRE_DTYPE_INT32,
-		.count = 358, .seq = 1000, .seq_step = 1, .value = -3 };
+	struct inject_spec s = {.kind = INJ_DATA,
+		.job = 7,
+		.round = 12,
+		.chunk = 40,
+		.chunk_step = 1,
+		.sender = 5,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.count = 358,
+		.seq = 1000,
+		.seq_step = 1,
+		.value = -3};
 	uint8_t m[2048];
 
 	for (uint64_t i = 0; i < 3; i++) {
@@ -79,26 +89,35 @@ Test(inject, data_spoofed_island)
 
 Test(inject, fp32_and_bf16_values)
 {
-	struct inject_spec s = { .kind = INJ_AGG, .sender = 2, .count = 4,
-		.bitmap = 0x7, .value = 3, .dtype = ISTH_WIRE_DTYPE_FP32 };
+	struct inject_spec s = {.kind = INJ_AGG,
+		.sender = 2,
+		.count = 4,
+		.bitmap = 0x7,
+		.value = 3,
+		.dtype = ISTH_WIRE_DTYPE_FP32};
 	uint8_t m[256];
 	struct isth_wire_pkt p = parse(m, inject_build(&s, 0, m, sizeof(m)));
 
 	cr_assert_eq(p.hdr.type, ISTH_WIRE_AGG);
 	cr_assert_eq(p.hdr.bitmap, 0x7);
-	cr_assert_eq(le32(p.payload + 12), 0x40400000u);	/* 3.0f */
+	cr_assert_eq(le32(p.payload + 12), 0x40400000u); /* 3.0f */
 	s.dtype = ISTH_WIRE_DTYPE_BF16;
 	p = parse(m, inject_build(&s, 0, m, sizeof(m)));
 	cr_assert_eq(p.payload_size, 8);
-	cr_assert_eq(p.payload[6], 0x40);	/* bf16 3.0 = 0x4040, LE */
+	cr_assert_eq(p.payload[6], 0x40); /* bf16 3.0 = 0x4040, LE */
 	cr_assert_eq(p.payload[7], 0x40);
 }
 
 Test(inject, tiny_data_fresh_chunk_ids)
 {
-	struct inject_spec s = { .kind = INJ_TINY, .chunk = 1000000,
-		.sender = 3, .dtype = ISTH_WIRE_DTYPE_INT32, .count = 358,
-		.seq = 1, .seq_step = 1, .value = 9 };
+	struct inject_spec s = {.kind = INJ_TINY,
+		.chunk = 1000000,
+		.sender = 3,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.count = 358,
+		.seq = 1,
+		.seq_step = 1,
+		.value = 9};
 	uint8_t m[256];
 
 	for (uint64_t i = 0; i < 100; i++) {
@@ -112,9 +131,13 @@ Test(inject, tiny_data_fresh_chunk_ids)
 
 Test(inject, nack_whole_round_by_chunk)
 {
-	struct inject_spec s = { .kind = INJ_NACK, .sender = 1, .round = 5,
-		.flags = ISTH_WIRE_F_CHUNKS, .bitmap = 1u << 4, .n_ranges = 2,
-		.ranges = { { 0, UINT32_MAX }, { 7, 7 } } };
+	struct inject_spec s = {.kind = INJ_NACK,
+		.sender = 1,
+		.round = 5,
+		.flags = ISTH_WIRE_F_CHUNKS,
+		.bitmap = 1u << 4,
+		.n_ranges = 2,
+		.ranges = {{0, UINT32_MAX}, {7, 7}}};
 	uint8_t m[2048];
 	struct isth_wire_range r;
 	struct isth_wire_pkt p = parse(m, inject_build(&s, 0, m, sizeof(m)));
@@ -133,8 +156,8 @@ Test(inject, nack_whole_round_by_chunk)
 	s.flags = 0;
 	s.n_ranges = 89;
 	for (unsigned int k = 0; k < 89; k++)
-		s.ranges[k] = (struct isth_wire_range){ k * 10, k * 10 + 5 };
-	p = parse(m, inject_build(&s, 0, m, sizeof(m)) );
+		s.ranges[k] = (struct isth_wire_range){k * 10, k * 10 + 5};
+	p = parse(m, inject_build(&s, 0, m, sizeof(m)));
 	cr_assert_eq(p.hdr.type, ISTH_WIRE_GONE);
 	isth_wire_get_range(&p, 88, &r);
 	cr_assert_eq(r.last, 885);
@@ -142,10 +165,16 @@ Test(inject, nack_whole_round_by_chunk)
 
 Test(inject, round_body)
 {
-	struct inject_spec s = { .kind = INJ_ROUND, .sender = 0, .round = 3,
+	struct inject_spec s = {.kind = INJ_ROUND,
+		.sender = 0,
+		.round = 3,
 		.bitmap = 0x6,
-		.rb = { .start_ns = 100, .deadline_ns = 200, .period_ns = 50,
-			.clique = 0x7, .n_chunks = 91, .chunk_elems = 358 } };
+		.rb = {.start_ns = 100,
+			.deadline_ns = 200,
+			.period_ns = 50,
+			.clique = 0x7,
+			.n_chunks = 91,
+			.chunk_elems = 358}};
 	uint8_t m[256];
 	struct isth_wire_round rb;
 	struct isth_wire_pkt p = parse(m, inject_build(&s, 0, m, sizeof(m)));
@@ -160,14 +189,13 @@ Test(inject, round_body)
 
 Test(inject, bad_specs_refused)
 {
-	struct inject_spec s = { .kind = INJ_NACK, .n_ranges = 0 };
+	struct inject_spec s = {.kind = INJ_NACK, .n_ranges = 0};
 	uint8_t m[2048];
 
 	cr_assert_eq(inject_build(&s, 0, m, sizeof(m)), -EINVAL);
 	s.n_ranges = 90;
 	cr_assert_eq(inject_build(&s, 0, m, sizeof(m)), -EINVAL);
-	s = (struct inject_spec){ .kind = INJ_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
-				  .count = 0 };
+	s = (struct inject_spec){.kind = INJ_DATA, .dtype = ISTH_WIRE_DTYPE_INT32, .count = 0};
 	cr_assert_eq(inject_build(&s, 0, m, sizeof(m)), -EINVAL);
 	s.count = 358;
 	cr_assert_eq(inject_build(&s, 0, m, 1000), -ENOSPC);
@@ -184,12 +212,14 @@ Test(inject, bad_specs_refused)
 
 Test(inject, frame_carries_spoofed_source)
 {
-	struct inject_spec s = { .kind = INJ_DATA, .sender = 5, .count = 10,
-		.dtype = ISTH_WIRE_DTYPE_INT32, .value = 1 };
+	struct inject_spec s = {.kind = INJ_DATA,
+		.sender = 5,
+		.count = 10,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.value = 1};
 	uint8_t f[2048];
 	int m = inject_build(&s, 0, f + ISTH_INJECT_L2, sizeof(f) - ISTH_INJECT_L2);
-	int n = inject_frame(f, sizeof(f), 0x0a000105, 9471, 0x0a000001, 9471,
-			     (size_t)m);
+	int n = inject_frame(f, sizeof(f), 0x0a000105, 9471, 0x0a000001, 9471, (size_t)m);
 	struct isth_wire_pkt p;
 
 	cr_assert_eq(n, (int)ISTH_INJECT_L2 + m);
@@ -201,12 +231,18 @@ Test(inject, frame_carries_spoofed_source)
 
 Test(inject, sealed_messages_verify)
 {
-	static const char kf[] = "job 7\nepoch 2 round 0 key "
+	static const char kf[] =
+		"job 7\nepoch 2 round 0 key "
 		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n";
-	struct inject_spec s = { .kind = INJ_DATA, .job = 7, .sender = 5,
-		.count = 358, .dtype = ISTH_WIRE_DTYPE_INT32, .seq = 1, .seq_step = 1 };
+	struct inject_spec s = {.kind = INJ_DATA,
+		.job = 7,
+		.sender = 5,
+		.count = 358,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.seq = 1,
+		.seq_step = 1};
 	char path[64];
-	struct isth_auth_conf c = { .key_file = path, .job = 7, .n_islands = 9 };
+	struct isth_auth_conf c = {.key_file = path, .job = 7, .n_islands = 9};
 	struct isth_auth *a;
 	struct isth_auth_engine *e;
 	uint8_t m[2048];
@@ -233,15 +269,16 @@ Test(inject, sealed_messages_verify)
 
 /* ---- pcap reader ---------------------------------------------------------- */
 
-static void put32le(FILE *f, uint32_t v)
+static void
+put32le(FILE *f, uint32_t v)
 {
-	uint8_t b[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16),
-			 (uint8_t)(v >> 24) };
+	uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
 
 	cr_assert_eq(fwrite(b, 1, 4, f), 4);
 }
 
-static void put_rec(FILE *f, const uint8_t *frame, uint32_t len)
+static void
+put_rec(FILE *f, const uint8_t *frame, uint32_t len)
 {
 	put32le(f, 1);
 	put32le(f, 0);
@@ -253,9 +290,14 @@ static void put_rec(FILE *f, const uint8_t *frame, uint32_t len)
 Test(inject, pcap_finds_isthmus_datagrams)
 {
 	char path[64], err[256] = "";
-	uint8_t f[2048], out[2048], msg1[2048], arp[60] = { 0 };
-	struct inject_spec s = { .kind = INJ_TINY, .chunk = 77, .sender = 2,
-		.dtype = ISTH_WIRE_DTYPE_INT32, .value = 5, .seq = 9, .seq_step = 1 };
+	uint8_t f[2048], out[2048], msg1[2048], arp[60] = {0};
+	struct inject_spec s = {.kind = INJ_TINY,
+		.chunk = 77,
+		.sender = 2,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.value = 5,
+		.seq = 9,
+		.seq_step = 1};
 	struct inject_pcap pc;
 	int fd, m1, n, eof;
 	FILE *fp;
@@ -265,11 +307,11 @@ Test(inject, pcap_finds_isthmus_datagrams)
 	cr_assert_geq(fd, 0);
 	fp = fdopen(fd, "wb");
 	put32le(fp, 0xa1b2c3d4u);
-	put32le(fp, 0x00040002u);	/* version 2.4 */
+	put32le(fp, 0x00040002u); /* version 2.4 */
 	put32le(fp, 0);
 	put32le(fp, 0);
 	put32le(fp, 65535);
-	put32le(fp, 1);			/* Ethernet */
+	put32le(fp, 1); /* Ethernet */
 	/* 1: an ARP frame (skipped) */
 	arp[12] = 0x08, arp[13] = 0x06;
 	put_rec(fp, arp, sizeof(arp));
@@ -330,7 +372,8 @@ Test(inject, pcap_finds_isthmus_datagrams)
 
 /* ---- the binary -------------------------------------------------------------- */
 
-static int run(char *const argv[])
+static int
+run(char *const argv[])
 {
 	pid_t pid;
 	int st;
@@ -344,10 +387,9 @@ static int run(char *const argv[])
 Test(inject, binary_sends_what_it_says)
 {
 	const char *bin = getenv("ISTHMUS_INJECT");
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t al = sizeof(a);
-	struct timeval tv = { .tv_sec = 5 };
+	struct timeval tv = {.tv_sec = 5};
 	char to[64];
 	int fd;
 
@@ -359,9 +401,8 @@ Test(inject, binary_sends_what_it_says)
 	cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
 	snprintf(to, sizeof(to), "127.0.0.1:%u", ntohs(a.sin_port));
 	{
-		char *argv[] = { (char *)bin, "--to", to, "--count", "5",
-				 "--chunk", "100", "--sender", "4", "--job", "3",
-				 "--round", "2", "tiny", NULL };
+		char *argv[] = {(char *)bin, "--to", to, "--count", "5", "--chunk", "100",
+			"--sender", "4", "--job", "3", "--round", "2", "tiny", NULL};
 
 		cr_assert_eq(run(argv), 0);
 	}
@@ -380,15 +421,15 @@ Test(inject, binary_sends_what_it_says)
 	}
 	close(fd);
 	{
-		char *argv[] = { (char *)bin, "--to", to, "nack", NULL };
-		char *argv2[] = { (char *)bin, "--to", "nowhere", "data", NULL };
-		char *argv3[] = { (char *)bin, "--to", to, "bogus", NULL };
-		char *argv4[] = { (char *)bin, "--to", to, "--key-file", "/x", "data", NULL };
+		char *argv[] = {(char *)bin, "--to", to, "nack", NULL};
+		char *argv2[] = {(char *)bin, "--to", "nowhere", "data", NULL};
+		char *argv3[] = {(char *)bin, "--to", to, "bogus", NULL};
+		char *argv4[] = {(char *)bin, "--to", to, "--key-file", "/x", "data", NULL};
 
-		cr_assert_eq(run(argv), 2);	/* nack without --range */
+		cr_assert_eq(run(argv), 2); /* nack without --range */
 		cr_assert_eq(run(argv2), 2);
 		cr_assert_eq(run(argv3), 2);
-		cr_assert_eq(run(argv4), 2);	/* --key-file without --dir/--owner */
+		cr_assert_eq(run(argv4), 2); /* --key-file without --dir/--owner */
 	}
 }
 
@@ -397,11 +438,10 @@ Test(inject, binary_sends_what_it_says)
 Test(inject, binary_spoofs_source_address)
 {
 	const char *bin = getenv("ISTHMUS_INJECT");
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	struct sockaddr_in from;
 	socklen_t al = sizeof(a), fl = sizeof(from);
-	struct timeval tv = { .tv_sec = 5 };
+	struct timeval tv = {.tv_sec = 5};
 	uint8_t buf[2048];
 	char to[64];
 	ssize_t n;
@@ -419,8 +459,8 @@ Test(inject, binary_spoofs_source_address)
 	cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
 	snprintf(to, sizeof(to), "127.0.0.1:%u", ntohs(a.sin_port));
 	{
-		char *argv[] = { (char *)bin, "--to", to, "--from", "127.0.0.9:4242",
-				 "--sender", "5", "--elems", "10", "data", NULL };
+		char *argv[] = {(char *)bin, "--to", to, "--from", "127.0.0.9:4242", "--sender",
+			"5", "--elems", "10", "data", NULL};
 
 		cr_assert_eq(run(argv), 0);
 	}

@@ -29,16 +29,18 @@
 #define SELF 1u
 #define N 3u
 #define CE 358u
-#define ELEMS 400u		/* chunks of 358 and 42 */
+#define ELEMS 400u /* chunks of 358 and 42 */
 #define NCH 2u
 #define MS 1000000ull
 
-static uint32_t val_i32(unsigned int k, uint32_t r, uint32_t i)
+static uint32_t
+val_i32(unsigned int k, uint32_t r, uint32_t i)
 {
 	return (uint32_t)(k + 1) * 1000003u + r * 7919u + i * 31u;
 }
 
-static uint64_t rt_ns(void)
+static uint64_t
+rt_ns(void)
 {
 	struct timespec ts;
 
@@ -48,18 +50,19 @@ static uint64_t rt_ns(void)
 
 struct cli {
 	pid_t pid;
-	int out;		/* child's stdout */
-	int edge;		/* our socket */
+	int out; /* child's stdout */
+	int edge; /* our socket */
 	uint16_t island_port;
-	uint64_t seq;		/* next AGG seq */
-	char head[512];		/* stdout up to the banner's end */
+	uint64_t seq; /* next AGG seq */
+	char head[512]; /* stdout up to the banner's end */
 	size_t head_len;
 	struct isth_wire_limits lim;
 };
 
-static int bound_socket(uint16_t *port)
+static int
+bound_socket(uint16_t *port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct sockaddr_in a = {.sin_family = AF_INET};
 	socklen_t len = sizeof(a);
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 
@@ -71,7 +74,8 @@ static int bound_socket(uint16_t *port)
 	return fd;
 }
 
-static void cli_start(struct cli *c, const char *const *extra)
+static void
+cli_start(struct cli *c, const char *const *extra)
 {
 	const char *bin = getenv("ISLAND_BIN");
 	char edge[64], bind_[64];
@@ -89,14 +93,22 @@ static void cli_start(struct cli *c, const char *const *extra)
 	snprintf(edge, sizeof(edge), "127.0.0.1:%u", ep);
 	snprintf(bind_, sizeof(bind_), "127.0.0.1:%u", c->island_port);
 	argv[k++] = bin;
-	argv[k++] = "--job"; argv[k++] = "5";
-	argv[k++] = "--island"; argv[k++] = "1";
-	argv[k++] = "--islands"; argv[k++] = "3";
-	argv[k++] = "--edge"; argv[k++] = edge;
-	argv[k++] = "--bind"; argv[k++] = bind_;
-	argv[k++] = "--elems"; argv[k++] = "400";
-	argv[k++] = "--timeout"; argv[k++] = "5";
-	argv[k++] = "--probe"; argv[k++] = "0";
+	argv[k++] = "--job";
+	argv[k++] = "5";
+	argv[k++] = "--island";
+	argv[k++] = "1";
+	argv[k++] = "--islands";
+	argv[k++] = "3";
+	argv[k++] = "--edge";
+	argv[k++] = edge;
+	argv[k++] = "--bind";
+	argv[k++] = bind_;
+	argv[k++] = "--elems";
+	argv[k++] = "400";
+	argv[k++] = "--timeout";
+	argv[k++] = "5";
+	argv[k++] = "--probe";
+	argv[k++] = "0";
 	while (extra && *extra)
 		argv[k++] = *extra++;
 	argv[k] = NULL;
@@ -115,30 +127,30 @@ static void cli_start(struct cli *c, const char *const *extra)
 	c->out = p[0];
 	/* the banner comes once the socket is bound: only then send to it */
 	while (c->head_len == 0 || c->head[c->head_len - 1] != '\n') {
-		struct pollfd pf = { .fd = c->out, .events = POLLIN };
+		struct pollfd pf = {.fd = c->out, .events = POLLIN};
 		ssize_t n;
 
 		cr_assert_gt(poll(&pf, 1, 10000), 0, "no banner from the CLI");
-		n = read(c->out, c->head + c->head_len,
-			 sizeof(c->head) - 1 - c->head_len);
+		n = read(c->out, c->head + c->head_len, sizeof(c->head) - 1 - c->head_len);
 		cr_assert_gt(n, 0, "CLI exited before its banner");
 		c->head_len += (size_t)n;
 	}
 }
 
 /* Wait for the child; returns its exit status, output in @buf. */
-static int cli_finish(struct cli *c, char *buf, size_t size)
+static int
+cli_finish(struct cli *c, char *buf, size_t size)
 {
 	size_t off = c->head_len;
 	int st;
 
 	memcpy(buf, c->head, off);
 	for (;;) {
-		struct pollfd pf = { .fd = c->out, .events = POLLIN };
+		struct pollfd pf = {.fd = c->out, .events = POLLIN};
 		ssize_t n;
 
-		cr_assert_gt(poll(&pf, 1, 10000), 0, "CLI hangs; output so far:\n%.*s",
-			     (int)off, buf);
+		cr_assert_gt(
+			poll(&pf, 1, 10000), 0, "CLI hangs; output so far:\n%.*s", (int)off, buf);
 		n = read(c->out, buf + off, size - 1 - off);
 		if (n <= 0)
 			break;
@@ -152,20 +164,20 @@ static int cli_finish(struct cli *c, char *buf, size_t size)
 	return WEXITSTATUS(st);
 }
 
-static void to_island(struct cli *c, const void *buf, size_t len)
+static void
+to_island(struct cli *c, const void *buf, size_t len)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct sockaddr_in a = {.sin_family = AF_INET};
 
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	a.sin_port = htons(c->island_port);
-	cr_assert_eq(sendto(c->edge, buf, len, 0, (struct sockaddr *)&a,
-			    sizeof(a)), (ssize_t)len);
+	cr_assert_eq(sendto(c->edge, buf, len, 0, (struct sockaddr *)&a, sizeof(a)), (ssize_t)len);
 }
 
-static size_t from_island(struct cli *c, uint8_t *buf, size_t cap,
-			  struct isth_wire_pkt *p)
+static size_t
+from_island(struct cli *c, uint8_t *buf, size_t cap, struct isth_wire_pkt *p)
 {
-	struct pollfd pf = { .fd = c->edge, .events = POLLIN };
+	struct pollfd pf = {.fd = c->edge, .events = POLLIN};
 	ssize_t n;
 
 	cr_assert_gt(poll(&pf, 1, 5000), 0, "nothing from the island");
@@ -175,17 +187,23 @@ static size_t from_island(struct cli *c, uint8_t *buf, size_t cap,
 	return (size_t)n;
 }
 
-static void send_round(struct cli *c, uint32_t r, uint64_t expected,
-		       uint64_t deadline_in_ns)
+static void
+send_round(struct cli *c, uint32_t r, uint64_t expected, uint64_t deadline_in_ns)
 {
 	uint64_t now = rt_ns();
 	struct isth_wire_round b = {
-		.start_ns = now, .deadline_ns = now + deadline_in_ns,
-		.period_ns = deadline_in_ns, .clique = expected | 1u << SELF,
-		.n_chunks = NCH, .chunk_elems = CE,
+		.start_ns = now,
+		.deadline_ns = now + deadline_in_ns,
+		.period_ns = deadline_in_ns,
+		.clique = expected | 1u << SELF,
+		.n_chunks = NCH,
+		.chunk_elems = CE,
 	};
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_ROUND, .sender = SELF, .job = JOB, .round = r,
+		.type = ISTH_WIRE_ROUND,
+		.sender = SELF,
+		.job = JOB,
+		.round = r,
 		.bitmap = expected,
 	};
 	uint8_t body[40], buf[128];
@@ -198,14 +216,21 @@ static void send_round(struct cli *c, uint32_t r, uint64_t expected,
 
 /* Build (and unless @lose, send) an AGG for chunk @ch of round @r summing
  * @set; @delta corrupts element 0. Returns its seq. */
-static uint64_t send_agg(struct cli *c, uint32_t r, uint32_t ch, uint64_t set,
-			 uint16_t flags, bool lose, uint32_t delta, int64_t seq)
+static uint64_t
+send_agg(struct cli *c, uint32_t r, uint32_t ch, uint64_t set, uint16_t flags, bool lose,
+	uint32_t delta, int64_t seq)
 {
 	uint32_t count = ch == 0 ? CE : ELEMS - CE;
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_AGG, .dtype = ISTH_WIRE_DTYPE_INT32, .flags = flags,
-		.sender = SELF, .count = (uint16_t)count, .job = JOB, .round = r,
-		.chunk = ch, .bitmap = set,
+		.type = ISTH_WIRE_AGG,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.flags = flags,
+		.sender = SELF,
+		.count = (uint16_t)count,
+		.job = JOB,
+		.round = r,
+		.chunk = ch,
+		.bitmap = set,
 	};
 	uint8_t body[4 * CE], buf[2048];
 	int n;
@@ -232,7 +257,8 @@ static uint64_t send_agg(struct cli *c, uint32_t r, uint32_t ch, uint64_t set,
 }
 
 /* The island's DATA for round @r: both chunks, with the formula's values. */
-static void expect_data(struct cli *c, uint32_t r)
+static void
+expect_data(struct cli *c, uint32_t r)
 {
 	for (uint32_t k = 0; k < NCH; k++) {
 		uint8_t buf[2048];
@@ -246,14 +272,15 @@ static void expect_data(struct cli *c, uint32_t r)
 		for (uint32_t i = 0; i < p.hdr.count; i++) {
 			const uint8_t *q = p.payload + 4 * i;
 
-			cr_assert_eq((uint32_t)(q[0] | q[1] << 8 | q[2] << 16 |
-						(uint32_t)q[3] << 24),
-				     val_i32(SELF, r, k * CE + i));
+			cr_assert_eq(
+				(uint32_t)(q[0] | q[1] << 8 | q[2] << 16 | (uint32_t)q[3] << 24),
+				val_i32(SELF, r, k * CE + i));
 		}
 	}
 }
 
-static const char *summary(const char *out)
+static const char *
+summary(const char *out)
 {
 	const char *s = strstr(out, "ISLAND ");
 
@@ -265,8 +292,8 @@ TestSuite(island_cli, .timeout = 30);
 
 Test(island_cli, nack_partial_and_silent_rounds_verify)
 {
-	static const char *const extra[] = { "--rounds", "3", "--stop-after", "2",
-		"--nack-interval", "1000", NULL };
+	static const char *const extra[] = {
+		"--rounds", "3", "--stop-after", "2", "--nack-interval", "1000", NULL};
 	const uint64_t peers = 1u << 0 | 1u << 2;
 	char out[8192];
 	uint8_t buf[2048];
@@ -289,7 +316,7 @@ Test(island_cli, nack_partial_and_silent_rounds_verify)
 	cr_expect_eq(r.first, lost);
 	cr_expect_eq(r.last, lost);
 	send_agg(&c, 10, 1, 1u << 0, ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT, false, 0,
-		 (int64_t)lost);
+		(int64_t)lost);
 	/* round 11: island 2 never delivers chunk 1 */
 	send_round(&c, 11, peers, 300 * MS);
 	expect_data(&c, 11);
@@ -300,16 +327,17 @@ Test(island_cli, nack_partial_and_silent_rounds_verify)
 	send_agg(&c, 12, 0, peers, 0, false, 0, -1);
 	send_agg(&c, 12, 1, peers, 0, false, 0, -1);
 	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 0, "output:\n%s", out);
-	cr_expect(strstr(out, "round 11 clique {0,1,2} chunks 2 complete 1 partial 1 "
-			      "missing island 2 chunk 1 verified 2") != NULL,
-		  "output:\n%s", out);
+	cr_expect(strstr(out,
+			  "round 11 clique {0,1,2} chunks 2 complete 1 partial 1 "
+			  "missing island 2 chunk 1 verified 2") != NULL,
+		"output:\n%s", out);
 	cr_expect(strstr(out, "(silent)") != NULL, "output:\n%s", out);
 	cr_expect(strncmp(summary(out),
 			  "ISLAND island=1 rounds=3 aggregates=6 verified=6 wrong=0 "
 			  "partial=1 missing=1 nacks=1 resent=1 round_ms_mean=",
 			  strlen("ISLAND island=1 rounds=3 aggregates=6 verified=6 wrong=0 "
 				 "partial=1 missing=1 nacks=1 resent=1 round_ms_mean=")) == 0,
-		  "output:\n%s", out);
+		"output:\n%s", out);
 }
 
 /*
@@ -318,9 +346,10 @@ Test(island_cli, nack_partial_and_silent_rounds_verify)
  * --overlap 1 only after it. Both rounds are collected and verified, in
  * order, either way.
  */
-static void play_late_round(const char *overlap, bool early)
+static void
+play_late_round(const char *overlap, bool early)
 {
-	const char *const extra[] = { "--rounds", "2", "--overlap", overlap, NULL };
+	const char *const extra[] = {"--rounds", "2", "--overlap", overlap, NULL};
 	const uint64_t peers = 1u << 0 | 1u << 2;
 	char out[8192];
 	const char *l20, *l21;
@@ -331,7 +360,7 @@ static void play_late_round(const char *overlap, bool early)
 	dl20 = rt_ns() + 800 * MS;
 	send_round(&c, 20, peers, 800 * MS);
 	expect_data(&c, 20);
-	send_agg(&c, 20, 0, peers, 0, false, 0, -1);	/* chunk 1 never comes */
+	send_agg(&c, 20, 0, peers, 0, false, 0, -1); /* chunk 1 never comes */
 	send_round(&c, 21, peers, 3000 * MS);
 	expect_data(&c, 21);
 	t21 = rt_ns();
@@ -342,18 +371,21 @@ static void play_late_round(const char *overlap, bool early)
 	send_agg(&c, 21, 0, peers, 0, false, 0, -1);
 	send_agg(&c, 21, 1, peers, 0, false, 0, -1);
 	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 0, "output:\n%s", out);
-	l20 = strstr(out, "round 20 clique {0,1,2} chunks 2 complete 1 partial 1 "
-			  "missing island 0 chunk 1; island 2 chunk 1 verified 2");
-	l21 = strstr(out, "round 21 clique {0,1,2} chunks 2 complete 2 partial 0 "
-			  "missing - verified 2");
+	l20 = strstr(out,
+		"round 20 clique {0,1,2} chunks 2 complete 1 partial 1 "
+		"missing island 0 chunk 1; island 2 chunk 1 verified 2");
+	l21 = strstr(out,
+		"round 21 clique {0,1,2} chunks 2 complete 2 partial 0 "
+		"missing - verified 2");
 	cr_expect_not_null(l20, "output:\n%s", out);
 	cr_expect_not_null(l21, "output:\n%s", out);
 	cr_expect_lt(l20, l21, "rounds collected out of order:\n%s", out);
-	cr_expect(strncmp(summary(out), "ISLAND island=1 rounds=2 aggregates=4 "
+	cr_expect(strncmp(summary(out),
+			  "ISLAND island=1 rounds=2 aggregates=4 "
 			  "verified=4 wrong=0 partial=1 missing=2 ",
 			  strlen("ISLAND island=1 rounds=2 aggregates=4 verified=4 "
 				 "wrong=0 partial=1 missing=2 ")) == 0,
-		  "output:\n%s", out);
+		"output:\n%s", out);
 }
 
 Test(island_cli, next_round_leaves_on_time_while_one_is_late)
@@ -367,21 +399,28 @@ Test(island_cli, overlap_1_waits_for_the_late_round)
 }
 
 /* The CLI's bf16 values: integers in [-2, 1]. */
-static int val_bf16(unsigned int k, uint32_t r, uint32_t i)
+static int
+val_bf16(unsigned int k, uint32_t r, uint32_t i)
 {
 	return (int)(((k + 1) * 131u + r * 17u + i * 7u) % 4u) - 2;
 }
 
 /* An AGG of bf16 sums, as float32 (@dtype fp32) or bf16 words. */
-static void send_agg_bf16(struct cli *c, uint32_t r, uint32_t ch, uint64_t set,
-			  uint8_t dtype)
+static void
+send_agg_bf16(struct cli *c, uint32_t r, uint32_t ch, uint64_t set, uint8_t dtype)
 {
 	uint32_t count = ch == 0 ? CE : ELEMS - CE;
 	size_t es = dtype == ISTH_WIRE_DTYPE_BF16 ? 2 : 4;
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_AGG, .dtype = dtype, .sender = SELF,
-		.count = (uint16_t)count, .job = JOB, .round = r, .chunk = ch,
-		.seq = c->seq++, .bitmap = set,
+		.type = ISTH_WIRE_AGG,
+		.dtype = dtype,
+		.sender = SELF,
+		.count = (uint16_t)count,
+		.job = JOB,
+		.round = r,
+		.chunk = ch,
+		.seq = c->seq++,
+		.bitmap = set,
 	};
 	uint8_t body[4 * CE], buf[2048];
 	int n;
@@ -395,7 +434,7 @@ static void send_agg_bf16(struct cli *c, uint32_t r, uint32_t ch, uint64_t set,
 				f += (float)val_bf16(k, r, ch * CE + i);
 		memcpy(&v, &f, 4);
 		if (es == 2)
-			v >>= 16;	/* small integers: exact in bf16 */
+			v >>= 16; /* small integers: exact in bf16 */
 		for (size_t b = 0; b < es; b++)
 			body[es * i + b] = (uint8_t)(v >> (8 * b));
 	}
@@ -406,7 +445,7 @@ static void send_agg_bf16(struct cli *c, uint32_t r, uint32_t ch, uint64_t set,
 
 Test(island_cli, bf16_goes_out_as_bf16_and_verifies)
 {
-	static const char *const extra[] = { "--rounds", "2", "--dtype", "bf16", NULL };
+	static const char *const extra[] = {"--rounds", "2", "--dtype", "bf16", NULL};
 	char out[8192];
 	struct cli c;
 
@@ -427,25 +466,27 @@ Test(island_cli, bf16_goes_out_as_bf16_and_verifies)
 
 				memcpy(&u, &f, 4);
 				cr_assert_eq(p.payload[2 * i] | p.payload[2 * i + 1] << 8,
-					     (int)(u >> 16), "round %u chunk %u elem %u", r, k, i);
+					(int)(u >> 16), "round %u chunk %u elem %u", r, k, i);
 			}
 		}
 		/* round 30: fp32 sums ([agg] bf16_out = fp32); 31: bf16 sums */
 		for (uint32_t ch = 0; ch < NCH; ch++)
 			send_agg_bf16(&c, r, ch, 1u << 0 | 1u << 2,
-				      r == 30 ? ISTH_WIRE_DTYPE_FP32 : ISTH_WIRE_DTYPE_BF16);
+				r == 30 ? ISTH_WIRE_DTYPE_FP32 : ISTH_WIRE_DTYPE_BF16);
 	}
 	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 0, "output:\n%s", out);
 	cr_expect(strstr(out, "bf16 x 400") != NULL, "output:\n%s", out);
-	cr_expect(strncmp(summary(out), "ISLAND island=1 rounds=2 aggregates=4 "
+	cr_expect(strncmp(summary(out),
+			  "ISLAND island=1 rounds=2 aggregates=4 "
 			  "verified=4 wrong=0 partial=0 ",
 			  strlen("ISLAND island=1 rounds=2 aggregates=4 verified=4 "
-				 "wrong=0 partial=0 ")) == 0, "output:\n%s", out);
+				 "wrong=0 partial=0 ")) == 0,
+		"output:\n%s", out);
 }
 
 Test(island_cli, a_wrong_sum_fails_the_run)
 {
-	static const char *const extra[] = { "--rounds", "1", NULL };
+	static const char *const extra[] = {"--rounds", "1", NULL};
 	char out[8192];
 	struct cli c;
 
@@ -453,16 +494,19 @@ Test(island_cli, a_wrong_sum_fails_the_run)
 	send_round(&c, 3, 1u << 0, 3000 * MS);
 	expect_data(&c, 3);
 	send_agg(&c, 3, 0, 1u << 0, 0, false, 0, -1);
-	send_agg(&c, 3, 1, 1u << 0, 0, false, 1, -1);	/* off by one */
+	send_agg(&c, 3, 1, 1u << 0, 0, false, 1, -1); /* off by one */
 	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 1, "output:\n%s", out);
-	cr_expect(strncmp(summary(out), "ISLAND island=1 rounds=1 aggregates=2 "
-			  "verified=1 wrong=1 ", strlen("ISLAND island=1 rounds=1 "
-			  "aggregates=2 verified=1 wrong=1 ")) == 0, "output:\n%s", out);
+	cr_expect(strncmp(summary(out),
+			  "ISLAND island=1 rounds=1 aggregates=2 "
+			  "verified=1 wrong=1 ",
+			  strlen("ISLAND island=1 rounds=1 "
+				 "aggregates=2 verified=1 wrong=1 ")) == 0,
+		"output:\n%s", out);
 }
 
 Test(island_cli, no_round_is_a_failure)
 {
-	static const char *const extra[] = { "--rounds", "1", "--timeout", "1", NULL };
+	static const char *const extra[] = {"--rounds", "1", "--timeout", "1", NULL};
 	char out[8192];
 	struct cli c;
 
@@ -481,9 +525,11 @@ Test(island_cli, usage_errors_exit_2)
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
 	snprintf(cmd, sizeof(cmd), "%s --islands 3 --edge 127.0.0.1 2>/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
-	snprintf(cmd, sizeof(cmd), "%s --island 0 --islands 3 --edge 127.0.0.1 --dtype fp16 2>/dev/null", bin);
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 3 --edge 127.0.0.1 --dtype fp16 2>/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
-	snprintf(cmd, sizeof(cmd), "%s --island 0 --islands 3 --edge 127.0.0.1 --overlap 4 2>/dev/null", bin);
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 3 --edge 127.0.0.1 --overlap 4 2>/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
 	snprintf(cmd, sizeof(cmd), "%s --help >/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 0);

@@ -28,29 +28,32 @@
 #define JOB 7u
 #define SELF 1u
 #define N_ISLANDS 4u
-#define CE 358u				/* elements per chunk at MTU 1500 */
-#define ELEMS (2 * CE + 100)		/* three chunks: 358, 358, 100 */
+#define CE 358u /* elements per chunk at MTU 1500 */
+#define ELEMS (2 * CE + 100) /* three chunks: 358, 358, 100 */
 #define NCH 3u
 #define LOOPBACK 0x7f000001u
 #define MS 1000000ull
-#define T0 (1000ull * 1000000000ull)	/* fake clock origin */
+#define T0 (1000ull * 1000000000ull) /* fake clock origin */
 
 /* ---- the closed form and the fake clock -------------------------------- */
 
-static uint32_t val_i32(unsigned int k, uint32_t r, uint32_t i)
+static uint32_t
+val_i32(unsigned int k, uint32_t r, uint32_t i)
 {
 	return (uint32_t)(k + 1) * 1000003u + r * 7919u + i * 31u;
 }
 
 /* Sixteenths in [-512, 511]/16: sums of up to 64 are exact in binary32. */
-static float val_f32(unsigned int k, uint32_t r, uint32_t i)
+static float
+val_f32(unsigned int k, uint32_t r, uint32_t i)
 {
 	int v = (int)(((k + 1) * 131u + r * 17u + i * 7u) % 1024u) - 512;
 
 	return (float)v / 16.0f;
 }
 
-static uint32_t sum_i32(uint64_t set, uint32_t r, uint32_t i)
+static uint32_t
+sum_i32(uint64_t set, uint32_t r, uint32_t i)
 {
 	uint32_t s = 0;
 
@@ -60,9 +63,10 @@ static uint32_t sum_i32(uint64_t set, uint32_t r, uint32_t i)
 	return s;
 }
 
-static float sum_f32(uint64_t set, uint32_t r, uint32_t i)
+static float
+sum_f32(uint64_t set, uint32_t r, uint32_t i)
 {
-	int s = 0;	/* in sixteenths: an exact reference */
+	int s = 0; /* in sixteenths: an exact reference */
 
 	for (unsigned int k = 0; k < 64; k++)
 		if (set & (1ull << k))
@@ -72,13 +76,15 @@ static float sum_f32(uint64_t set, uint32_t r, uint32_t i)
 
 static uint64_t fake_now = T0;
 
-static uint64_t fake_clock(void *arg)
+static uint64_t
+fake_clock(void *arg)
 {
 	(void)arg;
 	return __atomic_load_n(&fake_now, __ATOMIC_SEQ_CST);
 }
 
-static void advance(uint64_t ns)
+static void
+advance(uint64_t ns)
 {
 	__atomic_add_fetch(&fake_now, ns, __ATOMIC_SEQ_CST);
 }
@@ -91,9 +97,10 @@ struct edge {
 	uint16_t island_port;
 };
 
-static int udp_socket(uint16_t *port)
+static int
+udp_socket(uint16_t *port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct sockaddr_in a = {.sin_family = AF_INET};
 	socklen_t len = sizeof(a);
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 
@@ -105,30 +112,33 @@ static int udp_socket(uint16_t *port)
 	return fd;
 }
 
-static void edge_open(struct edge *e)
+static void
+edge_open(struct edge *e)
 {
 	e->fd = udp_socket(&e->port);
 }
 
-static void raw_send(int fd, uint16_t port, const void *buf, size_t len)
+static void
+raw_send(int fd, uint16_t port, const void *buf, size_t len)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct sockaddr_in a = {.sin_family = AF_INET};
 
 	a.sin_addr.s_addr = htonl(LOOPBACK);
 	a.sin_port = htons(port);
-	cr_assert_eq(sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof(a)),
-		     (ssize_t)len);
+	cr_assert_eq(sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof(a)), (ssize_t)len);
 }
 
-static void edge_send(struct edge *e, const void *buf, size_t len)
+static void
+edge_send(struct edge *e, const void *buf, size_t len)
 {
 	raw_send(e->fd, e->island_port, buf, len);
 }
 
 /* One datagram from the island within @ms, or 0. */
-static size_t edge_recv(struct edge *e, uint8_t *buf, size_t cap, int ms)
+static size_t
+edge_recv(struct edge *e, uint8_t *buf, size_t cap, int ms)
 {
-	struct pollfd p = { .fd = e->fd, .events = POLLIN };
+	struct pollfd p = {.fd = e->fd, .events = POLLIN};
 	ssize_t n;
 
 	if (poll(&p, 1, ms) <= 0)
@@ -140,24 +150,31 @@ static size_t edge_recv(struct edge *e, uint8_t *buf, size_t cap, int ms)
 
 static struct isth_wire_limits lim;
 
-static void parse_ok(const uint8_t *buf, size_t len, struct isth_wire_pkt *p)
+static void
+parse_ok(const uint8_t *buf, size_t len, struct isth_wire_pkt *p)
 {
 	enum isth_wire_reason r = isth_wire_parse_msg(buf, len, &lim, p);
 
-	cr_assert_eq(r, ISTH_WIRE_OK, "island sent a bad packet: %s",
-		     isth_wire_reason_name(r));
+	cr_assert_eq(r, ISTH_WIRE_OK, "island sent a bad packet: %s", isth_wire_reason_name(r));
 }
 
-static size_t mk_round(uint8_t *buf, uint32_t round, uint64_t expected,
-		       uint64_t clique, uint64_t deadline)
+static size_t
+mk_round(uint8_t *buf, uint32_t round, uint64_t expected, uint64_t clique, uint64_t deadline)
 {
 	struct isth_wire_round b = {
-		.start_ns = T0, .deadline_ns = deadline, .period_ns = 100 * MS,
-		.clique = clique, .n_chunks = NCH, .chunk_elems = CE,
+		.start_ns = T0,
+		.deadline_ns = deadline,
+		.period_ns = 100 * MS,
+		.clique = clique,
+		.n_chunks = NCH,
+		.chunk_elems = CE,
 	};
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_ROUND, .sender = SELF, .job = JOB,
-		.round = round, .bitmap = expected,
+		.type = ISTH_WIRE_ROUND,
+		.sender = SELF,
+		.job = JOB,
+		.round = round,
+		.bitmap = expected,
 	};
 	uint8_t body[ISTH_WIRE_ROUND_SIZE];
 	int n;
@@ -168,19 +185,28 @@ static size_t mk_round(uint8_t *buf, uint32_t round, uint64_t expected,
 	return (size_t)n;
 }
 
-static uint32_t clen(uint32_t c)
+static uint32_t
+clen(uint32_t c)
 {
 	return c + 1 < NCH ? CE : ELEMS - (NCH - 1) * CE;
 }
 
 /* An AGG of chunk @c: the sum over @set, as an edge would send it. */
-static size_t mk_agg(uint8_t *buf, uint8_t dtype, uint32_t round, uint32_t c,
-		     uint64_t set, uint64_t seq, uint16_t flags)
+static size_t
+mk_agg(uint8_t *buf, uint8_t dtype, uint32_t round, uint32_t c, uint64_t set, uint64_t seq,
+	uint16_t flags)
 {
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_AGG, .dtype = dtype, .flags = flags,
-		.sender = SELF, .count = (uint16_t)clen(c), .job = JOB,
-		.round = round, .chunk = c, .seq = seq, .bitmap = set,
+		.type = ISTH_WIRE_AGG,
+		.dtype = dtype,
+		.flags = flags,
+		.sender = SELF,
+		.count = (uint16_t)clen(c),
+		.job = JOB,
+		.round = round,
+		.chunk = c,
+		.seq = seq,
+		.bitmap = set,
 	};
 	uint8_t body[4 * CE];
 	int n;
@@ -206,11 +232,13 @@ static size_t mk_agg(uint8_t *buf, uint8_t dtype, uint32_t round, uint32_t c,
 	return (size_t)n;
 }
 
-static size_t mk_gone(uint8_t *buf, const struct isth_wire_range *r,
-		      unsigned int n)
+static size_t
+mk_gone(uint8_t *buf, const struct isth_wire_range *r, unsigned int n)
 {
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_GONE, .sender = SELF, .count = (uint16_t)n,
+		.type = ISTH_WIRE_GONE,
+		.sender = SELF,
+		.count = (uint16_t)n,
 		.job = JOB,
 	};
 	uint8_t body[16 * 8];
@@ -222,36 +250,44 @@ static size_t mk_gone(uint8_t *buf, const struct isth_wire_range *r,
 	return (size_t)k;
 }
 
-static void send_agg(struct edge *e, uint8_t dtype, uint32_t round, uint32_t c,
-		     uint64_t set, uint64_t seq, uint16_t flags)
+static void
+send_agg(struct edge *e, uint8_t dtype, uint32_t round, uint32_t c, uint64_t set, uint64_t seq,
+	uint16_t flags)
 {
 	uint8_t buf[2048];
 
 	edge_send(e, buf, mk_agg(buf, dtype, round, c, set, seq, flags));
 }
 
-static void send_round(struct edge *e, uint32_t round, uint64_t expected,
-		       uint64_t deadline)
+static void
+send_round(struct edge *e, uint32_t round, uint64_t expected, uint64_t deadline)
 {
 	uint8_t buf[2048];
 
-	edge_send(e, buf, mk_round(buf, round, expected,
-				   expected | (1ull << SELF), deadline));
+	edge_send(e, buf, mk_round(buf, round, expected, expected | (1ull << SELF), deadline));
 }
 
-static struct isth_island_conf base_conf(const struct edge *e, uint8_t dtype)
+static struct isth_island_conf
+base_conf(const struct edge *e, uint8_t dtype)
 {
 	struct isth_island_conf c = {
-		.job = JOB, .island = SELF, .n_islands = N_ISLANDS,
-		.edge_ip = LOOPBACK, .edge_port = e->port,
-		.bind_ip = LOOPBACK, .elems = ELEMS, .dtype = dtype,
-		.nack_interval_ns = 5 * MS, .probe_ns = UINT64_MAX,
+		.job = JOB,
+		.island = SELF,
+		.n_islands = N_ISLANDS,
+		.edge_ip = LOOPBACK,
+		.edge_port = e->port,
+		.bind_ip = LOOPBACK,
+		.elems = ELEMS,
+		.dtype = dtype,
+		.nack_interval_ns = 5 * MS,
+		.probe_ns = UINT64_MAX,
 		.clock = fake_clock,
 	};
 	return c;
 }
 
-static struct isth_island *open_island(struct edge *e, uint8_t dtype)
+static struct isth_island *
+open_island(struct edge *e, uint8_t dtype)
 {
 	struct isth_island_conf c = base_conf(e, dtype);
 	struct isth_island *s = isth_island_open(&c);
@@ -262,24 +298,27 @@ static struct isth_island *open_island(struct edge *e, uint8_t dtype)
 }
 
 /* Drive the session until @cond (over the caller's `st`) holds; ~2 s max. */
-#define POLL_UNTIL(s, cond) do { \
-	for (int i_ = 0; i_ < 400; i_++) { \
+#define POLL_UNTIL(s, cond) \
+	do { \
+		for (int i_ = 0; i_ < 400; i_++) { \
+			isth_island_stats((s), &st); \
+			if (cond) \
+				break; \
+			isth_island_poll((s), 5 * MS); \
+		} \
 		isth_island_stats((s), &st); \
-		if (cond) \
-			break; \
-		isth_island_poll((s), 5 * MS); \
-	} \
-	isth_island_stats((s), &st); \
-	cr_assert(cond, "condition never held: %s", #cond); \
-} while (0)
+		cr_assert(cond, "condition never held: %s", #cond); \
+	} while (0)
 
-static void own_tensor_i32(uint32_t *t, uint32_t round)
+static void
+own_tensor_i32(uint32_t *t, uint32_t round)
 {
 	for (uint32_t i = 0; i < ELEMS; i++)
 		t[i] = val_i32(SELF, round, i);
 }
 
-static void setup(void)
+static void
+setup(void)
 {
 	cr_assert_eq(isth_wire_limits_init(&lim, N_ISLANDS, 1500), 0);
 	__atomic_store_n(&fake_now, T0, __ATOMIC_SEQ_CST);
@@ -294,32 +333,58 @@ static const struct {
 	const char *what;
 	int err;
 } bad_conf[] = {
-	{ "n_islands 0", EINVAL }, { "n_islands 65", EINVAL },
-	{ "island >= n", EINVAL }, { "dtype 4", EINVAL },
-	{ "dtype none", EINVAL }, { "dtype 9", EINVAL },
-	{ "elems 0", EINVAL }, { "edge ip 0", EINVAL },
-	{ "mtu tiny", EINVAL }, { "rcvbuf < 0", EINVAL },
+	{"n_islands 0", EINVAL},
+	{"n_islands 65", EINVAL},
+	{"island >= n", EINVAL},
+	{"dtype 4", EINVAL},
+	{"dtype none", EINVAL},
+	{"dtype 9", EINVAL},
+	{"elems 0", EINVAL},
+	{"edge ip 0", EINVAL},
+	{"mtu tiny", EINVAL},
+	{"rcvbuf < 0", EINVAL},
 };
 
-static void break_conf(struct isth_island_conf *c, unsigned int i)
+static void
+break_conf(struct isth_island_conf *c, unsigned int i)
 {
 	switch (i) {
-	case 0: c->n_islands = 0; break;
-	case 1: c->n_islands = 65; break;
-	case 2: c->island = 4; break;
-	case 3: c->dtype = ISTH_WIRE_DTYPE_MAX + 1; break;
-	case 4: c->dtype = ISTH_WIRE_DTYPE_NONE; break;
-	case 5: c->dtype = 9; break;
-	case 6: c->elems = 0; break;
-	case 7: c->edge_ip = 0; break;
-	case 8: c->mtu = 60; break;
-	case 9: c->rcvbuf = -1; break;
+	case 0:
+		c->n_islands = 0;
+		break;
+	case 1:
+		c->n_islands = 65;
+		break;
+	case 2:
+		c->island = 4;
+		break;
+	case 3:
+		c->dtype = ISTH_WIRE_DTYPE_MAX + 1;
+		break;
+	case 4:
+		c->dtype = ISTH_WIRE_DTYPE_NONE;
+		break;
+	case 5:
+		c->dtype = 9;
+		break;
+	case 6:
+		c->elems = 0;
+		break;
+	case 7:
+		c->edge_ip = 0;
+		break;
+	case 8:
+		c->mtu = 60;
+		break;
+	case 9:
+		c->rcvbuf = -1;
+		break;
 	}
 }
 
 Test(island, open_refuses_bad_arguments)
 {
-	struct edge e = { .port = 9 };
+	struct edge e = {.port = 9};
 
 	for (unsigned int i = 0; i < sizeof(bad_conf) / sizeof(bad_conf[0]); i++) {
 		struct isth_island_conf c = base_conf(&e, ISTH_WIRE_DTYPE_INT32);
@@ -327,8 +392,7 @@ Test(island, open_refuses_bad_arguments)
 		break_conf(&c, i);
 		errno = 0;
 		cr_expect_null(isth_island_open(&c), "%s", bad_conf[i].what);
-		cr_expect_eq(errno, bad_conf[i].err, "%s: errno %d",
-			     bad_conf[i].what, errno);
+		cr_expect_eq(errno, bad_conf[i].err, "%s: errno %d", bad_conf[i].what, errno);
 	}
 	errno = 0;
 	cr_expect_null(isth_island_open(NULL));
@@ -338,7 +402,7 @@ Test(island, open_refuses_bad_arguments)
 
 Test(island, chunk_size_follows_mtu)
 {
-	struct edge e = { .port = 9 };
+	struct edge e = {.port = 9};
 	struct isth_island_conf c = base_conf(&e, ISTH_WIRE_DTYPE_INT32);
 	struct isth_island *s;
 
@@ -394,11 +458,10 @@ Test(island, send_chunks_tensor_into_data)
 		cr_expect_eq(p.hdr.flags, c == NCH - 1 ? ISTH_WIRE_F_LAST : 0);
 		for (uint32_t i = 0; i < clen(c); i++) {
 			const uint8_t *q = p.payload + 4 * i;
-			uint32_t v = q[0] | q[1] << 8 | q[2] << 16 |
-				     (uint32_t)q[3] << 24;
+			uint32_t v = q[0] | q[1] << 8 | q[2] << 16 | (uint32_t)q[3] << 24;
 
 			cr_assert_eq(v, val_i32(SELF, round, c * CE + i),
-				     "round %u chunk %u elem %u", round, c, i);
+				"round %u chunk %u elem %u", round, c, i);
 		}
 	}
 	isth_island_stats(s, &st);
@@ -411,15 +474,14 @@ Test(island, send_chunks_tensor_into_data)
 
 /* ---- complete rounds ------------------------------------------------------ */
 
-static void check_sums_i32(const uint32_t *out, const struct isth_island_chunk *ch,
-			   uint32_t round)
+static void
+check_sums_i32(const uint32_t *out, const struct isth_island_chunk *ch, uint32_t round)
 {
 	for (uint32_t c = 0; c < NCH; c++) {
 		cr_expect_eq(ch[c].count, clen(c));
 		for (uint32_t i = 0; i < clen(c); i++)
-			cr_assert_eq(out[c * CE + i],
-				     sum_i32(ch[c].bitmap, round, c * CE + i),
-				     "chunk %u elem %u", c, i);
+			cr_assert_eq(out[c * CE + i], sum_i32(ch[c].bitmap, round, c * CE + i),
+				"chunk %u elem %u", c, i);
 	}
 }
 
@@ -452,8 +514,7 @@ Test(island, partials_with_disjoint_bitmaps_sum_to_the_clique)
 	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, 1, 1u << 2 | 1u << 3, 3, ISTH_WIRE_F_PARTIAL);
 	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, 2, 1u << 3, 4, ISTH_WIRE_F_PARTIAL);
 	/* complete before the deadline: the fake clock never moves */
-	cr_assert_eq(isth_island_result(s, 3, out, sizeof(out), ch, NCH, &res,
-					2000 * MS), 0);
+	cr_assert_eq(isth_island_result(s, 3, out, sizeof(out), ch, NCH, &res, 2000 * MS), 0);
 	cr_expect(res.early);
 	cr_expect(res.self_sent);
 	cr_expect_eq(res.complete, NCH);
@@ -508,14 +569,12 @@ Test(island, fp32_sums_are_exact_for_sixteenths)
 		send_agg(&e, ISTH_WIRE_DTYPE_FP32, 11, c, 1u << 3, 2 * c, ISTH_WIRE_F_PARTIAL);
 		send_agg(&e, ISTH_WIRE_DTYPE_FP32, 11, c, 1u << 0, 2 * c + 1, ISTH_WIRE_F_PARTIAL);
 	}
-	cr_assert_eq(isth_island_result(s, 11, out, sizeof(out), ch, NCH, NULL,
-					2000 * MS), 0);
+	cr_assert_eq(isth_island_result(s, 11, out, sizeof(out), ch, NCH, NULL, 2000 * MS), 0);
 	for (uint32_t c = 0; c < NCH; c++) {
 		cr_expect_eq(ch[c].bitmap, peers | 1u << SELF);
 		for (uint32_t i = 0; i < clen(c); i++)
-			cr_assert_eq(out[c * CE + i],
-				     sum_f32(peers | 1u << SELF, 11, c * CE + i),
-				     "chunk %u elem %u", c, i);
+			cr_assert_eq(out[c * CE + i], sum_f32(peers | 1u << SELF, 11, c * CE + i),
+				"chunk %u elem %u", c, i);
 	}
 	isth_island_close(s);
 	close(e.fd);
@@ -538,8 +597,7 @@ Test(island, aggs_before_their_round_and_silent_island)
 		send_agg(&e, ISTH_WIRE_DTYPE_INT32, 8, c, peers, c, 0);
 	POLL_UNTIL(s, st.aggs_summed == NCH);
 	send_round(&e, 8, peers, T0 + 100 * MS);
-	cr_assert_eq(isth_island_result(s, 8, out, sizeof(out), ch, NCH, &res,
-					2000 * MS), 0);
+	cr_assert_eq(isth_island_result(s, 8, out, sizeof(out), ch, NCH, &res, 2000 * MS), 0);
 	cr_expect(!res.self_sent);
 	for (uint32_t c = 0; c < NCH; c++) {
 		cr_expect_eq(ch[c].bitmap, peers);
@@ -552,8 +610,8 @@ Test(island, aggs_before_their_round_and_silent_island)
 
 /* ---- loss: NACK, RESENT, GONE, rate limit --------------------------------- */
 
-static void expect_nack(struct edge *e, const struct isth_wire_range *want,
-			unsigned int n)
+static void
+expect_nack(struct edge *e, const struct isth_wire_range *want, unsigned int n)
 {
 	uint8_t buf[2048];
 	struct isth_wire_pkt p;
@@ -570,26 +628,26 @@ static void expect_nack(struct edge *e, const struct isth_wire_range *want,
 		struct isth_wire_range r;
 
 		isth_wire_get_range(&p, i, &r);
-		cr_expect_eq(r.first, want[i].first, "range %u first %lu", i,
-			     (unsigned long)r.first);
-		cr_expect_eq(r.last, want[i].last, "range %u last %lu", i,
-			     (unsigned long)r.last);
+		cr_expect_eq(
+			r.first, want[i].first, "range %u first %lu", i, (unsigned long)r.first);
+		cr_expect_eq(r.last, want[i].last, "range %u last %lu", i, (unsigned long)r.last);
 	}
 }
 
-static void expect_silence(struct edge *e, int ms)
+static void
+expect_silence(struct edge *e, int ms)
 {
 	uint8_t buf[2048];
 
-	cr_expect_eq(edge_recv(e, buf, sizeof(buf), ms), 0,
-		     "island sent something it should not have");
+	cr_expect_eq(
+		edge_recv(e, buf, sizeof(buf), ms), 0, "island sent something it should not have");
 }
 
 Test(island, gaps_are_nacked_resent_or_gone_and_reported)
 {
 	struct isth_island_stats st;
 	const uint64_t peers = 1u << 0 | 1u << 2;
-	const struct isth_wire_range gaps[2] = { { 1, 1 }, { 3, 4 } };
+	const struct isth_wire_range gaps[2] = {{1, 1}, {3, 4}};
 	struct isth_island_chunk ch[NCH];
 	struct isth_island_result res;
 	struct isth_island_stats st0;
@@ -599,8 +657,8 @@ Test(island, gaps_are_nacked_resent_or_gone_and_reported)
 	char why[128];
 	struct edge e;
 	/* seq -> (chunk, contributor): chunk c gets {0} then {2} */
-	const uint32_t chunk_of[6] = { 0, 0, 1, 1, 2, 2 };
-	const uint64_t set_of[6] = { 1, 4, 1, 4, 1, 4 };
+	const uint32_t chunk_of[6] = {0, 0, 1, 1, 2, 2};
+	const uint64_t set_of[6] = {1, 4, 1, 4, 1, 4};
 
 	edge_open(&e);
 	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
@@ -608,12 +666,12 @@ Test(island, gaps_are_nacked_resent_or_gone_and_reported)
 	own_tensor_i32(t, 4);
 	cr_assert_eq(isth_island_send(s, 4, t, sizeof(t)), 0);
 	for (int i = 0; i < (int)NCH; i++)
-		cr_assert_gt(edge_recv(&e, buf, sizeof(buf), 2000), 0);	/* DATA */
+		cr_assert_gt(edge_recv(&e, buf, sizeof(buf), 2000), 0); /* DATA */
 	/* seqs 1, 3 and 4 are lost on the way */
 	for (uint64_t q = 0; q < 6; q++)
 		if (q != 1 && q != 3 && q != 4)
-			send_agg(&e, ISTH_WIRE_DTYPE_INT32, 4, chunk_of[q], set_of[q],
-				 q, ISTH_WIRE_F_PARTIAL);
+			send_agg(&e, ISTH_WIRE_DTYPE_INT32, 4, chunk_of[q], set_of[q], q,
+				ISTH_WIRE_F_PARTIAL);
 	POLL_UNTIL(s, st.aggs_summed == 3);
 	/* one NACK naming both gaps */
 	expect_nack(&e, gaps, 2);
@@ -627,12 +685,12 @@ Test(island, gaps_are_nacked_resent_or_gone_and_reported)
 	expect_nack(&e, gaps, 2);
 	/* the edge resends 1 and 3 (twice: one is a duplicate), 4 is gone */
 	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 4, chunk_of[1], set_of[1], 1,
-		 ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT);
+		ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT);
 	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 4, chunk_of[3], set_of[3], 3,
-		 ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT);
+		ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT);
 	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 4, chunk_of[1], set_of[1], 1,
-		 ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT);
-	edge_send(&e, buf, mk_gone(buf, &(struct isth_wire_range){ 4, 4 }, 1));
+		ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT);
+	edge_send(&e, buf, mk_gone(buf, &(struct isth_wire_range){4, 4}, 1));
 	POLL_UNTIL(s, st.gone == 1 && st.duplicates == 1);
 	isth_island_stats(s, &st0);
 	cr_expect_eq(st0.aggs_summed, 5);
@@ -648,8 +706,8 @@ Test(island, gaps_are_nacked_resent_or_gone_and_reported)
 	expect_silence(&e, 30);
 	/* the deadline passes: chunk 2 lacks island 0, and says so */
 	advance(100 * MS);
-	cr_assert_eq(isth_island_result(s, 4, out, sizeof(out), ch, NCH, &res,
-					2000 * MS), -ETIMEDOUT);
+	cr_assert_eq(
+		isth_island_result(s, 4, out, sizeof(out), ch, NCH, &res, 2000 * MS), -ETIMEDOUT);
 	cr_expect(!res.early);
 	cr_expect_eq(res.complete, 2);
 	cr_expect_eq(res.partial, 1);
@@ -659,7 +717,7 @@ Test(island, gaps_are_nacked_resent_or_gone_and_reported)
 	cr_expect_eq(ch[1].missing, 0);
 	cr_expect_eq(ch[2].bitmap, 1u << 2 | 1u << SELF);
 	cr_expect_eq(ch[2].missing, 1u << 0);
-	check_sums_i32(out, ch, 4);	/* the partial sum is exact for its bitmap */
+	check_sums_i32(out, ch, 4); /* the partial sum is exact for its bitmap */
 	isth_island_missing_str(ch, NCH, why, sizeof(why));
 	cr_expect_str_eq(why, "island 0 chunk 2");
 	isth_island_stats(s, &st0);
@@ -676,7 +734,7 @@ Test(island, nacks_go_on_until_the_deadline_not_a_count)
 	struct isth_island_conf c;
 	struct isth_island *s;
 	struct edge e;
-	const struct isth_wire_range gap = { 1, 1 };
+	const struct isth_wire_range gap = {1, 1};
 
 	edge_open(&e);
 	c = base_conf(&e, ISTH_WIRE_DTYPE_INT32);
@@ -715,7 +773,7 @@ Test(island, nacks_give_up_after_retries_when_the_round_is_unknown)
 	struct isth_island_conf c;
 	struct isth_island *s;
 	struct edge e;
-	const struct isth_wire_range gap = { 1, 1 };
+	const struct isth_wire_range gap = {1, 1};
 
 	edge_open(&e);
 	c = base_conf(&e, ISTH_WIRE_DTYPE_INT32);
@@ -776,9 +834,8 @@ Test(island, tail_loss_is_probed)
 	cr_expect_eq(r.last, 42 + 31);
 	/* the edge has 42, not the rest */
 	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 6, 2, 1u << 0, 42, ISTH_WIRE_F_RESENT);
-	edge_send(&e, buf, mk_gone(buf, &(struct isth_wire_range){ 43, 73 }, 1));
-	cr_assert_eq(isth_island_result(s, 6, out, sizeof(out), ch, NCH, NULL,
-					2000 * MS), 0);
+	edge_send(&e, buf, mk_gone(buf, &(struct isth_wire_range){43, 73}, 1));
+	cr_assert_eq(isth_island_result(s, 6, out, sizeof(out), ch, NCH, NULL, 2000 * MS), 0);
 	check_sums_i32(out, ch, 6);
 	POLL_UNTIL(s, st.gone == 1);
 	cr_expect_eq(st.gone_seqs, 0, "GONE past the stream is not a loss");
@@ -854,14 +911,14 @@ Test(island, malformed_and_foreign_packets_are_counted_by_name)
 	/* island refusals before sequence accounting: job, sender, type,
 	 * source (their seqs are never tracked) */
 	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 9, 0, 1, 50, 0);
-	buf[11] ^= 1;			/* job */
+	buf[11] ^= 1; /* job */
 	edge_send(&e, buf, n);
 	buf[11] ^= 1;
-	buf[20] = 2;			/* sender: another island */
+	buf[20] = 2; /* sender: another island */
 	edge_send(&e, buf, n);
 	buf[20] = SELF;
-	buf[3] = ISTH_WIRE_DATA;	/* DATA from the edge */
-	buf[39] = 1u << SELF;		/* DATA bitmap: the sender's bit */
+	buf[3] = ISTH_WIRE_DATA; /* DATA from the edge */
+	buf[39] = 1u << SELF; /* DATA bitmap: the sender's bit */
 	edge_send(&e, buf, n);
 	other = udp_socket(&other_port);
 	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 9, 0, 1, 50, 0);
@@ -874,19 +931,19 @@ Test(island, malformed_and_foreign_packets_are_counted_by_name)
 
 	/* well-formed AGGs that cannot be summed, consecutive seqs 0..5 */
 	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 9, 0, 1u << 0 | 1u << SELF, 0, 0);
-	edge_send(&e, buf, n);					/* self */
+	edge_send(&e, buf, n); /* self */
 	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 9, 0, 1u << 3, 1, 0);
-	edge_send(&e, buf, n);					/* clique */
+	edge_send(&e, buf, n); /* clique */
 	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 9, 2, 1u << 0, 2, 0);
-	buf[19] = 1;						/* chunk 1, */
-	edge_send(&e, buf, n);					/* 100 elems */
+	buf[19] = 1; /* chunk 1, */
+	edge_send(&e, buf, n); /* 100 elems */
 	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 9, 0, 1u << 0, 3, 0);
 	buf[19] = 9;
-	edge_send(&e, buf, n);					/* chunk 9 */
+	edge_send(&e, buf, n); /* chunk 9 */
 	n = mk_agg(buf, ISTH_WIRE_DTYPE_FP32, 9, 0, 1u << 0, 4, 0);
-	edge_send(&e, buf, n);					/* dtype */
+	edge_send(&e, buf, n); /* dtype */
 	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 5, 0, 1u << 0, 5, 0);
-	edge_send(&e, buf, n);		/* round 5: 4 behind the newest */
+	edge_send(&e, buf, n); /* round 5: 4 behind the newest */
 	POLL_UNTIL(s, st.rx_packets == 15);
 	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_agg_self], 1);
 	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_agg_clique], 1);
@@ -907,8 +964,7 @@ Test(island, malformed_and_foreign_packets_are_counted_by_name)
 	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_round_dup], 1);
 	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 9, 1, 1u << 0, 9, ISTH_WIRE_F_PARTIAL);
 	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 9, 2, peers, 10, 0);
-	cr_assert_eq(isth_island_result(s, 9, out, sizeof(out), ch, NCH, NULL,
-					2000 * MS), 0);
+	cr_assert_eq(isth_island_result(s, 9, out, sizeof(out), ch, NCH, NULL, 2000 * MS), 0);
 	check_sums_i32(out, ch, 9);
 	for (uint32_t c = 0; c < NCH; c++)
 		cr_expect_eq(ch[c].bitmap, peers);
@@ -926,11 +982,18 @@ Test(island, round_of_the_wrong_shape_is_an_error)
 {
 	struct isth_island_round ri;
 	struct isth_wire_round b = {
-		.start_ns = T0, .deadline_ns = T0 + 1, .period_ns = 1,
-		.clique = 3, .n_chunks = NCH + 1, .chunk_elems = CE,
+		.start_ns = T0,
+		.deadline_ns = T0 + 1,
+		.period_ns = 1,
+		.clique = 3,
+		.n_chunks = NCH + 1,
+		.chunk_elems = CE,
 	};
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_ROUND, .sender = SELF, .job = JOB, .round = 2,
+		.type = ISTH_WIRE_ROUND,
+		.sender = SELF,
+		.job = JOB,
+		.round = 2,
 		.bitmap = 1,
 	};
 	uint8_t body[40], buf[128];
@@ -961,12 +1024,9 @@ Test(island, result_without_round_times_out)
 
 	edge_open(&e);
 	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
-	cr_expect_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH, NULL,
-					20 * MS), -ENOENT);
-	cr_expect_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH - 1,
-					NULL, 0), -ENOSPC);
-	cr_expect_eq(isth_island_result(s, 1, out, sizeof(out) - 1, ch, NCH,
-					NULL, 0), -ENOSPC);
+	cr_expect_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH, NULL, 20 * MS), -ENOENT);
+	cr_expect_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH - 1, NULL, 0), -ENOSPC);
+	cr_expect_eq(isth_island_result(s, 1, out, sizeof(out) - 1, ch, NCH, NULL, 0), -ENOSPC);
 	isth_island_close(s);
 	close(e.fd);
 }
@@ -1001,8 +1061,7 @@ Test(island, rounds_are_returned_in_order_and_old_ones_go)
 	advance(200 * MS);
 	send_round(&e, 25, 0, T0 + 400 * MS);
 	POLL_UNTIL(s, st.rounds_announced == 3);
-	cr_expect_eq(isth_island_result(s, 21, out, sizeof(out), ch, NCH, NULL, 0),
-		     -ESTALE);
+	cr_expect_eq(isth_island_result(s, 21, out, sizeof(out), ch, NCH, NULL, 0), -ESTALE);
 	cr_expect_eq(isth_island_send(s, 19, t, sizeof(t)), -ESTALE);
 	isth_island_close(s);
 	close(e.fd);
@@ -1017,16 +1076,17 @@ struct waiter {
 	int rc;
 };
 
-static void *result_thread(void *arg)
+static void *
+result_thread(void *arg)
 {
 	struct waiter *w = arg;
 
-	w->rc = isth_island_result(w->s, 12, w->out, sizeof(w->out), w->ch,
-				   NCH, NULL, 5000 * MS);
+	w->rc = isth_island_result(w->s, 12, w->out, sizeof(w->out), w->ch, NCH, NULL, 5000 * MS);
 	return NULL;
 }
 
-static void *poll_thread(void *arg)
+static void *
+poll_thread(void *arg)
 {
 	struct isth_island_stats st;
 	struct waiter *w = arg;
@@ -1058,9 +1118,8 @@ Test(island, concurrent_waiters_share_the_socket)
 	cr_assert_eq(isth_island_send(w1.s, 12, t, sizeof(t)), 0);
 	for (uint32_t c = 0; c < NCH; c++)
 		for (unsigned int k = 0; k < 3; k++)
-			send_agg(&e, ISTH_WIRE_DTYPE_INT32, 12, c,
-				 1u << (k == 0 ? 0 : k + 1), 3 * c + k,
-				 ISTH_WIRE_F_PARTIAL);
+			send_agg(&e, ISTH_WIRE_DTYPE_INT32, 12, c, 1u << (k == 0 ? 0 : k + 1),
+				3 * c + k, ISTH_WIRE_F_PARTIAL);
 	pthread_join(t1, NULL);
 	pthread_join(t2, NULL);
 	pthread_join(t3, NULL);
@@ -1098,12 +1157,14 @@ Test(island, missing_str_names_contributors_and_chunk_ranges)
 /* ---- bf16 ------------------------------------------------------------------ */
 
 /* Quarters in [-32, 32): at most 8 significant bits, exact in bf16. */
-static int val_q(unsigned int k, uint32_t r, uint32_t i)
+static int
+val_q(unsigned int k, uint32_t r, uint32_t i)
 {
 	return (int)(((k + 1) * 131u + r * 17u + i * 7u) % 256u) - 128;
 }
 
-static int sum_q(uint64_t set, uint32_t r, uint32_t i)
+static int
+sum_q(uint64_t set, uint32_t r, uint32_t i)
 {
 	int s = 0;
 
@@ -1113,7 +1174,8 @@ static int sum_q(uint64_t set, uint32_t r, uint32_t i)
 	return s;
 }
 
-static uint16_t top16(float f)
+static uint16_t
+top16(float f)
 {
 	uint32_t u;
 
@@ -1125,27 +1187,34 @@ static uint16_t top16(float f)
  * x rounded to bf16 (8 significant bits), nearest, ties to even, computed
  * with arithmetic rather than with the bit trick the library uses.
  */
-static float bf16_round_ref(double x)
+static float
+bf16_round_ref(double x)
 {
 	int e;
 
 	if (x == 0)
 		return 0.0f;
-	frexp(x, &e);			/* |x| in [2^(e-1), 2^e) */
+	frexp(x, &e); /* |x| in [2^(e-1), 2^e) */
 	double ulp = ldexp(1.0, e - 8);
 
-	return (float)(nearbyint(x / ulp) * ulp);	/* FE_TONEAREST */
+	return (float)(nearbyint(x / ulp) * ulp); /* FE_TONEAREST */
 }
 
 /* An AGG of chunk @c carrying @vals (the chunk's elements) as @dtype. */
-static void send_agg_vals(struct edge *e, uint8_t dtype, uint32_t round,
-			  uint32_t c, uint64_t set, uint64_t seq,
-			  const float *vals)
+static void
+send_agg_vals(struct edge *e, uint8_t dtype, uint32_t round, uint32_t c, uint64_t set, uint64_t seq,
+	const float *vals)
 {
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_AGG, .dtype = dtype, .sender = SELF,
-		.count = (uint16_t)clen(c), .job = JOB, .round = round,
-		.chunk = c, .seq = seq, .bitmap = set,
+		.type = ISTH_WIRE_AGG,
+		.dtype = dtype,
+		.sender = SELF,
+		.count = (uint16_t)clen(c),
+		.job = JOB,
+		.round = round,
+		.chunk = c,
+		.seq = seq,
+		.bitmap = set,
 	};
 	uint8_t body[4 * CE], buf[2048];
 	size_t es = dtype == ISTH_WIRE_DTYPE_BF16 ? 2 : 4;
@@ -1156,7 +1225,7 @@ static void send_agg_vals(struct edge *e, uint8_t dtype, uint32_t round,
 
 		memcpy(&v, &vals[i], 4);
 		if (es == 2)
-			v >>= 16;	/* vals are bf16-exact here */
+			v >>= 16; /* vals are bf16-exact here */
 		for (size_t b = 0; b < es; b++)
 			body[es * i + b] = (uint8_t)(v >> (8 * b));
 	}
@@ -1166,8 +1235,8 @@ static void send_agg_vals(struct edge *e, uint8_t dtype, uint32_t round,
 }
 
 /* Read the @NCH DATA packets of @round and check them against @want. */
-static void expect_bf16_data(struct edge *e, uint32_t round,
-			     const uint16_t *want)
+static void
+expect_bf16_data(struct edge *e, uint32_t round, const uint16_t *want)
 {
 	uint8_t buf[2048];
 
@@ -1184,12 +1253,10 @@ static void expect_bf16_data(struct edge *e, uint32_t round,
 		cr_expect_eq(p.hdr.count, clen(c));
 		cr_assert_eq(p.payload_size, 2 * clen(c), "2 bytes an element");
 		for (uint32_t i = 0; i < clen(c); i++) {
-			uint16_t v = (uint16_t)(p.payload[2 * i] |
-						p.payload[2 * i + 1] << 8);
+			uint16_t v = (uint16_t)(p.payload[2 * i] | p.payload[2 * i + 1] << 8);
 
-			cr_assert_eq(v, want[c * CE + i],
-				     "round %u chunk %u elem %u: %04x", round,
-				     c, i, v);
+			cr_assert_eq(v, want[c * CE + i], "round %u chunk %u elem %u: %04x", round,
+				c, i, v);
 		}
 	}
 }
@@ -1219,7 +1286,7 @@ Test(island, bf16_goes_out_as_bf16_and_sums_in_fp32)
 	send_round(&e, 1, peers, T0 + 100 * MS);
 	for (uint32_t i = 0; i < ELEMS; i++) {
 		t[i] = (float)val_q(SELF, 1, i) / 4.0f;
-		w[i] = top16(t[i]);	/* exact: truncation is rounding */
+		w[i] = top16(t[i]); /* exact: truncation is rounding */
 	}
 	cr_assert_eq(isth_island_send(s, 1, t, sizeof(t)), 0);
 	expect_bf16_data(&e, 1, w);
@@ -1228,11 +1295,9 @@ Test(island, bf16_goes_out_as_bf16_and_sums_in_fp32)
 			v[i] = (float)sum_q(peers, 1, c * CE + i) / 4.0f;
 		send_agg_vals(&e, ISTH_WIRE_DTYPE_FP32, 1, c, peers, c, v);
 	}
-	cr_assert_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH, NULL,
-					2000 * MS), 0);
+	cr_assert_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH, NULL, 2000 * MS), 0);
 	for (uint32_t i = 0; i < ELEMS; i++)
-		cr_assert_eq(out[i], (float)sum_q(peers | 1u << SELF, 1, i) / 4.0f,
-			     "elem %u", i);
+		cr_assert_eq(out[i], (float)sum_q(peers | 1u << SELF, 1, i) / 4.0f, "elem %u", i);
 
 	/* round 2: bf16 in, bf16 AGGs (rounded sums) back */
 	send_round(&e, 2, peers, T0 + 200 * MS);
@@ -1247,11 +1312,10 @@ Test(island, bf16_goes_out_as_bf16_and_sums_in_fp32)
 	}
 	/* an int32 AGG is no sum of bf16 */
 	send_agg(&e, ISTH_WIRE_DTYPE_INT32, 2, 0, 1u << 0, 2 * NCH, 0);
-	cr_assert_eq(isth_island_result(s, 2, out, sizeof(out), ch, NCH, NULL,
-					2000 * MS), 0);
+	cr_assert_eq(isth_island_result(s, 2, out, sizeof(out), ch, NCH, NULL, 2000 * MS), 0);
 	for (uint32_t i = 0; i < ELEMS; i++) {
-		float want = (float)val_q(SELF, 2, i) / 4.0f +
-			     bf16_round_ref(sum_q(peers, 2, i) / 4.0);
+		float want =
+			(float)val_q(SELF, 2, i) / 4.0f + bf16_round_ref(sum_q(peers, 2, i) / 4.0);
 
 		cr_assert_eq(out[i], want, "elem %u: %g", i, out[i]);
 	}
@@ -1269,15 +1333,15 @@ Test(island, bf16_rounds_fp32_input_to_nearest_even)
 		uint32_t in;
 		uint16_t out;
 	} cases[] = {
-		{ 0x3f808000, 0x3f80 },	/* 1 + 2^-8: tie, down to even */
-		{ 0x3f818000, 0x3f82 },	/* 1 + 3 * 2^-8: tie, up to even */
-		{ 0x3f808001, 0x3f81 },	/* just above the tie */
-		{ 0xbf808000, 0xbf80 },	/* the sign does not matter */
-		{ 0x7f800001, 0x7fc0 },	/* signalling NaN: quiet, not inf */
-		{ 0xffc00001, 0xffc0 },	/* quiet NaN keeps its sign */
-		{ 0x7f7fffff, 0x7f80 },	/* FLT_MAX rounds to inf */
-		{ 0x00000001, 0x0000 },	/* smallest subnormal: to zero */
-		{ 0x3f800000, 0x3f80 },	/* exact */
+		{0x3f808000, 0x3f80}, /* 1 + 2^-8: tie, down to even */
+		{0x3f818000, 0x3f82}, /* 1 + 3 * 2^-8: tie, up to even */
+		{0x3f808001, 0x3f81}, /* just above the tie */
+		{0xbf808000, 0xbf80}, /* the sign does not matter */
+		{0x7f800001, 0x7fc0}, /* signalling NaN: quiet, not inf */
+		{0xffc00001, 0xffc0}, /* quiet NaN keeps its sign */
+		{0x7f7fffff, 0x7f80}, /* FLT_MAX rounds to inf */
+		{0x00000001, 0x0000}, /* smallest subnormal: to zero */
+		{0x3f800000, 0x3f80}, /* exact */
 	};
 	const size_t n = sizeof(cases) / sizeof(cases[0]);
 	static float t[ELEMS];
@@ -1325,7 +1389,7 @@ Test(island, overlapping_rounds_keep_their_own_sums)
 		send_round(&e, r, peers, T0 + r * 100 * MS);
 		own_tensor_i32(t, r);
 		cr_assert_eq(isth_island_send(s, r, t, sizeof(t)), 0,
-			     "round %u sent while earlier rounds are open", r);
+			"round %u sent while earlier rounds are open", r);
 	}
 	cr_expect_eq(isth_island_ready(s, 1, 0), -EAGAIN);
 	/* round 2 first, then part of round 1 (late), then round 3 */
@@ -1334,8 +1398,7 @@ Test(island, overlapping_rounds_keep_their_own_sums)
 	for (uint32_t c = 0; c < 2; c++)
 		send_agg(&e, ISTH_WIRE_DTYPE_INT32, 1, c, peers, seq++, 0);
 	for (uint32_t c = 0; c < NCH; c++)
-		send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, c, 1u << 0, seq++,
-			 ISTH_WIRE_F_PARTIAL);
+		send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, c, 1u << 0, seq++, ISTH_WIRE_F_PARTIAL);
 	cr_assert_eq(isth_island_ready(s, 2, 2000 * MS), 0);
 	cr_assert_eq(isth_island_result(s, 2, out, sizeof(out), ch, NCH, &res, 0), 0);
 	cr_expect(res.early);
@@ -1353,13 +1416,11 @@ Test(island, overlapping_rounds_keep_their_own_sums)
 
 	/* round 3's other partial arrives; round 1 passes its deadline */
 	for (uint32_t c = 0; c < NCH; c++)
-		send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, c, 1u << 2, seq++,
-			 ISTH_WIRE_F_PARTIAL);
+		send_agg(&e, ISTH_WIRE_DTYPE_INT32, 3, c, 1u << 2, seq++, ISTH_WIRE_F_PARTIAL);
 	cr_assert_eq(isth_island_ready(s, 3, 2000 * MS), 0);
 	advance(150 * MS);
 	cr_assert_eq(isth_island_ready(s, 1, 2000 * MS), 0);
-	cr_assert_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH, &res, 0),
-		     -ETIMEDOUT);
+	cr_assert_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH, &res, 0), -ETIMEDOUT);
 	cr_expect_eq(res.complete, 2);
 	cr_expect_eq(res.partial, 1);
 	cr_expect_eq(ch[2].missing, peers);
@@ -1405,13 +1466,11 @@ Test(island, a_round_whose_slot_was_taken_is_stale_not_another_rounds)
 	cr_assert_eq(isth_island_send(s, 1, t, sizeof(t)), 0);
 	POLL_UNTIL(s, st.rounds_announced == 1);
 	advance(500 * MS);
-	send_round(&e, 5, 1u << 0, T0 + 600 * MS);	/* queued, not read */
-	cr_expect_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH, &res, 0),
-		     -ESTALE);
+	send_round(&e, 5, 1u << 0, T0 + 600 * MS); /* queued, not read */
+	cr_expect_eq(isth_island_result(s, 1, out, sizeof(out), ch, NCH, &res, 0), -ESTALE);
 	isth_island_stats(s, &st);
 	cr_expect_eq(st.rounds_announced, 2);
-	cr_expect_eq(st.rounds_partial + st.rounds_complete, 0,
-		     "nothing was finalized");
+	cr_expect_eq(st.rounds_partial + st.rounds_complete, 0, "nothing was finalized");
 	cr_expect_eq(isth_island_ready(s, 5, 0), -EAGAIN, "round 5 is still open");
 	isth_island_close(s);
 	close(e.fd);

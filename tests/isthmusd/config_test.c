@@ -37,8 +37,9 @@ Test(isthmusd_config, good_file_and_defaults)
 	struct isthd_config c;
 	char err[512] = "";
 
-	cr_assert_eq(isthd_config_parse(GOOD "[agg]\nmemory = 32Gi\n", "t.conf",
-					&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(
+		isthd_config_parse(GOOD "[agg]\nmemory = 32Gi\n", "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
 	cr_expect_str_eq(c.island, "NYC");
 	cr_expect_eq(c.job, 7);
 	cr_expect_str_eq(c.access.dev, "net_ring_access");
@@ -63,8 +64,9 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect_eq(c.epoch_mode, ISTHD_EPOCH_SCHEDULE);
 	cr_expect_eq(c.wan_last_nack_copies, 2, "a last-chance peer NACK goes twice");
 	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_NONE, "dtype unchecked by default");
-	cr_assert_eq(isthd_config_parse(GOOD_HEAD "dtype = fp32\n" GOOD_TAIL, "t.conf",
-					&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_config_parse(
+			     GOOD_HEAD "dtype = fp32\n" GOOD_TAIL, "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
 	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_FP32);
 }
 
@@ -78,21 +80,33 @@ struct bad_conf {
 static struct bad_conf bad_confs[] = {
 	{"!", "t.conf: [isthmusd]: section missing"},
 	{"!# nothing\n[isthmusd]\njob = 1\n", "t.conf:2: [isthmusd] island: required key missing"},
-	{"[agg]\nmemory = lots\n", "t.conf:17: [agg] memory: 'lots' is not a size (bytes, or with K/M/G/T or Ki/Mi/Gi/Ti)"},
+	{"[agg]\nmemory = lots\n",
+		"t.conf:17: [agg] memory: 'lots' is not a size (bytes, or with K/M/G/T or "
+		"Ki/Mi/Gi/Ti)"},
 	/* 2 slots of 1472 bytes at mtu 1500: 1500 - 20 (IPv4) - 8 (UDP) - 40 (isthmus)
 	 * = 1432 bytes = 358 fp32, rounded up to 23 cache lines */
-	{"[agg]\nmemory = 0\n", "t.conf:17: [agg] memory: 0 bytes holds fewer than 2 slots of 1472 bytes (mtu 1500): at least 2944"},
-	{"[agg]\nmemory = 2943\n", "t.conf:17: [agg] memory: 2943 bytes holds fewer than 2 slots of 1472 bytes (mtu 1500): at least 2944"},
-	{"[agg]\ntimeout = 50\n", "t.conf:17: [agg] timeout: '50' is not a duration with a unit (ns, us, ms, s)"},
+	{"[agg]\nmemory = 0\n",
+		"t.conf:17: [agg] memory: 0 bytes holds fewer than 2 slots of 1472 bytes (mtu "
+		"1500): at least 2944"},
+	{"[agg]\nmemory = 2943\n",
+		"t.conf:17: [agg] memory: 2943 bytes holds fewer than 2 slots of 1472 bytes (mtu "
+		"1500): at least 2944"},
+	{"[agg]\ntimeout = 50\n",
+		"t.conf:17: [agg] timeout: '50' is not a duration with a unit (ns, us, ms, s)"},
 	{"[agg]\nwindow = 1\n", "t.conf:17: [agg] window: 1 out of range [2, 64]"},
 	{"[agg]\nbf16_out = fp16\n", "t.conf:17: [agg] bf16_out: 'fp16' is not one of: bf16, fp32"},
 	{"[resend]\nentries = 1000\n", "t.conf:17: [resend] entries: 1000 is not a power of two"},
 	{"[pace]\nqueue = 3\n", "t.conf:17: [pace] queue: 3 is not a power of two"},
-	{"[poll]\nidle_sleep = 1ns\n", "t.conf:17: [poll] idle_sleep: 1ns out of range [1000, 100000000]"},
-	{"[telemetry]\nenabled = perhaps\n", "t.conf:17: [telemetry] enabled: 'perhaps' is not a boolean (true/false, yes/no, on/off, 1/0)"},
+	{"[poll]\nidle_sleep = 1ns\n",
+		"t.conf:17: [poll] idle_sleep: 1ns out of range [1000, 100000000]"},
+	{"[telemetry]\nenabled = perhaps\n",
+		"t.conf:17: [telemetry] enabled: 'perhaps' is not a boolean (true/false, yes/no, "
+		"on/off, 1/0)"},
 	{"[peer CHI]\nmac = 02:00:00:00:00:09\n", "t.conf:16: [peer CHI] ip: required key missing"},
-	{"[peer CHI]\nip = 10.0.0.300\n", "t.conf:17: [peer CHI] ip: '10.0.0.300' is not an IPv4 address"},
-	{"[peer CHI]\nip = 10.0.0.3\ncolour = red\n", "t.conf:18: unknown key 'colour' in [peer CHI]"},
+	{"[peer CHI]\nip = 10.0.0.300\n",
+		"t.conf:17: [peer CHI] ip: '10.0.0.300' is not an IPv4 address"},
+	{"[peer CHI]\nip = 10.0.0.3\ncolour = red\n",
+		"t.conf:18: unknown key 'colour' in [peer CHI]"},
 	{"[agg]\nmemmory = 1G\n", "t.conf:17: unknown key 'memmory' in [agg]"},
 	{"[aggregation]\nmemory = 1G\n", "t.conf:16: unknown section [aggregation]"},
 	{"[isthmusd]\n", "t.conf:16: section [isthmusd] repeated (first at line 1)"},
@@ -103,15 +117,17 @@ static struct bad_conf bad_confs[] = {
 	{"@job = 8\n", "t.conf:5: [isthmusd] job set twice (first at line 3)"},
 	{"job = 8\n", "t.conf:16: unknown key 'job' in [peer LON]"},
 	{"[wan]\n", "t.conf:16: section [wan] repeated (first at line 10)"},
-	{"!" "[isthmusd]\nisland = 1\njob = 1\n[access]\nport = p\nip = 1.2.3.4\nisland_ip = 1.2.3.5\n"
-	 "island_mac = 02:00:00:00:00:02\n[wan]\nport = p\nip = 1.2.3.6\ngateway_mac = 02:00:00:00:00:03\n",
-	 "t.conf:10: [wan] port: 'p' is also the access port"},
+	{"!"
+	 "[isthmusd]\nisland = 1\njob = 1\n[access]\nport = p\nip = 1.2.3.4\nisland_ip = 1.2.3.5\n"
+	 "island_mac = 02:00:00:00:00:02\n[wan]\nport = p\nip = 1.2.3.6\ngateway_mac = "
+	 "02:00:00:00:00:03\n",
+		"t.conf:10: [wan] port: 'p' is also the access port"},
 };
 
 ParameterizedTestParameters(isthmusd_config, errors)
 {
-	return cr_make_param_array(struct bad_conf, bad_confs,
-				   sizeof(bad_confs) / sizeof(bad_confs[0]));
+	return cr_make_param_array(
+		struct bad_conf, bad_confs, sizeof(bad_confs) / sizeof(bad_confs[0]));
 }
 
 ParameterizedTest(struct bad_conf *b, isthmusd_config, errors)
@@ -122,8 +138,7 @@ ParameterizedTest(struct bad_conf *b, isthmusd_config, errors)
 	if (b->extra[0] == '!')
 		snprintf(text, sizeof(text), "%s", b->extra + 1);
 	else if (b->extra[0] == '@')
-		snprintf(text, sizeof(text), "%s%s%s", GOOD_HEAD, b->extra + 1,
-			 GOOD_TAIL);
+		snprintf(text, sizeof(text), "%s%s%s", GOOD_HEAD, b->extra + 1, GOOD_TAIL);
 	else
 		snprintf(text, sizeof(text), "%s%s", GOOD, b->extra);
 	cr_expect_lt(isthd_config_parse(text, "t.conf", &c, err, sizeof(err)), 0);
@@ -140,7 +155,6 @@ Test(isthmusd_config, shipped_configs_load)
 
 	for (unsigned int i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", SOURCE_ROOT, files[i]);
-		cr_expect_eq(isthd_config_load(path, &c, err, sizeof(err)), 0,
-			     "%s", err);
+		cr_expect_eq(isthd_config_load(path, &c, err, sizeof(err)), 0, "%s", err);
 	}
 }

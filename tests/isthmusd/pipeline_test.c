@@ -37,17 +37,17 @@
 #include "isth_fpga_model.h"
 #include "isth_test_eal.h"
 
-#define N 4			/* islands A B C D */
+#define N 4 /* islands A B C D */
 #define A 0
 #define B 1
 #define C 2
 #define D 3
 #define JOB 5
-#define T_NS 100000000ull	/* 100 ms rounds */
+#define T_NS 100000000ull /* 100 ms rounds */
 #define ROUNDS 4
 #define CHUNKS 4
-#define ELEMS 358		/* max_elems at MTU 1500 */
-#define LATE_ROUND 2		/* C's chunk 3 arrives after the timeout */
+#define ELEMS 358 /* max_elems at MTU 1500 */
+#define LATE_ROUND 2 /* C's chunk 3 arrives after the timeout */
 #define LATE_CHUNK 3
 /* round 3: D's chunk 1 is lost, and so is the repair of the first NACK */
 #define TWICE_ROUND 3
@@ -63,17 +63,20 @@ static struct isth_wire_limits lim;
 static char dir[64];
 
 /* Round r's cliques: even rounds {A,B,C} {D}; odd rounds {A,D} {B,C}. */
-static uint64_t clique_of_a(uint64_t r)
+static uint64_t
+clique_of_a(uint64_t r)
 {
 	return (r & 1) ? (1u << A) | (1u << D) : (1u << A) | (1u << B) | (1u << C);
 }
 
-static int32_t value(unsigned int s, uint32_t r, uint32_t c, unsigned int i)
+static int32_t
+value(unsigned int s, uint32_t r, uint32_t c, unsigned int i)
 {
 	return (int32_t)((s + 1) * 1000003u + r * 7919u + c * 104729u + i * 31u);
 }
 
-static uint64_t now_ns(void)
+static uint64_t
+now_ns(void)
 {
 	struct timespec ts;
 
@@ -81,7 +84,8 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static const char *write_schedule(uint64_t epoch)
+static const char *
+write_schedule(uint64_t epoch)
 {
 	static const char *const names[N] = {"A", "B", "C", "D"};
 	static char path[128];
@@ -89,14 +93,13 @@ static const char *write_schedule(uint64_t epoch)
 	struct isth_sched *s;
 	char err[256];
 
-	s = isth_sched_new(N, names, T_NS, epoch, CHUNKS * ELEMS * 4, ELEMS * 4,
-			   0, 2);
+	s = isth_sched_new(N, names, T_NS, epoch, CHUNKS * ELEMS * 4, ELEMS * 4, 0, 2);
 	cr_assert_not_null(s);
 	cr_assert_eq(isth_sched_set_round(s, 0, 2, even), 0);
 	cr_assert_eq(isth_sched_set_round(s, 1, 2, odd), 0);
 	for (int r = 0; r < 2; r++)
 		for (int i = 0; i < N; i++)
-			if (!(r == 0 && i == D))	/* D is alone in even rounds */
+			if (!(r == 0 && i == D)) /* D is alone in even rounds */
 				cr_assert_eq(isth_sched_set_sender(s, r, i, 0, 1, NULL, &rate), 0);
 	snprintf(path, sizeof(path), "%s/test.sched", dir);
 	cr_assert_eq(isth_sched_save(s, path, err, sizeof(err)), 0, "%s", err);
@@ -108,7 +111,8 @@ static const char *backend_name = "sw";
 static char fpga_dev[64] = "/isthmus-fpga0";
 static const char *agg_memory = "4Mi";
 
-static void write_config(const char *path, const char *sched, uint64_t epoch)
+static void
+write_config(const char *path, const char *sched, uint64_t epoch)
 {
 	FILE *f = fopen(path, "w");
 
@@ -129,22 +133,20 @@ static void write_config(const char *path, const char *sched, uint64_t epoch)
 		"[resend]\nwindow = 2s\nentries = 256\nlinger = 0ns\n"
 		"[poll]\nidle_polls = 64\nidle_sleep = 20us\n"
 		"[telemetry]\nround_log = no\n",
-		JOB, sched, (unsigned long long)epoch, backend_name, fpga_dev,
-		agg_memory);
+		JOB, sched, (unsigned long long)epoch, backend_name, fpga_dev, agg_memory);
 	fclose(f);
 }
 
-static void eal_up(void)
+static void
+eal_up(void)
 {
 	char prefix[64];
-	char *argv[] = {"pipeline_test", "--no-huge", "-m", "512", "--no-pci",
-			"--no-telemetry", "--log-level=lib.*:error", "-l", "0,1",
-			prefix};
+	char *argv[] = {"pipeline_test", "--no-huge", "-m", "512", "--no-pci", "--no-telemetry",
+		"--log-level=lib.*:error", "-l", "0,1", prefix};
 	int pa, pw;
 
 	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-pipe-%d", getpid());
-	cr_assert_geq(rte_eal_init(RTE_DIM(argv), argv), 0, "EAL: %s",
-		      rte_strerror(rte_errno));
+	cr_assert_geq(rte_eal_init(RTE_DIM(argv), argv), 0, "EAL: %s", rte_strerror(rte_errno));
 	a_in = rte_ring_create("a_in", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	a_out = rte_ring_create("a_out", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	w_in = rte_ring_create("w_in", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -153,15 +155,15 @@ static void eal_up(void)
 	pa = rte_eth_from_rings("access", &a_in, 1, &a_out, 1, 0);
 	pw = rte_eth_from_rings("wan", &w_in, 1, &w_out, 1, 0);
 	cr_assert(pa >= 0 && pw >= 0);
-	hpool = rte_pktmbuf_pool_create("harness", 4095, 0, 0,
-					RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+	hpool = rte_pktmbuf_pool_create("harness", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
 	cr_assert_not_null(hpool);
 	isth_wire_limits_init(&lim, N, 1500);
 	snprintf(dir, sizeof(dir), "/tmp/isth-pipe-%d", getpid());
 	mkdir(dir, 0700);
 }
 
-static void eal_down(void)
+static void
+eal_down(void)
 {
 	char cmd[128];
 
@@ -172,14 +174,17 @@ static void eal_down(void)
 }
 
 /* A frame from @src (island or peer edge) with @body. */
-static struct rte_mbuf *make_frame(uint32_t src_ip, uint32_t dst_ip,
-				   const struct isth_wire_hdr *h, const void *body,
-				   size_t bsize)
+static struct rte_mbuf *
+make_frame(uint32_t src_ip, uint32_t dst_ip, const struct isth_wire_hdr *h, const void *body,
+	size_t bsize)
 {
 	struct isth_wire_addr a = {
-		.dst_mac = {2, 0, 0, 0, 0, 1}, .src_mac = {2, 0, 0, 0, 0, 2},
-		.src_ip = src_ip, .dst_ip = dst_ip,
-		.src_port = ISTH_WIRE_PORT, .dst_port = ISTH_WIRE_PORT,
+		.dst_mac = {2, 0, 0, 0, 0, 1},
+		.src_mac = {2, 0, 0, 0, 0, 2},
+		.src_ip = src_ip,
+		.dst_ip = dst_ip,
+		.src_port = ISTH_WIRE_PORT,
+		.dst_port = ISTH_WIRE_PORT,
 	};
 	struct rte_mbuf *m = rte_pktmbuf_alloc(hpool);
 	size_t hs = isth_wire_frame_hdr_size(&a);
@@ -195,20 +200,25 @@ static struct rte_mbuf *make_frame(uint32_t src_ip, uint32_t dst_ip,
 	return m;
 }
 
-static void inject(struct rte_ring *r, uint32_t src_ip, uint32_t dst_ip,
-		   const struct isth_wire_hdr *h, const void *body, size_t bsize)
+static void
+inject(struct rte_ring *r, uint32_t src_ip, uint32_t dst_ip, const struct isth_wire_hdr *h,
+	const void *body, size_t bsize)
 {
-	cr_assert_eq(rte_ring_enqueue(r, make_frame(src_ip, dst_ip, h, body,
-						    bsize)), 0);
+	cr_assert_eq(rte_ring_enqueue(r, make_frame(src_ip, dst_ip, h, body, bsize)), 0);
 }
 
-static void send_data_f(struct rte_ring *r, unsigned int s, uint32_t round,
-			uint32_t chunk, uint8_t flags)
+static void
+send_data_f(struct rte_ring *r, unsigned int s, uint32_t round, uint32_t chunk, uint8_t flags)
 {
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
-		.sender = (uint8_t)s, .count = ELEMS, .job = JOB,
-		.round = round, .chunk = chunk, .seq = round * CHUNKS + chunk,
+		.type = ISTH_WIRE_DATA,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.sender = (uint8_t)s,
+		.count = ELEMS,
+		.job = JOB,
+		.round = round,
+		.chunk = chunk,
+		.seq = round * CHUNKS + chunk,
 		.bitmap = 1ull << s,
 		.flags = (uint8_t)((chunk == CHUNKS - 1 ? ISTH_WIRE_F_LAST : 0) | flags),
 	};
@@ -216,21 +226,21 @@ static void send_data_f(struct rte_ring *r, unsigned int s, uint32_t round,
 
 	for (unsigned int i = 0; i < ELEMS; i++)
 		body[i] = value(s, round, chunk, i);
-	inject(r, s == A ? 0x0a0a0002 : 0x0a000001 + s,
-	       s == A ? 0x0a0a0001 : 0x0a000001, &h, body, sizeof(body));
+	inject(r, s == A ? 0x0a0a0002 : 0x0a000001 + s, s == A ? 0x0a0a0001 : 0x0a000001, &h, body,
+		sizeof(body));
 }
 
-static void send_data(struct rte_ring *r, unsigned int s, uint32_t round,
-		      uint32_t chunk)
+static void
+send_data(struct rte_ring *r, unsigned int s, uint32_t round, uint32_t chunk)
 {
 	send_data_f(r, s, round, chunk, 0);
 }
 
-static void send_nack(uint64_t first, uint64_t last)
+static void
+send_nack(uint64_t first, uint64_t last)
 {
 	struct isth_wire_range rg = {first, last};
-	struct isth_wire_hdr h = {.type = ISTH_WIRE_NACK, .sender = A, .count = 1,
-			     .job = JOB};
+	struct isth_wire_hdr h = {.type = ISTH_WIRE_NACK, .sender = A, .count = 1, .job = JOB};
 	uint8_t body[16];
 
 	isth_wire_put_ranges(body, sizeof(body), &rg, 1);
@@ -238,16 +248,17 @@ static void send_nack(uint64_t first, uint64_t last)
 }
 
 /* What the harness saw. */
-static uint64_t seen[ROUNDS + 2][CHUNKS];	/* union of AGG bitmaps */
+static uint64_t seen[ROUNDS + 2][CHUNKS]; /* union of AGG bitmaps */
 static unsigned int n_aggs[ROUNDS + 2][CHUNKS];
 static int round_seen[ROUNDS + 2];
 static unsigned int wan_copies[ROUNDS + 2][N];
 static unsigned int wrong, resent_ok, gone_ok, late_sent;
-static int32_t held[ELEMS];		/* AGG seq 2, "lost", kept to compare */
+static int32_t held[ELEMS]; /* AGG seq 2, "lost", kept to compare */
 static uint32_t held_round, held_chunk;
 static uint64_t held_bitmap;
 
-static void check_sum(const struct isth_wire_pkt *p)
+static void
+check_sum(const struct isth_wire_pkt *p)
 {
 	const int32_t *v = (const int32_t *)p->payload;
 
@@ -264,12 +275,13 @@ static void check_sum(const struct isth_wire_pkt *p)
 	}
 }
 
-static void on_round(uint32_t r)
+static void
+on_round(uint32_t r)
 {
 	uint64_t cq = clique_of_a(r);
 
 	if (r >= ROUNDS)
-		return;	/* the edge announces round ROUNDS as it stops */
+		return; /* the edge announces round ROUNDS as it stops */
 	round_seen[r] = 1;
 	/* the island's own DATA */
 	for (uint32_t c = 0; c < CHUNKS; c++)
@@ -299,12 +311,13 @@ static void on_round(uint32_t r)
 				continue;
 			send_data(w_in, s, r, c);
 		}
-	send_data(w_in, B, r, 0);	/* duplicate (or outsider on odd rounds) */
+	send_data(w_in, B, r, 0); /* duplicate (or outsider on odd rounds) */
 	if (!(r & 1))
-		send_data(w_in, D, r, 1);	/* D is not in A's clique */
+		send_data(w_in, D, r, 1); /* D is not in A's clique */
 }
 
-static void poll_access(void)
+static void
+poll_access(void)
 {
 	struct rte_mbuf *m[32];
 	struct isth_wire_pkt p;
@@ -314,10 +327,11 @@ static void poll_access(void)
 	for (unsigned int i = 0; i < n; i++) {
 		uint8_t flat[2048];
 		const uint8_t *f = rte_pktmbuf_read(m[i], 0, rte_pktmbuf_pkt_len(m[i]), flat);
-		enum isth_wire_reason r = isth_wire_parse_frame(f, rte_pktmbuf_pkt_len(m[i]), &lim, &p);
+		enum isth_wire_reason r =
+			isth_wire_parse_frame(f, rte_pktmbuf_pkt_len(m[i]), &lim, &p);
 
-		cr_assert_eq(r, ISTH_WIRE_OK, "edge sent a bad frame: %s",
-			     isth_wire_reason_name(r));
+		cr_assert_eq(
+			r, ISTH_WIRE_OK, "edge sent a bad frame: %s", isth_wire_reason_name(r));
 		cr_expect_eq(p.addr.dst_ip, 0x0a0a0002);
 		switch (p.hdr.type) {
 		case ISTH_WIRE_ROUND: {
@@ -355,12 +369,11 @@ static void poll_access(void)
 				send_nack(1000, 1005);
 			}
 			cr_expect_eq(seen[p.hdr.round][p.hdr.chunk] & p.hdr.bitmap, 0,
-				     "round %u chunk %u: overlapping partials",
-				     p.hdr.round, p.hdr.chunk);
+				"round %u chunk %u: overlapping partials", p.hdr.round,
+				p.hdr.chunk);
 			seen[p.hdr.round][p.hdr.chunk] |= p.hdr.bitmap;
 			n_aggs[p.hdr.round][p.hdr.chunk]++;
-			if (p.hdr.round == LATE_ROUND && p.hdr.chunk == LATE_CHUNK &&
-			    !late_sent) {
+			if (p.hdr.round == LATE_ROUND && p.hdr.chunk == LATE_CHUNK && !late_sent) {
 				/* the timeout partial: now the late one */
 				cr_expect_eq(p.hdr.bitmap, 1u << B);
 				cr_expect_neq(p.hdr.flags & ISTH_WIRE_F_PARTIAL, 0);
@@ -390,25 +403,31 @@ static void poll_access(void)
 static unsigned int peer_nacks[ROUNDS + 2][N];
 static uint64_t peer_nacked_chunks[ROUNDS + 2][N];
 static unsigned int chunk_nacks[ROUNDS + 2][N][CHUNKS];
-static unsigned int answered;		/* repairs the harness sent */
+static unsigned int answered; /* repairs the harness sent */
 /* when the harness saw each NACK naming the chunk never repaired */
 static uint64_t gone_nack_ns[32];
 static unsigned int repairs_ok, asked_repair;
 
 /* as peer B: ask the edge again for island A's chunk 2 of round 0 */
-static void nack_edge_for_a(void)
+static void
+nack_edge_for_a(void)
 {
 	struct isth_wire_range rg = {2, 2};
-	struct isth_wire_hdr h = {.type = ISTH_WIRE_NACK, .flags = ISTH_WIRE_F_CHUNKS,
-			     .sender = B, .count = 1, .job = JOB, .round = 0,
-			     .bitmap = 1u << A};
+	struct isth_wire_hdr h = {.type = ISTH_WIRE_NACK,
+		.flags = ISTH_WIRE_F_CHUNKS,
+		.sender = B,
+		.count = 1,
+		.job = JOB,
+		.round = 0,
+		.bitmap = 1u << A};
 	uint8_t body[16];
 
 	isth_wire_put_ranges(body, sizeof(body), &rg, 1);
 	inject(w_in, 0x0a000002, 0x0a000001, &h, body, sizeof(body));
 }
 
-static void poll_wan(void)
+static void
+poll_wan(void)
 {
 	struct rte_mbuf *m[32];
 	struct isth_wire_pkt p;
@@ -421,7 +440,7 @@ static void poll_wan(void)
 		unsigned int peer;
 
 		cr_assert_eq(isth_wire_parse_frame(f, rte_pktmbuf_pkt_len(m[i]), &lim, &p),
-			     ISTH_WIRE_OK);
+			ISTH_WIRE_OK);
 		cr_expect_eq(p.addr.src_ip, 0x0a000001);
 		peer = p.addr.dst_ip - 0x0a000001;
 		cr_assert_lt(peer, N);
@@ -433,7 +452,7 @@ static void poll_wan(void)
 			cr_expect_eq(p.hdr.sender, A);
 			cr_expect_eq(p.hdr.bitmap, 1ull << peer);
 			if (p.hdr.round >= ROUNDS)
-				continue;	/* rounds the harness no longer plays */
+				continue; /* rounds the harness no longer plays */
 			peer_nacks[p.hdr.round][peer]++;
 			for (unsigned int k = 0; k < p.hdr.count; k++) {
 				isth_wire_get_range(&p, k, &rg);
@@ -441,7 +460,7 @@ static void poll_wan(void)
 					unsigned int k2 = ++chunk_nacks[p.hdr.round][peer][c];
 
 					if (p.hdr.round == GONE_ROUND && peer == C &&
-					    c == GONE_CHUNK && k2 <= RTE_DIM(gone_nack_ns))
+						c == GONE_CHUNK && k2 <= RTE_DIM(gone_nack_ns))
 						gone_nack_ns[k2 - 1] = now_ns();
 
 					peer_nacked_chunks[p.hdr.round][peer] |= 1ull << c;
@@ -449,14 +468,14 @@ static void poll_wan(void)
 					 * TWICE is lost, every one of GONE; C's
 					 * late chunk comes on its own */
 					if ((p.hdr.round == TWICE_ROUND && peer == D &&
-					     c == TWICE_CHUNK && k2 == 1) ||
-					    (p.hdr.round == GONE_ROUND && peer == C &&
-					     c == GONE_CHUNK) ||
-					    (p.hdr.round == LATE_ROUND && peer == C &&
-					     c == LATE_CHUNK))
+						    c == TWICE_CHUNK && k2 == 1) ||
+						(p.hdr.round == GONE_ROUND && peer == C &&
+							c == GONE_CHUNK) ||
+						(p.hdr.round == LATE_ROUND && peer == C &&
+							c == LATE_CHUNK))
 						continue;
 					send_data_f(w_in, peer, p.hdr.round, (uint32_t)c,
-						    ISTH_WIRE_F_RESENT);
+						ISTH_WIRE_F_RESENT);
 					answered++;
 				}
 			}
@@ -478,8 +497,8 @@ static void poll_wan(void)
 			nack_edge_for_a();
 		}
 		cr_expect(clique_of_a(p.hdr.round) & (1u << peer),
-			  "round %u DATA sent to %u, outside the clique", p.hdr.round, peer);
-		check_sum(&p);	/* the bitmap is {A}: the payload is A's own */
+			"round %u DATA sent to %u, outside the clique", p.hdr.round, peer);
+		check_sum(&p); /* the bitmap is {A}: the payload is A's own */
 		if (p.hdr.round < ROUNDS + 2)
 			wan_copies[p.hdr.round][peer]++;
 	}
@@ -487,11 +506,17 @@ static void poll_wan(void)
 }
 
 /* Hostile and malformed input, each with the counter it must land in. */
-static void inject_hostile(void)
+static void
+inject_hostile(void)
 {
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32, .sender = B,
-		.count = 1, .job = JOB, .round = 0, .bitmap = 1u << B,
+		.type = ISTH_WIRE_DATA,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.sender = B,
+		.count = 1,
+		.job = JOB,
+		.round = 0,
+		.bitmap = 1u << B,
 	};
 	struct rte_mbuf *m;
 	uint32_t v = 1;
@@ -529,20 +554,22 @@ static void inject_hostile(void)
 	h.bitmap = 1u << B;
 	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
 	p = rte_pktmbuf_mtod(m, uint8_t *);
-	p[24] ^= 0xff;		/* IPv4 header checksum */
+	p[24] ^= 0xff; /* IPv4 header checksum */
 	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
 	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
-	rte_pktmbuf_trim(m, 30);	/* cut into the isthmus header */
+	rte_pktmbuf_trim(m, 30); /* cut into the isthmus header */
 	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
 }
 
-static void *controller(void *arg)
+static void *
+controller(void *arg)
 {
 	isthd_control(arg);
 	return NULL;
 }
 
-static uint64_t be_stat(const char *name)
+static uint64_t
+be_stat(const char *name)
 {
 	struct isth_backend_stats st;
 
@@ -560,7 +587,8 @@ static uint64_t be_stat(const char *name)
  * @lead_ns from now, after set-up, whatever set-up took. Before any thread
  * reads it; returns the new epoch.
  */
-static uint64_t epoch_from_now(uint64_t lead_ns)
+static uint64_t
+epoch_from_now(uint64_t lead_ns)
 {
 	edge.clk.epoch_ns = (now_ns() / 1000000ull) * 1000000ull + lead_ns;
 	edge.expire_next = edge.rep.tail_next = 0;
@@ -569,8 +597,8 @@ static uint64_t epoch_from_now(uint64_t lead_ns)
 
 static void run_pipeline(void);
 
-Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up,
-     .fini = eal_down, .timeout = 60)
+Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up, .fini = eal_down,
+	.timeout = 60)
 {
 	run_pipeline();
 }
@@ -578,8 +606,7 @@ Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up,
 /* The same run with the FPGA backend on its device model (lib/fpga_model,
  * started here on its own thread): everything above the backend works the
  * same, and so must every figure. */
-Test(isthmusd, pipeline_on_the_fpga_model, .init = eal_up, .fini = eal_down,
-     .timeout = 60)
+Test(isthmusd, pipeline_on_the_fpga_model, .init = eal_up, .fini = eal_down, .timeout = 60)
 {
 	struct isth_fpga_model_params mp = {.replace = 1, .dma_bytes = 8u << 20};
 	struct isth_fpga_model *model;
@@ -594,7 +621,8 @@ Test(isthmusd, pipeline_on_the_fpga_model, .init = eal_up, .fini = eal_down,
 	isth_fpga_model_destroy(model);
 }
 
-static void run_pipeline(void)
+static void
+run_pipeline(void)
 {
 	/* set-up (pools without hugepages) takes most of a second on a
 	 * loaded 2-core host: the epoch leaves it two */
@@ -623,7 +651,7 @@ static void run_pipeline(void)
 	/* Play until the controller ends the run (--rounds), then a little
 	 * longer for the last round's AGGs and resends. */
 	while (__atomic_load_n(&edge.current, __ATOMIC_ACQUIRE) <= ROUNDS &&
-	       now_ns() < epoch + (ROUNDS + 3) * T_NS) {
+		now_ns() < epoch + (ROUNDS + 3) * T_NS) {
 		poll_access();
 		poll_wan();
 		usleep(200);
@@ -651,16 +679,14 @@ static void run_pipeline(void)
 				want = clique_of_a(r) & ~1ull & ~(1ull << C);
 			else
 				want = clique_of_a(r) & ~1ull;
-			cr_expect_eq(seen[r][c], want, "round %u chunk %u: got %#lx want %#lx",
-				     r, c, (unsigned long)seen[r][c], (unsigned long)want);
-			cr_expect_eq(n_aggs[r][c],
-				     r == LATE_ROUND && c == LATE_CHUNK ? 2u : 1u,
-				     "round %u chunk %u: %u AGGs", r, c, n_aggs[r][c]);
+			cr_expect_eq(seen[r][c], want, "round %u chunk %u: got %#lx want %#lx", r,
+				c, (unsigned long)seen[r][c], (unsigned long)want);
+			cr_expect_eq(n_aggs[r][c], r == LATE_ROUND && c == LATE_CHUNK ? 2u : 1u,
+				"round %u chunk %u: %u AGGs", r, c, n_aggs[r][c]);
 		}
 		for (unsigned int s = 1; s < N; s++)
-			cr_expect_eq(wan_copies[r][s],
-				     (clique_of_a(r) & (1u << s)) ? CHUNKS : 0,
-				     "round %u: %u copies to island %u", r, wan_copies[r][s], s);
+			cr_expect_eq(wan_copies[r][s], (clique_of_a(r) & (1u << s)) ? CHUNKS : 0,
+				"round %u: %u copies to island %u", r, wan_copies[r][s], s);
 	}
 	/* WAN repair: exactly the reorder, the gaps, the tail, the late chunk
 	 * and the chunk lost twice were NACKed, and the edge repaired our
@@ -677,7 +703,7 @@ static void run_pipeline(void)
 	 * then retries 10, 20, 40 ms apart with the 5 ms first back-off of
 	 * a peer without latency; 99 ms cutoff), and counted once */
 	cr_expect_geq(chunk_nacks[GONE_ROUND][C][GONE_CHUNK], 4, "%u NACKs",
-		      chunk_nacks[GONE_ROUND][C][GONE_CHUNK]);
+		chunk_nacks[GONE_ROUND][C][GONE_CHUNK]);
 	cr_expect_geq(chunk_nacks[LATE_ROUND][C][LATE_CHUNK], 2);
 	/* its last NACK had no retry left: two copies, back to back (the
 	 * harness reads them in one burst; retries are >= 5 ms apart) */
@@ -686,9 +712,9 @@ static void run_pipeline(void)
 
 		cr_assert_leq(k, RTE_DIM(gone_nack_ns));
 		cr_expect_lt(gone_nack_ns[k - 1] - gone_nack_ns[k - 2], 1000000ull,
-			     "last NACK not doubled");
+			"last NACK not doubled");
 		cr_expect_geq(gone_nack_ns[k - 2] - gone_nack_ns[k - 3], 4000000ull,
-			      "only the last NACK is doubled");
+			"only the last NACK is doubled");
 	}
 	cr_expect_eq(isth_ctr_get(&edge.st.peer_chunks_unrepaired), 1);
 	cr_expect_geq(isth_ctr_get(&edge.st.peer_nack_retries), 3 + 1 + 1);
@@ -706,7 +732,8 @@ static void run_pipeline(void)
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_round_early]), 1);
 	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_CSUM]), 1);
 	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_UDP_LEN]) +
-		     isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_TOTLEN]), 1);
+			isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_TOTLEN]),
+		1);
 	/* even rounds: D is an outsider once; every round: B's chunk 0 twice
 	 * when B is in the clique, else B is an outsider */
 	cr_expect_eq(be_stat("unexpected_sender"), ROUNDS / 2 + ROUNDS / 2);
@@ -714,27 +741,25 @@ static void run_pipeline(void)
 	 * sent but the first of each of the three lost chunks it repaired
 	 * (the tail, the gap, the one lost twice): the reorder's, and any
 	 * answer to a retry that crossed its repair */
-	cr_expect_eq(be_stat("duplicate") + be_stat("duplicate_emitted"),
-		     ROUNDS / 2 + answered - 3, "answered %u", answered);
+	cr_expect_eq(be_stat("duplicate") + be_stat("duplicate_emitted"), ROUNDS / 2 + answered - 3,
+		"answered %u", answered);
 	/* the late chunk, and the chunk never repaired */
 	cr_expect_eq(be_stat("partial_timeout"), 2);
 	/* the late chunk's second partial completes its expected set; the
 	 * chunk never repaired does not complete */
 	cr_expect_eq(be_stat("completed"), ROUNDS * CHUNKS - 1, "completed %lu",
-		     (unsigned long)be_stat("completed"));
+		(unsigned long)be_stat("completed"));
 
 	isthd_teardown(&edge);
 	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs,
-		     "edge packet pool leaked %u",
-		     edge.cfg.mbufs - rte_mempool_avail_count(edge.pool));
-	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail,
-		     "harness pool leaked");
+		"edge packet pool leaked %u", edge.cfg.mbufs - rte_mempool_avail_count(edge.pool));
+	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
 	isthd_ports_close(&edge);
 }
 
 /* Read the ROUND frames the controller queued for the island. */
-static unsigned int take_rounds(uint32_t *rounds, uint64_t *cliques,
-				unsigned int cap)
+static unsigned int
+take_rounds(uint32_t *rounds, uint64_t *cliques, unsigned int cap)
 {
 	struct rte_mbuf *m;
 	struct isth_wire_pkt p;
@@ -744,8 +769,8 @@ static unsigned int take_rounds(uint32_t *rounds, uint64_t *cliques,
 		struct isth_wire_round rb;
 
 		cr_assert_eq(isth_wire_parse_frame(rte_pktmbuf_mtod(m, uint8_t *),
-						   rte_pktmbuf_data_len(m), &lim, &p),
-			     ISTH_WIRE_OK);
+				     rte_pktmbuf_data_len(m), &lim, &p),
+			ISTH_WIRE_OK);
 		cr_assert_eq(p.hdr.type, ISTH_WIRE_ROUND);
 		isth_wire_get_round(&p, &rb);
 		cr_expect_eq(p.hdr.bitmap, rb.clique & ~1ull);
@@ -763,8 +788,8 @@ static unsigned int take_rounds(uint32_t *rounds, uint64_t *cliques,
  * reloaded during round 1 takes effect at round 3, after the rounds
  * already published; a broken file or another T is refused.
  */
-Test(isthmusd, controller_publishes_ahead_and_reloads_at_boundary,
-     .init = eal_up, .fini = eal_down, .timeout = 30)
+Test(isthmusd, controller_publishes_ahead_and_reloads_at_boundary, .init = eal_up, .fini = eal_down,
+	.timeout = 30)
 {
 	static const char *const names[N] = {"A", "B", "C", "D"};
 	uint64_t epoch = (now_ns() / 1000000000ull + 100) * 1000000000ull;
@@ -842,8 +867,8 @@ Test(isthmusd, controller_publishes_ahead_and_reloads_at_boundary,
 
 /* Save to @path a one-clique schedule (all N islands, same T) of islands
  * @names in that order, @payload bytes per sender. */
-static void save_one_clique(const char *path, const char *const *names,
-			    uint64_t epoch, uint64_t payload)
+static void
+save_one_clique(const char *path, const char *const *names, uint64_t epoch, uint64_t payload)
 {
 	uint64_t all = 0xf, rate = 1000000000ull;
 	struct isth_sched *s;
@@ -865,8 +890,8 @@ static void save_one_clique(const char *path, const char *const *names,
  * payload, which sizes the chunk count) and keeps the running schedule.
  * The same file in the original order is then accepted.
  */
-Test(isthmusd, reload_with_islands_reordered_is_refused,
-     .init = eal_up, .fini = eal_down, .timeout = 30)
+Test(isthmusd, reload_with_islands_reordered_is_refused, .init = eal_up, .fini = eal_down,
+	.timeout = 30)
 {
 	static const char *const swapped[N] = {"A", "C", "B", "D"};
 	static const char *const names[N] = {"A", "B", "C", "D"};
@@ -908,7 +933,8 @@ Test(isthmusd, reload_with_islands_reordered_is_refused,
 /* Deterministic generator for the hostile stream (splitmix64). */
 static uint64_t rng_state = 0x1234567887654321ull;
 
-static uint64_t rng(void)
+static uint64_t
+rng(void)
 {
 	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
 
@@ -917,7 +943,8 @@ static uint64_t rng(void)
 	return z ^ (z >> 31);
 }
 
-static unsigned int inject_bytes(struct rte_ring *r, const uint8_t *b, size_t n)
+static unsigned int
+inject_bytes(struct rte_ring *r, const uint8_t *b, size_t n)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(hpool);
 	uint8_t *p;
@@ -929,7 +956,7 @@ static unsigned int inject_bytes(struct rte_ring *r, const uint8_t *b, size_t n)
 	if (n)
 		memcpy(p, b, n);
 	while (rte_ring_enqueue(r, m) != 0)
-		usleep(100);	/* the edge drains it; bounded by the test timeout */
+		usleep(100); /* the edge drains it; bounded by the test timeout */
 	return 1;
 }
 
@@ -941,8 +968,8 @@ static unsigned int inject_bytes(struct rte_ring *r, const uint8_t *b, size_t n)
  * crash, must count every frame exactly once (received = dropped by reason
  * + accepted), and must give back every mbuf.
  */
-Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
-     .fini = eal_down, .timeout = 120)
+Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up, .fini = eal_down,
+	.timeout = 120)
 {
 	/* two seconds: set-up on a loaded host must end before round 0 */
 	uint64_t epoch = (now_ns() / 1000000ull + 2000) * 1000000ull;
@@ -1004,9 +1031,14 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
 	/* 3. valid DATA with one to three bit flips anywhere */
 	for (i = 0; i < 500; i++) {
 		struct isth_wire_hdr h = {
-			.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
-			.sender = B, .count = 8, .job = JOB, .round = 0,
-			.chunk = i % CHUNKS, .bitmap = 1u << B,
+			.type = ISTH_WIRE_DATA,
+			.dtype = ISTH_WIRE_DTYPE_INT32,
+			.sender = B,
+			.count = 8,
+			.job = JOB,
+			.round = 0,
+			.chunk = i % CHUNKS,
+			.bitmap = 1u << B,
 		};
 		uint32_t v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 		struct rte_mbuf *m = make_frame(0x0a000002, 0x0a000001, &h, v, sizeof(v));
@@ -1023,8 +1055,10 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
 	 * count larger than any chunk */
 	for (i = 0; i < 50; i++) {
 		struct isth_wire_hdr h = {
-			.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
-			.sender = (uint8_t)(1 + i % 3), .count = 4,
+			.type = ISTH_WIRE_DATA,
+			.dtype = ISTH_WIRE_DTYPE_INT32,
+			.sender = (uint8_t)(1 + i % 3),
+			.count = 4,
 			.job = (i % 5 == 0) ? JOB + 7 : JOB,
 			.round = (i % 5 == 1) ? 0xfffffff0u : 0,
 			.chunk = (i % 5 == 2) ? 0xffffffffu : i,
@@ -1038,27 +1072,31 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
 	{
 		/* count 358 claimed, 1 element sent; and count 400 > max */
 		struct isth_wire_hdr h = {
-			.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
-			.sender = B, .count = 1, .job = JOB, .bitmap = 1u << B,
+			.type = ISTH_WIRE_DATA,
+			.dtype = ISTH_WIRE_DTYPE_INT32,
+			.sender = B,
+			.count = 1,
+			.job = JOB,
+			.bitmap = 1u << B,
 		};
 		uint32_t v = 1;
 		struct rte_mbuf *m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
 		uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
 
-		p[42 + 22] = 0x01;	/* count high byte: 257 */
+		p[42 + 22] = 0x01; /* count high byte: 257 */
 		cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
 		m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
 		p = rte_pktmbuf_mtod(m, uint8_t *);
 		p[42 + 22] = 0x01;
-		p[42 + 23] = 0x90;	/* 400 */
+		p[42 + 23] = 0x90; /* 400 */
 		cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
 		injected += 2;
 	}
 
 	/* Await: the edge has received every frame (no sleep as a proxy). */
 	for (uint64_t until = now_ns() + 60000000000ull;
-	     isth_ctr_get(&st->access_rx) + isth_ctr_get(&st->wan_rx) < injected &&
-	     now_ns() < until;)
+		isth_ctr_get(&st->access_rx) + isth_ctr_get(&st->wan_rx) < injected &&
+		now_ns() < until;)
 		usleep(1000);
 	edge.stop = true;
 	pthread_join(ctl, NULL);
@@ -1076,37 +1114,37 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
 	}
 
 	cr_assert_eq(isth_ctr_get(&st->access_rx) + isth_ctr_get(&st->wan_rx), injected,
-		     "edge received %lu of %u",
-		     (unsigned long)(isth_ctr_get(&st->access_rx) + isth_ctr_get(&st->wan_rx)),
-		     injected);
+		"edge received %lu of %u",
+		(unsigned long)(isth_ctr_get(&st->access_rx) + isth_ctr_get(&st->wan_rx)),
+		injected);
 	accounted = isth_ctr_get(&st->data_in) + isth_ctr_get(&st->nacks) +
-		    isth_ctr_get(&st->peer_data) + isth_ctr_get(&st->peer_nacks_rx);
+		isth_ctr_get(&st->peer_data) + isth_ctr_get(&st->peer_nacks_rx);
 	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++)
 		accounted += isth_ctr_get(&st->wire_drop[i]);
 	for (i = 0; i < ISTHD_DROP_MAX; i++)
 		if (i != ISTHD_DROP_tx_access && i != ISTHD_DROP_tx_wan &&
-		    i != ISTHD_DROP_nack_no_mbuf && i != ISTHD_DROP_ctl_ring_full &&
-		    i != ISTHD_DROP_repair_gone && i != ISTHD_DROP_repair_mismatch &&
-		    i != ISTHD_DROP_repair_no_mbuf)
+			i != ISTHD_DROP_nack_no_mbuf && i != ISTHD_DROP_ctl_ring_full &&
+			i != ISTHD_DROP_repair_gone && i != ISTHD_DROP_repair_mismatch &&
+			i != ISTHD_DROP_repair_no_mbuf)
 			accounted += isth_ctr_get(&st->drop[i]);
 	cr_expect_eq(accounted, injected, "frames not accounted for: %ld",
-		     (long)injected - (long)accounted);
+		(long)injected - (long)accounted);
 	/* hostile but well-formed ones reach their named counters */
 	cr_expect_geq(isth_ctr_get(&st->drop[ISTHD_DROP_unknown_job]), 10);
 	cr_expect_geq(isth_ctr_get(&st->wire_drop[ISTH_WIRE_E_LENGTH]) +
-		      isth_ctr_get(&st->wire_drop[ISTH_WIRE_E_COUNT]), 2);
+			isth_ctr_get(&st->wire_drop[ISTH_WIRE_E_COUNT]),
+		2);
 	/* shapes and addresses are refused before the backend sees them:
 	 * C's and D's DATA from B's address, counts and chunk ids not the
 	 * round's (chunk id 2^32-1 among them) */
 	cr_expect_gt(isth_ctr_get(&st->drop[ISTHD_DROP_data_bad_source]), 0);
-	cr_expect_gt(isth_ctr_get(&st->drop[ISTHD_DROP_data_bad_chunk]), 0,
-		     "chunk id 2^32-1 refused");
+	cr_expect_gt(
+		isth_ctr_get(&st->drop[ISTHD_DROP_data_bad_chunk]), 0, "chunk id 2^32-1 refused");
 	cr_expect_gt(isth_ctr_get(&st->drop[ISTHD_DROP_data_bad_count]), 0);
 	cr_expect_eq(be_stat("bad_input") + be_stat("mismatch"), 0);
 	isthd_teardown(&edge);
 	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs,
-		     "edge packet pool leaked %u",
-		     edge.cfg.mbufs - rte_mempool_avail_count(edge.pool));
+		"edge packet pool leaked %u", edge.cfg.mbufs - rte_mempool_avail_count(edge.pool));
 	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
 	isthd_ports_close(&edge);
 }
@@ -1116,7 +1154,8 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up,
  * run the worker loop here (isthd_dp_poll) and the epoch is far ahead, so
  * no timer (pacer, round expiry, tail NACKs) acts while they do.
  */
-static void idle_edge_up(void)
+static void
+idle_edge_up(void)
 {
 	uint64_t epoch = (now_ns() / 1000000ull + 60000) * 1000000ull;
 	char cfg[128], err[1024];
@@ -1134,32 +1173,39 @@ static void idle_edge_up(void)
 
 /* Poll until the edge has received @total frames on its two ports (bounded
  * by 20 s), then a few passes more for what they caused. */
-static void pump(uint64_t total)
+static void
+pump(uint64_t total)
 {
 	for (uint64_t until = now_ns() + 20000000000ull;
-	     isth_ctr_get(&edge.st.access_rx) + isth_ctr_get(&edge.st.wan_rx) < total &&
-	     now_ns() < until;)
+		isth_ctr_get(&edge.st.access_rx) + isth_ctr_get(&edge.st.wan_rx) < total &&
+		now_ns() < until;)
 		isthd_dp_poll(&edge);
-	cr_assert_eq(isth_ctr_get(&edge.st.access_rx) + isth_ctr_get(&edge.st.wan_rx),
-		     total, "edge received %lu of %lu frames",
-		     (unsigned long)(isth_ctr_get(&edge.st.access_rx) +
-				     isth_ctr_get(&edge.st.wan_rx)),
-		     (unsigned long)total);
+	cr_assert_eq(isth_ctr_get(&edge.st.access_rx) + isth_ctr_get(&edge.st.wan_rx), total,
+		"edge received %lu of %lu frames",
+		(unsigned long)(isth_ctr_get(&edge.st.access_rx) + isth_ctr_get(&edge.st.wan_rx)),
+		(unsigned long)total);
 	for (unsigned int i = 0; i < 64; i++)
 		isthd_dp_poll(&edge);
 }
 
 /* As the pacer would: keep island A's round @r, all its chunks, for repair. */
-static void keep_island_round(uint32_t r)
+static void
+keep_island_round(uint32_t r)
 {
 	struct rte_mbuf *m[CHUNKS];
 	int32_t body[ELEMS];
 
 	for (uint32_t c = 0; c < CHUNKS; c++) {
 		struct isth_wire_hdr h = {
-			.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
-			.sender = A, .count = ELEMS, .job = JOB, .round = r,
-			.chunk = c, .seq = c, .bitmap = 1,
+			.type = ISTH_WIRE_DATA,
+			.dtype = ISTH_WIRE_DTYPE_INT32,
+			.sender = A,
+			.count = ELEMS,
+			.job = JOB,
+			.round = r,
+			.chunk = c,
+			.seq = c,
+			.bitmap = 1,
 			.flags = c == CHUNKS - 1 ? ISTH_WIRE_F_LAST : 0,
 		};
 		uint8_t *p;
@@ -1170,21 +1216,27 @@ static void keep_island_round(uint32_t r)
 		cr_assert_not_null(m[c]);
 		p = (uint8_t *)rte_pktmbuf_append(m[c], 40 + sizeof(body));
 		cr_assert_not_null(p);
-		cr_assert_gt(isth_wire_build_msg(p, 40 + sizeof(body), &h, body,
-						 sizeof(body), NULL), 0);
+		cr_assert_gt(
+			isth_wire_build_msg(p, 40 + sizeof(body), &h, body, sizeof(body), NULL), 0);
 	}
 	isthd_repair_keep(&edge, m, CHUNKS, now_ns());
-	rte_pktmbuf_free_bulk(m, CHUNKS);	/* the ring holds its own */
+	rte_pktmbuf_free_bulk(m, CHUNKS); /* the ring holds its own */
 }
 
 /* Peer @s asks, from @src_ip, for @k ranges of island A's round 0, each
  * the whole round and more. @return the frame's bytes. */
-static uint64_t storm_nack(unsigned int s, uint32_t src_ip, unsigned int k)
+static uint64_t
+storm_nack(unsigned int s, uint32_t src_ip, unsigned int k)
 {
 	struct isth_wire_range rg[8];
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_NACK, .flags = ISTH_WIRE_F_CHUNKS, .sender = (uint8_t)s,
-		.count = (uint16_t)k, .job = JOB, .round = 0, .bitmap = 1u << A,
+		.type = ISTH_WIRE_NACK,
+		.flags = ISTH_WIRE_F_CHUNKS,
+		.sender = (uint8_t)s,
+		.count = (uint16_t)k,
+		.job = JOB,
+		.round = 0,
+		.bitmap = 1u << A,
 	};
 	uint8_t body[sizeof(rg) * 2];
 	struct rte_mbuf *m;
@@ -1192,8 +1244,8 @@ static uint64_t storm_nack(unsigned int s, uint32_t src_ip, unsigned int k)
 
 	cr_assert_leq(k, RTE_DIM(rg));
 	for (unsigned int i = 0; i < k; i++) {
-		rg[i].first = i % 2;		/* overlapping, unsorted */
-		rg[i].last = UINT32_MAX;	/* far beyond n_chunks */
+		rg[i].first = i % 2; /* overlapping, unsorted */
+		rg[i].last = UINT32_MAX; /* far beyond n_chunks */
 	}
 	isth_wire_put_ranges(body, sizeof(body), rg, k);
 	m = make_frame(src_ip, 0x0a000001, &h, body, (size_t)k * ISTH_WIRE_RANGE_SIZE);
@@ -1204,7 +1256,8 @@ static uint64_t storm_nack(unsigned int s, uint32_t src_ip, unsigned int k)
 
 /* Frames the edge sent on the WAN since the last call: bytes, repairs to
  * each island and the chunks repaired (bit per chunk, per island). */
-static uint64_t drain_wan(unsigned int *repairs, uint64_t *chunks)
+static uint64_t
+drain_wan(unsigned int *repairs, uint64_t *chunks)
 {
 	struct rte_mbuf *m[32];
 	uint64_t bytes = 0;
@@ -1245,8 +1298,7 @@ static uint64_t drain_wan(unsigned int *repairs, uint64_t *chunks)
  * the amplification (bytes out / bytes in) stays <= 1.5, per peer and over
  * the whole stream.
  */
-Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up,
-     .fini = eal_down, .timeout = 60)
+Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up, .fini = eal_down, .timeout = 60)
 {
 	const unsigned int storm = 200, budget = CHUNKS + (CHUNKS / 4 > 2 ? CHUNKS / 4 : 2);
 	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
@@ -1271,8 +1323,8 @@ Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up,
 	out_b += drain_wan(repairs, chunks);
 	cr_expect_eq(repairs[B], budget, "B got %u repairs, budget %u", repairs[B], budget);
 	amp = (double)out_b / (double)in_b;
-	cr_expect_leq(amp, 1.5, "B: %lu bytes out for %lu in (%.2fx)",
-		      (unsigned long)out_b, (unsigned long)in_b, amp);
+	cr_expect_leq(amp, 1.5, "B: %lu bytes out for %lu in (%.2fx)", (unsigned long)out_b,
+		(unsigned long)in_b, amp);
 
 	/* C's budget is its own; spoofed B and outsider D get nothing */
 	for (unsigned int i = 0; i < storm; i++) {
@@ -1280,7 +1332,7 @@ Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up,
 		in += storm_nack(B, 0x0a000063, 8);
 		in += storm_nack(D, 0x0a000004, 8);
 		rx += 3;
-		if ((i + 1) % 100 == 0)	/* 300 frames: within the ring */
+		if ((i + 1) % 100 == 0) /* 300 frames: within the ring */
 			pump(rx);
 	}
 	pump(rx);
@@ -1291,10 +1343,10 @@ Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up,
 	cr_expect_eq(repairs[B], budget, "spoofed B NACKs were served");
 	cr_expect_eq(wrong, 0, "a repair's payload is not A's chunk");
 	amp = (double)out / (double)in;
-	cr_expect_leq(amp, 1.5, "%lu bytes out for %lu in (%.2fx)",
-		      (unsigned long)out, (unsigned long)in, amp);
+	cr_expect_leq(amp, 1.5, "%lu bytes out for %lu in (%.2fx)", (unsigned long)out,
+		(unsigned long)in, amp);
 	printf("nack storm: %lu NACK bytes in, %lu repair bytes out, amplification %.3f\n",
-	       (unsigned long)in, (unsigned long)out, amp);
+		(unsigned long)in, (unsigned long)out, amp);
 
 	cr_expect_eq(isth_ctr_get(&edge.st.peer_nacks_rx), 4 * storm);
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_nack_bad_source]), storm);
@@ -1303,31 +1355,35 @@ Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up,
 	/* every chunk a storm NACK named beyond the budget: B's and C's
 	 * 2 * storm NACKs name CHUNKS each, 2 * budget were served */
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_repair_budget]),
-		     2ull * storm * CHUNKS - 2 * budget);
+		2ull * storm * CHUNKS - 2 * budget);
 
 	isthd_teardown(&edge);
-	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs,
-		     "edge packet pool leaked");
+	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs, "edge packet pool leaked");
 	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
 	isthd_ports_close(&edge);
 }
 
 /* A DATA of island or peer @s for round 0 from @src_ip with @count
  * elements of @dtype (values are @s's genuine ones). */
-static void data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip,
-		      uint32_t chunk, uint16_t count, uint8_t dtype)
+static void
+data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip, uint32_t chunk, uint16_t count,
+	uint8_t dtype)
 {
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_DATA, .dtype = dtype, .sender = (uint8_t)s,
-		.count = count, .job = JOB, .round = 0, .chunk = chunk,
+		.type = ISTH_WIRE_DATA,
+		.dtype = dtype,
+		.sender = (uint8_t)s,
+		.count = count,
+		.job = JOB,
+		.round = 0,
+		.chunk = chunk,
 		.bitmap = 1ull << s,
 	};
 	int32_t body[ELEMS];
 
 	for (unsigned int i = 0; i < count; i++)
 		body[i] = value(s, 0, chunk < CHUNKS ? chunk : 0, i);
-	inject(r, src_ip, s == A ? 0x0a0a0001 : 0x0a000001, &h, body,
-	       (size_t)count * 4);
+	inject(r, src_ip, s == A ? 0x0a0a0001 : 0x0a000001, &h, body, (size_t)count * 4);
 }
 
 /*
@@ -1340,8 +1396,8 @@ static void data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip,
  * refused under its name before it may claim a slot, and round 0 completes
  * with the exact sums.
  */
-Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up,
-     .fini = eal_down, .timeout = 60)
+Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up, .fini = eal_down,
+	.timeout = 60)
 {
 	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
 	const unsigned int tiny = 91;
@@ -1396,12 +1452,11 @@ Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up,
 	cr_expect_eq(complete, CHUNKS, "%u of %u chunks complete", complete, CHUNKS);
 	for (uint32_t c = 0; c < CHUNKS; c++)
 		cr_expect_eq(bitmaps[c], (1u << B) | (1u << C), "chunk %u: %#lx", c,
-			     (unsigned long)bitmaps[c]);
+			(unsigned long)bitmaps[c]);
 	/* chunks 0-3 have the round's ids but not its count; 4-90 are ids
 	 * the round does not have: on both ports */
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_data_bad_count]), 2 * CHUNKS);
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_data_bad_chunk]),
-		     2 * (tiny - CHUNKS));
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_data_bad_chunk]), 2 * (tiny - CHUNKS));
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_data_bad_source]), tiny);
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_data_bad_dtype]), 1);
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_access_bad_source]), 1);
@@ -1412,8 +1467,7 @@ Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up,
 	cr_expect_eq(be_stat("completed"), CHUNKS);
 
 	isthd_teardown(&edge);
-	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs,
-		     "edge packet pool leaked");
+	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs, "edge packet pool leaked");
 	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
 	isthd_ports_close(&edge);
 }

@@ -27,12 +27,12 @@
 #include "mcast_priv.h"
 #include "isth_test_eal.h"
 
-#define LOCAL_ISLAND	5
-#define SRC_IP		0x0a000005u	/* 10.0.0.5 */
-#define SRC_PORT	40000
-#define NB_MBUF		1024
+#define LOCAL_ISLAND 5
+#define SRC_IP 0x0a000005u /* 10.0.0.5 */
+#define SRC_PORT 40000
+#define NB_MBUF 1024
 
-static const uint8_t src_mac[6] = { 0x02, 0, 0, 0, 0, 0x05 };
+static const uint8_t src_mac[6] = {0x02, 0, 0, 0, 0, 0x05};
 
 static struct rte_mempool *pkt_pool, *hdr_pool, *clone_pool, *copy_pool;
 static unsigned int avail0[4];
@@ -52,13 +52,21 @@ eal_up(void)
 {
 	char prefix[64];
 	char *argv[] = {
-		"test_mcast", "-l", "0", "--no-huge", "-m", "128", "--no-pci",
-		"--no-telemetry", prefix, "--log-level=*:error", NULL,
+		"test_mcast",
+		"-l",
+		"0",
+		"--no-huge",
+		"-m",
+		"128",
+		"--no-pci",
+		"--no-telemetry",
+		prefix,
+		"--log-level=*:error",
+		NULL,
 	};
 	int argc = (int)RTE_DIM(argv) - 1;
 
-	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-mcast-%d",
-		 (int)getpid());
+	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-mcast-%d", (int)getpid());
 	cr_assert_geq(rte_eal_init(argc, argv), 0, "EAL init failed");
 	pkt_pool = mkpool("pkt", NB_MBUF, 32, RTE_MBUF_DEFAULT_BUF_SIZE);
 	hdr_pool = mkpool("hdr", NB_MBUF, 32, RTE_PKTMBUF_HEADROOM + 64);
@@ -75,10 +83,8 @@ check_no_leak(void)
 {
 	cr_assert_eq(rte_mempool_avail_count(pkt_pool), avail0[0], "pkt pool");
 	cr_assert_eq(rte_mempool_avail_count(hdr_pool), avail0[1], "hdr pool");
-	cr_assert_eq(rte_mempool_avail_count(clone_pool), avail0[2],
-		     "clone pool");
-	cr_assert_eq(rte_mempool_avail_count(copy_pool), avail0[3],
-		     "copy pool");
+	cr_assert_eq(rte_mempool_avail_count(clone_pool), avail0[2], "clone pool");
+	cr_assert_eq(rte_mempool_avail_count(copy_pool), avail0[3], "copy pool");
 }
 
 static void
@@ -123,8 +129,7 @@ mk(enum isth_mcast_mode mode)
 
 /* Peer i of a table: island ids skip the local island. */
 static void
-mkpeers(struct isth_mcast_peer *p, unsigned int n, uint8_t local,
-	uint16_t port_base)
+mkpeers(struct isth_mcast_peer *p, unsigned int n, uint8_t local, uint16_t port_base)
 {
 	unsigned int i, isl = 0;
 
@@ -137,7 +142,7 @@ mkpeers(struct isth_mcast_peer *p, unsigned int n, uint8_t local,
 		p[i].mac[3] = 0xaa;
 		p[i].mac[4] = (uint8_t)(port_base >> 8);
 		p[i].mac[5] = (uint8_t)isl;
-		p[i].ip = 0x0a010000u | (uint32_t)(isl + 1);	/* 10.1.0.x */
+		p[i].ip = 0x0a010000u | (uint32_t)(isl + 1); /* 10.1.0.x */
 		p[i].port = (uint16_t)(port_base + i);
 	}
 }
@@ -147,10 +152,9 @@ mkpeers(struct isth_mcast_peer *p, unsigned int n, uint8_t local,
  * segments. The bytes are also returned in @bytes for comparison.
  */
 static struct rte_mbuf *
-mkmsg_t(uint16_t count, uint8_t trailer_len, unsigned int nseg,
-	uint8_t *bytes, size_t *size)
+mkmsg_t(uint16_t count, uint8_t trailer_len, unsigned int nseg, uint8_t *bytes, size_t *size)
 {
-	static const uint8_t trailer[255] = { 0xa5, 0x5a, 0xc3 };
+	static const uint8_t trailer[255] = {0xa5, 0x5a, 0xc3};
 	struct rte_mbuf *head = NULL, *prev = NULL;
 	struct isth_wire_hdr h;
 	uint32_t el[4096];
@@ -175,8 +179,7 @@ mkmsg_t(uint16_t count, uint8_t trailer_len, unsigned int nseg,
 	}
 	for (i = 0; i < count; i++)
 		el[i] = 0x01020304u * (i + 1);
-	n = isth_wire_build_msg(bytes, 65536, &h, el, (size_t)count * 4,
-				trailer);
+	n = isth_wire_build_msg(bytes, 65536, &h, el, (size_t)count * 4, trailer);
 	cr_assert_gt(n, 0);
 	*size = (size_t)n;
 
@@ -229,8 +232,8 @@ limits(uint16_t port)
  * and the message is byte for byte the input.
  */
 static void
-check_frame(struct rte_mbuf *f, const struct isth_mcast_peer *peer,
-	    const uint8_t *msg, size_t msg_size, uint16_t vlan)
+check_frame(struct rte_mbuf *f, const struct isth_mcast_peer *peer, const uint8_t *msg,
+	size_t msg_size, uint16_t vlan)
 {
 	static uint8_t buf[70000];
 	struct isth_wire_limits lim = limits(peer->port);
@@ -272,8 +275,8 @@ free_all(struct rte_mbuf **m, unsigned int n)
  * segments.
  */
 static void
-fanout_case_t(enum isth_mcast_mode mode, unsigned int D, unsigned int nseg,
-	      uint16_t count, uint8_t trailer_len)
+fanout_case_t(enum isth_mcast_mode mode, unsigned int D, unsigned int nseg, uint16_t count,
+	uint8_t trailer_len)
 {
 	static uint8_t msg[65536];
 	struct isth_mcast_peer peers[ISTH_MCAST_MAX_DESTS];
@@ -307,27 +310,27 @@ fanout_case_t(enum isth_mcast_mode mode, unsigned int D, unsigned int nseg,
 			cr_assert(RTE_MBUF_CLONED(out[i]->next));
 			/* The payload is shared, not copied. */
 			cr_assert_eq(rte_pktmbuf_mtod(out[i]->next, void *),
-				     rte_pktmbuf_mtod(m, void *));
+				rte_pktmbuf_mtod(m, void *));
 		} else {
 			cr_assert_eq(out[i]->nb_segs, 1);
 			cr_assert(RTE_MBUF_DIRECT(out[i]));
 			cr_assert_eq(rte_mbuf_refcnt_read(out[i]), 1);
 			cr_assert_neq(rte_pktmbuf_mtod(out[i], uint8_t *) + 42,
-				      rte_pktmbuf_mtod(m, uint8_t *));
+				rte_pktmbuf_mtod(m, uint8_t *));
 		}
 	}
 	/* Each clone holds one reference on every input segment. */
-	cr_assert_eq(rte_mbuf_refcnt_read(m),
-		     mode == ISTH_MCAST_ZEROCOPY ? 1 + D : 1);
+	cr_assert_eq(rte_mbuf_refcnt_read(m), mode == ISTH_MCAST_ZEROCOPY ? 1 + D : 1);
 	if (nseg > 1)
-		cr_assert_eq(rte_mbuf_refcnt_read(m->next),
-			     mode == ISTH_MCAST_ZEROCOPY ? 1 + D : 1);
+		cr_assert_eq(
+			rte_mbuf_refcnt_read(m->next), mode == ISTH_MCAST_ZEROCOPY ? 1 + D : 1);
 
 	isth_mcast_stats_get(mc, &st);
 	cr_assert_eq(st.pkts, 1);
 	cr_assert_eq(st.copies, D);
-	cr_assert_eq(st.drop_hdr_alloc + st.drop_clone + st.drop_copy_alloc +
-		     st.drop_too_big + st.drop_len, 0);
+	cr_assert_eq(st.drop_hdr_alloc + st.drop_clone + st.drop_copy_alloc + st.drop_too_big +
+			st.drop_len,
+		0);
 
 	free_all(out, n_out);
 	cr_assert_eq(rte_mbuf_refcnt_read(m), 1);
@@ -337,8 +340,7 @@ fanout_case_t(enum isth_mcast_mode mode, unsigned int D, unsigned int nseg,
 }
 
 static void
-fanout_case(enum isth_mcast_mode mode, unsigned int D, unsigned int nseg,
-	    uint16_t count)
+fanout_case(enum isth_mcast_mode mode, unsigned int D, unsigned int nseg, uint16_t count)
 {
 	fanout_case_t(mode, D, nseg, count, 0);
 }
@@ -370,7 +372,7 @@ Test(mcast, multi_segment_payload)
 
 Test(mcast, lengths_and_checksums_per_size)
 {
-	static const uint16_t counts[] = { 1, 2, 3, 100, 255, 256, 300, 365 };
+	static const uint16_t counts[] = {1, 2, 3, 100, 255, 256, 300, 365};
 	unsigned int i;
 
 	/*
@@ -405,8 +407,7 @@ Test(mcast, vlan_tagged_frames)
 		mkpeers(peers, 4, LOCAL_ISLAND, 6000);
 		cr_assert_eq(isth_mcast_publish(mc, 1, peers, 4), 0);
 		m = mkmsg(33, 1, msg, &size);
-		cr_assert_eq(isth_mcast_fanout_burst(mc, &m, 1, out, 8, &n_out),
-			     1);
+		cr_assert_eq(isth_mcast_fanout_burst(mc, &m, 1, out, 8, &n_out), 1);
 		cr_assert_eq(n_out, 4);
 		for (i = 0; i < 4; i++)
 			check_frame(out[i], &peers[i], msg, size, 42);
@@ -437,8 +438,7 @@ Test(mcast, burst_of_packets_in_order)
 	cr_assert_eq(n_out, 40);
 	for (i = 0; i < 8; i++)
 		for (j = 0; j < 5; j++)
-			check_frame(out[i * 5 + j], &peers[j], msgs[i],
-				    sizes[i], 0);
+			check_frame(out[i * 5 + j], &peers[j], msgs[i], sizes[i], 0);
 	isth_mcast_stats_get(mc, &st);
 	cr_assert_eq(st.pkts, 8);
 	cr_assert_eq(st.copies, 40);
@@ -495,10 +495,8 @@ dry_pool_case(enum isth_mcast_mode mode, int which, unsigned int nseg)
 	size_t size;
 
 	/* 5 mbufs, no cache: the 6th allocation fails. */
-	tiny = rte_pktmbuf_pool_create("tiny", 5, 0, 0,
-				       which == 1 ? 0 :
-				       RTE_MBUF_DEFAULT_BUF_SIZE,
-				       SOCKET_ID_ANY);
+	tiny = rte_pktmbuf_pool_create(
+		"tiny", 5, 0, 0, which == 1 ? 0 : RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
 	cr_assert_not_null(tiny);
 	tiny0 = rte_mempool_avail_count(tiny);
 	if (which == 0)
@@ -520,19 +518,17 @@ dry_pool_case(enum isth_mcast_mode mode, int which, unsigned int nseg)
 	for (i = 0; i < n_out; i++)
 		check_frame(out[i], &peers[i], msg, size, 0);
 	/* Second packet while the first's copies are held: all 8 lost. */
-	cr_assert_eq(isth_mcast_fanout_burst(mc, &m, 1, out + n_out, 64 - n_out,
-					     &n_out2), 1);
+	cr_assert_eq(isth_mcast_fanout_burst(mc, &m, 1, out + n_out, 64 - n_out, &n_out2), 1);
 	cr_assert_eq(n_out2, 0);
 
 	isth_mcast_stats_get(mc, &st);
-	drops = which == 0 ? st.drop_hdr_alloc :
-		which == 1 ? st.drop_clone : st.drop_copy_alloc;
+	drops = which == 0 ? st.drop_hdr_alloc : which == 1 ? st.drop_clone : st.drop_copy_alloc;
 	cr_assert_eq(st.pkts, 2);
 	cr_assert_eq(st.copies, n_out + n_out2);
 	cr_assert_eq(drops, 16 - n_out - n_out2);
-	cr_assert_eq(st.drop_hdr_alloc + st.drop_clone + st.drop_copy_alloc +
-		     st.drop_too_big + st.drop_len, 16 - st.copies,
-		     "every lost copy counted once");
+	cr_assert_eq(st.drop_hdr_alloc + st.drop_clone + st.drop_copy_alloc + st.drop_too_big +
+			st.drop_len,
+		16 - st.copies, "every lost copy counted once");
 
 	free_all(out, n_out + n_out2);
 	cr_assert_eq(rte_mbuf_refcnt_read(m), 1);
@@ -576,9 +572,8 @@ Test(mcast, copy_frame_too_big)
 	uint16_t n_out;
 	size_t size;
 
-	small = rte_pktmbuf_pool_create("small", 16, 0, 0,
-					RTE_PKTMBUF_HEADROOM + 512,
-					SOCKET_ID_ANY);
+	small = rte_pktmbuf_pool_create(
+		"small", 16, 0, 0, RTE_PKTMBUF_HEADROOM + 512, SOCKET_ID_ANY);
 	cr_assert_not_null(small);
 	c.copy_pool = small;
 	mc = isth_mcast_create(&c);
@@ -661,11 +656,11 @@ Test(mcast, group_mac_closed_form)
 		uint32_t ip;
 		uint8_t mac[6];
 	} cases[] = {
-		{ 0xe0000001u, { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 } },
-		{ 0xeffffffFu, { 0x01, 0x00, 0x5e, 0x7f, 0xff, 0xff } },
+		{0xe0000001u, {0x01, 0x00, 0x5e, 0x00, 0x00, 0x01}},
+		{0xeffffffFu, {0x01, 0x00, 0x5e, 0x7f, 0xff, 0xff}},
 		/* 225.128.1.2: bit 23 is not mapped */
-		{ 0xe1800102u, { 0x01, 0x00, 0x5e, 0x00, 0x01, 0x02 } },
-		{ 0xe4a5c3e1u, { 0x01, 0x00, 0x5e, 0x25, 0xc3, 0xe1 } },
+		{0xe1800102u, {0x01, 0x00, 0x5e, 0x00, 0x01, 0x02}},
+		{0xe4a5c3e1u, {0x01, 0x00, 0x5e, 0x25, 0xc3, 0xe1}},
 	};
 	uint8_t mac[6];
 	unsigned int i;
@@ -689,9 +684,9 @@ Test(mcast, group_mode_emits_one_frame)
 	size_t size;
 
 	memset(&g, 0, sizeof(g));
-	g.ip = 0xef010203u;	/* 239.1.2.3 */
+	g.ip = 0xef010203u; /* 239.1.2.3 */
 	g.port = 4791;
-	memcpy(g.mac, (uint8_t[6]){ 0x01, 0x00, 0x5e, 0x01, 0x02, 0x03 }, 6);
+	memcpy(g.mac, (uint8_t[6]){0x01, 0x00, 0x5e, 0x01, 0x02, 0x03}, 6);
 	for (mode = ISTH_MCAST_ZEROCOPY; mode <= ISTH_MCAST_COPY; mode++) {
 		mc = mk(mode);
 		cr_assert_eq(isth_mcast_publish_group(mc, 4, g.ip, g.port), 0);
@@ -699,8 +694,7 @@ Test(mcast, group_mode_emits_one_frame)
 		cr_assert_eq(round, 4);
 		cr_assert_arr_eq(got.mac, g.mac, 6);
 		m = mkmsg(256, 1, msg, &size);
-		cr_assert_eq(isth_mcast_fanout_burst(mc, &m, 1, out, 8, &n_out),
-			     1);
+		cr_assert_eq(isth_mcast_fanout_burst(mc, &m, 1, out, 8, &n_out), 1);
 		cr_assert_eq(n_out, 1);
 		check_frame(out[0], &g, msg, size, 0);
 		isth_mcast_stats_get(mc, &st);
@@ -719,12 +713,10 @@ Test(mcast, create_invalid)
 	struct isth_mcast *mc;
 	unsigned int i;
 
-	nonpkt = rte_mempool_create("raw", 64, 256, 0, 0, NULL, NULL, NULL,
-				    NULL, SOCKET_ID_ANY, 0);
+	nonpkt = rte_mempool_create("raw", 64, 256, 0, 0, NULL, NULL, NULL, NULL, SOCKET_ID_ANY, 0);
 	cr_assert_not_null(nonpkt);
-	tinyroom = rte_pktmbuf_pool_create("tinyroom", 64, 0, 0,
-					   RTE_PKTMBUF_HEADROOM + 16,
-					   SOCKET_ID_ANY);
+	tinyroom = rte_pktmbuf_pool_create(
+		"tinyroom", 64, 0, 0, RTE_PKTMBUF_HEADROOM + 16, SOCKET_ID_ANY);
 	cr_assert_not_null(tinyroom);
 
 	rte_errno = 0;
@@ -733,17 +725,42 @@ Test(mcast, create_invalid)
 	for (i = 0; i < 11; i++) {
 		c = base_conf(ISTH_MCAST_ZEROCOPY);
 		switch (i) {
-		case 0: c.island = 64; break;
-		case 1: c.vlan = 4096; break;
-		case 2: c.dscp = 64; break;
-		case 3: c.mode = 2; break;
-		case 4: c.hdr_pool = NULL; break;
-		case 5: c.clone_pool = NULL; break;
-		case 6: c.hdr_pool = nonpkt; break;
-		case 7: c.hdr_pool = tinyroom; break;
-		case 8: c.mode = ISTH_MCAST_COPY; c.copy_pool = NULL; break;
-		case 9: c.mode = ISTH_MCAST_COPY; c.copy_pool = nonpkt; break;
-		case 10: c.mode = ISTH_MCAST_COPY; c.copy_pool = tinyroom; break;
+		case 0:
+			c.island = 64;
+			break;
+		case 1:
+			c.vlan = 4096;
+			break;
+		case 2:
+			c.dscp = 64;
+			break;
+		case 3:
+			c.mode = 2;
+			break;
+		case 4:
+			c.hdr_pool = NULL;
+			break;
+		case 5:
+			c.clone_pool = NULL;
+			break;
+		case 6:
+			c.hdr_pool = nonpkt;
+			break;
+		case 7:
+			c.hdr_pool = tinyroom;
+			break;
+		case 8:
+			c.mode = ISTH_MCAST_COPY;
+			c.copy_pool = NULL;
+			break;
+		case 9:
+			c.mode = ISTH_MCAST_COPY;
+			c.copy_pool = nonpkt;
+			break;
+		case 10:
+			c.mode = ISTH_MCAST_COPY;
+			c.copy_pool = tinyroom;
+			break;
 		}
 		rte_errno = 0;
 		cr_assert_null(isth_mcast_create(&c), "case %u", i);
@@ -757,7 +774,7 @@ Test(mcast, create_invalid)
 	isth_mcast_destroy(mc);
 	c = base_conf(ISTH_MCAST_ZEROCOPY);
 	c.copy_pool = NULL;
-	c.clone_pool = c.hdr_pool;	/* one pool for both is allowed */
+	c.clone_pool = c.hdr_pool; /* one pool for both is allowed */
 	mc = isth_mcast_create(&c);
 	cr_assert_not_null(mc);
 	isth_mcast_destroy(mc);
@@ -776,17 +793,31 @@ Test(mcast, publish_invalid)
 		n = 3;
 		mkpeers(p, 3, LOCAL_ISLAND, 1000);
 		switch (i) {
-		case 0: p[1].island = 64; break;
-		case 1: p[1].island = LOCAL_ISLAND; break;
-		case 2: p[2].island = p[0].island; break;
-		case 3: p[0].ip = 0; break;
-		case 4: p[0].ip = 0xe0000001u; break;
-		case 5: p[2].port = 0; break;
-		case 6: n = 64; mkpeers(p, 63, LOCAL_ISLAND, 1000);
-			p[63] = p[0]; break;
+		case 0:
+			p[1].island = 64;
+			break;
+		case 1:
+			p[1].island = LOCAL_ISLAND;
+			break;
+		case 2:
+			p[2].island = p[0].island;
+			break;
+		case 3:
+			p[0].ip = 0;
+			break;
+		case 4:
+			p[0].ip = 0xe0000001u;
+			break;
+		case 5:
+			p[2].port = 0;
+			break;
+		case 6:
+			n = 64;
+			mkpeers(p, 63, LOCAL_ISLAND, 1000);
+			p[63] = p[0];
+			break;
 		}
-		cr_assert_eq(isth_mcast_publish(mc, 1, p, n), -EINVAL,
-			     "case %u", i);
+		cr_assert_eq(isth_mcast_publish(mc, 1, p, n), -EINVAL, "case %u", i);
 	}
 	cr_assert_eq(isth_mcast_publish(mc, 1, p, 65), -EINVAL);
 	cr_assert_eq(isth_mcast_publish(mc, 1, NULL, 1), -EINVAL);
@@ -887,7 +918,7 @@ Test(mcast, table_swap_generations)
 struct swap_arg {
 	struct isth_mcast *mc;
 	uint64_t busy;
-	uint32_t done;	/* written by: control thread; read by: data path */
+	uint32_t done; /* written by: control thread; read by: data path */
 };
 
 static void
@@ -942,7 +973,7 @@ Test(mcast, table_swap_two_threads_consistent)
 	static uint8_t msg[65536];
 	struct isth_mcast *mc = mk(ISTH_MCAST_ZEROCOPY);
 	struct rte_mbuf *out[64], *m;
-	struct swap_arg arg = { .mc = mc };
+	struct swap_arg arg = {.mc = mc};
 	struct isth_mcast_peer expect[8];
 	uint64_t bursts = 0, mixed = 0, changes = 0;
 	uint32_t last_k = 0, k;
@@ -959,14 +990,12 @@ Test(mcast, table_swap_two_threads_consistent)
 		isth_mcast_fanout_burst(mc, &m, 1, out, 64, &n_out);
 		bursts++;
 		if (n_out == 0) {
-			cr_assert_eq(isth_mcast_generation(mc) == 0 ||
-				     last_k == 0, true);
+			cr_assert_eq(isth_mcast_generation(mc) == 0 || last_k == 0, true);
 			continue;
 		}
 		/* Identify the table from the first frame's IPv4 dst. */
 		{
-			const uint8_t *ip = rte_pktmbuf_mtod(out[0], uint8_t *)
-					    + 14;
+			const uint8_t *ip = rte_pktmbuf_mtod(out[0], uint8_t *) + 14;
 
 			k = (uint32_t)(ip[17] << 16 | ip[18] << 8 | ip[19]);
 		}
@@ -981,24 +1010,22 @@ Test(mcast, table_swap_two_threads_consistent)
 			const uint8_t *f = rte_pktmbuf_mtod(out[i], uint8_t *);
 
 			if (memcmp(f, expect[i].mac, 6) != 0 ||
-			    (uint16_t)(f[36] << 8 | f[37]) != expect[i].port ||
-			    (uint32_t)(f[30] << 24 | f[31] << 16 | f[32] << 8 |
-				       f[33]) != expect[i].ip)
+				(uint16_t)(f[36] << 8 | f[37]) != expect[i].port ||
+				(uint32_t)(f[30] << 24 | f[31] << 16 | f[32] << 8 | f[33]) !=
+					expect[i].ip)
 				mixed++;
 		}
 		free_all(out, n_out);
 	}
 	pthread_join(th, NULL);
 	cr_assert_eq(isth_mcast_generation(mc), SWAP_TABLES);
-	cr_assert_eq(mixed, 0, "%lu inconsistent bursts of %lu",
-		     (unsigned long)mixed, (unsigned long)bursts);
+	cr_assert_eq(mixed, 0, "%lu inconsistent bursts of %lu", (unsigned long)mixed,
+		(unsigned long)bursts);
 	cr_assert_eq(last_k, SWAP_TABLES, "last burst saw table %u", last_k);
 	/* The reader must have run across many generations. */
-	cr_assert_gt(changes, 100, "only %lu table changes seen",
-		     (unsigned long)changes);
-	cr_log_info("%lu bursts, %lu table changes seen, %lu EBUSY retries",
-		    (unsigned long)bursts, (unsigned long)changes,
-		    (unsigned long)arg.busy);
+	cr_assert_gt(changes, 100, "only %lu table changes seen", (unsigned long)changes);
+	cr_log_info("%lu bursts, %lu table changes seen, %lu EBUSY retries", (unsigned long)bursts,
+		(unsigned long)changes, (unsigned long)arg.busy);
 	rte_pktmbuf_free(m);
 	isth_mcast_destroy(mc);
 	check_no_leak();
@@ -1053,10 +1080,10 @@ Test(mcast, udp_checksum_per_destination)
 				lim = limits(peers[i].port);
 				cr_expect_neq(flat[40] | flat[41], 0, "UDP checksum left 0");
 				cr_expect_eq(isth_wire_parse_frame(flat, len, &lim, &pkt),
-					     ISTH_WIRE_OK, "mode %d nseg %u dest %u", mode, nseg, i);
+					ISTH_WIRE_OK, "mode %d nseg %u dest %u", mode, nseg, i);
 				flat[len - 3] ^= 0x10;
 				cr_expect_eq(isth_wire_parse_frame(flat, len, &lim, &pkt),
-					     ISTH_WIRE_E_UDP_CSUM);
+					ISTH_WIRE_E_UDP_CSUM);
 			}
 			free_all(out, n_out);
 			rte_pktmbuf_free(m);

@@ -16,13 +16,15 @@
 
 #include "isth_pace.h"
 
-#define HZ 2500000000ull	/* simulated TSC: 2.5 GHz */
+#define HZ 2500000000ull /* simulated TSC: 2.5 GHz */
 
-static struct isth_pace *mk(uint64_t hz, uint32_t qsize, uint32_t burst,
-			    uint64_t tol_ns)
+static struct isth_pace *
+mk(uint64_t hz, uint32_t qsize, uint32_t burst, uint64_t tol_ns)
 {
 	struct isth_pace_conf c = {
-		.tsc_hz = hz, .queue_size = qsize, .burst_bytes = burst,
+		.tsc_hz = hz,
+		.queue_size = qsize,
+		.burst_bytes = burst,
 		.late_tol_ns = tol_ns,
 	};
 	struct isth_pace *p = isth_pace_create(&c);
@@ -35,26 +37,26 @@ static struct isth_pace *mk(uint64_t hz, uint32_t qsize, uint32_t burst,
 static uint64_t next_obj;
 
 /* Fill the queue (bounded, so a pacer that never says "full" fails). */
-static void top_up(struct isth_pace *p, uint32_t bytes)
+static void
+top_up(struct isth_pace *p, uint32_t bytes)
 {
 	unsigned int i;
 
 	for (i = 0; i < 4096; i++)
-		if (isth_pace_enqueue(p, (void *)(uintptr_t)(++next_obj),
-				      bytes) != 0)
+		if (isth_pace_enqueue(p, (void *)(uintptr_t)(++next_obj), bytes) != 0)
 			break;
-	next_obj--;	/* the refused one was not queued */
+	next_obj--; /* the refused one was not queued */
 }
 
 Test(pace, create_invalid)
 {
 	static const struct isth_pace_conf bad[] = {
-		{ .tsc_hz = 0, .queue_size = 8, .burst_bytes = 1500 },
-		{ .tsc_hz = HZ, .queue_size = 0, .burst_bytes = 1500 },
-		{ .tsc_hz = HZ, .queue_size = 1, .burst_bytes = 1500 },
-		{ .tsc_hz = HZ, .queue_size = 12, .burst_bytes = 1500 },
-		{ .tsc_hz = HZ, .queue_size = 1u << 25, .burst_bytes = 1500 },
-		{ .tsc_hz = HZ, .queue_size = 8, .burst_bytes = 0 },
+		{.tsc_hz = 0, .queue_size = 8, .burst_bytes = 1500},
+		{.tsc_hz = HZ, .queue_size = 0, .burst_bytes = 1500},
+		{.tsc_hz = HZ, .queue_size = 1, .burst_bytes = 1500},
+		{.tsc_hz = HZ, .queue_size = 12, .burst_bytes = 1500},
+		{.tsc_hz = HZ, .queue_size = 1u << 25, .burst_bytes = 1500},
+		{.tsc_hz = HZ, .queue_size = 8, .burst_bytes = 0},
 	};
 	unsigned int i;
 
@@ -76,24 +78,23 @@ Test(pace, plan_invalid)
 		struct isth_pace_seg s[3];
 		unsigned int n;
 	} bad[] = {
-		{ { { 0, 1000 } }, 0 },				/* no segment */
-		{ { { 5, 1000 } }, 1 },				/* first not at 0 */
-		{ { { 0, 1000 }, { 10, 5 }, { 10, 7 } }, 3 },	/* not increasing */
-		{ { { 0, 1000 }, { 20, 5 }, { 10, 7 } }, 3 },	/* decreasing */
-		{ { { 0, ISTH_PACE_MAX_RATE_BPS + 1 } }, 1 },	/* rate */
-		{ { { 0, 1000 } }, ISTH_PACE_MAX_SEGS + 1 },	/* too many */
+		{{{0, 1000}}, 0}, /* no segment */
+		{{{5, 1000}}, 1}, /* first not at 0 */
+		{{{0, 1000}, {10, 5}, {10, 7}}, 3}, /* not increasing */
+		{{{0, 1000}, {20, 5}, {10, 7}}, 3}, /* decreasing */
+		{{{0, ISTH_PACE_MAX_RATE_BPS + 1}}, 1}, /* rate */
+		{{{0, 1000}}, ISTH_PACE_MAX_SEGS + 1}, /* too many */
 	};
 	unsigned int i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		cr_assert_eq(isth_pace_set_profile(p, 1, 100, bad[i].s,
-						   bad[i].n), -EINVAL,
-			     "case %u", i);
+		cr_assert_eq(isth_pace_set_profile(p, 1, 100, bad[i].s, bad[i].n), -EINVAL,
+			"case %u", i);
 	cr_assert_eq(isth_pace_set_profile(p, 1, 100, NULL, 1), -EINVAL);
 	cr_assert_eq(isth_pace_set_round(NULL, 1, 100, 1000), -EINVAL);
 	/* start + offset overflowing the TSC */
 	cr_assert_eq(isth_pace_set_profile(p, 1, UINT64_MAX - 10,
-		(struct isth_pace_seg[]){ { 0, 1 }, { 1000000, 1 } }, 2),
+			     (struct isth_pace_seg[]){{0, 1}, {1000000, 1}}, 2),
 		-EINVAL);
 	cr_assert_eq(isth_pace_set_round(p, 5, 1000, 1000000), 0);
 	/* rounds and starts must increase */
@@ -106,7 +107,7 @@ Test(pace, plan_invalid)
 Test(pace, nothing_leaves_before_start)
 {
 	struct isth_pace *p = mk(HZ, 64, 9000, 0);
-	const uint64_t start = 10 * HZ;	/* 10 s into the simulated TSC */
+	const uint64_t start = 10 * HZ; /* 10 s into the simulated TSC */
 	void *objs[64];
 	uint64_t t;
 
@@ -116,8 +117,7 @@ Test(pace, nothing_leaves_before_start)
 	cr_assert_eq(isth_pace_set_round(p, 1, start, 1000000000ull), 0);
 	for (t = 0; t < start; t += HZ / 1000 + 7)
 		if (isth_pace_dequeue_burst(p, t, objs, 64) != 0)
-			cr_assert_fail("released at %lu < start",
-				       (unsigned long)t);
+			cr_assert_fail("released at %lu < start", (unsigned long)t);
 	cr_assert_eq(isth_pace_dequeue_burst(p, start - 1, objs, 64), 0);
 	/* at the start the full bucket lets burst_bytes out: 9000/1500 */
 	cr_assert_eq(isth_pace_dequeue_burst(p, start, objs, 64), 6);
@@ -136,17 +136,16 @@ struct rate_case {
 ParameterizedTestParameters(pace, achieved_rate)
 {
 	static struct rate_case cases[] = {
-		{ HZ, 100000000ull, 1500, 1500 },		/* 100 Mbps */
-		{ HZ, 1000000000ull, 9000, 1500 },		/* 1 Gbps */
-		{ HZ, 1000000000ull, 1500, 64 },		/* small packets */
-		{ HZ, 10000000000ull, 65536, 1500 },		/* 10 Gbps */
-		{ HZ, 40000000000ull, 16384, 1024 },		/* 40 Gbps */
-		{ HZ, 100000000000ull, 262144, 9000 },		/* 100 Gbps jumbo */
-		{ 2394567891ull, 7777777777ull, 20000, 1234 },	/* odd clock */
+		{HZ, 100000000ull, 1500, 1500}, /* 100 Mbps */
+		{HZ, 1000000000ull, 9000, 1500}, /* 1 Gbps */
+		{HZ, 1000000000ull, 1500, 64}, /* small packets */
+		{HZ, 10000000000ull, 65536, 1500}, /* 10 Gbps */
+		{HZ, 40000000000ull, 16384, 1024}, /* 40 Gbps */
+		{HZ, 100000000000ull, 262144, 9000}, /* 100 Gbps jumbo */
+		{2394567891ull, 7777777777ull, 20000, 1234}, /* odd clock */
 	};
 
-	return cr_make_param_array(struct rate_case, cases,
-				   sizeof(cases) / sizeof(cases[0]));
+	return cr_make_param_array(struct rate_case, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 /*
@@ -166,7 +165,7 @@ ParameterizedTest(struct rate_case *c, pace, achieved_rate)
 	if (step == 0)
 		step = 1;
 	if (step > c->hz / 1000000)
-		step = c->hz / 1000000;	/* at least one poll per us */
+		step = c->hz / 1000000; /* at least one poll per us */
 	cr_assert_eq(isth_pace_set_round(p, 7, start, c->rate_bps), 0);
 	for (t = start; t < end; t += step) {
 		unsigned int n;
@@ -177,26 +176,27 @@ ParameterizedTest(struct rate_case *c, pace, achieved_rate)
 			bytes += (uint64_t)n * c->pkt;
 		} while (n == 64);
 	}
-	want = (double)c->rate_bps / 8.0;	/* bytes in one second */
+	want = (double)c->rate_bps / 8.0; /* bytes in one second */
 	got = (double)bytes;
 	cr_assert(got >= want * 0.99 && got <= want * 1.01,
-		  "rate %lu burst %u: %.0f bytes in 1 s, want %.0f",
-		  (unsigned long)c->rate_bps, c->burst, got, want);
+		"rate %lu burst %u: %.0f bytes in 1 s, want %.0f", (unsigned long)c->rate_bps,
+		c->burst, got, want);
 	isth_pace_stats(p, &st);
 	cr_assert_eq(st.bytes_sent, bytes);
 	cr_assert_eq(st.round, 7);
 	cr_assert_eq(st.late_starts, 0);
 	cr_assert(st.round_achieved_bps >= c->rate_bps * 0.99 &&
-		  st.round_achieved_bps <= c->rate_bps * 1.01,
-		  "achieved counter %lu", (unsigned long)st.round_achieved_bps);
+			st.round_achieved_bps <= c->rate_bps * 1.01,
+		"achieved counter %lu", (unsigned long)st.round_achieved_bps);
 	cr_assert(st.round_planned_bps >= c->rate_bps * 0.999 &&
-		  st.round_planned_bps <= c->rate_bps * 1.001,
-		  "planned counter %lu", (unsigned long)st.round_planned_bps);
+			st.round_planned_bps <= c->rate_bps * 1.001,
+		"planned counter %lu", (unsigned long)st.round_planned_bps);
 	isth_pace_destroy(p);
 }
 
 /* A tiny deterministic generator for irregular poll intervals. */
-static uint64_t lcg(uint64_t *s)
+static uint64_t
+lcg(uint64_t *s)
 {
 	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
 	return *s >> 33;
@@ -210,10 +210,13 @@ static uint64_t lcg(uint64_t *s)
  */
 Test(pace, burst_bound)
 {
-	static const struct { uint64_t rate; uint32_t burst, pkt; } cs[] = {
-		{ 1000000000ull, 3000, 1500 },
-		{ 10000000000ull, 64000, 1000 },
-		{ 25000000000ull, 9000, 9000 },
+	static const struct {
+		uint64_t rate;
+		uint32_t burst, pkt;
+	} cs[] = {
+		{1000000000ull, 3000, 1500},
+		{10000000000ull, 64000, 1000},
+		{25000000000ull, 9000, 9000},
 	};
 	unsigned int k;
 
@@ -235,16 +238,15 @@ Test(pace, burst_bound)
 				top_up(p, cs[k].pkt);
 			n = isth_pace_dequeue_burst(p, t, objs, 256);
 			if ((uint64_t)n * cs[k].pkt > cs[k].burst)
-				cr_assert_fail("case %u: %u packets in one poll",
-					       k, n);
+				cr_assert_fail("case %u: %u packets in one poll", k, n);
 			cum += (uint64_t)n * cs[k].pkt;
 			lhs = (unsigned __int128)cum * 8 * HZ;
 			rhs = (unsigned __int128)cs[k].burst * 8 * HZ +
-			      (unsigned __int128)cs[k].rate * (t - start);
+				(unsigned __int128)cs[k].rate * (t - start);
 			if (lhs > rhs)
 				cr_assert_fail("case %u: %lu bytes above line at "
-					       "poll %lu", k, (unsigned long)cum,
-					       (unsigned long)i);
+					       "poll %lu",
+					k, (unsigned long)cum, (unsigned long)i);
 		}
 		isth_pace_destroy(p);
 	}
@@ -258,16 +260,16 @@ Test(pace, burst_bound)
 Test(pace, profile_segments)
 {
 	static const struct isth_pace_seg segs[] = {
-		{ 0, 1000000000ull },
-		{ 250000000ull, 4000000000ull },
-		{ 500000000ull, 0 },
-		{ 750000000ull, 2000000000ull },
+		{0, 1000000000ull},
+		{250000000ull, 4000000000ull},
+		{500000000ull, 0},
+		{750000000ull, 2000000000ull},
 	};
-	static const double rate[4] = { 1e9, 4e9, 0, 2e9 };
+	static const double rate[4] = {1e9, 4e9, 0, 2e9};
 	struct isth_pace *p = mk(HZ, 512, 6000, 0);
 	const uint64_t start = 777, q = HZ / 4, step = 2500;
 	struct isth_pace_stats st;
-	uint64_t bytes[4] = { 0 }, t;
+	uint64_t bytes[4] = {0}, t;
 	void *objs[64];
 	unsigned int i;
 
@@ -283,19 +285,16 @@ Test(pace, profile_segments)
 		double want = rate[i] * 0.25 / 8;
 
 		if (rate[i] == 0) {
-			cr_assert_lt(bytes[i], 1500, "pause leaked %lu",
-				     (unsigned long)bytes[i]);
+			cr_assert_lt(bytes[i], 1500, "pause leaked %lu", (unsigned long)bytes[i]);
 			continue;
 		}
 		cr_assert(bytes[i] >= want * 0.99 && bytes[i] <= want * 1.01,
-			  "segment %u: %lu bytes, want %.0f", i,
-			  (unsigned long)bytes[i], want);
+			"segment %u: %lu bytes, want %.0f", i, (unsigned long)bytes[i], want);
 	}
 	/* planned rate over the backlogged second: the profile's average */
 	isth_pace_stats(p, &st);
-	cr_assert(st.round_planned_bps >= 1.75e9 * 0.999 &&
-		  st.round_planned_bps <= 1.75e9 * 1.001,
-		  "planned %lu", (unsigned long)st.round_planned_bps);
+	cr_assert(st.round_planned_bps >= 1.75e9 * 0.999 && st.round_planned_bps <= 1.75e9 * 1.001,
+		"planned %lu", (unsigned long)st.round_planned_bps);
 	isth_pace_destroy(p);
 }
 
@@ -307,8 +306,7 @@ Test(pace, queue_full_and_oversize)
 	unsigned int i;
 
 	for (i = 0; i < 8; i++)
-		cr_assert_eq(isth_pace_enqueue(p, (void *)(uintptr_t)(i + 1),
-					       100), 0);
+		cr_assert_eq(isth_pace_enqueue(p, (void *)(uintptr_t)(i + 1), 100), 0);
 	cr_assert_eq(isth_pace_enqueue(p, (void *)9, 100), -ENOBUFS);
 	cr_assert_eq(isth_pace_enqueue(p, (void *)10, 100), -ENOBUFS);
 	cr_assert_eq(isth_pace_enqueue(p, (void *)11, 0), -EMSGSIZE);
@@ -335,7 +333,7 @@ Test(pace, queue_full_and_oversize)
 
 Test(pace, late_start)
 {
-	struct isth_pace *p = mk(HZ, 64, 3000, 10000);	/* 10 us tolerance */
+	struct isth_pace *p = mk(HZ, 64, 3000, 10000); /* 10 us tolerance */
 	const uint64_t s1 = 1000000, s2 = s1 + HZ / 10, us = HZ / 1000000;
 	struct isth_pace_stats st;
 	void *objs[64];
@@ -403,10 +401,10 @@ Test(pace, handoff_and_round_switch)
 		}
 	}
 	/* 100 ms at 1 Gbps, then 100 ms at 3 Gbps */
-	cr_assert(bytes1 >= 12500000 * 0.99 && bytes1 <= 12500000 * 1.01,
-		  "round 1: %lu", (unsigned long)bytes1);
-	cr_assert(bytes2 >= 37500000 * 0.99 && bytes2 <= 37500000 * 1.01,
-		  "round 2: %lu", (unsigned long)bytes2);
+	cr_assert(bytes1 >= 12500000 * 0.99 && bytes1 <= 12500000 * 1.01, "round 1: %lu",
+		(unsigned long)bytes1);
+	cr_assert(bytes2 >= 37500000 * 0.99 && bytes2 <= 37500000 * 1.01, "round 2: %lu",
+		(unsigned long)bytes2);
 	isth_pace_stats(p, &st);
 	cr_assert_eq(st.round, 2);
 	cr_assert_eq(st.rounds, 2);
@@ -441,7 +439,8 @@ Test(pace, empty_round_counted)
 #define HANDOFF_ROUNDS 1000u
 #define ROUND_TICKS 1000u
 
-static void *control_main(void *arg)
+static void *
+control_main(void *arg)
 {
 	struct isth_pace *p = arg;
 	uint32_t r;
@@ -449,8 +448,8 @@ static void *control_main(void *arg)
 	for (r = 1; r <= HANDOFF_ROUNDS; r++) {
 		int rc;
 
-		while ((rc = isth_pace_set_round(p, r, (uint64_t)r * ROUND_TICKS,
-						 r * 1000000ull)) == -EBUSY)
+		while ((rc = isth_pace_set_round(
+				p, r, (uint64_t)r * ROUND_TICKS, r * 1000000ull)) == -EBUSY)
 			sched_yield();
 		if (rc != 0)
 			return (void *)1;
@@ -474,8 +473,7 @@ Test(pace, handoff_threads)
 		if (st.rounds != seen) {
 			/* rounds become active in order */
 			if (st.round <= last)
-				cr_assert_fail("round %u after %u", st.round,
-					       last);
+				cr_assert_fail("round %u after %u", st.round, last);
 			last = st.round;
 			seen = st.rounds;
 		}

@@ -33,20 +33,28 @@ static unsigned int avail0;
 static struct isth_wire_addr addr;
 static struct isth_wire_limits lim;
 
-static void eal_up(void)
+static void
+eal_up(void)
 {
 	char prefix[64];
 	char *argv[] = {
-		"test_resend", "-l", "0", "--no-huge", "-m", "128", "--no-pci",
-		"--no-telemetry", prefix, "--log-level=*:error", NULL,
+		"test_resend",
+		"-l",
+		"0",
+		"--no-huge",
+		"-m",
+		"128",
+		"--no-pci",
+		"--no-telemetry",
+		prefix,
+		"--log-level=*:error",
+		NULL,
 	};
 
-	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-resend-%d",
-		 (int)getpid());
-	cr_assert_geq(rte_eal_init((int)RTE_DIM(argv) - 1, argv), 0,
-		      "EAL init failed");
-	pool = rte_pktmbuf_pool_create("pkt", NB_MBUF, 0, 0,
-				       RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-resend-%d", (int)getpid());
+	cr_assert_geq(rte_eal_init((int)RTE_DIM(argv) - 1, argv), 0, "EAL init failed");
+	pool = rte_pktmbuf_pool_create(
+		"pkt", NB_MBUF, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
 	cr_assert_not_null(pool, "pool: %s", rte_strerror(rte_errno));
 	avail0 = rte_mempool_avail_count(pool);
 	memset(&addr, 0, sizeof(addr));
@@ -59,7 +67,8 @@ static void eal_up(void)
 	cr_assert_eq(isth_wire_limits_init(&lim, 4, 1500), 0);
 }
 
-static void eal_down(void)
+static void
+eal_down(void)
 {
 	rte_mempool_free(pool);
 	isth_test_eal_cleanup();
@@ -67,25 +76,25 @@ static void eal_down(void)
 
 TestSuite(resend, .init = eal_up, .fini = eal_down, .timeout = 60);
 
-static void check_no_leak(void)
+static void
+check_no_leak(void)
 {
-	cr_assert_eq(rte_mempool_avail_count(pool), avail0,
-		     "leaked %d mbufs",
-		     (int)avail0 - (int)rte_mempool_avail_count(pool));
+	cr_assert_eq(rte_mempool_avail_count(pool), avail0, "leaked %d mbufs",
+		(int)avail0 - (int)rte_mempool_avail_count(pool));
 }
 
 /* Independent UDP checksum over the pseudo-header and the datagram. */
-static uint16_t udp_csum_ref(const uint8_t *ip, const uint8_t *udp,
-			     size_t len)
+static uint16_t
+udp_csum_ref(const uint8_t *ip, const uint8_t *udp, size_t len)
 {
 	uint32_t s = 0;
 	size_t i;
 
-	for (i = 0; i < 8; i += 2)	/* source and destination addresses */
+	for (i = 0; i < 8; i += 2) /* source and destination addresses */
 		s += (uint32_t)ip[12 + i] << 8 | ip[13 + i];
 	s += 17 + (uint32_t)len;
 	for (i = 0; i + 1 < len; i += 2)
-		if (i != 6)		/* the checksum field itself */
+		if (i != 6) /* the checksum field itself */
 			s += (uint32_t)udp[i] << 8 | udp[i + 1];
 	if (len & 1)
 		s += (uint32_t)udp[len - 1] << 8;
@@ -95,7 +104,8 @@ static uint16_t udp_csum_ref(const uint8_t *ip, const uint8_t *udp,
 	return s == 0 ? 0xffff : (uint16_t)s;
 }
 
-static size_t fh(void)
+static size_t
+fh(void)
 {
 	return isth_wire_frame_hdr_size(&addr);
 }
@@ -104,12 +114,19 @@ static size_t fh(void)
  * An AGG frame for island 1 whose chunk and elements derive from @p seq
  * and whose header says @p hdr_seq (a placeholder the ring must stamp).
  */
-static struct rte_mbuf *mk_agg(uint64_t seq, uint64_t hdr_seq, bool csum)
+static struct rte_mbuf *
+mk_agg(uint64_t seq, uint64_t hdr_seq, bool csum)
 {
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_AGG, .dtype = ISTH_WIRE_DTYPE_INT32, .sender = 1,
-		.count = N_ELEMS, .job = 7, .round = 3,
-		.chunk = (uint32_t)seq, .seq = hdr_seq, .bitmap = 0x5,
+		.type = ISTH_WIRE_AGG,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.sender = 1,
+		.count = N_ELEMS,
+		.job = 7,
+		.round = 3,
+		.chunk = (uint32_t)seq,
+		.seq = hdr_seq,
+		.bitmap = 0x5,
 	};
 	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
 	int32_t el[N_ELEMS];
@@ -121,18 +138,17 @@ static struct rte_mbuf *mk_agg(uint64_t seq, uint64_t hdr_seq, bool csum)
 	for (i = 0; i < N_ELEMS; i++)
 		el[i] = (int32_t)(seq * 1000 + i);
 	buf = rte_pktmbuf_mtod(m, uint8_t *);
-	len = isth_wire_build_msg(buf + fh(), rte_pktmbuf_tailroom(m) - fh(),
-				  &h, el, sizeof(el), NULL);
+	len = isth_wire_build_msg(
+		buf + fh(), rte_pktmbuf_tailroom(m) - fh(), &h, el, sizeof(el), NULL);
 	cr_assert_gt(len, 0);
-	flen = isth_wire_put_frame_hdr(buf, rte_pktmbuf_tailroom(m), &addr,
-				       (size_t)len);
+	flen = isth_wire_put_frame_hdr(buf, rte_pktmbuf_tailroom(m), &addr, (size_t)len);
 	cr_assert_gt(flen, 0);
 	m->data_len = (uint16_t)flen;
 	m->pkt_len = (uint32_t)flen;
 	if (csum) {
 		uint8_t *udp = buf + fh() - ISTH_WIRE_UDP_HDR_SIZE;
-		uint16_t c = udp_csum_ref(buf + ISTH_WIRE_ETH_HDR_SIZE, udp,
-					  (size_t)len + ISTH_WIRE_UDP_HDR_SIZE);
+		uint16_t c = udp_csum_ref(
+			buf + ISTH_WIRE_ETH_HDR_SIZE, udp, (size_t)len + ISTH_WIRE_UDP_HDR_SIZE);
 
 		udp[6] = (uint8_t)(c >> 8);
 		udp[7] = (uint8_t)c;
@@ -141,7 +157,8 @@ static struct rte_mbuf *mk_agg(uint64_t seq, uint64_t hdr_seq, bool csum)
 }
 
 /* Parse a (possibly chained) frame; check it is a valid AGG for @p seq. */
-static void check_frame(const struct rte_mbuf *m, uint64_t seq, bool resent)
+static void
+check_frame(const struct rte_mbuf *m, uint64_t seq, bool resent)
 {
 	static uint8_t flat[RTE_MBUF_DEFAULT_BUF_SIZE];
 	struct isth_wire_pkt pkt;
@@ -157,28 +174,31 @@ static void check_frame(const struct rte_mbuf *m, uint64_t seq, bool resent)
 		memcpy(flat, d, m->pkt_len);
 	lim.check_udp_csum = true;
 	rc = isth_wire_parse_frame(flat, m->pkt_len, &lim, &pkt);
-	cr_assert_eq(rc, ISTH_WIRE_OK, "seq %lu: parse: %s",
-		     (unsigned long)seq, isth_wire_reason_name(rc));
+	cr_assert_eq(rc, ISTH_WIRE_OK, "seq %lu: parse: %s", (unsigned long)seq,
+		isth_wire_reason_name(rc));
 	cr_assert_eq(pkt.hdr.seq, seq);
 	cr_assert_eq(pkt.hdr.chunk, (uint32_t)seq);
-	cr_assert_eq((pkt.hdr.flags & ISTH_WIRE_F_RESENT) != 0, resent,
-		     "seq %lu flags %#x", (unsigned long)seq, pkt.hdr.flags);
+	cr_assert_eq((pkt.hdr.flags & ISTH_WIRE_F_RESENT) != 0, resent, "seq %lu flags %#x",
+		(unsigned long)seq, pkt.hdr.flags);
 	for (i = 0; i < N_ELEMS; i++) {
-		memcpy(&el, pkt.payload + 4 * i, 4);	/* little-endian host */
+		memcpy(&el, pkt.payload + 4 * i, 4); /* little-endian host */
 		if (el != (int32_t)(seq * 1000 + i))
-			cr_assert_fail("seq %lu element %u: %d",
-				       (unsigned long)seq, i, el);
+			cr_assert_fail("seq %lu element %u: %d", (unsigned long)seq, i, el);
 	}
 }
 
-static struct isth_resend *mk_ring(uint32_t size, uint64_t window,
-				   uint64_t linger, uint64_t first,
-				   struct rte_mempool *hdr_pool)
+static struct isth_resend *
+mk_ring(uint32_t size, uint64_t window, uint64_t linger, uint64_t first,
+	struct rte_mempool *hdr_pool)
 {
 	struct isth_resend_conf c = {
-		.socket_id = SOCKET_ID_ANY, .size = size, .window_ns = window,
-		.linger_ns = linger, .hdr_off = (uint16_t)fh(),
-		.flags = ISTH_RESEND_F_STAMP, .first_seq = first,
+		.socket_id = SOCKET_ID_ANY,
+		.size = size,
+		.window_ns = window,
+		.linger_ns = linger,
+		.hdr_off = (uint16_t)fh(),
+		.flags = ISTH_RESEND_F_STAMP,
+		.first_seq = first,
 		.hdr_pool = hdr_pool,
 	};
 	struct isth_resend *r = isth_resend_create(&c);
@@ -192,8 +212,8 @@ static struct isth_resend *mk_ring(uint32_t size, uint64_t window,
  * reference and stamps the seq), transmit. "Transmit" here means the PMD
  * completed at once: the test drops its reference, unless @p keep.
  */
-static struct rte_mbuf *send_one(struct isth_resend *r, uint64_t now,
-				 bool csum, bool keep)
+static struct rte_mbuf *
+send_one(struct isth_resend *r, uint64_t now, bool csum, bool keep)
 {
 	uint64_t want = isth_resend_next_seq(r), seq;
 	struct rte_mbuf *m = mk_agg(want, 0xdeadbeefcafeull, csum);
@@ -217,9 +237,9 @@ struct nack_out {
 };
 
 /* Run a NACK to completion in bursts of @p burst / @p gburst. */
-static void run_nack(struct isth_resend *r, const struct isth_wire_range *rg,
-		     unsigned int n, uint64_t now, unsigned int burst,
-		     unsigned int gburst, struct nack_out *o)
+static void
+run_nack(struct isth_resend *r, const struct isth_wire_range *rg, unsigned int n, uint64_t now,
+	unsigned int burst, unsigned int gburst, struct nack_out *o)
 {
 	struct isth_resend_cursor c;
 
@@ -230,9 +250,8 @@ static void run_nack(struct isth_resend *r, const struct isth_wire_range *rg,
 
 		cr_assert_leq(o->n_pkts + burst, RTE_DIM(o->pkts));
 		cr_assert_leq(o->n_gone + gburst, RTE_DIM(o->gone));
-		k = isth_resend_nack_serve(r, &c, now, o->pkts + o->n_pkts,
-					   burst, o->gone + o->n_gone, gburst,
-					   &ng);
+		k = isth_resend_nack_serve(
+			r, &c, now, o->pkts + o->n_pkts, burst, o->gone + o->n_gone, gburst, &ng);
 		cr_assert_leq(k, burst);
 		cr_assert_leq(ng, gburst);
 		o->n_pkts += k;
@@ -241,7 +260,8 @@ static void run_nack(struct isth_resend *r, const struct isth_wire_range *rg,
 	}
 }
 
-static void free_out(struct nack_out *o)
+static void
+free_out(struct nack_out *o)
 {
 	unsigned int i;
 
@@ -250,28 +270,27 @@ static void free_out(struct nack_out *o)
 	o->n_pkts = 0;
 }
 
-static void check_gone(const struct nack_out *o,
-		       const struct isth_wire_range *want, unsigned int n)
+static void
+check_gone(const struct nack_out *o, const struct isth_wire_range *want, unsigned int n)
 {
 	unsigned int i;
 
 	cr_assert_eq(o->n_gone, n, "%u GONE ranges, want %u", o->n_gone, n);
 	for (i = 0; i < n; i++)
-		cr_assert(o->gone[i].first == want[i].first &&
-			  o->gone[i].last == want[i].last,
-			  "GONE %u: [%lu,%lu], want [%lu,%lu]", i,
-			  (unsigned long)o->gone[i].first,
-			  (unsigned long)o->gone[i].last,
-			  (unsigned long)want[i].first,
-			  (unsigned long)want[i].last);
+		cr_assert(o->gone[i].first == want[i].first && o->gone[i].last == want[i].last,
+			"GONE %u: [%lu,%lu], want [%lu,%lu]", i, (unsigned long)o->gone[i].first,
+			(unsigned long)o->gone[i].last, (unsigned long)want[i].first,
+			(unsigned long)want[i].last);
 }
 
 Test(resend, create_invalid)
 {
-	struct rte_mempool *tiny = rte_pktmbuf_pool_create("tiny", 15, 0, 0,
-		RTE_PKTMBUF_HEADROOM + 64, SOCKET_ID_ANY);
+	struct rte_mempool *tiny =
+		rte_pktmbuf_pool_create("tiny", 15, 0, 0, RTE_PKTMBUF_HEADROOM + 64, SOCKET_ID_ANY);
 	struct isth_resend_conf ok = {
-		.socket_id = SOCKET_ID_ANY, .size = 16, .window_ns = 1000,
+		.socket_id = SOCKET_ID_ANY,
+		.size = 16,
+		.window_ns = 1000,
 		.hdr_off = 42,
 	};
 	struct isth_resend_conf bad[8];
@@ -287,7 +306,7 @@ Test(resend, create_invalid)
 	bad[4].window_ns = 0;
 	bad[5].flags = 0x80;
 	bad[6].first_seq = UINT64_MAX - 5;
-	bad[7].hdr_pool = tiny;	/* 64 bytes cannot hold 42 + 40 */
+	bad[7].hdr_pool = tiny; /* 64 bytes cannot hold 42 + 40 */
 	rte_errno = 0;
 	cr_assert_null(isth_resend_create(NULL));
 	cr_assert_eq(rte_errno, EINVAL);
@@ -306,7 +325,8 @@ Test(resend, create_invalid)
 Test(resend, served_exact)
 {
 	static const struct isth_wire_range rg[] = {
-		{ 103, 105 }, { 110, 110 },
+		{103, 105},
+		{110, 110},
 	};
 	struct isth_resend *r = mk_ring(32, 1000000, 0, 100, NULL);
 	struct rte_mbuf *sent[16];
@@ -357,33 +377,31 @@ Test(resend, window_expiry_gone_exact)
 	for (i = 0; i < 10; i++)
 		send_one(r, i < 5 ? 0 : 500, false, false);
 	/* still all held at t = 999 */
-	run_nack(r, (struct isth_wire_range[]){ { 0, 0 } }, 1, 999, 8, 8, &o);
+	run_nack(r, (struct isth_wire_range[]){{0, 0}}, 1, 999, 8, 8, &o);
 	cr_assert_eq(o.n_pkts, 1);
 	free_out(&o);
-	run_nack(r, (struct isth_wire_range[]){ { 2, 7 } }, 1, 1200, 8, 8, &o);
-	check_gone(&o, (struct isth_wire_range[]){ { 2, 4 } }, 1);
+	run_nack(r, (struct isth_wire_range[]){{2, 7}}, 1, 1200, 8, 8, &o);
+	check_gone(&o, (struct isth_wire_range[]){{2, 4}}, 1);
 	cr_assert_eq(o.n_pkts, 3);
 	for (i = 0; i < 3; i++)
 		check_frame(o.pkts[i], 5 + i, true);
 	free_out(&o);
 	/* coalescing: [0,1] and [2,3] touch, [4,4] too; [9] is held */
-	run_nack(r, (struct isth_wire_range[]){ { 0, 1 }, { 2, 3 }, { 4, 4 },
-			{ 9, 9 } }, 4, 1200, 8, 8, &o);
-	check_gone(&o, (struct isth_wire_range[]){ { 0, 4 } }, 1);
+	run_nack(r, (struct isth_wire_range[]){{0, 1}, {2, 3}, {4, 4}, {9, 9}}, 4, 1200, 8, 8, &o);
+	check_gone(&o, (struct isth_wire_range[]){{0, 4}}, 1);
 	cr_assert_eq(o.n_pkts, 1);
 	free_out(&o);
 	/* disjoint gone parts stay apart */
-	run_nack(r, (struct isth_wire_range[]){ { 0, 1 }, { 3, 3 } }, 2, 1200,
-		 8, 8, &o);
-	check_gone(&o, (struct isth_wire_range[]){ { 0, 1 }, { 3, 3 } }, 2);
+	run_nack(r, (struct isth_wire_range[]){{0, 1}, {3, 3}}, 2, 1200, 8, 8, &o);
+	check_gone(&o, (struct isth_wire_range[]){{0, 1}, {3, 3}}, 2);
 	isth_resend_stats(r, &st);
 	cr_assert_eq(st.expired, 5);
 	cr_assert_eq(st.held, 5);
 	/* t = 1500: everything expired; an explicit expire frees the mbufs */
 	cr_assert_eq(isth_resend_expire(r, 1500), 5);
 	cr_assert_eq(rte_mempool_avail_count(pool), avail0);
-	run_nack(r, (struct isth_wire_range[]){ { 0, 9 } }, 1, 1500, 8, 8, &o);
-	check_gone(&o, (struct isth_wire_range[]){ { 0, 9 } }, 1);
+	run_nack(r, (struct isth_wire_range[]){{0, 9}}, 1, 1500, 8, 8, &o);
+	check_gone(&o, (struct isth_wire_range[]){{0, 9}}, 1);
 	cr_assert_eq(o.n_pkts, 0);
 	isth_resend_destroy(r);
 	check_no_leak();
@@ -402,24 +420,20 @@ Test(resend, huge_nack_counts_bounded_not_saturated)
 	struct nack_out o;
 	unsigned int i;
 
-	for (i = 0; i < 10; i++)	/* 1000..1009 */
+	for (i = 0; i < 10; i++) /* 1000..1009 */
 		send_one(r, 10, false, false);
 	for (i = 1; i <= 3; i++) {
-		run_nack(r, (struct isth_wire_range[]){ { 0, UINT64_MAX } }, 1,
-			 20 + i, 16, 8, &o);
-		check_gone(&o, (struct isth_wire_range[]){ { 0, 999 },
-				{ 1010, UINT64_MAX } }, 2);
+		run_nack(r, (struct isth_wire_range[]){{0, UINT64_MAX}}, 1, 20 + i, 16, 8, &o);
+		check_gone(&o, (struct isth_wire_range[]){{0, 999}, {1010, UINT64_MAX}}, 2);
 		free_out(&o);
 		isth_resend_stats(r, &st);
 		/* [0, 999]: 1000 refused, counted 16; [1010, 2^64 - 1]: 16 */
-		cr_assert_eq(st.gone, i * 32ull, "gone %" PRIu64 " after %u NACKs",
-			     st.gone, i);
-		cr_assert_eq(st.future, i * 16ull, "future %" PRIu64 " after %u NACKs",
-			     st.future, i);
+		cr_assert_eq(st.gone, i * 32ull, "gone %" PRIu64 " after %u NACKs", st.gone, i);
+		cr_assert_eq(
+			st.future, i * 16ull, "future %" PRIu64 " after %u NACKs", st.future, i);
 	}
 	/* a small range still counts exactly */
-	run_nack(r, (struct isth_wire_range[]){ { 1010, 1012 } }, 1, 30,
-		 16, 8, &o);
+	run_nack(r, (struct isth_wire_range[]){{1010, 1012}}, 1, 30, 16, 8, &o);
 	free_out(&o);
 	isth_resend_stats(r, &st);
 	cr_assert_eq(st.future, 3 * 16ull + 3);
@@ -436,41 +450,34 @@ Test(resend, never_sent_and_huge_ranges)
 	struct nack_out o;
 	unsigned int i;
 
-	for (i = 0; i < 10; i++)	/* 1000..1009 */
+	for (i = 0; i < 10; i++) /* 1000..1009 */
 		send_one(r, 10, false, false);
-	run_nack(r, (struct isth_wire_range[]){ { 1008, 1020 } }, 1, 20, 8, 8,
-		 &o);
+	run_nack(r, (struct isth_wire_range[]){{1008, 1020}}, 1, 20, 8, 8, &o);
 	cr_assert_eq(o.n_pkts, 2);
 	check_frame(o.pkts[0], 1008, true);
 	check_frame(o.pkts[1], 1009, true);
-	check_gone(&o, (struct isth_wire_range[]){ { 1010, 1020 } }, 1);
+	check_gone(&o, (struct isth_wire_range[]){{1010, 1020}}, 1);
 	free_out(&o);
 	isth_resend_stats(r, &st);
 	cr_assert_eq(st.future, 11);
 	cr_assert_eq(st.gone, 11);
 
 	/* 2^40 sequences: the window is served, the rest answered in O(1) */
-	run_nack(r, (struct isth_wire_range[]){ { 0, UINT64_C(1) << 40 } }, 1,
-		 20, 4, 8, &o);
+	run_nack(r, (struct isth_wire_range[]){{0, UINT64_C(1) << 40}}, 1, 20, 4, 8, &o);
 	cr_assert_eq(o.n_pkts, 10);
 	for (i = 0; i < 10; i++)
 		check_frame(o.pkts[i], 1000 + i, true);
-	check_gone(&o, (struct isth_wire_range[]){ { 0, 999 },
-			{ 1010, UINT64_C(1) << 40 } }, 2);
+	check_gone(&o, (struct isth_wire_range[]){{0, 999}, {1010, UINT64_C(1) << 40}}, 2);
 	cr_assert_leq(o.calls, 4);
 	free_out(&o);
 	/* everything: [0, 2^64 - 1] */
-	run_nack(r, (struct isth_wire_range[]){ { 0, UINT64_MAX } }, 1, 20,
-		 16, 8, &o);
+	run_nack(r, (struct isth_wire_range[]){{0, UINT64_MAX}}, 1, 20, 16, 8, &o);
 	cr_assert_eq(o.n_pkts, 10);
-	check_gone(&o, (struct isth_wire_range[]){ { 0, 999 },
-			{ 1010, UINT64_MAX } }, 2);
+	check_gone(&o, (struct isth_wire_range[]){{0, 999}, {1010, UINT64_MAX}}, 2);
 	free_out(&o);
 	/* entirely in the future */
-	run_nack(r, (struct isth_wire_range[]){ { UINT64_MAX, UINT64_MAX } },
-		 1, 20, 16, 8, &o);
-	check_gone(&o, (struct isth_wire_range[]){ { UINT64_MAX, UINT64_MAX } },
-		   1);
+	run_nack(r, (struct isth_wire_range[]){{UINT64_MAX, UINT64_MAX}}, 1, 20, 16, 8, &o);
+	check_gone(&o, (struct isth_wire_range[]){{UINT64_MAX, UINT64_MAX}}, 1);
 	cr_assert_eq(o.n_pkts, 0);
 	isth_resend_stats(r, &st);
 	cr_assert_eq(st.served, 22);
@@ -495,8 +502,7 @@ Test(resend, linger_bounds_storm)
 	for (i = 0; i < 4; i++)
 		send_one(r, 0, false, false);
 	for (t = 0; t < T; t += every) {
-		run_nack(r, (struct isth_wire_range[]){ { 0, 3 } }, 1, t0 + t,
-			 8, 8, &o);
+		run_nack(r, (struct isth_wire_range[]){{0, 3}}, 1, t0 + t, 8, 8, &o);
 		if (t % linger == 0)
 			cr_assert_eq(o.n_pkts, 4, "t=%lu", (unsigned long)t);
 		else
@@ -512,8 +518,7 @@ Test(resend, linger_bounds_storm)
 	cr_assert_eq(st.suppressed, 4 * nacks - served);
 	/* N identical NACKs at one instant: one repair each */
 	for (i = 0; i < 50; i++) {
-		run_nack(r, (struct isth_wire_range[]){ { 0, 3 } }, 1,
-			 t0 + 2 * T, 8, 8, &o);
+		run_nack(r, (struct isth_wire_range[]){{0, 3}}, 1, t0 + 2 * T, 8, 8, &o);
 		cr_assert_eq(o.n_pkts, i == 0 ? 4 : 0);
 		free_out(&o);
 	}
@@ -543,9 +548,8 @@ Test(resend, ring_wrap)
 	cr_assert_eq(isth_resend_oldest_seq(r), s0 + 92);
 	/* only 8 + the ring's 8 held mbufs are out of the pool */
 	cr_assert_eq(rte_mempool_avail_count(pool), avail0 - 8);
-	run_nack(r, (struct isth_wire_range[]){ { s0, s0 + 99 } }, 1, 200, 3,
-		 8, &o);
-	check_gone(&o, (struct isth_wire_range[]){ { s0, s0 + 91 } }, 1);
+	run_nack(r, (struct isth_wire_range[]){{s0, s0 + 99}}, 1, 200, 3, 8, &o);
+	check_gone(&o, (struct isth_wire_range[]){{s0, s0 + 91}}, 1);
 	cr_assert_eq(o.n_pkts, 8);
 	for (i = 0; i < 8; i++) {
 		cr_assert_eq(o.pkts[i], sent[92 + i]);
@@ -564,7 +568,10 @@ Test(resend, bounded_bursts_and_gone_list)
 	struct rte_mbuf *p[3];
 	struct isth_resend_cursor c;
 	const struct isth_wire_range rg[] = {
-		{ 0, 2 }, { 10, 19 }, { 30, 31 }, { 40, 40 },
+		{0, 2},
+		{10, 19},
+		{30, 31},
+		{40, 40},
 	};
 	unsigned int i, k, ng;
 
@@ -615,8 +622,8 @@ Test(resend, bounded_bursts_and_gone_list)
  */
 Test(resend, busy_repair_header_segment)
 {
-	struct rte_mempool *hp = rte_pktmbuf_pool_create("hdr", 63, 0, 0,
-		RTE_PKTMBUF_HEADROOM + 128, SOCKET_ID_ANY);
+	struct rte_mempool *hp =
+		rte_pktmbuf_pool_create("hdr", 63, 0, 0, RTE_PKTMBUF_HEADROOM + 128, SOCKET_ID_ANY);
 	unsigned int havail = rte_mempool_avail_count(hp);
 	struct isth_resend *r = mk_ring(16, 1000000000, 0, 0, hp);
 	struct isth_resend_stats st;
@@ -624,9 +631,9 @@ Test(resend, busy_repair_header_segment)
 	struct nack_out o, o2;
 	const uint8_t *msg;
 
-	orig = send_one(r, 0, true, true);	/* seq 0, still in flight */
+	orig = send_one(r, 0, true, true); /* seq 0, still in flight */
 	cr_assert_eq(rte_mbuf_refcnt_read(orig), 2);
-	run_nack(r, (struct isth_wire_range[]){ { 0, 0 } }, 1, 10, 4, 4, &o);
+	run_nack(r, (struct isth_wire_range[]){{0, 0}}, 1, 10, 4, 4, &o);
 	cr_assert_eq(o.n_pkts, 1);
 	rep = o.pkts[0];
 	cr_assert_neq(rep, orig);
@@ -636,17 +643,17 @@ Test(resend, busy_repair_header_segment)
 	check_frame(rep, 0, true);
 	/* the original's bytes are unchanged: still a valid non-resent frame */
 	check_frame(orig, 0, false);
-	cr_assert_eq(rte_mbuf_refcnt_read(orig), 3);	/* clone attached */
+	cr_assert_eq(rte_mbuf_refcnt_read(orig), 3); /* clone attached */
 	free_out(&o);
 	cr_assert_eq(rte_mempool_avail_count(hp), havail);
 
-	rte_pktmbuf_free(orig);			/* TX completed */
-	run_nack(r, (struct isth_wire_range[]){ { 0, 0 } }, 1, 20, 4, 4, &o);
+	rte_pktmbuf_free(orig); /* TX completed */
+	run_nack(r, (struct isth_wire_range[]){{0, 0}}, 1, 20, 4, 4, &o);
 	cr_assert_eq(o.n_pkts, 1);
-	cr_assert_eq(o.pkts[0], orig);		/* marked in place */
+	cr_assert_eq(o.pkts[0], orig); /* marked in place */
 	check_frame(orig, 0, true);
 	/* that repair still in flight: the next one is a refcnt bump too */
-	run_nack(r, (struct isth_wire_range[]){ { 0, 0 } }, 1, 30, 4, 4, &o2);
+	run_nack(r, (struct isth_wire_range[]){{0, 0}}, 1, 30, 4, 4, &o2);
 	cr_assert_eq(o2.pkts[0], orig);
 	cr_assert_eq(rte_mbuf_refcnt_read(orig), 3);
 	free_out(&o);
@@ -673,15 +680,15 @@ Test(resend, busy_repair_chained_packet)
 	/* split m into [headers][payload] */
 	pay = rte_pktmbuf_alloc(pool);
 	cr_assert_not_null(pay);
-	memcpy(rte_pktmbuf_mtod(pay, uint8_t *),
-	       rte_pktmbuf_mtod_offset(m, uint8_t *, hl), m->data_len - hl);
+	memcpy(rte_pktmbuf_mtod(pay, uint8_t *), rte_pktmbuf_mtod_offset(m, uint8_t *, hl),
+		m->data_len - hl);
 	pay->data_len = m->data_len - hl;
 	m->data_len = hl;
 	cr_assert_eq(rte_pktmbuf_chain(m, pay), 0);
 	cr_assert_eq(isth_resend_push(r, m, 0, NULL), 0);
-	cr_assert_eq(rte_mbuf_refcnt_read(pay), 2);	/* every segment */
+	cr_assert_eq(rte_mbuf_refcnt_read(pay), 2); /* every segment */
 	check_frame(m, 0, false);
-	run_nack(r, (struct isth_wire_range[]){ { 0, 0 } }, 1, 1, 4, 4, &o);
+	run_nack(r, (struct isth_wire_range[]){{0, 0}}, 1, 1, 4, 4, &o);
 	cr_assert_eq(o.n_pkts, 1);
 	rep = o.pkts[0];
 	/* header segment + a clone of the payload segment, nothing empty */
@@ -700,8 +707,8 @@ Test(resend, busy_repair_chained_packet)
 Test(resend, busy_repair_nomem)
 {
 	/* one mbuf: the header fits, the clone does not */
-	struct rte_mempool *hp = rte_pktmbuf_pool_create("hdr1", 1, 0, 0,
-		RTE_PKTMBUF_HEADROOM + 128, SOCKET_ID_ANY);
+	struct rte_mempool *hp =
+		rte_pktmbuf_pool_create("hdr1", 1, 0, 0, RTE_PKTMBUF_HEADROOM + 128, SOCKET_ID_ANY);
 	struct isth_resend *r = mk_ring(16, 1000000000, 1000, 0, hp);
 	struct isth_resend_stats st;
 	struct rte_mbuf *orig;
@@ -709,7 +716,7 @@ Test(resend, busy_repair_nomem)
 
 	cr_assert_not_null(hp);
 	orig = send_one(r, 0, false, true);
-	run_nack(r, (struct isth_wire_range[]){ { 0, 0 } }, 1, 10, 4, 4, &o);
+	run_nack(r, (struct isth_wire_range[]){{0, 0}}, 1, 10, 4, 4, &o);
 	cr_assert_eq(o.n_pkts, 0);
 	cr_assert_eq(o.n_gone, 0);
 	cr_assert_eq(rte_mempool_avail_count(hp), 1);
@@ -718,7 +725,7 @@ Test(resend, busy_repair_nomem)
 	cr_assert_eq(st.served, 0);
 	/* not counted as a repair: linger does not hold the retry back */
 	rte_pktmbuf_free(orig);
-	run_nack(r, (struct isth_wire_range[]){ { 0, 0 } }, 1, 11, 4, 4, &o);
+	run_nack(r, (struct isth_wire_range[]){{0, 0}}, 1, 11, 4, 4, &o);
 	cr_assert_eq(o.n_pkts, 1);
 	free_out(&o);
 	isth_resend_destroy(r);
@@ -733,9 +740,9 @@ Test(resend, malformed_nacks)
 		struct isth_wire_range rg[3];
 		unsigned int n;
 	} bad[] = {
-		{ { { 0, 0 } }, 0 },				/* no range */
-		{ { { 5, 4 } }, 1 },				/* first > last */
-		{ { { 0, 1 }, { 2, 3 }, { UINT64_MAX, 0 } }, 3 },
+		{{{0, 0}}, 0}, /* no range */
+		{{{5, 4}}, 1}, /* first > last */
+		{{{0, 1}, {2, 3}, {UINT64_MAX, 0}}, 3},
 	};
 	struct isth_resend *r = mk_ring(16, 1000000000, 0, 0, NULL);
 	struct isth_resend_cursor c;
@@ -747,11 +754,10 @@ Test(resend, malformed_nacks)
 	for (i = 0; i < 4; i++)
 		send_one(r, 0, false, false);
 	for (i = 0; i < RTE_DIM(bad); i++) {
-		cr_assert_eq(isth_resend_nack_begin(r, &c, bad[i].rg, bad[i].n),
-			     -EINVAL, "case %u", i);
+		cr_assert_eq(
+			isth_resend_nack_begin(r, &c, bad[i].rg, bad[i].n), -EINVAL, "case %u", i);
 		cr_assert(isth_resend_nack_done(&c));
-		cr_assert_eq(isth_resend_nack_serve(r, &c, 1, p, 4, g, 4, &ng),
-			     0);
+		cr_assert_eq(isth_resend_nack_serve(r, &c, 1, p, 4, g, 4, &ng), 0);
 		cr_assert_eq(ng, 0);
 	}
 	cr_assert_eq(isth_resend_nack_begin(r, &c, NULL, 1), -EINVAL);
@@ -796,7 +802,7 @@ Test(resend, hostile_overlapping_nack_bounded)
 	}
 	run_nack(r, rg, RTE_DIM(rg), 1, 64, 8, &o);
 	cr_assert_eq(o.n_pkts, 8);
-	check_gone(&o, (struct isth_wire_range[]){ { 8, 1000 } }, 1);
+	check_gone(&o, (struct isth_wire_range[]){{8, 1000}}, 1);
 	free_out(&o);
 	isth_resend_stats(r, &st);
 	cr_assert_eq(st.served, 8);
@@ -806,7 +812,8 @@ Test(resend, hostile_overlapping_nack_bounded)
 }
 
 /* A small deterministic generator. */
-static uint64_t lcg(uint64_t *s)
+static uint64_t
+lcg(uint64_t *s)
 {
 	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
 	return *s >> 33;
@@ -853,22 +860,21 @@ Test(resend, differential_random)
 		run_nack(r, rg, n_rg, now, 1 + lcg(&seed) % 5, 12, &o);
 		for (i = 0; i < n_rg; i++) {
 			for (s = rg[i].first; s <= rg[i].last; s++) {
-				bool held = s < next && next - s <= SIZE &&
-					    now - push_t[s] < WINDOW;
+				bool held =
+					s < next && next - s <= SIZE && now - push_t[s] < WINDOW;
 
 				if (held) {
 					if (k >= o.n_pkts || o.pkts[k] != sent[s])
 						cr_assert_fail("round %u seq %lu "
-							"not served", round,
-							(unsigned long)s);
+							       "not served",
+							round, (unsigned long)s);
 					k++;
 					continue;
 				}
 				if (n_want > 0 && want[n_want - 1].last + 1 == s)
 					want[n_want - 1].last = s;
 				else
-					want[n_want++] = (struct isth_wire_range)
-						{ s, s };
+					want[n_want++] = (struct isth_wire_range){s, s};
 			}
 		}
 		cr_assert_eq(k, o.n_pkts, "round %u", round);
@@ -885,8 +891,7 @@ Test(resend, tx_csum_offload_untouched)
 {
 	struct isth_resend *r = mk_ring(16, 1000000000, 0, 0, NULL);
 	struct rte_mbuf *m = mk_agg(0, 0, false), *rep;
-	uint8_t *udp = rte_pktmbuf_mtod_offset(m, uint8_t *,
-					       fh() - ISTH_WIRE_UDP_HDR_SIZE);
+	uint8_t *udp = rte_pktmbuf_mtod_offset(m, uint8_t *, fh() - ISTH_WIRE_UDP_HDR_SIZE);
 	struct nack_out o;
 
 	m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_UDP_CKSUM;
@@ -894,13 +899,12 @@ Test(resend, tx_csum_offload_untouched)
 	udp[7] = 0x34;
 	cr_assert_eq(isth_resend_push(r, m, 0, NULL), 0);
 	rte_pktmbuf_free(m);
-	run_nack(r, (struct isth_wire_range[]){ { 0, 0 } }, 1, 1, 4, 4, &o);
+	run_nack(r, (struct isth_wire_range[]){{0, 0}}, 1, 1, 4, 4, &o);
 	cr_assert_eq(o.n_pkts, 1);
 	rep = o.pkts[0];
 	cr_assert_eq(rep, m);
 	cr_assert(udp[6] == 0x12 && udp[7] == 0x34);
-	cr_assert(rte_pktmbuf_mtod_offset(rep, uint8_t *, fh())[5] &
-		  ISTH_WIRE_F_RESENT);
+	cr_assert(rte_pktmbuf_mtod_offset(rep, uint8_t *, fh())[5] & ISTH_WIRE_F_RESENT);
 	free_out(&o);
 	isth_resend_destroy(r);
 	check_no_leak();
@@ -911,8 +915,12 @@ Test(resend, tx_csum_offload_untouched)
 Test(resend, bare_message_stream)
 {
 	struct isth_resend_conf c = {
-		.socket_id = SOCKET_ID_ANY, .size = 8, .window_ns = 1000000,
-		.hdr_off = 0, .flags = ISTH_RESEND_F_STAMP, .first_seq = 50,
+		.socket_id = SOCKET_ID_ANY,
+		.size = 8,
+		.window_ns = 1000000,
+		.hdr_off = 0,
+		.flags = ISTH_RESEND_F_STAMP,
+		.first_seq = 50,
 	};
 	struct isth_resend *r = isth_resend_create(&c);
 	struct rte_mbuf *held = NULL;
@@ -922,28 +930,32 @@ Test(resend, bare_message_stream)
 	cr_assert_not_null(r);
 	for (i = 0; i < 3; i++) {
 		struct isth_wire_hdr h = {
-			.type = ISTH_WIRE_DATA, .dtype = ISTH_WIRE_DTYPE_INT32,
-			.sender = 2, .count = 4, .job = 7, .round = 3,
-			.chunk = 50 + i, .bitmap = 1u << 2,
+			.type = ISTH_WIRE_DATA,
+			.dtype = ISTH_WIRE_DTYPE_INT32,
+			.sender = 2,
+			.count = 4,
+			.job = 7,
+			.round = 3,
+			.chunk = 50 + i,
+			.bitmap = 1u << 2,
 		};
 		struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
-		int32_t el[4] = { 1, 2, 3, (int32_t)i };
+		int32_t el[4] = {1, 2, 3, (int32_t)i};
 		int len = isth_wire_build_msg(rte_pktmbuf_mtod(m, uint8_t *),
-					      rte_pktmbuf_tailroom(m), &h, el,
-					      sizeof(el), NULL);
+			rte_pktmbuf_tailroom(m), &h, el, sizeof(el), NULL);
 
 		cr_assert_gt(len, 0);
 		m->data_len = (uint16_t)len;
 		m->pkt_len = (uint32_t)len;
 		cr_assert_eq(isth_resend_push(r, m, 0, NULL), 0);
 		if (i == 2)
-			held = m;	/* still being fanned out */
+			held = m; /* still being fanned out */
 		else
 			rte_pktmbuf_free(m);
 	}
-	run_nack(r, (struct isth_wire_range[]){ { 50, 52 } }, 1, 1, 4, 4, &o);
+	run_nack(r, (struct isth_wire_range[]){{50, 52}}, 1, 1, 4, 4, &o);
 	cr_assert_eq(o.n_pkts, 3);
-	cr_assert_eq(o.pkts[2]->nb_segs, 2);	/* header segment: busy */
+	cr_assert_eq(o.pkts[2]->nb_segs, 2); /* header segment: busy */
 	cr_assert_eq(o.pkts[2]->data_len, ISTH_WIRE_HDR_SIZE);
 	for (k = 0; k < 3; k++) {
 		static uint8_t flat[256];
@@ -952,8 +964,7 @@ Test(resend, bare_message_stream)
 		struct isth_wire_pkt pkt;
 
 		cr_assert_not_null(d);
-		cr_assert_eq(isth_wire_parse_msg(d, m->pkt_len, &lim, &pkt),
-			     ISTH_WIRE_OK);
+		cr_assert_eq(isth_wire_parse_msg(d, m->pkt_len, &lim, &pkt), ISTH_WIRE_OK);
 		cr_assert_eq(pkt.hdr.seq, 50 + k);
 		cr_assert_eq(pkt.hdr.chunk, 50 + k);
 		cr_assert(pkt.hdr.flags & ISTH_WIRE_F_RESENT);
@@ -971,7 +982,7 @@ Test(resend, bare_message_stream)
 Test(resend, cursor_across_ring_changes)
 {
 	struct isth_resend *r = mk_ring(64, 1000, 0, 0, NULL);
-	const struct isth_wire_range rg[] = { { 0, 9 } };
+	const struct isth_wire_range rg[] = {{0, 9}};
 	struct isth_resend_cursor c;
 	struct isth_wire_range g[4];
 	struct rte_mbuf *p[2];

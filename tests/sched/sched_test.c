@@ -94,27 +94,33 @@ Test(sched, round_trip)
 Test(sched, save_refuses_inconsistent)
 {
 	struct isth_sched *s = build();
-	uint64_t rate = 1000; /* 8e9 bit at 1 kbit/s takes 8e6 s = 8e15 ns: never fits a 0.5 s round;
+	uint64_t rate =
+		1000; /* 8e9 bit at 1 kbit/s takes 8e6 s = 8e15 ns: never fits a 0.5 s round;
 	 * the send line is line 15 (magic, comment, islands, 4 names, 6 keys, round) */
 	char err[256] = "";
 
 	cr_assert_eq(isth_sched_set_sender(s, 0, 0, 0, 1, NULL, &rate), 0);
-	cr_assert_eq(isth_sched_save(s, "/tmp/isth-sched-never-written", err, sizeof(err)), -EINVAL);
-	cr_assert_str_eq(err, "<schedule being written>:15: stream of island 0 in round 0 ends at "
-			      "8000000000000000 ns, after round-ns 500000000");
+	cr_assert_eq(
+		isth_sched_save(s, "/tmp/isth-sched-never-written", err, sizeof(err)), -EINVAL);
+	cr_assert_str_eq(err,
+		"<schedule being written>:15: stream of island 0 in round 0 ends at "
+		"8000000000000000 ns, after round-ns 500000000");
 	cr_assert_eq(access("/tmp/isth-sched-never-written", F_OK), -1);
 	isth_sched_free(s);
 	cr_assert_null(isth_sched_new(65, names, 1, 0, 1, 0, 0, 1));
 	cr_assert_null(isth_sched_new(4, names, 0, 0, 1, 0, 0, 1));
 }
 
-#define HEAD "isthmus-schedule 1\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \
+#define HEAD \
+	"isthmus-schedule 1\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \
 	"round-ns 1000\nepoch runtime\npayload-bytes 10\nchunk-bytes 0\nmemory-bytes 0\n"
 /* a valid body: 80 bit at 1e9 bit/s = 80 ns */
-#define BODY "rounds 1\nround 0 0x7\nsend 0 0 0 1000000000\nsend 0 1 0 1000000000\n" \
+#define BODY \
+	"rounds 1\nround 0 0x7\nsend 0 0 0 1000000000\nsend 0 1 0 1000000000\n" \
 	"send 0 2 0 1000000000\n"
 
-#define V2HEAD "isthmus-schedule 2\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \
+#define V2HEAD \
+	"isthmus-schedule 2\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \
 	"round-ns 1000\nepoch runtime\npayload-bytes 10\nchunk-bytes 0\nmemory-bytes 0\n"
 
 struct badsched {
@@ -126,14 +132,15 @@ static const struct badsched bad[] = {
 	/* version 2's peak-bytes: not in version 1, island in range, once each */
 	{HEAD "peak-bytes 0 5\n", "f:11: unknown or malformed line 'peak-bytes'"},
 	{"isthmus-schedule 2\nislands 2\nisland 0 A\npeak-bytes 2 5\n",
-	 "f:4: peak-bytes: bad island '2'"},
+		"f:4: peak-bytes: bad island '2'"},
 	{"isthmus-schedule 2\nislands 2\npeak-bytes 1 5\npeak-bytes 1 6\n",
-	 "f:4: duplicate peak-bytes for island 1 (first on line 3)"},
+		"f:4: duplicate peak-bytes for island 1 (first on line 3)"},
 	{"isthmus-schedule 2\nislands 2\npeak-bytes 1 x\n", "f:3: bad peak-bytes 'x'"},
 	/* version 2's route lines: a loop-free path inside the sender's clique, once */
 	{HEAD BODY "route 0 0 1 0,1\n", "f:16: unknown or malformed line 'route'"},
 	{V2HEAD BODY "route 1 0 1 0,1\n", "f:16: route: bad round '1' (a round defined above)"},
-	{V2HEAD BODY "route 0 0 1 0,2\n", "f:16: route 0 0 1: path must run from the sender to the receiver"},
+	{V2HEAD BODY "route 0 0 1 0,2\n",
+		"f:16: route 0 0 1: path must run from the sender to the receiver"},
 	{V2HEAD BODY "route 0 0 1 0,2,0,1\n", "f:16: route 0 0 1: path visits an island twice"},
 	{V2HEAD BODY "route 0 0 1 0,,1\n", "f:16: route: bad path '0,,1'"},
 	{V2HEAD BODY "route 0 0 1 0,1\nroute 0 0 1 0,2,1\n", "f:17: route 0 0 1: duplicate"},
@@ -144,38 +151,46 @@ static const struct badsched bad[] = {
 	{HEAD BODY "end\nround 1 0x7\n", "f:17: content after 'end'"},
 	{"isthmus-schedule 1\nislands 65\n", "f:2: bad islands '65' (1..64)"},
 	{"isthmus-schedule 1\nislands 2\nisland 2 X\n", "f:3: island 2 out of range (0..1)"},
-	{"isthmus-schedule 1\nislands 2\nisland 0 X\nisland 1 X\n", "f:4: duplicate island name 'X'"},
-	{"isthmus-schedule 1\nislands 2\nisland 0 X\nrounds 1\n", "f:4: 'round-ns' missing before 'rounds'"},
+	{"isthmus-schedule 1\nislands 2\nisland 0 X\nisland 1 X\n",
+		"f:4: duplicate island name 'X'"},
+	{"isthmus-schedule 1\nislands 2\nisland 0 X\nrounds 1\n",
+		"f:4: 'round-ns' missing before 'rounds'"},
 	{"isthmus-schedule 1\nislands 2\nisland 0 X\nround-ns 1\nepoch runtime\npayload-bytes 1\n"
-	 "chunk-bytes 0\nmemory-bytes 0\nrounds 1\n", "f:9: island 1 has no 'island' line"},
+	 "chunk-bytes 0\nmemory-bytes 0\nrounds 1\n",
+		"f:9: island 1 has no 'island' line"},
 	{HEAD "rounds 1\nround 0 0x3 0x6\n", "f:12: cliques overlap: island 1 (B) in two cliques"},
 	{HEAD "rounds 1\nround 0 0xf\n", "f:12: clique 0xf: island 3 out of range (0..2)"},
 	{HEAD "rounds 1\nround 0 0x3\n", "f:12: not a partition: island 2 (C) in no clique"},
 	{HEAD "rounds 1\nround 1 0x7\n", "f:12: round '1' out of order (expected 0)"},
 	{HEAD "rounds 1\nround 0 zz\n", "f:12: bad clique bitmap 'zz'"},
-	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 1000 1000000000\n", "f:13: offset 1000 >= round-ns 1000"},
-	{HEAD "rounds 1\nround 0 0x7\nsend 0 3 0 1000000000\n", "f:13: island 3 out of range (0..2)"},
+	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 1000 1000000000\n",
+		"f:13: offset 1000 >= round-ns 1000"},
+	{HEAD "rounds 1\nround 0 0x7\nsend 0 3 0 1000000000\n",
+		"f:13: island 3 out of range (0..2)"},
 	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 0 0\n", "f:13: bad rate-bps '0' (must be > 0)"},
 	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 0 1000000000\nsend 0 0 1 1000000000\n",
-	 "f:14: duplicate send for island 0 in round 0 (first on line 13)"},
+		"f:14: duplicate send for island 0 in round 0 (first on line 13)"},
 	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 0 1000000000\nsend 0 1 0 1000000000\nend\n",
-	 "f:12: round 0: island 2 (C) has peers but no send line"},
+		"f:12: round 0: island 2 (C) has peers but no send line"},
 	{HEAD "rounds 1\nround 0 0x3 0x4\nsend 0 2 0 1000000000\n",
-	 "f:13: island 2 sends in round 0 but has no peers"},
+		"f:13: island 2 sends in round 0 but has no peers"},
 	{HEAD "rounds 2\nround 0 0x7\nsend 1 0 0 1000000000\n",
-	 "f:13: send for round 1 before its 'round' line"},
+		"f:13: send for round 1 before its 'round' line"},
 	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 0 10000000\n",
-	 "f:13: stream of island 0 in round 0 ends at 8000 ns, after round-ns 1000"},
+		"f:13: stream of island 0 in round 0 ends at 8000 ns, after round-ns 1000"},
 	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 0 profile 10:1000000000\n",
-	 "f:13: profile of island 0 in round 0 carries 10 bits, payload needs 80"},
+		"f:13: profile of island 0 in round 0 carries 10 bits, payload needs 80"},
 	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 0 profile 10-1000\n",
-	 "f:13: bad profile segment '10-1000' (want <dur-ns>:<rate-bps>)"},
+		"f:13: bad profile segment '10-1000' (want <dur-ns>:<rate-bps>)"},
 	{HEAD "rounds 2\nround 0 0x7\nsend 0 0 0 1000000000\nsend 0 1 0 1000000000\n"
-	 "send 0 2 0 1000000000\nend\n", "f:16: only 1 of 2 rounds defined"},
-	{HEAD "rounds 1\nround 0 0x7\nfrobnicate 1\n", "f:13: unknown or malformed line 'frobnicate'"},
+	      "send 0 2 0 1000000000\nend\n",
+		"f:16: only 1 of 2 rounds defined"},
+	{HEAD "rounds 1\nround 0 0x7\nfrobnicate 1\n",
+		"f:13: unknown or malformed line 'frobnicate'"},
 	{HEAD "rounds 1\nend\n", "f:12: only 0 of 1 rounds defined"},
 	{HEAD "rounds 1\nround 0 0x7\nsend 0 0 0\n",
-	 "f:13: expected 'send <round> <island> <offset-ns> <rate-bps>' or '... profile <dur-ns>:<rate-bps>,...'"},
+		"f:13: expected 'send <round> <island> <offset-ns> <rate-bps>' or '... profile "
+		"<dur-ns>:<rate-bps>,...'"},
 };
 
 Test(sched, malformed_files)
@@ -195,7 +210,8 @@ Test(sched, malformed_files)
 
 /* Values that cannot work are refused at load (issue 11): a round longer
  * than an hour would overflow the data path's epoch + q * T. */
-#define HEAD_T(T) "isthmus-schedule 1\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \
+#define HEAD_T(T) \
+	"isthmus-schedule 1\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \
 	"round-ns " T "\nepoch runtime\npayload-bytes 10\nchunk-bytes 0\nmemory-bytes 0\n"
 
 Test(sched, round_ns_upper_bound)
@@ -206,11 +222,13 @@ Test(sched, round_ns_upper_bound)
 
 	s = isth_sched_parse("f", HEAD_T("18446744073709551615") BODY "end\n", err, sizeof(err));
 	cr_expect_null(s);
-	cr_expect_str_eq(err, "f:6: round-ns 18446744073709551615 out of range (1..3600000000000, "
-			      "one hour)");
+	cr_expect_str_eq(err,
+		"f:6: round-ns 18446744073709551615 out of range (1..3600000000000, "
+		"one hour)");
 	s = isth_sched_parse("f", HEAD_T("3600000000001") BODY "end\n", err, sizeof(err));
 	cr_expect_null(s);
-	cr_expect_str_eq(err, "f:6: round-ns 3600000000001 out of range (1..3600000000000, one hour)");
+	cr_expect_str_eq(
+		err, "f:6: round-ns 3600000000001 out of range (1..3600000000000, one hour)");
 	/* exactly one hour is the largest accepted */
 	s = isth_sched_parse("f", HEAD_T("3600000000000") BODY "end\n", err, sizeof(err));
 	cr_expect_not_null(s, "%s", err);
@@ -226,10 +244,12 @@ Test(sched, crlf_and_bom_read_like_lf)
 	char err[256] = "";
 	struct isth_sched *s;
 
-	s = isth_sched_parse("f", "\xEF\xBB\xBFisthmus-schedule 1\r\nislands 2\r\nisland 0 A\r\n"
-				  "island 1 B\r\nround-ns 10\r\nepoch runtime\r\npayload-bytes 1\r\n"
-				  "chunk-bytes 0\r\nmemory-bytes 0\r\nrounds 1\r\nround 0 0x1 0x2\r\n"
-				  "end\r\n", err, sizeof(err));
+	s = isth_sched_parse("f",
+		"\xEF\xBB\xBFisthmus-schedule 1\r\nislands 2\r\nisland 0 A\r\n"
+		"island 1 B\r\nround-ns 10\r\nepoch runtime\r\npayload-bytes 1\r\n"
+		"chunk-bytes 0\r\nmemory-bytes 0\r\nrounds 1\r\nround 0 0x1 0x2\r\n"
+		"end\r\n",
+		err, sizeof(err));
 	cr_expect_not_null(s, "%s", err);
 	isth_sched_free(s);
 }
@@ -247,15 +267,17 @@ Test(sched, directory_refused)
 Test(sched, valid_minimal_with_comments_and_epoch)
 {
 	char err[256] = "";
-	struct isth_sched *s = isth_sched_parse("f", "# a comment\n" HEAD BODY "end  # done\n", err,
-						sizeof(err));
+	struct isth_sched *s =
+		isth_sched_parse("f", "# a comment\n" HEAD BODY "end  # done\n", err, sizeof(err));
 
 	cr_assert_not_null(s, "%s", err);
 	cr_assert_eq(isth_sched_peers(s, 5, 1), 0x5);
 	isth_sched_free(s);
-	s = isth_sched_parse("f", "isthmus-schedule 1\nislands 2\nisland 0 A\nisland 1 B\nround-ns 10\n"
-				  "epoch 1700000000000000000\npayload-bytes 1\nchunk-bytes 0\n"
-				  "memory-bytes 0\nrounds 1\nround 0 0x1 0x2\nend\n", err, sizeof(err));
+	s = isth_sched_parse("f",
+		"isthmus-schedule 1\nislands 2\nisland 0 A\nisland 1 B\nround-ns 10\n"
+		"epoch 1700000000000000000\npayload-bytes 1\nchunk-bytes 0\n"
+		"memory-bytes 0\nrounds 1\nround 0 0x1 0x2\nend\n",
+		err, sizeof(err));
 	cr_assert_not_null(s, "%s", err);
 	cr_assert_eq(isth_sched_epoch_ns(s), 1700000000000000000ULL);
 	cr_assert_eq(isth_sched_sender(s, 0, 0, NULL, NULL), -ENOENT);
@@ -267,10 +289,12 @@ Test(sched, valid_minimal_with_comments_and_epoch)
 Test(sched, peak_memory_v2)
 {
 	char err[256] = "", path[] = "/tmp/isth-sched-peak-XXXXXX";
-	struct isth_sched *s = isth_sched_parse("f", "isthmus-schedule 2\nislands 3\nisland 0 A\n"
-						"island 1 B\nisland 2 C\nround-ns 1000\nepoch runtime\n"
-						"payload-bytes 10\nchunk-bytes 0\nmemory-bytes 0\n"
-						"peak-bytes 2 7\npeak-bytes 0 4\n" BODY "end\n", err, sizeof(err));
+	struct isth_sched *s = isth_sched_parse("f",
+		"isthmus-schedule 2\nislands 3\nisland 0 A\n"
+		"island 1 B\nisland 2 C\nround-ns 1000\nepoch runtime\n"
+		"payload-bytes 10\nchunk-bytes 0\nmemory-bytes 0\n"
+		"peak-bytes 2 7\npeak-bytes 0 4\n" BODY "end\n",
+		err, sizeof(err));
 	uint64_t b = 0;
 	int line = 0, fd;
 	FILE *f;
@@ -341,8 +365,9 @@ Test(sched, round_view_is_what_was_set)
 	cr_assert_eq(isth_sched_set_round(s, 0, 2, cl0), 0);
 	cr_assert_eq(isth_sched_set_round(s, 1, 1, &cl1), 0);
 	for (int i = 0; i < 3; i++)
-		cr_assert_eq(isth_sched_set_sender(s, 0, i, 1000 * (uint64_t)(i + 1), 1,
-						   NULL, &rate), 0);
+		cr_assert_eq(
+			isth_sched_set_sender(s, 0, i, 1000 * (uint64_t)(i + 1), 1, NULL, &rate),
+			0);
 	cr_assert_eq(isth_sched_set_sender(s, 1, 0, 5, 1, NULL, &rate), 0);
 	cr_assert_eq(isth_sched_set_sender(s, 1, 1, 6, 1, NULL, &rate), 0);
 	cr_assert_eq(isth_sched_set_sender(s, 1, 2, 7, 2, durs, rates), 0);

@@ -30,7 +30,7 @@ Test(text, size_table)
 		{"0", 0},
 		{"7", 7},
 		{"7B", 7},
-		{"010", 10},                    /* decimal, not octal */
+		{"010", 10}, /* decimal, not octal */
 		{"1K", KB},
 		{"1KB", KB},
 		{"1Ki", KiB},
@@ -49,11 +49,41 @@ Test(text, size_table)
 		{"16777215Ti", 16777215ull * KiB * KiB * KiB * KiB},
 	};
 	static const char *const bad[] = {
-		"", " 1", "1 ", "1 K", "K", "B", "Ki", "-1", "+1", "-0", "1X", "1Gx", "1GiBB",
-		"1k", "1g", "1E", "1Ei", "1e9", "1e300T", "inf", "nan", "infinity", "0x10",
-		"1.5", "1.", ".5K", "1.0001K", "1.2.3", "1,5K", "33,669,100",
-		"18446744073709551616", "16777216Ti", "99999999999999999999999",
-		"20000000T", "0.0000000000000000001K",
+		"",
+		" 1",
+		"1 ",
+		"1 K",
+		"K",
+		"B",
+		"Ki",
+		"-1",
+		"+1",
+		"-0",
+		"1X",
+		"1Gx",
+		"1GiBB",
+		"1k",
+		"1g",
+		"1E",
+		"1Ei",
+		"1e9",
+		"1e300T",
+		"inf",
+		"nan",
+		"infinity",
+		"0x10",
+		"1.5",
+		"1.",
+		".5K",
+		"1.0001K",
+		"1.2.3",
+		"1,5K",
+		"33,669,100",
+		"18446744073709551616",
+		"16777216Ti",
+		"99999999999999999999999",
+		"20000000T",
+		"0.0000000000000000001K",
 	};
 	uint64_t v;
 	size_t i;
@@ -62,7 +92,7 @@ Test(text, size_table)
 		v = 12345;
 		cr_expect_eq(isth_text_parse_size(ok[i].s, &v), 0, "'%s' refused", ok[i].s);
 		cr_expect_eq(v, ok[i].v, "'%s' = %llu, want %llu", ok[i].s, (unsigned long long)v,
-			     (unsigned long long)ok[i].v);
+			(unsigned long long)ok[i].v);
 	}
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		v = 12345;
@@ -94,8 +124,15 @@ Test(text, valid_name)
 		const char *s;
 		bool ok;
 	} t[] = {
-		{"NYC", true}, {"w_1.a-B", true}, {"a", true}, {"", false}, {"a b", false},
-		{"a,b", false}, {"é", false}, {"1234567", true}, {"12345678", false},
+		{"NYC", true},
+		{"w_1.a-B", true},
+		{"a", true},
+		{"", false},
+		{"a b", false},
+		{"a,b", false},
+		{"é", false},
+		{"1234567", true},
+		{"12345678", false},
 	};
 	size_t i;
 

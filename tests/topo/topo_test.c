@@ -30,29 +30,40 @@ struct bad {
 static const struct bad bad[] = {
 	/* a decimal comma splits a number into two fields */
 	{S3, LINKS_HDR4 "A,B,33,669,100\n",
-	 "l.csv:2: 5 fields but the header has 4 (a decimal comma? write 33.669, not 33,669; "
-	 "quote text that holds commas)"},
+		"l.csv:2: 5 fields but the header has 4 (a decimal comma? write 33.669, not "
+		"33,669; "
+		"quote text that holds commas)"},
 	{S3, LINKS_HDR "A,B,33,669,100,measured\n",
-	 "l.csv:2: 6 fields but the header has 5 (a decimal comma? write 33.669, not 33,669; "
-	 "quote text that holds commas)"},
+		"l.csv:2: 6 fields but the header has 5 (a decimal comma? write 33.669, not "
+		"33,669; "
+		"quote text that holds commas)"},
 	{S3, LINKS_HDR "A,B,33,669,100\n",
-	 "l.csv:2: source '100' is a number: a decimal comma in one_way_ms or capacity_gbps? "
-	 "(write 33.669, not 33,669)"},
+		"l.csv:2: source '100' is a number: a decimal comma in one_way_ms or "
+		"capacity_gbps? "
+		"(write 33.669, not 33,669)"},
 	/* more fields than the header */
 	{SITES_HDR "A,R,a,extra\nB,R,b\n", LINKS_HDR "A,B,1,10\n",
-	 "s.csv:2: 4 fields but the header has 3 (a decimal comma? write 33.669, not 33,669; "
-	 "quote text that holds commas)"},
+		"s.csv:2: 4 fields but the header has 3 (a decimal comma? write 33.669, not "
+		"33,669; "
+		"quote text that holds commas)"},
 	{"site,region\nA,R,a\nB,R\n", LINKS_HDR "A,B,1,10\n",
-	 "s.csv:2: 3 fields but the header has 2 (a decimal comma? write 33.669, not 33,669; "
-	 "quote text that holds commas)"},
-	{"site,region,city,country\nA,R,a,x\n", LINKS_HDR, "s.csv:1: expected header 'site,region[,city]'"},
+		"s.csv:2: 3 fields but the header has 2 (a decimal comma? write 33.669, not "
+		"33,669; "
+		"quote text that holds commas)"},
+	{"site,region,city,country\nA,R,a,x\n", LINKS_HDR,
+		"s.csv:1: expected header 'site,region[,city]'"},
 	{S3, "a,b,one_way_ms,capacity_gbps,source,owner\n",
-	 "l.csv:1: expected header 'a,b,one_way_ms,capacity_gbps[,source]'"},
+		"l.csv:1: expected header 'a,b,one_way_ms,capacity_gbps[,source]'"},
 	/* absurd magnitudes */
-	{S3, LINKS_HDR4 "A,B,1e308,10\n" "B,C,1,10\n", "l.csv:2: one_way_ms 1e308 out of range [0, 10000]"},
+	{S3,
+		LINKS_HDR4 "A,B,1e308,10\n"
+			   "B,C,1,10\n",
+		"l.csv:2: one_way_ms 1e308 out of range [0, 10000]"},
 	{S3, LINKS_HDR4 "A,B,10000.5,10\n", "l.csv:2: one_way_ms 10000.5 out of range [0, 10000]"},
-	{S3, LINKS_HDR4 "A,B,1,1e-300\n", "l.csv:2: capacity_gbps 1e-300 out of range [0.001, 1e+06]"},
-	{S3, LINKS_HDR4 "A,B,1,0.0009\n", "l.csv:2: capacity_gbps 0.0009 out of range [0.001, 1e+06]"},
+	{S3, LINKS_HDR4 "A,B,1,1e-300\n",
+		"l.csv:2: capacity_gbps 1e-300 out of range [0.001, 1e+06]"},
+	{S3, LINKS_HDR4 "A,B,1,0.0009\n",
+		"l.csv:2: capacity_gbps 0.0009 out of range [0.001, 1e+06]"},
 	{S3, LINKS_HDR4 "A,B,1,2e6\n", "l.csv:2: capacity_gbps 2e6 out of range [0.001, 1e+06]"},
 	{S3, LINKS_HDR4 "A,B,inf,10\n", "l.csv:2: bad one_way_ms 'inf'"},
 	{S3, LINKS_HDR4 "A,B,1,nan\n", "l.csv:2: bad capacity_gbps 'nan'"},
@@ -85,8 +96,7 @@ Test(topo, range_edges_accepted)
 
 	/* the bounds themselves are inside; a quoted field keeps its comma */
 	t = isth_topo_parse("s.csv", "site,region,city\nA,R,\"Washington, D.C.\"\nB,R,b\nC,R,c\n",
-			    "l.csv", LINKS_HDR "A,B,10000,0.001,x\nB,C,0,1e6,\"a, b\"\n",
-			    err, sizeof(err));
+		"l.csv", LINKS_HDR "A,B,10000,0.001,x\nB,C,0,1e6,\"a, b\"\n", err, sizeof(err));
 	cr_assert_not_null(t, "%s", err);
 	cr_expect_float_eq(isth_topo_latency(t, 0, 2), 10000.0, 1e-9);
 	cr_assert_eq(isth_topo_dlink(t, 2, NULL, NULL, NULL, &cap), 0);
@@ -150,9 +160,14 @@ Test(topo_files, bom_and_crlf_read_like_plain)
 	put("s1.csv", S3, s1, sizeof(s1));
 	put("l1.csv", LINKS_HDR L3, l1, sizeof(l1));
 	/* what a spreadsheet exports: BOM, CRLF */
-	put("s2.csv", "\xEF\xBB\xBF" "site,region,city\r\nA,R,a\r\nB,R,b\r\nC,R,c\r\n", s2, sizeof(s2));
-	put("l2.csv", "\xEF\xBB\xBF" "a,b,one_way_ms,capacity_gbps,source\r\nA,B,1,10\r\nB,C,1,10",
-	    l2, sizeof(l2));
+	put("s2.csv",
+		"\xEF\xBB\xBF"
+		"site,region,city\r\nA,R,a\r\nB,R,b\r\nC,R,c\r\n",
+		s2, sizeof(s2));
+	put("l2.csv",
+		"\xEF\xBB\xBF"
+		"a,b,one_way_ms,capacity_gbps,source\r\nA,B,1,10\r\nB,C,1,10",
+		l2, sizeof(l2));
 	a = isth_topo_load(s1, l1, err, sizeof(err));
 	cr_assert_not_null(a, "%s", err);
 	b = isth_topo_load(s2, l2, err, sizeof(err));

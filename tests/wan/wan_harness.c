@@ -19,8 +19,8 @@ void
 h_eal_init(void)
 {
 	char prefix[64];
-	char *argv[] = { "wan_test", "--no-huge", "-m", "256", "--no-pci", "--no-telemetry",
-			 prefix, "--log-level=error", NULL };
+	char *argv[] = {"wan_test", "--no-huge", "-m", "256", "--no-pci", "--no-telemetry", prefix,
+		"--log-level=error", NULL};
 
 	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-wan-%d", (int)getpid());
 	if (rte_eal_init(8, argv) < 0) {
@@ -77,11 +77,10 @@ port_start(uint16_t port, struct rte_mempool *pool)
 }
 
 int
-h_create(struct harness *h, const char *sites_csv, const char *links_csv,
-	 const char *groups_text, const char *const *specs, double scale, uint64_t seed,
-	 uint64_t hz, unsigned int nmbufs)
+h_create(struct harness *h, const char *sites_csv, const char *links_csv, const char *groups_text,
+	const char *const *specs, double scale, uint64_t seed, uint64_t hz, unsigned int nmbufs)
 {
-	struct isth_wan_params p = { .scale = scale, .seed = seed, .tsc_hz = hz };
+	struct isth_wan_params p = {.scale = scale, .seed = seed, .tsc_hz = hz};
 	char name[64], map[4096];
 	size_t off = 0;
 	int i, k;
@@ -119,15 +118,15 @@ h_create(struct harness *h, const char *sites_csv, const char *links_csv,
 		}
 		h->started[i] = true;
 		off += snprintf(map + off, sizeof(map) - off,
-				"%s port=%d mac=02:00:00:00:00:%02x gw_mac=02:00:00:00:ff:%02x "
-				"net=10.0.%d.0/24\n", isth_topo_name(h->t, i), h->port[i],
-				i + 1, i + 1, i);
+			"%s port=%d mac=02:00:00:00:00:%02x gw_mac=02:00:00:00:ff:%02x "
+			"net=10.0.%d.0/24\n",
+			isth_topo_name(h->t, i), h->port[i], i + 1, i + 1, i);
 	}
 	if (isth_wan_sitemap_parse(h->t, "map", map, &h->map, h->err, sizeof(h->err)) < 0)
 		return -1;
 	if (groups_text != NULL &&
-	    isth_wan_groups_parse(h->t, &h->map, "groups", groups_text, &h->groups, h->err,
-				  sizeof(h->err)) < 0)
+		isth_wan_groups_parse(h->t, &h->map, "groups", groups_text, &h->groups, h->err,
+			sizeof(h->err)) < 0)
 		return -1;
 	h->imp = calloc(isth_topo_ndlinks(h->t), sizeof(*h->imp));
 	if (h->imp == NULL)

@@ -45,9 +45,9 @@ void h_eal_init(void);
  * @p specs is a NULL-terminated list of impairment specs (may be NULL).
  * @p hz 0 means the real TSC. Returns 0 or -1 with h->err set.
  */
-int h_create(struct harness *h, const char *sites_csv, const char *links_csv,
-	     const char *groups_text, const char *const *specs, double scale, uint64_t seed,
-	     uint64_t hz, unsigned int nmbufs);
+int
+h_create(struct harness *h, const char *sites_csv, const char *links_csv, const char *groups_text,
+	const char *const *specs, double scale, uint64_t seed, uint64_t hz, unsigned int nmbufs);
 void h_destroy(struct harness *h);
 
 /* Site index by name. */

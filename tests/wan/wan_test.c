@@ -186,12 +186,15 @@ Test(wan_conf, sitemap_valid)
 	struct isth_wan_sitemap m;
 	char err[256] = "";
 
-	cr_assert_eq(isth_wan_sitemap_parse(t, "map",
-		"# comment\n"
-		"A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24 net=10.9.0.1   # trailing\n"
-		"\n"
-		"B port=net_ring1 mac=learn gw_mac=02:00:00:00:ff:02 gw=10.0.1.254 net=10.0.1.0/24\n",
-		&m, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(
+		isth_wan_sitemap_parse(t, "map",
+			"# comment\n"
+			"A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24 net=10.9.0.1   # trailing\n"
+			"\n"
+			"B port=net_ring1 mac=learn gw_mac=02:00:00:00:ff:02 gw=10.0.1.254 "
+			"net=10.0.1.0/24\n",
+			&m, err, sizeof(err)),
+		0, "%s", err);
 	cr_assert(m.site[0].present && m.site[1].present && !m.site[2].present);
 	cr_assert_str_eq(m.site[0].dev, "0");
 	cr_assert_str_eq(m.site[1].dev, "net_ring1");
@@ -219,33 +222,35 @@ static const char A0[] = "A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24\n";
 Test(wan_conf, sitemap_bad)
 {
 	static const struct bad cases[] = {
-		{ "X port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24\n", "map:1: unknown site 'X'" },
-		{ "A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24\n"
-		  "A port=1 mac=02:00:00:00:00:02 net=10.0.1.0/24\n",
-		  "map:2: duplicate site 'A' (first on line 1)" },
-		{ "A port=0 mac=02:00:00:00:00 net=10.0.0.0/24\n", "map:1: bad mac" },
-		{ "A port=0 mac=03:00:00:00:00:01 net=10.0.0.0/24\n", "map:1: bad mac" },
-		{ "A port=0 mac=02:00:00:00:00:01 gw_mac=zz:00:00:00:00:01 net=10.0.0.0/24\n",
-		  "map:1: bad gw_mac" },
-		{ "A port=0 mac=02:00:00:00:00:01 net=10.0.0.1/24\n", "map:1: bad net '10.0.0.1/24': host bits set" },
-		{ "A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/33\n", "prefix length must be 1..32" },
-		{ "A port=0 mac=02:00:00:00:00:01 net=10.0.0/24\n", "expected A.B.C.D" },
-		{ "A port=0 mac=02:00:00:00:00:01 net=239.0.0.0/8\n", "multicast" },
-		{ "A port=0 mac=02:00:00:00:00:01\n", "map:1: site 'A' needs at least one net=" },
-		{ "A mac=02:00:00:00:00:01 net=10.0.0.0/24\n", "map:1: site 'A' needs port=" },
-		{ "A port=0 net=10.0.0.0/24\n", "map:1: site 'A' needs mac=" },
-		{ "A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24 foo=1\n", "map:1: unknown key 'foo'" },
-		{ "A port=0 mac=02:00:00:00:00:01 10.0.0.0/24\n", "map:1: expected key=value" },
-		{ "A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24 gw=300.1.1.1\n", "map:1: bad gw" },
-		{ "A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24\n"
-		  "\n"
-		  "B port=1 mac=02:00:00:00:00:02 net=10.0.0.0/24\n",
-		  "map:3: net 10.0.0.0/24 also given for site 'A' (line 1)" },
-		{ "A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24\n"
-		  "B port=0 mac=02:00:00:00:00:02 net=10.0.1.0/24\n",
-		  "map:2: port 0 also used by site 'A' (line 1)" },
-		{ "A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24\n", "need at least 2 sites" },
-		{ "", "need at least 2 sites" },
+		{"X port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24\n", "map:1: unknown site 'X'"},
+		{"A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24\n"
+		 "A port=1 mac=02:00:00:00:00:02 net=10.0.1.0/24\n",
+			"map:2: duplicate site 'A' (first on line 1)"},
+		{"A port=0 mac=02:00:00:00:00 net=10.0.0.0/24\n", "map:1: bad mac"},
+		{"A port=0 mac=03:00:00:00:00:01 net=10.0.0.0/24\n", "map:1: bad mac"},
+		{"A port=0 mac=02:00:00:00:00:01 gw_mac=zz:00:00:00:00:01 net=10.0.0.0/24\n",
+			"map:1: bad gw_mac"},
+		{"A port=0 mac=02:00:00:00:00:01 net=10.0.0.1/24\n",
+			"map:1: bad net '10.0.0.1/24': host bits set"},
+		{"A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/33\n", "prefix length must be 1..32"},
+		{"A port=0 mac=02:00:00:00:00:01 net=10.0.0/24\n", "expected A.B.C.D"},
+		{"A port=0 mac=02:00:00:00:00:01 net=239.0.0.0/8\n", "multicast"},
+		{"A port=0 mac=02:00:00:00:00:01\n", "map:1: site 'A' needs at least one net="},
+		{"A mac=02:00:00:00:00:01 net=10.0.0.0/24\n", "map:1: site 'A' needs port="},
+		{"A port=0 net=10.0.0.0/24\n", "map:1: site 'A' needs mac="},
+		{"A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24 foo=1\n",
+			"map:1: unknown key 'foo'"},
+		{"A port=0 mac=02:00:00:00:00:01 10.0.0.0/24\n", "map:1: expected key=value"},
+		{"A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24 gw=300.1.1.1\n", "map:1: bad gw"},
+		{"A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24\n"
+		 "\n"
+		 "B port=1 mac=02:00:00:00:00:02 net=10.0.0.0/24\n",
+			"map:3: net 10.0.0.0/24 also given for site 'A' (line 1)"},
+		{"A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24\n"
+		 "B port=0 mac=02:00:00:00:00:02 net=10.0.1.0/24\n",
+			"map:2: port 0 also used by site 'A' (line 1)"},
+		{"A port=0 mac=02:00:00:00:00:01 net=10.0.0.0/24\n", "need at least 2 sites"},
+		{"", "need at least 2 sites"},
 	};
 	struct isth_topo *t = topo3();
 	struct isth_wan_sitemap *m = malloc(sizeof(*m));
@@ -255,9 +260,9 @@ Test(wan_conf, sitemap_bad)
 	for (i = 0; i < RTE_DIM(cases); i++) {
 		err[0] = '\0';
 		cr_expect_eq(isth_wan_sitemap_parse(t, "map", cases[i].text, m, err, sizeof(err)),
-			     -EINVAL, "case %zu accepted", i);
+			-EINVAL, "case %zu accepted", i);
 		cr_expect(strstr(err, cases[i].err) != NULL, "case %zu: got '%s', want '%s'", i,
-			  err, cases[i].err);
+			err, cases[i].err);
 	}
 	free(m);
 	isth_topo_free(t);
@@ -275,14 +280,15 @@ map2(const struct isth_topo *t, struct isth_wan_sitemap *m)
 Test(wan_conf, groups)
 {
 	static const struct bad cases[] = {
-		{ "239.1.1.1 A X\n", "groups:1: unknown site 'X'" },
-		{ "10.0.0.1 A\n", "groups:1: group 10.0.0.1 is not a routable multicast" },
-		{ "224.0.0.5 A B\n", "not a routable multicast" },
-		{ "239.1.1.256 A\n", "groups:1: bad group address '239.1.1.256'" },
-		{ "239.1.1.1 A B\n# x\n239.1.1.1 B\n", "groups:3: duplicate group 239.1.1.1 (first on line 1)" },
-		{ "239.1.1.1\n", "groups:1: group 239.1.1.1 has no members" },
-		{ "239.1.1.1 A A\n", "site 'A' listed twice" },
-		{ "239.1.1.1 A C\n", "groups:1: site 'C' has no port in the site map" },
+		{"239.1.1.1 A X\n", "groups:1: unknown site 'X'"},
+		{"10.0.0.1 A\n", "groups:1: group 10.0.0.1 is not a routable multicast"},
+		{"224.0.0.5 A B\n", "not a routable multicast"},
+		{"239.1.1.256 A\n", "groups:1: bad group address '239.1.1.256'"},
+		{"239.1.1.1 A B\n# x\n239.1.1.1 B\n",
+			"groups:3: duplicate group 239.1.1.1 (first on line 1)"},
+		{"239.1.1.1\n", "groups:1: group 239.1.1.1 has no members"},
+		{"239.1.1.1 A A\n", "site 'A' listed twice"},
+		{"239.1.1.1 A C\n", "groups:1: site 'C' has no port in the site map"},
 	};
 	struct isth_topo *t = topo3();
 	struct isth_wan_sitemap *m = malloc(sizeof(*m));
@@ -291,8 +297,9 @@ Test(wan_conf, groups)
 	size_t i;
 
 	map2(t, m);
-	cr_assert_eq(isth_wan_groups_parse(t, m, "groups", "239.1.1.1 A B\n239.2.0.1 *\n239.3.0.1 B\n",
-					   g, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isth_wan_groups_parse(t, m, "groups",
+			     "239.1.1.1 A B\n239.2.0.1 *\n239.3.0.1 B\n", g, err, sizeof(err)),
+		0, "%s", err);
 	cr_assert_eq(g->n, 3);
 	cr_assert_eq(g->g[0].ip, (239u << 24) | (1 << 16) | (1 << 8) | 1);
 	cr_assert_eq(g->g[0].members, 3);
@@ -300,10 +307,11 @@ Test(wan_conf, groups)
 	cr_assert_eq(g->g[2].members, 2);
 	for (i = 0; i < RTE_DIM(cases); i++) {
 		err[0] = '\0';
-		cr_expect_eq(isth_wan_groups_parse(t, m, "groups", cases[i].text, g, err, sizeof(err)),
-			     -EINVAL, "case %zu accepted", i);
+		cr_expect_eq(
+			isth_wan_groups_parse(t, m, "groups", cases[i].text, g, err, sizeof(err)),
+			-EINVAL, "case %zu accepted", i);
 		cr_expect(strstr(err, cases[i].err) != NULL, "case %zu: got '%s', want '%s'", i,
-			  err, cases[i].err);
+			err, cases[i].err);
 	}
 	free(g);
 	free(m);
@@ -313,18 +321,18 @@ Test(wan_conf, groups)
 Test(wan_conf, impair)
 {
 	static const struct bad cases[] = {
-		{ "loss=2", "bad value '2' for loss" },
-		{ "loss=-0.1", "bad value" },
-		{ "loss=abc", "bad value" },
-		{ "foo=1", "unknown key 'foo'" },
-		{ "X-Y:loss=0.1", "no link 'X-Y'" },
-		{ "A->C:loss=0.1", "no link 'A->C'" },
-		{ "loss", "expected key=value" },
-		{ "ge=0.1", "bad value '0.1' for ge" },
-		{ "ge=0.1/0.2/0.3/0.4/0.5", "bad value" },
-		{ "queue-bytes=0", "bad value" },
-		{ "jitter-ms=-1", "bad value" },
-		{ "A-B:", "no key=value" },
+		{"loss=2", "bad value '2' for loss"},
+		{"loss=-0.1", "bad value"},
+		{"loss=abc", "bad value"},
+		{"foo=1", "unknown key 'foo'"},
+		{"X-Y:loss=0.1", "no link 'X-Y'"},
+		{"A->C:loss=0.1", "no link 'A->C'"},
+		{"loss", "expected key=value"},
+		{"ge=0.1", "bad value '0.1' for ge"},
+		{"ge=0.1/0.2/0.3/0.4/0.5", "bad value"},
+		{"queue-bytes=0", "bad value"},
+		{"jitter-ms=-1", "bad value"},
+		{"A-B:", "no key=value"},
 	};
 	struct isth_topo *t = topo3();
 	int nd = isth_topo_ndlinks(t), e, ab = -1, ba = -1, bc = -1, from, to;
@@ -344,11 +352,14 @@ Test(wan_conf, impair)
 	}
 	isth_wan_impair_default(imp, nd);
 	cr_assert_eq(imp[0].queue_bytes, ISTH_WAN_QUEUE_BYTES_DEFAULT);
-	cr_assert_eq(isth_wan_impair_apply(t, imp, "jitter-ms=0.5,queue-bytes=64Ki", err, sizeof(err)),
-		     0, "%s", err);
-	cr_assert_eq(isth_wan_impair_apply(t, imp, "A-B:loss=0.25", err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(isth_wan_impair_apply(t, imp, "B->C:dup=0.5,ge=0.01/0.2/0.9", err, sizeof(err)),
-		     0, "%s", err);
+	cr_assert_eq(
+		isth_wan_impair_apply(t, imp, "jitter-ms=0.5,queue-bytes=64Ki", err, sizeof(err)),
+		0, "%s", err);
+	cr_assert_eq(
+		isth_wan_impair_apply(t, imp, "A-B:loss=0.25", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(
+		isth_wan_impair_apply(t, imp, "B->C:dup=0.5,ge=0.01/0.2/0.9", err, sizeof(err)), 0,
+		"%s", err);
 	for (e = 0; e < nd; e++) {
 		cr_expect_eq(imp[e].jitter_ms, 0.5);
 		cr_expect_eq(imp[e].queue_bytes, 65536);
@@ -365,10 +376,10 @@ Test(wan_conf, impair)
 
 		memcpy(before, imp, sizeof(imp));
 		err[0] = '\0';
-		cr_expect_eq(isth_wan_impair_apply(t, imp, cases[i].text, err, sizeof(err)), -EINVAL,
-			     "case %zu accepted", i);
+		cr_expect_eq(isth_wan_impair_apply(t, imp, cases[i].text, err, sizeof(err)),
+			-EINVAL, "case %zu accepted", i);
 		cr_expect(strstr(err, cases[i].err) != NULL, "case %zu: got '%s', want '%s'", i,
-			  err, cases[i].err);
+			err, cases[i].err);
 		cr_expect(memcmp(before, imp, sizeof(imp)) == 0, "case %zu changed the table", i);
 	}
 	isth_topo_free(t);
@@ -387,7 +398,8 @@ Test(wan_delay, two_sites_exact)
 
 	start();
 	cr_assert_eq(h_create(&h, two_sites, "a,b,one_way_ms,capacity_gbps\nA,B,10,1\n", NULL, NULL,
-			      1000, 1, 1000000000, 4096), 0, "%s", h.err);
+			     1000, 1, 1000000000, 4096),
+		0, "%s", h.err);
 	a = h_site(&h, "A");
 	b = h_site(&h, "B");
 	/* 3 back-to-back frames A->B and one B->A, all at t = 0 */
@@ -409,7 +421,7 @@ Test(wan_delay, two_sites_exact)
 		uint64_t want = r->seq == 9 ? 18 * MS : (10 + 8 * (r->seq + 1)) * MS;
 
 		cr_expect(near(r->t, want, 2), "seq %u at %lu ns, want %lu", r->seq,
-			  (unsigned long)r->t, (unsigned long)want);
+			(unsigned long)r->t, (unsigned long)want);
 		cr_expect_eq(r->site, r->seq == 9 ? a : b);
 		/* Ethernet rewritten: edge MAC of the destination, emulator MAC of its port */
 		cr_expect_eq(r->dst_mac[5], r->site + 1);
@@ -444,15 +456,22 @@ Test(wan_delay, three_sites_queueing)
 	 * Backlog seen by seq2 at 17: (39 - 17) ms * 0.4 Mbit/s / 8 = 1100 B,
 	 * so the high-water is 1100 + 500 = 1600 B.
 	 */
-	static const struct { uint32_t seq; uint64_t t; } want[] = {
-		{ 0, 26 * MS }, { 100, 36 * MS }, { 1, 46 * MS }, { 2, 56 * MS },
+	static const struct {
+		uint32_t seq;
+		uint64_t t;
+	} want[] = {
+		{0, 26 * MS},
+		{100, 36 * MS},
+		{1, 46 * MS},
+		{2, 56 * MS},
 	};
 	int path[4];
 
 	start();
 	cr_assert_eq(h_create(&h, "site,region\nA,r\nB,r\nC,r\n",
-			      "a,b,one_way_ms,capacity_gbps\nA,B,5,1\nB,C,7,0.4\n", NULL, NULL,
-			      1000, 1, 1000000000, 4096), 0, "%s", h.err);
+			     "a,b,one_way_ms,capacity_gbps\nA,B,5,1\nB,C,7,0.4\n", NULL, NULL, 1000,
+			     1, 1000000000, 4096),
+		0, "%s", h.err);
 	a = h_site(&h, "A");
 	b = h_site(&h, "B");
 	c = h_site(&h, "C");
@@ -468,9 +487,9 @@ Test(wan_delay, three_sites_queueing)
 	for (k = 0; k < 4; k++) {
 		cr_expect_eq(lg->r[k].site, c);
 		cr_expect_eq(lg->r[k].seq, want[k].seq, "position %d: seq %u, want %u", k,
-			     lg->r[k].seq, want[k].seq);
+			lg->r[k].seq, want[k].seq);
 		cr_expect(near(lg->r[k].t, want[k].t, 4), "seq %u at %lu ns, want %lu",
-			  lg->r[k].seq, (unsigned long)lg->r[k].t, (unsigned long)want[k].t);
+			lg->r[k].seq, (unsigned long)lg->r[k].t, (unsigned long)want[k].t);
 	}
 	isth_wan_link_stats(h.w, h_dlink(&h, "B", "C"), &ls);
 	cr_expect_eq(ls.pkts, 4);
@@ -485,15 +504,16 @@ Test(wan_delay, three_sites_queueing)
 
 Test(wan_delay, queue_overflow)
 {
-	static const char *const specs[] = { "queue-bytes=3000", NULL };
+	static const char *const specs[] = {"queue-bytes=3000", NULL};
 	struct harness h;
 	struct log *lg = log_new();
 	struct isth_wan_link_stats ls;
 	int k;
 
 	start();
-	cr_assert_eq(h_create(&h, two_sites, "a,b,one_way_ms,capacity_gbps\nA,B,10,1\n", NULL, specs,
-			      1000, 1, 1000000000, 4096), 0, "%s", h.err);
+	cr_assert_eq(h_create(&h, two_sites, "a,b,one_way_ms,capacity_gbps\nA,B,10,1\n", NULL,
+			     specs, 1000, 1, 1000000000, 4096),
+		0, "%s", h.err);
 	/* ten 1000-byte frames at t = 0: the k-th sees a k * 1000 B backlog, so
 	 * k = 0, 1, 2 fit in 3000 B and seven are tail-dropped */
 	for (k = 0; k < 10; k++)
@@ -520,8 +540,15 @@ Test(wan_delay, queue_overflow)
  * Sends: three at 0 (queueing: model 3, 4, 5 ms), then one at 10 ms and
  * one at 20 ms (no queue: 3 ms each).
  */
-static const struct { uint64_t at_ms; double model_ms; } tsc_plan[] = {
-	{ 0, 3 }, { 0, 4 }, { 0, 5 }, { 10, 3 }, { 20, 3 },
+static const struct {
+	uint64_t at_ms;
+	double model_ms;
+} tsc_plan[] = {
+	{0, 3},
+	{0, 4},
+	{0, 5},
+	{10, 3},
+	{20, 3},
 };
 
 /*
@@ -531,7 +558,7 @@ static const struct { uint64_t at_ms; double model_ms; } tsc_plan[] = {
 static void
 tsc_attempt(struct harness *h, double *delay_ms, bool *clean)
 {
-	uint64_t sent[5] = { 0 }, got[5] = { 0 }, hz = rte_get_tsc_hz(), t0, now, prev;
+	uint64_t sent[5] = {0}, got[5] = {0}, hz = rte_get_tsc_hz(), t0, now, prev;
 	uint64_t gap_from[64], gap_to[64], stall = hz / 2000;
 	unsigned int n, i, k, ngot = 0, next = 0, ngaps = 0;
 	struct rte_mbuf *m[8];
@@ -542,7 +569,7 @@ tsc_attempt(struct harness *h, double *delay_ms, bool *clean)
 			gap_from[ngaps] = prev;
 			gap_to[ngaps++] = now;
 		}
-		prev = now;	/* a gap spans a whole iteration, body included */
+		prev = now; /* a gap spans a whole iteration, body included */
 		while (next < 5 && now >= t0 + tsc_plan[next].at_ms * hz / 1000) {
 			sent[next] = rte_rdtsc();
 			h_inject(h, 0, h_udp(h, 0, h_ip(1), next, 1250));
@@ -573,14 +600,15 @@ tsc_attempt(struct harness *h, double *delay_ms, bool *clean)
 
 Test(wan_delay, real_tsc, .timeout = 60)
 {
-	bool clean[5], judged[5] = { false };
+	bool clean[5], judged[5] = {false};
 	struct harness h;
-	double d[5], best[5] = { 0 };
+	double d[5], best[5] = {0};
 	int attempt, i, njudged = 0;
 
 	start();
 	cr_assert_eq(h_create(&h, two_sites, "a,b,one_way_ms,capacity_gbps\nA,B,2,1\n", NULL, NULL,
-			      100, 1, 0, 4096), 0, "%s", h.err);
+			     100, 1, 0, 4096),
+		0, "%s", h.err);
 	/*
 	 * Never earlier than the model (1 us for rounding), in every attempt.
 	 * At most 2 ms later, judged for each packet on an attempt during which
@@ -593,24 +621,26 @@ Test(wan_delay, real_tsc, .timeout = 60)
 		tsc_attempt(&h, d, clean);
 		for (i = 0; i < 5; i++) {
 			cr_expect(d[i] >= tsc_plan[i].model_ms - 0.001,
-				  "packet %d: one-way delay %.4f ms < model %.3f ms", i, d[i],
-				  tsc_plan[i].model_ms);
+				"packet %d: one-way delay %.4f ms < model %.3f ms", i, d[i],
+				tsc_plan[i].model_ms);
 			if (clean[i] && !judged[i]) {
 				judged[i] = true;
 				best[i] = d[i];
 				njudged++;
 				cr_expect(d[i] <= tsc_plan[i].model_ms + 2.0,
-					  "packet %d: one-way delay %.4f ms, model %.3f ms (+2 ms allowed)",
-					  i, d[i], tsc_plan[i].model_ms);
+					"packet %d: one-way delay %.4f ms, model %.3f ms (+2 ms "
+					"allowed)",
+					i, d[i], tsc_plan[i].model_ms);
 			}
 		}
 	}
 	stop(&h);
 	if (njudged < 5)
 		cr_skip_test("descheduled during every attempt for %d of 5 packets: upper bound "
-			     "not judged for them", 5 - njudged);
+			     "not judged for them",
+			5 - njudged);
 	cr_log_info("real TSC: delays %.4f %.4f %.4f %.4f %.4f ms (model 3 4 5 3 3), %d attempts",
-		    best[0], best[1], best[2], best[3], best[4], attempt);
+		best[0], best[1], best[2], best[3], best[4], attempt);
 }
 
 /* ------------------------------------------------------------------ */
@@ -633,16 +663,21 @@ Test(wan_mcast, tree_replication)
 	struct isth_wan_port_stats ps;
 	uint32_t g = (239u << 24) | (1 << 16) | (1 << 8) | 1;
 	int A, B, C, D, k, e, nd;
-	int per_site[4] = { 0 };
+	int per_site[4] = {0};
 	static const char *const links[][2] = {
-		{ "A", "B" }, { "B", "C" }, { "B", "D" }, { "C", "B" }, { "B", "A" },
+		{"A", "B"},
+		{"B", "C"},
+		{"B", "D"},
+		{"C", "B"},
+		{"B", "A"},
 	};
-	static const uint64_t want_pkts[] = { 1, 1, 2, 1, 1 };
+	static const uint64_t want_pkts[] = {1, 1, 2, 1, 1};
 
 	start();
 	cr_assert_eq(h_create(&h, "site,region\nA,r\nB,r\nC,r\nD,r\n",
-			      "a,b,one_way_ms,capacity_gbps\nA,B,1,1\nB,C,2,1\nB,D,3,1\nC,D,10,1\n",
-			      "239.1.1.1 A C D\n", NULL, 1, 1, 1000000000, 4096), 0, "%s", h.err);
+			     "a,b,one_way_ms,capacity_gbps\nA,B,1,1\nB,C,2,1\nB,D,3,1\nC,D,10,1\n",
+			     "239.1.1.1 A C D\n", NULL, 1, 1, 1000000000, 4096),
+		0, "%s", h.err);
 	A = h_site(&h, "A");
 	B = h_site(&h, "B");
 	C = h_site(&h, "C");
@@ -657,9 +692,10 @@ Test(wan_mcast, tree_replication)
 		cr_expect(r->site == C || r->site == D);
 		cr_expect(!r->corrupt);
 		cr_expect(near(r->t, r->site == C ? 3 * MS + 16 * US : 4 * MS + 16 * US, 4),
-			  "site %d at %lu", r->site, (unsigned long)r->t);
+			"site %d at %lu", r->site, (unsigned long)r->t);
 		/* RFC 1112 multicast MAC of 239.1.1.1 */
-		cr_expect(memcmp(r->dst_mac, (uint8_t[]){ 0x01, 0x00, 0x5e, 0x01, 0x01, 0x01 }, 6) == 0);
+		cr_expect(memcmp(r->dst_mac, (uint8_t[]){0x01, 0x00, 0x5e, 0x01, 0x01, 0x01}, 6) ==
+			0);
 		cr_expect_eq(r->src_mac[5], r->site + 1);
 	}
 	cr_expect_neq(lg->r[0].site, lg->r[1].site);
@@ -675,7 +711,7 @@ Test(wan_mcast, tree_replication)
 
 		per_site[r->site]++;
 		cr_expect(near(r->t, 100 * MS + (r->site == A ? 3 * MS : 5 * MS) + 16 * US, 4),
-			  "site %d at %lu", r->site, (unsigned long)r->t);
+			"site %d at %lu", r->site, (unsigned long)r->t);
 	}
 	cr_expect(per_site[A] == 1 && per_site[D] == 1 && per_site[B] == 0 && per_site[C] == 0);
 
@@ -691,7 +727,7 @@ Test(wan_mcast, tree_replication)
 		isth_wan_link_stats(h.w, e, &ls);
 		isth_topo_dlink_name(h.t, e, name, sizeof(name));
 		cr_expect_eq(ls.pkts, want, "%s carried %lu, want %lu", name,
-			     (unsigned long)ls.pkts, (unsigned long)want);
+			(unsigned long)ls.pkts, (unsigned long)want);
 	}
 	/* an unknown group is dropped and counted at the ingress port */
 	events_until(&h, 200 * MS, lg);
@@ -715,16 +751,17 @@ Test(wan_mcast, tree_replication)
 /* NIMP 200-byte frames A->B, one every microsecond; returns the log. */
 static struct log *
 run_impaired(const char *spec, uint64_t seed, struct isth_wan_link_stats *ls, int nframes,
-	     uint64_t spacing)
+	uint64_t spacing)
 {
-	const char *specs[] = { spec, NULL };
+	const char *specs[] = {spec, NULL};
 	struct log *lg = log_new();
 	struct rte_mbuf *group[16];
 	struct harness h;
 	int k, j, ng = 0;
 
-	cr_assert_eq(h_create(&h, two_sites, "a,b,one_way_ms,capacity_gbps\nA,B,1,100\n", NULL, specs,
-			      1, seed, 1000000000, 16384), 0, "%s", h.err);
+	cr_assert_eq(h_create(&h, two_sites, "a,b,one_way_ms,capacity_gbps\nA,B,1,100\n", NULL,
+			     specs, 1, seed, 1000000000, 16384),
+		0, "%s", h.err);
 	/* frames are offered in groups of 16, all at the last one's time */
 	for (k = 0; k < nframes; k++) {
 		group[ng] = h_udp(&h, 0, h_ip(1), (uint32_t)k, 200);
@@ -753,7 +790,7 @@ same_log(const struct log *x, const struct log *y)
 		return false;
 	for (i = 0; i < x->n; i++)
 		if (x->r[i].seq != y->r[i].seq || x->r[i].t != y->r[i].t ||
-		    x->r[i].corrupt != y->r[i].corrupt)
+			x->r[i].corrupt != y->r[i].corrupt)
 			return false;
 	return true;
 }
@@ -785,16 +822,19 @@ Test(wan_impair, reproducible, .timeout = 60)
 	lost = s1.ctr[ISTH_WAN_L_LOSS];
 	dup = s1.ctr[ISTH_WAN_L_DUPLICATED];
 	cor = s1.ctr[ISTH_WAN_L_CORRUPTED];
-	cr_expect(binomial_ok(lost, NIMP, 0.1), "lost %lu of %d at p = 0.1", (unsigned long)lost, NIMP);
-	cr_expect(binomial_ok(dup, (double)(NIMP - lost), 0.05), "duplicated %lu", (unsigned long)dup);
-	cr_expect(binomial_ok(cor, (double)(NIMP - lost), 0.05), "corrupted %lu", (unsigned long)cor);
+	cr_expect(binomial_ok(lost, NIMP, 0.1), "lost %lu of %d at p = 0.1", (unsigned long)lost,
+		NIMP);
+	cr_expect(binomial_ok(dup, (double)(NIMP - lost), 0.05), "duplicated %lu",
+		(unsigned long)dup);
+	cr_expect(
+		binomial_ok(cor, (double)(NIMP - lost), 0.05), "corrupted %lu", (unsigned long)cor);
 	/* every frame the link admitted arrives once, duplicates twice */
 	cr_expect_eq((uint64_t)l1->n, NIMP - lost + dup);
 	for (i = 0; i < l1->n; i++)
 		ncor += l1->r[i].corrupt;
 	/* a corrupted frame that was also duplicated arrives corrupted twice */
 	cr_expect((uint64_t)ncor >= cor && (uint64_t)ncor <= 2 * cor, "%d corrupt frames for %lu",
-		  ncor, (unsigned long)cor);
+		ncor, (unsigned long)cor);
 	cr_expect(cor > 0 && dup > 0 && lost > 0);
 	free(l1);
 	free(l2);
@@ -845,7 +885,7 @@ Test(wan_impair, reorder_and_jitter, .timeout = 60)
 	struct log *lg;
 	uint64_t base = MS + 16, sent, d;
 	int i, n = 1000, inversions = 0, late = 0;
-	bool seen[1000] = { false };
+	bool seen[1000] = {false};
 
 	start();
 	lg = run_impaired("reorder=0.2,reorder-ms=0.5", 3, &ls, n, 100 * US);
@@ -866,12 +906,12 @@ Test(wan_impair, reorder_and_jitter, .timeout = 60)
 		if (d >= base + 500 * US - 2)
 			late++;
 		cr_expect((d >= base - 2 && d <= base + 16 * 16 + 2) ||
-			  (d >= base + 500 * US - 2 && d <= base + 500 * US + 16 * 16 + 2),
-			  "seq %u delay %lu", r->seq, (unsigned long)d);
+				(d >= base + 500 * US - 2 && d <= base + 500 * US + 16 * 16 + 2),
+			"seq %u delay %lu", r->seq, (unsigned long)d);
 	}
 	cr_expect_eq((uint64_t)late, ls.ctr[ISTH_WAN_L_REORDERED]);
 	cr_expect(binomial_ok(ls.ctr[ISTH_WAN_L_REORDERED], n, 0.2), "reordered %lu",
-		  (unsigned long)ls.ctr[ISTH_WAN_L_REORDERED]);
+		(unsigned long)ls.ctr[ISTH_WAN_L_REORDERED]);
 	cr_expect(inversions > 0);
 	free(lg);
 	late = 0;
@@ -888,7 +928,7 @@ Test(wan_impair, reorder_and_jitter, .timeout = 60)
 		d = r->t - sent;
 		cr_expect_eq(r->seq, (uint32_t)i, "jitter reordered");
 		cr_expect(d >= base - 2 && d <= base + 300 * US + 16 * 16 + 2, "seq %u delay %lu",
-			  r->seq, (unsigned long)d);
+			r->seq, (unsigned long)d);
 		if (d > base + 150 * US)
 			late++;
 	}
@@ -913,24 +953,25 @@ Test(wan_ingress, drops_by_reason)
 
 	start();
 	cr_assert_eq(h_create(&h, two_sites, "a,b,one_way_ms,capacity_gbps\nA,B,1,1\n", NULL, NULL,
-			      1, 1, 1000000000, 4096), 0, "%s", h.err);
-	h_inject(&h, 0, h_udp(&h, 0, (192u << 24) | (168 << 16) | 1, 1, 100));  /* no_route */
-	h_inject(&h, 0, h_udp(&h, 0, h_ip(0) + 5, 2, 100));                     /* same_site */
-	h_inject(&h, 0, h_udp(&h, 0, (224u << 24) | 5, 3, 100));                /* link_local */
-	h_inject(&h, 0, h_udp(&h, 0, UINT32_MAX, 4, 100));                      /* link_local */
-	h_inject(&h, 0, h_udp(&h, 0, (239u << 24) | 1, 5, 100));                /* no_group */
-	m = h_udp(&h, 0, h_ip(1), 6, 100);                                      /* not_ipv4 */
+			     1, 1, 1000000000, 4096),
+		0, "%s", h.err);
+	h_inject(&h, 0, h_udp(&h, 0, (192u << 24) | (168 << 16) | 1, 1, 100)); /* no_route */
+	h_inject(&h, 0, h_udp(&h, 0, h_ip(0) + 5, 2, 100)); /* same_site */
+	h_inject(&h, 0, h_udp(&h, 0, (224u << 24) | 5, 3, 100)); /* link_local */
+	h_inject(&h, 0, h_udp(&h, 0, UINT32_MAX, 4, 100)); /* link_local */
+	h_inject(&h, 0, h_udp(&h, 0, (239u << 24) | 1, 5, 100)); /* no_group */
+	m = h_udp(&h, 0, h_ip(1), 6, 100); /* not_ipv4 */
 	rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->ether_type = rte_cpu_to_be_16(0x86dd);
 	h_inject(&h, 0, m);
-	m = h_udp(&h, 0, h_ip(1), 7, 100);                                      /* bad_ipv4 */
+	m = h_udp(&h, 0, h_ip(1), 7, 100); /* bad_ipv4 */
 	ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
 	ip->total_length = rte_cpu_to_be_16(200);
 	h_inject(&h, 0, m);
-	m = h_udp(&h, 0, h_ip(1), 8, 100);                                      /* bad_ipv4 */
+	m = h_udp(&h, 0, h_ip(1), 8, 100); /* bad_ipv4 */
 	ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
 	ip->version_ihl = 0x44;
 	h_inject(&h, 0, m);
-	h_inject(&h, 0, h_udp(&h, 0, h_ip(1) + 77, 9, 100));                    /* delivered */
+	h_inject(&h, 0, h_udp(&h, 0, h_ip(1) + 77, 9, 100)); /* delivered */
 	take_at(&h, 0, lg);
 	drain(&h, lg);
 	cr_assert_eq(lg->n, 1);
@@ -987,18 +1028,19 @@ Test(wan_ingress, arp_proxy)
 
 	start();
 	cr_assert_eq(h_create(&h, two_sites, "a,b,one_way_ms,capacity_gbps\nA,B,1,1\n", NULL, NULL,
-			      1, 1, 1000000000, 4096), 0, "%s", h.err);
-	h_inject(&h, 0, arp_request(&h, h_ip(0), h_ip(1)));      /* remote: answered */
-	h_inject(&h, 0, arp_request(&h, h_ip(0), h_ip(0) + 1));  /* local: not ours */
+			     1, 1, 1000000000, 4096),
+		0, "%s", h.err);
+	h_inject(&h, 0, arp_request(&h, h_ip(0), h_ip(1))); /* remote: answered */
+	h_inject(&h, 0, arp_request(&h, h_ip(0), h_ip(0) + 1)); /* local: not ours */
 	isth_wan_poll(h.w, 0);
 	cr_assert_eq(h_recv(&h, 0, m, 4), 1);
 	eth = rte_pktmbuf_mtod(m[0], const struct rte_ether_hdr *);
 	a = (const struct rte_arp_hdr *)(eth + 1);
 	cr_expect_eq(a->arp_opcode, rte_cpu_to_be_16(RTE_ARP_OP_REPLY));
-	cr_expect(memcmp(eth->dst_addr.addr_bytes, (uint8_t[]){ 2, 0, 0, 0, 0, 1 }, 6) == 0);
-	cr_expect(memcmp(eth->src_addr.addr_bytes, (uint8_t[]){ 2, 0, 0, 0, 0xff, 1 }, 6) == 0);
-	cr_expect(memcmp(a->arp_data.arp_sha.addr_bytes, (uint8_t[]){ 2, 0, 0, 0, 0xff, 1 }, 6) == 0);
-	cr_expect(memcmp(a->arp_data.arp_tha.addr_bytes, (uint8_t[]){ 2, 0, 0, 0, 0, 1 }, 6) == 0);
+	cr_expect(memcmp(eth->dst_addr.addr_bytes, (uint8_t[]){2, 0, 0, 0, 0, 1}, 6) == 0);
+	cr_expect(memcmp(eth->src_addr.addr_bytes, (uint8_t[]){2, 0, 0, 0, 0xff, 1}, 6) == 0);
+	cr_expect(memcmp(a->arp_data.arp_sha.addr_bytes, (uint8_t[]){2, 0, 0, 0, 0xff, 1}, 6) == 0);
+	cr_expect(memcmp(a->arp_data.arp_tha.addr_bytes, (uint8_t[]){2, 0, 0, 0, 0, 1}, 6) == 0);
 	cr_expect_eq(a->arp_data.arp_sip, rte_cpu_to_be_32(h_ip(1)));
 	cr_expect_eq(a->arp_data.arp_tip, rte_cpu_to_be_32(h_ip(0)));
 	rte_pktmbuf_free(m[0]);
@@ -1019,10 +1061,11 @@ Test(wan_ingress, ttl_decrement)
 	start();
 	h_opt_decrement_ttl = true;
 	cr_assert_eq(h_create(&h, "site,region\nA,r\nB,r\nC,r\n",
-			      "a,b,one_way_ms,capacity_gbps\nA,B,1,1\nB,C,1,1\n", NULL, NULL,
-			      1, 1, 1000000000, 4096), 0, "%s", h.err);
-	h_inject(&h, 0, h_udp(&h, 0, h_ip(2), 1, 100));       /* TTL 64 -> 62 over two links */
-	m = h_udp(&h, 0, h_ip(2), 2, 100);                    /* TTL 2: dies on B->C */
+			     "a,b,one_way_ms,capacity_gbps\nA,B,1,1\nB,C,1,1\n", NULL, NULL, 1, 1,
+			     1000000000, 4096),
+		0, "%s", h.err);
+	h_inject(&h, 0, h_udp(&h, 0, h_ip(2), 1, 100)); /* TTL 64 -> 62 over two links */
+	m = h_udp(&h, 0, h_ip(2), 2, 100); /* TTL 2: dies on B->C */
 	ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
 	ip->time_to_live = 2;
 	ip->hdr_checksum = 0;

@@ -16,7 +16,8 @@
 
 static struct isth_wire_limits lim;
 
-static void setup(void)
+static void
+setup(void)
 {
 	cr_assert_eq(isth_wire_limits_init(&lim, N_ISLANDS, 1500), 0);
 }
@@ -24,7 +25,8 @@ static void setup(void)
 TestSuite(wire, .init = setup);
 
 /* Hand-written big-endian reads, independent of the library's helpers. */
-static uint64_t be(const uint8_t *p, int n)
+static uint64_t
+be(const uint8_t *p, int n)
 {
 	uint64_t v = 0;
 
@@ -43,8 +45,9 @@ static const struct isth_wire_addr addr = {
 };
 
 /* Build a frame around a message; returns its length. */
-static size_t frame(uint8_t *buf, size_t cap, const struct isth_wire_addr *a,
-		    const struct isth_wire_hdr *h, const void *body, size_t bsize)
+static size_t
+frame(uint8_t *buf, size_t cap, const struct isth_wire_addr *a, const struct isth_wire_hdr *h,
+	const void *body, size_t bsize)
 {
 	size_t hs = isth_wire_frame_hdr_size(a);
 	int m, f;
@@ -56,12 +59,19 @@ static size_t frame(uint8_t *buf, size_t cap, const struct isth_wire_addr *a,
 	return (size_t)f;
 }
 
-static struct isth_wire_hdr data_hdr(uint8_t dtype, uint16_t count)
+static struct isth_wire_hdr
+data_hdr(uint8_t dtype, uint16_t count)
 {
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_DATA, .dtype = dtype, .flags = ISTH_WIRE_F_LAST,
-		.sender = 3, .count = count, .job = 0xdeadbeef,
-		.round = 0x01020304, .chunk = 77, .seq = 0x1122334455667788ull,
+		.type = ISTH_WIRE_DATA,
+		.dtype = dtype,
+		.flags = ISTH_WIRE_F_LAST,
+		.sender = 3,
+		.count = count,
+		.job = 0xdeadbeef,
+		.round = 0x01020304,
+		.chunk = 77,
+		.seq = 0x1122334455667788ull,
 		.bitmap = 1u << 3,
 	};
 	return h;
@@ -91,7 +101,8 @@ Test(wire, header_layout_is_the_documented_one)
 	cr_expect_eq(isth_wire_put_hdr(buf, 39, &h), -ENOSPC);
 }
 
-static void check_hdr_eq(const struct isth_wire_hdr *a, const struct isth_wire_hdr *b)
+static void
+check_hdr_eq(const struct isth_wire_hdr *a, const struct isth_wire_hdr *b)
 {
 	cr_expect_eq(a->type, b->type);
 	cr_expect_eq(a->dtype, b->dtype);
@@ -106,7 +117,8 @@ static void check_hdr_eq(const struct isth_wire_hdr *a, const struct isth_wire_h
 	cr_expect_eq(a->bitmap, b->bitmap);
 }
 
-static void roundtrip_elems(uint8_t type, uint8_t dtype)
+static void
+roundtrip_elems(uint8_t type, uint8_t dtype)
 {
 	unsigned int es = isth_wire_dtype_size(dtype);
 	struct isth_wire_hdr h = data_hdr(dtype, lim.max_elems);
@@ -117,7 +129,7 @@ static void roundtrip_elems(uint8_t type, uint8_t dtype)
 	if (type == ISTH_WIRE_AGG) {
 		h.type = ISTH_WIRE_AGG;
 		h.flags = ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT;
-		h.bitmap = 0x1f6;	/* islands 1,2,4..8 */
+		h.bitmap = 0x1f6; /* islands 1,2,4..8 */
 	}
 	for (size_t i = 0; i < h.count * es; i++)
 		body[i] = (uint8_t)(i * 7 + 1);
@@ -139,21 +151,47 @@ static void roundtrip_elems(uint8_t type, uint8_t dtype)
 	cr_expect_eq(p.addr.ttl, 64);
 }
 
-Test(wire, roundtrip_data_fp32) { roundtrip_elems(ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32); }
-Test(wire, roundtrip_data_bf16) { roundtrip_elems(ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_BF16); }
-Test(wire, roundtrip_data_int32) { roundtrip_elems(ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_INT32); }
-Test(wire, roundtrip_agg_fp32) { roundtrip_elems(ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_FP32); }
-Test(wire, roundtrip_agg_bf16) { roundtrip_elems(ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_BF16); }
-Test(wire, roundtrip_agg_int32) { roundtrip_elems(ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_INT32); }
+Test(wire, roundtrip_data_fp32)
+{
+	roundtrip_elems(ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32);
+}
+Test(wire, roundtrip_data_bf16)
+{
+	roundtrip_elems(ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_BF16);
+}
+Test(wire, roundtrip_data_int32)
+{
+	roundtrip_elems(ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_INT32);
+}
+Test(wire, roundtrip_agg_fp32)
+{
+	roundtrip_elems(ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_FP32);
+}
+Test(wire, roundtrip_agg_bf16)
+{
+	roundtrip_elems(ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_BF16);
+}
+Test(wire, roundtrip_agg_int32)
+{
+	roundtrip_elems(ISTH_WIRE_AGG, ISTH_WIRE_DTYPE_INT32);
+}
 
-static void roundtrip_ranges(uint8_t type, uint16_t flags)
+static void
+roundtrip_ranges(uint8_t type, uint16_t flags)
 {
 	struct isth_wire_range r[3] = {
-		{5, 5}, {10, 20}, {0xfffffff0ull, 0xffffffffull},
+		{5, 5},
+		{10, 20},
+		{0xfffffff0ull, 0xffffffffull},
 	};
 	struct isth_wire_hdr h = {
-		.type = type, .flags = flags, .sender = 8, .count = 3,
-		.job = 1, .round = 2, .seq = 0,
+		.type = type,
+		.flags = flags,
+		.sender = 8,
+		.count = 3,
+		.job = 1,
+		.round = 2,
+		.seq = 0,
 	};
 	uint8_t body[64], buf[256];
 	struct isth_wire_range got;
@@ -173,25 +211,40 @@ static void roundtrip_ranges(uint8_t type, uint16_t flags)
 	}
 }
 
-Test(wire, roundtrip_nack_seq) { roundtrip_ranges(ISTH_WIRE_NACK, 0); }
-Test(wire, roundtrip_nack_chunks) { roundtrip_ranges(ISTH_WIRE_NACK, ISTH_WIRE_F_CHUNKS); }
-Test(wire, roundtrip_gone_seq) { roundtrip_ranges(ISTH_WIRE_GONE, 0); }
-Test(wire, roundtrip_gone_chunks) { roundtrip_ranges(ISTH_WIRE_GONE, ISTH_WIRE_F_CHUNKS); }
+Test(wire, roundtrip_nack_seq)
+{
+	roundtrip_ranges(ISTH_WIRE_NACK, 0);
+}
+Test(wire, roundtrip_nack_chunks)
+{
+	roundtrip_ranges(ISTH_WIRE_NACK, ISTH_WIRE_F_CHUNKS);
+}
+Test(wire, roundtrip_gone_seq)
+{
+	roundtrip_ranges(ISTH_WIRE_GONE, 0);
+}
+Test(wire, roundtrip_gone_chunks)
+{
+	roundtrip_ranges(ISTH_WIRE_GONE, ISTH_WIRE_F_CHUNKS);
+}
 
 static const struct isth_wire_round round_body = {
 	.start_ns = 1700000000123456789ull,
 	.deadline_ns = 1700000000623456789ull,
 	.period_ns = 565000000ull,
-	.clique = 0x007,	/* islands 0, 1, 2 */
+	.clique = 0x007, /* islands 0, 1, 2 */
 	.n_chunks = 1024,
 	.chunk_elems = 358,
 };
 
-static size_t round_frame(uint8_t *buf, size_t cap, const struct isth_wire_round *rb,
-			  uint64_t expected)
+static size_t
+round_frame(uint8_t *buf, size_t cap, const struct isth_wire_round *rb, uint64_t expected)
 {
 	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_ROUND, .sender = 1, .job = 9, .round = 41,
+		.type = ISTH_WIRE_ROUND,
+		.sender = 1,
+		.job = 9,
+		.round = 41,
 		.bitmap = expected,
 	};
 	uint8_t body[ISTH_WIRE_ROUND_SIZE];
@@ -240,13 +293,14 @@ Test(wire, vlan_tag_and_padding)
 }
 
 /* Insert @opt_len bytes of IPv4 options and fix IHL, lengths, checksum. */
-static size_t add_ip_options(uint8_t *buf, size_t n, size_t opt_len)
+static size_t
+add_ip_options(uint8_t *buf, size_t n, size_t opt_len)
 {
 	uint8_t *ip = buf + 14;
 	uint16_t tot;
 
 	memmove(ip + 20 + opt_len, ip + 20, n - 34);
-	memset(ip + 20, 1, opt_len);	/* NOP options */
+	memset(ip + 20, 1, opt_len); /* NOP options */
 	ip[0] = 0x40 | (uint8_t)((20 + opt_len) / 4);
 	tot = (uint16_t)(be(ip + 2, 2) + opt_len);
 	ip[2] = tot >> 8;
@@ -273,7 +327,8 @@ Test(wire, ipv4_options_are_skipped)
 }
 
 /* The UDP checksum, computed here from RFC 768 independently. */
-static void set_udp_csum(uint8_t *buf, size_t n)
+static void
+set_udp_csum(uint8_t *buf, size_t n)
 {
 	uint8_t *ip = buf + 14, *udp = buf + 34;
 	size_t ulen = n - 34;
@@ -374,15 +429,15 @@ enum base_kind { BASE_DATA, BASE_AGG, BASE_NACK, BASE_ROUND };
 struct bad_case {
 	char name[24];
 	enum base_kind base;
-	int off;		/* byte offset to overwrite, -1: none */
-	int width;		/* 1, 2, 4 or 8 bytes, big-endian */
+	int off; /* byte offset to overwrite, -1: none */
+	int width; /* 1, 2, 4 or 8 bytes, big-endian */
 	uint64_t val;
-	int trunc;		/* >= 0: cut the frame to this length */
-	int fix_ip_csum;	/* recompute IPv4 checksum after mutation */
+	int trunc; /* >= 0: cut the frame to this length */
+	int fix_ip_csum; /* recompute IPv4 checksum after mutation */
 	enum isth_wire_reason want;
 };
 
-#define M 42		/* offset of the isthmus header in the frame */
+#define M 42 /* offset of the isthmus header in the frame */
 
 static struct bad_case bad_cases[] = {
 	{"empty", BASE_DATA, -1, 0, 0, 0, 0, ISTH_WIRE_E_ETH_TRUNC},
@@ -440,16 +495,18 @@ static struct bad_case bad_cases[] = {
 	{"round_period_0", BASE_ROUND, M + 40 + 16, 8, 0, -1, 0, ISTH_WIRE_E_ROUND},
 	{"round_not_member", BASE_ROUND, M + 40 + 24, 8, 0x05, -1, 0, ISTH_WIRE_E_BITMAP},
 	{"round_expect_out", BASE_ROUND, M + 32, 8, 0x09, -1, 0, ISTH_WIRE_E_BITMAP},
-	{"round_cut", BASE_ROUND, 16, 2, 20 + 8 + 40 + 39, 14 + 20 + 8 + 40 + 39, 1, ISTH_WIRE_E_UDP_LEN},
+	{"round_cut", BASE_ROUND, 16, 2, 20 + 8 + 40 + 39, 14 + 20 + 8 + 40 + 39, 1,
+		ISTH_WIRE_E_UDP_LEN},
 };
 
 ParameterizedTestParameters(wire, malformed)
 {
-	return cr_make_param_array(struct bad_case, bad_cases,
-				   sizeof(bad_cases) / sizeof(bad_cases[0]));
+	return cr_make_param_array(
+		struct bad_case, bad_cases, sizeof(bad_cases) / sizeof(bad_cases[0]));
 }
 
-static size_t base_frame(enum base_kind k, uint8_t *buf, size_t cap)
+static size_t
+base_frame(enum base_kind k, uint8_t *buf, size_t cap)
 {
 	switch (k) {
 	case BASE_DATA: {
@@ -469,8 +526,8 @@ static size_t base_frame(enum base_kind k, uint8_t *buf, size_t cap)
 	case BASE_NACK: {
 		/* range 0: 5..7; range 1: 1..(2^32) (too big for chunk ids) */
 		struct isth_wire_range r[2] = {{5, 7}, {1, 1ull << 32}};
-		struct isth_wire_hdr h = {.type = ISTH_WIRE_NACK, .sender = 2,
-				     .count = 2, .job = 1, .round = 1};
+		struct isth_wire_hdr h = {
+			.type = ISTH_WIRE_NACK, .sender = 2, .count = 2, .job = 1, .round = 1};
 		uint8_t body[32];
 
 		isth_wire_put_ranges(body, sizeof(body), r, 2);
@@ -483,7 +540,8 @@ static size_t base_frame(enum base_kind k, uint8_t *buf, size_t cap)
 	return 0;
 }
 
-static void put_be(uint8_t *p, int width, uint64_t v)
+static void
+put_be(uint8_t *p, int width, uint64_t v)
 {
 	for (int i = width - 1; i >= 0; i--) {
 		p[i] = v & 0xff;
@@ -501,7 +559,7 @@ ParameterizedTest(struct bad_case *c, wire, malformed, .init = setup)
 	cr_log_info("case %s", c->name);
 	n = base_frame(c->base, buf, sizeof(buf));
 	cr_assert_eq(isth_wire_parse_frame(buf, n, &lim, &p), ISTH_WIRE_OK,
-		     "%s: base frame invalid", c->name);
+		"%s: base frame invalid", c->name);
 	if (c->off >= 0)
 		put_be(buf + c->off, c->width, c->val);
 	if (c->fix_ip_csum) {
@@ -510,10 +568,9 @@ ParameterizedTest(struct bad_case *c, wire, malformed, .init = setup)
 	}
 	if (c->trunc >= 0)
 		n = (size_t)c->trunc;
-	cr_expect_eq(isth_wire_parse_frame(buf, n, &lim, &p), c->want,
-		     "%s: got %s, want %s", c->name,
-		     isth_wire_reason_name(isth_wire_parse_frame(buf, n, &lim, &p)),
-		     isth_wire_reason_name(c->want));
+	cr_expect_eq(isth_wire_parse_frame(buf, n, &lim, &p), c->want, "%s: got %s, want %s",
+		c->name, isth_wire_reason_name(isth_wire_parse_frame(buf, n, &lim, &p)),
+		isth_wire_reason_name(c->want));
 }
 
 /* Every strict prefix of every valid frame is refused, never accepted. */
@@ -526,8 +583,8 @@ Test(wire, every_prefix_is_refused)
 		size_t n = base_frame(k, buf, sizeof(buf));
 
 		for (size_t cut = 0; cut < n; cut++)
-			cr_expect_neq(isth_wire_parse_frame(buf, cut, &lim, &p),
-				      ISTH_WIRE_OK, "kind %d prefix %zu", k, cut);
+			cr_expect_neq(isth_wire_parse_frame(buf, cut, &lim, &p), ISTH_WIRE_OK,
+				"kind %d prefix %zu", k, cut);
 	}
 }
 
@@ -541,8 +598,8 @@ Test(wire, short_message_is_hdr_trunc)
 
 	cr_assert_eq(isth_wire_build_msg(buf, sizeof(buf), &h, &v, 4, NULL), 44);
 	for (size_t cut = 0; cut < 40; cut++)
-		cr_expect_eq(isth_wire_parse_msg(buf, cut, &lim, &p),
-			     ISTH_WIRE_E_HDR_TRUNC, "cut %zu", cut);
+		cr_expect_eq(isth_wire_parse_msg(buf, cut, &lim, &p), ISTH_WIRE_E_HDR_TRUNC,
+			"cut %zu", cut);
 	/* header complete, body missing: a length problem, not truncation */
 	cr_expect_eq(isth_wire_parse_msg(buf, 40, &lim, &p), ISTH_WIRE_E_LENGTH);
 	cr_expect_eq(isth_wire_parse_msg(buf, 44, &lim, &p), ISTH_WIRE_OK);
@@ -637,6 +694,7 @@ Test(wire, message_larger_than_a_datagram_is_refused)
 	big.max_elems = 20000;
 	h.count = 20000;
 	isth_wire_put_hdr(buf, sizeof(buf), &h);
-	cr_expect_eq(isth_wire_parse_msg(buf, 40 + 80000 > sizeof(buf) ? sizeof(buf) : 40 + 80000,
-					 &big, &p), ISTH_WIRE_E_LENGTH);
+	cr_expect_eq(isth_wire_parse_msg(
+			     buf, 40 + 80000 > sizeof(buf) ? sizeof(buf) : 40 + 80000, &big, &p),
+		ISTH_WIRE_E_LENGTH);
 }

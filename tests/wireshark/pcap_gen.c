@@ -25,28 +25,73 @@
 #include "isth_wire.h"
 
 #define N_ISLANDS 8
-#define ELEMS_SHOWN 8	/* the dissector's default "elems_shown" */
+#define ELEMS_SHOWN 8 /* the dissector's default "elems_shown" */
 #define FRAME_MAX 2048
 
 static const char *const fields[] = {
-	"isthmus.magic", "isthmus.version", "isthmus.type", "isthmus.flags",
-	"isthmus.dtype", "isthmus.trailer_len", "isthmus.job",
-	"isthmus.round", "isthmus.chunk", "isthmus.sender",
-	"isthmus.reserved", "isthmus.count", "isthmus.seq", "isthmus.bitmap",
-	"isthmus.island", "isthmus.fp32", "isthmus.bf16", "isthmus.int32",
-	"isthmus.range.first", "isthmus.range.last",
-	"isthmus.round.start_ns", "isthmus.round.deadline_ns",
-	"isthmus.round.period_ns", "isthmus.round.clique",
-	"isthmus.round.clique_island", "isthmus.round.n_chunks",
-	"isthmus.round.chunk_elems", "isthmus.trailer", "isthmus.verdict",
+	"isthmus.magic",
+	"isthmus.version",
+	"isthmus.type",
+	"isthmus.flags",
+	"isthmus.dtype",
+	"isthmus.trailer_len",
+	"isthmus.job",
+	"isthmus.round",
+	"isthmus.chunk",
+	"isthmus.sender",
+	"isthmus.reserved",
+	"isthmus.count",
+	"isthmus.seq",
+	"isthmus.bitmap",
+	"isthmus.island",
+	"isthmus.fp32",
+	"isthmus.bf16",
+	"isthmus.int32",
+	"isthmus.range.first",
+	"isthmus.range.last",
+	"isthmus.round.start_ns",
+	"isthmus.round.deadline_ns",
+	"isthmus.round.period_ns",
+	"isthmus.round.clique",
+	"isthmus.round.clique_island",
+	"isthmus.round.n_chunks",
+	"isthmus.round.chunk_elems",
+	"isthmus.trailer",
+	"isthmus.verdict",
 	"udp.dstport",
 };
 enum {
-	C_MAGIC, C_VERSION, C_TYPE, C_FLAGS, C_DTYPE, C_TLEN, C_JOB, C_ROUND,
-	C_CHUNK, C_SENDER, C_RESERVED, C_COUNT, C_SEQ, C_BITMAP, C_ISLAND,
-	C_FP32, C_BF16, C_INT32, C_FIRST, C_LAST, C_START, C_DEADLINE,
-	C_PERIOD, C_CLIQUE, C_CLIQUE_ISLAND, C_NCHUNKS, C_CHUNK_ELEMS,
-	C_TRAILER, C_VERDICT, C_DSTPORT, N_COLS
+	C_MAGIC,
+	C_VERSION,
+	C_TYPE,
+	C_FLAGS,
+	C_DTYPE,
+	C_TLEN,
+	C_JOB,
+	C_ROUND,
+	C_CHUNK,
+	C_SENDER,
+	C_RESERVED,
+	C_COUNT,
+	C_SEQ,
+	C_BITMAP,
+	C_ISLAND,
+	C_FP32,
+	C_BF16,
+	C_INT32,
+	C_FIRST,
+	C_LAST,
+	C_START,
+	C_DEADLINE,
+	C_PERIOD,
+	C_CLIQUE,
+	C_CLIQUE_ISLAND,
+	C_NCHUNKS,
+	C_CHUNK_ELEMS,
+	C_TRAILER,
+	C_VERDICT,
+	C_DSTPORT,
+	N_COLS
 };
 
 struct row {
@@ -59,17 +104,18 @@ struct out {
 	unsigned int n;
 };
 
-static void die(const char *what)
+static void
+die(const char *what)
 {
 	fprintf(stderr, "pcap_gen: %s\n", what);
 	exit(1);
 }
 
-static void addf(struct row *r, int c, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+static void addf(struct row *r, int c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Append one value to a column, comma-separated. */
-static void addf(struct row *r, int c, const char *fmt, ...)
+static void
+addf(struct row *r, int c, const char *fmt, ...)
 {
 	size_t n = strlen(r->col[c]);
 	va_list ap;
@@ -81,35 +127,39 @@ static void addf(struct row *r, int c, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void put_le16(uint8_t *p, uint16_t v)
+static void
+put_le16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)v;
 	p[1] = (uint8_t)(v >> 8);
 }
 
-static void put_le32(uint8_t *p, uint32_t v)
+static void
+put_le32(uint8_t *p, uint32_t v)
 {
 	put_le16(p, (uint16_t)v);
 	put_le16(p + 2, (uint16_t)(v >> 16));
 }
 
-static void pcap_header(FILE *f)
+static void
+pcap_header(FILE *f)
 {
 	uint8_t h[24];
 
-	put_le32(h, 0xa1b2c3d4);	/* microsecond timestamps */
+	put_le32(h, 0xa1b2c3d4); /* microsecond timestamps */
 	put_le16(h + 4, 2);
 	put_le16(h + 6, 4);
-	put_le32(h + 8, 0);		/* thiszone */
-	put_le32(h + 12, 0);		/* sigfigs */
-	put_le32(h + 16, 65535);	/* snaplen */
-	put_le32(h + 20, 1);		/* LINKTYPE_ETHERNET */
+	put_le32(h + 8, 0); /* thiszone */
+	put_le32(h + 12, 0); /* sigfigs */
+	put_le32(h + 16, 65535); /* snaplen */
+	put_le32(h + 20, 1); /* LINKTYPE_ETHERNET */
 	if (fwrite(h, 1, sizeof(h), f) != sizeof(h))
 		die("cannot write the pcap header");
 }
 
 /* The expected header columns, from the values handed to the encoder. */
-static void hdr_cols(struct row *r, const struct isth_wire_hdr *h)
+static void
+hdr_cols(struct row *r, const struct isth_wire_hdr *h)
 {
 	unsigned int i;
 
@@ -133,12 +183,13 @@ static void hdr_cols(struct row *r, const struct isth_wire_hdr *h)
 }
 
 /* Wrap @msg in a frame, record it, run the parser for the verdict. */
-static void emit(struct out *o, struct row *r, const uint8_t *msg,
-		 size_t msg_size, uint16_t vlan, uint16_t src_port)
+static void
+emit(struct out *o, struct row *r, const uint8_t *msg, size_t msg_size, uint16_t vlan,
+	uint16_t src_port)
 {
 	struct isth_wire_addr a = {
-		.dst_mac = { 0x01, 0x00, 0x5e, 0x0a, 0x00, 0x01 },
-		.src_mac = { 0x02, 0x15, 0x74, 0x68, 0x00, 0x02 },
+		.dst_mac = {0x01, 0x00, 0x5e, 0x0a, 0x00, 0x01},
+		.src_mac = {0x02, 0x15, 0x74, 0x68, 0x00, 0x02},
 		.vlan = vlan,
 		.src_ip = 0x0a000002,
 		.dst_ip = 0xef0a0001,
@@ -162,8 +213,8 @@ static void emit(struct out *o, struct row *r, const uint8_t *msg,
 		die("isth_wire_limits_init");
 	lim.max_elems = UINT16_MAX;
 	lim.max_ranges = UINT16_MAX;
-	addf(r, C_VERDICT, "%s", isth_wire_reason_name(
-		isth_wire_parse_frame(f, (size_t)n, &lim, &pkt)));
+	addf(r, C_VERDICT, "%s",
+		isth_wire_reason_name(isth_wire_parse_frame(f, (size_t)n, &lim, &pkt)));
 	addf(r, C_DSTPORT, "%u", ISTH_WIRE_PORT);
 
 	put_le32(rec, 1700000000 + o->n);
@@ -171,7 +222,7 @@ static void emit(struct out *o, struct row *r, const uint8_t *msg,
 	put_le32(rec + 8, (uint32_t)n);
 	put_le32(rec + 12, (uint32_t)n);
 	if (fwrite(rec, 1, sizeof(rec), o->pcap) != sizeof(rec) ||
-	    fwrite(f, 1, (size_t)n, o->pcap) != (size_t)n)
+		fwrite(f, 1, (size_t)n, o->pcap) != (size_t)n)
 		die("cannot write a pcap record");
 	for (c = 0; c < N_COLS; c++)
 		fprintf(o->tsv, "%s%s", c ? "\t" : "", r->col[c]);
@@ -179,7 +230,8 @@ static void emit(struct out *o, struct row *r, const uint8_t *msg,
 	o->n++;
 }
 
-static uint32_t f32_bits(float v)
+static uint32_t
+f32_bits(float v)
 {
 	uint32_t u;
 
@@ -187,7 +239,8 @@ static uint32_t f32_bits(float v)
 	return u;
 }
 
-static float bits_f32(uint32_t u)
+static float
+bits_f32(uint32_t u)
 {
 	float v;
 
@@ -196,11 +249,26 @@ static float bits_f32(uint32_t u)
 }
 
 static const uint8_t trailer[16] = {
-	0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7,
-	0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf,
+	0xa0,
+	0xa1,
+	0xa2,
+	0xa3,
+	0xa4,
+	0xa5,
+	0xa6,
+	0xa7,
+	0xa8,
+	0xa9,
+	0xaa,
+	0xab,
+	0xac,
+	0xad,
+	0xae,
+	0xaf,
 };
 
-static void trailer_col(struct row *r, unsigned int n)
+static void
+trailer_col(struct row *r, unsigned int n)
 {
 	char hex[2 * sizeof(trailer) + 1];
 	unsigned int i;
@@ -211,24 +279,25 @@ static void trailer_col(struct row *r, unsigned int n)
 	addf(r, C_TRAILER, "%s", hex);
 }
 
-static void hdr_init(struct isth_wire_hdr *h, unsigned int type, unsigned int dtype,
-		     unsigned int count)
+static void
+hdr_init(struct isth_wire_hdr *h, unsigned int type, unsigned int dtype, unsigned int count)
 {
 	memset(h, 0, sizeof(*h));
 	h->type = (uint8_t)type;
 	h->dtype = (uint8_t)dtype;
 	h->count = (uint16_t)count;
-	h->job = 0xdeadbeef;		/* above 2^31: unsigned everywhere */
+	h->job = 0xdeadbeef; /* above 2^31: unsigned everywhere */
 	h->round = 4000000000u;
 	h->chunk = 17;
 	h->sender = 2;
-	h->seq = UINT64_C(123456789012);	/* above 2^32 */
+	h->seq = UINT64_C(123456789012); /* above 2^32 */
 	h->bitmap = UINT64_C(1) << 2;
 }
 
 /* A DATA/AGG message: header columns, element columns, frame. */
-static void elems(struct out *o, struct isth_wire_hdr *h, const float *fv,
-		  const int32_t *iv, uint16_t vlan, uint16_t sport)
+static void
+elems(struct out *o, struct isth_wire_hdr *h, const float *fv, const int32_t *iv, uint16_t vlan,
+	uint16_t sport)
 {
 	uint8_t body[1024], msg[1500];
 	struct row r;
@@ -246,8 +315,7 @@ static void elems(struct out *o, struct isth_wire_hdr *h, const float *fv,
 		case ISTH_WIRE_DTYPE_BF16:
 			put_le16(body + 2 * i, (uint16_t)(f32_bits(fv[i]) >> 16));
 			if (i < ELEMS_SHOWN)
-				addf(&r, C_BF16, "%.9g", bits_f32(
-				     f32_bits(fv[i]) & 0xffff0000u));
+				addf(&r, C_BF16, "%.9g", bits_f32(f32_bits(fv[i]) & 0xffff0000u));
 			break;
 		case ISTH_WIRE_DTYPE_INT32:
 			put_le32(body + 4 * i, (uint32_t)iv[i]);
@@ -259,15 +327,14 @@ static void elems(struct out *o, struct isth_wire_hdr *h, const float *fv,
 	hdr_cols(&r, h);
 	if (h->trailer_len)
 		trailer_col(&r, h->trailer_len);
-	n = isth_wire_build_msg(msg, sizeof(msg), h, body,
-				(size_t)h->count * es, trailer);
+	n = isth_wire_build_msg(msg, sizeof(msg), h, body, (size_t)h->count * es, trailer);
 	if (n < 0)
 		die("isth_wire_build_msg (elements)");
 	emit(o, &r, msg, (size_t)n, vlan, sport);
 }
 
-static void ranges(struct out *o, struct isth_wire_hdr *h,
-		   const struct isth_wire_range *rg, uint16_t sport)
+static void
+ranges(struct out *o, struct isth_wire_hdr *h, const struct isth_wire_range *rg, uint16_t sport)
 {
 	uint8_t body[256], msg[512];
 	struct row r;
@@ -291,8 +358,8 @@ static void ranges(struct out *o, struct isth_wire_hdr *h,
 	emit(o, &r, msg, (size_t)n, 0, sport);
 }
 
-static void round_msg(struct out *o, struct isth_wire_hdr *h,
-		      const struct isth_wire_round *rd)
+static void
+round_msg(struct out *o, struct isth_wire_hdr *h, const struct isth_wire_round *rd)
 {
 	uint8_t body[ISTH_WIRE_ROUND_SIZE], msg[256];
 	struct row r;
@@ -312,8 +379,7 @@ static void round_msg(struct out *o, struct isth_wire_hdr *h,
 	addf(&r, C_CHUNK_ELEMS, "%u", rd->chunk_elems);
 	if (isth_wire_put_round(body, sizeof(body), rd) < 0)
 		die("isth_wire_put_round");
-	n = isth_wire_build_msg(msg, sizeof(msg), h, body, sizeof(body),
-				trailer);
+	n = isth_wire_build_msg(msg, sizeof(msg), h, body, sizeof(body), trailer);
 	if (n < 0)
 		die("isth_wire_build_msg (round)");
 	emit(o, &r, msg, (size_t)n, 0, ISTH_WIRE_PORT);
@@ -321,10 +387,10 @@ static void round_msg(struct out *o, struct isth_wire_hdr *h,
 
 /* A message with one byte overwritten after encoding: the expected
  * columns are rebuilt from the header as it now reads. */
-static void poked(struct out *o, const struct isth_wire_hdr *h0, unsigned int off,
-		  uint8_t val, long resize)
+static void
+poked(struct out *o, const struct isth_wire_hdr *h0, unsigned int off, uint8_t val, long resize)
 {
-	uint8_t body[64] = { 0 }, msg[256];
+	uint8_t body[64] = {0}, msg[256];
 	struct isth_wire_hdr h = *h0;
 	size_t size = 0;
 	struct row r;
@@ -360,8 +426,7 @@ static void poked(struct out *o, const struct isth_wire_hdr *h0, unsigned int of
 	for (unsigned int i = 0; i < 8; i++)
 		h.bitmap = h.bitmap << 8 | msg[32 + i];
 	hdr_cols(&r, &h);
-	snprintf(r.col[C_MAGIC], sizeof(r.col[C_MAGIC]), "%u",
-		 msg[0] << 8 | msg[1]);
+	snprintf(r.col[C_MAGIC], sizeof(r.col[C_MAGIC]), "%u", msg[0] << 8 | msg[1]);
 	snprintf(r.col[C_VERSION], sizeof(r.col[C_VERSION]), "%u", msg[2]);
 	snprintf(r.col[C_RESERVED], sizeof(r.col[C_RESERVED]), "%u", msg[21]);
 	/* The body columns of a broken message are not compared ("*"). */
@@ -373,18 +438,28 @@ static void poked(struct out *o, const struct isth_wire_hdr *h0, unsigned int of
 	emit(o, &r, msg, (size_t)n, 0, 50000);
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	static const float fv[10] = {
-		1.5f, -0.125f, 1024.75f, 0.0f, -3.5f,
-		-3.25f, 0.5f, 1.0f, 65536.0f, 2.0f,
+		1.5f,
+		-0.125f,
+		1024.75f,
+		0.0f,
+		-3.5f,
+		-3.25f,
+		0.5f,
+		1.0f,
+		65536.0f,
+		2.0f,
 	};
-	static const int32_t iv[4] = { 0, -1, INT32_MAX, INT32_MIN };
+	static const int32_t iv[4] = {0, -1, INT32_MAX, INT32_MIN};
 	const struct isth_wire_range seqs[3] = {
-		{ 10, 19 }, { UINT64_C(1) << 40, UINT64_C(1) << 40 },
-		{ UINT64_C(9223372036854775813), UINT64_MAX },
+		{10, 19},
+		{UINT64_C(1) << 40, UINT64_C(1) << 40},
+		{UINT64_C(9223372036854775813), UINT64_MAX},
 	};
-	const struct isth_wire_range chunk_rg[1] = { { 0, UINT32_MAX } };
+	const struct isth_wire_range chunk_rg[1] = {{0, UINT32_MAX}};
 	const struct isth_wire_round rd = {
 		.start_ns = UINT64_C(1700000000123456789),
 		.deadline_ns = UINT64_C(1700000000373456789),
@@ -394,10 +469,12 @@ int main(int argc, char **argv)
 		.chunk_elems = 358,
 	};
 	const struct isth_wire_range bad_seqs[3] = {
-		{ 1, 2 }, { 5, 4 }, { 7, 7 },
+		{1, 2},
+		{5, 4},
+		{7, 7},
 	};
 	struct isth_wire_round bad_rd = rd;
-	struct out o = { 0 };
+	struct out o = {0};
 	struct isth_wire_hdr h;
 	unsigned int c;
 
@@ -454,34 +531,34 @@ int main(int argc, char **argv)
 
 	/* Malformed: each must get the parser's reason as its verdict. */
 	hdr_init(&h, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32, 4);
-	poked(&o, &h, 1, 'T', 0);			/* magic */
-	poked(&o, &h, 2, 2, 0);				/* version */
-	poked(&o, &h, 3, 9, 0);				/* type */
-	poked(&o, &h, 5, ISTH_WIRE_F_CHUNKS, 0);		/* flags */
-	poked(&o, &h, 6, ISTH_WIRE_DTYPE_NONE, 0);		/* dtype */
-	poked(&o, &h, 20, N_ISLANDS, 0);		/* island */
-	poked(&o, &h, 21, 1, 0);			/* reserved */
-	poked(&o, &h, 7, 4, 0);				/* trailer */
-	poked(&o, &h, 23, 0, 0);			/* count */
-	poked(&o, &h, 23, 4, 1);			/* length */
-	poked(&o, &h, 39, 0x05, 0);			/* bitmap */
-	poked(&o, &h, 0, 0x49, -(4 * 4 + 21));		/* hdr_trunc */
+	poked(&o, &h, 1, 'T', 0); /* magic */
+	poked(&o, &h, 2, 2, 0); /* version */
+	poked(&o, &h, 3, 9, 0); /* type */
+	poked(&o, &h, 5, ISTH_WIRE_F_CHUNKS, 0); /* flags */
+	poked(&o, &h, 6, ISTH_WIRE_DTYPE_NONE, 0); /* dtype */
+	poked(&o, &h, 20, N_ISLANDS, 0); /* island */
+	poked(&o, &h, 21, 1, 0); /* reserved */
+	poked(&o, &h, 7, 4, 0); /* trailer */
+	poked(&o, &h, 23, 0, 0); /* count */
+	poked(&o, &h, 23, 4, 1); /* length */
+	poked(&o, &h, 39, 0x05, 0); /* bitmap */
+	poked(&o, &h, 0, 0x49, -(4 * 4 + 21)); /* hdr_trunc */
 	hdr_init(&h, ISTH_WIRE_NACK, ISTH_WIRE_DTYPE_NONE, 1);
 	h.bitmap = 0;
-	poked(&o, &h, 6, ISTH_WIRE_DTYPE_FP32, 0);		/* dtype */
-	poked(&o, &h, 40 + 7, 1, 0);			/* range: 1 > 0 */
+	poked(&o, &h, 6, ISTH_WIRE_DTYPE_FP32, 0); /* dtype */
+	poked(&o, &h, 40 + 7, 1, 0); /* range: 1 > 0 */
 	hdr_init(&h, ISTH_WIRE_NACK, ISTH_WIRE_DTYPE_NONE, 3);
 	h.bitmap = 0;
-	ranges(&o, &h, bad_seqs, ISTH_WIRE_PORT);	/* range */
+	ranges(&o, &h, bad_seqs, ISTH_WIRE_PORT); /* range */
 	hdr_init(&h, ISTH_WIRE_ROUND, ISTH_WIRE_DTYPE_NONE, 0);
 	h.sender = 3;
 	h.bitmap = 0x13;
-	round_msg(&o, &h, &bad_rd);			/* round_body */
+	round_msg(&o, &h, &bad_rd); /* round_body */
 	h.bitmap = 0x17;
-	round_msg(&o, &h, &rd);				/* bitmap */
+	round_msg(&o, &h, &rd); /* bitmap */
 	hdr_init(&h, ISTH_WIRE_ROUND, ISTH_WIRE_DTYPE_NONE, 0);
 	h.sender = 0;
-	poked(&o, &h, 40 + 31, 0, 0);			/* bitmap: clique 0 */
+	poked(&o, &h, 40 + 31, 0, 0); /* bitmap: clique 0 */
 
 	if (fclose(o.pcap) != 0 || fclose(o.tsv) != 0)
 		die(strerror(errno));

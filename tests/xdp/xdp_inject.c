@@ -31,45 +31,42 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#define ISTH_PORT	9471
-#define OTHER_PORT	9472
-#define GROUP_IN	0xef010203u	/* 239.1.2.3: the job's group */
-#define GROUP_OUT	0xef010204u	/* 239.1.2.4: someone else's */
+#define ISTH_PORT 9471
+#define OTHER_PORT 9472
+#define GROUP_IN 0xef010203u /* 239.1.2.3: the job's group */
+#define GROUP_OUT 0xef010204u /* 239.1.2.4: someone else's */
 
 enum expect {
-	E_STEER,	/* reaches the AF_XDP socket */
-	E_KERNEL_UDP,	/* passed; the kernel socket on OTHER_PORT gets it */
-	E_PASS,		/* passed; the kernel drops or answers it */
-	E_MALFORMED,	/* counted malformed; the kernel drops it */
+	E_STEER, /* reaches the AF_XDP socket */
+	E_KERNEL_UDP, /* passed; the kernel socket on OTHER_PORT gets it */
+	E_PASS, /* passed; the kernel drops or answers it */
+	E_MALFORMED, /* counted malformed; the kernel drops it */
 };
 
 enum kind {
-	K_UDP,		/* IPv4/UDP */
-	K_VLAN_UDP,	/* 802.1Q-tagged IPv4/UDP */
-	K_FRAG,		/* IPv4/UDP first fragment (MF) */
-	K_BAD_LEN,	/* IPv4 total length beyond the frame */
+	K_UDP, /* IPv4/UDP */
+	K_VLAN_UDP, /* 802.1Q-tagged IPv4/UDP */
+	K_FRAG, /* IPv4/UDP first fragment (MF) */
+	K_BAD_LEN, /* IPv4 total length beyond the frame */
 };
 
 struct row {
 	const char *what;
 	enum kind kind;
-	uint32_t group;		/* 0: unicast to DST_IP */
+	uint32_t group; /* 0: unicast to DST_IP */
 	uint16_t dport;
 	unsigned int count;
 	enum expect expect;
 };
 
 static const struct row rows[] = {
-	{ "isthmus unicast", K_UDP, 0, ISTH_PORT, 20, E_STEER },
-	{ "isthmus to the job's group", K_UDP, GROUP_IN, ISTH_PORT, 5,
-		E_STEER },
-	{ "isthmus port, other group", K_UDP, GROUP_OUT, ISTH_PORT, 4,
-		E_PASS },
-	{ "other UDP port", K_UDP, 0, OTHER_PORT, 7, E_KERNEL_UDP },
-	{ "isthmus in 802.1Q", K_VLAN_UDP, 0, ISTH_PORT, 3, E_STEER },
-	{ "isthmus port, fragment", K_FRAG, 0, ISTH_PORT, 2, E_PASS },
-	{ "total length beyond frame", K_BAD_LEN, 0, ISTH_PORT, 3,
-		E_MALFORMED },
+	{"isthmus unicast", K_UDP, 0, ISTH_PORT, 20, E_STEER},
+	{"isthmus to the job's group", K_UDP, GROUP_IN, ISTH_PORT, 5, E_STEER},
+	{"isthmus port, other group", K_UDP, GROUP_OUT, ISTH_PORT, 4, E_PASS},
+	{"other UDP port", K_UDP, 0, OTHER_PORT, 7, E_KERNEL_UDP},
+	{"isthmus in 802.1Q", K_VLAN_UDP, 0, ISTH_PORT, 3, E_STEER},
+	{"isthmus port, fragment", K_FRAG, 0, ISTH_PORT, 2, E_PASS},
+	{"total length beyond frame", K_BAD_LEN, 0, ISTH_PORT, 3, E_MALFORMED},
 };
 
 #define N_ROWS (sizeof(rows) / sizeof(rows[0]))
@@ -108,8 +105,8 @@ group_mac(uint32_t group, uint8_t *mac)
 }
 
 static size_t
-build(const struct row *r, unsigned int seq, const uint8_t *dmac,
-		const uint8_t *smac, uint32_t sip, uint32_t dip, uint8_t *f)
+build(const struct row *r, unsigned int seq, const uint8_t *dmac, const uint8_t *smac, uint32_t sip,
+	uint32_t dip, uint8_t *f)
 {
 	const size_t payload = 48;
 	size_t off = 12, ip_off, len;
@@ -155,7 +152,7 @@ build(const struct row *r, unsigned int seq, const uint8_t *dmac,
 static void
 print_expect(void)
 {
-	unsigned int tot[4] = { 0, 0, 0, 0 };
+	unsigned int tot[4] = {0, 0, 0, 0};
 	size_t i;
 
 	for (i = 0; i < N_ROWS; i++)
@@ -174,8 +171,7 @@ parse_mac(const char *s, uint8_t *mac)
 	unsigned int b[6];
 	int i;
 
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4],
-			&b[5]) != 6)
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) != 6)
 		return -1;
 	for (i = 0; i < 6; i++)
 		mac[i] = (uint8_t)b[i];
@@ -191,15 +187,14 @@ arp_probe(int ifindex, const uint8_t *smac, uint32_t sip, uint32_t dip)
 		.sll_protocol = htons(ETH_P_ARP),
 		.sll_ifindex = ifindex,
 	};
-	struct timeval tv = { .tv_sec = 2 };
+	struct timeval tv = {.tv_sec = 2};
 	uint8_t f[64], r[128];
 	ssize_t n;
 	int fd, i;
 
 	fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ARP));
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sll, sizeof(sll)) != 0 ||
-			setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
-				sizeof(tv)) != 0) {
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) {
 		perror("arp socket");
 		return false;
 	}
@@ -207,11 +202,11 @@ arp_probe(int ifindex, const uint8_t *smac, uint32_t sip, uint32_t dip)
 	memset(f, 0xff, 6);
 	memcpy(f + 6, smac, 6);
 	put16(f + 12, ETH_P_ARP);
-	put16(f + 14, 1);		/* Ethernet */
-	put16(f + 16, 0x0800);		/* IPv4 */
+	put16(f + 14, 1); /* Ethernet */
+	put16(f + 16, 0x0800); /* IPv4 */
 	f[18] = 6;
 	f[19] = 4;
-	put16(f + 20, 1);		/* request */
+	put16(f + 20, 1); /* request */
 	memcpy(f + 22, smac, 6);
 	memcpy(f + 28, &sip, 4);
 	memcpy(f + 38, &dip, 4);
@@ -225,8 +220,7 @@ arp_probe(int ifindex, const uint8_t *smac, uint32_t sip, uint32_t dip)
 		if (n < 0)
 			break;
 		/* reply (2) whose sender IP is the one we asked for */
-		if (n >= 42 && r[20] == 0 && r[21] == 2 &&
-				memcmp(r + 28, &dip, 4) == 0) {
+		if (n >= 42 && r[20] == 0 && r[21] == 2 && memcmp(r + 28, &dip, 4) == 0) {
 			close(fd);
 			return true;
 		}
@@ -238,7 +232,7 @@ arp_probe(int ifindex, const uint8_t *smac, uint32_t sip, uint32_t dip)
 int
 main(int argc, char **argv)
 {
-	struct sockaddr_ll sll = { .sll_family = AF_PACKET };
+	struct sockaddr_ll sll = {.sll_family = AF_PACKET};
 	uint8_t dmac[6], smac[6], f[128];
 	unsigned int sent = 0, j;
 	struct in_addr sip, dip;
@@ -250,12 +244,9 @@ main(int argc, char **argv)
 		print_expect();
 		return 0;
 	}
-	if (argc != 5 || parse_mac(argv[2], dmac) != 0 ||
-			inet_pton(AF_INET, argv[3], &sip) != 1 ||
-			inet_pton(AF_INET, argv[4], &dip) != 1) {
-		fprintf(stderr,
-			"usage: %s --expect | IFACE DST_MAC SRC_IP DST_IP\n",
-			argv[0]);
+	if (argc != 5 || parse_mac(argv[2], dmac) != 0 || inet_pton(AF_INET, argv[3], &sip) != 1 ||
+		inet_pton(AF_INET, argv[4], &dip) != 1) {
+		fprintf(stderr, "usage: %s --expect | IFACE DST_MAC SRC_IP DST_IP\n", argv[0]);
 		return 2;
 	}
 	ifindex = (int)if_nametoindex(argv[1]);
@@ -276,12 +267,10 @@ main(int argc, char **argv)
 
 	for (i = 0; i < N_ROWS; i++) {
 		for (j = 0; j < rows[i].count; j++) {
-			len = build(&rows[i], sent, dmac, smac, sip.s_addr,
-				dip.s_addr, f);
-			if (sendto(fd, f, len, 0, (struct sockaddr *)&sll,
-					sizeof(sll)) != (ssize_t)len) {
-				fprintf(stderr, "send %s: %s\n", rows[i].what,
-					strerror(errno));
+			len = build(&rows[i], sent, dmac, smac, sip.s_addr, dip.s_addr, f);
+			if (sendto(fd, f, len, 0, (struct sockaddr *)&sll, sizeof(sll)) !=
+				(ssize_t)len) {
+				fprintf(stderr, "send %s: %s\n", rows[i].what, strerror(errno));
 				return 1;
 			}
 			sent++;

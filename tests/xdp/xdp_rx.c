@@ -86,7 +86,7 @@ kernel_socket(uint16_t port)
 int
 main(int argc, char **argv)
 {
-	struct rte_eth_conf conf = { 0 };
+	struct rte_eth_conf conf = {0};
 	unsigned long rx_isth = 0, rx_other = 0, kernel = 0;
 	unsigned long expect_xsk, expect_kernel;
 	uint16_t isth_port, kernel_port, i, n;
@@ -104,8 +104,7 @@ main(int argc, char **argv)
 
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
-		fprintf(stderr, "xdp_rx: EAL init failed: %s\n",
-			rte_strerror(rte_errno));
+		fprintf(stderr, "xdp_rx: EAL init failed: %s\n", rte_strerror(rte_errno));
 		return 1;
 	}
 	argc -= ret;
@@ -124,20 +123,17 @@ main(int argc, char **argv)
 		fprintf(stderr, "xdp_rx: want exactly one port\n");
 		return 1;
 	}
-	mp = rte_pktmbuf_pool_create("xdp_rx", nb_mbufs, 0, 0,
-		RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
+	mp = rte_pktmbuf_pool_create(
+		"xdp_rx", nb_mbufs, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
 	if (mp == NULL) {
-		fprintf(stderr, "xdp_rx: mempool of %u: %s\n", nb_mbufs,
-			rte_strerror(rte_errno));
+		fprintf(stderr, "xdp_rx: mempool of %u: %s\n", nb_mbufs, rte_strerror(rte_errno));
 		return 1;
 	}
 	ret = rte_eth_dev_configure(0, 1, 1, &conf);
 	if (ret == 0)
-		ret = rte_eth_rx_queue_setup(0, 0, RING_SIZE, rte_socket_id(),
-			NULL, mp);
+		ret = rte_eth_rx_queue_setup(0, 0, RING_SIZE, rte_socket_id(), NULL, mp);
 	if (ret == 0)
-		ret = rte_eth_tx_queue_setup(0, 0, RING_SIZE, rte_socket_id(),
-			NULL);
+		ret = rte_eth_tx_queue_setup(0, 0, RING_SIZE, rte_socket_id(), NULL);
 	if (ret == 0)
 		ret = rte_eth_dev_start(0);
 	if (ret != 0) {
@@ -148,12 +144,11 @@ main(int argc, char **argv)
 	/* isthmusd's part: reach the PMD-loaded program by interface. */
 	x = isth_xdp_open_iface(argv[1]);
 	if (x == NULL) {
-		fprintf(stderr, "xdp_rx: open_iface %s: %s\n", argv[1],
-			strerror(errno));
+		fprintf(stderr, "xdp_rx: open_iface %s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
 	if (isth_xdp_configure(x, isth_port, 0) != 0 ||
-			isth_xdp_group_add(x, group.s_addr, 1) != 0) {
+		isth_xdp_group_add(x, group.s_addr, 1) != 0) {
 		fprintf(stderr, "xdp_rx: configure failed\n");
 		return 1;
 	}
@@ -180,9 +175,8 @@ main(int argc, char **argv)
 		}
 		while (recv(kfd, buf, sizeof(buf), 0) >= 0)
 			kernel++;
-		if (n == 0 && rx_isth >= expect_xsk &&
-				kernel >= expect_kernel &&
-				access(argv[6], F_OK) == 0)
+		if (n == 0 && rx_isth >= expect_xsk && kernel >= expect_kernel &&
+			access(argv[6], F_OK) == 0)
 			break;
 	}
 
@@ -193,10 +187,9 @@ main(int argc, char **argv)
 	memset(&st, 0, sizeof(st));
 	rte_eth_stats_get(0, &st);
 	printf("rx_isthmus=%lu rx_other=%lu kernel_udp=%lu steered=%lu "
-		"passed=%lu malformed=%lu no_xsk=%lu imissed=%lu\n",
-		rx_isth, rx_other, kernel, (unsigned long)c.steered,
-		(unsigned long)c.passed, (unsigned long)c.malformed,
-		(unsigned long)c.no_xsk, (unsigned long)st.imissed);
+	       "passed=%lu malformed=%lu no_xsk=%lu imissed=%lu\n",
+		rx_isth, rx_other, kernel, (unsigned long)c.steered, (unsigned long)c.passed,
+		(unsigned long)c.malformed, (unsigned long)c.no_xsk, (unsigned long)st.imissed);
 	fflush(stdout);
 
 	isth_xdp_destroy(x);

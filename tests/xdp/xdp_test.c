@@ -35,27 +35,27 @@ enum expect {
 	E_MALFORMED,
 };
 
-#define DST_UNICAST	0x0a000001u	/* 10.0.0.1 */
-#define GROUP_IN	0xef010203u	/* 239.1.2.3: added to the map */
-#define GROUP_OUT	0xef010204u	/* 239.1.2.4: not added */
+#define DST_UNICAST 0x0a000001u /* 10.0.0.1 */
+#define GROUP_IN 0xef010203u /* 239.1.2.3: added to the map */
+#define GROUP_OUT 0xef010204u /* 239.1.2.4: not added */
 
 /* How a frame departs from a well-formed IPv4/UDP isthmus frame. */
 struct spec {
 	const char *name;
 	enum expect expect;
-	uint16_t vlan[3];	/* TPIDs of VLAN tags, 0-terminated */
-	uint16_t ethertype;	/* 0: IPv4 */
-	uint8_t version;	/* 0: 4 */
-	uint8_t ihl;		/* 0: 5 */
-	int tot_len_adj;	/* added to the true IPv4 total length */
-	uint16_t frag_off;	/* flags and offset, host order */
-	uint8_t proto;		/* 0: UDP */
-	uint32_t daddr;		/* host order; 0: DST_UNICAST */
-	uint16_t dport;		/* 0: ISTH_XDP_DEFAULT_PORT */
-	int udp_len_adj;	/* added to the true UDP length */
-	uint16_t payload;	/* bytes after the UDP header */
-	uint16_t cut;		/* truncate the frame to this many bytes */
-	uint16_t pad_to;	/* Ethernet padding up to this many bytes */
+	uint16_t vlan[3]; /* TPIDs of VLAN tags, 0-terminated */
+	uint16_t ethertype; /* 0: IPv4 */
+	uint8_t version; /* 0: 4 */
+	uint8_t ihl; /* 0: 5 */
+	int tot_len_adj; /* added to the true IPv4 total length */
+	uint16_t frag_off; /* flags and offset, host order */
+	uint8_t proto; /* 0: UDP */
+	uint32_t daddr; /* host order; 0: DST_UNICAST */
+	uint16_t dport; /* 0: ISTH_XDP_DEFAULT_PORT */
+	int udp_len_adj; /* added to the true UDP length */
+	uint16_t payload; /* bytes after the UDP header */
+	uint16_t cut; /* truncate the frame to this many bytes */
+	uint16_t pad_to; /* Ethernet padding up to this many bytes */
 };
 
 static void
@@ -76,8 +76,8 @@ put32(uint8_t *p, uint32_t v)
 static size_t
 build(const struct spec *s, uint8_t *buf, size_t size)
 {
-	static const uint8_t dmac[6] = { 0x02, 0, 0, 0, 0, 1 };
-	static const uint8_t smac[6] = { 0x02, 0, 0, 0, 0, 2 };
+	static const uint8_t dmac[6] = {0x02, 0, 0, 0, 0, 1};
+	static const uint8_t smac[6] = {0x02, 0, 0, 0, 0, 2};
 	size_t off, ip_off, ihl_size, len;
 	uint16_t udp_len, tot_len;
 	int i;
@@ -88,7 +88,7 @@ build(const struct spec *s, uint8_t *buf, size_t size)
 	off = 12;
 	for (i = 0; i < 3 && s->vlan[i] != 0; i++) {
 		put16(buf + off, s->vlan[i]);
-		put16(buf + off + 2, 100 + i);	/* TCI: VLAN id */
+		put16(buf + off + 2, 100 + i); /* TCI: VLAN id */
 		off += 4;
 	}
 	put16(buf + off, s->ethertype != 0 ? s->ethertype : 0x0800);
@@ -128,57 +128,54 @@ build(const struct spec *s, uint8_t *buf, size_t size)
 }
 
 static const struct spec cases[] = {
-	{ .name = "unicast to the port", .expect = E_STEER, .payload = 48 },
-	{ .name = "other UDP port", .expect = E_PASS, .dport = 9472 },
-	{ .name = "DNS port", .expect = E_PASS, .dport = 53 },
-	{ .name = "802.1Q", .expect = E_STEER, .vlan = { 0x8100 } },
-	{ .name = "QinQ 88a8+8100", .expect = E_STEER,
-		.vlan = { 0x88a8, 0x8100 } },
-	{ .name = "three tags: beyond the parser", .expect = E_PASS,
-		.vlan = { 0x88a8, 0x8100, 0x8100 } },
-	{ .name = "IPv4 options, IHL 6", .expect = E_STEER, .ihl = 6 },
-	{ .name = "IPv4 options, IHL 15", .expect = E_STEER, .ihl = 15 },
-	{ .name = "DF only is not a fragment", .expect = E_STEER,
-		.frag_off = 0x4000 },
-	{ .name = "first fragment (MF)", .expect = E_PASS,
-		.frag_off = 0x2000 },
-	{ .name = "later fragment", .expect = E_PASS, .frag_off = 0x0010 },
-	{ .name = "last fragment, 4 bytes", .expect = E_PASS,
-		.frag_off = 0x0010, .tot_len_adj = -4, .cut = 14 + 20 + 4 },
-	{ .name = "TCP to the port", .expect = E_PASS, .proto = 6 },
-	{ .name = "ICMP", .expect = E_PASS, .proto = 1 },
-	{ .name = "ARP", .expect = E_PASS, .ethertype = 0x0806 },
-	{ .name = "IPv6", .expect = E_PASS, .ethertype = 0x86dd },
-	{ .name = "ARP in 802.1Q", .expect = E_PASS, .vlan = { 0x8100 },
-		.ethertype = 0x0806 },
-	{ .name = "group in the map", .expect = E_STEER, .daddr = GROUP_IN },
-	{ .name = "group not in the map", .expect = E_PASS,
-		.daddr = GROUP_OUT },
-	{ .name = "group in the map, other port", .expect = E_PASS,
-		.daddr = GROUP_IN, .dport = 9472 },
-	{ .name = "broadcast to the port", .expect = E_STEER,
-		.daddr = 0xffffffffu },
-	{ .name = "short frame with Ethernet padding", .expect = E_STEER,
-		.payload = 2, .pad_to = 60 },
-	{ .name = "IPv4 header cut", .expect = E_MALFORMED, .cut = 14 + 10 },
-	{ .name = "Ethernet header only", .expect = E_MALFORMED, .cut = 14 },
-	{ .name = "VLAN tag cut", .expect = E_MALFORMED, .vlan = { 0x8100 },
-		.cut = 14 + 2 },
-	{ .name = "IPv6 version in an IPv4 frame", .expect = E_MALFORMED,
-		.version = 6 },
-	{ .name = "IHL 4", .expect = E_MALFORMED, .ihl = 4 },
-	{ .name = "options beyond the frame", .expect = E_MALFORMED, .ihl = 15,
-		.cut = 14 + 40 },
-	{ .name = "total length beyond the frame", .expect = E_MALFORMED,
-		.tot_len_adj = 1 },
-	{ .name = "total length below the header", .expect = E_MALFORMED,
-		.tot_len_adj = -(8 + 16 + 1), .payload = 16 },
-	{ .name = "UDP header cut", .expect = E_MALFORMED,
-		.tot_len_adj = -4, .cut = 14 + 20 + 4 },
-	{ .name = "UDP length below 8", .expect = E_MALFORMED,
-		.udp_len_adj = -1, .payload = 0 },
-	{ .name = "UDP length beyond IPv4 payload", .expect = E_MALFORMED,
-		.udp_len_adj = 1 },
+	{.name = "unicast to the port", .expect = E_STEER, .payload = 48},
+	{.name = "other UDP port", .expect = E_PASS, .dport = 9472},
+	{.name = "DNS port", .expect = E_PASS, .dport = 53},
+	{.name = "802.1Q", .expect = E_STEER, .vlan = {0x8100}},
+	{.name = "QinQ 88a8+8100", .expect = E_STEER, .vlan = {0x88a8, 0x8100}},
+	{.name = "three tags: beyond the parser",
+		.expect = E_PASS,
+		.vlan = {0x88a8, 0x8100, 0x8100}},
+	{.name = "IPv4 options, IHL 6", .expect = E_STEER, .ihl = 6},
+	{.name = "IPv4 options, IHL 15", .expect = E_STEER, .ihl = 15},
+	{.name = "DF only is not a fragment", .expect = E_STEER, .frag_off = 0x4000},
+	{.name = "first fragment (MF)", .expect = E_PASS, .frag_off = 0x2000},
+	{.name = "later fragment", .expect = E_PASS, .frag_off = 0x0010},
+	{.name = "last fragment, 4 bytes",
+		.expect = E_PASS,
+		.frag_off = 0x0010,
+		.tot_len_adj = -4,
+		.cut = 14 + 20 + 4},
+	{.name = "TCP to the port", .expect = E_PASS, .proto = 6},
+	{.name = "ICMP", .expect = E_PASS, .proto = 1},
+	{.name = "ARP", .expect = E_PASS, .ethertype = 0x0806},
+	{.name = "IPv6", .expect = E_PASS, .ethertype = 0x86dd},
+	{.name = "ARP in 802.1Q", .expect = E_PASS, .vlan = {0x8100}, .ethertype = 0x0806},
+	{.name = "group in the map", .expect = E_STEER, .daddr = GROUP_IN},
+	{.name = "group not in the map", .expect = E_PASS, .daddr = GROUP_OUT},
+	{.name = "group in the map, other port",
+		.expect = E_PASS,
+		.daddr = GROUP_IN,
+		.dport = 9472},
+	{.name = "broadcast to the port", .expect = E_STEER, .daddr = 0xffffffffu},
+	{.name = "short frame with Ethernet padding",
+		.expect = E_STEER,
+		.payload = 2,
+		.pad_to = 60},
+	{.name = "IPv4 header cut", .expect = E_MALFORMED, .cut = 14 + 10},
+	{.name = "Ethernet header only", .expect = E_MALFORMED, .cut = 14},
+	{.name = "VLAN tag cut", .expect = E_MALFORMED, .vlan = {0x8100}, .cut = 14 + 2},
+	{.name = "IPv6 version in an IPv4 frame", .expect = E_MALFORMED, .version = 6},
+	{.name = "IHL 4", .expect = E_MALFORMED, .ihl = 4},
+	{.name = "options beyond the frame", .expect = E_MALFORMED, .ihl = 15, .cut = 14 + 40},
+	{.name = "total length beyond the frame", .expect = E_MALFORMED, .tot_len_adj = 1},
+	{.name = "total length below the header",
+		.expect = E_MALFORMED,
+		.tot_len_adj = -(8 + 16 + 1),
+		.payload = 16},
+	{.name = "UDP header cut", .expect = E_MALFORMED, .tot_len_adj = -4, .cut = 14 + 20 + 4},
+	{.name = "UDP length below 8", .expect = E_MALFORMED, .udp_len_adj = -1, .payload = 0},
+	{.name = "UDP length beyond IPv4 payload", .expect = E_MALFORMED, .udp_len_adj = 1},
 };
 
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
@@ -198,9 +195,7 @@ create_or_skip(uint16_t port)
 static uint32_t
 run(struct isth_xdp *x, const uint8_t *frame, size_t len, uint32_t repeat)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, o,
-		.data_in = frame,
-		.data_size_in = (uint32_t)len,
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (uint32_t)len,
 		.repeat = repeat);
 	int rc;
 
@@ -210,21 +205,20 @@ run(struct isth_xdp *x, const uint8_t *frame, size_t len, uint32_t repeat)
 }
 
 static void
-assert_counters(const struct isth_xdp *x, uint64_t steer, uint64_t pass,
-		uint64_t malformed, const char *what)
+assert_counters(const struct isth_xdp *x, uint64_t steer, uint64_t pass, uint64_t malformed,
+	const char *what)
 {
 	struct isth_xdp_counters c;
 
 	cr_assert_eq(isth_xdp_read(x, &c), 0);
 	/* No socket in a test run: a steered frame lands in no_xsk. */
-	cr_expect_eq(c.no_xsk, steer, "%s: no_xsk %lu, want %lu", what,
-		(unsigned long)c.no_xsk, (unsigned long)steer);
-	cr_expect_eq(c.steered, 0, "%s: steered %lu", what,
-		(unsigned long)c.steered);
-	cr_expect_eq(c.passed, pass, "%s: passed %lu, want %lu", what,
-		(unsigned long)c.passed, (unsigned long)pass);
-	cr_expect_eq(c.malformed, malformed, "%s: malformed %lu, want %lu",
-		what, (unsigned long)c.malformed, (unsigned long)malformed);
+	cr_expect_eq(c.no_xsk, steer, "%s: no_xsk %lu, want %lu", what, (unsigned long)c.no_xsk,
+		(unsigned long)steer);
+	cr_expect_eq(c.steered, 0, "%s: steered %lu", what, (unsigned long)c.steered);
+	cr_expect_eq(c.passed, pass, "%s: passed %lu, want %lu", what, (unsigned long)c.passed,
+		(unsigned long)pass);
+	cr_expect_eq(c.malformed, malformed, "%s: malformed %lu, want %lu", what,
+		(unsigned long)c.malformed, (unsigned long)malformed);
 }
 
 static void
@@ -238,8 +232,7 @@ check_verdict(const struct spec *s)
 	cr_assert_eq(isth_xdp_group_add(x, htonl(GROUP_IN), 7), 0);
 	len = build(s, frame, sizeof(frame));
 	cr_assert_eq(run(x, frame, len, 3), XDP_PASS, "%s", s->name);
-	assert_counters(x, s->expect == E_STEER ? 3 : 0,
-		s->expect == E_PASS ? 3 : 0,
+	assert_counters(x, s->expect == E_STEER ? 3 : 0, s->expect == E_PASS ? 3 : 0,
 		s->expect == E_MALFORMED ? 3 : 0, s->name);
 	isth_xdp_destroy(x);
 }
@@ -249,18 +242,22 @@ check_verdict(const struct spec *s)
  * formatted assertion messages in parameterized tests under --full-stats
  * (which tests/meson.build passes), and the messages name the case.
  */
-#define VERDICT(i) Test(xdp, verdict_##i) { check_verdict(&cases[i]); }
+#define VERDICT(i) \
+	Test(xdp, verdict_##i) \
+	{ \
+		check_verdict(&cases[i]); \
+	}
 _Static_assert(N_CASES == 33, "one VERDICT() line per case");
-VERDICT(0) VERDICT(1) VERDICT(2) VERDICT(3) VERDICT(4) VERDICT(5)
-VERDICT(6) VERDICT(7) VERDICT(8) VERDICT(9) VERDICT(10) VERDICT(11)
-VERDICT(12) VERDICT(13) VERDICT(14) VERDICT(15) VERDICT(16) VERDICT(17)
-VERDICT(18) VERDICT(19) VERDICT(20) VERDICT(21) VERDICT(22) VERDICT(23)
-VERDICT(24) VERDICT(25) VERDICT(26) VERDICT(27) VERDICT(28) VERDICT(29)
-VERDICT(30) VERDICT(31) VERDICT(32)
+VERDICT(0)
+VERDICT(1) VERDICT(2) VERDICT(3) VERDICT(4) VERDICT(5) VERDICT(6) VERDICT(7) VERDICT(8) VERDICT(9)
+	VERDICT(10) VERDICT(11) VERDICT(12) VERDICT(13) VERDICT(14) VERDICT(15) VERDICT(16)
+		VERDICT(17) VERDICT(18) VERDICT(19) VERDICT(20) VERDICT(21) VERDICT(22) VERDICT(23)
+			VERDICT(24) VERDICT(25) VERDICT(26) VERDICT(27) VERDICT(28) VERDICT(29)
+				VERDICT(30) VERDICT(31) VERDICT(32)
 
-Test(xdp, totals_over_the_table)
+					Test(xdp, totals_over_the_table)
 {
-	uint64_t want[3] = { 0, 0, 0 };
+	uint64_t want[3] = {0, 0, 0};
 	uint8_t frame[256];
 	struct isth_xdp *x;
 	size_t i, len;
@@ -284,9 +281,9 @@ Test(xdp, totals_over_the_table)
 
 Test(xdp, configured_port_and_default)
 {
-	struct spec p9471 = { .name = "9471" };
-	struct spec p5000 = { .name = "5000", .dport = 5000 };
-	struct spec p7000 = { .name = "7000", .dport = 7000 };
+	struct spec p9471 = {.name = "9471"};
+	struct spec p5000 = {.name = "5000", .dport = 5000};
+	struct spec p7000 = {.name = "7000", .dport = 7000};
 	uint8_t a[128], b[128], c[128];
 	size_t la, lb, lc;
 	struct isth_xdp *x;
@@ -318,8 +315,8 @@ Test(xdp, configured_port_and_default)
 
 Test(xdp, groups_add_del_and_any)
 {
-	struct spec in = { .name = "in", .daddr = GROUP_IN };
-	struct spec out = { .name = "out", .daddr = GROUP_OUT };
+	struct spec in = {.name = "in", .daddr = GROUP_IN};
+	struct spec out = {.name = "out", .daddr = GROUP_OUT};
 	uint8_t a[128], b[128];
 	struct isth_xdp *x;
 	size_t la, lb;
@@ -356,10 +353,8 @@ Test(xdp, group_map_is_bounded)
 
 	x = create_or_skip(0);
 	for (i = 0; i < ISTH_XDP_MAX_GROUPS; i++)
-		cr_assert_eq(isth_xdp_group_add(x, htonl(0xe8000000u + i), 1),
-			0, "group %u", i);
-	cr_assert_eq(isth_xdp_group_add(x, htonl(0xe8000000u + i), 1),
-		-E2BIG);
+		cr_assert_eq(isth_xdp_group_add(x, htonl(0xe8000000u + i), 1), 0, "group %u", i);
+	cr_assert_eq(isth_xdp_group_add(x, htonl(0xe8000000u + i), 1), -E2BIG);
 	/* updating a present group still works when full */
 	cr_assert_eq(isth_xdp_group_add(x, htonl(0xe8000000u), 2), 0);
 	isth_xdp_destroy(x);
@@ -389,11 +384,10 @@ Test(xdp, bad_arguments)
 	cr_assert_eq(isth_xdp_group_del(x, htonl(0xf0000001u)), -EINVAL);
 	cr_assert_eq(isth_xdp_xsk_set(x, ISTH_XDP_MAX_QUEUES, 3), -EINVAL);
 	cr_assert_eq(isth_xdp_xsk_set(x, 0, -1), -EINVAL);
-	cr_assert_eq(isth_xdp_detach(x), -EINVAL);	/* not attached */
-	cr_assert_eq(isth_xdp_attach(x, "isth-no-such", ISTH_XDP_MODE_SKB),
-		-ENODEV);
+	cr_assert_eq(isth_xdp_detach(x), -EINVAL); /* not attached */
+	cr_assert_eq(isth_xdp_attach(x, "isth-no-such", ISTH_XDP_MODE_SKB), -ENODEV);
 	cr_assert_eq(isth_xdp_attach(x, "lo", (enum isth_xdp_mode)9), -EINVAL);
-	cr_assert_eq(isth_xdp_pin(x, NULL), -EINVAL);	/* no interface */
+	cr_assert_eq(isth_xdp_pin(x, NULL), -EINVAL); /* no interface */
 	isth_xdp_destroy(x);
 }
 
@@ -409,8 +403,7 @@ private_netns_with(const char *ifname)
 		cr_skip_test("not root");
 	if (unshare(CLONE_NEWNET) != 0)
 		cr_skip_test("unshare(CLONE_NEWNET): %s", strerror(errno));
-	snprintf(cmd, sizeof(cmd),
-		"ip link add %s type veth peer name %sp && ip link set %s up",
+	snprintf(cmd, sizeof(cmd), "ip link add %s type veth peer name %sp && ip link set %s up",
 		ifname, ifname, ifname);
 	if (system(cmd) != 0)
 		cr_skip_test("cannot create a veth pair");
@@ -419,7 +412,7 @@ private_netns_with(const char *ifname)
 Test(xdp, open_iface_finds_the_attached_program)
 {
 	struct isth_xdp_counters mine, found, oneshot;
-	struct spec s = { .name = "steer" };
+	struct spec s = {.name = "steer"};
 	struct isth_xdp *x, *y;
 	uint8_t frame[128];
 	size_t len;
@@ -462,20 +455,19 @@ Test(xdp, open_iface_refuses_a_foreign_program)
 {
 	/* r0 = XDP_PASS; exit: a program without our maps */
 	struct bpf_insn pass[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0,
-			.imm = XDP_PASS },
-		{ .code = BPF_JMP | BPF_EXIT },
+		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = XDP_PASS},
+		{.code = BPF_JMP | BPF_EXIT},
 	};
 	struct isth_xdp *x;
 	int fd;
 
-	x = create_or_skip(0);	/* skips without BPF privileges */
+	x = create_or_skip(0); /* skips without BPF privileges */
 	isth_xdp_destroy(x);
 	private_netns_with("isthd1");
 	fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "foreign", "GPL", pass, 2, NULL);
 	cr_assert_geq(fd, 0, "load: %s", strerror(errno));
-	cr_assert_eq(bpf_xdp_attach((int)if_nametoindex("isthd1"), fd,
-		XDP_FLAGS_SKB_MODE, NULL), 0);
+	cr_assert_eq(
+		bpf_xdp_attach((int)if_nametoindex("isthd1"), fd, XDP_FLAGS_SKB_MODE, NULL), 0);
 	errno = 0;
 	cr_assert_null(isth_xdp_open_iface("isthd1"));
 	cr_assert_eq(errno, ESRCH, "%s", strerror(errno));
@@ -485,20 +477,18 @@ Test(xdp, open_iface_refuses_a_foreign_program)
 Test(xdp, pin_and_open_pinned)
 {
 	struct isth_xdp_counters a, b;
-	struct spec s = { .name = "pass", .dport = 1 };
+	struct spec s = {.name = "pass", .dport = 1};
 	char dir[64], path[96];
 	struct isth_xdp *x, *y;
 	uint8_t frame[128];
 	size_t len;
 
 	x = create_or_skip(0);
-	if (access("/sys/fs/bpf", W_OK) != 0 ||
-			isth_xdp_pin(x, "/sys/fs/bpf/isth-test-probe") != 0)
+	if (access("/sys/fs/bpf", W_OK) != 0 || isth_xdp_pin(x, "/sys/fs/bpf/isth-test-probe") != 0)
 		cr_skip_test("bpffs not mounted on /sys/fs/bpf");
 	cr_assert_eq(isth_xdp_unpin(x, "/sys/fs/bpf/isth-test-probe"), 0);
 
-	snprintf(dir, sizeof(dir), "/sys/fs/bpf/isth-test-%d/ifx",
-		(int)getpid());
+	snprintf(dir, sizeof(dir), "/sys/fs/bpf/isth-test-%d/ifx", (int)getpid());
 	cr_assert_eq(isth_xdp_pin(x, dir), 0);
 	cr_assert_eq(isth_xdp_pin(x, dir), 0, "re-pin replaces stale pins");
 	len = build(&s, frame, sizeof(frame));
