@@ -9,7 +9,8 @@
  *   clock.c      wall clock and TSC, conversions
  *   datapath.c   the worker lcore: RX both ports, classify, pace,
  *                replicate, aggregate, emit, serve the island's NACKs
- *   repair.c     WAN repair between edges: keep, track, NACK, serve
+ *   repair.c     WAN repair between edges: keep, due times, serve NACKs
+ *   repair_nack.c WAN repair between edges: track peers, NACK with back-off
  *   control.c    the controller: round clock, per-round tables, ROUND,
  *                schedule reload, per-round log
  *   stats.c      counters and drop reasons by name, the exit print
@@ -289,6 +290,10 @@ int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m);
 int isthd_repair_init(struct isthd *d, char *err, size_t err_size);
 void isthd_repair_fini(struct isthd *d);
 void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v, uint64_t r);
+/* A linear frame to a peer edge carrying @msg, UDP-checksummed (repairs
+ * and NACKs to peers; repair.c). NULL: no mbuf or too long. */
+struct rte_mbuf *isthd_repair_frame_to_peer(
+	struct isthd *d, const struct isthd_peer *peer, const struct rte_mbuf *msg);
 void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n, uint64_t now_ns);
 void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
 unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns);

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * WAN repair between edges (doc/isthmusd.md, "WAN repair"), the asking
+ * side: track the chunks each peer sent us, NACK gaps at once and tails
+ * when they are due, and NACK again with back-off until the round's
+ * deadline minus one one-way latency. State: struct isthd_repair
+ * (isthd.h), written by the worker only. The serving side is repair.c.
+ */
+#include <string.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_mbuf.h>
+
+#include "isthd.h"
+
+/* Ask peer @s's edge again for chunks @ranges of round @r of its island:
+ * one NACK message (@n <= max_ranges). Returns 0 if it was sent. */
+static int
+nack_peer(struct isthd *d, unsigned int s, uint64_t r, const struct isth_wire_range *ranges,
+	unsigned int n)
+{
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_NACK,
+		.flags = ISTH_WIRE_F_CHUNKS,
+		.sender = d->island,
+		.count = (uint16_t)n,
+		.job = d->cfg.job,
+		.round = (uint32_t)r,
+		.bitmap = 1ull << s,
+	};
+	const struct isthd_peer *peer = d->peer_of[s];
+	struct rte_mbuf *msg, *f;
+	uint8_t *p;
+
+	if (peer == NULL || n == 0 || n > d->lim.max_ranges)
+		return -EINVAL;
+	msg = rte_pktmbuf_alloc(d->ctl_pool);
+	if (msg == NULL) {
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
+		return -ENOMEM;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(
+		msg, (uint16_t)(ISTH_WIRE_HDR_SIZE + n * ISTH_WIRE_RANGE_SIZE));
+	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
+	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, n * ISTH_WIRE_RANGE_SIZE, ranges, n);
+	f = isthd_repair_frame_to_peer(d, peer, msg);
+	rte_pktmbuf_free(msg);
+	if (f == NULL) {
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
+		return -ENOMEM;
+	}
+	isth_ctr_add(&d->st.peer_nacks_sent, 1);
+	isthd_tx(d, d->wan_port, &f, 1, ISTHD_DROP_tx_wan, &d->st.wan_tx);
+	return 0;
+}
+
+static inline bool
+chunk_seen(const uint64_t *bits, uint32_t c)
+{
+	return bits[c / 64] & (1ull << (c % 64));
+}
+
+/*
+ * NACK every chunk below @upto still missing from sender @s in round @r,
+ * @copies times: as many messages as the ranges need (max_ranges each).
+ * Returns the messages sent (0: nothing missing or nothing could leave).
+ */
+static unsigned int
+nack_missing(struct isthd *d, unsigned int s, uint64_t r, const uint64_t *bits, uint32_t upto,
+	unsigned int copies)
+{
+	struct isth_wire_range g[ISTHD_BURST];
+	unsigned int n = 0, sent = 0, max = d->lim.max_ranges, k;
+	uint32_t c = 0;
+
+	if (max > RTE_DIM(g))
+		max = RTE_DIM(g);
+	while (c < upto) {
+		uint32_t a;
+
+		if (chunk_seen(bits, c)) {
+			c++;
+			continue;
+		}
+		a = c;
+		while (c < upto && !chunk_seen(bits, c))
+			c++;
+		g[n].first = a;
+		g[n].last = c - 1;
+		if (++n == max) {
+			for (k = 0; k < copies; k++)
+				sent += nack_peer(d, s, r, g, n) == 0;
+			n = 0;
+		}
+	}
+	for (k = 0; n && k < copies; k++)
+		sent += nack_peer(d, s, r, g, n) == 0;
+	return sent;
+}
+
+/* The chunk-tracking slot of (round r, sender s), reset for a new round. */
+static struct isthd_rx_track *
+rx_slot(struct isthd *d, uint64_t r, unsigned int s, uint64_t **bits)
+{
+	unsigned int idx = (unsigned int)(r & 3) * d->n_islands + s;
+	struct isthd_rx_track *t = &d->rep.rx[idx];
+
+	*bits = d->rep.rx_bits + (size_t)idx * d->rep.rx_words;
+	if (t->round != r) {
+		memset(t, 0, sizeof(*t));
+		t->round = r;
+		t->backoff_ns = d->rep.rtab[r & 3].backoff_ns[s];
+		memset(*bits, 0, d->rep.rx_words * sizeof(uint64_t));
+	}
+	return t;
+}
+
+/* A NACK for (r, s) went out at @now: the next one waits the back-off,
+ * which doubles up to 8 times the first. */
+static void
+nack_sent(struct isthd *d, struct isthd_rx_track *t, uint64_t r, unsigned int s, uint64_t now_ns)
+{
+	uint64_t cap = 8 * d->rep.rtab[r & 3].backoff_ns[s];
+
+	if (t->nacks)
+		isth_ctr_add(&d->st.peer_nack_retries, 1);
+	if (t->nacks < UINT16_MAX)
+		t->nacks++;
+	t->nack_at = now_ns + t->backoff_ns;
+	t->backoff_ns = t->backoff_ns * 2 > cap ? cap : t->backoff_ns * 2;
+}
+
+/*
+ * A peer's DATA arrived at @now_ns: note it, NACK a gap in its chunk order
+ * at once (chunks leave an island in order; reordering costs a duplicate
+ * only), and, from its arrival and the sender's rate, when its last chunk
+ * is due here.
+ */
+void
+isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
+{
+	uint64_t r = p->hdr.round, *bits, cns;
+	unsigned int s = p->hdr.sender;
+	struct isthd_rx_track *t;
+	uint32_t c = p->hdr.chunk;
+
+	if (d->rep.rx == NULL || c >= d->rep.n_chunks ||
+		__atomic_load_n(&d->rep.rtab[r & 3].round, __ATOMIC_ACQUIRE) != r ||
+		!(d->rep.rtab[r & 3].expected & (1ull << s)))
+		return;
+	t = rx_slot(d, r, s, &bits);
+	if (chunk_seen(bits, c))
+		return; /* a duplicate: the backend counts it */
+	bits[c / 64] |= 1ull << (c % 64);
+	t->n_rx++;
+	if (p->hdr.flags & ISTH_WIRE_F_RESENT)
+		return; /* a repair says nothing about the stream */
+	/* the sender's stream is here now at chunk c: the rest follows at
+	 * its rate (a late or slow sender moves its tail's due time) */
+	cns = d->rep.rtab[r & 3].chunk_ns[s];
+	if (cns && c + 1 >= t->next) {
+		t->last_due = now_ns + (uint64_t)(d->rep.n_chunks - 1 - c) * cns;
+		/* a stream still coming after the plan's due time (a late
+		 * sender): its tail is not due yet, retries ask for gaps only */
+		if (c + 1 < d->rep.n_chunks)
+			t->tail_due = 0;
+	}
+	if (c > t->next && !t->done) {
+		struct isth_wire_range g = {t->next, c - 1};
+
+		if (nack_peer(d, s, r, &g, 1) == 0 && t->nack_at == 0)
+			nack_sent(d, t, r, s, now_ns);
+	}
+	if (c + 1 > t->next)
+		t->next = c + 1;
+}
+
+/*
+ * Per (round, sender), until its chunks are complete or the cutoff
+ * (deadline minus one one-way latency: a later NACK's repair cannot be
+ * summed in time) passes:
+ *  - when its tail is due (from its arrivals and rate, else the plan) plus
+ *    tail_wait, NACK every chunk still missing: lost tails, and gaps whose
+ *    repair was lost;
+ *  - after each NACK, wait a back-off (a round trip + tail_wait, doubling,
+ *    capped) and NACK what is still missing again;
+ *  - a NACK with no retry left before the cutoff leaves last_nack_copies
+ *    times (a lost NACK then does not cost the chunk);
+ *  - at the cutoff, what is still missing is counted (peer_chunks_unrepaired).
+ */
+unsigned int
+isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
+{
+	unsigned int work = 0;
+
+	if (d->rep.rx == NULL || now_ns < d->clk.epoch_ns)
+		return 0;
+	for (uint64_t r = d->rep.tail_next;; r++) {
+		uint64_t start = d->clk.epoch_ns + r * d->clk.round_ns, expected, *bits;
+		bool pending = false;
+
+		if (now_ns < start)
+			break;
+		if (__atomic_load_n(&d->rep.rtab[r & 3].round, __ATOMIC_ACQUIRE) != r) {
+			if (r == d->rep.tail_next && now_ns >= start + 2 * d->clk.round_ns)
+				d->rep.tail_next++; /* never published (a bye) */
+			continue;
+		}
+		expected = d->rep.rtab[r & 3].expected;
+		for (unsigned int s = 0; s < d->n_islands; s++) {
+			uint64_t cut, due, upto;
+			struct isthd_rx_track *t;
+			unsigned int copies = 1, k;
+
+			if (!(expected & (1ull << s)))
+				continue;
+			t = rx_slot(d, r, s, &bits);
+			if (t->done)
+				continue;
+			if (t->n_rx == d->rep.n_chunks) {
+				t->done = 1;
+				continue;
+			}
+			cut = start + d->rep.rtab[r & 3].cutoff[s];
+			if (now_ns > cut) {
+				t->done = 1;
+				isth_ctr_add(
+					&d->st.peer_chunks_unrepaired, d->rep.n_chunks - t->n_rx);
+				continue;
+			}
+			pending = true;
+			due = (t->last_due ? t->last_due : start + d->rep.rtab[r & 3].tail_at[s]) +
+				d->cfg.wan_tail_wait_ns;
+			/* a tail due after the cutoff is asked for at it */
+			if (due > cut)
+				due = cut;
+			if (!t->tail_due && now_ns >= due)
+				t->tail_due = 1;
+			else if (t->nack_at == 0 || now_ns < t->nack_at)
+				continue;
+			upto = t->tail_due ? d->rep.n_chunks : t->next;
+			if (now_ns + t->backoff_ns > cut)
+				copies = d->cfg.wan_last_nack_copies;
+			k = nack_missing(d, s, r, bits, (uint32_t)upto, copies);
+			if (k) {
+				nack_sent(d, t, r, s, now_ns);
+				work += k;
+			} else if (t->tail_due) {
+				/* nothing could leave (no mbuf): try again */
+				t->nack_at = now_ns + t->backoff_ns;
+			} else {
+				/* nothing below next missing: wait for the tail */
+				t->nack_at = 0;
+			}
+		}
+		if (!pending && r == d->rep.tail_next)
+			d->rep.tail_next++;
+		if (r > d->rep.tail_next + 2)
+			break;
+	}
+	return work;
+}
