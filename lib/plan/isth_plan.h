@@ -6,7 +6,10 @@
  *
  * EAL-free plain C. GLPK is used only inside this library; its error hook is
  * installed with a longjmp so that a GLPK failure is reported as -EIO and
- * never aborts the process. Not thread-safe (GLPK's environment is global).
+ * never aborts the process. isth_plan_solve() runs rounds on its own worker
+ * threads (isth_plan_params.threads), each with its own GLPK environment
+ * (thread-local in GLPK 5); the library's entry points themselves must not be
+ * called from several threads at once (the k-path table is shared).
  *
  * The topology (sites, links, routes) is lib/topo (isth_topo.h).
  *
@@ -63,7 +66,13 @@ struct isth_plan_params {
 	enum isth_plan_routing routing; /**< path choice; see doc/planner.md */
 	int max_lps;            /**< cap on cutting-plane LPs per round; 0 = 400. A round
 				     that hits it gets a warning (isth_plan_result_warning()) */
+	int threads;            /**< isth_plan_solve(): threads solving rounds in parallel;
+				     0 = one per online CPU (at most ISTH_PLAN_MAX_THREADS).
+				     The result does not depend on it */
 };
+
+/** Most threads isth_plan_solve() uses. */
+#define ISTH_PLAN_MAX_THREADS 16
 
 /** Set @p p to the documented defaults (100 Gbit/s access, 0 ms, 1 MiB chunks, network replication). */
 void isth_plan_params_default(struct isth_plan_params *p);

@@ -6,7 +6,8 @@
  * the others are the shortest paths that avoid one link of path 0 (the
  * first deviations of Yen's algorithm), deduplicated, in order of latency.
  * Deterministic: ties keep link order. The table is cached per topology
- * (lib/plan is single-threaded, see isth_plan.h).
+ * (isth_plan_solve() builds it before starting its workers, which only
+ * read it; see isth_plan.h).
  */
 #include <errno.h>
 #include <math.h>

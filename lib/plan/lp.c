@@ -11,10 +11,12 @@
 #include <float.h>
 #include <glpk.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plan_internal.h"
 
@@ -37,7 +39,9 @@ struct rowmeta {
 	int a;                  /* ROW_COMPL: sender; ROW_MEM: receiver; ROW_CAP: link */
 };
 
-static jmp_buf glpk_jb;
+/* Per thread: isth_plan_solve() runs rounds on several threads, each with
+ * its own GLPK environment (GLPK 5 keeps it in thread-local storage). */
+static _Thread_local jmp_buf glpk_jb;
 
 static void
 glpk_hook(void *info)
@@ -677,23 +681,126 @@ out:
 	return ret;
 }
 
+/*
+ * Rounds are independent LPs, so isth_plan_solve() hands them to worker
+ * threads (p->threads) and merges the outcomes in round order: the result
+ * is the same whatever the number of threads. Each worker owns its GLPK
+ * problems and environment (glp_free_env() when it ends); the k-path table
+ * is built before the workers start, so they only read it.
+ */
+struct solve_job {
+	const struct isth_topo *t;
+	const struct isth_plan_sched *s;
+	const struct isth_plan_params *p;
+	struct plan_round *o;           /* nrounds outcomes */
+	int *ret;                       /* per round: plan_solve_round()'s return */
+	int *dup;                       /* per round: earlier round with the same cliques, or -1 */
+	pthread_mutex_t mu;
+	int next;                       /* next round to hand out (under mu) */
+	int stop;                       /* first round that failed or is infeasible (under mu) */
+};
+
+static void *
+solve_worker(void *arg)
+{
+	struct solve_job *J = arg;
+
+	for (;;) {
+		int k;
+
+		pthread_mutex_lock(&J->mu);
+		k = J->next++;
+		/* rounds after an infeasible one are never read */
+		if (k >= J->stop)
+			k = -1;
+		pthread_mutex_unlock(&J->mu);
+		if (k < 0)
+			break;
+		if (J->dup[k] >= 0)
+			continue;
+		J->o[k].iters = 0;
+		J->ret[k] = plan_solve_round(J->t, J->s->ncl[k], &J->s->cl[k * NMAX], J->p, &J->o[k]);
+		if (J->ret[k] < 0 || !J->o[k].feasible) {
+			pthread_mutex_lock(&J->mu);
+			if (k < J->stop)
+				J->stop = k;
+			pthread_mutex_unlock(&J->mu);
+		}
+	}
+	glp_free_env();
+	return NULL;
+}
+
+/* Sort a round's cliques so that equal rounds compare equal. */
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* dup[k]: the first earlier round with the same set of cliques (it has
+ * the same LP, routes included), or -1. */
+static void
+find_dups(const struct isth_plan_sched *s, int *dup)
+{
+	uint64_t (*key)[NMAX] = calloc(s->nrounds, sizeof(*key));
+	int k, q;
+
+	for (k = 0; k < s->nrounds; k++)
+		dup[k] = -1;
+	if (key == NULL)
+		return; /* no cache: every round is solved */
+	for (k = 0; k < s->nrounds; k++) {
+		memcpy(key[k], &s->cl[k * NMAX], s->ncl[k] * sizeof(uint64_t));
+		qsort(key[k], s->ncl[k], sizeof(uint64_t), cmp_u64);
+		for (q = 0; q < k && dup[k] < 0; q++)
+			if (s->ncl[q] == s->ncl[k] && dup[q] < 0 &&
+			    memcmp(key[q], key[k], s->ncl[k] * sizeof(uint64_t)) == 0)
+				dup[k] = q;
+	}
+	free(key);
+}
+
+int
+plan_nthreads(const struct isth_plan_params *p, int nrounds)
+{
+	long n = p->threads;
+
+	if (n <= 0) {
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+		if (n < 1)
+			n = 1;
+	}
+	if (n > ISTH_PLAN_MAX_THREADS)
+		n = ISTH_PLAN_MAX_THREADS;
+	if (n > nrounds)
+		n = nrounds;
+	return (int)n;
+}
+
 int
 isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 		const struct isth_plan_params *p, struct isth_plan_result **out)
 {
 	struct isth_plan_result *r;
-	struct plan_round *o;
-	int k, ret = 0;
+	struct solve_job J;
+	pthread_t tid[ISTH_PLAN_MAX_THREADS];
+	int k, np, nth, started = 0, ret = 0;
 
-	if (t == NULL || s == NULL || p == NULL || out == NULL || s->n != isth_topo_n(t))
+	if (t == NULL || s == NULL || p == NULL || out == NULL || s->n != isth_topo_n(t) ||
+	    p->threads < 0)
 		return -EINVAL;
 	*out = NULL;
+	memset(&J, 0, sizeof(J));
 	r = calloc(1, sizeof(*r));
-	o = calloc(1, sizeof(*o));
-	if (r == NULL || o == NULL) {
-		free(r);
-		free(o);
-		return -ENOMEM;
+	J.o = calloc(s->nrounds, sizeof(*J.o));
+	J.ret = calloc(s->nrounds, sizeof(int));
+	J.dup = calloc(s->nrounds, sizeof(int));
+	if (r == NULL || J.o == NULL || J.ret == NULL || J.dup == NULL) {
+		ret = -ENOMEM;
+		goto fail;
 	}
 	r->n = s->n;
 	r->nrounds = s->nrounds;
@@ -708,11 +815,41 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 		ret = -ENOMEM;
 		goto fail;
 	}
+	/* build the shared k-path table now: workers must only read it */
+	if (plan_kpaths(t, 0, 0, &np) == NULL) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	find_dups(s, J.dup);
+	J.t = t;
+	J.s = s;
+	J.p = p;
+	J.stop = s->nrounds;
+	nth = plan_nthreads(p, s->nrounds);
+	if (pthread_mutex_init(&J.mu, NULL) != 0) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	for (k = 1; k < nth; k++) {
+		if (pthread_create(&tid[k], NULL, solve_worker, &J) != 0)
+			break; /* fewer threads: the others take the rounds */
+		started++;
+	}
+	/* the caller's thread works too, in its own GLPK environment; it
+	 * frees that environment like every worker (as before this change) */
+	solve_worker(&J);
+	for (k = 1; k <= started; k++)
+		pthread_join(tid[k], NULL);
+	pthread_mutex_destroy(&J.mu);
+
 	r->feasible = 1;
 	r->T = 0;
 	for (k = 0; k < s->nrounds; k++) {
-		o->iters = 0;
-		ret = plan_solve_round(t, s->ncl[k], &s->cl[k * NMAX], p, o);
+		const struct plan_round *o = &J.o[J.dup[k] >= 0 ? J.dup[k] : k];
+
+		ret = J.ret[J.dup[k] >= 0 ? J.dup[k] : k];
+		/* a repeated round counts its LPs again: the total does not
+		 * depend on the cache */
 		r->lp_iters += o->iters;
 		if (ret < 0)
 			goto fail;
@@ -737,11 +874,15 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 	}
 	if (!r->feasible)
 		r->T = NAN;
-	free(o);
+	free(J.o);
+	free(J.ret);
+	free(J.dup);
 	*out = r;
 	return 0;
 fail:
-	free(o);
+	free(J.o);
+	free(J.ret);
+	free(J.dup);
 	isth_plan_result_free(r);
 	return ret;
 }

@@ -49,6 +49,8 @@ struct plan_round {
  * (-ETIMEDOUT: GLPK hit its iteration or time limit, -EIO: GLPK failed). */
 int plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 		     const struct isth_plan_params *p, struct plan_round *o);
+/* lp.c: threads isth_plan_solve() uses for @nrounds rounds. */
+int plan_nthreads(const struct isth_plan_params *p, int nrounds);
 /* Default cap on cutting-plane LPs per round. */
 #define PLAN_MAX_LPS 400
 
