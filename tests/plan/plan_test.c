@@ -92,6 +92,47 @@ Test(plan, two_site_round_time)
 	isth_topo_free(t);
 }
 
+/*
+ * Rounds on 1 and 2 threads, and a repeated round. Path A-B-C, A-B 10 ms,
+ * B-C 30 ms, 10 Gbit/s, 12.5 MB: a pair's stream lasts 10 ms. Rounds
+ * {A,B}{C}, {C}{A,B} (the same cliques: solved once, reported twice),
+ * {A}{B,C}: T_r = 10 + 10, 10 + 10, 30 + 10; the cycle's T is the largest.
+ * Rounds after an infeasible one are not reported whatever the threads.
+ */
+Test(plan, threads_and_repeated_rounds)
+{
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\n",
+				   LINKS_HDR "A,B,10,10,x\nB,C,30,10,x\n");
+	uint64_t r0[] = {0x3, 0x4}, r1[] = {0x4, 0x3}, r2[] = {0x1, 0x6};
+	const uint64_t *cl[] = {r0, r1, r2};
+	int nc[] = {2, 2, 2}, lps[3] = {0};
+	struct isth_plan_sched *s = isth_plan_sched_new("rep", 3, 3, nc, cl);
+	struct isth_plan_params p = exact_params(12.5e6, 0);
+	struct isth_plan_result *r;
+
+	cr_assert_not_null(s);
+	for (int th = 1; th <= 2; th++) {
+		p.threads = th;
+		r = solve(t, s, &p);
+		cr_assert(isth_plan_result_feasible(r));
+		cr_assert_float_eq(isth_plan_result_T(r), 40.0, 1e-6);
+		for (int k = 0; k < 2; k++) {
+			cr_assert_float_eq(isth_plan_result_duration(r, k, 0), 10.0, 1e-6);
+			cr_assert_float_eq(isth_plan_result_duration(r, k, 1), 10.0, 1e-6);
+			cr_assert(isnan(isth_plan_result_duration(r, k, 2)), "C sends alone in round %d", k);
+		}
+		cr_assert_float_eq(isth_plan_result_duration(r, 2, 1), 10.0, 1e-6);
+		cr_assert_float_eq(isth_plan_result_duration(r, 2, 2), 10.0, 1e-6);
+		lps[th] = isth_plan_result_lp_iterations(r);
+		isth_plan_result_free(r);
+	}
+	cr_assert_eq(lps[1], lps[2], "LPs on 1 thread %d, on 2 %d", lps[1], lps[2]);
+	p.threads = -1;
+	cr_assert_eq(isth_plan_solve(t, s, &p, &r), -EINVAL);
+	isth_plan_sched_free(s);
+	isth_topo_free(t);
+}
+
 /* ---- a triangle with hand-derived aligned offsets ---- */
 
 /*
