@@ -787,7 +787,7 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 	struct isth_plan_result *r;
 	struct solve_job J;
 	pthread_t tid[ISTH_PLAN_MAX_THREADS];
-	int k, np, nth, started = 0, ret = 0;
+	int k, nth, started = 0, ret = 0;
 
 	if (t == NULL || s == NULL || p == NULL || out == NULL || s->n != isth_topo_n(t) ||
 	    p->threads < 0)
@@ -816,7 +816,7 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 		goto fail;
 	}
 	/* build the shared k-path table now: workers must only read it */
-	if (plan_kpaths(t, 0, 0, &np) == NULL) {
+	if (plan_kpaths_pin(t) < 0) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -841,6 +841,7 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 	for (k = 1; k <= started; k++)
 		pthread_join(tid[k], NULL);
 	pthread_mutex_destroy(&J.mu);
+	plan_kpaths_pin(NULL);
 
 	r->feasible = 1;
 	r->T = 0;
@@ -880,6 +881,7 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 	*out = r;
 	return 0;
 fail:
+	plan_kpaths_pin(NULL);
 	free(J.o);
 	free(J.ret);
 	free(J.dup);

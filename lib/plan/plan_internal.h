@@ -64,6 +64,10 @@ struct plan_path {
 /* Up to PLAN_KPATHS paths from a to b (*np of them); NULL on ENOMEM. */
 const struct plan_path *plan_kpaths(const struct isth_topo *t, int a, int b, int *np);
 
+/* Build the table for @t and trust it without re-checking @t until
+ * plan_kpaths_pin(NULL) (isth_plan_solve() brackets its workers with
+ * them); 0 or -ENOMEM. */
+int plan_kpaths_pin(const struct isth_topo *t);
 /* Links (copies per directed link, in mult) and path latencies (lat[i],
  * may be NULL) of j's stream to dests along route[i]; 0 or -errno. */
 int plan_route_stream(const struct isth_topo *t, int j, uint64_t dests, enum isth_plan_repl repl,
