@@ -11,13 +11,16 @@
  * with 2 threads one after the other (the machine is shared: interleaving
  * keeps the comparison fair). Each plan runs in a child process killed
  * after the time limit (default 300 s); the 1- and 2-thread results must
- * agree (T and LPs), or the bench fails.
+ * agree (T and LPs), or the bench fails. Wall time and CPU time (all
+ * threads) are printed: on a shared machine the wall time mostly measures
+ * the other processes.
  */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -108,11 +111,11 @@ synth8x8(void)
  * returns 0 and fills ms, lps and T, 1 on timeout, -1 on failure. */
 static int
 timed_plan(const struct isth_topo *t, const char *fam, double M, int threads, int limit,
-	   double *ms, int *lps, double *T)
+	   double *ms, double *cpu, int *lps, double *T)
 {
 	int fd[2], st, ok;
 	pid_t pid;
-	double buf[3];
+	double buf[4];
 
 	if (pipe(fd) < 0)
 		return -1;
@@ -137,6 +140,15 @@ timed_plan(const struct isth_topo *t, const char *fam, double M, int threads, in
 		buf[0] = (now() - t0) * 1e3;
 		buf[1] = isth_plan_result_lp_iterations(r);
 		buf[2] = isth_plan_result_T(r);
+		{
+			/* CPU of all threads: on a shared machine wall time
+			 * mostly measures the other builders */
+			struct rusage ru;
+
+			getrusage(RUSAGE_SELF, &ru);
+			buf[3] = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+				 ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+		}
 		_exit(write(fd[1], buf, sizeof(buf)) == sizeof(buf) ? 0 : 1);
 	}
 	close(fd[1]);
@@ -148,6 +160,7 @@ timed_plan(const struct isth_topo *t, const char *fam, double M, int threads, in
 	if (!ok)
 		return WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM ? 1 : -1;
 	*ms = buf[0];
+	*cpu = buf[3];
 	*lps = (int)buf[1];
 	*T = buf[2];
 	return 0;
@@ -163,22 +176,22 @@ scale(int limit)
 	if (t == NULL)
 		return 1;
 	printf("64 sites, 8 regions of 8; limit %d s per plan\n", limit);
-	printf("%-11s %5s %12s %12s %8s %10s\n", "schedule", "M/P", "1 thread ms", "2 threads ms",
-	       "LPs", "round_ms");
+	printf("%-11s %5s %12s %12s %10s %10s %8s %10s\n", "schedule", "M/P", "1 thread ms",
+	       "2 threads ms", "1 cpu s", "2 cpu s", "LPs", "round_ms");
 	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++)
 		for (int m = 0; m < 2; m++) {
-			double ms1, ms2, T1 = NAN, T2 = NAN;
+			double ms1, ms2, c1 = NAN, c2 = NAN, T1 = NAN, T2 = NAN;
 			int l1 = 0, l2 = 0, r1, r2;
 
-			r1 = timed_plan(t, fam[f], m ? 0.25e9 : 0, 1, limit, &ms1, &l1, &T1);
-			r2 = timed_plan(t, fam[f], m ? 0.25e9 : 0, 2, limit, &ms2, &l2, &T2);
+			r1 = timed_plan(t, fam[f], m ? 0.25e9 : 0, 1, limit, &ms1, &c1, &l1, &T1);
+			r2 = timed_plan(t, fam[f], m ? 0.25e9 : 0, 2, limit, &ms2, &c2, &l2, &T2);
 			{
 				char a[32], b[32];
 
 				snprintf(a, sizeof(a), r1 > 0 ? "timeout" : r1 < 0 ? "failed" : "%.1f", ms1);
 				snprintf(b, sizeof(b), r2 > 0 ? "timeout" : r2 < 0 ? "failed" : "%.1f", ms2);
-				printf("%-11s %5.2f %12s %12s %8d %10.1f\n", fam[f], m ? 0.25 : 0.0, a, b,
-				       r2 ? l1 : l2, r2 ? T1 : T2);
+				printf("%-11s %5.2f %12s %12s %10.2f %10.2f %8d %10.1f\n", fam[f],
+				       m ? 0.25 : 0.0, a, b, c1, c2, r2 ? l1 : l2, r2 ? T1 : T2);
 			}
 			fflush(stdout);
 			bad |= r1 < 0 || r2 < 0;
