@@ -72,6 +72,8 @@ usage(FILE *f)
 		"  --max-round-ms X      rounds longer than X are infeasible (default: no limit)\n"
 		"  --max-lps N           cutting-plane LPs per round before the round is given\n"
 		"                        up with a warning (default 400)\n"
+		"  --threads N           rounds solved in parallel, 1..16; the output does not\n"
+		"                        depend on it (default: one per online CPU)\n"
 		"Schedules:\n"
 		"  --schedule NAME|all   all-to-all, regional, pairs, triangles, search, or a "
 		"comma\n"
@@ -261,6 +263,7 @@ main(int argc, char **argv)
 		{"routing", required_argument, NULL, 'R'},
 		{"max-round-ms", required_argument, NULL, 'x'},
 		{"max-lps", required_argument, NULL, 'L'},
+		{"threads", required_argument, NULL, 'j'},
 		{"schedule", required_argument, NULL, 'S'},
 		{"search-seconds", required_argument, NULL, 'z'},
 		{"seed", required_argument, NULL, 'e'},
@@ -377,6 +380,18 @@ main(int argc, char **argv)
 				return EXIT_INPUT;
 			}
 			prm.max_lps = (int)v;
+			break;
+		case 'j':
+			errno = 0;
+			v = strtod(optarg, &end);
+			if (errno || *end || end == optarg || v < 1 || v > ISTH_PLAN_MAX_THREADS ||
+				v != floor(v)) {
+				fprintf(stderr,
+					"isthmus-plan: --threads: an integer 1..%d, not '%s'\n",
+					ISTH_PLAN_MAX_THREADS, optarg);
+				return EXIT_INPUT;
+			}
+			prm.threads = (int)v;
 			break;
 		case 'R':
 			if (strcmp(optarg, "capacity") == 0)

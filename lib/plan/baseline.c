@@ -32,8 +32,8 @@
 /* Per hop of one concurrent step: time = latency + 2 access + bytes at the
  * shared bottleneck. src/dst are site ids; nf transfers. */
 static void
-step_times(const struct isth_topo *t, const struct isth_plan_params *p, int nf,
-	   const int *src, const int *dst, double bytes, double *out, int *load)
+step_times(const struct isth_topo *t, const struct isth_plan_params *p, int nf, const int *src,
+	const int *dst, double bytes, double *out, int *load)
 {
 	int f, k, np, path[NMAX];
 
@@ -49,14 +49,14 @@ step_times(const struct isth_topo *t, const struct isth_plan_params *p, int nf,
 		np = isth_topo_path(t, src[f], dst[f], path, NMAX);
 		for (k = 0; k < np; k++)
 			bw = fmin(bw, plan_cap(t, path[k]) / load[path[k]]);
-		out[f] = isth_topo_latency(t, src[f], dst[f]) + 2 * p->access_ms + 8 * bytes * 1000 / bw;
+		out[f] = isth_topo_latency(t, src[f], dst[f]) + 2 * p->access_ms +
+			8 * bytes * 1000 / bw;
 	}
 }
 
 /* Ring of order ord: 2(n-1) dependent steps (see the file comment). */
 static double
-ring_time(const struct isth_topo *t, const struct isth_plan_params *p, const int *ord,
-	  int *load)
+ring_time(const struct isth_topo *t, const struct isth_plan_params *p, const int *ord, int *load)
 {
 	int n = isth_topo_n(t), h, s, src[NMAX] = {0}, dst[NMAX] = {0};
 	double tot[NMAX], ser[NMAX], lat[NMAX], start[NMAX], arr[NMAX], prev[NMAX], worst = 0;
@@ -182,8 +182,9 @@ tsp_heuristic(const struct isth_topo *t, int *best)
 
 			for (j = 0; j < n; j++)
 				if (!(used >> j & 1) &&
-				    (bj < 0 || isth_topo_latency(t, ord[i - 1], j) <
-						       isth_topo_latency(t, ord[i - 1], bj)))
+					(bj < 0 ||
+						isth_topo_latency(t, ord[i - 1], j) <
+							isth_topo_latency(t, ord[i - 1], bj)))
 					bj = j;
 			ord[i] = bj;
 			used |= 1ULL << bj;
@@ -213,8 +214,7 @@ tsp_heuristic(const struct isth_topo *t, int *best)
 }
 
 double
-isth_plan_ring_allreduce_ms(const struct isth_topo *t, const struct isth_plan_params *p,
-			    int *order)
+isth_plan_ring_allreduce_ms(const struct isth_topo *t, const struct isth_plan_params *p, int *order)
 {
 	int ord[NMAX], rev[NMAX], n, i, *load;
 	double a, b;
@@ -287,8 +287,7 @@ rd_time(const struct isth_topo *t, const struct isth_plan_params *p, const int *
 }
 
 double
-isth_plan_rd_allreduce_ms(const struct isth_topo *t, const struct isth_plan_params *p,
-			  int *order)
+isth_plan_rd_allreduce_ms(const struct isth_topo *t, const struct isth_plan_params *p, int *order)
 {
 	int n, pos[NMAX], best[NMAX], i, j, start, improved, *load;
 	double v, bestv = INFINITY;

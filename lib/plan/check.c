@@ -13,8 +13,8 @@
 
 #include "plan_internal.h"
 
-#define CHK_CAP_TOL 1e-6        /* relative: what the LP accepts (lp.c CAP_TOL) */
-#define CHK_TIME_TOL 1e-6       /* ms (1 ns): below any clock the edge has */
+#define CHK_CAP_TOL 1e-6 /* relative: what the LP accepts (lp.c CAP_TOL) */
+#define CHK_TIME_TOL 1e-6 /* ms (1 ns): below any clock the edge has */
 
 /*
  * Peak of max_j prog_j(tau) - min_k prog_k(tau) over the round. Each
@@ -50,13 +50,13 @@ peak_at(const struct isth_plan_result *r, const struct isth_topo *t,
 
 double
 isth_plan_result_peak_memory(const struct isth_plan_result *r, const struct isth_topo *t,
-			     const struct isth_plan_sched *s, int i)
+	const struct isth_plan_sched *s, int i)
 {
 	double peak = 0;
 	int k;
 
 	if (r == NULL || t == NULL || s == NULL || !r->feasible || i < 0 || i >= r->n ||
-	    s->n != r->n || s->nrounds != r->nrounds)
+		s->n != r->n || s->nrounds != r->nrounds)
 		return NAN;
 	for (k = 0; k < r->nrounds; k++)
 		peak = fmax(peak, peak_at(r, t, s, k, i));
@@ -65,8 +65,8 @@ isth_plan_result_peak_memory(const struct isth_plan_result *r, const struct isth
 
 int
 isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
-		const struct isth_plan_params *p, const struct isth_plan_result *r,
-		char *err, size_t errlen)
+	const struct isth_plan_params *p, const struct isth_plan_result *r, char *err,
+	size_t errlen)
 {
 	double P, Dacc, delta;
 	int *mult = NULL, *load_n = NULL;
@@ -74,8 +74,8 @@ isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
 	int n, k, c, i, j, e, ret = 0;
 	char name[96];
 
-	if (t == NULL || s == NULL || p == NULL || r == NULL || s->n != isth_topo_n(t) || r->n != isth_topo_n(t) ||
-	    r->nrounds != s->nrounds) {
+	if (t == NULL || s == NULL || p == NULL || r == NULL || s->n != isth_topo_n(t) ||
+		r->n != isth_topo_n(t) || r->nrounds != s->nrounds) {
 		snprintf(err, errlen, "check: topology, schedule and result do not match");
 		return -EINVAL;
 	}
@@ -111,15 +111,17 @@ isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
 				if (!(m >> j & 1))
 					continue;
 				if (!isfinite(o) || !isfinite(D) || o < -CHK_TIME_TOL || D <= 0) {
-					snprintf(err, errlen, "round %d: %s has no valid offset/duration", k,
-						 isth_topo_name(t, j));
+					snprintf(err, errlen,
+						"round %d: %s has no valid offset/duration", k,
+						isth_topo_name(t, j));
 					ret = -ERANGE;
 					break;
 				}
 				if (D < Dacc * (1 - CHK_CAP_TOL)) {
 					snprintf(err, errlen,
-						 "round %d: %s sends faster than its access link (%.9g ms < %.9g ms)",
-						 k, isth_topo_name(t, j), D, Dacc);
+						"round %d: %s sends faster than its access link "
+						"(%.9g ms < %.9g ms)",
+						k, isth_topo_name(t, j), D, Dacc);
 					ret = -ERANGE;
 					break;
 				}
@@ -128,16 +130,18 @@ isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
 						last = fmax(last, plan_result_lat(r, t, k, j, i));
 				if (o + D + last + delta > r->T + CHK_TIME_TOL + 1e-12 * r->T) {
 					snprintf(err, errlen,
-						 "round %d: %s's last byte is delivered at %.6f ms > T = %.6f ms",
-						 k, isth_topo_name(t, j), o + D + last + delta, r->T);
+						"round %d: %s's last byte is delivered at %.6f ms "
+						"> T = %.6f ms",
+						k, isth_topo_name(t, j), o + D + last + delta,
+						r->T);
 					ret = -ERANGE;
 					break;
 				}
 				/* the links of the routes the plan chose (the result's) */
 				if (plan_route_stream(t, j, m & ~(1ULL << j), p->repl,
-						      &r->route[((size_t)k * n + j) * n], mult, NULL) < 0) {
-					snprintf(err, errlen, "round %d: %s's routes are not valid", k,
-						 isth_topo_name(t, j));
+					    &r->route[((size_t)k * n + j) * n], mult, NULL) < 0) {
+					snprintf(err, errlen, "round %d: %s's routes are not valid",
+						k, isth_topo_name(t, j));
 					ret = -ERANGE;
 					break;
 				}
@@ -155,9 +159,11 @@ isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
 			if (load[e] > cap * (1 + CHK_CAP_TOL)) {
 				isth_topo_dlink_name(t, e, name, sizeof(name));
 				snprintf(err, errlen,
-					 "round %d: link %s carries %d streams at %.9f of its capacity "
-					 "(%.1f ppm over)", k, name, load_n[e], load[e] / cap,
-					 (load[e] / cap - 1) * 1e6);
+					"round %d: link %s carries %d streams at %.9f of its "
+					"capacity "
+					"(%.1f ppm over)",
+					k, name, load_n[e], load[e] / cap,
+					(load[e] / cap - 1) * 1e6);
 				ret = -ERANGE;
 			}
 		}
@@ -172,8 +178,9 @@ isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
 			tol += P * CHK_TIME_TOL / dmin;
 			if (peak > r->memory + tol) {
 				snprintf(err, errlen,
-					 "round %d: the edge of %s holds %.0f B at its peak > M = %.0f B",
-					 k, isth_topo_name(t, i), peak, r->memory);
+					"round %d: the edge of %s holds %.0f B at its peak > M = "
+					"%.0f B",
+					k, isth_topo_name(t, i), peak, r->memory);
 				ret = -ERANGE;
 			}
 		}

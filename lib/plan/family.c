@@ -143,7 +143,10 @@ triples_greedy(const struct isth_topo *t, struct rounds *R)
 			if (r == 0) {
 				/* stable sort by region */
 				for (i = 1; i < n; i++)
-					for (j = i; j > 0 && isth_topo_region(t, order[j]) < isth_topo_region(t, order[j - 1]); j--) {
+					for (j = i; j > 0 &&
+						isth_topo_region(t, order[j]) <
+							isth_topo_region(t, order[j - 1]);
+						j--) {
 						int x = order[j];
 
 						order[j] = order[j - 1];
@@ -221,8 +224,7 @@ triples_greedy(const struct isth_topo *t, struct rounds *R)
 				if (i != j && !cov[i][j])
 					goto more;
 		break;
-more:
-		;
+	more:;
 	}
 }
 

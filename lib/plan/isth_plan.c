@@ -57,8 +57,8 @@ isth_plan_sched_free(struct isth_plan_sched *s)
 }
 
 struct isth_plan_sched *
-isth_plan_sched_new(const char *name, int n, int nrounds, const int *ncliques,
-		    const uint64_t *const *cliques)
+isth_plan_sched_new(
+	const char *name, int n, int nrounds, const int *ncliques, const uint64_t *const *cliques)
 {
 	struct isth_plan_sched *s;
 	uint64_t all, seen;
@@ -258,7 +258,7 @@ isth_plan_result_lp_iterations(const struct isth_plan_result *r)
  */
 double
 isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_topo *t,
-			   const struct isth_plan_sched *s, int round, int i, double tau)
+	const struct isth_plan_sched *s, int round, int i, double tau)
 {
 	double lo = INFINITY, hi = -INFINITY;
 	uint64_t c;
@@ -272,8 +272,9 @@ isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_t
 
 		if (!(c >> j & 1))
 			continue;
-		x = (tau - isth_plan_result_offset(r, round, j) - plan_result_lat(r, t, round, j, i)) /
-		    isth_plan_result_duration(r, round, j) * r->payload;
+		x = (tau - isth_plan_result_offset(r, round, j) -
+			    plan_result_lat(r, t, round, j, i)) /
+			isth_plan_result_duration(r, round, j) * r->payload;
 		if (x < 0)
 			x = 0;
 		if (x > r->payload)

@@ -6,7 +6,10 @@
  *
  * EAL-free plain C. GLPK is used only inside this library; its error hook is
  * installed with a longjmp so that a GLPK failure is reported as -EIO and
- * never aborts the process. Not thread-safe (GLPK's environment is global).
+ * never aborts the process. isth_plan_solve() runs rounds on its own worker
+ * threads (isth_plan_params.threads), each with its own GLPK environment
+ * (thread-local in GLPK 5); the library's entry points themselves must not be
+ * called from several threads at once (the k-path table is shared).
  *
  * The topology (sites, links, routes) is lib/topo (isth_topo.h).
  *
@@ -36,34 +39,41 @@ struct isth_plan_result;
 /** Where multicast copies are made. */
 enum isth_plan_repl {
 	ISTH_PLAN_REPL_NETWORK = 0, /**< multicast trees: each link carries a stream once */
-	ISTH_PLAN_REPL_EDGE = 1,    /**< unicast fan-out at the sender's edge: once per destination */
+	ISTH_PLAN_REPL_EDGE = 1, /**< unicast fan-out at the sender's edge: once per destination */
 };
 
 /** How streams are routed. */
 enum isth_plan_routing {
-	ISTH_PLAN_ROUTING_CAPACITY = 0, /**< among the k lowest-latency paths, to spread load (default) */
+	ISTH_PLAN_ROUTING_CAPACITY =
+		0, /**< among the k lowest-latency paths, to spread load (default) */
 	ISTH_PLAN_ROUTING_SHORTEST = 1, /**< the lowest-latency path only */
 };
 
 /** Which survival curve. */
 enum isth_plan_surv {
-	ISTH_PLAN_SURV_FLOOD = 0,   /**< fraction of the other n-1 islands not yet reached */
-	ISTH_PLAN_SURV_AVG = 1,     /**< (||Phi(k)||_F^2 - 1) / (n - 1) */
+	ISTH_PLAN_SURV_FLOOD = 0, /**< fraction of the other n-1 islands not yet reached */
+	ISTH_PLAN_SURV_AVG = 1, /**< (||Phi(k)||_F^2 - 1) / (n - 1) */
 };
 
 /** Model parameters. Fill with isth_plan_params_default() then override. */
 struct isth_plan_params {
-	double payload_bytes;   /**< bytes each island sends per round */
-	double memory_bytes;    /**< aggregation memory per receiver edge; 0 = aligned arrivals */
-	double access_bps;      /**< island <-> edge access link capacity, each direction */
-	double access_ms;       /**< one-way latency of the access link */
-	double chunk_bytes;     /**< aggregation granularity: the last chunk is delivered after the last byte */
-	double max_round_ms;    /**< a round longer than this is infeasible; 0 = no limit */
+	double payload_bytes; /**< bytes each island sends per round */
+	double memory_bytes; /**< aggregation memory per receiver edge; 0 = aligned arrivals */
+	double access_bps; /**< island <-> edge access link capacity, each direction */
+	double access_ms; /**< one-way latency of the access link */
+	double chunk_bytes; /**< aggregation granularity: the last chunk is delivered after the last byte */
+	double max_round_ms; /**< a round longer than this is infeasible; 0 = no limit */
 	enum isth_plan_repl repl; /**< replication mode */
 	enum isth_plan_routing routing; /**< path choice; see doc/planner.md */
-	int max_lps;            /**< cap on cutting-plane LPs per round; 0 = 400. A round
+	int max_lps; /**< cap on cutting-plane LPs per round; 0 = 400. A round
 				     that hits it gets a warning (isth_plan_result_warning()) */
+	int threads; /**< isth_plan_solve(): threads solving rounds in parallel;
+				     0 = one per online CPU (at most ISTH_PLAN_MAX_THREADS).
+				     The result does not depend on it */
 };
+
+/** Most threads isth_plan_solve() uses. */
+#define ISTH_PLAN_MAX_THREADS 16
 
 /** Set @p p to the documented defaults (100 Gbit/s access, 0 ms, 1 MiB chunks, network replication). */
 void isth_plan_params_default(struct isth_plan_params *p);
@@ -77,8 +87,8 @@ void isth_plan_params_default(struct isth_plan_params *p);
  * bitmaps that must partition {0..n-1}.
  * @return the schedule, or NULL with errno = EINVAL (not a partition) / ENOMEM.
  */
-struct isth_plan_sched *isth_plan_sched_new(const char *name, int n, int nrounds,
-					    const int *ncliques, const uint64_t *const *cliques);
+struct isth_plan_sched *isth_plan_sched_new(
+	const char *name, int n, int nrounds, const int *ncliques, const uint64_t *const *cliques);
 
 /**
  * Build a built-in family: "all-to-all", "regional", "pairs", "triangles".
@@ -108,8 +118,8 @@ uint64_t isth_plan_sched_clique_of(const struct isth_plan_sched *s, int r, int i
  * k = 0..kmax-1 (out[0] = 1).
  * @return 0, or -EINVAL.
  */
-int isth_plan_survival(const struct isth_plan_sched *s, enum isth_plan_surv kind,
-		       double *out, int kmax);
+int isth_plan_survival(
+	const struct isth_plan_sched *s, enum isth_plan_surv kind, double *out, int kmax);
 
 /**
  * A = mean over i and s of sum_{k>=0} S(k). INFINITY if the schedule never
@@ -128,7 +138,7 @@ double isth_plan_A(const struct isth_plan_sched *s, enum isth_plan_surv kind);
  *         -ENOMEM, or -EIO if GLPK failed (its error was caught).
  */
 int isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
-		    const struct isth_plan_params *p, struct isth_plan_result **out);
+	const struct isth_plan_params *p, struct isth_plan_result **out);
 
 /** Free a result; NULL is accepted. */
 void isth_plan_result_free(struct isth_plan_result *r);
@@ -154,7 +164,7 @@ int isth_plan_result_lp_iterations(const struct isth_plan_result *r);
  * @p tau (ms from the round start) in round @p r, from the fluid model.
  */
 double isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_topo *t,
-				  const struct isth_plan_sched *s, int round, int i, double tau);
+	const struct isth_plan_sched *s, int round, int i, double tau);
 
 /**
  * Number of rounds whose LP is not trusted (the cutting-plane cap was hit,
@@ -170,7 +180,7 @@ const char *isth_plan_result_warning(const struct isth_plan_result *r, int round
  * @return the number of islands, or a negative errno.
  */
 int isth_plan_result_route(const struct isth_plan_result *r, const struct isth_topo *t, int round,
-			   int j, int i, int *hops, int max);
+	int j, int i, int *hops, int max);
 
 /**
  * Peak aggregation memory (bytes) that receiver @p i's edge holds over the
@@ -179,7 +189,7 @@ int isth_plan_result_route(const struct isth_plan_result *r, const struct isth_t
  * arrival breakpoints); NAN if @p r is infeasible or does not match.
  */
 double isth_plan_result_peak_memory(const struct isth_plan_result *r, const struct isth_topo *t,
-				    const struct isth_plan_sched *s, int i);
+	const struct isth_plan_sched *s, int i);
 
 /**
  * Check every round of a solved schedule against the model, independently
@@ -193,8 +203,8 @@ double isth_plan_result_peak_memory(const struct isth_plan_result *r, const stru
  *         arguments do not match or @p r is infeasible, -ENOMEM.
  */
 int isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
-		    const struct isth_plan_params *p, const struct isth_plan_result *r,
-		    char *err, size_t errlen);
+	const struct isth_plan_params *p, const struct isth_plan_result *r, char *err,
+	size_t errlen);
 
 /* ------------------------------------------------------------------ */
 /* Search                                                              */
@@ -221,10 +231,8 @@ typedef void (*isth_plan_progress_fn)(double elapsed_s, long evals, double best_
  *         (EINVAL, ENOMEM, EIO; ENOENT if nothing feasible was found).
  */
 struct isth_plan_sched *isth_plan_search(const struct isth_topo *t,
-					 const struct isth_plan_params *p,
-					 const struct isth_plan_sched *init, long iterations,
-					 double seconds, unsigned seed, int *cut_short,
-					 isth_plan_progress_fn progress, void *arg);
+	const struct isth_plan_params *p, const struct isth_plan_sched *init, long iterations,
+	double seconds, unsigned seed, int *cut_short, isth_plan_progress_fn progress, void *arg);
 
 /* ------------------------------------------------------------------ */
 /* Synchronous baselines                                               */
@@ -240,8 +248,8 @@ struct isth_plan_sched *isth_plan_search(const struct isth_topo *t,
  * @param order if not NULL receives the ring order (n site ids).
  * @return the time in ms, or a negative errno.
  */
-double isth_plan_ring_allreduce_ms(const struct isth_topo *t, const struct isth_plan_params *p,
-				   int *order);
+double isth_plan_ring_allreduce_ms(
+	const struct isth_topo *t, const struct isth_plan_params *p, int *order);
 
 /**
  * Communication time (ms) of one recursive-doubling all-reduce: log2 steps
@@ -252,8 +260,8 @@ double isth_plan_ring_allreduce_ms(const struct isth_topo *t, const struct isth_
  * @param order if not NULL receives the site of each rank (n entries).
  * @return the time in ms, or a negative errno.
  */
-double isth_plan_rd_allreduce_ms(const struct isth_topo *t, const struct isth_plan_params *p,
-				 int *order);
+double
+isth_plan_rd_allreduce_ms(const struct isth_topo *t, const struct isth_plan_params *p, int *order);
 
 #ifdef __cplusplus
 }

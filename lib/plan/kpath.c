@@ -6,7 +6,8 @@
  * the others are the shortest paths that avoid one link of path 0 (the
  * first deviations of Yen's algorithm), deduplicated, in order of latency.
  * Deterministic: ties keep link order. The table is cached per topology
- * (lib/plan is single-threaded, see isth_plan.h).
+ * (isth_plan_solve() builds it before starting its workers, which only
+ * read it; see isth_plan.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -16,14 +17,18 @@
 #include "plan_internal.h"
 
 struct plan_kpaths {
-	const struct isth_topo *t;      /* the topology it was built for */
+	const struct isth_topo *t; /* the topology it was built for */
 	int n, ndl;
-	double sig;                     /* a checksum of latencies: a new topology at the same address */
-	struct plan_path *p;            /* n * n * PLAN_KPATHS */
-	int *np;                        /* n * n: paths per pair */
+	double sig; /* a checksum of latencies: a new topology at the same address */
+	struct plan_path *p; /* n * n * PLAN_KPATHS */
+	int *np; /* n * n: paths per pair */
 };
 
 static struct plan_kpaths cache;
+/* Set by plan_kpaths_pin() while isth_plan_solve() runs: the topology
+ * cannot change under it, so lookups skip the signature (an O(links) sum
+ * that was 7 % of a 64-site plan). Written only outside the workers. */
+static const struct isth_topo *pinned;
 
 static double
 signature(const struct isth_topo *t)
@@ -78,7 +83,7 @@ shortest_avoiding(const struct isth_topo *t, int a, int b, int ban, struct plan_
 	if (!isfinite(dist[b]))
 		return -1;
 	out->nl = 0;
-	for (v = b; v != a; ) {
+	for (v = b; v != a;) {
 		int from;
 
 		e = pred[v];
@@ -164,8 +169,12 @@ plan_kpaths(const struct isth_topo *t, int a, int b, int *np)
 {
 	int n = isth_topo_n(t);
 
+	if (pinned == t && cache.t == t) {
+		*np = cache.np[a * n + b];
+		return &cache.p[((size_t)a * n + b) * PLAN_KPATHS];
+	}
 	if (cache.t != t || cache.n != n || cache.ndl != isth_topo_ndlinks(t) ||
-	    cache.sig != signature(t))
+		cache.sig != signature(t))
 		if (build(t) < 0) {
 			*np = 0;
 			return NULL;
@@ -175,8 +184,22 @@ plan_kpaths(const struct isth_topo *t, int a, int b, int *np)
 }
 
 int
+plan_kpaths_pin(const struct isth_topo *t)
+{
+	int np;
+
+	pinned = NULL;
+	if (t == NULL)
+		return 0;
+	if (plan_kpaths(t, 0, 0, &np) == NULL)
+		return -ENOMEM;
+	pinned = t;
+	return 0;
+}
+
+int
 plan_route_stream(const struct isth_topo *t, int j, uint64_t dests, enum isth_plan_repl repl,
-		  const uint8_t *route, int *mult, double *lat)
+	const uint8_t *route, int *mult, double *lat)
 {
 	int n = isth_topo_n(t), i, q, np;
 
@@ -219,15 +242,15 @@ plan_route_stream(const struct isth_topo *t, int j, uint64_t dests, enum isth_pl
 struct gstate {
 	int n, ndl;
 	uint64_t rx[NMAX];
-	int *cnt;               /* n * ndl: j's paths on link e */
-	double *dmin;           /* ndl */
+	int *cnt; /* n * ndl: j's paths on link e */
+	double *dmin; /* ndl */
 	double Dacc;
 	enum isth_plan_repl repl;
 };
 
 static void
-g_eval(const struct isth_topo *t, const struct gstate *G, uint8_t route[NMAX][NMAX],
-       double *score, double *second, int *jworst, int *eworst)
+g_eval(const struct isth_topo *t, const struct gstate *G, uint8_t route[NMAX][NMAX], double *score,
+	double *second, int *jworst, int *eworst)
 {
 	int n = G->n, ndl = G->ndl, j, i, e, np;
 	int u[4 * NMAX * NMAX];
@@ -236,7 +259,8 @@ g_eval(const struct isth_topo *t, const struct gstate *G, uint8_t route[NMAX][NM
 	memset(u, 0, ndl * sizeof(int));
 	for (j = 0; j < n; j++)
 		for (e = 0; e < ndl; e++)
-			u[e] += G->repl == ISTH_PLAN_REPL_EDGE ? G->cnt[j * ndl + e] : !!G->cnt[j * ndl + e];
+			u[e] += G->repl == ISTH_PLAN_REPL_EDGE ? G->cnt[j * ndl + e]
+							       : !!G->cnt[j * ndl + e];
 	*second = 0;
 	for (e = 0; e < ndl; e++)
 		*second += (double)u[e] * u[e] * G->dmin[e];
@@ -278,7 +302,7 @@ g_apply(const struct isth_topo *t, struct gstate *G, int j, int i, int q, int si
 
 int
 plan_choose_routes(const struct isth_topo *t, int ncl, const uint64_t *cl,
-		   const struct isth_plan_params *p, uint8_t route[NMAX][NMAX])
+	const struct isth_plan_params *p, uint8_t route[NMAX][NMAX])
 {
 	struct gstate G;
 	int n = isth_topo_n(t), ndl = isth_topo_ndlinks(t), c, i, j, e, it, np;
@@ -350,7 +374,9 @@ plan_choose_routes(const struct isth_topo *t, int ncl, const uint64_t *cl,
 					route[j][i] = old;
 					g_apply(t, &G, j, i, q, -1);
 					g_apply(t, &G, j, i, old, 1);
-					if (s1 < bs - 1e-9 || (s1 <= bs + 1e-9 && s2 < b2 - 1e-9 && s1 <= score + 1e-9)) {
+					if (s1 < bs - 1e-9 ||
+						(s1 <= bs + 1e-9 && s2 < b2 - 1e-9 &&
+							s1 <= score + 1e-9)) {
 						bs = s1;
 						b2 = s2;
 						bj = j;
@@ -373,8 +399,8 @@ plan_choose_routes(const struct isth_topo *t, int ncl, const uint64_t *cl,
 }
 
 double
-plan_result_lat(const struct isth_plan_result *r, const struct isth_topo *t, int round, int j,
-		int i)
+plan_result_lat(
+	const struct isth_plan_result *r, const struct isth_topo *t, int round, int j, int i)
 {
 	const struct plan_path *P;
 	int n = r->n, np, q;
@@ -391,13 +417,13 @@ plan_result_lat(const struct isth_plan_result *r, const struct isth_topo *t, int
 
 int
 isth_plan_result_route(const struct isth_plan_result *r, const struct isth_topo *t, int round,
-		       int j, int i, int *hops, int max)
+	int j, int i, int *hops, int max)
 {
 	const struct plan_path *P;
 	int n, np, q, k;
 
-	if (r == NULL || t == NULL || hops == NULL || r->n != isth_topo_n(t) || j < 0 || j >= r->n ||
-	    i < 0 || i >= r->n || i == j || max < 2)
+	if (r == NULL || t == NULL || hops == NULL || r->n != isth_topo_n(t) || j < 0 ||
+		j >= r->n || i < 0 || i >= r->n || i == j || max < 2)
 		return -EINVAL;
 	n = r->n;
 	round %= r->nrounds;

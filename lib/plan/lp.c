@@ -11,18 +11,20 @@
 #include <float.h>
 #include <glpk.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plan_internal.h"
 
-#define MEM_TOL 1e-7     /* ms, at most; scaled down with the stream length */
-#define CAP_TOL 1e-6     /* relative overload accepted: the pacer shaves far more */
-#define EPS_OBJ 1e-6     /* tie-break: earliest offsets, fastest streams */
+#define MEM_TOL 1e-7 /* ms, at most; scaled down with the stream length */
+#define CAP_TOL 1e-6 /* relative overload accepted: the pacer shaves far more */
+#define EPS_OBJ 1e-6 /* tie-break: earliest offsets, fastest streams */
 #define POLISH_LOAD 0.05 /* try a polish once links are at most this much over */
-#define GAP_TOL 1e-6     /* a polish within this (relative) of the LP bound ends the loop */
+#define GAP_TOL 1e-6 /* a polish within this (relative) of the LP bound ends the loop */
 /* GLPK limits per simplex call: a cycling or stalling simplex ends with
  * GLP_EITLIM/GLP_ETMLIM instead of spinning forever (issue 13: payloads of
  * 50-200 B did). The iteration limit grows with the rows. */
@@ -34,10 +36,12 @@ enum rowkind { ROW_COMPL, ROW_MEM, ROW_CAP };
 
 struct rowmeta {
 	int kind;
-	int a;                  /* ROW_COMPL: sender; ROW_MEM: receiver; ROW_CAP: link */
+	int a; /* ROW_COMPL: sender; ROW_MEM: receiver; ROW_CAP: link */
 };
 
-static jmp_buf glpk_jb;
+/* Per thread: isth_plan_solve() runs rounds on several threads, each with
+ * its own GLPK environment (GLPK 5 keeps it in thread-local storage). */
+static _Thread_local jmp_buf glpk_jb;
 
 static void
 glpk_hook(void *info)
@@ -56,20 +60,20 @@ glpk_hook(void *info)
  */
 struct lpstate {
 	int n, nsend;
-	int snd[NMAX];          /* sender index -> island */
+	int snd[NMAX]; /* sender index -> island */
 	int col_t[NMAX], col_D[NMAX];
-	double Dlow[NMAX];      /* ms */
-	double Dsc;             /* ms per unit of a u column */
-	double memtol;          /* ms */
-	int lowcap[NMAX];       /* link that sets Dlow, -1 if access */
-	uint64_t rx[NMAX];      /* contributors heard by receiver i */
-	int kof[NMAX];          /* island -> sender index */
-	int polink[NMAX];       /* polish: the link that slowed sender k, -1 if none */
-	int ndl;                /* directed links */
+	double Dlow[NMAX]; /* ms */
+	double Dsc; /* ms per unit of a u column */
+	double memtol; /* ms */
+	int lowcap[NMAX]; /* link that sets Dlow, -1 if access */
+	uint64_t rx[NMAX]; /* contributors heard by receiver i */
+	int kof[NMAX]; /* island -> sender index */
+	int polink[NMAX]; /* polish: the link that slowed sender k, -1 if none */
+	int ndl; /* directed links */
 	double lat[NMAX][NMAX]; /* lat[j][i]: path latency from j to i, ms */
-	int *mult;              /* nsend * ndl */
-	double *dmin;           /* per link: 8P/c_e in ms */
-	uint8_t *memadd;        /* n*n*n*2: memory row already added */
+	int *mult; /* nsend * ndl */
+	double *dmin; /* per link: 8P/c_e in ms */
+	uint8_t *memadd; /* n*n*n*2: memory row already added */
 	struct rowmeta *meta;
 	int nmeta, capmeta;
 	int *ind;
@@ -161,7 +165,8 @@ clique_str(const struct isth_topo *t, uint64_t m, char *buf, size_t len)
 	o += snprintf(buf + o, len - o, "{");
 	for (i = 0; i < isth_topo_n(t) && o < len; i++)
 		if (m >> i & 1)
-			o += snprintf(buf + o, len - o, "%s%s", o > 1 ? "," : "", isth_topo_name(t, i));
+			o += snprintf(
+				buf + o, len - o, "%s%s", o > 1 ? "," : "", isth_topo_name(t, i));
 	if (o < len)
 		snprintf(buf + o, len - o, "}");
 }
@@ -185,8 +190,7 @@ read_x(glp_prob *lp, const struct lpstate *S, double *x)
  * Returns the number added or -ENOMEM.
  */
 static int
-add_mem_rows(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, double mu,
-	     const double *x)
+add_mem_rows(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, double mu, const double *x)
 {
 	int n = isth_topo_n(t), i, j, q, added = 0;
 	double Dsc = S->Dsc;
@@ -220,7 +224,8 @@ add_mem_rows(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, double 
 					S->val[2] = mu * Dsc;
 					S->ind[3] = S->col_t[kq];
 					S->val[3] = -1;
-					if (add_row(lp, S, ROW_MEM, i, 3, S->lat[q][i] - S->lat[j][i]) < 0)
+					if (add_row(lp, S, ROW_MEM, i, 3,
+						    S->lat[q][i] - S->lat[j][i]) < 0)
 						return -ENOMEM;
 					added++;
 				}
@@ -234,7 +239,8 @@ add_mem_rows(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, double 
 					S->val[3] = -1;
 					S->ind[4] = S->col_D[kq];
 					S->val[4] = -(1 - mu) * Dsc;
-					if (add_row(lp, S, ROW_MEM, i, 4, S->lat[q][i] - S->lat[j][i]) < 0)
+					if (add_row(lp, S, ROW_MEM, i, 4,
+						    S->lat[q][i] - S->lat[j][i]) < 0)
 						return -ENOMEM;
 					added++;
 				}
@@ -246,7 +252,8 @@ add_mem_rows(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, double 
 
 /* Load of link e (fraction of capacity) at x. */
 static double
-link_load(const struct lpstate *S, const struct isth_topo *t __attribute__((unused)), const double *x, int e)
+link_load(const struct lpstate *S, const struct isth_topo *t __attribute__((unused)),
+	const double *x, int e)
 {
 	double load = 0;
 	int k;
@@ -285,8 +292,8 @@ max_load(const struct lpstate *S, const struct isth_topo *t, const double *x, do
  * Returns the number added or -ENOMEM; *lmax the largest load.
  */
 static int
-add_cap_cuts(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, const double *x,
-	     double *lmax)
+add_cap_cuts(
+	glp_prob *lp, struct lpstate *S, const struct isth_topo *t, const double *x, double *lmax)
 {
 	int e, k, added = 0;
 
@@ -329,7 +336,7 @@ add_cap_cuts(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, const d
  */
 static int
 polish(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, double mu, double *x,
-       struct plan_round *o)
+	struct plan_round *o)
 {
 	double Lk[NMAX];
 	int k, ok, nmem, guard;
@@ -348,7 +355,8 @@ polish(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, double mu, do
 	}
 	for (k = 0; k < S->nsend; k++)
 		glp_set_col_bnds(lp, S->col_D[k], GLP_LO,
-				 fmax(S->Dlow[k], Lk[k] * (1 + 4 * DBL_EPSILON) * x[S->col_D[k]]) / S->Dsc, 0);
+			fmax(S->Dlow[k], Lk[k] * (1 + 4 * DBL_EPSILON) * x[S->col_D[k]]) / S->Dsc,
+			0);
 	for (guard = 0; guard < 4 * NMAX; guard++) {
 		ok = solve_lp(lp, 0);
 		o->iters++;
@@ -377,7 +385,7 @@ unpolish(glp_prob *lp, struct lpstate *S)
 /* The round's LP with every stream on the given routes (o->route). */
 static int
 solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
-	     const struct isth_plan_params *p, struct plan_round *o)
+	const struct isth_plan_params *p, struct plan_round *o)
 {
 	struct lpstate *S;
 	glp_prob *volatile lp = NULL;
@@ -430,7 +438,7 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	S->val = calloc(2 * NMAX + 2, sizeof(double));
 	S->memadd = mu < 1 ? calloc((size_t)n * n * n * 2, 1) : NULL;
 	if (S->mult == NULL || S->dmin == NULL || S->ind == NULL || S->val == NULL ||
-	    (mu < 1 && S->memadd == NULL)) {
+		(mu < 1 && S->memadd == NULL)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -439,7 +447,8 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	Dsc = 0;
 	for (k = 0; k < S->nsend; k++) {
 		j = S->snd[k];
-		ret = plan_route_stream(t, j, S->rx[j], p->repl, o->route[j], &S->mult[k * ndl], S->lat[j]);
+		ret = plan_route_stream(
+			t, j, S->rx[j], p->repl, o->route[j], &S->mult[k * ndl], S->lat[j]);
 		if (ret < 0)
 			goto out;
 		S->Dlow[k] = Dacc;
@@ -552,10 +561,10 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 		ok = polish(lp, S, t, mu, x, o);
 		if (ok > 0) {
 			snprintf(o->warn, sizeof(o->warn),
-				 "cutting-plane cap of %d LPs hit (links up to %.1f ppm over); "
-				 "rates lowered to fit: T %.6f ms, at most %.1f ppm above optimal",
-				 max_lps, (lmax - 1) * 1e6, glp_get_col_prim(lp, 1),
-				 (glp_get_col_prim(lp, 1) / Tlb - 1) * 1e6);
+				"cutting-plane cap of %d LPs hit (links up to %.1f ppm over); "
+				"rates lowered to fit: T %.6f ms, at most %.1f ppm above optimal",
+				max_lps, (lmax - 1) * 1e6, glp_get_col_prim(lp, 1),
+				(glp_get_col_prim(lp, 1) / Tlb - 1) * 1e6);
 		}
 	}
 	{
@@ -582,7 +591,8 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 						ret = -ENOMEM;
 						goto out;
 					}
-					if (plan_solve_round(t, 1, &cl[c], p, o2) == 0 && !o2->feasible)
+					if (plan_solve_round(t, 1, &cl[c], p, o2) == 0 &&
+						!o2->feasible)
 						clique_str(t, cl[c], cs, sizeof(cs));
 					o->iters += o2->iters;
 					free(o2);
@@ -593,8 +603,8 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 				clique_str(t, cl[0], cs, sizeof(cs));
 			}
 			snprintf(o->binding, sizeof(o->binding),
-				 "memory: M=%.6g B cannot hold clique %s (arrivals cannot align)",
-				 p->memory_bytes, cs[0] ? cs : "(several cliques together)");
+				"memory: M=%.6g B cannot hold clique %s (arrivals cannot align)",
+				p->memory_bytes, cs[0] ? cs : "(several cliques together)");
 			goto out;
 		}
 		o->feasible = 1;
@@ -609,7 +619,8 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 
 			j = S->snd[k];
 			o->off[j] = fmax(0, glp_get_col_prim(lp, S->col_t[k]));
-			o->dur[j] = fmax(glp_get_col_prim(lp, S->col_D[k]) * Dsc, fmax(lb, S->Dlow[k]));
+			o->dur[j] =
+				fmax(glp_get_col_prim(lp, S->col_D[k]) * Dsc, fmax(lb, S->Dlow[k]));
 			for (i = 0; i < n; i++)
 				if (S->rx[j] >> i & 1)
 					lmax = fmax(lmax, S->lat[j][i]);
@@ -630,10 +641,12 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 					continue;
 				best = d;
 				if (m->kind == ROW_MEM) {
-					snprintf(o->binding, sizeof(o->binding), "memory @%s", isth_topo_name(t, m->a));
+					snprintf(o->binding, sizeof(o->binding), "memory @%s",
+						isth_topo_name(t, m->a));
 				} else {
 					isth_topo_dlink_name(t, m->a, name, sizeof(name));
-					snprintf(o->binding, sizeof(o->binding), "capacity %s", name);
+					snprintf(o->binding, sizeof(o->binding), "capacity %s",
+						name);
 				}
 			}
 			for (k = 0; k < S->nsend; k++) {
@@ -645,12 +658,14 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 				best = d;
 				if (S->polink[k] >= 0) {
 					isth_topo_dlink_name(t, S->polink[k], name, sizeof(name));
-					snprintf(o->binding, sizeof(o->binding), "capacity %s", name);
+					snprintf(o->binding, sizeof(o->binding), "capacity %s",
+						name);
 				} else if (S->lowcap[k] < 0) {
 					snprintf(o->binding, sizeof(o->binding), "access");
 				} else {
 					isth_topo_dlink_name(t, S->lowcap[k], name, sizeof(name));
-					snprintf(o->binding, sizeof(o->binding), "capacity %s", name);
+					snprintf(o->binding, sizeof(o->binding), "capacity %s",
+						name);
 				}
 			}
 		}
@@ -659,8 +674,9 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 
 			memcpy(why, o->binding, sizeof(why));
 			o->feasible = 0;
-			snprintf(o->binding, sizeof(o->binding), "completion: T=%.3f ms > max %.3f ms (%.80s)",
-				 o->T, p->max_round_ms, why);
+			snprintf(o->binding, sizeof(o->binding),
+				"completion: T=%.3f ms > max %.3f ms (%.80s)", o->T,
+				p->max_round_ms, why);
 		}
 	}
 out:
@@ -677,23 +693,127 @@ out:
 	return ret;
 }
 
+/*
+ * Rounds are independent LPs, so isth_plan_solve() hands them to worker
+ * threads (p->threads) and merges the outcomes in round order: the result
+ * is the same whatever the number of threads. Each worker owns its GLPK
+ * problems and environment (glp_free_env() when it ends); the k-path table
+ * is built before the workers start, so they only read it.
+ */
+struct solve_job {
+	const struct isth_topo *t;
+	const struct isth_plan_sched *s;
+	const struct isth_plan_params *p;
+	struct plan_round *o; /* nrounds outcomes */
+	int *ret; /* per round: plan_solve_round()'s return */
+	int *dup; /* per round: earlier round with the same cliques, or -1 */
+	pthread_mutex_t mu;
+	int next; /* next round to hand out (under mu) */
+	int stop; /* first round that failed or is infeasible (under mu) */
+};
+
+static void *
+solve_worker(void *arg)
+{
+	struct solve_job *J = arg;
+
+	for (;;) {
+		int k;
+
+		pthread_mutex_lock(&J->mu);
+		k = J->next++;
+		/* rounds after an infeasible one are never read */
+		if (k >= J->stop)
+			k = -1;
+		pthread_mutex_unlock(&J->mu);
+		if (k < 0)
+			break;
+		if (J->dup[k] >= 0)
+			continue;
+		J->o[k].iters = 0;
+		J->ret[k] =
+			plan_solve_round(J->t, J->s->ncl[k], &J->s->cl[k * NMAX], J->p, &J->o[k]);
+		if (J->ret[k] < 0 || !J->o[k].feasible) {
+			pthread_mutex_lock(&J->mu);
+			if (k < J->stop)
+				J->stop = k;
+			pthread_mutex_unlock(&J->mu);
+		}
+	}
+	glp_free_env();
+	return NULL;
+}
+
+/* Sort a round's cliques so that equal rounds compare equal. */
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* dup[k]: the first earlier round with the same set of cliques (it has
+ * the same LP, routes included), or -1. */
+static void
+find_dups(const struct isth_plan_sched *s, int *dup)
+{
+	uint64_t(*key)[NMAX] = calloc(s->nrounds, sizeof(*key));
+	int k, q;
+
+	for (k = 0; k < s->nrounds; k++)
+		dup[k] = -1;
+	if (key == NULL)
+		return; /* no cache: every round is solved */
+	for (k = 0; k < s->nrounds; k++) {
+		memcpy(key[k], &s->cl[k * NMAX], s->ncl[k] * sizeof(uint64_t));
+		qsort(key[k], s->ncl[k], sizeof(uint64_t), cmp_u64);
+		for (q = 0; q < k && dup[k] < 0; q++)
+			if (s->ncl[q] == s->ncl[k] && dup[q] < 0 &&
+				memcmp(key[q], key[k], s->ncl[k] * sizeof(uint64_t)) == 0)
+				dup[k] = q;
+	}
+	free(key);
+}
+
+int
+plan_nthreads(const struct isth_plan_params *p, int nrounds)
+{
+	long n = p->threads;
+
+	if (n <= 0) {
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+		if (n < 1)
+			n = 1;
+	}
+	if (n > ISTH_PLAN_MAX_THREADS)
+		n = ISTH_PLAN_MAX_THREADS;
+	if (n > nrounds)
+		n = nrounds;
+	return (int)n;
+}
+
 int
 isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
-		const struct isth_plan_params *p, struct isth_plan_result **out)
+	const struct isth_plan_params *p, struct isth_plan_result **out)
 {
 	struct isth_plan_result *r;
-	struct plan_round *o;
-	int k, ret = 0;
+	struct solve_job J;
+	pthread_t tid[ISTH_PLAN_MAX_THREADS];
+	int k, nth, started = 0, ret = 0;
 
-	if (t == NULL || s == NULL || p == NULL || out == NULL || s->n != isth_topo_n(t))
+	if (t == NULL || s == NULL || p == NULL || out == NULL || s->n != isth_topo_n(t) ||
+		p->threads < 0)
 		return -EINVAL;
 	*out = NULL;
+	memset(&J, 0, sizeof(J));
 	r = calloc(1, sizeof(*r));
-	o = calloc(1, sizeof(*o));
-	if (r == NULL || o == NULL) {
-		free(r);
-		free(o);
-		return -ENOMEM;
+	J.o = calloc(s->nrounds, sizeof(*J.o));
+	J.ret = calloc(s->nrounds, sizeof(int));
+	J.dup = calloc(s->nrounds, sizeof(int));
+	if (r == NULL || J.o == NULL || J.ret == NULL || J.dup == NULL) {
+		ret = -ENOMEM;
+		goto fail;
 	}
 	r->n = s->n;
 	r->nrounds = s->nrounds;
@@ -708,11 +828,42 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 		ret = -ENOMEM;
 		goto fail;
 	}
+	/* build the shared k-path table now: workers must only read it */
+	if (plan_kpaths_pin(t) < 0) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	find_dups(s, J.dup);
+	J.t = t;
+	J.s = s;
+	J.p = p;
+	J.stop = s->nrounds;
+	nth = plan_nthreads(p, s->nrounds);
+	if (pthread_mutex_init(&J.mu, NULL) != 0) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	for (k = 1; k < nth; k++) {
+		if (pthread_create(&tid[k], NULL, solve_worker, &J) != 0)
+			break; /* fewer threads: the others take the rounds */
+		started++;
+	}
+	/* the caller's thread works too, in its own GLPK environment; it
+	 * frees that environment like every worker (as before this change) */
+	solve_worker(&J);
+	for (k = 1; k <= started; k++)
+		pthread_join(tid[k], NULL);
+	pthread_mutex_destroy(&J.mu);
+	plan_kpaths_pin(NULL);
+
 	r->feasible = 1;
 	r->T = 0;
 	for (k = 0; k < s->nrounds; k++) {
-		o->iters = 0;
-		ret = plan_solve_round(t, s->ncl[k], &s->cl[k * NMAX], p, o);
+		const struct plan_round *o = &J.o[J.dup[k] >= 0 ? J.dup[k] : k];
+
+		ret = J.ret[J.dup[k] >= 0 ? J.dup[k] : k];
+		/* a repeated round counts its LPs again: the total does not
+		 * depend on the cache */
 		r->lp_iters += o->iters;
 		if (ret < 0)
 			goto fail;
@@ -737,18 +888,23 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 	}
 	if (!r->feasible)
 		r->T = NAN;
-	free(o);
+	free(J.o);
+	free(J.ret);
+	free(J.dup);
 	*out = r;
 	return 0;
 fail:
-	free(o);
+	plan_kpaths_pin(NULL);
+	free(J.o);
+	free(J.ret);
+	free(J.dup);
 	isth_plan_result_free(r);
 	return ret;
 }
 
 int
 plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
-		 const struct isth_plan_params *p, struct plan_round *o)
+	const struct isth_plan_params *p, struct plan_round *o)
 {
 	struct plan_round *o2;
 	int ret, i, changed = 0;
@@ -774,8 +930,8 @@ plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	/* feasible beats infeasible (rerouted latencies may not align at
 	 * M = 0), a trusted round beats one that hit the cap, then lower T */
 	if (ret == 0 && o2->feasible &&
-	    (!o->feasible || (o->warn[0] && !o2->warn[0]) ||
-	     (!o->warn[0] == !o2->warn[0] && o2->T < o->T - 1e-9))) {
+		(!o->feasible || (o->warn[0] && !o2->warn[0]) ||
+			(!o->warn[0] == !o2->warn[0] && o2->T < o->T - 1e-9))) {
 		o2->iters = o->iters;
 		*o = *o2;
 	}

@@ -12,9 +12,9 @@ struct isth_plan_sched {
 	char name[32];
 	int n;
 	int nrounds;
-	int *ncl;                       /* per round */
-	uint64_t *cl;                   /* nrounds * NMAX, clique bitmaps */
-	uint8_t *of;                    /* nrounds * NMAX: clique index of island i */
+	int *ncl; /* per round */
+	uint64_t *cl; /* nrounds * NMAX, clique bitmaps */
+	uint8_t *of; /* nrounds * NMAX: clique index of island i */
 };
 
 struct isth_plan_result {
@@ -23,55 +23,62 @@ struct isth_plan_result {
 	int nrounds;
 	double T;
 	char binding[160];
-	double *t;                      /* nrounds * n offsets */
-	double *D;                      /* nrounds * n durations */
-	double *Tr;                     /* per-round minimum */
+	double *t; /* nrounds * n offsets */
+	double *D; /* nrounds * n durations */
+	double *Tr; /* per-round minimum */
 	double payload, memory;
 	int lp_iters;
-	char (*warn)[160];              /* per round: "" or why the round is not trusted */
-	uint8_t *route;                 /* nrounds * n * n: route[j][i] as in struct plan_round */
-	int nwarn;                      /* rounds with a warning */
+	char (*warn)[160]; /* per round: "" or why the round is not trusted */
+	uint8_t *route; /* nrounds * n * n: route[j][i] as in struct plan_round */
+	int nwarn; /* rounds with a warning */
 };
 
 /* One round's LP outcome (lp.c writes all of it). */
 struct plan_round {
 	int feasible;
 	double T;
-	double off[NMAX];               /* NAN for islands that do not send */
+	double off[NMAX]; /* NAN for islands that do not send */
 	double dur[NMAX];
 	char binding[160];
-	char warn[160];                 /* "" unless the cut cap was hit */
-	int iters;                      /* LPs solved, added to by plan_solve_round */
-	uint8_t route[NMAX][NMAX];      /* route[j][i]: candidate path (plan_kpaths) of j's stream to i */
+	char warn[160]; /* "" unless the cut cap was hit */
+	int iters; /* LPs solved, added to by plan_solve_round */
+	uint8_t route[NMAX]
+		     [NMAX]; /* route[j][i]: candidate path (plan_kpaths) of j's stream to i */
 };
 
 /* lp.c: solve one round (partition) into @o; 0 or a negative errno
  * (-ETIMEDOUT: GLPK hit its iteration or time limit, -EIO: GLPK failed). */
 int plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
-		     const struct isth_plan_params *p, struct plan_round *o);
+	const struct isth_plan_params *p, struct plan_round *o);
+/* lp.c: threads isth_plan_solve() uses for @nrounds rounds. */
+int plan_nthreads(const struct isth_plan_params *p, int nrounds);
 /* Default cap on cutting-plane LPs per round. */
 #define PLAN_MAX_LPS 400
 
 /* kpath.c: candidate paths per ordered pair of sites (path 0 = shortest). */
 #define PLAN_KPATHS 4
 struct plan_path {
-	int nl;                         /* directed links */
+	int nl; /* directed links */
 	int link[NMAX];
-	double lat;                     /* ms */
+	double lat; /* ms */
 };
 /* Up to PLAN_KPATHS paths from a to b (*np of them); NULL on ENOMEM. */
 const struct plan_path *plan_kpaths(const struct isth_topo *t, int a, int b, int *np);
 
+/* Build the table for @t and trust it without re-checking @t until
+ * plan_kpaths_pin(NULL) (isth_plan_solve() brackets its workers with
+ * them); 0 or -ENOMEM. */
+int plan_kpaths_pin(const struct isth_topo *t);
 /* Links (copies per directed link, in mult) and path latencies (lat[i],
  * may be NULL) of j's stream to dests along route[i]; 0 or -errno. */
 int plan_route_stream(const struct isth_topo *t, int j, uint64_t dests, enum isth_plan_repl repl,
-		      const uint8_t *route, int *mult, double *lat);
+	const uint8_t *route, int *mult, double *lat);
 /* Latency of j's stream to i in round @round of a result, along its route. */
-double plan_result_lat(const struct isth_plan_result *r, const struct isth_topo *t, int round,
-		       int j, int i);
+double plan_result_lat(
+	const struct isth_plan_result *r, const struct isth_topo *t, int round, int j, int i);
 /* Capacity-aware routes for one round (--routing capacity); 0 or -errno. */
 int plan_choose_routes(const struct isth_topo *t, int ncl, const uint64_t *cl,
-		       const struct isth_plan_params *p, uint8_t route[NMAX][NMAX]);
+	const struct isth_plan_params *p, uint8_t route[NMAX][NMAX]);
 
 /* Capacity (bit/s) of directed link @e. */
 static inline double
@@ -83,6 +90,10 @@ plan_cap(const struct isth_topo *t, int e)
 	return c;
 }
 
-static inline int plan_popcount(uint64_t x) { return __builtin_popcountll(x); }
+static inline int
+plan_popcount(uint64_t x)
+{
+	return __builtin_popcountll(x);
+}
 
 #endif

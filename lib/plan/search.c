@@ -17,7 +17,7 @@
 
 struct cent {
 	uint64_t key;
-	double T;               /* INFINITY: infeasible */
+	double T; /* INFINITY: infeasible */
 };
 
 struct sstate {
@@ -156,14 +156,14 @@ mutate(int n, struct sstate *s)
 {
 	int kind = rnd() % 10, r = rnd() % s->L, a = rnd() % n, b = rnd() % n, i;
 
-	if (kind < 4) {                 /* swap two islands between cliques */
+	if (kind < 4) { /* swap two islands between cliques */
 		uint8_t x = s->lab[r][a];
 
 		s->lab[r][a] = s->lab[r][b];
 		s->lab[r][b] = x;
-	} else if (kind < 7) {          /* move an island into another's clique */
+	} else if (kind < 7) { /* move an island into another's clique */
 		s->lab[r][a] = s->lab[r][b];
-	} else if (kind == 7) {         /* split an island off on its own */
+	} else if (kind == 7) { /* split an island off on its own */
 		uint8_t used[NMAX] = {0};
 
 		for (i = 0; i < n; i++)
@@ -188,7 +188,7 @@ mutate(int n, struct sstate *s)
 			s->lab[r + 1][a] = s->lab[r + 1][b];
 			s->lab[r + 1][b] = x;
 		}
-	} else if (s->L > 1) {          /* drop a round */
+	} else if (s->L > 1) { /* drop a round */
 		int q;
 
 		for (q = r; q < s->L - 1; q++)
@@ -199,8 +199,8 @@ mutate(int n, struct sstate *s)
 
 struct isth_plan_sched *
 isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
-		 const struct isth_plan_sched *init, long iterations, double seconds,
-		 unsigned seed, int *cut_short, isth_plan_progress_fn progress, void *arg)
+	const struct isth_plan_sched *init, long iterations, double seconds, unsigned seed,
+	int *cut_short, isth_plan_progress_fn progress, void *arg)
 {
 	static const char *fam[] = {"all-to-all", "triangles", "pairs", "regional"};
 	struct ctx C = {0};
@@ -214,7 +214,8 @@ isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 		*cut_short = 0;
 	if (iterations <= 0)
 		iterations = ISTH_PLAN_SEARCH_ITERS;
-	if (t == NULL || p == NULL || !(seconds >= 0) || isth_topo_n(t) < 2 || (init && init->n != isth_topo_n(t))) {
+	if (t == NULL || p == NULL || !(seconds >= 0) || isth_topo_n(t) < 2 ||
+		(init && init->n != isth_topo_n(t))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -270,8 +271,10 @@ isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 		for (m = 0; m < nm; m++)
 			mutate(n, &cand);
 		v = objective(&C, n, &cand);
-		if (isfinite(v) && (!isfinite(fcur) || v < fcur ||
-				    (double)(rnd() % 1000000) / 1e6 < exp(-(log(v) - log(fcur)) / temp))) {
+		if (isfinite(v) &&
+			(!isfinite(fcur) || v < fcur ||
+				(double)(rnd() % 1000000) / 1e6 <
+					exp(-(log(v) - log(fcur)) / temp))) {
 			cur = cand;
 			fcur = v;
 			if (v < fbest - 1e-9) {

@@ -76,7 +76,7 @@ frob_term(const double *phi, int n)
 /* Accumulate the curve for one phase; returns the sum over k < kmax. */
 static double
 curve_phase(const struct isth_plan_sched *s, enum isth_plan_surv kind, int ph, double *out,
-	    int kmax, double *phi, double *tmp)
+	int kmax, double *phi, double *tmp)
 {
 	int n = s->n, i, k;
 	double total = 0;

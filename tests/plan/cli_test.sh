@@ -101,4 +101,21 @@ printf 'a,b,one_way_ms,capacity_gbps\nA,B,1,0\n' >"$tmp/l.csv"
 "$plan" --sites "$tmp/s.csv" --links "$tmp/l.csv" 2>"$tmp/err" >/dev/null
 [ $? -eq 2 ] || fail "topology exit code"
 grep -qx "isthmus-plan: $tmp/l.csv:2: non-positive capacity_gbps 0" "$tmp/err" || fail "topology message: $(cat "$tmp/err")"
+# rounds solved on 1 or 2 threads give the same schedule file and output,
+# byte for byte (sixteen sites, two families, M = 0 and P/4)
+s16="--sites $src/conf/topologies/sixteen-site-sites.csv --links $src/conf/topologies/sixteen-site-links.csv"
+for th in 1 2; do
+	# shellcheck disable=SC2086
+	"$plan" $s16 --payload-bytes 1G --memory-bytes 0,250M --schedule pairs,triangles \
+		--threads $th --quiet --out "$tmp/th$th.sched" >"$tmp/th$th.out" || fail "threads $th run"
+done
+cmp -s "$tmp/th1.sched" "$tmp/th2.sched" || fail "schedule differs between 1 and 2 threads"
+cmp -s "$tmp/th1.out" "$tmp/th2.out" || fail "output differs between 1 and 2 threads"
+grep -q '^round ' "$tmp/th1.sched" || fail "threads: no round lines"
+for bad in 0 17 1.5 x; do
+	# shellcheck disable=SC2086
+	"$plan" $s16 --threads "$bad" >/dev/null 2>"$tmp/err"
+	[ $? -eq 2 ] || fail "--threads $bad exit code"
+	grep -q "^isthmus-plan: --threads: an integer 1..16, not '$bad'" "$tmp/err" || fail "--threads $bad message"
+done
 echo "PASS"

@@ -92,6 +92,48 @@ Test(plan, two_site_round_time)
 	isth_topo_free(t);
 }
 
+/*
+ * Rounds on 1 and 2 threads, and a repeated round. Path A-B-C, A-B 10 ms,
+ * B-C 30 ms, 10 Gbit/s, 12.5 MB: a pair's stream lasts 10 ms. Rounds
+ * {A,B}{C}, {C}{A,B} (the same cliques: solved once, reported twice),
+ * {A}{B,C}: T_r = 10 + 10, 10 + 10, 30 + 10; the cycle's T is the largest.
+ * Rounds after an infeasible one are not reported whatever the threads.
+ */
+Test(plan, threads_and_repeated_rounds)
+{
+	struct isth_topo *t =
+		topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\n", LINKS_HDR "A,B,10,10,x\nB,C,30,10,x\n");
+	uint64_t r0[] = {0x3, 0x4}, r1[] = {0x4, 0x3}, r2[] = {0x1, 0x6};
+	const uint64_t *cl[] = {r0, r1, r2};
+	int nc[] = {2, 2, 2}, lps[3] = {0};
+	struct isth_plan_sched *s = isth_plan_sched_new("rep", 3, 3, nc, cl);
+	struct isth_plan_params p = exact_params(12.5e6, 0);
+	struct isth_plan_result *r;
+
+	cr_assert_not_null(s);
+	for (int th = 1; th <= 2; th++) {
+		p.threads = th;
+		r = solve(t, s, &p);
+		cr_assert(isth_plan_result_feasible(r));
+		cr_assert_float_eq(isth_plan_result_T(r), 40.0, 1e-6);
+		for (int k = 0; k < 2; k++) {
+			cr_assert_float_eq(isth_plan_result_duration(r, k, 0), 10.0, 1e-6);
+			cr_assert_float_eq(isth_plan_result_duration(r, k, 1), 10.0, 1e-6);
+			cr_assert(isnan(isth_plan_result_duration(r, k, 2)),
+				"C sends alone in round %d", k);
+		}
+		cr_assert_float_eq(isth_plan_result_duration(r, 2, 1), 10.0, 1e-6);
+		cr_assert_float_eq(isth_plan_result_duration(r, 2, 2), 10.0, 1e-6);
+		lps[th] = isth_plan_result_lp_iterations(r);
+		isth_plan_result_free(r);
+	}
+	cr_assert_eq(lps[1], lps[2], "LPs on 1 thread %d, on 2 %d", lps[1], lps[2]);
+	p.threads = -1;
+	cr_assert_eq(isth_plan_solve(t, s, &p, &r), -EINVAL);
+	isth_plan_sched_free(s);
+	isth_topo_free(t);
+}
+
 /* ---- a triangle with hand-derived aligned offsets ---- */
 
 /*
@@ -183,12 +225,12 @@ Test(plan, memory_bound_stagger)
 	cr_assert_leq(worst, p.memory_bytes * (1 + 1e-6), "occupancy %.0f > M", worst);
 	/* the exact peak (at arrival breakpoints) is M itself at B, where the
 	 * stagger is tight, and the sampled maximum agrees */
-	cr_assert_float_eq(isth_plan_result_peak_memory(r, t, s, 1), p.memory_bytes,
-			   1e-6 * p.memory_bytes);
+	cr_assert_float_eq(
+		isth_plan_result_peak_memory(r, t, s, 1), p.memory_bytes, 1e-6 * p.memory_bytes);
 	cr_assert_float_eq(worst, p.memory_bytes, 1e-3 * p.memory_bytes);
 	/* both B and A are tight (t_B = 8 puts A's arrivals exactly m apart) */
 	cr_assert(strncmp(isth_plan_result_binding(r), "memory @", 8) == 0, "%s",
-		  isth_plan_result_binding(r));
+		isth_plan_result_binding(r));
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
 	isth_topo_free(t);
@@ -201,8 +243,8 @@ Test(plan, memory_bound_stagger)
  */
 Test(plan, memory_zero_star_aligns)
 {
-	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\n",
-					LINKS_HDR "A,C,10,10,x\nB,C,30,10,x\n");
+	struct isth_topo *t =
+		topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\n", LINKS_HDR "A,C,10,10,x\nB,C,30,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 0);
 	struct isth_plan_result *r = solve(t, s, &p);
@@ -234,7 +276,7 @@ Test(plan, memory_zero_star_aligns)
 Test(plan, infeasible_alignment)
 {
 	struct isth_topo *t = topo(SITES_HDR "W,R,w\nX,R,x\nY,R,y\nZ,R,z\n",
-					LINKS_HDR "W,X,1,100,x\nX,Y,2,100,x\nY,Z,4,100,x\n");
+		LINKS_HDR "W,X,1,100,x\nX,Y,2,100,x\nY,Z,4,100,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(1e6, 0);
 	struct isth_plan_result *r = solve(t, s, &p);
@@ -242,7 +284,7 @@ Test(plan, infeasible_alignment)
 	cr_assert_not(isth_plan_result_feasible(r));
 	cr_assert(isnan(isth_plan_result_T(r)));
 	cr_assert_str_eq(isth_plan_result_binding(r),
-			 "memory: M=0 B cannot hold clique {W,X,Y,Z} (arrivals cannot align)");
+		"memory: M=0 B cannot hold clique {W,X,Y,Z} (arrivals cannot align)");
 	isth_plan_result_free(r);
 
 	/* with memory the same clique is feasible */
@@ -256,7 +298,7 @@ Test(plan, infeasible_alignment)
 	r = solve(t, s, &p);
 	cr_assert_not(isth_plan_result_feasible(r));
 	cr_assert(strncmp(isth_plan_result_binding(r), "completion:", 11) == 0, "%s",
-		  isth_plan_result_binding(r));
+		isth_plan_result_binding(r));
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
 	isth_topo_free(t);
@@ -275,8 +317,8 @@ Test(plan, infeasible_alignment)
  */
 Test(plan, shared_tree_capacity_and_replication)
 {
-	struct isth_topo *t = topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n",
-					LINKS_HDR "X,S,10,10,x\nS,Y,10,10,x\n");
+	struct isth_topo *t =
+		topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n", LINKS_HDR "X,S,10,10,x\nS,Y,10,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 12.5e6);
 	struct isth_plan_result *r = solve(t, s, &p);
@@ -302,8 +344,8 @@ Test(plan, shared_tree_capacity_and_replication)
  */
 Test(plan, cut_cap_warns_and_fits)
 {
-	struct isth_topo *t = topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n",
-					LINKS_HDR "X,S,10,10,x\nS,Y,10,10,x\n");
+	struct isth_topo *t =
+		topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n", LINKS_HDR "X,S,10,10,x\nS,Y,10,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 12.5e6);
 	struct isth_plan_result *r;
@@ -313,7 +355,7 @@ Test(plan, cut_cap_warns_and_fits)
 	cr_assert(isth_plan_result_feasible(r));
 	cr_assert_eq(isth_plan_result_nwarnings(r), 1);
 	cr_assert(strstr(isth_plan_result_warning(r, 0), "cutting-plane cap of 1 LPs hit") != NULL,
-		  "%s", isth_plan_result_warning(r, 0));
+		"%s", isth_plan_result_warning(r, 0));
 	cr_assert_float_eq(isth_plan_result_T(r), 40.0, 1e-6);
 	isth_plan_result_free(r);
 	/* the default cap is not hit: no warning, the optimum */
@@ -348,15 +390,18 @@ Test(plan, check_finds_violations)
 	q = p;
 	q.access_ms = 1;
 	cr_assert_eq(isth_plan_check(t, s, &q, r, err, sizeof(err)), -ERANGE);
-	cr_assert(strncmp(err, "round 0: A's last byte is delivered at 22.000000 ms > T = 20.0", 61) == 0,
-		  "%s", err);
+	cr_assert(strncmp(err, "round 0: A's last byte is delivered at 22.000000 ms > T = 20.0",
+			  61) == 0,
+		"%s", err);
 	q = p;
 	q.access_bps = 1e9;
 	cr_assert_eq(isth_plan_check(t, s, &q, r, err, sizeof(err)), -ERANGE);
 	cr_assert(strstr(err, "faster than its access link") != NULL, "%s", err);
 	cr_assert_eq(isth_plan_check(slow, s, &p, r, err, sizeof(err)), -ERANGE);
-	cr_assert(strncmp(err, "round 0: link A->B carries 1 streams at 2.000000000 of its capacity", 67) == 0,
-		  "%s", err);
+	cr_assert(
+		strncmp(err, "round 0: link A->B carries 1 streams at 2.000000000 of its capacity",
+			67) == 0,
+		"%s", err);
 	isth_plan_result_free(r);
 	isth_plan_sched_free(s);
 	isth_topo_free(slow);
@@ -374,7 +419,7 @@ Test(plan, check_finds_violations)
 Test(plan, routing_takes_the_wide_detour)
 {
 	struct isth_topo *t = topo(SITES_HDR "X,R,x\nY,R,y\nZ,R,z\n",
-				   LINKS_HDR "X,Y,10,10,x\nX,Z,6,100,x\nZ,Y,6,100,x\n");
+		LINKS_HDR "X,Y,10,10,x\nX,Z,6,100,x\nZ,Y,6,100,x\n");
 	uint64_t cl[2] = {0x3, 0x4};
 	const uint64_t *pc[1] = {cl};
 	int nc = 2;
@@ -406,7 +451,7 @@ Test(plan, routing_nine_city_all_to_all, .timeout = 120)
 {
 	char err[256] = "";
 	struct isth_topo *t = isth_topo_load(SRCDIR "/conf/topologies/nine-city-sites.csv",
-					     SRCDIR "/conf/topologies/nine-city-links.csv", err, sizeof(err));
+		SRCDIR "/conf/topologies/nine-city-links.csv", err, sizeof(err));
 	struct isth_plan_sched *a2a, *tri;
 	struct isth_plan_params p;
 	struct isth_plan_result *r;
@@ -438,11 +483,13 @@ Test(plan, routing_nine_city_all_to_all, .timeout = 120)
 
 /* ---- survival sums ---- */
 
-#define NINE_SITES SITES_HDR "NYC,NA,x\nCHI,NA,x\nLAX,NA,x\nLON,EU,x\nAMS,EU,x\nFRA,EU,x\n" \
-	"TYO,AS,x\nSIN,AS,x\nHKG,AS,x\n"
-#define NINE_LINKS LINKS_HDR "NYC,CHI,8,100,x\nCHI,LAX,24,100,x\nNYC,LON,34,100,x\n" \
-	"LON,AMS,3,100,x\nLON,FRA,5,100,x\nAMS,FRA,3,100,x\nLON,SIN,77,100,x\n" \
-	"SIN,TYO,34,100,x\nTYO,LAX,49,100,x\nHKG,TYO,23,100,x\nHKG,SIN,18,100,x\n"
+#define NINE_SITES \
+	SITES_HDR "NYC,NA,x\nCHI,NA,x\nLAX,NA,x\nLON,EU,x\nAMS,EU,x\nFRA,EU,x\n" \
+		  "TYO,AS,x\nSIN,AS,x\nHKG,AS,x\n"
+#define NINE_LINKS \
+	LINKS_HDR "NYC,CHI,8,100,x\nCHI,LAX,24,100,x\nNYC,LON,34,100,x\n" \
+		  "LON,AMS,3,100,x\nLON,FRA,5,100,x\nAMS,FRA,3,100,x\nLON,SIN,77,100,x\n" \
+		  "SIN,TYO,34,100,x\nTYO,LAX,49,100,x\nHKG,TYO,23,100,x\nHKG,SIN,18,100,x\n"
 
 Test(plan, survival_all_to_all)
 {
@@ -495,7 +542,7 @@ Test(plan, survival_two_orthogonal_triangle_classes)
 Test(plan, survival_pairs_and_regional)
 {
 	struct isth_topo *t = topo(SITES_HDR "A,E,a\nB,E,b\nC,W,c\nD,W,d\n",
-					LINKS_HDR "A,B,1,10,x\nB,C,1,10,x\nC,D,1,10,x\n");
+		LINKS_HDR "A,B,1,10,x\nB,C,1,10,x\nC,D,1,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "pairs");
 
 	cr_assert_eq(isth_plan_sched_nrounds(s), 3);
@@ -535,14 +582,15 @@ Test(plan, tiny_payloads_solve, .timeout = 60)
 				struct isth_plan_params p = exact_params(P[k], m ? P[k] : 0);
 				struct isth_plan_result *r = solve(t, s, &p);
 
-				cr_assert_eq(isth_plan_result_nwarnings(r), 0, "P=%g %s M=%d: %s", P[k],
-					     fam[f], m, isth_plan_result_warning(r, 0));
+				cr_assert_eq(isth_plan_result_nwarnings(r), 0, "P=%g %s M=%d: %s",
+					P[k], fam[f], m, isth_plan_result_warning(r, 0));
 				if (f == 2)
-					cr_assert(isth_plan_result_feasible(r), "P=%g triangles", P[k]);
+					cr_assert(isth_plan_result_feasible(r), "P=%g triangles",
+						P[k]);
 				if (f == 0 && m) {
 					cr_assert(isth_plan_result_feasible(r));
-					cr_assert_float_eq(isth_plan_result_T(r), diam, 1e-3, "P=%g: %.9f",
-							   P[k], isth_plan_result_T(r));
+					cr_assert_float_eq(isth_plan_result_T(r), diam, 1e-3,
+						"P=%g: %.9f", P[k], isth_plan_result_T(r));
 				}
 				isth_plan_result_free(r);
 			}
@@ -613,8 +661,8 @@ Test(plan, triangles_generalise)
 {
 	/* 7 islands: triples plus two pairs each round, all partitions valid */
 	struct isth_topo *t = topo(SITES_HDR "a,X,a\nb,X,b\nc,X,c\nd,X,d\ne,Y,e\nf,Y,f\ng,Y,g\n",
-					LINKS_HDR "a,b,1,10,x\nb,c,1,10,x\nc,d,1,10,x\nd,e,1,10,x\n"
-					"e,f,1,10,x\nf,g,1,10,x\n");
+		LINKS_HDR "a,b,1,10,x\nb,c,1,10,x\nc,d,1,10,x\nd,e,1,10,x\n"
+			  "e,f,1,10,x\nf,g,1,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "triangles");
 
 	cr_assert_not_null(s);
@@ -691,8 +739,8 @@ Test(plan, ring_allreduce_two_sites)
 Test(plan, ring_and_recursive_doubling_by_hand)
 {
 	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\nD,R,d\n",
-					LINKS_HDR "A,B,1,10,x\nB,C,2,10,x\nC,D,3,10,x\nD,A,4,10,x\n"
-					"A,C,2.5,10,x\nB,D,4.5,10,x\n");
+		LINKS_HDR "A,B,1,10,x\nB,C,2,10,x\nC,D,3,10,x\nD,A,4,10,x\n"
+			  "A,C,2.5,10,x\nB,D,4.5,10,x\n");
 	struct isth_plan_params p = exact_params(50e6, 0);
 	int ord[4], i, a = -1;
 
@@ -738,9 +786,11 @@ Test(plan, ring_matches_measured_mpi)
 		double lat, cap;
 
 		if (sscanf(line, "%31[^,],%31[^,],%lf,%lf", a, b, &lat, &cap) == 4)
-			o += snprintf(links + o, sizeof(links) - o, "%s,%s,%.9g,%.9g\n", a, b, lat, cap / scale);
+			o += snprintf(links + o, sizeof(links) - o, "%s,%s,%.9g,%.9g\n", a, b, lat,
+				cap / scale);
 		else if (line[0] == 'a')
-			o += snprintf(links + o, sizeof(links) - o, "a,b,one_way_ms,capacity_gbps\n");
+			o += snprintf(
+				links + o, sizeof(links) - o, "a,b,one_way_ms,capacity_gbps\n");
 	}
 	fclose(f);
 	ns = fread(sites, 1, sizeof(sites) - 1, g);
@@ -752,7 +802,7 @@ Test(plan, ring_matches_measured_mpi)
 	p.payload_bytes = 130000;
 	p.access_bps = 100e9 / scale;
 	cr_assert_float_eq(isth_plan_ring_allreduce_ms(t, &p, NULL),
-			   2 * 245.638 - (2.902 + 3.457) + 16 * ser, 1e-3);
+		2 * 245.638 - (2.902 + 3.457) + 16 * ser, 1e-3);
 	cr_assert_geq(isth_plan_ring_allreduce_ms(t, &p, NULL), 671 - 15);
 	cr_assert_leq(isth_plan_ring_allreduce_ms(t, &p, NULL), 682 + 15);
 	isth_topo_free(t);
@@ -775,7 +825,7 @@ Test(plan, ring_matches_measured_mpi)
 Test(plan, pairs_rotation_mixes_faster)
 {
 	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\nD,R,d\nE,R,e\n",
-					LINKS_HDR "A,B,1,10,x\nB,C,1,10,x\nC,D,1,10,x\nD,E,1,10,x\n");
+		LINKS_HDR "A,B,1,10,x\nB,C,1,10,x\nC,D,1,10,x\nD,E,1,10,x\n");
 	struct isth_plan_sched *s = isth_plan_sched_family(t, "pairs");
 
 	cr_assert_eq(isth_plan_sched_nrounds(s), 5);
@@ -833,7 +883,8 @@ Test(plan, search_reproducible)
 	for (int r = 0; r < isth_plan_sched_nrounds(a); r++) {
 		cr_assert_eq(isth_plan_sched_ncliques(a, r), isth_plan_sched_ncliques(b, r));
 		for (int c = 0; c < isth_plan_sched_ncliques(a, r); c++)
-			cr_assert_eq(isth_plan_sched_clique(a, r, c), isth_plan_sched_clique(b, r, c));
+			cr_assert_eq(
+				isth_plan_sched_clique(a, r, c), isth_plan_sched_clique(b, r, c));
 	}
 	isth_plan_sched_free(a);
 	isth_plan_sched_free(b);
@@ -857,7 +908,8 @@ struct badtopo {
 static struct badtopo bad_topos[] = {
 	{"", LINKS_HDR, "s.csv: empty file (expected header 'site,region[,city]')"},
 	{"name,region\nA,R\n", LINKS_HDR, "s.csv:1: expected header 'site,region[,city]'"},
-	{"# comment\n" SITES_HDR "A,R,a\nA,R,b\n", LINKS_HDR, "s.csv:4: duplicate site 'A' (first on line 3)"},
+	{"# comment\n" SITES_HDR "A,R,a\nA,R,b\n", LINKS_HDR,
+		"s.csv:4: duplicate site 'A' (first on line 3)"},
 	{SITES_HDR "A\n", LINKS_HDR, "s.csv:2: expected 'site,region[,city]', got 1 field"},
 	{SITES_HDR "A B,R,a\n", LINKS_HDR, "s.csv:2: bad site name 'A B' (1-31 of [A-Za-z0-9_.-])"},
 	{SITES_HDR "A,R,a\n", LINKS_HDR, "s.csv:2: need at least 2 sites, found 1"},
@@ -870,8 +922,10 @@ static struct badtopo bad_topos[] = {
 	{S3, LINKS_HDR "A,B,-1,10\n", "l.csv:2: negative one_way_ms -1"},
 	{S3, LINKS_HDR "A,B,fast,10\n", "l.csv:2: bad one_way_ms 'fast'"},
 	{S3, LINKS_HDR "A,B,1,10Gb\n", "l.csv:2: bad capacity_gbps '10Gb'"},
-	{S3, LINKS_HDR "A,B,1\n", "l.csv:2: expected 'a,b,one_way_ms,capacity_gbps[,source]', got 3 fields"},
-	{S3, LINKS_HDR "A,B,1,10\n", "s.csv:4: site 'C' is not connected to 'A' (disconnected graph)"},
+	{S3, LINKS_HDR "A,B,1\n",
+		"l.csv:2: expected 'a,b,one_way_ms,capacity_gbps[,source]', got 3 fields"},
+	{S3, LINKS_HDR "A,B,1,10\n",
+		"s.csv:4: site 'C' is not connected to 'A' (disconnected graph)"},
 	{S3, "", "l.csv: empty file (expected header 'a,b,one_way_ms,capacity_gbps[,source]')"},
 };
 
@@ -906,8 +960,7 @@ Test(plan, nine_city_files_load)
 {
 	char err[256] = "";
 	struct isth_topo *t = isth_topo_load(SRCDIR "/conf/topologies/nine-city-sites.csv",
-						       SRCDIR "/conf/topologies/nine-city-links.csv",
-						       err, sizeof(err));
+		SRCDIR "/conf/topologies/nine-city-links.csv", err, sizeof(err));
 
 	cr_assert_not_null(t, "%s", err);
 	cr_assert_eq(isth_topo_n(t), 9);
