@@ -705,12 +705,23 @@ write_edge_conf() {
 		echo "idle_sleep = 200us"
 	} >"$WORK/edge$k.conf"
 }
+# Rounds island k plays. With --restart-edge K, island K takes no ROUND
+# while its edge is down and so plays its last rounds later (by number)
+# than the others: they play the edges' extra rounds too, so that island
+# K's rounds after the rejoin have peers that still send.
+island_rounds() {
+	if [ "$RESTART" -ge 0 ] && [ "$1" != "$RESTART" ]; then
+		echo $((ROUNDS + EXTRA_ROUNDS))
+	else
+		echo "$ROUNDS"
+	fi
+}
 start_island() {
 	local k=$1
 	local -a extra=()
 	[ "$k" = "$SILENT" ] && extra=(--stop-after 1)
 	ip netns exec "isth-$RID-$k" "$ISLAND" --job 1 --island "$k" --islands "$N" \
-		--edge "10.10.$k.1:9471" --bind "10.10.$k.2:9471" --rounds "$ROUNDS" \
+		--edge "10.10.$k.1:9471" --bind "10.10.$k.2:9471" --rounds "$(island_rounds "$k")" \
 		--dtype "$DTYPE" --elems "$ELEMS" --timeout $((margin + 30)) \
 		--grace "$GRACE" "${extra[@]}" >"$WORK/island$k.log" 2>&1 &
 	IPIDS[$k]=$!
@@ -913,9 +924,11 @@ for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
 for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 PIDS=()
 
-python3 - "$WORK" "$N" "$ROUNDS" "$SCHED_NAME" "$PLANNED_MS" "$ifail" <<'PY'
+python3 - "$WORK" "$N" "$ROUNDS" "$SCHED_NAME" "$PLANNED_MS" "$ifail" \
+	"$(for ((k = 0; k < N; k++)); do island_rounds "$k"; done | paste -sd,)" <<'PY'
 import re, sys
 work, n, rounds, name, planned, ifail = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
+want = [int(x) for x in sys.argv[7].split(",")]
 keys = ["aggregates", "verified", "wrong", "partial", "missing", "nacks", "resent"]
 tot = dict.fromkeys(keys, 0)
 means, finished = [], 0
@@ -931,7 +944,7 @@ for k in range(n):
     f = dict(x.split("=", 1) for x in line.split()[1:])
     for key in keys:
         tot[key] += int(f[key])
-    if int(f["rounds"]) == rounds:
+    if int(f["rounds"]) == want[k]:
         finished += 1
     means.append(float(f["round_ms_mean"]))
 mean = sum(means) / len(means) if means else 0.0
