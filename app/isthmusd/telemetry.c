@@ -115,24 +115,8 @@ do_pace(const char *cmd __rte_unused, const char *params __rte_unused, struct rt
 
 	isth_pace_stats(tel->pace, &ps);
 	rte_tel_data_start_dict(t);
-#define S(x) ADD(t, #x, ps.x)
-	S(enqueued);
-	S(queue_full);
-	S(oversize);
-	S(released);
-	S(bytes_sent);
-	S(flushed);
-	S(rounds);
-	S(late_starts);
-	S(empty_rounds);
-	S(plans_busy);
-	S(round);
-	S(queued);
-	S(round_start_lag_ns);
-	S(round_bytes);
-	S(round_active_ns);
-	S(round_achieved_bps);
-	S(round_planned_bps);
+#define S(name, help) ADD(t, #name, ps.name);
+	ISTH_PACE_STATS(S)
 #undef S
 	return 0;
 }

@@ -354,7 +354,7 @@ isth_pace_stats(const struct isth_pace *p, struct isth_pace_stats *st)
 	st->plans_busy = isth_ctr_get(&p->st.plans_busy);
 	st->round = __atomic_load_n(&p->st.round, __ATOMIC_RELAXED);
 	st->flushed = isth_ctr_get(&p->st.flushed);
-	st->queued = (uint32_t)(st->enqueued - st->released - st->flushed);
+	st->queued = st->enqueued - st->released - st->flushed;
 	st->round_start_lag_ns = tsc_to_ns(isth_ctr_get(&p->round_lag_tsc), hz);
 	bytes = isth_ctr_get(&p->st.round_bytes);
 	active = isth_ctr_get(&p->round_active_tsc);

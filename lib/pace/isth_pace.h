@@ -24,6 +24,8 @@
 
 #include <stdint.h>
 
+#include "isth_ctr.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -56,28 +58,32 @@ struct isth_pace_seg {
  * the round in progress (or the last one). Read field by field with
  * relaxed loads: a reader racing the owner may see fields of two moments.
  */
+#define ISTH_PACE_STATS(X) \
+	X(enqueued, "packets accepted") \
+	X(queue_full, "packets refused: queue full") \
+	X(oversize, "packets refused: 0 bytes or > burst_bytes") \
+	X(released, "packets returned by dequeue") \
+	X(bytes_sent, "bytes of the released packets") \
+	X(flushed, "packets removed by isth_pace_flush()") \
+	X(rounds, "plans that became active") \
+	X(late_starts, "rounds whose first release was late") \
+	X(empty_rounds, "rounds that ended with nothing released") \
+	X(plans_busy, "set_round refused with -EBUSY") \
+	X(round, "round of the active plan") \
+	X(queued, "packets waiting now") \
+	X(round_start_lag_ns, "first release minus planned start, ns (0 until the first release)") \
+	X(round_bytes, "bytes released this round") \
+	X(round_active_ns, "time the queue was backlogged since the round start, ns") \
+	X(round_achieved_bps, "round_bytes over round_active_ns, bits/s (0 if no active time)") \
+	X(round_planned_bps, "what the plan allowed over the same backlogged time, bits/s")
+
+/**
+ * Pacer counters and gauges, one list (lib/ctr convention): the struct,
+ * telemetry (/isthmus/pace) and printers are generated from
+ * ISTH_PACE_STATS, so a new field cannot be forgotten by one of them.
+ */
 struct isth_pace_stats {
-	uint64_t enqueued; /**< packets accepted */
-	uint64_t queue_full; /**< packets refused: queue full */
-	uint64_t oversize; /**< packets refused: 0 bytes or > burst_bytes */
-	uint64_t released; /**< packets returned by dequeue */
-	uint64_t bytes_sent; /**< their bytes */
-	uint64_t flushed; /**< packets removed by isth_pace_flush() */
-	uint64_t rounds; /**< plans that became active */
-	uint64_t late_starts; /**< rounds whose first release was late */
-	uint64_t empty_rounds; /**< rounds that ended with nothing released */
-	uint64_t plans_busy; /**< set_round refused with -EBUSY */
-	uint32_t round; /**< round of the active plan */
-	uint32_t queued; /**< packets waiting now */
-	/** first release minus planned start, ns (0 until the first release) */
-	uint64_t round_start_lag_ns;
-	uint64_t round_bytes; /**< bytes released this round */
-	/** time the queue was backlogged since the round start, ns */
-	uint64_t round_active_ns;
-	/** round_bytes over round_active_ns, bits/s (0 if no active time) */
-	uint64_t round_achieved_bps;
-	/** what the plan allowed over the same backlogged time, bits/s */
-	uint64_t round_planned_bps;
+	ISTH_PACE_STATS(ISTH_CTR_FIELD)
 };
 
 /**

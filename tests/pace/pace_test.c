@@ -473,7 +473,7 @@ Test(pace, handoff_threads)
 		if (st.rounds != seen) {
 			/* rounds become active in order */
 			if (st.round <= last)
-				cr_assert_fail("round %u after %u", st.round, last);
+				cr_assert_fail("round %u after %u", (unsigned int)st.round, last);
 			last = st.round;
 			seen = st.rounds;
 		}
