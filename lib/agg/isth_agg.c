@@ -139,29 +139,7 @@ struct isth_agg {
 	struct isth_agg_stats stats;
 };
 
-static const char *const stats_names[ISTH_AGG_STATS_N] = {
-	"accepted",
-	"completed",
-	"partial_timeout",
-	"partial_conflict_pool",
-	"partial_conflict_bucket",
-	"partial_flush",
-	"duplicate",
-	"duplicate_emitted",
-	"unexpected_sender",
-	"stale_round",
-	"unknown_round",
-	"unknown_job",
-	"mismatch",
-	"bad_input",
-	"no_slot",
-	"record_full",
-	"chunk_closed",
-	"slots_in_use",
-	"slots_hwm",
-	"mem_in_use",
-	"mem_hwm",
-};
+static const char *const stats_names[ISTH_AGG_STATS_N] = {ISTH_AGG_STATS(ISTH_CTR_NAME)};
 
 static const char *const reason_names[ISTH_AGG_REASON_MAX] = {
 	"complete",

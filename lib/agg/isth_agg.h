@@ -40,6 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "isth_ctr.h"
+
 #include "isth_wire.h"
 
 #ifdef __cplusplus
@@ -170,28 +172,36 @@ struct isth_agg_emit {
  * read-modify-write); read by: anyone through isth_agg_stats_get().
  * Every dropped contribution lands in exactly one drop counter.
  */
+#define ISTH_AGG_STATS(X) \
+	X(accepted, "contributions summed") \
+	X(completed, "emitted, reason complete") \
+	X(partial_timeout, "emitted, reason timeout") \
+	X(partial_conflict_pool, "emitted, reason conflict_pool") \
+	X(partial_conflict_bucket, "emitted, reason conflict_bucket") \
+	X(partial_flush, "emitted, reason flush") \
+	X(duplicate, "drop: bit already in the slot") \
+	X(duplicate_emitted, "drop: bit already emitted for the chunk") \
+	X(unexpected_sender, "drop: sender not in the round's expected set") \
+	X(stale_round, "drop: round older than the window") \
+	X(unknown_round, "drop: round not (yet) published") \
+	X(unknown_job, "drop: job not published") \
+	X(mismatch, "drop: dtype or count differ from the slot's") \
+	X(bad_input, "drop: dtype, count, chunk id or sender out of range") \
+	X(no_slot, "drop: every accumulator awaits release") \
+	X(record_full, "chunks closed: no emitted record free") \
+	X(chunk_closed, "drop: contribution to a closed chunk") \
+	X(slots_in_use, "gauge: active + awaiting release") \
+	X(slots_hwm, "high-water mark of slots_in_use") \
+	X(mem_in_use, "gauge: slots_in_use * slot_size") \
+	X(mem_hwm, "high-water mark, <= mem_budget")
+
+/**
+ * Engine counters and gauges, one list (lib/ctr convention): the struct,
+ * isth_agg_stats_name() and the FPGA interface's first counters
+ * (isth_fpga_if.h) are generated from ISTH_AGG_STATS.
+ */
 struct isth_agg_stats {
-	uint64_t accepted; /**< contributions summed */
-	uint64_t completed; /**< emitted, reason complete */
-	uint64_t partial_timeout; /**< emitted, reason timeout */
-	uint64_t partial_conflict_pool; /**< emitted, reason conflict_pool */
-	uint64_t partial_conflict_bucket; /**< emitted, reason conflict_bucket */
-	uint64_t partial_flush; /**< emitted, reason flush */
-	uint64_t duplicate; /**< drop: bit already in the slot */
-	uint64_t duplicate_emitted; /**< drop: bit already emitted for the chunk */
-	uint64_t unexpected_sender; /**< drop: sender not in the round's expected set */
-	uint64_t stale_round; /**< drop: round older than the window */
-	uint64_t unknown_round; /**< drop: round not (yet) published */
-	uint64_t unknown_job; /**< drop: job not published */
-	uint64_t mismatch; /**< drop: dtype or count differ from the slot's */
-	uint64_t bad_input; /**< drop: dtype, count, chunk id or sender out of range */
-	uint64_t no_slot; /**< drop: every accumulator awaits release */
-	uint64_t record_full; /**< chunks closed: no emitted record free */
-	uint64_t chunk_closed; /**< drop: contribution to a closed chunk */
-	uint64_t slots_in_use; /**< gauge: active + awaiting release */
-	uint64_t slots_hwm; /**< high-water mark of slots_in_use */
-	uint64_t mem_in_use; /**< gauge: slots_in_use * slot_size */
-	uint64_t mem_hwm; /**< high-water mark, <= mem_budget */
+	ISTH_AGG_STATS(ISTH_CTR_FIELD)
 };
 #define ISTH_AGG_STATS_N (sizeof(struct isth_agg_stats) / sizeof(uint64_t))
 

@@ -25,6 +25,8 @@
 
 #include <stdint.h>
 
+#include "isth_agg.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -183,6 +185,8 @@ enum isth_fpga_counter {
 	ISTH_FPGA_CNT_RT_REFUSED, /**< banks refused (status < 0) */
 	ISTH_FPGA_CNT_MAX
 };
+/* The first counters are the engine's (struct isth_agg_stats), in order. */
+_Static_assert(ISTH_FPGA_CNT_MEM_HWM + 1 == ISTH_AGG_STATS_N, "FPGA counters mirror lib/agg's");
 
 /** Descriptor status, written by the device. */
 #define ISTH_FPGA_DESC_DONE 0x8000u /**< device finished with the descriptor */
@@ -240,28 +244,8 @@ static inline const char *
 isth_fpga_counter_name(unsigned int i)
 {
 	static const char *const names[ISTH_FPGA_CNT_MAX] = {
-		"accepted",
-		"completed",
-		"partial_timeout",
-		"partial_conflict_pool",
-		"partial_conflict_bucket",
-		"partial_flush",
-		"duplicate",
-		"duplicate_emitted",
-		"unexpected_sender",
-		"stale_round",
-		"unknown_round",
-		"unknown_job",
-		"mismatch",
-		"bad_input",
-		"no_slot",
-		"record_full",
-		"chunk_closed",
-		"slots_in_use",
-		"slots_hwm",
-		"mem_in_use",
-		"mem_hwm",
-		"dev_h2d_desc",
+		/* the engine's counters, in lib/agg's order */
+		ISTH_AGG_STATS(ISTH_CTR_NAME) "dev_h2d_desc",
 		"dev_h2d_bytes",
 		"dev_d2h_desc",
 		"dev_d2h_bytes",
