@@ -179,21 +179,20 @@ log_round(struct isthd *d, uint64_t r)
 	if (ps.round == r && ps.round_bytes > 0)
 		snprintf(actual, sizeof(actual), "%.3f ms",
 			(double)(off + ps.round_start_lag_ns) / 1e6);
-	if (d->cfg.round_log)
-		printf("round %" PRIu64 " clique {%s} in %" PRIu64 " pkts %" PRIu64
-		       " B out %" PRIu64 " pkts agg %" PRIu64 " complete %" PRIu64
-		       " partial %" PRIu64 " nacks %" PRIu64 " resent %" PRIu64
-		       " peer_nacks %" PRIu64 " retries %" PRIu64 " unrepaired %" PRIu64
-		       " offset planned %.3f ms actual %s\n",
-			r, names, st.peer_data - d->last_st.peer_data,
-			st.peer_data_bytes - d->last_st.peer_data_bytes,
-			st.data_out - d->last_st.data_out, st.agg_out - d->last_st.agg_out,
-			be.completed - d->last_be.completed, be.partial - d->last_be.partial,
-			st.nacks - d->last_st.nacks, st.resent - d->last_st.resent,
-			st.peer_nacks_sent - d->last_st.peer_nacks_sent,
-			st.peer_nack_retries - d->last_st.peer_nack_retries,
-			st.peer_chunks_unrepaired - d->last_st.peer_chunks_unrepaired,
-			(double)off / 1e6, actual);
+	if (d->cfg.round_log) {
+		char deltas[512];
+		size_t n = 0;
+
+		/* one field per entry of ISTHD_ROUND_LOG, in its order */
+#define F(label, src, field, unit) \
+	if (n < sizeof(deltas)) \
+		n += (size_t)snprintf(deltas + n, sizeof(deltas) - n, "%s%s%" PRIu64 "%s", \
+			n ? " " : "", label, src.field - d->last_##src.field, unit);
+		ISTHD_ROUND_LOG(F)
+#undef F
+		printf("round %" PRIu64 " clique {%s} %s offset planned %.3f ms actual %s\n", r,
+			names, deltas, (double)off / 1e6, actual);
+	}
 	fflush(stdout);
 	d->last_st = st;
 	d->last_be = be;

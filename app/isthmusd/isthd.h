@@ -115,6 +115,25 @@ enum isthd_drop {
 
 enum { ISTHD_N_COUNTERS = 0 ISTHD_COUNTERS(ISTH_CTR_ONE) };
 
+/*
+ * The per-round log line (doc/isthmusd.md, "Round log"): for each entry,
+ * label, source (st: struct isthd_dp_stats, be: struct isth_backend_counts),
+ * counter and unit; the value printed is the counter's change over the
+ * round. Tests and the testbed read "partial N" and "unrepaired N".
+ */
+#define ISTHD_ROUND_LOG(X) \
+	X("in ", st, peer_data, " pkts") \
+	X("", st, peer_data_bytes, " B") \
+	X("out ", st, data_out, " pkts") \
+	X("agg ", st, agg_out, "") \
+	X("complete ", be, completed, "") \
+	X("partial ", be, partial, "") \
+	X("nacks ", st, nacks, "") \
+	X("resent ", st, resent, "") \
+	X("peer_nacks ", st, peer_nacks_sent, "") \
+	X("retries ", st, peer_nack_retries, "") \
+	X("unrepaired ", st, peer_chunks_unrepaired, "")
+
 /* Written by: dp (relaxed stores), except drop[ctl_ring_full] and
  * drop[round_no_mbuf], which only ctl writes (one writer per counter);
  * read by: ctl, telemetry (relaxed loads). */
