@@ -116,7 +116,7 @@ enum isthd_drop {
 enum { ISTHD_N_COUNTERS = 0 ISTHD_COUNTERS(ISTH_CTR_ONE) };
 
 /*
- * The per-round log line (doc/isthmusd.md, "Round log"): for each entry,
+ * The per-round log line (doc/isthmusd.md, "Telemetry"): for each entry,
  * label, source (st: struct isthd_dp_stats, be: struct isth_backend_counts),
  * counter and unit; the value printed is the counter's change over the
  * round. Tests and the testbed read "partial N" and "unrepaired N".
