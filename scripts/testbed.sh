@@ -80,6 +80,8 @@ Run:
                           seconds of tries (default 120)
 Impairments on every WAN link (seeded, reproducible):
   --loss P --dup P --reorder P --corrupt P   probabilities in [0, 1]
+  --ge P/R/LB[/LG]        Gilbert-Elliott bursty loss (isthmus-wan --ge): e.g.
+                          0.00204/0.1/1 is a 2 % average in bursts of 10 packets
   --seed S                (default 1)
 Faults:
   --silent-island K       island K stops sending after its first round
@@ -270,7 +272,7 @@ ROUNDS=
 DTYPE=int32
 STARTUP=8
 READY_TIMEOUT=120
-LOSS=0 DUP=0 REORDER=0 CORRUPT=0 SEED=1
+LOSS=0 DUP=0 REORDER=0 CORRUPT=0 SEED=1 GE=
 SILENT=-1
 RESTART=-1
 PAUSE=
@@ -295,6 +297,7 @@ while [ $# -gt 0 ]; do
 	--dup) DUP=$2; shift 2 ;;
 	--reorder) REORDER=$2; shift 2 ;;
 	--corrupt) CORRUPT=$2; shift 2 ;;
+	--ge) GE=$2; shift 2 ;;
 	--seed) SEED=$2; shift 2 ;;
 	--dtype) DTYPE=$2; shift 2 ;;
 	--startup) STARTUP=$2; STARTUP_SET=1; shift 2 ;;
@@ -631,6 +634,7 @@ WAN_ARGS+=(-- --sites "$WORK/sites.csv" --links "$WORK/links.csv" --site-map "$W
 [ "$DUP" = 0 ] || WAN_ARGS+=(--dup "$DUP")
 [ "$REORDER" = 0 ] || WAN_ARGS+=(--reorder "$REORDER")
 [ "$CORRUPT" = 0 ] || WAN_ARGS+=(--corrupt "$CORRUPT")
+[ -z "$GE" ] || WAN_ARGS+=(--ge "$GE")
 ip netns exec "$WNS" "$WAN" "${WAN_ARGS[@]}" >"$WORK/wan.log" 2>&1 &
 WANPID=$!
 PIDS+=($WANPID)
