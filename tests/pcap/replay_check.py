@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """net_pcap replay test, the checking half (tests/pcap/replay_test.sh).
 
-  replay_check.py feed FIFO IN_WAN.pcap TELEMETRY_SOCKET ROUND
+  replay_check.py feed FIFO IN_WAN.pcap TELEMETRY_SOCKET ROUND PID
       Opens the FIFO isthmusd reads as its WAN rx_pcap, writes the pcap
       header (isthmusd opens the file at EAL init), waits until the edge is
       in ROUND with it published, then writes the captured frames and
-      closes the FIFO (end of capture).
+      closes the FIFO (end of capture). Gives up, clearly, after 60 s or
+      as soon as isthmusd (PID) has exited.
   replay_check.py check IN_WAN.pcap OUT_ACCESS.pcap OUT_WAN.pcap
       Decodes the input itself (not lib/wire) and compares every AGG the
       edge sent its island with the sums computed here: per chunk, the
@@ -14,6 +15,9 @@
       heard, PARTIAL exactly when a clique member is missing; and checks
       that the lost chunk was NACKed to its sender's edge.
 """
+import errno
+import fcntl
+import os
 import struct
 import sys
 import time
@@ -91,20 +95,41 @@ def decode(frame):
     return h
 
 
-def feed(fifo, in_wan, sock, rnd):
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def feed(fifo, in_wan, sock, rnd, pid):
     sys.path.insert(0, sys.path[0] + "/../isthmusd")
     from isthd_tel import ask, connect
     with open(in_wan, "rb") as f:
         cap = f.read()
     deadline = time.time() + 60
-    with open(fifo, "wb", buffering=0) as out:   # blocks until isthmusd opens it
+    # a writer's non-blocking open fails (ENXIO) until isthmusd opens its
+    # end at EAL init: wait for that, bounded, instead of blocking forever
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as e:
+            if e.errno != errno.ENXIO:
+                raise
+            if time.time() > deadline or not alive(pid):
+                sys.exit("isthmusd never opened " + fifo)
+            time.sleep(0.05)
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    with os.fdopen(fd, "wb", buffering=0) as out:
         out.write(cap[:24])
         s = connect(sock, deadline)
         while True:
             r = ask(s, "/isthmus/round")
             if r is not None and r["started"] and r["round"] >= rnd and r["published_through"] >= rnd:
                 break
-            if time.time() > deadline:
+            if time.time() > deadline or not alive(pid):
                 sys.exit("the edge never reached round %d: %s" % (rnd, r))
             time.sleep(0.05)
         if r["round"] != rnd:
@@ -191,8 +216,8 @@ def check(in_wan, out_access, out_wan):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 6 and sys.argv[1] == "feed":
-        feed(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    if len(sys.argv) == 7 and sys.argv[1] == "feed":
+        feed(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
     elif len(sys.argv) == 5 and sys.argv[1] == "check":
         sys.exit(check(*sys.argv[2:]))
     else:

@@ -23,8 +23,9 @@ tmp=$(mktemp -d /tmp/isth-pcap-XXXXXX)
 pid=
 cleanup() {
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		# unblock a worker still reading the FIFO, then stop the edge
-		(exec 3>"$tmp/in_wan.fifo") 2>/dev/null &
+		# an edge still opening the FIFO: a read-write open never
+		# blocks and lets its open return; its reads then see EOF
+		(exec 3<>"$tmp/in_wan.fifo") 2>/dev/null
 		kill -TERM "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 	fi
@@ -93,7 +94,7 @@ epoch=$(( ($(date +%s) + 4) * 1000000000 ))
 	-- --config "$tmp/replay.conf" --epoch "$epoch" --rounds 1 >"$tmp/edge.out" 2>&1 &
 pid=$!
 /usr/bin/python3 "$HERE/replay_check.py" feed "$tmp/in_wan.fifo" "$tmp/in_wan.pcap" \
-	"/var/run/dpdk/$PREFIX/dpdk_telemetry.v2" 0
+	"/var/run/dpdk/$PREFIX/dpdk_telemetry.v2" 0 "$pid"
 feed=$?
 if [ "$feed" != 0 ]; then
 	echo "FAIL: feeding the capture"
