@@ -22,10 +22,10 @@ import struct
 import sys
 import time
 
-ISLAND, CLIQUE, JOB = 0, 0x7, 7           # replay_test.sh's schedule and config
+ISLAND, CLIQUE, JOB = 0, 0xf, 7           # replay_test.sh's schedule and config
 EDGE_ACCESS_IP, ISLAND_IP = "10.10.0.1", "10.10.0.2"
 ISLAND_MAC = "02:00:00:00:00:02"
-PEER_IP = {1: "10.0.0.2", 2: "10.0.0.3"}
+PEER_IP = {1: "10.0.0.2", 2: "10.0.0.3", 3: "10.0.0.4"}
 PORT = 9471
 DATA, AGG, NACK, ROUND = 1, 2, 3, 5
 F_PARTIAL, F_CHUNKS = 1, 8

@@ -2,11 +2,12 @@
 /*
  * Writes the captured WAN input of the net_pcap replay test
  * (tests/pcap/replay_test.sh): DATA of round 0 from the edges of islands
- * B (1) and C (2) to the edge of island A (0), built with lib/wire's
- * encoder, with one loss, one duplicate and one reordering:
+ * B (1), C (2) and D (3) to the edge of island A (0), built with lib/wire's
+ * encoder, with two losses, a duplicate and a reordering:
  *
  *   B: chunk 0, chunk 0 again (duplicate), chunk 2, chunk 1 (reordered)
- *   C: chunk 0, chunk 2 (chunk 1 lost)
+ *   C: chunk 0, chunk 2 (chunk 1 lost: a gap)
+ *   D: chunk 0, chunk 1 (chunk 2 lost: a tail)
  *
  *   replay_gen OUT.pcap
  *
@@ -120,9 +121,11 @@ main(int argc, char **argv)
 		die("cannot write the pcap header");
 	data(f, 1, 0, &n);
 	data(f, 2, 0, &n);
+	data(f, 3, 0, &n);
 	data(f, 1, 0, &n); /* duplicate */
 	data(f, 1, 2, &n); /* B reordered: 2 before 1 */
 	data(f, 2, 2, &n); /* C's chunk 1 lost */
+	data(f, 3, 1, &n); /* D's chunk 2 (its tail) lost */
 	data(f, 1, 1, &n);
 	if (fclose(f) != 0)
 		die(strerror(errno));

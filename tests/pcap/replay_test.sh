@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # net_pcap replay regression (issue 11, "Observability of repair"): the
-# real isthmusd reads a captured WAN input (DATA of round 0 from islands B
-# and C, with a loss, a duplicate and a reordering, written by replay_gen
-# with lib/wire's encoder) through `--vdev net_pcap0,rx_pcap=...`, and the
+# real isthmusd reads a captured WAN input (DATA of round 0 from islands B,
+# C and D, with a gap loss, a tail loss, a duplicate and a reordering,
+# written by replay_gen with lib/wire's encoder) through `--vdev net_pcap0,rx_pcap=...`, and the
 # AGGs it writes to its access port's tx_pcap are compared field by field
 # with sums computed by replay_check.py from the input capture.
 #
@@ -41,20 +41,22 @@ mkfifo "$tmp/in_wan.fifo"
 
 cat >"$tmp/replay.sched" <<SCHED
 isthmus-schedule 1
-islands 3
+islands 4
 island 0 A
 island 1 B
 island 2 C
+island 3 D
 round-ns $T_NS
 epoch runtime
 payload-bytes 2904
 chunk-bytes 1432
 memory-bytes 0
 rounds 1
-round 0 0x7
+round 0 0xf
 send 0 0 0 1000000
 send 0 1 0 1000000
 send 0 2 0 1000000
+send 0 3 0 1000000
 end
 SCHED
 cat >"$tmp/replay.conf" <<CONF
@@ -77,6 +79,8 @@ gateway_mac = 02:00:00:00:ff:01
 ip = 10.0.0.2
 [peer C]
 ip = 10.0.0.3
+[peer D]
+ip = 10.0.0.4
 [agg]
 memory = 4Mi
 [poll]
