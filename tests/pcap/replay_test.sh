@@ -3,9 +3,10 @@
 # net_pcap replay regression (issue 11, "Observability of repair"): the
 # real isthmusd reads a captured WAN input (DATA of round 0 from islands B,
 # C and D, with a gap loss, a tail loss, a duplicate and a reordering,
-# written by replay_gen with lib/wire's encoder) through `--vdev net_pcap0,rx_pcap=...`, and the
-# AGGs it writes to its access port's tx_pcap are compared field by field
-# with sums computed by replay_check.py from the input capture.
+# written by replay_gen with lib/wire's encoder) through
+# `--vdev net_pcap0,rx_pcap=...`, and the AGGs it writes to its access
+# port's tx_pcap are compared field by field with sums computed by
+# replay_check.py from the input capture.
 #
 # Timing: net_pcap reads an rx_pcap file as fast as it is polled, long
 # before the edge's round 0 begins. The WAN rx_pcap is therefore a FIFO:
