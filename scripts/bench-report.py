@@ -237,10 +237,25 @@ def parse_testbed(text, name="testbed"):
     return out
 
 
+def parse_island(text, name="island"):
+    """bench_island prints one figure a line, "island.<key> <value> <unit>";
+    lines starting with '#' are comments."""
+    out = {}
+    for ln, line in enumerate(text.splitlines(), 1):
+        if not line.startswith("island."):
+            continue
+        f = line.split()
+        if len(f) != 3:
+            raise ParseError("%s:%d: not 'name value unit': %r" % (name, ln, line))
+        out[f[0]] = num(f[1], "%s:%d" % (name, ln))
+    need(out, name, "island.*")
+    return out
+
+
 PARSERS = {
     "agg": parse_agg, "mcast": parse_mcast, "resend": parse_resend,
     "backend": parse_backend, "isthmusd": parse_isthmusd, "plan": parse_plan,
-    "auth": parse_auth, "testbed": parse_testbed,
+    "auth": parse_auth, "testbed": parse_testbed, "island": parse_island,
 }
 
 
@@ -302,6 +317,12 @@ def headline(figs):
         "cycles per sealed message over copying it")
     add("auth verify / memcpy, OpenSSL", "auth.openssl_verify.x_memcpy",
         "cycles per sealed message over copying it")
+    add("island send Gbit/s per core, 1 session", "island.t1.send_lib.gbps_per_core",
+        "libisthmus over loopback, 1432-byte chunks")
+    add("island send / plain sendmmsg, 1 session", "island.t1.send.lib_over_ref",
+        "per-core rate of isth_island_send over sendmmsg of the same datagrams")
+    add("island recv / plain recvmmsg, 1 session", "island.t1.recv.lib_over_ref",
+        "per-core rate of isth_island_result over recvmmsg of the same datagrams")
     add("backend fpga model / sw", "backend.fpga.x_sw", "contributions/s, device model")
     for n in (9, 16, 32, 64):
         ms = [v for k, v in figs.items()

@@ -89,16 +89,17 @@ btype=$(meson introspect --buildoptions "$BDIR" |
 	python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="buildtype"))')
 [ "$btype" = release ] || die "$BUILD is a '$btype' build, not release: use --build with another directory"
 
-BENCHES=(agg mcast resend backend isthmusd plan auth)
+BENCHES=(agg mcast resend backend isthmusd plan auth island)
 declare -A BIN=(
 	[agg]=tests/bench/bench_agg [mcast]=tests/bench/bench_mcast
 	[resend]=tests/bench/bench_resend [backend]=tests/bench/bench_backend
 	[isthmusd]=tests/bench/bench_isthmusd [plan]=tests/bench/plan_bench
-	[auth]=tests/bench/bench_auth
+	[auth]=tests/bench/bench_auth [island]=tests/bench/bench_island
 )
 # small iteration counts under --quick (plan: 9 and 16 islands only; 64 takes
 # far longer than the rest together); mcast and resend take seconds as they are
-declare -A QARGS=([agg]=--quick [isthmusd]=--quick [auth]=--quick [backend]=8 [plan]=--quick)
+declare -A QARGS=([agg]=--quick [isthmusd]=--quick [auth]=--quick [backend]=8 [plan]=--quick
+	[island]=--quick)
 
 DO_TESTBED=0
 SKIPS=()

@@ -6,7 +6,7 @@
 # plan and auth are a real `scripts/bench.sh --quick` run of 2026-12-01
 # (plan: the full run, killed during 64 islands); isthmusd.txt is the
 # next --quick run's; testbed.txt is doc/testbed.md's
-# SUMMARY line. Expected values are read off those files by eye, not
+# SUMMARY line; island.txt is a full bench_island run of 2026-12-02. Expected values are read off those files by eye, not
 # computed by the parser. No benchmark runs here and no timing is judged.
 import importlib.util
 import json
@@ -98,6 +98,18 @@ class Parsers(unittest.TestCase):
         self.assertEqual(f["auth.openssl_verify.x_memcpy"], 9.61)
         self.assertEqual(len([k for k in f if k.endswith(".cycles")]), 10)
 
+    def test_island(self):
+        f = br.parse_island(sample("island"))
+        self.assertEqual(f["island.t1.send_lib.gbps_per_core"], 5.20)
+        self.assertEqual(f["island.t2.recv_ref.mpps_per_core"], 3.718)
+        self.assertEqual(f["island.t1.send.lib_over_ref"], 0.79)
+        # 2 thread counts x (4 phases x 3 figures + 2 ratios + 2 core counts)
+        self.assertEqual(len(f), 32)
+        with self.assertRaisesRegex(br.ParseError, r"^island:2: not 'name value unit'"):
+            br.parse_island(sample("island").replace(" Gbit/s\n", "\n", 1))
+        with self.assertRaisesRegex(br.ParseError, "island: no island.\\* rows"):
+            br.parse_island("# bench_island: nothing\n")
+
     def test_testbed(self):
         f = br.parse_testbed(sample("testbed"))
         self.assertEqual(f["testbed.round_ms_mean"], 141.0)
@@ -121,7 +133,8 @@ class Parsers(unittest.TestCase):
 class Headline(unittest.TestCase):
     def setUp(self):
         self.f = {}
-        for b in ("agg", "mcast", "resend", "backend", "isthmusd", "plan", "auth", "testbed"):
+        for b in ("agg", "mcast", "resend", "backend", "isthmusd", "plan", "auth", "testbed",
+                  "island"):
             self.f.update(br.PARSERS[b](sample(b), b))
         self.rows = {r[0]: r[1] for r in br.headline(self.f)}
 
@@ -134,6 +147,8 @@ class Headline(unittest.TestCase):
         self.assertEqual(r["fan-out cycles per extra destination, zerocopy D=8, hot"], 454.4)
         self.assertAlmostEqual(r["resend / fresh, 1432 B"], 649 / 4067)
         self.assertEqual(r["auth verify / memcpy, ipsec-mb bursts of 32"], 2.93)
+        self.assertEqual(r["island send / plain sendmmsg, 1 session"], 0.79)
+        self.assertEqual(r["island send Gbit/s per core, 1 session"], 5.20)
         # slowest plan at 16 islands: all-to-all with M = 0, 776.00 ms
         self.assertAlmostEqual(r["planner seconds, 16 islands (slowest family)"], 0.776)
         self.assertNotIn("planner seconds, 64 islands (slowest family)", r)

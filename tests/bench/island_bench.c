@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libisthmus send and receive rate over loopback (issue 14), each beside a
+ * plain sendmmsg/recvmmsg of the same datagrams in the same run.
+ *
+ * fp32 sessions at MTU 1500: 358 elements (1432 bytes of payload) per
+ * chunk, NCH chunks per tensor. With T threads (1 and 2), each thread owns
+ * its own session and sockets; the threads run each phase together
+ * (pthread barrier between phases) and the phases are interleaved per
+ * repetition so that each ratio sees the same load on a shared host.
+ *
+ *   send lib      isth_island_send() of round after round (never announced,
+ *                 so each send takes its slot over): the library's whole
+ *                 cost per round (accumulate own contribution, encode,
+ *                 sendmmsg in bursts of 32) to a sink socket drained by a
+ *                 sink thread
+ *   send ref      sendmmsg in bursts of 32 of NCH prebuilt DATA datagrams
+ *                 of the same sizes to the same sink
+ *   recv lib      a fake edge thread sends ROUND r + NCH AGGs (one peer)
+ *                 per round; the island thread takes isth_island_result()
+ *                 of every round (must return 0: all chunks complete). The
+ *                 edge sends round r+1 while the island sums round r.
+ *   recv ref      the same edge traffic read by recvmmsg in bursts of 32
+ *
+ * Rates are payload bytes (1432 per chunk; headers excluded). "per core"
+ * divides by the CPU time of the measured threads (CLOCK_THREAD_CPUTIME_ID:
+ * on loopback the kernel's delivery runs in the sender's context, so the
+ * send figures include it); "wall" is the aggregate over the slowest
+ * thread's wall time. Best of REPS per figure.
+ *
+ * Output: one line per figure, "name value unit".
+ * Usage: bench_island [--quick]
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "isth_island.h"
+#include "isth_wire.h"
+
+#define LOOPBACK 0x7f000001u
+#define JOB 14u
+#define SELF 1u
+#define PEER 0u
+#define N_ISLANDS 2u
+#define CE 358u /* fp32 elements per chunk at MTU 1500: 1432 bytes */
+#define PAYLOAD (CE * 4u)
+#define BURST 32u
+#define MAX_THREADS 2u
+#define DGRAM 2048u
+
+static unsigned int nch = 256; /* chunks per tensor: 366 KB of payload */
+static unsigned int rounds = 400; /* rounds per phase and thread */
+static unsigned int reps = 5;
+
+static void
+die(const char *what, int err)
+{
+	fprintf(stderr, "bench_island: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+static double
+clk(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t
+real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A UDP socket on 127.0.0.1, ephemeral port, big receive buffer. */
+static int
+udp_socket(uint16_t *port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), buf = 16 << 20;
+
+	if (fd < 0)
+		die("socket", errno);
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	a.sin_addr.s_addr = htonl(LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+		getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+		die("bind", errno);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static struct sockaddr_in
+loop_addr(uint16_t port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+	a.sin_addr.s_addr = htonl(LOOPBACK);
+	return a;
+}
+
+/* sendmmsg of @n datagrams of @buf (DGRAM apart) to @to, in bursts. */
+static void
+send_all(int fd, uint8_t *buf, const size_t *len, unsigned int n, struct sockaddr_in *to)
+{
+	struct mmsghdr m[BURST];
+	struct iovec v[BURST];
+	unsigned int i = 0;
+
+	while (i < n) {
+		unsigned int k = n - i < BURST ? n - i : BURST, j;
+		int r;
+
+		for (j = 0; j < k; j++) {
+			v[j].iov_base = buf + (size_t)(i + j) * DGRAM;
+			v[j].iov_len = len[i + j];
+			memset(&m[j], 0, sizeof(m[j]));
+			m[j].msg_hdr.msg_name = to;
+			m[j].msg_hdr.msg_namelen = sizeof(*to);
+			m[j].msg_hdr.msg_iov = &v[j];
+			m[j].msg_hdr.msg_iovlen = 1;
+		}
+		r = sendmmsg(fd, m, k, 0);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			die("sendmmsg", errno);
+		}
+		i += (unsigned int)r;
+	}
+}
+
+/* Read @n datagrams from @fd with recvmmsg in bursts (blocking). */
+static void
+recv_n(int fd, uint8_t *buf, unsigned int n)
+{
+	struct mmsghdr m[BURST];
+	struct iovec v[BURST];
+	unsigned int got = 0, j;
+
+	for (j = 0; j < BURST; j++) {
+		v[j].iov_base = buf + (size_t)j * DGRAM;
+		v[j].iov_len = DGRAM;
+		memset(&m[j], 0, sizeof(m[j]));
+		m[j].msg_hdr.msg_iov = &v[j];
+		m[j].msg_hdr.msg_iovlen = 1;
+	}
+	while (got < n) {
+		/* never into the next round's datagrams: they are counted there */
+		unsigned int want = n - got < BURST ? n - got : BURST;
+		int r = recvmmsg(fd, m, want, MSG_WAITFORONE, NULL);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			die("recvmmsg", errno);
+		}
+		got += (unsigned int)r;
+	}
+}
+
+/* ---- per-thread state ---------------------------------------------------- */
+
+enum phase { SEND_LIB, SEND_REF, RECV_LIB, RECV_REF, N_PHASES };
+static const char *const phase_name[N_PHASES] = {"send_lib", "send_ref", "recv_lib", "recv_ref"};
+
+struct worker {
+	unsigned int id;
+	pthread_t th, edge_th;
+	/* send side: the session sends to sink_fd (drained by the sink thread) */
+	struct isth_island *tx;
+	int sink_fd, ref_fd;
+	uint16_t sink_port;
+	/* receive side: edge_fd plays the edge of session rx */
+	struct isth_island *rx;
+	int edge_fd, rref_fd;
+	uint16_t edge_port, rref_port;
+	sem_t go, edge_done; /* island -> edge: send the next round; edge -> main */
+	enum phase phase; /* written by the worker before posting go */
+	uint32_t tx_round; /* next round of the tx session (worker only) */
+	uint32_t rx_round; /* next round of the rx session (worker only) */
+	uint64_t agg_seq; /* edge's AGG stream (edge thread only) */
+	float *tensor, *out;
+	struct isth_island_chunk *chunks;
+	uint8_t *dgram, *rbuf; /* NCH prebuilt datagrams; recv buffers */
+	size_t *len;
+	double wall, cpu; /* last phase, written by the worker */
+};
+
+static struct worker wk[MAX_THREADS];
+static unsigned int n_threads;
+static pthread_barrier_t bar;
+static atomic_bool sink_stop;
+static atomic_uint_fast64_t sink_got;
+
+/* Drains every send-side sink socket until told to stop; the poll timeout
+ * only bounds how long the stop flag can go unseen. */
+static void *
+sink_main(void *arg)
+{
+	uint8_t *buf = malloc((size_t)BURST * DGRAM);
+	struct mmsghdr m[BURST];
+	struct iovec v[BURST];
+	struct pollfd p[MAX_THREADS];
+	unsigned int i, j;
+
+	(void)arg;
+	if (buf == NULL)
+		die("malloc", ENOMEM);
+	for (j = 0; j < BURST; j++) {
+		v[j].iov_base = buf + (size_t)j * DGRAM;
+		v[j].iov_len = DGRAM;
+		memset(&m[j], 0, sizeof(m[j]));
+		m[j].msg_hdr.msg_iov = &v[j];
+		m[j].msg_hdr.msg_iovlen = 1;
+	}
+	for (i = 0; i < n_threads; i++)
+		p[i] = (struct pollfd){.fd = wk[i].sink_fd, .events = POLLIN};
+	while (!atomic_load(&sink_stop)) {
+		if (poll(p, n_threads, 20) <= 0)
+			continue;
+		for (i = 0; i < n_threads; i++) {
+			int r;
+
+			while ((r = recvmmsg(p[i].fd, m, BURST, MSG_DONTWAIT, NULL)) > 0)
+				atomic_fetch_add(&sink_got, (uint64_t)r);
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+static size_t
+build(uint8_t *buf, uint8_t type, uint32_t round, uint32_t chunk, uint64_t seq, uint64_t bitmap,
+	const void *body, size_t body_len)
+{
+	struct isth_wire_hdr h = {
+		.type = type,
+		.dtype = type == ISTH_WIRE_ROUND ? 0 : ISTH_WIRE_DTYPE_FP32,
+		.sender = SELF, /* the edge addresses the island it talks to */
+		.count = type == ISTH_WIRE_ROUND ? 0 : (uint16_t)CE,
+		.job = JOB,
+		.round = round,
+		.chunk = chunk,
+		.seq = seq,
+		.bitmap = bitmap,
+	};
+	int n;
+
+	n = isth_wire_build_msg(buf, DGRAM, &h, body, body_len, NULL);
+	if (n <= 0)
+		die("isth_wire_build_msg", n < 0 ? -n : EINVAL);
+	return (size_t)n;
+}
+
+/* The fake edge of worker @w: per go, ROUND + NCH AGGs of one round. */
+static void *
+edge_main(void *arg)
+{
+	struct worker *w = arg;
+	uint8_t *buf = malloc((size_t)(nch + 1) * DGRAM);
+	size_t *len = malloc(sizeof(*len) * (nch + 1));
+	struct sockaddr_in lib = loop_addr(isth_island_local_port(w->rx));
+	struct sockaddr_in ref = loop_addr(w->rref_port);
+	uint8_t body[ISTH_WIRE_ROUND_SIZE];
+
+	if (buf == NULL || len == NULL)
+		die("malloc", ENOMEM);
+	for (;;) {
+		uint64_t now;
+		uint32_t round;
+		unsigned int c;
+		bool to_lib;
+
+		sem_wait(&w->go);
+		if (w->phase == N_PHASES)
+			break;
+		to_lib = w->phase == RECV_LIB;
+		round = w->rx_round;
+		now = real_ns();
+		/* a deadline far away: the round ends by completeness only */
+		struct isth_wire_round rb = {
+			.start_ns = now,
+			.deadline_ns = now + 60000000000ull,
+			.period_ns = 1000000000ull,
+			.clique = 1u << PEER | 1u << SELF,
+			.n_chunks = nch,
+			.chunk_elems = CE,
+		};
+		isth_wire_put_round(body, sizeof(body), &rb);
+		len[0] = build(buf, ISTH_WIRE_ROUND, round, 0, 0, 1u << PEER, body, sizeof(body));
+		for (c = 0; c < nch; c++)
+			len[c + 1] = build(buf + (size_t)(c + 1) * DGRAM, ISTH_WIRE_AGG, round, c,
+				to_lib ? w->agg_seq++ : c, 1u << PEER, w->tensor + (size_t)c * CE, PAYLOAD);
+		send_all(w->edge_fd, buf, len, nch + 1, to_lib ? &lib : &ref);
+		sem_post(&w->edge_done);
+	}
+	free(buf);
+	free(len);
+	return NULL;
+}
+
+/* Why the session refused what the fake edge sent (the bench's own bug). */
+static void
+report_drops(struct isth_island *s)
+{
+	struct isth_island_stats st;
+	unsigned int i;
+
+	isth_island_stats(s, &st);
+	fprintf(stderr, "bench_island: rx %llu packets, %llu AGGs summed\n",
+		(unsigned long long)st.rx_packets, (unsigned long long)st.aggs_summed);
+	for (i = 0; i < ISTH_WIRE_REASON_MAX; i++)
+		if (st.wire_drop[i])
+			fprintf(stderr, "  wire drop %s: %llu\n", isth_wire_reason_name(i),
+				(unsigned long long)st.wire_drop[i]);
+	for (i = 0; i < ISTH_ISLAND_DROP_MAX; i++)
+		if (st.drop[i])
+			fprintf(stderr, "  island drop %s: %llu\n", isth_island_drop_name(i),
+				(unsigned long long)st.drop[i]);
+}
+
+static void
+run_phase(struct worker *w, enum phase ph)
+{
+	struct sockaddr_in sink = loop_addr(w->sink_port);
+	size_t size = (size_t)nch * CE * 4;
+	double w0, c0;
+	unsigned int r;
+	int rc;
+
+	pthread_barrier_wait(&bar);
+	w0 = clk(CLOCK_MONOTONIC);
+	c0 = clk(CLOCK_THREAD_CPUTIME_ID);
+	switch (ph) {
+	case SEND_LIB:
+		for (r = 0; r < rounds; r++) {
+			/* rounds never announced: each send takes its slot over */
+			rc = isth_island_send(w->tx, w->tx_round++, w->tensor, size);
+			if (rc < 0)
+				die("isth_island_send", -rc);
+		}
+		break;
+	case SEND_REF:
+		for (r = 0; r < rounds; r++)
+			send_all(w->ref_fd, w->dgram, w->len, nch, &sink);
+		break;
+	case RECV_LIB:
+	case RECV_REF:
+		/* the edge sends round r+1 while this thread reads round r */
+		w->phase = ph;
+		sem_post(&w->go);
+		for (r = 0; r < rounds; r++) {
+			struct isth_island_result res;
+
+			sem_wait(&w->edge_done);
+			if (ph == RECV_LIB) {
+				uint32_t round = w->rx_round++;
+
+				if (r + 1 < rounds)
+					sem_post(&w->go);
+				rc = isth_island_result(w->rx, round, w->out, size, w->chunks, nch,
+					&res, 10000000000ull);
+				if (rc != 0) {
+					report_drops(w->rx);
+					die("isth_island_result (round not complete)",
+						rc < 0 ? -rc : EPROTO);
+				}
+			} else {
+				if (r + 1 < rounds)
+					sem_post(&w->go);
+				recv_n(w->rref_fd, w->rbuf, nch + 1);
+			}
+		}
+		break;
+	default:
+		break;
+	}
+	w->cpu = clk(CLOCK_THREAD_CPUTIME_ID) - c0;
+	w->wall = clk(CLOCK_MONOTONIC) - w0;
+}
+
+static double best_gbps_core[N_PHASES], best_gbps_wall[N_PHASES];
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	for (unsigned int rep = 0; rep < reps; rep++) {
+		for (int ph = 0; ph < N_PHASES; ph++) {
+			run_phase(w, (enum phase)ph);
+			pthread_barrier_wait(&bar);
+			if (w->id == 0) {
+				double bytes = 0, cpu = 0, wall = 0;
+
+				for (unsigned int i = 0; i < n_threads; i++) {
+					bytes += (double)rounds * nch * PAYLOAD;
+					cpu += wk[i].cpu;
+					if (wk[i].wall > wall)
+						wall = wk[i].wall;
+				}
+				if (bytes * 8 / cpu / 1e9 > best_gbps_core[ph])
+					best_gbps_core[ph] = bytes * 8 / cpu / 1e9;
+				if (bytes * 8 / wall / 1e9 > best_gbps_wall[ph])
+					best_gbps_wall[ph] = bytes * 8 / wall / 1e9;
+			}
+			pthread_barrier_wait(&bar);
+		}
+	}
+	w->phase = N_PHASES;
+	sem_post(&w->go);
+	return NULL;
+}
+
+static void
+worker_open(struct worker *w, unsigned int id)
+{
+	size_t size = (size_t)nch * CE * 4;
+	uint16_t port;
+	unsigned int c;
+
+	w->id = id;
+	w->sink_fd = udp_socket(&w->sink_port);
+	w->ref_fd = udp_socket(&port);
+	w->edge_fd = udp_socket(&w->edge_port);
+	w->rref_fd = udp_socket(&w->rref_port);
+	w->tensor = malloc(size);
+	w->out = malloc(size);
+	w->chunks = calloc(nch, sizeof(*w->chunks));
+	w->dgram = malloc((size_t)nch * DGRAM);
+	w->rbuf = malloc((size_t)BURST * DGRAM);
+	w->len = calloc(nch, sizeof(*w->len));
+	if (!w->tensor || !w->out || !w->chunks || !w->dgram || !w->rbuf || !w->len)
+		die("malloc", ENOMEM);
+	for (size_t i = 0; i < (size_t)nch * CE; i++)
+		w->tensor[i] = (float)(i % 1000) * 0.25f;
+	/* the reference: DATA datagrams as the library builds them */
+	for (c = 0; c < nch; c++)
+		w->len[c] = build(w->dgram + (size_t)c * DGRAM, ISTH_WIRE_DATA, 1, c, c, 1u << SELF,
+			w->tensor + (size_t)c * CE, PAYLOAD);
+
+	struct isth_island_conf conf = {
+		.job = JOB,
+		.island = SELF,
+		.n_islands = N_ISLANDS,
+		.edge_ip = LOOPBACK,
+		.edge_port = w->sink_port,
+		.bind_ip = LOOPBACK,
+		.elems = nch * CE,
+		.dtype = ISTH_WIRE_DTYPE_FP32,
+		.probe_ns = UINT64_MAX,
+		.rcvbuf = 16 << 20,
+	};
+	w->tx = isth_island_open(&conf);
+	if (w->tx == NULL)
+		die("isth_island_open (send)", errno);
+	conf.edge_port = w->edge_port;
+	w->rx = isth_island_open(&conf);
+	if (w->rx == NULL)
+		die("isth_island_open (receive)", errno);
+	if (isth_island_chunk_elems(w->rx) != CE || isth_island_n_chunks(w->rx) != nch)
+		die("unexpected chunking", EPROTO);
+	if (sem_init(&w->go, 0, 0) < 0 || sem_init(&w->edge_done, 0, 0) < 0)
+		die("sem_init", errno);
+}
+
+static void
+worker_close(struct worker *w)
+{
+	isth_island_close(w->tx);
+	isth_island_close(w->rx);
+	close(w->sink_fd);
+	close(w->ref_fd);
+	close(w->edge_fd);
+	close(w->rref_fd);
+	sem_destroy(&w->go);
+	sem_destroy(&w->edge_done);
+	free(w->tensor);
+	free(w->out);
+	free(w->chunks);
+	free(w->dgram);
+	free(w->rbuf);
+	free(w->len);
+}
+
+static void
+run(unsigned int threads)
+{
+	pthread_t sink;
+	unsigned int i;
+	int ph;
+
+	n_threads = threads;
+	memset(best_gbps_core, 0, sizeof(best_gbps_core));
+	memset(best_gbps_wall, 0, sizeof(best_gbps_wall));
+	atomic_store(&sink_stop, false);
+	if (pthread_barrier_init(&bar, NULL, threads) != 0)
+		die("pthread_barrier_init", EINVAL);
+	for (i = 0; i < threads; i++)
+		worker_open(&wk[i], i);
+	if (pthread_create(&sink, NULL, sink_main, NULL) != 0)
+		die("pthread_create", EAGAIN);
+	for (i = 0; i < threads; i++)
+		if (pthread_create(&wk[i].edge_th, NULL, edge_main, &wk[i]) != 0 ||
+			pthread_create(&wk[i].th, NULL, worker_main, &wk[i]) != 0)
+			die("pthread_create", EAGAIN);
+	for (i = 0; i < threads; i++) {
+		pthread_join(wk[i].th, NULL);
+		pthread_join(wk[i].edge_th, NULL);
+	}
+	atomic_store(&sink_stop, true);
+	pthread_join(sink, NULL);
+	for (i = 0; i < threads; i++)
+		worker_close(&wk[i]);
+	pthread_barrier_destroy(&bar);
+
+	for (ph = 0; ph < N_PHASES; ph++) {
+		double core = best_gbps_core[ph];
+
+		printf("island.t%u.%s.gbps_per_core %.2f Gbit/s\n", threads, phase_name[ph], core);
+		printf("island.t%u.%s.mpps_per_core %.3f Mpps\n", threads, phase_name[ph],
+			core * 1e9 / 8 / PAYLOAD / 1e6);
+		printf("island.t%u.%s.gbps_wall %.2f Gbit/s\n", threads, phase_name[ph],
+			best_gbps_wall[ph]);
+	}
+	printf("island.t%u.send.lib_over_ref %.2f ratio\n", threads,
+		best_gbps_core[SEND_LIB] / best_gbps_core[SEND_REF]);
+	printf("island.t%u.recv.lib_over_ref %.2f ratio\n", threads,
+		best_gbps_core[RECV_LIB] / best_gbps_core[RECV_REF]);
+	printf("island.t%u.send.cores_for_100g %.1f cores\n", threads,
+		100.0 / best_gbps_core[SEND_LIB]);
+	printf("island.t%u.recv.cores_for_100g %.1f cores\n", threads,
+		100.0 / best_gbps_core[RECV_LIB]);
+	fflush(stdout);
+}
+
+int
+main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--quick") == 0) {
+			nch = 64;
+			rounds = 50;
+			reps = 2;
+		} else {
+			fprintf(stderr, "usage: bench_island [--quick]\n");
+			return 2;
+		}
+	}
+	printf("# bench_island: fp32, %u chunks of %u bytes per round, %u rounds per phase, "
+	       "best of %u; loopback\n",
+		nch, PAYLOAD, rounds, reps);
+	run(1);
+	run(MAX_THREADS);
+	printf("# sink datagrams %llu\n", (unsigned long long)atomic_load(&sink_got));
+	return 0;
+}
