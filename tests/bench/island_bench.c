@@ -311,7 +311,8 @@ edge_main(void *arg)
 		len[0] = build(buf, ISTH_WIRE_ROUND, round, 0, 0, 1u << PEER, body, sizeof(body));
 		for (c = 0; c < nch; c++)
 			len[c + 1] = build(buf + (size_t)(c + 1) * DGRAM, ISTH_WIRE_AGG, round, c,
-				to_lib ? w->agg_seq++ : c, 1u << PEER, w->tensor + (size_t)c * CE, PAYLOAD);
+				to_lib ? w->agg_seq++ : c, 1u << PEER, w->tensor + (size_t)c * CE,
+				PAYLOAD);
 		send_all(w->edge_fd, buf, len, nch + 1, to_lib ? &lib : &ref);
 		sem_post(&w->edge_done);
 	}
