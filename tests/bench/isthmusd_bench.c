@@ -81,6 +81,7 @@
 #define FRAME (PAY_OFF + PAYLOAD)
 
 static struct isthd edge;
+static bool eal_is_up; /* die() cleans the EAL up once it is */
 static struct rte_ring *a_in, *a_out, *w_in, *w_out;
 static uint16_t port_a, port_w;
 static struct rte_mempool *fpool; /* the generator's frames */
@@ -97,6 +98,9 @@ static void
 die(const char *what)
 {
 	fprintf(stderr, "bench_isthmusd: %s\n", what);
+	/* a failed run must not leave /var/run/dpdk/<prefix> behind either */
+	if (eal_is_up)
+		isth_test_eal_cleanup();
 	exit(1);
 }
 
@@ -284,6 +288,7 @@ eal_up(const char *argv0)
 	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-bench-%d", getpid());
 	if (rte_eal_init(RTE_DIM(argv), argv) < 0)
 		die(rte_strerror(rte_errno));
+	eal_is_up = true;
 	a_in = rte_ring_create("a_in", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	a_out = rte_ring_create("a_out", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	w_in = rte_ring_create("w_in", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
