@@ -792,6 +792,7 @@ epoch_from_now(uint64_t lead_ns)
 }
 
 static void run_pipeline(void);
+static void run_pipeline_auth(void);
 
 Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up, .fini = eal_down,
 	.timeout = 60)
@@ -830,7 +831,8 @@ Test(isthmusd, pipeline_on_the_fpga_model, .init = eal_up, .fini = eal_down, .ti
  * new key (else auth_epoch): rounds on both sides of the rotation must
  * complete.
  */
-Test(isthmusd, pipeline_with_auth_on, .init = eal_up, .fini = eal_down, .timeout = 60)
+static void
+run_pipeline_auth(void)
 {
 	struct isth_auth_conf ac = {.key_file = hkey_path, .job = JOB, .n_islands = N};
 	char err[512];
@@ -850,6 +852,12 @@ Test(isthmusd, pipeline_with_auth_on, .init = eal_up, .fini = eal_down, .timeout
 	isth_auth_engine_free(heng);
 	isth_auth_free(hkeys);
 }
+
+Test(isthmusd, pipeline_with_auth_on, .init = eal_up, .fini = eal_down, .timeout = 60)
+{
+	run_pipeline_auth();
+}
+
 
 static void
 run_pipeline(void)
