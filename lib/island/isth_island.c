@@ -879,7 +879,7 @@ auth_rx(struct isth_island *s, const uint8_t *buf, size_t len)
 }
 
 static void
-on_datagram(struct isth_island *s, uint8_t *buf, size_t len, const struct sockaddr_in *from,
+on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct sockaddr_in *from,
 	int flags, uint64_t now)
 {
 	enum isth_wire_reason r;
@@ -900,12 +900,6 @@ on_datagram(struct isth_island *s, uint8_t *buf, size_t len, const struct sockad
 	if (s->eng && !auth_rx(s, buf, len))
 		return;
 	memset(&p, 0, sizeof(p));
-	if (s->eng) {
-		/* TEMPORARY until lib/wire parses v2: the verified message
-		 * read as v1 with its trailer (version and epoch bytes) */
-		buf[ISTH_WIRE_OFF_VERSION] = ISTH_WIRE_VERSION;
-		buf[ISTH_WIRE_OFF_RESERVED] = 0;
-	}
 	r = isth_wire_parse_msg(buf, len, &s->lim, &p);
 	if (r != ISTH_WIRE_OK) {
 		s->st.wire_drop[r]++;
@@ -1123,7 +1117,12 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 	s->fd = -1;
 	if (s->conf.mtu == 0)
 		s->conf.mtu = 1500;
-	if (isth_wire_limits_init(&s->lim, conf->n_islands, s->conf.mtu) < 0) {
+	/* v2 (a key file): the parser takes version 2 only, and the
+	 * 16-byte tag comes out of every packet's body (354 elements, 88
+	 * ranges at MTU 1500) */
+	if (isth_wire_limits_init_auth(
+		    &s->lim, conf->n_islands, s->conf.mtu, conf->key_file != NULL) < 0 ||
+		s->lim.max_elems == 0 || s->lim.max_ranges == 0) {
 		err = EINVAL;
 		goto free_s;
 	}
@@ -1141,19 +1140,6 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 		s->conf.rcvbuf = 4 << 20;
 	if (s->conf.clock == NULL)
 		s->conf.clock = realtime_ns;
-	if (conf->key_file) {
-		/* v2: the 16-byte tag comes out of every packet's body
-		 * (354 elements, 88 ranges at MTU 1500) */
-		unsigned int room = s->conf.mtu - ISTH_WIRE_IPV4_MIN_HDR_SIZE -
-			ISTH_WIRE_UDP_HDR_SIZE - ISTH_WIRE_HDR_SIZE - ISTH_AUTH_TAG_SIZE;
-
-		s->lim.max_elems = (uint16_t)(room / 4);
-		s->lim.max_ranges = (uint16_t)(room / ISTH_WIRE_RANGE_SIZE);
-		if (s->lim.max_elems == 0 || s->lim.max_ranges == 0) {
-			err = EINVAL;
-			goto free_s;
-		}
-	}
 	s->chunk_elems = s->lim.max_elems;
 	s->n_chunks = (uint32_t)(((uint64_t)conf->elems + s->chunk_elems - 1) / s->chunk_elems);
 	s->msg_max = s->conf.mtu - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE;

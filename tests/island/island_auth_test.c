@@ -335,12 +335,16 @@ check_sums(const uint32_t *out, const struct isth_island_chunk *ch, uint32_t rou
 static uint64_t
 expect_data(struct edge *e, struct keys *k, uint32_t round, uint8_t epoch, uint64_t min_seq)
 {
+	struct isth_wire_limits lim;
 	uint64_t last = 0;
 
+	cr_assert_eq(isth_wire_limits_init_auth(&lim, N_ISLANDS, 1500, true), 0);
 	for (uint32_t c = 0; c < NCH; c++) {
 		uint8_t buf[2048];
 		size_t n = edge_recv(e, buf, sizeof(buf), 2000);
 		enum isth_auth_status v;
+		enum isth_wire_reason r;
+		struct isth_wire_pkt p;
 		uint64_t seq;
 
 		cr_assert_eq(n, ISTH_WIRE_HDR_SIZE + 4 * clen(c) + ISTH_AUTH_TAG_SIZE,
@@ -350,6 +354,12 @@ expect_data(struct edge *e, struct keys *k, uint32_t round, uint8_t epoch, uint6
 		/* the DOWN key (a reflection) and another island's do not verify */
 		cr_expect_eq(isth_auth_verify(k->e, ISTH_AUTH_DOWN, SELF, buf, n), ISTH_AUTH_E_TAG);
 		cr_expect_eq(isth_auth_verify(k->e, ISTH_AUTH_UP, 2, buf, n), ISTH_AUTH_E_TAG);
+		/* and the edge's v2 parser takes it */
+		r = isth_wire_parse_msg(buf, n, &lim, &p);
+		cr_assert_eq(r, ISTH_WIRE_OK, "DATA %u: %s", c, isth_wire_reason_name(r));
+		cr_expect_eq(p.hdr.version, 2);
+		cr_expect_eq(p.hdr.epoch, epoch);
+		cr_expect_eq(p.hdr.count, clen(c));
 		cr_expect_eq(buf[ISTH_WIRE_OFF_VERSION], 2);
 		cr_expect_eq(buf[ISTH_WIRE_OFF_TYPE], ISTH_WIRE_DATA);
 		cr_expect_eq(buf[ISTH_WIRE_OFF_TRAILER], ISTH_AUTH_TAG_SIZE);
