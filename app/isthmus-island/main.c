@@ -23,7 +23,8 @@
 #define EXIT_USAGE 2
 
 static const char usage[] =
-	"usage: isthmus-island --island ID --islands N --edge IP[:PORT] [options]\n"
+	"usage: isthmus-island --island ID --islands N --edge IP[:PORT]\n"
+	"                      (--key-file PATH | --auth off) [options]\n"
 	"\n"
 	"Plays one island of an isthmus job for R rounds. Each round it waits for\n"
 	"the edge's ROUND, sends its tensor as DATA (unless silenced by\n"
@@ -46,12 +47,23 @@ static const char usage[] =
 	"  --island ID      this island's id, 0..N-1 (required)\n"
 	"  --islands N      islands in the job, 1..64 (required)\n"
 	"  --edge IP[:PORT] the edge's access address (required; port 9471)\n"
+	"  --key-file PATH  the job's key file (mode 0600; doc/protocol.md): wire\n"
+	"                   version 2, DATA and NACK tagged, every AGG, GONE and\n"
+	"                   ROUND verified before use (refusals counted by name:\n"
+	"                   auth_format, auth_epoch, auth_tag, auth_replay, ...)\n"
+	"  --auth off       no authentication, wire version 1 (labs only; logged\n"
+	"                   as a WARNING). One of --key-file and --auth off is\n"
+	"                   required\n"
+	"                   SIGHUP reloads the key file (key rotation: append the\n"
+	"                   next epoch with a future start round, then signal);\n"
+	"                   a refused file keeps the keys in use\n"
 	"  --bind IP[:PORT] local address the edge sends to (default 0.0.0.0:9471)\n"
 	"  --rounds R       rounds to play (default 10)\n"
 	"  --dtype T        int32, fp32 or bf16 (default int32)\n"
 	"  --elems N        tensor elements; must match the edge's ROUND\n"
 	"                   (n_chunks * chunk_elems covers it; default 1024)\n"
-	"  --mtu M          IP MTU, sets the chunk size (default 1500: 358 elems)\n"
+	"  --mtu M          IP MTU, sets the chunk size (default 1500: 354 elems\n"
+	"                   with --key-file, 358 with --auth off)\n"
 	"  --timeout S      seconds to wait for each ROUND (default 10)\n"
 	"  --overlap K      rounds in flight, 1..3 (default 2): round r+1's DATA\n"
 	"                   leaves as soon as its ROUND arrives (the edge paces it\n"
@@ -94,6 +106,8 @@ struct opts {
 	unsigned int overlap; /* rounds in flight */
 	int64_t stop_after; /* -1: never */
 	uint64_t grace_ns, nack_ns, probe_ns;
+	const char *key_file; /* NULL with --auth off */
+	bool auth_off;
 };
 
 static int
@@ -153,6 +167,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"nack-interval", required_argument, NULL, 'k'},
 		{"probe", required_argument, NULL, 'p'},
 		{"overlap", required_argument, NULL, 'o'},
+		{"key-file", required_argument, NULL, 'K'},
+		{"auth", required_argument, NULL, 'A'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -245,6 +261,15 @@ parse_args(int argc, char **argv, struct opts *o)
 			bad = parse_u64(a, 0, 60000, &v);
 			o->probe_ns = v ? v * 1000000ull : UINT64_MAX;
 			break;
+		case 'K':
+			o->key_file = a;
+			bad = a[0] == '\0';
+			break;
+		case 'A':
+			/* only "off": authentication on is --key-file */
+			bad = strcmp(a, "off") != 0;
+			o->auth_off = !bad;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			exit(0);
@@ -266,6 +291,14 @@ parse_args(int argc, char **argv, struct opts *o)
 		fprintf(stderr,
 			"isthmus-island: --island, --islands and --edge are required (see "
 			"--help)\n");
+		return -EINVAL;
+	}
+	if ((o->key_file == NULL) == !o->auth_off) {
+		fprintf(stderr,
+			o->key_file
+				? "isthmus-island: --key-file and --auth off exclude each other\n"
+				: "isthmus-island: authentication: give --key-file PATH (the job's "
+				  "key file) or --auth off (no authentication, labs only)\n");
 		return -EINVAL;
 	}
 	if ((uint32_t)o->island >= o->n_islands) {
@@ -442,6 +475,74 @@ collect(struct run *u, const struct flight *f)
 /* How often the loop looks for ended rounds while it also waits for the
  * next ROUND. */
 #define SLICE_NS 2000000ull
+/* Longest wait before a SIGHUP (key reload) is acted on. */
+#define HUP_SLICE_NS 100000000ull
+
+static volatile sig_atomic_t hup;
+
+static void
+on_hup(int sig)
+{
+	(void)sig;
+	hup = 1;
+}
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* SIGHUP came: load the key file again between two calls (the library
+ * takes it between two packets and refuses a file that would re-key a
+ * round in progress; the keys in use then stay). */
+static void
+reload_if_hup(struct run *u)
+{
+	struct isth_island_stats st;
+	char err[512];
+	int rc;
+
+	if (!hup)
+		return;
+	hup = 0;
+	if (u->o.key_file == NULL) {
+		fprintf(stderr, "isthmus-island: SIGHUP: no key file to reload (--auth off)\n");
+		return;
+	}
+	rc = isth_island_reload_keys(u->s, u->o.key_file, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "isthmus-island: key reload refused, keys unchanged: %s\n",
+			err[0] ? err : strerror(-rc));
+		return;
+	}
+	isth_island_stats(u->s, &st);
+	printf("isthmus-island: keys reloaded from %s: %u epochs\n", u->o.key_file, st.auth_epochs);
+	fflush(stdout);
+}
+
+/* isth_island_wait_round() in slices, so that a SIGHUP is acted on
+ * within HUP_SLICE_NS however long the wait. */
+static int
+wait_round_hup(struct run *u, uint64_t timeout_ns, struct isth_island_round *ri)
+{
+	uint64_t end = mono_ns() + timeout_ns;
+
+	for (;;) {
+		uint64_t now = mono_ns(), slice = end > now ? end - now : 0;
+		int rc;
+
+		reload_if_hup(u);
+		if (slice > HUP_SLICE_NS)
+			slice = HUP_SLICE_NS;
+		rc = isth_island_wait_round(u->s, slice, ri);
+		if (rc != -ETIMEDOUT || mono_ns() >= end)
+			return rc;
+	}
+}
 
 int
 main(int argc, char **argv)
@@ -449,6 +550,7 @@ main(int argc, char **argv)
 	struct flight fl[ISTH_ISLAND_ROUNDS];
 	struct isth_island_stats st;
 	struct isth_island_conf conf;
+	char err[512];
 	struct run u;
 	uint32_t taken = 0;
 	unsigned int nfl = 0, i;
@@ -464,6 +566,13 @@ main(int argc, char **argv)
 	memset(&u, 0, sizeof(u));
 	if (parse_args(argc, argv, &u.o) < 0)
 		return EXIT_USAGE;
+	{
+		/* no SA_RESTART: a blocked wait returns and the loop reloads */
+		struct sigaction sa = {.sa_handler = on_hup};
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGHUP, &sa, NULL);
+	}
 	conf = (struct isth_island_conf){
 		.job = u.o.job,
 		.island = (uint8_t)u.o.island,
@@ -478,12 +587,19 @@ main(int argc, char **argv)
 		.nack_interval_ns = u.o.nack_ns,
 		.probe_ns = u.o.probe_ns,
 		.grace_ns = u.o.grace_ns,
+		.key_file = u.o.key_file,
 	};
-	u.s = isth_island_open(&conf);
+	u.s = isth_island_open_err(&conf, err, sizeof(err));
 	if (u.s == NULL) {
-		fprintf(stderr, "isthmus-island: cannot open the session: %s\n", strerror(errno));
+		fprintf(stderr, "isthmus-island: cannot open the session: %s%s%s\n",
+			strerror(errno), err[0] ? ": " : "", err);
 		return EXIT_FAILURE;
 	}
+	if (u.o.auth_off)
+		fprintf(stderr,
+			"isthmus-island: WARNING: --auth off: wire version 1, no "
+			"authentication; anyone who reaches this socket can forge "
+			"aggregates\n");
 	u.n_chunks = isth_island_n_chunks(u.s);
 	u.ce = isth_island_chunk_elems(u.s);
 	tensor = malloc((size_t)u.o.elems * 4);
@@ -493,10 +609,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "isthmus-island: out of memory\n");
 		return EXIT_FAILURE;
 	}
+	isth_island_stats(u.s, &st);
 	printf("isthmus-island: island %d of %u, job %u, %s x %u = %u chunks of %u, %u rounds, "
-	       "overlap %u\n",
+	       "overlap %u, auth %s\n",
 		u.o.island, u.o.n_islands, u.o.job, isth_wire_dtype_name(u.o.dtype), u.o.elems,
-		u.n_chunks, u.ce, u.o.rounds, u.o.overlap);
+		u.n_chunks, u.ce, u.o.rounds, u.o.overlap, st.auth ? "on" : "off");
 	fflush(stdout);
 
 	/*
@@ -508,8 +625,7 @@ main(int argc, char **argv)
 	while (u.played < u.o.rounds) {
 		if (taken < u.o.rounds && nfl < u.o.overlap) {
 			struct flight *f = &fl[nfl];
-			int rc = isth_island_wait_round(
-				u.s, nfl ? SLICE_NS : u.o.timeout_ns, &f->ri);
+			int rc = wait_round_hup(&u, nfl ? SLICE_NS : u.o.timeout_ns, &f->ri);
 
 			if (rc == -EPROTO) {
 				fprintf(stderr,
@@ -555,7 +671,10 @@ main(int argc, char **argv)
 		 * else to wait for. */
 		while (nfl) {
 			bool more = taken < u.o.rounds && nfl < u.o.overlap;
-			int rc = isth_island_ready(u.s, fl[0].ri.round, more ? 0 : SLICE_NS);
+			int rc;
+
+			reload_if_hup(&u);
+			rc = isth_island_ready(u.s, fl[0].ri.round, more ? 0 : SLICE_NS);
 
 			if (rc == -EAGAIN)
 				break;
@@ -581,6 +700,10 @@ main(int argc, char **argv)
 		if (st.wire_drop[i])
 			fprintf(stderr, "isthmus-island: dropped %" PRIu64 " packets: %s\n",
 				st.wire_drop[i], isth_wire_reason_name(i));
+	for (i = 1; i < ISTH_AUTH_STATUS_MAX; i++)
+		if (st.auth_drop[i])
+			fprintf(stderr, "isthmus-island: refused %" PRIu64 " packets: %s\n",
+				st.auth_drop[i], isth_auth_status_name(i));
 	for (i = 0; i < ISTH_ISLAND_DROP_MAX; i++)
 		if (st.drop[i])
 			fprintf(stderr, "isthmus-island: dropped %" PRIu64 " packets: %s\n",
