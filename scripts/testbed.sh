@@ -681,6 +681,9 @@ write_edge_conf() {
 		echo "[access]"
 		echo "port = net_${PMD}0"
 		[ "$PMD" = af_xdp ] && echo "xdp_iface = ta$RID$k"
+		# source pinning: isthmus frames from anyone but the island
+		# (access) or a peer edge (wan) are dropped in XDP (doc/xdp.md)
+		[ "$PMD" = af_xdp ] && echo "xdp_pin_sources = on"
 		echo "ip = 10.10.$k.1"
 		echo "island_ip = 10.10.$k.2"
 		echo "island_mac = $(mac 2 $k)"
@@ -688,6 +691,7 @@ write_edge_conf() {
 		echo "tail_wait = 20ms"
 		echo "port = net_${PMD}1"
 		[ "$PMD" = af_xdp ] && echo "xdp_iface = tw$RID$k"
+		[ "$PMD" = af_xdp ] && echo "xdp_pin_sources = on"
 		echo "ip = 10.0.$k.1"
 		echo "gateway_mac = $(mac 4 $k)"
 		read -r -a lat <<<"${LAT[$k]}"
