@@ -711,6 +711,8 @@ write_edge_conf() {
 		echo "[poll]"
 		echo "idle_polls = 16"
 		echo "idle_sleep = 200us"
+		echo "[auth]"
+		echo "mode = off"
 	} >"$WORK/edge$k.conf"
 }
 # Rounds island k plays. With --restart-edge K, island K takes no ROUND

@@ -64,6 +64,7 @@ static int
 load(struct isth_conf *c, struct isthd_config *cfg)
 {
 	static const char *const bf16_names[] = {"bf16", "fp32", NULL};
+	static const char *const auth_modes[] = {"on", "off", NULL};
 	static const char *const dtype_names[] = {"any", "int32", "fp32", NULL};
 	static const uint8_t dtypes[] = {
 		ISTH_WIRE_DTYPE_NONE, ISTH_WIRE_DTYPE_INT32, ISTH_WIRE_DTYPE_FP32};
@@ -166,7 +167,7 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 		struct isth_wire_limits lim;
 		uint64_t slot;
 
-		isth_wire_limits_init(&lim, 1, cfg->mtu);
+		isth_wire_limits_init_auth(&lim, 1, cfg->mtu, false);
 		slot = ((uint64_t)lim.max_elems * 4 + 63) & ~63ull;
 		if (cfg->agg_memory < 2 * slot) {
 			rc = isth_conf_fail(c, "agg", "memory",
@@ -219,6 +220,10 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 
 	TRY(isth_conf_bool(c, "telemetry", "enabled", false, true, &cfg->telemetry));
 	TRY(isth_conf_bool(c, "telemetry", "round_log", false, true, &cfg->round_log));
+
+	TRY(isth_conf_enum(c, "auth", "mode", false, 0, auth_modes, &e));
+	cfg->auth = e == 0;
+	TRY(copy_str(c, "auth", "key_file", cfg->auth, NULL, cfg->key_file, sizeof(cfg->key_file)));
 
 	rc = isth_conf_check_unused(c);
 out:

@@ -92,6 +92,9 @@ struct isthd_config {
 	/* [telemetry] */
 	bool telemetry;
 	bool round_log;
+	/* [auth] (doc/isthmusd.md, "Authentication") */
+	bool auth; /* mode = on: wire version 2; off: version 1, loudly */
+	char key_file[PATH_MAX]; /* required when on; checked when loaded */
 };
 
 /*

@@ -135,8 +135,24 @@ send_round(struct isthd *d, uint64_t r)
 		return;
 	}
 	isth_wire_put_round(b, sizeof(b), &body);
-	p = (uint8_t *)rte_pktmbuf_append(m, ISTH_WIRE_HDR_SIZE + sizeof(b));
-	isth_wire_build_msg(p, ISTH_WIRE_HDR_SIZE + sizeof(b), &h, b, sizeof(b), NULL);
+	if (d->auth.on) {
+		/* version 2: ROUND is a stream of its own, sealed with the
+		 * island's DOWN key by the controller's engine */
+		h.seq = d->auth.seq_round++;
+		p = (uint8_t *)rte_pktmbuf_append(
+			m, ISTH_WIRE_HDR_SIZE + sizeof(b) + ISTH_AUTH_TAG_SIZE);
+		isth_wire_build_msg(p, ISTH_WIRE_HDR_SIZE + sizeof(b), &h, b, sizeof(b), NULL);
+		if (isthd_auth_seal_msg(d, d->auth.ctl, ISTH_AUTH_DOWN, p,
+			    ISTH_WIRE_HDR_SIZE + sizeof(b),
+			    ISTH_WIRE_HDR_SIZE + sizeof(b) + ISTH_AUTH_TAG_SIZE) < 0) {
+			rte_pktmbuf_free(m);
+			isth_ctr_add(&d->st.drop[ISTHD_DROP_round_no_mbuf], 1);
+			return;
+		}
+	} else {
+		p = (uint8_t *)rte_pktmbuf_append(m, ISTH_WIRE_HDR_SIZE + sizeof(b));
+		isth_wire_build_msg(p, ISTH_WIRE_HDR_SIZE + sizeof(b), &h, b, sizeof(b), NULL);
+	}
 	if (isthd_frame_to_island(d, m) < 0 || rte_ring_enqueue(d->ctl_ring, m) != 0) {
 		rte_pktmbuf_free(m);
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_ctl_ring_full], 1);

@@ -34,6 +34,18 @@ drop(struct isthd *d, struct rte_mbuf *m, enum isthd_drop reason)
 	rte_pktmbuf_free(m);
 }
 
+/* A frame the wire parser refused. With auth on, a packet that is not
+ * version 2 with AUTH and a 16-byte trailer is an auth_format refusal. */
+static inline void
+wire_refused(struct isthd *d, struct rte_mbuf *m, enum isth_wire_reason r)
+{
+	if (d->auth.on && (r == ISTH_WIRE_E_VERSION || r == ISTH_WIRE_E_TRAILER))
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_auth_format], 1);
+	else
+		isth_ctr_add(&d->st.wire_drop[r], 1);
+	rte_pktmbuf_free(m);
+}
+
 /* The island's address on every frame to it (AGG, GONE, ROUND): prepend
  * Ethernet/IPv4/UDP to the message in @m. Per packet: lives here. */
 int
@@ -98,26 +110,85 @@ send_gone(struct isthd *d, const struct isth_wire_pkt *nack, const struct isth_w
 		.count = (uint16_t)n,
 		.job = d->cfg.job,
 		.round = nack->hdr.round,
+		/* version 2: GONE is a stream of its own (IV uniqueness) */
+		.seq = d->auth.on ? d->auth.seq_gone : 0,
 		.bitmap = nack->hdr.bitmap,
 	};
 	size_t size = ISTH_WIRE_HDR_SIZE + (size_t)n * ISTH_WIRE_RANGE_SIZE;
+	size_t tag = d->auth.on ? ISTH_AUTH_TAG_SIZE : 0;
 	struct rte_mbuf *m = rte_pktmbuf_alloc(d->ctl_pool);
 	uint8_t *p;
 
-	if (m == NULL || size > rte_pktmbuf_tailroom(m)) {
+	if (m == NULL || size + tag > rte_pktmbuf_tailroom(m)) {
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_no_mbuf], 1);
 		rte_pktmbuf_free(m);
 		return;
 	}
-	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)size);
+	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(size + tag));
 	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
 	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, size - ISTH_WIRE_HDR_SIZE, r, n);
+	if (tag) {
+		d->auth.seq_gone++;
+		if (unlikely(isthd_auth_seal_msg(
+				     d, d->auth.dp, ISTH_AUTH_DOWN, p, size, size + tag) < 0)) {
+			drop(d, m, ISTHD_DROP_auth_seal);
+			return;
+		}
+	}
 	if (isthd_frame_to_island(d, m) < 0) {
 		drop(d, m, ISTHD_DROP_nack_no_mbuf);
 		return;
 	}
 	out[(*n_out)++] = m;
 	isth_ctr_add(&d->st.gone, 1);
+}
+
+/*
+ * AGGs the ring resends carry RESENT, which is in the IV: seal them again
+ * (the same bytes every time, so every retransmission is identical). A
+ * resend the ring holds alone is resealed in place; one whose original is
+ * still referenced elsewhere (a header copy chained to the shared body
+ * and tag) is copied first, so that the original's tag stays intact.
+ * @return resends left in @out.
+ */
+static unsigned int
+reseal_resent(struct isthd *d, struct rte_mbuf **out, unsigned int n)
+{
+	const unsigned int off =
+		ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE;
+	unsigned int i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = out[i];
+		uint32_t len = rte_pktmbuf_pkt_len(m);
+
+		if (m->nb_segs > 1 || !RTE_MBUF_DIRECT(m)) {
+			struct rte_mbuf *c = rte_pktmbuf_alloc(d->pool);
+			const void *src;
+			uint8_t *p;
+
+			if (c == NULL || len > rte_pktmbuf_tailroom(c)) {
+				rte_pktmbuf_free(c);
+				drop(d, m, ISTHD_DROP_nack_no_mbuf);
+				continue;
+			}
+			p = (uint8_t *)rte_pktmbuf_append(c, (uint16_t)len);
+			src = rte_pktmbuf_read(m, 0, len, p);
+			if (src != p)
+				memcpy(p, src, len);
+			rte_pktmbuf_free(m);
+			m = c;
+		}
+		if (unlikely(len <= off ||
+			    isthd_auth_seal_msg(d, d->auth.dp, ISTH_AUTH_DOWN,
+				    rte_pktmbuf_mtod_offset(m, uint8_t *, off), len - off,
+				    len - off) < 0)) {
+			drop(d, m, ISTHD_DROP_auth_seal);
+			continue;
+		}
+		out[k++] = m;
+	}
+	return k;
 }
 
 /* Serve one NACK from the island against the AGG resend ring. Bounded:
@@ -161,9 +232,12 @@ serve_nack(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
 		}
 		k = isth_resend_nack_serve(d->agg_ring, &cur, now_ns, out,
 			RTE_MIN(left, (uint32_t)ISTHD_BURST), gone, RTE_DIM(gone), &n_gone);
-		n_out = (uint16_t)k;
+		/* the budget counts what the ring served, sealed or not */
 		left -= k;
 		isthd_repair_island_charge(d, k);
+		if (d->auth.on)
+			k = reseal_resent(d, out, k);
+		n_out = (uint16_t)k;
 		isth_ctr_add(&d->st.resent, k);
 		if (n_gone)
 			send_gone(d, p, gone, n_gone, out, &n_out);
@@ -179,8 +253,9 @@ access_rx(struct isthd *d, uint64_t now_ns)
 	uint64_t cur = __atomic_load_n(&d->current, __ATOMIC_ACQUIRE);
 	uint64_t pub = __atomic_load_n(&d->published, __ATOMIC_ACQUIRE);
 	struct rte_mbuf *rx[ISTHD_BURST];
-	struct isth_wire_pkt p;
-	uint16_t n, i;
+	struct isth_wire_pkt parsed[ISTHD_BURST];
+	uint8_t owner[ISTHD_BURST];
+	uint16_t n, i, k = 0;
 
 	n = rte_eth_rx_burst(d->access_port, 0, rx, ISTHD_BURST);
 	if (n == 0)
@@ -192,51 +267,71 @@ access_rx(struct isthd *d, uint64_t now_ns)
 
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 1], void *));
-		r = isth_wire_parse_frame(
-			rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m), &d->lim, &p);
+		r = isth_wire_parse_frame(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m),
+			&d->lim, &parsed[k]);
 		if (unlikely(r != ISTH_WIRE_OK)) {
-			isth_ctr_add(&d->st.wire_drop[r], 1);
-			rte_pktmbuf_free(m);
+			wire_refused(d, m, r);
 			continue;
 		}
-		if (unlikely(p.hdr.job != d->cfg.job)) {
+		/* the access link's key is the local island's UP key */
+		owner[k] = d->island;
+		rx[k++] = m;
+	}
+	/* verify before anything else looks at the packet */
+	if (d->auth.on)
+		k = (uint16_t)isthd_auth_verify_rx(d, ISTH_AUTH_UP, rx, parsed, owner, k);
+	for (i = 0; i < k; i++) {
+		struct rte_mbuf *m = rx[i];
+		struct isth_wire_pkt *p = &parsed[i];
+
+		if (unlikely(p->hdr.job != d->cfg.job)) {
 			drop(d, m, ISTHD_DROP_unknown_job);
 			continue;
 		}
-		if (unlikely(p.hdr.sender != d->island)) {
+		if (unlikely(p->hdr.sender != d->island)) {
 			drop(d, m, ISTHD_DROP_access_not_island);
 			continue;
 		}
 		/* DATA and NACKs only from the island's configured address */
-		if (unlikely(p.addr.src_ip != d->cfg.island_ip)) {
+		if (unlikely(p->addr.src_ip != d->cfg.island_ip)) {
 			drop(d, m, ISTHD_DROP_access_bad_source);
 			continue;
 		}
-		switch (p.hdr.type) {
+		switch (p->hdr.type) {
 		case ISTH_WIRE_DATA: {
 			enum isthd_drop why;
 			int rc;
 
 			/* Rounds are published one ahead: accept the running
 			 * round and the next, refuse the rest. */
-			if (p.hdr.round >= pub) {
+			if (p->hdr.round >= pub) {
 				drop(d, m, ISTHD_DROP_round_early);
 				break;
 			}
-			if (cur && p.hdr.round + 1 < cur) {
+			if (cur && p->hdr.round + 1 < cur) {
 				drop(d, m, ISTHD_DROP_round_late);
 				break;
 			}
-			why = data_shape(d, &p);
+			why = data_shape(d, p);
 			if (unlikely(why != ISTHD_DROP_MAX)) {
 				drop(d, m, why);
 				break;
 			}
-			to_msg(m, &p);
+			to_msg(m, p);
+			/* onto the WAN under the edge's WAN key: same header,
+			 * same IV, a new tag in place of the UP one; one tag
+			 * for every peer, so the fan-out stays zero-copy */
+			if (d->auth.on &&
+				unlikely(isthd_auth_seal_msg(d, d->auth.dp, ISTH_AUTH_WAN,
+						 rte_pktmbuf_mtod(m, uint8_t *), p->msg_size,
+						 p->msg_size) < 0)) {
+				drop(d, m, ISTHD_DROP_auth_seal);
+				break;
+			}
 			/* The schedule's rates are payload rates (the planner's
 			 * unit): pace payload bytes. Headers add 82 bytes per
 			 * chunk on the wire, which a plan must budget for. */
-			rc = isth_pace_enqueue(d->pace, m, (uint32_t)p.payload_size);
+			rc = isth_pace_enqueue(d->pace, m, (uint32_t)p->payload_size);
 			if (unlikely(rc < 0)) {
 				drop(d, m,
 					rc == -ENOBUFS ? ISTHD_DROP_pace_full
@@ -244,11 +339,11 @@ access_rx(struct isthd *d, uint64_t now_ns)
 				break;
 			}
 			isth_ctr_add(&d->st.data_in, 1);
-			isth_ctr_add(&d->st.data_in_bytes, p.payload_size);
+			isth_ctr_add(&d->st.data_in_bytes, p->payload_size);
 			break;
 		}
 		case ISTH_WIRE_NACK:
-			serve_nack(d, &p, now_ns);
+			serve_nack(d, p, now_ns);
 			rte_pktmbuf_free(m);
 			break;
 		default:
@@ -284,12 +379,23 @@ pace_release(struct isthd *d, uint64_t now_tsc)
 	return n;
 }
 
+/* The island whose peer edge has WAN address @ip (the site table), or -1. */
+static inline int
+peer_by_ip(const struct isthd *d, uint32_t ip)
+{
+	for (unsigned int s = 0; s < d->n_islands; s++)
+		if (d->peer_of[s] != NULL && d->peer_of[s]->ip == ip)
+			return (int)s;
+	return -1;
+}
+
 static unsigned int
 wan_rx(struct isthd *d, uint64_t now_ns)
 {
 	struct rte_mbuf *rx[ISTHD_BURST], *keep[ISTHD_BURST];
-	struct isth_wire_pkt parsed[ISTHD_BURST];
-	uint16_t n, i, k = 0;
+	struct isth_wire_pkt parsed[ISTHD_BURST], ok[ISTHD_BURST];
+	uint8_t owner[ISTHD_BURST];
+	uint16_t n, i, k = 0, v = 0;
 
 	n = rte_eth_rx_burst(d->wan_port, 0, rx, ISTHD_BURST);
 	if (n == 0)
@@ -297,7 +403,6 @@ wan_rx(struct isthd *d, uint64_t now_ns)
 	isth_ctr_add(&d->st.wan_rx, n);
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = rx[i];
-		struct isth_wire_pkt *p = &parsed[k];
 		enum isth_wire_reason r;
 
 		/* the isthmus header ends on the frame's second line */
@@ -306,12 +411,31 @@ wan_rx(struct isthd *d, uint64_t now_ns)
 			rte_prefetch0(rte_pktmbuf_mtod_offset(rx[i + 1], char *, 64));
 		}
 		r = isth_wire_parse_frame(
-			rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m), &d->lim, p);
+			rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m), &d->lim, &ok[v]);
 		if (unlikely(r != ISTH_WIRE_OK)) {
-			isth_ctr_add(&d->st.wire_drop[r], 1);
-			rte_pktmbuf_free(m);
+			wire_refused(d, m, r);
 			continue;
 		}
+		if (d->auth.on) {
+			/* the WAN key is the sending edge's: its owner comes
+			 * from the site table entry of the source address */
+			int o = peer_by_ip(d, ok[v].addr.src_ip);
+
+			if (unlikely(o < 0)) {
+				drop(d, m, ISTHD_DROP_auth_key);
+				continue;
+			}
+			owner[v] = (uint8_t)o;
+		}
+		rx[v++] = m;
+	}
+	if (d->auth.on)
+		v = (uint16_t)isthd_auth_verify_rx(d, ISTH_AUTH_WAN, rx, ok, owner, v);
+	for (i = 0; i < v; i++) {
+		struct rte_mbuf *m = rx[i];
+		struct isth_wire_pkt *p = &parsed[k];
+
+		*p = ok[i];
 		if (unlikely(p->hdr.job != d->cfg.job)) {
 			drop(d, m, ISTHD_DROP_unknown_job);
 			continue;
@@ -362,14 +486,24 @@ wan_rx(struct isthd *d, uint64_t now_ns)
 static unsigned int
 emit_aggs(struct isthd *d, uint64_t now_ns)
 {
+	const unsigned int off =
+		ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE;
 	struct rte_mbuf *out[ISTHD_BURST];
 	unsigned int n, i, ok = 0;
 
 	n = isth_backend_drain(d->be, now_ns, out, ISTHD_BURST);
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = out[i];
+		uint32_t len = rte_pktmbuf_pkt_len(m);
 
-		isth_ctr_add(&d->st.agg_out_bytes, rte_pktmbuf_pkt_len(m) - ISTH_WIRE_HDR_SIZE);
+		isth_ctr_add(&d->st.agg_out_bytes, len - ISTH_WIRE_HDR_SIZE);
+		/* room for the tag, inside the frame's lengths */
+		if (d->auth.on &&
+			unlikely(m->nb_segs > 1 ||
+				rte_pktmbuf_append(m, ISTH_AUTH_TAG_SIZE) == NULL)) {
+			drop(d, m, ISTHD_DROP_auth_seal);
+			continue;
+		}
 		if (unlikely(isthd_frame_to_island(d, m) < 0)) {
 			drop(d, m, ISTHD_DROP_tx_access);
 			continue;
@@ -378,6 +512,15 @@ emit_aggs(struct isthd *d, uint64_t now_ns)
 		 * keeps its own reference for resends; push before TX. */
 		if (unlikely(isth_resend_push(d->agg_ring, m, now_ns, NULL) < 0)) {
 			drop(d, m, ISTHD_DROP_tx_access);
+			continue;
+		}
+		/* sealed after its last header change, the seq (the ring's
+		 * reference sees the same bytes: resends start from them) */
+		if (d->auth.on &&
+			unlikely(isthd_auth_seal_msg(d, d->auth.dp, ISTH_AUTH_DOWN,
+					 rte_pktmbuf_mtod_offset(m, uint8_t *, off), len,
+					 len + ISTH_AUTH_TAG_SIZE) < 0)) {
+			drop(d, m, ISTHD_DROP_auth_seal);
 			continue;
 		}
 		__atomic_store_n(&d->agg_seq, isth_resend_next_seq(d->agg_ring), __ATOMIC_RELAXED);

@@ -13,6 +13,7 @@
  *   repair_nack.c WAN repair between edges: track peers, NACK with back-off
  *   control.c    the controller: round clock, per-round tables, ROUND,
  *                schedule reload, per-round log
+ *   auth.c       [auth]: keys, tag engines, replay windows, seal/verify
  *   stats.c      counters and drop reasons by name, the exit print
  *   telemetry.c  /isthmus/... telemetry commands
  *   main.c       command line, EAL, signals, exit codes
@@ -28,6 +29,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "isth_auth.h"
 #include "isth_backend.h"
 #include "isth_ctr.h"
 #include "isth_pace.h"
@@ -78,7 +80,14 @@ enum {
 	X(nack_not_clique, "peer NACK from an island outside the round's clique") \
 	X(repair_budget, "chunk repairs refused: the peer's budget for the round is spent") \
 	X(nack_budget, \
-		"island NACK cut short: its AGG repair budget (per NACK, per round) is spent")
+		"island NACK cut short: its AGG repair budget (per NACK, per round) is spent") \
+	X(auth_format, "auth on: not wire version 2, AUTH not set or trailer_len not 16") \
+	X(auth_key, "auth on: no key (WAN: source address not a peer edge of the site table)") \
+	X(auth_epoch, "auth on: key epoch not the round's, or not loaded") \
+	X(auth_tag, "auth on: the tag does not verify") \
+	X(auth_replay, "auth on: seq already accepted in its stream (replay)") \
+	X(auth_stale, "auth on: seq older than its stream's replay window") \
+	X(auth_seal, "auth on: a message to send could not be sealed")
 
 enum isthd_drop {
 #define X(n, s) ISTHD_DROP_##n,
@@ -227,6 +236,26 @@ struct isthd_repair {
 	} rtab[4];
 };
 
+/* Authentication (auth.c; doc/isthmusd.md, "Authentication"). */
+struct isthd_auth {
+	/* init: read-only after launch */
+	bool on; /* [auth] mode = on: wire version 2 on both ports */
+	struct isth_auth *keys; /* the key file's keys */
+	struct isth_auth_engine *dp; /* the worker's engine (ipsec-mb) */
+	struct isth_auth_engine *ctl; /* the controller's (ROUND) */
+	uint8_t epoch_id[ISTH_AUTH_MAX_EPOCHS]; /* key file order */
+	unsigned int n_epochs;
+	/* dp only: replay windows per (epoch, dir, sender, type) of every
+	 * stream received, sized at start-up (isthd_auth_window) */
+	struct isth_auth_replay *win;
+	uint64_t *words;
+	uint32_t win_bits;
+	unsigned int n_win;
+	/* next seq of the streams the edge starts, from CLOCK_REALTIME ns
+	 * at start-up: NACK and GONE (dp writes), ROUND (ctl writes) */
+	uint64_t seq_nack, seq_gone, seq_round;
+};
+
 /* Clocks (clock.c). init writes, before launch; read-only after. */
 struct isthd_clock {
 	uint64_t tsc_hz;
@@ -263,6 +292,8 @@ struct isthd {
 
 	/* WAN repair: see the struct for who writes what */
 	struct isthd_repair rep;
+	/* authentication: see the struct for who writes what */
+	struct isthd_auth auth;
 
 	/* ctl writes, dp reads (acquire): newest round published, +1 (0: none) */
 	uint64_t published;
@@ -329,6 +360,27 @@ void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t
  * the repairs it got. */
 uint32_t isthd_repair_island_allowance(struct isthd *d);
 void isthd_repair_island_charge(struct isthd *d, uint32_t n);
+
+/* auth.c */
+/* Load the key file (or warn loudly that auth is off): --check does it. */
+int isthd_auth_prepare(struct isthd *d, char *err, size_t err_size);
+/* Engines, replay windows, seq counters; after isthd_prepare(). */
+int isthd_auth_setup(struct isthd *d, char *err, size_t err_size);
+void isthd_auth_fini(struct isthd *d);
+/* The replay window of the stream of sealed message @msg received on the
+ * @dir side; NULL when the edge keeps none (types refused later). */
+struct isth_auth_replay *
+isthd_auth_window(struct isthd *d, enum isth_auth_dir dir, const uint8_t *msg);
+/* Verify @n parsed frames (@owner: key owner of each) with the worker's
+ * engine, then their replay windows; refusals are counted and freed, the
+ * rest compacted to the front of @m and @p. @return how many are left. */
+unsigned int isthd_auth_verify_rx(struct isthd *d, enum isth_auth_dir dir, struct rte_mbuf **m,
+	struct isth_wire_pkt *p, const uint8_t *owner, unsigned int n);
+/* Seal the message at @msg (@len bytes; when already version 2, its tag
+ * included) with @dir's key of the local island, in place. @return the
+ * sealed length or a negative errno. */
+int isthd_auth_seal_msg(struct isthd *d, struct isth_auth_engine *e, enum isth_auth_dir dir,
+	uint8_t *msg, size_t len, size_t cap);
 
 /* control.c */
 int isthd_control(struct isthd *d);

@@ -200,6 +200,13 @@ main(int argc, char **argv)
 			d->n_islands, d->cfg.job, d->cfg.schedule,
 			(double)isth_sched_round_ns(d->sched) / 1e6, isth_sched_n_rounds(d->sched),
 			d->clk.epoch_ns);
+		if (d->auth.on)
+			printf("isthmusd: auth on: key file %s, %u key epochs, %u elements per "
+			       "chunk\n",
+				d->cfg.key_file, isth_auth_n_epochs(d->auth.keys),
+				d->lim.max_elems);
+		else
+			printf("isthmusd: auth: off (wire version 1, unauthenticated)\n");
 		isthd_teardown(d);
 		goto eal;
 	}
@@ -223,10 +230,11 @@ main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
-	printf("isthmusd: island %s (%u), job %u, %u islands, backend %s, T %.3f ms, epoch %" PRIu64
-	       " (in %.3f s)\n",
+	printf("isthmusd: island %s (%u), job %u, %u islands, backend %s, auth %s, T %.3f ms, "
+	       "epoch %" PRIu64 " (in %.3f s)\n",
 		isth_sched_island_name(d->sched, d->island), d->island, d->cfg.job, d->n_islands,
-		d->cfg.backend, (double)isth_sched_round_ns(d->sched) / 1e6, d->clk.epoch_ns,
+		d->cfg.backend, d->auth.on ? "on" : "OFF",
+		(double)isth_sched_round_ns(d->sched) / 1e6, d->clk.epoch_ns,
 		((double)d->clk.epoch_ns - (double)isthd_now_ns()) / 1e9);
 	fflush(stdout);
 

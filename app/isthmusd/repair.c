@@ -149,7 +149,7 @@ struct rte_mbuf *
 isthd_repair_frame_to_peer(
 	struct isthd *d, const struct isthd_peer *peer, const struct rte_mbuf *msg)
 {
-	uint32_t len = rte_pktmbuf_pkt_len(msg);
+	uint32_t len = rte_pktmbuf_pkt_len(msg), cap;
 	struct isth_wire_addr a;
 	const void *src;
 	struct rte_mbuf *m;
@@ -166,16 +166,35 @@ isthd_repair_frame_to_peer(
 	a.src_port = d->cfg.udp_port;
 	a.dst_port = peer->port;
 	hs = isth_wire_frame_hdr_size(&a);
+	/* auth on: a message not sealed yet (a NACK) gains its tag here */
+	cap = len +
+		(d->auth.on && len > ISTH_WIRE_OFF_VERSION &&
+					rte_pktmbuf_mtod(
+						msg, const uint8_t *)[ISTH_WIRE_OFF_VERSION] !=
+						ISTH_WIRE_VERSION_AUTH
+				? ISTH_AUTH_TAG_SIZE
+				: 0);
 	m = rte_pktmbuf_alloc(d->pool);
-	if (m == NULL || hs + len > rte_pktmbuf_tailroom(m)) {
+	if (m == NULL || hs + cap > rte_pktmbuf_tailroom(m)) {
 		rte_pktmbuf_free(m);
 		return NULL;
 	}
-	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(hs + len));
+	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(hs + cap));
 	/* rte_pktmbuf_read copies only a chain; a single segment it points at */
 	src = rte_pktmbuf_read(msg, 0, len, p + hs);
 	if (src != p + hs)
 		rte_memcpy(p + hs, src, len);
+	/* sealed after the last header change (a repair's RESENT): the same
+	 * bytes for every retransmission of one message */
+	if (d->auth.on) {
+		int sl = isthd_auth_seal_msg(d, d->auth.dp, ISTH_AUTH_WAN, p + hs, len, cap);
+
+		if (sl < 0) {
+			rte_pktmbuf_free(m);
+			return NULL;
+		}
+		len = (uint32_t)sl;
+	}
 	isth_wire_put_frame_hdr(p, hs + len, &a, len);
 	/* UDP checksum (RFC 768) over pseudo-header, header and message */
 	udp = p + hs - ISTH_WIRE_UDP_HDR_SIZE;

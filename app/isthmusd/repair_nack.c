@@ -26,6 +26,8 @@ nack_peer(struct isthd *d, unsigned int s, uint64_t r, const struct isth_wire_ra
 		.count = (uint16_t)n,
 		.job = d->cfg.job,
 		.round = (uint32_t)r,
+		/* version 2: NACK is a stream of its own (IV uniqueness) */
+		.seq = d->auth.on ? d->auth.seq_nack++ : 0,
 		.bitmap = 1ull << s,
 	};
 	const struct isthd_peer *peer = d->peer_of[s];

@@ -225,7 +225,9 @@ isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err, size_t err_si
 		goto fail;
 	}
 	d->clk.round_ns = isth_sched_round_ns(d->sched);
-	rc = isth_wire_limits_init(&d->lim, d->n_islands, d->cfg.mtu);
+	/* [auth] mode = on: both ports speak version 2, whose tag leaves
+	 * 16 bytes less for elements and ranges */
+	rc = isth_wire_limits_init_auth(&d->lim, d->n_islands, d->cfg.mtu, d->cfg.auth);
 	if (rc) {
 		snprintf(
 			err, err_size, "%s: [isthmusd] mtu: %u too small", d->cfg.path, d->cfg.mtu);
@@ -233,6 +235,9 @@ isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err, size_t err_si
 	}
 	d->lim.udp_port = d->cfg.udp_port;
 	admission_init(d);
+	rc = isthd_auth_prepare(d, err, err_size);
+	if (rc)
+		goto fail;
 	return 0;
 fail:
 	isth_sched_free(d->sched);
@@ -410,6 +415,12 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 	rc_.hdr_off = ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE;
 	rc_.flags = ISTH_RESEND_F_STAMP;
 	rc_.first_seq = 0;
+	if (d->cfg.auth) {
+		/* version 2: every stream starts at CLOCK_REALTIME ns, so that
+		 * a restarted edge never reuses an AGG's IV (doc/protocol.md) */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		rc_.first_seq = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	}
 	rc_.hdr_pool = d->hdr_pool;
 	d->agg_ring = isth_resend_create(&rc_);
 	if (d->agg_ring == NULL) {
@@ -421,6 +432,9 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 	/* WAN repair: the island's DATA as it leaves (bare messages, for
 	 * peer NACKs) and, per round slot and sender, the chunks received. */
 	rc = isthd_repair_init(d, err, err_size);
+	if (rc)
+		goto fail;
+	rc = isthd_auth_setup(d, err, err_size);
 	if (rc)
 		goto fail;
 
@@ -480,6 +494,7 @@ isthd_teardown(struct isthd *d)
 	isth_resend_destroy(d->agg_ring);
 	d->agg_ring = NULL;
 	isthd_repair_fini(d);
+	isthd_auth_fini(d);
 	isth_xdp_destroy(d->xdp[0]);
 	isth_xdp_destroy(d->xdp[1]);
 	d->xdp[0] = d->xdp[1] = NULL;

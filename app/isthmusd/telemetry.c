@@ -66,6 +66,8 @@ static int
 do_stats(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *t)
 {
 	rte_tel_data_start_dict(t);
+	/* "off" stays visible wherever counters are read ([auth] mode) */
+	rte_tel_data_add_dict_string(t, "auth", tel->auth.on ? "on" : "off");
 	isthd_stats_walk(tel, add_stat, t);
 	return 0;
 }

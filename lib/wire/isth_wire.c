@@ -180,23 +180,34 @@ isth_wire_dtype_size(unsigned int dtype)
 }
 
 int
-isth_wire_limits_init(struct isth_wire_limits *lim, uint32_t n_islands, unsigned int mtu)
+isth_wire_limits_init_auth(
+	struct isth_wire_limits *lim, uint32_t n_islands, unsigned int mtu, bool auth)
 {
+	unsigned int tag = auth ? ISTH_WIRE_TAG_SIZE : 0;
 	unsigned int room;
 
 	if (lim == NULL || n_islands == 0 || n_islands > ISTH_WIRE_MAX_ISLANDS)
 		return -EINVAL;
-	if (mtu < ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE + ISTH_WIRE_HDR_SIZE + 4 ||
+	if (mtu < ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE + ISTH_WIRE_HDR_SIZE + tag +
+				4 ||
 		mtu > 65535)
 		return -EINVAL;
-	room = mtu - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE - ISTH_WIRE_HDR_SIZE;
+	room = mtu - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE - ISTH_WIRE_HDR_SIZE -
+		tag;
 	memset(lim, 0, sizeof(*lim));
+	lim->auth = auth;
 	lim->n_islands = n_islands;
 	lim->max_elems = (uint16_t)(room / 4);
 	lim->max_ranges = (uint16_t)(room / ISTH_WIRE_RANGE_SIZE);
 	lim->udp_port = ISTH_WIRE_PORT;
 	lim->check_udp_csum = true;
 	return 0;
+}
+
+int
+isth_wire_limits_init(struct isth_wire_limits *lim, uint32_t n_islands, unsigned int mtu)
+{
+	return isth_wire_limits_init_auth(lim, n_islands, mtu, false);
 }
 
 /* Flags a type may carry; everything else is ISTH_WIRE_E_FLAGS. */
@@ -294,7 +305,8 @@ isth_wire_parse_msg(const uint8_t *buf, size_t len, const struct isth_wire_limit
 		return ISTH_WIRE_E_LENGTH;
 	if (get16(buf + ISTH_WIRE_OFF_MAGIC) != ISTH_WIRE_MAGIC)
 		return ISTH_WIRE_E_MAGIC;
-	if (buf[ISTH_WIRE_OFF_VERSION] != ISTH_WIRE_VERSION)
+	h.version = buf[ISTH_WIRE_OFF_VERSION];
+	if (h.version != (lim->auth ? ISTH_WIRE_VERSION_AUTH : ISTH_WIRE_VERSION))
 		return ISTH_WIRE_E_VERSION;
 	h.type = buf[ISTH_WIRE_OFF_TYPE];
 	if (h.type == 0 || h.type > ISTH_WIRE_TYPE_MAX)
@@ -314,11 +326,16 @@ isth_wire_parse_msg(const uint8_t *buf, size_t len, const struct isth_wire_limit
 	 * every sender rather than shift past a 64-bit bitmap */
 	if (h.sender >= lim->n_islands || h.sender >= ISTH_WIRE_MAX_ISLANDS)
 		return ISTH_WIRE_E_ISLAND;
-	if (buf[ISTH_WIRE_OFF_RESERVED] != 0)
+	/* version 2: byte 21 is the key epoch, any value (lib/auth checks
+	 * it against the round); version 1: reserved */
+	h.epoch = lim->auth ? buf[ISTH_WIRE_OFF_EPOCH] : 0;
+	if (!lim->auth && buf[ISTH_WIRE_OFF_RESERVED] != 0)
 		return ISTH_WIRE_E_RESERVED;
 	h.trailer_len = buf[ISTH_WIRE_OFF_TRAILER];
 	if ((h.trailer_len != 0) != ((h.flags & ISTH_WIRE_F_AUTH) != 0) ||
 		h.trailer_len > len - ISTH_WIRE_HDR_SIZE)
+		return ISTH_WIRE_E_TRAILER;
+	if (lim->auth && h.trailer_len != ISTH_WIRE_TAG_SIZE)
 		return ISTH_WIRE_E_TRAILER;
 	h.count = get16(buf + ISTH_WIRE_OFF_COUNT);
 	h.job = get32(buf + ISTH_WIRE_OFF_JOB);
@@ -477,19 +494,21 @@ isth_wire_get_round(const struct isth_wire_pkt *pkt, struct isth_wire_round *r)
 int
 isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h)
 {
+	bool v2 = h->version == ISTH_WIRE_VERSION_AUTH;
+
 	if (cap < ISTH_WIRE_HDR_SIZE)
 		return -ENOSPC;
 	put16(buf + ISTH_WIRE_OFF_MAGIC, ISTH_WIRE_MAGIC);
-	buf[ISTH_WIRE_OFF_VERSION] = ISTH_WIRE_VERSION;
+	buf[ISTH_WIRE_OFF_VERSION] = v2 ? ISTH_WIRE_VERSION_AUTH : ISTH_WIRE_VERSION;
 	buf[ISTH_WIRE_OFF_TYPE] = h->type;
-	put16(buf + ISTH_WIRE_OFF_FLAGS, h->flags);
+	put16(buf + ISTH_WIRE_OFF_FLAGS, v2 ? h->flags | ISTH_WIRE_F_AUTH : h->flags);
 	buf[ISTH_WIRE_OFF_DTYPE] = h->dtype;
-	buf[ISTH_WIRE_OFF_TRAILER] = h->trailer_len;
+	buf[ISTH_WIRE_OFF_TRAILER] = v2 ? ISTH_WIRE_TAG_SIZE : h->trailer_len;
 	put32(buf + ISTH_WIRE_OFF_JOB, h->job);
 	put32(buf + ISTH_WIRE_OFF_ROUND, h->round);
 	put32(buf + ISTH_WIRE_OFF_CHUNK, h->chunk);
 	buf[ISTH_WIRE_OFF_SENDER] = h->sender;
-	buf[ISTH_WIRE_OFF_RESERVED] = 0;
+	buf[ISTH_WIRE_OFF_EPOCH] = v2 ? h->epoch : 0;
 	put16(buf + ISTH_WIRE_OFF_COUNT, h->count);
 	put64(buf + ISTH_WIRE_OFF_SEQ, h->seq);
 	put64(buf + ISTH_WIRE_OFF_BITMAP, h->bitmap);
@@ -517,12 +536,16 @@ int
 isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h, const void *payload,
 	size_t payload_size, const void *trailer)
 {
-	size_t total;
+	bool v2 = h != NULL && h->version == ISTH_WIRE_VERSION_AUTH;
+	size_t tlen, total;
 
-	if (h == NULL || body_size(h) != payload_size || (payload_size != 0 && payload == NULL) ||
-		(h->trailer_len != 0 && trailer == NULL))
+	if (h == NULL || body_size(h) != payload_size || (payload_size != 0 && payload == NULL))
 		return -EINVAL;
-	total = ISTH_WIRE_HDR_SIZE + payload_size + h->trailer_len;
+	/* version 2 always has the tag; a NULL tag leaves it to lib/auth */
+	tlen = v2 ? ISTH_WIRE_TAG_SIZE : h->trailer_len;
+	if (!v2 && tlen != 0 && trailer == NULL)
+		return -EINVAL;
+	total = ISTH_WIRE_HDR_SIZE + payload_size + tlen;
 	if (total > 65535 - ISTH_WIRE_UDP_HDR_SIZE - ISTH_WIRE_IPV4_MIN_HDR_SIZE)
 		return -EINVAL;
 	if (cap < total)
@@ -530,8 +553,10 @@ isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h, con
 	isth_wire_put_hdr(buf, cap, h);
 	if (payload_size)
 		memmove(buf + ISTH_WIRE_HDR_SIZE, payload, payload_size);
-	if (h->trailer_len)
-		memcpy(buf + ISTH_WIRE_HDR_SIZE + payload_size, trailer, h->trailer_len);
+	if (trailer == NULL)
+		return (int)(total - tlen);
+	if (tlen)
+		memcpy(buf + ISTH_WIRE_HDR_SIZE + payload_size, trailer, tlen);
 	return (int)total;
 }
 

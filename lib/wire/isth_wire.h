@@ -31,6 +31,11 @@ extern "C" {
 /** "IS" */
 #define ISTH_WIRE_MAGIC 0x4953u
 #define ISTH_WIRE_VERSION 1u
+/** Version 2: authenticated (doc/protocol.md, "Authenticated format (v2)"):
+ * AUTH on every packet, a 16-byte tag as trailer, byte 21 the key epoch. */
+#define ISTH_WIRE_VERSION_AUTH 2u
+/** The version 2 trailer: an AES-256-GMAC tag (lib/auth computes it). */
+#define ISTH_WIRE_TAG_SIZE 16u
 /** Byte offsets of the header's fields in a message (doc/protocol.md,
  * "Header"); the accessors below and the parser use them. */
 enum isth_wire_off {
@@ -44,7 +49,8 @@ enum isth_wire_off {
 	ISTH_WIRE_OFF_ROUND = 12,
 	ISTH_WIRE_OFF_CHUNK = 16,
 	ISTH_WIRE_OFF_SENDER = 20,
-	ISTH_WIRE_OFF_RESERVED = 21,
+	ISTH_WIRE_OFF_RESERVED = 21, /**< version 1: reserved, 0 */
+	ISTH_WIRE_OFF_EPOCH = 21, /**< version 2: key epoch */
 	ISTH_WIRE_OFF_COUNT = 22,
 	ISTH_WIRE_OFF_SEQ = 24,
 	ISTH_WIRE_OFF_BITMAP = 32,
@@ -115,14 +121,15 @@ enum isth_wire_reason {
 	ISTH_WIRE_E_UDP_CSUM, /**< non-zero UDP checksum is wrong */
 	ISTH_WIRE_E_HDR_TRUNC, /**< shorter than the isthmus header */
 	ISTH_WIRE_E_MAGIC, /**< magic is not "IS" */
-	ISTH_WIRE_E_VERSION, /**< unsupported protocol version */
+	ISTH_WIRE_E_VERSION, /**< not the version the limits ask for (1, or 2 with auth) */
 	ISTH_WIRE_E_TYPE, /**< unknown packet type */
 	ISTH_WIRE_E_FLAGS, /**< unknown flag, or flag not valid for type */
 	ISTH_WIRE_E_DTYPE, /**< element type unknown or wrong for type */
 	ISTH_WIRE_E_ISLAND, /**< sender island >= configured islands */
 	ISTH_WIRE_E_BITMAP, /**< bitmap names islands >= configured */
 	ISTH_WIRE_E_COUNT, /**< element or range count above the limit */
-	ISTH_WIRE_E_TRAILER, /**< trailer longer than what follows the header */
+	ISTH_WIRE_E_TRAILER, /**< trailer inconsistent with AUTH, longer than what follows
+			      * the header, or (version 2) AUTH not set or not 16 bytes */
 	ISTH_WIRE_E_LENGTH, /**< payload size disagrees with count and type */
 	ISTH_WIRE_E_RANGE, /**< a NACK/GONE range with first > last */
 	ISTH_WIRE_E_RESERVED, /**< a reserved field is not zero */
@@ -137,6 +144,11 @@ struct isth_wire_limits {
 	uint16_t max_ranges; /**< max ranges per NACK/GONE packet */
 	uint16_t udp_port; /**< destination port to accept */
 	bool check_udp_csum; /**< verify non-zero UDP checksums */
+	/** The link speaks version 2: the parser accepts only version 2,
+	 * with AUTH and a 16-byte trailer, and reads byte 21 as the key
+	 * epoch; false: version 1 only (byte 21 reserved, must be 0). The
+	 * parser checks the format only; lib/auth verifies the tag. */
+	bool auth;
 };
 
 /**
@@ -152,6 +164,11 @@ struct isth_wire_limits {
  * - count: DATA/AGG: elements; NACK/GONE: ranges; ROUND: 0.
  */
 struct isth_wire_hdr {
+	/** Parser: the version read (1 or 2). Builder: 0 or 1 writes
+	 * version 1 as given; 2 writes version 2, sets ISTH_WIRE_F_AUTH,
+	 * trailer_len ISTH_WIRE_TAG_SIZE and the epoch byte. */
+	uint8_t version;
+	uint8_t epoch; /**< version 2: key epoch (byte 21); version 1: 0 */
 	uint8_t type; /**< enum isth_wire_type */
 	uint8_t dtype; /**< enum isth_wire_dtype */
 	uint16_t flags; /**< enum isth_wire_flag bits */
@@ -227,6 +244,15 @@ unsigned int isth_wire_dtype_size(unsigned int dtype);
 int isth_wire_limits_init(struct isth_wire_limits *lim, uint32_t n_islands, unsigned int mtu);
 
 /**
+ * isth_wire_limits_init() for a link speaking version 2 when @p auth is
+ * true: sets lim->auth and leaves room for the 16-byte tag in max_elems
+ * and max_ranges (354 elements, 88 ranges at MTU 1500). With @p auth
+ * false, exactly isth_wire_limits_init().
+ */
+int isth_wire_limits_init_auth(
+	struct isth_wire_limits *lim, uint32_t n_islands, unsigned int mtu, bool auth);
+
+/**
  * Parse and validate an isthmus message (the UDP payload), as a socket
  * hands it to the island side.
  *
@@ -260,7 +286,8 @@ isth_wire_get_range(const struct isth_wire_pkt *pkt, unsigned int i, struct isth
 void isth_wire_get_round(const struct isth_wire_pkt *pkt, struct isth_wire_round *r);
 
 /**
- * Write a message header at @p buf (40 bytes).
+ * Write a message header at @p buf (40 bytes). With h->version 2 the
+ * header is version 2: AUTH set, trailer_len 16, byte 21 = h->epoch.
  * @return ISTH_WIRE_HDR_SIZE, or -ENOSPC if @p cap is too small.
  */
 int isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h);
@@ -270,6 +297,11 @@ int isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h);
  * @p payload (little-endian elements, or ranges / ROUND body already encoded
  * with isth_wire_put_ranges() / isth_wire_put_round()), then
  * h->trailer_len bytes of @p trailer.
+ *
+ * Version 2 (h->version 2): the trailer is the 16-byte tag. With
+ * @p trailer NULL the message is written without it, ready for
+ * isth_auth_seal() to append the tag (@p cap must still leave 16 bytes
+ * for it), and the return value excludes it.
  *
  * @return bytes written, or -ENOSPC, or -EINVAL (payload size inconsistent
  *         with type and count).

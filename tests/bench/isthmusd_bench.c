@@ -273,7 +273,8 @@ write_files(const char *cfg_path, const char *sched_path)
 		"[agg]\nmemory = 64Mi\ntimeout = 5s\nmax_chunks = %u\n"
 		"[resend]\nwindow = 2s\nentries = 4096\nlinger = 0ns\n"
 		"[poll]\nidle_polls = 0\n"
-		"[telemetry]\nenabled = no\nround_log = no\n",
+		"[telemetry]\nenabled = no\nround_log = no\n"
+		"[auth]\nmode = off\n",
 		K);
 	fclose(f);
 }

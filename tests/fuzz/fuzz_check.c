@@ -52,6 +52,7 @@ isth_fuzz_limits(const uint8_t *p, struct isth_wire_limits *lim)
 	memset(lim, 0, sizeof(*lim));
 	lim->n_islands = (p[0] % ISTH_WIRE_MAX_ISLANDS) + 1;
 	lim->check_udp_csum = (p[1] & 1) != 0;
+	lim->auth = (p[1] & 2) != 0;
 	lim->max_elems = rd16(p + 2);
 	lim->max_ranges = rd16(p + 4);
 	lim->udp_port = ISTH_WIRE_PORT;
@@ -61,7 +62,7 @@ void
 isth_fuzz_put_limits(uint8_t *p, const struct isth_wire_limits *lim)
 {
 	p[0] = (uint8_t)(lim->n_islands - 1);
-	p[1] = lim->check_udp_csum ? 1 : 0;
+	p[1] = (uint8_t)((lim->check_udp_csum ? 1 : 0) | (lim->auth ? 2 : 0));
 	p[2] = lim->max_elems >> 8;
 	p[3] = (uint8_t)lim->max_elems;
 	p[4] = lim->max_ranges >> 8;
@@ -160,10 +161,11 @@ check_round(const struct isth_wire_pkt *pkt, uint64_t mask)
 static bool
 hdr_eq(const struct isth_wire_hdr *a, const struct isth_wire_hdr *b)
 {
-	return a->type == b->type && a->dtype == b->dtype && a->flags == b->flags &&
-		a->trailer_len == b->trailer_len && a->sender == b->sender &&
-		a->count == b->count && a->job == b->job && a->round == b->round &&
-		a->chunk == b->chunk && a->seq == b->seq && a->bitmap == b->bitmap;
+	return a->version == b->version && a->epoch == b->epoch && a->type == b->type &&
+		a->dtype == b->dtype && a->flags == b->flags && a->trailer_len == b->trailer_len &&
+		a->sender == b->sender && a->count == b->count && a->job == b->job &&
+		a->round == b->round && a->chunk == b->chunk && a->seq == b->seq &&
+		a->bitmap == b->bitmap;
 }
 
 /* isth_wire_build_msg() must reproduce the accepted bytes exactly, and
@@ -214,7 +216,8 @@ isth_fuzz_check_msg(const uint8_t *buf, size_t len, const struct isth_wire_limit
 
 	/* The header view is the bytes at the documented offsets. */
 	FUZZ_CHECK(rd16(m) == ISTH_WIRE_MAGIC);
-	FUZZ_CHECK(m[2] == ISTH_WIRE_VERSION);
+	FUZZ_CHECK(m[2] == (lim->auth ? 2 : 1));
+	FUZZ_CHECK(h->version == m[2]);
 	FUZZ_CHECK(h->type == m[3]);
 	FUZZ_CHECK(h->flags == rd16(m + 4));
 	FUZZ_CHECK(h->dtype == m[6]);
@@ -223,7 +226,15 @@ isth_fuzz_check_msg(const uint8_t *buf, size_t len, const struct isth_wire_limit
 	FUZZ_CHECK(h->round == rd32(m + 12));
 	FUZZ_CHECK(h->chunk == rd32(m + 16));
 	FUZZ_CHECK(h->sender == m[20]);
-	FUZZ_CHECK(m[21] == 0);
+	if (lim->auth) {
+		/* version 2: byte 21 is the epoch; AUTH and a 16-byte tag */
+		FUZZ_CHECK(h->epoch == m[21]);
+		FUZZ_CHECK(h->trailer_len == 16);
+		FUZZ_CHECK((h->flags & ISTH_WIRE_F_AUTH) != 0);
+	} else {
+		FUZZ_CHECK(m[21] == 0);
+		FUZZ_CHECK(h->epoch == 0);
+	}
 	FUZZ_CHECK(h->count == rd16(m + 22));
 	FUZZ_CHECK(h->seq == rd64(m + 24));
 	FUZZ_CHECK(h->bitmap == rd64(m + 32));

@@ -12,7 +12,7 @@
  * every island count instead of one fixed configuration.
  *
  *   byte 0     n_islands - 1 (taken modulo 64)
- *   byte 1     bit 0: check_udp_csum; other bits ignored
+ *   byte 1     bit 0: check_udp_csum; bit 1: auth (version 2); others ignored
  *   bytes 2-3  max_elems, big-endian
  *   bytes 4-5  max_ranges, big-endian
  *

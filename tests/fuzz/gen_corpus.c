@@ -161,8 +161,8 @@ base_hdr(struct isth_wire_hdr *h, unsigned int type, unsigned int dtype, unsigne
 static size_t
 mk_msg(uint8_t *buf, const struct isth_wire_hdr *h, const uint8_t *body, size_t body_size)
 {
-	int n = isth_wire_build_msg(
-		buf, BUF_SIZE, h, body, body_size, h->trailer_len ? trailer_bytes : NULL);
+	bool tag = h->trailer_len || h->version == ISTH_WIRE_VERSION_AUTH;
+	int n = isth_wire_build_msg(buf, BUF_SIZE, h, body, body_size, tag ? trailer_bytes : NULL);
 
 	if (n < 0)
 		die("isth_wire_build_msg refused a seed");
@@ -443,6 +443,34 @@ make_valids(const struct isth_wire_limits *l8, const struct isth_wire_limits *l6
 	v->len = mk_round(v->bytes, ISTH_WIRE_F_AUTH, 255, &good_round, 0);
 }
 
+/* Version 2 seeds, built by isth_wire_build_msg() from h.version = 2 (it
+ * sets AUTH, trailer_len 16 and the epoch byte), on a version 2 link. */
+static void
+make_valids_v2(const struct isth_wire_limits *l8a)
+{
+	static const struct isth_wire_range chunks[2] = {{0, 7}, {100, UINT32_MAX}};
+	static uint8_t body[BUF_SIZE];
+	struct isth_wire_hdr h;
+	struct valid *v;
+	int sz;
+
+	v = add_valid("ok-v2-data-fp32", l8a);
+	base_hdr(&h, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_FP32, 4);
+	h.version = ISTH_WIRE_VERSION_AUTH;
+	h.epoch = 7;
+	v->len = mk_msg(v->bytes, &h, body, mk_elems(body, ISTH_WIRE_DTYPE_FP32, 4));
+	v = add_valid("ok-v2-gone-chunks", l8a);
+	base_hdr(&h, ISTH_WIRE_GONE, ISTH_WIRE_DTYPE_NONE, 2);
+	h.version = ISTH_WIRE_VERSION_AUTH;
+	h.epoch = 255;
+	h.flags = ISTH_WIRE_F_CHUNKS;
+	h.bitmap = 0;
+	sz = isth_wire_put_ranges(body, sizeof(body), chunks, 2);
+	if (sz < 0)
+		die("isth_wire_put_ranges");
+	v->len = mk_msg(v->bytes, &h, body, (size_t)sz);
+}
+
 /* A valid message with one rule broken. */
 struct bad_msg {
 	const char *name;
@@ -473,6 +501,8 @@ enum {
 	V_GONE_AUTH,
 	V_ROUND,
 	V_ROUND_AUTH,
+	V_V2_DATA,
+	V_V2_GONE,
 };
 
 static const struct bad_msg bad_msgs[] = {
@@ -481,6 +511,9 @@ static const struct bad_msg bad_msgs[] = {
 	{"bad-magic", V_DATA_FP32, 1, 'T', 0, ISTH_WIRE_E_MAGIC},
 	{"bad-version-0", V_AGG_FP32, 2, 0, 0, ISTH_WIRE_E_VERSION},
 	{"bad-version-2", V_NACK_SEQ, 2, 2, 0, ISTH_WIRE_E_VERSION},
+	{"bad-version-v1-on-v2-link", V_V2_DATA, 2, 1, 0, ISTH_WIRE_E_VERSION},
+	{"bad-trailer-v2-no-auth", V_V2_DATA, 5, 0, 0, ISTH_WIRE_E_TRAILER},
+	{"bad-trailer-v2-len-8", V_V2_GONE, 7, 8, 0, ISTH_WIRE_E_TRAILER},
 	{"bad-type-0", V_DATA_FP32, 3, 0, 0, ISTH_WIRE_E_TYPE},
 	{"bad-type-6", V_DATA_FP32, 3, 6, 0, ISTH_WIRE_E_TYPE},
 	{"bad-flags-data-partial", V_DATA_FP32, 5, ISTH_WIRE_F_PARTIAL, 0, ISTH_WIRE_E_FLAGS},
@@ -671,7 +704,7 @@ main(int argc, char **argv)
 		{"verify", no_argument, NULL, 'v'},
 		{NULL, 0, NULL, 0},
 	};
-	struct isth_wire_limits l8, l64, ljumbo;
+	struct isth_wire_limits l8, l64, ljumbo, l8a;
 	static uint8_t buf[BUF_SIZE], f[BUF_SIZE];
 	const char *stamp = NULL;
 	struct gen g = {0};
@@ -713,7 +746,10 @@ main(int argc, char **argv)
 	if (isth_wire_limits_init(&l8, 8, 1500) || isth_wire_limits_init(&l64, 64, 1500) ||
 		isth_wire_limits_init(&ljumbo, 8, 9000))
 		die("isth_wire_limits_init");
+	if (isth_wire_limits_init_auth(&l8a, 8, 1500, true))
+		die("isth_wire_limits_init_auth");
 	make_valids(&l8, &l64, &ljumbo);
+	make_valids_v2(&l8a);
 
 	for (i = 0; i < n_valid; i++) {
 		static const unsigned int how[] = {

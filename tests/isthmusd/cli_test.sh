@@ -25,51 +25,88 @@ expect() {	# name, want exit, want text, command...
 	fi
 }
 
+# The shipped config names /etc/isthmus/job1.keys: run it with a key file
+# here (mode 0600; git cannot ship one).
+printf 'job 1\nepoch 1 round 0 key %s\n' "$(printf '%064x' 42)" >"$tmp/job1.keys"
+chmod 600 "$tmp/job1.keys"
+EX=$tmp/example.conf
+sed "s|^key_file = .*|key_file = $tmp/job1.keys|" conf/isthmusd/example.conf >"$EX"
+
 expect help 0 "Exit codes: 0 clean stop" "$ISTHMUSD" --help
 # the summary must report what the shipped files say (read here, not from isthmusd)
 sched=conf/schedules/nine-city-triangles.sched
 T_ms=$(awk '$1 == "round-ns" { printf "%.3f", $2 / 1e6 }' "$sched")
 cycle=$(awk '$1 == "rounds" { print $2 }' "$sched")
 expect check-shipped 0 "island NYC (0 of 9), job 1, schedule $sched: T $T_ms ms, $cycle rounds per cycle" \
-	"$ISTHMUSD" "${EAL[@]}" -- --config conf/isthmusd/example.conf --check --epoch now+1
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --check --epoch now+1
+expect check-auth-on 0 "auth on: key file $tmp/job1.keys, 1 key epochs, 354 elements per chunk" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --check --epoch now+1
+# [auth]: the key file is validated by --check; errors name the file (and
+# line), never key bytes
+cp "$tmp/job1.keys" "$tmp/open.keys"
+chmod 644 "$tmp/open.keys"
+sed "s|^key_file = .*|key_file = $tmp/open.keys|" "$EX" >"$tmp/open.conf"
+expect key-mode-0644 2 "$tmp/open.keys: mode 0644 gives group or others access to the keys" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/open.conf" --check --epoch now+1
+printf 'job 1\nepoch 1 round 0 key 00ff\n' >"$tmp/short.keys"
+chmod 600 "$tmp/short.keys"
+sed "s|^key_file = .*|key_file = $tmp/short.keys|" "$EX" >"$tmp/short.conf"
+expect key-short 2 "$tmp/short.keys:2: key: expected 64 hex digits" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/short.conf" --check --epoch now+1
+if "$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/short.conf" --check --epoch now+1 2>&1 | grep -qi "00ff"; then
+	echo "FAIL: key-short: the error shows key bytes"; fail=1
+fi
+printf 'job 2\nepoch 1 round 0 key %s\n' "$(printf '%064x' 42)" >"$tmp/job2.keys"
+chmod 600 "$tmp/job2.keys"
+sed "s|^key_file = .*|key_file = $tmp/job2.keys|" "$EX" >"$tmp/job2.conf"
+expect key-other-job 2 "keys are for job 2, not job 1" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/job2.conf" --check --epoch now+1
+sed "s|^key_file = .*|key_file = $tmp/none.keys|" "$EX" >"$tmp/none.conf"
+expect key-missing 2 "$tmp/none.keys: cannot open key file" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/none.conf" --check --epoch now+1
+sed "s|^mode = on .*|mode = off|" "$EX" >"$tmp/off.conf"
+expect auth-off-warns 0 "WARNING: [auth] mode = off in $tmp/off.conf" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/off.conf" --check --epoch now+1
+expect auth-off-summary 0 "auth: off (wire version 1" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/off.conf" --check --epoch now+1
 expect no-config 2 "--config FILE is required" "$ISTHMUSD" "${EAL[@]}" --
-expect bad-epoch 2 "--epoch 'soon'" "$ISTHMUSD" "${EAL[@]}" -- --config conf/isthmusd/example.conf --epoch soon
-sed 's/^memory = 64Mi/memory = lots/' conf/isthmusd/example.conf >"$tmp/bad.conf"
+expect bad-epoch 2 "--epoch 'soon'" "$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --epoch soon
+sed 's/^memory = 64Mi/memory = lots/' "$EX" >"$tmp/bad.conf"
 line=$(grep -n '^memory = lots' "$tmp/bad.conf" | cut -d: -f1)
 expect bad-config 2 "$tmp/bad.conf:$line: [agg] memory: 'lots' is not a size" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/bad.conf" --check
 # values that cannot work are refused by --check with their line (issue 11)
-sed 's/^memory = 64Mi.*/memory = 0/' conf/isthmusd/example.conf >"$tmp/mem0.conf"
+sed 's/^memory = 64Mi.*/memory = 0/' "$EX" >"$tmp/mem0.conf"
 line=$(grep -n '^memory = 0$' "$tmp/mem0.conf" | cut -d: -f1)
 expect memory-zero 2 "$tmp/mem0.conf:$line: [agg] memory: 0 bytes holds fewer than 2 slots" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/mem0.conf" --check --epoch now+1
 sed 's/^round-ns .*/round-ns 18446744073709551615/' "$sched" >"$tmp/huge-t.sched"
 line=$(grep -n '^round-ns ' "$tmp/huge-t.sched" | cut -d: -f1)
 expect round-ns-huge 2 "$tmp/huge-t.sched:$line: round-ns 18446744073709551615 out of range" \
-	"$ISTHMUSD" "${EAL[@]}" -- --config conf/isthmusd/example.conf --schedule "$tmp/huge-t.sched" --check --epoch now+1
-grep -v '^\[peer HKG\]' conf/isthmusd/example.conf | sed '/^ip = 10.0.0.9$/d' >"$tmp/nohkg.conf"
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule "$tmp/huge-t.sched" --check --epoch now+1
+grep -v '^\[peer HKG\]' "$EX" | sed '/^ip = 10.0.0.9$/d' >"$tmp/nohkg.conf"
 expect missing-peer 2 "[peer HKG] missing: the schedule has that island" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/nohkg.conf" --check --epoch now+1
 expect runtime-epoch 2 "leaves the epoch to run time" \
-	"$ISTHMUSD" "${EAL[@]}" -- --config conf/isthmusd/example.conf --check
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --check
 # a schedule whose peak aggregation memory at NYC exceeds example.conf's 64 MiB
 sed -e 's/^isthmus-schedule 1$/isthmus-schedule 2/' -e '/^memory-bytes /a peak-bytes 0 67108865' \
 	"$sched" >"$tmp/peak.sched"
 line=$(grep -n '^peak-bytes 0 ' "$tmp/peak.sched" | cut -d: -f1)
 expect peak-over-memory 2 "$tmp/peak.sched:$line: island NYC needs 67108865 B of aggregation memory at its peak, more than [agg] memory = 67108864 B" \
-	"$ISTHMUSD" "${EAL[@]}" -- --config conf/isthmusd/example.conf --schedule "$tmp/peak.sched" --check --epoch now+1
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule "$tmp/peak.sched" --check --epoch now+1
 sed -i 's/^peak-bytes 0 67108865$/peak-bytes 0 67108864/' "$tmp/peak.sched"
 expect peak-fits 0 "island NYC (0 of 9)" \
-	"$ISTHMUSD" "${EAL[@]}" -- --config conf/isthmusd/example.conf --schedule "$tmp/peak.sched" --check --epoch now+1
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule "$tmp/peak.sched" --check --epoch now+1
 expect bad-schedule 2 "nope.sched" \
-	"$ISTHMUSD" "${EAL[@]}" -- --config conf/isthmusd/example.conf --schedule nope.sched --check
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule nope.sched --check
 
 # A running edge on net_null ports (a null RX port is a source of zero-filled
 # 64-byte frames: refused as non-IPv4, counted): telemetry answers over
 # DPDK's socket, and SIGINT stops it cleanly with exit 0 and final counters.
 PREFIX=isth-cli-run-$$
 sed -e 's/^port = 0 .*/port = net_null0/' -e 's/^port = 1$/port = net_null1/' \
-    -e 's/^# idle_polls = 0 .*/idle_polls = 16/' conf/isthmusd/example.conf >"$tmp/null.conf"
+    -e 's/^# idle_polls = 0 .*/idle_polls = 16/' "$EX" >"$tmp/null.conf"
 "$ISTHMUSD" --no-huge -m 128 --no-pci "--file-prefix=$PREFIX" -l 0,1 \
 	--log-level=lib.*:error --vdev net_null0 --vdev net_null1 -- \
 	--config "$tmp/null.conf" --epoch now+1 >"$tmp/run.out" 2>&1 &
@@ -96,13 +133,14 @@ print(out["/isthmus/round"]["island"], out["/isthmus/round"]["job"],
       out["/isthmus/round"]["round_ns"], out["/isthmus/backend"]["name"],
       "ethertype_drops" if out["/isthmus/stats"]["drop_ethertype"] > 0 else "no_drops",
       "resend" if "next_seq" in out["/isthmus/resend"] else "no_resend",
-      "pace" if "late_starts" in out["/isthmus/pace"] else "no_pace")
+      "pace" if "late_starts" in out["/isthmus/pace"] else "no_pace",
+      "auth_" + out["/isthmus/stats"]["auth"])
 PY
 )
 kill -INT "$pid" 2>/dev/null
 wait "$pid"
 rc=$?
-want="0 1 $(awk '$1 == "round-ns" { print $2 }' "$sched") sw ethertype_drops resend pace"
+want="0 1 $(awk '$1 == "round-ns" { print $2 }' "$sched") sw ethertype_drops resend pace auth_on"
 if [ "$answers" != "$want" ] || [ "$rc" != 0 ] || ! grep -q "^isthmusd counters:" "$tmp/run.out"; then
 	echo "FAIL: running edge: telemetry '$answers' (want '$want'), exit $rc"
 	tail -5 "$tmp/run.out"

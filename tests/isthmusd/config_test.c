@@ -37,9 +37,11 @@ Test(isthmusd_config, good_file_and_defaults)
 	struct isthd_config c;
 	char err[512] = "";
 
-	cr_assert_eq(
-		isthd_config_parse(GOOD "[agg]\nmemory = 32Gi\n", "t.conf", &c, err, sizeof(err)),
+	cr_assert_eq(isthd_config_parse(GOOD "[agg]\nmemory = 32Gi\n[auth]\nkey_file = k.keys\n",
+			     "t.conf", &c, err, sizeof(err)),
 		0, "%s", err);
+	cr_expect(c.auth, "[auth] mode is on by default");
+	cr_expect_str_eq(c.key_file, "k.keys");
 	cr_expect_str_eq(c.island, "NYC");
 	cr_expect_eq(c.job, 7);
 	cr_expect_str_eq(c.access.dev, "net_ring_access");
@@ -64,17 +66,19 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect_eq(c.epoch_mode, ISTHD_EPOCH_SCHEDULE);
 	cr_expect_eq(c.wan_last_nack_copies, 2, "a last-chance peer NACK goes twice");
 	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_NONE, "dtype unchecked by default");
-	cr_assert_eq(isthd_config_parse(
-			     GOOD_HEAD "dtype = fp32\n" GOOD_TAIL, "t.conf", &c, err, sizeof(err)),
+	cr_assert_eq(isthd_config_parse(GOOD_HEAD "dtype = fp32\n" GOOD_TAIL "[auth]\nmode = off\n",
+			     "t.conf", &c, err, sizeof(err)),
 		0, "%s", err);
 	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_FP32);
+	cr_expect_not(c.auth);
+	cr_expect_str_eq(c.key_file, "");
 	cr_expect(!c.wan.xdp_pin_sources, "source pinning is off by default");
 	cr_assert_eq(isthd_config_parse(GOOD_HEAD
 			     "[access]\nport = a\nip = 10.10.0.1\nisland_ip = 10.10.0.2\n"
 			     "island_mac = 02:00:00:00:00:02\nxdp_iface = veth0\n"
 			     "xdp_pin_sources = on\n[wan]\nport = w\nip = 10.0.0.1\n"
 			     "gateway_mac = 02:00:00:00:01:00\nxdp_iface = veth1\n"
-			     "xdp_pin_sources = yes\n",
+			     "xdp_pin_sources = yes\n[auth]\nmode = off\n",
 			     "t.conf", &c, err, sizeof(err)),
 		0, "%s", err);
 	cr_expect(c.access.xdp_pin_sources);
@@ -83,7 +87,10 @@ Test(isthmusd_config, good_file_and_defaults)
 
 struct bad_conf {
 	/* appended to GOOD; or, starting with '!', the whole file; or,
-	 * starting with '@', inserted at line 5, inside [isthmusd] */
+	 * starting with '@', inserted at line 5, inside [isthmusd]; or,
+	 * starting with '%', appended to GOOD as is. Except with '%' or when
+	 * it has one, an "[auth] mode = off" section is appended (GOOD has
+	 * none, and auth is on by default: a key file would be required). */
 	char extra[300];
 	char want[200];
 };
@@ -128,6 +135,10 @@ static struct bad_conf bad_confs[] = {
 	{"@job = 8\n", "t.conf:5: [isthmusd] job set twice (first at line 3)"},
 	{"job = 8\n", "t.conf:16: unknown key 'job' in [peer LON]"},
 	{"[wan]\n", "t.conf:16: section [wan] repeated (first at line 10)"},
+	{"%", "t.conf: [auth] key_file: required key missing"},
+	{"[auth]\nmode = on\n", "t.conf:16: [auth] key_file: required key missing"},
+	{"[auth]\nmode = maybe\n", "t.conf:17: [auth] mode: 'maybe' is not one of: on, off"},
+	{"[auth]\nmode = off\nkey = x\n", "t.conf:18: unknown key 'key' in [auth]"},
 	{"!"
 	 "[isthmusd]\nisland = 1\njob = 1\n[access]\nport = p\nip = 1.2.3.4\nisland_ip = 1.2.3.5\n"
 	 "island_mac = 02:00:00:00:00:02\n[wan]\nport = p\nip = 1.2.3.6\ngateway_mac = "
@@ -139,8 +150,7 @@ static struct bad_conf bad_confs[] = {
 	 "island_mac = 02:00:00:00:00:02\n[wan]\nport = p\nip = 1.2.3.6\ngateway_mac = "
 	 "02:00:00:00:00:03\nxdp_pin_sources = on\n",
 		"t.conf:13: [wan] xdp_pin_sources: needs xdp_iface (the interface running "
-		"lib/xdp's "
-		"program)"},
+		"lib/xdp's program)"},
 };
 
 ParameterizedTestParameters(isthmusd_config, errors)
@@ -158,8 +168,12 @@ ParameterizedTest(struct bad_conf *b, isthmusd_config, errors)
 		snprintf(text, sizeof(text), "%s", b->extra + 1);
 	else if (b->extra[0] == '@')
 		snprintf(text, sizeof(text), "%s%s%s", GOOD_HEAD, b->extra + 1, GOOD_TAIL);
+	else if (b->extra[0] == '%')
+		snprintf(text, sizeof(text), "%s%s", GOOD, b->extra + 1);
 	else
 		snprintf(text, sizeof(text), "%s%s", GOOD, b->extra);
+	if (b->extra[0] != '%' && strstr(text, "[auth]") == NULL)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text), "[auth]\nmode = off\n");
 	cr_expect_lt(isthd_config_parse(text, "t.conf", &c, err, sizeof(err)), 0);
 	cr_expect_str_eq(err, b->want);
 }

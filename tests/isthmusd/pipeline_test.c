@@ -110,6 +110,9 @@ write_schedule(uint64_t epoch)
 static const char *backend_name = "sw";
 static char fpga_dev[64] = "/isthmus-fpga0";
 static const char *agg_memory = "4Mi";
+/* [auth]: off (version 1) unless a test turns it on with a key file */
+static bool auth_on;
+static char key_path[128] = "none";
 
 static void
 write_config(const char *path, const char *sched, uint64_t epoch)
@@ -132,8 +135,10 @@ write_config(const char *path, const char *sched, uint64_t epoch)
 		"[agg]\nmemory = %s\ntimeout = 50ms\n"
 		"[resend]\nwindow = 2s\nentries = 256\nlinger = 0ns\n"
 		"[poll]\nidle_polls = 64\nidle_sleep = 20us\n"
-		"[telemetry]\nround_log = no\n",
-		JOB, sched, (unsigned long long)epoch, backend_name, fpga_dev, agg_memory);
+		"[telemetry]\nround_log = no\n"
+		"[auth]\nmode = %s\nkey_file = %s\n",
+		JOB, sched, (unsigned long long)epoch, backend_name, fpga_dev, agg_memory,
+		auth_on ? "on" : "off", key_path);
 	fclose(f);
 }
 

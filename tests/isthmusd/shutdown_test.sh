@@ -20,12 +20,16 @@ cleanup() {
 }
 trap cleanup EXIT
 fail=0
+# the shipped config with its key file here (mode 0600, as required)
+printf 'job 1\nepoch 1 round 0 key %s\n' "$(printf '%064x' 42)" >"$tmp/job1.keys"
+chmod 600 "$tmp/job1.keys"
+sed "s|^key_file = .*|key_file = $tmp/job1.keys|" conf/isthmusd/example.conf >"$tmp/example.conf"
 
 # --check: validates and exits 0, leaving no runtime directory
 P=isth-shut-check-$$
 prefixes+=("$P")
 if ! "$ISTHMUSD" --no-huge -m 64 --no-pci --no-telemetry --log-level=lib.*:error \
-	"--file-prefix=$P" -- --config conf/isthmusd/example.conf --check --epoch now+1 \
+	"--file-prefix=$P" -- --config "$tmp/example.conf" --check --epoch now+1 \
 	>"$tmp/check.out" 2>&1; then
 	echo "FAIL: --check: exit $?"; tail -3 "$tmp/check.out"; fail=1
 elif [ -e "/var/run/dpdk/$P" ]; then
@@ -35,7 +39,7 @@ else
 fi
 
 sed -e 's/^port = 0 .*/port = net_null0/' -e 's/^port = 1$/port = net_null1/' \
-    -e 's/^# idle_polls = 0 .*/idle_polls = 16/' conf/isthmusd/example.conf >"$tmp/null.conf"
+    -e 's/^# idle_polls = 0 .*/idle_polls = 16/' "$tmp/example.conf" >"$tmp/null.conf"
 for run in $(seq 1 "$RUNS"); do
 	P=isth-shut-$$-$run
 	prefixes+=("$P")

@@ -88,6 +88,8 @@ memory = 4Mi
 idle_polls = 64
 [telemetry]
 round_log = no
+[auth]
+mode = off
 CONF
 
 # round 0 begins 4 s after start-up (EAL set-up included); --rounds 1 stops

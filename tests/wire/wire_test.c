@@ -698,3 +698,232 @@ Test(wire, message_larger_than_a_datagram_is_refused)
 			     buf, 40 + 80000 > sizeof(buf) ? sizeof(buf) : 40 + 80000, &big, &p),
 		ISTH_WIRE_E_LENGTH);
 }
+
+/* ---- version 2 (doc/protocol.md, "Authenticated format (v2)") ---------- */
+
+static struct isth_wire_limits lim2;
+
+static void
+setup2(void)
+{
+	cr_assert_eq(isth_wire_limits_init_auth(&lim2, N_ISLANDS, 1500, true), 0);
+}
+
+/* 1500 - 20 (IPv4) - 8 (UDP) - 40 (header) - 16 (tag) = 1416 bytes of
+ * body: 354 fp32 elements, 88 ranges of 16 bytes. */
+Test(wire, auth_limits_leave_room_for_the_tag)
+{
+	struct isth_wire_limits l;
+
+	cr_assert_eq(isth_wire_limits_init_auth(&l, 9, 1500, true), 0);
+	cr_expect(l.auth);
+	cr_expect_eq(l.max_elems, 354);
+	cr_expect_eq(l.max_ranges, 88);
+	cr_assert_eq(isth_wire_limits_init_auth(&l, 9, 1500, false), 0);
+	cr_expect_not(l.auth);
+	cr_expect_eq(l.max_elems, 358);
+	cr_expect_eq(l.max_ranges, 89);
+	cr_assert_eq(isth_wire_limits_init(&l, 9, 1500), 0);
+	cr_expect_not(l.auth);
+	cr_expect_eq(l.max_elems, 358);
+	cr_assert_eq(isth_wire_limits_init_auth(&l, 9, 9000, true), 0);
+	cr_expect_eq(l.max_elems, (9000 - 68 - 16) / 4);
+	/* the smallest MTU still carries one element and its tag */
+	cr_expect_eq(isth_wire_limits_init_auth(&l, 9, 20 + 8 + 40 + 16 + 4, true), 0);
+	cr_expect_eq(l.max_elems, 1);
+	cr_expect_eq(isth_wire_limits_init_auth(&l, 9, 20 + 8 + 40 + 16 + 3, true), -EINVAL);
+	cr_expect_eq(isth_wire_limits_init_auth(&l, 9, 20 + 8 + 40 + 16 + 3, false), 0);
+	cr_expect_eq(isth_wire_limits_init_auth(&l, 0, 1500, true), -EINVAL);
+}
+
+static struct isth_wire_hdr
+data_hdr_v2(uint16_t count, uint8_t epoch)
+{
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, count);
+
+	h.version = 2;
+	h.epoch = epoch;
+	return h;
+}
+
+Test(wire, v2_header_layout_is_the_documented_one, .init = setup2)
+{
+	struct isth_wire_hdr h = data_hdr_v2(2, 0xa7);
+	uint8_t buf[128], tag[16];
+	uint32_t v[2] = {7, 8};
+	struct isth_wire_pkt p;
+
+	/* flags given without AUTH and trailer_len 0: the builder sets both */
+	cr_assert_eq(isth_wire_put_hdr(buf, sizeof(buf), &h), 40);
+	cr_expect_eq(buf[2], 2);
+	cr_expect_eq(be(buf + 4, 2), ISTH_WIRE_F_LAST | ISTH_WIRE_F_AUTH);
+	cr_expect_eq(buf[7], 16);
+	cr_expect_eq(buf[20], 3);
+	cr_expect_eq(buf[21], 0xa7);
+	cr_expect_eq(be(buf + 22, 2), 2);
+
+	for (int i = 0; i < 16; i++)
+		tag[i] = (uint8_t)(0xc0 + i);
+	cr_assert_eq(isth_wire_build_msg(buf, sizeof(buf), &h, v, 8, tag), 40 + 8 + 16);
+	cr_expect_eq(memcmp(buf + 48, tag, 16), 0);
+	cr_assert_eq(isth_wire_parse_msg(buf, 64, &lim2, &p), ISTH_WIRE_OK);
+	cr_expect_eq(p.hdr.version, 2);
+	cr_expect_eq(p.hdr.epoch, 0xa7);
+	cr_expect_eq(p.hdr.flags, ISTH_WIRE_F_LAST | ISTH_WIRE_F_AUTH);
+	cr_expect_eq(p.hdr.trailer_len, 16);
+	cr_expect_eq(p.payload_size, 8);
+	cr_expect_eq(p.trailer, buf + 48);
+	cr_expect_eq(p.msg_size, 64);
+	/* a version 1 link refuses it by version, before anything else */
+	cr_expect_eq(isth_wire_parse_msg(buf, 64, &lim, &p), ISTH_WIRE_E_VERSION);
+
+	/* without a tag: header and body only, ready for isth_auth_seal() */
+	memset(buf, 0xee, sizeof(buf));
+	cr_expect_eq(isth_wire_build_msg(buf, sizeof(buf), &h, v, 8, NULL), 48);
+	cr_expect_eq(buf[7], 16);
+	cr_expect_eq(buf[48], 0xee);
+	/* ... but the tag must still fit */
+	cr_expect_eq(isth_wire_build_msg(buf, 63, &h, v, 8, NULL), -ENOSPC);
+}
+
+/* A version 1 message parsed on a version 1 link reports version 1 and
+ * epoch 0, and re-encodes to the same bytes. */
+Test(wire, v1_parse_reports_version_1)
+{
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, 1);
+	uint8_t a[44], b[44];
+	struct isth_wire_pkt p;
+	uint32_t v = 3;
+
+	cr_assert_eq(isth_wire_build_msg(a, sizeof(a), &h, &v, 4, NULL), 44);
+	cr_assert_eq(isth_wire_parse_msg(a, 44, &lim, &p), ISTH_WIRE_OK);
+	cr_expect_eq(p.hdr.version, 1);
+	cr_expect_eq(p.hdr.epoch, 0);
+	cr_assert_eq(isth_wire_build_msg(b, sizeof(b), &p.hdr, p.payload, 4, NULL), 44);
+	cr_expect_eq(memcmp(a, b, 44), 0);
+	/* epoch is ignored for version 1: byte 21 stays reserved */
+	h.epoch = 9;
+	cr_assert_eq(isth_wire_build_msg(b, sizeof(b), &h, &v, 4, NULL), 44);
+	cr_expect_eq(b[21], 0);
+}
+
+/* Every type is accepted in version 2 at the limits of the MTU. */
+Test(wire, v2_every_type_at_the_limits, .init = setup2)
+{
+	static uint8_t body[1500], buf[1600];
+	struct isth_wire_range r[88];
+	struct isth_wire_hdr h = data_hdr_v2(354, 1);
+	struct isth_wire_pkt p;
+	uint8_t tag[16] = {1};
+	int m;
+
+	memset(body, 0, sizeof(body));
+	m = isth_wire_build_msg(buf, sizeof(buf), &h, body, 354 * 4, tag);
+	cr_assert_eq(m, 1500 - 28, "a full v2 DATA is exactly the MTU");
+	cr_expect_eq(isth_wire_parse_msg(buf, (size_t)m, &lim2, &p), ISTH_WIRE_OK);
+	h.count = 355;
+	m = isth_wire_build_msg(buf, sizeof(buf), &h, body, 355 * 4, tag);
+	cr_expect_eq(isth_wire_parse_msg(buf, (size_t)m, &lim2, &p), ISTH_WIRE_E_COUNT);
+
+	for (int i = 0; i < 88; i++)
+		r[i] = (struct isth_wire_range){(uint64_t)i * 10, (uint64_t)i * 10 + 3};
+	cr_assert_eq(isth_wire_put_ranges(body, sizeof(body), r, 88), 88 * 16);
+	h = (struct isth_wire_hdr){.version = 2,
+		.epoch = 4,
+		.type = ISTH_WIRE_NACK,
+		.sender = 2,
+		.count = 88,
+		.job = 1,
+		.round = 1,
+		.seq = 99};
+	m = isth_wire_build_msg(buf, sizeof(buf), &h, body, 88 * 16, tag);
+	cr_assert_eq(m, 40 + 88 * 16 + 16);
+	cr_expect_eq(isth_wire_parse_msg(buf, (size_t)m, &lim2, &p), ISTH_WIRE_OK);
+	cr_expect_eq(p.hdr.epoch, 4);
+	h.type = ISTH_WIRE_GONE;
+	m = isth_wire_build_msg(buf, sizeof(buf), &h, body, 88 * 16, tag);
+	cr_expect_eq(isth_wire_parse_msg(buf, (size_t)m, &lim2, &p), ISTH_WIRE_OK);
+	h.count = 89;
+	cr_assert_eq(isth_wire_put_ranges(body, sizeof(body), r, 88), 88 * 16);
+	memcpy(body + 88 * 16, body, 16);
+	m = isth_wire_build_msg(buf, sizeof(buf), &h, body, 89 * 16, tag);
+	cr_expect_eq(isth_wire_parse_msg(buf, (size_t)m, &lim2, &p), ISTH_WIRE_E_COUNT);
+
+	/* ROUND: sender 1, clique {0,1,2}, expected {0,2} */
+	cr_assert_eq(isth_wire_put_round(body, sizeof(body), &round_body), 40);
+	h = (struct isth_wire_hdr){.version = 2,
+		.type = ISTH_WIRE_ROUND,
+		.sender = 1,
+		.job = 1,
+		.round = 1,
+		.seq = 5,
+		.bitmap = 0x005};
+	m = isth_wire_build_msg(buf, sizeof(buf), &h, body, 40, tag);
+	cr_assert_eq(m, 40 + 40 + 16);
+	cr_expect_eq(isth_wire_parse_msg(buf, (size_t)m, &lim2, &p), ISTH_WIRE_OK);
+	cr_expect_eq(p.hdr.type, ISTH_WIRE_ROUND);
+}
+
+/*
+ * The version 2 refusals. Each case starts from a valid version 2 DATA
+ * int32 message of 4 elements with its tag (40 + 16 + 16 = 72 bytes) and
+ * a link that speaks version 2 (lim2), or version 1 (v1_link).
+ */
+struct bad_v2_case {
+	char name[24];
+	int v1_link; /* parse with the version 1 limits */
+	int off; /* byte offset to overwrite, -1: none */
+	int width;
+	uint64_t val;
+	int trunc; /* >= 0: cut the message to this length */
+	enum isth_wire_reason want;
+};
+
+static struct bad_v2_case bad_v2_cases[] = {
+	{"valid", 0, -1, 0, 0, -1, ISTH_WIRE_OK},
+	{"epoch_255_is_wire_ok", 0, 21, 1, 255, -1, ISTH_WIRE_OK},
+	{"v1_on_auth_link", 0, 2, 1, 1, -1, ISTH_WIRE_E_VERSION},
+	{"version_3", 0, 2, 1, 3, -1, ISTH_WIRE_E_VERSION},
+	{"version_0", 0, 2, 1, 0, -1, ISTH_WIRE_E_VERSION},
+	{"v2_on_v1_link", 1, -1, 0, 0, -1, ISTH_WIRE_E_VERSION},
+	{"no_auth_flag", 0, 4, 2, ISTH_WIRE_F_LAST, -1, ISTH_WIRE_E_TRAILER},
+	{"no_auth_no_trailer", 0, 4, 2, ISTH_WIRE_F_LAST, 56, ISTH_WIRE_E_TRAILER},
+	{"trailer_8", 0, 7, 1, 8, -1, ISTH_WIRE_E_TRAILER},
+	{"trailer_32", 0, 7, 1, 32, -1, ISTH_WIRE_E_TRAILER},
+	{"trailer_0_auth", 0, 7, 1, 0, -1, ISTH_WIRE_E_TRAILER},
+	{"tag_cut", 0, -1, 0, 0, 64, ISTH_WIRE_E_LENGTH},
+	{"tag_only", 0, -1, 0, 0, 56, ISTH_WIRE_E_LENGTH},
+	{"count_355", 0, 22, 2, 355, -1, ISTH_WIRE_E_COUNT},
+	{"flag_unknown", 0, 4, 2, 0x0110, -1, ISTH_WIRE_E_FLAGS},
+	{"island_9", 0, 20, 1, N_ISLANDS, -1, ISTH_WIRE_E_ISLAND},
+};
+
+ParameterizedTestParameters(wire, malformed_v2)
+{
+	return cr_make_param_array(
+		struct bad_v2_case, bad_v2_cases, sizeof(bad_v2_cases) / sizeof(bad_v2_cases[0]));
+}
+
+ParameterizedTest(struct bad_v2_case *c, wire, malformed_v2, .init = setup)
+{
+	struct isth_wire_hdr h = data_hdr_v2(4, 1);
+	uint32_t v[4] = {1, 2, 3, 4};
+	uint8_t buf[128], tag[16];
+	struct isth_wire_limits l;
+	struct isth_wire_pkt p;
+	size_t n;
+	int m;
+
+	cr_assert_eq(isth_wire_limits_init_auth(&l, N_ISLANDS, 1500, !c->v1_link), 0);
+	memset(tag, 0x5a, sizeof(tag));
+	m = isth_wire_build_msg(buf, sizeof(buf), &h, v, 16, tag);
+	cr_assert_eq(m, 72);
+	n = (size_t)m;
+	if (c->off >= 0)
+		put_be(buf + c->off, c->width, c->val);
+	if (c->trunc >= 0)
+		n = (size_t)c->trunc;
+	cr_expect_eq(isth_wire_parse_msg(buf, n, &l, &p), c->want, "%s: got %s, want %s", c->name,
+		isth_wire_reason_name(isth_wire_parse_msg(buf, n, &l, &p)),
+		isth_wire_reason_name(c->want));
+}
