@@ -23,7 +23,8 @@
 #define EXIT_USAGE 2
 
 static const char usage[] =
-	"usage: isthmus-island --island ID --islands N --edge IP[:PORT] [options]\n"
+	"usage: isthmus-island --island ID --islands N --edge IP[:PORT]\n"
+	"                      (--key-file PATH | --auth off) [options]\n"
 	"\n"
 	"Plays one island of an isthmus job for R rounds. Each round it waits for\n"
 	"the edge's ROUND, sends its tensor as DATA (unless silenced by\n"
@@ -46,12 +47,20 @@ static const char usage[] =
 	"  --island ID      this island's id, 0..N-1 (required)\n"
 	"  --islands N      islands in the job, 1..64 (required)\n"
 	"  --edge IP[:PORT] the edge's access address (required; port 9471)\n"
+	"  --key-file PATH  the job's key file (mode 0600; doc/protocol.md): wire\n"
+	"                   version 2, DATA and NACK tagged, every AGG, GONE and\n"
+	"                   ROUND verified before use (refusals counted by name:\n"
+	"                   auth_format, auth_epoch, auth_tag, auth_replay, ...)\n"
+	"  --auth off       no authentication, wire version 1 (labs only; logged\n"
+	"                   as a WARNING). One of --key-file and --auth off is\n"
+	"                   required\n"
 	"  --bind IP[:PORT] local address the edge sends to (default 0.0.0.0:9471)\n"
 	"  --rounds R       rounds to play (default 10)\n"
 	"  --dtype T        int32, fp32 or bf16 (default int32)\n"
 	"  --elems N        tensor elements; must match the edge's ROUND\n"
 	"                   (n_chunks * chunk_elems covers it; default 1024)\n"
-	"  --mtu M          IP MTU, sets the chunk size (default 1500: 358 elems)\n"
+	"  --mtu M          IP MTU, sets the chunk size (default 1500: 354 elems\n"
+	"                   with --key-file, 358 with --auth off)\n"
 	"  --timeout S      seconds to wait for each ROUND (default 10)\n"
 	"  --overlap K      rounds in flight, 1..3 (default 2): round r+1's DATA\n"
 	"                   leaves as soon as its ROUND arrives (the edge paces it\n"
@@ -94,6 +103,8 @@ struct opts {
 	unsigned int overlap; /* rounds in flight */
 	int64_t stop_after; /* -1: never */
 	uint64_t grace_ns, nack_ns, probe_ns;
+	const char *key_file; /* NULL with --auth off */
+	bool auth_off;
 };
 
 static int
@@ -153,6 +164,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"nack-interval", required_argument, NULL, 'k'},
 		{"probe", required_argument, NULL, 'p'},
 		{"overlap", required_argument, NULL, 'o'},
+		{"key-file", required_argument, NULL, 'K'},
+		{"auth", required_argument, NULL, 'A'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -245,6 +258,15 @@ parse_args(int argc, char **argv, struct opts *o)
 			bad = parse_u64(a, 0, 60000, &v);
 			o->probe_ns = v ? v * 1000000ull : UINT64_MAX;
 			break;
+		case 'K':
+			o->key_file = a;
+			bad = a[0] == '\0';
+			break;
+		case 'A':
+			/* only "off": authentication on is --key-file */
+			bad = strcmp(a, "off") != 0;
+			o->auth_off = !bad;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			exit(0);
@@ -266,6 +288,14 @@ parse_args(int argc, char **argv, struct opts *o)
 		fprintf(stderr,
 			"isthmus-island: --island, --islands and --edge are required (see "
 			"--help)\n");
+		return -EINVAL;
+	}
+	if ((o->key_file == NULL) == !o->auth_off) {
+		fprintf(stderr,
+			o->key_file
+				? "isthmus-island: --key-file and --auth off exclude each other\n"
+				: "isthmus-island: authentication: give --key-file PATH (the job's "
+				  "key file) or --auth off (no authentication, labs only)\n");
 		return -EINVAL;
 	}
 	if ((uint32_t)o->island >= o->n_islands) {
@@ -449,6 +479,7 @@ main(int argc, char **argv)
 	struct flight fl[ISTH_ISLAND_ROUNDS];
 	struct isth_island_stats st;
 	struct isth_island_conf conf;
+	char err[512];
 	struct run u;
 	uint32_t taken = 0;
 	unsigned int nfl = 0, i;
@@ -478,12 +509,19 @@ main(int argc, char **argv)
 		.nack_interval_ns = u.o.nack_ns,
 		.probe_ns = u.o.probe_ns,
 		.grace_ns = u.o.grace_ns,
+		.key_file = u.o.key_file,
 	};
-	u.s = isth_island_open(&conf);
+	u.s = isth_island_open_err(&conf, err, sizeof(err));
 	if (u.s == NULL) {
-		fprintf(stderr, "isthmus-island: cannot open the session: %s\n", strerror(errno));
+		fprintf(stderr, "isthmus-island: cannot open the session: %s%s%s\n",
+			strerror(errno), err[0] ? ": " : "", err);
 		return EXIT_FAILURE;
 	}
+	if (u.o.auth_off)
+		fprintf(stderr,
+			"isthmus-island: WARNING: --auth off: wire version 1, no "
+			"authentication; anyone who reaches this socket can forge "
+			"aggregates\n");
 	u.n_chunks = isth_island_n_chunks(u.s);
 	u.ce = isth_island_chunk_elems(u.s);
 	tensor = malloc((size_t)u.o.elems * 4);
@@ -493,10 +531,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "isthmus-island: out of memory\n");
 		return EXIT_FAILURE;
 	}
+	isth_island_stats(u.s, &st);
 	printf("isthmus-island: island %d of %u, job %u, %s x %u = %u chunks of %u, %u rounds, "
-	       "overlap %u\n",
+	       "overlap %u, auth %s\n",
 		u.o.island, u.o.n_islands, u.o.job, isth_wire_dtype_name(u.o.dtype), u.o.elems,
-		u.n_chunks, u.ce, u.o.rounds, u.o.overlap);
+		u.n_chunks, u.ce, u.o.rounds, u.o.overlap, st.auth ? "on" : "off");
 	fflush(stdout);
 
 	/*
@@ -581,6 +620,10 @@ main(int argc, char **argv)
 		if (st.wire_drop[i])
 			fprintf(stderr, "isthmus-island: dropped %" PRIu64 " packets: %s\n",
 				st.wire_drop[i], isth_wire_reason_name(i));
+	for (i = 1; i < ISTH_AUTH_STATUS_MAX; i++)
+		if (st.auth_drop[i])
+			fprintf(stderr, "isthmus-island: refused %" PRIu64 " packets: %s\n",
+				st.auth_drop[i], isth_auth_status_name(i));
 	for (i = 0; i < ISTH_ISLAND_DROP_MAX; i++)
 		if (st.drop[i])
 			fprintf(stderr, "isthmus-island: dropped %" PRIu64 " packets: %s\n",

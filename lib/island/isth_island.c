@@ -33,6 +33,19 @@
 
 #define SEQ_MASK (ISTH_ISLAND_SEQ_WINDOW - 1)
 
+/* Replay windows (auth on): one per (key epoch, type) of what the edge
+ * sends an island; the sender of all of them is the edge of this island
+ * and the direction DOWN, so epoch and type are the rest of the key. */
+enum { WIN_AGG = 0, WIN_GONE, WIN_ROUND, WIN_TYPES };
+/* ROUND: one per round; GONE: a few per round. Two rounds need far less. */
+#define WIN_SMALL_BITS 256u
+
+struct auth_win {
+	bool used;
+	uint8_t epoch; /* key epoch id (the header byte) */
+	struct isth_auth_replay w[WIN_TYPES];
+};
+
 _Static_assert((ISTH_ISLAND_SEQ_WINDOW & SEQ_MASK) == 0, "seq window must be a power of two");
 
 /* State of one AGG sequence number inside the window. */
@@ -104,7 +117,18 @@ struct isth_island {
 	uint64_t quiet_since_ns; /* last AGG or ROUND received */
 	uint64_t last_probe_ns;
 	uint64_t data_seq; /* next DATA seq */
+	uint64_t nack_seq; /* next NACK seq (auth on; v1 sends 0) */
 	struct isth_island_stats st;
+
+	/* Authentication, conf.key_file (NULL when off). auth and eng are
+	 * replaced together by reload_keys(); win[] follows the epochs of
+	 * auth, its storage (win_words) is allocated at open. */
+	struct isth_auth *auth;
+	struct isth_auth_engine *eng;
+	struct auth_win win[ISTH_AUTH_MAX_EPOCHS];
+	uint32_t win_bits[WIN_TYPES];
+	uint64_t *win_words; /* [ISTH_AUTH_MAX_EPOCHS][win_stride] */
+	size_t win_stride;
 
 	uint8_t *rxbuf; /* [BURST][msg_max] */
 	struct mmsghdr rxm[BURST];
@@ -254,12 +278,24 @@ send_nack(struct isth_island *s, const struct isth_wire_range *r, unsigned int n
 		.count = (uint16_t)n,
 		.job = s->conf.job,
 		.round = round,
+		/* v2: NACKs have their own stream (the IV needs it) */
+		.seq = s->eng ? s->nack_seq++ : 0,
 	};
 	uint8_t *p = s->txbuf;
+	size_t len = ISTH_WIRE_HDR_SIZE + (size_t)n * ISTH_WIRE_RANGE_SIZE;
 
 	isth_wire_put_hdr(p, s->msg_max, &h);
 	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, s->msg_max - ISTH_WIRE_HDR_SIZE, r, n);
-	tx_slot(s, 0, ISTH_WIRE_HDR_SIZE + (size_t)n * ISTH_WIRE_RANGE_SIZE);
+	if (s->eng) {
+		int k = isth_auth_seal(s->eng, ISTH_AUTH_UP, s->conf.island, p, len, s->msg_max);
+
+		if (k < 0) {
+			s->st.tx_errors++;
+			return k;
+		}
+		len = (size_t)k;
+	}
+	tx_slot(s, 0, len);
 	return tx_flush(s, 1);
 }
 
@@ -737,6 +773,111 @@ on_gone(struct isth_island *s, const struct isth_wire_pkt *p)
 	}
 }
 
+/* ---- authentication ---------------------------------------------------- */
+
+static struct auth_win *
+win_find(struct isth_island *s, uint8_t epoch)
+{
+	unsigned int i;
+
+	for (i = 0; i < ISTH_AUTH_MAX_EPOCHS; i++)
+		if (s->win[i].used && s->win[i].epoch == epoch)
+			return &s->win[i];
+	return NULL;
+}
+
+/*
+ * Give every epoch of s->auth a replay window set: windows of epochs that
+ * stay are kept (a reload does not reopen them to replays), those of
+ * epochs that went are freed, new epochs start empty.
+ */
+static void
+win_sync(struct isth_island *s)
+{
+	unsigned int n = isth_auth_n_epochs(s->auth), i, j, t;
+	bool keep[ISTH_AUTH_MAX_EPOCHS] = {false};
+	uint8_t ids[ISTH_AUTH_MAX_EPOCHS];
+
+	for (i = 0; i < n; i++) {
+		uint32_t start;
+
+		(void)isth_auth_epoch_info(s->auth, i, &ids[i], &start);
+	}
+	for (j = 0; j < ISTH_AUTH_MAX_EPOCHS; j++)
+		for (i = 0; i < n && s->win[j].used; i++)
+			if (s->win[j].epoch == ids[i])
+				keep[j] = true;
+	for (j = 0; j < ISTH_AUTH_MAX_EPOCHS; j++)
+		if (!keep[j])
+			s->win[j].used = false;
+	for (i = 0; i < n; i++) {
+		struct auth_win *w;
+		uint64_t *words;
+
+		if (win_find(s, ids[i]) != NULL)
+			continue;
+		for (j = 0; s->win[j].used; j++)
+			; /* at most ISTH_AUTH_MAX_EPOCHS epochs: one is free */
+		w = &s->win[j];
+		w->used = true;
+		w->epoch = ids[i];
+		words = s->win_words + j * s->win_stride;
+		for (t = 0; t < WIN_TYPES; t++) {
+			(void)isth_auth_replay_init(&w->w[t], words, s->win_bits[t]);
+			words += isth_auth_replay_words(s->win_bits[t]);
+		}
+	}
+}
+
+static inline uint64_t
+get_be64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return be64toh(v);
+}
+
+/*
+ * Verify a datagram from the edge with the DOWN key of this island, then
+ * its replay window: true if it may go on to the parser. Refusals are
+ * counted by reason; the window moves only for a verified tag.
+ */
+static bool
+auth_rx(struct isth_island *s, const uint8_t *buf, size_t len)
+{
+	enum isth_auth_status st;
+	struct auth_win *w;
+	int t = -1;
+
+	st = isth_auth_verify(s->eng, ISTH_AUTH_DOWN, s->conf.island, buf, len);
+	if (st == ISTH_AUTH_OK) {
+		switch (buf[ISTH_WIRE_OFF_TYPE]) { /* type; the edge sends an island nothing else */
+		case ISTH_WIRE_AGG:
+			t = WIN_AGG;
+			break;
+		case ISTH_WIRE_GONE:
+			t = WIN_GONE;
+			break;
+		case ISTH_WIRE_ROUND:
+			t = WIN_ROUND;
+			break;
+		default:
+			break; /* dropped as `type` after the parser */
+		}
+	}
+	if (st == ISTH_AUTH_OK && t >= 0) {
+		w = win_find(s, buf[ISTH_AUTH_OFF_EPOCH]);
+		st = w ? isth_auth_replay_accept(&w->w[t], get_be64(buf + ISTH_WIRE_OFF_SEQ))
+		       : ISTH_AUTH_E_EPOCH;
+	}
+	if (st != ISTH_AUTH_OK) {
+		s->st.auth_drop[st]++;
+		return false;
+	}
+	return true;
+}
+
 static void
 on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct sockaddr_in *from,
 	int flags, uint64_t now)
@@ -755,6 +896,9 @@ on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct 
 		drop(s, ISTH_ISLAND_DROP_source);
 		return;
 	}
+	/* auth on: nothing below sees a packet whose tag did not verify */
+	if (s->eng && !auth_rx(s, buf, len))
+		return;
 	memset(&p, 0, sizeof(p));
 	r = isth_wire_parse_msg(buf, len, &s->lim, &p);
 	if (r != ISTH_WIRE_OK) {
@@ -881,8 +1025,74 @@ check_conf(const struct isth_island_conf *c)
 	return 0;
 }
 
+/* Load a key file for this session's job and make its tag engine. */
+static int
+auth_load(const struct isth_island *s, const char *path, struct isth_auth **a,
+	struct isth_auth_engine **e, char *err, size_t errlen)
+{
+	struct isth_auth_conf ac = {
+		.key_file = path,
+		.job = s->conf.job,
+		.n_islands = s->conf.n_islands,
+	};
+	int rc;
+
+	*a = NULL;
+	*e = NULL;
+	rc = isth_auth_create(&ac, a, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = isth_auth_engine_create(*a, ISTH_AUTH_OPENSSL, e);
+	if (rc < 0) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: tag engine: %s", path, strerror(-rc));
+		isth_auth_free(*a);
+		*a = NULL;
+	}
+	return rc;
+}
+
+static uint32_t
+pow2_at_least(uint64_t x)
+{
+	uint32_t p = 64;
+
+	while (p < x && p < (UINT32_C(1) << 31))
+		p <<= 1;
+	return p;
+}
+
+/* Size the replay windows and allocate their storage for every epoch. */
+static int
+win_alloc(struct isth_island *s)
+{
+	uint32_t peers = s->conf.n_islands > 1 ? s->conf.n_islands - 1 : 1;
+	unsigned int t;
+
+	/* AGG: at most one AGG per chunk and peer per round (partials have
+	 * disjoint bitmaps; resends reuse the seq), kept for every round a
+	 * session holds, and never less than the seq window the session
+	 * NACKs over: a repair of the oldest round is still inside. */
+	s->win_bits[WIN_AGG] = pow2_at_least((uint64_t)ISTH_ISLAND_ROUNDS * s->n_chunks * peers);
+	if (s->win_bits[WIN_AGG] < ISTH_ISLAND_SEQ_WINDOW)
+		s->win_bits[WIN_AGG] = ISTH_ISLAND_SEQ_WINDOW;
+	s->win_bits[WIN_GONE] = WIN_SMALL_BITS;
+	s->win_bits[WIN_ROUND] = WIN_SMALL_BITS;
+	s->win_stride = 0;
+	for (t = 0; t < WIN_TYPES; t++)
+		s->win_stride += isth_auth_replay_words(s->win_bits[t]);
+	s->win_words = calloc(ISTH_AUTH_MAX_EPOCHS * s->win_stride, sizeof(*s->win_words));
+	return s->win_words ? 0 : -ENOMEM;
+}
+
 struct isth_island *
 isth_island_open(const struct isth_island_conf *conf)
+{
+	return isth_island_open_err(conf, NULL, 0);
+}
+
+struct isth_island *
+isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t errlen)
 {
 	struct sockaddr_in local;
 	pthread_condattr_t ca;
@@ -891,8 +1101,12 @@ isth_island_open(const struct isth_island_conf *conf)
 	unsigned int i;
 	int err, fd;
 
+	if (errbuf && errlen)
+		errbuf[0] = '\0';
 	err = check_conf(conf);
 	if (err) {
+		if (errbuf && errlen)
+			snprintf(errbuf, errlen, "bad session parameters");
 		errno = err;
 		return NULL;
 	}
@@ -903,7 +1117,12 @@ isth_island_open(const struct isth_island_conf *conf)
 	s->fd = -1;
 	if (s->conf.mtu == 0)
 		s->conf.mtu = 1500;
-	if (isth_wire_limits_init(&s->lim, conf->n_islands, s->conf.mtu) < 0) {
+	/* v2 (a key file): the parser takes version 2 only, and the
+	 * 16-byte tag comes out of every packet's body (354 elements, 88
+	 * ranges at MTU 1500) */
+	if (isth_wire_limits_init_auth(
+		    &s->lim, conf->n_islands, s->conf.mtu, conf->key_file != NULL) < 0 ||
+		s->lim.max_elems == 0 || s->lim.max_ranges == 0) {
 		err = EINVAL;
 		goto free_s;
 	}
@@ -939,6 +1158,25 @@ isth_island_open(const struct isth_island_conf *conf)
 	s->txbuf = malloc(BURST * s->msg_max);
 	if (s->seqs == NULL || s->rxbuf == NULL || s->txbuf == NULL)
 		goto free_bufs;
+	if (conf->key_file) {
+		int rc = auth_load(s, conf->key_file, &s->auth, &s->eng, errbuf, errlen);
+
+		if (rc < 0) {
+			err = -rc;
+			goto free_bufs;
+		}
+		if (win_alloc(s) < 0)
+			goto free_auth;
+		win_sync(s);
+		s->st.auth = true;
+		s->st.auth_epochs = (uint8_t)isth_auth_n_epochs(s->auth);
+		/* every stream starts at the real clock (doc/protocol.md,
+		 * "IV"): a restarted island never reuses a seq, so never an
+		 * IV. The injected clock is for deadlines only. */
+		s->data_seq = realtime_ns(NULL);
+		s->nack_seq = s->data_seq;
+	}
+	s->conf.key_file = NULL; /* the caller's string; not kept */
 	for (i = 0; i < ISTH_ISLAND_ROUNDS; i++) {
 		struct slot *sl = &s->slots[i];
 
@@ -948,6 +1186,7 @@ isth_island_open(const struct isth_island_conf *conf)
 		if (sl->bitmap == NULL || sl->aggs == NULL || sl->acc == NULL)
 			goto free_slots;
 	}
+	err = 0;
 
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
@@ -992,6 +1231,10 @@ free_slots:
 		free(s->slots[i].aggs);
 		free(s->slots[i].acc);
 	}
+free_auth:
+	free(s->win_words);
+	isth_auth_engine_free(s->eng);
+	isth_auth_free(s->auth);
 free_bufs:
 	free(s->seqs);
 	free(s->rxbuf);
@@ -1017,10 +1260,109 @@ isth_island_close(struct isth_island *s)
 		free(s->slots[i].aggs);
 		free(s->slots[i].acc);
 	}
+	free(s->win_words);
+	isth_auth_engine_free(s->eng);
+	isth_auth_free(s->auth);
 	free(s->seqs);
 	free(s->rxbuf);
 	free(s->txbuf);
 	free(s);
+}
+
+/*
+ * What round @round's packets look like under engine @e: a probe header
+ * sealed with the DOWN key (epoch byte and tag). Two engines agree on a
+ * round iff they give it the same epoch and the same key.
+ */
+static int
+probe_seal(const struct isth_island *s, struct isth_auth_engine *e, uint32_t round,
+	uint8_t buf[ISTH_WIRE_HDR_SIZE + ISTH_AUTH_TAG_SIZE])
+{
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_AGG,
+		.sender = s->conf.island,
+		.job = s->conf.job,
+		.round = round,
+	};
+
+	memset(buf, 0, ISTH_WIRE_HDR_SIZE + ISTH_AUTH_TAG_SIZE);
+	isth_wire_put_hdr(buf, ISTH_WIRE_HDR_SIZE, &h);
+	return isth_auth_seal(e, ISTH_AUTH_DOWN, s->conf.island, buf, ISTH_WIRE_HDR_SIZE,
+		ISTH_WIRE_HDR_SIZE + ISTH_AUTH_TAG_SIZE);
+}
+
+/* Every round the session holds keeps its epoch and key under @e? */
+static int
+reload_compatible(const struct isth_island *s, struct isth_auth_engine *e, const char *path,
+	char *err, size_t errlen)
+{
+	uint8_t a[ISTH_WIRE_HDR_SIZE + ISTH_AUTH_TAG_SIZE], b[sizeof(a)];
+	unsigned int i;
+
+	for (i = 0; i <= ISTH_ISLAND_ROUNDS; i++) {
+		uint32_t r;
+
+		if (i < ISTH_ISLAND_ROUNDS) {
+			if (s->slots[i].state == SLOT_FREE)
+				continue;
+			r = s->slots[i].round;
+		} else {
+			if (!s->have_newest)
+				continue;
+			r = s->newest_round;
+		}
+		if (probe_seal(s, s->eng, r, a) < 0)
+			continue; /* the old keys never covered it either */
+		if (probe_seal(s, e, r, b) < 0 || memcmp(a, b, sizeof(a)) != 0) {
+			if (err && errlen)
+				snprintf(err, errlen,
+					"%s: round %" PRIu32 " is in progress and would change key"
+					" (epoch or key); a new epoch must start at a later round",
+					path, r);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int
+isth_island_reload_keys(struct isth_island *s, const char *key_file, char *err, size_t errlen)
+{
+	struct isth_auth_engine *e, *old_e;
+	struct isth_auth *a, *old_a;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (s == NULL || key_file == NULL)
+		return -EINVAL;
+	/* auth on or off is fixed at open; s->auth is never NULL when on */
+	if (!s->st.auth) {
+		if (err && errlen)
+			snprintf(err, errlen, "session opened without a key file (auth off)");
+		return -ENOTCONN;
+	}
+	rc = auth_load(s, key_file, &a, &e, err, errlen);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&s->mu);
+	rc = reload_compatible(s, e, key_file, err, errlen);
+	if (rc == 0) {
+		old_a = s->auth;
+		old_e = s->eng;
+		s->auth = a;
+		s->eng = e;
+		win_sync(s);
+		s->st.key_reloads++;
+		s->st.auth_epochs = (uint8_t)isth_auth_n_epochs(a);
+	} else {
+		old_a = a;
+		old_e = e;
+	}
+	pthread_mutex_unlock(&s->mu);
+	isth_auth_engine_free(old_e);
+	isth_auth_free(old_a);
+	return rc;
 }
 
 uint16_t
@@ -1148,6 +1490,11 @@ isth_island_send(struct isth_island *s, uint32_t round, const void *tensor, size
 		rc = -EALREADY;
 		goto out;
 	}
+	/* auth on: a round no loaded epoch covers cannot be tagged */
+	if (s->auth && isth_auth_epoch_of(s->auth, round) < 0) {
+		rc = -ENOKEY;
+		goto out;
+	}
 	/* Own contribution, as the peers will see it (bf16: rounded). */
 	if (s->conf.dtype == ISTH_WIRE_DTYPE_INT32) {
 		uint32_t *d = sl->acc;
@@ -1200,7 +1547,22 @@ isth_island_send(struct isth_island *s, uint32_t round, const void *tensor, size
 				memcpy(body + 4 * (size_t)i, &v, 4);
 			}
 		}
-		tx_slot(s, n, ISTH_WIRE_HDR_SIZE + (size_t)len * es);
+		if (s->eng) {
+			/* after the last header change; the epoch is there */
+			int k = isth_auth_seal(s->eng, ISTH_AUTH_UP, s->conf.island, p,
+				ISTH_WIRE_HDR_SIZE + (size_t)len * es, s->msg_max);
+
+			if (k < 0) { /* not expected: round and sizes checked */
+				s->st.tx_errors += s->n_chunks - c;
+				rc = k;
+				if (n && tx_flush(s, n) == 0)
+					s->st.data_tx += n;
+				break;
+			}
+			tx_slot(s, n, (size_t)k);
+		} else {
+			tx_slot(s, n, ISTH_WIRE_HDR_SIZE + (size_t)len * es);
+		}
 		s->st.data_tx_bytes += (size_t)len * es;
 		if (++n == BURST || c + 1 == s->n_chunks) {
 			if (tx_flush(s, n) < 0)

@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "isth_auth.h"
 #include "isth_wire.h"
 
 #ifdef __cplusplus
@@ -84,6 +85,14 @@ struct isth_island_conf {
 	 * be callable from any thread calling into the session. */
 	uint64_t (*clock)(void *arg);
 	void *clock_arg; /**< passed to @ref clock */
+	/**
+	 * Key file of the job (doc/protocol.md, "Key file"; mode 0600):
+	 * the session speaks wire version 2, seals DATA and NACK with the
+	 * UP key of this island and verifies every AGG, GONE and ROUND with
+	 * its DOWN key before anything else looks at it. NULL: version 1,
+	 * no authentication (labs only; isth_island_stats() reports it).
+	 */
+	const char *key_file;
 };
 
 /** What a ROUND announced, in host order. */
@@ -151,6 +160,13 @@ enum isth_island_drop {
 
 /** Session counters; a snapshot taken under the session lock. */
 struct isth_island_stats {
+	bool auth; /**< wire v2, tags sealed and verified (conf.key_file) */
+	uint8_t auth_epochs; /**< key epochs loaded (0: auth off) */
+	uint64_t key_reloads; /**< isth_island_reload_keys() that succeeded */
+	/** Refused by authentication, by enum isth_auth_status
+	 * (isth_auth_status_name(): auth_format, auth_epoch, auth_tag,
+	 * auth_replay, auth_stale, auth_key); nothing else looked at them. */
+	uint64_t auth_drop[ISTH_AUTH_STATUS_MAX];
 	uint64_t rx_packets; /**< datagrams read */
 	uint64_t rx_bytes;
 	uint64_t rx_type[ISTH_WIRE_TYPE_MAX + 1]; /**< parsed, by wire type */
@@ -178,10 +194,35 @@ struct isth_island_stats {
  * Open a session: check @p conf, allocate the round slots, bind the socket.
  *
  * @return the handle, or NULL with errno: EINVAL (bad argument: n_islands,
- *         island, dtype, elems, mtu, edge_ip), ENOMEM, or the socket/bind
- *         errno.
+ *         island, dtype, elems, mtu, edge_ip; or a key file refused),
+ *         EACCES (key file mode or owner), ENOMEM, or the socket/bind
+ *         errno. isth_island_open_err() also says why.
  */
 struct isth_island *isth_island_open(const struct isth_island_conf *conf);
+
+/**
+ * Open a session and describe why it failed: as isth_island_open(), and on
+ * failure a message in @p err (e.g. the key file's "keys.conf:3: key:
+ * expected 64 hex digits" or its mode; never key bytes).
+ */
+struct isth_island *
+isth_island_open_err(const struct isth_island_conf *conf, char *err, size_t errlen);
+
+/**
+ * Load the key file @p key_file again (key rotation, doc/island.md): its
+ * epochs replace the session's from the next packet on. Every round the
+ * session holds (announced, sent to or being summed) must keep its epoch
+ * and key in the new file, so a rotation is made by appending an epoch
+ * that starts at a round the session has not reached yet; packets of
+ * earlier rounds (late repairs) still verify with the old epoch. Replay
+ * windows of epochs present in both files are kept.
+ *
+ * @return 0; -ENOTCONN (the session was opened without a key file);
+ *         -EINVAL (file refused: parse error, job, or a live round would
+ *         change key; @p err says which); -EACCES (mode/owner); -ENOMEM;
+ *         the -errno of open/read.
+ */
+int isth_island_reload_keys(struct isth_island *s, const char *key_file, char *err, size_t errlen);
 
 /** Close the socket and free the session; NULL is fine. Last call. */
 void isth_island_close(struct isth_island *s);

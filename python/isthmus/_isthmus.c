@@ -366,14 +366,20 @@ parse_addr(PyObject *o, uint32_t *ip, uint16_t *port, const char *what)
 	return 0;
 }
 
+/* Session(key_file=None) has warned in this process. */
+static bool auth_off_warned;
+
 static int
 Session_init(Session *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"job", "island", "n_islands", "elems", "edge", "dtype", "bind",
-		"mtu", "nack_interval", "nack_retries", "probe", "grace", "rcvbuf", NULL};
+		"mtu", "nack_interval", "nack_retries", "probe", "grace", "rcvbuf", "key_file",
+		NULL};
 	unsigned long job = ULONG_MAX, island = ULONG_MAX, n_islands = ULONG_MAX;
 	unsigned long elems = ULONG_MAX;
-	PyObject *edge = NULL, *bind = NULL, *probe = Py_False;
+	PyObject *edge = NULL, *bind = NULL, *probe = Py_False, *key_file = Py_None;
+	PyObject *key_bytes = NULL;
+	char err[512];
 	const char *dtype = "fp32";
 	double nack_interval = 0.005, grace = 0.0;
 	unsigned int mtu = 1500, nack_retries = 16;
@@ -385,9 +391,9 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_RuntimeError, "Session already initialised");
 		return -1;
 	}
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$kkkkOsOIdIOdi", kwlist, &job, &island,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$kkkkOsOIdIOdiO", kwlist, &job, &island,
 		    &n_islands, &elems, &edge, &dtype, &bind, &mtu, &nack_interval, &nack_retries,
-		    &probe, &grace, &rcvbuf))
+		    &probe, &grace, &rcvbuf, &key_file))
 		return -1;
 	if (job == ULONG_MAX || island == ULONG_MAX || n_islands == ULONG_MAX ||
 		elems == ULONG_MAX) {
@@ -450,10 +456,29 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 		c.probe_ns = (uint64_t)(p * 1e9);
 	}
 	c.rcvbuf = rcvbuf;
-	s = isth_island_open(&c);
+	if (key_file != Py_None) {
+		/* str, bytes or os.PathLike */
+		if (!PyUnicode_FSConverter(key_file, &key_bytes))
+			return -1;
+		c.key_file = PyBytes_AS_STRING(key_bytes);
+	} else if (!auth_off_warned) {
+		/* once per process: a lab setting, not to be missed */
+		auth_off_warned = true;
+		if (PyErr_WarnEx(PyExc_UserWarning,
+			    "isthmus.Session(key_file=None): authentication off (wire version 1); "
+			    "anyone who reaches the island's port can forge aggregates. Give the "
+			    "job's key file for production.",
+			    1) < 0)
+			return -1;
+	}
+	s = isth_island_open_err(&c, err, sizeof(err));
+	Py_XDECREF(key_bytes);
+	c.key_file = NULL; /* freed above; the library keeps no pointer */
 	if (s == NULL) {
 		raise_errno(errno, "isthmus.Session",
-			errno == EINVAL ? "a session parameter is out of range (mtu?)" : NULL);
+			err[0] ? err
+			       : (errno == EINVAL ? "a session parameter is out of range (mtu?)"
+						  : NULL));
 		return -1;
 	}
 	self->n_chunks = isth_island_n_chunks(s);
@@ -727,6 +752,28 @@ Session_poll(Session *self, PyObject *args, PyObject *kw)
 	return PyLong_FromLong(rc);
 }
 
+static PyObject *
+Session_reload_keys(Session *self, PyObject *arg)
+{
+	PyObject *path = NULL;
+	char err[512];
+	int rc;
+
+	if (!PyUnicode_FSConverter(arg, &path))
+		return NULL;
+	if (enter(self) < 0) {
+		Py_DECREF(path);
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS rc =
+		isth_island_reload_keys(self->s, PyBytes_AS_STRING(path), err, sizeof(err));
+	Py_END_ALLOW_THREADS leave(self);
+	Py_DECREF(path);
+	if (rc < 0)
+		return raise_errno(-rc, "reload_keys", err[0] ? err : NULL);
+	Py_RETURN_NONE;
+}
+
 static int
 put(PyObject *d, const char *k, uint64_t v)
 {
@@ -777,7 +824,13 @@ Session_counters(Session *self, PyObject *unused)
 	P(rounds_announced);
 	P(rounds_complete);
 	P(rounds_partial);
+	P(auth);
+	P(auth_epochs);
+	P(key_reloads);
 #undef P
+	for (i = 1; i < ISTH_AUTH_STATUS_MAX; i++)
+		if (put(d, isth_auth_status_name(i), st.auth_drop[i]) < 0)
+			goto fail;
 	for (i = 1; i <= ISTH_WIRE_TYPE_MAX; i++) {
 		snprintf(k, sizeof(k), "rx_%s", isth_wire_type_name(i));
 		if (put(d, k, st.rx_type[i]) < 0)
@@ -888,6 +941,10 @@ static PyMethodDef Session_methods[] = {
 		"answers at once)."},
 	{"poll", (PyCFunction)(void (*)(void))Session_poll, METH_VARARGS | METH_KEYWORDS,
 		"poll(timeout=0) -> int\n\nProcess packets and timers; returns packets read."},
+	{"reload_keys", (PyCFunction)(void (*)(void))Session_reload_keys, METH_O,
+		"reload_keys(path)\n\nLoad the job's key file again for a key rotation "
+		"(isth_island_reload_keys(): every round in progress must keep its key; append "
+		"the next epoch with a start round not reached yet)."},
 	{"counters", (PyCFunction)(void (*)(void))Session_counters, METH_NOARGS,
 		"counters() -> dict\n\nThe session's counters (doc/island.md)."},
 	{"close", (PyCFunction)(void (*)(void))Session_close, METH_NOARGS,
@@ -903,8 +960,11 @@ static PyTypeObject SessionType = {
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "Session(*, job, island, n_islands, elems, edge=('10.10.0.1', 9471), "
 		  "dtype='fp32', bind=('0.0.0.0', 0), mtu=1500, nack_interval=0.005, "
-		  "nack_retries=16, probe=<10 ms>|None|seconds, grace=0.0, rcvbuf=0)\n\n"
-		  "One island's session with its edge (libisthmus).",
+		  "nack_retries=16, probe=<10 ms>|None|seconds, grace=0.0, rcvbuf=0, "
+		  "key_file=None)\n\n"
+		  "One island's session with its edge (libisthmus). key_file: the job's key "
+		  "file (mode 0600): wire version 2, every packet authenticated. None: "
+		  "authentication off (version 1, labs only; warns once).",
 	.tp_new = PyType_GenericNew,
 	.tp_init = (initproc)(void (*)(void))Session_init,
 	.tp_dealloc = (destructor)(void (*)(void))Session_dealloc,

@@ -21,6 +21,16 @@
  *                 of every round (must return 0: all chunks complete). The
  *                 edge sends round r+1 while the island sums round r.
  *   recv ref      the same edge traffic read by recvmmsg in bursts of 32
+ *   send auth,    send lib and recv lib with authentication on (wire v2,
+ *   recv auth     conf.key_file): DATA sealed with AES-256-GMAC, every AGG
+ *                 and ROUND verified and checked against its replay window
+ *                 (the edge thread seals them; its cost is not measured).
+ *                 The tag takes 16 bytes of each packet: 354 elements
+ *                 (1416 bytes) per chunk instead of 358, same chunk count.
+ *                 Interleaved with the others in every repetition, so
+ *                 auth_ns_per_pkt (per-packet cost of authentication on
+ *                 the island: 1/rate(auth) - 1/rate(lib), in packets) is
+ *                 taken under the same load.
  *
  * Rates are payload bytes (1432 per chunk; headers excluded). "per core"
  * divides by the CPU time of the measured threads (CLOCK_THREAD_CPUTIME_ID:
@@ -48,6 +58,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "isth_auth.h"
 #include "isth_island.h"
 #include "isth_wire.h"
 
@@ -58,6 +69,7 @@
 #define N_ISLANDS 2u
 #define CE 358u /* fp32 elements per chunk at MTU 1500: 1432 bytes */
 #define PAYLOAD (CE * 4u)
+#define CE_AUTH 354u /* with the 16-byte tag: 1416 bytes */
 #define BURST 32u
 #define MAX_THREADS 2u
 #define DGRAM 2048u
@@ -181,25 +193,47 @@ recv_n(int fd, uint8_t *buf, unsigned int n)
 
 /* ---- per-thread state ---------------------------------------------------- */
 
-enum phase { SEND_LIB, SEND_REF, RECV_LIB, RECV_REF, N_PHASES };
-static const char *const phase_name[N_PHASES] = {"send_lib", "send_ref", "recv_lib", "recv_ref"};
+enum phase { SEND_LIB, SEND_AUTH, SEND_REF, RECV_LIB, RECV_AUTH, RECV_REF, N_PHASES };
+static const char *const phase_name[N_PHASES] = {
+	"send_lib", "send_auth", "send_ref", "recv_lib", "recv_auth", "recv_ref"};
+
+static inline bool
+phase_auth(int ph)
+{
+	return ph == SEND_AUTH || ph == RECV_AUTH;
+}
+
+/* Elements per chunk of a phase. */
+static inline uint32_t
+phase_ce(int ph)
+{
+	return phase_auth(ph) ? CE_AUTH : CE;
+}
+
+/* The key file of the auth sessions (a temporary file, mode 0600) and the
+ * edge's keys for it: sealing by the edge threads, one engine each. */
+static char key_path[64];
+static struct isth_auth *edge_keys;
 
 struct worker {
 	unsigned int id;
 	pthread_t th, edge_th;
 	/* send side: the session sends to sink_fd (drained by the sink thread) */
-	struct isth_island *tx;
+	struct isth_island *tx, *tx_auth;
 	int sink_fd, ref_fd;
 	uint16_t sink_port;
 	/* receive side: edge_fd plays the edge of session rx */
-	struct isth_island *rx;
+	struct isth_island *rx, *rx_auth;
+	struct isth_auth_engine *edge_eng; /* seals for rx_auth (edge thread) */
 	int edge_fd, rref_fd;
 	uint16_t edge_port, rref_port;
 	sem_t go, edge_done; /* island -> edge: send the next round; edge -> main */
 	enum phase phase; /* written by the worker before posting go */
 	uint32_t tx_round; /* next round of the tx session (worker only) */
 	uint32_t rx_round; /* next round of the rx session (worker only) */
+	uint32_t tx_auth_round, rx_auth_round; /* the same for the auth sessions */
 	uint64_t agg_seq; /* edge's AGG stream (edge thread only) */
+	uint64_t agg_seq_auth, round_seq_auth; /* v2 streams of the auth edge */
 	float *tensor, *out;
 	struct isth_island_chunk *chunks;
 	uint8_t *dgram, *rbuf; /* NCH prebuilt datagrams; recv buffers */
@@ -258,7 +292,7 @@ build(uint8_t *buf, uint8_t type, uint32_t round, uint32_t chunk, uint64_t seq, 
 		.type = type,
 		.dtype = type == ISTH_WIRE_ROUND ? 0 : ISTH_WIRE_DTYPE_FP32,
 		.sender = SELF, /* the edge addresses the island it talks to */
-		.count = type == ISTH_WIRE_ROUND ? 0 : (uint16_t)CE,
+		.count = type == ISTH_WIRE_ROUND ? 0 : (uint16_t)(body_len / 4),
 		.job = JOB,
 		.round = round,
 		.chunk = chunk,
@@ -281,6 +315,7 @@ edge_main(void *arg)
 	uint8_t *buf = malloc((size_t)(nch + 1) * DGRAM);
 	size_t *len = malloc(sizeof(*len) * (nch + 1));
 	struct sockaddr_in lib = loop_addr(isth_island_local_port(w->rx));
+	struct sockaddr_in libauth = loop_addr(isth_island_local_port(w->rx_auth));
 	struct sockaddr_in ref = loop_addr(w->rref_port);
 	uint8_t body[ISTH_WIRE_ROUND_SIZE];
 
@@ -288,15 +323,17 @@ edge_main(void *arg)
 		die("malloc", ENOMEM);
 	for (;;) {
 		uint64_t now;
-		uint32_t round;
+		uint32_t round, ce;
 		unsigned int c;
-		bool to_lib;
+		bool to_lib, auth;
 
 		sem_wait(&w->go);
 		if (w->phase == N_PHASES)
 			break;
+		auth = w->phase == RECV_AUTH;
 		to_lib = w->phase == RECV_LIB;
-		round = w->rx_round;
+		round = auth ? w->rx_auth_round : w->rx_round;
+		ce = phase_ce(w->phase);
 		now = real_ns();
 		/* a deadline far away: the round ends by completeness only */
 		struct isth_wire_round rb = {
@@ -305,15 +342,28 @@ edge_main(void *arg)
 			.period_ns = 1000000000ull,
 			.clique = 1u << PEER | 1u << SELF,
 			.n_chunks = nch,
-			.chunk_elems = CE,
+			.chunk_elems = ce,
 		};
 		isth_wire_put_round(body, sizeof(body), &rb);
-		len[0] = build(buf, ISTH_WIRE_ROUND, round, 0, 0, 1u << PEER, body, sizeof(body));
+		len[0] = build(buf, ISTH_WIRE_ROUND, round, 0, auth ? w->round_seq_auth++ : 0,
+			1u << PEER, body, sizeof(body));
 		for (c = 0; c < nch; c++)
 			len[c + 1] = build(buf + (size_t)(c + 1) * DGRAM, ISTH_WIRE_AGG, round, c,
-				to_lib ? w->agg_seq++ : c, 1u << PEER, w->tensor + (size_t)c * CE,
-				PAYLOAD);
-		send_all(w->edge_fd, buf, len, nch + 1, to_lib ? &lib : &ref);
+				auth             ? w->agg_seq_auth++
+					: to_lib ? w->agg_seq++
+						 : c,
+				1u << PEER, w->tensor + (size_t)c * ce, (size_t)ce * 4);
+		if (auth) {
+			for (c = 0; c <= nch; c++) {
+				int k = isth_auth_seal(w->edge_eng, ISTH_AUTH_DOWN, SELF,
+					buf + (size_t)c * DGRAM, len[c], DGRAM);
+
+				if (k < 0)
+					die("isth_auth_seal", -k);
+				len[c] = (size_t)k;
+			}
+		}
+		send_all(w->edge_fd, buf, len, nch + 1, auth ? &libauth : to_lib ? &lib : &ref);
 		sem_post(&w->edge_done);
 	}
 	free(buf);
@@ -339,13 +389,17 @@ report_drops(struct isth_island *s)
 		if (st.drop[i])
 			fprintf(stderr, "  island drop %s: %llu\n", isth_island_drop_name(i),
 				(unsigned long long)st.drop[i]);
+	for (i = 1; i < ISTH_AUTH_STATUS_MAX; i++)
+		if (st.auth_drop[i])
+			fprintf(stderr, "  auth refused %s: %llu\n", isth_auth_status_name(i),
+				(unsigned long long)st.auth_drop[i]);
 }
 
 static void
 run_phase(struct worker *w, enum phase ph)
 {
 	struct sockaddr_in sink = loop_addr(w->sink_port);
-	size_t size = (size_t)nch * CE * 4;
+	size_t size = (size_t)nch * phase_ce(ph) * 4;
 	double w0, c0;
 	unsigned int r;
 	int rc;
@@ -362,11 +416,19 @@ run_phase(struct worker *w, enum phase ph)
 				die("isth_island_send", -rc);
 		}
 		break;
+	case SEND_AUTH:
+		for (r = 0; r < rounds; r++) {
+			rc = isth_island_send(w->tx_auth, w->tx_auth_round++, w->tensor, size);
+			if (rc < 0)
+				die("isth_island_send (auth)", -rc);
+		}
+		break;
 	case SEND_REF:
 		for (r = 0; r < rounds; r++)
 			send_all(w->ref_fd, w->dgram, w->len, nch, &sink);
 		break;
 	case RECV_LIB:
+	case RECV_AUTH:
 	case RECV_REF:
 		/* the edge sends round r+1 while this thread reads round r */
 		w->phase = ph;
@@ -375,15 +437,17 @@ run_phase(struct worker *w, enum phase ph)
 			struct isth_island_result res;
 
 			sem_wait(&w->edge_done);
-			if (ph == RECV_LIB) {
-				uint32_t round = w->rx_round++;
+			if (ph == RECV_LIB || ph == RECV_AUTH) {
+				struct isth_island *s = ph == RECV_AUTH ? w->rx_auth : w->rx;
+				uint32_t round =
+					ph == RECV_AUTH ? w->rx_auth_round++ : w->rx_round++;
 
 				if (r + 1 < rounds)
 					sem_post(&w->go);
-				rc = isth_island_result(w->rx, round, w->out, size, w->chunks, nch,
+				rc = isth_island_result(s, round, w->out, size, w->chunks, nch,
 					&res, 10000000000ull);
 				if (rc != 0) {
-					report_drops(w->rx);
+					report_drops(s);
 					die("isth_island_result (round not complete)",
 						rc < 0 ? -rc : EPROTO);
 				}
@@ -416,7 +480,7 @@ worker_main(void *arg)
 				double bytes = 0, cpu = 0, wall = 0;
 
 				for (unsigned int i = 0; i < n_threads; i++) {
-					bytes += (double)rounds * nch * PAYLOAD;
+					bytes += (double)rounds * nch * phase_ce(ph) * 4;
 					cpu += wk[i].cpu;
 					if (wk[i].wall > wall)
 						wall = wk[i].wall;
@@ -482,6 +546,22 @@ worker_open(struct worker *w, unsigned int id)
 		die("isth_island_open (receive)", errno);
 	if (isth_island_chunk_elems(w->rx) != CE || isth_island_n_chunks(w->rx) != nch)
 		die("unexpected chunking", EPROTO);
+	/* the same two with authentication on */
+	conf.key_file = key_path;
+	conf.elems = nch * CE_AUTH;
+	conf.edge_port = w->sink_port;
+	w->tx_auth = isth_island_open(&conf);
+	if (w->tx_auth == NULL)
+		die("isth_island_open (send, auth)", errno);
+	conf.edge_port = w->edge_port;
+	w->rx_auth = isth_island_open(&conf);
+	if (w->rx_auth == NULL)
+		die("isth_island_open (receive, auth)", errno);
+	if (isth_island_chunk_elems(w->rx_auth) != CE_AUTH ||
+		isth_island_n_chunks(w->rx_auth) != nch)
+		die("unexpected chunking (auth)", EPROTO);
+	if (isth_auth_engine_create(edge_keys, ISTH_AUTH_OPENSSL, &w->edge_eng) < 0)
+		die("isth_auth_engine_create", ENOMEM);
 	if (sem_init(&w->go, 0, 0) < 0 || sem_init(&w->edge_done, 0, 0) < 0)
 		die("sem_init", errno);
 }
@@ -491,6 +571,9 @@ worker_close(struct worker *w)
 {
 	isth_island_close(w->tx);
 	isth_island_close(w->rx);
+	isth_island_close(w->tx_auth);
+	isth_island_close(w->rx_auth);
+	isth_auth_engine_free(w->edge_eng);
 	close(w->sink_fd);
 	close(w->ref_fd);
 	close(w->edge_fd);
@@ -541,7 +624,7 @@ run(unsigned int threads)
 
 		printf("island.t%u.%s.gbps_per_core %.2f Gbit/s\n", threads, phase_name[ph], core);
 		printf("island.t%u.%s.mpps_per_core %.3f Mpps\n", threads, phase_name[ph],
-			core * 1e9 / 8 / PAYLOAD / 1e6);
+			core * 1e9 / 8 / (phase_ce(ph) * 4) / 1e6);
 		printf("island.t%u.%s.gbps_wall %.2f Gbit/s\n", threads, phase_name[ph],
 			best_gbps_wall[ph]);
 	}
@@ -549,11 +632,50 @@ run(unsigned int threads)
 		best_gbps_core[SEND_LIB] / best_gbps_core[SEND_REF]);
 	printf("island.t%u.recv.lib_over_ref %.2f ratio\n", threads,
 		best_gbps_core[RECV_LIB] / best_gbps_core[RECV_REF]);
+	for (int d = 0; d < 2; d++) {
+		int lib = d ? RECV_LIB : SEND_LIB, au = d ? RECV_AUTH : SEND_AUTH;
+		double pps_lib = best_gbps_core[lib] * 1e9 / 8 / (CE * 4);
+		double pps_auth = best_gbps_core[au] * 1e9 / 8 / (CE_AUTH * 4);
+
+		printf("island.t%u.%s.auth_ns_per_pkt %.0f ns\n", threads, d ? "recv" : "send",
+			(1 / pps_auth - 1 / pps_lib) * 1e9);
+		printf("island.t%u.%s.auth_over_lib %.2f ratio\n", threads, d ? "recv" : "send",
+			best_gbps_core[au] / best_gbps_core[lib]);
+	}
 	printf("island.t%u.send.cores_for_100g %.1f cores\n", threads,
 		100.0 / best_gbps_core[SEND_LIB]);
 	printf("island.t%u.recv.cores_for_100g %.1f cores\n", threads,
 		100.0 / best_gbps_core[RECV_LIB]);
 	fflush(stdout);
+}
+
+/* A key file for the auth phases: random master key, mode 0600. */
+static void
+make_keys(void)
+{
+	struct isth_auth_conf ac = {.job = JOB, .n_islands = N_ISLANDS};
+	char err[256], line[160];
+	unsigned int i;
+	int fd;
+	size_t n;
+
+	snprintf(key_path, sizeof(key_path), "/tmp/bench_island_keys.XXXXXX");
+	fd = mkstemp(key_path);
+	if (fd < 0)
+		die("mkstemp", errno);
+	n = (size_t)snprintf(line, sizeof(line), "job %u\nepoch 1 round 0 key ", JOB);
+	srand((unsigned int)real_ns());
+	for (i = 0; i < 32; i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%02x", rand() & 0xff);
+	n += (size_t)snprintf(line + n, sizeof(line) - n, "\n");
+	if (write(fd, line, n) != (ssize_t)n)
+		die("write", errno);
+	close(fd);
+	ac.key_file = key_path;
+	if (isth_auth_create(&ac, &edge_keys, err, sizeof(err)) < 0) {
+		fprintf(stderr, "bench_island: %s\n", err);
+		exit(1);
+	}
 }
 
 int
@@ -569,11 +691,14 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	printf("# bench_island: fp32, %u chunks of %u bytes per round, %u rounds per phase, "
-	       "best of %u; loopback\n",
-		nch, PAYLOAD, rounds, reps);
+	printf("# bench_island: fp32, %u chunks of %u bytes per round (%u with auth), %u rounds "
+	       "per phase, best of %u; loopback\n",
+		nch, PAYLOAD, CE_AUTH * 4, rounds, reps);
+	make_keys();
 	run(1);
 	run(MAX_THREADS);
+	isth_auth_free(edge_keys);
+	unlink(key_path);
 	printf("# sink datagrams %llu\n", (unsigned long long)atomic_load(&sink_got));
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <criterion/criterion.h>
@@ -109,6 +110,9 @@ cli_start(struct cli *c, const char *const *extra)
 	argv[k++] = "5";
 	argv[k++] = "--probe";
 	argv[k++] = "0";
+	/* the fake edge here speaks version 1; v2 is tests/island/island_test.c */
+	argv[k++] = "--auth";
+	argv[k++] = "off";
 	while (extra && *extra)
 		argv[k++] = *extra++;
 	argv[k] = NULL;
@@ -523,14 +527,68 @@ Test(island_cli, usage_errors_exit_2)
 	cr_assert_not_null(bin);
 	snprintf(cmd, sizeof(cmd), "%s --island 3 --islands 3 --edge 127.0.0.1 2>/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
-	snprintf(cmd, sizeof(cmd), "%s --islands 3 --edge 127.0.0.1 2>/dev/null", bin);
+	snprintf(cmd, sizeof(cmd), "%s --islands 3 --edge 127.0.0.1 --auth off 2>/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
 	snprintf(cmd, sizeof(cmd),
-		"%s --island 0 --islands 3 --edge 127.0.0.1 --dtype fp16 2>/dev/null", bin);
+		"%s --island 0 --islands 3 --edge 127.0.0.1 --auth off --dtype fp16 2>/dev/null",
+		bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
 	snprintf(cmd, sizeof(cmd),
-		"%s --island 0 --islands 3 --edge 127.0.0.1 --overlap 4 2>/dev/null", bin);
+		"%s --island 0 --islands 3 --edge 127.0.0.1 --auth off --overlap 4 2>/dev/null",
+		bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	/* authentication must be chosen: neither, both, or "--auth on" */
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 3 --edge 127.0.0.1 2>&1 | grep -q -- '--key-file PATH' "
+		"&& exit 2",
+		bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2, "no --key-file/--auth off: no clear error");
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 3 --edge 127.0.0.1 2>/dev/null; exit $?", bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 3 --edge 127.0.0.1 --auth off --key-file k 2>/dev/null",
+		bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 3 --edge 127.0.0.1 --auth on 2>/dev/null", bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof(cmd), "%s --help | grep -q -- '--key-file PATH'", bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 0, "--help does not name --key-file");
 	snprintf(cmd, sizeof(cmd), "%s --help >/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 0);
+}
+
+Test(island_cli, key_file_is_checked_before_anything_runs)
+{
+	const char *bin = getenv("ISLAND_BIN");
+	char path[] = "/tmp/isth_cli_keys.XXXXXX", cmd[1024];
+	int fd;
+	FILE *f;
+
+	cr_assert_not_null(bin);
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	f = fdopen(fd, "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+		"job 5\nepoch 1 round 0 key "
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n");
+	fclose(f);
+	/* group-readable: refused, the error names the file, no key bytes */
+	cr_assert_eq(chmod(path, 0640), 0);
+	snprintf(cmd, sizeof(cmd),
+		"out=$(%s --job 5 --island 0 --islands 3 --edge 127.0.0.1 --key-file %s 2>&1); "
+		"rc=$?; echo \"$out\" | grep -q '%s' || exit 10; "
+		"echo \"$out\" | grep -q 0405060708 && exit 11; exit $rc",
+		bin, path, path);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 1, "mode 0640 key file not refused by name");
+	/* the wrong job: refused */
+	cr_assert_eq(chmod(path, 0600), 0);
+	snprintf(cmd, sizeof(cmd),
+		"%s --job 6 --island 0 --islands 3 --edge 127.0.0.1 --key-file %s 2>&1 | "
+		"grep -q 'job 5, not job 6'",
+		bin, path);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 0, "key file of another job not refused");
+	unlink(path);
 }

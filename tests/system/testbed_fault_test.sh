@@ -118,7 +118,7 @@ JOB
 kill9)
 	# PR_SET_PDEATHSIG alone (no watchdog): a shell killed with -9 takes
 	# its isthmus-island along (the island waits for a ROUND for 120 s)
-	bash -c '"$1" --job 1 --island 0 --islands 2 --edge 127.0.0.1:9 --timeout 120 \
+	bash -c '"$1" --job 1 --island 0 --islands 2 --edge 127.0.0.1:9 --auth off --timeout 120 \
 		>/dev/null 2>&1 & echo $! >"$2"; wait' _ "$BUILD/app/isthmus-island/isthmus-island" \
 		"$tmp/island.pid" &
 	parent=$!
