@@ -376,6 +376,8 @@ size_bytes() {
 PAYLOAD_B=$(size_bytes "$PAYLOAD") || die "--payload-bytes: bad size"
 MEMORY_B=$(size_bytes "$MEMORY") || die "--memory-bytes: bad size"
 CHUNK_ELEMS=358			# DATA elements per packet at MTU 1500
+# authenticated (version 2): the 16-byte tag leaves 354 (doc/protocol.md)
+[ "$AUTH" = off ] || CHUNK_ELEMS=354
 CHUNK_B=$((CHUNK_ELEMS * 4))
 ELEMS=$(( (PAYLOAD_B + 3) / 4 ))
 
@@ -440,13 +442,14 @@ if [ "$AUTH" = on ] && [ "$EDGES" = 1 ]; then
 fi
 
 # --- topology: the first N sites, capacities scaled -------------------------
-python3 - "$SITES" "$LINKS" "$ISLANDS" "$SCALE" "$WORK" <<'PY' || die "bad topology"
-import sys
+TB_CHUNK_B=$CHUNK_B python3 - "$SITES" "$LINKS" "$ISLANDS" "$SCALE" "$WORK" <<'PY' || die "bad topology"
+import os, sys
 sites_f, links_f, n, scale, work = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
-# A DATA frame carries 1432 payload bytes in 1514 bytes on the wire
+# A DATA frame carries 1432 payload bytes (1416 with the tag) in 1514
+# bytes on the wire
 # (Ethernet 14, IPv4 20, UDP 8, isthmus 40): the planner, whose rates are
 # payload rates, plans on that goodput; the emulator carries wire bytes.
-goodput = 1432.0 / 1514.0
+goodput = float(os.environ["TB_CHUNK_B"]) / 1514.0
 rows = [l for l in open(sites_f) if l.strip() and not l.startswith("#")]
 hdr, sites = rows[0], rows[1:]
 if n == 0:
@@ -498,7 +501,7 @@ mapfile -t NAMES <"$WORK/names"
 mapfile -t LAT <"$WORK/latency"	# row k: one-way us from island k to each
 N=${#NAMES[@]}
 MAXLAT_US=$(tr ' ' '\n' <"$WORK/latency" | sort -n | tail -1)
-ACCESS_GBPS=$(awk -v k="$SCALE" 'BEGIN { printf "%.9g\n", 100 / k * 1432 / 1514 }')
+ACCESS_GBPS=$(awk -v k="$SCALE" -v c="$CHUNK_B" 'BEGIN { printf "%.9g\n", 100 / k * c / 1514 }')
 
 if [ "$EDGES" = 1 ]; then
 # --- the schedule, planned at the scaled capacities -------------------------
