@@ -9,7 +9,10 @@
  * calls lib/auth's seal and verify, which allocate nothing.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -18,13 +21,63 @@
 
 #include "isthd.h"
 
-int
-isthd_auth_prepare(struct isthd *d, char *err, size_t err_size)
+static int
+load_keys(const struct isthd *d, struct isth_auth **out, char *err, size_t err_size)
 {
 	struct isth_auth_conf ac;
 	char e[512];
 	int rc;
 
+	memset(&ac, 0, sizeof(ac));
+	ac.key_file = d->cfg.key_file;
+	ac.job = d->cfg.job;
+	ac.n_islands = d->n_islands;
+	e[0] = '\0';
+	rc = isth_auth_create(&ac, out, e, sizeof(e));
+	if (rc) {
+		/* lib/auth names the file (and line); never key bytes */
+		snprintf(err, err_size, "%s: [auth] key_file: %s", d->cfg.path, e);
+		*out = NULL;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void
+keyset_free(struct isthd_keyset *ks)
+{
+	if (ks == NULL)
+		return;
+	isth_auth_engine_free(ks->dp);
+	isth_auth_engine_free(ks->ctl);
+	isth_auth_free(ks->keys);
+	free(ks);
+}
+
+static struct isthd_keyset *
+keyset_new(struct isth_auth *keys, int *rc)
+{
+	struct isthd_keyset *ks = calloc(1, sizeof(*ks));
+
+	if (ks == NULL) {
+		*rc = -ENOMEM;
+		isth_auth_free(keys);
+		return NULL;
+	}
+	ks->keys = keys;
+	*rc = isth_auth_engine_create(keys, ISTH_AUTH_IPSEC_MB, &ks->dp);
+	if (*rc == 0)
+		*rc = isth_auth_engine_create(keys, ISTH_AUTH_OPENSSL, &ks->ctl);
+	if (*rc) {
+		keyset_free(ks);
+		return NULL;
+	}
+	return ks;
+}
+
+int
+isthd_auth_prepare(struct isthd *d, char *err, size_t err_size)
+{
 	d->auth.on = d->cfg.auth;
 	if (!d->auth.on) {
 		fprintf(stderr,
@@ -34,19 +87,7 @@ isthd_auth_prepare(struct isthd *d, char *err, size_t err_size)
 			d->cfg.path);
 		return 0;
 	}
-	memset(&ac, 0, sizeof(ac));
-	ac.key_file = d->cfg.key_file;
-	ac.job = d->cfg.job;
-	ac.n_islands = d->n_islands;
-	e[0] = '\0';
-	rc = isth_auth_create(&ac, &d->auth.keys, e, sizeof(e));
-	if (rc) {
-		/* lib/auth names the file (and line); never key bytes */
-		snprintf(err, err_size, "%s: [auth] key_file: %s", d->cfg.path, e);
-		d->auth.keys = NULL;
-		return -EINVAL;
-	}
-	return 0;
+	return load_keys(d, &d->auth.keys, err, err_size);
 }
 
 /* Window slots per key epoch: UP DATA and NACK of the local island, then
@@ -68,13 +109,16 @@ isthd_auth_setup(struct isthd *d, char *err, size_t err_size)
 
 	if (!au->on)
 		return 0;
-	rc = isth_auth_engine_create(au->keys, ISTH_AUTH_IPSEC_MB, &au->dp);
-	if (rc == 0)
-		rc = isth_auth_engine_create(au->keys, ISTH_AUTH_OPENSSL, &au->ctl);
-	if (rc) {
+	/* the set takes the handle over */
+	au->ks_dp = au->ks_ctl = keyset_new(au->keys, &rc);
+	au->keys = NULL;
+	if (au->ks_dp == NULL) {
 		snprintf(err, err_size, "%s: [auth]: tag engine: %s", d->cfg.path, strerror(-rc));
 		return rc;
 	}
+	au->keys = au->ks_dp->keys;
+	au->dp = au->ks_dp->dp;
+	au->ctl = au->ks_ctl->ctl;
 	/* A window covers two rounds of a stream: a sender's chunks plus
 	 * what may be repaired of them (the repair budget), twice. */
 	per_round = (uint64_t)d->shape.n_chunks + d->rep.budget_chunks;
@@ -82,8 +126,9 @@ isthd_auth_setup(struct isthd *d, char *err, size_t err_size)
 	while (bits < 2 * per_round && bits < (1ull << 31))
 		bits <<= 1;
 	au->win_bits = (uint32_t)bits;
-	n_epochs = isth_auth_n_epochs(au->keys);
-	au->n_win = n_epochs * streams_per_epoch(d);
+	/* a slot per epoch the key file may hold: a reload may bring new
+	 * epochs while the current ones keep their windows */
+	au->n_win = ISTH_AUTH_MAX_EPOCHS * streams_per_epoch(d);
 	au->win = rte_zmalloc("isthd_auth_win", sizeof(*au->win) * au->n_win, 64);
 	au->words = rte_zmalloc("isthd_auth_words",
 		sizeof(uint64_t) * isth_auth_replay_words(au->win_bits) * au->n_win, 64);
@@ -95,9 +140,15 @@ isthd_auth_setup(struct isthd *d, char *err, size_t err_size)
 	for (i = 0; i < au->n_win; i++)
 		isth_auth_replay_init(&au->win[i],
 			au->words + (size_t)i * isth_auth_replay_words(au->win_bits), au->win_bits);
-	for (i = 0; i < n_epochs && i < RTE_DIM(au->epoch_id); i++)
-		isth_auth_epoch_info(au->keys, i, &au->epoch_id[i], NULL);
-	au->n_epochs = n_epochs;
+	for (i = 0; i < ISTH_AUTH_MAX_EPOCHS; i++)
+		au->slot_epoch[i] = -1;
+	n_epochs = isth_auth_n_epochs(au->keys);
+	for (i = 0; i < n_epochs; i++) {
+		uint8_t id;
+
+		isth_auth_epoch_info(au->keys, i, &id, NULL);
+		au->slot_epoch[i] = id;
+	}
 	/* Streams the edge starts begin at CLOCK_REALTIME ns: a restarted
 	 * edge starts above every seq it used before (doc/protocol.md, "IV") */
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -111,15 +162,135 @@ isthd_auth_fini(struct isthd *d)
 {
 	struct isthd_auth *au = &d->auth;
 
-	isth_auth_engine_free(au->dp);
-	isth_auth_engine_free(au->ctl);
+	struct isthd_keyset *sets[4] = {au->ks_dp, au->ks_ctl, au->next, au->retired};
+
+	if (au->ks_dp == NULL) /* prepared (--check), never set up */
+		isth_auth_free(au->keys);
+	/* the same set may be in several places (ks_ctl is next until the
+	 * worker takes it): free each once */
+	for (unsigned int i = 0; i < RTE_DIM(sets); i++) {
+		bool seen = false;
+
+		for (unsigned int j = 0; j < i; j++)
+			seen |= sets[j] == sets[i];
+		if (!seen)
+			keyset_free(sets[i]);
+	}
+	au->ks_dp = au->ks_ctl = au->next = au->retired = NULL;
+	au->keys = NULL;
 	au->dp = au->ctl = NULL;
 	rte_free(au->win);
 	rte_free(au->words);
 	au->win = NULL;
 	au->words = NULL;
-	isth_auth_free(au->keys);
-	au->keys = NULL;
+}
+
+void
+isthd_auth_reload(struct isthd *d, uint64_t cur)
+{
+	struct isthd_auth *au = &d->auth;
+	struct isthd_keyset *ks;
+	struct isth_auth *keys;
+	char err[PATH_MAX + 600];
+	uint64_t r;
+	int rc;
+
+	if (!au->on)
+		return;
+	if (__atomic_load_n(&au->next, __ATOMIC_ACQUIRE) != NULL ||
+		__atomic_load_n(&au->retired, __ATOMIC_ACQUIRE) != NULL) {
+		fprintf(stderr, "isthmusd: key reload refused: the previous one is not done\n");
+		return;
+	}
+	if (load_keys(d, &keys, err, sizeof(err)) != 0) {
+		fprintf(stderr, "isthmusd: key reload refused: %s\n", err);
+		return;
+	}
+	/* rounds already running or published keep their epoch: only a
+	 * future round may start a new one */
+	for (r = cur; r <= cur + 1; r++)
+		if (isth_auth_epoch_of(keys, (uint32_t)r) !=
+			isth_auth_epoch_of(au->ks_ctl->keys, (uint32_t)r)) {
+			fprintf(stderr,
+				"isthmusd: key reload refused: %s changes the key epoch of round "
+				"%" PRIu64 ", already running or published\n",
+				d->cfg.key_file, r);
+			isth_auth_free(keys);
+			return;
+		}
+	ks = keyset_new(keys, &rc);
+	if (ks == NULL) {
+		fprintf(stderr, "isthmusd: key reload refused: tag engine: %s\n", strerror(-rc));
+		return;
+	}
+	au->ks_ctl = ks;
+	au->ctl = ks->ctl;
+	__atomic_store_n(&au->next, ks, __ATOMIC_RELEASE);
+	printf("isthmusd: key file %s reloaded: %u key epochs\n", d->cfg.key_file,
+		isth_auth_n_epochs(keys));
+}
+
+void
+isthd_auth_ctl_step(struct isthd *d)
+{
+	struct isthd_keyset *old;
+
+	if (!d->auth.on)
+		return;
+	old = __atomic_load_n(&d->auth.retired, __ATOMIC_ACQUIRE);
+	if (old == NULL)
+		return;
+	keyset_free(old);
+	__atomic_store_n(&d->auth.retired, NULL, __ATOMIC_RELEASE);
+}
+
+void
+isthd_auth_dp_step(struct isthd *d)
+{
+	struct isthd_auth *au = &d->auth;
+	struct isthd_keyset *ks = __atomic_load_n(&au->next, __ATOMIC_ACQUIRE);
+	unsigned int i, j, n, words = isth_auth_replay_words(au->win_bits);
+	uint8_t ids[ISTH_AUTH_MAX_EPOCHS];
+
+	if (likely(ks == NULL))
+		return;
+	n = isth_auth_n_epochs(ks->keys);
+	for (i = 0; i < n; i++)
+		isth_auth_epoch_info(ks->keys, i, &ids[i], NULL);
+	/* epochs gone from the file free their slot; new ones take a free
+	 * slot with empty windows; the others keep theirs */
+	for (j = 0; j < ISTH_AUTH_MAX_EPOCHS; j++) {
+		bool kept = false;
+
+		for (i = 0; i < n; i++)
+			kept |= au->slot_epoch[j] == ids[i];
+		if (!kept)
+			au->slot_epoch[j] = -1;
+	}
+	for (i = 0; i < n; i++) {
+		int free_slot = -1;
+		bool have = false;
+
+		for (j = 0; j < ISTH_AUTH_MAX_EPOCHS; j++) {
+			have |= au->slot_epoch[j] == ids[i];
+			if (au->slot_epoch[j] < 0 && free_slot < 0)
+				free_slot = (int)j;
+		}
+		if (have || free_slot < 0)
+			continue;
+		au->slot_epoch[free_slot] = ids[i];
+		for (j = 0; j < streams_per_epoch(d); j++) {
+			unsigned int w = (unsigned int)free_slot * streams_per_epoch(d) + j;
+
+			memset(au->words + (size_t)w * words, 0, words * sizeof(uint64_t));
+			isth_auth_replay_init(
+				&au->win[w], au->words + (size_t)w * words, au->win_bits);
+		}
+	}
+	__atomic_store_n(&au->retired, au->ks_dp, __ATOMIC_RELEASE);
+	au->ks_dp = ks;
+	au->dp = ks->dp;
+	__atomic_store_n(&au->next, NULL, __ATOMIC_RELEASE);
 }
 
 struct isth_auth_replay *
@@ -128,10 +299,10 @@ isthd_auth_window(struct isthd *d, enum isth_auth_dir dir, const uint8_t *msg)
 	struct isthd_auth *au = &d->auth;
 	unsigned int e, s, type = msg[ISTH_WIRE_OFF_TYPE], sender = msg[ISTH_WIRE_OFF_SENDER];
 
-	for (e = 0; e < au->n_epochs; e++)
-		if (au->epoch_id[e] == msg[ISTH_WIRE_OFF_EPOCH])
+	for (e = 0; e < ISTH_AUTH_MAX_EPOCHS; e++)
+		if (au->slot_epoch[e] == msg[ISTH_WIRE_OFF_EPOCH])
 			break;
-	if (e == au->n_epochs || sender >= d->n_islands)
+	if (e == ISTH_AUTH_MAX_EPOCHS || sender >= d->n_islands)
 		return NULL;
 	if (dir == ISTH_AUTH_UP) {
 		if (type == ISTH_WIRE_DATA)

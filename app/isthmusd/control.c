@@ -224,6 +224,7 @@ maybe_reload(struct isthd *d, uint64_t cur)
 	if (!d->reload)
 		return;
 	d->reload = false;
+	isthd_auth_reload(d, cur); /* the key file too ([auth] mode = on) */
 	s = isth_sched_load(path, err, sizeof(err));
 	if (s == NULL) {
 		fprintf(stderr, "isthmusd: reload refused: %s\n", err);
@@ -288,6 +289,7 @@ isthd_control_step(struct isthd *d, uint64_t now_ns)
 	uint64_t cur, target, pub;
 	int rc;
 
+	isthd_auth_ctl_step(d); /* free a key set the worker retired */
 	/* Promote a reloaded schedule once its first round is current. */
 	cur = now_ns < d->clk.epoch_ns ? 0 : (now_ns - d->clk.epoch_ns) / T + 1;
 	if (d->next_sched && cur >= d->next_from + 1) {

@@ -574,6 +574,8 @@ isthd_dp_poll(struct isthd *d)
 	uint64_t now_ns = isthd_tsc_to_ns(d, tsc);
 	unsigned int work = 0;
 
+	if (d->auth.on)
+		isthd_auth_dp_step(d); /* a reloaded key file */
 	work += expire_rounds(d, now_ns);
 	work += isthd_repair_tail_check(d, now_ns);
 	work += access_rx(d, now_ns);

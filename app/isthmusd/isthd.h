@@ -236,17 +236,32 @@ struct isthd_repair {
 	} rtab[4];
 };
 
+/* One load of the key file: its keys and an engine for each thread.
+ * Immutable once published; freed by ctl once dp has retired it. */
+struct isthd_keyset {
+	struct isth_auth *keys;
+	struct isth_auth_engine *dp; /* the worker's engine (ipsec-mb) */
+	struct isth_auth_engine *ctl; /* the controller's (ROUND) */
+};
+
 /* Authentication (auth.c; doc/isthmusd.md, "Authentication"). */
 struct isthd_auth {
 	/* init: read-only after launch */
 	bool on; /* [auth] mode = on: wire version 2 on both ports */
-	struct isth_auth *keys; /* the key file's keys */
-	struct isth_auth_engine *dp; /* the worker's engine (ipsec-mb) */
-	struct isth_auth_engine *ctl; /* the controller's (ROUND) */
-	uint8_t epoch_id[ISTH_AUTH_MAX_EPOCHS]; /* key file order */
-	unsigned int n_epochs;
-	/* dp only: replay windows per (epoch, dir, sender, type) of every
-	 * stream received, sized at start-up (isthd_auth_window) */
+	struct isth_auth *keys; /* init's key set's keys (--check) */
+	/* dp writes (at a key reload), dp reads: the worker's key set, its
+	 * engine, and the epoch each replay window slot holds (-1: free) */
+	struct isthd_keyset *ks_dp;
+	struct isth_auth_engine *dp;
+	int16_t slot_epoch[ISTH_AUTH_MAX_EPOCHS];
+	/* ctl only: the controller's key set and engine */
+	struct isthd_keyset *ks_ctl;
+	struct isth_auth_engine *ctl;
+	/* a key reload: ctl publishes the next set (release), dp takes it
+	 * (acquire) and hands back the one it retired, which ctl frees */
+	struct isthd_keyset *next, *retired;
+	/* dp only: replay windows per (epoch slot, dir, sender, type) of
+	 * every stream received, sized at start-up (isthd_auth_window) */
 	struct isth_auth_replay *win;
 	uint64_t *words;
 	uint32_t win_bits;
@@ -367,6 +382,14 @@ int isthd_auth_prepare(struct isthd *d, char *err, size_t err_size);
 /* Engines, replay windows, seq counters; after isthd_prepare(). */
 int isthd_auth_setup(struct isthd *d, char *err, size_t err_size);
 void isthd_auth_fini(struct isthd *d);
+/* ctl: the reload path (SIGHUP, /isthmus/reload) loads the key file again
+ * and hands its keys to the worker; refused (logged) if the new file
+ * changes the epoch of a round already published. */
+void isthd_auth_reload(struct isthd *d, uint64_t cur);
+/* ctl: free a key set the worker retired. */
+void isthd_auth_ctl_step(struct isthd *d);
+/* dp: take a reloaded key set, if any (start of each poll). */
+void isthd_auth_dp_step(struct isthd *d);
 /* The replay window of the stream of sealed message @msg received on the
  * @dir side; NULL when the edge keeps none (types refused later). */
 struct isth_auth_replay *

@@ -58,6 +58,7 @@ usage(FILE *f)
 		"\n"
 		"Signals: SIGINT/SIGTERM stop cleanly (flush partial aggregates, print\n"
 		"counters); SIGHUP reloads the schedule file at the next round boundary\n"
+		"and, with [auth] mode = on, the key file (a new epoch for a future round)\n"
 		"(also: /isthmus/reload over telemetry).\n"
 		"\n"
 		"Exit codes: 0 clean stop; 1 failure while running; 2 bad command line,\n"

@@ -12,6 +12,13 @@
  *   read-fwd   the same, but first reads every payload byte once (a vector
  *              sum of the 1 KiB payload at its fixed offset): the floor of
  *              any aggregator, since every byte must be read
+ *   pipeline+auth  the same edge with [auth] on (wire version 2): every
+ *              DATA carries a 16-byte AES-GMAC tag the worker verifies in
+ *              bursts (ipsec-mb) with its replay window, every AGG is
+ *              sealed. The edge is set up with auth on, at an MTU 16 bytes
+ *              larger, so that a chunk is 256 elements either way; the
+ *              plain pipeline runs on the same edge with auth switched off
+ *              (its limits and flag), on the version 1 frames.
  *
  * Traffic: 9 islands, one clique of all 9; the edge serves island 0 and
  * expects the 8 peers. Each DATA is 1 KiB of fp32 (256 elements) in a
@@ -74,11 +81,13 @@
 #define ELEMS 256 /* 1 KiB fp32 */
 #define PAYLOAD (ELEMS * 4)
 #define MTU 1092 /* max_elems 256 = ELEMS: the edge admits only chunks of the round's shape */
+#define MTU_AUTH (MTU + 16) /* the same 256 elements with the tag */
 #define BURST ISTHD_BURST
 #define T_NS 10000000000ull /* 10 s rounds: round 0 runs all along */
 #define MSG_OFF (ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE)
 #define PAY_OFF (MSG_OFF + ISTH_WIRE_HDR_SIZE)
 #define FRAME (PAY_OFF + PAYLOAD)
+#define FRAME2 (FRAME + 16) /* version 2: the tag after the payload */
 
 static struct isthd edge;
 static bool eal_is_up; /* die() cleans the EAL up once it is */
@@ -86,6 +95,14 @@ static struct rte_ring *a_in, *a_out, *w_in, *w_out;
 static uint16_t port_a, port_w;
 static struct rte_mempool *fpool; /* the generator's frames */
 static struct rte_mbuf **frames; /* frame of (chunk c, sender s): c * 8 + s - 1 */
+static struct rte_mbuf **frames2; /* the same, version 2, sealed by sender s's edge */
+static struct rte_mempool *fpool2;
+/* auth: the peers' keys and engine (the generator seals as them), the
+ * edge's limits with and without auth, and which the edge runs now */
+static struct isth_auth *gkeys;
+static struct isth_auth_engine *geng;
+static struct isth_wire_limits lim_v1, lim_v2;
+static bool cur_auth;
 static uint32_t *order; /* frame indices in arrival order */
 static uint8_t *first_of, *last_of; /* position opens / completes its chunk */
 static unsigned int K = 2048, NF;
@@ -266,7 +283,7 @@ write_files(const char *cfg_path, const char *sched_path)
 		"island_ip = 10.10.0.2\nisland_mac = 02:00:00:00:00:02\n"
 		"[wan]\nport = net_ring_wan\nip = 10.0.0.1\n"
 		"gateway_mac = 02:00:00:00:ff:01\n",
-		JOB, sched_path, epoch, MTU);
+		JOB, sched_path, epoch, MTU_AUTH);
 	for (i = 1; i < N_ISL; i++)
 		fprintf(f, "[peer I%d]\nip = 10.0.0.%d\n", i, i + 1);
 	fprintf(f,
@@ -274,8 +291,8 @@ write_files(const char *cfg_path, const char *sched_path)
 		"[resend]\nwindow = 2s\nentries = 4096\nlinger = 0ns\n"
 		"[poll]\nidle_polls = 0\n"
 		"[telemetry]\nenabled = no\nround_log = no\n"
-		"[auth]\nmode = off\n",
-		K);
+		"[auth]\nmode = on\nkey_file = %s/bench.keys\n",
+		K, dir);
 	fclose(f);
 }
 
@@ -322,7 +339,10 @@ build_frames(void)
 	fpool = rte_pktmbuf_pool_create("bench_frames", NF + 64, 0, 0,
 		RTE_PKTMBUF_HEADROOM + RTE_ALIGN_CEIL(FRAME, RTE_CACHE_LINE_SIZE), 0);
 	frames = calloc(NF, sizeof(*frames));
-	if (fpool == NULL || frames == NULL)
+	fpool2 = rte_pktmbuf_pool_create("bench_frames2", NF + 64, 0, 0,
+		RTE_PKTMBUF_HEADROOM + RTE_ALIGN_CEIL(FRAME2, RTE_CACHE_LINE_SIZE), 0);
+	frames2 = calloc(NF, sizeof(*frames2));
+	if (fpool == NULL || frames == NULL || fpool2 == NULL || frames2 == NULL)
 		die("frame pool");
 	for (c = 0; c < K; c++)
 		for (s = 1; s <= N_SND; s++) {
@@ -354,7 +374,30 @@ build_frames(void)
 					(int)FRAME)
 				die("frame build");
 			frames[c * N_SND + s - 1] = m;
+			/* the version 2 copy: its tag is written (for each
+			 * round) by new_round() */
+			h.version = ISTH_WIRE_VERSION_AUTH;
+			m = rte_pktmbuf_alloc(fpool2);
+			if (m == NULL)
+				die("frame alloc (v2)");
+			p = (uint8_t *)rte_pktmbuf_append(m, FRAME2);
+			if (isth_wire_build_msg(p + MSG_OFF, FRAME2 - MSG_OFF, &h, body,
+				    sizeof(body), NULL) != (int)(FRAME - MSG_OFF) ||
+				isth_wire_put_frame_hdr(p, FRAME2, &a, FRAME2 - MSG_OFF) !=
+					(int)FRAME2)
+				die("frame build (v2)");
+			frames2[c * N_SND + s - 1] = m;
 		}
+}
+
+/* Switch the edge between version 1 (auth off) and 2 (auth on): its
+ * flag and its parser limits; both give 256-element chunks. */
+static void
+edge_auth(bool on)
+{
+	edge.auth.on = on;
+	edge.lim = on ? lim_v2 : lim_v1;
+	cur_auth = on;
 }
 
 /*
@@ -391,6 +434,18 @@ new_round(bool publish)
 	for (i = 0; i < NF; i++) {
 		isth_wire_set_hdr_round(rte_pktmbuf_mtod(frames[i], uint8_t *) + MSG_OFF, r);
 	}
+	if (cur_auth)
+		for (i = 0; i < NF; i++) {
+			uint8_t *msg = rte_pktmbuf_mtod(frames2[i], uint8_t *) + MSG_OFF;
+
+			/* each sender's stream: seq = round * K + chunk */
+			isth_wire_set_hdr_round(msg, r);
+			isth_wire_set_seq(msg, (uint64_t)r * K + i / N_SND);
+			if (isth_auth_seal(geng, ISTH_AUTH_WAN, i % N_SND + 1, msg,
+				    FRAME2 - MSG_OFF - 16,
+				    FRAME2 - MSG_OFF) != (int)(FRAME2 - MSG_OFF))
+				die("seal");
+		}
 	if (publish) {
 		struct isth_mcast_peer peers[ISTHD_MAX_PEERS];
 		unsigned int n = 0;
@@ -423,7 +478,7 @@ feed(unsigned int pos)
 	unsigned int n = RTE_MIN((unsigned int)BURST, NF - pos), i;
 
 	for (i = 0; i < n; i++) {
-		b[i] = frames[order[pos + i]];
+		b[i] = (cur_auth ? frames2 : frames)[order[pos + i]];
 		rte_mbuf_refcnt_update(b[i], 1);
 	}
 	if (rte_ring_enqueue_bulk(w_in, (void **)b, n, NULL) != n)
@@ -470,6 +525,18 @@ run_pipeline(uint64_t *aggs)
 		*aggs += drain_access();
 	} while (pos < NF || work);
 	pl_reduce(1, &c);
+	return c;
+}
+
+/* The same with auth on: version 2 frames, verified and sealed. */
+static double
+run_pipeline_auth(uint64_t *aggs)
+{
+	double c;
+
+	edge_auth(true);
+	c = run_pipeline(aggs);
+	edge_auth(false);
 	return c;
 }
 
@@ -795,9 +862,8 @@ check_pipeline(void)
 	unsigned int pos = 0, work, n, i, e;
 	struct rte_mbuf *m[64];
 	struct isth_wire_pkt p;
-	struct isth_wire_limits lim;
+	struct isth_wire_limits lim = cur_auth ? lim_v2 : lim_v1;
 
-	isth_wire_limits_init(&lim, N_ISL, MTU);
 	new_round(true);
 	do {
 		if (pos < NF)
@@ -812,6 +878,10 @@ check_pipeline(void)
 						rte_pktmbuf_data_len(m[i]), &lim,
 						&p) != ISTH_WIRE_OK)
 					die("edge sent a bad frame");
+				if (cur_auth &&
+					isth_auth_verify(geng, ISTH_AUTH_DOWN, 0, p.msg,
+						p.msg_size) != ISTH_AUTH_OK)
+					die("the edge sent a frame that does not verify");
 				if (p.hdr.type != ISTH_WIRE_AGG)
 					continue; /* ROUND */
 				aggs++;
@@ -842,9 +912,9 @@ check_pipeline(void)
 /* ---- main ------------------------------------------------------------ */
 
 struct result {
-	uint64_t *pipe, *io, *rd; /* cycles per DATA packet x 1000, per rep */
+	uint64_t *pipe, *pa, *io, *rd; /* cycles per DATA packet x 1000, per rep */
 	struct stage_run *st;
-	double pipe_c, io_c, rd_c; /* median cycles per DATA packet */
+	double pipe_c, pa_c, io_c, rd_c; /* median cycles per DATA packet */
 	double stage_c[ST_MAX]; /* per DATA packet */
 };
 
@@ -868,30 +938,39 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 
 	make_order(lag);
 	check_pipeline();
+	edge_auth(true);
+	check_pipeline();
+	edge_auth(false);
 	pl_dropped = pl_total = 0;
 	drops0 = be_stat("partial_timeout") + be_stat("partial_conflict_pool") +
 		be_stat("partial_conflict_bucket") + be_stat("duplicate") + be_stat("no_slot") +
 		be_stat("unknown_round") + be_stat("stale_round");
 	/* warm-up: one of each */
 	run_pipeline(&aggs);
+	run_pipeline_auth(&aggs);
 	run_iofwd();
 	run_readfwd();
 	run_stages(&res->st[0]);
 	aggs = 0;
 	for (rep = 0; rep < reps; rep++) {
 		res->pipe[rep] = (uint64_t)(run_pipeline(&aggs) * 1000);
+		res->pa[rep] = (uint64_t)(run_pipeline_auth(&aggs) * 1000);
 		res->io[rep] = (uint64_t)(run_iofwd() * 1000);
 		res->rd[rep] = (uint64_t)(run_readfwd() * 1000);
 		run_stages(&res->st[rep]);
 	}
-	if (aggs != (uint64_t)K * reps)
+	if (aggs != (uint64_t)K * 2 * reps)
 		die("pipeline: not every chunk gave one AGG");
 	if (be_stat("partial_timeout") + be_stat("partial_conflict_pool") +
 			be_stat("partial_conflict_bucket") + be_stat("duplicate") +
 			be_stat("no_slot") + be_stat("unknown_round") + be_stat("stale_round") !=
 		drops0)
 		die("pipeline: partials or drops during the run");
+	for (s = ISTHD_DROP_auth_format; s <= ISTHD_DROP_auth_seal; s++)
+		if (isth_ctr_get(&edge.st.drop[s]) != 0)
+			die("pipeline+auth: a refusal by auth during the run");
 	res->pipe_c = median(res->pipe, reps) / 1000;
+	res->pa_c = median(res->pa, reps) / 1000;
 	res->io_c = median(res->io, reps) / 1000;
 	res->rd_c = median(res->rd, reps) / 1000;
 	for (s = 0; s < ST_MAX; s++) {
@@ -905,6 +984,8 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 	printf("%-10s %10s %8s %12s %14s\n", "loop", "cyc/pkt", "Mpps", "Gbps(in)", "lcores@100G");
 	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "pipeline", res->pipe_c, mpps(res->pipe_c),
 		gbps(res->pipe_c), 100 / gbps(res->pipe_c));
+	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "pipe+auth", res->pa_c, mpps(res->pa_c),
+		gbps(res->pa_c), 100 / gbps(res->pa_c));
 	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "io-fwd", res->io_c, mpps(res->io_c),
 		gbps(res->io_c), 100 / gbps(res->io_c));
 	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "read-fwd", res->rd_c, mpps(res->rd_c),
@@ -913,6 +994,9 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 		100.0 * (double)pl_dropped / (double)pl_total);
 	printf("pipeline rate / io-fwd rate   = %.3f\n", res->io_c / res->pipe_c);
 	printf("pipeline rate / read-fwd rate = %.3f   (target >= 0.5)\n", res->rd_c / res->pipe_c);
+	printf("pipeline+auth rate / pipeline rate = %.3f   (target >= 0.6)\n",
+		res->pipe_c / res->pa_c);
+	printf("pipeline+auth rate / read-fwd rate = %.3f\n", res->rd_c / res->pa_c);
 	printf("stages (micro-runs, cycles per DATA packet; AGG stages are per AGG / 8):\n");
 	for (s = 0; s < ST_MAX; s++)
 		printf("  %-12s %8.1f%s\n", stage_names[s], res->stage_c[s],
@@ -972,10 +1056,36 @@ main(int argc, char **argv)
 	snprintf(cfg, sizeof(cfg), "%s/edge.conf", dir);
 	snprintf(sched, sizeof(sched), "%s/bench.sched", dir);
 	write_files(cfg, sched);
+	{
+		/* the job's key file (mode 0600), and the peers' side of it */
+		struct isth_auth_conf ac = {.job = JOB, .n_islands = N_ISL};
+		char kf[160];
+		FILE *f;
+
+		snprintf(kf, sizeof(kf), "%s/bench.keys", dir);
+		f = fopen(kf, "w");
+		if (f == NULL)
+			die("key file");
+		fprintf(f, "job %u\nepoch 1 round 0 key %064x\n", JOB, 0x5eed);
+		fclose(f);
+		if (chmod(kf, 0600) != 0)
+			die("key file mode");
+		ac.key_file = kf;
+		if (isth_auth_create(&ac, &gkeys, err, sizeof(err)) != 0)
+			die(err);
+		if (isth_auth_engine_create(gkeys, ISTH_AUTH_IPSEC_MB, &geng) != 0)
+			die("generator engine");
+	}
 	if (isthd_config_load(cfg, &edge.cfg, err, sizeof(err)) != 0 ||
 		isthd_prepare(&edge, 0, err, sizeof(err)) != 0 ||
 		isthd_setup(&edge, err, sizeof(err)) != 0)
 		die(err);
+	lim_v2 = edge.lim;
+	if (isth_wire_limits_init(&lim_v1, N_ISL, MTU) != 0 || lim_v2.max_elems != ELEMS ||
+		lim_v1.max_elems != ELEMS)
+		die("limits: a chunk is not 256 elements with and without auth");
+	lim_v1.udp_port = lim_v2.udp_port;
+	edge_auth(false);
 	port_a = edge.access_port;
 	port_w = edge.wan_port;
 	/* the controller's first step: rounds 0 and 1 published, ROUND 0 */
@@ -993,16 +1103,20 @@ main(int argc, char **argv)
 		have_avx512 ? "AVX-512" : "scalar 64-bit");
 	for (i = 0; i < 2; i++) {
 		res[i].pipe = calloc(reps, sizeof(uint64_t));
+		res[i].pa = calloc(reps, sizeof(uint64_t));
 		res[i].io = calloc(reps, sizeof(uint64_t));
 		res[i].rd = calloc(reps, sizeof(uint64_t));
 		res[i].st = calloc(reps, sizeof(struct stage_run));
-		if (!res[i].pipe || !res[i].io || !res[i].rd || !res[i].st)
+		if (!res[i].pipe || !res[i].pa || !res[i].io || !res[i].rd || !res[i].st)
 			die("results");
 	}
 	run_layout("aligned", 0, reps, &res[0]);
 	run_layout("skewed", K / N_SND, reps, &res[1]);
 
-	printf("\nsummary: pipeline/read-fwd = %.3f (aligned), %.3f (skewed); "
+	printf("\nsummary: pipeline+auth/pipeline = %.3f (aligned), %.3f (skewed) (target >= "
+	       "0.6)\n",
+		res[0].pipe_c / res[0].pa_c, res[1].pipe_c / res[1].pa_c);
+	printf("summary: pipeline/read-fwd = %.3f (aligned), %.3f (skewed); "
 	       "pipeline/io-fwd = %.3f, %.3f;\n"
 	       "Gbps of aggregated input per lcore = %.1f, %.1f (target: 100 on <= 2 lcores)\n",
 		res[0].rd_c / res[0].pipe_c, res[1].rd_c / res[1].pipe_c,
@@ -1015,8 +1129,12 @@ main(int argc, char **argv)
 	isth_resend_destroy(s_ring);
 	isth_agg_destroy(s_agg);
 	isthd_teardown(&edge);
-	for (i = 0; i < NF; i++)
+	for (i = 0; i < NF; i++) {
 		rte_pktmbuf_free(frames[i]);
+		rte_pktmbuf_free(frames2[i]);
+	}
+	isth_auth_engine_free(geng);
+	isth_auth_free(gkeys);
 	isthd_ports_close(&edge);
 	snprintf(cfg, sizeof(cfg), "rm -rf %s", dir);
 	if (system(cfg) != 0)

@@ -139,6 +139,10 @@ static struct bad_conf bad_confs[] = {
 	{"[auth]\nmode = on\n", "t.conf:16: [auth] key_file: required key missing"},
 	{"[auth]\nmode = maybe\n", "t.conf:17: [auth] mode: 'maybe' is not one of: on, off"},
 	{"[auth]\nmode = off\nkey = x\n", "t.conf:18: unknown key 'key' in [auth]"},
+	{"@backend = fpga\n[auth]\nkey_file = k\n",
+		"t.conf:6: [auth] mode: on is not supported with [isthmusd] backend = fpga yet "
+		"(the "
+		"device parses wire version 1); use mode = off or backend = sw"},
 	{"!"
 	 "[isthmusd]\nisland = 1\njob = 1\n[access]\nport = p\nip = 1.2.3.4\nisland_ip = 1.2.3.5\n"
 	 "island_mac = 02:00:00:00:00:02\n[wan]\nport = p\nip = 1.2.3.6\ngateway_mac = "
