@@ -15,6 +15,8 @@ PKGS=(
 	libssl-dev libipsec-mb-dev
 	libpcap-dev tshark gnuplot-nox
 	iproute2 iputils-ping procps ethtool util-linux
+	# tests/python/test_auth.py: an independent v2 tag (HKDF, AES-GCM)
+	python3-cryptography
 	# scripts/peers.sh (Open MPI peers), system tests under load
 	openmpi-bin libopenmpi-dev stress-ng
 )

@@ -54,6 +54,9 @@ static const char usage[] =
 	"  --auth off       no authentication, wire version 1 (labs only; logged\n"
 	"                   as a WARNING). One of --key-file and --auth off is\n"
 	"                   required\n"
+	"                   SIGHUP reloads the key file (key rotation: append the\n"
+	"                   next epoch with a future start round, then signal);\n"
+	"                   a refused file keeps the keys in use\n"
 	"  --bind IP[:PORT] local address the edge sends to (default 0.0.0.0:9471)\n"
 	"  --rounds R       rounds to play (default 10)\n"
 	"  --dtype T        int32, fp32 or bf16 (default int32)\n"
@@ -472,6 +475,74 @@ collect(struct run *u, const struct flight *f)
 /* How often the loop looks for ended rounds while it also waits for the
  * next ROUND. */
 #define SLICE_NS 2000000ull
+/* Longest wait before a SIGHUP (key reload) is acted on. */
+#define HUP_SLICE_NS 100000000ull
+
+static volatile sig_atomic_t hup;
+
+static void
+on_hup(int sig)
+{
+	(void)sig;
+	hup = 1;
+}
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* SIGHUP came: load the key file again between two calls (the library
+ * takes it between two packets and refuses a file that would re-key a
+ * round in progress; the keys in use then stay). */
+static void
+reload_if_hup(struct run *u)
+{
+	struct isth_island_stats st;
+	char err[512];
+	int rc;
+
+	if (!hup)
+		return;
+	hup = 0;
+	if (u->o.key_file == NULL) {
+		fprintf(stderr, "isthmus-island: SIGHUP: no key file to reload (--auth off)\n");
+		return;
+	}
+	rc = isth_island_reload_keys(u->s, u->o.key_file, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "isthmus-island: key reload refused, keys unchanged: %s\n",
+			err[0] ? err : strerror(-rc));
+		return;
+	}
+	isth_island_stats(u->s, &st);
+	printf("isthmus-island: keys reloaded from %s: %u epochs\n", u->o.key_file, st.auth_epochs);
+	fflush(stdout);
+}
+
+/* isth_island_wait_round() in slices, so that a SIGHUP is acted on
+ * within HUP_SLICE_NS however long the wait. */
+static int
+wait_round_hup(struct run *u, uint64_t timeout_ns, struct isth_island_round *ri)
+{
+	uint64_t end = mono_ns() + timeout_ns;
+
+	for (;;) {
+		uint64_t now = mono_ns(), slice = end > now ? end - now : 0;
+		int rc;
+
+		reload_if_hup(u);
+		if (slice > HUP_SLICE_NS)
+			slice = HUP_SLICE_NS;
+		rc = isth_island_wait_round(u->s, slice, ri);
+		if (rc != -ETIMEDOUT || mono_ns() >= end)
+			return rc;
+	}
+}
 
 int
 main(int argc, char **argv)
@@ -495,6 +566,13 @@ main(int argc, char **argv)
 	memset(&u, 0, sizeof(u));
 	if (parse_args(argc, argv, &u.o) < 0)
 		return EXIT_USAGE;
+	{
+		/* no SA_RESTART: a blocked wait returns and the loop reloads */
+		struct sigaction sa = {.sa_handler = on_hup};
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGHUP, &sa, NULL);
+	}
 	conf = (struct isth_island_conf){
 		.job = u.o.job,
 		.island = (uint8_t)u.o.island,
@@ -547,8 +625,7 @@ main(int argc, char **argv)
 	while (u.played < u.o.rounds) {
 		if (taken < u.o.rounds && nfl < u.o.overlap) {
 			struct flight *f = &fl[nfl];
-			int rc = isth_island_wait_round(
-				u.s, nfl ? SLICE_NS : u.o.timeout_ns, &f->ri);
+			int rc = wait_round_hup(&u, nfl ? SLICE_NS : u.o.timeout_ns, &f->ri);
 
 			if (rc == -EPROTO) {
 				fprintf(stderr,
@@ -594,7 +671,10 @@ main(int argc, char **argv)
 		 * else to wait for. */
 		while (nfl) {
 			bool more = taken < u.o.rounds && nfl < u.o.overlap;
-			int rc = isth_island_ready(u.s, fl[0].ri.round, more ? 0 : SLICE_NS);
+			int rc;
+
+			reload_if_hup(&u);
+			rc = isth_island_ready(u.s, fl[0].ri.round, more ? 0 : SLICE_NS);
 
 			if (rc == -EAGAIN)
 				break;

@@ -25,7 +25,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "isth_agg.h"
+#include "isth_auth.h"
 #include "isth_fpga_if.h"
 #include "isth_fpga_model.h"
 #include "isth_wire.h"
@@ -44,8 +47,14 @@ _Static_assert(
 	"round-table banks overlap the counters");
 _Static_assert(ISTH_FPGA_REG_COUNTERS + 8 * ISTH_FPGA_CNT_MAX <= ISTH_FPGA_REG_RT_PEERS,
 	"counters overlap the peer tables");
-_Static_assert(ISTH_FPGA_REG_RT_PEERS + MODEL_RT_BANKS * MODEL_MAX_PEERS * 16 <= ISTH_FPGA_BAR_SIZE,
-	"peer tables past BAR0");
+_Static_assert(ISTH_FPGA_REG_RT_PEERS + MODEL_RT_BANKS * MODEL_MAX_PEERS * 16 <= ISTH_FPGA_REG_KEYS,
+	"peer tables overlap the key table");
+_Static_assert(ISTH_FPGA_REG_KEY_EPOCH + 8 * ISTH_FPGA_KEY_SLOTS <= ISTH_FPGA_REG_COUNTERS,
+	"key epoch slots overlap the counters");
+_Static_assert(ISTH_FPGA_REG_KEYS + ISTH_FPGA_KEY_SLOTS * 3 * 64 * ISTH_FPGA_KEY_BYTES <=
+		ISTH_FPGA_BAR_SIZE,
+	"key table past BAR0");
+_Static_assert(ISTH_FPGA_KEY_SLOTS == ISTH_AUTH_MAX_EPOCHS, "a key file's epochs fit the slots");
 
 struct ring {
 	uint64_t base; /* IOVA */
@@ -79,6 +88,8 @@ struct isth_fpga_model {
 	struct isth_agg_info info;
 	struct isth_wire_limits lim;
 	uint8_t island;
+	uint64_t auth_ctrl; /* AUTH_CTRL latched at ENABLE */
+	uint64_t agg_seq; /* AUTH_SEAL: next AGG seq */
 	uint32_t max_msg; /* largest DATA message a slot takes */
 	uint32_t d2h_min; /* smallest D2H buffer: the largest AGG */
 	struct ring h2d, d2h;
@@ -145,7 +156,7 @@ power_on_registers(struct isth_fpga_model *m)
 	m->bar[ISTH_FPGA_REG_CAP_MAX_ISLANDS / 8] = ISTH_WIRE_MAX_ISLANDS;
 	m->bar[ISTH_FPGA_REG_CAP_MAX_ELEMS / 8] = m->p.max_elems;
 	m->bar[ISTH_FPGA_REG_CAP_MAX_SLOTS / 8] = m->p.max_slots;
-	m->bar[ISTH_FPGA_REG_CAP_FLAGS / 8] = ISTH_FPGA_CAPF_HOST_TIME;
+	m->bar[ISTH_FPGA_REG_CAP_FLAGS / 8] = ISTH_FPGA_CAPF_HOST_TIME | ISTH_FPGA_CAPF_AUTH;
 	m->bar[ISTH_FPGA_REG_CAP_MAX_RING / 8] = m->p.max_ring;
 	m->bar[ISTH_FPGA_REG_CAP_RT_BANKS / 8] = MODEL_RT_BANKS;
 	m->bar[ISTH_FPGA_REG_CAP_MAX_PEERS / 8] = MODEL_MAX_PEERS;
@@ -209,6 +220,8 @@ do_enable(struct isth_fpga_model *m)
 	ap.max_jobs = (uint32_t)rd(m, ISTH_FPGA_REG_CFG_MAX_JOBS);
 	bf16 = rd(m, ISTH_FPGA_REG_CFG_BF16_OUT);
 	m->island = (uint8_t)rd(m, ISTH_FPGA_REG_CFG_ISLAND);
+	m->auth_ctrl = rd(m, ISTH_FPGA_REG_AUTH_CTRL);
+	m->agg_seq = rd(m, ISTH_FPGA_REG_AGG_SEQ);
 	ap.bf16_out = (uint8_t)bf16;
 	ap.reserve = ISTH_AGG_RESERVE_DEFAULT;
 	ap.kernel = m->p.kernel;
@@ -216,6 +229,7 @@ do_enable(struct isth_fpga_model *m)
 		ap.n_islands == 0 || ap.n_islands > ISTH_WIRE_MAX_ISLANDS ||
 		rd(m, ISTH_FPGA_REG_CFG_ISLAND) >= ap.n_islands || ap.max_jobs > m->p.max_jobs ||
 		ap.timeout_ns == 0 ||
+		(m->auth_ctrl & ~(ISTH_FPGA_AUTH_VERIFY | ISTH_FPGA_AUTH_SEAL)) != 0 ||
 		(bf16 != 0 && bf16 != ISTH_WIRE_DTYPE_BF16 && bf16 != ISTH_WIRE_DTYPE_FP32)) {
 		fail(m, ISTH_FPGA_ERR_CFG);
 		return;
@@ -252,10 +266,13 @@ do_enable(struct isth_fpga_model *m)
 		fail(m, ISTH_FPGA_ERR_CFG);
 		return;
 	}
-	isth_wire_limits_init(&m->lim, ap.n_islands, 1500);
+	/* AUTH_VERIFY: DATA is version 2 only (the tag is checked first) */
+	isth_wire_limits_init_auth(
+		&m->lim, ap.n_islands, 1500, (m->auth_ctrl & ISTH_FPGA_AUTH_VERIFY) != 0);
 	m->lim.max_elems = (uint16_t)ap.max_elems;
 	m->max_msg = ISTH_WIRE_HDR_SIZE + 4 * ap.max_elems + 255;
-	m->d2h_min = ISTH_WIRE_HDR_SIZE + 4 * ap.max_elems;
+	m->d2h_min = ISTH_WIRE_HDR_SIZE + 4 * ap.max_elems +
+		(m->auth_ctrl & ISTH_FPGA_AUTH_SEAL ? ISTH_AUTH_TAG_SIZE : 0);
 	m->h2d_seen = 0;
 	m->dev_now = 0;
 	m->rt_cons = 0;
@@ -318,6 +335,108 @@ apply_rounds(struct isth_fpga_model *m, uint32_t prod)
 	return n;
 }
 
+/* ---- authentication (1.1) ------------------------------------------------ */
+
+static inline uint32_t
+get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The VALID key slot whose epoch tags @round (largest first round <= it),
+ * or -1: the key file's epoch_of(). */
+static int
+key_slot_of_round(const struct isth_fpga_model *m, uint32_t round)
+{
+	uint64_t best_start = 0;
+	int best = -1;
+
+	for (unsigned int k = 0; k < ISTH_FPGA_KEY_SLOTS; k++) {
+		uint64_t v = rd(m, ISTH_FPGA_REG_KEY_EPOCH + 8 * k);
+		uint64_t start = (v >> 16) & 0xffffffffull;
+
+		if (!(v & ISTH_FPGA_KEY_VALID) || start > round)
+			continue;
+		if (best < 0 || start > best_start) {
+			best = (int)k;
+			best_start = start;
+		}
+	}
+	return best;
+}
+
+static inline uint8_t
+key_slot_epoch(const struct isth_fpga_model *m, int k)
+{
+	return (uint8_t)rd(m, ISTH_FPGA_REG_KEY_EPOCH + 8 * (unsigned int)k);
+}
+
+/* GMAC of @msg[0, @len) under the key table entry (@k, @dir, @owner). */
+static int
+model_gmac(const struct isth_fpga_model *m, int k, unsigned int dir, unsigned int owner,
+	const uint8_t *msg, size_t len, uint8_t tag[ISTH_AUTH_TAG_SIZE])
+{
+	uint32_t off = ISTH_FPGA_REG_KEYS +
+		(((uint32_t)k * 3 + dir - 1) * 64 + owner) * ISTH_FPGA_KEY_BYTES;
+	uint8_t key[ISTH_AUTH_KEY_SIZE], iv[ISTH_AUTH_IV_SIZE];
+	int rc;
+
+	for (unsigned int i = 0; i < 4; i++) {
+		uint64_t w = rd(m, off + 8 * i);
+
+		for (unsigned int b = 0; b < 8; b++)
+			key[8 * i + b] = (uint8_t)(w >> (8 * b));
+	}
+	isth_auth_iv(msg, iv);
+	/* a device runs GHASH over the bytes as it reads them; the model
+	 * takes lib/auth's OpenSSL primitive (allocates: a model, not a
+	 * data path) */
+	rc = isth_auth_gmac_raw(ISTH_AUTH_OPENSSL, key, iv, msg, len, tag);
+	OPENSSL_cleanse(key, sizeof(key));
+	return rc;
+}
+
+/*
+ * AUTH_VERIFY: the receiver order of doc/protocol.md steps 3-5 for one
+ * DATA, with the key the host named in the descriptor's flags. The replay
+ * window (step 6) is the host's. @return 0 or an ISTH_FPGA_DESC_E_AUTH_*.
+ */
+static uint16_t
+verify_data(struct isth_fpga_model *m, uint8_t *msg, uint32_t len, uint16_t flags)
+{
+	unsigned int dir = flags & ISTH_FPGA_H2D_DIR_MASK;
+	unsigned int owner = (flags & ISTH_FPGA_H2D_OWNER_MASK) >> ISTH_FPGA_H2D_OWNER_SHIFT;
+	uint8_t tag[ISTH_AUTH_TAG_SIZE];
+	size_t body = len - ISTH_AUTH_TAG_SIZE;
+	int k;
+
+	if (len < ISTH_WIRE_HDR_SIZE + ISTH_AUTH_TAG_SIZE ||
+		msg[ISTH_WIRE_OFF_VERSION] != ISTH_WIRE_VERSION_AUTH ||
+		!(msg[ISTH_WIRE_OFF_FLAGS + 1] & ISTH_WIRE_F_AUTH) ||
+		msg[ISTH_WIRE_OFF_TRAILER] != ISTH_AUTH_TAG_SIZE ||
+		(dir != ISTH_AUTH_UP && dir != ISTH_AUTH_WAN) || owner >= m->lim.n_islands ||
+		((flags & ISTH_FPGA_H2D_RESEAL_WAN) && dir != ISTH_AUTH_UP)) {
+		m->cnt[ISTH_FPGA_CNT_AUTH_FORMAT]++;
+		return ISTH_FPGA_DESC_E_AUTH_FORMAT;
+	}
+	k = key_slot_of_round(m, get_be32(msg + ISTH_WIRE_OFF_ROUND));
+	if (k < 0 || key_slot_epoch(m, k) != msg[ISTH_WIRE_OFF_EPOCH]) {
+		m->cnt[ISTH_FPGA_CNT_AUTH_EPOCH]++;
+		return ISTH_FPGA_DESC_E_AUTH_EPOCH;
+	}
+	if (model_gmac(m, k, dir, owner, msg, body, tag) != 0 ||
+		CRYPTO_memcmp(tag, msg + body, ISTH_AUTH_TAG_SIZE) != 0) {
+		m->cnt[ISTH_FPGA_CNT_AUTH_TAG]++;
+		return ISTH_FPGA_DESC_E_AUTH_TAG;
+	}
+	/* Same bytes, same IV, the WAN key of this edge: the tag the peers
+	 * verify, written where the host forwards the message from. */
+	if ((flags & ISTH_FPGA_H2D_RESEAL_WAN) &&
+		model_gmac(m, k, ISTH_AUTH_WAN, m->island, msg, body, msg + body) == 0)
+		m->cnt[ISTH_FPGA_CNT_AUTH_RESEALED]++;
+	return 0;
+}
+
 /*
  * Write queued aggregates into posted D2H buffers. A buffer must hold the
  * largest AGG message (d2h_min bytes) whatever the next aggregate's size,
@@ -332,6 +451,7 @@ push_emissions(struct isth_fpga_model *m)
 	const struct isth_agg_emit *e = &m->emit;
 	unsigned int n = 0;
 	struct isth_wire_hdr h;
+	int seal_k;
 
 	if ((uint32_t)(tail - m->d2h.head) > m->d2h.size) {
 		m->cnt[ISTH_FPGA_CNT_DOORBELL_BAD]++;
@@ -358,9 +478,38 @@ push_emissions(struct isth_fpga_model *m)
 		isth_agg_emit_hdr(e, &h);
 		h.sender = m->island;
 		h.seq = 0;
+		seal_k = -1;
+		if (m->auth_ctrl & ISTH_FPGA_AUTH_SEAL) {
+			seal_k = key_slot_of_round(m, e->round);
+			if (seal_k < 0) {
+				/* no key for the round: the aggregate is not
+				 * sent unsealed; the descriptor says which */
+				d->len = 0;
+				d->job = e->job;
+				d->round = e->round;
+				d->chunk = e->chunk;
+				d->status = ISTH_FPGA_DESC_DONE | ISTH_FPGA_DESC_E_AUTH_EPOCH;
+				m->cnt[ISTH_FPGA_CNT_AUTH_SEAL_NOKEY]++;
+				isth_agg_release(m->agg, e);
+				m->d2h.head++;
+				continue;
+			}
+			h.version = ISTH_WIRE_VERSION_AUTH;
+			h.epoch = key_slot_epoch(m, seal_k);
+			h.seq = m->agg_seq++;
+		}
 		isth_wire_put_hdr(buf, cap, &h);
 		isth_agg_emit_copy(m->agg, e, buf + ISTH_WIRE_HDR_SIZE, cap - ISTH_WIRE_HDR_SIZE);
 		d->len = ISTH_WIRE_HDR_SIZE + e->size;
+		if (seal_k >= 0) {
+			/* after the last header byte: DOWN key of this island */
+			if (model_gmac(m, seal_k, ISTH_AUTH_DOWN, m->island, buf, d->len,
+				    buf + d->len) != 0)
+				memset(buf + d->len, 0, ISTH_AUTH_TAG_SIZE); /* never verifies */
+			d->len += ISTH_AUTH_TAG_SIZE;
+			m->cnt[ISTH_FPGA_CNT_AUTH_SEALED]++;
+			wr(m, ISTH_FPGA_REG_AGG_SEQ, m->agg_seq);
+		}
 		d->bitmap = e->bitmap;
 		d->expected = e->expected;
 		d->job = e->job;
@@ -385,7 +534,7 @@ static uint16_t
 h2d_one(struct isth_fpga_model *m, const struct isth_fpga_h2d_desc *d, uint32_t len)
 {
 	struct isth_agg_contrib c;
-	const uint8_t *msg;
+	uint8_t *msg;
 	struct isth_wire_pkt pkt;
 
 	msg = dma_ptr(m, d->addr, len);
@@ -398,6 +547,17 @@ h2d_one(struct isth_fpga_model *m, const struct isth_fpga_h2d_desc *d, uint32_t 
 		return ISTH_FPGA_DESC_E_LEN;
 	}
 	m->cnt[ISTH_FPGA_CNT_H2D_BYTES] += len;
+	/* 1.0 flags are 0; with AUTH_VERIFY they name the key, which is
+	 * checked before anything else reads the message */
+	if (m->auth_ctrl & ISTH_FPGA_AUTH_VERIFY) {
+		uint16_t st = verify_data(m, msg, len, d->flags);
+
+		if (st != 0)
+			return st;
+	} else if (d->flags != 0) {
+		m->cnt[ISTH_FPGA_CNT_AUTH_FORMAT]++;
+		return ISTH_FPGA_DESC_E_AUTH_FORMAT;
+	}
 	if (isth_wire_parse_msg(msg, len, &m->lim, &pkt) != ISTH_WIRE_OK) {
 		m->cnt[ISTH_FPGA_CNT_DESC_BAD_MSG]++;
 		return ISTH_FPGA_DESC_E_MSG;

@@ -4,7 +4,7 @@
 
 /**
  * @file
- * The isthmus FPGA device interface, version 1.0: register map (BAR0),
+ * The isthmus FPGA device interface, version 1.1: register map (BAR0),
  * descriptor formats and counter indices. doc/fpga-interface.md is the
  * prose of this header; the two must agree. The driver
  * (lib/backend/backend_fpga.c) and the device model (lib/fpga_model) both
@@ -34,7 +34,7 @@ extern "C" {
 /** ISTH_FPGA_REG_ID: "ISTHFPGA" in ASCII, little-endian. */
 #define ISTH_FPGA_ID 0x4147504648545349ull
 #define ISTH_FPGA_VERSION_MAJOR 1u
-#define ISTH_FPGA_VERSION_MINOR 0u
+#define ISTH_FPGA_VERSION_MINOR 1u
 /** Bytes of BAR0. */
 #define ISTH_FPGA_BAR_SIZE 0x10000u
 
@@ -56,6 +56,9 @@ extern "C" {
 #define ISTH_FPGA_CAPF_REPLICATE (1ull << 0)
 /** The device honours time_ns in H2D descriptors and REG_TIME_NS. */
 #define ISTH_FPGA_CAPF_HOST_TIME (1ull << 1)
+/** 1.1: the device verifies DATA tags and seals AGGs (wire v2, AUTH_* and
+ * KEY_* registers, H2D flags ISTH_FPGA_H2D_*). */
+#define ISTH_FPGA_CAPF_AUTH (1ull << 2)
 
 /* ---- Shared-memory transport only (RO, model) -------------------------- */
 #define ISTH_FPGA_REG_SHM_DMA_OFFSET 0x00e0 /**< DMA window: byte offset in the object */
@@ -140,6 +143,40 @@ enum isth_fpga_error {
 #define ISTH_FPGA_REG_RT_PEERS 0x1000
 /* Peer entry: u64 (ip << 32 | port << 16 | island), u64 reserved. */
 
+/* ---- Authentication, 1.1 (doc/fpga-interface.md 3.8; wire v2) ---------- */
+/** RW host while disabled, latched at ENABLE: ISTH_FPGA_AUTH_*. */
+#define ISTH_FPGA_REG_AUTH_CTRL 0x0500
+/** RW host while disabled: first seq of the AGG stream (the host writes
+ * its CLOCK_REALTIME ns); RO device while enabled: next AGG seq. */
+#define ISTH_FPGA_REG_AGG_SEQ 0x0508
+/** Key epoch slot k (k < ISTH_FPGA_KEY_SLOTS) at KEY_EPOCH + 8 k, RW host:
+ * bit 63 VALID, bits 47..16 first round, bits 7..0 epoch id. Applied
+ * between two descriptors; write a slot's keys while VALID is clear. */
+#define ISTH_FPGA_REG_KEY_EPOCH 0x0540
+#define ISTH_FPGA_KEY_SLOTS 4u
+#define ISTH_FPGA_KEY_VALID (1ull << 63)
+/** Key table, WO host: the 32-byte AES-256 direction key
+ * K(epoch of slot k, dir, owner) (lib/auth's HKDF, done by the host) at
+ * KEYS + ((k * 3 + dir - 1) * 64 + owner) * 32, as four 64-bit stores of
+ * the key bytes in order (little-endian words). */
+#define ISTH_FPGA_REG_KEYS 0x8000
+#define ISTH_FPGA_KEY_BYTES 32u
+
+/** Verify every DATA's tag before it may reach the aggregator. */
+#define ISTH_FPGA_AUTH_VERIFY (1ull << 0)
+/** Emit AGGs as sealed version 2 messages (seq from AGG_SEQ). */
+#define ISTH_FPGA_AUTH_SEAL (1ull << 1)
+
+/** H2D flags (1.1; 0 in 1.0): the key a DATA is verified with. The host
+ * picks it from the port and, on the WAN, the site table entry of the
+ * source address (doc/protocol.md, "Receiver order", step 2). */
+#define ISTH_FPGA_H2D_DIR_MASK 0x0003u /**< enum isth_auth_dir: 1 UP, 3 WAN */
+#define ISTH_FPGA_H2D_OWNER_SHIFT 8
+#define ISTH_FPGA_H2D_OWNER_MASK 0x3f00u /**< owner island of the key */
+/** After an UP DATA verified: overwrite its tag in host memory with the
+ * tag under WAN key of CFG_ISLAND, ready to forward to the peers. */
+#define ISTH_FPGA_H2D_RESEAL_WAN 0x8000u
+
 /* ---- Counters (RO device, 64-bit, cleared by reset) -------------------- */
 #define ISTH_FPGA_REG_COUNTERS 0x0800 /**< counter i at COUNTERS + 8 * i */
 
@@ -183,6 +220,13 @@ enum isth_fpga_counter {
 	ISTH_FPGA_CNT_D2H_STALL, /**< polls that found aggregates and no D2H buffer */
 	ISTH_FPGA_CNT_RT_APPLIED, /**< round-table banks applied */
 	ISTH_FPGA_CNT_RT_REFUSED, /**< banks refused (status < 0) */
+	/* 1.1, authentication */
+	ISTH_FPGA_CNT_AUTH_FORMAT, /**< DATA not v2 / AUTH / 16-byte tag, or flags without a key */
+	ISTH_FPGA_CNT_AUTH_EPOCH, /**< epoch byte not the round's, or no VALID slot */
+	ISTH_FPGA_CNT_AUTH_TAG, /**< the tag does not verify */
+	ISTH_FPGA_CNT_AUTH_SEALED, /**< AGGs sealed */
+	ISTH_FPGA_CNT_AUTH_SEAL_NOKEY, /**< AGGs not emitted: no epoch for their round */
+	ISTH_FPGA_CNT_AUTH_RESEALED, /**< DATA tags rewritten with the WAN key */
 	ISTH_FPGA_CNT_MAX
 };
 /* The first counters are the engine's (struct isth_agg_stats), in order. */
@@ -198,6 +242,9 @@ enum isth_fpga_desc_err {
 	ISTH_FPGA_DESC_E_MSG, /**< header check failed */
 	ISTH_FPGA_DESC_E_TYPE, /**< not a DATA message */
 	ISTH_FPGA_DESC_E_REFUSED, /**< valid DATA the aggregator refused (see counters) */
+	ISTH_FPGA_DESC_E_AUTH_FORMAT, /**< 1.1: not a v2 message, or flags name no key */
+	ISTH_FPGA_DESC_E_AUTH_EPOCH, /**< 1.1: epoch byte not the round's epoch */
+	ISTH_FPGA_DESC_E_AUTH_TAG, /**< 1.1: the tag does not verify */
 };
 
 /**
@@ -207,7 +254,7 @@ enum isth_fpga_desc_err {
 struct isth_fpga_h2d_desc {
 	uint64_t addr; /**< host: IOVA of the message */
 	uint32_t len; /**< host: message bytes */
-	uint16_t flags; /**< host: 0 (reserved) */
+	uint16_t flags; /**< host: 0, or with AUTH_VERIFY ISTH_FPGA_H2D_* */
 	uint16_t status; /**< device: ISTH_FPGA_DESC_DONE | isth_fpga_desc_err */
 	uint64_t time_ns; /**< host: its clock when posting */
 	uint64_t cookie; /**< host: opaque, never read by the device */
@@ -216,7 +263,8 @@ struct isth_fpga_h2d_desc {
 /**
  * Device-to-host descriptor: an empty buffer the host posts, completed by
  * the device with one AGG message (isthmus header with seq 0 and sender
- * CFG_ISLAND, then the payload). 64 bytes.
+ * CFG_ISLAND, then the payload; with AUTH_SEAL a version 2 header with the
+ * next AGG_SEQ, the payload, then the 16-byte tag). 64 bytes.
  */
 struct isth_fpga_d2h_desc {
 	uint64_t addr; /**< host: IOVA of the buffer */
@@ -257,6 +305,12 @@ isth_fpga_counter_name(unsigned int i)
 		"dev_d2h_stall",
 		"dev_rt_applied",
 		"dev_rt_refused",
+		"dev_auth_format",
+		"dev_auth_epoch",
+		"dev_auth_tag",
+		"dev_auth_sealed",
+		"dev_auth_seal_nokey",
+		"dev_auth_resealed",
 	};
 
 	return i < ISTH_FPGA_CNT_MAX ? names[i] : (const char *)0;

@@ -472,6 +472,14 @@ seq_accept(struct isth_island *s, const struct isth_wire_hdr *h)
 			drop(s, ISTH_ISLAND_DROP_seq_jump);
 			return false;
 		}
+		/* A restarted v2 edge starts its stream at its clock, far
+		 * ahead: past the window, fresh and for a newer round, it is a
+		 * restart, not a gap of millions of lost AGGs to NACK. */
+		if (q - s->next_seq >= ISTH_ISLAND_SEQ_WINDOW && fresh_newer) {
+			s->st.seq_resyncs++;
+			seq_base(s, q, h->round);
+			return true;
+		}
 		seq_advance(s, q + 1, h->round);
 		e = seq_ent(s, q);
 		e->state = SEQ_RECEIVED;

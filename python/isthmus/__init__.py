@@ -7,7 +7,8 @@ thin binding of libisthmus (lib/island, doc/island.md)::
     import numpy as np, isthmus
 
     with isthmus.Session(job=1, island=2, n_islands=9, elems=n,
-                         edge=("10.10.0.1", 9471), dtype="bf16") as s:
+                         edge=("10.10.0.1", 9471), dtype="bf16",
+                         key_file="/etc/isthmus/job1.keys") as s:
         r = s.wait_round()                  # the edge's ROUND
         s.send(r.round, params)             # float32 (rounded to bf16) or bf16
         out = np.empty(n, np.float32)
@@ -17,7 +18,9 @@ thin binding of libisthmus (lib/island, doc/island.md)::
 Arrays cross without a copy: NumPy arrays and anything else with the buffer
 protocol, and contiguous CPU torch tensors. Blocking calls release the GIL.
 Errors are :class:`Error` (an ``OSError``: ``errno`` and the library's
-reason), :class:`Timeout` when nothing came in time. ``isthmus.torch`` has
+reason), :class:`Timeout` when nothing came in time. ``key_file`` is the
+job's key file (wire version 2, every packet authenticated); without one
+the session speaks version 1 with no authentication and warns once. ``isthmus.torch`` has
 a parameter averager for PyTorch (doc/training.md).
 """
 from ._isthmus import (DEFAULT_PORT, ROUNDS_KEPT, Error, Result, Round,

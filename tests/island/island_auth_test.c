@@ -769,3 +769,35 @@ Test(island_auth, rotation_across_an_epoch_boundary_loses_nothing)
 	keys_free(&k1);
 	keys_free(&k2);
 }
+
+/* A restarted v2 edge starts its AGG stream at its clock: a jump of 10^9
+ * seqs for a newer round is a restart (resync), not a billion lost AGGs
+ * to NACK; the replay window accepts the new, higher stream. */
+Test(island_auth, restarted_edge_jumps_ahead_and_resyncs)
+{
+	struct isth_island_stats st;
+	struct isth_island *s;
+	uint8_t buf[2048];
+	struct keys k;
+	struct edge e;
+
+	keys_load(&k, file1);
+	edge_open(&e, &k);
+	s = open_island(&e, k.path);
+	send_round(&e, 3, 500);
+	for (uint32_t c = 0; c < NCH; c++)
+		send_agg(&e, buf, 3, c, PEERS, 1000 + c);
+	POLL_UNTIL(s, st.aggs_summed == NCH);
+	/* the restarted edge: ROUND and AGG streams from its clock */
+	send_round(&e, 4, 500 + 1000000000ull);
+	send_agg(&e, buf, 4, 0, PEERS, 1000 + 1000000000ull);
+	send_agg(&e, buf, 4, 1, PEERS, 1001 + 1000000000ull);
+	POLL_UNTIL(s, st.aggs_summed == NCH + 2);
+	cr_expect_eq(st.seq_resyncs, 1);
+	cr_expect_eq(st.lost_seqs, 0);
+	cr_expect_eq(st.nacks_sent, 0);
+	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_seq_jump], 0);
+	isth_island_close(s);
+	close(e.fd);
+	keys_free(&k);
+}

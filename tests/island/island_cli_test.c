@@ -8,6 +8,7 @@
  * poll on a socket or a pipe with a bound.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 
 #include <criterion/criterion.h>
 
+#include "isth_auth.h"
 #include "isth_wire.h"
 
 #define JOB 5u
@@ -33,6 +35,12 @@
 #define ELEMS 400u /* chunks of 358 and 42 */
 #define NCH 2u
 #define MS 1000000ull
+
+/* Elements per chunk the fake edge uses: CE, or 354 when it speaks v2. */
+static uint32_t ce = CE;
+/* Set: the fake edge speaks version 2, sealing with this engine's DOWN
+ * key of SELF and checking the island's packets with its UP key. */
+static struct isth_auth_engine *auth_e;
 
 static uint32_t
 val_i32(unsigned int k, uint32_t r, uint32_t i)
@@ -55,7 +63,7 @@ struct cli {
 	int edge; /* our socket */
 	uint16_t island_port;
 	uint64_t seq; /* next AGG seq */
-	char head[512]; /* stdout up to the banner's end */
+	char head[4096]; /* stdout read so far (the banner, at least) */
 	size_t head_len;
 	struct isth_wire_limits lim;
 };
@@ -86,7 +94,7 @@ cli_start(struct cli *c, const char *const *extra)
 
 	cr_assert_not_null(bin, "ISLAND_BIN not set");
 	memset(c, 0, sizeof(c[0]));
-	cr_assert_eq(isth_wire_limits_init(&c->lim, N, 1500), 0);
+	cr_assert_eq(isth_wire_limits_init_auth(&c->lim, N, 1500, auth_e != NULL), 0);
 	c->edge = bound_socket(&ep);
 	/* an ephemeral port for the island: take one, free it, pass it on */
 	tmp = bound_socket(&c->island_port);
@@ -110,9 +118,11 @@ cli_start(struct cli *c, const char *const *extra)
 	argv[k++] = "5";
 	argv[k++] = "--probe";
 	argv[k++] = "0";
-	/* the fake edge here speaks version 1; v2 is tests/island/island_test.c */
-	argv[k++] = "--auth";
-	argv[k++] = "off";
+	/* version 1 unless the test gives a key file (auth_e) */
+	if (auth_e == NULL) {
+		argv[k++] = "--auth";
+		argv[k++] = "off";
+	}
 	while (extra && *extra)
 		argv[k++] = *extra++;
 	argv[k] = NULL;
@@ -138,6 +148,25 @@ cli_start(struct cli *c, const char *const *extra)
 		n = read(c->out, c->head + c->head_len, sizeof(c->head) - 1 - c->head_len);
 		cr_assert_gt(n, 0, "CLI exited before its banner");
 		c->head_len += (size_t)n;
+	}
+}
+
+/* Read the child's stdout until @text has appeared in it. */
+static void
+cli_wait_for(struct cli *c, const char *text)
+{
+	c->head[c->head_len] = '\0';
+	while (strstr(c->head, text) == NULL) {
+		struct pollfd pf = {.fd = c->out, .events = POLLIN};
+		ssize_t n;
+
+		cr_assert_gt(
+			poll(&pf, 1, 10000), 0, "no '%s' from the CLI; so far:\n%s", text, c->head);
+		cr_assert_lt(c->head_len, sizeof(c->head) - 1, "output too long");
+		n = read(c->out, c->head + c->head_len, sizeof(c->head) - 1 - c->head_len);
+		cr_assert_gt(n, 0, "CLI exited; output:\n%s", c->head);
+		c->head_len += (size_t)n;
+		c->head[c->head_len] = '\0';
 	}
 }
 
@@ -169,10 +198,18 @@ cli_finish(struct cli *c, char *buf, size_t size)
 }
 
 static void
-to_island(struct cli *c, const void *buf, size_t len)
+to_island(struct cli *c, const void *msg, size_t len)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET};
+	uint8_t buf[2048];
 
+	memcpy(buf, msg, len);
+	if (auth_e) {
+		int n = isth_auth_seal(auth_e, ISTH_AUTH_DOWN, SELF, buf, len, sizeof(buf));
+
+		cr_assert_gt(n, 0);
+		len = (size_t)n;
+	}
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	a.sin_port = htons(c->island_port);
 	cr_assert_eq(sendto(c->edge, buf, len, 0, (struct sockaddr *)&a, sizeof(a)), (ssize_t)len);
@@ -187,6 +224,9 @@ from_island(struct cli *c, uint8_t *buf, size_t cap, struct isth_wire_pkt *p)
 	cr_assert_gt(poll(&pf, 1, 5000), 0, "nothing from the island");
 	n = recv(c->edge, buf, cap, 0);
 	cr_assert_gt(n, 0);
+	if (auth_e)
+		cr_assert_eq(isth_auth_verify(auth_e, ISTH_AUTH_UP, SELF, buf, (size_t)n),
+			ISTH_AUTH_OK, "the island's packet does not verify");
 	cr_assert_eq(isth_wire_parse_msg(buf, (size_t)n, &c->lim, p), ISTH_WIRE_OK);
 	return (size_t)n;
 }
@@ -201,7 +241,7 @@ send_round(struct cli *c, uint32_t r, uint64_t expected, uint64_t deadline_in_ns
 		.period_ns = deadline_in_ns,
 		.clique = expected | 1u << SELF,
 		.n_chunks = NCH,
-		.chunk_elems = CE,
+		.chunk_elems = ce,
 	};
 	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_ROUND,
@@ -224,7 +264,7 @@ static uint64_t
 send_agg(struct cli *c, uint32_t r, uint32_t ch, uint64_t set, uint16_t flags, bool lose,
 	uint32_t delta, int64_t seq)
 {
-	uint32_t count = ch == 0 ? CE : ELEMS - CE;
+	uint32_t count = ch == 0 ? ce : ELEMS - ce;
 	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_AGG,
 		.dtype = ISTH_WIRE_DTYPE_INT32,
@@ -245,7 +285,7 @@ send_agg(struct cli *c, uint32_t r, uint32_t ch, uint64_t set, uint16_t flags, b
 
 		for (unsigned int k = 0; k < N; k++)
 			if (set & (1u << k))
-				v += val_i32(k, r, ch * CE + i);
+				v += val_i32(k, r, ch * ce + i);
 		if (i == 0)
 			v += delta;
 		body[4 * i] = (uint8_t)v;
@@ -278,7 +318,7 @@ expect_data(struct cli *c, uint32_t r)
 
 			cr_assert_eq(
 				(uint32_t)(q[0] | q[1] << 8 | q[2] << 16 | (uint32_t)q[3] << 24),
-				val_i32(SELF, r, k * CE + i));
+				val_i32(SELF, r, k * ce + i));
 		}
 	}
 }
@@ -590,5 +630,90 @@ Test(island_cli, key_file_is_checked_before_anything_runs)
 		"grep -q 'job 5, not job 6'",
 		bin, path);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 0, "key file of another job not refused");
+	unlink(path);
+}
+
+/* Write @text to a new mode-0600 file and rename it over @path. */
+static void
+replace_file(const char *path, const char *text)
+{
+	char tmp[128];
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	cr_assert_eq(rename(tmp, path), 0);
+}
+
+static struct isth_auth_engine *
+engine_of(const char *path, struct isth_auth **a)
+{
+	struct isth_auth_conf ac = {.key_file = path, .job = JOB, .n_islands = N};
+	struct isth_auth_engine *e;
+	char err[256];
+
+	cr_assert_eq(isth_auth_create(&ac, a, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isth_auth_engine_create(*a, ISTH_AUTH_OPENSSL, &e), 0);
+	return e;
+}
+
+#define V2_KEY "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+
+/*
+ * --key-file: the CLI speaks version 2 (354-element chunks, DATA sealed
+ * with its UP key, the edge's sealed ROUND and AGGs verified) and a
+ * SIGHUP reloads the key file: epoch 2 from round 2 is appended after
+ * round 1, and round 2 is tagged and verified with it both ways.
+ */
+Test(island_cli, key_file_speaks_v2_and_sighup_rotates_keys)
+{
+	char path[] = "/tmp/isth_cli_v2.XXXXXX", out[8192];
+	const char *extra[] = {"--rounds", "2", "--overlap", "1", "--key-file", path, NULL};
+	struct isth_auth *a1, *a2;
+	struct isth_auth_engine *e1, *e2;
+	struct cli c;
+	int fd;
+
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	replace_file(path, "job 5\nepoch 1 round 0 key " V2_KEY "\n");
+	e1 = engine_of(path, &a1);
+	auth_e = e1;
+	ce = 354;
+	cli_start(&c, extra);
+	cr_expect(strstr(c.head, "chunks of 354") != NULL && strstr(c.head, "auth on") != NULL,
+		"banner: %s", c.head);
+
+	send_round(&c, 1, 0x5, 2000 * MS);
+	expect_data(&c, 1);
+	send_agg(&c, 1, 0, 0x5, 0, false, 0, -1);
+	send_agg(&c, 1, 1, 0x5, 0, false, 0, -1);
+	cli_wait_for(&c, "round 1 ");
+
+	/* the rotation: epoch 2 from round 2 appended, then SIGHUP */
+	replace_file(
+		path, "job 5\nepoch 1 round 0 key " V2_KEY "\nepoch 2 round 2 key " V2_KEY "\n");
+	e2 = engine_of(path, &a2);
+	cr_assert_eq(kill(c.pid, SIGHUP), 0);
+	cli_wait_for(&c, "keys reloaded");
+	auth_e = e2;
+	send_round(&c, 2, 0x5, 2000 * MS);
+	expect_data(&c, 2); /* verifies with epoch 2's UP key only */
+	send_agg(&c, 2, 0, 0x5, 0, false, 0, -1);
+	send_agg(&c, 2, 1, 0x5, 0, false, 0, -1);
+	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 0, "output:\n%s", out);
+	cr_expect(
+		strstr(summary(out), "rounds=2 aggregates=4 verified=4 wrong=0 partial=0 ") != NULL,
+		"output:\n%s", out);
+	auth_e = NULL;
+	ce = CE;
+	isth_auth_engine_free(e1);
+	isth_auth_engine_free(e2);
+	isth_auth_free(a1);
+	isth_auth_free(a2);
 	unlink(path);
 }
