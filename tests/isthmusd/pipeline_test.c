@@ -1812,8 +1812,11 @@ Test(isthmusd, access_nack_storm_is_capped, .init = eal_up, .fini = eal_down, .t
 			.chunk = i % CHUNKS,
 			.bitmap = (1u << A) | (1u << B) | (1u << C),
 		};
-		int32_t body[ELEMS] = {0};
-		struct rte_mbuf *m = make_frame(0x0a0a0001, 0x0a0a0002, &h, body, sizeof(body));
+		int32_t body[ELEMS];
+		struct rte_mbuf *m;
+
+		memset(body, 0, sizeof(body));
+		m = make_frame(0x0a0a0001, 0x0a0a0002, &h, body, sizeof(body));
 
 		cr_assert_eq(isth_resend_push(edge.agg_ring, m, now_ns(), NULL), 0);
 		rte_pktmbuf_free(m); /* the ring holds its own reference */
