@@ -95,6 +95,10 @@ Faults:
                           removed unless the run fails)
   --pmd af_packet|af_xdp  edge PMD (default af_packet); af_xdp loads lib/xdp's
                           steering program on each edge port (doc/xdp.md)
+  --auth on|off           authenticated wire format (default on): a per-run
+                          key file (random 256-bit key, mode 0600) in the
+                          run directory for every edge and island; off:
+                          version 1, edges and islands say so loudly
 up:
   --edges                 islands behind edges instead of sites on the WAN
   --env FILE              where to write the env file (default RUNDIR/env)
@@ -278,6 +282,7 @@ RESTART=-1
 PAUSE=
 KEEP=
 PMD=af_packet
+AUTH=on
 EDGES=0
 ENVF=
 USERCMD=()
@@ -307,6 +312,7 @@ while [ $# -gt 0 ]; do
 	--pause-wan) PAUSE=$2; shift 2 ;;
 	--keep) KEEP=$2; shift 2 ;;
 	--pmd) PMD=$2; shift 2 ;;
+	--auth) AUTH=$2; shift 2 ;;
 	--edges) [ "$CMD" = up ] || die "--edges: only with up"; EDGES=1; shift ;;
 	--env) [ "$CMD" = up ] || die "--env: only with up"; ENVF=$(realpath -m "$2"); shift 2 ;;
 	--) [ "$CMD" = up ] || die "'--': only with up"; shift; USERCMD=("$@"); break ;;
@@ -318,6 +324,7 @@ done
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces and veth)"
 case "$DTYPE" in int32|fp32) ;; *) die "--dtype: int32 or fp32" ;; esac
 case "$PMD" in af_packet|af_xdp) ;; *) die "--pmd: af_packet or af_xdp" ;; esac
+case "$AUTH" in on|off) ;; *) die "--auth: on or off" ;; esac
 if [ "$CMD" = run ]; then
 	ROUNDS=${ROUNDS:-5}
 	EDGES=1
@@ -369,6 +376,8 @@ size_bytes() {
 PAYLOAD_B=$(size_bytes "$PAYLOAD") || die "--payload-bytes: bad size"
 MEMORY_B=$(size_bytes "$MEMORY") || die "--memory-bytes: bad size"
 CHUNK_ELEMS=358			# DATA elements per packet at MTU 1500
+# authenticated (version 2): the 16-byte tag leaves 354 (doc/protocol.md)
+[ "$AUTH" = off ] || CHUNK_ELEMS=354
 CHUNK_B=$((CHUNK_ELEMS * 4))
 ELEMS=$(( (PAYLOAD_B + 3) / 4 ))
 
@@ -418,14 +427,29 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# --- authentication: the run's key file (doc/security.md) ---------------------
+# One job (1), one epoch from round 0, a 256-bit master key from the
+# kernel's CSPRNG; created 0600 (umask in a subshell) before a byte is
+# written, so no other user ever sees the key. Every edge ([auth]
+# key_file) and island (--key-file) of the run reads this file.
+KEYF=$WORK/job.key
+if [ "$AUTH" = on ] && [ "$EDGES" = 1 ]; then
+	( umask 077
+	  printf '# testbed run %s: isthmus key file (doc/protocol.md, "Key file")\njob 1\nepoch 1 round 0 key %s\n' \
+		"$RID" "$(od -An -v -tx1 -N32 /dev/urandom | tr -d ' \n')" >"$KEYF" ) ||
+		die "cannot write the key file $KEYF"
+	[ "$(stat -c %a "$KEYF")" = 600 ] || die "key file $KEYF: mode $(stat -c %a "$KEYF"), want 600"
+fi
+
 # --- topology: the first N sites, capacities scaled -------------------------
-python3 - "$SITES" "$LINKS" "$ISLANDS" "$SCALE" "$WORK" <<'PY' || die "bad topology"
-import sys
+TB_CHUNK_B=$CHUNK_B python3 - "$SITES" "$LINKS" "$ISLANDS" "$SCALE" "$WORK" <<'PY' || die "bad topology"
+import os, sys
 sites_f, links_f, n, scale, work = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
-# A DATA frame carries 1432 payload bytes in 1514 bytes on the wire
+# A DATA frame carries 1432 payload bytes (1416 with the tag) in 1514
+# bytes on the wire
 # (Ethernet 14, IPv4 20, UDP 8, isthmus 40): the planner, whose rates are
 # payload rates, plans on that goodput; the emulator carries wire bytes.
-goodput = 1432.0 / 1514.0
+goodput = float(os.environ["TB_CHUNK_B"]) / 1514.0
 rows = [l for l in open(sites_f) if l.strip() and not l.startswith("#")]
 hdr, sites = rows[0], rows[1:]
 if n == 0:
@@ -477,7 +501,7 @@ mapfile -t NAMES <"$WORK/names"
 mapfile -t LAT <"$WORK/latency"	# row k: one-way us from island k to each
 N=${#NAMES[@]}
 MAXLAT_US=$(tr ' ' '\n' <"$WORK/latency" | sort -n | tail -1)
-ACCESS_GBPS=$(awk -v k="$SCALE" 'BEGIN { printf "%.9g\n", 100 / k * 1432 / 1514 }')
+ACCESS_GBPS=$(awk -v k="$SCALE" -v c="$CHUNK_B" 'BEGIN { printf "%.9g\n", 100 / k * c / 1514 }')
 
 if [ "$EDGES" = 1 ]; then
 # --- the schedule, planned at the scaled capacities -------------------------
@@ -681,6 +705,9 @@ write_edge_conf() {
 		echo "[access]"
 		echo "port = net_${PMD}0"
 		[ "$PMD" = af_xdp ] && echo "xdp_iface = ta$RID$k"
+		# source pinning: isthmus frames from anyone but the island
+		# (access) or a peer edge (wan) are dropped in XDP (doc/xdp.md)
+		[ "$PMD" = af_xdp ] && echo "xdp_pin_sources = on"
 		echo "ip = 10.10.$k.1"
 		echo "island_ip = 10.10.$k.2"
 		echo "island_mac = $(mac 2 $k)"
@@ -688,6 +715,7 @@ write_edge_conf() {
 		echo "tail_wait = 20ms"
 		echo "port = net_${PMD}1"
 		[ "$PMD" = af_xdp ] && echo "xdp_iface = tw$RID$k"
+		[ "$PMD" = af_xdp ] && echo "xdp_pin_sources = on"
 		echo "ip = 10.0.$k.1"
 		echo "gateway_mac = $(mac 4 $k)"
 		read -r -a lat <<<"${LAT[$k]}"
@@ -708,7 +736,12 @@ write_edge_conf() {
 		echo "idle_polls = 16"
 		echo "idle_sleep = 200us"
 		echo "[auth]"
-		echo "mode = off"
+		if [ "$AUTH" = on ]; then
+			echo "mode = on"
+			echo "key_file = $KEYF"
+		else
+			echo "mode = off"
+		fi
 	} >"$WORK/edge$k.conf"
 }
 # Rounds island k plays. With --restart-edge K, island K takes no ROUND
@@ -726,6 +759,7 @@ start_island() {
 	local k=$1
 	local -a extra=()
 	[ "$k" = "$SILENT" ] && extra=(--stop-after 1)
+	if [ "$AUTH" = on ]; then extra+=(--key-file "$KEYF"); else extra+=(--auth off); fi
 	ip netns exec "isth-$RID-$k" "$ISLAND" --job 1 --island "$k" --islands "$N" \
 		--edge "10.10.$k.1:9471" --bind "10.10.$k.2:9471" --rounds "$(island_rounds "$k")" \
 		--dtype "$DTYPE" --elems "$ELEMS" --timeout $((margin + 30)) \
@@ -845,6 +879,8 @@ if [ "$CMD" = up ]; then
 			echo "TB_EPOCH_NS=$EPOCH"
 			echo "TB_ELEMS=$ELEMS"
 			echo "TB_GRACE_MS=$GRACE"
+			echo "TB_AUTH=$AUTH"
+			if [ "$AUTH" = on ]; then echo "TB_KEY_FILE=$KEYF"; fi
 		else
 			echo "TB_DATA_NET=10.0.0.0/16"
 		fi

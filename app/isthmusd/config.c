@@ -45,6 +45,11 @@ read_port(struct isth_conf *c, const char *sec, struct isthd_port *p)
 		rc = isth_conf_mac(c, sec, "mac", false, NULL, p->mac);
 	if (rc == 0)
 		rc = copy_str(c, sec, "xdp_iface", false, NULL, p->xdp_iface, sizeof(p->xdp_iface));
+	if (rc == 0)
+		rc = isth_conf_bool(c, sec, "xdp_pin_sources", false, false, &p->xdp_pin_sources);
+	if (rc == 0 && p->xdp_pin_sources && p->xdp_iface[0] == '\0')
+		rc = isth_conf_fail(c, sec, "xdp_pin_sources",
+			"needs xdp_iface (the interface running lib/xdp's program)");
 	return rc;
 }
 

@@ -31,6 +31,9 @@ struct isthd_peer {
 struct isthd_port {
 	char dev[64]; /* DPDK port name ("net_ring_access") or id ("0") */
 	char xdp_iface[32]; /* net_af_xdp: interface running lib/xdp's program */
+	/* xdp_pin_sources: the program drops isthmus frames from addresses
+	 * the site table does not name (access: the island; wan: the peers) */
+	bool xdp_pin_sources;
 	uint32_t ip; /* this edge's address on the port */
 	uint8_t mac[6]; /* zero: the port's own MAC */
 };

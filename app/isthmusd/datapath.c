@@ -201,6 +201,7 @@ serve_nack(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
 	struct rte_mbuf *out[ISTHD_BURST + 1];
 	struct isth_resend_cursor cur;
 	unsigned int i, n = p->hdr.count, n_gone, k;
+	uint32_t left;
 	uint16_t n_out;
 
 	isth_ctr_add(&d->st.nacks, 1);
@@ -223,9 +224,17 @@ serve_nack(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
 	}
 	if (isth_resend_nack_begin(d->agg_ring, &cur, ranges, n) < 0)
 		return; /* counted bad_nack by the ring */
+	left = isthd_repair_island_allowance(d); /* repair.c: the budget */
 	while (!isth_resend_nack_done(&cur)) {
-		k = isth_resend_nack_serve(
-			d->agg_ring, &cur, now_ns, out, ISTHD_BURST, gone, RTE_DIM(gone), &n_gone);
+		if (left == 0) {
+			isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_budget], 1);
+			break;
+		}
+		k = isth_resend_nack_serve(d->agg_ring, &cur, now_ns, out,
+			RTE_MIN(left, (uint32_t)ISTHD_BURST), gone, RTE_DIM(gone), &n_gone);
+		/* the budget counts what the ring served, sealed or not */
+		left -= k;
+		isthd_repair_island_charge(d, k);
 		if (d->auth.on)
 			k = reseal_resent(d, out, k);
 		n_out = (uint16_t)k;

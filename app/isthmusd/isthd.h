@@ -79,6 +79,8 @@ enum {
 	X(nack_bad_source, "peer NACK not from its sender's peer edge address") \
 	X(nack_not_clique, "peer NACK from an island outside the round's clique") \
 	X(repair_budget, "chunk repairs refused: the peer's budget for the round is spent") \
+	X(nack_budget, \
+		"island NACK cut short: its AGG repair budget (per NACK, per round) is spent") \
 	X(auth_format, "auth on: not wire version 2, AUTH not set or trailer_len not 16") \
 	X(auth_key, "auth on: no key (WAN: source address not a peer edge of the site table)") \
 	X(auth_epoch, "auth on: key epoch not the round's, or not loaded") \
@@ -210,6 +212,12 @@ struct isthd_repair {
 	uint32_t budget_chunks;
 	/* dp only: per peer island, per round & 1 (isthd_repair_serve) */
 	struct isthd_repair_budget budget[ISTHD_MAX_PEERS][2];
+	/* init: AGG repairs one island NACK may get (half a round's AGGs),
+	 * and the island per round of the edge's clock (one round's) */
+	uint32_t island_nack_cap;
+	uint32_t island_budget;
+	/* dp only: the island's budget for the round running (+1) */
+	struct isthd_repair_budget island;
 	/* ctl writes (release, before published), dp reads: expected set of
 	 * round r in slot r & 3 */
 	struct {
@@ -363,6 +371,10 @@ void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n, uin
 void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
 unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns);
 void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
+/* The island's NACKs (datapath.c): AGG repairs the next NACK may get, and
+ * the repairs it got. */
+uint32_t isthd_repair_island_allowance(struct isthd *d);
+void isthd_repair_island_charge(struct isthd *d, uint32_t n);
 
 /* auth.c */
 /* Load the key file (or warn loudly that auth is off): --check does it. */

@@ -27,6 +27,11 @@ isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 
 	rp->n_chunks =
 		(uint32_t)((isth_sched_payload_bytes(d->sched) + chunk_bytes - 1) / chunk_bytes);
+	/* the island's NACK budget: a round's AGGs per round, half per NACK
+	 * (the island NACKs again nack_interval later) */
+	rp->island_budget = RTE_MAX(rp->n_chunks, 1u);
+	rp->island_nack_cap = (rp->island_budget + 1) / 2;
+	memset(&rp->island, 0, sizeof(rp->island));
 	rp->rx_words = rp->n_chunks / 64 + 1;
 	rp->base[0].round = rp->base[1].round = UINT64_MAX;
 	for (unsigned int i = 0; i < RTE_DIM(rp->rtab); i++)
@@ -344,4 +349,34 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 		if (k == 0 && n_gone == 0)
 			break;
 	}
+}
+
+/*
+ * The island's NACKs are served from the AGG ring (datapath.c, serve_nack)
+ * within a budget, so that no NACK stream, even from the island's own
+ * address, makes the edge send more than one round's AGGs per round:
+ * at most island_nack_cap repairs per NACK and island_budget per round of
+ * the edge's clock (d->current, whatever round the NACK names). A NACK
+ * cut short is counted nack_budget; the island NACKs again later.
+ * @return repairs the next NACK may get.
+ */
+uint32_t
+isthd_repair_island_allowance(struct isthd *d)
+{
+	uint64_t cur = __atomic_load_n(&d->current, __ATOMIC_ACQUIRE);
+	struct isthd_repair_budget *b = &d->rep.island;
+	uint32_t left;
+
+	if (b->round1 != cur + 1) {
+		b->round1 = cur + 1;
+		b->used = 0;
+	}
+	left = d->rep.island_budget - b->used;
+	return left < d->rep.island_nack_cap ? left : d->rep.island_nack_cap;
+}
+
+void
+isthd_repair_island_charge(struct isthd *d, uint32_t n)
+{
+	d->rep.island.used += n;
 }

@@ -245,6 +245,32 @@ fail:
 	return rc;
 }
 
+/*
+ * [access|wan] xdp_pin_sources: the addresses the program on port @i
+ * (0 access, 1 wan) accepts isthmus frames from, from the site table: the
+ * island's on the access port, every peer edge's on the WAN. Filled
+ * before pinning is turned on. @return 0, or -errno with @err set.
+ */
+static int
+isthd_xdp_pin_sources(struct isthd *d, int i, char *err, size_t err_size)
+{
+	const struct isthd_port *port = i ? &d->cfg.wan : &d->cfg.access;
+	int rc = 0;
+
+	err[0] = '\0';
+	if (!port->xdp_pin_sources)
+		return 0;
+	if (i == 0)
+		rc = isth_xdp_source_add(d->xdp[i], rte_cpu_to_be_32(d->cfg.island_ip), d->island);
+	for (unsigned int s = 0; i == 1 && rc == 0 && s < d->n_islands && s < ISTHD_MAX_PEERS; s++)
+		if (d->peer_of[s] != NULL)
+			rc = isth_xdp_source_add(d->xdp[i], rte_cpu_to_be_32(d->peer_of[s]->ip), s);
+	if (rc < 0)
+		snprintf(err, err_size, "%s: [%s] xdp_pin_sources: %s", d->cfg.path,
+			i ? "wan" : "access", strerror(-rc));
+	return rc;
+}
+
 int
 isthd_setup(struct isthd *d, char *err, size_t err_size)
 {
@@ -316,8 +342,14 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 			if (ports[i]->xdp_iface[0] == '\0')
 				continue;
 			d->xdp[i] = isth_xdp_open_iface(ports[i]->xdp_iface);
-			if (d->xdp[i] == NULL ||
-				isth_xdp_configure(d->xdp[i], d->cfg.udp_port, 0) < 0) {
+			if (d->xdp[i] == NULL || isthd_xdp_pin_sources(d, i, err, err_size) < 0 ||
+				isth_xdp_configure(d->xdp[i], d->cfg.udp_port,
+					ports[i]->xdp_pin_sources ? ISTH_XDP_CFG_F_PIN_SOURCES
+								  : 0) < 0) {
+				if (d->xdp[i] != NULL && err[0] != '\0') {
+					rc = -EINVAL;
+					goto fail;
+				}
 				snprintf(err, err_size,
 					"%s: [%s] xdp_iface: no isthmus XDP program on %s (%s); "
 					"start the port with "

@@ -157,6 +157,8 @@ do_xdp(const char *cmd __rte_unused, const char *params __rte_unused, struct rte
 		ADD(t, key, c.malformed);
 		snprintf(key, sizeof(key), "%s_no_xsk", names[i]);
 		ADD(t, key, c.no_xsk);
+		snprintf(key, sizeof(key), "%s_spoofed", names[i]);
+		ADD(t, key, c.spoofed);
 	}
 	return 0;
 }
@@ -209,8 +211,8 @@ isthd_telemetry_register(struct isthd *d)
 	rc |= rte_telemetry_register_cmd("/isthmus/resend", cmd_resend,
 		"AGG resend ring: stored, served, expired, GONE. No parameters.");
 	rc |= rte_telemetry_register_cmd("/isthmus/xdp", cmd_xdp,
-		"XDP steering counters of af_xdp ports (steered, passed, malformed, no_xsk). No "
-		"parameters.");
+		"XDP steering counters of af_xdp ports (steered, passed, malformed, no_xsk, "
+		"spoofed). No parameters.");
 	rc |= rte_telemetry_register_cmd("/isthmus/reload", cmd_reload,
 		"Reload the schedule file; takes effect at a round boundary. No parameters.");
 	return rc ? -EINVAL : 0;

@@ -18,6 +18,12 @@
  * kernel (and counted as no_xsk) rather than dropped in the driver. A
  * redirect that succeeds here can still be dropped later if the socket's
  * RX ring is full; the PMD reports those in imissed (XDP_STATISTICS).
+ *
+ * With ISTH_XDP_CFG_F_PIN_SOURCES set in isth_config, an isthmus frame is
+ * steered only if its IPv4 source address is in isth_sources (isthmusd
+ * fills it from the site table: the peers' edges on the WAN port, the
+ * island on the access port); the others are dropped here and counted
+ * spoofed, so spoofed traffic costs neither the PMD nor the kernel.
  */
 
 #include <linux/bpf.h>
@@ -68,6 +74,13 @@ struct {
 	__type(value, struct isth_xdp_group);
 } isth_groups SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ISTH_XDP_MAX_SOURCES);
+	__type(key, __be32);
+	__type(value, struct isth_xdp_source);
+} isth_sources SEC(".maps");
+
 /* Port used while isth_config holds 0. A skeleton loader may set it before
  * load; an object loaded by the PMD keeps the compiled-in default. */
 const volatile __u16 isth_default_port = ISTH_XDP_DEFAULT_PORT;
@@ -76,6 +89,7 @@ enum verdict {
 	V_PASS,
 	V_MALFORMED,
 	V_STEER,
+	V_SPOOFED,
 };
 
 static __always_inline enum verdict
@@ -142,6 +156,13 @@ classify(void *data, void *data_end)
 		bpf_map_lookup_elem(&isth_groups, &ip->daddr) == NULL)
 		return V_PASS;
 
+	/* Source pinning: an isthmus frame from an address the site table
+	 * does not name never reaches the PMD (nor the kernel: the port is
+	 * isthmus's, a spoofed frame has no business anywhere). */
+	if (cfg != NULL && (cfg->flags & ISTH_XDP_CFG_F_PIN_SOURCES) &&
+		bpf_map_lookup_elem(&isth_sources, &ip->saddr) == NULL)
+		return V_SPOOFED;
+
 	return V_STEER;
 }
 
@@ -159,6 +180,11 @@ isth_xdp_steer(struct xdp_md *ctx)
 	v = classify(data, data_end);
 	cnt = bpf_map_lookup_elem(&isth_counters, &key);
 
+	if (v == V_SPOOFED) {
+		if (cnt != NULL)
+			cnt->spoofed++;
+		return XDP_DROP;
+	}
 	if (v != V_STEER) {
 		if (cnt != NULL) {
 			if (v == V_MALFORMED)

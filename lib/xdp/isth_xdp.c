@@ -32,6 +32,7 @@ struct isth_xdp {
 	int counters_fd;
 	int config_fd;
 	int groups_fd;
+	int sources_fd;
 	int xsks_fd; /* -1 for borrowed maps */
 	int ncpus; /* possible CPUs: per-CPU value count */
 	struct isth_xdp_cpu_counters *percpu; /* scratch for reads */
@@ -65,6 +66,7 @@ handle_alloc(void)
 	x->counters_fd = -1;
 	x->config_fd = -1;
 	x->groups_fd = -1;
+	x->sources_fd = -1;
 	x->xsks_fd = -1;
 	return x;
 }
@@ -90,6 +92,7 @@ isth_xdp_destroy(struct isth_xdp *x)
 		close_fd(&x->counters_fd);
 		close_fd(&x->config_fd);
 		close_fd(&x->groups_fd);
+		close_fd(&x->sources_fd);
 	}
 	free(x->percpu);
 	free(x);
@@ -119,6 +122,7 @@ isth_xdp_create(uint16_t default_port)
 	x->counters_fd = bpf_map__fd(x->skel->maps.isth_counters);
 	x->config_fd = bpf_map__fd(x->skel->maps.isth_config);
 	x->groups_fd = bpf_map__fd(x->skel->maps.isth_groups);
+	x->sources_fd = bpf_map__fd(x->skel->maps.isth_sources);
 	x->xsks_fd = bpf_map__fd(x->skel->maps.xsks_map);
 	return x;
 
@@ -157,6 +161,8 @@ static const struct {
 		offsetof(struct isth_xdp, config_fd)},
 	{ISTH_XDP_MAP_GROUPS, BPF_MAP_TYPE_HASH, sizeof(struct isth_xdp_group),
 		offsetof(struct isth_xdp, groups_fd)},
+	{ISTH_XDP_MAP_SOURCES, BPF_MAP_TYPE_HASH, sizeof(struct isth_xdp_source),
+		offsetof(struct isth_xdp, sources_fd)},
 };
 
 #define N_MAPS (sizeof(isth_maps) / sizeof(isth_maps[0]))
@@ -165,7 +171,7 @@ static const struct {
 static bool
 all_maps_found(const struct isth_xdp *x)
 {
-	return x->counters_fd >= 0 && x->config_fd >= 0 && x->groups_fd >= 0;
+	return x->counters_fd >= 0 && x->config_fd >= 0 && x->groups_fd >= 0 && x->sources_fd >= 0;
 }
 
 /* The program on an interface: prefer native, then generic, then offload. */
@@ -271,7 +277,7 @@ destroy:
 	return NULL;
 }
 
-static const char *const pin_names[] = {"counters", "config", "groups"};
+static const char *const pin_names[] = {"counters", "config", "groups", "sources"};
 
 static int
 pin_path(char *buf, size_t size, const char *dir, size_t k)
@@ -405,6 +411,7 @@ isth_xdp_read(const struct isth_xdp *x, struct isth_xdp_counters *out)
 		out->passed += x->percpu[i].passed;
 		out->malformed += x->percpu[i].malformed;
 		out->no_xsk += x->percpu[i].no_xsk;
+		out->spoofed += x->percpu[i].spoofed;
 	}
 	return 0;
 }
@@ -418,7 +425,7 @@ isth_xdp_configure(struct isth_xdp *x, uint16_t udp_port, uint16_t flags)
 	};
 	uint32_t key = 0;
 
-	if (x == NULL || (flags & ~ISTH_XDP_CFG_F_ANY_GROUP) != 0)
+	if (x == NULL || (flags & ~(ISTH_XDP_CFG_F_ANY_GROUP | ISTH_XDP_CFG_F_PIN_SOURCES)) != 0)
 		return -EINVAL;
 	if (bpf_map_update_elem(x->config_fd, &key, &cfg, BPF_ANY) != 0)
 		return -errno;
@@ -451,6 +458,28 @@ isth_xdp_group_del(struct isth_xdp *x, uint32_t group_be)
 	if (x == NULL || !is_multicast(group_be))
 		return -EINVAL;
 	if (bpf_map_delete_elem(x->groups_fd, &group_be) != 0)
+		return -errno;
+	return 0;
+}
+
+int
+isth_xdp_source_add(struct isth_xdp *x, uint32_t addr_be, uint32_t island)
+{
+	struct isth_xdp_source v = {.island = island};
+
+	if (x == NULL || addr_be == 0 || is_multicast(addr_be))
+		return -EINVAL;
+	if (bpf_map_update_elem(x->sources_fd, &addr_be, &v, BPF_ANY) != 0)
+		return errno == ENOSPC || errno == E2BIG ? -E2BIG : -errno;
+	return 0;
+}
+
+int
+isth_xdp_source_del(struct isth_xdp *x, uint32_t addr_be)
+{
+	if (x == NULL)
+		return -EINVAL;
+	if (bpf_map_delete_elem(x->sources_fd, &addr_be) != 0)
 		return -errno;
 	return 0;
 }

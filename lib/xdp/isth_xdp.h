@@ -14,7 +14,7 @@
  * isth_xdp_create() and attach it. Both give the same handle, through
  * which the counters are read and the port and multicast groups are set.
  * The maps can also be pinned in bpffs, by default under
- * /sys/fs/bpf/isthmus/<iface>/ (counters, config, groups), for other
+ * /sys/fs/bpf/isthmus/<iface>/ (counters, config, groups, sources), for other
  * processes and for `bpftool map dump pinned ...`.
  *
  * EAL-free, control plane only: every call makes system calls. Errors are
@@ -44,6 +44,7 @@ struct isth_xdp_counters {
 	uint64_t passed; /**< not isthmus: left to the kernel */
 	uint64_t malformed; /**< truncated/inconsistent headers: kernel */
 	uint64_t no_xsk; /**< isthmus, but no socket on the queue */
+	uint64_t spoofed; /**< isthmus, source not pinned: dropped */
 };
 
 /** How isth_xdp_attach() attaches. */
@@ -147,7 +148,9 @@ int isth_xdp_read(const struct isth_xdp *x, struct isth_xdp_counters *out);
  *   Host byte order; 0 returns to the program's default port.
  * @param flags
  *   ISTH_XDP_CFG_F_* (ISTH_XDP_CFG_F_ANY_GROUP: steer every multicast
- *   group, not only those added).
+ *   group, not only those added; ISTH_XDP_CFG_F_PIN_SOURCES: drop isthmus
+ *   frames whose source address was not added with
+ *   isth_xdp_source_add(), counted spoofed).
  * @return 0, -EINVAL (unknown flag), or the errno of the map update.
  */
 int isth_xdp_configure(struct isth_xdp *x, uint16_t udp_port, uint16_t flags);
@@ -168,8 +171,26 @@ int isth_xdp_group_add(struct isth_xdp *x, uint32_t group_be, uint32_t job);
 int isth_xdp_group_del(struct isth_xdp *x, uint32_t group_be);
 
 /**
- * Pin the counters, config and groups maps as <dir>/counters,
- * <dir>/config and <dir>/groups, replacing stale pins. bpffs must be
+ * Accept isthmus frames from an IPv4 source address (network byte order)
+ * while source pinning is on (ISTH_XDP_CFG_F_PIN_SOURCES). Add every
+ * address before turning pinning on: frames from the others are dropped.
+ *
+ * @param island  the island the address speaks for (informational)
+ * @return 0, -EINVAL (0.0.0.0 or a multicast address), -E2BIG
+ *   (ISTH_XDP_MAX_SOURCES addresses already), or the errno of the update.
+ */
+int isth_xdp_source_add(struct isth_xdp *x, uint32_t addr_be, uint32_t island);
+
+/**
+ * Stop accepting a source address.
+ *
+ * @return 0, -EINVAL, -ENOENT (not in the map).
+ */
+int isth_xdp_source_del(struct isth_xdp *x, uint32_t addr_be);
+
+/**
+ * Pin the counters, config, groups and sources maps as <dir>/counters,
+ * <dir>/config, <dir>/groups and <dir>/sources, replacing stale pins. bpffs must be
  * mounted (mount -t bpf bpf /sys/fs/bpf).
  *
  * @param dir

@@ -19,6 +19,8 @@
 #define ISTH_XDP_MAX_QUEUES 64
 /** Entries of the multicast group map. */
 #define ISTH_XDP_MAX_GROUPS 256
+/** Entries of the pinned source address map (peers' edges and the island). */
+#define ISTH_XDP_MAX_SOURCES 256
 
 /*
  * Map names. The af_xdp PMD of DPDK 22.11 looks its map up by the name
@@ -30,6 +32,7 @@
 #define ISTH_XDP_MAP_COUNTERS "isth_counters"
 #define ISTH_XDP_MAP_CONFIG "isth_config"
 #define ISTH_XDP_MAP_GROUPS "isth_groups"
+#define ISTH_XDP_MAP_SOURCES "isth_sources"
 
 /**
  * Verdict counters, one copy per CPU in a BPF_MAP_TYPE_PERCPU_ARRAY with
@@ -50,10 +53,16 @@ struct isth_xdp_cpu_counters {
 	/** isthmus frames on a queue without an AF_XDP socket in xsks_map;
 	 * left to the kernel (no socket: dropped there) */
 	__u64 no_xsk;
+	/** isthmus frames from a source address not in isth_sources while
+	 * ISTH_XDP_CFG_F_PIN_SOURCES is set: dropped here (XDP_DROP) */
+	__u64 spoofed;
 };
 
 /** Flags of struct isth_xdp_config. */
 #define ISTH_XDP_CFG_F_ANY_GROUP 0x1 /**< steer every multicast group */
+/** Source pinning: drop isthmus frames whose IPv4 source address is not in
+ * isth_sources (the site table's peer edges and the island). */
+#define ISTH_XDP_CFG_F_PIN_SOURCES 0x2
 
 /**
  * Run-time configuration: BPF_MAP_TYPE_ARRAY, one entry (key 0).
@@ -76,6 +85,16 @@ struct isth_xdp_config {
  */
 struct isth_xdp_group {
 	__u32 job; /**< job the group belongs to (informational) */
+};
+
+/**
+ * Pinned sources: BPF_MAP_TYPE_HASH, key = IPv4 source address in network
+ * byte order (__be32), value = struct isth_xdp_source. Written by: the
+ * control plane (isth_xdp_source_add()); read by: the XDP program on every
+ * isthmus frame while ISTH_XDP_CFG_F_PIN_SOURCES is set.
+ */
+struct isth_xdp_source {
+	__u32 island; /**< island the address speaks for (informational) */
 };
 
 #endif /* ISTH_XDP_SHARED_H */

@@ -72,6 +72,17 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_FP32);
 	cr_expect_not(c.auth);
 	cr_expect_str_eq(c.key_file, "");
+	cr_expect(!c.wan.xdp_pin_sources, "source pinning is off by default");
+	cr_assert_eq(isthd_config_parse(GOOD_HEAD
+			     "[access]\nport = a\nip = 10.10.0.1\nisland_ip = 10.10.0.2\n"
+			     "island_mac = 02:00:00:00:00:02\nxdp_iface = veth0\n"
+			     "xdp_pin_sources = on\n[wan]\nport = w\nip = 10.0.0.1\n"
+			     "gateway_mac = 02:00:00:00:01:00\nxdp_iface = veth1\n"
+			     "xdp_pin_sources = yes\n[auth]\nmode = off\n",
+			     "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect(c.access.xdp_pin_sources);
+	cr_expect(c.wan.xdp_pin_sources);
 }
 
 struct bad_conf {
@@ -137,6 +148,13 @@ static struct bad_conf bad_confs[] = {
 	 "island_mac = 02:00:00:00:00:02\n[wan]\nport = p\nip = 1.2.3.6\ngateway_mac = "
 	 "02:00:00:00:00:03\n",
 		"t.conf:10: [wan] port: 'p' is also the access port"},
+	/* source pinning is the XDP program's: no program, no pinning */
+	{"!"
+	 "[isthmusd]\nisland = 1\njob = 1\n[access]\nport = a\nip = 1.2.3.4\nisland_ip = 1.2.3.5\n"
+	 "island_mac = 02:00:00:00:00:02\n[wan]\nport = p\nip = 1.2.3.6\ngateway_mac = "
+	 "02:00:00:00:00:03\nxdp_pin_sources = on\n",
+		"t.conf:13: [wan] xdp_pin_sources: needs xdp_iface (the interface running "
+		"lib/xdp's program)"},
 };
 
 ParameterizedTestParameters(isthmusd_config, errors)

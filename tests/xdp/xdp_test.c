@@ -38,6 +38,8 @@ enum expect {
 #define DST_UNICAST 0x0a000001u /* 10.0.0.1 */
 #define GROUP_IN 0xef010203u /* 239.1.2.3: added to the map */
 #define GROUP_OUT 0xef010204u /* 239.1.2.4: not added */
+#define SRC_PEER 0x0a000002u /* 10.0.0.2: the default source */
+#define SRC_SPOOF 0x0a000063u /* 10.0.0.99: in no site table */
 
 /* How a frame departs from a well-formed IPv4/UDP isthmus frame. */
 struct spec {
@@ -56,6 +58,7 @@ struct spec {
 	uint16_t payload; /* bytes after the UDP header */
 	uint16_t cut; /* truncate the frame to this many bytes */
 	uint16_t pad_to; /* Ethernet padding up to this many bytes */
+	uint32_t saddr; /* host order; 0: SRC_PEER */
 };
 
 static void
@@ -109,7 +112,7 @@ build(const struct spec *s, uint8_t *buf, size_t size)
 	put16(buf + ip_off + 6, s->frag_off);
 	buf[ip_off + 8] = 64;
 	buf[ip_off + 9] = s->proto != 0 ? s->proto : 17;
-	put32(buf + ip_off + 12, 0x0a000002u);
+	put32(buf + ip_off + 12, s->saddr != 0 ? s->saddr : SRC_PEER);
 	put32(buf + ip_off + 16, s->daddr != 0 ? s->daddr : DST_UNICAST);
 	/* options (if ihl > 5): NOPs */
 	if (ihl_size > 20)
@@ -512,5 +515,81 @@ Test(xdp, pin_and_open_pinned)
 	cr_assert_eq(errno, ENOENT);
 	*strrchr(dir, '/') = '\0';
 	rmdir(dir);
+	isth_xdp_destroy(x);
+}
+
+/*
+ * Source pinning (issue 15): with ISTH_XDP_CFG_F_PIN_SOURCES, an isthmus
+ * frame from an address not added with isth_xdp_source_add() is dropped in
+ * XDP (XDP_DROP, counted spoofed), unicast or to a group; frames that are
+ * not isthmus's are left to the kernel as before; without the flag the
+ * map is not consulted.
+ */
+Test(xdp, pinned_sources_drop_spoofed_frames)
+{
+	struct spec peer = {.name = "peer"};
+	struct spec spoof = {.name = "spoof", .saddr = SRC_SPOOF};
+	struct spec spoof_group = {.name = "spoof group", .saddr = SRC_SPOOF, .daddr = GROUP_IN};
+	struct spec spoof_other = {.name = "spoof ssh", .saddr = SRC_SPOOF, .dport = 22};
+	struct spec spoof_bad = {.name = "spoof bad", .saddr = SRC_SPOOF, .tot_len_adj = 200};
+	uint8_t a[128], b[128], g[128], o[128], m[128];
+	size_t la, lb, lg, lo, lm;
+	struct isth_xdp_counters c;
+	struct isth_xdp *x;
+
+	la = build(&peer, a, sizeof(a));
+	lb = build(&spoof, b, sizeof(b));
+	lg = build(&spoof_group, g, sizeof(g));
+	lo = build(&spoof_other, o, sizeof(o));
+	lm = build(&spoof_bad, m, sizeof(m));
+	x = create_or_skip(0);
+	cr_assert_eq(isth_xdp_group_add(x, htonl(GROUP_IN), 7), 0);
+
+	/* not pinned: any source is steered */
+	cr_assert_eq(run(x, a, la, 1), XDP_PASS);
+	cr_assert_eq(run(x, b, lb, 1), XDP_PASS);
+	assert_counters(x, 2, 0, 0, "not pinned");
+
+	cr_assert_eq(isth_xdp_source_add(x, htonl(SRC_PEER), 1), 0);
+	cr_assert_eq(isth_xdp_configure(x, 0, ISTH_XDP_CFG_F_PIN_SOURCES), 0);
+	cr_assert_eq(run(x, a, la, 3), XDP_PASS, "pinned peer");
+	cr_assert_eq(run(x, b, lb, 5), XDP_DROP, "spoofed unicast");
+	cr_assert_eq(run(x, g, lg, 2), XDP_DROP, "spoofed to a group");
+	cr_assert_eq(run(x, o, lo, 1), XDP_PASS, "not isthmus: the kernel's");
+	cr_assert_eq(run(x, m, lm, 1), XDP_PASS, "malformed: the kernel's");
+	assert_counters(x, 2 + 3, 1, 1, "pinned");
+	cr_assert_eq(isth_xdp_read(x, &c), 0);
+	cr_expect_eq(c.spoofed, 7, "spoofed %lu", (unsigned long)c.spoofed);
+
+	/* a removed source is spoofed from then on */
+	cr_assert_eq(isth_xdp_source_del(x, htonl(SRC_PEER)), 0);
+	cr_assert_eq(isth_xdp_source_del(x, htonl(SRC_PEER)), -ENOENT);
+	cr_assert_eq(run(x, a, la, 1), XDP_DROP);
+	cr_assert_eq(isth_xdp_read(x, &c), 0);
+	cr_expect_eq(c.spoofed, 8);
+
+	/* pinning off: the map is not consulted */
+	cr_assert_eq(isth_xdp_configure(x, 0, 0), 0);
+	cr_assert_eq(run(x, b, lb, 1), XDP_PASS);
+	assert_counters(x, 2 + 3 + 1, 1, 1, "pinning off");
+	cr_assert_eq(isth_xdp_read(x, &c), 0);
+	cr_expect_eq(c.spoofed, 8);
+	isth_xdp_destroy(x);
+}
+
+Test(xdp, source_map_is_bounded_and_checked)
+{
+	struct isth_xdp *x;
+	uint32_t i;
+
+	x = create_or_skip(0);
+	cr_assert_eq(isth_xdp_source_add(NULL, htonl(SRC_PEER), 1), -EINVAL);
+	cr_assert_eq(isth_xdp_source_add(x, 0, 1), -EINVAL);
+	cr_assert_eq(isth_xdp_source_add(x, htonl(GROUP_IN), 1), -EINVAL);
+	cr_assert_eq(isth_xdp_source_del(NULL, htonl(SRC_PEER)), -EINVAL);
+	for (i = 0; i < ISTH_XDP_MAX_SOURCES; i++)
+		cr_assert_eq(isth_xdp_source_add(x, htonl(0x0a010000u + i), 1), 0, "source %u", i);
+	cr_assert_eq(isth_xdp_source_add(x, htonl(0x0a010000u + i), 1), -E2BIG);
+	cr_assert_eq(isth_xdp_source_add(x, htonl(0x0a010000u), 2), 0, "update when full");
 	isth_xdp_destroy(x);
 }
