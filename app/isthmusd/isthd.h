@@ -111,7 +111,13 @@ enum isthd_drop {
 		"NACK rounds to a peer after the first for the same round (back-off)") \
 	X(peer_chunks_unrepaired, "peer chunks still missing when NACKing stopped") \
 	X(peer_nacks_rx, "chunk NACKs received from peer edges") \
-	X(repairs_sent, "DATA resent to a peer edge")
+	X(repairs_sent, "DATA resent to a peer edge") \
+	X(peer_unrepaired_tail, \
+		"of peer_chunks_unrepaired: after the last chunk seen from that peer (a tail)") \
+	X(peer_unrepaired_unasked, "of peer_chunks_unrepaired: of a (round, peer) never NACKed") \
+	X(peer_repairs_rx, "repairs from peer edges that filled a missing chunk") \
+	X(peer_repairs_late, "of peer_repairs_rx: arrived after NACKing stopped (cutoff)") \
+	X(peer_data_late, "peer DATA (not a repair) first seen after NACKing stopped")
 
 enum { ISTHD_N_COUNTERS = 0 ISTHD_COUNTERS(ISTH_CTR_ONE) };
 

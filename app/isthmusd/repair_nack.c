@@ -153,8 +153,14 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 		return; /* a duplicate: the backend counts it */
 	bits[c / 64] |= 1ull << (c % 64);
 	t->n_rx++;
-	if (p->hdr.flags & ISTH_WIRE_F_RESENT)
+	if (p->hdr.flags & ISTH_WIRE_F_RESENT) {
+		isth_ctr_add(&d->st.peer_repairs_rx, 1);
+		if (t->done) /* NACKing for it had stopped */
+			isth_ctr_add(&d->st.peer_repairs_late, 1);
 		return; /* a repair says nothing about the stream */
+	}
+	if (t->done) /* its sender (or this edge's worker) is late */
+		isth_ctr_add(&d->st.peer_data_late, 1);
 	/* the sender's stream is here now at chunk c: the rest follows at
 	 * its rate (a late or slow sender moves its tail's due time) */
 	cns = d->rep.rtab[r & 3].chunk_ns[s];
@@ -173,6 +179,22 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	}
 	if (c + 1 > t->next)
 		t->next = c + 1;
+}
+
+/* NACKing for (round, sender) @t stopped with chunks missing: count them,
+ * and of them the tail (after the last chunk its stream brought) and
+ * those never NACKed, so that a partial says why (doc/isthmusd.md). */
+static void
+unrepaired(struct isthd *d, const struct isthd_rx_track *t, const uint64_t *bits)
+{
+	uint32_t n = d->rep.n_chunks - t->n_rx, tail = 0;
+
+	for (uint32_t c = t->next; c < d->rep.n_chunks; c++)
+		tail += !chunk_seen(bits, c);
+	isth_ctr_add(&d->st.peer_chunks_unrepaired, n);
+	isth_ctr_add(&d->st.peer_unrepaired_tail, tail);
+	if (t->nacks == 0)
+		isth_ctr_add(&d->st.peer_unrepaired_unasked, n);
 }
 
 /*
@@ -224,8 +246,7 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			cut = start + d->rep.rtab[r & 3].cutoff[s];
 			if (now_ns > cut) {
 				t->done = 1;
-				isth_ctr_add(
-					&d->st.peer_chunks_unrepaired, d->rep.n_chunks - t->n_rx);
+				unrepaired(d, t, bits);
 				continue;
 			}
 			pending = true;
