@@ -301,6 +301,7 @@ void isthd_eal_cleanup(void);
 
 /* clock.c */
 uint64_t isthd_now_ns(void);
+uint64_t isthd_tsc_hz_measure(uint64_t span_ns, uint64_t fallback);
 uint64_t isthd_ns_to_tsc(const struct isthd *d, uint64_t ns);
 uint64_t isthd_tsc_to_ns(const struct isthd *d, uint64_t tsc);
 
