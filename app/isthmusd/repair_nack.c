@@ -115,19 +115,24 @@ rx_slot(struct isthd *d, uint64_t r, unsigned int s, uint64_t **bits)
 	return t;
 }
 
-/* A NACK for (r, s) went out at @now: the next one waits the back-off,
- * which doubles up to 8 times the first. */
+/*
+ * A NACK for (r, s) went out at @now: the next one waits the back-off, a
+ * round trip + tail_wait. It does not grow: the cutoff ends NACKing within
+ * the round anyway, the serving edge's budget caps the repairs (one
+ * round's stream and a quarter per peer), and on a lossy multi-hop path a
+ * doubling back-off left room for two or three attempts where a constant
+ * one leaves four to six (doc/performance.md, section 9).
+ */
 static void
 nack_sent(struct isthd *d, struct isthd_rx_track *t, uint64_t r, unsigned int s, uint64_t now_ns)
 {
-	uint64_t cap = 8 * d->rep.rtab[r & 3].backoff_ns[s];
-
+	RTE_SET_USED(r);
+	RTE_SET_USED(s);
 	if (t->nacks)
 		isth_ctr_add(&d->st.peer_nack_retries, 1);
 	if (t->nacks < UINT16_MAX)
 		t->nacks++;
 	t->nack_at = now_ns + t->backoff_ns;
-	t->backoff_ns = t->backoff_ns * 2 > cap ? cap : t->backoff_ns * 2;
 }
 
 /*
