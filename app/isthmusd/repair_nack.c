@@ -173,7 +173,7 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 		t->last_due = now_ns + (uint64_t)(d->rep.n_chunks - 1 - c) * cns;
 		/* a stream still coming after the plan's due time (a late
 		 * sender): its tail is not due yet, retries ask for gaps only */
-		if (c + 1 < d->rep.n_chunks)
+		if (c + 1 < d->rep.n_chunks && !t->done)
 			t->tail_due = 0;
 	}
 	if (c > t->next && !t->done) {
@@ -249,7 +249,12 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 				continue;
 			}
 			cut = start + d->rep.rtab[r & 3].cutoff[s];
-			if (now_ns > cut) {
+			/* Past the cutoff, NACKing stops, unless a NACK fell
+			 * due before it (a retry, or the tail, due at the
+			 * cutoff at the latest) and this pass came late (the
+			 * worker slept or was preempted): that last NACK
+			 * leaves now, with its copies, rather than never. */
+			if (now_ns > cut && !((t->nack_at && t->nack_at <= cut) || !t->tail_due)) {
 				t->done = 1;
 				unrepaired(d, t, bits);
 				continue;
