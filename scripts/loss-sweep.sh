@@ -72,7 +72,7 @@ run() {
 	"$ROOT/scripts/testbed.sh" run --schedule "$SCHED" --rounds "$ROUNDS" --seed "$seed" \
 		--keep "$dir" "$@" "${EXTRA[@]}" >"$OUT/$label-s$seed.out" 2>&1 || true
 	local sum
-	sum=$(grep '^SUMMARY' "$OUT/$label-s$seed.out" | tail -1)
+	sum=$(grep '^SUMMARY' "$OUT/$label-s$seed.out" | tail -1) || true
 	if [ -z "$sum" ]; then
 		echo "$label seed $seed: no SUMMARY (see $OUT/$label-s$seed.out)" >&2
 		status=1
