@@ -83,6 +83,10 @@ Impairments on every WAN link (seeded, reproducible):
   --ge P/R/LB[/LG]        Gilbert-Elliott bursty loss (isthmus-wan --ge): e.g.
                           0.00204/0.1/1 is a 2 % average in bursts of 10 packets
   --seed S                (default 1)
+  --slack-rtts K          edges sum repairs until the round's end + K longest
+                          round trips + 20 ms ([agg] round_slack; islands wait
+                          that + 40 ms): more room for NACK retries under loss
+                          (default 1; doc/testbed.md)
 Faults:
   --silent-island K       island K stops sending after its first round
   --restart-edge K        stop edge K during round 1 and start it again: it
@@ -272,6 +276,7 @@ PAYLOAD=130K
 MEMORY=0
 SCALE=10000
 QUEUE_MS=
+SLACK_RTTS=1
 ROUNDS=
 DTYPE=int32
 STARTUP=8
@@ -304,6 +309,7 @@ while [ $# -gt 0 ]; do
 	--corrupt) CORRUPT=$2; shift 2 ;;
 	--ge) GE=$2; shift 2 ;;
 	--seed) SEED=$2; shift 2 ;;
+	--slack-rtts) SLACK_RTTS=$2; shift 2 ;;
 	--dtype) DTYPE=$2; shift 2 ;;
 	--startup) STARTUP=$2; STARTUP_SET=1; shift 2 ;;
 	--ready-timeout) READY_TIMEOUT=$2; shift 2 ;;
@@ -338,6 +344,7 @@ fi
 [ -z "$ROUNDS" ] || { [[ "$ROUNDS" =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ]; } || die "--rounds: a positive integer"
 [[ "$SCALE" =~ ^[0-9]+$ ]] && [ "$SCALE" -ge 1 ] || die "--scale: a positive integer"
 [[ "$STARTUP" =~ ^[0-9]+$ ]] && [ "$STARTUP" -ge 1 ] || die "--startup: a positive integer (seconds)"
+[[ "$SLACK_RTTS" =~ ^[1-9]$ ]] || die "--slack-rtts: 1 to 9 (longest round trips)"
 [[ "$READY_TIMEOUT" =~ ^[0-9]+$ ]] && [ "$READY_TIMEOUT" -ge 1 ] || die "--ready-timeout: a positive integer (seconds)"
 [ -z "$QUEUE_MS" ] || [[ "$QUEUE_MS" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--queue-ms: a number of milliseconds"
 if [ "$CMD" = up ] && { [ "$SILENT" -ge 0 ] || [ "$RESTART" -ge 0 ] || [ -n "$PAUSE" ]; }; then
@@ -545,7 +552,7 @@ FLOOR=$(( (NCHUNKS + 64) * 1472 * 2 ))
 # Unfinished chunks leave at the round's end + slack; the island waits for
 # them for a grace period past its deadline. A tail lost near the round's
 # end is repaired one round trip later: the slack covers the longest.
-SLACK_MS=$(( 2 * MAXLAT_US / 1000 + 20 ))
+SLACK_MS=$(( SLACK_RTTS * 2 * MAXLAT_US / 1000 + 20 ))
 
 fi
 # --- links and namespaces ---------------------------------------------------

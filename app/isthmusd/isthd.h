@@ -122,7 +122,13 @@ enum isthd_drop {
 		"NACK rounds to a peer after the first for the same round (back-off)") \
 	X(peer_chunks_unrepaired, "peer chunks still missing when NACKing stopped") \
 	X(peer_nacks_rx, "chunk NACKs received from peer edges") \
-	X(repairs_sent, "DATA resent to a peer edge")
+	X(repairs_sent, "DATA resent to a peer edge") \
+	X(peer_unrepaired_tail, \
+		"of peer_chunks_unrepaired: after the last chunk seen from that peer (a tail)") \
+	X(peer_unrepaired_unasked, "of peer_chunks_unrepaired: of a (round, peer) never NACKed") \
+	X(peer_repairs_rx, "repairs from peer edges that filled a missing chunk") \
+	X(peer_repairs_late, "of peer_repairs_rx: arrived after NACKing stopped (cutoff)") \
+	X(peer_data_late, "peer DATA (not a repair) first seen after NACKing stopped")
 
 enum { ISTHD_N_COUNTERS = 0 ISTHD_COUNTERS(ISTH_CTR_ONE) };
 
@@ -349,6 +355,7 @@ void isthd_eal_cleanup(void);
 
 /* clock.c */
 uint64_t isthd_now_ns(void);
+uint64_t isthd_tsc_hz_measure(uint64_t span_ns, uint64_t fallback);
 uint64_t isthd_ns_to_tsc(const struct isthd *d, uint64_t ns);
 uint64_t isthd_tsc_to_ns(const struct isthd *d, uint64_t tsc);
 

@@ -40,7 +40,11 @@ isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 		return 0;
 	memset(&rc, 0, sizeof(rc));
 	rc.size = d->cfg.resend_entries;
-	rc.window_ns = d->cfg.resend_window_ns;
+	/* a peer may NACK a chunk until the round's end + round_slack (see
+	 * isthd_repair_publish), and a round's first chunk leaves at its
+	 * start: keep every chunk at least that long */
+	rc.window_ns =
+		RTE_MAX(d->cfg.resend_window_ns, d->clk.round_ns + d->cfg.agg_round_slack_ns);
 	rc.linger_ns = d->cfg.resend_linger_ns;
 	rc.socket_id = (int)rte_socket_id();
 	rc.hdr_off = 0; /* bare messages */
@@ -115,11 +119,20 @@ isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v, uin
 		if (d->peer_of[i])
 			lat = d->peer_of[i]->latency_ns;
 		planned = v->snd[i].n_segs >= 1 && rate > 0;
-		/* without a latency, NACKing stops repair_before the end */
-		if (lat)
-			cut = T > lat ? T - lat : 0;
-		else
+		/* A repair is summed until the round's unfinished chunks leave
+		 * (its end + round_slack): the last NACK that can still bring
+		 * one leaves a round trip and repair_before (queueing, the
+		 * worker's pass) before that. Without a latency, NACKing
+		 * stops repair_before the end. */
+		if (lat) {
+			/* the serving edge keeps a round's base for two rounds */
+			uint64_t end = T + RTE_MIN(d->cfg.agg_round_slack_ns, T);
+			uint64_t need = 2 * lat + d->cfg.wan_repair_before_ns;
+
+			cut = end > need ? end - need : 0;
+		} else {
 			cut = T > d->cfg.wan_repair_before_ns ? T - d->cfg.wan_repair_before_ns : 0;
+		}
 		if (planned && lat)
 			at = off + (uint64_t)((__uint128_t)bits * 1000000000ull / rate) + lat;
 		else /* unknown: the last moment */

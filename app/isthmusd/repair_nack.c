@@ -117,19 +117,24 @@ rx_slot(struct isthd *d, uint64_t r, unsigned int s, uint64_t **bits)
 	return t;
 }
 
-/* A NACK for (r, s) went out at @now: the next one waits the back-off,
- * which doubles up to 8 times the first. */
+/*
+ * A NACK for (r, s) went out at @now: the next one waits the back-off, a
+ * round trip + tail_wait. It does not grow: the cutoff ends NACKing within
+ * the round anyway, the serving edge's budget caps the repairs (one
+ * round's stream and a quarter per peer), and on a lossy multi-hop path a
+ * doubling back-off left room for two or three attempts where a constant
+ * one leaves four to six (doc/performance.md, section 9).
+ */
 static void
 nack_sent(struct isthd *d, struct isthd_rx_track *t, uint64_t r, unsigned int s, uint64_t now_ns)
 {
-	uint64_t cap = 8 * d->rep.rtab[r & 3].backoff_ns[s];
-
+	RTE_SET_USED(r);
+	RTE_SET_USED(s);
 	if (t->nacks)
 		isth_ctr_add(&d->st.peer_nack_retries, 1);
 	if (t->nacks < UINT16_MAX)
 		t->nacks++;
 	t->nack_at = now_ns + t->backoff_ns;
-	t->backoff_ns = t->backoff_ns * 2 > cap ? cap : t->backoff_ns * 2;
 }
 
 /*
@@ -155,8 +160,14 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 		return; /* a duplicate: the backend counts it */
 	bits[c / 64] |= 1ull << (c % 64);
 	t->n_rx++;
-	if (p->hdr.flags & ISTH_WIRE_F_RESENT)
+	if (p->hdr.flags & ISTH_WIRE_F_RESENT) {
+		isth_ctr_add(&d->st.peer_repairs_rx, 1);
+		if (t->done) /* NACKing for it had stopped */
+			isth_ctr_add(&d->st.peer_repairs_late, 1);
 		return; /* a repair says nothing about the stream */
+	}
+	if (t->done) /* its sender (or this edge's worker) is late */
+		isth_ctr_add(&d->st.peer_data_late, 1);
 	/* the sender's stream is here now at chunk c: the rest follows at
 	 * its rate (a late or slow sender moves its tail's due time) */
 	cns = d->rep.rtab[r & 3].chunk_ns[s];
@@ -164,7 +175,7 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 		t->last_due = now_ns + (uint64_t)(d->rep.n_chunks - 1 - c) * cns;
 		/* a stream still coming after the plan's due time (a late
 		 * sender): its tail is not due yet, retries ask for gaps only */
-		if (c + 1 < d->rep.n_chunks)
+		if (c + 1 < d->rep.n_chunks && !t->done)
 			t->tail_due = 0;
 	}
 	if (c > t->next && !t->done) {
@@ -175,6 +186,22 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	}
 	if (c + 1 > t->next)
 		t->next = c + 1;
+}
+
+/* NACKing for (round, sender) @t stopped with chunks missing: count them,
+ * and of them the tail (after the last chunk its stream brought) and
+ * those never NACKed, so that a partial says why (doc/isthmusd.md). */
+static void
+unrepaired(struct isthd *d, const struct isthd_rx_track *t, const uint64_t *bits)
+{
+	uint32_t n = d->rep.n_chunks - t->n_rx, tail = 0;
+
+	for (uint32_t c = t->next; c < d->rep.n_chunks; c++)
+		tail += !chunk_seen(bits, c);
+	isth_ctr_add(&d->st.peer_chunks_unrepaired, n);
+	isth_ctr_add(&d->st.peer_unrepaired_tail, tail);
+	if (t->nacks == 0)
+		isth_ctr_add(&d->st.peer_unrepaired_unasked, n);
 }
 
 /*
@@ -224,10 +251,14 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 				continue;
 			}
 			cut = start + d->rep.rtab[r & 3].cutoff[s];
-			if (now_ns > cut) {
+			/* Past the cutoff, NACKing stops, unless a NACK fell
+			 * due before it (a retry, or the tail, due at the
+			 * cutoff at the latest) and this pass came late (the
+			 * worker slept or was preempted): that last NACK
+			 * leaves now, with its copies, rather than never. */
+			if (now_ns > cut && !((t->nack_at && t->nack_at <= cut) || !t->tail_due)) {
 				t->done = 1;
-				isth_ctr_add(
-					&d->st.peer_chunks_unrepaired, d->rep.n_chunks - t->n_rx);
+				unrepaired(d, t, bits);
 				continue;
 			}
 			pending = true;

@@ -393,7 +393,9 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 		goto fail;
 	}
 
-	d->clk.tsc_hz = rte_get_tsc_hz();
+	/* rounds are CLOCK_REALTIME's: the data path's TSC must run at its
+	 * rate, which DPDK's figure may not (clock.c) */
+	d->clk.tsc_hz = isthd_tsc_hz_measure(200000000ull, rte_get_tsc_hz());
 	memset(&pc, 0, sizeof(pc));
 	pc.tsc_hz = d->clk.tsc_hz;
 	pc.queue_size = d->cfg.pace_queue;

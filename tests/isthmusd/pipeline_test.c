@@ -952,7 +952,10 @@ run_pipeline(void)
 
 		cr_assert_leq(k, RTE_DIM(gone_nack_ns));
 		cr_expect_lt(gone_nack_ns[k - 1] - gone_nack_ns[k - 2], 1000000ull,
-			"last NACK not doubled");
+			"last NACK not doubled: %u NACKs, the last %llu, %llu, %llu us apart", k,
+			(unsigned long long)(gone_nack_ns[k - 1] - gone_nack_ns[k - 2]) / 1000,
+			(unsigned long long)(gone_nack_ns[k - 2] - gone_nack_ns[k - 3]) / 1000,
+			(unsigned long long)(gone_nack_ns[k - 3] - gone_nack_ns[k - 4]) / 1000);
 		cr_expect_geq(gone_nack_ns[k - 2] - gone_nack_ns[k - 3], 4000000ull,
 			"only the last NACK is doubled");
 	}

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The testbed loss sweep of doc/performance.md ("WAN repair near the
+# deadline"): scripts/testbed.sh run with loss p on every WAN link, for each
+# p and seed given, and Gilbert-Elliott bursty loss; one table row per run,
+# from the run's SUMMARY and the edges' final counters (doc/isthmusd.md,
+# "Counters and drops"), so that every partial result can be put down to
+# a cause: never NACKed, a tail, a repair that came after NACKing stopped,
+# DATA that itself came late (a starved sender or worker), the serving
+# edge no longer holding the chunk, or its budget.
+#
+#   scripts/loss-sweep.sh [--losses "0 0.01 ..."] [--seeds "1 2"]
+#       [--ge P/R/LB] [--rounds R] [--schedule NAME] [--out DIR]
+#       [-- extra testbed.sh run options]
+#
+# Needs what scripts/testbed.sh needs (root, a build). Runs one testbed at a
+# time; each run's directory is kept under DIR (default: a new temporary
+# directory) as DIR/<label>-s<seed>. Prints, per run:
+#   label seed partial aggregates per10k round/T wrong nacks retries
+#   unrepaired tail unasked repairs late_repairs late_data gone budget
+#   partial_timeout wan_loss_drops
+# Exit status: 0 if every run ended with wrong=0, 1 otherwise.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LOSSES="0 0.01 0.03 0.05 0.1"
+SEEDS="1 2"
+GE="0.00204/0.1/1"
+ROUNDS=15
+SCHED=triangles
+OUT=
+EXTRA=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--losses) LOSSES=$2; shift 2 ;;
+	--seeds) SEEDS=$2; shift 2 ;;
+	--ge) GE=$2; shift 2 ;;
+	--rounds) ROUNDS=$2; shift 2 ;;
+	--schedule) SCHED=$2; shift 2 ;;
+	--out) OUT=$2; shift 2 ;;
+	--) shift; EXTRA=("$@"); break ;;
+	-h|--help) sed -n 3,22p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "loss-sweep.sh: unknown option '$1' (--help)" >&2; exit 2 ;;
+	esac
+done
+[ -n "$OUT" ] || OUT=$(mktemp -d /tmp/isth-sweep.XXXXXX)
+mkdir -p "$OUT"
+
+# Sum counter NAME over the edges' final counters in run directory $1.
+ctr() {
+	cat "$1"/edge*.log 2>/dev/null |
+		awk -v n="$2" '$1 == n && $2 ~ /^[0-9]+$/ {s += $2} END {print s + 0}'
+}
+# Frames the emulator dropped for loss (random or Gilbert-Elliott).
+wan_loss() {
+	awk '$1 == "link" {n = 0; for (i = 1; i <= NF; i++) if ($i ~ /loss/) col[++n] = i; next}
+		$1 ~ /->/ {for (i = 1; i <= n; i++) s += $(col[i])}
+		$1 == "site" {n = 0}
+		END {print s + 0}' "$1/wan.log" 2>/dev/null || echo 0
+}
+
+status=0
+printf '%-8s %4s %7s %6s %7s %7s %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %7s %9s\n' \
+	label seed partial aggs per10k round/T wrong nacks retries unrepaired tail unasked \
+	repairs late_r late_data gone budget p_tmo wan_loss
+run() {
+	local label=$1 seed=$2 dir
+	shift 2
+	dir=$OUT/$label-s$seed
+	rm -rf "$dir"
+	"$ROOT/scripts/testbed.sh" run --schedule "$SCHED" --rounds "$ROUNDS" --seed "$seed" \
+		--keep "$dir" "$@" "${EXTRA[@]}" >"$OUT/$label-s$seed.out" 2>&1 || true
+	local sum
+	sum=$(grep '^SUMMARY' "$OUT/$label-s$seed.out" | tail -1) || true
+	if [ -z "$sum" ]; then
+		echo "$label seed $seed: no SUMMARY (see $OUT/$label-s$seed.out)" >&2
+		status=1
+		return
+	fi
+	local f
+	declare -A v=()
+	for f in $sum; do
+		[[ "$f" == *=* ]] && v[${f%%=*}]=${f#*=}
+	done
+	[ "${v[wrong]}" = 0 ] || status=1
+	printf '%-8s %4s %7s %6s %7.1f %7.2f %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %7s %9s\n' \
+		"$label" "$seed" "${v[partial]}" "${v[aggregates]}" \
+		"$(awk -v p="${v[partial]}" -v a="${v[aggregates]}" 'BEGIN {print a ? 10000 * p / a : 0}')" \
+		"$(awk -v m="${v[round_ms_mean]}" -v t="${v[round_ms_planned]}" 'BEGIN {print t ? m / t : 0}')" \
+		"${v[wrong]}" "$(ctr "$dir" peer_nacks_sent)" "$(ctr "$dir" peer_nack_retries)" \
+		"$(ctr "$dir" peer_chunks_unrepaired)" "$(ctr "$dir" peer_unrepaired_tail)" \
+		"$(ctr "$dir" peer_unrepaired_unasked)" "$(ctr "$dir" peer_repairs_rx)" \
+		"$(ctr "$dir" peer_repairs_late)" "$(ctr "$dir" peer_data_late)" \
+		"$(ctr "$dir" drop_repair_gone)" "$(ctr "$dir" drop_repair_budget)" \
+		"$(ctr "$dir" partial_timeout)" "$(wan_loss "$dir")"
+}
+for p in $LOSSES; do
+	for s in $SEEDS; do
+		run "p$p" "$s" --loss "$p"
+	done
+done
+if [ -n "$GE" ] && [ "$GE" != none ]; then
+	for s in $SEEDS; do
+		run "ge" "$s" --ge "$GE"
+	done
+fi
+echo "runs in $OUT"
+exit $status
