@@ -62,7 +62,7 @@ while [ $# -gt 0 ]; do
 	--build) BUILD=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--record) RECORD=1; ARGS+=("$1"); shift ;;
-	-h|--help) sed -n '3,31p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,30p' "$0"; exit 0 ;;
 	*) ARGS+=("$1"); shift ;;
 	esac
 done
