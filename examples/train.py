@@ -91,7 +91,8 @@ def worker(a):
     loss_fn = nn.CrossEntropyLoss()
     g = torch.Generator().manual_seed(a.seed * 1000 + a.island)
     os.makedirs(a.out, exist_ok=True)
-    log = open(os.path.join(a.out, "%s-%d.jsonl" % (a.mode, a.island)), "w")
+    label = a.label or a.mode
+    log = open(os.path.join(a.out, "%s-%d.jsonl" % (label, a.island)), "w")
 
     avg = sess = pg = None
     record = None
@@ -120,8 +121,11 @@ def worker(a):
         import torch.distributed as dist
         if a.ifname:
             os.environ["GLOO_SOCKET_IFNAME"] = a.ifname
+        # the rank is the island's place in gloo's ring (--rank-order);
+        # the island (its shard, its seed) stays what it is
         dist.init_process_group("gloo", init_method="tcp://" + a.master,
-                                rank=a.island, world_size=a.islands,
+                                rank=a.island if a.rank is None else a.rank,
+                                world_size=a.islands,
                                 timeout=__import__("datetime").timedelta(seconds=120))
         pg = dist
         grad = torch.zeros(flat_n)
@@ -182,7 +186,8 @@ def worker(a):
             log.write(json.dumps(ev) + "\n")
             log.flush()
     wall = time.perf_counter() - t0
-    summ = {"summary": True, "mode": a.mode, "island": a.island, "steps": a.steps,
+    summ = {"summary": True, "mode": a.mode, "label": label, "island": a.island,
+            "rank": a.rank, "steps": a.steps,
             "wall_s": wall, "steps_per_s": a.steps / wall,
             "idle_frac": comm_s / wall, "compute_s": compute_s,
             "final_acc": accuracy(model, xte, yte)}
@@ -192,7 +197,7 @@ def worker(a):
         summ["counters"] = {k: v for k, v in sess.counters().items() if v}
         sess.close()
         if record is not None:
-            np.savez(os.path.join(a.out, "record-%d.npz" % a.island),
+            np.savez(os.path.join(a.out, "record-%s-%d.npz" % (label, a.island)),
                      round=np.array(record["round"], np.int64),
                      sent=np.array(record["sent"], np.float32).reshape(-1, flat_n),
                      sum=np.array(record["sum"], np.float32).reshape(-1, flat_n),
@@ -256,6 +261,20 @@ def run_net(a):
     os.makedirs(a.out, exist_ok=True)
     data, target = digits()
     np.savez(os.path.join(a.out, "digits.npz"), data=data, target=target)
+    names = [e.get("TB_SITE_%d" % k, str(k)) for k in range(n)]
+    rank = list(range(n))               # gloo: rank of site k
+    if a.rank_order:
+        order = a.rank_order.replace(",", " ").split()
+        if sorted(order) != sorted(names):
+            sys.exit("train.py net: --rank-order %s does not name the testbed's sites %s once each"
+                     % (" ".join(order), " ".join(names)))
+        for r, name in enumerate(order):
+            rank[names.index(name)] = r
+    if a.mode == "gloo" and a.tcp_sysctl:
+        # TCP settings of the sites' kernels (one network namespace each)
+        for k in range(n):
+            subprocess.run([a.testbed, "exec", e["TB_ENV"], str(k), "sysctl", "-q", "-w"]
+                           + a.tcp_sysctl, check=True)
     extra, prefix = [], []
     for k in range(n):
         prefix.append((a.testbed, "exec", e["TB_ENV"], str(k)))
@@ -264,14 +283,16 @@ def run_net(a):
                           "--bind", "%s:9471" % e["TB_DATA_IP_%d" % k], "--job", e["TB_JOB"],
                           "--grace-ms", e.get("TB_GRACE_MS", "0")])
         else:
-            extra.append(["--master", "%s:29500" % e["TB_MGMT_IP_0"], "--ifname", e["TB_DATA_IF"]])
+            master = e["TB_MGMT_IP_%d" % rank.index(0)]     # rank 0's site
+            extra.append(["--master", "%s:29500" % master, "--ifname", e["TB_DATA_IF"],
+                          "--rank", str(rank[k])])
     t = time.time()
     procs = launch([worker_args(a, a.mode, k) + extra[k] for k in range(n)], a.mode,
                    dict(e), prefix=prefix)
     rc = 0
     for p in procs:
         rc |= p.wait()
-    print("train.py: %s run over the testbed took %.1f s" % (a.mode, time.time() - t),
+    print("train.py: %s run over the testbed took %.1f s" % (a.label or a.mode, time.time() - t),
           file=sys.stderr)
     return 1 if rc else 0
 
@@ -288,6 +309,8 @@ def worker_args(a, mode, k):
             "--avg-mode", a.avg_mode, "--blend", str(a.blend),
             "--overlap", str(a.overlap), "--period-ms", str(a.period_ms),
             "--data", os.path.join(a.out, "digits.npz")]
+    if a.label:
+        args += ["--label", a.label]
     if a.record:
         args.append("--record")
     return args
@@ -377,20 +400,46 @@ def report(a):
             "time_to_target_s": float(np.max(tt)),      # every island there
             "staleness_rounds": float(np.mean([s.get("staleness", 0.0) for s in summ])),
         }
-        if mode == "isthmus":
+        if mode.startswith("isthmus"):
             table[mode]["rounds_partial"] = int(sum(s.get("avg_partial", 0) for s in summ))
             table[mode]["rounds_applied"] = int(sum(s.get("avg_applied", 0) for s in summ))
+            # islands summed per applied round, self included: 1 means
+            # that no peer's contribution ever reached this island
+            applied = table[mode]["rounds_applied"]
+            table[mode]["contributors"] = (
+                float(sum(s.get("avg_contributors_sum", 0) for s in summ)) / applied
+                if applied else 0.0)
     print("%-8s %7s %10s %9s %9s %9s %12s %10s" % ("run", "islands", "steps/s", "final_acc",
                                                  "min_acc", "idle", "t_target_s", "staleness"))
     for mode, t in table.items():
         print("%-8s %7d %10.2f %9.3f %9.3f %9.3f %12.2f %10.2f" % (
             mode, t["islands"], t["steps_per_s"], t["final_acc"], t["final_acc_min"],
             t["idle_frac"], t["time_to_target_s"], t["staleness_rounds"]))
-    if "isthmus" in table and "gloo" in table:
-        a_, b_ = table["isthmus"]["time_to_target_s"], table["gloo"]["time_to_target_s"]
-        ratio = b_ / a_ if a_ > 0 and math.isfinite(a_) and math.isfinite(b_) else float("nan")
-        print("time to %.2f accuracy: gloo / isthmus = %.2f" % (a.target, ratio))
-        table["speedup_time_to_target"] = ratio
+        if "contributors" in t:
+            print("%s: %d rounds applied, %d partial, %.2f islands summed per round (self "
+                  "included)%s" % (mode, t["rounds_applied"], t["rounds_partial"],
+                                   t["contributors"],
+                                   ": NO PEER CONTRIBUTION ARRIVED, the islands trained alone"
+                                   if t["contributors"] <= 1.0 else ""))
+    # every isthmus run against every synchronous one (gloo, gloo-tuned)
+    for mine in [m for m in list(table) if m.startswith("isthmus")]:
+        for base in [m for m in list(table) if m.startswith("gloo")]:
+            a_, b_ = table[mine]["time_to_target_s"], table[base]["time_to_target_s"]
+            ratio = (b_ / a_ if a_ > 0 and math.isfinite(a_) and math.isfinite(b_)
+                     else float("nan"))
+            print("time to %.2f accuracy: %s / %s = %.2f" % (a.target, base, mine, ratio))
+            key = "speedup_time_to_target"
+            if (mine, base) != ("isthmus", "gloo"):
+                key += "_%s_vs_%s" % (mine, base)
+            table[key] = ratio
+    for mode in [m for m in list(table) if isinstance(table[m], dict)]:
+        # the machine's load average when the run started and ended
+        # (train.sh writes OUT/load-<run>.txt: `uptime` before and after)
+        f = os.path.join(a.out, "load-%s.txt" % mode)
+        if os.path.exists(f):
+            table[mode]["load"] = [l.split("load average:")[-1].strip()
+                                   for l in open(f) if "load average" in l]
+            print("%s: load average %s" % (mode, " -> ".join(table[mode]["load"])))
     table["target"] = a.target
     json.dump(table, open(os.path.join(a.out, "summary.json"), "w"), indent=1)
     try:
@@ -398,7 +447,8 @@ def report(a):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots(figsize=(7, 4))
-        colours = {"isthmus": "tab:blue", "gloo": "tab:red"}
+        colours = {"isthmus": "tab:blue", "isthmus-triangles": "tab:cyan",
+                   "gloo": "tab:red", "gloo-tuned": "tab:orange"}
         for mode, isl in sorted(runs.items()):
             for k, (ev, _) in sorted(isl.items()):
                 ax.plot([e["t"] for e in ev], [e["acc"] for e in ev],
@@ -416,21 +466,57 @@ def report(a):
     return 0
 
 
+def table(a):
+    """One markdown table over the repetitions (each DIR a `report`ed
+    run set, e.g. train.sh --pairs P: OUT/rep1 ... OUT/repP)."""
+    print("| rep | run | steps/s | wall s | final acc (mean / min) | idle | time to %.2f s "
+          "| staleness (rounds) | rounds partial / applied, islands summed | load average (start -> end) |" % a.target)
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    ratios = {}
+    for d in a.dirs:
+        f = os.path.join(d, "summary.json")
+        if not os.path.exists(f):
+            print("| %s | (no summary.json) |" % os.path.basename(d))
+            continue
+        t = json.load(open(f))
+        for mode, r in t.items():
+            if not isinstance(r, dict):
+                if mode.startswith("speedup"):
+                    ratios.setdefault(mode, []).append(r)
+                continue
+            part = ("%d / %d, %.2f" % (r["rounds_partial"], r["rounds_applied"],
+                                       r.get("contributors", 0))
+                    if "rounds_applied" in r else "-")
+            load = " -> ".join(x.split(",")[0] for x in r.get("load", []))
+            print("| %s | %s | %.2f | %.1f | %.3f / %.3f | %.3f | %s | %.2f | %s | %s |" % (
+                os.path.basename(d.rstrip("/")), mode, r["steps_per_s"], r["wall_s"],
+                r["final_acc"], r["final_acc_min"], r["idle_frac"],
+                "%.2f" % r["time_to_target_s"] if math.isfinite(r["time_to_target_s"])
+                else "not reached", r["staleness_rounds"], part, load))
+    print()
+    for k, v in sorted(ratios.items()):
+        print("%s: %s" % (k, ", ".join("%.2f" % x for x in v)))
+    return 0
+
+
 def check(a):
     """Every recorded aggregate must be the sum over its bitmap of what
     those islands sent for that round, within the fp32 summation bound
     (doc/island.md): |got - exact| <= (m - 1) * 2^-24 * sum |x_k|, plus,
     with --bf16-sums, 2^-8 * sum |x_peer| for the edge's rounding."""
     recs = {}
-    for f in glob.glob(os.path.join(a.out, "record-*.npz")):
-        k = int(os.path.basename(f)[7:-4])
+    for f in glob.glob(os.path.join(a.out, "record-%s-*.npz" % a.run)):
+        k = os.path.basename(f)[len("record-%s-" % a.run):-4]
+        if not k.isdigit():
+            continue                    # another run's (isthmus-triangles)
+        k = int(k)
         z = np.load(f)
         recs[k] = {int(r): (z["sent"][i].astype(np.float64), z["sum"][i].astype(np.float64),
                             [int(b) for b in z["bitmaps"][i]])
                    for i, r in enumerate(z["round"])}
         ce = int(z["chunk_elems"])
     if not recs:
-        sys.exit("train.py check: no record-*.npz in %s (run with --record)" % a.out)
+        sys.exit("train.py check: no record-%s-*.npz in %s (run with --record)" % (a.run, a.out))
     chunks = wrong = rounds = 0
     for k, rr in sorted(recs.items()):
         for r, (sent, got, bitmaps) in sorted(rr.items()):
@@ -461,7 +547,8 @@ def check(a):
                 chunks += 1
                 if np.any(np.abs(got[sl] - exact) > bound + 1e-30):
                     wrong += 1
-    print("CHECK islands=%d rounds=%d chunks=%d wrong=%d" % (len(recs), rounds, chunks, wrong))
+    print("CHECK run=%s islands=%d rounds=%d chunks=%d wrong=%d"
+          % (a.run, len(recs), rounds, chunks, wrong))
     return 0 if wrong == 0 and chunks > 0 else 1
 
 
@@ -491,6 +578,8 @@ def common(p):
                    help="digits as an .npz (data, target); default: scikit-learn's")
     p.add_argument("--record", action="store_true",
                    help="isthmus: keep what was sent and summed, for `check`")
+    p.add_argument("--label", default=None,
+                   help="the run's name in the logs (default: the mode), e.g. gloo-tuned")
 
 
 def main():
@@ -508,6 +597,8 @@ def main():
     w.add_argument("--launcher", action="store_true",
                    help="print READY <port> and wait for GO <ns> on stdin")
     w.add_argument("--master", default="127.0.0.1:29500", help="gloo: rendezvous IP:PORT")
+    w.add_argument("--rank", type=int, default=None,
+                   help="gloo: this island's rank (default: the island)")
     w.add_argument("--ifname", default=None, help="gloo: interface for the data")
     w.add_argument("--allreduce-pad-ms", type=float, default=0.0,
                    help="gloo, local mode only: add a modelled WAN all-reduce time")
@@ -524,13 +615,22 @@ def main():
     nt = sub.add_parser("net")
     common(nt)
     nt.add_argument("--mode", choices=["isthmus", "gloo"], required=True)
+    nt.add_argument("--rank-order", default=None,
+                    help="gloo: site names in rank order (gloo's ring follows the ranks), "
+                         "e.g. the planner's shortest ring")
+    nt.add_argument("--tcp-sysctl", action="append", default=[], metavar="KEY=VALUE",
+                    help="gloo: a sysctl for every site's kernel TCP (repeatable)")
     nt.add_argument("--testbed", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                       "..", "scripts", "testbed.sh"))
     sz = sub.add_parser("size", help="print the model's parameter count")
     sz.add_argument("--hidden", type=int, default=128)
     sz.add_argument("--seed", type=int, default=1)
+    tb = sub.add_parser("table", help="one markdown table over repetitions' summaries")
+    tb.add_argument("dirs", nargs="+")
+    tb.add_argument("--target", type=float, default=0.9)
     c = sub.add_parser("check")
     c.add_argument("out")
+    c.add_argument("--run", default="isthmus", help="the isthmus run's label")
     c.add_argument("--bf16-sums", action="store_true",
                    help="the edges returned bf16 sums ([agg] bf16_out = bf16, isthmusd's "
                         "default): allow their one rounding")
@@ -547,6 +647,8 @@ def main():
         return report(a)
     if a.cmd == "net":
         return run_net(a)
+    if a.cmd == "table":
+        return table(a)
     if a.cmd == "size":
         print(sum(p.numel() for p in make_model(a.hidden, a.seed).parameters()))
         return 0

@@ -26,6 +26,7 @@ ITERS=10
 ROUNDS=10
 ONLY=mpi-default,mpi-ring,mpi-recdbl,gloo,gloo-ring,isthmus-best,isthmus-triangles
 OUT=
+TBARGS=()
 
 usage() {
 	sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'
@@ -40,6 +41,8 @@ Options:
   --only LIST        comma-separated subset of mpi-default, mpi-ring,
                      mpi-recdbl, gloo, gloo-ring, isthmus-best, isthmus-triangles
   --out DIR          keep every log and the table in DIR (default: a temp dir)
+  --auth on|off, --queue-ms D, --tb-arg A
+                     passed to every scripts/testbed.sh run and up
   --table            with --out DIR of an earlier run: only print its table
 Prints the table (time per exchange, mean and min, and ratios) last.
 USAGE
@@ -56,6 +59,8 @@ while [ $# -gt 0 ]; do
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
+	--auth|--queue-ms) TBARGS+=("$1" "$2"); shift 2 ;;
+	--tb-arg) TBARGS+=("$2"); shift 2 ;;
 	--table) TABLE_ONLY=1; shift ;;
 	__peers) shift; MODE=peers; break ;;
 	-h|--help) usage; exit 0 ;;
@@ -180,7 +185,7 @@ echo "peers: $ISLANDS sites, $BYTES B per exchange, scale 1/$SCALE, $REPS interl
 PEERS=$(echo "$ONLY" | tr ',' '\n' | grep -E '^(mpi-|gloo)' | paste -sd, || true)
 for ((rep = 1; rep <= REPS; rep++)); do
 	if [ -n "$PEERS" ]; then
-		"$TB" up --islands "$ISLANDS" --scale "$SCALE" -- \
+		"$TB" up --islands "$ISLANDS" --scale "$SCALE" "${TBARGS[@]}" -- \
 			"$ROOT/scripts/peers.sh" __peers "$OUT" "$rep" "$PEERS" "$BYTES" "$ITERS" >"$OUT/up.$rep.log" 2>&1 ||
 			{ tail -5 "$OUT/up.$rep.log" >&2; die "testbed up failed"; }
 	fi
@@ -189,7 +194,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
 		echo "peers: rep $rep: isthmus-$sched" >&2
 		rm -rf "$OUT/isthmus-$sched.$rep"
 		"$TB" run --islands "$ISLANDS" --scale "$SCALE" --payload-bytes "$PAYLOAD" \
-			--schedule "$sched" --rounds "$ROUNDS" --keep "$OUT/isthmus-$sched.$rep" \
+			--schedule "$sched" --rounds "$ROUNDS" --keep "$OUT/isthmus-$sched.$rep" "${TBARGS[@]}" \
 			>"$OUT/isthmus-$sched.$rep.log" 2>&1 ||
 			echo "peers: isthmus-$sched run $rep failed (see $OUT/isthmus-$sched.$rep.log)" >&2
 	done

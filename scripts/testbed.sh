@@ -71,7 +71,8 @@ Topology and schedule:
                           run: 1000; up: isthmus-wan's, 100)
 Run:
   --rounds R              rounds to play (default 5; up --edges: unlimited)
-  --dtype int32|fp32      tensor type (default int32)
+  --dtype int32|fp32      tensor type (default int32); up: also any (the edges
+                          check no type: bf16 DATA, scripts/train.sh)
   --startup S             first try: epoch S seconds after the edges start
                           (default 8). The epoch holds only if every edge and
                           island is ready T + 0.5 s before it; else all are
@@ -328,7 +329,8 @@ while [ $# -gt 0 ]; do
 done
 
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces and veth)"
-case "$DTYPE" in int32|fp32) ;; *) die "--dtype: int32 or fp32" ;; esac
+case "$DTYPE" in int32|fp32) ;; any) [ "$CMD" = up ] || die "--dtype any: only with up" ;;
+*) die "--dtype: int32 or fp32 (up: or any, the edges admitting every type, e.g. bf16)" ;; esac
 case "$PMD" in af_packet|af_xdp) ;; *) die "--pmd: af_packet or af_xdp" ;; esac
 case "$AUTH" in on|off) ;; *) die "--auth: on or off" ;; esac
 if [ "$CMD" = run ]; then

@@ -5,7 +5,9 @@
 # synchronously with torch.distributed (gloo), and compare (doc/training.md).
 #
 #   scripts/train.sh [--build DIR] [--out DIR] [train.py options...]
-#   scripts/train.sh --testbed [--schedule S] [--scale K] [--startup S] [--build DIR] [--out DIR] [...]
+#   scripts/train.sh --testbed [--schedule S] [--scale K] [--startup S] [--runs LIST]
+#                    [--pairs P] [--queue-ms D] [--auth on|off] [--tb-arg A]
+#                    [--build DIR] [--out DIR] [train.py options...]
 #
 # Without --testbed, on this host: the isthmus run against loopback edges
 # (python/isthmus/loopback.py: rounds of --period-ms, rotating triangles),
@@ -16,6 +18,13 @@
 # edges (`up --edges`, schedule S, default triangles, payload = the model),
 # the gloo run with kernel TCP over isthmus-wan (data on eth0, rendezvous
 # on the management bridge).
+# --runs LIST (testbed): runs in this order, each of isthmus (schedule S),
+# isthmus-triangles, gloo (gloo's defaults: ranks in the sites' order) and
+# gloo-tuned (ranks in the order of the planner's shortest ring, TCP without
+# slow start after idle); default isthmus,gloo. --pairs P repeats the list P
+# times, interleaved, in OUT/rep1 ... OUT/repP. --isthmus-steps N: the
+# isthmus runs' steps (default --steps). --queue-ms, --auth and --tb-arg A
+# are passed to scripts/testbed.sh for every run.
 # --record keeps every exchange and then checks every aggregate against
 # the exact sum over its bitmap (`train.py check`).
 # Output: a table, OUT/accuracy.png, OUT/summary.json.
@@ -33,6 +42,10 @@ SCALE=()
 STARTUP=()
 HIDDEN=128
 TARGET=0.9
+RUNS=isthmus,gloo
+ISTEPS=()
+PAIRS=0
+TBARGS=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--testbed) TESTBED=1; shift ;;
@@ -41,10 +54,15 @@ while [ $# -gt 0 ]; do
 	--startup) STARTUP=(--startup "$2"); shift 2 ;;
 	--hidden) HIDDEN=$2; ARGS+=("$1" "$2"); shift 2 ;;
 	--target) TARGET=$2; shift 2 ;;
+	--runs) RUNS=$2; shift 2 ;;
+	--pairs) PAIRS=$2; shift 2 ;;
+	--isthmus-steps) ISTEPS=(--steps "$2"); shift 2 ;;
+	--queue-ms|--auth) TBARGS+=("$1" "$2"); shift 2 ;;
+	--tb-arg) TBARGS+=("$2"); shift 2 ;;
 	--build) BUILD=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--record) RECORD=1; ARGS+=("$1"); shift ;;
-	-h|--help) sed -n '3,22p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,30p' "$0"; exit 0 ;;
 	*) ARGS+=("$1"); shift ;;
 	esac
 done
@@ -60,16 +78,69 @@ mkdir -p "$OUT"
 echo "train.sh: output in $OUT" >&2
 if [ "$TESTBED" = 1 ]; then
 	[ "$(id -u)" = 0 ] || { echo "train.sh: --testbed needs root (namespaces)" >&2; exit 1; }
-	rm -f "$OUT"/*.jsonl "$OUT"/record-*.npz
 	ELEMS=$("$PY" "$ROOT/examples/train.py" size --hidden "$HIDDEN")
-	# the edges' payload is the accumulator's size: 4 bytes an element,
-	# whatever the dtype on the wire (doc/island.md, bf16)
-	"$ROOT/scripts/testbed.sh" up --edges --schedule "$SCHED" "${SCALE[@]}" "${STARTUP[@]}" \
-		--payload-bytes $((ELEMS * 4)) -- \
-		"$PY" "$ROOT/examples/train.py" net --mode isthmus --out "$OUT" "${ARGS[@]}"
-	"$ROOT/scripts/testbed.sh" up "${SCALE[@]}" -- \
-		"$PY" "$ROOT/examples/train.py" net --mode gloo --out "$OUT" "${ARGS[@]}"
-	"$PY" "$ROOT/examples/train.py" report "$OUT" --target "$TARGET"
+	K=${SCALE[1]:-10000}
+	# gloo's ring follows the ranks: the tuned run puts them in the order
+	# of the shortest ring circumference, as the planner prints it for
+	# this payload at the testbed's scaled capacities
+	awk -F, -v k="$K" 'BEGIN { OFS = "," } /^#/ || NF < 4 { print; next }
+		$4 ~ /^[0-9.]+$/ { $4 = sprintf("%.9g", $4 / k * 1432 / 1514) } { print $1, $2, $3, $4 }' \
+		"$ROOT/conf/topologies/nine-city-links.csv" >"$OUT/ring-links.csv"
+	"$BUILD/app/isthmus-plan/isthmus-plan" --sites "$ROOT/conf/topologies/nine-city-sites.csv" \
+		--links "$OUT/ring-links.csv" --payload-bytes $((ELEMS * 4)) \
+		--access-gbps "$(awk -v k="$K" 'BEGIN { printf "%.9g", 100 / k * 1432 / 1514 }')" \
+		--replication edge --routing shortest --schedule triangles --quiet \
+		>"$OUT/ring-plan.txt" 2>&1 || { cat "$OUT/ring-plan.txt" >&2; exit 1; }
+	RING=$(sed -n 's/.*ring all-reduce (host-based, [0-9]* dependent steps, ring \([A-Z ]*\)).*/\1/p' \
+		"$OUT/ring-plan.txt")
+	[ -n "$RING" ] || { echo "train.sh: no ring order in $OUT/ring-plan.txt" >&2; exit 1; }
+	run_one() {	# run_one DIR RUN
+		local dir=$1 run=$2
+		rm -f "$dir/$run"-*.jsonl
+		uptime >"$dir/load-$run.txt"
+		case "$run" in
+		isthmus|isthmus-triangles)
+			local sched=$SCHED
+			[ "$run" = isthmus ] || sched=triangles
+			rm -f "$dir/record-$run"-*.npz
+			# the edges' payload is the accumulator's size: 4 bytes an
+			# element, whatever the dtype on the wire (doc/island.md)
+			# the edges admit DATA of the job's type only ([isthmusd]
+			# dtype): fp32, or any for bf16 (isthmusd names no bf16)
+			local dt=any
+			printf '%s\n' "${ARGS[@]}" | grep -qx fp32 && dt=fp32
+			"$ROOT/scripts/testbed.sh" up --edges --schedule "$sched" --dtype "$dt" "${SCALE[@]}" \
+				"${STARTUP[@]}" "${TBARGS[@]}" --payload-bytes $((ELEMS * 4)) -- \
+				"$PY" "$ROOT/examples/train.py" net --mode isthmus --label "$run" \
+				--out "$dir" "${ARGS[@]}" "${ISTEPS[@]}" ;;
+		gloo)
+			"$ROOT/scripts/testbed.sh" up "${SCALE[@]}" "${TBARGS[@]}" -- \
+				"$PY" "$ROOT/examples/train.py" net --mode gloo --out "$dir" "${ARGS[@]}" ;;
+		gloo-tuned)
+			"$ROOT/scripts/testbed.sh" up "${SCALE[@]}" "${TBARGS[@]}" -- \
+				"$PY" "$ROOT/examples/train.py" net --mode gloo --label gloo-tuned \
+				--rank-order "$RING" --tcp-sysctl net.ipv4.tcp_slow_start_after_idle=0 \
+				--out "$dir" "${ARGS[@]}" ;;
+		*) echo "train.sh: --runs: isthmus, isthmus-triangles, gloo or gloo-tuned, not '$run'" >&2
+			exit 2 ;;
+		esac
+		uptime >>"$dir/load-$run.txt"
+	}
+	echo "train.sh: gloo-tuned ranks in ring order $RING" >&2
+	DIRS=()
+	if [ "$PAIRS" -gt 0 ]; then
+		for ((p = 1; p <= PAIRS; p++)); do DIRS+=("$OUT/rep$p"); done
+	else
+		DIRS=("$OUT")
+	fi
+	for dir in "${DIRS[@]}"; do
+		mkdir -p "$dir"
+		for run in ${RUNS//,/ }; do run_one "$dir" "$run"; done
+		"$PY" "$ROOT/examples/train.py" report "$dir" --target "$TARGET"
+	done
+	if [ "$PAIRS" -gt 0 ]; then
+		"$PY" "$ROOT/examples/train.py" table --target "$TARGET" "${DIRS[@]}" | tee "$OUT/table.md"
+	fi
 else
 	"$PY" "$ROOT/examples/train.py" local --out "$OUT" --target "$TARGET" "${ARGS[@]}"
 fi
@@ -80,5 +151,9 @@ if [ "$RECORD" = 1 ]; then
 	if [ "$TESTBED" = 1 ] && ! printf '%s\n' "${ARGS[@]}" | grep -qx fp32; then
 		BF16=(--bf16-sums)
 	fi
-	"$PY" "$ROOT/examples/train.py" check "$OUT" "${BF16[@]}"
+	for dir in "${DIRS[@]:-$OUT}"; do
+		for run in ${RUNS//,/ }; do
+			case "$run" in isthmus*) "$PY" "$ROOT/examples/train.py" check "$dir" --run "$run" "${BF16[@]}" ;; esac
+		done
+	done
 fi

@@ -20,7 +20,11 @@ islands, never a wrong one, and is applied as it is. Results come back
 while the island keeps training: the island applies the *correction*
 ``target - sent`` of that round (``target`` = the clique average, or
 ``anchor_at_send + outer_lr * mean_delta``), scaled by ``blend``, so the
-local steps taken since the send are kept. Staleness is the age of the
+local steps taken since the send are kept. With several rounds in flight,
+the corrections applied since a round was sent are taken out of its own
+correction: they moved the island from a point the round never saw, and
+adding both would pull the island past the average (with blend 1 the
+island lands on the round's target plus its local steps since the send). Staleness is the age of the
 average when it reaches the model, in rounds: (time applied - the round's
 start) / T; ``behind`` counts the rounds this island sent meanwhile.
 """
@@ -40,11 +44,12 @@ def flat_size(params):
 
 
 class _Flight:
-    __slots__ = ("round", "sent", "anchor", "sent_at_index", "start_ns", "period_ns")
+    __slots__ = ("round", "sent", "anchor", "sent_at_index", "start_ns", "period_ns", "moved")
 
-    def __init__(self, r, sent, anchor, index):
+    def __init__(self, r, sent, anchor, index, moved):
         self.round, self.sent, self.anchor, self.sent_at_index = r.round, sent, anchor, index
         self.start_ns, self.period_ns = r.start_ns, r.period_ns
+        self.moved = moved          # Averager.moved when sent
 
 
 class Averager:
@@ -84,6 +89,9 @@ class Averager:
         self.flat = torch.empty(self.n, dtype=torch.float32)
         self.out = torch.empty(self.n, dtype=torch.float32)
         self.anchor = self._gather() if mode == "delta" else None
+        # every correction applied so far, summed: a round's own correction
+        # leaves out those applied after it was sent
+        self.moved = torch.zeros(self.n, dtype=torch.float32)
         # per element: which chunk it belongs to, to divide by its count
         ce = session.chunk_elems
         self.chunk_of = torch.arange(self.n) // ce
@@ -137,7 +145,9 @@ class Averager:
             target = f.anchor + self.outer_lr * mean
             corr = target - (f.anchor + f.sent)
             self.anchor = target
-        self._add(self.blend * corr)
+        corr = self.blend * (corr - (self.moved - f.moved))
+        self._add(corr)
+        self.moved += corr
         st = self.stats
         st["applied"] += 1
         st["complete" if res.complete else "partial"] += 1
@@ -195,7 +205,7 @@ class Averager:
         except Error:
             self.stats["send_errors"] += 1
             return
-        self.inflight.append(_Flight(r, sent, anchor, self.sends))
+        self.inflight.append(_Flight(r, sent, anchor, self.sends, self.moved.clone()))
         self.sends += 1
         self.since = 0
         self.stats["sent"] += 1
@@ -205,7 +215,11 @@ class Averager:
         of training)."""
         end = time.monotonic() + timeout
         while self.inflight and time.monotonic() < end:
-            self.s.ready(self.inflight[0].round, timeout=max(0.0, end - time.monotonic()))
+            try:
+                self.s.ready(self.inflight[0].round, timeout=max(0.0, end - time.monotonic()))
+            except Error as e:
+                if e.errno != errno.ESTALE:
+                    raise               # a stale round: poll() counts it lost
             self.poll()
         return not self.inflight
 

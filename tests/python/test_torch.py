@@ -2,6 +2,7 @@
 """isthmus.torch.Averager against loopback edges (isthmus.loopback): the
 averages are checked against means computed here from the values each
 island started with, with the divisor the contributors actually summed."""
+import errno
 import time
 
 import pytest
@@ -146,3 +147,79 @@ def test_bad_configurations_are_refused():
         with pytest.raises(ValueError, match="mode"):
             Averager([torch.zeros(10)], s, mode="sgd")
         s.close()
+
+
+class _Round:
+    def __init__(self, r, period_ns=10**9):
+        now = time.time_ns()
+        self.round, self.start_ns, self.period_ns = r, now, period_ns
+        self.deadline_ns = now + 10 * period_ns
+
+
+class _Result:
+    def __init__(self, n_chunks, bitmap):
+        self.chunk_bitmaps = [bitmap] * n_chunks
+        self.complete = True
+
+
+class _ScriptedSession:
+    """A session whose rounds and sums the test decides: announce() a
+    round, finish() it with a sum; what the Averager sent is kept."""
+    dtype = "fp32"
+
+    def __init__(self, elems, islands=3):
+        self.elems = self.chunk_elems = elems
+        self.islands = islands
+        self.announced, self.sent, self.sums = [], {}, {}
+
+    def announce(self, r):
+        self.announced.append(_Round(r))
+
+    def finish(self, r, total):
+        self.sums[r] = total
+
+    def wait_round(self, timeout=10.0):
+        if not self.announced:
+            raise isthmus.Timeout(errno.ETIMEDOUT, "no ROUND")
+        return self.announced.pop(0)
+
+    def send(self, r, array):
+        self.sent[r] = array.clone()
+
+    def ready(self, r, timeout=0.0):
+        return r in self.sums
+
+    def result(self, r, out, timeout=10.0):
+        out.copy_(self.sums[r])
+        return _Result(1, (1 << self.islands) - 1)
+
+
+def test_rounds_in_flight_do_not_add_up_past_the_average():
+    """Two rounds in flight, both sent before either result: applying the
+    second must land on its own clique mean plus the local steps taken
+    after it was sent, not add both rounds' corrections (which would put
+    the island at m1 + m2 - x0 + p2)."""
+    n = 4
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    s = _ScriptedSession(n)
+    avg = Averager([x], s, max_inflight=3)
+    p1 = torch.tensor([0.5, 0.0, -0.5, 1.0])
+    p2 = torch.tensor([0.25, 0.25, 0.25, 0.25])
+    m1 = torch.tensor([10.0, 20.0, 30.0, 40.0])      # clique means
+    m2 = torch.tensor([-4.0, 8.0, 0.5, 2.0])
+    s.announce(1)
+    avg.step()                                       # sends x0
+    assert torch.equal(s.sent[1], torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    x.add_(p1)
+    s.announce(2)
+    avg.step()                                       # sends x0 + p1
+    assert torch.equal(s.sent[2], torch.tensor([1.5, 2.0, 2.5, 5.0]))
+    x.add_(p2)
+    s.finish(1, 3 * m1)
+    avg.poll()
+    # round 1 only: its mean plus every local step since its send
+    assert torch.equal(x, m1 + p1 + p2)
+    s.finish(2, 3 * m2)
+    avg.poll()
+    assert torch.equal(x, m2 + p2)
+    assert avg.stats["applied"] == 2 and avg.stats["complete"] == 2
