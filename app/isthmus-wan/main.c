@@ -25,6 +25,7 @@
 #include <rte_mbuf.h>
 
 #include "isth_text.h"
+#include "isth_sched.h"
 #include "wan.h"
 
 #define NB_RXD 1024
@@ -73,6 +74,13 @@ usage(FILE *f)
 		"port)\n"
 		"                        a packet to GROUP_IP reaches every member but its "
 		"source.\n"
+		"  --schedule FILE       route by the schedule file's 'route' lines (isthmus-plan\n"
+		"                        --out): a packet entering at site j in cycle round r\n"
+		"                        follows the planned path of (r, j, i) to each\n"
+		"                        destination i, the shortest path where the file has\n"
+		"                        none. Islands are matched to sites by name\n"
+		"  --epoch-ns NS         start of round 0, CLOCK_REALTIME ns (required when the\n"
+		"                        file says 'epoch runtime'; the same epoch as the edges')\n"
 		"\n"
 		"Model:\n"
 		"  --scale K             divide every capacity by K (100 Gbps -> 100 Mbps at "
@@ -162,6 +170,8 @@ enum {
 	O_ROUTES,
 	O_HELP,
 	O_QUEUE_MS,
+	O_SCHED,
+	O_EPOCH,
 };
 
 static const struct option opts[] = {
@@ -188,6 +198,8 @@ static const struct option opts[] = {
 	{"idle-us", required_argument, NULL, O_IDLE_US},
 	{"stats-interval", required_argument, NULL, O_STATS},
 	{"print-routes", no_argument, NULL, O_ROUTES},
+	{"schedule", required_argument, NULL, O_SCHED},
+	{"epoch-ns", required_argument, NULL, O_EPOCH},
 	{"help", no_argument, NULL, O_HELP},
 	{NULL, 0, NULL, 0},
 };
@@ -301,6 +313,9 @@ main(int argc, char **argv)
 	const char *sites = NULL, *links = NULL, *mapf = NULL, *groupsf = NULL;
 	uint64_t mbufs = 32767, lanes = 16384, idle_polls = 256, idle_us = 50, stats_s = 0, v;
 	struct isth_wan_params p = {.scale = 1, .seed = 1};
+	const char *schedf = NULL;
+	struct isth_sched *sched = NULL;
+	uint64_t epoch_ns = 0;
 	struct isth_wan_groups *groups = NULL;
 	struct isth_wan_sitemap *map = NULL;
 	struct isth_wan_impair *imp = NULL;
@@ -390,6 +405,13 @@ main(int argc, char **argv)
 		}
 		case O_TTL:
 			p.decrement_ttl = true;
+			break;
+		case O_SCHED:
+			schedf = optarg;
+			break;
+		case O_EPOCH:
+			if (parse_u64("epoch-ns", optarg, 1, UINT64_MAX, &epoch_ns) < 0)
+				goto out;
 			break;
 		case O_SEED:
 			if (parse_u64("seed", optarg, 0, UINT64_MAX, &p.seed) < 0)
@@ -550,6 +572,42 @@ main(int argc, char **argv)
 	}
 	p.pool = pool;
 	p.lane_entries = (uint32_t)lanes;
+	if (schedf != NULL) {
+		char serr[512];
+		struct timespec ts;
+		uint64_t tsc_hz = rte_get_tsc_hz(), now_tsc, now_ns;
+
+		sched = isth_sched_load(schedf, serr, sizeof(serr));
+		if (sched == NULL) {
+			fprintf(stderr, "isthmus-wan: %s\n", serr);
+			goto out;
+		}
+		if (epoch_ns == 0)
+			epoch_ns = isth_sched_epoch_ns(sched);
+		if (epoch_ns == 0) {
+			fprintf(stderr,
+				"isthmus-wan: %s says 'epoch runtime': give the job's epoch with "
+				"--epoch-ns\n",
+				schedf);
+			goto out;
+		}
+		/* the epoch on the poll clock (TSC): now_tsc + (epoch - now) */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		now_tsc = rte_rdtsc();
+		now_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		if (epoch_ns >= now_ns)
+			p.epoch_tsc =
+				now_tsc + (uint64_t)((double)(epoch_ns - now_ns) * 1e-9 * tsc_hz);
+		else if ((double)(now_ns - epoch_ns) * 1e-9 * tsc_hz < (double)now_tsc)
+			p.epoch_tsc =
+				now_tsc - (uint64_t)((double)(now_ns - epoch_ns) * 1e-9 * tsc_hz);
+		else
+			p.epoch_tsc = 0;
+		p.sched = sched;
+	} else if (epoch_ns != 0) {
+		fprintf(stderr, "isthmus-wan: --epoch-ns needs --schedule\n");
+		goto out;
+	}
 	w = isth_wan_create(t, map, groups, imp, &p);
 	if (w == NULL) {
 		fprintf(stderr, "isthmus-wan: %s\n", rte_strerror(rte_errno));
@@ -613,6 +671,7 @@ out:
 	free(groups);
 	free(map);
 	isth_topo_free(t);
+	isth_sched_free(sched);
 	if (eal)
 		rte_eal_cleanup();
 	return ret;

@@ -16,13 +16,15 @@
  *
  * At a node a packet carries the set of sites it must still reach (one bit
  * for unicast, the group's members for multicast). Routes are the planner's
- * shortest-latency paths from the *source* site, so a multicast copy follows
- * the source's tree, and the set splits by next link: one copy per link of
- * the tree, one per member site.
+ * shortest-latency paths from the *source* site, or, with a schedule, the
+ * planned paths of the source's round (build_routes()), so a multicast copy
+ * follows the source's tree, and the set splits by next link: one copy per
+ * link of the tree, one per member site.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +42,7 @@
 #include <rte_telemetry.h>
 
 #include "isth_ctr.h"
+#include "isth_sched.h"
 
 #include "wan.h"
 #include "wan_prng.h"
@@ -53,7 +56,7 @@ struct ent {
 	struct rte_mbuf *m;
 	uint64_t t; /* model time of arrival at the link's far node */
 	uint64_t dests; /* sites this copy must still reach */
-	uint32_t src; /* ingress site: selects the routing tree */
+	uint32_t src; /* routing tree: the ingress site, or a routed tree (w->tree_site) */
 };
 
 struct lane {
@@ -111,7 +114,15 @@ struct isth_wan {
 	int ngroups;
 	uint32_t *group_ip; /* sorted */
 	uint64_t *group_members;
-	int16_t *nh; /* nh[(src * n + v) * n + d]: link out of v towards d on src's tree */
+	int16_t *nh; /* nh[(tree * n + v) * n + d]: link out of v towards d on the tree */
+	int ntrees; /* n shortest-path trees (tree s: ingress site s), then routed ones */
+	int *tree_site; /* ingress site of each tree */
+	/* per-round routes (params.sched): tree of ingress site s in cycle
+	 * round r = rtree[r * n + s]; NULL: shortest paths only */
+	int *rtree;
+	int nrc; /* rounds in the cycle */
+	double round_cyc; /* T in cycles */
+	uint64_t epoch_tsc;
 	struct link *links;
 	struct lane **heap;
 	int nheap;
@@ -456,7 +467,7 @@ forward(struct isth_wan *w, struct rte_mbuf *m, uint64_t t, uint64_t dests, uint
 		rem &= ~set;
 		if (unlikely(e < 0)) {
 			/* cannot happen with a connected topology; counted anyway */
-			isth_ctr_add(&w->site[src].st.ctr[ISTH_WAN_P_NO_ROUTE], 1);
+			isth_ctr_add(&w->site[w->tree_site[src]].st.ctr[ISTH_WAN_P_NO_ROUTE], 1);
 			continue;
 		}
 		outs[nout] = e;
@@ -482,6 +493,21 @@ forward(struct isth_wan *w, struct rte_mbuf *m, uint64_t t, uint64_t dests, uint
 	}
 	if (here)
 		deliver(w, v, m);
+}
+
+/* The tree a packet entering at site @p si at time @p now follows: the
+ * current round's routes (the planner's, params.sched) or shortest paths.
+ * Chosen once at ingress and carried with the packet, so a packet in
+ * flight across a round boundary stays on the tree it started on. */
+static int
+ingress_tree(const struct isth_wan *w, int si, uint64_t now)
+{
+	uint64_t q;
+
+	if (w->rtree == NULL || now < w->epoch_tsc)
+		return si;
+	q = (uint64_t)((double)(now - w->epoch_tsc) / w->round_cyc);
+	return w->rtree[(size_t)(q % (uint64_t)w->nrc) * w->n + si];
 }
 
 static int
@@ -618,11 +644,128 @@ ingress(struct isth_wan *w, int si, struct rte_mbuf *m, uint64_t now)
 		}
 		dests = UINT64_C(1) << nhop;
 	}
-	forward(w, m, now, dests, (uint32_t)si, si);
+	forward(w, m, now, dests, (uint32_t)ingress_tree(w, si, now), si);
 	return;
 drop:
 	isth_ctr_add(&s->st.ctr[why], 1);
 	rte_pktmbuf_free(m);
+}
+
+/*
+ * Per-round routes from the schedule's 'route' lines (params.sched): for
+ * each cycle round r and ingress site j whose planned paths differ from
+ * the shortest ones, a tree (a copy of j's shortest-path table with the
+ * planned next hops towards each routed destination) is appended to w->nh,
+ * and rtree[r * n + j] names it; equal tables of one site are shared.
+ * Next hops are per destination, as for shortest paths: a multicast copy
+ * splits where the planned paths of its destinations part. 0, -EINVAL (a
+ * schedule island that is no site, or a route over a pair of sites with
+ * no link between them; the message goes to stderr), or -ENOMEM.
+ */
+static int
+build_routes(struct isth_wan *w, const struct isth_sched *sc, uint64_t epoch_tsc)
+{
+	int n = w->n, ni = isth_sched_n_islands(sc), r, j, i, k, e, np;
+	int site[ISTH_WAN_MAX_SITES], hops[ISTH_WAN_MAX_SITES], path[ISTH_WAN_MAX_SITES];
+	int16_t *lk = NULL, *tab = NULL;
+	size_t tsz = (size_t)n * n;
+	int ret = -ENOMEM;
+
+	w->nrc = isth_sched_n_rounds(sc);
+	w->round_cyc = (double)isth_sched_round_ns(sc) * 1e-9 * (double)w->hz;
+	w->epoch_tsc = epoch_tsc;
+	if (ni > n || w->nrc < 1 || !(w->round_cyc > 0))
+		goto inval_msg;
+	for (i = 0; i < ni; i++) {
+		site[i] = -1;
+		for (k = 0; k < n; k++)
+			if (strcmp(isth_sched_island_name(sc, i), isth_topo_name(w->t, k)) == 0)
+				site[i] = k;
+		if (site[i] < 0) {
+			fprintf(stderr,
+				"isthmus-wan: schedule island %s is no site of the topology\n",
+				isth_sched_island_name(sc, i));
+			return -EINVAL;
+		}
+	}
+	lk = malloc(tsz * sizeof(*lk));
+	tab = malloc(tsz * sizeof(*tab));
+	w->rtree = malloc((size_t)w->nrc * n * sizeof(*w->rtree));
+	if (lk == NULL || tab == NULL || w->rtree == NULL)
+		goto out;
+	for (k = 0; k < (int)tsz; k++)
+		lk[k] = -1;
+	for (e = 0; e < w->ndl; e++)
+		lk[w->links[e].from * n + w->links[e].to] = (int16_t)e;
+	for (r = 0; r < w->nrc; r++) {
+		for (k = 0; k < n; k++)
+			w->rtree[(size_t)r * n + k] = k;
+		for (j = 0; j < ni; j++) {
+			int sj = site[j], changed = 0, tr;
+
+			memcpy(tab, &w->nh[(size_t)sj * tsz], tsz * sizeof(*tab));
+			for (i = 0; i < ni; i++) {
+				if (i == j)
+					continue;
+				np = isth_sched_route(sc, r, j, i, hops, ISTH_WAN_MAX_SITES);
+				if (np == -ENOENT)
+					continue;
+				if (np < 2)
+					goto inval_msg;
+				for (k = 0; k + 1 < np; k++) {
+					int a = site[hops[k]], b = site[hops[k + 1]];
+
+					if (lk[a * n + b] < 0) {
+						fprintf(stderr,
+							"isthmus-wan: schedule round %d route "
+							"%s->%s: no "
+							"link %s->%s in the topology\n",
+							r, isth_sched_island_name(sc, j),
+							isth_sched_island_name(sc, i),
+							isth_topo_name(w->t, a),
+							isth_topo_name(w->t, b));
+						ret = -EINVAL;
+						goto out;
+					}
+					path[k] = lk[a * n + b];
+					changed |= tab[a * n + site[i]] != path[k];
+					tab[a * n + site[i]] = (int16_t)path[k];
+				}
+			}
+			if (!changed)
+				continue;
+			/* share a table equal to one already built for this site */
+			for (tr = n; tr < w->ntrees; tr++)
+				if (w->tree_site[tr] == sj &&
+					memcmp(&w->nh[(size_t)tr * tsz], tab, tsz * sizeof(*tab)) ==
+						0)
+					break;
+			if (tr == w->ntrees) {
+				int16_t *nh = realloc(w->nh, (size_t)(tr + 1) * tsz * sizeof(*nh));
+				int *ts = realloc(w->tree_site, (size_t)(tr + 1) * sizeof(*ts));
+
+				if (nh != NULL)
+					w->nh = nh;
+				if (ts != NULL)
+					w->tree_site = ts;
+				if (nh == NULL || ts == NULL)
+					goto out;
+				memcpy(&w->nh[(size_t)tr * tsz], tab, tsz * sizeof(*tab));
+				w->tree_site[tr] = sj;
+				w->ntrees++;
+			}
+			w->rtree[(size_t)r * n + sj] = tr;
+		}
+	}
+	ret = 0;
+	goto out;
+inval_msg:
+	fprintf(stderr, "isthmus-wan: schedule does not fit the topology\n");
+	ret = -EINVAL;
+out:
+	free(lk);
+	free(tab);
+	return ret;
 }
 
 unsigned int
@@ -722,6 +865,8 @@ isth_wan_free(struct isth_wan *w)
 	free(w->links);
 	free(w->heap);
 	free(w->nh);
+	free(w->tree_site);
+	free(w->rtree);
 	free(w->group_ip);
 	free(w->group_members);
 	free(w);
@@ -810,6 +955,12 @@ isth_wan_create(const struct isth_topo *t, const struct isth_wan_sitemap *map,
 		}
 	}
 
+	w->tree_site = malloc((size_t)n * sizeof(*w->tree_site));
+	if (w->tree_site == NULL)
+		goto nomem;
+	w->ntrees = n;
+	for (s = 0; s < n; s++)
+		w->tree_site[s] = s;
 	for (i = 0; i < n * n * n; i++)
 		w->nh[i] = -1;
 	for (s = 0; s < n; s++) {
@@ -824,6 +975,14 @@ isth_wan_create(const struct isth_topo *t, const struct isth_wan_sitemap *map,
 				v = w->links[path[k]].to;
 			}
 		}
+	}
+
+	if (p->sched != NULL) {
+		err = build_routes(w, p->sched, p->epoch_tsc);
+		if (err == -ENOMEM)
+			goto nomem;
+		if (err < 0)
+			goto fail_inval;
 	}
 
 	snprintf(name, sizeof(name), "isth_wan_%u", instance++);

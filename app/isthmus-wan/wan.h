@@ -26,6 +26,8 @@
 
 #include "isth_topo.h"
 
+struct isth_sched;
+
 struct rte_mempool;
 
 /** Maximum number of sites (the topology's limit). */
@@ -134,6 +136,18 @@ struct isth_wan_params {
 	uint32_t lane_entries; /**< packets in flight per link lane, power of two (0: 16384) */
 	bool decrement_ttl; /**< decrement the IPv4 TTL on every link */
 	struct rte_mempool *pool; /**< for multicast and duplicate copies */
+	/**
+	 * NULL: every stream on shortest paths. Otherwise the schedule whose
+	 * 'route' lines (doc/schedule-file.md) route a packet that enters at
+	 * site j during cycle round r (its round number modulo the cycle)
+	 * towards each destination i: the planned path of (r, j, i) where the
+	 * file has one, the shortest path elsewhere. Islands are matched to
+	 * sites by name. Read only in isth_wan_create().
+	 */
+	const struct isth_sched *sched;
+	/** Clock time (cycles of the poll clock) of round 0's start; rounds
+	 * before it use shortest paths. Only with @c sched. */
+	uint64_t epoch_tsc;
 };
 
 /** An emulator instance. Opaque. */

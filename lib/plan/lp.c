@@ -3,9 +3,11 @@
  * The round LP (doc/planner.md, "The LP"). Variables per sender j: the
  * offset t_j and the transmission duration D_j (rate = 8P / D_j), plus T.
  * Completion and memory are linear in (t, D); link capacity
- * sum_j m_je * 8P / D_j <= c_e is convex in D and is imposed by Kelley
- * cutting planes (tangents of 1/D at the boundary), added lazily with the memory rows until
- * the LP optimum satisfies everything. GLPK is confined to this file.
+ * sum_j m_je * 8P / D_j <= c_e is convex in D: it is split into one exact
+ * linear row per link over per-stream rate columns y_j >= 1/u_j, and that
+ * one-dimensional convex bound is imposed by tangents (cutting planes),
+ * added lazily with the memory rows until the LP optimum satisfies
+ * everything. GLPK is confined to this file.
  */
 #include <errno.h>
 #include <float.h>
@@ -23,7 +25,7 @@
 #define MEM_TOL 1e-7 /* ms, at most; scaled down with the stream length */
 #define CAP_TOL 1e-6 /* relative overload accepted: the pacer shaves far more */
 #define EPS_OBJ 1e-6 /* tie-break: earliest offsets, fastest streams */
-#define POLISH_LOAD 0.05 /* try a polish once links are at most this much over */
+#define POLISH_EVERY 4 /* LPs between two polish attempts (try_polish()) */
 #define GAP_TOL 1e-6 /* a polish within this (relative) of the LP bound ends the loop */
 /* GLPK limits per simplex call: a cycling or stalling simplex ends with
  * GLP_EITLIM/GLP_ETMLIM instead of spinning forever (issue 13: payloads of
@@ -32,11 +34,11 @@
 #define LP_IT_PER_ROW 50
 #define LP_TM_MS 30000
 
-enum rowkind { ROW_COMPL, ROW_MEM, ROW_CAP };
+enum rowkind { ROW_COMPL, ROW_MEM, ROW_CAP, ROW_TAN };
 
 struct rowmeta {
 	int kind;
-	int a; /* ROW_COMPL: sender; ROW_MEM: receiver; ROW_CAP: link */
+	int a; /* ROW_COMPL, ROW_TAN: sender; ROW_MEM: receiver; ROW_CAP: link */
 };
 
 /* Per thread: isth_plan_solve() runs rounds on several threads, each with
@@ -61,7 +63,7 @@ glpk_hook(void *info)
 struct lpstate {
 	int n, nsend;
 	int snd[NMAX]; /* sender index -> island */
-	int col_t[NMAX], col_D[NMAX];
+	int col_t[NMAX], col_D[NMAX], col_y[NMAX];
 	double Dlow[NMAX]; /* ms */
 	double Dsc; /* ms per unit of a u column */
 	double memtol; /* ms */
@@ -72,6 +74,7 @@ struct lpstate {
 	int ndl; /* directed links */
 	double lat[NMAX][NMAX]; /* lat[j][i]: path latency from j to i, ms */
 	int *mult; /* nsend * ndl */
+	uint8_t *haslink; /* per link: its capacity row is in the LP */
 	double *dmin; /* per link: 8P/c_e in ms */
 	uint8_t *memadd; /* n*n*n*2: memory row already added */
 	struct rowmeta *meta;
@@ -180,6 +183,7 @@ read_x(glp_prob *lp, const struct lpstate *S, double *x)
 	for (k = 0; k < S->nsend; k++) {
 		x[S->col_t[k]] = glp_get_col_prim(lp, S->col_t[k]);
 		x[S->col_D[k]] = glp_get_col_prim(lp, S->col_D[k]) * S->Dsc;
+		x[S->col_y[k]] = glp_get_col_prim(lp, S->col_y[k]);
 	}
 }
 
@@ -286,42 +290,107 @@ max_load(const struct lpstate *S, const struct isth_topo *t, const double *x, do
 	return worst;
 }
 
+/* Add the tangent y_k >= 2/u0 - u_k/u0^2 of y = 1/u at u0 (see add_cap_cuts). */
+static int
+add_tangent(glp_prob *lp, struct lpstate *S, int k, double u0)
+{
+	S->ind[1] = S->col_y[k];
+	S->val[1] = 1;
+	S->ind[2] = S->col_D[k];
+	S->val[2] = 1 / (u0 * u0);
+	return add_row(lp, S, ROW_TAN, S->snd[k], 2, 2 / u0);
+}
+
 /*
- * Capacity: a Kelley cut where a link is overloaded at x,
- * sum_j m_je dmin_e (2/D0_j - D_j/D0_j^2) <= 1, written in u = D/Dsc.
- * Returns the number added or -ENOMEM; *lmax the largest load.
+ * Capacity, disaggregated. Each stream k has a column y_k >= 1/u_k
+ * (u_k = D_k/Dsc, so y_k = Dsc/D_k: its rate in units of the slowest
+ * lower bound), and each link e one exact linear row
+ *   sum_k m_ke (dmin_e/Dsc) y_k <= 1,
+ * added the first time e is overloaded. The convex part is then one
+ * function of one variable per stream, y_k >= 1/u_k, approximated from
+ * below by tangents: where an overloaded link carries a stream whose y_k
+ * is below 1/u_k, the tangents at u_k and at 1/y_k (the point of the curve
+ * at the same y) are added. Why: the earlier Kelley cuts were tangents of
+ * the whole n-dimensional load function of one link, which needs many
+ * cuts per link before the point settles (64-site pairs: hundreds of LPs a
+ * round, thousands of dense rows); a one-dimensional curve is pinned by a
+ * few tangents, the rows are sparse, and the link rows are exact. Every
+ * row is valid, so each LP stays a relaxation, and the loop still ends on
+ * the true loads (every link within CAP_TOL). Returns the number of rows
+ * added or -ENOMEM; *lmax the largest load.
  */
 static int
 add_cap_cuts(
 	glp_prob *lp, struct lpstate *S, const struct isth_topo *t, const double *x, double *lmax)
 {
+	uint8_t cut[NMAX] = {0};
 	int e, k, added = 0;
 
 	*lmax = 0;
 	for (e = 0; e < S->ndl; e++) {
-		double load = link_load(S, t, x, e), rhs = -1;
+		double load = link_load(S, t, x, e);
 		int nz = 0;
 
 		*lmax = fmax(*lmax, load);
 		if (load <= 1 + CAP_TOL)
 			continue;
-		for (k = 0; k < S->nsend; k++) {
-			/* tangent at the boundary point D * load (supporting
-			 * hyperplane): far stronger than a tangent at the
-			 * infeasible point itself */
-			double D0 = x[S->col_D[k]] * load, a;
-
-			if (!S->mult[k * S->ndl + e])
-				continue;
-			a = S->mult[k * S->ndl + e] * S->dmin[e];
-			nz++;
-			S->ind[nz] = S->col_D[k];
-			S->val[nz] = a * S->Dsc / (D0 * D0);
-			rhs += 2 * a / D0;
+		if (!S->haslink[e]) {
+			/* -sum_k m_ke (dmin_e/Dsc) y_k >= -1 */
+			for (k = 0; k < S->nsend; k++) {
+				if (!S->mult[k * S->ndl + e])
+					continue;
+				nz++;
+				S->ind[nz] = S->col_y[k];
+				S->val[nz] = -S->mult[k * S->ndl + e] * S->dmin[e] / S->Dsc;
+			}
+			if (add_row(lp, S, ROW_CAP, e, nz, -1) < 0)
+				return -ENOMEM;
+			S->haslink[e] = 1;
+			added++;
 		}
-		if (add_row(lp, S, ROW_CAP, e, nz, rhs) < 0)
-			return -ENOMEM;
-		added++;
+		{
+			/* and the earlier Kelley cut of the link's whole load
+			 * function, tangent at the boundary point D * load: it
+			 * is not implied by the rows above and settles a round
+			 * with one big clique in a few LPs (64-site all-to-all:
+			 * 6 LPs with it, 18 without, each costly for its memory
+			 * rows) */
+			double rhs = -1;
+
+			nz = 0;
+			for (k = 0; k < S->nsend; k++) {
+				double D0 = x[S->col_D[k]] * load, a;
+
+				if (!S->mult[k * S->ndl + e])
+					continue;
+				a = S->mult[k * S->ndl + e] * S->dmin[e];
+				nz++;
+				S->ind[nz] = S->col_D[k];
+				S->val[nz] = a * S->Dsc / (D0 * D0);
+				rhs += 2 * a / D0;
+			}
+			if (add_row(lp, S, ROW_CAP, e, nz, rhs) < 0)
+				return -ENOMEM;
+			added++;
+		}
+		for (k = 0; k < S->nsend; k++) {
+			double u = x[S->col_D[k]] / S->Dsc, y = x[S->col_y[k]];
+
+			if (!S->mult[k * S->ndl + e] || cut[k] || y * u >= 1 - CAP_TOL / 4)
+				continue;
+			cut[k] = 1;
+			if (add_tangent(lp, S, k, u) < 0)
+				return -ENOMEM;
+			added++;
+			/* the second tangent only near the curve: far from it,
+			 * 1/y is huge and its nearly flat row made GLPK's warm
+			 * basis singular */
+			if (y * u > 0.25 && 1 / y > u * (1 + 1e-9)) {
+				if (add_tangent(lp, S, k, 1 / y) < 0)
+					return -ENOMEM;
+				added++;
+			}
+		}
 	}
 	return added;
 }
@@ -370,16 +439,52 @@ polish(glp_prob *lp, struct lpstate *S, const struct isth_topo *t, double mu, do
 	return 1;
 }
 
-/* Back to the plain lower bounds after a polish that did not close the gap. */
-static void
-unpolish(glp_prob *lp, struct lpstate *S)
+/*
+ * Polish a copy of the LP at its current point x. 1: the polish is within
+ * GAP_TOL of the LP's lower bound, and *lpp is now the polished copy (the
+ * original is freed); 0: it is not (or the polish is infeasible), and
+ * *lpp, the memory-row flags and the row metadata are as they were, so the
+ * cutting-plane loop continues exactly as without the attempt; negative
+ * errno. Polishing the problem itself and then restoring its bounds (as
+ * before) also worked, but moved the simplex to another vertex and so
+ * changed the rest of the cut sequence, sometimes for the worse.
+ */
+static int
+try_polish(glp_prob **lpp, struct lpstate *S, const struct isth_topo *t, double mu, double *x,
+	struct plan_round *o)
 {
-	int k;
+	glp_prob *cp = glp_create_prob();
+	double Tlb = glp_get_col_prim(*lpp, 1), xs[3 * NMAX + 2];
+	int nmeta = S->nmeta, ok, n = S->n;
+	size_t memlen = mu < 1 ? (size_t)n * n * n * 2 : 0;
+	uint8_t *memsave = NULL;
 
-	for (k = 0; k < S->nsend; k++) {
-		S->polink[k] = -1;
-		glp_set_col_bnds(lp, S->col_D[k], GLP_LO, S->Dlow[k] / S->Dsc, 0);
+	if (memlen) {
+		memsave = malloc(memlen);
+		if (memsave == NULL) {
+			glp_delete_prob(cp);
+			return -ENOMEM;
+		}
+		memcpy(memsave, S->memadd, memlen);
 	}
+	memcpy(xs, x, sizeof(xs));
+	glp_copy_prob(cp, *lpp, GLP_OFF);
+	ok = polish(cp, S, t, mu, x, o);
+	if (ok > 0 && glp_get_col_prim(cp, 1) <= Tlb * (1 + GAP_TOL) + 1e-9) {
+		glp_delete_prob(*lpp);
+		*lpp = cp;
+		free(memsave);
+		return 1;
+	}
+	glp_delete_prob(cp);
+	if (memlen)
+		memcpy(S->memadd, memsave, memlen);
+	free(memsave);
+	S->nmeta = nmeta;
+	memcpy(x, xs, sizeof(xs));
+	for (int k = 0; k < S->nsend; k++)
+		S->polink[k] = -1;
+	return ok < 0 ? ok : 0;
 }
 
 /* The round's LP with every stream on the given routes (o->route). */
@@ -392,7 +497,7 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	double P = p->payload_bytes, mu, delta, Dacc;
 	volatile double Dsc; /* set before the setjmp below, read after it */
 	int n = isth_topo_n(t), ndl = isth_topo_ndlinks(t), c, i, j, k, e, it = 0, ret = 0, ok = 0;
-	double x[2 * NMAX + 2];
+	double x[3 * NMAX + 2];
 	int max_lps = p->max_lps > 0 ? p->max_lps : PLAN_MAX_LPS;
 
 	S = calloc(1, sizeof(*S));
@@ -434,11 +539,12 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 			S->lat[i][j] = isth_topo_latency(t, i, j);
 	S->mult = calloc((size_t)S->nsend * ndl, sizeof(int));
 	S->dmin = calloc(ndl, sizeof(double));
-	S->ind = calloc(2 * NMAX + 2, sizeof(int));
-	S->val = calloc(2 * NMAX + 2, sizeof(double));
+	S->haslink = calloc(ndl, 1);
+	S->ind = calloc(3 * NMAX + 2, sizeof(int));
+	S->val = calloc(3 * NMAX + 2, sizeof(double));
 	S->memadd = mu < 1 ? calloc((size_t)n * n * n * 2, 1) : NULL;
-	if (S->mult == NULL || S->dmin == NULL || S->ind == NULL || S->val == NULL ||
-		(mu < 1 && S->memadd == NULL)) {
+	if (S->mult == NULL || S->dmin == NULL || S->haslink == NULL || S->ind == NULL ||
+		S->val == NULL || (mu < 1 && S->memadd == NULL)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -478,7 +584,7 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	}
 	lp = glp_create_prob();
 	glp_set_obj_dir(lp, GLP_MIN);
-	glp_add_cols(lp, 1 + 2 * S->nsend);
+	glp_add_cols(lp, 1 + 3 * S->nsend);
 	glp_set_col_bnds(lp, 1, GLP_LO, 0, 0);
 	glp_set_obj_coef(lp, 1, 1);
 	for (k = 0; k < S->nsend; k++) {
@@ -491,7 +597,15 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 		 * streams must stay visible to GLPK whatever Dsc is, or the cut
 		 * loop wanders along a cut instead of converging */
 		glp_set_obj_coef(lp, S->col_D[k], EPS_OBJ);
+		S->col_y[k] = 2 + 2 * S->nsend + k;
+		glp_set_col_bnds(lp, S->col_y[k], GLP_LO, 0, 0);
 	}
+	/* y_k >= 1/u_k is exact at u_k's lower bound from the start */
+	for (k = 0; k < S->nsend; k++)
+		if (add_tangent(lp, S, k, S->Dlow[k] / Dsc) < 0) {
+			ret = -ENOMEM;
+			goto out;
+		}
 	/* completion: T - t_j - Dsc u_j >= max_i l_ji + delta */
 	for (k = 0; k < S->nsend; k++) {
 		double lmax = 0;
@@ -538,17 +652,24 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 		if (added == 0 && nmem == 0)
 			break;
 		/* Kelley converges slowly once T no longer pulls on the rates
-		 * (tiny payloads): every few LPs, once the overload is small,
-		 * bound the gap with a feasible polish and stop if it is closed */
-		if (nmem == 0 && lmax < 1 + POLISH_LOAD && it >= 8 && it % 8 == 0) {
-			double Tlb = glp_get_col_prim(lp, 1);
+		 * (tiny payloads, many streams on shared links): every
+		 * POLISH_EVERY LPs, bound the gap with a feasible polish of a
+		 * copy of the LP and stop if it is closed. The copy leaves the
+		 * cutting-plane sequence itself untouched, so a polish that
+		 * does not close the gap costs one LP and nothing else. */
+		if (nmem == 0 && it >= POLISH_EVERY && it % POLISH_EVERY == 0) {
+			glp_prob *cur = lp;
+			int tried = try_polish(&cur, S, t, mu, x, o);
 
-			ok = polish(lp, S, t, mu, x, o);
-			if (ok <= 0)
+			lp = cur;
+			if (tried < 0) {
+				ret = tried;
+				goto out;
+			}
+			if (tried > 0) {
+				ok = 1;
 				break;
-			if (glp_get_col_prim(lp, 1) <= Tlb * (1 + GAP_TOL) + 1e-9)
-				break;
-			unpolish(lp, S);
+			}
 		}
 	}
 	if (ok > 0 && it == max_lps) {
@@ -637,7 +758,7 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 				double d = fabs(glp_get_row_dual(lp, r));
 				struct rowmeta *m = &S->meta[r - 1];
 
-				if (m->kind == ROW_COMPL || d <= best)
+				if (m->kind == ROW_COMPL || m->kind == ROW_TAN || d <= best)
 					continue;
 				best = d;
 				if (m->kind == ROW_MEM) {
@@ -685,6 +806,7 @@ out:
 	glp_error_hook(NULL, NULL);
 	free(S->mult);
 	free(S->dmin);
+	free(S->haslink);
 	free(S->ind);
 	free(S->val);
 	free(S->memadd);

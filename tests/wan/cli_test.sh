@@ -23,7 +23,8 @@ eal="--no-huge -m 256 --no-pci --file-prefix=$prefix --log-level=error"
 
 "$bin" --help > "$tmp/help" 2>&1 || fail "--help exited non-zero"
 for w in --site-map --groups --scale --seed --loss --ge --dup --reorder --corrupt \
-	--jitter-ms --impair --queue-bytes --queue-ms --idle-us /isthmus_wan/links; do
+	--jitter-ms --impair --queue-bytes --queue-ms --idle-us --schedule --epoch-ns \
+	/isthmus_wan/links; do
 	grep -q -- "$w" "$tmp/help" || fail "--help does not mention $w"
 done
 
@@ -67,6 +68,31 @@ expect_err "links.csv" --sites "$tmp/sites.csv" --links "$tmp/nonexistent-links.
 printf 'A port=net_ring7 mac=02:00:00:00:00:01 net=10.0.0.0/24\nB port=1 mac=learn net=10.0.1.0/24\n' \
 	> "$tmp/noport.map"
 expect_err "noport.map:1: site 'A': no DPDK port 'net_ring7'" $base --site-map "$tmp/noport.map"
+
+# planned routes: the schedule's epoch is needed, and a route must run over links
+cat > "$tmp/route.sched" <<SCHED
+isthmus-schedule 2
+islands 3
+island 0 A
+island 1 B
+island 2 C
+round-ns 100000000
+epoch runtime
+payload-bytes 1000
+chunk-bytes 0
+memory-bytes 0
+rounds 1
+round 0 0x5 0x2
+send 0 0 0 1000000
+send 0 2 0 1000000
+route 0 0 2 0,2
+end
+SCHED
+expect_err "route.sched says 'epoch runtime': give the job's epoch with --epoch-ns" \
+	$base --site-map "$tmp/good.map" --schedule "$tmp/route.sched"
+expect_err "schedule round 0 route A->C: no link A->C in the topology" \
+	$base --site-map "$tmp/good.map" --schedule "$tmp/route.sched" --epoch-ns 1
+expect_err "--epoch-ns needs --schedule" $base --site-map "$tmp/good.map" --epoch-ns 1
 
 # a real run, stopped by SIGINT
 "$bin" $eal --vdev=net_ring0 --vdev=net_ring1 -- $base --site-map "$tmp/good.map" \

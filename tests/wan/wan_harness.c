@@ -14,6 +14,8 @@
 
 static unsigned int h_instance;
 bool h_opt_decrement_ttl;
+const struct isth_sched *h_opt_sched;
+uint64_t h_opt_epoch_tsc;
 
 void
 h_eal_init(void)
@@ -138,6 +140,8 @@ h_create(struct harness *h, const char *sites_csv, const char *links_csv, const 
 	p.pool = h->pool;
 	p.lane_entries = 8192;
 	p.decrement_ttl = h_opt_decrement_ttl;
+	p.sched = h_opt_sched;
+	p.epoch_tsc = h_opt_epoch_tsc;
 	h->w = isth_wan_create(h->t, &h->map, &h->groups, h->imp, &p);
 	if (h->w == NULL) {
 		snprintf(h->err, sizeof(h->err), "create: %s", rte_strerror(rte_errno));

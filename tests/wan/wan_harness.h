@@ -34,6 +34,10 @@ struct harness {
 
 /* Set before h_create(): decrement the TTL on every link. */
 extern bool h_opt_decrement_ttl;
+/* Set before h_create(): the schedule whose routes the emulator follows
+ * (NULL: shortest paths) and the clock time of its round 0. */
+extern const struct isth_sched *h_opt_sched;
+extern uint64_t h_opt_epoch_tsc;
 
 /* EAL with the flags of doc/contributing.md; quiet. */
 void h_eal_init(void);

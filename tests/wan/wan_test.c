@@ -20,6 +20,7 @@
 #include <rte_ip.h>
 
 #include "wan.h"
+#include "isth_sched.h"
 #include "wan_harness.h"
 #include "isth_test_eal.h"
 
@@ -155,6 +156,8 @@ static void
 start(void)
 {
 	h_opt_decrement_ttl = false;
+	h_opt_sched = NULL;
+	h_opt_epoch_tsc = 0;
 	h_eal_init();
 }
 
@@ -646,6 +649,110 @@ Test(wan_delay, real_tsc, .timeout = 60)
 /* ------------------------------------------------------------------ */
 /* Multicast                                                           */
 /* ------------------------------------------------------------------ */
+
+/*
+ * Planned routes (schedule 'route' lines) are what runs. Square A-B-D and
+ * A-C-D: A->B->D is 2 + 2 = 4 ms, A->C->D 3 + 3 = 6 ms, so shortest paths
+ * take B. The schedule (T = 100 ms, 2 rounds, epoch at t = 1 s on the
+ * injected 1 GHz clock) routes A's stream to D through C in round 1 only.
+ * A frame sent at t = 0.5 s (before the epoch) and in round 0 (t = 1.05 s)
+ * crosses B, arriving 4 ms later; one sent in round 1 (t = 1.15 s) crosses
+ * C and arrives 6 ms later; in round 2 (= cycle round 0, t = 1.25 s) B
+ * again. A frame in flight when the round changes keeps its tree: the
+ * one sent at 1.199 s (round 1) is on A->C at the boundary and still
+ * reaches D through C. D->A (no route line) stays on shortest paths.
+ * Capacity 1000 Gbit/s: serialisation of 100 B is 0.8 ns, below the 2 ns
+ * matching tolerance.
+ */
+Test(wan_route, planned_routes_by_round)
+{
+	static const char sites[] = "site,region\nA,r\nB,r\nC,r\nD,r\n";
+	static const char links[] = "a,b,one_way_ms,capacity_gbps\nA,B,2,1000\nB,D,2,1000\n"
+				    "A,C,3,1000\nC,D,3,1000\n";
+	static const char schedtxt[] =
+		"isthmus-schedule 2\nislands 4\nisland 0 A\nisland 1 B\n"
+		"island 2 C\nisland 3 D\nround-ns 100000000\nepoch runtime\n"
+		"payload-bytes 1000\nchunk-bytes 0\nmemory-bytes 0\nrounds 2\n"
+		"round 0 0x9 0x2 0x4\nround 1 0x9 0x2 0x4\n"
+		"send 0 0 0 1000000\nsend 0 3 0 1000000\n"
+		"send 1 0 0 1000000\nsend 1 3 0 1000000\n"
+		"route 1 0 3 0,2,3\nend\n";
+	static const uint64_t at[] = {500 * MS, 1050 * MS, 1150 * MS, 1199 * MS, 1250 * MS};
+	static const int via_c[] = {0, 0, 1, 1, 0};
+	struct isth_sched *sc;
+	struct harness h;
+	struct log *lg = log_new();
+	struct isth_wan_link_stats ab, ac, da_b, da_c;
+	char err[256] = "";
+	int a, d;
+	size_t k;
+
+	start();
+	sc = isth_sched_parse("route.sched", schedtxt, err, sizeof(err));
+	cr_assert_not_null(sc, "%s", err);
+	h_opt_sched = sc;
+	h_opt_epoch_tsc = 1000 * MS;
+	cr_assert_eq(
+		h_create(&h, sites, links, NULL, NULL, 1, 1, 1000000000, 4096), 0, "%s", h.err);
+	a = h_site(&h, "A");
+	d = h_site(&h, "D");
+	for (k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+		uint64_t want = at[k] + (via_c[k] ? 6 : 4) * MS;
+
+		lg->n = 0;
+		h_inject(&h, a, h_udp(&h, a, h_ip(d), (uint32_t)k, 100));
+		take_at(&h, at[k], lg);
+		drain(&h, lg);
+		cr_assert_eq(lg->n, 1, "frame %zu", k);
+		cr_expect_eq(lg->r[0].site, d);
+		cr_expect(near(lg->r[0].t, want, 2), "frame %zu at %lu ns, want %lu", k,
+			(unsigned long)lg->r[0].t, (unsigned long)want);
+	}
+	/* the reverse direction has no route line: shortest, through B */
+	lg->n = 0;
+	h_inject(&h, d, h_udp(&h, d, h_ip(a), 99, 100));
+	take_at(&h, 1150 * MS, lg);
+	drain(&h, lg);
+	cr_assert_eq(lg->n, 1);
+	cr_expect(near(lg->r[0].t, 1154 * MS, 2));
+	isth_wan_link_stats(h.w, h_dlink(&h, "A", "B"), &ab);
+	isth_wan_link_stats(h.w, h_dlink(&h, "A", "C"), &ac);
+	isth_wan_link_stats(h.w, h_dlink(&h, "D", "B"), &da_b);
+	isth_wan_link_stats(h.w, h_dlink(&h, "D", "C"), &da_c);
+	cr_expect_eq(ab.pkts, 3);
+	cr_expect_eq(ac.pkts, 2);
+	cr_expect_eq(da_b.pkts, 1);
+	cr_expect_eq(da_c.pkts, 0);
+	free(lg);
+	stop(&h);
+	isth_sched_free(sc);
+}
+
+/* A route over two sites with no link between them is refused at creation. */
+Test(wan_route, route_without_link_refused)
+{
+	static const char sites[] = "site,region\nA,r\nB,r\nC,r\nD,r\n";
+	static const char links[] = "a,b,one_way_ms,capacity_gbps\nA,B,2,1000\nB,D,2,1000\n"
+				    "A,C,3,1000\nC,D,3,1000\n";
+	/* A->D directly: no such link in this topology */
+	static const char schedtxt[] =
+		"isthmus-schedule 2\nislands 4\nisland 0 A\nisland 1 B\n"
+		"island 2 C\nisland 3 D\nround-ns 100000000\nepoch runtime\n"
+		"payload-bytes 1000\nchunk-bytes 0\nmemory-bytes 0\nrounds 1\n"
+		"round 0 0x9 0x2 0x4\nsend 0 0 0 1000000\nsend 0 3 0 1000000\n"
+		"route 0 0 3 0,3\nend\n";
+	struct isth_sched *sc;
+	struct harness h;
+	char err[256] = "";
+
+	start();
+	sc = isth_sched_parse("bad.sched", schedtxt, err, sizeof(err));
+	cr_assert_not_null(sc, "%s", err);
+	h_opt_sched = sc;
+	cr_assert_neq(h_create(&h, sites, links, NULL, NULL, 1, 1, 1000000000, 4096), 0);
+	stop(&h);
+	isth_sched_free(sc);
+}
 
 Test(wan_mcast, tree_replication)
 {
