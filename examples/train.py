@@ -105,7 +105,7 @@ def worker(a):
         sess = isthmus.Session(job=a.job, island=a.island, n_islands=a.islands,
                                elems=flat_n, edge=(host, int(port)),
                                bind=(bhost, int(bport)), dtype=a.dtype,
-                               grace=a.grace_ms / 1e3)
+                               grace=a.grace_ms / 1e3, key_file=a.key_file)
         if a.record:
             record = {"round": [], "sent": [], "sum": [], "bitmaps": []}
 
@@ -281,7 +281,9 @@ def run_net(a):
         if a.mode == "isthmus":
             extra.append(["--edge", "%s:%s" % (e["TB_EDGE_IP_%d" % k], e["TB_EDGE_PORT"]),
                           "--bind", "%s:9471" % e["TB_DATA_IP_%d" % k], "--job", e["TB_JOB"],
-                          "--grace-ms", e.get("TB_GRACE_MS", "0")])
+                          "--grace-ms", e.get("TB_GRACE_MS", "0")]
+                         # the run's key file when the testbed runs with --auth on
+                         + (["--key-file", e["TB_KEY_FILE"]] if e.get("TB_KEY_FILE") else []))
         else:
             master = e["TB_MGMT_IP_%d" % rank.index(0)]     # rank 0's site
             extra.append(["--master", "%s:29500" % master, "--ifname", e["TB_DATA_IF"],
@@ -594,6 +596,9 @@ def main():
     w.add_argument("--edge", default="10.10.0.1:9471", help="isthmus: edge IP:PORT")
     w.add_argument("--bind", default=None, help="isthmus: local IP:PORT")
     w.add_argument("--grace-ms", type=float, default=0.0)
+    w.add_argument("--key-file", default=None,
+                   help="isthmus: the job's key file (wire v2, authenticated); "
+                        "without it the session speaks version 1 (auth off) and warns")
     w.add_argument("--launcher", action="store_true",
                    help="print READY <port> and wait for GO <ns> on stdin")
     w.add_argument("--master", default="127.0.0.1:29500", help="gloo: rendezvous IP:PORT")
