@@ -37,6 +37,7 @@ N=9
 expect_complete=1
 expect_partial=0
 max_partial_pct=100
+max_partial=-1		# >= 0: at most this many partial results
 case "$CASE" in
 triangles|pairs|regional|search)
 	args+=(--schedule "$CASE") ;;
@@ -54,10 +55,13 @@ af_xdp)
 loss)
 	# 2 % loss on every WAN link: edge-to-edge NACK repair, retried every
 	# round trip until the last moment a repair is summed, with a round
-	# slack of two longest round trips, keeps every aggregate complete
-	# (issue 11's target; the sweep of doc/performance.md section 9 saw
-	# 0 partial in 2 x 12,285 results at 2 %)
-	args+=(--schedule triangles --loss 0.02 --seed 3 --slack-rtts 2) ;;
+	# slack of two longest round trips. Issue 11 wants 0 partial; the
+	# sweep (doc/performance.md section 9) measured 1 in 24,570 results
+	# at 2 %, i.e. about 0.05 expected here: asserting 0 would fail about
+	# one run in twenty, so at most 1 of the 1242 (it was 1 % before)
+	args+=(--schedule triangles --loss 0.02 --seed 3 --slack-rtts 2)
+	expect_complete=0
+	max_partial=1 ;;
 restart)
 	# edge 4 stopped during round 1 and started again: it rejoins at a
 	# round boundary; only the rounds around the restart may be partial
@@ -134,6 +138,10 @@ if [ "$expect_complete" = 1 ]; then
 fi
 if [ $(( $(get partial) * 100 )) -gt $(( max_partial_pct * want_aggs )) ]; then
 	echo "FAIL: partial=$(get partial) is more than $max_partial_pct % of $want_aggs"
+	fail=1
+fi
+if [ "$max_partial" -ge 0 ] && [ "$(get partial)" -gt "$max_partial" ]; then
+	echo "FAIL: partial=$(get partial), at most $max_partial allowed"
 	fail=1
 fi
 if [ "$expect_partial" = 1 ]; then
