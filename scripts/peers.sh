@@ -237,7 +237,7 @@ for sysname in only:
                     note = re.search(r"schedule=(\S+)", l).group(1)
             try:
                 for l in open(d + "/plan.txt"):
-                    m = re.search(r"ring all-reduce \(host-based\): ([0-9.]+) ms", l)
+                    m = re.search(r"ring all-reduce \(host-based[^)]*\): ([0-9.]+) ms", l)
                     if m:
                         ring_model = float(m.group(1))
             except OSError:
