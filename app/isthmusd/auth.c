@@ -149,6 +149,9 @@ isthd_auth_setup(struct isthd *d, char *err, size_t err_size)
 		isth_auth_epoch_info(au->keys, i, &id, NULL);
 		au->slot_epoch[i] = id;
 	}
+	/* the key set owns the keys from here, and a reload frees them with
+	 * the set: no second pointer that would dangle after a rotation */
+	au->keys = NULL;
 	/* Streams the edge starts begin at CLOCK_REALTIME ns: a restarted
 	 * edge starts above every seq it used before (doc/protocol.md, "IV") */
 	clock_gettime(CLOCK_REALTIME, &ts);

@@ -254,7 +254,8 @@ struct isthd_keyset {
 struct isthd_auth {
 	/* init: read-only after launch */
 	bool on; /* [auth] mode = on: wire version 2 on both ports */
-	struct isth_auth *keys; /* init's key set's keys (--check) */
+	struct isth_auth
+		*keys; /* init: loaded by prepare, for --check and setup; NULL after setup */
 	/* dp writes (at a key reload), dp reads: the worker's key set, its
 	 * engine, and the epoch each replay window slot holds (-1: free) */
 	struct isthd_keyset *ks_dp;
