@@ -76,6 +76,13 @@ static const char usage[] =
 	"  --grace MS       keep collecting AGGs MS ms past the deadline (default 0)\n"
 	"  --nack-interval MS  re-NACK a missing AGG at most every MS ms (default 5)\n"
 	"  --probe MS       tail-loss probe after MS quiet ms (default 10; 0: off)\n"
+	"  --sockets N      sockets (and sending threads) of the session, 1..16\n"
+	"                   (default 1): socket i is bound to PORT + i and sends\n"
+	"                   the i-th of N chunk ranges of every round's DATA\n"
+	"  --gso on|off     UDP GSO on send (default off): the kernel cuts one\n"
+	"                   buffer into up to 64 DATA datagrams; the same bytes on\n"
+	"                   the wire; falls back to plain sends if refused\n"
+	"  --gro on|off     UDP GRO on receive (default off): read coalesced AGGs\n"
 	"  --help           this text\n"
 	"\n"
 	"Output: one line per round\n"
@@ -108,7 +115,22 @@ struct opts {
 	uint64_t grace_ns, nack_ns, probe_ns;
 	const char *key_file; /* NULL with --auth off */
 	bool auth_off;
+	unsigned int n_sockets;
+	uint8_t gso, gro; /* enum isth_island_offload */
 };
+
+/* "on" or "off" for --gso/--gro. */
+static int
+parse_onoff(const char *s, uint8_t *out)
+{
+	if (strcmp(s, "on") == 0)
+		*out = ISTH_ISLAND_OFFLOAD_ON;
+	else if (strcmp(s, "off") == 0)
+		*out = ISTH_ISLAND_OFFLOAD_OFF;
+	else
+		return -EINVAL;
+	return 0;
+}
 
 static int
 parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -169,6 +191,9 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"overlap", required_argument, NULL, 'o'},
 		{"key-file", required_argument, NULL, 'K'},
 		{"auth", required_argument, NULL, 'A'},
+		{"sockets", required_argument, NULL, 'S'},
+		{"gso", required_argument, NULL, 'G'},
+		{"gro", required_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -190,6 +215,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		.overlap = 2,
 		.nack_ns = 5000000ull,
 		.probe_ns = 10000000ull,
+		.n_sockets = 1,
 	};
 	while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
 		const char *a = optarg;
@@ -269,6 +295,16 @@ parse_args(int argc, char **argv, struct opts *o)
 			/* only "off": authentication on is --key-file */
 			bad = strcmp(a, "off") != 0;
 			o->auth_off = !bad;
+			break;
+		case 'S':
+			bad = parse_u64(a, 1, ISTH_ISLAND_MAX_SOCKETS, &v);
+			o->n_sockets = (unsigned int)v;
+			break;
+		case 'G':
+			bad = parse_onoff(a, &o->gso);
+			break;
+		case 'R':
+			bad = parse_onoff(a, &o->gro);
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -588,6 +624,9 @@ main(int argc, char **argv)
 		.probe_ns = u.o.probe_ns,
 		.grace_ns = u.o.grace_ns,
 		.key_file = u.o.key_file,
+		.n_sockets = u.o.n_sockets,
+		.gso = u.o.gso,
+		.gro = u.o.gro,
 	};
 	u.s = isth_island_open_err(&conf, err, sizeof(err));
 	if (u.s == NULL) {
@@ -708,6 +747,12 @@ main(int argc, char **argv)
 		if (st.drop[i])
 			fprintf(stderr, "isthmus-island: dropped %" PRIu64 " packets: %s\n",
 				st.drop[i], isth_island_drop_name(i));
+	if (st.gso_refused)
+		fprintf(stderr,
+			"isthmus-island: the kernel refused UDP GSO: sent plain datagrams\n");
+	if (st.gro_refused)
+		fprintf(stderr,
+			"isthmus-island: the kernel refused UDP GRO: read plain datagrams\n");
 	printf("ISLAND island=%d rounds=%u aggregates=%" PRIu64 " verified=%" PRIu64
 	       " wrong=%" PRIu64 " partial=%" PRIu64 " missing=%" PRIu64 " nacks=%" PRIu64
 	       " resent=%" PRIu64 " round_ms_mean=%.3f\n",

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 
 #include "isth_island.h"
@@ -30,6 +32,23 @@
 #define BURST 32u
 #define MAX_TICK_NS 10000000ull /* longest unattended wait: 10 ms */
 #define PROBE_SPAN 32u /* seqs a tail probe asks for */
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103 /* linux/udp.h, Linux >= 4.18 */
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104 /* linux/udp.h, Linux >= 5.0 */
+#endif
+/* DATA a socket encodes before it sends them (one send buffer): 256 KB */
+#define TXBUF_BYTES (4u * 65536u)
+#define TX_CAP_MAX 512u /* and at most this many (tiny chunks) */
+/* One segmented send: at most 64 segments (UDP_MAX_SEGMENTS on every
+ * kernel with UDP_SEGMENT) and one IPv4 datagram's 65507 bytes. */
+#define GSO_MAX_SEGS 64u
+#define GSO_MAX_BYTES 65507u
+/* Receive with GRO: buffers of a whole coalesced datagram */
+#define RX_GRO_MSGS 16u
+#define RX_GRO_BYTES 65536u
 
 #define SEQ_MASK (ISTH_ISLAND_SEQ_WINDOW - 1)
 
@@ -84,13 +103,60 @@ struct slot {
 	int rc; /* SLOT_DONE: result()'s answer */
 };
 
+union tx_cmsg {
+	char buf[CMSG_SPACE(sizeof(uint16_t))];
+	struct cmsghdr align;
+};
+
+/*
+ * One socket of a session and what it needs to send its chunk range:
+ * socket 0 is driven by the caller of send(), socket i > 0 by the
+ * session's thread i. The buffers and counters below are written only by
+ * whoever sends on the socket, while send() holds txmu; send() folds the
+ * counters into the stats after the socket's part is done.
+ */
+struct isl_sock {
+	struct isth_island *sess; /* written by: open */
+	unsigned int idx; /* written by: open; chunk range idx of n_socks */
+	int fd; /* written by: open */
+	uint16_t port; /* written by: open */
+	uint8_t *buf; /* [tx_cap][pkt_stride]: DATA, back to back */
+	size_t *len; /* [tx_cap] */
+	struct mmsghdr *m; /* [tx_cap] */
+	struct iovec *v; /* [tx_cap] */
+	union tx_cmsg *cm; /* [tx_cap] */
+	/* seals this socket's DATA (auth on); own OpenSSL context, so the
+	 * sockets seal in parallel; replaced by reload_keys() under txmu */
+	struct isth_auth_engine *eng;
+	pthread_t th;
+	bool th_started;
+	/* per send(): written by the sender, read by send() after it */
+	int rc;
+	uint64_t pkts, bytes, errors, gso_sends, gso_refused;
+};
+
+/* What the threads of a send() are asked to send (under jmu). */
+struct tx_job {
+	uint32_t round;
+	const uint8_t *src;
+	bool src_f32;
+	uint64_t seq0; /* DATA seq of chunk 0 */
+};
+
 struct isth_island {
 	/* written by: open; read-only afterwards */
 	struct isth_island_conf conf;
 	struct isth_wire_limits lim;
 	struct sockaddr_in edge;
-	int fd;
-	uint16_t local_port;
+	unsigned int n_socks;
+	struct isl_sock socks[ISTH_ISLAND_MAX_SOCKETS];
+	size_t pkt_stride; /* a full chunk's DATA message, tag included */
+	size_t pkt_over; /* bytes of a DATA that are not payload */
+	unsigned int tx_cap; /* DATA one send buffer holds */
+	unsigned int gso_segs; /* DATA per segmented send */
+	bool gro; /* UDP_GRO on every socket */
+	unsigned int rx_n; /* rx buffers */
+	size_t rx_size; /* bytes per rx buffer */
 	uint32_t chunk_elems;
 	uint32_t n_chunks;
 	size_t msg_max; /* largest message the MTU allows */
@@ -98,6 +164,20 @@ struct isth_island {
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* broadcast after each batch */
+
+	/* GSO in use: cleared once, for good, by the first sender the
+	 * kernel refuses (any thread; read by every sender) */
+	atomic_bool gso_on;
+	/* one send() transmits at a time; reload_keys() takes it (before
+	 * mu) to swap the senders' engines */
+	pthread_mutex_t txmu;
+	/* the job of send()'s threads: written under jmu */
+	pthread_mutex_t jmu;
+	pthread_cond_t jcv; /* job posted, or a part done */
+	uint64_t job_gen; /* posted jobs */
+	unsigned int job_pending; /* threads still sending the job */
+	bool job_quit; /* close(): threads exit */
+	struct tx_job job;
 
 	/* guarded by mu */
 	bool reading; /* a caller is blocked in ppoll() */
@@ -130,13 +210,18 @@ struct isth_island {
 	uint64_t *win_words; /* [ISTH_AUTH_MAX_EPOCHS][win_stride] */
 	size_t win_stride;
 
-	uint8_t *rxbuf; /* [BURST][msg_max] */
+	uint8_t *rxbuf; /* [rx_n][rx_size] */
 	struct mmsghdr rxm[BURST];
 	struct iovec rxv[BURST];
 	struct sockaddr_in rxa[BURST];
-	uint8_t *txbuf; /* [BURST][msg_max] */
-	struct mmsghdr txm[BURST];
-	struct iovec txv[BURST];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} rxc[BURST];
+	struct pollfd pfd[ISTH_ISLAND_MAX_SOCKETS];
+	uint8_t *nackbuf; /* [msg_max]: NACKs and probes, under mu */
+	struct mmsghdr nackm;
+	struct iovec nackv;
 };
 
 static const char *const drop_names[ISTH_ISLAND_DROP_MAX] = {
@@ -236,36 +321,126 @@ drop(struct isth_island *s, enum isth_island_drop why)
 
 /* ---- sending ---------------------------------------------------------- */
 
-/* Send @n messages prepared in txm[]; returns 0 or -EIO. */
-static int
-tx_flush(struct isth_island *s, unsigned int n)
+static void
+tx_msg(struct isth_island *s, struct mmsghdr *m, struct iovec *v, void *base, size_t len)
+{
+	v->iov_base = base;
+	v->iov_len = len;
+	memset(m, 0, sizeof(*m));
+	m->msg_hdr.msg_name = &s->edge;
+	m->msg_hdr.msg_namelen = sizeof(s->edge);
+	m->msg_hdr.msg_iov = v;
+	m->msg_hdr.msg_iovlen = 1;
+}
+
+/* sendmmsg @n prepared messages; returns how many were sent (all, or up
+ * to the one that failed, errno set). */
+static unsigned int
+tx_mmsg(int fd, struct mmsghdr *m, unsigned int n)
 {
 	unsigned int done = 0;
 
 	while (done < n) {
-		int k = sendmmsg(s->fd, s->txm + done, n - done, 0);
+		int k = sendmmsg(fd, m + done, n - done, 0);
 
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			s->st.tx_errors += n - done;
-			return -EIO;
+			break;
 		}
 		done += (unsigned int)k;
+	}
+	return done;
+}
+
+/* Plain: packets [from, k) of @so's buffer, one datagram each, in
+ * sendmmsg calls of BURST (what a session without GSO always did). */
+static int
+tx_plain(struct isth_island *s, struct isl_sock *so, unsigned int from, unsigned int k)
+{
+	unsigned int i, j;
+
+	for (i = from; i < k; i += BURST) {
+		unsigned int n = k - i < BURST ? k - i : BURST, sent;
+
+		for (j = 0; j < n; j++)
+			tx_msg(s, &so->m[j], &so->v[j], so->buf + (size_t)(i + j) * s->pkt_stride,
+				so->len[i + j]);
+		sent = tx_mmsg(so->fd, so->m, n);
+		for (j = 0; j < sent; j++)
+			so->bytes += so->len[i + j] - s->pkt_over;
+		so->pkts += sent;
+		if (sent < n) {
+			so->errors += k - i - sent;
+			return -EIO;
+		}
 	}
 	return 0;
 }
 
-static void
-tx_slot(struct isth_island *s, unsigned int i, size_t len)
+/* May a send refused with @err be sent again without GSO? What Linux
+ * answers a UDP_SEGMENT it will not do: EINVAL (no checksum, sizes),
+ * EIO (the device cannot checksum), EOPNOTSUPP/ENOPROTOOPT (old kernel). */
+static bool
+gso_refusal(int err)
 {
-	s->txv[i].iov_base = s->txbuf + (size_t)i * s->msg_max;
-	s->txv[i].iov_len = len;
-	memset(&s->txm[i], 0, sizeof(s->txm[i]));
-	s->txm[i].msg_hdr.msg_name = &s->edge;
-	s->txm[i].msg_hdr.msg_namelen = sizeof(s->edge);
-	s->txm[i].msg_hdr.msg_iov = &s->txv[i];
-	s->txm[i].msg_hdr.msg_iovlen = 1;
+	return err == EINVAL || err == EIO || err == EOPNOTSUPP || err == ENOPROTOOPT;
+}
+
+/*
+ * Send the @k DATA in @so's buffer. GSO: up to gso_segs of them (all
+ * pkt_stride long but the tensor's last chunk, which is last) in one
+ * buffer that the kernel cuts into datagrams of pkt_stride bytes, so the
+ * wire carries exactly the datagrams the plain path sends. If the kernel
+ * refuses, GSO is off for the session and the rest goes out plain.
+ */
+static int
+tx_packets(struct isth_island *s, struct isl_sock *so, unsigned int k)
+{
+	unsigned int i = 0, n = 0, g, j, sent, first[TX_CAP_MAX + 1];
+
+	if (!atomic_load_explicit(&s->gso_on, memory_order_relaxed))
+		return tx_plain(s, so, 0, k);
+	while (i < k) {
+		size_t len = 0;
+
+		g = k - i < s->gso_segs ? k - i : s->gso_segs;
+		for (j = 0; j < g; j++)
+			len += so->len[i + j];
+		tx_msg(s, &so->m[n], &so->v[n], so->buf + (size_t)i * s->pkt_stride, len);
+		if (g > 1) {
+			struct cmsghdr *c = &so->cm[n].align;
+			uint16_t seg = (uint16_t)s->pkt_stride;
+
+			memset(&so->cm[n], 0, sizeof(so->cm[n]));
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(seg));
+			memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+			so->m[n].msg_hdr.msg_control = so->cm[n].buf;
+			so->m[n].msg_hdr.msg_controllen = sizeof(so->cm[n].buf);
+		}
+		first[n++] = i;
+		i += g;
+	}
+	first[n] = k;
+	sent = tx_mmsg(so->fd, so->m, n);
+	for (j = 0; j < sent; j++) {
+		so->pkts += first[j + 1] - first[j];
+		so->bytes += so->v[j].iov_len - (first[j + 1] - first[j]) * s->pkt_over;
+		so->gso_sends += first[j + 1] - first[j] > 1;
+	}
+	if (sent == n)
+		return 0;
+	if (first[sent + 1] - first[sent] > 1 && gso_refusal(errno)) {
+		/* nothing of that send left: the kernel refuses a segmented
+		 * send before it builds any datagram */
+		atomic_store_explicit(&s->gso_on, false, memory_order_relaxed);
+		so->gso_refused++;
+		return tx_plain(s, so, first[sent], k);
+	}
+	so->errors += k - first[sent];
+	return -EIO;
 }
 
 /* One NACK (or probe) naming @n ranges of AGG seqs. */
@@ -281,7 +456,7 @@ send_nack(struct isth_island *s, const struct isth_wire_range *r, unsigned int n
 		/* v2: NACKs have their own stream (the IV needs it) */
 		.seq = s->eng ? s->nack_seq++ : 0,
 	};
-	uint8_t *p = s->txbuf;
+	uint8_t *p = s->nackbuf;
 	size_t len = ISTH_WIRE_HDR_SIZE + (size_t)n * ISTH_WIRE_RANGE_SIZE;
 
 	isth_wire_put_hdr(p, s->msg_max, &h);
@@ -295,8 +470,12 @@ send_nack(struct isth_island *s, const struct isth_wire_range *r, unsigned int n
 		}
 		len = (size_t)k;
 	}
-	tx_slot(s, 0, len);
-	return tx_flush(s, 1);
+	tx_msg(s, &s->nackm, &s->nackv, p, len);
+	if (tx_mmsg(s->socks[0].fd, &s->nackm, 1) != 1) {
+		s->st.tx_errors++;
+		return -EIO;
+	}
+	return 0;
 }
 
 /* ---- round slots ------------------------------------------------------ */
@@ -938,9 +1117,51 @@ on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct 
 	}
 }
 
-/* Read everything queued on the socket, without blocking. */
+/* The segment size of a buffer the kernel coalesced (UDP_GRO), or 0. */
 static int
-rx_drain(struct isth_island *s)
+rx_gro_size(struct msghdr *h)
+{
+	struct cmsghdr *c;
+	int seg = 0;
+
+	for (c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO)
+			memcpy(&seg, CMSG_DATA(c), sizeof(seg));
+	return seg;
+}
+
+/*
+ * One buffer read: a datagram, or with GRO several of one flow back to
+ * back, each @seg bytes but the last. Each datagram is counted and
+ * judged on its own, exactly as if it had come alone.
+ */
+static int
+rx_buffer(struct isth_island *s, uint8_t *buf, size_t len, const struct sockaddr_in *from,
+	int flags, int seg, uint64_t now)
+{
+	size_t off = 0;
+	int n = 0;
+
+	if (seg <= 0 || (size_t)seg >= len) {
+		/* with GRO the buffer holds any datagram whole: one larger
+		 * than the MTU allows is what MSG_TRUNC says without */
+		if (len > s->msg_max)
+			flags |= MSG_TRUNC;
+		on_datagram(s, buf, len, from, flags, now);
+		return 1;
+	}
+	s->st.gro_rx++;
+	for (off = 0; off < len; off += (size_t)seg, n++) {
+		size_t l = len - off < (size_t)seg ? len - off : (size_t)seg;
+
+		on_datagram(s, buf + off, l, from, l > s->msg_max ? MSG_TRUNC : 0, now);
+	}
+	return n;
+}
+
+/* Read everything queued on socket @fd, without blocking. */
+static int
+rx_drain_fd(struct isth_island *s, int fd)
 {
 	int total = 0;
 
@@ -949,16 +1170,20 @@ rx_drain(struct isth_island *s)
 		unsigned int i;
 		int n;
 
-		for (i = 0; i < BURST; i++) {
-			s->rxv[i].iov_base = s->rxbuf + (size_t)i * s->msg_max;
-			s->rxv[i].iov_len = s->msg_max;
+		for (i = 0; i < s->rx_n; i++) {
+			s->rxv[i].iov_base = s->rxbuf + (size_t)i * s->rx_size;
+			s->rxv[i].iov_len = s->rx_size;
 			memset(&s->rxm[i], 0, sizeof(s->rxm[i]));
 			s->rxm[i].msg_hdr.msg_name = &s->rxa[i];
 			s->rxm[i].msg_hdr.msg_namelen = sizeof(s->rxa[i]);
 			s->rxm[i].msg_hdr.msg_iov = &s->rxv[i];
 			s->rxm[i].msg_hdr.msg_iovlen = 1;
+			if (s->gro) {
+				s->rxm[i].msg_hdr.msg_control = s->rxc[i].buf;
+				s->rxm[i].msg_hdr.msg_controllen = sizeof(s->rxc[i].buf);
+			}
 		}
-		n = recvmmsg(s->fd, s->rxm, BURST, MSG_DONTWAIT, NULL);
+		n = recvmmsg(fd, s->rxm, s->rx_n, MSG_DONTWAIT, NULL);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -968,11 +1193,27 @@ rx_drain(struct isth_island *s)
 		}
 		now = now_ns(s);
 		for (i = 0; i < (unsigned int)n; i++)
-			on_datagram(s, s->rxbuf + (size_t)i * s->msg_max, s->rxm[i].msg_len,
-				&s->rxa[i], s->rxm[i].msg_hdr.msg_flags, now);
-		total += n;
-		if ((unsigned int)n < BURST)
+			total += rx_buffer(s, s->rxbuf + (size_t)i * s->rx_size, s->rxm[i].msg_len,
+				&s->rxa[i], s->rxm[i].msg_hdr.msg_flags,
+				s->gro ? rx_gro_size(&s->rxm[i].msg_hdr) : 0, now);
+		if ((unsigned int)n < s->rx_n)
 			break;
+	}
+	return total;
+}
+
+/* Read everything queued on every socket, without blocking. */
+static int
+rx_drain(struct isth_island *s)
+{
+	unsigned int i;
+	int total = 0, n;
+
+	for (i = 0; i < s->n_socks; i++) {
+		n = rx_drain_fd(s, s->socks[i].fd);
+		if (n < 0)
+			return total ? total : n;
+		total += n;
 	}
 	return total;
 }
@@ -992,13 +1233,19 @@ wait_io(struct isth_island *s, uint64_t slice_ns)
 	if (slice_ns > s->tick_ns)
 		slice_ns = s->tick_ns;
 	if (!s->reading) {
-		struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
+		unsigned int i;
 
+		for (i = 0; i < s->n_socks; i++) {
+			s->pfd[i].fd = s->socks[i].fd;
+			s->pfd[i].events = POLLIN;
+			s->pfd[i].revents = 0;
+		}
 		s->reading = true;
 		pthread_mutex_unlock(&s->mu);
 		ts.tv_sec = (time_t)(slice_ns / 1000000000ull);
 		ts.tv_nsec = (long)(slice_ns % 1000000000ull);
-		(void)ppoll(&pfd, 1, &ts, NULL);
+		/* pfd[] is the reader's alone while reading is set */
+		(void)ppoll(s->pfd, s->n_socks, &ts, NULL);
 		pthread_mutex_lock(&s->mu);
 		s->reading = false;
 		n = rx_drain(s);
@@ -1029,6 +1276,12 @@ check_conf(const struct isth_island_conf *c)
 		c->dtype != ISTH_WIRE_DTYPE_BF16)
 		return EINVAL;
 	if (c->elems == 0 || c->edge_ip == 0 || c->rcvbuf < 0)
+		return EINVAL;
+	if (c->n_sockets > ISTH_ISLAND_MAX_SOCKETS || c->gso > ISTH_ISLAND_OFFLOAD_TEST_REFUSE ||
+		c->gro > ISTH_ISLAND_OFFLOAD_TEST_REFUSE)
+		return EINVAL;
+	if (c->n_sockets > 1 && c->bind_port != 0 &&
+		(uint32_t)c->bind_port + c->n_sockets - 1 > UINT16_MAX)
 		return EINVAL;
 	return 0;
 }
@@ -1093,6 +1346,85 @@ win_alloc(struct isth_island *s)
 	return s->win_words ? 0 : -ENOMEM;
 }
 
+static void *tx_thread(void *arg);
+static void tx_threads_stop(struct isth_island *s);
+
+/*
+ * Open, configure and bind socket @i: port bind_port + i (ephemeral if
+ * bind_port is 0), SO_RCVBUF, and the offloads the session asked for.
+ * @return 0 or an errno (@err says which socket and why).
+ */
+static int
+sock_open(struct isth_island *s, unsigned int i, char *errbuf, size_t errlen)
+{
+	struct isl_sock *so = &s->socks[i];
+	struct sockaddr_in local;
+	socklen_t alen = sizeof(local);
+	int fd, one = 1, zero = 0, err;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	so->fd = fd;
+	/* best effort: the kernel caps it at rmem_max */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &s->conf.rcvbuf, sizeof(s->conf.rcvbuf));
+	/* GSO: a kernel without UDP_SEGMENT says so here (ENOPROTOOPT);
+	 * one that has it but cannot segment for this route says so at
+	 * the first send (tx_packets) */
+	if (s->conf.gso != ISTH_ISLAND_OFFLOAD_OFF && atomic_load(&s->gso_on) &&
+		setsockopt(fd, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero)) < 0) {
+		atomic_store(&s->gso_on, false);
+		s->st.gso_refused++;
+	}
+	/* tests: with no UDP checksum Linux refuses every segmented send
+	 * (EINVAL), so the fallback below runs against the real kernel */
+	if (s->conf.gso == ISTH_ISLAND_OFFLOAD_TEST_REFUSE &&
+		setsockopt(fd, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one)) < 0) {
+		err = errno;
+		if (errbuf && errlen)
+			snprintf(errbuf, errlen, "socket %u: SO_NO_CHECK: %s", i, strerror(err));
+		return err;
+	}
+	if (s->gro && setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) < 0) {
+		unsigned int j;
+
+		/* any socket refusing it turns it off for all: rx_drain
+		 * reads every socket the same way */
+		for (j = 0; j < i; j++)
+			(void)setsockopt(s->socks[j].fd, SOL_UDP, UDP_GRO, &zero, sizeof(zero));
+		s->gro = false;
+		s->st.gro_refused++;
+	}
+	memset(&local, 0, sizeof(local));
+	local.sin_family = AF_INET;
+	local.sin_addr.s_addr = htonl(s->conf.bind_ip);
+	local.sin_port = htons(s->conf.bind_port ? (uint16_t)(s->conf.bind_port + i) : 0);
+	if (bind(fd, (struct sockaddr *)&local, sizeof(local)) < 0 ||
+		getsockname(fd, (struct sockaddr *)&local, &alen) < 0) {
+		err = errno;
+		if (errbuf && errlen)
+			snprintf(errbuf, errlen, "socket %u: bind port %u: %s", i,
+				(unsigned int)ntohs(local.sin_port), strerror(err));
+		return err;
+	}
+	so->port = ntohs(local.sin_port);
+	return 0;
+}
+
+static void
+socks_free(struct isth_island *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < ISTH_ISLAND_MAX_SOCKETS; i++) {
+		free(s->socks[i].buf);
+		free(s->socks[i].len);
+		free(s->socks[i].m);
+		free(s->socks[i].v);
+		free(s->socks[i].cm);
+	}
+}
+
 struct isth_island *
 isth_island_open(const struct isth_island_conf *conf)
 {
@@ -1102,12 +1434,10 @@ isth_island_open(const struct isth_island_conf *conf)
 struct isth_island *
 isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t errlen)
 {
-	struct sockaddr_in local;
 	pthread_condattr_t ca;
-	socklen_t alen = sizeof(local);
 	struct isth_island *s;
 	unsigned int i;
-	int err, fd;
+	int err;
 
 	if (errbuf && errlen)
 		errbuf[0] = '\0';
@@ -1122,7 +1452,6 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 	if (s == NULL)
 		return NULL;
 	s->conf = *conf;
-	s->fd = -1;
 	if (s->conf.mtu == 0)
 		s->conf.mtu = 1500;
 	/* v2 (a key file): the parser takes version 2 only, and the
@@ -1160,18 +1489,67 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 	s->edge.sin_addr.s_addr = htonl(conf->edge_ip);
 	s->edge.sin_port = htons(s->conf.edge_port);
 
+	s->n_socks = conf->n_sockets ? conf->n_sockets : 1;
+	for (i = 0; i < ISTH_ISLAND_MAX_SOCKETS; i++) {
+		s->socks[i].fd = -1;
+		s->socks[i].sess = s;
+		s->socks[i].idx = i;
+	}
+	/* a full chunk's DATA: every DATA but the tensor's last is this
+	 * long, which is what lets GSO cut a buffer of them evenly */
+	s->pkt_stride = ISTH_WIRE_HDR_SIZE + (size_t)s->chunk_elems * wire_esize(s) +
+		(conf->key_file ? ISTH_AUTH_TAG_SIZE : 0);
+	s->pkt_over = ISTH_WIRE_HDR_SIZE + (conf->key_file ? ISTH_AUTH_TAG_SIZE : 0);
+	s->tx_cap = (unsigned int)(TXBUF_BYTES / s->pkt_stride);
+	if (s->tx_cap > TX_CAP_MAX)
+		s->tx_cap = TX_CAP_MAX;
+	s->gso_segs = (unsigned int)(GSO_MAX_BYTES / s->pkt_stride);
+	if (s->gso_segs > GSO_MAX_SEGS)
+		s->gso_segs = GSO_MAX_SEGS;
+	if (s->gso_segs > s->tx_cap)
+		s->gso_segs = s->tx_cap;
+	s->gro = conf->gro == ISTH_ISLAND_OFFLOAD_ON;
+	if (conf->gro == ISTH_ISLAND_OFFLOAD_TEST_REFUSE)
+		s->st.gro_refused++;
+	atomic_init(&s->gso_on, conf->gso != ISTH_ISLAND_OFFLOAD_OFF && s->gso_segs > 1);
+
 	err = ENOMEM;
 	s->seqs = calloc(ISTH_ISLAND_SEQ_WINDOW, sizeof(*s->seqs));
-	s->rxbuf = malloc(BURST * s->msg_max);
-	s->txbuf = malloc(BURST * s->msg_max);
-	if (s->seqs == NULL || s->rxbuf == NULL || s->txbuf == NULL)
+	s->rx_n = BURST;
+	s->rx_size = s->msg_max;
+	if (s->gro) {
+		s->rx_n = RX_GRO_MSGS;
+		s->rx_size = RX_GRO_BYTES;
+	}
+	s->rxbuf = malloc(s->rx_n * s->rx_size);
+	s->nackbuf = malloc(s->msg_max);
+	if (s->seqs == NULL || s->rxbuf == NULL || s->nackbuf == NULL)
 		goto free_bufs;
+	for (i = 0; i < s->n_socks; i++) {
+		struct isl_sock *so = &s->socks[i];
+
+		so->buf = malloc((size_t)s->tx_cap * s->pkt_stride);
+		so->len = calloc(s->tx_cap, sizeof(*so->len));
+		so->m = calloc(s->tx_cap, sizeof(*so->m));
+		so->v = calloc(s->tx_cap, sizeof(*so->v));
+		so->cm = calloc(s->tx_cap, sizeof(*so->cm));
+		if (so->buf == NULL || so->len == NULL || so->m == NULL || so->v == NULL ||
+			so->cm == NULL)
+			goto free_bufs;
+	}
 	if (conf->key_file) {
 		int rc = auth_load(s, conf->key_file, &s->auth, &s->eng, errbuf, errlen);
 
 		if (rc < 0) {
 			err = -rc;
 			goto free_bufs;
+		}
+		for (i = 0; i < s->n_socks; i++) {
+			rc = isth_auth_engine_create(s->auth, ISTH_AUTH_OPENSSL, &s->socks[i].eng);
+			if (rc < 0) {
+				err = -rc;
+				goto free_auth;
+			}
 		}
 		if (win_alloc(s) < 0)
 			goto free_auth;
@@ -1194,26 +1572,12 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 		if (sl->bitmap == NULL || sl->aggs == NULL || sl->acc == NULL)
 			goto free_slots;
 	}
-	err = 0;
 
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		err = errno;
-		goto free_slots;
+	for (i = 0; i < s->n_socks; i++) {
+		err = sock_open(s, i, errbuf, errlen);
+		if (err)
+			goto close_fd;
 	}
-	s->fd = fd;
-	/* best effort: the kernel caps it at rmem_max */
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &s->conf.rcvbuf, sizeof(s->conf.rcvbuf));
-	memset(&local, 0, sizeof(local));
-	local.sin_family = AF_INET;
-	local.sin_addr.s_addr = htonl(conf->bind_ip);
-	local.sin_port = htons(conf->bind_port);
-	if (bind(fd, (struct sockaddr *)&local, sizeof(local)) < 0 ||
-		getsockname(fd, (struct sockaddr *)&local, &alen) < 0) {
-		err = errno;
-		goto close_fd;
-	}
-	s->local_port = ntohs(local.sin_port);
 
 	if (pthread_condattr_init(&ca) != 0) {
 		err = ENOMEM;
@@ -1221,18 +1585,48 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 	}
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	err = pthread_cond_init(&s->cv, &ca);
+	if (err == 0) {
+		err = pthread_cond_init(&s->jcv, &ca);
+		if (err)
+			pthread_cond_destroy(&s->cv);
+	}
 	pthread_condattr_destroy(&ca);
 	if (err)
 		goto close_fd;
 	err = pthread_mutex_init(&s->mu, NULL);
 	if (err)
 		goto destroy_cv;
+	err = pthread_mutex_init(&s->txmu, NULL);
+	if (err)
+		goto destroy_mu;
+	err = pthread_mutex_init(&s->jmu, NULL);
+	if (err)
+		goto destroy_txmu;
+	for (i = 1; i < s->n_socks; i++) {
+		err = pthread_create(&s->socks[i].th, NULL, tx_thread, &s->socks[i]);
+		if (err) {
+			if (errbuf && errlen)
+				snprintf(errbuf, errlen, "sending thread %u: %s", i, strerror(err));
+			goto stop_threads;
+		}
+		s->socks[i].th_started = true;
+	}
 	return s;
 
+stop_threads:
+	tx_threads_stop(s);
+	pthread_mutex_destroy(&s->jmu);
+destroy_txmu:
+	pthread_mutex_destroy(&s->txmu);
+destroy_mu:
+	pthread_mutex_destroy(&s->mu);
 destroy_cv:
 	pthread_cond_destroy(&s->cv);
+	pthread_cond_destroy(&s->jcv);
 close_fd:
-	close(s->fd);
+	for (i = 0; i < s->n_socks; i++)
+		if (s->socks[i].fd >= 0)
+			close(s->socks[i].fd);
 free_slots:
 	for (i = 0; i < ISTH_ISLAND_ROUNDS; i++) {
 		free(s->slots[i].bitmap);
@@ -1241,12 +1635,15 @@ free_slots:
 	}
 free_auth:
 	free(s->win_words);
+	for (i = 0; i < s->n_socks; i++)
+		isth_auth_engine_free(s->socks[i].eng);
 	isth_auth_engine_free(s->eng);
 	isth_auth_free(s->auth);
 free_bufs:
+	socks_free(s);
 	free(s->seqs);
 	free(s->rxbuf);
-	free(s->txbuf);
+	free(s->nackbuf);
 free_s:
 	free(s);
 	errno = err;
@@ -1260,9 +1657,16 @@ isth_island_close(struct isth_island *s)
 
 	if (s == NULL)
 		return;
+	tx_threads_stop(s);
+	pthread_mutex_destroy(&s->jmu);
+	pthread_mutex_destroy(&s->txmu);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
-	close(s->fd);
+	pthread_cond_destroy(&s->jcv);
+	for (i = 0; i < s->n_socks; i++) {
+		close(s->socks[i].fd);
+		isth_auth_engine_free(s->socks[i].eng);
+	}
 	for (i = 0; i < ISTH_ISLAND_ROUNDS; i++) {
 		free(s->slots[i].bitmap);
 		free(s->slots[i].aggs);
@@ -1271,9 +1675,10 @@ isth_island_close(struct isth_island *s)
 	free(s->win_words);
 	isth_auth_engine_free(s->eng);
 	isth_auth_free(s->auth);
+	socks_free(s);
 	free(s->seqs);
 	free(s->rxbuf);
-	free(s->txbuf);
+	free(s->nackbuf);
 	free(s);
 }
 
@@ -1336,8 +1741,9 @@ reload_compatible(const struct isth_island *s, struct isth_auth_engine *e, const
 int
 isth_island_reload_keys(struct isth_island *s, const char *key_file, char *err, size_t errlen)
 {
-	struct isth_auth_engine *e, *old_e;
+	struct isth_auth_engine *e, *old_e, *tx_e[ISTH_ISLAND_MAX_SOCKETS];
 	struct isth_auth *a, *old_a;
+	unsigned int i;
 	int rc;
 
 	if (err && errlen)
@@ -1353,6 +1759,21 @@ isth_island_reload_keys(struct isth_island *s, const char *key_file, char *err, 
 	rc = auth_load(s, key_file, &a, &e, err, errlen);
 	if (rc < 0)
 		return rc;
+	/* the senders' engines, one per socket (they seal in parallel) */
+	memset(tx_e, 0, sizeof(tx_e));
+	for (i = 0; i < s->n_socks && rc == 0; i++)
+		rc = isth_auth_engine_create(a, ISTH_AUTH_OPENSSL, &tx_e[i]);
+	if (rc < 0) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: tag engine: %s", key_file, strerror(-rc));
+		for (i = 0; i < s->n_socks; i++)
+			isth_auth_engine_free(tx_e[i]);
+		isth_auth_engine_free(e);
+		isth_auth_free(a);
+		return rc;
+	}
+	/* txmu first: no send() is sealing with the engines swapped here */
+	pthread_mutex_lock(&s->txmu);
 	pthread_mutex_lock(&s->mu);
 	rc = reload_compatible(s, e, key_file, err, errlen);
 	if (rc == 0) {
@@ -1360,6 +1781,12 @@ isth_island_reload_keys(struct isth_island *s, const char *key_file, char *err, 
 		old_e = s->eng;
 		s->auth = a;
 		s->eng = e;
+		for (i = 0; i < s->n_socks; i++) {
+			struct isth_auth_engine *t = s->socks[i].eng;
+
+			s->socks[i].eng = tx_e[i];
+			tx_e[i] = t; /* the old one, freed below */
+		}
 		win_sync(s);
 		s->st.key_reloads++;
 		s->st.auth_epochs = (uint8_t)isth_auth_n_epochs(a);
@@ -1368,6 +1795,9 @@ isth_island_reload_keys(struct isth_island *s, const char *key_file, char *err, 
 		old_e = e;
 	}
 	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&s->txmu);
+	for (i = 0; i < s->n_socks; i++)
+		isth_auth_engine_free(tx_e[i]);
 	isth_auth_engine_free(old_e);
 	isth_auth_free(old_a);
 	return rc;
@@ -1376,7 +1806,13 @@ isth_island_reload_keys(struct isth_island *s, const char *key_file, char *err, 
 uint16_t
 isth_island_local_port(const struct isth_island *s)
 {
-	return s ? s->local_port : 0;
+	return s ? s->socks[0].port : 0;
+}
+
+uint16_t
+isth_island_socket_port(const struct isth_island *s, unsigned int i)
+{
+	return s && i < s->n_socks ? s->socks[i].port : 0;
 }
 
 uint32_t
@@ -1466,15 +1902,129 @@ tensor_word(const struct isth_island *s, const uint8_t *src, bool src_f32, uint3
 	return b;
 }
 
+/*
+ * Encode, seal and send the DATA of socket @so's chunk range of job @j:
+ * chunks [idx * n / n_socks, (idx + 1) * n / n_socks). Runs without mu
+ * (txmu is held by send()): it reads only the caller's tensor and what
+ * open() wrote, and writes only @so.
+ */
+static int
+tx_range(struct isth_island *s, struct isl_sock *so, const struct tx_job *j)
+{
+	uint32_t c0 = (uint32_t)((uint64_t)so->idx * s->n_chunks / s->n_socks);
+	uint32_t c1 = (uint32_t)((uint64_t)(so->idx + 1) * s->n_chunks / s->n_socks);
+	size_t es = wire_esize(s);
+	unsigned int k = 0;
+	uint32_t c, i;
+	int rc = 0;
+
+	for (c = c0; c < c1; c++) {
+		uint32_t len = chunk_len(s, c), base = c * s->chunk_elems;
+		struct isth_wire_hdr h = {
+			.type = ISTH_WIRE_DATA,
+			.dtype = s->conf.dtype,
+			.flags = c + 1 == s->n_chunks ? ISTH_WIRE_F_LAST : 0,
+			.sender = s->conf.island,
+			.count = (uint16_t)len,
+			.job = s->conf.job,
+			.round = j->round,
+			.chunk = c,
+			.seq = j->seq0 + c,
+			.bitmap = self_bit(s),
+		};
+		uint8_t *p = so->buf + (size_t)k * s->pkt_stride;
+		uint8_t *body = p + ISTH_WIRE_HDR_SIZE;
+		size_t mlen = ISTH_WIRE_HDR_SIZE + (size_t)len * es;
+
+		isth_wire_put_hdr(p, s->pkt_stride, &h);
+		for (i = 0; i < len; i++) {
+			uint32_t v = tensor_word(s, j->src, j->src_f32, base + i);
+
+			if (es == 2) {
+				uint16_t b = htole16((uint16_t)v);
+
+				memcpy(body + 2 * (size_t)i, &b, 2);
+			} else {
+				v = htole32(v);
+				memcpy(body + 4 * (size_t)i, &v, 4);
+			}
+		}
+		if (so->eng) {
+			/* after the last header change; the epoch is there */
+			int t = isth_auth_seal(
+				so->eng, ISTH_AUTH_UP, s->conf.island, p, mlen, s->pkt_stride);
+
+			if (t < 0) { /* not expected: round and sizes checked */
+				so->errors += c1 - c;
+				if (k && tx_packets(s, so, k) < 0)
+					return -EIO;
+				return t;
+			}
+			mlen = (size_t)t;
+		}
+		so->len[k] = mlen;
+		if (++k == s->tx_cap || c + 1 == c1) {
+			if (tx_packets(s, so, k) < 0)
+				rc = -EIO;
+			k = 0;
+		}
+	}
+	return rc;
+}
+
+/* Thread of socket i > 0: send its range of every job send() posts. */
+static void *
+tx_thread(void *arg)
+{
+	struct isl_sock *so = arg;
+	struct isth_island *s = so->sess;
+	uint64_t seen = 0;
+
+	pthread_mutex_lock(&s->jmu);
+	for (;;) {
+		struct tx_job j;
+
+		while (!s->job_quit && s->job_gen == seen)
+			pthread_cond_wait(&s->jcv, &s->jmu);
+		if (s->job_quit)
+			break;
+		seen = s->job_gen;
+		j = s->job;
+		pthread_mutex_unlock(&s->jmu);
+		so->rc = tx_range(s, so, &j);
+		pthread_mutex_lock(&s->jmu);
+		if (--s->job_pending == 0)
+			pthread_cond_broadcast(&s->jcv);
+	}
+	pthread_mutex_unlock(&s->jmu);
+	return NULL;
+}
+
+static void
+tx_threads_stop(struct isth_island *s)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&s->jmu);
+	s->job_quit = true;
+	pthread_cond_broadcast(&s->jcv);
+	pthread_mutex_unlock(&s->jmu);
+	for (i = 1; i < s->n_socks; i++)
+		if (s->socks[i].th_started) {
+			pthread_join(s->socks[i].th, NULL);
+			s->socks[i].th_started = false;
+		}
+}
+
 int
 isth_island_send(struct isth_island *s, uint32_t round, const void *tensor, size_t size)
 {
 	enum isth_island_drop why;
 	const uint8_t *src = tensor;
-	unsigned int n = 0;
+	struct tx_job job;
 	bool src_f32;
 	struct slot *sl;
-	uint32_t c, i;
+	uint32_t i;
 	int rc = 0;
 
 	if (s == NULL || tensor == NULL)
@@ -1484,6 +2034,7 @@ isth_island_send(struct isth_island *s, uint32_t round, const void *tensor, size
 	if (!src_f32 &&
 		!(s->conf.dtype == ISTH_WIRE_DTYPE_BF16 && size == (size_t)s->conf.elems * 2))
 		return -EINVAL;
+	pthread_mutex_lock(&s->txmu);
 	pthread_mutex_lock(&s->mu);
 	sl = slot_get(s, round, now_ns(s), &why);
 	if (sl == NULL) {
@@ -1523,65 +2074,54 @@ isth_island_send(struct isth_island *s, uint32_t round, const void *tensor, size
 		}
 	}
 	sl->sent = true;
+	/* chunk c gets seq seq0 + c whichever socket sends it: one DATA
+	 * stream for the island, as with one socket */
+	job.round = round;
+	job.src = src;
+	job.src_f32 = src_f32;
+	job.seq0 = s->data_seq;
+	s->data_seq += s->n_chunks;
+	pthread_mutex_unlock(&s->mu);
 
-	for (c = 0; c < s->n_chunks; c++) {
-		uint32_t len = chunk_len(s, c), base = c * s->chunk_elems;
-		size_t es = wire_esize(s);
-		struct isth_wire_hdr h = {
-			.type = ISTH_WIRE_DATA,
-			.dtype = s->conf.dtype,
-			.flags = c + 1 == s->n_chunks ? ISTH_WIRE_F_LAST : 0,
-			.sender = s->conf.island,
-			.count = (uint16_t)len,
-			.job = s->conf.job,
-			.round = round,
-			.chunk = c,
-			.seq = s->data_seq++,
-			.bitmap = self_bit(s),
-		};
-		uint8_t *p = s->txbuf + (size_t)n * s->msg_max;
-		uint8_t *body = p + ISTH_WIRE_HDR_SIZE;
-
-		isth_wire_put_hdr(p, s->msg_max, &h);
-		for (i = 0; i < len; i++) {
-			uint32_t v = tensor_word(s, src, src_f32, base + i);
-
-			if (es == 2) {
-				uint16_t b = htole16((uint16_t)v);
-
-				memcpy(body + 2 * (size_t)i, &b, 2);
-			} else {
-				v = htole32(v);
-				memcpy(body + 4 * (size_t)i, &v, 4);
-			}
-		}
-		if (s->eng) {
-			/* after the last header change; the epoch is there */
-			int k = isth_auth_seal(s->eng, ISTH_AUTH_UP, s->conf.island, p,
-				ISTH_WIRE_HDR_SIZE + (size_t)len * es, s->msg_max);
-
-			if (k < 0) { /* not expected: round and sizes checked */
-				s->st.tx_errors += s->n_chunks - c;
-				rc = k;
-				if (n && tx_flush(s, n) == 0)
-					s->st.data_tx += n;
-				break;
-			}
-			tx_slot(s, n, (size_t)k);
-		} else {
-			tx_slot(s, n, ISTH_WIRE_HDR_SIZE + (size_t)len * es);
-		}
-		s->st.data_tx_bytes += (size_t)len * es;
-		if (++n == BURST || c + 1 == s->n_chunks) {
-			if (tx_flush(s, n) < 0)
-				rc = -EIO;
-			else
-				s->st.data_tx += n;
-			n = 0;
-		}
+	/* the sockets send their ranges in parallel, without mu: the
+	 * reader keeps summing AGGs meanwhile */
+	if (s->n_socks > 1) {
+		pthread_mutex_lock(&s->jmu);
+		s->job = job;
+		s->job_gen++;
+		s->job_pending = s->n_socks - 1;
+		pthread_cond_broadcast(&s->jcv);
+		pthread_mutex_unlock(&s->jmu);
 	}
+	s->socks[0].rc = tx_range(s, &s->socks[0], &job);
+	if (s->n_socks > 1) {
+		pthread_mutex_lock(&s->jmu);
+		while (s->job_pending)
+			pthread_cond_wait(&s->jcv, &s->jmu);
+		pthread_mutex_unlock(&s->jmu);
+	}
+
+	pthread_mutex_lock(&s->mu);
+	for (i = 0; i < s->n_socks; i++) {
+		struct isl_sock *so = &s->socks[i];
+
+		if (so->rc < 0 && rc == 0)
+			rc = so->rc == -EIO ? -EIO : so->rc;
+		s->st.data_tx += so->pkts;
+		s->st.data_tx_bytes += so->bytes;
+		s->st.tx_errors += so->errors;
+		s->st.gso_sends += so->gso_sends;
+		s->st.gso_refused += so->gso_refused;
+		so->pkts = so->bytes = so->errors = so->gso_sends = so->gso_refused = 0;
+		so->rc = 0;
+	}
+	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&s->txmu);
+	return rc;
+
 out:
 	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&s->txmu);
 	return rc;
 }
 
@@ -1781,6 +2321,9 @@ isth_island_stats(struct isth_island *s, struct isth_island_stats *st)
 	pthread_mutex_lock(&s->mu);
 	*st = s->st;
 	pthread_mutex_unlock(&s->mu);
+	st->n_sockets = s->n_socks;
+	st->gso = atomic_load_explicit(&s->gso_on, memory_order_relaxed);
+	st->gro = s->gro;
 }
 
 /* snprintf into buf at *off, keeping the length it would need. */

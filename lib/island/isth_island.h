@@ -52,6 +52,27 @@ struct isth_island;
 #define ISTH_ISLAND_ROUNDS 4u
 /** AGG sequence numbers tracked behind the newest one (power of two). */
 #define ISTH_ISLAND_SEQ_WINDOW 8192u
+/** Most sockets (and sending threads) one session may use. */
+#define ISTH_ISLAND_MAX_SOCKETS 16u
+
+/**
+ * UDP segmentation offload on send (conf.gso) and receive offload on
+ * receive (conf.gro); doc/island.md, "GSO, GRO and several sockets".
+ */
+enum isth_island_offload {
+	/** Not used (the default): one datagram per syscall entry. */
+	ISTH_ISLAND_OFFLOAD_OFF = 0,
+	/** Used if the kernel takes it; if it refuses (at open, or the first
+	 * send it fails with EINVAL/EIO/EOPNOTSUPP), the session falls back
+	 * to plain datagrams for good and counts it (gso_refused,
+	 * gro_refused). Nothing on the wire changes either way. */
+	ISTH_ISLAND_OFFLOAD_ON,
+	/** Tests: as ON, but make the kernel refuse: GSO sockets get
+	 * SO_NO_CHECK, with which Linux refuses every UDP_SEGMENT send
+	 * (EINVAL), so the real fallback runs; GRO is treated as refused
+	 * at open. */
+	ISTH_ISLAND_OFFLOAD_TEST_REFUSE,
+};
 
 /** Session parameters. Zero means "the default" wherever a default is named. */
 struct isth_island_conf {
@@ -93,6 +114,17 @@ struct isth_island_conf {
 	 * no authentication (labs only; isth_island_stats() reports it).
 	 */
 	const char *key_file;
+	/**
+	 * Sockets of the session, 1..ISTH_ISLAND_MAX_SOCKETS; 0: 1. Socket i
+	 * is bound to bind_port + i (each on an ephemeral port if bind_port
+	 * is 0) and sends the DATA of the i-th of n_sockets contiguous chunk
+	 * ranges; sockets 1.. are driven by threads the session starts, so a
+	 * send() uses n_sockets cores. Every socket is read for AGGs (the
+	 * edge answers socket 0's port today).
+	 */
+	unsigned int n_sockets;
+	uint8_t gso; /**< enum isth_island_offload: UDP_SEGMENT on send */
+	uint8_t gro; /**< enum isth_island_offload: UDP_GRO on receive */
 };
 
 /** What a ROUND announced, in host order. */
@@ -188,6 +220,13 @@ struct isth_island_stats {
 	uint64_t rounds_announced; /**< ROUNDs accepted */
 	uint64_t rounds_complete; /**< results, all chunks complete */
 	uint64_t rounds_partial; /**< results with missing parts */
+	uint32_t n_sockets; /**< sockets in use */
+	bool gso; /**< UDP GSO in use now (conf.gso and not refused) */
+	bool gro; /**< UDP GRO in use (conf.gro and not refused) */
+	uint64_t gso_sends; /**< segmented sends (one syscall entry, many DATA) */
+	uint64_t gso_refused; /**< GSO refused by the kernel (then plain) */
+	uint64_t gro_refused; /**< UDP_GRO refused at open (then plain) */
+	uint64_t gro_rx; /**< coalesced buffers read (several datagrams each) */
 };
 
 /**
@@ -229,6 +268,9 @@ void isth_island_close(struct isth_island *s);
 
 /** Local port the socket is bound to (host order), e.g. after port 0. */
 uint16_t isth_island_local_port(const struct isth_island *s);
+
+/** Local port of socket @p i (host order); 0 if @p i >= n_sockets. */
+uint16_t isth_island_socket_port(const struct isth_island *s, unsigned int i);
 
 /** Elements per full chunk (from the MTU) and chunks per tensor. */
 uint32_t isth_island_chunk_elems(const struct isth_island *s);
