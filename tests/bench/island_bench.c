@@ -971,14 +971,24 @@ main(int argc, char **argv)
 			nch = 64;
 			rounds = 50;
 			reps = 2;
+		} else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+			rounds = (unsigned int)strtoul(argv[++i], NULL, 10);
+		} else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+			reps = (unsigned int)strtoul(argv[++i], NULL, 10);
 		} else if (strcmp(argv[i], "--veth") == 0) {
 			veth = true;
 		} else if (strcmp(argv[i], "--sink-gro") == 0) {
 			sink_gro = true;
 		} else {
-			fprintf(stderr, "usage: bench_island [--quick] [--veth] [--sink-gro]\n");
+			fprintf(stderr,
+				"usage: bench_island [--quick] [--rounds N] [--reps N] [--veth] "
+				"[--sink-gro]\n");
 			return 2;
 		}
+	}
+	if (rounds == 0 || reps == 0) {
+		fprintf(stderr, "bench_island: --rounds and --reps must be > 0\n");
+		return 2;
 	}
 	if (veth)
 		veth_up();

@@ -260,3 +260,47 @@ def test_two_threads_wait_for_two_rounds(edge):
         assert got[1].chunk_bitmaps == (0b0111, 0xf, 0xf)
         np.testing.assert_array_equal(outs[1][chunk(0)],
                                       sum(val(k, 1) for k in range(3))[chunk(0)].astype(np.float32))
+
+
+def test_sockets_gso_gro_deliver_the_plain_datagrams(edge):
+    """sockets=3, gso=True, gro=True: the edge reads each chunk's DATA once,
+    the same bytes a plain session sends, from the socket whose chunk range
+    holds it; sums stay exact."""
+    n = 20 * CE + 7                                  # 21 chunks
+    nch = 21
+    own = val(SELF, 4, n).astype(np.float32)
+    got = {}
+    for kw in ({}, {"sockets": 3, "gso": True, "gro": True}):
+        with isthmus.Session(job=7, island=SELF, n_islands=N, elems=n,
+                             edge=("127.0.0.1", edge.port),
+                             bind=("127.0.0.1", 0), probe=None, **kw) as s:
+            edge.island_port = s.local_port
+            edge.seq = 0
+            s.send(4, own)
+            pk = {}
+            for _ in range(nch):
+                p = edge.recv()
+                assert p.chunk not in pk, "chunk %d twice" % p.chunk
+                pk[p.chunk] = p
+            assert sorted(pk) == list(range(nch))
+            got[bool(kw)] = pk
+            edge.round(4, 1 << 0, nch)
+            for c in range(nch):
+                sl = slice(c * CE, min((c + 1) * CE, n))
+                edge.agg(4, c, 1 << 0, val(0, 4, n)[sl].astype(np.float32))
+            out = np.zeros(n, np.float32)
+            assert s.result(4, out, timeout=2).chunks_complete == nch
+            np.testing.assert_array_equal(
+                out, (val(0, 4, n) + val(SELF, 4, n)).astype(np.float32))
+            k = s.counters()
+            if kw:
+                assert (k["n_sockets"], k["gso"], k["gro"]) == (3, 1, 1)
+                assert k["gso_sends"] >= 3 and k["gso_refused"] == 0
+            else:
+                assert (k["n_sockets"], k["gso"], k["gso_sends"]) == (1, 0, 0)
+            assert k["data_tx"] == nch
+    for c in range(nch):
+        a, b = got[False][c], got[True][c]
+        assert (a.seq, a.flags, a.count, a.body) == (b.seq, b.flags, b.count, b.body)
+    with pytest.raises(ValueError):
+        isthmus.Session(job=7, island=SELF, n_islands=N, elems=n, sockets=17)
