@@ -528,6 +528,54 @@ Test(island_cli, bf16_goes_out_as_bf16_and_verifies)
 		"output:\n%s", out);
 }
 
+/* --sockets 2 --gso on --gro on: chunk 0 from socket 0 (the --bind
+ * port), chunk 1 from socket 1 (port + 1), each once; sums verified. */
+Test(island_cli, sockets_gso_gro_send_each_chunk_once_and_verify)
+{
+	static const char *const extra[] = {
+		"--rounds", "2", "--sockets", "2", "--gso", "on", "--gro", "on", NULL};
+	char out[8192];
+	struct cli c;
+
+	cli_start(&c, extra);
+	for (uint32_t r = 7; r < 9; r++) {
+		bool seen[NCH] = {false};
+
+		send_round(&c, r, 1u << 0, 3000 * MS);
+		for (uint32_t k = 0; k < NCH; k++) {
+			struct sockaddr_in from;
+			socklen_t fl = sizeof(from);
+			struct pollfd pf = {.fd = c.edge, .events = POLLIN};
+			struct isth_wire_pkt p;
+			uint8_t buf[2048];
+			ssize_t n;
+
+			cr_assert_gt(poll(&pf, 1, 5000), 0, "nothing from the island");
+			n = recvfrom(c.edge, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
+			cr_assert_gt(n, 0);
+			cr_assert_eq(isth_wire_parse_msg(buf, (size_t)n, &c.lim, &p), ISTH_WIRE_OK);
+			cr_assert_eq(p.hdr.type, ISTH_WIRE_DATA);
+			cr_assert_lt(p.hdr.chunk, NCH);
+			cr_assert_not(seen[p.hdr.chunk], "chunk %u twice", p.hdr.chunk);
+			seen[p.hdr.chunk] = true;
+			cr_assert_eq(ntohs(from.sin_port), c.island_port + p.hdr.chunk,
+				"chunk %u from port %u", p.hdr.chunk, ntohs(from.sin_port));
+			for (uint32_t i = 0; i < p.hdr.count; i++) {
+				const uint8_t *q = p.payload + 4 * i;
+
+				cr_assert_eq((uint32_t)(q[0] | q[1] << 8 | q[2] << 16 |
+						     (uint32_t)q[3] << 24),
+					val_i32(SELF, r, p.hdr.chunk * ce + i));
+			}
+		}
+		for (uint32_t ch = 0; ch < NCH; ch++)
+			send_agg(&c, r, ch, 1u << 0, 0, false, 0, -1);
+	}
+	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 0, "output:\n%s", out);
+	cr_expect(strstr(summary(out), "aggregates=4 verified=4 wrong=0 partial=0 ") != NULL,
+		"output:\n%s", out);
+}
+
 Test(island_cli, a_wrong_sum_fails_the_run)
 {
 	static const char *const extra[] = {"--rounds", "1", NULL};
@@ -593,6 +641,27 @@ Test(island_cli, usage_errors_exit_2)
 	snprintf(cmd, sizeof(cmd),
 		"%s --island 0 --islands 3 --edge 127.0.0.1 --auth on 2>/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	/* --sockets 1..16, --gso/--gro on|off */
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 3 --edge 127.0.0.1 --auth off --sockets 0 2>/dev/null",
+		bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 3 --edge 127.0.0.1 --auth off --sockets 17 2>/dev/null",
+		bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 3 --edge 127.0.0.1 --auth off --gso yes 2>&1 | "
+		"grep -q -- \"bad value for --gso: 'yes'\" && exit 2",
+		bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2, "--gso yes: no clear error");
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 3 --edge 127.0.0.1 --auth off --gro 1 2>/dev/null", bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof(cmd), "%s --help | grep -q -- '--gso on|off'", bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 0, "--help does not name --gso");
+	snprintf(cmd, sizeof(cmd), "%s --help | grep -q -- '--sockets N'", bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 0, "--help does not name --sockets");
 	snprintf(cmd, sizeof(cmd), "%s --help | grep -q -- '--key-file PATH'", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 0, "--help does not name --key-file");
 	snprintf(cmd, sizeof(cmd), "%s --help >/dev/null", bin);
