@@ -32,6 +32,26 @@
  *                 the island: 1/rate(auth) - 1/rate(lib), in packets) is
  *                 taken under the same load.
  *
+ *   send gso      send lib with conf.gso on: up to 44 DATA (1472 bytes) per
+ *                 UDP_SEGMENT buffer, cut into the same datagrams by the
+ *                 kernel (the sink is a plain socket unless --sink-gro)
+ *   send gso s2   send gso over 2 sockets: the library's own thread sends
+ *                 the second half of the chunks; its CPU is counted in
+ *                 the *_proc figures (process CPU less the sink and edge
+ *                 threads), the only per-core figure that sees it
+ *   send gso auth send auth with GSO: every segment one sealed DATA
+ *   recv gro      recv lib with conf.gro on; the fake edge sends the AGGs
+ *                 in GSO buffers, which loopback (and veth) hand whole to
+ *                 the GRO socket, as a NIC's GRO would coalesce them
+ *
+ * --veth puts the fake edge and the sink in a network namespace of the run
+ * behind a veth pair (10.214.0.1 <-> 10.214.0.2; removed at exit), the
+ * island in this one: a plain UDP receiver, not a DPDK sink. --sink-gro
+ * gives the sink UDP_GRO, so that GSO buffers reach it whole: the sender's
+ * cost without the per-datagram delivery loopback charges it (what a NIC
+ * with UDP segmentation offload spares it). Datagrams the sink dropped
+ * (SO_MEMINFO) are reported per send phase (sink_drop_frac).
+ *
  * Rates are payload bytes (1432 per chunk; headers excluded). "per core"
  * divides by the CPU time of the measured threads (CLOCK_THREAD_CPUTIME_ID:
  * on loopback the kernel's delivery runs in the sender's context, so the
@@ -39,7 +59,7 @@
  * thread's wall time. Best of REPS per figure.
  *
  * Output: one line per figure, "name value unit".
- * Usage: bench_island [--quick]
+ * Usage: bench_island [--quick] [--rounds N] [--reps N] [--veth] [--sink-gro]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +80,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <linux/sock_diag.h>
 #include <sys/socket.h>
 
 #include "isth_auth.h"
@@ -140,7 +161,9 @@ udp_socket_at(uint16_t *port, bool far)
 		die("setns (home)", errno);
 	if (fd < 0)
 		die("socket", errno);
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	/* root may pass rmem_max: a sink that keeps up (drops are reported) */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	a.sin_addr.s_addr = htonl(far ? far_ip : near_ip);
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 		getsockname(fd, (struct sockaddr *)&a, &len) < 0)
@@ -403,6 +426,25 @@ static pthread_t sink_th;
  * library's own sending threads (n_sockets > 1), which the measured
  * threads' clocks do not. Sampled by worker 0 around each phase. */
 static double proc_cpu0;
+/* Datagrams the sink sockets dropped (full receive buffer), sampled by
+ * worker 0 around each phase: a send figure counts only what arrived. */
+static uint64_t sink_drops0;
+static double worst_drop_frac[N_PHASES];
+
+static uint64_t
+sink_drops(void)
+{
+	uint64_t n = 0;
+
+	for (unsigned int i = 0; i < n_threads; i++) {
+		uint32_t mi[SK_MEMINFO_VARS];
+		socklen_t len = sizeof(mi);
+
+		if (getsockopt(wk[i].sink_fd, SOL_SOCKET, SO_MEMINFO, mi, &len) == 0)
+			n += mi[SK_MEMINFO_DROPS];
+	}
+	return n;
+}
 static pthread_barrier_t bar;
 static atomic_bool sink_stop;
 static atomic_uint_fast64_t sink_got;
@@ -597,8 +639,10 @@ run_phase(struct worker *w, enum phase ph)
 	int rc;
 
 	pthread_barrier_wait(&bar);
-	if (w->id == 0)
+	if (w->id == 0) {
 		proc_cpu0 = proc_cpu();
+		sink_drops0 = sink_drops();
+	}
 	w0 = clk(CLOCK_MONOTONIC);
 	c0 = clk(CLOCK_THREAD_CPUTIME_ID);
 	switch (ph) {
@@ -693,6 +737,8 @@ worker_main(void *arg)
 			pthread_barrier_wait(&bar);
 			if (w->id == 0) {
 				double bytes = 0, cpu = 0, wall = 0, pcpu = proc_cpu() - proc_cpu0;
+				double drop = (double)(sink_drops() - sink_drops0) /
+					((double)n_threads * rounds * nch);
 
 				for (unsigned int i = 0; i < n_threads; i++) {
 					bytes += (double)rounds * nch * phase_ce(ph) * 4;
@@ -704,6 +750,8 @@ worker_main(void *arg)
 					best_gbps_core[ph] = bytes * 8 / cpu / 1e9;
 				if (bytes * 8 / wall / 1e9 > best_gbps_wall[ph])
 					best_gbps_wall[ph] = bytes * 8 / wall / 1e9;
+				if (drop > worst_drop_frac[ph])
+					worst_drop_frac[ph] = drop;
 				if (bytes * 8 / pcpu / 1e9 > best_gbps_proc[ph])
 					best_gbps_proc[ph] = bytes * 8 / pcpu / 1e9;
 			}
@@ -861,6 +909,7 @@ run(unsigned int threads)
 	memset(best_gbps_core, 0, sizeof(best_gbps_core));
 	memset(best_gbps_wall, 0, sizeof(best_gbps_wall));
 	memset(best_gbps_proc, 0, sizeof(best_gbps_proc));
+	memset(worst_drop_frac, 0, sizeof(worst_drop_frac));
 	atomic_store(&sink_stop, false);
 	if (pthread_barrier_init(&bar, NULL, threads) != 0)
 		die("pthread_barrier_init", EINVAL);
@@ -894,6 +943,9 @@ run(unsigned int threads)
 		 * n_sockets > 1 (its per-thread clock sees only socket 0) */
 		printf("island.t%u.%s.gbps_per_core_proc %.2f Gbit/s\n", threads, phase_name[ph],
 			best_gbps_proc[ph]);
+		if (ph < RECV_LIB) /* send phases: did the sink get it all? */
+			printf("island.t%u.%s.sink_drop_frac %.4f worst\n", threads, phase_name[ph],
+				worst_drop_frac[ph]);
 	}
 	printf("island.t%u.send.gso_over_lib %.2f ratio\n", threads,
 		best_gbps_core[SEND_GSO] / best_gbps_core[SEND_LIB]);
