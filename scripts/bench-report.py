@@ -323,6 +323,10 @@ def headline(figs):
         "per-core rate of isth_island_send over sendmmsg of the same datagrams")
     add("island recv / plain recvmmsg, 1 session", "island.t1.recv.lib_over_ref",
         "per-core rate of isth_island_result over recvmmsg of the same datagrams")
+    add("island send Gbit/s per core, 1 session, UDP GSO", "island.t1.send_gso.gbps_per_core",
+        "libisthmus conf.gso on, loopback to a plain sink (segmentation charged to the sender)")
+    add("island recv Gbit/s per core, 1 session, UDP GRO", "island.t1.recv_gro.gbps_per_core",
+        "libisthmus conf.gro on, the AGGs arriving as GSO buffers")
     add("backend fpga model / sw", "backend.fpga.x_sw", "contributions/s, device model")
     for n in (9, 16, 32, 64):
         ms = [v for k, v in figs.items()

@@ -949,7 +949,7 @@ run(unsigned int threads)
 	}
 	printf("island.t%u.send.gso_over_lib %.2f ratio\n", threads,
 		best_gbps_core[SEND_GSO] / best_gbps_core[SEND_LIB]);
-	printf("island.t%u.send.gso_s2_over_lib %.2f ratio (per core, process CPU)\n", threads,
+	printf("island.t%u.send.gso_s2_over_lib %.2f ratio\n", threads,
 		best_gbps_proc[SEND_GSO_S2] / best_gbps_proc[SEND_LIB]);
 	printf("island.t%u.send.gso_s2_wall_over_gso %.2f ratio\n", threads,
 		best_gbps_wall[SEND_GSO_S2] / best_gbps_wall[SEND_GSO]);
