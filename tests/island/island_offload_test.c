@@ -357,6 +357,40 @@ Test(island_offload, sockets_bind_consecutive_ports_and_close)
 	close(fd);
 }
 
+/* @off bytes of MSG-byte messages (the last may be shorter) to @to, as
+ * GSO buffers of 40: the kernel cuts them into the datagrams. */
+static void
+gso_sendto(int fd, struct sockaddr_in *to, uint8_t *buf, size_t off)
+{
+	for (size_t at = 0; at < off; at += 40 * MSG) {
+		size_t len = off - at < 40 * MSG ? off - at : 40 * MSG;
+		union {
+			char b[CMSG_SPACE(sizeof(uint16_t))];
+			struct cmsghdr al;
+		} cm;
+		struct iovec v = {buf + at, len};
+		struct msghdr m = {
+			.msg_name = to,
+			.msg_namelen = sizeof(*to),
+			.msg_iov = &v,
+			.msg_iovlen = 1,
+			.msg_control = cm.b,
+			.msg_controllen = sizeof(cm.b),
+		};
+		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+		uint16_t seg = MSG;
+
+		memset(&cm, 0, sizeof(cm));
+		h = CMSG_FIRSTHDR(&m);
+		h->cmsg_level = SOL_UDP;
+		h->cmsg_type = UDP_SEGMENT;
+		h->cmsg_len = CMSG_LEN(sizeof(seg));
+		memcpy(CMSG_DATA(h), &seg, sizeof(seg));
+		cr_assert_eq(
+			sendmsg(fd, &m, 0), (ssize_t)len, "edge GSO send: %s", strerror(errno));
+	}
+}
+
 /* Round 5's AGGs from peer 0 (seq = chunk), as an edge builds them. */
 static size_t
 mk_agg(uint8_t *buf, uint32_t c)
@@ -421,33 +455,7 @@ edge_send_round_gso(int fd, uint16_t island_port)
 	cr_assert_eq(sendto(fd, msg, (size_t)n, 0, (struct sockaddr *)&to, sizeof(to)), n);
 	for (uint32_t c = 0; c < NCH; c++)
 		off += mk_agg(agg + off, c); /* all MSG long but the last */
-	for (size_t at = 0; at < off; at += 40 * MSG) {
-		size_t len = off - at < 40 * MSG ? off - at : 40 * MSG;
-		union {
-			char b[CMSG_SPACE(sizeof(uint16_t))];
-			struct cmsghdr al;
-		} cm;
-		struct iovec v = {agg + at, len};
-		struct msghdr m = {
-			.msg_name = &to,
-			.msg_namelen = sizeof(to),
-			.msg_iov = &v,
-			.msg_iovlen = 1,
-			.msg_control = cm.b,
-			.msg_controllen = sizeof(cm.b),
-		};
-		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-		uint16_t seg = MSG;
-
-		memset(&cm, 0, sizeof(cm));
-		h = CMSG_FIRSTHDR(&m);
-		h->cmsg_level = SOL_UDP;
-		h->cmsg_type = UDP_SEGMENT;
-		h->cmsg_len = CMSG_LEN(sizeof(seg));
-		memcpy(CMSG_DATA(h), &seg, sizeof(seg));
-		cr_assert_eq(
-			sendmsg(fd, &m, 0), (ssize_t)len, "edge GSO send: %s", strerror(errno));
-	}
+	gso_sendto(fd, &to, agg, off);
 }
 
 /* GRO on, off and refused: the same exact sums, every datagram counted. */
@@ -510,6 +518,72 @@ Test(island_offload, gro_receives_exactly_the_plain_sums)
 	close(fd);
 }
 
+/* v2: sealed ROUND 3, then round 3's AGGs from the peer (354-element
+ * chunks), sealed one by one and sent as GSO buffers of 40. */
+static void
+edge_send_sealed_round_gso(int fd, uint16_t island_port, struct isth_auth_engine *e)
+{
+	static uint8_t agg[NCH * MSG];
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(island_port)};
+	struct isth_wire_round rb = {
+		.start_ns = T0,
+		.deadline_ns = T0 + 1000 * MS,
+		.period_ns = 100 * MS,
+		.clique = (1u << PEER) | (1u << SELF),
+		.n_chunks = NCH,
+		.chunk_elems = CE_AUTH,
+	};
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_ROUND,
+		.sender = SELF,
+		.job = JOB,
+		.round = 3,
+		.seq = 1,
+		.bitmap = 1u << PEER,
+	};
+	uint8_t body[4 * CE];
+	size_t off = 0;
+	int n;
+
+	to.sin_addr.s_addr = htonl(LOOPBACK);
+	isth_wire_put_round(body, sizeof(body), &rb);
+	n = isth_wire_build_msg(agg, MSG, &h, body, ISTH_WIRE_ROUND_SIZE, NULL);
+	cr_assert_gt(n, 0);
+	n = isth_auth_seal(e, ISTH_AUTH_DOWN, SELF, agg, (size_t)n, MSG);
+	cr_assert_gt(n, 0);
+	cr_assert_eq(sendto(fd, agg, (size_t)n, 0, (struct sockaddr *)&to, sizeof(to)), n);
+	for (uint32_t c = 0; c < NCH; c++) {
+		uint32_t cnt = c + 1 < NCH ? CE_AUTH : LAST_ELEMS;
+		struct isth_wire_hdr a = {
+			.type = ISTH_WIRE_AGG,
+			.dtype = ISTH_WIRE_DTYPE_INT32,
+			.sender = SELF,
+			.count = (uint16_t)cnt,
+			.job = JOB,
+			.round = 3,
+			.chunk = c,
+			.seq = 1000 + c,
+			.bitmap = 1u << PEER,
+		};
+
+		for (uint32_t i = 0; i < cnt; i++) {
+			uint32_t v = val_i32(PEER, 3, c * CE_AUTH + i);
+
+			body[4 * i] = (uint8_t)v;
+			body[4 * i + 1] = (uint8_t)(v >> 8);
+			body[4 * i + 2] = (uint8_t)(v >> 16);
+			body[4 * i + 3] = (uint8_t)(v >> 24);
+		}
+		n = isth_wire_build_msg(agg + off, MSG, &a, body, (size_t)cnt * 4, NULL);
+		cr_assert_gt(n, 0);
+		n = isth_auth_seal(e, ISTH_AUTH_DOWN, SELF, agg + off, (size_t)n, MSG);
+		cr_assert_gt(n, 0);
+		cr_assert(c + 1 == NCH || n == MSG, "a full sealed AGG is %d bytes", n);
+		off += (size_t)n;
+	}
+	gso_sendto(fd, &to, agg, off);
+}
+
 /* Auth on, GSO on, 2 sockets: every datagram is one whole sealed DATA. */
 Test(island_offload, with_auth_each_gso_segment_is_one_sealed_message)
 {
@@ -541,6 +615,7 @@ Test(island_offload, with_auth_each_gso_segment_is_one_sealed_message)
 	c = conf_for(edge_port, ELEMS_AUTH);
 	c.key_file = path;
 	c.gso = ISTH_ISLAND_OFFLOAD_ON;
+	c.gro = ISTH_ISLAND_OFFLOAD_ON;
 	c.n_sockets = 2;
 	s = isth_island_open(&c);
 	unlink(path);
@@ -579,10 +654,31 @@ Test(island_offload, with_auth_each_gso_segment_is_one_sealed_message)
 	cr_assert_neq(seq[0], 0, "v2 DATA seqs start at the real clock");
 	for (uint32_t cc = 0; cc < NCH; cc++)
 		cr_assert_eq(seq[cc], seq[0] + cc, "chunk %u", cc);
+
+	/* and back: sealed ROUND, then sealed AGGs as GSO buffers to the
+	 * GRO socket; each segment is verified on its own, sums exact */
+	edge_send_sealed_round_gso(fd, isth_island_local_port(s), e);
+	{
+		static uint32_t out[ELEMS_AUTH];
+		static struct isth_island_chunk ch[NCH];
+		struct isth_island_result res;
+
+		cr_assert_eq(isth_island_result(s, 3, out, sizeof(out), ch, NCH, &res, 2000 * MS),
+			0, "round not complete");
+		for (uint32_t i = 0; i < ELEMS_AUTH; i++)
+			cr_assert_eq(
+				out[i], val_i32(SELF, 3, i) + val_i32(PEER, 3, i), "element %u", i);
+	}
 	isth_island_stats(s, &st);
 	cr_expect(st.gso);
 	cr_expect_geq(st.gso_sends, 2);
 	cr_expect_eq(st.data_tx, NCH);
+	cr_expect(st.gro);
+	cr_expect_gt(st.gro_rx, 0);
+	cr_expect_eq(st.rx_packets, 1 + NCH);
+	cr_expect_eq(st.aggs_summed, NCH);
+	for (unsigned int i = 0; i < ISTH_AUTH_STATUS_MAX; i++)
+		cr_expect_eq(st.auth_drop[i], 0, "auth refused %s", isth_auth_status_name(i));
 	isth_island_close(s);
 	isth_auth_engine_free(e);
 	isth_auth_free(a);
