@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libisthmus session: one UDP socket to the edge, a few round slots (ROUND
- * info, accumulator, per-chunk contributor bitmaps) and the AGG stream's
- * sequence window (what is missing, what was NACKed when).
+ * libisthmus session: UDP sockets to the edge (socket 0, and with
+ * n_sockets > 1 more, each sending a chunk range from a thread of the
+ * session; optional UDP GSO on send and GRO on receive), a few round slots
+ * (ROUND info, accumulator, per-chunk contributor bitmaps) and the AGG
+ * stream's sequence window (what is missing, what was NACKed when).
  *
  * Everything below the "guarded by mu" line of struct isth_island is read
  * and written with the mutex held. Waiting callers drop the mutex: one of

@@ -7,7 +7,8 @@
  * libisthmus: the island side of isthmus, what a training job links.
  *
  * Plain POSIX UDP, no DPDK. A session talks to the island's edge
- * (isthmusd) from one local UDP socket:
+ * (isthmusd) from a local UDP socket (or several, conf.n_sockets, each
+ * sending a chunk range from its own thread; UDP GSO/GRO optional):
  *
  *     edge -> island   ROUND (a round has begun), AGG (aggregates), GONE
  *     island -> edge   DATA (the island's contribution), NACK (lost AGGs)

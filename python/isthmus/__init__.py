@@ -20,7 +20,10 @@ protocol, and contiguous CPU torch tensors. Blocking calls release the GIL.
 Errors are :class:`Error` (an ``OSError``: ``errno`` and the library's
 reason), :class:`Timeout` when nothing came in time. ``key_file`` is the
 job's key file (wire version 2, every packet authenticated); without one
-the session speaks version 1 with no authentication and warns once. ``isthmus.torch`` has
+the session speaks version 1 with no authentication and warns once.
+``sockets=N`` sends each round over N sockets and threads (chunk ranges),
+``gso=True``/``gro=True`` turn on UDP segmentation and receive offload
+(doc/island.md, "GSO, GRO and several sockets"). ``isthmus.torch`` has
 a parameter averager for PyTorch (doc/training.md).
 """
 from ._isthmus import (DEFAULT_PORT, ROUNDS_KEPT, Error, Result, Round,
