@@ -131,14 +131,17 @@ isthd_workers_launch(struct isthd *d)
 	unsigned int k, lc = rte_get_next_lcore(-1, 1, 0);
 	int rc;
 
+	/* RTE_MAX_LCORE: not launched (isthd_workers_wait skips it) */
+	for (k = 0; k < ISTHD_MAX_WORKERS; k++)
+		d->lcore[k] = RTE_MAX_LCORE;
 	for (k = 0; k < RTE_MAX(d->n_workers, 1u); k++) {
 		if (lc >= RTE_MAX_LCORE)
 			return -ENODEV;
-		d->lcore[k] = lc;
 		rc = k == 0 ? rte_eal_remote_launch(isthd_worker, d, lc)
 			    : rte_eal_remote_launch(isthd_shard_worker, d->shard[k], lc);
 		if (rc < 0)
 			return rc;
+		d->lcore[k] = lc;
 		lc = rte_get_next_lcore(lc, 1, 0);
 	}
 	return 0;
@@ -148,7 +151,8 @@ void
 isthd_workers_wait(struct isthd *d)
 {
 	for (unsigned int k = 0; k < RTE_MAX(d->n_workers, 1u); k++)
-		rte_eal_wait_lcore(d->lcore[k]);
+		if (d->lcore[k] < RTE_MAX_LCORE)
+			rte_eal_wait_lcore(d->lcore[k]);
 }
 
 bool
