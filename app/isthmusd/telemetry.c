@@ -100,6 +100,14 @@ do_backend(const char *cmd __rte_unused, const char *params __rte_unused, struct
 
 	isth_backend_caps(tel->be, &caps);
 	isthd_backend_stats_sum(tel, &st); /* every worker's */
+	/* several workers: memory and slots are the sum of their backends' */
+	for (unsigned int k = 1; k < tel->n_workers; k++) {
+		struct isth_backend_caps c;
+
+		isth_backend_caps(tel->shard[k]->be, &c);
+		caps.mem_bytes += c.mem_bytes;
+		caps.n_slots += c.n_slots;
+	}
 	rte_tel_data_start_dict(t);
 	rte_tel_data_add_dict_string(t, "name", caps.name);
 	ADD(t, "mem_bytes", caps.mem_bytes);
