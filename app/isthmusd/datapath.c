@@ -627,11 +627,11 @@ isthd_dp_drain_final(struct isthd *d)
 	unsigned int spins = 0;
 
 	isth_backend_flush(d->be);
-	/* An asynchronous backend (fpga) may still hold aggregates when a
-	 * drain returns nothing: wait for its dev_pending gauge, bounded. */
 	/* several workers: what they hold is summed and flushed too */
 	if (d->n_workers > 1)
 		isthd_shard_drain_final(d, true);
+	/* An asynchronous backend (fpga) may still hold aggregates when a
+	 * drain returns nothing: wait for its dev_pending gauge, bounded. */
 	do {
 		while (emit_aggs(d, isthd_tsc_to_ns(d, rte_rdtsc())) > 0 ||
 			(d->n_workers > 1 && isthd_shard_drain_final(d, false) > 0))

@@ -393,8 +393,7 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 		if (strcmp(d->cfg.backend, "sw") != 0) {
 			snprintf(err, err_size,
 				"%s: [isthmusd] backend = %s runs on one worker: start isthmusd "
-				"with "
-				"two lcores (EAL -l 0,1), not %u workers",
+				"with two lcores (EAL -l 0,1), not %u workers",
 				d->cfg.path, d->cfg.backend, d->n_workers);
 			rc = -EINVAL;
 			goto fail;

@@ -90,6 +90,13 @@ expect missing-peer 2 "[peer HKG] missing: the schedule has that island" \
 # one lcore: no worker; refused before any port is touched
 expect one-lcore 2 "need 2 to 17 lcores (EAL -l 0,1 or -l 0,1,2,...), given 1" \
 	"$ISTHMUSD" "${EAL[@]}" -l 0 -- --config "$tmp/off.conf" --epoch now+1
+# the fpga backend drives one device queue: one worker only (refused at
+# set-up, before any device is opened)
+sed -e 's/^# backend = sw .*/backend = fpga/' -e 's/^port = 0 .*/port = net_null0/' \
+    -e 's/^port = 1$/port = net_null1/' "$tmp/off.conf" >"$tmp/fpga.conf"
+expect fpga-two-workers 2 "[isthmusd] backend = fpga runs on one worker" \
+	"$ISTHMUSD" "${EAL[@]}" --lcores=0@0,1@1,2@0 --vdev net_null0 --vdev net_null1 -- \
+	--config "$tmp/fpga.conf" --epoch now+1
 expect runtime-epoch 2 "leaves the epoch to run time" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --check
 # a schedule whose peak aggregation memory at NYC exceeds example.conf's 64 MiB
