@@ -100,6 +100,9 @@ Faults:
                           removed unless the run fails)
   --pmd af_packet|af_xdp  edge PMD (default af_packet); af_xdp loads lib/xdp's
                           steering program on each edge port (doc/xdp.md)
+  --workers N             worker lcores per edge (default 1; isthmusd -l with
+                          N + 1 lcores over the two CPUs: worker k sums the
+                          chunks with chunk % N == k, doc/isthmusd.md)
   --auth on|off           authenticated wire format (default on): a per-run
                           key file (random 256-bit key, mode 0600) in the
                           run directory for every edge and island; off:
@@ -289,6 +292,7 @@ PAUSE=
 KEEP=
 PMD=af_packet
 AUTH=on
+WORKERS=1
 EDGES=0
 ENVF=
 USERCMD=()
@@ -320,6 +324,7 @@ while [ $# -gt 0 ]; do
 	--keep) KEEP=$2; shift 2 ;;
 	--pmd) PMD=$2; shift 2 ;;
 	--auth) AUTH=$2; shift 2 ;;
+	--workers) WORKERS=$2; shift 2 ;;
 	--edges) [ "$CMD" = up ] || die "--edges: only with up"; EDGES=1; shift ;;
 	--env) [ "$CMD" = up ] || die "--env: only with up"; ENVF=$(realpath -m "$2"); shift 2 ;;
 	--) [ "$CMD" = up ] || die "'--': only with up"; shift; USERCMD=("$@"); break ;;
@@ -333,6 +338,8 @@ case "$DTYPE" in int32|fp32) ;; any) [ "$CMD" = up ] || die "--dtype any: only w
 *) die "--dtype: int32 or fp32 (up: or any, the edges admitting every type, e.g. bf16)" ;; esac
 case "$PMD" in af_packet|af_xdp) ;; *) die "--pmd: af_packet or af_xdp" ;; esac
 case "$AUTH" in on|off) ;; *) die "--auth: on or off" ;; esac
+[[ "$WORKERS" =~ ^[0-9]+$ ]] && [ "$WORKERS" -ge 1 ] && [ "$WORKERS" -le 16 ] ||
+	die "--workers: 1 to 16"
 if [ "$CMD" = run ]; then
 	ROUNDS=${ROUNDS:-5}
 	EDGES=1
@@ -682,9 +689,17 @@ wait_line $WANPID "$WORK/wan.log" 'isthmus-wan: .*running' $(( ( T_START + READY
 # edge$1.pid. Edges run a few rounds more than the islands when one is
 # restarted, so that its island can still play every round.
 start_edge() {
-	local k=$1 main=$(($1 % 2)) other
-	local -a vdevs rounds=()
+	local k=$1 main=$(($1 % 2)) other i lc
+	local -a vdevs rounds=() lcores
 	other=$((1 - main))
+	lcores=(-l "$main,$other" --main-lcore "$main")
+	if [ "$WORKERS" -gt 1 ]; then
+		# lcore 0 (the controller) on the edge's CPU, the workers
+		# alternating over both (two CPUs here)
+		lc="0@$main"
+		for ((i = 1; i <= WORKERS; i++)); do lc+=",$i@$(((main + i) % 2))"; done
+		lcores=("--lcores=$lc" --main-lcore 0)
+	fi
 	if [ "$PMD" = af_xdp ]; then
 		# lib/xdp's program steers isthmus traffic to the AF_XDP socket
 		# and leaves the rest to the edge namespace's kernel
@@ -695,8 +710,8 @@ start_edge() {
 	fi
 	[ -z "$ROUNDS" ] || rounds=(--rounds $((ROUNDS + 1 + EXTRA_ROUNDS)))
 	ip netns exec "isth-$RID-e$k" \
-	"$EDGE" --no-huge -m 256 "--file-prefix=isth${RID}e$k" -l "$main,$other" \
-		--main-lcore "$main" --no-pci --log-level=lib.*:error \
+	"$EDGE" --no-huge -m 256 "--file-prefix=isth${RID}e$k" "${lcores[@]}" \
+		--no-pci --log-level=lib.*:error \
 		"${vdevs[@]}" \
 		-- --config "$WORK/edge$k.conf" "${rounds[@]}" 2>&1 &
 	echo $! >"$WORK/edge$k.pid"

@@ -66,10 +66,20 @@ publish_tables(struct isthd *d, uint64_t r)
 		peers[n].port = p->port;
 		n++;
 	}
-	rc = isth_backend_set_round(d->be, d->cfg.job, (uint32_t)r, v.peers, peers, n);
-	if (rc == 0) /* the data path's WAN repair: due times of tails */
-		isthd_repair_publish(d, &v, r);
-	return rc;
+	/* every worker's backend (worker.c); one that asks for a retry is
+	 * asked again, the ones that took the round are not */
+	for (i = 0; i < RTE_MAX(d->n_workers, 1u); i++) {
+		if (d->be_published[i] > r)
+			continue;
+		rc = isth_backend_set_round(
+			i ? d->shard[i]->be : d->be, d->cfg.job, (uint32_t)r, v.peers, peers, n);
+		if (rc < 0)
+			return rc;
+		d->be_published[i] = r + 1;
+	}
+	/* the data path's WAN repair: due times of tails */
+	isthd_repair_publish(d, &v, r);
+	return 0;
 }
 
 static int
@@ -185,8 +195,8 @@ log_round(struct isthd *d, uint64_t r)
 	uint64_t off;
 	char actual[32] = "-";
 
-	memcpy(&st, &d->st, sizeof(st)); /* relaxed snapshot */
-	isth_backend_counts(d->be, &be);
+	isthd_stats_sum(d, &st); /* relaxed snapshot, every worker's */
+	isthd_backend_counts_sum(d, &be);
 	isth_pace_stats(d->pace, &ps);
 	view_of(d, r, &v);
 	off = v.snd[d->island].offset_ns;

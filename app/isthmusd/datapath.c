@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The worker lcore. One loop serves both ports:
+ * The worker lcore (worker 0 of several: worker.c). One loop serves both
+ * ports:
  *
  *   access RX -> parse -> DATA: pacer queue | NACK: resend ring -> access TX
  *   pacer     -> backend replicate -> WAN TX
@@ -470,10 +471,15 @@ wan_rx(struct isthd *d, uint64_t now_ns)
 				continue;
 			}
 		}
-		isth_ctr_add(&d->st.peer_data_bytes, p->payload_size);
 		isthd_repair_track(d, p, now_ns);
+		/* several workers: chunk % n_workers sums it (worker.c) */
+		if (d->n_workers > 1 && isthd_shard_steer(d, m, p))
+			continue;
+		isth_ctr_add(&d->st.peer_data_bytes, p->payload_size);
 		keep[k++] = m;
 	}
+	if (d->n_workers > 1)
+		isthd_shard_flush(d);
 	if (k) {
 		isth_ctr_add(&d->st.peer_data, k);
 		/* Takes the mbufs; refusals (clique, round) are counted by
@@ -492,6 +498,9 @@ emit_aggs(struct isthd *d, uint64_t now_ns)
 	unsigned int n, i, ok = 0;
 
 	n = isth_backend_drain(d->be, now_ns, out, ISTHD_BURST);
+	/* several workers: the AGGs the others built are numbered here too */
+	if (d->n_workers > 1 && n < ISTHD_BURST)
+		n += isthd_shard_collect(d, out + n, ISTHD_BURST - n);
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = out[i];
 		uint32_t len = rte_pktmbuf_pkt_len(m);
@@ -618,10 +627,14 @@ isthd_dp_drain_final(struct isthd *d)
 	unsigned int spins = 0;
 
 	isth_backend_flush(d->be);
+	/* several workers: what they hold is summed and flushed too */
+	if (d->n_workers > 1)
+		isthd_shard_drain_final(d, true);
 	/* An asynchronous backend (fpga) may still hold aggregates when a
 	 * drain returns nothing: wait for its dev_pending gauge, bounded. */
 	do {
-		while (emit_aggs(d, isthd_tsc_to_ns(d, rte_rdtsc())) > 0)
+		while (emit_aggs(d, isthd_tsc_to_ns(d, rte_rdtsc())) > 0 ||
+			(d->n_workers > 1 && isthd_shard_drain_final(d, false) > 0))
 			;
 		isth_backend_counts(d->be, &bc);
 		if (bc.dev_pending)

@@ -16,10 +16,13 @@
  *   auth.c       [auth]: keys, tag engines, replay windows, seal/verify
  *   stats.c      counters and drop reasons by name, the exit print
  *   telemetry.c  /isthmus/... telemetry commands
+ *   worker.c     several workers: steering chunks to the worker that
+ *                aggregates them, the other workers' loop, sums
  *   main.c       command line, EAL, signals, exit codes
  *
- * Ownership notes on each field say who writes it. "dp" is the worker
- * lcore, "ctl" the controller thread, "init" setup before launch.
+ * Ownership notes on each field say who writes it. "dp" is worker 0 (the
+ * only worker when there is one), "ctl" the controller thread, "init" setup
+ * before launch; struct isthd_shard is another worker's.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,6 +46,8 @@
 #define ISTHD_BURST 32
 /* Ranges read from one NACK: above max_ranges of a 9216-byte MTU. */
 #define ISTHD_MAX_RANGES 576
+/* Worker lcores at most (EAL -l: the main lcore plus up to this many). */
+#define ISTHD_MAX_WORKERS 16
 
 /* Exit codes (doc/isthmusd.md, "Exit codes"). */
 enum {
@@ -87,7 +92,8 @@ enum {
 	X(auth_tag, "auth on: the tag does not verify") \
 	X(auth_replay, "auth on: seq already accepted in its stream (replay)") \
 	X(auth_stale, "auth on: seq older than its stream's replay window") \
-	X(auth_seal, "auth on: a message to send could not be sealed")
+	X(auth_seal, "auth on: a message to send could not be sealed") \
+	X(worker_ring_full, "several workers: the ring to a chunk's worker was full")
 
 enum isthd_drop {
 #define X(n, s) ISTHD_DROP_##n,
@@ -278,6 +284,33 @@ struct isthd_auth {
 	uint64_t seq_nack, seq_gone, seq_round;
 };
 
+/* One peer DATA handed by worker 0 to the worker of its chunk: the frame
+ * and its parse (whose pointers point into the frame). */
+struct isthd_shard_msg {
+	struct rte_mbuf *m;
+	struct isth_wire_pkt p;
+};
+
+/*
+ * Worker k >= 1 of several (worker.c; doc/isthmusd.md, "Workers"): it
+ * aggregates the peer DATA of the chunks with chunk % n_workers == k in a
+ * backend instance of its own. One per worker, on cache lines of its own:
+ * nothing here is written by two threads.
+ */
+struct isthd_shard {
+	/* init: read-only after launch */
+	struct isthd *d; /* the edge: configuration, clock, stop flag */
+	unsigned int id; /* k */
+	struct isth_backend *be; /* this worker's aggregation state */
+	struct rte_ring *in; /* worker 0 (SP) -> k (SC): struct isthd_shard_msg */
+	struct rte_ring *out; /* k (SP) -> worker 0 (SC): AGG messages */
+	/* k only: next round whose deadline it enforces on its backend */
+	uint64_t expire_next;
+	/* k writes (relaxed), ctl and telemetry read: peer_data,
+	 * peer_data_bytes and idle_sleeps are the only counters it moves */
+	struct isthd_dp_stats st __rte_cache_aligned;
+} __rte_cache_aligned;
+
 /* Clocks (clock.c). init writes, before launch; read-only after. */
 struct isthd_clock {
 	uint64_t tsc_hz;
@@ -311,6 +344,14 @@ struct isthd {
 	struct isthd_clock clk;
 	/* init: stop after this many rounds (0: never); ctl reads */
 	uint64_t max_rounds;
+	/* init (before isthd_setup; 0 counts as 1): worker lcores. Worker 0
+	 * is this struct's data path; worker k >= 1 is shard[k] (worker.c) */
+	unsigned int n_workers;
+	struct isthd_shard *shard[ISTHD_MAX_WORKERS];
+	unsigned int lcore[ISTHD_MAX_WORKERS]; /* isthd_workers_launch */
+	/* dp only: peer DATA for worker k, staged for one ring burst */
+	struct isthd_shard_msg *stage; /* [n_workers][ISTHD_BURST] */
+	uint16_t n_stage[ISTHD_MAX_WORKERS];
 
 	/* WAN repair: see the struct for who writes what */
 	struct isthd_repair rep;
@@ -329,6 +370,8 @@ struct isthd {
 		struct isth_sched *next_sched; /* waiting for its boundary */
 		uint64_t next_from; /* first round of next_sched */
 		uint64_t pace_published; /* next round to give the pacer */
+		/* rounds given to worker k's backend, +1 (publish_tables) */
+		uint64_t be_published[ISTHD_MAX_WORKERS];
 		/* counters at the previous boundary, for the round log */
 		struct isthd_dp_stats last_st;
 		struct isth_backend_counts last_be;
@@ -417,6 +460,34 @@ int isthd_auth_seal_msg(struct isthd *d, struct isth_auth_engine *e, enum isth_a
 int isthd_control(struct isthd *d);
 int isthd_control_step(struct isthd *d, uint64_t now_ns);
 
+/* worker.c */
+/* Backend instances of workers 1..n_workers-1 (@bc as worker 0's), their
+ * rings and worker 0's staging; setup, after worker 0's backend. */
+int isthd_workers_setup(
+	struct isthd *d, const struct isth_backend_conf *bc, char *err, size_t err_size);
+void isthd_workers_teardown(struct isthd *d);
+/* Launch worker 0 (isthd_worker) and the others on the EAL's worker
+ * lcores, in order; wait for all of them. */
+int isthd_workers_launch(struct isthd *d);
+void isthd_workers_wait(struct isthd *d);
+/* Worker 0: hand peer DATA @m (@p its parse) to the worker of its chunk.
+ * @return false if it is worker 0's own (nothing done). */
+bool isthd_shard_steer(struct isthd *d, struct rte_mbuf *m, const struct isth_wire_pkt *p);
+/* Worker 0: send what isthd_shard_steer staged (end of a burst). */
+void isthd_shard_flush(struct isthd *d);
+/* Worker 0: AGG messages the other workers built, at most @cap. */
+unsigned int isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap);
+/* Worker k >= 1: its lcore loop, and one pass of it (benchmarks). */
+int isthd_shard_worker(void *arg);
+unsigned int isthd_shard_poll(struct isthd_shard *w);
+/* Shutdown, workers stopped: sum what the rings hold, flush the others'
+ * backends (first call), and move their AGGs to worker 0. @return AGGs
+ * moved (call again until 0, interleaved with worker 0's emission). */
+unsigned int isthd_shard_drain_final(struct isthd *d, bool first);
+/* Sums over every worker's backend: counters and named stats. */
+void isthd_backend_counts_sum(const struct isthd *d, struct isth_backend_counts *c);
+void isthd_backend_stats_sum(const struct isthd *d, struct isth_backend_stats *st);
+
 /* telemetry.c */
 int isthd_telemetry_register(struct isthd *d);
 /* Stop answering /isthmus/... and wait for callbacks still running; before
@@ -433,6 +504,8 @@ typedef void (*isthd_stat_fn)(
 	void *arg, const char *name, uint64_t value, enum isthd_stat_kind kind);
 /* Every counter, drop and gauge by name, in a fixed order. Any thread. */
 void isthd_stats_walk(const struct isthd *d, isthd_stat_fn fn, void *arg);
+/* Every worker's counters summed into @st (relaxed loads). Any thread. */
+void isthd_stats_sum(const struct isthd *d, struct isthd_dp_stats *st);
 void isthd_print_counters(const struct isthd *d, FILE *f);
 const char *isthd_drop_name(unsigned int i);
 

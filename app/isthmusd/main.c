@@ -5,7 +5,9 @@
  *   isthmusd [EAL options] -- --config FILE [--schedule FILE] [--epoch E]
  *            [--rounds N] [--check]
  *
- * The main lcore runs the controller; one worker lcore runs the data path.
+ * The main lcore runs the controller; every other lcore is a worker (N >= 1):
+ * worker 0 runs the data path, and with N > 1 worker k also sums the peer
+ * DATA of chunks with chunk % N == k (worker.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -38,7 +40,8 @@ usage(FILE *f)
 		"answers its NACKs, and follows the schedule's rounds.\n"
 		"\n"
 		"EAL options (before --): the usual DPDK ones. At least two lcores: the\n"
-		"main one runs the controller, the next the data path. Without hugepages:\n"
+		"main one runs the controller, every other one is a worker (-l 0,1,2: two;\n"
+		"worker k sums the chunks with chunk %% workers == k). Without hugepages:\n"
 		"  --no-huge -m 512 --file-prefix=<unique> -l 0,1\n"
 		"Ports: physical NICs (-a PCI), or --vdev net_pcap0,iface=veth0,\n"
 		"net_af_packet0,iface=veth0, net_af_xdp0,iface=veth0, net_tap0, net_ring0.\n"
@@ -111,7 +114,7 @@ main(int argc, char **argv)
 	struct isthd *d = &daemon_state;
 	uint64_t epoch = 0, rounds = 0;
 	bool check = false;
-	unsigned int worker;
+	unsigned int workers;
 	char err[1024];
 	int rc, c, ret = ISTHD_EXIT_OK;
 
@@ -211,15 +214,17 @@ main(int argc, char **argv)
 		isthd_teardown(d);
 		goto eal;
 	}
-	worker = rte_get_next_lcore(-1, 1, 0); /* first lcore that is not the main one */
-	if (worker >= RTE_MAX_LCORE) {
+	workers = rte_lcore_count() - 1; /* every lcore but the main one */
+	if (workers < 1 || workers > ISTHD_MAX_WORKERS) {
 		fprintf(stderr,
-			"isthmusd: need two lcores (EAL -l 0,1): the main one runs the controller, "
-			"the other the data path\n");
+			"isthmusd: need 2 to %u lcores (EAL -l 0,1 or -l 0,1,2,...), given %u: "
+			"the main one runs the controller, each other one a worker\n",
+			ISTHD_MAX_WORKERS + 1, workers + 1);
 		isthd_teardown(d);
 		ret = ISTHD_EXIT_USAGE;
 		goto eal;
 	}
+	d->n_workers = workers;
 	rc = isthd_setup(d, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "isthmusd: %s\n", err);
@@ -231,20 +236,24 @@ main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
-	printf("isthmusd: island %s (%u), job %u, %u islands, backend %s, auth %s, T %.3f ms, "
-	       "epoch %" PRIu64 " (in %.3f s)\n",
+	printf("isthmusd: island %s (%u), job %u, %u islands, backend %s, auth %s, %u worker%s, "
+	       "T %.3f ms, epoch %" PRIu64 " (in %.3f s)\n",
 		isth_sched_island_name(d->sched, d->island), d->island, d->cfg.job, d->n_islands,
-		d->cfg.backend, d->auth.on ? "on" : "OFF",
-		(double)isth_sched_round_ns(d->sched) / 1e6, d->clk.epoch_ns,
-		((double)d->clk.epoch_ns - (double)isthd_now_ns()) / 1e9);
+		d->cfg.backend, d->auth.on ? "on" : "OFF", d->n_workers,
+		d->n_workers == 1 ? "" : "s", (double)isth_sched_round_ns(d->sched) / 1e6,
+		d->clk.epoch_ns, ((double)d->clk.epoch_ns - (double)isthd_now_ns()) / 1e9);
 	fflush(stdout);
 
-	rte_eal_remote_launch(isthd_worker, d, worker);
-	rc = isthd_control(d);
-	if (rc < 0)
+	if (isthd_workers_launch(d) < 0) {
+		fprintf(stderr, "isthmusd: workers not launched\n");
 		ret = ISTHD_EXIT_RUNTIME;
+	} else {
+		rc = isthd_control(d);
+		if (rc < 0)
+			ret = ISTHD_EXIT_RUNTIME;
+	}
 	d->stop = true;
-	rte_eal_wait_lcore(worker);
+	isthd_workers_wait(d);
 	isthd_dp_drain_final(d);
 	isthd_print_counters(d, stdout);
 ports:

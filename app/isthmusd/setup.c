@@ -385,6 +385,22 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 	bc.mcast.hdr_pool = d->hdr_pool;
 	bc.mcast.clone_pool = d->hdr_pool;
 	bc.mcast.copy_pool = d->pool;
+	if (d->n_workers == 0)
+		d->n_workers = 1;
+	if (d->n_workers > 1) {
+		/* worker k sums the chunks with chunk % N == k (worker.c):
+		 * each instance gets its share of the memory and slots */
+		if (strcmp(d->cfg.backend, "sw") != 0) {
+			snprintf(err, err_size,
+				"%s: [isthmusd] backend = %s runs on one worker: start isthmusd "
+				"with two lcores (EAL -l 0,1), not %u workers",
+				d->cfg.path, d->cfg.backend, d->n_workers);
+			rc = -EINVAL;
+			goto fail;
+		}
+		bc.mem_bytes = (bc.mem_bytes + d->n_workers - 1) / d->n_workers;
+		bc.max_chunks = (bc.max_chunks + d->n_workers - 1) / d->n_workers;
+	}
 	d->be = isth_backend_create(d->cfg.backend, &bc);
 	if (d->be == NULL) {
 		snprintf(err, err_size, "%s: backend '%s': %s", d->cfg.path, d->cfg.backend,
@@ -392,6 +408,9 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 		rc = -rte_errno;
 		goto fail;
 	}
+	rc = isthd_workers_setup(d, &bc, err, err_size);
+	if (rc)
+		goto fail;
 
 	/* rounds are CLOCK_REALTIME's: the data path's TSC must run at its
 	 * rate, which DPDK's figure may not (clock.c) */
@@ -448,6 +467,8 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 	if (d->clk.rt0 > d->clk.epoch_ns)
 		d->expire_next = d->rep.tail_next =
 			(d->clk.rt0 - d->clk.epoch_ns) / d->clk.round_ns;
+	for (unsigned int k = 1; k < d->n_workers; k++)
+		d->shard[k]->expire_next = d->expire_next;
 	return 0;
 fail:
 	isthd_teardown(d);
@@ -500,6 +521,7 @@ isthd_teardown(struct isthd *d)
 	isth_xdp_destroy(d->xdp[0]);
 	isth_xdp_destroy(d->xdp[1]);
 	d->xdp[0] = d->xdp[1] = NULL;
+	isthd_workers_teardown(d);
 	isth_backend_destroy(d->be);
 	d->be = NULL;
 	if (d->ctl_ring) {

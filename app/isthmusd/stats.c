@@ -23,6 +23,9 @@ static const char *const drop_names[ISTHD_DROP_MAX] = {
 /* The counters come first in struct isthd_dp_stats, as an array. */
 _Static_assert(offsetof(struct isthd_dp_stats, wire_drop) == ISTHD_N_COUNTERS * sizeof(uint64_t),
 	"ISTHD_COUNTERS must be the first members of isthd_dp_stats");
+/* isthd_stats_sum adds them as one array */
+ISTH_CTR_ASSERT_ARRAY(
+	struct isthd_dp_stats, ISTHD_N_COUNTERS + ISTH_WIRE_REASON_MAX + ISTHD_DROP_MAX);
 
 const char *
 isthd_drop_name(unsigned int i)
@@ -31,13 +34,30 @@ isthd_drop_name(unsigned int i)
 }
 
 void
+isthd_stats_sum(const struct isthd *d, struct isthd_dp_stats *st)
+{
+	const unsigned int n = sizeof(*st) / sizeof(uint64_t);
+	uint64_t *dst = (uint64_t *)st;
+
+	for (unsigned int i = 0; i < n; i++)
+		dst[i] = isth_ctr_get((const uint64_t *)&d->st + i);
+	for (unsigned int k = 1; k < d->n_workers; k++)
+		for (unsigned int i = 0; i < n; i++)
+			dst[i] += isth_ctr_get((const uint64_t *)&d->shard[k]->st + i);
+}
+
+void
 isthd_stats_walk(const struct isthd *d, isthd_stat_fn fn, void *arg)
 {
 	static const char *const pools[] = {"pkt", "hdr", "ctl"};
 	const struct rte_mempool *mp[] = {d->pool, d->hdr_pool, d->ctl_pool};
-	const struct isthd_dp_stats *st = &d->st;
+	struct isthd_dp_stats sum;
+	const struct isthd_dp_stats *st = &sum;
 	char name[64];
 	unsigned int i;
+
+	/* several workers: each counter is the sum of theirs */
+	isthd_stats_sum(d, &sum);
 
 	for (i = 0; i < ISTHD_N_COUNTERS; i++)
 		fn(arg, counter_names[i], isth_ctr_at(st, i), ISTHD_STAT_COUNTER);
@@ -77,10 +97,22 @@ isthd_print_counters(const struct isthd *d, FILE *f)
 
 	fprintf(f, "isthmusd counters:\n");
 	isthd_stats_walk(d, print_one, f);
-	isth_backend_stats(d->be, &be);
+	isthd_backend_stats_sum(d, &be);
 	fprintf(f, "backend %s:\n", d->cfg.backend);
 	for (i = 0; i < be.n; i++)
 		fprintf(f, "  %-24s %" PRIu64 "\n", be.names[i], be.values[i]);
+	/* several workers: who summed what (worker k: chunk % N == k) */
+	for (unsigned int k = 0; d->n_workers > 1 && k < d->n_workers; k++) {
+		const struct isthd_dp_stats *st = k ? &d->shard[k]->st : &d->st;
+		struct isth_backend_counts bc;
+
+		isth_backend_counts(k ? d->shard[k]->be : d->be, &bc);
+		fprintf(f,
+			"worker %u: peer_data %" PRIu64 " peer_data_bytes %" PRIu64
+			" completed %" PRIu64 " partial %" PRIu64 " idle_sleeps %" PRIu64 "\n",
+			k, isth_ctr_get(&st->peer_data), isth_ctr_get(&st->peer_data_bytes),
+			bc.completed, bc.partial, isth_ctr_get(&st->idle_sleeps));
+	}
 	isth_pace_stats(d->pace, &ps);
 	fprintf(f,
 		"pacer:\n  enqueued %" PRIu64 " released %" PRIu64 " queue_full %" PRIu64

@@ -99,7 +99,15 @@ do_backend(const char *cmd __rte_unused, const char *params __rte_unused, struct
 	unsigned int i;
 
 	isth_backend_caps(tel->be, &caps);
-	isth_backend_stats(tel->be, &st);
+	isthd_backend_stats_sum(tel, &st); /* every worker's */
+	/* several workers: memory and slots are the sum of their backends' */
+	for (unsigned int k = 1; k < tel->n_workers; k++) {
+		struct isth_backend_caps c;
+
+		isth_backend_caps(tel->shard[k]->be, &c);
+		caps.mem_bytes += c.mem_bytes;
+		caps.n_slots += c.n_slots;
+	}
 	rte_tel_data_start_dict(t);
 	rte_tel_data_add_dict_string(t, "name", caps.name);
 	ADD(t, "mem_bytes", caps.mem_bytes);
@@ -163,6 +171,36 @@ do_xdp(const char *cmd __rte_unused, const char *params __rte_unused, struct rte
 	return 0;
 }
 
+/* Per worker (worker k sums the chunks with chunk % n_workers == k): what
+ * it summed, its backend's outcome, its idle sleeps. */
+static int
+do_workers(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *t)
+{
+	unsigned int n = RTE_MAX(tel->n_workers, 1u);
+	char key[64];
+
+	rte_tel_data_start_dict(t);
+	ADD(t, "n_workers", n);
+	for (unsigned int k = 0; k < n; k++) {
+		const struct isthd_dp_stats *st = k ? &tel->shard[k]->st : &tel->st;
+		struct isth_backend_counts bc;
+
+		isth_backend_counts(k ? tel->shard[k]->be : tel->be, &bc);
+#define W(name, v) \
+	do { \
+		snprintf(key, sizeof(key), "w%u_%s", k, name); \
+		ADD(t, key, v); \
+	} while (0)
+		W("peer_data", isth_ctr_get(&st->peer_data));
+		W("peer_data_bytes", isth_ctr_get(&st->peer_data_bytes));
+		W("completed", bc.completed);
+		W("partial", bc.partial);
+		W("idle_sleeps", isth_ctr_get(&st->idle_sleeps));
+#undef W
+	}
+	return 0;
+}
+
 static int
 do_reload(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *t)
 {
@@ -191,6 +229,7 @@ GUARDED(backend)
 GUARDED(pace)
 GUARDED(resend)
 GUARDED(xdp)
+GUARDED(workers)
 GUARDED(reload)
 
 int
@@ -213,6 +252,9 @@ isthd_telemetry_register(struct isthd *d)
 	rc |= rte_telemetry_register_cmd("/isthmus/xdp", cmd_xdp,
 		"XDP steering counters of af_xdp ports (steered, passed, malformed, no_xsk, "
 		"spoofed). No parameters.");
+	rc |= rte_telemetry_register_cmd("/isthmus/workers", cmd_workers,
+		"Per worker lcore: peer DATA summed (chunk % n_workers), completed, partial, "
+		"idle sleeps. No parameters.");
 	rc |= rte_telemetry_register_cmd("/isthmus/reload", cmd_reload,
 		"Reload the schedule file; takes effect at a round boundary. No parameters.");
 	return rc ? -EINVAL : 0;

@@ -47,6 +47,14 @@
  * copy-out, release), AGG sending (frame headers, resend ring push, TX)
  * and freeing the inputs.
  *
+ * Workers (issue 14): the same edge with two workers (isthmusd -l 0,1,2:
+ * worker 1, on the other lcore, sums the chunks c % 2 == 1 that worker 0
+ * steers to it) against one, interleaved: each round is timed from its
+ * first frame fed to its last AGG out (wall TSC, the generator included,
+ * which feeds only while the ring to worker 1 has room), and the cycles
+ * each worker spends per DATA it handles (worker 0 inside isthd_dp_poll,
+ * worker 1 in passes of isthd_shard_poll that did work).
+ *
  * Medians of interleaved repetitions; TSC cycles. Usage:
  *   bench_isthmusd [--quick] [--chunks K] [--reps N]
  */
@@ -83,7 +91,7 @@
 #define MTU 1092 /* max_elems 256 = ELEMS: the edge admits only chunks of the round's shape */
 #define MTU_AUTH (MTU + 16) /* the same 256 elements with the tag */
 #define BURST ISTHD_BURST
-#define T_NS 10000000000ull /* 10 s rounds: round 0 runs all along */
+#define T_NS 1000000000000ull /* 1000 s rounds: round 0 runs all along, even on a loaded host */
 #define MSG_OFF (ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE)
 #define PAY_OFF (MSG_OFF + ISTH_WIRE_HDR_SIZE)
 #define FRAME (PAY_OFF + PAYLOAD)
@@ -301,7 +309,7 @@ eal_up(const char *argv0)
 {
 	char prefix[64];
 	char *argv[] = {(char *)(uintptr_t)argv0, "--no-huge", "-m", "1024", "--no-pci",
-		"--no-telemetry", "--log-level=lib.*:error", "-l", "0", prefix};
+		"--no-telemetry", "--log-level=lib.*:error", "--lcores=0@0,1@1", prefix};
 
 	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-bench-%d", getpid());
 	if (rte_eal_init(RTE_DIM(argv), argv) < 0)
@@ -909,9 +917,145 @@ check_pipeline(void)
 		die("pipeline check: AGGs missing, partial or wrong");
 }
 
+/* ---- two workers ----------------------------------------------------- */
+
+/* Per-pass logs of the two workers: cycles and DATA handled. */
+#define WLOG_CAP (1u << 20)
+struct wlog {
+	uint64_t *cyc;
+	uint32_t *pkts;
+	unsigned int n;
+};
+static struct wlog wlog0, wlog1;
+static uint64_t *wlog_scratch;
+
+static void
+wlog_add(struct wlog *l, uint64_t cyc, uint32_t pkts)
+{
+	if (l->n < WLOG_CAP) {
+		l->cyc[l->n] = cyc;
+		l->pkts[l->n] = pkts;
+		l->n++;
+	}
+}
+
+/* Cycles per DATA over the passes of @l, leaving out passes longer than
+ * PREEMPT_X times the median pass that handled DATA (as pl_reduce). */
+static double
+wlog_reduce(const struct wlog *l)
+{
+	uint64_t sum = 0, kept = 0, thr;
+	unsigned int i, m = 0;
+
+	for (i = 0; i < l->n; i++)
+		if (l->pkts[i])
+			wlog_scratch[m++] = l->cyc[i];
+	thr = m ? (uint64_t)(PREEMPT_X * median(wlog_scratch, m)) : UINT64_MAX;
+	for (i = 0; i < l->n; i++) {
+		if (l->cyc[i] > thr)
+			continue;
+		sum += l->cyc[i];
+		kept += l->pkts[i];
+	}
+	return kept ? (double)sum / (double)kept : 0;
+}
+
+/* worker 1's loop on lcore 1: isthd_shard_poll, logging the passes that
+ * did work with the DATA they summed */
+static volatile bool w1_stop;
+
+static int
+w1_loop(void *arg)
+{
+	struct isthd_shard *w = arg;
+
+	while (!w1_stop) {
+		uint64_t p0 = isth_ctr_get(&w->st.peer_data), t0 = rte_rdtsc(), t1;
+
+		if (isthd_shard_poll(w)) {
+			t1 = rte_rdtsc();
+			wlog_add(&wlog1, t1 - t0, (uint32_t)(isth_ctr_get(&w->st.peer_data) - p0));
+		}
+	}
+	return 0;
+}
+
+struct wrun {
+	double wall; /* TSC cycles per DATA, first frame in to last AGG out */
+	double c0; /* worker 0: cycles in isthd_dp_poll per DATA (all of them) */
+	double c1; /* worker 1: cycles of its passes per DATA it summed */
+};
+
+/* One round with @nw workers (1 or 2) on the edge set up with two. */
+static struct wrun
+run_workers(unsigned int nw)
+{
+	struct isthd_shard *w = edge.shard[1];
+	struct isth_backend_counts b0, b1, a0, a1;
+	unsigned int pos = 0, got = 0, n;
+	uint64_t t0, t, full0;
+	uint64_t limit = rte_rdtsc() + 30 * hz;
+	struct wrun res = {0, 0, 0};
+	uint32_t r;
+
+	edge.n_workers = nw;
+	r = new_round(true);
+	if (nw == 2) {
+		/* the controller's job, for worker 1's backend too */
+		while (isth_backend_set_round(w->be, JOB, r, ((1u << N_ISL) - 1) & ~1u, NULL, 0) ==
+			-EBUSY)
+			isthd_shard_poll(w);
+		w1_stop = false;
+		if (rte_eal_remote_launch(w1_loop, w, 1) != 0)
+			die("worker 1 launch");
+	}
+	isth_backend_counts(edge.be, &b0);
+	isth_backend_counts(w->be, &b1);
+	full0 = isth_ctr_get(&edge.st.drop[ISTHD_DROP_worker_ring_full]);
+	wlog0.n = wlog1.n = 0;
+	t0 = rte_rdtsc();
+	while (got < K) {
+		uint32_t fed = 0;
+
+		/* feed only what worker 1 can take: a throughput, not drops */
+		if (pos < NF && (nw == 1 || rte_ring_free_count(w->in) >= 2 * BURST))
+			fed = feed(pos);
+		pos += fed;
+		/* passes with nothing to do are a worker waiting for the
+		 * other (a real one would idle): not its cost */
+		t = rte_rdtsc();
+		if (isthd_dp_poll(&edge))
+			wlog_add(&wlog0, rte_rdtsc() - t, fed);
+		n = drain_access();
+		got += n;
+		if (rte_rdtsc() > limit)
+			die("workers: AGGs missing after 30 s");
+	}
+	res.wall = (double)(rte_rdtsc() - t0) / NF;
+	if (nw == 2) {
+		w1_stop = true;
+		rte_eal_wait_lcore(1);
+	}
+	isth_backend_counts(edge.be, &a0);
+	isth_backend_counts(w->be, &a1);
+	/* every chunk completed once, on its worker: c % nw */
+	if (got != K || a0.completed - b0.completed != (nw == 2 ? K / 2 : K) ||
+		a1.completed - b1.completed != (nw == 2 ? K / 2 : 0) ||
+		isth_ctr_get(&edge.st.drop[ISTHD_DROP_worker_ring_full]) != full0)
+		die("workers: a chunk not summed once by its worker, or a ring drop");
+	res.c0 = wlog_reduce(&wlog0);
+	if (nw == 2)
+		res.c1 = wlog_reduce(&wlog1);
+	edge.n_workers = 1;
+	return res;
+}
+
 /* ---- main ------------------------------------------------------------ */
 
 struct result {
+	/* two workers against one (run_workers), cycles per DATA x 1000 */
+	uint64_t *w1wall, *w2wall, *w1c0, *w2c0, *w2c1;
+	double w1wall_c, w2wall_c, w1c0_c, w2c0_c, w2c1_c;
 	uint64_t *pipe, *pa, *io, *rd; /* cycles per DATA packet x 1000, per rep */
 	struct stage_run *st;
 	double pipe_c, pa_c, io_c, rd_c; /* median cycles per DATA packet */
@@ -958,7 +1102,21 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 		res->io[rep] = (uint64_t)(run_iofwd() * 1000);
 		res->rd[rep] = (uint64_t)(run_readfwd() * 1000);
 		run_stages(&res->st[rep]);
+		{
+			struct wrun a = run_workers(1), b = run_workers(2);
+
+			res->w1wall[rep] = (uint64_t)(a.wall * 1000);
+			res->w1c0[rep] = (uint64_t)(a.c0 * 1000);
+			res->w2wall[rep] = (uint64_t)(b.wall * 1000);
+			res->w2c0[rep] = (uint64_t)(b.c0 * 1000);
+			res->w2c1[rep] = (uint64_t)(b.c1 * 1000);
+		}
 	}
+	res->w1wall_c = median(res->w1wall, reps) / 1000;
+	res->w2wall_c = median(res->w2wall, reps) / 1000;
+	res->w1c0_c = median(res->w1c0, reps) / 1000;
+	res->w2c0_c = median(res->w2c0, reps) / 1000;
+	res->w2c1_c = median(res->w2c1, reps) / 1000;
 	if (aggs != (uint64_t)K * 2 * reps)
 		die("pipeline: not every chunk gave one AGG");
 	if (be_stat("partial_timeout") + be_stat("partial_conflict_pool") +
@@ -1001,6 +1159,17 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 	for (s = 0; s < ST_MAX; s++)
 		printf("  %-12s %8.1f%s\n", stage_names[s], res->stage_c[s],
 			s == ST_ADD ? "   (lookup + sum + bookkeeping)" : "");
+	printf("workers (same edge, interleaved; cycles per DATA of each worker's passes,\n"
+	       "preempted passes left out; wall = first frame in to last AGG out, the\n"
+	       "generator on worker 0's lcore included, preemption included):\n");
+	printf("  1 worker : worker 0 %8.1f cyc/DATA; wall %8.1f cyc/DATA\n", res->w1c0_c,
+		res->w1wall_c);
+	printf("  2 workers: worker 0 %8.1f cyc/DATA (all DATA), worker 1 %8.1f cyc/DATA "
+	       "(its half); wall %8.1f cyc/DATA\n",
+		res->w2c0_c, res->w2c1_c, res->w2wall_c);
+	printf("  2-worker rate / 1-worker rate: from the workers' cycles %.3f "
+	       "(= 1w worker 0 / max(2w worker 0, 2w worker 1 / 2)); wall %.3f\n",
+		res->w1c0_c / RTE_MAX(res->w2c0_c, res->w2c1_c / 2), res->w1wall_c / res->w2wall_c);
 	printf("  %-12s %8.1f   (add_burst - sum kernel)\n", "lookup etc.",
 		res->stage_c[ST_ADD] - res->stage_c[ST_SUM]);
 	{
@@ -1045,6 +1214,13 @@ main(int argc, char **argv)
 	eal_up(argv[0]);
 	build_frames();
 	pl_init(NF / BURST + 1024);
+	wlog0.cyc = calloc(WLOG_CAP, sizeof(uint64_t));
+	wlog0.pkts = calloc(WLOG_CAP, sizeof(uint32_t));
+	wlog1.cyc = calloc(WLOG_CAP, sizeof(uint64_t));
+	wlog1.pkts = calloc(WLOG_CAP, sizeof(uint32_t));
+	wlog_scratch = calloc(WLOG_CAP, sizeof(uint64_t));
+	if (!wlog0.cyc || !wlog0.pkts || !wlog1.cyc || !wlog1.pkts || !wlog_scratch)
+		die("worker logs");
 	order = calloc(NF, sizeof(*order));
 	first_of = calloc(NF, 1);
 	last_of = calloc(NF, 1);
@@ -1076,10 +1252,22 @@ main(int argc, char **argv)
 		if (isth_auth_engine_create(gkeys, ISTH_AUTH_IPSEC_MB, &geng) != 0)
 			die("generator engine");
 	}
-	if (isthd_config_load(cfg, &edge.cfg, err, sizeof(err)) != 0 ||
-		isthd_prepare(&edge, 0, err, sizeof(err)) != 0 ||
+	if (isthd_config_load(cfg, &edge.cfg, err, sizeof(err)) != 0)
+		die(err);
+	/* two workers (run_workers), each backend as large as one worker's
+	 * would be: the 1-worker runs use worker 0's alone (n_workers = 1) */
+	edge.n_workers = 2;
+	edge.cfg.agg_memory *= 2;
+	edge.cfg.agg_max_chunks *= 2;
+	if (isthd_prepare(&edge, 0, err, sizeof(err)) != 0 ||
 		isthd_setup(&edge, err, sizeof(err)) != 0)
 		die(err);
+	edge.n_workers = 1;
+	/* a loaded host may take longer than a round to set the edge up:
+	 * round 0 starts a second before now, whatever set-up took */
+	edge.clk.epoch_ns = wall_ns() - 1000000000ull;
+	edge.expire_next = edge.rep.tail_next = 0;
+	edge.shard[1]->expire_next = 0;
 	lim_v2 = edge.lim;
 	if (isth_wire_limits_init(&lim_v1, N_ISL, MTU) != 0 || lim_v2.max_elems != ELEMS ||
 		lim_v1.max_elems != ELEMS)
@@ -1109,6 +1297,14 @@ main(int argc, char **argv)
 		res[i].st = calloc(reps, sizeof(struct stage_run));
 		if (!res[i].pipe || !res[i].pa || !res[i].io || !res[i].rd || !res[i].st)
 			die("results");
+		res[i].w1wall = calloc(reps, sizeof(uint64_t));
+		res[i].w2wall = calloc(reps, sizeof(uint64_t));
+		res[i].w1c0 = calloc(reps, sizeof(uint64_t));
+		res[i].w2c0 = calloc(reps, sizeof(uint64_t));
+		res[i].w2c1 = calloc(reps, sizeof(uint64_t));
+		if (!res[i].w1wall || !res[i].w2wall || !res[i].w1c0 || !res[i].w2c0 ||
+			!res[i].w2c1)
+			die("results");
 	}
 	run_layout("aligned", 0, reps, &res[0]);
 	run_layout("skewed", K / N_SND, reps, &res[1]);
@@ -1122,6 +1318,14 @@ main(int argc, char **argv)
 		res[0].rd_c / res[0].pipe_c, res[1].rd_c / res[1].pipe_c,
 		res[0].io_c / res[0].pipe_c, res[1].io_c / res[1].pipe_c, gbps(res[0].pipe_c),
 		gbps(res[1].pipe_c));
+	printf("summary: 2-worker rate / 1-worker rate from the workers' cycles = %.3f "
+	       "(aligned), %.3f (skewed); wall %.3f, %.3f;\n"
+	       "cyc/DATA with 2 workers: worker 0 %.1f, %.1f, worker 1 %.1f, %.1f "
+	       "(1 worker: %.1f, %.1f)\n",
+		res[0].w1c0_c / RTE_MAX(res[0].w2c0_c, res[0].w2c1_c / 2),
+		res[1].w1c0_c / RTE_MAX(res[1].w2c0_c, res[1].w2c1_c / 2),
+		res[0].w1wall_c / res[0].w2wall_c, res[1].w1wall_c / res[1].w2wall_c, res[0].w2c0_c,
+		res[1].w2c0_c, res[0].w2c1_c, res[1].w2c1_c, res[0].w1c0_c, res[1].w1c0_c);
 
 	/* teardown: every frame back to its pool */
 	isthd_dp_drain_final(&edge);

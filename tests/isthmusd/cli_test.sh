@@ -87,6 +87,16 @@ expect round-ns-huge 2 "$tmp/huge-t.sched:$line: round-ns 18446744073709551615 o
 grep -v '^\[peer HKG\]' "$EX" | sed '/^ip = 10.0.0.9$/d' >"$tmp/nohkg.conf"
 expect missing-peer 2 "[peer HKG] missing: the schedule has that island" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/nohkg.conf" --check --epoch now+1
+# one lcore: no worker; refused before any port is touched
+expect one-lcore 2 "need 2 to 17 lcores (EAL -l 0,1 or -l 0,1,2,...), given 1" \
+	"$ISTHMUSD" "${EAL[@]}" -l 0 -- --config "$tmp/off.conf" --epoch now+1
+# the fpga backend drives one device queue: one worker only (refused at
+# set-up, before any device is opened)
+sed -e 's/^# backend = sw .*/backend = fpga/' -e 's/^port = 0 .*/port = net_null0/' \
+    -e 's/^port = 1$/port = net_null1/' "$tmp/off.conf" >"$tmp/fpga.conf"
+expect fpga-two-workers 2 "[isthmusd] backend = fpga runs on one worker" \
+	"$ISTHMUSD" "${EAL[@]}" --lcores=0@0,1@1,2@0 --vdev net_null0 --vdev net_null1 -- \
+	--config "$tmp/fpga.conf" --epoch now+1
 expect runtime-epoch 2 "leaves the epoch to run time" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --check
 # a schedule whose peak aggregation memory at NYC exceeds example.conf's 64 MiB
@@ -105,11 +115,13 @@ expect bad-schedule 2 "nope.sched" \
 # 64-byte frames: refused as non-IPv4, counted): telemetry answers over
 # DPDK's socket, and SIGINT stops it cleanly with exit 0 and final counters.
 # It runs with [auth] mode = off: /isthmus/stats must say so (the edges of
-# shutdown_test.sh run the shipped config, auth on).
+# shutdown_test.sh run the shipped config, auth on). It runs two workers
+# (three lcores on the two CPUs): /isthmus/workers and the exit print show
+# both, and both stop on SIGINT.
 PREFIX=isth-cli-run-$$
 sed -e 's/^port = 0 .*/port = net_null0/' -e 's/^port = 1$/port = net_null1/' \
     -e 's/^# idle_polls = 0 .*/idle_polls = 16/' "$tmp/off.conf" >"$tmp/null.conf"
-"$ISTHMUSD" --no-huge -m 128 --no-pci "--file-prefix=$PREFIX" -l 0,1 \
+"$ISTHMUSD" --no-huge -m 128 --no-pci "--file-prefix=$PREFIX" --lcores=0@0,1@1,2@0 \
 	--log-level=lib.*:error --vdev net_null0 --vdev net_null1 -- \
 	--config "$tmp/null.conf" --epoch now+1 >"$tmp/run.out" 2>&1 &
 pid=$!
@@ -119,7 +131,8 @@ from isthd_tel import ask, connect
 deadline = time.time() + 20
 s = connect(sys.argv[1], deadline)
 out = {}
-for cmd in ("/isthmus/round", "/isthmus/stats", "/isthmus/backend", "/isthmus/pace", "/isthmus/resend"):
+for cmd in ("/isthmus/round", "/isthmus/stats", "/isthmus/backend", "/isthmus/pace", "/isthmus/resend",
+            "/isthmus/workers"):
     # the socket opens at EAL init, the commands once set-up is done
     while True:
         out[cmd] = ask(s, cmd)
@@ -136,14 +149,17 @@ print(out["/isthmus/round"]["island"], out["/isthmus/round"]["job"],
       "ethertype_drops" if out["/isthmus/stats"]["drop_ethertype"] > 0 else "no_drops",
       "resend" if "next_seq" in out["/isthmus/resend"] else "no_resend",
       "pace" if "late_starts" in out["/isthmus/pace"] else "no_pace",
-      "auth_" + out["/isthmus/stats"]["auth"])
+      "auth_" + out["/isthmus/stats"]["auth"],
+      "workers_%d" % out["/isthmus/workers"]["n_workers"],
+      "w1" if "w1_peer_data" in out["/isthmus/workers"] else "no_w1")
 PY
 )
 kill -INT "$pid" 2>/dev/null
 wait "$pid"
 rc=$?
-want="0 1 $(awk '$1 == "round-ns" { print $2 }' "$sched") sw ethertype_drops resend pace auth_off"
-if [ "$answers" != "$want" ] || [ "$rc" != 0 ] || ! grep -q "^isthmusd counters:" "$tmp/run.out"; then
+want="0 1 $(awk '$1 == "round-ns" { print $2 }' "$sched") sw ethertype_drops resend pace auth_off workers_2 w1"
+if [ "$answers" != "$want" ] || [ "$rc" != 0 ] || ! grep -q "^isthmusd counters:" "$tmp/run.out" ||
+	! grep -q "^worker 1: peer_data 0 " "$tmp/run.out"; then
 	echo "FAIL: running edge: telemetry '$answers' (want '$want'), exit $rc"
 	tail -5 "$tmp/run.out"
 	fail=1

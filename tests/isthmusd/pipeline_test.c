@@ -163,8 +163,10 @@ static void
 eal_up(void)
 {
 	char prefix[64];
+	/* four lcores on two CPUs: up to three workers share them (their
+	 * idle back-off, [poll], lets the others run) */
 	char *argv[] = {"pipeline_test", "--no-huge", "-m", "512", "--no-pci", "--no-telemetry",
-		"--log-level=lib.*:error", "-l", "0,1", prefix};
+		"--log-level=lib.*:error", "--lcores=0@0,1@1,2@0,3@1", prefix};
 	int pa, pw;
 
 	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-pipe-%d", getpid());
@@ -764,12 +766,13 @@ controller(void *arg)
 	return NULL;
 }
 
+/* A backend counter summed over every worker's backend. */
 static uint64_t
 be_stat(const char *name)
 {
 	struct isth_backend_stats st;
 
-	isth_backend_stats(edge.be, &st);
+	isthd_backend_stats_sum(&edge, &st);
 	for (unsigned int i = 0; i < st.n; i++)
 		if (strcmp(st.names[i], name) == 0)
 			return st.values[i];
@@ -793,6 +796,8 @@ epoch_from_now(uint64_t lead_ns)
 
 static void run_pipeline(void);
 static void run_pipeline_auth(void);
+/* worker lcores of the run (isthd.n_workers) */
+static unsigned int n_workers = 1;
 
 Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up, .fini = eal_down,
 	.timeout = 60)
@@ -858,6 +863,30 @@ Test(isthmusd, pipeline_with_auth_on, .init = eal_up, .fini = eal_down, .timeout
 	run_pipeline_auth();
 }
 
+/*
+ * The same runs with two and three workers (worker k sums the chunks with
+ * chunk % N == k, worker 0 steering the others' to them): the same sums,
+ * AGGs, repairs and counters as with one, and each (round, chunk) summed
+ * by its worker (run_pipeline's per-worker checks).
+ */
+Test(isthmusd, pipeline_two_workers, .init = eal_up, .fini = eal_down, .timeout = 60)
+{
+	n_workers = 2;
+	run_pipeline();
+}
+
+Test(isthmusd, pipeline_three_workers, .init = eal_up, .fini = eal_down, .timeout = 60)
+{
+	n_workers = 3;
+	run_pipeline();
+}
+
+Test(isthmusd, pipeline_three_workers_auth_on, .init = eal_up, .fini = eal_down, .timeout = 60)
+{
+	n_workers = 3;
+	run_pipeline_auth();
+}
+
 
 static void
 run_pipeline(void)
@@ -869,13 +898,13 @@ run_pipeline(void)
 	char cfg[128], err[1024];
 	const char *sched;
 	pthread_t ctl;
-	unsigned int worker;
 
 	sched = write_schedule(epoch);
 	snprintf(cfg, sizeof(cfg), "%s/edge.conf", dir);
 	write_config(cfg, sched, epoch);
 	cr_assert_eq(isthd_config_load(cfg, &edge.cfg, err, sizeof(err)), 0, "%s", err);
 	edge.max_rounds = ROUNDS;
+	edge.n_workers = n_workers;
 	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
 	epoch = epoch_from_now(400000000ull);
@@ -883,9 +912,7 @@ run_pipeline(void)
 	inject_hostile();
 	if (auth_on)
 		inject_hostile_auth();
-	worker = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
-	cr_assert_lt(worker, RTE_MAX_LCORE);
-	cr_assert_eq(rte_eal_remote_launch(isthd_worker, &edge, worker), 0);
+	cr_assert_eq(isthd_workers_launch(&edge), 0);
 	cr_assert_eq(pthread_create(&ctl, NULL, controller, &edge), 0);
 
 	/* Play until the controller ends the run (--rounds), then a little
@@ -903,12 +930,39 @@ run_pipeline(void)
 		usleep(200);
 	}
 	edge.stop = true;
-	rte_eal_wait_lcore(worker);
+	isthd_workers_wait(&edge);
 	isthd_dp_drain_final(&edge);
 	poll_access();
 	poll_wan();
 
 	cr_expect_eq(wrong, 0, "AGG sums wrong");
+	/* several workers: worker k summed exactly the chunks c % N == k:
+	 * every (round, chunk) completes once on its worker but the one never
+	 * repaired, and the partials (the late chunk, the chunk never
+	 * repaired) are their chunks' workers' */
+	for (unsigned int k = 0; n_workers > 1 && k < n_workers; k++) {
+		struct isth_backend *be = k ? edge.shard[k]->be : edge.be;
+		const struct isthd_dp_stats *wst = k ? &edge.shard[k]->st : &edge.st;
+		struct isth_backend_counts bc;
+		uint64_t want_c = 0, want_p = 0;
+
+		for (uint32_t c = 0; c < CHUNKS; c++)
+			if (c % n_workers == k)
+				want_c += ROUNDS;
+		if (GONE_CHUNK % n_workers == k)
+			want_c--, want_p++;
+		if (LATE_CHUNK % n_workers == k)
+			want_p++;
+		isth_backend_counts(be, &bc);
+		cr_expect_eq(bc.completed, want_c, "worker %u: completed %lu want %lu", k,
+			(unsigned long)bc.completed, (unsigned long)want_c);
+		cr_expect_eq(bc.partial, want_p, "worker %u: partial %lu want %lu", k,
+			(unsigned long)bc.partial, (unsigned long)want_p);
+		/* and it was handed DATA of its chunks only (the backend
+		 * would otherwise hold slots of others': completed above) */
+		cr_expect_gt(isth_ctr_get(&wst->peer_data), 0, "worker %u summed nothing", k);
+	}
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_worker_ring_full]), 0);
 	for (uint32_t r = 0; r < ROUNDS; r++) {
 		uint64_t want = clique_of_a(r) & ~1ull;
 
