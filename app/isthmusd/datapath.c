@@ -430,17 +430,21 @@ peer_by_ip(const struct isthd *d, uint32_t ip)
  * parse reads lines 0-1 (Ethernet to the isthmus header's end, bytes
  * 0-81); the tag verify (auth on) or the sum (auth off) then reads every
  * line. Prefetching only line 0 of the next frame left both to wait on
- * the frame's misses one line at a time (measured: 4 frames ahead, whole
- * frames, cut the pipeline's cycles per DATA by about a quarter; 1 ahead
- * or 8 and 16 ahead were slower; doc/performance.md section 6).
+ * the frame's misses one line at a time (measured with 1.1 KB frames: 4
+ * frames ahead, whole frames, cut the pipeline's cycles per DATA by about
+ * a quarter; 2 ahead was about the same, 1, 8 and 16 ahead slower;
+ * doc/performance.md section 6). Jumbo frames are prefetched up to
+ * RX_PREFETCH_MAX bytes (4 frames stay within L1); the hardware
+ * prefetcher follows the rest of a sequential read (not measured).
  */
 #define RX_AHEAD 4
+#define RX_PREFETCH_MAX 2048
 
 static inline void
 prefetch_frame(const struct rte_mbuf *m)
 {
 	const char *p = rte_pktmbuf_mtod(m, const char *);
-	uint16_t len = rte_pktmbuf_data_len(m), off;
+	uint16_t len = RTE_MIN(rte_pktmbuf_data_len(m), RX_PREFETCH_MAX), off;
 
 	for (off = 0; off < len; off += RTE_CACHE_LINE_SIZE)
 		rte_prefetch0(p + off);
