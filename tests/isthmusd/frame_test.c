@@ -68,8 +68,6 @@ check(struct isthd *d, uint32_t msg, uint8_t *buf)
 
 Test(isthmusd_frame, template_frames_equal_the_general_builder)
 {
-	static const uint32_t sizes[] = {
-		0, 1, 40, 41, 1080, 1096, 1122, 1432, 9000, 40000, 65000, MAX_MSG - 1, MAX_MSG};
 	/* addresses whose sums carry (0xff..), the testbed's, and zeros */
 	static const uint32_t ips[][2] = {{0x0a0a0001, 0x0a0a0002}, {0xffffffff, 0xfffffffe},
 		{0, 0}, {0xc0a80101, 0x7f000001}};
