@@ -118,7 +118,18 @@ static void
 die(const char *what)
 {
 	fprintf(stderr, "bench_isthmusd: %s\n", what);
-	/* a failed run must not leave /var/run/dpdk/<prefix> behind either */
+	/* a failed run must not leave its files in /tmp (those main()
+	 * writes) or /var/run/dpdk/<prefix> behind either */
+	if (dir[0] != '\0') {
+		static const char *const files[] = {"edge.conf", "bench.sched", "bench.keys"};
+		char path[128];
+
+		for (unsigned int i = 0; i < RTE_DIM(files); i++) {
+			snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+			unlink(path);
+		}
+		rmdir(dir);
+	}
 	if (eal_is_up)
 		isth_test_eal_cleanup();
 	exit(1);
