@@ -391,3 +391,41 @@ isthd_auth_seal_msg(struct isthd *d, struct isth_auth_engine *e, enum isth_auth_
 	}
 	return isth_auth_seal(e, dir, d->island, msg, len, cap);
 }
+
+unsigned int
+isthd_auth_seal_frames(
+	struct isthd *d, enum isth_auth_dir dir, struct rte_mbuf **m, unsigned int n, uint32_t off)
+{
+	struct isth_auth_op ops[ISTHD_BURST];
+	unsigned int base, i, k = 0;
+
+	/* in steps of the ops array: the caller's bursts fit in one */
+	for (base = 0; base < n; base += ISTHD_BURST) {
+		unsigned int c = RTE_MIN(n - base, (unsigned int)ISTHD_BURST);
+
+		for (i = 0; i < c; i++) {
+			uint32_t len = rte_pktmbuf_pkt_len(m[base + i]);
+
+			ops[i].msg = rte_pktmbuf_mtod_offset(m[base + i], uint8_t *, off);
+			/* a frame too short for a header and a tag is refused
+			 * by lib/auth (len < header) */
+			ops[i].len = len >= off + ISTH_AUTH_TAG_SIZE
+				? len - off - ISTH_AUTH_TAG_SIZE
+				: 0;
+			ops[i].cap = len >= off ? len - off : 0;
+			ops[i].dir = (uint8_t)dir;
+			ops[i].owner = d->island;
+			ops[i].status = 0;
+		}
+		isth_auth_seal_burst(d->auth.dp, ops, c);
+		for (i = 0; i < c; i++) {
+			if (unlikely(ops[i].status < 0)) {
+				isth_ctr_add(&d->st.drop[ISTHD_DROP_auth_seal], 1);
+				rte_pktmbuf_free(m[base + i]);
+				continue;
+			}
+			m[k++] = m[base + i];
+		}
+	}
+	return k;
+}

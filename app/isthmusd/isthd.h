@@ -44,6 +44,9 @@
 #include "config.h"
 
 #define ISTHD_BURST 32
+/* Bytes of Ethernet + IPv4 + UDP headers on every frame to the island. */
+#define ISTHD_ISLAND_HDR \
+	(ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE)
 /* Ranges read from one NACK: above max_ranges of a 9216-byte MTU. */
 #define ISTHD_MAX_RANGES 576
 /* Worker lcores at most (EAL -l: the main lcore plus up to this many). */
@@ -329,6 +332,11 @@ struct isthd {
 	struct isthd_shape shape; /* DATA admission (datapath.c) */
 	uint16_t access_port, wan_port;
 	uint8_t access_mac[6], wan_mac[6];
+	/* Ethernet/IPv4/UDP to the island with the lengths and checksum 0,
+	 * and its IPv4 header's sum; written by isthd_frame_template() at
+	 * set-up, read by isthd_frame_to_island() on any lcore */
+	uint8_t island_frame[ISTHD_ISLAND_HDR];
+	uint32_t island_frame_sum;
 	struct rte_mempool *pool; /* RX frames, AGG messages */
 	struct rte_mempool *hdr_pool; /* fan-out headers and clones */
 	struct rte_mempool *ctl_pool; /* ROUND and GONE messages */
@@ -408,6 +416,7 @@ int isthd_worker(void *arg);
 /* One pass of the worker loop (benchmarks drive it from their own loop). */
 unsigned int isthd_dp_poll(struct isthd *d);
 void isthd_dp_drain_final(struct isthd *d);
+void isthd_frame_template(struct isthd *d);
 int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m);
 
 /* repair.c */
@@ -455,6 +464,13 @@ unsigned int isthd_auth_verify_rx(struct isthd *d, enum isth_auth_dir dir, struc
  * sealed length or a negative errno. */
 int isthd_auth_seal_msg(struct isthd *d, struct isth_auth_engine *e, enum isth_auth_dir dir,
 	uint8_t *msg, size_t len, size_t cap);
+/* dp: seal @n fresh (version 1) frames in one burst with the worker's
+ * engine and @dir's key of the local island: each message starts @off
+ * bytes into its (single-segment) mbuf and its last 16 bytes are the
+ * room for the tag. Failures are counted (auth_seal) and freed, the rest
+ * compacted to the front of @m. @return how many are left. */
+unsigned int isthd_auth_seal_frames(
+	struct isthd *d, enum isth_auth_dir dir, struct rte_mbuf **m, unsigned int n, uint32_t off);
 
 /* control.c */
 int isthd_control(struct isthd *d);

@@ -331,6 +331,7 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 		memcpy(d->wan_mac,
 			memcmp(d->cfg.wan.mac, zero, 6) ? d->cfg.wan.mac : mac.addr_bytes, 6);
 	}
+	isthd_frame_template(d); /* datapath.c: frames to the island */
 
 	/* The af_xdp PMD loaded lib/xdp's program (xdp_prog devarg) when the
 	 * port started: point it at our UDP port so that only isthmus

@@ -91,7 +91,10 @@
 #define MTU 1092 /* max_elems 256 = ELEMS: the edge admits only chunks of the round's shape */
 #define MTU_AUTH (MTU + 16) /* the same 256 elements with the tag */
 #define BURST ISTHD_BURST
-#define T_NS 1000000000000ull /* 1000 s rounds: round 0 runs all along, even on a loaded host */
+/* 1000 s rounds: round 0 runs all along, so the edge never reaches a
+ * round's tail and never NACKs its peers on the WAN (a loaded host made a
+ * run outlast a 10 s round: "the edge sent DATA to the WAN") */
+#define T_NS 1000000000000ull
 #define MSG_OFF (ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE)
 #define PAY_OFF (MSG_OFF + ISTH_WIRE_HDR_SIZE)
 #define FRAME (PAY_OFF + PAYLOAD)
@@ -123,7 +126,18 @@ static void
 die(const char *what)
 {
 	fprintf(stderr, "bench_isthmusd: %s\n", what);
-	/* a failed run must not leave /var/run/dpdk/<prefix> behind either */
+	/* a failed run must not leave its files in /tmp (those main()
+	 * writes) or /var/run/dpdk/<prefix> behind either */
+	if (dir[0] != '\0') {
+		static const char *const files[] = {"edge.conf", "bench.sched", "bench.keys"};
+		char path[128];
+
+		for (unsigned int i = 0; i < RTE_DIM(files); i++) {
+			snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+			unlink(path);
+		}
+		rmdir(dir);
+	}
 	if (eal_is_up)
 		isth_test_eal_cleanup();
 	exit(1);
@@ -740,6 +754,15 @@ build_aggs(struct rte_mbuf **out, unsigned int cap)
 	return got;
 }
 
+static inline void
+prefetch_frame(const struct rte_mbuf *m)
+{
+	const char *p = rte_pktmbuf_mtod(m, const char *);
+
+	for (unsigned int off = 0; off < rte_pktmbuf_data_len(m); off += 64)
+		rte_prefetch0(p + off);
+}
+
 static void
 run_stages(struct stage_run *sr)
 {
@@ -768,9 +791,12 @@ run_stages(struct stage_run *sr)
 			die("stage rx");
 		/* parse */
 		t0 = rte_rdtsc();
+		/* whole frames 4 ahead, as wan_rx() prefetches them */
+		for (i = 0; i < n && i < 4; i++)
+			prefetch_frame(b[i]);
 		for (i = 0; i < n; i++) {
-			if (i + 1 < n)
-				rte_prefetch0(rte_pktmbuf_mtod(b[i + 1], void *));
+			if (i + 4 < n)
+				prefetch_frame(b[i + 4]);
 			if (isth_wire_parse_frame(rte_pktmbuf_mtod(b[i], uint8_t *),
 				    rte_pktmbuf_data_len(b[i]), &edge.lim,
 				    &s_parsed[pos + i]) != ISTH_WIRE_OK)

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Frames to the island (app/isthmusd/datapath.c): isthd_frame_to_island()
+ * copies a template built once at set-up and writes only the lengths and
+ * the IPv4 checksum. Every frame it builds must be byte for byte what
+ * lib/wire's isth_wire_put_frame_hdr() (the general builder, computing the
+ * checksum from scratch) builds for the same addresses and message size,
+ * for every message size from 0 to the largest an IPv4 datagram holds and
+ * for addresses that make the checksum's carries wrap; one byte more is
+ * refused.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <rte_mbuf.h>
+
+#include "isthd.h"
+
+#define HEADROOM 128u
+#define MAX_MSG (65535u - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE)
+
+/* A single-segment mbuf over a heap buffer: prepend only moves data_off
+ * and the lengths, no pool needed. */
+static void
+mbuf_over(struct rte_mbuf *m, uint8_t *buf, uint32_t msg)
+{
+	memset(m, 0, sizeof(*m));
+	m->buf_addr = buf;
+	m->buf_len = (uint16_t)RTE_MIN(HEADROOM + msg, (uint32_t)UINT16_MAX);
+	m->data_off = HEADROOM;
+	m->data_len = (uint16_t)msg;
+	m->pkt_len = msg;
+	m->nb_segs = 1;
+	m->refcnt = 1;
+}
+
+static void
+check(struct isthd *d, uint32_t msg, uint8_t *buf)
+{
+	struct isth_wire_addr a;
+	uint8_t want[ISTHD_ISLAND_HDR + 4];
+	struct rte_mbuf m;
+
+	memset(&a, 0, sizeof(a));
+	memcpy(a.dst_mac, d->cfg.island_mac, 6);
+	memcpy(a.src_mac, d->access_mac, 6);
+	a.src_ip = d->cfg.access.ip;
+	a.dst_ip = d->cfg.island_ip;
+	a.src_port = d->cfg.udp_port;
+	a.dst_port = d->cfg.island_port;
+	/* the reference writes its headers before a message it is told
+	 * the size of; cap covers headers + message */
+	cr_assert_eq(isth_wire_put_frame_hdr(want, ISTHD_ISLAND_HDR + (size_t)msg, &a, msg),
+		(int)(ISTHD_ISLAND_HDR + msg));
+	mbuf_over(&m, buf, msg);
+	cr_assert_eq(isthd_frame_to_island(d, &m), 0, "message of %u bytes", msg);
+	cr_assert_eq(m.data_off, HEADROOM - ISTHD_ISLAND_HDR);
+	cr_assert_eq(m.pkt_len, msg + ISTHD_ISLAND_HDR);
+	cr_assert_arr_eq(buf + HEADROOM - ISTHD_ISLAND_HDR, want, ISTHD_ISLAND_HDR,
+		"message of %u bytes: headers differ from isth_wire_put_frame_hdr()'s", msg);
+	/* and the checksum verifies (RFC 1071: the header sums to 0) */
+	cr_assert_eq(isth_wire_cksum(buf + HEADROOM - ISTHD_ISLAND_HDR + ISTH_WIRE_ETH_HDR_SIZE,
+			     ISTH_WIRE_IPV4_MIN_HDR_SIZE),
+		0);
+}
+
+Test(isthmusd_frame, template_frames_equal_the_general_builder)
+{
+	/* addresses whose sums carry (0xff..), the testbed's, and zeros */
+	static const uint32_t ips[][2] = {{0x0a0a0001, 0x0a0a0002}, {0xffffffff, 0xfffffffe},
+		{0, 0}, {0xc0a80101, 0x7f000001}};
+	static const uint16_t ports[][2] = {{4791, 4791}, {0xffff, 0xfffe}, {1, 0}};
+	struct isthd *d = calloc(1, sizeof(*d));
+	uint8_t *buf = malloc(HEADROOM + MAX_MSG);
+
+	cr_assert_not_null(d);
+	cr_assert_not_null(buf);
+	for (unsigned int i = 0; i < RTE_DIM(ips); i++)
+		for (unsigned int p = 0; p < RTE_DIM(ports); p++) {
+			memcpy(d->cfg.island_mac, "\x02\x00\x00\x00\x00\x02", 6);
+			memcpy(d->access_mac,
+				i & 1 ? "\xff\xff\xff\xff\xff\xff" : "\x02\x01\x02\x03\x04\x05", 6);
+			d->cfg.access.ip = ips[i][0];
+			d->cfg.island_ip = ips[i][1];
+			d->cfg.udp_port = ports[p][0];
+			d->cfg.island_port = ports[p][1];
+			isthd_frame_template(d);
+			/* every size: the checksum's end-around carry
+			 * depends on the total length */
+			for (uint32_t s = 0; s <= MAX_MSG; s++)
+				check(d, s, buf);
+		}
+	free(buf);
+	free(d);
+}
+
+Test(isthmusd_frame, a_message_no_ipv4_datagram_holds_is_refused)
+{
+	struct isthd *d = calloc(1, sizeof(*d));
+	uint8_t *buf = malloc(HEADROOM + MAX_MSG + 1);
+	struct rte_mbuf m;
+
+	cr_assert_not_null(d);
+	cr_assert_not_null(buf);
+	isthd_frame_template(d);
+	mbuf_over(&m, buf, MAX_MSG + 1);
+	cr_assert_eq(isthd_frame_to_island(d, &m), -EINVAL);
+	cr_assert_eq(m.data_off, HEADROOM, "a refused frame is left as it was");
+	free(buf);
+	free(d);
+}
