@@ -369,9 +369,9 @@ def storm(run, attack, fn, out):
     resends and GONE; peer NACKs: DATA repairs): telemetry before and
     after the injection, which returns once every NACK is on the wire.
     Genuine repairs in that interval count too: an upper bound."""
-    before = snapshot(run, run.tel)
+    before = run.tel.ask("/isthmus/stats")
     attack.add(fn())
-    after = snapshot(run, run.tel)
+    after = run.tel.ask("/isthmus/stats")
     attack.out = sum(after.get(k, 0) - before.get(k, 0) for k in out)
 
 
