@@ -221,6 +221,14 @@ isthd_auth_reload(struct isthd *d, uint64_t cur)
 			isth_auth_free(keys);
 			return;
 		}
+	/* a device that verifies or seals gets the new epochs first
+	 * (auth_dev.c); those of running rounds keep their key slot */
+	if ((au->dev_verify || au->dev_seal) && (rc = isth_backend_set_keys(d->be, keys)) < 0) {
+		fprintf(stderr, "isthmusd: key reload refused: backend key slots: %s\n",
+			strerror(-rc));
+		isth_auth_free(keys);
+		return;
+	}
 	ks = keyset_new(keys, &rc);
 	if (ks == NULL) {
 		fprintf(stderr, "isthmusd: key reload refused: tag engine: %s\n", strerror(-rc));

@@ -224,15 +224,8 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 	TRY(isth_conf_enum(c, "auth", "mode", false, 0, auth_modes, &e));
 	cfg->auth = e == 0;
 	TRY(copy_str(c, "auth", "key_file", cfg->auth, NULL, cfg->key_file, sizeof(cfg->key_file)));
-	/* The FPGA (and its model, lib/fpga_model) parses the messages it is
-	 * handed as version 1: refuse the combination rather than drop every
-	 * DATA at run time. */
-	if (cfg->auth && strcmp(cfg->backend, "fpga") == 0) {
-		rc = isth_conf_fail(c, "auth", "mode",
-			"on is not supported with [isthmusd] backend = fpga yet (the device "
-			"parses wire version 1); use mode = off or backend = sw");
-		goto out;
-	}
+	/* backend = fpga with auth on: the device verifies and seals
+	 * (interface 1.1); a 1.0 device is refused when the backend starts */
 
 	rc = isth_conf_check_unused(c);
 out:

@@ -490,7 +490,9 @@ wan_rx(struct isthd *d, uint64_t now_ns)
 		}
 		rx[v++] = m;
 	}
-	if (d->auth.on)
+	if (d->auth.dev_verify) /* DATA: the device verifies (auth_dev.c) */
+		v = isthd_auth_dev_rx(d, rx, ok, owner, v);
+	else if (d->auth.on)
 		v = (uint16_t)isthd_auth_verify_rx(d, ISTH_AUTH_WAN, rx, ok, owner, v);
 	for (i = 0; i < v; i++) {
 		struct rte_mbuf *m = rx[i];
@@ -569,10 +571,16 @@ emit_aggs(struct isthd *d, uint64_t now_ns)
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = out[i];
 		uint32_t len = rte_pktmbuf_pkt_len(m);
+		uint64_t seq, dev_seq = 0;
 
+		/* sealed by the device: its tag is in the message already */
+		if (d->auth.dev_seal) {
+			len -= ISTH_AUTH_TAG_SIZE;
+			dev_seq = isth_wire_get_seq(rte_pktmbuf_mtod(m, uint8_t *));
+		}
 		isth_ctr_add(&d->st.agg_out_bytes, len - ISTH_WIRE_HDR_SIZE);
 		/* room for the tag, inside the frame's lengths */
-		if (d->auth.on &&
+		if (d->auth.on && !d->auth.dev_seal &&
 			unlikely(m->nb_segs > 1 ||
 				rte_pktmbuf_append(m, ISTH_AUTH_TAG_SIZE) == NULL)) {
 			drop(d, m, ISTHD_DROP_auth_seal);
@@ -584,15 +592,28 @@ emit_aggs(struct isthd *d, uint64_t now_ns)
 		}
 		/* The ring numbers the AGG (seq written into its header) and
 		 * keeps its own reference for resends; push before TX. */
-		if (unlikely(isth_resend_push(d->agg_ring, m, now_ns, NULL) < 0)) {
+		if (unlikely(isth_resend_push(d->agg_ring, m, now_ns, &seq) < 0)) {
 			drop(d, m, ISTHD_DROP_tx_access);
 			continue;
+		}
+		if (d->auth.dev_seal && unlikely(seq != dev_seq)) {
+			/* The device numbered it from the ring's first seq, one
+			 * per AGG: the ring wrote the same seq and the tag
+			 * holds. Out of step (an AGG the device sealed was lost
+			 * on its way to the ring), the host seals it (counted). */
+			isth_ctr_add(&d->st.agg_host_sealed, 1);
+			if (unlikely(isthd_auth_seal_msg(d, d->auth.dp, ISTH_AUTH_DOWN,
+					     rte_pktmbuf_mtod_offset(m, uint8_t *, ISTHD_ISLAND_HDR),
+					     len + ISTH_AUTH_TAG_SIZE, len + ISTH_AUTH_TAG_SIZE) < 0)) {
+				drop(d, m, ISTHD_DROP_auth_seal);
+				continue;
+			}
 		}
 		out[ok++] = m;
 	}
 	/* sealed after their last header change, the seq (the ring's
 	 * references see the same bytes: resends start from them) */
-	if (d->auth.on)
+	if (d->auth.on && !d->auth.dev_seal)
 		ok = isthd_auth_seal_frames(d, ISTH_AUTH_DOWN, out, ok, ISTHD_ISLAND_HDR);
 	__atomic_store_n(&d->agg_seq, isth_resend_next_seq(d->agg_ring), __ATOMIC_RELAXED);
 	isth_ctr_add(&d->st.agg_out, ok);

@@ -121,6 +121,8 @@ enum isthd_drop {
 	X(peer_data_bytes, "payload bytes of peer_data") \
 	X(agg_out, "AGG messages sent to the island") \
 	X(agg_out_bytes, "payload bytes of agg_out") \
+	X(agg_host_sealed, \
+		"auth on, AGGs sealed by the device: sealed again on the host (seq out of step)") \
 	X(nacks, "NACKs from the island") \
 	X(resent, "AGGs resent to the island") \
 	X(gone, "GONE replies sent to the island") \
@@ -285,6 +287,9 @@ struct isthd_auth {
 	/* next seq of the streams the edge starts, from CLOCK_REALTIME ns
 	 * at start-up: NACK and GONE (dp writes), ROUND (ctl writes) */
 	uint64_t seq_nack, seq_gone, seq_round;
+	/* init (setup, from the backend's caps): the backend's device
+	 * verifies WAN DATA tags / seals AGGs (auth_dev.c) */
+	bool dev_verify, dev_seal;
 };
 
 /* One peer DATA handed by worker 0 to the worker of its chunk: the frame
@@ -471,6 +476,18 @@ int isthd_auth_seal_msg(struct isthd *d, struct isth_auth_engine *e, enum isth_a
  * compacted to the front of @m. @return how many are left. */
 unsigned int isthd_auth_seal_frames(
 	struct isthd *d, enum isth_auth_dir dir, struct rte_mbuf **m, unsigned int n, uint32_t off);
+
+/* auth_dev.c: authentication offloaded to the backend's device */
+/* The backend's auth configuration (keys, site table, verdict callback);
+ * zeroed when auth is off. @agg_seq: the AGG resend ring's first seq. */
+void isthd_auth_dev_conf(const struct isthd *d, struct isth_backend_auth *a, uint64_t agg_seq);
+/* dp: the device's verdict on a DATA's tag (struct isth_backend_auth). */
+void isthd_auth_dev_verdict(void *arg, const uint8_t *msg, int status);
+/* dp, WAN side: DATA only through the replay check (the device verifies
+ * the tag), everything else verified here (isthd_auth_verify_rx);
+ * refusals counted and freed, the rest compacted. @return how many left. */
+uint16_t isthd_auth_dev_rx(struct isthd *d, struct rte_mbuf **m, struct isth_wire_pkt *p,
+	const uint8_t *owner, uint16_t n);
 
 /* control.c */
 int isthd_control(struct isthd *d);

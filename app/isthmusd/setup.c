@@ -278,6 +278,7 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 	struct isth_pace_conf pc;
 	struct isth_resend_conf rc_;
 	struct timespec ts;
+	uint64_t agg_seq0;
 	uint32_t room;
 	int rc;
 
@@ -363,6 +364,13 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 		}
 	}
 
+	/* version 2: every stream starts at CLOCK_REALTIME ns, so that a
+	 * restarted edge never reuses an AGG's IV (doc/protocol.md); the
+	 * AGG stream's first seq goes to the resend ring and, when the
+	 * device seals AGGs, to the device */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	agg_seq0 = d->cfg.auth ? (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec : 0;
+
 	memset(&bc, 0, sizeof(bc));
 	bc.socket_id = (int)rte_socket_id();
 	bc.island = d->island;
@@ -402,12 +410,23 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 		bc.mem_bytes = (bc.mem_bytes + d->n_workers - 1) / d->n_workers;
 		bc.max_chunks = (bc.max_chunks + d->n_workers - 1) / d->n_workers;
 	}
+	isthd_auth_dev_conf(d, &bc.auth, agg_seq0);
 	d->be = isth_backend_create(d->cfg.backend, &bc);
 	if (d->be == NULL) {
-		snprintf(err, err_size, "%s: backend '%s': %s", d->cfg.path, d->cfg.backend,
-			rte_strerror(rte_errno));
+		snprintf(err, err_size, "%s: backend '%s': %s%s", d->cfg.path, d->cfg.backend,
+			rte_strerror(rte_errno),
+			d->cfg.auth && rte_errno == ENOTSUP
+				? " ([auth] mode = on needs a device of interface 1.1)"
+				: "");
 		rc = -rte_errno;
 		goto fail;
+	}
+	{
+		struct isth_backend_caps caps;
+
+		isth_backend_caps(d->be, &caps);
+		d->auth.dev_verify = d->cfg.auth && caps.verifies;
+		d->auth.dev_seal = d->cfg.auth && caps.seals;
 	}
 	rc = isthd_workers_setup(d, &bc, err, err_size);
 	if (rc)
@@ -436,13 +455,7 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 	/* AGG frames to the island: Ethernet + IPv4 + UDP, no VLAN. */
 	rc_.hdr_off = ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE;
 	rc_.flags = ISTH_RESEND_F_STAMP;
-	rc_.first_seq = 0;
-	if (d->cfg.auth) {
-		/* version 2: every stream starts at CLOCK_REALTIME ns, so that
-		 * a restarted edge never reuses an AGG's IV (doc/protocol.md) */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		rc_.first_seq = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	}
+	rc_.first_seq = agg_seq0;
 	rc_.hdr_pool = d->hdr_pool;
 	d->agg_ring = isth_resend_create(&rc_);
 	if (d->agg_ring == NULL) {

@@ -507,6 +507,19 @@ isth_auth_epoch_of(const struct isth_auth *a, uint32_t round)
 	return s < 0 ? -ENOKEY : a->epoch_id[s];
 }
 
+/* A device that computes tags (doc/fpga-interface.md 3.8) is given the
+ * derived keys, never the master key; for its driver only. */
+int
+isth_auth_epoch_key(const struct isth_auth *a, unsigned int i, enum isth_auth_dir dir,
+	unsigned int owner, uint8_t out[ISTH_AUTH_KEY_SIZE])
+{
+	if (a == NULL || i >= a->n_epochs || dir < ISTH_AUTH_UP || dir > ISTH_AUTH_WAN ||
+		owner >= a->n_islands)
+		return -EINVAL;
+	memcpy(out, a->raw[key_index(a, i, dir, owner)], ISTH_AUTH_KEY_SIZE);
+	return 0;
+}
+
 /* ---- replay window ------------------------------------------------------ */
 
 int

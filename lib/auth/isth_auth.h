@@ -124,6 +124,15 @@ int isth_auth_epoch_info(
  */
 int isth_auth_epoch_of(const struct isth_auth *a, uint32_t round);
 
+/**
+ * The derived direction key K(epoch @p i (file order), @p dir, @p owner),
+ * for a driver that loads keys into a device that computes tags
+ * (doc/fpga-interface.md 3.8). The caller wipes @p out after use.
+ * @return 0 or -EINVAL
+ */
+int isth_auth_epoch_key(const struct isth_auth *a, unsigned int i, enum isth_auth_dir dir,
+	unsigned int owner, uint8_t out[ISTH_AUTH_KEY_SIZE]);
+
 /* ---- tag engines ----------------------------------------------------- */
 
 struct isth_auth_engine;

@@ -20,6 +20,18 @@
  *
  * Time: the caller's `now` goes into every H2D descriptor and into
  * TIME_NS at drain(); the device's timeouts run on that clock only.
+ *
+ * Authentication (interface 1.1, section 3.8), when the caller gives keys
+ * (conf->auth.keys): the driver loads every epoch of the key file into
+ * the device's key slots (derived direction keys, never the master),
+ * names the key of each DATA in its descriptor (WAN key of the island
+ * whose edge the source address is: conf->auth.site_ip), and reports the
+ * device's verdict on each tag to the caller (conf->auth.verdict) when it
+ * reaps the descriptor, so that the caller records the seq in its replay
+ * window only for a tag the device verified. With conf->auth.seal the
+ * device seals every AGG with the DOWN key, numbering them from
+ * conf->auth.agg_seq. RESEAL_WAN is not used: the island's outbound DATA
+ * does not pass through the device (replication is on the host).
  */
 #include <errno.h>
 #include <sched.h>
@@ -35,6 +47,7 @@
 #include <rte_memcpy.h>
 #include <rte_pause.h>
 
+#include "isth_auth.h"
 #include "isth_backend.h"
 #include "isth_fpga_if.h"
 #include "backend_priv.h"
@@ -93,7 +106,17 @@ struct fpga_backend {
 	uint64_t time_written;
 	uint64_t flush_req;
 
+	/* Authentication (1.1). auth_ctrl: AUTH_CTRL as enabled (create);
+	 * auth: the caller's site table and verdict callback (create);
+	 * h2d_reaped: data path, H2D descriptors whose verdict was given;
+	 * slot_epoch: control, the epoch id each key slot holds (-1 free). */
+	uint64_t auth_ctrl;
+	struct isth_backend_auth auth;
+	uint32_t h2d_reaped;
+	int16_t slot_epoch[ISTH_FPGA_KEY_SLOTS];
+
 	/* Counters. Written by: data path (relaxed); read by: any thread. */
+	uint64_t auth_no_site; /* DATA not posted: its source is no site's edge */
 	uint64_t agg_msgs; /* AGG messages handed out */
 	uint64_t agg_alloc_fail; /* drain found no mbuf: completions wait */
 	uint64_t h2d_ring_full; /* DATA dropped: every H2D entry is the device's */
@@ -153,7 +176,9 @@ carve(struct fpga_backend *f, uint32_t cap_ring)
 	uint8_t *p;
 
 	f->h2d_buf_size = align64(ISTH_WIRE_HDR_SIZE + 4ull * f->max_elems + 255);
-	f->d2h_buf_size = align64(ISTH_WIRE_HDR_SIZE + 4ull * f->max_elems);
+	/* a sealed AGG carries its 16-byte tag after the payload */
+	f->d2h_buf_size = align64(ISTH_WIRE_HDR_SIZE + 4ull * f->max_elems +
+		(f->auth_ctrl & ISTH_FPGA_AUTH_SEAL ? ISTH_AUTH_TAG_SIZE : 0));
 	for (;; n /= 2) {
 		need = 64 +
 			(uint64_t)n *
@@ -183,6 +208,95 @@ carve(struct fpga_backend *f, uint32_t cap_ring)
 	return 0;
 }
 
+/* Key slot @slot := epoch @i of @keys: every direction key of every
+ * owner, VALID clear while the keys are written, then set with the epoch's
+ * id and first round in one store (the device applies it between two
+ * descriptors). Control path. */
+static int
+key_slot_load(
+	struct fpga_backend *f, unsigned int slot, const struct isth_auth *keys, unsigned int i)
+{
+	struct fpga_bus *b = &f->bus;
+	volatile uint8_t *wipe;
+	uint8_t k[ISTH_AUTH_KEY_SIZE];
+	uint32_t start;
+	uint8_t id;
+	int rc = 0;
+
+	if (isth_auth_epoch_info(keys, i, &id, &start) < 0)
+		return -EINVAL;
+	fpga_wr(b, ISTH_FPGA_REG_KEY_EPOCH + 8 * slot, 0);
+	for (unsigned int dir = ISTH_AUTH_UP; dir <= ISTH_AUTH_WAN && rc == 0; dir++)
+		for (unsigned int o = 0; o < f->n_islands && rc == 0; o++) {
+			uint32_t off = ISTH_FPGA_REG_KEYS +
+				((slot * 3 + dir - 1) * ISTH_FPGA_KEY_OWNERS + o) *
+					ISTH_FPGA_KEY_BYTES;
+
+			rc = isth_auth_epoch_key(keys, i, (enum isth_auth_dir)dir, o, k);
+			for (unsigned int w = 0; w < 4 && rc == 0; w++) {
+				uint64_t v = 0;
+
+				for (unsigned int j = 0; j < 8; j++)
+					v |= (uint64_t)k[8 * w + j] << (8 * j);
+				fpga_wr(b, off + 8 * w, v);
+			}
+		}
+	/* the host's copy of a key lives no longer than the store */
+	wipe = k;
+	for (size_t j = 0; j < sizeof(k); j++)
+		wipe[j] = 0;
+	if (rc < 0)
+		return rc;
+	fpga_wr(b, ISTH_FPGA_REG_KEY_EPOCH + 8 * slot,
+		ISTH_FPGA_KEY_VALID | (uint64_t)start << 16 | id);
+	f->slot_epoch[slot] = id;
+	return 0;
+}
+
+/* Control path: the device's key slots := the epochs of @keys. Epochs gone
+ * from the file free their slot first; those kept keep theirs. */
+static int
+fpga_set_keys(void *priv, const struct isth_auth *keys)
+{
+	struct fpga_backend *f = priv;
+	unsigned int n = isth_auth_n_epochs(keys), i, s;
+	uint8_t id;
+	int rc;
+
+	if (f->auth_ctrl == 0)
+		return -ENOTSUP;
+	for (s = 0; s < ISTH_FPGA_KEY_SLOTS; s++) {
+		bool kept = false;
+
+		for (i = 0; i < n; i++)
+			kept |= isth_auth_epoch_info(keys, i, &id, NULL) == 0 &&
+				f->slot_epoch[s] == id;
+		if (f->slot_epoch[s] >= 0 && !kept) {
+			fpga_wr(&f->bus, ISTH_FPGA_REG_KEY_EPOCH + 8 * s, 0);
+			f->slot_epoch[s] = -1;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		int free_slot = -1;
+		bool have = false;
+
+		isth_auth_epoch_info(keys, i, &id, NULL);
+		for (s = 0; s < ISTH_FPGA_KEY_SLOTS; s++) {
+			have |= f->slot_epoch[s] == id;
+			if (f->slot_epoch[s] < 0 && free_slot < 0)
+				free_slot = (int)s;
+		}
+		if (have)
+			continue;
+		if (free_slot < 0)
+			return -ENOSPC;
+		rc = key_slot_load(f, (unsigned int)free_slot, keys, i);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int
 dev_configure(struct fpga_backend *f, const struct isth_backend_conf *conf)
 {
@@ -202,6 +316,16 @@ dev_configure(struct fpga_backend *f, const struct isth_backend_conf *conf)
 	fpga_wr(b, ISTH_FPGA_REG_CFG_TIMEOUT_NS, conf->timeout_ns);
 	fpga_wr(b, ISTH_FPGA_REG_CFG_BF16_OUT, conf->bf16_out);
 	fpga_wr(b, ISTH_FPGA_REG_CFG_MAX_JOBS, conf->max_jobs);
+	if (f->auth_ctrl != 0) {
+		/* latched at ENABLE; the keys may change later (set_keys) */
+		fpga_wr(b, ISTH_FPGA_REG_AUTH_CTRL, f->auth_ctrl);
+		fpga_wr(b, ISTH_FPGA_REG_AGG_SEQ, conf->auth.agg_seq);
+		for (i = 0; i < ISTH_FPGA_KEY_SLOTS; i++)
+			f->slot_epoch[i] = -1;
+		rc = fpga_set_keys(f, conf->auth.keys);
+		if (rc < 0)
+			return rc;
+	}
 	fpga_wr(b, ISTH_FPGA_REG_H2D_BASE, fpga_iova(b, f->h2d));
 	fpga_wr(b, ISTH_FPGA_REG_H2D_SIZE, f->h2d_size);
 	fpga_wr(b, ISTH_FPGA_REG_H2D_WB, fpga_iova(b, f->h2d_wb));
@@ -239,7 +363,9 @@ fpga_create(const struct isth_backend_conf *conf)
 	int rc;
 
 	room = rte_pktmbuf_data_room_size(conf->agg_pool);
-	if (room < RTE_PKTMBUF_HEADROOM + ISTH_WIRE_HDR_SIZE + 4 * conf->max_elems ||
+	if (room < RTE_PKTMBUF_HEADROOM + ISTH_WIRE_HDR_SIZE + 4 * conf->max_elems +
+				(conf->auth.keys != NULL && conf->auth.seal ? ISTH_AUTH_TAG_SIZE
+									    : 0) ||
 		RTE_PKTMBUF_HEADROOM < ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_VLAN_TAG_SIZE +
 				ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE) {
 		rte_errno = EINVAL;
@@ -257,6 +383,15 @@ fpga_create(const struct isth_backend_conf *conf)
 	f->max_chunks = conf->max_chunks;
 	f->agg_pool = conf->agg_pool;
 	f->agg_published = TAG_NONE;
+	if (conf->auth.keys != NULL) {
+		if (conf->auth.verdict == NULL || conf->n_islands > ISTH_FPGA_KEY_OWNERS) {
+			rte_free(f);
+			rte_errno = EINVAL;
+			return NULL;
+		}
+		f->auth = conf->auth;
+		f->auth_ctrl = ISTH_FPGA_AUTH_VERIFY | (conf->auth.seal ? ISTH_FPGA_AUTH_SEAL : 0);
+	}
 
 	rc = fpga_bus_open(&f->bus, dev);
 	if (rc < 0) {
@@ -269,7 +404,7 @@ fpga_create(const struct isth_backend_conf *conf)
 	f->rt_banks = (uint32_t)fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_RT_BANKS);
 	f->max_peers = (uint32_t)fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_MAX_PEERS);
 	if (ver >> 16 != ISTH_FPGA_VERSION_MAJOR || f->rt_banks == 0 ||
-		(f->rt_banks & (f->rt_banks - 1)) != 0) {
+		f->rt_banks > ISTH_FPGA_RT_BANKS_MAX || (f->rt_banks & (f->rt_banks - 1)) != 0) {
 		rc = -ENODEV;
 		goto fail;
 	}
@@ -278,6 +413,15 @@ fpga_create(const struct isth_backend_conf *conf)
 		conf->mem_bytes > fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_HBM_BYTES) ||
 		conf->max_jobs > fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_MAX_JOBS)) {
 		rc = -EINVAL;
+		goto fail;
+	}
+	if (f->auth_ctrl != 0 &&
+		!(fpga_rd(&f->bus, ISTH_FPGA_REG_CAP_FLAGS) & ISTH_FPGA_CAPF_AUTH)) {
+		RTE_LOG(ERR, USER1,
+			"fpga: %s: interface %" PRIu64 ".%" PRIu64
+			" without authentication (CAP_FLAGS.AUTH, 1.1)\n",
+			dev, ver >> 16, ver & 0xffff);
+		rc = -ENOTSUP;
 		goto fail;
 	}
 	rc = dev_reset(f);
@@ -331,6 +475,8 @@ fpga_caps(const void *priv, struct isth_backend_caps *caps)
 	caps->n_slots = f->n_slots;
 	/* replicate_burst() fans out (on the host, lib/mcast). */
 	caps->replicates = true;
+	caps->verifies = (f->auth_ctrl & ISTH_FPGA_AUTH_VERIFY) != 0;
+	caps->seals = (f->auth_ctrl & ISTH_FPGA_AUTH_SEAL) != 0;
 }
 
 static int
@@ -378,6 +524,56 @@ fpga_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
 	return 0;
 }
 
+/*
+ * Data path, with VERIFY: the verdict on every H2D descriptor the device
+ * has consumed up to @head, before its entry (and buffer) is reused. A
+ * tag verified when the status is past the authentication checks: OK, or
+ * a later refusal (header, type, aggregator). E_ADDR and E_LEN come before
+ * them: no verdict, the tag was not read.
+ */
+static void
+reap_verdicts(struct fpga_backend *f, uint32_t head)
+{
+	uint32_t mask = f->h2d_size - 1;
+
+	for (; f->h2d_reaped != head; f->h2d_reaped++) {
+		const struct isth_fpga_h2d_desc *d = &f->h2d[f->h2d_reaped & mask];
+		const uint8_t *msg = f->h2d_buf + (size_t)(f->h2d_reaped & mask) * f->h2d_buf_size;
+		int st;
+
+		switch (d->status & ~ISTH_FPGA_DESC_DONE) {
+		case ISTH_FPGA_DESC_OK:
+		case ISTH_FPGA_DESC_E_MSG:
+		case ISTH_FPGA_DESC_E_TYPE:
+		case ISTH_FPGA_DESC_E_REFUSED:
+			st = ISTH_AUTH_OK;
+			break;
+		case ISTH_FPGA_DESC_E_AUTH_FORMAT:
+			st = ISTH_AUTH_E_FORMAT;
+			break;
+		case ISTH_FPGA_DESC_E_AUTH_EPOCH:
+			st = ISTH_AUTH_E_EPOCH;
+			break;
+		case ISTH_FPGA_DESC_E_AUTH_TAG:
+			st = ISTH_AUTH_E_TAG;
+			break;
+		default:
+			continue;
+		}
+		f->auth.verdict(f->auth.arg, msg, st);
+	}
+}
+
+/* The owner of the WAN key of a DATA from @ip: the site table. */
+static inline int
+site_of(const struct fpga_backend *f, uint32_t ip)
+{
+	for (unsigned int s = 0; s < f->n_islands; s++)
+		if (f->auth.site_ip[s] == ip && ip != 0)
+			return (int)s;
+	return -1;
+}
+
 static unsigned int
 fpga_aggregate_burst(void *priv, struct rte_mbuf **pkts, const struct isth_wire_pkt *parsed,
 	unsigned int n, uint64_t now)
@@ -387,10 +583,13 @@ fpga_aggregate_burst(void *priv, struct rte_mbuf **pkts, const struct isth_wire_
 	unsigned int i, posted = 0;
 
 	head = (uint32_t)__atomic_load_n(f->h2d_wb, __ATOMIC_ACQUIRE);
+	if (f->auth_ctrl & ISTH_FPGA_AUTH_VERIFY)
+		reap_verdicts(f, head);
 	space = f->h2d_size - (tail - head);
 	for (i = 0; i < n; i++) {
 		const struct isth_wire_pkt *p = &parsed[i];
 		struct isth_fpga_h2d_desc *d;
+		uint16_t flags = 0;
 		uint8_t *buf;
 
 		if (i + 1 < n)
@@ -403,12 +602,23 @@ fpga_aggregate_burst(void *priv, struct rte_mbuf **pkts, const struct isth_wire_
 			isth_ctr_add(&f->h2d_ring_full, 1);
 			continue;
 		}
+		if (f->auth_ctrl & ISTH_FPGA_AUTH_VERIFY) {
+			int o = site_of(f, p->addr.src_ip);
+
+			if (unlikely(o < 0)) {
+				isth_ctr_add(&f->auth_no_site, 1);
+				f->auth.verdict(f->auth.arg, p->msg, ISTH_AUTH_E_KEY);
+				continue;
+			}
+			flags = (uint16_t)(ISTH_AUTH_WAN |
+				(unsigned int)o << ISTH_FPGA_H2D_OWNER_SHIFT);
+		}
 		buf = f->h2d_buf + (size_t)(tail & mask) * f->h2d_buf_size;
 		rte_memcpy(buf, p->msg, p->msg_size);
 		d = &f->h2d[tail & mask];
 		d->addr = fpga_iova(&f->bus, buf);
 		d->len = (uint32_t)p->msg_size;
-		d->flags = 0;
+		d->flags = flags;
 		d->status = 0;
 		d->time_ns = now;
 		d->cookie = tail;
@@ -437,6 +647,10 @@ fpga_drain(void *priv, uint64_t now, struct rte_mbuf **out, unsigned int cap)
 		__atomic_store_n(&f->time_written, now, __ATOMIC_RELAXED);
 		fpga_wr(&f->bus, ISTH_FPGA_REG_TIME_NS, now);
 	}
+	/* verdicts of DATA consumed since the last burst (a quiet WAN
+	 * leaves them here, not in aggregate_burst) */
+	if (f->auth_ctrl & ISTH_FPGA_AUTH_VERIFY)
+		reap_verdicts(f, (uint32_t)__atomic_load_n(f->h2d_wb, __ATOMIC_ACQUIRE));
 	head = (uint32_t)__atomic_load_n(f->d2h_wb, __ATOMIC_ACQUIRE);
 	avail = head - f->d2h_next;
 	while (avail > 0 && got < cap) {
@@ -565,6 +779,7 @@ fpga_stats(const void *priv, struct isth_backend_stats *st)
 	PUT(h2d_ring_full);
 	PUT(h2d_too_big);
 	PUT(d2h_desc_err);
+	PUT(auth_no_site);
 #undef PUT
 	PUT_V("dev_pending", pending);
 	for (i = ISTH_FPGA_CNT_H2D_DESC; i < ISTH_FPGA_CNT_MAX; i++)
@@ -597,4 +812,5 @@ const struct isth_backend_ops isth_backend_fpga_ops = {
 	.flush = fpga_flush,
 	.stats = fpga_stats,
 	.counts = fpga_counts,
+	.set_keys = fpga_set_keys,
 };

@@ -115,6 +115,14 @@ isth_backend_expire_round(struct isth_backend *be, uint32_t job, uint32_t round)
 	return be->ops->expire_round(be->priv, job, round);
 }
 
+int
+isth_backend_set_keys(struct isth_backend *be, const struct isth_auth *keys)
+{
+	if (be->ops->set_keys == NULL)
+		return -ENOTSUP;
+	return be->ops->set_keys(be->priv, keys);
+}
+
 unsigned int
 isth_backend_flush(struct isth_backend *be)
 {

@@ -70,6 +70,39 @@ struct isth_backend_caps {
 	uint32_t max_chunks; /**< chunk ids per round */
 	uint32_t n_slots; /**< aggregation slots in the memory */
 	bool replicates; /**< fans out outbound DATA itself */
+	/** verifies the tags of the DATA aggregate_burst() is given (wire
+	 * v2): the caller hands it DATA whose tag it has not checked */
+	bool verifies;
+	/** drain() returns sealed AGGs (v2, tag under the local island's
+	 * DOWN key, seq from isth_backend_auth.agg_seq on, one per AGG) */
+	bool seals;
+};
+
+struct isth_auth;
+
+/**
+ * Authentication offload (doc/fpga-interface.md 3.8): a backend that can
+ * (fpga on a 1.1 device) verifies inbound DATA tags and seals AGGs; the
+ * others ignore this. keys NULL: no offload.
+ */
+struct isth_backend_auth {
+	/** the job's keys (the caller's; read at create and set_keys only) */
+	const struct isth_auth *keys;
+	bool seal; /**< also seal AGGs */
+	uint64_t agg_seq; /**< seal: seq of the first AGG (the caller's resend ring's first) */
+	/** WAN address of each island's edge, 0 if none: a DATA's key is the
+	 * WAN key of the island whose edge its source address is (the site
+	 * table), never the header's sender */
+	uint32_t site_ip[64];
+	/**
+	 * Data path, from aggregate_burst() and drain(): the device has
+	 * judged the tag of DATA @p msg (its header, 40 bytes, readable for
+	 * the call only): @p status is an enum isth_auth_status, ISTH_AUTH_OK
+	 * (the tag verified: the caller may record the seq in its replay
+	 * window) or E_FORMAT, E_EPOCH, E_TAG (refused, never summed).
+	 */
+	void (*verdict)(void *arg, const uint8_t *msg, int status);
+	void *arg;
 };
 
 /** Configuration shared by all backends. */
@@ -90,6 +123,8 @@ struct isth_backend_conf {
 	struct isth_mcast_conf mcast;
 	/** Backend-specific: the device ("fpga": shared-memory name or PCI address). */
 	const char *device;
+	/** Authentication offload (fpga); zeroed: none. */
+	struct isth_backend_auth auth;
 };
 
 /**
@@ -177,6 +212,15 @@ uint16_t isth_backend_replicate_burst(struct isth_backend *be, struct rte_mbuf *
  */
 int isth_backend_expire_round(struct isth_backend *be, uint32_t job, uint32_t round);
 
+/**
+ * Control thread: the key file was reloaded; a backend that verifies or
+ * seals loads the epochs of @p keys (those already loaded keep their
+ * slot, those gone are retired). Call before the data path uses the new
+ * keys, and only for epochs whose rounds have not started.
+ * @return 0; -ENOTSUP (no offload); -ENOSPC (no free key slot)
+ */
+int isth_backend_set_keys(struct isth_backend *be, const struct isth_auth *keys);
+
 /** Data path: emit every unfinished aggregate as a partial (shutdown). */
 unsigned int isth_backend_flush(struct isth_backend *be);
 
@@ -209,6 +253,8 @@ struct isth_backend_ops {
 	int (*expire_round)(void *priv, uint32_t job, uint32_t round);
 	void (*stats)(const void *priv, struct isth_backend_stats *st);
 	void (*counts)(const void *priv, struct isth_backend_counts *c);
+	/* optional (NULL: -ENOTSUP) */
+	int (*set_keys)(void *priv, const struct isth_auth *keys);
 };
 
 #ifdef __cplusplus

@@ -54,6 +54,12 @@ _Static_assert(ISTH_FPGA_REG_KEY_EPOCH + 8 * ISTH_FPGA_KEY_SLOTS <= ISTH_FPGA_RE
 _Static_assert(ISTH_FPGA_REG_KEYS + ISTH_FPGA_KEY_SLOTS * 3 * 64 * ISTH_FPGA_KEY_BYTES <=
 		ISTH_FPGA_BAR_SIZE,
 	"key table past BAR0");
+/* 1.1 as first written put AUTH_CTRL and KEY_EPOCH inside banks 2 and 3:
+ * a driver publishing its third round overwrote the key slots */
+_Static_assert(ISTH_FPGA_REG_RT_BANK + ISTH_FPGA_RT_BANKS_MAX * ISTH_FPGA_RT_BANK_STRIDE <=
+		ISTH_FPGA_REG_AUTH_CTRL,
+	"round-table banks overlap the authentication registers");
+_Static_assert(MODEL_RT_BANKS <= ISTH_FPGA_RT_BANKS_MAX, "more banks than the map has room for");
 _Static_assert(ISTH_FPGA_KEY_SLOTS == ISTH_AUTH_MAX_EPOCHS, "a key file's epochs fit the slots");
 
 struct ring {

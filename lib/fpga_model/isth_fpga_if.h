@@ -129,9 +129,11 @@ enum isth_fpga_error {
 /* ---- Round tables: banks swapped by generation ------------------------- */
 #define ISTH_FPGA_REG_RT_PROD 0x0400 /**< host: banks published (generation) */
 #define ISTH_FPGA_REG_RT_CONS 0x0408 /**< RO device: banks applied */
-/** Bank k (k < CAP_RT_BANKS) at RT_BANK + k * RT_BANK_STRIDE. */
+/** Bank k (k < CAP_RT_BANKS) at RT_BANK + k * RT_BANK_STRIDE. At most
+ * ISTH_FPGA_RT_BANKS_MAX banks: the authentication registers follow. */
 #define ISTH_FPGA_REG_RT_BANK 0x0480
 #define ISTH_FPGA_RT_BANK_STRIDE 0x40
+#define ISTH_FPGA_RT_BANKS_MAX 8u
 /* Offsets inside a bank (host writes all but STATUS before bumping RT_PROD). */
 #define ISTH_FPGA_RT_JOB 0x00 /**< job id */
 #define ISTH_FPGA_RT_ROUND 0x08 /**< round number */
@@ -145,14 +147,14 @@ enum isth_fpga_error {
 
 /* ---- Authentication, 1.1 (doc/fpga-interface.md 3.8; wire v2) ---------- */
 /** RW host while disabled, latched at ENABLE: ISTH_FPGA_AUTH_*. */
-#define ISTH_FPGA_REG_AUTH_CTRL 0x0500
+#define ISTH_FPGA_REG_AUTH_CTRL 0x0700
 /** RW host while disabled: first seq of the AGG stream (the host writes
  * its CLOCK_REALTIME ns); RO device while enabled: next AGG seq. */
-#define ISTH_FPGA_REG_AGG_SEQ 0x0508
+#define ISTH_FPGA_REG_AGG_SEQ 0x0708
 /** Key epoch slot k (k < ISTH_FPGA_KEY_SLOTS) at KEY_EPOCH + 8 k, RW host:
  * bit 63 VALID, bits 47..16 first round, bits 7..0 epoch id. Applied
  * between two descriptors; write a slot's keys while VALID is clear. */
-#define ISTH_FPGA_REG_KEY_EPOCH 0x0540
+#define ISTH_FPGA_REG_KEY_EPOCH 0x0740
 #define ISTH_FPGA_KEY_SLOTS 4u
 #define ISTH_FPGA_KEY_VALID (1ull << 63)
 /** Key table, WO host: the 32-byte AES-256 direction key
@@ -161,6 +163,8 @@ enum isth_fpga_error {
  * the key bytes in order (little-endian words). */
 #define ISTH_FPGA_REG_KEYS 0x8000
 #define ISTH_FPGA_KEY_BYTES 32u
+/** Owners per (slot, direction) in the key table. */
+#define ISTH_FPGA_KEY_OWNERS 64u
 
 /** Verify every DATA's tag before it may reach the aggregator. */
 #define ISTH_FPGA_AUTH_VERIFY (1ull << 0)

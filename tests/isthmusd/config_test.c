@@ -139,10 +139,6 @@ static struct bad_conf bad_confs[] = {
 	{"[auth]\nmode = on\n", "t.conf:16: [auth] key_file: required key missing"},
 	{"[auth]\nmode = maybe\n", "t.conf:17: [auth] mode: 'maybe' is not one of: on, off"},
 	{"[auth]\nmode = off\nkey = x\n", "t.conf:18: unknown key 'key' in [auth]"},
-	{"@backend = fpga\n[auth]\nkey_file = k\n",
-		"t.conf:6: [auth] mode: on is not supported with [isthmusd] backend = fpga yet "
-		"(the "
-		"device parses wire version 1); use mode = off or backend = sw"},
 	{"!"
 	 "[isthmusd]\nisland = 1\njob = 1\n[access]\nport = p\nip = 1.2.3.4\nisland_ip = 1.2.3.5\n"
 	 "island_mac = 02:00:00:00:00:02\n[wan]\nport = p\nip = 1.2.3.6\ngateway_mac = "
@@ -156,6 +152,21 @@ static struct bad_conf bad_confs[] = {
 		"t.conf:13: [wan] xdp_pin_sources: needs xdp_iface (the interface running "
 		"lib/xdp's program)"},
 };
+
+/* backend = fpga with auth on loads: the device verifies and seals
+ * (interface 1.1; a 1.0 device is refused when the backend starts) */
+Test(isthmusd_config, fpga_with_auth_on)
+{
+	struct isthd_config c;
+	char err[512] = "";
+
+	cr_assert_eq(isthd_config_parse(GOOD_HEAD "backend = fpga\n" GOOD_TAIL
+						  "[auth]\nkey_file = k.keys\n",
+			     "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect(c.auth);
+	cr_expect_str_eq(c.backend, "fpga");
+}
 
 ParameterizedTestParameters(isthmusd_config, errors)
 {
