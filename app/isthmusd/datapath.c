@@ -602,9 +602,11 @@ emit_aggs(struct isthd *d, uint64_t now_ns)
 			 * holds. Out of step (an AGG the device sealed was lost
 			 * on its way to the ring), the host seals it (counted). */
 			isth_ctr_add(&d->st.agg_host_sealed, 1);
-			if (unlikely(isthd_auth_seal_msg(d, d->auth.dp, ISTH_AUTH_DOWN,
-					     rte_pktmbuf_mtod_offset(m, uint8_t *, ISTHD_ISLAND_HDR),
-					     len + ISTH_AUTH_TAG_SIZE, len + ISTH_AUTH_TAG_SIZE) < 0)) {
+			if (unlikely(
+				    isthd_auth_seal_msg(d, d->auth.dp, ISTH_AUTH_DOWN,
+					    rte_pktmbuf_mtod_offset(m, uint8_t *, ISTHD_ISLAND_HDR),
+					    len + ISTH_AUTH_TAG_SIZE,
+					    len + ISTH_AUTH_TAG_SIZE) < 0)) {
 				drop(d, m, ISTHD_DROP_auth_seal);
 				continue;
 			}
