@@ -54,6 +54,21 @@ publish_tables(struct isthd *d, uint64_t r)
 	int rc;
 
 	view_of(d, r, &v);
+	if (d->cfg.wan_repl_network && v.n_peers > 0) {
+		/* network replication: one copy to the clique's WAN group,
+		 * which the WAN replicates; the backend's fan-out takes a
+		 * single multicast destination as the group (isth_backend.h) */
+		const struct isth_sched *s = sched_for(d, r);
+
+		peers[0].island = ISTH_MCAST_NO_ISLAND;
+		memset(peers[0].mac, 0, 6);
+		peers[0].ip = isthd_group_ip(d->cfg.wan_group_base,
+			(uint32_t)(r % (uint64_t)isth_sched_n_rounds(s)),
+			v.peers | (1ull << d->island));
+		peers[0].port = d->cfg.udp_port;
+		n = 1;
+		goto publish;
+	}
 	/* peer_of[] was built by name at start-up; island order */
 	for (i = 0; i < v.n_peers; i++) {
 		const struct isthd_peer *p = d->peer_of[v.peer[i]];
@@ -66,6 +81,7 @@ publish_tables(struct isthd *d, uint64_t r)
 		peers[n].port = p->port;
 		n++;
 	}
+publish:
 	rc = isth_backend_set_round(d->be, d->cfg.job, (uint32_t)r, v.peers, peers, n);
 	if (rc == 0) /* the data path's WAN repair: due times of tails */
 		isthd_repair_publish(d, &v, r);
