@@ -417,7 +417,7 @@ main(int argc, char **argv)
 	struct isth_wan *w = NULL;
 	char err[512], *text;
 	int rc, opt, i, s, ret = 1;
-	uint64_t next_stats, hz, idle = 0;
+	uint64_t next_stats, hz, idle = 0, next_anchor = UINT64_MAX;
 	uint16_t started[ISTH_WAN_MAX_SITES];
 	int nstarted = 0;
 	double queue_ms = 100;
@@ -725,23 +725,37 @@ main(int argc, char **argv)
 		printf("isthmus-wan: epoch %" PRIu64 "\n", epoch_ns);
 	fflush(stdout);
 	next_stats = stats_s ? rte_rdtsc() + stats_s * hz : UINT64_MAX;
+	if (p.sched != NULL && epoch_ns != 0)
+		next_anchor = 0;
 	while (!quit) {
 		uint64_t now = rte_rdtsc(), next, ns;
 
+		if (unlikely(now >= next_anchor)) {
+			/* The epoch is CLOCK_REALTIME; the TSC rate EAL measured
+			 * is off by up to ~0.1 % on a loaded VM, tens of ms over
+			 * the seconds before the epoch, and the edges measured
+			 * theirs apart: re-anchor every 10 ms so that round
+			 * boundaries follow the real-time clock the edges follow. */
+			isth_wan_set_epoch(w, epoch_to_tsc(epoch_ns));
+			next_anchor = now + hz / 100;
+		}
 		if (unlikely(reread_epoch)) {
 			/* the control path of this one-lcore loop: a file read per
 			 * SIGHUP, never per packet; a bad file keeps the old epoch */
 			char eerr[512];
+			uint64_t e = 0;
 
 			reread_epoch = 0;
-			rc = read_epoch_file(epochf, &epoch_ns, eerr, sizeof(eerr));
+			rc = read_epoch_file(epochf, &e, eerr, sizeof(eerr));
 			if (rc == -ENOENT)
 				fprintf(stderr, "isthmus-wan: %s: no such file; epoch unchanged\n",
 					epochf);
 			else if (rc < 0)
 				fprintf(stderr, "isthmus-wan: %s; epoch unchanged\n", eerr);
 			else {
+				epoch_ns = e;
 				isth_wan_set_epoch(w, epoch_to_tsc(epoch_ns));
+				next_anchor = now + hz / 100;
 				printf("isthmus-wan: epoch %" PRIu64 "\n", epoch_ns);
 			}
 			fflush(stdout);
