@@ -1078,17 +1078,24 @@ for k in range(n):
         finished += 1
     means.append(float(f["round_ms_mean"]))
 mean = sum(means) / len(means) if means else 0.0
-# isthmus-wan's counters at exit: bytes per directed link (doc/testbed.md,
-# "WAN link loads"), in RUNDIR/wan-links, and their sum per round played
-links, on = [], False
+# isthmus-wan's counters at exit less those printed when it took this
+# run's epoch (earlier tries' islands may have sent): bytes per directed
+# link (doc/testbed.md, "Routes and replication"), in RUNDIR/wan-links,
+# and their sum per round played
+blocks, cur = [], None
 for l in open(work + "/wan.log", errors="replace"):
-    if l.startswith("isthmus-wan: stopping"):
-        links, on = [], True
-    elif on and l.startswith("site "):
-        on = False
-    elif on and "->" in l.split(" ", 1)[0]:
+    if l.startswith("isthmus-wan: stopping") or l.startswith("isthmus-wan: counters before"):
+        cur = {}
+        blocks.append(cur)
+    elif cur is not None and l.startswith("site "):
+        cur = None
+    elif cur is not None and "->" in l.split(" ", 1)[0]:
         f = l.split()
-        links.append((f[0], int(f[1]), int(f[2])))
+        cur[f[0]] = (int(f[1]), int(f[2]))
+final = blocks[-1] if blocks else {}
+before = blocks[-2] if len(blocks) > 1 else {}
+links = [(k, v[0] - before.get(k, (0, 0))[0], v[1] - before.get(k, (0, 0))[1])
+         for k, v in final.items()]
 with open(work + "/wan-links", "w") as f:
     f.write("# link pkts bytes bytes_per_round (isthmus-wan's counters at exit)\n")
     for name_, pk, by in links:

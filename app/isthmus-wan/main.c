@@ -753,6 +753,10 @@ main(int argc, char **argv)
 			else if (rc < 0)
 				fprintf(stderr, "isthmus-wan: %s; epoch unchanged\n", eerr);
 			else {
+				/* what came before (a job's earlier try) can be told
+				 * from what comes after: counters at the change */
+				printf("isthmus-wan: counters before the new epoch\n");
+				isth_wan_print_stats(w, stdout);
 				epoch_ns = e;
 				isth_wan_set_epoch(w, epoch_to_tsc(epoch_ns));
 				next_anchor = now + hz / 100;
