@@ -67,6 +67,18 @@ Topology and schedule:
                           still holds the few chunks in flight, see doc)
   --scale K               capacities divided by K, latencies real (default 10000:
                           100 Gbit/s links become 10 Mbit/s)
+  --routing capacity|shortest
+                          the planner's routes (default capacity: a stream may
+                          leave the shortest path for a less loaded one);
+                          isthmus-wan routes every round by the schedule's
+                          route lines, so what is planned is what runs
+  --replication edge|network
+                          edge (default): each edge sends one unicast copy of
+                          its island's DATA per peer, needing nothing of the
+                          WAN; network (the paper's): one copy to the round's
+                          WAN multicast group, replicated by isthmus-wan at
+                          the branch points of the planned tree (group table
+                          generated from the schedule; doc/testbed.md)
   --queue-ms D            WAN link queues: D ms at the link's capacity (default
                           run: 1000; up: isthmus-wan's, 100)
 Run:
@@ -279,6 +291,8 @@ SCHED=best
 PAYLOAD=130K
 MEMORY=0
 SCALE=10000
+ROUTING=capacity
+REPL=edge
 QUEUE_MS=
 SLACK_RTTS=1
 ROUNDS=
@@ -307,6 +321,8 @@ while [ $# -gt 0 ]; do
 	--payload-bytes) PAYLOAD=$2; shift 2 ;;
 	--memory-bytes) MEMORY=$2; shift 2 ;;
 	--scale) SCALE=$2; shift 2 ;;
+	--routing) ROUTING=$2; shift 2 ;;
+	--replication) REPL=$2; shift 2 ;;
 	--queue-ms) QUEUE_MS=$2; shift 2 ;;
 	--loss) LOSS=$2; shift 2 ;;
 	--dup) DUP=$2; shift 2 ;;
@@ -340,6 +356,8 @@ case "$PMD" in af_packet|af_xdp) ;; *) die "--pmd: af_packet or af_xdp" ;; esac
 case "$AUTH" in on|off) ;; *) die "--auth: on or off" ;; esac
 [[ "$WORKERS" =~ ^[0-9]+$ ]] && [ "$WORKERS" -ge 1 ] && [ "$WORKERS" -le 16 ] ||
 	die "--workers: 1 to 16"
+case "$ROUTING" in capacity|shortest) ;; *) die "--routing: capacity or shortest" ;; esac
+case "$REPL" in edge|network) ;; *) die "--replication: edge or network" ;; esac
 if [ "$CMD" = run ]; then
 	ROUNDS=${ROUNDS:-5}
 	EDGES=1
@@ -531,11 +549,11 @@ else
 	*) die "--schedule: a name (all-to-all, regional, pairs, triangles, search, best) or a file" ;;
 	esac
 	echo "testbed: planning $N islands at 1/$SCALE capacity, payload $PAYLOAD_B B, memory $MEMORY_B B" >&2
-	# isthmusd replicates by unicast fan-out from the sender's edge, and
-	# isthmus-wan routes on shortest paths (the file carries no routes yet).
+	# planned as it runs: the edges' replication, and the routes that
+	# isthmus-wan follows (it reads the file's route lines)
 	if ! "$PLAN" --sites "$WORK/sites.csv" --links "$WORK/plan-links.csv" \
-		--payload-bytes "$PAYLOAD_B" --memory-bytes "$MEMORY_B" --replication edge \
-		--routing shortest \
+		--payload-bytes "$PAYLOAD_B" --memory-bytes "$MEMORY_B" --replication "$REPL" \
+		--routing "$ROUTING" \
 		--access-gbps "$ACCESS_GBPS" --chunk-bytes "$CHUNK_B" \
 		--schedule "$PSCHED" --search-seconds 3 --quiet \
 		--out "$WORK/run.sched" >"$WORK/plan.txt" 2>"$WORK/plan.err"; then
@@ -550,6 +568,33 @@ T_NS=$(awk '$1 == "round-ns" {print $2}' "$WORK/run.sched")
 [ -n "$T_NS" ] || die "schedule has no round-ns"
 PLANNED_MS=$(awk -v t="$T_NS" 'BEGIN { printf "%.1f\n", t / 1e6 }')
 SCHED_PAYLOAD=$(awk '$1 == "payload-bytes" {print $2}' "$WORK/run.sched")
+# The edges time their tail NACKs by the one-way latency to each peer: a
+# planned detour is longer than the shortest path, so take the longest
+# planned path of the pair over the cycle where the file routes it.
+python3 - "$WORK/run.sched" "$WORK/links.csv" "$WORK/names" "$WORK/latency" <<'PY' || die "bad routes in the schedule"
+import sys
+sched, links, names, latf = sys.argv[1:5]
+names = [l.strip() for l in open(names) if l.strip()]
+lat = [[int(x) for x in l.split()] for l in open(latf)]
+one = {}
+for l in open(links):
+    c = l.split(",")
+    if l.startswith("#") or len(c) < 4 or c[0] == "a":
+        continue
+    one[(c[0].strip(), c[1].strip())] = one[(c[1].strip(), c[0].strip())] = float(c[2])
+isl = {}
+for l in open(sched):
+    f = l.split()
+    if len(f) == 3 and f[0] == "island":
+        isl[int(f[1])] = f[2]
+    if len(f) == 5 and f[0] == "route":
+        hops = [isl[int(h)] for h in f[4].split(",")]
+        us = round(sum(one[(a, b)] for a, b in zip(hops, hops[1:])) * 1000)
+        j, i = names.index(hops[0]), names.index(hops[-1])
+        lat[j][i] = max(lat[j][i], us)
+open(latf, "w").write("".join(" ".join(str(x) for x in r) + "\n" for r in lat))
+PY
+mapfile -t LAT <"$WORK/latency"
 ELEMS=$(( (SCHED_PAYLOAD + 3) / 4 ))
 
 # An edge needs room for the chunks in flight even when the plan assumes
@@ -675,6 +720,32 @@ WAN_ARGS+=(-- --sites "$WORK/sites.csv" --links "$WORK/links.csv" --site-map "$W
 [ "$REORDER" = 0 ] || WAN_ARGS+=(--reorder "$REORDER")
 [ "$CORRUPT" = 0 ] || WAN_ARGS+=(--corrupt "$CORRUPT")
 [ -z "$GE" ] || WAN_ARGS+=(--ge "$GE")
+if [ "$EDGES" = 1 ]; then
+	# the planned routes, from the epoch on (sent once chosen, below)
+	WAN_ARGS+=(--schedule "$WORK/run.sched" --epoch-file "$WORK/epoch")
+	if [ "$REPL" = network ]; then
+		# isthmusd's groups (doc/isthmusd.md): 239.192.0.0 + cycle round
+		# * 64 + the clique's lowest island, members the clique's sites
+		awk '$1 == "island" { name[$2] = $3 }
+		     $1 == "round" {
+			for (k = 3; k <= NF; k++) {
+				# the clique bitmap, 0x hex (no strtonum in mawk)
+				h = tolower(substr($k, 3)); c = 0
+				for (i = 1; i <= length(h); i++)
+					c = c * 16 + index("0123456789abcdef", substr(h, i, 1)) - 1
+				low = -1; m = ""
+				for (i = 0; i < 64 && c > 0; i++) {
+					if (c % 2) { if (low < 0) low = i; m = m " " name[i]; n++ }
+					c = int(c / 2)
+				}
+				if (split(m, x, " ") < 2) continue
+				g = $2 * 64 + low
+				printf "239.192.%d.%d%s\n", int(g / 256), g % 256, m
+			}
+		     }' "$WORK/run.sched" >"$WORK/wan.groups"
+		WAN_ARGS+=(--groups "$WORK/wan.groups")
+	fi
+fi
 ip netns exec "$WNS" "$WAN" "${WAN_ARGS[@]}" >"$WORK/wan.log" 2>&1 &
 WANPID=$!
 PIDS+=($WANPID)
@@ -742,6 +813,7 @@ write_edge_conf() {
 		[ "$PMD" = af_xdp ] && echo "xdp_pin_sources = on"
 		echo "ip = 10.0.$k.1"
 		echo "gateway_mac = $(mac 4 $k)"
+		echo "replication = $REPL"
 		read -r -a lat <<<"${LAT[$k]}"
 		for ((j = 0; j < N; j++)); do
 			[ "$j" = "$k" ] && continue
@@ -817,6 +889,13 @@ if [ "$EDGES" = 1 ]; then
 	while :; do
 		t_try=$(date +%s%N)
 		EPOCH=$(( ( t_try / 1000000000 + margin ) * 1000000000 ))
+		# isthmus-wan takes the epoch (SIGHUP, --epoch-file) before any
+		# edge can send: it routes round r by the plan from then on
+		echo "$EPOCH" >"$WORK/epoch.tmp" && mv "$WORK/epoch.tmp" "$WORK/epoch"
+		kill -HUP "$WANPID"
+		rc=0
+		wait_line $WANPID "$WORK/wan.log" "^isthmus-wan: epoch $EPOCH\$" "$T_END" || rc=$?
+		[ $rc = 0 ] || die "isthmus-wan did not take the epoch (logs in $WORK)"
 		for ((k = 0; k < N; k++)); do
 			write_edge_conf "$k"
 			start_edge "$k" >"$WORK/edge$k.log"
@@ -1014,6 +1093,31 @@ for k in range(n):
         finished += 1
     means.append(float(f["round_ms_mean"]))
 mean = sum(means) / len(means) if means else 0.0
+# isthmus-wan's counters at exit less those printed when it took this
+# run's epoch (earlier tries' islands may have sent): bytes per directed
+# link (doc/testbed.md, "Routes and replication"), in RUNDIR/wan-links,
+# and their sum per round played
+blocks, cur = [], None
+for l in open(work + "/wan.log", errors="replace"):
+    if l.startswith("isthmus-wan: stopping") or l.startswith("isthmus-wan: counters before"):
+        cur = {}
+        blocks.append(cur)
+    elif cur is not None and l.startswith("site "):
+        cur = None
+    elif cur is not None and "->" in l.split(" ", 1)[0]:
+        f = l.split()
+        cur[f[0]] = (int(f[1]), int(f[2]))
+final = blocks[-1] if blocks else {}
+before = blocks[-2] if len(blocks) > 1 else {}
+links = [(k, v[0] - before.get(k, (0, 0))[0], v[1] - before.get(k, (0, 0))[1])
+         for k, v in final.items()]
+with open(work + "/wan-links", "w") as f:
+    f.write("# link pkts bytes bytes_per_round (isthmus-wan's counters at exit)\n")
+    for name_, pk, by in links:
+        f.write("%s %d %d %.0f\n" % (name_, pk, by, by / rounds))
+tot_b = sum(by for _, _, by in links)
+print("WAN links_used=%d bytes=%d bytes_per_round=%.0f (per link: %s/wan-links)"
+      % (sum(1 for _, _, by in links if by), tot_b, tot_b / rounds, work))
 print("SUMMARY schedule=%s islands=%d rounds=%d aggregates=%d verified=%d wrong=%d partial=%d missing=%d nacks=%d resent=%d round_ms_mean=%.1f round_ms_planned=%s"
       % (name, n, rounds, tot["aggregates"], tot["verified"], tot["wrong"], tot["partial"],
          tot["missing"], tot["nacks"], tot["resent"], mean, planned))

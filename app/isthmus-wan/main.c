@@ -32,12 +32,95 @@
 #define NB_TXD 1024
 
 static volatile sig_atomic_t quit;
+/* SIGHUP: read --epoch-file again (set by the handler, cleared by the loop) */
+static volatile sig_atomic_t reread_epoch;
 
 static void
 on_signal(int sig)
 {
 	(void)sig;
 	quit = 1;
+}
+
+static void
+on_hup(int sig)
+{
+	(void)sig;
+	reread_epoch = 1;
+}
+
+/* CLOCK_REALTIME ns -> poll clock (TSC): now_tsc + (epoch - now); 0 if
+ * the epoch lies before the TSC's own start. */
+static uint64_t
+epoch_to_tsc(uint64_t epoch_ns)
+{
+	struct timespec ts;
+	uint64_t tsc_hz = rte_get_tsc_hz(), now_tsc, now_ns;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now_tsc = rte_rdtsc();
+	now_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (epoch_ns >= now_ns)
+		return now_tsc + (uint64_t)((double)(epoch_ns - now_ns) * 1e-9 * tsc_hz);
+	if ((double)(now_ns - epoch_ns) * 1e-9 * tsc_hz < (double)now_tsc)
+		return now_tsc - (uint64_t)((double)(now_ns - epoch_ns) * 1e-9 * tsc_hz);
+	return 0;
+}
+
+/*
+ * The epoch file (--epoch-file): one line, the epoch in CLOCK_REALTIME ns
+ * (a '#' comment and blank lines allowed). @return 0 and *ns; -ENOENT if
+ * the file does not exist; -EINVAL with "file:line: reason" in @p err.
+ */
+static int
+read_epoch_file(const char *path, uint64_t *ns, char *err, size_t errlen)
+{
+	char *text, *line, *save = NULL;
+	int ln = 0, rc = -EINVAL;
+	bool found = false;
+
+	if (access(path, F_OK) != 0 && errno == ENOENT)
+		return -ENOENT;
+	text = isth_text_read(path, 4096, NULL, err, errlen);
+	if (text == NULL)
+		return -EINVAL;
+	for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long x;
+		char *c = strchr(line, '#'), *end;
+
+		ln++;
+		if (c != NULL)
+			*c = '\0';
+		while (*line == ' ' || *line == '\t')
+			line++;
+		end = line + strlen(line);
+		while (end > line && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+			*--end = '\0';
+		if (*line == '\0')
+			continue;
+		if (found) {
+			snprintf(err, errlen, "%s:%d: a second epoch (one line only)", path, ln);
+			goto out;
+		}
+		errno = 0;
+		x = strtoull(line, &end, 10);
+		if (*line < '0' || *line > '9' || *end != '\0' || errno != 0 || x == 0) {
+			snprintf(err, errlen,
+				"%s:%d: '%s' is no epoch (CLOCK_REALTIME ns, a positive integer)",
+				path, ln, line);
+			goto out;
+		}
+		*ns = x;
+		found = true;
+	}
+	if (!found) {
+		snprintf(err, errlen, "%s:%d: no epoch in the file", path, ln);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(text);
+	return rc;
 }
 
 static void
@@ -81,6 +164,11 @@ usage(FILE *f)
 		"                        none. Islands are matched to sites by name\n"
 		"  --epoch-ns NS         start of round 0, CLOCK_REALTIME ns (required when the\n"
 		"                        file says 'epoch runtime'; the same epoch as the edges')\n"
+		"  --epoch-file FILE     the epoch, chosen after the emulator started: FILE holds\n"
+		"                        one line, CLOCK_REALTIME ns; read at start if it exists\n"
+		"                        and again on SIGHUP (shortest paths until an epoch is\n"
+		"                        known); each epoch taken is logged 'isthmus-wan: epoch "
+		"NS'\n"
 		"\n"
 		"Model:\n"
 		"  --scale K             divide every capacity by K (100 Gbps -> 100 Mbps at "
@@ -172,6 +260,7 @@ enum {
 	O_QUEUE_MS,
 	O_SCHED,
 	O_EPOCH,
+	O_EPOCH_FILE,
 };
 
 static const struct option opts[] = {
@@ -200,6 +289,7 @@ static const struct option opts[] = {
 	{"print-routes", no_argument, NULL, O_ROUTES},
 	{"schedule", required_argument, NULL, O_SCHED},
 	{"epoch-ns", required_argument, NULL, O_EPOCH},
+	{"epoch-file", required_argument, NULL, O_EPOCH_FILE},
 	{"help", no_argument, NULL, O_HELP},
 	{NULL, 0, NULL, 0},
 };
@@ -316,6 +406,7 @@ main(int argc, char **argv)
 	const char *schedf = NULL;
 	struct isth_sched *sched = NULL;
 	uint64_t epoch_ns = 0;
+	const char *epochf = NULL;
 	struct isth_wan_groups *groups = NULL;
 	struct isth_wan_sitemap *map = NULL;
 	struct isth_wan_impair *imp = NULL;
@@ -326,7 +417,7 @@ main(int argc, char **argv)
 	struct isth_wan *w = NULL;
 	char err[512], *text;
 	int rc, opt, i, s, ret = 1;
-	uint64_t next_stats, hz, idle = 0;
+	uint64_t next_stats, hz, idle = 0, next_anchor = UINT64_MAX;
 	uint16_t started[ISTH_WAN_MAX_SITES];
 	int nstarted = 0;
 	double queue_ms = 100;
@@ -412,6 +503,9 @@ main(int argc, char **argv)
 		case O_EPOCH:
 			if (parse_u64("epoch-ns", optarg, 1, UINT64_MAX, &epoch_ns) < 0)
 				goto out;
+			break;
+		case O_EPOCH_FILE:
+			epochf = optarg;
 			break;
 		case O_SEED:
 			if (parse_u64("seed", optarg, 0, UINT64_MAX, &p.seed) < 0)
@@ -574,38 +668,37 @@ main(int argc, char **argv)
 	p.lane_entries = (uint32_t)lanes;
 	if (schedf != NULL) {
 		char serr[512];
-		struct timespec ts;
-		uint64_t tsc_hz = rte_get_tsc_hz(), now_tsc, now_ns;
 
 		sched = isth_sched_load(schedf, serr, sizeof(serr));
 		if (sched == NULL) {
 			fprintf(stderr, "isthmus-wan: %s\n", serr);
 			goto out;
 		}
+		if (epochf != NULL && epoch_ns != 0) {
+			fprintf(stderr, "isthmus-wan: --epoch-ns or --epoch-file, not both\n");
+			goto out;
+		}
+		if (epochf != NULL) {
+			rc = read_epoch_file(epochf, &epoch_ns, serr, sizeof(serr));
+			if (rc == -EINVAL) {
+				fprintf(stderr, "isthmus-wan: %s\n", serr);
+				goto out;
+			}
+		}
 		if (epoch_ns == 0)
 			epoch_ns = isth_sched_epoch_ns(sched);
-		if (epoch_ns == 0) {
+		if (epoch_ns == 0 && epochf == NULL) {
 			fprintf(stderr,
 				"isthmus-wan: %s says 'epoch runtime': give the job's epoch with "
-				"--epoch-ns\n",
+				"--epoch-ns or --epoch-file\n",
 				schedf);
 			goto out;
 		}
-		/* the epoch on the poll clock (TSC): now_tsc + (epoch - now) */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		now_tsc = rte_rdtsc();
-		now_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-		if (epoch_ns >= now_ns)
-			p.epoch_tsc =
-				now_tsc + (uint64_t)((double)(epoch_ns - now_ns) * 1e-9 * tsc_hz);
-		else if ((double)(now_ns - epoch_ns) * 1e-9 * tsc_hz < (double)now_tsc)
-			p.epoch_tsc =
-				now_tsc - (uint64_t)((double)(now_ns - epoch_ns) * 1e-9 * tsc_hz);
-		else
-			p.epoch_tsc = 0;
+		/* no epoch yet (--epoch-file): shortest paths until SIGHUP */
+		p.epoch_tsc = epoch_ns != 0 ? epoch_to_tsc(epoch_ns) : UINT64_MAX;
 		p.sched = sched;
-	} else if (epoch_ns != 0) {
-		fprintf(stderr, "isthmus-wan: --epoch-ns needs --schedule\n");
+	} else if (epoch_ns != 0 || epochf != NULL) {
+		fprintf(stderr, "isthmus-wan: --epoch-ns and --epoch-file need --schedule\n");
 		goto out;
 	}
 	w = isth_wan_create(t, map, groups, imp, &p);
@@ -620,16 +713,59 @@ main(int argc, char **argv)
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	if (epochf != NULL)
+		signal(SIGHUP, on_hup);
 	/* idle sleeps of tens of microseconds need a tight timer slack */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	hz = isth_wan_hz(w);
 	printf("isthmus-wan: %d sites, %d directed links, scale %g, seed %" PRIu64
 	       ", %d groups; running\n",
 		isth_topo_n(t), isth_topo_ndlinks(t), p.scale, p.seed, groups->n);
+	if (epoch_ns != 0 && p.sched != NULL)
+		printf("isthmus-wan: epoch %" PRIu64 "\n", epoch_ns);
 	fflush(stdout);
 	next_stats = stats_s ? rte_rdtsc() + stats_s * hz : UINT64_MAX;
+	if (p.sched != NULL && epoch_ns != 0)
+		next_anchor = 0;
 	while (!quit) {
 		uint64_t now = rte_rdtsc(), next, ns;
+
+		if (unlikely(now >= next_anchor)) {
+			/* The epoch is CLOCK_REALTIME; the TSC rate EAL measured
+			 * is off by up to ~0.1 % on a loaded VM, tens of ms over
+			 * the seconds before the epoch, and the edges measured
+			 * theirs apart: re-anchor every 10 ms so that round
+			 * boundaries follow the real-time clock the edges follow. */
+			isth_wan_set_epoch(w, epoch_to_tsc(epoch_ns));
+			next_anchor = now + hz / 100;
+		}
+		if (unlikely(reread_epoch)) {
+			/* the control path of this one-lcore loop: a file read per
+			 * SIGHUP, never per packet; a bad file keeps the old epoch */
+			char eerr[512];
+			uint64_t e = 0;
+
+			reread_epoch = 0;
+			rc = read_epoch_file(epochf, &e, eerr, sizeof(eerr));
+			if (rc == -ENOENT)
+				fprintf(stderr, "isthmus-wan: %s: no such file; epoch unchanged\n",
+					epochf);
+			else if (rc < 0)
+				fprintf(stderr, "isthmus-wan: %s; epoch unchanged\n", eerr);
+			else {
+				/* what came before (a job's earlier try) can be told
+				 * from what comes after: counters at the change */
+				printf("isthmus-wan: counters before the new epoch\n");
+				isth_wan_print_stats(w, stdout);
+				epoch_ns = e;
+				isth_wan_set_epoch(w, epoch_to_tsc(epoch_ns));
+				next_anchor = now + hz / 100;
+				printf("isthmus-wan: epoch %" PRIu64 "\n", epoch_ns);
+			}
+			fflush(stdout);
+			fflush(stderr);
+			continue;
+		}
 
 		if (isth_wan_poll(w, now) != 0) {
 			idle = 0;

@@ -510,6 +510,15 @@ ingress_tree(const struct isth_wan *w, int si, uint64_t now)
 	return w->rtree[(size_t)(q % (uint64_t)w->nrc) * w->n + si];
 }
 
+int
+isth_wan_set_epoch(struct isth_wan *w, uint64_t epoch_tsc)
+{
+	if (w->rtree == NULL)
+		return -ENOENT;
+	w->epoch_tsc = epoch_tsc;
+	return 0;
+}
+
 static int
 group_lookup(const struct isth_wan *w, uint32_t ip, uint64_t *members)
 {

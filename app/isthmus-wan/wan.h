@@ -146,7 +146,8 @@ struct isth_wan_params {
 	 */
 	const struct isth_sched *sched;
 	/** Clock time (cycles of the poll clock) of round 0's start; rounds
-	 * before it use shortest paths. Only with @c sched. */
+	 * before it use shortest paths. Only with @c sched. UINT64_MAX: not
+	 * known yet (shortest paths until isth_wan_set_epoch()). */
 	uint64_t epoch_tsc;
 };
 
@@ -224,6 +225,16 @@ void isth_wan_free(struct isth_wan *w);
  * @return the number of packets received, moved or sent (0: idle).
  */
 unsigned int isth_wan_poll(struct isth_wan *w, uint64_t now);
+
+/**
+ * Set (or move) the epoch of the planned routes: packets entering from
+ * now on pick their round's tree from @p epoch_tsc (poll clock cycles;
+ * UINT64_MAX: shortest paths again). Packets in flight keep theirs. The
+ * job's epoch is chosen after the emulator starts (the testbed's
+ * readiness), so it arrives at run time. Call from the polling lcore.
+ * @return 0, or -ENOENT when the emulator has no schedule.
+ */
+int isth_wan_set_epoch(struct isth_wan *w, uint64_t epoch_tsc);
 
 /** Model time of the next event, or UINT64_MAX if nothing is in flight. */
 uint64_t isth_wan_next_event(const struct isth_wan *w);

@@ -66,6 +66,7 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 	static const char *const bf16_names[] = {"bf16", "fp32", NULL};
 	static const char *const auth_modes[] = {"on", "off", NULL};
 	static const char *const dtype_names[] = {"any", "int32", "fp32", NULL};
+	static const char *const repl_names[] = {"edge", "network", NULL};
 	static const uint8_t dtypes[] = {
 		ISTH_WIRE_DTYPE_NONE, ISTH_WIRE_DTYPE_INT32, ISTH_WIRE_DTYPE_FP32};
 	const char *names[ISTHD_MAX_PEERS + 1];
@@ -124,6 +125,17 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 		&cfg->wan_tail_wait_ns));
 	TRY(isth_conf_u64(c, "wan", "last_nack_copies", false, 2, 1, 4, &v));
 	cfg->wan_last_nack_copies = (unsigned int)v;
+	TRY(isth_conf_enum(c, "wan", "replication", false, 0, repl_names, &e));
+	cfg->wan_repl_network = e == 1;
+	TRY(isth_conf_ipv4(
+		c, "wan", "group_base", false, ISTHD_GROUP_BASE_DEFAULT, &cfg->wan_group_base));
+	/* base + cycle round * 64 + island: a /16 of routable multicast */
+	if ((cfg->wan_group_base & 0xffffu) != 0 || cfg->wan_group_base >> 28 != 0xe ||
+		cfg->wan_group_base >> 16 == 0xe000u) {
+		rc = isth_conf_fail(c, "wan", "group_base",
+			"must be A.B.0.0 in 224.1.0.0 - 239.255.0.0 (a /16 of multicast groups)");
+		goto out;
+	}
 	if (strcmp(cfg->access.dev, cfg->wan.dev) == 0) {
 		rc = isth_conf_fail(c, "wan", "port", "'%s' is also the access port", cfg->wan.dev);
 		goto out;
@@ -155,6 +167,14 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 		p->port = (uint16_t)v;
 		TRY(isth_conf_duration(
 			c, sec, "latency", false, 0, 0, 10000000000ull, &p->latency_ns));
+		/* one group datagram reaches every peer: one port for all */
+		if (cfg->wan_repl_network && p->port != cfg->udp_port) {
+			rc = isth_conf_fail(c, sec, "port",
+				"%u: with [wan] replication = network every peer listens on "
+				"[isthmusd] udp_port (%u)",
+				p->port, cfg->udp_port);
+			goto out;
+		}
 	}
 	cfg->n_peers = n;
 

@@ -12,6 +12,22 @@
 #include <stdint.h>
 
 #define ISTHD_MAX_PEERS 64
+/* [wan] group_base default: 239.192.0.0, organisation-local scope (RFC 2365) */
+#define ISTHD_GROUP_BASE_DEFAULT 0xefc00000u
+/* Cycle rounds a schedule may have with replication = network: one /16 */
+#define ISTHD_GROUP_MAX_ROUNDS 1024u
+
+/*
+ * The WAN multicast group of a clique (doc/isthmusd.md, "Network
+ * replication"): base + cycle round * 64 + the clique's lowest island id.
+ * Every member computes the same address, and the testbed's group table
+ * (scripts/testbed.sh) lists the clique's sites under it.
+ */
+static inline uint32_t
+isthd_group_ip(uint32_t base, uint32_t cycle_round, uint64_t clique)
+{
+	return base + cycle_round * 64u + (uint32_t)__builtin_ctzll(clique);
+}
 #define ISTHD_NAME_MAX 32
 
 enum isthd_epoch_mode {
@@ -68,6 +84,11 @@ struct isthd_config {
 	uint64_t wan_tail_wait_ns; /* NACK a tail this long after it was due */
 	unsigned int wan_last_nack_copies; /* copies of a peer NACK with no
 					    * retry left before the cutoff */
+	/* [wan] replication = network: the island's DATA leaves once, to the
+	 * round's group (isthd_round_group()), and the WAN replicates; edge
+	 * (false): one unicast copy per peer */
+	bool wan_repl_network;
+	uint32_t wan_group_base; /* [wan] group_base, host order, a /16 */
 	/* [peer NAME] */
 	struct isthd_peer peers[ISTHD_MAX_PEERS];
 	unsigned int n_peers;

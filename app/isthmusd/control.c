@@ -54,6 +54,21 @@ publish_tables(struct isthd *d, uint64_t r)
 	int rc;
 
 	view_of(d, r, &v);
+	if (d->cfg.wan_repl_network && v.n_peers > 0) {
+		/* network replication: one copy to the clique's WAN group,
+		 * which the WAN replicates; the backend's fan-out takes a
+		 * single multicast destination as the group (isth_backend.h) */
+		const struct isth_sched *s = sched_for(d, r);
+
+		peers[0].island = ISTH_MCAST_NO_ISLAND;
+		memset(peers[0].mac, 0, 6);
+		peers[0].ip = isthd_group_ip(d->cfg.wan_group_base,
+			(uint32_t)(r % (uint64_t)isth_sched_n_rounds(s)),
+			v.peers | (1ull << d->island));
+		peers[0].port = d->cfg.udp_port;
+		n = 1;
+		goto publish;
+	}
 	/* peer_of[] was built by name at start-up; island order */
 	for (i = 0; i < v.n_peers; i++) {
 		const struct isthd_peer *p = d->peer_of[v.peer[i]];
@@ -66,6 +81,7 @@ publish_tables(struct isthd *d, uint64_t r)
 		peers[n].port = p->port;
 		n++;
 	}
+publish:
 	/* every worker's backend (worker.c); one that asks for a retry is
 	 * asked again, the ones that took the round are not */
 	for (i = 0; i < RTE_MAX(d->n_workers, 1u); i++) {

@@ -188,6 +188,15 @@ isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err, size_t err_si
 	rc = resolve_island(d, err, err_size);
 	if (rc == 0)
 		rc = check_peers(d, err, err_size);
+	if (rc == 0 && d->cfg.wan_repl_network &&
+		(unsigned int)isth_sched_n_rounds(d->sched) > ISTHD_GROUP_MAX_ROUNDS) {
+		/* the groups of the cycle's rounds must fit [wan] group_base's /16 */
+		snprintf(err, err_size,
+			"%s: %d rounds in the cycle; [wan] replication = network in %s allows %u",
+			sched_path, isth_sched_n_rounds(d->sched), d->cfg.path,
+			ISTHD_GROUP_MAX_ROUNDS);
+		rc = -EINVAL;
+	}
 	if (rc)
 		goto fail;
 	{

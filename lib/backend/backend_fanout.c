@@ -51,7 +51,11 @@ backend_fanout_publish(struct backend_fanout *fo, uint32_t round,
 	if (old == round)
 		return 0;
 	__atomic_store_n(&fo->tag[k], TAG_NONE, __ATOMIC_RELEASE);
-	rc = isth_mcast_publish(fo->mc[k], round, peers, n);
+	/* one multicast destination: the WAN replicates (network replication) */
+	if (n == 1 && peers[0].ip >> 28 == 0xe)
+		rc = isth_mcast_publish_group(fo->mc[k], round, peers[0].ip, peers[0].port);
+	else
+		rc = isth_mcast_publish(fo->mc[k], round, peers, n);
 	if (rc < 0) {
 		__atomic_store_n(&fo->tag[k], old, __ATOMIC_RELEASE);
 		return rc;

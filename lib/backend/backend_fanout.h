@@ -30,7 +30,9 @@ int
 backend_fanout_init(struct backend_fanout *fo, const struct isth_mcast_conf *conf, uint8_t island);
 /* NULL-tolerant on the handles. */
 void backend_fanout_fini(struct backend_fanout *fo);
-/* Control: publish @round's peers (idempotent per round). 0, -EINVAL, -EBUSY. */
+/* Control: publish @round's peers (idempotent per round); a single peer
+ * whose ip is an IPv4 multicast group publishes that group instead
+ * (isth_mcast_publish_group()). 0, -EINVAL, -EBUSY. */
 int backend_fanout_publish(struct backend_fanout *fo, uint32_t round,
 	const struct isth_mcast_peer *peers, unsigned int n);
 /* Data path: isth_backend_replicate_burst()'s contract. */

@@ -170,6 +170,9 @@ void isth_backend_caps(const struct isth_backend *be, struct isth_backend_caps *
 /**
  * Control thread: publish round @p round of job @p job: the contributors to
  * expect inbound and the peers outbound DATA of this round goes to.
+ * Network replication: @p peers is exactly one entry whose ip is an IPv4
+ * multicast group (224.0.0.0/4; island and mac are ignored): each DATA
+ * leaves once, to that group, and the WAN replicates it to the clique.
  * @return 0; -EINVAL (bad sets); -EBUSY (retry shortly: the data path may
  *         still read the table this would overwrite).
  */

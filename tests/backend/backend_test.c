@@ -549,6 +549,67 @@ ParameterizedTest(struct be_name *b, backend, replicate_by_round, .init = eal_up
 	cr_expect_eq(rte_mempool_avail_count(hdr_pool), havail);
 }
 
+ParameterizedTestParameters(backend, replicate_to_group)
+{
+	return cr_make_param_array(struct be_name, backends, RTE_DIM(backends));
+}
+
+/*
+ * Network replication: one multicast destination is the round's group;
+ * each DATA leaves once, to the group address and its RFC 1112 MAC
+ * (01:00:5e + the low 23 bits), with the message unchanged; a round with
+ * unicast peers beside it still fans out per peer.
+ */
+ParameterizedTest(struct be_name *b, backend, replicate_to_group, .init = eal_up, .fini = eal_down)
+{
+	struct isth_mcast_peer g[1] = {
+		{.island = ISTH_MCAST_NO_ISLAND, .ip = 0xefc000c1, .port = ISTH_WIRE_PORT},
+	};
+	struct isth_mcast_peer r5[2] = {
+		{.island = 1, .ip = 0x0a000101, .port = ISTH_WIRE_PORT},
+		{.island = 3, .ip = 0x0a000103, .port = ISTH_WIRE_PORT},
+	};
+	static const uint8_t gmac[6] = {0x01, 0x00, 0x5e, 0x40, 0x00, 0xc1};
+	struct isth_backend *be = make(b->name, 1 << 20, 1000000);
+	struct rte_mbuf *in[3], *out[16];
+	struct isth_wire_pkt parsed, fp;
+	uint16_t n_out = 0;
+	int to_group = 0, to_peers = 0;
+
+	cr_assert_eq(isth_backend_set_round(be, JOB, 4, 0xa, g, 1), 0);
+	cr_assert_eq(isth_backend_set_round(be, JOB, 5, 0xa, r5, 2), 0);
+	for (int i = 0; i < 3; i++) {
+		in[i] = data_frame(LOCAL, i == 2 ? 5 : 4, i, &parsed);
+		rte_pktmbuf_adj(in[i], 42);
+	}
+	cr_expect_eq(isth_backend_replicate_burst(be, in, 3, out, 16, &n_out), 3);
+	cr_assert_eq(n_out, 4, "2 DATA to the group once each, 1 DATA to 2 peers");
+	for (int i = 0; i < n_out; i++) {
+		uint8_t flat[2048];
+		const uint8_t *f = rte_pktmbuf_read(out[i], 0, rte_pktmbuf_pkt_len(out[i]), flat);
+
+		cr_assert_eq(isth_wire_parse_frame(f, rte_pktmbuf_pkt_len(out[i]), &lim, &fp),
+			ISTH_WIRE_OK);
+		if (fp.hdr.round == 4) {
+			to_group++;
+			cr_expect_eq(fp.addr.dst_ip, 0xefc000c1);
+			cr_expect_arr_eq(f, gmac, 6);
+			/* the message is what the island sent, byte for byte */
+			cr_expect_eq(rte_pktmbuf_pkt_len(out[i]) - 42, rte_pktmbuf_pkt_len(in[0]));
+			cr_expect_arr_eq(f + 42, rte_pktmbuf_mtod(in[fp.hdr.chunk], uint8_t *),
+				rte_pktmbuf_data_len(in[fp.hdr.chunk]));
+		} else {
+			to_peers++;
+			cr_expect(fp.addr.dst_ip == 0x0a000101 || fp.addr.dst_ip == 0x0a000103);
+		}
+	}
+	cr_expect_eq(to_group, 2);
+	cr_expect_eq(to_peers, 2);
+	rte_pktmbuf_free_bulk(out, n_out);
+	rte_pktmbuf_free_bulk(in, 3);
+	isth_backend_destroy(be);
+}
+
 Test(backend, create_refuses_bad_conf, .init = eal_up, .fini = eal_down)
 {
 	struct isth_backend_conf c;

@@ -31,6 +31,35 @@
 	"[peer LON]\n" \
 	"ip = 10.0.0.2\n"
 #define GOOD GOOD_HEAD GOOD_TAIL
+/* GOOD_TAIL up to [wan] gateway_mac (line 13): [wan] keys follow */
+#define WAN_OPEN \
+	"[access]\n" \
+	"port = net_ring_access\n" \
+	"ip = 10.10.0.1\n" \
+	"island_ip = 10.10.0.2\n" \
+	"island_mac = 02:00:00:00:00:02\n" \
+	"[wan]\n" \
+	"port = net_ring_wan\n" \
+	"ip = 10.0.0.1\n" \
+	"gateway_mac = 02:00:00:00:01:00\n"
+
+/* [wan] replication = network and its group base */
+Test(isthmusd_config, network_replication)
+{
+	struct isthd_config c;
+	char err[512] = "";
+
+	cr_assert_eq(isthd_config_parse(GOOD_HEAD WAN_OPEN
+			     "replication = network\ngroup_base = 239.7.0.0\n"
+			     "[peer LON]\nip = 10.0.0.2\nport = 9471\n[auth]\nmode = off\n",
+			     "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect(c.wan_repl_network);
+	cr_expect_eq(c.wan_group_base, 0xef070000u);
+	/* base + cycle round * 64 + the clique's lowest island */
+	cr_expect_eq(isthd_group_ip(c.wan_group_base, 3, 0x28), 0xef070000u + 3 * 64 + 3);
+	cr_expect_eq(isthd_group_ip(c.wan_group_base, 1023, 1ull << 63), 0xef07ffffu);
+}
 
 Test(isthmusd_config, good_file_and_defaults)
 {
@@ -66,6 +95,8 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect_eq(c.epoch_mode, ISTHD_EPOCH_SCHEDULE);
 	cr_expect_eq(c.wan_last_nack_copies, 2, "a last-chance peer NACK goes twice");
 	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_NONE, "dtype unchecked by default");
+	cr_expect_not(c.wan_repl_network, "edge replication by default");
+	cr_expect_eq(c.wan_group_base, 0xefc00000u, "groups in 239.192.0.0/16 by default");
 	cr_assert_eq(isthd_config_parse(GOOD_HEAD "dtype = fp32\n" GOOD_TAIL "[auth]\nmode = off\n",
 			     "t.conf", &c, err, sizeof(err)),
 		0, "%s", err);
@@ -144,6 +175,20 @@ static struct bad_conf bad_confs[] = {
 	 "island_mac = 02:00:00:00:00:02\n[wan]\nport = p\nip = 1.2.3.6\ngateway_mac = "
 	 "02:00:00:00:00:03\n",
 		"t.conf:10: [wan] port: 'p' is also the access port"},
+	{"!" GOOD_HEAD WAN_OPEN "replication = multicast\n[peer LON]\nip = 10.0.0.2\n",
+		"t.conf:14: [wan] replication: 'multicast' is not one of: edge, network"},
+	{"!" GOOD_HEAD WAN_OPEN "group_base = 239.192.1.0\n[peer LON]\nip = 10.0.0.2\n",
+		"t.conf:14: [wan] group_base: must be A.B.0.0 in 224.1.0.0 - 239.255.0.0 (a /16 "
+		"of multicast groups)"},
+	{"!" GOOD_HEAD WAN_OPEN "group_base = 224.0.0.0\n[peer LON]\nip = 10.0.0.2\n",
+		"t.conf:14: [wan] group_base: must be A.B.0.0 in 224.1.0.0 - 239.255.0.0 (a /16 "
+		"of multicast groups)"},
+	{"!" GOOD_HEAD WAN_OPEN "group_base = 10.1.0.0\n[peer LON]\nip = 10.0.0.2\n",
+		"t.conf:14: [wan] group_base: must be A.B.0.0 in 224.1.0.0 - 239.255.0.0 (a /16 "
+		"of multicast groups)"},
+	{"!" GOOD_HEAD WAN_OPEN "replication = network\n[peer LON]\nip = 10.0.0.2\nport = 9000\n",
+		"t.conf:17: [peer LON] port: 9000: with [wan] replication = network every peer "
+		"listens on [isthmusd] udp_port (9471)"},
 	/* source pinning is the XDP program's: no program, no pinning */
 	{"!"
 	 "[isthmusd]\nisland = 1\njob = 1\n[access]\nport = a\nip = 1.2.3.4\nisland_ip = 1.2.3.5\n"

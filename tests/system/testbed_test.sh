@@ -27,6 +27,7 @@ PAYLOAD=65536		# 47 chunks of 1416 bytes per island per round
 keep=$(mktemp -d /tmp/isth-system-keep-XXXXXX)
 restart=0
 pause=0
+detour=0
 # authentication on (the testbed's default): 354 int32 per chunk, the
 # 16-byte tag taken from 1432 (doc/protocol.md)
 CHUNKS=$(( (PAYLOAD + 1415) / 1416 ))
@@ -83,6 +84,20 @@ pause)
 	      --pause-wan 3:2 --keep "$keep" --ready-timeout 240)
 	expect_complete=0
 	pause=1 ;;
+detour)
+	# What is planned is what runs, with network replication: A-B is the
+	# shortest path (10 ms) but a thin link (20 Gbit/s), the detour
+	# A-C-B (12 ms) is 100 Gbit/s. The planner (--routing capacity, the
+	# default) routes A's and B's streams to each other through C, and
+	# isthmus-wan replicates each stream at C (one copy per link per
+	# tree). Checked on isthmus-wan's counters below: nothing on A-B,
+	# every DATA frame of A on A->C once, C->B carrying A's and C's.
+	N=3
+	printf 'site,region,city\nA,r1,A\nB,r2,B\nC,r3,C\n' >"$keep/sites.csv"
+	printf 'a,b,one_way_ms,capacity_gbps\nA,B,10,20\nA,C,6,100\nC,B,6,100\n' >"$keep/links.csv"
+	args+=(--sites "$keep/sites.csv" --links "$keep/links.csv" --schedule all-to-all
+	       --replication network --keep "$keep/run")
+	detour=1 ;;
 impaired)
 	# loss, duplication, reordering and corruption on every WAN link:
 	# never a wrong sum; what is lost is reported as missing
@@ -152,6 +167,27 @@ if [ "$expect_partial" = 1 ]; then
 		fail=1
 	fi
 	check "missing = partial (one contributor each)" "$(get missing)" "$(get partial)"
+fi
+if [ "$detour" = 1 ]; then
+	# A's DATA per round on the wire, computed here: 65536 B of int32 are
+	# 46 frames of 354 elements (1514 B: Ethernet 14, IPv4 20, UDP 8,
+	# isthmus 40, tag 16, 1416) and one of 100 (498 B)
+	per_round=$(( 46 * 1514 + 498 ))
+	lb() { awk -v l="$1" '$1 == l { print $3 }' "$keep/run/wan-links"; }
+	cat "$keep/run/wan-links"
+	check "bytes on A->B (planned detour)" "$(lb 'A->B')" 0
+	check "bytes on B->A (planned detour)" "$(lb 'B->A')" 0
+	# at least every DATA frame, plus the edges' few tail NACKs/repairs
+	for l in "A->C 1" "B->C 1" "C->B 2" "C->A 2"; do
+		want=$(( ${l#* } * ROUNDS * per_round ))
+		got=$(lb "${l% *}")
+		if [ -z "$got" ] || [ "$got" -lt "$want" ] || [ "$got" -gt $(( want + want / 5 )) ]; then
+			echo "FAIL: ${l% *} carried ${got:-nothing} B, want $want (+ up to 20 % repairs)"
+			fail=1
+		fi
+	done
+	grep -q '^route 0 0 1 0,2,1$' "$keep/run/run.sched" ||
+		{ echo "FAIL: the plan does not route A->B through C"; fail=1; }
 fi
 if [ "$restart" = 1 ]; then
 	# the restarted edge ran rounds, and island 4's last two rounds, after

@@ -23,7 +23,7 @@ eal="--no-huge -m 256 --no-pci --file-prefix=$prefix --log-level=error"
 
 "$bin" --help > "$tmp/help" 2>&1 || fail "--help exited non-zero"
 for w in --site-map --groups --scale --seed --loss --ge --dup --reorder --corrupt \
-	--jitter-ms --impair --queue-bytes --queue-ms --idle-us --schedule --epoch-ns \
+	--jitter-ms --impair --queue-bytes --queue-ms --idle-us --schedule --epoch-ns --epoch-file \
 	/isthmus_wan/links; do
 	grep -q -- "$w" "$tmp/help" || fail "--help does not mention $w"
 done
@@ -88,11 +88,53 @@ send 0 2 0 1000000
 route 0 0 2 0,2
 end
 SCHED
-expect_err "route.sched says 'epoch runtime': give the job's epoch with --epoch-ns" \
+expect_err "route.sched says 'epoch runtime': give the job's epoch with --epoch-ns or --epoch-file" \
 	$base --site-map "$tmp/good.map" --schedule "$tmp/route.sched"
 expect_err "schedule round 0 route A->C: no link A->C in the topology" \
 	$base --site-map "$tmp/good.map" --schedule "$tmp/route.sched" --epoch-ns 1
-expect_err "--epoch-ns needs --schedule" $base --site-map "$tmp/good.map" --epoch-ns 1
+expect_err "--epoch-ns and --epoch-file need --schedule" $base --site-map "$tmp/good.map" --epoch-ns 1
+expect_err "--epoch-ns and --epoch-file need --schedule" $base --site-map "$tmp/good.map" \
+	--epoch-file "$tmp/epoch"
+# the epoch file: one positive integer (ns), refused with file:line
+sed 's/^route 0 0 2 0,2$/route 0 0 2 0,1,2/' "$tmp/route.sched" > "$tmp/ok.sched"
+printf '# epoch\n12x\n' > "$tmp/bad.epoch"
+expect_err "bad.epoch:2: '12x' is no epoch" $base --site-map "$tmp/good.map" \
+	--schedule "$tmp/ok.sched" --epoch-file "$tmp/bad.epoch"
+printf '1\n2\n' > "$tmp/two.epoch"
+expect_err "two.epoch:2: a second epoch" $base --site-map "$tmp/good.map" \
+	--schedule "$tmp/ok.sched" --epoch-file "$tmp/two.epoch"
+expect_err "--epoch-ns or --epoch-file, not both" $base --site-map "$tmp/good.map" \
+	--schedule "$tmp/ok.sched" --epoch-file "$tmp/two.epoch" --epoch-ns 5
+
+# the epoch chosen at run time: no file at start (shortest paths), then
+# SIGHUP reads it; a bad file keeps the epoch and says why
+# wait_for FILE PATTERN: until FILE has a line matching PATTERN (10 s at most)
+wait_for() {
+	i=0
+	until grep -q -- "$2" "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -gt 100 ] && { cat "$tmp/hup" "$tmp/hup.err"; fail "no '$2' in $1"; }
+		kill -0 $pid 2>/dev/null || { cat "$tmp/hup.err"; fail "exited early"; }
+		sleep 0.1
+	done
+}
+"$bin" $eal --vdev=net_ring0 --vdev=net_ring1 --no-telemetry -- $base --site-map "$tmp/good.map" \
+	--schedule "$tmp/ok.sched" --epoch-file "$tmp/epoch" > "$tmp/hup" 2> "$tmp/hup.err" &
+pid=$!
+wait_for "$tmp/hup" running
+grep -q "isthmus-wan: epoch" "$tmp/hup" && fail "an epoch before the file existed"
+echo 1764640000123456789 > "$tmp/epoch.tmp" && mv "$tmp/epoch.tmp" "$tmp/epoch"
+kill -HUP $pid
+wait_for "$tmp/hup" "^isthmus-wan: epoch 1764640000123456789$"
+echo soon > "$tmp/epoch"
+kill -HUP $pid
+wait_for "$tmp/hup.err" "epoch:1: 'soon' is no epoch (CLOCK_REALTIME ns, a positive integer); epoch unchanged"
+kill -INT $pid
+wait $pid
+rc=$?
+pid=
+[ $rc -eq 0 ] || { cat "$tmp/hup.err"; fail "exit status $rc after SIGHUPs and SIGINT"; }
+[ "$(grep -c 'isthmus-wan: epoch' "$tmp/hup")" = 1 ] || { cat "$tmp/hup"; fail "a bad file changed the epoch"; }
 
 # a real run, stopped by SIGINT
 "$bin" $eal --vdev=net_ring0 --vdev=net_ring1 -- $base --site-map "$tmp/good.map" \

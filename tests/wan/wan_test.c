@@ -735,6 +735,91 @@ Test(wan_route, planned_routes_by_round)
 	isth_sched_free(sc);
 }
 
+/*
+ * The epoch arrives at run time (the testbed chooses it after the emulator
+ * is up): created without one (UINT64_MAX), every frame takes shortest
+ * paths, even at t = 1.15 s, which would be round 1 of an epoch at 1 s;
+ * after isth_wan_set_epoch(1 s) a frame at 1.35 s (round 3 = cycle round
+ * 1) follows the planned detour through C (6 ms), one at 1.45 s (cycle
+ * round 0) B (4 ms); moving the epoch to UINT64_MAX again gives shortest
+ * paths. Same square and schedule as planned_routes_by_round.
+ */
+Test(wan_route, epoch_set_at_run_time)
+{
+	static const char sites[] = "site,region\nA,r\nB,r\nC,r\nD,r\n";
+	static const char links[] = "a,b,one_way_ms,capacity_gbps\nA,B,2,1000\nB,D,2,1000\n"
+				    "A,C,3,1000\nC,D,3,1000\n";
+	static const char schedtxt[] =
+		"isthmus-schedule 2\nislands 4\nisland 0 A\nisland 1 B\n"
+		"island 2 C\nisland 3 D\nround-ns 100000000\nepoch runtime\n"
+		"payload-bytes 1000\nchunk-bytes 0\nmemory-bytes 0\nrounds 2\n"
+		"round 0 0x9 0x2 0x4\nround 1 0x9 0x2 0x4\n"
+		"send 0 0 0 1000000\nsend 0 3 0 1000000\n"
+		"send 1 0 0 1000000\nsend 1 3 0 1000000\n"
+		"route 1 0 3 0,2,3\nend\n";
+	/* send time, epoch to set before it (0: leave), via C? */
+	static const struct {
+		uint64_t at, epoch;
+		int via_c;
+	} step[] = {
+		{1150 * MS, 0, 0},
+		{1350 * MS, 1000 * MS, 1},
+		{1450 * MS, 0, 0},
+		{1550 * MS, UINT64_MAX, 0},
+	};
+	struct isth_wan_link_stats ab, ac;
+	struct isth_sched *sc;
+	struct harness h;
+	struct log *lg = log_new();
+	char err[256] = "";
+	int a, d;
+	size_t k;
+
+	start();
+	sc = isth_sched_parse("route.sched", schedtxt, err, sizeof(err));
+	cr_assert_not_null(sc, "%s", err);
+	h_opt_sched = sc;
+	h_opt_epoch_tsc = UINT64_MAX;
+	cr_assert_eq(
+		h_create(&h, sites, links, NULL, NULL, 1, 1, 1000000000, 4096), 0, "%s", h.err);
+	a = h_site(&h, "A");
+	d = h_site(&h, "D");
+	for (k = 0; k < sizeof(step) / sizeof(step[0]); k++) {
+		uint64_t want = step[k].at + (step[k].via_c ? 6 : 4) * MS;
+
+		if (step[k].epoch != 0)
+			cr_assert_eq(isth_wan_set_epoch(h.w, step[k].epoch), 0);
+		lg->n = 0;
+		h_inject(&h, a, h_udp(&h, a, h_ip(d), (uint32_t)k, 100));
+		take_at(&h, step[k].at, lg);
+		drain(&h, lg);
+		cr_assert_eq(lg->n, 1, "frame %zu", k);
+		cr_expect(near(lg->r[0].t, want, 2), "frame %zu at %lu ns, want %lu", k,
+			(unsigned long)lg->r[0].t, (unsigned long)want);
+	}
+	isth_wan_link_stats(h.w, h_dlink(&h, "A", "B"), &ab);
+	isth_wan_link_stats(h.w, h_dlink(&h, "A", "C"), &ac);
+	cr_expect_eq(ab.pkts, 3);
+	cr_expect_eq(ac.pkts, 1);
+	free(lg);
+	stop(&h);
+	isth_sched_free(sc);
+}
+
+/* Without a schedule there is no epoch to set. */
+Test(wan_route, epoch_needs_schedule)
+{
+	static const char sites[] = "site,region\nA,r\nB,r\n";
+	static const char links[] = "a,b,one_way_ms,capacity_gbps\nA,B,2,1000\n";
+	struct harness h;
+
+	start();
+	cr_assert_eq(
+		h_create(&h, sites, links, NULL, NULL, 1, 1, 1000000000, 4096), 0, "%s", h.err);
+	cr_expect_eq(isth_wan_set_epoch(h.w, 0), -ENOENT);
+	stop(&h);
+}
+
 /* A route over two sites with no link between them is refused at creation. */
 Test(wan_route, route_without_link_refused)
 {
