@@ -68,6 +68,9 @@ struct isthd_config {
 	uint64_t wan_tail_wait_ns; /* NACK a tail this long after it was due */
 	unsigned int wan_last_nack_copies; /* copies of a peer NACK with no
 					    * retry left before the cutoff */
+	unsigned int wan_tail_copies; /* last chunks of the island's DATA
+				       * sent again to every peer, unasked */
+	uint64_t wan_tail_copies_after_ns; /* that long after they left */
 	/* [peer NAME] */
 	struct isthd_peer peers[ISTHD_MAX_PEERS];
 	unsigned int n_peers;

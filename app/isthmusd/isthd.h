@@ -128,7 +128,8 @@ enum isthd_drop {
 	X(peer_unrepaired_unasked, "of peer_chunks_unrepaired: of a (round, peer) never NACKed") \
 	X(peer_repairs_rx, "repairs from peer edges that filled a missing chunk") \
 	X(peer_repairs_late, "of peer_repairs_rx: arrived after NACKing stopped (cutoff)") \
-	X(peer_data_late, "peer DATA (not a repair) first seen after NACKing stopped")
+	X(peer_data_late, "peer DATA (not a repair) first seen after NACKing stopped") \
+	X(tail_copies_sent, "last chunks of the island's DATA sent again to a peer unasked")
 
 enum { ISTHD_N_COUNTERS = 0 ISTHD_COUNTERS(ISTH_CTR_ONE) };
 
@@ -168,7 +169,10 @@ struct isthd_rx_track {
 				 * the newest in-order arrival and its rate
 				 * (0: nothing arrived, the plan decides) */
 	uint64_t nack_at; /* ns: next NACK of what is missing (0: none) */
-	uint64_t backoff_ns; /* wait after the next NACK (doubles, capped) */
+	uint64_t backoff_ns; /* wait after the next NACK (the plan's; the
+				 * peer's measured repair time when longer) */
+	uint64_t asked_ns; /* ns: oldest NACK not answered by a repair yet
+			    * (0: none), for the repair time (repair_nack.c) */
 	uint32_t next; /* highest chunk seen + 1 */
 	uint32_t n_rx; /* distinct chunks seen */
 	uint16_t nacks; /* NACK rounds sent (gap, tail, retries) */
@@ -218,6 +222,19 @@ struct isthd_repair {
 	uint32_t budget_chunks;
 	/* dp only: per peer island, per round & 1 (isthd_repair_serve) */
 	struct isthd_repair_budget budget[ISTHD_MAX_PEERS][2];
+	/* dp only: per peer island, the time from a NACK to its first
+	 * repair, smoothed (srtt) and its mean deviation (RFC 6298 style;
+	 * 0: not measured yet): NACK retries wait that long, and the last
+	 * NACK leaves that long before a repair can no longer be summed */
+	uint64_t rtt_ns[ISTHD_MAX_PEERS];
+	uint64_t rttvar_ns[ISTHD_MAX_PEERS];
+	/* dp only: when the last [wan] tail_copies chunks of the island's
+	 * DATA of round tail[i].round (slot r & 1) are sent again to every
+	 * peer unasked (0: sent, or not due yet) */
+	struct {
+		uint64_t round;
+		uint64_t at_ns;
+	} tail[2];
 	/* init: AGG repairs one island NACK may get (half a round's AGGs),
 	 * and the island per round of the edge's clock (one round's) */
 	uint32_t island_nack_cap;
@@ -379,6 +396,8 @@ void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n, uin
 void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
 unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns);
 void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
+/* Send the last [wan] tail_copies chunks of a round again, when due. */
+unsigned int isthd_repair_tail_copies(struct isthd *d, uint64_t now_ns);
 /* The island's NACKs (datapath.c): AGG repairs the next NACK may get, and
  * the repairs it got. */
 uint32_t isthd_repair_island_allowance(struct isthd *d);

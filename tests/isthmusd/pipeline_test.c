@@ -147,6 +147,9 @@ write_config(const char *path, const char *sched, uint64_t epoch)
 		/* tails NACKed 1 ms before the round ends: well after the late
 		 * chunk, whatever the scheduler does */
 		"repair_before = 1ms\n"
+		/* the last chunk of each round goes to every peer again 5 ms
+		 * after it left, unasked */
+		"tail_copies = 1\ntail_copies_after = 5ms\n"
 		"gateway_mac = 02:00:00:00:ff:01\n"
 		"[peer B]\nip = 10.0.0.2\n[peer C]\nip = 10.0.0.3\n[peer D]\nip = 10.0.0.4\n"
 		"[agg]\nmemory = %s\ntimeout = 50ms\n"
@@ -500,6 +503,8 @@ static unsigned int answered; /* repairs the harness sent */
 /* when the harness saw each NACK naming the chunk never repaired */
 static uint64_t gone_nack_ns[32];
 static unsigned int repairs_ok, asked_repair;
+/* unasked second copies of the last chunk, per round and peer */
+static unsigned int tail_copies[ROUNDS + 2][N], tail_copies_all;
 
 /* as peer B: ask the edge again for island A's chunk 2 of round 0 */
 static void
@@ -581,6 +586,21 @@ poll_wan(void)
 		}
 		cr_expect_eq(p.hdr.type, ISTH_WIRE_DATA);
 		cr_expect_eq(p.hdr.sender, A);
+		if ((p.hdr.flags & ISTH_WIRE_F_RESENT) && p.hdr.chunk == CHUNKS - 1) {
+			/* [wan] tail_copies: the last chunk again, to a
+			 * peer of the round, after the original */
+			cr_expect(clique_of_a(p.hdr.round) & (1u << peer),
+				"round %u tail copy to %u, outside the clique", p.hdr.round, peer);
+			if (p.hdr.round < ROUNDS + 2) {
+				cr_expect_eq(wan_copies[p.hdr.round][peer], CHUNKS,
+					"round %u: tail copy to %u before the stream", p.hdr.round,
+					peer);
+				tail_copies[p.hdr.round][peer]++;
+			}
+			tail_copies_all++;
+			check_sum(&p);
+			continue;
+		}
 		if (p.hdr.flags & ISTH_WIRE_F_RESENT) {
 			/* the repair of nack_edge_for_a(), to B only */
 			cr_expect_eq(peer, B);
@@ -962,7 +982,15 @@ run_pipeline(void)
 	cr_expect_eq(isth_ctr_get(&edge.st.peer_chunks_unrepaired), 1);
 	cr_expect_geq(isth_ctr_get(&edge.st.peer_nack_retries), 3 + 1 + 1);
 	cr_expect_eq(repairs_ok, 1, "peer NACK not repaired");
-	cr_expect_eq(isth_ctr_get(&edge.st.repairs_sent), 1);
+	/* the tail copies: one per peer of every round played (the last one
+	 * may end before its copies leave) */
+	for (uint32_t r = 0; r + 1 < ROUNDS; r++)
+		for (unsigned int s = 1; s < N; s++)
+			cr_expect_eq(tail_copies[r][s], (clique_of_a(r) & (1u << s)) ? 1u : 0u,
+				"round %u: %u tail copies to island %u", r, tail_copies[r][s], s);
+	cr_expect_geq(tail_copies_all, 3 * (ROUNDS / 2));
+	cr_expect_eq(isth_ctr_get(&edge.st.tail_copies_sent), tail_copies_all);
+	cr_expect_eq(isth_ctr_get(&edge.st.repairs_sent), 1 + tail_copies_all);
 	cr_expect_eq(isth_ctr_get(&edge.st.peer_nacks_rx), 1);
 	cr_expect_eq(resent_ok, 1, "NACKed AGG not resent");
 	cr_expect_eq(gone_ok, 1, "no GONE for the range never sent");
