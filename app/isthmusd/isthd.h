@@ -224,8 +224,7 @@ struct isthd_repair {
 	struct isthd_repair_budget budget[ISTHD_MAX_PEERS][2];
 	/* dp only: per peer island, the time from a NACK to its first
 	 * repair, smoothed (srtt) and its mean deviation (RFC 6298 style;
-	 * 0: not measured yet): NACK retries wait that long, and the last
-	 * NACK leaves that long before a repair can no longer be summed */
+	 * 0: not measured yet): NACK retries wait that long */
 	uint64_t rtt_ns[ISTHD_MAX_PEERS];
 	uint64_t rttvar_ns[ISTHD_MAX_PEERS];
 	/* dp only: when the last [wan] tail_copies chunks of the island's

@@ -128,8 +128,9 @@ rx_slot(struct isthd *d, uint64_t r, unsigned int s, uint64_t **bits)
 /*
  * The wait after a NACK to peer @s before asking again: the plan's (a
  * round trip from the configured latency + tail_wait), or, once repairs
- * from @s have been timed, their smoothed time + 2 deviations when that
- * is longer. A repair queues behind the DATA on the bottleneck link, so it
+ * from @s have been timed, their smoothed time + one deviation when that
+ * is longer (not TCP's four: a retry too early costs a duplicate repair,
+ * one too late may cost the chunk). A repair queues behind the DATA on the bottleneck link, so it
  * can take several times the configured round trip; asking again before
  * it can have come only buys the same chunk twice (and more queue).
  * Capped at T / 2: the cutoff must leave room for a second attempt.
@@ -137,7 +138,7 @@ rx_slot(struct isthd *d, uint64_t r, unsigned int s, uint64_t **bits)
 static uint64_t
 backoff(const struct isthd *d, const struct isthd_rx_track *t, unsigned int s)
 {
-	uint64_t m = d->rep.rtt_ns[s] + 2 * d->rep.rttvar_ns[s], cap = d->clk.round_ns / 2;
+	uint64_t m = d->rep.rtt_ns[s] + d->rep.rttvar_ns[s], cap = d->clk.round_ns / 2;
 
 	if (m > cap)
 		m = cap;
@@ -161,27 +162,6 @@ rtt_sample(struct isthd *d, unsigned int s, uint64_t asked_ns, uint64_t now_ns)
 	*srtt = (7 * *srtt + x) / 8;
 	if (*srtt == 0)
 		*srtt = 1;
-}
-
-/*
- * How much earlier than the plan's cutoff the last NACK to peer @s must
- * leave: the measured repair time (smoothed + one deviation) beyond the
- * round trip the cutoff assumes (2 x the configured latency), at most
- * half the cutoff. 0 until measured.
- */
-static uint64_t
-cut_early(const struct isthd *d, unsigned int s, uint64_t cutoff)
-{
-	uint64_t m = d->rep.rtt_ns[s], rtt = 0;
-
-	if (m == 0)
-		return 0;
-	m += d->rep.rttvar_ns[s];
-	if (d->peer_of[s])
-		rtt = 2 * d->peer_of[s]->latency_ns;
-	if (m <= rtt)
-		return 0;
-	return RTE_MIN(m - rtt, cutoff / 2);
 }
 
 static void
@@ -319,8 +299,7 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 				t->done = 1;
 				continue;
 			}
-			cut = d->rep.rtab[r & 3].cutoff[s];
-			cut = start + cut - cut_early(d, s, cut);
+			cut = start + d->rep.rtab[r & 3].cutoff[s];
 			/* Past the cutoff, NACKing stops, unless a NACK fell
 			 * due before it (a retry, or the tail, due at the
 			 * cutoff at the latest) and this pass came late (the
