@@ -38,8 +38,6 @@ isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 		rp->rtab[i].round = UINT64_MAX;
 	rp->tail[0].round = rp->tail[1].round = UINT64_MAX;
 	rp->tail[0].at_ns = rp->tail[1].at_ns = 0;
-	memset(rp->rtt_ns, 0, sizeof(rp->rtt_ns));
-	memset(rp->rttvar_ns, 0, sizeof(rp->rttvar_ns));
 	if (!d->cfg.wan_repair)
 		return 0;
 	memset(&rc, 0, sizeof(rc));

@@ -125,54 +125,16 @@ rx_slot(struct isthd *d, uint64_t r, unsigned int s, uint64_t **bits)
  * doubling back-off left room for two or three attempts where a constant
  * one leaves four to six (doc/performance.md, section 9).
  */
-/*
- * The wait after a NACK to peer @s before asking again: the plan's (a
- * round trip from the configured latency + tail_wait), or, once repairs
- * from @s have been timed, their smoothed time + one deviation when that
- * is longer (not TCP's four: a retry too early costs a duplicate repair,
- * one too late may cost the chunk). A repair queues behind the DATA on the bottleneck link, so it
- * can take several times the configured round trip; asking again before
- * it can have come only buys the same chunk twice (and more queue).
- * Capped at T / 2: the cutoff must leave room for a second attempt.
- */
-static uint64_t
-backoff(const struct isthd *d, const struct isthd_rx_track *t, unsigned int s)
-{
-	uint64_t m = d->rep.rtt_ns[s] + d->rep.rttvar_ns[s], cap = d->clk.round_ns / 2;
-
-	if (m > cap)
-		m = cap;
-	return m > t->backoff_ns ? m : t->backoff_ns;
-}
-
-/* A repair from peer @s filled a gap that was NACKed at @asked_ns: one
- * sample of the repair time (RFC 6298's smoothing: 1/8, deviation 1/4). */
-static void
-rtt_sample(struct isthd *d, unsigned int s, uint64_t asked_ns, uint64_t now_ns)
-{
-	uint64_t x = now_ns > asked_ns ? now_ns - asked_ns : 0;
-	uint64_t *srtt = &d->rep.rtt_ns[s], *var = &d->rep.rttvar_ns[s];
-
-	if (*srtt == 0) {
-		*srtt = x ? x : 1;
-		*var = x / 2;
-		return;
-	}
-	*var = (3 * *var + (x > *srtt ? x - *srtt : *srtt - x)) / 4;
-	*srtt = (7 * *srtt + x) / 8;
-	if (*srtt == 0)
-		*srtt = 1;
-}
-
 static void
 nack_sent(struct isthd *d, struct isthd_rx_track *t, uint64_t r, unsigned int s, uint64_t now_ns)
 {
 	RTE_SET_USED(r);
+	RTE_SET_USED(s);
 	if (t->nacks)
 		isth_ctr_add(&d->st.peer_nack_retries, 1);
 	if (t->nacks < UINT16_MAX)
 		t->nacks++;
-	t->nack_at = now_ns + backoff(d, t, s);
+	t->nack_at = now_ns + t->backoff_ns;
 }
 
 /*
@@ -200,12 +162,6 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	t->n_rx++;
 	if (p->hdr.flags & ISTH_WIRE_F_RESENT) {
 		isth_ctr_add(&d->st.peer_repairs_rx, 1);
-		/* a gap's repair (tail copies come unasked): time it from
-		 * the oldest NACK still unanswered */
-		if (t->asked_ns && c < t->next) {
-			rtt_sample(d, s, t->asked_ns, now_ns);
-			t->asked_ns = 0;
-		}
 		if (t->done) /* NACKing for it had stopped */
 			isth_ctr_add(&d->st.peer_repairs_late, 1);
 		return; /* a repair says nothing about the stream */
@@ -225,12 +181,8 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	if (c > t->next && !t->done) {
 		struct isth_wire_range g = {t->next, c - 1};
 
-		if (nack_peer(d, s, r, &g, 1) == 0) {
-			if (t->asked_ns == 0)
-				t->asked_ns = now_ns;
-			if (t->nack_at == 0)
-				nack_sent(d, t, r, s, now_ns);
-		}
+		if (nack_peer(d, s, r, &g, 1) == 0 && t->nack_at == 0)
+			nack_sent(d, t, r, s, now_ns);
 	}
 	if (c + 1 > t->next)
 		t->next = c + 1;
@@ -321,12 +273,10 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			else if (t->nack_at == 0 || now_ns < t->nack_at)
 				continue;
 			upto = t->tail_due ? d->rep.n_chunks : t->next;
-			if (now_ns + backoff(d, t, s) > cut)
+			if (now_ns + t->backoff_ns > cut)
 				copies = d->cfg.wan_last_nack_copies;
 			k = nack_missing(d, s, r, bits, (uint32_t)upto, copies);
 			if (k) {
-				if (t->asked_ns == 0)
-					t->asked_ns = now_ns;
 				nack_sent(d, t, r, s, now_ns);
 				work += k;
 			} else if (t->tail_due) {
