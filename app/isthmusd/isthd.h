@@ -169,10 +169,7 @@ struct isthd_rx_track {
 				 * the newest in-order arrival and its rate
 				 * (0: nothing arrived, the plan decides) */
 	uint64_t nack_at; /* ns: next NACK of what is missing (0: none) */
-	uint64_t backoff_ns; /* wait after the next NACK (the plan's; the
-				 * peer's measured repair time when longer) */
-	uint64_t asked_ns; /* ns: oldest NACK not answered by a repair yet
-			    * (0: none), for the repair time (repair_nack.c) */
+	uint64_t backoff_ns; /* wait after the next NACK (doubles, capped) */
 	uint32_t next; /* highest chunk seen + 1 */
 	uint32_t n_rx; /* distinct chunks seen */
 	uint16_t nacks; /* NACK rounds sent (gap, tail, retries) */
@@ -222,11 +219,6 @@ struct isthd_repair {
 	uint32_t budget_chunks;
 	/* dp only: per peer island, per round & 1 (isthd_repair_serve) */
 	struct isthd_repair_budget budget[ISTHD_MAX_PEERS][2];
-	/* dp only: per peer island, the time from a NACK to its first
-	 * repair, smoothed (srtt) and its mean deviation (RFC 6298 style;
-	 * 0: not measured yet): NACK retries wait that long */
-	uint64_t rtt_ns[ISTHD_MAX_PEERS];
-	uint64_t rttvar_ns[ISTHD_MAX_PEERS];
 	/* dp only: when the last [wan] tail_copies chunks of the island's
 	 * DATA of round tail[i].round (slot r & 1) are sent again to every
 	 * peer unasked (0: sent, or not due yet) */
@@ -345,6 +337,11 @@ struct isthd {
 		struct isth_sched *next_sched; /* waiting for its boundary */
 		uint64_t next_from; /* first round of next_sched */
 		uint64_t pace_published; /* next round to give the pacer */
+		/* the first round this edge takes part in, + 1 (0: not
+		 * decided yet): round 0 when started before the epoch;
+		 * after it (a restart) the first round whose tables can be
+		 * published before it starts (control.c, join) */
+		uint64_t join1;
 		/* counters at the previous boundary, for the round log */
 		struct isthd_dp_stats last_st;
 		struct isth_backend_counts last_be;

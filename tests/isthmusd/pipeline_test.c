@@ -1156,6 +1156,62 @@ Test(isthmusd, controller_publishes_ahead_and_reloads_at_boundary, .init = eal_u
 	isthd_ports_close(&edge);
 }
 
+/*
+ * An edge started after the epoch (a restart) joins at a round boundary
+ * (control.c, join): not the round running, but the next one, or the one
+ * after when less than min(T / 4, 20 ms) is left of it; rounds before it
+ * are never published or announced; ROUND goes out from the join round on.
+ */
+static void
+join_case(uint64_t into_ns, uint32_t want_join)
+{
+	uint64_t epoch = (now_ns() / 1000000000ull + 100) * 1000000000ull, cl[8];
+	uint64_t start = epoch + 2 * T_NS + into_ns; /* in round 2 */
+	char cfg[128], err[1024];
+	const char *sched;
+	uint32_t r[8];
+
+	sched = write_schedule(epoch);
+	snprintf(cfg, sizeof(cfg), "%s/edge.conf", dir);
+	write_config(cfg, sched, epoch);
+	memset(&edge, 0, sizeof(edge));
+	cr_assert_eq(isthd_config_load(cfg, &edge.cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
+
+	cr_assert_eq(isthd_control_step(&edge, start), 0);
+	cr_expect_eq(edge.join1, want_join + 1);
+	/* nothing before the join round is published; no ROUND for the
+	 * round running */
+	cr_expect_geq(edge.published, want_join, "published %lu", (unsigned long)edge.published);
+	for (uint32_t k = 0; k < want_join; k++)
+		cr_expect_neq(edge.rep.rtab[k & 3].round, k, "round %u published", k);
+	cr_expect_eq(edge.current, 3);
+	cr_expect_eq(take_rounds(r, cl, 8), 0, "ROUND %u sent before the join", r[0]);
+	/* the rounds up to the join round start: ROUND for it only */
+	for (uint64_t k = 3; k <= want_join; k++)
+		cr_assert_eq(isthd_control_step(&edge, epoch + k * T_NS + 1000), 0);
+	/* its tables were out before it started, and ROUND for it only */
+	cr_expect_eq(
+		__atomic_load_n(&edge.rep.rtab[want_join & 3].round, __ATOMIC_ACQUIRE), want_join);
+	cr_assert_eq(take_rounds(r, cl, 8), 1);
+	cr_expect_eq(r[0], want_join);
+	cr_expect_eq(cl[0], clique_of_a(want_join));
+	isthd_teardown(&edge);
+	isthd_ports_close(&edge);
+}
+
+Test(isthmusd, restart_joins_at_the_next_boundary, .init = eal_up, .fini = eal_down, .timeout = 30)
+{
+	join_case(T_NS / 2, 3); /* 50 ms left of round 2 */
+}
+
+Test(isthmusd, restart_too_close_to_a_boundary_joins_one_later, .init = eal_up, .fini = eal_down,
+	.timeout = 30)
+{
+	join_case(T_NS - 10000000ull, 4); /* 10 ms left: less than 20 ms */
+}
+
 /* Save to @path a one-clique schedule (all N islands, same T) of islands
  * @names in that order, @payload bytes per sender. */
 static void
