@@ -102,9 +102,11 @@ Impairments on every WAN link (seeded, reproducible):
                           (default 1; doc/testbed.md)
 Faults:
   --silent-island K       island K stops sending after its first round
-  --restart-edge K        stop edge K during round 1 and start it again: it
+  --restart-edge K[:N]    stop edge K during round 1 and start it again: it
                           rejoins at a round boundary; peers see partials
-                          naming island K meanwhile
+                          naming island K meanwhile. N times (default 1):
+                          each next stop once island K has played the round
+                          the edge joined at; joins in RUNDIR/restarts
   --pause-wan R[:S]       stop isthmus-wan (SIGSTOP) at the start of round R
                           for S seconds (default 2), then SIGCONT: a WAN
                           outage; times in RUNDIR/pause
@@ -302,6 +304,7 @@ READY_TIMEOUT=120
 LOSS=0 DUP=0 REORDER=0 CORRUPT=0 SEED=1 GE=
 SILENT=-1
 RESTART=-1
+RESTARTS=1
 PAUSE=
 KEEP=
 PMD=af_packet
@@ -335,7 +338,12 @@ while [ $# -gt 0 ]; do
 	--startup) STARTUP=$2; STARTUP_SET=1; shift 2 ;;
 	--ready-timeout) READY_TIMEOUT=$2; shift 2 ;;
 	--silent-island) SILENT=$2; shift 2 ;;
-	--restart-edge) RESTART=$2; shift 2 ;;
+	--restart-edge)
+		[[ "$2" =~ ^([0-9]+)(:([0-9]+))?$ ]] || die "--restart-edge: K or K:N (island, restarts)"
+		RESTART=${BASH_REMATCH[1]}
+		RESTARTS=${BASH_REMATCH[3]:-1}
+		[ "$RESTARTS" -ge 1 ] || die "--restart-edge K:N: N >= 1"
+		shift 2 ;;
 	--pause-wan) PAUSE=$2; shift 2 ;;
 	--keep) KEEP=$2; shift 2 ;;
 	--pmd) PMD=$2; shift 2 ;;
@@ -873,7 +881,9 @@ EPIDS=()
 IPIDS=()
 GRACE=
 if [ "$EDGES" = 1 ]; then
-	[ "$RESTART" -ge 0 ] && EXTRA_ROUNDS=$(( 4 + 4000000000 / T_NS ))
+	# island K misses the rounds its edge is down (about 4 s a restart
+	# on an idle machine; 6 s allowed) and the one it was stopped in
+	[ "$RESTART" -ge 0 ] && EXTRA_ROUNDS=$(( 4 + RESTARTS * (2 + 6000000000 / T_NS) ))
 	GRACE=$(( SLACK_MS + 40 ))
 	# Readiness: isthmusd takes the epoch when it starts, so the epoch is
 	# chosen when the edges start and holds only if every edge (its
@@ -1008,21 +1018,41 @@ if [ "$CMD" = up ]; then
 fi
 
 # --- run: faults, progress, the islands' summaries --------------------------
-# --restart-edge K: stop edge K during round 1 and start it again with the
-# same command (same epoch and schedule): it must rejoin at a round
-# boundary. Its island misses the rounds in between and catches up.
+# --restart-edge K[:N]: stop edge K during round 1 and start it again with
+# the same command (same epoch and schedule): it joins at a round boundary
+# (its "joining at round J" line). Its island misses the rounds in between
+# and catches up. Each next stop waits until island K has logged round J
+# (a condition, not a delay). RUNDIR/restarts: "restart I stop_ns S
+# join J" per restart, for the tests.
 if [ "$RESTART" -ge 0 ]; then
 	(
 		until [ "$(date +%s%N)" -ge $(( EPOCH + 3 * T_NS / 2 )) ]; do
 			[ -e "/proc/$$" ] || exit 0
 			sleep 0.01
 		done
-		pid=$(cat "$WORK/edge$RESTART.pid")
-		kill -INT "$pid" 2>/dev/null
-		while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-		[ -e "/proc/$$" ] || exit 0
-		echo "testbed: edge $RESTART stopped during round 1; restarting" >&2
-		start_edge "$RESTART" >"$WORK/edge$RESTART.restart.log"
+		for i in $(seq 1 "$RESTARTS"); do
+			pid=$(cat "$WORK/edge$RESTART.pid")
+			t0=$(date +%s%N)
+			kill -INT "$pid" 2>/dev/null
+			while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+			[ -e "/proc/$$" ] || exit 0
+			echo "testbed: edge $RESTART stopped (restart $i of $RESTARTS); restarting" >&2
+			log=$WORK/edge$RESTART.restart$i.log
+			start_edge "$RESTART" >"$log"
+			until j=$(sed -n 's/^isthmusd: joining at round \([0-9]*\).*/\1/p' "$log") && [ -n "$j" ]; do
+				[ -e "/proc/$$" ] || exit 0
+				kill -0 "$(cat "$WORK/edge$RESTART.pid")" 2>/dev/null || { echo "restart $i stop_ns $t0 join -" >>"$WORK/restarts"; exit 0; }
+				sleep 0.05
+			done
+			echo "restart $i stop_ns $t0 join $j" >>"$WORK/restarts"
+			[ "$i" -lt "$RESTARTS" ] || break
+			# island K's log: round R clique ... (its result is in)
+			until awk -v j="$j" '$1 == "round" && $2 >= j {f = 1} END {exit !f}' \
+				"$WORK/island$RESTART.log" 2>/dev/null; do
+				[ -e "/proc/$$" ] || exit 0
+				sleep 0.05
+			done
+		done
 		wait
 	) &
 	PIDS+=($!)

@@ -136,6 +136,10 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 			"must be A.B.0.0 in 224.1.0.0 - 239.255.0.0 (a /16 of multicast groups)");
 		goto out;
 	}
+	TRY(isth_conf_u64(c, "wan", "tail_copies", false, 2, 0, 64, &v));
+	cfg->wan_tail_copies = (unsigned int)v;
+	TRY(isth_conf_duration(c, "wan", "tail_copies_after", false, 20000000ull, 0, 10000000000ull,
+		&cfg->wan_tail_copies_after_ns));
 	if (strcmp(cfg->access.dev, cfg->wan.dev) == 0) {
 		rc = isth_conf_fail(c, "wan", "port", "'%s' is also the access port", cfg->wan.dev);
 		goto out;

@@ -89,6 +89,9 @@ struct isthd_config {
 	 * (false): one unicast copy per peer */
 	bool wan_repl_network;
 	uint32_t wan_group_base; /* [wan] group_base, host order, a /16 */
+	unsigned int wan_tail_copies; /* last chunks of the island's DATA
+				       * sent again to every peer, unasked */
+	uint64_t wan_tail_copies_after_ns; /* that long after they left */
 	/* [peer NAME] */
 	struct isthd_peer peers[ISTHD_MAX_PEERS];
 	unsigned int n_peers;

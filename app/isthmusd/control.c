@@ -307,6 +307,46 @@ maybe_reload(struct isthd *d, uint64_t cur)
 	printf("isthmusd: schedule %s takes effect at round %" PRIu64 "\n", path, d->next_from);
 }
 
+/*
+ * The first step decides the first round the edge takes part in. Started
+ * before the epoch: round 0. Started after it (a restart, or a late
+ * start): not the round running, whose peers' DATA went by while the edge
+ * was down and whose ROUND the island would get late, but the next one
+ * whose tables are surely published before it starts (a margin of
+ * join_margin() is left for the handoffs' retries); rounds before it are
+ * never published, announced or NACKed, so the edge joins at a boundary
+ * with the round clock, the peers and the island: a restarted edge's
+ * peers' streams of that round are new to it (its replay windows start
+ * with them, doc/isthmusd.md "Restart and rejoin").
+ */
+static uint64_t
+join_margin(const struct isthd *d)
+{
+	uint64_t m = d->clk.round_ns / 4;
+
+	return m < 20000000ull ? m : 20000000ull;
+}
+
+static void
+join(struct isthd *d, uint64_t now_ns)
+{
+	uint64_t T = d->clk.round_ns, r, left;
+
+	if (now_ns < d->clk.epoch_ns) {
+		d->join1 = 1;
+		return;
+	}
+	r = (now_ns - d->clk.epoch_ns) / T; /* running */
+	left = d->clk.epoch_ns + (r + 1) * T - now_ns;
+	r += left >= join_margin(d) ? 1 : 2;
+	d->join1 = r + 1;
+	__atomic_store_n(&d->published, r, __ATOMIC_RELEASE);
+	d->pace_published = r;
+	printf("isthmusd: joining at round %" PRIu64 " (started %.3f ms into round %" PRIu64 ")\n",
+		r, (double)(T - left) / 1e6, (now_ns - d->clk.epoch_ns) / T);
+	fflush(stdout);
+}
+
 /* One controller step at time @now_ns. Returns ns until the next step. */
 int
 isthd_control_step(struct isthd *d, uint64_t now_ns)
@@ -316,6 +356,8 @@ isthd_control_step(struct isthd *d, uint64_t now_ns)
 	int rc;
 
 	isthd_auth_ctl_step(d); /* free a key set the worker retired */
+	if (d->join1 == 0)
+		join(d, now_ns);
 	/* Promote a reloaded schedule once its first round is current. */
 	cur = now_ns < d->clk.epoch_ns ? 0 : (now_ns - d->clk.epoch_ns) / T + 1;
 	if (d->next_sched && cur >= d->next_from + 1) {
@@ -354,10 +396,20 @@ isthd_control_step(struct isthd *d, uint64_t now_ns)
 		uint64_t old = __atomic_load_n(&d->current, __ATOMIC_RELAXED);
 
 		__atomic_store_n(&d->current, cur, __ATOMIC_RELEASE);
-		if (old)
+		if (old && old >= d->join1)
 			log_round(d, old - 1);
-		if (cur)
-			send_round(d, cur - 1);
+		/* ROUND only for rounds the edge takes part in, and only
+		 * once their tables are out (they are, a round ahead, unless
+		 * the backend's handoff kept refusing since the join) */
+		if (cur && cur >= d->join1) {
+			if (pub >= cur)
+				send_round(d, cur - 1);
+			else
+				fprintf(stderr,
+					"isthmusd: round %" PRIu64
+					": tables not published at its start, no ROUND\n",
+					cur - 1);
+		}
 	}
 	return 0;
 }

@@ -139,7 +139,8 @@ enum isthd_drop {
 	X(peer_unrepaired_unasked, "of peer_chunks_unrepaired: of a (round, peer) never NACKed") \
 	X(peer_repairs_rx, "repairs from peer edges that filled a missing chunk") \
 	X(peer_repairs_late, "of peer_repairs_rx: arrived after NACKing stopped (cutoff)") \
-	X(peer_data_late, "peer DATA (not a repair) first seen after NACKing stopped")
+	X(peer_data_late, "peer DATA (not a repair) first seen after NACKing stopped") \
+	X(tail_copies_sent, "last chunks of the island's DATA sent again to a peer unasked")
 
 enum { ISTHD_N_COUNTERS = 0 ISTHD_COUNTERS(ISTH_CTR_ONE) };
 
@@ -229,6 +230,13 @@ struct isthd_repair {
 	uint32_t budget_chunks;
 	/* dp only: per peer island, per round & 1 (isthd_repair_serve) */
 	struct isthd_repair_budget budget[ISTHD_MAX_PEERS][2];
+	/* dp only: when the last [wan] tail_copies chunks of the island's
+	 * DATA of round tail[i].round (slot r & 1) are sent again to every
+	 * peer unasked (0: sent, or not due yet) */
+	struct {
+		uint64_t round;
+		uint64_t at_ns;
+	} tail[2];
 	/* init: AGG repairs one island NACK may get (half a round's AGGs),
 	 * and the island per round of the edge's clock (one round's) */
 	uint32_t island_nack_cap;
@@ -385,6 +393,11 @@ struct isthd {
 		uint64_t pace_published; /* next round to give the pacer */
 		/* rounds given to worker k's backend, +1 (publish_tables) */
 		uint64_t be_published[ISTHD_MAX_WORKERS];
+		/* the first round this edge takes part in, + 1 (0: not
+		 * decided yet): round 0 when started before the epoch;
+		 * after it (a restart) the first round whose tables can be
+		 * published before it starts (control.c, join) */
+		uint64_t join1;
 		/* counters at the previous boundary, for the round log */
 		struct isthd_dp_stats last_st;
 		struct isth_backend_counts last_be;
@@ -436,6 +449,8 @@ void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n, uin
 void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
 unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns);
 void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
+/* Send the last [wan] tail_copies chunks of a round again, when due. */
+unsigned int isthd_repair_tail_copies(struct isthd *d, uint64_t now_ns);
 /* The island's NACKs (datapath.c): AGG repairs the next NACK may get, and
  * the repairs it got. */
 uint32_t isthd_repair_island_allowance(struct isthd *d);

@@ -36,6 +36,8 @@ isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 	rp->base[0].round = rp->base[1].round = UINT64_MAX;
 	for (unsigned int i = 0; i < RTE_DIM(rp->rtab); i++)
 		rp->rtab[i].round = UINT64_MAX;
+	rp->tail[0].round = rp->tail[1].round = UINT64_MAX;
+	rp->tail[0].at_ns = rp->tail[1].at_ns = 0;
 	if (!d->cfg.wan_repair)
 		return 0;
 	memset(&rc, 0, sizeof(rc));
@@ -45,7 +47,12 @@ isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 	 * start: keep every chunk at least that long */
 	rc.window_ns =
 		RTE_MAX(d->cfg.resend_window_ns, d->clk.round_ns + d->cfg.agg_round_slack_ns);
-	rc.linger_ns = d->cfg.resend_linger_ns;
+	/* No linger: the ring is shared by every peer, and a linger would
+	 * refuse peer B a chunk repaired to peer A just before; and the
+	 * copies of a last-chance NACK (last_nack_copies) each bring a
+	 * repair, so that one lost repair does not cost the chunk. The
+	 * per-peer budget still bounds what NACKs can get. */
+	rc.linger_ns = 0;
 	rc.socket_id = (int)rte_socket_id();
 	rc.hdr_off = 0; /* bare messages */
 	rc.hdr_pool = d->hdr_pool;
@@ -89,6 +96,14 @@ isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n, uint64_t
 			d->rep.base[r & 1].base = seq - isth_wire_get_hdr_chunk(h);
 		}
 		isth_resend_push(d->rep.ring, m[i], now_ns, NULL);
+		/* the stream's last chunk: its tail goes again, unasked,
+		 * tail_copies_after from now (isthd_repair_tail_copies) */
+		if (d->cfg.wan_tail_copies && isth_wire_get_hdr_chunk(h) + 1 == d->rep.n_chunks) {
+			d->rep.tail[r & 1].round = r;
+			d->rep.tail[r & 1].at_ns = now_ns + d->cfg.wan_tail_copies_after_ns;
+			if (d->rep.tail[r & 1].at_ns == 0)
+				d->rep.tail[r & 1].at_ns = 1;
+		}
 	}
 }
 
@@ -263,6 +278,9 @@ merge_ranges(struct isth_wire_range *g, unsigned int n, uint32_t n_chunks, unsig
 	return j;
 }
 
+static uint32_t serve_chunks(struct isthd *d, const struct isthd_peer *peer, uint64_t r,
+	struct isth_wire_range *want, unsigned int n, uint64_t now_ns);
+
 /*
  * A peer edge NACKs chunks of our island's DATA: resend them to it, if the
  * NACK is from that peer's configured address, the peer is in the round's
@@ -275,12 +293,10 @@ merge_ranges(struct isth_wire_range *g, unsigned int n, uint32_t n_chunks, unsig
 void
 isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
 {
-	struct isth_wire_range want[ISTHD_BURST], gone[ISTHD_BURST];
+	struct isth_wire_range want[ISTHD_BURST];
 	const struct isthd_peer *peer = d->peer_of[p->hdr.sender];
-	struct rte_mbuf *rep[ISTHD_BURST], *out[ISTHD_BURST];
-	unsigned int i, n = p->hdr.count, k, n_gone, n_out, cut;
+	unsigned int i, n = p->hdr.count, cut;
 	struct isthd_repair_budget *b;
-	struct isth_resend_cursor cur;
 	uint64_t r = p->hdr.round, left, base;
 
 	isth_ctr_add(&d->st.peer_nacks_rx, 1);
@@ -334,8 +350,26 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 		want[i].first += base;
 		want[i].last += base;
 	}
+	b->used += serve_chunks(d, peer, r, want, n, now_ns);
+}
+
+/*
+ * Send peer edge @peer chunks @want[0..n) (ring sequences, merged) of
+ * round @r of the island's DATA from the ring, as repairs (RESENT).
+ * @return chunks sent.
+ */
+static uint32_t
+serve_chunks(struct isthd *d, const struct isthd_peer *peer, uint64_t r,
+	struct isth_wire_range *want, unsigned int n, uint64_t now_ns)
+{
+	struct isth_wire_range gone[ISTHD_BURST];
+	struct rte_mbuf *rep[ISTHD_BURST], *out[ISTHD_BURST];
+	struct isth_resend_cursor cur;
+	unsigned int i, k, n_gone, n_out;
+	uint32_t sent = 0;
+
 	if (n == 0 || isth_resend_nack_begin(d->rep.ring, &cur, want, n) < 0)
-		return;
+		return 0;
 	while (!isth_resend_nack_done(&cur)) {
 		k = isth_resend_nack_serve(
 			d->rep.ring, &cur, now_ns, rep, RTE_DIM(rep), gone, RTE_DIM(gone), &n_gone);
@@ -356,12 +390,57 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 			if (f)
 				out[n_out++] = f;
 		}
-		b->used += n_out;
+		sent += n_out;
 		isth_ctr_add(&d->st.repairs_sent, n_out);
 		isthd_tx(d, d->wan_port, out, (uint16_t)n_out, ISTHD_DROP_tx_wan, &d->st.wan_tx);
 		if (k == 0 && n_gone == 0)
 			break;
 	}
+	return sent;
+}
+
+/*
+ * The last [wan] tail_copies chunks of the island's DATA of a round go to
+ * every peer of the round a second time, tail_copies_after after the last
+ * one left, unasked: a chunk lost at the end of a stream is otherwise found
+ * missing only when the tail is due plus tail_wait, and repaired a round
+ * trip later, which near the deadline leaves one attempt or none. The
+ * copies are repairs (RESENT): the aggregation drops the one that comes
+ * second (exactly once), and they are not charged to the peers' budgets.
+ * Cost: tail_copies / n_chunks of the DATA. @return chunks sent.
+ */
+unsigned int
+isthd_repair_tail_copies(struct isthd *d, uint64_t now_ns)
+{
+	struct isthd_repair *rp = &d->rep;
+	unsigned int work = 0;
+
+	for (unsigned int i = 0; i < 2; i++) {
+		uint64_t r = rp->tail[i].round, expected;
+		struct isth_wire_range want;
+		uint32_t k;
+
+		if (rp->tail[i].at_ns == 0 || now_ns < rp->tail[i].at_ns)
+			continue;
+		rp->tail[i].at_ns = 0;
+		if (rp->base[r & 1].round != r ||
+			__atomic_load_n(&rp->rtab[r & 3].round, __ATOMIC_ACQUIRE) != r)
+			continue;
+		expected = rp->rtab[r & 3].expected;
+		k = RTE_MIN(d->cfg.wan_tail_copies, rp->n_chunks);
+		for (unsigned int s = 0; s < d->n_islands && s < ISTHD_MAX_PEERS; s++) {
+			uint32_t sent;
+
+			if (!(expected & (1ull << s)) || d->peer_of[s] == NULL)
+				continue;
+			want.first = rp->base[r & 1].base + rp->n_chunks - k;
+			want.last = rp->base[r & 1].base + rp->n_chunks - 1;
+			sent = serve_chunks(d, d->peer_of[s], r, &want, 1, now_ns);
+			isth_ctr_add(&d->st.tail_copies_sent, sent);
+			work += sent;
+		}
+	}
+	return work;
 }
 
 /*

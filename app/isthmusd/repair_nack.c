@@ -224,6 +224,7 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 
 	if (d->rep.rx == NULL || now_ns < d->clk.epoch_ns)
 		return 0;
+	work += isthd_repair_tail_copies(d, now_ns); /* repair.c */
 	for (uint64_t r = d->rep.tail_next;; r++) {
 		uint64_t start = d->clk.epoch_ns + r * d->clk.round_ns, expected, *bits;
 		bool pending = false;

@@ -147,6 +147,9 @@ write_config(const char *path, const char *sched, uint64_t epoch)
 		/* tails NACKed 1 ms before the round ends: well after the late
 		 * chunk, whatever the scheduler does */
 		"repair_before = 1ms\n"
+		/* the last chunk of each round goes to every peer again 5 ms
+		 * after it left, unasked */
+		"tail_copies = 1\ntail_copies_after = 5ms\n"
 		"gateway_mac = 02:00:00:00:ff:01\n"
 		"[peer B]\nip = 10.0.0.2\n[peer C]\nip = 10.0.0.3\n[peer D]\nip = 10.0.0.4\n"
 		"[agg]\nmemory = %s\ntimeout = 50ms\n"
@@ -502,6 +505,8 @@ static unsigned int answered; /* repairs the harness sent */
 /* when the harness saw each NACK naming the chunk never repaired */
 static uint64_t gone_nack_ns[32];
 static unsigned int repairs_ok, asked_repair;
+/* unasked second copies of the last chunk, per round and peer */
+static unsigned int tail_copies[ROUNDS + 2][N], tail_copies_all;
 
 /* as peer B: ask the edge again for island A's chunk 2 of round 0 */
 static void
@@ -583,6 +588,21 @@ poll_wan(void)
 		}
 		cr_expect_eq(p.hdr.type, ISTH_WIRE_DATA);
 		cr_expect_eq(p.hdr.sender, A);
+		if ((p.hdr.flags & ISTH_WIRE_F_RESENT) && p.hdr.chunk == CHUNKS - 1) {
+			/* [wan] tail_copies: the last chunk again, to a
+			 * peer of the round, after the original */
+			cr_expect(clique_of_a(p.hdr.round) & (1u << peer),
+				"round %u tail copy to %u, outside the clique", p.hdr.round, peer);
+			if (p.hdr.round < ROUNDS + 2) {
+				cr_expect_eq(wan_copies[p.hdr.round][peer], CHUNKS,
+					"round %u: tail copy to %u before the stream", p.hdr.round,
+					peer);
+				tail_copies[p.hdr.round][peer]++;
+			}
+			tail_copies_all++;
+			check_sum(&p);
+			continue;
+		}
 		if (p.hdr.flags & ISTH_WIRE_F_RESENT) {
 			/* the repair of nack_edge_for_a(), to B only */
 			cr_expect_eq(peer, B);
@@ -1036,7 +1056,15 @@ run_pipeline(void)
 	cr_expect_eq(isth_ctr_get(&edge.st.peer_chunks_unrepaired), 1);
 	cr_expect_geq(isth_ctr_get(&edge.st.peer_nack_retries), 3 + 1 + 1);
 	cr_expect_eq(repairs_ok, 1, "peer NACK not repaired");
-	cr_expect_eq(isth_ctr_get(&edge.st.repairs_sent), 1);
+	/* the tail copies: one per peer of every round played (the last one
+	 * may end before its copies leave) */
+	for (uint32_t r = 0; r + 1 < ROUNDS; r++)
+		for (unsigned int s = 1; s < N; s++)
+			cr_expect_eq(tail_copies[r][s], (clique_of_a(r) & (1u << s)) ? 1u : 0u,
+				"round %u: %u tail copies to island %u", r, tail_copies[r][s], s);
+	cr_expect_geq(tail_copies_all, 3 * (ROUNDS / 2));
+	cr_expect_eq(isth_ctr_get(&edge.st.tail_copies_sent), tail_copies_all);
+	cr_expect_eq(isth_ctr_get(&edge.st.repairs_sent), 1 + tail_copies_all);
 	cr_expect_eq(isth_ctr_get(&edge.st.peer_nacks_rx), 1);
 	cr_expect_eq(resent_ok, 1, "NACKed AGG not resent");
 	cr_expect_eq(gone_ok, 1, "no GONE for the range never sent");
@@ -1225,6 +1253,62 @@ Test(isthmusd, controller_publishes_ahead_and_reloads_at_boundary, .init = eal_u
 
 	isthd_teardown(&edge);
 	isthd_ports_close(&edge);
+}
+
+/*
+ * An edge started after the epoch (a restart) joins at a round boundary
+ * (control.c, join): not the round running, but the next one, or the one
+ * after when less than min(T / 4, 20 ms) is left of it; rounds before it
+ * are never published or announced; ROUND goes out from the join round on.
+ */
+static void
+join_case(uint64_t into_ns, uint32_t want_join)
+{
+	uint64_t epoch = (now_ns() / 1000000000ull + 100) * 1000000000ull, cl[8];
+	uint64_t start = epoch + 2 * T_NS + into_ns; /* in round 2 */
+	char cfg[128], err[1024];
+	const char *sched;
+	uint32_t r[8];
+
+	sched = write_schedule(epoch);
+	snprintf(cfg, sizeof(cfg), "%s/edge.conf", dir);
+	write_config(cfg, sched, epoch);
+	memset(&edge, 0, sizeof(edge));
+	cr_assert_eq(isthd_config_load(cfg, &edge.cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
+
+	cr_assert_eq(isthd_control_step(&edge, start), 0);
+	cr_expect_eq(edge.join1, want_join + 1);
+	/* nothing before the join round is published; no ROUND for the
+	 * round running */
+	cr_expect_geq(edge.published, want_join, "published %lu", (unsigned long)edge.published);
+	for (uint32_t k = 0; k < want_join; k++)
+		cr_expect_neq(edge.rep.rtab[k & 3].round, k, "round %u published", k);
+	cr_expect_eq(edge.current, 3);
+	cr_expect_eq(take_rounds(r, cl, 8), 0, "ROUND %u sent before the join", r[0]);
+	/* the rounds up to the join round start: ROUND for it only */
+	for (uint64_t k = 3; k <= want_join; k++)
+		cr_assert_eq(isthd_control_step(&edge, epoch + k * T_NS + 1000), 0);
+	/* its tables were out before it started, and ROUND for it only */
+	cr_expect_eq(
+		__atomic_load_n(&edge.rep.rtab[want_join & 3].round, __ATOMIC_ACQUIRE), want_join);
+	cr_assert_eq(take_rounds(r, cl, 8), 1);
+	cr_expect_eq(r[0], want_join);
+	cr_expect_eq(cl[0], clique_of_a(want_join));
+	isthd_teardown(&edge);
+	isthd_ports_close(&edge);
+}
+
+Test(isthmusd, restart_joins_at_the_next_boundary, .init = eal_up, .fini = eal_down, .timeout = 30)
+{
+	join_case(T_NS / 2, 3); /* 50 ms left of round 2 */
+}
+
+Test(isthmusd, restart_too_close_to_a_boundary_joins_one_later, .init = eal_up, .fini = eal_down,
+	.timeout = 30)
+{
+	join_case(T_NS - 10000000ull, 4); /* 10 ms left: less than 20 ms */
 }
 
 /* Save to @path a one-clique schedule (all N islands, same T) of islands
