@@ -24,7 +24,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-LOSSES="0 0.01 0.03 0.05 0.1"
+LOSSES="0 0.01 0.02 0.03 0.05 0.1"
 SEEDS="1 2"
 GE="0.00204/0.1/1"
 ROUNDS=15
