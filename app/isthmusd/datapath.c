@@ -637,25 +637,28 @@ ctl_msgs(struct isthd *d)
 	return n;
 }
 
-/* Rounds whose end (+ slack) has passed: their unfinished aggregates leave
- * as partials now, while the island still waits for them. */
-static unsigned int
-expire_rounds(struct isthd *d, uint64_t now_ns)
+/* Rounds whose end (+ slack) has passed: their unfinished aggregates in
+ * @be leave as partials now, while the island still waits for them.
+ * @next: the next round to expire, owned by the calling worker (worker 0's
+ * d->expire_next, worker k's shard->expire_next). */
+unsigned int
+isthd_expire_rounds(const struct isthd *d, struct isth_backend *be, uint64_t *next, uint64_t now_ns)
 {
-	uint64_t end, n = 0;
+	unsigned int n = 0;
 
 	if (now_ns < d->clk.epoch_ns)
 		return 0;
 	for (;;) {
-		end = d->clk.epoch_ns + (d->expire_next + 1) * d->clk.round_ns +
-			d->cfg.agg_round_slack_ns;
+		uint64_t end =
+			d->clk.epoch_ns + (*next + 1) * d->clk.round_ns + d->cfg.agg_round_slack_ns;
+
 		if (now_ns < end)
 			break;
-		if (isth_backend_expire_round(d->be, d->cfg.job, (uint32_t)d->expire_next) > 0)
+		if (isth_backend_expire_round(be, d->cfg.job, (uint32_t)*next) > 0)
 			n++;
-		d->expire_next++;
+		(*next)++;
 	}
-	return (unsigned int)n;
+	return n;
 }
 
 /* One pass over every source of work; returns packets handled. */
@@ -668,7 +671,7 @@ isthd_dp_poll(struct isthd *d)
 
 	if (d->auth.on)
 		isthd_auth_dp_step(d); /* a reloaded key file */
-	work += expire_rounds(d, now_ns);
+	work += isthd_expire_rounds(d, d->be, &d->expire_next, now_ns);
 	work += isthd_repair_tail_check(d, now_ns);
 	work += access_rx(d, now_ns);
 	work += pace_release(d, tsc);

@@ -435,6 +435,9 @@ int isthd_worker(void *arg);
 unsigned int isthd_dp_poll(struct isthd *d);
 void isthd_dp_drain_final(struct isthd *d);
 void isthd_frame_template(struct isthd *d);
+/* Expire the rounds of @be whose end + slack has passed (worker.c too). */
+unsigned int isthd_expire_rounds(
+	const struct isthd *d, struct isth_backend *be, uint64_t *next, uint64_t now_ns);
 int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m);
 
 /* repair.c */

@@ -201,29 +201,6 @@ isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap)
 	return n;
 }
 
-/* Rounds whose end (+ slack) has passed: worker k's unfinished aggregates
- * of them leave as partials now (as datapath.c's expire_rounds). */
-static unsigned int
-shard_expire(struct isthd_shard *w, uint64_t now_ns)
-{
-	const struct isthd *d = w->d;
-	unsigned int n = 0;
-
-	if (now_ns < d->clk.epoch_ns)
-		return 0;
-	for (;;) {
-		uint64_t end = d->clk.epoch_ns + (w->expire_next + 1) * d->clk.round_ns +
-			d->cfg.agg_round_slack_ns;
-
-		if (now_ns < end)
-			break;
-		if (isth_backend_expire_round(w->be, d->cfg.job, (uint32_t)w->expire_next) > 0)
-			n++;
-		w->expire_next++;
-	}
-	return n;
-}
-
 /* Sum what worker 0 handed over. */
 static unsigned int
 shard_aggregate(struct isthd_shard *w, uint64_t now_ns)
@@ -272,7 +249,7 @@ isthd_shard_poll(struct isthd_shard *w)
 	uint64_t now_ns = isthd_tsc_to_ns(w->d, rte_rdtsc());
 	unsigned int work = 0;
 
-	work += shard_expire(w, now_ns);
+	work += isthd_expire_rounds(w->d, w->be, &w->expire_next, now_ns);
 	work += shard_aggregate(w, now_ns);
 	work += shard_emit(w, now_ns);
 	return work;
