@@ -108,12 +108,12 @@ expect_err "--epoch-ns or --epoch-file, not both" $base --site-map "$tmp/good.ma
 
 # the epoch chosen at run time: no file at start (shortest paths), then
 # SIGHUP reads it; a bad file keeps the epoch and says why
-# wait_for FILE PATTERN: until FILE has a line matching PATTERN (10 s at most)
+# wait_for FILE PATTERN: until FILE has a line matching PATTERN (60 s at most: a loaded host)
 wait_for() {
 	i=0
 	until grep -q -- "$2" "$1" 2>/dev/null; do
 		i=$((i + 1))
-		[ $i -gt 100 ] && { cat "$tmp/hup" "$tmp/hup.err"; fail "no '$2' in $1"; }
+		[ $i -gt 600 ] && { cat "$tmp/hup" "$tmp/hup.err"; fail "no '$2' in $1"; }
 		kill -0 $pid 2>/dev/null || { cat "$tmp/hup.err"; fail "exited early"; }
 		sleep 0.1
 	done
