@@ -37,7 +37,7 @@ usage: scripts/testbed.sh run [options]
 
 run: islands, edges and the WAN emulator for R rounds; prints, last,
   SUMMARY schedule=.. islands=.. rounds=.. aggregates=.. verified=.. wrong=..
-          partial=.. missing=.. nacks=.. resent=.. round_ms_mean=.. round_ms_planned=..
+          partial=.. missing=.. nacks=.. resent=.. round_ms_mean=.. round_ms_planned=.. lost=..
 Exit 0 only if wrong=0 and every island finished every round.
 
 up: one namespace per site whose eth0 goes through isthmus-wan (kernel TCP
@@ -1104,7 +1104,7 @@ python3 - "$WORK" "$N" "$ROUNDS" "$SCHED_NAME" "$PLANNED_MS" "$ifail" \
 import re, sys
 work, n, rounds, name, planned, ifail = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
 want = [int(x) for x in sys.argv[7].split(",")]
-keys = ["aggregates", "verified", "wrong", "partial", "missing", "nacks", "resent"]
+keys = ["aggregates", "verified", "wrong", "partial", "missing", "nacks", "resent", "lost"]
 tot = dict.fromkeys(keys, 0)
 means, finished = [], 0
 for k in range(n):
@@ -1148,9 +1148,9 @@ with open(work + "/wan-links", "w") as f:
 tot_b = sum(by for _, _, by in links)
 print("WAN links_used=%d bytes=%d bytes_per_round=%.0f (per link: %s/wan-links)"
       % (sum(1 for _, _, by in links if by), tot_b, tot_b / rounds, work))
-print("SUMMARY schedule=%s islands=%d rounds=%d aggregates=%d verified=%d wrong=%d partial=%d missing=%d nacks=%d resent=%d round_ms_mean=%.1f round_ms_planned=%s"
+print("SUMMARY schedule=%s islands=%d rounds=%d aggregates=%d verified=%d wrong=%d partial=%d missing=%d nacks=%d resent=%d round_ms_mean=%.1f round_ms_planned=%s lost=%d"
       % (name, n, rounds, tot["aggregates"], tot["verified"], tot["wrong"], tot["partial"],
-         tot["missing"], tot["nacks"], tot["resent"], mean, planned))
+         tot["missing"], tot["nacks"], tot["resent"], mean, planned, tot["lost"]))
 open(work + "/summary", "w").write("%d %d\n" % (tot["wrong"], finished))
 PY
 read -r WRONG FINISHED <"$WORK/summary"

@@ -88,12 +88,18 @@ static const char usage[] =
 	"Output: one line per round\n"
 	"  round R clique {..} chunks N complete C partial P missing <who/which>\n"
 	"  nacks N resent N ms X tx_ms Y\n"
+	"or, for a round this process came back to only after the library had\n"
+	"reused its slot (it keeps 4 rounds; e.g. the process was stopped),\n"
+	"  round R clique {..} chunks N lost: no longer kept\n"
 	"then the summary\n"
 	"  ISLAND island= rounds= aggregates= verified= wrong= partial= missing=\n"
-	"  nacks= resent= round_ms_mean=\n"
+	"  nacks= resent= round_ms_mean= lost=\n"
 	"aggregates counts chunk results, verified those equal to the exact sum\n"
 	"over their bitmap, wrong the others, partial those missing contributors,\n"
-	"missing the contributions reported missing. Round time is from the\n"
+	"missing the contributions reported missing; a lost round's chunks count\n"
+	"as aggregates, partial and not verified, all its peers as missing, and\n"
+	"the round in lost (round_ms_mean is over the rounds not lost). Round\n"
+	"time is from the\n"
 	"ROUND's start_ns to the end of the round (complete, or the deadline);\n"
 	"tx_ms from start_ns to when the DATA was handed to the socket.\n"
 	"Exit status: 0 if wrong=0 and every round finished, 1 otherwise, 2 for\n"
@@ -447,6 +453,7 @@ struct run {
 	uint64_t aggregates, verified, wrong, partial, missing;
 	double ms_sum;
 	uint32_t played;
+	uint32_t lost; /* rounds whose slot was reused before collection */
 };
 
 static uint64_t
@@ -473,6 +480,26 @@ collect(struct run *u, const struct flight *f)
 
 	rc = isth_island_result(u->s, ri->round, u->out, (size_t)u->o.elems * 4, u->ch, u->n_chunks,
 		&res, u->o.timeout_ns);
+	if (rc == -ESTALE) {
+		/*
+		 * The library reused the round's slot for a newer round
+		 * before this process came back for it (it was stopped or
+		 * starved for several rounds). Ending the run here would turn
+		 * one late wake-up into a lost job: count the round as lost,
+		 * every chunk partial and unverified, and go on with the
+		 * rounds still kept.
+		 */
+		set_str(ri->clique, clique, sizeof(clique));
+		u->aggregates += u->n_chunks;
+		u->partial += u->n_chunks;
+		u->missing += (uint64_t)__builtin_popcountll(ri->expected) * u->n_chunks;
+		u->lost++;
+		u->played++;
+		printf("round %u clique %s chunks %u lost: no longer kept\n", ri->round, clique,
+			u->n_chunks);
+		fflush(stdout);
+		return true;
+	}
 	if (rc < 0 && rc != -ETIMEDOUT) {
 		fprintf(stderr, "isthmus-island: round %u: result: %s\n", ri->round, strerror(-rc));
 		return false;
@@ -755,9 +782,10 @@ main(int argc, char **argv)
 			"isthmus-island: the kernel refused UDP GRO: read plain datagrams\n");
 	printf("ISLAND island=%d rounds=%u aggregates=%" PRIu64 " verified=%" PRIu64
 	       " wrong=%" PRIu64 " partial=%" PRIu64 " missing=%" PRIu64 " nacks=%" PRIu64
-	       " resent=%" PRIu64 " round_ms_mean=%.3f\n",
+	       " resent=%" PRIu64 " round_ms_mean=%.3f lost=%u\n",
 		u.o.island, u.played, u.aggregates, u.verified, u.wrong, u.partial, u.missing,
-		st.nacks_sent, st.resent, u.played ? u.ms_sum / u.played : 0.0);
+		st.nacks_sent, st.resent, u.played > u.lost ? u.ms_sum / (u.played - u.lost) : 0.0,
+		u.lost);
 	fflush(stdout);
 	isth_island_close(u.s);
 	free(tensor);

@@ -442,6 +442,67 @@ Test(island_cli, overlap_1_waits_for_the_late_round)
 	play_late_round("1", false);
 }
 
+/*
+ * The process is stopped (SIGSTOP: a starved or paused trainer) past
+ * round 30's deadline while rounds 31-34 are announced; round 34 takes
+ * round 30's slot (the library keeps 4). On SIGCONT the CLI must count
+ * round 30 as lost and go on with 31-34, not end the run on -ESTALE.
+ */
+Test(island_cli, a_round_lost_while_stopped_is_counted_and_the_run_goes_on)
+{
+	static const char *const extra[] = {"--rounds", "5", "--overlap", "2", NULL};
+	const uint64_t peers = 1u << 0 | 1u << 2;
+	struct timespec until;
+	char out[8192];
+	uint64_t dl30;
+	struct cli c;
+	int st;
+
+	cli_start(&c, extra);
+	dl30 = rt_ns() + 2000 * MS;
+	send_round(&c, 30, peers, 2000 * MS);
+	expect_data(&c, 30);
+	cr_assert_eq(kill(c.pid, SIGSTOP), 0);
+	cr_assert_eq(waitpid(c.pid, &st, WUNTRACED), c.pid);
+	cr_assert(WIFSTOPPED(st));
+	c.head[c.head_len] = '\0';
+	cr_assert_null(strstr(c.head, "round 30"), "round 30 ended before the stop:\n%s", c.head);
+	/* the condition is the clock itself: round 30's deadline has passed */
+	until.tv_sec = (time_t)((dl30 + 50 * MS) / 1000000000ull);
+	until.tv_nsec = (long)((dl30 + 50 * MS) % 1000000000ull);
+	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &until, NULL) == EINTR)
+		;
+	for (uint32_t r = 31; r <= 34; r++)
+		send_round(&c, r, peers, 3000 * MS);
+	cr_assert_eq(kill(c.pid, SIGCONT), 0);
+	for (uint32_t r = 31; r <= 34; r++) {
+		expect_data(&c, r);
+		send_agg(&c, r, 0, peers, 0, false, 0, -1);
+		send_agg(&c, r, 1, peers, 0, false, 0, -1);
+	}
+	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 0, "output:\n%s", out);
+	cr_expect_not_null(strstr(out, "round 30 clique {0,1,2} chunks 2 lost: no longer kept\n"),
+		"output:\n%s", out);
+	for (uint32_t r = 31; r <= 34; r++) {
+		char want[128];
+
+		snprintf(want, sizeof(want),
+			"round %u clique {0,1,2} chunks 2 complete 2 partial 0 missing - verified "
+			"2",
+			r);
+		cr_expect_not_null(strstr(out, want), "no '%s' in:\n%s", want, out);
+	}
+	/* 5 rounds x 2 chunks; round 30's 2 chunks partial and unverified,
+	 * each missing both peers */
+	cr_expect(strncmp(summary(out),
+			  "ISLAND island=1 rounds=5 aggregates=10 verified=8 wrong=0 "
+			  "partial=2 missing=4 ",
+			  strlen("ISLAND island=1 rounds=5 aggregates=10 verified=8 wrong=0 "
+				 "partial=2 missing=4 ")) == 0,
+		"output:\n%s", out);
+	cr_expect_not_null(strstr(summary(out), " lost=1\n"), "output:\n%s", out);
+}
+
 /* The CLI's bf16 values: integers in [-2, 1]. */
 static int
 val_bf16(unsigned int k, uint32_t r, uint32_t i)
