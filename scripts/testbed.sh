@@ -1093,6 +1093,19 @@ done
 pkill -PIPE -P "$TAILPID" 2>/dev/null || true
 kill -PIPE "$TAILPID" 2>/dev/null || true
 
+# The kernel's counters of every veth on the WAN side (the emulator's te
+# ports, the edges' tw ports): drops there (a starved softirq backlog, a
+# full socket) are invisible to isthmus-wan and the edges, and would have
+# told the unexplained run of doc/testbed.md ("Network replication on nine
+# cities") apart. Read before anything stops.
+if [ "$EDGES" = 1 ]; then
+	{
+		echo "# ip -s link at the end of the run: isthmus-wan's namespace, then each edge's"
+		ip -n "$WNS" -s link show 2>&1
+		for ((k = 0; k < N; k++)); do ip -n "isth-$RID-e$k" -s link show "tw$RID$k" 2>&1; done
+	} >"$WORK/veth-stats" || true
+fi
+
 # Stop edges and the WAN, collect their final counters.
 for f in "$WORK"/edge*.pid; do kill -INT "$(cat "$f")" 2>/dev/null || true; done
 for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done

@@ -661,18 +661,78 @@ drop:
 }
 
 /*
+ * Do the planned paths of island j's stream in cycle round r (next hops
+ * per destination in @tab, j's clique as destinations) form a tree, every
+ * site entered over one link? Where two of them part and meet again, a
+ * multicast copy is split where they part and each part crosses the
+ * shared links after the meeting site: two copies where the planner
+ * (network replication, m_je in {0,1}) counted one, so the plan's link
+ * loads would not be what runs. lib/plan keeps such routes trees and
+ * refuses others (isth_plan_check()); a file that rejoins was not written
+ * by it for network replication. With a group table (@multicast: the
+ * edges send to groups, network replication) it is refused: -EINVAL, the
+ * message naming round, sender and site on stderr. Without one the
+ * streams are unicast (edge replication: one copy per destination, each
+ * on its own path, where rejoining costs nothing the plan did not count),
+ * so it is only a warning, and 0.
+ */
+static int
+rejoins(const struct isth_wan *w, const struct isth_sched *sc, int r, int j, const int *site,
+	const int16_t *tab, bool multicast)
+{
+	int n = w->n, ni = isth_sched_n_islands(sc), in[ISTH_WAN_MAX_SITES], i, v, hop;
+	uint64_t cl = isth_sched_clique(sc, r, j);
+
+	for (v = 0; v < n; v++)
+		in[v] = -1;
+	for (i = 0; i < ni; i++) {
+		if (i == j || !(cl >> i & 1))
+			continue;
+		for (v = site[j], hop = 0; v != site[i] && hop < n; hop++) {
+			int e = tab[v * n + site[i]], to;
+
+			if (e < 0)
+				break;
+			to = w->links[e].to;
+			if (in[to] >= 0 && in[to] != e) {
+				fprintf(stderr,
+					"isthmus-wan: %sschedule round %d: the planned paths of "
+					"%s's stream rejoin at %s (entered from %s and from %s), "
+					"so a multicast copy would cross the links after it "
+					"twice%s\n",
+					multicast ? "" : "warning: ", r,
+					isth_sched_island_name(sc, j), isth_topo_name(w->t, to),
+					isth_topo_name(w->t, w->links[in[to]].from),
+					isth_topo_name(w->t, w->links[e].from),
+					multicast ? "; refused with a group table (network "
+						    "replication): not a tree"
+						  : "; harmless for unicast fan-out (edge "
+						    "replication)");
+				return multicast ? -EINVAL : 0;
+			}
+			in[to] = e;
+			v = to;
+		}
+	}
+	return 0;
+}
+
+/*
  * Per-round routes from the schedule's 'route' lines (params.sched): for
  * each cycle round r and ingress site j whose planned paths differ from
  * the shortest ones, a tree (a copy of j's shortest-path table with the
  * planned next hops towards each routed destination) is appended to w->nh,
  * and rtree[r * n + j] names it; equal tables of one site are shared.
  * Next hops are per destination, as for shortest paths: a multicast copy
- * splits where the planned paths of its destinations part. 0, -EINVAL (a
- * schedule island that is no site, or a route over a pair of sites with
- * no link between them; the message goes to stderr), or -ENOMEM.
+ * splits where the planned paths of its destinations part, so each link of
+ * a tree carries it once; routes that part and meet again are refused with
+ * @multicast (a group table) and warned of without (rejoins()). 0, -EINVAL
+ * (a schedule island that is no site, a route over a pair of sites with no
+ * link between them, or a rejoin with @multicast; the message goes to
+ * stderr), or -ENOMEM.
  */
 static int
-build_routes(struct isth_wan *w, const struct isth_sched *sc, uint64_t epoch_tsc)
+build_routes(struct isth_wan *w, const struct isth_sched *sc, uint64_t epoch_tsc, bool multicast)
 {
 	int n = w->n, ni = isth_sched_n_islands(sc), r, j, i, k, e, np;
 	int site[ISTH_WAN_MAX_SITES], hops[ISTH_WAN_MAX_SITES], path[ISTH_WAN_MAX_SITES];
@@ -740,6 +800,10 @@ build_routes(struct isth_wan *w, const struct isth_sched *sc, uint64_t epoch_tsc
 					changed |= tab[a * n + site[i]] != path[k];
 					tab[a * n + site[i]] = (int16_t)path[k];
 				}
+			}
+			if (rejoins(w, sc, r, j, site, tab, multicast) < 0) {
+				ret = -EINVAL;
+				goto out;
 			}
 			if (!changed)
 				continue;
@@ -987,7 +1051,7 @@ isth_wan_create(const struct isth_topo *t, const struct isth_wan_sitemap *map,
 	}
 
 	if (p->sched != NULL) {
-		err = build_routes(w, p->sched, p->epoch_tsc);
+		err = build_routes(w, p->sched, p->epoch_tsc, groups != NULL && groups->n > 0);
 		if (err == -ENOMEM)
 			goto nomem;
 		if (err < 0)

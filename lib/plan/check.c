@@ -117,6 +117,32 @@ isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
 					ret = -ERANGE;
 					break;
 				}
+				/* network replication counts a link of j's union once:
+				 * true only if the union is a tree (what isthmus-wan
+				 * forwards as one copy per link); checked first, as
+				 * the shape of the routes, before their timing */
+				if (p->repl == ISTH_PLAN_REPL_NETWORK) {
+					int e1, e2,
+						v = plan_route_tree_conflict(t, j, m & ~(1ULL << j),
+							&r->route[((size_t)k * n + j) * n], &e1,
+							&e2);
+
+					if (v >= 0) {
+						char n1[96];
+
+						isth_topo_dlink_name(t, e1, n1, sizeof(n1));
+						isth_topo_dlink_name(t, e2, name, sizeof(name));
+						snprintf(err, errlen,
+							"round %d: sender %s's routes are not a "
+							"tree "
+							"(network replication): site %s is entered "
+							"over %s and %s",
+							k, isth_topo_name(t, j),
+							isth_topo_name(t, v), n1, name);
+						ret = -ERANGE;
+						break;
+					}
+				}
 				if (D < Dacc * (1 - CHK_CAP_TOL)) {
 					snprintf(err, errlen,
 						"round %d: %s sends faster than its access link "

@@ -197,7 +197,9 @@ double isth_plan_result_peak_memory(const struct isth_plan_result *r, const stru
  * (1 ppm tolerance), each sender's last byte delivered (offset + duration
  * + path latency + delivery tail) by T, no sender faster than its access
  * link, and each receiver edge's peak occupancy <= M (tolerance 1 ppm of P
- * plus what one stream delivers in 1 ns).
+ * plus what one stream delivers in 1 ns); with network replication, also
+ * that each sender's routes form a tree rooted at it (every site on them
+ * entered over one link: what isthmus-wan sends once per link).
  * @param err receives "round r: ..." naming the first violation.
  * @return 0 if every round holds, -ERANGE on a violation, -EINVAL if the
  *         arguments do not match or @p r is infeasible, -ENOMEM.

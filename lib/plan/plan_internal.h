@@ -73,6 +73,11 @@ int plan_kpaths_pin(const struct isth_topo *t);
  * may be NULL) of j's stream to dests along route[i]; 0 or -errno. */
 int plan_route_stream(const struct isth_topo *t, int j, uint64_t dests, enum isth_plan_repl repl,
 	const uint8_t *route, int *mult, double *lat);
+/* -1 if j's routes to @dests are a tree rooted at j (one entering link per
+ * site, network replication's invariant), else the first site entered
+ * over two links (*e1, *e2: the two; either may be NULL). */
+int plan_route_tree_conflict(
+	const struct isth_topo *t, int j, uint64_t dests, const uint8_t *route, int *e1, int *e2);
 /* Latency of j's stream to i in round @round of a result, along its route. */
 double plan_result_lat(
 	const struct isth_plan_result *r, const struct isth_topo *t, int round, int j, int i);

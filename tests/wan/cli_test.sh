@@ -93,6 +93,37 @@ expect_err "route.sched says 'epoch runtime': give the job's epoch with --epoch-
 expect_err "schedule round 0 route A->C: no link A->C in the topology" \
 	$base --site-map "$tmp/good.map" --schedule "$tmp/route.sched" --epoch-ns 1
 expect_err "--epoch-ns and --epoch-file need --schedule" $base --site-map "$tmp/good.map" --epoch-ns 1
+# routes of one sender that part and meet again (A->B over C, A->E over D
+# and B): refused with a group table (network replication would send two
+# copies into B), a warning without one
+printf 'site,region\nA,r\nB,r\nC,r\nD,r\nE,r\n' > "$tmp/rj-sites.csv"
+printf 'a,b,one_way_ms,capacity_gbps\nA,C,1,1\nA,D,1,1\nC,B,1,1\nD,B,1,1\nB,E,1,1\n' \
+	> "$tmp/rj-links.csv"
+cat > "$tmp/rejoin.sched" <<SCHED
+isthmus-schedule 2
+islands 5
+island 0 A
+island 1 B
+island 2 C
+island 3 D
+island 4 E
+round-ns 100000000
+epoch runtime
+payload-bytes 1000
+chunk-bytes 0
+memory-bytes 0
+rounds 1
+round 0 0x13 0x4 0x8
+send 0 0 0 1000000
+send 0 1 0 1000000
+send 0 4 0 1000000
+route 0 0 1 0,2,1
+route 0 0 4 0,3,1,4
+end
+SCHED
+rj="--sites $tmp/rj-sites.csv --links $tmp/rj-links.csv --site-map $tmp/good.map"
+expect_err "schedule round 0: the planned paths of A's stream rejoin at B (entered from C and from D)" \
+	$rj --groups "$tmp/good.groups" --schedule "$tmp/rejoin.sched" --epoch-ns 1
 expect_err "--epoch-ns and --epoch-file need --schedule" $base --site-map "$tmp/good.map" \
 	--epoch-file "$tmp/epoch"
 # the epoch file: one positive integer (ns), refused with file:line

@@ -846,6 +846,110 @@ Test(wan_route, route_without_link_refused)
 	isth_sched_free(sc);
 }
 
+/*
+ * A planned tree is crossed once per link (issue 13: one copy per link per
+ * tree). Sites A..E: A-B 2 ms, B-D 2 ms, A-C 3 ms, C-D 3 ms, D-E 1 ms,
+ * B-E 5 ms, 1000 Gbit/s (100 B: 0.8 ns a hop, rounded up per hop: a
+ * 4 ns tolerance covers E's three hops). One
+ * clique of all five, group 239.1.1.1 = all five. Shortest paths from A:
+ * B (2 ms), D via B (4 ms), E via B-D (5 ms), C (3 ms). The planned tree
+ * of A (route lines, as lib/plan writes them: a tree): B direct, C direct,
+ * D via C, E via C-D. One multicast frame from A at t = 1.05 s (round 0,
+ * epoch 1 s): B at +2 ms, C at +3 ms, D at +6 ms, E at +7 ms, one copy
+ * each; A->B, A->C, C->D, D->E carry exactly one packet, every other
+ * link none (shortest paths would put D's and E's copy on A->B, B->D).
+ */
+#define PT_SITES "site,region\nA,r\nB,r\nC,r\nD,r\nE,r\n"
+#define PT_LINKS \
+	"a,b,one_way_ms,capacity_gbps\nA,B,2,1000\nB,D,2,1000\nA,C,3,1000\nC,D,3,1000\n" \
+	"D,E,1,1000\nB,E,5,1000\n"
+#define PT_SCHED(route_d, route_e) \
+	"isthmus-schedule 2\nislands 5\nisland 0 A\nisland 1 B\nisland 2 C\nisland 3 D\n" \
+	"island 4 E\nround-ns 100000000\nepoch runtime\npayload-bytes 1000\nchunk-bytes 0\n" \
+	"memory-bytes 0\nrounds 1\nround 0 0x1f\nsend 0 0 0 1000000\nsend 0 1 0 1000000\n" \
+	"send 0 2 0 1000000\nsend 0 3 0 1000000\nsend 0 4 0 1000000\nroute 0 0 1 0,1\n" \
+	"route 0 0 2 0,2\nroute 0 0 3 " route_d "\nroute 0 0 4 " route_e "\nend\n"
+
+Test(wan_mcast, planned_tree_one_copy_per_link)
+{
+	static const char schedtxt[] = PT_SCHED("0,2,3", "0,2,3,4");
+	static const char *const tree[][2] = {{"A", "B"}, {"A", "C"}, {"C", "D"}, {"D", "E"}};
+	static const uint64_t after[5] = {0, 2 * MS, 3 * MS, 6 * MS, 7 * MS};
+	uint32_t g = (239u << 24) | (1 << 16) | (1 << 8) | 1;
+	struct isth_wan_link_stats ls;
+	struct isth_sched *sc;
+	struct harness h;
+	struct log *lg = log_new();
+	int per_site[5] = {0}, e, k;
+	char err[256] = "";
+
+	start();
+	sc = isth_sched_parse("tree.sched", schedtxt, err, sizeof(err));
+	cr_assert_not_null(sc, "%s", err);
+	h_opt_sched = sc;
+	h_opt_epoch_tsc = 1000 * MS;
+	cr_assert_eq(h_create(&h, PT_SITES, PT_LINKS, "239.1.1.1 A B C D E\n", NULL, 1, 1,
+			     1000000000, 4096),
+		0, "%s", h.err);
+	events_until(&h, 1050 * MS, lg);
+	h_inject(&h, 0, h_udp(&h, 0, g, 1, 100));
+	take_at(&h, 1050 * MS, lg);
+	drain(&h, lg);
+	cr_assert_eq(lg->n, 4, "copies: %d", lg->n);
+	for (k = 0; k < lg->n; k++) {
+		const struct rec *r = &lg->r[k];
+
+		per_site[r->site]++;
+		cr_expect(near(r->t, 1050 * MS + after[r->site], 4), "site %d at %lu", r->site,
+			(unsigned long)r->t);
+	}
+	cr_expect(per_site[0] == 0 && per_site[1] == 1 && per_site[2] == 1 && per_site[3] == 1 &&
+		per_site[4] == 1);
+	for (e = 0; e < isth_topo_ndlinks(h.t); e++) {
+		uint64_t want = 0;
+		char name[80];
+
+		for (k = 0; k < (int)RTE_DIM(tree); k++)
+			want |= e == h_dlink(&h, tree[k][0], tree[k][1]);
+		isth_wan_link_stats(h.w, e, &ls);
+		isth_topo_dlink_name(h.t, e, name, sizeof(name));
+		cr_expect_eq(ls.pkts, want, "%s carried %lu, want %lu", name,
+			(unsigned long)ls.pkts, (unsigned long)want);
+	}
+	free(lg);
+	stop(&h);
+	isth_sched_free(sc);
+}
+
+/*
+ * Routes of one tree that rejoin: A's stream to D through C (A-C-D) and
+ * to E through B and D (A-B-D-E) meet again at D, entered from C and from
+ * B; a copy would reach D twice and cross D->E twice. With a group table
+ * (network replication) the emulator refuses the schedule; without one
+ * (edge replication: unicast copies) it only warns and runs.
+ */
+Test(wan_mcast, rejoining_routes_refused_with_groups)
+{
+	static const char schedtxt[] = PT_SCHED("0,2,3", "0,1,3,4");
+	struct isth_sched *sc;
+	struct harness h;
+	char err[256] = "";
+
+	start();
+	sc = isth_sched_parse("rejoin.sched", schedtxt, err, sizeof(err));
+	cr_assert_not_null(sc, "%s", err);
+	h_opt_sched = sc;
+	h_opt_epoch_tsc = 1000 * MS;
+	cr_assert_neq(h_create(&h, PT_SITES, PT_LINKS, "239.1.1.1 A B C D E\n", NULL, 1, 1,
+			      1000000000, 4096),
+		0);
+	h_destroy(&h);
+	cr_assert_eq(h_create(&h, PT_SITES, PT_LINKS, NULL, NULL, 1, 1, 1000000000, 4096), 0, "%s",
+		h.err);
+	stop(&h);
+	isth_sched_free(sc);
+}
+
 Test(wan_mcast, tree_replication)
 {
 	/*
