@@ -30,6 +30,7 @@
 #include <rte_branch_prediction.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
 #include "isth_auth.h"
@@ -37,6 +38,7 @@
 #include "isth_ctr.h"
 #include "isth_pace.h"
 #include "isth_resend.h"
+#include "isth_rtab.h"
 #include "isth_sched.h"
 #include "isth_wire.h"
 #include "isth_xdp.h"
@@ -368,6 +370,9 @@ struct isthd {
 	/* init (before isthd_setup; 0 counts as 1): worker lcores. Worker 0
 	 * is this struct's data path; worker k >= 1 is shard[k] (worker.c) */
 	unsigned int n_workers;
+	/* init (isthd_rcu_setup): the round tables' readers, worker k is
+	 * reader k (doc/isthmusd.md, "Round tables"); NULL before setup */
+	struct rte_rcu_qsbr *qs;
 	struct isthd_shard *shard[ISTHD_MAX_WORKERS];
 	unsigned int lcore[ISTHD_MAX_WORKERS]; /* isthd_workers_launch */
 	/* dp only: peer DATA for worker k, staged for one ring burst */
@@ -528,6 +533,30 @@ bool isthd_shard_steer(struct isthd *d, struct rte_mbuf *m, const struct isth_wi
 void isthd_shard_flush(struct isthd *d);
 /* Worker 0: AGG messages the other workers built, at most @cap. */
 unsigned int isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap);
+/* The round tables' readers (lib/rtab): a qsbr variable with one reader
+ * per worker, registered; setup, before the first backend. */
+int isthd_rcu_setup(struct isthd *d);
+/* Worker k: the round tables it read are no longer in use (once per
+ * poll-loop iteration); offline around an idle sleep and after its loop,
+ * so a sleeping or stopped worker never holds the writer up. */
+static inline void
+isthd_rcu_quiescent(const struct isthd *d, unsigned int k)
+{
+	if (d->qs != NULL)
+		rte_rcu_qsbr_quiescent(d->qs, k);
+}
+static inline void
+isthd_rcu_online(const struct isthd *d, unsigned int k)
+{
+	if (d->qs != NULL)
+		rte_rcu_qsbr_thread_online(d->qs, k);
+}
+static inline void
+isthd_rcu_offline(const struct isthd *d, unsigned int k)
+{
+	if (d->qs != NULL)
+		rte_rcu_qsbr_thread_offline(d->qs, k);
+}
 /* Worker k >= 1: its lcore loop, and one pass of it (benchmarks). */
 int isthd_shard_worker(void *arg);
 unsigned int isthd_shard_poll(struct isthd_shard *w);

@@ -118,7 +118,8 @@ Test(rtab, reader_in_section_blocks_exactly_its_buffer)
 	/* an offline reader holds nothing up */
 	rte_rcu_qsbr_thread_offline(qs, 0);
 	rte_rcu_qsbr_quiescent(qs, 1);
-	cr_assert_eq(isth_rtab_reclaim(t), 2, "reader 0 is offline, reader 1 reported: c and a are free");
+	cr_assert_eq(isth_rtab_reclaim(t), 2,
+		"reader 0 is offline, reader 1 reported: c and a are free");
 	isth_rtab_stats_get(t, &st);
 	cr_assert_eq(st.published, 5);
 	cr_assert_eq(st.reclaimed, 4);
