@@ -101,7 +101,7 @@ sw_create(const struct isth_backend_conf *conf)
 		if (sw->step == 0)
 			sw->step = 1;
 	}
-	i = backend_fanout_init(&sw->fo, &conf->mcast, conf->island);
+	i = backend_fanout_init(&sw->fo, &conf->mcast, conf->island, conf->qs);
 	if (i < 0) {
 		rte_errno = -i;
 		goto fail;
