@@ -93,9 +93,9 @@ publish:
 			return rc;
 		d->be_published[i] = r + 1;
 	}
-	/* the data path's WAN repair: due times of tails */
-	isthd_repair_publish(d, &v, r);
-	return 0;
+	/* the data path's WAN repair: due times of tails (-EBUSY: the
+	 * backends, which took the round, are not asked again) */
+	return isthd_repair_publish(d, &v, r);
 }
 
 static int

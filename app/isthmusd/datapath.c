@@ -690,7 +690,10 @@ isthd_worker(void *arg)
 	struct isthd *d = arg;
 	uint32_t idle = 0;
 
+	isthd_rcu_online(d, 0);
 	while (!d->stop) {
+		/* round tables are read only within one pass (worker.c) */
+		isthd_rcu_quiescent(d, 0);
 		if (isthd_dp_poll(d)) {
 			idle = 0;
 			continue;
@@ -699,9 +702,12 @@ isthd_worker(void *arg)
 		 * so other processes on the core get to run. */
 		if (d->cfg.idle_polls && ++idle >= d->cfg.idle_polls) {
 			isth_ctr_add(&d->st.idle_sleeps, 1);
+			isthd_rcu_offline(d, 0);
 			rte_delay_us_sleep((unsigned int)(d->cfg.idle_sleep_ns / 1000));
+			isthd_rcu_online(d, 0);
 		}
 	}
+	isthd_rcu_offline(d, 0);
 	return 0;
 }
 

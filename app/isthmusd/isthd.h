@@ -30,6 +30,7 @@
 #include <rte_branch_prediction.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
 #include "isth_auth.h"
@@ -37,6 +38,7 @@
 #include "isth_ctr.h"
 #include "isth_pace.h"
 #include "isth_resend.h"
+#include "isth_rtab.h"
 #include "isth_sched.h"
 #include "isth_wire.h"
 #include "isth_xdp.h"
@@ -243,22 +245,28 @@ struct isthd_repair {
 	uint32_t island_budget;
 	/* dp only: the island's budget for the round running (+1) */
 	struct isthd_repair_budget island;
-	/* ctl writes (release, before published), dp reads: expected set of
-	 * round r in slot r & 3 */
-	struct {
-		uint64_t round;
-		uint64_t expected;
-		/* per sender s, ns from the round's start: when its last
+	/* round r's repair table (struct isthd_repair_round) in slot r & 3
+	 * (lib/rtab): ctl writes (isthd_repair_publish, before published),
+	 * dp reads through isthd_repair_round() */
+	struct isth_rtab *rtab;
+};
+
+/* One round's WAN-repair table. Written by: ctl, in a buffer no worker
+ * sees; read-only once published (lib/rtab); read by: worker 0, until its
+ * next quiescent state. */
+struct isthd_repair_round {
+	uint64_t round;
+	uint64_t expected;
+	/* per sender s, ns from the round's start: when its last
 		 * chunk is due here by the plan (offset + payload at its
 		 * rate + latency; until its DATA arrives), and the last
 		 * moment to NACK it (deadline - one-way latency) */
-		uint64_t tail_at[ISTHD_MAX_PEERS];
-		uint64_t cutoff[ISTHD_MAX_PEERS];
-		/* ns per chunk at s's planned rate (0: unknown), and the
+	uint64_t tail_at[ISTHD_MAX_PEERS];
+	uint64_t cutoff[ISTHD_MAX_PEERS];
+	/* ns per chunk at s's planned rate (0: unknown), and the
 		 * first wait between NACKs (a round trip + tail_wait) */
-		uint64_t chunk_ns[ISTHD_MAX_PEERS];
-		uint64_t backoff_ns[ISTHD_MAX_PEERS];
-	} rtab[4];
+	uint64_t chunk_ns[ISTHD_MAX_PEERS];
+	uint64_t backoff_ns[ISTHD_MAX_PEERS];
 };
 
 /* One load of the key file: its keys and an engine for each thread.
@@ -368,6 +376,9 @@ struct isthd {
 	/* init (before isthd_setup; 0 counts as 1): worker lcores. Worker 0
 	 * is this struct's data path; worker k >= 1 is shard[k] (worker.c) */
 	unsigned int n_workers;
+	/* init (isthd_rcu_setup): the round tables' readers, worker k is
+	 * reader k (doc/isthmusd.md, "Round tables"); NULL before setup */
+	struct rte_rcu_qsbr *qs;
 	struct isthd_shard *shard[ISTHD_MAX_WORKERS];
 	unsigned int lcore[ISTHD_MAX_WORKERS]; /* isthd_workers_launch */
 	/* dp only: peer DATA for worker k, staged for one ring burst */
@@ -443,7 +454,13 @@ int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m);
 /* repair.c */
 int isthd_repair_init(struct isthd *d, char *err, size_t err_size);
 void isthd_repair_fini(struct isthd *d);
-void isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v, uint64_t r);
+/* ctl: round @r's repair table from the round view @v. 0, or -EBUSY while
+ * worker 0 has not passed a quiescent state since a spare table was
+ * replaced (nothing published: the controller retries at its next tick). */
+int isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v, uint64_t r);
+/* The repair tables (init, before isthd_repair_init's early exits; tests
+ * that publish without the rest of repair). 0 or -ENOMEM. */
+int isthd_repair_tables_init(struct isthd *d);
 /* A linear frame to a peer edge carrying @msg, UDP-checksummed (repairs
  * and NACKs to peers; repair.c). NULL: no mbuf or too long. */
 struct rte_mbuf *isthd_repair_frame_to_peer(
@@ -528,6 +545,40 @@ bool isthd_shard_steer(struct isthd *d, struct rte_mbuf *m, const struct isth_wi
 void isthd_shard_flush(struct isthd *d);
 /* Worker 0: AGG messages the other workers built, at most @cap. */
 unsigned int isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap);
+/* Worker 0: round @r's repair table, or NULL if not published; valid until
+ * its next quiescent state (doc/isthmusd.md, "Round tables"). */
+static inline const struct isthd_repair_round *
+isthd_repair_round(const struct isthd *d, uint64_t r)
+{
+	const struct isthd_repair_round *t = isth_rtab_get(d->rep.rtab, (uint32_t)(r & 3));
+
+	return t != NULL && t->round == r ? t : NULL;
+}
+
+/* The round tables' readers (lib/rtab): a qsbr variable with one reader
+ * per worker, registered; setup, before the first backend. */
+int isthd_rcu_setup(struct isthd *d);
+/* Worker k: the round tables it read are no longer in use (once per
+ * poll-loop iteration); offline around an idle sleep and after its loop,
+ * so a sleeping or stopped worker never holds the writer up. */
+static inline void
+isthd_rcu_quiescent(const struct isthd *d, unsigned int k)
+{
+	if (d->qs != NULL)
+		rte_rcu_qsbr_quiescent(d->qs, k);
+}
+static inline void
+isthd_rcu_online(const struct isthd *d, unsigned int k)
+{
+	if (d->qs != NULL)
+		rte_rcu_qsbr_thread_online(d->qs, k);
+}
+static inline void
+isthd_rcu_offline(const struct isthd *d, unsigned int k)
+{
+	if (d->qs != NULL)
+		rte_rcu_qsbr_thread_offline(d->qs, k);
+}
 /* Worker k >= 1: its lcore loop, and one pass of it (benchmarks). */
 int isthd_shard_worker(void *arg);
 unsigned int isthd_shard_poll(struct isthd_shard *w);

@@ -34,8 +34,10 @@ isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 	memset(&rp->island, 0, sizeof(rp->island));
 	rp->rx_words = rp->n_chunks / 64 + 1;
 	rp->base[0].round = rp->base[1].round = UINT64_MAX;
-	for (unsigned int i = 0; i < RTE_DIM(rp->rtab); i++)
-		rp->rtab[i].round = UINT64_MAX;
+	if (isthd_repair_tables_init(d) < 0) {
+		snprintf(err, err_size, "WAN repair: round tables: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
 	rp->tail[0].round = rp->tail[1].round = UINT64_MAX;
 	rp->tail[0].at_ns = rp->tail[1].at_ns = 0;
 	if (!d->cfg.wan_repair)
@@ -70,9 +72,29 @@ isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 	return 0;
 }
 
+int
+isthd_repair_tables_init(struct isthd *d)
+{
+	/* a spare per slot: worker 0 may hold round r's table while r + 4
+	 * is published */
+	struct isth_rtab_params p = {
+		.n_slots = 4,
+		.n_spare = 4,
+		.size = sizeof(struct isthd_repair_round),
+		.qs = d->qs,
+	};
+
+	if (d->rep.rtab != NULL)
+		return 0;
+	d->rep.rtab = isth_rtab_create(&p);
+	return d->rep.rtab != NULL ? 0 : -ENOMEM;
+}
+
 void
 isthd_repair_fini(struct isthd *d)
 {
+	isth_rtab_destroy(d->rep.rtab);
+	d->rep.rtab = NULL;
 	isth_resend_destroy(d->rep.ring);
 	d->rep.ring = NULL;
 	rte_free(d->rep.rx);
@@ -110,20 +132,24 @@ isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n, uint64_t
 /*
  * Controller, before round @r is published: the expected senders (@v's
  * peers) and, per sender, the times WAN repair works with (struct
- * isthd_repair, rtab), from the round view @v and the peer's latency.
- * Published with release.
+ * isthd_repair_round), from the round view @v and the peer's latency.
+ * Written in a table no worker sees, published with release (lib/rtab).
  */
-void
+int
 isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v, uint64_t r)
 {
 	struct isthd_repair *rp = &d->rep;
 	uint64_t T = v->round_ns, bits = v->payload_bytes * 8;
 	uint64_t chunk_bits = (uint64_t)d->lim.max_elems * 32;
+	struct isthd_repair_round *rt;
 	unsigned int i;
 
-	rp->rtab[r & 3].round = UINT64_MAX; /* being rewritten */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	rp->rtab[r & 3].expected = v->peers;
+	rt = isth_rtab_prepare(rp->rtab);
+	if (rt == NULL)
+		return -EBUSY;
+	memset(rt, 0, sizeof(*rt));
+	rt->round = r;
+	rt->expected = v->peers;
 	for (i = 0; i < d->n_islands && i < ISTHD_MAX_PEERS; i++) {
 		uint64_t off = v->snd[i].offset_ns, rate = v->snd[i].rate_bps;
 		uint64_t lat = 0, at, cut, bo;
@@ -159,13 +185,13 @@ isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v, uin
 			bo = d->cfg.resend_linger_ns;
 		if (bo == 0)
 			bo = 1000000;
-		rp->rtab[r & 3].tail_at[i] = at;
-		rp->rtab[r & 3].cutoff[i] = cut;
-		rp->rtab[r & 3].chunk_ns[i] =
+		rt->tail_at[i] = at;
+		rt->cutoff[i] = cut;
+		rt->chunk_ns[i] =
 			planned ? (uint64_t)((__uint128_t)chunk_bits * 1000000000ull / rate) : 0;
-		rp->rtab[r & 3].backoff_ns[i] = bo;
+		rt->backoff_ns[i] = bo;
 	}
-	__atomic_store_n(&rp->rtab[r & 3].round, r, __ATOMIC_RELEASE);
+	return isth_rtab_publish(rp->rtab, (uint32_t)(r & 3), rt);
 }
 
 /*
@@ -297,6 +323,7 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	const struct isthd_peer *peer = d->peer_of[p->hdr.sender];
 	unsigned int i, n = p->hdr.count, cut;
 	struct isthd_repair_budget *b;
+	const struct isthd_repair_round *rt;
 	uint64_t r = p->hdr.round, left, base;
 
 	isth_ctr_add(&d->st.peer_nacks_rx, 1);
@@ -306,8 +333,8 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_bad_source], 1);
 		return;
 	}
-	if (__atomic_load_n(&d->rep.rtab[r & 3].round, __ATOMIC_ACQUIRE) != r ||
-		!(d->rep.rtab[r & 3].expected & (1ull << p->hdr.sender))) {
+	rt = isthd_repair_round(d, r);
+	if (rt == NULL || !(rt->expected & (1ull << p->hdr.sender))) {
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_not_clique], 1);
 		return;
 	}
@@ -423,10 +450,11 @@ isthd_repair_tail_copies(struct isthd *d, uint64_t now_ns)
 		if (rp->tail[i].at_ns == 0 || now_ns < rp->tail[i].at_ns)
 			continue;
 		rp->tail[i].at_ns = 0;
-		if (rp->base[r & 1].round != r ||
-			__atomic_load_n(&rp->rtab[r & 3].round, __ATOMIC_ACQUIRE) != r)
+		const struct isthd_repair_round *rt = isthd_repair_round(d, r);
+
+		if (rp->base[r & 1].round != r || rt == NULL)
 			continue;
-		expected = rp->rtab[r & 3].expected;
+		expected = rt->expected;
 		k = RTE_MIN(d->cfg.wan_tail_copies, rp->n_chunks);
 		for (unsigned int s = 0; s < d->n_islands && s < ISTHD_MAX_PEERS; s++) {
 			uint32_t sent;

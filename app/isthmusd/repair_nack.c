@@ -102,7 +102,8 @@ nack_missing(struct isthd *d, unsigned int s, uint64_t r, const uint64_t *bits, 
 
 /* The chunk-tracking slot of (round r, sender s), reset for a new round. */
 static struct isthd_rx_track *
-rx_slot(struct isthd *d, uint64_t r, unsigned int s, uint64_t **bits)
+rx_slot(struct isthd *d, const struct isthd_repair_round *rt, uint64_t r, unsigned int s,
+	uint64_t **bits)
 {
 	unsigned int idx = (unsigned int)(r & 3) * d->n_islands + s;
 	struct isthd_rx_track *t = &d->rep.rx[idx];
@@ -111,7 +112,7 @@ rx_slot(struct isthd *d, uint64_t r, unsigned int s, uint64_t **bits)
 	if (t->round != r) {
 		memset(t, 0, sizeof(*t));
 		t->round = r;
-		t->backoff_ns = d->rep.rtab[r & 3].backoff_ns[s];
+		t->backoff_ns = rt->backoff_ns[s];
 		memset(*bits, 0, d->rep.rx_words * sizeof(uint64_t));
 	}
 	return t;
@@ -148,14 +149,16 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 {
 	uint64_t r = p->hdr.round, *bits, cns;
 	unsigned int s = p->hdr.sender;
+	const struct isthd_repair_round *rt;
 	struct isthd_rx_track *t;
 	uint32_t c = p->hdr.chunk;
 
-	if (d->rep.rx == NULL || c >= d->rep.n_chunks ||
-		__atomic_load_n(&d->rep.rtab[r & 3].round, __ATOMIC_ACQUIRE) != r ||
-		!(d->rep.rtab[r & 3].expected & (1ull << s)))
+	if (d->rep.rx == NULL || c >= d->rep.n_chunks)
 		return;
-	t = rx_slot(d, r, s, &bits);
+	rt = isthd_repair_round(d, r);
+	if (rt == NULL || !(rt->expected & (1ull << s)))
+		return;
+	t = rx_slot(d, rt, r, s, &bits);
 	if (chunk_seen(bits, c))
 		return; /* a duplicate: the backend counts it */
 	bits[c / 64] |= 1ull << (c % 64);
@@ -170,7 +173,7 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 		isth_ctr_add(&d->st.peer_data_late, 1);
 	/* the sender's stream is here now at chunk c: the rest follows at
 	 * its rate (a late or slow sender moves its tail's due time) */
-	cns = d->rep.rtab[r & 3].chunk_ns[s];
+	cns = rt->chunk_ns[s];
 	if (cns && c + 1 >= t->next) {
 		t->last_due = now_ns + (uint64_t)(d->rep.n_chunks - 1 - c) * cns;
 		/* a stream still coming after the plan's due time (a late
@@ -227,16 +230,18 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 	work += isthd_repair_tail_copies(d, now_ns); /* repair.c */
 	for (uint64_t r = d->rep.tail_next;; r++) {
 		uint64_t start = d->clk.epoch_ns + r * d->clk.round_ns, expected, *bits;
+		const struct isthd_repair_round *rt;
 		bool pending = false;
 
 		if (now_ns < start)
 			break;
-		if (__atomic_load_n(&d->rep.rtab[r & 3].round, __ATOMIC_ACQUIRE) != r) {
+		rt = isthd_repair_round(d, r);
+		if (rt == NULL) {
 			if (r == d->rep.tail_next && now_ns >= start + 2 * d->clk.round_ns)
 				d->rep.tail_next++; /* never published (a bye) */
 			continue;
 		}
-		expected = d->rep.rtab[r & 3].expected;
+		expected = rt->expected;
 		for (unsigned int s = 0; s < d->n_islands; s++) {
 			uint64_t cut, due, upto;
 			struct isthd_rx_track *t;
@@ -244,14 +249,14 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 
 			if (!(expected & (1ull << s)))
 				continue;
-			t = rx_slot(d, r, s, &bits);
+			t = rx_slot(d, rt, r, s, &bits);
 			if (t->done)
 				continue;
 			if (t->n_rx == d->rep.n_chunks) {
 				t->done = 1;
 				continue;
 			}
-			cut = start + d->rep.rtab[r & 3].cutoff[s];
+			cut = start + rt->cutoff[s];
 			/* Past the cutoff, NACKing stops, unless a NACK fell
 			 * due before it (a retry, or the tail, due at the
 			 * cutoff at the latest) and this pass came late (the
@@ -263,7 +268,7 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 				continue;
 			}
 			pending = true;
-			due = (t->last_due ? t->last_due : start + d->rep.rtab[r & 3].tail_at[s]) +
+			due = (t->last_due ? t->last_due : start + rt->tail_at[s]) +
 				d->cfg.wan_tail_wait_ns;
 			/* a tail due after the cutoff is asked for at it */
 			if (due > cut)

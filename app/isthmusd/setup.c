@@ -420,6 +420,13 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 		bc.max_chunks = (bc.max_chunks + d->n_workers - 1) / d->n_workers;
 	}
 	isthd_auth_dev_conf(d, &bc.auth, agg_seq0);
+	rc = isthd_rcu_setup(d);
+	if (rc < 0) {
+		snprintf(err, err_size, "round-table readers (%u workers): %s", d->n_workers,
+			strerror(-rc));
+		goto fail;
+	}
+	bc.qs = d->qs;
 	d->be = isth_backend_create(d->cfg.backend, &bc);
 	if (d->be == NULL) {
 		snprintf(err, err_size, "%s: backend '%s': %s%s", d->cfg.path, d->cfg.backend,
@@ -547,6 +554,9 @@ isthd_teardown(struct isthd *d)
 	isthd_workers_teardown(d);
 	isth_backend_destroy(d->be);
 	d->be = NULL;
+	/* after every backend: their round tables are registered on it */
+	isth_rtab_qs_free(d->qs);
+	d->qs = NULL;
 	if (d->ctl_ring) {
 		free_ring_mbufs(d->ctl_ring);
 		rte_ring_free(d->ctl_ring);

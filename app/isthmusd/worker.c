@@ -43,6 +43,22 @@
 #define SHARD_OUT_SIZE 1024
 
 int
+isthd_rcu_setup(struct isthd *d)
+{
+	unsigned int k, n = RTE_MAX(d->n_workers, 1u);
+
+	d->qs = isth_rtab_qs_create(n);
+	if (d->qs == NULL)
+		return -errno;
+	/* registered from the start, offline until a worker's loop runs:
+	 * a worker that is not running holds nothing up */
+	for (k = 0; k < n; k++)
+		if (rte_rcu_qsbr_thread_register(d->qs, k) != 0)
+			return -EINVAL;
+	return 0;
+}
+
+int
 isthd_workers_setup(struct isthd *d, const struct isth_backend_conf *bc, char *err, size_t err_size)
 {
 	char name[RTE_RING_NAMESIZE];
@@ -262,7 +278,10 @@ isthd_shard_worker(void *arg)
 	const struct isthd *d = w->d;
 	uint32_t idle = 0;
 
+	isthd_rcu_online(d, w->id);
 	while (!d->stop) {
+		/* round tables are read only within one pass */
+		isthd_rcu_quiescent(d, w->id);
 		if (isthd_shard_poll(w)) {
 			idle = 0;
 			continue;
@@ -270,9 +289,12 @@ isthd_shard_worker(void *arg)
 		/* the same back-off as worker 0 (shared hosts) */
 		if (d->cfg.idle_polls && ++idle >= d->cfg.idle_polls) {
 			isth_ctr_add(&w->st.idle_sleeps, 1);
+			isthd_rcu_offline(d, w->id);
 			rte_delay_us_sleep((unsigned int)(d->cfg.idle_sleep_ns / 1000));
+			isthd_rcu_online(d, w->id);
 		}
 	}
+	isthd_rcu_offline(d, w->id);
 	return 0;
 }
 

@@ -10,9 +10,9 @@
  *   age list   active slots in first-arrival order: its head is both the
  *              next to time out and the pool-conflict victim.
  *   emitq[]    emitted slots waiting for isth_agg_drain().
- *   rounds     per job, `window` seqlocked entries written by the control
- *              plane; next to each, the data path's own per-round chunk
- *              states (2 bits per chunk) and the shared emitted records.
+ *   rtab       per job, `window` round-table slots (lib/rtab) written by the
+ *              control plane; next to each, the data path's own per-round
+ *              chunk states (2 bits per chunk) and the shared emitted records.
  *
  * A slot is FREE -> ACTIVE (in the index and age list) -> QUEUED (emitted,
  * in emitq) -> DRAINED (caller holds the descriptor) -> FREE on release.
@@ -29,7 +29,6 @@
 #define AGG_NONE UINT32_MAX
 #define AGG_CACHE_LINE 64u
 #define AGG_REC_WAYS 8u
-#define AGG_SEQ_RETRIES 64u
 
 enum agg_slot_state {
 	SLOT_FREE = 0,
@@ -73,13 +72,14 @@ struct agg_bucket {
 } __attribute__((aligned(AGG_CACHE_LINE)));
 
 /*
- * Written by: control plane (isth_agg_set_round), seqlock on seq;
- * read by: owner lcore.
+ * One round's table. Written by: control plane (isth_agg_set_round) in a
+ * buffer no reader sees (lib/rtab); read-only once published; read by:
+ * owner lcore until its next quiescent state.
  */
 struct agg_round {
-	uint32_t seq; /* odd while being written */
 	uint32_t round;
-	uint64_t expected; /* 0: never published */
+	uint32_t pad;
+	uint64_t expected; /* never 0 */
 };
 
 /* Written by: control plane; read by: owner lcore (acquire on used, newest). */
@@ -132,7 +132,7 @@ struct isth_agg {
 	uint32_t *free_stack;
 	uint32_t *emitq;
 	struct agg_job *jobs; /* max_jobs */
-	struct agg_round *rounds; /* max_jobs * window */
+	struct isth_rtab *rtab; /* max_jobs * window slots of struct agg_round */
 	struct agg_rstate *rstates; /* max_jobs * window */
 	uint8_t *chunk_states; /* max_jobs * window * chunk_state_size */
 	struct agg_record *records; /* (rec_mask + 1) * AGG_REC_WAYS */
@@ -365,9 +365,22 @@ isth_agg_create(const struct isth_agg_params *p)
 	agg->jobs = zalloc(max_jobs * sizeof(*agg->jobs), &agg->meta_size);
 	if (agg->jobs == NULL)
 		goto free_emitq;
-	agg->rounds = zalloc(n_rounds * sizeof(*agg->rounds), &agg->meta_size);
-	if (agg->rounds == NULL)
-		goto free_jobs;
+	{
+		/* as many spares as slots: a whole window can be published
+		 * again while the owner has not yet passed a quiescent state */
+		struct isth_rtab_params rp = {
+			.n_slots = (uint32_t)n_rounds,
+			.n_spare = (uint32_t)n_rounds,
+			.size = sizeof(struct agg_round),
+			.qs = p->qs,
+		};
+
+		agg->rtab = isth_rtab_create(&rp);
+		if (agg->rtab == NULL)
+			goto free_jobs;
+		/* its buffers are cache-line aligned, plus a slot pointer each */
+		agg->meta_size += n_rounds * (2 * AGG_CACHE_LINE + sizeof(void *));
+	}
 	agg->rstates = zalloc(n_rounds * sizeof(*agg->rstates), &agg->meta_size);
 	if (agg->rstates == NULL)
 		goto free_rounds;
@@ -389,7 +402,7 @@ free_chunk_states:
 free_rstates:
 	free(agg->rstates);
 free_rounds:
-	free(agg->rounds);
+	isth_rtab_destroy(agg->rtab);
 free_jobs:
 	free(agg->jobs);
 free_emitq:
@@ -417,7 +430,7 @@ isth_agg_destroy(struct isth_agg *agg)
 	free(agg->records);
 	free(agg->chunk_states);
 	free(agg->rstates);
-	free(agg->rounds);
+	isth_rtab_destroy(agg->rtab);
 	free(agg->jobs);
 	free(agg->emitq);
 	free(agg->free_stack);
@@ -450,7 +463,7 @@ isth_agg_set_round(struct isth_agg *agg, uint32_t job, uint32_t round, uint64_t 
 	uint64_t valid = agg->p.n_islands == 64 ? UINT64_MAX : (1ull << agg->p.n_islands) - 1;
 	struct agg_round *r;
 	struct agg_job *j = NULL;
-	uint32_t i, seq;
+	uint32_t i;
 
 	if (expected == 0 || (expected & ~valid) != 0)
 		return -EINVAL;
@@ -468,20 +481,21 @@ isth_agg_set_round(struct isth_agg *agg, uint32_t job, uint32_t round, uint64_t 
 		if (i == agg->p.max_jobs)
 			return -ENOSPC;
 		j = &agg->jobs[i];
-		j->job = job;
-		__atomic_store_n(&j->newest, round, __ATOMIC_RELAXED);
 	} else if (round < __atomic_load_n(&j->newest, __ATOMIC_RELAXED)) {
 		return -EINVAL;
 	}
-
-	r = &agg->rounds[(size_t)i * agg->p.window + round % agg->p.window];
-	seq = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&r->round, round, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->expected, expected, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->seq, seq + 2, __ATOMIC_RELEASE);
-
+	/* a buffer no reader can see; none free yet: the caller retries */
+	r = isth_rtab_prepare(agg->rtab);
+	if (r == NULL)
+		return -EBUSY;
+	if (!__atomic_load_n(&j->used, __ATOMIC_RELAXED)) {
+		j->job = job;
+		__atomic_store_n(&j->newest, round, __ATOMIC_RELAXED);
+	}
+	r->round = round;
+	r->expected = expected;
+	/* the slot before newest: a reader that sees newest sees the table */
+	isth_rtab_publish(agg->rtab, i * agg->p.window + round % agg->p.window, r);
 	__atomic_store_n(&j->newest, round, __ATOMIC_RELEASE);
 	__atomic_store_n(&j->used, 1, __ATOMIC_RELEASE);
 	return 0;
@@ -514,8 +528,7 @@ static inline uint64_t
 round_expected(struct isth_agg *agg, uint32_t ji, uint32_t round, uint64_t **drop)
 {
 	const struct agg_round *r;
-	uint32_t newest, s1, s2, rr, tries;
-	uint64_t e;
+	uint32_t newest;
 
 	newest = __atomic_load_n(&agg->jobs[ji].newest, __ATOMIC_ACQUIRE);
 	if (round > newest) {
@@ -526,24 +539,16 @@ round_expected(struct isth_agg *agg, uint32_t ji, uint32_t round, uint64_t **dro
 		*drop = &agg->stats.stale_round;
 		return 0;
 	}
-	r = &agg->rounds[(size_t)ji * agg->p.window + round % agg->p.window];
-	for (tries = 0; tries < AGG_SEQ_RETRIES; tries++) {
-		s1 = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
-		if (s1 & 1)
-			continue;
-		rr = __atomic_load_n(&r->round, __ATOMIC_RELAXED);
-		e = __atomic_load_n(&r->expected, __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		s2 = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
-		if (s1 != s2)
-			continue;
-		if (rr == round && e != 0)
-			return e;
-		/* overwritten by a newer round since we read newest */
-		*drop = rr > round ? &agg->stats.stale_round : &agg->stats.unknown_round;
-		return 0;
-	}
+	/* read-only until this lcore's next quiescent state (lib/rtab) */
+	r = isth_rtab_get(agg->rtab, ji * agg->p.window + round % agg->p.window);
 	*drop = &agg->stats.unknown_round;
+	if (r == NULL)
+		return 0;
+	if (r->round == round)
+		return r->expected; /* never 0 */
+	/* replaced by a newer round since we read newest */
+	if (r->round > round)
+		*drop = &agg->stats.stale_round;
 	return 0;
 }
 
@@ -1095,6 +1100,12 @@ isth_agg_emit_hdr(const struct isth_agg_emit *e, struct isth_wire_hdr *h)
 	h->round = e->round;
 	h->chunk = e->chunk;
 	h->bitmap = e->bitmap;
+}
+
+void
+isth_agg_round_stats_get(const struct isth_agg *agg, struct isth_rtab_stats *st)
+{
+	isth_rtab_stats_get(agg->rtab, st);
 }
 
 void

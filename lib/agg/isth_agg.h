@@ -13,8 +13,12 @@
  * except isth_agg_set_round() and isth_agg_stats_get() must be called by
  * the engine's owner thread only. isth_agg_set_round() is the control
  * plane's single writer of the round tables (one control thread per engine);
- * isth_agg_stats_get() may be called from any thread at any time.
- * The engine is EAL-free: plain C, memory allocated once in
+ * isth_agg_stats_get() and isth_agg_round_stats_get() may be called from any
+ * thread at any time. The round tables reach the owner through lib/rtab
+ * (rte_rcu_qsbr): when the writer is another thread, the owner is a reader
+ * registered on isth_agg_params.qs and reports quiescent states between
+ * bursts (doc/isthmusd.md, "Round tables").
+ * The engine needs no EAL: plain C, memory allocated once in
  * isth_agg_create(), nothing allocated, locked or asked of the kernel after.
  *
  * Memory budget, precisely: every slot owns one accumulator of
@@ -41,6 +45,7 @@
 #include <stdint.h>
 
 #include "isth_ctr.h"
+#include "isth_rtab.h"
 
 #include "isth_wire.h"
 
@@ -100,6 +105,12 @@ struct isth_agg_params {
 	/** Output type of bf16 chunks: ISTH_WIRE_DTYPE_BF16 (default if 0) or ISTH_WIRE_DTYPE_FP32. */
 	uint8_t bf16_out;
 	enum isth_agg_kernel kernel; /**< force a kernel set (tests, bench) */
+	/**
+	 * The readers of the round tables (lib/rtab): the owner lcore,
+	 * registered and reporting quiescent states. NULL: the owner thread
+	 * is also the one that calls isth_agg_set_round().
+	 */
+	struct rte_rcu_qsbr *qs;
 };
 
 /** isth_agg_params.reserve: let the engine choose. */
@@ -223,15 +234,21 @@ void isth_agg_info_get(const struct isth_agg *agg, struct isth_agg_info *info);
 /**
  * Publish round @p round of job @p job with its expected contributor set.
  * Control plane: the only writer of the round tables; safe while the owner
- * lcore adds (a seqlock per entry). Rounds of a job must be published in
- * increasing order; publishing R makes rounds <= R - window stale. Publish
- * the next round before its first DATA can arrive.
+ * lcore adds (lib/rtab: the round's table is written in a buffer no reader
+ * sees and published with a release store). Rounds of a job must be
+ * published in increasing order; publishing R makes rounds <= R - window
+ * stale. Publish the next round before its first DATA can arrive.
  *
  * @return 0; -EINVAL if expected is empty or names islands >= n_islands,
  *         or round is older than the job's newest; -ENOSPC if max_jobs
- *         jobs are already known.
+ *         jobs are already known; -EBUSY if every spare table still waits
+ *         for the owner's quiescent state (nothing published: retry at the
+ *         next tick; counted in isth_agg_round_stats_get()'s reuse_waits).
  */
 int isth_agg_set_round(struct isth_agg *agg, uint32_t job, uint32_t round, uint64_t expected);
+
+/** Any thread: the round tables' counters (lib/rtab, written by set_round). */
+void isth_agg_round_stats_get(const struct isth_agg *agg, struct isth_rtab_stats *st);
 
 /**
  * Sum a burst of contributions into their slots. Contributions that are

@@ -13,54 +13,45 @@
 #define TAG_NONE UINT64_MAX
 
 int
-backend_fanout_init(struct backend_fanout *fo, const struct isth_mcast_conf *conf, uint8_t island)
+backend_fanout_init(struct backend_fanout *fo, const struct isth_mcast_conf *conf, uint8_t island,
+	struct rte_rcu_qsbr *qs)
 {
 	struct isth_mcast_conf mcc = *conf;
-	int i;
 
 	memset(fo, 0, sizeof(*fo));
-	fo->tag[0] = fo->tag[1] = TAG_NONE;
+	fo->published[0] = fo->published[1] = TAG_NONE;
 	mcc.island = island;
-	for (i = 0; i < 2; i++) {
-		fo->mc[i] = isth_mcast_create(&mcc);
-		if (fo->mc[i] == NULL) {
-			i = rte_errno;
-			backend_fanout_fini(fo);
-			return -i;
-		}
-	}
+	mcc.n_rounds = 2; /* round parity */
+	mcc.qs = qs;
+	fo->mc = isth_mcast_create(&mcc);
+	if (fo->mc == NULL)
+		return -rte_errno;
 	return 0;
 }
 
 void
 backend_fanout_fini(struct backend_fanout *fo)
 {
-	isth_mcast_destroy(fo->mc[0]);
-	isth_mcast_destroy(fo->mc[1]);
-	fo->mc[0] = fo->mc[1] = NULL;
+	isth_mcast_destroy(fo->mc);
+	fo->mc = NULL;
 }
 
 int
 backend_fanout_publish(struct backend_fanout *fo, uint32_t round,
 	const struct isth_mcast_peer *peers, unsigned int n)
 {
-	unsigned int k = round & 1;
-	uint64_t old = fo->tag[k];
 	int rc;
 
-	if (old == round)
+	if (fo->published[round & 1] == round)
 		return 0;
-	__atomic_store_n(&fo->tag[k], TAG_NONE, __ATOMIC_RELEASE);
 	/* one multicast destination: the WAN replicates (network replication) */
 	if (n == 1 && peers[0].ip >> 28 == 0xe)
-		rc = isth_mcast_publish_group(fo->mc[k], round, peers[0].ip, peers[0].port);
+		rc = isth_mcast_publish_group(fo->mc, round, peers[0].ip, peers[0].port);
 	else
-		rc = isth_mcast_publish(fo->mc[k], round, peers, n);
-	if (rc < 0) {
-		__atomic_store_n(&fo->tag[k], old, __ATOMIC_RELEASE);
+		rc = isth_mcast_publish(fo->mc, round, peers, n);
+	if (rc < 0)
 		return rc;
-	}
-	__atomic_store_n(&fo->tag[k], round, __ATOMIC_RELEASE);
+	fo->published[round & 1] = round;
 	return 0;
 }
 
@@ -90,14 +81,16 @@ backend_fanout_burst(struct backend_fanout *fo, struct rte_mbuf **pkts, uint16_t
 		while (j < n && rte_pktmbuf_data_len(pkts[j]) >= ISTH_WIRE_HDR_SIZE &&
 			msg_round(pkts[j]) == round)
 			j++;
-		if (__atomic_load_n(&fo->tag[round & 1], __ATOMIC_ACQUIRE) != round) {
+		/* a table published between the two looks (round + 2 in
+		 * the same slot) leaves the run to mcast's pkts_no_table */
+		if (!isth_mcast_has_round(fo->mc, round)) {
 			isth_ctr_add(&fo->no_table, j - i);
 			i = j;
 			continue;
 		}
 		run = j - i;
-		done = isth_mcast_fanout_burst(
-			fo->mc[round & 1], pkts + i, run, out + total, out_cap - total, &k);
+		done = isth_mcast_fanout_round(
+			fo->mc, round, pkts + i, run, out + total, out_cap - total, &k);
 		total += k;
 		i += done;
 		if (done < run)
@@ -121,14 +114,13 @@ backend_fanout_stats(const struct backend_fanout *fo, struct isth_backend_stats 
 		"mcast_drop_too_big",
 		"mcast_drop_len",
 	};
-	struct isth_mcast_stats ms[2];
+	struct isth_mcast_stats ms;
 	unsigned int i;
 
-	isth_mcast_stats_get(fo->mc[0], &ms[0]);
-	isth_mcast_stats_get(fo->mc[1], &ms[1]);
+	isth_mcast_stats_get(fo->mc, &ms);
 	for (i = 0; i < RTE_DIM(mc_names) && st->n < ISTH_BACKEND_MAX_STATS; i++) {
 		st->names[st->n] = mc_names[i];
-		st->values[st->n++] = ((const uint64_t *)&ms[0])[i] + ((const uint64_t *)&ms[1])[i];
+		st->values[st->n++] = ((const uint64_t *)&ms)[i];
 	}
 	if (st->n < ISTH_BACKEND_MAX_STATS) {
 		st->names[st->n] = "repl_no_table";

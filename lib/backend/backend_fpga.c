@@ -435,7 +435,7 @@ fpga_create(const struct isth_backend_conf *conf)
 		}
 		goto fail;
 	}
-	rc = backend_fanout_init(&f->fo, &conf->mcast, conf->island);
+	rc = backend_fanout_init(&f->fo, &conf->mcast, conf->island, conf->qs);
 	if (rc < 0)
 		goto fail;
 	return f;

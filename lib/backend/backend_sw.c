@@ -87,6 +87,7 @@ sw_create(const struct isth_backend_conf *conf)
 	ap.timeout_ns = conf->timeout_ns;
 	ap.bf16_out = conf->bf16_out;
 	ap.reserve = ISTH_AGG_RESERVE_DEFAULT;
+	ap.qs = conf->qs;
 	sw->agg = isth_agg_create(&ap);
 	if (sw->agg == NULL) {
 		rte_errno = errno;
@@ -100,7 +101,7 @@ sw_create(const struct isth_backend_conf *conf)
 		if (sw->step == 0)
 			sw->step = 1;
 	}
-	i = backend_fanout_init(&sw->fo, &conf->mcast, conf->island);
+	i = backend_fanout_init(&sw->fo, &conf->mcast, conf->island, conf->qs);
 	if (i < 0) {
 		rte_errno = -i;
 		goto fail;
@@ -287,6 +288,18 @@ sw_stats(const void *priv, struct isth_backend_stats *st)
 	for (i = 0; i < ISTH_AGG_STATS_N && st->n < ISTH_BACKEND_MAX_STATS; i++) {
 		st->names[st->n] = isth_agg_stats_name(i);
 		st->values[st->n++] = v[i];
+	}
+	{
+		/* the round tables' writer counts: control thread (lib/rtab) */
+		struct isth_rtab_stats rs;
+
+		isth_agg_round_stats_get(sw->agg, &rs);
+		if (st->n + 2 <= ISTH_BACKEND_MAX_STATS) {
+			st->names[st->n] = "round_tables_published";
+			st->values[st->n++] = rs.published;
+			st->names[st->n] = "round_table_reuse_waits";
+			st->values[st->n++] = rs.reuse_waits;
+		}
 	}
 	backend_fanout_stats(&sw->fo, st);
 #define PUT(f) \

@@ -50,6 +50,7 @@
 
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
 
 #include "isth_mcast.h"
 #include "isth_wire.h"
@@ -125,6 +126,13 @@ struct isth_backend_conf {
 	const char *device;
 	/** Authentication offload (fpga); zeroed: none. */
 	struct isth_backend_auth auth;
+	/**
+	 * The readers of the round tables (lib/rtab, doc/isthmusd.md "Round
+	 * tables"): the data-path owner is registered on it and reports a
+	 * quiescent state once per poll-loop iteration. NULL: set_round() is
+	 * called on the owner's own thread.
+	 */
+	struct rte_rcu_qsbr *qs;
 };
 
 /**

@@ -2,8 +2,8 @@
 /*
  * Zero-copy and deep-copy fan-out of isthmus messages, after DPDK's
  * ipv4_multicast example: one small header mbuf per destination chained
- * to an indirect clone of the payload. Tables are double buffered between
- * one control writer and one data-path reader (mcast_priv.h).
+ * to an indirect clone of the payload. Tables go from one control writer
+ * to one data-path reader through lib/rtab (mcast_priv.h).
  */
 #include <errno.h>
 #include <string.h>
@@ -87,7 +87,7 @@ isth_mcast_create(const struct isth_mcast_conf *conf)
 
 	if (conf == NULL ||
 		(conf->island >= ISTH_WIRE_MAX_ISLANDS && conf->island != ISTH_MCAST_NO_ISLAND) ||
-		conf->vlan > 0x0fff || conf->dscp > 63)
+		conf->vlan > 0x0fff || conf->dscp > 63 || conf->n_rounds > 64)
 		goto einval;
 	memset(&a, 0, sizeof(a));
 	a.vlan = conf->vlan;
@@ -114,6 +114,24 @@ isth_mcast_create(const struct isth_mcast_conf *conf)
 		return NULL;
 	}
 	mc->conf = *conf;
+	mc->n_rounds = conf->n_rounds ? conf->n_rounds : 1;
+	{
+		/* a spare per slot: round r + n_rounds can be published while
+		 * the data path still holds round r's table */
+		struct isth_rtab_params rp = {
+			.n_slots = mc->n_rounds,
+			.n_spare = mc->n_rounds,
+			.size = sizeof(struct mcast_table),
+			.qs = conf->qs,
+		};
+
+		mc->rtab = isth_rtab_create(&rp);
+		if (mc->rtab == NULL) {
+			rte_free(mc);
+			rte_errno = ENOMEM;
+			return NULL;
+		}
+	}
 	mc->hdr_size = hs;
 	mc->l3_off = (uint16_t)(hs - IP_UDP_SIZE);
 	if (conf->mode == ISTH_MCAST_COPY)
@@ -128,36 +146,22 @@ einval:
 void
 isth_mcast_destroy(struct isth_mcast *mc)
 {
+	if (mc == NULL)
+		return;
+	isth_rtab_destroy(mc->rtab);
 	rte_free(mc);
 }
 
-/*
- * Control side: may tables[(gen + 1) & 1] be written? It holds
- * generation gen - 1, which only a burst still running since before gen
- * was published can be reading. See mcast_read_begin() for the fence.
- */
-static bool
-mcast_inactive_free(struct isth_mcast *mc)
-{
-	uint32_t g = mc->gen; /* the control thread is its only writer */
-	uint64_t s;
-
-	if (g < 2)
-		return true; /* gen - 1 is "no table": never read */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	s = __atomic_load_n(&mc->rd_seq, __ATOMIC_ACQUIRE);
-	if ((s & 1) == 0)
-		return true; /* idle: its next burst loads >= g */
-	return __atomic_load_n(&mc->rd_gen, __ATOMIC_ACQUIRE) == g;
-}
-
+/* Control: make @t round's table (slot round % n_rounds). */
 static void
-mcast_publish_table(struct isth_mcast *mc)
+mcast_publish_table(struct isth_mcast *mc, struct mcast_table *t)
 {
 	uint32_t next = mc->gen + 1;
 
+	mc->last_slot = t->round % mc->n_rounds;
+	isth_rtab_publish(mc->rtab, mc->last_slot, t);
 	if (next == 0)
-		next = 2; /* 0 means "none"; keep the parity */
+		next = 1; /* 0 means "none" */
 	__atomic_store_n(&mc->gen, next, __ATOMIC_RELEASE);
 }
 
@@ -215,16 +219,16 @@ isth_mcast_publish(
 			return -EINVAL;
 		seen |= UINT64_C(1) << p->island;
 	}
-	if (!mcast_inactive_free(mc))
+	/* none free: the data path has not yet passed a quiescent state */
+	t = isth_rtab_prepare(mc->rtab);
+	if (t == NULL)
 		return -EBUSY;
-
-	t = &mc->tables[(mc->gen + 1) & 1];
 	t->round = round;
 	t->group = 0;
 	t->n_dests = (uint16_t)n;
 	for (i = 0; i < n; i++)
 		dest_init(mc, &t->dests[i], &peers[i]);
-	mcast_publish_table(mc);
+	mcast_publish_table(mc, t);
 	return 0;
 }
 
@@ -236,7 +240,8 @@ isth_mcast_publish_group(struct isth_mcast *mc, uint32_t round, uint32_t group_i
 
 	if (mc == NULL || !ip_is_mcast(group_ip) || port == 0)
 		return -EINVAL;
-	if (!mcast_inactive_free(mc))
+	t = isth_rtab_prepare(mc->rtab);
+	if (t == NULL)
 		return -EBUSY;
 
 	memset(&p, 0, sizeof(p));
@@ -244,12 +249,11 @@ isth_mcast_publish_group(struct isth_mcast *mc, uint32_t round, uint32_t group_i
 	isth_mcast_group_mac(group_ip, p.mac);
 	p.ip = group_ip;
 	p.port = port;
-	t = &mc->tables[(mc->gen + 1) & 1];
 	t->round = round;
 	t->group = 1;
 	t->n_dests = 1;
 	dest_init(mc, &t->dests[0], &p);
-	mcast_publish_table(mc);
+	mcast_publish_table(mc, t);
 	return 0;
 }
 
@@ -265,12 +269,11 @@ isth_mcast_table_get(const struct isth_mcast *mc, uint32_t *round, struct isth_m
 {
 	const struct mcast_table *t;
 	unsigned int i;
-	uint32_t g;
 
-	g = __atomic_load_n(&mc->gen, __ATOMIC_ACQUIRE);
-	if (g == 0)
+	/* the control thread is the writer: its own newest table */
+	t = isth_rtab_get(mc->rtab, mc->last_slot);
+	if (t == NULL)
 		return -ENOENT;
-	t = &mc->tables[g & 1];
 	if (round != NULL)
 		*round = t->round;
 	for (i = 0; i < t->n_dests && i < cap; i++)
@@ -447,26 +450,23 @@ fanout_copy(const struct isth_mcast *mc, const struct mcast_table *t, struct rte
 	return n;
 }
 
-uint16_t
-isth_mcast_fanout_burst(struct isth_mcast *mc, struct rte_mbuf **pkts, uint16_t n_pkts,
-	struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out)
+/* One burst with table @t (NULL: none), read-only until the caller's next
+ * quiescent state. */
+static inline uint16_t
+fanout_table(struct isth_mcast *mc, const struct mcast_table *t, struct rte_mbuf **pkts,
+	uint16_t n_pkts, struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out)
 {
-	const struct mcast_table *t;
 	struct burst_stats bs = {0};
 	unsigned int D, k = 0;
 	uint16_t i;
-	uint32_t g;
 
-	t = mcast_read_begin(mc, &g);
 	if (unlikely(t == NULL)) {
-		mcast_read_end(mc);
 		isth_ctr_add(&mc->stats.pkts_no_table, n_pkts);
 		*n_out = 0;
 		return n_pkts;
 	}
 	D = t->n_dests;
 	if (unlikely(D == 0)) {
-		mcast_read_end(mc);
 		isth_ctr_add(&mc->stats.pkts, n_pkts);
 		isth_ctr_add(&mc->stats.pkts_no_peers, n_pkts);
 		*n_out = 0;
@@ -492,7 +492,6 @@ isth_mcast_fanout_burst(struct isth_mcast *mc, struct rte_mbuf **pkts, uint16_t 
 		else
 			k += fanout_copy(mc, t, m, out + k, &bs);
 	}
-	mcast_read_end(mc);
 
 	isth_ctr_add(&mc->stats.pkts, i);
 	isth_ctr_add(&mc->stats.copies, bs.copies);
@@ -505,6 +504,32 @@ isth_mcast_fanout_burst(struct isth_mcast *mc, struct rte_mbuf **pkts, uint16_t 
 	}
 	*n_out = (uint16_t)k;
 	return i;
+}
+
+uint16_t
+isth_mcast_fanout_burst(struct isth_mcast *mc, struct rte_mbuf **pkts, uint16_t n_pkts,
+	struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out)
+{
+	return fanout_table(mc, isth_rtab_get(mc->rtab, 0), pkts, n_pkts, out, out_cap, n_out);
+}
+
+bool
+isth_mcast_has_round(const struct isth_mcast *mc, uint32_t round)
+{
+	const struct mcast_table *t = isth_rtab_get(mc->rtab, round % mc->n_rounds);
+
+	return t != NULL && t->round == round;
+}
+
+uint16_t
+isth_mcast_fanout_round(struct isth_mcast *mc, uint32_t round, struct rte_mbuf **pkts,
+	uint16_t n_pkts, struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out)
+{
+	const struct mcast_table *t = isth_rtab_get(mc->rtab, round % mc->n_rounds);
+
+	if (t != NULL && t->round != round)
+		t = NULL; /* the slot holds another round */
+	return fanout_table(mc, t, pkts, n_pkts, out, out_cap, n_out);
 }
 
 void

@@ -34,11 +34,13 @@
  * Threads. One handle has exactly one data-path reader (the lcore that
  * calls isth_mcast_fanout_burst()) and one control writer (the thread that
  * calls isth_mcast_publish*()); use one handle per (lcore, port). Tables
- * are double buffered: the control thread writes the copy the data path is
- * not using and publishes it with a release store of the generation; the
- * data path loads the generation with acquire once per burst. The control
- * thread never blocks: when the data path may still be reading the copy it
- * would overwrite, publishing returns -EBUSY and is retried (doc/mcast.md).
+ * reach the data path through lib/rtab (rte_rcu_qsbr; doc/isthmusd.md,
+ * "Round tables"): the control thread writes a buffer no reader can see
+ * and publishes it with a release store; the data path loads it with
+ * acquire once per burst and may use it until its next quiescent-state
+ * report on conf.qs. The control thread never blocks: while the data path
+ * has not yet reported since the buffer it would reuse was replaced,
+ * publishing returns -EBUSY and is retried (doc/mcast.md).
  */
 
 #include <stdbool.h>
@@ -46,6 +48,7 @@
 
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -98,6 +101,19 @@ struct isth_mcast_conf {
 	struct rte_mempool *clone_pool;
 	/** COPY: linear frames; data room bounds the frame size. */
 	struct rte_mempool *copy_pool;
+	/**
+	 * Tables kept at once, one per round modulo n_rounds (0 means 1, at
+	 * most 64). With 1, isth_mcast_fanout_burst() uses the newest table;
+	 * with more, isth_mcast_fanout_round() uses its round's, so round
+	 * r + 1's peers can be published while round r is still sent.
+	 */
+	uint32_t n_rounds;
+	/**
+	 * The data-path reader, registered on it and reporting quiescent
+	 * states (lib/rtab). NULL: the control and data-path calls come
+	 * from one thread.
+	 */
+	struct rte_rcu_qsbr *qs;
 };
 
 /** One peer edge of the clique. */
@@ -143,15 +159,15 @@ struct isth_mcast *isth_mcast_create(const struct isth_mcast_conf *conf);
 void isth_mcast_destroy(struct isth_mcast *mc);
 
 /**
- * Control thread: publish the clique's peer set for @p round. Writes the
- * inactive table copy, then makes it current with a release store; the
- * data path switches at its next burst. @p n may be 0 (an island alone
+ * Control thread: publish the clique's peer set for @p round in slot
+ * round % n_rounds. Writes a spare table, then makes it current with a
+ * release store; the data path switches at its next burst. @p n may be 0 (an island alone
  * this round: nothing is sent).
  *
  * @return 0; -EINVAL (n > 64, peers NULL with n > 0, island >= 64 or equal
  *         to the local island, duplicate island, IP zero or multicast,
- *         port 0); -EBUSY if the data path may still be reading the
- *         inactive copy (nothing written: retry, e.g. on the next tick).
+ *         port 0); -EBUSY if every spare table may still be read by the
+ *         data path (nothing written: retry, e.g. on the next tick).
  */
 int isth_mcast_publish(
 	struct isth_mcast *mc, uint32_t round, const struct isth_mcast_peer *peers, unsigned int n);
@@ -183,7 +199,8 @@ int isth_mcast_table_get(const struct isth_mcast *mc, uint32_t *round,
 	struct isth_mcast_peer *peers, unsigned int cap);
 
 /**
- * Data path: fan out a burst. For each input packet in order, while @p out
+ * Data path: fan out a burst with the newest table (n_rounds 1; with more,
+ * the table of slot 0). For each input packet in order, while @p out
  * has room for all of that packet's copies, writes one frame per
  * destination to @p out (in table order); copies that cannot be made are
  * dropped and counted. The whole burst uses one table generation.
@@ -198,6 +215,20 @@ int isth_mcast_table_get(const struct isth_mcast *mc, uint32_t *round,
  */
 uint16_t isth_mcast_fanout_burst(struct isth_mcast *mc, struct rte_mbuf **pkts, uint16_t n_pkts,
 	struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out);
+
+/**
+ * Data path, handles with n_rounds > 1: true if round @p round's table is
+ * published (its slot holds it, not another round's).
+ */
+bool isth_mcast_has_round(const struct isth_mcast *mc, uint32_t round);
+
+/**
+ * Data path: isth_mcast_fanout_burst() with round @p round's table (slot
+ * round % n_rounds); packets of a round with no table are counted in
+ * pkts_no_table and not replicated.
+ */
+uint16_t isth_mcast_fanout_round(struct isth_mcast *mc, uint32_t round, struct rte_mbuf **pkts,
+	uint16_t n_pkts, struct rte_mbuf **out, uint16_t out_cap, uint16_t *n_out);
 
 /** Read the counters (relaxed loads; any thread). */
 void isth_mcast_stats_get(const struct isth_mcast *mc, struct isth_mcast_stats *st);

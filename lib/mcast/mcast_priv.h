@@ -4,7 +4,7 @@
 
 /*
  * Internals of lib/mcast, shared by isth_mcast.c and the unit tests (which
- * drive the reader side by hand to simulate a burst in progress).
+ * look at a published table while they hold it).
  */
 
 #include <stdint.h>
@@ -12,6 +12,7 @@
 #include <rte_common.h>
 
 #include "isth_mcast.h"
+#include "isth_rtab.h"
 
 /* Ethernet + 802.1Q + IPv4 (no options) + UDP. */
 #define MCAST_MAX_HDR_SIZE 46u
@@ -44,53 +45,22 @@ struct isth_mcast {
 	uint16_t hdr_size; /* bytes of Ethernet..UDP per frame */
 	uint16_t l3_off; /* offset of the IPv4 header in tmpl */
 	uint32_t copy_room; /* COPY: bytes a copy mbuf holds */
+	uint32_t n_rounds; /* round-table slots: round % n_rounds */
 
 	/*
-	 * Written by: control (release store after filling
-	 * tables[gen & 1]); read by: data path (acquire, once per burst).
+	 * The tables: slot round % n_rounds holds a struct mcast_table
+	 * (lib/rtab). Written by: control (a buffer no reader sees, then a
+	 * release store); read by: the data path (acquire, once per run of
+	 * one round), valid until its next quiescent state.
 	 */
-	uint32_t gen __rte_cache_aligned;
-
-	/*
-	 * Written by: data path only. rd_seq is odd while a burst is in
-	 * progress; rd_gen is the generation that burst loaded. Read by:
-	 * control, to know whether the inactive copy is free.
-	 */
-	uint64_t rd_seq __rte_cache_aligned;
-	uint32_t rd_gen;
+	struct isth_rtab *rtab;
+	/* Written by: control (release); read by: any: publications so far */
+	uint32_t gen;
+	/* control only: slot of the newest publication */
+	uint32_t last_slot;
 
 	/* Written by: data path (relaxed); read by: anyone. */
 	struct isth_mcast_stats stats __rte_cache_aligned;
-
-	/* tables[g & 1] is generation g. Written by: control (inactive). */
-	struct mcast_table tables[2];
 };
-
-/*
- * Reader side of the double buffer. A burst announces itself (rd_seq odd),
- * then loads the generation. The seq_cst fence pairs with the one in
- * mcast_inactive_free(): either the control thread sees the burst in
- * progress, or the burst sees the newest generation (store-buffering).
- */
-static inline const struct mcast_table *
-mcast_read_begin(struct isth_mcast *mc, uint32_t *genp)
-{
-	uint64_t s = mc->rd_seq + 1;
-	uint32_t g;
-
-	__atomic_store_n(&mc->rd_seq, s, __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	g = __atomic_load_n(&mc->gen, __ATOMIC_ACQUIRE);
-	__atomic_store_n(&mc->rd_gen, g, __ATOMIC_RELEASE);
-	*genp = g;
-	return g == 0 ? NULL : &mc->tables[g & 1];
-}
-
-/* The table reads of the burst happen before the release. */
-static inline void
-mcast_read_end(struct isth_mcast *mc)
-{
-	__atomic_store_n(&mc->rd_seq, mc->rd_seq + 1, __ATOMIC_RELEASE);
-}
 
 #endif /* MCAST_PRIV_H */

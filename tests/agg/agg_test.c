@@ -988,3 +988,61 @@ Test(agg, expire_round_emits_only_that_round_and_older)
 	cr_expect_eq(st.slots_in_use, 1, "round 6's slot stays");
 	isth_agg_destroy(agg);
 }
+
+/*
+ * The round tables through lib/rtab: an owner (reader 0) that has not
+ * reported a quiescent state since tables were replaced keeps them, so
+ * set_round asks for a retry (-EBUSY, counted) instead of rewriting a
+ * table the owner may be reading; after its report, publishing goes on.
+ * What the owner reads stays what was published.
+ */
+Test(agg, set_round_waits_for_the_owner_quiescent_state)
+{
+	struct rte_rcu_qsbr *qs = isth_rtab_qs_create(1);
+	struct isth_agg_params p = base_params();
+	struct isth_rtab_stats rs;
+	struct isth_agg_contrib c = {.job = JOB, .sender = 0, .dtype = ISTH_WIRE_DTYPE_INT32};
+	int32_t v[16] = {0};
+	struct isth_agg *agg;
+	uint32_t r;
+
+	cr_assert_not_null(qs);
+	p.qs = qs;
+	agg = make(&p);
+	cr_assert_eq(rte_rcu_qsbr_thread_register(qs, 0), 0);
+	rte_rcu_qsbr_thread_online(qs, 0);
+	/* window 4: 4 slots and 4 spares. Rounds 0-3 fill the slots, 4-7
+	 * use the spares and retire 0-3, which the owner may still hold. */
+	for (r = 0; r < 8; r++)
+		cr_assert_eq(isth_agg_set_round(agg, JOB, r, 0x3), 0, "round %u", r);
+	cr_assert_eq(isth_agg_set_round(agg, JOB, 8, 0x3), -EBUSY);
+	isth_agg_round_stats_get(agg, &rs);
+	cr_assert_eq(rs.reuse_waits, 1);
+	cr_assert_eq(rs.retired, 4);
+	/* the owner reads round 7's table: sender 1 expected, 2 not */
+	c.data = v;
+	c.count = 16;
+	c.round = 7;
+	c.sender = 2;
+	cr_assert_eq(isth_agg_add_burst(agg, &c, 1, 1), 0);
+	c.sender = 1;
+	cr_assert_eq(isth_agg_add_burst(agg, &c, 1, 1), 1);
+	cr_assert_eq(stats(agg).unexpected_sender, 1);
+	cr_assert_eq(stats(agg).accepted, 1);
+	rte_rcu_qsbr_quiescent(qs, 0);
+	cr_assert_eq(isth_agg_set_round(agg, JOB, 8, 0x5), 0, "after the owner's report");
+	c.round = 8;
+	c.chunk = 1;
+	c.sender = 2;
+	cr_assert_eq(isth_agg_add_burst(agg, &c, 1, 1), 1);
+	cr_assert_eq(stats(agg).accepted, 2, "round 8's table, not round 4's");
+	/* an owner that is offline (asleep) holds nothing up */
+	rte_rcu_qsbr_thread_offline(qs, 0);
+	for (r = 9; r < 40; r++)
+		cr_assert_eq(isth_agg_set_round(agg, JOB, r, 0x3), 0, "round %u", r);
+	isth_agg_round_stats_get(agg, &rs);
+	cr_assert_eq(rs.published, 40);
+	cr_assert_eq(rs.reuse_waits, 1);
+	isth_agg_destroy(agg);
+	isth_rtab_qs_free(qs);
+}

@@ -31,6 +31,8 @@ edge(uint64_t slack_ns)
 	d->cfg.wan_repair_before_ns = 20 * MS;
 	d->cfg.wan_tail_wait_ns = 20 * MS;
 	d->cfg.resend_linger_ns = 2 * MS;
+	/* no readers (qs NULL): this thread publishes and reads */
+	cr_assert_eq(isthd_repair_tables_init(d), 0);
 	return d;
 }
 
@@ -54,22 +56,27 @@ Test(isthmusd_repair, cutoff_is_the_last_nack_a_repair_can_answer_in_time)
 	struct isthd_peer p1 = {.latency_ns = 30 * MS}, p2 = {.latency_ns = 110 * MS};
 	struct isth_sched_round_view v;
 	struct isthd *d = edge(250 * MS);
+	const struct isthd_repair_round *rt;
 
 	d->peer_of[1] = &p1;
 	d->peer_of[2] = &p2;
 	view(&v);
-	isthd_repair_publish(d, &v, 5);
-	cr_assert_eq(d->rep.rtab[5 & 3].round, 5);
-	cr_expect_eq(d->rep.rtab[1].expected, 0x6);
+	cr_assert_eq(isthd_repair_publish(d, &v, 5), 0);
+	rt = isthd_repair_round(d, 5);
+	cr_assert_not_null(rt);
+	cr_assert_eq(rt->round, 5);
+	cr_assert_null(isthd_repair_round(d, 1), "slot 1 holds round 5");
+	cr_expect_eq(rt->expected, 0x6);
 	/* 600 + 250 - 2 x 30 - 20 and 600 + 250 - 2 x 110 - 20 ms */
-	cr_expect_eq(d->rep.rtab[1].cutoff[1], 770 * MS);
-	cr_expect_eq(d->rep.rtab[1].cutoff[2], 610 * MS);
+	cr_expect_eq(rt->cutoff[1], 770 * MS);
+	cr_expect_eq(rt->cutoff[2], 610 * MS);
 	/* tails by the plan: 10 + 200 + 30 and 20 + 200 + 110 ms */
-	cr_expect_eq(d->rep.rtab[1].tail_at[1], 240 * MS);
-	cr_expect_eq(d->rep.rtab[1].tail_at[2], 330 * MS);
+	cr_expect_eq(rt->tail_at[1], 240 * MS);
+	cr_expect_eq(rt->tail_at[2], 330 * MS);
 	/* back-off: a round trip + tail_wait */
-	cr_expect_eq(d->rep.rtab[1].backoff_ns[1], 80 * MS);
-	cr_expect_eq(d->rep.rtab[1].backoff_ns[2], 240 * MS);
+	cr_expect_eq(rt->backoff_ns[1], 80 * MS);
+	cr_expect_eq(rt->backoff_ns[2], 240 * MS);
+	isthd_repair_fini(d);
 	free(d);
 }
 
@@ -78,15 +85,19 @@ Test(isthmusd_repair, cutoff_without_latency_or_with_a_slack_beyond_a_round)
 	struct isthd_peer p2 = {.latency_ns = 50 * MS};
 	struct isth_sched_round_view v;
 	struct isthd *d = edge(900 * MS);
+	const struct isthd_repair_round *rt;
 
 	d->peer_of[2] = &p2; /* peer 1 has no [peer] latency */
 	view(&v);
-	isthd_repair_publish(d, &v, 0);
+	cr_assert_eq(isthd_repair_publish(d, &v, 0), 0);
+	rt = isthd_repair_round(d, 0);
+	cr_assert_not_null(rt);
 	/* no latency: repair_before the round's end */
-	cr_expect_eq(d->rep.rtab[0].cutoff[1], 580 * MS);
+	cr_expect_eq(rt->cutoff[1], 580 * MS);
 	/* the serving edge keeps a round for two: the slack counts up to T,
 	 * 600 + 600 - 100 - 20 ms */
-	cr_expect_eq(d->rep.rtab[0].cutoff[2], 1080 * MS);
+	cr_expect_eq(rt->cutoff[2], 1080 * MS);
+	isthd_repair_fini(d);
 	free(d);
 }
 

@@ -7,6 +7,7 @@
  * checksum and the IPv4/UDP lengths independently of lib/mcast.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -722,7 +723,7 @@ Test(mcast, create_invalid)
 	rte_errno = 0;
 	cr_assert_null(isth_mcast_create(NULL));
 	cr_assert_eq(rte_errno, EINVAL);
-	for (i = 0; i < 11; i++) {
+	for (i = 0; i < 12; i++) {
 		c = base_conf(ISTH_MCAST_ZEROCOPY);
 		switch (i) {
 		case 0:
@@ -760,6 +761,9 @@ Test(mcast, create_invalid)
 		case 10:
 			c.mode = ISTH_MCAST_COPY;
 			c.copy_pool = tinyroom;
+			break;
+		case 11:
+			c.n_rounds = 65;
 			break;
 		}
 		rte_errno = 0;
@@ -852,15 +856,38 @@ ports_seen(struct isth_mcast *mc, uint16_t *ports)
 	return n_out;
 }
 
+static struct isth_mcast *
+mk_qs(enum isth_mcast_mode mode, uint32_t n_rounds, struct rte_rcu_qsbr *qs)
+{
+	struct isth_mcast_conf c = base_conf(mode);
+	struct isth_mcast *mc;
+
+	c.n_rounds = n_rounds;
+	c.qs = qs;
+	mc = isth_mcast_create(&c);
+	cr_assert_not_null(mc, "create: %s", rte_strerror(rte_errno));
+	return mc;
+}
+
+/*
+ * The data path is reader 0 of a qsbr variable, driven from this thread:
+ * a table it may still hold (no quiescent report since it was replaced)
+ * is never rewritten; publishing asks for a retry instead.
+ */
 Test(mcast, table_swap_generations)
 {
-	struct isth_mcast *mc = mk(ISTH_MCAST_ZEROCOPY);
+	struct rte_rcu_qsbr *qs = isth_rtab_qs_create(1);
+	struct isth_mcast *mc;
 	struct isth_mcast_peer a[2], b[3], got[4];
 	const struct mcast_table *held;
 	struct mcast_table snap;
 	uint16_t ports[64];
-	uint32_t g, round;
+	uint32_t round;
 
+	cr_assert_not_null(qs);
+	mc = mk_qs(ISTH_MCAST_ZEROCOPY, 1, qs);
+	cr_assert_eq(rte_rcu_qsbr_thread_register(qs, 0), 0);
+	rte_rcu_qsbr_thread_online(qs, 0);
 	mkpeers(a, 2, LOCAL_ISLAND, 1000);
 	mkpeers(b, 3, LOCAL_ISLAND, 2000);
 
@@ -870,39 +897,78 @@ Test(mcast, table_swap_generations)
 	cr_assert_eq(ports[0], 1000);
 	cr_assert_eq(ports[1], 1001);
 
-	cr_assert_eq(isth_mcast_publish(mc, 2, b, 3), 0);
+	cr_assert_eq(isth_mcast_publish(mc, 2, b, 3), 0, "the spare table");
 	cr_assert_eq(isth_mcast_generation(mc), 2);
+	rte_rcu_qsbr_quiescent(qs, 0); /* round 1's table: nobody holds it */
 	cr_assert_eq(ports_seen(mc, ports), 3);
 	cr_assert_eq(ports[2], 2002);
 	cr_assert_eq(isth_mcast_table_get(mc, &round, got, 4), 3);
 	cr_assert_eq(round, 2);
 	cr_assert_eq(got[1].port, 2001);
 
-	/* A burst in progress holds generation 2. */
-	held = mcast_read_begin(mc, &g);
-	cr_assert_eq(g, 2);
+	/* The data path holds generation 2's table. */
+	held = isth_rtab_get(mc->rtab, 0);
+	cr_assert_eq(held->round, 2);
 	snap = *held;
-	/* Generation 3 goes to the other copy: allowed, held one intact. */
+	/* Generation 3 goes to round 1's old table: allowed, held one intact. */
 	cr_assert_eq(isth_mcast_publish(mc, 3, a, 2), 0);
 	cr_assert_eq(memcmp(held, &snap, sizeof(snap)), 0);
-	/* Generation 4 would overwrite the held copy: refused, untouched. */
+	/* Generation 4 would overwrite the held table: refused, untouched. */
 	cr_assert_eq(isth_mcast_publish(mc, 4, b, 3), -EBUSY);
 	cr_assert_eq(isth_mcast_publish_group(mc, 4, 0xe0000001u, 9), -EBUSY);
 	cr_assert_eq(memcmp(held, &snap, sizeof(snap)), 0);
 	cr_assert_eq(isth_mcast_generation(mc), 3);
-	mcast_read_end(mc);
-	cr_assert_eq(isth_mcast_publish(mc, 4, b, 3), 0);
+	rte_rcu_qsbr_quiescent(qs, 0);
+	cr_assert_eq(isth_mcast_publish(mc, 4, b, 3), 0, "after the data path's report");
 
-	/* A burst that started after generation 4 does not block 5. */
-	held = mcast_read_begin(mc, &g);
-	cr_assert_eq(g, 4);
-	cr_assert_eq(held->round, 4);
+	/* A data path that is offline (asleep) holds nothing up. */
+	rte_rcu_qsbr_thread_offline(qs, 0);
 	cr_assert_eq(isth_mcast_publish(mc, 5, a, 2), 0);
-	cr_assert_eq(isth_mcast_publish(mc, 6, a, 1), -EBUSY);
-	mcast_read_end(mc);
 	cr_assert_eq(isth_mcast_publish(mc, 6, a, 1), 0);
 	cr_assert_eq(ports_seen(mc, ports), 1);
 	cr_assert_eq(ports[0], 1000);
+	isth_mcast_destroy(mc);
+	isth_rtab_qs_free(qs);
+	check_no_leak();
+}
+
+/*
+ * n_rounds 2: round r + 1's table is published while round r's is still
+ * used, each packet goes out with its own round's peers, and a round with
+ * no table (or whose slot holds round r + 2) sends nothing.
+ */
+Test(mcast, tables_per_round_parity)
+{
+	static uint8_t msg[65536];
+	struct isth_mcast *mc = mk_qs(ISTH_MCAST_ZEROCOPY, 2, NULL);
+	struct isth_mcast_peer a[2], b[3];
+	struct isth_mcast_stats st;
+	struct rte_mbuf *out[64], *m;
+	uint16_t n_out;
+	size_t size;
+
+	mkpeers(a, 2, LOCAL_ISLAND, 1000);
+	mkpeers(b, 3, LOCAL_ISLAND, 2000);
+	m = mkmsg(16, 1, msg, &size);
+	cr_assert_eq(isth_mcast_publish(mc, 4, a, 2), 0);
+	cr_assert_eq(isth_mcast_publish(mc, 5, b, 3), 0);
+	cr_assert(isth_mcast_has_round(mc, 4));
+	cr_assert(isth_mcast_has_round(mc, 5));
+	cr_assert_not(isth_mcast_has_round(mc, 6));
+	cr_assert_eq(isth_mcast_fanout_round(mc, 4, &m, 1, out, 64, &n_out), 1);
+	cr_assert_eq(n_out, 2, "round 4: its two peers");
+	free_all(out, n_out);
+	cr_assert_eq(isth_mcast_fanout_round(mc, 5, &m, 1, out, 64, &n_out), 1);
+	cr_assert_eq(n_out, 3, "round 5: its three peers");
+	free_all(out, n_out);
+	cr_assert_eq(isth_mcast_publish(mc, 6, b, 1), 0);
+	cr_assert_not(isth_mcast_has_round(mc, 4), "round 6 took round 4's slot");
+	cr_assert_eq(isth_mcast_fanout_round(mc, 4, &m, 1, out, 64, &n_out), 1);
+	cr_assert_eq(n_out, 0);
+	isth_mcast_stats_get(mc, &st);
+	cr_assert_eq(st.pkts_no_table, 1);
+	cr_assert_eq(st.copies, 5);
+	rte_pktmbuf_free(m);
 	isth_mcast_destroy(mc);
 	check_no_leak();
 }
@@ -913,7 +979,7 @@ Test(mcast, table_swap_generations)
  * 1 + k % 8 peers, all with MAC byte 4 == k % 251 and ports k-based, so a
  * frame set mixing two tables is detectable.
  */
-#define SWAP_TABLES 200000u
+#define SWAP_TABLES 50000u
 
 struct swap_arg {
 	struct isth_mcast *mc;
@@ -959,7 +1025,7 @@ swap_writer(void *varg)
 		swap_peers(p, k, &n);
 		while ((rc = isth_mcast_publish(a->mc, k, p, n)) == -EBUSY) {
 			a->busy++;
-			rte_pause();
+			sched_yield(); /* the control thread's next tick */
 		}
 		if (rc != 0)
 			break;
@@ -971,7 +1037,8 @@ swap_writer(void *varg)
 Test(mcast, table_swap_two_threads_consistent)
 {
 	static uint8_t msg[65536];
-	struct isth_mcast *mc = mk(ISTH_MCAST_ZEROCOPY);
+	struct rte_rcu_qsbr *qs = isth_rtab_qs_create(1);
+	struct isth_mcast *mc = mk_qs(ISTH_MCAST_ZEROCOPY, 1, qs);
 	struct rte_mbuf *out[64], *m;
 	struct swap_arg arg = {.mc = mc};
 	struct isth_mcast_peer expect[8];
@@ -984,9 +1051,13 @@ Test(mcast, table_swap_two_threads_consistent)
 	bool fin = false;
 
 	m = mkmsg(16, 1, msg, &size);
+	cr_assert_eq(rte_rcu_qsbr_thread_register(qs, 0), 0);
+	rte_rcu_qsbr_thread_online(qs, 0);
 	cr_assert_eq(pthread_create(&th, NULL, swap_writer, &arg), 0);
 	while (!fin) {
 		fin = __atomic_load_n(&arg.done, __ATOMIC_ACQUIRE);
+		/* one read section per burst, as a worker's loop pass */
+		rte_rcu_qsbr_quiescent(qs, 0);
 		isth_mcast_fanout_burst(mc, &m, 1, out, 64, &n_out);
 		bursts++;
 		if (n_out == 0) {
@@ -1017,6 +1088,7 @@ Test(mcast, table_swap_two_threads_consistent)
 		}
 		free_all(out, n_out);
 	}
+	rte_rcu_qsbr_thread_offline(qs, 0);
 	pthread_join(th, NULL);
 	cr_assert_eq(isth_mcast_generation(mc), SWAP_TABLES);
 	cr_assert_eq(mixed, 0, "%lu inconsistent bursts of %lu", (unsigned long)mixed,
@@ -1028,6 +1100,7 @@ Test(mcast, table_swap_two_threads_consistent)
 		(unsigned long)changes, (unsigned long)arg.busy);
 	rte_pktmbuf_free(m);
 	isth_mcast_destroy(mc);
+	isth_rtab_qs_free(qs);
 	check_no_leak();
 }
 
