@@ -782,10 +782,11 @@ bucket_victim(const struct isth_agg *agg, const struct agg_bucket *b)
 	return v;
 }
 
+/* @h: key_hash() of c's key, computed once per contribution by the caller. */
 static void
-add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t now)
+add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t h, uint64_t now)
 {
-	uint64_t expected, bit, prior, h;
+	uint64_t expected, bit, prior;
 	struct agg_bucket *b;
 	struct agg_slot *s;
 	uint64_t *drop;
@@ -813,7 +814,6 @@ add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t now)
 		return;
 	}
 
-	h = key_hash(c->job, c->round, c->chunk);
 	sig = (uint32_t)(h >> 32) | 1u;
 	b = &agg->buckets[h & agg->bucket_mask];
 	fw = ISTH_AGG_BUCKET_WAYS;
@@ -910,11 +910,11 @@ add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t now)
 		emit_slot(agg, idx, ISTH_AGG_COMPLETE);
 }
 
-/* Slot of an active key, or AGG_NONE; no side effects (used to prefetch). */
+/* Slot of an active key (@h its key_hash()), or AGG_NONE; no side
+ * effects (used to prefetch). */
 static inline uint32_t
-lookup(const struct isth_agg *agg, const struct isth_agg_contrib *c)
+lookup(const struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t h)
 {
-	uint64_t h = key_hash(c->job, c->round, c->chunk);
 	const struct agg_bucket *b = &agg->buckets[h & agg->bucket_mask];
 	uint32_t sig = (uint32_t)(h >> 32) | 1u;
 	unsigned int w;
@@ -932,14 +932,14 @@ lookup(const struct isth_agg *agg, const struct isth_agg_contrib *c)
 }
 
 static inline void
-prefetch_acc(const struct isth_agg *agg, const struct isth_agg_contrib *c)
+prefetch_acc(const struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t h)
 {
 	uint32_t idx;
 	size_t off, size;
 
 	if (c->count > agg->p.max_elems)
 		return;
-	idx = lookup(agg, c);
+	idx = lookup(agg, c, h);
 	if (idx == AGG_NONE)
 		return;
 	size = (size_t)c->count * 4;
@@ -947,32 +947,46 @@ prefetch_acc(const struct isth_agg *agg, const struct isth_agg_contrib *c)
 		__builtin_prefetch((const uint8_t *)slot_acc(agg, idx) + off, 1);
 }
 
+static inline bool
+same_key(const struct isth_agg_contrib *a, const struct isth_agg_contrib *b)
+{
+	return a->chunk == b->chunk && a->round == b->round && a->job == b->job;
+}
+
+/* Contributions hashed and prefetched together: a burst's worth. */
+#define ADD_BLOCK 32u
+
 /*
  * Two-stage software pipeline: the bucket of c[i + 2] is prefetched, the
  * slot of c[i + 1] looked up (its bucket now cached) and its accumulator
  * prefetched, then c[i] is summed. With more live slots than the cache
- * holds, this hides most of the accumulator miss.
+ * holds, this hides most of the accumulator miss. Each key is hashed once
+ * per block, and a contribution to the same chunk as the one before it
+ * (the arrival order of aligned streams) prefetches nothing: its bucket
+ * and accumulator are the ones being written.
  */
 unsigned int
 isth_agg_add_burst(
 	struct isth_agg *agg, const struct isth_agg_contrib *c, unsigned int n, uint64_t now)
 {
 	uint64_t before = agg->stats.accepted;
-	unsigned int i;
+	uint64_t h[ADD_BLOCK];
+	unsigned int i, k, base;
 
-	for (i = 0; i < n && i < 2; i++)
-		__builtin_prefetch(&agg->buckets[key_hash(c[i].job, c[i].round, c[i].chunk) &
-			agg->bucket_mask]);
-	if (n > 0)
-		prefetch_acc(agg, &c[0]);
-	for (i = 0; i < n; i++) {
-		if (i + 2 < n)
-			__builtin_prefetch(&agg->buckets[key_hash(c[i + 2].job, c[i + 2].round,
-								 c[i + 2].chunk) &
-				agg->bucket_mask]);
-		if (i + 1 < n)
-			prefetch_acc(agg, &c[i + 1]);
-		add_one(agg, &c[i], now);
+	for (base = 0; base < n; base += k, c += k) {
+		k = n - base < ADD_BLOCK ? n - base : ADD_BLOCK;
+		for (i = 0; i < k; i++)
+			h[i] = key_hash(c[i].job, c[i].round, c[i].chunk);
+		for (i = 0; i < k && i < 2; i++)
+			__builtin_prefetch(&agg->buckets[h[i] & agg->bucket_mask]);
+		prefetch_acc(agg, &c[0], h[0]);
+		for (i = 0; i < k; i++) {
+			if (i + 2 < k && !same_key(&c[i + 2], &c[i + 1]))
+				__builtin_prefetch(&agg->buckets[h[i + 2] & agg->bucket_mask]);
+			if (i + 1 < k && !same_key(&c[i + 1], &c[i]))
+				prefetch_acc(agg, &c[i + 1], h[i + 1]);
+			add_one(agg, &c[i], h[i], now);
+		}
 	}
 	return (unsigned int)(agg->stats.accepted - before);
 }
