@@ -124,12 +124,8 @@ struct isl_sock {
 	uint16_t port; /* written by: open */
 	uint8_t *buf; /* [tx_cap][pkt_stride]: DATA, back to back */
 	size_t *len; /* [tx_cap] */
-	/* [tx_cap]: the payload of DATA k in the caller's tensor when it is
-	 * sent from there (gathered: fp32/int32 on a little-endian host
-	 * without auth), buf holding only its header; NULL: all of it in buf */
-	const uint8_t **src;
 	struct mmsghdr *m; /* [tx_cap] */
-	struct iovec *v; /* [2 * tx_cap]: a header and a payload per DATA */
+	struct iovec *v; /* [tx_cap] */
 	union tx_cmsg *cm; /* [tx_cap] */
 	/* seals this socket's DATA (auth on); own OpenSSL context, so the
 	 * sockets seal in parallel; replaced by reload_keys() under txmu */
@@ -328,51 +324,15 @@ drop(struct isth_island *s, enum isth_island_drop why)
 /* ---- sending ---------------------------------------------------------- */
 
 static void
-tx_msg_iov(struct isth_island *s, struct mmsghdr *m, struct iovec *v, size_t n_iov)
-{
-	memset(m, 0, sizeof(*m));
-	m->msg_hdr.msg_name = &s->edge;
-	m->msg_hdr.msg_namelen = sizeof(s->edge);
-	m->msg_hdr.msg_iov = v;
-	m->msg_hdr.msg_iovlen = n_iov;
-}
-
-static void
 tx_msg(struct isth_island *s, struct mmsghdr *m, struct iovec *v, void *base, size_t len)
 {
 	v->iov_base = base;
 	v->iov_len = len;
-	tx_msg_iov(s, m, v, 1);
-}
-
-/*
- * iovecs of DATA [i, i + n) of @so into @v: a gathered DATA is its header
- * in buf and its payload in the caller's tensor (two entries), the others
- * one entry of buf (merged with the entry before when it runs on in buf).
- * @return entries written (at most 2 * n).
- */
-static size_t
-tx_iov(const struct isth_island *s, const struct isl_sock *so, unsigned int i, unsigned int n,
-	struct iovec *v)
-{
-	size_t k = 0;
-
-	for (unsigned int j = i; j < i + n; j++) {
-		uint8_t *p = so->buf + (size_t)j * s->pkt_stride;
-
-		if (so->src[j] != NULL) {
-			v[k].iov_base = p;
-			v[k++].iov_len = ISTH_WIRE_HDR_SIZE;
-			v[k].iov_base = (void *)(uintptr_t)so->src[j];
-			v[k++].iov_len = so->len[j] - ISTH_WIRE_HDR_SIZE;
-		} else if (k > 0 && (uint8_t *)v[k - 1].iov_base + v[k - 1].iov_len == p) {
-			v[k - 1].iov_len += so->len[j];
-		} else {
-			v[k].iov_base = p;
-			v[k++].iov_len = so->len[j];
-		}
-	}
-	return k;
+	memset(m, 0, sizeof(*m));
+	m->msg_hdr.msg_name = &s->edge;
+	m->msg_hdr.msg_namelen = sizeof(s->edge);
+	m->msg_hdr.msg_iov = v;
+	m->msg_hdr.msg_iovlen = 1;
 }
 
 /* sendmmsg @n prepared messages; returns how many were sent (all, or up
@@ -406,8 +366,8 @@ tx_plain(struct isth_island *s, struct isl_sock *so, unsigned int from, unsigned
 		unsigned int n = k - i < BURST ? k - i : BURST, sent;
 
 		for (j = 0; j < n; j++)
-			tx_msg_iov(s, &so->m[j], &so->v[2 * j],
-				tx_iov(s, so, i + j, 1, &so->v[2 * j]));
+			tx_msg(s, &so->m[j], &so->v[j], so->buf + (size_t)(i + j) * s->pkt_stride,
+				so->len[i + j]);
 		sent = tx_mmsg(so->fd, so->m, n);
 		for (j = 0; j < sent; j++)
 			so->bytes += so->len[i + j] - s->pkt_over;
@@ -440,7 +400,6 @@ static int
 tx_packets(struct isth_island *s, struct isl_sock *so, unsigned int k)
 {
 	unsigned int i = 0, n = 0, g, j, sent, first[TX_CAP_MAX + 1];
-	size_t bytes[TX_CAP_MAX];
 
 	if (!atomic_load_explicit(&s->gso_on, memory_order_relaxed))
 		return tx_plain(s, so, 0, k);
@@ -450,9 +409,7 @@ tx_packets(struct isth_island *s, struct isl_sock *so, unsigned int k)
 		g = k - i < s->gso_segs ? k - i : s->gso_segs;
 		for (j = 0; j < g; j++)
 			len += so->len[i + j];
-		bytes[n] = len;
-		/* the iovecs of DATA i on are free: message n uses them */
-		tx_msg_iov(s, &so->m[n], &so->v[2 * i], tx_iov(s, so, i, g, &so->v[2 * i]));
+		tx_msg(s, &so->m[n], &so->v[n], so->buf + (size_t)i * s->pkt_stride, len);
 		if (g > 1) {
 			struct cmsghdr *c = &so->cm[n].align;
 			uint16_t seg = (uint16_t)s->pkt_stride;
@@ -472,7 +429,7 @@ tx_packets(struct isth_island *s, struct isl_sock *so, unsigned int k)
 	sent = tx_mmsg(so->fd, so->m, n);
 	for (j = 0; j < sent; j++) {
 		so->pkts += first[j + 1] - first[j];
-		so->bytes += bytes[j] - (first[j + 1] - first[j]) * s->pkt_over;
+		so->bytes += so->v[j].iov_len - (first[j + 1] - first[j]) * s->pkt_over;
 		so->gso_sends += first[j + 1] - first[j] > 1;
 	}
 	if (sent == n)
@@ -1464,7 +1421,6 @@ socks_free(struct isth_island *s)
 	for (i = 0; i < ISTH_ISLAND_MAX_SOCKETS; i++) {
 		free(s->socks[i].buf);
 		free(s->socks[i].len);
-		free(s->socks[i].src);
 		free(s->socks[i].m);
 		free(s->socks[i].v);
 		free(s->socks[i].cm);
@@ -1577,11 +1533,10 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 		so->buf = malloc((size_t)s->tx_cap * s->pkt_stride);
 		so->len = calloc(s->tx_cap, sizeof(*so->len));
 		so->m = calloc(s->tx_cap, sizeof(*so->m));
-		so->v = calloc(2 * (size_t)s->tx_cap, sizeof(*so->v));
-		so->src = calloc(s->tx_cap, sizeof(*so->src));
+		so->v = calloc(s->tx_cap, sizeof(*so->v));
 		so->cm = calloc(s->tx_cap, sizeof(*so->cm));
 		if (so->buf == NULL || so->len == NULL || so->m == NULL || so->v == NULL ||
-			so->src == NULL || so->cm == NULL)
+			so->cm == NULL)
 			goto free_bufs;
 	}
 	if (conf->key_file) {
@@ -1985,10 +1940,7 @@ tx_range(struct isth_island *s, struct isl_sock *so, const struct tx_job *j)
 		size_t mlen = ISTH_WIRE_HDR_SIZE + (size_t)len * es;
 
 		isth_wire_put_hdr(p, s->pkt_stride, &h);
-		so->src[k] = NULL;
-		if (fast && so->eng == NULL) /* sent from the tensor itself */
-			so->src[k] = j->src + 4 * (size_t)base;
-		else if (fast) /* int32/fp32 on a little-endian host: as is */
+		if (fast) /* int32/fp32 on a little-endian host: as is */
 			memcpy(body, j->src + 4 * (size_t)base, 4 * (size_t)len);
 		else
 			for (i = 0; i < len; i++) {
