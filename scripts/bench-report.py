@@ -143,6 +143,12 @@ def parse_isthmusd(text, name="isthmusd"):
     pre = re.compile(r"^passes left out as preempted: (\S+) %")
     stage = re.compile(r"^  (rx_burst|parse|add_burst|sum kernel|AGG build|AGG send|"
                        r"free inputs|lookup etc\.|sum of parts|rest)\s+(\S+)")
+    # the same edge with 1 and 2 workers (cycles per DATA of each worker)
+    w1 = re.compile(r"^  1 worker : worker 0\s+(\S+) cyc/DATA; wall\s+(\S+) cyc/DATA")
+    w2 = re.compile(r"^  2 workers: worker 0\s+(\S+) cyc/DATA \(all DATA\), "
+                    r"worker 1\s+(\S+) cyc/DATA \(its half\); wall\s+(\S+) cyc/DATA")
+    wr = re.compile(r"^  2-worker rate / 1-worker rate: from the workers' cycles (\S+) "
+                    r".*; wall (\S+)")
     for ln, line in enumerate(text.splitlines(), 1):
         where = "%s:%d" % (name, ln)
         m = head.match(line)
@@ -169,6 +175,22 @@ def parse_isthmusd(text, name="isthmusd"):
         if m:
             k = m.group(1).replace(" ", "_").replace(".", "")
             out[p + "stage." + k] = num(m.group(2), where)
+            continue
+        m = w1.match(line)
+        if m:
+            out[p + "w1.worker0.cyc_per_data"] = num(m.group(1), where)
+            out[p + "w1.wall.cyc_per_data"] = num(m.group(2), where)
+            continue
+        m = w2.match(line)
+        if m:
+            out[p + "w2.worker0.cyc_per_data"] = num(m.group(1), where)
+            out[p + "w2.worker1.cyc_per_data"] = num(m.group(2), where)
+            out[p + "w2.wall.cyc_per_data"] = num(m.group(3), where)
+            continue
+        m = wr.match(line)
+        if m:
+            out[p + "w2_per_w1.cycles"] = num(m.group(1), where)
+            out[p + "w2_per_w1.wall"] = num(m.group(2), where)
     if not any(k.endswith("pipeline_per_readfwd") for k in out):
         raise ParseError("%s: no layout rows found (output format changed?)" % name)
     return out
@@ -298,6 +320,16 @@ def headline(figs):
     for lay in layouts:
         add("pipeline Gbit/s in per lcore, %s" % lay,
             "isthmusd.%s.pipeline.gbit_in" % lay, "absolute, load-dependent")
+    for lay in layouts:
+        add("cycles per DATA, 1 worker, %s" % lay, "isthmusd.%s.w1.worker0.cyc_per_data" % lay,
+            "worker 0 alone: parse, sum, AGGs")
+        add("cycles per DATA, 2 workers, worker 0, %s" % lay,
+            "isthmusd.%s.w2.worker0.cyc_per_data" % lay,
+            "per DATA it received (it parses and steers all, sums half)")
+        add("cycles per DATA, 2 workers, worker 1, %s" % lay,
+            "isthmusd.%s.w2.worker1.cyc_per_data" % lay, "per DATA it summed (its half)")
+        add("2-worker rate / 1-worker rate, %s" % lay, "isthmusd.%s.w2_per_w1.cycles" % lay,
+            "from the workers' cycles, each on a core of its own")
     for temp in ("hot", "cold"):
         add("fan-out cycles per extra destination, zerocopy D=8, %s" % temp,
             "mcast.%s.zerocopy.D8.per_extra_dest" % temp, "cycles per packet")
@@ -321,6 +353,8 @@ def headline(figs):
         "libisthmus over loopback, 1432-byte chunks")
     add("island send / plain sendmmsg, 1 session", "island.t1.send.lib_over_ref",
         "per-core rate of isth_island_send over sendmmsg of the same datagrams")
+    add("island recv Gbit/s per core, 1 session", "island.t1.recv_lib.gbps_per_core",
+        "libisthmus over loopback, AGGs from a fake edge")
     add("island recv / plain recvmmsg, 1 session", "island.t1.recv.lib_over_ref",
         "per-core rate of isth_island_result over recvmmsg of the same datagrams")
     add("island send Gbit/s per core, 1 session, UDP GSO", "island.t1.send_gso.gbps_per_core",

@@ -787,10 +787,11 @@ bucket_victim(const struct isth_agg *agg, const struct agg_bucket *b)
 	return v;
 }
 
+/* @h: key_hash() of c's key, computed once per contribution by the caller. */
 static void
-add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t now)
+add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t h, uint64_t now)
 {
-	uint64_t expected, bit, prior, h;
+	uint64_t expected, bit, prior;
 	struct agg_bucket *b;
 	struct agg_slot *s;
 	uint64_t *drop;
@@ -818,7 +819,6 @@ add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t now)
 		return;
 	}
 
-	h = key_hash(c->job, c->round, c->chunk);
 	sig = (uint32_t)(h >> 32) | 1u;
 	b = &agg->buckets[h & agg->bucket_mask];
 	fw = ISTH_AGG_BUCKET_WAYS;
@@ -915,69 +915,80 @@ add_one(struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t now)
 		emit_slot(agg, idx, ISTH_AGG_COMPLETE);
 }
 
-/* Slot of an active key, or AGG_NONE; no side effects (used to prefetch). */
-static inline uint32_t
-lookup(const struct isth_agg *agg, const struct isth_agg_contrib *c)
+/*
+ * Prefetch the slot descriptor and accumulator of the key hashed @h, if its
+ * bucket has a way with the key's signature. The slot is not compared
+ * (that would wait for its descriptor): a 32-bit signature shared by
+ * another key only wastes a prefetch.
+ */
+static inline void
+prefetch_slot(const struct isth_agg *agg, const struct isth_agg_contrib *c, uint64_t h)
 {
-	uint64_t h = key_hash(c->job, c->round, c->chunk);
 	const struct agg_bucket *b = &agg->buckets[h & agg->bucket_mask];
 	uint32_t sig = (uint32_t)(h >> 32) | 1u;
-	unsigned int w;
-
-	for (w = 0; w < ISTH_AGG_BUCKET_WAYS; w++) {
-		const struct agg_slot *s;
-
-		if (b->sig[w] != sig)
-			continue;
-		s = &agg->slots[b->idx[w]];
-		if (s->chunk == c->chunk && s->round == c->round && s->job == c->job)
-			return b->idx[w];
-	}
-	return AGG_NONE;
-}
-
-static inline void
-prefetch_acc(const struct isth_agg *agg, const struct isth_agg_contrib *c)
-{
-	uint32_t idx;
+	const uint8_t *acc;
 	size_t off, size;
+	unsigned int w;
 
 	if (c->count > agg->p.max_elems)
 		return;
-	idx = lookup(agg, c);
-	if (idx == AGG_NONE)
+	for (w = 0; w < ISTH_AGG_BUCKET_WAYS; w++)
+		if (b->sig[w] == sig)
+			break;
+	if (w == ISTH_AGG_BUCKET_WAYS)
 		return;
+	__builtin_prefetch(&agg->slots[b->idx[w]], 1);
+	acc = slot_acc(agg, b->idx[w]);
 	size = (size_t)c->count * 4;
 	for (off = 0; off < size; off += AGG_CACHE_LINE)
-		__builtin_prefetch((const uint8_t *)slot_acc(agg, idx) + off, 1);
+		__builtin_prefetch(acc + off, 1);
 }
 
+static inline bool
+same_key(const struct isth_agg_contrib *a, const struct isth_agg_contrib *b)
+{
+	return a->chunk == b->chunk && a->round == b->round && a->job == b->job;
+}
+
+/* Contributions hashed and prefetched together: a burst's worth. */
+#define ADD_BLOCK 32u
+/* Contributions ahead of the one summed whose slot is prefetched. */
+#define ADD_AHEAD 2u
+
 /*
- * Two-stage software pipeline: the bucket of c[i + 2] is prefetched, the
- * slot of c[i + 1] looked up (its bucket now cached) and its accumulator
- * prefetched, then c[i] is summed. With more live slots than the cache
- * holds, this hides most of the accumulator miss.
+ * Software pipeline over a block: every key is hashed once and its bucket
+ * prefetched at the start (a new chunk's bucket is a random line of the
+ * index, a miss); the slot and accumulator of c[i + ADD_AHEAD] are
+ * prefetched while c[i] is summed. A contribution to the same chunk as
+ * the one before it (aligned streams: 7 of 8) prefetches nothing: its
+ * bucket and accumulator are the ones being written. With more live slots
+ * than the cache holds, this hides most of the accumulator miss.
  */
 unsigned int
 isth_agg_add_burst(
 	struct isth_agg *agg, const struct isth_agg_contrib *c, unsigned int n, uint64_t now)
 {
 	uint64_t before = agg->stats.accepted;
-	unsigned int i;
+	uint64_t h[ADD_BLOCK];
+	unsigned int i, k, base;
 
-	for (i = 0; i < n && i < 2; i++)
-		__builtin_prefetch(&agg->buckets[key_hash(c[i].job, c[i].round, c[i].chunk) &
-			agg->bucket_mask]);
-	if (n > 0)
-		prefetch_acc(agg, &c[0]);
-	for (i = 0; i < n; i++) {
-		if (i + 2 < n)
-			__builtin_prefetch(&agg->buckets[key_hash(c[i + 2].job, c[i + 2].round,
-								 c[i + 2].chunk) &
-				agg->bucket_mask]);
-		if (i + 1 < n)
-			prefetch_acc(agg, &c[i + 1]);
-		add_one(agg, &c[i], now);
+	for (base = 0; base < n; base += k, c += k) {
+		k = n - base < ADD_BLOCK ? n - base : ADD_BLOCK;
+		for (i = 0; i < k; i++) {
+			h[i] = key_hash(c[i].job, c[i].round, c[i].chunk);
+			if (i == 0 || !same_key(&c[i], &c[i - 1]))
+				__builtin_prefetch(&agg->buckets[h[i] & agg->bucket_mask]);
+		}
+		for (i = 0; i < k && i < ADD_AHEAD; i++)
+			if (i == 0 || !same_key(&c[i], &c[i - 1]))
+				prefetch_slot(agg, &c[i], h[i]);
+		for (i = 0; i < k; i++) {
+			unsigned int a = i + ADD_AHEAD;
+
+			if (a < k && !same_key(&c[a], &c[a - 1]))
+				prefetch_slot(agg, &c[a], h[a]);
+			add_one(agg, &c[i], h[i], now);
+		}
 	}
 	return (unsigned int)(agg->stats.accepted - before);
 }

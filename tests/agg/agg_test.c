@@ -235,6 +235,61 @@ Test(agg, completion_int32)
 	isth_agg_destroy(agg);
 }
 
+/*
+ * One isth_agg_add_burst() of more contributions than the engine hashes
+ * and prefetches together (blocks of 32): runs of one chunk (aligned
+ * streams, where a contribution to the chunk just summed prefetches
+ * nothing), a duplicate inside a run, then senders interleaved over
+ * chunks (skewed streams). Every contribution is summed once and every
+ * chunk completes with the sum computed here.
+ */
+Test(agg, one_burst_longer_than_a_block)
+{
+	enum { CH = 30, SND = 4, N = CH * SND + 1 };
+	static struct src src[N];
+	struct isth_agg_contrib c[N];
+	struct isth_agg_params p = base_params();
+	struct isth_agg_emit e[CH];
+	uint64_t done = 0;
+	struct isth_agg_stats st;
+	struct isth_agg *agg = make(&p);
+	unsigned int n = 0, ch, snd, i, m;
+
+	cr_assert_eq(isth_agg_set_round(agg, JOB, 1, (1u << SND) - 1), 0);
+	for (ch = 0; ch < CH / 2; ch++)
+		for (snd = 0; snd < SND; snd++) {
+			fill_int32(&src[n], snd, ch, 100);
+			c[n] = contrib(1, ch, snd, ISTH_WIRE_DTYPE_INT32, 100, src[n].buf);
+			n++;
+			if (ch == 9 && snd == 1) { /* the same sender again, at once */
+				c[n] = c[n - 1];
+				n++;
+			}
+		}
+	for (snd = 0; snd < SND; snd++)
+		for (ch = CH / 2; ch < CH; ch++) {
+			fill_int32(&src[n], snd, ch, 100);
+			c[n] = contrib(1, ch, snd, ISTH_WIRE_DTYPE_INT32, 100, src[n].buf);
+			n++;
+		}
+	cr_assert_eq(n, N);
+	cr_assert_eq(isth_agg_add_burst(agg, c, n, 0), N - 1);
+	m = isth_agg_drain(agg, e, CH);
+	cr_assert_eq(m, CH, "%u of %u chunks complete", m, CH);
+	for (i = 0; i < m; i++) {
+		cr_assert_eq(e[i].reason, ISTH_AGG_COMPLETE);
+		cr_assert_eq(e[i].bitmap, (1u << SND) - 1);
+		cr_assert_eq(done & (1ull << e[i].chunk), 0, "chunk %u twice", e[i].chunk);
+		done |= 1ull << e[i].chunk;
+		check_int32_sum(&e[i]);
+		cr_assert_eq(isth_agg_release(agg, &e[i]), 0);
+	}
+	st = stats(agg);
+	cr_assert_eq(st.accepted, CH * SND);
+	cr_assert_eq(st.duplicate, 1);
+	isth_agg_destroy(agg);
+}
+
 Test(agg, duplicate_in_slot)
 {
 	struct isth_agg_params p = base_params();

@@ -1100,6 +1100,10 @@ gbps(double c)
 	return mpps(c) * PAYLOAD * 8 / 1000;
 }
 
+/* --profile N: only the pipeline loop, N rounds per layout, for `perf
+ * record` (nothing else in the process then costs cycles worth a look). */
+static unsigned int profile_rounds;
+
 static void
 run_layout(const char *name, unsigned int lag, unsigned int reps, struct result *res)
 {
@@ -1108,6 +1112,14 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 
 	make_order(lag);
 	check_pipeline();
+	if (profile_rounds) {
+		for (rep = 0; rep < profile_rounds; rep++)
+			run_pipeline(&aggs);
+		if (aggs != (uint64_t)K * profile_rounds)
+			die("pipeline: not every chunk gave one AGG");
+		printf("%s: %u pipeline rounds profiled\n", name, profile_rounds);
+		return;
+	}
 	edge_auth(true);
 	check_pipeline();
 	edge_auth(false);
@@ -1227,8 +1239,12 @@ main(int argc, char **argv)
 			K = (unsigned int)strtoul(argv[++a], NULL, 0);
 		} else if (strcmp(argv[a], "--reps") == 0 && a + 1 < argc) {
 			reps = (unsigned int)strtoul(argv[++a], NULL, 0);
+		} else if (strcmp(argv[a], "--profile") == 0 && a + 1 < argc) {
+			profile_rounds = (unsigned int)strtoul(argv[++a], NULL, 0);
 		} else {
-			fprintf(stderr, "usage: %s [--quick] [--chunks K] [--reps N]\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s [--quick] [--chunks K] [--reps N] [--profile N]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -1334,6 +1350,8 @@ main(int argc, char **argv)
 	}
 	run_layout("aligned", 0, reps, &res[0]);
 	run_layout("skewed", K / N_SND, reps, &res[1]);
+	if (profile_rounds)
+		goto teardown;
 
 	printf("\nsummary: pipeline+auth/pipeline = %.3f (aligned), %.3f (skewed) (target >= "
 	       "0.6)\n",
@@ -1353,7 +1371,7 @@ main(int argc, char **argv)
 		res[0].w1wall_c / res[0].w2wall_c, res[1].w1wall_c / res[1].w2wall_c, res[0].w2c0_c,
 		res[1].w2c0_c, res[0].w2c1_c, res[1].w2c1_c, res[0].w1c0_c, res[1].w1c0_c);
 
-	/* teardown: every frame back to its pool */
+teardown: /* every frame back to its pool */
 	isthd_dp_drain_final(&edge);
 	drain_access();
 	isth_resend_destroy(s_ring);

@@ -4,8 +4,9 @@
 # Unit test of scripts/bench-report.py, the parser behind scripts/bench.sh,
 # on recorded outputs (tests/bench/samples/): agg, mcast, resend, backend,
 # plan and auth are a real `scripts/bench.sh --quick` run of 2026-12-01
-# (plan: the full run, killed during 64 islands); isthmusd.txt is the
-# next --quick run's; testbed.txt is doc/testbed.md's
+# (plan: the full run, killed during 64 islands); isthmusd.txt is a
+# `bench_isthmusd --reps 7` run of 2026-12-02 (with the 1/2-worker
+# block); testbed.txt is doc/testbed.md's
 # SUMMARY line; island.txt is a full bench_island run of 2026-12-02. Expected values are read off those files by eye, not
 # computed by the parser. No benchmark runs here and no timing is judged.
 import importlib.util
@@ -72,15 +73,25 @@ class Parsers(unittest.TestCase):
 
     def test_isthmusd(self):
         f = br.parse_isthmusd(sample("isthmusd"))
-        self.assertEqual(f["isthmusd.aligned.pipeline_per_readfwd"], 0.245)
-        self.assertEqual(f["isthmusd.skewed.pipeline_per_readfwd"], 0.238)
-        self.assertEqual(f["isthmusd.skewed.pipeline_per_iofwd"], 0.009)
-        self.assertEqual(f["isthmusd.aligned.pipeline.gbit_in"], 38.7)
-        self.assertEqual(f["isthmusd.aligned.read-fwd.cyc_per_pkt"], 109.0)
-        self.assertEqual(f["isthmusd.skewed.stage.parse"], 129.0)
-        self.assertEqual(f["isthmusd.aligned.stage.lookup_etc"], 68.4)
-        self.assertEqual(f["isthmusd.aligned.stage.rest"], -15.6)
-        self.assertEqual(f["isthmusd.skewed.preempted_pct"], 0.66)
+        self.assertEqual(f["isthmusd.aligned.pipeline_per_readfwd"], 0.461)
+        self.assertEqual(f["isthmusd.skewed.pipeline_per_readfwd"], 0.387)
+        self.assertEqual(f["isthmusd.skewed.pipeline_per_iofwd"], 0.018)
+        self.assertEqual(f["isthmusd.aligned.pipeline.gbit_in"], 66.3)
+        self.assertEqual(f["isthmusd.aligned.read-fwd.cyc_per_pkt"], 119.6)
+        self.assertEqual(f["isthmusd.skewed.stage.parse"], 92.2)
+        self.assertEqual(f["isthmusd.aligned.stage.lookup_etc"], -110.7)
+        self.assertEqual(f["isthmusd.aligned.stage.rest"], -8.3)
+        self.assertEqual(f["isthmusd.skewed.preempted_pct"], 0.38)
+        # the 1- and 2-worker block of each layout
+        self.assertEqual(f["isthmusd.aligned.w1.worker0.cyc_per_data"], 247.2)
+        self.assertEqual(f["isthmusd.aligned.w2.worker0.cyc_per_data"], 268.9)
+        self.assertEqual(f["isthmusd.aligned.w2.worker1.cyc_per_data"], 816.8)
+        self.assertEqual(f["isthmusd.aligned.w2.wall.cyc_per_data"], 414.2)
+        self.assertEqual(f["isthmusd.skewed.w2_per_w1.cycles"], 0.900)
+        self.assertEqual(f["isthmusd.skewed.w2_per_w1.wall"], 1.007)
+        rows = {r[3] for r in br.headline(f)}
+        self.assertIn("isthmusd.skewed.w2.worker1.cyc_per_data", rows)
+        self.assertIn("isthmusd.aligned.w2_per_w1.cycles", rows)
 
     def test_plan(self):
         f = br.parse_plan(sample("plan"))
@@ -142,8 +153,12 @@ class Headline(unittest.TestCase):
         r = self.rows
         self.assertEqual(r["summation / vcopy, fp32 L1 (avx512)"], 1.62)
         self.assertEqual(r["summation / vcopy, fp32 mem (avx2)"], 0.35)
-        self.assertEqual(r["pipeline / read-fwd, aligned"], 0.245)
-        self.assertEqual(r["pipeline / read-fwd, skewed"], 0.238)
+        self.assertEqual(r["pipeline / read-fwd, aligned"], 0.461)
+        self.assertEqual(r["pipeline / read-fwd, skewed"], 0.387)
+        self.assertEqual(r["cycles per DATA, 1 worker, skewed"], 317.9)
+        self.assertEqual(r["cycles per DATA, 2 workers, worker 1, aligned"], 816.8)
+        self.assertEqual(r["2-worker rate / 1-worker rate, aligned"], 0.605)
+        self.assertEqual(r["island recv Gbit/s per core, 1 session"], 21.64)
         self.assertEqual(r["fan-out cycles per extra destination, zerocopy D=8, hot"], 454.4)
         self.assertAlmostEqual(r["resend / fresh, 1432 B"], 649 / 4067)
         self.assertEqual(r["auth verify / memcpy, ipsec-mb bursts of 32"], 2.93)
