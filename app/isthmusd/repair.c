@@ -193,6 +193,10 @@ isthd_repair_frame_to_peer(
 	a.dst_ip = peer->ip;
 	a.src_port = d->cfg.udp_port;
 	a.dst_port = peer->port;
+	/* [wan] repair_dscp (EF): a WAN with a priority class sends repairs
+	 * and NACKs ahead of the DATA queued at its bottlenecks, so that a
+	 * repair's round trip is the path's, not its queue's */
+	a.dscp = d->cfg.wan_repair_dscp;
 	hs = isth_wire_frame_hdr_size(&a);
 	/* auth on: a message not sealed yet (a NACK) gains its tag here */
 	cap = len +

@@ -549,6 +549,11 @@ poll_wan(void)
 			auth_bad++;
 		peer = p.addr.dst_ip - 0x0a000001;
 		cr_assert_lt(peer, N);
+		/* [wan] repair_dscp (default EF, 46): repairs and NACKs to
+		 * peers are marked for a WAN's priority class, DATA is not */
+		cr_expect_eq(p.addr.dscp,
+			p.hdr.type == ISTH_WIRE_NACK || (p.hdr.flags & ISTH_WIRE_F_RESENT) ? 46 : 0,
+			"type %u flags %#x: dscp %u", p.hdr.type, p.hdr.flags, p.addr.dscp);
 		if (p.hdr.type == ISTH_WIRE_NACK) {
 			struct isth_wire_range rg;
 
