@@ -230,6 +230,14 @@ struct isthd_repair {
 	uint32_t budget_chunks;
 	/* dp only: per peer island, per round & 1 (isthd_repair_serve) */
 	struct isthd_repair_budget budget[ISTHD_MAX_PEERS][2];
+	/* dp only: per (peer island, round & 1, chunk), reset with budget[][]:
+	 * when the chunk was last charged to the peer's budget, and whether
+	 * its one uncharged repeat within that peer's back-off was served
+	 * (isthd_repair_serve); n_islands * 2 * n_chunks entries */
+	struct isthd_repair_served {
+		uint64_t at_ns; /* 0: not served this round */
+		uint32_t repeat; /* the uncharged repeat was taken */
+	} * served;
 	/* dp only: when the last [wan] tail_copies chunks of the island's
 	 * DATA of round tail[i].round (slot r & 1) are sent again to every
 	 * peer unasked (0: sent, or not due yet) */
