@@ -297,9 +297,9 @@ static uint32_t serve_chunks(struct isthd *d, const struct isthd_peer *peer, uin
  * round, each chunk at most once per NACK. The budget is counted per chunk:
  * a chunk asked again within the asker's back-off (its published round
  * trip + tail_wait: a last-chance NACK's copy, a NACK that crossed the
- * repair) gets one more repair uncharged; a third ask within it is
- * refused. So no NACK stream can make this edge send a peer more than
- * twice budget_chunks repairs per round (doc/isthmusd.md, "Admission";
+ * repair) since it was last charged gets one more repair uncharged;
+ * further asks are charged. So no NACK stream can make this edge send a
+ * peer more than twice budget_chunks repairs per round (doc/isthmusd.md, "Admission";
  * doc/security.md).
  */
 void
@@ -352,14 +352,10 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 		for (uint64_t c = want[i].first; c <= want[i].last; c++) {
 			struct isthd_repair_served *e = c < d->rep.n_chunks ? &sv[c] : NULL;
 
-			if (e && e->at_ns && now_ns - e->at_ns < bo) {
-				/* asked again within a round trip: a last-chance
-				 * copy, or a NACK that crossed our repair; one such
-				 * repeat per charge is free, more are refused */
-				if (e->repeat) {
-					over++;
-					continue;
-				}
+			if (e && e->at_ns && !e->repeat && now_ns - e->at_ns < bo) {
+				/* asked again within a round trip of its charge:
+				 * a NACK's copy, or a NACK that crossed our
+				 * repair; one such repeat per charge is free */
 				e->repeat = 1;
 			} else {
 				if (b->used >= d->rep.budget_chunks) {

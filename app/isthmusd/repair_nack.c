@@ -213,8 +213,8 @@ unrepaired(struct isthd *d, const struct isthd_rx_track *t, const uint64_t *bits
  *    repair was lost;
  *  - after each NACK, wait a back-off (a round trip + tail_wait, doubling,
  *    capped) and NACK what is still missing again;
- *  - a NACK with no retry left before the cutoff leaves last_nack_copies
- *    times (a lost NACK then does not cost the chunk);
+ *  - a NACK with at most one retry left before the cutoff leaves
+ *    last_nack_copies times (a lost NACK then does not cost the chunks);
  *  - at the cutoff, what is still missing is counted (peer_chunks_unrepaired).
  */
 unsigned int
@@ -273,7 +273,14 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			else if (t->nack_at == 0 || now_ns < t->nack_at)
 				continue;
 			upto = t->tail_due ? d->rep.n_chunks : t->next;
-			if (now_ns + t->backoff_ns > cut)
+			/* The last two attempts before the cutoff leave
+			 * last_nack_copies times: one NACK names every chunk
+			 * still missing, so its loss costs them all that
+			 * attempt, and a long lossy path (several hops of loss
+			 * p each way) has room for two or three. Each copy
+			 * brings its own repair (the serving edge does not
+			 * charge a repeat within our back-off). */
+			if (now_ns + 2 * t->backoff_ns > cut)
 				copies = d->cfg.wan_last_nack_copies;
 			k = nack_missing(d, s, r, bits, (uint32_t)upto, copies);
 			if (k) {
