@@ -13,6 +13,10 @@
 
 #include "isthd.h"
 
+/* The last attempts before the cutoff that leave last_nack_copies times
+ * (isthd_repair_tail_check). */
+#define COPIED_ATTEMPTS 3
+
 /* Ask peer @s's edge again for chunks @ranges of round @r of its island:
  * one NACK message (@n <= max_ranges). Returns 0 if it was sent. */
 static int
@@ -280,7 +284,7 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			 * p each way) has room for two or three. Each copy
 			 * brings its own repair (the serving edge does not
 			 * charge a repeat within our back-off). */
-			if (now_ns + 2 * t->backoff_ns > cut)
+			if (now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut)
 				copies = d->cfg.wan_last_nack_copies;
 			k = nack_missing(d, s, r, bits, (uint32_t)upto, copies);
 			if (k) {
