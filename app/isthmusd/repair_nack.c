@@ -217,7 +217,7 @@ unrepaired(struct isthd *d, const struct isthd_rx_track *t, const uint64_t *bits
  *    repair was lost;
  *  - after each NACK, wait a back-off (a round trip + tail_wait, doubling,
  *    capped) and NACK what is still missing again;
- *  - a NACK with at most one retry left before the cutoff leaves
+ *  - a NACK with at most two retries left before the cutoff leaves
  *    last_nack_copies times (a lost NACK then does not cost the chunks);
  *  - at the cutoff, what is still missing is counted (peer_chunks_unrepaired).
  */
@@ -277,11 +277,11 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			else if (t->nack_at == 0 || now_ns < t->nack_at)
 				continue;
 			upto = t->tail_due ? d->rep.n_chunks : t->next;
-			/* The last two attempts before the cutoff leave
+			/* The last three attempts before the cutoff leave
 			 * last_nack_copies times: one NACK names every chunk
 			 * still missing, so its loss costs them all that
 			 * attempt, and a long lossy path (several hops of loss
-			 * p each way) has room for two or three. Each copy
+			 * p each way) has room for three or four. Each copy
 			 * brings its own repair (the serving edge does not
 			 * charge a repeat within our back-off). */
 			if (now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut)
