@@ -60,8 +60,14 @@ isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 	rp->rx = rte_zmalloc("isthd_rx", 4 * d->n_islands * sizeof(*rp->rx), 0);
 	rp->rx_bits = rte_zmalloc(
 		"isthd_rx_bits", 4ull * d->n_islands * rp->rx_words * sizeof(uint64_t), 0);
-	rp->served = rte_zmalloc("isthd_served",
-		2ull * d->n_islands * RTE_MAX(rp->n_chunks, 1u) * sizeof(*rp->served), 0);
+	/* a round's first ISTHD_SERVED_CHUNKS chunks only: beyond them
+	 * (a payload of more than ~5.6 MB at mtu 1500) every repair is
+	 * charged, so that the state stays small (at most 8 MiB) */
+	rp->served_chunks = rp->n_chunks < ISTHD_SERVED_CHUNKS ? rp->n_chunks : ISTHD_SERVED_CHUNKS;
+	if (rp->served_chunks == 0)
+		rp->served_chunks = 1;
+	rp->served = rte_zmalloc(
+		"isthd_served", 2ull * d->n_islands * rp->served_chunks * sizeof(*rp->served), 0);
 	if (rp->ring == NULL || rp->rx == NULL || rp->rx_bits == NULL || rp->served == NULL) {
 		snprintf(err, err_size, "WAN repair state (%u chunks x %u islands): %s",
 			rp->n_chunks, d->n_islands, rte_strerror(rte_errno));
@@ -336,11 +342,11 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	if (cut) /* chunk ids the round does not have */
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_gone], cut);
 	b = &d->rep.budget[p->hdr.sender][r & 1];
-	sv = d->rep.served + ((size_t)p->hdr.sender * 2 + (r & 1)) * RTE_MAX(d->rep.n_chunks, 1u);
+	sv = d->rep.served + ((size_t)p->hdr.sender * 2 + (r & 1)) * d->rep.served_chunks;
 	if (b->round1 != r + 1) {
 		b->round1 = r + 1;
 		b->used = 0;
-		memset(sv, 0, RTE_MAX(d->rep.n_chunks, 1u) * sizeof(*sv));
+		memset(sv, 0, d->rep.served_chunks * sizeof(*sv));
 	}
 	/* the asker's wait between two NACKs of a chunk (a round trip and
 	 * tail_wait, as it publishes for us: rtab) */
@@ -350,7 +356,7 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	k = 0;
 	for (i = 0; i < n; i++) {
 		for (uint64_t c = want[i].first; c <= want[i].last; c++) {
-			struct isthd_repair_served *e = c < d->rep.n_chunks ? &sv[c] : NULL;
+			struct isthd_repair_served *e = c < d->rep.served_chunks ? &sv[c] : NULL;
 
 			if (e && e->at_ns && !e->repeat && now_ns - e->at_ns < bo) {
 				/* asked again within a round trip of its charge:
