@@ -19,7 +19,10 @@
 # directory) as DIR/<label>-s<seed>. Prints, per run:
 #   label seed partial aggregates per10k round/T wrong nacks retries
 #   unrepaired tail unasked repairs late_repairs late_data gone budget
-#   partial_timeout wan_loss_drops
+#   partial_timeout wan_loss_drops repairs_sent wan_prio wan_prio_full
+# (repairs_sent: the edges' repair frames, tail copies included; wan_prio:
+# frames the WAN's links served in the priority class, per hop;
+# wan_prio_full: frames the priority class's queue limit dropped)
 # Exit status: 0 if every run ended with wrong=0, 1 otherwise.
 set -euo pipefail
 
@@ -52,18 +55,23 @@ ctr() {
 	cat "$1"/edge*.log 2>/dev/null |
 		awk -v n="$2" '$1 == n && $2 ~ /^[0-9]+$/ {s += $2} END {print s + 0}'
 }
-# Frames the emulator dropped for loss (random or Gilbert-Elliott).
-wan_loss() {
-	awk '$1 == "link" {n = 0; for (i = 1; i <= NF; i++) if ($i ~ /loss/) col[++n] = i; next}
+# Sum of the emulator's link counter columns named exactly $2 (its final
+# counters, the last table in wan.log).
+wan_col() {
+	awk -v want="$2" '$1 == "link" {n = 0; s = 0; for (i = 1; i <= NF; i++) if ($i == want) col[++n] = i; next}
 		$1 ~ /->/ {for (i = 1; i <= n; i++) s += $(col[i])}
 		$1 == "site" {n = 0}
 		END {print s + 0}' "$1/wan.log" 2>/dev/null || echo 0
 }
+# Frames the emulator dropped for loss (random or Gilbert-Elliott).
+wan_loss() {
+	wan_col "$1" loss
+}
 
 status=0
-printf '%-8s %4s %7s %6s %7s %7s %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %7s %9s\n' \
+printf '%-8s %4s %7s %6s %7s %7s %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %7s %9s %8s %8s %9s\n' \
 	label seed partial aggs per10k round/T wrong nacks retries unrepaired tail unasked \
-	repairs late_r late_data gone budget p_tmo wan_loss
+	repairs late_r late_data gone budget p_tmo wan_loss rep_sent wan_prio prio_full
 run() {
 	local label=$1 seed=$2 dir
 	shift 2
@@ -84,7 +92,7 @@ run() {
 		[[ "$f" == *=* ]] && v[${f%%=*}]=${f#*=}
 	done
 	[ "${v[wrong]}" = 0 ] || status=1
-	printf '%-8s %4s %7s %6s %7.1f %7.2f %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %7s %9s\n' \
+	printf '%-8s %4s %7s %6s %7.1f %7.2f %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %7s %9s %8s %8s %9s\n' \
 		"$label" "$seed" "${v[partial]}" "${v[aggregates]}" \
 		"$(awk -v p="${v[partial]}" -v a="${v[aggregates]}" 'BEGIN {print a ? 10000 * p / a : 0}')" \
 		"$(awk -v m="${v[round_ms_mean]}" -v t="${v[round_ms_planned]}" 'BEGIN {print t ? m / t : 0}')" \
@@ -93,7 +101,8 @@ run() {
 		"$(ctr "$dir" peer_unrepaired_unasked)" "$(ctr "$dir" peer_repairs_rx)" \
 		"$(ctr "$dir" peer_repairs_late)" "$(ctr "$dir" peer_data_late)" \
 		"$(ctr "$dir" drop_repair_gone)" "$(ctr "$dir" drop_repair_budget)" \
-		"$(ctr "$dir" partial_timeout)" "$(wan_loss "$dir")"
+		"$(ctr "$dir" partial_timeout)" "$(wan_loss "$dir")" "$(ctr "$dir" repairs_sent)" \
+		"$(wan_col "$dir" priority)" "$(wan_col "$dir" prio_queue_full)"
 }
 for p in $LOSSES; do
 	for s in $SEEDS; do

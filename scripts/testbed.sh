@@ -81,6 +81,10 @@ Topology and schedule:
                           generated from the schedule; doc/testbed.md)
   --queue-ms D            WAN link queues: D ms at the link's capacity (default
                           run: 1000; up: isthmus-wan's, 100)
+  --prio-queue-ms D       a priority class on every WAN link for frames marked
+                          DSCP EF (the edges' repairs and NACKs), served before
+                          the rest from a queue of D ms at the link's capacity
+                          (default 50; 0: none, repairs queue behind DATA)
 Run:
   --rounds R              rounds to play (default 5; up --edges: unlimited)
   --dtype int32|fp32      tensor type (default int32); up: also any (the edges
@@ -296,6 +300,7 @@ SCALE=10000
 ROUTING=capacity
 REPL=edge
 QUEUE_MS=
+PRIO_QUEUE_MS=50
 SLACK_RTTS=1
 ROUNDS=
 DTYPE=int32
@@ -327,6 +332,7 @@ while [ $# -gt 0 ]; do
 	--routing) ROUTING=$2; shift 2 ;;
 	--replication) REPL=$2; shift 2 ;;
 	--queue-ms) QUEUE_MS=$2; shift 2 ;;
+	--prio-queue-ms) PRIO_QUEUE_MS=$2; shift 2 ;;
 	--loss) LOSS=$2; shift 2 ;;
 	--dup) DUP=$2; shift 2 ;;
 	--reorder) REORDER=$2; shift 2 ;;
@@ -382,6 +388,7 @@ fi
 [[ "$SLACK_RTTS" =~ ^[1-9]$ ]] || die "--slack-rtts: 1 to 9 (longest round trips)"
 [[ "$READY_TIMEOUT" =~ ^[0-9]+$ ]] && [ "$READY_TIMEOUT" -ge 1 ] || die "--ready-timeout: a positive integer (seconds)"
 [ -z "$QUEUE_MS" ] || [[ "$QUEUE_MS" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--queue-ms: a number of milliseconds"
+[[ "$PRIO_QUEUE_MS" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--prio-queue-ms: a number of milliseconds (0: no priority class)"
 if [ "$CMD" = up ] && { [ "$SILENT" -ge 0 ] || [ "$RESTART" -ge 0 ] || [ -n "$PAUSE" ]; }; then
 	die "--silent-island, --restart-edge, --pause-wan: only with run"
 fi
@@ -723,6 +730,9 @@ done
 WAN_ARGS+=(-- --sites "$WORK/sites.csv" --links "$WORK/links.csv" --site-map "$WORK/wan.map"
 	   --scale 1 --seed "$SEED" --idle-us 200)
 [ -z "$QUEUE_MS" ] || WAN_ARGS+=(--queue-ms "$QUEUE_MS")
+# the edges mark repairs and NACKs EF ([wan] repair_dscp): they overtake
+# the DATA queued at a bottleneck (doc/wan.md, "Priority class")
+WAN_ARGS+=(--prio-queue-ms "$PRIO_QUEUE_MS")
 [ "$LOSS" = 0 ] || WAN_ARGS+=(--loss "$LOSS")
 [ "$DUP" = 0 ] || WAN_ARGS+=(--dup "$DUP")
 [ "$REORDER" = 0 ] || WAN_ARGS+=(--reorder "$REORDER")

@@ -181,6 +181,10 @@ usage(FILE *f)
 		"                        is seconds of delay at a scaled capacity (bufferbloat)\n"
 		"  --queue-bytes B       tail-drop limit per directed link in bytes (K/M/G/Ki/Mi\n"
 		"                        suffixes), instead of --queue-ms\n"
+		"  --prio-queue-ms D     a priority class on every directed link: frames marked\n"
+		"                        DSCP EF (46) are sent before the others, from a FIFO\n"
+		"                        of their own of D ms at the link's capacity (at least\n"
+		"                        4 full frames). Default 0: no priority class\n"
 		"  --decrement-ttl       decrement the IPv4 TTL on each link, drop at 0 (counted\n"
 		"                        'ttl'). Off by default: senders' multicast TTL is often "
 		"1\n"
@@ -258,6 +262,7 @@ enum {
 	O_ROUTES,
 	O_HELP,
 	O_QUEUE_MS,
+	O_PRIO_QUEUE_MS,
 	O_SCHED,
 	O_EPOCH,
 	O_EPOCH_FILE,
@@ -271,6 +276,7 @@ static const struct option opts[] = {
 	{"scale", required_argument, NULL, O_SCALE},
 	{"queue-bytes", required_argument, NULL, O_QUEUE},
 	{"queue-ms", required_argument, NULL, O_QUEUE_MS},
+	{"prio-queue-ms", required_argument, NULL, O_PRIO_QUEUE_MS},
 	{"decrement-ttl", no_argument, NULL, O_TTL},
 	{"seed", required_argument, NULL, O_SEED},
 	{"loss", required_argument, NULL, O_LOSS},
@@ -371,16 +377,25 @@ port_start(uint16_t port, struct rte_mempool *pool)
 #define QUEUE_MIN_FRAMES 16
 #define QUEUE_FRAME_BYTES 1514
 
+#define PRIO_QUEUE_MIN_FRAMES 4
+
 static void
-queue_by_time(const struct isth_topo *t, struct isth_wan_impair *imp, double scale, double queue_ms)
+queue_by_time(const struct isth_topo *t, struct isth_wan_impair *imp, double scale, double queue_ms,
+	double prio_queue_ms)
 {
 	int e, from, to;
 	double lat_ms, cap_bps, b;
 
 	for (e = 0; e < isth_topo_ndlinks(t); e++) {
+		isth_topo_dlink(t, e, &from, &to, &lat_ms, &cap_bps);
+		if (imp[e].prio_queue_bytes == UINT64_MAX) {
+			b = cap_bps / scale / 8.0 * prio_queue_ms * 1e-3;
+			if (prio_queue_ms > 0 && b < PRIO_QUEUE_MIN_FRAMES * QUEUE_FRAME_BYTES)
+				b = PRIO_QUEUE_MIN_FRAMES * QUEUE_FRAME_BYTES;
+			imp[e].prio_queue_bytes = (uint64_t)b;
+		}
 		if (imp[e].queue_bytes != 0)
 			continue;
-		isth_topo_dlink(t, e, &from, &to, &lat_ms, &cap_bps);
 		b = cap_bps / scale / 8.0 * queue_ms * 1e-3;
 		if (b < QUEUE_MIN_FRAMES * QUEUE_FRAME_BYTES)
 			b = QUEUE_MIN_FRAMES * QUEUE_FRAME_BYTES;
@@ -420,7 +435,7 @@ main(int argc, char **argv)
 	uint64_t next_stats, hz, idle = 0, next_anchor = UINT64_MAX;
 	uint16_t started[ISTH_WAN_MAX_SITES];
 	int nstarted = 0;
-	double queue_ms = 100;
+	double queue_ms = 100, prio_queue_ms = 0;
 	uint64_t qb;
 
 	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
@@ -489,6 +504,21 @@ main(int argc, char **argv)
 				queue_ms <= 0 || queue_ms > 1e6) {
 				fprintf(stderr,
 					"isthmus-wan: --queue-ms: bad value '%s' (0..1e6 ms)\n",
+					optarg);
+				goto out;
+			}
+			break;
+		}
+		case O_PRIO_QUEUE_MS: {
+			char *end;
+
+			errno = 0;
+			prio_queue_ms = strtod(optarg, &end);
+			if (*optarg == '\0' || *end != '\0' || errno || !isfinite(prio_queue_ms) ||
+				prio_queue_ms < 0 || prio_queue_ms > 1e6) {
+				fprintf(stderr,
+					"isthmus-wan: --prio-queue-ms: bad value '%s' (0..1e6 "
+					"ms)\n",
 					optarg);
 				goto out;
 			}
@@ -619,15 +649,18 @@ main(int argc, char **argv)
 	}
 	isth_wan_impair_default(imp, isth_topo_ndlinks(t));
 	/* 0: not set by --queue-bytes or --impair queue-bytes= (which refuse 0) */
-	for (i = 0; i < isth_topo_ndlinks(t); i++)
+	/* UINT64_MAX: not set by --impair prio-queue-bytes= (which takes 0) */
+	for (i = 0; i < isth_topo_ndlinks(t); i++) {
 		imp[i].queue_bytes = 0;
+		imp[i].prio_queue_bytes = UINT64_MAX;
+	}
 	for (i = 0; i < specs.n; i++) {
 		if (isth_wan_impair_apply(t, imp, specs.s[i], err, sizeof(err)) < 0) {
 			fprintf(stderr, "isthmus-wan: %s\n", err);
 			goto out;
 		}
 	}
-	queue_by_time(t, imp, p.scale, queue_ms);
+	queue_by_time(t, imp, p.scale, queue_ms, prio_queue_ms);
 
 	pool = rte_pktmbuf_pool_create("isth_wan_pool", (unsigned int)mbufs, 256, 0,
 		RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());

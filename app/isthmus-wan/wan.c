@@ -50,11 +50,13 @@
 #define RX_BURST 32
 #define TX_BURST 32
 #define LANE_DEFAULT 16384
-#define LANES 2 /* 0: in order; 1: reordered (extra delay) */
+#define LANES 3 /* 0: in order; 1: reordered (extra delay); 2: priority class */
+#define LANE_PRIO 2
 
 struct ent {
 	struct rte_mbuf *m;
 	uint64_t t; /* model time of arrival at the link's far node */
+	double start; /* model time the transmitter starts sending it */
 	uint64_t dests; /* sites this copy must still reach */
 	uint32_t src; /* routing tree: the ingress site, or a routed tree (w->tree_site) */
 };
@@ -77,6 +79,9 @@ struct link {
 	double reorder_cyc;
 	double busy; /* model time the transmitter is free again */
 	uint64_t qlimit;
+	/* priority class (doc/wan.md, "Priority class"): 0 = none */
+	uint64_t pqlimit;
+	double pbusy; /* model time the priority class's FIFO is empty */
 	struct isth_wan_impair imp;
 	bool ge_bad; /* Gilbert-Elliott state */
 	uint64_t rng[4];
@@ -141,6 +146,8 @@ static const char *const link_ctr_names[ISTH_WAN_L_NCTR] = {
 	[ISTH_WAN_L_CORRUPTED] = "corrupted",
 	[ISTH_WAN_L_DUPLICATED] = "duplicated",
 	[ISTH_WAN_L_REORDERED] = "reordered",
+	[ISTH_WAN_L_PRIO_FULL] = "prio_queue_full",
+	[ISTH_WAN_L_PRIO] = "priority",
 };
 
 static const char *const port_ctr_names[ISTH_WAN_P_NCTR] = {
@@ -223,8 +230,8 @@ heap_down(struct isth_wan *w, int i)
 
 /* @return 0, or -ENOSPC when the lane is full. */
 static inline int
-lane_push(struct isth_wan *w, struct lane *l, struct rte_mbuf *m, uint64_t t, uint64_t dests,
-	uint32_t src)
+lane_push(struct isth_wan *w, struct lane *l, struct rte_mbuf *m, uint64_t t, double start,
+	uint64_t dests, uint32_t src)
 {
 	struct ent *e;
 
@@ -233,6 +240,7 @@ lane_push(struct isth_wan *w, struct lane *l, struct rte_mbuf *m, uint64_t t, ui
 	e = &l->ring[l->tail & l->mask];
 	e->m = m;
 	e->t = t;
+	e->start = start;
 	e->dests = dests;
 	e->src = src;
 	l->tail++;
@@ -329,6 +337,88 @@ deliver(struct isth_wan *w, int v, struct rte_mbuf *m)
 	site_tx(s, m);
 }
 
+/*
+ * Bytes of the priority class not yet sent at model time @p t (the frame
+ * on the wire counts what is left of it): its own FIFO only, not the
+ * frame of the other class it may wait for. Its lane holds the priority
+ * frames in start order; a duplicate shares its original's start and is
+ * counted once (like one frame on the wire).
+ */
+static double
+prio_backlog(const struct link *L, uint64_t t)
+{
+	const struct lane *l = &L->lane[LANE_PRIO];
+	double b = 0, prev = -1;
+
+	for (uint32_t i = l->tail; i != l->head; i--) {
+		const struct ent *e = &l->ring[(i - 1) & l->mask];
+		double end = e->start + rte_pktmbuf_pkt_len(e->m) * L->cyc_per_byte;
+
+		if (end <= (double)t)
+			break;
+		if (e->start != prev)
+			b += end - (e->start > (double)t ? e->start : (double)t);
+		prev = e->start;
+	}
+	return b / L->cyc_per_byte;
+}
+
+/*
+ * A priority frame of @p len bytes reaches link @p L at model time @p t:
+ * strict priority, not preemptive. It starts when the priority FIFO
+ * ahead of it is sent and the frame on the wire (if any) has finished;
+ * every frame of the other class that has not started by then is sent
+ * len bytes later, so the link's capacity is kept. The lanes hold the
+ * non-priority frames in start order, so the ones not started are a
+ * suffix of each lane: shift it and re-sort the heap if its head moved.
+ * A frame lost on the wire is not in a lane: the model does not see it as
+ * the one on the wire (the priority frame may start up to one frame
+ * early). @return the priority frame's start.
+ */
+static double
+prio_admit(struct isth_wan *w, struct link *L, uint64_t t, uint32_t len)
+{
+	double s = L->pbusy > (double)t ? L->pbusy : (double)t;
+	double delta = len * L->cyc_per_byte;
+	int k;
+
+	for (k = 0; k < LANE_PRIO; k++) {
+		struct lane *l = &L->lane[k];
+		uint32_t i = l->tail;
+
+		while (i != l->head) {
+			struct ent *e = &l->ring[(i - 1) & l->mask];
+
+			if (e->start <= (double)t) {
+				/* started: the one on the wire if it is not done */
+				double end = e->start + rte_pktmbuf_pkt_len(e->m) * L->cyc_per_byte;
+
+				if (end > s)
+					s = end;
+				break;
+			}
+			i--;
+		}
+		if (i == l->tail)
+			continue;
+		/* ring[i .. tail) had not started: len bytes later */
+		for (uint32_t j = i; j != l->tail; j++) {
+			struct ent *e = &l->ring[j & l->mask];
+
+			e->start += delta;
+			e->t += (uint64_t)ceil(delta);
+		}
+		l->last_t = l->ring[(l->tail - 1) & l->mask].t;
+		if (i == l->head && l->hpos >= 0)
+			heap_down(w, l->hpos);
+	}
+	L->pbusy = s + delta;
+	/* frames of the other class after s (queued, or lost on the wire
+	 * after being scheduled) now end delta later */
+	L->busy = L->busy > s ? L->busy + delta : L->pbusy;
+	return s;
+}
+
 /* RFC 1624 incremental update for a TTL decrement. */
 static inline void
 ttl_decrement(struct rte_ipv4_hdr *ip)
@@ -349,10 +439,10 @@ link_send(struct isth_wan *w, int e, struct rte_mbuf *m, uint64_t t, uint64_t de
 	uint32_t len = rte_pktmbuf_pkt_len(m);
 	struct rte_ipv4_hdr *ip =
 		rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, sizeof(struct rte_ether_hdr));
-	double backlog, start, arr;
+	double backlog, start, fin, arr;
 	struct lane *lane;
 	uint64_t at;
-	bool lost;
+	bool lost, prio;
 
 	if (w->dec_ttl) {
 		if (ip->time_to_live <= 1) {
@@ -362,17 +452,31 @@ link_send(struct isth_wan *w, int e, struct rte_mbuf *m, uint64_t t, uint64_t de
 		}
 		ttl_decrement(ip);
 	}
-	backlog = L->busy > (double)t ? (L->busy - (double)t) / L->cyc_per_byte : 0;
-	if (backlog + len > (double)L->qlimit) {
-		isth_ctr_add(&L->st.ctr[ISTH_WAN_L_QUEUE_FULL], 1);
-		rte_pktmbuf_free(m);
-		return;
+	prio = L->pqlimit && (ip->type_of_service >> 2) == ISTH_WAN_DSCP_EF;
+	if (prio) {
+		backlog = prio_backlog(L, t);
+		if (backlog + len > (double)L->pqlimit) {
+			isth_ctr_add(&L->st.ctr[ISTH_WAN_L_PRIO_FULL], 1);
+			rte_pktmbuf_free(m);
+			return;
+		}
+		start = prio_admit(w, L, t, len);
+		isth_ctr_add(&L->st.ctr[ISTH_WAN_L_PRIO], 1);
+		fin = L->pbusy;
+	} else {
+		backlog = L->busy > (double)t ? (L->busy - (double)t) / L->cyc_per_byte : 0;
+		if (backlog + len > (double)L->qlimit) {
+			isth_ctr_add(&L->st.ctr[ISTH_WAN_L_QUEUE_FULL], 1);
+			rte_pktmbuf_free(m);
+			return;
+		}
+		start = L->busy > (double)t ? L->busy : (double)t;
+		L->busy = start + len * L->cyc_per_byte;
+		fin = L->busy;
+		if ((uint64_t)(backlog + len) > L->st.queue_hw_bytes)
+			__atomic_store_n(
+				&L->st.queue_hw_bytes, (uint64_t)(backlog + len), __ATOMIC_RELAXED);
 	}
-	start = L->busy > (double)t ? L->busy : (double)t;
-	L->busy = start + len * L->cyc_per_byte;
-	if ((uint64_t)(backlog + len) > L->st.queue_hw_bytes)
-		__atomic_store_n(
-			&L->st.queue_hw_bytes, (uint64_t)(backlog + len), __ATOMIC_RELAXED);
 	isth_ctr_add(&L->st.pkts, 1);
 	isth_ctr_add(&L->st.bytes, len);
 
@@ -406,11 +510,13 @@ link_send(struct isth_wan *w, int e, struct rte_mbuf *m, uint64_t t, uint64_t de
 			isth_ctr_add(&L->st.ctr[ISTH_WAN_L_CORRUPTED], 1);
 		}
 	}
-	arr = L->busy + L->lat_cyc;
+	arr = fin + L->lat_cyc;
 	if (imp->jitter_ms > 0)
 		arr += wan_prng_unit(L->rng) * L->jitter_cyc;
-	lane = &L->lane[0];
-	if (imp->reorder > 0 && wan_prng_unit(L->rng) < imp->reorder) {
+	/* the priority class has a lane of its own and is never reordered:
+	 * its frames are not moved by prio_admit */
+	lane = &L->lane[prio ? LANE_PRIO : 0];
+	if (!prio && imp->reorder > 0 && wan_prng_unit(L->rng) < imp->reorder) {
 		lane = &L->lane[1];
 		arr += L->reorder_cyc;
 		isth_ctr_add(&L->st.ctr[ISTH_WAN_L_REORDERED], 1);
@@ -419,7 +525,7 @@ link_send(struct isth_wan *w, int e, struct rte_mbuf *m, uint64_t t, uint64_t de
 	/* jitter never reorders within a lane: it models queueing elsewhere */
 	if (lane->tail != lane->head && at < lane->last_t)
 		at = lane->last_t;
-	if (lane_push(w, lane, m, at, dests, src) < 0) {
+	if (lane_push(w, lane, m, at, start, dests, src) < 0) {
 		isth_ctr_add(&L->st.ctr[ISTH_WAN_L_RING_FULL], 1);
 		rte_pktmbuf_free(m);
 		return;
@@ -429,7 +535,7 @@ link_send(struct isth_wan *w, int e, struct rte_mbuf *m, uint64_t t, uint64_t de
 
 		if (c == NULL) {
 			isth_ctr_add(&L->st.ctr[ISTH_WAN_L_NOMBUF], 1);
-		} else if (lane_push(w, lane, c, at, dests, src) < 0) {
+		} else if (lane_push(w, lane, c, at, start, dests, src) < 0) {
 			isth_ctr_add(&L->st.ctr[ISTH_WAN_L_RING_FULL], 1);
 			rte_pktmbuf_free(c);
 		} else {
@@ -1016,6 +1122,7 @@ isth_wan_create(const struct isth_topo *t, const struct isth_wan_sitemap *map,
 		L->jitter_cyc = imp[e].jitter_ms * 1e-3 * (double)w->hz;
 		L->reorder_cyc = imp[e].reorder_ms * 1e-3 * (double)w->hz;
 		L->qlimit = imp[e].queue_bytes;
+		L->pqlimit = imp[e].prio_queue_bytes;
 		wan_prng_seed(L->rng, p->seed, (uint64_t)e);
 		isth_topo_dlink_name(t, e, L->name, sizeof(L->name));
 		for (k = 0; k < LANES; k++) {
@@ -1226,9 +1333,12 @@ isth_wan_print_routes(const struct isth_wan *w, FILE *f)
 	for (e = 0; e < w->ndl; e++) {
 		const struct link *L = &w->links[e];
 
-		fprintf(f, "  %-20s %9.3f ms %12.0f bit/s queue %" PRIu64 " B\n", L->name,
+		fprintf(f, "  %-20s %9.3f ms %12.0f bit/s queue %" PRIu64 " B", L->name,
 			L->lat_cyc * 1e3 / (double)w->hz, 8.0 * (double)w->hz / L->cyc_per_byte,
 			L->qlimit);
+		if (L->pqlimit)
+			fprintf(f, " priority (EF) queue %" PRIu64 " B", L->pqlimit);
+		fprintf(f, "\n");
 	}
 	fprintf(f, "unicast routes:\n");
 	for (s = 0; s < w->n; s++) {

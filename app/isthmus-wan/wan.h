@@ -90,7 +90,17 @@ struct isth_wan_impair {
 	double corrupt; /**< probability of flipping one byte */
 	double jitter_ms; /**< extra delay uniform in [0, jitter_ms], order kept */
 	uint64_t queue_bytes; /**< tail-drop limit of the link's FIFO */
+	/**
+	 * 0: one FIFO for every frame. Otherwise frames marked DSCP EF
+	 * (ISTH_WAN_DSCP_EF) are a priority class served strictly before the
+	 * rest, with a FIFO of their own limited to this many bytes
+	 * (doc/wan.md, "Priority class").
+	 */
+	uint64_t prio_queue_bytes;
 };
+
+/** The DSCP of the priority class: Expedited Forwarding (RFC 3246). */
+#define ISTH_WAN_DSCP_EF 46
 
 /** Defaults of isth_wan_impair: nothing impaired, 1 MiB queue. */
 #define ISTH_WAN_QUEUE_BYTES_DEFAULT (1u << 20)
@@ -118,7 +128,7 @@ void isth_wan_impair_default(struct isth_wan_impair *imp, int ndlinks);
  * Apply one impairment spec "[LINK:]key=value[,key=value...]" where LINK is
  * "A->B" (one direction), "A-B" (both) or absent (every link).
  * Keys: loss, ge (p/r/loss_bad[/loss_good]), dup, reorder, reorder-ms,
- * corrupt, jitter-ms, queue-bytes.
+ * corrupt, jitter-ms, queue-bytes, prio-queue-bytes (0: no priority class).
  * @return 0, or -EINVAL with a message in @p err.
  */
 int isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp, const char *spec,
@@ -164,6 +174,8 @@ enum isth_wan_link_ctr {
 	ISTH_WAN_L_CORRUPTED, /**< (not a drop) a byte was flipped */
 	ISTH_WAN_L_DUPLICATED, /**< (not a drop) an extra copy was sent */
 	ISTH_WAN_L_REORDERED, /**< (not a drop) extra delay applied */
+	ISTH_WAN_L_PRIO_FULL, /**< tail drop: priority backlog + packet > prio_queue_bytes */
+	ISTH_WAN_L_PRIO, /**< (not a drop) served in the priority class */
 	ISTH_WAN_L_NCTR
 };
 

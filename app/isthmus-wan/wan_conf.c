@@ -474,7 +474,8 @@ isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp, co
 		K_REOMS = 16,
 		K_COR = 32,
 		K_JIT = 64,
-		K_Q = 128
+		K_Q = 128,
+		K_PQ = 256
 	};
 	for (kv = strtok_r(body, ",", &save); kv != NULL; kv = strtok_r(NULL, ",", &save)) {
 		char *val;
@@ -537,11 +538,17 @@ isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp, co
 				goto badval;
 			one.queue_bytes = qb;
 			set |= K_Q;
+		} else if (strcmp(kv, "prio-queue-bytes") == 0) {
+			/* 0 turns the priority class off */
+			if (isth_text_parse_size(val, &qb) < 0 || qb > 1000000000000ull)
+				goto badval;
+			one.prio_queue_bytes = qb;
+			set |= K_PQ;
 		} else {
 			SETERR("--impair", 0,
 				"'%s': unknown key '%s' (loss, ge, dup, reorder, reorder-ms, "
 				"corrupt, "
-				"jitter-ms, queue-bytes)",
+				"jitter-ms, queue-bytes, prio-queue-bytes)",
 				spec, kv);
 			return -EINVAL;
 		}
@@ -582,6 +589,8 @@ isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp, co
 			d->jitter_ms = one.jitter_ms;
 		if (set & K_Q)
 			d->queue_bytes = one.queue_bytes;
+		if (set & K_PQ)
+			d->prio_queue_bytes = one.prio_queue_bytes;
 	}
 	return 0;
 }

@@ -140,6 +140,9 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 	cfg->wan_tail_copies = (unsigned int)v;
 	TRY(isth_conf_duration(c, "wan", "tail_copies_after", false, 20000000ull, 0, 10000000000ull,
 		&cfg->wan_tail_copies_after_ns));
+	/* repairs and NACKs to peers: EF (46), a WAN's priority class */
+	TRY(isth_conf_u64(c, "wan", "repair_dscp", false, 46, 0, 63, &v));
+	cfg->wan_repair_dscp = (uint8_t)v;
 	if (strcmp(cfg->access.dev, cfg->wan.dev) == 0) {
 		rc = isth_conf_fail(c, "wan", "port", "'%s' is also the access port", cfg->wan.dev);
 		goto out;

@@ -92,6 +92,7 @@ struct isthd_config {
 	unsigned int wan_tail_copies; /* last chunks of the island's DATA
 				       * sent again to every peer, unasked */
 	uint64_t wan_tail_copies_after_ns; /* that long after they left */
+	uint8_t wan_repair_dscp; /* DSCP of repairs and NACKs to peers */
 	/* [peer NAME] */
 	struct isthd_peer peers[ISTHD_MAX_PEERS];
 	unsigned int n_peers;

@@ -206,6 +206,11 @@ struct isthd_shape {
  * Repair budget of one peer for one round of our island's DATA (dp only):
  * chunks repaired to it so far. Two rounds are kept, like rep.base.
  */
+/* Chunks of a round whose repairs to a peer are tracked one by one for the
+ * per-chunk budget (isthd_repair_serve): 4096 x 16 B x 2 rounds x 64 peers
+ * = 8 MiB at most. */
+#define ISTHD_SERVED_CHUNKS 4096u
+
 struct isthd_repair_budget {
 	uint64_t round1; /* round + 1; 0: unused */
 	uint32_t used; /* chunks repaired to the peer */
@@ -232,6 +237,16 @@ struct isthd_repair {
 	uint32_t budget_chunks;
 	/* dp only: per peer island, per round & 1 (isthd_repair_serve) */
 	struct isthd_repair_budget budget[ISTHD_MAX_PEERS][2];
+	/* dp only: per (peer island, round & 1, chunk), reset with budget[][]:
+	 * when the chunk was last charged to the peer's budget, and whether
+	 * its one uncharged repeat within that peer's back-off was served
+	 * (isthd_repair_serve); n_islands * 2 * served_chunks entries, the
+	 * round's first served_chunks chunks (beyond: every repair charged) */
+	struct isthd_repair_served {
+		uint64_t at_ns; /* 0: not served this round */
+		uint32_t repeat; /* the uncharged repeat was taken */
+	} * served;
+	uint32_t served_chunks; /* init: min(n_chunks, ISTHD_SERVED_CHUNKS) */
 	/* dp only: when the last [wan] tail_copies chunks of the island's
 	 * DATA of round tail[i].round (slot r & 1) are sent again to every
 	 * peer unasked (0: sent, or not due yet) */

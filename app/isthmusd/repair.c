@@ -62,7 +62,15 @@ isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 	rp->rx = rte_zmalloc("isthd_rx", 4 * d->n_islands * sizeof(*rp->rx), 0);
 	rp->rx_bits = rte_zmalloc(
 		"isthd_rx_bits", 4ull * d->n_islands * rp->rx_words * sizeof(uint64_t), 0);
-	if (rp->ring == NULL || rp->rx == NULL || rp->rx_bits == NULL) {
+	/* a round's first ISTHD_SERVED_CHUNKS chunks only: beyond them
+	 * (a payload of more than ~5.6 MB at mtu 1500) every repair is
+	 * charged, so that the state stays small (at most 8 MiB) */
+	rp->served_chunks = rp->n_chunks < ISTHD_SERVED_CHUNKS ? rp->n_chunks : ISTHD_SERVED_CHUNKS;
+	if (rp->served_chunks == 0)
+		rp->served_chunks = 1;
+	rp->served = rte_zmalloc(
+		"isthd_served", 2ull * d->n_islands * rp->served_chunks * sizeof(*rp->served), 0);
+	if (rp->ring == NULL || rp->rx == NULL || rp->rx_bits == NULL || rp->served == NULL) {
 		snprintf(err, err_size, "WAN repair state (%u chunks x %u islands): %s",
 			rp->n_chunks, d->n_islands, rte_strerror(rte_errno));
 		return -ENOMEM;
@@ -99,8 +107,10 @@ isthd_repair_fini(struct isthd *d)
 	d->rep.ring = NULL;
 	rte_free(d->rep.rx);
 	rte_free(d->rep.rx_bits);
+	rte_free(d->rep.served);
 	d->rep.rx = NULL;
 	d->rep.rx_bits = NULL;
+	d->rep.served = NULL;
 }
 
 /* Keep the island's DATA @m[0..n) as the pacer releases it: chunk c of
@@ -219,6 +229,10 @@ isthd_repair_frame_to_peer(
 	a.dst_ip = peer->ip;
 	a.src_port = d->cfg.udp_port;
 	a.dst_port = peer->port;
+	/* [wan] repair_dscp (EF): a WAN with a priority class sends repairs
+	 * and NACKs ahead of the DATA queued at its bottlenecks, so that a
+	 * repair's round trip is the path's, not its queue's */
+	a.dscp = d->cfg.wan_repair_dscp;
 	hs = isth_wire_frame_hdr_size(&a);
 	/* auth on: a message not sealed yet (a NACK) gains its tag here */
 	cap = len +
@@ -311,20 +325,25 @@ static uint32_t serve_chunks(struct isthd *d, const struct isthd_peer *peer, uin
  * A peer edge NACKs chunks of our island's DATA: resend them to it, if the
  * NACK is from that peer's configured address, the peer is in the round's
  * clique, and its budget for the round is not spent: at most budget_chunks
- * chunks (one round's stream and an allowance) per peer and round, each
- * chunk at most once per NACK. So no NACK stream can make this edge send a
- * peer more than about what the peer could have lost (doc/isthmusd.md,
- * "Admission").
+ * charged chunk repairs (one round's stream and an allowance) per peer and
+ * round, each chunk at most once per NACK. The budget is counted per chunk:
+ * a chunk asked again within the asker's back-off (its published round
+ * trip + tail_wait: a last-chance NACK's copy, a NACK that crossed the
+ * repair) since it was last charged gets one more repair uncharged;
+ * further asks are charged. So no NACK stream can make this edge send a
+ * peer more than twice budget_chunks repairs per round (doc/isthmusd.md, "Admission";
+ * doc/security.md).
  */
 void
 isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
 {
-	struct isth_wire_range want[ISTHD_BURST];
+	struct isth_wire_range want[ISTHD_BURST], acc[ISTHD_BURST];
 	const struct isthd_peer *peer = d->peer_of[p->hdr.sender];
-	unsigned int i, n = p->hdr.count, cut;
+	unsigned int i, k, n = p->hdr.count, cut;
+	struct isthd_repair_served *sv;
 	struct isthd_repair_budget *b;
 	const struct isthd_repair_round *rt;
-	uint64_t r = p->hdr.round, left, base;
+	uint64_t r = p->hdr.round, base, bo, over;
 
 	isth_ctr_add(&d->st.peer_nacks_rx, 1);
 	if (d->rep.ring == NULL)
@@ -350,34 +369,53 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	if (cut) /* chunk ids the round does not have */
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_gone], cut);
 	b = &d->rep.budget[p->hdr.sender][r & 1];
+	sv = d->rep.served + ((size_t)p->hdr.sender * 2 + (r & 1)) * d->rep.served_chunks;
 	if (b->round1 != r + 1) {
 		b->round1 = r + 1;
 		b->used = 0;
+		memset(sv, 0, d->rep.served_chunks * sizeof(*sv));
 	}
-	left = d->rep.budget_chunks - b->used;
+	/* the asker's wait between two NACKs of a chunk (a round trip and
+	 * tail_wait, as it publishes for us: rtab) */
+	bo = rt->backoff_ns[p->hdr.sender];
 	base = d->rep.base[r & 1].base;
+	over = 0;
+	k = 0;
 	for (i = 0; i < n; i++) {
-		uint64_t len = want[i].last - want[i].first + 1;
+		for (uint64_t c = want[i].first; c <= want[i].last; c++) {
+			struct isthd_repair_served *e = c < d->rep.served_chunks ? &sv[c] : NULL;
 
-		if (len > left) {
-			/* the rest of this NACK is over the budget */
-			uint64_t over = len - left;
-
-			for (unsigned int j = i + 1; j < n; j++)
-				over += want[j].last - want[j].first + 1;
-			isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_budget], over);
-			if (left == 0) {
-				n = i;
-				break;
+			if (e && e->at_ns && !e->repeat && now_ns - e->at_ns < bo) {
+				/* asked again within a round trip of its charge:
+				 * a NACK's copy, or a NACK that crossed our
+				 * repair; one such repeat per charge is free */
+				e->repeat = 1;
+			} else {
+				if (b->used >= d->rep.budget_chunks) {
+					over++;
+					continue;
+				}
+				b->used++;
+				if (e) {
+					e->at_ns = now_ns ? now_ns : 1;
+					e->repeat = 0;
+				}
 			}
-			want[i].last = want[i].first + left - 1;
-			n = i + 1;
+			if (k > 0 && acc[k - 1].last + 1 == base + c) {
+				acc[k - 1].last++;
+				continue;
+			}
+			if (k == RTE_DIM(acc)) {
+				serve_chunks(d, peer, r, acc, k, now_ns);
+				k = 0;
+			}
+			acc[k].first = acc[k].last = base + c;
+			k++;
 		}
-		left -= want[i].last - want[i].first + 1;
-		want[i].first += base;
-		want[i].last += base;
 	}
-	b->used += serve_chunks(d, peer, r, want, n, now_ns);
+	if (over)
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_budget], over);
+	serve_chunks(d, peer, r, acc, k, now_ns);
 }
 
 /*

@@ -13,6 +13,10 @@
 
 #include "isthd.h"
 
+/* The last attempts before the cutoff that leave last_nack_copies times
+ * (isthd_repair_tail_check). */
+#define COPIED_ATTEMPTS 3
+
 /* Ask peer @s's edge again for chunks @ranges of round @r of its island:
  * one NACK message (@n <= max_ranges). Returns 0 if it was sent. */
 static int
@@ -216,8 +220,8 @@ unrepaired(struct isthd *d, const struct isthd_rx_track *t, const uint64_t *bits
  *    repair was lost;
  *  - after each NACK, wait a back-off (a round trip + tail_wait, doubling,
  *    capped) and NACK what is still missing again;
- *  - a NACK with no retry left before the cutoff leaves last_nack_copies
- *    times (a lost NACK then does not cost the chunk);
+ *  - a NACK with at most two retries left before the cutoff leaves
+ *    last_nack_copies times (a lost NACK then does not cost the chunks);
  *  - at the cutoff, what is still missing is counted (peer_chunks_unrepaired).
  */
 unsigned int
@@ -278,7 +282,14 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			else if (t->nack_at == 0 || now_ns < t->nack_at)
 				continue;
 			upto = t->tail_due ? d->rep.n_chunks : t->next;
-			if (now_ns + t->backoff_ns > cut)
+			/* The last three attempts before the cutoff leave
+			 * last_nack_copies times: one NACK names every chunk
+			 * still missing, so its loss costs them all that
+			 * attempt, and a long lossy path (several hops of loss
+			 * p each way) has room for three or four. Each copy
+			 * brings its own repair (the serving edge does not
+			 * charge a repeat within our back-off). */
+			if (now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut)
 				copies = d->cfg.wan_last_nack_copies;
 			k = nack_missing(d, s, r, bits, (uint32_t)upto, copies);
 			if (k) {

@@ -549,6 +549,11 @@ poll_wan(void)
 			auth_bad++;
 		peer = p.addr.dst_ip - 0x0a000001;
 		cr_assert_lt(peer, N);
+		/* [wan] repair_dscp (default EF, 46): repairs and NACKs to
+		 * peers are marked for a WAN's priority class, DATA is not */
+		cr_expect_eq(p.addr.dscp,
+			p.hdr.type == ISTH_WIRE_NACK || (p.hdr.flags & ISTH_WIRE_F_RESENT) ? 46 : 0,
+			"type %u flags %#x: dscp %u", p.hdr.type, p.hdr.flags, p.addr.dscp);
 		if (p.hdr.type == ISTH_WIRE_NACK) {
 			struct isth_wire_range rg;
 
@@ -1740,8 +1745,12 @@ drain_wan(unsigned int *repairs, uint64_t *chunks)
  * A NACK storm: peers B and C (in round 0's clique with A) each send 200
  * NACKs naming the whole round eight times over; 200 more claim B from
  * another address and 200 come from D, outside the clique. A NACK is served
- * once per chunk, a peer gets at most one round's stream plus the allowance
- * (CHUNKS + max(CHUNKS / 4, 2) chunks) per round, the rest is counted, and
+ * once per chunk, a peer's budget is one round's stream plus the allowance
+ * (CHUNKS + max(CHUNKS / 4, 2) chunks) per round counted per chunk (a chunk
+ * asked again within the asker's back-off gets one uncharged repeat), so a
+ * peer gets at least the budget and at most twice it (the storm's NACKs
+ * come within a back-off or not, as the host schedules the harness), the
+ * rest is counted, and
  * the amplification (bytes out / bytes in) stays <= 1.5, per peer and over
  * the whole stream.
  */
@@ -1751,6 +1760,7 @@ Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up, .fini = eal_d
 	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
 	unsigned int repairs[N] = {0};
 	uint64_t chunks[N] = {0}, in = 0, in_b = 0, in_c = 0, out, out_b, rx = 0;
+	unsigned int served_b;
 	double amp;
 
 	idle_edge_up();
@@ -1768,7 +1778,9 @@ Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up, .fini = eal_d
 		in_b += storm_nack(B, 0x0a000002, 8);
 	pump(rx += storm - 1);
 	out_b += drain_wan(repairs, chunks);
-	cr_expect_eq(repairs[B], budget, "B got %u repairs, budget %u", repairs[B], budget);
+	cr_expect(repairs[B] >= budget && repairs[B] <= 2 * budget, "B got %u repairs, budget %u",
+		repairs[B], budget);
+	served_b = repairs[B];
 	amp = (double)out_b / (double)in_b;
 	cr_expect_leq(amp, 1.5, "B: %lu bytes out for %lu in (%.2fx)", (unsigned long)out_b,
 		(unsigned long)in_b, amp);
@@ -1785,9 +1797,10 @@ Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up, .fini = eal_d
 	pump(rx);
 	out = out_b + drain_wan(repairs, chunks);
 	in += in_b + in_c;
-	cr_expect_eq(repairs[C], budget, "C got %u repairs", repairs[C]);
+	cr_expect(repairs[C] >= budget && repairs[C] <= 2 * budget, "C got %u repairs, budget %u",
+		repairs[C], budget);
 	cr_expect_eq(repairs[D], 0, "D, outside the clique, got %u repairs", repairs[D]);
-	cr_expect_eq(repairs[B], budget, "spoofed B NACKs were served");
+	cr_expect_eq(repairs[B], served_b, "spoofed B NACKs were served");
 	cr_expect_eq(wrong, 0, "a repair's payload is not A's chunk");
 	amp = (double)out / (double)in;
 	cr_expect_leq(amp, 1.5, "%lu bytes out for %lu in (%.2fx)", (unsigned long)out,
@@ -1798,11 +1811,11 @@ Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up, .fini = eal_d
 	cr_expect_eq(isth_ctr_get(&edge.st.peer_nacks_rx), 4 * storm);
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_nack_bad_source]), storm);
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_nack_not_clique]), storm);
-	cr_expect_eq(isth_ctr_get(&edge.st.repairs_sent), 2 * budget);
+	cr_expect_eq(isth_ctr_get(&edge.st.repairs_sent), repairs[B] + repairs[C]);
 	/* every chunk a storm NACK named beyond the budget: B's and C's
-	 * 2 * storm NACKs name CHUNKS each, 2 * budget were served */
+	 * 2 * storm NACKs name CHUNKS each, the rest were served */
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_repair_budget]),
-		2ull * storm * CHUNKS - 2 * budget);
+		2ull * storm * CHUNKS - repairs[B] - repairs[C]);
 
 	isthd_teardown(&edge);
 	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs, "edge packet pool leaked");

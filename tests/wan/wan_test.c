@@ -534,6 +534,145 @@ Test(wan_delay, queue_overflow)
 	stop(&h);
 }
 
+/* A frame of h_udp marked DSCP EF: the priority class (doc/wan.md). */
+static struct rte_mbuf *
+ef_udp(struct harness *h, int s, uint32_t dst_ip, uint32_t seq, uint32_t frame_len)
+{
+	struct rte_mbuf *m = h_udp(h, s, dst_ip, seq, frame_len);
+	struct rte_ipv4_hdr *ip =
+		rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, sizeof(struct rte_ether_hdr));
+
+	ip->type_of_service = ISTH_WAN_DSCP_EF << 2;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	return m;
+}
+
+/*
+ * 1 Mbit/s after scale, 10 ms: a 1000-byte frame takes 8 ms. Five
+ * unmarked frames (seq 0-4) and then one marked EF (seq 100), all at
+ * t = 0. Strict priority, not preemptive: seq 0 is on the wire (0-8), the
+ * EF frame goes next (8-16, at B 26 ms), then seq 1-4 one frame later
+ * than without it (16-24 ... 40-48: at B 34, 42, 50, 58). Without the
+ * class (the same frames, prio-queue-bytes=0) the EF frame is last: 58 ms.
+ */
+static void
+overtake_case(int pass)
+{
+	static const char *const on[] = {"prio-queue-bytes=4000", NULL};
+	static const char *const off[] = {"prio-queue-bytes=0", NULL};
+	static const struct {
+		uint32_t seq;
+		uint64_t t_on, t_off;
+	} want[] = {
+		{0, 18 * MS, 18 * MS},
+		{100, 26 * MS, 58 * MS},
+		{1, 34 * MS, 26 * MS},
+		{2, 42 * MS, 34 * MS},
+		{3, 50 * MS, 42 * MS},
+		{4, 58 * MS, 50 * MS},
+	};
+	struct harness h;
+	struct log *lg = log_new();
+	struct isth_wan_link_stats ls;
+	int k, j;
+
+	start();
+	cr_assert_eq(h_create(&h, two_sites, "a,b,one_way_ms,capacity_gbps\nA,B,10,1\n", NULL,
+			     pass == 0 ? on : off, 1000, 1, 1000000000, 4096),
+		0, "%s", h.err);
+	for (k = 0; k < 5; k++)
+		h_inject(&h, 0, h_udp(&h, 0, h_ip(1), (uint32_t)k, 1000));
+	h_inject(&h, 0, ef_udp(&h, 0, h_ip(1), 100, 1000));
+	take_at(&h, 0, lg);
+	drain(&h, lg);
+	cr_assert_eq(lg->n, 6);
+	for (k = 0; k < 6; k++) {
+		for (j = 0; j < 6 && want[j].seq != lg->r[k].seq; j++)
+			;
+		cr_assert_lt(j, 6, "unknown seq %u", lg->r[k].seq);
+		uint64_t w = pass == 0 ? want[j].t_on : want[j].t_off;
+
+		cr_expect(near(lg->r[k].t, w, 2), "seq %u at %lu ns, want %lu", lg->r[k].seq,
+			(unsigned long)lg->r[k].t, (unsigned long)w);
+	}
+	cr_expect_eq(lg->r[1].seq, pass == 0 ? 100u : 1u, "second is %u", lg->r[1].seq);
+	isth_wan_link_stats(h.w, h_dlink(&h, "A", "B"), &ls);
+	cr_expect_eq(ls.ctr[ISTH_WAN_L_PRIO], pass == 0 ? 1u : 0u);
+	cr_expect_eq(ls.pkts, 6);
+	free(lg);
+	stop(&h);
+}
+
+Test(wan_prio, marked_frame_overtakes_a_queue)
+{
+	overtake_case(0);
+}
+
+Test(wan_prio, without_the_class_a_marked_frame_waits)
+{
+	overtake_case(1);
+}
+
+/*
+ * The priority class's own limit bounds what a burst of it takes from the
+ * rest: prio-queue-bytes=2000 at 1 Mbit/s admits two 1000-byte EF frames
+ * queued at once (16 ms of the link), the others are tail-dropped
+ * (prio_queue_full), so an unmarked frame already queued waits at most
+ * 2000 B (16 ms) longer. Three unmarked (seq 0-2), then four EF (100-103)
+ * at t = 0: seq 0 0-8 (at B 18); EF 100 8-16 (26), EF 101 16-24 (34); EF
+ * 102 and 103 find their class holding 2000 B and are dropped; seq 1
+ * 24-32 (42), seq 2 32-40 (50). Later, at
+ * t = 40 ms (the class empty again), one more EF frame goes at once
+ * (40-48, at B 58): the limit is on the backlog, not on a count.
+ */
+Test(wan_prio, own_queue_limit_bounds_a_burst)
+{
+	static const char *const specs[] = {"prio-queue-bytes=2000", NULL};
+	static const struct {
+		uint32_t seq;
+		uint64_t t;
+	} want[] = {
+		{0, 18 * MS},
+		{100, 26 * MS},
+		{101, 34 * MS},
+		{1, 42 * MS},
+		{2, 50 * MS},
+		{104, 58 * MS},
+	};
+	struct harness h;
+	struct log *lg = log_new();
+	struct isth_wan_link_stats ls;
+	int k;
+
+	start();
+	cr_assert_eq(h_create(&h, two_sites, "a,b,one_way_ms,capacity_gbps\nA,B,10,1\n", NULL,
+			     specs, 1000, 1, 1000000000, 4096),
+		0, "%s", h.err);
+	for (k = 0; k < 3; k++)
+		h_inject(&h, 0, h_udp(&h, 0, h_ip(1), (uint32_t)k, 1000));
+	for (k = 0; k < 4; k++)
+		h_inject(&h, 0, ef_udp(&h, 0, h_ip(1), 100 + (uint32_t)k, 1000));
+	take_at(&h, 0, lg);
+	events_until(&h, 40 * MS, lg);
+	h_inject(&h, 0, ef_udp(&h, 0, h_ip(1), 104, 1000));
+	take_at(&h, 40 * MS, lg);
+	drain(&h, lg);
+	cr_assert_eq(lg->n, 6);
+	for (k = 0; k < 6; k++) {
+		cr_expect_eq(lg->r[k].seq, want[k].seq, "position %d: seq %u, want %u", k,
+			lg->r[k].seq, want[k].seq);
+		cr_expect(near(lg->r[k].t, want[k].t, 2), "seq %u at %lu ns, want %lu",
+			lg->r[k].seq, (unsigned long)lg->r[k].t, (unsigned long)want[k].t);
+	}
+	isth_wan_link_stats(h.w, h_dlink(&h, "A", "B"), &ls);
+	cr_expect_eq(ls.ctr[ISTH_WAN_L_PRIO_FULL], 2);
+	cr_expect_eq(ls.ctr[ISTH_WAN_L_PRIO], 3);
+	cr_expect_eq(ls.pkts, 6);
+	free(lg);
+	stop(&h);
+}
+
 /* ------------------------------------------------------------------ */
 /* Delay model, real TSC                                               */
 /* ------------------------------------------------------------------ */
