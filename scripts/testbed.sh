@@ -84,7 +84,8 @@ Topology and schedule:
   --prio-queue-ms D       a priority class on every WAN link for frames marked
                           DSCP EF (the edges' repairs and NACKs), served before
                           the rest from a queue of D ms at the link's capacity
-                          (default 50; 0: none, repairs queue behind DATA)
+                          (default 0: none, repairs queue behind DATA;
+                          scripts/loss-sweep.sh uses 50; doc/testbed.md)
 Run:
   --rounds R              rounds to play (default 5; up --edges: unlimited)
   --dtype int32|fp32      tensor type (default int32); up: also any (the edges
@@ -300,7 +301,7 @@ SCALE=10000
 ROUTING=capacity
 REPL=edge
 QUEUE_MS=
-PRIO_QUEUE_MS=50
+PRIO_QUEUE_MS=0
 SLACK_RTTS=1
 ROUNDS=
 DTYPE=int32

@@ -40,10 +40,13 @@ fi
 
 sed -e 's/^port = 0 .*/port = net_null0/' -e 's/^port = 1$/port = net_null1/' \
     -e 's/^# idle_polls = 0 .*/idle_polls = 16/' "$tmp/example.conf" >"$tmp/null.conf"
+# -m 256: example.conf's schedule has 907,822 chunks a stream, so with
+# auth on its 116 replay windows take 8 Mbit each (a window covers two
+# rounds of a stream and its repairs: app/isthmusd/auth.c), 116 MB
 for run in $(seq 1 "$RUNS"); do
 	P=isth-shut-$$-$run
 	prefixes+=("$P")
-	"$ISTHMUSD" --no-huge -m 128 --no-pci "--file-prefix=$P" -l 0,1 \
+	"$ISTHMUSD" --no-huge -m 256 --no-pci "--file-prefix=$P" -l 0,1 \
 		--log-level=lib.*:error --vdev net_null0 --vdev net_null1 -- \
 		--config "$tmp/null.conf" --epoch now+1 >"$tmp/run.out" 2>&1 &
 	pid=$!
