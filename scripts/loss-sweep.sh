@@ -78,7 +78,7 @@ run() {
 	dir=$OUT/$label-s$seed
 	rm -rf "$dir"
 	"$ROOT/scripts/testbed.sh" run --schedule "$SCHED" --rounds "$ROUNDS" --seed "$seed" \
-		--keep "$dir" --prio-queue-ms 50 "$@" "${EXTRA[@]}" >"$OUT/$label-s$seed.out" 2>&1 || true
+		--keep "$dir" --prio-queue-ms 50 --last-nack-copies 2 "$@" "${EXTRA[@]}" >"$OUT/$label-s$seed.out" 2>&1 || true
 	local sum
 	sum=$(grep '^SUMMARY' "$OUT/$label-s$seed.out" | tail -1) || true
 	if [ -z "$sum" ]; then

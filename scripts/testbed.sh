@@ -105,6 +105,9 @@ Impairments on every WAN link (seeded, reproducible):
                           round trips + 20 ms ([agg] round_slack; islands wait
                           that + 40 ms): more room for NACK retries under loss
                           (default 1; doc/testbed.md)
+  --last-nack-copies C    the edges' [wan] last_nack_copies: each of the last
+                          three NACK attempts before the cutoff leaves C times
+                          (default: isthmusd's, 1; the loss sweep uses 2)
 Faults:
   --silent-island K       island K stops sending after its first round
   --restart-edge K[:N]    stop edge K during round 1 and start it again: it
@@ -303,6 +306,7 @@ REPL=edge
 QUEUE_MS=
 PRIO_QUEUE_MS=0
 SLACK_RTTS=1
+NACK_COPIES=
 ROUNDS=
 DTYPE=int32
 STARTUP=8
@@ -341,6 +345,7 @@ while [ $# -gt 0 ]; do
 	--ge) GE=$2; shift 2 ;;
 	--seed) SEED=$2; shift 2 ;;
 	--slack-rtts) SLACK_RTTS=$2; shift 2 ;;
+	--last-nack-copies) NACK_COPIES=$2; shift 2 ;;
 	--dtype) DTYPE=$2; shift 2 ;;
 	--startup) STARTUP=$2; STARTUP_SET=1; shift 2 ;;
 	--ready-timeout) READY_TIMEOUT=$2; shift 2 ;;
@@ -387,6 +392,8 @@ fi
 [[ "$SCALE" =~ ^[0-9]+$ ]] && [ "$SCALE" -ge 1 ] || die "--scale: a positive integer"
 [[ "$STARTUP" =~ ^[0-9]+$ ]] && [ "$STARTUP" -ge 1 ] || die "--startup: a positive integer (seconds)"
 [[ "$SLACK_RTTS" =~ ^[1-9]$ ]] || die "--slack-rtts: 1 to 9 (longest round trips)"
+[ -z "$NACK_COPIES" ] || [[ "$NACK_COPIES" =~ ^[1-4]$ ]] ||
+	die "--last-nack-copies: 1 to 4 (copies of each of the last NACK attempts)"
 [[ "$READY_TIMEOUT" =~ ^[0-9]+$ ]] && [ "$READY_TIMEOUT" -ge 1 ] || die "--ready-timeout: a positive integer (seconds)"
 [ -z "$QUEUE_MS" ] || [[ "$QUEUE_MS" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--queue-ms: a number of milliseconds"
 [[ "$PRIO_QUEUE_MS" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--prio-queue-ms: a number of milliseconds (0: no priority class)"
@@ -827,6 +834,7 @@ write_edge_conf() {
 		echo "island_mac = $(mac 2 $k)"
 		echo "[wan]"
 		echo "tail_wait = 20ms"
+		[ -n "$NACK_COPIES" ] && echo "last_nack_copies = $NACK_COPIES"
 		echo "port = net_${PMD}1"
 		[ "$PMD" = af_xdp ] && echo "xdp_iface = tw$RID$k"
 		[ "$PMD" = af_xdp ] && echo "xdp_pin_sources = on"

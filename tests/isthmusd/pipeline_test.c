@@ -144,6 +144,8 @@ write_config(const char *path, const char *sched, uint64_t epoch)
 		"[access]\nport = net_ring_access\nip = 10.10.0.1\n"
 		"island_ip = 10.10.0.2\nisland_mac = 02:00:00:00:00:02\n"
 		"[wan]\nport = net_ring_wan\nip = 10.0.0.1\n"
+		/* the last-chance NACK copies are checked below */
+		"last_nack_copies = 2\n"
 		/* tails NACKed 1 ms before the round ends: well after the late
 		 * chunk, whatever the scheduler does */
 		"repair_before = 1ms\n"
