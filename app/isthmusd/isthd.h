@@ -244,7 +244,10 @@ struct isthd_repair {
 	 * round's first served_chunks chunks (beyond: every repair charged) */
 	struct isthd_repair_served {
 		uint64_t at_ns; /* 0: not served this round */
-		uint32_t repeat; /* the uncharged repeat was taken */
+		/* (uint32_t)(round + 1) the entry holds: any other value
+		 * reads as empty, so a new round needs no clearing pass */
+		uint32_t round1;
+		uint16_t repeat; /* the uncharged repeat was taken */
 	} * served;
 	uint32_t served_chunks; /* init: min(n_chunks, ISTHD_SERVED_CHUNKS) */
 	/* dp only: when the last [wan] tail_copies chunks of the island's

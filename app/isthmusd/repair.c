@@ -373,7 +373,6 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	if (b->round1 != r + 1) {
 		b->round1 = r + 1;
 		b->used = 0;
-		memset(sv, 0, d->rep.served_chunks * sizeof(*sv));
 	}
 	/* the asker's wait between two NACKs of a chunk (a round trip and
 	 * tail_wait, as it publishes for us: rtab) */
@@ -385,6 +384,11 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 		for (uint64_t c = want[i].first; c <= want[i].last; c++) {
 			struct isthd_repair_served *e = c < d->rep.served_chunks ? &sv[c] : NULL;
 
+			if (e && e->round1 != (uint32_t)(r + 1)) {
+				e->round1 = (uint32_t)(r + 1);
+				e->at_ns = 0;
+				e->repeat = 0;
+			}
 			if (e && e->at_ns && !e->repeat && now_ns - e->at_ns < bo) {
 				/* asked again within a round trip of its charge:
 				 * a NACK's copy, or a NACK that crossed our
