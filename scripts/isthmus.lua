@@ -64,7 +64,10 @@ local f = {
 	f_auth = ProtoField.bool("isthmus.flags.auth", "Auth trailer", 16,
 		nil, F_AUTH, "an authentication trailer follows the payload"),
 	f_unknown = ProtoField.uint16("isthmus.flags.unknown", "Unknown flags",
-		base.HEX, nil, 0xffe0),
+		base.HEX, nil, 0x0fe0),
+	f_stream = ProtoField.uint16("isthmus.flags.stream", "AGG stream",
+		base.DEC, nil, 0xf000,
+		"AGG, NACK/GONE by seq: stream index; ROUND: streams - 1"),
 	dtype = ProtoField.uint8("isthmus.dtype", "Element type", base.DEC,
 		dtype_names),
 	trailer_len = ProtoField.uint8("isthmus.trailer_len", "Trailer length",
@@ -250,6 +253,16 @@ function p.dissector(tvb, pinfo, tree)
 	ft:add(f.f_chunks, tvb(4, 2))
 	ft:add(f.f_auth, tvb(4, 2))
 	ft:add(f.f_unknown, tvb(4, 2))
+	ft:add(f.f_stream, tvb(4, 2))
+	-- bits 12..15 are the AGG stream field (doc/protocol.md, "AGG
+	-- streams"): never on DATA or chunk ranges; its bound is the
+	-- receiver's stream count, which a capture does not know
+	local stream = bit.rshift(flags, 12)
+	flags = bit.band(flags, 0x0fff)
+	if known and stream ~= 0 and (ty == DATA or bit.band(flags, F_CHUNKS) ~= 0) then
+		fail(ft, "flags", string.format("stream %d on %s%s", stream,
+			type_names[ty], ty == DATA and "" or " by chunk"))
+	end
 	if known and bit.band(flags, bit.bnot(type_flags[ty])) ~= 0 then
 		fail(ft, "flags", string.format("flags 0x%04x not valid for %s",
 			flags, type_names[ty]))

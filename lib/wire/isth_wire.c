@@ -84,6 +84,7 @@ static const char *const reason_names[ISTH_WIRE_REASON_MAX] = {
 	[ISTH_WIRE_E_RANGE] = "range",
 	[ISTH_WIRE_E_RESERVED] = "reserved",
 	[ISTH_WIRE_E_ROUND] = "round_body",
+	[ISTH_WIRE_E_STREAM] = "stream",
 };
 
 static const char *const reason_strs[ISTH_WIRE_REASON_MAX] = {
@@ -116,6 +117,7 @@ static const char *const reason_strs[ISTH_WIRE_REASON_MAX] = {
 	[ISTH_WIRE_E_RANGE] = "range with first > last or chunk id above 2^32-1",
 	[ISTH_WIRE_E_RESERVED] = "reserved field not zero",
 	[ISTH_WIRE_E_ROUND] = "ROUND body inconsistent",
+	[ISTH_WIRE_E_STREAM] = "stream index at or above the streams known",
 };
 
 const char *
@@ -201,6 +203,7 @@ isth_wire_limits_init_auth(
 	lim->max_ranges = (uint16_t)(room / ISTH_WIRE_RANGE_SIZE);
 	lim->udp_port = ISTH_WIRE_PORT;
 	lim->check_udp_csum = true;
+	lim->n_streams = 1;
 	return 0;
 }
 
@@ -312,8 +315,16 @@ isth_wire_parse_msg(const uint8_t *buf, size_t len, const struct isth_wire_limit
 	if (h.type == 0 || h.type > ISTH_WIRE_TYPE_MAX)
 		return ISTH_WIRE_E_TYPE;
 	h.flags = get16(buf + ISTH_WIRE_OFF_FLAGS);
+	h.stream = (uint8_t)(h.flags >> ISTH_WIRE_STREAM_SHIFT);
+	h.flags &= (uint16_t)~ISTH_WIRE_STREAM_MASK;
 	if ((h.flags & ~type_flags[h.type]) != 0)
 		return ISTH_WIRE_E_FLAGS;
+	/* the stream field: AGG, ROUND, NACK/GONE by seq; a chunk NACK
+	 * (edge to edge) names chunks of no stream */
+	if (h.stream != 0 && (h.type == ISTH_WIRE_DATA || (h.flags & ISTH_WIRE_F_CHUNKS) != 0))
+		return ISTH_WIRE_E_FLAGS;
+	if (h.stream >= (lim->n_streams ? lim->n_streams : 1u))
+		return ISTH_WIRE_E_STREAM;
 	h.dtype = buf[ISTH_WIRE_OFF_DTYPE];
 	if (h.type == ISTH_WIRE_DATA || h.type == ISTH_WIRE_AGG) {
 		if (h.dtype == ISTH_WIRE_DTYPE_NONE || h.dtype > ISTH_WIRE_DTYPE_MAX)
@@ -501,7 +512,11 @@ isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h)
 	put16(buf + ISTH_WIRE_OFF_MAGIC, ISTH_WIRE_MAGIC);
 	buf[ISTH_WIRE_OFF_VERSION] = v2 ? ISTH_WIRE_VERSION_AUTH : ISTH_WIRE_VERSION;
 	buf[ISTH_WIRE_OFF_TYPE] = h->type;
-	put16(buf + ISTH_WIRE_OFF_FLAGS, v2 ? h->flags | ISTH_WIRE_F_AUTH : h->flags);
+	if (h->stream >= ISTH_WIRE_MAX_STREAMS)
+		return -EINVAL;
+	put16(buf + ISTH_WIRE_OFF_FLAGS,
+		(uint16_t)((v2 ? h->flags | ISTH_WIRE_F_AUTH : h->flags) |
+			(unsigned int)h->stream << ISTH_WIRE_STREAM_SHIFT));
 	buf[ISTH_WIRE_OFF_DTYPE] = h->dtype;
 	buf[ISTH_WIRE_OFF_TRAILER] = v2 ? ISTH_WIRE_TAG_SIZE : h->trailer_len;
 	put32(buf + ISTH_WIRE_OFF_JOB, h->job);
@@ -539,7 +554,8 @@ isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h, con
 	bool v2 = h != NULL && h->version == ISTH_WIRE_VERSION_AUTH;
 	size_t tlen, total;
 
-	if (h == NULL || body_size(h) != payload_size || (payload_size != 0 && payload == NULL))
+	if (h == NULL || body_size(h) != payload_size || (payload_size != 0 && payload == NULL) ||
+		h->stream >= ISTH_WIRE_MAX_STREAMS)
 		return -EINVAL;
 	/* version 2 always has the tag; a NULL tag leaves it to lib/auth */
 	tlen = v2 ? ISTH_WIRE_TAG_SIZE : h->trailer_len;

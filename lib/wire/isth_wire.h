@@ -98,6 +98,19 @@ enum isth_wire_flag {
 	ISTH_WIRE_F_AUTH = 1u << 4, /**< a trailer_len-byte auth trailer follows */
 };
 #define ISTH_WIRE_F_ALL 0x001fu
+/**
+ * Flag bits 12..15 are not flags but the AGG stream field
+ * (doc/protocol.md, "AGG streams"): AGG: the stream the AGG is numbered
+ * in; NACK/GONE by seq: the stream whose seqs the ranges name; ROUND: the
+ * highest stream index the edge sends (streams - 1). 0 on every other
+ * message, so with one stream the wire is that of a single AGG stream.
+ * The parser moves it to isth_wire_hdr.stream; the builder writes it from
+ * there.
+ */
+#define ISTH_WIRE_STREAM_SHIFT 12u
+#define ISTH_WIRE_STREAM_MASK 0xf000u
+/** Most AGG streams an edge sends to one island (the field is 4 bits). */
+#define ISTH_WIRE_MAX_STREAMS 16u
 
 /**
  * Why a packet was refused. ISTH_WIRE_OK is zero; every other value names
@@ -134,6 +147,7 @@ enum isth_wire_reason {
 	ISTH_WIRE_E_RANGE, /**< a NACK/GONE range with first > last */
 	ISTH_WIRE_E_RESERVED, /**< a reserved field is not zero */
 	ISTH_WIRE_E_ROUND, /**< ROUND body inconsistent (deadline < start) */
+	ISTH_WIRE_E_STREAM, /**< stream field >= the streams the limits know */
 	ISTH_WIRE_REASON_MAX
 };
 
@@ -144,6 +158,10 @@ struct isth_wire_limits {
 	uint16_t max_ranges; /**< max ranges per NACK/GONE packet */
 	uint16_t udp_port; /**< destination port to accept */
 	bool check_udp_csum; /**< verify non-zero UDP checksums */
+	/** AGG streams the receiver knows, 1..ISTH_WIRE_MAX_STREAMS (0 is
+	 * taken as 1): a stream field at or above it is ISTH_WIRE_E_STREAM.
+	 * isth_wire_limits_init() sets 1. */
+	uint8_t n_streams;
 	/** The link speaks version 2: the parser accepts only version 2,
 	 * with AUTH and a 16-byte trailer, and reads byte 21 as the key
 	 * epoch; false: version 1 only (byte 21 reserved, must be 0). The
@@ -171,7 +189,10 @@ struct isth_wire_hdr {
 	uint8_t epoch; /**< version 2: key epoch (byte 21); version 1: 0 */
 	uint8_t type; /**< enum isth_wire_type */
 	uint8_t dtype; /**< enum isth_wire_dtype */
-	uint16_t flags; /**< enum isth_wire_flag bits */
+	uint16_t flags; /**< enum isth_wire_flag bits (never the stream field) */
+	/** The AGG stream field (flag bits 12..15, ISTH_WIRE_STREAM_SHIFT):
+	 * AGG, NACK/GONE by seq: stream index; ROUND: streams - 1; else 0. */
+	uint8_t stream;
 	uint8_t trailer_len; /**< bytes of trailer after the payload */
 	uint8_t sender; /**< island id, < n_islands */
 	uint16_t count; /**< see above */
@@ -288,7 +309,9 @@ void isth_wire_get_round(const struct isth_wire_pkt *pkt, struct isth_wire_round
 /**
  * Write a message header at @p buf (40 bytes). With h->version 2 the
  * header is version 2: AUTH set, trailer_len 16, byte 21 = h->epoch.
- * @return ISTH_WIRE_HDR_SIZE, or -ENOSPC if @p cap is too small.
+ * h->stream goes into flag bits 12..15.
+ * @return ISTH_WIRE_HDR_SIZE, or -ENOSPC if @p cap is too small, or
+ *         -EINVAL if h->stream >= ISTH_WIRE_MAX_STREAMS.
  */
 int isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h);
 
@@ -304,7 +327,7 @@ int isth_wire_put_hdr(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h);
  * for it), and the return value excludes it.
  *
  * @return bytes written, or -ENOSPC, or -EINVAL (payload size inconsistent
- *         with type and count).
+ *         with type and count, or h->stream >= ISTH_WIRE_MAX_STREAMS).
  */
 int isth_wire_build_msg(uint8_t *buf, size_t cap, const struct isth_wire_hdr *h,
 	const void *payload, size_t payload_size, const void *trailer);
@@ -399,7 +422,15 @@ isth_wire_set_hdr_chunk(uint8_t *msg, uint32_t chunk)
 	isth_wire_put_be_(msg + ISTH_WIRE_OFF_CHUNK, 4, chunk);
 }
 
-/** Read the flags of the message at @p msg (ISTH_WIRE_F_*). */
+/** Read the stream field of the message at @p msg (flag bits 12..15). */
+static inline uint8_t
+isth_wire_get_stream(const uint8_t *msg)
+{
+	return (uint8_t)(msg[ISTH_WIRE_OFF_FLAGS] >> (ISTH_WIRE_STREAM_SHIFT - 8));
+}
+
+/** Read the flags of the message at @p msg (ISTH_WIRE_F_*; bits 12..15
+ * are the stream field, isth_wire_get_stream()). */
 static inline uint16_t
 isth_wire_get_flags(const uint8_t *msg)
 {

@@ -56,13 +56,15 @@ isth_fuzz_limits(const uint8_t *p, struct isth_wire_limits *lim)
 	lim->max_elems = rd16(p + 2);
 	lim->max_ranges = rd16(p + 4);
 	lim->udp_port = ISTH_WIRE_PORT;
+	lim->n_streams = (uint8_t)((p[1] >> 4) + 1);
 }
 
 void
 isth_fuzz_put_limits(uint8_t *p, const struct isth_wire_limits *lim)
 {
 	p[0] = (uint8_t)(lim->n_islands - 1);
-	p[1] = (uint8_t)((lim->check_udp_csum ? 1 : 0) | (lim->auth ? 2 : 0));
+	p[1] = (uint8_t)((lim->check_udp_csum ? 1 : 0) | (lim->auth ? 2 : 0) |
+		((lim->n_streams ? lim->n_streams - 1 : 0) & 0x0f) << 4);
 	p[2] = lim->max_elems >> 8;
 	p[3] = (uint8_t)lim->max_elems;
 	p[4] = lim->max_ranges >> 8;
@@ -162,10 +164,10 @@ static bool
 hdr_eq(const struct isth_wire_hdr *a, const struct isth_wire_hdr *b)
 {
 	return a->version == b->version && a->epoch == b->epoch && a->type == b->type &&
-		a->dtype == b->dtype && a->flags == b->flags && a->trailer_len == b->trailer_len &&
-		a->sender == b->sender && a->count == b->count && a->job == b->job &&
-		a->round == b->round && a->chunk == b->chunk && a->seq == b->seq &&
-		a->bitmap == b->bitmap;
+		a->dtype == b->dtype && a->flags == b->flags && a->stream == b->stream &&
+		a->trailer_len == b->trailer_len && a->sender == b->sender &&
+		a->count == b->count && a->job == b->job && a->round == b->round &&
+		a->chunk == b->chunk && a->seq == b->seq && a->bitmap == b->bitmap;
 }
 
 /* isth_wire_build_msg() must reproduce the accepted bytes exactly, and
@@ -219,7 +221,9 @@ isth_fuzz_check_msg(const uint8_t *buf, size_t len, const struct isth_wire_limit
 	FUZZ_CHECK(m[2] == (lim->auth ? 2 : 1));
 	FUZZ_CHECK(h->version == m[2]);
 	FUZZ_CHECK(h->type == m[3]);
-	FUZZ_CHECK(h->flags == rd16(m + 4));
+	/* flags bits 12..15 are the stream field, not flags */
+	FUZZ_CHECK(h->flags == (rd16(m + 4) & 0x0fff));
+	FUZZ_CHECK(h->stream == m[4] >> 4);
 	FUZZ_CHECK(h->dtype == m[6]);
 	FUZZ_CHECK(h->trailer_len == m[7]);
 	FUZZ_CHECK(h->job == rd32(m + 8));
@@ -245,6 +249,9 @@ isth_fuzz_check_msg(const uint8_t *buf, size_t len, const struct isth_wire_limit
 	FUZZ_CHECK((h->trailer_len != 0) == ((h->flags & ISTH_WIRE_F_AUTH) != 0));
 	FUZZ_CHECK(h->sender < lim->n_islands);
 	FUZZ_CHECK((h->bitmap & ~mask) == 0);
+	FUZZ_CHECK(h->stream < (lim->n_streams ? lim->n_streams : 1));
+	if (h->type == ISTH_WIRE_DATA || (h->flags & ISTH_WIRE_F_CHUNKS))
+		FUZZ_CHECK(h->stream == 0);
 
 	switch (h->type) {
 	case ISTH_WIRE_DATA:

@@ -107,6 +107,7 @@ check_hdr_eq(const struct isth_wire_hdr *a, const struct isth_wire_hdr *b)
 	cr_expect_eq(a->type, b->type);
 	cr_expect_eq(a->dtype, b->dtype);
 	cr_expect_eq(a->flags, b->flags);
+	cr_expect_eq(a->stream, b->stream);
 	cr_expect_eq(a->trailer_len, b->trailer_len);
 	cr_expect_eq(a->sender, b->sender);
 	cr_expect_eq(a->count, b->count);
@@ -403,6 +404,78 @@ Test(wire, builder_refuses_inconsistent_input)
 	cr_expect_eq(lim.max_elems, (9000 - 68) / 4);
 }
 
+/*
+ * AGG streams (doc/protocol.md): the stream field is flag bits 12..15,
+ * read here with hand-written big-endian reads; limits that know n
+ * streams take 0..n-1 and refuse n as `stream`; stream 0 is the
+ * single-stream wire byte for byte.
+ */
+Test(wire, stream_field_in_flag_bits_12_to_15)
+{
+	struct isth_wire_hdr h = data_hdr(ISTH_WIRE_DTYPE_INT32, 4);
+	struct isth_wire_range r = {100, 164};
+	uint32_t v[4] = {1, 2, 3, 4};
+	uint8_t buf[256], zero[256], body[16];
+	struct isth_wire_limits l4;
+	struct isth_wire_pkt p;
+	int m, m0;
+
+	cr_assert_eq(isth_wire_limits_init(&l4, N_ISLANDS, 1500), 0);
+	cr_expect_eq(l4.n_streams, 1);
+	l4.n_streams = 4;
+	h.type = ISTH_WIRE_AGG;
+	h.bitmap = 0x0e;
+	h.flags = ISTH_WIRE_F_LAST | ISTH_WIRE_F_RESENT;
+	m0 = isth_wire_build_msg(zero, sizeof(zero), &h, v, 16, NULL);
+	h.stream = 3;
+	m = isth_wire_build_msg(buf, sizeof(buf), &h, v, 16, NULL);
+	cr_assert_eq(m, 56);
+	cr_assert_eq(m0, 56);
+	cr_expect_eq(be(buf + 4, 2), 0x3000u | ISTH_WIRE_F_LAST | ISTH_WIRE_F_RESENT);
+	cr_expect_eq(isth_wire_get_stream(buf), 3);
+	/* stream 0: the bytes of a header without the field */
+	cr_expect_eq(be(zero + 4, 2), ISTH_WIRE_F_LAST | ISTH_WIRE_F_RESENT);
+	cr_expect_eq(memcmp(buf, zero, 4), 0);
+	cr_expect_eq(memcmp(buf + 6, zero + 6, 50), 0);
+	cr_assert_eq(isth_wire_parse_msg(buf, (size_t)m, &l4, &p), ISTH_WIRE_OK);
+	cr_expect_eq(p.hdr.stream, 3);
+	cr_expect_eq(p.hdr.flags, ISTH_WIRE_F_LAST | ISTH_WIRE_F_RESENT);
+	/* one stream known (the default): refused by reason */
+	cr_expect_eq(isth_wire_parse_msg(buf, (size_t)m, &lim, &p), ISTH_WIRE_E_STREAM);
+	/* n_streams 0 (limits not from limits_init) counts as 1 */
+	l4.n_streams = 0;
+	cr_expect_eq(isth_wire_parse_msg(buf, (size_t)m, &l4, &p), ISTH_WIRE_E_STREAM);
+	l4.n_streams = 3;
+	cr_expect_eq(isth_wire_parse_msg(buf, (size_t)m, &l4, &p), ISTH_WIRE_E_STREAM);
+	l4.n_streams = 4;
+
+	/* NACK and GONE by seq name the stream; by chunk they may not */
+	cr_assert_eq(isth_wire_put_ranges(body, sizeof(body), &r, 1), 16);
+	for (uint8_t t = ISTH_WIRE_NACK; t <= ISTH_WIRE_GONE; t++) {
+		struct isth_wire_hdr n = {
+			.type = t, .sender = 2, .count = 1, .job = 1, .round = 1, .stream = 2};
+
+		m = isth_wire_build_msg(buf, sizeof(buf), &n, body, 16, NULL);
+		cr_assert_eq(m, 56);
+		cr_expect_eq(be(buf + 4, 2), 0x2000u);
+		cr_assert_eq(isth_wire_parse_msg(buf, (size_t)m, &l4, &p), ISTH_WIRE_OK);
+		cr_expect_eq(p.hdr.stream, 2);
+		cr_expect_eq(p.hdr.flags, 0);
+		n.flags = ISTH_WIRE_F_CHUNKS;
+		m = isth_wire_build_msg(buf, sizeof(buf), &n, body, 16, NULL);
+		cr_expect_eq(isth_wire_parse_msg(buf, (size_t)m, &l4, &p), ISTH_WIRE_E_FLAGS);
+	}
+	/* the builder refuses what the field cannot hold */
+	h.stream = ISTH_WIRE_MAX_STREAMS;
+	cr_expect_eq(isth_wire_build_msg(buf, sizeof(buf), &h, v, 16, NULL), -EINVAL);
+	cr_expect_eq(isth_wire_put_hdr(buf, sizeof(buf), &h), -EINVAL);
+	h.stream = ISTH_WIRE_MAX_STREAMS - 1;
+	l4.n_streams = ISTH_WIRE_MAX_STREAMS;
+	m = isth_wire_build_msg(buf, sizeof(buf), &h, v, 16, NULL);
+	cr_assert_eq(isth_wire_parse_msg(buf, (size_t)m, &l4, &p), ISTH_WIRE_OK);
+	cr_expect_eq(p.hdr.stream, 15);
+}
+
 Test(wire, reason_names_are_complete_and_unique)
 {
 	for (int i = 0; i < ISTH_WIRE_REASON_MAX; i++) {
@@ -468,6 +541,13 @@ static struct bad_case bad_cases[] = {
 	{"flag_unknown", BASE_DATA, M + 4, 2, 0x0100, -1, 0, ISTH_WIRE_E_FLAGS},
 	{"data_partial", BASE_DATA, M + 4, 2, ISTH_WIRE_F_PARTIAL, -1, 0, ISTH_WIRE_E_FLAGS},
 	{"nack_last", BASE_NACK, M + 4, 2, ISTH_WIRE_F_LAST, -1, 0, ISTH_WIRE_E_FLAGS},
+	/* the stream field (flag bits 12..15); these limits know 1 stream */
+	{"data_stream_1", BASE_DATA, M + 4, 2, 0x1004, -1, 0, ISTH_WIRE_E_FLAGS},
+	{"agg_stream_1", BASE_AGG, M + 4, 2, 0x1004, -1, 0, ISTH_WIRE_E_STREAM},
+	{"agg_stream_15", BASE_AGG, M + 4, 2, 0xf000, -1, 0, ISTH_WIRE_E_STREAM},
+	{"nack_stream_1", BASE_NACK, M + 4, 2, 0x1000, -1, 0, ISTH_WIRE_E_STREAM},
+	{"nack_chunks_stream", BASE_NACK, M + 4, 2, 0x1008, -1, 0, ISTH_WIRE_E_FLAGS},
+	{"round_stream_1", BASE_ROUND, M + 4, 2, 0x1000, -1, 0, ISTH_WIRE_E_STREAM},
 	{"dtype_0", BASE_DATA, M + 6, 1, 0, -1, 0, ISTH_WIRE_E_DTYPE},
 	{"dtype_4", BASE_DATA, M + 6, 1, 4, -1, 0, ISTH_WIRE_E_DTYPE},
 	{"nack_dtype", BASE_NACK, M + 6, 1, ISTH_WIRE_DTYPE_FP32, -1, 0, ISTH_WIRE_E_DTYPE},
@@ -895,6 +975,7 @@ static struct bad_v2_case bad_v2_cases[] = {
 	{"tag_only", 0, -1, 0, 0, 56, ISTH_WIRE_E_LENGTH},
 	{"count_355", 0, 22, 2, 355, -1, ISTH_WIRE_E_COUNT},
 	{"flag_unknown", 0, 4, 2, 0x0110, -1, ISTH_WIRE_E_FLAGS},
+	{"data_stream_2", 0, 4, 2, 0x2014, -1, ISTH_WIRE_E_FLAGS},
 	{"island_9", 0, 20, 1, N_ISLANDS, -1, ISTH_WIRE_E_ISLAND},
 };
 
