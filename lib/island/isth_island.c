@@ -64,7 +64,11 @@ enum { WIN_AGG = 0, WIN_GONE, WIN_ROUND, WIN_TYPES };
 struct auth_win {
 	bool used;
 	uint8_t epoch; /* key epoch id (the header byte) */
-	struct isth_auth_replay w[WIN_TYPES];
+	struct isth_auth_replay w[WIN_TYPES]; /* AGG stream 0, GONE of it, ROUND */
+	/* AGG streams k >= 1 (doc/protocol.md, "AGG streams"): each stream
+	 * starts its seqs at the edge worker's clock, so a window per stream;
+	 * [k][0] AGG, [k][1] GONE; storage in agg_stream.win_words */
+	struct isth_auth_replay sw[ISTH_WIRE_MAX_STREAMS][2];
 };
 
 _Static_assert((ISTH_ISLAND_SEQ_WINDOW & SEQ_MASK) == 0, "seq window must be a power of two");
@@ -117,6 +121,26 @@ union tx_cmsg {
  * whoever sends on the socket, while send() holds txmu; send() folds the
  * counters into the stats after the socket's part is done.
  */
+/*
+ * One AGG stream of the edge (doc/protocol.md, "AGG streams"): its seq
+ * window, what is missing and NACKed. Stream 0 exists from open; streams
+ * 1..n_streams-1 are added (allocated once, never freed before close) when
+ * a ROUND, verified when auth is on, says the edge sends them. Guarded by
+ * the session's mu.
+ */
+struct agg_stream {
+	bool have_seq; /* the stream has a base */
+	uint64_t next_seq; /* highest AGG seq received + 1 */
+	uint32_t seq_round; /* round of that AGG */
+	uint64_t n_missing; /* SEQ_MISSING entries in the window */
+	struct seq_ent *seqs; /* [ISTH_ISLAND_SEQ_WINDOW] */
+	/* auth on, k >= 1: replay windows [ISTH_AUTH_MAX_EPOCHS][win_stride]
+	 * (AGG of win_agg_bits, then GONE); stream 0 uses win_words */
+	uint64_t *win_words;
+	uint32_t win_agg_bits;
+	size_t win_stride;
+};
+
 struct isl_sock {
 	struct isth_island *sess; /* written by: open */
 	unsigned int idx; /* written by: open; chunk range idx of n_socks */
@@ -191,11 +215,10 @@ struct isth_island {
 	bool shape_err; /* a ROUND of the wrong shape came */
 	struct isth_island_round shape_info;
 
-	bool have_seq; /* the AGG stream has a base */
-	uint64_t next_seq; /* highest AGG seq received + 1 */
-	uint32_t seq_round; /* round of that AGG */
-	uint64_t n_missing; /* SEQ_MISSING entries in the window */
-	struct seq_ent *seqs; /* [ISTH_ISLAND_SEQ_WINDOW] */
+	/* AGG streams followed: 1 from open, raised (never lowered) by
+	 * the ROUNDs' stream field */
+	unsigned int n_streams;
+	struct agg_stream as[ISTH_WIRE_MAX_STREAMS];
 	uint64_t quiet_since_ns; /* last AGG or ROUND received */
 	uint64_t last_probe_ns;
 	uint64_t data_seq; /* next DATA seq */
@@ -445,12 +468,14 @@ tx_packets(struct isth_island *s, struct isl_sock *so, unsigned int k)
 	return -EIO;
 }
 
-/* One NACK (or probe) naming @n ranges of AGG seqs. */
+/* One NACK (or probe) naming @n ranges of AGG seqs of AGG stream @stream. */
 static int
-send_nack(struct isth_island *s, const struct isth_wire_range *r, unsigned int n, uint32_t round)
+send_nack(struct isth_island *s, const struct isth_wire_range *r, unsigned int n, uint32_t round,
+	unsigned int stream)
 {
 	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_NACK,
+		.stream = (uint8_t)stream,
 		.sender = s->conf.island,
 		.count = (uint16_t)n,
 		.job = s->conf.job,
@@ -578,54 +603,54 @@ sum_le(const struct isth_island *s, uint8_t dtype, void *dst, const uint8_t *src
 /* ---- the AGG sequence window ------------------------------------------ */
 
 static inline struct seq_ent *
-seq_ent(struct isth_island *s, uint64_t q)
+seq_ent(struct agg_stream *a, uint64_t q)
 {
-	return &s->seqs[q & SEQ_MASK];
+	return &a->seqs[q & SEQ_MASK];
 }
 
 static inline uint64_t
-seq_low(const struct isth_island *s)
+seq_low(const struct agg_stream *a)
 {
-	return s->next_seq > ISTH_ISLAND_SEQ_WINDOW ? s->next_seq - ISTH_ISLAND_SEQ_WINDOW : 0;
+	return a->next_seq > ISTH_ISLAND_SEQ_WINDOW ? a->next_seq - ISTH_ISLAND_SEQ_WINDOW : 0;
 }
 
-/* Start the stream afresh at @q (first AGG, or the edge restarted). */
+/* Start stream @a afresh at @q (first AGG, or the edge restarted). */
 static void
-seq_base(struct isth_island *s, uint64_t q, uint32_t round)
+seq_base(struct agg_stream *a, uint64_t q, uint32_t round)
 {
-	memset(s->seqs, 0, ISTH_ISLAND_SEQ_WINDOW * sizeof(*s->seqs));
-	s->have_seq = true;
-	s->n_missing = 0;
-	s->next_seq = q + 1;
-	s->seq_round = round;
-	seq_ent(s, q)->state = SEQ_RECEIVED;
+	memset(a->seqs, 0, ISTH_ISLAND_SEQ_WINDOW * sizeof(*a->seqs));
+	a->have_seq = true;
+	a->n_missing = 0;
+	a->next_seq = q + 1;
+	a->seq_round = round;
+	seq_ent(a, q)->state = SEQ_RECEIVED;
 }
 
 /* Move next_seq to @to (an AGG of @round arrived): [next_seq, to) become
  * missing; what falls out of the window while still missing is lost. */
 static void
-seq_advance(struct isth_island *s, uint64_t to, uint32_t round)
+seq_advance(struct isth_island *s, struct agg_stream *a, uint64_t to, uint32_t round)
 {
-	uint64_t from = s->next_seq, x;
+	uint64_t from = a->next_seq, x;
 
 	if (to - from > ISTH_ISLAND_SEQ_WINDOW) {
 		s->st.lost_seqs += to - ISTH_ISLAND_SEQ_WINDOW - from;
 		from = to - ISTH_ISLAND_SEQ_WINDOW;
 	}
 	for (x = from; x < to; x++) {
-		struct seq_ent *e = seq_ent(s, x);
+		struct seq_ent *e = seq_ent(a, x);
 
 		if (e->state == SEQ_MISSING) {
-			s->n_missing--;
+			a->n_missing--;
 			s->st.lost_seqs++;
 		}
 		e->state = SEQ_MISSING;
 		e->nacks = 0;
 		e->last_nack_ns = 0;
 		e->round = round;
-		s->n_missing++;
+		a->n_missing++;
 	}
-	s->next_seq = to;
+	a->next_seq = to;
 }
 
 /*
@@ -638,56 +663,56 @@ seq_advance(struct isth_island *s, uint64_t to, uint32_t round)
  * carries the round of its original, never a newer one.
  */
 static bool
-seq_accept(struct isth_island *s, const struct isth_wire_hdr *h)
+seq_accept(struct isth_island *s, struct agg_stream *a, const struct isth_wire_hdr *h)
 {
-	bool fresh_newer = !(h->flags & ISTH_WIRE_F_RESENT) && h->round > s->seq_round;
+	bool fresh_newer = !(h->flags & ISTH_WIRE_F_RESENT) && h->round > a->seq_round;
 	uint64_t q = h->seq;
 	struct seq_ent *e;
 
-	if (!s->have_seq) {
-		seq_base(s, q, h->round);
+	if (!a->have_seq) {
+		seq_base(a, q, h->round);
 		return true;
 	}
-	if (q >= s->next_seq) {
-		if (q - s->next_seq >= ISTH_ISLAND_SEQ_WINDOW && h->round <= s->seq_round) {
+	if (q >= a->next_seq) {
+		if (q - a->next_seq >= ISTH_ISLAND_SEQ_WINDOW && h->round <= a->seq_round) {
 			drop(s, ISTH_ISLAND_DROP_seq_jump);
 			return false;
 		}
 		/* A restarted v2 edge starts its stream at its clock, far
 		 * ahead: past the window, fresh and for a newer round, it is a
 		 * restart, not a gap of millions of lost AGGs to NACK. */
-		if (q - s->next_seq >= ISTH_ISLAND_SEQ_WINDOW && fresh_newer) {
+		if (q - a->next_seq >= ISTH_ISLAND_SEQ_WINDOW && fresh_newer) {
 			s->st.seq_resyncs++;
-			seq_base(s, q, h->round);
+			seq_base(a, q, h->round);
 			return true;
 		}
-		seq_advance(s, q + 1, h->round);
-		e = seq_ent(s, q);
+		seq_advance(s, a, q + 1, h->round);
+		e = seq_ent(a, q);
 		e->state = SEQ_RECEIVED;
-		s->n_missing--;
-		if (h->round > s->seq_round)
-			s->seq_round = h->round;
+		a->n_missing--;
+		if (h->round > a->seq_round)
+			a->seq_round = h->round;
 		return true;
 	}
-	if (q < seq_low(s)) {
+	if (q < seq_low(a)) {
 		if (fresh_newer) {
 			s->st.seq_resyncs++;
-			seq_base(s, q, h->round);
+			seq_base(a, q, h->round);
 			return true;
 		}
 		drop(s, ISTH_ISLAND_DROP_seq_old);
 		return false;
 	}
-	e = seq_ent(s, q);
+	e = seq_ent(a, q);
 	switch (e->state) {
 	case SEQ_MISSING:
-		s->n_missing--;
+		a->n_missing--;
 		e->state = SEQ_RECEIVED;
 		return true;
 	case SEQ_RECEIVED:
 		if (fresh_newer) {
 			s->st.seq_resyncs++;
-			seq_base(s, q, h->round);
+			seq_base(a, q, h->round);
 			return true;
 		}
 		s->st.duplicates++;
@@ -695,7 +720,7 @@ seq_accept(struct isth_island *s, const struct isth_wire_hdr *h)
 	default:
 		if (fresh_newer) {
 			s->st.seq_resyncs++;
-			seq_base(s, q, h->round);
+			seq_base(a, q, h->round);
 			return true;
 		}
 		/* LOST (GONE or given up) but here after all, or before the
@@ -726,15 +751,16 @@ seq_nack_budget(struct isth_island *s, const struct seq_ent *e, uint64_t now)
 /* NACK every missing seq not NACKed in the last nack_interval; give up on
  * those whose budget (seq_nack_budget) is spent. */
 static void
-run_nacks(struct isth_island *s, uint64_t now)
+run_nacks(struct isth_island *s, unsigned int k, uint64_t now)
 {
+	struct agg_stream *a = &s->as[k];
 	struct isth_wire_range r[64];
 	unsigned int n = 0, max = s->lim.max_ranges < 64 ? s->lim.max_ranges : 64;
 	uint64_t x, seqs = 0;
 	bool open = false;
 
-	for (x = seq_low(s); x < s->next_seq && s->n_missing; x++) {
-		struct seq_ent *e = seq_ent(s, x);
+	for (x = seq_low(a); x < a->next_seq && a->n_missing; x++) {
+		struct seq_ent *e = seq_ent(a, x);
 		bool due;
 
 		if (e->state != SEQ_MISSING) {
@@ -748,7 +774,7 @@ run_nacks(struct isth_island *s, uint64_t now)
 		}
 		if (!seq_nack_budget(s, e, now)) {
 			e->state = SEQ_LOST;
-			s->n_missing--;
+			a->n_missing--;
 			s->st.lost_seqs++;
 			open = false;
 			continue;
@@ -762,7 +788,7 @@ run_nacks(struct isth_island *s, uint64_t now)
 			continue;
 		}
 		if (n == max) {
-			if (send_nack(s, r, n, s->seq_round) == 0)
+			if (send_nack(s, r, n, a->seq_round, k) == 0)
 				s->st.nacks_sent++;
 			n = 0;
 		}
@@ -770,7 +796,7 @@ run_nacks(struct isth_island *s, uint64_t now)
 		n++;
 		open = true;
 	}
-	if (n && send_nack(s, r, n, s->seq_round) == 0)
+	if (n && send_nack(s, r, n, a->seq_round, k) == 0)
 		s->st.nacks_sent++;
 	s->st.nack_seqs += seqs;
 }
@@ -801,22 +827,30 @@ run_probe(struct isth_island *s, uint64_t now)
 	}
 	if (live == NULL)
 		return;
-	r.first = s->have_seq ? s->next_seq : 0;
-	r.last = r.first + PROBE_SPAN - 1;
 	s->last_probe_ns = now;
-	if (send_nack(s, &r, 1, live->round) == 0)
-		s->st.probes_sent++;
+	/* each stream's tail: which stream the last AGGs are in is unknown */
+	for (i = 0; i < s->n_streams; i++) {
+		const struct agg_stream *a = &s->as[i];
+
+		r.first = a->have_seq ? a->next_seq : 0;
+		r.last = r.first + PROBE_SPAN - 1;
+		if (send_nack(s, &r, 1, live->round, i) == 0)
+			s->st.probes_sent++;
+	}
 }
 
 static void
 run_timers(struct isth_island *s, uint64_t now)
 {
-	if (s->n_missing)
-		run_nacks(s, now);
+	for (unsigned int k = 0; k < s->n_streams; k++)
+		if (s->as[k].n_missing)
+			run_nacks(s, k, now);
 	run_probe(s, now);
 }
 
 /* ---- receiving -------------------------------------------------------- */
+
+static void streams_add(struct isth_island *s, unsigned int count);
 
 static void
 on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
@@ -842,6 +876,11 @@ on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
 		};
 		return;
 	}
+	/* the edge's AGG stream count (its field is streams - 1): from a
+	 * ROUND of this session's job and island, verified when auth is on;
+	 * at most 16 by the field's width */
+	if ((unsigned int)p->hdr.stream + 1 > s->n_streams)
+		streams_add(s, (unsigned int)p->hdr.stream + 1);
 	sl = slot_get(s, p->hdr.round, now, &why);
 	if (sl == NULL) {
 		drop(s, why);
@@ -879,7 +918,12 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
 	struct slot *sl;
 	uint64_t before;
 
-	if (!seq_accept(s, h))
+	/* a stream no ROUND announced (auth off: auth on drops it before) */
+	if (h->stream >= s->n_streams) {
+		drop(s, ISTH_ISLAND_DROP_agg_stream);
+		return;
+	}
+	if (!seq_accept(s, &s->as[h->stream], h))
 		return;
 	s->quiet_since_ns = now;
 	if (h->flags & ISTH_WIRE_F_RESENT)
@@ -935,27 +979,33 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
 static void
 on_gone(struct isth_island *s, const struct isth_wire_pkt *p)
 {
+	struct agg_stream *a;
 	unsigned int i;
 
 	s->st.gone++;
-	if ((p->hdr.flags & ISTH_WIRE_F_CHUNKS) || !s->have_seq)
+	if (p->hdr.stream >= s->n_streams) {
+		drop(s, ISTH_ISLAND_DROP_agg_stream);
+		return;
+	}
+	a = &s->as[p->hdr.stream];
+	if ((p->hdr.flags & ISTH_WIRE_F_CHUNKS) || !a->have_seq)
 		return; /* the island never asks for chunk ranges */
 	for (i = 0; i < p->hdr.count; i++) {
 		struct isth_wire_range r;
-		uint64_t x, lo = seq_low(s);
+		uint64_t x, lo = seq_low(a);
 
 		isth_wire_get_range(p, i, &r);
 		/* seqs at or past next_seq were not sent yet (a probe) */
-		if (r.last >= s->next_seq)
-			r.last = s->next_seq - 1;
+		if (r.last >= a->next_seq)
+			r.last = a->next_seq - 1;
 		if (r.first < lo)
 			r.first = lo;
 		for (x = r.first; x <= r.last && r.first <= r.last; x++) {
-			struct seq_ent *e = seq_ent(s, x);
+			struct seq_ent *e = seq_ent(a, x);
 
 			if (e->state == SEQ_MISSING) {
 				e->state = SEQ_LOST;
-				s->n_missing--;
+				a->n_missing--;
 				s->st.gone_seqs++;
 			}
 		}
@@ -973,6 +1023,56 @@ win_find(struct isth_island *s, uint8_t epoch)
 		if (s->win[i].used && s->win[i].epoch == epoch)
 			return &s->win[i];
 	return NULL;
+}
+
+/* Start the replay windows of AGG stream @k (>= 1) in epoch slot @j. */
+static void
+stream_win_init(struct isth_island *s, unsigned int j, unsigned int k)
+{
+	struct agg_stream *a = &s->as[k];
+	uint64_t *words = a->win_words + j * a->win_stride;
+
+	(void)isth_auth_replay_init(&s->win[j].sw[k][0], words, a->win_agg_bits);
+	words += isth_auth_replay_words(a->win_agg_bits);
+	(void)isth_auth_replay_init(&s->win[j].sw[k][1], words, WIN_SMALL_BITS);
+}
+
+static uint32_t agg_win_bits(const struct isth_island *s, unsigned int n_streams);
+
+/*
+ * Follow @count AGG streams (a ROUND said so): give streams n_streams ..
+ * count - 1 their seq window and, auth on, replay windows sized for their
+ * share of the chunks. Bounded by the 4-bit field (16 streams); a stream
+ * that cannot be allocated is not followed (its AGGs are dropped as
+ * agg_stream, visibly). Under mu.
+ */
+static void
+streams_add(struct isth_island *s, unsigned int count)
+{
+	unsigned int j;
+
+	while (s->n_streams < count && s->n_streams < ISTH_WIRE_MAX_STREAMS) {
+		struct agg_stream *a = &s->as[s->n_streams];
+
+		if (a->seqs == NULL)
+			a->seqs = calloc(ISTH_ISLAND_SEQ_WINDOW, sizeof(*a->seqs));
+		if (a->seqs == NULL)
+			return;
+		if (s->eng != NULL && a->win_words == NULL) {
+			a->win_agg_bits = agg_win_bits(s, count);
+			a->win_stride = isth_auth_replay_words(a->win_agg_bits) +
+				isth_auth_replay_words(WIN_SMALL_BITS);
+			a->win_words =
+				calloc(ISTH_AUTH_MAX_EPOCHS * a->win_stride, sizeof(*a->win_words));
+			if (a->win_words == NULL)
+				return;
+		}
+		if (s->eng != NULL)
+			for (j = 0; j < ISTH_AUTH_MAX_EPOCHS; j++)
+				if (s->win[j].used)
+					stream_win_init(s, j, s->n_streams);
+		s->n_streams++;
+	}
 }
 
 /*
@@ -1015,6 +1115,8 @@ win_sync(struct isth_island *s)
 			(void)isth_auth_replay_init(&w->w[t], words, s->win_bits[t]);
 			words += isth_auth_replay_words(s->win_bits[t]);
 		}
+		for (t = 1; t < s->n_streams; t++)
+			stream_win_init(s, j, t);
 	}
 }
 
@@ -1036,7 +1138,9 @@ static bool
 auth_rx(struct isth_island *s, const uint8_t *buf, size_t len)
 {
 	enum isth_auth_status st;
+	struct isth_auth_replay *rw;
 	struct auth_win *w;
+	unsigned int k = 0;
 	int t = -1;
 
 	st = isth_auth_verify(s->eng, ISTH_AUTH_DOWN, s->conf.island, buf, len);
@@ -1055,10 +1159,20 @@ auth_rx(struct isth_island *s, const uint8_t *buf, size_t len)
 			break; /* dropped as `type` after the parser */
 		}
 	}
+	/* AGG and GONE: the window of their AGG stream, which must be one a
+	 * (verified) ROUND announced; a ROUND's field is a count, not a stream */
+	if (st == ISTH_AUTH_OK && t >= 0 && t != WIN_ROUND) {
+		k = isth_wire_get_stream(buf);
+		if (k >= s->n_streams) {
+			drop(s, ISTH_ISLAND_DROP_agg_stream);
+			return false;
+		}
+	}
 	if (st == ISTH_AUTH_OK && t >= 0) {
 		w = win_find(s, buf[ISTH_AUTH_OFF_EPOCH]);
-		st = w ? isth_auth_replay_accept(&w->w[t], get_be64(buf + ISTH_WIRE_OFF_SEQ))
-		       : ISTH_AUTH_E_EPOCH;
+		rw = w == NULL ? NULL : k == 0 ? &w->w[t] : &w->sw[k][t == WIN_GONE];
+		st = rw ? isth_auth_replay_accept(rw, get_be64(buf + ISTH_WIRE_OFF_SEQ))
+			: ISTH_AUTH_E_EPOCH;
 	}
 	if (st != ISTH_AUTH_OK) {
 		s->st.auth_drop[st]++;
@@ -1325,20 +1439,31 @@ pow2_at_least(uint64_t x)
 	return p;
 }
 
-/* Size the replay windows and allocate their storage for every epoch. */
+/*
+ * The AGG replay window of one of @n_streams streams: at most one AGG per
+ * chunk and peer per round (partials have disjoint bitmaps; resends reuse
+ * the seq), a stream carrying ceil(n_chunks / n_streams) chunks, kept for
+ * every round a session holds, and never less than the seq window the
+ * session NACKs over: a repair of the oldest round is still inside.
+ */
+static uint32_t
+agg_win_bits(const struct isth_island *s, unsigned int n_streams)
+{
+	uint32_t peers = s->conf.n_islands > 1 ? s->conf.n_islands - 1 : 1;
+	uint64_t chunks = ((uint64_t)s->n_chunks + n_streams - 1) / n_streams;
+	uint32_t bits = pow2_at_least((uint64_t)ISTH_ISLAND_ROUNDS * chunks * peers);
+
+	return bits < ISTH_ISLAND_SEQ_WINDOW ? ISTH_ISLAND_SEQ_WINDOW : bits;
+}
+
+/* Size the replay windows of stream 0 and allocate their storage for
+ * every epoch (streams_add() does the others'). */
 static int
 win_alloc(struct isth_island *s)
 {
-	uint32_t peers = s->conf.n_islands > 1 ? s->conf.n_islands - 1 : 1;
 	unsigned int t;
 
-	/* AGG: at most one AGG per chunk and peer per round (partials have
-	 * disjoint bitmaps; resends reuse the seq), kept for every round a
-	 * session holds, and never less than the seq window the session
-	 * NACKs over: a repair of the oldest round is still inside. */
-	s->win_bits[WIN_AGG] = pow2_at_least((uint64_t)ISTH_ISLAND_ROUNDS * s->n_chunks * peers);
-	if (s->win_bits[WIN_AGG] < ISTH_ISLAND_SEQ_WINDOW)
-		s->win_bits[WIN_AGG] = ISTH_ISLAND_SEQ_WINDOW;
+	s->win_bits[WIN_AGG] = agg_win_bits(s, 1);
 	s->win_bits[WIN_GONE] = WIN_SMALL_BITS;
 	s->win_bits[WIN_ROUND] = WIN_SMALL_BITS;
 	s->win_stride = 0;
@@ -1346,6 +1471,15 @@ win_alloc(struct isth_island *s)
 		s->win_stride += isth_auth_replay_words(s->win_bits[t]);
 	s->win_words = calloc(ISTH_AUTH_MAX_EPOCHS * s->win_stride, sizeof(*s->win_words));
 	return s->win_words ? 0 : -ENOMEM;
+}
+
+static void
+streams_free(struct isth_island *s)
+{
+	for (unsigned int k = 0; k < ISTH_WIRE_MAX_STREAMS; k++) {
+		free(s->as[k].seqs);
+		free(s->as[k].win_words);
+	}
 }
 
 static void *tx_thread(void *arg);
@@ -1465,6 +1599,10 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 		err = EINVAL;
 		goto free_s;
 	}
+	/* the parser takes every stream the field can name; which of them
+	 * the edge sends, ROUNDs say (streams_add), and on_agg/auth_rx
+	 * drop the rest */
+	s->lim.n_streams = ISTH_WIRE_MAX_STREAMS;
 	if (s->conf.edge_port == 0)
 		s->conf.edge_port = ISTH_WIRE_PORT;
 	if (s->conf.nack_interval_ns == 0)
@@ -1516,7 +1654,8 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 	atomic_init(&s->gso_on, conf->gso != ISTH_ISLAND_OFFLOAD_OFF && s->gso_segs > 1);
 
 	err = ENOMEM;
-	s->seqs = calloc(ISTH_ISLAND_SEQ_WINDOW, sizeof(*s->seqs));
+	s->n_streams = 1;
+	s->as[0].seqs = calloc(ISTH_ISLAND_SEQ_WINDOW, sizeof(*s->as[0].seqs));
 	s->rx_n = BURST;
 	s->rx_size = s->msg_max;
 	if (s->gro) {
@@ -1525,7 +1664,7 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 	}
 	s->rxbuf = malloc(s->rx_n * s->rx_size);
 	s->nackbuf = malloc(s->msg_max);
-	if (s->seqs == NULL || s->rxbuf == NULL || s->nackbuf == NULL)
+	if (s->as[0].seqs == NULL || s->rxbuf == NULL || s->nackbuf == NULL)
 		goto free_bufs;
 	for (i = 0; i < s->n_socks; i++) {
 		struct isl_sock *so = &s->socks[i];
@@ -1643,7 +1782,7 @@ free_auth:
 	isth_auth_free(s->auth);
 free_bufs:
 	socks_free(s);
-	free(s->seqs);
+	streams_free(s);
 	free(s->rxbuf);
 	free(s->nackbuf);
 free_s:
@@ -1678,7 +1817,7 @@ isth_island_close(struct isth_island *s)
 	isth_auth_engine_free(s->eng);
 	isth_auth_free(s->auth);
 	socks_free(s);
-	free(s->seqs);
+	streams_free(s);
 	free(s->rxbuf);
 	free(s->nackbuf);
 	free(s);
@@ -2328,6 +2467,7 @@ isth_island_stats(struct isth_island *s, struct isth_island_stats *st)
 	*st = s->st;
 	pthread_mutex_unlock(&s->mu);
 	st->n_sockets = s->n_socks;
+	st->agg_streams = s->n_streams;
 	st->gso = atomic_load_explicit(&s->gso_on, memory_order_relaxed);
 	st->gro = s->gro;
 }

@@ -181,7 +181,8 @@ struct isth_island_result {
 	X(agg_count, "AGG count is not the chunk's length") \
 	X(agg_self, "AGG bitmap contains this island") \
 	X(agg_clique, "AGG bitmap outside the round's expected set") \
-	X(agg_overlap, "AGG bitmap overlaps contributors already summed")
+	X(agg_overlap, "AGG bitmap overlaps contributors already summed") \
+	X(agg_stream, "AGG or GONE of a stream no ROUND announced")
 
 /** Named island drop reasons. */
 enum isth_island_drop {
@@ -228,6 +229,9 @@ struct isth_island_stats {
 	uint64_t gso_refused; /**< GSO refused by the kernel (then plain) */
 	uint64_t gro_refused; /**< UDP_GRO refused at open (then plain) */
 	uint64_t gro_rx; /**< coalesced buffers read (several datagrams each) */
+	/** AGG streams followed (doc/protocol.md, "AGG streams"): 1, or
+	 * the most a ROUND of the edge announced */
+	uint32_t agg_streams;
 };
 
 /**

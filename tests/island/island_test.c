@@ -872,6 +872,171 @@ Test(island, restarted_edge_resyncs_the_stream)
 	close(e.fd);
 }
 
+/* ---- AGG streams (doc/protocol.md, "AGG streams") -------------------------- */
+
+/* The stream field is flag bits 12..15: the high nibble of byte 4, set by
+ * hand here (independent of the library's builder). */
+static void
+send_agg_in(struct edge *e, uint8_t stream, uint32_t round, uint32_t c, uint64_t set, uint64_t seq,
+	uint16_t flags)
+{
+	uint8_t buf[2048];
+	size_t n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, round, c, set, seq, flags);
+
+	buf[4] |= (uint8_t)(stream << 4);
+	edge_send(e, buf, n);
+}
+
+/* A ROUND saying the edge sends @streams AGG streams (field: streams - 1). */
+static void
+send_round_streams(
+	struct edge *e, uint32_t round, uint64_t expected, uint64_t deadline, unsigned int streams)
+{
+	uint8_t buf[2048];
+	size_t n = mk_round(buf, round, expected, expected | (1ull << SELF), deadline);
+
+	buf[4] |= (uint8_t)((streams - 1) << 4);
+	edge_send(e, buf, n);
+}
+
+/* Receive one NACK and check its stream and single range. */
+static void
+expect_nack_in(struct edge *e, uint8_t stream, uint64_t first, uint64_t last)
+{
+	uint8_t buf[2048];
+	struct isth_wire_pkt p;
+	struct isth_wire_range r;
+	size_t len = edge_recv(e, buf, sizeof(buf), 2000);
+
+	cr_assert_gt(len, 0, "no NACK");
+	parse_ok(buf, len, &p);
+	cr_assert_eq(p.hdr.type, ISTH_WIRE_NACK);
+	cr_expect_eq(buf[4] >> 4, stream, "NACK for stream %u, want %u", buf[4] >> 4, stream);
+	cr_expect_eq(p.hdr.stream, stream);
+	cr_expect_eq(p.hdr.flags, 0, "seq ranges, not CHUNKS");
+	cr_assert_eq(p.hdr.count, 1);
+	isth_wire_get_range(&p, 0, &r);
+	cr_expect_eq(r.first, first);
+	cr_expect_eq(r.last, last);
+}
+
+/*
+ * Two AGG streams numbered independently, here with the same seqs: stream
+ * 0 carries chunks 0 and 2, stream 1 chunk 1. A seq lost in stream 1 is
+ * NACKed in stream 1 alone and repaired; stream 0 is never NACKed; the
+ * sums are exact. Followed as one stream, stream 1's seqs 100 and 102
+ * would be duplicates of stream 0's and the sums short.
+ */
+Test(island, two_agg_streams_are_followed_and_nacked_each)
+{
+	const uint64_t peers = 1u << 0 | 1u << 2 | 1u << 3;
+	const uint64_t sets[3] = {1u << 0, 1u << 2, 1u << 3};
+	struct isth_island_chunk ch[NCH];
+	struct isth_island_result res;
+	struct isth_island_stats st;
+	struct isth_island *s;
+	uint32_t t[ELEMS], out[ELEMS];
+	uint8_t buf[2048];
+	struct edge e;
+	uint64_t q;
+
+	lim.n_streams = ISTH_WIRE_MAX_STREAMS; /* to parse the island's NACKs */
+	edge_open(&e);
+	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
+	isth_island_stats(s, &st);
+	cr_expect_eq(st.agg_streams, 1);
+	/* before any ROUND says so, stream 1 is not followed */
+	send_agg_in(&e, 1, 5, 1, sets[0], 100, ISTH_WIRE_F_PARTIAL);
+	POLL_UNTIL(s, st.drop[ISTH_ISLAND_DROP_agg_stream] == 1);
+	cr_expect_eq(st.aggs_summed, 0);
+
+	send_round_streams(&e, 5, peers, T0 + 100 * MS, 2);
+	POLL_UNTIL(s, st.rounds_announced == 1);
+	cr_expect_eq(st.agg_streams, 2);
+	own_tensor_i32(t, 5);
+	cr_assert_eq(isth_island_send(s, 5, t, sizeof(t)), 0);
+	for (int i = 0; i < (int)NCH; i++)
+		cr_assert_gt(edge_recv(&e, buf, sizeof(buf), 2000), 0); /* DATA */
+	/* stream 0: chunks 0 and 2, seqs 100..105 */
+	q = 100;
+	for (uint32_t c = 0; c < NCH; c += 2)
+		for (int k = 0; k < 3; k++)
+			send_agg_in(&e, 0, 5, c, sets[k], q++, ISTH_WIRE_F_PARTIAL);
+	/* stream 1: chunk 1, seqs 100..102, 101 lost */
+	send_agg_in(&e, 1, 5, 1, sets[0], 100, ISTH_WIRE_F_PARTIAL);
+	send_agg_in(&e, 1, 5, 1, sets[2], 102, ISTH_WIRE_F_PARTIAL);
+	POLL_UNTIL(s, st.aggs_summed == 8);
+	cr_expect_eq(st.duplicates, 0);
+	expect_nack_in(&e, 1, 101, 101);
+	/* a stream the edge did not announce (it sends 2): dropped, counted;
+	 * a GONE of stream 0 for 101 (stream 0 has 101) changes nothing */
+	send_agg_in(&e, 2, 5, 1, sets[1], 101, ISTH_WIRE_F_PARTIAL);
+	edge_send(&e, buf, mk_gone(buf, &(struct isth_wire_range){101, 101}, 1));
+	POLL_UNTIL(s, st.drop[ISTH_ISLAND_DROP_agg_stream] == 2 && st.gone == 1);
+	cr_expect_eq(st.aggs_summed, 8);
+	/* stream 0's GONE for 101 did not touch stream 1's gap: NACKed again */
+	advance(5 * MS);
+	POLL_UNTIL(s, st.nacks_sent == 2);
+	expect_nack_in(&e, 1, 101, 101);
+	cr_expect_eq(st.gone_seqs, 0);
+	/* the repair, in stream 1 */
+	send_agg_in(&e, 1, 5, 1, sets[1], 101, ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT);
+	POLL_UNTIL(s, st.aggs_summed == 9);
+	cr_assert_eq(isth_island_result(s, 5, out, sizeof(out), ch, NCH, &res, 2000 * MS), 0);
+	cr_expect(res.early);
+	cr_expect_eq(res.complete, NCH);
+	for (uint32_t c = 0; c < NCH; c++)
+		cr_expect_eq(ch[c].bitmap, peers | 1u << SELF);
+	check_sums_i32(out, ch, 5);
+	isth_island_stats(s, &st);
+	cr_expect_eq(st.nacks_sent, 2);
+	cr_expect_eq(st.nack_seqs, 2);
+	cr_expect_eq(st.resent, 1);
+	cr_expect_eq(st.lost_seqs, 0);
+	isth_island_close(s);
+	close(e.fd);
+}
+
+/* A ROUND cannot make the island follow more than the field holds, and a
+ * GONE names seqs of its own stream only. */
+Test(island, gone_is_per_stream_and_streams_are_bounded)
+{
+	struct isth_island_stats st;
+	struct isth_island *s;
+	uint8_t buf[2048];
+	struct edge e;
+	size_t n;
+
+	lim.n_streams = ISTH_WIRE_MAX_STREAMS;
+	edge_open(&e);
+	s = open_island(&e, ISTH_WIRE_DTYPE_INT32);
+	send_round_streams(&e, 5, 1u << 0, T0 + 100 * MS, ISTH_WIRE_MAX_STREAMS);
+	POLL_UNTIL(s, st.rounds_announced == 1);
+	cr_expect_eq(st.agg_streams, ISTH_WIRE_MAX_STREAMS);
+	/* stream 15: seqs 7 and 9 arrive, 8 is missing and NACKed */
+	send_agg_in(&e, 15, 5, 0, 1u << 0, 7, 0);
+	send_agg_in(&e, 15, 5, 2, 1u << 0, 9, 0);
+	POLL_UNTIL(s, st.aggs_summed == 2);
+	expect_nack_in(&e, 15, 8, 8);
+	/* a GONE for 8 in stream 14 changes nothing in stream 15 */
+	n = mk_gone(buf, &(struct isth_wire_range){8, 8}, 1);
+	buf[4] |= 14 << 4;
+	edge_send(&e, buf, n);
+	POLL_UNTIL(s, st.gone == 1);
+	cr_expect_eq(st.gone_seqs, 0);
+	/* in stream 15 it gives the seq up */
+	n = mk_gone(buf, &(struct isth_wire_range){8, 8}, 1);
+	buf[4] |= 15 << 4;
+	edge_send(&e, buf, n);
+	POLL_UNTIL(s, st.gone == 2);
+	cr_expect_eq(st.gone_seqs, 1);
+	advance(50 * MS);
+	isth_island_poll(s, 1 * MS);
+	expect_silence(&e, 30);
+	isth_island_close(s);
+	close(e.fd);
+}
+
 /* ---- bad input ------------------------------------------------------------- */
 
 Test(island, malformed_and_foreign_packets_are_counted_by_name)
