@@ -492,6 +492,70 @@ Test(island_auth, nacks_are_sealed_on_their_own_stream)
 }
 
 /*
+ * AGG streams with auth on (doc/protocol.md, "AGG streams"): the stream
+ * field (high nibble of byte 4) is in the tag and the IV; only a verified
+ * ROUND makes the island follow more streams; each stream has its own
+ * replay window, so the same seq in two streams is two messages, while a
+ * replay within one stream is refused.
+ */
+Test(island_auth, agg_streams_have_their_own_replay_windows)
+{
+	struct isth_island_chunk ch[NCH];
+	struct isth_island_result res;
+	struct isth_island_stats st;
+	uint32_t t[ELEMS], out[ELEMS];
+	struct isth_island *s;
+	uint8_t buf[2048], rep[2048];
+	size_t n, rn;
+	struct keys k;
+	struct edge e;
+
+	keys_load(&k, file1);
+	edge_open(&e, &k);
+	s = open_island(&e, k.path);
+	/* a ROUND announcing 16 streams with a wrong tag: refused, nothing
+	 * allocated or followed */
+	n = seal(&k, SELF, buf, mk_round(buf, 3, 499));
+	buf[4] |= 0xf0;
+	edge_send_raw(&e, buf, n);
+	POLL_UNTIL(s, st.auth_drop[ISTH_AUTH_E_TAG] == 1);
+	cr_expect_eq(st.agg_streams, 1);
+	/* a sealed AGG of stream 1 before any ROUND announced it */
+	n = mk_agg(buf, 3, 1, 1u << 0, 10, ISTH_WIRE_F_PARTIAL);
+	buf[4] |= 1 << 4;
+	edge_send_raw(&e, buf, seal(&k, SELF, buf, n));
+	POLL_UNTIL(s, st.drop[ISTH_ISLAND_DROP_agg_stream] == 1);
+	/* the genuine ROUND: 2 streams */
+	n = mk_round(buf, 3, 500);
+	buf[4] |= 1 << 4;
+	edge_send_raw(&e, buf, seal(&k, SELF, buf, n));
+	POLL_UNTIL(s, st.rounds_announced == 1);
+	cr_expect_eq(st.agg_streams, 2);
+	own_tensor(t, 3);
+	cr_assert_eq(isth_island_send(s, 3, t, sizeof(t)), 0);
+	/* stream 0: chunks 0 and 2, seqs 10, 11; stream 1: chunk 1, seq 10 */
+	send_agg(&e, buf, 3, 0, PEERS, 10);
+	rn = mk_agg(rep, 3, 1, PEERS, 10, ISTH_WIRE_F_PARTIAL);
+	rep[4] |= 1 << 4;
+	rn = seal(&k, SELF, rep, rn);
+	edge_send_raw(&e, rep, rn);
+	send_agg(&e, buf, 3, 2, PEERS, 11);
+	cr_assert_eq(isth_island_result(s, 3, out, sizeof(out), ch, NCH, &res, 2000 * MS), 0);
+	cr_expect_eq(res.complete, NCH);
+	check_sums(out, ch, 3);
+	/* stream 1's AGG again: a replay in its own window */
+	edge_send_raw(&e, rep, rn);
+	POLL_UNTIL(s, st.auth_drop[ISTH_AUTH_E_REPLAY] == 1);
+	cr_expect_eq(st.aggs_summed, 3);
+	cr_expect_eq(st.auth_drop[ISTH_AUTH_E_TAG], 1);
+	cr_expect_eq(st.auth_drop[ISTH_AUTH_E_STALE], 0);
+	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_agg_stream], 1);
+	isth_island_close(s);
+	close(e.fd);
+	keys_free(&k);
+}
+
+/*
  * Every attack on the island's socket: refused before the parser, counted
  * by name, and the round's sum is exactly the genuine one.
  */
