@@ -154,6 +154,9 @@ send_round(struct isthd *d, uint64_t r)
 	h.job = d->cfg.job;
 	h.round = (uint32_t)r;
 	h.bitmap = v.peers;
+	/* the AGG streams the island follows: one per worker, field N - 1
+	 * (doc/protocol.md, "AGG streams"); 0 with one worker */
+	h.stream = (uint8_t)(RTE_MAX(d->n_workers, 1u) - 1);
 
 	m = rte_pktmbuf_alloc(d->ctl_pool);
 	if (m == NULL) {

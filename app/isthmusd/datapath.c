@@ -135,20 +135,22 @@ to_msg(struct rte_mbuf *m, const struct isth_wire_pkt *p)
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_pkt_len(m) - p->msg_size));
 }
 
-/* GONE reply to the island for the ranges a NACK could not be served. */
-static void
-send_gone(struct isthd *d, const struct isth_wire_pkt *nack, const struct isth_wire_range *r,
-	unsigned int n, struct rte_mbuf **out, uint16_t *n_out)
+struct rte_mbuf *
+isthd_island_gone(struct isthd *d, struct isthd_dp_stats *st, const struct isth_wire_pkt *nack,
+	const struct isth_wire_range *r, unsigned int n, uint64_t *seq_gone, bool seal)
 {
 	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_GONE,
 		.flags = nack->hdr.flags & ISTH_WIRE_F_CHUNKS,
+		/* the NACK's AGG stream (0 for chunk ranges, by the parser) */
+		.stream = nack->hdr.stream,
 		.sender = d->island,
 		.count = (uint16_t)n,
 		.job = d->cfg.job,
 		.round = nack->hdr.round,
-		/* version 2: GONE is a stream of its own (IV uniqueness) */
-		.seq = d->auth.on ? d->auth.seq_gone : 0,
+		/* version 2: GONE is a stream of its own per AGG stream (IV
+		 * uniqueness); its writer is the stream's worker */
+		.seq = d->auth.on ? *seq_gone : 0,
 		.bitmap = nack->hdr.bitmap,
 	};
 	size_t size = ISTH_WIRE_HDR_SIZE + (size_t)n * ISTH_WIRE_RANGE_SIZE;
@@ -157,32 +159,48 @@ send_gone(struct isthd *d, const struct isth_wire_pkt *nack, const struct isth_w
 	uint8_t *p;
 
 	if (m == NULL || size + tag > rte_pktmbuf_tailroom(m)) {
-		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_no_mbuf], 1);
+		isth_ctr_add(&st->drop[ISTHD_DROP_nack_no_mbuf], 1);
 		rte_pktmbuf_free(m);
-		return;
+		return NULL;
 	}
 	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(size + tag));
 	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
 	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, size - ISTH_WIRE_HDR_SIZE, r, n);
 	if (tag) {
-		d->auth.seq_gone++;
-		if (unlikely(isthd_auth_seal_msg(
-				     d, d->auth.dp, ISTH_AUTH_DOWN, p, size, size + tag) < 0)) {
-			drop(d, m, ISTHD_DROP_auth_seal);
-			return;
+		(*seq_gone)++;
+		if (seal &&
+			unlikely(isthd_auth_seal_msg(
+					 d, d->auth.dp, ISTH_AUTH_DOWN, p, size, size + tag) < 0)) {
+			isth_ctr_add(&st->drop[ISTHD_DROP_auth_seal], 1);
+			rte_pktmbuf_free(m);
+			return NULL;
 		}
 	}
 	if (isthd_frame_to_island(d, m) < 0) {
-		drop(d, m, ISTHD_DROP_nack_no_mbuf);
-		return;
+		isth_ctr_add(&st->drop[ISTHD_DROP_nack_no_mbuf], 1);
+		rte_pktmbuf_free(m);
+		return NULL;
 	}
-	out[(*n_out)++] = m;
-	isth_ctr_add(&d->st.gone, 1);
+	isth_ctr_add(&st->gone, 1);
+	return m;
+}
+
+/* GONE reply to the island (stream 0, worker 0) for the ranges a NACK
+ * could not be served. */
+static void
+send_gone(struct isthd *d, const struct isth_wire_pkt *nack, const struct isth_wire_range *r,
+	unsigned int n, struct rte_mbuf **out, uint16_t *n_out)
+{
+	struct rte_mbuf *m = isthd_island_gone(d, &d->st, nack, r, n, &d->auth.seq_gone, true);
+
+	if (m != NULL)
+		out[(*n_out)++] = m;
 }
 
 /*
  * AGGs the ring resends carry RESENT, which is in the IV: seal them again
- * (the same bytes every time, so every retransmission is identical). A
+ * (the same bytes every time, so every retransmission is identical); the
+ * fresh frames of workers 1..N-1 are sealed here too (stream_frames). A
  * resend the ring holds alone is resealed in place; one whose original is
  * still referenced elsewhere (a header copy chained to the shared body
  * and tag) is copied first, so that the original's tag stays intact.
@@ -198,6 +216,7 @@ reseal_resent(struct isthd *d, struct rte_mbuf **out, unsigned int n)
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = out[i];
 		uint32_t len = rte_pktmbuf_pkt_len(m);
+		size_t ml;
 
 		if (m->nb_segs > 1 || !RTE_MBUF_DIRECT(m)) {
 			struct rte_mbuf *c = rte_pktmbuf_alloc(d->pool);
@@ -216,9 +235,17 @@ reseal_resent(struct isthd *d, struct rte_mbuf **out, unsigned int n)
 			rte_pktmbuf_free(m);
 			m = c;
 		}
+		/* a resend is sealed already (version 2: seal_msg reuses the
+		 * tag's room); a fresh AGG or GONE of another worker's stream
+		 * (stream_frames) is version 1 with the tag's room at its end */
+		ml = len > off ? len - off : 0;
+		if (ml >= ISTH_WIRE_HDR_SIZE + ISTH_AUTH_TAG_SIZE &&
+			rte_pktmbuf_mtod_offset(m, uint8_t *, off)[ISTH_WIRE_OFF_VERSION] !=
+				ISTH_WIRE_VERSION_AUTH)
+			ml -= ISTH_AUTH_TAG_SIZE;
 		if (unlikely(len <= off ||
 			    isthd_auth_seal_msg(d, d->auth.dp, ISTH_AUTH_DOWN,
-				    rte_pktmbuf_mtod_offset(m, uint8_t *, off), len - off,
+				    rte_pktmbuf_mtod_offset(m, uint8_t *, off), ml,
 				    len - off) < 0)) {
 			drop(d, m, ISTHD_DROP_auth_seal);
 			continue;
@@ -380,6 +407,12 @@ access_rx(struct isthd *d, uint64_t now_ns)
 			break;
 		}
 		case ISTH_WIRE_NACK:
+			/* AGG stream k's seqs: worker k's ring (the parser
+			 * refused k >= n_workers, and chunk NACKs are 0) */
+			if (p->hdr.stream != 0) {
+				isthd_shard_steer_nack(d, m, p);
+				break;
+			}
 			serve_nack(d, p, now_ns);
 			rte_pktmbuf_free(m);
 			break;
@@ -566,9 +599,6 @@ emit_aggs(struct isthd *d, uint64_t now_ns)
 	unsigned int n, i, ok = 0;
 
 	n = isth_backend_drain(d->be, now_ns, out, ISTHD_BURST);
-	/* several workers: the AGGs the others built are numbered here too */
-	if (d->n_workers > 1 && n < ISTHD_BURST)
-		n += isthd_shard_collect(d, out + n, ISTHD_BURST - n);
 	if (n == 0)
 		return 0;
 	for (i = 0; i < n; i++) {
@@ -626,6 +656,28 @@ emit_aggs(struct isthd *d, uint64_t now_ns)
 	return n;
 }
 
+/*
+ * Several workers: the frames workers 1..N-1 finished (their streams'
+ * AGGs numbered, resends, GONEs) onto the wire. With auth on they are
+ * sealed here, one at a time, by worker 0's engine, the only one a key
+ * reload replaces: a fresh AGG or GONE in place, a resend chained to a
+ * frame someone else holds copied first (reseal_resent). Each stream's
+ * seqs were written by its worker; worker 0 writes none of them.
+ */
+static unsigned int
+stream_frames(struct isthd *d)
+{
+	struct rte_mbuf *out[ISTHD_BURST];
+	unsigned int n, k;
+
+	n = isthd_shard_collect(d, out, ISTHD_BURST);
+	if (n == 0)
+		return 0;
+	k = d->auth.on ? reseal_resent(d, out, n) : n;
+	isthd_tx(d, d->access_port, out, (uint16_t)k, ISTHD_DROP_tx_access, &d->st.access_tx);
+	return n;
+}
+
 static unsigned int
 ctl_msgs(struct isthd *d)
 {
@@ -680,6 +732,8 @@ isthd_dp_poll(struct isthd *d)
 	work += pace_release(d, tsc);
 	work += wan_rx(d, now_ns);
 	work += emit_aggs(d, now_ns);
+	if (d->n_workers > 1)
+		work += stream_frames(d);
 	work += ctl_msgs(d);
 	isth_resend_expire(d->agg_ring, now_ns);
 	if (d->rep.ring)
@@ -729,7 +783,8 @@ isthd_dp_drain_final(struct isthd *d)
 	 * drain returns nothing: wait for its dev_pending gauge, bounded. */
 	do {
 		while (emit_aggs(d, isthd_tsc_to_ns(d, rte_rdtsc())) > 0 ||
-			(d->n_workers > 1 && isthd_shard_drain_final(d, false) > 0))
+			(d->n_workers > 1 &&
+				(isthd_shard_drain_final(d, false) > 0 || stream_frames(d) > 0)))
 			;
 		isth_backend_counts(d->be, &bc);
 		if (bc.dev_pending)

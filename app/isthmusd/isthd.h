@@ -345,9 +345,22 @@ struct isthd_shard {
 	unsigned int id; /* k */
 	struct isth_backend *be; /* this worker's aggregation state */
 	struct rte_ring *in; /* worker 0 (SP) -> k (SC): struct isthd_shard_msg */
-	struct rte_ring *out; /* k (SP) -> worker 0 (SC): AGG messages */
+	/* k (SP) -> worker 0 (SC): finished frames to the island (AGGs of
+	 * stream k numbered, resends, GONEs), which worker 0 seals (auth on)
+	 * and puts on the wire */
+	struct rte_ring *out;
 	/* k only: next round whose deadline it enforces on its backend */
 	uint64_t expire_next;
+	/* AGG stream k (doc/protocol.md, "AGG streams"): created by setup,
+	 * then k only (ctl reads its stats): numbers stream k's AGGs (seq
+	 * from CLOCK_REALTIME ns with auth on) and serves the island's
+	 * NACKs of stream k */
+	struct isth_resend *agg_ring;
+	/* k only: next GONE seq of stream k (auth on; from CLOCK_REALTIME) */
+	uint64_t seq_gone;
+	/* k only: resends to the island this round (its share of the edge's
+	 * [repair] island budget) */
+	struct isthd_repair_budget nack_budget;
 	/* k writes (relaxed), ctl and telemetry read: peer_data,
 	 * peer_data_bytes and idle_sleeps are the only counters it moves */
 	struct isthd_dp_stats st __rte_cache_aligned;
@@ -460,6 +473,12 @@ uint64_t isthd_tsc_to_ns(const struct isthd *d, uint64_t tsc);
 
 /* datapath.c */
 int isthd_worker(void *arg);
+/* A GONE to the island for @n ranges of @nack (its AGG stream), framed,
+ * with room for the tag and (auth on) seq *@seq_gone++; sealed when
+ * @seal. Counted in @st (gone, drops). NULL if it could not be built. */
+struct rte_mbuf *
+isthd_island_gone(struct isthd *d, struct isthd_dp_stats *st, const struct isth_wire_pkt *nack,
+	const struct isth_wire_range *r, unsigned int n, uint64_t *seq_gone, bool seal);
 /* One pass of the worker loop (benchmarks drive it from their own loop). */
 unsigned int isthd_dp_poll(struct isthd *d);
 void isthd_dp_drain_final(struct isthd *d);
@@ -563,6 +582,9 @@ bool isthd_shard_steer(struct isthd *d, struct rte_mbuf *m, const struct isth_wi
 void isthd_shard_flush(struct isthd *d);
 /* Worker 0: AGG messages the other workers built, at most @cap. */
 unsigned int isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap);
+/* Worker 0: hand an island NACK of AGG stream k >= 1 (and its frame) to
+ * worker k, which serves it from its resend ring. */
+void isthd_shard_steer_nack(struct isthd *d, struct rte_mbuf *m, const struct isth_wire_pkt *p);
 /* Worker 0: round @r's repair table, or NULL if not published; valid until
  * its next quiescent state (doc/isthmusd.md, "Round tables"). */
 static inline const struct isthd_repair_round *

@@ -405,6 +405,9 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 	bc.mcast.copy_pool = d->pool;
 	if (d->n_workers == 0)
 		d->n_workers = 1;
+	/* one AGG stream per worker (doc/protocol.md, "AGG streams"): an
+	 * island NACK of a stream at or above it is refused as `stream` */
+	d->lim.n_streams = (uint8_t)d->n_workers;
 	if (d->n_workers > 1) {
 		/* worker k sums the chunks with chunk % N == k (worker.c):
 		 * each instance gets its share of the memory and slots */
@@ -478,6 +481,25 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 		snprintf(err, err_size, "resend ring: %s", rte_strerror(rte_errno));
 		rc = -rte_errno;
 		goto fail;
+	}
+	/* AGG stream k >= 1: worker k's ring, of the same size ([agg]
+	 * resend_entries each: a stream carries 1/N of the AGGs, so each
+	 * ring keeps N times the window), its first seq the clock now (auth
+	 * on; the stream is in the IV, so streams starting at nearly the
+	 * same value never share one), and GONE seqs likewise */
+	for (unsigned int k = 1; k < d->n_workers; k++) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		rc_.first_seq = d->cfg.auth
+			? (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec
+			: 0;
+		d->shard[k]->seq_gone = rc_.first_seq;
+		d->shard[k]->agg_ring = isth_resend_create(&rc_);
+		if (d->shard[k]->agg_ring == NULL) {
+			snprintf(err, err_size, "resend ring of worker %u: %s", k,
+				rte_strerror(rte_errno));
+			rc = -rte_errno;
+			goto fail;
+		}
 	}
 
 	/* WAN repair: the island's DATA as it leaves (bare messages, for

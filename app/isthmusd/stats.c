@@ -109,9 +109,13 @@ isthd_print_counters(const struct isthd *d, FILE *f)
 		isth_backend_counts(k ? d->shard[k]->be : d->be, &bc);
 		fprintf(f,
 			"worker %u: peer_data %" PRIu64 " peer_data_bytes %" PRIu64
-			" completed %" PRIu64 " partial %" PRIu64 " idle_sleeps %" PRIu64 "\n",
+			" completed %" PRIu64 " partial %" PRIu64 " idle_sleeps %" PRIu64
+			" agg_out %" PRIu64 " nacks %" PRIu64 " resent %" PRIu64 " gone %" PRIu64
+			"\n",
 			k, isth_ctr_get(&st->peer_data), isth_ctr_get(&st->peer_data_bytes),
-			bc.completed, bc.partial, isth_ctr_get(&st->idle_sleeps));
+			bc.completed, bc.partial, isth_ctr_get(&st->idle_sleeps),
+			isth_ctr_get(&st->agg_out), isth_ctr_get(&st->nacks),
+			isth_ctr_get(&st->resent), isth_ctr_get(&st->gone));
 	}
 	isth_pace_stats(d->pace, &ps);
 	fprintf(f,

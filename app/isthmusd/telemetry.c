@@ -196,6 +196,13 @@ do_workers(const char *cmd __rte_unused, const char *params __rte_unused, struct
 		W("completed", bc.completed);
 		W("partial", bc.partial);
 		W("idle_sleeps", isth_ctr_get(&st->idle_sleeps));
+		/* AGG stream k: what worker k numbered, resent and answered */
+		W("agg_out", isth_ctr_get(&st->agg_out));
+		W("nacks", isth_ctr_get(&st->nacks));
+		W("resent", isth_ctr_get(&st->resent));
+		W("gone", isth_ctr_get(&st->gone));
+		W("agg_next_seq",
+			isth_resend_next_seq(k ? tel->shard[k]->agg_ring : tel->agg_ring));
 #undef W
 	}
 	return 0;
@@ -253,8 +260,8 @@ isthd_telemetry_register(struct isthd *d)
 		"XDP steering counters of af_xdp ports (steered, passed, malformed, no_xsk, "
 		"spoofed). No parameters.");
 	rc |= rte_telemetry_register_cmd("/isthmus/workers", cmd_workers,
-		"Per worker lcore: peer DATA summed (chunk % n_workers), completed, partial, "
-		"idle sleeps. No parameters.");
+		"Per worker lcore: DATA summed (chunk % N), completed, partial, idle, AGG "
+		"stream k (agg_out..agg_next_seq). No parameters.");
 	rc |= rte_telemetry_register_cmd("/isthmus/reload", cmd_reload,
 		"Reload the schedule file; takes effect at a round boundary. No parameters.");
 	return rc ? -EINVAL : 0;

@@ -6,21 +6,29 @@
  * its own (slots, memory M/N, counters): summing is the work that grows
  * with the number of peers and their rate, and it is what is spread.
  *
+ * Worker k also owns AGG stream k (doc/protocol.md, "AGG streams"): it
+ * numbers the AGGs it builds in a seq of its own, keeps them in a resend
+ * ring of its own, and serves the island's NACKs of stream k from it
+ * (GONE with a seq counter of its own). The island follows the N streams
+ * (lib/island) and NACKs each by its stream index.
+ *
  * Worker 0 is the edge's data path as with one worker (datapath.c): it
  * polls both ports (the PMDs here have one queue), parses and verifies,
  * admits, tracks and repairs the WAN, paces and replicates the island's
- * DATA, and numbers, seals and sends every AGG. It hands each admitted
- * peer DATA whose chunk is another worker's to that worker through an
- * SP/SC ring (the frame and its parse), and takes the AGG messages the
- * others build back through another; the others touch no port.
+ * DATA, and numbers, seals and sends stream 0. It hands each admitted
+ * peer DATA whose chunk is another worker's, and each island NACK of
+ * another worker's stream, to that worker through an SP/SC ring (the
+ * frame and its parse), and takes the frames the others finished back
+ * through another, to seal (auth on) and put on the wire; the others
+ * touch no port.
  *
- * Why these stay on worker 0: the island follows one AGG sequence stream
- * (lib/island: a gap is NACKed, a jump resyncs), so AGGs are numbered in
- * one place, and the ring that keeps them answers the island's NACKs by
- * that sequence; WAN repair tracks each peer's chunks in order
- * (repair_nack.c), which a shard of them would see as gaps; every stream
- * the edge starts (AGG, GONE, NACK, ROUND) then has one writer, so no
- * receiver's replay window sees a seq twice.
+ * Why the rest stays on worker 0: one RX and one TX queue per port on
+ * these PMDs; WAN repair tracks each peer's chunks in order
+ * (repair_nack.c), which a shard of them would see as gaps; sealing needs
+ * the key set a reload replaces, which only worker 0 takes over
+ * (auth.c). Every stream the edge starts still has one writer: AGG and
+ * GONE of stream k worker k, NACK and stream 0 worker 0, ROUND the
+ * controller; so no receiver's replay window sees a seq twice.
  *
  * With one worker none of this runs: no ring, no steering, no cost.
  */
@@ -41,6 +49,8 @@
 /* Ring sizes: a few bursts of every kind in flight per worker. */
 #define SHARD_IN_SIZE 1024
 #define SHARD_OUT_SIZE 1024
+
+_Static_assert(ISTHD_MAX_WORKERS <= ISTH_WIRE_MAX_STREAMS, "one AGG stream per worker");
 
 int
 isthd_rcu_setup(struct isthd *d)
@@ -134,6 +144,7 @@ isthd_workers_teardown(struct isthd *d)
 			rte_ring_free(w->out);
 		}
 		isth_backend_destroy(w->be);
+		isth_resend_destroy(w->agg_ring);
 		rte_free(w);
 		d->shard[k] = NULL;
 	}
@@ -217,7 +228,97 @@ isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap)
 	return n;
 }
 
-/* Sum what worker 0 handed over. */
+void
+isthd_shard_steer_nack(struct isthd *d, struct rte_mbuf *m, const struct isth_wire_pkt *p)
+{
+	struct isthd_shard_msg s = {.m = m, .p = *p};
+
+	/* the DATA staged for the worker go first: no reordering matters,
+	 * but one ring keeps one producer */
+	isthd_shard_flush(d);
+	if (unlikely(rte_ring_enqueue_elem(d->shard[p->hdr.stream]->in, &s, sizeof(s)) != 0)) {
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_worker_ring_full], 1);
+		rte_pktmbuf_free(m);
+	}
+}
+
+/* Frames for worker 0 to send; what its ring cannot take is dropped and
+ * counted (the island NACKs it again). */
+static void
+shard_out(struct isthd_shard *w, struct rte_mbuf **m, unsigned int n)
+{
+	unsigned int sent = n ? rte_ring_enqueue_burst(w->out, (void **)m, n, NULL) : 0;
+
+	if (unlikely(sent < n)) {
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_worker_ring_full], n - sent);
+		rte_pktmbuf_free_bulk(m + sent, n - sent);
+	}
+}
+
+/* This worker's share of the per-round island resend budget (repair.c's
+ * island_budget and per-NACK cap, split evenly over the streams). */
+static uint32_t
+shard_nack_allowance(struct isthd_shard *w)
+{
+	const struct isthd *d = w->d;
+	uint64_t cur = __atomic_load_n(&d->current, __ATOMIC_ACQUIRE);
+	uint32_t budget = (d->rep.island_budget + d->n_workers - 1) / d->n_workers;
+	struct isthd_repair_budget *b = &w->nack_budget;
+	uint32_t left;
+
+	if (b->round1 != cur + 1) {
+		b->round1 = cur + 1;
+		b->used = 0;
+	}
+	left = budget > b->used ? budget - b->used : 0;
+	return left < d->rep.island_nack_cap ? left : d->rep.island_nack_cap;
+}
+
+/* An island NACK of stream k, served from this worker's ring (as
+ * datapath.c's serve_nack for stream 0); the resends and GONEs go to
+ * worker 0 unsealed. */
+static void
+shard_serve_nack(struct isthd_shard *w, const struct isth_wire_pkt *p, uint64_t now_ns)
+{
+	struct isth_wire_range ranges[ISTHD_MAX_RANGES];
+	struct isth_wire_range gone[ISTHD_BURST];
+	struct rte_mbuf *out[ISTHD_BURST + 1];
+	struct isth_resend_cursor cur;
+	unsigned int i, n = p->hdr.count, n_gone, k;
+	uint32_t left;
+
+	isth_ctr_add(&w->st.nacks, 1);
+	if (n > ISTHD_MAX_RANGES)
+		n = ISTHD_MAX_RANGES; /* the parser's max_ranges is lower */
+	for (i = 0; i < n; i++)
+		isth_wire_get_range(p, i, &ranges[i]);
+	if (isth_resend_nack_begin(w->agg_ring, &cur, ranges, n) < 0)
+		return; /* counted bad_nack by the ring */
+	left = shard_nack_allowance(w);
+	while (!isth_resend_nack_done(&cur)) {
+		if (left == 0) {
+			isth_ctr_add(&w->st.drop[ISTHD_DROP_nack_budget], 1);
+			break;
+		}
+		k = isth_resend_nack_serve(w->agg_ring, &cur, now_ns, out,
+			RTE_MIN(left, (uint32_t)ISTHD_BURST), gone, RTE_DIM(gone), &n_gone);
+		left -= k;
+		w->nack_budget.used += k;
+		isth_ctr_add(&w->st.resent, k);
+		if (n_gone) {
+			struct rte_mbuf *g = isthd_island_gone(
+				w->d, &w->st, p, gone, n_gone, &w->seq_gone, false);
+
+			if (g != NULL)
+				out[k++] = g;
+		}
+		shard_out(w, out, k);
+		if (k == 0)
+			break; /* hdr_pool empty: the island NACKs again */
+	}
+}
+
+/* Sum what worker 0 handed over; serve the NACKs it steered here. */
 static unsigned int
 shard_aggregate(struct isthd_shard *w, uint64_t now_ns)
 {
@@ -225,37 +326,72 @@ shard_aggregate(struct isthd_shard *w, uint64_t now_ns)
 	struct rte_mbuf *m[ISTHD_BURST];
 	struct isth_wire_pkt p[ISTHD_BURST];
 	uint64_t bytes = 0;
-	unsigned int n, i;
+	unsigned int n, i, k = 0;
 
 	n = rte_ring_dequeue_burst_elem(w->in, msg, sizeof(msg[0]), ISTHD_BURST, NULL);
 	if (n == 0)
 		return 0;
 	for (i = 0; i < n; i++) {
-		m[i] = msg[i].m;
-		p[i] = msg[i].p;
-		bytes += p[i].payload_size;
+		if (unlikely(msg[i].p.hdr.type == ISTH_WIRE_NACK)) {
+			shard_serve_nack(w, &msg[i].p, now_ns);
+			rte_pktmbuf_free(msg[i].m);
+			continue;
+		}
+		m[k] = msg[i].m;
+		p[k] = msg[i].p;
+		bytes += p[k++].payload_size;
 	}
-	isth_ctr_add(&w->st.peer_data, n);
+	if (k == 0)
+		return n;
+	isth_ctr_add(&w->st.peer_data, k);
 	isth_ctr_add(&w->st.peer_data_bytes, bytes);
 	/* takes the mbufs; refusals are the backend's counters */
-	isth_backend_aggregate_burst(w->be, m, p, n, now_ns);
+	isth_backend_aggregate_burst(w->be, m, p, k, now_ns);
 	return n;
 }
 
-/* Finished aggregates to worker 0, as many as its ring takes whole. */
+/*
+ * Finished aggregates as AGGs of stream k, as many as worker 0's ring
+ * takes whole: framed, stream field set, numbered and kept by this
+ * worker's ring (with room for the tag worker 0 writes, auth on).
+ */
 static unsigned int
 shard_emit(struct isthd_shard *w, uint64_t now_ns)
 {
+	const struct isthd *d = w->d;
 	struct rte_mbuf *out[ISTHD_BURST];
-	unsigned int n;
+	unsigned int n, i, ok = 0;
 
 	/* what the backend gives is enqueued whole: only this worker
 	 * enqueues, so the room it sees cannot shrink */
 	if (rte_ring_free_count(w->out) < ISTHD_BURST)
 		return 0;
 	n = isth_backend_drain(w->be, now_ns, out, ISTHD_BURST);
-	if (n)
-		rte_ring_enqueue_bulk(w->out, (void **)out, n, NULL);
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = out[i];
+		uint64_t seq;
+
+		isth_ctr_add(&w->st.agg_out_bytes, rte_pktmbuf_pkt_len(m) - ISTH_WIRE_HDR_SIZE);
+		isth_wire_or_flags(rte_pktmbuf_mtod(m, uint8_t *),
+			(uint16_t)(w->id << ISTH_WIRE_STREAM_SHIFT));
+		if (d->auth.on &&
+			unlikely(m->nb_segs > 1 ||
+				rte_pktmbuf_append(m, ISTH_AUTH_TAG_SIZE) == NULL)) {
+			isth_ctr_add(&w->st.drop[ISTHD_DROP_auth_seal], 1);
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		if (unlikely(isthd_frame_to_island(d, m) < 0 ||
+			    isth_resend_push(w->agg_ring, m, now_ns, &seq) < 0)) {
+			isth_ctr_add(&w->st.drop[ISTHD_DROP_tx_access], 1);
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		out[ok++] = m;
+	}
+	if (ok)
+		rte_ring_enqueue_bulk(w->out, (void **)out, ok, NULL);
+	isth_ctr_add(&w->st.agg_out, ok);
 	return n;
 }
 
@@ -268,6 +404,7 @@ isthd_shard_poll(struct isthd_shard *w)
 	work += isthd_expire_rounds(w->d, w->be, &w->expire_next, now_ns);
 	work += shard_aggregate(w, now_ns);
 	work += shard_emit(w, now_ns);
+	isth_resend_expire(w->agg_ring, now_ns);
 	return work;
 }
 

@@ -126,10 +126,13 @@ static struct isth_auth_engine *heng;
 static char hkey_path[128];
 static bool reload_keys;
 static unsigned int auth_bad;
-/* auth on: the AGG stream starts at the edge's CLOCK_REALTIME; the
- * harness numbers it from the first AGG seen */
-static uint64_t agg_seq0;
-static int agg_seq0_set;
+/* AGG stream k (worker k: the chunks c % n_workers == k) starts, auth
+ * on, at the edge's CLOCK_REALTIME; the harness numbers each stream from
+ * the first AGG it sees in it, and checks the next ones follow on */
+/* worker lcores of the run (isthd.n_workers): the AGG streams */
+static unsigned int n_workers = 1;
+static uint64_t agg_seq0[ISTH_WIRE_MAX_STREAMS], agg_next[ISTH_WIRE_MAX_STREAMS];
+static int agg_seq0_set[ISTH_WIRE_MAX_STREAMS];
 
 static void
 write_config(const char *path, const char *sched, uint64_t epoch)
@@ -187,6 +190,7 @@ eal_up(void)
 	hpool = rte_pktmbuf_pool_create("harness", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
 	cr_assert_not_null(hpool);
 	isth_wire_limits_init(&lim, N, 1500);
+	lim.n_streams = ISTH_WIRE_MAX_STREAMS; /* the harness reads any stream */
 	snprintf(dir, sizeof(dir), "/tmp/isth-pipe-%d", getpid());
 	mkdir(dir, 0700);
 }
@@ -281,13 +285,18 @@ send_data(struct rte_ring *r, unsigned int s, uint32_t round, uint32_t chunk)
 	send_data_f(r, s, round, chunk, 0);
 }
 
+/* A NACK of AGG stream @stream's seqs [first, last]. */
 static void
-send_nack(uint64_t first, uint64_t last)
+send_nack(uint8_t stream, uint64_t first, uint64_t last)
 {
 	struct isth_wire_range rg = {first, last};
 	static uint64_t nack_seq = 1; /* the island's NACK stream */
-	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_NACK, .sender = A, .count = 1, .job = JOB, .seq = nack_seq++};
+	struct isth_wire_hdr h = {.type = ISTH_WIRE_NACK,
+		.stream = stream,
+		.sender = A,
+		.count = 1,
+		.job = JOB,
+		.seq = nack_seq++};
 	uint8_t body[16];
 
 	isth_wire_put_ranges(body, sizeof(body), &rg, 1);
@@ -300,9 +309,10 @@ static unsigned int n_aggs[ROUNDS + 2][CHUNKS];
 static int round_seen[ROUNDS + 2];
 static unsigned int wan_copies[ROUNDS + 2][N];
 static unsigned int wrong, resent_ok, gone_ok, late_sent;
-static int32_t held[ELEMS_V1]; /* AGG seq 2, "lost", kept to compare */
-static uint32_t held_round, held_chunk;
-static uint64_t held_bitmap;
+/* per AGG stream: its seq 2, "lost", kept to compare */
+static int32_t held[ISTH_WIRE_MAX_STREAMS][ELEMS_V1];
+static uint32_t held_round[ISTH_WIRE_MAX_STREAMS], held_chunk[ISTH_WIRE_MAX_STREAMS];
+static uint64_t held_bitmap[ISTH_WIRE_MAX_STREAMS];
 
 static void
 check_sum(const struct isth_wire_pkt *p)
@@ -438,35 +448,47 @@ poll_access(void)
 			cr_expect_eq(p.hdr.bitmap, clique_of_a(p.hdr.round) & ~1ull);
 			cr_expect_eq(rb.period_ns, T_NS);
 			cr_expect_eq(rb.n_chunks, CHUNKS);
+			/* the AGG streams to follow: one per worker */
+			cr_expect_eq(p.hdr.stream, n_workers - 1);
 			on_round(p.hdr.round);
 			break;
 		}
-		case ISTH_WIRE_AGG:
+		case ISTH_WIRE_AGG: {
+			unsigned int k = p.hdr.stream;
+
 			cr_assert_lt(p.hdr.round, ROUNDS + 2);
 			cr_assert_lt(p.hdr.chunk, CHUNKS);
-			if (!agg_seq0_set) {
-				agg_seq0 = p.hdr.seq;
-				agg_seq0_set = 1;
+			/* stream k: the chunks of worker k */
+			cr_assert_lt(k, n_workers);
+			cr_expect_eq(k, p.hdr.chunk % n_workers, "chunk %u in stream %u",
+				p.hdr.chunk, k);
+			if (!agg_seq0_set[k]) {
+				agg_seq0[k] = agg_next[k] = p.hdr.seq;
+				agg_seq0_set[k] = 1;
 			}
 			if (p.hdr.flags & ISTH_WIRE_F_RESENT) {
-				cr_expect_eq(p.hdr.seq, agg_seq0 + 2);
-				cr_expect_eq(p.hdr.round, held_round);
-				cr_expect_eq(p.hdr.chunk, held_chunk);
-				cr_expect_eq(p.hdr.bitmap, held_bitmap);
-				cr_expect(memcmp(p.payload, held, ELEMS * 4) == 0);
+				cr_expect_eq(p.hdr.seq, agg_seq0[k] + 2);
+				cr_expect_eq(p.hdr.round, held_round[k]);
+				cr_expect_eq(p.hdr.chunk, held_chunk[k]);
+				cr_expect_eq(p.hdr.bitmap, held_bitmap[k]);
+				cr_expect(memcmp(p.payload, held[k], ELEMS * 4) == 0);
 				resent_ok++;
 				break;
 			}
+			/* each stream numbered on its own, one after another */
+			cr_expect_eq(p.hdr.seq, agg_next[k], "stream %u: seq %lu want %lu", k,
+				(unsigned long)p.hdr.seq, (unsigned long)agg_next[k]);
+			agg_next[k] = p.hdr.seq + 1;
 			check_sum(&p);
-			if (p.hdr.seq == agg_seq0 + 2) {
+			if (p.hdr.seq == agg_seq0[k] + 2) {
 				/* pretend it was lost: NACK it and a range
-				 * the edge never sent */
-				memcpy(held, p.payload, ELEMS * 4);
-				held_round = p.hdr.round;
-				held_chunk = p.hdr.chunk;
-				held_bitmap = p.hdr.bitmap;
-				send_nack(agg_seq0 + 2, agg_seq0 + 2);
-				send_nack(agg_seq0 + 1000, agg_seq0 + 1005);
+				 * the edge never sent, in its stream */
+				memcpy(held[k], p.payload, ELEMS * 4);
+				held_round[k] = p.hdr.round;
+				held_chunk[k] = p.hdr.chunk;
+				held_bitmap[k] = p.hdr.bitmap;
+				send_nack((uint8_t)k, agg_seq0[k] + 2, agg_seq0[k] + 2);
+				send_nack((uint8_t)k, agg_seq0[k] + 1000, agg_seq0[k] + 1005);
 			}
 			cr_expect_eq(seen[p.hdr.round][p.hdr.chunk] & p.hdr.bitmap, 0,
 				"round %u chunk %u: overlapping partials", p.hdr.round,
@@ -481,13 +503,16 @@ poll_access(void)
 				late_sent = 1;
 			}
 			break;
+		}
 		case ISTH_WIRE_GONE: {
 			struct isth_wire_range rg;
+			unsigned int k = p.hdr.stream;
 
+			cr_assert_lt(k, n_workers);
 			cr_expect_eq(p.hdr.count, 1);
 			isth_wire_get_range(&p, 0, &rg);
-			cr_expect_eq(rg.first, agg_seq0 + 1000);
-			cr_expect_eq(rg.last, agg_seq0 + 1005);
+			cr_expect_eq(rg.first, agg_seq0[k] + 1000);
+			cr_expect_eq(rg.last, agg_seq0[k] + 1005);
 			gone_ok++;
 			break;
 		}
@@ -837,8 +862,6 @@ epoch_from_now(uint64_t lead_ns)
 
 static void run_pipeline(void);
 static void run_pipeline_auth(void);
-/* worker lcores of the run (isthd.n_workers) */
-static unsigned int n_workers = 1;
 
 Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up, .fini = eal_down,
 	.timeout = 60)
@@ -891,6 +914,7 @@ run_pipeline_auth(void)
 	cr_assert_eq(isth_auth_create(&ac, &hkeys, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(isth_auth_engine_create(hkeys, ISTH_AUTH_OPENSSL, &heng), 0);
 	cr_assert_eq(isth_wire_limits_init_auth(&lim, N, 1500, true), 0);
+	lim.n_streams = ISTH_WIRE_MAX_STREAMS;
 	elems = ELEMS_V2;
 	auth_on = true;
 	run_pipeline();
@@ -973,6 +997,8 @@ run_pipeline(void)
 	inject_hostile();
 	if (auth_on)
 		inject_hostile_auth();
+	/* a NACK of stream n_workers: one past the streams the edge sends */
+	send_nack((uint8_t)n_workers, 1, 1);
 	cr_assert_eq(isthd_workers_launch(&edge), 0);
 	cr_assert_eq(pthread_create(&ctl, NULL, controller, &edge), 0);
 
@@ -1096,10 +1122,25 @@ run_pipeline(void)
 	cr_expect_eq(isth_ctr_get(&edge.st.tail_copies_sent), tail_copies_all);
 	cr_expect_eq(isth_ctr_get(&edge.st.repairs_sent), 1 + tail_copies_all);
 	cr_expect_eq(isth_ctr_get(&edge.st.peer_nacks_rx), 1);
-	cr_expect_eq(resent_ok, 1, "NACKed AGG not resent");
-	cr_expect_eq(gone_ok, 1, "no GONE for the range never sent");
-	cr_expect_eq(isth_ctr_get(&edge.st.resent), 1);
-	cr_expect_eq(isth_ctr_get(&edge.st.gone), 1);
+	/* island NACKs: one lost AGG and one range never sent per stream,
+	 * each served by its stream's worker alone (NACKs steered by the
+	 * stream field; no worker resent another's AGG) */
+	cr_expect_eq(resent_ok, n_workers, "NACKed AGGs resent: %u of %u", resent_ok, n_workers);
+	cr_expect_eq(gone_ok, n_workers, "GONEs for the ranges never sent: %u of %u", gone_ok,
+		n_workers);
+	for (unsigned int k = 0; k < n_workers; k++) {
+		const struct isthd_dp_stats *wst = k ? &edge.shard[k]->st : &edge.st;
+
+		cr_expect_eq(isth_ctr_get(&wst->nacks), 2, "worker %u: nacks %lu", k,
+			(unsigned long)isth_ctr_get(&wst->nacks));
+		cr_expect_eq(isth_ctr_get(&wst->resent), 1, "worker %u: resent %lu", k,
+			(unsigned long)isth_ctr_get(&wst->resent));
+		cr_expect_eq(isth_ctr_get(&wst->gone), 1, "worker %u: gone %lu", k,
+			(unsigned long)isth_ctr_get(&wst->gone));
+		cr_expect_gt(isth_ctr_get(&wst->agg_out), 0, "worker %u sent no AGG", k);
+	}
+	/* a NACK of a stream the edge does not send: refused by reason */
+	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_STREAM]), 1);
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_unknown_job]), 2);
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_access_not_island]), 1);
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_wan_from_self]), 1);
