@@ -199,8 +199,7 @@ send_gone(struct isthd *d, const struct isth_wire_pkt *nack, const struct isth_w
 
 /*
  * AGGs the ring resends carry RESENT, which is in the IV: seal them again
- * (the same bytes every time, so every retransmission is identical); the
- * fresh frames of workers 1..N-1 are sealed here too (stream_frames). A
+ * (the same bytes every time, so every retransmission is identical). A
  * resend the ring holds alone is resealed in place; one whose original is
  * still referenced elsewhere (a header copy chained to the shared body
  * and tag) is copied first, so that the original's tag stays intact.
@@ -236,8 +235,10 @@ reseal_resent(struct isthd *d, struct rte_mbuf **out, unsigned int n)
 			m = c;
 		}
 		/* a resend is sealed already (version 2: seal_msg reuses the
-		 * tag's room); a fresh AGG or GONE of another worker's stream
-		 * (stream_frames) is version 1 with the tag's room at its end */
+		 * tag's room), but one of another worker's stream whose
+		 * header was copied before worker 0 sealed the original (a
+		 * probe racing the original through stream_frames) is still
+		 * version 1, with the tag's room at its end */
 		ml = len > off ? len - off : 0;
 		if (ml >= ISTH_WIRE_HDR_SIZE + ISTH_AUTH_TAG_SIZE &&
 			rte_pktmbuf_mtod_offset(m, uint8_t *, off)[ISTH_WIRE_OFF_VERSION] !=
@@ -659,22 +660,42 @@ emit_aggs(struct isthd *d, uint64_t now_ns)
 /*
  * Several workers: the frames workers 1..N-1 finished (their streams'
  * AGGs numbered, resends, GONEs) onto the wire. With auth on they are
- * sealed here, one at a time, by worker 0's engine, the only one a key
- * reload replaces: a fresh AGG or GONE in place, a resend chained to a
- * frame someone else holds copied first (reseal_resent). Each stream's
- * seqs were written by its worker; worker 0 writes none of them.
+ * sealed here by worker 0's engine, the only one a key reload replaces:
+ * the fresh ones (version 1, direct, the tag's room at the end) in one
+ * burst submission as stream 0's AGGs, in place; resends one at a time,
+ * a resend chained to a frame someone else holds copied first
+ * (reseal_resent). Each stream's seqs were written by its worker; worker
+ * 0 writes none of them.
  */
 static unsigned int
 stream_frames(struct isthd *d)
 {
-	struct rte_mbuf *out[ISTHD_BURST];
-	unsigned int n, k;
+	struct rte_mbuf *in[ISTHD_BURST], *out[ISTHD_BURST], *again[ISTHD_BURST];
+	unsigned int n, i, k = 0, r = 0;
 
-	n = isthd_shard_collect(d, out, ISTHD_BURST);
+	n = isthd_shard_collect(d, in, ISTHD_BURST);
 	if (n == 0)
 		return 0;
-	k = d->auth.on ? reseal_resent(d, out, n) : n;
+	if (!d->auth.on) {
+		isthd_tx(
+			d, d->access_port, in, (uint16_t)n, ISTHD_DROP_tx_access, &d->st.access_tx);
+		return n;
+	}
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = in[i];
+
+		if (m->nb_segs == 1 && RTE_MBUF_DIRECT(m) &&
+			rte_pktmbuf_pkt_len(m) > ISTHD_ISLAND_HDR + ISTH_WIRE_OFF_VERSION &&
+			rte_pktmbuf_mtod_offset(m, uint8_t *,
+				ISTHD_ISLAND_HDR)[ISTH_WIRE_OFF_VERSION] != ISTH_WIRE_VERSION_AUTH)
+			out[k++] = m;
+		else
+			again[r++] = m;
+	}
+	k = isthd_auth_seal_frames(d, ISTH_AUTH_DOWN, out, k, ISTHD_ISLAND_HDR);
+	r = reseal_resent(d, again, r);
 	isthd_tx(d, d->access_port, out, (uint16_t)k, ISTHD_DROP_tx_access, &d->st.access_tx);
+	isthd_tx(d, d->access_port, again, (uint16_t)r, ISTHD_DROP_tx_access, &d->st.access_tx);
 	return n;
 }
 
