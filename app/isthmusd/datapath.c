@@ -6,7 +6,8 @@
  *   access RX -> parse -> DATA: pacer queue | NACK: resend ring -> access TX
  *   pacer     -> backend replicate -> WAN TX
  *   WAN RX    -> parse -> DATA: backend aggregate
- *   backend drain -> number (seq) -> resend ring -> access TX
+ *   backend drain -> number (seq) -> resend ring -> access TX (AGG stream 0)
+ *   other workers' finished frames -> seal -> access TX (streams 1..N-1)
  *   controller ring (ROUND) -> access TX
  *
  * WAN repair (keeping released DATA, tracking peers' chunks, NACKing and

@@ -580,7 +580,8 @@ void isthd_workers_wait(struct isthd *d);
 bool isthd_shard_steer(struct isthd *d, struct rte_mbuf *m, const struct isth_wire_pkt *p);
 /* Worker 0: send what isthd_shard_steer staged (end of a burst). */
 void isthd_shard_flush(struct isthd *d);
-/* Worker 0: AGG messages the other workers built, at most @cap. */
+/* Worker 0: frames the other workers finished (their streams' AGGs,
+ * resends, GONEs), at most @cap. */
 unsigned int isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap);
 /* Worker 0: hand an island NACK of AGG stream k >= 1 (and its frame) to
  * worker k, which serves it from its resend ring. */

@@ -175,8 +175,9 @@ struct isth_wire_limits {
  * Field meaning per type (doc/protocol.md has the table):
  * - sender: DATA: contributing island; AGG: island the aggregate is for;
  *   NACK: island asking; GONE/ROUND: island the edge serves.
- * - seq: DATA: per-sender stream sequence; AGG: per-island AGG stream
- *   sequence (what NACKs name); NACK/GONE/ROUND: 0 or the sender's choice.
+ * - seq: DATA: per-sender stream sequence; AGG: the sequence of its AGG
+ *   stream (per island and stream field; what NACKs name); NACK/GONE/ROUND:
+ *   0 or the sender's choice.
  * - bitmap: DATA: the sender's own bit; AGG: contributors summed in;
  *   ROUND: contributors the island should expect this round.
  * - count: DATA/AGG: elements; NACK/GONE: ranges; ROUND: 0.
