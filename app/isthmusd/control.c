@@ -6,8 +6,9 @@
  * each boundary it sends ROUND to the island and logs the round that ended.
  *
  * It never stops the data path: the backend and the pacer take tables
- * through their own lock-free handoffs and may ask for a retry (-EBUSY),
- * which the next step (every millisecond at most) does.
+ * through lib/rtab (the pacer: a plan per round slot, doc/isthmusd.md
+ * "Round tables") and may ask for a retry (-EBUSY), which the next step
+ * (every millisecond at most) does.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -98,6 +99,8 @@ publish:
 	return isthd_repair_publish(d, &v, r);
 }
 
+/* Round r's plan in the pacer's slot r % 4; -EBUSY while worker 0 has not
+ * taken the plan the slot holds or passed a quiescent state (lib/pace). */
 static int
 publish_pace(struct isthd *d, uint64_t r)
 {

@@ -459,6 +459,10 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 	pc.queue_size = d->cfg.pace_queue;
 	pc.burst_bytes = d->cfg.pace_burst;
 	pc.late_tol_ns = d->cfg.pace_late_ns;
+	/* plans per round slot on lib/rtab; worker 0, the owner, reports
+	 * on d->qs like every round table's reader */
+	pc.plan_slots = ISTH_PACE_PLAN_SLOTS;
+	pc.qs = d->qs;
 	d->pace = isth_pace_create(&pc);
 	if (d->pace == NULL) {
 		snprintf(err, err_size, "pacer: %s", strerror(errno));

@@ -480,4 +480,16 @@ isthd_backend_stats_sum(const struct isthd *d, struct isth_backend_stats *st)
 		for (unsigned int i = 0; i < st->n && i < x.n; i++)
 			st->values[i] += x.values[i];
 	}
+	/* the pacer's plans are round tables too (lib/pace on lib/rtab) */
+	if (d->pace != NULL) {
+		struct isth_pace_stats ps;
+
+		isth_pace_stats(d->pace, &ps);
+		for (unsigned int i = 0; i < st->n; i++) {
+			if (strcmp(st->names[i], "round_tables_published") == 0)
+				st->values[i] += ps.plans_published;
+			else if (strcmp(st->names[i], "round_table_reuse_waits") == 0)
+				st->values[i] += ps.plan_reuse_waits;
+		}
+	}
 }

@@ -13,11 +13,20 @@
 
 #include "isth_ctr.h"
 #include "isth_pace.h"
+#include "isth_rtab.h"
 
 typedef unsigned __int128 u128;
 
+/*
+ * A plan; in a round slot (lib/rtab buffer) it is immutable once published.
+ * prev1 chains the plans: the round published just before this one, plus
+ * one (0: the first plan). The owner takes the plan whose prev1 is the
+ * last round it took, plus one, so it takes every plan, in order, even
+ * when rounds without a plan are skipped.
+ */
 struct pace_plan {
 	uint64_t start_tsc;
+	uint64_t prev1;
 	uint32_t round;
 	uint32_t n_segs;
 	uint64_t seg_tsc[ISTH_PACE_MAX_SEGS]; /* absolute start of segment i */
@@ -50,23 +59,29 @@ struct isth_pace {
 	bool have_staged;
 	bool first_pending; /* active round has released nothing */
 	uint32_t cur_seg;
-	uint64_t seen_gen; /* last mailbox generation taken */
 	u128 planned_units; /* credit while backlogged this round */
 	struct pace_plan active;
 	struct pace_plan staged; /* next round, waiting for its start */
 
 	/*
-	 * Mailbox. written by: control while pub_gen == ack_gen; read by:
-	 * owner after an acquire load of pub_gen != ack_gen.
+	 * The plans: round r's in slot r % n_slots of a lib/rtab table set
+	 * (written by: control; read by: owner, within one dequeue call).
 	 */
-	struct pace_plan mbox;
-	uint64_t pub_gen; /* written by: control (release) */
-	uint64_t ack_gen; /* written by: owner (release) */
+	struct isth_rtab *plans;
+	uint32_t n_slots;
+	/*
+	 * Last round the owner took into its staged plan, plus one (0:
+	 * none). written by: owner (release); read by: control (acquire),
+	 * which republishes a slot only once its plan was taken.
+	 */
+	uint64_t taken1;
 
-	/* Control only: validation of what is published next. */
+	/* Control only: validation of what is published next, and the
+	 * round (plus one, 0: empty) each slot holds. */
 	bool ctl_any;
 	uint32_t ctl_round;
 	uint64_t ctl_start;
+	uint64_t *ctl_slot1;
 
 	/*
 	 * Counters: written by the owner (plans_busy: by control) with
@@ -94,11 +109,14 @@ tsc_to_ns(uint64_t t, uint64_t hz)
 struct isth_pace *
 isth_pace_create(const struct isth_pace_conf *conf)
 {
+	struct isth_rtab_params rp;
 	struct isth_pace *p;
+	uint32_t slots = conf != NULL && conf->plan_slots ? conf->plan_slots : ISTH_PACE_PLAN_SLOTS;
 
 	if (conf == NULL || conf->tsc_hz == 0 || conf->burst_bytes == 0 || conf->queue_size < 2 ||
 		conf->queue_size > ISTH_PACE_MAX_QUEUE ||
-		(conf->queue_size & (conf->queue_size - 1)) != 0) {
+		(conf->queue_size & (conf->queue_size - 1)) != 0 || slots < 2 ||
+		slots > ISTH_PACE_MAX_PLAN_SLOTS) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -106,8 +124,20 @@ isth_pace_create(const struct isth_pace_conf *conf)
 	if (p == NULL)
 		goto fail;
 	p->q = calloc(conf->queue_size, sizeof(*p->q));
-	if (p->q == NULL)
+	p->ctl_slot1 = calloc(slots, sizeof(*p->ctl_slot1));
+	if (p->q == NULL || p->ctl_slot1 == NULL)
 		goto free_pace;
+	/* as many spare buffers as slots: a full turn of republished slots
+	 * can wait for the owner's quiescent state */
+	memset(&rp, 0, sizeof(rp));
+	rp.n_slots = slots;
+	rp.n_spare = slots;
+	rp.size = sizeof(struct pace_plan);
+	rp.qs = conf->qs;
+	p->plans = isth_rtab_create(&rp);
+	if (p->plans == NULL)
+		goto free_pace;
+	p->n_slots = slots;
 	p->tsc_hz = conf->tsc_hz;
 	p->late_tol_tsc = ns_to_tsc(conf->late_tol_ns, conf->tsc_hz);
 	p->burst_bytes = conf->burst_bytes;
@@ -117,6 +147,8 @@ isth_pace_create(const struct isth_pace_conf *conf)
 	return p;
 
 free_pace:
+	free(p->ctl_slot1);
+	free(p->q);
 	free(p);
 fail:
 	errno = ENOMEM;
@@ -128,6 +160,8 @@ isth_pace_destroy(struct isth_pace *p)
 {
 	if (p == NULL)
 		return;
+	isth_rtab_destroy(p->plans);
+	free(p->ctl_slot1);
 	free(p->q);
 	free(p);
 }
@@ -137,8 +171,8 @@ isth_pace_set_profile(struct isth_pace *p, uint32_t round, uint64_t start_tsc,
 	const struct isth_pace_seg *segs, unsigned int n)
 {
 	struct pace_plan *pl;
-	uint64_t pub;
 	unsigned int i;
+	uint32_t slot;
 
 	if (p == NULL || segs == NULL || n == 0 || n > ISTH_PACE_MAX_SEGS || segs[0].offset_ns != 0)
 		return -EINVAL;
@@ -153,23 +187,34 @@ isth_pace_set_profile(struct isth_pace *p, uint32_t round, uint64_t start_tsc,
 	if (p->ctl_any && (round <= p->ctl_round || start_tsc <= p->ctl_start))
 		return -EINVAL;
 
-	pub = p->pub_gen; /* only this thread writes it */
-	if (__atomic_load_n(&p->ack_gen, __ATOMIC_ACQUIRE) != pub) {
+	slot = round % p->n_slots;
+	/* never replace a plan the owner has not taken: it would be lost */
+	if (p->ctl_slot1[slot] > __atomic_load_n(&p->taken1, __ATOMIC_ACQUIRE)) {
 		isth_ctr_add(&p->st.plans_busy, 1);
 		return -EBUSY;
 	}
-	pl = &p->mbox;
+	/* a buffer the owner cannot be reading (EAGAIN: it has not passed
+	 * a quiescent state since the slot's last buffer was retired;
+	 * counted in the table's reuse_waits) */
+	pl = isth_rtab_prepare(p->plans);
+	if (pl == NULL) {
+		isth_ctr_add(&p->st.plans_busy, 1);
+		return -EBUSY;
+	}
 	pl->start_tsc = start_tsc;
+	pl->prev1 = p->ctl_any ? (uint64_t)p->ctl_round + 1 : 0;
 	pl->round = round;
 	pl->n_segs = n;
 	for (i = 0; i < n; i++) {
 		pl->seg_tsc[i] = start_tsc + ns_to_tsc(segs[i].offset_ns, p->tsc_hz);
 		pl->rate[i] = segs[i].rate_bps;
 	}
+	/* cannot fail: the slot is in range and pl the prepared buffer */
+	isth_rtab_publish(p->plans, slot, pl);
+	p->ctl_slot1[slot] = (uint64_t)round + 1;
 	p->ctl_any = true;
 	p->ctl_round = round;
 	p->ctl_start = start_tsc;
-	__atomic_store_n(&p->pub_gen, pub + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -202,21 +247,31 @@ isth_pace_enqueue(struct isth_pace *p, void *obj, uint32_t bytes)
 	return 0;
 }
 
-/* Take the control thread's plan if there is room to stage it. */
+/*
+ * Take the next plan into the staged one if it is free: the plan chained
+ * to the last one taken, in whichever slot (rounds without a plan leave
+ * gaps). One acquire load per slot; the buffer stays valid until the
+ * owner's next quiescent-state report, after this call.
+ */
 static void
-take_mbox(struct isth_pace *p)
+take_plan(struct isth_pace *p)
 {
-	uint64_t gen;
+	const struct pace_plan *pl;
+	uint32_t i;
 
 	if (p->have_staged)
 		return;
-	gen = __atomic_load_n(&p->pub_gen, __ATOMIC_ACQUIRE);
-	if (gen == p->seen_gen)
+	for (i = 0; i < p->n_slots; i++) {
+		pl = isth_rtab_get(p->plans, i);
+		if (pl != NULL && pl->prev1 == p->taken1)
+			break;
+	}
+	if (i == p->n_slots)
 		return;
-	p->staged = p->mbox;
+	p->staged = *pl;
 	p->have_staged = true;
-	p->seen_gen = gen;
-	__atomic_store_n(&p->ack_gen, gen, __ATOMIC_RELEASE);
+	/* the control thread may now replace that slot's plan */
+	__atomic_store_n(&p->taken1, (uint64_t)pl->round + 1, __ATOMIC_RELEASE);
 }
 
 static void
@@ -275,10 +330,10 @@ isth_pace_dequeue_burst(struct isth_pace *p, uint64_t now_tsc, void **objs, unsi
 	uint64_t bytes = 0;
 	unsigned int n = 0;
 
-	take_mbox(p);
+	take_plan(p);
 	while (p->have_staged && now_tsc >= p->staged.start_tsc) {
 		activate(p);
-		take_mbox(p);
+		take_plan(p);
 	}
 	if (!p->have_active || now_tsc < p->active.start_tsc)
 		return 0;
@@ -333,6 +388,24 @@ isth_pace_flush(struct isth_pace *p, void **objs, unsigned int max)
 }
 
 unsigned int
+isth_pace_active_plan(
+	const struct isth_pace *p, uint32_t *round, uint64_t *start_tsc, struct isth_pace_seg *segs)
+{
+	const struct pace_plan *pl = &p->active;
+	unsigned int i;
+
+	if (!p->have_active)
+		return 0;
+	*round = pl->round;
+	*start_tsc = pl->start_tsc;
+	for (i = 0; i < pl->n_segs; i++) {
+		segs[i].offset_ns = tsc_to_ns(pl->seg_tsc[i] - pl->start_tsc, p->tsc_hz);
+		segs[i].rate_bps = pl->rate[i];
+	}
+	return pl->n_segs;
+}
+
+unsigned int
 isth_pace_count(const struct isth_pace *p)
 {
 	return (unsigned int)(p->head - p->tail);
@@ -352,6 +425,13 @@ isth_pace_stats(const struct isth_pace *p, struct isth_pace_stats *st)
 	st->late_starts = isth_ctr_get(&p->st.late_starts);
 	st->empty_rounds = isth_ctr_get(&p->st.empty_rounds);
 	st->plans_busy = isth_ctr_get(&p->st.plans_busy);
+	{
+		struct isth_rtab_stats rs;
+
+		isth_rtab_stats_get(p->plans, &rs);
+		st->plans_published = rs.published;
+		st->plan_reuse_waits = rs.reuse_waits;
+	}
 	st->round = __atomic_load_n(&p->st.round, __ATOMIC_RELAXED);
 	st->flushed = isth_ctr_get(&p->st.flushed);
 	st->queued = st->enqueued - st->released - st->flushed;

@@ -8,23 +8,28 @@
  * `epoch + round * T + t_j`, at rate `r_j` (or a piecewise-constant rate
  * profile), from a token bucket on an injected TSC with a bounded burst.
  *
- * EAL-free plain C. Packets are opaque pointers with a size in bytes; the
- * pacer never touches them.
+ * No EAL needed (plain C and lib/rtab's rte_rcu_qsbr). Packets are opaque
+ * pointers with a size in bytes; the pacer never touches them.
  *
- * Threads (see doc/pace.md, "Handoff"):
+ * Threads (see doc/pace.md, "Rounds and the handoff"):
  * - the *owner* (one data-path lcore) calls isth_pace_enqueue(),
- *   isth_pace_dequeue_burst(), isth_pace_flush() and isth_pace_count();
+ *   isth_pace_dequeue_burst(), isth_pace_flush(), isth_pace_count() and
+ *   isth_pace_active_plan();
  * - the *control* thread (one thread) calls isth_pace_set_round() and
  *   isth_pace_set_profile();
  * - any thread may call isth_pace_stats().
- * No locks: the control thread fills a one-plan mailbox and publishes it
- * with a release store; the owner takes the plan at its next dequeue and
- * switches to it at the plan's start TSC (the round boundary).
+ * No locks: round r's plan is published in slot r % plan_slots of a
+ * lib/rtab table set (release store); the owner takes the next plan at a
+ * dequeue and switches to it at the plan's start TSC (the round boundary).
+ * The owner must be a reader of conf.qs and report a quiescent state
+ * between dequeue calls (doc/isthmusd.md, "Round tables").
  */
 
 #include <stdint.h>
 
 #include "isth_ctr.h"
+
+struct rte_rcu_qsbr;
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,6 +43,10 @@ struct isth_pace;
 #define ISTH_PACE_MAX_RATE_BPS 10000000000000ull
 /** Largest queue (packets). */
 #define ISTH_PACE_MAX_QUEUE (1u << 24)
+/** Round slots for plans when isth_pace_conf.plan_slots is 0. */
+#define ISTH_PACE_PLAN_SLOTS 4u
+/** Most round slots for plans. */
+#define ISTH_PACE_MAX_PLAN_SLOTS 64u
 
 /** Creation parameters. */
 struct isth_pace_conf {
@@ -45,6 +54,18 @@ struct isth_pace_conf {
 	uint32_t queue_size; /**< pending packets; power of two, 2..2^24 */
 	uint32_t burst_bytes; /**< bucket depth; also the largest packet */
 	uint64_t late_tol_ns; /**< first release later than start + this is late */
+	/**
+	 * Plans published ahead: round r's plan goes in slot r % plan_slots,
+	 * so the control thread may be up to plan_slots rounds ahead of the
+	 * owner's staged plan. 0: ISTH_PACE_PLAN_SLOTS; else 2..64.
+	 */
+	uint32_t plan_slots;
+	/**
+	 * The owner's RCU variable (lib/rtab): a plan's buffer is reused only
+	 * after every online reader of it reported a quiescent state. NULL:
+	 * owner and control are one thread (buffers are reused at once).
+	 */
+	struct rte_rcu_qsbr *qs;
 };
 
 /** One piece of a rate profile: @p rate_bps from @p offset_ns on. */
@@ -69,6 +90,9 @@ struct isth_pace_seg {
 	X(late_starts, "rounds whose first release was late") \
 	X(empty_rounds, "rounds that ended with nothing released") \
 	X(plans_busy, "set_round refused with -EBUSY") \
+	X(plans_published, "plans published in their round slot") \
+	X(plan_reuse_waits, \
+		"set_round refused: no buffer the owner has passed a quiescent state for") \
 	X(round, "round of the active plan") \
 	X(queued, "packets waiting now") \
 	X(round_start_lag_ns, "first release minus planned start, ns (0 until the first release)") \
@@ -102,8 +126,10 @@ void isth_pace_destroy(struct isth_pace *p);
  * @param round      round number; strictly greater than the last one set
  * @param start_tsc  TSC of `epoch + round * T + t_j`; strictly increasing
  * @param rate_bps   bits/s, 0..ISTH_PACE_MAX_RATE_BPS
- * @return 0; -EINVAL for bad arguments; -EBUSY if the owner has not yet
- *         taken the previous plan (try again later; counted plans_busy).
+ * @return 0; -EINVAL for bad arguments; -EBUSY (nothing published: try
+ *         again later; counted plans_busy) if the owner has not yet taken
+ *         the plan in round % plan_slots, or has not passed a quiescent
+ *         state since a plan buffer was retired (also plan_reuse_waits).
  */
 int isth_pace_set_round(struct isth_pace *p, uint32_t round, uint64_t start_tsc, uint64_t rate_bps);
 
@@ -130,8 +156,8 @@ int isth_pace_set_profile(struct isth_pace *p, uint32_t round, uint64_t start_ts
 int isth_pace_enqueue(struct isth_pace *p, void *obj, uint32_t bytes);
 
 /**
- * Release what may leave at @p now_tsc (owner). Also takes a pending plan
- * from the control thread and switches rounds when their start is reached.
+ * Release what may leave at @p now_tsc (owner). Also takes the next plan
+ * from its round slot and switches rounds when their start is reached.
  * Nothing leaves before the active plan's start or without a plan.
  *
  * @param objs  filled with up to @p max released objects, in FIFO order
@@ -142,6 +168,14 @@ isth_pace_dequeue_burst(struct isth_pace *p, uint64_t now_tsc, void **objs, unsi
 
 /** Remove up to @p max queued objects regardless of the plan (shutdown). */
 unsigned int isth_pace_flush(struct isth_pace *p, void **objs, unsigned int max);
+
+/**
+ * The active plan (owner): its round, start TSC and segments (offsets
+ * rounded down to ns). @p segs has room for ISTH_PACE_MAX_SEGS.
+ * @return the number of segments, 0 if no plan is active yet.
+ */
+unsigned int isth_pace_active_plan(const struct isth_pace *p, uint32_t *round, uint64_t *start_tsc,
+	struct isth_pace_seg *segs);
 
 /** Packets queued now (owner). */
 unsigned int isth_pace_count(const struct isth_pace *p);

@@ -8,13 +8,17 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <rte_rcu_qsbr.h>
 
 #include "isth_pace.h"
+#include "isth_rtab.h"
 
 #define HZ 2500000000ull /* simulated TSC: 2.5 GHz */
 
@@ -362,28 +366,35 @@ Test(pace, late_start)
 }
 
 /*
- * Mailbox: one plan waits in the mailbox, one is staged by the owner, so
- * the control thread may be at most two rounds ahead; a third gets -EBUSY
- * until the owner switches rounds. Rounds switch exactly at their start
- * and each runs at its own rate.
+ * Round slots: round r's plan goes in slot r % plan_slots (2 here), so the
+ * control thread may be two rounds ahead of the owner's staged plan; a
+ * plan for a slot whose plan the owner has not taken gets -EBUSY, nothing
+ * is lost. Rounds switch exactly at their start and each runs at its own
+ * rate.
  */
 Test(pace, handoff_and_round_switch)
 {
-	struct isth_pace *p = mk(HZ, 1024, 3000, 0);
-	const uint64_t s1 = 1000, s2 = s1 + HZ / 10, s3 = s2 + HZ / 10;
+	struct isth_pace_conf c = {
+		.tsc_hz = HZ, .queue_size = 1024, .burst_bytes = 3000, .plan_slots = 2};
+	struct isth_pace *p = isth_pace_create(&c);
+	const uint64_t s1 = 1000, s2 = s1 + HZ / 10, s3 = s2 + HZ / 10, s4 = s3 + HZ / 10;
 	uint64_t bytes1 = 0, bytes2 = 0, t;
 	struct isth_pace_stats st;
 	void *objs[64];
 
+	cr_assert_not_null(p);
 	cr_assert_eq(isth_pace_set_round(p, 1, s1, 1000000000ull), 0);
-	cr_assert_eq(isth_pace_set_round(p, 2, s2, 3000000000ull), -EBUSY);
-	cr_assert_eq(isth_pace_dequeue_burst(p, 0, objs, 64), 0); /* takes 1 */
 	cr_assert_eq(isth_pace_set_round(p, 2, s2, 3000000000ull), 0);
-	cr_assert_eq(isth_pace_dequeue_burst(p, 1, objs, 64), 0);
-	/* 2 still in the mailbox: 1 is staged and not yet started */
+	/* slot 1 still holds round 1, not taken */
 	cr_assert_eq(isth_pace_set_round(p, 3, s3, 1000ull), -EBUSY);
+	cr_assert_eq(isth_pace_dequeue_burst(p, 0, objs, 64), 0); /* takes 1 */
+	cr_assert_eq(isth_pace_set_round(p, 3, s3, 1000ull), 0);
+	cr_assert_eq(isth_pace_dequeue_burst(p, 1, objs, 64), 0);
+	/* slot 0 holds 2: 1 is staged and not yet started, 2 not taken */
+	cr_assert_eq(isth_pace_set_round(p, 4, s4, 1000ull), -EBUSY);
 	isth_pace_stats(p, &st);
 	cr_assert_eq(st.plans_busy, 2);
+	cr_assert_eq(st.plans_published, 3);
 	cr_assert_eq(st.rounds, 0);
 
 	for (t = s1; t < s3; t += 2500) {
@@ -396,8 +407,8 @@ Test(pace, handoff_and_round_switch)
 		else
 			bytes2 += n * 1000ull;
 		if (t == s1) {
-			/* round 1 active, 2 staged: mailbox free again */
-			cr_assert_eq(isth_pace_set_round(p, 3, s3, 1000ull), 0);
+			/* round 1 active, 2 staged: slot 0 free again */
+			cr_assert_eq(isth_pace_set_round(p, 4, s4, 1000ull), 0);
 		}
 	}
 	/* 100 ms at 1 Gbps, then 100 ms at 3 Gbps */
@@ -411,7 +422,101 @@ Test(pace, handoff_and_round_switch)
 	isth_pace_dequeue_burst(p, s3, objs, 64);
 	isth_pace_stats(p, &st);
 	cr_assert_eq(st.round, 3);
+	isth_pace_dequeue_burst(p, s4, objs, 64);
+	isth_pace_stats(p, &st);
+	cr_assert_eq(st.round, 4);
+	cr_assert_eq(st.rounds, 4);
 	isth_pace_destroy(p);
+}
+
+/*
+ * Rounds without a plan leave gaps (isthmusd publishes none for a round
+ * without peers): the owner still takes the next plan, wherever its slot,
+ * and never an older plan still sitting in another slot.
+ */
+Test(pace, gaps_between_rounds)
+{
+	struct isth_pace_conf c = {.tsc_hz = HZ, .queue_size = 8, .burst_bytes = 3000};
+	struct isth_pace *p = isth_pace_create(&c);
+	struct isth_pace_seg segs[ISTH_PACE_MAX_SEGS];
+	uint64_t start;
+	uint32_t r;
+	void *objs[8];
+
+	cr_assert_not_null(p);
+	/* 5 and 9 both map to slot 1 of 4: 9 waits until 5 is taken */
+	cr_assert_eq(isth_pace_set_round(p, 5, 500, 5), 0);
+	cr_assert_eq(isth_pace_set_round(p, 9, 900, 9), -EBUSY);
+	isth_pace_dequeue_burst(p, 0, objs, 8);
+	cr_assert_eq(isth_pace_set_round(p, 9, 900, 9), 0);
+	cr_assert_eq(isth_pace_set_round(p, 10, 1000, 10), 0);
+	cr_assert_eq(isth_pace_active_plan(p, &r, &start, segs), 0);
+	isth_pace_dequeue_burst(p, 500, objs, 8);
+	cr_assert_eq(isth_pace_active_plan(p, &r, &start, segs), 1);
+	cr_assert_eq(r, 5);
+	cr_assert_eq(segs[0].rate_bps, 5);
+	isth_pace_dequeue_burst(p, 900, objs, 8);
+	cr_assert_eq(isth_pace_active_plan(p, &r, &start, segs), 1);
+	cr_assert_eq(r, 9);
+	cr_assert_eq(start, 900);
+	cr_assert_eq(segs[0].rate_bps, 9);
+	isth_pace_dequeue_burst(p, 1000, objs, 8);
+	cr_assert_eq(isth_pace_active_plan(p, &r, &start, segs), 1);
+	cr_assert_eq(r, 10);
+	isth_pace_destroy(p);
+}
+
+/*
+ * With a reader registered on the RCU variable, a plan buffer the owner
+ * may still be reading is not rewritten: the publication that needs it
+ * gets -EBUSY (plan_reuse_waits) until the owner reports a quiescent
+ * state, and nothing of the queued plans is lost meanwhile.
+ */
+Test(pace, buffer_reused_after_quiescent_state)
+{
+	struct rte_rcu_qsbr *qs = isth_rtab_qs_create(1);
+	struct isth_pace_conf c = {
+		.tsc_hz = HZ, .queue_size = 8, .burst_bytes = 3000, .plan_slots = 2, .qs = qs};
+	struct isth_pace_seg segs[ISTH_PACE_MAX_SEGS];
+	struct isth_pace_stats st;
+	struct isth_pace *p;
+	uint64_t start;
+	uint32_t r, k;
+	void *objs[8];
+
+	cr_assert_not_null(qs);
+	cr_assert_eq(rte_rcu_qsbr_thread_register(qs, 0), 0);
+	rte_rcu_qsbr_thread_online(qs, 0);
+	p = isth_pace_create(&c);
+	cr_assert_not_null(p);
+	/* 4 buffers: 2 slots + 2 spare */
+	cr_assert_eq(isth_pace_set_round(p, 1, 100, 1), 0);
+	cr_assert_eq(isth_pace_set_round(p, 2, 200, 2), 0);
+	isth_pace_dequeue_burst(p, 0, objs, 8); /* takes 1 */
+	cr_assert_eq(isth_pace_set_round(p, 3, 300, 3), 0); /* retires 1's buffer */
+	isth_pace_dequeue_burst(p, 100, objs, 8); /* 1 active, takes 2 */
+	cr_assert_eq(isth_pace_set_round(p, 4, 400, 4), 0); /* retires 2's buffer */
+	isth_pace_dequeue_burst(p, 200, objs, 8); /* 2 active, takes 3 */
+	/* slot 1's plan (3) is taken, but every spare buffer was retired
+	 * after the owner's last quiescent state */
+	cr_assert_eq(isth_pace_set_round(p, 5, 500, 5), -EBUSY);
+	isth_pace_stats(p, &st);
+	cr_assert_eq(st.plan_reuse_waits, 1);
+	cr_assert_eq(st.plans_busy, 1);
+	rte_rcu_qsbr_quiescent(qs, 0);
+	cr_assert_eq(isth_pace_set_round(p, 5, 500, 5), 0);
+	for (k = 3; k <= 5; k++) {
+		isth_pace_dequeue_burst(p, k * 100, objs, 8);
+		cr_assert_eq(isth_pace_active_plan(p, &r, &start, segs), 1);
+		cr_assert_eq(r, k);
+		cr_assert_eq(segs[0].rate_bps, k);
+	}
+	isth_pace_stats(p, &st);
+	cr_assert_eq(st.rounds, 5);
+	cr_assert_eq(st.plans_published, 5);
+	rte_rcu_qsbr_thread_offline(qs, 0);
+	isth_pace_destroy(p);
+	isth_rtab_qs_free(qs);
 }
 
 Test(pace, empty_round_counted)
@@ -439,6 +544,8 @@ Test(pace, empty_round_counted)
 #define HANDOFF_ROUNDS 1000u
 #define ROUND_TICKS 1000u
 
+static bool handoff_done; /* written by: control (release) */
+
 static void *
 control_main(void *arg)
 {
@@ -452,20 +559,29 @@ control_main(void *arg)
 				p, r, (uint64_t)r * ROUND_TICKS, r * 1000000ull)) == -EBUSY)
 			sched_yield();
 		if (rc != 0)
-			return (void *)1;
+			break;
 	}
-	return NULL;
+	__atomic_store_n(&handoff_done, true, __ATOMIC_RELEASE);
+	return r <= HANDOFF_ROUNDS ? (void *)1 : NULL;
 }
 
 Test(pace, handoff_threads)
 {
-	struct isth_pace *p = mk(HZ, 8, 3000, 0);
+	struct rte_rcu_qsbr *qs = isth_rtab_qs_create(1);
+	struct isth_pace_conf cf = {.tsc_hz = HZ, .queue_size = 8, .burst_bytes = 3000, .qs = qs};
+	struct isth_pace *p;
 	uint32_t last = 0, seen = 0;
 	struct isth_pace_stats st;
-	uint64_t t = 0;
+	uint64_t t = 0, idle_after_done = 0;
 	void *objs[8], *ret;
 	pthread_t th;
 
+	/* the owner is the RCU variable's reader 0 */
+	cr_assert_not_null(qs);
+	cr_assert_eq(rte_rcu_qsbr_thread_register(qs, 0), 0);
+	rte_rcu_qsbr_thread_online(qs, 0);
+	p = isth_pace_create(&cf);
+	cr_assert_not_null(p);
 	cr_assert_eq(pthread_create(&th, NULL, control_main, p), 0);
 	while (last < HANDOFF_ROUNDS) {
 		isth_pace_dequeue_burst(p, t, objs, 8);
@@ -476,10 +592,16 @@ Test(pace, handoff_threads)
 				cr_assert_fail("round %u after %u", (unsigned int)st.round, last);
 			last = st.round;
 			seen = st.rounds;
+			idle_after_done = 0;
+		} else if (__atomic_load_n(&handoff_done, __ATOMIC_ACQUIRE) &&
+			++idle_after_done > 1000) {
+			/* a lost plan: the owner would wait for it forever */
+			cr_assert_fail("round %u never became active", last + 1);
 		}
 		/* a quarter round per poll; yield so that a control thread
 		 * sharing this core runs (the host may have 2 busy cores) */
 		t += ROUND_TICKS / 4;
+		rte_rcu_qsbr_quiescent(qs, 0);
 		sched_yield();
 	}
 	cr_assert_eq(pthread_join(th, &ret), 0);
@@ -487,5 +609,171 @@ Test(pace, handoff_threads)
 	cr_assert_eq(st.round, HANDOFF_ROUNDS);
 	/* every published plan was activated exactly once */
 	cr_assert_eq(st.rounds, HANDOFF_ROUNDS);
+	rte_rcu_qsbr_thread_offline(qs, 0);
 	isth_pace_destroy(p);
+	isth_rtab_qs_free(qs);
+}
+
+/*
+ * Plans for many consecutive rounds from a control thread on 1 ms ticks
+ * while a slow owner runs: every plan reaches the owner, in order, none
+ * lost and none torn. Plan r is a function of r alone (segment count,
+ * offsets and rates from a hash of r), so the owner recomputes it and
+ * compares every field of the plan it switched to. Every seventh round
+ * has no plan (a gap, as in isthmusd). The owner's simulated TSC never
+ * passes the start of the next round it expects, so it sees every round
+ * active; it stays online while it stalls (2 ms every 64 polls, the
+ * buffers it may be reading then are not reused).
+ */
+#define SLOT_ROUNDS 2000u
+#define SLOT_T 100000u /* ticks per round; HZ_NS: one tick per ns */
+#define HZ_NS 1000000000ull
+
+static uint64_t
+mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+static bool
+has_plan(uint32_t r)
+{
+	return r % 7 != 3;
+}
+
+static unsigned int
+plan_of(uint32_t r, struct isth_pace_seg *segs)
+{
+	unsigned int n = 1 + (unsigned int)(mix(r) % ISTH_PACE_MAX_SEGS), k;
+
+	for (k = 0; k < n; k++) {
+		uint64_t h = mix((uint64_t)r << 8 | k);
+
+		/* steps of 1000..1999 ticks: increasing, within the round */
+		segs[k].offset_ns = k == 0 ? 0 : segs[k - 1].offset_ns + 1000 + h % 1000;
+		segs[k].rate_bps = (h >> 10) % ISTH_PACE_MAX_RATE_BPS;
+	}
+	return n;
+}
+
+struct slot_ctl {
+	struct isth_pace *p;
+	uint64_t busy; /* -EBUSY answers seen */
+	int err; /* another error */
+	bool done; /* written by: control (release) */
+};
+
+static void *
+slot_control(void *arg)
+{
+	struct slot_ctl *c = arg;
+	struct isth_pace_seg segs[ISTH_PACE_MAX_SEGS];
+	const struct timespec tick = {0, 1000000}; /* the controller's 1 ms */
+	uint32_t r = 1;
+
+	while (r <= SLOT_ROUNDS) {
+		unsigned int n;
+		int rc;
+
+		if (!has_plan(r)) {
+			r++;
+			continue;
+		}
+		n = plan_of(r, segs);
+		rc = isth_pace_set_profile(c->p, r, (uint64_t)r * SLOT_T, segs, n);
+		if (rc == 0) {
+			r++;
+			continue;
+		}
+		if (rc != -EBUSY) {
+			c->err = rc;
+			break;
+		}
+		c->busy++;
+		nanosleep(&tick, NULL); /* retry at the next tick */
+	}
+	__atomic_store_n(&c->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static uint32_t
+next_planned(uint32_t r)
+{
+	do
+		r++;
+	while (r <= SLOT_ROUNDS && !has_plan(r));
+	return r;
+}
+
+Test(pace, round_slots_across_threads, .timeout = 120)
+{
+	struct rte_rcu_qsbr *qs = isth_rtab_qs_create(1);
+	struct isth_pace_conf cf = {
+		.tsc_hz = HZ_NS, .queue_size = 8, .burst_bytes = 3000, .qs = qs};
+	struct isth_pace_seg want[ISTH_PACE_MAX_SEGS], got[ISTH_PACE_MAX_SEGS];
+	const struct timespec stall = {0, 2000000};
+	struct slot_ctl c = {0};
+	uint32_t expect = next_planned(0), seen = 0, r = 0, k;
+	uint64_t t = 0, polls = 0, idle_after_done = 0, start;
+	struct isth_pace_stats st;
+	void *objs[8];
+	pthread_t th;
+
+	cr_assert_not_null(qs);
+	cr_assert_eq(rte_rcu_qsbr_thread_register(qs, 0), 0);
+	rte_rcu_qsbr_thread_online(qs, 0);
+	c.p = isth_pace_create(&cf);
+	cr_assert_not_null(c.p);
+	cr_assert_eq(pthread_create(&th, NULL, slot_control, &c), 0);
+	while (expect <= SLOT_ROUNDS) {
+		uint64_t cap = (uint64_t)expect * SLOT_T;
+		unsigned int n;
+
+		isth_pace_dequeue_burst(c.p, t < cap ? t : cap, objs, 8);
+		n = isth_pace_active_plan(c.p, &r, &start, got);
+		if (n != 0 && r != seen) {
+			/* the round after the last one seen, whole */
+			if (r != expect)
+				cr_assert_fail("round %u active, want %u", r, expect);
+			if (n != plan_of(r, want) || start != (uint64_t)r * SLOT_T)
+				cr_assert_fail("round %u: %u segments from %lu: torn", r, n,
+					(unsigned long)start);
+			for (k = 0; k < n; k++)
+				if (got[k].offset_ns != want[k].offset_ns ||
+					got[k].rate_bps != want[k].rate_bps)
+					cr_assert_fail("round %u segment %u torn", r, k);
+			seen = r;
+			expect = next_planned(r);
+			idle_after_done = 0;
+		} else if (__atomic_load_n(&c.done, __ATOMIC_ACQUIRE) && ++idle_after_done > 1000) {
+			cr_assert_fail(
+				"round %u never arrived (control done, error %d)", expect, c.err);
+		}
+		if (t < cap)
+			t += SLOT_T / 4;
+		/* slow owner: a stall inside its read section */
+		if (++polls % 64 == 0)
+			nanosleep(&stall, NULL);
+		rte_rcu_qsbr_quiescent(qs, 0);
+		sched_yield();
+	}
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(c.err, 0);
+	isth_pace_stats(c.p, &st);
+	/* every published plan activated once: rounds 1..N without gaps */
+	cr_assert_eq(st.rounds, SLOT_ROUNDS - (SLOT_ROUNDS + 4) / 7);
+	cr_assert_eq(st.plans_published, st.rounds);
+	/* the control thread did run ahead into the owner's slots */
+	cr_assert_gt(c.busy, 0);
+	cr_assert_eq(st.plans_busy, c.busy);
+	cr_log_info("round slots: %lu plans, %lu busy (%lu reuse waits), %lu owner polls",
+		(unsigned long)st.plans_published, (unsigned long)st.plans_busy,
+		(unsigned long)st.plan_reuse_waits, (unsigned long)polls);
+	rte_rcu_qsbr_thread_offline(qs, 0);
+	isth_pace_destroy(c.p);
+	isth_rtab_qs_free(qs);
 }
