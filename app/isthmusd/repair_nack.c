@@ -204,6 +204,7 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	}
 	if (cns && c + 1 >= t->next) {
 		t->last_due = now_ns + (uint64_t)(d->rep.n_chunks - 1 - c) * cns;
+		t->chunk_ns = cns < UINT32_MAX ? (uint32_t)cns : UINT32_MAX;
 		/* a stream still coming after the plan's due time (a late
 		 * sender): its tail is not due yet, retries ask for gaps only */
 		if (c + 1 < d->rep.n_chunks && !t->done)
@@ -307,6 +308,21 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			else if (t->nack_at == 0 || now_ns < t->nack_at)
 				continue;
 			upto = t->tail_due ? d->rep.n_chunks : t->next;
+			/* A tail due after the cutoff, asked for at it: the
+			 * stream is still coming at its rate, and its chunks
+			 * not due yet (arrived tail_wait ago by that rate) are
+			 * not taken for lost: asking for them would send their
+			 * repairs ahead of them, into the very queue they
+			 * wait in. Gaps and the chunks due are asked for. */
+			if (t->tail_due && t->last_due && t->chunk_ns &&
+				t->last_due + d->cfg.wan_tail_wait_ns > now_ns) {
+				uint64_t left = (t->last_due + d->cfg.wan_tail_wait_ns - now_ns +
+							t->chunk_ns - 1) /
+					t->chunk_ns;
+
+				upto = left < d->rep.n_chunks - t->next ? d->rep.n_chunks - left
+									: t->next;
+			}
 			/* The last three attempts before the cutoff leave
 			 * last_nack_copies times: one NACK names every chunk
 			 * still missing, so its loss costs them all that
