@@ -193,7 +193,6 @@ struct isthd_rx_track {
 	 * DATA that was not a repair arrived (0: none yet), and its chunk */
 	uint64_t first_ns;
 	uint32_t first_chunk;
-	uint32_t chunk_ns; /* ns per chunk last_due was computed with */
 };
 
 /*

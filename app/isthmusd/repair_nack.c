@@ -72,17 +72,17 @@ chunk_seen(const uint64_t *bits, uint32_t c)
 }
 
 /*
- * NACK every chunk in [@from, @upto) still missing from sender @s in round
- * @r, @copies times: as many messages as the ranges need (max_ranges each).
+ * NACK every chunk below @upto still missing from sender @s in round @r,
+ * @copies times: as many messages as the ranges need (max_ranges each).
  * Returns the messages sent (0: nothing missing or nothing could leave).
  */
 static unsigned int
-nack_missing(struct isthd *d, unsigned int s, uint64_t r, const uint64_t *bits, uint32_t from,
-	uint32_t upto, unsigned int copies)
+nack_missing(struct isthd *d, unsigned int s, uint64_t r, const uint64_t *bits, uint32_t upto,
+	unsigned int copies)
 {
 	struct isth_wire_range g[ISTHD_BURST];
 	unsigned int n = 0, sent = 0, max = d->lim.max_ranges, k;
-	uint32_t c = from;
+	uint32_t c = 0;
 
 	if (max > RTE_DIM(g))
 		max = RTE_DIM(g);
@@ -204,7 +204,6 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	}
 	if (cns && c + 1 >= t->next) {
 		t->last_due = now_ns + (uint64_t)(d->rep.n_chunks - 1 - c) * cns;
-		t->chunk_ns = cns < UINT32_MAX ? (uint32_t)cns : UINT32_MAX;
 		/* a stream still coming after the plan's due time (a late
 		 * sender): its tail is not due yet, retries ask for gaps only */
 		if (c + 1 < d->rep.n_chunks && !t->done)
@@ -273,7 +272,7 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 		}
 		expected = rt->expected;
 		for (unsigned int s = 0; s < d->n_islands; s++) {
-			uint64_t cut, due, upto, late;
+			uint64_t cut, due, upto;
 			struct isthd_rx_track *t;
 			unsigned int copies = 1, k;
 
@@ -308,36 +307,6 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			else if (t->nack_at == 0 || now_ns < t->nack_at)
 				continue;
 			upto = t->tail_due ? d->rep.n_chunks : t->next;
-			late = d->rep.n_chunks;
-			/* A tail due after the cutoff, asked for at it: the
-			 * stream is still coming at its rate. Its chunks that
-			 * are not due yet (arrived tail_wait ago by that rate)
-			 * but will come before the round's unfinished chunks
-			 * leave (end + round_slack) are not taken for lost:
-			 * asking for them would send their repairs ahead of
-			 * them, into the very queue they wait in. Asked for:
-			 * gaps, the chunks due, and those that would come too
-			 * late to be summed (only a repair can make it). */
-			if (t->tail_due && t->last_due && t->chunk_ns &&
-				t->last_due + d->cfg.wan_tail_wait_ns > now_ns) {
-				uint64_t cns = t->chunk_ns, left, end;
-
-				left = (t->last_due + d->cfg.wan_tail_wait_ns - now_ns + cns - 1) /
-					cns;
-				upto = left < d->rep.n_chunks - t->next ? d->rep.n_chunks - left
-									: t->next;
-				end = start + d->clk.round_ns +
-					RTE_MIN(d->cfg.agg_round_slack_ns, d->clk.round_ns);
-				/* chunk k comes at last_due - (n - 1 - k) x cns */
-				if (t->last_due > end) {
-					/* chunks too late: ceil((last_due - end) / cns) */
-					uint64_t n_late = (t->last_due - end + cns - 1) / cns;
-
-					late = n_late < d->rep.n_chunks - upto
-						? d->rep.n_chunks - (uint32_t)n_late
-						: (uint32_t)upto;
-				}
-			}
 			/* The last three attempts before the cutoff leave
 			 * last_nack_copies times: one NACK names every chunk
 			 * still missing, so its loss costs them all that
@@ -347,10 +316,7 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			 * charge a repeat within our back-off). */
 			if (now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut)
 				copies = d->cfg.wan_last_nack_copies;
-			k = nack_missing(d, s, r, bits, 0, (uint32_t)upto, copies);
-			if (late < d->rep.n_chunks)
-				k += nack_missing(
-					d, s, r, bits, (uint32_t)late, d->rep.n_chunks, copies);
+			k = nack_missing(d, s, r, bits, (uint32_t)upto, copies);
 			if (k) {
 				nack_sent(d, t, r, s, now_ns);
 				work += k;
