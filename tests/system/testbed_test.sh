@@ -65,7 +65,13 @@ loss)
 	# 12, four runs; that one in a round 0 whose senders started late
 	# under load, and round 0 is a third of this test's rounds): about 1
 	# in 75,000, 0.017 expected here, so asserting 0 would fail about one
-	# run in sixty, more on a loaded host: at most 1 of the 1269
+	# run in sixty, more on a loaded host: at most 1 of the 1269.
+	# Session 13 (load 13-25, other tests sharing the two cores): the
+	# late senders' round 0 was not seen again (round 0's pacers started
+	# 0-21 ms late in two kept runs, later rounds 1-8 ms), but a run at
+	# load 21 whose mean round was 1.33 T had 2 partial results (with a
+	# cutoff variant since dropped); the other runs had 0. Under that
+	# load 0 cannot be promised, so the bound stays (doc/testbed.md)
 	args+=(--schedule triangles --loss 0.02 --seed 3 --slack-rtts 2 --prio-queue-ms 50
 	       --last-nack-copies 2)
 	expect_complete=0
