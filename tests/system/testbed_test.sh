@@ -70,7 +70,7 @@ loss)
 	# 7 with results, 2 beside stress-ng --cpu 2, one of those not ready
 	# within --ready-timeout): the late senders' round 0 was not seen
 	# again (round 0's pacers started 0-21 ms late in two kept runs,
-	# later rounds 2-8 ms), but a run at load 21 whose mean round was
+	# later rounds 1-8 ms), but a run at load 21 whose mean round was
 	# 1.33 T had 2 partial results (with a cutoff variant since dropped,
 	# doc/isthmusd.md "Tail due time"); the other 6 had 0: 2 in 8,883.
 	# Under such load 0 cannot be promised, so the bound stays
