@@ -72,8 +72,8 @@ loss)
 	# again (round 0's pacers started 0-21 ms late in two kept runs,
 	# later rounds 1-8 ms); 7 runs had 0 partial results, one at load 21
 	# (mean round 1.33 T, with a cutoff variant since dropped,
-	# doc/isthmusd.md "Tail due time") 2, one at load 14 with the whole
-	# testbed stalled in round 2 (island 0's result 1,139 ms after the
+	# doc/isthmusd.md "Tail due time") 2, one at load 14 with a stall
+	# in round 2 (island 0's result 1,139 ms after the
 	# round's start, its own send 58 ms late) 14: 16 in 11,421. On a host
 	# that loaded 0 cannot be promised, so the bound stays
 	args+=(--schedule triangles --loss 0.02 --seed 3 --slack-rtts 2 --prio-queue-ms 50
