@@ -179,7 +179,8 @@ struct isthd_dp_stats {
 struct isthd_rx_track {
 	uint64_t round; /* UINT64_MAX: unused */
 	uint64_t last_due; /* ns: when its last chunk is due here, from
-				 * the newest in-order arrival and its rate
+				 * the newest in-order arrival and its rate,
+				 * planned or observed, whichever is slower
 				 * (0: nothing arrived, the plan decides) */
 	uint64_t nack_at; /* ns: next NACK of what is missing (0: none) */
 	uint64_t backoff_ns; /* wait after the next NACK (doubles, capped) */
@@ -188,6 +189,10 @@ struct isthd_rx_track {
 	uint16_t nacks; /* NACK rounds sent (gap, tail, retries) */
 	uint8_t tail_due; /* the tail was due: NACK every missing chunk */
 	uint8_t done; /* complete, or NACKing stopped at the cutoff */
+	/* the stream's observed rate (isthd_repair_track): when its first
+	 * DATA that was not a repair arrived (0: none yet), and its chunk */
+	uint64_t first_ns;
+	uint32_t first_chunk;
 };
 
 /*

@@ -2,8 +2,8 @@
 /*
  * WAN repair between edges (doc/isthmusd.md, "WAN repair"), the asking
  * side: track the chunks each peer sent us, NACK gaps at once and tails
- * when they are due, and NACK again with back-off until the round's
- * deadline minus one one-way latency. State: struct isthd_repair
+ * when they are due, and NACK again with back-off until the cutoff (the
+ * last moment a repair can still be summed). State: struct isthd_repair
  * (isthd.h), written by the worker only. The serving side is repair.c.
  */
 #include <string.h>
@@ -16,6 +16,11 @@
 /* The last attempts before the cutoff that leave last_nack_copies times
  * (isthd_repair_tail_check). */
 #define COPIED_ATTEMPTS 3
+
+/* Chunks a stream must have spanned since its first arrival before its
+ * observed rate may move its tail's due time (isthd_repair_track): over
+ * fewer, one late pass of the worker would be taken for a slow stream. */
+#define RATE_MIN_SPAN 4
 
 /* Ask peer @s's edge again for chunks @ranges of round @r of its island:
  * one NACK message (@n <= max_ranges). Returns 0 if it was sent. */
@@ -145,8 +150,17 @@ nack_sent(struct isthd *d, struct isthd_rx_track *t, uint64_t r, unsigned int s,
 /*
  * A peer's DATA arrived at @now_ns: note it, NACK a gap in its chunk order
  * at once (chunks leave an island in order; reordering costs a duplicate
- * only), and, from its arrival and the sender's rate, when its last chunk
+ * only), and, from its arrival and the stream's rate, when its last chunk
  * is due here.
+ *
+ * The rate is the sender's planned one or the one observed since the
+ * stream's first arrival, whichever is slower. A stream through a
+ * bottleneck the plan fills (or draining after an outage) arrives slower
+ * than planned; at the planned rate its tail, only late in the WAN's
+ * queue, was due too early and NACKed as if lost, and the repairs of
+ * those NACKs, in the WAN's priority class, overtook the tail and added
+ * to the very queue (doc/isthmusd.md, "WAN repair", "Tail due time").
+ * Never faster than planned: the pacer's first burst arrives faster.
  */
 void
 isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
@@ -175,9 +189,19 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	}
 	if (t->done) /* its sender (or this edge's worker) is late */
 		isth_ctr_add(&d->st.peer_data_late, 1);
+	if (t->first_ns == 0) {
+		t->first_ns = now_ns ? now_ns : 1;
+		t->first_chunk = c;
+	}
 	/* the sender's stream is here now at chunk c: the rest follows at
 	 * its rate (a late or slow sender moves its tail's due time) */
 	cns = rt->chunk_ns[s];
+	if (cns && c >= t->first_chunk + RATE_MIN_SPAN && now_ns > t->first_ns) {
+		uint64_t seen = (now_ns - t->first_ns) / (c - t->first_chunk);
+
+		if (seen > cns)
+			cns = seen;
+	}
 	if (cns && c + 1 >= t->next) {
 		t->last_due = now_ns + (uint64_t)(d->rep.n_chunks - 1 - c) * cns;
 		/* a stream still coming after the plan's due time (a late
@@ -213,13 +237,14 @@ unrepaired(struct isthd *d, const struct isthd_rx_track *t, const uint64_t *bits
 
 /*
  * Per (round, sender), until its chunks are complete or the cutoff
- * (deadline minus one one-way latency: a later NACK's repair cannot be
- * summed in time) passes:
- *  - when its tail is due (from its arrivals and rate, else the plan) plus
- *    tail_wait, NACK every chunk still missing: lost tails, and gaps whose
- *    repair was lost;
- *  - after each NACK, wait a back-off (a round trip + tail_wait, doubling,
- *    capped) and NACK what is still missing again;
+ * (isthd_repair_publish: a later NACK's repair cannot be summed in time)
+ * passes:
+ *  - when its tail is due (from its arrivals and its planned or observed
+ *    rate, else the plan; at the cutoff at the latest) plus tail_wait,
+ *    NACK every chunk still missing: lost tails, and gaps whose repair
+ *    was lost;
+ *  - after each NACK, wait a back-off (a round trip + tail_wait) and NACK
+ *    what is still missing again;
  *  - a NACK with at most two retries left before the cutoff leaves
  *    last_nack_copies times (a lost NACK then does not cost the chunks);
  *  - at the cutoff, what is still missing is counted (peer_chunks_unrepaired).

@@ -14,7 +14,15 @@
 
 #include <criterion/criterion.h>
 #include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
 
+#include "isth_test_eal.h"
 #include "isthd.h"
 
 #define MS 1000000ull
@@ -99,6 +107,251 @@ Test(isthmusd_repair, cutoff_without_latency_or_with_a_slack_beyond_a_round)
 	cr_expect_eq(rt->cutoff[2], 1080 * MS);
 	isthd_repair_fini(d);
 	free(d);
+}
+
+/*
+ * The asking side's tail due time (app/isthmusd/repair_nack.c): driven
+ * through isthd_repair_track and isthd_repair_tail_check as the worker
+ * drives them, with the NACKs read back from the WAN port (a ring). The
+ * plan: 20 chunks of 358 int32 (11,456 bits) at 5.728 Mbit/s, 2 ms a
+ * chunk, 40 ms the stream; tail_wait 5 ms; round 600 ms, slack 250 ms,
+ * repair_before 20 ms. Every expected time is worked out in the test's
+ * comments from those figures.
+ */
+#define TAIL_CHUNKS 20
+#define MAX_NACKS 64
+
+static struct rte_ring *w_in, *w_out;
+static int wan_port = -1;
+
+static void
+eal_up(void)
+{
+	char prefix[64];
+	char *argv[] = {"repair_test", "--no-huge", "-m", "64", "--no-pci", "--no-telemetry",
+		"--log-level=lib.*:error", "-l", "0", prefix};
+	struct rte_eth_conf conf;
+
+	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-repair-%d", getpid());
+	cr_assert_geq(rte_eal_init(RTE_DIM(argv), argv), 0, "EAL: %s", rte_strerror(rte_errno));
+	w_in = rte_ring_create("w_in", 256, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	w_out = rte_ring_create("w_out", 256, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	cr_assert(w_in && w_out);
+	wan_port = rte_eth_from_rings("wan", &w_in, 1, &w_out, 1, 0);
+	cr_assert_geq(wan_port, 0);
+	memset(&conf, 0, sizeof(conf));
+	cr_assert_eq(rte_eth_dev_configure((uint16_t)wan_port, 1, 1, &conf), 0);
+	cr_assert_eq(rte_eth_tx_queue_setup((uint16_t)wan_port, 0, 256, 0, NULL), 0);
+	cr_assert_eq(rte_eth_dev_start((uint16_t)wan_port), 0);
+}
+
+static void
+eal_down(void)
+{
+	isth_test_eal_cleanup();
+}
+
+/* An edge (island 0) whose worker tracks peers 1 and 2 (latencies 30 and
+ * 110 ms) in round 0, starting at epoch E; sends NACKs on the ring port. */
+#define E (1000 * 1000 * MS)
+
+static struct isthd *
+asking_edge(struct isthd_peer *peers)
+{
+	struct isthd *d = edge(250 * MS);
+	struct isth_sched_round_view v;
+
+	cr_assert_eq(isth_wire_limits_init(&d->lim, 4, 1500), 0);
+	d->cfg.wan_tail_wait_ns = 5 * MS;
+	d->cfg.wan_last_nack_copies = 1;
+	d->cfg.udp_port = 9470;
+	d->wan_port = (uint16_t)wan_port;
+	d->pool = rte_pktmbuf_pool_create("frames", 255, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+	d->ctl_pool = rte_pktmbuf_pool_create("ctl", 255, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+	cr_assert(d->pool && d->ctl_pool);
+	for (unsigned int i = 1; i <= 2; i++) {
+		peers[i].ip = 0x0a000000u + i;
+		peers[i].port = 9470;
+		d->peer_of[i] = &peers[i];
+	}
+	peers[1].latency_ns = 30 * MS;
+	peers[2].latency_ns = 110 * MS;
+	d->rep.n_chunks = TAIL_CHUNKS;
+	d->rep.rx_words = TAIL_CHUNKS / 64 + 1;
+	d->rep.rx = rte_zmalloc("rx", 4 * d->n_islands * sizeof(*d->rep.rx), 0);
+	d->rep.rx_bits = rte_zmalloc("rx_bits", 4ull * d->n_islands * d->rep.rx_words * 8, 0);
+	cr_assert(d->rep.rx && d->rep.rx_bits);
+	for (unsigned int i = 0; i < 4 * d->n_islands; i++)
+		d->rep.rx[i].round = UINT64_MAX;
+	d->rep.tail[0].round = d->rep.tail[1].round = UINT64_MAX;
+	d->clk.epoch_ns = E;
+	d->clk.round_ns = 600 * MS;
+	/* 20 chunks of 1432 bytes at 5.728 Mbit/s: 2 ms a chunk, 40 ms */
+	view(&v);
+	v.payload_bytes = TAIL_CHUNKS * 1432;
+	for (int i = 1; i <= 2; i++)
+		v.snd[i].rate_bps = 5728000;
+	cr_assert_eq(isthd_repair_publish(d, &v, 0), 0);
+	return d;
+}
+
+static void
+asking_edge_free(struct isthd *d)
+{
+	rte_mempool_free(d->pool);
+	rte_mempool_free(d->ctl_pool);
+	isthd_repair_fini(d);
+	free(d);
+}
+
+/* A NACK the edge sent: when (ms from the round's start), to whom, and
+ * its ranges. */
+struct sent_nack {
+	uint64_t at_ms;
+	unsigned int sender;
+	unsigned int n;
+	struct isth_wire_range g[4];
+};
+
+/*
+ * Play round 0 from peer @s, millisecond by millisecond from @from_ms to
+ * @until_ms:
+ * chunk c arrives at @arr_ms[c] ms (0: lost), then the worker's tail
+ * check runs; every NACK it sends is read back into @out. Returns their
+ * number.
+ */
+static unsigned int
+play(struct isthd *d, unsigned int s, const uint64_t *arr_ms, uint64_t from_ms, uint64_t until_ms,
+	struct sent_nack *out)
+{
+	struct isth_wire_limits lim = d->lim;
+	unsigned int n = 0;
+
+	lim.udp_port = 9470;
+	for (uint64_t ms = from_ms; ms <= until_ms; ms++) {
+		struct rte_mbuf *m;
+
+		for (uint32_t c = 0; c < TAIL_CHUNKS; c++) {
+			struct isth_wire_pkt p;
+
+			if (arr_ms[c] == 0 || arr_ms[c] != ms)
+				continue;
+			memset(&p, 0, sizeof(p));
+			p.hdr.type = ISTH_WIRE_DATA;
+			p.hdr.round = 0;
+			p.hdr.sender = (uint8_t)s;
+			p.hdr.chunk = c;
+			isthd_repair_track(d, &p, E + ms * MS);
+		}
+		isthd_repair_tail_check(d, E + ms * MS);
+		while (rte_ring_dequeue(w_out, (void **)&m) == 0) {
+			struct isth_wire_pkt p;
+
+			cr_assert_eq(isth_wire_parse_frame(rte_pktmbuf_mtod(m, const uint8_t *),
+					     rte_pktmbuf_data_len(m), &lim, &p),
+				ISTH_WIRE_OK);
+			cr_assert_eq(p.hdr.type, ISTH_WIRE_NACK);
+			/* the other peer sends nothing: its NACKs are not
+			 * this test's */
+			if (p.hdr.bitmap == 1ull << s) {
+				cr_assert_lt(n, MAX_NACKS);
+				out[n].at_ms = ms;
+				out[n].sender = (unsigned int)__builtin_ctzll(p.hdr.bitmap);
+				out[n].n = RTE_MIN(p.hdr.count, 4u);
+				for (unsigned int i = 0; i < out[n].n; i++)
+					isth_wire_get_range(&p, i, &out[n].g[i]);
+				n++;
+			}
+			rte_pktmbuf_free(m);
+		}
+	}
+	return n;
+}
+
+/* A stream arriving at half its planned rate (4 ms a chunk) whose last
+ * four chunks are lost: its tail is due at the observed rate, not the
+ * planned one, and is still NACKed, long before the cutoff (770 ms). */
+Test(isthmusd_repair, tail_due_follows_a_stream_at_half_its_planned_rate, .init = eal_up,
+	.fini = eal_down)
+{
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	/* chunks 0-15 at 40, 44, ..., 100 ms; 16-19 lost */
+	for (uint32_t c = 0; c < 16; c++)
+		arr[c] = 40 + 4 * c;
+	/* planned: 100 + 4 chunks x 2 ms + tail_wait 5 = 113 ms (what the
+	 * planned rate said; the old due time). Observed: (100 - 40) ms /
+	 * 15 chunks = 4 ms a chunk, 100 + 4 x 4 + 5 = 121 ms */
+	n = play(d, 1, arr, 0, 120, nk);
+	cr_expect_eq(n, 0, "NACKed at %llu ms, before the observed rate's due time (121 ms)",
+		n ? (unsigned long long)nk[0].at_ms : 0ull);
+	n = play(d, 1, arr, 121, 121, nk);
+	cr_assert_eq(n, 1, "%u NACKs by 121 ms, want 1 (the tail)", n);
+	cr_expect_eq(nk[0].at_ms, 121);
+	cr_expect_eq(nk[0].sender, 1);
+	cr_assert_eq(nk[0].n, 1);
+	cr_expect_eq(nk[0].g[0].first, 16);
+	cr_expect_eq(nk[0].g[0].last, 19);
+	asking_edge_free(d);
+}
+
+/* A stream at a fifth of its planned rate (10 ms a chunk: a bottleneck
+ * the plan fills) that arrives whole: nothing is NACKed. At the planned
+ * rate chunk 17 (at 210 ms) put the tail due at 210 + 2 x 2 + 5 = 219
+ * ms, before chunk 18 (220 ms): chunks 18-19, only late, NACKed as lost.
+ * Observed from chunk 4 on: 10 ms a chunk, due 40 + 19 x 10 + 5 = 235 ms,
+ * after chunk 19 (230 ms). */
+Test(isthmusd_repair, a_slow_stream_arriving_whole_is_not_nacked, .init = eal_up, .fini = eal_down)
+{
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS];
+	unsigned int n;
+
+	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
+		arr[c] = 40 + 10 * c;
+	n = play(d, 1, arr, 0, 800, nk);
+	cr_expect_eq(n, 0, "%u NACKs, the first at %llu ms naming chunks %llu-%llu", n,
+		n ? (unsigned long long)nk[0].at_ms : 0ull,
+		n ? (unsigned long long)nk[0].g[0].first : 0ull,
+		n ? (unsigned long long)nk[0].g[0].last : 0ull);
+	asking_edge_free(d);
+}
+
+/* Peer 2 (110 ms away: cutoff 600 + 250 - 220 - 20 = 610 ms) at 30 ms a
+ * chunk from 120 ms, chunks 10-19 lost: observed, the tail is due at
+ * 120 + 19 x 30 + 5 = 695 ms, past the cutoff, so it is NACKed at the
+ * cutoff, whole, not later and not before (at the planned rate chunk 7,
+ * at 330 ms, made it due at 330 + 12 x 2 + 5 = 359 ms, before chunk 8).
+ * Chunks 17-19 would come at 630-690 ms if they came: they are asked for
+ * too, since whether they are lost is known only after the cutoff. Then
+ * NACKing stops: nothing after the cutoff. */
+Test(isthmusd_repair, a_tail_due_past_the_cutoff_is_nacked_at_it, .init = eal_up, .fini = eal_down)
+{
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	for (uint32_t c = 0; c < 10; c++)
+		arr[c] = 120 + 30 * c;
+	n = play(d, 2, arr, 0, 900, nk);
+	cr_assert_eq(n, 1, "%u NACKs, want 1 (the tail at the cutoff); the first at %llu ms", n,
+		n ? (unsigned long long)nk[0].at_ms : 0ull);
+	cr_expect_eq(nk[0].at_ms, 610);
+	cr_expect_eq(nk[0].sender, 2);
+	cr_assert_eq(nk[0].n, 1);
+	cr_expect_eq(nk[0].g[0].first, 10);
+	cr_expect_eq(nk[0].g[0].last, 19);
+	/* counted at the cutoff: its 10, and peer 1's 20 (it sent nothing) */
+	cr_expect_eq(isth_ctr_get(&d->st.peer_chunks_unrepaired), 10 + 20);
+	asking_edge_free(d);
 }
 
 /* A (TSC, CLOCK_REALTIME) pair read as close together as the test can:

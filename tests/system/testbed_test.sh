@@ -65,7 +65,17 @@ loss)
 	# 12, four runs; that one in a round 0 whose senders started late
 	# under load, and round 0 is a third of this test's rounds): about 1
 	# in 75,000, 0.017 expected here, so asserting 0 would fail about one
-	# run in sixty, more on a loaded host: at most 1 of the 1269
+	# run in sixty, more on a loaded host: at most 1 of the 1269.
+	# Session 13 (load 10-25, other tests sharing the two cores; 10 runs,
+	# 9 with results, 2 beside stress-ng --cpu 2, one of those not ready
+	# within --ready-timeout): the late senders' round 0 was not seen
+	# again (round 0's pacers started 0-21 ms late in two kept runs,
+	# later rounds 1-8 ms); 7 runs had 0 partial results, one at load 21
+	# (mean round 1.33 T, with a cutoff variant since dropped,
+	# doc/isthmusd.md "Tail due time") 2, one at load 14 with a stall
+	# in round 2 (island 0's result 1,139 ms after the
+	# round's start, its own send 58 ms late) 14: 16 in 11,421. On a host
+	# that loaded 0 cannot be promised, so the bound stays
 	args+=(--schedule triangles --loss 0.02 --seed 3 --slack-rtts 2 --prio-queue-ms 50
 	       --last-nack-copies 2)
 	expect_complete=0
