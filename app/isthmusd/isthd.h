@@ -88,7 +88,9 @@ enum {
 	X(data_bad_dtype, "DATA element type not the job's") \
 	X(nack_bad_source, "peer NACK not from its sender's peer edge address") \
 	X(nack_not_clique, "peer NACK from an island outside the round's clique") \
-	X(repair_budget, "chunk repairs refused: the peer's budget for the round is spent") \
+	X(repair_budget, \
+		"chunk repairs refused: the peer's budget (or repeat allowance) for the round is " \
+		"spent") \
 	X(repair_attempts, \
 		"chunk repairs refused: repaired [wan] repair_attempts times to the peer") \
 	X(nack_budget, \
@@ -216,6 +218,9 @@ struct isthd_shape {
 struct isthd_repair_budget {
 	uint64_t round1; /* round + 1; 0: unused */
 	uint32_t used; /* chunks repaired to the peer */
+	/* peers only: repairs of a chunk already repaired to the peer in
+	 * the round (isthd_repair_serve; at most budget_chunks) */
+	uint32_t repeats;
 };
 
 /* WAN repair between edges (repair.c; doc/isthmusd.md, "WAN repair"). */
@@ -241,9 +246,10 @@ struct isthd_repair {
 	struct isthd_repair_budget budget[ISTHD_MAX_PEERS][2];
 	/* dp only: per (peer island, round & 1, chunk): the chunk's repairs
 	 * to that peer in the round (isthd_repair_serve: the first one is
-	 * charged to budget[][], the others free up to [wan]
-	 * repair_attempts); n_islands * 2 * served_chunks entries, the
-	 * round's first served_chunks chunks (beyond: every repair charged) */
+	 * charged to budget[][].used, the others to budget[][].repeats, up
+	 * to [wan] repair_attempts in all); n_islands * 2 * served_chunks
+	 * entries, the round's first served_chunks chunks (beyond: every
+	 * repair charged to .used) */
 	struct isthd_repair_served {
 		/* (uint32_t)(round + 1) the entry holds: any other value
 		 * reads as empty, so a new round needs no clearing pass */

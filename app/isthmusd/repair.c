@@ -324,45 +324,48 @@ static uint32_t serve_chunks(struct isthd *d, const struct isthd_peer *peer, uin
 
 /*
  * The most chunk repairs NACKs can get one peer per round of our island's
- * DATA (isthd_repair_serve): a tracked chunk (the first served_chunks) is
- * charged once and served at most repair_attempts times; any other repair
- * is charged; at most budget_chunks charges. With t tracked chunks charged
- * and u other repairs, t + u <= budget_chunks and t <= tracked, the
- * repairs A t + u are most with t = tracked:
- *   A x tracked + budget_chunks - tracked
- * (budget_chunks > n_chunks >= tracked). For n_chunks <= 4096 that is
- * A x n_chunks + max(n_chunks / 4, 2), of which the allowance can never
- * be reached (every chunk is tracked and charged once).
+ * DATA (isthd_repair_serve): a first repair of a tracked chunk (the first
+ * served_chunks), and any repair of another chunk, is charged to the
+ * budget (budget_chunks); a tracked chunk's further repairs, at most
+ * repair_attempts - 1 of them, to the repeat allowance (budget_chunks
+ * too). With t of the round's n chunks tracked:
+ *   (t < n ? budget_chunks : n) + min(budget_chunks, (repair_attempts - 1) x t)
+ * For n <= 4096 (t = n) and repair_attempts >= 3 that is n +
+ * budget_chunks: 2.25 times one round's stream (+ max(n / 4, 2)).
  */
 uint64_t
 isthd_repair_peer_max(const struct isthd *d)
 {
-	uint64_t tracked = RTE_MIN(d->rep.served_chunks, d->shape.n_chunks);
+	uint64_t n = d->shape.n_chunks, budget = d->rep.budget_chunks;
+	uint64_t tracked = RTE_MIN((uint64_t)d->rep.served_chunks, n);
+	uint64_t repeats = (uint64_t)(d->cfg.wan_repair_attempts - 1) * tracked;
+	/* charged: each tracked chunk once, an untracked one any number of
+	 * times, if the round has any */
+	uint64_t first = n > tracked ? budget : RTE_MIN(n, budget);
 
 	if (d->rep.ring == NULL)
 		return 0;
-	tracked = RTE_MIN(tracked, (uint64_t)d->rep.budget_chunks);
-	return (uint64_t)d->cfg.wan_repair_attempts * tracked + d->rep.budget_chunks - tracked;
+	return first + RTE_MIN(repeats, budget);
 }
 
 /*
  * A peer edge NACKs chunks of our island's DATA: resend them to it, if the
  * NACK is from that peer's configured address, the peer is in the round's
  * clique, and within its repair allowance for the round, each chunk at
- * most once per NACK:
- *  - a chunk of the round's first served_chunks is charged to the peer's
- *    budget (budget_chunks per round: one round's stream and a quarter)
- *    the first time it is repaired to the peer in the round, and repaired
- *    again free until it has been repaired [wan] repair_attempts times;
- *    an ask beyond that is refused (drop_repair_attempts). A NACK's retry
- *    (the asker's back-off is a configured round trip; a repair that
- *    queued takes longer) and a last-chance NACK's copies ask for the
- *    same chunk again: they no longer spend the budget of the chunks
- *    still to come (a burst lost ten chunks of many peers' streams at
- *    once: drop_repair_budget refused 214 chunks of one bursty run, and
- *    cost 39 partial results, doc/performance.md section 9);
- *  - any other chunk is charged every time; over the budget it is refused
- *    (drop_repair_budget).
+ * most once per NACK. Per peer and round:
+ *  - a chunk's first repair is charged to the peer's budget (budget_chunks:
+ *    one round's stream and a quarter), so a round's every chunk can be
+ *    repaired once whatever came before;
+ *  - a chunk repaired already (of the round's first served_chunks) is
+ *    repaired again from a repeat allowance of as many (budget_chunks),
+ *    and at most [wan] repair_attempts times in all (drop_repair_attempts
+ *    beyond): a NACK's retry (the asker's back-off is a configured round
+ *    trip; a repair that queued takes longer) and a last-chance NACK's
+ *    copies ask for the same chunks again. Until session 13 those were
+ *    charged to the one budget and spent it before a burst's later
+ *    chunks were repaired once (doc/performance.md, section 9);
+ *  - any repair of a chunk beyond served_chunks is charged to the budget.
+ * What is over the budget or the allowance is refused (drop_repair_budget).
  * So no NACK stream can get a peer more than rep.peer_max repairs a round
  * (isthd_repair_peer_max; doc/isthmusd.md, "Admission"; doc/security.md).
  */
@@ -406,6 +409,7 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	if (b->round1 != r + 1) {
 		b->round1 = r + 1;
 		b->used = 0;
+		b->repeats = 0;
 	}
 	base = d->rep.base[r & 1].base;
 	over = 0;
@@ -423,7 +427,13 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 				spent++;
 				continue;
 			}
-			if (e == NULL || e->serves == 0) {
+			if (e && e->serves > 0) {
+				if (b->repeats >= d->rep.budget_chunks) {
+					over++;
+					continue;
+				}
+				b->repeats++;
+			} else {
 				if (b->used >= d->rep.budget_chunks) {
 					over++;
 					continue;

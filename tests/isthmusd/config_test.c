@@ -96,7 +96,7 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect_eq(c.wan_last_nack_copies, 1, "a last-chance peer NACK goes once by default");
 	cr_expect_eq(c.wan_repair_dscp, 46, "repairs and NACKs marked EF");
 	cr_expect_eq(
-		c.wan_repair_attempts, 4, "a chunk repaired to a peer 4 times a round at most");
+		c.wan_repair_attempts, 8, "a chunk repaired to a peer 8 times a round at most");
 	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_NONE, "dtype unchecked by default");
 	cr_expect_not(c.wan_repl_network, "edge replication by default");
 	cr_expect_eq(c.wan_group_base, 0xefc00000u, "groups in 239.192.0.0/16 by default");
