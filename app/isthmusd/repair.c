@@ -331,7 +331,8 @@ static uint32_t serve_chunks(struct isthd *d, const struct isthd_peer *peer, uin
  * too). With t of the round's n chunks tracked:
  *   (t < n ? budget_chunks : n) + min(budget_chunks, (repair_attempts - 1) x t)
  * For n <= 4096 (t = n) and repair_attempts >= 3 that is n +
- * budget_chunks: 2.25 times one round's stream (+ max(n / 4, 2)).
+ * budget_chunks = 2 n + max(n / 4, 2): 2.25 times one round's stream
+ * (n >= 8).
  */
 uint64_t
 isthd_repair_peer_max(const struct isthd *d)
