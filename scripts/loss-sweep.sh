@@ -19,8 +19,11 @@
 # directory) as DIR/<label>-s<seed>. Prints, per run:
 #   label seed partial aggregates per10k round/T wrong nacks retries
 #   unrepaired tail unasked repairs late_repairs late_data gone budget
-#   partial_timeout wan_loss_drops repairs_sent wan_prio wan_prio_full
-# (repairs_sent: the edges' repair frames, tail copies included; wan_prio:
+#   attempts partial_timeout wan_loss_drops repairs_sent wan_prio
+#   wan_prio_full
+# (budget, attempts: chunks the serving edges refused over a peer's repair
+# budget, and over [wan] repair_attempts repairs of one chunk to one peer;
+# repairs_sent: the edges' repair frames, tail copies included; wan_prio:
 # frames the WAN's links served in the priority class, per hop;
 # wan_prio_full: frames the priority class's queue limit dropped)
 # Exit status: 0 if every run ended with wrong=0, 1 otherwise.
@@ -43,7 +46,7 @@ while [ $# -gt 0 ]; do
 	--schedule) SCHED=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--) shift; EXTRA=("$@"); break ;;
-	-h|--help) sed -n 3,22p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n 3,29p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "loss-sweep.sh: unknown option '$1' (--help)" >&2; exit 2 ;;
 	esac
 done
@@ -69,9 +72,9 @@ wan_loss() {
 }
 
 status=0
-printf '%-8s %4s %7s %6s %7s %7s %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %7s %9s %8s %8s %9s\n' \
+printf '%-8s %4s %7s %6s %7s %7s %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s\n' \
 	label seed partial aggs per10k round/T wrong nacks retries unrepaired tail unasked \
-	repairs late_r late_data gone budget p_tmo wan_loss rep_sent wan_prio prio_full
+	repairs late_r late_data gone budget attempts p_tmo wan_loss rep_sent wan_prio prio_full
 run() {
 	local label=$1 seed=$2 dir
 	shift 2
@@ -92,7 +95,7 @@ run() {
 		[[ "$f" == *=* ]] && v[${f%%=*}]=${f#*=}
 	done
 	[ "${v[wrong]}" = 0 ] || status=1
-	printf '%-8s %4s %7s %6s %7.1f %7.2f %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %7s %9s %8s %8s %9s\n' \
+	printf '%-8s %4s %7s %6s %7.1f %7.2f %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s\n' \
 		"$label" "$seed" "${v[partial]}" "${v[aggregates]}" \
 		"$(awk -v p="${v[partial]}" -v a="${v[aggregates]}" 'BEGIN {print a ? 10000 * p / a : 0}')" \
 		"$(awk -v m="${v[round_ms_mean]}" -v t="${v[round_ms_planned]}" 'BEGIN {print t ? m / t : 0}')" \
@@ -101,6 +104,7 @@ run() {
 		"$(ctr "$dir" peer_unrepaired_unasked)" "$(ctr "$dir" peer_repairs_rx)" \
 		"$(ctr "$dir" peer_repairs_late)" "$(ctr "$dir" peer_data_late)" \
 		"$(ctr "$dir" drop_repair_gone)" "$(ctr "$dir" drop_repair_budget)" \
+		"$(ctr "$dir" drop_repair_attempts)" \
 		"$(ctr "$dir" partial_timeout)" "$(wan_loss "$dir")" "$(ctr "$dir" repairs_sent)" \
 		"$(wan_col "$dir" priority)" "$(wan_col "$dir" prio_queue_full)"
 }

@@ -120,9 +120,9 @@ isthd_auth_setup(struct isthd *d, char *err, size_t err_size)
 	au->dp = au->ks_dp->dp;
 	au->ctl = au->ks_ctl->ctl;
 	/* A window covers two rounds of a stream: a sender's chunks plus
-	 * what may be repaired of them (the repair budget, each charge with
-	 * one uncharged repeat: repair.c), twice. */
-	per_round = (uint64_t)d->shape.n_chunks + 2ull * d->rep.budget_chunks;
+	 * what may be repaired of them (the most a peer's NACKs can get:
+	 * repair.c, isthd_repair_peer_max), twice. */
+	per_round = (uint64_t)d->shape.n_chunks + d->rep.peer_max;
 	bits = 64;
 	while (bits < 2 * per_round && bits < (1ull << 31))
 		bits <<= 1;

@@ -88,7 +88,11 @@ enum {
 	X(data_bad_dtype, "DATA element type not the job's") \
 	X(nack_bad_source, "peer NACK not from its sender's peer edge address") \
 	X(nack_not_clique, "peer NACK from an island outside the round's clique") \
-	X(repair_budget, "chunk repairs refused: the peer's budget for the round is spent") \
+	X(repair_budget, \
+		"chunk repairs refused: the peer's budget (or repeat allowance) for the round is " \
+		"spent") \
+	X(repair_attempts, \
+		"chunk repairs refused: repaired [wan] repair_attempts times to the peer") \
 	X(nack_budget, \
 		"island NACK cut short: its AGG repair budget (per NACK, per round) is spent") \
 	X(auth_format, "auth on: not wire version 2, AUTH not set or trailer_len not 16") \
@@ -211,14 +215,17 @@ struct isthd_shape {
  * Repair budget of one peer for one round of our island's DATA (dp only):
  * chunks repaired to it so far. Two rounds are kept, like rep.base.
  */
-/* Chunks of a round whose repairs to a peer are tracked one by one for the
- * per-chunk budget (isthd_repair_serve): 4096 x 16 B x 2 rounds x 64 peers
- * = 8 MiB at most. */
+/* Chunks of a round whose repairs to a peer are tracked one by one
+ * (isthd_repair_serve: charged once, served up to repair_attempts times):
+ * 4096 x 8 B x 2 rounds x 64 peers = 4 MiB at most. */
 #define ISTHD_SERVED_CHUNKS 4096u
 
 struct isthd_repair_budget {
 	uint64_t round1; /* round + 1; 0: unused */
 	uint32_t used; /* chunks repaired to the peer */
+	/* peers only: repairs of a chunk already repaired to the peer in
+	 * the round (isthd_repair_serve; at most budget_chunks) */
+	uint32_t repeats;
 };
 
 /* WAN repair between edges (repair.c; doc/isthmusd.md, "WAN repair"). */
@@ -242,19 +249,22 @@ struct isthd_repair {
 	uint32_t budget_chunks;
 	/* dp only: per peer island, per round & 1 (isthd_repair_serve) */
 	struct isthd_repair_budget budget[ISTHD_MAX_PEERS][2];
-	/* dp only: per (peer island, round & 1, chunk), reset with budget[][]:
-	 * when the chunk was last charged to the peer's budget, and whether
-	 * its one uncharged repeat within that peer's back-off was served
-	 * (isthd_repair_serve); n_islands * 2 * served_chunks entries, the
-	 * round's first served_chunks chunks (beyond: every repair charged) */
+	/* dp only: per (peer island, round & 1, chunk): the chunk's repairs
+	 * to that peer in the round (isthd_repair_serve: the first one is
+	 * charged to budget[][].used, the others to budget[][].repeats, up
+	 * to [wan] repair_attempts in all); n_islands * 2 * served_chunks
+	 * entries, the round's first served_chunks chunks (beyond: every
+	 * repair charged to .used) */
 	struct isthd_repair_served {
-		uint64_t at_ns; /* 0: not served this round */
 		/* (uint32_t)(round + 1) the entry holds: any other value
 		 * reads as empty, so a new round needs no clearing pass */
 		uint32_t round1;
-		uint16_t repeat; /* the uncharged repeat was taken */
+		uint32_t serves; /* repairs of the chunk to the peer */
 	} * served;
 	uint32_t served_chunks; /* init: min(n_chunks, ISTHD_SERVED_CHUNKS) */
+	/* init: the most chunk repairs NACKs can get one peer per round
+	 * (isthd_repair_serve; doc/security.md); 0: [wan] repair = no */
+	uint64_t peer_max;
 	/* dp only: when the last [wan] tail_copies chunks of the island's
 	 * DATA of round tail[i].round (slot r & 1) are sent again to every
 	 * peer unasked (0: sent, or not due yet) */
@@ -511,6 +521,9 @@ void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n, uin
 void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
 unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns);
 void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
+/* The most chunk repairs NACKs can get one peer per round (after
+ * isthd_repair_init; 0 without WAN repair): rep.peer_max. */
+uint64_t isthd_repair_peer_max(const struct isthd *d);
 /* Send the last [wan] tail_copies chunks of a round again, when due. */
 unsigned int isthd_repair_tail_copies(struct isthd *d, uint64_t now_ns);
 /* The island's NACKs (datapath.c): AGG repairs the next NACK may get, and

@@ -64,10 +64,11 @@ isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 		"isthd_rx_bits", 4ull * d->n_islands * rp->rx_words * sizeof(uint64_t), 0);
 	/* a round's first ISTHD_SERVED_CHUNKS chunks only: beyond them
 	 * (a payload of more than ~5.6 MB at mtu 1500) every repair is
-	 * charged, so that the state stays small (at most 8 MiB) */
+	 * charged, so that the state stays small (at most 4 MiB) */
 	rp->served_chunks = rp->n_chunks < ISTHD_SERVED_CHUNKS ? rp->n_chunks : ISTHD_SERVED_CHUNKS;
 	if (rp->served_chunks == 0)
 		rp->served_chunks = 1;
+	rp->peer_max = isthd_repair_peer_max(d);
 	rp->served = rte_zmalloc(
 		"isthd_served", 2ull * d->n_islands * rp->served_chunks * sizeof(*rp->served), 0);
 	if (rp->ring == NULL || rp->rx == NULL || rp->rx_bits == NULL || rp->served == NULL) {
@@ -322,17 +323,52 @@ static uint32_t serve_chunks(struct isthd *d, const struct isthd_peer *peer, uin
 	struct isth_wire_range *want, unsigned int n, uint64_t now_ns);
 
 /*
+ * The most chunk repairs NACKs can get one peer per round of our island's
+ * DATA (isthd_repair_serve): a first repair of a tracked chunk (the first
+ * served_chunks), and any repair of another chunk, is charged to the
+ * budget (budget_chunks); a tracked chunk's further repairs, at most
+ * repair_attempts - 1 of them, to the repeat allowance (budget_chunks
+ * too). With t of the round's n chunks tracked:
+ *   (t < n ? budget_chunks : n) + min(budget_chunks, (repair_attempts - 1) x t)
+ * For n <= 4096 (t = n) and repair_attempts >= 3 that is n +
+ * budget_chunks = 2 n + max(n / 4, 2): 2.25 times one round's stream
+ * (n >= 8).
+ */
+uint64_t
+isthd_repair_peer_max(const struct isthd *d)
+{
+	uint64_t n = d->shape.n_chunks, budget = d->rep.budget_chunks;
+	uint64_t tracked = RTE_MIN((uint64_t)d->rep.served_chunks, n);
+	uint64_t repeats = (uint64_t)(d->cfg.wan_repair_attempts - 1) * tracked;
+	/* charged: each tracked chunk once, an untracked one any number of
+	 * times, if the round has any */
+	uint64_t first = n > tracked ? budget : RTE_MIN(n, budget);
+
+	if (d->rep.ring == NULL)
+		return 0;
+	return first + RTE_MIN(repeats, budget);
+}
+
+/*
  * A peer edge NACKs chunks of our island's DATA: resend them to it, if the
  * NACK is from that peer's configured address, the peer is in the round's
- * clique, and its budget for the round is not spent: at most budget_chunks
- * charged chunk repairs (one round's stream and an allowance) per peer and
- * round, each chunk at most once per NACK. The budget is counted per chunk:
- * a chunk asked again within the asker's back-off (its published round
- * trip + tail_wait: a last-chance NACK's copy, a NACK that crossed the
- * repair) since it was last charged gets one more repair uncharged;
- * further asks are charged. So no NACK stream can make this edge send a
- * peer more than twice budget_chunks repairs per round (doc/isthmusd.md, "Admission";
- * doc/security.md).
+ * clique, and within its repair allowance for the round, each chunk at
+ * most once per NACK. Per peer and round:
+ *  - a chunk's first repair is charged to the peer's budget (budget_chunks:
+ *    one round's stream and a quarter), so a round's every chunk can be
+ *    repaired once whatever came before;
+ *  - a chunk repaired already (of the round's first served_chunks) is
+ *    repaired again from a repeat allowance of as many (budget_chunks),
+ *    and at most [wan] repair_attempts times in all (drop_repair_attempts
+ *    beyond): a NACK's retry (the asker's back-off is a configured round
+ *    trip; a repair that queued takes longer) and a last-chance NACK's
+ *    copies ask for the same chunks again. Until session 13 those were
+ *    charged to the one budget and spent it before a burst's later
+ *    chunks were repaired once (doc/performance.md, section 9);
+ *  - any repair of a chunk beyond served_chunks is charged to the budget.
+ * What is over the budget or the allowance is refused (drop_repair_budget).
+ * So no NACK stream can get a peer more than rep.peer_max repairs a round
+ * (isthd_repair_peer_max; doc/isthmusd.md, "Admission"; doc/security.md).
  */
 void
 isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
@@ -343,7 +379,8 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	struct isthd_repair_served *sv;
 	struct isthd_repair_budget *b;
 	const struct isthd_repair_round *rt;
-	uint64_t r = p->hdr.round, base, bo, over;
+	uint64_t r = p->hdr.round, base, over, spent;
+	uint32_t attempts = d->cfg.wan_repair_attempts;
 
 	isth_ctr_add(&d->st.peer_nacks_rx, 1);
 	if (d->rep.ring == NULL)
@@ -373,12 +410,11 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	if (b->round1 != r + 1) {
 		b->round1 = r + 1;
 		b->used = 0;
+		b->repeats = 0;
 	}
-	/* the asker's wait between two NACKs of a chunk (a round trip and
-	 * tail_wait, as it publishes for us: rtab) */
-	bo = rt->backoff_ns[p->hdr.sender];
 	base = d->rep.base[r & 1].base;
 	over = 0;
+	spent = 0;
 	k = 0;
 	for (i = 0; i < n; i++) {
 		for (uint64_t c = want[i].first; c <= want[i].last; c++) {
@@ -386,25 +422,27 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 
 			if (e && e->round1 != (uint32_t)(r + 1)) {
 				e->round1 = (uint32_t)(r + 1);
-				e->at_ns = 0;
-				e->repeat = 0;
+				e->serves = 0;
 			}
-			if (e && e->at_ns && !e->repeat && now_ns - e->at_ns < bo) {
-				/* asked again within a round trip of its charge:
-				 * a NACK's copy, or a NACK that crossed our
-				 * repair; one such repeat per charge is free */
-				e->repeat = 1;
+			if (e && e->serves >= attempts) {
+				spent++;
+				continue;
+			}
+			if (e && e->serves > 0) {
+				if (b->repeats >= d->rep.budget_chunks) {
+					over++;
+					continue;
+				}
+				b->repeats++;
 			} else {
 				if (b->used >= d->rep.budget_chunks) {
 					over++;
 					continue;
 				}
 				b->used++;
-				if (e) {
-					e->at_ns = now_ns ? now_ns : 1;
-					e->repeat = 0;
-				}
 			}
+			if (e)
+				e->serves++;
 			if (k > 0 && acc[k - 1].last + 1 == base + c) {
 				acc[k - 1].last++;
 				continue;
@@ -419,6 +457,8 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	}
 	if (over)
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_budget], over);
+	if (spent)
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_attempts], spent);
 	serve_chunks(d, peer, r, acc, k, now_ns);
 }
 

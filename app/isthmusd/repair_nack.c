@@ -130,10 +130,11 @@ rx_slot(struct isthd *d, const struct isthd_repair_round *rt, uint64_t r, unsign
 /*
  * A NACK for (r, s) went out at @now: the next one waits the back-off, a
  * round trip + tail_wait. It does not grow: the cutoff ends NACKing within
- * the round anyway, the serving edge's budget caps the repairs (one
- * round's stream and a quarter per peer), and on a lossy multi-hop path a
- * doubling back-off left room for two or three attempts where a constant
- * one leaves four to six (doc/performance.md, section 9).
+ * the round anyway, the serving edge's budget and repeat allowance cap
+ * the repairs (2.25 times a round's stream per peer, doc/security.md),
+ * and on a lossy multi-hop path a doubling back-off left room for two or
+ * three attempts where a constant one leaves four to six
+ * (doc/performance.md, section 9).
  */
 static void
 nack_sent(struct isthd *d, struct isthd_rx_track *t, uint64_t r, unsigned int s, uint64_t now_ns)

@@ -95,6 +95,8 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect_eq(c.epoch_mode, ISTHD_EPOCH_SCHEDULE);
 	cr_expect_eq(c.wan_last_nack_copies, 1, "a last-chance peer NACK goes once by default");
 	cr_expect_eq(c.wan_repair_dscp, 46, "repairs and NACKs marked EF");
+	cr_expect_eq(
+		c.wan_repair_attempts, 8, "a chunk repaired to a peer 8 times a round at most");
 	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_NONE, "dtype unchecked by default");
 	cr_expect_not(c.wan_repl_network, "edge replication by default");
 	cr_expect_eq(c.wan_group_base, 0xefc00000u, "groups in 239.192.0.0/16 by default");
@@ -169,6 +171,9 @@ static struct bad_conf bad_confs[] = {
 	{"[wan]\n", "t.conf:16: section [wan] repeated (first at line 10)"},
 	{"!" GOOD_HEAD WAN_OPEN "repair_dscp = 64\n[peer LON]\nip = 10.0.0.2\n[auth]\nmode = off\n",
 		"t.conf:14: [wan] repair_dscp: 64 out of range [0, 63]"},
+	{"!" GOOD_HEAD WAN_OPEN
+	 "repair_attempts = 0\n[peer LON]\nip = 10.0.0.2\n[auth]\nmode = off\n",
+		"t.conf:14: [wan] repair_attempts: 0 out of range [1, 64]"},
 	{"%", "t.conf: [auth] key_file: required key missing"},
 	{"[auth]\nmode = on\n", "t.conf:16: [auth] key_file: required key missing"},
 	{"[auth]\nmode = maybe\n", "t.conf:17: [auth] mode: 'maybe' is not one of: on, off"},
