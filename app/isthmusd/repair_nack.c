@@ -197,11 +197,12 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	/* the sender's stream is here now at chunk c: the rest follows at
 	 * its rate (a late or slow sender moves its tail's due time) */
 	cns = rt->chunk_ns[s];
-	if (cns && c >= t->first_chunk + RATE_MIN_SPAN && now_ns > t->first_ns) {
-		uint64_t seen = (now_ns - t->first_ns) / (c - t->first_chunk);
+	if (cns && c >= t->first_chunk + RATE_MIN_SPAN) {
+		uint64_t span = c - t->first_chunk, took = now_ns - t->first_ns;
 
-		if (seen > cns)
-			cns = seen;
+		/* divide (per DATA, worker 0) only when the stream is slower */
+		if (now_ns > t->first_ns && took > cns * span)
+			cns = took / span;
 	}
 	if (cns && c + 1 >= t->next) {
 		t->last_due = now_ns + (uint64_t)(d->rep.n_chunks - 1 - c) * cns;
