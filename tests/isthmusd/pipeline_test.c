@@ -180,6 +180,11 @@ eal_up(void)
 		"--log-level=lib.*:error", "--lcores=0@0,1@1,2@0,3@1", prefix};
 	int pa, pw;
 
+	/* what runs killed by a timeout left: EAL runtime folders, the
+	 * FPGA model's shared memory, the harness's files */
+	isth_test_reap_stale("/var/run/dpdk", "isth-pipe-");
+	isth_test_reap_stale("/dev/shm", "isth-pipe-fpga-");
+	isth_test_reap_stale("/tmp", "isth-pipe-");
 	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-pipe-%d", getpid());
 	cr_assert_geq(rte_eal_init(RTE_DIM(argv), argv), 0, "EAL: %s", rte_strerror(rte_errno));
 	a_in = rte_ring_create("a_in", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
