@@ -290,7 +290,7 @@ serve_nack(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
 	}
 	if (isth_resend_nack_begin(d->agg_ring, &cur, ranges, n) < 0)
 		return; /* counted bad_nack by the ring */
-	left = isthd_repair_island_allowance(d); /* repair.c: the budget */
+	left = isthd_repair_island_allowance(d, &d->rep.island); /* repair.c */
 	while (!isth_resend_nack_done(&cur)) {
 		if (left == 0) {
 			isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_budget], 1);
@@ -300,7 +300,7 @@ serve_nack(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
 			RTE_MIN(left, (uint32_t)ISTHD_BURST), gone, RTE_DIM(gone), &n_gone);
 		/* the budget counts what the ring served, sealed or not */
 		left -= k;
-		isthd_repair_island_charge(d, k);
+		d->rep.island.used += k;
 		if (d->auth.on)
 			k = reseal_resent(d, out, k);
 		n_out = (uint16_t)k;

@@ -528,8 +528,7 @@ uint64_t isthd_repair_peer_max(const struct isthd *d);
 unsigned int isthd_repair_tail_copies(struct isthd *d, uint64_t now_ns);
 /* The island's NACKs (datapath.c): AGG repairs the next NACK may get, and
  * the repairs it got. */
-uint32_t isthd_repair_island_allowance(struct isthd *d);
-void isthd_repair_island_charge(struct isthd *d, uint32_t n);
+uint32_t isthd_repair_island_allowance(const struct isthd *d, struct isthd_repair_budget *b);
 
 /* auth.c */
 /* Load the key file (or warn loudly that auth is off): --check does it. */

@@ -554,31 +554,27 @@ isthd_repair_tail_copies(struct isthd *d, uint64_t now_ns)
 }
 
 /*
- * The island's NACKs are served from the AGG ring (datapath.c, serve_nack)
- * within a budget, so that no NACK stream, even from the island's own
- * address, makes the edge send more than one round's AGGs per round:
- * at most island_nack_cap repairs per NACK and island_budget per round of
- * the edge's clock (d->current, whatever round the NACK names). A NACK
- * cut short is counted nack_budget; the island NACKs again later.
- * @return repairs the next NACK may get.
+ * The island's NACKs are served from the AGG rings (datapath.c serve_nack
+ * for stream 0, worker.c shard_serve_nack for stream k) within a budget,
+ * so that no NACK stream, even from the island's own address, makes the
+ * edge send more than one round's AGGs per round: at most
+ * island_nack_cap repairs per NACK, and per round of the edge's clock
+ * (d->current, whatever round the NACK names) each stream's worker its
+ * share of island_budget (1/N, rounded up; @b is that worker's, written by
+ * it only). A NACK cut short is counted nack_budget; the island NACKs
+ * again later. @return repairs the next NACK may get.
  */
 uint32_t
-isthd_repair_island_allowance(struct isthd *d)
+isthd_repair_island_allowance(const struct isthd *d, struct isthd_repair_budget *b)
 {
 	uint64_t cur = __atomic_load_n(&d->current, __ATOMIC_ACQUIRE);
-	struct isthd_repair_budget *b = &d->rep.island;
+	uint32_t share = (d->rep.island_budget + d->n_workers - 1) / d->n_workers;
 	uint32_t left;
 
 	if (b->round1 != cur + 1) {
 		b->round1 = cur + 1;
 		b->used = 0;
 	}
-	left = d->rep.island_budget - b->used;
+	left = share > b->used ? share - b->used : 0;
 	return left < d->rep.island_nack_cap ? left : d->rep.island_nack_cap;
-}
-
-void
-isthd_repair_island_charge(struct isthd *d, uint32_t n)
-{
-	d->rep.island.used += n;
 }

@@ -255,25 +255,6 @@ shard_out(struct isthd_shard *w, struct rte_mbuf **m, unsigned int n)
 	}
 }
 
-/* This worker's share of the per-round island resend budget (repair.c's
- * island_budget and per-NACK cap, split evenly over the streams). */
-static uint32_t
-shard_nack_allowance(struct isthd_shard *w)
-{
-	const struct isthd *d = w->d;
-	uint64_t cur = __atomic_load_n(&d->current, __ATOMIC_ACQUIRE);
-	uint32_t budget = (d->rep.island_budget + d->n_workers - 1) / d->n_workers;
-	struct isthd_repair_budget *b = &w->nack_budget;
-	uint32_t left;
-
-	if (b->round1 != cur + 1) {
-		b->round1 = cur + 1;
-		b->used = 0;
-	}
-	left = budget > b->used ? budget - b->used : 0;
-	return left < d->rep.island_nack_cap ? left : d->rep.island_nack_cap;
-}
-
 /* An island NACK of stream k, served from this worker's ring (as
  * datapath.c's serve_nack for stream 0); the resends and GONEs go to
  * worker 0 unsealed. */
@@ -294,7 +275,7 @@ shard_serve_nack(struct isthd_shard *w, const struct isth_wire_pkt *p, uint64_t 
 		isth_wire_get_range(p, i, &ranges[i]);
 	if (isth_resend_nack_begin(w->agg_ring, &cur, ranges, n) < 0)
 		return; /* counted bad_nack by the ring */
-	left = shard_nack_allowance(w);
+	left = isthd_repair_island_allowance(w->d, &w->nack_budget);
 	while (!isth_resend_nack_done(&cur)) {
 		if (left == 0) {
 			isth_ctr_add(&w->st.drop[ISTHD_DROP_nack_budget], 1);
