@@ -114,7 +114,8 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 	cfg->island_port = (uint16_t)v;
 	/* the island's receiving sockets: AGG stream k goes to island_port +
 	 * k % island_sockets (doc/protocol.md, "AGG streams") */
-	TRY(isth_conf_u64(c, "access", "island_sockets", false, 1, 1, ISTHD_ISLAND_MAX_SOCKETS, &v));
+	TRY(isth_conf_u64(
+		c, "access", "island_sockets", false, 1, 1, ISTHD_ISLAND_MAX_SOCKETS, &v));
 	cfg->island_sockets = (uint32_t)v;
 	if ((uint32_t)cfg->island_port + cfg->island_sockets - 1 > 65535)
 		return isth_conf_fail(c, "access", "island_sockets",
