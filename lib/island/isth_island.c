@@ -250,6 +250,11 @@ struct isth_island {
 
 	/* guarded by mu */
 	bool reading; /* a caller is blocked in ppoll() */
+	/* receive threads: something a waiting caller looks for happened (a
+	 * ROUND, a round complete); the thread broadcasts cv only then, so a
+	 * burst that changes nothing a caller waits on wakes nobody (callers
+	 * still look at least every tick_ns, for deadlines) */
+	bool rx_wake;
 	struct slot slots[ISTH_ISLAND_ROUNDS];
 	bool have_newest;
 	uint32_t newest_round; /* newest round any slot took */
@@ -915,6 +920,7 @@ on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
 	if (b.n_chunks != s->n_chunks || b.chunk_elems != s->chunk_elems) {
 		drop(s, ISTH_ISLAND_DROP_round_shape);
 		s->shape_err = true;
+		s->rx_wake = true;
 		s->shape_info = (struct isth_island_round){
 			.round = p->hdr.round,
 			.start_ns = b.start_ns,
@@ -959,6 +965,7 @@ on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
 			sl->chunks_done++;
 	s->quiet_since_ns = now;
 	s->st.rounds_announced++;
+	s->rx_wake = true;
 }
 
 static void
@@ -1024,8 +1031,9 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsig
 	sl->bitmap[h->chunk] = before | h->bitmap;
 	sl->aggs[h->chunk]++;
 	s->st.aggs_summed++;
-	if (sl->announced && (sl->bitmap[h->chunk] & sl->info.expected) == sl->info.expected)
-		sl->chunks_done++;
+	if (sl->announced && (sl->bitmap[h->chunk] & sl->info.expected) == sl->info.expected &&
+		++sl->chunks_done == s->n_chunks)
+		s->rx_wake = true;
 }
 
 static void
@@ -1505,7 +1513,10 @@ rx_thread(void *arg)
 		if (n > 0)
 			rx_judge(s, so->rx, n, so->idx, so->rx_eng, s->auth_on);
 		run_timers(s, now_ns(s), so->idx);
-		pthread_cond_broadcast(&s->cv);
+		if (s->rx_wake) {
+			s->rx_wake = false;
+			pthread_cond_broadcast(&s->cv);
+		}
 		pthread_mutex_unlock(&s->mu);
 		more = n == (int)s->rx_n; /* a full burst: more may be queued */
 	}
