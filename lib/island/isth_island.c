@@ -394,6 +394,14 @@ stream_sock(const struct isth_island *s, unsigned int k)
 
 #define ALL_SOCKS UINT32_MAX /* run_timers(): every stream (no rx threads) */
 
+/* Stream @k arrived on socket @sock, which does not own it: only with
+ * receive threads (without, the caller reads any stream on any socket). */
+static inline bool
+stream_foreign(const struct isth_island *s, unsigned int k, unsigned int sock)
+{
+	return s->rx_threads && k % s->n_socks != sock;
+}
+
 /* ---- sending ---------------------------------------------------------- */
 
 static void
@@ -1231,7 +1239,7 @@ auth_rx(struct isth_island *s, const uint8_t *buf, size_t len, unsigned int sock
 			return false;
 		}
 		/* before its replay window: only the owner's thread moves it */
-		if (stream_sock(s, k) != sock) {
+		if (stream_foreign(s, k, sock)) {
 			drop(s, ISTH_ISLAND_DROP_agg_socket);
 			return false;
 		}
@@ -1294,7 +1302,7 @@ on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct 
 	/* with receive threads stream k is read on socket k % n_socks
 	 * alone: its seq window and timers are that thread's */
 	if ((p.hdr.type == ISTH_WIRE_AGG || p.hdr.type == ISTH_WIRE_GONE) &&
-		stream_sock(s, p.hdr.stream) != sock) {
+		stream_foreign(s, p.hdr.stream, sock)) {
 		drop(s, ISTH_ISLAND_DROP_agg_socket);
 		return;
 	}

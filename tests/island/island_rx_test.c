@@ -593,7 +593,7 @@ Test(island_rx, stream_on_the_wrong_socket_is_dropped_and_counted_auth_on)
 
 /*
  * Without rx_threads (the caller reads every socket) nothing is owned:
- * stream 1 on socket 0 is summed as before, and the caller must drive the
+ * stream 1 on socket 0 and stream 0 on socket 1 are summed as before, and the caller must drive the
  * session: its counters do not move while nobody calls into it.
  */
 Test(island_rx, without_rx_threads_the_caller_reads_every_socket)
@@ -621,8 +621,16 @@ Test(island_rx, without_rx_threads_the_caller_reads_every_socket)
 		isth_island_stats(s, &st);
 	}
 	cr_expect_eq(st.aggs_summed, 1);
+	/* and stream 0 on socket 1 */
+	send_agg(&e, 1, 0, 5, 0, 0, 100, 0);
+	for (int i = 0; i < 400 && st.aggs_summed == 1; i++) {
+		isth_island_poll(s, 5 * MS);
+		isth_island_stats(s, &st);
+	}
+	cr_expect_eq(st.aggs_summed, 2);
 	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_agg_socket], 0);
 	cr_expect_eq(st.sock_streams[0], 1u << 1);
+	cr_expect_eq(st.sock_streams[1], 1u << 0);
 	isth_island_close(s);
 	edge_drain(&e);
 	edge_close(&e);
