@@ -798,6 +798,13 @@ main(int argc, char **argv)
 			"on port %u + k %% %u); the edge's [access] island_sockets must be %u\n",
 			st.drop[ISTH_ISLAND_DROP_agg_socket], st.n_sockets,
 			(unsigned int)isth_island_local_port(u.s), st.n_sockets, st.n_sockets);
+	/* what each receive thread read: the streams it took */
+	for (i = 0; st.rx_threads && i < st.n_sockets; i++)
+		fprintf(stderr,
+			"isthmus-island: socket %u (port %u): %" PRIu64 " datagrams, AGG streams "
+			"%#x\n",
+			i, (unsigned int)isth_island_socket_port(u.s, i), st.sock_rx[i],
+			(unsigned int)st.sock_streams[i]);
 	for (i = 0; st.rx_threads && i < st.agg_streams; i++) {
 		unsigned int j, seen = 0;
 
