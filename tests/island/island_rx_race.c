@@ -4,13 +4,16 @@
  * not start under ThreadSanitizer here): for it, build with
  * -Db_sanitize=thread and run this. Per session (S sockets, N streams,
  * auth on and off): a fake edge sends R rounds of AGGs, stream k to socket
- * k % S, while the caller waits for each result, a third thread reads the
- * counters, and (auth on) a fourth reloads the key file. Every sum is
+ * k % S (every other round with a gap per stream, which the receive
+ * threads NACK and the edge repairs), while the caller waits for each
+ * result, a third thread reads the counters, and (auth on) a fourth
+ * reloads the key file. Every sum is
  * checked against the closed form computed here; then the session is
  * closed with the threads busy. Exit 0 if every check held.
  */
 #include <endian.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -119,12 +122,13 @@ send_round(struct run *r, uint32_t round)
 }
 
 static void
-send_agg(struct run *r, unsigned int k, uint32_t round, uint32_t c, unsigned int peer, uint64_t q)
+send_agg(struct run *r, unsigned int k, uint32_t round, uint32_t c, unsigned int peer, uint64_t q,
+	uint16_t flags)
 {
 	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_AGG,
 		.dtype = ISTH_WIRE_DTYPE_INT32,
-		.flags = ISTH_WIRE_F_PARTIAL,
+		.flags = ISTH_WIRE_F_PARTIAL | flags,
 		.sender = SELF,
 		.count = (uint16_t)clen(r, c),
 		.job = JOB,
@@ -226,7 +230,7 @@ one_run(unsigned int n, unsigned int s, bool auth)
 			.elems = r.elems,
 			.dtype = ISTH_WIRE_DTYPE_INT32,
 			.probe_ns = UINT64_MAX,
-			.nack_interval_ns = 1000 * MS, /* nothing is lost on loopback */
+			.nack_interval_ns = 20 * MS, /* NACKs answered at once here */
 			.key_file = auth ? r.key_path : NULL,
 			.n_sockets = s,
 			.rx_threads = true,
@@ -258,10 +262,56 @@ one_run(unsigned int n, unsigned int s, bool auth)
 		for (uint32_t i = 0; i < r.elems; i++)
 			t[i] = val(SELF, rd, i);
 		CHECK(isth_island_send(r.sess, rd, t, (size_t)r.elems * 4) == 0, "send");
+		/* every other round, peer 0's AGG of each stream's first
+		 * chunk is held back: a gap each receive thread NACKs from
+		 * its socket; the edge resends what the NACKs name */
+		struct {
+			uint64_t seq;
+			uint32_t c;
+			bool open;
+		} held[ISTH_WIRE_MAX_STREAMS] = {{0}};
+		unsigned int open = 0;
+
 		for (uint32_t c = 0; c < NCH; c++)
-			for (unsigned int p = 0; p < N_ISLANDS; p++)
-				if (PEERS & 1u << p)
-					send_agg(&r, c % n, rd, c, p, 100 + q[c % n]++);
+			for (unsigned int p = 0; p < N_ISLANDS; p++) {
+				uint64_t qq;
+
+				if (!(PEERS & 1u << p))
+					continue;
+				qq = 100 + q[c % n]++;
+				if (rd % 2 == 0 && p == 0 && c < n) {
+					held[c].seq = qq;
+					held[c].c = c;
+					held[c].open = true;
+					open++;
+					continue;
+				}
+				send_agg(&r, c % n, rd, c, p, qq, 0);
+			}
+		while (open) {
+			struct pollfd pf = {.fd = r.fd, .events = POLLIN};
+			uint8_t b[2048];
+			ssize_t len;
+			unsigned int k;
+			uint64_t first = 0;
+
+			if (poll(&pf, 1, 3000) <= 0) {
+				CHECK(0, "round %u: %u gaps never NACKed", rd, open);
+				break;
+			}
+			len = recv(r.fd, b, sizeof(b), 0);
+			if (len < (ssize_t)(ISTH_WIRE_HDR_SIZE + 16) ||
+				b[ISTH_WIRE_OFF_TYPE] != ISTH_WIRE_NACK)
+				continue; /* DATA */
+			k = b[4] >> 4;
+			for (int i = 0; i < 8; i++)
+				first = first << 8 | b[ISTH_WIRE_HDR_SIZE + i];
+			if (k < n && held[k].open && first == held[k].seq) {
+				send_agg(&r, k, rd, held[k].c, 0, held[k].seq, ISTH_WIRE_F_RESENT);
+				held[k].open = false;
+				open--;
+			}
+		}
 		rc = isth_island_result(
 			r.sess, rd, out, (size_t)r.elems * 4, ch, NCH, &res, 2000 * MS);
 		CHECK(rc == 0 && res.complete == NCH, "round %u: rc %d complete %u", rd, rc,
@@ -282,7 +332,7 @@ one_run(unsigned int n, unsigned int s, bool auth)
 	/* close with the threads busy: a last round's AGGs still arriving */
 	send_round(&r, ROUNDS + 1);
 	for (uint32_t c = 0; c < NCH; c++)
-		send_agg(&r, c % n, ROUNDS + 1, c, 0, 100 + q[c % n]++);
+		send_agg(&r, c % n, ROUNDS + 1, c, 0, 100 + q[c % n]++, 0);
 	atomic_store(&r.done, true);
 	pthread_join(st_th, NULL);
 	if (auth)
