@@ -216,6 +216,7 @@ one_run(unsigned int n, unsigned int s, bool auth)
 		if (isth_auth_create(&ac, &r.a, err, sizeof(err)) < 0 ||
 			isth_auth_engine_create(r.a, ISTH_AUTH_OPENSSL, &r.e) < 0) {
 			fprintf(stderr, "auth: %s\n", err);
+			unlink(r.key_path);
 			exit(2);
 		}
 	}
@@ -240,6 +241,8 @@ one_run(unsigned int n, unsigned int s, bool auth)
 		r.sess = isth_island_open_err(&c, err, sizeof(err));
 		if (r.sess == NULL) {
 			fprintf(stderr, "open: %s %s\n", strerror(errno), err);
+			if (auth)
+				unlink(r.key_path);
 			exit(2);
 		}
 	}

@@ -84,6 +84,10 @@ struct edge {
 	uint64_t ctl_seq; /* ROUND and GONE seqs (auth: each is unique) */
 };
 
+/* The key file of the running test, removed by the suite's fini even when
+ * an assertion ended the test early. */
+static char key_to_remove[64];
+
 static uint32_t
 clen(const struct edge *e, uint32_t c)
 {
@@ -116,6 +120,7 @@ edge_open(struct edge *e, bool auth)
 		snprintf(e->key_path, sizeof(e->key_path), "/tmp/isth_island_rx.XXXXXX");
 		fd = mkstemp(e->key_path); /* mode 0600 */
 		cr_assert_geq(fd, 0);
+		memcpy(key_to_remove, e->key_path, sizeof(key_to_remove));
 		cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
 		close(fd);
 		ac.key_file = e->key_path;
@@ -374,7 +379,14 @@ setup(void)
 	__atomic_store_n(&fake_now, T0, __ATOMIC_SEQ_CST);
 }
 
-TestSuite(island_rx, .init = setup, .timeout = 30);
+static void
+teardown(void)
+{
+	if (key_to_remove[0] != '\0')
+		unlink(key_to_remove);
+}
+
+TestSuite(island_rx, .init = setup, .fini = teardown, .timeout = 30);
 
 /* ---- streams to sockets ----------------------------------------------------- */
 
