@@ -125,6 +125,10 @@ Faults:
   --workers N             worker lcores per edge (default 1; isthmusd -l with
                           N + 1 lcores over the two CPUs: worker k sums the
                           chunks with chunk % N == k, doc/isthmusd.md)
+  --island-sockets S      sockets each island receives on (default 1): the
+                          edges' [access] island_sockets = S and the islands'
+                          --sockets S --rx-threads on (AGG stream k to port
+                          9471 + k % S, read by that socket's thread)
   --auth on|off           authenticated wire format (default on): a per-run
                           key file (random 256-bit key, mode 0600) in the
                           run directory for every edge and island; off:
@@ -320,6 +324,7 @@ KEEP=
 PMD=af_packet
 AUTH=on
 WORKERS=1
+ISOCKS=1
 EDGES=0
 ENVF=
 USERCMD=()
@@ -361,6 +366,7 @@ while [ $# -gt 0 ]; do
 	--pmd) PMD=$2; shift 2 ;;
 	--auth) AUTH=$2; shift 2 ;;
 	--workers) WORKERS=$2; shift 2 ;;
+	--island-sockets) ISOCKS=$2; shift 2 ;;
 	--edges) [ "$CMD" = up ] || die "--edges: only with up"; EDGES=1; shift ;;
 	--env) [ "$CMD" = up ] || die "--env: only with up"; ENVF=$(realpath -m "$2"); shift 2 ;;
 	--) [ "$CMD" = up ] || die "'--': only with up"; shift; USERCMD=("$@"); break ;;
@@ -376,6 +382,8 @@ case "$PMD" in af_packet|af_xdp) ;; *) die "--pmd: af_packet or af_xdp" ;; esac
 case "$AUTH" in on|off) ;; *) die "--auth: on or off" ;; esac
 [[ "$WORKERS" =~ ^[0-9]+$ ]] && [ "$WORKERS" -ge 1 ] && [ "$WORKERS" -le 16 ] ||
 	die "--workers: 1 to 16"
+[[ "$ISOCKS" =~ ^[0-9]+$ ]] && [ "$ISOCKS" -ge 1 ] && [ "$ISOCKS" -le 16 ] ||
+	die "--island-sockets: 1 to 16"
 case "$ROUTING" in capacity|shortest) ;; *) die "--routing: capacity or shortest" ;; esac
 case "$REPL" in edge|network) ;; *) die "--replication: edge or network" ;; esac
 if [ "$CMD" = run ]; then
@@ -832,6 +840,7 @@ write_edge_conf() {
 		echo "ip = 10.10.$k.1"
 		echo "island_ip = 10.10.$k.2"
 		echo "island_mac = $(mac 2 $k)"
+		[ "$ISOCKS" -gt 1 ] && echo "island_sockets = $ISOCKS"
 		echo "[wan]"
 		echo "tail_wait = 20ms"
 		[ -n "$NACK_COPIES" ] && echo "last_nack_copies = $NACK_COPIES"
@@ -883,6 +892,7 @@ start_island() {
 	local -a extra=()
 	[ "$k" = "$SILENT" ] && extra=(--stop-after 1)
 	if [ "$AUTH" = on ]; then extra+=(--key-file "$KEYF"); else extra+=(--auth off); fi
+	[ "$ISOCKS" -gt 1 ] && extra+=(--sockets "$ISOCKS" --rx-threads on)
 	ip netns exec "isth-$RID-$k" "$ISLAND" --job 1 --island "$k" --islands "$N" \
 		--edge "10.10.$k.1:9471" --bind "10.10.$k.2:9471" --rounds "$(island_rounds "$k")" \
 		--dtype "$DTYPE" --elems "$ELEMS" --timeout $((margin + 30)) \

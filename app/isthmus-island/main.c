@@ -83,6 +83,11 @@ static const char usage[] =
 	"                   buffer into up to 64 DATA datagrams; the same bytes on\n"
 	"                   the wire; falls back to plain sends if refused\n"
 	"  --gro on|off     UDP GRO on receive (default off): read coalesced AGGs\n"
+	"  --rx-threads on|off  a receive thread per socket (default off): socket\n"
+	"                   i reads, verifies and sums the AGG streams k with\n"
+	"                   k % N == i (N = --sockets), which the edge sends to\n"
+	"                   PORT + k % N: its [access] island_sockets must be N.\n"
+	"                   off: every socket is read by the main thread\n"
 	"  --help           this text\n"
 	"\n"
 	"Output: one line per round\n"
@@ -123,6 +128,7 @@ struct opts {
 	bool auth_off;
 	unsigned int n_sockets;
 	uint8_t gso, gro; /* enum isth_island_offload */
+	bool rx_threads;
 };
 
 /* "on" or "off" for --gso/--gro. */
@@ -200,6 +206,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{"sockets", required_argument, NULL, 'S'},
 		{"gso", required_argument, NULL, 'G'},
 		{"gro", required_argument, NULL, 'R'},
+		{"rx-threads", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -312,6 +319,13 @@ parse_args(int argc, char **argv, struct opts *o)
 		case 'R':
 			bad = parse_onoff(a, &o->gro);
 			break;
+		case 'T': {
+			uint8_t on = 0;
+
+			bad = parse_onoff(a, &on);
+			o->rx_threads = on == ISTH_ISLAND_OFFLOAD_ON;
+			break;
+		}
 		case 'h':
 			fputs(usage, stdout);
 			exit(0);
@@ -654,6 +668,7 @@ main(int argc, char **argv)
 		.n_sockets = u.o.n_sockets,
 		.gso = u.o.gso,
 		.gro = u.o.gro,
+		.rx_threads = u.o.rx_threads,
 	};
 	u.s = isth_island_open_err(&conf, err, sizeof(err));
 	if (u.s == NULL) {
@@ -774,6 +789,36 @@ main(int argc, char **argv)
 		if (st.drop[i])
 			fprintf(stderr, "isthmus-island: dropped %" PRIu64 " packets: %s\n",
 				st.drop[i], isth_island_drop_name(i));
+	/* receive threads: stream k is read on socket k % N alone, so an
+	 * edge whose island_sockets differs loses streams (a clear word) */
+	if (st.drop[ISTH_ISLAND_DROP_agg_socket])
+		fprintf(stderr,
+			"isthmus-island: %" PRIu64 " AGG/GONE arrived on a socket other than "
+			"their stream's: this island has --sockets %u --rx-threads on (stream k "
+			"on port %u + k %% %u); the edge's [access] island_sockets must be %u\n",
+			st.drop[ISTH_ISLAND_DROP_agg_socket], st.n_sockets,
+			(unsigned int)isth_island_local_port(u.s), st.n_sockets, st.n_sockets);
+	/* what each receive thread read: the streams it took */
+	for (i = 0; st.rx_threads && i < st.n_sockets; i++)
+		fprintf(stderr,
+			"isthmus-island: socket %u (port %u): %" PRIu64 " datagrams, AGG streams "
+			"%#x\n",
+			i, (unsigned int)isth_island_socket_port(u.s, i), st.sock_rx[i],
+			(unsigned int)st.sock_streams[i]);
+	for (i = 0; st.rx_threads && i < st.agg_streams; i++) {
+		unsigned int j, seen = 0;
+
+		for (j = 0; j < st.n_sockets; j++)
+			seen |= st.sock_streams[j];
+		if (!(seen & 1u << i) && st.rounds_announced)
+			fprintf(stderr,
+				"isthmus-island: AGG stream %u never arrived on socket %u "
+				"(port %u): is the edge's [access] island_sockets %u, as "
+				"--sockets here?\n",
+				i, i % st.n_sockets,
+				(unsigned int)isth_island_socket_port(u.s, i % st.n_sockets),
+				st.n_sockets);
+	}
 	if (st.gso_refused)
 		fprintf(stderr,
 			"isthmus-island: the kernel refused UDP GSO: sent plain datagrams\n");

@@ -112,6 +112,14 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 	TRY(isth_conf_mac(c, "access", "island_mac", true, NULL, cfg->island_mac));
 	TRY(isth_conf_u64(c, "access", "island_port", false, cfg->udp_port, 1, 65535, &v));
 	cfg->island_port = (uint16_t)v;
+	/* the island's receiving sockets: AGG stream k goes to island_port +
+	 * k % island_sockets (doc/protocol.md, "AGG streams") */
+	TRY(isth_conf_u64(
+		c, "access", "island_sockets", false, 1, 1, ISTHD_ISLAND_MAX_SOCKETS, &v));
+	cfg->island_sockets = (uint32_t)v;
+	if ((uint32_t)cfg->island_port + cfg->island_sockets - 1 > 65535)
+		return isth_conf_fail(c, "access", "island_sockets",
+			"island_port + island_sockets - 1 is past port 65535");
 
 	if (!isth_conf_has_section(c, "wan"))
 		return isth_conf_fail(c, "wan", NULL, "section missing");

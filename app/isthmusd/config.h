@@ -12,6 +12,9 @@
 #include <stdint.h>
 
 #define ISTHD_MAX_PEERS 64
+/* [access] island_sockets: the island's receiving sockets, one per AGG
+ * stream at most (the 4-bit stream field, doc/protocol.md) */
+#define ISTHD_ISLAND_MAX_SOCKETS 16u
 /* [wan] group_base default: 239.192.0.0, organisation-local scope (RFC 2365) */
 #define ISTHD_GROUP_BASE_DEFAULT 0xefc00000u
 /* Cycle rounds a schedule may have with replication = network: one /16 */
@@ -75,6 +78,9 @@ struct isthd_config {
 	uint32_t island_ip;
 	uint8_t island_mac[6];
 	uint16_t island_port;
+	/* sockets the island receives on, 1..ISTHD_ISLAND_MAX_SOCKETS: its
+	 * ports are island_port + i; AGG/GONE of stream k go to socket k % it */
+	uint32_t island_sockets;
 	/* [wan] */
 	struct isthd_port wan;
 	uint8_t gateway_mac[6];

@@ -60,7 +60,7 @@ isthd_frame_template(struct isthd *d)
 	uint8_t *ip = d->island_frame + ISTH_WIRE_ETH_HDR_SIZE;
 	struct isth_wire_addr a;
 	uint32_t sum = 0;
-	unsigned int i;
+	unsigned int i, ns;
 
 	memset(&a, 0, sizeof(a));
 	memcpy(a.dst_mac, d->cfg.island_mac, 6);
@@ -76,20 +76,36 @@ isthd_frame_template(struct isthd *d)
 	for (i = 0; i < ISTH_WIRE_IPV4_MIN_HDR_SIZE; i += 2)
 		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
 	d->island_frame_sum = sum;
+	/* the island's socket of each AGG stream; the template's UDP checksum
+	 * is 0 (none), so patching the port leaves nothing to recompute */
+	ns = d->cfg.island_sockets ? d->cfg.island_sockets : 1; /* 0: a config not parsed */
+	for (i = 0; i < ISTH_WIRE_MAX_STREAMS; i++)
+		d->island_dport_be[i] = rte_cpu_to_be_16((uint16_t)(d->cfg.island_port + i % ns));
 }
 
 /* The island's address on every frame to it (AGG, GONE, ROUND): prepend
- * Ethernet/IPv4/UDP to the message in @m. Per packet: lives here. */
+ * Ethernet/IPv4/UDP to the message in @m. Per packet: lives here. AGG and
+ * GONE go to the island socket of their stream ([access] island_sockets;
+ * a resend keeps the frame, so the port, it was first sent with); a
+ * ROUND's stream field is a count, it goes to island_port. */
 int
 isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
 {
 	uint32_t msg = rte_pktmbuf_pkt_len(m);
 	uint32_t tot = ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE + msg;
 	uint32_t sum = d->island_frame_sum + tot;
-	uint8_t *p, *ip, *udp;
+	uint8_t *p, *ip, *udp, type;
+	uint16_t dport = 0;
 
 	if (tot > 65535)
 		return -EINVAL;
+	if (likely(rte_pktmbuf_data_len(m) > ISTH_WIRE_OFF_FLAGS)) {
+		const uint8_t *w = rte_pktmbuf_mtod(m, const uint8_t *);
+
+		type = w[ISTH_WIRE_OFF_TYPE];
+		if (type == ISTH_WIRE_AGG || type == ISTH_WIRE_GONE)
+			dport = d->island_dport_be[isth_wire_get_stream(w)];
+	}
 	p = (uint8_t *)rte_pktmbuf_prepend(m, ISTHD_ISLAND_HDR);
 	if (p == NULL)
 		return -ENOSPC;
@@ -104,6 +120,8 @@ isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
 	ip[11] = (uint8_t)sum;
 	udp[4] = (uint8_t)((tot - ISTH_WIRE_IPV4_MIN_HDR_SIZE) >> 8);
 	udp[5] = (uint8_t)(tot - ISTH_WIRE_IPV4_MIN_HDR_SIZE);
+	if (dport != 0)
+		memcpy(udp + 2, &dport, 2);
 	return 0;
 }
 

@@ -404,6 +404,10 @@ struct isthd {
 	 * set-up, read by isthd_frame_to_island() on any lcore */
 	uint8_t island_frame[ISTHD_ISLAND_HDR];
 	uint32_t island_frame_sum;
+	/* UDP destination port (network order) of AGG/GONE stream k:
+	 * island_port + k % island_sockets, from the config only; written by
+	 * isthd_frame_template() at set-up, read by isthd_frame_to_island() */
+	uint16_t island_dport_be[ISTH_WIRE_MAX_STREAMS];
 	struct rte_mempool *pool; /* RX frames, AGG messages */
 	struct rte_mempool *hdr_pool; /* fan-out headers and clones */
 	struct rte_mempool *ctl_pool; /* ROUND and GONE messages */

@@ -10,6 +10,11 @@
  * and written with the mutex held. Waiting callers drop the mutex: one of
  * them (the "reader") blocks in ppoll() on the socket, the others on the
  * condition variable; after each batch the reader broadcasts.
+ *
+ * With conf.rx_threads a thread per socket is the reader of its socket:
+ * it reads a burst and checks its tags without mu, then takes mu once per
+ * burst to judge it (seq windows of the streams it owns, sums) and run
+ * its streams' timers, and broadcasts; callers only wait on cv.
  */
 #include <endian.h>
 #include <errno.h>
@@ -27,6 +32,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 
 #include "isth_island.h"
@@ -51,6 +57,11 @@
 /* Receive with GRO: buffers of a whole coalesced datagram */
 #define RX_GRO_MSGS 16u
 #define RX_GRO_BYTES 65536u
+/* Tag statuses a receive thread computes per read before it takes mu:
+ * datagrams per buffer (UDP GRO coalesces at most 64; more are verified
+ * under mu) */
+#define RX_VST_SEGS 64u
+#define VST_NONE 0xffu /* not verified yet */
 
 #define SEQ_MASK (ISTH_ISLAND_SEQ_WINDOW - 1)
 
@@ -141,6 +152,20 @@ struct agg_stream {
 	size_t win_stride;
 };
 
+/* What one reader needs to read a burst: the caller's (session) or a
+ * receive thread's (socket), each used by its owner alone. */
+struct rx_ctx {
+	uint8_t *buf; /* [rx_n][rx_size] */
+	struct mmsghdr m[BURST];
+	struct iovec v[BURST];
+	struct sockaddr_in a[BURST];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} c[BURST];
+	uint8_t *vst; /* receive threads: [rx_n * RX_VST_SEGS] tag statuses */
+};
+
 struct isl_sock {
 	struct isth_island *sess; /* written by: open */
 	unsigned int idx; /* written by: open; chunk range idx of n_socks */
@@ -156,6 +181,18 @@ struct isl_sock {
 	struct isth_auth_engine *eng;
 	pthread_t th;
 	bool th_started;
+	/* conf.rx_threads: the receive thread of this socket and what it
+	 * reads with (written by open; rx used by the thread alone) */
+	pthread_t rx_th;
+	bool rx_started;
+	struct rx_ctx *rx;
+	/* verifies this socket's datagrams outside mu: own OpenSSL context;
+	 * the thread holds rxmu while it uses it, reload_keys() swaps it
+	 * holding mu and rxmu (under mu alone the thread may use it too) */
+	struct isth_auth_engine *rx_eng;
+	pthread_mutex_t rxmu;
+	bool rxmu_init;
+	uint64_t last_probe_ns; /* tail probes of its streams; under mu */
 	/* per send(): written by the sender, read by send() after it */
 	int rc;
 	uint64_t pkts, bytes, errors, gso_sends, gso_refused;
@@ -187,6 +224,12 @@ struct isth_island {
 	uint32_t n_chunks;
 	size_t msg_max; /* largest message the MTU allows */
 	uint64_t tick_ns; /* longest wait between timer runs */
+	bool auth_on; /* conf.key_file given (fixed at open) */
+	/* conf.rx_threads: a receive thread per socket, stream k owned by
+	 * socket k % n_socks; close() sets rx_quit and signals wake_fd */
+	bool rx_threads;
+	atomic_bool rx_quit;
+	int wake_fd;
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* broadcast after each batch */
@@ -207,6 +250,11 @@ struct isth_island {
 
 	/* guarded by mu */
 	bool reading; /* a caller is blocked in ppoll() */
+	/* receive threads: something a waiting caller looks for happened (a
+	 * ROUND, a round complete); the thread broadcasts cv only then, so a
+	 * burst that changes nothing a caller waits on wakes nobody (callers
+	 * still look at least every tick_ns, for deadlines) */
+	bool rx_wake;
 	struct slot slots[ISTH_ISLAND_ROUNDS];
 	bool have_newest;
 	uint32_t newest_round; /* newest round any slot took */
@@ -220,7 +268,6 @@ struct isth_island {
 	unsigned int n_streams;
 	struct agg_stream as[ISTH_WIRE_MAX_STREAMS];
 	uint64_t quiet_since_ns; /* last AGG or ROUND received */
-	uint64_t last_probe_ns;
 	uint64_t data_seq; /* next DATA seq */
 	uint64_t nack_seq; /* next NACK seq (auth on; v1 sends 0) */
 	struct isth_island_stats st;
@@ -235,14 +282,7 @@ struct isth_island {
 	uint64_t *win_words; /* [ISTH_AUTH_MAX_EPOCHS][win_stride] */
 	size_t win_stride;
 
-	uint8_t *rxbuf; /* [rx_n][rx_size] */
-	struct mmsghdr rxm[BURST];
-	struct iovec rxv[BURST];
-	struct sockaddr_in rxa[BURST];
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} rxc[BURST];
+	struct rx_ctx rx; /* the caller's reads (not with rx_threads) */
 	struct pollfd pfd[ISTH_ISLAND_MAX_SOCKETS];
 	uint8_t *nackbuf; /* [msg_max]: NACKs and probes, under mu */
 	struct mmsghdr nackm;
@@ -342,6 +382,24 @@ static inline void
 drop(struct isth_island *s, enum isth_island_drop why)
 {
 	s->st.drop[why]++;
+}
+
+/* The socket that owns AGG stream @k: receives it, NACKs and probes it
+ * (k % n_socks with receive threads; socket 0 reads for all without). */
+static inline unsigned int
+stream_sock(const struct isth_island *s, unsigned int k)
+{
+	return s->rx_threads ? k % s->n_socks : 0;
+}
+
+#define ALL_SOCKS UINT32_MAX /* run_timers(): every stream (no rx threads) */
+
+/* Stream @k arrived on socket @sock, which does not own it: only with
+ * receive threads (without, the caller reads any stream on any socket). */
+static inline bool
+stream_foreign(const struct isth_island *s, unsigned int k, unsigned int sock)
+{
+	return s->rx_threads && k % s->n_socks != sock;
 }
 
 /* ---- sending ---------------------------------------------------------- */
@@ -498,7 +556,8 @@ send_nack(struct isth_island *s, const struct isth_wire_range *r, unsigned int n
 		len = (size_t)k;
 	}
 	tx_msg(s, &s->nackm, &s->nackv, p, len);
-	if (tx_mmsg(s->socks[0].fd, &s->nackm, 1) != 1) {
+	/* from the stream's own socket: that is where its repairs are read */
+	if (tx_mmsg(s->socks[stream_sock(s, stream)].fd, &s->nackm, 1) != 1) {
 		s->st.tx_errors++;
 		return -EIO;
 	}
@@ -809,14 +868,15 @@ run_nacks(struct isth_island *s, unsigned int k, uint64_t now)
  * not sent yet, which the island ignores.
  */
 static void
-run_probe(struct isth_island *s, uint64_t now)
+run_probe(struct isth_island *s, uint64_t now, unsigned int sock)
 {
+	struct isl_sock *so = &s->socks[sock == ALL_SOCKS ? 0 : sock];
 	struct isth_wire_range r;
 	const struct slot *live = NULL;
 	unsigned int i;
 
 	if (s->conf.probe_ns == UINT64_MAX || now - s->quiet_since_ns < s->conf.probe_ns ||
-		now - s->last_probe_ns < s->conf.probe_ns)
+		now - so->last_probe_ns < s->conf.probe_ns)
 		return;
 	for (i = 0; i < ISTH_ISLAND_ROUNDS; i++) {
 		const struct slot *sl = &s->slots[i];
@@ -827,11 +887,14 @@ run_probe(struct isth_island *s, uint64_t now)
 	}
 	if (live == NULL)
 		return;
-	s->last_probe_ns = now;
-	/* each stream's tail: which stream the last AGGs are in is unknown */
+	so->last_probe_ns = now;
+	/* each stream's tail: which stream the last AGGs are in is unknown;
+	 * with receive threads, socket @sock probes the streams it owns */
 	for (i = 0; i < s->n_streams; i++) {
 		const struct agg_stream *a = &s->as[i];
 
+		if (sock != ALL_SOCKS && stream_sock(s, i) != sock)
+			continue;
 		r.first = a->have_seq ? a->next_seq : 0;
 		r.last = r.first + PROBE_SPAN - 1;
 		if (send_nack(s, &r, 1, live->round, i) == 0)
@@ -839,13 +902,14 @@ run_probe(struct isth_island *s, uint64_t now)
 	}
 }
 
+/* Timers of the streams socket @sock owns (ALL_SOCKS: every stream). */
 static void
-run_timers(struct isth_island *s, uint64_t now)
+run_timers(struct isth_island *s, uint64_t now, unsigned int sock)
 {
 	for (unsigned int k = 0; k < s->n_streams; k++)
-		if (s->as[k].n_missing)
+		if (s->as[k].n_missing && (sock == ALL_SOCKS || stream_sock(s, k) == sock))
 			run_nacks(s, k, now);
-	run_probe(s, now);
+	run_probe(s, now, sock);
 }
 
 /* ---- receiving -------------------------------------------------------- */
@@ -864,6 +928,7 @@ on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
 	if (b.n_chunks != s->n_chunks || b.chunk_elems != s->chunk_elems) {
 		drop(s, ISTH_ISLAND_DROP_round_shape);
 		s->shape_err = true;
+		s->rx_wake = true;
 		s->shape_info = (struct isth_island_round){
 			.round = p->hdr.round,
 			.start_ns = b.start_ns,
@@ -908,10 +973,11 @@ on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
 			sl->chunks_done++;
 	s->quiet_since_ns = now;
 	s->st.rounds_announced++;
+	s->rx_wake = true;
 }
 
 static void
-on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
+on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsigned int sock)
 {
 	const struct isth_wire_hdr *h = &p->hdr;
 	enum isth_island_drop why;
@@ -925,6 +991,7 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
 	}
 	if (!seq_accept(s, &s->as[h->stream], h))
 		return;
+	s->st.sock_streams[sock] |= (uint16_t)(1u << h->stream);
 	s->quiet_since_ns = now;
 	if (h->flags & ISTH_WIRE_F_RESENT)
 		s->st.resent++;
@@ -972,8 +1039,9 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
 	sl->bitmap[h->chunk] = before | h->bitmap;
 	sl->aggs[h->chunk]++;
 	s->st.aggs_summed++;
-	if (sl->announced && (sl->bitmap[h->chunk] & sl->info.expected) == sl->info.expected)
-		sl->chunks_done++;
+	if (sl->announced && (sl->bitmap[h->chunk] & sl->info.expected) == sl->info.expected &&
+		++sl->chunks_done == s->n_chunks)
+		s->rx_wake = true;
 }
 
 static void
@@ -1135,7 +1203,8 @@ get_be64(const uint8_t *p)
  * counted by reason; the window moves only for a verified tag.
  */
 static bool
-auth_rx(struct isth_island *s, const uint8_t *buf, size_t len)
+auth_rx(struct isth_island *s, const uint8_t *buf, size_t len, unsigned int sock,
+	struct isth_auth_engine *eng, uint8_t vst)
 {
 	enum isth_auth_status st;
 	struct isth_auth_replay *rw;
@@ -1143,7 +1212,9 @@ auth_rx(struct isth_island *s, const uint8_t *buf, size_t len)
 	unsigned int k = 0;
 	int t = -1;
 
-	st = isth_auth_verify(s->eng, ISTH_AUTH_DOWN, s->conf.island, buf, len);
+	/* a receive thread verified it before it took mu, or does it now */
+	st = vst != VST_NONE ? (enum isth_auth_status)vst
+			     : isth_auth_verify(eng, ISTH_AUTH_DOWN, s->conf.island, buf, len);
 	if (st == ISTH_AUTH_OK) {
 		switch (buf[ISTH_WIRE_OFF_TYPE]) { /* type; the edge sends an island nothing else */
 		case ISTH_WIRE_AGG:
@@ -1167,6 +1238,11 @@ auth_rx(struct isth_island *s, const uint8_t *buf, size_t len)
 			drop(s, ISTH_ISLAND_DROP_agg_stream);
 			return false;
 		}
+		/* before its replay window: only the owner's thread moves it */
+		if (stream_foreign(s, k, sock)) {
+			drop(s, ISTH_ISLAND_DROP_agg_socket);
+			return false;
+		}
 	}
 	if (st == ISTH_AUTH_OK && t >= 0) {
 		w = win_find(s, buf[ISTH_AUTH_OFF_EPOCH]);
@@ -1181,15 +1257,21 @@ auth_rx(struct isth_island *s, const uint8_t *buf, size_t len)
 	return true;
 }
 
+/*
+ * One datagram read on socket @sock, under mu. Auth on: @vst is its tag
+ * status if a receive thread verified it already, else VST_NONE and it is
+ * verified here with @eng.
+ */
 static void
 on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct sockaddr_in *from,
-	int flags, uint64_t now)
+	int flags, uint64_t now, unsigned int sock, struct isth_auth_engine *eng, uint8_t vst)
 {
 	enum isth_wire_reason r;
 	struct isth_wire_pkt p;
 
 	s->st.rx_packets++;
 	s->st.rx_bytes += len;
+	s->st.sock_rx[sock]++;
 	if (flags & MSG_TRUNC) {
 		drop(s, ISTH_ISLAND_DROP_truncated);
 		return;
@@ -1200,7 +1282,7 @@ on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct 
 		return;
 	}
 	/* auth on: nothing below sees a packet whose tag did not verify */
-	if (s->eng && !auth_rx(s, buf, len))
+	if (s->auth_on && !auth_rx(s, buf, len, sock, eng, vst))
 		return;
 	memset(&p, 0, sizeof(p));
 	r = isth_wire_parse_msg(buf, len, &s->lim, &p);
@@ -1217,9 +1299,16 @@ on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct 
 		drop(s, ISTH_ISLAND_DROP_sender);
 		return;
 	}
+	/* with receive threads stream k is read on socket k % n_socks
+	 * alone: its seq window and timers are that thread's */
+	if ((p.hdr.type == ISTH_WIRE_AGG || p.hdr.type == ISTH_WIRE_GONE) &&
+		stream_foreign(s, p.hdr.stream, sock)) {
+		drop(s, ISTH_ISLAND_DROP_agg_socket);
+		return;
+	}
 	switch (p.hdr.type) {
 	case ISTH_WIRE_AGG:
-		on_agg(s, &p, now);
+		on_agg(s, &p, now, sock);
 		break;
 	case ISTH_WIRE_GONE:
 		on_gone(s, &p);
@@ -1247,13 +1336,16 @@ rx_gro_size(struct msghdr *h)
 }
 
 /*
- * One buffer read: a datagram, or with GRO several of one flow back to
- * back, each @seg bytes but the last. Each datagram is counted and
- * judged on its own, exactly as if it had come alone.
+ * One buffer read on socket @sock: a datagram, or with GRO several of one
+ * flow back to back, each @seg bytes but the last. Each datagram is
+ * counted and judged on its own, exactly as if it had come alone. @vst:
+ * tag statuses of its first RX_VST_SEGS datagrams (receive threads), or
+ * NULL (verified here with @eng).
  */
 static int
 rx_buffer(struct isth_island *s, uint8_t *buf, size_t len, const struct sockaddr_in *from,
-	int flags, int seg, uint64_t now)
+	int flags, int seg, uint64_t now, unsigned int sock, struct isth_auth_engine *eng,
+	const uint8_t *vst)
 {
 	size_t off = 0;
 	int n = 0;
@@ -1263,55 +1355,76 @@ rx_buffer(struct isth_island *s, uint8_t *buf, size_t len, const struct sockaddr
 		 * than the MTU allows is what MSG_TRUNC says without */
 		if (len > s->msg_max)
 			flags |= MSG_TRUNC;
-		on_datagram(s, buf, len, from, flags, now);
+		on_datagram(s, buf, len, from, flags, now, sock, eng, vst ? vst[0] : VST_NONE);
 		return 1;
 	}
 	s->st.gro_rx++;
 	for (off = 0; off < len; off += (size_t)seg, n++) {
 		size_t l = len - off < (size_t)seg ? len - off : (size_t)seg;
 
-		on_datagram(s, buf + off, l, from, l > s->msg_max ? MSG_TRUNC : 0, now);
+		on_datagram(s, buf + off, l, from, l > s->msg_max ? MSG_TRUNC : 0, now, sock, eng,
+			vst && (unsigned int)n < RX_VST_SEGS ? vst[n] : VST_NONE);
 	}
 	return n;
 }
 
-/* Read everything queued on socket @fd, without blocking. */
+/* One recvmmsg on @fd into @x, without blocking: buffers read, 0 if none,
+ * or -errno. */
 static int
-rx_drain_fd(struct isth_island *s, int fd)
+rx_recv(struct isth_island *s, struct rx_ctx *x, int fd)
+{
+	unsigned int i;
+	int n;
+
+	for (i = 0; i < s->rx_n; i++) {
+		x->v[i].iov_base = x->buf + (size_t)i * s->rx_size;
+		x->v[i].iov_len = s->rx_size;
+		memset(&x->m[i], 0, sizeof(x->m[i]));
+		x->m[i].msg_hdr.msg_name = &x->a[i];
+		x->m[i].msg_hdr.msg_namelen = sizeof(x->a[i]);
+		x->m[i].msg_hdr.msg_iov = &x->v[i];
+		x->m[i].msg_hdr.msg_iovlen = 1;
+		if (s->gro) {
+			x->m[i].msg_hdr.msg_control = x->c[i].buf;
+			x->m[i].msg_hdr.msg_controllen = sizeof(x->c[i].buf);
+		}
+	}
+	do
+		n = recvmmsg(fd, x->m, s->rx_n, MSG_DONTWAIT, NULL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+	return n;
+}
+
+/* Judge the @n buffers of @x read on socket @sock, under mu. */
+static int
+rx_judge(struct isth_island *s, struct rx_ctx *x, int n, unsigned int sock,
+	struct isth_auth_engine *eng, bool verified)
+{
+	uint64_t now = now_ns(s);
+	int i, total = 0;
+
+	for (i = 0; i < n; i++)
+		total += rx_buffer(s, x->buf + (size_t)i * s->rx_size, x->m[i].msg_len, &x->a[i],
+			x->m[i].msg_hdr.msg_flags, s->gro ? rx_gro_size(&x->m[i].msg_hdr) : 0, now,
+			sock, eng, verified ? x->vst + (size_t)i * RX_VST_SEGS : NULL);
+	return total;
+}
+
+/* Read everything queued on socket @sock, without blocking (the caller's
+ * reads, under mu). */
+static int
+rx_drain_fd(struct isth_island *s, unsigned int sock)
 {
 	int total = 0;
 
 	for (;;) {
-		uint64_t now;
-		unsigned int i;
-		int n;
+		int n = rx_recv(s, &s->rx, s->socks[sock].fd);
 
-		for (i = 0; i < s->rx_n; i++) {
-			s->rxv[i].iov_base = s->rxbuf + (size_t)i * s->rx_size;
-			s->rxv[i].iov_len = s->rx_size;
-			memset(&s->rxm[i], 0, sizeof(s->rxm[i]));
-			s->rxm[i].msg_hdr.msg_name = &s->rxa[i];
-			s->rxm[i].msg_hdr.msg_namelen = sizeof(s->rxa[i]);
-			s->rxm[i].msg_hdr.msg_iov = &s->rxv[i];
-			s->rxm[i].msg_hdr.msg_iovlen = 1;
-			if (s->gro) {
-				s->rxm[i].msg_hdr.msg_control = s->rxc[i].buf;
-				s->rxm[i].msg_hdr.msg_controllen = sizeof(s->rxc[i].buf);
-			}
-		}
-		n = recvmmsg(fd, s->rxm, s->rx_n, MSG_DONTWAIT, NULL);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				break;
-			return total ? total : -errno;
-		}
-		now = now_ns(s);
-		for (i = 0; i < (unsigned int)n; i++)
-			total += rx_buffer(s, s->rxbuf + (size_t)i * s->rx_size, s->rxm[i].msg_len,
-				&s->rxa[i], s->rxm[i].msg_hdr.msg_flags,
-				s->gro ? rx_gro_size(&s->rxm[i].msg_hdr) : 0, now);
+		if (n < 0)
+			return total ? total : n;
+		total += rx_judge(s, &s->rx, n, sock, s->eng, false);
 		if ((unsigned int)n < s->rx_n)
 			break;
 	}
@@ -1326,7 +1439,7 @@ rx_drain(struct isth_island *s)
 	int total = 0, n;
 
 	for (i = 0; i < s->n_socks; i++) {
-		n = rx_drain_fd(s, s->socks[i].fd);
+		n = rx_drain_fd(s, i);
 		if (n < 0)
 			return total ? total : n;
 		total += n;
@@ -1335,9 +1448,112 @@ rx_drain(struct isth_island *s)
 }
 
 /*
+ * A receive thread's tag checks of the @n buffers it read, before it
+ * takes mu (the costly part of a datagram with auth on, so in parallel):
+ * what the datagrams checked under mu would be judged with, in
+ * on_datagram()'s order (a truncated datagram or one from elsewhere is
+ * refused before its tag is looked at, so it is not verified here).
+ */
+static void
+rx_verify(struct isth_island *s, struct isl_sock *so, int n)
+{
+	struct rx_ctx *x = so->rx;
+	int i;
+
+	pthread_mutex_lock(&so->rxmu);
+	for (i = 0; i < n; i++) {
+		uint8_t *buf = x->buf + (size_t)i * s->rx_size,
+			*st = x->vst + (size_t)i * RX_VST_SEGS;
+		size_t len = x->m[i].msg_len, off, seg = 0;
+		bool ok = x->a[i].sin_addr.s_addr == s->edge.sin_addr.s_addr &&
+			x->a[i].sin_port == s->edge.sin_port &&
+			!(x->m[i].msg_hdr.msg_flags & MSG_TRUNC);
+		unsigned int j;
+
+		if (s->gro)
+			seg = (size_t)rx_gro_size(&x->m[i].msg_hdr);
+		if (seg == 0 || seg >= len)
+			seg = len;
+		for (off = 0, j = 0; j < RX_VST_SEGS && off < len; off += seg, j++) {
+			size_t l = len - off < seg ? len - off : seg;
+
+			st[j] = ok && l <= s->msg_max
+				? (uint8_t)isth_auth_verify(
+					  so->rx_eng, ISTH_AUTH_DOWN, s->conf.island, buf + off, l)
+				: VST_NONE;
+		}
+		if (len == 0)
+			st[0] = VST_NONE;
+	}
+	pthread_mutex_unlock(&so->rxmu);
+}
+
+/*
+ * The receive thread of socket so->idx (conf.rx_threads): read a burst
+ * without mu, verify its tags without mu, then take mu once to judge the
+ * burst (seq windows, sums), run the timers of the streams the socket
+ * owns and wake the waiting callers. Until close() sets rx_quit.
+ */
+static void *
+rx_thread(void *arg)
+{
+	struct isl_sock *so = arg;
+	struct isth_island *s = so->sess;
+	struct pollfd pfd[2] = {
+		{.fd = so->fd, .events = POLLIN},
+		{.fd = s->wake_fd, .events = POLLIN},
+	};
+	struct timespec ts = {
+		.tv_sec = (time_t)(s->tick_ns / 1000000000ull),
+		.tv_nsec = (long)(s->tick_ns % 1000000000ull),
+	};
+	bool more = false;
+
+	while (!atomic_load_explicit(&s->rx_quit, memory_order_acquire)) {
+		int n;
+
+		if (!more)
+			(void)ppoll(pfd, 2, &ts, NULL);
+		n = rx_recv(s, so->rx, so->fd);
+		if (n > 0 && s->auth_on)
+			rx_verify(s, so, n);
+		pthread_mutex_lock(&s->mu);
+		if (n > 0)
+			rx_judge(s, so->rx, n, so->idx, so->rx_eng, s->auth_on);
+		run_timers(s, now_ns(s), so->idx);
+		if (s->rx_wake) {
+			s->rx_wake = false;
+			pthread_cond_broadcast(&s->cv);
+		}
+		pthread_mutex_unlock(&s->mu);
+		more = n == (int)s->rx_n; /* a full burst: more may be queued */
+	}
+	return NULL;
+}
+
+/* close() and a failed open(): stop the receive threads and wait for them. */
+static void
+rx_threads_stop(struct isth_island *s)
+{
+	uint64_t one = 1;
+	unsigned int i;
+
+	atomic_store_explicit(&s->rx_quit, true, memory_order_release);
+	/* if the write fails the threads still see rx_quit within a tick */
+	if (s->wake_fd >= 0)
+		(void)!write(s->wake_fd, &one, sizeof(one));
+	for (i = 0; i < s->n_socks; i++)
+		if (s->socks[i].rx_started) {
+			pthread_join(s->socks[i].rx_th, NULL);
+			s->socks[i].rx_started = false;
+		}
+}
+
+/*
  * Wait up to @slice_ns for packets, with mu held (dropped while waiting).
  * The first waiter blocks on the socket and processes what comes; others
- * sleep on cv until it broadcasts. Returns packets processed by this
+ * sleep on cv until it broadcasts. With receive threads every caller
+ * sleeps on cv (reading stays set). Returns packets processed by this
  * caller, or a negative errno from the socket.
  */
 static int
@@ -1365,7 +1581,7 @@ wait_io(struct isth_island *s, uint64_t slice_ns)
 		pthread_mutex_lock(&s->mu);
 		s->reading = false;
 		n = rx_drain(s);
-		run_timers(s, now_ns(s));
+		run_timers(s, now_ns(s), ALL_SOCKS);
 		pthread_cond_broadcast(&s->cv);
 		return n;
 	}
@@ -1484,6 +1700,7 @@ streams_free(struct isth_island *s)
 
 static void *tx_thread(void *arg);
 static void tx_threads_stop(struct isth_island *s);
+static void rx_socks_free(struct isth_island *s);
 
 /*
  * Open, configure and bind socket @i: port bind_port + i (ephemeral if
@@ -1547,12 +1764,33 @@ sock_open(struct isth_island *s, unsigned int i, char *errbuf, size_t errlen)
 	return 0;
 }
 
+/* After rx_threads_stop(): the receive threads' mutexes and wake_fd. */
+static void
+rx_socks_free(struct isth_island *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < ISTH_ISLAND_MAX_SOCKETS; i++)
+		if (s->socks[i].rxmu_init) {
+			pthread_mutex_destroy(&s->socks[i].rxmu);
+			s->socks[i].rxmu_init = false;
+		}
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	s->wake_fd = -1;
+}
+
 static void
 socks_free(struct isth_island *s)
 {
 	unsigned int i;
 
 	for (i = 0; i < ISTH_ISLAND_MAX_SOCKETS; i++) {
+		if (s->socks[i].rx) {
+			free(s->socks[i].rx->buf);
+			free(s->socks[i].rx->vst);
+			free(s->socks[i].rx);
+		}
 		free(s->socks[i].buf);
 		free(s->socks[i].len);
 		free(s->socks[i].m);
@@ -1662,10 +1900,26 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 		s->rx_n = RX_GRO_MSGS;
 		s->rx_size = RX_GRO_BYTES;
 	}
-	s->rxbuf = malloc(s->rx_n * s->rx_size);
+	s->rx.buf = malloc(s->rx_n * s->rx_size);
 	s->nackbuf = malloc(s->msg_max);
-	if (s->as[0].seqs == NULL || s->rxbuf == NULL || s->nackbuf == NULL)
+	if (s->as[0].seqs == NULL || s->rx.buf == NULL || s->nackbuf == NULL)
 		goto free_bufs;
+	s->auth_on = conf->key_file != NULL;
+	s->rx_threads = conf->rx_threads;
+	s->st.rx_threads = conf->rx_threads;
+	s->wake_fd = -1;
+	atomic_init(&s->rx_quit, false);
+	for (i = 0; s->rx_threads && i < s->n_socks; i++) {
+		struct isl_sock *so = &s->socks[i];
+
+		so->rx = calloc(1, sizeof(*so->rx));
+		if (so->rx == NULL)
+			goto free_bufs;
+		so->rx->buf = malloc(s->rx_n * s->rx_size);
+		so->rx->vst = malloc((size_t)s->rx_n * RX_VST_SEGS);
+		if (so->rx->buf == NULL || so->rx->vst == NULL)
+			goto free_bufs;
+	}
 	for (i = 0; i < s->n_socks; i++) {
 		struct isl_sock *so = &s->socks[i];
 
@@ -1687,6 +1941,10 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 		}
 		for (i = 0; i < s->n_socks; i++) {
 			rc = isth_auth_engine_create(s->auth, ISTH_AUTH_OPENSSL, &s->socks[i].eng);
+			/* receive threads verify in parallel: an engine each */
+			if (rc == 0 && s->rx_threads)
+				rc = isth_auth_engine_create(
+					s->auth, ISTH_AUTH_OPENSSL, &s->socks[i].rx_eng);
 			if (rc < 0) {
 				err = -rc;
 				goto free_auth;
@@ -1743,6 +2001,28 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 	err = pthread_mutex_init(&s->jmu, NULL);
 	if (err)
 		goto destroy_txmu;
+	if (s->rx_threads) {
+		/* callers only wait: the threads read (wait_io) */
+		s->reading = true;
+		s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (s->wake_fd < 0) {
+			err = errno;
+			goto stop_threads;
+		}
+		for (i = 0; i < s->n_socks && err == 0; i++) {
+			err = pthread_mutex_init(&s->socks[i].rxmu, NULL);
+			s->socks[i].rxmu_init = err == 0;
+		}
+		for (i = 0; i < s->n_socks && err == 0; i++) {
+			err = pthread_create(&s->socks[i].rx_th, NULL, rx_thread, &s->socks[i]);
+			s->socks[i].rx_started = err == 0;
+		}
+		if (err) {
+			if (errbuf && errlen)
+				snprintf(errbuf, errlen, "receive threads: %s", strerror(err));
+			goto stop_threads;
+		}
+	}
 	for (i = 1; i < s->n_socks; i++) {
 		err = pthread_create(&s->socks[i].th, NULL, tx_thread, &s->socks[i]);
 		if (err) {
@@ -1755,6 +2035,8 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 	return s;
 
 stop_threads:
+	rx_threads_stop(s);
+	rx_socks_free(s);
 	tx_threads_stop(s);
 	pthread_mutex_destroy(&s->jmu);
 destroy_txmu:
@@ -1776,14 +2058,16 @@ free_slots:
 	}
 free_auth:
 	free(s->win_words);
-	for (i = 0; i < s->n_socks; i++)
+	for (i = 0; i < s->n_socks; i++) {
 		isth_auth_engine_free(s->socks[i].eng);
+		isth_auth_engine_free(s->socks[i].rx_eng);
+	}
 	isth_auth_engine_free(s->eng);
 	isth_auth_free(s->auth);
 free_bufs:
 	socks_free(s);
 	streams_free(s);
-	free(s->rxbuf);
+	free(s->rx.buf);
 	free(s->nackbuf);
 free_s:
 	free(s);
@@ -1798,6 +2082,9 @@ isth_island_close(struct isth_island *s)
 
 	if (s == NULL)
 		return;
+	/* the receive threads take mu and read the sockets: first */
+	rx_threads_stop(s);
+	rx_socks_free(s);
 	tx_threads_stop(s);
 	pthread_mutex_destroy(&s->jmu);
 	pthread_mutex_destroy(&s->txmu);
@@ -1807,6 +2094,7 @@ isth_island_close(struct isth_island *s)
 	for (i = 0; i < s->n_socks; i++) {
 		close(s->socks[i].fd);
 		isth_auth_engine_free(s->socks[i].eng);
+		isth_auth_engine_free(s->socks[i].rx_eng);
 	}
 	for (i = 0; i < ISTH_ISLAND_ROUNDS; i++) {
 		free(s->slots[i].bitmap);
@@ -1818,7 +2106,7 @@ isth_island_close(struct isth_island *s)
 	isth_auth_free(s->auth);
 	socks_free(s);
 	streams_free(s);
-	free(s->rxbuf);
+	free(s->rx.buf);
 	free(s->nackbuf);
 	free(s);
 }
@@ -1883,6 +2171,7 @@ int
 isth_island_reload_keys(struct isth_island *s, const char *key_file, char *err, size_t errlen)
 {
 	struct isth_auth_engine *e, *old_e, *tx_e[ISTH_ISLAND_MAX_SOCKETS];
+	struct isth_auth_engine *rx_e[ISTH_ISLAND_MAX_SOCKETS];
 	struct isth_auth *a, *old_a;
 	unsigned int i;
 	int rc;
@@ -1902,13 +2191,19 @@ isth_island_reload_keys(struct isth_island *s, const char *key_file, char *err, 
 		return rc;
 	/* the senders' engines, one per socket (they seal in parallel) */
 	memset(tx_e, 0, sizeof(tx_e));
-	for (i = 0; i < s->n_socks && rc == 0; i++)
+	memset(rx_e, 0, sizeof(rx_e));
+	for (i = 0; i < s->n_socks && rc == 0; i++) {
 		rc = isth_auth_engine_create(a, ISTH_AUTH_OPENSSL, &tx_e[i]);
+		if (rc == 0 && s->rx_threads)
+			rc = isth_auth_engine_create(a, ISTH_AUTH_OPENSSL, &rx_e[i]);
+	}
 	if (rc < 0) {
 		if (err && errlen)
 			snprintf(err, errlen, "%s: tag engine: %s", key_file, strerror(-rc));
-		for (i = 0; i < s->n_socks; i++)
+		for (i = 0; i < s->n_socks; i++) {
 			isth_auth_engine_free(tx_e[i]);
+			isth_auth_engine_free(rx_e[i]);
+		}
 		isth_auth_engine_free(e);
 		isth_auth_free(a);
 		return rc;
@@ -1927,6 +2222,15 @@ isth_island_reload_keys(struct isth_island *s, const char *key_file, char *err, 
 
 			s->socks[i].eng = tx_e[i];
 			tx_e[i] = t; /* the old one, freed below */
+			if (!s->rx_threads)
+				continue;
+			/* the receive thread verifies with it outside mu,
+			 * holding rxmu (lock order: txmu, mu, rxmu) */
+			pthread_mutex_lock(&s->socks[i].rxmu);
+			t = s->socks[i].rx_eng;
+			s->socks[i].rx_eng = rx_e[i];
+			rx_e[i] = t;
+			pthread_mutex_unlock(&s->socks[i].rxmu);
 		}
 		win_sync(s);
 		s->st.key_reloads++;
@@ -1937,8 +2241,10 @@ isth_island_reload_keys(struct isth_island *s, const char *key_file, char *err, 
 	}
 	pthread_mutex_unlock(&s->mu);
 	pthread_mutex_unlock(&s->txmu);
-	for (i = 0; i < s->n_socks; i++)
+	for (i = 0; i < s->n_socks; i++) {
 		isth_auth_engine_free(tx_e[i]);
+		isth_auth_engine_free(rx_e[i]);
+	}
 	isth_auth_engine_free(old_e);
 	isth_auth_free(old_a);
 	return rc;
@@ -2334,7 +2640,7 @@ isth_island_result(struct isth_island *s, uint32_t round, void *out, size_t out_
 				 * may be a newer round's ROUND taking over the
 				 * slot of this one, past its deadline */
 				rx_drain(s);
-				run_timers(s, now);
+				run_timers(s, now, ALL_SOCKS);
 				if (slot_find(s, round) != sl) {
 					pthread_mutex_unlock(&s->mu);
 					return -ESTALE;
@@ -2408,7 +2714,7 @@ isth_island_ready(struct isth_island *s, uint32_t round, uint64_t timeout_ns)
 
 			if (sl->chunks_done < s->n_chunks && now >= stop && !s->reading) {
 				rx_drain(s); /* as in result() */
-				run_timers(s, now);
+				run_timers(s, now, ALL_SOCKS);
 				if (slot_find(s, round) != sl) {
 					rc = -ESTALE;
 					break;
@@ -2451,7 +2757,8 @@ isth_island_poll(struct isth_island *s, uint64_t timeout_ns)
 			break;
 		}
 		n = wait_io(s, t < end ? end - t : 0);
-		if (n != 0)
+		/* receive threads: one of their batches (or the time) is it */
+		if (n != 0 || s->rx_threads)
 			break;
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -2465,9 +2772,9 @@ isth_island_stats(struct isth_island *s, struct isth_island_stats *st)
 		return;
 	pthread_mutex_lock(&s->mu);
 	*st = s->st;
+	st->agg_streams = s->n_streams; /* raised under mu by a ROUND */
 	pthread_mutex_unlock(&s->mu);
 	st->n_sockets = s->n_socks;
-	st->agg_streams = s->n_streams;
 	st->gso = atomic_load_explicit(&s->gso_on, memory_order_relaxed);
 	st->gro = s->gro;
 }

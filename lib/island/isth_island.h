@@ -31,8 +31,9 @@
  * the last call and must not race with any other call on the handle. One
  * mutex serialises the state; at most one caller at a time blocks in
  * poll(2) on the socket, the others wait on a condition variable and are
- * woken after each batch of packets (leader/follower). Blocking calls do
- * not hold the mutex while waiting. There is no global state: two sessions
+ * woken after each batch of packets (leader/follower). With
+ * conf.rx_threads a thread per socket reads it instead and callers only
+ * wait. Blocking calls do not hold the mutex while waiting. There is no global state: two sessions
  * are independent.
  */
 
@@ -120,12 +121,24 @@ struct isth_island_conf {
 	 * is bound to bind_port + i (each on an ephemeral port if bind_port
 	 * is 0) and sends the DATA of the i-th of n_sockets contiguous chunk
 	 * ranges; sockets 1.. are driven by threads the session starts, so a
-	 * send() uses n_sockets cores. Every socket is read for AGGs (the
-	 * edge answers socket 0's port today).
+	 * send() uses n_sockets cores. Every socket is read for AGGs; which
+	 * port the edge sends a stream to is its [access] island_sockets.
 	 */
 	unsigned int n_sockets;
 	uint8_t gso; /**< enum isth_island_offload: UDP_SEGMENT on send */
 	uint8_t gro; /**< enum isth_island_offload: UDP_GRO on receive */
+	/**
+	 * Receive on a thread per socket (doc/island.md, "Receive threads"):
+	 * socket i's thread reads it, verifies tags with an engine of its
+	 * own, and runs the gap NACKs and tail probes of the AGG streams it
+	 * owns, k % n_sockets == i, from socket i. The edge must send stream
+	 * k to port bind_port + k % n_sockets ([access] island_sockets =
+	 * n_sockets): an AGG or GONE on another socket is dropped as
+	 * agg_socket. The caller's blocking calls then only wait. false:
+	 * the caller of poll/wait/result/ready reads every socket (any
+	 * stream on any socket), as before.
+	 */
+	bool rx_threads;
 };
 
 /** What a ROUND announced, in host order. */
@@ -182,7 +195,8 @@ struct isth_island_result {
 	X(agg_self, "AGG bitmap contains this island") \
 	X(agg_clique, "AGG bitmap outside the round's expected set") \
 	X(agg_overlap, "AGG bitmap overlaps contributors already summed") \
-	X(agg_stream, "AGG or GONE of a stream no ROUND announced")
+	X(agg_stream, "AGG or GONE of a stream no ROUND announced") \
+	X(agg_socket, "AGG or GONE on a socket other than its stream's (rx_threads)")
 
 /** Named island drop reasons. */
 enum isth_island_drop {
@@ -232,6 +246,12 @@ struct isth_island_stats {
 	/** AGG streams followed (doc/protocol.md, "AGG streams"): 1, or
 	 * the most a ROUND of the edge announced */
 	uint32_t agg_streams;
+	bool rx_threads; /**< a receive thread per socket (conf.rx_threads) */
+	/** datagrams read, per socket */
+	uint64_t sock_rx[ISTH_ISLAND_MAX_SOCKETS];
+	/** per socket: bit k set once an AGG of stream k was taken on it
+	 * (with rx_threads, only streams k % n_sockets == i can be) */
+	uint16_t sock_streams[ISTH_ISLAND_MAX_SOCKETS];
 };
 
 /**
@@ -355,6 +375,8 @@ int isth_island_ready(struct isth_island *s, uint32_t round, uint64_t timeout_ns
  * Process incoming packets and timers (NACKs, probes) for up to
  * @p timeout_ns of monotonic time, returning after the first batch.
  * For callers that drive the session without blocking in result().
+ * With conf.rx_threads the threads do that: this waits for one of their
+ * batches (or @p timeout_ns) and returns 0.
  *
  * @return packets read (>= 0), or a negative errno from the socket.
  */

@@ -23,7 +23,9 @@ job's key file (wire version 2, every packet authenticated); without one
 the session speaks version 1 with no authentication and warns once.
 ``sockets=N`` sends each round over N sockets and threads (chunk ranges),
 ``gso=True``/``gro=True`` turn on UDP segmentation and receive offload
-(doc/island.md, "GSO, GRO and several sockets"). ``isthmus.torch`` has
+(doc/island.md, "GSO, GRO and several sockets"); ``rx_threads=True``
+receives on every socket, a thread each, AGG stream k on socket k % N
+(the edge's ``[access] island_sockets`` must be N). ``isthmus.torch`` has
 a parameter averager for PyTorch (doc/training.md).
 """
 from ._isthmus import (DEFAULT_PORT, ROUNDS_KEPT, Error, Result, Round,

@@ -374,7 +374,7 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"job", "island", "n_islands", "elems", "edge", "dtype", "bind",
 		"mtu", "nack_interval", "nack_retries", "probe", "grace", "rcvbuf", "key_file",
-		"sockets", "gso", "gro", NULL};
+		"sockets", "gso", "gro", "rx_threads", NULL};
 	unsigned long job = ULONG_MAX, island = ULONG_MAX, n_islands = ULONG_MAX;
 	unsigned long elems = ULONG_MAX;
 	PyObject *edge = NULL, *bind = NULL, *probe = Py_False, *key_file = Py_None;
@@ -383,7 +383,7 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 	const char *dtype = "fp32";
 	double nack_interval = 0.005, grace = 0.0;
 	unsigned int mtu = 1500, nack_retries = 16;
-	int rcvbuf = 0, gso = 0, gro = 0;
+	int rcvbuf = 0, gso = 0, gro = 0, rx_threads = 0;
 	unsigned int sockets = 1;
 	struct isth_island_conf c;
 	struct isth_island *s;
@@ -392,9 +392,9 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_RuntimeError, "Session already initialised");
 		return -1;
 	}
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$kkkkOsOIdIOdiOIpp", kwlist, &job, &island,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$kkkkOsOIdIOdiOIppp", kwlist, &job, &island,
 		    &n_islands, &elems, &edge, &dtype, &bind, &mtu, &nack_interval, &nack_retries,
-		    &probe, &grace, &rcvbuf, &key_file, &sockets, &gso, &gro))
+		    &probe, &grace, &rcvbuf, &key_file, &sockets, &gso, &gro, &rx_threads))
 		return -1;
 	if (job == ULONG_MAX || island == ULONG_MAX || n_islands == ULONG_MAX ||
 		elems == ULONG_MAX) {
@@ -465,6 +465,7 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 	c.n_sockets = sockets;
 	c.gso = gso ? ISTH_ISLAND_OFFLOAD_ON : ISTH_ISLAND_OFFLOAD_OFF;
 	c.gro = gro ? ISTH_ISLAND_OFFLOAD_ON : ISTH_ISLAND_OFFLOAD_OFF;
+	c.rx_threads = rx_threads != 0;
 	if (key_file != Py_None) {
 		/* str, bytes or os.PathLike */
 		if (!PyUnicode_FSConverter(key_file, &key_bytes))
@@ -843,6 +844,7 @@ Session_counters(Session *self, PyObject *unused)
 	P(gso_refused);
 	P(gro_refused);
 	P(gro_rx);
+	P(rx_threads);
 #undef P
 	for (i = 1; i < ISTH_AUTH_STATUS_MAX; i++)
 		if (put(d, isth_auth_status_name(i), st.auth_drop[i]) < 0)
@@ -977,14 +979,17 @@ static PyTypeObject SessionType = {
 	.tp_doc = "Session(*, job, island, n_islands, elems, edge=('10.10.0.1', 9471), "
 		  "dtype='fp32', bind=('0.0.0.0', 0), mtu=1500, nack_interval=0.005, "
 		  "nack_retries=16, probe=<10 ms>|None|seconds, grace=0.0, rcvbuf=0, "
-		  "key_file=None, sockets=1, gso=False, gro=False)\n\n"
+		  "key_file=None, sockets=1, gso=False, gro=False, rx_threads=False)\n\n"
 		  "One island's session with its edge (libisthmus). key_file: the job's key "
 		  "file (mode 0600): wire version 2, every packet authenticated. None: "
 		  "authentication off (version 1, labs only; warns once). sockets: UDP "
 		  "sockets and sending threads, each sending a contiguous chunk range "
 		  "(socket i on bind port + i). gso/gro: UDP segmentation offload on send, "
 		  "receive offload on receive, with a fallback to plain datagrams when the "
-		  "kernel refuses (counters gso_refused, gro_refused).",
+		  "kernel refuses (counters gso_refused, gro_refused). rx_threads: a receive "
+		  "thread per socket; socket k % sockets reads AGG stream k, which the edge "
+		  "sends there when its [access] island_sockets equals sockets (others are "
+		  "dropped as agg_socket).",
 	.tp_new = PyType_GenericNew,
 	.tp_init = (initproc)(void (*)(void))Session_init,
 	.tp_dealloc = (destructor)(void (*)(void))Session_dealloc,

@@ -43,6 +43,12 @@
  *   recv gro      recv lib with conf.gro on; the fake edge sends the AGGs
  *                 in GSO buffers, which loopback (and veth) hand whole to
  *                 the GRO socket, as a NIC's GRO would coalesce them
+ *   recv auth t1, recv auth with receive threads (conf.rx_threads) over 1,
+ *   recv auth s2, 2 and 4 sockets: the fake edge sends S AGG streams (chunk
+ *   recv auth s4  c in stream c % S, a seq each) and stream k to socket k,
+ *                 as isthmusd with [access] island_sockets = S; the caller
+ *                 only waits for the results. Per core: the *_proc figure
+ *                 (the receive threads are the library's)
  *
  * --veth puts the fake edge and the sink in a network namespace of the run
  * behind a veth pair (10.214.0.1 <-> 10.214.0.2; removed at exit), the
@@ -363,16 +369,29 @@ enum phase {
 	RECV_LIB,
 	RECV_GRO,
 	RECV_AUTH,
+	RECV_AUTH_T1,
+	RECV_AUTH_S2,
+	RECV_AUTH_S4,
 	RECV_REF,
 	N_PHASES
 };
 static const char *const phase_name[N_PHASES] = {"send_lib", "send_gso", "send_gso_s2", "send_auth",
-	"send_gso_auth", "send_ref", "recv_lib", "recv_gro", "recv_auth", "recv_ref"};
+	"send_gso_auth", "send_ref", "recv_lib", "recv_gro", "recv_auth", "recv_auth_t1",
+	"recv_auth_s2", "recv_auth_s4", "recv_ref"};
+
+/* Receive threads' phases: their index in worker.rxt[], and sockets. */
+#define RXT_PHASES 3u
+static inline int
+phase_rxt(int ph)
+{
+	return ph >= RECV_AUTH_T1 && ph <= RECV_AUTH_S4 ? ph - RECV_AUTH_T1 : -1;
+}
+static const unsigned int rxt_socks[RXT_PHASES] = {1, 2, 4};
 
 static inline bool
 phase_auth(int ph)
 {
-	return ph == SEND_AUTH || ph == SEND_GSO_AUTH || ph == RECV_AUTH;
+	return ph == SEND_AUTH || ph == SEND_GSO_AUTH || ph == RECV_AUTH || phase_rxt(ph) >= 0;
 }
 
 /* Elements per chunk of a phase. */
@@ -412,6 +431,11 @@ struct worker {
 	uint64_t agg_seq; /* edge's AGG stream (edge thread only) */
 	uint64_t agg_seq_gro;
 	uint64_t agg_seq_auth, round_seq_auth; /* v2 streams of the auth edge */
+	/* receive threads, 1/2/4 sockets (auth on): sessions, their next
+	 * round (worker), the edge's ROUND seq and per-stream AGG seqs */
+	struct isth_island *rxt[RXT_PHASES];
+	uint32_t rxt_round[RXT_PHASES];
+	uint64_t rxt_round_seq[RXT_PHASES], rxt_seq[RXT_PHASES][4];
 	float *tensor, *out;
 	struct isth_island_chunk *chunks;
 	uint8_t *dgram, *rbuf; /* NCH prebuilt datagrams; recv buffers */
@@ -509,6 +533,65 @@ build(uint8_t *buf, uint8_t type, uint32_t round, uint32_t chunk, uint64_t seq, 
 	return (size_t)n;
 }
 
+/*
+ * The fake edge of a receive-threads phase (index @t, S = rxt_socks[t]
+ * sockets and streams): ROUND (announcing S streams) to socket 0, then
+ * stream k's AGGs (chunks c % S == k, a seq each) to socket k, all sealed.
+ * The first round waits until the ROUND was taken: on another socket an
+ * AGG could overtake it before the stream count is known.
+ */
+static void
+edge_rxt(struct worker *w, unsigned int t, struct sockaddr_in *to, uint8_t *buf, size_t *len,
+	uint8_t *sb, size_t *sl, uint8_t *body)
+{
+	unsigned int S = rxt_socks[t], k, c, n;
+	uint32_t round = w->rxt_round[t];
+	uint64_t now = real_ns();
+	struct isth_wire_round rb = {
+		.start_ns = now,
+		.deadline_ns = now + 60000000000ull,
+		.period_ns = 1000000000ull,
+		.clique = 1u << PEER | 1u << SELF,
+		.n_chunks = nch,
+		.chunk_elems = CE_AUTH,
+	};
+	int r;
+
+	isth_wire_put_round(body, ISTH_WIRE_ROUND_SIZE, &rb);
+	len[0] = build(buf, ISTH_WIRE_ROUND, round, 0, w->rxt_round_seq[t]++, 1u << PEER, body,
+		ISTH_WIRE_ROUND_SIZE);
+	buf[4] |= (uint8_t)((S - 1) << 4);
+	r = isth_auth_seal(w->edge_eng, ISTH_AUTH_DOWN, SELF, buf, len[0], DGRAM);
+	if (r < 0)
+		die("isth_auth_seal", -r);
+	len[0] = (size_t)r;
+	send_all(w->edge_fd, buf, len, 1, &to[0]);
+	if (w->rxt_round_seq[t] == 1) {
+		struct isth_island_stats st;
+
+		for (int i = 0; i < 10000; i++) { /* 10 s at most */
+			isth_island_stats(w->rxt[t], &st);
+			if (st.rounds_announced)
+				break;
+			(void)poll(NULL, 0, 1);
+		}
+	}
+	for (k = 0; k < S; k++) {
+		for (c = k, n = 0; c < nch; c += S, n++) {
+			uint8_t *b = sb + (size_t)n * DGRAM;
+
+			sl[n] = build(b, ISTH_WIRE_AGG, round, c, w->rxt_seq[t][k]++, 1u << PEER,
+				w->tensor + (size_t)c * CE_AUTH, (size_t)CE_AUTH * 4);
+			b[4] |= (uint8_t)(k << 4);
+			r = isth_auth_seal(w->edge_eng, ISTH_AUTH_DOWN, SELF, b, sl[n], DGRAM);
+			if (r < 0)
+				die("isth_auth_seal", -r);
+			sl[n] = (size_t)r;
+		}
+		send_all(w->edge_fd, sb, sl, n, &to[k]);
+	}
+}
+
 /* The fake edge of worker @w: per go, ROUND + NCH AGGs of one round. */
 static void *
 edge_main(void *arg)
@@ -520,7 +603,16 @@ edge_main(void *arg)
 	struct sockaddr_in libauth = loop_addr(isth_island_local_port(w->rx_auth));
 	struct sockaddr_in libgro = loop_addr(isth_island_local_port(w->rx_gro));
 	struct sockaddr_in ref = loop_addr(w->rref_port);
+	struct sockaddr_in rxt[RXT_PHASES][4];
 	uint8_t body[ISTH_WIRE_ROUND_SIZE];
+	size_t *sl = malloc(sizeof(*sl) * (nch + 1));
+	uint8_t *sb = malloc((size_t)(nch + 1) * DGRAM);
+
+	if (sl == NULL || sb == NULL)
+		die("malloc", ENOMEM);
+	for (unsigned int t = 0; t < RXT_PHASES; t++)
+		for (unsigned int k = 0; k < rxt_socks[t]; k++)
+			rxt[t][k] = loop_addr(isth_island_socket_port(w->rxt[t], k));
 
 	if (buf == NULL || len == NULL)
 		die("malloc", ENOMEM);
@@ -533,10 +625,17 @@ edge_main(void *arg)
 		sem_wait(&w->go);
 		if (w->phase == N_PHASES)
 			break;
+		int t = phase_rxt(w->phase);
+
 		auth = w->phase == RECV_AUTH;
 		gro = w->phase == RECV_GRO;
 		to_lib = w->phase == RECV_LIB;
 		round = auth ? w->rx_auth_round : gro ? w->rx_gro_round : w->rx_round;
+		if (t >= 0) {
+			edge_rxt(w, (unsigned int)t, rxt[t], buf, len, sb, sl, body);
+			sem_post(&w->edge_done);
+			continue;
+		}
 		ce = phase_ce(w->phase);
 		now = real_ns();
 		/* a deadline far away: the round ends by completeness only */
@@ -584,6 +683,8 @@ edge_main(void *arg)
 	}
 	free(buf);
 	free(len);
+	free(sb);
+	free(sl);
 	return NULL;
 }
 
@@ -685,6 +786,9 @@ run_phase(struct worker *w, enum phase ph)
 	case RECV_LIB:
 	case RECV_GRO:
 	case RECV_AUTH:
+	case RECV_AUTH_T1:
+	case RECV_AUTH_S2:
+	case RECV_AUTH_S4:
 	case RECV_REF:
 		/* the edge sends round r+1 while this thread reads round r */
 		w->phase = ph;
@@ -694,12 +798,15 @@ run_phase(struct worker *w, enum phase ph)
 
 			sem_wait(&w->edge_done);
 			if (ph != RECV_REF) {
-				struct isth_island *s = ph == RECV_AUTH ? w->rx_auth
-					: ph == RECV_GRO                ? w->rx_gro
-									: w->rx;
-				uint32_t round = ph == RECV_AUTH ? w->rx_auth_round++
-					: ph == RECV_GRO         ? w->rx_gro_round++
-								 : w->rx_round++;
+				int t = phase_rxt(ph);
+				struct isth_island *s = t >= 0 ? w->rxt[t]
+					: ph == RECV_AUTH      ? w->rx_auth
+					: ph == RECV_GRO       ? w->rx_gro
+							       : w->rx;
+				uint32_t round = t >= 0   ? w->rxt_round[t]++
+					: ph == RECV_AUTH ? w->rx_auth_round++
+					: ph == RECV_GRO  ? w->rx_gro_round++
+							  : w->rx_round++;
 
 				if (r + 1 < rounds)
 					sem_post(&w->go);
@@ -842,6 +949,16 @@ worker_open(struct worker *w, unsigned int id)
 	if (isth_island_chunk_elems(w->rx_auth) != CE_AUTH ||
 		isth_island_n_chunks(w->rx_auth) != nch)
 		die("unexpected chunking (auth)", EPROTO);
+	/* receive threads over 1, 2, 4 sockets */
+	conf.rx_threads = true;
+	for (unsigned int t = 0; t < RXT_PHASES; t++) {
+		conf.n_sockets = rxt_socks[t];
+		w->rxt[t] = isth_island_open(&conf);
+		if (w->rxt[t] == NULL)
+			die("isth_island_open (receive threads)", errno);
+	}
+	conf.rx_threads = false;
+	conf.n_sockets = 1;
 	conf.gso = ISTH_ISLAND_OFFLOAD_ON;
 	conf.edge_port = w->sink_port;
 	w->tx_gso_auth = isth_island_open(&conf);
@@ -884,6 +1001,16 @@ worker_close(struct worker *w)
 	isth_island_close(w->rx);
 	isth_island_close(w->tx_auth);
 	isth_island_close(w->rx_auth);
+	for (unsigned int t = 0; t < RXT_PHASES; t++) {
+		/* each socket must have read its own stream, and only it */
+		isth_island_stats(w->rxt[t], &st);
+		for (unsigned int k = 0; k < rxt_socks[t]; k++)
+			if (st.sock_streams[k] != 1u << k)
+				die("a receive thread read another socket's stream", EPROTO);
+		if (st.drop[ISTH_ISLAND_DROP_agg_socket] || st.drop[ISTH_ISLAND_DROP_agg_stream])
+			die("receive threads dropped AGGs", EPROTO);
+		isth_island_close(w->rxt[t]);
+	}
 	isth_auth_engine_free(w->edge_eng);
 	close(w->sink_fd);
 	close(w->ref_fd);
@@ -981,6 +1108,18 @@ run(unsigned int threads)
 		100.0 / best_gbps_core[SEND_GSO]);
 	printf("island.t%u.recv_gro.cores_for_100g %.1f cores\n", threads,
 		100.0 / best_gbps_core[RECV_GRO]);
+	/* receive threads: S sockets against 1 (proc: the library's threads'
+	 * CPU; wall: what S cores buy, on a host that has them) */
+	for (unsigned int t = 1; t < RXT_PHASES; t++) {
+		printf("island.t%u.recv_auth.s%u_over_t1_proc %.2f ratio\n", threads, rxt_socks[t],
+			best_gbps_proc[RECV_AUTH_T1 + t] / best_gbps_proc[RECV_AUTH_T1]);
+		printf("island.t%u.recv_auth.s%u_over_t1_wall %.2f ratio\n", threads, rxt_socks[t],
+			best_gbps_wall[RECV_AUTH_T1 + t] / best_gbps_wall[RECV_AUTH_T1]);
+	}
+	printf("island.t%u.recv_auth.t1_over_caller_proc %.2f ratio\n", threads,
+		best_gbps_proc[RECV_AUTH_T1] / best_gbps_proc[RECV_AUTH]);
+	printf("island.t%u.recv_auth_s2.cores_for_100g %.1f cores\n", threads,
+		100.0 / best_gbps_proc[RECV_AUTH_S2]);
 	fflush(stdout);
 }
 

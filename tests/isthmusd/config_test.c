@@ -76,6 +76,7 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect_str_eq(c.access.dev, "net_ring_access");
 	cr_expect_eq(c.access.ip, 0x0a0a0001);
 	cr_expect_eq(c.island_port, ISTH_WIRE_PORT);
+	cr_expect_eq(c.island_sockets, 1, "[access] island_sockets defaults to 1");
 	cr_expect_eq(c.n_peers, 1);
 	cr_expect_str_eq(c.peers[0].name, "LON");
 	cr_expect_eq(c.peers[0].line, 14);
@@ -197,6 +198,17 @@ static struct bad_conf bad_confs[] = {
 	{"!" GOOD_HEAD WAN_OPEN "replication = network\n[peer LON]\nip = 10.0.0.2\nport = 9000\n",
 		"t.conf:17: [peer LON] port: 9000: with [wan] replication = network every peer "
 		"listens on [isthmusd] udp_port (9471)"},
+	/* [access] island_sockets: 1..16, and its last port a port */
+	{"!" GOOD_HEAD "[access]\nport = a\nip = 10.10.0.1\nisland_ip = 10.10.0.2\n"
+	 "island_mac = 02:00:00:00:00:02\nisland_sockets = 17\n[wan]\nport = p\n"
+	 "ip = 10.0.0.1\ngateway_mac = 02:00:00:00:01:00\n[auth]\nmode = off\n",
+		"t.conf:10: [access] island_sockets: 17 out of range [1, 16]"},
+	{"!" GOOD_HEAD "[access]\nport = a\nip = 10.10.0.1\nisland_ip = 10.10.0.2\n"
+	 "island_mac = 02:00:00:00:00:02\nisland_port = 65535\nisland_sockets = 2\n"
+	 "[wan]\nport = p\nip = 10.0.0.1\ngateway_mac = 02:00:00:00:01:00\n"
+	 "[auth]\nmode = off\n",
+		"t.conf:11: [access] island_sockets: island_port + island_sockets - 1 is past port "
+		"65535"},
 	/* source pinning is the XDP program's: no program, no pinning */
 	{"!"
 	 "[isthmusd]\nisland = 1\njob = 1\n[access]\nport = a\nip = 1.2.3.4\nisland_ip = 1.2.3.5\n"

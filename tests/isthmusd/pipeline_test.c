@@ -131,6 +131,10 @@ static unsigned int auth_bad;
  * the first AGG it sees in it, and checks the next ones follow on */
 /* worker lcores of the run (isthd.n_workers): the AGG streams */
 static unsigned int n_workers = 1;
+/* [access] island_sockets: AGG/GONE of stream k to island_port + k % it;
+ * frames the harness found at each island port */
+static unsigned int island_socks = 1;
+static unsigned int to_port[ISTH_WIRE_MAX_STREAMS];
 static uint64_t agg_seq0[ISTH_WIRE_MAX_STREAMS], agg_next[ISTH_WIRE_MAX_STREAMS];
 static int agg_seq0_set[ISTH_WIRE_MAX_STREAMS];
 
@@ -146,6 +150,7 @@ write_config(const char *path, const char *sched, uint64_t epoch)
 		"backend = %s\n[fpga]\ndevice = %s\n"
 		"[access]\nport = net_ring_access\nip = 10.10.0.1\n"
 		"island_ip = 10.10.0.2\nisland_mac = 02:00:00:00:00:02\n"
+		"island_sockets = %u\n"
 		"[wan]\nport = net_ring_wan\nip = 10.0.0.1\n"
 		/* the last-chance NACK copies are checked below */
 		"last_nack_copies = 2\n"
@@ -165,8 +170,8 @@ write_config(const char *path, const char *sched, uint64_t epoch)
 		"[poll]\nidle_polls = 64\nidle_sleep = 20us\n"
 		"[telemetry]\nround_log = no\n"
 		"[auth]\nmode = %s\nkey_file = %s\n",
-		JOB, sched, (unsigned long long)epoch, backend_name, fpga_dev, agg_memory,
-		auth_on ? "on" : "off", key_path);
+		JOB, sched, (unsigned long long)epoch, backend_name, fpga_dev, island_socks,
+		agg_memory, auth_on ? "on" : "off", key_path);
 	fclose(f);
 }
 
@@ -436,12 +441,33 @@ poll_access(void)
 	for (unsigned int i = 0; i < n; i++) {
 		uint8_t flat[2048];
 		const uint8_t *f = rte_pktmbuf_read(m[i], 0, rte_pktmbuf_pkt_len(m[i]), flat);
-		enum isth_wire_reason r =
-			isth_wire_parse_frame(f, rte_pktmbuf_pkt_len(m[i]), &lim, &p);
+		/* the parser takes one destination port: the island's
+		 * sockets have island_sockets of them (checked below) */
+		struct isth_wire_limits fl = lim;
+		unsigned int dp = (unsigned int)f[36] << 8 | f[37]; /* UDP dst, no VLAN */
+		enum isth_wire_reason r;
+
+		if (dp - fl.udp_port < island_socks)
+			fl.udp_port = (uint16_t)dp;
+		r = isth_wire_parse_frame(f, rte_pktmbuf_pkt_len(m[i]), &fl, &p);
 
 		cr_assert_eq(
 			r, ISTH_WIRE_OK, "edge sent a bad frame: %s", isth_wire_reason_name(r));
 		cr_expect_eq(p.addr.dst_ip, 0x0a0a0002);
+		/* the island's socket: stream k's AGGs (resent ones too) and
+		 * GONEs at island_port + k % island_sockets, the rest at
+		 * island_port */
+		{
+			unsigned int want = edge.cfg.island_port;
+
+			if (p.hdr.type == ISTH_WIRE_AGG || p.hdr.type == ISTH_WIRE_GONE)
+				want += p.hdr.stream % island_socks;
+			cr_expect_eq(p.addr.dst_port, want, "type %u stream %u to port %u, want %u",
+				p.hdr.type, p.hdr.stream, p.addr.dst_port, want);
+			if ((unsigned int)p.addr.dst_port - edge.cfg.island_port <
+				ISTH_WIRE_MAX_STREAMS)
+				to_port[p.addr.dst_port - edge.cfg.island_port]++;
+		}
 		/* as the island: everything to it carries island A's DOWN tag */
 		if (auth_on &&
 			isth_auth_verify(heng, ISTH_AUTH_DOWN, A, p.msg, p.msg_size) !=
@@ -958,6 +984,21 @@ Test(isthmusd, pipeline_three_workers_auth_on, .init = eal_up, .fini = eal_down,
 {
 	n_workers = 3;
 	run_pipeline_auth();
+}
+
+/* Three workers, an island on two sockets ([access] island_sockets = 2):
+ * streams 0 and 2 to island_port, stream 1 to island_port + 1, checked
+ * on every frame by poll_access(); the run's sums and counters as ever. */
+Test(isthmusd, pipeline_three_workers_two_island_sockets, .init = eal_up, .fini = eal_down,
+	.timeout = 60)
+{
+	n_workers = 3;
+	island_socks = 2;
+	run_pipeline();
+	cr_expect_eq(edge.cfg.island_sockets, 2);
+	cr_expect_gt(to_port[0], 0);
+	cr_expect_gt(to_port[1], 0, "nothing reached island_port + 1");
+	cr_expect_eq(to_port[2], 0);
 }
 
 /* The same with the FPGA backend (interface 1.1): the device verifies the
