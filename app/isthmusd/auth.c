@@ -2,11 +2,19 @@
 /*
  * Authentication at the edge (doc/isthmusd.md, "Authentication";
  * doc/protocol.md, "Authenticated format (v2)"): the key file, one tag
- * engine per thread that seals or verifies (worker lcore: intel-ipsec-mb,
- * bursts; controller: its own engine for ROUND), the replay windows of
- * every stream the edge receives, and the seq counters of the streams it
- * starts. Everything is allocated here, at start-up; the data path only
- * calls lib/auth's seal and verify, which allocate nothing.
+ * engine per thread that seals or verifies (each worker lcore: its own
+ * intel-ipsec-mb engine, bursts; controller: its own engine for ROUND),
+ * the replay windows of every stream the edge receives, and the seq
+ * counters of the streams it starts. Everything is allocated here, at
+ * start-up or by the controller at a key reload; the data path only calls
+ * lib/auth's seal and verify, which allocate nothing.
+ *
+ * A key reload reaches every worker through lib/rtab (the round tables'
+ * mechanism, on d->qs): the controller fills a key set with new engines in
+ * the spare buffer, publishes it, and frees the old set's engines only
+ * once every worker has passed a quiescent state since; each worker
+ * reads the published set once per pass of its loop and uses its engine
+ * only within that pass, so none is ever mid-seal on a freed engine.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,36 +51,39 @@ load_keys(const struct isthd *d, struct isth_auth **out, char *err, size_t err_s
 	return 0;
 }
 
+/* ctl: free what a key set holds; its buffer (lib/rtab) stays, empty */
 static void
-keyset_free(struct isthd_keyset *ks)
+keyset_release(struct isthd_keyset *ks)
 {
 	if (ks == NULL)
 		return;
-	isth_auth_engine_free(ks->dp);
+	for (unsigned int k = 0; k < ks->n_dp; k++)
+		isth_auth_engine_free(ks->dp[k]);
 	isth_auth_engine_free(ks->ctl);
 	isth_auth_free(ks->keys);
-	free(ks);
+	memset(ks, 0, sizeof(*ks));
 }
 
-static struct isthd_keyset *
-keyset_new(struct isth_auth *keys, int *rc)
+/* ctl: fill the buffer @ks (not yet published) with @keys (taken over,
+ * freed on failure) and an engine per worker and for the controller;
+ * before the workers see it, so no engine is ever shared. */
+static int
+keyset_fill(const struct isthd *d, struct isthd_keyset *ks, struct isth_auth *keys, uint64_t gen)
 {
-	struct isthd_keyset *ks = calloc(1, sizeof(*ks));
+	int rc;
 
-	if (ks == NULL) {
-		*rc = -ENOMEM;
-		isth_auth_free(keys);
-		return NULL;
-	}
+	memset(ks, 0, sizeof(*ks));
 	ks->keys = keys;
-	*rc = isth_auth_engine_create(keys, ISTH_AUTH_IPSEC_MB, &ks->dp);
-	if (*rc == 0)
-		*rc = isth_auth_engine_create(keys, ISTH_AUTH_OPENSSL, &ks->ctl);
-	if (*rc) {
-		keyset_free(ks);
-		return NULL;
+	ks->gen = gen;
+	rc = isth_auth_engine_create(keys, ISTH_AUTH_OPENSSL, &ks->ctl);
+	for (unsigned int k = 0; rc == 0 && k < RTE_MAX(d->n_workers, 1u); k++) {
+		rc = isth_auth_engine_create(keys, ISTH_AUTH_IPSEC_MB, &ks->dp[k]);
+		if (rc == 0)
+			ks->n_dp = k + 1;
 	}
-	return ks;
+	if (rc)
+		keyset_release(ks);
+	return rc;
 }
 
 int
@@ -109,16 +120,41 @@ isthd_auth_setup(struct isthd *d, char *err, size_t err_size)
 
 	if (!au->on)
 		return 0;
-	/* the set takes the handle over */
-	au->ks_dp = au->ks_ctl = keyset_new(au->keys, &rc);
-	au->keys = NULL;
-	if (au->ks_dp == NULL) {
-		snprintf(err, err_size, "%s: [auth]: tag engine: %s", d->cfg.path, strerror(-rc));
-		return rc;
+	/* the key sets: one published, one spare buffer for a reload's
+	 * (lib/rtab, reclaimed after every worker's quiescent state) */
+	{
+		struct isth_rtab_params rp = {
+			.n_slots = 1,
+			.n_spare = 1,
+			.size = sizeof(struct isthd_keyset),
+			.qs = d->qs,
+		};
+		struct isthd_keyset *ks;
+
+		au->sets = isth_rtab_create(&rp);
+		ks = au->sets != NULL ? isth_rtab_prepare(au->sets) : NULL;
+		if (ks == NULL) {
+			snprintf(err, err_size, "%s: [auth]: key sets: no memory", d->cfg.path);
+			return -ENOMEM;
+		}
+		/* the set takes the handle over */
+		rc = keyset_fill(d, ks, au->keys, 1);
+		au->keys = NULL;
+		if (rc) {
+			snprintf(err, err_size, "%s: [auth]: tag engine: %s", d->cfg.path,
+				strerror(-rc));
+			return rc;
+		}
+		isth_rtab_publish(au->sets, 0, ks);
+		au->ks_ctl = ks;
 	}
-	au->keys = au->ks_dp->keys;
-	au->dp = au->ks_dp->dp;
+	au->keys = au->ks_ctl->keys;
 	au->ctl = au->ks_ctl->ctl;
+	au->ks_dp = au->ks_ctl;
+	au->dp = au->ks_ctl->dp[0];
+	au->gen_dp = au->ks_ctl->gen;
+	for (i = 1; i < d->n_workers; i++)
+		d->shard[i]->eng = au->ks_ctl->dp[i];
 	/* A window covers two rounds of a stream: a sender's chunks plus
 	 * what may be repaired of them (the most a peer's NACKs can get:
 	 * repair.c, isthd_repair_peer_max), twice. */
@@ -166,23 +202,21 @@ isthd_auth_fini(struct isthd *d)
 {
 	struct isthd_auth *au = &d->auth;
 
-	struct isthd_keyset *sets[4] = {au->ks_dp, au->ks_ctl, au->next, au->retired};
-
-	if (au->ks_dp == NULL) /* prepared (--check), never set up */
+	if (au->ks_ctl == NULL) /* prepared (--check), never set up */
 		isth_auth_free(au->keys);
-	/* the same set may be in several places (ks_ctl is next until the
-	 * worker takes it): free each once */
-	for (unsigned int i = 0; i < RTE_DIM(sets); i++) {
-		bool seen = false;
-
-		for (unsigned int j = 0; j < i; j++)
-			seen |= sets[j] == sets[i];
-		if (!seen)
-			keyset_free(sets[i]);
-	}
-	au->ks_dp = au->ks_ctl = au->next = au->retired = NULL;
+	/* the workers have stopped: the set published and the one a reload
+	 * replaced (if its grace period had not ended) */
+	keyset_release(au->ks_old);
+	keyset_release(au->ks_ctl);
+	isth_rtab_destroy(au->sets);
+	au->sets = NULL;
+	au->ks_dp = NULL;
+	au->ks_ctl = au->ks_old = NULL;
 	au->keys = NULL;
 	au->dp = au->ctl = NULL;
+	for (unsigned int k = 1; k < ISTHD_MAX_WORKERS; k++)
+		if (d->shard[k] != NULL)
+			d->shard[k]->eng = NULL;
 	rte_free(au->win);
 	rte_free(au->words);
 	au->win = NULL;
@@ -201,9 +235,13 @@ isthd_auth_reload(struct isthd *d, uint64_t cur)
 
 	if (!au->on)
 		return;
-	if (__atomic_load_n(&au->next, __ATOMIC_ACQUIRE) != NULL ||
-		__atomic_load_n(&au->retired, __ATOMIC_ACQUIRE) != NULL) {
-		fprintf(stderr, "isthmusd: key reload refused: the previous one is not done\n");
+	/* the set the previous reload replaced must be freed first (its
+	 * buffer is the spare this one fills) */
+	isthd_auth_ctl_step(d);
+	if (au->ks_old != NULL) {
+		fprintf(stderr,
+			"isthmusd: key reload refused: the previous one is not done (a worker "
+			"has not passed a quiescent state since)\n");
 		return;
 	}
 	if (load_keys(d, &keys, err, sizeof(err)) != 0) {
@@ -230,14 +268,25 @@ isthd_auth_reload(struct isthd *d, uint64_t cur)
 		isth_auth_free(keys);
 		return;
 	}
-	ks = keyset_new(keys, &rc);
+	/* the spare buffer: free, since no set waits for its grace period */
+	ks = isth_rtab_prepare(au->sets);
 	if (ks == NULL) {
+		fprintf(stderr, "isthmusd: key reload refused: no free key set\n");
+		isth_auth_free(keys);
+		return;
+	}
+	rc = keyset_fill(d, ks, keys, au->ks_ctl->gen + 1);
+	if (rc) {
 		fprintf(stderr, "isthmusd: key reload refused: tag engine: %s\n", strerror(-rc));
 		return;
 	}
+	/* every worker takes it at the start of its next pass (release
+	 * store; the old set is retired with an rte_rcu_qsbr_start() token
+	 * and freed by isthd_auth_ctl_step once every worker reported) */
+	isth_rtab_publish(au->sets, 0, ks);
+	au->ks_old = au->ks_ctl;
 	au->ks_ctl = ks;
 	au->ctl = ks->ctl;
-	__atomic_store_n(&au->next, ks, __ATOMIC_RELEASE);
 	printf("isthmusd: key file %s reloaded: %u key epochs\n", d->cfg.key_file,
 		isth_auth_n_epochs(keys));
 }
@@ -245,26 +294,38 @@ isthd_auth_reload(struct isthd *d, uint64_t cur)
 void
 isthd_auth_ctl_step(struct isthd *d)
 {
-	struct isthd_keyset *old;
+	struct isthd_auth *au = &d->auth;
 
-	if (!d->auth.on)
+	/* the only retired buffer is ks_old's: it comes back free once
+	 * every online worker has reported since the reload published its
+	 * successor (a worker offline, asleep or stopped, holds none) */
+	if (!au->on || au->ks_old == NULL || isth_rtab_reclaim(au->sets) == 0)
 		return;
-	old = __atomic_load_n(&d->auth.retired, __ATOMIC_ACQUIRE);
-	if (old == NULL)
-		return;
-	keyset_free(old);
-	__atomic_store_n(&d->auth.retired, NULL, __ATOMIC_RELEASE);
+	keyset_release(au->ks_old);
+	au->ks_old = NULL;
+}
+
+void
+isthd_auth_shard_step(struct isthd_shard *w)
+{
+	const struct isthd_keyset *ks = isth_rtab_get(w->d->auth.sets, 0);
+
+	w->eng = ks->dp[w->id];
 }
 
 void
 isthd_auth_dp_step(struct isthd *d)
 {
 	struct isthd_auth *au = &d->auth;
-	struct isthd_keyset *ks = __atomic_load_n(&au->next, __ATOMIC_ACQUIRE);
+	const struct isthd_keyset *ks = isth_rtab_get(au->sets, 0);
 	unsigned int i, j, n, words = isth_auth_replay_words(au->win_bits);
 	uint8_t ids[ISTH_AUTH_MAX_EPOCHS];
 
-	if (likely(ks == NULL))
+	/* used until the next quiescent report (top of the loop) only: the
+	 * controller may free the set once a newer one is published */
+	au->ks_dp = ks;
+	au->dp = ks->dp[0];
+	if (likely(ks->gen == au->gen_dp))
 		return;
 	n = isth_auth_n_epochs(ks->keys);
 	for (i = 0; i < n; i++)
@@ -299,10 +360,7 @@ isthd_auth_dp_step(struct isthd *d)
 				&au->win[w], au->words + (size_t)w * words, au->win_bits);
 		}
 	}
-	__atomic_store_n(&au->retired, au->ks_dp, __ATOMIC_RELEASE);
-	au->ks_dp = ks;
-	au->dp = ks->dp;
-	__atomic_store_n(&au->next, NULL, __ATOMIC_RELEASE);
+	au->gen_dp = ks->gen;
 }
 
 struct isth_auth_replay *
@@ -402,8 +460,8 @@ isthd_auth_seal_msg(struct isthd *d, struct isth_auth_engine *e, enum isth_auth_
 }
 
 unsigned int
-isthd_auth_seal_frames(
-	struct isthd *d, enum isth_auth_dir dir, struct rte_mbuf **m, unsigned int n, uint32_t off)
+isthd_auth_seal_frames(const struct isthd *d, struct isthd_dp_stats *st, struct isth_auth_engine *e,
+	enum isth_auth_dir dir, struct rte_mbuf **m, unsigned int n, uint32_t off)
 {
 	struct isth_auth_op ops[ISTHD_BURST];
 	unsigned int base, i, k = 0;
@@ -426,15 +484,17 @@ isthd_auth_seal_frames(
 			ops[i].owner = d->island;
 			ops[i].status = 0;
 		}
-		isth_auth_seal_burst(d->auth.dp, ops, c);
+		isth_auth_seal_burst(e, ops, c);
 		for (i = 0; i < c; i++) {
 			if (unlikely(ops[i].status < 0)) {
-				isth_ctr_add(&d->st.drop[ISTHD_DROP_auth_seal], 1);
+				isth_ctr_add(&st->drop[ISTHD_DROP_auth_seal], 1);
 				rte_pktmbuf_free(m[base + i]);
 				continue;
 			}
 			m[k++] = m[base + i];
 		}
 	}
+	if (dir == ISTH_AUTH_DOWN)
+		isth_ctr_add(&st->sealed, k);
 	return k;
 }

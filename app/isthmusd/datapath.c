@@ -6,8 +6,8 @@
  *   access RX -> parse -> DATA: pacer queue | NACK: resend ring -> access TX
  *   pacer     -> backend replicate -> WAN TX
  *   WAN RX    -> parse -> DATA: backend aggregate
- *   backend drain -> number (seq) -> resend ring -> access TX (AGG stream 0)
- *   other workers' finished frames -> seal -> access TX (streams 1..N-1)
+ *   backend drain -> number (seq), keep (resend ring) -> seal -> access TX (stream 0)
+ *   other workers' finished (numbered, sealed) frames -> access TX (streams 1..N-1)
  *   controller ring (ROUND) -> access TX
  *
  * WAN repair (keeping released DATA, tracking peers' chunks, NACKing and
@@ -156,7 +156,8 @@ to_msg(struct rte_mbuf *m, const struct isth_wire_pkt *p)
 
 struct rte_mbuf *
 isthd_island_gone(struct isthd *d, struct isthd_dp_stats *st, const struct isth_wire_pkt *nack,
-	const struct isth_wire_range *r, unsigned int n, uint64_t *seq_gone, bool seal)
+	const struct isth_wire_range *r, unsigned int n, uint64_t *seq_gone,
+	struct isth_auth_engine *seal)
 {
 	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_GONE,
@@ -187,13 +188,14 @@ isthd_island_gone(struct isthd *d, struct isthd_dp_stats *st, const struct isth_
 	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, size - ISTH_WIRE_HDR_SIZE, r, n);
 	if (tag) {
 		(*seq_gone)++;
-		if (seal &&
-			unlikely(isthd_auth_seal_msg(
-					 d, d->auth.dp, ISTH_AUTH_DOWN, p, size, size + tag) < 0)) {
+		if (unlikely(seal == NULL ||
+			    isthd_auth_seal_msg(d, seal, ISTH_AUTH_DOWN, p, size, size + tag) <
+				    0)) {
 			isth_ctr_add(&st->drop[ISTHD_DROP_auth_seal], 1);
 			rte_pktmbuf_free(m);
 			return NULL;
 		}
+		isth_ctr_add(&st->sealed, 1);
 	}
 	if (isthd_frame_to_island(d, m) < 0) {
 		isth_ctr_add(&st->drop[ISTHD_DROP_nack_no_mbuf], 1);
@@ -210,7 +212,8 @@ static void
 send_gone(struct isthd *d, const struct isth_wire_pkt *nack, const struct isth_wire_range *r,
 	unsigned int n, struct rte_mbuf **out, uint16_t *n_out)
 {
-	struct rte_mbuf *m = isthd_island_gone(d, &d->st, nack, r, n, &d->auth.seq_gone, true);
+	struct rte_mbuf *m =
+		isthd_island_gone(d, &d->st, nack, r, n, &d->auth.seq_gone, d->auth.dp);
 
 	if (m != NULL)
 		out[(*n_out)++] = m;
@@ -222,10 +225,12 @@ send_gone(struct isthd *d, const struct isth_wire_pkt *nack, const struct isth_w
  * resend the ring holds alone is resealed in place; one whose original is
  * still referenced elsewhere (a header copy chained to the shared body
  * and tag) is copied first, so that the original's tag stays intact.
- * @return resends left in @out.
+ * Worker 0 for stream 0, worker k for stream k (worker.c), each with its
+ * own engine @e and counters @st. @return resends left in @out.
  */
-static unsigned int
-reseal_resent(struct isthd *d, struct rte_mbuf **out, unsigned int n)
+unsigned int
+isthd_reseal_resent(struct isthd *d, struct isthd_dp_stats *st, struct isth_auth_engine *e,
+	struct rte_mbuf **out, unsigned int n)
 {
 	const unsigned int off =
 		ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE;
@@ -243,7 +248,8 @@ reseal_resent(struct isthd *d, struct rte_mbuf **out, unsigned int n)
 
 			if (c == NULL || len > rte_pktmbuf_tailroom(c)) {
 				rte_pktmbuf_free(c);
-				drop(d, m, ISTHD_DROP_nack_no_mbuf);
+				isth_ctr_add(&st->drop[ISTHD_DROP_nack_no_mbuf], 1);
+				rte_pktmbuf_free(m);
 				continue;
 			}
 			p = (uint8_t *)rte_pktmbuf_append(c, (uint16_t)len);
@@ -254,24 +260,25 @@ reseal_resent(struct isthd *d, struct rte_mbuf **out, unsigned int n)
 			m = c;
 		}
 		/* a resend is sealed already (version 2: seal_msg reuses the
-		 * tag's room), but one of another worker's stream whose
-		 * header was copied before worker 0 sealed the original (a
-		 * probe racing the original through stream_frames) is still
-		 * version 1, with the tag's room at its end */
+		 * tag's room), but one whose original failed to seal (counted
+		 * auth_seal, the ring kept it) is still version 1, with the
+		 * tag's room at its end */
 		ml = len > off ? len - off : 0;
 		if (ml >= ISTH_WIRE_HDR_SIZE + ISTH_AUTH_TAG_SIZE &&
 			rte_pktmbuf_mtod_offset(m, uint8_t *, off)[ISTH_WIRE_OFF_VERSION] !=
 				ISTH_WIRE_VERSION_AUTH)
 			ml -= ISTH_AUTH_TAG_SIZE;
 		if (unlikely(len <= off ||
-			    isthd_auth_seal_msg(d, d->auth.dp, ISTH_AUTH_DOWN,
+			    isthd_auth_seal_msg(d, e, ISTH_AUTH_DOWN,
 				    rte_pktmbuf_mtod_offset(m, uint8_t *, off), ml,
 				    len - off) < 0)) {
-			drop(d, m, ISTHD_DROP_auth_seal);
+			isth_ctr_add(&st->drop[ISTHD_DROP_auth_seal], 1);
+			rte_pktmbuf_free(m);
 			continue;
 		}
 		out[k++] = m;
 	}
+	isth_ctr_add(&st->sealed, k);
 	return k;
 }
 
@@ -320,7 +327,7 @@ serve_nack(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
 		left -= k;
 		d->rep.island.used += k;
 		if (d->auth.on)
-			k = reseal_resent(d, out, k);
+			k = isthd_reseal_resent(d, &d->st, d->auth.dp, out, k);
 		n_out = (uint16_t)k;
 		isth_ctr_add(&d->st.resent, k);
 		if (n_gone)
@@ -663,13 +670,15 @@ emit_aggs(struct isthd *d, uint64_t now_ns)
 				drop(d, m, ISTHD_DROP_auth_seal);
 				continue;
 			}
+			isth_ctr_add(&d->st.sealed, 1);
 		}
 		out[ok++] = m;
 	}
 	/* sealed after their last header change, the seq (the ring's
 	 * references see the same bytes: resends start from them) */
 	if (d->auth.on && !d->auth.dev_seal)
-		ok = isthd_auth_seal_frames(d, ISTH_AUTH_DOWN, out, ok, ISTHD_ISLAND_HDR);
+		ok = isthd_auth_seal_frames(
+			d, &d->st, d->auth.dp, ISTH_AUTH_DOWN, out, ok, ISTHD_ISLAND_HDR);
 	__atomic_store_n(&d->agg_seq, isth_resend_next_seq(d->agg_ring), __ATOMIC_RELAXED);
 	isth_ctr_add(&d->st.agg_out, ok);
 	isthd_tx(d, d->access_port, out, (uint16_t)ok, ISTHD_DROP_tx_access, &d->st.access_tx);
@@ -678,43 +687,20 @@ emit_aggs(struct isthd *d, uint64_t now_ns)
 
 /*
  * Several workers: the frames workers 1..N-1 finished (their streams'
- * AGGs numbered, resends, GONEs) onto the wire. With auth on they are
- * sealed here by worker 0's engine, the only one a key reload replaces:
- * the fresh ones (version 1, direct, the tag's room at the end) in one
- * burst submission as stream 0's AGGs, in place; resends one at a time,
- * a resend chained to a frame someone else holds copied first
- * (reseal_resent). Each stream's seqs were written by its worker; worker
- * 0 writes none of them.
+ * AGGs numbered, resends, GONEs) onto the wire. With auth on each was
+ * sealed by its worker with that worker's engine after its last header
+ * change (worker.c): worker 0 changes nothing, it only transmits.
  */
 static unsigned int
 stream_frames(struct isthd *d)
 {
-	struct rte_mbuf *in[ISTHD_BURST], *out[ISTHD_BURST], *again[ISTHD_BURST];
-	unsigned int n, i, k = 0, r = 0;
+	struct rte_mbuf *in[ISTHD_BURST];
+	unsigned int n;
 
 	n = isthd_shard_collect(d, in, ISTHD_BURST);
-	if (n == 0)
-		return 0;
-	if (!d->auth.on) {
+	if (n)
 		isthd_tx(
 			d, d->access_port, in, (uint16_t)n, ISTHD_DROP_tx_access, &d->st.access_tx);
-		return n;
-	}
-	for (i = 0; i < n; i++) {
-		struct rte_mbuf *m = in[i];
-
-		if (m->nb_segs == 1 && RTE_MBUF_DIRECT(m) &&
-			rte_pktmbuf_pkt_len(m) > ISTHD_ISLAND_HDR + ISTH_WIRE_OFF_VERSION &&
-			rte_pktmbuf_mtod_offset(m, uint8_t *,
-				ISTHD_ISLAND_HDR)[ISTH_WIRE_OFF_VERSION] != ISTH_WIRE_VERSION_AUTH)
-			out[k++] = m;
-		else
-			again[r++] = m;
-	}
-	k = isthd_auth_seal_frames(d, ISTH_AUTH_DOWN, out, k, ISTHD_ISLAND_HDR);
-	r = reseal_resent(d, again, r);
-	isthd_tx(d, d->access_port, out, (uint16_t)k, ISTHD_DROP_tx_access, &d->st.access_tx);
-	isthd_tx(d, d->access_port, again, (uint16_t)r, ISTHD_DROP_tx_access, &d->st.access_tx);
 	return n;
 }
 
@@ -815,6 +801,13 @@ isthd_dp_drain_final(struct isthd *d)
 	struct isth_backend_counts bc;
 	unsigned int spins = 0;
 
+	/* the workers have stopped: the key set published now, for the
+	 * seals below (the one of their last pass may have been freed) */
+	if (d->auth.on) {
+		isthd_auth_dp_step(d);
+		for (unsigned int k = 1; k < d->n_workers; k++)
+			isthd_auth_shard_step(d->shard[k]);
+	}
 	isth_backend_flush(d->be);
 	/* several workers: what they hold is summed and flushed too */
 	if (d->n_workers > 1)

@@ -146,7 +146,10 @@ enum isthd_drop {
 	X(peer_repairs_rx, "repairs from peer edges that filled a missing chunk") \
 	X(peer_repairs_late, "of peer_repairs_rx: arrived after NACKing stopped (cutoff)") \
 	X(peer_data_late, "peer DATA (not a repair) first seen after NACKing stopped") \
-	X(tail_copies_sent, "last chunks of the island's DATA sent again to a peer unasked")
+	X(tail_copies_sent, "last chunks of the island's DATA sent again to a peer unasked") \
+	X(sealed, \
+		"auth on: frames to the island this worker's tag engine sealed (its AGG " \
+		"stream's AGGs, resends, GONEs)")
 
 enum { ISTHD_N_COUNTERS = 0 ISTHD_COUNTERS(ISTH_CTR_ONE) };
 
@@ -302,12 +305,21 @@ struct isthd_repair_round {
 	uint64_t backoff_ns[ISTHD_MAX_PEERS];
 };
 
-/* One load of the key file: its keys and an engine for each thread.
- * Immutable once published; freed by ctl once dp has retired it. */
+/*
+ * One load of the key file: its keys and a tag engine for each thread
+ * that seals or verifies (an ipsec-mb engine per worker, an OpenSSL one
+ * for the controller). It lives in a buffer of auth.sets (lib/rtab):
+ * filled by ctl before it is published, read-only after; worker k uses
+ * dp[k] only within one pass of its loop, and ctl frees the engines only
+ * once every worker has passed a quiescent state since the set was
+ * replaced (doc/isthmusd.md, "Authentication").
+ */
 struct isthd_keyset {
 	struct isth_auth *keys;
-	struct isth_auth_engine *dp; /* the worker's engine (ipsec-mb) */
 	struct isth_auth_engine *ctl; /* the controller's (ROUND) */
+	uint64_t gen; /* 1 at start-up, +1 per reload: worker 0 sees a new set */
+	unsigned int n_dp;
+	struct isth_auth_engine *dp[ISTHD_MAX_WORKERS]; /* worker k's (ipsec-mb) */
 };
 
 /* Authentication (auth.c; doc/isthmusd.md, "Authentication"). */
@@ -316,17 +328,23 @@ struct isthd_auth {
 	bool on; /* [auth] mode = on: wire version 2 on both ports */
 	struct isth_auth
 		*keys; /* init: loaded by prepare, for --check and setup; NULL after setup */
-	/* dp writes (at a key reload), dp reads: the worker's key set, its
-	 * engine, and the epoch each replay window slot holds (-1: free) */
-	struct isthd_keyset *ks_dp;
+	/* dp writes (at the start of each pass, isthd_auth_dp_step), dp
+	 * reads: the key set worker 0 uses in this pass, its engine, the
+	 * generation its replay window slots follow, and the epoch each
+	 * slot holds (-1: free) */
+	const struct isthd_keyset *ks_dp;
 	struct isth_auth_engine *dp;
 	int16_t slot_epoch[ISTH_AUTH_MAX_EPOCHS];
-	/* ctl only: the controller's key set and engine */
+	/* ctl only: the key set published (the controller's), its engine,
+	 * and the set it replaced while it waits for every worker's
+	 * quiescent state (NULL: none) */
 	struct isthd_keyset *ks_ctl;
 	struct isth_auth_engine *ctl;
-	/* a key reload: ctl publishes the next set (release), dp takes it
-	 * (acquire) and hands back the one it retired, which ctl frees */
-	struct isthd_keyset *next, *retired;
+	struct isthd_keyset *ks_old;
+	/* the key sets (lib/rtab, one slot, one spare buffer, readers d->qs):
+	 * ctl publishes, every worker reads slot 0 once per pass */
+	struct isth_rtab *sets;
+	uint64_t gen_dp; /* dp only: gen of the set the windows follow */
 	/* dp only: replay windows per (epoch slot, dir, sender, type) of
 	 * every stream received, sized at start-up (isthd_auth_window) */
 	struct isth_auth_replay *win;
@@ -373,11 +391,16 @@ struct isthd_shard {
 	struct isth_resend *agg_ring;
 	/* k only: next GONE seq of stream k (auth on; from CLOCK_REALTIME) */
 	uint64_t seq_gone;
+	/* k only (auth on): its tag engine in this pass, from the key set
+	 * published (isthd_auth_shard_step at the start of each pass); it
+	 * seals stream k's AGGs, resends and GONEs */
+	struct isth_auth_engine *eng;
 	/* k only: resends to the island this round (its share of the edge's
 	 * [repair] island budget) */
 	struct isthd_repair_budget nack_budget;
-	/* k writes (relaxed), ctl and telemetry read: peer_data,
-	 * peer_data_bytes and idle_sleeps are the only counters it moves */
+	/* k writes (relaxed), ctl and telemetry read: what it summed
+	 * (peer_data, peer_data_bytes), idle_sleeps, and its stream's
+	 * agg_out, nacks, resent, gone, sealed and their drops */
 	struct isthd_dp_stats st __rte_cache_aligned;
 } __rte_cache_aligned;
 
@@ -493,11 +516,17 @@ uint64_t isthd_tsc_to_ns(const struct isthd *d, uint64_t tsc);
 /* datapath.c */
 int isthd_worker(void *arg);
 /* A GONE to the island for @n ranges of @nack (its AGG stream), framed,
- * with room for the tag and (auth on) seq *@seq_gone++; sealed when
- * @seal. Counted in @st (gone, drops). NULL if it could not be built. */
-struct rte_mbuf *
-isthd_island_gone(struct isthd *d, struct isthd_dp_stats *st, const struct isth_wire_pkt *nack,
-	const struct isth_wire_range *r, unsigned int n, uint64_t *seq_gone, bool seal);
+ * with room for the tag and (auth on) seq *@seq_gone++; sealed with @seal
+ * (the stream's worker's engine; NULL: auth off). Counted in @st (gone,
+ * sealed, drops). NULL if it could not be built. */
+struct rte_mbuf *isthd_island_gone(struct isthd *d, struct isthd_dp_stats *st,
+	const struct isth_wire_pkt *nack, const struct isth_wire_range *r, unsigned int n,
+	uint64_t *seq_gone, struct isth_auth_engine *seal);
+/* AGGs the resend ring served (RESENT set, another IV) sealed again with
+ * the stream's worker's engine @e, a chained one copied first; failures
+ * counted in @st and freed. @return resends left in @out. */
+unsigned int isthd_reseal_resent(struct isthd *d, struct isthd_dp_stats *st,
+	struct isth_auth_engine *e, struct rte_mbuf **out, unsigned int n);
 /* One pass of the worker loop (benchmarks drive it from their own loop). */
 unsigned int isthd_dp_poll(struct isthd *d);
 void isthd_dp_drain_final(struct isthd *d);
@@ -544,10 +573,14 @@ void isthd_auth_fini(struct isthd *d);
  * and hands its keys to the worker; refused (logged) if the new file
  * changes the epoch of a round already published. */
 void isthd_auth_reload(struct isthd *d, uint64_t cur);
-/* ctl: free a key set the worker retired. */
+/* ctl: free the key set a reload replaced, once every worker has passed a
+ * quiescent state since (lib/rtab on d->qs); at every controller step. */
 void isthd_auth_ctl_step(struct isthd *d);
-/* dp: take a reloaded key set, if any (start of each poll). */
+/* Worker 0: the key set published, for this pass (start of each poll);
+ * a new one also moves the replay window slots to its epochs. */
 void isthd_auth_dp_step(struct isthd *d);
+/* Worker k >= 1: its engine of the key set published, for this pass. */
+void isthd_auth_shard_step(struct isthd_shard *w);
 /* The replay window of the stream of sealed message @msg received on the
  * @dir side; NULL when the edge keeps none (types refused later). */
 struct isth_auth_replay *
@@ -562,13 +595,15 @@ unsigned int isthd_auth_verify_rx(struct isthd *d, enum isth_auth_dir dir, struc
  * sealed length or a negative errno. */
 int isthd_auth_seal_msg(struct isthd *d, struct isth_auth_engine *e, enum isth_auth_dir dir,
 	uint8_t *msg, size_t len, size_t cap);
-/* dp: seal @n fresh (version 1) frames in one burst with the worker's
- * engine and @dir's key of the local island: each message starts @off
- * bytes into its (single-segment) mbuf and its last 16 bytes are the
- * room for the tag. Failures are counted (auth_seal) and freed, the rest
- * compacted to the front of @m. @return how many are left. */
-unsigned int isthd_auth_seal_frames(
-	struct isthd *d, enum isth_auth_dir dir, struct rte_mbuf **m, unsigned int n, uint32_t off);
+/* Worker: seal @n fresh (version 1) frames in one burst with its engine
+ * @e and @dir's key of the local island: each message starts @off bytes
+ * into its (single-segment) mbuf and its last 16 bytes are the room for
+ * the tag. Failures are counted in @st (auth_seal) and freed, the rest
+ * compacted to the front of @m (DOWN: counted in @st sealed). @return
+ * how many are left. */
+unsigned int
+isthd_auth_seal_frames(const struct isthd *d, struct isthd_dp_stats *st, struct isth_auth_engine *e,
+	enum isth_auth_dir dir, struct rte_mbuf **m, unsigned int n, uint32_t off);
 
 /* auth_dev.c: authentication offloaded to the backend's device */
 /* The backend's auth configuration (keys, site table, verdict callback);
@@ -602,7 +637,7 @@ bool isthd_shard_steer(struct isthd *d, struct rte_mbuf *m, const struct isth_wi
 /* Worker 0: send what isthd_shard_steer staged (end of a burst). */
 void isthd_shard_flush(struct isthd *d);
 /* Worker 0: frames the other workers finished (their streams' AGGs,
- * resends, GONEs), at most @cap. */
+ * resends, GONEs; sealed by them, auth on), at most @cap. */
 unsigned int isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap);
 /* Worker 0: hand an island NACK of AGG stream k >= 1 (and its frame) to
  * worker k, which serves it from its resend ring. */

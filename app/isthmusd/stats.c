@@ -111,11 +111,12 @@ isthd_print_counters(const struct isthd *d, FILE *f)
 			"worker %u: peer_data %" PRIu64 " peer_data_bytes %" PRIu64
 			" completed %" PRIu64 " partial %" PRIu64 " idle_sleeps %" PRIu64
 			" agg_out %" PRIu64 " nacks %" PRIu64 " resent %" PRIu64 " gone %" PRIu64
-			"\n",
+			" sealed %" PRIu64 "\n",
 			k, isth_ctr_get(&st->peer_data), isth_ctr_get(&st->peer_data_bytes),
 			bc.completed, bc.partial, isth_ctr_get(&st->idle_sleeps),
 			isth_ctr_get(&st->agg_out), isth_ctr_get(&st->nacks),
-			isth_ctr_get(&st->resent), isth_ctr_get(&st->gone));
+			isth_ctr_get(&st->resent), isth_ctr_get(&st->gone),
+			isth_ctr_get(&st->sealed));
 	}
 	isth_pace_stats(d->pace, &ps);
 	fprintf(f,

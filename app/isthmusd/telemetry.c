@@ -201,6 +201,8 @@ do_workers(const char *cmd __rte_unused, const char *params __rte_unused, struct
 		W("nacks", isth_ctr_get(&st->nacks));
 		W("resent", isth_ctr_get(&st->resent));
 		W("gone", isth_ctr_get(&st->gone));
+		/* auth on: what worker k's own tag engine sealed of stream k */
+		W("sealed", isth_ctr_get(&st->sealed));
 		W("agg_next_seq",
 			isth_resend_next_seq(k ? tel->shard[k]->agg_ring : tel->agg_ring));
 #undef W

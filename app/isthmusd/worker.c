@@ -9,8 +9,11 @@
  * Worker k also owns AGG stream k (doc/protocol.md, "AGG streams"): it
  * numbers the AGGs it builds in a seq of its own, keeps them in a resend
  * ring of its own, and serves the island's NACKs of stream k from it
- * (GONE with a seq counter of its own). The island follows the N streams
- * (lib/island) and NACKs each by its stream index.
+ * (GONE with a seq counter of its own). With auth on it seals them too,
+ * with a tag engine of its own (AGGs in one burst submission, resends
+ * and GONEs as they are built), after their last header change. The
+ * island follows the N streams (lib/island) and NACKs each by its stream
+ * index.
  *
  * Worker 0 is the edge's data path as with one worker (datapath.c): it
  * polls both ports (the PMDs here have one queue), parses and verifies,
@@ -18,17 +21,24 @@
  * DATA, and numbers, seals and sends stream 0. It hands each admitted
  * peer DATA whose chunk is another worker's, and each island NACK of
  * another worker's stream, to that worker through an SP/SC ring (the
- * frame and its parse), and takes the frames the others finished back
- * through another, to seal (auth on) and put on the wire; the others
+ * frame and its parse), and takes the frames the others finished (and
+ * sealed) back through another, to put on the wire unchanged; the others
  * touch no port.
  *
  * Why the rest stays on worker 0: one RX and one TX queue per port on
  * these PMDs; WAN repair tracks each peer's chunks in order
- * (repair_nack.c), which a shard of them would see as gaps; sealing needs
- * the key set a reload replaces, which only worker 0 takes over
- * (auth.c). Every stream the edge starts still has one writer: AGG and
- * GONE of stream k worker k, NACK and stream 0 worker 0, ROUND the
- * controller; so no receiver's replay window sees a seq twice.
+ * (repair_nack.c), which a shard of them would see as gaps. Every stream
+ * the edge starts still has one writer: AGG and GONE of stream k worker
+ * k, NACK and stream 0 worker 0, ROUND the controller; so no receiver's
+ * replay window sees a seq twice.
+ *
+ * Keys: every worker has an engine of its own in the key set published
+ * (auth.c, struct isthd_keyset); a reload publishes a new set through
+ * lib/rtab and each worker takes it at the start of its next pass
+ * (isthd_auth_shard_step), the old engines freed by the controller only
+ * once every worker has reported a quiescent state (d->qs) since. The
+ * FPGA backend's device sealing (auth_dev.c) is worker 0's alone because
+ * that backend runs with one worker only (setup.c refuses more).
  *
  * With one worker none of this runs: no ring, no steering, no cost.
  */
@@ -256,8 +266,8 @@ shard_out(struct isthd_shard *w, struct rte_mbuf **m, unsigned int n)
 }
 
 /* An island NACK of stream k, served from this worker's ring (as
- * datapath.c's serve_nack for stream 0); the resends and GONEs go to
- * worker 0 unsealed. */
+ * datapath.c's serve_nack for stream 0); the resends and GONEs are
+ * sealed here (auth on) and go to worker 0 to be sent. */
 static void
 shard_serve_nack(struct isthd_shard *w, const struct isth_wire_pkt *p, uint64_t now_ns)
 {
@@ -285,10 +295,12 @@ shard_serve_nack(struct isthd_shard *w, const struct isth_wire_pkt *p, uint64_t 
 			RTE_MIN(left, (uint32_t)ISTHD_BURST), gone, RTE_DIM(gone), &n_gone);
 		left -= k;
 		w->nack_budget.used += k;
+		if (w->d->auth.on)
+			k = isthd_reseal_resent(w->d, &w->st, w->eng, out, k);
 		isth_ctr_add(&w->st.resent, k);
 		if (n_gone) {
 			struct rte_mbuf *g = isthd_island_gone(
-				w->d, &w->st, p, gone, n_gone, &w->seq_gone, false);
+				w->d, &w->st, p, gone, n_gone, &w->seq_gone, w->eng);
 
 			if (g != NULL)
 				out[k++] = g;
@@ -334,7 +346,9 @@ shard_aggregate(struct isthd_shard *w, uint64_t now_ns)
 /*
  * Finished aggregates as AGGs of stream k, as many as worker 0's ring
  * takes whole: framed, stream field set, numbered and kept by this
- * worker's ring (with room for the tag worker 0 writes, auth on).
+ * worker's ring, then (auth on) sealed in one burst submission with this
+ * worker's engine, in place (the ring's reference sees the sealed bytes:
+ * resends start from them).
  */
 static unsigned int
 shard_emit(struct isthd_shard *w, uint64_t now_ns)
@@ -370,6 +384,9 @@ shard_emit(struct isthd_shard *w, uint64_t now_ns)
 		}
 		out[ok++] = m;
 	}
+	if (d->auth.on && ok)
+		ok = isthd_auth_seal_frames(
+			d, &w->st, w->eng, ISTH_AUTH_DOWN, out, ok, ISTHD_ISLAND_HDR);
 	if (ok)
 		rte_ring_enqueue_bulk(w->out, (void **)out, ok, NULL);
 	isth_ctr_add(&w->st.agg_out, ok);
@@ -382,6 +399,8 @@ isthd_shard_poll(struct isthd_shard *w)
 	uint64_t now_ns = isthd_tsc_to_ns(w->d, rte_rdtsc());
 	unsigned int work = 0;
 
+	if (w->d->auth.on)
+		isthd_auth_shard_step(w); /* the key set published, this pass */
 	work += isthd_expire_rounds(w->d, w->be, &w->expire_next, now_ns);
 	work += shard_aggregate(w, now_ns);
 	work += shard_emit(w, now_ns);

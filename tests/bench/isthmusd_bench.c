@@ -53,7 +53,10 @@
  * first frame fed to its last AGG out (wall TSC, the generator included,
  * which feeds only while the ring to worker 1 has room), and the cycles
  * each worker spends per DATA it handles (worker 0 inside isthd_dp_poll,
- * worker 1 in passes of isthd_shard_poll that did work).
+ * worker 1 in passes of isthd_shard_poll that did work). The same with
+ * [auth] on (version 2 frames, every DATA verified by worker 0, every AGG
+ * sealed by the worker whose stream it is): worker 0's cycles per DATA
+ * with two workers, auth on, is the figure sealing per worker changes.
  *
  * Medians of interleaved repetitions; TSC cycles. Usage:
  *   bench_isthmusd [--quick] [--chunks K] [--reps N]
@@ -1076,12 +1079,27 @@ run_workers(unsigned int nw)
 	return res;
 }
 
+/* The same with [auth] on: version 2 frames, verify and seal. */
+static struct wrun
+run_workers_auth(unsigned int nw)
+{
+	struct wrun r;
+
+	edge_auth(true);
+	r = run_workers(nw);
+	edge_auth(false);
+	return r;
+}
+
 /* ---- main ------------------------------------------------------------ */
 
 struct result {
 	/* two workers against one (run_workers), cycles per DATA x 1000 */
 	uint64_t *w1wall, *w2wall, *w1c0, *w2c0, *w2c1;
 	double w1wall_c, w2wall_c, w1c0_c, w2c0_c, w2c1_c;
+	/* the same with auth on (run_workers_auth) */
+	uint64_t *a1c0, *a2c0, *a2c1, *a1wall, *a2wall;
+	double a1c0_c, a2c0_c, a2c1_c, a1wall_c, a2wall_c;
 	uint64_t *pipe, *pa, *io, *rd; /* cycles per DATA packet x 1000, per rep */
 	struct stage_run *st;
 	double pipe_c, pa_c, io_c, rd_c; /* median cycles per DATA packet */
@@ -1148,8 +1166,20 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 			res->w2wall[rep] = (uint64_t)(b.wall * 1000);
 			res->w2c0[rep] = (uint64_t)(b.c0 * 1000);
 			res->w2c1[rep] = (uint64_t)(b.c1 * 1000);
+			a = run_workers_auth(1);
+			b = run_workers_auth(2);
+			res->a1wall[rep] = (uint64_t)(a.wall * 1000);
+			res->a1c0[rep] = (uint64_t)(a.c0 * 1000);
+			res->a2wall[rep] = (uint64_t)(b.wall * 1000);
+			res->a2c0[rep] = (uint64_t)(b.c0 * 1000);
+			res->a2c1[rep] = (uint64_t)(b.c1 * 1000);
 		}
 	}
+	res->a1wall_c = median(res->a1wall, reps) / 1000;
+	res->a2wall_c = median(res->a2wall, reps) / 1000;
+	res->a1c0_c = median(res->a1c0, reps) / 1000;
+	res->a2c0_c = median(res->a2c0, reps) / 1000;
+	res->a2c1_c = median(res->a2c1, reps) / 1000;
 	res->w1wall_c = median(res->w1wall, reps) / 1000;
 	res->w2wall_c = median(res->w2wall, reps) / 1000;
 	res->w1c0_c = median(res->w1c0, reps) / 1000;
@@ -1208,6 +1238,11 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 	printf("  2-worker rate / 1-worker rate: from the workers' cycles %.3f "
 	       "(= 1w worker 0 / max(2w worker 0, 2w worker 1 / 2)); wall %.3f\n",
 		res->w1c0_c / RTE_MAX(res->w2c0_c, res->w2c1_c / 2), res->w1wall_c / res->w2wall_c);
+	printf("  auth on, 1 worker : worker 0 %8.1f cyc/DATA; wall %8.1f cyc/DATA\n", res->a1c0_c,
+		res->a1wall_c);
+	printf("  auth on, 2 workers: worker 0 %8.1f cyc/DATA (all DATA), worker 1 %8.1f "
+	       "cyc/DATA (its half); wall %8.1f cyc/DATA\n",
+		res->a2c0_c, res->a2c1_c, res->a2wall_c);
 	printf("  %-12s %8.1f   (add_burst - sum kernel)\n", "lookup etc.",
 		res->stage_c[ST_ADD] - res->stage_c[ST_SUM]);
 	{
@@ -1344,8 +1379,14 @@ main(int argc, char **argv)
 		res[i].w1c0 = calloc(reps, sizeof(uint64_t));
 		res[i].w2c0 = calloc(reps, sizeof(uint64_t));
 		res[i].w2c1 = calloc(reps, sizeof(uint64_t));
+		res[i].a1wall = calloc(reps, sizeof(uint64_t));
+		res[i].a2wall = calloc(reps, sizeof(uint64_t));
+		res[i].a1c0 = calloc(reps, sizeof(uint64_t));
+		res[i].a2c0 = calloc(reps, sizeof(uint64_t));
+		res[i].a2c1 = calloc(reps, sizeof(uint64_t));
 		if (!res[i].w1wall || !res[i].w2wall || !res[i].w1c0 || !res[i].w2c0 ||
-			!res[i].w2c1)
+			!res[i].w2c1 || !res[i].a1wall || !res[i].a2wall || !res[i].a1c0 ||
+			!res[i].a2c0 || !res[i].a2c1)
 			die("results");
 	}
 	run_layout("aligned", 0, reps, &res[0]);
@@ -1370,6 +1411,11 @@ main(int argc, char **argv)
 		res[1].w1c0_c / RTE_MAX(res[1].w2c0_c, res[1].w2c1_c / 2),
 		res[0].w1wall_c / res[0].w2wall_c, res[1].w1wall_c / res[1].w2wall_c, res[0].w2c0_c,
 		res[1].w2c0_c, res[0].w2c1_c, res[1].w2c1_c, res[0].w1c0_c, res[1].w1c0_c);
+	printf("summary: auth on, cyc/DATA with 2 workers: worker 0 %.1f, %.1f, worker 1 %.1f, "
+	       "%.1f (1 worker: %.1f, %.1f); wall 2w/1w rate %.3f, %.3f\n",
+		res[0].a2c0_c, res[1].a2c0_c, res[0].a2c1_c, res[1].a2c1_c, res[0].a1c0_c,
+		res[1].a1c0_c, res[0].a1wall_c / res[0].a2wall_c,
+		res[1].a1wall_c / res[1].a2wall_c);
 
 teardown: /* every frame back to its pool */
 	isthd_dp_drain_final(&edge);

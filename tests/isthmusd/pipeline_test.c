@@ -324,6 +324,12 @@ static unsigned int wan_copies[ROUNDS + 2][N];
 static unsigned int wrong, resent_ok, gone_ok, late_sent;
 /* per AGG stream: its seq 2, "lost", kept to compare */
 static int32_t held[ISTH_WIRE_MAX_STREAMS][ELEMS_V1];
+/* per AGG stream: its AGGs (fresh and resent) and GONEs the island read,
+ * and (auth on) its AGGs of the rounds from the key rotation on (epoch 2
+ * from round 2) sealed under epoch 1 or 2 (check_seals) */
+#define EPOCH2_ROUND 2
+static unsigned int down_frames[ISTH_WIRE_MAX_STREAMS];
+static unsigned int down_epoch[ISTH_WIRE_MAX_STREAMS][2];
 static uint32_t held_round[ISTH_WIRE_MAX_STREAMS], held_chunk[ISTH_WIRE_MAX_STREAMS];
 static uint64_t held_bitmap[ISTH_WIRE_MAX_STREAMS];
 
@@ -473,6 +479,11 @@ poll_access(void)
 			isth_auth_verify(heng, ISTH_AUTH_DOWN, A, p.msg, p.msg_size) !=
 				ISTH_AUTH_OK)
 			auth_bad++;
+		if (p.hdr.type == ISTH_WIRE_AGG || p.hdr.type == ISTH_WIRE_GONE) {
+			down_frames[p.hdr.stream]++;
+			if (auth_on && p.hdr.type == ISTH_WIRE_AGG && p.hdr.round >= EPOCH2_ROUND)
+				down_epoch[p.hdr.stream][p.msg[ISTH_AUTH_OFF_EPOCH] == 2]++;
+		}
 		switch (p.hdr.type) {
 		case ISTH_WIRE_ROUND: {
 			struct isth_wire_round rb;
@@ -896,6 +907,7 @@ epoch_from_now(uint64_t lead_ns)
 
 static void run_pipeline(void);
 static void run_pipeline_auth(void);
+static void check_seals(void);
 
 Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up, .fini = eal_down,
 	.timeout = 60)
@@ -999,6 +1011,163 @@ Test(isthmusd, pipeline_three_workers_two_island_sockets, .init = eal_up, .fini 
 	cr_expect_gt(to_port[0], 0);
 	cr_expect_gt(to_port[1], 0, "nothing reached island_port + 1");
 	cr_expect_eq(to_port[2], 0);
+}
+
+Test(isthmusd, pipeline_two_workers_auth_on, .init = eal_up, .fini = eal_down, .timeout = 60)
+{
+	n_workers = 2;
+	run_pipeline_auth();
+}
+
+/*
+ * Auth on, after the run (run_pipeline, before teardown): worker k sealed
+ * with its own engine exactly the frames of AGG stream k the island read
+ * (AGGs, resends, GONEs; every one verified with the DOWN key: auth_bad),
+ * so worker 0 sealed none of another stream's; with the device sealing
+ * (fpga, one worker) the AGGs it sealed are the difference. The key
+ * reload during round 0 reached every worker: each stream's AGGs of the
+ * rounds from the rotation on are sealed under epoch 2, none under 1.
+ */
+static void
+check_seals(void)
+{
+	uint64_t dev_sealed = 0;
+
+	if (edge.auth.dev_seal)
+		dev_sealed =
+			isth_ctr_get(&edge.st.agg_out) - isth_ctr_get(&edge.st.agg_host_sealed);
+	for (unsigned int k = 0; k < n_workers; k++) {
+		const struct isthd_dp_stats *wst = k ? &edge.shard[k]->st : &edge.st;
+		uint64_t want = down_frames[k] - (k == 0 ? dev_sealed : 0);
+
+		cr_expect_gt(down_frames[k], 0, "stream %u: nothing read", k);
+		cr_expect_eq(isth_ctr_get(&wst->sealed), want,
+			"worker %u sealed %lu frames, the island read %lu of its stream", k,
+			(unsigned long)isth_ctr_get(&wst->sealed), (unsigned long)want);
+		cr_expect_gt(down_epoch[k][1], 0, "stream %u: no AGG of round %u+ under epoch 2", k,
+			EPOCH2_ROUND);
+		cr_expect_eq(down_epoch[k][0], 0, "stream %u: %u AGGs of round %u+ under epoch 1",
+			k, down_epoch[k][0], EPOCH2_ROUND);
+	}
+	/* one reload, and its predecessor freed once every worker moved on */
+	cr_expect_eq(edge.auth.ks_ctl->gen, 2);
+	cr_expect_null(edge.auth.ks_old, "the replaced key set was never freed");
+}
+
+/* A DOWN message of round @r sealed with engine @e; @return its epoch
+ * byte, after checking that it verifies with the island's keys. */
+static unsigned int
+seal_probe(struct isth_auth_engine *e, uint32_t r)
+{
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_AGG, .sender = A, .job = JOB, .round = r, .seq = 77};
+	uint8_t msg[ISTH_WIRE_HDR_SIZE + ISTH_AUTH_TAG_SIZE];
+
+	cr_assert_not_null(e);
+	cr_assert_eq(isth_wire_build_msg(msg, sizeof(msg), &h, NULL, 0, NULL), ISTH_WIRE_HDR_SIZE);
+	cr_assert_eq(
+		isthd_auth_seal_msg(&edge, e, ISTH_AUTH_DOWN, msg, ISTH_WIRE_HDR_SIZE, sizeof(msg)),
+		(int)sizeof(msg), "seal of round %u", r);
+	cr_expect_eq(isth_auth_verify(heng, ISTH_AUTH_DOWN, A, msg, sizeof(msg)), ISTH_AUTH_OK);
+	return msg[ISTH_AUTH_OFF_EPOCH];
+}
+
+/*
+ * A key reload with three workers, driven step by step on this thread
+ * (the workers' passes and quiescent reports are played here, qsbr ids
+ * 0..2): every worker takes the new key set at the start of its next pass
+ * and seals with its own engine of it (round 2: epoch 2); the old set's
+ * engines stay alive while any worker is still in the pass that read
+ * them, and are freed once the last one has reported a quiescent state;
+ * a second reload is refused until then.
+ */
+Test(isthmusd, key_reload_reaches_every_worker_and_frees_after_quiescence, .init = eal_up,
+	.fini = eal_down, .timeout = 30)
+{
+	struct isth_auth_conf ac = {.key_file = hkey_path, .job = JOB, .n_islands = N};
+	uint64_t epoch = (now_ns() / 1000000000ull + 100) * 1000000000ull;
+	const struct isthd_keyset *old, *cur;
+	char cfg[128], err[1024];
+	const char *sched;
+
+	snprintf(key_path, sizeof(key_path), "%s/edge.keys", dir);
+	snprintf(hkey_path, sizeof(hkey_path), "%s/job.keys", dir);
+	write_keys(key_path, false);
+	write_keys(hkey_path, true);
+	cr_assert_eq(isth_auth_create(&ac, &hkeys, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isth_auth_engine_create(hkeys, ISTH_AUTH_OPENSSL, &heng), 0);
+	auth_on = true;
+	sched = write_schedule(epoch);
+	snprintf(cfg, sizeof(cfg), "%s/edge.conf", dir);
+	write_config(cfg, sched, epoch);
+	cr_assert_eq(isthd_config_load(cfg, &edge.cfg, err, sizeof(err)), 0, "%s", err);
+	edge.n_workers = 3;
+	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
+	cr_assert_not_null(edge.qs);
+
+	/* every worker in a pass with the first set: an engine each */
+	old = edge.auth.ks_ctl;
+	for (unsigned int k = 0; k < 3; k++)
+		rte_rcu_qsbr_thread_online(edge.qs, k);
+	isthd_auth_dp_step(&edge);
+	isthd_auth_shard_step(edge.shard[1]);
+	isthd_auth_shard_step(edge.shard[2]);
+	cr_expect(edge.auth.dp == old->dp[0] && edge.shard[1]->eng == old->dp[1] &&
+		edge.shard[2]->eng == old->dp[2]);
+	cr_expect(old->dp[0] != old->dp[1] && old->dp[1] != old->dp[2] && old->dp[0] != old->dp[2],
+		"workers share an engine");
+	cr_expect_eq(seal_probe(edge.shard[2]->eng, 0), 1);
+
+	/* the reload (the controller, during round 0): epoch 2 from round 2 */
+	write_keys(key_path, true);
+	isthd_auth_reload(&edge, 0);
+	cur = edge.auth.ks_ctl;
+	cr_assert_neq(cur, old, "reload refused");
+	cr_expect_eq(edge.auth.ks_old, old);
+	isthd_auth_ctl_step(&edge);
+	cr_expect_eq(edge.auth.ks_old, old, "freed while every worker was mid-pass");
+
+	/* workers 0 and 1 report and start a pass: the new set's engines */
+	rte_rcu_qsbr_quiescent(edge.qs, 0);
+	rte_rcu_qsbr_quiescent(edge.qs, 1);
+	isthd_auth_dp_step(&edge);
+	isthd_auth_shard_step(edge.shard[1]);
+	cr_expect_eq(edge.auth.dp, cur->dp[0]);
+	cr_expect_eq(edge.shard[1]->eng, cur->dp[1]);
+	cr_expect_eq(seal_probe(edge.auth.dp, EPOCH2_ROUND), 2);
+	cr_expect_eq(seal_probe(edge.shard[1]->eng, EPOCH2_ROUND), 2);
+	/* worker 2 is still in its pass, on the old engine: it must live */
+	isthd_auth_ctl_step(&edge);
+	cr_expect_eq(edge.auth.ks_old, old, "freed while worker 2 was mid-pass");
+	cr_expect_eq(old->dp[2], edge.shard[2]->eng);
+	cr_expect_eq(seal_probe(edge.shard[2]->eng, 1), 1);
+	/* a second reload waits for it */
+	isthd_auth_reload(&edge, 0);
+	cr_expect_eq(edge.auth.ks_ctl, cur, "second reload taken before the first was done");
+
+	/* worker 2 reports: the old set is freed (its buffer emptied) */
+	rte_rcu_qsbr_quiescent(edge.qs, 2);
+	isthd_auth_ctl_step(&edge);
+	cr_expect_null(edge.auth.ks_old);
+	cr_expect_null(old->keys);
+	cr_expect_null(old->dp[2]);
+	isthd_auth_shard_step(edge.shard[2]);
+	cr_expect_eq(edge.shard[2]->eng, cur->dp[2]);
+	cr_expect_eq(seal_probe(edge.shard[2]->eng, EPOCH2_ROUND), 2);
+
+	/* a worker offline (asleep, stopped) holds nothing up */
+	for (unsigned int k = 0; k < 3; k++)
+		rte_rcu_qsbr_thread_offline(edge.qs, k);
+	isthd_auth_reload(&edge, 0);
+	cr_expect_neq(edge.auth.ks_ctl, cur, "third reload refused");
+	isthd_auth_ctl_step(&edge);
+	cr_expect_null(edge.auth.ks_old, "an offline worker held the old set");
+
+	isthd_teardown(&edge);
+	isthd_ports_close(&edge);
+	isth_auth_engine_free(heng);
+	isth_auth_free(hkeys);
 }
 
 /* The same with the FPGA backend (interface 1.1): the device verifies the
@@ -1259,6 +1428,8 @@ run_pipeline(void)
 	 * chunk never repaired does not complete */
 	cr_expect_eq(be_stat("completed"), ROUNDS * CHUNKS - 1, "completed %lu",
 		(unsigned long)be_stat("completed"));
+	if (auth_on)
+		check_seals();
 
 	isthd_teardown(&edge);
 	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs,
