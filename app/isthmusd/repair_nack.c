@@ -6,6 +6,7 @@
  * last moment a repair can still be summed). State: struct isthd_repair
  * (isthd.h), written by the worker only. The serving side is repair.c.
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include <rte_branch_prediction.h>
@@ -62,6 +63,16 @@ nack_peer(struct isthd *d, unsigned int s, uint64_t r, const struct isth_wire_ra
 	}
 	isth_ctr_add(&d->st.peer_nacks_sent, 1);
 	isthd_tx(d, d->wan_port, &f, 1, ISTHD_DROP_tx_wan, &d->st.wan_tx);
+	if (unlikely(d->rep.trace)) {
+		char b[256];
+		size_t o = 0;
+
+		for (unsigned int i = 0; i < n && o < sizeof(b) - 48; i++)
+			o += (size_t)snprintf(b + o, sizeof(b) - o, " %" PRIu64 "-%" PRIu64,
+				ranges[i].first, ranges[i].last);
+		b[o] = 0;
+		isthd_repair_trace(d, "nack r %" PRIu64 " s %u ranges%s", r, s, b);
+	}
 	return 0;
 }
 
@@ -186,10 +197,15 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 		isth_ctr_add(&d->st.peer_repairs_rx, 1);
 		if (t->done) /* NACKing for it had stopped */
 			isth_ctr_add(&d->st.peer_repairs_late, 1);
+		ISTHD_REPAIR_TRACE(
+			d, "repair r %" PRIu64 " s %u c %u%s", r, s, c, t->done ? " late" : "");
 		return; /* a repair says nothing about the stream */
 	}
 	if (t->done) /* its sender (or this edge's worker) is late */
 		isth_ctr_add(&d->st.peer_data_late, 1);
+	if (c != t->next || t->done)
+		ISTHD_REPAIR_TRACE(d, "data r %" PRIu64 " s %u c %u next %u%s", r, s, c, t->next,
+			t->done ? " late" : "");
 	if (t->first_ns == 0) {
 		t->first_ns = now_ns ? now_ns : 1;
 		t->first_chunk = c;
@@ -225,7 +241,7 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
  * and of them the tail (after the last chunk its stream brought) and
  * those never NACKed, so that a partial says why (doc/isthmusd.md). */
 static void
-unrepaired(struct isthd *d, const struct isthd_rx_track *t, const uint64_t *bits)
+unrepaired(struct isthd *d, const struct isthd_rx_track *t, unsigned int s, const uint64_t *bits)
 {
 	uint32_t n = d->rep.n_chunks - t->n_rx, tail = 0;
 
@@ -235,6 +251,13 @@ unrepaired(struct isthd *d, const struct isthd_rx_track *t, const uint64_t *bits
 	isth_ctr_add(&d->st.peer_unrepaired_tail, tail);
 	if (t->nacks == 0)
 		isth_ctr_add(&d->st.peer_unrepaired_unasked, n);
+	if (unlikely(d->rep.trace)) {
+		for (uint32_t c = 0; c < d->rep.n_chunks; c++)
+			if (!chunk_seen(bits, c))
+				isthd_repair_trace(d,
+					"unrepaired r %" PRIu64 " s %u c %u next %u nacks %u",
+					t->round, s, c, t->next, t->nacks);
+	}
 }
 
 /*
@@ -295,7 +318,7 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			 * leaves now, with its copies, rather than never. */
 			if (now_ns > cut && !((t->nack_at && t->nack_at <= cut) || !t->tail_due)) {
 				t->done = 1;
-				unrepaired(d, t, bits);
+				unrepaired(d, t, s, bits);
 				continue;
 			}
 			pending = true;
@@ -304,9 +327,13 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			/* a tail due after the cutoff is asked for at it */
 			if (due > cut)
 				due = cut;
-			if (!t->tail_due && now_ns >= due)
+			if (!t->tail_due && now_ns >= due) {
 				t->tail_due = 1;
-			else if (t->nack_at == 0 || now_ns < t->nack_at)
+				ISTHD_REPAIR_TRACE(d,
+					"tail r %" PRIu64 " s %u due %.3f cut %.3f next %u n_rx %u",
+					r, s, (double)(due - start) / 1e6,
+					(double)(cut - start) / 1e6, t->next, t->n_rx);
+			} else if (t->nack_at == 0 || now_ns < t->nack_at)
 				continue;
 			upto = t->tail_due ? d->rep.n_chunks : t->next;
 			/* The last three attempts before the cutoff leave
