@@ -197,6 +197,13 @@ struct isthd_rx_track {
 	 * DATA that was not a repair arrived (0: none yet), and its chunk */
 	uint64_t first_ns;
 	uint32_t first_chunk;
+	/* a last-chance NACK's copies still to leave (last_nack_copies - 1
+	 * at most) and when the next one is due: tail_copies_after apart,
+	 * not back to back, so that one loss burst does not take every copy
+	 * and every copy's repairs (isthd_repair_tail_check) */
+	uint8_t copies_left;
+	uint32_t copy_from; /* the first chunk the copies name */
+	uint64_t copy_at;
 };
 
 /*

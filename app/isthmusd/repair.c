@@ -601,11 +601,17 @@ void
 isthd_repair_trace(const struct isthd *d, const char *fmt, ...)
 {
 	uint64_t now = isthd_tsc_to_ns(d, rte_rdtsc());
+	char line[320];
 	va_list ap;
+	int o;
 
-	fprintf(stderr, "rt %.3f ", ((double)now - (double)d->clk.epoch_ns) / 1e6);
+	/* one write per line: the controller's round lines share the file */
+	o = snprintf(line, sizeof(line), "rt %.3f ", ((double)now - (double)d->clk.epoch_ns) / 1e6);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	o += vsnprintf(line + o, sizeof(line) - (size_t)o - 1, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (o > (int)sizeof(line) - 2)
+		o = (int)sizeof(line) - 2;
+	line[o++] = '\n';
+	fwrite(line, 1, (size_t)o, stderr);
 }
