@@ -359,8 +359,10 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			 * other peers' NACKs and repairs with them, and spent
 			 * the serving edge's repeat allowance that the retries
 			 * needed (doc/isthmusd.md, "Tail due time"). The
-			 * retry at nack_at asks for everything still missing. */
-			from = tail_now && t->nack_at > now_ns ? t->next : 0;
+			 * retry at nack_at asks for everything still missing;
+			 * if that retry would come after the cutoff, this is
+			 * the gaps' last chance, and they are asked again. */
+			from = tail_now && t->nack_at > now_ns && t->nack_at <= cut ? t->next : 0;
 			if (from >= upto)
 				continue;
 			/* The last three attempts before the cutoff leave

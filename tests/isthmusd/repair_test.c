@@ -473,6 +473,54 @@ Test(isthmusd_repair, a_tail_due_soon_after_a_gap_nack_asks_for_the_tail_only, .
 	asking_edge_free(d);
 }
 
+/*
+ * ... unless the gaps' retry would come after the cutoff: then the tail
+ * NACK is the gaps' last chance and names them too (seen in the system
+ * test at 2 % loss: a gap whose one repair was lost, a retry 5 ms past the
+ * cutoff, and the tail NACK asking for the tail only, so the chunk was
+ * asked once). Peer 2 as above, chunks 0-15 at 100 + 30c ms (the
+ * observed 30 ms a chunk), 8-9 and 16-19 lost: the gap NACK at 400
+ * (chunk 10), its retry due at 625, past the cutoff (610); the tail, due
+ * at 550 + 4 x 30 + 5 = 675 ms, is asked for at the cutoff, 610, and
+ * names 8-9 too; its copy (630) and any retry are past the cutoff. With
+ * the tail only, 8-9 were asked once; before session 14 both left twice
+ * at 610.
+ */
+Test(isthmusd_repair, a_tail_nack_is_the_gaps_last_chance_when_their_retry_misses_the_cutoff,
+	.init = eal_up, .fini = eal_down)
+{
+	static const struct {
+		uint64_t at;
+		unsigned int n;
+	} want[] = {{400, 1}, {610, 2}};
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	d->cfg.wan_last_nack_copies = 2;
+	d->cfg.wan_tail_copies_after_ns = 20 * MS;
+	for (uint32_t c = 0; c < 16; c++)
+		arr[c] = c == 8 || c == 9 ? 0 : 100 + 30 * c;
+	n = play(d, 2, arr, 0, 900, nk);
+	cr_assert_eq(n, RTE_DIM(want), "%u NACKs, want %zu; the second at %llu ms (%u ranges)", n,
+		RTE_DIM(want), n > 1 ? (unsigned long long)nk[1].at_ms : 0ull, n > 1 ? nk[1].n : 0);
+	for (unsigned int i = 0; i < n; i++) {
+		cr_expect_eq(nk[i].at_ms, want[i].at, "NACK %u at %llu ms, want %llu", i,
+			(unsigned long long)nk[i].at_ms, (unsigned long long)want[i].at);
+		cr_assert_eq(
+			nk[i].n, want[i].n, "NACK %u: %u ranges, want %u", i, nk[i].n, want[i].n);
+		cr_expect_eq(nk[i].g[0].first, 8);
+		cr_expect_eq(nk[i].g[0].last, 9);
+		if (want[i].n == 2) {
+			cr_expect_eq(nk[i].g[1].first, 16);
+			cr_expect_eq(nk[i].g[1].last, 19);
+		}
+	}
+	asking_edge_free(d);
+}
+
 /* A (TSC, CLOCK_REALTIME) pair read as close together as the test can:
  * the tightest of five brackets. */
 static void

@@ -201,6 +201,9 @@ if [ "$late_only" = 1 ]; then
 		while read -r r x c; do
 			if ! grep -q "^rt [0-9.]* data r $r s $x c $c next [0-9]* late$" "$elog"; then
 				echo "FAIL: island $i round $r: island $x chunk $c missing, and its DATA did not come late (a loss not repaired)"
+				# the evidence: what edge I asked, edge X served
+				grep -E "^rt [0-9.-]* (nack|copy|tail|data|repair|unrepaired) r $r s $x " "$elog" | head -12
+				grep -E "^rt [0-9.-]* serve r $r to $i " "$keep/run/edge$x.log" | head -6
 				unexcused=$((unexcused + 1))
 			fi
 		done < <(awk '/^round [0-9]+ .* missing island/ {
