@@ -434,6 +434,10 @@ isthd_auth_verify_rx(struct isthd *d, enum isth_auth_dir dir, struct rte_mbuf **
 			isth_ctr_add(&d->st.drop[s < ISTH_AUTH_STATUS_MAX ? status_drop[s]
 									  : ISTHD_DROP_auth_tag],
 				1);
+			ISTHD_REPAIR_TRACE(d,
+				"auth_drop %d type %u flags 0x%x r %u s %u c %u seq %" PRIu64,
+				(int)s, p[i].hdr.type, p[i].hdr.flags, p[i].hdr.round,
+				p[i].hdr.sender, p[i].hdr.chunk, (uint64_t)p[i].hdr.seq);
 			rte_pktmbuf_free(m[i]);
 			continue;
 		}

@@ -200,6 +200,13 @@ struct isthd_rx_track {
 	 * DATA that was not a repair arrived (0: none yet), and its chunk */
 	uint64_t first_ns;
 	uint32_t first_chunk;
+	/* a last-chance NACK's copies still to leave (last_nack_copies - 1
+	 * at most) and when the next one is due: tail_copies_after apart,
+	 * not back to back, so that one loss burst does not take every copy
+	 * and every copy's repairs (isthd_repair_tail_check) */
+	uint8_t copies_left;
+	uint32_t copy_from; /* the first chunk the copies name */
+	uint64_t copy_at;
 };
 
 /*
@@ -285,7 +292,19 @@ struct isthd_repair {
 	 * (lib/rtab): ctl writes (isthd_repair_publish, before published),
 	 * dp reads through isthd_repair_round() */
 	struct isth_rtab *rtab;
+	/* init: environment ISTHD_REPAIR_TRACE set: every NACK sent, chunk
+	 * served or refused and repair received goes to stderr, one line
+	 * each (a diagnosis aid, isthd_repair_trace(); off: one predictable
+	 * branch on the repair paths, none per in-order DATA) */
+	bool trace;
 };
+
+/* One repair event to stderr when d->rep.trace (isthd_repair_trace). */
+#define ISTHD_REPAIR_TRACE(d, ...) \
+	do { \
+		if (unlikely((d)->rep.trace)) \
+			isthd_repair_trace(d, __VA_ARGS__); \
+	} while (0)
 
 /* One round's WAN-repair table. Written by: ctl, in a buffer no worker
  * sees; read-only once published (lib/rtab); read by: worker 0, until its
@@ -554,6 +573,8 @@ void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n, uin
 void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
 unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns);
 void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
+void isthd_repair_trace(const struct isthd *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* The most chunk repairs NACKs can get one peer per round (after
  * isthd_repair_init; 0 without WAN repair): rep.peer_max. */
 uint64_t isthd_repair_peer_max(const struct isthd *d);

@@ -7,6 +7,10 @@
  * (datapath.c) and, for the per-round due times, by the controller.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_branch_prediction.h>
@@ -40,6 +44,7 @@ isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 	}
 	rp->tail[0].round = rp->tail[1].round = UINT64_MAX;
 	rp->tail[0].at_ns = rp->tail[1].at_ns = 0;
+	rp->trace = getenv("ISTHD_REPAIR_TRACE") != NULL;
 	if (!d->cfg.wan_repair)
 		return 0;
 	memset(&rc, 0, sizeof(rc));
@@ -455,6 +460,12 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 			k++;
 		}
 	}
+	if (unlikely(d->rep.trace))
+		isthd_repair_trace(d,
+			"serve r %" PRIu64 " to %u ranges %u first %" PRIu64 " over %" PRIu64
+			" spent %" PRIu64 " used %u repeats %u",
+			r, p->hdr.sender, n, n ? want[0].first : 0, over, spent, b->used,
+			b->repeats);
 	if (over)
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_budget], over);
 	if (spent)
@@ -577,4 +588,30 @@ isthd_repair_island_allowance(const struct isthd *d, struct isthd_repair_budget 
 	}
 	left = share > b->used ? share - b->used : 0;
 	return left < d->rep.island_nack_cap ? left : d->rep.island_nack_cap;
+}
+
+/*
+ * One repair event to stderr (doc/isthmusd.md, "WAN repair", diagnosis):
+ * only when the environment had ISTHD_REPAIR_TRACE at start-up, for a
+ * run whose partial results must be put down to a cause chunk by chunk
+ * (what was NACKed when, served, refused, repaired). The line starts with
+ * "rt" and the time in ms since the epoch.
+ */
+void
+isthd_repair_trace(const struct isthd *d, const char *fmt, ...)
+{
+	uint64_t now = isthd_tsc_to_ns(d, rte_rdtsc());
+	char line[320];
+	va_list ap;
+	int o;
+
+	/* one write per line: the controller's round lines share the file */
+	o = snprintf(line, sizeof(line), "rt %.3f ", ((double)now - (double)d->clk.epoch_ns) / 1e6);
+	va_start(ap, fmt);
+	o += vsnprintf(line + o, sizeof(line) - (size_t)o - 1, fmt, ap);
+	va_end(ap);
+	if (o > (int)sizeof(line) - 2)
+		o = (int)sizeof(line) - 2;
+	line[o++] = '\n';
+	fwrite(line, 1, (size_t)o, stderr);
 }

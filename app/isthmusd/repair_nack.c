@@ -6,6 +6,7 @@
  * last moment a repair can still be summed). State: struct isthd_repair
  * (isthd.h), written by the worker only. The serving side is repair.c.
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include <rte_branch_prediction.h>
@@ -62,6 +63,16 @@ nack_peer(struct isthd *d, unsigned int s, uint64_t r, const struct isth_wire_ra
 	}
 	isth_ctr_add(&d->st.peer_nacks_sent, 1);
 	isthd_tx(d, d->wan_port, &f, 1, ISTHD_DROP_tx_wan, &d->st.wan_tx);
+	if (unlikely(d->rep.trace)) {
+		char b[256];
+		size_t o = 0;
+
+		for (unsigned int i = 0; i < n && o < sizeof(b) - 48; i++)
+			o += (size_t)snprintf(b + o, sizeof(b) - o, " %" PRIu64 "-%" PRIu64,
+				ranges[i].first, ranges[i].last);
+		b[o] = 0;
+		isthd_repair_trace(d, "nack r %" PRIu64 " s %u ranges%s", r, s, b);
+	}
 	return 0;
 }
 
@@ -72,17 +83,17 @@ chunk_seen(const uint64_t *bits, uint32_t c)
 }
 
 /*
- * NACK every chunk below @upto still missing from sender @s in round @r,
- * @copies times: as many messages as the ranges need (max_ranges each).
- * Returns the messages sent (0: nothing missing or nothing could leave).
+ * NACK every chunk in [@from, @upto) still missing from sender @s in round
+ * @r: as many messages as the ranges need (max_ranges each). Returns the
+ * messages sent (0: nothing missing or nothing could leave).
  */
 static unsigned int
-nack_missing(struct isthd *d, unsigned int s, uint64_t r, const uint64_t *bits, uint32_t upto,
-	unsigned int copies)
+nack_missing(struct isthd *d, unsigned int s, uint64_t r, const uint64_t *bits, uint32_t from,
+	uint32_t upto)
 {
 	struct isth_wire_range g[ISTHD_BURST];
-	unsigned int n = 0, sent = 0, max = d->lim.max_ranges, k;
-	uint32_t c = 0;
+	unsigned int n = 0, sent = 0, max = d->lim.max_ranges;
+	uint32_t c = from;
 
 	if (max > RTE_DIM(g))
 		max = RTE_DIM(g);
@@ -99,12 +110,11 @@ nack_missing(struct isthd *d, unsigned int s, uint64_t r, const uint64_t *bits, 
 		g[n].first = a;
 		g[n].last = c - 1;
 		if (++n == max) {
-			for (k = 0; k < copies; k++)
-				sent += nack_peer(d, s, r, g, n) == 0;
+			sent += nack_peer(d, s, r, g, n) == 0;
 			n = 0;
 		}
 	}
-	for (k = 0; n && k < copies; k++)
+	if (n)
 		sent += nack_peer(d, s, r, g, n) == 0;
 	return sent;
 }
@@ -186,10 +196,15 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 		isth_ctr_add(&d->st.peer_repairs_rx, 1);
 		if (t->done) /* NACKing for it had stopped */
 			isth_ctr_add(&d->st.peer_repairs_late, 1);
+		ISTHD_REPAIR_TRACE(
+			d, "repair r %" PRIu64 " s %u c %u%s", r, s, c, t->done ? " late" : "");
 		return; /* a repair says nothing about the stream */
 	}
 	if (t->done) /* its sender (or this edge's worker) is late */
 		isth_ctr_add(&d->st.peer_data_late, 1);
+	if (c != t->next || t->done)
+		ISTHD_REPAIR_TRACE(d, "data r %" PRIu64 " s %u c %u next %u%s", r, s, c, t->next,
+			t->done ? " late" : "");
 	if (t->first_ns == 0) {
 		t->first_ns = now_ns ? now_ns : 1;
 		t->first_chunk = c;
@@ -225,7 +240,7 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
  * and of them the tail (after the last chunk its stream brought) and
  * those never NACKed, so that a partial says why (doc/isthmusd.md). */
 static void
-unrepaired(struct isthd *d, const struct isthd_rx_track *t, const uint64_t *bits)
+unrepaired(struct isthd *d, const struct isthd_rx_track *t, unsigned int s, const uint64_t *bits)
 {
 	uint32_t n = d->rep.n_chunks - t->n_rx, tail = 0;
 
@@ -235,6 +250,13 @@ unrepaired(struct isthd *d, const struct isthd_rx_track *t, const uint64_t *bits
 	isth_ctr_add(&d->st.peer_unrepaired_tail, tail);
 	if (t->nacks == 0)
 		isth_ctr_add(&d->st.peer_unrepaired_unasked, n);
+	if (unlikely(d->rep.trace)) {
+		for (uint32_t c = 0; c < d->rep.n_chunks; c++)
+			if (!chunk_seen(bits, c))
+				isthd_repair_trace(d,
+					"unrepaired r %" PRIu64 " s %u c %u next %u nacks %u",
+					t->round, s, c, t->next, t->nacks);
+	}
 }
 
 /*
@@ -277,6 +299,8 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			uint64_t cut, due, upto;
 			struct isthd_rx_track *t;
 			unsigned int copies = 1, k;
+			uint32_t from;
+			bool tail_now;
 
 			if (!(expected & (1ull << s)))
 				continue;
@@ -295,33 +319,87 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			 * leaves now, with its copies, rather than never. */
 			if (now_ns > cut && !((t->nack_at && t->nack_at <= cut) || !t->tail_due)) {
 				t->done = 1;
-				unrepaired(d, t, bits);
+				unrepaired(d, t, s, bits);
 				continue;
 			}
 			pending = true;
+			/* a last-chance NACK's next copy, spaced from the
+			 * one before: what is still missing now */
+			if (t->copies_left && now_ns >= t->copy_at) {
+				t->copies_left--;
+				t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+				k = nack_missing(d, s, r, bits, t->copy_from,
+					t->tail_due ? d->rep.n_chunks : t->next);
+				work += k;
+				ISTHD_REPAIR_TRACE(d, "copy r %" PRIu64 " s %u nacks %u", r, s, k);
+			}
 			due = (t->last_due ? t->last_due : start + rt->tail_at[s]) +
 				d->cfg.wan_tail_wait_ns;
 			/* a tail due after the cutoff is asked for at it */
 			if (due > cut)
 				due = cut;
-			if (!t->tail_due && now_ns >= due)
+			tail_now = false;
+			if (!t->tail_due && now_ns >= due) {
 				t->tail_due = 1;
-			else if (t->nack_at == 0 || now_ns < t->nack_at)
+				tail_now = true;
+				ISTHD_REPAIR_TRACE(d,
+					"tail r %" PRIu64 " s %u due %.3f cut %.3f next %u n_rx %u",
+					r, s, (double)(due - start) / 1e6,
+					(double)(cut - start) / 1e6, t->next, t->n_rx);
+			} else if (t->nack_at == 0 || now_ns < t->nack_at)
 				continue;
 			upto = t->tail_due ? d->rep.n_chunks : t->next;
+			/* The tail fell due while the gaps' NACK (each gap is
+			 * NACKed at once when found, isthd_repair_track) is
+			 * less than a back-off old: ask for the tail only (the
+			 * chunks after the last one the stream brought). The
+			 * gaps' repairs are on their way; asking again for
+			 * them (and copying that) tripled a loss burst's repairs,
+			 * which overflowed the WAN's priority class, taking
+			 * other peers' NACKs and repairs with them, and spent
+			 * the serving edge's repeat allowance that the retries
+			 * needed (doc/isthmusd.md, "Tail due time"). The
+			 * retry at nack_at asks for everything still missing;
+			 * if that retry would come after the cutoff, this is
+			 * the gaps' last chance, and they are asked again. */
+			from = tail_now && t->nack_at > now_ns && t->nack_at <= cut ? t->next : 0;
+			if (from >= upto)
+				continue;
 			/* The last three attempts before the cutoff leave
 			 * last_nack_copies times: one NACK names every chunk
 			 * still missing, so its loss costs them all that
 			 * attempt, and a long lossy path (several hops of loss
 			 * p each way) has room for three or four. Each copy
-			 * brings its own repair (the serving edge does not
-			 * charge a repeat within our back-off). */
-			if (now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut)
+			 * brings its own repair (charged to the repeat
+			 * allowance). The copies leave tail_copies_after
+			 * apart, each naming what is still missing then:
+			 * sent back to back, a copy and its repairs died in
+			 * the same loss burst as the first (bursty loss).
+			 * A stream none of whose DATA has arrived is asked
+			 * for once: it is more likely late (queued behind a
+			 * bottleneck) than lost whole, and a copy of it spent
+			 * a round's stream of the repeat allowance that the
+			 * chunks lost later needed (doc/isthmusd.md, "Last
+			 * chances"). */
+			if (now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut && t->first_ns != 0)
 				copies = d->cfg.wan_last_nack_copies;
-			k = nack_missing(d, s, r, bits, (uint32_t)upto, copies);
-			if (k) {
+			k = nack_missing(d, s, r, bits, from, (uint32_t)upto);
+			if (k == 0 && from)
+				continue; /* the tail came as repairs (tail copies) */
+			if (from) {
+				/* the tail only: the gaps' retry stays when it was */
+				if (t->nacks < UINT16_MAX)
+					t->nacks++;
+				work += k;
+				t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
+				t->copy_from = from;
+				t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+			} else if (k) {
 				nack_sent(d, t, r, s, now_ns);
 				work += k;
+				t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
+				t->copy_from = 0;
+				t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
 			} else if (t->tail_due) {
 				/* nothing could leave (no mbuf): try again */
 				t->nack_at = now_ns + t->backoff_ns;

@@ -354,6 +354,173 @@ Test(isthmusd_repair, a_tail_due_past_the_cutoff_is_nacked_at_it, .init = eal_up
 	asking_edge_free(d);
 }
 
+/*
+ * Last-chance copies leave spaced, not back to back (bursty loss: a copy
+ * sent 0.1 ms after the first, and its repairs, died in the same loss
+ * burst). Peer 2: back-off 2 x 110 + 5 = 225 ms, cutoff 610 ms,
+ * last_nack_copies 2, tail_copies_after 20 ms. Chunks 0-15 at 130, 132,
+ * ..., 160 ms (the planned 2 ms a chunk), 16-19 lost: the tail is due at
+ * 160 + 4 x 2 + 5 = 173 ms; 173 + 3 x 225 > 610, so it is a last chance:
+ * the NACK at 173 ms, its copy at 193; the retry at 173 + 225 = 398 ms,
+ * its copy at 418; the next retry (623 ms) is past the cutoff. Before,
+ * both copies left at 173 and at 398 ms.
+ */
+Test(isthmusd_repair, last_chance_copies_leave_spaced, .init = eal_up, .fini = eal_down)
+{
+	static const uint64_t want[] = {173, 193, 398, 418};
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	d->cfg.wan_last_nack_copies = 2;
+	d->cfg.wan_tail_copies_after_ns = 20 * MS;
+	for (uint32_t c = 0; c < 16; c++)
+		arr[c] = 130 + 2 * c;
+	n = play(d, 2, arr, 0, 900, nk);
+	cr_assert_eq(n, RTE_DIM(want), "%u NACKs, want %zu; the second at %llu ms", n,
+		RTE_DIM(want), n > 1 ? (unsigned long long)nk[1].at_ms : 0ull);
+	for (unsigned int i = 0; i < n; i++) {
+		cr_expect_eq(nk[i].at_ms, want[i], "NACK %u at %llu ms, want %llu", i,
+			(unsigned long long)nk[i].at_ms, (unsigned long long)want[i]);
+		cr_assert_eq(nk[i].n, 1);
+		cr_expect_eq(nk[i].g[0].first, 16);
+		cr_expect_eq(nk[i].g[0].last, 19);
+	}
+	asking_edge_free(d);
+}
+
+/*
+ * A stream none of whose DATA has arrived is asked for once at each
+ * attempt, even a last chance: it is more likely queued than lost whole,
+ * and a copy of it spent a round's stream of the serving edge's repeat
+ * allowance. Peer 2, nothing arrives: the plan's tail, 20 + 40 + 110 = 170
+ * ms, + 5 = 175 ms, NACKs chunks 0-19; the retry at 175 + 225 = 400 ms;
+ * the next (625 ms) is past the cutoff. Before, each left twice.
+ */
+Test(isthmusd_repair, a_stream_not_yet_seen_is_not_copied, .init = eal_up, .fini = eal_down)
+{
+	static const uint64_t want[] = {175, 400};
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	d->cfg.wan_last_nack_copies = 2;
+	d->cfg.wan_tail_copies_after_ns = 20 * MS;
+	n = play(d, 2, arr, 0, 900, nk);
+	cr_assert_eq(n, RTE_DIM(want), "%u NACKs, want %zu; the second at %llu ms", n,
+		RTE_DIM(want), n > 1 ? (unsigned long long)nk[1].at_ms : 0ull);
+	for (unsigned int i = 0; i < n; i++) {
+		cr_expect_eq(nk[i].at_ms, want[i], "NACK %u at %llu ms, want %llu", i,
+			(unsigned long long)nk[i].at_ms, (unsigned long long)want[i]);
+		cr_assert_eq(nk[i].n, 1);
+		cr_expect_eq(nk[i].g[0].first, 0);
+		cr_expect_eq(nk[i].g[0].last, 19);
+	}
+	asking_edge_free(d);
+}
+
+/*
+ * A tail falling due while the gaps' NACK is less than a back-off old asks
+ * for the tail only: the gaps' repairs are on their way (asking again
+ * tripled a loss burst's repairs). Peer 2 (back-off 225 ms, cutoff 610,
+ * last_nack_copies 2, tail_copies_after 20 ms): chunks 0-15 at 130 + 2c
+ * ms but 8-9 lost, 16-19 lost. Chunk 10 (150 ms) shows the gap: NACK 8-9
+ * at 150, retry due at 375. The tail is due at 160 + 4 x 2 + 5 = 173 ms:
+ * NACK 16-19 only, a last chance (173 + 3 x 225 > 610), its copy at 193
+ * (16-19). The retry at 375 asks for 8-9 and 16-19, its copy at 395; the
+ * next at 600 (<= 610) too; its copy (620) is past the cutoff. Before:
+ * 8-9 at 150; 8-9 and 16-19 twice at 173 and twice at 398 (the tail
+ * NACK moved the retry), nothing at 600.
+ */
+Test(isthmusd_repair, a_tail_due_soon_after_a_gap_nack_asks_for_the_tail_only, .init = eal_up,
+	.fini = eal_down)
+{
+	static const struct {
+		uint64_t at;
+		unsigned int n;
+		uint64_t first0, last0;
+	} want[] = {{150, 1, 8, 9}, {173, 1, 16, 19}, {193, 1, 16, 19}, {375, 2, 8, 9},
+		{395, 2, 8, 9}, {600, 2, 8, 9}};
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	d->cfg.wan_last_nack_copies = 2;
+	d->cfg.wan_tail_copies_after_ns = 20 * MS;
+	for (uint32_t c = 0; c < 16; c++)
+		arr[c] = c == 8 || c == 9 ? 0 : 130 + 2 * c;
+	n = play(d, 2, arr, 0, 900, nk);
+	cr_assert_eq(n, RTE_DIM(want), "%u NACKs, want %zu; the second at %llu ms (%u ranges)", n,
+		RTE_DIM(want), n > 1 ? (unsigned long long)nk[1].at_ms : 0ull, n > 1 ? nk[1].n : 0);
+	for (unsigned int i = 0; i < n; i++) {
+		cr_expect_eq(nk[i].at_ms, want[i].at, "NACK %u at %llu ms, want %llu", i,
+			(unsigned long long)nk[i].at_ms, (unsigned long long)want[i].at);
+		cr_assert_eq(
+			nk[i].n, want[i].n, "NACK %u: %u ranges, want %u", i, nk[i].n, want[i].n);
+		cr_expect_eq(nk[i].g[0].first, want[i].first0);
+		cr_expect_eq(nk[i].g[0].last, want[i].last0);
+		if (want[i].n == 2) {
+			cr_expect_eq(nk[i].g[1].first, 16);
+			cr_expect_eq(nk[i].g[1].last, 19);
+		}
+	}
+	asking_edge_free(d);
+}
+
+/*
+ * ... unless the gaps' retry would come after the cutoff: then the tail
+ * NACK is the gaps' last chance and names them too (seen in the system
+ * test at 2 % loss: a gap whose one repair was lost, a retry 5 ms past the
+ * cutoff, and the tail NACK asking for the tail only, so the chunk was
+ * asked once). Peer 2 as above, chunks 0-15 at 100 + 30c ms (the
+ * observed 30 ms a chunk), 8-9 and 16-19 lost: the gap NACK at 400
+ * (chunk 10), its retry due at 625, past the cutoff (610); the tail, due
+ * at 550 + 4 x 30 + 5 = 675 ms, is asked for at the cutoff, 610, and
+ * names 8-9 too; its copy (630) and any retry are past the cutoff. With
+ * the tail only, 8-9 were asked once; before session 14 both left twice
+ * at 610.
+ */
+Test(isthmusd_repair, a_tail_nack_is_the_gaps_last_chance_when_their_retry_misses_the_cutoff,
+	.init = eal_up, .fini = eal_down)
+{
+	static const struct {
+		uint64_t at;
+		unsigned int n;
+	} want[] = {{400, 1}, {610, 2}};
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	d->cfg.wan_last_nack_copies = 2;
+	d->cfg.wan_tail_copies_after_ns = 20 * MS;
+	for (uint32_t c = 0; c < 16; c++)
+		arr[c] = c == 8 || c == 9 ? 0 : 100 + 30 * c;
+	n = play(d, 2, arr, 0, 900, nk);
+	cr_assert_eq(n, RTE_DIM(want), "%u NACKs, want %zu; the second at %llu ms (%u ranges)", n,
+		RTE_DIM(want), n > 1 ? (unsigned long long)nk[1].at_ms : 0ull, n > 1 ? nk[1].n : 0);
+	for (unsigned int i = 0; i < n; i++) {
+		cr_expect_eq(nk[i].at_ms, want[i].at, "NACK %u at %llu ms, want %llu", i,
+			(unsigned long long)nk[i].at_ms, (unsigned long long)want[i].at);
+		cr_assert_eq(
+			nk[i].n, want[i].n, "NACK %u: %u ranges, want %u", i, nk[i].n, want[i].n);
+		cr_expect_eq(nk[i].g[0].first, 8);
+		cr_expect_eq(nk[i].g[0].last, 9);
+		if (want[i].n == 2) {
+			cr_expect_eq(nk[i].g[1].first, 16);
+			cr_expect_eq(nk[i].g[1].last, 19);
+		}
+	}
+	asking_edge_free(d);
+}
+
 /* A (TSC, CLOCK_REALTIME) pair read as close together as the test can:
  * the tightest of five brackets. */
 static void
