@@ -28,7 +28,7 @@
 # wan_prio_full: frames the priority class's queue limit dropped;
 # headroom: the share F of each WAN link the plan kept free, --headroom F,
 # passed to testbed.sh --repair-headroom; round/T is against the T planned
-# with that F, which is 1/(1-F) longer on capacity-bound rounds)
+# with that F, up to 1/(1-F) longer on capacity-bound rounds)
 # Exit status: 0 if every run ended with wrong=0, 1 otherwise.
 set -euo pipefail
 
