@@ -12,7 +12,7 @@
 #
 #   scripts/loss-sweep.sh [--losses "0 0.01 ..."] [--seeds "1 2"]
 #       [--ge P/R/LB] [--rounds R] [--schedule NAME] [--out DIR]
-#       [-- extra testbed.sh run options]
+#       [--headroom F] [-- extra testbed.sh run options]
 #
 # Needs what scripts/testbed.sh needs (root, a build). Runs one testbed at a
 # time; each run's directory is kept under DIR (default: a new temporary
@@ -20,12 +20,15 @@
 #   label seed partial aggregates per10k round/T wrong nacks retries
 #   unrepaired tail unasked repairs late_repairs late_data gone budget
 #   attempts partial_timeout wan_loss_drops repairs_sent wan_prio
-#   wan_prio_full
+#   wan_prio_full headroom
 # (budget, attempts: chunks the serving edges refused over a peer's repair
 # budget, and over [wan] repair_attempts repairs of one chunk to one peer;
 # repairs_sent: the edges' repair frames, tail copies included; wan_prio:
 # frames the WAN's links served in the priority class, per hop;
-# wan_prio_full: frames the priority class's queue limit dropped)
+# wan_prio_full: frames the priority class's queue limit dropped;
+# headroom: the share F of each WAN link the plan kept free, --headroom F,
+# passed to testbed.sh --repair-headroom; round/T is against the T planned
+# with that F, up to 1/(1-F) longer on capacity-bound rounds)
 # Exit status: 0 if every run ended with wrong=0, 1 otherwise.
 set -euo pipefail
 
@@ -36,6 +39,7 @@ GE="0.00204/0.1/1"
 ROUNDS=15
 SCHED=triangles
 OUT=
+HEADROOM=0
 EXTRA=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -45,8 +49,9 @@ while [ $# -gt 0 ]; do
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--schedule) SCHED=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
+	--headroom) HEADROOM=$2; shift 2 ;;
 	--) shift; EXTRA=("$@"); break ;;
-	-h|--help) sed -n 3,29p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n 3,32p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "loss-sweep.sh: unknown option '$1' (--help)" >&2; exit 2 ;;
 	esac
 done
@@ -72,16 +77,17 @@ wan_loss() {
 }
 
 status=0
-printf '%-8s %4s %7s %6s %7s %7s %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s\n' \
+printf '%-8s %4s %7s %6s %7s %7s %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s %8s\n' \
 	label seed partial aggs per10k round/T wrong nacks retries unrepaired tail unasked \
-	repairs late_r late_data gone budget attempts p_tmo wan_loss rep_sent wan_prio prio_full
+	repairs late_r late_data gone budget attempts p_tmo wan_loss rep_sent wan_prio prio_full headroom
 run() {
 	local label=$1 seed=$2 dir
 	shift 2
 	dir=$OUT/$label-s$seed
 	rm -rf "$dir"
 	"$ROOT/scripts/testbed.sh" run --schedule "$SCHED" --rounds "$ROUNDS" --seed "$seed" \
-		--keep "$dir" --prio-queue-ms 50 --last-nack-copies 2 "$@" "${EXTRA[@]}" >"$OUT/$label-s$seed.out" 2>&1 || true
+		--keep "$dir" --prio-queue-ms 50 --last-nack-copies 2 \
+		--repair-headroom "$HEADROOM" "$@" "${EXTRA[@]}" >"$OUT/$label-s$seed.out" 2>&1 || true
 	local sum
 	sum=$(grep '^SUMMARY' "$OUT/$label-s$seed.out" | tail -1) || true
 	if [ -z "$sum" ]; then
@@ -95,7 +101,7 @@ run() {
 		[[ "$f" == *=* ]] && v[${f%%=*}]=${f#*=}
 	done
 	[ "${v[wrong]}" = 0 ] || status=1
-	printf '%-8s %4s %7s %6s %7.1f %7.2f %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s\n' \
+	printf '%-8s %4s %7s %6s %7.1f %7.2f %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s %8s\n' \
 		"$label" "$seed" "${v[partial]}" "${v[aggregates]}" \
 		"$(awk -v p="${v[partial]}" -v a="${v[aggregates]}" 'BEGIN {print a ? 10000 * p / a : 0}')" \
 		"$(awk -v m="${v[round_ms_mean]}" -v t="${v[round_ms_planned]}" 'BEGIN {print t ? m / t : 0}')" \
@@ -106,7 +112,7 @@ run() {
 		"$(ctr "$dir" drop_repair_gone)" "$(ctr "$dir" drop_repair_budget)" \
 		"$(ctr "$dir" drop_repair_attempts)" \
 		"$(ctr "$dir" partial_timeout)" "$(wan_loss "$dir")" "$(ctr "$dir" repairs_sent)" \
-		"$(wan_col "$dir" priority)" "$(wan_col "$dir" prio_queue_full)"
+		"$(wan_col "$dir" priority)" "$(wan_col "$dir" prio_queue_full)" "$HEADROOM"
 }
 for p in $LOSSES; do
 	for s in $SEEDS; do

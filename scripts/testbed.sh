@@ -72,6 +72,10 @@ Topology and schedule:
                           leave the shortest path for a less loaded one);
                           isthmus-wan routes every round by the schedule's
                           route lines, so what is planned is what runs
+  --repair-headroom F     the planner plans every WAN link at (1-F) of its
+                          scaled capacity (isthmus-plan --repair-headroom),
+                          leaving F free for repairs; isthmus-wan keeps the
+                          full capacity (default 0; not with a schedule file)
   --replication edge|network
                           edge (default): each edge sends one unicast copy of
                           its island's DATA per peer, needing nothing of the
@@ -306,6 +310,7 @@ PAYLOAD=130K
 MEMORY=0
 SCALE=10000
 ROUTING=capacity
+HEADROOM=0
 REPL=edge
 QUEUE_MS=
 PRIO_QUEUE_MS=0
@@ -340,6 +345,7 @@ while [ $# -gt 0 ]; do
 	--memory-bytes) MEMORY=$2; shift 2 ;;
 	--scale) SCALE=$2; shift 2 ;;
 	--routing) ROUTING=$2; shift 2 ;;
+	--repair-headroom) HEADROOM=$2; shift 2 ;;
 	--replication) REPL=$2; shift 2 ;;
 	--queue-ms) QUEUE_MS=$2; shift 2 ;;
 	--prio-queue-ms) PRIO_QUEUE_MS=$2; shift 2 ;;
@@ -571,6 +577,7 @@ ACCESS_GBPS=$(awk -v k="$SCALE" -v c="$CHUNK_B" 'BEGIN { printf "%.9g\n", 100 / 
 if [ "$EDGES" = 1 ]; then
 # --- the schedule, planned at the scaled capacities -------------------------
 if [ -f "$SCHED" ]; then
+	[ "$HEADROOM" = 0 ] || die "--repair-headroom: only when the testbed plans (not with a schedule file)"
 	cp "$SCHED" "$WORK/run.sched"
 	SCHED_NAME=$(basename "$SCHED")
 else
@@ -584,7 +591,7 @@ else
 	# isthmus-wan follows (it reads the file's route lines)
 	if ! "$PLAN" --sites "$WORK/sites.csv" --links "$WORK/plan-links.csv" \
 		--payload-bytes "$PAYLOAD_B" --memory-bytes "$MEMORY_B" --replication "$REPL" \
-		--routing "$ROUTING" \
+		--routing "$ROUTING" --repair-headroom "$HEADROOM" \
 		--access-gbps "$ACCESS_GBPS" --chunk-bytes "$CHUNK_B" \
 		--schedule "$PSCHED" --search-seconds 3 --quiet \
 		--out "$WORK/run.sched" >"$WORK/plan.txt" 2>"$WORK/plan.err"; then

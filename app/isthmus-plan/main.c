@@ -74,6 +74,18 @@ usage(FILE *f)
 		"                        up with a warning (default 400)\n"
 		"  --threads N           rounds solved in parallel, 1..16; the output does not\n"
 		"                        depend on it (default: one per online CPU)\n"
+		"  --repair-headroom F   plan every WAN link at (1-F) of its capacity, so a\n"
+		"                        share F stays free for repairs and NACKs under loss\n"
+		"                        (access links keep their full capacity); 0 <= F < 0.5\n"
+		"                        (default 0). Cost: a round bound by link capacity\n"
+		"                        grows by up to 1/(1-F) (F = 0.2: +25 %%); a round\n"
+		"                        bound by latency or access does not change.\n"
+		"                        Measured on the testbed (doc/performance.md,\n"
+		"                        section 9, session 14): at 10 %% random loss per\n"
+		"                        link F = 0.2-0.3 (2p-3p) cut partial results from\n"
+		"                        1.8-2.6 %% to 0.2-0.8 %% for T +17-30 %%; at 5 %%\n"
+		"                        F = 0.2 lowered them in 3 runs of 4; below, F only\n"
+		"                        costs its T\n"
 		"Schedules:\n"
 		"  --schedule NAME|all   all-to-all, regional, pairs, triangles, search, or a "
 		"comma\n"
@@ -183,6 +195,65 @@ is_family(const char *s)
 	return 0;
 }
 
+/*
+ * Record the repair headroom in a written schedule file: a comment line
+ * after the magic (the format has no directive for planning parameters,
+ * and a comment keeps every loader of version 1 and 2 reading it). The
+ * rates and T in the file already are the ones planned at (1 - F).
+ */
+static int
+note_headroom(const char *path, double F, char *err, size_t errlen)
+{
+	char *buf = NULL, *nl;
+	long len;
+	FILE *f;
+	int ret = 0;
+
+	f = fopen(path, "r");
+	if (f == NULL || fseek(f, 0, SEEK_END) < 0 || (len = ftell(f)) < 0 ||
+		fseek(f, 0, SEEK_SET) < 0 || (buf = malloc((size_t)len + 1)) == NULL ||
+		fread(buf, 1, (size_t)len, f) != (size_t)len) {
+		ret = errno ? -errno : -EIO;
+		goto out;
+	}
+	fclose(f);
+	f = NULL;
+	buf[len] = '\0';
+	nl = strchr(buf, '\n');
+	if (nl == NULL) {
+		ret = -EIO;
+		goto out;
+	}
+	f = fopen(path, "w");
+	if (f == NULL) {
+		ret = -errno;
+		goto out;
+	}
+	if (fwrite(buf, 1, (size_t)(nl + 1 - buf), f) != (size_t)(nl + 1 - buf) ||
+		fprintf(f,
+			"# repair-headroom %g: planned at %g of every WAN link's capacity "
+			"(isthmus-plan --repair-headroom)\n",
+			F, 1 - F) < 0 ||
+		fwrite(nl + 1, 1, strlen(nl + 1), f) != strlen(nl + 1)) {
+		ret = errno ? -errno : -EIO;
+		goto out;
+	}
+	if (fclose(f) != 0) {
+		f = NULL;
+		ret = errno ? -errno : -EIO;
+		goto out;
+	}
+	f = NULL;
+out:
+	if (f)
+		fclose(f);
+	free(buf);
+	if (ret < 0)
+		snprintf(err, errlen, "%s: cannot record the repair headroom: %s", path,
+			strerror(-ret));
+	return ret;
+}
+
 static int
 write_sched(const char *path, const struct isth_topo *t, const struct isth_plan_params *p,
 	const struct row *w, unsigned long long epoch, char *err, size_t errlen)
@@ -245,6 +316,8 @@ write_sched(const char *path, const struct isth_topo *t, const struct isth_plan_
 	}
 	ret = isth_sched_save(S, path, err, errlen);
 	isth_sched_free(S);
+	if (ret == 0 && p->repair_headroom > 0)
+		ret = note_headroom(path, p->repair_headroom, err, errlen);
 	return ret;
 }
 
@@ -264,6 +337,7 @@ main(int argc, char **argv)
 		{"max-round-ms", required_argument, NULL, 'x'},
 		{"max-lps", required_argument, NULL, 'L'},
 		{"threads", required_argument, NULL, 'j'},
+		{"repair-headroom", required_argument, NULL, 'H'},
 		{"schedule", required_argument, NULL, 'S'},
 		{"search-seconds", required_argument, NULL, 'z'},
 		{"seed", required_argument, NULL, 'e'},
@@ -281,7 +355,7 @@ main(int argc, char **argv)
 	const char *sites = NULL, *links = NULL, *out = NULL, *plotdir = NULL;
 	char *memlist = NULL, *schedlist = NULL, *end;
 	double mems[64], search_s = 60, compute_ms = 0, v;
-	int nmem = 0, csv = 0, quiet = 0, opt, i, k, m;
+	int nmem = 0, csv = 0, quiet = 0, opt, i, k, m, headroom;
 	unsigned seed = 1;
 	long search_iters = ISTH_PLAN_SEARCH_ITERS;
 	unsigned long long epoch = 0;
@@ -392,6 +466,19 @@ main(int argc, char **argv)
 				return EXIT_INPUT;
 			}
 			prm.threads = (int)v;
+			break;
+		case 'H':
+			errno = 0;
+			v = strtod(optarg, &end);
+			if (errno || *end || end == optarg ||
+				!(v >= 0 && v < ISTH_PLAN_MAX_HEADROOM)) {
+				fprintf(stderr,
+					"isthmus-plan: --repair-headroom: a share of each WAN "
+					"link's capacity, 0 <= F < %g, not '%s'\n",
+					ISTH_PLAN_MAX_HEADROOM, optarg);
+				return EXIT_INPUT;
+			}
+			prm.repair_headroom = v;
 			break;
 		case 'R':
 			if (strcmp(optarg, "capacity") == 0)
@@ -621,6 +708,8 @@ main(int argc, char **argv)
 			overall = winners[m];
 	}
 
+	/* F = 0 prints exactly what it printed before the option */
+	headroom = prm.repair_headroom > 0;
 	ring_ms = isth_plan_ring_allreduce_ms(topo, &prm, ring_order);
 	rd_ms = isth_plan_rd_allreduce_ms(topo, &prm, rd_order);
 	/* every comparison is against the better synchronous all-reduce */
@@ -632,7 +721,8 @@ main(int argc, char **argv)
 		printf("schedule,memory_bytes,feasible,round_ms,A_flood,A_avg,objective_ms,binding,"
 		       "staleness_ms,rounds,allreduce_ms,allreduce_idle,speedup_vs_allreduce,sync_"
 		       "a2a_ms,"
-		       "speedup_vs_sync_a2a,ring_allreduce_ms,rd_allreduce_ms\n");
+		       "speedup_vs_sync_a2a,ring_allreduce_ms,rd_allreduce_ms%s\n",
+			headroom ? ",repair_headroom" : "");
 		for (i = 0; i < nrows; i++) {
 			struct row *R = &rows[i];
 			double a2a = NAN;
@@ -643,8 +733,11 @@ main(int argc, char **argv)
 					a2a = rows[k].T;
 			printf("%s,%.0f,%d,", R->name, R->memory, R->feasible);
 			if (!R->feasible) {
-				printf(",,,,\"%s\",,,%.3f,,,,,%.3f,%.3f\n", R->binding, base_ms,
+				printf(",,,,\"%s\",,,%.3f,,,,,%.3f,%.3f", R->binding, base_ms,
 					ring_ms, rd_ms);
+				if (headroom)
+					printf(",%g", prm.repair_headroom);
+				printf("\n");
 				continue;
 			}
 			printf("%.3f,", R->T);
@@ -671,7 +764,10 @@ main(int argc, char **argv)
 				printf("%.3f,", (C + a2a) / fmax(C, R->T));
 			else
 				printf(",");
-			printf("%.3f,%.3f\n", ring_ms, rd_ms);
+			printf("%.3f,%.3f", ring_ms, rd_ms);
+			if (headroom)
+				printf(",%g", prm.repair_headroom);
+			printf("\n");
 		}
 	} else {
 		char pb[32];
@@ -679,11 +775,16 @@ main(int argc, char **argv)
 		fmt_bytes(prm.payload_bytes, pb, sizeof(pb));
 		printf("topology: %d islands, %d regions, %d links; payload %sB/round, access %.4g "
 		       "Gbit/s, "
-		       "replication %s, routing %s\n\n",
+		       "replication %s, routing %s",
 			isth_topo_n(topo), isth_topo_nregions(topo), isth_topo_ndlinks(topo) / 2,
 			pb, prm.access_bps / 1e9,
 			prm.repl == ISTH_PLAN_REPL_EDGE ? "edge" : "network",
 			prm.routing == ISTH_PLAN_ROUTING_SHORTEST ? "shortest" : "capacity");
+		if (headroom)
+			printf(";\nrepair headroom %g: every WAN link planned at %g of its "
+			       "capacity",
+				prm.repair_headroom, 1 - prm.repair_headroom);
+		printf("\n\n");
 		printf("  %-11s %8s %5s %10s %8s %8s %13s  %s\n", "schedule", "memory", "ok",
 			"round_ms", "A_flood", "A_avg", "T(A+1/2)_ms",
 			"binding constraint / reason");

@@ -79,6 +79,11 @@ isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
 		snprintf(err, errlen, "check: topology, schedule and result do not match");
 		return -EINVAL;
 	}
+	if (!(p->repair_headroom >= 0 && p->repair_headroom < ISTH_PLAN_MAX_HEADROOM)) {
+		snprintf(err, errlen, "check: repair headroom %g out of range [0, %g)",
+			p->repair_headroom, ISTH_PLAN_MAX_HEADROOM);
+		return -EINVAL;
+	}
 	if (!r->feasible) {
 		snprintf(err, errlen, "check: the result is infeasible (%s)", r->binding);
 		return -EINVAL;
@@ -180,7 +185,7 @@ isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
 		}
 		for (e = 0; e < isth_topo_ndlinks(t) && ret == 0; e++) {
 			/* load[] is in bit/ms: compare with capacity in bit/ms */
-			double cap = plan_cap(t, e) / 1000;
+			double cap = plan_wan_cap(t, p, e) / 1000;
 
 			if (load[e] > cap * (1 + CHK_CAP_TOL)) {
 				isth_topo_dlink_name(t, e, name, sizeof(name));

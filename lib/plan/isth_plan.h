@@ -70,7 +70,14 @@ struct isth_plan_params {
 	int threads; /**< isth_plan_solve(): threads solving rounds in parallel;
 				     0 = one per online CPU (at most ISTH_PLAN_MAX_THREADS).
 				     The result does not depend on it */
+	double repair_headroom; /**< share F of every WAN link's capacity kept free for
+				     repairs and NACKs: the LP, the routing and isth_plan_check()
+				     use (1 - F) c_e; access links keep their full capacity.
+				     0 <= F < ISTH_PLAN_MAX_HEADROOM; 0 = the full capacity */
 };
+
+/** Upper bound (exclusive) of isth_plan_params.repair_headroom. */
+#define ISTH_PLAN_MAX_HEADROOM 0.5
 
 /** Most threads isth_plan_solve() uses. */
 #define ISTH_PLAN_MAX_THREADS 16

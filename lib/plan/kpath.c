@@ -409,7 +409,7 @@ greedy(const struct isth_topo *t, int ncl, const uint64_t *cl, const struct isth
 		return -ENOMEM;
 	}
 	for (e = 0; e < ndl; e++)
-		G.dmin[e] = 8 * p->payload_bytes * 1000 / plan_cap(t, e);
+		G.dmin[e] = 8 * p->payload_bytes * 1000 / plan_wan_cap(t, p, e);
 	for (c = 0; c < ncl; c++)
 		if (plan_popcount(cl[c]) >= 2)
 			for (i = 0; i < n; i++)

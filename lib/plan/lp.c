@@ -510,7 +510,8 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 		o->off[i] = o->dur[i] = NAN;
 	o->binding[0] = '\0';
 	o->warn[0] = '\0';
-	if (!(P > 0) || !isfinite(P) || !(p->access_bps > 0) || !(p->memory_bytes >= 0)) {
+	if (!(P > 0) || !isfinite(P) || !(p->access_bps > 0) || !(p->memory_bytes >= 0) ||
+		!(p->repair_headroom >= 0 && p->repair_headroom < ISTH_PLAN_MAX_HEADROOM)) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -549,7 +550,7 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 		goto out;
 	}
 	for (e = 0; e < S->ndl; e++)
-		S->dmin[e] = 8 * P * 1000 / plan_cap(t, e);
+		S->dmin[e] = 8 * P * 1000 / plan_wan_cap(t, p, e);
 	Dsc = 0;
 	for (k = 0; k < S->nsend; k++) {
 		j = S->snd[k];
@@ -925,7 +926,8 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
 	int k, nth, started = 0, ret = 0;
 
 	if (t == NULL || s == NULL || p == NULL || out == NULL || s->n != isth_topo_n(t) ||
-		p->threads < 0)
+		p->threads < 0 ||
+		!(p->repair_headroom >= 0 && p->repair_headroom < ISTH_PLAN_MAX_HEADROOM))
 		return -EINVAL;
 	*out = NULL;
 	memset(&J, 0, sizeof(J));

@@ -95,6 +95,19 @@ plan_cap(const struct isth_topo *t, int e)
 	return c;
 }
 
+/*
+ * Capacity of directed link e the plan may fill: (1 - F) of it, F the
+ * repair headroom (the rest stays free for repairs and NACKs, which the
+ * plan does not model). F = 0 multiplies by exactly 1, so the plan is
+ * bit-identical to one without the option. The synchronous baselines keep
+ * plan_cap(): they model other systems, which reserve nothing.
+ */
+static inline double
+plan_wan_cap(const struct isth_topo *t, const struct isth_plan_params *p, int e)
+{
+	return plan_cap(t, e) * (1 - p->repair_headroom);
+}
+
 static inline int
 plan_popcount(uint64_t x)
 {

@@ -86,6 +86,43 @@ bad "--schedule: empty list" --schedule ""
 bad "--search-iters: an integer 1..100000000, not '0'" --search-iters 0
 bad "--max-lps: an integer 1..1000000, not '1.5'" --max-lps 1.5
 
+# --repair-headroom F. F = 0 changes nothing, byte for byte: the schedule
+# file and the table of the nine-city run above (triangles, 564.x ms)
+# shellcheck disable=SC2086
+"$plan" $topo --payload-bytes 1.3G --memory-bytes 0,32G --schedule all-to-all,regional,triangles \
+	--format csv --out "$tmp/h0.sched" --quiet --repair-headroom 0 >"$tmp/h0.csv" || fail "F=0 run"
+cmp -s "$tmp/s.sched" "$tmp/h0.sched" || fail "F=0 schedule differs from no option"
+cmp -s "$tmp/out.csv" "$tmp/h0.csv" || fail "F=0 CSV differs from no option"
+# two sites, 10 ms, 10 Gbit/s, P = 12.5 MB, access 100 Gbit/s, 1 MiB chunks:
+# F = 0.2 plans 8 Gbit/s, D = 8 * 12.5e6 / 8e9 s = 12.5 ms, delivery tail
+# 8 * 1048576 / 100e9 s = 0.08388608 ms: T = 22.58388608 ms, written as
+# ceil(T * 1e6) + 1 = 22583888 ns; the stream's rate 8e9 bit/s (rounded down)
+printf 'site,region\nA,R\nB,R\n' >"$tmp/h.s.csv"
+printf 'a,b,one_way_ms,capacity_gbps\nA,B,10,10\n' >"$tmp/h.l.csv"
+h2="--sites $tmp/h.s.csv --links $tmp/h.l.csv --payload-bytes 12.5M --schedule all-to-all --quiet"
+# shellcheck disable=SC2086
+"$plan" $h2 --repair-headroom 0.2 --out "$tmp/h2.sched" >"$tmp/h2.txt" || fail "F=0.2 run"
+grep -q "^repair headroom 0.2: every WAN link planned at 0.8 of its capacity$" "$tmp/h2.txt" \
+	|| fail "F=0.2 table note: $(cat "$tmp/h2.txt")"
+grep -q "^\* all-to-all *0 *yes *22\.6 " "$tmp/h2.txt" || fail "F=0.2 table T: $(cat "$tmp/h2.txt")"
+sed -n 2p "$tmp/h2.sched" | grep -q "^# repair-headroom 0.2: planned at 0.8 of every WAN link's capacity" \
+	|| fail "F=0.2 schedule comment: $(head -3 "$tmp/h2.sched")"
+awk '$1 == "round-ns" {d = $2 - 22583888; ok = d >= -2 && d <= 2} END {exit !ok}' "$tmp/h2.sched" \
+	|| fail "F=0.2 round-ns: $(grep round-ns "$tmp/h2.sched")"
+awk '$1 == "send" {n++; if ($5 > 8e9 || $5 < 8e9 * (1 - 1e-6)) bad = 1} END {exit bad || n != 2}' \
+	"$tmp/h2.sched" || fail "F=0.2 rates: $(grep '^send' "$tmp/h2.sched")"
+# shellcheck disable=SC2086
+"$plan" $h2 --repair-headroom 0.2 --format csv >"$tmp/h2.csv" || fail "F=0.2 csv"
+head -1 "$tmp/h2.csv" | grep -q ',rd_allreduce_ms,repair_headroom$' || fail "F=0.2 csv header"
+grep -q '^all-to-all,0,1,22\.584,.*,0\.2$' "$tmp/h2.csv" || fail "F=0.2 csv row: $(cat "$tmp/h2.csv")"
+for v in -0.1 0.5 1 x nan ""; do
+	# shellcheck disable=SC2086
+	"$plan" $h2 --repair-headroom "$v" >/dev/null 2>"$tmp/err"
+	[ $? -eq 2 ] || fail "--repair-headroom '$v' exit code"
+	grep -qF "isthmus-plan: --repair-headroom: a share of each WAN link's capacity, 0 <= F < 0.5, not '$v'" \
+		"$tmp/err" || fail "--repair-headroom '$v' message: $(cat "$tmp/err")"
+done
+
 # the baseline: the ring's order, recursive doubling, the better one used
 # shellcheck disable=SC2086
 "$plan" $topo --payload-bytes 1.3G --schedule triangles --quiet >"$tmp/base.txt" || fail "baseline run"

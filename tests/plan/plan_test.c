@@ -337,6 +337,115 @@ Test(plan, shared_tree_capacity_and_replication)
 }
 
 /*
+ * Repair headroom F: every WAN link is planned at (1 - F) c, access links
+ * at their full rate.
+ * Two sites (10 ms, 10 Gbit/s, P = 12.5 MB): D = 8P / ((1 - F) c) =
+ * 10 / (1 - F) ms, T = 10 + 10 / (1 - F): F = 0.2 -> 22.5 ms, F = 0.25 ->
+ * 10 + 40/3 = 23.333 ms.
+ * The line X - S - Y of shared_tree_capacity_and_replication with one
+ * stream's least duration a = 10 / (1 - F) instead of 10: network,
+ * 1/D + 1/(D + 10) = 1/a -> D^2 + (10 - 2a) D - 10a = 0 ->
+ * D = a - 5 + sqrt(a^2 + 25), T = 20 + D = 15 + a + sqrt(a^2 + 25)
+ * (a = 10 gives 25 + sqrt(125), the test above); F = 0.2, a = 12.5:
+ * T = 27.5 + sqrt(181.25) = 40.963 ms. Edge: D_X >= 2a, T = 20 + 2a = 45 ms.
+ */
+Test(plan, repair_headroom_scales_capacity)
+{
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_params p = exact_params(12.5e6, 0);
+	struct isth_plan_result *r;
+
+	p.repair_headroom = 0.2;
+	r = solve(t, s, &p);
+	cr_assert(isth_plan_result_feasible(r));
+	cr_assert_float_eq(isth_plan_result_T(r), 10.0 + 10.0 / 0.8, 1e-6);
+	cr_assert_float_eq(isth_plan_result_duration(r, 0, 0), 12.5, 1e-6);
+	cr_assert_str_eq(isth_plan_result_binding(r), "capacity A->B");
+	isth_plan_result_free(r);
+	p.repair_headroom = 0.25;
+	r = solve(t, s, &p);
+	cr_assert_float_eq(isth_plan_result_T(r), 10.0 + 40.0 / 3.0, 1e-6);
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_topo_free(t);
+
+	t = topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n", LINKS_HDR "X,S,10,10,x\nS,Y,10,10,x\n");
+	s = isth_plan_sched_family(t, "all-to-all");
+	p = exact_params(12.5e6, 12.5e6);
+	p.repair_headroom = 0.2;
+	r = solve(t, s, &p);
+	cr_assert(isth_plan_result_feasible(r));
+	cr_assert_float_eq(isth_plan_result_T(r), 15.0 + 12.5 + sqrt(12.5 * 12.5 + 25.0), 1e-3);
+	isth_plan_result_free(r);
+	p.repl = ISTH_PLAN_REPL_EDGE;
+	r = solve(t, s, &p);
+	cr_assert_float_eq(isth_plan_result_T(r), 20.0 + 2 * 12.5, 1e-3);
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_topo_free(t);
+}
+
+/*
+ * A round the WAN does not bound keeps its T: two sites (10 ms, 10 Gbit/s,
+ * P = 12.5 MB) behind 1 Gbit/s access links, D = 8P / access = 100 ms,
+ * T = 110 ms, and (1 - F) c = 6 Gbit/s at F = 0.4 is still above the
+ * access rate. And a plan made at F = 0 fills A->B, which the check at
+ * F = 0.2 refuses (8 of 10 Gbit/s may be planned; it carries 10).
+ */
+Test(plan, repair_headroom_leaves_access_bound_rounds_and_is_checked)
+{
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_params p = exact_params(12.5e6, 0);
+	struct isth_plan_result *r;
+	char err[256] = "";
+
+	p.access_bps = 1e9;
+	p.repair_headroom = 0.4;
+	r = solve(t, s, &p);
+	cr_assert_float_eq(isth_plan_result_T(r), 110.0, 1e-6);
+	cr_assert_str_eq(isth_plan_result_binding(r), "access");
+	isth_plan_result_free(r);
+
+	p = exact_params(12.5e6, 0);
+	r = solve(t, s, &p);
+	cr_assert_float_eq(isth_plan_result_T(r), 20.0, 1e-6);
+	p.repair_headroom = 0.2;
+	cr_assert_eq(isth_plan_check(t, s, &p, r, err, sizeof(err)), -ERANGE);
+	cr_assert(strstr(err, "link A->B carries 1 streams at 1.25") != NULL, "%s", err);
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_topo_free(t);
+}
+
+/* F outside [0, 0.5) is refused by the solver and the check. */
+Test(plan, repair_headroom_out_of_range_refused)
+{
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
+	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_params p = exact_params(12.5e6, 0);
+	struct isth_plan_result *r = solve(t, s, &p), *r2 = NULL;
+	const double bad[] = {-0.1, 0.5, 1.0, NAN, INFINITY};
+	char err[256];
+	size_t k;
+
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		p.repair_headroom = bad[k];
+		int ret = isth_plan_solve(t, s, &p, &r2);
+
+		cr_assert_eq(ret, -EINVAL, "F = %g: %d", bad[k], ret);
+		cr_assert_null(r2);
+		err[0] = '\0';
+		cr_assert_eq(isth_plan_check(t, s, &p, r, err, sizeof(err)), -EINVAL);
+		cr_assert(strstr(err, "repair headroom") != NULL, "%s", err);
+	}
+	isth_plan_result_free(r);
+	isth_plan_sched_free(s);
+	isth_topo_free(t);
+}
+
+/*
  * The cutting-plane cap. With one LP allowed, the line X - S - Y above
  * stops at the first LP: D = 10 ms for all (the bounds), S->Y carrying two
  * streams at twice its capacity. The round gets a warning, and the polish
