@@ -282,10 +282,17 @@ isthd_reseal_resent(struct isthd *d, struct isthd_dp_stats *st, struct isth_auth
 	return k;
 }
 
-/* Serve one NACK from the island against the AGG resend ring. Bounded:
- * the ring looks at most its size of in-window sequences per NACK. */
-static void
-serve_nack(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
+/*
+ * An island NACK of seqs of one AGG stream, served from that stream's
+ * resend ring @ring within the island allowance @b: resends resealed and
+ * GONEs sealed with @e (auth on), counted in @st, handed to @emit. Worker
+ * 0 for stream 0 (serve_nack), worker k for stream k (worker.c). Bounded:
+ * the ring looks at most its size of in-window sequences per NACK.
+ */
+void
+isthd_serve_seq_nack(struct isthd *d, struct isthd_dp_stats *st, struct isth_resend *ring,
+	struct isthd_repair_budget *b, struct isth_auth_engine *e, uint64_t *seq_gone,
+	const struct isth_wire_pkt *p, uint64_t now_ns, isthd_emit_fn emit, void *arg)
 {
 	struct isth_wire_range ranges[ISTHD_MAX_RANGES];
 	struct isth_wire_range gone[ISTHD_BURST];
@@ -293,48 +300,73 @@ serve_nack(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
 	struct isth_resend_cursor cur;
 	unsigned int i, n = p->hdr.count, n_gone, k;
 	uint32_t left;
+
+	isth_ctr_add(&st->nacks, 1);
+	if (n > ISTHD_MAX_RANGES)
+		n = ISTHD_MAX_RANGES; /* the parser's max_ranges is lower */
+	for (i = 0; i < n; i++)
+		isth_wire_get_range(p, i, &ranges[i]);
+	if (isth_resend_nack_begin(ring, &cur, ranges, n) < 0)
+		return; /* counted bad_nack by the ring */
+	left = isthd_repair_island_allowance(d, b); /* repair.c */
+	while (!isth_resend_nack_done(&cur)) {
+		if (left == 0) {
+			isth_ctr_add(&st->drop[ISTHD_DROP_nack_budget], 1);
+			break;
+		}
+		k = isth_resend_nack_serve(ring, &cur, now_ns, out,
+			RTE_MIN(left, (uint32_t)ISTHD_BURST), gone, RTE_DIM(gone), &n_gone);
+		/* the budget counts what the ring served, sealed or not */
+		left -= k;
+		b->used += k;
+		if (d->auth.on)
+			k = isthd_reseal_resent(d, st, e, out, k);
+		isth_ctr_add(&st->resent, k);
+		if (n_gone) {
+			struct rte_mbuf *g = isthd_island_gone(d, st, p, gone, n_gone, seq_gone, e);
+
+			if (g != NULL)
+				out[k++] = g;
+		}
+		emit(arg, out, k);
+		if (k == 0)
+			break; /* hdr_pool empty: the island NACKs again */
+	}
+}
+
+static void
+emit_access(void *arg, struct rte_mbuf **m, unsigned int n)
+{
+	struct isthd *d = arg;
+
+	isthd_tx(d, d->access_port, m, (uint16_t)n, ISTHD_DROP_tx_access, &d->st.access_tx);
+}
+
+/* One NACK from the island for AGG stream 0. Chunk ranges name a round's
+ * chunks; the ring is indexed by sequence, so chunk NACKs are answered
+ * GONE in full. */
+static void
+serve_nack(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
+{
+	struct isth_wire_range ranges[ISTHD_MAX_RANGES];
+	struct rte_mbuf *out[ISTHD_BURST + 1];
+	unsigned int i, n = p->hdr.count;
 	uint16_t n_out;
 
+	if (!(p->hdr.flags & ISTH_WIRE_F_CHUNKS)) {
+		isthd_serve_seq_nack(d, &d->st, d->agg_ring, &d->rep.island, d->auth.dp,
+			&d->auth.seq_gone, p, now_ns, emit_access, d);
+		return;
+	}
 	isth_ctr_add(&d->st.nacks, 1);
 	if (n > ISTHD_MAX_RANGES)
 		n = ISTHD_MAX_RANGES; /* the parser's max_ranges is lower */
 	for (i = 0; i < n; i++)
 		isth_wire_get_range(p, i, &ranges[i]);
-	if (p->hdr.flags & ISTH_WIRE_F_CHUNKS) {
-		/* Chunk ranges name a round's chunks; the ring is indexed by
-		 * sequence, so chunk NACKs are answered GONE in full. */
+	for (i = 0; i < n; i += ISTHD_BURST) {
 		n_out = 0;
-		for (i = 0; i < n; i += ISTHD_BURST) {
-			send_gone(d, p, ranges + i, RTE_MIN(n - i, (unsigned int)ISTHD_BURST), out,
-				&n_out);
-			isthd_tx(d, d->access_port, out, n_out, ISTHD_DROP_tx_access,
-				&d->st.access_tx);
-			n_out = 0;
-		}
-		return;
-	}
-	if (isth_resend_nack_begin(d->agg_ring, &cur, ranges, n) < 0)
-		return; /* counted bad_nack by the ring */
-	left = isthd_repair_island_allowance(d, &d->rep.island); /* repair.c */
-	while (!isth_resend_nack_done(&cur)) {
-		if (left == 0) {
-			isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_budget], 1);
-			break;
-		}
-		k = isth_resend_nack_serve(d->agg_ring, &cur, now_ns, out,
-			RTE_MIN(left, (uint32_t)ISTHD_BURST), gone, RTE_DIM(gone), &n_gone);
-		/* the budget counts what the ring served, sealed or not */
-		left -= k;
-		d->rep.island.used += k;
-		if (d->auth.on)
-			k = isthd_reseal_resent(d, &d->st, d->auth.dp, out, k);
-		n_out = (uint16_t)k;
-		isth_ctr_add(&d->st.resent, k);
-		if (n_gone)
-			send_gone(d, p, gone, n_gone, out, &n_out);
+		send_gone(d, p, ranges + i, RTE_MIN(n - i, (unsigned int)ISTHD_BURST), out, &n_out);
 		isthd_tx(d, d->access_port, out, n_out, ISTHD_DROP_tx_access, &d->st.access_tx);
-		if (k == 0 && n_gone == 0)
-			break; /* hdr_pool empty: the island NACKs again */
 	}
 }
 

@@ -546,6 +546,15 @@ struct rte_mbuf *isthd_island_gone(struct isthd *d, struct isthd_dp_stats *st,
  * counted in @st and freed. @return resends left in @out. */
 unsigned int isthd_reseal_resent(struct isthd *d, struct isthd_dp_stats *st,
 	struct isth_auth_engine *e, struct rte_mbuf **out, unsigned int n);
+/* Where isthd_serve_seq_nack puts the frames it built (@n may be 0). */
+typedef void (*isthd_emit_fn)(void *arg, struct rte_mbuf **m, unsigned int n);
+/* An island NACK of seqs of one AGG stream, served from the stream's ring
+ * @ring within the island allowance @b, resends resealed and GONEs sealed
+ * with @e (auth on; its seq *@seq_gone), counted in @st; the frames go to
+ * @emit(@arg): worker 0's access TX, or worker k's ring to worker 0. */
+void isthd_serve_seq_nack(struct isthd *d, struct isthd_dp_stats *st, struct isth_resend *ring,
+	struct isthd_repair_budget *b, struct isth_auth_engine *e, uint64_t *seq_gone,
+	const struct isth_wire_pkt *p, uint64_t now_ns, isthd_emit_fn emit, void *arg);
 /* One pass of the worker loop (benchmarks drive it from their own loop). */
 unsigned int isthd_dp_poll(struct isthd *d);
 void isthd_dp_drain_final(struct isthd *d);

@@ -265,50 +265,20 @@ shard_out(struct isthd_shard *w, struct rte_mbuf **m, unsigned int n)
 	}
 }
 
-/* An island NACK of stream k, served from this worker's ring (as
- * datapath.c's serve_nack for stream 0); the resends and GONEs are
- * sealed here (auth on) and go to worker 0 to be sent. */
+/* An island NACK of stream k, served from this worker's ring
+ * (isthd_serve_seq_nack, datapath.c); the resends and GONEs are sealed
+ * here (auth on) and go to worker 0 to be sent. */
+static void
+shard_emit_out(void *arg, struct rte_mbuf **m, unsigned int n)
+{
+	shard_out(arg, m, n);
+}
+
 static void
 shard_serve_nack(struct isthd_shard *w, const struct isth_wire_pkt *p, uint64_t now_ns)
 {
-	struct isth_wire_range ranges[ISTHD_MAX_RANGES];
-	struct isth_wire_range gone[ISTHD_BURST];
-	struct rte_mbuf *out[ISTHD_BURST + 1];
-	struct isth_resend_cursor cur;
-	unsigned int i, n = p->hdr.count, n_gone, k;
-	uint32_t left;
-
-	isth_ctr_add(&w->st.nacks, 1);
-	if (n > ISTHD_MAX_RANGES)
-		n = ISTHD_MAX_RANGES; /* the parser's max_ranges is lower */
-	for (i = 0; i < n; i++)
-		isth_wire_get_range(p, i, &ranges[i]);
-	if (isth_resend_nack_begin(w->agg_ring, &cur, ranges, n) < 0)
-		return; /* counted bad_nack by the ring */
-	left = isthd_repair_island_allowance(w->d, &w->nack_budget);
-	while (!isth_resend_nack_done(&cur)) {
-		if (left == 0) {
-			isth_ctr_add(&w->st.drop[ISTHD_DROP_nack_budget], 1);
-			break;
-		}
-		k = isth_resend_nack_serve(w->agg_ring, &cur, now_ns, out,
-			RTE_MIN(left, (uint32_t)ISTHD_BURST), gone, RTE_DIM(gone), &n_gone);
-		left -= k;
-		w->nack_budget.used += k;
-		if (w->d->auth.on)
-			k = isthd_reseal_resent(w->d, &w->st, w->eng, out, k);
-		isth_ctr_add(&w->st.resent, k);
-		if (n_gone) {
-			struct rte_mbuf *g = isthd_island_gone(
-				w->d, &w->st, p, gone, n_gone, &w->seq_gone, w->eng);
-
-			if (g != NULL)
-				out[k++] = g;
-		}
-		shard_out(w, out, k);
-		if (k == 0)
-			break; /* hdr_pool empty: the island NACKs again */
-	}
+	isthd_serve_seq_nack(w->d, &w->st, w->agg_ring, &w->nack_budget, w->eng, &w->seq_gone, p,
+		now_ns, shard_emit_out, w);
 }
 
 /* Sum what worker 0 handed over; serve the NACKs it steered here. */
