@@ -1219,7 +1219,10 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 	printf("passes left out as preempted: %.2f %% of packets\n",
 		100.0 * (double)pl_dropped / (double)pl_total);
 	printf("pipeline rate / io-fwd rate   = %.3f\n", res->io_c / res->pipe_c);
-	printf("pipeline rate / read-fwd rate = %.3f   (target >= 0.5)\n", res->rd_c / res->pipe_c);
+	/* the issue's targets: 0.5 aligned, 0.45 skewed (the accumulators'
+	 * misses are the skewed layout's own cost) */
+	printf("pipeline rate / read-fwd rate = %.3f   (target >= %s)\n", res->rd_c / res->pipe_c,
+		strcmp(name, "skewed") == 0 ? "0.45" : "0.5");
 	printf("pipeline+auth rate / pipeline rate = %.3f   (target >= 0.6)\n",
 		res->pipe_c / res->pa_c);
 	printf("pipeline+auth rate / read-fwd rate = %.3f\n", res->rd_c / res->pa_c);
