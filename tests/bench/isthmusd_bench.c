@@ -1184,8 +1184,17 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 		res->rd[rep] = (uint64_t)(run_readfwd() * 1000);
 		run_stages(&res->st[rep]);
 		{
-			struct wrun a = run_workers(1, 1), b = run_workers(2, 1),
-				    q = run_workers(2, 2);
+			/* the two 2-worker modes in turn first, so that
+			 * neither always runs after the other */
+			struct wrun a = run_workers(1, 1), b, q;
+
+			if (rep & 1) {
+				q = run_workers(2, 2);
+				b = run_workers(2, 1);
+			} else {
+				b = run_workers(2, 1);
+				q = run_workers(2, 2);
+			}
 
 			res->w1wall[rep] = (uint64_t)(a.wall * 1000);
 			res->w1c0[rep] = (uint64_t)(a.c0 * 1000);
@@ -1196,8 +1205,13 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 			res->q2c0[rep] = (uint64_t)(q.c0 * 1000);
 			res->q2c1[rep] = (uint64_t)(q.c1 * 1000);
 			a = run_workers_auth(1, 1);
-			b = run_workers_auth(2, 1);
-			q = run_workers_auth(2, 2);
+			if (rep & 1) {
+				q = run_workers_auth(2, 2);
+				b = run_workers_auth(2, 1);
+			} else {
+				b = run_workers_auth(2, 1);
+				q = run_workers_auth(2, 2);
+			}
 			res->a1wall[rep] = (uint64_t)(a.wall * 1000);
 			res->a1c0[rep] = (uint64_t)(a.c0 * 1000);
 			res->a2wall[rep] = (uint64_t)(b.wall * 1000);
