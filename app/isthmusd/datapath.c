@@ -7,7 +7,8 @@
  *   pacer     -> backend replicate -> WAN TX
  *   WAN RX    -> parse -> DATA: backend aggregate
  *   backend drain -> number (seq), keep (resend ring) -> seal -> access TX (stream 0)
- *   other workers' finished (numbered, sealed) frames -> access TX (streams 1..N-1)
+ *   other workers' finished (numbered, sealed) frames -> access TX (streams 1..N-1),
+ *     only where the access port has one TX queue (else worker k sends on queue k)
  *   controller ring (ROUND) -> access TX
  *
  * WAN repair (keeping released DATA, tracking peers' chunks, NACKing and
@@ -370,8 +371,9 @@ serve_nack(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
 	}
 }
 
+/* One burst from access RX queue @q. */
 static unsigned int
-access_rx(struct isthd *d, uint64_t now_ns)
+access_rx_queue(struct isthd *d, uint16_t q, uint64_t now_ns)
 {
 	uint64_t cur = __atomic_load_n(&d->current, __ATOMIC_ACQUIRE);
 	uint64_t pub = __atomic_load_n(&d->published, __ATOMIC_ACQUIRE);
@@ -380,7 +382,7 @@ access_rx(struct isthd *d, uint64_t now_ns)
 	uint8_t owner[ISTHD_BURST];
 	uint16_t n, i, k = 0;
 
-	n = rte_eth_rx_burst(d->access_port, 0, rx, ISTHD_BURST);
+	n = rte_eth_rx_burst(d->access_port, q, rx, ISTHD_BURST);
 	if (n == 0)
 		return 0;
 	isth_ctr_add(&d->st.access_rx, n);
@@ -480,6 +482,18 @@ access_rx(struct isthd *d, uint64_t now_ns)
 			break;
 		}
 	}
+	return n;
+}
+
+/* Every RX queue of the access port: one, or an af_packet port's qpairs,
+ * over which the kernel spreads the island's flows (setup.c, port_start). */
+static unsigned int
+access_rx(struct isthd *d, uint64_t now_ns)
+{
+	unsigned int n = access_rx_queue(d, 0, now_ns);
+
+	for (uint16_t q = 1; q < d->access_rxq; q++)
+		n += access_rx_queue(d, q, now_ns);
 	return n;
 }
 
@@ -718,10 +732,12 @@ emit_aggs(struct isthd *d, uint64_t now_ns)
 }
 
 /*
- * Several workers: the frames workers 1..N-1 finished (their streams'
- * AGGs numbered, resends, GONEs) onto the wire. With auth on each was
- * sealed by its worker with that worker's engine after its last header
- * change (worker.c): worker 0 changes nothing, it only transmits.
+ * Several workers, access port with one TX queue (the fallback): the
+ * frames workers 1..N-1 finished (their streams' AGGs numbered, resends,
+ * GONEs) onto the wire. With auth on each was sealed by its worker with
+ * that worker's engine after its last header change (worker.c): worker 0
+ * changes nothing, it only transmits. With a TX queue per worker
+ * (d->access_txq > 1) each worker sends its own and nothing comes here.
  */
 static unsigned int
 stream_frames(struct isthd *d)
@@ -729,6 +745,8 @@ stream_frames(struct isthd *d)
 	struct rte_mbuf *in[ISTHD_BURST];
 	unsigned int n;
 
+	if (d->access_txq > 1)
+		return 0;
 	n = isthd_shard_collect(d, in, ISTHD_BURST);
 	if (n)
 		isthd_tx(

@@ -398,8 +398,9 @@ struct isthd_shard {
 	struct isth_backend *be; /* this worker's aggregation state */
 	struct rte_ring *in; /* worker 0 (SP) -> k (SC): struct isthd_shard_msg */
 	/* k (SP) -> worker 0 (SC): finished frames to the island (AGGs of
-	 * stream k numbered, resends, GONEs), which worker 0 seals (auth on)
-	 * and puts on the wire */
+	 * stream k numbered, resends, GONEs; sealed by k, auth on), which
+	 * worker 0 puts on the wire; used only when the access port has one
+	 * TX queue (d->access_txq == 1), else k sends on TX queue k */
 	struct rte_ring *out;
 	/* k only: next round whose deadline it enforces on its backend */
 	uint64_t expire_next;
@@ -419,7 +420,8 @@ struct isthd_shard {
 	struct isthd_repair_budget nack_budget;
 	/* k writes (relaxed), ctl and telemetry read: what it summed
 	 * (peer_data, peer_data_bytes), idle_sleeps, and its stream's
-	 * agg_out, nacks, resent, gone, sealed and their drops */
+	 * agg_out, nacks, resent, gone, sealed and their drops; with a TX
+	 * queue of its own, access_tx and drop[tx_access] of that queue */
 	struct isthd_dp_stats st __rte_cache_aligned;
 } __rte_cache_aligned;
 
@@ -515,6 +517,18 @@ struct isthd {
 	volatile bool stop;
 	/* telemetry/signal sets, ctl clears: reload the schedule file */
 	volatile bool reload;
+
+	/* init (setup.c, port_start): queues of the access port. TX: one
+	 * per worker when the PMD offers n_workers of them (worker k puts
+	 * AGG stream k's AGGs, resends and GONEs on queue k itself, with
+	 * counters of its own), else 1 (workers k >= 1 hand them to worker
+	 * 0 through their out ring, and worker 0 sends every frame on queue
+	 * 0). RX: 1, or every queue of an af_packet port (qpairs: the
+	 * kernel spreads received frames over them by flow hash), all
+	 * polled by worker 0. The bench
+	 * switches access_txq between 1 and n_workers on one edge between
+	 * runs (not while workers run) */
+	uint16_t access_txq, access_rxq;
 };
 
 /* setup.c */
@@ -666,8 +680,9 @@ void isthd_workers_wait(struct isthd *d);
 bool isthd_shard_steer(struct isthd *d, struct rte_mbuf *m, const struct isth_wire_pkt *p);
 /* Worker 0: send what isthd_shard_steer staged (end of a burst). */
 void isthd_shard_flush(struct isthd *d);
-/* Worker 0: frames the other workers finished (their streams' AGGs,
- * resends, GONEs; sealed by them, auth on), at most @cap. */
+/* Worker 0, access port with one TX queue: frames the other workers
+ * finished (their streams' AGGs, resends, GONEs; sealed by them, auth
+ * on), at most @cap. */
 unsigned int isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap);
 /* Worker 0: hand an island NACK of AGG stream k >= 1 (and its frame) to
  * worker k, which serves it from its resend ring. */
@@ -710,8 +725,9 @@ isthd_rcu_offline(const struct isthd *d, unsigned int k)
 int isthd_shard_worker(void *arg);
 unsigned int isthd_shard_poll(struct isthd_shard *w);
 /* Shutdown, workers stopped: sum what the rings hold, flush the others'
- * backends (first call), and move their AGGs to worker 0. @return AGGs
- * moved (call again until 0, interleaved with worker 0's emission). */
+ * backends (first call), and send their AGGs on their access TX queues
+ * (a queue per worker) or move them to worker 0. @return AGGs handled
+ * (call again until 0, interleaved with worker 0's emission). */
 unsigned int isthd_shard_drain_final(struct isthd *d, bool first);
 /* Sums over every worker's backend: counters and named stats. */
 void isthd_backend_counts_sum(const struct isthd *d, struct isth_backend_counts *c);
@@ -738,22 +754,33 @@ void isthd_stats_sum(const struct isthd *d, struct isthd_dp_stats *st);
 void isthd_print_counters(const struct isthd *d, FILE *f);
 const char *isthd_drop_name(unsigned int i);
 
-/* Send @n frames on @port; what the queue refuses is freed and counted
- * under @reason. Worker lcore only (datapath.c, repair.c). */
+/* Send @n frames on TX queue @q of @port; what the queue refuses is
+ * freed and counted under @reason in @st, the calling worker's counters
+ * (no retry: a refused AGG stays in its stream's resend ring and the
+ * island NACKs it). Only the one worker that owns queue @q calls it. */
 static inline void
-isthd_tx(struct isthd *d, uint16_t port, struct rte_mbuf **pkts, uint16_t n, enum isthd_drop reason,
-	uint64_t *sent)
+isthd_tx_queue(struct isthd_dp_stats *st, uint16_t port, uint16_t q, struct rte_mbuf **pkts,
+	uint16_t n, enum isthd_drop reason, uint64_t *sent)
 {
 	uint16_t k;
 
 	if (n == 0)
 		return;
-	k = rte_eth_tx_burst(port, 0, pkts, n);
+	k = rte_eth_tx_burst(port, q, pkts, n);
 	isth_ctr_add(sent, k);
 	if (unlikely(k < n)) {
-		isth_ctr_add(&d->st.drop[reason], n - k);
+		isth_ctr_add(&st->drop[reason], n - k);
 		rte_pktmbuf_free_bulk(pkts + k, n - k);
 	}
+}
+
+/* Send @n frames on @port, queue 0; what the queue refuses is freed and
+ * counted under @reason. Worker 0 only (datapath.c, repair.c). */
+static inline void
+isthd_tx(struct isthd *d, uint16_t port, struct rte_mbuf **pkts, uint16_t n, enum isthd_drop reason,
+	uint64_t *sent)
+{
+	isthd_tx_queue(&d->st, port, 0, pkts, n, reason, sent);
 }
 
 #endif

@@ -242,6 +242,26 @@ main(int argc, char **argv)
 		d->cfg.backend, d->auth.on ? "on" : "OFF", d->n_workers,
 		d->n_workers == 1 ? "" : "s", (double)isth_sched_round_ns(d->sched) / 1e6,
 		d->clk.epoch_ns, ((double)d->clk.epoch_ns - (double)isthd_now_ns()) / 1e9);
+	/* chosen once by setup from the PMD's TX queues (doc/isthmusd.md,
+	 * "Workers"); with one worker there is nothing to choose */
+	if (d->n_workers > 1) {
+		if (d->access_txq > 1)
+			printf("isthmusd: access TX: a queue per worker (%u TX queues)\n",
+				d->access_txq);
+		else {
+			struct rte_eth_dev_info info;
+			unsigned int mq = rte_eth_dev_info_get(d->access_port, &info) == 0
+				? info.max_tx_queues
+				: 1;
+
+			printf("isthmusd: access TX: through worker 0 (PMD has %u TX queue%s)\n",
+				mq, mq == 1 ? "" : "s");
+		}
+	}
+	if (d->access_rxq > 1)
+		printf("isthmusd: access RX: %u queues (af_packet qpairs), all polled by worker "
+		       "0\n",
+			d->access_rxq);
 	fflush(stdout);
 
 	if (isthd_workers_launch(d) < 0) {

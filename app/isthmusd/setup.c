@@ -47,12 +47,24 @@ isthd_port_lookup(const char *dev, int *rc)
 	return UINT16_MAX;
 }
 
+/*
+ * Configure and start @port with @*txq TX queues if the PMD offers that
+ * many, else 1 (@*txq says which): the access port asks for one TX queue
+ * per worker (doc/isthmusd.md, "Workers"), the WAN port for one (only
+ * worker 0 sends there). One RX queue (@*rxq), except on af_packet: its
+ * queues are socket pairs opened at probe (qpairs=N) and the kernel
+ * spreads received frames over all of them by flow hash (PACKET_FANOUT),
+ * however many the application configures, so every one is configured
+ * and worker 0 polls every one (a queue nobody polls keeps what the hash
+ * gave it). Other PMDs without RSS configured fill queue 0 only.
+ */
 static int
-port_start(uint16_t port, struct rte_mempool *pool, uint32_t mtu, char *err, size_t err_size)
+port_start(uint16_t port, struct rte_mempool *pool, uint32_t mtu, uint16_t *txq, uint16_t *rxq,
+	char *err, size_t err_size)
 {
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info info;
-	uint16_t nb_rxd = NB_RXD, nb_txd = NB_TXD;
+	uint16_t nb_rxd = NB_RXD, nb_txd = NB_TXD, q;
 	int rc;
 
 	memset(&conf, 0, sizeof(conf));
@@ -62,7 +74,12 @@ port_start(uint16_t port, struct rte_mempool *pool, uint32_t mtu, char *err, siz
 	/* Fan-out sends header + payload chains where the PMD can. */
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
-	rc = rte_eth_dev_configure(port, 1, 1, &conf);
+	if (*txq > info.max_tx_queues)
+		*txq = 1;
+	*rxq = 1;
+	if (info.driver_name != NULL && strcmp(info.driver_name, "net_af_packet") == 0)
+		*rxq = RTE_MAX(info.max_rx_queues, (uint16_t)1);
+	rc = rte_eth_dev_configure(port, *rxq, *txq, &conf);
 	if (rc)
 		goto fail;
 	rc = rte_eth_dev_adjust_nb_rx_tx_desc(port, &nb_rxd, &nb_txd);
@@ -71,12 +88,17 @@ port_start(uint16_t port, struct rte_mempool *pool, uint32_t mtu, char *err, siz
 	/* Not every PMD lets the MTU be set (net_ring, net_null): then the
 	 * pool's data room is the limit, which setup sized for the MTU. */
 	rte_eth_dev_set_mtu(port, (uint16_t)mtu);
-	rc = rte_eth_rx_queue_setup(port, 0, nb_rxd, rte_eth_dev_socket_id(port), NULL, pool);
-	if (rc)
-		goto fail;
-	rc = rte_eth_tx_queue_setup(port, 0, nb_txd, rte_eth_dev_socket_id(port), NULL);
-	if (rc)
-		goto fail;
+	for (q = 0; q < *rxq; q++) {
+		rc = rte_eth_rx_queue_setup(
+			port, q, nb_rxd, rte_eth_dev_socket_id(port), NULL, pool);
+		if (rc)
+			goto fail;
+	}
+	for (q = 0; q < *txq; q++) {
+		rc = rte_eth_tx_queue_setup(port, q, nb_txd, rte_eth_dev_socket_id(port), NULL);
+		if (rc)
+			goto fail;
+	}
 	rc = rte_eth_dev_start(port);
 	if (rc)
 		goto fail;
@@ -325,9 +347,28 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 		rc = -ENOMEM;
 		goto fail;
 	}
-	rc = port_start(d->access_port, d->pool, d->cfg.mtu, err, err_size);
-	if (rc == 0)
-		rc = port_start(d->wan_port, d->pool, d->cfg.mtu, err, err_size);
+	{
+		/* a TX queue per worker on the access port where the PMD has
+		 * them (worker k sends stream k itself), else the hand-off to
+		 * worker 0; chosen here, once. The WAN port keeps one queue:
+		 * everything sent there (the island's DATA, replicated, WAN
+		 * repair) is worker 0's */
+		uint16_t wtx = 1, wrx;
+
+		d->access_txq = (uint16_t)RTE_MAX(d->n_workers, 1u);
+		rc = port_start(d->access_port, d->pool, d->cfg.mtu, &d->access_txq, &d->access_rxq,
+			err, err_size);
+		if (rc == 0)
+			rc = port_start(
+				d->wan_port, d->pool, d->cfg.mtu, &wtx, &wrx, err, err_size);
+		if (rc == 0 && wrx > 1) {
+			snprintf(err, err_size,
+				"%s: [wan] port %s: %u RX queues (af_packet qpairs): the WAN "
+				"port is polled on one queue, give it qpairs=1",
+				d->cfg.path, d->cfg.wan.dev, wrx);
+			rc = -EINVAL;
+		}
+	}
 	if (rc)
 		goto fail;
 	{

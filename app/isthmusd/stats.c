@@ -111,12 +111,13 @@ isthd_print_counters(const struct isthd *d, FILE *f)
 			"worker %u: peer_data %" PRIu64 " peer_data_bytes %" PRIu64
 			" completed %" PRIu64 " partial %" PRIu64 " idle_sleeps %" PRIu64
 			" agg_out %" PRIu64 " nacks %" PRIu64 " resent %" PRIu64 " gone %" PRIu64
-			" sealed %" PRIu64 "\n",
+			" sealed %" PRIu64 " access_tx %" PRIu64 " drop_tx_access %" PRIu64 "\n",
 			k, isth_ctr_get(&st->peer_data), isth_ctr_get(&st->peer_data_bytes),
 			bc.completed, bc.partial, isth_ctr_get(&st->idle_sleeps),
 			isth_ctr_get(&st->agg_out), isth_ctr_get(&st->nacks),
 			isth_ctr_get(&st->resent), isth_ctr_get(&st->gone),
-			isth_ctr_get(&st->sealed));
+			isth_ctr_get(&st->sealed), isth_ctr_get(&st->access_tx),
+			isth_ctr_get(&st->drop[ISTHD_DROP_tx_access]));
 	}
 	isth_pace_stats(d->pace, &ps);
 	fprintf(f,

@@ -181,6 +181,10 @@ do_workers(const char *cmd __rte_unused, const char *params __rte_unused, struct
 
 	rte_tel_data_start_dict(t);
 	ADD(t, "n_workers", n);
+	/* access TX queues: n (worker k sends stream k on queue k) or 1
+	 * (through worker 0); access RX queues, all polled by worker 0 */
+	ADD(t, "tx_queues", tel->access_txq);
+	ADD(t, "rx_queues", tel->access_rxq);
 	for (unsigned int k = 0; k < n; k++) {
 		const struct isthd_dp_stats *st = k ? &tel->shard[k]->st : &tel->st;
 		struct isth_backend_counts bc;
@@ -203,6 +207,10 @@ do_workers(const char *cmd __rte_unused, const char *params __rte_unused, struct
 		W("gone", isth_ctr_get(&st->gone));
 		/* auth on: what worker k's own tag engine sealed of stream k */
 		W("sealed", isth_ctr_get(&st->sealed));
+		/* what worker k put on the access port, and what its queue
+		 * refused (worker 0: everything, with one TX queue) */
+		W("access_tx", isth_ctr_get(&st->access_tx));
+		W("drop_tx_access", isth_ctr_get(&st->drop[ISTHD_DROP_tx_access]));
 		W("agg_next_seq",
 			isth_resend_next_seq(k ? tel->shard[k]->agg_ring : tel->agg_ring));
 #undef W

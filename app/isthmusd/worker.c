@@ -21,12 +21,14 @@
  * DATA, and numbers, seals and sends stream 0. It hands each admitted
  * peer DATA whose chunk is another worker's, and each island NACK of
  * another worker's stream, to that worker through an SP/SC ring (the
- * frame and its parse), and takes the frames the others finished (and
- * sealed) back through another, to put on the wire unchanged; the others
- * touch no port.
+ * frame and its parse). Where the access port has a TX queue per worker
+ * (setup.c chooses once, from the PMD's max_tx_queues), worker k puts
+ * what it finished (and sealed) on access TX queue k itself; otherwise it
+ * hands them back through another ring, and worker 0 puts them on the
+ * wire unchanged. No worker but 0 receives, or touches the WAN port.
  *
- * Why the rest stays on worker 0: one RX and one TX queue per port on
- * these PMDs; WAN repair tracks each peer's chunks in order
+ * Why the rest stays on worker 0: one RX queue per port on these PMDs
+ * (no steering by chunk); WAN repair tracks each peer's chunks in order
  * (repair_nack.c), which a shard of them would see as gaps. Every stream
  * the edge starts still has one writer: AGG and GONE of stream k worker
  * k, NACK and stream 0 worker 0, ROUND the controller; so no receiver's
@@ -252,13 +254,23 @@ isthd_shard_steer_nack(struct isthd *d, struct rte_mbuf *m, const struct isth_wi
 	}
 }
 
-/* Frames for worker 0 to send; what its ring cannot take is dropped and
- * counted (the island NACKs it again). */
+/* Stream k's finished frames onto the wire: on access TX queue k, which
+ * only this worker uses, where the port has a queue per worker (counted
+ * access_tx and drop tx_access in its own counters); else to worker 0
+ * through the out ring, what it cannot take dropped and counted (the
+ * island NACKs it again). */
 static void
 shard_out(struct isthd_shard *w, struct rte_mbuf **m, unsigned int n)
 {
-	unsigned int sent = n ? rte_ring_enqueue_burst(w->out, (void **)m, n, NULL) : 0;
+	const struct isthd *d = w->d;
+	unsigned int sent;
 
+	if (d->access_txq > 1) {
+		isthd_tx_queue(&w->st, d->access_port, (uint16_t)w->id, m, (uint16_t)n,
+			ISTHD_DROP_tx_access, &w->st.access_tx);
+		return;
+	}
+	sent = n ? rte_ring_enqueue_burst(w->out, (void **)m, n, NULL) : 0;
 	if (unlikely(sent < n)) {
 		isth_ctr_add(&w->st.drop[ISTHD_DROP_worker_ring_full], n - sent);
 		rte_pktmbuf_free_bulk(m + sent, n - sent);
@@ -267,7 +279,7 @@ shard_out(struct isthd_shard *w, struct rte_mbuf **m, unsigned int n)
 
 /* An island NACK of stream k, served from this worker's ring
  * (isthd_serve_seq_nack, datapath.c); the resends and GONEs are sealed
- * here (auth on) and go to worker 0 to be sent. */
+ * here (auth on) and leave through shard_out. */
 static void
 shard_emit_out(void *arg, struct rte_mbuf **m, unsigned int n)
 {
@@ -314,11 +326,12 @@ shard_aggregate(struct isthd_shard *w, uint64_t now_ns)
 }
 
 /*
- * Finished aggregates as AGGs of stream k, as many as worker 0's ring
- * takes whole: framed, stream field set, numbered and kept by this
- * worker's ring, then (auth on) sealed in one burst submission with this
- * worker's engine, in place (the ring's reference sees the sealed bytes:
- * resends start from them).
+ * Finished aggregates as AGGs of stream k: framed, stream field set,
+ * numbered and kept by this worker's ring, then (auth on) sealed in one
+ * burst submission with this worker's engine, in place (the ring's
+ * reference sees the sealed bytes: resends start from them), and sent on
+ * access TX queue k; with one TX queue, as many as worker 0's ring takes
+ * whole, handed to it.
  */
 static unsigned int
 shard_emit(struct isthd_shard *w, uint64_t now_ns)
@@ -327,9 +340,9 @@ shard_emit(struct isthd_shard *w, uint64_t now_ns)
 	struct rte_mbuf *out[ISTHD_BURST];
 	unsigned int n, i, ok = 0;
 
-	/* what the backend gives is enqueued whole: only this worker
-	 * enqueues, so the room it sees cannot shrink */
-	if (rte_ring_free_count(w->out) < ISTHD_BURST)
+	/* the hand-off: what the backend gives is enqueued whole; only
+	 * this worker enqueues, so the room it sees cannot shrink */
+	if (d->access_txq == 1 && rte_ring_free_count(w->out) < ISTHD_BURST)
 		return 0;
 	n = isth_backend_drain(w->be, now_ns, out, ISTHD_BURST);
 	for (i = 0; i < n; i++) {
@@ -357,9 +370,12 @@ shard_emit(struct isthd_shard *w, uint64_t now_ns)
 	if (d->auth.on && ok)
 		ok = isthd_auth_seal_frames(
 			d, &w->st, w->eng, ISTH_AUTH_DOWN, out, ok, ISTHD_ISLAND_HDR);
-	if (ok)
-		rte_ring_enqueue_bulk(w->out, (void **)out, ok, NULL);
 	isth_ctr_add(&w->st.agg_out, ok);
+	if (d->access_txq > 1)
+		isthd_tx_queue(&w->st, d->access_port, (uint16_t)w->id, out, (uint16_t)ok,
+			ISTHD_DROP_tx_access, &w->st.access_tx);
+	else if (ok)
+		rte_ring_enqueue_bulk(w->out, (void **)out, ok, NULL);
 	return n;
 }
 
@@ -405,6 +421,9 @@ isthd_shard_worker(void *arg)
 	return 0;
 }
 
+/* Every worker has stopped: worker k's access TX queue (if it has one)
+ * is used by this thread alone now, which sends stream k's last AGGs on
+ * it (shard_emit), or hands them to worker 0's stream_frames. */
 unsigned int
 isthd_shard_drain_final(struct isthd *d, bool first)
 {

@@ -57,6 +57,11 @@
  * [auth] on (version 2 frames, every DATA verified by worker 0, every AGG
  * sealed by the worker whose stream it is): worker 0's cycles per DATA
  * with two workers, auth on, is the figure sealing per worker changes.
+ * The access port has two TX rings, and each two-worker run is made twice,
+ * interleaved: worker 1 handing its AGGs to worker 0, which sends them
+ * (one TX queue: the fallback), and worker 1 sending them on TX queue 1
+ * itself (a TX queue per worker); worker 0's cycles per DATA in the two
+ * is what the queue per worker takes off worker 0.
  *
  * Medians of interleaved repetitions; TSC cycles. Usage:
  *   bench_isthmusd [--quick] [--chunks K] [--reps N]
@@ -106,6 +111,9 @@
 static struct isthd edge;
 static bool eal_is_up; /* die() cleans the EAL up once it is */
 static struct rte_ring *a_in, *a_out, *w_in, *w_out;
+/* the access port's second TX ring: worker 1's queue in the runs with a
+ * TX queue per worker (run_workers, txq 2); a_out is queue 0 */
+static struct rte_ring *a_out1;
 static uint16_t port_a, port_w;
 static struct rte_mempool *fpool; /* the generator's frames */
 static struct rte_mbuf **frames; /* frame of (chunk c, sender s): c * 8 + s - 1 */
@@ -334,11 +342,13 @@ eal_up(const char *argv0)
 	eal_is_up = true;
 	a_in = rte_ring_create("a_in", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	a_out = rte_ring_create("a_out", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	a_out1 = rte_ring_create("a_out1", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	w_in = rte_ring_create("w_in", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	w_out = rte_ring_create("w_out", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (!a_in || !a_out || !w_in || !w_out)
+	if (!a_in || !a_out || !a_out1 || !w_in || !w_out)
 		die("rings");
-	if (rte_eth_from_rings("access", &a_in, 1, &a_out, 1, 0) < 0 ||
+	if (rte_eth_from_rings("access", &a_in, 1, (struct rte_ring *[]){a_out, a_out1}, 2, 0) <
+			0 ||
 		rte_eth_from_rings("wan", &w_in, 1, &w_out, 1, 0) < 0)
 		die("ring ports");
 	hz = rte_get_tsc_hz();
@@ -519,6 +529,11 @@ drain_access(void)
 	unsigned int n, total = 0;
 
 	while ((n = rte_ring_dequeue_burst(a_out, (void **)m, 64, NULL)) > 0) {
+		rte_pktmbuf_free_bulk(m, n);
+		total += n;
+	}
+	/* worker 1's own TX queue (a queue per worker) */
+	while ((n = rte_ring_dequeue_burst(a_out1, (void **)m, 64, NULL)) > 0) {
 		rte_pktmbuf_free_bulk(m, n);
 		total += n;
 	}
@@ -1015,9 +1030,11 @@ struct wrun {
 	double c1; /* worker 1: cycles of its passes per DATA it summed */
 };
 
-/* One round with @nw workers (1 or 2) on the edge set up with two. */
+/* One round with @nw workers (1 or 2) on the edge set up with two; with
+ * two, @txq access TX queues: 1, worker 1 hands its AGGs to worker 0 (the
+ * fallback), or 2, worker 1 sends them on queue 1 itself. */
 static struct wrun
-run_workers(unsigned int nw)
+run_workers(unsigned int nw, uint16_t txq)
 {
 	struct isthd_shard *w = edge.shard[1];
 	struct isth_backend_counts b0, b1, a0, a1;
@@ -1028,6 +1045,7 @@ run_workers(unsigned int nw)
 	uint32_t r;
 
 	edge.n_workers = nw;
+	edge.access_txq = nw == 2 ? txq : 1;
 	r = new_round(true);
 	if (nw == 2) {
 		/* the controller's job, for worker 1's backend too */
@@ -1070,23 +1088,26 @@ run_workers(unsigned int nw)
 	/* every chunk completed once, on its worker: c % nw */
 	if (got != K || a0.completed - b0.completed != (nw == 2 ? K / 2 : K) ||
 		a1.completed - b1.completed != (nw == 2 ? K / 2 : 0) ||
-		isth_ctr_get(&edge.st.drop[ISTHD_DROP_worker_ring_full]) != full0)
-		die("workers: a chunk not summed once by its worker, or a ring drop");
+		isth_ctr_get(&edge.st.drop[ISTHD_DROP_worker_ring_full]) != full0 ||
+		isth_ctr_get(&w->st.drop[ISTHD_DROP_worker_ring_full]) != 0 ||
+		isth_ctr_get(&w->st.drop[ISTHD_DROP_tx_access]) != 0)
+		die("workers: a chunk not summed once by its worker, or a ring or TX drop");
 	res.c0 = wlog_reduce(&wlog0);
 	if (nw == 2)
 		res.c1 = wlog_reduce(&wlog1);
 	edge.n_workers = 1;
+	edge.access_txq = 1;
 	return res;
 }
 
 /* The same with [auth] on: version 2 frames, verify and seal. */
 static struct wrun
-run_workers_auth(unsigned int nw)
+run_workers_auth(unsigned int nw, uint16_t txq)
 {
 	struct wrun r;
 
 	edge_auth(true);
-	r = run_workers(nw);
+	r = run_workers(nw, txq);
 	edge_auth(false);
 	return r;
 }
@@ -1100,6 +1121,10 @@ struct result {
 	/* the same with auth on (run_workers_auth) */
 	uint64_t *a1c0, *a2c0, *a2c1, *a1wall, *a2wall;
 	double a1c0_c, a2c0_c, a2c1_c, a1wall_c, a2wall_c;
+	/* two workers with a TX queue each (worker 1 sends its own AGGs),
+	 * auth off and on, interleaved with the hand-off runs above */
+	uint64_t *q2wall, *q2c0, *q2c1, *qa2wall, *qa2c0, *qa2c1;
+	double q2wall_c, q2c0_c, q2c1_c, qa2wall_c, qa2c0_c, qa2c1_c;
 	uint64_t *pipe, *pa, *io, *rd; /* cycles per DATA packet x 1000, per rep */
 	struct stage_run *st;
 	double pipe_c, pa_c, io_c, rd_c; /* median cycles per DATA packet */
@@ -1159,20 +1184,42 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 		res->rd[rep] = (uint64_t)(run_readfwd() * 1000);
 		run_stages(&res->st[rep]);
 		{
-			struct wrun a = run_workers(1), b = run_workers(2);
+			/* the two 2-worker modes in turn first, so that
+			 * neither always runs after the other */
+			struct wrun a = run_workers(1, 1), b, q;
+
+			if (rep & 1) {
+				q = run_workers(2, 2);
+				b = run_workers(2, 1);
+			} else {
+				b = run_workers(2, 1);
+				q = run_workers(2, 2);
+			}
 
 			res->w1wall[rep] = (uint64_t)(a.wall * 1000);
 			res->w1c0[rep] = (uint64_t)(a.c0 * 1000);
 			res->w2wall[rep] = (uint64_t)(b.wall * 1000);
 			res->w2c0[rep] = (uint64_t)(b.c0 * 1000);
 			res->w2c1[rep] = (uint64_t)(b.c1 * 1000);
-			a = run_workers_auth(1);
-			b = run_workers_auth(2);
+			res->q2wall[rep] = (uint64_t)(q.wall * 1000);
+			res->q2c0[rep] = (uint64_t)(q.c0 * 1000);
+			res->q2c1[rep] = (uint64_t)(q.c1 * 1000);
+			a = run_workers_auth(1, 1);
+			if (rep & 1) {
+				q = run_workers_auth(2, 2);
+				b = run_workers_auth(2, 1);
+			} else {
+				b = run_workers_auth(2, 1);
+				q = run_workers_auth(2, 2);
+			}
 			res->a1wall[rep] = (uint64_t)(a.wall * 1000);
 			res->a1c0[rep] = (uint64_t)(a.c0 * 1000);
 			res->a2wall[rep] = (uint64_t)(b.wall * 1000);
 			res->a2c0[rep] = (uint64_t)(b.c0 * 1000);
 			res->a2c1[rep] = (uint64_t)(b.c1 * 1000);
+			res->qa2wall[rep] = (uint64_t)(q.wall * 1000);
+			res->qa2c0[rep] = (uint64_t)(q.c0 * 1000);
+			res->qa2c1[rep] = (uint64_t)(q.c1 * 1000);
 		}
 	}
 	res->a1wall_c = median(res->a1wall, reps) / 1000;
@@ -1185,6 +1232,12 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 	res->w1c0_c = median(res->w1c0, reps) / 1000;
 	res->w2c0_c = median(res->w2c0, reps) / 1000;
 	res->w2c1_c = median(res->w2c1, reps) / 1000;
+	res->q2wall_c = median(res->q2wall, reps) / 1000;
+	res->q2c0_c = median(res->q2c0, reps) / 1000;
+	res->q2c1_c = median(res->q2c1, reps) / 1000;
+	res->qa2wall_c = median(res->qa2wall, reps) / 1000;
+	res->qa2c0_c = median(res->qa2c0, reps) / 1000;
+	res->qa2c1_c = median(res->qa2c1, reps) / 1000;
 	if (aggs != (uint64_t)K * 2 * reps)
 		die("pipeline: not every chunk gave one AGG");
 	if (be_stat("partial_timeout") + be_stat("partial_conflict_pool") +
@@ -1241,11 +1294,22 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 	printf("  2-worker rate / 1-worker rate: from the workers' cycles %.3f "
 	       "(= 1w worker 0 / max(2w worker 0, 2w worker 1 / 2)); wall %.3f\n",
 		res->w1c0_c / RTE_MAX(res->w2c0_c, res->w2c1_c / 2), res->w1wall_c / res->w2wall_c);
+	printf("  2 workers, a TX queue each: worker 0 %8.1f cyc/DATA, worker 1 %8.1f "
+	       "cyc/DATA; wall %8.1f cyc/DATA\n",
+		res->q2c0_c, res->q2c1_c, res->q2wall_c);
+	printf("  2-worker rate / 1-worker rate, a TX queue each: from the workers' cycles "
+	       "%.3f; wall %.3f\n",
+		res->w1c0_c / RTE_MAX(res->q2c0_c, res->q2c1_c / 2), res->w1wall_c / res->q2wall_c);
+	printf("  worker 0 cyc/DATA, a TX queue each / hand-off: %.3f\n",
+		res->q2c0_c / res->w2c0_c);
 	printf("  auth on, 1 worker : worker 0 %8.1f cyc/DATA; wall %8.1f cyc/DATA\n", res->a1c0_c,
 		res->a1wall_c);
 	printf("  auth on, 2 workers: worker 0 %8.1f cyc/DATA (all DATA), worker 1 %8.1f "
 	       "cyc/DATA (its half); wall %8.1f cyc/DATA\n",
 		res->a2c0_c, res->a2c1_c, res->a2wall_c);
+	printf("  auth on, 2 workers, a TX queue each: worker 0 %8.1f cyc/DATA, worker 1 "
+	       "%8.1f cyc/DATA; wall %8.1f cyc/DATA\n",
+		res->qa2c0_c, res->qa2c1_c, res->qa2wall_c);
 	printf("  %-12s %8.1f   (add_burst - sum kernel)\n", "lookup etc.",
 		res->stage_c[ST_ADD] - res->stage_c[ST_SUM]);
 	{
@@ -1343,6 +1407,11 @@ main(int argc, char **argv)
 		isthd_setup(&edge, err, sizeof(err)) != 0)
 		die(err);
 	edge.n_workers = 1;
+	/* the port has a TX queue per worker (two rings): set-up chose them;
+	 * each workers run picks its mode (run_workers), the rest use 1 */
+	if (edge.access_txq != 2)
+		die("access port: not a TX queue per worker");
+	edge.access_txq = 1;
 	/* a loaded host may take longer than a round to set the edge up:
 	 * round 0 starts a second before now, whatever set-up took */
 	edge.clk.epoch_ns = wall_ns() - 1000000000ull;
@@ -1387,6 +1456,15 @@ main(int argc, char **argv)
 		res[i].a1c0 = calloc(reps, sizeof(uint64_t));
 		res[i].a2c0 = calloc(reps, sizeof(uint64_t));
 		res[i].a2c1 = calloc(reps, sizeof(uint64_t));
+		res[i].q2wall = calloc(reps, sizeof(uint64_t));
+		res[i].q2c0 = calloc(reps, sizeof(uint64_t));
+		res[i].q2c1 = calloc(reps, sizeof(uint64_t));
+		res[i].qa2wall = calloc(reps, sizeof(uint64_t));
+		res[i].qa2c0 = calloc(reps, sizeof(uint64_t));
+		res[i].qa2c1 = calloc(reps, sizeof(uint64_t));
+		if (!res[i].q2wall || !res[i].q2c0 || !res[i].q2c1 || !res[i].qa2wall ||
+			!res[i].qa2c0 || !res[i].qa2c1)
+			die("results");
 		if (!res[i].w1wall || !res[i].w2wall || !res[i].w1c0 || !res[i].w2c0 ||
 			!res[i].w2c1 || !res[i].a1wall || !res[i].a2wall || !res[i].a1c0 ||
 			!res[i].a2c0 || !res[i].a2c1)
@@ -1419,6 +1497,17 @@ main(int argc, char **argv)
 		res[0].a2c0_c, res[1].a2c0_c, res[0].a2c1_c, res[1].a2c1_c, res[0].a1c0_c,
 		res[1].a1c0_c, res[0].a1wall_c / res[0].a2wall_c,
 		res[1].a1wall_c / res[1].a2wall_c);
+	printf("summary: a TX queue per worker vs hand-off, 2 workers: worker 0 cyc/DATA %.1f vs "
+	       "%.1f (aligned), %.1f vs %.1f (skewed), ratio %.3f, %.3f; 2w/1w rate from the "
+	       "workers' cycles %.3f vs %.3f, %.3f vs %.3f; auth on worker 0 %.1f vs %.1f, "
+	       "%.1f vs %.1f\n",
+		res[0].q2c0_c, res[0].w2c0_c, res[1].q2c0_c, res[1].w2c0_c,
+		res[0].q2c0_c / res[0].w2c0_c, res[1].q2c0_c / res[1].w2c0_c,
+		res[0].w1c0_c / RTE_MAX(res[0].q2c0_c, res[0].q2c1_c / 2),
+		res[0].w1c0_c / RTE_MAX(res[0].w2c0_c, res[0].w2c1_c / 2),
+		res[1].w1c0_c / RTE_MAX(res[1].q2c0_c, res[1].q2c1_c / 2),
+		res[1].w1c0_c / RTE_MAX(res[1].w2c0_c, res[1].w2c1_c / 2), res[0].qa2c0_c,
+		res[0].a2c0_c, res[1].qa2c0_c, res[1].a2c0_c);
 
 teardown: /* every frame back to its pool */
 	isthd_dp_drain_final(&edge);

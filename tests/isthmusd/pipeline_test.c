@@ -61,6 +61,15 @@
 
 static struct isthd edge;
 static struct rte_ring *a_in, *a_out, *w_in, *w_out;
+/* the access port's TX rings (a_outq[0] is a_out): one, or one per
+ * worker for the runs with a TX queue per worker (eal_up_txq2/3) */
+#define MAX_TXQ 3
+static struct rte_ring *a_outq[MAX_TXQ];
+static unsigned int n_txq = 1;
+/* what the harness read from each TX ring: every frame, and the AGGs and
+ * GONEs of each stream (poll_access) */
+static unsigned int txq_frames[MAX_TXQ];
+static unsigned int txq_stream[MAX_TXQ][ISTH_WIRE_MAX_STREAMS];
 static struct rte_mempool *hpool;
 static struct isth_wire_limits lim;
 static char dir[64];
@@ -197,7 +206,16 @@ eal_up(void)
 	w_in = rte_ring_create("w_in", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	w_out = rte_ring_create("w_out", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	cr_assert(a_in && a_out && w_in && w_out);
-	pa = rte_eth_from_rings("access", &a_in, 1, &a_out, 1, 0);
+	a_outq[0] = a_out;
+	for (unsigned int q = 1; q < n_txq; q++) {
+		char name[16];
+
+		/* one producer each: the worker that owns the queue */
+		snprintf(name, sizeof(name), "a_out%u", q);
+		a_outq[q] = rte_ring_create(name, 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		cr_assert_not_null(a_outq[q]);
+	}
+	pa = rte_eth_from_rings("access", &a_in, 1, a_outq, (unsigned int)n_txq, 0);
 	pw = rte_eth_from_rings("wan", &w_in, 1, &w_out, 1, 0);
 	cr_assert(pa >= 0 && pw >= 0);
 	hpool = rte_pktmbuf_pool_create("harness", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
@@ -206,6 +224,22 @@ eal_up(void)
 	lim.n_streams = ISTH_WIRE_MAX_STREAMS; /* the harness reads any stream */
 	snprintf(dir, sizeof(dir), "/tmp/isth-pipe-%d", getpid());
 	mkdir(dir, 0700);
+}
+
+/* The access port with a TX ring per worker (the PMD offers a TX queue
+ * per worker: each worker sends its own stream on its own queue). */
+static void
+eal_up_txq2(void)
+{
+	n_txq = 2;
+	eal_up();
+}
+
+static void
+eal_up_txq3(void)
+{
+	n_txq = 3;
+	eal_up();
 }
 
 static void
@@ -436,14 +470,25 @@ on_round(uint32_t r)
 		send_data(w_in, D, r, 1);
 }
 
+static void poll_access_q(unsigned int q);
+
+/* Every TX ring of the access port, each frame checked with its queue. */
 static void
 poll_access(void)
+{
+	for (unsigned int q = 0; q < n_txq; q++)
+		poll_access_q(q);
+}
+
+static void
+poll_access_q(unsigned int q)
 {
 	struct rte_mbuf *m[32];
 	struct isth_wire_pkt p;
 	unsigned int n;
 
-	n = rte_ring_dequeue_burst(a_out, (void **)m, 32, NULL);
+	n = rte_ring_dequeue_burst(a_outq[q], (void **)m, 32, NULL);
+	txq_frames[q] += n;
 	for (unsigned int i = 0; i < n; i++) {
 		uint8_t flat[2048];
 		const uint8_t *f = rte_pktmbuf_read(m[i], 0, rte_pktmbuf_pkt_len(m[i]), flat);
@@ -479,6 +524,17 @@ poll_access(void)
 			isth_auth_verify(heng, ISTH_AUTH_DOWN, A, p.msg, p.msg_size) !=
 				ISTH_AUTH_OK)
 			auth_bad++;
+		/* the queue it left on: stream k's AGGs, resends and GONEs
+		 * on queue k with a TX queue per worker, everything else (and
+		 * everything with one TX queue) on queue 0, worker 0's */
+		if (p.hdr.type == ISTH_WIRE_AGG || p.hdr.type == ISTH_WIRE_GONE) {
+			txq_stream[q][p.hdr.stream]++;
+			cr_expect_eq(q, edge.access_txq > 1 ? p.hdr.stream : 0,
+				"type %u stream %u left on TX queue %u", p.hdr.type, p.hdr.stream,
+				q);
+		} else {
+			cr_expect_eq(q, 0, "type %u left on TX queue %u", p.hdr.type, q);
+		}
 		if (p.hdr.type == ISTH_WIRE_AGG || p.hdr.type == ISTH_WIRE_GONE) {
 			down_frames[p.hdr.stream]++;
 			if (auth_on && p.hdr.type == ISTH_WIRE_AGG && p.hdr.round >= EPOCH2_ROUND)
@@ -908,6 +964,7 @@ epoch_from_now(uint64_t lead_ns)
 static void run_pipeline(void);
 static void run_pipeline_auth(void);
 static void check_seals(void);
+static void check_queues(void);
 
 Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up, .fini = eal_down,
 	.timeout = 60)
@@ -1017,6 +1074,84 @@ Test(isthmusd, pipeline_two_workers_auth_on, .init = eal_up, .fini = eal_down, .
 {
 	n_workers = 2;
 	run_pipeline_auth();
+}
+
+/*
+ * The same runs on an access port with a TX ring per worker: worker k
+ * sends stream k's AGGs, resends and GONEs on TX queue k itself (no
+ * hand-off to worker 0). The same sums, AGGs, repairs and counters as
+ * the hand-off runs above (which have one TX ring: the fallback), each
+ * frame on its worker's queue (poll_access), and each worker's access_tx
+ * exactly what its queue carried (check_queues).
+ */
+Test(isthmusd, pipeline_two_workers_tx_queue_each, .init = eal_up_txq2, .fini = eal_down,
+	.timeout = 60)
+{
+	n_workers = 2;
+	run_pipeline();
+}
+
+Test(isthmusd, pipeline_three_workers_tx_queue_each, .init = eal_up_txq3, .fini = eal_down,
+	.timeout = 60)
+{
+	n_workers = 3;
+	run_pipeline();
+}
+
+Test(isthmusd, pipeline_three_workers_auth_on_tx_queue_each, .init = eal_up_txq3, .fini = eal_down,
+	.timeout = 60)
+{
+	n_workers = 3;
+	run_pipeline_auth();
+}
+
+/* Fewer TX queues than workers (2 TX rings, 3 workers): the hand-off to
+ * worker 0 on queue 0, ring 1 unused (check_queues); the run as ever. */
+Test(isthmusd, pipeline_three_workers_two_tx_queues_hand_off, .init = eal_up_txq2, .fini = eal_down,
+	.timeout = 60)
+{
+	n_workers = 3;
+	run_pipeline();
+}
+
+/*
+ * After the run (run_pipeline, before teardown): the access TX mode setup
+ * chose from the port's TX queues (a queue per worker when the PMD has
+ * n_workers of them, else 1: the hand-off to worker 0), and what each
+ * worker counted as sent is exactly what the harness read from its
+ * queue: with a queue per worker, worker k's frames (stream k's AGGs,
+ * resends, GONEs) from ring k only (poll_access checks every frame's
+ * queue); with one, everything from ring 0 and counted by worker 0.
+ */
+static void
+check_queues(void)
+{
+	unsigned int want_q = n_workers > 1 && n_txq >= n_workers ? n_workers : 1;
+	unsigned int all = 0;
+
+	cr_expect_eq(
+		edge.access_txq, want_q, "access TX queues %u, want %u", edge.access_txq, want_q);
+	cr_expect_eq(edge.access_rxq, 1);
+	for (unsigned int q = 0; q < n_txq; q++)
+		all += txq_frames[q];
+	for (unsigned int k = 0; k < n_workers; k++) {
+		const struct isthd_dp_stats *wst = k ? &edge.shard[k]->st : &edge.st;
+		uint64_t sent = isth_ctr_get(&wst->access_tx);
+
+		cr_expect_eq(isth_ctr_get(&wst->drop[ISTHD_DROP_tx_access]), 0,
+			"worker %u: tx_access drops", k);
+		if (want_q > 1) {
+			cr_expect_eq(sent, txq_frames[k], "worker %u sent %lu, queue %u had %u", k,
+				(unsigned long)sent, k, txq_frames[k]);
+			cr_expect_gt(txq_stream[k][k], 0, "nothing of stream %u on queue %u", k, k);
+		} else {
+			cr_expect_eq(sent, k == 0 ? all : 0, "worker %u sent %lu of %u frames", k,
+				(unsigned long)sent, all);
+		}
+	}
+	for (unsigned int q = want_q; q < n_txq; q++)
+		cr_expect_eq(
+			txq_frames[q], 0, "TX queue %u (unused) had %u frames", q, txq_frames[q]);
 }
 
 /*
@@ -1268,6 +1403,7 @@ run_pipeline(void)
 		cr_expect_gt(isth_ctr_get(&wst->peer_data), 0, "worker %u summed nothing", k);
 	}
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_worker_ring_full]), 0);
+	check_queues();
 	for (uint32_t r = 0; r < ROUNDS; r++) {
 		uint64_t want = clique_of_a(r) & ~1ull;
 
