@@ -604,6 +604,47 @@ Test(island_rx, stream_on_the_wrong_socket_is_dropped_and_counted_auth_on)
 }
 
 /*
+ * Each receive thread adds into the round outside the session mutex, so a
+ * chunk's sum has one writer per round: the socket that summed it first.
+ * An edge that breaks "stream = chunk % N" (chunk 0 in stream 1, read on
+ * socket 1 after socket 0 summed chunk 0) has that AGG dropped as
+ * agg_socket and never summed; the round is still exact once chunk 0's
+ * other AGGs come in its own stream.
+ */
+Test(island_rx, a_chunk_is_summed_by_one_socket_per_round)
+{
+	struct isth_island_stats st;
+	struct isth_island *s;
+	uint64_t q[2] = {100, 100};
+	struct edge e;
+
+	edge_open(&e, false);
+	s = open_island(&e, 2, true);
+	send_round(&e, 5, 2);
+	STATS_UNTIL(s, st.rounds_announced == 1);
+	send_own(s, &e, 5);
+	edge_drain(&e);
+	send_agg(&e, 0, 0, 5, 0, 0, q[0]++, 0); /* chunk 0, peer 0: socket 0 */
+	STATS_UNTIL(s, st.aggs_summed == 1);
+	send_agg(&e, 1, 1, 5, 0, 2, q[1]++, 0); /* chunk 0, peer 2: socket 1 */
+	STATS_UNTIL(s, st.drop[ISTH_ISLAND_DROP_agg_socket] == 1);
+	cr_expect_eq(st.aggs_summed, 1);
+	for (uint32_t c = 0; c < NCH; c++)
+		for (unsigned int peer = 0; peer < N_ISLANDS; peer++)
+			if ((PEERS & 1u << peer) && !(c == 0 && peer == 0))
+				send_agg(&e, c % 2, c % 2, 5, c, peer, q[c % 2]++, 0);
+	STATS_UNTIL(s, st.aggs_summed == 3 * NCH);
+	check_round(s, &e, 5);
+	isth_island_stats(s, &st);
+	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_agg_socket], 1);
+	cr_expect_eq(st.sock_streams[0], 1u << 0);
+	cr_expect_eq(st.sock_streams[1], 1u << 1);
+	isth_island_close(s);
+	edge_drain(&e);
+	edge_close(&e);
+}
+
+/*
  * Without rx_threads (the caller reads every socket) nothing is owned:
  * stream 1 on socket 0 and stream 0 on socket 1 are summed as before, and the caller must drive the
  * session: its counters do not move while nobody calls into it.
