@@ -208,6 +208,21 @@ want_sum(uint32_t rd, uint32_t i)
 	return want;
 }
 
+/* result()'s answer @rc, @res, @out for round @rd: complete and exact. */
+static void
+check_out(const struct run *r, uint32_t rd, int rc, const struct isth_island_result *res,
+	const uint32_t *out)
+{
+	CHECK(rc == 0 && res->complete == NCH, "round %u: rc %d complete %u", rd, rc,
+		res->complete);
+	for (uint32_t i = 0; i < r->elems && rc == 0; i++)
+		if (out[i] != want_sum(rd, i)) {
+			CHECK(out[i] == want_sum(rd, i), "round %u elem %u: %u want %u", rd, i,
+				out[i], want_sum(rd, i));
+			break;
+		}
+}
+
 static struct isth_island *
 race_open(struct run *r, unsigned int n, unsigned int s)
 {
@@ -324,14 +339,7 @@ pipe_run(unsigned int n, unsigned int s, uint32_t rounds)
 		CHECK(rc == 0, "send %u: %d", rd, rc);
 		rc = isth_island_result(
 			r.sess, rd, out, (size_t)r.elems * 4, ch, NCH, &res, 2000 * MS);
-		CHECK(rc == 0 && res.complete == NCH, "round %u: rc %d complete %u", rd, rc,
-			res.complete);
-		for (uint32_t i = 0; i < r.elems && rc == 0; i++)
-			if (out[i] != want_sum(rd, i)) {
-				CHECK(out[i] == want_sum(rd, i), "round %u elem %u: %u want %u", rd,
-					i, out[i], want_sum(rd, i));
-				break;
-			}
+		check_out(&r, rd, rc, &res, out);
 		pthread_mutex_lock(&r.mu);
 		r.collected = rd;
 		pthread_cond_broadcast(&r.cv);
@@ -383,13 +391,7 @@ check_round(struct run *r, uint32_t rd, uint64_t *q)
 		t[i] = val(SELF, rd, i);
 	CHECK(isth_island_send(r->sess, rd, t, (size_t)r->elems * 4) == 0, "send %u", rd);
 	rc = isth_island_result(r->sess, rd, out, (size_t)r->elems * 4, ch, NCH, &res, 2000 * MS);
-	CHECK(rc == 0 && res.complete == NCH, "round %u: rc %d complete %u", rd, rc, res.complete);
-	for (uint32_t i = 0; i < r->elems && rc == 0; i++)
-		if (out[i] != want_sum(rd, i)) {
-			CHECK(out[i] == want_sum(rd, i), "round %u elem %u: %u want %u", rd, i,
-				out[i], want_sum(rd, i));
-			break;
-		}
+	check_out(r, rd, rc, &res, out);
 	free(t);
 	free(out);
 }
@@ -562,14 +564,7 @@ one_run(unsigned int n, unsigned int s, bool auth)
 		}
 		rc = isth_island_result(
 			r.sess, rd, out, (size_t)r.elems * 4, ch, NCH, &res, 2000 * MS);
-		CHECK(rc == 0 && res.complete == NCH, "round %u: rc %d complete %u", rd, rc,
-			res.complete);
-		for (uint32_t i = 0; i < r.elems && rc == 0; i++)
-			if (out[i] != want_sum(rd, i)) {
-				CHECK(out[i] == want_sum(rd, i), "round %u elem %u: %u want %u", rd,
-					i, out[i], want_sum(rd, i));
-				break;
-			}
+		check_out(&r, rd, rc, &res, out);
 	}
 	/* close with the threads busy: a last round's AGGs still arriving */
 	send_round(&r, ROUNDS + 1);
