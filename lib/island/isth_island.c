@@ -662,7 +662,7 @@ slot_wait_sums(struct isth_island *s, struct slot *sl)
 	atomic_fetch_sub(&s->sum_waiters, 1);
 }
 
-static void pend_run(struct isth_island *s, struct rx_ctx *x, bool locked);
+static void pend_run(struct isth_island *s, struct rx_ctx *x, bool locked, bool wake);
 
 /*
  * The slot of @round, taking it over if needed. A slot is taken from an
@@ -691,7 +691,7 @@ again:
 	}
 	if (!slot_summed(sl)) {
 		if (x != NULL && x->n_pend)
-			pend_run(s, x, true);
+			pend_run(s, x, true, false);
 		slot_wait_sums(s, sl);
 		goto again;
 	}
@@ -755,10 +755,12 @@ sum_le(const struct isth_island *s, uint8_t dtype, void *dst, const uint8_t *src
  * mu; or under mu, @locked, before it waits on a slot or when its queue is
  * full) and release them: each slot's busy drops by what was added, with
  * release order, so whoever sees 0 (slot_summed()) sees the sums. The
- * thread that brings a busy to 0 wakes the waiters (slot_wait_sums()).
+ * thread that brings a busy to 0 wakes the waiters (slot_wait_sums()),
+ * and so does @wake (a caller waits for what the burst judged: one
+ * wake-up once the sums are in, not one before and one after).
  */
 static void
-pend_run(struct isth_island *s, struct rx_ctx *x, bool locked)
+pend_run(struct isth_island *s, struct rx_ctx *x, bool locked, bool wake)
 {
 	unsigned int cnt[ISTH_ISLAND_ROUNDS] = {0}, i;
 	bool zero = false;
@@ -773,7 +775,7 @@ pend_run(struct isth_island *s, struct rx_ctx *x, bool locked)
 	for (i = 0; i < ISTH_ISLAND_ROUNDS; i++)
 		if (cnt[i] && atomic_fetch_sub(&s->slots[i].busy, cnt[i]) == cnt[i])
 			zero = true;
-	if (zero && atomic_load(&s->sum_waiters) != 0) {
+	if (wake || (zero && atomic_load(&s->sum_waiters) != 0)) {
 		if (!locked)
 			pthread_mutex_lock(&s->mu);
 		pthread_cond_broadcast(&s->cv);
@@ -1179,7 +1181,7 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsig
 			return;
 		}
 		if (x->n_pend == x->max_pend)
-			pend_run(s, x, true);
+			pend_run(s, x, true, false);
 		x->pend[x->n_pend++] = (struct pend_sum){
 			.dst = dst,
 			.src = p->payload,
@@ -1661,7 +1663,7 @@ rx_thread(void *arg)
 		.tv_sec = (time_t)(s->tick_ns / 1000000000ull),
 		.tv_nsec = (long)(s->tick_ns % 1000000000ull),
 	};
-	bool more = false;
+	bool more = false, wake;
 
 	while (!atomic_load_explicit(&s->rx_quit, memory_order_acquire)) {
 		int n;
@@ -1675,14 +1677,15 @@ rx_thread(void *arg)
 		if (n > 0)
 			rx_judge(s, so->rx, n, so->idx, so->rx_eng, s->auth_on);
 		run_timers(s, now_ns(s), so->idx);
-		if (s->rx_wake) {
-			s->rx_wake = false;
+		wake = s->rx_wake;
+		s->rx_wake = false;
+		/* with sums queued, wake the callers once they are added */
+		if (wake && so->rx->n_pend == 0)
 			pthread_cond_broadcast(&s->cv);
-		}
 		pthread_mutex_unlock(&s->mu);
 		/* the per-byte work, in parallel with the other threads */
 		if (so->rx->n_pend)
-			pend_run(s, so->rx, false);
+			pend_run(s, so->rx, false, wake);
 		more = n == (int)s->rx_n; /* a full burst: more may be queued */
 	}
 	return NULL;
