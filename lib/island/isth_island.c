@@ -27,7 +27,7 @@
  *    [c] is claimed under mu by the first socket that sums chunk c in the
  *    round (stream c % N is read on socket (c % N) % S alone, so that is
  *    always the same socket); an AGG of chunk c on another socket is
- *    dropped as agg_socket, so no input can make two threads write one
+ *    dropped as agg_owner, so no input can make two threads write one
  *    chunk;
  *  - acc is read (result()), reset (slot_get() taking the slot over) or
  *    added to by send() (own contribution, every chunk) only under mu and
@@ -1177,7 +1177,7 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsig
 		if (sl->owner[h->chunk] == 0) {
 			sl->owner[h->chunk] = (uint8_t)(sock + 1);
 		} else if (sl->owner[h->chunk] != sock + 1) {
-			drop(s, ISTH_ISLAND_DROP_agg_socket);
+			drop(s, ISTH_ISLAND_DROP_agg_owner);
 			return;
 		}
 		if (x->n_pend == x->max_pend)

@@ -351,8 +351,10 @@ pipe_run(unsigned int n, unsigned int s, uint32_t rounds)
 		struct isth_island_stats st;
 
 		isth_island_stats(r.sess, &st);
-		CHECK(st.drop[ISTH_ISLAND_DROP_agg_socket] == 0, "agg_socket %" PRIu64,
-			st.drop[ISTH_ISLAND_DROP_agg_socket]);
+		CHECK(st.drop[ISTH_ISLAND_DROP_agg_socket] == 0 &&
+				st.drop[ISTH_ISLAND_DROP_agg_owner] == 0,
+			"agg_socket %" PRIu64 " agg_owner %" PRIu64,
+			st.drop[ISTH_ISLAND_DROP_agg_socket], st.drop[ISTH_ISLAND_DROP_agg_owner]);
 	}
 	/* close under the edge: it keeps sending the next rounds */
 	isth_island_close(r.sess);
@@ -418,8 +420,9 @@ evict_run(unsigned int n, unsigned int s, uint32_t rounds)
 	/* announced after them: its sum has nothing of theirs */
 	check_round(&r, last + 4, q);
 	isth_island_stats(r.sess, &st);
-	CHECK(st.drop[ISTH_ISLAND_DROP_agg_socket] == 0, "agg_socket %" PRIu64,
-		st.drop[ISTH_ISLAND_DROP_agg_socket]);
+	CHECK(st.drop[ISTH_ISLAND_DROP_agg_socket] == 0 && st.drop[ISTH_ISLAND_DROP_agg_owner] == 0,
+		"agg_socket %" PRIu64 " agg_owner %" PRIu64, st.drop[ISTH_ISLAND_DROP_agg_socket],
+		st.drop[ISTH_ISLAND_DROP_agg_owner]);
 	isth_island_close(r.sess);
 	close(r.fd);
 	printf("eviction N=%u S=%u: %u unannounced rounds, %" PRIu64 " AGGs summed\n", n, s, rounds,

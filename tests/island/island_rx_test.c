@@ -551,7 +551,7 @@ Test(island_rx, stream_on_the_wrong_socket_is_dropped_and_counted_auth_on)
  * chunk's sum has one writer per round: the socket that summed it first.
  * An edge that breaks "stream = chunk % N" (chunk 0 in stream 1, read on
  * socket 1 after socket 0 summed chunk 0) has that AGG dropped as
- * agg_socket and never summed; the round is still exact once chunk 0's
+ * agg_owner and never summed; the round is still exact once chunk 0's
  * other AGGs come in its own stream.
  */
 Test(island_rx, a_chunk_is_summed_by_one_socket_per_round)
@@ -570,7 +570,7 @@ Test(island_rx, a_chunk_is_summed_by_one_socket_per_round)
 	send_agg(&e, 0, 0, 5, 0, 0, q[0]++, 0); /* chunk 0, peer 0: socket 0 */
 	STATS_UNTIL(s, st.aggs_summed == 1);
 	send_agg(&e, 1, 1, 5, 0, 2, q[1]++, 0); /* chunk 0, peer 2: socket 1 */
-	STATS_UNTIL(s, st.drop[ISTH_ISLAND_DROP_agg_socket] == 1);
+	STATS_UNTIL(s, st.drop[ISTH_ISLAND_DROP_agg_owner] == 1);
 	cr_expect_eq(st.aggs_summed, 1);
 	for (uint32_t c = 0; c < NCH; c++)
 		for (unsigned int peer = 0; peer < N_ISLANDS; peer++)
@@ -579,7 +579,8 @@ Test(island_rx, a_chunk_is_summed_by_one_socket_per_round)
 	STATS_UNTIL(s, st.aggs_summed == 3 * NCH);
 	check_round(s, &e, 5);
 	isth_island_stats(s, &st);
-	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_agg_socket], 1);
+	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_agg_owner], 1);
+	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_agg_socket], 0);
 	cr_expect_eq(st.sock_streams[0], 1u << 0);
 	cr_expect_eq(st.sock_streams[1], 1u << 1);
 	isth_island_close(s);
