@@ -127,6 +127,15 @@ enum slot_state {
 	SLOT_DONE, /* result computed; answers result() again */
 };
 
+/*
+ * A round slot. Every field but acc and busy is written under mu only
+ * (by whoever judges the round's packets, send(), result()/ready()).
+ * acc is written under mu by the caller's reads, send() (own
+ * contribution) and slot_get() (reset), those two only with busy 0; and
+ * without mu by the receive thread that owns a chunk (owner[c]), for the
+ * AGGs it queued (busy counts them). result() copies it under mu with
+ * busy 0.
+ */
 struct slot {
 	uint32_t round;
 	uint8_t state; /* enum slot_state */
