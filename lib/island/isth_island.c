@@ -1656,8 +1656,10 @@ rx_verify(struct isth_island *s, struct isl_sock *so, int n)
 /*
  * The receive thread of socket so->idx (conf.rx_threads): read a burst
  * without mu, verify its tags without mu, then take mu once to judge the
- * burst (seq windows, sums), run the timers of the streams the socket
- * owns and wake the waiting callers. Until close() sets rx_quit.
+ * burst (seq windows, which AGGs are summed) and run the timers of the
+ * streams the socket owns; drop mu, add the AGGs it accepted into their
+ * rounds (pend_run()) and wake the waiting callers. Until close() sets
+ * rx_quit; a burst's additions are always finished before it looks.
  */
 static void *
 rx_thread(void *arg)
