@@ -13,8 +13,29 @@
  *
  * With conf.rx_threads a thread per socket is the reader of its socket:
  * it reads a burst and checks its tags without mu, then takes mu once per
- * burst to judge it (seq windows of the streams it owns, sums) and run
- * its streams' timers, and broadcasts; callers only wait on cv.
+ * burst to judge it (seq windows of the streams it owns, which AGGs are
+ * summed) and run its streams' timers, and broadcasts; callers only wait
+ * on cv. It adds the AGGs it accepted into the round's accumulator after
+ * it dropped mu ("Summation outside mu" below).
+ *
+ * Summation outside mu (receive threads). Under mu a thread decides
+ * everything about an AGG as before (replay and seq windows, the slot,
+ * the exactly-once bitmap, the completion counts) and queues the sum in
+ * its rx_ctx (pend[]), counting it in the slot's busy; after mu it adds
+ * the queued AGGs and drops busy (release). The rules:
+ *  - a chunk's accumulator is written by one thread per round: slot.owner
+ *    [c] is claimed under mu by the first socket that sums chunk c in the
+ *    round (stream c % N is read on socket (c % N) % S alone, so that is
+ *    always the same socket); an AGG of chunk c on another socket is
+ *    dropped as agg_owner, so no input can make two threads write one
+ *    chunk;
+ *  - acc is read (result()), reset (slot_get() taking the slot over) or
+ *    added to by send() (own contribution, every chunk) only under mu and
+ *    with busy seen 0 (acquire): no AGG judged under mu is then still
+ *    being added, and none is judged while mu is held;
+ *  - whoever waits for busy 0 holds no queued sums of its own (a thread
+ *    adds its queue under mu first), so every busy count drops without
+ *    waiting on anything: no deadlock.
  */
 #include <endian.h>
 #include <errno.h>
@@ -106,6 +127,15 @@ enum slot_state {
 	SLOT_DONE, /* result computed; answers result() again */
 };
 
+/*
+ * A round slot. Every field but acc and busy is written under mu only
+ * (by whoever judges the round's packets, send(), result()/ready()).
+ * acc is written under mu by the caller's reads, send() (own
+ * contribution) and slot_get() (reset), those two only with busy 0; and
+ * without mu by the receive thread that owns a chunk (owner[c]), for the
+ * AGGs it queued (busy counts them). result() copies it under mu with
+ * busy 0.
+ */
 struct slot {
 	uint32_t round;
 	uint8_t state; /* enum slot_state */
@@ -118,6 +148,23 @@ struct slot {
 	void *acc; /* [elems] uint32_t or float, host order */
 	struct isth_island_result res; /* SLOT_DONE */
 	int rc; /* SLOT_DONE: result()'s answer */
+	/* Receive threads only. owner: [n_chunks] 1 + the socket whose
+	 * thread sums chunk c this round, 0 none yet (written under mu).
+	 * busy: AGGs judged into acc under mu and not added yet: raised
+	 * under mu, lowered without mu (release) by the thread that adds
+	 * them; acc may be read, reset or added to under mu only at 0. */
+	uint8_t *owner;
+	atomic_uint busy;
+};
+
+/* An AGG a receive thread accepted under mu and adds after it (its
+ * payload stays in the thread's rx buffer until the next read). */
+struct pend_sum {
+	void *dst; /* chunk's place in the slot's acc */
+	const uint8_t *src; /* little-endian payload */
+	uint32_t n; /* elements */
+	uint8_t dtype;
+	uint8_t slot; /* index in slots[]: whose busy it holds */
 };
 
 union tx_cmsg {
@@ -164,6 +211,9 @@ struct rx_ctx {
 		struct cmsghdr align;
 	} c[BURST];
 	uint8_t *vst; /* receive threads: [rx_n * RX_VST_SEGS] tag statuses */
+	/* receive threads: AGGs judged under mu, added after it */
+	struct pend_sum *pend; /* [max_pend] */
+	unsigned int n_pend, max_pend;
 };
 
 struct isl_sock {
@@ -233,6 +283,9 @@ struct isth_island {
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* broadcast after each batch */
+	/* callers and threads waiting under mu for a slot's busy to reach
+	 * 0; a thread whose adds bring busy to 0 broadcasts cv if any */
+	atomic_uint sum_waiters;
 
 	/* GSO in use: cleared once, for good, by the first sender the
 	 * kernel refuses (any thread; read by every sender) */
@@ -585,16 +638,55 @@ round_is_old(const struct isth_island *s, uint32_t round)
 	return sl->state != SLOT_FREE && sl->round > round;
 }
 
+/* Every AGG judged into @sl's acc is added (mu held): acc may be read,
+ * reset or added to. Acquire: pairs with pend_run()'s release. */
+static inline bool
+slot_summed(struct slot *sl)
+{
+	return atomic_load_explicit(&sl->busy, memory_order_acquire) == 0;
+}
+
+/*
+ * Wait once (mu held, dropped while waiting) for @sl's queued AGGs to be
+ * added by the receive threads; the caller looks at the slot again after
+ * (it may have changed) and holds no queued AGGs of its own. sum_waiters
+ * is raised before busy is read, and pend_run() lowers busy before it
+ * reads sum_waiters (both seq_cst): either this sees busy 0 or the last
+ * adder sees a waiter and broadcasts, which it can only do (taking mu)
+ * once this waits.
+ */
+static void
+slot_wait_sums(struct isth_island *s, struct slot *sl)
+{
+	struct timespec ts;
+	uint64_t t;
+
+	atomic_fetch_add(&s->sum_waiters, 1);
+	if (atomic_load(&sl->busy) != 0) {
+		t = mono_ns() + s->tick_ns;
+		ts.tv_sec = (time_t)(t / 1000000000ull);
+		ts.tv_nsec = (long)(t % 1000000000ull);
+		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+	}
+	atomic_fetch_sub(&s->sum_waiters, 1);
+}
+
+static void pend_run(struct isth_island *s, struct rx_ctx *x, bool locked, bool wake);
+
 /*
  * The slot of @round, taking it over if needed. A slot is taken from an
  * older round only when that round is done, or its deadline (+grace) has
- * passed, or it was never announced: a live round is never evicted.
+ * passed, or it was never announced: a live round is never evicted; and
+ * only once no receive thread still adds into it (its own queue, @x, is
+ * added first; NULL: a caller, which queues nothing).
  */
 static struct slot *
-slot_get(struct isth_island *s, uint32_t round, uint64_t now, enum isth_island_drop *why)
+slot_get(struct isth_island *s, uint32_t round, uint64_t now, enum isth_island_drop *why,
+	struct rx_ctx *x)
 {
 	struct slot *sl = &s->slots[round % ISTH_ISLAND_ROUNDS];
 
+again:
 	if (sl->state != SLOT_FREE && sl->round == round)
 		return sl;
 	if (round_is_old(s, round)) {
@@ -606,9 +698,17 @@ slot_get(struct isth_island *s, uint32_t round, uint64_t now, enum isth_island_d
 		*why = ISTH_ISLAND_DROP_round_busy;
 		return NULL;
 	}
+	if (!slot_summed(sl)) {
+		if (x != NULL && x->n_pend)
+			pend_run(s, x, true, false);
+		slot_wait_sums(s, sl);
+		goto again;
+	}
 	memset(sl->acc, 0, (size_t)s->conf.elems * 4);
 	memset(sl->bitmap, 0, (size_t)s->n_chunks * sizeof(*sl->bitmap));
 	memset(sl->aggs, 0, (size_t)s->n_chunks * sizeof(*sl->aggs));
+	if (sl->owner != NULL)
+		memset(sl->owner, 0, s->n_chunks);
 	memset(&sl->info, 0, sizeof(sl->info));
 	memset(&sl->res, 0, sizeof(sl->res));
 	sl->round = round;
@@ -657,6 +757,48 @@ sum_le(const struct isth_island *s, uint8_t dtype, void *dst, const uint8_t *src
 			d[i] += f;
 		}
 	}
+}
+
+/*
+ * Add the AGGs receive thread context @x queued (after the thread dropped
+ * mu; or under mu, @locked, before it waits on a slot or when its queue is
+ * full) and release them: each slot's busy drops by what was added, with
+ * release order, so whoever sees 0 (slot_summed()) sees the sums. The
+ * thread that brings a busy to 0 wakes the waiters (slot_wait_sums()),
+ * and so does @wake (a caller waits for what the burst judged: one
+ * wake-up once the sums are in, not one before and one after).
+ */
+static void
+pend_run(struct isth_island *s, struct rx_ctx *x, bool locked, bool wake)
+{
+	unsigned int cnt[ISTH_ISLAND_ROUNDS] = {0}, i;
+	bool zero = false;
+
+	for (i = 0; i < x->n_pend; i++) {
+		const struct pend_sum *q = &x->pend[i];
+
+		sum_le(s, q->dtype, q->dst, q->src, q->n);
+		cnt[q->slot]++;
+	}
+	x->n_pend = 0;
+	for (i = 0; i < ISTH_ISLAND_ROUNDS; i++)
+		if (cnt[i] && atomic_fetch_sub(&s->slots[i].busy, cnt[i]) == cnt[i])
+			zero = true;
+	if (wake || (zero && atomic_load(&s->sum_waiters) != 0)) {
+		if (!locked)
+			pthread_mutex_lock(&s->mu);
+		pthread_cond_broadcast(&s->cv);
+		if (!locked)
+			pthread_mutex_unlock(&s->mu);
+	}
+}
+
+/* The queue of the receive thread that reads socket @sock, or NULL: the
+ * caller reads (no receive threads) and adds each AGG at once. */
+static inline struct rx_ctx *
+sum_ctx(const struct isth_island *s, unsigned int sock)
+{
+	return s->rx_threads ? s->socks[sock].rx : NULL;
 }
 
 /* ---- the AGG sequence window ------------------------------------------ */
@@ -917,7 +1059,7 @@ run_timers(struct isth_island *s, uint64_t now, unsigned int sock)
 static void streams_add(struct isth_island *s, unsigned int count);
 
 static void
-on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
+on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsigned int sock)
 {
 	enum isth_island_drop why;
 	struct isth_wire_round b;
@@ -946,7 +1088,7 @@ on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now)
 	 * at most 16 by the field's width */
 	if ((unsigned int)p->hdr.stream + 1 > s->n_streams)
 		streams_add(s, (unsigned int)p->hdr.stream + 1);
-	sl = slot_get(s, p->hdr.round, now, &why);
+	sl = slot_get(s, p->hdr.round, now, &why, sum_ctx(s, sock));
 	if (sl == NULL) {
 		drop(s, why);
 		return;
@@ -980,9 +1122,11 @@ static void
 on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsigned int sock)
 {
 	const struct isth_wire_hdr *h = &p->hdr;
+	struct rx_ctx *x = sum_ctx(s, sock);
 	enum isth_island_drop why;
 	struct slot *sl;
 	uint64_t before;
+	uint8_t *dst;
 
 	/* a stream no ROUND announced (auth off: auth on drops it before) */
 	if (h->stream >= s->n_streams) {
@@ -1014,7 +1158,7 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsig
 		drop(s, ISTH_ISLAND_DROP_agg_self);
 		return;
 	}
-	sl = slot_get(s, h->round, now, &why);
+	sl = slot_get(s, h->round, now, &why, x);
 	if (sl == NULL) {
 		drop(s, why);
 		return;
@@ -1034,8 +1178,29 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsig
 		drop(s, ISTH_ISLAND_DROP_agg_overlap);
 		return;
 	}
-	sum_le(s, h->dtype, (uint8_t *)sl->acc + (size_t)h->chunk * s->chunk_elems * 4, p->payload,
-		h->count);
+	dst = (uint8_t *)sl->acc + (size_t)h->chunk * s->chunk_elems * 4;
+	if (x == NULL) {
+		sum_le(s, h->dtype, dst, p->payload, h->count);
+	} else {
+		/* one thread writes a chunk's sum per round (see the top) */
+		if (sl->owner[h->chunk] == 0) {
+			sl->owner[h->chunk] = (uint8_t)(sock + 1);
+		} else if (sl->owner[h->chunk] != sock + 1) {
+			drop(s, ISTH_ISLAND_DROP_agg_owner);
+			return;
+		}
+		if (x->n_pend == x->max_pend)
+			pend_run(s, x, true, false);
+		x->pend[x->n_pend++] = (struct pend_sum){
+			.dst = dst,
+			.src = p->payload,
+			.n = h->count,
+			.dtype = h->dtype,
+			.slot = (uint8_t)(sl - s->slots),
+		};
+		/* under mu: a waiter reads busy under mu too */
+		atomic_fetch_add_explicit(&sl->busy, 1, memory_order_relaxed);
+	}
 	sl->bitmap[h->chunk] = before | h->bitmap;
 	sl->aggs[h->chunk]++;
 	s->st.aggs_summed++;
@@ -1314,7 +1479,7 @@ on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct 
 		on_gone(s, &p);
 		break;
 	case ISTH_WIRE_ROUND:
-		on_round(s, &p, now);
+		on_round(s, &p, now, sock);
 		break;
 	default:
 		drop(s, ISTH_ISLAND_DROP_type);
@@ -1491,8 +1656,10 @@ rx_verify(struct isth_island *s, struct isl_sock *so, int n)
 /*
  * The receive thread of socket so->idx (conf.rx_threads): read a burst
  * without mu, verify its tags without mu, then take mu once to judge the
- * burst (seq windows, sums), run the timers of the streams the socket
- * owns and wake the waiting callers. Until close() sets rx_quit.
+ * burst (seq windows, which AGGs are summed) and run the timers of the
+ * streams the socket owns; drop mu, add the AGGs it accepted into their
+ * rounds (pend_run()) and wake the waiting callers. Until close() sets
+ * rx_quit; a burst's additions are always finished before it looks.
  */
 static void *
 rx_thread(void *arg)
@@ -1507,7 +1674,7 @@ rx_thread(void *arg)
 		.tv_sec = (time_t)(s->tick_ns / 1000000000ull),
 		.tv_nsec = (long)(s->tick_ns % 1000000000ull),
 	};
-	bool more = false;
+	bool more = false, wake;
 
 	while (!atomic_load_explicit(&s->rx_quit, memory_order_acquire)) {
 		int n;
@@ -1521,11 +1688,15 @@ rx_thread(void *arg)
 		if (n > 0)
 			rx_judge(s, so->rx, n, so->idx, so->rx_eng, s->auth_on);
 		run_timers(s, now_ns(s), so->idx);
-		if (s->rx_wake) {
-			s->rx_wake = false;
+		wake = s->rx_wake;
+		s->rx_wake = false;
+		/* with sums queued, wake the callers once they are added */
+		if (wake && so->rx->n_pend == 0)
 			pthread_cond_broadcast(&s->cv);
-		}
 		pthread_mutex_unlock(&s->mu);
+		/* the per-byte work, in parallel with the other threads */
+		if (so->rx->n_pend)
+			pend_run(s, so->rx, false, wake);
 		more = n == (int)s->rx_n; /* a full burst: more may be queued */
 	}
 	return NULL;
@@ -1789,6 +1960,7 @@ socks_free(struct isth_island *s)
 		if (s->socks[i].rx) {
 			free(s->socks[i].rx->buf);
 			free(s->socks[i].rx->vst);
+			free(s->socks[i].rx->pend);
 			free(s->socks[i].rx);
 		}
 		free(s->socks[i].buf);
@@ -1909,6 +2081,7 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 	s->st.rx_threads = conf->rx_threads;
 	s->wake_fd = -1;
 	atomic_init(&s->rx_quit, false);
+	atomic_init(&s->sum_waiters, 0);
 	for (i = 0; s->rx_threads && i < s->n_socks; i++) {
 		struct isl_sock *so = &s->socks[i];
 
@@ -1917,7 +2090,11 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 			goto free_bufs;
 		so->rx->buf = malloc(s->rx_n * s->rx_size);
 		so->rx->vst = malloc((size_t)s->rx_n * RX_VST_SEGS);
-		if (so->rx->buf == NULL || so->rx->vst == NULL)
+		/* an AGG per datagram: GRO buffers hold up to RX_VST_SEGS
+		 * (more are added under mu when the queue is full) */
+		so->rx->max_pend = s->gro ? s->rx_n * RX_VST_SEGS : s->rx_n;
+		so->rx->pend = calloc(so->rx->max_pend, sizeof(*so->rx->pend));
+		if (so->rx->buf == NULL || so->rx->vst == NULL || so->rx->pend == NULL)
 			goto free_bufs;
 	}
 	for (i = 0; i < s->n_socks; i++) {
@@ -1968,7 +2145,11 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 		sl->bitmap = calloc(s->n_chunks, sizeof(*sl->bitmap));
 		sl->aggs = calloc(s->n_chunks, sizeof(*sl->aggs));
 		sl->acc = calloc(conf->elems, 4);
-		if (sl->bitmap == NULL || sl->aggs == NULL || sl->acc == NULL)
+		if (s->rx_threads)
+			sl->owner = calloc(s->n_chunks, 1);
+		atomic_init(&sl->busy, 0);
+		if (sl->bitmap == NULL || sl->aggs == NULL || sl->acc == NULL ||
+			(s->rx_threads && sl->owner == NULL))
 			goto free_slots;
 	}
 
@@ -2055,6 +2236,7 @@ free_slots:
 		free(s->slots[i].bitmap);
 		free(s->slots[i].aggs);
 		free(s->slots[i].acc);
+		free(s->slots[i].owner);
 	}
 free_auth:
 	free(s->win_words);
@@ -2100,6 +2282,7 @@ isth_island_close(struct isth_island *s)
 		free(s->slots[i].bitmap);
 		free(s->slots[i].aggs);
 		free(s->slots[i].acc);
+		free(s->slots[i].owner);
 	}
 	free(s->win_words);
 	isth_auth_engine_free(s->eng);
@@ -2487,23 +2670,30 @@ isth_island_send(struct isth_island *s, uint32_t round, const void *tensor, size
 		return -EINVAL;
 	pthread_mutex_lock(&s->txmu);
 	pthread_mutex_lock(&s->mu);
-	sl = slot_get(s, round, now_ns(s), &why);
-	if (sl == NULL) {
-		rc = why == ISTH_ISLAND_DROP_round_busy ? -EBUSY : -ESTALE;
-		goto out;
-	}
-	if (sl->state == SLOT_DONE) {
-		rc = -ESTALE;
-		goto out;
-	}
-	if (sl->sent) {
-		rc = -EALREADY;
-		goto out;
-	}
-	/* auth on: a round no loaded epoch covers cannot be tagged */
-	if (s->auth && isth_auth_epoch_of(s->auth, round) < 0) {
-		rc = -ENOKEY;
-		goto out;
+	for (;;) {
+		sl = slot_get(s, round, now_ns(s), &why, NULL);
+		if (sl == NULL) {
+			rc = why == ISTH_ISLAND_DROP_round_busy ? -EBUSY : -ESTALE;
+			goto out;
+		}
+		if (sl->state == SLOT_DONE) {
+			rc = -ESTALE;
+			goto out;
+		}
+		if (sl->sent) {
+			rc = -EALREADY;
+			goto out;
+		}
+		/* auth on: a round no loaded epoch covers cannot be tagged */
+		if (s->auth && isth_auth_epoch_of(s->auth, round) < 0) {
+			rc = -ENOKEY;
+			goto out;
+		}
+		/* the own contribution goes into every chunk: no receive
+		 * thread may be adding to one meanwhile */
+		if (slot_summed(sl))
+			break;
+		slot_wait_sums(s, sl);
 	}
 	/* Own contribution, as the peers will see it (bf16: rounded). */
 	if (s->conf.dtype == ISTH_WIRE_DTYPE_INT32) {
@@ -2630,8 +2820,13 @@ isth_island_result(struct isth_island *s, uint32_t round, void *out, size_t out_
 		uint64_t t, now = now_ns(s);
 
 		sl = slot_find(s, round);
-		if (sl && sl->state == SLOT_DONE)
+		/* done, and every AGG judged into it added: the hand-off */
+		if (sl && sl->state == SLOT_DONE && slot_summed(sl))
 			break;
+		if (sl && sl->state == SLOT_DONE) {
+			slot_wait_sums(s, sl);
+			continue;
+		}
 		if (sl && sl->announced) {
 			uint64_t stop = sat_add(sl->info.deadline_ns, s->conf.grace_ns);
 
@@ -2648,7 +2843,7 @@ isth_island_result(struct isth_island *s, uint32_t round, void *out, size_t out_
 			}
 			if (sl->chunks_done == s->n_chunks || now >= stop) {
 				finalize(s, sl, now);
-				break;
+				continue; /* waits for the adds above */
 			}
 			rc = wait_io(s, stop - now);
 		} else {

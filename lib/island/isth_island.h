@@ -196,7 +196,8 @@ struct isth_island_result {
 	X(agg_clique, "AGG bitmap outside the round's expected set") \
 	X(agg_overlap, "AGG bitmap overlaps contributors already summed") \
 	X(agg_stream, "AGG or GONE of a stream no ROUND announced") \
-	X(agg_socket, "AGG or GONE on a socket other than its stream's (rx_threads)")
+	X(agg_socket, "AGG or GONE on a socket other than its stream's (rx_threads)") \
+	X(agg_owner, "AGG of a chunk another socket summed this round (rx_threads)")
 
 /** Named island drop reasons. */
 enum isth_island_drop {

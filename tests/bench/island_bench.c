@@ -49,6 +49,9 @@
  *                 as isthmusd with [access] island_sockets = S; the caller
  *                 only waits for the results. Per core: the *_proc figure
  *                 (the receive threads are the library's)
+ *   recv t1,      the same without auth over 1 and 2 sockets: the edge
+ *   recv s2       seals nothing (a faster sender) and the summation is a
+ *                 larger share of the island's work per datagram
  *
  * --veth puts the fake edge and the sink in a network namespace of the run
  * behind a veth pair (10.214.0.1 <-> 10.214.0.2; removed at exit), the
@@ -372,26 +375,32 @@ enum phase {
 	RECV_AUTH_T1,
 	RECV_AUTH_S2,
 	RECV_AUTH_S4,
+	RECV_T1,
+	RECV_S2,
 	RECV_REF,
 	N_PHASES
 };
 static const char *const phase_name[N_PHASES] = {"send_lib", "send_gso", "send_gso_s2", "send_auth",
 	"send_gso_auth", "send_ref", "recv_lib", "recv_gro", "recv_auth", "recv_auth_t1",
-	"recv_auth_s2", "recv_auth_s4", "recv_ref"};
+	"recv_auth_s2", "recv_auth_s4", "recv_t1", "recv_s2", "recv_ref"};
 
-/* Receive threads' phases: their index in worker.rxt[], and sockets. */
-#define RXT_PHASES 3u
+/* Receive threads' phases: their index in worker.rxt[], sockets, and
+ * whether auth is on (the first RXT_AUTH; without auth the summation is
+ * a larger share of a datagram's cost) */
+#define RXT_PHASES 5u
+#define RXT_AUTH 3u
 static inline int
 phase_rxt(int ph)
 {
-	return ph >= RECV_AUTH_T1 && ph <= RECV_AUTH_S4 ? ph - RECV_AUTH_T1 : -1;
+	return ph >= RECV_AUTH_T1 && ph <= RECV_S2 ? ph - RECV_AUTH_T1 : -1;
 }
-static const unsigned int rxt_socks[RXT_PHASES] = {1, 2, 4};
+static const unsigned int rxt_socks[RXT_PHASES] = {1, 2, 4, 1, 2};
 
 static inline bool
 phase_auth(int ph)
 {
-	return ph == SEND_AUTH || ph == SEND_GSO_AUTH || ph == RECV_AUTH || phase_rxt(ph) >= 0;
+	return ph == SEND_AUTH || ph == SEND_GSO_AUTH || ph == RECV_AUTH ||
+		(phase_rxt(ph) >= 0 && phase_rxt(ph) < (int)RXT_AUTH);
 }
 
 /* Elements per chunk of a phase. */
@@ -545,7 +554,7 @@ edge_rxt(struct worker *w, unsigned int t, struct sockaddr_in *to, uint8_t *buf,
 	uint8_t *sb, size_t *sl, uint8_t *body)
 {
 	unsigned int S = rxt_socks[t], k, c, n;
-	uint32_t round = w->rxt_round[t];
+	uint32_t round = w->rxt_round[t], ce = t < RXT_AUTH ? CE_AUTH : CE;
 	uint64_t now = real_ns();
 	struct isth_wire_round rb = {
 		.start_ns = now,
@@ -553,7 +562,7 @@ edge_rxt(struct worker *w, unsigned int t, struct sockaddr_in *to, uint8_t *buf,
 		.period_ns = 1000000000ull,
 		.clique = 1u << PEER | 1u << SELF,
 		.n_chunks = nch,
-		.chunk_elems = CE_AUTH,
+		.chunk_elems = ce,
 	};
 	int r;
 
@@ -561,10 +570,12 @@ edge_rxt(struct worker *w, unsigned int t, struct sockaddr_in *to, uint8_t *buf,
 	len[0] = build(buf, ISTH_WIRE_ROUND, round, 0, w->rxt_round_seq[t]++, 1u << PEER, body,
 		ISTH_WIRE_ROUND_SIZE);
 	buf[4] |= (uint8_t)((S - 1) << 4);
-	r = isth_auth_seal(w->edge_eng, ISTH_AUTH_DOWN, SELF, buf, len[0], DGRAM);
-	if (r < 0)
-		die("isth_auth_seal", -r);
-	len[0] = (size_t)r;
+	if (t < RXT_AUTH) {
+		r = isth_auth_seal(w->edge_eng, ISTH_AUTH_DOWN, SELF, buf, len[0], DGRAM);
+		if (r < 0)
+			die("isth_auth_seal", -r);
+		len[0] = (size_t)r;
+	}
 	send_all(w->edge_fd, buf, len, 1, &to[0]);
 	if (w->rxt_round_seq[t] == 1) {
 		struct isth_island_stats st;
@@ -581,8 +592,10 @@ edge_rxt(struct worker *w, unsigned int t, struct sockaddr_in *to, uint8_t *buf,
 			uint8_t *b = sb + (size_t)n * DGRAM;
 
 			sl[n] = build(b, ISTH_WIRE_AGG, round, c, w->rxt_seq[t][k]++, 1u << PEER,
-				w->tensor + (size_t)c * CE_AUTH, (size_t)CE_AUTH * 4);
+				w->tensor + (size_t)c * ce, (size_t)ce * 4);
 			b[4] |= (uint8_t)(k << 4);
+			if (t >= RXT_AUTH)
+				continue;
 			r = isth_auth_seal(w->edge_eng, ISTH_AUTH_DOWN, SELF, b, sl[n], DGRAM);
 			if (r < 0)
 				die("isth_auth_seal", -r);
@@ -789,6 +802,8 @@ run_phase(struct worker *w, enum phase ph)
 	case RECV_AUTH_T1:
 	case RECV_AUTH_S2:
 	case RECV_AUTH_S4:
+	case RECV_T1:
+	case RECV_S2:
 	case RECV_REF:
 		/* the edge sends round r+1 while this thread reads round r */
 		w->phase = ph;
@@ -888,6 +903,10 @@ worker_open(struct worker *w, unsigned int id)
 	uint16_t port;
 	unsigned int c;
 
+	/* run(2) reuses run(1)'s workers: every round and seq counter
+	 * starts again with the new sessions (edge_rxt() waits for the first
+	 * ROUND of a session by its count) */
+	memset(w, 0, sizeof(*w));
 	w->id = id;
 	/* a new run opens new sessions: their first ROUND must again be
 	 * waited for (edge_rxt), so the counters start again (a worker of a
@@ -958,12 +977,16 @@ worker_open(struct worker *w, unsigned int id)
 	conf.rx_threads = true;
 	for (unsigned int t = 0; t < RXT_PHASES; t++) {
 		conf.n_sockets = rxt_socks[t];
+		conf.key_file = t < RXT_AUTH ? key_path : NULL;
+		conf.elems = nch * (t < RXT_AUTH ? CE_AUTH : CE);
 		w->rxt[t] = isth_island_open(&conf);
 		if (w->rxt[t] == NULL)
 			die("isth_island_open (receive threads)", errno);
 	}
 	conf.rx_threads = false;
 	conf.n_sockets = 1;
+	conf.key_file = key_path;
+	conf.elems = nch * CE_AUTH;
 	conf.gso = ISTH_ISLAND_OFFLOAD_ON;
 	conf.edge_port = w->sink_port;
 	w->tx_gso_auth = isth_island_open(&conf);
@@ -1116,13 +1139,22 @@ run(unsigned int threads)
 	/* receive threads: S sockets against 1 (proc: the library's threads'
 	 * CPU; wall: what S cores buy, on a host that has them) */
 	for (unsigned int t = 1; t < RXT_PHASES; t++) {
-		printf("island.t%u.recv_auth.s%u_over_t1_proc %.2f ratio\n", threads, rxt_socks[t],
-			best_gbps_proc[RECV_AUTH_T1 + t] / best_gbps_proc[RECV_AUTH_T1]);
-		printf("island.t%u.recv_auth.s%u_over_t1_wall %.2f ratio\n", threads, rxt_socks[t],
-			best_gbps_wall[RECV_AUTH_T1 + t] / best_gbps_wall[RECV_AUTH_T1]);
+		bool au = t < RXT_AUTH;
+		int t1 = au ? RECV_AUTH_T1 : RECV_T1;
+
+		if (t == RXT_AUTH)
+			continue; /* the t1 of the phases without auth */
+		printf("island.t%u.%s.s%u_over_t1_proc %.2f ratio\n", threads,
+			au ? "recv_auth" : "recv", rxt_socks[t],
+			best_gbps_proc[RECV_AUTH_T1 + t] / best_gbps_proc[t1]);
+		printf("island.t%u.%s.s%u_over_t1_wall %.2f ratio\n", threads,
+			au ? "recv_auth" : "recv", rxt_socks[t],
+			best_gbps_wall[RECV_AUTH_T1 + t] / best_gbps_wall[t1]);
 	}
 	printf("island.t%u.recv_auth.t1_over_caller_proc %.2f ratio\n", threads,
 		best_gbps_proc[RECV_AUTH_T1] / best_gbps_proc[RECV_AUTH]);
+	printf("island.t%u.recv.t1_over_caller_proc %.2f ratio\n", threads,
+		best_gbps_proc[RECV_T1] / best_gbps_proc[RECV_LIB]);
 	printf("island.t%u.recv_auth_s2.cores_for_100g %.1f cores\n", threads,
 		100.0 / best_gbps_proc[RECV_AUTH_S2]);
 	fflush(stdout);

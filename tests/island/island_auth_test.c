@@ -29,93 +29,26 @@
 #include "isth_island.h"
 #include "isth_wire.h"
 
-#define JOB 7u
+#include "island_fix.h"
+
+#define JOB FIX_JOB
 #define SELF 1u
-#define N_ISLANDS 4u
+#define N_ISLANDS FIX_N_ISLANDS
 #define CE 354u /* elements per chunk at MTU 1500 with the 16-byte tag */
 #define ELEMS (2 * CE + 100) /* three chunks: 354, 354, 100 */
 #define NCH 3u
 #define LOOPBACK 0x7f000001u
 #define MS 1000000ull
-#define T0 (1000ull * 1000000000ull) /* fake clock origin */
+#define T0 FIX_T0
 #define PEERS (1u << 0 | 1u << 2 | 1u << 3)
 
 #define KEY1 "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 #define KEY2 "f0e1d2c3b4a5968778695a4b3c2d1e0f00112233445566778899aabbccddeeff"
 
-/* ---- closed form, clock ------------------------------------------------ */
-
-static uint32_t
-val_i32(unsigned int k, uint32_t r, uint32_t i)
-{
-	return (uint32_t)(k + 1) * 1000003u + r * 7919u + i * 31u;
-}
-
-static uint32_t
-sum_i32(uint64_t set, uint32_t r, uint32_t i)
-{
-	uint32_t s = 0;
-
-	for (unsigned int k = 0; k < 64; k++)
-		if (set & (1ull << k))
-			s += val_i32(k, r, i);
-	return s;
-}
-
-static uint64_t fake_now = T0;
-
-static uint64_t
-fake_clock(void *arg)
-{
-	(void)arg;
-	return __atomic_load_n(&fake_now, __ATOMIC_SEQ_CST);
-}
-
 static uint32_t
 clen(uint32_t c)
 {
 	return c + 1 < NCH ? CE : ELEMS - (NCH - 1) * CE;
-}
-
-/* ---- key files ------------------------------------------------------------ */
-
-/* A mode-0600 key file with @text; its path in @path (unlinked by the test). */
-static void
-key_file(char *path, size_t size, const char *text)
-{
-	int fd;
-
-	snprintf(path, size, "/tmp/isth_island_auth.XXXXXX");
-	fd = mkstemp(path); /* mode 0600 */
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-}
-
-struct keys {
-	char path[64];
-	struct isth_auth *a;
-	struct isth_auth_engine *e;
-};
-
-static void
-keys_load(struct keys *k, const char *text)
-{
-	struct isth_auth_conf ac = {.job = JOB, .n_islands = N_ISLANDS};
-	char err[256];
-
-	key_file(k->path, sizeof(k->path), text);
-	ac.key_file = k->path;
-	cr_assert_eq(isth_auth_create(&ac, &k->a, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(isth_auth_engine_create(k->a, ISTH_AUTH_OPENSSL, &k->e), 0);
-}
-
-static void
-keys_free(struct keys *k)
-{
-	isth_auth_engine_free(k->e);
-	isth_auth_free(k->a);
-	unlink(k->path);
 }
 
 /* ---- the fake edge, version 2 ------------------------------------------- */
@@ -396,7 +329,7 @@ setup(void)
 	__atomic_store_n(&fake_now, T0, __ATOMIC_SEQ_CST);
 }
 
-TestSuite(island_auth, .init = setup, .timeout = 20);
+TestSuite(island_auth, .init = setup, .fini = key_files_remove, .timeout = 20);
 
 static const char file1[] = "job 7\nepoch 1 round 0 key " KEY1 "\n";
 
@@ -733,13 +666,13 @@ Test(island_auth, bad_key_files_are_refused_at_open)
 	cr_expect_null(isth_island_open_err(&c, err, sizeof(err)));
 	cr_expect_eq(errno, EINVAL);
 	cr_expect(strstr(err, "not job 8") != NULL, "%s", err);
-	unlink(path);
+	key_file_remove(path);
 	c.job = JOB;
 	key_file(path, sizeof(path), "job 7\nepoch 1 round 0 key 0011\n");
 	cr_expect_null(isth_island_open_err(&c, err, sizeof(err)));
 	cr_expect_eq(errno, EINVAL);
 	cr_expect(strstr(err, ":2:") != NULL, "no file:line: %s", err);
-	unlink(path);
+	key_file_remove(path);
 }
 
 /*
@@ -782,7 +715,7 @@ Test(island_auth, rotation_across_an_epoch_boundary_loses_nothing)
 		"job 7\nepoch 1 round 0 key " KEY1 "\nepoch 2 round 4 key " KEY2 "\n");
 	cr_expect_eq(isth_island_reload_keys(s, bad_path, err, sizeof(err)), -EINVAL);
 	cr_expect(strstr(err, "round 4") != NULL, "%s", err);
-	unlink(bad_path);
+	key_file_remove(bad_path);
 	isth_island_stats(s, &st);
 	cr_expect_eq(st.key_reloads, 0);
 	cr_expect_eq(st.auth_epochs, 1);

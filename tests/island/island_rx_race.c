@@ -9,10 +9,22 @@
  * result, a third thread reads the counters, and (auth on) a fourth
  * reloads the key file. Every sum is
  * checked against the closed form computed here; then the session is
- * closed with the threads busy. Exit 0 if every check held.
+ * closed with the threads busy.
+ *
+ * Pipelined runs (the receive threads add outside the session mutex): an
+ * edge thread keeps up to ISTH_ISLAND_ROUNDS rounds in flight, so every
+ * slot is reused, while the caller send()s its own contribution into a
+ * round the threads are adding to and collects each result as the last
+ * AGGs are added; after the last checked round the edge keeps sending
+ * and the session is closed under it. Eviction runs: AGGs of rounds no
+ * ROUND announces, each four rounds after the last so all take the same
+ * slot, on every socket at once: each round takes the slot over from the
+ * last while another thread may still be adding into it; then a round
+ * announced after them sums exactly. Exit 0 if every check held.
  */
 #include <endian.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -68,6 +80,11 @@ struct run {
 	uint32_t ce, elems;
 	struct isth_island *sess;
 	atomic_bool done;
+	/* pipelined runs: rounds the caller collected (edge waits on it) */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint32_t collected;
+	uint32_t rounds;
 };
 
 static void
@@ -177,6 +194,239 @@ reload_thread(void *arg)
 		usleep(1000);
 	}
 	return NULL;
+}
+
+/* The expected sum of element @i of round @rd: every peer and self. */
+static uint32_t
+want_sum(uint32_t rd, uint32_t i)
+{
+	uint32_t want = 0;
+
+	for (unsigned int p = 0; p < N_ISLANDS; p++)
+		if ((PEERS | 1u << SELF) & 1u << p)
+			want += val(p, rd, i);
+	return want;
+}
+
+/* result()'s answer @rc, @res, @out for round @rd: complete and exact. */
+static void
+check_out(const struct run *r, uint32_t rd, int rc, const struct isth_island_result *res,
+	const uint32_t *out)
+{
+	CHECK(rc == 0 && res->complete == NCH, "round %u: rc %d complete %u", rd, rc,
+		res->complete);
+	for (uint32_t i = 0; i < r->elems && rc == 0; i++)
+		if (out[i] != want_sum(rd, i)) {
+			CHECK(out[i] == want_sum(rd, i), "round %u elem %u: %u want %u", rd, i,
+				out[i], want_sum(rd, i));
+			break;
+		}
+}
+
+static struct isth_island *
+race_open(struct run *r, unsigned int n, unsigned int s)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t alen = sizeof(a);
+	char err[256];
+
+	r->n = n;
+	r->s = s;
+	r->fd = socket(AF_INET, SOCK_DGRAM, 0);
+	a.sin_addr.s_addr = htonl(LOOPBACK);
+	if (r->fd < 0 || bind(r->fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+		getsockname(r->fd, (struct sockaddr *)&a, &alen) < 0) {
+		perror("edge socket");
+		exit(2);
+	}
+	r->port = ntohs(a.sin_port);
+	r->ce = 358;
+	r->elems = (NCH - 1) * r->ce + 77;
+	{
+		struct isth_island_conf c = {
+			.job = JOB,
+			.island = SELF,
+			.n_islands = N_ISLANDS,
+			.edge_ip = LOOPBACK,
+			.edge_port = r->port,
+			.bind_ip = LOOPBACK,
+			.elems = r->elems,
+			.dtype = ISTH_WIRE_DTYPE_INT32,
+			.probe_ns = UINT64_MAX,
+			.n_sockets = s,
+			.rx_threads = true,
+			.rcvbuf = 4 << 20, /* 4 rounds in flight: ~0.4 MB */
+		};
+
+		r->sess = isth_island_open_err(&c, err, sizeof(err));
+		if (r->sess == NULL) {
+			fprintf(stderr, "open: %s %s\n", strerror(errno), err);
+			exit(2);
+		}
+	}
+	for (unsigned int i = 0; i < s; i++)
+		r->isl[i] = isth_island_socket_port(r->sess, i);
+	return r->sess;
+}
+
+/*
+ * Pipelined edge: round rd (ROUND, then every peer's AGG of every chunk,
+ * the streams interleaved so every socket's thread adds at once) once the
+ * caller collected round rd - ISTH_ISLAND_ROUNDS, whose slot rd takes
+ * over; past r->rounds without waiting once all are collected, until
+ * done (the close).
+ */
+static void *
+pipe_edge(void *arg)
+{
+	struct run *r = arg;
+	uint64_t q[ISTH_WIRE_MAX_STREAMS] = {0};
+
+	for (uint32_t rd = 1; !atomic_load(&r->done); rd++) {
+		/* past the checked rounds: only once all are collected (a
+		 * socket's thread may run rounds ahead of socket 0's ROUNDs
+		 * and evict the unannounced ones) */
+		uint32_t need = rd > r->rounds    ? r->rounds
+			: rd > ISTH_ISLAND_ROUNDS ? rd - ISTH_ISLAND_ROUNDS
+						  : 0;
+
+		pthread_mutex_lock(&r->mu);
+		while (r->collected < need && !atomic_load(&r->done))
+			pthread_cond_wait(&r->cv, &r->mu);
+		pthread_mutex_unlock(&r->mu);
+		if (rd > 1) /* round 1's ROUND: sent before this thread */
+			send_round(r, rd);
+		for (uint32_t c = 0; c < NCH; c++)
+			for (unsigned int p = 0; p < N_ISLANDS; p++)
+				if (PEERS & 1u << p)
+					send_agg(r, c % r->n, rd, c, p, 100 + q[c % r->n]++, 0);
+	}
+	return NULL;
+}
+
+static void
+pipe_run(unsigned int n, unsigned int s, uint32_t rounds)
+{
+	struct run r = {.rounds = rounds};
+	pthread_t ed_th;
+	struct isth_island_round ri;
+	uint32_t *t, *out;
+
+	race_open(&r, n, s);
+	pthread_mutex_init(&r.mu, NULL);
+	pthread_cond_init(&r.cv, NULL);
+	t = malloc((size_t)r.elems * 4);
+	out = malloc((size_t)r.elems * 4);
+	/* the stream count first: an AGG of stream k before any ROUND
+	 * announced k would be dropped (doc/island.md) */
+	send_round(&r, 1);
+	CHECK(isth_island_wait_round(r.sess, 2000 * MS, &ri) == 0 && ri.round == 1, "round 1");
+	pthread_create(&ed_th, NULL, pipe_edge, &r);
+	for (uint32_t rd = 1; rd <= rounds; rd++) {
+		struct isth_island_chunk ch[NCH];
+		struct isth_island_result res;
+		int rc;
+
+		if (rd > 1) {
+			rc = isth_island_wait_round(r.sess, 2000 * MS, &ri);
+			CHECK(rc == 0 && ri.round == rd, "wait_round %u: %d (%u)", rd, rc,
+				ri.round);
+		}
+		for (uint32_t i = 0; i < r.elems; i++)
+			t[i] = val(SELF, rd, i);
+		/* while the threads may be adding this round's AGGs */
+		rc = isth_island_send(r.sess, rd, t, (size_t)r.elems * 4);
+		CHECK(rc == 0, "send %u: %d", rd, rc);
+		rc = isth_island_result(
+			r.sess, rd, out, (size_t)r.elems * 4, ch, NCH, &res, 2000 * MS);
+		check_out(&r, rd, rc, &res, out);
+		pthread_mutex_lock(&r.mu);
+		r.collected = rd;
+		pthread_cond_broadcast(&r.cv);
+		pthread_mutex_unlock(&r.mu);
+		if (atomic_load(&failures))
+			break;
+	}
+	{
+		struct isth_island_stats st;
+
+		isth_island_stats(r.sess, &st);
+		CHECK(st.drop[ISTH_ISLAND_DROP_agg_socket] == 0 &&
+				st.drop[ISTH_ISLAND_DROP_agg_owner] == 0,
+			"agg_socket %" PRIu64 " agg_owner %" PRIu64,
+			st.drop[ISTH_ISLAND_DROP_agg_socket], st.drop[ISTH_ISLAND_DROP_agg_owner]);
+	}
+	/* close under the edge: it keeps sending the next rounds */
+	isth_island_close(r.sess);
+	atomic_store(&r.done, true);
+	pthread_mutex_lock(&r.mu);
+	pthread_cond_broadcast(&r.cv);
+	pthread_mutex_unlock(&r.mu);
+	pthread_join(ed_th, NULL);
+	pthread_mutex_destroy(&r.mu);
+	pthread_cond_destroy(&r.cv);
+	free(t);
+	free(out);
+	close(r.fd);
+	printf("pipelined N=%u S=%u: %u rounds checked, %u slot reuses\n", n, s, rounds,
+		rounds > ISTH_ISLAND_ROUNDS ? rounds - ISTH_ISLAND_ROUNDS : 0);
+}
+
+/* Round @rd announced, every peer's AGG, own contribution: exact sum. */
+static void
+check_round(struct run *r, uint32_t rd, uint64_t *q)
+{
+	struct isth_island_chunk ch[NCH];
+	struct isth_island_result res;
+	struct isth_island_round ri;
+	uint32_t *t = malloc((size_t)r->elems * 4), *out = malloc((size_t)r->elems * 4);
+	int rc;
+
+	send_round(r, rd);
+	rc = isth_island_wait_round(r->sess, 2000 * MS, &ri);
+	CHECK(rc == 0 && ri.round == rd, "wait_round %u: %d", rd, rc);
+	for (uint32_t c = 0; c < NCH; c++)
+		for (unsigned int p = 0; p < N_ISLANDS; p++)
+			if (PEERS & 1u << p)
+				send_agg(r, c % r->n, rd, c, p, 100 + q[c % r->n]++, 0);
+	for (uint32_t i = 0; i < r->elems; i++)
+		t[i] = val(SELF, rd, i);
+	CHECK(isth_island_send(r->sess, rd, t, (size_t)r->elems * 4) == 0, "send %u", rd);
+	rc = isth_island_result(r->sess, rd, out, (size_t)r->elems * 4, ch, NCH, &res, 2000 * MS);
+	check_out(r, rd, rc, &res, out);
+	free(t);
+	free(out);
+}
+
+static void
+evict_run(unsigned int n, unsigned int s, uint32_t rounds)
+{
+	struct run r = {0};
+	uint64_t q[ISTH_WIRE_MAX_STREAMS] = {0};
+	struct isth_island_round ri;
+	struct isth_island_stats st;
+	uint32_t last = 0;
+
+	race_open(&r, n, s);
+	send_round(&r, 1); /* the stream count */
+	CHECK(isth_island_wait_round(r.sess, 2000 * MS, &ri) == 0, "round 1");
+	/* rounds 8, 12, ...: slot 0, never announced, so each may take it
+	 * over from the one before (slot_get()) */
+	for (uint32_t j = 0; j < rounds; j++) {
+		last = 8 + 4 * j;
+		for (uint32_t c = 0; c < NCH; c++)
+			send_agg(&r, c % n, last, c, 0, 100 + q[c % n]++, 0);
+	}
+	/* announced after them: its sum has nothing of theirs */
+	check_round(&r, last + 4, q);
+	isth_island_stats(r.sess, &st);
+	CHECK(st.drop[ISTH_ISLAND_DROP_agg_socket] == 0 && st.drop[ISTH_ISLAND_DROP_agg_owner] == 0,
+		"agg_socket %" PRIu64 " agg_owner %" PRIu64, st.drop[ISTH_ISLAND_DROP_agg_socket],
+		st.drop[ISTH_ISLAND_DROP_agg_owner]);
+	isth_island_close(r.sess);
+	close(r.fd);
+	printf("eviction N=%u S=%u: %u unannounced rounds, %" PRIu64 " AGGs summed\n", n, s, rounds,
+		st.aggs_summed);
 }
 
 static void
@@ -317,20 +567,7 @@ one_run(unsigned int n, unsigned int s, bool auth)
 		}
 		rc = isth_island_result(
 			r.sess, rd, out, (size_t)r.elems * 4, ch, NCH, &res, 2000 * MS);
-		CHECK(rc == 0 && res.complete == NCH, "round %u: rc %d complete %u", rd, rc,
-			res.complete);
-		for (uint32_t i = 0; i < r.elems && rc == 0; i++) {
-			uint32_t want = 0;
-
-			for (unsigned int p = 0; p < N_ISLANDS; p++)
-				if ((PEERS | 1u << SELF) & 1u << p)
-					want += val(p, rd, i);
-			if (out[i] != want) {
-				CHECK(out[i] == want, "round %u elem %u: %u want %u", rd, i, out[i],
-					want);
-				break;
-			}
-		}
+		check_out(&r, rd, rc, &res, out);
 	}
 	/* close with the threads busy: a last round's AGGs still arriving */
 	send_round(&r, ROUNDS + 1);
@@ -359,6 +596,11 @@ main(void)
 	one_run(4, 3, false);
 	one_run(3, 2, true);
 	one_run(4, 4, true);
+	pipe_run(2, 2, 40);
+	pipe_run(3, 2, 40);
+	pipe_run(4, 4, 40);
+	evict_run(2, 2, 300);
+	evict_run(4, 3, 300);
 	if (atomic_load(&failures))
 		fprintf(stderr, "%d checks failed\n", atomic_load(&failures));
 	return atomic_load(&failures) ? 1 : 0;

@@ -29,44 +29,17 @@
 #include "isth_island.h"
 #include "isth_wire.h"
 
-#define JOB 7u
+#include "island_fix.h"
+
+#define JOB FIX_JOB
 #define SELF 1u
-#define N_ISLANDS 4u
+#define N_ISLANDS FIX_N_ISLANDS
 #define NCH 12u /* every stream of up to 4 has 3 chunks */
 #define LOOPBACK 0x7f000001u
 #define MS 1000000ull
-#define T0 (1000ull * 1000000000ull) /* fake clock origin */
+#define T0 FIX_T0
 #define PEERS (1u << 0 | 1u << 2 | 1u << 3)
 #define KEY1 "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
-
-/* ---- closed form, clock ------------------------------------------------ */
-
-static uint32_t
-val_i32(unsigned int k, uint32_t r, uint32_t i)
-{
-	return (uint32_t)(k + 1) * 1000003u + r * 7919u + i * 31u;
-}
-
-static uint32_t
-sum_i32(uint64_t set, uint32_t r, uint32_t i)
-{
-	uint32_t s = 0;
-
-	for (unsigned int k = 0; k < 64; k++)
-		if (set & (1ull << k))
-			s += val_i32(k, r, i);
-	return s;
-}
-
-static uint64_t fake_now = T0;
-
-static uint64_t
-fake_clock(void *arg)
-{
-	(void)arg;
-	return __atomic_load_n(&fake_now, __ATOMIC_SEQ_CST);
-}
-
 
 /* ---- the fake edge ------------------------------------------------------ */
 
@@ -76,17 +49,11 @@ struct edge {
 	unsigned int n_socks;
 	uint16_t isl_port[ISTH_ISLAND_MAX_SOCKETS]; /* the island's sockets */
 	bool auth;
-	char key_path[64];
-	struct isth_auth *a;
-	struct isth_auth_engine *e;
+	struct keys k; /* auth on: the island's key file, the edge's engine */
 	uint32_t ce; /* elements per chunk (MTU 1500; 354 with the tag) */
 	uint32_t elems;
 	uint64_t ctl_seq; /* ROUND and GONE seqs (auth: each is unique) */
 };
-
-/* The key file of the running test, removed by the suite's fini even when
- * an assertion ended the test early. */
-static char key_to_remove[64];
 
 static uint32_t
 clen(const struct edge *e, uint32_t c)
@@ -111,33 +78,16 @@ edge_open(struct edge *e, bool auth)
 	e->ce = auth ? 354 : 358;
 	e->elems = (NCH - 1) * e->ce + 100;
 	e->ctl_seq = 1000;
-	if (auth) {
-		static const char text[] = "job 7\nepoch 1 round 0 key " KEY1 "\n";
-		struct isth_auth_conf ac = {.job = JOB, .n_islands = N_ISLANDS};
-		char err[256];
-		int fd;
-
-		snprintf(e->key_path, sizeof(e->key_path), "/tmp/isth_island_rx.XXXXXX");
-		fd = mkstemp(e->key_path); /* mode 0600 */
-		cr_assert_geq(fd, 0);
-		memcpy(key_to_remove, e->key_path, sizeof(key_to_remove));
-		cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-		close(fd);
-		ac.key_file = e->key_path;
-		cr_assert_eq(isth_auth_create(&ac, &e->a, err, sizeof(err)), 0, "%s", err);
-		cr_assert_eq(isth_auth_engine_create(e->a, ISTH_AUTH_OPENSSL, &e->e), 0);
-	}
+	if (auth)
+		keys_load(&e->k, "job 7\nepoch 1 round 0 key " KEY1 "\n");
 }
 
 static void
 edge_close(struct edge *e)
 {
 	close(e->fd);
-	if (e->auth) {
-		isth_auth_engine_free(e->e);
-		isth_auth_free(e->a);
-		unlink(e->key_path);
-	}
+	if (e->auth)
+		keys_free(&e->k);
 }
 
 /* Seal (auth on) and send the message in @buf (cap 2048) to socket @sock. */
@@ -147,7 +97,7 @@ edge_send(struct edge *e, unsigned int sock, uint8_t *buf, size_t len)
 	struct sockaddr_in a = {.sin_family = AF_INET};
 
 	if (e->auth) {
-		int n = isth_auth_seal(e->e, ISTH_AUTH_DOWN, SELF, buf, len, 2048);
+		int n = isth_auth_seal(e->k.e, ISTH_AUTH_DOWN, SELF, buf, len, 2048);
 
 		cr_assert_gt(n, 0, "seal: %d", n);
 		len = (size_t)n;
@@ -267,7 +217,7 @@ recv_nack(struct edge *e, uint16_t *from_port, unsigned int *stream, struct isth
 		if (buf[ISTH_WIRE_OFF_TYPE] != ISTH_WIRE_NACK)
 			continue;
 		if (e->auth)
-			cr_assert_eq(isth_auth_verify(e->e, ISTH_AUTH_UP, SELF, buf, (size_t)n),
+			cr_assert_eq(isth_auth_verify(e->k.e, ISTH_AUTH_UP, SELF, buf, (size_t)n),
 				ISTH_AUTH_OK);
 		cr_assert_eq(isth_wire_parse_msg(buf, (size_t)n, &lim, &pk), ISTH_WIRE_OK);
 		cr_assert_eq(pk.hdr.count, 1);
@@ -307,7 +257,7 @@ open_island(struct edge *e, unsigned int n_socks, bool rx_threads)
 		.nack_interval_ns = 5 * MS,
 		.probe_ns = UINT64_MAX,
 		.clock = fake_clock,
-		.key_file = e->auth ? e->key_path : NULL,
+		.key_file = e->auth ? e->k.path : NULL,
 		.n_sockets = n_socks,
 		.rx_threads = rx_threads,
 	};
@@ -379,14 +329,7 @@ setup(void)
 	__atomic_store_n(&fake_now, T0, __ATOMIC_SEQ_CST);
 }
 
-static void
-teardown(void)
-{
-	if (key_to_remove[0] != '\0')
-		unlink(key_to_remove);
-}
-
-TestSuite(island_rx, .init = setup, .fini = teardown, .timeout = 30);
+TestSuite(island_rx, .init = setup, .fini = key_files_remove, .timeout = 30);
 
 /* ---- streams to sockets ----------------------------------------------------- */
 
@@ -604,6 +547,48 @@ Test(island_rx, stream_on_the_wrong_socket_is_dropped_and_counted_auth_on)
 }
 
 /*
+ * Each receive thread adds into the round outside the session mutex, so a
+ * chunk's sum has one writer per round: the socket that summed it first.
+ * An edge that breaks "stream = chunk % N" (chunk 0 in stream 1, read on
+ * socket 1 after socket 0 summed chunk 0) has that AGG dropped as
+ * agg_owner and never summed; the round is still exact once chunk 0's
+ * other AGGs come in its own stream.
+ */
+Test(island_rx, a_chunk_is_summed_by_one_socket_per_round)
+{
+	struct isth_island_stats st;
+	struct isth_island *s;
+	uint64_t q[2] = {100, 100};
+	struct edge e;
+
+	edge_open(&e, false);
+	s = open_island(&e, 2, true);
+	send_round(&e, 5, 2);
+	STATS_UNTIL(s, st.rounds_announced == 1);
+	send_own(s, &e, 5);
+	edge_drain(&e);
+	send_agg(&e, 0, 0, 5, 0, 0, q[0]++, 0); /* chunk 0, peer 0: socket 0 */
+	STATS_UNTIL(s, st.aggs_summed == 1);
+	send_agg(&e, 1, 1, 5, 0, 2, q[1]++, 0); /* chunk 0, peer 2: socket 1 */
+	STATS_UNTIL(s, st.drop[ISTH_ISLAND_DROP_agg_owner] == 1);
+	cr_expect_eq(st.aggs_summed, 1);
+	for (uint32_t c = 0; c < NCH; c++)
+		for (unsigned int peer = 0; peer < N_ISLANDS; peer++)
+			if ((PEERS & 1u << peer) && !(c == 0 && peer == 0))
+				send_agg(&e, c % 2, c % 2, 5, c, peer, q[c % 2]++, 0);
+	STATS_UNTIL(s, st.aggs_summed == 3 * NCH);
+	check_round(s, &e, 5);
+	isth_island_stats(s, &st);
+	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_agg_owner], 1);
+	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_agg_socket], 0);
+	cr_expect_eq(st.sock_streams[0], 1u << 0);
+	cr_expect_eq(st.sock_streams[1], 1u << 1);
+	isth_island_close(s);
+	edge_drain(&e);
+	edge_close(&e);
+}
+
+/*
  * Without rx_threads (the caller reads every socket) nothing is owned:
  * stream 1 on socket 0 and stream 0 on socket 1 are summed as before, and the caller must drive the
  * session: its counters do not move while nobody calls into it.
@@ -713,7 +698,7 @@ Test(island_rx, key_reload_with_receive_threads)
 		unsigned int j = 0;
 
 		if (c == 6)
-			cr_assert_eq(isth_island_reload_keys(s, e.key_path, err, sizeof(err)), 0,
+			cr_assert_eq(isth_island_reload_keys(s, e.k.path, err, sizeof(err)), 0,
 				"%s", err);
 		for (unsigned int peer = 0; peer < N_ISLANDS; peer++)
 			if (PEERS & 1u << peer)

@@ -25,23 +25,19 @@
 #include "isth_island.h"
 #include "isth_wire.h"
 
-#define JOB 7u
+#include "island_fix.h"
+
+#define JOB FIX_JOB
 #define SELF 1u
-#define N_ISLANDS 4u
+#define N_ISLANDS FIX_N_ISLANDS
 #define CE 358u /* elements per chunk at MTU 1500 */
 #define ELEMS (2 * CE + 100) /* three chunks: 358, 358, 100 */
 #define NCH 3u
 #define LOOPBACK 0x7f000001u
 #define MS 1000000ull
-#define T0 (1000ull * 1000000000ull) /* fake clock origin */
+#define T0 FIX_T0
 
 /* ---- the closed form and the fake clock -------------------------------- */
-
-static uint32_t
-val_i32(unsigned int k, uint32_t r, uint32_t i)
-{
-	return (uint32_t)(k + 1) * 1000003u + r * 7919u + i * 31u;
-}
 
 /* Sixteenths in [-512, 511]/16: sums of up to 64 are exact in binary32. */
 static float
@@ -50,17 +46,6 @@ val_f32(unsigned int k, uint32_t r, uint32_t i)
 	int v = (int)(((k + 1) * 131u + r * 17u + i * 7u) % 1024u) - 512;
 
 	return (float)v / 16.0f;
-}
-
-static uint32_t
-sum_i32(uint64_t set, uint32_t r, uint32_t i)
-{
-	uint32_t s = 0;
-
-	for (unsigned int k = 0; k < 64; k++)
-		if (set & (1ull << k))
-			s += val_i32(k, r, i);
-	return s;
 }
 
 static float
@@ -72,15 +57,6 @@ sum_f32(uint64_t set, uint32_t r, uint32_t i)
 		if (set & (1ull << k))
 			s += (int)(((k + 1) * 131u + r * 17u + i * 7u) % 1024u) - 512;
 	return (float)s / 16.0f;
-}
-
-static uint64_t fake_now = T0;
-
-static uint64_t
-fake_clock(void *arg)
-{
-	(void)arg;
-	return __atomic_load_n(&fake_now, __ATOMIC_SEQ_CST);
 }
 
 static void

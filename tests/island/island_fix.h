@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the Criterion tests of lib/island against a fake edge share (one
+ * way to do each thing): the closed-form tensor the expected sums come
+ * from, the injected clock, and key files with the fake edge's lib/auth
+ * engine. Used by island_auth_test.c and island_rx_test.c.
+ */
+#ifndef ISLAND_FIX_H
+#define ISLAND_FIX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isth_auth.h"
+
+#define FIX_JOB 7u /* the job of every key file written here */
+#define FIX_N_ISLANDS 4u
+#define FIX_T0 (1000ull * 1000000000ull) /* fake clock origin */
+
+/* ---- closed form ---------------------------------------------------------- */
+
+/* Element @i of island @k's int32 tensor in round @r. */
+uint32_t val_i32(unsigned int k, uint32_t r, uint32_t i);
+/* The sum of element @i over the islands of @set, modulo 2^32. */
+uint32_t sum_i32(uint64_t set, uint32_t r, uint32_t i);
+
+/* ---- the injected clock (conf.clock) ----------------------------------------- */
+
+extern uint64_t fake_now; /* read and moved with __atomic builtins */
+uint64_t fake_clock(void *arg);
+
+/* ---- key files ------------------------------------------------------------- */
+
+struct keys {
+	char path[64];
+	struct isth_auth *a;
+	struct isth_auth_engine *e; /* OpenSSL: the fake edge seals with it */
+};
+
+/* A mode-0600 key file with @text, its path in @path; removed by
+ * keys_free() or, if a test ended early, key_files_remove(). */
+void key_file(char *path, size_t size, const char *text);
+/* A key file with @text for FIX_JOB and FIX_N_ISLANDS, loaded, with an
+ * engine. */
+void keys_load(struct keys *k, const char *text);
+void keys_free(struct keys *k);
+/* Unlink a key file of key_file() (and forget it). */
+void key_file_remove(const char *path);
+/* A suite's fini: unlink the key files a failed test left behind. */
+void key_files_remove(void);
+
+#endif
