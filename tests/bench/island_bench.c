@@ -908,11 +908,6 @@ worker_open(struct worker *w, unsigned int id)
 	 * ROUND of a session by its count) */
 	memset(w, 0, sizeof(*w));
 	w->id = id;
-	/* a new run opens new sessions: their first ROUND must again be
-	 * waited for (edge_rxt), so the counters start again (a worker of a
-	 * 1-thread run is reused by the 2-thread run) */
-	memset(w->rxt_round_seq, 0, sizeof(w->rxt_round_seq));
-	memset(w->rxt_seq, 0, sizeof(w->rxt_seq));
 	w->sink_fd = udp_socket_at(&w->sink_port, true);
 	w->ref_fd = udp_socket(&port);
 	w->edge_fd = udp_socket_at(&w->edge_port, true);
