@@ -208,6 +208,10 @@ struct isthd_rx_track {
 	uint8_t copies_left;
 	uint32_t copy_from; /* the first chunk the copies name */
 	uint64_t copy_at;
+	/* the chunk after the last one the copies name (0: up to the
+	 * stream's end, or its newest chunk before the tail is due): a gap
+	 * NACK's copies name that gap only (isthd_repair_track) */
+	uint32_t copy_to;
 };
 
 /*

@@ -182,6 +182,40 @@ nack_sent(struct isthd *d, struct isthd_rx_track *t, uint64_t now_ns, uint32_t n
 }
 
 /*
+ * A gap [@first, @last] of (r, s) was NACKed at @now_ns: when at most two
+ * retries fit before the cutoff @cut, the NACK is a last chance like the
+ * tail check's (isthd_repair_tail_check) and leaves last_nack_copies
+ * times, the copies tail_copies_after apart, naming the gap's chunks
+ * still missing then. Until session 15 a gap's own NACK was never copied:
+ * on a long lossy path (three hops of 5 %, 14 % a message each way) a
+ * stream queued behind a bottleneck shows its gaps late in the round, its
+ * gap NACK was one of the last three attempts, and both partial results
+ * of two runs at 5 % loss began with that one NACK or its one repair
+ * lost (doc/performance.md, section 9, "Session 15"). Gaps found before
+ * a pending copy leaves join it: its range grows, its time stays.
+ */
+static void
+gap_copies(struct isthd *d, struct isthd_rx_track *t, uint32_t first, uint32_t last,
+	uint64_t now_ns, uint64_t cut)
+{
+	unsigned int copies = d->cfg.wan_last_nack_copies;
+
+	if (copies < 2 || now_ns + COPIED_ATTEMPTS * t->backoff_ns <= cut)
+		return;
+	if (t->copies_left == 0) {
+		t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
+		t->copy_from = first;
+		t->copy_to = last + 1;
+		t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+		return;
+	}
+	if (first < t->copy_from)
+		t->copy_from = first;
+	if (t->copy_to && last + 1 > t->copy_to)
+		t->copy_to = last + 1;
+}
+
+/*
  * A peer's DATA arrived at @now_ns: note it, NACK a gap in its chunk order
  * at once (chunks leave an island in order; reordering costs a duplicate
  * only), and, from its arrival and the stream's rate, when its last chunk
@@ -251,10 +285,13 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	}
 	if (c > t->next && !t->done) {
 		struct isth_wire_range g = {t->next, c - 1};
+		uint64_t cut = d->clk.epoch_ns + r * d->clk.round_ns + rt->cutoff[s];
 
-		if (nack_peer(d, s, r, &g, 1) == 0 && t->nack_at == 0)
-			nack_sent(d, t, now_ns, c - t->next, rt->chunk_ns[s],
-				d->clk.epoch_ns + r * d->clk.round_ns + rt->cutoff[s]);
+		if (nack_peer(d, s, r, &g, 1) == 0) {
+			if (t->nack_at == 0)
+				nack_sent(d, t, now_ns, c - t->next, rt->chunk_ns[s], cut);
+			gap_copies(d, t, t->next, c - 1, now_ns, cut);
+		}
 	}
 	if (c + 1 > t->next)
 		t->next = c + 1;
@@ -352,8 +389,10 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			if (t->copies_left && now_ns >= t->copy_at) {
 				t->copies_left--;
 				t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
-				k = nack_missing(d, s, r, bits, t->copy_from,
-					t->tail_due ? d->rep.n_chunks : t->next, NULL);
+				upto = t->tail_due ? d->rep.n_chunks : t->next;
+				if (t->copy_to && t->copy_to < upto)
+					upto = t->copy_to;
+				k = nack_missing(d, s, r, bits, t->copy_from, (uint32_t)upto, NULL);
 				work += k;
 				ISTHD_REPAIR_TRACE(d, "copy r %" PRIu64 " s %u nacks %u", r, s, k);
 			}
@@ -415,14 +454,20 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 				if (t->nacks < UINT16_MAX)
 					t->nacks++;
 				work += k;
-				t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
-				t->copy_from = from;
-				t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+				/* a gap's copy still to leave joins these */
+				if (copies > 1) {
+					if (t->copies_left == 0 || from < t->copy_from)
+						t->copy_from = from;
+					t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
+					t->copy_to = 0;
+					t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+				}
 			} else if (k) {
 				nack_sent(d, t, now_ns, named, rt->chunk_ns[s], cut);
 				work += k;
 				t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
 				t->copy_from = 0;
+				t->copy_to = 0;
 				t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
 			} else if (t->tail_due) {
 				/* nothing could leave (no mbuf): try again */

@@ -444,7 +444,9 @@ Test(isthmusd_repair, a_stream_not_yet_seen_is_not_copied, .init = eal_up, .fini
  * last_nack_copies 2, tail_copies_after 20 ms): chunks 0-15 at 130 + 2c
  * ms but 8-9 lost, 16-19 lost. Chunk 10 (150 ms) shows the gap: NACK 8-9
  * at 150, retry due after the back-off and the 2 chunks' repair train, at
- * 150 + 225 + 2 x 2 = 379. The tail is due at 160 + 4 x 2 + 5 = 173 ms:
+ * 150 + 225 + 2 x 2 = 379; a last chance (150 + 3 x 225 > 610), so the
+ * gap's NACK has its copy at 170 (8-9 only; before session 15 a gap NACK
+ * was never copied). The tail is due at 160 + 4 x 2 + 5 = 173 ms:
  * NACK 16-19 only, a last chance (173 + 3 x 225 > 610), its copy at 193
  * (16-19). The retry at 379 asks for 8-9 and 16-19, its copy at 399; the
  * next, 379 + 225 + 6 x 2 = 616 ms, would miss the cutoff (610) for the
@@ -460,8 +462,8 @@ Test(isthmusd_repair, a_tail_due_soon_after_a_gap_nack_asks_for_the_tail_only, .
 		uint64_t at;
 		unsigned int n;
 		uint64_t first0, last0;
-	} want[] = {{150, 1, 8, 9}, {173, 1, 16, 19}, {193, 1, 16, 19}, {379, 2, 8, 9},
-		{399, 2, 8, 9}, {610, 2, 8, 9}};
+	} want[] = {{150, 1, 8, 9}, {170, 1, 8, 9}, {173, 1, 16, 19}, {193, 1, 16, 19},
+		{379, 2, 8, 9}, {399, 2, 8, 9}, {610, 2, 8, 9}};
 	struct isthd_peer peers[3] = {0};
 	struct isthd *d = asking_edge(peers);
 	struct sent_nack nk[MAX_NACKS];
@@ -497,11 +499,12 @@ Test(isthmusd_repair, a_tail_due_soon_after_a_gap_nack_asks_for_the_tail_only, .
  * cutoff, and the tail NACK asking for the tail only, so the chunk was
  * asked once). Peer 2 as above, chunks 0-15 at 100 + 30c ms (the
  * observed 30 ms a chunk), 8-9 and 16-19 lost: the gap NACK at 400
- * (chunk 10), its retry due at 625, past the cutoff (610); the tail, due
+ * (chunk 10), a last chance, its copy at 420 (8-9 only), its retry due at
+ * 400 + 225 + 2 x 2 = 629, past the cutoff (610); the tail, due
  * at 550 + 4 x 30 + 5 = 675 ms, is asked for at the cutoff, 610, and
  * names 8-9 too; its copy (630) and any retry are past the cutoff. With
  * the tail only, 8-9 were asked once; before session 14 both left twice
- * at 610.
+ * at 610; before session 15 the gap NACK had no copy.
  */
 Test(isthmusd_repair, a_tail_nack_is_the_gaps_last_chance_when_their_retry_misses_the_cutoff,
 	.init = eal_up, .fini = eal_down)
@@ -509,7 +512,7 @@ Test(isthmusd_repair, a_tail_nack_is_the_gaps_last_chance_when_their_retry_misse
 	static const struct {
 		uint64_t at;
 		unsigned int n;
-	} want[] = {{400, 1}, {610, 2}};
+	} want[] = {{400, 1}, {420, 1}, {610, 2}};
 	struct isthd_peer peers[3] = {0};
 	struct isthd *d = asking_edge(peers);
 	struct sent_nack nk[MAX_NACKS];
@@ -581,6 +584,72 @@ Test(isthmusd_repair, a_retry_waits_for_the_repair_train_of_its_nack, .init = ea
 	cr_expect_eq(nk[1].g[0].last, 10);
 	cr_expect_eq(isth_ctr_get(&d->st.peer_chunks_unrepaired), 0 + TAIL_CHUNKS,
 		"peer 2 sent nothing: its 20, none of peer 1's");
+	asking_edge_free(d);
+}
+
+/*
+ * A gap's own NACK is copied when it is a last chance (at most two retries
+ * fit before the cutoff), like the tail check's: on a long lossy path a
+ * stream queued behind a bottleneck shows its gaps late in the round, and
+ * a lost gap NACK, or its one lost repair, cost the chunk an attempt of
+ * the three it had. Peer 2 (back-off 225 ms, cutoff 610, last_nack_copies
+ * 2, tail_copies_after 20 ms), chunks at 130 + 2c ms, chunk 8 lost and
+ * never repaired: chunk 9 (148 ms) shows the gap, NACK 8 at 148, a last
+ * chance (148 + 3 x 225 > 610), its copy at 168 (chunk 8 only); the retry
+ * at 148 + 225 + 1 x 2 = 375, its copy at 395; the next at 375 + 227 =
+ * 602 (<= 610); its copy (622) is past the cutoff. Without the gap's copy:
+ * 148, 375, 395, 602.
+ */
+Test(isthmusd_repair, a_gap_nack_that_is_a_last_chance_is_copied, .init = eal_up, .fini = eal_down)
+{
+	static const uint64_t want[] = {148, 168, 375, 395, 602};
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	d->cfg.wan_last_nack_copies = 2;
+	d->cfg.wan_tail_copies_after_ns = 20 * MS;
+	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
+		arr[c] = c == 8 ? 0 : 130 + 2 * c;
+	n = play(d, 2, arr, 0, 900, nk);
+	cr_assert_eq(n, RTE_DIM(want), "%u NACKs, want %zu; the second at %llu ms", n,
+		RTE_DIM(want), n > 1 ? (unsigned long long)nk[1].at_ms : 0ull);
+	for (unsigned int i = 0; i < n; i++) {
+		cr_expect_eq(nk[i].at_ms, want[i], "NACK %u at %llu ms, want %llu", i,
+			(unsigned long long)nk[i].at_ms, (unsigned long long)want[i]);
+		cr_assert_eq(nk[i].n, 1);
+		cr_expect_eq(nk[i].g[0].first, 8);
+		cr_expect_eq(nk[i].g[0].last, 8);
+	}
+	asking_edge_free(d);
+}
+
+/*
+ * ... and not when retries fit: peer 1 (back-off 65 ms, cutoff 770),
+ * chunks at 40 + 2c ms, chunk 8 lost: the gap NACK at 58 (chunk 9) has
+ * 58 + 3 x 65 = 253 ms < 770 and no copy; the repair arrives at 100.
+ */
+Test(isthmusd_repair, an_early_gap_nack_is_not_copied, .init = eal_up, .fini = eal_down)
+{
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0}, rep[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	d->cfg.wan_last_nack_copies = 2;
+	d->cfg.wan_tail_copies_after_ns = 20 * MS;
+	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
+		arr[c] = c == 8 ? 0 : 40 + 2 * c;
+	rep[8] = 100;
+	n = play_rep(d, 1, arr, rep, 0, 800, nk);
+	cr_assert_eq(n, 1, "%u NACKs, want 1; the second at %llu ms", n,
+		n > 1 ? (unsigned long long)nk[1].at_ms : 0ull);
+	cr_expect_eq(nk[0].at_ms, 58);
+	cr_expect_eq(nk[0].g[0].first, 8);
+	cr_expect_eq(nk[0].g[0].last, 8);
 	asking_edge_free(d);
 }
 
