@@ -190,7 +190,8 @@ struct isthd_rx_track {
 				 * planned or observed, whichever is slower
 				 * (0: nothing arrived, the plan decides) */
 	uint64_t nack_at; /* ns: next NACK of what is missing (0: none) */
-	uint64_t backoff_ns; /* wait after the next NACK (doubles, capped) */
+	uint64_t backoff_ns; /* a round trip + tail_wait: the least wait
+				 * after a NACK (+ its repair train) */
 	uint32_t next; /* highest chunk seen + 1 */
 	uint32_t n_rx; /* distinct chunks seen */
 	uint16_t nacks; /* NACK rounds sent (gap, tail, retries) */
@@ -207,6 +208,10 @@ struct isthd_rx_track {
 	uint8_t copies_left;
 	uint32_t copy_from; /* the first chunk the copies name */
 	uint64_t copy_at;
+	/* the chunk after the last one the copies name (0: up to the
+	 * stream's end, or its newest chunk before the tail is due): a gap
+	 * NACK's copies name that gap only (isthd_repair_track) */
+	uint32_t copy_to;
 };
 
 /*

@@ -85,15 +85,17 @@ chunk_seen(const uint64_t *bits, uint32_t c)
 /*
  * NACK every chunk in [@from, @upto) still missing from sender @s in round
  * @r: as many messages as the ranges need (max_ranges each). Returns the
- * messages sent (0: nothing missing or nothing could leave).
+ * messages sent (0: nothing missing or nothing could leave); *@named (if
+ * not NULL) counts the chunks those messages name: the repair train that
+ * answers them.
  */
 static unsigned int
 nack_missing(struct isthd *d, unsigned int s, uint64_t r, const uint64_t *bits, uint32_t from,
-	uint32_t upto)
+	uint32_t upto, uint32_t *named)
 {
 	struct isth_wire_range g[ISTHD_BURST];
 	unsigned int n = 0, sent = 0, max = d->lim.max_ranges;
-	uint32_t c = from;
+	uint32_t c = from, in = 0, nm = 0;
 
 	if (max > RTE_DIM(g))
 		max = RTE_DIM(g);
@@ -109,13 +111,22 @@ nack_missing(struct isthd *d, unsigned int s, uint64_t r, const uint64_t *bits, 
 			c++;
 		g[n].first = a;
 		g[n].last = c - 1;
+		in += c - a;
 		if (++n == max) {
-			sent += nack_peer(d, s, r, g, n) == 0;
+			if (nack_peer(d, s, r, g, n) == 0) {
+				sent++;
+				nm += in;
+			}
 			n = 0;
+			in = 0;
 		}
 	}
-	if (n)
-		sent += nack_peer(d, s, r, g, n) == 0;
+	if (n && nack_peer(d, s, r, g, n) == 0) {
+		sent++;
+		nm += in;
+	}
+	if (named)
+		*named = nm;
 	return sent;
 }
 
@@ -138,24 +149,70 @@ rx_slot(struct isthd *d, const struct isthd_repair_round *rt, uint64_t r, unsign
 }
 
 /*
- * A NACK for (r, s) went out at @now: the next one waits the back-off, a
- * round trip + tail_wait. It does not grow: the cutoff ends NACKing within
- * the round anyway, the serving edge's budget and repeat allowance cap
- * the repairs (2.25 times a round's stream per peer, doc/security.md),
- * and on a lossy multi-hop path a doubling back-off left room for two or
- * three attempts where a constant one leaves four to six
- * (doc/performance.md, section 9).
+ * A NACK for (r, s) naming @named chunks went out at @now: the next one
+ * waits the back-off, a round trip + tail_wait, plus the time the serving
+ * edge's answer, a train of @named repairs sent back to back, takes to
+ * arrive at the sender's planned rate (@chunk_ns a chunk). Without the
+ * train's time the retry of a long NACK fired while its repairs were still
+ * arriving and asked again for those on their way (64 chunks take ~77 ms
+ * at the testbed's rates), spending the serving edge's repeat allowance
+ * and the link. The train never moves the retry past @cut, the cutoff:
+ * a retry the round trip alone lets in stays, at the cutoff at the latest
+ * (one more attempt, if a premature one, rather than none).
+ *
+ * The back-off does not grow: the cutoff ends NACKing within the round
+ * anyway, the serving edge's budget and repeat allowance cap the repairs
+ * (2.25 times a round's stream per peer, doc/security.md), and on a lossy
+ * multi-hop path a doubling back-off left room for two or three attempts
+ * where a constant one leaves four to six (doc/performance.md, section 9).
  */
 static void
-nack_sent(struct isthd *d, struct isthd_rx_track *t, uint64_t r, unsigned int s, uint64_t now_ns)
+nack_sent(struct isthd *d, struct isthd_rx_track *t, uint64_t now_ns, uint32_t named,
+	uint64_t chunk_ns, uint64_t cut)
 {
-	RTE_SET_USED(r);
-	RTE_SET_USED(s);
+	uint64_t at = now_ns + t->backoff_ns;
+
 	if (t->nacks)
 		isth_ctr_add(&d->st.peer_nack_retries, 1);
 	if (t->nacks < UINT16_MAX)
 		t->nacks++;
-	t->nack_at = now_ns + t->backoff_ns;
+	t->nack_at = at + (uint64_t)named * chunk_ns;
+	if (t->nack_at > cut && at <= cut)
+		t->nack_at = cut;
+}
+
+/*
+ * A gap [@first, @last] of (r, s) was NACKed at @now_ns: when at most two
+ * retries fit before the cutoff @cut, the NACK is a last chance like the
+ * tail check's (isthd_repair_tail_check) and leaves last_nack_copies
+ * times, the copies tail_copies_after apart, naming the gap's chunks
+ * still missing then. Until session 15 a gap's own NACK was never copied:
+ * on a long lossy path (three hops of 5 %, 14 % a message each way) a
+ * stream queued behind a bottleneck shows its gaps late in the round, its
+ * gap NACK was one of the last three attempts, and both partial results
+ * of two runs at 5 % loss began with that one NACK or its one repair
+ * lost (doc/performance.md, section 9, "Session 15"). Gaps found before
+ * a pending copy leaves join it: its range grows, its time stays.
+ */
+static void
+gap_copies(struct isthd *d, struct isthd_rx_track *t, uint32_t first, uint32_t last,
+	uint64_t now_ns, uint64_t cut)
+{
+	unsigned int copies = d->cfg.wan_last_nack_copies;
+
+	if (copies < 2 || now_ns + COPIED_ATTEMPTS * t->backoff_ns <= cut)
+		return;
+	if (t->copies_left == 0) {
+		t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
+		t->copy_from = first;
+		t->copy_to = last + 1;
+		t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+		return;
+	}
+	if (first < t->copy_from)
+		t->copy_from = first;
+	if (t->copy_to && last + 1 > t->copy_to)
+		t->copy_to = last + 1;
 }
 
 /*
@@ -228,9 +285,13 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	}
 	if (c > t->next && !t->done) {
 		struct isth_wire_range g = {t->next, c - 1};
+		uint64_t cut = d->clk.epoch_ns + r * d->clk.round_ns + rt->cutoff[s];
 
-		if (nack_peer(d, s, r, &g, 1) == 0 && t->nack_at == 0)
-			nack_sent(d, t, r, s, now_ns);
+		if (nack_peer(d, s, r, &g, 1) == 0) {
+			if (t->nack_at == 0)
+				nack_sent(d, t, now_ns, c - t->next, rt->chunk_ns[s], cut);
+			gap_copies(d, t, t->next, c - 1, now_ns, cut);
+		}
 	}
 	if (c + 1 > t->next)
 		t->next = c + 1;
@@ -299,7 +360,7 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			uint64_t cut, due, upto;
 			struct isthd_rx_track *t;
 			unsigned int copies = 1, k;
-			uint32_t from;
+			uint32_t from, named = 0;
 			bool tail_now;
 
 			if (!(expected & (1ull << s)))
@@ -328,8 +389,10 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			if (t->copies_left && now_ns >= t->copy_at) {
 				t->copies_left--;
 				t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
-				k = nack_missing(d, s, r, bits, t->copy_from,
-					t->tail_due ? d->rep.n_chunks : t->next);
+				upto = t->tail_due ? d->rep.n_chunks : t->next;
+				if (t->copy_to && t->copy_to < upto)
+					upto = t->copy_to;
+				k = nack_missing(d, s, r, bits, t->copy_from, (uint32_t)upto, NULL);
 				work += k;
 				ISTHD_REPAIR_TRACE(d, "copy r %" PRIu64 " s %u nacks %u", r, s, k);
 			}
@@ -383,7 +446,7 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 			 * chances"). */
 			if (now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut && t->first_ns != 0)
 				copies = d->cfg.wan_last_nack_copies;
-			k = nack_missing(d, s, r, bits, from, (uint32_t)upto);
+			k = nack_missing(d, s, r, bits, from, (uint32_t)upto, &named);
 			if (k == 0 && from)
 				continue; /* the tail came as repairs (tail copies) */
 			if (from) {
@@ -391,14 +454,20 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 				if (t->nacks < UINT16_MAX)
 					t->nacks++;
 				work += k;
-				t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
-				t->copy_from = from;
-				t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+				/* a gap's copy still to leave joins these */
+				if (copies > 1) {
+					if (t->copies_left == 0 || from < t->copy_from)
+						t->copy_from = from;
+					t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
+					t->copy_to = 0;
+					t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+				}
 			} else if (k) {
-				nack_sent(d, t, r, s, now_ns);
+				nack_sent(d, t, now_ns, named, rt->chunk_ns[s], cut);
 				work += k;
 				t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
 				t->copy_from = 0;
+				t->copy_to = 0;
 				t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
 			} else if (t->tail_due) {
 				/* nothing could leave (no mbuf): try again */

@@ -216,13 +216,13 @@ struct sent_nack {
 /*
  * Play round 0 from peer @s, millisecond by millisecond from @from_ms to
  * @until_ms:
- * chunk c arrives at @arr_ms[c] ms (0: lost), then the worker's tail
- * check runs; every NACK it sends is read back into @out. Returns their
- * number.
+ * chunk c arrives at @arr_ms[c] ms (0: lost), and a repair of it (RESENT)
+ * at @rep_ms[c] (@rep_ms NULL or 0: none), then the worker's tail check
+ * runs; every NACK it sends is read back into @out. Returns their number.
  */
 static unsigned int
-play(struct isthd *d, unsigned int s, const uint64_t *arr_ms, uint64_t from_ms, uint64_t until_ms,
-	struct sent_nack *out)
+play_rep(struct isthd *d, unsigned int s, const uint64_t *arr_ms, const uint64_t *rep_ms,
+	uint64_t from_ms, uint64_t until_ms, struct sent_nack *out)
 {
 	struct isth_wire_limits lim = d->lim;
 	unsigned int n = 0;
@@ -233,11 +233,14 @@ play(struct isthd *d, unsigned int s, const uint64_t *arr_ms, uint64_t from_ms, 
 
 		for (uint32_t c = 0; c < TAIL_CHUNKS; c++) {
 			struct isth_wire_pkt p;
+			bool data = arr_ms[c] != 0 && arr_ms[c] == ms;
+			bool rep = rep_ms != NULL && rep_ms[c] != 0 && rep_ms[c] == ms;
 
-			if (arr_ms[c] == 0 || arr_ms[c] != ms)
+			if (!data && !rep)
 				continue;
 			memset(&p, 0, sizeof(p));
 			p.hdr.type = ISTH_WIRE_DATA;
+			p.hdr.flags = data ? 0 : ISTH_WIRE_F_RESENT;
 			p.hdr.round = 0;
 			p.hdr.sender = (uint8_t)s;
 			p.hdr.chunk = c;
@@ -266,6 +269,13 @@ play(struct isthd *d, unsigned int s, const uint64_t *arr_ms, uint64_t from_ms, 
 		}
 	}
 	return n;
+}
+
+static unsigned int
+play(struct isthd *d, unsigned int s, const uint64_t *arr_ms, uint64_t from_ms, uint64_t until_ms,
+	struct sent_nack *out)
+{
+	return play_rep(d, s, arr_ms, NULL, from_ms, until_ms, out);
 }
 
 /* A stream arriving at half its planned rate (4 ms a chunk) whose last
@@ -361,13 +371,14 @@ Test(isthmusd_repair, a_tail_due_past_the_cutoff_is_nacked_at_it, .init = eal_up
  * last_nack_copies 2, tail_copies_after 20 ms. Chunks 0-15 at 130, 132,
  * ..., 160 ms (the planned 2 ms a chunk), 16-19 lost: the tail is due at
  * 160 + 4 x 2 + 5 = 173 ms; 173 + 3 x 225 > 610, so it is a last chance:
- * the NACK at 173 ms, its copy at 193; the retry at 173 + 225 = 398 ms,
- * its copy at 418; the next retry (623 ms) is past the cutoff. Before,
- * both copies left at 173 and at 398 ms.
+ * the NACK at 173 ms, its copy at 193; the retry after the back-off and
+ * the 4 chunks' repair train, 173 + 225 + 4 x 2 = 406 ms, its copy at 426;
+ * the next retry (406 + 225 = 631 ms) is past the cutoff. Before, both
+ * copies left at 173 and at 398 ms (the retry without the train: 398).
  */
 Test(isthmusd_repair, last_chance_copies_leave_spaced, .init = eal_up, .fini = eal_down)
 {
-	static const uint64_t want[] = {173, 193, 398, 418};
+	static const uint64_t want[] = {173, 193, 406, 426};
 	struct isthd_peer peers[3] = {0};
 	struct isthd *d = asking_edge(peers);
 	struct sent_nack nk[MAX_NACKS];
@@ -396,12 +407,15 @@ Test(isthmusd_repair, last_chance_copies_leave_spaced, .init = eal_up, .fini = e
  * attempt, even a last chance: it is more likely queued than lost whole,
  * and a copy of it spent a round's stream of the serving edge's repeat
  * allowance. Peer 2, nothing arrives: the plan's tail, 20 + 40 + 110 = 170
- * ms, + 5 = 175 ms, NACKs chunks 0-19; the retry at 175 + 225 = 400 ms;
- * the next (625 ms) is past the cutoff. Before, each left twice.
+ * ms, + 5 = 175 ms, NACKs chunks 0-19; the retry waits the back-off and
+ * the whole stream's repair train, 175 + 225 + 20 x 2 = 440 ms (before:
+ * 400, while the train of a stream that was only late was still on its
+ * way); the next (440 + 225 = 665 ms) is past the cutoff. Before session
+ * 14, each left twice.
  */
 Test(isthmusd_repair, a_stream_not_yet_seen_is_not_copied, .init = eal_up, .fini = eal_down)
 {
-	static const uint64_t want[] = {175, 400};
+	static const uint64_t want[] = {175, 440};
 	struct isthd_peer peers[3] = {0};
 	struct isthd *d = asking_edge(peers);
 	struct sent_nack nk[MAX_NACKS];
@@ -429,12 +443,17 @@ Test(isthmusd_repair, a_stream_not_yet_seen_is_not_copied, .init = eal_up, .fini
  * tripled a loss burst's repairs). Peer 2 (back-off 225 ms, cutoff 610,
  * last_nack_copies 2, tail_copies_after 20 ms): chunks 0-15 at 130 + 2c
  * ms but 8-9 lost, 16-19 lost. Chunk 10 (150 ms) shows the gap: NACK 8-9
- * at 150, retry due at 375. The tail is due at 160 + 4 x 2 + 5 = 173 ms:
+ * at 150, retry due after the back-off and the 2 chunks' repair train, at
+ * 150 + 225 + 2 x 2 = 379; a last chance (150 + 3 x 225 > 610), so the
+ * gap's NACK has its copy at 170 (8-9 only; before session 15 a gap NACK
+ * was never copied). The tail is due at 160 + 4 x 2 + 5 = 173 ms:
  * NACK 16-19 only, a last chance (173 + 3 x 225 > 610), its copy at 193
- * (16-19). The retry at 375 asks for 8-9 and 16-19, its copy at 395; the
- * next at 600 (<= 610) too; its copy (620) is past the cutoff. Before:
- * 8-9 at 150; 8-9 and 16-19 twice at 173 and twice at 398 (the tail
- * NACK moved the retry), nothing at 600.
+ * (16-19). The retry at 379 asks for 8-9 and 16-19, its copy at 399; the
+ * next, 379 + 225 + 6 x 2 = 616 ms, would miss the cutoff (610) for the
+ * train's time only, so it leaves at the cutoff, 610; its copy (630) is
+ * past it. Before the train (session 14): 375, 395 and 600. Before
+ * session 14: 8-9 at 150; 8-9 and 16-19 twice at 173 and twice at 398
+ * (the tail NACK moved the retry), nothing at 600.
  */
 Test(isthmusd_repair, a_tail_due_soon_after_a_gap_nack_asks_for_the_tail_only, .init = eal_up,
 	.fini = eal_down)
@@ -443,8 +462,8 @@ Test(isthmusd_repair, a_tail_due_soon_after_a_gap_nack_asks_for_the_tail_only, .
 		uint64_t at;
 		unsigned int n;
 		uint64_t first0, last0;
-	} want[] = {{150, 1, 8, 9}, {173, 1, 16, 19}, {193, 1, 16, 19}, {375, 2, 8, 9},
-		{395, 2, 8, 9}, {600, 2, 8, 9}};
+	} want[] = {{150, 1, 8, 9}, {170, 1, 8, 9}, {173, 1, 16, 19}, {193, 1, 16, 19},
+		{379, 2, 8, 9}, {399, 2, 8, 9}, {610, 2, 8, 9}};
 	struct isthd_peer peers[3] = {0};
 	struct isthd *d = asking_edge(peers);
 	struct sent_nack nk[MAX_NACKS];
@@ -480,11 +499,12 @@ Test(isthmusd_repair, a_tail_due_soon_after_a_gap_nack_asks_for_the_tail_only, .
  * cutoff, and the tail NACK asking for the tail only, so the chunk was
  * asked once). Peer 2 as above, chunks 0-15 at 100 + 30c ms (the
  * observed 30 ms a chunk), 8-9 and 16-19 lost: the gap NACK at 400
- * (chunk 10), its retry due at 625, past the cutoff (610); the tail, due
+ * (chunk 10), a last chance, its copy at 420 (8-9 only), its retry due at
+ * 400 + 225 + 2 x 2 = 629, past the cutoff (610); the tail, due
  * at 550 + 4 x 30 + 5 = 675 ms, is asked for at the cutoff, 610, and
  * names 8-9 too; its copy (630) and any retry are past the cutoff. With
  * the tail only, 8-9 were asked once; before session 14 both left twice
- * at 610.
+ * at 610; before session 15 the gap NACK had no copy.
  */
 Test(isthmusd_repair, a_tail_nack_is_the_gaps_last_chance_when_their_retry_misses_the_cutoff,
 	.init = eal_up, .fini = eal_down)
@@ -492,7 +512,7 @@ Test(isthmusd_repair, a_tail_nack_is_the_gaps_last_chance_when_their_retry_misse
 	static const struct {
 		uint64_t at;
 		unsigned int n;
-	} want[] = {{400, 1}, {610, 2}};
+	} want[] = {{400, 1}, {420, 1}, {610, 2}};
 	struct isthd_peer peers[3] = {0};
 	struct isthd *d = asking_edge(peers);
 	struct sent_nack nk[MAX_NACKS];
@@ -518,6 +538,118 @@ Test(isthmusd_repair, a_tail_nack_is_the_gaps_last_chance_when_their_retry_misse
 			cr_expect_eq(nk[i].g[1].last, 19);
 		}
 	}
+	asking_edge_free(d);
+}
+
+/*
+ * A retry waits for the repair train its NACK asked for: the serving edge
+ * answers a NACK of n chunks with n repairs back to back, which arrive a
+ * round trip later over n chunk times. Peer 1 (30 ms away: back-off 2 x
+ * 30 + 5 = 65 ms, cutoff 770), chunks at 40 + 2c ms, 4-15 lost: chunk 16
+ * (72 ms) shows the gap, NACK 4-15 at 72. Its repairs leave the peer at
+ * 102 ms and arrive at 72 + 60 + 2 = 134, 136, ..., 156 ms (chunk 4 + k at
+ * 134 + 2k), but chunk 10's (146) is lost. The retry waits the back-off and
+ * the 12 chunks' train, 72 + 65 + 12 x 2 = 161 ms, and asks for chunk 10
+ * only; its repair arrives at 161 + 60 + 2 = 223. Without the train the
+ * retry left at 72 + 65 = 137 ms and asked again for 6-15, nine of them on
+ * their way (then for 10 at 202).
+ */
+Test(isthmusd_repair, a_retry_waits_for_the_repair_train_of_its_nack, .init = eal_up,
+	.fini = eal_down)
+{
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0}, rep[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
+		if (c < 4 || c > 15)
+			arr[c] = 40 + 2 * c;
+	for (uint32_t c = 4; c <= 15; c++)
+		rep[c] = c == 10 ? 223 : 134 + 2 * (c - 4);
+	n = play_rep(d, 1, arr, rep, 0, 800, nk);
+	cr_assert_eq(n, 2, "%u NACKs, want 2; the second at %llu ms naming %llu-%llu", n,
+		n > 1 ? (unsigned long long)nk[1].at_ms : 0ull,
+		n > 1 ? (unsigned long long)nk[1].g[0].first : 0ull,
+		n > 1 ? (unsigned long long)nk[1].g[0].last : 0ull);
+	cr_expect_eq(nk[0].at_ms, 72);
+	cr_assert_eq(nk[0].n, 1);
+	cr_expect_eq(nk[0].g[0].first, 4);
+	cr_expect_eq(nk[0].g[0].last, 15);
+	cr_expect_eq(
+		nk[1].at_ms, 161, "retry at %llu ms, want 161", (unsigned long long)nk[1].at_ms);
+	cr_assert_eq(nk[1].n, 1);
+	cr_expect_eq(nk[1].g[0].first, 10);
+	cr_expect_eq(nk[1].g[0].last, 10);
+	cr_expect_eq(isth_ctr_get(&d->st.peer_chunks_unrepaired), 0 + TAIL_CHUNKS,
+		"peer 2 sent nothing: its 20, none of peer 1's");
+	asking_edge_free(d);
+}
+
+/*
+ * A gap's own NACK is copied when it is a last chance (at most two retries
+ * fit before the cutoff), like the tail check's: on a long lossy path a
+ * stream queued behind a bottleneck shows its gaps late in the round, and
+ * a lost gap NACK, or its one lost repair, cost the chunk an attempt of
+ * the three it had. Peer 2 (back-off 225 ms, cutoff 610, last_nack_copies
+ * 2, tail_copies_after 20 ms), chunks at 130 + 2c ms, chunk 8 lost and
+ * never repaired: chunk 9 (148 ms) shows the gap, NACK 8 at 148, a last
+ * chance (148 + 3 x 225 > 610), its copy at 168 (chunk 8 only); the retry
+ * at 148 + 225 + 1 x 2 = 375, its copy at 395; the next at 375 + 227 =
+ * 602 (<= 610); its copy (622) is past the cutoff. Without the gap's copy:
+ * 148, 375, 395, 602.
+ */
+Test(isthmusd_repair, a_gap_nack_that_is_a_last_chance_is_copied, .init = eal_up, .fini = eal_down)
+{
+	static const uint64_t want[] = {148, 168, 375, 395, 602};
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	d->cfg.wan_last_nack_copies = 2;
+	d->cfg.wan_tail_copies_after_ns = 20 * MS;
+	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
+		arr[c] = c == 8 ? 0 : 130 + 2 * c;
+	n = play(d, 2, arr, 0, 900, nk);
+	cr_assert_eq(n, RTE_DIM(want), "%u NACKs, want %zu; the second at %llu ms", n,
+		RTE_DIM(want), n > 1 ? (unsigned long long)nk[1].at_ms : 0ull);
+	for (unsigned int i = 0; i < n; i++) {
+		cr_expect_eq(nk[i].at_ms, want[i], "NACK %u at %llu ms, want %llu", i,
+			(unsigned long long)nk[i].at_ms, (unsigned long long)want[i]);
+		cr_assert_eq(nk[i].n, 1);
+		cr_expect_eq(nk[i].g[0].first, 8);
+		cr_expect_eq(nk[i].g[0].last, 8);
+	}
+	asking_edge_free(d);
+}
+
+/*
+ * ... and not when retries fit: peer 1 (back-off 65 ms, cutoff 770),
+ * chunks at 40 + 2c ms, chunk 8 lost: the gap NACK at 58 (chunk 9) has
+ * 58 + 3 x 65 = 253 ms < 770 and no copy; the repair arrives at 100.
+ */
+Test(isthmusd_repair, an_early_gap_nack_is_not_copied, .init = eal_up, .fini = eal_down)
+{
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0}, rep[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	d->cfg.wan_last_nack_copies = 2;
+	d->cfg.wan_tail_copies_after_ns = 20 * MS;
+	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
+		arr[c] = c == 8 ? 0 : 40 + 2 * c;
+	rep[8] = 100;
+	n = play_rep(d, 1, arr, rep, 0, 800, nk);
+	cr_assert_eq(n, 1, "%u NACKs, want 1; the second at %llu ms", n,
+		n > 1 ? (unsigned long long)nk[1].at_ms : 0ull);
+	cr_expect_eq(nk[0].at_ms, 58);
+	cr_expect_eq(nk[0].g[0].first, 8);
+	cr_expect_eq(nk[0].g[0].last, 8);
 	asking_edge_free(d);
 }
 
