@@ -278,6 +278,25 @@ play(struct isthd *d, unsigned int s, const uint64_t *arr_ms, uint64_t from_ms, 
 	return play_rep(d, s, arr_ms, NULL, from_ms, until_ms, out);
 }
 
+/*
+ * The @n NACKs sent are the @n_want expected, at the times @want_ms, each
+ * naming one range, chunks @first..@last.
+ */
+static void
+expect_nacks_of(const struct sent_nack *nk, unsigned int n, const uint64_t *want_ms,
+	unsigned int n_want, uint32_t first, uint32_t last)
+{
+	cr_assert_eq(n, n_want, "%u NACKs, want %u; the second at %llu ms", n, n_want,
+		n > 1 ? (unsigned long long)nk[1].at_ms : 0ull);
+	for (unsigned int i = 0; i < n; i++) {
+		cr_expect_eq(nk[i].at_ms, want_ms[i], "NACK %u at %llu ms, want %llu", i,
+			(unsigned long long)nk[i].at_ms, (unsigned long long)want_ms[i]);
+		cr_assert_eq(nk[i].n, 1);
+		cr_expect_eq(nk[i].g[0].first, first);
+		cr_expect_eq(nk[i].g[0].last, last);
+	}
+}
+
 /* A stream arriving at half its planned rate (4 ms a chunk) whose last
  * four chunks are lost: its tail is due at the observed rate, not the
  * planned one, and is still NACKed, long before the cutoff (770 ms). */
@@ -390,15 +409,7 @@ Test(isthmusd_repair, last_chance_copies_leave_spaced, .init = eal_up, .fini = e
 	for (uint32_t c = 0; c < 16; c++)
 		arr[c] = 130 + 2 * c;
 	n = play(d, 2, arr, 0, 900, nk);
-	cr_assert_eq(n, RTE_DIM(want), "%u NACKs, want %zu; the second at %llu ms", n,
-		RTE_DIM(want), n > 1 ? (unsigned long long)nk[1].at_ms : 0ull);
-	for (unsigned int i = 0; i < n; i++) {
-		cr_expect_eq(nk[i].at_ms, want[i], "NACK %u at %llu ms, want %llu", i,
-			(unsigned long long)nk[i].at_ms, (unsigned long long)want[i]);
-		cr_assert_eq(nk[i].n, 1);
-		cr_expect_eq(nk[i].g[0].first, 16);
-		cr_expect_eq(nk[i].g[0].last, 19);
-	}
+	expect_nacks_of(nk, n, want, RTE_DIM(want), 16, 19);
 	asking_edge_free(d);
 }
 
@@ -425,15 +436,7 @@ Test(isthmusd_repair, a_stream_not_yet_seen_is_not_copied, .init = eal_up, .fini
 	d->cfg.wan_last_nack_copies = 2;
 	d->cfg.wan_tail_copies_after_ns = 20 * MS;
 	n = play(d, 2, arr, 0, 900, nk);
-	cr_assert_eq(n, RTE_DIM(want), "%u NACKs, want %zu; the second at %llu ms", n,
-		RTE_DIM(want), n > 1 ? (unsigned long long)nk[1].at_ms : 0ull);
-	for (unsigned int i = 0; i < n; i++) {
-		cr_expect_eq(nk[i].at_ms, want[i], "NACK %u at %llu ms, want %llu", i,
-			(unsigned long long)nk[i].at_ms, (unsigned long long)want[i]);
-		cr_assert_eq(nk[i].n, 1);
-		cr_expect_eq(nk[i].g[0].first, 0);
-		cr_expect_eq(nk[i].g[0].last, 19);
-	}
+	expect_nacks_of(nk, n, want, RTE_DIM(want), 0, 19);
 	asking_edge_free(d);
 }
 
@@ -614,15 +617,7 @@ Test(isthmusd_repair, a_gap_nack_that_is_a_last_chance_is_copied, .init = eal_up
 	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
 		arr[c] = c == 8 ? 0 : 130 + 2 * c;
 	n = play(d, 2, arr, 0, 900, nk);
-	cr_assert_eq(n, RTE_DIM(want), "%u NACKs, want %zu; the second at %llu ms", n,
-		RTE_DIM(want), n > 1 ? (unsigned long long)nk[1].at_ms : 0ull);
-	for (unsigned int i = 0; i < n; i++) {
-		cr_expect_eq(nk[i].at_ms, want[i], "NACK %u at %llu ms, want %llu", i,
-			(unsigned long long)nk[i].at_ms, (unsigned long long)want[i]);
-		cr_assert_eq(nk[i].n, 1);
-		cr_expect_eq(nk[i].g[0].first, 8);
-		cr_expect_eq(nk[i].g[0].last, 8);
-	}
+	expect_nacks_of(nk, n, want, RTE_DIM(want), 8, 8);
 	asking_edge_free(d);
 }
 
