@@ -278,6 +278,20 @@ play(struct isthd *d, unsigned int s, const uint64_t *arr_ms, uint64_t from_ms, 
 	return play_rep(d, s, arr_ms, NULL, from_ms, until_ms, out);
 }
 
+/* NACK @i (@k) left at @at ms naming the @nr ranges @g, in order. */
+static void
+expect_nack(const struct sent_nack *k, unsigned int i, uint64_t at, unsigned int nr,
+	const struct isth_wire_range *g)
+{
+	cr_expect_eq(k->at_ms, at, "NACK %u at %llu ms, want %llu", i, (unsigned long long)k->at_ms,
+		(unsigned long long)at);
+	cr_assert_eq(k->n, nr, "NACK %u: %u ranges, want %u", i, k->n, nr);
+	for (unsigned int j = 0; j < nr; j++) {
+		cr_expect_eq(k->g[j].first, g[j].first, "NACK %u range %u", i, j);
+		cr_expect_eq(k->g[j].last, g[j].last, "NACK %u range %u", i, j);
+	}
+}
+
 /*
  * The @n NACKs sent are the @n_want expected, at the times @want_ms, each
  * naming one range, chunks @first..@last.
@@ -286,15 +300,12 @@ static void
 expect_nacks_of(const struct sent_nack *nk, unsigned int n, const uint64_t *want_ms,
 	unsigned int n_want, uint32_t first, uint32_t last)
 {
+	const struct isth_wire_range g = {first, last};
+
 	cr_assert_eq(n, n_want, "%u NACKs, want %u; the second at %llu ms", n, n_want,
 		n > 1 ? (unsigned long long)nk[1].at_ms : 0ull);
-	for (unsigned int i = 0; i < n; i++) {
-		cr_expect_eq(nk[i].at_ms, want_ms[i], "NACK %u at %llu ms, want %llu", i,
-			(unsigned long long)nk[i].at_ms, (unsigned long long)want_ms[i]);
-		cr_assert_eq(nk[i].n, 1);
-		cr_expect_eq(nk[i].g[0].first, first);
-		cr_expect_eq(nk[i].g[0].last, last);
-	}
+	for (unsigned int i = 0; i < n; i++)
+		expect_nack(&nk[i], i, want_ms[i], 1, &g);
 }
 
 /* A stream arriving at half its planned rate (4 ms a chunk) whose last
@@ -464,9 +475,10 @@ Test(isthmusd_repair, a_tail_due_soon_after_a_gap_nack_asks_for_the_tail_only, .
 	static const struct {
 		uint64_t at;
 		unsigned int n;
-		uint64_t first0, last0;
-	} want[] = {{150, 1, 8, 9}, {170, 1, 8, 9}, {173, 1, 16, 19}, {193, 1, 16, 19},
-		{379, 2, 8, 9}, {399, 2, 8, 9}, {610, 2, 8, 9}};
+		struct isth_wire_range g[2];
+	} want[] = {{150, 1, {{8, 9}}}, {170, 1, {{8, 9}}}, {173, 1, {{16, 19}}},
+		{193, 1, {{16, 19}}}, {379, 2, {{8, 9}, {16, 19}}}, {399, 2, {{8, 9}, {16, 19}}},
+		{610, 2, {{8, 9}, {16, 19}}}};
 	struct isthd_peer peers[3] = {0};
 	struct isthd *d = asking_edge(peers);
 	struct sent_nack nk[MAX_NACKS];
@@ -480,18 +492,8 @@ Test(isthmusd_repair, a_tail_due_soon_after_a_gap_nack_asks_for_the_tail_only, .
 	n = play(d, 2, arr, 0, 900, nk);
 	cr_assert_eq(n, RTE_DIM(want), "%u NACKs, want %zu; the second at %llu ms (%u ranges)", n,
 		RTE_DIM(want), n > 1 ? (unsigned long long)nk[1].at_ms : 0ull, n > 1 ? nk[1].n : 0);
-	for (unsigned int i = 0; i < n; i++) {
-		cr_expect_eq(nk[i].at_ms, want[i].at, "NACK %u at %llu ms, want %llu", i,
-			(unsigned long long)nk[i].at_ms, (unsigned long long)want[i].at);
-		cr_assert_eq(
-			nk[i].n, want[i].n, "NACK %u: %u ranges, want %u", i, nk[i].n, want[i].n);
-		cr_expect_eq(nk[i].g[0].first, want[i].first0);
-		cr_expect_eq(nk[i].g[0].last, want[i].last0);
-		if (want[i].n == 2) {
-			cr_expect_eq(nk[i].g[1].first, 16);
-			cr_expect_eq(nk[i].g[1].last, 19);
-		}
-	}
+	for (unsigned int i = 0; i < n; i++)
+		expect_nack(&nk[i], i, want[i].at, want[i].n, want[i].g);
 	asking_edge_free(d);
 }
 
@@ -515,7 +517,8 @@ Test(isthmusd_repair, a_tail_nack_is_the_gaps_last_chance_when_their_retry_misse
 	static const struct {
 		uint64_t at;
 		unsigned int n;
-	} want[] = {{400, 1}, {420, 1}, {610, 2}};
+		struct isth_wire_range g[2];
+	} want[] = {{400, 1, {{8, 9}}}, {420, 1, {{8, 9}}}, {610, 2, {{8, 9}, {16, 19}}}};
 	struct isthd_peer peers[3] = {0};
 	struct isthd *d = asking_edge(peers);
 	struct sent_nack nk[MAX_NACKS];
@@ -529,18 +532,8 @@ Test(isthmusd_repair, a_tail_nack_is_the_gaps_last_chance_when_their_retry_misse
 	n = play(d, 2, arr, 0, 900, nk);
 	cr_assert_eq(n, RTE_DIM(want), "%u NACKs, want %zu; the second at %llu ms (%u ranges)", n,
 		RTE_DIM(want), n > 1 ? (unsigned long long)nk[1].at_ms : 0ull, n > 1 ? nk[1].n : 0);
-	for (unsigned int i = 0; i < n; i++) {
-		cr_expect_eq(nk[i].at_ms, want[i].at, "NACK %u at %llu ms, want %llu", i,
-			(unsigned long long)nk[i].at_ms, (unsigned long long)want[i].at);
-		cr_assert_eq(
-			nk[i].n, want[i].n, "NACK %u: %u ranges, want %u", i, nk[i].n, want[i].n);
-		cr_expect_eq(nk[i].g[0].first, 8);
-		cr_expect_eq(nk[i].g[0].last, 9);
-		if (want[i].n == 2) {
-			cr_expect_eq(nk[i].g[1].first, 16);
-			cr_expect_eq(nk[i].g[1].last, 19);
-		}
-	}
+	for (unsigned int i = 0; i < n; i++)
+		expect_nack(&nk[i], i, want[i].at, want[i].n, want[i].g);
 	asking_edge_free(d);
 }
 
