@@ -228,19 +228,6 @@ open_island(struct edge *e, const char *key_path)
 	return s;
 }
 
-/* Drive the session until @cond (over the caller's `st`) holds; ~2 s max. */
-#define POLL_UNTIL(s, cond) \
-	do { \
-		for (int i_ = 0; i_ < 400; i_++) { \
-			isth_island_stats((s), &st); \
-			if (cond) \
-				break; \
-			isth_island_poll((s), 5 * MS); \
-		} \
-		isth_island_stats((s), &st); \
-		cr_assert(cond, "condition never held: %s", #cond); \
-	} while (0)
-
 static void
 own_tensor(uint32_t *t, uint32_t round)
 {

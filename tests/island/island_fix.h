@@ -49,4 +49,21 @@ void key_file_remove(const char *path);
 /* A suite's fini: unlink the key files a failed test left behind. */
 void key_files_remove(void);
 
+/*
+ * Drive session @s (no receive threads: the caller reads) until @cond,
+ * over the caller's `struct isth_island_stats st`, holds; ~2 s at most,
+ * then assert it (Criterion). For island_test and island_auth_test.
+ */
+#define POLL_UNTIL(s, cond) \
+	do { \
+		for (int i_ = 0; i_ < 400; i_++) { \
+			isth_island_stats((s), &st); \
+			if (cond) \
+				break; \
+			isth_island_poll((s), 5000000ull); /* 5 ms */ \
+		} \
+		isth_island_stats((s), &st); \
+		cr_assert(cond, "condition never held: %s", #cond); \
+	} while (0)
+
 #endif
