@@ -542,6 +542,25 @@ build(uint8_t *buf, uint8_t type, uint32_t round, uint32_t chunk, uint64_t seq, 
 	return (size_t)n;
 }
 
+/* The body of a ROUND of nch chunks of @ce elements, from PEER to SELF,
+ * starting now, with a deadline far away: the round ends by completeness
+ * only. */
+static void
+round_body(uint8_t *body, uint32_t ce)
+{
+	uint64_t now = real_ns();
+	struct isth_wire_round rb = {
+		.start_ns = now,
+		.deadline_ns = now + 60000000000ull,
+		.period_ns = 1000000000ull,
+		.clique = 1u << PEER | 1u << SELF,
+		.n_chunks = nch,
+		.chunk_elems = ce,
+	};
+
+	isth_wire_put_round(body, ISTH_WIRE_ROUND_SIZE, &rb);
+}
+
 /*
  * The fake edge of a receive-threads phase (index @t, S = rxt_socks[t]
  * sockets and streams): ROUND (announcing S streams) to socket 0, then
@@ -555,18 +574,9 @@ edge_rxt(struct worker *w, unsigned int t, struct sockaddr_in *to, uint8_t *buf,
 {
 	unsigned int S = rxt_socks[t], k, c, n;
 	uint32_t round = w->rxt_round[t], ce = t < RXT_AUTH ? CE_AUTH : CE;
-	uint64_t now = real_ns();
-	struct isth_wire_round rb = {
-		.start_ns = now,
-		.deadline_ns = now + 60000000000ull,
-		.period_ns = 1000000000ull,
-		.clique = 1u << PEER | 1u << SELF,
-		.n_chunks = nch,
-		.chunk_elems = ce,
-	};
 	int r;
 
-	isth_wire_put_round(body, ISTH_WIRE_ROUND_SIZE, &rb);
+	round_body(body, ce);
 	len[0] = build(buf, ISTH_WIRE_ROUND, round, 0, w->rxt_round_seq[t]++, 1u << PEER, body,
 		ISTH_WIRE_ROUND_SIZE);
 	buf[4] |= (uint8_t)((S - 1) << 4);
@@ -630,7 +640,6 @@ edge_main(void *arg)
 	if (buf == NULL || len == NULL)
 		die("malloc", ENOMEM);
 	for (;;) {
-		uint64_t now;
 		uint32_t round, ce;
 		unsigned int c;
 		bool to_lib, auth, gro;
@@ -650,17 +659,7 @@ edge_main(void *arg)
 			continue;
 		}
 		ce = phase_ce(w->phase);
-		now = real_ns();
-		/* a deadline far away: the round ends by completeness only */
-		struct isth_wire_round rb = {
-			.start_ns = now,
-			.deadline_ns = now + 60000000000ull,
-			.period_ns = 1000000000ull,
-			.clique = 1u << PEER | 1u << SELF,
-			.n_chunks = nch,
-			.chunk_elems = ce,
-		};
-		isth_wire_put_round(body, sizeof(body), &rb);
+		round_body(body, ce);
 		len[0] = build(buf, ISTH_WIRE_ROUND, round, 0, auth ? w->round_seq_auth++ : 0,
 			1u << PEER, body, sizeof(body));
 		for (c = 0; c < nch; c++)
