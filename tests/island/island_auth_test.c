@@ -45,10 +45,12 @@
 #define KEY1 "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 #define KEY2 "f0e1d2c3b4a5968778695a4b3c2d1e0f00112233445566778899aabbccddeeff"
 
+static const struct fix_shape shape = {.n_chunks = NCH, .ce = CE, .elems = ELEMS, .self = SELF};
+
 static uint32_t
 clen(uint32_t c)
 {
-	return c + 1 < NCH ? CE : ELEMS - (NCH - 1) * CE;
+	return fix_clen(&shape, c);
 }
 
 /* ---- the fake edge, version 2 ------------------------------------------- */
@@ -100,61 +102,14 @@ seal(struct keys *k, unsigned int owner, uint8_t *buf, size_t len)
 static size_t
 mk_round(uint8_t *buf, uint32_t round, uint64_t seq)
 {
-	struct isth_wire_round b = {
-		.start_ns = T0,
-		.deadline_ns = T0 + 100 * MS,
-		.period_ns = 100 * MS,
-		.clique = PEERS | 1u << SELF,
-		.n_chunks = NCH,
-		.chunk_elems = CE,
-	};
-	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_ROUND,
-		.sender = SELF,
-		.job = JOB,
-		.round = round,
-		.seq = seq,
-		.bitmap = PEERS,
-	};
-	uint8_t body[ISTH_WIRE_ROUND_SIZE];
-	int n;
-
-	isth_wire_put_round(body, sizeof(body), &b);
-	n = isth_wire_build_msg(buf, 2048, &h, body, sizeof(body), NULL);
-	cr_assert_gt(n, 0);
-	return (size_t)n;
+	return fix_round(buf, &shape, round, seq, PEERS, PEERS | 1u << SELF, T0 + 100 * MS);
 }
 
 /* An unsealed (version 1 framing) AGG of chunk @c: the sum over @set. */
 static size_t
 mk_agg(uint8_t *buf, uint32_t round, uint32_t c, uint64_t set, uint64_t seq, uint16_t flags)
 {
-	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_AGG,
-		.dtype = ISTH_WIRE_DTYPE_INT32,
-		.flags = flags,
-		.sender = SELF,
-		.count = (uint16_t)clen(c),
-		.job = JOB,
-		.round = round,
-		.chunk = c,
-		.seq = seq,
-		.bitmap = set,
-	};
-	uint8_t body[4 * CE];
-	int n;
-
-	for (uint32_t i = 0; i < clen(c); i++) {
-		uint32_t v = sum_i32(set, round, c * CE + i);
-
-		body[4 * i] = (uint8_t)v; /* little-endian by hand */
-		body[4 * i + 1] = (uint8_t)(v >> 8);
-		body[4 * i + 2] = (uint8_t)(v >> 16);
-		body[4 * i + 3] = (uint8_t)(v >> 24);
-	}
-	n = isth_wire_build_msg(buf, 2048, &h, body, (size_t)clen(c) * 4, NULL);
-	cr_assert_gt(n, 0);
-	return (size_t)n;
+	return fix_agg(buf, &shape, ISTH_WIRE_DTYPE_INT32, round, c, set, seq, flags);
 }
 
 static void

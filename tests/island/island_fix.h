@@ -3,7 +3,8 @@
  * What the Criterion tests of lib/island against a fake edge share (one
  * way to do each thing): the closed-form tensor the expected sums come
  * from, the injected clock, and key files with the fake edge's lib/auth
- * engine. Used by island_auth_test.c and island_rx_test.c.
+ * engine, and the ROUND and AGG messages a fake edge sends. Used by
+ * island_test.c, island_auth_test.c and island_rx_test.c.
  */
 #ifndef ISLAND_FIX_H
 #define ISLAND_FIX_H
@@ -23,6 +24,33 @@
 uint32_t val_i32(unsigned int k, uint32_t r, uint32_t i);
 /* The sum of element @i over the islands of @set, modulo 2^32. */
 uint32_t sum_i32(uint64_t set, uint32_t r, uint32_t i);
+/* Element @i of island @k's fp32 tensor in round @r: sixteenths in
+ * [-512, 511]/16, so sums of up to 64 islands are exact in binary32. */
+float val_f32(unsigned int k, uint32_t r, uint32_t i);
+/* The sum of element @i over @set, computed exactly in integers. */
+float sum_f32(uint64_t set, uint32_t r, uint32_t i);
+
+/* ---- messages of a fake edge (unsealed: the caller seals if it wants) ---- */
+
+/* A test session's tensor: @n_chunks chunks of @ce elements, the last one
+ * of @elems - (n_chunks - 1) * ce; its edge sends as island @self. */
+struct fix_shape {
+	uint32_t n_chunks;
+	uint32_t ce;
+	uint32_t elems;
+	unsigned int self;
+};
+
+/* Elements in chunk @c. */
+uint32_t fix_clen(const struct fix_shape *sh, uint32_t c);
+/* A ROUND of @round into @buf (2048 bytes): start FIX_T0, period 100 ms,
+ * @deadline, the clique @clique, the expected senders @expected, @seq. */
+size_t fix_round(uint8_t *buf, const struct fix_shape *sh, uint32_t round, uint64_t seq,
+	uint64_t expected, uint64_t clique, uint64_t deadline);
+/* An AGG of chunk @c into @buf (2048 bytes): the closed-form sum over
+ * @set, int32 or fp32 (@dtype), little-endian, with @seq and @flags. */
+size_t fix_agg(uint8_t *buf, const struct fix_shape *sh, uint8_t dtype, uint32_t round, uint32_t c,
+	uint64_t set, uint64_t seq, uint16_t flags);
 
 /* ---- the injected clock (conf.clock) ----------------------------------------- */
 

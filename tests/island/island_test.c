@@ -39,26 +39,6 @@
 
 /* ---- the closed form and the fake clock -------------------------------- */
 
-/* Sixteenths in [-512, 511]/16: sums of up to 64 are exact in binary32. */
-static float
-val_f32(unsigned int k, uint32_t r, uint32_t i)
-{
-	int v = (int)(((k + 1) * 131u + r * 17u + i * 7u) % 1024u) - 512;
-
-	return (float)v / 16.0f;
-}
-
-static float
-sum_f32(uint64_t set, uint32_t r, uint32_t i)
-{
-	int s = 0; /* in sixteenths: an exact reference */
-
-	for (unsigned int k = 0; k < 64; k++)
-		if (set & (1ull << k))
-			s += (int)(((k + 1) * 131u + r * 17u + i * 7u) % 1024u) - 512;
-	return (float)s / 16.0f;
-}
-
 static void
 advance(uint64_t ns)
 {
@@ -134,37 +114,18 @@ parse_ok(const uint8_t *buf, size_t len, struct isth_wire_pkt *p)
 	cr_assert_eq(r, ISTH_WIRE_OK, "island sent a bad packet: %s", isth_wire_reason_name(r));
 }
 
+static const struct fix_shape shape = {.n_chunks = NCH, .ce = CE, .elems = ELEMS, .self = SELF};
+
 static size_t
 mk_round(uint8_t *buf, uint32_t round, uint64_t expected, uint64_t clique, uint64_t deadline)
 {
-	struct isth_wire_round b = {
-		.start_ns = T0,
-		.deadline_ns = deadline,
-		.period_ns = 100 * MS,
-		.clique = clique,
-		.n_chunks = NCH,
-		.chunk_elems = CE,
-	};
-	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_ROUND,
-		.sender = SELF,
-		.job = JOB,
-		.round = round,
-		.bitmap = expected,
-	};
-	uint8_t body[ISTH_WIRE_ROUND_SIZE];
-	int n;
-
-	isth_wire_put_round(body, sizeof(body), &b);
-	n = isth_wire_build_msg(buf, 2048, &h, body, sizeof(body), NULL);
-	cr_assert_gt(n, 0);
-	return (size_t)n;
+	return fix_round(buf, &shape, round, 0, expected, clique, deadline);
 }
 
 static uint32_t
 clen(uint32_t c)
 {
-	return c + 1 < NCH ? CE : ELEMS - (NCH - 1) * CE;
+	return fix_clen(&shape, c);
 }
 
 /* An AGG of chunk @c: the sum over @set, as an edge would send it. */
@@ -172,40 +133,7 @@ static size_t
 mk_agg(uint8_t *buf, uint8_t dtype, uint32_t round, uint32_t c, uint64_t set, uint64_t seq,
 	uint16_t flags)
 {
-	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_AGG,
-		.dtype = dtype,
-		.flags = flags,
-		.sender = SELF,
-		.count = (uint16_t)clen(c),
-		.job = JOB,
-		.round = round,
-		.chunk = c,
-		.seq = seq,
-		.bitmap = set,
-	};
-	uint8_t body[4 * CE];
-	int n;
-
-	for (uint32_t i = 0; i < clen(c); i++) {
-		uint32_t v;
-
-		if (dtype == ISTH_WIRE_DTYPE_FP32) {
-			float f = sum_f32(set, round, c * CE + i);
-
-			memcpy(&v, &f, 4);
-		} else {
-			v = sum_i32(set, round, c * CE + i);
-		}
-		/* little-endian by hand */
-		body[4 * i] = (uint8_t)v;
-		body[4 * i + 1] = (uint8_t)(v >> 8);
-		body[4 * i + 2] = (uint8_t)(v >> 16);
-		body[4 * i + 3] = (uint8_t)(v >> 24);
-	}
-	n = isth_wire_build_msg(buf, 2048, &h, body, (size_t)clen(c) * 4, NULL);
-	cr_assert_gt(n, 0);
-	return (size_t)n;
+	return fix_agg(buf, &shape, dtype, round, c, set, seq, flags);
 }
 
 static size_t
