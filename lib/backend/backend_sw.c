@@ -174,8 +174,9 @@ sw_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
  * prefetched for write one AGG ahead: its data room was last written
  * when the mbuf carried an earlier AGG (held by the resend ring for its
  * window since), so the stores otherwise wait on its lines one at a
- * time. bench_isthmusd, aligned, interleaved A/B: about 9 cycles per
- * DATA less (doc/performance.md section 6, fourth pass).
+ * time. bench_isthmusd, interleaved A/B, slow-read mode: about 15
+ * cycles per DATA less aligned, about 9 skewed (doc/performance.md
+ * section 6, fourth pass).
  */
 static inline void
 prefetch_agg_room(const struct rte_mbuf *m, uint32_t size)
