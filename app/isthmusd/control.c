@@ -83,13 +83,29 @@ publish_tables(struct isthd *d, uint64_t r)
 		n++;
 	}
 publish:
-	/* every worker's backend (worker.c); one that asks for a retry is
-	 * asked again, the ones that took the round are not */
+	/* every worker's backend (worker.c): all of them expect the round's
+	 * contributors, each replicates the island's DATA to its own peers
+	 * (egress_of; the group with network replication is worker 0's); one
+	 * that asks for a retry is asked again, the ones that took the round
+	 * are not */
 	for (i = 0; i < RTE_MAX(d->n_workers, 1u); i++) {
+		struct isth_mcast_peer mine[ISTHD_MAX_PEERS];
+		const struct isth_mcast_peer *fo = peers;
+		unsigned int n_fo = n;
+
 		if (d->be_published[i] > r)
 			continue;
+		if (d->n_workers > 1) {
+			n_fo = 0;
+			for (unsigned int j = 0; j < n; j++)
+				if (peers[j].island == ISTH_MCAST_NO_ISLAND
+						? i == 0
+						: d->egress_of[peers[j].island] == i)
+					mine[n_fo++] = peers[j];
+			fo = mine;
+		}
 		rc = isth_backend_set_round(
-			i ? d->shard[i]->be : d->be, d->cfg.job, (uint32_t)r, v.peers, peers, n);
+			i ? d->shard[i]->be : d->be, d->cfg.job, (uint32_t)r, v.peers, fo, n_fo);
 		if (rc < 0)
 			return rc;
 		d->be_published[i] = r + 1;
@@ -99,11 +115,14 @@ publish:
 	return isthd_repair_publish(d, &v, r);
 }
 
-/* Round r's plan in the pacer's slot r % 4; -EBUSY while worker 0 has not
- * taken the plan the slot holds or passed a quiescent state (lib/pace). */
+/* Round r's plan in worker k's pacer's slot r % 4 (every worker's pacer
+ * gets the whole plan: each sends the stream to its own peers at the
+ * planned rate); -EBUSY while the worker has not taken the plan the slot
+ * holds or passed a quiescent state (lib/pace). */
 static int
-publish_pace(struct isthd *d, uint64_t r)
+publish_pace(struct isthd *d, unsigned int w, uint64_t r)
 {
+	struct isth_pace *pace = isthd_egress_of(d, w)->pace;
 	struct isth_pace_seg segs[ISTH_SCHED_MAX_SEGS + 1];
 	struct isth_sched_round_view v;
 	uint64_t at = 0, off;
@@ -115,7 +134,7 @@ publish_pace(struct isthd *d, uint64_t r)
 	if (n == 0)
 		return 0; /* no peers this round: nothing to send */
 	if (n == 1)
-		return isth_pace_set_round(d->pace, (uint32_t)r,
+		return isth_pace_set_round(pace, (uint32_t)r,
 			isthd_ns_to_tsc(d, round_start(d, r) + off), v.snd[d->island].rate_bps);
 	m = 0;
 	for (k = 0; k < n; k++) {
@@ -129,7 +148,7 @@ publish_pace(struct isthd *d, uint64_t r)
 	/* after the profile, the stream is done */
 	segs[m].offset_ns = at;
 	segs[m].rate_bps = 0;
-	return isth_pace_set_profile(d->pace, (uint32_t)r,
+	return isth_pace_set_profile(pace, (uint32_t)r,
 		isthd_ns_to_tsc(d, round_start(d, r) + off), segs, (unsigned int)m + 1);
 }
 
@@ -219,7 +238,7 @@ log_round(struct isthd *d, uint64_t r)
 
 	isthd_stats_sum(d, &st); /* relaxed snapshot, every worker's */
 	isthd_backend_counts_sum(d, &be);
-	isth_pace_stats(d->pace, &ps);
+	isthd_pace_stats_sum(d, &ps);
 	view_of(d, r, &v);
 	off = v.snd[d->island].offset_ns;
 	clique_names(d, v.clique, names, sizeof(names));
@@ -347,7 +366,8 @@ join(struct isthd *d, uint64_t now_ns)
 	r += left >= join_margin(d) ? 1 : 2;
 	d->join1 = r + 1;
 	__atomic_store_n(&d->published, r, __ATOMIC_RELEASE);
-	d->pace_published = r;
+	for (unsigned int k = 0; k < ISTHD_MAX_WORKERS; k++)
+		d->pace_published[k] = r;
 	printf("isthmusd: joining at round %" PRIu64 " (started %.3f ms into round %" PRIu64 ")\n",
 		r, (double)(T - left) / 1e6, (now_ns - d->clk.epoch_ns) / T);
 	fflush(stdout);
@@ -387,16 +407,20 @@ isthd_control_step(struct isthd *d, uint64_t now_ns)
 		pub++;
 		__atomic_store_n(&d->published, pub, __ATOMIC_RELEASE);
 	}
-	while (d->pace_published < target && d->pace_published < pub) {
-		rc = publish_pace(d, d->pace_published);
-		if (rc == -EBUSY)
-			break;
-		if (rc < 0) {
-			fprintf(stderr, "isthmusd: round %" PRIu64 ": pacer refused: %s\n",
-				d->pace_published, strerror(-rc));
-			return rc;
+	/* every worker's pacer, each retried on its own (-EBUSY) */
+	for (unsigned int k = 0; k < RTE_MAX(d->n_workers, 1u); k++) {
+		while (d->pace_published[k] < target && d->pace_published[k] < pub) {
+			rc = publish_pace(d, k, d->pace_published[k]);
+			if (rc == -EBUSY)
+				break;
+			if (rc < 0) {
+				fprintf(stderr,
+					"isthmusd: round %" PRIu64 ": pacer of worker %u refused: %s\n",
+					d->pace_published[k], k, strerror(-rc));
+				return rc;
+			}
+			d->pace_published[k]++;
 		}
-		d->pace_published++;
 	}
 	if (cur != __atomic_load_n(&d->current, __ATOMIC_RELAXED)) {
 		uint64_t old = __atomic_load_n(&d->current, __ATOMIC_RELAXED);

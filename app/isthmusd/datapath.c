@@ -455,8 +455,14 @@ access_rx_queue(struct isthd *d, uint16_t q, uint64_t now_ns)
 			}
 			/* The schedule's rates are payload rates (the planner's
 			 * unit): pace payload bytes. Headers add 82 bytes per
-			 * chunk on the wire, which a plan must budget for. */
-			rc = isth_pace_enqueue(d->pace, m, (uint32_t)p->payload_size);
+			 * chunk on the wire, which a plan must budget for.
+			 * Several workers: every worker with peers in the
+			 * round paces it for them (worker.c). */
+			if (d->n_workers > 1)
+				rc = isthd_egress_steer(
+					d, m, (uint32_t)p->payload_size, p->hdr.round);
+			else
+				rc = isth_pace_enqueue(d->eg.pace, m, (uint32_t)p->payload_size);
 			if (unlikely(rc < 0)) {
 				drop(d, m,
 					rc == -ENOBUFS ? ISTHD_DROP_pace_full
@@ -471,7 +477,7 @@ access_rx_queue(struct isthd *d, uint16_t q, uint64_t now_ns)
 			/* AGG stream k's seqs: worker k's ring (the parser
 			 * refused k >= n_workers, and chunk NACKs are 0) */
 			if (p->hdr.stream != 0) {
-				isthd_shard_steer_nack(d, m, p);
+				isthd_shard_steer_msg(d, p->hdr.stream, m, p);
 				break;
 			}
 			serve_nack(d, p, now_ns);
@@ -482,6 +488,8 @@ access_rx_queue(struct isthd *d, uint16_t q, uint64_t now_ns)
 			break;
 		}
 	}
+	if (d->n_workers > 1)
+		isthd_shard_flush(d); /* the island's DATA for the others */
 	return n;
 }
 
@@ -497,25 +505,35 @@ access_rx(struct isthd *d, uint64_t now_ns)
 	return n;
 }
 
-static unsigned int
-pace_release(struct isthd *d, uint64_t now_tsc)
+/*
+ * Worker k's pacer: the island's DATA due now, kept for its peers' NACKs,
+ * replicated to its peers by its backend (which has this worker's share
+ * of the round's fan-out table: control.c, publish_tables) and sent on
+ * its WAN TX queue (or through worker 0). Worker 0 with one worker: all
+ * of it.
+ */
+unsigned int
+isthd_egress_release(struct isthd *d, unsigned int w, uint64_t now_tsc)
 {
+	struct isthd_egress *eg = isthd_egress_of(d, w);
+	struct isthd_dp_stats *st = isthd_stats_of(d, w);
+	struct isth_backend *be = w ? d->shard[w]->be : d->be;
 	struct rte_mbuf *out[ISTHD_BURST * 4];
 	void *objs[ISTHD_BURST];
 	unsigned int n, done = 0;
 
-	n = isth_pace_dequeue_burst(d->pace, now_tsc, objs, ISTHD_BURST);
+	n = isth_pace_dequeue_burst(eg->pace, now_tsc, objs, ISTHD_BURST);
 	if (n == 0)
 		return 0;
-	isth_ctr_add(&d->st.data_out, n);
-	if (d->rep.ring)
-		isthd_repair_keep(d, (struct rte_mbuf **)objs, n, isthd_tsc_to_ns(d, now_tsc));
+	isth_ctr_add(&st->data_out, n);
+	if (eg->ring)
+		isthd_repair_keep(d, eg, (struct rte_mbuf **)objs, n, isthd_tsc_to_ns(d, now_tsc));
 	while (done < n) {
 		uint16_t n_out = 0, k;
 
-		k = isth_backend_replicate_burst(d->be, (struct rte_mbuf **)objs + done,
+		k = isth_backend_replicate_burst(be, (struct rte_mbuf **)objs + done,
 			(uint16_t)(n - done), out, RTE_DIM(out), &n_out);
-		isthd_tx(d, d->wan_port, out, n_out, ISTHD_DROP_tx_wan, &d->st.wan_tx);
+		isthd_wan_tx(d, w, out, n_out, ISTHD_DROP_tx_wan);
 		done += k;
 	}
 	rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
@@ -558,7 +576,7 @@ prefetch_frame(const struct rte_mbuf *m)
 }
 
 static unsigned int
-wan_rx(struct isthd *d, uint64_t now_ns)
+wan_rx_queue(struct isthd *d, uint16_t q, uint64_t now_ns)
 {
 	struct rte_mbuf *rx[ISTHD_BURST], *keep[ISTHD_BURST];
 	/* parsed in place; the DATA kept are compacted to the front (a
@@ -567,7 +585,7 @@ wan_rx(struct isthd *d, uint64_t now_ns)
 	uint8_t owner[ISTHD_BURST];
 	uint16_t n, i, k = 0, v = 0;
 
-	n = rte_eth_rx_burst(d->wan_port, 0, rx, ISTHD_BURST);
+	n = rte_eth_rx_burst(d->wan_port, q, rx, ISTHD_BURST);
 	if (n == 0)
 		return 0;
 	isth_ctr_add(&d->st.wan_rx, n);
@@ -615,7 +633,15 @@ wan_rx(struct isthd *d, uint64_t now_ns)
 			if (p->hdr.type == ISTH_WIRE_NACK && (p->hdr.flags & ISTH_WIRE_F_CHUNKS) &&
 				p->hdr.sender != d->island &&
 				p->hdr.bitmap == (1ull << d->island)) {
-				isthd_repair_serve(d, p, now_ns);
+				/* served by the worker that sends to that
+				 * peer, from its ring ("Workers") */
+				unsigned int w = d->egress_of[p->hdr.sender];
+
+				if (w != 0) {
+					isthd_shard_steer_msg(d, w, m, p);
+					continue;
+				}
+				isthd_repair_serve(d, 0, p, now_ns);
 				rte_pktmbuf_free(m);
 				continue;
 			}
@@ -657,6 +683,18 @@ wan_rx(struct isthd *d, uint64_t now_ns)
 		 * the backend under their names. */
 		isth_backend_aggregate_burst(d->be, keep, parsed, k, now_ns);
 	}
+	return n;
+}
+
+/* Every RX queue of the WAN port: one, or an af_packet port's qpairs
+ * (setup.c, port_start), as access_rx. */
+static unsigned int
+wan_rx(struct isthd *d, uint64_t now_ns)
+{
+	unsigned int n = wan_rx_queue(d, 0, now_ns);
+
+	for (uint16_t q = 1; q < d->wan_rxq; q++)
+		n += wan_rx_queue(d, q, now_ns);
 	return n;
 }
 
@@ -754,6 +792,27 @@ stream_frames(struct isthd *d)
 	return n;
 }
 
+/*
+ * Several workers, WAN port with one TX queue (the fallback): what
+ * workers 1..N-1 built for the WAN (the island's DATA replicated to their
+ * peers, repairs and tail copies, sealed) onto queue 0 unchanged. A
+ * peer's frames come from one worker through one FIFO ring, so they keep
+ * their order.
+ */
+static unsigned int
+wan_frames(struct isthd *d)
+{
+	struct rte_mbuf *in[ISTHD_BURST];
+	unsigned int n;
+
+	if (d->wan_txq > 1)
+		return 0;
+	n = isthd_shard_wan_collect(d, in, ISTHD_BURST);
+	if (n)
+		isthd_tx(d, d->wan_port, in, (uint16_t)n, ISTHD_DROP_tx_wan, &d->st.wan_tx);
+	return n;
+}
+
 static unsigned int
 ctl_msgs(struct isthd *d)
 {
@@ -805,15 +864,17 @@ isthd_dp_poll(struct isthd *d)
 	work += isthd_expire_rounds(d, d->be, &d->expire_next, now_ns);
 	work += isthd_repair_tail_check(d, now_ns);
 	work += access_rx(d, now_ns);
-	work += pace_release(d, tsc);
+	work += isthd_egress_release(d, 0, tsc);
 	work += wan_rx(d, now_ns);
 	work += emit_aggs(d, now_ns);
-	if (d->n_workers > 1)
+	if (d->n_workers > 1) {
 		work += stream_frames(d);
+		work += wan_frames(d);
+	}
 	work += ctl_msgs(d);
 	isth_resend_expire(d->agg_ring, now_ns);
-	if (d->rep.ring)
-		isth_resend_expire(d->rep.ring, now_ns);
+	if (d->eg.ring)
+		isth_resend_expire(d->eg.ring, now_ns);
 	return work;
 }
 

@@ -243,18 +243,57 @@ struct isthd_repair_budget {
 	uint32_t repeats;
 };
 
-/* WAN repair between edges (repair.c; doc/isthmusd.md, "WAN repair"). */
-struct isthd_repair {
-	/* init: read-only after launch */
-	struct isth_resend *ring; /* island DATA as released, for peer
-					 * NACKs; NULL: [wan] repair = no */
-	uint32_t n_chunks; /* chunks per contribution per round */
-	uint32_t rx_words; /* 64-bit words per (round slot, sender) bitmap */
-	/* dp only: ring seq of chunk 0 of the round each slot holds */
+/* Per (peer island, round & 1, chunk): the chunk's repairs to that peer in
+ * the round (isthd_repair_serve: the first one is charged to
+ * budget[][].used, the others to budget[][].repeats, up to [wan]
+ * repair_attempts in all). */
+struct isthd_repair_served {
+	/* (uint32_t)(round + 1) the entry holds: any other value reads as
+	 * empty, so a new round needs no clearing pass */
+	uint32_t round1;
+	uint32_t serves; /* repairs of the chunk to the peer */
+};
+
+/*
+ * The island's DATA as one worker sends it (doc/isthmusd.md, "Workers"):
+ * worker k sends to the peer islands s with egress_of[s] == k (s % N; all
+ * of them with one worker or network replication). It paces the stream
+ * with a pacer of its own (the round's whole plan: every peer gets the
+ * stream at the planned rate), replicates it to its peers, keeps it for
+ * their NACKs and serves those within each peer's budget, and sends their
+ * tail copies. A peer's flow so stays on one worker and one WAN TX queue,
+ * in chunk order, which the peer edge's WAN repair relies on (it NACKs a
+ * gap at once). Created by init; written by that worker only.
+ */
+struct isthd_egress {
+	struct isth_pace *pace; /* init: the worker's pacer */
+	/* init: the island's DATA as released, for peer NACKs; NULL:
+	 * [wan] repair = no */
+	struct isth_resend *ring;
+	/* ring seq of chunk 0 of the round each slot holds */
 	struct {
 		uint64_t round;
 		uint64_t base;
 	} base[2];
+	/* when the last [wan] tail_copies chunks of round tail[i].round
+	 * (slot r & 1) go again to this worker's peers unasked (0: sent, or
+	 * not due yet) */
+	struct {
+		uint64_t round;
+		uint64_t at_ns;
+	} tail[2];
+	/* per peer island (this worker's only), per round & 1 */
+	struct isthd_repair_budget budget[ISTHD_MAX_PEERS][2];
+	/* init: n_islands * 2 * served_chunks entries, the round's first
+	 * served_chunks chunks (beyond: every repair charged to .used) */
+	struct isthd_repair_served *served;
+};
+
+/* WAN repair between edges (repair.c; doc/isthmusd.md, "WAN repair"). */
+struct isthd_repair {
+	/* init: read-only after launch */
+	uint32_t n_chunks; /* chunks per contribution per round */
+	uint32_t rx_words; /* 64-bit words per (round slot, sender) bitmap */
 	/* dp only: chunks received per (round & 3, sender) */
 	struct isthd_rx_track *rx;
 	uint64_t *rx_bits;
@@ -262,31 +301,10 @@ struct isthd_repair {
 	/* init: chunks one peer may get repaired per round (one round's
 	 * stream plus an allowance for repairs that were lost) */
 	uint32_t budget_chunks;
-	/* dp only: per peer island, per round & 1 (isthd_repair_serve) */
-	struct isthd_repair_budget budget[ISTHD_MAX_PEERS][2];
-	/* dp only: per (peer island, round & 1, chunk): the chunk's repairs
-	 * to that peer in the round (isthd_repair_serve: the first one is
-	 * charged to budget[][].used, the others to budget[][].repeats, up
-	 * to [wan] repair_attempts in all); n_islands * 2 * served_chunks
-	 * entries, the round's first served_chunks chunks (beyond: every
-	 * repair charged to .used) */
-	struct isthd_repair_served {
-		/* (uint32_t)(round + 1) the entry holds: any other value
-		 * reads as empty, so a new round needs no clearing pass */
-		uint32_t round1;
-		uint32_t serves; /* repairs of the chunk to the peer */
-	} * served;
 	uint32_t served_chunks; /* init: min(n_chunks, ISTHD_SERVED_CHUNKS) */
 	/* init: the most chunk repairs NACKs can get one peer per round
 	 * (isthd_repair_serve; doc/security.md); 0: [wan] repair = no */
 	uint64_t peer_max;
-	/* dp only: when the last [wan] tail_copies chunks of the island's
-	 * DATA of round tail[i].round (slot r & 1) are sent again to every
-	 * peer unasked (0: sent, or not due yet) */
-	struct {
-		uint64_t round;
-		uint64_t at_ns;
-	} tail[2];
 	/* init: AGG repairs one island NACK may get (half a round's AGGs),
 	 * and the island per round of the edge's clock (one round's) */
 	uint32_t island_nack_cap;
@@ -312,7 +330,7 @@ struct isthd_repair {
 	} while (0)
 
 /* One round's WAN-repair table. Written by: ctl, in a buffer no worker
- * sees; read-only once published (lib/rtab); read by: worker 0, until its
+ * sees; read-only once published (lib/rtab); read by: any worker, until its
  * next quiescent state. */
 struct isthd_repair_round {
 	uint64_t round;
@@ -423,6 +441,13 @@ struct isthd_shard {
 	/* k only: resends to the island this round (its share of the edge's
 	 * [repair] island budget) */
 	struct isthd_repair_budget nack_budget;
+	/* the island's DATA to this worker's peers (struct isthd_egress) */
+	struct isthd_egress eg;
+	/* k (SP) -> worker 0 (SC): frames for the WAN port (the island's
+	 * DATA replicated, repairs), which worker 0 puts on WAN TX queue 0;
+	 * used only when the WAN port has one TX queue (d->wan_txq == 1),
+	 * else k sends on WAN TX queue k */
+	struct rte_ring *wan_out;
 	/* k writes (relaxed), ctl and telemetry read: what it summed
 	 * (peer_data, peer_data_bytes), idle_sleeps, and its stream's
 	 * agg_out, nacks, resent, gone, sealed and their drops; with a TX
@@ -461,7 +486,6 @@ struct isthd {
 	struct rte_mempool *hdr_pool; /* fan-out headers and clones */
 	struct rte_mempool *ctl_pool; /* ROUND and GONE messages */
 	struct isth_backend *be;
-	struct isth_pace *pace;
 	struct isth_resend *agg_ring; /* AGGs sent to the island */
 	struct rte_ring *ctl_ring; /* ctl -> dp: frames to send to the island */
 	/* init: peer edge of each island (NULL: self or none) */
@@ -479,6 +503,12 @@ struct isthd {
 	 * reader k (doc/isthmusd.md, "Round tables"); NULL before setup */
 	struct rte_rcu_qsbr *qs;
 	struct isthd_shard *shard[ISTHD_MAX_WORKERS];
+	/* init: the worker that sends the island's DATA to peer island s
+	 * (s % n_workers; 0 with one worker or [wan] replication = network),
+	 * and the peer islands each worker sends to (doc/isthmusd.md,
+	 * "Workers") */
+	uint8_t egress_of[ISTHD_MAX_PEERS];
+	uint64_t egress_peers[ISTHD_MAX_WORKERS];
 	unsigned int lcore[ISTHD_MAX_WORKERS]; /* isthd_workers_launch */
 	/* dp only: peer DATA for worker k, staged for one ring burst */
 	struct isthd_shard_msg *stage; /* [n_workers][ISTHD_BURST] */
@@ -500,7 +530,8 @@ struct isthd {
 	struct {
 		struct isth_sched *next_sched; /* waiting for its boundary */
 		uint64_t next_from; /* first round of next_sched */
-		uint64_t pace_published; /* next round to give the pacer */
+		/* next round to give worker k's pacer (publish_pace) */
+		uint64_t pace_published[ISTHD_MAX_WORKERS];
 		/* rounds given to worker k's backend, +1 (publish_tables) */
 		uint64_t be_published[ISTHD_MAX_WORKERS];
 		/* the first round this edge takes part in, + 1 (0: not
@@ -514,6 +545,9 @@ struct isthd {
 	};
 
 	/* dp writes */
+	/* the island's DATA to worker 0's peers (all of them with one
+	 * worker): its pacer, WAN repair ring and budgets */
+	struct isthd_egress eg;
 	uint64_t agg_seq; /* next AGG sequence number (telemetry reads) */
 	uint64_t expire_next; /* next round whose deadline the dp enforces */
 	struct isthd_dp_stats st; /* see struct isthd_dp_stats */
@@ -534,6 +568,12 @@ struct isthd {
 	 * switches access_txq between 1 and n_workers on one edge between
 	 * runs (not while workers run) */
 	uint16_t access_txq, access_rxq;
+	/* init (setup.c, port_start): queues of the WAN port. TX: one per
+	 * worker when the PMD offers n_workers of them (worker k sends the
+	 * island's DATA to its peers, and their repairs, on queue k), else
+	 * 1 (worker k hands them to worker 0 through its wan_out ring). RX:
+	 * 1, or every queue of an af_packet port, all polled by worker 0 */
+	uint16_t wan_txq, wan_rxq;
 };
 
 /* setup.c */
@@ -576,6 +616,10 @@ void isthd_serve_seq_nack(struct isthd *d, struct isthd_dp_stats *st, struct ist
 	const struct isth_wire_pkt *p, uint64_t now_ns, isthd_emit_fn emit, void *arg);
 /* One pass of the worker loop (benchmarks drive it from their own loop). */
 unsigned int isthd_dp_poll(struct isthd *d);
+/* Worker k: what its pacer releases now (@now_tsc), kept for its peers'
+ * NACKs, replicated to its peers through its backend and sent on the
+ * WAN (isthd_wan_tx). @return DATA released. */
+unsigned int isthd_egress_release(struct isthd *d, unsigned int k, uint64_t now_tsc);
 void isthd_dp_drain_final(struct isthd *d);
 void isthd_frame_template(struct isthd *d);
 /* Expire the rounds of @be whose end + slack has passed (worker.c too). */
@@ -593,21 +637,34 @@ int isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v,
 /* The repair tables (init, before isthd_repair_init's early exits; tests
  * that publish without the rest of repair). 0 or -ENOMEM. */
 int isthd_repair_tables_init(struct isthd *d);
-/* A linear frame to a peer edge carrying @msg, UDP-checksummed (repairs
- * and NACKs to peers; repair.c). NULL: no mbuf or too long. */
-struct rte_mbuf *isthd_repair_frame_to_peer(
-	struct isthd *d, const struct isthd_peer *peer, const struct rte_mbuf *msg);
-void isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n, uint64_t now_ns);
+/* A linear frame to a peer edge carrying @msg, UDP-checksummed, sealed
+ * (auth on) with the calling worker's engine @eng (repairs and NACKs to
+ * peers; repair.c). NULL: no mbuf, too long, or the seal failed. */
+struct rte_mbuf *isthd_repair_frame_to_peer(struct isthd *d, struct isth_auth_engine *eng,
+	const struct isthd_peer *peer, const struct rte_mbuf *msg);
+/* Worker k: keep the island's DATA its pacer released, for its peers'
+ * NACKs and tail copies (@eg: worker k's). */
+void isthd_repair_keep(struct isthd *d, struct isthd_egress *eg, struct rte_mbuf **m,
+	unsigned int n, uint64_t now_ns);
 void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
 unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns);
-void isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
+/* Worker k = egress_of[sender]: a peer's chunk NACK, served from worker
+ * k's ring within the peer's budget (worker 0 steers it there). */
+void isthd_repair_serve(struct isthd *d, unsigned int k, const struct isth_wire_pkt *p,
+	uint64_t now_ns);
 void isthd_repair_trace(const struct isthd *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* The most chunk repairs NACKs can get one peer per round (after
  * isthd_repair_init; 0 without WAN repair): rep.peer_max. */
 uint64_t isthd_repair_peer_max(const struct isthd *d);
-/* Send the last [wan] tail_copies chunks of a round again, when due. */
-unsigned int isthd_repair_tail_copies(struct isthd *d, uint64_t now_ns);
+/* Worker k: send the last [wan] tail_copies chunks of a round again to its
+ * peers, when due. */
+unsigned int isthd_repair_tail_copies(struct isthd *d, unsigned int k, uint64_t now_ns);
+/* Worker k's egress: its pacer and, [wan] repair on, its ring and budget
+ * tables; setup, after isthd_repair_init. 0 or -errno with @err set. */
+int isthd_egress_init(struct isthd *d, unsigned int k, char *err, size_t err_size);
+/* Free what isthd_egress_init made, the mbufs its pacer holds too. */
+void isthd_egress_fini(struct isthd_egress *eg);
 /* The island's NACKs (datapath.c): AGG repairs the next NACK may get, and
  * the repairs it got. */
 uint32_t isthd_repair_island_allowance(const struct isthd *d, struct isthd_repair_budget *b);
@@ -689,9 +746,20 @@ void isthd_shard_flush(struct isthd *d);
  * finished (their streams' AGGs, resends, GONEs; sealed by them, auth
  * on), at most @cap. */
 unsigned int isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap);
-/* Worker 0: hand an island NACK of AGG stream k >= 1 (and its frame) to
- * worker k, which serves it from its resend ring. */
-void isthd_shard_steer_nack(struct isthd *d, struct rte_mbuf *m, const struct isth_wire_pkt *p);
+/* Worker 0: hand a message (its frame @m and parse @p) to worker k >= 1:
+ * an island NACK of AGG stream k, which it serves from its resend ring,
+ * or a peer's chunk NACK, which it serves from its WAN repair ring. */
+void isthd_shard_steer_msg(
+	struct isthd *d, unsigned int k, struct rte_mbuf *m, const struct isth_wire_pkt *p);
+/* Worker 0, several workers: hand the island's DATA @m (sealed for the
+ * WAN, @bytes of payload) to the pacer of every worker with peers in
+ * round @r (a reference each): its own, through isth_pace_enqueue, the
+ * others' through their rings (staged; isthd_shard_flush). @return 0, or
+ * the drop reason of worker 0's own enqueue (its reference freed). */
+int isthd_egress_steer(struct isthd *d, struct rte_mbuf *m, uint32_t bytes, uint64_t r);
+/* Worker 0, WAN port with one TX queue: frames the other workers built
+ * for the WAN (their peers' DATA, repairs), at most @cap. */
+unsigned int isthd_shard_wan_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap);
 /* Worker 0: round @r's repair table, or NULL if not published; valid until
  * its next quiescent state (doc/isthmusd.md, "Round tables"). */
 static inline const struct isthd_repair_round *
@@ -757,6 +825,10 @@ void isthd_stats_walk(const struct isthd *d, isthd_stat_fn fn, void *arg);
 /* Every worker's counters summed into @st (relaxed loads). Any thread. */
 void isthd_stats_sum(const struct isthd *d, struct isthd_dp_stats *st);
 void isthd_print_counters(const struct isthd *d, FILE *f);
+/* Every worker's pacer (doc/isthmusd.md, "Workers"): counters summed,
+ * the round_* gauges of the one furthest in the newest round, the
+ * earliest start lag. Any thread. */
+void isthd_pace_stats_sum(const struct isthd *d, struct isth_pace_stats *ps);
 const char *isthd_drop_name(unsigned int i);
 
 /* Send @n frames on TX queue @q of @port; what the queue refuses is
@@ -776,6 +848,49 @@ isthd_tx_queue(struct isthd_dp_stats *st, uint16_t port, uint16_t q, struct rte_
 	if (unlikely(k < n)) {
 		isth_ctr_add(&st->drop[reason], n - k);
 		rte_pktmbuf_free_bulk(pkts + k, n - k);
+	}
+}
+
+/* Worker k's egress, counters and (auth on) tag engine of this pass. */
+static inline struct isthd_egress *
+isthd_egress_of(struct isthd *d, unsigned int k)
+{
+	return k ? &d->shard[k]->eg : &d->eg;
+}
+
+static inline struct isthd_dp_stats *
+isthd_stats_of(struct isthd *d, unsigned int k)
+{
+	return k ? &d->shard[k]->st : &d->st;
+}
+
+static inline struct isth_auth_engine *
+isthd_engine_of(const struct isthd *d, unsigned int k)
+{
+	return k ? d->shard[k]->eng : d->auth.dp;
+}
+
+/* Worker k: @n frames for the WAN port, on WAN TX queue k where the port
+ * has one per worker (or k is 0), else through worker k's wan_out ring
+ * to worker 0, which sends them on queue 0 (isthd_shard_wan_collect).
+ * Refusals freed and counted under @reason (the queue) or
+ * worker_ring_full (the ring) in worker k's counters. */
+static inline void
+isthd_wan_tx(struct isthd *d, unsigned int k, struct rte_mbuf **m, uint16_t n,
+	enum isthd_drop reason)
+{
+	struct isthd_dp_stats *st = isthd_stats_of(d, k);
+	unsigned int sent;
+
+	if (k == 0 || d->wan_txq > 1) {
+		isthd_tx_queue(st, d->wan_port, (uint16_t)(d->wan_txq > 1 ? k : 0), m, n, reason,
+			&st->wan_tx);
+		return;
+	}
+	sent = n ? rte_ring_enqueue_burst(d->shard[k]->wan_out, (void **)m, n, NULL) : 0;
+	if (unlikely(sent < n)) {
+		isth_ctr_add(&st->drop[ISTHD_DROP_worker_ring_full], n - sent);
+		rte_pktmbuf_free_bulk(m + sent, n - sent);
 	}
 }
 

@@ -258,6 +258,22 @@ main(int argc, char **argv)
 				mq, mq == 1 ? "" : "s");
 		}
 	}
+	if (d->n_workers > 1) {
+		if (d->wan_txq > 1)
+			printf("isthmusd: WAN TX: a queue per worker (%u TX queues)\n", d->wan_txq);
+		else {
+			struct rte_eth_dev_info info;
+			unsigned int mq = rte_eth_dev_info_get(d->wan_port, &info) == 0
+				? info.max_tx_queues
+				: 1;
+
+			printf("isthmusd: WAN TX: through worker 0 (PMD has %u TX queue%s)\n", mq,
+				mq == 1 ? "" : "s");
+		}
+	}
+	if (d->wan_rxq > 1)
+		printf("isthmusd: WAN RX: %u queues (af_packet qpairs), all polled by worker 0\n",
+			d->wan_rxq);
 	if (d->access_rxq > 1)
 		printf("isthmusd: access RX: %u queues (af_packet qpairs), all polled by worker "
 		       "0\n",

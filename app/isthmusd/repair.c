@@ -26,7 +26,6 @@ int
 isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 {
 	struct isthd_repair *rp = &d->rep;
-	struct isth_resend_conf rc;
 	uint64_t chunk_bytes = (uint64_t)d->lim.max_elems * 4;
 
 	rp->n_chunks =
@@ -37,53 +36,107 @@ isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 	rp->island_nack_cap = (rp->island_budget + 1) / 2;
 	memset(&rp->island, 0, sizeof(rp->island));
 	rp->rx_words = rp->n_chunks / 64 + 1;
-	rp->base[0].round = rp->base[1].round = UINT64_MAX;
 	if (isthd_repair_tables_init(d) < 0) {
 		snprintf(err, err_size, "WAN repair: round tables: %s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
-	rp->tail[0].round = rp->tail[1].round = UINT64_MAX;
-	rp->tail[0].at_ns = rp->tail[1].at_ns = 0;
 	rp->trace = getenv("ISTHD_REPAIR_TRACE") != NULL;
 	if (!d->cfg.wan_repair)
 		return 0;
-	memset(&rc, 0, sizeof(rc));
-	rc.size = d->cfg.resend_entries;
-	/* a peer may NACK a chunk until the round's end + round_slack (see
-	 * isthd_repair_publish), and a round's first chunk leaves at its
-	 * start: keep every chunk at least that long */
-	rc.window_ns =
-		RTE_MAX(d->cfg.resend_window_ns, d->clk.round_ns + d->cfg.agg_round_slack_ns);
-	/* No linger: the ring is shared by every peer, and a linger would
-	 * refuse peer B a chunk repaired to peer A just before; and the
-	 * copies of a last-chance NACK (last_nack_copies) each bring a
-	 * repair, so that one lost repair does not cost the chunk. The
-	 * per-peer budget still bounds what NACKs can get. */
-	rc.linger_ns = 0;
-	rc.socket_id = (int)rte_socket_id();
-	rc.hdr_off = 0; /* bare messages */
-	rc.hdr_pool = d->hdr_pool;
-	rp->ring = isth_resend_create(&rc);
 	rp->rx = rte_zmalloc("isthd_rx", 4 * d->n_islands * sizeof(*rp->rx), 0);
 	rp->rx_bits = rte_zmalloc(
 		"isthd_rx_bits", 4ull * d->n_islands * rp->rx_words * sizeof(uint64_t), 0);
 	/* a round's first ISTHD_SERVED_CHUNKS chunks only: beyond them
 	 * (a payload of more than ~5.6 MB at mtu 1500) every repair is
-	 * charged, so that the state stays small (at most 4 MiB) */
+	 * charged, so that the state stays small (at most 4 MiB a worker) */
 	rp->served_chunks = rp->n_chunks < ISTHD_SERVED_CHUNKS ? rp->n_chunks : ISTHD_SERVED_CHUNKS;
 	if (rp->served_chunks == 0)
 		rp->served_chunks = 1;
-	rp->peer_max = isthd_repair_peer_max(d);
-	rp->served = rte_zmalloc(
-		"isthd_served", 2ull * d->n_islands * rp->served_chunks * sizeof(*rp->served), 0);
-	if (rp->ring == NULL || rp->rx == NULL || rp->rx_bits == NULL || rp->served == NULL) {
+	if (rp->rx == NULL || rp->rx_bits == NULL) {
 		snprintf(err, err_size, "WAN repair state (%u chunks x %u islands): %s",
 			rp->n_chunks, d->n_islands, rte_strerror(rte_errno));
 		return -ENOMEM;
 	}
 	for (unsigned int i = 0; i < 4 * d->n_islands; i++)
 		rp->rx[i].round = UINT64_MAX;
+	rp->peer_max = isthd_repair_peer_max(d);
 	return 0;
+}
+
+/*
+ * Worker k's egress (struct isthd_egress): a pacer of its own, fed the
+ * round's whole plan by the controller (control.c, publish_pace), and
+ * with [wan] repair a ring of the DATA it released and the budget tables
+ * of its peers. The ring: a peer may NACK a chunk until the round's end +
+ * round_slack (isthd_repair_publish), and a round's first chunk leaves at
+ * its start, so every chunk is kept at least that long. No linger: the
+ * ring is shared by the worker's peers, and a linger would refuse peer B
+ * a chunk repaired to peer A just before; and the copies of a last-chance
+ * NACK (last_nack_copies) each bring a repair, so that one lost repair
+ * does not cost the chunk. The per-peer budget still bounds what NACKs
+ * can get.
+ */
+int
+isthd_egress_init(struct isthd *d, unsigned int k, char *err, size_t err_size)
+{
+	struct isthd_egress *eg = isthd_egress_of(d, k);
+	struct isth_pace_conf pc;
+	struct isth_resend_conf rc;
+
+	memset(eg, 0, sizeof(*eg));
+	eg->base[0].round = eg->base[1].round = UINT64_MAX;
+	eg->tail[0].round = eg->tail[1].round = UINT64_MAX;
+	memset(&pc, 0, sizeof(pc));
+	pc.tsc_hz = d->clk.tsc_hz;
+	pc.queue_size = d->cfg.pace_queue;
+	pc.burst_bytes = d->cfg.pace_burst;
+	pc.late_tol_ns = d->cfg.pace_late_ns;
+	/* plans per round slot on lib/rtab; the worker, the owner, reports
+	 * on d->qs like every round table's reader */
+	pc.plan_slots = ISTH_PACE_PLAN_SLOTS;
+	pc.qs = d->qs;
+	eg->pace = isth_pace_create(&pc);
+	if (eg->pace == NULL) {
+		snprintf(err, err_size, "pacer of worker %u: %s", k, strerror(errno));
+		return -errno;
+	}
+	if (!d->cfg.wan_repair)
+		return 0;
+	memset(&rc, 0, sizeof(rc));
+	rc.size = d->cfg.resend_entries;
+	rc.window_ns =
+		RTE_MAX(d->cfg.resend_window_ns, d->clk.round_ns + d->cfg.agg_round_slack_ns);
+	rc.linger_ns = 0;
+	rc.socket_id = (int)rte_socket_id();
+	rc.hdr_off = 0; /* bare messages */
+	rc.hdr_pool = d->hdr_pool;
+	eg->ring = isth_resend_create(&rc);
+	eg->served = rte_zmalloc("isthd_served",
+		2ull * d->n_islands * d->rep.served_chunks * sizeof(*eg->served), 0);
+	if (eg->ring == NULL || eg->served == NULL) {
+		snprintf(err, err_size, "WAN repair ring of worker %u (%u chunks x %u islands): %s",
+			k, d->rep.n_chunks, d->n_islands, rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void
+isthd_egress_fini(struct isthd_egress *eg)
+{
+	void *objs[64];
+	unsigned int n;
+
+	if (eg->pace) {
+		while ((n = isth_pace_flush(eg->pace, objs, RTE_DIM(objs))) > 0)
+			rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
+		isth_pace_destroy(eg->pace);
+		eg->pace = NULL;
+	}
+	isth_resend_destroy(eg->ring);
+	eg->ring = NULL;
+	rte_free(eg->served);
+	eg->served = NULL;
 }
 
 int
@@ -109,38 +162,36 @@ isthd_repair_fini(struct isthd *d)
 {
 	isth_rtab_destroy(d->rep.rtab);
 	d->rep.rtab = NULL;
-	isth_resend_destroy(d->rep.ring);
-	d->rep.ring = NULL;
 	rte_free(d->rep.rx);
 	rte_free(d->rep.rx_bits);
-	rte_free(d->rep.served);
 	d->rep.rx = NULL;
 	d->rep.rx_bits = NULL;
-	d->rep.served = NULL;
 }
 
-/* Keep the island's DATA @m[0..n) as the pacer releases it: chunk c of
- * round r is kept as sequence base(r) + c. */
+/* Keep the island's DATA @m[0..n) as worker k's pacer releases it (@eg:
+ * worker k's; every chunk of the rounds it has peers in, in order): chunk
+ * c of round r is kept as sequence base(r) + c. */
 void
-isthd_repair_keep(struct isthd *d, struct rte_mbuf **m, unsigned int n, uint64_t now_ns)
+isthd_repair_keep(struct isthd *d, struct isthd_egress *eg, struct rte_mbuf **m, unsigned int n,
+	uint64_t now_ns)
 {
 	for (unsigned int i = 0; i < n; i++) {
 		const uint8_t *h = rte_pktmbuf_mtod(m[i], const uint8_t *);
 		uint64_t r = isth_wire_get_hdr_round(h);
-		uint64_t seq = isth_resend_next_seq(d->rep.ring);
+		uint64_t seq = isth_resend_next_seq(eg->ring);
 
-		if (d->rep.base[r & 1].round != r) {
-			d->rep.base[r & 1].round = r;
-			d->rep.base[r & 1].base = seq - isth_wire_get_hdr_chunk(h);
+		if (eg->base[r & 1].round != r) {
+			eg->base[r & 1].round = r;
+			eg->base[r & 1].base = seq - isth_wire_get_hdr_chunk(h);
 		}
-		isth_resend_push(d->rep.ring, m[i], now_ns, NULL);
+		isth_resend_push(eg->ring, m[i], now_ns, NULL);
 		/* the stream's last chunk: its tail goes again, unasked,
 		 * tail_copies_after from now (isthd_repair_tail_copies) */
 		if (d->cfg.wan_tail_copies && isth_wire_get_hdr_chunk(h) + 1 == d->rep.n_chunks) {
-			d->rep.tail[r & 1].round = r;
-			d->rep.tail[r & 1].at_ns = now_ns + d->cfg.wan_tail_copies_after_ns;
-			if (d->rep.tail[r & 1].at_ns == 0)
-				d->rep.tail[r & 1].at_ns = 1;
+			eg->tail[r & 1].round = r;
+			eg->tail[r & 1].at_ns = now_ns + d->cfg.wan_tail_copies_after_ns;
+			if (eg->tail[r & 1].at_ns == 0)
+				eg->tail[r & 1].at_ns = 1;
 		}
 	}
 }
@@ -216,8 +267,8 @@ isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v, uin
  * copied rather than chained (which also suits PMDs without chains).
  */
 struct rte_mbuf *
-isthd_repair_frame_to_peer(
-	struct isthd *d, const struct isthd_peer *peer, const struct rte_mbuf *msg)
+isthd_repair_frame_to_peer(struct isthd *d, struct isth_auth_engine *eng,
+	const struct isthd_peer *peer, const struct rte_mbuf *msg)
 {
 	uint32_t len = rte_pktmbuf_pkt_len(msg), cap;
 	struct isth_wire_addr a;
@@ -261,7 +312,8 @@ isthd_repair_frame_to_peer(
 	/* sealed after the last header change (a repair's RESENT): the same
 	 * bytes for every retransmission of one message */
 	if (d->auth.on) {
-		int sl = isthd_auth_seal_msg(d, d->auth.dp, ISTH_AUTH_WAN, p + hs, len, cap);
+		int sl = eng != NULL ? isthd_auth_seal_msg(d, eng, ISTH_AUTH_WAN, p + hs, len, cap)
+				     : -EINVAL;
 
 		if (sl < 0) {
 			rte_pktmbuf_free(m);
@@ -324,8 +376,8 @@ merge_ranges(struct isth_wire_range *g, unsigned int n, uint32_t n_chunks, unsig
 	return j;
 }
 
-static uint32_t serve_chunks(struct isthd *d, const struct isthd_peer *peer, uint64_t r,
-	struct isth_wire_range *want, unsigned int n, uint64_t now_ns);
+static uint32_t serve_chunks(struct isthd *d, unsigned int k, const struct isthd_peer *peer,
+	uint64_t r, struct isth_wire_range *want, unsigned int n, uint64_t now_ns);
 
 /*
  * The most chunk repairs NACKs can get one peer per round of our island's
@@ -349,7 +401,7 @@ isthd_repair_peer_max(const struct isthd *d)
 	 * times, if the round has any */
 	uint64_t first = n > tracked ? budget : RTE_MIN(n, budget);
 
-	if (d->rep.ring == NULL)
+	if (!d->cfg.wan_repair)
 		return 0;
 	return first + RTE_MIN(repeats, budget);
 }
@@ -376,9 +428,11 @@ isthd_repair_peer_max(const struct isthd *d)
  * (isthd_repair_peer_max; doc/isthmusd.md, "Admission"; doc/security.md).
  */
 void
-isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
+isthd_repair_serve(struct isthd *d, unsigned int k0, const struct isth_wire_pkt *p, uint64_t now_ns)
 {
 	struct isth_wire_range want[ISTHD_BURST], acc[ISTHD_BURST];
+	struct isthd_egress *eg = isthd_egress_of(d, k0);
+	struct isthd_dp_stats *st = isthd_stats_of(d, k0);
 	const struct isthd_peer *peer = d->peer_of[p->hdr.sender];
 	unsigned int i, k, n = p->hdr.count, cut;
 	struct isthd_repair_served *sv;
@@ -387,20 +441,20 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	uint64_t r = p->hdr.round, base, over, spent;
 	uint32_t attempts = d->cfg.wan_repair_attempts;
 
-	isth_ctr_add(&d->st.peer_nacks_rx, 1);
-	if (d->rep.ring == NULL)
+	isth_ctr_add(&st->peer_nacks_rx, 1);
+	if (eg->ring == NULL)
 		return;
 	if (peer == NULL || p->addr.src_ip != peer->ip) {
-		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_bad_source], 1);
+		isth_ctr_add(&st->drop[ISTHD_DROP_nack_bad_source], 1);
 		return;
 	}
 	rt = isthd_repair_round(d, r);
 	if (rt == NULL || !(rt->expected & (1ull << p->hdr.sender))) {
-		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_not_clique], 1);
+		isth_ctr_add(&st->drop[ISTHD_DROP_nack_not_clique], 1);
 		return;
 	}
-	if (d->rep.base[r & 1].round != r) {
-		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_gone], 1);
+	if (eg->base[r & 1].round != r) {
+		isth_ctr_add(&st->drop[ISTHD_DROP_repair_gone], 1);
 		return;
 	}
 	if (n > RTE_DIM(want))
@@ -409,15 +463,15 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 		isth_wire_get_range(p, i, &want[i]);
 	n = merge_ranges(want, n, d->shape.n_chunks, &cut);
 	if (cut) /* chunk ids the round does not have */
-		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_gone], cut);
-	b = &d->rep.budget[p->hdr.sender][r & 1];
-	sv = d->rep.served + ((size_t)p->hdr.sender * 2 + (r & 1)) * d->rep.served_chunks;
+		isth_ctr_add(&st->drop[ISTHD_DROP_repair_gone], cut);
+	b = &eg->budget[p->hdr.sender][r & 1];
+	sv = eg->served + ((size_t)p->hdr.sender * 2 + (r & 1)) * d->rep.served_chunks;
 	if (b->round1 != r + 1) {
 		b->round1 = r + 1;
 		b->used = 0;
 		b->repeats = 0;
 	}
-	base = d->rep.base[r & 1].base;
+	base = eg->base[r & 1].base;
 	over = 0;
 	spent = 0;
 	k = 0;
@@ -453,7 +507,7 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 				continue;
 			}
 			if (k == RTE_DIM(acc)) {
-				serve_chunks(d, peer, r, acc, k, now_ns);
+				serve_chunks(d, k0, peer, r, acc, k, now_ns);
 				k = 0;
 			}
 			acc[k].first = acc[k].last = base + c;
@@ -467,10 +521,10 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 			r, p->hdr.sender, n, n ? want[0].first : 0, over, spent, b->used,
 			b->repeats);
 	if (over)
-		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_budget], over);
+		isth_ctr_add(&st->drop[ISTHD_DROP_repair_budget], over);
 	if (spent)
-		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_attempts], spent);
-	serve_chunks(d, peer, r, acc, k, now_ns);
+		isth_ctr_add(&st->drop[ISTHD_DROP_repair_attempts], spent);
+	serve_chunks(d, k0, peer, r, acc, k, now_ns);
 }
 
 /*
@@ -479,22 +533,25 @@ isthd_repair_serve(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
  * @return chunks sent.
  */
 static uint32_t
-serve_chunks(struct isthd *d, const struct isthd_peer *peer, uint64_t r,
+serve_chunks(struct isthd *d, unsigned int w, const struct isthd_peer *peer, uint64_t r,
 	struct isth_wire_range *want, unsigned int n, uint64_t now_ns)
 {
+	struct isthd_egress *eg = isthd_egress_of(d, w);
+	struct isthd_dp_stats *st = isthd_stats_of(d, w);
+	struct isth_auth_engine *eng = isthd_engine_of(d, w);
 	struct isth_wire_range gone[ISTHD_BURST];
 	struct rte_mbuf *rep[ISTHD_BURST], *out[ISTHD_BURST];
 	struct isth_resend_cursor cur;
 	unsigned int i, k, n_gone, n_out;
 	uint32_t sent = 0;
 
-	if (n == 0 || isth_resend_nack_begin(d->rep.ring, &cur, want, n) < 0)
+	if (n == 0 || isth_resend_nack_begin(eg->ring, &cur, want, n) < 0)
 		return 0;
 	while (!isth_resend_nack_done(&cur)) {
 		k = isth_resend_nack_serve(
-			d->rep.ring, &cur, now_ns, rep, RTE_DIM(rep), gone, RTE_DIM(gone), &n_gone);
+			eg->ring, &cur, now_ns, rep, RTE_DIM(rep), gone, RTE_DIM(gone), &n_gone);
 		if (n_gone)
-			isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_gone], n_gone);
+			isth_ctr_add(&st->drop[ISTHD_DROP_repair_gone], n_gone);
 		n_out = 0;
 		for (i = 0; i < k; i++) {
 			const uint8_t *h = rte_pktmbuf_mtod(rep[i], const uint8_t *);
@@ -503,16 +560,16 @@ serve_chunks(struct isthd *d, const struct isthd_peer *peer, uint64_t r,
 			/* the ring maps chunk c to base + c only if the island
 			 * sent its chunks in order: check before sending */
 			if (isth_wire_get_hdr_round(h) == r)
-				f = isthd_repair_frame_to_peer(d, peer, rep[i]);
+				f = isthd_repair_frame_to_peer(d, eng, peer, rep[i]);
 			else
-				isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_mismatch], 1);
+				isth_ctr_add(&st->drop[ISTHD_DROP_repair_mismatch], 1);
 			rte_pktmbuf_free(rep[i]);
 			if (f)
 				out[n_out++] = f;
 		}
 		sent += n_out;
-		isth_ctr_add(&d->st.repairs_sent, n_out);
-		isthd_tx(d, d->wan_port, out, (uint16_t)n_out, ISTHD_DROP_tx_wan, &d->st.wan_tx);
+		isth_ctr_add(&st->repairs_sent, n_out);
+		isthd_wan_tx(d, w, out, (uint16_t)n_out, ISTHD_DROP_tx_wan);
 		if (k == 0 && n_gone == 0)
 			break;
 	}
@@ -530,34 +587,37 @@ serve_chunks(struct isthd *d, const struct isthd_peer *peer, uint64_t r,
  * Cost: tail_copies / n_chunks of the DATA. @return chunks sent.
  */
 unsigned int
-isthd_repair_tail_copies(struct isthd *d, uint64_t now_ns)
+isthd_repair_tail_copies(struct isthd *d, unsigned int w, uint64_t now_ns)
 {
-	struct isthd_repair *rp = &d->rep;
+	struct isthd_egress *eg = isthd_egress_of(d, w);
+	struct isthd_dp_stats *st = isthd_stats_of(d, w);
+	uint32_t n_chunks = d->rep.n_chunks;
 	unsigned int work = 0;
 
 	for (unsigned int i = 0; i < 2; i++) {
-		uint64_t r = rp->tail[i].round, expected;
+		uint64_t r = eg->tail[i].round, expected;
 		struct isth_wire_range want;
 		uint32_t k;
 
-		if (rp->tail[i].at_ns == 0 || now_ns < rp->tail[i].at_ns)
+		if (eg->tail[i].at_ns == 0 || now_ns < eg->tail[i].at_ns)
 			continue;
-		rp->tail[i].at_ns = 0;
+		eg->tail[i].at_ns = 0;
 		const struct isthd_repair_round *rt = isthd_repair_round(d, r);
 
-		if (rp->base[r & 1].round != r || rt == NULL)
+		if (eg->base[r & 1].round != r || rt == NULL)
 			continue;
-		expected = rt->expected;
-		k = RTE_MIN(d->cfg.wan_tail_copies, rp->n_chunks);
+		/* this worker's peers of the round (all with one worker) */
+		expected = rt->expected & d->egress_peers[w];
+		k = RTE_MIN(d->cfg.wan_tail_copies, n_chunks);
 		for (unsigned int s = 0; s < d->n_islands && s < ISTHD_MAX_PEERS; s++) {
 			uint32_t sent;
 
 			if (!(expected & (1ull << s)) || d->peer_of[s] == NULL)
 				continue;
-			want.first = rp->base[r & 1].base + rp->n_chunks - k;
-			want.last = rp->base[r & 1].base + rp->n_chunks - 1;
-			sent = serve_chunks(d, d->peer_of[s], r, &want, 1, now_ns);
-			isth_ctr_add(&d->st.tail_copies_sent, sent);
+			want.first = eg->base[r & 1].base + n_chunks - k;
+			want.last = eg->base[r & 1].base + n_chunks - 1;
+			sent = serve_chunks(d, w, d->peer_of[s], r, &want, 1, now_ns);
+			isth_ctr_add(&st->tail_copies_sent, sent);
 			work += sent;
 		}
 	}

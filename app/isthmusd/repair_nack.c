@@ -55,7 +55,7 @@ nack_peer(struct isthd *d, unsigned int s, uint64_t r, const struct isth_wire_ra
 		msg, (uint16_t)(ISTH_WIRE_HDR_SIZE + n * ISTH_WIRE_RANGE_SIZE));
 	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
 	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, n * ISTH_WIRE_RANGE_SIZE, ranges, n);
-	f = isthd_repair_frame_to_peer(d, peer, msg);
+	f = isthd_repair_frame_to_peer(d, d->auth.dp, peer, msg);
 	rte_pktmbuf_free(msg);
 	if (f == NULL) {
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
@@ -341,7 +341,7 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 
 	if (d->rep.rx == NULL || now_ns < d->clk.epoch_ns)
 		return 0;
-	work += isthd_repair_tail_copies(d, now_ns); /* repair.c */
+	work += isthd_repair_tail_copies(d, 0, now_ns); /* repair.c, worker 0's peers */
 	for (uint64_t r = d->rep.tail_next;; r++) {
 		uint64_t start = d->clk.epoch_ns + r * d->clk.round_ns, expected, *bits;
 		const struct isthd_repair_round *rt;

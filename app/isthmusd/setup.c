@@ -49,9 +49,8 @@ isthd_port_lookup(const char *dev, int *rc)
 
 /*
  * Configure and start @port with @*txq TX queues if the PMD offers that
- * many, else 1 (@*txq says which): the access port asks for one TX queue
- * per worker (doc/isthmusd.md, "Workers"), the WAN port for one (only
- * worker 0 sends there). One RX queue (@*rxq), except on af_packet: its
+ * many, else 1 (@*txq says which): both ports ask for one TX queue per
+ * worker (doc/isthmusd.md, "Workers"). One RX queue (@*rxq), except on af_packet: its
  * queues are socket pairs opened at probe (qpairs=N) and the kernel
  * spreads received frames over all of them by flow hash (PACKET_FANOUT),
  * however many the application configures, so every one is configured
@@ -189,7 +188,6 @@ admission_init(struct isthd *d)
 		: 0;
 	sh->dtype = d->cfg.dtype;
 	d->rep.budget_chunks = sh->n_chunks + RTE_MAX(sh->n_chunks / 4, 2u);
-	memset(d->rep.budget, 0, sizeof(d->rep.budget));
 }
 
 int
@@ -306,7 +304,6 @@ int
 isthd_setup(struct isthd *d, char *err, size_t err_size)
 {
 	struct isth_backend_conf bc;
-	struct isth_pace_conf pc;
 	struct isth_resend_conf rc_;
 	struct timespec ts;
 	uint64_t agg_seq0;
@@ -348,26 +345,17 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 		goto fail;
 	}
 	{
-		/* a TX queue per worker on the access port where the PMD has
-		 * them (worker k sends stream k itself), else the hand-off to
-		 * worker 0; chosen here, once. The WAN port keeps one queue:
-		 * everything sent there (the island's DATA, replicated, WAN
-		 * repair) is worker 0's */
-		uint16_t wtx = 1, wrx;
-
+		/* a TX queue per worker on both ports where the PMD has them
+		 * (worker k sends AGG stream k to the island, and the island's
+		 * DATA to its peers, itself), else the hand-off to worker 0;
+		 * chosen here, once, per port */
 		d->access_txq = (uint16_t)RTE_MAX(d->n_workers, 1u);
+		d->wan_txq = d->access_txq;
 		rc = port_start(d->access_port, d->pool, d->cfg.mtu, &d->access_txq, &d->access_rxq,
 			err, err_size);
 		if (rc == 0)
-			rc = port_start(
-				d->wan_port, d->pool, d->cfg.mtu, &wtx, &wrx, err, err_size);
-		if (rc == 0 && wrx > 1) {
-			snprintf(err, err_size,
-				"%s: [wan] port %s: %u RX queues (af_packet qpairs): the WAN "
-				"port is polled on one queue, give it qpairs=1",
-				d->cfg.path, d->cfg.wan.dev, wrx);
-			rc = -EINVAL;
-		}
+			rc = port_start(d->wan_port, d->pool, d->cfg.mtu, &d->wan_txq, &d->wan_rxq,
+				err, err_size);
 	}
 	if (rc)
 		goto fail;
@@ -495,21 +483,6 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 	/* rounds are CLOCK_REALTIME's: the data path's TSC must run at its
 	 * rate, which DPDK's figure may not (clock.c) */
 	d->clk.tsc_hz = isthd_tsc_hz_measure(200000000ull, rte_get_tsc_hz());
-	memset(&pc, 0, sizeof(pc));
-	pc.tsc_hz = d->clk.tsc_hz;
-	pc.queue_size = d->cfg.pace_queue;
-	pc.burst_bytes = d->cfg.pace_burst;
-	pc.late_tol_ns = d->cfg.pace_late_ns;
-	/* plans per round slot on lib/rtab; worker 0, the owner, reports
-	 * on d->qs like every round table's reader */
-	pc.plan_slots = ISTH_PACE_PLAN_SLOTS;
-	pc.qs = d->qs;
-	d->pace = isth_pace_create(&pc);
-	if (d->pace == NULL) {
-		snprintf(err, err_size, "pacer: %s", strerror(errno));
-		rc = -errno;
-		goto fail;
-	}
 
 	memset(&rc_, 0, sizeof(rc_));
 	rc_.size = d->cfg.resend_entries;
@@ -552,6 +525,20 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 	rc = isthd_repair_init(d, err, err_size);
 	if (rc)
 		goto fail;
+	/* the island's DATA to peer island s leaves from worker s % N, with
+	 * network replication (one copy to the clique's group) from worker
+	 * 0 alone: each peer's flow on one worker, in order ("Workers") */
+	memset(d->egress_peers, 0, sizeof(d->egress_peers));
+	for (unsigned int s = 0; s < d->n_islands && s < ISTHD_MAX_PEERS; s++) {
+		d->egress_of[s] = (uint8_t)(d->cfg.wan_repl_network ? 0 : s % d->n_workers);
+		if (s != d->island)
+			d->egress_peers[d->egress_of[s]] |= 1ull << s;
+	}
+	for (unsigned int k = 0; k < d->n_workers; k++) {
+		rc = isthd_egress_init(d, k, err, err_size);
+		if (rc)
+			goto fail;
+	}
 	rc = isthd_auth_setup(d, err, err_size);
 	if (rc)
 		goto fail;
@@ -600,17 +587,12 @@ isthd_ports_close(struct isthd *d)
 void
 isthd_teardown(struct isthd *d)
 {
-	void *objs[64];
-	unsigned int n;
-
 	/* telemetry callbacks read everything below: none may run past here */
 	isthd_telemetry_close();
-	if (d->pace) {
-		while ((n = isth_pace_flush(d->pace, objs, 64)) > 0)
-			rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
-		isth_pace_destroy(d->pace);
-		d->pace = NULL;
-	}
+	isthd_egress_fini(&d->eg);
+	for (unsigned int k = 1; k < ISTHD_MAX_WORKERS; k++)
+		if (d->shard[k] != NULL)
+			isthd_egress_fini(&d->shard[k]->eg);
 	isth_resend_destroy(d->agg_ring);
 	d->agg_ring = NULL;
 	isthd_repair_fini(d);

@@ -111,17 +111,58 @@ isthd_print_counters(const struct isthd *d, FILE *f)
 			"worker %u: peer_data %" PRIu64 " peer_data_bytes %" PRIu64
 			" completed %" PRIu64 " partial %" PRIu64 " idle_sleeps %" PRIu64
 			" agg_out %" PRIu64 " nacks %" PRIu64 " resent %" PRIu64 " gone %" PRIu64
-			" sealed %" PRIu64 " access_tx %" PRIu64 " drop_tx_access %" PRIu64 "\n",
+			" sealed %" PRIu64 " access_tx %" PRIu64 " drop_tx_access %" PRIu64
+			" data_out %" PRIu64 " wan_tx %" PRIu64 " repairs_sent %" PRIu64
+			" tail_copies_sent %" PRIu64 "\n",
 			k, isth_ctr_get(&st->peer_data), isth_ctr_get(&st->peer_data_bytes),
 			bc.completed, bc.partial, isth_ctr_get(&st->idle_sleeps),
 			isth_ctr_get(&st->agg_out), isth_ctr_get(&st->nacks),
 			isth_ctr_get(&st->resent), isth_ctr_get(&st->gone),
 			isth_ctr_get(&st->sealed), isth_ctr_get(&st->access_tx),
-			isth_ctr_get(&st->drop[ISTHD_DROP_tx_access]));
+			isth_ctr_get(&st->drop[ISTHD_DROP_tx_access]),
+			isth_ctr_get(&st->data_out), isth_ctr_get(&st->wan_tx),
+			isth_ctr_get(&st->repairs_sent), isth_ctr_get(&st->tail_copies_sent));
 	}
-	isth_pace_stats(d->pace, &ps);
+	isthd_pace_stats_sum(d, &ps);
 	fprintf(f,
 		"pacer:\n  enqueued %" PRIu64 " released %" PRIu64 " queue_full %" PRIu64
 		" late_starts %" PRIu64 "\n",
 		ps.enqueued, ps.released, ps.queue_full, ps.late_starts);
+}
+
+/*
+ * Several workers each pace the island's stream for their own peers
+ * (doc/isthmusd.md, "Workers"): the cumulative counters are summed (a
+ * chunk sent by two workers is released twice); the round_* gauges are
+ * those of the pacer furthest into the newest round (the most bytes
+ * released), but the start lag is the earliest first release of any.
+ */
+void
+isthd_pace_stats_sum(const struct isthd *d, struct isth_pace_stats *ps)
+{
+	struct isth_pace_stats x;
+	uint64_t lag;
+
+	isth_pace_stats(d->eg.pace, ps);
+	lag = ps->round_bytes ? ps->round_start_lag_ns : UINT64_MAX;
+	for (unsigned int k = 1; k < d->n_workers; k++) {
+		isth_pace_stats(d->shard[k]->eg.pace, &x);
+		if (x.round > ps->round || (x.round == ps->round && x.round_bytes > ps->round_bytes)) {
+			if (x.round > ps->round)
+				lag = UINT64_MAX;
+			ps->round = x.round;
+			ps->round_bytes = x.round_bytes;
+			ps->round_active_ns = x.round_active_ns;
+			ps->round_achieved_bps = x.round_achieved_bps;
+			ps->round_planned_bps = x.round_planned_bps;
+		}
+		if (x.round == ps->round && x.round_bytes && x.round_start_lag_ns < lag)
+			lag = x.round_start_lag_ns;
+#define SUM(f) ps->f += x.f;
+		SUM(enqueued) SUM(queue_full) SUM(oversize) SUM(released) SUM(bytes_sent)
+		SUM(flushed) SUM(rounds) SUM(late_starts) SUM(empty_rounds) SUM(plans_busy)
+		SUM(plans_published) SUM(plan_reuse_waits) SUM(queued)
+#undef SUM
+	}
+	ps->round_start_lag_ns = lag == UINT64_MAX ? 0 : lag;
 }

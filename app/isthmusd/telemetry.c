@@ -123,7 +123,7 @@ do_pace(const char *cmd __rte_unused, const char *params __rte_unused, struct rt
 {
 	struct isth_pace_stats ps;
 
-	isth_pace_stats(tel->pace, &ps);
+	isthd_pace_stats_sum(tel, &ps);
 	rte_tel_data_start_dict(t);
 #define S(name, help) ADD(t, #name, ps.name);
 	ISTH_PACE_STATS(S)
@@ -185,6 +185,10 @@ do_workers(const char *cmd __rte_unused, const char *params __rte_unused, struct
 	 * (through worker 0); access RX queues, all polled by worker 0 */
 	ADD(t, "tx_queues", tel->access_txq);
 	ADD(t, "rx_queues", tel->access_rxq);
+	/* WAN TX queues: n (worker k sends to its peers on queue k) or 1
+	 * (through worker 0); WAN RX queues, all polled by worker 0 */
+	ADD(t, "wan_tx_queues", tel->wan_txq);
+	ADD(t, "wan_rx_queues", tel->wan_rxq);
 	for (unsigned int k = 0; k < n; k++) {
 		const struct isthd_dp_stats *st = k ? &tel->shard[k]->st : &tel->st;
 		struct isth_backend_counts bc;
@@ -211,6 +215,14 @@ do_workers(const char *cmd __rte_unused, const char *params __rte_unused, struct
 		 * refused (worker 0: everything, with one TX queue) */
 		W("access_tx", isth_ctr_get(&st->access_tx));
 		W("drop_tx_access", isth_ctr_get(&st->drop[ISTHD_DROP_tx_access]));
+		/* the island's DATA to worker k's peers (s % n == k): what
+		 * its pacer released, what it put on the WAN (0 with one WAN
+		 * TX queue: worker 0 sends it), repairs and tail copies */
+		W("data_out", isth_ctr_get(&st->data_out));
+		W("wan_tx", isth_ctr_get(&st->wan_tx));
+		W("repairs_sent", isth_ctr_get(&st->repairs_sent));
+		W("tail_copies_sent", isth_ctr_get(&st->tail_copies_sent));
+		W("peer_nacks_rx", isth_ctr_get(&st->peer_nacks_rx));
 		W("agg_next_seq",
 			isth_resend_next_seq(k ? tel->shard[k]->agg_ring : tel->agg_ring));
 #undef W

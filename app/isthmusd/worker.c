@@ -108,7 +108,10 @@ isthd_workers_setup(struct isthd *d, const struct isth_backend_conf *bc, char *e
 		snprintf(name, sizeof(name), "isthd_out%u", k);
 		w->out = rte_ring_create(
 			name, SHARD_OUT_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-		if (w->in == NULL || w->out == NULL)
+		snprintf(name, sizeof(name), "isthd_wout%u", k);
+		w->wan_out = rte_ring_create(
+			name, SHARD_OUT_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (w->in == NULL || w->out == NULL || w->wan_out == NULL)
 			goto nomem;
 		w->be = isth_backend_create(d->cfg.backend, bc);
 		if (w->be == NULL) {
@@ -154,6 +157,12 @@ isthd_workers_teardown(struct isthd *d)
 			while ((n = rte_ring_dequeue_burst(w->out, objs, RTE_DIM(objs), NULL)) > 0)
 				rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
 			rte_ring_free(w->out);
+		}
+		if (w->wan_out) {
+			while ((n = rte_ring_dequeue_burst(w->wan_out, objs, RTE_DIM(objs), NULL)) >
+				0)
+				rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
+			rte_ring_free(w->wan_out);
 		}
 		isth_backend_destroy(w->be);
 		isth_resend_destroy(w->agg_ring);
@@ -241,17 +250,76 @@ isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap)
 }
 
 void
-isthd_shard_steer_nack(struct isthd *d, struct rte_mbuf *m, const struct isth_wire_pkt *p)
+isthd_shard_steer_msg(
+	struct isthd *d, unsigned int k, struct rte_mbuf *m, const struct isth_wire_pkt *p)
 {
 	struct isthd_shard_msg s = {.m = m, .p = *p};
 
 	/* the DATA staged for the worker go first: no reordering matters,
 	 * but one ring keeps one producer */
 	isthd_shard_flush(d);
-	if (unlikely(rte_ring_enqueue_elem(d->shard[p->hdr.stream]->in, &s, sizeof(s)) != 0)) {
+	if (unlikely(rte_ring_enqueue_elem(d->shard[k]->in, &s, sizeof(s)) != 0)) {
 		isth_ctr_add(&d->st.drop[ISTHD_DROP_worker_ring_full], 1);
 		rte_pktmbuf_free(m);
 	}
+}
+
+/*
+ * The island's DATA of round @r, admitted and sealed for the WAN by worker
+ * 0, goes to every worker with peers in the round (the round's repair
+ * table names them; egress_peers[] says whose they are): each paces,
+ * replicates and keeps it for its own peers, holding a reference of its
+ * own (the mbuf's refcount, atomic across lcores; nobody writes the
+ * DATA after the seal: a repair of a shared one is a header copy,
+ * lib/resend). Worker 0's goes into its pacer here, the others' are
+ * staged for their rings (flushed at the end of the RX burst). A round
+ * with no peer (a bye) goes to worker 0, as with one worker.
+ */
+int
+isthd_egress_steer(struct isthd *d, struct rte_mbuf *m, uint32_t bytes, uint64_t r)
+{
+	const struct isthd_repair_round *rt = isthd_repair_round(d, r);
+	uint64_t peers = rt != NULL ? rt->expected : ~0ull;
+	unsigned int who[ISTHD_MAX_WORKERS], n = 0, i;
+	int rc = 0;
+
+	for (unsigned int k = 0; k < d->n_workers; k++)
+		if (d->egress_peers[k] & peers)
+			who[n++] = k;
+	if (n == 0)
+		who[n++] = 0;
+	if (n > 1)
+		rte_mbuf_refcnt_update(m, (int16_t)(n - 1));
+	for (i = 0; i < n; i++) {
+		unsigned int k = who[i];
+		struct isthd_shard_msg *s;
+
+		if (k == 0) {
+			/* refused: the caller frees this reference */
+			rc = isth_pace_enqueue(d->eg.pace, m, bytes);
+			continue;
+		}
+		if (d->n_stage[k] == ISTHD_BURST)
+			isthd_shard_flush(d);
+		s = &d->stage[k * ISTHD_BURST + d->n_stage[k]++];
+		s->m = m;
+		/* what shard_aggregate reads of the island's DATA */
+		s->p.hdr.type = ISTH_WIRE_DATA;
+		s->p.hdr.flags = 0;
+		s->p.hdr.sender = d->island;
+		s->p.payload_size = bytes;
+	}
+	return rc;
+}
+
+unsigned int
+isthd_shard_wan_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap)
+{
+	unsigned int k, n = 0;
+
+	for (k = 1; k < d->n_workers && n < cap; k++)
+		n += rte_ring_dequeue_burst(d->shard[k]->wan_out, (void **)out + n, cap - n, NULL);
+	return n;
 }
 
 /* Stream k's finished frames onto the wire: on access TX queue k, which
@@ -293,7 +361,24 @@ shard_serve_nack(struct isthd_shard *w, const struct isth_wire_pkt *p, uint64_t 
 		now_ns, shard_emit_out, w);
 }
 
-/* Sum what worker 0 handed over; serve the NACKs it steered here. */
+/* The island's DATA worker 0 handed over, into this worker's pacer for
+ * its peers; refusals counted here (pace_full, pace_oversize). */
+static void
+shard_pace(struct isthd_shard *w, struct rte_mbuf *m, uint32_t bytes)
+{
+	int rc = isth_pace_enqueue(w->eg.pace, m, bytes);
+
+	if (unlikely(rc < 0)) {
+		isth_ctr_add(&w->st.drop[rc == -ENOBUFS ? ISTHD_DROP_pace_full
+							: ISTHD_DROP_pace_oversize],
+			1);
+		rte_pktmbuf_free(m);
+	}
+}
+
+/* Sum what worker 0 handed over; serve the NACKs it steered here (the
+ * island's of AGG stream k, peers' chunk NACKs of this worker's peers);
+ * pace the island's DATA for this worker's peers. */
 static unsigned int
 shard_aggregate(struct isthd_shard *w, uint64_t now_ns)
 {
@@ -308,8 +393,15 @@ shard_aggregate(struct isthd_shard *w, uint64_t now_ns)
 		return 0;
 	for (i = 0; i < n; i++) {
 		if (unlikely(msg[i].p.hdr.type == ISTH_WIRE_NACK)) {
-			shard_serve_nack(w, &msg[i].p, now_ns);
+			if (msg[i].p.hdr.flags & ISTH_WIRE_F_CHUNKS)
+				isthd_repair_serve(w->d, w->id, &msg[i].p, now_ns);
+			else
+				shard_serve_nack(w, &msg[i].p, now_ns);
 			rte_pktmbuf_free(msg[i].m);
+			continue;
+		}
+		if (msg[i].p.hdr.sender == w->d->island) {
+			shard_pace(w, msg[i].m, (uint32_t)msg[i].p.payload_size);
 			continue;
 		}
 		m[k] = msg[i].m;
@@ -382,15 +474,21 @@ shard_emit(struct isthd_shard *w, uint64_t now_ns)
 unsigned int
 isthd_shard_poll(struct isthd_shard *w)
 {
-	uint64_t now_ns = isthd_tsc_to_ns(w->d, rte_rdtsc());
+	uint64_t tsc = rte_rdtsc();
+	uint64_t now_ns = isthd_tsc_to_ns(w->d, tsc);
 	unsigned int work = 0;
 
 	if (w->d->auth.on)
 		isthd_auth_shard_step(w); /* the key set published, this pass */
 	work += isthd_expire_rounds(w->d, w->be, &w->expire_next, now_ns);
+	if (w->eg.ring != NULL)
+		work += isthd_repair_tail_copies(w->d, w->id, now_ns);
 	work += shard_aggregate(w, now_ns);
+	work += isthd_egress_release(w->d, w->id, tsc);
 	work += shard_emit(w, now_ns);
 	isth_resend_expire(w->agg_ring, now_ns);
+	if (w->eg.ring != NULL)
+		isth_resend_expire(w->eg.ring, now_ns);
 	return work;
 }
 
@@ -470,10 +568,10 @@ isthd_backend_stats_sum(const struct isthd *d, struct isth_backend_stats *st)
 			st->values[i] += x.values[i];
 	}
 	/* the pacer's plans are round tables too (lib/pace on lib/rtab) */
-	if (d->pace != NULL) {
+	if (d->eg.pace != NULL) {
 		struct isth_pace_stats ps;
 
-		isth_pace_stats(d->pace, &ps);
+		isthd_pace_stats_sum(d, &ps);
 		for (unsigned int i = 0; i < st->n; i++) {
 			if (strcmp(st->names[i], "round_tables_published") == 0)
 				st->values[i] += ps.plans_published;

@@ -118,7 +118,8 @@ expect bad-schedule 2 "nope.sched" \
 # shutdown_test.sh run the shipped config, auth on). It runs two workers
 # (three lcores on the two CPUs): /isthmus/workers and the exit print show
 # both, and both stop on SIGINT; net_null has a TX queue for each worker
-# (tx_queues 2, and the start line says so).
+# (tx_queues 2, and the start line says so), on the WAN port too (worker k
+# sends the island's DATA to its peers: wan_tx_queues 2, w1_data_out).
 PREFIX=isth-cli-run-$$
 sed -e 's/^port = 0 .*/port = net_null0/' -e 's/^port = 1$/port = net_null1/' \
     -e 's/^# idle_polls = 0 .*/idle_polls = 16/' "$tmp/off.conf" >"$tmp/null.conf"
@@ -153,16 +154,19 @@ print(out["/isthmus/round"]["island"], out["/isthmus/round"]["job"],
       "auth_" + out["/isthmus/stats"]["auth"],
       "workers_%d" % out["/isthmus/workers"]["n_workers"],
       "w1" if "w1_peer_data" in out["/isthmus/workers"] else "no_w1",
-      "txq_%d" % out["/isthmus/workers"]["tx_queues"])
+      "txq_%d" % out["/isthmus/workers"]["tx_queues"],
+      "wtxq_%d" % out["/isthmus/workers"]["wan_tx_queues"],
+      "w1" if "w1_data_out" in out["/isthmus/workers"] else "no_w1_data_out")
 PY
 )
 kill -INT "$pid" 2>/dev/null
 wait "$pid"
 rc=$?
 # net_null offers many TX queues: a TX queue per worker, logged at start
-want="0 1 $(awk '$1 == "round-ns" { print $2 }' "$sched") sw ethertype_drops resend pace auth_off workers_2 w1 txq_2"
+want="0 1 $(awk '$1 == "round-ns" { print $2 }' "$sched") sw ethertype_drops resend pace auth_off workers_2 w1 txq_2 wtxq_2 w1"
 if [ "$answers" != "$want" ] || [ "$rc" != 0 ] || ! grep -q "^isthmusd counters:" "$tmp/run.out" ||
 	! grep -q "^isthmusd: access TX: a queue per worker (2 TX queues)" "$tmp/run.out" ||
+	! grep -q "^isthmusd: WAN TX: a queue per worker (2 TX queues)" "$tmp/run.out" ||
 	! grep -q "^worker 1: peer_data 0 " "$tmp/run.out"; then
 	echo "FAIL: running edge: telemetry '$answers' (want '$want'), exit $rc"
 	tail -5 "$tmp/run.out"

@@ -70,6 +70,12 @@ static unsigned int n_txq = 1;
  * GONEs of each stream (poll_access) */
 static unsigned int txq_frames[MAX_TXQ];
 static unsigned int txq_stream[MAX_TXQ][ISTH_WIRE_MAX_STREAMS];
+/* the WAN port's TX rings (w_outq[0] is w_out): one, or one per worker
+ * (eal_up_wtxq2/3: worker k sends the island's DATA to its peers, s %
+ * n_workers == k, and their repairs on queue k); frames read from each */
+static struct rte_ring *w_outq[MAX_TXQ];
+static unsigned int n_wtxq = 1;
+static unsigned int wtxq_frames[MAX_TXQ];
 static struct rte_mempool *hpool;
 static struct isth_wire_limits lim;
 static char dir[64];
@@ -215,8 +221,16 @@ eal_up(void)
 		a_outq[q] = rte_ring_create(name, 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
 		cr_assert_not_null(a_outq[q]);
 	}
+	w_outq[0] = w_out;
+	for (unsigned int q = 1; q < n_wtxq; q++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "w_out%u", q);
+		w_outq[q] = rte_ring_create(name, 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		cr_assert_not_null(w_outq[q]);
+	}
 	pa = rte_eth_from_rings("access", &a_in, 1, a_outq, (unsigned int)n_txq, 0);
-	pw = rte_eth_from_rings("wan", &w_in, 1, &w_out, 1, 0);
+	pw = rte_eth_from_rings("wan", &w_in, 1, w_outq, (unsigned int)n_wtxq, 0);
 	cr_assert(pa >= 0 && pw >= 0);
 	hpool = rte_pktmbuf_pool_create("harness", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
 	cr_assert_not_null(hpool);
@@ -239,6 +253,21 @@ static void
 eal_up_txq3(void)
 {
 	n_txq = 3;
+	eal_up();
+}
+
+/* Both ports with a TX ring per worker (two or three). */
+static void
+eal_up_wtxq2(void)
+{
+	n_txq = n_wtxq = 2;
+	eal_up();
+}
+
+static void
+eal_up_wtxq3(void)
+{
+	n_txq = n_wtxq = 3;
 	eal_up();
 }
 
@@ -662,18 +691,34 @@ nack_edge_for_a(void)
 	inject(w_in, 0x0a000002, 0x0a000001, &h, body, sizeof(body));
 }
 
+static void poll_wan_q(unsigned int q);
+
+/* Every TX ring of the WAN port, each frame checked with its queue. */
 static void
 poll_wan(void)
+{
+	for (unsigned int q = 0; q < n_wtxq; q++)
+		poll_wan_q(q);
+}
+
+/* the last fresh chunk of the island's DATA each peer read, per round
+ * (+1; 0: none yet): a peer's stream must arrive in chunk order */
+static uint32_t last_fresh[ROUNDS + 2][N];
+static unsigned int out_of_order;
+
+static void
+poll_wan_q(unsigned int q)
 {
 	struct rte_mbuf *m[32];
 	struct isth_wire_pkt p;
 	unsigned int n;
 	uint64_t before = now_ns(), lo = wan_empty_ns, hi;
 
-	n = rte_ring_dequeue_burst(w_out, (void **)m, 32, NULL);
+	n = rte_ring_dequeue_burst(w_outq[q], (void **)m, 32, NULL);
 	hi = now_ns();
-	if (n < RTE_DIM(m))
+	if (n < RTE_DIM(m) && q == 0)
 		wan_empty_ns = before;
+	wtxq_frames[q] += n;
 	for (unsigned int i = 0; i < n; i++) {
 		uint8_t flat[2048];
 		const uint8_t *f = rte_pktmbuf_read(m[i], 0, rte_pktmbuf_pkt_len(m[i]), flat);
@@ -694,6 +739,13 @@ poll_wan(void)
 		cr_expect_eq(p.addr.dscp,
 			p.hdr.type == ISTH_WIRE_NACK || (p.hdr.flags & ISTH_WIRE_F_RESENT) ? 46 : 0,
 			"type %u flags %#x: dscp %u", p.hdr.type, p.hdr.flags, p.addr.dscp);
+		/* the queue it left on: the island's DATA to peer s (fresh,
+		 * repaired, tail copies) from worker s % N on WAN queue s % N
+		 * with a queue per worker; NACKs (worker 0's) and everything
+		 * with one queue on queue 0 */
+		cr_expect_eq(q,
+			p.hdr.type == ISTH_WIRE_DATA && edge.wan_txq > 1 ? peer % n_workers : 0,
+			"type %u to peer %u left on WAN TX queue %u", p.hdr.type, peer, q);
 		if (p.hdr.type == ISTH_WIRE_NACK) {
 			struct isth_wire_range rg;
 
@@ -759,13 +811,22 @@ poll_wan(void)
 			repairs_ok++;
 			continue;
 		}
-		if (p.hdr.round == 0 && p.hdr.chunk == 2 && !asked_repair) {
+		/* B asks for a chunk once it has it (as if lost after): a
+		 * peer's NACK names chunks its flow already carried, which
+		 * with several workers only B's worker knows of */
+		if (p.hdr.round == 0 && p.hdr.chunk == 2 && peer == B && !asked_repair) {
 			asked_repair = 1;
 			nack_edge_for_a();
 		}
 		cr_expect(clique_of_a(p.hdr.round) & (1u << peer),
 			"round %u DATA sent to %u, outside the clique", p.hdr.round, peer);
 		check_sum(&p); /* the bitmap is {A}: the payload is A's own */
+		if (p.hdr.round < ROUNDS + 2) {
+			/* each peer's flow in chunk order, whichever worker */
+			if (p.hdr.chunk + 1 <= last_fresh[p.hdr.round][peer])
+				out_of_order++;
+			last_fresh[p.hdr.round][peer] = p.hdr.chunk + 1;
+		}
 		if (p.hdr.round < ROUNDS + 2)
 			wan_copies[p.hdr.round][peer]++;
 	}
@@ -965,6 +1026,7 @@ static void run_pipeline(void);
 static void run_pipeline_auth(void);
 static void check_seals(void);
 static void check_queues(void);
+static void check_egress(void);
 
 Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up, .fini = eal_down,
 	.timeout = 60)
@@ -1112,6 +1174,113 @@ Test(isthmusd, pipeline_three_workers_two_tx_queues_hand_off, .init = eal_up_txq
 {
 	n_workers = 3;
 	run_pipeline();
+}
+
+/*
+ * The island's DATA leaves from the worker of each peer (s % N: B from
+ * worker 1 % N, C from 2 % N, D from 3 % N), each worker with its own
+ * pacer, ring and WAN TX queue: the same copies, repairs, tail copies and
+ * counters as with one worker, every frame to peer s on queue s % N
+ * (poll_wan), each peer's stream in chunk order, and what each worker
+ * sent exactly what its queue carried (check_egress).
+ */
+Test(isthmusd, pipeline_two_workers_wan_queue_each, .init = eal_up_wtxq2, .fini = eal_down,
+	.timeout = 60)
+{
+	n_workers = 2;
+	run_pipeline();
+}
+
+Test(isthmusd, pipeline_three_workers_wan_queue_each, .init = eal_up_wtxq3, .fini = eal_down,
+	.timeout = 60)
+{
+	n_workers = 3;
+	run_pipeline();
+}
+
+Test(isthmusd, pipeline_three_workers_auth_on_wan_queue_each, .init = eal_up_wtxq3,
+	.fini = eal_down, .timeout = 60)
+{
+	n_workers = 3;
+	run_pipeline_auth();
+}
+
+/*
+ * After the run (run_pipeline, before teardown): the island's DATA as
+ * each worker sent it (doc/isthmusd.md, "Workers"). Worker k sends to the
+ * peers s with s % N == k: it released (data_out) every chunk of exactly
+ * the rounds in which one of its peers is in A's clique, from a pacer of
+ * its own that the controller gave each round's whole plan (A's rate and
+ * start: the round's start, offset 0); the repair of B's NACK and the
+ * tail copies to its peers are its own (repairs_sent, tail_copies_sent),
+ * as is B's NACK (peer_nacks_rx). With a WAN TX queue per worker, what it
+ * counted sent (wan_tx) is what its queue carried; with one, worker 0
+ * sent everything on queue 0.
+ */
+static void
+check_egress(void)
+{
+	unsigned int want_q = n_workers > 1 && n_wtxq >= n_workers ? n_workers : 1;
+	uint64_t wan_all = 0;
+
+	cr_expect_eq(edge.wan_txq, want_q, "WAN TX queues %u, want %u", edge.wan_txq, want_q);
+	for (unsigned int q = 0; q < n_wtxq; q++)
+		wan_all += wtxq_frames[q];
+	for (unsigned int k = 0; k < n_workers; k++) {
+		const struct isthd_dp_stats *wst = k ? &edge.shard[k]->st : &edge.st;
+		struct isth_pace *pace = k ? edge.shard[k]->eg.pace : edge.eg.pace;
+		uint64_t mine = 0, rounds = 0, tails = 0, last = 0;
+		struct isth_pace_seg segs[ISTH_PACE_MAX_SEGS];
+		struct isth_pace_stats ps;
+		uint64_t start_tsc;
+		uint32_t pr;
+
+		for (unsigned int s = 1; s < N; s++)
+			if (s % n_workers == k)
+				mine |= 1ull << s;
+		for (uint32_t r = 0; r < ROUNDS; r++)
+			if (clique_of_a(r) & mine) {
+				rounds++;
+				last = r;
+			}
+		for (uint32_t r = 0; r < ROUNDS; r++)
+			for (unsigned int s = 1; s < N; s++)
+				if (mine & (1ull << s))
+					tails += tail_copies[r][s];
+		cr_expect_eq(isth_ctr_get(&wst->data_out), rounds * CHUNKS,
+			"worker %u released %lu DATA, want %lu (%lu rounds with its peers)", k,
+			(unsigned long)isth_ctr_get(&wst->data_out),
+			(unsigned long)(rounds * CHUNKS), (unsigned long)rounds);
+		cr_expect_eq(isth_ctr_get(&wst->tail_copies_sent), tails,
+			"worker %u: tail copies %lu, its peers read %lu", k,
+			(unsigned long)isth_ctr_get(&wst->tail_copies_sent), (unsigned long)tails);
+		cr_expect_eq(isth_ctr_get(&wst->repairs_sent) - isth_ctr_get(&wst->tail_copies_sent),
+			B % n_workers == k ? 1u : 0u, "worker %u: repairs", k);
+		cr_expect_eq(isth_ctr_get(&wst->peer_nacks_rx), B % n_workers == k ? 1u : 0u,
+			"worker %u: B's NACK", k);
+		cr_expect_eq(isth_ctr_get(&wst->drop[ISTHD_DROP_tx_wan]), 0);
+		cr_expect_eq(isth_ctr_get(&wst->drop[ISTHD_DROP_worker_ring_full]), 0);
+		/* its pacer: every round's plan, the last one A's, whole */
+		isth_pace_stats(pace, &ps);
+		cr_expect_geq(ps.plans_published, ROUNDS, "worker %u: %lu plans", k,
+			(unsigned long)ps.plans_published);
+		cr_expect_eq(ps.released, rounds * CHUNKS);
+		cr_assert_eq(isth_pace_active_plan(pace, &pr, &start_tsc, segs), 1,
+			"worker %u: no plan active", k);
+		cr_expect_geq(pr, last);
+		cr_expect_eq(segs[0].rate_bps, 1000000000ull, "worker %u: rate %lu", k,
+			(unsigned long)segs[0].rate_bps);
+		cr_expect_eq(start_tsc, isthd_ns_to_tsc(&edge, edge.clk.epoch_ns + pr * T_NS),
+			"worker %u: round %u starts at tsc %lu", k, pr, (unsigned long)start_tsc);
+		if (want_q > 1)
+			cr_expect_eq(isth_ctr_get(&wst->wan_tx), wtxq_frames[k],
+				"worker %u sent %lu, WAN queue %u had %u", k,
+				(unsigned long)isth_ctr_get(&wst->wan_tx), k, wtxq_frames[k]);
+		else
+			cr_expect_eq(isth_ctr_get(&wst->wan_tx), k == 0 ? wan_all : 0,
+				"worker %u sent %lu of %lu WAN frames", k,
+				(unsigned long)isth_ctr_get(&wst->wan_tx), (unsigned long)wan_all);
+	}
 }
 
 /*
@@ -1336,6 +1505,7 @@ run_pipeline(void)
 	char cfg[128], err[1024];
 	const char *sched;
 	pthread_t ctl;
+	struct isthd_dp_stats sum;
 
 	sched = write_schedule(epoch);
 	snprintf(cfg, sizeof(cfg), "%s/edge.conf", dir);
@@ -1375,6 +1545,7 @@ run_pipeline(void)
 	poll_access();
 	poll_wan();
 
+	isthd_stats_sum(&edge, &sum);
 	cr_expect_eq(wrong, 0, "AGG sums wrong");
 	/* several workers: worker k summed exactly the chunks c % N == k:
 	 * every (round, chunk) completes once on its worker but the one never
@@ -1473,9 +1644,12 @@ run_pipeline(void)
 			cr_expect_eq(tail_copies[r][s], (clique_of_a(r) & (1u << s)) ? 1u : 0u,
 				"round %u: %u tail copies to island %u", r, tail_copies[r][s], s);
 	cr_expect_geq(tail_copies_all, 3 * (ROUNDS / 2));
-	cr_expect_eq(isth_ctr_get(&edge.st.tail_copies_sent), tail_copies_all);
-	cr_expect_eq(isth_ctr_get(&edge.st.repairs_sent), 1 + tail_copies_all);
-	cr_expect_eq(isth_ctr_get(&edge.st.peer_nacks_rx), 1);
+	/* summed over the workers: each sends to its own peers */
+	cr_expect_eq(isth_ctr_get(&sum.tail_copies_sent), tail_copies_all);
+	cr_expect_eq(isth_ctr_get(&sum.repairs_sent), 1 + tail_copies_all);
+	cr_expect_eq(isth_ctr_get(&sum.peer_nacks_rx), 1);
+	cr_expect_eq(out_of_order, 0, "%u DATA reached a peer out of chunk order", out_of_order);
+	check_egress();
 	/* island NACKs: one lost AGG and one range never sent per stream,
 	 * each served by its stream's worker alone (NACKs steered by the
 	 * stream field; no worker resent another's AGG) */
@@ -2091,7 +2265,7 @@ keep_island_round(uint32_t r)
 		cr_assert_gt(
 			isth_wire_build_msg(p, 40 + sizeof(body), &h, body, sizeof(body), NULL), 0);
 	}
-	isthd_repair_keep(&edge, m, CHUNKS, now_ns());
+	isthd_repair_keep(&edge, &edge.eg, m, CHUNKS, now_ns());
 	rte_pktmbuf_free_bulk(m, CHUNKS); /* the ring holds its own */
 }
 

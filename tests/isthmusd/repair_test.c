@@ -183,7 +183,7 @@ asking_edge(struct isthd_peer *peers)
 	cr_assert(d->rep.rx && d->rep.rx_bits);
 	for (unsigned int i = 0; i < 4 * d->n_islands; i++)
 		d->rep.rx[i].round = UINT64_MAX;
-	d->rep.tail[0].round = d->rep.tail[1].round = UINT64_MAX;
+	d->eg.tail[0].round = d->eg.tail[1].round = UINT64_MAX;
 	d->clk.epoch_ns = E;
 	d->clk.round_ns = 600 * MS;
 	/* 20 chunks of 1432 bytes at 5.728 Mbit/s: 2 ms a chunk, 40 ms */

@@ -243,8 +243,8 @@ sample(uint32_t r)
 	isth_resend_stats(edge.agg_ring, &rs);
 	s[S_AGG_HELD] = rs.held;
 	s[S_REP_HELD] = 0;
-	if (edge.rep.ring != NULL) {
-		isth_resend_stats(edge.rep.ring, &rs);
+	if (edge.eg.ring != NULL) {
+		isth_resend_stats(edge.eg.ring, &rs);
 		s[S_REP_HELD] = rs.held;
 	}
 	sampled[r] = r + 1;
