@@ -128,9 +128,10 @@ Faults:
                           steering program on each edge port (doc/xdp.md)
   --workers N             worker lcores per edge (default 1; isthmusd -l with
                           N + 1 lcores over the two CPUs: worker k sums the
-                          chunks with chunk % N == k, doc/isthmusd.md); with
-                          af_packet the access port gets qpairs=N (a TX
-                          queue per worker)
+                          chunks with chunk % N == k and sends the island's
+                          DATA to the peers s with s % N == k,
+                          doc/isthmusd.md); with af_packet both ports get
+                          qpairs=N (a TX queue per worker)
   --island-sockets S      sockets each island receives on (default 1): the
                           edges' [access] island_sockets = S and the islands'
                           --sockets S --rx-threads on (AGG stream k to port
@@ -820,14 +821,14 @@ start_edge() {
 		vdevs=("--vdev=net_af_xdp0,iface=ta$RID$k,xdp_prog=$XDP_OBJ"
 		       "--vdev=net_af_xdp1,iface=tw$RID$k,xdp_prog=$XDP_OBJ")
 	else
-		# several workers: the access port with a socket pair per
-		# worker (qpairs), so that worker k sends its AGG stream on TX
-		# queue k itself; the kernel spreads the island's flows over
-		# the RX sockets by hash, and worker 0 polls every one
-		# (doc/isthmusd.md, "Workers"). The WAN port keeps one pair.
+		# several workers: both ports with a socket pair per worker
+		# (qpairs), so that worker k sends its AGG stream to the island
+		# and the island's DATA to its peers on TX queue k itself; the
+		# kernel spreads received flows over the RX sockets by hash,
+		# and worker 0 polls every one (doc/isthmusd.md, "Workers")
 		local qp=""
 		[ "$WORKERS" -le 1 ] || qp=",qpairs=$WORKERS"
-		vdevs=("--vdev=net_af_packet0,iface=ta$RID$k$qp" "--vdev=net_af_packet1,iface=tw$RID$k")
+		vdevs=("--vdev=net_af_packet0,iface=ta$RID$k$qp" "--vdev=net_af_packet1,iface=tw$RID$k$qp")
 	fi
 	[ -z "$ROUNDS" ] || rounds=(--rounds $((ROUNDS + 1 + EXTRA_ROUNDS)))
 	ip netns exec "isth-$RID-e$k" \
