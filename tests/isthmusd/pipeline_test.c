@@ -2211,10 +2211,20 @@ idle_edge_up(void)
 	snprintf(cfg, sizeof(cfg), "%s/edge.conf", dir);
 	write_config(cfg, sched, epoch);
 	cr_assert_eq(isthd_config_load(cfg, &edge.cfg, err, sizeof(err)), 0, "%s", err);
+	edge.n_workers = n_workers;
 	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(isthd_control_step(&edge, now_ns()), 0);
 	cr_assert_eq(edge.published, 1, "round 0 not published");
+}
+
+/* One pass of every worker's loop, played on this thread. */
+static void
+poll_all(void)
+{
+	isthd_dp_poll(&edge);
+	for (unsigned int k = 1; k < edge.n_workers; k++)
+		isthd_shard_poll(edge.shard[k]);
 }
 
 /* Poll until the edge has received @total frames on its two ports (bounded
@@ -2225,16 +2235,17 @@ pump(uint64_t total)
 	for (uint64_t until = now_ns() + 20000000000ull;
 		isth_ctr_get(&edge.st.access_rx) + isth_ctr_get(&edge.st.wan_rx) < total &&
 		now_ns() < until;)
-		isthd_dp_poll(&edge);
+		poll_all();
 	cr_assert_eq(isth_ctr_get(&edge.st.access_rx) + isth_ctr_get(&edge.st.wan_rx), total,
 		"edge received %lu of %lu frames",
 		(unsigned long)(isth_ctr_get(&edge.st.access_rx) + isth_ctr_get(&edge.st.wan_rx)),
 		(unsigned long)total);
 	for (unsigned int i = 0; i < 64; i++)
-		isthd_dp_poll(&edge);
+		poll_all();
 }
 
-/* As the pacer would: keep island A's round @r, all its chunks, for repair. */
+/* As the pacers would: keep island A's round @r, all its chunks, for
+ * repair (every worker's ring: each sends to some of the peers). */
 static void
 keep_island_round(uint32_t r)
 {
@@ -2265,8 +2276,9 @@ keep_island_round(uint32_t r)
 		cr_assert_gt(
 			isth_wire_build_msg(p, 40 + sizeof(body), &h, body, sizeof(body), NULL), 0);
 	}
-	isthd_repair_keep(&edge, &edge.eg, m, CHUNKS, now_ns());
-	rte_pktmbuf_free_bulk(m, CHUNKS); /* the ring holds its own */
+	for (unsigned int k = 0; k < edge.n_workers; k++)
+		isthd_repair_keep(&edge, isthd_egress_of(&edge, k), m, CHUNKS, now_ns());
+	rte_pktmbuf_free_bulk(m, CHUNKS); /* the rings hold their own */
 }
 
 /* Peer @s asks, from @src_ip, for @k ranges of island A's round 0, each
@@ -2310,7 +2322,8 @@ drain_wan(unsigned int *repairs, uint64_t *chunks)
 	struct isth_wire_pkt p;
 	unsigned int n;
 
-	while ((n = rte_ring_dequeue_burst(w_out, (void **)m, 32, NULL)) > 0) {
+	for (unsigned int q = 0; q < n_wtxq; q++)
+	while ((n = rte_ring_dequeue_burst(w_outq[q], (void **)m, 32, NULL)) > 0) {
 		for (unsigned int i = 0; i < n; i++) {
 			uint8_t flat[2048];
 			uint32_t len = rte_pktmbuf_pkt_len(m[i]);
@@ -2321,6 +2334,8 @@ drain_wan(unsigned int *repairs, uint64_t *chunks)
 			cr_assert_eq(isth_wire_parse_frame(f, len, &lim, &p), ISTH_WIRE_OK);
 			peer = p.addr.dst_ip - 0x0a000001;
 			cr_assert_lt(peer, N);
+			/* a peer's repairs from its worker's queue */
+			cr_expect_eq(q, edge.wan_txq > 1 ? peer % edge.n_workers : 0);
 			cr_expect_eq(p.hdr.type, ISTH_WIRE_DATA);
 			cr_expect_neq(p.hdr.flags & ISTH_WIRE_F_RESENT, 0);
 			cr_expect_eq(p.hdr.sender, A);
@@ -2348,7 +2363,40 @@ drain_wan(unsigned int *repairs, uint64_t *chunks)
  * computes, every ask beyond is counted, and the amplification (bytes
  * out / bytes in) stays <= 1.5, per peer and over the whole stream.
  */
+static void nack_storm(void);
+/* the edge's counters summed over its workers, before teardown */
+static struct isthd_dp_stats edge_st;
+
 Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up, .fini = eal_down, .timeout = 60)
+{
+	nack_storm();
+}
+
+/*
+ * The same storm at an edge with two workers: B's and D's NACKs (1 % 2,
+ * 3 % 2) are steered to worker 1, which sends to them and holds their
+ * budgets, C's served by worker 0; with a WAN TX queue each (each peer's
+ * repairs on its worker's queue) and with one (through worker 0). The
+ * same bounds, counted by the workers that served and refused them.
+ */
+Test(isthmusd, nack_storm_two_workers_is_capped, .init = eal_up_wtxq2, .fini = eal_down,
+	.timeout = 60)
+{
+	n_workers = 2;
+	nack_storm();
+	cr_expect_eq(isth_ctr_get(&edge_st.peer_nacks_rx) - isth_ctr_get(&edge.st.peer_nacks_rx),
+		3 * 200u, "worker 1 received B's, spoofed B's and D's NACKs");
+}
+
+Test(isthmusd, nack_storm_two_workers_one_wan_queue_is_capped, .init = eal_up, .fini = eal_down,
+	.timeout = 60)
+{
+	n_workers = 2;
+	nack_storm();
+}
+
+static void
+nack_storm(void)
 {
 	const unsigned int storm = 200, budget = CHUNKS + (CHUNKS / 4 > 2 ? CHUNKS / 4 : 2);
 	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
@@ -2410,15 +2458,17 @@ Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up, .fini = eal_d
 	printf("nack storm: %lu NACK bytes in, %lu repair bytes out, amplification %.3f\n",
 		(unsigned long)in, (unsigned long)out, amp);
 
-	cr_expect_eq(isth_ctr_get(&edge.st.peer_nacks_rx), 4 * storm);
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_nack_bad_source]), storm);
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_nack_not_clique]), storm);
-	cr_expect_eq(isth_ctr_get(&edge.st.repairs_sent), repairs[B] + repairs[C]);
+	/* summed over the workers (each counts what it served) */
+	isthd_stats_sum(&edge, &edge_st);
+	cr_expect_eq(isth_ctr_get(&edge_st.peer_nacks_rx), 4 * storm);
+	cr_expect_eq(isth_ctr_get(&edge_st.drop[ISTHD_DROP_nack_bad_source]), storm);
+	cr_expect_eq(isth_ctr_get(&edge_st.drop[ISTHD_DROP_nack_not_clique]), storm);
+	cr_expect_eq(isth_ctr_get(&edge_st.repairs_sent), repairs[B] + repairs[C]);
 	/* every chunk a storm NACK named beyond the allowance or the
 	 * attempts: B's and C's 2 * storm NACKs name CHUNKS each, the rest
 	 * were served */
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_repair_attempts]) +
-			isth_ctr_get(&edge.st.drop[ISTHD_DROP_repair_budget]),
+	cr_expect_eq(isth_ctr_get(&edge_st.drop[ISTHD_DROP_repair_attempts]) +
+			isth_ctr_get(&edge_st.drop[ISTHD_DROP_repair_budget]),
 		2ull * storm * CHUNKS - repairs[B] - repairs[C]);
 
 	isthd_teardown(&edge);
