@@ -928,7 +928,8 @@ isthd_dp_drain_final(struct isthd *d)
 	do {
 		while (emit_aggs(d, isthd_tsc_to_ns(d, rte_rdtsc())) > 0 ||
 			(d->n_workers > 1 &&
-				(isthd_shard_drain_final(d, false) > 0 || stream_frames(d) > 0)))
+				(isthd_shard_drain_final(d, false) > 0 || stream_frames(d) > 0 ||
+					wan_frames(d) > 0)))
 			;
 		isth_backend_counts(d->be, &bc);
 		if (bc.dev_pending)

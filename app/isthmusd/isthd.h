@@ -443,6 +443,9 @@ struct isthd_shard {
 	struct isthd_repair_budget nack_budget;
 	/* the island's DATA to this worker's peers (struct isthd_egress) */
 	struct isthd_egress eg;
+	/* worker 0 (SP) -> k (SC): the island's DATA for k's pacer (a
+	 * reference each, sealed; [pace] queue entries, as the pacer) */
+	struct rte_ring *pace_in;
 	/* k (SP) -> worker 0 (SC): frames for the WAN port (the island's
 	 * DATA replicated, repairs), which worker 0 puts on WAN TX queue 0;
 	 * used only when the WAN port has one TX queue (d->wan_txq == 1),
@@ -513,6 +516,9 @@ struct isthd {
 	/* dp only: peer DATA for worker k, staged for one ring burst */
 	struct isthd_shard_msg *stage; /* [n_workers][ISTHD_BURST] */
 	uint16_t n_stage[ISTHD_MAX_WORKERS];
+	/* dp only: the island's DATA for worker k's pacer, likewise */
+	struct rte_mbuf **pstage; /* [n_workers][ISTHD_BURST] */
+	uint16_t n_pstage[ISTHD_MAX_WORKERS];
 
 	/* WAN repair: see the struct for who writes what */
 	struct isthd_repair rep;
@@ -754,8 +760,9 @@ void isthd_shard_steer_msg(
 /* Worker 0, several workers: hand the island's DATA @m (sealed for the
  * WAN, @bytes of payload) to the pacer of every worker with peers in
  * round @r (a reference each): its own, through isth_pace_enqueue, the
- * others' through their rings (staged; isthd_shard_flush). @return 0, or
- * the drop reason of worker 0's own enqueue (its reference freed). */
+ * others' through their pace_in rings (staged; isthd_shard_flush).
+ * @return 0, or worker 0's own enqueue's error, whose reference the
+ * caller frees. */
 int isthd_egress_steer(struct isthd *d, struct rte_mbuf *m, uint32_t bytes, uint64_t r);
 /* Worker 0, WAN port with one TX queue: frames the other workers built
  * for the WAN (their peers' DATA, repairs), at most @cap. */

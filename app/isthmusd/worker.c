@@ -15,24 +15,36 @@
  * island follows the N streams (lib/island) and NACKs each by its stream
  * index.
  *
+ * Worker k also sends the island's DATA to the peer islands s with
+ * egress_of[s] == k (s % N): it paces it with a pacer of its own (the
+ * round's whole plan), replicates it to those peers through its backend
+ * (whose fan-out table holds only them), keeps it in a WAN repair ring of
+ * its own and serves those peers' chunk NACKs and tail copies from it,
+ * within budgets of its own (struct isthd_egress). A peer's flow so has
+ * one pacer, one ring and one TX queue: in chunk order, which the peer
+ * edge's WAN repair relies on (a split by chunk would reorder it).
+ *
  * Worker 0 is the edge's data path as with one worker (datapath.c): it
- * polls both ports (the PMDs here have one queue), parses and verifies,
- * admits, tracks and repairs the WAN, paces and replicates the island's
- * DATA, and numbers, seals and sends stream 0. It hands each admitted
- * peer DATA whose chunk is another worker's, and each island NACK of
- * another worker's stream, to that worker through an SP/SC ring (the
- * frame and its parse). Where the access port has a TX queue per worker
- * (setup.c chooses once, from the PMD's max_tx_queues), worker k puts
- * what it finished (and sealed) on access TX queue k itself; otherwise it
- * hands them back through another ring, and worker 0 puts them on the
- * wire unchanged. No worker but 0 receives, or touches the WAN port.
+ * polls every RX queue of both ports, parses and verifies, admits, tracks
+ * peers' chunks for WAN repair, seals the island's DATA once for the WAN,
+ * and numbers, seals and sends stream 0. It hands each admitted peer DATA
+ * whose chunk is another worker's, each island NACK of another worker's
+ * stream and each chunk NACK of another worker's peer to that worker
+ * through an SP/SC ring (the frame and its parse), and the island's DATA
+ * (a reference) to every other worker with peers in the round through
+ * another (pace_in). Where a port has a TX queue per worker (setup.c
+ * chooses once per port, from the PMD's max_tx_queues), worker k sends on
+ * TX queue k itself; otherwise it hands its frames back through a ring
+ * per port (out, wan_out), and worker 0 puts them on the wire unchanged.
+ * No worker but 0 receives.
  *
  * Why the rest stays on worker 0: one RX queue per port on these PMDs
  * (no steering by chunk); WAN repair tracks each peer's chunks in order
  * (repair_nack.c), which a shard of them would see as gaps. Every stream
  * the edge starts still has one writer: AGG and GONE of stream k worker
- * k, NACK and stream 0 worker 0, ROUND the controller; so no receiver's
- * replay window sees a seq twice.
+ * k, NACK and stream 0 worker 0, ROUND the controller, the island's DATA
+ * its one WAN seal by worker 0; so no receiver's replay window sees a seq
+ * twice.
  *
  * Keys: every worker has an engine of its own in the key set published
  * (auth.c, struct isthd_keyset); a reload publishes a new set through
@@ -90,7 +102,9 @@ isthd_workers_setup(struct isthd *d, const struct isth_backend_conf *bc, char *e
 		return 0;
 	d->stage = rte_zmalloc("isthd_stage",
 		(size_t)d->n_workers * ISTHD_BURST * sizeof(*d->stage), RTE_CACHE_LINE_SIZE);
-	if (d->stage == NULL)
+	d->pstage = rte_zmalloc("isthd_pstage",
+		(size_t)d->n_workers * ISTHD_BURST * sizeof(*d->pstage), RTE_CACHE_LINE_SIZE);
+	if (d->stage == NULL || d->pstage == NULL)
 		goto nomem;
 	for (k = 1; k < d->n_workers; k++) {
 		struct isthd_shard *w;
@@ -111,7 +125,12 @@ isthd_workers_setup(struct isthd *d, const struct isth_backend_conf *bc, char *e
 		snprintf(name, sizeof(name), "isthd_wout%u", k);
 		w->wan_out = rte_ring_create(
 			name, SHARD_OUT_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-		if (w->in == NULL || w->out == NULL || w->wan_out == NULL)
+		/* as deep as the pacer's queue: a round's DATA waits in one
+		 * or the other, never dropped here before the pacer would */
+		snprintf(name, sizeof(name), "isthd_pace%u", k);
+		w->pace_in = rte_ring_create(
+			name, d->cfg.pace_queue, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (w->in == NULL || w->out == NULL || w->wan_out == NULL || w->pace_in == NULL)
 			goto nomem;
 		w->be = isth_backend_create(d->cfg.backend, bc);
 		if (w->be == NULL) {
@@ -164,6 +183,12 @@ isthd_workers_teardown(struct isthd *d)
 				rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
 			rte_ring_free(w->wan_out);
 		}
+		if (w->pace_in) {
+			while ((n = rte_ring_dequeue_burst(w->pace_in, objs, RTE_DIM(objs), NULL)) >
+				0)
+				rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
+			rte_ring_free(w->pace_in);
+		}
 		isth_backend_destroy(w->be);
 		isth_resend_destroy(w->agg_ring);
 		rte_free(w);
@@ -171,6 +196,8 @@ isthd_workers_teardown(struct isthd *d)
 	}
 	rte_free(d->stage);
 	d->stage = NULL;
+	rte_free(d->pstage);
+	d->pstage = NULL;
 }
 
 int
@@ -225,8 +252,19 @@ isthd_shard_flush(struct isthd *d)
 {
 	for (unsigned int k = 1; k < d->n_workers; k++) {
 		struct isthd_shard_msg *s = &d->stage[k * ISTHD_BURST];
+		struct rte_mbuf **pm = &d->pstage[k * ISTHD_BURST];
 		unsigned int n = d->n_stage[k], sent;
 
+		if (d->n_pstage[k]) {
+			unsigned int np = d->n_pstage[k];
+
+			sent = rte_ring_enqueue_burst(d->shard[k]->pace_in, (void **)pm, np, NULL);
+			if (unlikely(sent < np)) {
+				isth_ctr_add(&d->st.drop[ISTHD_DROP_worker_ring_full], np - sent);
+				rte_pktmbuf_free_bulk(pm + sent, np - sent);
+			}
+			d->n_pstage[k] = 0;
+		}
 		if (n == 0)
 			continue;
 		sent = rte_ring_enqueue_burst_elem(d->shard[k]->in, s, sizeof(*s), n, NULL);
@@ -292,22 +330,15 @@ isthd_egress_steer(struct isthd *d, struct rte_mbuf *m, uint32_t bytes, uint64_t
 		rte_mbuf_refcnt_update(m, (int16_t)(n - 1));
 	for (i = 0; i < n; i++) {
 		unsigned int k = who[i];
-		struct isthd_shard_msg *s;
 
 		if (k == 0) {
 			/* refused: the caller frees this reference */
 			rc = isth_pace_enqueue(d->eg.pace, m, bytes);
 			continue;
 		}
-		if (d->n_stage[k] == ISTHD_BURST)
+		if (d->n_pstage[k] == ISTHD_BURST)
 			isthd_shard_flush(d);
-		s = &d->stage[k * ISTHD_BURST + d->n_stage[k]++];
-		s->m = m;
-		/* what shard_aggregate reads of the island's DATA */
-		s->p.hdr.type = ISTH_WIRE_DATA;
-		s->p.hdr.flags = 0;
-		s->p.hdr.sender = d->island;
-		s->p.payload_size = bytes;
+		d->pstage[k * ISTHD_BURST + d->n_pstage[k]++] = m;
 	}
 	return rc;
 }
@@ -361,24 +392,34 @@ shard_serve_nack(struct isthd_shard *w, const struct isth_wire_pkt *p, uint64_t 
 		now_ns, shard_emit_out, w);
 }
 
-/* The island's DATA worker 0 handed over, into this worker's pacer for
- * its peers; refusals counted here (pace_full, pace_oversize). */
-static void
-shard_pace(struct isthd_shard *w, struct rte_mbuf *m, uint32_t bytes)
+/* The island's DATA worker 0 handed over (sealed messages: header,
+ * payload, the tag with auth on), into this worker's pacer for its peers,
+ * by payload bytes as worker 0 paces; refusals counted here (pace_full,
+ * pace_oversize). */
+static unsigned int
+shard_pace(struct isthd_shard *w)
 {
-	int rc = isth_pace_enqueue(w->eg.pace, m, bytes);
+	const uint32_t over = ISTH_WIRE_HDR_SIZE + (w->d->auth.on ? ISTH_AUTH_TAG_SIZE : 0);
+	struct rte_mbuf *m[ISTHD_BURST];
+	unsigned int n, i;
 
-	if (unlikely(rc < 0)) {
-		isth_ctr_add(&w->st.drop[rc == -ENOBUFS ? ISTHD_DROP_pace_full
-							: ISTHD_DROP_pace_oversize],
-			1);
-		rte_pktmbuf_free(m);
+	n = rte_ring_dequeue_burst(w->pace_in, (void **)m, ISTHD_BURST, NULL);
+	for (i = 0; i < n; i++) {
+		uint32_t len = rte_pktmbuf_pkt_len(m[i]);
+		int rc = isth_pace_enqueue(w->eg.pace, m[i], len > over ? len - over : 0);
+
+		if (unlikely(rc < 0)) {
+			isth_ctr_add(&w->st.drop[rc == -ENOBUFS ? ISTHD_DROP_pace_full
+								: ISTHD_DROP_pace_oversize],
+				1);
+			rte_pktmbuf_free(m[i]);
+		}
 	}
+	return n;
 }
 
 /* Sum what worker 0 handed over; serve the NACKs it steered here (the
- * island's of AGG stream k, peers' chunk NACKs of this worker's peers);
- * pace the island's DATA for this worker's peers. */
+ * island's of AGG stream k, peers' chunk NACKs of this worker's peers). */
 static unsigned int
 shard_aggregate(struct isthd_shard *w, uint64_t now_ns)
 {
@@ -398,10 +439,6 @@ shard_aggregate(struct isthd_shard *w, uint64_t now_ns)
 			else
 				shard_serve_nack(w, &msg[i].p, now_ns);
 			rte_pktmbuf_free(msg[i].m);
-			continue;
-		}
-		if (msg[i].p.hdr.sender == w->d->island) {
-			shard_pace(w, msg[i].m, (uint32_t)msg[i].p.payload_size);
 			continue;
 		}
 		m[k] = msg[i].m;
@@ -484,6 +521,7 @@ isthd_shard_poll(struct isthd_shard *w)
 	if (w->eg.ring != NULL)
 		work += isthd_repair_tail_copies(w->d, w->id, now_ns);
 	work += shard_aggregate(w, now_ns);
+	work += shard_pace(w);
 	work += isthd_egress_release(w->d, w->id, tsc);
 	work += shard_emit(w, now_ns);
 	isth_resend_expire(w->agg_ring, now_ns);
@@ -533,6 +571,10 @@ isthd_shard_drain_final(struct isthd *d, bool first)
 
 		if (first) {
 			while (shard_aggregate(w, now_ns) > 0)
+				;
+			/* the island's DATA still on its way: into the pacer,
+			 * which teardown flushes (nothing is sent unpaced) */
+			while (shard_pace(w) > 0)
 				;
 			isth_backend_flush(w->be);
 		}
