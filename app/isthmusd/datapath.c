@@ -792,6 +792,8 @@ stream_frames(struct isthd *d)
 	return n;
 }
 
+#define WAN_BURSTS 8
+
 /*
  * Several workers, WAN port with one TX queue (the fallback): what
  * workers 1..N-1 built for the WAN (the island's DATA replicated to their
@@ -803,14 +805,20 @@ static unsigned int
 wan_frames(struct isthd *d)
 {
 	struct rte_mbuf *in[ISTHD_BURST];
-	unsigned int n;
+	unsigned int n, all = 0, i;
 
 	if (d->wan_txq > 1)
 		return 0;
-	n = isthd_shard_wan_collect(d, in, ISTHD_BURST);
-	if (n)
+	/* a burst of DATA released by a worker is a copy per peer: up to
+	 * WAN_BURSTS bursts a pass, so that worker 0 keeps pace */
+	for (i = 0; i < WAN_BURSTS; i++) {
+		n = isthd_shard_wan_collect(d, in, ISTHD_BURST);
+		if (n == 0)
+			break;
 		isthd_tx(d, d->wan_port, in, (uint16_t)n, ISTHD_DROP_tx_wan, &d->st.wan_tx);
-	return n;
+		all += n;
+	}
+	return all;
 }
 
 static unsigned int

@@ -73,6 +73,8 @@
 /* Ring sizes: a few bursts of every kind in flight per worker. */
 #define SHARD_IN_SIZE 1024
 #define SHARD_OUT_SIZE 1024
+/* to the WAN through worker 0: a released burst is a copy per peer */
+#define SHARD_WAN_OUT_SIZE 4096
 
 _Static_assert(ISTHD_MAX_WORKERS <= ISTH_WIRE_MAX_STREAMS, "one AGG stream per worker");
 
@@ -124,7 +126,7 @@ isthd_workers_setup(struct isthd *d, const struct isth_backend_conf *bc, char *e
 			name, SHARD_OUT_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
 		snprintf(name, sizeof(name), "isthd_wout%u", k);
 		w->wan_out = rte_ring_create(
-			name, SHARD_OUT_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+			name, SHARD_WAN_OUT_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
 		/* as deep as the pacer's queue: a round's DATA waits in one
 		 * or the other, never dropped here before the pacer would */
 		snprintf(name, sizeof(name), "isthd_pace%u", k);
