@@ -148,8 +148,8 @@ publish_pace(struct isthd *d, unsigned int w, uint64_t r)
 	/* after the profile, the stream is done */
 	segs[m].offset_ns = at;
 	segs[m].rate_bps = 0;
-	return isth_pace_set_profile(pace, (uint32_t)r,
-		isthd_ns_to_tsc(d, round_start(d, r) + off), segs, (unsigned int)m + 1);
+	return isth_pace_set_profile(pace, (uint32_t)r, isthd_ns_to_tsc(d, round_start(d, r) + off),
+		segs, (unsigned int)m + 1);
 }
 
 static void
@@ -415,7 +415,8 @@ isthd_control_step(struct isthd *d, uint64_t now_ns)
 				break;
 			if (rc < 0) {
 				fprintf(stderr,
-					"isthmusd: round %" PRIu64 ": pacer of worker %u refused: %s\n",
+					"isthmusd: round %" PRIu64
+					": pacer of worker %u refused: %s\n",
 					d->pace_published[k], k, strerror(-rc));
 				return rc;
 			}

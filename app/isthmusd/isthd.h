@@ -656,8 +656,8 @@ void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t
 unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns);
 /* Worker k = egress_of[sender]: a peer's chunk NACK, served from worker
  * k's ring within the peer's budget (worker 0 steers it there). */
-void isthd_repair_serve(struct isthd *d, unsigned int k, const struct isth_wire_pkt *p,
-	uint64_t now_ns);
+void
+isthd_repair_serve(struct isthd *d, unsigned int k, const struct isth_wire_pkt *p, uint64_t now_ns);
 void isthd_repair_trace(const struct isthd *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* The most chunk repairs NACKs can get one peer per round (after
@@ -883,8 +883,8 @@ isthd_engine_of(const struct isthd *d, unsigned int k)
  * Refusals freed and counted under @reason (the queue) or
  * worker_ring_full (the ring) in worker k's counters. */
 static inline void
-isthd_wan_tx(struct isthd *d, unsigned int k, struct rte_mbuf **m, uint16_t n,
-	enum isthd_drop reason)
+isthd_wan_tx(
+	struct isthd *d, unsigned int k, struct rte_mbuf **m, uint16_t n, enum isthd_drop reason)
 {
 	struct isthd_dp_stats *st = isthd_stats_of(d, k);
 	unsigned int sent;

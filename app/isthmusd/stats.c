@@ -119,9 +119,9 @@ isthd_print_counters(const struct isthd *d, FILE *f)
 			isth_ctr_get(&st->agg_out), isth_ctr_get(&st->nacks),
 			isth_ctr_get(&st->resent), isth_ctr_get(&st->gone),
 			isth_ctr_get(&st->sealed), isth_ctr_get(&st->access_tx),
-			isth_ctr_get(&st->drop[ISTHD_DROP_tx_access]),
-			isth_ctr_get(&st->data_out), isth_ctr_get(&st->wan_tx),
-			isth_ctr_get(&st->repairs_sent), isth_ctr_get(&st->tail_copies_sent));
+			isth_ctr_get(&st->drop[ISTHD_DROP_tx_access]), isth_ctr_get(&st->data_out),
+			isth_ctr_get(&st->wan_tx), isth_ctr_get(&st->repairs_sent),
+			isth_ctr_get(&st->tail_copies_sent));
 	}
 	isthd_pace_stats_sum(d, &ps);
 	fprintf(f,
@@ -147,7 +147,8 @@ isthd_pace_stats_sum(const struct isthd *d, struct isth_pace_stats *ps)
 	lag = ps->round_bytes ? ps->round_start_lag_ns : UINT64_MAX;
 	for (unsigned int k = 1; k < d->n_workers; k++) {
 		isth_pace_stats(d->shard[k]->eg.pace, &x);
-		if (x.round > ps->round || (x.round == ps->round && x.round_bytes > ps->round_bytes)) {
+		if (x.round > ps->round ||
+			(x.round == ps->round && x.round_bytes > ps->round_bytes)) {
 			if (x.round > ps->round)
 				lag = UINT64_MAX;
 			ps->round = x.round;
@@ -158,10 +159,20 @@ isthd_pace_stats_sum(const struct isthd *d, struct isth_pace_stats *ps)
 		}
 		if (x.round == ps->round && x.round_bytes && x.round_start_lag_ns < lag)
 			lag = x.round_start_lag_ns;
-#define SUM(f) ps->f += x.f;
-		SUM(enqueued) SUM(queue_full) SUM(oversize) SUM(released) SUM(bytes_sent)
-		SUM(flushed) SUM(rounds) SUM(late_starts) SUM(empty_rounds) SUM(plans_busy)
-		SUM(plans_published) SUM(plan_reuse_waits) SUM(queued)
+#define SUM(f) ps->f += x.f
+		SUM(enqueued);
+		SUM(queue_full);
+		SUM(oversize);
+		SUM(released);
+		SUM(bytes_sent);
+		SUM(flushed);
+		SUM(rounds);
+		SUM(late_starts);
+		SUM(empty_rounds);
+		SUM(plans_busy);
+		SUM(plans_published);
+		SUM(plan_reuse_waits);
+		SUM(queued);
 #undef SUM
 	}
 	ps->round_start_lag_ns = lag == UINT64_MAX ? 0 : lag;

@@ -1254,7 +1254,8 @@ check_egress(void)
 		cr_expect_eq(isth_ctr_get(&wst->tail_copies_sent), tails,
 			"worker %u: tail copies %lu, its peers read %lu", k,
 			(unsigned long)isth_ctr_get(&wst->tail_copies_sent), (unsigned long)tails);
-		cr_expect_eq(isth_ctr_get(&wst->repairs_sent) - isth_ctr_get(&wst->tail_copies_sent),
+		cr_expect_eq(
+			isth_ctr_get(&wst->repairs_sent) - isth_ctr_get(&wst->tail_copies_sent),
 			B % n_workers == k ? 1u : 0u, "worker %u: repairs", k);
 		cr_expect_eq(isth_ctr_get(&wst->peer_nacks_rx), B % n_workers == k ? 1u : 0u,
 			"worker %u: B's NACK", k);
@@ -2323,30 +2324,30 @@ drain_wan(unsigned int *repairs, uint64_t *chunks)
 	unsigned int n;
 
 	for (unsigned int q = 0; q < n_wtxq; q++)
-	while ((n = rte_ring_dequeue_burst(w_outq[q], (void **)m, 32, NULL)) > 0) {
-		for (unsigned int i = 0; i < n; i++) {
-			uint8_t flat[2048];
-			uint32_t len = rte_pktmbuf_pkt_len(m[i]);
-			const uint8_t *f = rte_pktmbuf_read(m[i], 0, len, flat);
-			unsigned int peer;
+		while ((n = rte_ring_dequeue_burst(w_outq[q], (void **)m, 32, NULL)) > 0) {
+			for (unsigned int i = 0; i < n; i++) {
+				uint8_t flat[2048];
+				uint32_t len = rte_pktmbuf_pkt_len(m[i]);
+				const uint8_t *f = rte_pktmbuf_read(m[i], 0, len, flat);
+				unsigned int peer;
 
-			bytes += len;
-			cr_assert_eq(isth_wire_parse_frame(f, len, &lim, &p), ISTH_WIRE_OK);
-			peer = p.addr.dst_ip - 0x0a000001;
-			cr_assert_lt(peer, N);
-			/* a peer's repairs from its worker's queue */
-			cr_expect_eq(q, edge.wan_txq > 1 ? peer % edge.n_workers : 0);
-			cr_expect_eq(p.hdr.type, ISTH_WIRE_DATA);
-			cr_expect_neq(p.hdr.flags & ISTH_WIRE_F_RESENT, 0);
-			cr_expect_eq(p.hdr.sender, A);
-			cr_expect_eq(p.hdr.round, 0);
-			cr_assert_lt(p.hdr.chunk, CHUNKS);
-			check_sum(&p);
-			repairs[peer]++;
-			chunks[peer] |= 1ull << p.hdr.chunk;
+				bytes += len;
+				cr_assert_eq(isth_wire_parse_frame(f, len, &lim, &p), ISTH_WIRE_OK);
+				peer = p.addr.dst_ip - 0x0a000001;
+				cr_assert_lt(peer, N);
+				/* a peer's repairs from its worker's queue */
+				cr_expect_eq(q, edge.wan_txq > 1 ? peer % edge.n_workers : 0);
+				cr_expect_eq(p.hdr.type, ISTH_WIRE_DATA);
+				cr_expect_neq(p.hdr.flags & ISTH_WIRE_F_RESENT, 0);
+				cr_expect_eq(p.hdr.sender, A);
+				cr_expect_eq(p.hdr.round, 0);
+				cr_assert_lt(p.hdr.chunk, CHUNKS);
+				check_sum(&p);
+				repairs[peer]++;
+				chunks[peer] |= 1ull << p.hdr.chunk;
+			}
+			rte_pktmbuf_free_bulk(m, n);
 		}
-		rte_pktmbuf_free_bulk(m, n);
-	}
 	return bytes;
 }
 
