@@ -129,8 +129,8 @@ Faults:
   --workers N             worker lcores per edge (default 1; isthmusd -l with
                           N + 1 lcores over the two CPUs: worker k sums the
                           chunks with chunk % N == k and sends the island's
-                          DATA to the peers s with s % N == k,
-                          doc/isthmusd.md); with af_packet both ports get
+                          DATA of each round to its share of the round's
+                          peers, doc/isthmusd.md); with af_packet both ports get
                           qpairs=N (a TX queue per worker)
   --island-sockets S      sockets each island receives on (default 1): the
                           edges' [access] island_sockets = S and the islands'

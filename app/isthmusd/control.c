@@ -85,7 +85,8 @@ publish_tables(struct isthd *d, uint64_t r)
 publish:
 	/* every worker's backend (worker.c): all of them expect the round's
 	 * contributors, each replicates the island's DATA to its own peers
-	 * (egress_of; the group with network replication is worker 0's); one
+	 * (isthd_egress_worker: rank in the round's peers, mod N; the group
+	 * with network replication is worker 0's); one
 	 * that asks for a retry is asked again, the ones that took the round
 	 * are not */
 	for (i = 0; i < RTE_MAX(d->n_workers, 1u); i++) {
@@ -100,7 +101,8 @@ publish:
 			for (unsigned int j = 0; j < n; j++)
 				if (peers[j].island == ISTH_MCAST_NO_ISLAND
 						? i == 0
-						: d->egress_of[peers[j].island] == i)
+						: isthd_egress_worker(
+							  d, v.peers, peers[j].island) == i)
 					mine[n_fo++] = peers[j];
 			fo = mine;
 		}

@@ -477,7 +477,7 @@ access_rx_queue(struct isthd *d, uint16_t q, uint64_t now_ns)
 			/* AGG stream k's seqs: worker k's ring (the parser
 			 * refused k >= n_workers, and chunk NACKs are 0) */
 			if (p->hdr.stream != 0) {
-				isthd_shard_steer_msg(d, p->hdr.stream, m, p);
+				isthd_shard_stage(d, p->hdr.stream, m, p);
 				break;
 			}
 			serve_nack(d, p, now_ns);
@@ -520,9 +520,21 @@ isthd_egress_release(struct isthd *d, unsigned int w, uint64_t now_tsc)
 	struct isth_backend *be = w ? d->shard[w]->be : d->be;
 	struct rte_mbuf *out[ISTHD_BURST * 4];
 	void *objs[ISTHD_BURST];
-	unsigned int n, done = 0;
+	unsigned int n, done = 0, max = ISTHD_BURST;
 
-	n = isth_pace_dequeue_burst(eg->pace, now_tsc, objs, ISTHD_BURST);
+	if (w != 0 && d->wan_txq == 1) {
+		/* through worker 0: release only what the ring can take, a
+		 * copy per peer of the worker (at most), so that paced DATA
+		 * waits in the pacer rather than being dropped on the way */
+		unsigned int per = (d->n_islands - 1 + d->n_workers - 1) / d->n_workers;
+
+		unsigned int fit = rte_ring_free_count(d->shard[w]->wan_out) / (per ? per : 1u);
+
+		max = RTE_MIN(max, fit);
+		if (max == 0)
+			return 0;
+	}
+	n = isth_pace_dequeue_burst(eg->pace, now_tsc, objs, max);
 	if (n == 0)
 		return 0;
 	isth_ctr_add(&st->data_out, n);
@@ -633,15 +645,18 @@ wan_rx_queue(struct isthd *d, uint16_t q, uint64_t now_ns)
 			if (p->hdr.type == ISTH_WIRE_NACK && (p->hdr.flags & ISTH_WIRE_F_CHUNKS) &&
 				p->hdr.sender != d->island &&
 				p->hdr.bitmap == (1ull << d->island)) {
-				/* served by the worker that sends to that
-				 * peer, from its ring ("Workers") */
-				unsigned int w = d->egress_of[p->hdr.sender];
+				/* checked here, served by the worker that
+				 * sends the round to that peer, from its ring
+				 * ("Workers") */
+				unsigned int w = 0;
 
-				if (w != 0) {
-					isthd_shard_steer_msg(d, w, m, p);
-					continue;
+				if (isthd_repair_admit(d, p, &w)) {
+					if (w != 0) {
+						isthd_shard_stage(d, w, m, p);
+						continue;
+					}
+					isthd_repair_serve(d, 0, p, now_ns);
 				}
-				isthd_repair_serve(d, 0, p, now_ns);
 				rte_pktmbuf_free(m);
 				continue;
 			}

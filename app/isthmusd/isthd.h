@@ -102,7 +102,9 @@ enum {
 	X(auth_replay, "auth on: seq already accepted in its stream (replay)") \
 	X(auth_stale, "auth on: seq older than its stream's replay window") \
 	X(auth_seal, "auth on: a message to send could not be sealed") \
-	X(worker_ring_full, "several workers: the ring to a chunk's worker was full")
+	X(worker_ring_full, \
+		"several workers: a ring between workers was full (to a chunk's or a peer's " \
+		"worker, or back to worker 0)")
 
 enum isthd_drop {
 #define X(n, s) ISTHD_DROP_##n,
@@ -254,10 +256,30 @@ struct isthd_repair_served {
 	uint32_t serves; /* repairs of the chunk to the peer */
 };
 
+/* Segments of a round's chunk -> ring seq map (struct isthd_egress). */
+#define ISTHD_KEEP_SEGS 4
+
+/* Where a worker's WAN repair ring keeps the chunks of one round
+ * (isthd_repair_keep): chunk c at seq seg[i].base + c, seg[i] the last
+ * segment with from <= c. Chunks leave in order, so one segment, unless a
+ * chunk never reached the ring (a full queue on the way): the next one
+ * starts a segment, so that what follows keeps its own seq; beyond
+ * ISTHD_KEEP_SEGS the serve's check refuses what no longer maps
+ * (repair_mismatch). */
+struct isthd_keep_map {
+	uint64_t round;
+	uint32_t n_seg;
+	struct {
+		uint32_t from;
+		uint64_t base;
+	} seg[ISTHD_KEEP_SEGS];
+};
+
 /*
  * The island's DATA as one worker sends it (doc/isthmusd.md, "Workers"):
- * worker k sends to the peer islands s with egress_of[s] == k (s % N; all
- * of them with one worker or network replication). It paces the stream
+ * worker k sends each round to the peers of rank k, k + N, ... among the
+ * round's peers (isthd_egress_worker; all of them with one worker or
+ * network replication). It paces the stream
  * with a pacer of its own (the round's whole plan: every peer gets the
  * stream at the planned rate), replicates it to its peers, keeps it for
  * their NACKs and serves those within each peer's budget, and sends their
@@ -270,11 +292,8 @@ struct isthd_egress {
 	/* init: the island's DATA as released, for peer NACKs; NULL:
 	 * [wan] repair = no */
 	struct isth_resend *ring;
-	/* ring seq of chunk 0 of the round each slot holds */
-	struct {
-		uint64_t round;
-		uint64_t base;
-	} base[2];
+	/* where the ring keeps the round each slot (r & 1) holds */
+	struct isthd_keep_map base[2];
 	/* when the last [wan] tail_copies chunks of round tail[i].round
 	 * (slot r & 1) go again to this worker's peers unasked (0: sent, or
 	 * not due yet) */
@@ -313,7 +332,7 @@ struct isthd_repair {
 	struct isthd_repair_budget island;
 	/* round r's repair table (struct isthd_repair_round) in slot r & 3
 	 * (lib/rtab): ctl writes (isthd_repair_publish, before published),
-	 * dp reads through isthd_repair_round() */
+	 * every worker reads through isthd_repair_round() */
 	struct isth_rtab *rtab;
 	/* init: environment ISTHD_REPAIR_TRACE set: every NACK sent, chunk
 	 * served or refused and repair received goes to stderr, one line
@@ -408,6 +427,13 @@ struct isthd_shard_msg {
 	struct isth_wire_pkt p;
 };
 
+/* The island's DATA handed by worker 0 to another worker's pacer: a
+ * reference, and its payload bytes as worker 0's admission counted them. */
+struct isthd_pace_msg {
+	struct rte_mbuf *m;
+	uint64_t bytes;
+};
+
 /*
  * Worker k >= 1 of several (worker.c; doc/isthmusd.md, "Workers"): it
  * aggregates the peer DATA of the chunks with chunk % n_workers == k in a
@@ -425,8 +451,19 @@ struct isthd_shard {
 	 * worker 0 puts on the wire; used only when the access port has one
 	 * TX queue (d->access_txq == 1), else k sends on TX queue k */
 	struct rte_ring *out;
+	/* worker 0 (SP) -> k (SC): the island's DATA for k's pacer (struct
+	 * isthd_pace_msg: a reference each, sealed; [pace] queue entries,
+	 * as deep as the pacer's queue) */
+	struct rte_ring *pace_in;
+	/* k (SP) -> worker 0 (SC): frames for the WAN port (the island's
+	 * DATA replicated, repairs), which worker 0 puts on WAN TX queue 0;
+	 * used only when the WAN port has one TX queue (d->wan_txq == 1),
+	 * else k sends on WAN TX queue k */
+	struct rte_ring *wan_out;
+	/* what follows worker k writes: cache lines of its own, away from
+	 * the pointers above that worker 0 reads at every hand-off */
 	/* k only: next round whose deadline it enforces on its backend */
-	uint64_t expire_next;
+	uint64_t expire_next __rte_cache_aligned;
 	/* AGG stream k (doc/protocol.md, "AGG streams"): created by setup,
 	 * then k only (ctl reads its stats): numbers stream k's AGGs (seq
 	 * from CLOCK_REALTIME ns with auth on) and serves the island's
@@ -443,18 +480,13 @@ struct isthd_shard {
 	struct isthd_repair_budget nack_budget;
 	/* the island's DATA to this worker's peers (struct isthd_egress) */
 	struct isthd_egress eg;
-	/* worker 0 (SP) -> k (SC): the island's DATA for k's pacer (a
-	 * reference each, sealed; [pace] queue entries, as the pacer) */
-	struct rte_ring *pace_in;
-	/* k (SP) -> worker 0 (SC): frames for the WAN port (the island's
-	 * DATA replicated, repairs), which worker 0 puts on WAN TX queue 0;
-	 * used only when the WAN port has one TX queue (d->wan_txq == 1),
-	 * else k sends on WAN TX queue k */
-	struct rte_ring *wan_out;
 	/* k writes (relaxed), ctl and telemetry read: what it summed
 	 * (peer_data, peer_data_bytes), idle_sleeps, and its stream's
 	 * agg_out, nacks, resent, gone, sealed and their drops; with a TX
-	 * queue of its own, access_tx and drop[tx_access] of that queue */
+	 * queue of its own, access_tx and drop[tx_access] of that queue;
+	 * for its peers data_out, repairs_sent, tail_copies_sent, the pacer
+	 * and repair drops, and with a WAN TX queue of its own wan_tx and
+	 * drop[tx_wan] */
 	struct isthd_dp_stats st __rte_cache_aligned;
 } __rte_cache_aligned;
 
@@ -506,18 +538,12 @@ struct isthd {
 	 * reader k (doc/isthmusd.md, "Round tables"); NULL before setup */
 	struct rte_rcu_qsbr *qs;
 	struct isthd_shard *shard[ISTHD_MAX_WORKERS];
-	/* init: the worker that sends the island's DATA to peer island s
-	 * (s % n_workers; 0 with one worker or [wan] replication = network),
-	 * and the peer islands each worker sends to (doc/isthmusd.md,
-	 * "Workers") */
-	uint8_t egress_of[ISTHD_MAX_PEERS];
-	uint64_t egress_peers[ISTHD_MAX_WORKERS];
 	unsigned int lcore[ISTHD_MAX_WORKERS]; /* isthd_workers_launch */
 	/* dp only: peer DATA for worker k, staged for one ring burst */
 	struct isthd_shard_msg *stage; /* [n_workers][ISTHD_BURST] */
 	uint16_t n_stage[ISTHD_MAX_WORKERS];
 	/* dp only: the island's DATA for worker k's pacer, likewise */
-	struct rte_mbuf **pstage; /* [n_workers][ISTHD_BURST] */
+	struct isthd_pace_msg *pstage; /* [n_workers][ISTHD_BURST] */
 	uint16_t n_pstage[ISTHD_MAX_WORKERS];
 
 	/* WAN repair: see the struct for who writes what */
@@ -654,8 +680,13 @@ void isthd_repair_keep(struct isthd *d, struct isthd_egress *eg, struct rte_mbuf
 	unsigned int n, uint64_t now_ns);
 void isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns);
 unsigned int isthd_repair_tail_check(struct isthd *d, uint64_t now_ns);
-/* Worker k = egress_of[sender]: a peer's chunk NACK, served from worker
- * k's ring within the peer's budget (worker 0 steers it there). */
+/* Worker 0: a peer's chunk NACK received (counted peer_nacks_rx): false
+ * if refused (no WAN repair, not from the peer's address, the peer not in
+ * the round's clique: counted), else true with *@k the worker that sends
+ * the round to that peer (isthd_egress_worker), which serves it. */
+bool isthd_repair_admit(struct isthd *d, const struct isth_wire_pkt *p, unsigned int *k);
+/* Worker k: an admitted chunk NACK of one of its peers, served from its
+ * ring within the peer's budget (worker 0 steers it there). */
 void
 isthd_repair_serve(struct isthd *d, unsigned int k, const struct isth_wire_pkt *p, uint64_t now_ns);
 void isthd_repair_trace(const struct isthd *d, const char *fmt, ...)
@@ -752,10 +783,12 @@ void isthd_shard_flush(struct isthd *d);
  * finished (their streams' AGGs, resends, GONEs; sealed by them, auth
  * on), at most @cap. */
 unsigned int isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap);
-/* Worker 0: hand a message (its frame @m and parse @p) to worker k >= 1:
- * an island NACK of AGG stream k, which it serves from its resend ring,
- * or a peer's chunk NACK, which it serves from its WAN repair ring. */
-void isthd_shard_steer_msg(
+/* Worker 0: stage a message (its frame @m and parse @p) for worker k >= 1
+ * (sent by isthd_shard_flush, at the end of the RX burst): a peer DATA of
+ * its chunks, an island NACK of AGG stream k, which it serves from its
+ * resend ring, or an admitted chunk NACK of one of its peers, which it
+ * serves from its WAN repair ring. */
+void isthd_shard_stage(
 	struct isthd *d, unsigned int k, struct rte_mbuf *m, const struct isth_wire_pkt *p);
 /* Worker 0, several workers: hand the island's DATA @m (sealed for the
  * WAN, @bytes of payload) to the pacer of every worker with peers in
@@ -767,7 +800,7 @@ int isthd_egress_steer(struct isthd *d, struct rte_mbuf *m, uint32_t bytes, uint
 /* Worker 0, WAN port with one TX queue: frames the other workers built
  * for the WAN (their peers' DATA, repairs), at most @cap. */
 unsigned int isthd_shard_wan_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap);
-/* Worker 0: round @r's repair table, or NULL if not published; valid until
+/* Any worker: round @r's repair table, or NULL if not published; valid until
  * its next quiescent state (doc/isthmusd.md, "Round tables"). */
 static inline const struct isthd_repair_round *
 isthd_repair_round(const struct isthd *d, uint64_t r)
@@ -856,6 +889,35 @@ isthd_tx_queue(struct isthd_dp_stats *st, uint16_t port, uint16_t q, struct rte_
 		isth_ctr_add(&st->drop[reason], n - k);
 		rte_pktmbuf_free_bulk(pkts + k, n - k);
 	}
+}
+
+/*
+ * The worker that sends the island's DATA of a round whose peers are
+ * @peers to peer island @s (doc/isthmusd.md, "Workers"): @s's rank among
+ * them, mod N, so that every round's peers spread evenly over the
+ * workers; 0 with one worker or [wan] replication = network (one copy to
+ * the clique's group). Any thread.
+ */
+static inline unsigned int
+isthd_egress_worker(const struct isthd *d, uint64_t peers, unsigned int s)
+{
+	if (d->n_workers <= 1 || d->cfg.wan_repl_network)
+		return 0;
+	return (unsigned int)__builtin_popcountll(peers & ((1ull << s) - 1)) % d->n_workers;
+}
+
+/* The peers of @peers (a round's) that worker @k sends to. */
+static inline uint64_t
+isthd_egress_peers(const struct isthd *d, uint64_t peers, unsigned int k)
+{
+	uint64_t mine = 0, left = peers;
+
+	if (d->n_workers <= 1 || d->cfg.wan_repl_network)
+		return k == 0 ? peers : 0;
+	for (unsigned int rank = 0; left != 0; rank++, left &= left - 1)
+		if (rank % d->n_workers == k)
+			mine |= left & -left;
+	return mine;
 }
 
 /* Worker k's egress, counters and (auth on) tag engine of this pass. */

@@ -142,7 +142,7 @@ isthd_egress_fini(struct isthd_egress *eg)
 int
 isthd_repair_tables_init(struct isthd *d)
 {
-	/* a spare per slot: worker 0 may hold round r's table while r + 4
+	/* a spare per slot: a worker may hold round r's table while r + 4
 	 * is published */
 	struct isth_rtab_params p = {
 		.n_slots = 4,
@@ -170,7 +170,7 @@ isthd_repair_fini(struct isthd *d)
 
 /* Keep the island's DATA @m[0..n) as worker k's pacer releases it (@eg:
  * worker k's; every chunk of the rounds it has peers in, in order): chunk
- * c of round r is kept as sequence base(r) + c. */
+ * c of round r is kept as sequence base(r) + c (struct isthd_keep_map). */
 void
 isthd_repair_keep(struct isthd *d, struct isthd_egress *eg, struct rte_mbuf **m, unsigned int n,
 	uint64_t now_ns)
@@ -178,11 +178,20 @@ isthd_repair_keep(struct isthd *d, struct isthd_egress *eg, struct rte_mbuf **m,
 	for (unsigned int i = 0; i < n; i++) {
 		const uint8_t *h = rte_pktmbuf_mtod(m[i], const uint8_t *);
 		uint64_t r = isth_wire_get_hdr_round(h);
+		uint32_t c = isth_wire_get_hdr_chunk(h);
 		uint64_t seq = isth_resend_next_seq(eg->ring);
+		struct isthd_keep_map *b = &eg->base[r & 1];
 
-		if (eg->base[r & 1].round != r) {
-			eg->base[r & 1].round = r;
-			eg->base[r & 1].base = seq - isth_wire_get_hdr_chunk(h);
+		if (b->round != r) {
+			b->round = r;
+			b->n_seg = 1;
+			b->seg[0].from = c;
+			b->seg[0].base = seq - c;
+		} else if (b->seg[b->n_seg - 1].base + c != seq && b->n_seg < ISTHD_KEEP_SEGS) {
+			/* a chunk before it never got here: a new segment */
+			b->seg[b->n_seg].from = c;
+			b->seg[b->n_seg].base = seq - c;
+			b->n_seg++;
 		}
 		isth_resend_push(eg->ring, m[i], now_ns, NULL);
 		/* the stream's last chunk: its tail goes again, unasked,
@@ -259,6 +268,25 @@ isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v, uin
 		rt->backoff_ns[i] = bo;
 	}
 	return isth_rtab_publish(rp->rtab, (uint32_t)(r & 3), rt);
+}
+
+/* The ring seq at which @b keeps chunk @c, or UINT64_MAX if none. */
+static inline uint64_t
+keep_seq(const struct isthd_keep_map *b, uint64_t r, uint64_t c)
+{
+	if (b->round != r || b->n_seg == 0 || c < b->seg[0].from)
+		return UINT64_MAX;
+	for (unsigned int i = b->n_seg; i-- > 0;) {
+		if (b->seg[i].from > c)
+			continue;
+		/* a chunk between two segments never reached the ring: its
+		 * seq would be the next segment's first */
+		if (i + 1 < b->n_seg &&
+			b->seg[i].base + c >= b->seg[i + 1].base + b->seg[i + 1].from)
+			return UINT64_MAX;
+		return b->seg[i].base + c;
+	}
+	return UINT64_MAX;
 }
 
 /*
@@ -427,6 +455,28 @@ isthd_repair_peer_max(const struct isthd *d)
  * So no NACK stream can get a peer more than rep.peer_max repairs a round
  * (isthd_repair_peer_max; doc/isthmusd.md, "Admission"; doc/security.md).
  */
+bool
+isthd_repair_admit(struct isthd *d, const struct isth_wire_pkt *p, unsigned int *k)
+{
+	const struct isthd_peer *peer = d->peer_of[p->hdr.sender];
+	const struct isthd_repair_round *rt;
+
+	isth_ctr_add(&d->st.peer_nacks_rx, 1);
+	if (!d->cfg.wan_repair)
+		return false;
+	if (peer == NULL || p->addr.src_ip != peer->ip) {
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_bad_source], 1);
+		return false;
+	}
+	rt = isthd_repair_round(d, p->hdr.round);
+	if (rt == NULL || !(rt->expected & (1ull << p->hdr.sender))) {
+		isth_ctr_add(&d->st.drop[ISTHD_DROP_nack_not_clique], 1);
+		return false;
+	}
+	*k = isthd_egress_worker(d, rt->expected, p->hdr.sender);
+	return true;
+}
+
 void
 isthd_repair_serve(struct isthd *d, unsigned int k0, const struct isth_wire_pkt *p, uint64_t now_ns)
 {
@@ -437,23 +487,11 @@ isthd_repair_serve(struct isthd *d, unsigned int k0, const struct isth_wire_pkt 
 	unsigned int i, k, n = p->hdr.count, cut;
 	struct isthd_repair_served *sv;
 	struct isthd_repair_budget *b;
-	const struct isthd_repair_round *rt;
-	uint64_t r = p->hdr.round, base, over, spent;
+	uint64_t r = p->hdr.round, over, spent;
 	uint32_t attempts = d->cfg.wan_repair_attempts;
 
-	isth_ctr_add(&st->peer_nacks_rx, 1);
-	if (eg->ring == NULL)
-		return;
-	if (peer == NULL || p->addr.src_ip != peer->ip) {
-		isth_ctr_add(&st->drop[ISTHD_DROP_nack_bad_source], 1);
-		return;
-	}
-	rt = isthd_repair_round(d, r);
-	if (rt == NULL || !(rt->expected & (1ull << p->hdr.sender))) {
-		isth_ctr_add(&st->drop[ISTHD_DROP_nack_not_clique], 1);
-		return;
-	}
-	if (eg->base[r & 1].round != r) {
+	/* isthd_repair_admit passed it: the peer's address, in the clique */
+	if (eg->ring == NULL || eg->base[r & 1].round != r) {
 		isth_ctr_add(&st->drop[ISTHD_DROP_repair_gone], 1);
 		return;
 	}
@@ -471,7 +509,6 @@ isthd_repair_serve(struct isthd *d, unsigned int k0, const struct isth_wire_pkt 
 		b->used = 0;
 		b->repeats = 0;
 	}
-	base = eg->base[r & 1].base;
 	over = 0;
 	spent = 0;
 	k = 0;
@@ -502,7 +539,7 @@ isthd_repair_serve(struct isthd *d, unsigned int k0, const struct isth_wire_pkt 
 			}
 			if (e)
 				e->serves++;
-			if (k > 0 && acc[k - 1].last + 1 == base + c) {
+			if (k > 0 && acc[k - 1].last + 1 == c) {
 				acc[k - 1].last++;
 				continue;
 			}
@@ -510,16 +547,16 @@ isthd_repair_serve(struct isthd *d, unsigned int k0, const struct isth_wire_pkt 
 				serve_chunks(d, k0, peer, r, acc, k, now_ns);
 				k = 0;
 			}
-			acc[k].first = acc[k].last = base + c;
+			acc[k].first = acc[k].last = c;
 			k++;
 		}
 	}
 	if (unlikely(d->rep.trace))
 		isthd_repair_trace(d,
 			"serve r %" PRIu64 " to %u ranges %u first %" PRIu64 " over %" PRIu64
-			" spent %" PRIu64 " used %u repeats %u",
+			" spent %" PRIu64 " used %u repeats %u worker %u",
 			r, p->hdr.sender, n, n ? want[0].first : 0, over, spent, b->used,
-			b->repeats);
+			b->repeats, k0);
 	if (over)
 		isth_ctr_add(&st->drop[ISTHD_DROP_repair_budget], over);
 	if (spent)
@@ -528,9 +565,11 @@ isthd_repair_serve(struct isthd *d, unsigned int k0, const struct isth_wire_pkt 
 }
 
 /*
- * Send peer edge @peer chunks @want[0..n) (ring sequences, merged) of
- * round @r of the island's DATA from the ring, as repairs (RESENT).
- * @return chunks sent.
+ * Send peer edge @peer chunks @want[0..n) (chunk ids, merged ranges) of
+ * round @r of the island's DATA from worker @w's ring, as repairs
+ * (RESENT), one chunk at a time: each kept message must be the chunk
+ * asked for (its round and chunk id, not only where the map puts it),
+ * else it is refused (repair_mismatch). @return chunks sent.
  */
 static uint32_t
 serve_chunks(struct isthd *d, unsigned int w, const struct isthd_peer *peer, uint64_t r,
@@ -539,40 +578,50 @@ serve_chunks(struct isthd *d, unsigned int w, const struct isthd_peer *peer, uin
 	struct isthd_egress *eg = isthd_egress_of(d, w);
 	struct isthd_dp_stats *st = isthd_stats_of(d, w);
 	struct isth_auth_engine *eng = isthd_engine_of(d, w);
-	struct isth_wire_range gone[ISTHD_BURST];
-	struct rte_mbuf *rep[ISTHD_BURST], *out[ISTHD_BURST];
-	struct isth_resend_cursor cur;
-	unsigned int i, k, n_gone, n_out;
+	struct rte_mbuf *out[ISTHD_BURST];
+	uint64_t gone = 0, mismatch = 0;
+	unsigned int i, n_out = 0;
 	uint32_t sent = 0;
 
-	if (n == 0 || isth_resend_nack_begin(eg->ring, &cur, want, n) < 0)
-		return 0;
-	while (!isth_resend_nack_done(&cur)) {
-		k = isth_resend_nack_serve(
-			eg->ring, &cur, now_ns, rep, RTE_DIM(rep), gone, RTE_DIM(gone), &n_gone);
-		if (n_gone)
-			isth_ctr_add(&st->drop[ISTHD_DROP_repair_gone], n_gone);
-		n_out = 0;
-		for (i = 0; i < k; i++) {
-			const uint8_t *h = rte_pktmbuf_mtod(rep[i], const uint8_t *);
-			struct rte_mbuf *f = NULL;
+	for (i = 0; i < n; i++) {
+		for (uint64_t c = want[i].first; c <= want[i].last; c++) {
+			uint64_t seq = keep_seq(&eg->base[r & 1], r, c);
+			struct isth_wire_range one = {seq, seq}, g;
+			struct isth_resend_cursor cur;
+			struct rte_mbuf *m, *f = NULL;
+			unsigned int n_gone = 0;
+			const uint8_t *h;
 
-			/* the ring maps chunk c to base + c only if the island
-			 * sent its chunks in order: check before sending */
-			if (isth_wire_get_hdr_round(h) == r)
-				f = isthd_repair_frame_to_peer(d, eng, peer, rep[i]);
+			if (seq == UINT64_MAX ||
+				isth_resend_nack_begin(eg->ring, &cur, &one, 1) < 0 ||
+				isth_resend_nack_serve(
+					eg->ring, &cur, now_ns, &m, 1, &g, 1, &n_gone) == 0) {
+				gone++; /* not kept, gone from the window, or no mbuf */
+				continue;
+			}
+			h = rte_pktmbuf_mtod(m, const uint8_t *);
+			if (isth_wire_get_hdr_round(h) == r && isth_wire_get_hdr_chunk(h) == c)
+				f = isthd_repair_frame_to_peer(d, eng, peer, m);
 			else
-				isth_ctr_add(&st->drop[ISTHD_DROP_repair_mismatch], 1);
-			rte_pktmbuf_free(rep[i]);
-			if (f)
-				out[n_out++] = f;
+				mismatch++;
+			rte_pktmbuf_free(m);
+			if (f == NULL)
+				continue;
+			out[n_out++] = f;
+			if (n_out == RTE_DIM(out)) {
+				isthd_wan_tx(d, w, out, (uint16_t)n_out, ISTHD_DROP_tx_wan);
+				sent += n_out;
+				n_out = 0;
+			}
 		}
-		sent += n_out;
-		isth_ctr_add(&st->repairs_sent, n_out);
-		isthd_wan_tx(d, w, out, (uint16_t)n_out, ISTHD_DROP_tx_wan);
-		if (k == 0 && n_gone == 0)
-			break;
 	}
+	isthd_wan_tx(d, w, out, (uint16_t)n_out, ISTHD_DROP_tx_wan);
+	sent += n_out;
+	isth_ctr_add(&st->repairs_sent, sent);
+	if (gone)
+		isth_ctr_add(&st->drop[ISTHD_DROP_repair_gone], gone);
+	if (mismatch)
+		isth_ctr_add(&st->drop[ISTHD_DROP_repair_mismatch], mismatch);
 	return sent;
 }
 
@@ -607,15 +656,15 @@ isthd_repair_tail_copies(struct isthd *d, unsigned int w, uint64_t now_ns)
 		if (eg->base[r & 1].round != r || rt == NULL)
 			continue;
 		/* this worker's peers of the round (all with one worker) */
-		expected = rt->expected & d->egress_peers[w];
+		expected = isthd_egress_peers(d, rt->expected, w);
 		k = RTE_MIN(d->cfg.wan_tail_copies, n_chunks);
 		for (unsigned int s = 0; s < d->n_islands && s < ISTHD_MAX_PEERS; s++) {
 			uint32_t sent;
 
 			if (!(expected & (1ull << s)) || d->peer_of[s] == NULL)
 				continue;
-			want.first = eg->base[r & 1].base + n_chunks - k;
-			want.last = eg->base[r & 1].base + n_chunks - 1;
+			want.first = n_chunks - k;
+			want.last = n_chunks - 1;
 			sent = serve_chunks(d, w, d->peer_of[s], r, &want, 1, now_ns);
 			isth_ctr_add(&st->tail_copies_sent, sent);
 			work += sent;

@@ -332,8 +332,10 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 		"isthd_pkt", d->cfg.mbufs, 256, 0, (uint16_t)room, rte_socket_id());
 	/* Fan-out headers (Ethernet+VLAN+IPv4+UDP) and resend header
 	 * segments (frame headers + the isthmus header), plus clones. */
-	d->hdr_pool = rte_pktmbuf_pool_create(
-		"isthd_hdr", 8191, 256, 0, RTE_PKTMBUF_HEADROOM + 128, rte_socket_id());
+	/* 8191 per worker: each worker's WAN TX queue can hold NB_TXD
+	 * fan-out copies of two of these (header, clone) until sent */
+	d->hdr_pool = rte_pktmbuf_pool_create("isthd_hdr", 8192 * RTE_MAX(d->n_workers, 1u) - 1,
+		256, 0, RTE_PKTMBUF_HEADROOM + 128, rte_socket_id());
 	d->ctl_pool = rte_pktmbuf_pool_create(
 		"isthd_ctl", 1023, 32, 0, RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
 	d->ctl_ring =
@@ -525,15 +527,8 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 	rc = isthd_repair_init(d, err, err_size);
 	if (rc)
 		goto fail;
-	/* the island's DATA to peer island s leaves from worker s % N, with
-	 * network replication (one copy to the clique's group) from worker
-	 * 0 alone: each peer's flow on one worker, in order ("Workers") */
-	memset(d->egress_peers, 0, sizeof(d->egress_peers));
-	for (unsigned int s = 0; s < d->n_islands && s < ISTHD_MAX_PEERS; s++) {
-		d->egress_of[s] = (uint8_t)(d->cfg.wan_repl_network ? 0 : s % d->n_workers);
-		if (s != d->island)
-			d->egress_peers[d->egress_of[s]] |= 1ull << s;
-	}
+	/* a pacer (and a WAN repair ring) per worker: worker k sends each
+	 * round's island DATA to its share of the round's peers ("Workers") */
 	for (unsigned int k = 0; k < d->n_workers; k++) {
 		rc = isthd_egress_init(d, k, err, err_size);
 		if (rc)

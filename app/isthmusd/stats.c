@@ -133,9 +133,11 @@ isthd_print_counters(const struct isthd *d, FILE *f)
 /*
  * Several workers each pace the island's stream for their own peers
  * (doc/isthmusd.md, "Workers"): the cumulative counters are summed (a
- * chunk sent by two workers is released twice); the round_* gauges are
+ * chunk sent by two workers is released twice, and a round in which a
+ * worker has no peer is one of its empty_rounds); the round_* gauges are
  * those of the pacer furthest into the newest round (the most bytes
- * released), but the start lag is the earliest first release of any.
+ * released), but the start lag is the latest of those that released in
+ * it (a late worker shows).
  */
 void
 isthd_pace_stats_sum(const struct isthd *d, struct isth_pace_stats *ps)
@@ -144,20 +146,20 @@ isthd_pace_stats_sum(const struct isthd *d, struct isth_pace_stats *ps)
 	uint64_t lag;
 
 	isth_pace_stats(d->eg.pace, ps);
-	lag = ps->round_bytes ? ps->round_start_lag_ns : UINT64_MAX;
+	lag = ps->round_bytes ? ps->round_start_lag_ns : 0;
 	for (unsigned int k = 1; k < d->n_workers; k++) {
 		isth_pace_stats(d->shard[k]->eg.pace, &x);
 		if (x.round > ps->round ||
 			(x.round == ps->round && x.round_bytes > ps->round_bytes)) {
 			if (x.round > ps->round)
-				lag = UINT64_MAX;
+				lag = 0;
 			ps->round = x.round;
 			ps->round_bytes = x.round_bytes;
 			ps->round_active_ns = x.round_active_ns;
 			ps->round_achieved_bps = x.round_achieved_bps;
 			ps->round_planned_bps = x.round_planned_bps;
 		}
-		if (x.round == ps->round && x.round_bytes && x.round_start_lag_ns < lag)
+		if (x.round == ps->round && x.round_bytes && x.round_start_lag_ns > lag)
 			lag = x.round_start_lag_ns;
 #define SUM(f) ps->f += x.f
 		SUM(enqueued);
@@ -175,5 +177,5 @@ isthd_pace_stats_sum(const struct isthd *d, struct isth_pace_stats *ps)
 		SUM(queued);
 #undef SUM
 	}
-	ps->round_start_lag_ns = lag == UINT64_MAX ? 0 : lag;
+	ps->round_start_lag_ns = lag;
 }

@@ -15,8 +15,9 @@
  * island follows the N streams (lib/island) and NACKs each by its stream
  * index.
  *
- * Worker k also sends the island's DATA to the peer islands s with
- * egress_of[s] == k (s % N): it paces it with a pacer of its own (the
+ * Worker k also sends the island's DATA of each round to its share of the
+ * round's peers (the ranks k, k + N, ...: isthd_egress_worker): it paces
+ * it with a pacer of its own (the
  * round's whole plan), replicates it to those peers through its backend
  * (whose fan-out table holds only them), keeps it in a WAN repair ring of
  * its own and serves those peers' chunk NACKs and tail copies from it,
@@ -130,8 +131,9 @@ isthd_workers_setup(struct isthd *d, const struct isth_backend_conf *bc, char *e
 		/* as deep as the pacer's queue: a round's DATA waits in one
 		 * or the other, never dropped here before the pacer would */
 		snprintf(name, sizeof(name), "isthd_pace%u", k);
-		w->pace_in = rte_ring_create(
-			name, d->cfg.pace_queue, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+		w->pace_in =
+			rte_ring_create_elem(name, sizeof(struct isthd_pace_msg), d->cfg.pace_queue,
+				rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
 		if (w->in == NULL || w->out == NULL || w->wan_out == NULL || w->pace_in == NULL)
 			goto nomem;
 		w->be = isth_backend_create(d->cfg.backend, bc);
@@ -186,9 +188,12 @@ isthd_workers_teardown(struct isthd *d)
 			rte_ring_free(w->wan_out);
 		}
 		if (w->pace_in) {
-			while ((n = rte_ring_dequeue_burst(w->pace_in, objs, RTE_DIM(objs), NULL)) >
-				0)
-				rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
+			struct isthd_pace_msg pm[16];
+
+			while ((n = rte_ring_dequeue_burst_elem(
+					w->pace_in, pm, sizeof(pm[0]), RTE_DIM(pm), NULL)) > 0)
+				for (unsigned int i = 0; i < n; i++)
+					rte_pktmbuf_free(pm[i].m);
 			rte_ring_free(w->pace_in);
 		}
 		isth_backend_destroy(w->be);
@@ -232,20 +237,28 @@ isthd_workers_wait(struct isthd *d)
 			rte_eal_wait_lcore(d->lcore[k]);
 }
 
-bool
-isthd_shard_steer(struct isthd *d, struct rte_mbuf *m, const struct isth_wire_pkt *p)
+void
+isthd_shard_stage(
+	struct isthd *d, unsigned int k, struct rte_mbuf *m, const struct isth_wire_pkt *p)
 {
-	/* the chunk id is below the round's n_chunks (data_shape) */
-	unsigned int k = p->hdr.chunk % d->n_workers;
 	struct isthd_shard_msg *s;
 
-	if (k == 0)
-		return false;
 	if (d->n_stage[k] == ISTHD_BURST)
 		isthd_shard_flush(d);
 	s = &d->stage[k * ISTHD_BURST + d->n_stage[k]++];
 	s->m = m;
 	s->p = *p;
+}
+
+bool
+isthd_shard_steer(struct isthd *d, struct rte_mbuf *m, const struct isth_wire_pkt *p)
+{
+	/* the chunk id is below the round's n_chunks (data_shape) */
+	unsigned int k = p->hdr.chunk % d->n_workers;
+
+	if (k == 0)
+		return false;
+	isthd_shard_stage(d, k, m, p);
 	return true;
 }
 
@@ -254,16 +267,18 @@ isthd_shard_flush(struct isthd *d)
 {
 	for (unsigned int k = 1; k < d->n_workers; k++) {
 		struct isthd_shard_msg *s = &d->stage[k * ISTHD_BURST];
-		struct rte_mbuf **pm = &d->pstage[k * ISTHD_BURST];
+		struct isthd_pace_msg *pm = &d->pstage[k * ISTHD_BURST];
 		unsigned int n = d->n_stage[k], sent;
 
 		if (d->n_pstage[k]) {
 			unsigned int np = d->n_pstage[k];
 
-			sent = rte_ring_enqueue_burst(d->shard[k]->pace_in, (void **)pm, np, NULL);
+			sent = rte_ring_enqueue_burst_elem(
+				d->shard[k]->pace_in, pm, sizeof(*pm), np, NULL);
 			if (unlikely(sent < np)) {
 				isth_ctr_add(&d->st.drop[ISTHD_DROP_worker_ring_full], np - sent);
-				rte_pktmbuf_free_bulk(pm + sent, np - sent);
+				for (unsigned int i = sent; i < np; i++)
+					rte_pktmbuf_free(pm[i].m);
 			}
 			d->n_pstage[k] = 0;
 		}
@@ -289,60 +304,50 @@ isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap)
 	return n;
 }
 
-void
-isthd_shard_steer_msg(
-	struct isthd *d, unsigned int k, struct rte_mbuf *m, const struct isth_wire_pkt *p)
-{
-	struct isthd_shard_msg s = {.m = m, .p = *p};
-
-	/* the DATA staged for the worker go first: no reordering matters,
-	 * but one ring keeps one producer */
-	isthd_shard_flush(d);
-	if (unlikely(rte_ring_enqueue_elem(d->shard[k]->in, &s, sizeof(s)) != 0)) {
-		isth_ctr_add(&d->st.drop[ISTHD_DROP_worker_ring_full], 1);
-		rte_pktmbuf_free(m);
-	}
-}
-
 /*
  * The island's DATA of round @r, admitted and sealed for the WAN by worker
  * 0, goes to every worker with peers in the round (the round's repair
- * table names them; egress_peers[] says whose they are): each paces,
- * replicates and keeps it for its own peers, holding a reference of its
- * own (the mbuf's refcount, atomic across lcores; nobody writes the
- * DATA after the seal: a repair of a shared one is a header copy,
- * lib/resend). Worker 0's goes into its pacer here, the others' are
- * staged for their rings (flushed at the end of the RX burst). A round
- * with no peer (a bye) goes to worker 0, as with one worker.
+ * table names them; with n of them, workers 0..min(n, N)-1 each send to
+ * some, isthd_egress_worker): each paces, replicates and keeps it for its
+ * own peers, holding a reference of its own (the mbuf's refcount, atomic
+ * across lcores; the DATA is only read once sealed, but for a repair's
+ * RESENT flag, which lib/resend sets in place only when its ring holds
+ * the last reference, and otherwise sets in a header copy). Worker 0's
+ * goes into its pacer here, the others' are staged for their pace_in
+ * rings (flushed at the end of the RX burst). A round with no peer (a
+ * bye) or no table goes to worker 0 alone, as with one worker.
  */
 int
 isthd_egress_steer(struct isthd *d, struct rte_mbuf *m, uint32_t bytes, uint64_t r)
 {
 	const struct isthd_repair_round *rt = isthd_repair_round(d, r);
-	uint64_t peers = rt != NULL ? rt->expected : ~0ull;
-	unsigned int who[ISTHD_MAX_WORKERS], n = 0, i;
-	int rc = 0;
+	unsigned int n = 1, k;
+	int rc;
 
-	for (unsigned int k = 0; k < d->n_workers; k++)
-		if (d->egress_peers[k] & peers)
-			who[n++] = k;
-	if (n == 0)
-		who[n++] = 0;
-	if (n > 1)
-		rte_mbuf_refcnt_update(m, (int16_t)(n - 1));
-	for (i = 0; i < n; i++) {
-		unsigned int k = who[i];
+	if (rt != NULL && !d->cfg.wan_repl_network)
+		n = RTE_MIN((unsigned int)__builtin_popcountll(rt->expected), d->n_workers);
+	if (n <= 1)
+		return isth_pace_enqueue(d->eg.pace, m, bytes);
+	rte_mbuf_refcnt_update(m, (int16_t)(n - 1));
+	for (k = 1; k < n; k++) {
+		struct isthd_pace_msg *pm;
 
-		if (k == 0) {
-			/* refused: the caller frees this reference */
-			rc = isth_pace_enqueue(d->eg.pace, m, bytes);
-			continue;
-		}
 		if (d->n_pstage[k] == ISTHD_BURST)
 			isthd_shard_flush(d);
-		d->pstage[k * ISTHD_BURST + d->n_pstage[k]++] = m;
+		pm = &d->pstage[k * ISTHD_BURST + d->n_pstage[k]++];
+		pm->m = m;
+		pm->bytes = bytes;
 	}
-	return rc;
+	/* the others took theirs: worker 0's refusal is its own pacer's,
+	 * counted here, and the DATA still leaves for the others' peers */
+	rc = isth_pace_enqueue(d->eg.pace, m, bytes);
+	if (unlikely(rc < 0)) {
+		isth_ctr_add(&d->st.drop[rc == -ENOBUFS ? ISTHD_DROP_pace_full
+							: ISTHD_DROP_pace_oversize],
+			1);
+		rte_pktmbuf_free(m);
+	}
+	return 0;
 }
 
 unsigned int
@@ -394,27 +399,24 @@ shard_serve_nack(struct isthd_shard *w, const struct isth_wire_pkt *p, uint64_t 
 		now_ns, shard_emit_out, w);
 }
 
-/* The island's DATA worker 0 handed over (sealed messages: header,
- * payload, the tag with auth on), into this worker's pacer for its peers,
- * by payload bytes as worker 0 paces; refusals counted here (pace_full,
- * pace_oversize). */
+/* The island's DATA worker 0 handed over, into this worker's pacer for
+ * its peers, by payload bytes as worker 0 admitted them; refusals counted
+ * here (pace_full, pace_oversize). */
 static unsigned int
 shard_pace(struct isthd_shard *w)
 {
-	const uint32_t over = ISTH_WIRE_HDR_SIZE + (w->d->auth.on ? ISTH_AUTH_TAG_SIZE : 0);
-	struct rte_mbuf *m[ISTHD_BURST];
+	struct isthd_pace_msg pm[ISTHD_BURST];
 	unsigned int n, i;
 
-	n = rte_ring_dequeue_burst(w->pace_in, (void **)m, ISTHD_BURST, NULL);
+	n = rte_ring_dequeue_burst_elem(w->pace_in, pm, sizeof(pm[0]), ISTHD_BURST, NULL);
 	for (i = 0; i < n; i++) {
-		uint32_t len = rte_pktmbuf_pkt_len(m[i]);
-		int rc = isth_pace_enqueue(w->eg.pace, m[i], len > over ? len - over : 0);
+		int rc = isth_pace_enqueue(w->eg.pace, pm[i].m, (uint32_t)pm[i].bytes);
 
 		if (unlikely(rc < 0)) {
 			isth_ctr_add(&w->st.drop[rc == -ENOBUFS ? ISTHD_DROP_pace_full
 								: ISTHD_DROP_pace_oversize],
 				1);
-			rte_pktmbuf_free(m[i]);
+			rte_pktmbuf_free(pm[i].m);
 		}
 	}
 	return n;

@@ -88,6 +88,23 @@ clique_of_a(uint64_t r)
 	return (r & 1) ? (1u << A) | (1u << D) : (1u << A) | (1u << B) | (1u << C);
 }
 
+/* worker lcores of the run (isthd.n_workers): the AGG streams */
+static unsigned int n_workers = 1;
+
+/* The worker meant to send A's DATA of round @r to peer @s (doc/isthmusd.md,
+ * "Workers"): the i-th peer of the round, in island order, is worker
+ * i % n_workers's. Written out here, independently of the edge's code. */
+static unsigned int
+worker_of(uint64_t r, unsigned int s)
+{
+	unsigned int i = 0;
+
+	for (unsigned int t = 1; t < s; t++)
+		if (clique_of_a(r) & (1u << t))
+			i++;
+	return i % n_workers;
+}
+
 static int32_t
 value(unsigned int s, uint32_t r, uint32_t c, unsigned int i)
 {
@@ -144,8 +161,10 @@ static unsigned int auth_bad;
 /* AGG stream k (worker k: the chunks c % n_workers == k) starts, auth
  * on, at the edge's CLOCK_REALTIME; the harness numbers each stream from
  * the first AGG it sees in it, and checks the next ones follow on */
-/* worker lcores of the run (isthd.n_workers): the AGG streams */
-static unsigned int n_workers = 1;
+/* (n_workers, the worker lcores of the run: above, worker_of) */
+/* the nack storm's repairs per peer and per worker (before teardown) */
+static unsigned int storm_repairs[N];
+static uint64_t storm_worker_repairs[3];
 /* [access] island_sockets: AGG/GONE of stream k to island_port + k % it;
  * frames the harness found at each island port */
 static unsigned int island_socks = 1;
@@ -744,7 +763,9 @@ poll_wan_q(unsigned int q)
 		 * with a queue per worker; NACKs (worker 0's) and everything
 		 * with one queue on queue 0 */
 		cr_expect_eq(q,
-			p.hdr.type == ISTH_WIRE_DATA && edge.wan_txq > 1 ? peer % n_workers : 0,
+			p.hdr.type == ISTH_WIRE_DATA && edge.wan_txq > 1
+				? worker_of(p.hdr.round, peer)
+				: 0,
 			"type %u to peer %u left on WAN TX queue %u", p.hdr.type, peer, q);
 		if (p.hdr.type == ISTH_WIRE_NACK) {
 			struct isth_wire_range rg;
@@ -1229,24 +1250,26 @@ check_egress(void)
 	for (unsigned int k = 0; k < n_workers; k++) {
 		const struct isthd_dp_stats *wst = k ? &edge.shard[k]->st : &edge.st;
 		struct isth_pace *pace = k ? edge.shard[k]->eg.pace : edge.eg.pace;
-		uint64_t mine = 0, rounds = 0, tails = 0, last = 0;
+		uint64_t rounds = 0, tails = 0, last = 0;
 		struct isth_pace_seg segs[ISTH_PACE_MAX_SEGS];
 		struct isth_pace_stats ps;
 		uint64_t start_tsc;
 		uint32_t pr;
 
-		for (unsigned int s = 1; s < N; s++)
-			if (s % n_workers == k)
-				mine |= 1ull << s;
-		for (uint32_t r = 0; r < ROUNDS; r++)
-			if (clique_of_a(r) & mine) {
+		for (uint32_t r = 0; r < ROUNDS; r++) {
+			bool any = false;
+
+			for (unsigned int s = 1; s < N; s++) {
+				if (!(clique_of_a(r) & (1u << s)) || worker_of(r, s) != k)
+					continue;
+				any = true;
+				tails += tail_copies[r][s];
+			}
+			if (any) {
 				rounds++;
 				last = r;
 			}
-		for (uint32_t r = 0; r < ROUNDS; r++)
-			for (unsigned int s = 1; s < N; s++)
-				if (mine & (1ull << s))
-					tails += tail_copies[r][s];
+		}
 		cr_expect_eq(isth_ctr_get(&wst->data_out), rounds * CHUNKS,
 			"worker %u released %lu DATA, want %lu (%lu rounds with its peers)", k,
 			(unsigned long)isth_ctr_get(&wst->data_out),
@@ -1256,8 +1279,9 @@ check_egress(void)
 			(unsigned long)isth_ctr_get(&wst->tail_copies_sent), (unsigned long)tails);
 		cr_expect_eq(
 			isth_ctr_get(&wst->repairs_sent) - isth_ctr_get(&wst->tail_copies_sent),
-			B % n_workers == k ? 1u : 0u, "worker %u: repairs", k);
-		cr_expect_eq(isth_ctr_get(&wst->peer_nacks_rx), B % n_workers == k ? 1u : 0u,
+			worker_of(0, B) == k ? 1u : 0u, "worker %u: repairs", k);
+		/* received and checked by worker 0, served by B's worker */
+		cr_expect_eq(isth_ctr_get(&wst->peer_nacks_rx), k == 0 ? 1u : 0u,
 			"worker %u: B's NACK", k);
 		cr_expect_eq(isth_ctr_get(&wst->drop[ISTHD_DROP_tx_wan]), 0);
 		cr_expect_eq(isth_ctr_get(&wst->drop[ISTHD_DROP_worker_ring_full]), 0);
@@ -2245,10 +2269,20 @@ pump(uint64_t total)
 		poll_all();
 }
 
+static void keep_island_round_but(uint32_t r, uint32_t skip);
+
 /* As the pacers would: keep island A's round @r, all its chunks, for
  * repair (every worker's ring: each sends to some of the peers). */
 static void
 keep_island_round(uint32_t r)
+{
+	keep_island_round_but(r, UINT32_MAX);
+}
+
+/* The same, but chunk @skip never reaches the rings (refused on its way:
+ * a full queue). */
+static void
+keep_island_round_but(uint32_t r, uint32_t skip)
 {
 	struct rte_mbuf *m[CHUNKS];
 	int32_t body[ELEMS];
@@ -2278,7 +2312,10 @@ keep_island_round(uint32_t r)
 			isth_wire_build_msg(p, 40 + sizeof(body), &h, body, sizeof(body), NULL), 0);
 	}
 	for (unsigned int k = 0; k < edge.n_workers; k++)
-		isthd_repair_keep(&edge, isthd_egress_of(&edge, k), m, CHUNKS, now_ns());
+		for (uint32_t c = 0; c < CHUNKS; c++)
+			if (c != skip)
+				isthd_repair_keep(
+					&edge, isthd_egress_of(&edge, k), &m[c], 1, now_ns());
 	rte_pktmbuf_free_bulk(m, CHUNKS); /* the rings hold their own */
 }
 
@@ -2336,7 +2373,7 @@ drain_wan(unsigned int *repairs, uint64_t *chunks)
 				peer = p.addr.dst_ip - 0x0a000001;
 				cr_assert_lt(peer, N);
 				/* a peer's repairs from its worker's queue */
-				cr_expect_eq(q, edge.wan_txq > 1 ? peer % edge.n_workers : 0);
+				cr_expect_eq(q, edge.wan_txq > 1 ? worker_of(0, peer) : 0);
 				cr_expect_eq(p.hdr.type, ISTH_WIRE_DATA);
 				cr_expect_neq(p.hdr.flags & ISTH_WIRE_F_RESENT, 0);
 				cr_expect_eq(p.hdr.sender, A);
@@ -2374,19 +2411,29 @@ Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up, .fini = eal_d
 }
 
 /*
- * The same storm at an edge with two workers: B's and D's NACKs (1 % 2,
- * 3 % 2) are steered to worker 1, which sends to them and holds their
- * budgets, C's served by worker 0; with a WAN TX queue each (each peer's
- * repairs on its worker's queue) and with one (through worker 0). The
- * same bounds, counted by the workers that served and refused them.
+ * The same storm at an edge with two workers: worker 0 receives and checks
+ * every NACK (the spoofed and the outsider's are refused there, never
+ * handed on); round 0's peers are B and C, so B's are served by worker 0,
+ * C's by worker 1, each within the budget the serving worker holds; with
+ * a WAN TX queue each (each peer's repairs on its worker's queue:
+ * drain_wan) and with one (through worker 0). The same bounds.
  */
+static void
+storm_by_worker(void)
+{
+	cr_expect_eq(isth_ctr_get(&edge.st.peer_nacks_rx), 4 * 200u, "worker 0 received them all");
+	cr_expect_eq(storm_worker_repairs[0], storm_repairs[B], "worker 0: %lu repairs, B got %u",
+		(unsigned long)storm_worker_repairs[0], storm_repairs[B]);
+	cr_expect_eq(storm_worker_repairs[1], storm_repairs[C], "worker 1: %lu repairs, C got %u",
+		(unsigned long)storm_worker_repairs[1], storm_repairs[C]);
+}
+
 Test(isthmusd, nack_storm_two_workers_is_capped, .init = eal_up_wtxq2, .fini = eal_down,
 	.timeout = 60)
 {
 	n_workers = 2;
 	nack_storm();
-	cr_expect_eq(isth_ctr_get(&edge_st.peer_nacks_rx) - isth_ctr_get(&edge.st.peer_nacks_rx),
-		3 * 200u, "worker 1 received B's, spoofed B's and D's NACKs");
+	storm_by_worker();
 }
 
 Test(isthmusd, nack_storm_two_workers_one_wan_queue_is_capped, .init = eal_up, .fini = eal_down,
@@ -2394,6 +2441,78 @@ Test(isthmusd, nack_storm_two_workers_one_wan_queue_is_capped, .init = eal_up, .
 {
 	n_workers = 2;
 	nack_storm();
+	storm_by_worker();
+}
+
+/*
+ * A chunk that never reached the WAN repair ring (chunk 1 of round 0,
+ * refused by a full queue on its way): the chunks after it are kept at
+ * their own seqs (a new segment of the round's map), so a NACK of the
+ * whole round gets chunks 0, 2 and 3, each the chunk it names (drain_wan
+ * checks the payload against the header), and chunk 1 is refused as not
+ * kept, never answered with another chunk.
+ */
+Test(isthmusd, repair_after_a_chunk_that_never_reached_the_ring, .init = eal_up, .fini = eal_down,
+	.timeout = 60)
+{
+	unsigned int repairs[N] = {0};
+	uint64_t chunks[N] = {0};
+
+	idle_edge_up();
+	keep_island_round_but(0, 1);
+	storm_nack(B, 0x0a000002, 1);
+	pump(1);
+	drain_wan(repairs, chunks);
+	cr_expect_eq(chunks[B], (1ull << 0) | (1ull << 2) | (1ull << 3), "chunks %#lx repaired",
+		(unsigned long)chunks[B]);
+	cr_expect_eq(repairs[B], CHUNKS - 1);
+	/* the NACK's range, clipped to the round, names chunk 1 once */
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_repair_gone]), 1, "gone %lu",
+		(unsigned long)isth_ctr_get(&edge.st.drop[ISTHD_DROP_repair_gone]));
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_repair_mismatch]), 0);
+	isthd_teardown(&edge);
+	isthd_ports_close(&edge);
+}
+
+/*
+ * Two workers, one WAN TX queue: what worker 1 built for the WAN (C's
+ * repairs: C is round 0's second peer, worker 1's) waits in its ring to
+ * worker 0 until worker 0's next pass; a shutdown then (isthd_dp_drain_
+ * final) sends it, rather than freeing it unsent at teardown.
+ */
+Test(isthmusd, shutdown_sends_what_workers_left_for_the_wan, .init = eal_up, .fini = eal_down,
+	.timeout = 60)
+{
+	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
+	unsigned int repairs[N] = {0};
+	uint64_t chunks[N] = {0};
+
+	n_workers = 2;
+	idle_edge_up();
+	cr_assert_eq(edge.wan_txq, 1, "net_ring WAN port with one TX ring");
+	keep_island_round(0);
+	storm_nack(C, 0x0a000003, 1);
+	/* worker 0 receives and checks it, and hands it to worker 1 */
+	for (uint64_t until = now_ns() + 20000000000ull;
+		isth_ctr_get(&edge.st.wan_rx) < 1 && now_ns() < until;)
+		isthd_dp_poll(&edge);
+	cr_assert_eq(isth_ctr_get(&edge.st.peer_nacks_rx), 1);
+	/* worker 1 serves it into its ring to worker 0, which does not poll */
+	for (uint64_t until = now_ns() + 20000000000ull;
+		rte_ring_count(edge.shard[1]->wan_out) < CHUNKS && now_ns() < until;)
+		isthd_shard_poll(edge.shard[1]);
+	cr_assert_eq(rte_ring_count(edge.shard[1]->wan_out), CHUNKS);
+	cr_assert_eq(rte_ring_count(w_out), 0, "sent before the shutdown");
+	edge.stop = true;
+	isthd_dp_drain_final(&edge);
+	drain_wan(repairs, chunks);
+	cr_expect_eq(repairs[C], CHUNKS, "the drain sent %u of C's %u repairs", repairs[C], CHUNKS);
+	cr_expect_eq(chunks[C], (1ull << CHUNKS) - 1);
+	cr_expect_eq(isth_ctr_get(&edge.st.wan_tx), CHUNKS, "worker 0 sent them");
+	isthd_teardown(&edge);
+	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs, "edge packet pool leaked");
+	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
+	isthd_ports_close(&edge);
 }
 
 static void
@@ -2461,6 +2580,9 @@ nack_storm(void)
 
 	/* summed over the workers (each counts what it served) */
 	isthd_stats_sum(&edge, &edge_st);
+	for (unsigned int k = 0; k < edge.n_workers && k < RTE_DIM(storm_worker_repairs); k++)
+		storm_worker_repairs[k] = isth_ctr_get(&isthd_stats_of(&edge, k)->repairs_sent);
+	memcpy(storm_repairs, repairs, sizeof(storm_repairs));
 	cr_expect_eq(isth_ctr_get(&edge_st.peer_nacks_rx), 4 * storm);
 	cr_expect_eq(isth_ctr_get(&edge_st.drop[ISTHD_DROP_nack_bad_source]), storm);
 	cr_expect_eq(isth_ctr_get(&edge_st.drop[ISTHD_DROP_nack_not_clique]), storm);
