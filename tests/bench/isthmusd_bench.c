@@ -1432,8 +1432,17 @@ egress_check(unsigned int q, struct rte_mbuf **m, unsigned int n)
 			p.hdr.round != ck.round || p.hdr.chunk != ck.next[s] ||
 			p.payload_size != PAYLOAD ||
 			memcmp(p.payload, isl_tmpl + (size_t)p.hdr.chunk * FRAME + PAY_OFF,
-				PAYLOAD) != 0)
-			die("egress: a peer did not get the island's chunks, in order, intact");
+				PAYLOAD) != 0) {
+			char msg[200];
+
+			snprintf(msg, sizeof(msg),
+				"egress: peer %u did not get the island's chunks in order, intact: "
+				"chunk %u of round %u on WAN TX queue %u, after chunk %d of round "
+				"%u",
+				s, p.hdr.chunk, p.hdr.round, q, (int)ck.next[s] - 1, ck.round);
+			drops_print();
+			die(msg);
+		}
 		ck.next[s]++;
 	}
 }
