@@ -69,6 +69,7 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
+#include "isth_mcast.h"
 #include "isthd.h"
 
 /* Ring sizes: a few bursts of every kind in flight per worker. */
@@ -328,6 +329,10 @@ isthd_egress_steer(struct isthd *d, struct rte_mbuf *m, uint32_t bytes, uint64_t
 		n = RTE_MIN((unsigned int)__builtin_popcountll(rt->expected), d->n_workers);
 	if (n <= 1)
 		return isth_pace_enqueue(d->eg.pace, m, bytes);
+	/* the UDP checksum's sum of the message, once here rather than once
+	 * per worker that fans it out (lib/mcast reuses it) */
+	if (d->cfg.wan_udp_csum)
+		isth_mcast_sum_attach(m);
 	rte_mbuf_refcnt_update(m, (int16_t)(n - 1));
 	for (k = 1; k < n; k++) {
 		struct isthd_pace_msg *pm;

@@ -14,6 +14,7 @@
 #include <rte_malloc.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 #include <rte_memcpy.h>
 #include <rte_prefetch.h>
 
@@ -310,20 +311,69 @@ put_hdr(const struct isth_mcast *mc, const struct mcast_dest *d, uint8_t *p, uin
 	}
 }
 
-/* Ones'-complement sum of a message, 16-bit big-endian words, not folded
- * to 16 bits beyond what fold16() does; 0 when checksums are off. */
+/* The message sum kept in an mbuf (isth_mcast_sum_attach): a dynamic
+ * field and flag, registered once per process (-1: not yet, or failed). */
+static int sum_off = -1;
+static uint64_t sum_flag;
+
+static int
+sum_register(void)
+{
+	static const struct rte_mbuf_dynfield f = {
+		.name = "isth_mcast_msg_sum",
+		.size = sizeof(uint32_t),
+		.align = __alignof__(uint32_t),
+	};
+	static const struct rte_mbuf_dynflag fl = {.name = "isth_mcast_msg_sum_valid"};
+	int off, bit;
+
+	if (sum_off >= 0)
+		return 0;
+	off = rte_mbuf_dynfield_register(&f);
+	bit = rte_mbuf_dynflag_register(&fl);
+	if (off < 0 || bit < 0)
+		return -ENOSPC;
+	sum_flag = 1ull << bit;
+	__atomic_store_n(&sum_off, off, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Ones'-complement sum of the whole message, 16-bit big-endian words. */
 static inline uint32_t
-msg_sum(const struct isth_mcast *mc, const struct rte_mbuf *m)
+sum_of(const struct rte_mbuf *m)
 {
 	uint16_t raw = 0;
 
-	if (!mc->conf.udp_csum)
-		return 0;
 	/* rte_raw_cksum_mbuf sums in host order; the wire sum is the byte
 	 * swap of it (RFC 1071, byte-order independence). */
 	if (rte_raw_cksum_mbuf(m, 0, m->pkt_len, &raw) != 0)
 		return 0;
 	return rte_be_to_cpu_16(raw);
+}
+
+int
+isth_mcast_sum_attach(struct rte_mbuf *m)
+{
+	if (sum_register() < 0) {
+		rte_errno = ENOSPC;
+		return -ENOSPC;
+	}
+	*RTE_MBUF_DYNFIELD(m, sum_off, uint32_t *) = sum_of(m);
+	m->ol_flags |= sum_flag;
+	return 0;
+}
+
+/* Ones'-complement sum of a message, 16-bit big-endian words, not folded
+ * to 16 bits beyond what fold16() does; 0 when checksums are off. The one
+ * isth_mcast_sum_attach() kept in the mbuf, if any. */
+static inline uint32_t
+msg_sum(const struct isth_mcast *mc, const struct rte_mbuf *m)
+{
+	if (!mc->conf.udp_csum)
+		return 0;
+	if (sum_off >= 0 && (m->ol_flags & sum_flag))
+		return *RTE_MBUF_DYNFIELD(m, sum_off, const uint32_t *);
+	return sum_of(m);
 }
 
 /*

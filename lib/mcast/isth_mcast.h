@@ -116,6 +116,21 @@ struct isth_mcast_conf {
 	struct rte_rcu_qsbr *qs;
 };
 
+/**
+ * The message's ones'-complement sum (the UDP checksum's share of it),
+ * computed once and kept in @p m (an mbuf dynamic field and flag), so that
+ * every handle fanning the same message out (several lcores, each with its
+ * own destinations) reuses it instead of reading the whole message again.
+ * Call it after the message's last change and before @p m is shared (the
+ * thread that hands it to the others); a handle with conf.udp_csum off
+ * ignores it. The flag is cleared with the mbuf's other offload flags when
+ * the mbuf is reused.
+ *
+ * @return 0, or -ENOSPC (rte_errno) if the dynamic field could not be
+ *         registered (the handles then sum the message themselves).
+ */
+int isth_mcast_sum_attach(struct rte_mbuf *m);
+
 /** One peer edge of the clique. */
 struct isth_mcast_peer {
 	uint8_t island; /**< peer island id, < 64 */

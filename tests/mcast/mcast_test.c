@@ -1165,3 +1165,88 @@ Test(mcast, udp_checksum_per_destination)
 	}
 	check_no_leak();
 }
+
+/*
+ * A message sum kept in the mbuf (isth_mcast_sum_attach, what isthmusd's
+ * worker 0 does once for the workers that fan the island's DATA out):
+ * frames byte for byte those of a message without it, in both modes and
+ * for two segments; and the kept sum is what the handle uses (a wrong one
+ * written into the field gives frames the parser refuses, so the message
+ * was not summed again). A handle without udp_csum ignores it.
+ */
+Test(mcast, kept_message_sum_is_used_and_exact)
+{
+	static uint8_t msg[65536], flat_a[70000], flat_b[70000];
+	struct isth_mcast_peer peers[4];
+	struct isth_wire_limits lim;
+	struct rte_mbuf *out_a[4], *out_b[4], *m;
+	enum isth_mcast_mode mode;
+	struct isth_mcast_conf c;
+	struct isth_mcast *mc;
+	struct isth_wire_pkt pkt;
+	uint16_t n_a, n_b;
+	size_t size;
+	int off;
+
+	for (mode = ISTH_MCAST_ZEROCOPY; mode <= ISTH_MCAST_COPY; mode++) {
+		for (unsigned int nseg = 1; nseg <= 2; nseg++) {
+			c = base_conf(mode);
+			c.udp_csum = true;
+			mc = isth_mcast_create(&c);
+			cr_assert_not_null(mc);
+			mkpeers(peers, 4, LOCAL_ISLAND, 9000);
+			cr_assert_eq(isth_mcast_publish(mc, 1, peers, 4), 0);
+			m = mkmsg_t(301, 0, nseg, msg, &size);
+			cr_assert_eq(isth_mcast_fanout_burst(mc, &m, 1, out_a, 4, &n_a), 1);
+			cr_assert_eq(isth_mcast_sum_attach(m), 0);
+			cr_assert_eq(isth_mcast_fanout_burst(mc, &m, 1, out_b, 4, &n_b), 1);
+			cr_assert_eq(n_a, 4);
+			cr_assert_eq(n_b, 4);
+			for (unsigned int i = 0; i < n_a; i++) {
+				uint32_t len = rte_pktmbuf_pkt_len(out_a[i]);
+				const uint8_t *fa = rte_pktmbuf_read(out_a[i], 0, len, flat_a);
+				const uint8_t *fb;
+
+				cr_assert_eq(rte_pktmbuf_pkt_len(out_b[i]), len);
+				fb = rte_pktmbuf_read(out_b[i], 0, len, flat_b);
+				cr_expect(memcmp(fa, fb, len) == 0,
+					"mode %d nseg %u dest %u differs", mode, nseg, i);
+			}
+			free_all(out_a, n_a);
+			free_all(out_b, n_b);
+			/* a wrong kept sum: used as it is */
+			off = rte_mbuf_dynfield_lookup("isth_mcast_msg_sum", NULL);
+			cr_assert_geq(off, 0);
+			*RTE_MBUF_DYNFIELD(m, off, uint32_t *) += 1;
+			cr_assert_eq(isth_mcast_fanout_burst(mc, &m, 1, out_b, 4, &n_b), 1);
+			for (unsigned int i = 0; i < n_b; i++) {
+				uint32_t len = rte_pktmbuf_pkt_len(out_b[i]);
+				const uint8_t *f = rte_pktmbuf_read(out_b[i], 0, len, flat_b);
+
+				if (f != flat_b)
+					memcpy(flat_b, f, len);
+				lim = limits(peers[i].port);
+				cr_expect_eq(isth_wire_parse_frame(flat_b, len, &lim, &pkt),
+					ISTH_WIRE_E_UDP_CSUM, "the kept sum was not used");
+			}
+			free_all(out_b, n_b);
+			isth_mcast_destroy(mc);
+			/* without udp_csum: no checksum, whatever is kept */
+			c.udp_csum = false;
+			mc = isth_mcast_create(&c);
+			cr_assert_not_null(mc);
+			cr_assert_eq(isth_mcast_publish(mc, 1, peers, 4), 0);
+			cr_assert_eq(isth_mcast_fanout_burst(mc, &m, 1, out_b, 4, &n_b), 1);
+			for (unsigned int i = 0; i < n_b; i++) {
+				uint32_t len = rte_pktmbuf_pkt_len(out_b[i]);
+				const uint8_t *f = rte_pktmbuf_read(out_b[i], 0, len, flat_b);
+
+				cr_expect_eq(f[40] | f[41], 0, "a checksum with udp_csum off");
+			}
+			free_all(out_b, n_b);
+			rte_pktmbuf_free(m);
+			isth_mcast_destroy(mc);
+		}
+	}
+	check_no_leak();
+}
