@@ -253,15 +253,15 @@ sample(uint32_t r)
 static void
 check_sum(const struct isth_wire_pkt *p)
 {
-	const int32_t *v = (const int32_t *)p->payload;
-
 	for (unsigned int i = 0; i < p->hdr.count; i++) {
-		uint32_t want = 0;
+		uint32_t want = 0, got;
 
+		/* the payload sits 82 bytes into the frame: not aligned */
+		memcpy(&got, p->payload + 4 * i, 4);
 		for (unsigned int s = 0; s < N; s++)
 			if (p->hdr.bitmap & (1ull << s))
 				want += (uint32_t)value(s, p->hdr.round, p->hdr.chunk, i);
-		if ((uint32_t)v[i] != want) {
+		if (got != want) {
 			wrong++;
 			return;
 		}
