@@ -149,8 +149,22 @@ def parse_isthmusd(text, name="isthmusd"):
                     r"worker 1\s+(\S+) cyc/DATA \(its half\); wall\s+(\S+) cyc/DATA")
     wr = re.compile(r"^  2-worker rate / 1-worker rate: from the workers' cycles (\S+) "
                     r".*; wall (\S+)")
+    # the island's DATA out with 1 and 2 workers (the egress section)
+    eg = re.compile(r"^summary: egress .*cyc/DATA: 1 worker: worker 0 (\S+); "
+                    r"2 workers, WAN queue each: worker 0 (\S+), worker 1 (\S+), "
+                    r"2w/1w rate from the workers' cycles (\S+), wall (\S+); "
+                    r"2 workers, through worker 0: worker 0 (\S+), worker 1 (\S+), "
+                    r"2w/1w rate (\S+), wall (\S+)\s*$")
     for ln, line in enumerate(text.splitlines(), 1):
         where = "%s:%d" % (name, ln)
+        m = eg.match(line)
+        if m:
+            keys = ("w1.worker0", "queue_each.worker0", "queue_each.worker1",
+                    "queue_each.rate_per_w1", "queue_each.wall_per_w1", "via_worker0.worker0",
+                    "via_worker0.worker1", "via_worker0.rate_per_w1", "via_worker0.wall_per_w1")
+            for i, k in enumerate(keys):
+                out["isthmusd.egress." + k] = num(m.group(i + 1), where)
+            continue
         m = head.match(line)
         if m:
             layout = m.group(1)
@@ -331,6 +345,13 @@ def headline(figs):
             "isthmusd.%s.w2.worker1.cyc_per_data" % lay, "per DATA it summed (its half)")
         add("2-worker rate / 1-worker rate, %s" % lay, "isthmusd.%s.w2_per_w1.cycles" % lay,
             "from the workers' cycles, each on a core of its own")
+    add("island DATA out, 2-worker / 1-worker rate, a WAN queue each",
+        "isthmusd.egress.queue_each.rate_per_w1",
+        "from the workers' cycles per DATA (the island's DATA to 8 peers)")
+    add("island DATA out, 2-worker / 1-worker wall, a WAN queue each",
+        "isthmusd.egress.queue_each.wall_per_w1", "round wall time, 1 worker over 2")
+    add("island DATA out, 2-worker / 1-worker rate, through worker 0",
+        "isthmusd.egress.via_worker0.rate_per_w1", "the WAN port with one TX queue")
     for temp in ("hot", "cold"):
         add("fan-out cycles per extra destination, zerocopy D=8, %s" % temp,
             "mcast.%s.zerocopy.D8.per_extra_dest" % temp, "cycles per packet")

@@ -93,6 +93,26 @@ class Parsers(unittest.TestCase):
         self.assertIn("isthmusd.skewed.w2.worker1.cyc_per_data", rows)
         self.assertIn("isthmusd.aligned.w2_per_w1.cycles", rows)
 
+    def test_isthmusd_egress(self):
+        # the egress summary line as bench_isthmusd prints it (2026-12-03)
+        line = ("summary: egress (the island's DATA to 8 peers), cyc/DATA: 1 worker: "
+                "worker 0 1336.2; 2 workers, WAN queue each: worker 0 1085.9, worker 1 "
+                "941.3, 2w/1w rate from the workers' cycles 1.230, wall 1.637; 2 workers, "
+                "through worker 0: worker 0 1304.1, worker 1 1642.9, 2w/1w rate 0.813, "
+                "wall 0.870")
+        f = br.parse_isthmusd(sample("isthmusd") + "\n" + line + "\n")
+        self.assertEqual(f["isthmusd.egress.w1.worker0"], 1336.2)
+        self.assertEqual(f["isthmusd.egress.queue_each.worker1"], 941.3)
+        self.assertEqual(f["isthmusd.egress.queue_each.rate_per_w1"], 1.230)
+        self.assertEqual(f["isthmusd.egress.queue_each.wall_per_w1"], 1.637)
+        self.assertEqual(f["isthmusd.egress.via_worker0.worker0"], 1304.1)
+        self.assertEqual(f["isthmusd.egress.via_worker0.wall_per_w1"], 0.870)
+        rows = {r[3] for r in br.headline(f)}
+        self.assertIn("isthmusd.egress.queue_each.rate_per_w1", rows)
+        self.assertIn("isthmusd.egress.via_worker0.rate_per_w1", rows)
+        # without the section (older runs): no egress figures, no error
+        self.assertNotIn("isthmusd.egress.w1.worker0", br.parse_isthmusd(sample("isthmusd")))
+
     def test_plan(self):
         f = br.parse_plan(sample("plan"))
         self.assertEqual(f["plan.n32.all-to-all.M0.25.plan_ms"], 19823.59)
