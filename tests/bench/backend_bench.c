@@ -202,6 +202,9 @@ main(int argc, char **argv)
 	struct result sw, fpga, fpga_lim;
 	unsigned int rounds = argc > 1 ? (unsigned int)atoi(argv[1]) : 64;
 
+	/* what a run killed before its cleanup left (a second run
+	 * beside this one keeps its own: its pid is alive) */
+	isth_test_reap_stale("/var/run/dpdk", "isth-bebench-");
 	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-bebench-%d", getpid());
 	if (rte_eal_init(RTE_DIM(eal), eal) < 0)
 		rte_exit(1, "EAL: %s\n", rte_strerror(rte_errno));

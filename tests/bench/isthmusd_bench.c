@@ -380,6 +380,9 @@ eal_up(const char *argv0)
 	char *argv[] = {(char *)(uintptr_t)argv0, "--no-huge", "-m", "1024", "--no-pci",
 		"--no-telemetry", "--log-level=lib.*:error", "--lcores=0@0,1@1", prefix};
 
+	/* what a run killed before its cleanup left (a second run
+	 * beside this one keeps its own: its pid is alive) */
+	isth_test_reap_stale("/var/run/dpdk", "isth-bench-");
 	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-bench-%d", getpid());
 	if (rte_eal_init(RTE_DIM(argv), argv) < 0)
 		die(rte_strerror(rte_errno));

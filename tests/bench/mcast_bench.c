@@ -156,6 +156,9 @@ main(int argc, char **argv)
 	};
 
 	(void)argc;
+	/* what a run killed before its cleanup left (a second run
+	 * beside this one keeps its own: its pid is alive) */
+	isth_test_reap_stale("/var/run/dpdk", "isth-mcast-bench-");
 	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-mcast-bench-%d", (int)getpid());
 	if (rte_eal_init((int)RTE_DIM(eal_argv) - 1, eal_argv) < 0)
 		rte_exit(1, "EAL init\n");

@@ -182,6 +182,9 @@ main(int argc, char **argv)
 	unsigned int p, rep, i;
 
 	(void)argc;
+	/* what a run killed before its cleanup left (a second run
+	 * beside this one keeps its own: its pid is alive) */
+	isth_test_reap_stale("/var/run/dpdk", "isth-rsbench-");
 	snprintf(prefix, sizeof(prefix), "--file-prefix=isth-rsbench-%d", (int)getpid());
 	if (rte_eal_init((int)RTE_DIM(eal) - 1, eal) < 0)
 		rte_exit(1, "EAL init failed\n");
