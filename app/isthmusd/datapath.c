@@ -464,9 +464,7 @@ access_rx_queue(struct isthd *d, uint16_t q, uint64_t now_ns)
 			else
 				rc = isth_pace_enqueue(d->eg.pace, m, (uint32_t)p->payload_size);
 			if (unlikely(rc < 0)) {
-				drop(d, m,
-					rc == -ENOBUFS ? ISTHD_DROP_pace_full
-						       : ISTHD_DROP_pace_oversize);
+				drop(d, m, isthd_pace_refusal(rc));
 				break;
 			}
 			isth_ctr_add(&d->st.data_in, 1);
@@ -527,7 +525,6 @@ isthd_egress_release(struct isthd *d, unsigned int w, uint64_t now_tsc)
 		 * copy per peer of the worker (at most), so that paced DATA
 		 * waits in the pacer rather than being dropped on the way */
 		unsigned int per = (d->n_islands - 1 + d->n_workers - 1) / d->n_workers;
-
 		unsigned int fit = rte_ring_free_count(d->shard[w]->wan_out) / (per ? per : 1u);
 
 		max = RTE_MIN(max, fit);
@@ -800,7 +797,7 @@ stream_frames(struct isthd *d)
 
 	if (d->access_txq > 1)
 		return 0;
-	n = isthd_shard_collect(d, in, ISTHD_BURST);
+	n = isthd_shard_collect(d, false, in, ISTHD_BURST);
 	if (n)
 		isthd_tx(
 			d, d->access_port, in, (uint16_t)n, ISTHD_DROP_tx_access, &d->st.access_tx);
@@ -827,7 +824,7 @@ wan_frames(struct isthd *d)
 	/* a burst of DATA released by a worker is a copy per peer: up to
 	 * WAN_BURSTS bursts a pass, so that worker 0 keeps pace */
 	for (i = 0; i < WAN_BURSTS; i++) {
-		n = isthd_shard_wan_collect(d, in, ISTHD_BURST);
+		n = isthd_shard_collect(d, true, in, ISTHD_BURST);
 		if (n == 0)
 			break;
 		isthd_tx(d, d->wan_port, in, (uint16_t)n, ISTHD_DROP_tx_wan, &d->st.wan_tx);

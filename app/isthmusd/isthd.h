@@ -779,10 +779,12 @@ void isthd_workers_wait(struct isthd *d);
 bool isthd_shard_steer(struct isthd *d, struct rte_mbuf *m, const struct isth_wire_pkt *p);
 /* Worker 0: send what isthd_shard_steer staged (end of a burst). */
 void isthd_shard_flush(struct isthd *d);
-/* Worker 0, access port with one TX queue: frames the other workers
- * finished (their streams' AGGs, resends, GONEs; sealed by them, auth
- * on), at most @cap. */
-unsigned int isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap);
+/* Worker 0, a port with one TX queue: frames the other workers finished
+ * for it, at most @cap: for the access port (!@wan) their streams' AGGs,
+ * resends, GONEs (sealed by them, auth on); for the WAN port their peers'
+ * DATA, repairs and tail copies. */
+unsigned int
+isthd_shard_collect(struct isthd *d, bool wan, struct rte_mbuf **out, unsigned int cap);
 /* Worker 0: stage a message (its frame @m and parse @p) for worker k >= 1
  * (sent by isthd_shard_flush, at the end of the RX burst): a peer DATA of
  * its chunks, an island NACK of AGG stream k, which it serves from its
@@ -797,9 +799,7 @@ void isthd_shard_stage(
  * @return 0, or worker 0's own enqueue's error, whose reference the
  * caller frees. */
 int isthd_egress_steer(struct isthd *d, struct rte_mbuf *m, uint32_t bytes, uint64_t r);
-/* Worker 0, WAN port with one TX queue: frames the other workers built
- * for the WAN (their peers' DATA, repairs), at most @cap. */
-unsigned int isthd_shard_wan_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap);
+
 /* Any worker: round @r's repair table, or NULL if not published; valid until
  * its next quiescent state (doc/isthmusd.md, "Round tables"). */
 static inline const struct isthd_repair_round *
@@ -920,6 +920,13 @@ isthd_egress_peers(const struct isthd *d, uint64_t peers, unsigned int k)
 	return mine;
 }
 
+/* The drop reason of a pacer's refusal (isth_pace_enqueue's -errno). */
+static inline enum isthd_drop
+isthd_pace_refusal(int rc)
+{
+	return rc == -ENOBUFS ? ISTHD_DROP_pace_full : ISTHD_DROP_pace_oversize;
+}
+
 /* Worker k's egress, counters and (auth on) tag engine of this pass. */
 static inline struct isthd_egress *
 isthd_egress_of(struct isthd *d, unsigned int k)
@@ -941,7 +948,7 @@ isthd_engine_of(const struct isthd *d, unsigned int k)
 
 /* Worker k: @n frames for the WAN port, on WAN TX queue k where the port
  * has one per worker (or k is 0), else through worker k's wan_out ring
- * to worker 0, which sends them on queue 0 (isthd_shard_wan_collect).
+ * to worker 0, which sends them on queue 0 (isthd_shard_collect).
  * Refusals freed and counted under @reason (the queue) or
  * worker_ring_full (the ring) in worker k's counters. */
 static inline void

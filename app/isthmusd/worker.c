@@ -17,8 +17,8 @@
  *
  * Worker k also sends the island's DATA of each round to its share of the
  * round's peers (the ranks k, k + N, ...: isthd_egress_worker): it paces
- * it with a pacer of its own (the
- * round's whole plan), replicates it to those peers through its backend
+ * it with a pacer of its own (the round's whole plan), replicates it to
+ * those peers through its backend
  * (whose fan-out table holds only them), keeps it in a WAN repair ring of
  * its own and serves those peers' chunk NACKs and tail copies from it,
  * within budgets of its own (struct isthd_egress). A peer's flow so has
@@ -152,6 +152,16 @@ nomem:
 }
 
 static void
+free_mbufs(struct rte_ring *r)
+{
+	void *objs[64];
+	unsigned int n;
+
+	while ((n = rte_ring_dequeue_burst(r, objs, RTE_DIM(objs), NULL)) > 0)
+		rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
+}
+
+static void
 free_msgs(struct rte_ring *r)
 {
 	struct isthd_shard_msg msg[16];
@@ -165,7 +175,6 @@ free_msgs(struct rte_ring *r)
 void
 isthd_workers_teardown(struct isthd *d)
 {
-	void *objs[64];
 	unsigned int k, n;
 
 	for (k = 1; k < ISTHD_MAX_WORKERS; k++) {
@@ -178,14 +187,11 @@ isthd_workers_teardown(struct isthd *d)
 			rte_ring_free(w->in);
 		}
 		if (w->out) {
-			while ((n = rte_ring_dequeue_burst(w->out, objs, RTE_DIM(objs), NULL)) > 0)
-				rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
+			free_mbufs(w->out);
 			rte_ring_free(w->out);
 		}
 		if (w->wan_out) {
-			while ((n = rte_ring_dequeue_burst(w->wan_out, objs, RTE_DIM(objs), NULL)) >
-				0)
-				rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
+			free_mbufs(w->wan_out);
 			rte_ring_free(w->wan_out);
 		}
 		if (w->pace_in) {
@@ -296,12 +302,13 @@ isthd_shard_flush(struct isthd *d)
 }
 
 unsigned int
-isthd_shard_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap)
+isthd_shard_collect(struct isthd *d, bool wan, struct rte_mbuf **out, unsigned int cap)
 {
 	unsigned int k, n = 0;
 
 	for (k = 1; k < d->n_workers && n < cap; k++)
-		n += rte_ring_dequeue_burst(d->shard[k]->out, (void **)out + n, cap - n, NULL);
+		n += rte_ring_dequeue_burst(wan ? d->shard[k]->wan_out : d->shard[k]->out,
+			(void **)out + n, cap - n, NULL);
 	return n;
 }
 
@@ -347,22 +354,10 @@ isthd_egress_steer(struct isthd *d, struct rte_mbuf *m, uint32_t bytes, uint64_t
 	 * counted here, and the DATA still leaves for the others' peers */
 	rc = isth_pace_enqueue(d->eg.pace, m, bytes);
 	if (unlikely(rc < 0)) {
-		isth_ctr_add(&d->st.drop[rc == -ENOBUFS ? ISTHD_DROP_pace_full
-							: ISTHD_DROP_pace_oversize],
-			1);
+		isth_ctr_add(&d->st.drop[isthd_pace_refusal(rc)], 1);
 		rte_pktmbuf_free(m);
 	}
 	return 0;
-}
-
-unsigned int
-isthd_shard_wan_collect(struct isthd *d, struct rte_mbuf **out, unsigned int cap)
-{
-	unsigned int k, n = 0;
-
-	for (k = 1; k < d->n_workers && n < cap; k++)
-		n += rte_ring_dequeue_burst(d->shard[k]->wan_out, (void **)out + n, cap - n, NULL);
-	return n;
 }
 
 /* Stream k's finished frames onto the wire: on access TX queue k, which
@@ -418,9 +413,7 @@ shard_pace(struct isthd_shard *w)
 		int rc = isth_pace_enqueue(w->eg.pace, pm[i].m, (uint32_t)pm[i].bytes);
 
 		if (unlikely(rc < 0)) {
-			isth_ctr_add(&w->st.drop[rc == -ENOBUFS ? ISTHD_DROP_pace_full
-								: ISTHD_DROP_pace_oversize],
-				1);
+			isth_ctr_add(&w->st.drop[isthd_pace_refusal(rc)], 1);
 			rte_pktmbuf_free(pm[i].m);
 		}
 	}
