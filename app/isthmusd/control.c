@@ -86,9 +86,8 @@ publish:
 	/* every worker's backend (worker.c): all of them expect the round's
 	 * contributors, each replicates the island's DATA to its own peers
 	 * (isthd_egress_worker: rank in the round's peers, mod N; the group
-	 * with network replication is worker 0's); one
-	 * that asks for a retry is asked again, the ones that took the round
-	 * are not */
+	 * with network replication is worker 0's); one that asks for a
+	 * retry is asked again, the ones that took the round are not */
 	for (i = 0; i < RTE_MAX(d->n_workers, 1u); i++) {
 		struct isth_mcast_peer mine[ISTHD_MAX_PEERS];
 		const struct isth_mcast_peer *fo = peers;
