@@ -92,8 +92,12 @@
  * round's last chunks would leave during a later run); auth off.
  * --egress-only runs this section alone.
  *
+ * --ratio-only: the pipeline, io-fwd and read-fwd loops alone (no auth,
+ * stages, workers or egress), for A/B runs of two builds side by side.
+ *
  * Medians of interleaved repetitions; TSC cycles. Usage:
- *   bench_isthmusd [--quick] [--chunks K] [--reps N] [--profile N] [--egress-only]
+ *   bench_isthmusd [--quick] [--chunks K] [--reps N] [--profile N]
+ *                  [--egress-only | --ratio-only]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -1753,6 +1757,9 @@ gbps(double c)
 static unsigned int profile_rounds;
 /* --egress-only: the egress section alone (run_egress_all) */
 static bool egress_only;
+/* --ratio-only: pipeline, io-fwd and read-fwd alone, interleaved, for
+ * A/B runs of two builds (a run takes seconds, not minutes) */
+static bool ratio_only;
 
 static void
 run_layout(const char *name, unsigned int lag, unsigned int reps, struct result *res)
@@ -1770,22 +1777,32 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 		printf("%s: %u pipeline rounds profiled\n", name, profile_rounds);
 		return;
 	}
+	if (ratio_only)
+		goto loops;
 	edge_auth(true);
 	check_pipeline();
 	edge_auth(false);
+loops:
 	pl_dropped = pl_total = 0;
 	drops0 = be_stat("partial_timeout") + be_stat("partial_conflict_pool") +
 		be_stat("partial_conflict_bucket") + be_stat("duplicate") + be_stat("no_slot") +
 		be_stat("unknown_round") + be_stat("stale_round");
 	/* warm-up: one of each */
 	run_pipeline(&aggs);
-	run_pipeline_auth(&aggs);
+	if (!ratio_only) {
+		run_pipeline_auth(&aggs);
+		run_stages(&res->st[0]);
+	}
 	run_iofwd();
 	run_readfwd();
-	run_stages(&res->st[0]);
 	aggs = 0;
 	for (rep = 0; rep < reps; rep++) {
 		res->pipe[rep] = (uint64_t)(run_pipeline(&aggs) * 1000);
+		if (ratio_only) {
+			res->io[rep] = (uint64_t)(run_iofwd() * 1000);
+			res->rd[rep] = (uint64_t)(run_readfwd() * 1000);
+			continue;
+		}
 		res->pa[rep] = (uint64_t)(run_pipeline_auth(&aggs) * 1000);
 		res->io[rep] = (uint64_t)(run_iofwd() * 1000);
 		res->rd[rep] = (uint64_t)(run_readfwd() * 1000);
@@ -1845,7 +1862,8 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 	res->qa2wall_c = median(res->qa2wall, reps) / 1000;
 	res->qa2c0_c = median(res->qa2c0, reps) / 1000;
 	res->qa2c1_c = median(res->qa2c1, reps) / 1000;
-	if (aggs != (uint64_t)K * 2 * reps)
+	/* a round of the pipeline and one with auth on per rep */
+	if (aggs != (uint64_t)K * (ratio_only ? 1 : 2) * reps)
 		die("pipeline: not every chunk gave one AGG");
 	if (be_stat("partial_timeout") + be_stat("partial_conflict_pool") +
 			be_stat("partial_conflict_bucket") + be_stat("duplicate") +
@@ -1870,8 +1888,9 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 	printf("%-10s %10s %8s %12s %14s\n", "loop", "cyc/pkt", "Mpps", "Gbps(in)", "lcores@100G");
 	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "pipeline", res->pipe_c, mpps(res->pipe_c),
 		gbps(res->pipe_c), 100 / gbps(res->pipe_c));
-	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "pipe+auth", res->pa_c, mpps(res->pa_c),
-		gbps(res->pa_c), 100 / gbps(res->pa_c));
+	if (!ratio_only)
+		printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "pipe+auth", res->pa_c,
+			mpps(res->pa_c), gbps(res->pa_c), 100 / gbps(res->pa_c));
 	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "io-fwd", res->io_c, mpps(res->io_c),
 		gbps(res->io_c), 100 / gbps(res->io_c));
 	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "read-fwd", res->rd_c, mpps(res->rd_c),
@@ -1883,6 +1902,10 @@ run_layout(const char *name, unsigned int lag, unsigned int reps, struct result 
 	 * misses are the skewed layout's own cost) */
 	printf("pipeline rate / read-fwd rate = %.3f   (target >= %s)\n", res->rd_c / res->pipe_c,
 		strcmp(name, "skewed") == 0 ? "0.45" : "0.5");
+	if (ratio_only) {
+		fflush(stdout);
+		return;
+	}
 	printf("pipeline+auth rate / pipeline rate = %.3f   (target >= 0.6)\n",
 		res->pipe_c / res->pa_c);
 	printf("pipeline+auth rate / read-fwd rate = %.3f\n", res->rd_c / res->pa_c);
@@ -1953,10 +1976,12 @@ main(int argc, char **argv)
 			profile_rounds = (unsigned int)strtoul(argv[++a], NULL, 0);
 		} else if (strcmp(argv[a], "--egress-only") == 0) {
 			egress_only = true;
+		} else if (strcmp(argv[a], "--ratio-only") == 0) {
+			ratio_only = true;
 		} else {
 			fprintf(stderr,
 				"usage: %s [--quick] [--chunks K] [--reps N] [--profile N] "
-				"[--egress-only]\n",
+				"[--egress-only | --ratio-only]\n",
 				argv[0]);
 			return 2;
 		}
@@ -2104,6 +2129,11 @@ main(int argc, char **argv)
 	run_layout("skewed", K / N_SND, reps, &res[1]);
 	if (profile_rounds)
 		goto teardown;
+	if (ratio_only) {
+		printf("\nsummary: pipeline/read-fwd = %.3f (aligned), %.3f (skewed)\n",
+			res[0].rd_c / res[0].pipe_c, res[1].rd_c / res[1].pipe_c);
+		goto teardown;
+	}
 	run_egress_all(reps, &eg);
 
 	printf("\nsummary: pipeline+auth/pipeline = %.3f (aligned), %.3f (skewed) (target >= "
