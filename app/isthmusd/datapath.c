@@ -545,7 +545,7 @@ isthd_egress_release(struct isthd *d, unsigned int w, uint64_t now_tsc)
 		isthd_wan_tx(d, w, out, n_out, ISTHD_DROP_tx_wan);
 		done += k;
 	}
-	rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
+	isth_mbuf_free_bulk((struct rte_mbuf **)objs, n);
 	return n;
 }
 

@@ -36,6 +36,7 @@
 #include "isth_auth.h"
 #include "isth_backend.h"
 #include "isth_ctr.h"
+#include "isth_mbuf.h"
 #include "isth_pace.h"
 #include "isth_resend.h"
 #include "isth_rtab.h"

@@ -50,6 +50,7 @@
 #include "isth_auth.h"
 #include "isth_backend.h"
 #include "isth_fpga_if.h"
+#include "isth_mbuf.h"
 #include "backend_priv.h"
 #include "backend_fanout.h"
 #include "fpga_bus.h"
@@ -627,7 +628,7 @@ fpga_aggregate_burst(void *priv, struct rte_mbuf **pkts, const struct isth_wire_
 		posted++;
 	}
 	/* The device read the copies, not the frames. */
-	rte_pktmbuf_free_bulk(pkts, n);
+	isth_mbuf_free_bulk(pkts, n);
 	if (posted != 0) {
 		__atomic_store_n(&f->h2d_tail, tail, __ATOMIC_RELAXED);
 		fpga_wr(&f->bus, ISTH_FPGA_REG_H2D_TAIL, tail);

@@ -17,6 +17,7 @@
 
 #include "isth_agg.h"
 #include "isth_backend.h"
+#include "isth_mbuf.h"
 #include "backend_priv.h"
 #include "backend_fanout.h"
 
@@ -244,8 +245,9 @@ sw_aggregate_burst(void *priv, struct rte_mbuf **pkts, const struct isth_wire_pk
 		for (i = 0; i < k; i++)
 			isth_agg_contrib_from_pkt(&sw->contrib[i], &parsed[done + i]);
 		acc += isth_agg_add_burst(sw->agg, sw->contrib, k, now);
-		/* Summed in place: the frames are no longer needed. */
-		rte_pktmbuf_free_bulk(pkts + done, k);
+		/* Summed in place: the frames are no longer needed (freed
+		 * from their first cache line: lib/mbuf). */
+		isth_mbuf_free_bulk(pkts + done, k);
 		done += k;
 		sw_materialise(sw);
 	}
