@@ -15,8 +15,10 @@
 #include <rte_errno.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_prefetch.h>
 
 #include "isth_ctr.h"
+#include "isth_mbuf.h"
 #include "isth_resend.h"
 
 struct resend_entry {
@@ -108,15 +110,40 @@ fail:
 	return NULL;
 }
 
+/*
+ * A release frees an mbuf pushed a whole ring ago: its entry and its
+ * struct are long out of cache, and the free reads the struct's first
+ * line (refcnt, nb_segs, pool: lib/mbuf) after the entry's pointer, one
+ * miss after the other. Each release therefore prefetches for the ones
+ * after it: the struct of the entry TAIL_AHEAD on (its pointer
+ * prefetched TAIL_AHEAD releases earlier) and the entry 2 * TAIL_AHEAD
+ * on. Releases come in runs (a burst's AGGs pushed into a full ring, a
+ * prefix expiring), so one ahead would not hide the latency (measured:
+ * doc/performance.md section 6, "Sixth pass").
+ */
+#define TAIL_AHEAD 4
+
+static inline void
+prefetch_tail(const struct isth_resend *r)
+{
+	uint64_t held = r->head - r->tail;
+
+	if (held > TAIL_AHEAD)
+		rte_prefetch0(r->ring[(r->tail + TAIL_AHEAD) & r->mask].m);
+	if (held > 2 * TAIL_AHEAD)
+		rte_prefetch0(&r->ring[(r->tail + 2 * TAIL_AHEAD) & r->mask]);
+}
+
 /* Drop the ring's reference on the oldest packet. */
 static inline void
 release_tail(struct isth_resend *r)
 {
 	struct resend_entry *e = &r->ring[r->tail & r->mask];
 
-	rte_pktmbuf_free(e->m);
+	isth_mbuf_free(e->m); /* from its first line alone: lib/mbuf */
 	e->m = NULL;
 	r->tail++;
+	prefetch_tail(r);
 }
 
 void
