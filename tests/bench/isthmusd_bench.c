@@ -32,9 +32,14 @@
  * --chunks 8192 puts them in DRAM). Passes more than 8x the median were
  * preempted by the shared host and are left out with their packets.
  *
- * Generator: the K * 8 frames are built once and kept (the harness holds a
- * reference on each, so the pipeline's free only drops its own). Before
- * each round the generator writes the round number into every frame's
+ * Generator: the K * 8 frames are built once, in a pool of their own that
+ * holds nothing else. They are fed with refcnt 1, as a NIC hands over
+ * what it received, so the edge's free returns each to the pool (an
+ * earlier harness kept a reference of its own on every frame, which made
+ * every free of an input an atomic decrement that no edge pays); before
+ * each round the generator takes them all back out (reclaim(): a frame
+ * leaked or freed twice stops the run). Before each round the generator
+ * also writes the round number into every frame's
  * header (chunk ids are reused by advancing the round), publishes the
  * round's tables to the backend (the controller's job), then, between
  * passes, puts 32 frames on the WAN RX ring. Only the isthd_dp_poll()
@@ -121,6 +126,7 @@
 #include <rte_ring.h>
 
 #include "isth_agg.h"
+#include "isth_mbuf.h"
 #include "isthd.h"
 #include "isth_test_eal.h"
 
@@ -154,6 +160,7 @@ static uint16_t port_a, port_w;
 static struct rte_mempool *fpool; /* the generator's frames */
 static struct rte_mbuf **frames; /* frame of (chunk c, sender s): c * 8 + s - 1 */
 static struct rte_mbuf **frames2; /* the same, version 2, sealed by sender s's edge */
+static struct rte_mbuf **reclaimed; /* reclaim()'s scratch */
 static struct rte_mempool *fpool2;
 /* auth: the peers' keys and engine (the generator seals as them), the
  * edge's limits with and without auth, and which the edge runs now */
@@ -426,13 +433,16 @@ build_frames(void)
 	NF = K * N_SND;
 	/* data room for the frame only: a compact working set, as a NIC
 	 * pool sized for the MTU would be */
-	fpool = rte_pktmbuf_pool_create("bench_frames", NF + 64, 0, 0,
+	/* exactly the frames, no cache: reclaim() counts them back */
+	fpool = rte_pktmbuf_pool_create("bench_frames", NF, 0, 0,
 		RTE_PKTMBUF_HEADROOM + RTE_ALIGN_CEIL(FRAME, RTE_CACHE_LINE_SIZE), 0);
 	frames = calloc(NF, sizeof(*frames));
-	fpool2 = rte_pktmbuf_pool_create("bench_frames2", NF + 64, 0, 0,
+	fpool2 = rte_pktmbuf_pool_create("bench_frames2", NF, 0, 0,
 		RTE_PKTMBUF_HEADROOM + RTE_ALIGN_CEIL(FRAME2, RTE_CACHE_LINE_SIZE), 0);
 	frames2 = calloc(NF, sizeof(*frames2));
-	if (fpool == NULL || frames == NULL || fpool2 == NULL || frames2 == NULL)
+	reclaimed = calloc(NF, sizeof(*reclaimed));
+	if (fpool == NULL || frames == NULL || fpool2 == NULL || frames2 == NULL ||
+		reclaimed == NULL)
 		die("frame pool");
 	for (c = 0; c < K; c++)
 		for (s = 1; s <= N_SND; s++) {
@@ -514,12 +524,36 @@ make_order(unsigned int lag)
 	free(seen);
 }
 
+/*
+ * The frames the edge (or a baseline, or the harness's drain) freed are
+ * back in their pool: take them all out again. The pool holds the frames
+ * and nothing else, so what comes out is frames[] itself (in another
+ * order), bytes and lengths intact: a free of a single-segment mbuf with
+ * refcnt 1 writes neither. None back means they are all still held;
+ * any other count is a frame leaked or freed twice.
+ */
+static void
+reclaim(struct rte_mempool *p)
+{
+	unsigned int n = rte_mempool_avail_count(p);
+
+	if (n == 0)
+		return;
+	if (n != NF || rte_mempool_get_bulk(p, (void **)reclaimed, NF) != 0) {
+		fprintf(stderr, "%s: %u of %u frames back\n", p->name, n, NF);
+		die("frames leaked or freed twice");
+	}
+}
+
 /* The next round: written into every frame, published to the backend. */
 static uint32_t
 new_round(bool publish)
 {
 	uint32_t r = next_round++;
 	unsigned int i;
+
+	reclaim(fpool);
+	reclaim(fpool2);
 
 	for (i = 0; i < NF; i++) {
 		isth_wire_set_hdr_round(rte_pktmbuf_mtod(frames[i], uint8_t *) + MSG_OFF, r);
@@ -559,8 +593,8 @@ new_round(bool publish)
 	return r;
 }
 
-/* Put frames order[pos..pos+n) on the WAN RX ring, with a reference for
- * whoever consumes them. */
+/* Put frames order[pos..pos+n) on the WAN RX ring: whoever consumes them
+ * frees them (back to their pool, for reclaim()). */
 static unsigned int
 feed(unsigned int pos)
 {
@@ -568,8 +602,16 @@ feed(unsigned int pos)
 	unsigned int n = RTE_MIN((unsigned int)BURST, NF - pos), i;
 
 	for (i = 0; i < n; i++) {
-		b[i] = (cur_auth ? frames2 : frames)[order[pos + i]];
-		rte_mbuf_refcnt_update(b[i], 1);
+		struct rte_mbuf *m = (cur_auth ? frames2 : frames)[order[pos + i]];
+
+		/* What a PMD's rx_burst writes into each mbuf's first line
+		 * (port, offload flags, packet type; the lengths are the
+		 * frame's): net_ring writes nothing, and without this every
+		 * loop would read a struct colder than any NIC hands over. */
+		m->port = port_w;
+		m->ol_flags = 0;
+		m->packet_type = 0;
+		b[i] = m;
 	}
 	if (rte_ring_enqueue_bulk(w_in, (void **)b, n, NULL) != n)
 		die("WAN RX ring full");
@@ -902,9 +944,9 @@ run_stages(struct stage_run *sr)
 			if (j < sent)
 				die("stage TX");
 		}
-		/* free the inputs (the generator keeps its reference) */
+		/* free the inputs, as the sw backend does */
 		t0 = rte_rdtsc();
-		rte_pktmbuf_free_bulk(b, n);
+		isth_mbuf_free_bulk(b, n);
 		pl_cyc[ST_FREE][ps] += rte_rdtsc() - t0;
 		drain_access();
 	}
@@ -2184,6 +2226,8 @@ teardown: /* every frame back to its pool */
 	isth_resend_destroy(s_ring);
 	isth_agg_destroy(s_agg);
 	isthd_teardown(&edge);
+	reclaim(fpool);
+	reclaim(fpool2);
 	for (i = 0; i < NF; i++) {
 		rte_pktmbuf_free(frames[i]);
 		rte_pktmbuf_free(frames2[i]);
