@@ -397,6 +397,9 @@ isth_wire_cksum(const void *buf, size_t len)
 	return fold(sum16(buf, len, 0));
 }
 
+/* The UDP checksum over pseudo-header and datagram, folded and
+ * complemented: 0 when a received datagram's checksum holds. The
+ * datagram's bytes are summed by isth_wire_sum() (wire_sum.c). */
 static uint16_t
 udp_cksum(const uint8_t *ip, const uint8_t *udp, size_t len)
 {
@@ -405,8 +408,37 @@ udp_cksum(const uint8_t *ip, const uint8_t *udp, size_t len)
 	sum = sum16(ip + 12, 8, sum); /* source and destination address */
 	sum += IPPROTO_UDP_;
 	sum += (uint32_t)len;
-	sum = sum16(udp, len, sum);
+	sum += isth_wire_sum(udp, len);
 	return fold(sum);
+}
+
+int
+isth_wire_put_udp_cksum(uint8_t *buf, size_t len)
+{
+	size_t off = ISTH_WIRE_ETH_HDR_SIZE, ihl, ulen;
+	uint8_t *ip, *udp;
+	uint16_t c;
+
+	if (buf == NULL || len < off)
+		return -EINVAL;
+	if (get16(buf + 12) == ETHERTYPE_VLAN)
+		off += ISTH_WIRE_VLAN_TAG_SIZE;
+	if (len < off + ISTH_WIRE_IPV4_MIN_HDR_SIZE || get16(buf + off - 2) != ETHERTYPE_IPV4)
+		return -EINVAL;
+	ip = buf + off;
+	ihl = (size_t)(ip[0] & 0x0f) * 4;
+	if ((ip[0] >> 4) != 4 || ip[9] != IPPROTO_UDP_ || ihl < ISTH_WIRE_IPV4_MIN_HDR_SIZE ||
+		len - off < ihl + ISTH_WIRE_UDP_HDR_SIZE)
+		return -EINVAL;
+	udp = ip + ihl;
+	ulen = get16(udp + 4);
+	if (ulen < ISTH_WIRE_UDP_HDR_SIZE || ulen > len - off - ihl)
+		return -EINVAL;
+	put16(udp + 6, 0);
+	c = udp_cksum(ip, udp, ulen);
+	/* 0 would mean "no checksum" (RFC 768): its equal, all ones */
+	put16(udp + 6, c == 0 ? 0xffff : c);
+	return 0;
 }
 
 enum isth_wire_reason

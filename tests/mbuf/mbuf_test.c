@@ -75,7 +75,8 @@ check_all_back(struct rte_mempool *p)
 	/* raw: rte_pktmbuf_alloc() would reset what the free must leave */
 	cr_assert_eq(rte_mempool_get_bulk(p, (void **)m, NB), 0);
 	for (i = 0; i < NB; i++) {
-		cr_assert_eq(rte_mbuf_refcnt_read(m[i]), 1, "refcnt %u", rte_mbuf_refcnt_read(m[i]));
+		cr_assert_eq(
+			rte_mbuf_refcnt_read(m[i]), 1, "refcnt %u", rte_mbuf_refcnt_read(m[i]));
 		cr_assert_eq(m[i]->nb_segs, 1);
 		cr_assert_null(m[i]->next);
 	}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The ones'-complement sum of a payload (RFC 1071), the part of a UDP
+ * checksum that costs: every byte of every DATA a peer edge sends is
+ * summed once on receipt ([wan] udp_checksum, on by default). A loop over
+ * 16-bit big-endian words costs about half a cycle a byte (doc/
+ * performance.md section 6, "The UDP checksum"); here 32-bit words are
+ * added into 64-bit lanes (no carry is lost below 2^32 words), 64 bytes a
+ * step with AVX-512, 32 with AVX2, 8 without, then folded to 16 bits.
+ *
+ * The sum of little-endian words is the byte swap of the big-endian
+ * words' sum (RFC 1071 section 2(B)): one swap at the end. Words start at
+ * even offsets from @buf everywhere (vector steps and 8-byte steps both),
+ * so the tail's bytes keep their place in their words.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <immintrin.h>
+
+#include "isth_wire.h"
+
+/* 32-bit words of @p, @len < 8 or a multiple of 8 left: the scalar steps
+ * and the tail, zero-padded to a word */
+static inline uint64_t
+sum_words(const uint8_t *p, size_t len, uint64_t acc)
+{
+	uint64_t w;
+
+	for (; len >= 8; p += 8, len -= 8) {
+		memcpy(&w, p, 8);
+		acc += (w & 0xffffffffu) + (w >> 32);
+	}
+	if (len != 0) {
+		w = 0;
+		memcpy(&w, p, len);
+		acc += (w & 0xffffffffu) + (w >> 32);
+	}
+	return acc;
+}
+
+static uint64_t
+sum_scalar(const uint8_t *p, size_t len)
+{
+	return sum_words(p, len, 0);
+}
+
+__attribute__((target("avx2"))) static uint64_t
+sum_avx2(const uint8_t *p, size_t len)
+{
+	const __m256i lo = _mm256_set1_epi64x(0xffffffff);
+	__m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
+	uint64_t l[4];
+
+	for (; len >= 64; p += 64, len -= 64) {
+		__m256i x = _mm256_loadu_si256((const __m256i *)p);
+		__m256i y = _mm256_loadu_si256((const __m256i *)(p + 32));
+
+		a = _mm256_add_epi64(a, _mm256_and_si256(x, lo));
+		b = _mm256_add_epi64(b, _mm256_srli_epi64(x, 32));
+		a = _mm256_add_epi64(a, _mm256_and_si256(y, lo));
+		b = _mm256_add_epi64(b, _mm256_srli_epi64(y, 32));
+	}
+	_mm256_storeu_si256((__m256i *)l, _mm256_add_epi64(a, b));
+	return sum_words(p, len, l[0] + l[1] + l[2] + l[3]);
+}
+
+__attribute__((target("avx512f"))) static uint64_t
+sum_avx512(const uint8_t *p, size_t len)
+{
+	const __m512i lo = _mm512_set1_epi64(0xffffffff);
+	__m512i a = _mm512_setzero_si512(), b = _mm512_setzero_si512();
+
+	for (; len >= 128; p += 128, len -= 128) {
+		__m512i x = _mm512_loadu_si512(p), y = _mm512_loadu_si512(p + 64);
+
+		a = _mm512_add_epi64(a, _mm512_and_si512(x, lo));
+		b = _mm512_add_epi64(b, _mm512_srli_epi64(x, 32));
+		a = _mm512_add_epi64(a, _mm512_and_si512(y, lo));
+		b = _mm512_add_epi64(b, _mm512_srli_epi64(y, 32));
+	}
+	if (len >= 64) {
+		__m512i x = _mm512_loadu_si512(p);
+
+		a = _mm512_add_epi64(a, _mm512_and_si512(x, lo));
+		b = _mm512_add_epi64(b, _mm512_srli_epi64(x, 32));
+		p += 64;
+		len -= 64;
+	}
+	return sum_words(p, len, (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(a, b)));
+}
+
+static const struct {
+	const char *name;
+	uint64_t (*fn)(const uint8_t *, size_t);
+	const char *cpu; /* __builtin_cpu_supports() name, NULL: any */
+} kernels[] = {
+	{"scalar", sum_scalar, NULL},
+	{"avx2", sum_avx2, "avx2"},
+	{"avx512", sum_avx512, "avx512f"},
+};
+
+/* written by: the constructor, isth_wire_sum_use() (tests, benchmarks,
+ * before any data path runs); read by: every isth_wire_sum() */
+static unsigned int kernel;
+
+static int
+supported(unsigned int k)
+{
+	/* __builtin_cpu_supports() needs a literal name */
+	if (kernels[k].cpu == NULL)
+		return 1;
+	if (strcmp(kernels[k].cpu, "avx2") == 0)
+		return __builtin_cpu_supports("avx2");
+	return __builtin_cpu_supports("avx512f");
+}
+
+__attribute__((constructor)) static void
+pick_kernel(void)
+{
+	unsigned int k;
+
+	__builtin_cpu_init();
+	for (k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++)
+		if (supported(k))
+			kernel = k;
+}
+
+static inline uint16_t
+fold64(uint64_t s)
+{
+	s = (s & 0xffffffffu) + (s >> 32); /* < 2^33 */
+	s = (s & 0xffffffffu) + (s >> 32); /* <= 2^32 */
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)s;
+}
+
+uint16_t
+isth_wire_sum(const void *buf, size_t len)
+{
+	uint16_t s = fold64(kernels[kernel].fn(buf, len));
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	s = (uint16_t)(s << 8 | s >> 8);
+#endif
+	return s;
+}
+
+const char *
+isth_wire_sum_kernel(void)
+{
+	return kernels[kernel].name;
+}
+
+int
+isth_wire_sum_use(const char *name)
+{
+	unsigned int k;
+
+	if (name == NULL) {
+		pick_kernel();
+		return 0;
+	}
+	for (k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++)
+		if (strcmp(kernels[k].name, name) == 0) {
+			if (!supported(k))
+				return -ENOTSUP;
+			kernel = k;
+			return 0;
+		}
+	return -EINVAL;
+}
