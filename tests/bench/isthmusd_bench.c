@@ -168,6 +168,9 @@ static struct isth_auth *gkeys;
 static struct isth_auth_engine *geng;
 static struct isth_wire_limits lim_v1, lim_v2;
 static bool cur_auth;
+/* the frames carry UDP checksums, as the peers' edges send them with the
+ * default [wan] udp_checksum = yes; false for run_pipeline_nocsum() */
+static bool cur_csum = true;
 static uint32_t *order; /* frame indices in arrival order */
 static uint8_t *first_of, *last_of; /* position opens / completes its chunk */
 static unsigned int K = 2048, NF;
@@ -545,6 +548,21 @@ reclaim(struct rte_mempool *p)
 	}
 }
 
+/* The frame's UDP checksum after its last change (the round, the seq, the
+ * tag), or none (0) when the run leaves checksums out. */
+static void
+set_csum(struct rte_mbuf *m)
+{
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+
+	if (!cur_csum) {
+		f[MSG_OFF - 2] = f[MSG_OFF - 1] = 0;
+		return;
+	}
+	if (isth_wire_put_udp_cksum(f, rte_pktmbuf_data_len(m)) != 0)
+		die("UDP checksum");
+}
+
 /* The next round: written into every frame, published to the backend. */
 static uint32_t
 new_round(bool publish)
@@ -557,6 +575,7 @@ new_round(bool publish)
 
 	for (i = 0; i < NF; i++) {
 		isth_wire_set_hdr_round(rte_pktmbuf_mtod(frames[i], uint8_t *) + MSG_OFF, r);
+		set_csum(frames[i]);
 	}
 	if (cur_auth)
 		for (i = 0; i < NF; i++) {
@@ -569,6 +588,7 @@ new_round(bool publish)
 				    FRAME2 - MSG_OFF - 16,
 				    FRAME2 - MSG_OFF) != (int)(FRAME2 - MSG_OFF))
 				die("seal");
+			set_csum(frames2[i]);
 		}
 	if (publish) {
 		struct isth_mcast_peer peers[ISTHD_MAX_PEERS];
@@ -662,6 +682,19 @@ run_pipeline(uint64_t *aggs)
 		*aggs += drain_access();
 	} while (pos < NF || work);
 	pl_reduce(1, &c);
+	return c;
+}
+
+/* The same with frames that carry no UDP checksum (the peers' [wan]
+ * udp_checksum = no): the parse does not read the payload. */
+static double
+run_pipeline_nocsum(uint64_t *aggs)
+{
+	double c;
+
+	cur_csum = false;
+	c = run_pipeline(aggs);
+	cur_csum = true;
 	return c;
 }
 
@@ -1777,8 +1810,9 @@ struct result {
 	uint64_t *q2wall, *q2c0, *q2c1, *qa2wall, *qa2c0, *qa2c1;
 	double q2wall_c, q2c0_c, q2c1_c, qa2wall_c, qa2c0_c, qa2c1_c;
 	uint64_t *pipe, *pa, *io, *rd; /* cycles per DATA packet x 1000, per rep */
+	uint64_t *pn; /* the pipeline on frames without UDP checksums, the same */
 	struct stage_run *st;
-	double pipe_c, pa_c, io_c, rd_c; /* median cycles per DATA packet */
+	double pipe_c, pa_c, io_c, rd_c, pn_c; /* median cycles per DATA packet */
 	double stage_c[ST_MAX]; /* per DATA packet */
 };
 
@@ -1831,6 +1865,7 @@ loops:
 		be_stat("unknown_round") + be_stat("stale_round");
 	/* warm-up: one of each */
 	run_pipeline(&aggs);
+	run_pipeline_nocsum(&aggs);
 	if (!ratio_only) {
 		run_pipeline_auth(&aggs);
 		run_stages(&res->st[0]);
@@ -1840,6 +1875,7 @@ loops:
 	aggs = 0;
 	for (rep = 0; rep < reps; rep++) {
 		res->pipe[rep] = (uint64_t)(run_pipeline(&aggs) * 1000);
+		res->pn[rep] = (uint64_t)(run_pipeline_nocsum(&aggs) * 1000);
 		if (ratio_only) {
 			res->io[rep] = (uint64_t)(run_iofwd() * 1000);
 			res->rd[rep] = (uint64_t)(run_readfwd() * 1000);
@@ -1904,8 +1940,9 @@ loops:
 	res->qa2wall_c = median(res->qa2wall, reps) / 1000;
 	res->qa2c0_c = median(res->qa2c0, reps) / 1000;
 	res->qa2c1_c = median(res->qa2c1, reps) / 1000;
-	/* a round of the pipeline and one with auth on per rep */
-	if (aggs != (uint64_t)K * (ratio_only ? 1 : 2) * reps)
+	/* a round of the pipeline, one without checksums and one with auth
+	 * on per rep */
+	if (aggs != (uint64_t)K * (ratio_only ? 2 : 3) * reps)
 		die("pipeline: not every chunk gave one AGG");
 	if (be_stat("partial_timeout") + be_stat("partial_conflict_pool") +
 			be_stat("partial_conflict_bucket") + be_stat("duplicate") +
@@ -1916,6 +1953,7 @@ loops:
 		if (isth_ctr_get(&edge.st.drop[s]) != 0)
 			die("pipeline+auth: a refusal by auth during the run");
 	res->pipe_c = median(res->pipe, reps) / 1000;
+	res->pn_c = median(res->pn, reps) / 1000;
 	res->pa_c = median(res->pa, reps) / 1000;
 	res->io_c = median(res->io, reps) / 1000;
 	res->rd_c = median(res->rd, reps) / 1000;
@@ -1930,6 +1968,8 @@ loops:
 	printf("%-10s %10s %8s %12s %14s\n", "loop", "cyc/pkt", "Mpps", "Gbps(in)", "lcores@100G");
 	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "pipeline", res->pipe_c, mpps(res->pipe_c),
 		gbps(res->pipe_c), 100 / gbps(res->pipe_c));
+	printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "no-csum", res->pn_c, mpps(res->pn_c),
+		gbps(res->pn_c), 100 / gbps(res->pn_c));
 	if (!ratio_only)
 		printf("%-10s %10.1f %8.2f %12.1f %14.2f\n", "pipe+auth", res->pa_c,
 			mpps(res->pa_c), gbps(res->pa_c), 100 / gbps(res->pa_c));
@@ -1944,6 +1984,8 @@ loops:
 	 * misses are the skewed layout's own cost) */
 	printf("pipeline rate / read-fwd rate = %.3f   (target >= %s)\n", res->rd_c / res->pipe_c,
 		strcmp(name, "skewed") == 0 ? "0.45" : "0.5");
+	printf("pipeline without UDP checksums rate / read-fwd rate = %.3f\n",
+		res->rd_c / res->pn_c);
 	if (ratio_only) {
 		fflush(stdout);
 		return;
@@ -2133,11 +2175,13 @@ main(int argc, char **argv)
 		have_avx512 ? "AVX-512" : "scalar 64-bit");
 	for (i = 0; i < 2; i++) {
 		res[i].pipe = calloc(reps, sizeof(uint64_t));
+		res[i].pn = calloc(reps, sizeof(uint64_t));
 		res[i].pa = calloc(reps, sizeof(uint64_t));
 		res[i].io = calloc(reps, sizeof(uint64_t));
 		res[i].rd = calloc(reps, sizeof(uint64_t));
 		res[i].st = calloc(reps, sizeof(struct stage_run));
-		if (!res[i].pipe || !res[i].pa || !res[i].io || !res[i].rd || !res[i].st)
+		if (!res[i].pipe || !res[i].pn || !res[i].pa || !res[i].io || !res[i].rd ||
+			!res[i].st)
 			die("results");
 		res[i].w1wall = calloc(reps, sizeof(uint64_t));
 		res[i].w2wall = calloc(reps, sizeof(uint64_t));
@@ -2172,8 +2216,10 @@ main(int argc, char **argv)
 	if (profile_rounds)
 		goto teardown;
 	if (ratio_only) {
-		printf("\nsummary: pipeline/read-fwd = %.3f (aligned), %.3f (skewed)\n",
-			res[0].rd_c / res[0].pipe_c, res[1].rd_c / res[1].pipe_c);
+		printf("\nsummary: pipeline/read-fwd = %.3f (aligned), %.3f (skewed); "
+		       "without UDP checksums %.3f, %.3f\n",
+			res[0].rd_c / res[0].pipe_c, res[1].rd_c / res[1].pipe_c,
+			res[0].rd_c / res[0].pn_c, res[1].rd_c / res[1].pn_c);
 		goto teardown;
 	}
 	run_egress_all(reps, &eg);
@@ -2181,6 +2227,9 @@ main(int argc, char **argv)
 	printf("\nsummary: pipeline+auth/pipeline = %.3f (aligned), %.3f (skewed) (target >= "
 	       "0.6)\n",
 		res[0].pipe_c / res[0].pa_c, res[1].pipe_c / res[1].pa_c);
+	printf("summary: pipeline without UDP checksums/read-fwd = %.3f (aligned), %.3f "
+	       "(skewed)\n",
+		res[0].rd_c / res[0].pn_c, res[1].rd_c / res[1].pn_c);
 	printf("summary: pipeline/read-fwd = %.3f (aligned), %.3f (skewed); "
 	       "pipeline/io-fwd = %.3f, %.3f;\n"
 	       "Gbps of aggregated input per lcore = %.1f, %.1f (target: 100 on <= 2 lcores)\n",
