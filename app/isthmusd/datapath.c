@@ -592,22 +592,40 @@ wan_rx_queue(struct isthd *d, uint16_t q, uint64_t now_ns)
 	 * parse is 136 bytes: copied only once something before it left) */
 	struct isth_wire_pkt parsed[ISTHD_BURST];
 	uint8_t owner[ISTHD_BURST];
+	/* frames whose UDP checksum the NIC found good: parsed without
+	 * summing them again (d->wan_rx_csum) */
+	struct isth_wire_limits nic_lim = d->lim;
 	uint16_t n, i, k = 0, v = 0;
 
 	n = rte_eth_rx_burst(d->wan_port, q, rx, ISTHD_BURST);
 	if (n == 0)
 		return 0;
+	nic_lim.check_udp_csum = false;
 	isth_ctr_add(&d->st.wan_rx, n);
 	for (i = 0; i < n && i < RX_AHEAD; i++)
 		prefetch_frame(rx[i]);
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = rx[i];
+		const struct isth_wire_limits *lim = &d->lim;
 		enum isth_wire_reason r;
 
 		if (i + RX_AHEAD < n)
 			prefetch_frame(rx[i + RX_AHEAD]);
-		r = isth_wire_parse_frame(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m),
-			&d->lim, &parsed[v]);
+		if (d->wan_rx_csum) {
+			uint64_t ck = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+
+			/* NONE: the data's integrity checked, the field
+			 * left partial (virtio); UNKNOWN: in software */
+			if (ck == RTE_MBUF_F_RX_L4_CKSUM_GOOD ||
+				ck == RTE_MBUF_F_RX_L4_CKSUM_NONE) {
+				lim = &nic_lim;
+			} else if (unlikely(ck == RTE_MBUF_F_RX_L4_CKSUM_BAD)) {
+				wire_refused(d, m, ISTH_WIRE_E_UDP_CSUM);
+				continue;
+			}
+		}
+		r = isth_wire_parse_frame(
+			rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m), lim, &parsed[v]);
 		if (unlikely(r != ISTH_WIRE_OK)) {
 			wire_refused(d, m, r);
 			continue;

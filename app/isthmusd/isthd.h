@@ -607,6 +607,12 @@ struct isthd {
 	 * 1 (worker k hands them to worker 0 through its wan_out ring). RX:
 	 * 1, or every queue of an af_packet port, all polled by worker 0 */
 	uint16_t wan_txq, wan_rxq;
+	/* init (setup.c, port_start): the WAN port's PMD checks received UDP
+	 * checksums (RX offload on): a frame it marks good is not summed
+	 * again in software, one it marks bad is dropped as udp_csum
+	 * (datapath.c, wan_rx_queue). The tests set it on net_ring ports,
+	 * whose frames carry the flags they were given. */
+	bool wan_rx_csum;
 };
 
 /* setup.c */

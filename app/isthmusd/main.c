@@ -274,6 +274,8 @@ main(int argc, char **argv)
 	if (d->wan_rxq > 1)
 		printf("isthmusd: WAN RX: %u queues (af_packet qpairs), all polled by worker 0\n",
 			d->wan_rxq);
+	printf("isthmusd: WAN RX: UDP checksums checked %s\n",
+		d->wan_rx_csum ? "by the NIC (RX offload)" : "in software");
 	if (d->access_rxq > 1)
 		printf("isthmusd: access RX: %u queues (af_packet qpairs), all polled by worker "
 		       "0\n",

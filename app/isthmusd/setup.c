@@ -56,10 +56,13 @@ isthd_port_lookup(const char *dev, int *rc)
  * however many the application configures, so every one is configured
  * and worker 0 polls every one (a queue nobody polls keeps what the hash
  * gave it). Other PMDs without RSS configured fill queue 0 only.
+ * @rx_csum (NULL: not asked for): set when the PMD checks received UDP
+ * checksums (RTE_ETH_RX_OFFLOAD_UDP_CKSUM, turned on here): mlx5, ice,
+ * i40e and ixgbe do; af_packet, af_xdp and net_ring do not.
  */
 static int
 port_start(uint16_t port, struct rte_mempool *pool, uint32_t mtu, uint16_t *txq, uint16_t *rxq,
-	char *err, size_t err_size)
+	bool *rx_csum, char *err, size_t err_size)
 {
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info info;
@@ -73,6 +76,11 @@ port_start(uint16_t port, struct rte_mempool *pool, uint32_t mtu, uint16_t *txq,
 	/* Fan-out sends header + payload chains where the PMD can. */
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	if (rx_csum != NULL) {
+		*rx_csum = (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM) != 0;
+		if (*rx_csum)
+			conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+	}
 	if (*txq > info.max_tx_queues)
 		*txq = 1;
 	*rxq = 1;
@@ -354,10 +362,10 @@ isthd_setup(struct isthd *d, char *err, size_t err_size)
 		d->access_txq = (uint16_t)RTE_MAX(d->n_workers, 1u);
 		d->wan_txq = d->access_txq;
 		rc = port_start(d->access_port, d->pool, d->cfg.mtu, &d->access_txq, &d->access_rxq,
-			err, err_size);
+			NULL, err, err_size);
 		if (rc == 0)
 			rc = port_start(d->wan_port, d->pool, d->cfg.mtu, &d->wan_txq, &d->wan_rxq,
-				err, err_size);
+				&d->wan_rx_csum, err, err_size);
 	}
 	if (rc)
 		goto fail;

@@ -148,6 +148,11 @@ static char fpga_dev[64] = "/isthmus-fpga0";
 static const char *agg_memory = "4Mi";
 /* [auth]: off (version 1) unless a test turns it on with a key file */
 static bool auth_on;
+/* the peers' WAN frames carry UDP checksums: 0 none, PEER_CSUM_SW checked
+ * by the edge in software, PEER_CSUM_NIC marked good by the "NIC" (the
+ * edge's wan_rx_csum on, as with an RX checksum offload) */
+enum { PEER_CSUM_NONE, PEER_CSUM_SW, PEER_CSUM_NIC };
+static int peer_csum;
 static char key_path[128] = "none";
 /* auth on: the harness's own keys and engine (the island's and the
  * peers'), and what failed to verify of what the edge sent */
@@ -339,6 +344,11 @@ make_frame(uint32_t src_ip, uint32_t dst_ip, const struct isth_wire_hdr *h, cons
 	}
 	cr_assert_gt(n, 0);
 	isth_wire_put_frame_hdr(p, hs + (size_t)n, &a, (size_t)n);
+	if (peer_csum != PEER_CSUM_NONE && dst_ip == 0x0a000001) {
+		cr_assert_eq(isth_wire_put_udp_cksum(p, hs + (size_t)n), 0);
+		if (peer_csum == PEER_CSUM_NIC)
+			m->ol_flags |= RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+	}
 	return m;
 }
 
@@ -917,6 +927,28 @@ inject_hostile(void)
 	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
 	rte_pktmbuf_trim(m, 30); /* cut into the isthmus header */
 	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+	if (peer_csum == PEER_CSUM_NONE)
+		return;
+	/* a payload corrupted on the way: refused as udp_csum, in software
+	 * or by the NIC's mark; if summed it would fail the shape check */
+	h.seq++;
+	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
+	p = rte_pktmbuf_mtod(m, uint8_t *);
+	p[rte_pktmbuf_data_len(m) - 1] ^= 0x10;
+	if (peer_csum == PEER_CSUM_NIC)
+		m->ol_flags =
+			(m->ol_flags & ~RTE_MBUF_F_RX_L4_CKSUM_MASK) | RTE_MBUF_F_RX_L4_CKSUM_BAD;
+	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+	if (peer_csum != PEER_CSUM_NIC)
+		return;
+	/* the NIC's word is taken: a frame it marks good is not checked
+	 * again (its checksum is wrong here, and it lands as unknown_job) */
+	h.job = JOB + 1;
+	h.seq++;
+	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
+	p = rte_pktmbuf_mtod(m, uint8_t *);
+	p[rte_pktmbuf_data_len(m) - 1] ^= 0x10;
+	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
 }
 
 /* A frame of C's DATA for GONE_ROUND's GONE_CHUNK, which C never sends
@@ -1058,6 +1090,26 @@ Test(isthmusd, pipeline_rounds_sums_nacks_and_drops, .init = eal_up, .fini = eal
 /* The same run with the FPGA backend on its device model (lib/fpga_model,
  * started here on its own thread): everything above the backend works the
  * same, and so must every figure. */
+/* The same with the peers' DATA, NACKs and repairs carrying UDP
+ * checksums (the default [wan] udp_checksum = yes), checked in software:
+ * every sum exact, and a frame corrupted on the way refused as udp_csum. */
+Test(isthmusd, pipeline_peer_udp_checksums_in_software, .init = eal_up, .fini = eal_down,
+	.timeout = 60)
+{
+	peer_csum = PEER_CSUM_SW;
+	run_pipeline();
+}
+
+/* The same with a NIC that checks them (RX offload, edge.wan_rx_csum):
+ * frames it marks good are not checked again, one it marks bad is refused
+ * as udp_csum although its checksum holds. */
+Test(isthmusd, pipeline_peer_udp_checksums_by_the_nic, .init = eal_up, .fini = eal_down,
+	.timeout = 60)
+{
+	peer_csum = PEER_CSUM_NIC;
+	run_pipeline();
+}
+
 Test(isthmusd, pipeline_on_the_fpga_model, .init = eal_up, .fini = eal_down, .timeout = 60)
 {
 	struct isth_fpga_model_params mp = {.replace = 1, .dma_bytes = 8u << 20};
@@ -1540,6 +1592,8 @@ run_pipeline(void)
 	edge.n_workers = n_workers;
 	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
+	/* net_ring has no RX offload: as port_start() sets it for a NIC */
+	edge.wan_rx_csum = peer_csum == PEER_CSUM_NIC;
 	epoch = epoch_from_now(400000000ull);
 
 	inject_hostile();
@@ -1694,7 +1748,11 @@ run_pipeline(void)
 	}
 	/* a NACK of a stream the edge does not send: refused by reason */
 	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_STREAM]), 1);
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_unknown_job]), 2);
+	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_unknown_job]),
+		2u + (peer_csum == PEER_CSUM_NIC));
+	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_UDP_CSUM]),
+		peer_csum != PEER_CSUM_NONE, "udp_csum drops: %lu",
+		(unsigned long)isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_UDP_CSUM]));
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_access_not_island]), 1);
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_wan_from_self]), 1);
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_wan_bad_type]), 1);
