@@ -138,8 +138,11 @@ def parse_isthmusd(text, name="isthmusd"):
     out = {}
     layout = None
     head = re.compile(r"^== layout (\S+) ")
-    loop = re.compile(r"^(pipeline|io-fwd|read-fwd)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$")
+    loop = re.compile(r"^(pipeline|nic-csum|io-fwd|read-fwd)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$")
     ratio = re.compile(r"^pipeline rate / (io-fwd|read-fwd) rate\s+=\s+(\S+)")
+    # the UDP checksums checked by a NIC (RX offload) rather than in software
+    ratio_nc = re.compile(r"^pipeline, UDP checksums checked by the NIC, rate / read-fwd rate"
+                          r"\s+=\s+(\S+)")
     pre = re.compile(r"^passes left out as preempted: (\S+) %")
     stage = re.compile(r"^  (rx_burst|parse|add_burst|sum kernel|AGG build|AGG send|"
                        r"free inputs|lookup etc\.|sum of parts|rest)\s+(\S+)")
@@ -180,6 +183,10 @@ def parse_isthmusd(text, name="isthmusd"):
         m = ratio.match(line)
         if m:
             out[p + "pipeline_per_" + m.group(1).replace("-", "")] = num(m.group(2), where)
+            continue
+        m = ratio_nc.match(line)
+        if m:
+            out[p + "niccsum_per_readfwd"] = num(m.group(1), where)
             continue
         m = pre.match(line)
         if m:
@@ -330,8 +337,13 @@ def headline(figs):
                       if k.startswith("isthmusd.") and k.endswith("pipeline_per_readfwd")})
     for lay in layouts:
         add("pipeline / read-fwd, %s" % lay, "isthmusd.%s.pipeline_per_readfwd" % lay,
-            "rate of the data path over a payload-reading forwarder (target >= %s)"
+            "rate of the data path over a payload-reading forwarder (target >= %s); "
+            "peers' UDP checksums verified in software, the default"
             % ("0.45" if lay == "skewed" else "0.5"))
+    for lay in layouts:
+        add("pipeline / read-fwd, UDP checksums checked by the NIC, %s" % lay,
+            "isthmusd.%s.niccsum_per_readfwd" % lay,
+            "RX checksum offload (mlx5, ice, i40e), or [wan] udp_checksum = no")
     for lay in layouts:
         add("pipeline Gbit/s in per lcore, %s" % lay,
             "isthmusd.%s.pipeline.gbit_in" % lay, "absolute, load-dependent")
