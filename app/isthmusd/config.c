@@ -125,7 +125,6 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 		return isth_conf_fail(c, "wan", NULL, "section missing");
 	TRY(read_port(c, "wan", &cfg->wan));
 	TRY(isth_conf_mac(c, "wan", "gateway_mac", true, NULL, cfg->gateway_mac));
-	TRY(isth_conf_bool(c, "wan", "udp_checksum", false, true, &cfg->wan_udp_csum));
 	TRY(isth_conf_bool(c, "wan", "repair", false, true, &cfg->wan_repair));
 	TRY(isth_conf_duration(c, "wan", "repair_before", false, 20000000ull, 0, 10000000000ull,
 		&cfg->wan_repair_before_ns));
@@ -261,6 +260,11 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 	TRY(isth_conf_enum(c, "auth", "mode", false, 0, auth_modes, &e));
 	cfg->auth = e == 0;
 	TRY(copy_str(c, "auth", "key_file", cfg->auth, NULL, cfg->key_file, sizeof(cfg->key_file)));
+	/* UDP checksums on the DATA to peers: by default only without auth.
+	 * With auth on, the tag covers every byte of the message (a flipped
+	 * bit is auth_tag, doc/security.md), so a checksum would only cost a
+	 * read of every payload on both edges. */
+	TRY(isth_conf_bool(c, "wan", "udp_checksum", false, !cfg->auth, &cfg->wan_udp_csum));
 	/* backend = fpga with auth on: the device verifies and seals
 	 * (interface 1.1); a 1.0 device is refused when the backend starts */
 

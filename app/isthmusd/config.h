@@ -84,7 +84,7 @@ struct isthd_config {
 	/* [wan] */
 	struct isthd_port wan;
 	uint8_t gateway_mac[6];
-	bool wan_udp_csum; /* UDP checksums on DATA to peers */
+	bool wan_udp_csum; /* UDP checksums on DATA to peers (default: auth off) */
 	bool wan_repair; /* NACK peers for lost DATA, serve theirs */
 	uint64_t wan_repair_before_ns; /* last NACK this long before a round ends */
 	uint64_t wan_tail_wait_ns; /* NACK a tail this long after it was due */

@@ -6,7 +6,8 @@
  * the same packets, measured side by side in one run:
  *
  *   pipeline   isthd_dp_poll(): RX both ports, parse (the UDP checksum
- *              the peers' DATA carries by default verified in software),
+ *              the peers' DATA carries by default with auth off verified
+ *              in software),
  *              aggregate (lib/agg), build AGGs, frame them, number them
  *              (resend ring), TX
  *   nic-csum   the same with the UDP checksums checked by the NIC (frames
@@ -173,8 +174,9 @@ static struct isth_auth *gkeys;
 static struct isth_auth_engine *geng;
 static struct isth_wire_limits lim_v1, lim_v2;
 static bool cur_auth;
-/* the frames carry UDP checksums, as the peers' edges send them with the
- * default [wan] udp_checksum = yes. cur_nic_csum: the "NIC" has checked
+/* the version 1 frames carry UDP checksums, as the peers' edges send them
+ * with auth off by default ([wan] udp_checksum); the version 2 frames
+ * none, as with auth on by default. cur_nic_csum: the "NIC" has checked
  * them (feed() marks each good, as a PMD with the RX offload on does, and
  * the edge's wan_rx_csum is on): run_pipeline_nic() */
 static bool cur_nic_csum;
@@ -589,7 +591,8 @@ new_round(bool publish)
 				    FRAME2 - MSG_OFF - 16,
 				    FRAME2 - MSG_OFF) != (int)(FRAME2 - MSG_OFF))
 				die("seal");
-			set_csum(frames2[i]);
+			/* no UDP checksum: with auth on the edges send none by
+			 * default (the tag covers the message) */
 		}
 	if (publish) {
 		struct isth_mcast_peer peers[ISTHD_MAX_PEERS];

@@ -70,6 +70,7 @@ Test(isthmusd_config, good_file_and_defaults)
 			     "t.conf", &c, err, sizeof(err)),
 		0, "%s", err);
 	cr_expect(c.auth, "[auth] mode is on by default");
+	cr_expect_not(c.wan_udp_csum, "no UDP checksums to peers with auth on: the tag covers it");
 	cr_expect_str_eq(c.key_file, "k.keys");
 	cr_expect_str_eq(c.island, "NYC");
 	cr_expect_eq(c.job, 7);
@@ -106,6 +107,18 @@ Test(isthmusd_config, good_file_and_defaults)
 		0, "%s", err);
 	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_FP32);
 	cr_expect_not(c.auth);
+	cr_expect(c.wan_udp_csum, "UDP checksums to peers by default with auth off");
+	cr_assert_eq(
+		isthd_config_parse(GOOD_HEAD WAN_OPEN "udp_checksum = yes\n[peer LON]\n"
+						      "ip = 10.0.0.2\n[auth]\nkey_file = k.keys\n",
+			"t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect(c.wan_udp_csum && c.auth, "udp_checksum = yes with auth on");
+	cr_assert_eq(isthd_config_parse(GOOD_HEAD WAN_OPEN "udp_checksum = no\n[peer LON]\n"
+							   "ip = 10.0.0.2\n[auth]\nmode = off\n",
+			     "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect(!c.wan_udp_csum && !c.auth, "udp_checksum = no with auth off");
 	cr_expect_str_eq(c.key_file, "");
 	cr_expect(!c.wan.xdp_pin_sources, "source pinning is off by default");
 	cr_assert_eq(isthd_config_parse(GOOD_HEAD
