@@ -585,8 +585,8 @@ set_round_v1(struct rte_mbuf *m, uint32_t r)
 	uint16_t hc = (uint16_t)(ck[0] << 8 | ck[1]), x;
 
 	isth_wire_set_hdr_round(msg, r);
-	x = oc_add((uint16_t)~hc, (uint16_t)~(old >> 16));
-	x = oc_add(x, (uint16_t)~(old & 0xffff));
+	x = oc_add((uint16_t)~hc, (uint16_t) ~(old >> 16));
+	x = oc_add(x, (uint16_t) ~(old & 0xffff));
 	x = oc_add(x, r >> 16);
 	x = oc_add(x, r & 0xffff);
 	x = (uint16_t)~x;
