@@ -6,7 +6,8 @@
 # plan and auth are a real `scripts/bench.sh --quick` run of 2026-12-01
 # (plan: the full run, killed during 64 islands); isthmusd.txt is a
 # `bench_isthmusd --reps 7` run of 2026-12-02 (with the 1/2-worker
-# block); testbed.txt is doc/testbed.md's
+# block), isthmusd-csum.txt a `bench_isthmusd --quick` run of 2026-12-03
+# (UDP checksums in software and by the NIC); testbed.txt is doc/testbed.md's
 # SUMMARY line; island.txt is a full bench_island run of 2026-12-02. Expected values are read off those files by eye, not
 # computed by the parser. No benchmark runs here and no timing is judged.
 import importlib.util
@@ -92,6 +93,26 @@ class Parsers(unittest.TestCase):
         rows = {r[3] for r in br.headline(f)}
         self.assertIn("isthmusd.skewed.w2.worker1.cyc_per_data", rows)
         self.assertIn("isthmusd.aligned.w2_per_w1.cycles", rows)
+
+    def test_isthmusd_udp_checksums(self):
+        # a `bench_isthmusd --quick` run of 2026-12-03: the pipeline row with
+        # the peers' UDP checksums verified in software, nic-csum with the
+        # NIC's (the rows and lines the earlier sample does not have)
+        f = br.parse_isthmusd(sample("isthmusd-csum"))
+        self.assertEqual(f["isthmusd.aligned.pipeline.cyc_per_pkt"], 323.1)
+        self.assertEqual(f["isthmusd.aligned.nic-csum.cyc_per_pkt"], 254.3)
+        self.assertEqual(f["isthmusd.skewed.nic-csum.gbit_in"], 89.3)
+        self.assertEqual(f["isthmusd.aligned.pipeline_per_readfwd"], 0.543)
+        self.assertEqual(f["isthmusd.aligned.niccsum_per_readfwd"], 0.690)
+        self.assertEqual(f["isthmusd.skewed.niccsum_per_readfwd"], 0.770)
+        rows = {r[3]: r for r in br.headline(f)}
+        self.assertIn("isthmusd.skewed.niccsum_per_readfwd", rows)
+        self.assertIn("checked by the NIC", rows["isthmusd.skewed.niccsum_per_readfwd"][0])
+        # the earlier sample has no such row, and the table none either
+        old = br.parse_isthmusd(sample("isthmusd"))
+        self.assertNotIn("isthmusd.aligned.niccsum_per_readfwd", old)
+        self.assertNotIn("isthmusd.aligned.niccsum_per_readfwd",
+                         {r[3] for r in br.headline(old)})
 
     def test_isthmusd_egress(self):
         # the egress summary line as bench_isthmusd prints it (2026-12-03)
