@@ -20,6 +20,7 @@ usage() {
 	cat <<'EOF'
 usage: scripts/bench.sh [--quick] [--out FILE.json] [--compare OLD.json]
                         [--build DIR] [--testbed-rounds N] [--no-testbed]
+                        [--huge]
 
   --quick             small iteration counts (24 s on this loaded
                       2-core VM; plan only to 16 islands); never runs the
@@ -34,6 +35,12 @@ usage: scripts/bench.sh [--quick] [--out FILE.json] [--compare OLD.json]
                       with -Dbuildtype=release -Dtests=true if missing)
   --testbed-rounds N  rounds of scripts/testbed.sh run (default 3)
   --no-testbed        skip the testbed (it needs root and network namespaces)
+  --huge              bench_isthmusd on 2 MiB hugepages, as an edge runs (it
+                      needs 1 GiB of them: as root, echo 600 >
+                      /proc/sys/vm/nr_hugepages; mount -t hugetlbfs nodev
+                      /dev/hugepages); without it, 4 KiB pages, whose TLB
+                      misses cost the data path more than the read-fwd floor
+                      (doc/performance.md section 6, "Sixth pass")
 Exit status: 0 when every benchmark ran and parsed, 1 otherwise (the table
 and the JSON are still written, failed benchmarks listed as skipped).
 EOF
@@ -50,9 +57,11 @@ COMPARE=
 BUILD=build-release
 ROUNDS=3
 TESTBED=1
+HUGE=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) QUICK=1 ;;
+	--huge) HUGE=1 ;;
 	--out) [ $# -ge 2 ] || die "--out needs a file"; OUT=$2; shift ;;
 	--compare) [ $# -ge 2 ] || die "--compare needs a file"; COMPARE=$2; shift ;;
 	--build) [ $# -ge 2 ] || die "--build needs a directory"; BUILD=$2; shift ;;
@@ -133,6 +142,7 @@ ran=()
 for b in "${BENCHES[@]}"; do
 	args=()
 	[ "$QUICK" = 0 ] || [ -z "${QARGS[$b]:-}" ] || args=("${QARGS[$b]}")
+	[ "$HUGE" = 0 ] || [ "$b" != isthmusd ] || args+=(--huge)
 	echo "bench.sh: $b: ${BIN[$b]} ${args[*]}" >&2
 	t0=$(date +%s)
 	if "$BDIR/${BIN[$b]}" "${args[@]}" >"$RAW/$b.txt" 2>"$RAW/$b.err"; then
