@@ -359,12 +359,13 @@ uint16_t isth_wire_cksum(const void *buf, size_t len);
  * Ones'-complement sum of @p len bytes (at most 65535) as 16-bit
  * big-endian words, a last odd byte padded with zero (RFC 1071), folded
  * to 16 bits, not complemented: what a payload adds to a UDP checksum.
- * AVX-512 or AVX2 when the CPU has them (about 20 times a 16-bit loop's
- * speed on 1 KiB: doc/performance.md section 6, "The UDP checksum").
+ * AVX-512 (VNNI) or AVX2 when the CPU has them (7 to 10 times a 16-bit
+ * loop's speed on 1 KiB: doc/performance.md section 6, "Sixth pass").
  */
 uint16_t isth_wire_sum(const void *buf, size_t len);
 
-/** The kernel isth_wire_sum() uses: "scalar", "avx2" or "avx512". */
+/** The kernel isth_wire_sum() uses: "scalar", "avx2", "avx512" or
+ * "avx512vnni". */
 const char *isth_wire_sum_kernel(void);
 
 /**

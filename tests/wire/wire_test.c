@@ -391,7 +391,7 @@ ref_sum(const uint8_t *p, size_t len)
  * 0xffff) and zeros. */
 Test(wire, sum_kernels_match_rfc1071)
 {
-	static const char *const names[] = {"scalar", "avx2", "avx512"};
+	static const char *const names[] = {"scalar", "avx2", "avx512", "avx512vnni"};
 	static const size_t big[] = {1024, 1064, 1066, 1472, 1500, 4096, 9000, 65535};
 	static uint8_t buf[65535 + 64 + 7], ones[65535 + 64], zeros[65535 + 64];
 	unsigned int seed = 12345, tried = 0;
@@ -401,7 +401,7 @@ Test(wire, sum_kernels_match_rfc1071)
 		buf[i] = (uint8_t)(seed >> 16);
 	}
 	memset(ones, 0xff, sizeof(ones));
-	for (unsigned int k = 0; k < 3; k++) {
+	for (unsigned int k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
 		int rc = isth_wire_sum_use(names[k]);
 
 		if (rc == -ENOTSUP) {
