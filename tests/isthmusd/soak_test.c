@@ -319,8 +319,9 @@ static void
 eal_up(void)
 {
 	char prefix[64];
+	/* two lcores free to run on either CPU (pipeline_test.c, eal_up) */
 	char *argv[] = {"soak_test", "--no-huge", "-m", "512", "--no-pci", "--no-telemetry",
-		"--log-level=lib.*:error", "-l", "0,1", prefix};
+		"--log-level=lib.*:error", "--lcores=(0-1)@(0-1)", prefix};
 	const char *env = getenv("ISTH_SOAK_ROUNDS");
 
 	rounds = env ? (uint32_t)strtoul(env, NULL, 10) : 300;
