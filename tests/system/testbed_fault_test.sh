@@ -117,20 +117,30 @@ JOB
 	[ $fail = 0 ] && echo "PASS: exec: $sent; WAN min RTT $rtt ms" ;;
 kill9)
 	# PR_SET_PDEATHSIG alone (no watchdog): a shell killed with -9 takes
-	# its isthmus-island along (the island waits for a ROUND for 120 s)
+	# its isthmus-island along (the island waits for a ROUND for 120 s).
+	# The parent is killed only once the island has printed its start
+	# line, which main() prints after the prctl: $! is known as soon as
+	# bash has forked, and a kill between the fork and the prctl would
+	# orphan a process that never asked to die with its parent (a race
+	# this case lost on a loaded CI machine).
 	bash -c '"$1" --job 1 --island 0 --islands 2 --edge 127.0.0.1:9 --auth off --timeout 120 \
-		>/dev/null 2>&1 & echo $! >"$2"; wait' _ "$BUILD/app/isthmus-island/isthmus-island" \
-		"$tmp/island.pid" &
+		>"$3" 2>&1 & echo $! >"$2"; wait' _ "$BUILD/app/isthmus-island/isthmus-island" \
+		"$tmp/island.pid" "$tmp/island.out" &
 	parent=$!
 	until_true 30 test -s "$tmp/island.pid" || bad "island did not start"
 	child=$(cat "$tmp/island.pid" 2>/dev/null)
-	if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
+	until_true 60 grep -q '^isthmus-island: island 0 of 2' "$tmp/island.out" ||
+		{ cat "$tmp/island.out"; bad "island printed no start line"; }
+	if [ $fail = 0 ] && [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
 		kill -KILL "$parent"
 		wait "$parent" 2>/dev/null
 		child_gone() { [ ! -e "/proc/$child" ] || grep -q '^State:.*Z' "/proc/$child/status" 2>/dev/null; }
 		until_true 10 child_gone || { kill -KILL "$child"; bad "isthmus-island outlived its parent's kill -9"; }
 	else
-		bad "isthmus-island ended by itself"
+		[ $fail = 1 ] || bad "isthmus-island ended by itself"
+		[ -z "$child" ] || kill -KILL "$child" 2>/dev/null
+		kill -KILL "$parent" 2>/dev/null
+		wait "$parent" 2>/dev/null
 	fi
 	setsid "$TB" run --islands 3 --schedule all-to-all --payload-bytes 65536 --ready-timeout 240 --rounds 200 \
 		>"$tmp/run.log" 2>&1 </dev/null &
