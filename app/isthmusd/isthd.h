@@ -609,7 +609,7 @@ struct isthd {
 	uint16_t wan_txq, wan_rxq;
 	/* init (setup.c, port_start): the WAN port's PMD checks received UDP
 	 * checksums (RX offload on): a frame it marks good is not summed
-	 * again in software, one it marks bad is dropped as udp_csum
+	 * again in software; bad, unmarked or tunnelled ones are
 	 * (datapath.c, wan_rx_queue). The tests set it on net_ring ports,
 	 * whose frames carry the flags they were given. */
 	bool wan_rx_csum;

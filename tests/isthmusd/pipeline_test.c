@@ -357,6 +357,13 @@ make_frame(uint32_t src_ip, uint32_t dst_ip, const struct isth_wire_hdr *h, cons
 	return m;
 }
 
+/* what a PMD with the RX UDP checksum offload on writes of its check */
+static void
+set_l4_mark(struct rte_mbuf *m, uint64_t mark)
+{
+	m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_RX_L4_CKSUM_MASK) | mark;
+}
+
 static void
 inject(struct rte_ring *r, uint32_t src_ip, uint32_t dst_ip, const struct isth_wire_hdr *h,
 	const void *body, size_t bsize)
@@ -935,24 +942,56 @@ inject_hostile(void)
 	if (peer_csum == PEER_CSUM_NONE)
 		return;
 	/* a payload corrupted on the way: refused as udp_csum, in software
-	 * or by the NIC's mark; if summed it would fail the shape check */
+	 * (the NIC's bad mark is checked again); if summed it would fail
+	 * the shape check */
 	h.seq++;
 	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
 	p = rte_pktmbuf_mtod(m, uint8_t *);
 	p[rte_pktmbuf_data_len(m) - 1] ^= 0x10;
 	if (peer_csum == PEER_CSUM_NIC)
-		m->ol_flags =
-			(m->ol_flags & ~RTE_MBUF_F_RX_L4_CKSUM_MASK) | RTE_MBUF_F_RX_L4_CKSUM_BAD;
+		set_l4_mark(m, RTE_MBUF_F_RX_L4_CKSUM_BAD);
 	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
 	if (peer_csum != PEER_CSUM_NIC)
 		return;
-	/* the NIC's word is taken: a frame it marks good is not checked
-	 * again (its checksum is wrong here, and it lands as unknown_job) */
+	/* The NIC's marks, each frame of another job so that one accepted
+	 * lands as unknown_job, one refused as udp_csum. A corrupted frame
+	 * marked good, or NONE, is not checked again: unknown_job (2). */
 	h.job = JOB + 1;
 	h.seq++;
 	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
 	p = rte_pktmbuf_mtod(m, uint8_t *);
 	p[rte_pktmbuf_data_len(m) - 1] ^= 0x10;
+	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+	h.seq++;
+	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
+	p = rte_pktmbuf_mtod(m, uint8_t *);
+	p[rte_pktmbuf_data_len(m) - 1] ^= 0x10;
+	set_l4_mark(m, RTE_MBUF_F_RX_L4_CKSUM_NONE);
+	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+	/* a frame without a checksum (field 0, as peers send with auth on)
+	 * that the NIC marks bad, as the 82599 does: the software check
+	 * passes it, unknown_job (3) */
+	h.seq++;
+	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
+	p = rte_pktmbuf_mtod(m, uint8_t *);
+	p[40] = p[41] = 0; /* the UDP checksum: Ethernet 14, IPv4 20, +6 */
+	set_l4_mark(m, RTE_MBUF_F_RX_L4_CKSUM_BAD);
+	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+	/* corrupted, unmarked (UNKNOWN): summed in software, udp_csum (2) */
+	h.seq++;
+	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
+	p = rte_pktmbuf_mtod(m, uint8_t *);
+	p[rte_pktmbuf_data_len(m) - 1] ^= 0x10;
+	set_l4_mark(m, RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN);
+	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+	/* corrupted, marked good but parsed by the NIC as a tunnel (its
+	 * mark is the inner L4's): summed in software, udp_csum (3) */
+	h.seq++;
+	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
+	p = rte_pktmbuf_mtod(m, uint8_t *);
+	p[rte_pktmbuf_data_len(m) - 1] ^= 0x10;
+	m->packet_type =
+		RTE_PTYPE_L2_ETHER | RTE_PTYPE_L3_IPV4 | RTE_PTYPE_L4_UDP | RTE_PTYPE_TUNNEL_VXLAN;
 	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
 }
 
@@ -1106,8 +1145,9 @@ Test(isthmusd, pipeline_peer_udp_checksums_in_software, .init = eal_up, .fini = 
 }
 
 /* The same with a NIC that checks them (RX offload, edge.wan_rx_csum):
- * frames it marks good are not checked again, one it marks bad is refused
- * as udp_csum although its checksum holds. */
+ * frames it marks good (or NONE) are not checked again, unless it parsed a
+ * tunnel; marked bad or unmarked they are checked in software, so that a
+ * frame with no checksum that the NIC calls bad still lands. */
 Test(isthmusd, pipeline_peer_udp_checksums_by_the_nic, .init = eal_up, .fini = eal_down,
 	.timeout = 60)
 {
@@ -1753,10 +1793,16 @@ run_pipeline(void)
 	}
 	/* a NACK of a stream the edge does not send: refused by reason */
 	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_STREAM]), 1);
+	/* inject_hostile(): with the NIC's marks, 3 more of another job
+	 * accepted and 2 more corrupted frames refused */
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_unknown_job]),
-		2u + (peer_csum == PEER_CSUM_NIC));
+		2u + (peer_csum == PEER_CSUM_NIC ? 3u : 0u), "unknown_job drops: %lu",
+		(unsigned long)isth_ctr_get(&edge.st.drop[ISTHD_DROP_unknown_job]));
 	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_UDP_CSUM]),
-		peer_csum != PEER_CSUM_NONE, "udp_csum drops: %lu",
+		peer_csum == PEER_CSUM_NONE         ? 0u
+			: peer_csum == PEER_CSUM_SW ? 1u
+						    : 3u,
+		"udp_csum drops: %lu",
 		(unsigned long)isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_UDP_CSUM]));
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_access_not_island]), 1);
 	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_wan_from_self]), 1);
