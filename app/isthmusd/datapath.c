@@ -611,21 +611,18 @@ wan_rx_queue(struct isthd *d, uint16_t q, uint64_t now_ns)
 
 		if (i + RX_AHEAD < n)
 			prefetch_frame(rx[i + RX_AHEAD]);
-		if (d->wan_rx_csum) {
-			uint64_t ck = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
-
-			/* GOOD, or NONE (the data's integrity checked, the
-			 * field left partial: virtio): not summed again,
-			 * unless the NIC parsed a tunnel (its mark is then
-			 * the inner L4's, as for a udp_port of 4789). BAD and
-			 * UNKNOWN are summed in software: some NICs mark an
-			 * absent (zero) IPv4 UDP checksum bad (the 82599
-			 * erratum), and with auth on peers send none. */
-			if ((ck == RTE_MBUF_F_RX_L4_CKSUM_GOOD ||
-				    ck == RTE_MBUF_F_RX_L4_CKSUM_NONE) &&
-				(m->packet_type & RTE_PTYPE_TUNNEL_MASK) == 0)
-				lim = &nic_lim;
-		}
+		/* GOOD, or NONE (the data's integrity checked, the field left
+		 * partial: virtio), the two marks with the GOOD bit: not
+		 * summed again, unless the NIC parsed a tunnel (its mark is
+		 * then the inner L4's, as for a udp_port of 4789). BAD and
+		 * UNKNOWN are summed in software: some NICs mark an absent
+		 * (zero) IPv4 UDP checksum bad (the 82599 erratum), and with
+		 * auth on peers send none. */
+		RTE_BUILD_BUG_ON((RTE_MBUF_F_RX_L4_CKSUM_NONE & RTE_MBUF_F_RX_L4_CKSUM_GOOD) == 0 ||
+			(RTE_MBUF_F_RX_L4_CKSUM_BAD & RTE_MBUF_F_RX_L4_CKSUM_GOOD) != 0);
+		if (d->wan_rx_csum && (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_GOOD) != 0 &&
+			(m->packet_type & RTE_PTYPE_TUNNEL_MASK) == 0)
+			lim = &nic_lim;
 		r = isth_wire_parse_frame(
 			rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m), lim, &parsed[v]);
 		if (unlikely(r != ISTH_WIRE_OK)) {
