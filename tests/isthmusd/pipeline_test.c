@@ -876,6 +876,31 @@ poll_wan_q(unsigned int q)
 	rte_pktmbuf_free_bulk(m, n);
 }
 
+/* A peer's WAN DATA for @h (its seq advanced first, value 1) damaged as
+ * @how, with the NIC's checksum mark @mark (KEEP_MARK: as make_frame()
+ * left it) and packet type @ptype, onto the WAN port. */
+enum { CORRUPT_PAYLOAD, ZERO_UDP_CSUM };
+#define KEEP_MARK UINT64_MAX
+static void
+inject_wan_damaged(struct isth_wire_hdr *h, int how, uint64_t mark, uint32_t ptype)
+{
+	uint32_t v = 1;
+	struct rte_mbuf *m;
+	uint8_t *p;
+
+	h->seq++;
+	m = make_frame(0x0a000002, 0x0a000001, h, &v, 4);
+	p = rte_pktmbuf_mtod(m, uint8_t *);
+	if (how == ZERO_UDP_CSUM)
+		p[40] = p[41] = 0; /* the UDP checksum: Ethernet 14, IPv4 20, +6 */
+	else
+		p[rte_pktmbuf_data_len(m) - 1] ^= 0x10;
+	if (mark != KEEP_MARK)
+		set_l4_mark(m, mark);
+	m->packet_type = ptype;
+	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+}
+
 /* Hostile and malformed input, each with the counter it must land in. */
 static void
 inject_hostile(void)
@@ -944,55 +969,26 @@ inject_hostile(void)
 	/* a payload corrupted on the way: refused as udp_csum, in software
 	 * (the NIC's bad mark is checked again); if summed it would fail
 	 * the shape check */
-	h.seq++;
-	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
-	p = rte_pktmbuf_mtod(m, uint8_t *);
-	p[rte_pktmbuf_data_len(m) - 1] ^= 0x10;
-	if (peer_csum == PEER_CSUM_NIC)
-		set_l4_mark(m, RTE_MBUF_F_RX_L4_CKSUM_BAD);
-	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+	inject_wan_damaged(&h, CORRUPT_PAYLOAD,
+		peer_csum == PEER_CSUM_NIC ? RTE_MBUF_F_RX_L4_CKSUM_BAD : KEEP_MARK, 0);
 	if (peer_csum != PEER_CSUM_NIC)
 		return;
 	/* The NIC's marks, each frame of another job so that one accepted
 	 * lands as unknown_job, one refused as udp_csum. A corrupted frame
 	 * marked good, or NONE, is not checked again: unknown_job (2). */
 	h.job = JOB + 1;
-	h.seq++;
-	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
-	p = rte_pktmbuf_mtod(m, uint8_t *);
-	p[rte_pktmbuf_data_len(m) - 1] ^= 0x10;
-	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
-	h.seq++;
-	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
-	p = rte_pktmbuf_mtod(m, uint8_t *);
-	p[rte_pktmbuf_data_len(m) - 1] ^= 0x10;
-	set_l4_mark(m, RTE_MBUF_F_RX_L4_CKSUM_NONE);
-	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+	inject_wan_damaged(&h, CORRUPT_PAYLOAD, KEEP_MARK, 0);
+	inject_wan_damaged(&h, CORRUPT_PAYLOAD, RTE_MBUF_F_RX_L4_CKSUM_NONE, 0);
 	/* a frame without a checksum (field 0, as peers send with auth on)
 	 * that the NIC marks bad, as the 82599 does: the software check
 	 * passes it, unknown_job (3) */
-	h.seq++;
-	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
-	p = rte_pktmbuf_mtod(m, uint8_t *);
-	p[40] = p[41] = 0; /* the UDP checksum: Ethernet 14, IPv4 20, +6 */
-	set_l4_mark(m, RTE_MBUF_F_RX_L4_CKSUM_BAD);
-	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+	inject_wan_damaged(&h, ZERO_UDP_CSUM, RTE_MBUF_F_RX_L4_CKSUM_BAD, 0);
 	/* corrupted, unmarked (UNKNOWN): summed in software, udp_csum (2) */
-	h.seq++;
-	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
-	p = rte_pktmbuf_mtod(m, uint8_t *);
-	p[rte_pktmbuf_data_len(m) - 1] ^= 0x10;
-	set_l4_mark(m, RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN);
-	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+	inject_wan_damaged(&h, CORRUPT_PAYLOAD, RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN, 0);
 	/* corrupted, marked good but parsed by the NIC as a tunnel (its
 	 * mark is the inner L4's): summed in software, udp_csum (3) */
-	h.seq++;
-	m = make_frame(0x0a000002, 0x0a000001, &h, &v, 4);
-	p = rte_pktmbuf_mtod(m, uint8_t *);
-	p[rte_pktmbuf_data_len(m) - 1] ^= 0x10;
-	m->packet_type =
-		RTE_PTYPE_L2_ETHER | RTE_PTYPE_L3_IPV4 | RTE_PTYPE_L4_UDP | RTE_PTYPE_TUNNEL_VXLAN;
-	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
+	inject_wan_damaged(&h, CORRUPT_PAYLOAD, KEEP_MARK,
+		RTE_PTYPE_L2_ETHER | RTE_PTYPE_L3_IPV4 | RTE_PTYPE_L4_UDP | RTE_PTYPE_TUNNEL_VXLAN);
 }
 
 /* A frame of C's DATA for GONE_ROUND's GONE_CHUNK, which C never sends
