@@ -123,13 +123,17 @@ kill9)
 	# bash has forked, and a kill between the fork and the prctl would
 	# orphan a process that never asked to die with its parent (a race
 	# this case lost on a loaded CI machine).
-	bash -c '"$1" --job 1 --island 0 --islands 2 --edge 127.0.0.1:9 --auth off --timeout 120 \
+	# The island runs in a network namespace of its own (unshare and the
+	# shell exec, keeping its pid), so that a second run of this test
+	# beside it does not find its UDP port (9471) taken.
+	bash -c 'unshare -n bash -c '\''ip link set lo up && exec "$0" "$@"'\'' "$1" \
+		--job 1 --island 0 --islands 2 --edge 127.0.0.1:9 --auth off --timeout 120 \
 		>"$3" 2>&1 & echo $! >"$2"; wait' _ "$BUILD/app/isthmus-island/isthmus-island" \
 		"$tmp/island.pid" "$tmp/island.out" &
 	parent=$!
 	until_true 30 test -s "$tmp/island.pid" || bad "island did not start"
 	child=$(cat "$tmp/island.pid" 2>/dev/null)
-	until_true 60 grep -q '^isthmus-island: island 0 of 2' "$tmp/island.out" ||
+	until_true 60 grep -qs '^isthmus-island: island 0 of 2' "$tmp/island.out" ||
 		{ cat "$tmp/island.out"; bad "island printed no start line"; }
 	if [ $fail = 0 ] && [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
 		kill -KILL "$parent"
