@@ -609,8 +609,8 @@ struct isthd {
 	uint16_t wan_txq, wan_rxq;
 	/* init (setup.c, port_start): the WAN port's PMD checks received UDP
 	 * checksums (RX offload on): a frame it marks good is not summed
-	 * again in software; bad, unmarked or tunnelled ones are
-	 * (datapath.c, wan_rx_queue). The tests set it on net_ring ports,
+	 * again in software; bad, unmarked or tunnelled ones are summed
+	 * in software (datapath.c, wan_rx_queue). The tests set it on net_ring ports,
 	 * whose frames carry the flags they were given. */
 	bool wan_rx_csum;
 };

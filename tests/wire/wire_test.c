@@ -391,9 +391,11 @@ ref_sum(const uint8_t *p, size_t len)
  * the sizes frames have, at every alignment of a cache line's first 8
  * bytes and at 61, on random bytes, all ones (the sums that fold to
  * 0xffff) and zeros. */
+/* every kernel isth_wire_sum_use() knows, each tried where the CPU has it */
+static const char *const kernel_names[] = {"scalar", "avx2", "avx512", "avx512vnni"};
+
 Test(wire, sum_kernels_match_rfc1071)
 {
-	static const char *const names[] = {"scalar", "avx2", "avx512", "avx512vnni"};
 	static const size_t big[] = {1024, 1064, 1066, 1472, 1500, 4096, 9000, 65535};
 	static uint8_t buf[65535 + 64 + 7], ones[65535 + 64], zeros[65535 + 64];
 	unsigned int seed = 12345, tried = 0;
@@ -403,15 +405,15 @@ Test(wire, sum_kernels_match_rfc1071)
 		buf[i] = (uint8_t)(seed >> 16);
 	}
 	memset(ones, 0xff, sizeof(ones));
-	for (unsigned int k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
-		int rc = isth_wire_sum_use(names[k]);
+	for (unsigned int k = 0; k < sizeof(kernel_names) / sizeof(kernel_names[0]); k++) {
+		int rc = isth_wire_sum_use(kernel_names[k]);
 
 		if (rc == -ENOTSUP) {
-			cr_log_info("sum kernel %s: not on this CPU", names[k]);
+			cr_log_info("sum kernel %s: not on this CPU", kernel_names[k]);
 			continue;
 		}
 		cr_assert_eq(rc, 0);
-		cr_assert_str_eq(isth_wire_sum_kernel(), names[k]);
+		cr_assert_str_eq(isth_wire_sum_kernel(), kernel_names[k]);
 		tried++;
 		for (size_t len = 0; len < 600 + sizeof(big) / sizeof(big[0]); len++) {
 			size_t n = len < 600 ? len : big[len - 600];
@@ -420,12 +422,13 @@ Test(wire, sum_kernels_match_rfc1071)
 				size_t o = off == 8 ? 61 : off;
 
 				cr_assert_eq(isth_wire_sum(buf + o, n), ref_sum(buf + o, n),
-					"%s: %zu bytes at +%zu: %#x, want %#x", names[k], n, o,
-					isth_wire_sum(buf + o, n), ref_sum(buf + o, n));
+					"%s: %zu bytes at +%zu: %#x, want %#x", kernel_names[k], n,
+					o, isth_wire_sum(buf + o, n), ref_sum(buf + o, n));
 			}
 			cr_assert_eq(isth_wire_sum(ones + 3, n), ref_sum(ones + 3, n),
-				"%s: ones, %zu", names[k], n);
-			cr_assert_eq(isth_wire_sum(zeros, n), 0, "%s: zeros, %zu", names[k], n);
+				"%s: ones, %zu", kernel_names[k], n);
+			cr_assert_eq(
+				isth_wire_sum(zeros, n), 0, "%s: zeros, %zu", kernel_names[k], n);
 		}
 	}
 	cr_assert_geq(tried, 1);
@@ -439,7 +442,6 @@ Test(wire, sum_kernels_match_rfc1071)
  * 0-700, around 4 KiB and to 65535, each ending flush at the guard. */
 Test(wire, sum_kernels_read_nothing_past_the_end)
 {
-	static const char *const names[] = {"scalar", "avx2", "avx512", "avx512vnni"};
 	static const size_t far[] = {4095, 4096, 4097, 9000, 65533, 65534, 65535};
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE), data = (65535 + pg - 1) / pg * pg;
 	uint8_t *map, *end;
@@ -451,15 +453,19 @@ Test(wire, sum_kernels_read_nothing_past_the_end)
 	cr_assert_eq(mprotect(end, pg, PROT_NONE), 0);
 	for (size_t i = 0; i < data; i++)
 		map[i] = (uint8_t)(i * 131 + 7);
-	for (unsigned int k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
-		if (isth_wire_sum_use(names[k]) == -ENOTSUP)
+	for (unsigned int k = 0; k < sizeof(kernel_names) / sizeof(kernel_names[0]); k++) {
+		int rc = isth_wire_sum_use(kernel_names[k]);
+
+		if (rc == -ENOTSUP)
 			continue;
+		cr_assert_eq(rc, 0, "%s: %d", kernel_names[k], rc);
+		cr_assert_str_eq(isth_wire_sum_kernel(), kernel_names[k]);
 		tried++;
 		for (size_t j = 0; j < 701 + sizeof(far) / sizeof(far[0]); j++) {
 			size_t n = j < 701 ? j : far[j - 701];
 
 			cr_assert_eq(isth_wire_sum(end - n, n), ref_sum(end - n, n),
-				"%s: %zu bytes ending at the guard page", names[k], n);
+				"%s: %zu bytes ending at the guard page", kernel_names[k], n);
 		}
 	}
 	cr_assert_geq(tried, 1);
@@ -642,7 +648,7 @@ Test(wire, reason_names_are_complete_and_unique)
 /*
  * The malformed-frame table. Each case starts from a valid DATA int32 frame
  * of 4 elements (14 + 20 + 8 + 40 + 16 = 98 bytes), applies one mutation,
- * and names the reason the parser must give.
+ * and kernel_names the reason the parser must give.
  */
 enum base_kind { BASE_DATA, BASE_AGG, BASE_NACK, BASE_ROUND };
 
