@@ -245,6 +245,56 @@ isth_text_valid_name(const char *s, size_t size)
 }
 
 int
+isth_text_parse_u64_prefix(const char *s, const char **end, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p = s;
+
+	if (s == NULL || out == NULL || !(*p >= '0' && *p <= '9'))
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned int dgt = (unsigned int)(*p - '0');
+
+		if (v > (UINT64_MAX - dgt) / 10)
+			return -ERANGE;
+		v = v * 10 + dgt;
+	}
+	if (end != NULL)
+		*end = p;
+	*out = v;
+	return 0;
+}
+
+int
+isth_text_parse_u64(const char *s, uint64_t *out)
+{
+	const char *end;
+	uint64_t v;
+	int rc = isth_text_parse_u64_prefix(s, &end, &v);
+
+	if (rc < 0)
+		return rc;
+	if (*end != '\0')
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int
+isth_text_parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+	int rc = isth_text_parse_u64(s, &v);
+
+	if (rc < 0)
+		return rc;
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int
 isth_text_parse_size(const char *s, uint64_t *out)
 {
 	static const struct {

@@ -104,6 +104,26 @@ bool isth_text_valid_name(const char *s, size_t size);
  */
 int isth_text_parse_size(const char *s, uint64_t *out);
 
+/**
+ * The project's one unsigned integer parser: decimal digits only, the
+ * whole of @p s. No sign, blank, "0x" or exponent; a leading zero is not
+ * octal ("010" is ten). Every command-line and file reader of counts,
+ * ports, ids and seconds uses it, so that they all read the same way.
+ * @return 0, -EINVAL (not a number) or -ERANGE (above UINT64_MAX);
+ *         @p out untouched on error.
+ */
+int isth_text_parse_u64(const char *s, uint64_t *out);
+
+/**
+ * Same as isth_text_parse_u64() but stops at the first non-digit and
+ * stores its address in @p end (a number followed by a unit: "5ms").
+ * @return 0, -EINVAL (no digit at @p s) or -ERANGE.
+ */
+int isth_text_parse_u64_prefix(const char *s, const char **end, uint64_t *out);
+
+/** isth_text_parse_u64() within [@p min, @p max]: -ERANGE outside. */
+int isth_text_parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
 /** What isth_text_parse_size() accepts, for error messages. */
 #define ISTH_TEXT_SIZE_HELP \
 	"bytes, optionally with K/M/G/T (x1000^n) or Ki/Mi/Gi/Ti (x1024^n), e.g. 32G, 64Mi"

@@ -337,3 +337,57 @@ Test(reader, very_long_line)
 	free(t);
 	free(data);
 }
+
+/* isth_text_parse_u64: decimal only, whole string; each expected value is
+ * written out by hand, the largest as 2^64 - 1. */
+Test(text, parse_u64_decimal_only)
+{
+	static const struct {
+		const char *s;
+		int rc;
+		uint64_t v;
+	} cases[] = {
+		{"0", 0, 0},
+		{"7", 0, 7},
+		{"010", 0, 10}, /* not octal */
+		{"0010", 0, 10},
+		{"18446744073709551615", 0, UINT64_MAX},
+		{"18446744073709551616", -ERANGE, 0},
+		{"99999999999999999999", -ERANGE, 0},
+		{"", -EINVAL, 0},
+		{"-1", -EINVAL, 0},
+		{"+1", -EINVAL, 0},
+		{" 1", -EINVAL, 0},
+		{"1 ", -EINVAL, 0},
+		{"0x10", -EINVAL, 0},
+		{"1e3", -EINVAL, 0},
+		{"12ab", -EINVAL, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 12345;
+		int rc = isth_text_parse_u64(cases[i].s, &v);
+
+		cr_expect_eq(
+			rc, cases[i].rc, "\"%s\": rc %d, want %d", cases[i].s, rc, cases[i].rc);
+		cr_expect_eq(v, cases[i].rc == 0 ? cases[i].v : 12345u, "\"%s\": %llu", cases[i].s,
+			(unsigned long long)v);
+	}
+	cr_expect_eq(isth_text_parse_u64(NULL, &(uint64_t){0}), -EINVAL);
+}
+
+Test(text, parse_u64_prefix_and_range)
+{
+	const char *end = NULL;
+	uint64_t v = 0;
+
+	cr_assert_eq(isth_text_parse_u64_prefix("250ms", &end, &v), 0);
+	cr_expect_eq(v, 250);
+	cr_expect_str_eq(end, "ms");
+	cr_expect_eq(isth_text_parse_u64_prefix("ms", &end, &v), -EINVAL);
+	cr_expect_eq(isth_text_parse_u64_range("65535", 1, 65535, &v), 0);
+	cr_expect_eq(v, 65535);
+	cr_expect_eq(isth_text_parse_u64_range("65536", 1, 65535, &v), -ERANGE);
+	cr_expect_eq(isth_text_parse_u64_range("0", 1, 65535, &v), -ERANGE);
+	cr_expect_eq(v, 65535, "untouched on error");
+}
