@@ -263,6 +263,14 @@ int isth_wan_link_stats(const struct isth_wan *w, int e, struct isth_wan_link_st
 /** Copy site @p s's port counters. @return 0, -EINVAL, or -ENODEV (no port). */
 int isth_wan_port_stats(const struct isth_wan *w, int s, struct isth_wan_port_stats *out);
 
+/**
+ * Resolve a site map's port=: a DPDK port name (net_ring0), else a decimal
+ * port id of a valid port. Used by isth_wan_create() and by the binary,
+ * which starts the ports before the emulator is created.
+ * @return 0 and *port, or -ENODEV.
+ */
+int isth_wan_port_lookup(const char *dev, uint16_t *port);
+
 /** DPDK port id of site @p s, or -ENODEV. */
 int isth_wan_site_port(const struct isth_wan *w, int s);
 
