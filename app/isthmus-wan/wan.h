@@ -134,6 +134,23 @@ void isth_wan_impair_default(struct isth_wan_impair *imp, int ndlinks);
 int isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp, const char *spec,
 	char *err, size_t errlen);
 
+/**
+ * Parse an epoch file (--epoch-file, doc/wan.md): one line holding the
+ * epoch in CLOCK_REALTIME ns, a positive decimal integer ("010" is ten);
+ * '#' comments and blank lines allowed.
+ * @param name  the file's name, for "name:line: reason" in @p err
+ * @return 0 and *ns, or -EINVAL (@p ns untouched).
+ */
+int
+isth_wan_epoch_parse(const char *name, const char *text, uint64_t *ns, char *err, size_t errlen);
+
+/**
+ * Read and parse the epoch file @p path (isth_wan_epoch_parse()).
+ * @return 0 and *ns; -ENOENT if the file does not exist (not an error
+ *         before the job's epoch is chosen); -EINVAL with the reason in @p err.
+ */
+int isth_wan_epoch_read(const char *path, uint64_t *ns, char *err, size_t errlen);
+
 /* ------------------------------------------------------------------ */
 /* The emulator                                                        */
 /* ------------------------------------------------------------------ */

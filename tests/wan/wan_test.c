@@ -6,10 +6,12 @@
  * from event to event, so every delivery time is exact and compared with a
  * hand calculation; one test uses the real TSC with a stated tolerance.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -386,6 +388,56 @@ Test(wan_conf, impair)
 		cr_expect(memcmp(before, imp, sizeof(imp)) == 0, "case %zu changed the table", i);
 	}
 	isth_topo_free(t);
+}
+
+/*
+ * The epoch file (--epoch-file): one positive decimal integer; errors
+ * carry the true line number, blank lines counted; "010" is ten, not
+ * eight (lib/text's one decimal parser).
+ */
+Test(wan_conf, epoch_file)
+{
+	static const struct bad cases[] = {
+		{"# epoch\n\n\n12x\n", "epoch:4: '12x' is no epoch (CLOCK_REALTIME ns"},
+		{"\n1\n\n2\n", "epoch:4: a second epoch (one line only)"},
+		{"0\n", "epoch:1: '0' is no epoch"},
+		{"-5\n", "epoch:1: '-5' is no epoch"},
+		{"0x10\n", "epoch:1: '0x10' is no epoch"},
+		{"18446744073709551616\n", "epoch:1: '18446744073709551616' is no epoch"},
+		{"# only a comment\n\n", "epoch:2: no epoch in the file"},
+	};
+	uint64_t ns = 7;
+	char err[256] = "", path[] = "/tmp/isth-wan-epoch.XXXXXX";
+	size_t i;
+	int fd;
+
+	cr_assert_eq(isth_wan_epoch_parse("epoch", "010\n", &ns, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(ns, 10, "010 read as %" PRIu64, ns);
+	cr_assert_eq(isth_wan_epoch_parse("epoch",
+			     "\n# chosen by the testbed\n"
+			     "  1764640000123456789 # ns\r\n\n",
+			     &ns, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect_eq(ns, UINT64_C(1764640000123456789));
+	for (i = 0; i < RTE_DIM(cases); i++) {
+		err[0] = '\0';
+		ns = 7;
+		cr_expect_eq(isth_wan_epoch_parse("epoch", cases[i].text, &ns, err, sizeof(err)),
+			-EINVAL, "case %zu accepted", i);
+		cr_expect(strstr(err, cases[i].err) != NULL, "case %zu: got '%s', want '%s'", i,
+			err, cases[i].err);
+		cr_expect_eq(ns, 7, "case %zu changed the epoch", i);
+	}
+	/* from a file: a missing one is -ENOENT (no epoch yet), not an error */
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "\n\n42x\n", 6), 6);
+	close(fd);
+	err[0] = '\0';
+	cr_expect_eq(isth_wan_epoch_read(path, &ns, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, ":3: '42x' is no epoch") != NULL, "got '%s'", err);
+	unlink(path);
+	cr_expect_eq(isth_wan_epoch_read(path, &ns, err, sizeof(err)), -ENOENT);
 }
 
 /* ------------------------------------------------------------------ */
