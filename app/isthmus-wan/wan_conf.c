@@ -45,17 +45,6 @@ next_tokens(struct isth_text_lines *it, int *lineno, char *buf, char **tok)
 }
 
 static int
-find_site(const struct isth_topo *t, const char *s)
-{
-	int i;
-
-	for (i = 0; i < isth_topo_n(t); i++)
-		if (strcmp(isth_topo_name(t, i), s) == 0)
-			return i;
-	return -1;
-}
-
-static int
 parse_mac(const char *s, uint8_t mac[6])
 {
 	unsigned int b[6];
@@ -222,7 +211,7 @@ isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const char *
 			SETERR(name, line, n == -1 ? "line too long" : "too many fields");
 			return -EINVAL;
 		}
-		s = find_site(t, tok[0]);
+		s = isth_topo_find(t, tok[0]);
 		if (s < 0) {
 			SETERR(name, line, "unknown site '%s' (not in the topology)", tok[0]);
 			return -EINVAL;
@@ -321,7 +310,7 @@ isth_wan_groups_parse(const struct isth_topo *t, const struct isth_wan_sitemap *
 						g->members |= UINT64_C(1) << s;
 				continue;
 			}
-			s = find_site(t, tok[i]);
+			s = isth_topo_find(t, tok[i]);
 			if (s < 0) {
 				SETERR(name, line, "unknown site '%s'", tok[i]);
 				return -EINVAL;
@@ -353,28 +342,31 @@ isth_wan_impair_default(struct isth_wan_impair *imp, int ndlinks)
 	}
 }
 
+/* A finite real number in [@p lo, @p hi], the whole of @p s. */
 static int
-parse_prob(const char *s, double *p)
-{
-	char *end;
-
-	errno = 0;
-	*p = strtod(s, &end);
-	if (*s == '\0' || *end != '\0' || errno || !isfinite(*p) || *p < 0 || *p > 1)
-		return -1;
-	return 0;
-}
-
-static int
-parse_ms(const char *s, double *v)
+parse_real(const char *s, double lo, double hi, double *v)
 {
 	char *end;
 
 	errno = 0;
 	*v = strtod(s, &end);
-	if (*s == '\0' || *end != '\0' || errno || !isfinite(*v) || *v < 0 || *v > 60000)
+	if (*s == '\0' || *end != '\0' || errno || !isfinite(*v) || *v < lo || *v > hi)
 		return -1;
 	return 0;
+}
+
+/* A probability. */
+static int
+parse_prob(const char *s, double *p)
+{
+	return parse_real(s, 0, 1, p);
+}
+
+/* A delay in ms, at most a minute. */
+static int
+parse_ms(const char *s, double *v)
+{
+	return parse_real(s, 0, 60000, v);
 }
 
 /* Resolve "A->B" or "A-B" into a bitmap of directed links (at most 2). */
@@ -392,8 +384,8 @@ parse_link(const struct isth_topo *t, const char *s, int *dl, int *ndl)
 	if (arrow) {
 		memcpy(a, s, (size_t)(arrow - s));
 		a[arrow - s] = '\0';
-		sa = find_site(t, a);
-		sb = find_site(t, arrow + 2);
+		sa = isth_topo_find(t, a);
+		sb = isth_topo_find(t, arrow + 2);
 		if (sa < 0 || sb < 0)
 			return -1;
 		for (e = 0; e < nd; e++) {
@@ -409,8 +401,8 @@ parse_link(const struct isth_topo *t, const char *s, int *dl, int *ndl)
 			continue;
 		memcpy(a, s, i);
 		a[i] = '\0';
-		sa = find_site(t, a);
-		sb = find_site(t, s + i + 1);
+		sa = isth_topo_find(t, a);
+		sb = isth_topo_find(t, s + i + 1);
 		if (sa < 0 || sb < 0)
 			continue;
 		for (e = 0; e < nd; e++) {

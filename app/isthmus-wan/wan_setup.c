@@ -112,10 +112,7 @@ build_routes(struct isth_wan *w, const struct isth_sched *sc, uint64_t epoch_tsc
 	if (ni > n || w->nrc < 1 || !(w->round_cyc > 0))
 		goto inval_msg;
 	for (i = 0; i < ni; i++) {
-		site[i] = -1;
-		for (k = 0; k < n; k++)
-			if (strcmp(isth_sched_island_name(sc, i), isth_topo_name(w->t, k)) == 0)
-				site[i] = k;
+		site[i] = isth_topo_find(w->t, isth_sched_island_name(sc, i));
 		if (site[i] < 0) {
 			fprintf(stderr,
 				"isthmus-wan: schedule island %s is no site of the topology\n",

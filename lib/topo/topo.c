@@ -104,13 +104,13 @@ too_many_fields(char *err, size_t errlen, const char *file, int line, int nf, in
 		nf, hf);
 }
 
-static int
-find_site(const struct isth_topo *t, const char *s)
+int
+isth_topo_find(const struct isth_topo *t, const char *name)
 {
 	int i;
 
-	for (i = 0; i < t->n; i++)
-		if (strcmp(t->name[i], s) == 0)
+	for (i = 0; t != NULL && name != NULL && i < t->n; i++)
+		if (strcmp(t->name[i], name) == 0)
 			return i;
 	return -1;
 }
@@ -152,7 +152,7 @@ parse_sites(struct isth_topo *t, const char *file, const char *text, char *err, 
 			SETERR("bad region name '%s' (1-31 of [A-Za-z0-9_.-])", f[1]);
 			return -EINVAL;
 		}
-		i = find_site(t, f[0]);
+		i = isth_topo_find(t, f[0]);
 		if (i >= 0) {
 			SETERR("duplicate site '%s' (first on line %d)", f[0], t->line[i]);
 			return -EINVAL;
@@ -215,6 +215,15 @@ link_values(char f[MAXF][FLEN], int nf, double *lat, double *gbps, const char *f
 	return 0;
 }
 
+/* realloc() array @p a to @p n elements; true on success, @p a kept on failure. */
+#define GROW(a, n) \
+	__extension__({ \
+		__typeof__(a) g_ = realloc((a), (size_t)(n) * sizeof(*(a))); \
+		if (g_ != NULL) \
+			(a) = g_; \
+		g_ != NULL; \
+	})
+
 /* Room for @p *cap directed links (and their rows' lines in @p *lline)
  * doubled; @return 0 or -ENOMEM (what was allocated stays for the caller
  * to free). */
@@ -222,28 +231,10 @@ static int
 links_grow(struct isth_topo *t, int *cap, int **lline)
 {
 	int nc = *cap ? 2 * *cap : 32;
-	void *p;
 
-	p = realloc(t->dl_from, nc * sizeof(int));
-	if (p == NULL)
+	if (!GROW(t->dl_from, nc) || !GROW(t->dl_to, nc) || !GROW(t->dl_lat_ms, nc) ||
+		!GROW(t->dl_cap_bps, nc) || !GROW(*lline, nc / 2))
 		return -ENOMEM;
-	t->dl_from = p;
-	p = realloc(t->dl_to, nc * sizeof(int));
-	if (p == NULL)
-		return -ENOMEM;
-	t->dl_to = p;
-	p = realloc(t->dl_lat_ms, nc * sizeof(double));
-	if (p == NULL)
-		return -ENOMEM;
-	t->dl_lat_ms = p;
-	p = realloc(t->dl_cap_bps, nc * sizeof(double));
-	if (p == NULL)
-		return -ENOMEM;
-	t->dl_cap_bps = p;
-	p = realloc(*lline, nc / 2 * sizeof(int));
-	if (p == NULL)
-		return -ENOMEM;
-	*lline = p;
 	*cap = nc;
 	return 0;
 }
@@ -287,12 +278,12 @@ parse_links(struct isth_topo *t, const char *file, const char *text, char *err, 
 				nf, nf == 1 ? "" : "s");
 			goto out;
 		}
-		a = find_site(t, f[0]);
+		a = isth_topo_find(t, f[0]);
 		if (a < 0) {
 			SETERR("unknown site '%s'", f[0]);
 			goto out;
 		}
-		b = find_site(t, f[1]);
+		b = isth_topo_find(t, f[1]);
 		if (b < 0) {
 			SETERR("unknown site '%s'", f[1]);
 			goto out;
