@@ -17,9 +17,12 @@
  * At a node a packet carries the set of sites it must still reach (one bit
  * for unicast, the group's members for multicast). Routes are the planner's
  * shortest-latency paths from the *source* site, or, with a schedule, the
- * planned paths of the source's round (build_routes()), so a multicast copy
- * follows the source's tree, and the set splits by next link: one copy per
- * link of the tree, one per member site.
+ * planned paths of the source's round (build_routes() in wan_setup.c), so
+ * a multicast copy follows the source's tree, and the set splits by next
+ * link: one copy per link of the tree, one per member site.
+ *
+ * isth_wan_poll() and what it calls run once per packet or per burst on
+ * the polling lcore: no allocation but mbuf copies, no locks, no syscalls.
  */
 #include <errno.h>
 #include <math.h>
@@ -40,7 +43,6 @@
 #include "wan_prng.h"
 
 #define RX_BURST 32
-
 
 /* ------------------------------------------------------------------ */
 /* Heap of lane heads                                                  */
