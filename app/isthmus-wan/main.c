@@ -24,8 +24,9 @@
 #include <rte_log.h>
 #include <rte_mbuf.h>
 
-#include "isth_text.h"
+#include "isth_clock.h"
 #include "isth_sched.h"
+#include "isth_text.h"
 #include "wan.h"
 
 #define NB_RXD 1024
@@ -48,79 +49,18 @@ on_hup(int sig)
 	(void)sig;
 	reread_epoch = 1;
 }
-
 /* CLOCK_REALTIME ns -> poll clock (TSC): now_tsc + (epoch - now); 0 if
  * the epoch lies before the TSC's own start. */
 static uint64_t
 epoch_to_tsc(uint64_t epoch_ns)
 {
-	struct timespec ts;
-	uint64_t tsc_hz = rte_get_tsc_hz(), now_tsc, now_ns;
+	uint64_t tsc_hz = rte_get_tsc_hz(), now_ns = isth_clock_real_ns(), now_tsc = rte_rdtsc();
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	now_tsc = rte_rdtsc();
-	now_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	if (epoch_ns >= now_ns)
 		return now_tsc + (uint64_t)((double)(epoch_ns - now_ns) * 1e-9 * tsc_hz);
 	if ((double)(now_ns - epoch_ns) * 1e-9 * tsc_hz < (double)now_tsc)
 		return now_tsc - (uint64_t)((double)(now_ns - epoch_ns) * 1e-9 * tsc_hz);
 	return 0;
-}
-
-/*
- * The epoch file (--epoch-file): one line, the epoch in CLOCK_REALTIME ns
- * (a '#' comment and blank lines allowed). @return 0 and *ns; -ENOENT if
- * the file does not exist; -EINVAL with "file:line: reason" in @p err.
- */
-static int
-read_epoch_file(const char *path, uint64_t *ns, char *err, size_t errlen)
-{
-	char *text, *line, *save = NULL;
-	int ln = 0, rc = -EINVAL;
-	bool found = false;
-
-	if (access(path, F_OK) != 0 && errno == ENOENT)
-		return -ENOENT;
-	text = isth_text_read(path, 4096, NULL, err, errlen);
-	if (text == NULL)
-		return -EINVAL;
-	for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long x;
-		char *c = strchr(line, '#'), *end;
-
-		ln++;
-		if (c != NULL)
-			*c = '\0';
-		while (*line == ' ' || *line == '\t')
-			line++;
-		end = line + strlen(line);
-		while (end > line && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
-			*--end = '\0';
-		if (*line == '\0')
-			continue;
-		if (found) {
-			snprintf(err, errlen, "%s:%d: a second epoch (one line only)", path, ln);
-			goto out;
-		}
-		errno = 0;
-		x = strtoull(line, &end, 10);
-		if (*line < '0' || *line > '9' || *end != '\0' || errno != 0 || x == 0) {
-			snprintf(err, errlen,
-				"%s:%d: '%s' is no epoch (CLOCK_REALTIME ns, a positive integer)",
-				path, ln, line);
-			goto out;
-		}
-		*ns = x;
-		found = true;
-	}
-	if (!found) {
-		snprintf(err, errlen, "%s:%d: no epoch in the file", path, ln);
-		goto out;
-	}
-	rc = 0;
-out:
-	free(text);
-	return rc;
 }
 
 static void
@@ -300,35 +240,69 @@ static const struct option opts[] = {
 	{NULL, 0, NULL, 0},
 };
 
-/* Impairment options are replayed in order once the topology is loaded. */
-struct spec_list {
-	int n;
-	char *s[256];
+/* What the command line sets (parse_args()); read-only after set-up but
+ * for epoch_ns, which the epoch file and the schedule may set. */
+struct wan_opts {
+	const char *sites, *links, *mapf, *groupsf; /* --sites --links --site-map --groups */
+	const char *schedf, *epochf; /* --schedule --epoch-file */
+	uint64_t epoch_ns; /* --epoch-ns, the epoch file's or the schedule's; 0: none yet */
+	uint64_t mbufs, lanes, idle_polls, idle_us, stats_s;
+	double queue_ms, prio_queue_ms;
+	bool print_routes;
+	struct isth_wan_params p; /* scale, seed, decrement_ttl; pool and lanes at start */
+	/* impairment options, replayed in order once the topology is loaded */
+	int nspecs;
+	char *specs[256];
 };
 
-static int
-parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
-{
-	unsigned long long x;
-	char *end;
+/* What set-up allocates and main() frees (conf_free()). */
+struct wan_conf {
+	struct isth_topo *t;
+	struct isth_wan_sitemap *map;
+	struct isth_wan_groups *groups;
+	struct isth_wan_impair *imp;
+	struct rte_mempool *pool;
+	struct isth_sched *sched;
+	uint16_t started[ISTH_WAN_MAX_SITES]; /* ports to stop and close */
+	int nstarted;
+};
 
-	errno = 0;
-	x = strtoull(s, &end, 0);
-	if (*s == '\0' || *s == '-' || *end != '\0' || errno || x < lo || x > hi) {
+/* A decimal count of option --@p opt within [lo, hi] (lib/text: "010" is ten). */
+static int
+opt_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
+{
+	if (isth_text_parse_u64_range(s, lo, hi, v) < 0) {
 		fprintf(stderr, "isthmus-wan: --%s: bad value '%s' (%" PRIu64 "..%" PRIu64 ")\n",
 			opt, s, lo, hi);
 		return -EINVAL;
 	}
-	*v = x;
+	return 0;
+}
+
+/* A finite real of option --@p opt in [lo, hi], above lo if @p lo_open;
+ * @p range describes it in the error. */
+static int
+opt_real(const char *opt, const char *s, double lo, bool lo_open, double hi, const char *range,
+	double *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtod(s, &end);
+	if (*s == '\0' || *end != '\0' || errno || !isfinite(*v) || *v < lo ||
+		(lo_open && *v == lo) || *v > hi) {
+		fprintf(stderr, "isthmus-wan: --%s: bad value '%s' (%s)\n", opt, s, range);
+		return -EINVAL;
+	}
 	return 0;
 }
 
 static int
-add_spec(struct spec_list *l, const char *key, const char *val)
+add_spec(struct wan_opts *o, const char *key, const char *val)
 {
 	char buf[600];
 
-	if (l->n == (int)RTE_DIM(l->s)) {
+	if (o->nspecs == (int)RTE_DIM(o->specs)) {
 		fprintf(stderr, "isthmus-wan: too many impairment options\n");
 		return -EINVAL;
 	}
@@ -336,10 +310,124 @@ add_spec(struct spec_list *l, const char *key, const char *val)
 		snprintf(buf, sizeof(buf), "%s=%s", key, val);
 	else
 		snprintf(buf, sizeof(buf), "%s", val);
-	l->s[l->n] = strdup(buf);
-	if (l->s[l->n] == NULL)
+	o->specs[o->nspecs] = strdup(buf);
+	if (o->specs[o->nspecs] == NULL)
 		return -ENOMEM;
-	l->n++;
+	o->nspecs++;
+	return 0;
+}
+
+/* The --impair key of each global impairment option. */
+static const char *const impair_key[] = {
+	[O_LOSS - O_LOSS] = "loss",
+	[O_GE - O_LOSS] = "ge",
+	[O_DUP - O_LOSS] = "dup",
+	[O_REORDER - O_LOSS] = "reorder",
+	[O_REORDER_MS - O_LOSS] = "reorder-ms",
+	[O_CORRUPT - O_LOSS] = "corrupt",
+	[O_JITTER - O_LOSS] = "jitter-ms",
+};
+
+/* One option @p opt with argument @p arg into @p o. @return 0 or -EINVAL. */
+static int
+parse_opt(struct wan_opts *o, int opt, const char *arg)
+{
+	uint64_t qb;
+
+	switch (opt) {
+	case O_SITES:
+		o->sites = arg;
+		return 0;
+	case O_LINKS:
+		o->links = arg;
+		return 0;
+	case O_MAP:
+		o->mapf = arg;
+		return 0;
+	case O_GROUPS:
+		o->groupsf = arg;
+		return 0;
+	case O_SCALE:
+		return opt_real("scale", arg, 0, true, HUGE_VAL, "> 0", &o->p.scale);
+	case O_QUEUE:
+		if (isth_text_parse_size(arg, &qb) < 0 || qb < 1) {
+			fprintf(stderr, "isthmus-wan: --queue-bytes: bad size '%s'\n", arg);
+			return -EINVAL;
+		}
+		return add_spec(o, "queue-bytes", arg);
+	case O_QUEUE_MS:
+		return opt_real("queue-ms", arg, 0, true, 1e6, "0..1e6 ms", &o->queue_ms);
+	case O_PRIO_QUEUE_MS:
+		return opt_real(
+			"prio-queue-ms", arg, 0, false, 1e6, "0..1e6 ms", &o->prio_queue_ms);
+	case O_TTL:
+		o->p.decrement_ttl = true;
+		return 0;
+	case O_SCHED:
+		o->schedf = arg;
+		return 0;
+	case O_EPOCH:
+		return opt_u64("epoch-ns", arg, 1, UINT64_MAX, &o->epoch_ns);
+	case O_EPOCH_FILE:
+		o->epochf = arg;
+		return 0;
+	case O_SEED:
+		return opt_u64("seed", arg, 0, UINT64_MAX, &o->p.seed);
+	case O_LOSS:
+	case O_GE:
+	case O_DUP:
+	case O_REORDER:
+	case O_REORDER_MS:
+	case O_CORRUPT:
+	case O_JITTER:
+		return add_spec(o, impair_key[opt - O_LOSS], arg);
+	case O_IMPAIR:
+		return add_spec(o, NULL, arg);
+	case O_MBUFS:
+		return opt_u64("mbufs", arg, 1024, 1u << 24, &o->mbufs);
+	case O_LANES:
+		if (opt_u64("lane-entries", arg, 16, 1u << 24, &o->lanes) < 0)
+			return -EINVAL;
+		if (!rte_is_power_of_2((uint32_t)o->lanes)) {
+			fprintf(stderr, "isthmus-wan: --lane-entries must be a power of two\n");
+			return -EINVAL;
+		}
+		return 0;
+	case O_IDLE_POLLS:
+		return opt_u64("idle-polls", arg, 0, UINT32_MAX, &o->idle_polls);
+	case O_IDLE_US:
+		return opt_u64("idle-us", arg, 1, 1000000, &o->idle_us);
+	case O_STATS:
+		return opt_u64("stats-interval", arg, 0, 86400, &o->stats_s);
+	case O_ROUTES:
+		o->print_routes = true;
+		return 0;
+	default:
+		fprintf(stderr, "isthmus-wan: unknown option (see --help)\n");
+		return -EINVAL;
+	}
+}
+
+/* The command line after the EAL's options. @return 0 or -EINVAL. */
+static int
+parse_args(int argc, char **argv, struct wan_opts *o)
+{
+	int opt;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1)
+		if (parse_opt(o, opt, optarg) < 0)
+			return -EINVAL;
+	if (optind < argc) {
+		fprintf(stderr, "isthmus-wan: unexpected argument '%s' (see --help)\n",
+			argv[optind]);
+		return -EINVAL;
+	}
+	if (o->sites == NULL || o->links == NULL || o->mapf == NULL) {
+		fprintf(stderr,
+			"isthmus-wan: --sites, --links and --site-map are required (see --help)\n");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -412,31 +500,281 @@ sleep_ns(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
+/* The topology, the site map and the group table, from the files in @p o. */
+static int
+load_maps(const struct wan_opts *o, struct wan_conf *c)
+{
+	char err[512], *text;
+	int rc;
+
+	err[0] = '\0';
+	c->t = isth_topo_load(o->sites, o->links, err, sizeof(err));
+	if (c->t == NULL) {
+		fprintf(stderr, "isthmus-wan: %s\n", err[0] ? err : strerror(errno));
+		return -EINVAL;
+	}
+	c->map = calloc(1, sizeof(*c->map));
+	c->groups = calloc(1, sizeof(*c->groups));
+	c->imp = calloc(isth_topo_ndlinks(c->t), sizeof(*c->imp));
+	if (c->map == NULL || c->groups == NULL || c->imp == NULL) {
+		fprintf(stderr, "isthmus-wan: out of memory\n");
+		return -ENOMEM;
+	}
+	text = isth_text_read(o->mapf, 0, NULL, err, sizeof(err));
+	if (text == NULL) {
+		fprintf(stderr, "isthmus-wan: %s\n", err);
+		return -EINVAL;
+	}
+	rc = isth_wan_sitemap_parse(c->t, o->mapf, text, c->map, err, sizeof(err));
+	free(text);
+	if (rc < 0) {
+		fprintf(stderr, "isthmus-wan: %s\n", err);
+		return rc;
+	}
+	if (o->groupsf == NULL)
+		return 0;
+	text = isth_text_read(o->groupsf, 0, NULL, err, sizeof(err));
+	if (text == NULL) {
+		fprintf(stderr, "isthmus-wan: %s\n", err);
+		return -EINVAL;
+	}
+	rc = isth_wan_groups_parse(c->t, c->map, o->groupsf, text, c->groups, err, sizeof(err));
+	free(text);
+	if (rc < 0)
+		fprintf(stderr, "isthmus-wan: %s\n", err);
+	return rc;
+}
+
+/* Every directed link's impairments and queue limits: the defaults, the
+ * impairment options in command-line order, then queues sized in time. */
+static int
+load_impairments(const struct wan_opts *o, struct wan_conf *c)
+{
+	int nd = isth_topo_ndlinks(c->t), i;
+	char err[512];
+
+	isth_wan_impair_default(c->imp, nd);
+	/* 0: not set by --queue-bytes or --impair queue-bytes= (which refuse 0) */
+	/* UINT64_MAX: not set by --impair prio-queue-bytes= (which takes 0) */
+	for (i = 0; i < nd; i++) {
+		c->imp[i].queue_bytes = 0;
+		c->imp[i].prio_queue_bytes = UINT64_MAX;
+	}
+	for (i = 0; i < o->nspecs; i++) {
+		if (isth_wan_impair_apply(c->t, c->imp, o->specs[i], err, sizeof(err)) < 0) {
+			fprintf(stderr, "isthmus-wan: %s\n", err);
+			return -EINVAL;
+		}
+	}
+	queue_by_time(c->t, c->imp, o->p.scale, o->queue_ms, o->prio_queue_ms);
+	return 0;
+}
+
+/* The mbuf pool and the port of every site the map gives one. */
+static int
+start_ports(struct wan_opts *o, struct wan_conf *c)
+{
+	int s, rc;
+
+	c->pool = rte_pktmbuf_pool_create("isth_wan_pool", (unsigned int)o->mbufs, 256, 0,
+		RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
+	if (c->pool == NULL) {
+		fprintf(stderr, "isthmus-wan: mbuf pool of %" PRIu64 ": %s\n", o->mbufs,
+			rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	for (s = 0; s < isth_topo_n(c->t); s++) {
+		const struct isth_wan_site_conf *sc = &c->map->site[s];
+		uint16_t port;
+
+		if (!sc->present)
+			continue;
+		if (isth_wan_port_lookup(sc->dev, &port) < 0) {
+			fprintf(stderr,
+				"isthmus-wan: %s:%d: site '%s': no DPDK port '%s' (%u ports; add "
+				"--vdev?)\n",
+				o->mapf, sc->line, isth_topo_name(c->t, s), sc->dev,
+				rte_eth_dev_count_avail());
+			return -ENODEV;
+		}
+		rc = port_start(port, c->pool);
+		if (rc < 0) {
+			fprintf(stderr, "isthmus-wan: %s:%d: site '%s': port %u: %s\n", o->mapf,
+				sc->line, isth_topo_name(c->t, s), port, rte_strerror(-rc));
+			return rc;
+		}
+		c->started[c->nstarted++] = port;
+	}
+	o->p.pool = c->pool;
+	o->p.lane_entries = (uint32_t)o->lanes;
+	return 0;
+}
+
+/* --schedule and its epoch (--epoch-ns, --epoch-file or the file's own). */
+static int
+load_schedule(struct wan_opts *o, struct wan_conf *c)
+{
+	char err[512];
+
+	if (o->schedf == NULL) {
+		if (o->epoch_ns == 0 && o->epochf == NULL)
+			return 0;
+		fprintf(stderr, "isthmus-wan: --epoch-ns and --epoch-file need --schedule\n");
+		return -EINVAL;
+	}
+	c->sched = isth_sched_load(o->schedf, err, sizeof(err));
+	if (c->sched == NULL) {
+		fprintf(stderr, "isthmus-wan: %s\n", err);
+		return -EINVAL;
+	}
+	if (o->epochf != NULL && o->epoch_ns != 0) {
+		fprintf(stderr, "isthmus-wan: --epoch-ns or --epoch-file, not both\n");
+		return -EINVAL;
+	}
+	if (o->epochf != NULL &&
+		isth_wan_epoch_read(o->epochf, &o->epoch_ns, err, sizeof(err)) == -EINVAL) {
+		fprintf(stderr, "isthmus-wan: %s\n", err);
+		return -EINVAL;
+	}
+	if (o->epoch_ns == 0)
+		o->epoch_ns = isth_sched_epoch_ns(c->sched);
+	if (o->epoch_ns == 0 && o->epochf == NULL) {
+		fprintf(stderr,
+			"isthmus-wan: %s says 'epoch runtime': give the job's epoch with "
+			"--epoch-ns or --epoch-file\n",
+			o->schedf);
+		return -EINVAL;
+	}
+	/* no epoch yet (--epoch-file): shortest paths until SIGHUP */
+	o->p.epoch_tsc = o->epoch_ns != 0 ? epoch_to_tsc(o->epoch_ns) : UINT64_MAX;
+	o->p.sched = c->sched;
+	return 0;
+}
+
+static void
+conf_free(struct wan_conf *c)
+{
+	int i;
+
+	for (i = 0; i < c->nstarted; i++) {
+		rte_eth_dev_stop(c->started[i]);
+		rte_eth_dev_close(c->started[i]);
+	}
+	rte_mempool_free(c->pool);
+	free(c->imp);
+	free(c->groups);
+	free(c->map);
+	isth_topo_free(c->t);
+	isth_sched_free(c->sched);
+}
+
+/* The polling loop's state (main lcore only). */
+struct wan_loop {
+	struct isth_wan *w;
+	struct wan_opts *o; /* o->epoch_ns: the epoch in force */
+	uint64_t hz;
+	uint64_t next_anchor; /* TSC of the next re-anchoring of the epoch; UINT64_MAX: none */
+	uint64_t next_stats; /* TSC of the next --stats-interval print; UINT64_MAX: none */
+	uint64_t idle; /* empty polls in a row */
+};
+
+/* SIGHUP: read --epoch-file again. The control path of this one-lcore
+ * loop: a file read per SIGHUP, never per packet; a bad file keeps the
+ * old epoch. */
+static void
+epoch_reread(struct wan_loop *L, uint64_t now)
+{
+	char err[512];
+	uint64_t e = 0;
+	int rc;
+
+	rc = isth_wan_epoch_read(L->o->epochf, &e, err, sizeof(err));
+	if (rc == -ENOENT) {
+		fprintf(stderr, "isthmus-wan: %s: no such file; epoch unchanged\n", L->o->epochf);
+	} else if (rc < 0) {
+		fprintf(stderr, "isthmus-wan: %s; epoch unchanged\n", err);
+	} else {
+		/* what came before (a job's earlier try) can be told from what
+		 * comes after: counters at the change */
+		printf("isthmus-wan: counters before the new epoch\n");
+		isth_wan_print_stats(L->w, stdout);
+		L->o->epoch_ns = e;
+		isth_wan_set_epoch(L->w, epoch_to_tsc(e));
+		L->next_anchor = now + L->hz / 100;
+		printf("isthmus-wan: epoch %" PRIu64 "\n", e);
+	}
+	fflush(stdout);
+	fflush(stderr);
+}
+
+/* Nothing was due and no port had a packet for --idle-polls polls: sleep
+ * for at most --idle-us, never past the next packet that is due. */
+static void
+idle_sleep(const struct wan_loop *L, uint64_t now)
+{
+	uint64_t ns = L->o->idle_us * 1000, next = isth_wan_next_event(L->w);
+
+	if (next != UINT64_MAX) {
+		if (next <= now)
+			return;
+		if ((double)(next - now) * 1e9 / (double)L->hz < (double)ns)
+			ns = (uint64_t)((double)(next - now) * 1e9 / (double)L->hz);
+	}
+	/* below a few microseconds the sleep itself overshoots */
+	if (ns >= 5000)
+		sleep_ns(ns);
+}
+
+/* The one polling loop, until SIGINT or SIGTERM: due packets and a burst
+ * from every port (isth_wan_poll()), the rare control events in between. */
+static void
+run(struct wan_loop *L)
+{
+	while (!quit) {
+		uint64_t now = rte_rdtsc();
+
+		if (unlikely(now >= L->next_anchor)) {
+			/* The epoch is CLOCK_REALTIME; the TSC rate EAL measured
+			 * is off by up to ~0.1 % on a loaded VM, tens of ms over
+			 * the seconds before the epoch, and the edges measured
+			 * theirs apart: re-anchor every 10 ms so that round
+			 * boundaries follow the real-time clock the edges follow. */
+			isth_wan_set_epoch(L->w, epoch_to_tsc(L->o->epoch_ns));
+			L->next_anchor = now + L->hz / 100;
+		}
+		if (unlikely(reread_epoch)) {
+			reread_epoch = 0;
+			epoch_reread(L, now);
+			continue;
+		}
+		if (isth_wan_poll(L->w, now) != 0) {
+			L->idle = 0;
+			continue;
+		}
+		if (unlikely(now >= L->next_stats)) {
+			isth_wan_print_stats(L->w, stdout);
+			fflush(stdout);
+			L->next_stats = now + L->o->stats_s * L->hz;
+		}
+		if (L->o->idle_polls != 0 && ++L->idle >= L->o->idle_polls)
+			idle_sleep(L, now);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
-	const char *sites = NULL, *links = NULL, *mapf = NULL, *groupsf = NULL;
-	uint64_t mbufs = 32767, lanes = 16384, idle_polls = 256, idle_us = 50, stats_s = 0, v;
-	struct isth_wan_params p = {.scale = 1, .seed = 1};
-	const char *schedf = NULL;
-	struct isth_sched *sched = NULL;
-	uint64_t epoch_ns = 0;
-	const char *epochf = NULL;
-	struct isth_wan_groups *groups = NULL;
-	struct isth_wan_sitemap *map = NULL;
-	struct isth_wan_impair *imp = NULL;
-	struct isth_topo *t = NULL;
-	struct rte_mempool *pool = NULL;
-	struct spec_list specs = {0};
-	bool print_routes = false, eal = false;
+	struct wan_opts o = {.mbufs = 32767,
+		.lanes = 16384,
+		.idle_polls = 256,
+		.idle_us = 50,
+		.queue_ms = 100,
+		.p = {.scale = 1, .seed = 1}};
+	struct wan_conf c = {0};
+	struct wan_loop L = {0};
 	struct isth_wan *w = NULL;
-	char err[512], *text;
-	int rc, opt, i, s, ret = 1;
-	uint64_t next_stats, hz, idle = 0, next_anchor = UINT64_MAX;
-	uint16_t started[ISTH_WAN_MAX_SITES];
-	int nstarted = 0;
-	double queue_ms = 100, prio_queue_ms = 0;
-	uint64_t qb;
+	bool eal = false;
+	int rc, i, ret = 1;
 
 	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
 	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
@@ -458,389 +796,48 @@ main(int argc, char **argv)
 	eal = true;
 	argc -= rc;
 	argv += rc;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (opt) {
-		case O_SITES:
-			sites = optarg;
-			break;
-		case O_LINKS:
-			links = optarg;
-			break;
-		case O_MAP:
-			mapf = optarg;
-			break;
-		case O_GROUPS:
-			groupsf = optarg;
-			break;
-		case O_SCALE: {
-			char *end;
-
-			errno = 0;
-			p.scale = strtod(optarg, &end);
-			if (*optarg == '\0' || *end != '\0' || errno || !isfinite(p.scale) ||
-				p.scale <= 0) {
-				fprintf(stderr, "isthmus-wan: --scale: bad value '%s' (> 0)\n",
-					optarg);
-				goto out;
-			}
-			break;
-		}
-		case O_QUEUE:
-			if (isth_text_parse_size(optarg, &qb) < 0 || qb < 1) {
-				fprintf(stderr, "isthmus-wan: --queue-bytes: bad size '%s'\n",
-					optarg);
-				goto out;
-			}
-			if (add_spec(&specs, "queue-bytes", optarg) < 0)
-				goto out;
-			break;
-		case O_QUEUE_MS: {
-			char *end;
-
-			errno = 0;
-			queue_ms = strtod(optarg, &end);
-			if (*optarg == '\0' || *end != '\0' || errno || !isfinite(queue_ms) ||
-				queue_ms <= 0 || queue_ms > 1e6) {
-				fprintf(stderr,
-					"isthmus-wan: --queue-ms: bad value '%s' (0..1e6 ms)\n",
-					optarg);
-				goto out;
-			}
-			break;
-		}
-		case O_PRIO_QUEUE_MS: {
-			char *end;
-
-			errno = 0;
-			prio_queue_ms = strtod(optarg, &end);
-			if (*optarg == '\0' || *end != '\0' || errno || !isfinite(prio_queue_ms) ||
-				prio_queue_ms < 0 || prio_queue_ms > 1e6) {
-				fprintf(stderr,
-					"isthmus-wan: --prio-queue-ms: bad value '%s' (0..1e6 "
-					"ms)\n",
-					optarg);
-				goto out;
-			}
-			break;
-		}
-		case O_TTL:
-			p.decrement_ttl = true;
-			break;
-		case O_SCHED:
-			schedf = optarg;
-			break;
-		case O_EPOCH:
-			if (parse_u64("epoch-ns", optarg, 1, UINT64_MAX, &epoch_ns) < 0)
-				goto out;
-			break;
-		case O_EPOCH_FILE:
-			epochf = optarg;
-			break;
-		case O_SEED:
-			if (parse_u64("seed", optarg, 0, UINT64_MAX, &p.seed) < 0)
-				goto out;
-			break;
-		case O_LOSS:
-		case O_GE:
-		case O_DUP:
-		case O_REORDER:
-		case O_REORDER_MS:
-		case O_CORRUPT:
-		case O_JITTER: {
-			static const char *const key[] = {
-				[O_LOSS - O_LOSS] = "loss",
-				[O_GE - O_LOSS] = "ge",
-				[O_DUP - O_LOSS] = "dup",
-				[O_REORDER - O_LOSS] = "reorder",
-				[O_REORDER_MS - O_LOSS] = "reorder-ms",
-				[O_CORRUPT - O_LOSS] = "corrupt",
-				[O_JITTER - O_LOSS] = "jitter-ms",
-			};
-
-			if (add_spec(&specs, key[opt - O_LOSS], optarg) < 0)
-				goto out;
-			break;
-		}
-		case O_IMPAIR:
-			if (add_spec(&specs, NULL, optarg) < 0)
-				goto out;
-			break;
-		case O_MBUFS:
-			if (parse_u64("mbufs", optarg, 1024, 1u << 24, &mbufs) < 0)
-				goto out;
-			break;
-		case O_LANES:
-			if (parse_u64("lane-entries", optarg, 16, 1u << 24, &lanes) < 0)
-				goto out;
-			if (!rte_is_power_of_2((uint32_t)lanes)) {
-				fprintf(stderr,
-					"isthmus-wan: --lane-entries must be a power of two\n");
-				goto out;
-			}
-			break;
-		case O_IDLE_POLLS:
-			if (parse_u64("idle-polls", optarg, 0, UINT32_MAX, &idle_polls) < 0)
-				goto out;
-			break;
-		case O_IDLE_US:
-			if (parse_u64("idle-us", optarg, 1, 1000000, &idle_us) < 0)
-				goto out;
-			break;
-		case O_STATS:
-			if (parse_u64("stats-interval", optarg, 0, 86400, &stats_s) < 0)
-				goto out;
-			break;
-		case O_ROUTES:
-			print_routes = true;
-			break;
-		default:
-			fprintf(stderr, "isthmus-wan: unknown option (see --help)\n");
-			goto out;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "isthmus-wan: unexpected argument '%s' (see --help)\n",
-			argv[optind]);
+	/* everything is parsed and checked before the emulator starts */
+	if (parse_args(argc, argv, &o) < 0 || load_maps(&o, &c) < 0 ||
+		load_impairments(&o, &c) < 0 || start_ports(&o, &c) < 0 ||
+		load_schedule(&o, &c) < 0)
 		goto out;
-	}
-	if (sites == NULL || links == NULL || mapf == NULL) {
-		fprintf(stderr,
-			"isthmus-wan: --sites, --links and --site-map are required (see --help)\n");
-		goto out;
-	}
-
-	err[0] = '\0';
-	t = isth_topo_load(sites, links, err, sizeof(err));
-	if (t == NULL) {
-		fprintf(stderr, "isthmus-wan: %s\n", err[0] ? err : strerror(errno));
-		goto out;
-	}
-	map = calloc(1, sizeof(*map));
-	groups = calloc(1, sizeof(*groups));
-	imp = calloc(isth_topo_ndlinks(t), sizeof(*imp));
-	if (map == NULL || groups == NULL || imp == NULL) {
-		fprintf(stderr, "isthmus-wan: out of memory\n");
-		goto out;
-	}
-	text = isth_text_read(mapf, 0, NULL, err, sizeof(err));
-	if (text == NULL) {
-		fprintf(stderr, "isthmus-wan: %s\n", err);
-		goto out;
-	}
-	rc = isth_wan_sitemap_parse(t, mapf, text, map, err, sizeof(err));
-	free(text);
-	if (rc < 0) {
-		fprintf(stderr, "isthmus-wan: %s\n", err);
-		goto out;
-	}
-	if (groupsf != NULL) {
-		text = isth_text_read(groupsf, 0, NULL, err, sizeof(err));
-		if (text == NULL) {
-			fprintf(stderr, "isthmus-wan: %s\n", err);
-			goto out;
-		}
-		rc = isth_wan_groups_parse(t, map, groupsf, text, groups, err, sizeof(err));
-		free(text);
-		if (rc < 0) {
-			fprintf(stderr, "isthmus-wan: %s\n", err);
-			goto out;
-		}
-	}
-	isth_wan_impair_default(imp, isth_topo_ndlinks(t));
-	/* 0: not set by --queue-bytes or --impair queue-bytes= (which refuse 0) */
-	/* UINT64_MAX: not set by --impair prio-queue-bytes= (which takes 0) */
-	for (i = 0; i < isth_topo_ndlinks(t); i++) {
-		imp[i].queue_bytes = 0;
-		imp[i].prio_queue_bytes = UINT64_MAX;
-	}
-	for (i = 0; i < specs.n; i++) {
-		if (isth_wan_impair_apply(t, imp, specs.s[i], err, sizeof(err)) < 0) {
-			fprintf(stderr, "isthmus-wan: %s\n", err);
-			goto out;
-		}
-	}
-	queue_by_time(t, imp, p.scale, queue_ms, prio_queue_ms);
-
-	pool = rte_pktmbuf_pool_create("isth_wan_pool", (unsigned int)mbufs, 256, 0,
-		RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
-	if (pool == NULL) {
-		fprintf(stderr, "isthmus-wan: mbuf pool of %" PRIu64 ": %s\n", mbufs,
-			rte_strerror(rte_errno));
-		goto out;
-	}
-	for (s = 0; s < isth_topo_n(t); s++) {
-		uint16_t port;
-
-		if (!map->site[s].present)
-			continue;
-		if (rte_eth_dev_get_port_by_name(map->site[s].dev, &port) != 0) {
-			char *end;
-
-			v = strtoul(map->site[s].dev, &end, 10);
-			if (*end != '\0' || v >= RTE_MAX_ETHPORTS ||
-				!rte_eth_dev_is_valid_port(v)) {
-				fprintf(stderr,
-					"isthmus-wan: %s:%d: site '%s': no DPDK port '%s' (%u "
-					"ports; add --vdev?)\n",
-					mapf, map->site[s].line, isth_topo_name(t, s),
-					map->site[s].dev, rte_eth_dev_count_avail());
-				goto out;
-			}
-			port = (uint16_t)v;
-		}
-		rc = port_start(port, pool);
-		if (rc < 0) {
-			fprintf(stderr, "isthmus-wan: %s:%d: site '%s': port %u: %s\n", mapf,
-				map->site[s].line, isth_topo_name(t, s), port, rte_strerror(-rc));
-			goto out;
-		}
-		started[nstarted++] = port;
-	}
-	p.pool = pool;
-	p.lane_entries = (uint32_t)lanes;
-	if (schedf != NULL) {
-		char serr[512];
-
-		sched = isth_sched_load(schedf, serr, sizeof(serr));
-		if (sched == NULL) {
-			fprintf(stderr, "isthmus-wan: %s\n", serr);
-			goto out;
-		}
-		if (epochf != NULL && epoch_ns != 0) {
-			fprintf(stderr, "isthmus-wan: --epoch-ns or --epoch-file, not both\n");
-			goto out;
-		}
-		if (epochf != NULL) {
-			rc = read_epoch_file(epochf, &epoch_ns, serr, sizeof(serr));
-			if (rc == -EINVAL) {
-				fprintf(stderr, "isthmus-wan: %s\n", serr);
-				goto out;
-			}
-		}
-		if (epoch_ns == 0)
-			epoch_ns = isth_sched_epoch_ns(sched);
-		if (epoch_ns == 0 && epochf == NULL) {
-			fprintf(stderr,
-				"isthmus-wan: %s says 'epoch runtime': give the job's epoch with "
-				"--epoch-ns or --epoch-file\n",
-				schedf);
-			goto out;
-		}
-		/* no epoch yet (--epoch-file): shortest paths until SIGHUP */
-		p.epoch_tsc = epoch_ns != 0 ? epoch_to_tsc(epoch_ns) : UINT64_MAX;
-		p.sched = sched;
-	} else if (epoch_ns != 0 || epochf != NULL) {
-		fprintf(stderr, "isthmus-wan: --epoch-ns and --epoch-file need --schedule\n");
-		goto out;
-	}
-	w = isth_wan_create(t, map, groups, imp, &p);
+	w = isth_wan_create(c.t, c.map, c.groups, c.imp, &o.p);
 	if (w == NULL) {
 		fprintf(stderr, "isthmus-wan: %s\n", rte_strerror(rte_errno));
 		goto out;
 	}
-	if (print_routes)
+	if (o.print_routes)
 		isth_wan_print_routes(w, stdout);
 	if (isth_wan_telemetry_register(w) < 0)
 		fprintf(stderr, "isthmus-wan: telemetry commands not registered\n");
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	if (epochf != NULL)
+	if (o.epochf != NULL)
 		signal(SIGHUP, on_hup);
 	/* idle sleeps of tens of microseconds need a tight timer slack */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-	hz = isth_wan_hz(w);
 	printf("isthmus-wan: %d sites, %d directed links, scale %g, seed %" PRIu64
 	       ", %d groups; running\n",
-		isth_topo_n(t), isth_topo_ndlinks(t), p.scale, p.seed, groups->n);
-	if (epoch_ns != 0 && p.sched != NULL)
-		printf("isthmus-wan: epoch %" PRIu64 "\n", epoch_ns);
+		isth_topo_n(c.t), isth_topo_ndlinks(c.t), o.p.scale, o.p.seed, c.groups->n);
+	if (o.epoch_ns != 0 && o.p.sched != NULL)
+		printf("isthmus-wan: epoch %" PRIu64 "\n", o.epoch_ns);
 	fflush(stdout);
-	next_stats = stats_s ? rte_rdtsc() + stats_s * hz : UINT64_MAX;
-	if (p.sched != NULL && epoch_ns != 0)
-		next_anchor = 0;
-	while (!quit) {
-		uint64_t now = rte_rdtsc(), next, ns;
-
-		if (unlikely(now >= next_anchor)) {
-			/* The epoch is CLOCK_REALTIME; the TSC rate EAL measured
-			 * is off by up to ~0.1 % on a loaded VM, tens of ms over
-			 * the seconds before the epoch, and the edges measured
-			 * theirs apart: re-anchor every 10 ms so that round
-			 * boundaries follow the real-time clock the edges follow. */
-			isth_wan_set_epoch(w, epoch_to_tsc(epoch_ns));
-			next_anchor = now + hz / 100;
-		}
-		if (unlikely(reread_epoch)) {
-			/* the control path of this one-lcore loop: a file read per
-			 * SIGHUP, never per packet; a bad file keeps the old epoch */
-			char eerr[512];
-			uint64_t e = 0;
-
-			reread_epoch = 0;
-			rc = read_epoch_file(epochf, &e, eerr, sizeof(eerr));
-			if (rc == -ENOENT)
-				fprintf(stderr, "isthmus-wan: %s: no such file; epoch unchanged\n",
-					epochf);
-			else if (rc < 0)
-				fprintf(stderr, "isthmus-wan: %s; epoch unchanged\n", eerr);
-			else {
-				/* what came before (a job's earlier try) can be told
-				 * from what comes after: counters at the change */
-				printf("isthmus-wan: counters before the new epoch\n");
-				isth_wan_print_stats(w, stdout);
-				epoch_ns = e;
-				isth_wan_set_epoch(w, epoch_to_tsc(epoch_ns));
-				next_anchor = now + hz / 100;
-				printf("isthmus-wan: epoch %" PRIu64 "\n", epoch_ns);
-			}
-			fflush(stdout);
-			fflush(stderr);
-			continue;
-		}
-
-		if (isth_wan_poll(w, now) != 0) {
-			idle = 0;
-			continue;
-		}
-		if (unlikely(now >= next_stats)) {
-			isth_wan_print_stats(w, stdout);
-			fflush(stdout);
-			next_stats = now + stats_s * hz;
-		}
-		if (idle_polls == 0 || ++idle < idle_polls)
-			continue;
-		ns = idle_us * 1000;
-		next = isth_wan_next_event(w);
-		if (next != UINT64_MAX) {
-			if (next <= now)
-				continue;
-			if ((double)(next - now) * 1e9 / (double)hz < (double)ns)
-				ns = (uint64_t)((double)(next - now) * 1e9 / (double)hz);
-		}
-		/* below a few microseconds the sleep itself overshoots */
-		if (ns >= 5000)
-			sleep_ns(ns);
-	}
+	L.w = w;
+	L.o = &o;
+	L.hz = isth_wan_hz(w);
+	L.next_stats = o.stats_s ? rte_rdtsc() + o.stats_s * L.hz : UINT64_MAX;
+	L.next_anchor = o.p.sched != NULL && o.epoch_ns != 0 ? 0 : UINT64_MAX;
+	run(&L);
 	printf("isthmus-wan: stopping\n");
 	isth_wan_print_stats(w, stdout);
 	fflush(stdout);
 	ret = 0;
 out:
 	isth_wan_free(w);
-	for (i = 0; i < nstarted; i++) {
-		rte_eth_dev_stop(started[i]);
-		rte_eth_dev_close(started[i]);
-	}
-	rte_mempool_free(pool);
-	for (i = 0; i < specs.n; i++)
-		free(specs.s[i]);
-	free(imp);
-	free(groups);
-	free(map);
-	isth_topo_free(t);
-	isth_sched_free(sched);
+	conf_free(&c);
+	for (i = 0; i < o.nspecs; i++)
+		free(o.specs[i]);
 	if (eal)
 		rte_eal_cleanup();
 	return ret;

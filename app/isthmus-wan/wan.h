@@ -134,6 +134,23 @@ void isth_wan_impair_default(struct isth_wan_impair *imp, int ndlinks);
 int isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp, const char *spec,
 	char *err, size_t errlen);
 
+/**
+ * Parse an epoch file (--epoch-file, doc/wan.md): one line holding the
+ * epoch in CLOCK_REALTIME ns, a positive decimal integer ("010" is ten);
+ * '#' comments and blank lines allowed.
+ * @param name  the file's name, for "name:line: reason" in @p err
+ * @return 0 and *ns, or -EINVAL (@p ns untouched).
+ */
+int
+isth_wan_epoch_parse(const char *name, const char *text, uint64_t *ns, char *err, size_t errlen);
+
+/**
+ * Read and parse the epoch file @p path (isth_wan_epoch_parse()).
+ * @return 0 and *ns; -ENOENT if the file does not exist (not an error
+ *         before the job's epoch is chosen); -EINVAL with the reason in @p err.
+ */
+int isth_wan_epoch_read(const char *path, uint64_t *ns, char *err, size_t errlen);
+
 /* ------------------------------------------------------------------ */
 /* The emulator                                                        */
 /* ------------------------------------------------------------------ */
@@ -262,6 +279,14 @@ int isth_wan_link_stats(const struct isth_wan *w, int e, struct isth_wan_link_st
 
 /** Copy site @p s's port counters. @return 0, -EINVAL, or -ENODEV (no port). */
 int isth_wan_port_stats(const struct isth_wan *w, int s, struct isth_wan_port_stats *out);
+
+/**
+ * Resolve a site map's port=: a DPDK port name (net_ring0), else a decimal
+ * port id of a valid port. Used by isth_wan_create() and by the binary,
+ * which starts the ports before the emulator is created.
+ * @return 0 and *port, or -ENODEV.
+ */
+int isth_wan_port_lookup(const char *dev, uint16_t *port);
 
 /** DPDK port id of site @p s, or -ENODEV. */
 int isth_wan_site_port(const struct isth_wan *w, int s);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "isth_text.h"
 #include "wan.h"
@@ -20,10 +21,10 @@
 #define SETERR(file, line, ...) isth_text_seterr(err, errlen, file, line, 0, __VA_ARGS__)
 
 /*
-	       * Next line of the text split on blanks, '#' starting a comment. Returns the
-	       * number of tokens (0 at the end of the text), -1 for an overlong line, -2
-	       * for too many fields.
-	       */
+ * Next line of the text split on blanks, '#' starting a comment. Returns the
+ * number of tokens (0 at the end of the text), -1 for an overlong line, -2
+ * for too many fields.
+ */
 static int
 next_tokens(struct isth_text_lines *it, int *lineno, char *buf, char **tok)
 {
@@ -41,17 +42,6 @@ next_tokens(struct isth_text_lines *it, int *lineno, char *buf, char **tok)
 			return n;
 	}
 	return 0;
-}
-
-static int
-find_site(const struct isth_topo *t, const char *s)
-{
-	int i;
-
-	for (i = 0; i < isth_topo_n(t); i++)
-		if (strcmp(isth_topo_name(t, i), s) == 0)
-			return i;
-	return -1;
 }
 
 static int
@@ -105,8 +95,7 @@ parse_prefix(const char *s, uint32_t *net, uint8_t *plen, const char **why)
 	char buf[32];
 	const char *slash = strchr(s, '/');
 	size_t l = slash ? (size_t)(slash - s) : strlen(s);
-	char *end;
-	long len = 32;
+	uint64_t len = 32;
 
 	*why = "expected A.B.C.D[/LEN]";
 	if (l >= sizeof(buf))
@@ -115,13 +104,9 @@ parse_prefix(const char *s, uint32_t *net, uint8_t *plen, const char **why)
 	buf[l] = '\0';
 	if (parse_ip(buf, net) < 0)
 		return -1;
-	if (slash) {
-		errno = 0;
-		len = strtol(slash + 1, &end, 10);
-		if (slash[1] == '\0' || *end != '\0' || errno || len < 1 || len > 32) {
-			*why = "prefix length must be 1..32";
-			return -1;
-		}
+	if (slash && isth_text_parse_u64_range(slash + 1, 1, 32, &len) < 0) {
+		*why = "prefix length must be 1..32";
+		return -1;
 	}
 	if (len < 32 && (*net & ~(~0u << (32 - len))) != 0) {
 		*why = "host bits set";
@@ -135,6 +120,76 @@ parse_prefix(const char *s, uint32_t *net, uint8_t *plen, const char **why)
 	return 0;
 }
 
+/* The site that already has prefix @p net/@p plen (the line's own site included), or -1. */
+static int
+net_owner(const struct isth_wan_sitemap *map, uint32_t net, uint8_t plen)
+{
+	int o, k;
+
+	for (o = 0; o < ISTH_WAN_MAX_SITES; o++)
+		for (k = 0; k < map->site[o].nnets; k++)
+			if (map->site[o].net[k] == net && map->site[o].plen[k] == plen)
+				return o;
+	return -1;
+}
+
+/* Site map keys a line has given so far (a line needs the first three). */
+enum { HAVE_PORT = 1, HAVE_MAC = 2 };
+
+/*
+ * One "key=value" of site @p sc's line into @p sc; @p have collects the
+ * keys seen. @return 0, or -EINVAL with "name:line: reason" in @p err.
+ */
+static int
+site_key(const struct isth_topo *t, const struct isth_wan_sitemap *map,
+	struct isth_wan_site_conf *sc, char *kv, unsigned int *have, const char *name, int line,
+	char *err, size_t errlen)
+{
+	char *eq = strchr(kv, '=');
+	const char *key = kv, *val, *why;
+	int o;
+
+	if (eq == NULL)
+		return SETERR(name, line, "expected key=value, got '%s'", kv);
+	*eq = '\0';
+	val = eq + 1;
+	if (strcmp(key, "port") == 0) {
+		if (*val == '\0' || strlen(val) >= ISTH_WAN_DEV_MAX)
+			return SETERR(name, line, "bad port '%s'", val);
+		snprintf(sc->dev, sizeof(sc->dev), "%s", val);
+		*have |= HAVE_PORT;
+	} else if (strcmp(key, "mac") == 0) {
+		if (strcmp(val, "learn") == 0)
+			sc->mac_learn = true;
+		else if (parse_mac(val, sc->mac) < 0 || (sc->mac[0] & 1))
+			return SETERR(name, line,
+				"bad mac '%s' (unicast xx:xx:xx:xx:xx:xx or 'learn')", val);
+		*have |= HAVE_MAC;
+	} else if (strcmp(key, "gw_mac") == 0) {
+		if (parse_mac(val, sc->gw_mac) < 0 || (sc->gw_mac[0] & 1))
+			return SETERR(
+				name, line, "bad gw_mac '%s' (unicast xx:xx:xx:xx:xx:xx)", val);
+		sc->gw_mac_set = true;
+	} else if (strcmp(key, "gw") == 0) {
+		if (parse_ip(val, &sc->gw_ip) < 0 || sc->gw_ip == 0 || (sc->gw_ip >> 28) >= 0xe)
+			return SETERR(name, line, "bad gw '%s' (unicast A.B.C.D)", val);
+	} else if (strcmp(key, "net") == 0) {
+		if (sc->nnets == ISTH_WAN_MAX_NETS)
+			return SETERR(name, line, "more than %d net= prefixes", ISTH_WAN_MAX_NETS);
+		if (parse_prefix(val, &sc->net[sc->nnets], &sc->plen[sc->nnets], &why) < 0)
+			return SETERR(name, line, "bad net '%s': %s", val, why);
+		/* an exact duplicate would make the route ambiguous */
+		o = net_owner(map, sc->net[sc->nnets], sc->plen[sc->nnets]);
+		if (o >= 0)
+			return SETERR(name, line, "net %s also given for site '%s' (line %d)", val,
+				isth_topo_name(t, o), map->site[o].line);
+		sc->nnets++;
+	} else {
+		return SETERR(name, line, "unknown key '%s' (port, mac, gw_mac, gw, net)", key);
+	}
+	return 0;
+}
+
 int
 isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const char *text,
 	struct isth_wan_sitemap *out, char *err, size_t errlen)
@@ -142,8 +197,8 @@ isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const char *
 	char buf[LINE_MAX_LEN], *tok[MAXTOK];
 	struct isth_text_lines it;
 	struct isth_wan_site_conf *sc;
-	int line = 0, n, i, s, o, k, nsites = 0;
-	bool have_port, have_mac;
+	int line = 0, n, i, s, o, nsites = 0;
+	unsigned int have;
 
 	if (t == NULL || name == NULL || text == NULL || out == NULL) {
 		SETERR(name ? name : "site map", 0, "invalid argument");
@@ -156,7 +211,7 @@ isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const char *
 			SETERR(name, line, n == -1 ? "line too long" : "too many fields");
 			return -EINVAL;
 		}
-		s = find_site(t, tok[0]);
+		s = isth_topo_find(t, tok[0]);
 		if (s < 0) {
 			SETERR(name, line, "unknown site '%s' (not in the topology)", tok[0]);
 			return -EINVAL;
@@ -169,87 +224,15 @@ isth_wan_sitemap_parse(const struct isth_topo *t, const char *name, const char *
 		}
 		sc->present = true;
 		sc->line = line;
-		have_port = have_mac = false;
-		for (i = 1; i < n; i++) {
-			char *eq = strchr(tok[i], '=');
-			const char *key = tok[i], *val, *why;
-
-			if (eq == NULL) {
-				SETERR(name, line, "expected key=value, got '%s'", tok[i]);
+		have = 0;
+		for (i = 1; i < n; i++)
+			if (site_key(t, out, sc, tok[i], &have, name, line, err, errlen) < 0)
 				return -EINVAL;
-			}
-			*eq = '\0';
-			val = eq + 1;
-			if (strcmp(key, "port") == 0) {
-				if (*val == '\0' || strlen(val) >= ISTH_WAN_DEV_MAX) {
-					SETERR(name, line, "bad port '%s'", val);
-					return -EINVAL;
-				}
-				snprintf(sc->dev, sizeof(sc->dev), "%s", val);
-				have_port = true;
-			} else if (strcmp(key, "mac") == 0) {
-				if (strcmp(val, "learn") == 0) {
-					sc->mac_learn = true;
-				} else if (parse_mac(val, sc->mac) < 0 || (sc->mac[0] & 1)) {
-					SETERR(name, line,
-						"bad mac '%s' (unicast xx:xx:xx:xx:xx:xx or "
-						"'learn')",
-						val);
-					return -EINVAL;
-				}
-				have_mac = true;
-			} else if (strcmp(key, "gw_mac") == 0) {
-				if (parse_mac(val, sc->gw_mac) < 0 || (sc->gw_mac[0] & 1)) {
-					SETERR(name, line,
-						"bad gw_mac '%s' (unicast xx:xx:xx:xx:xx:xx)", val);
-					return -EINVAL;
-				}
-				sc->gw_mac_set = true;
-			} else if (strcmp(key, "gw") == 0) {
-				if (parse_ip(val, &sc->gw_ip) < 0 || sc->gw_ip == 0 ||
-					(sc->gw_ip >> 28) >= 0xe) {
-					SETERR(name, line, "bad gw '%s' (unicast A.B.C.D)", val);
-					return -EINVAL;
-				}
-			} else if (strcmp(key, "net") == 0) {
-				if (sc->nnets == ISTH_WAN_MAX_NETS) {
-					SETERR(name, line, "more than %d net= prefixes",
-						ISTH_WAN_MAX_NETS);
-					return -EINVAL;
-				}
-				if (parse_prefix(val, &sc->net[sc->nnets], &sc->plen[sc->nnets],
-					    &why) < 0) {
-					SETERR(name, line, "bad net '%s': %s", val, why);
-					return -EINVAL;
-				}
-				/* an exact duplicate would make the route ambiguous */
-				for (o = 0; o < ISTH_WAN_MAX_SITES; o++) {
-					const struct isth_wan_site_conf *oc = &out->site[o];
-
-					for (k = 0; k < oc->nnets; k++) {
-						if (oc->net[k] == sc->net[sc->nnets] &&
-							oc->plen[k] == sc->plen[sc->nnets]) {
-							SETERR(name, line,
-								"net %s also given for site '%s' "
-								"(line %d)",
-								val, isth_topo_name(t, o),
-								oc->line);
-							return -EINVAL;
-						}
-					}
-				}
-				sc->nnets++;
-			} else {
-				SETERR(name, line, "unknown key '%s' (port, mac, gw_mac, gw, net)",
-					key);
-				return -EINVAL;
-			}
-		}
-		if (!have_port || !have_mac || sc->nnets == 0) {
+		if (!(have & HAVE_PORT) || !(have & HAVE_MAC) || sc->nnets == 0) {
 			SETERR(name, line, "site '%s' needs %s", tok[0],
-				!have_port          ? "port="
-					: !have_mac ? "mac="
-						    : "at least one net=");
+				!(have & HAVE_PORT)          ? "port="
+					: !(have & HAVE_MAC) ? "mac="
+							     : "at least one net=");
 			return -EINVAL;
 		}
 		for (o = 0; o < ISTH_WAN_MAX_SITES; o++) {
@@ -327,7 +310,7 @@ isth_wan_groups_parse(const struct isth_topo *t, const struct isth_wan_sitemap *
 						g->members |= UINT64_C(1) << s;
 				continue;
 			}
-			s = find_site(t, tok[i]);
+			s = isth_topo_find(t, tok[i]);
 			if (s < 0) {
 				SETERR(name, line, "unknown site '%s'", tok[i]);
 				return -EINVAL;
@@ -359,28 +342,31 @@ isth_wan_impair_default(struct isth_wan_impair *imp, int ndlinks)
 	}
 }
 
+/* A finite real number in [@p lo, @p hi], the whole of @p s. */
 static int
-parse_prob(const char *s, double *p)
-{
-	char *end;
-
-	errno = 0;
-	*p = strtod(s, &end);
-	if (*s == '\0' || *end != '\0' || errno || !isfinite(*p) || *p < 0 || *p > 1)
-		return -1;
-	return 0;
-}
-
-static int
-parse_ms(const char *s, double *v)
+parse_real(const char *s, double lo, double hi, double *v)
 {
 	char *end;
 
 	errno = 0;
 	*v = strtod(s, &end);
-	if (*s == '\0' || *end != '\0' || errno || !isfinite(*v) || *v < 0 || *v > 60000)
+	if (*s == '\0' || *end != '\0' || errno || !isfinite(*v) || *v < lo || *v > hi)
 		return -1;
 	return 0;
+}
+
+/* A probability. */
+static int
+parse_prob(const char *s, double *p)
+{
+	return parse_real(s, 0, 1, p);
+}
+
+/* A delay in ms, at most a minute. */
+static int
+parse_ms(const char *s, double *v)
+{
+	return parse_real(s, 0, 60000, v);
 }
 
 /* Resolve "A->B" or "A-B" into a bitmap of directed links (at most 2). */
@@ -398,8 +384,8 @@ parse_link(const struct isth_topo *t, const char *s, int *dl, int *ndl)
 	if (arrow) {
 		memcpy(a, s, (size_t)(arrow - s));
 		a[arrow - s] = '\0';
-		sa = find_site(t, a);
-		sb = find_site(t, arrow + 2);
+		sa = isth_topo_find(t, a);
+		sb = isth_topo_find(t, arrow + 2);
 		if (sa < 0 || sb < 0)
 			return -1;
 		for (e = 0; e < nd; e++) {
@@ -415,8 +401,8 @@ parse_link(const struct isth_topo *t, const char *s, int *dl, int *ndl)
 			continue;
 		memcpy(a, s, i);
 		a[i] = '\0';
-		sa = find_site(t, a);
-		sb = find_site(t, s + i + 1);
+		sa = isth_topo_find(t, a);
+		sb = isth_topo_find(t, s + i + 1);
 		if (sa < 0 || sb < 0)
 			continue;
 		for (e = 0; e < nd; e++) {
@@ -430,20 +416,150 @@ parse_link(const struct isth_topo *t, const char *s, int *dl, int *ndl)
 	return -1;
 }
 
+/* The keys an impairment spec set, so that only those are copied. */
+enum {
+	K_LOSS = 1,
+	K_GE = 2,
+	K_DUP = 4,
+	K_REO = 8,
+	K_REOMS = 16,
+	K_COR = 32,
+	K_JIT = 64,
+	K_Q = 128,
+	K_PQ = 256
+};
+
+/* ge=P/R/LB[/LG]: three or four probabilities. */
+static int
+parse_ge(const char *val, struct isth_wan_impair *one)
+{
+	double g[4] = {0, 0, 0, 0};
+	const char *p = val;
+	char *end;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		errno = 0;
+		g[i] = strtod(p, &end);
+		if (end == p || errno || !isfinite(g[i]) || g[i] < 0 || g[i] > 1)
+			return -1;
+		p = end;
+		if (*p == '\0')
+			break;
+		if (*p++ != '/' || i == 3)
+			return -1;
+	}
+	if (i < 2)
+		return -1;
+	one->ge_p = g[0];
+	one->ge_r = g[1];
+	one->ge_loss_bad = g[2];
+	one->ge_loss_good = i == 3 ? g[3] : 0;
+	return 0;
+}
+
+/*
+ * One "key=value" of --impair @p spec into @p one; @p set collects the
+ * keys given. @return 0, or -EINVAL with a message in @p err.
+ */
+static int
+impair_key(const char *spec, char *kv, struct isth_wan_impair *one, unsigned int *set, char *err,
+	size_t errlen)
+{
+	char *eq = strchr(kv, '=');
+	const char *val;
+	uint64_t qb = 0;
+	int bad = 0;
+
+	if (eq == NULL)
+		return SETERR("--impair", 0, "'%s': expected key=value, got '%s'", spec, kv);
+	*eq = '\0';
+	val = eq + 1;
+	if (strcmp(kv, "loss") == 0) {
+		bad = parse_prob(val, &one->loss);
+		*set |= K_LOSS;
+	} else if (strcmp(kv, "ge") == 0) {
+		bad = parse_ge(val, one);
+		*set |= K_GE;
+	} else if (strcmp(kv, "dup") == 0) {
+		bad = parse_prob(val, &one->dup);
+		*set |= K_DUP;
+	} else if (strcmp(kv, "reorder") == 0) {
+		bad = parse_prob(val, &one->reorder);
+		*set |= K_REO;
+	} else if (strcmp(kv, "reorder-ms") == 0) {
+		bad = parse_ms(val, &one->reorder_ms);
+		*set |= K_REOMS;
+	} else if (strcmp(kv, "corrupt") == 0) {
+		bad = parse_prob(val, &one->corrupt);
+		*set |= K_COR;
+	} else if (strcmp(kv, "jitter-ms") == 0) {
+		bad = parse_ms(val, &one->jitter_ms);
+		*set |= K_JIT;
+	} else if (strcmp(kv, "queue-bytes") == 0) {
+		bad = isth_text_parse_size(val, &qb) < 0 || qb < 1 || qb > 1000000000000ull;
+		one->queue_bytes = qb;
+		*set |= K_Q;
+	} else if (strcmp(kv, "prio-queue-bytes") == 0) {
+		/* 0 turns the priority class off */
+		bad = isth_text_parse_size(val, &qb) < 0 || qb > 1000000000000ull;
+		one->prio_queue_bytes = qb;
+		*set |= K_PQ;
+	} else {
+		return SETERR("--impair", 0,
+			"'%s': unknown key '%s' (loss, ge, dup, reorder, reorder-ms, corrupt, "
+			"jitter-ms, queue-bytes, prio-queue-bytes)",
+			spec, kv);
+	}
+	if (bad)
+		return SETERR("--impair", 0, "'%s': bad value '%s' for %s", spec, val, kv);
+	return 0;
+}
+
+/* Copy the keys in @p set from @p one to the directed link @p d. */
+static void
+impair_copy(struct isth_wan_impair *d, const struct isth_wan_impair *one, unsigned int set)
+{
+	if (set & K_LOSS) {
+		d->loss = one->loss;
+		d->ge = false;
+	}
+	if (set & K_GE) {
+		d->ge = true;
+		d->ge_p = one->ge_p;
+		d->ge_r = one->ge_r;
+		d->ge_loss_bad = one->ge_loss_bad;
+		d->ge_loss_good = one->ge_loss_good;
+	}
+	if (set & K_DUP)
+		d->dup = one->dup;
+	if (set & K_REO)
+		d->reorder = one->reorder;
+	if (set & K_REOMS)
+		d->reorder_ms = one->reorder_ms;
+	if (set & K_COR)
+		d->corrupt = one->corrupt;
+	if (set & K_JIT)
+		d->jitter_ms = one->jitter_ms;
+	if (set & K_Q)
+		d->queue_bytes = one->queue_bytes;
+	if (set & K_PQ)
+		d->prio_queue_bytes = one->prio_queue_bytes;
+}
+
 int
 isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp, const char *spec,
 	char *err, size_t errlen)
 {
 	char buf[512], *kv, *save, *colon, *eq, *body;
-	int nd, dl[2], ndl = 0, e, all = 1, i;
+	int dl[2], ndl = 0, e, all = 1;
 	struct isth_wan_impair one;
-	uint64_t qb;
+	unsigned int set = 0;
 
 	if (t == NULL || imp == NULL || spec == NULL) {
 		SETERR("--impair", 0, "invalid argument");
 		return -EINVAL;
 	}
-	nd = isth_topo_ndlinks(t);
 	if (strlen(spec) >= sizeof(buf)) {
 		SETERR("--impair", 0, "spec too long");
 		return -EINVAL;
@@ -465,132 +581,62 @@ isth_wan_impair_apply(const struct isth_topo *t, struct isth_wan_impair *imp, co
 	/* Parse into a scratch copy of the first link so that a bad key
 	 * changes nothing; then apply the keys given to every selected link. */
 	one = imp[all ? 0 : dl[0]];
-	unsigned int set = 0;
-	enum {
-		K_LOSS = 1,
-		K_GE = 2,
-		K_DUP = 4,
-		K_REO = 8,
-		K_REOMS = 16,
-		K_COR = 32,
-		K_JIT = 64,
-		K_Q = 128,
-		K_PQ = 256
-	};
-	for (kv = strtok_r(body, ",", &save); kv != NULL; kv = strtok_r(NULL, ",", &save)) {
-		char *val;
-
-		eq = strchr(kv, '=');
-		if (eq == NULL) {
-			SETERR("--impair", 0, "'%s': expected key=value, got '%s'", spec, kv);
+	for (kv = strtok_r(body, ",", &save); kv != NULL; kv = strtok_r(NULL, ",", &save))
+		if (impair_key(spec, kv, &one, &set, err, errlen) < 0)
 			return -EINVAL;
-		}
-		*eq = '\0';
-		val = eq + 1;
-		if (strcmp(kv, "loss") == 0) {
-			if (parse_prob(val, &one.loss) < 0)
-				goto badval;
-			set |= K_LOSS;
-		} else if (strcmp(kv, "ge") == 0) {
-			double g[4] = {0, 0, 0, 0};
-			char *p = val, *end;
-
-			for (i = 0; i < 4; i++) {
-				errno = 0;
-				g[i] = strtod(p, &end);
-				if (end == p || errno || !isfinite(g[i]) || g[i] < 0 || g[i] > 1)
-					goto badval;
-				p = end;
-				if (*p == '\0')
-					break;
-				if (*p++ != '/' || i == 3)
-					goto badval;
-			}
-			if (i < 2)
-				goto badval;
-			one.ge_p = g[0];
-			one.ge_r = g[1];
-			one.ge_loss_bad = g[2];
-			one.ge_loss_good = i == 3 ? g[3] : 0;
-			set |= K_GE;
-		} else if (strcmp(kv, "dup") == 0) {
-			if (parse_prob(val, &one.dup) < 0)
-				goto badval;
-			set |= K_DUP;
-		} else if (strcmp(kv, "reorder") == 0) {
-			if (parse_prob(val, &one.reorder) < 0)
-				goto badval;
-			set |= K_REO;
-		} else if (strcmp(kv, "reorder-ms") == 0) {
-			if (parse_ms(val, &one.reorder_ms) < 0)
-				goto badval;
-			set |= K_REOMS;
-		} else if (strcmp(kv, "corrupt") == 0) {
-			if (parse_prob(val, &one.corrupt) < 0)
-				goto badval;
-			set |= K_COR;
-		} else if (strcmp(kv, "jitter-ms") == 0) {
-			if (parse_ms(val, &one.jitter_ms) < 0)
-				goto badval;
-			set |= K_JIT;
-		} else if (strcmp(kv, "queue-bytes") == 0) {
-			if (isth_text_parse_size(val, &qb) < 0 || qb < 1 || qb > 1000000000000ull)
-				goto badval;
-			one.queue_bytes = qb;
-			set |= K_Q;
-		} else if (strcmp(kv, "prio-queue-bytes") == 0) {
-			/* 0 turns the priority class off */
-			if (isth_text_parse_size(val, &qb) < 0 || qb > 1000000000000ull)
-				goto badval;
-			one.prio_queue_bytes = qb;
-			set |= K_PQ;
-		} else {
-			SETERR("--impair", 0,
-				"'%s': unknown key '%s' (loss, ge, dup, reorder, reorder-ms, "
-				"corrupt, "
-				"jitter-ms, queue-bytes, prio-queue-bytes)",
-				spec, kv);
-			return -EINVAL;
-		}
-		continue;
-	badval:
-		SETERR("--impair", 0, "'%s': bad value '%s' for %s", spec, val, kv);
-		return -EINVAL;
-	}
 	if (set == 0) {
 		SETERR("--impair", 0, "'%s': no key=value given", spec);
 		return -EINVAL;
 	}
-	for (e = 0; e < nd; e++) {
-		struct isth_wan_impair *d = &imp[e];
-
-		if (!all && e != dl[0] && (ndl < 2 || e != dl[1]))
-			continue;
-		if (set & K_LOSS) {
-			d->loss = one.loss;
-			d->ge = false;
-		}
-		if (set & K_GE) {
-			d->ge = true;
-			d->ge_p = one.ge_p;
-			d->ge_r = one.ge_r;
-			d->ge_loss_bad = one.ge_loss_bad;
-			d->ge_loss_good = one.ge_loss_good;
-		}
-		if (set & K_DUP)
-			d->dup = one.dup;
-		if (set & K_REO)
-			d->reorder = one.reorder;
-		if (set & K_REOMS)
-			d->reorder_ms = one.reorder_ms;
-		if (set & K_COR)
-			d->corrupt = one.corrupt;
-		if (set & K_JIT)
-			d->jitter_ms = one.jitter_ms;
-		if (set & K_Q)
-			d->queue_bytes = one.queue_bytes;
-		if (set & K_PQ)
-			d->prio_queue_bytes = one.prio_queue_bytes;
-	}
+	for (e = 0; e < isth_topo_ndlinks(t); e++)
+		if (all || e == dl[0] || (ndl == 2 && e == dl[1]))
+			impair_copy(&imp[e], &one, set);
 	return 0;
+}
+
+int
+isth_wan_epoch_parse(const char *name, const char *text, uint64_t *ns, char *err, size_t errlen)
+{
+	char buf[LINE_MAX_LEN], *line;
+	struct isth_text_lines it;
+	bool found = false;
+	uint64_t x, v = 0;
+	int rc;
+
+	isth_text_lines_init(&it, text);
+	while ((rc = isth_text_next_copy(&it, buf, sizeof(buf))) != 0) {
+		if (rc < 0)
+			return SETERR(name, it.line, "line too long");
+		isth_text_strip_comment(buf, '#');
+		line = isth_text_trim(buf);
+		if (*line == '\0')
+			continue;
+		if (found)
+			return SETERR(name, it.line, "a second epoch (one line only)");
+		if (isth_text_parse_u64(line, &x) < 0 || x == 0)
+			return SETERR(name, it.line,
+				"'%s' is no epoch (CLOCK_REALTIME ns, a positive integer)", line);
+		v = x;
+		found = true;
+	}
+	if (!found)
+		return SETERR(name, it.line, "no epoch in the file");
+	*ns = v;
+	return 0;
+}
+
+int
+isth_wan_epoch_read(const char *path, uint64_t *ns, char *err, size_t errlen)
+{
+	char *text;
+	int rc;
+
+	if (access(path, F_OK) != 0 && errno == ENOENT)
+		return -ENOENT;
+	text = isth_text_read(path, 4096, NULL, err, errlen);
+	if (text == NULL)
+		return -EINVAL;
+	rc = isth_wan_epoch_parse(path, text, ns, err, errlen);
+	free(text);
+	return rc;
 }

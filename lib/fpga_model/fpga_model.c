@@ -29,6 +29,7 @@
 
 #include "isth_agg.h"
 #include "isth_auth.h"
+#include "isth_clock.h"
 #include "isth_fpga_if.h"
 #include "isth_fpga_model.h"
 #include "isth_wire.h"
@@ -120,15 +121,6 @@ static inline void
 wr(struct isth_fpga_model *m, uint32_t off, uint64_t v)
 {
 	__atomic_store_n(&m->bar[off / 8], v, __ATOMIC_RELEASE);
-}
-
-static uint64_t
-wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Host memory at @iova for @len bytes, or NULL when any byte is outside
@@ -283,7 +275,7 @@ do_enable(struct isth_fpga_model *m)
 	m->dev_now = 0;
 	m->rt_cons = 0;
 	m->tokens = 0;
-	m->tokens_ns = wall_ns();
+	m->tokens_ns = isth_clock_mono_ns();
 	memset(m->cnt, 0, sizeof(m->cnt));
 	wr(m, ISTH_FPGA_REG_CFG_N_SLOTS, m->info.n_slots);
 	wr(m, ISTH_FPGA_REG_CFG_SLOT_BYTES, m->info.slot_size);
@@ -622,7 +614,7 @@ process_h2d(struct isth_fpga_model *m, uint32_t tail)
 	if (m->h2d.head == tail)
 		return 0;
 	if (lat != 0 || rate != 0)
-		now_w = wall_ns();
+		now_w = isth_clock_mono_ns();
 	while (m->h2d_seen != tail)
 		m->seen_ns[m->h2d_seen++ & mask] = now_w;
 	if (rate != 0)

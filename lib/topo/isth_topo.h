@@ -52,6 +52,8 @@ void isth_topo_free(struct isth_topo *t);
 int isth_topo_n(const struct isth_topo *t);
 /** Name of site @p i, or NULL if out of range. */
 const char *isth_topo_name(const struct isth_topo *t, int i);
+/** Index of the site named @p name, or -1 (no such site, or NULL). */
+int isth_topo_find(const struct isth_topo *t, const char *name);
 /** Region id (0..nregions-1, in order of first appearance) of site @p i, or -1. */
 int isth_topo_region(const struct isth_topo *t, int i);
 /** Number of regions. */

@@ -104,13 +104,13 @@ too_many_fields(char *err, size_t errlen, const char *file, int line, int nf, in
 		nf, hf);
 }
 
-static int
-find_site(const struct isth_topo *t, const char *s)
+int
+isth_topo_find(const struct isth_topo *t, const char *name)
 {
 	int i;
 
-	for (i = 0; i < t->n; i++)
-		if (strcmp(t->name[i], s) == 0)
+	for (i = 0; t != NULL && name != NULL && i < t->n; i++)
+		if (strcmp(t->name[i], name) == 0)
 			return i;
 	return -1;
 }
@@ -152,7 +152,7 @@ parse_sites(struct isth_topo *t, const char *file, const char *text, char *err, 
 			SETERR("bad region name '%s' (1-31 of [A-Za-z0-9_.-])", f[1]);
 			return -EINVAL;
 		}
-		i = find_site(t, f[0]);
+		i = isth_topo_find(t, f[0]);
 		if (i >= 0) {
 			SETERR("duplicate site '%s' (first on line %d)", f[0], t->line[i]);
 			return -EINVAL;
@@ -183,6 +183,62 @@ parse_sites(struct isth_topo *t, const char *file, const char *text, char *err, 
 	return 0;
 }
 
+/*
+ * one_way_ms, capacity_gbps and (when given) source of a link row, each in
+ * its accepted range. @return 0, or -EINVAL with "file:line: reason".
+ */
+static int
+link_values(char f[MAXF][FLEN], int nf, double *lat, double *gbps, const char *file, int line,
+	char *err, size_t errlen)
+{
+	double lat_chk;
+
+	if (parse_num(f[2], lat) < 0)
+		return SETERR("bad one_way_ms '%s'", f[2]);
+	if (*lat < 0)
+		return SETERR("negative one_way_ms %s", f[2]);
+	if (*lat > LAT_MAX_MS)
+		return SETERR("one_way_ms %s out of range [0, %g]", f[2], LAT_MAX_MS);
+	if (parse_num(f[3], gbps) < 0)
+		return SETERR("bad capacity_gbps '%s'", f[3]);
+	if (*gbps <= 0)
+		return SETERR("non-positive capacity_gbps %s", f[3]);
+	if (*gbps < CAP_MIN_GBPS || *gbps > CAP_MAX_GBPS)
+		return SETERR(
+			"capacity_gbps %s out of range [%g, %g]", f[3], CAP_MIN_GBPS, CAP_MAX_GBPS);
+	/* "A,B,33,669,100" under a header with 'source': the decimal comma
+	 * leaves a number where the free-text source should be */
+	if (nf == 5 && parse_num(f[4], &lat_chk) == 0)
+		return SETERR("source '%s' is a number: a decimal comma in one_way_ms or "
+			      "capacity_gbps? (write 33.669, not 33,669)",
+			f[4]);
+	return 0;
+}
+
+/* realloc() array @p a to @p n elements; true on success, @p a kept on failure. */
+#define GROW(a, n) \
+	__extension__({ \
+		__typeof__(a) g_ = realloc((a), (size_t)(n) * sizeof(*(a))); \
+		if (g_ != NULL) \
+			(a) = g_; \
+		g_ != NULL; \
+	})
+
+/* Room for @p *cap directed links (and their rows' lines in @p *lline)
+ * doubled; @return 0 or -ENOMEM (what was allocated stays for the caller
+ * to free). */
+static int
+links_grow(struct isth_topo *t, int *cap, int **lline)
+{
+	int nc = *cap ? 2 * *cap : 32;
+
+	if (!GROW(t->dl_from, nc) || !GROW(t->dl_to, nc) || !GROW(t->dl_lat_ms, nc) ||
+		!GROW(t->dl_cap_bps, nc) || !GROW(*lline, nc / 2))
+		return -ENOMEM;
+	*cap = nc;
+	return 0;
+}
+
 static int
 parse_links(struct isth_topo *t, const char *file, const char *text, char *err, size_t errlen)
 {
@@ -190,9 +246,9 @@ parse_links(struct isth_topo *t, const char *file, const char *text, char *err, 
 	struct isth_text_lines it;
 	int line = 0, nf, a, b, l, rc, cap = 0;
 	int header = 0; /* number of columns of the header, once read */
-	int *lline = NULL;
+	int *lline = NULL; /* line of each physical link's row, for duplicates */
 	int ret = -EINVAL;
-	double lat, gbps, lat_chk;
+	double lat, gbps;
 
 	isth_text_lines_init(&it, text);
 	while ((rc = next_line(&it, buf, sizeof(buf))) != 0) {
@@ -222,12 +278,12 @@ parse_links(struct isth_topo *t, const char *file, const char *text, char *err, 
 				nf, nf == 1 ? "" : "s");
 			goto out;
 		}
-		a = find_site(t, f[0]);
+		a = isth_topo_find(t, f[0]);
 		if (a < 0) {
 			SETERR("unknown site '%s'", f[0]);
 			goto out;
 		}
-		b = find_site(t, f[1]);
+		b = isth_topo_find(t, f[1]);
 		if (b < 0) {
 			SETERR("unknown site '%s'", f[1]);
 			goto out;
@@ -244,63 +300,12 @@ parse_links(struct isth_topo *t, const char *file, const char *text, char *err, 
 				goto out;
 			}
 		}
-		if (parse_num(f[2], &lat) < 0) {
-			SETERR("bad one_way_ms '%s'", f[2]);
+		if (link_values(f, nf, &lat, &gbps, file, line, err, errlen) < 0)
 			goto out;
-		}
-		if (lat < 0) {
-			SETERR("negative one_way_ms %s", f[2]);
+		if (t->ndl + 2 > cap && links_grow(t, &cap, &lline) < 0) {
+			ret = -ENOMEM;
+			SETERR("out of memory");
 			goto out;
-		}
-		if (lat > LAT_MAX_MS) {
-			SETERR("one_way_ms %s out of range [0, %g]", f[2], LAT_MAX_MS);
-			goto out;
-		}
-		if (parse_num(f[3], &gbps) < 0) {
-			SETERR("bad capacity_gbps '%s'", f[3]);
-			goto out;
-		}
-		if (gbps <= 0) {
-			SETERR("non-positive capacity_gbps %s", f[3]);
-			goto out;
-		}
-		if (gbps < CAP_MIN_GBPS || gbps > CAP_MAX_GBPS) {
-			SETERR("capacity_gbps %s out of range [%g, %g]", f[3], CAP_MIN_GBPS,
-				CAP_MAX_GBPS);
-			goto out;
-		}
-		/* "A,B,33,669,100" under a header with 'source': the decimal comma
-		 * leaves a number where the free-text source should be */
-		if (nf == 5 && parse_num(f[4], &lat_chk) == 0) {
-			SETERR("source '%s' is a number: a decimal comma in one_way_ms or "
-			       "capacity_gbps? (write 33.669, not 33,669)",
-				f[4]);
-			goto out;
-		}
-		if (t->ndl + 2 > cap) {
-			int nc = cap ? 2 * cap : 32;
-			void *p1 = realloc(t->dl_from, nc * sizeof(int));
-
-			if (p1 == NULL)
-				goto nomem;
-			t->dl_from = p1;
-			p1 = realloc(t->dl_to, nc * sizeof(int));
-			if (p1 == NULL)
-				goto nomem;
-			t->dl_to = p1;
-			p1 = realloc(t->dl_lat_ms, nc * sizeof(double));
-			if (p1 == NULL)
-				goto nomem;
-			t->dl_lat_ms = p1;
-			p1 = realloc(t->dl_cap_bps, nc * sizeof(double));
-			if (p1 == NULL)
-				goto nomem;
-			t->dl_cap_bps = p1;
-			p1 = realloc(lline, nc / 2 * sizeof(int));
-			if (p1 == NULL)
-				goto nomem;
-			lline = p1;
-			cap = nc;
 		}
 		l = t->ndl / 2;
 		lline[l] = line;
@@ -317,10 +322,6 @@ parse_links(struct isth_topo *t, const char *file, const char *text, char *err, 
 		goto out;
 	}
 	ret = 0;
-	goto out;
-nomem:
-	ret = -ENOMEM;
-	SETERR("out of memory");
 out:
 	free(lline);
 	return ret;

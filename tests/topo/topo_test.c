@@ -104,6 +104,25 @@ Test(topo, range_edges_accepted)
 	isth_topo_free(t);
 }
 
+/* Sites by name: the index the files gave them, -1 for any other name. */
+Test(topo, find_by_name)
+{
+	char err[256] = "";
+	struct isth_topo *t;
+
+	t = isth_topo_parse("s.csv", "site,region\nA,R\nB-2,R\nC,S\n", "l.csv",
+		LINKS_HDR "A,B-2,1,1\nB-2,C,1,1\n", err, sizeof(err));
+	cr_assert_not_null(t, "%s", err);
+	cr_expect_eq(isth_topo_find(t, "A"), 0);
+	cr_expect_eq(isth_topo_find(t, "B-2"), 1);
+	cr_expect_eq(isth_topo_find(t, "C"), 2);
+	cr_expect_eq(isth_topo_find(t, "B"), -1);
+	cr_expect_eq(isth_topo_find(t, "a"), -1, "names are case-sensitive");
+	cr_expect_eq(isth_topo_find(t, NULL), -1);
+	cr_expect_eq(isth_topo_find(NULL, "A"), -1);
+	isth_topo_free(t);
+}
+
 Test(topo, long_line)
 {
 	char links[4096], err[256] = "";

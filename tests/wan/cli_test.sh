@@ -149,10 +149,12 @@ wait_for() {
 		sleep 0.1
 	done
 }
+# (--seed 010: numbers are decimal, a leading zero is not octal)
 "$bin" $eal --vdev=net_ring0 --vdev=net_ring1 --no-telemetry -- $base --site-map "$tmp/good.map" \
-	--schedule "$tmp/ok.sched" --epoch-file "$tmp/epoch" > "$tmp/hup" 2> "$tmp/hup.err" &
+	--schedule "$tmp/ok.sched" --epoch-file "$tmp/epoch" --seed 010 > "$tmp/hup" 2> "$tmp/hup.err" &
 pid=$!
 wait_for "$tmp/hup" running
+grep -q "seed 10, " "$tmp/hup" || { cat "$tmp/hup"; fail "--seed 010 is not ten"; }
 grep -q "isthmus-wan: epoch" "$tmp/hup" && fail "an epoch before the file existed"
 echo 1764640000123456789 > "$tmp/epoch.tmp" && mv "$tmp/epoch.tmp" "$tmp/epoch"
 kill -HUP $pid

@@ -34,12 +34,7 @@ h_eal_init(void)
 int
 h_site(const struct harness *h, const char *name)
 {
-	int i;
-
-	for (i = 0; i < isth_topo_n(h->t); i++)
-		if (strcmp(isth_topo_name(h->t, i), name) == 0)
-			return i;
-	return -1;
+	return isth_topo_find(h->t, name);
 }
 
 int

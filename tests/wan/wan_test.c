@@ -6,10 +6,12 @@
  * from event to event, so every delivery time is exact and compared with a
  * hand calculation; one test uses the real TSC with a stated tolerance.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -386,6 +388,56 @@ Test(wan_conf, impair)
 		cr_expect(memcmp(before, imp, sizeof(imp)) == 0, "case %zu changed the table", i);
 	}
 	isth_topo_free(t);
+}
+
+/*
+ * The epoch file (--epoch-file): one positive decimal integer; errors
+ * carry the true line number, blank lines counted; "010" is ten, not
+ * eight (lib/text's one decimal parser).
+ */
+Test(wan_conf, epoch_file)
+{
+	static const struct bad cases[] = {
+		{"# epoch\n\n\n12x\n", "epoch:4: '12x' is no epoch (CLOCK_REALTIME ns"},
+		{"\n1\n\n2\n", "epoch:4: a second epoch (one line only)"},
+		{"0\n", "epoch:1: '0' is no epoch"},
+		{"-5\n", "epoch:1: '-5' is no epoch"},
+		{"0x10\n", "epoch:1: '0x10' is no epoch"},
+		{"18446744073709551616\n", "epoch:1: '18446744073709551616' is no epoch"},
+		{"# only a comment\n\n", "epoch:2: no epoch in the file"},
+	};
+	uint64_t ns = 7;
+	char err[256] = "", path[] = "/tmp/isth-wan-epoch.XXXXXX";
+	size_t i;
+	int fd;
+
+	cr_assert_eq(isth_wan_epoch_parse("epoch", "010\n", &ns, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(ns, 10, "010 read as %" PRIu64, ns);
+	cr_assert_eq(isth_wan_epoch_parse("epoch",
+			     "\n# chosen by the testbed\n"
+			     "  1764640000123456789 # ns\r\n\n",
+			     &ns, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect_eq(ns, UINT64_C(1764640000123456789));
+	for (i = 0; i < RTE_DIM(cases); i++) {
+		err[0] = '\0';
+		ns = 7;
+		cr_expect_eq(isth_wan_epoch_parse("epoch", cases[i].text, &ns, err, sizeof(err)),
+			-EINVAL, "case %zu accepted", i);
+		cr_expect(strstr(err, cases[i].err) != NULL, "case %zu: got '%s', want '%s'", i,
+			err, cases[i].err);
+		cr_expect_eq(ns, 7, "case %zu changed the epoch", i);
+	}
+	/* from a file: a missing one is -ENOENT (no epoch yet), not an error */
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "\n\n42x\n", 6), 6);
+	close(fd);
+	err[0] = '\0';
+	cr_expect_eq(isth_wan_epoch_read(path, &ns, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, ":3: '42x' is no epoch") != NULL, "got '%s'", err);
+	unlink(path);
+	cr_expect_eq(isth_wan_epoch_read(path, &ns, err, sizeof(err)), -ENOENT);
 }
 
 /* ------------------------------------------------------------------ */
@@ -796,6 +848,37 @@ Test(wan_delay, real_tsc, .timeout = 60)
 /* Multicast                                                           */
 /* ------------------------------------------------------------------ */
 
+/* The square of the wan_route cases: A-B-D (2 + 2 ms), A-C-D (3 + 3 ms). */
+static const char square_sites[] = "site,region\nA,r\nB,r\nC,r\nD,r\n";
+static const char square_links[] = "a,b,one_way_ms,capacity_gbps\nA,B,2,1000\nB,D,2,1000\n"
+				   "A,C,3,1000\nC,D,3,1000\n";
+/* Two rounds of 100 ms; in round 1 A's stream to D goes through C. */
+static const char square_sched[] = "isthmus-schedule 2\nislands 4\nisland 0 A\nisland 1 B\n"
+				   "island 2 C\nisland 3 D\nround-ns 100000000\nepoch runtime\n"
+				   "payload-bytes 1000\nchunk-bytes 0\nmemory-bytes 0\nrounds 2\n"
+				   "round 0 0x9 0x2 0x4\nround 1 0x9 0x2 0x4\n"
+				   "send 0 0 0 1000000\nsend 0 3 0 1000000\n"
+				   "send 1 0 0 1000000\nsend 1 3 0 1000000\n"
+				   "route 1 0 3 0,2,3\nend\n";
+
+/* EAL and an emulator on the square routed by square_sched from
+ * @p epoch_tsc; the schedule is returned (free it after stop()). */
+static struct isth_sched *
+square_start(struct harness *h, uint64_t epoch_tsc)
+{
+	struct isth_sched *sc;
+	char err[256] = "";
+
+	start();
+	sc = isth_sched_parse("route.sched", square_sched, err, sizeof(err));
+	cr_assert_not_null(sc, "%s", err);
+	h_opt_sched = sc;
+	h_opt_epoch_tsc = epoch_tsc;
+	cr_assert_eq(h_create(h, square_sites, square_links, NULL, NULL, 1, 1, 1000000000, 4096), 0,
+		"%s", h->err);
+	return sc;
+}
+
 /*
  * Planned routes (schedule 'route' lines) are what runs. Square A-B-D and
  * A-C-D: A->B->D is 2 + 2 = 4 ms, A->C->D 3 + 3 = 6 ms, so shortest paths
@@ -812,34 +895,16 @@ Test(wan_delay, real_tsc, .timeout = 60)
  */
 Test(wan_route, planned_routes_by_round)
 {
-	static const char sites[] = "site,region\nA,r\nB,r\nC,r\nD,r\n";
-	static const char links[] = "a,b,one_way_ms,capacity_gbps\nA,B,2,1000\nB,D,2,1000\n"
-				    "A,C,3,1000\nC,D,3,1000\n";
-	static const char schedtxt[] =
-		"isthmus-schedule 2\nislands 4\nisland 0 A\nisland 1 B\n"
-		"island 2 C\nisland 3 D\nround-ns 100000000\nepoch runtime\n"
-		"payload-bytes 1000\nchunk-bytes 0\nmemory-bytes 0\nrounds 2\n"
-		"round 0 0x9 0x2 0x4\nround 1 0x9 0x2 0x4\n"
-		"send 0 0 0 1000000\nsend 0 3 0 1000000\n"
-		"send 1 0 0 1000000\nsend 1 3 0 1000000\n"
-		"route 1 0 3 0,2,3\nend\n";
 	static const uint64_t at[] = {500 * MS, 1050 * MS, 1150 * MS, 1199 * MS, 1250 * MS};
 	static const int via_c[] = {0, 0, 1, 1, 0};
 	struct isth_sched *sc;
 	struct harness h;
 	struct log *lg = log_new();
 	struct isth_wan_link_stats ab, ac, da_b, da_c;
-	char err[256] = "";
 	int a, d;
 	size_t k;
 
-	start();
-	sc = isth_sched_parse("route.sched", schedtxt, err, sizeof(err));
-	cr_assert_not_null(sc, "%s", err);
-	h_opt_sched = sc;
-	h_opt_epoch_tsc = 1000 * MS;
-	cr_assert_eq(
-		h_create(&h, sites, links, NULL, NULL, 1, 1, 1000000000, 4096), 0, "%s", h.err);
+	sc = square_start(&h, 1000 * MS);
 	a = h_site(&h, "A");
 	d = h_site(&h, "D");
 	for (k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
@@ -885,17 +950,6 @@ Test(wan_route, planned_routes_by_round)
  */
 Test(wan_route, epoch_set_at_run_time)
 {
-	static const char sites[] = "site,region\nA,r\nB,r\nC,r\nD,r\n";
-	static const char links[] = "a,b,one_way_ms,capacity_gbps\nA,B,2,1000\nB,D,2,1000\n"
-				    "A,C,3,1000\nC,D,3,1000\n";
-	static const char schedtxt[] =
-		"isthmus-schedule 2\nislands 4\nisland 0 A\nisland 1 B\n"
-		"island 2 C\nisland 3 D\nround-ns 100000000\nepoch runtime\n"
-		"payload-bytes 1000\nchunk-bytes 0\nmemory-bytes 0\nrounds 2\n"
-		"round 0 0x9 0x2 0x4\nround 1 0x9 0x2 0x4\n"
-		"send 0 0 0 1000000\nsend 0 3 0 1000000\n"
-		"send 1 0 0 1000000\nsend 1 3 0 1000000\n"
-		"route 1 0 3 0,2,3\nend\n";
 	/* send time, epoch to set before it (0: leave), via C? */
 	static const struct {
 		uint64_t at, epoch;
@@ -910,17 +964,10 @@ Test(wan_route, epoch_set_at_run_time)
 	struct isth_sched *sc;
 	struct harness h;
 	struct log *lg = log_new();
-	char err[256] = "";
 	int a, d;
 	size_t k;
 
-	start();
-	sc = isth_sched_parse("route.sched", schedtxt, err, sizeof(err));
-	cr_assert_not_null(sc, "%s", err);
-	h_opt_sched = sc;
-	h_opt_epoch_tsc = UINT64_MAX;
-	cr_assert_eq(
-		h_create(&h, sites, links, NULL, NULL, 1, 1, 1000000000, 4096), 0, "%s", h.err);
+	sc = square_start(&h, UINT64_MAX);
 	a = h_site(&h, "A");
 	d = h_site(&h, "D");
 	for (k = 0; k < sizeof(step) / sizeof(step[0]); k++) {
@@ -962,9 +1009,6 @@ Test(wan_route, epoch_needs_schedule)
 /* A route over two sites with no link between them is refused at creation. */
 Test(wan_route, route_without_link_refused)
 {
-	static const char sites[] = "site,region\nA,r\nB,r\nC,r\nD,r\n";
-	static const char links[] = "a,b,one_way_ms,capacity_gbps\nA,B,2,1000\nB,D,2,1000\n"
-				    "A,C,3,1000\nC,D,3,1000\n";
 	/* A->D directly: no such link in this topology */
 	static const char schedtxt[] =
 		"isthmus-schedule 2\nislands 4\nisland 0 A\nisland 1 B\n"
@@ -980,7 +1024,8 @@ Test(wan_route, route_without_link_refused)
 	sc = isth_sched_parse("bad.sched", schedtxt, err, sizeof(err));
 	cr_assert_not_null(sc, "%s", err);
 	h_opt_sched = sc;
-	cr_assert_neq(h_create(&h, sites, links, NULL, NULL, 1, 1, 1000000000, 4096), 0);
+	cr_assert_neq(
+		h_create(&h, square_sites, square_links, NULL, NULL, 1, 1, 1000000000, 4096), 0);
 	stop(&h);
 	isth_sched_free(sc);
 }
