@@ -334,18 +334,22 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 	return isth_conf_check_unused(c);
 }
 
-int
-isthd_config_parse(
-	const char *text, const char *name, struct isthd_config *cfg, char *err, size_t err_size)
+/*
+ * @c, just read from @name (NULL: not read, errno and @err say why), into
+ * @cfg; isthd_config_parse() and isthd_config_load() differ only in how
+ * they read.
+ */
+static int
+load_from(
+	struct isth_conf *c, const char *name, struct isthd_config *cfg, char *err, size_t err_size)
 {
-	struct isth_conf *c;
-	int rc;
+	int rc = c == NULL ? -errno : 0;
 
+	/* cleared and named even when not read, as callers may print it */
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->path, sizeof(cfg->path), "%s", name);
-	c = isth_conf_parse(text, name, err, err_size);
 	if (c == NULL)
-		return -errno;
+		return rc;
 	rc = load(c, cfg);
 	if (rc)
 		snprintf(err, err_size, "%s", isth_conf_error(c));
@@ -354,19 +358,14 @@ isthd_config_parse(
 }
 
 int
+isthd_config_parse(
+	const char *text, const char *name, struct isthd_config *cfg, char *err, size_t err_size)
+{
+	return load_from(isth_conf_parse(text, name, err, err_size), name, cfg, err, err_size);
+}
+
+int
 isthd_config_load(const char *path, struct isthd_config *cfg, char *err, size_t err_size)
 {
-	struct isth_conf *c;
-	int rc;
-
-	memset(cfg, 0, sizeof(*cfg));
-	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
-	c = isth_conf_load(path, err, err_size);
-	if (c == NULL)
-		return -errno;
-	rc = load(c, cfg);
-	if (rc)
-		snprintf(err, err_size, "%s", isth_conf_error(c));
-	isth_conf_free(c);
-	return rc;
+	return load_from(isth_conf_load(path, err, err_size), path, cfg, err, err_size);
 }
