@@ -53,27 +53,36 @@ read_port(struct isth_conf *c, const char *sec, struct isthd_port *p)
 	return rc;
 }
 
+/* Read one key; on error return it from the reader (the message is set). */
 #define TRY(x) \
 	do { \
-		rc = (x); \
-		if (rc) \
-			goto out; \
+		int rc_ = (x); \
+		if (rc_) \
+			return rc_; \
 	} while (0)
 
+/* Keys whose limit is a plain integer type: a u64 narrowed after the check. */
 static int
-load(struct isth_conf *c, struct isthd_config *cfg)
+conf_u32(struct isth_conf *c, const char *sec, const char *key, uint64_t def, uint64_t min,
+	uint64_t max, uint32_t *out)
 {
-	static const char *const bf16_names[] = {"bf16", "fp32", NULL};
-	static const char *const auth_modes[] = {"on", "off", NULL};
+	uint64_t v;
+	int rc = isth_conf_u64(c, sec, key, false, def, min, max, &v);
+
+	if (rc == 0)
+		*out = (uint32_t)v;
+	return rc;
+}
+
+static int
+read_isthmusd(struct isth_conf *c, struct isthd_config *cfg)
+{
 	static const char *const dtype_names[] = {"any", "int32", "fp32", NULL};
-	static const char *const repl_names[] = {"edge", "network", NULL};
 	static const uint8_t dtypes[] = {
 		ISTH_WIRE_DTYPE_NONE, ISTH_WIRE_DTYPE_INT32, ISTH_WIRE_DTYPE_FP32};
-	const char *names[ISTHD_MAX_PEERS + 1];
 	const char *epoch = NULL;
-	unsigned int n, i, e;
+	unsigned int e;
 	uint64_t v;
-	int rc;
 
 	if (!isth_conf_has_section(c, "isthmusd"))
 		return isth_conf_fail(c, "isthmusd", NULL, "section missing");
@@ -89,21 +98,24 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 		cfg->epoch_mode = ISTHD_EPOCH_FIXED;
 	}
 	TRY(copy_str(c, "isthmusd", "backend", false, "sw", cfg->backend, sizeof(cfg->backend)));
-	if (strcmp(cfg->backend, "sw") != 0 && strcmp(cfg->backend, "fpga") != 0) {
-		rc = isth_conf_fail(
+	if (strcmp(cfg->backend, "sw") != 0 && strcmp(cfg->backend, "fpga") != 0)
+		return isth_conf_fail(
 			c, "isthmusd", "backend", "'%s' is not one of: sw, fpga", cfg->backend);
-		goto out;
-	}
 	TRY(copy_str(c, "fpga", "device", false, "/isthmus-fpga0", cfg->fpga_device,
 		sizeof(cfg->fpga_device)));
 	TRY(isth_conf_enum(c, "isthmusd", "dtype", false, 0, dtype_names, &e));
 	cfg->dtype = dtypes[e];
-	TRY(isth_conf_u64(c, "isthmusd", "mtu", false, 1500, 576, 9216, &v));
-	cfg->mtu = (uint32_t)v;
+	TRY(conf_u32(c, "isthmusd", "mtu", 1500, 576, 9216, &cfg->mtu));
 	TRY(isth_conf_u64(c, "isthmusd", "udp_port", false, ISTH_WIRE_PORT, 1, 65535, &v));
 	cfg->udp_port = (uint16_t)v;
-	TRY(isth_conf_u64(c, "isthmusd", "mbufs", false, 8191, 1023, 1u << 22, &v));
-	cfg->mbufs = (uint32_t)v;
+	TRY(conf_u32(c, "isthmusd", "mbufs", 8191, 1023, 1u << 22, &cfg->mbufs));
+	return 0;
+}
+
+static int
+read_access(struct isth_conf *c, struct isthd_config *cfg)
+{
+	uint64_t v;
 
 	if (!isth_conf_has_section(c, "access"))
 		return isth_conf_fail(c, "access", NULL, "section missing");
@@ -114,12 +126,21 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 	cfg->island_port = (uint16_t)v;
 	/* the island's receiving sockets: AGG stream k goes to island_port +
 	 * k % island_sockets (doc/protocol.md, "AGG streams") */
-	TRY(isth_conf_u64(
-		c, "access", "island_sockets", false, 1, 1, ISTHD_ISLAND_MAX_SOCKETS, &v));
-	cfg->island_sockets = (uint32_t)v;
+	TRY(conf_u32(c, "access", "island_sockets", 1, 1, ISTHD_ISLAND_MAX_SOCKETS,
+		&cfg->island_sockets));
 	if ((uint32_t)cfg->island_port + cfg->island_sockets - 1 > 65535)
 		return isth_conf_fail(c, "access", "island_sockets",
 			"island_port + island_sockets - 1 is past port 65535");
+	return 0;
+}
+
+/* [wan] but udp_checksum, whose default follows [auth] (read_auth()) */
+static int
+read_wan(struct isth_conf *c, struct isthd_config *cfg)
+{
+	static const char *const repl_names[] = {"edge", "network", NULL};
+	unsigned int e;
+	uint64_t v;
 
 	if (!isth_conf_has_section(c, "wan"))
 		return isth_conf_fail(c, "wan", NULL, "section missing");
@@ -140,11 +161,9 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 		c, "wan", "group_base", false, ISTHD_GROUP_BASE_DEFAULT, &cfg->wan_group_base));
 	/* base + cycle round * 64 + island: a /16 of routable multicast */
 	if ((cfg->wan_group_base & 0xffffu) != 0 || cfg->wan_group_base >> 28 != 0xe ||
-		cfg->wan_group_base >> 16 == 0xe000u) {
-		rc = isth_conf_fail(c, "wan", "group_base",
+		cfg->wan_group_base >> 16 == 0xe000u)
+		return isth_conf_fail(c, "wan", "group_base",
 			"must be A.B.0.0 in 224.1.0.0 - 239.255.0.0 (a /16 of multicast groups)");
-		goto out;
-	}
 	TRY(isth_conf_u64(c, "wan", "tail_copies", false, 2, 0, 64, &v));
 	cfg->wan_tail_copies = (unsigned int)v;
 	TRY(isth_conf_duration(c, "wan", "tail_copies_after", false, 20000000ull, 0, 10000000000ull,
@@ -152,110 +171,138 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 	/* repairs and NACKs to peers: EF (46), a WAN's priority class */
 	TRY(isth_conf_u64(c, "wan", "repair_dscp", false, 46, 0, 63, &v));
 	cfg->wan_repair_dscp = (uint8_t)v;
-	if (strcmp(cfg->access.dev, cfg->wan.dev) == 0) {
-		rc = isth_conf_fail(c, "wan", "port", "'%s' is also the access port", cfg->wan.dev);
-		goto out;
+	if (strcmp(cfg->access.dev, cfg->wan.dev) == 0)
+		return isth_conf_fail(
+			c, "wan", "port", "'%s' is also the access port", cfg->wan.dev);
+	return 0;
+}
+
+/* One [peer NAME] section; @name is its NAME. */
+static int
+read_peer(
+	struct isth_conf *c, const struct isthd_config *cfg, const char *name, struct isthd_peer *p)
+{
+	char sec[ISTHD_NAME_MAX + 8];
+	uint64_t v;
+
+	if (strlen(name) >= sizeof(p->name)) {
+		snprintf(sec, sizeof(sec), "peer %.*s", ISTHD_NAME_MAX, name);
+		return isth_conf_fail(c, sec, NULL, "island name too long");
 	}
+	snprintf(sec, sizeof(sec), "peer %s", name);
+	strcpy(p->name, name);
+	p->line = isth_conf_line(c, sec, NULL);
+	TRY(isth_conf_ipv4(c, sec, "ip", true, 0, &p->ip));
+	TRY(isth_conf_mac(c, sec, "mac", false, cfg->gateway_mac, p->mac));
+	TRY(isth_conf_u64(c, sec, "port", false, cfg->udp_port, 1, 65535, &v));
+	p->port = (uint16_t)v;
+	TRY(isth_conf_duration(c, sec, "latency", false, 0, 0, 10000000000ull, &p->latency_ns));
+	/* one group datagram reaches every peer: one port for all */
+	if (cfg->wan_repl_network && p->port != cfg->udp_port)
+		return isth_conf_fail(c, sec, "port",
+			"%u: with [wan] replication = network every peer listens on "
+			"[isthmusd] udp_port (%u)",
+			p->port, cfg->udp_port);
+	return 0;
+}
+
+static int
+read_peers(struct isth_conf *c, struct isthd_config *cfg)
+{
+	const char *names[ISTHD_MAX_PEERS + 1];
+	unsigned int n, i;
 
 	n = isth_conf_sections(c, "peer", names, ISTHD_MAX_PEERS + 1);
 	if (n > ISTHD_MAX_PEERS) {
 		char sec[ISTHD_NAME_MAX + 8];
 
 		snprintf(sec, sizeof(sec), "peer %s", names[ISTHD_MAX_PEERS]);
-		rc = isth_conf_fail(c, sec, NULL, "more than %u peers", ISTHD_MAX_PEERS);
-		goto out;
+		return isth_conf_fail(c, sec, NULL, "more than %u peers", ISTHD_MAX_PEERS);
 	}
-	for (i = 0; i < n; i++) {
-		struct isthd_peer *p = &cfg->peers[i];
-		char sec[ISTHD_NAME_MAX + 8];
-
-		if (strlen(names[i]) >= sizeof(p->name)) {
-			snprintf(sec, sizeof(sec), "peer %.*s", ISTHD_NAME_MAX, names[i]);
-			rc = isth_conf_fail(c, sec, NULL, "island name too long");
-			goto out;
-		}
-		snprintf(sec, sizeof(sec), "peer %s", names[i]);
-		strcpy(p->name, names[i]);
-		p->line = isth_conf_line(c, sec, NULL);
-		TRY(isth_conf_ipv4(c, sec, "ip", true, 0, &p->ip));
-		TRY(isth_conf_mac(c, sec, "mac", false, cfg->gateway_mac, p->mac));
-		TRY(isth_conf_u64(c, sec, "port", false, cfg->udp_port, 1, 65535, &v));
-		p->port = (uint16_t)v;
-		TRY(isth_conf_duration(
-			c, sec, "latency", false, 0, 0, 10000000000ull, &p->latency_ns));
-		/* one group datagram reaches every peer: one port for all */
-		if (cfg->wan_repl_network && p->port != cfg->udp_port) {
-			rc = isth_conf_fail(c, sec, "port",
-				"%u: with [wan] replication = network every peer listens on "
-				"[isthmusd] udp_port (%u)",
-				p->port, cfg->udp_port);
-			goto out;
-		}
-	}
+	for (i = 0; i < n; i++)
+		TRY(read_peer(c, cfg, names[i], &cfg->peers[i]));
 	cfg->n_peers = n;
+	return 0;
+}
+
+static int
+read_agg(struct isth_conf *c, struct isthd_config *cfg)
+{
+	static const char *const bf16_names[] = {"bf16", "fp32", NULL};
+	struct isth_wire_limits lim;
+	unsigned int e;
+	uint64_t slot;
 
 	TRY(isth_conf_size(
 		c, "agg", "memory", false, 64ull << 20, 0, 1ull << 40, &cfg->agg_memory));
-	{
-		/* Every backend needs room for 2 slots of one packet's fp32
-		 * elements (cache-line rounded, as lib/agg sizes them); refused
-		 * here so that --check names the line instead of the start. */
-		struct isth_wire_limits lim;
-		uint64_t slot;
-
-		isth_wire_limits_init_auth(&lim, 1, cfg->mtu, false);
-		slot = ((uint64_t)lim.max_elems * 4 + 63) & ~63ull;
-		if (cfg->agg_memory < 2 * slot) {
-			rc = isth_conf_fail(c, "agg", "memory",
-				"%llu bytes holds fewer than 2 slots of %llu bytes "
-				"(mtu %u): at least %llu",
-				(unsigned long long)cfg->agg_memory, (unsigned long long)slot,
-				cfg->mtu, (unsigned long long)(2 * slot));
-			goto out;
-		}
-	}
+	/* Every backend needs room for 2 slots of one packet's fp32 elements
+	 * (cache-line rounded, as lib/agg sizes them); refused here so that
+	 * --check names the line instead of the start. */
+	isth_wire_limits_init_auth(&lim, 1, cfg->mtu, false);
+	slot = ((uint64_t)lim.max_elems * 4 + 63) & ~63ull;
+	if (cfg->agg_memory < 2 * slot)
+		return isth_conf_fail(c, "agg", "memory",
+			"%llu bytes holds fewer than 2 slots of %llu bytes (mtu %u): at least %llu",
+			(unsigned long long)cfg->agg_memory, (unsigned long long)slot, cfg->mtu,
+			(unsigned long long)(2 * slot));
 	TRY(isth_conf_duration(c, "agg", "timeout", false, 2000000000ull, 1000, 60000000000ull,
 		&cfg->agg_timeout_ns));
 	TRY(isth_conf_duration(c, "agg", "round_slack", false, 10000000ull, 0, 10000000000ull,
 		&cfg->agg_round_slack_ns));
-	TRY(isth_conf_u64(c, "agg", "window", false, 4, 2, 64, &v));
-	cfg->agg_window = (uint32_t)v;
-	TRY(isth_conf_u64(c, "agg", "max_chunks", false, 1u << 20, 1, UINT32_MAX, &v));
-	cfg->agg_max_chunks = (uint32_t)v;
+	TRY(conf_u32(c, "agg", "window", 4, 2, 64, &cfg->agg_window));
+	TRY(conf_u32(c, "agg", "max_chunks", 1u << 20, 1, UINT32_MAX, &cfg->agg_max_chunks));
 	TRY(isth_conf_enum(c, "agg", "bf16_out", false, 0, bf16_names, &e));
 	cfg->bf16_out = e == 0 ? ISTH_WIRE_DTYPE_BF16 : ISTH_WIRE_DTYPE_FP32;
+	return 0;
+}
+
+/* A ring's entries: a power of two, so that a seq masks to its index. */
+static int
+conf_pow2(struct isth_conf *c, const char *sec, const char *key, uint64_t def, uint64_t min,
+	uint64_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	TRY(isth_conf_u64(c, sec, key, false, def, min, max, &v));
+	if (v & (v - 1))
+		return isth_conf_fail(
+			c, sec, key, "%llu is not a power of two", (unsigned long long)v);
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* [resend], [pace], [poll] and [telemetry]: the data path's knobs */
+static int
+read_tuning(struct isth_conf *c, struct isthd_config *cfg)
+{
+	uint64_t v;
 
 	TRY(isth_conf_duration(c, "resend", "window", false, 500000000ull, 1000000, 60000000000ull,
 		&cfg->resend_window_ns));
-	TRY(isth_conf_u64(c, "resend", "entries", false, 4096, 64, 1u << 20, &v));
-	if (v & (v - 1)) {
-		rc = isth_conf_fail(c, "resend", "entries", "%llu is not a power of two",
-			(unsigned long long)v);
-		goto out;
-	}
-	cfg->resend_entries = (uint32_t)v;
+	TRY(conf_pow2(c, "resend", "entries", 4096, 64, 1u << 20, &cfg->resend_entries));
 	TRY(isth_conf_duration(c, "resend", "linger", false, 2000000ull, 0, 10000000000ull,
 		&cfg->resend_linger_ns));
 
-	TRY(isth_conf_u64(c, "pace", "queue", false, 8192, 2, 1u << 24, &v));
-	if (v & (v - 1)) {
-		rc = isth_conf_fail(
-			c, "pace", "queue", "%llu is not a power of two", (unsigned long long)v);
-		goto out;
-	}
-	cfg->pace_queue = (uint32_t)v;
+	TRY(conf_pow2(c, "pace", "queue", 8192, 2, 1u << 24, &cfg->pace_queue));
 	TRY(isth_conf_size(c, "pace", "burst", false, 64 * 1024, 2048, 64ull << 20, &v));
 	cfg->pace_burst = (uint32_t)v;
 	TRY(isth_conf_duration(c, "pace", "late_tolerance", false, 1000000ull, 0, 10000000000ull,
 		&cfg->pace_late_ns));
 
-	TRY(isth_conf_u64(c, "poll", "idle_polls", false, 0, 0, UINT32_MAX, &v));
-	cfg->idle_polls = (uint32_t)v;
+	TRY(conf_u32(c, "poll", "idle_polls", 0, 0, UINT32_MAX, &cfg->idle_polls));
 	TRY(isth_conf_duration(
 		c, "poll", "idle_sleep", false, 50000ull, 1000, 100000000ull, &cfg->idle_sleep_ns));
 
 	TRY(isth_conf_bool(c, "telemetry", "enabled", false, true, &cfg->telemetry));
 	TRY(isth_conf_bool(c, "telemetry", "round_log", false, true, &cfg->round_log));
+	return 0;
+}
+
+static int
+read_auth(struct isth_conf *c, struct isthd_config *cfg)
+{
+	static const char *const auth_modes[] = {"on", "off", NULL};
+	unsigned int e;
 
 	TRY(isth_conf_enum(c, "auth", "mode", false, 0, auth_modes, &e));
 	cfg->auth = e == 0;
@@ -267,9 +314,46 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 	TRY(isth_conf_bool(c, "wan", "udp_checksum", false, !cfg->auth, &cfg->wan_udp_csum));
 	/* backend = fpga with auth on: the device verifies and seals
 	 * (interface 1.1); a 1.0 device is refused when the backend starts */
+	return 0;
+}
 
-	rc = isth_conf_check_unused(c);
-out:
+/*
+ * Every section in the order its keys are checked (the first error is the
+ * one reported), then the keys nobody asked for.
+ */
+static int
+load(struct isth_conf *c, struct isthd_config *cfg)
+{
+	TRY(read_isthmusd(c, cfg));
+	TRY(read_access(c, cfg));
+	TRY(read_wan(c, cfg));
+	TRY(read_peers(c, cfg));
+	TRY(read_agg(c, cfg));
+	TRY(read_tuning(c, cfg));
+	TRY(read_auth(c, cfg));
+	return isth_conf_check_unused(c);
+}
+
+/*
+ * @c, just read from @name (NULL: not read, errno and @err say why), into
+ * @cfg; isthd_config_parse() and isthd_config_load() differ only in how
+ * they read.
+ */
+static int
+load_from(
+	struct isth_conf *c, const char *name, struct isthd_config *cfg, char *err, size_t err_size)
+{
+	int rc = c == NULL ? -errno : 0;
+
+	/* cleared and named even when not read, as callers may print it */
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->path, sizeof(cfg->path), "%s", name);
+	if (c == NULL)
+		return rc;
+	rc = load(c, cfg);
+	if (rc)
+		snprintf(err, err_size, "%s", isth_conf_error(c));
+	isth_conf_free(c);
 	return rc;
 }
 
@@ -277,35 +361,11 @@ int
 isthd_config_parse(
 	const char *text, const char *name, struct isthd_config *cfg, char *err, size_t err_size)
 {
-	struct isth_conf *c;
-	int rc;
-
-	memset(cfg, 0, sizeof(*cfg));
-	snprintf(cfg->path, sizeof(cfg->path), "%s", name);
-	c = isth_conf_parse(text, name, err, err_size);
-	if (c == NULL)
-		return -errno;
-	rc = load(c, cfg);
-	if (rc)
-		snprintf(err, err_size, "%s", isth_conf_error(c));
-	isth_conf_free(c);
-	return rc;
+	return load_from(isth_conf_parse(text, name, err, err_size), name, cfg, err, err_size);
 }
 
 int
 isthd_config_load(const char *path, struct isthd_config *cfg, char *err, size_t err_size)
 {
-	struct isth_conf *c;
-	int rc;
-
-	memset(cfg, 0, sizeof(*cfg));
-	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
-	c = isth_conf_load(path, err, err_size);
-	if (c == NULL)
-		return -errno;
-	rc = load(c, cfg);
-	if (rc)
-		snprintf(err, err_size, "%s", isth_conf_error(c));
-	isth_conf_free(c);
-	return rc;
+	return load_from(isth_conf_load(path, err, err_size), path, cfg, err, err_size);
 }

@@ -25,6 +25,7 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 
+#include "isth_text.h"
 #include "isthd.h"
 
 static struct isthd daemon_state;
@@ -77,29 +78,36 @@ on_signal(int sig)
 		daemon_state.stop = true;
 }
 
+/* --epoch: ns since the Unix epoch, or now+S with S in [0, 3600] (decimal,
+ * lib/text's one parser: "010" is ten) */
 static int
 parse_epoch(const char *s, uint64_t *out)
 {
-	char *end;
+	uint64_t secs;
 
 	if (strncmp(s, "now+", 4) == 0) {
-		unsigned long secs = strtoul(s + 4, &end, 10);
 		uint64_t now = isthd_now_ns();
 
-		if (*end != '\0' || end == s + 4 || secs > 3600)
+		if (isth_text_parse_u64_range(s + 4, 0, 3600, &secs) < 0)
 			return -EINVAL;
 		*out = (now / 1000000000ull + 1 + secs) * 1000000000ull;
 		return 0;
 	}
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	if (errno || *end != '\0' || end == s || *out == 0)
-		return -EINVAL;
-	return 0;
+	return isth_text_parse_u64_range(s, 1, UINT64_MAX, out) < 0 ? -EINVAL : 0;
 }
 
-int
-main(int argc, char **argv)
+/* The options after EAL's (and its "--"), before anything is loaded. */
+struct args {
+	const char *config;
+	const char *schedule; /* NULL: [isthmusd] schedule */
+	uint64_t epoch; /* 0: from the config or the schedule */
+	uint64_t rounds; /* 0: until signalled */
+	bool check;
+};
+
+/* 0, or ISTHD_EXIT_USAGE with the reason printed. */
+static int
+parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'},
@@ -110,10 +118,134 @@ main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *config = NULL, *schedule = NULL;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:s:e:r:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			a->config = optarg;
+			break;
+		case 's':
+			a->schedule = optarg;
+			break;
+		case 'e':
+			if (parse_epoch(optarg, &a->epoch) == 0)
+				break;
+			fprintf(stderr,
+				"isthmusd: --epoch '%s': want ns since the Unix epoch or now+S "
+				"(decimal; S at most 3600)\n",
+				optarg);
+			return ISTHD_EXIT_USAGE;
+		case 'r':
+			if (isth_text_parse_u64(optarg, &a->rounds) == 0)
+				break;
+			fprintf(stderr,
+				"isthmusd: --rounds '%s': not a number (decimal, below 2^64)\n",
+				optarg);
+			return ISTHD_EXIT_USAGE;
+		case 'C':
+			a->check = true;
+			break;
+		default:
+			usage(stderr);
+			return ISTHD_EXIT_USAGE;
+		}
+	}
+	if (a->config == NULL || optind != argc) {
+		fprintf(stderr, "isthmusd: %s\n",
+			a->config ? "unexpected argument"
+				  : "--config FILE is required (isthmusd -- --help)");
+		return ISTHD_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* --check's summary of a prepared daemon. */
+static void
+print_check(const struct isthd *d)
+{
+	printf("isthmusd: %s: island %s (%u of %u), job %u, schedule %s: T %.3f ms, %d "
+	       "rounds per cycle, epoch %" PRIu64 "\n",
+		d->cfg.path, isth_sched_island_name(d->sched, d->island), d->island, d->n_islands,
+		d->cfg.job, d->cfg.schedule, (double)isth_sched_round_ns(d->sched) / 1e6,
+		isth_sched_n_rounds(d->sched), d->clk.epoch_ns);
+	if (d->auth.on)
+		printf("isthmusd: auth on: key file %s, %u key epochs, %u elements per chunk\n",
+			d->cfg.key_file, isth_auth_n_epochs(d->auth.keys), d->lim.max_elems);
+	else
+		printf("isthmusd: auth: off (wire version 1, unauthenticated)\n");
+}
+
+/* How a port's TX is shared by several workers (chosen once by setup from
+ * the PMD's TX queues, doc/isthmusd.md "Workers"). */
+static void
+print_tx(const char *what, uint16_t port, unsigned int txq)
+{
+	struct rte_eth_dev_info info;
+	unsigned int mq;
+
+	if (txq > 1) {
+		printf("isthmusd: %s TX: a queue per worker (%u TX queues)\n", what, txq);
+		return;
+	}
+	mq = rte_eth_dev_info_get(port, &info) == 0 ? info.max_tx_queues : 1;
+	printf("isthmusd: %s TX: through worker 0 (PMD has %u TX queue%s)\n", what, mq,
+		mq == 1 ? "" : "s");
+}
+
+/* The start-up lines (scripts/testbed.sh waits for the first one's
+ * "epoch ... (in" to know the ports are up). */
+static void
+print_start(const struct isthd *d)
+{
+	printf("isthmusd: island %s (%u), job %u, %u islands, backend %s, auth %s, %u worker%s, "
+	       "T %.3f ms, epoch %" PRIu64 " (in %.3f s)\n",
+		isth_sched_island_name(d->sched, d->island), d->island, d->cfg.job, d->n_islands,
+		d->cfg.backend, d->auth.on ? "on" : "OFF", d->n_workers,
+		d->n_workers == 1 ? "" : "s", (double)isth_sched_round_ns(d->sched) / 1e6,
+		d->clk.epoch_ns, ((double)d->clk.epoch_ns - (double)isthd_now_ns()) / 1e9);
+	/* with one worker there is no TX to share */
+	if (d->n_workers > 1) {
+		print_tx("access", d->access_port, d->access_txq);
+		print_tx("WAN", d->wan_port, d->wan_txq);
+	}
+	if (d->wan_rxq > 1)
+		printf("isthmusd: WAN RX: %u queues (af_packet qpairs), all polled by worker 0\n",
+			d->wan_rxq);
+	printf("isthmusd: WAN RX: UDP checksums checked %s\n",
+		d->wan_rx_csum ? "by the NIC (RX offload)" : "in software");
+	if (d->access_rxq > 1)
+		printf("isthmusd: access RX: %u queues (af_packet qpairs), all polled by worker "
+		       "0\n",
+			d->access_rxq);
+	fflush(stdout);
+}
+
+/* Workers and controller until a signal or --rounds; then the counters. */
+static int
+run(struct isthd *d)
+{
+	int ret = ISTHD_EXIT_OK;
+
+	if (isthd_workers_launch(d) < 0) {
+		fprintf(stderr, "isthmusd: workers not launched\n");
+		ret = ISTHD_EXIT_RUNTIME;
+	} else if (isthd_control(d) < 0) {
+		ret = ISTHD_EXIT_RUNTIME;
+	}
+	d->stop = true;
+	isthd_workers_wait(d);
+	isthd_dp_drain_final(d);
+	isthd_print_counters(d, stdout);
+	return ret;
+}
+
+int
+main(int argc, char **argv)
+{
 	struct isthd *d = &daemon_state;
-	uint64_t epoch = 0, rounds = 0;
-	bool check = false;
+	struct args a = {0};
 	unsigned int workers;
 	char err[1024];
 	int rc, c, ret = ISTHD_EXIT_OK;
@@ -134,83 +266,26 @@ main(int argc, char **argv)
 		fprintf(stderr, "isthmusd: EAL init failed: %s\n", rte_strerror(rte_errno));
 		return ISTHD_EXIT_INIT;
 	}
-	argc -= rc;
-	argv += rc;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:s:e:r:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			config = optarg;
-			break;
-		case 's':
-			schedule = optarg;
-			break;
-		case 'e':
-			if (parse_epoch(optarg, &epoch)) {
-				fprintf(stderr,
-					"isthmusd: --epoch '%s': want ns since the Unix epoch or "
-					"now+S\n",
-					optarg);
-				ret = ISTHD_EXIT_USAGE;
-				goto eal;
-			}
-			break;
-		case 'r': {
-			char *end;
-
-			rounds = strtoull(optarg, &end, 10);
-			if (*end != '\0' || end == optarg) {
-				fprintf(stderr, "isthmusd: --rounds '%s': not a number\n", optarg);
-				ret = ISTHD_EXIT_USAGE;
-				goto eal;
-			}
-			break;
-		}
-		case 'C':
-			check = true;
-			break;
-		default:
-			usage(stderr);
-			ret = ISTHD_EXIT_USAGE;
-			goto eal;
-		}
-	}
-	if (config == NULL || optind != argc) {
-		fprintf(stderr, "isthmusd: %s\n",
-			config ? "unexpected argument"
-			       : "--config FILE is required (isthmusd -- --help)");
-		ret = ISTHD_EXIT_USAGE;
+	ret = parse_args(argc - rc, argv + rc, &a);
+	if (ret != 0)
 		goto eal;
-	}
-	rc = isthd_config_load(config, &d->cfg, err, sizeof(err));
+	rc = isthd_config_load(a.config, &d->cfg, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "isthmusd: %s\n", err);
 		ret = ISTHD_EXIT_USAGE;
 		goto eal;
 	}
-	if (schedule)
-		snprintf(d->cfg.schedule, sizeof(d->cfg.schedule), "%s", schedule);
-	d->max_rounds = rounds;
-	rc = isthd_prepare(d, epoch, err, sizeof(err));
+	if (a.schedule)
+		snprintf(d->cfg.schedule, sizeof(d->cfg.schedule), "%s", a.schedule);
+	d->max_rounds = a.rounds;
+	rc = isthd_prepare(d, a.epoch, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "isthmusd: %s\n", err);
 		ret = ISTHD_EXIT_USAGE;
 		goto eal;
 	}
-	if (check) {
-		printf("isthmusd: %s: island %s (%u of %u), job %u, schedule %s: T %.3f ms, %d "
-		       "rounds per cycle, epoch %" PRIu64 "\n",
-			d->cfg.path, isth_sched_island_name(d->sched, d->island), d->island,
-			d->n_islands, d->cfg.job, d->cfg.schedule,
-			(double)isth_sched_round_ns(d->sched) / 1e6, isth_sched_n_rounds(d->sched),
-			d->clk.epoch_ns);
-		if (d->auth.on)
-			printf("isthmusd: auth on: key file %s, %u key epochs, %u elements per "
-			       "chunk\n",
-				d->cfg.key_file, isth_auth_n_epochs(d->auth.keys),
-				d->lim.max_elems);
-		else
-			printf("isthmusd: auth: off (wire version 1, unauthenticated)\n");
+	if (a.check) {
+		print_check(d);
 		isthd_teardown(d);
 		goto eal;
 	}
@@ -236,64 +311,8 @@ main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
-	printf("isthmusd: island %s (%u), job %u, %u islands, backend %s, auth %s, %u worker%s, "
-	       "T %.3f ms, epoch %" PRIu64 " (in %.3f s)\n",
-		isth_sched_island_name(d->sched, d->island), d->island, d->cfg.job, d->n_islands,
-		d->cfg.backend, d->auth.on ? "on" : "OFF", d->n_workers,
-		d->n_workers == 1 ? "" : "s", (double)isth_sched_round_ns(d->sched) / 1e6,
-		d->clk.epoch_ns, ((double)d->clk.epoch_ns - (double)isthd_now_ns()) / 1e9);
-	/* chosen once by setup from the PMD's TX queues (doc/isthmusd.md,
-	 * "Workers"); with one worker there is nothing to choose */
-	if (d->n_workers > 1) {
-		if (d->access_txq > 1)
-			printf("isthmusd: access TX: a queue per worker (%u TX queues)\n",
-				d->access_txq);
-		else {
-			struct rte_eth_dev_info info;
-			unsigned int mq = rte_eth_dev_info_get(d->access_port, &info) == 0
-				? info.max_tx_queues
-				: 1;
-
-			printf("isthmusd: access TX: through worker 0 (PMD has %u TX queue%s)\n",
-				mq, mq == 1 ? "" : "s");
-		}
-	}
-	if (d->n_workers > 1) {
-		if (d->wan_txq > 1)
-			printf("isthmusd: WAN TX: a queue per worker (%u TX queues)\n", d->wan_txq);
-		else {
-			struct rte_eth_dev_info info;
-			unsigned int mq = rte_eth_dev_info_get(d->wan_port, &info) == 0
-				? info.max_tx_queues
-				: 1;
-
-			printf("isthmusd: WAN TX: through worker 0 (PMD has %u TX queue%s)\n", mq,
-				mq == 1 ? "" : "s");
-		}
-	}
-	if (d->wan_rxq > 1)
-		printf("isthmusd: WAN RX: %u queues (af_packet qpairs), all polled by worker 0\n",
-			d->wan_rxq);
-	printf("isthmusd: WAN RX: UDP checksums checked %s\n",
-		d->wan_rx_csum ? "by the NIC (RX offload)" : "in software");
-	if (d->access_rxq > 1)
-		printf("isthmusd: access RX: %u queues (af_packet qpairs), all polled by worker "
-		       "0\n",
-			d->access_rxq);
-	fflush(stdout);
-
-	if (isthd_workers_launch(d) < 0) {
-		fprintf(stderr, "isthmusd: workers not launched\n");
-		ret = ISTHD_EXIT_RUNTIME;
-	} else {
-		rc = isthd_control(d);
-		if (rc < 0)
-			ret = ISTHD_EXIT_RUNTIME;
-	}
-	d->stop = true;
-	isthd_workers_wait(d);
-	isthd_dp_drain_final(d);
-	isthd_print_counters(d, stdout);
+	print_start(d);
+	ret = run(d);
 ports:
 	isthd_teardown(d);
 	isthd_ports_close(d);

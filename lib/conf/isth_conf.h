@@ -73,7 +73,11 @@ unsigned int isth_conf_line(const struct isth_conf *c, const char *section, cons
  * -EINVAL. Every failure sets the error message with file, line and key.
  */
 
-/** Unsigned integer, decimal or 0x hex. */
+/**
+ * Unsigned integer: decimal (lib/text's isth_text_parse_u64(): a leading
+ * zero is not octal, "010" is ten), or hex after an explicit "0x" (ids
+ * such as the job). Durations, rates and sizes below are decimal only.
+ */
 int isth_conf_u64(struct isth_conf *c, const char *section, const char *key, bool required,
 	uint64_t def, uint64_t min, uint64_t max, uint64_t *out);
 

@@ -96,6 +96,54 @@ Test(conf, durations)
 	cr_expect_eq(v, 1);
 }
 
+/* A leading zero is not octal: "010" is ten in every number lib/conf reads
+ * (lib/text's one parser); hex only after an explicit "0x", in integers. */
+Test(conf, leading_zero_is_decimal)
+{
+	static const char text[] = "[s]\n"
+				   "ten = 010\n"
+				   "zero = 00\n"
+				   "hex = 0x010\n"
+				   "max = 0xffffffffffffffff\n"
+				   "over = 0x10000000000000000\n"
+				   "bare = 0x\n"
+				   "bad = 0x1g\n"
+				   "wait = 010ms\n"
+				   "frac = 010.5us\n"
+				   "rate = 010Mbps\n"
+				   "size = 010K\n";
+	char err[ISTH_CONF_ERR_SIZE];
+	struct isth_conf *c;
+	uint64_t v;
+
+	c = isth_conf_parse(text, "z.conf", err, sizeof(err));
+	cr_assert_not_null(c, "%s", err);
+	cr_expect_eq(isth_conf_u64(c, "s", "ten", true, 0, 0, UINT64_MAX, &v), 0);
+	cr_expect_eq(v, 10);
+	cr_expect_eq(isth_conf_u64(c, "s", "zero", true, 7, 0, UINT64_MAX, &v), 0);
+	cr_expect_eq(v, 0);
+	cr_expect_eq(isth_conf_u64(c, "s", "hex", true, 0, 0, UINT64_MAX, &v), 0);
+	cr_expect_eq(v, 16);
+	cr_expect_eq(isth_conf_u64(c, "s", "max", true, 0, 0, UINT64_MAX, &v), 0);
+	cr_expect_eq(v, 18446744073709551615ull);
+	cr_expect_eq(isth_conf_u64(c, "s", "over", true, 0, 0, UINT64_MAX, &v), -EINVAL);
+	cr_expect_eq(isth_conf_u64(c, "s", "bare", true, 0, 0, UINT64_MAX, &v), -EINVAL);
+	cr_expect_str_eq(isth_conf_error(c), "z.conf:7: [s] bare: '0x' is not an unsigned integer");
+	cr_expect_eq(isth_conf_u64(c, "s", "bad", true, 0, 0, UINT64_MAX, &v), -EINVAL);
+	cr_expect_eq(isth_conf_duration(c, "s", "wait", true, 0, 0, UINT64_MAX, &v), 0);
+	cr_expect_eq(v, 10000000);
+	cr_expect_eq(isth_conf_duration(c, "s", "frac", true, 0, 0, UINT64_MAX, &v), 0);
+	cr_expect_eq(v, 10500);
+	cr_expect_eq(isth_conf_rate(c, "s", "rate", true, 0, 0, UINT64_MAX, &v), 0);
+	cr_expect_eq(v, 10000000);
+	cr_expect_eq(isth_conf_size(c, "s", "size", true, 0, 0, UINT64_MAX, &v), 0);
+	cr_expect_eq(v, 10000);
+	isth_conf_free(c);
+	cr_expect_eq(isth_conf_parse_duration("010s", &v), 0);
+	cr_expect_eq(v, 10000000000ull);
+	cr_expect_eq(isth_conf_parse_duration("0x10ms", &v), -EINVAL, "hex: integers only");
+}
+
 /* Syntax errors: refused at parse time with file:line. */
 struct syntax_case {
 	char text[96];

@@ -471,3 +471,106 @@ Test(inject, binary_spoofs_source_address)
 	cr_assert_eq(parse(buf, (int)n).hdr.sender, 5);
 	close(fd);
 }
+
+/* A local UDP socket to send to; its "127.0.0.1:PORT" in @to. */
+static int
+listen_local(char *to, size_t size)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	struct timeval tv = {.tv_sec = 5};
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	snprintf(to, size, "127.0.0.1:%u", ntohs(a.sin_port));
+	return fd;
+}
+
+/* Numbers are decimal: a leading zero is not octal ("010" is ten, not
+ * eight); hex only after --bitmap's explicit "0x" and in the round body's
+ * clique. The expected values are written out by hand. */
+Test(inject, binary_reads_010_as_ten)
+{
+	const char *bin = getenv("ISTHMUS_INJECT");
+	struct isth_wire_round rb;
+	struct isth_wire_range r;
+	struct isth_wire_pkt p;
+	uint8_t buf[2048];
+	char to[64];
+	ssize_t n;
+	int fd;
+
+	cr_assert_not_null(bin, "ISTHMUS_INJECT not set");
+	fd = listen_local(to, sizeof(to));
+	{
+		char *argv[] = {(char *)bin, "--to", to, "--job", "010", "--round", "010",
+			"--chunk", "010", "--sender", "08", "--seq", "010", "--elems", "010",
+			"--value", "010", "--bitmap", "0256", "data", NULL};
+
+		cr_assert_eq(run(argv), 0);
+	}
+	n = recv(fd, buf, sizeof(buf), 0);
+	p = parse(buf, (int)n);
+	cr_assert_eq(p.hdr.job, 10);
+	cr_assert_eq(p.hdr.round, 10);
+	cr_assert_eq(p.hdr.chunk, 10);
+	cr_assert_eq(p.hdr.sender, 8); /* "08": not a bad octal number */
+	cr_assert_eq(p.hdr.seq, 10);
+	cr_assert_eq(p.hdr.count, 10);
+	cr_assert_eq(p.hdr.bitmap, 256); /* the sender's own bit, 1 << 8 */
+	cr_assert_eq(le32(p.payload), 10);
+	{
+		char *argv[] = {(char *)bin, "--to", to, "--sender", "1", "--elems", "4", "--value",
+			"-010", "--bitmap", "0x10", "agg", NULL};
+
+		cr_assert_eq(run(argv), 0);
+	}
+	n = recv(fd, buf, sizeof(buf), 0);
+	p = parse(buf, (int)n);
+	cr_assert_eq(p.hdr.bitmap, 16);
+	cr_assert_eq((int32_t)le32(p.payload), -10);
+	{
+		char *argv[] = {(char *)bin, "--to", to, "--flags", "chunks", "--range", "010-012",
+			"nack", NULL};
+
+		cr_assert_eq(run(argv), 0);
+	}
+	n = recv(fd, buf, sizeof(buf), 0);
+	p = parse(buf, (int)n);
+	isth_wire_get_range(&p, 0, &r);
+	cr_assert_eq(r.first, 10);
+	cr_assert_eq(r.last, 12);
+	{
+		char *argv[] = {(char *)bin, "--to", to, "--bitmap", "0x10", "--round-body",
+			"010,020,030,11,011,012", "round", NULL};
+
+		cr_assert_eq(run(argv), 0);
+	}
+	n = recv(fd, buf, sizeof(buf), 0);
+	p = parse(buf, (int)n);
+	isth_wire_get_round(&p, &rb);
+	cr_assert_eq(rb.start_ns, 10);
+	cr_assert_eq(rb.deadline_ns, 20);
+	cr_assert_eq(rb.period_ns, 30);
+	cr_assert_eq(rb.clique, 17); /* hex, as documented: islands 0 and 4 */
+	cr_assert_eq(rb.n_chunks, 11);
+	cr_assert_eq(rb.chunk_elems, 12);
+	close(fd);
+	{
+		/* hex elsewhere, blanks, signs and exponents are refused */
+		char *a1[] = {(char *)bin, "--to", to, "--count", "0x5", "data", NULL};
+		char *a2[] = {(char *)bin, "--to", to, "--job", " 1", "data", NULL};
+		char *a3[] = {(char *)bin, "--to", to, "--chunk", "-1", "data", NULL};
+		char *a4[] = {(char *)bin, "--to", to, "--seq", "1e3", "data", NULL};
+		char *a5[] = {(char *)bin, "--to", to, "--bitmap", "0x", "data", NULL};
+
+		cr_assert_eq(run(a1), 2);
+		cr_assert_eq(run(a2), 2);
+		cr_assert_eq(run(a3), 2);
+		cr_assert_eq(run(a4), 2);
+		cr_assert_eq(run(a5), 2);
+	}
+}
