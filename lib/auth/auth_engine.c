@@ -18,13 +18,6 @@
  * process at a time. */
 #define BURST 32u
 
-#define HDR_SIZE 40u
-#define OFF_VERSION 2u
-#define OFF_FLAGS_LO 5u
-#define OFF_TRAILER_LEN 7u
-#define OFF_ROUND 12u
-#define F_AUTH_LO 0x10u /* ISTH_WIRE_F_AUTH (bit 4) in the low flags byte */
-
 struct isth_auth_engine {
 	const struct isth_auth *a; /* keys; outlives the engine */
 	enum isth_auth_impl impl;
@@ -54,10 +47,12 @@ auth_imb_mgr(void)
 	return mgr;
 }
 
-static inline uint32_t
-get32(const uint8_t *p)
+/* A whole isthmus header (lib/wire layout) with the magic at @msg. */
+static inline bool
+is_isthmus_hdr(const uint8_t *msg, size_t len)
 {
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	return len >= ISTH_WIRE_HDR_SIZE &&
+		(msg[ISTH_WIRE_OFF_MAGIC] << 8 | msg[ISTH_WIRE_OFF_MAGIC + 1]) == ISTH_WIRE_MAGIC;
 }
 
 /* ---- the two implementations: n tags into out[] -------------------- */
@@ -248,14 +243,15 @@ stage_verify(struct isth_auth_engine *e, unsigned int i, unsigned int dir, unsig
 	const struct isth_auth *a = e->a;
 	int slot;
 
-	if (len < HDR_SIZE + ISTH_AUTH_TAG_SIZE || msg[0] != 0x49 || msg[1] != 0x53 ||
-		msg[OFF_VERSION] != ISTH_AUTH_VERSION || !(msg[OFF_FLAGS_LO] & F_AUTH_LO) ||
-		msg[OFF_TRAILER_LEN] != ISTH_AUTH_TAG_SIZE)
+	if (len < ISTH_WIRE_HDR_SIZE + ISTH_AUTH_TAG_SIZE || !is_isthmus_hdr(msg, len) ||
+		msg[ISTH_WIRE_OFF_VERSION] != ISTH_AUTH_VERSION ||
+		!(isth_wire_get_flags(msg) & ISTH_WIRE_F_AUTH) ||
+		msg[ISTH_WIRE_OFF_TRAILER] != ISTH_AUTH_TAG_SIZE)
 		return ISTH_AUTH_E_FORMAT;
 	if (dir < ISTH_AUTH_UP || dir > ISTH_AUTH_WAN || owner >= a->n_islands)
 		return ISTH_AUTH_E_KEY;
 	slot = a->slot_of[msg[ISTH_AUTH_OFF_EPOCH]];
-	if (slot < 0 || slot != slot_of_round(a, get32(msg + OFF_ROUND)))
+	if (slot < 0 || slot != slot_of_round(a, isth_wire_get_hdr_round(msg)))
 		return ISTH_AUTH_E_EPOCH;
 	e->key[i] = key_index(a, (unsigned int)slot, dir, owner);
 	isth_auth_iv(msg, e->iv[i]);
@@ -272,17 +268,17 @@ stage_seal(struct isth_auth_engine *e, unsigned int i, unsigned int dir, unsigne
 	const struct isth_auth *a = e->a;
 	int slot;
 
-	if (len < HDR_SIZE || msg[0] != 0x49 || msg[1] != 0x53 || dir < ISTH_AUTH_UP ||
-		dir > ISTH_AUTH_WAN || owner >= a->n_islands)
+	if (!is_isthmus_hdr(msg, len) || dir < ISTH_AUTH_UP || dir > ISTH_AUTH_WAN ||
+		owner >= a->n_islands)
 		return -EINVAL;
 	if (cap < len + ISTH_AUTH_TAG_SIZE || len + ISTH_AUTH_TAG_SIZE > 65507)
 		return -ENOSPC;
-	slot = slot_of_round(a, get32(msg + OFF_ROUND));
+	slot = slot_of_round(a, isth_wire_get_hdr_round(msg));
 	if (slot < 0)
 		return -ENOKEY;
-	msg[OFF_VERSION] = ISTH_AUTH_VERSION;
-	msg[OFF_FLAGS_LO] |= F_AUTH_LO;
-	msg[OFF_TRAILER_LEN] = ISTH_AUTH_TAG_SIZE;
+	msg[ISTH_WIRE_OFF_VERSION] = ISTH_AUTH_VERSION;
+	isth_wire_or_flags(msg, ISTH_WIRE_F_AUTH);
+	msg[ISTH_WIRE_OFF_TRAILER] = ISTH_AUTH_TAG_SIZE;
 	msg[ISTH_AUTH_OFF_EPOCH] = a->epoch_id[slot];
 	e->key[i] = key_index(a, (unsigned int)slot, dir, owner);
 	isth_auth_iv(msg, e->iv[i]);

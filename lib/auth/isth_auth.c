@@ -18,6 +18,7 @@
 #include <openssl/params.h>
 
 #include "auth_priv.h"
+#include "isth_text.h"
 
 static const char *const status_names[ISTH_AUTH_STATUS_MAX] = {
 	[ISTH_AUTH_OK] = "ok",
@@ -104,6 +105,19 @@ isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t
 
 /* ---- key file ---------------------------------------------------------- */
 
+/*
+ * The key file goes through lib/text for its lines (true line numbers, CRLF
+ * read like LF, a byte-order mark skipped) and for its "file:line: msg"
+ * errors, but it is not read by isth_text_read(): that opens the file by
+ * name, whereas the mode and owner must be checked on the descriptor the
+ * keys are then read from (a file swapped in between the check and the
+ * read would defeat it), and its buffer grows by realloc() and is freed
+ * unwiped when a file is refused, which would leave key text in the heap.
+ * So kf_read() reads the checked descriptor into one buffer of the file's
+ * size, wiped before it is freed on every path, and kf_parse() walks it
+ * with isth_text_next().
+ */
+
 #define LINE_MAX_LEN 256 /* characters, newline included */
 
 struct kf_epoch {
@@ -114,7 +128,7 @@ struct kf_epoch {
 
 struct kf {
 	const char *path;
-	unsigned int line;
+	unsigned int line; /* 0: an error about the whole file */
 	char *err;
 	size_t errlen;
 	bool have_job;
@@ -131,32 +145,7 @@ static int __attribute__((format(printf, 2, 3))) kf_error(struct kf *k, const ch
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (k->err != NULL && k->errlen > 0) {
-		if (k->line > 0)
-			snprintf(k->err, k->errlen, "%s:%u: %s", k->path, k->line, msg);
-		else
-			snprintf(k->err, k->errlen, "%s: %s", k->path, msg);
-	}
-	return -EINVAL;
-}
-
-/* Decimal unsigned number up to @max; false on anything else. */
-static bool
-parse_uint(const char *s, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (s == NULL || *s == '\0')
-		return false;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-		if (v > max)
-			return false;
-	}
-	*out = v;
-	return true;
+	return isth_text_seterr(k->err, k->errlen, k->path, k->line, 0, "%s", msg);
 }
 
 static int
@@ -182,7 +171,7 @@ kf_job(struct kf *k, char **save)
 		return kf_error(k, "job: given twice");
 	if (k->n > 0)
 		return kf_error(k, "job: must come before the first epoch");
-	if (!parse_uint(v, UINT32_MAX, &x))
+	if (isth_text_parse_u64_range(v, 0, UINT32_MAX, &x) != 0)
 		return kf_error(k, "job: expected a number 0..4294967295");
 	if (strtok_r(NULL, " \t\r\n", save) != NULL)
 		return kf_error(k, "job: unexpected text after the job id");
@@ -204,7 +193,7 @@ kf_epoch(struct kf *k, char **save)
 		return kf_error(k, "epoch: the job line must come first");
 	if (k->n >= ISTH_AUTH_MAX_EPOCHS)
 		return kf_error(k, "epoch: more than %u epochs", ISTH_AUTH_MAX_EPOCHS);
-	if (!parse_uint(v, 255, &id))
+	if (isth_text_parse_u64_range(v, 0, 255, &id) != 0)
 		return kf_error(k, "epoch: expected an epoch id 0..255");
 	for (unsigned int i = 0; i < k->n; i++)
 		if (k->ep[i].id == id)
@@ -213,7 +202,7 @@ kf_epoch(struct kf *k, char **save)
 	if (v == NULL || strcmp(v, "round") != 0)
 		return kf_error(k, "epoch: expected 'round' after the epoch id");
 	v = strtok_r(NULL, " \t\r\n", save);
-	if (!parse_uint(v, UINT32_MAX, &start))
+	if (isth_text_parse_u64_range(v, 0, UINT32_MAX, &start) != 0)
 		return kf_error(k, "round: expected a round number 0..4294967295");
 	if (k->n > 0 && start <= k->ep[k->n - 1].start)
 		return kf_error(
@@ -269,9 +258,10 @@ kf_line(struct kf *k, char *line)
 /*
  * Open @path and check, on the descriptor, what must hold before a byte
  * is read: a regular file, owned by us or root, no group/other bits.
+ * On success *fdp is the descriptor and *sizep the file's size.
  */
 static int
-kf_open(struct kf *k, FILE **out)
+kf_open(struct kf *k, int *fdp, size_t *sizep)
 {
 	struct stat st;
 	int fd;
@@ -309,60 +299,124 @@ kf_open(struct kf *k, FILE **out)
 			(unsigned int)st.st_uid, (unsigned int)geteuid());
 		return -EACCES;
 	}
-	*out = fdopen(fd, "r");
-	if (*out == NULL) {
-		int e = errno;
+	*fdp = fd;
+	*sizep = (size_t)st.st_size;
+	return 0;
+}
 
-		close(fd);
-		kf_error(k, "cannot read key file: %s", strerror(e));
-		return -e;
+/*
+ * Read the @size bytes of the checked descriptor @fd into *out
+ * (NUL-terminated, @size + 1 bytes: the caller wipes and frees them, also
+ * on error) and their number into *lenp. One allocation, no realloc(): no
+ * copy of key text is left behind.
+ */
+static int
+kf_read(struct kf *k, int fd, size_t size, char **out, size_t *lenp)
+{
+	size_t len = 0;
+	ssize_t n = 0;
+	char *buf, more;
+
+	/* lib/text's limit for every text file */
+	if (size > ISTH_TEXT_MAX_DEFAULT) {
+		kf_error(k, "larger than %u bytes", ISTH_TEXT_MAX_DEFAULT);
+		return -EFBIG;
 	}
+	buf = malloc(size + 1);
+	if (buf == NULL) {
+		kf_error(k, "out of memory");
+		return -ENOMEM;
+	}
+	while (len < size) {
+		n = read(fd, buf + len, size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	if (n >= 0 && len == size) {
+		do
+			n = read(fd, &more, 1);
+		while (n < 0 && errno == EINTR);
+	}
+	buf[len] = '\0';
+	*out = buf;
+	*lenp = len;
+	if (n < 0)
+		return kf_error(k, "read error");
+	/* the size was checked on this descriptor: a file that shrank or grew
+	 * since is being rewritten, and half a file is not read as keys */
+	if (len != size || n > 0)
+		return kf_error(k, "changed while it was read");
+	return 0;
+}
+
+/* Parse the @len bytes of @text, line by line (true line numbers). */
+static int
+kf_parse(struct kf *k, const char *text, size_t len)
+{
+	const char *nul = memchr(text, '\0', len), *s;
+	unsigned int nul_line = 0;
+	struct isth_text_lines it;
+	char line[LINE_MAX_LEN + 1];
+	size_t l;
+	int ret = 0;
+
+	/* the lines end at a NUL byte: the line that holds it is refused when
+	 * every line before it has been read */
+	if (nul != NULL) {
+		nul_line = 1;
+		for (const char *p = text; p < nul; p++)
+			nul_line += *p == '\n';
+	}
+	isth_text_lines_init(&it, text);
+	while (ret == 0 && isth_text_next(&it, &s, &l)) {
+		k->line = it.line;
+		if (k->line == nul_line)
+			break;
+		/* it.pos - s: the line as written, its "\n" or "\r\n" included */
+		if ((size_t)(it.pos - s) > LINE_MAX_LEN) {
+			ret = kf_error(k, "line longer than %d characters", LINE_MAX_LEN);
+			break;
+		}
+		memcpy(line, s, l);
+		line[l] = '\0';
+		ret = kf_line(k, line);
+	}
+	OPENSSL_cleanse(line, sizeof(line));
+	if (ret != 0)
+		return ret;
+	if (nul != NULL) {
+		k->line = nul_line;
+		return kf_error(k, "NUL byte in line");
+	}
+	k->line = 0;
+	if (!k->have_job)
+		return kf_error(k, "no 'job' line");
+	if (k->n == 0)
+		return kf_error(k, "no 'epoch' line: at least one key is needed");
 	return 0;
 }
 
 static int
 kf_load(struct kf *k)
 {
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	FILE *f;
-	int ret;
+	char *text = NULL;
+	size_t size = 0, len = 0;
+	int fd = -1, ret;
 
-	ret = kf_open(k, &f);
+	ret = kf_open(k, &fd, &size);
 	if (ret != 0)
 		return ret;
-	/* No stdio buffer copies of key text left behind in the heap. */
-	setvbuf(f, NULL, _IONBF, 0);
-	while ((len = getline(&line, &cap, f)) >= 0) {
-		k->line++;
-		if (len > LINE_MAX_LEN) {
-			ret = kf_error(k, "line longer than %d characters", LINE_MAX_LEN);
-			goto out;
-		}
-		if (memchr(line, '\0', (size_t)len) != NULL) {
-			ret = kf_error(k, "NUL byte in line");
-			goto out;
-		}
-		ret = kf_line(k, line);
-		if (ret != 0)
-			goto out;
+	ret = kf_read(k, fd, size, &text, &len);
+	close(fd);
+	if (ret == 0)
+		ret = kf_parse(k, text, len);
+	if (text != NULL) {
+		OPENSSL_cleanse(text, size + 1);
+		free(text);
 	}
-	if (ferror(f)) {
-		ret = kf_error(k, "read error");
-		goto out;
-	}
-	k->line = 0;
-	if (!k->have_job)
-		ret = kf_error(k, "no 'job' line");
-	else if (k->n == 0)
-		ret = kf_error(k, "no 'epoch' line: at least one key is needed");
-out:
-	if (line != NULL) {
-		OPENSSL_cleanse(line, cap);
-		free(line);
-	}
-	fclose(f);
 	return ret;
 }
 

@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "isth_wire.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -41,7 +43,7 @@ extern "C" {
 /** Key epochs one key file may hold. */
 #define ISTH_AUTH_MAX_EPOCHS 4u
 /** Header offset of the key epoch byte (version 1's reserved byte). */
-#define ISTH_AUTH_OFF_EPOCH 21u
+#define ISTH_AUTH_OFF_EPOCH ISTH_WIRE_OFF_EPOCH
 /** Most islands per job (contributor bitmaps are 64 bits). */
 #define ISTH_AUTH_MAX_ISLANDS 64u
 
@@ -219,12 +221,12 @@ int isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uin
 static inline void
 isth_auth_iv(const uint8_t *msg, uint8_t iv[ISTH_AUTH_IV_SIZE])
 {
-	iv[0] = msg[3]; /* type */
-	iv[1] = msg[20]; /* sender */
-	iv[2] = msg[4]; /* flags, big-endian */
-	iv[3] = msg[5];
+	iv[0] = msg[ISTH_WIRE_OFF_TYPE];
+	iv[1] = msg[ISTH_WIRE_OFF_SENDER];
+	iv[2] = msg[ISTH_WIRE_OFF_FLAGS]; /* flags, big-endian */
+	iv[3] = msg[ISTH_WIRE_OFF_FLAGS + 1];
 	for (int i = 0; i < 8; i++)
-		iv[4 + i] = msg[24 + i]; /* seq, big-endian */
+		iv[4 + i] = msg[ISTH_WIRE_OFF_SEQ + i]; /* seq, big-endian */
 }
 
 /* ---- replay window --------------------------------------------------- */

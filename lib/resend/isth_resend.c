@@ -230,18 +230,37 @@ csum_replace(uint8_t *csp, uint16_t old_w, uint16_t new_w)
 	memcpy(csp, &hc, 2);
 }
 
+/*
+ * The UDP checksum at @cs after a header field of @nwords 16-bit words
+ * went from @old to @neu (lib/wire's accessors give the field's values):
+ * the field lies big-endian in memory, so its words as they lie there are
+ * the big-endian ones, the form csum_replace() takes.
+ */
+static inline void
+csum_replace_field(uint8_t *cs, uint64_t old, uint64_t neu, unsigned int nwords)
+{
+	unsigned int i;
+
+	for (i = 0; i < nwords; i++) {
+		unsigned int shift = 16 * (nwords - 1 - i);
+		uint16_t o = rte_cpu_to_be_16((uint16_t)(old >> shift));
+		uint16_t n = rte_cpu_to_be_16((uint16_t)(neu >> shift));
+
+		if (o != n)
+			csum_replace(cs, o, n);
+	}
+}
+
 static inline void
 set_resent(struct isth_resend *r, uint8_t *frame, uint64_t ol_flags)
 {
 	uint8_t *msg = frame + r->hdr_off;
 	uint8_t *cs = udp_csum(r, frame, ol_flags);
-	uint16_t old, neu;
+	uint16_t old = isth_wire_get_flags(msg);
 
-	memcpy(&old, msg + 4, 2);
 	isth_wire_or_flags(msg, ISTH_WIRE_F_RESENT);
-	memcpy(&neu, msg + 4, 2);
-	if (cs != NULL && old != neu)
-		csum_replace(cs, old, neu);
+	if (cs != NULL)
+		csum_replace_field(cs, old, isth_wire_get_flags(msg), 1);
 }
 
 static inline void
@@ -250,17 +269,11 @@ stamp_seq(struct isth_resend *r, struct rte_mbuf *m, uint64_t seq)
 	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
 	uint8_t *msg = frame + r->hdr_off;
 	uint8_t *cs = udp_csum(r, frame, m->ol_flags);
-	uint16_t old[4], neu[4];
-	int i;
+	uint64_t old = isth_wire_get_seq(msg);
 
-	memcpy(old, msg + 24, 8);
 	isth_wire_set_seq(msg, seq);
-	if (cs == NULL)
-		return;
-	memcpy(neu, msg + 24, 8);
-	for (i = 0; i < 4; i++)
-		if (old[i] != neu[i])
-			csum_replace(cs, old[i], neu[i]);
+	if (cs != NULL)
+		csum_replace_field(cs, old, seq, 4);
 }
 
 int

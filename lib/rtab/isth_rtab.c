@@ -9,6 +9,26 @@
  *              the head is always the first whose grace period ends
  *
  * Every field but slot[] and the counters is the writer's alone.
+ *
+ * Why ret[] is not DPDK's defer queue (rte_rcu_qsbr_dq), the usual home of
+ * "free this after a grace period" (issue 27 asked): it does not fit here.
+ * - The buffers are never freed, only reused: a dq's free_fn would push
+ *   the buffer back on free_[], and the dq would hold a copy of what ret[]
+ *   holds now (buffer + token) in a ring sized to a power of two, to save
+ *   the twenty lines of isth_rtab_reclaim() and the end of publish.
+ * - A dq lives in EAL memory: rte_zmalloc() and an rte_ring memzone with a
+ *   process-unique name, so a table set would need a running EAL and a
+ *   name counter. lib/rtab runs on the plain heap, with or without EAL
+ *   (tests/rtab has none), and its writer-only mode (qs == NULL) has no
+ *   qsbr variable, which rte_rcu_qsbr_dq_create() requires.
+ * - isth_rtab_destroy() must free everything; rte_rcu_qsbr_dq_delete()
+ *   frees nothing (EAGAIN) while one entry's grace period is not over,
+ *   e.g. when a worker stopped while still online.
+ * - The dq API is experimental in DPDK 22.11, and it has no way to skip
+ *   the check for isth_rtab_test_unsafe_reuse().
+ * ret[] cannot overflow (n_bufs entries; every buffer is free, prepared,
+ * published or retired) and is reclaimed with the same non-blocking
+ * rte_rcu_qsbr_check() a dq would call.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -657,6 +657,87 @@ Test(auth, keyfile_nul_byte)
 	cr_assert_not_null(strstr(err, ":2: NUL byte in line"), "%s", err);
 }
 
+/* Errors name the line as the file numbers it: blank lines, comments and
+ * CRLF ends count like any other line. */
+Test(auth, keyfile_true_line_numbers)
+{
+	static const struct {
+		const char *text;
+		const char *msg;
+	} c[] = {
+		{"\n# keys\n\n   \njob 42\n\n# epoch one\nepoch 1 round 0 key 0011\n",
+			":8: key: expected 64 hex digits, got 4"},
+		{"\r\n# keys\r\n\r\n \t\r\njob 42\r\n\r\n# epoch one\r\nepoch 1 round 0 key "
+		 "0011\r\n",
+			":8: key: expected 64 hex digits, got 4"},
+		{"# keys\n\njob 42\n\n\nkeys 1\n", ":6: unknown keyword"},
+		{"job 42\n\n# x\n\n\0\n", ":5: NUL byte in line"},
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		char path[64], err[256] = "", want[128];
+		struct isth_auth_conf conf = {.key_file = path, .job = 42, .n_islands = 4};
+		struct isth_auth *a = NULL;
+		size_t len = strlen(c[i].text);
+		int fd;
+
+		/* the NUL case: its text goes on after the NUL */
+		if (strstr(c[i].msg, "NUL") != NULL)
+			len += 1 + strlen(c[i].text + len + 1);
+		snprintf(path, sizeof(path), "/tmp/isth-auth-test-%d-XXXXXX", getpid());
+		fd = mkstemp(path);
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(write(fd, c[i].text, len), (ssize_t)len);
+		close(fd);
+		cr_assert_eq(isth_auth_create(&conf, &a, err, sizeof(err)), -EINVAL, "case %zu", i);
+		unlink(path);
+		cr_assert_null(a);
+		snprintf(want, sizeof(want), "%s%s", path, c[i].msg);
+		cr_assert(strstr(err, want) == err, "case %zu: '%s', want '%s...'", i, err, want);
+	}
+}
+
+/* Load a one-epoch key file whose line 3 is a comment of @n characters
+ * ("#" included) ended by @end ("": the last line, without an end). */
+static int
+load_with_comment(size_t n, const char *end, char *err, size_t errlen)
+{
+	char text[1024], *p = text;
+	const char *path;
+	struct isth_auth_conf c = {.job = 42, .n_islands = 4};
+	struct isth_auth *a = NULL;
+	int r;
+
+	p += sprintf(p, "job 42\nepoch 1 round 0 key %s\n#", MASTER_HEX);
+	memset(p, 'x', n - 1);
+	p += n - 1;
+	strcpy(p, end);
+	path = keyfile(text, 0600);
+	c.key_file = path;
+	r = isth_auth_create(&c, &a, err, errlen);
+	unlink(path);
+	isth_auth_free(a);
+	return r;
+}
+
+/* At most 256 characters a line, its "\n" or "\r\n" included. */
+Test(auth, keyfile_line_length)
+{
+	char err[256] = "";
+
+	cr_assert_eq(load_with_comment(255, "\n", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(load_with_comment(256, "\n", err, sizeof(err)), -EINVAL);
+	cr_assert_not_null(strstr(err, ":3: line longer than 256 characters"), "%s", err);
+	cr_assert_eq(load_with_comment(254, "\r\n", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(load_with_comment(255, "\r\n", err, sizeof(err)), -EINVAL);
+	cr_assert_not_null(strstr(err, ":3: line longer than 256 characters"), "%s", err);
+	cr_assert_eq(load_with_comment(256, "", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(load_with_comment(257, "", err, sizeof(err)), -EINVAL);
+	cr_assert_not_null(strstr(err, ":3: line longer than 256 characters"), "%s", err);
+	cr_assert_eq(load_with_comment(600, "\n", err, sizeof(err)), -EINVAL);
+	cr_assert_not_null(strstr(err, ":3: line longer than 256 characters"), "%s", err);
+}
+
 Test(auth, keyfile_modes_refused)
 {
 	static const mode_t bad[] = {0640, 0604, 0660, 0644, 0602, 0620, 0666, 0601};
