@@ -37,10 +37,7 @@ static uint64_t rs;
 static uint64_t
 rnd(void)
 {
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
+	return plan_xorshift(&rs);
 }
 
 /* Seconds since @p t0_ns on the monotonic clock (lib/clock). */

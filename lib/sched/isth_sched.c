@@ -254,39 +254,27 @@ static int __attribute__((format(printf, 2, 3))) perr(struct pctx *P, const char
 	return isth_text_seterr(P->err, P->errlen, P->file, P->line, 0, "%s", msg);
 }
 
-static int
-hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * A number of the file: decimal through lib/text's one parser (so "010" is
  * ten, never octal), or hex after "0x", the form the clique bitmaps are
- * written in (doc/schedule-file.md: "decimal or 0x hex"). 0 or -1.
+ * written in (doc/schedule-file.md: "decimal or 0x hex"). lib/text reads
+ * no hex, so strtoull reads it here, once its digits are known to be only
+ * hex digits (strtoull alone would take a sign, blanks or a second "0x").
+ * 0 or -1.
  */
 static int
 parse_u64(const char *s, uint64_t *v)
 {
-	const char *p;
-	uint64_t x = 0;
-	int d;
+	const char *h = s + 2;
+	unsigned long long x;
 
 	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
 		return isth_text_parse_u64(s, v) < 0 ? -1 : 0;
-	for (p = s + 2; *p; p++) {
-		d = hex_digit(*p);
-		if (d < 0 || x >> 60)
-			return -1;
-		x = x << 4 | (uint64_t)d;
-	}
-	if (p == s + 2)
+	if (*h == '\0' || h[strspn(h, "0123456789abcdefABCDEF")] != '\0')
+		return -1;
+	errno = 0;
+	x = strtoull(h, NULL, 16);
+	if (errno)
 		return -1;
 	*v = x;
 	return 0;
