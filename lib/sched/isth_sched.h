@@ -9,10 +9,11 @@
  * and per round per sender an offset and a rate or a piecewise-constant
  * rate profile. Plain C, EAL-free, no GLPK: the appliance links it.
  *
- * Build one with isth_sched_new() + isth_sched_set_round() +
- * isth_sched_set_sender() and write it with isth_sched_save(); read one
- * with isth_sched_load(). Writing goes through the loader, so a file that
- * is written is always one that loads.
+ * This library is the one reader and writer of the format. Build one with
+ * isth_sched_new() + isth_sched_set_round() + isth_sched_set_sender()
+ * (lib/plan's isth_plan_result_sched() does, from a solved plan) and write
+ * it with isth_sched_save(); read one with isth_sched_load(). Writing goes
+ * through the loader, so a file that is written is always one that loads.
  */
 #ifndef ISTH_SCHED_H
 #define ISTH_SCHED_H
