@@ -149,32 +149,6 @@ usage(FILE *f)
 }
 
 static void
-fmt_bytes(double b, char *buf, size_t len)
-{
-	static const char *si[] = {"", "K", "M", "G", "T"};
-	static const char *bi[] = {"", "Ki", "Mi", "Gi", "Ti"};
-	int k;
-
-	/* the exact spelling a user would have typed, SI first */
-	for (k = 4; k > 0; k--)
-		if (b >= pow(1000, k) && fmod(b, pow(1000, k)) == 0) {
-			snprintf(buf, len, "%.0f%s", b / pow(1000, k), si[k]);
-			return;
-		}
-	for (k = 4; k > 0; k--)
-		if (b >= pow(1024, k) && fmod(b, pow(1024, k)) == 0) {
-			snprintf(buf, len, "%.0f%s", b / pow(1024, k), bi[k]);
-			return;
-		}
-	for (k = 4; k > 0; k--)
-		if (b >= pow(1000, k)) {
-			snprintf(buf, len, "%.4g%s", b / pow(1000, k), si[k]);
-			return;
-		}
-	snprintf(buf, len, "%.0f", b);
-}
-
-static void
 progress(double el, long evals, double best, void *arg)
 {
 	const char *m = arg;
@@ -195,134 +169,275 @@ is_family(const char *s)
 	return 0;
 }
 
+#define CLI_GO -1 /* parse_args(): plan; any other value is the exit status */
+
+static int
+opt_payload(struct cli *c, const char *arg)
+{
+	if (size_arg(arg, &c->prm.payload_bytes) < 0 || c->prm.payload_bytes < 1) {
+		fprintf(stderr,
+			"isthmus-plan: --payload-bytes: bad size '%s' (at least 1 B, below 1e15 "
+			"B)\n",
+			arg);
+		return EXIT_INPUT;
+	}
+	if (c->prm.payload_bytes >= PAYLOAD_MAX) {
+		fprintf(stderr,
+			"isthmus-plan: --payload-bytes: %s is %.3g B, beyond the model's range "
+			"(below 1e15 B: one round would last hours and the LP's durations lose "
+			"their precision)\n",
+			arg, c->prm.payload_bytes);
+		return EXIT_INPUT;
+	}
+	return 0;
+}
+
+/* --access-gbps, --access-ms, --max-round-ms, --search-seconds, --compute-ms */
+static int
+opt_number(struct cli *c, int opt, const char *arg)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || *end || !isfinite(v) || v < 0 || (opt == 'a' && v == 0)) {
+		fprintf(stderr, "isthmus-plan: bad number '%s'\n", arg);
+		return EXIT_INPUT;
+	}
+	if (opt == 'a')
+		c->prm.access_bps = v * 1e9;
+	else if (opt == 'A')
+		c->prm.access_ms = v;
+	else if (opt == 'x')
+		c->prm.max_round_ms = v;
+	else if (opt == 'z')
+		c->search_s = v;
+	else
+		c->compute_ms = v;
+	return 0;
+}
+
 /*
- * Record the repair headroom in a written schedule file: a comment line
- * after the magic (the format has no directive for planning parameters,
- * and a comment keeps every loader of version 1 and 2 reading it). The
- * rates and T in the file already are the ones planned at (1 - F).
+ * --max-lps, --threads: whole numbers read as decimals (strtod), as they
+ * always were, so that "4.0" still reads as 4.
  */
 static int
-note_headroom(const char *path, double F, char *err, size_t errlen)
+opt_whole(const char *name, const char *arg, int max, int *out)
 {
-	char *buf = NULL, *nl;
-	long len;
-	FILE *f;
-	int ret = 0;
+	char *end;
+	double v;
 
-	f = fopen(path, "r");
-	if (f == NULL || fseek(f, 0, SEEK_END) < 0 || (len = ftell(f)) < 0 ||
-		fseek(f, 0, SEEK_SET) < 0 || (buf = malloc((size_t)len + 1)) == NULL ||
-		fread(buf, 1, (size_t)len, f) != (size_t)len) {
-		ret = errno ? -errno : -EIO;
-		goto out;
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || *end || end == arg || v < 1 || v > max || v != floor(v)) {
+		fprintf(stderr, "isthmus-plan: --%s: an integer 1..%d, not '%s'\n", name, max, arg);
+		return EXIT_INPUT;
 	}
-	fclose(f);
-	f = NULL;
-	buf[len] = '\0';
-	nl = strchr(buf, '\n');
-	if (nl == NULL) {
-		ret = -EIO;
-		goto out;
-	}
-	f = fopen(path, "w");
-	if (f == NULL) {
-		ret = -errno;
-		goto out;
-	}
-	if (fwrite(buf, 1, (size_t)(nl + 1 - buf), f) != (size_t)(nl + 1 - buf) ||
-		fprintf(f,
-			"# repair-headroom %g: planned at %g of every WAN link's capacity "
-			"(isthmus-plan --repair-headroom)\n",
-			F, 1 - F) < 0 ||
-		fwrite(nl + 1, 1, strlen(nl + 1), f) != strlen(nl + 1)) {
-		ret = errno ? -errno : -EIO;
-		goto out;
-	}
-	if (fclose(f) != 0) {
-		f = NULL;
-		ret = errno ? -errno : -EIO;
-		goto out;
-	}
-	f = NULL;
-out:
-	if (f)
-		fclose(f);
-	free(buf);
-	if (ret < 0)
-		snprintf(err, errlen, "%s: cannot record the repair headroom: %s", path,
-			strerror(-ret));
-	return ret;
+	*out = (int)v;
+	return 0;
 }
 
 static int
-write_sched(const char *path, const struct isth_topo *t, const struct isth_plan_params *p,
-	const struct row *w, unsigned long long epoch, char *err, size_t errlen)
+opt_headroom(struct cli *c, const char *arg)
 {
-	const char *names[ISTH_PLAN_MAX_ISLANDS];
-	int n = isth_topo_n(t), nr = isth_plan_sched_nrounds(w->s), r, i, c, ret;
-	struct isth_sched *S;
-	uint64_t Tns = (uint64_t)ceil(w->T * 1e6) + 1;
+	char *end;
+	double v;
 
-	for (i = 0; i < n; i++)
-		names[i] = isth_topo_name(t, i);
-	S = isth_sched_new(n, names, Tns, epoch, (uint64_t)llround(p->payload_bytes),
-		(uint64_t)llround(p->chunk_bytes), (uint64_t)llround(w->memory), nr);
-	if (S == NULL) {
-		snprintf(err, errlen, "%s: cannot build schedule: %s", path, strerror(errno));
-		return -errno;
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || *end || end == arg || !(v >= 0 && v < ISTH_PLAN_MAX_HEADROOM)) {
+		fprintf(stderr,
+			"isthmus-plan: --repair-headroom: a share of each WAN link's capacity, 0 "
+			"<= F < %g, not '%s'\n",
+			ISTH_PLAN_MAX_HEADROOM, arg);
+		return EXIT_INPUT;
 	}
-	/* each edge's peak aggregation memory over the cycle (fluid model,
-	 * rounded up): isthmusd --check refuses an edge with less */
-	for (i = 0; i < n; i++) {
-		double pk = isth_plan_result_peak_memory(w->res, t, w->s, i);
-
-		if (isfinite(pk))
-			isth_sched_set_peak(S, i, (uint64_t)ceil(pk));
-	}
-	for (r = 0; r < nr; r++) {
-		uint64_t cl[ISTH_PLAN_MAX_ISLANDS];
-		int nc = isth_plan_sched_ncliques(w->s, r);
-
-		for (c = 0; c < nc; c++)
-			cl[c] = isth_plan_sched_clique(w->s, r, c);
-		isth_sched_set_round(S, r, nc, cl);
-		for (i = 0; i < n; i++) {
-			double off = isth_plan_result_offset(w->res, r, i);
-			double dur = isth_plan_result_duration(w->res, r, i);
-			uint64_t rate;
-
-			if (isnan(off))
-				continue;
-			/* round the rate down so the stream never outruns the plan */
-			rate = (uint64_t)floor(8.0 * p->payload_bytes * 1000.0 / dur);
-			isth_sched_set_sender(
-				S, r, i, (uint64_t)llround(off * 1e6), 1, NULL, &rate);
-			/* the path of each of its streams, as planned (version 2) */
-			for (c = 0; c < n; c++) {
-				int hops[ISTH_PLAN_MAX_ISLANDS + 1], nh;
-
-				if (c == i || !(isth_plan_sched_clique_of(w->s, r, i) >> c & 1))
-					continue;
-				nh = isth_plan_result_route(
-					w->res, t, r, i, c, hops, ISTH_PLAN_MAX_ISLANDS + 1);
-				if (nh < 0 || isth_sched_set_route(S, r, i, c, hops, nh) < 0) {
-					snprintf(err, errlen, "%s: cannot record route %d %d %d",
-						path, r, i, c);
-					isth_sched_free(S);
-					return -EINVAL;
-				}
-			}
-		}
-	}
-	ret = isth_sched_save(S, path, err, errlen);
-	isth_sched_free(S);
-	if (ret == 0 && p->repair_headroom > 0)
-		ret = note_headroom(path, p->repair_headroom, err, errlen);
-	return ret;
+	c->prm.repair_headroom = v;
+	return 0;
 }
 
-int
-main(int argc, char **argv)
+/* --seed, --search-iters, --epoch-ns: decimal integers (lib/text) */
+static int
+opt_count(struct cli *c, int opt, const char *arg)
+{
+	uint64_t u;
+
+	if (opt == 'e') {
+		if (isth_text_parse_u64_range(arg, 0, 4294967295ULL, &u) < 0) {
+			fprintf(stderr,
+				"isthmus-plan: --seed: an integer 0..4294967295, not '%s'\n", arg);
+			return EXIT_INPUT;
+		}
+		c->seed = (unsigned)u;
+	} else if (opt == 'I') {
+		if (isth_text_parse_u64_range(arg, 1, 100000000ULL, &u) < 0) {
+			fprintf(stderr,
+				"isthmus-plan: --search-iters: an integer 1..100000000, not '%s'\n",
+				arg);
+			return EXIT_INPUT;
+		}
+		c->search_iters = (long)u;
+	} else {
+		if (isth_text_parse_u64_range(arg, 1, UINT64_MAX, &u) < 0) {
+			fprintf(stderr, "isthmus-plan: --epoch-ns: bad value '%s'\n", arg);
+			return EXIT_INPUT;
+		}
+		c->epoch = u;
+	}
+	return 0;
+}
+
+/* One of two words (@p a: 0, @p b: 1) into *out. */
+static int
+opt_choice(const char *name, const char *arg, const char *a, const char *b, int *out)
+{
+	if (strcmp(arg, a) == 0)
+		*out = 0;
+	else if (strcmp(arg, b) == 0)
+		*out = 1;
+	else {
+		fprintf(stderr, "isthmus-plan: --%s: '%s' or '%s', not '%s'\n", name, a, b, arg);
+		return EXIT_INPUT;
+	}
+	return 0;
+}
+
+/* One option into @p c; 0 or the exit status to end with (--help sets *help). */
+static int
+parse_opt(struct cli *c, int opt, char *arg, int *help)
+{
+	int v, rc;
+
+	switch (opt) {
+	case 's':
+		c->sites = arg;
+		return 0;
+	case 'l':
+		c->links = arg;
+		return 0;
+	case 'P':
+		return opt_payload(c, arg);
+	case 'M':
+		c->memlist = arg;
+		return 0;
+	case 'a':
+	case 'A':
+	case 'x':
+	case 'z':
+	case 'C':
+		return opt_number(c, opt, arg);
+	case 'c':
+		if (size_arg(arg, &c->prm.chunk_bytes) < 0) {
+			fprintf(stderr, "isthmus-plan: --chunk-bytes: bad size '%s'\n", arg);
+			return EXIT_INPUT;
+		}
+		return 0;
+	case 'r':
+		rc = opt_choice("replication", arg, "network", "edge", &v);
+		if (rc == 0)
+			c->prm.repl = v ? ISTH_PLAN_REPL_EDGE : ISTH_PLAN_REPL_NETWORK;
+		return rc;
+	case 'R':
+		rc = opt_choice("routing", arg, "capacity", "shortest", &v);
+		if (rc == 0)
+			c->prm.routing =
+				v ? ISTH_PLAN_ROUTING_SHORTEST : ISTH_PLAN_ROUTING_CAPACITY;
+		return rc;
+	case 'f':
+		rc = opt_choice("format", arg, "table", "csv", &v);
+		if (rc == 0)
+			c->csv = v;
+		return rc;
+	case 'L':
+		return opt_whole("max-lps", arg, 1000000, &c->prm.max_lps);
+	case 'j':
+		return opt_whole("threads", arg, ISTH_PLAN_MAX_THREADS, &c->prm.threads);
+	case 'H':
+		return opt_headroom(c, arg);
+	case 'S':
+		c->schedlist = arg;
+		return 0;
+	case 'e':
+	case 'I':
+	case 'E':
+		return opt_count(c, opt, arg);
+	case 'o':
+		c->out = arg;
+		return 0;
+	case 'p':
+		c->plotdir = arg;
+		return 0;
+	case 'q':
+		c->quiet = 1;
+		return 0;
+	case 'h':
+		*help = 1;
+		return 0;
+	default:
+		fprintf(stderr, "Try 'isthmus-plan --help'.\n");
+		return EXIT_USAGE;
+	}
+}
+
+/* --memory-bytes: a comma list of sizes; none given is M = 0. */
+static int
+parse_mems(struct cli *c)
+{
+	char *save = NULL, *tok;
+
+	if (c->memlist == NULL) {
+		c->mems[c->nmem++] = 0;
+		return 0;
+	}
+	for (tok = strtok_r(c->memlist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (c->nmem == 64 || size_arg(tok, &c->mems[c->nmem]) < 0) {
+			fprintf(stderr, "isthmus-plan: --memory-bytes: bad size '%s'\n", tok);
+			return EXIT_INPUT;
+		}
+		c->nmem++;
+	}
+	if (c->nmem == 0) {
+		fprintf(stderr, "isthmus-plan: --memory-bytes: empty list\n");
+		return EXIT_INPUT;
+	}
+	return 0;
+}
+
+/* --schedule: a comma list of families, or all of them. */
+static int
+parse_scheds(struct cli *c)
+{
+	char *save = NULL, *tok;
+	int i;
+
+	if (c->schedlist == NULL || strcmp(c->schedlist, "all") == 0) {
+		for (i = 0; i < NFAM; i++)
+			c->scheds[c->nsched++] = families[i];
+		return 0;
+	}
+	for (tok = strtok_r(c->schedlist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!is_family(tok) || c->nsched == 16) {
+			fprintf(stderr,
+				"isthmus-plan: --schedule: unknown '%s' (all-to-all, regional, "
+				"pairs, triangles, search, all)\n",
+				tok);
+			return EXIT_INPUT;
+		}
+		c->scheds[c->nsched++] = tok;
+	}
+	if (c->nsched == 0) {
+		fprintf(stderr,
+			"isthmus-plan: --schedule: empty list (all-to-all, regional, pairs, "
+			"triangles, search, all)\n");
+		return EXIT_INPUT;
+	}
+	return 0;
+}
+
+/* The command line into @p c; CLI_GO, or the exit status to end with. */
+static int
+parse_args(int argc, char **argv, struct cli *c)
 {
 	static const struct option opts[] = {
 		{"sites", required_argument, NULL, 's'},
@@ -351,581 +466,265 @@ main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct isth_plan_params prm;
-	const char *sites = NULL, *links = NULL, *out = NULL, *plotdir = NULL;
-	char *memlist = NULL, *schedlist = NULL, *end;
-	double mems[64], search_s = 60, compute_ms = 0, v;
-	int nmem = 0, csv = 0, quiet = 0, opt, i, k, m, headroom;
-	unsigned seed = 1;
-	long search_iters = ISTH_PLAN_SEARCH_ITERS;
-	unsigned long long epoch = 0;
-	const char *scheds[16];
-	int nsched = 0;
-	char err[512];
-	struct isth_topo *topo;
-	struct row *rows;
-	int nrows = 0, rc = 0, winners[64], overall = -1;
-	double ring_ms, rd_ms, base_ms, C;
-	int ring_order[ISTH_PLAN_MAX_ISLANDS], rd_order[ISTH_PLAN_MAX_ISLANDS];
-	const char *base_name;
-	const struct isth_plan_sched *prev_search = NULL;
+	int opt, rc, help = 0;
 
-	isth_plan_params_default(&prm);
+	memset(c, 0, sizeof(*c));
+	isth_plan_params_default(&c->prm);
+	c->search_s = 60;
+	c->seed = 1;
+	c->search_iters = ISTH_PLAN_SEARCH_ITERS;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 's':
-			sites = optarg;
-			break;
-		case 'l':
-			links = optarg;
-			break;
-		case 'P':
-			if (size_arg(optarg, &prm.payload_bytes) < 0 || prm.payload_bytes < 1) {
-				fprintf(stderr,
-					"isthmus-plan: --payload-bytes: bad size '%s' (at least 1 "
-					"B, below 1e15 B)\n",
-					optarg);
-				return EXIT_INPUT;
-			}
-			if (prm.payload_bytes >= PAYLOAD_MAX) {
-				fprintf(stderr,
-					"isthmus-plan: --payload-bytes: %s is %.3g B, beyond the "
-					"model's "
-					"range (below 1e15 B: one round would last hours and the "
-					"LP's "
-					"durations lose their precision)\n",
-					optarg, prm.payload_bytes);
-				return EXIT_INPUT;
-			}
-			break;
-		case 'M':
-			memlist = optarg;
-			break;
-		case 'a':
-		case 'A':
-		case 'x':
-		case 'z':
-		case 'C':
-			errno = 0;
-			v = strtod(optarg, &end);
-			if (errno || *end || !isfinite(v) || v < 0 || (opt == 'a' && v == 0)) {
-				fprintf(stderr, "isthmus-plan: bad number '%s'\n", optarg);
-				return EXIT_INPUT;
-			}
-			if (opt == 'a')
-				prm.access_bps = v * 1e9;
-			else if (opt == 'A')
-				prm.access_ms = v;
-			else if (opt == 'x')
-				prm.max_round_ms = v;
-			else if (opt == 'z')
-				search_s = v;
-			else
-				compute_ms = v;
-			break;
-		case 'c':
-			if (size_arg(optarg, &prm.chunk_bytes) < 0) {
-				fprintf(stderr, "isthmus-plan: --chunk-bytes: bad size '%s'\n",
-					optarg);
-				return EXIT_INPUT;
-			}
-			break;
-		case 'r':
-			if (strcmp(optarg, "network") == 0)
-				prm.repl = ISTH_PLAN_REPL_NETWORK;
-			else if (strcmp(optarg, "edge") == 0)
-				prm.repl = ISTH_PLAN_REPL_EDGE;
-			else {
-				fprintf(stderr,
-					"isthmus-plan: --replication: 'network' or 'edge', not "
-					"'%s'\n",
-					optarg);
-				return EXIT_INPUT;
-			}
-			break;
-		case 'L':
-			errno = 0;
-			v = strtod(optarg, &end);
-			if (errno || *end || end == optarg || v < 1 || v > 1e6 || v != floor(v)) {
-				fprintf(stderr,
-					"isthmus-plan: --max-lps: an integer 1..1000000, not "
-					"'%s'\n",
-					optarg);
-				return EXIT_INPUT;
-			}
-			prm.max_lps = (int)v;
-			break;
-		case 'j':
-			errno = 0;
-			v = strtod(optarg, &end);
-			if (errno || *end || end == optarg || v < 1 || v > ISTH_PLAN_MAX_THREADS ||
-				v != floor(v)) {
-				fprintf(stderr,
-					"isthmus-plan: --threads: an integer 1..%d, not '%s'\n",
-					ISTH_PLAN_MAX_THREADS, optarg);
-				return EXIT_INPUT;
-			}
-			prm.threads = (int)v;
-			break;
-		case 'H':
-			errno = 0;
-			v = strtod(optarg, &end);
-			if (errno || *end || end == optarg ||
-				!(v >= 0 && v < ISTH_PLAN_MAX_HEADROOM)) {
-				fprintf(stderr,
-					"isthmus-plan: --repair-headroom: a share of each WAN "
-					"link's capacity, 0 <= F < %g, not '%s'\n",
-					ISTH_PLAN_MAX_HEADROOM, optarg);
-				return EXIT_INPUT;
-			}
-			prm.repair_headroom = v;
-			break;
-		case 'R':
-			if (strcmp(optarg, "capacity") == 0)
-				prm.routing = ISTH_PLAN_ROUTING_CAPACITY;
-			else if (strcmp(optarg, "shortest") == 0)
-				prm.routing = ISTH_PLAN_ROUTING_SHORTEST;
-			else {
-				fprintf(stderr,
-					"isthmus-plan: --routing: 'capacity' or 'shortest', not "
-					"'%s'\n",
-					optarg);
-				return EXIT_INPUT;
-			}
-			break;
-		case 'S':
-			schedlist = optarg;
-			break;
-		case 'e':
-		case 'I': {
-			unsigned long long u;
-
-			errno = 0;
-			u = strtoull(optarg, &end, 10);
-			if (errno || *end || end == optarg || optarg[0] == '-' ||
-				u > (opt == 'e' ? 4294967295ULL : 100000000ULL) ||
-				(opt == 'I' && u == 0)) {
-				fprintf(stderr, "isthmus-plan: --%s: %s, not '%s'\n",
-					opt == 'e' ? "seed" : "search-iters",
-					opt == 'e' ? "an integer 0..4294967295"
-						   : "an integer 1..100000000",
-					optarg);
-				return EXIT_INPUT;
-			}
-			if (opt == 'e')
-				seed = (unsigned)u;
-			else
-				search_iters = (long)u;
-			break;
-		}
-		case 'E':
-			errno = 0;
-			epoch = strtoull(optarg, &end, 0);
-			if (errno || *end || epoch == 0) {
-				fprintf(stderr, "isthmus-plan: --epoch-ns: bad value '%s'\n",
-					optarg);
-				return EXIT_INPUT;
-			}
-			break;
-		case 'f':
-			if (strcmp(optarg, "csv") == 0)
-				csv = 1;
-			else if (strcmp(optarg, "table") == 0)
-				csv = 0;
-			else {
-				fprintf(stderr,
-					"isthmus-plan: --format: 'table' or 'csv', not '%s'\n",
-					optarg);
-				return EXIT_INPUT;
-			}
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'p':
-			plotdir = optarg;
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
+		rc = parse_opt(c, opt, optarg, &help);
+		if (rc != 0)
+			return rc;
+		if (help) {
 			usage(stdout);
 			return 0;
-		default:
-			fprintf(stderr, "Try 'isthmus-plan --help'.\n");
-			return EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "isthmus-plan: unexpected argument '%s'\n", argv[optind]);
 		return EXIT_USAGE;
 	}
-	if (sites == NULL || links == NULL) {
+	if (c->sites == NULL || c->links == NULL) {
 		fprintf(stderr, "isthmus-plan: --sites and --links are required (see --help)\n");
 		return EXIT_USAGE;
 	}
-	if (memlist == NULL) {
-		mems[nmem++] = 0;
-	} else {
-		char *save = NULL, *tok;
+	rc = parse_mems(c);
+	if (rc == 0)
+		rc = parse_scheds(c);
+	return rc ? rc : CLI_GO;
+}
 
-		for (tok = strtok_r(memlist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			if (nmem == 64 || size_arg(tok, &mems[nmem]) < 0) {
-				fprintf(stderr, "isthmus-plan: --memory-bytes: bad size '%s'\n",
-					tok);
-				return EXIT_INPUT;
-			}
-			nmem++;
-		}
-		if (nmem == 0) {
-			fprintf(stderr, "isthmus-plan: --memory-bytes: empty list\n");
-			return EXIT_INPUT;
-		}
+/* Row @p R's schedule: a family, or the search (warm-started from the last one found). */
+static void
+make_sched(const struct isth_topo *topo, const struct cli *c, const struct isth_plan_params *p,
+	struct row *R, const struct isth_plan_sched **prev_search)
+{
+	char mb[32];
+	int cut = 0;
+
+	if (strcmp(R->name, "search") != 0) {
+		R->s = isth_plan_sched_family(topo, R->name);
+		return;
 	}
-	if (schedlist == NULL || strcmp(schedlist, "all") == 0) {
-		for (i = 0; i < NFAM; i++)
-			scheds[nsched++] = families[i];
-	} else {
-		char *save = NULL, *tok;
+	fmt_bytes(R->memory, mb, sizeof(mb));
+	/* the best found with less memory stays feasible with more */
+	R->s = isth_plan_search(topo, p, *prev_search, c->search_iters, c->search_s, c->seed, &cut,
+		c->quiet ? NULL : progress, mb);
+	if (R->s)
+		*prev_search = R->s;
+	if (cut)
+		fprintf(stderr,
+			"isthmus-plan: warning: search (M=%s) stopped by --search-seconds %g "
+			"before "
+			"its %ld iterations: its result depends on this machine's speed\n",
+			mb, c->search_s, c->search_iters);
+}
 
-		for (tok = strtok_r(schedlist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			if (!is_family(tok) || nsched == 16) {
-				fprintf(stderr,
-					"isthmus-plan: --schedule: unknown '%s' (all-to-all, "
-					"regional, pairs, triangles, search, all)\n",
-					tok);
-				return EXIT_INPUT;
-			}
-			scheds[nsched++] = tok;
-		}
-		if (nsched == 0) {
-			fprintf(stderr,
-				"isthmus-plan: --schedule: empty list (all-to-all, regional, "
-				"pairs, "
-				"triangles, search, all)\n");
-			return EXIT_INPUT;
-		}
+/* A row whose LP hit the cutting-plane cap: a warning per round, never a winner. */
+static void
+mark_untrusted(struct row *R)
+{
+	char mb[32];
+	int r;
+
+	fmt_bytes(R->memory, mb, sizeof(mb));
+	for (r = 0; r < isth_plan_sched_nrounds(R->s); r++)
+		if (isth_plan_result_warning(R->res, r)[0])
+			fprintf(stderr, "isthmus-plan: warning: %s M=%s round %d: %s\n", R->name,
+				mb, r, isth_plan_result_warning(R->res, r));
+	R->untrusted = 1;
+	snprintf(R->binding, sizeof(R->binding),
+		"UNTRUSTED: cut cap hit in %d round(s), see warnings",
+		isth_plan_result_nwarnings(R->res));
+}
+
+/* Plan row @p R (name and memory set): its schedule, LP and figures; 0 or EXIT_SOLVER. */
+static int
+plan_row(const struct isth_topo *topo, const struct cli *c, const struct isth_plan_params *p,
+	struct row *R, const struct isth_plan_sched **prev_search)
+{
+	int ret;
+
+	make_sched(topo, c, p, R, prev_search);
+	if (R->s == NULL) {
+		R->feasible = 0;
+		snprintf(R->binding, sizeof(R->binding), "%s",
+			errno == ENOENT        ? "search found nothing feasible"
+				: errno == EIO ? "solver error"
+					       : "not defined for this topology");
+		return errno == EIO ? EXIT_SOLVER : 0;
 	}
+	ret = isth_plan_solve(topo, R->s, p, &R->res);
+	if (ret < 0) {
+		const char *why =
+			ret == -ETIMEDOUT ? "GLPK hit its iteration or time limit" : strerror(-ret);
 
-	topo = isth_topo_load(sites, links, err, sizeof(err));
+		fprintf(stderr, "isthmus-plan: %s: LP failed: %s\n", R->name, why);
+		snprintf(R->binding, sizeof(R->binding), "solver error: %s", why);
+		return EXIT_SOLVER;
+	}
+	R->feasible = isth_plan_result_feasible(R->res);
+	R->T = isth_plan_result_T(R->res);
+	R->Af = isth_plan_A(R->s, ISTH_PLAN_SURV_FLOOD);
+	R->Aa = isth_plan_A(R->s, ISTH_PLAN_SURV_AVG);
+	R->obj = R->feasible ? R->T * (R->Af + 0.5) : NAN;
+	snprintf(R->binding, sizeof(R->binding), "%s", isth_plan_result_binding(R->res));
+	if (isth_plan_result_nwarnings(R->res) > 0) {
+		mark_untrusted(R);
+		return EXIT_SOLVER;
+	}
+	return 0;
+}
+
+/* Every schedule at every memory value, each memory's winner and the overall one. */
+static void
+plan_all(const struct isth_topo *topo, const struct cli *c, struct plan_run *run)
+{
+	const struct isth_plan_sched *prev_search = NULL;
+	int m, k, *w;
+
+	run->overall = -1;
+	for (m = 0; m < c->nmem; m++) {
+		struct isth_plan_params p = c->prm;
+
+		p.memory_bytes = c->mems[m];
+		w = &run->winners[m];
+		*w = -1;
+		for (k = 0; k < c->nsched; k++) {
+			struct row *R = &run->rows[run->nrows];
+			int rc;
+
+			R->name = c->scheds[k];
+			R->memory = c->mems[m];
+			rc = plan_row(topo, c, &p, R, &prev_search);
+			if (rc)
+				run->rc = rc;
+			if (R->feasible && !R->untrusted && isfinite(R->obj) &&
+				(*w < 0 || R->obj < run->rows[*w].obj))
+				*w = run->nrows;
+			run->nrows++;
+		}
+		if (*w >= 0 &&
+			(run->overall < 0 || run->rows[*w].obj < run->rows[run->overall].obj))
+			run->overall = *w;
+	}
+}
+
+/* --out: the chosen row as a schedule file, through lib/sched, once. */
+static int
+write_sched(const char *path, const struct isth_topo *t, const struct isth_plan_params *p,
+	const struct row *w, uint64_t epoch, char *err, size_t errlen)
+{
+	char why[400];
+	struct isth_sched *S;
+	int ret;
+
+	S = isth_plan_result_sched(t, w->s, p, w->res, epoch, why, sizeof(why));
+	if (S == NULL) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, why);
+		return ret;
+	}
+	ret = isth_sched_save(S, path, err, errlen);
+	isth_sched_free(S);
+	return ret;
+}
+
+/*
+ * --out: the overall winner, or one schedule at one memory asked for by
+ * name (e.g. regional, which has no objective) if it is feasible at all.
+ * Returns the exit status @p rc becomes.
+ */
+static int
+write_out(const struct isth_topo *topo, const struct cli *c, const struct plan_run *run, int pick,
+	int rc)
+{
+	const struct row *P = pick >= 0 ? &run->rows[pick] : NULL;
+	struct isth_plan_params pp = c->prm;
+	char err[512];
+
+	if (P == NULL) {
+		fprintf(stderr, "isthmus-plan: --out: no feasible mixing schedule to write\n");
+		return EXIT_OUTPUT;
+	}
+	pp.memory_bytes = P->memory;
+	if (P->untrusted) {
+		fprintf(stderr,
+			"isthmus-plan: --out: %s hit the cutting-plane cap; %s not written\n",
+			P->name, c->out);
+		return EXIT_SOLVER;
+	}
+	if (isth_plan_check(topo, P->s, &pp, P->res, err, sizeof(err)) < 0) {
+		/* never write a schedule the edges could not keep */
+		fprintf(stderr,
+			"isthmus-plan: --out: %s (M=%.0f B) fails the final check: %s; %s not "
+			"written\n",
+			P->name, P->memory, err, c->out);
+		return EXIT_SOLVER;
+	}
+	if (write_sched(c->out, topo, &pp, P, c->epoch, err, sizeof(err)) < 0) {
+		fprintf(stderr, "isthmus-plan: --out: %s\n", err);
+		return EXIT_OUTPUT;
+	}
+	if (!c->quiet || pick != run->overall)
+		fprintf(stderr, "isthmus-plan: wrote %s (%s%s)\n", c->out, P->name,
+			pick != run->overall ? "; it never mixes globally" : "");
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct plan_run run = {0};
+	struct baseline b;
+	struct isth_topo *topo;
+	struct cli c;
+	char err[512];
+	int i, pick;
+
+	i = parse_args(argc, argv, &c);
+	if (i != CLI_GO)
+		return i;
+	topo = isth_topo_load(c.sites, c.links, err, sizeof(err));
 	if (topo == NULL) {
 		fprintf(stderr, "isthmus-plan: %s\n", err);
 		return EXIT_TOPO;
 	}
-	rows = calloc((size_t)nmem * nsched, sizeof(*rows));
-	if (rows == NULL) {
+	run.rows = calloc((size_t)c.nmem * c.nsched, sizeof(*run.rows));
+	if (run.rows == NULL) {
 		fprintf(stderr, "isthmus-plan: out of memory\n");
 		return EXIT_SOLVER;
 	}
+	plan_all(topo, &c, &run);
+	report_baseline(topo, &c, &run, &b);
+	if (c.csv)
+		report_csv(&c, &run, &b);
+	else
+		report_table(topo, &c, &run, &b);
 
-	for (m = 0; m < nmem; m++) {
-		struct isth_plan_params p = prm;
-
-		p.memory_bytes = mems[m];
-		winners[m] = -1;
-		for (k = 0; k < nsched; k++) {
-			struct row *R = &rows[nrows];
-			int ret;
-
-			R->name = scheds[k];
-			R->memory = mems[m];
-			if (strcmp(scheds[k], "search") == 0) {
-				char mb[32];
-
-				fmt_bytes(mems[m], mb, sizeof(mb));
-				/* the best found with less memory stays feasible with more */
-				int cut = 0;
-
-				R->s = isth_plan_search(topo, &p, prev_search, search_iters,
-					search_s, seed, &cut, quiet ? NULL : progress, mb);
-				if (R->s)
-					prev_search = R->s;
-				if (cut)
-					fprintf(stderr,
-						"isthmus-plan: warning: search (M=%s) stopped by "
-						"--search-seconds %g before its %ld iterations: "
-						"its result "
-						"depends on this machine's speed\n",
-						mb, search_s, search_iters);
-			} else {
-				R->s = isth_plan_sched_family(topo, scheds[k]);
-			}
-			if (R->s == NULL) {
-				R->feasible = 0;
-				snprintf(R->binding, sizeof(R->binding), "%s",
-					errno == ENOENT        ? "search found nothing feasible"
-						: errno == EIO ? "solver error"
-							       : "not defined for this topology");
-				if (errno == EIO)
-					rc = EXIT_SOLVER;
-				nrows++;
-				continue;
-			}
-			ret = isth_plan_solve(topo, R->s, &p, &R->res);
-			if (ret < 0) {
-				const char *why = ret == -ETIMEDOUT
-					? "GLPK hit its iteration or time limit"
-					: strerror(-ret);
-
-				fprintf(stderr, "isthmus-plan: %s: LP failed: %s\n", scheds[k],
-					why);
-				snprintf(R->binding, sizeof(R->binding), "solver error: %s", why);
-				rc = EXIT_SOLVER;
-				nrows++;
-				continue;
-			}
-			R->feasible = isth_plan_result_feasible(R->res);
-			R->T = isth_plan_result_T(R->res);
-			R->Af = isth_plan_A(R->s, ISTH_PLAN_SURV_FLOOD);
-			R->Aa = isth_plan_A(R->s, ISTH_PLAN_SURV_AVG);
-			R->obj = R->feasible ? R->T * (R->Af + 0.5) : NAN;
-			snprintf(R->binding, sizeof(R->binding), "%s",
-				isth_plan_result_binding(R->res));
-			if (isth_plan_result_nwarnings(R->res) > 0) {
-				char mb[32];
-				int r;
-
-				fmt_bytes(mems[m], mb, sizeof(mb));
-				for (r = 0; r < isth_plan_sched_nrounds(R->s); r++)
-					if (isth_plan_result_warning(R->res, r)[0])
-						fprintf(stderr,
-							"isthmus-plan: warning: %s M=%s round %d: "
-							"%s\n",
-							scheds[k], mb, r,
-							isth_plan_result_warning(R->res, r));
-				R->untrusted = 1;
-				snprintf(R->binding, sizeof(R->binding),
-					"UNTRUSTED: cut cap hit in %d round(s), see warnings",
-					isth_plan_result_nwarnings(R->res));
-				rc = EXIT_SOLVER;
-			}
-			if (R->feasible && !R->untrusted && isfinite(R->obj) &&
-				(winners[m] < 0 || R->obj < rows[winners[m]].obj))
-				winners[m] = nrows;
-			nrows++;
-		}
-		if (winners[m] >= 0 && (overall < 0 || rows[winners[m]].obj < rows[overall].obj))
-			overall = winners[m];
-	}
-
-	/* F = 0 prints exactly what it printed before the option */
-	headroom = prm.repair_headroom > 0;
-	ring_ms = isth_plan_ring_allreduce_ms(topo, &prm, ring_order);
-	rd_ms = isth_plan_rd_allreduce_ms(topo, &prm, rd_order);
-	/* every comparison is against the better synchronous all-reduce */
-	base_ms = rd_ms >= 0 && rd_ms < ring_ms ? rd_ms : ring_ms;
-	base_name = base_ms == ring_ms ? "ring" : "recursive doubling";
-	C = compute_ms > 0 ? compute_ms : (overall >= 0 ? rows[overall].T : 0);
-
-	if (csv) {
-		printf("schedule,memory_bytes,feasible,round_ms,A_flood,A_avg,objective_ms,binding,"
-		       "staleness_ms,rounds,allreduce_ms,allreduce_idle,speedup_vs_allreduce,sync_"
-		       "a2a_ms,"
-		       "speedup_vs_sync_a2a,ring_allreduce_ms,rd_allreduce_ms%s\n",
-			headroom ? ",repair_headroom" : "");
-		for (i = 0; i < nrows; i++) {
-			struct row *R = &rows[i];
-			double a2a = NAN;
-
-			for (k = 0; k < nrows; k++)
-				if (strcmp(rows[k].name, "all-to-all") == 0 &&
-					rows[k].memory == R->memory && rows[k].feasible)
-					a2a = rows[k].T;
-			printf("%s,%.0f,%d,", R->name, R->memory, R->feasible);
-			if (!R->feasible) {
-				printf(",,,,\"%s\",,,%.3f,,,,,%.3f,%.3f", R->binding, base_ms,
-					ring_ms, rd_ms);
-				if (headroom)
-					printf(",%g", prm.repair_headroom);
-				printf("\n");
-				continue;
-			}
-			printf("%.3f,", R->T);
-			if (isfinite(R->Af))
-				printf("%.6f,%.6f,%.3f,", R->Af, R->Aa, R->obj);
-			else
-				printf("inf,inf,inf,");
-			printf("\"%s\",", R->binding);
-			if (isfinite(R->obj))
-				printf("%.3f,", R->obj);
-			else
-				printf("inf,");
-			printf("%d,%.3f,%.4f,", isth_plan_sched_nrounds(R->s), base_ms,
-				base_ms / (C + base_ms));
-			if (isfinite(R->obj) && C > 0)
-				printf("%.3f,", (C + base_ms) / fmax(C, R->T));
-			else
-				printf(",");
-			if (!isnan(a2a))
-				printf("%.3f,", a2a);
-			else
-				printf(",");
-			if (isfinite(R->obj) && !isnan(a2a) && C > 0)
-				printf("%.3f,", (C + a2a) / fmax(C, R->T));
-			else
-				printf(",");
-			printf("%.3f,%.3f", ring_ms, rd_ms);
-			if (headroom)
-				printf(",%g", prm.repair_headroom);
-			printf("\n");
-		}
-	} else {
-		char pb[32];
-
-		fmt_bytes(prm.payload_bytes, pb, sizeof(pb));
-		printf("topology: %d islands, %d regions, %d links; payload %sB/round, access %.4g "
-		       "Gbit/s, "
-		       "replication %s, routing %s",
-			isth_topo_n(topo), isth_topo_nregions(topo), isth_topo_ndlinks(topo) / 2,
-			pb, prm.access_bps / 1e9,
-			prm.repl == ISTH_PLAN_REPL_EDGE ? "edge" : "network",
-			prm.routing == ISTH_PLAN_ROUTING_SHORTEST ? "shortest" : "capacity");
-		if (headroom)
-			printf(";\nrepair headroom %g: every WAN link planned at %g of its "
-			       "capacity",
-				prm.repair_headroom, 1 - prm.repair_headroom);
-		printf("\n\n");
-		printf("  %-11s %8s %5s %10s %8s %8s %13s  %s\n", "schedule", "memory", "ok",
-			"round_ms", "A_flood", "A_avg", "T(A+1/2)_ms",
-			"binding constraint / reason");
-		for (i = 0; i < nrows; i++) {
-			struct row *R = &rows[i];
-			char mb[32];
-			int win = 0;
-
-			for (m = 0; m < nmem; m++)
-				win |= winners[m] == i;
-			fmt_bytes(R->memory, mb, sizeof(mb));
-			if (i > 0 && R->memory != rows[i - 1].memory)
-				printf("\n");
-			printf("%c %-11s %8s %5s ", win ? '*' : ' ', R->name, mb,
-				R->feasible ? "yes" : "NO");
-			if (!R->feasible) {
-				printf("%10s %8s %8s %13s  %s\n", "-", "-", "-", "-", R->binding);
-				continue;
-			}
-			if (isfinite(R->Af))
-				printf("%10.1f %8.3f %8.3f %13.1f  %s\n", R->T, R->Af, R->Aa,
-					R->obj, R->binding);
-			else
-				printf("%10.1f %8s %8s %13s  %s; never mixes globally (A = inf)\n",
-					R->T, "inf", "inf", "-", R->binding);
-		}
-		printf("\n* = lowest T*(A_flood+1/2) at that memory");
-		if (overall >= 0) {
-			char mb[32];
-
-			fmt_bytes(rows[overall].memory, mb, sizeof(mb));
-			printf("; overall winner: %s with M=%s (T=%.1f ms, staleness T(A+1/2)=%.1f "
-			       "ms)",
-				rows[overall].name, mb, rows[overall].T, rows[overall].obj);
-		}
-		printf("\n\n");
-		if (overall >= 0 && base_ms > 0) {
-			int q, n = isth_topo_n(topo);
-
-			printf("synchronous baseline (compute %.1f ms per step%s):\n", C,
-				compute_ms > 0 ? "" : ", = winner's T");
-			printf("  ring all-reduce (host-based, %d dependent steps, ring",
-				2 * (n - 1));
-			for (q = 0; q < n; q++)
-				printf(" %s", isth_topo_name(topo, ring_order[q]));
-			printf("): %.1f ms per step\n", ring_ms);
-			printf("  recursive doubling (host-based, ranks on");
-			for (q = 0; q < n; q++)
-				printf(" %s", isth_topo_name(topo, rd_order[q]));
-			printf("): %.1f ms per step\n", rd_ms);
-			printf("  best synchronous all-reduce (%s): %.1f ms communication per "
-			       "step, "
-			       "GPU idle %.1f %%\n",
-				base_name, base_ms, 100 * base_ms / (C + base_ms));
-			for (m = 0; m < nmem; m++) {
-				char mb[32];
-
-				fmt_bytes(mems[m], mb, sizeof(mb));
-				for (k = 0; k < nrows; k++)
-					if (strcmp(rows[k].name, "all-to-all") == 0 &&
-						rows[k].memory == mems[m]) {
-						if (rows[k].feasible)
-							printf("  all-to-all multicast + in-line "
-							       "aggregation, M=%s: "
-							       "%.1f ms per step, GPU idle %.1f "
-							       "%%\n",
-								mb, rows[k].T,
-								100 * rows[k].T / (C + rows[k].T));
-						else
-							printf("  all-to-all multicast + in-line "
-							       "aggregation, M=%s: "
-							       "infeasible\n",
-								mb);
-					}
-			}
-			{
-				const struct row *W = &rows[overall];
-				double step = fmax(C, W->T);
-
-				printf("  rotating %s (overlaps compute, staleness %.1f ms): step "
-				       "%.1f ms, "
-				       "GPU idle %.1f %%, throughput %.2fx %s all-reduce\n\n",
-					W->name, W->obj, step, 100 * (step - C) / step,
-					(C + base_ms) / step, base_name);
-			}
-		}
-	}
-
-	/* One schedule at one memory asked for by name (e.g. regional, which
-	 * has no objective): --out writes it if it is feasible at all. */
-	int pick = overall;
-
-	if (pick < 0 && nrows == 1 && rows[0].feasible)
+	pick = run.overall;
+	if (pick < 0 && run.nrows == 1 && run.rows[0].feasible)
 		pick = 0;
-	if (pick < 0 && rc == 0)
-		rc = EXIT_NONE;
-	if (out) {
-		struct isth_plan_params pp = prm;
-
-		if (pick >= 0)
-			pp.memory_bytes = rows[pick].memory;
-		if (pick < 0) {
-			fprintf(stderr,
-				"isthmus-plan: --out: no feasible mixing schedule to write\n");
-			rc = EXIT_OUTPUT;
-		} else if (rows[pick].untrusted) {
-			fprintf(stderr,
-				"isthmus-plan: --out: %s hit the cutting-plane cap; %s not "
-				"written\n",
-				rows[pick].name, out);
-			rc = EXIT_SOLVER;
-		} else if (isth_plan_check(
-				   topo, rows[pick].s, &pp, rows[pick].res, err, sizeof(err)) < 0) {
-			/* never write a schedule the edges could not keep */
-			fprintf(stderr,
-				"isthmus-plan: --out: %s (M=%.0f B) fails the final check: %s; "
-				"%s not written\n",
-				rows[pick].name, rows[pick].memory, err, out);
-			rc = EXIT_SOLVER;
-		} else if (write_sched(out, topo, &prm, &rows[pick], epoch, err, sizeof(err)) < 0) {
-			fprintf(stderr, "isthmus-plan: --out: %s\n", err);
-			rc = EXIT_OUTPUT;
-		} else if (!quiet || pick != overall) {
-			fprintf(stderr, "isthmus-plan: wrote %s (%s%s)\n", out, rows[pick].name,
-				pick != overall ? "; it never mixes globally" : "");
-		}
-	}
-	if (plotdir) {
-		if (plot_all(plotdir, topo, &prm, rows, nrows, winners, nmem, err, sizeof(err)) <
-			0) {
+	if (pick < 0 && run.rc == 0)
+		run.rc = EXIT_NONE;
+	if (c.out)
+		run.rc = write_out(topo, &c, &run, pick, run.rc);
+	if (c.plotdir) {
+		if (plot_all(c.plotdir, topo, &c.prm, run.rows, run.nrows, run.winners, c.nmem, err,
+			    sizeof(err)) < 0) {
 			fprintf(stderr, "isthmus-plan: --plot: %s\n", err);
-			rc = EXIT_OUTPUT;
-		} else if (!quiet) {
-			fprintf(stderr, "isthmus-plan: plots in %s\n", plotdir);
+			run.rc = EXIT_OUTPUT;
+		} else if (!c.quiet) {
+			fprintf(stderr, "isthmus-plan: plots in %s\n", c.plotdir);
 		}
 	}
-	for (i = 0; i < nrows; i++) {
-		isth_plan_sched_free(rows[i].s);
-		isth_plan_result_free(rows[i].res);
+	for (i = 0; i < run.nrows; i++) {
+		isth_plan_sched_free(run.rows[i].s);
+		isth_plan_result_free(run.rows[i].res);
 	}
-	free(rows);
+	free(run.rows);
 	isth_topo_free(topo);
-	return rc;
+	return run.rc;
 }

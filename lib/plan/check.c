@@ -63,17 +63,175 @@ isth_plan_result_peak_memory(const struct isth_plan_result *r, const struct isth
 	return peak;
 }
 
-int
-isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
+/* The check of one solved schedule: its inputs, and scratch per directed link. */
+struct chk {
+	const struct isth_topo *t;
+	const struct isth_plan_sched *s;
+	const struct isth_plan_params *p;
+	const struct isth_plan_result *r;
+	int n, nl; /* islands, directed links */
+	double P; /* payload bytes */
+	double Dacc; /* ms: the shortest duration the access link allows */
+	double delta; /* ms: access latency both ways plus the last chunk's delivery */
+	int *mult; /* per link: copies of one sender's stream */
+	double *load; /* per link: bit/ms of the round so far */
+	int *load_n; /* per link: streams of the round so far */
+	char *err;
+	size_t errlen;
+};
+
+/* Network replication counts a link of j's union once: true only if the
+ * union is a tree (what isthmus-wan forwards as one copy per link). */
+static int
+check_tree(struct chk *C, int k, uint64_t m, int j)
+{
+	const struct isth_topo *t = C->t;
+	char n1[96], n2[96];
+	int e1, e2, v;
+
+	v = plan_route_tree_conflict(
+		t, j, m & ~(1ULL << j), &C->r->route[((size_t)k * C->n + j) * C->n], &e1, &e2);
+	if (v < 0)
+		return 0;
+	isth_topo_dlink_name(t, e1, n1, sizeof(n1));
+	isth_topo_dlink_name(t, e2, n2, sizeof(n2));
+	snprintf(C->err, C->errlen,
+		"round %d: sender %s's routes are not a tree (network replication): site %s is "
+		"entered over %s and %s",
+		k, isth_topo_name(t, j), isth_topo_name(t, v), n1, n2);
+	return -ERANGE;
+}
+
+/*
+ * Sender j of clique @p m in round @p k: a valid offset and duration, the
+ * shape of its routes before their timing, its access link, its last byte
+ * by T; then its streams' load is added to the round's links.
+ */
+static int
+check_sender(struct chk *C, int k, uint64_t m, int j)
+{
+	const struct isth_topo *t = C->t;
+	const struct isth_plan_result *r = C->r;
+	int n = C->n, i, e;
+	double o = r->t[k * n + j], D = r->D[k * n + j], last = 0;
+
+	if (!isfinite(o) || !isfinite(D) || o < -CHK_TIME_TOL || D <= 0) {
+		snprintf(C->err, C->errlen, "round %d: %s has no valid offset/duration", k,
+			isth_topo_name(t, j));
+		return -ERANGE;
+	}
+	if (C->p->repl == ISTH_PLAN_REPL_NETWORK && check_tree(C, k, m, j) < 0)
+		return -ERANGE;
+	if (D < C->Dacc * (1 - CHK_CAP_TOL)) {
+		snprintf(C->err, C->errlen,
+			"round %d: %s sends faster than its access link (%.9g ms < %.9g ms)", k,
+			isth_topo_name(t, j), D, C->Dacc);
+		return -ERANGE;
+	}
+	for (i = 0; i < n; i++)
+		if (i != j && (m >> i & 1))
+			last = fmax(last, plan_result_lat(r, t, k, j, i));
+	if (o + D + last + C->delta > r->T + CHK_TIME_TOL + 1e-12 * r->T) {
+		snprintf(C->err, C->errlen,
+			"round %d: %s's last byte is delivered at %.6f ms > T = %.6f ms", k,
+			isth_topo_name(t, j), o + D + last + C->delta, r->T);
+		return -ERANGE;
+	}
+	/* the links of the routes the plan chose (the result's) */
+	if (plan_route_stream(t, j, m & ~(1ULL << j), C->p->repl,
+		    &r->route[((size_t)k * n + j) * n], C->mult, NULL) < 0) {
+		snprintf(C->err, C->errlen, "round %d: %s's routes are not valid", k,
+			isth_topo_name(t, j));
+		return -ERANGE;
+	}
+	for (e = 0; e < C->nl; e++)
+		if (C->mult[e]) {
+			C->load[e] += C->mult[e] * 8 * C->P / D;
+			C->load_n[e] += C->mult[e];
+		}
+	return 0;
+}
+
+/* Round @p k's load on each directed link against its (1 - F) capacity. */
+static int
+check_links(struct chk *C, int k)
+{
+	char name[96];
+	int e;
+
+	for (e = 0; e < C->nl; e++) {
+		/* load[] is in bit/ms: compare with capacity in bit/ms */
+		double cap = plan_wan_cap(C->t, C->p, e) / 1000;
+
+		if (C->load[e] > cap * (1 + CHK_CAP_TOL)) {
+			isth_topo_dlink_name(C->t, e, name, sizeof(name));
+			snprintf(C->err, C->errlen,
+				"round %d: link %s carries %d streams at %.9f of its capacity "
+				"(%.1f ppm over)",
+				k, name, C->load_n[e], C->load[e] / cap,
+				(C->load[e] / cap - 1) * 1e6);
+			return -ERANGE;
+		}
+	}
+	return 0;
+}
+
+/* Round @p k's peak occupancy at each receiver edge against M. */
+static int
+check_memory(struct chk *C, int k)
+{
+	const struct isth_plan_result *r = C->r;
+	int n = C->n, i, j;
+
+	for (i = 0; i < n; i++) {
+		double peak = peak_at(r, C->t, C->s, k, i), tol = 1e-6 * C->P, dmin = INFINITY;
+		uint64_t m = isth_plan_sched_clique_of(C->s, k, i) & ~(1ULL << i);
+
+		for (j = 0; j < n; j++)
+			if (m >> j & 1)
+				dmin = fmin(dmin, r->D[k * n + j]);
+		/* plus what the fastest stream delivers in one clock tick */
+		tol += C->P * CHK_TIME_TOL / dmin;
+		if (peak > r->memory + tol) {
+			snprintf(C->err, C->errlen,
+				"round %d: the edge of %s holds %.0f B at its peak > M = %.0f B", k,
+				isth_topo_name(C->t, i), peak, r->memory);
+			return -ERANGE;
+		}
+	}
+	return 0;
+}
+
+static int
+check_round(struct chk *C, int k)
+{
+	const struct isth_plan_sched *s = C->s;
+	int c, j, e;
+
+	for (e = 0; e < C->nl; e++) {
+		C->load[e] = 0;
+		C->load_n[e] = 0;
+	}
+	for (c = 0; c < s->ncl[k]; c++) {
+		uint64_t m = s->cl[k * NMAX + c];
+
+		if (plan_popcount(m) < 2)
+			continue;
+		for (j = 0; j < C->n; j++)
+			if ((m >> j & 1) && check_sender(C, k, m, j) < 0)
+				return -ERANGE;
+	}
+	if (check_links(C, k) < 0)
+		return -ERANGE;
+	return check_memory(C, k);
+}
+
+/* The arguments of isth_plan_check(): 0 or -EINVAL with the reason. */
+static int
+check_args(const struct isth_topo *t, const struct isth_plan_sched *s,
 	const struct isth_plan_params *p, const struct isth_plan_result *r, char *err,
 	size_t errlen)
 {
-	double P, Dacc, delta;
-	int *mult = NULL, *load_n = NULL;
-	double *load = NULL;
-	int n, k, c, i, j, e, ret = 0;
-	char name[96];
-
 	if (t == NULL || s == NULL || p == NULL || r == NULL || s->n != isth_topo_n(t) ||
 		r->n != isth_topo_n(t) || r->nrounds != s->nrounds) {
 		snprintf(err, errlen, "check: topology, schedule and result do not match");
@@ -88,137 +246,40 @@ isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
 		snprintf(err, errlen, "check: the result is infeasible (%s)", r->binding);
 		return -EINVAL;
 	}
-	n = isth_topo_n(t);
-	P = r->payload;
-	Dacc = 8 * P * 1000 / p->access_bps;
-	delta = 2 * p->access_ms + 8 * fmin(p->chunk_bytes, P) * 1000 / p->access_bps;
-	mult = calloc(isth_topo_ndlinks(t), sizeof(int));
-	load = calloc(isth_topo_ndlinks(t), sizeof(double));
-	load_n = calloc(isth_topo_ndlinks(t), sizeof(int));
-	if (mult == NULL || load == NULL || load_n == NULL) {
+	return 0;
+}
+
+int
+isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
+	const struct isth_plan_params *p, const struct isth_plan_result *r, char *err,
+	size_t errlen)
+{
+	struct chk C = {t, s, p, r};
+	int k, ret;
+
+	ret = check_args(t, s, p, r, err, errlen);
+	if (ret < 0)
+		return ret;
+	C.n = isth_topo_n(t);
+	C.nl = isth_topo_ndlinks(t);
+	C.P = r->payload;
+	C.Dacc = 8 * C.P * 1000 / p->access_bps;
+	C.delta = 2 * p->access_ms + 8 * fmin(p->chunk_bytes, C.P) * 1000 / p->access_bps;
+	C.err = err;
+	C.errlen = errlen;
+	C.mult = calloc(C.nl, sizeof(int));
+	C.load = calloc(C.nl, sizeof(double));
+	C.load_n = calloc(C.nl, sizeof(int));
+	if (C.mult == NULL || C.load == NULL || C.load_n == NULL) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "check: out of memory");
 		goto out;
 	}
-	for (k = 0; k < s->nrounds && ret == 0; k++) {
-		for (e = 0; e < isth_topo_ndlinks(t); e++) {
-			load[e] = 0;
-			load_n[e] = 0;
-		}
-		for (c = 0; c < s->ncl[k] && ret == 0; c++) {
-			uint64_t m = s->cl[k * NMAX + c];
-
-			if (plan_popcount(m) < 2)
-				continue;
-			for (j = 0; j < n && ret == 0; j++) {
-				double o = r->t[k * n + j], D = r->D[k * n + j], last = 0;
-
-				if (!(m >> j & 1))
-					continue;
-				if (!isfinite(o) || !isfinite(D) || o < -CHK_TIME_TOL || D <= 0) {
-					snprintf(err, errlen,
-						"round %d: %s has no valid offset/duration", k,
-						isth_topo_name(t, j));
-					ret = -ERANGE;
-					break;
-				}
-				/* network replication counts a link of j's union once:
-				 * true only if the union is a tree (what isthmus-wan
-				 * forwards as one copy per link); checked first, as
-				 * the shape of the routes, before their timing */
-				if (p->repl == ISTH_PLAN_REPL_NETWORK) {
-					int e1, e2,
-						v = plan_route_tree_conflict(t, j, m & ~(1ULL << j),
-							&r->route[((size_t)k * n + j) * n], &e1,
-							&e2);
-
-					if (v >= 0) {
-						char n1[96];
-
-						isth_topo_dlink_name(t, e1, n1, sizeof(n1));
-						isth_topo_dlink_name(t, e2, name, sizeof(name));
-						snprintf(err, errlen,
-							"round %d: sender %s's routes are not a "
-							"tree "
-							"(network replication): site %s is entered "
-							"over %s and %s",
-							k, isth_topo_name(t, j),
-							isth_topo_name(t, v), n1, name);
-						ret = -ERANGE;
-						break;
-					}
-				}
-				if (D < Dacc * (1 - CHK_CAP_TOL)) {
-					snprintf(err, errlen,
-						"round %d: %s sends faster than its access link "
-						"(%.9g ms < %.9g ms)",
-						k, isth_topo_name(t, j), D, Dacc);
-					ret = -ERANGE;
-					break;
-				}
-				for (i = 0; i < n; i++)
-					if (i != j && (m >> i & 1))
-						last = fmax(last, plan_result_lat(r, t, k, j, i));
-				if (o + D + last + delta > r->T + CHK_TIME_TOL + 1e-12 * r->T) {
-					snprintf(err, errlen,
-						"round %d: %s's last byte is delivered at %.6f ms "
-						"> T = %.6f ms",
-						k, isth_topo_name(t, j), o + D + last + delta,
-						r->T);
-					ret = -ERANGE;
-					break;
-				}
-				/* the links of the routes the plan chose (the result's) */
-				if (plan_route_stream(t, j, m & ~(1ULL << j), p->repl,
-					    &r->route[((size_t)k * n + j) * n], mult, NULL) < 0) {
-					snprintf(err, errlen, "round %d: %s's routes are not valid",
-						k, isth_topo_name(t, j));
-					ret = -ERANGE;
-					break;
-				}
-				for (e = 0; e < isth_topo_ndlinks(t); e++)
-					if (mult[e]) {
-						load[e] += mult[e] * 8 * P / D;
-						load_n[e] += mult[e];
-					}
-			}
-		}
-		for (e = 0; e < isth_topo_ndlinks(t) && ret == 0; e++) {
-			/* load[] is in bit/ms: compare with capacity in bit/ms */
-			double cap = plan_wan_cap(t, p, e) / 1000;
-
-			if (load[e] > cap * (1 + CHK_CAP_TOL)) {
-				isth_topo_dlink_name(t, e, name, sizeof(name));
-				snprintf(err, errlen,
-					"round %d: link %s carries %d streams at %.9f of its "
-					"capacity "
-					"(%.1f ppm over)",
-					k, name, load_n[e], load[e] / cap,
-					(load[e] / cap - 1) * 1e6);
-				ret = -ERANGE;
-			}
-		}
-		for (i = 0; i < n && ret == 0; i++) {
-			double peak = peak_at(r, t, s, k, i), tol = 1e-6 * P, dmin = INFINITY;
-			uint64_t m = isth_plan_sched_clique_of(s, k, i) & ~(1ULL << i);
-
-			for (j = 0; j < n; j++)
-				if (m >> j & 1)
-					dmin = fmin(dmin, r->D[k * n + j]);
-			/* plus what the fastest stream delivers in one clock tick */
-			tol += P * CHK_TIME_TOL / dmin;
-			if (peak > r->memory + tol) {
-				snprintf(err, errlen,
-					"round %d: the edge of %s holds %.0f B at its peak > M = "
-					"%.0f B",
-					k, isth_topo_name(t, i), peak, r->memory);
-				ret = -ERANGE;
-			}
-		}
-	}
+	for (k = 0; k < s->nrounds && ret == 0; k++)
+		ret = check_round(&C, k);
 out:
-	free(mult);
-	free(load);
-	free(load_n);
+	free(C.mult);
+	free(C.load);
+	free(C.load_n);
 	return ret;
 }

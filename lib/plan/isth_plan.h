@@ -35,6 +35,8 @@ extern "C" {
 struct isth_plan_sched;
 /** The solved LP of a schedule: T, offsets and rates per round. Opaque. */
 struct isth_plan_result;
+/** The schedule file's form (lib/sched, isth_sched.h): isth_plan_result_sched(). */
+struct isth_sched;
 
 /** Where multicast copies are made. */
 enum isth_plan_repl {
@@ -214,6 +216,25 @@ double isth_plan_result_peak_memory(const struct isth_plan_result *r, const stru
 int isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
 	const struct isth_plan_params *p, const struct isth_plan_result *r, char *err,
 	size_t errlen);
+
+/**
+ * The solved plan @p r of @p s as a schedule of lib/sched, the one writer of
+ * the schedule file (save it with isth_sched_save()): the islands named as
+ * in @p t, T rounded up to the next ns plus 1 ns, offsets to the nearest ns,
+ * constant rates rounded down to whole bit/s (a stream never outruns the
+ * plan), payload, chunk and memory from @p p, each edge's peak aggregation
+ * memory (isth_plan_result_peak_memory(), rounded up) and the route of every
+ * stream (version 2), and with repair headroom F > 0 a note recording F
+ * (doc/schedule-file.md).
+ * @param p the parameters @p r was solved with (memory_bytes included)
+ * @param epoch_ns the file's epoch, or 0 for "runtime"
+ * @param err receives the reason on failure
+ * @return the schedule (isth_sched_free()), or NULL with errno (EINVAL:
+ *         infeasible or not matching, ENOMEM).
+ */
+struct isth_sched *isth_plan_result_sched(const struct isth_topo *t,
+	const struct isth_plan_sched *s, const struct isth_plan_params *p,
+	const struct isth_plan_result *r, uint64_t epoch_ns, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ */
 /* Search                                                              */

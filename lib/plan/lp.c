@@ -487,53 +487,63 @@ try_polish(glp_prob **lpp, struct lpstate *S, const struct isth_topo *t, double 
 	return ok < 0 ? ok : 0;
 }
 
-/* The round's LP with every stream on the given routes (o->route). */
-static int
-solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
-	const struct isth_plan_params *p, struct plan_round *o)
+/* Reset a round's outcome to "not solved". */
+static void
+round_reset(struct plan_round *o)
 {
-	struct lpstate *S;
-	glp_prob *volatile lp = NULL;
-	double P = p->payload_bytes, mu, delta, Dacc;
-	volatile double Dsc; /* set before the setjmp below, read after it */
-	int n = isth_topo_n(t), ndl = isth_topo_ndlinks(t), c, i, j, k, e, it = 0, ret = 0, ok = 0;
-	double x[3 * NMAX + 2];
-	int max_lps = p->max_lps > 0 ? p->max_lps : PLAN_MAX_LPS;
+	int i;
 
-	S = calloc(1, sizeof(*S));
-	if (S == NULL)
-		return -ENOMEM;
-	S->n = n;
 	o->feasible = 0;
 	o->T = NAN;
 	for (i = 0; i < NMAX; i++)
 		o->off[i] = o->dur[i] = NAN;
 	o->binding[0] = '\0';
 	o->warn[0] = '\0';
-	if (!(P > 0) || !isfinite(P) || !(p->access_bps > 0) || !(p->memory_bytes >= 0) ||
-		!(p->repair_headroom >= 0 && p->repair_headroom < ISTH_PLAN_MAX_HEADROOM)) {
-		ret = -EINVAL;
-		goto out;
-	}
-	mu = p->memory_bytes / P;
-	Dacc = 8 * P * 1000 / p->access_bps;
-	delta = 2 * p->access_ms + 8 * fmin(p->chunk_bytes, P) * 1000 / p->access_bps;
+}
+
+/* The senders of the round (members of cliques of two or more) and whom each hears. */
+static void
+lp_senders(struct lpstate *S, int ncl, const uint64_t *cl)
+{
+	int c, i;
 
 	for (c = 0; c < ncl; c++) {
 		if (plan_popcount(cl[c]) < 2)
 			continue;
-		for (i = 0; i < n; i++)
+		for (i = 0; i < S->n; i++)
 			if (cl[c] >> i & 1) {
 				S->rx[i] = cl[c] & ~(1ULL << i);
 				S->snd[S->nsend++] = i;
 			}
 	}
-	if (S->nsend == 0) {
-		o->feasible = 1;
-		o->T = 0;
-		snprintf(o->binding, sizeof(o->binding), "none (no island sends)");
-		goto out;
-	}
+}
+
+/* Longest path latency from sender island @p j to one of its receivers, ms. */
+static double
+lp_max_lat(const struct lpstate *S, int j)
+{
+	double lmax = 0;
+	int i;
+
+	for (i = 0; i < S->n; i++)
+		if (S->rx[j] >> i & 1)
+			lmax = fmax(lmax, S->lat[j][i]);
+	return lmax;
+}
+
+/*
+ * What the LP is built from, for the senders lp_senders() found: latencies
+ * along the routes (o->route), links per stream, each stream's lower bound
+ * on D and the link (or access) that sets it, the scaling S->Dsc and the
+ * memory-row tolerance. 0 or a negative errno.
+ */
+static int
+lp_state(struct lpstate *S, const struct isth_topo *t, const struct isth_plan_params *p, double mu,
+	double Dacc, const struct plan_round *o)
+{
+	int n = S->n, ndl = isth_topo_ndlinks(t), i, j, k, e, ret;
+	double P = p->payload_bytes;
+
 	S->ndl = ndl;
 	for (i = 0; i < n; i++)
 		for (j = 0; j < n; j++)
@@ -545,19 +555,17 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	S->val = calloc(3 * NMAX + 2, sizeof(double));
 	S->memadd = mu < 1 ? calloc((size_t)n * n * n * 2, 1) : NULL;
 	if (S->mult == NULL || S->dmin == NULL || S->haslink == NULL || S->ind == NULL ||
-		S->val == NULL || (mu < 1 && S->memadd == NULL)) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (e = 0; e < S->ndl; e++)
+		S->val == NULL || (mu < 1 && S->memadd == NULL))
+		return -ENOMEM;
+	for (e = 0; e < ndl; e++)
 		S->dmin[e] = 8 * P * 1000 / plan_wan_cap(t, p, e);
-	Dsc = 0;
+	S->Dsc = 0;
 	for (k = 0; k < S->nsend; k++) {
 		j = S->snd[k];
 		ret = plan_route_stream(
 			t, j, S->rx[j], p->repl, o->route[j], &S->mult[k * ndl], S->lat[j]);
 		if (ret < 0)
-			goto out;
+			return ret;
 		S->Dlow[k] = Dacc;
 		S->lowcap[k] = -1;
 		for (e = 0; e < ndl; e++)
@@ -565,25 +573,33 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 				S->Dlow[k] = S->mult[k * ndl + e] * S->dmin[e];
 				S->lowcap[k] = e;
 			}
-		Dsc = fmax(Dsc, S->Dlow[k]);
+		S->Dsc = fmax(S->Dsc, S->Dlow[k]);
 	}
-	S->Dsc = Dsc;
 	/* a memory row violated by less than this is not added: 1e-7 ms, or
 	 * 1e-7 of the shortest stream when streams are shorter than 1 ms */
 	S->memtol = MEM_TOL;
 	for (k = 0; k < S->nsend; k++)
 		S->memtol = fmin(S->memtol, MEM_TOL * S->Dlow[k]);
-
-	glp_term_out(GLP_OFF);
-	glp_error_hook(glpk_hook, NULL);
-	if (setjmp(glpk_jb)) {
-		/* GLPK's state is undefined after its error: drop all of it */
-		glp_free_env();
-		lp = NULL;
-		ret = -EIO;
-		goto out;
+	for (k = 0; k < S->nsend; k++) {
+		S->kof[S->snd[k]] = k;
+		S->polink[k] = -1;
 	}
-	lp = glp_create_prob();
+	return 0;
+}
+
+/*
+ * The LP before any memory row or capacity cut: columns T, t_j, u_j, y_j,
+ * the tangent of each y_j at u_j's lower bound and each sender's
+ * completion row. NULL on ENOMEM. A GLPK error longjmps to glpk_jb, set by
+ * the caller (solve_routed()).
+ */
+static glp_prob *
+lp_build(struct lpstate *S, double delta)
+{
+	glp_prob *lp = glp_create_prob();
+	double Dsc = S->Dsc;
+	int k, j;
+
 	glp_set_obj_dir(lp, GLP_MIN);
 	glp_add_cols(lp, 1 + 3 * S->nsend);
 	glp_set_col_bnds(lp, 1, GLP_LO, 0, 0);
@@ -603,34 +619,40 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	}
 	/* y_k >= 1/u_k is exact at u_k's lower bound from the start */
 	for (k = 0; k < S->nsend; k++)
-		if (add_tangent(lp, S, k, S->Dlow[k] / Dsc) < 0) {
-			ret = -ENOMEM;
-			goto out;
-		}
+		if (add_tangent(lp, S, k, S->Dlow[k] / Dsc) < 0)
+			goto nomem;
 	/* completion: T - t_j - Dsc u_j >= max_i l_ji + delta */
 	for (k = 0; k < S->nsend; k++) {
-		double lmax = 0;
-
 		j = S->snd[k];
-		for (i = 0; i < n; i++)
-			if (S->rx[j] >> i & 1)
-				lmax = fmax(lmax, S->lat[j][i]);
 		S->ind[1] = 1;
 		S->val[1] = 1;
 		S->ind[2] = S->col_t[k];
 		S->val[2] = -1;
 		S->ind[3] = S->col_D[k];
 		S->val[3] = -Dsc;
-		if (add_row(lp, S, ROW_COMPL, j, 3, lmax + delta) < 0) {
-			ret = -ENOMEM;
-			goto out;
-		}
+		if (add_row(lp, S, ROW_COMPL, j, 3, lp_max_lat(S, j) + delta) < 0)
+			goto nomem;
 	}
+	return lp;
+nomem:
+	glp_delete_prob(lp);
+	return NULL;
+}
 
-	for (k = 0; k < S->nsend; k++) {
-		S->kof[S->snd[k]] = k;
-		S->polink[k] = -1;
-	}
+/*
+ * Solve *lpp, adding violated memory rows and capacity cuts, until its
+ * point satisfies everything or @p max_lps LPs were solved (then: a
+ * feasible polish and a warning in o->warn). *lpp may become a polished
+ * copy. 1 solved, 0 infeasible, negative errno.
+ */
+static int
+cut_loop(glp_prob **lpp, struct lpstate *S, const struct isth_topo *t, double mu, int max_lps,
+	struct plan_round *o)
+{
+	glp_prob *lp = *lpp;
+	double x[3 * NMAX + 2];
+	int it, ok = 0;
+
 	for (it = 0; it < max_lps; it++) {
 		int added, nmem;
 		double lmax;
@@ -641,15 +663,11 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 			break;
 		read_x(lp, S, x);
 		nmem = add_mem_rows(lp, S, t, mu, x);
-		if (nmem < 0) {
-			ret = nmem;
-			goto out;
-		}
+		if (nmem < 0)
+			return nmem;
 		added = add_cap_cuts(lp, S, t, x, &lmax);
-		if (added < 0) {
-			ret = added;
-			goto out;
-		}
+		if (added < 0)
+			return added;
 		if (added == 0 && nmem == 0)
 			break;
 		/* Kelley converges slowly once T no longer pulls on the rates
@@ -659,147 +677,209 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 		 * cutting-plane sequence itself untouched, so a polish that
 		 * does not close the gap costs one LP and nothing else. */
 		if (nmem == 0 && it >= POLISH_EVERY && it % POLISH_EVERY == 0) {
-			glp_prob *cur = lp;
-			int tried = try_polish(&cur, S, t, mu, x, o);
+			int tried = try_polish(&lp, S, t, mu, x, o);
 
-			lp = cur;
-			if (tried < 0) {
-				ret = tried;
-				goto out;
-			}
-			if (tried > 0) {
-				ok = 1;
-				break;
-			}
+			*lpp = lp;
+			if (tried < 0)
+				return tried;
+			if (tried > 0)
+				return 1;
 		}
 	}
 	if (ok > 0 && it == max_lps) {
 		/* the cap: a feasible polish of the last LP, and a warning
 		 * with the gap to the LP's lower bound */
-		double Tlb = glp_get_col_prim(lp, 1), lmax = 0;
+		double Tlb = glp_get_col_prim(lp, 1), lmax;
 
 		read_x(lp, S, x);
 		lmax = max_load(S, t, x, NULL);
 		ok = polish(lp, S, t, mu, x, o);
-		if (ok > 0) {
+		if (ok > 0)
 			snprintf(o->warn, sizeof(o->warn),
 				"cutting-plane cap of %d LPs hit (links up to %.1f ppm over); "
 				"rates lowered to fit: T %.6f ms, at most %.1f ppm above optimal",
 				max_lps, (lmax - 1) * 1e6, glp_get_col_prim(lp, 1),
 				(glp_get_col_prim(lp, 1) / Tlb - 1) * 1e6);
+	}
+	return ok;
+}
+
+/*
+ * An infeasible round: without memory rows the LP is always feasible (T
+ * and D are unbounded above), so the memory rows are what binds; name the
+ * first clique that cannot meet them on its own. 0 or -ENOMEM.
+ */
+static int
+name_infeasible(const struct isth_topo *t, int ncl, const uint64_t *cl,
+	const struct isth_plan_params *p, struct plan_round *o)
+{
+	char cs[512] = "";
+	int c;
+
+	if (ncl > 1) {
+		for (c = 0; c < ncl; c++) {
+			struct plan_round *o2;
+
+			if (plan_popcount(cl[c]) < 3)
+				continue;
+			o2 = calloc(1, sizeof(*o2));
+			if (o2 == NULL)
+				return -ENOMEM;
+			if (plan_solve_round(t, 1, &cl[c], p, o2) == 0 && !o2->feasible)
+				clique_str(t, cl[c], cs, sizeof(cs));
+			o->iters += o2->iters;
+			free(o2);
+			if (cs[0])
+				break;
+		}
+	} else {
+		clique_str(t, cl[0], cs, sizeof(cs));
+	}
+	snprintf(o->binding, sizeof(o->binding),
+		"memory: M=%.6g B cannot hold clique %s (arrivals cannot align)", p->memory_bytes,
+		cs[0] ? cs : "(several cliques together)");
+	return 0;
+}
+
+/*
+ * Offsets, durations and T from the solved LP. GLPK meets bounds to its
+ * tolerance in its scaled space; when streams last nanoseconds next to
+ * 100 ms latencies that is a relative 1e-4 of D. Clamp to the bounds (a
+ * polish's bounds fit every link exactly) and let T follow, so the written
+ * plan never outruns a link.
+ */
+static void
+read_solution(glp_prob *lp, const struct lpstate *S, double delta, struct plan_round *o)
+{
+	double Dsc = S->Dsc;
+	int k, j;
+
+	o->T = glp_get_col_prim(lp, 1);
+	for (k = 0; k < S->nsend; k++) {
+		double lb = glp_get_col_lb(lp, S->col_D[k]) * Dsc;
+
+		j = S->snd[k];
+		o->off[j] = fmax(0, glp_get_col_prim(lp, S->col_t[k]));
+		o->dur[j] = fmax(glp_get_col_prim(lp, S->col_D[k]) * Dsc, fmax(lb, S->Dlow[k]));
+		o->T = fmax(o->T, o->off[j] + o->dur[j] + lp_max_lat(S, j) + delta);
+	}
+}
+
+/* o->binding: the non-completion constraint with the largest dual. */
+static void
+name_binding(glp_prob *lp, const struct lpstate *S, const struct isth_topo *t, struct plan_round *o)
+{
+	double best = 1e-4;
+	char name[96];
+	int r, k;
+
+	snprintf(o->binding, sizeof(o->binding), "latency");
+	for (r = 1; r <= glp_get_num_rows(lp); r++) {
+		double d = fabs(glp_get_row_dual(lp, r));
+		const struct rowmeta *m = &S->meta[r - 1];
+
+		if (m->kind == ROW_COMPL || m->kind == ROW_TAN || d <= best)
+			continue;
+		best = d;
+		if (m->kind == ROW_MEM) {
+			snprintf(o->binding, sizeof(o->binding), "memory @%s",
+				isth_topo_name(t, m->a));
+		} else {
+			isth_topo_dlink_name(t, m->a, name, sizeof(name));
+			snprintf(o->binding, sizeof(o->binding), "capacity %s", name);
 		}
 	}
-	{
-		if (ok < 0) {
-			ret = ok;
-			goto out;
-		}
-		if (ok == 0) {
-			char cs[512] = "";
+	for (k = 0; k < S->nsend; k++) {
+		/* the dual of u_j's bound, per ms of D */
+		double d = fabs(glp_get_col_dual(lp, S->col_D[k])) / S->Dsc;
+		int e = S->polink[k] >= 0 ? S->polink[k] : S->lowcap[k];
 
-			/* Without memory rows the LP is always feasible (T and D are
-			 * unbounded above), so the memory rows are what binds; name the
-			 * first clique that cannot meet them on its own. */
-			glp_delete_prob(lp);
-			lp = NULL;
-			if (ncl > 1) {
-				for (c = 0; c < ncl; c++) {
-					struct plan_round *o2;
-
-					if (plan_popcount(cl[c]) < 3)
-						continue;
-					o2 = calloc(1, sizeof(*o2));
-					if (o2 == NULL) {
-						ret = -ENOMEM;
-						goto out;
-					}
-					if (plan_solve_round(t, 1, &cl[c], p, o2) == 0 &&
-						!o2->feasible)
-						clique_str(t, cl[c], cs, sizeof(cs));
-					o->iters += o2->iters;
-					free(o2);
-					if (cs[0])
-						break;
-				}
-			} else {
-				clique_str(t, cl[0], cs, sizeof(cs));
-			}
-			snprintf(o->binding, sizeof(o->binding),
-				"memory: M=%.6g B cannot hold clique %s (arrivals cannot align)",
-				p->memory_bytes, cs[0] ? cs : "(several cliques together)");
-			goto out;
+		if (d <= best)
+			continue;
+		best = d;
+		if (e < 0) {
+			snprintf(o->binding, sizeof(o->binding), "access");
+		} else {
+			isth_topo_dlink_name(t, e, name, sizeof(name));
+			snprintf(o->binding, sizeof(o->binding), "capacity %s", name);
 		}
+	}
+}
+
+/* The round's LP with every stream on the given routes (o->route). */
+static int
+solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
+	const struct isth_plan_params *p, struct plan_round *o)
+{
+	struct lpstate *S;
+	glp_prob *volatile lp = NULL;
+	double P = p->payload_bytes, mu, delta, Dacc;
+	int max_lps = p->max_lps > 0 ? p->max_lps : PLAN_MAX_LPS, ret = 0, ok;
+
+	S = calloc(1, sizeof(*S));
+	if (S == NULL)
+		return -ENOMEM;
+	S->n = isth_topo_n(t);
+	round_reset(o);
+	if (!(P > 0) || !isfinite(P) || !(p->access_bps > 0) || !(p->memory_bytes >= 0) ||
+		!(p->repair_headroom >= 0 && p->repair_headroom < ISTH_PLAN_MAX_HEADROOM)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	mu = p->memory_bytes / P;
+	Dacc = 8 * P * 1000 / p->access_bps;
+	delta = 2 * p->access_ms + 8 * fmin(p->chunk_bytes, P) * 1000 / p->access_bps;
+	lp_senders(S, ncl, cl);
+	if (S->nsend == 0) {
 		o->feasible = 1;
-		o->T = glp_get_col_prim(lp, 1);
-		/* GLPK meets bounds to its tolerance in its scaled space; when
-		 * streams last nanoseconds next to 100 ms latencies that is a
-		 * relative 1e-4 of D. Clamp to the bounds (a polish's bounds fit
-		 * every link exactly) and let T follow, so the written plan
-		 * never outruns a link. */
-		for (k = 0; k < S->nsend; k++) {
-			double lb = glp_get_col_lb(lp, S->col_D[k]) * Dsc, lmax = 0;
+		o->T = 0;
+		snprintf(o->binding, sizeof(o->binding), "none (no island sends)");
+		goto out;
+	}
+	ret = lp_state(S, t, p, mu, Dacc, o);
+	if (ret < 0)
+		goto out;
 
-			j = S->snd[k];
-			o->off[j] = fmax(0, glp_get_col_prim(lp, S->col_t[k]));
-			o->dur[j] =
-				fmax(glp_get_col_prim(lp, S->col_D[k]) * Dsc, fmax(lb, S->Dlow[k]));
-			for (i = 0; i < n; i++)
-				if (S->rx[j] >> i & 1)
-					lmax = fmax(lmax, S->lat[j][i]);
-			o->T = fmax(o->T, o->off[j] + o->dur[j] + lmax + delta);
-		}
-		{
-			/* the non-completion constraint with the largest dual binds */
-			double best = 1e-4;
-			char name[96];
-			int r;
+	glp_term_out(GLP_OFF);
+	glp_error_hook(glpk_hook, NULL);
+	if (setjmp(glpk_jb)) {
+		/* GLPK's state is undefined after its error: drop all of it */
+		glp_free_env();
+		lp = NULL;
+		ret = -EIO;
+		goto out;
+	}
+	lp = lp_build(S, delta);
+	if (lp == NULL) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	{
+		glp_prob *cur = lp;
 
-			snprintf(o->binding, sizeof(o->binding), "latency");
-			for (r = 1; r <= glp_get_num_rows(lp); r++) {
-				double d = fabs(glp_get_row_dual(lp, r));
-				struct rowmeta *m = &S->meta[r - 1];
+		ok = cut_loop(&cur, S, t, mu, max_lps, o);
+		lp = cur;
+	}
+	if (ok < 0) {
+		ret = ok;
+		goto out;
+	}
+	if (ok == 0) {
+		glp_delete_prob(lp);
+		lp = NULL;
+		ret = name_infeasible(t, ncl, cl, p, o);
+		goto out;
+	}
+	o->feasible = 1;
+	read_solution(lp, S, delta, o);
+	name_binding(lp, S, t, o);
+	if (p->max_round_ms > 0 && o->T > p->max_round_ms) {
+		char why[160];
 
-				if (m->kind == ROW_COMPL || m->kind == ROW_TAN || d <= best)
-					continue;
-				best = d;
-				if (m->kind == ROW_MEM) {
-					snprintf(o->binding, sizeof(o->binding), "memory @%s",
-						isth_topo_name(t, m->a));
-				} else {
-					isth_topo_dlink_name(t, m->a, name, sizeof(name));
-					snprintf(o->binding, sizeof(o->binding), "capacity %s",
-						name);
-				}
-			}
-			for (k = 0; k < S->nsend; k++) {
-				/* the dual of u_j's bound, per ms of D */
-				double d = fabs(glp_get_col_dual(lp, S->col_D[k])) / Dsc;
-
-				if (d <= best)
-					continue;
-				best = d;
-				if (S->polink[k] >= 0) {
-					isth_topo_dlink_name(t, S->polink[k], name, sizeof(name));
-					snprintf(o->binding, sizeof(o->binding), "capacity %s",
-						name);
-				} else if (S->lowcap[k] < 0) {
-					snprintf(o->binding, sizeof(o->binding), "access");
-				} else {
-					isth_topo_dlink_name(t, S->lowcap[k], name, sizeof(name));
-					snprintf(o->binding, sizeof(o->binding), "capacity %s",
-						name);
-				}
-			}
-		}
-		if (p->max_round_ms > 0 && o->T > p->max_round_ms) {
-			char why[160];
-
-			memcpy(why, o->binding, sizeof(why));
-			o->feasible = 0;
-			snprintf(o->binding, sizeof(o->binding),
-				"completion: T=%.3f ms > max %.3f ms (%.80s)", o->T,
-				p->max_round_ms, why);
-		}
+		memcpy(why, o->binding, sizeof(why));
+		o->feasible = 0;
+		snprintf(o->binding, sizeof(o->binding),
+			"completion: T=%.3f ms > max %.3f ms (%.80s)", o->T, p->max_round_ms, why);
 	}
 out:
 	if (lp != NULL)

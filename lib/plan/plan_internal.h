@@ -108,6 +108,23 @@ plan_wan_cap(const struct isth_topo *t, const struct isth_plan_params *p, int e)
 	return plan_cap(t, e) * (1 - p->repair_headroom);
 }
 
+/*
+ * One xorshift64 step of *state (never 0): the planner's randomness, fixed
+ * by its seed. family.c and search.c each keep a state of their own, so
+ * that one's draws never shift the other's.
+ */
+static inline uint64_t
+plan_xorshift(uint64_t *state)
+{
+	uint64_t x = *state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*state = x;
+	return x;
+}
+
 static inline int
 plan_popcount(uint64_t x)
 {

@@ -8,8 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
+#include "isth_clock.h"
 #include "plan_internal.h"
 
 #define LMAX 16
@@ -38,19 +37,14 @@ static uint64_t rs;
 static uint64_t
 rnd(void)
 {
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
+	return plan_xorshift(&rs);
 }
 
+/* Seconds since @p t0_ns on the monotonic clock (lib/clock). */
 static double
-now_s(void)
+since_s(uint64_t t0_ns)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
+	return (double)(isth_clock_mono_ns() - t0_ns) * 1e-9;
 }
 
 /* Canonical cliques of one round: bitmaps sorted by lowest member. */
@@ -197,18 +191,55 @@ mutate(int n, struct sstate *s)
 	}
 }
 
+/*
+ * The starting point: the best of the built-in families (the first one
+ * that exists if none is feasible) and @p init. Returns its objective.
+ */
+static double
+search_start(struct ctx *C, int n, const struct isth_plan_sched *init, struct sstate *cur)
+{
+	static const char *fam[] = {"all-to-all", "triangles", "pairs", "regional"};
+	double fbest = INFINITY, v;
+	struct sstate s;
+	int f;
+
+	memset(cur, 0, sizeof(*cur));
+	for (f = 0; f < 4; f++) {
+		struct isth_plan_sched *sc = isth_plan_sched_family(C->t, fam[f]);
+
+		if (sc == NULL)
+			continue;
+		from_sched(sc, &s);
+		isth_plan_sched_free(sc);
+		v = objective(C, n, &s);
+		if (v < fbest || cur->L == 0) {
+			if (v < fbest)
+				fbest = v;
+			*cur = s;
+		}
+	}
+	if (init) {
+		from_sched(init, &s);
+		v = objective(C, n, &s);
+		if (v < fbest) {
+			fbest = v;
+			*cur = s;
+		}
+	}
+	return fbest;
+}
+
 struct isth_plan_sched *
 isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 	const struct isth_plan_sched *init, long iterations, double seconds, unsigned seed,
 	int *cut_short, isth_plan_progress_fn progress, void *arg)
 {
-	static const char *fam[] = {"all-to-all", "triangles", "pairs", "regional"};
 	struct ctx C = {0};
 	struct sstate cur, best, cand;
-	double fcur = INFINITY, fbest = INFINITY, t0, last;
+	double fcur, fbest;
+	uint64_t t0, last;
 	long it;
-	int n, f;
-	struct isth_plan_sched *out;
+	int n;
 
 	if (cut_short)
 		*cut_short = 0;
@@ -230,36 +261,8 @@ isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 	rs = 0x2545F4914F6CDD1DULL ^ ((uint64_t)seed * 0x9E3779B97F4A7C15ULL);
 	if (rs == 0)
 		rs = 1;
-	t0 = last = now_s();
-	memset(&cur, 0, sizeof(cur));
-	for (f = 0; f < 4; f++) {
-		struct isth_plan_sched *sc = isth_plan_sched_family(t, fam[f]);
-		struct sstate s;
-		double v;
-
-		if (sc == NULL)
-			continue;
-		from_sched(sc, &s);
-		isth_plan_sched_free(sc);
-		v = objective(&C, n, &s);
-		if (v < fbest || cur.L == 0) {
-			if (v < fbest)
-				fbest = v;
-			cur = s;
-		}
-	}
-	if (init) {
-		struct sstate s;
-		double v;
-
-		from_sched(init, &s);
-		v = objective(&C, n, &s);
-		if (v < fbest) {
-			fbest = v;
-			cur = s;
-		}
-	}
-	fcur = fbest;
+	t0 = last = isth_clock_mono_ns();
+	fbest = fcur = search_start(&C, n, init, &cur);
 	best = cur;
 	/* The temperature follows the iteration count, never the clock, so a
 	 * seed fixes the result; the clock only bounds the run (cut_short). */
@@ -282,18 +285,18 @@ isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 				fbest = v;
 			}
 		}
-		if ((it & 15) == 15 && now_s() - t0 >= seconds) {
+		if ((it & 15) == 15 && since_s(t0) >= seconds) {
 			if (cut_short)
 				*cut_short = 1;
 			break;
 		}
-		if (progress && now_s() - last >= 1.0) {
-			last = now_s();
-			progress(last - t0, C.evals, fbest, arg);
+		if (progress && since_s(last) >= 1.0) {
+			last = isth_clock_mono_ns();
+			progress((double)(last - t0) * 1e-9, C.evals, fbest, arg);
 		}
 	}
 	if (progress)
-		progress(now_s() - t0, C.evals, fbest, arg);
+		progress(since_s(t0), C.evals, fbest, arg);
 	free(C.cache);
 	if (C.err) {
 		errno = EIO;
@@ -303,6 +306,5 @@ isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 		errno = ENOENT;
 		return NULL;
 	}
-	out = to_sched(n, &best);
-	return out;
+	return to_sched(n, &best);
 }

@@ -50,6 +50,7 @@ struct isth_sched {
 	int nrounds;
 	struct round *rounds;
 	struct sender *snd; /* nrounds * n */
+	char note[ISTH_SCHED_NOTE_MAX]; /* isth_sched_set_note(): "" or a comment line */
 };
 
 static uint64_t
@@ -157,6 +158,16 @@ isth_sched_set_sender(struct isth_sched *s, int r, int i, uint64_t offset_ns, in
 }
 
 int
+isth_sched_set_note(struct isth_sched *s, const char *text)
+{
+	if (s == NULL || text == NULL || strlen(text) >= sizeof(s->note) ||
+		strpbrk(text, "\r\n") != NULL)
+		return -EINVAL;
+	snprintf(s->note, sizeof(s->note), "%s", text);
+	return 0;
+}
+
+int
 isth_sched_write(const struct isth_sched *s, FILE *f)
 {
 	int i, r, c, k;
@@ -167,6 +178,8 @@ isth_sched_write(const struct isth_sched *s, FILE *f)
 		;
 	fprintf(f, "isthmus-schedule %d\n",
 		i < s->n || s->nroute ? ISTH_SCHED_VERSION_PEAK : ISTH_SCHED_VERSION);
+	if (s->note[0])
+		fprintf(f, "# %s\n", s->note);
 	fprintf(f, "# written by isthmus; format: doc/schedule-file.md\n");
 	fprintf(f, "islands %d\n", s->n);
 	for (i = 0; i < s->n; i++)
@@ -241,28 +254,39 @@ static int __attribute__((format(printf, 2, 3))) perr(struct pctx *P, const char
 	return isth_text_seterr(P->err, P->errlen, P->file, P->line, 0, "%s", msg);
 }
 
+/*
+ * A number of the file: decimal through lib/text's one parser (so "010" is
+ * ten, never octal), or hex after "0x", the form the clique bitmaps are
+ * written in (doc/schedule-file.md: "decimal or 0x hex"). lib/text reads
+ * no hex, so strtoull reads it here, once its digits are known to be only
+ * hex digits (strtoull alone would take a sign, blanks or a second "0x").
+ * 0 or -1.
+ */
 static int
 parse_u64(const char *s, uint64_t *v)
 {
-	char *end;
+	const char *h = s + 2;
 	unsigned long long x;
 
-	if (s == NULL || *s == '\0' || *s == '-' || *s == '+')
+	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+		return isth_text_parse_u64(s, v) < 0 ? -1 : 0;
+	if (*h == '\0' || h[strspn(h, "0123456789abcdefABCDEF")] != '\0')
 		return -1;
 	errno = 0;
-	x = strtoull(s, &end, 0);
-	if (errno || *end != '\0')
+	x = strtoull(h, NULL, 16);
+	if (errno)
 		return -1;
 	*v = x;
 	return 0;
 }
 
+/* A number in [lo, hi]; an empty range (hi < lo: no round defined yet) holds none. */
 static int
 parse_int(const char *s, int lo, int hi, int *v)
 {
 	uint64_t x;
 
-	if (parse_u64(s, &x) < 0 || x < (uint64_t)lo || x > (uint64_t)hi)
+	if (hi < lo || parse_u64(s, &x) < 0 || x < (uint64_t)lo || x > (uint64_t)hi)
 		return -1;
 	*v = (int)x;
 	return 0;
@@ -506,21 +530,263 @@ parse_round(struct pctx *P, struct isth_sched *s, char **tok, int nt, int *nextr
 	return 0;
 }
 
+/* The parser's state between lines: the schedule so far and where in the grammar. */
+struct pstate {
+	struct pctx P;
+	struct isth_sched *s;
+	int st; /* ST_*: the magic, the header, the rounds, after 'end' */
+	int version; /* from the magic line */
+	int nextround; /* the next 'round' line expected */
+	int have[6]; /* header keys seen, in check_header_done()'s order */
+};
+
+enum { HAVE_ISLANDS, HAVE_ROUND_NS, HAVE_EPOCH, HAVE_PAYLOAD, HAVE_CHUNK, HAVE_MEMORY };
+
+static int
+parse_magic(struct pstate *ps, char **tok, int nt)
+{
+	int v;
+
+	if (strcmp(tok[0], "isthmus-schedule") != 0 || nt != 2)
+		return perr(&ps->P, "not a schedule file (expected 'isthmus-schedule %d')",
+			ISTH_SCHED_VERSION);
+	if (parse_int(tok[1], 0, INT32_MAX, &v) < 0 || v < ISTH_SCHED_VERSION ||
+		v > ISTH_SCHED_VERSION_PEAK)
+		return perr(&ps->P, "unsupported version '%s' (this loader reads %d and %d)",
+			tok[1], ISTH_SCHED_VERSION, ISTH_SCHED_VERSION_PEAK);
+	ps->version = v;
+	ps->st = ST_HEADER;
+	return 0;
+}
+
+/* 'rounds R': the header is complete; the cycle's tables are allocated. */
+static int
+hdr_rounds(struct pstate *ps, char **tok)
+{
+	int r, ret = check_header_done(&ps->P, ps->s, ps->have);
+
+	if (ret)
+		return ret;
+	if (parse_int(tok[1], 1, ISTH_SCHED_MAX_ROUNDS, &r) < 0)
+		return perr(&ps->P, "bad rounds '%s' (1..%d)", tok[1], ISTH_SCHED_MAX_ROUNDS);
+	if (alloc_rounds(ps->s, r) < 0)
+		return -ENOMEM;
+	ps->st = ST_ROUNDS;
+	return 0;
+}
+
+static int
+hdr_islands(struct pstate *ps, char **tok)
+{
+	if (ps->have[HAVE_ISLANDS])
+		return perr(&ps->P, "duplicate 'islands'");
+	if (parse_int(tok[1], 1, NMAX, &ps->s->n) < 0)
+		return perr(&ps->P, "bad islands '%s' (1..%d)", tok[1], NMAX);
+	ps->have[HAVE_ISLANDS] = 1;
+	return 0;
+}
+
+static int
+hdr_island(struct pstate *ps, char **tok)
+{
+	struct isth_sched *s = ps->s;
+	int i, k;
+
+	if (!ps->have[HAVE_ISLANDS])
+		return perr(&ps->P, "'island' before 'islands'");
+	if (parse_int(tok[1], 0, INT32_MAX, &i) < 0 || i >= s->n)
+		return perr(&ps->P, "island %s out of range (0..%d)", tok[1], s->n - 1);
+	if (!isth_text_valid_name(tok[2], ISTH_SCHED_NAME_MAX))
+		return perr(&ps->P, "bad island name '%s'", tok[2]);
+	if (s->name[i][0])
+		return perr(&ps->P, "island %d named twice", i);
+	for (k = 0; k < s->n; k++)
+		if (strcmp(s->name[k], tok[2]) == 0)
+			return perr(&ps->P, "duplicate island name '%s'", tok[2]);
+	snprintf(s->name[i], sizeof(s->name[i]), "%s", tok[2]);
+	return 0;
+}
+
+static int
+hdr_round_ns(struct pstate *ps, char **tok)
+{
+	struct isth_sched *s = ps->s;
+
+	if (parse_u64(tok[1], &s->T) < 0 || s->T == 0)
+		return perr(&ps->P, "bad round-ns '%s' (must be > 0)", tok[1]);
+	if (s->T > ISTH_SCHED_MAX_ROUND_NS)
+		return perr(&ps->P, "round-ns %s out of range (1..%llu, one hour)", tok[1],
+			(unsigned long long)ISTH_SCHED_MAX_ROUND_NS);
+	ps->have[HAVE_ROUND_NS] = 1;
+	return 0;
+}
+
+static int
+hdr_epoch(struct pstate *ps, char **tok)
+{
+	struct isth_sched *s = ps->s;
+
+	if (strcmp(tok[1], "runtime") == 0)
+		s->epoch = 0;
+	else if (parse_u64(tok[1], &s->epoch) < 0 || s->epoch == 0)
+		return perr(&ps->P, "bad epoch '%s' (want 'runtime' or ns > 0)", tok[1]);
+	ps->have[HAVE_EPOCH] = 1;
+	return 0;
+}
+
+static int
+hdr_payload(struct pstate *ps, char **tok)
+{
+	uint64_t v;
+
+	if (parse_u64(tok[1], &v) < 0 || v == 0)
+		return perr(&ps->P, "bad payload-bytes '%s' (must be > 0)", tok[1]);
+	ps->s->payload = v;
+	ps->have[HAVE_PAYLOAD] = 1;
+	return 0;
+}
+
+static int
+hdr_chunk(struct pstate *ps, char **tok)
+{
+	if (parse_u64(tok[1], &ps->s->chunk) < 0)
+		return perr(&ps->P, "bad chunk-bytes '%s'", tok[1]);
+	ps->have[HAVE_CHUNK] = 1;
+	return 0;
+}
+
+static int
+hdr_memory(struct pstate *ps, char **tok)
+{
+	if (parse_u64(tok[1], &ps->s->memory) < 0)
+		return perr(&ps->P, "bad memory-bytes '%s'", tok[1]);
+	ps->have[HAVE_MEMORY] = 1;
+	return 0;
+}
+
+static int
+hdr_peak(struct pstate *ps, char **tok)
+{
+	struct isth_sched *s = ps->s;
+	int i;
+
+	if (!ps->have[HAVE_ISLANDS] || parse_int(tok[1], 0, s->n - 1, &i) < 0)
+		return perr(&ps->P, "peak-bytes: bad island '%s'%s", tok[1],
+			ps->have[HAVE_ISLANDS] ? "" : " ('islands' first)");
+	if (s->has_peak[i])
+		return perr(&ps->P, "duplicate peak-bytes for island %d (first on line %d)", i,
+			s->peak_line[i]);
+	if (parse_u64(tok[2], &s->peak[i]) < 0)
+		return perr(&ps->P, "bad peak-bytes '%s'", tok[2]);
+	s->has_peak[i] = 1;
+	s->peak_line[i] = ps->P.line;
+	return 0;
+}
+
+/* The header's lines: a key, its field count, the first version that has it. */
+static const struct {
+	const char *key;
+	int nt;
+	int version;
+	int (*parse)(struct pstate *ps, char **tok);
+} header_keys[] = {
+	{"rounds", 2, ISTH_SCHED_VERSION, hdr_rounds},
+	{"islands", 2, ISTH_SCHED_VERSION, hdr_islands},
+	{"island", 3, ISTH_SCHED_VERSION, hdr_island},
+	{"round-ns", 2, ISTH_SCHED_VERSION, hdr_round_ns},
+	{"epoch", 2, ISTH_SCHED_VERSION, hdr_epoch},
+	{"payload-bytes", 2, ISTH_SCHED_VERSION, hdr_payload},
+	{"chunk-bytes", 2, ISTH_SCHED_VERSION, hdr_chunk},
+	{"peak-bytes", 3, ISTH_SCHED_VERSION_PEAK, hdr_peak},
+	{"memory-bytes", 2, ISTH_SCHED_VERSION, hdr_memory},
+};
+
+static int
+parse_header_line(struct pstate *ps, char **tok, int nt)
+{
+	size_t k;
+
+	for (k = 0; k < sizeof(header_keys) / sizeof(header_keys[0]); k++)
+		if (strcmp(tok[0], header_keys[k].key) == 0 && nt == header_keys[k].nt &&
+			ps->version >= header_keys[k].version)
+			return header_keys[k].parse(ps, tok);
+	return perr(&ps->P, "unknown or malformed line '%s'", tok[0]);
+}
+
+static int
+parse_rounds_line(struct pstate *ps, char **tok, int nt)
+{
+	if (strcmp(tok[0], "round") == 0)
+		return parse_round(&ps->P, ps->s, tok, nt, &ps->nextround);
+	if (strcmp(tok[0], "send") == 0)
+		return parse_send(&ps->P, ps->s, tok, nt, ps->nextround);
+	if (strcmp(tok[0], "route") == 0 && nt == 5 && ps->version >= ISTH_SCHED_VERSION_PEAK)
+		return parse_route(&ps->P, ps->s, tok, ps->nextround);
+	return perr(&ps->P, "unknown or malformed line '%s'", tok[0]);
+}
+
+/* One line, comment stripped and split into @p nt fields (at least one). */
+static int
+parse_line(struct pstate *ps, char **tok, int nt)
+{
+	if (nt > MAXTOK)
+		return perr(&ps->P, "too many fields");
+	if (ps->st == ST_END)
+		return perr(&ps->P, "content after 'end'");
+	if (ps->st == ST_MAGIC)
+		return parse_magic(ps, tok, nt);
+	if (strcmp(tok[0], "end") == 0 && nt == 1) {
+		if (ps->st != ST_ROUNDS)
+			return perr(&ps->P, "'end' before 'rounds'");
+		ps->st = ST_END;
+		return 0;
+	}
+	if (ps->st == ST_HEADER)
+		return parse_header_line(ps, tok, nt);
+	return parse_rounds_line(ps, tok, nt);
+}
+
+/* What only the whole file can tell: its end, every round, every sender. */
+static int
+check_complete(struct pstate *ps)
+{
+	const struct isth_sched *s = ps->s;
+	int r, i;
+
+	if (ps->st != ST_END) {
+		ps->P.line++;
+		return perr(&ps->P, ps->st == ST_MAGIC ? "empty file" : "truncated: no 'end' line");
+	}
+	if (ps->nextround != s->nrounds)
+		return perr(&ps->P, "only %d of %d rounds defined", ps->nextround, s->nrounds);
+	for (r = 0; r < s->nrounds; r++)
+		for (i = 0; i < s->n; i++) {
+			const struct round *R = &s->rounds[r];
+
+			if ((R->cl[R->of[i]] & ~(1ULL << i)) && !s->snd[(size_t)r * s->n + i].set) {
+				ps->P.line = R->line;
+				return perr(&ps->P,
+					"round %d: island %d (%s) has peers but no send line", r, i,
+					s->name[i]);
+			}
+		}
+	return 0;
+}
+
 struct isth_sched *
 isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 {
-	struct pctx P = {name ? name : "<schedule>", 0, err, errlen};
-	struct isth_sched *s;
+	struct pstate ps = {.P = {name ? name : "<schedule>", 0, err, errlen}, .st = ST_MAGIC};
 	struct isth_text_lines it;
-	int st = ST_MAGIC, have[6] = {0}, nextround = 0, ret = 0, rc, r, i, version = 0;
 	char buf[4096];
+	int ret = 0, rc;
 
 	if (text == NULL) {
 		errno = EINVAL;
 		return NULL;
 	}
-	s = calloc(1, sizeof(*s));
-	if (s == NULL) {
+	ps.s = calloc(1, sizeof(*ps.s));
+	if (ps.s == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -529,207 +795,24 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 		char *tok[MAXTOK];
 		int nt;
 
-		P.line = (int)it.line;
+		ps.P.line = (int)it.line;
 		if (rc < 0) {
-			ret = perr(&P, "line too long");
+			ret = perr(&ps.P, "line too long");
 			break;
 		}
 		isth_text_strip_comment(buf, '#');
 		nt = isth_text_tokens(buf, tok, MAXTOK);
-		if (nt == 0)
-			continue;
-		if (nt > MAXTOK) {
-			ret = perr(&P, "too many fields");
-			break;
-		}
-		if (st == ST_END) {
-			ret = perr(&P, "content after 'end'");
-			break;
-		}
-		if (st == ST_MAGIC) {
-			int v;
-
-			if (strcmp(tok[0], "isthmus-schedule") != 0 || nt != 2) {
-				ret = perr(&P,
-					"not a schedule file (expected 'isthmus-schedule %d')",
-					ISTH_SCHED_VERSION);
-				break;
-			}
-			if (parse_int(tok[1], 0, INT32_MAX, &v) < 0 || v < ISTH_SCHED_VERSION ||
-				v > ISTH_SCHED_VERSION_PEAK) {
-				ret = perr(&P,
-					"unsupported version '%s' (this loader reads %d and %d)",
-					tok[1], ISTH_SCHED_VERSION, ISTH_SCHED_VERSION_PEAK);
-				break;
-			}
-			version = v;
-			st = ST_HEADER;
-			continue;
-		}
-		if (strcmp(tok[0], "end") == 0 && nt == 1) {
-			if (st != ST_ROUNDS) {
-				ret = perr(&P, "'end' before 'rounds'");
-				break;
-			}
-			st = ST_END;
-			continue;
-		}
-		if (st == ST_HEADER) {
-			uint64_t v;
-
-			if (strcmp(tok[0], "rounds") == 0 && nt == 2) {
-				ret = check_header_done(&P, s, have);
-				if (ret)
-					break;
-				if (parse_int(tok[1], 1, ISTH_SCHED_MAX_ROUNDS, &r) < 0) {
-					ret = perr(&P, "bad rounds '%s' (1..%d)", tok[1],
-						ISTH_SCHED_MAX_ROUNDS);
-					break;
-				}
-				if (alloc_rounds(s, r) < 0) {
-					ret = -ENOMEM;
-					break;
-				}
-				st = ST_ROUNDS;
-			} else if (strcmp(tok[0], "islands") == 0 && nt == 2) {
-				if (have[0]) {
-					ret = perr(&P, "duplicate 'islands'");
-					break;
-				}
-				if (parse_int(tok[1], 1, NMAX, &s->n) < 0) {
-					ret = perr(&P, "bad islands '%s' (1..%d)", tok[1], NMAX);
-					break;
-				}
-				have[0] = 1;
-			} else if (strcmp(tok[0], "island") == 0 && nt == 3) {
-				if (!have[0]) {
-					ret = perr(&P, "'island' before 'islands'");
-					break;
-				}
-				if (parse_int(tok[1], 0, INT32_MAX, &i) < 0 || i >= s->n) {
-					ret = perr(&P, "island %s out of range (0..%d)", tok[1],
-						s->n - 1);
-					break;
-				}
-				if (!isth_text_valid_name(tok[2], ISTH_SCHED_NAME_MAX)) {
-					ret = perr(&P, "bad island name '%s'", tok[2]);
-					break;
-				}
-				if (s->name[i][0]) {
-					ret = perr(&P, "island %d named twice", i);
-					break;
-				}
-				for (r = 0; r < s->n; r++)
-					if (strcmp(s->name[r], tok[2]) == 0) {
-						ret = perr(
-							&P, "duplicate island name '%s'", tok[2]);
-						break;
-					}
-				if (ret)
-					break;
-				snprintf(s->name[i], sizeof(s->name[i]), "%s", tok[2]);
-			} else if (strcmp(tok[0], "round-ns") == 0 && nt == 2) {
-				if (parse_u64(tok[1], &s->T) < 0 || s->T == 0) {
-					ret = perr(&P, "bad round-ns '%s' (must be > 0)", tok[1]);
-					break;
-				}
-				if (s->T > ISTH_SCHED_MAX_ROUND_NS) {
-					ret = perr(&P,
-						"round-ns %s out of range (1..%llu, one hour)",
-						tok[1],
-						(unsigned long long)ISTH_SCHED_MAX_ROUND_NS);
-					break;
-				}
-				have[1] = 1;
-			} else if (strcmp(tok[0], "epoch") == 0 && nt == 2) {
-				if (strcmp(tok[1], "runtime") == 0)
-					s->epoch = 0;
-				else if (parse_u64(tok[1], &s->epoch) < 0 || s->epoch == 0) {
-					ret = perr(&P, "bad epoch '%s' (want 'runtime' or ns > 0)",
-						tok[1]);
-					break;
-				}
-				have[2] = 1;
-			} else if (strcmp(tok[0], "payload-bytes") == 0 && nt == 2) {
-				if (parse_u64(tok[1], &v) < 0 || v == 0) {
-					ret = perr(
-						&P, "bad payload-bytes '%s' (must be > 0)", tok[1]);
-					break;
-				}
-				s->payload = v;
-				have[3] = 1;
-			} else if (strcmp(tok[0], "chunk-bytes") == 0 && nt == 2) {
-				if (parse_u64(tok[1], &s->chunk) < 0) {
-					ret = perr(&P, "bad chunk-bytes '%s'", tok[1]);
-					break;
-				}
-				have[4] = 1;
-			} else if (strcmp(tok[0], "peak-bytes") == 0 && nt == 3 &&
-				version >= ISTH_SCHED_VERSION_PEAK) {
-				if (!have[0] || parse_int(tok[1], 0, s->n - 1, &r) < 0) {
-					ret = perr(&P, "peak-bytes: bad island '%s'%s", tok[1],
-						have[0] ? "" : " ('islands' first)");
-					break;
-				}
-				if (s->has_peak[r]) {
-					ret = perr(&P,
-						"duplicate peak-bytes for island %d (first on line "
-						"%d)",
-						r, s->peak_line[r]);
-					break;
-				}
-				if (parse_u64(tok[2], &s->peak[r]) < 0) {
-					ret = perr(&P, "bad peak-bytes '%s'", tok[2]);
-					break;
-				}
-				s->has_peak[r] = 1;
-				s->peak_line[r] = P.line;
-			} else if (strcmp(tok[0], "memory-bytes") == 0 && nt == 2) {
-				if (parse_u64(tok[1], &s->memory) < 0) {
-					ret = perr(&P, "bad memory-bytes '%s'", tok[1]);
-					break;
-				}
-				have[5] = 1;
-			} else {
-				ret = perr(&P, "unknown or malformed line '%s'", tok[0]);
-			}
-			continue;
-		}
-		/* ST_ROUNDS */
-		if (strcmp(tok[0], "round") == 0)
-			ret = parse_round(&P, s, tok, nt, &nextround);
-		else if (strcmp(tok[0], "send") == 0)
-			ret = parse_send(&P, s, tok, nt, nextround);
-		else if (strcmp(tok[0], "route") == 0 && nt == 5 &&
-			version >= ISTH_SCHED_VERSION_PEAK)
-			ret = parse_route(&P, s, tok, nextround);
-		else
-			ret = perr(&P, "unknown or malformed line '%s'", tok[0]);
+		if (nt > 0)
+			ret = parse_line(&ps, tok, nt);
 	}
-	if (ret == 0 && st != ST_END) {
-		P.line++;
-		ret = perr(&P, st == ST_MAGIC ? "empty file" : "truncated: no 'end' line");
-	}
-	if (ret == 0 && nextround != s->nrounds) {
-		ret = perr(&P, "only %d of %d rounds defined", nextround, s->nrounds);
-	}
-	for (r = 0; ret == 0 && r < s->nrounds; r++)
-		for (i = 0; ret == 0 && i < s->n; i++) {
-			const struct round *R = &s->rounds[r];
-
-			if ((R->cl[R->of[i]] & ~(1ULL << i)) && !s->snd[(size_t)r * s->n + i].set) {
-				P.line = R->line;
-				ret = perr(&P,
-					"round %d: island %d (%s) has peers but no send line", r, i,
-					s->name[i]);
-			}
-		}
+	if (ret == 0)
+		ret = check_complete(&ps);
 	if (ret) {
-		isth_sched_free(s);
+		isth_sched_free(ps.s);
 		errno = -ret;
 		return NULL;
 	}
-	return s;
+	return ps.s;
 }
 
 struct isth_sched *

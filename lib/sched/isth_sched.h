@@ -9,10 +9,11 @@
  * and per round per sender an offset and a rate or a piecewise-constant
  * rate profile. Plain C, EAL-free, no GLPK: the appliance links it.
  *
- * Build one with isth_sched_new() + isth_sched_set_round() +
- * isth_sched_set_sender() and write it with isth_sched_save(); read one
- * with isth_sched_load(). Writing goes through the loader, so a file that
- * is written is always one that loads.
+ * This library is the one reader and writer of the format. Build one with
+ * isth_sched_new() + isth_sched_set_round() + isth_sched_set_sender()
+ * (lib/plan's isth_plan_result_sched() does, from a solved plan) and write
+ * it with isth_sched_save(); read one with isth_sched_load(). Writing goes
+ * through the loader, so a file that is written is always one that loads.
  */
 #ifndef ISTH_SCHED_H
 #define ISTH_SCHED_H
@@ -43,6 +44,9 @@ extern "C" {
  * could overflow.
  */
 #define ISTH_SCHED_MAX_ROUND_NS 3600000000000ULL
+
+/** Longest note (isth_sched_set_note()), including the NUL. */
+#define ISTH_SCHED_NOTE_MAX 256
 
 /** A loaded or built schedule. Opaque. */
 struct isth_sched;
@@ -79,6 +83,16 @@ int isth_sched_set_round(struct isth_sched *s, int r, int ncliques, const uint64
  */
 int isth_sched_set_sender(struct isth_sched *s, int r, int i, uint64_t offset_ns, int nseg,
 	const uint64_t *dur_ns, const uint64_t *rate_bps);
+
+/**
+ * Write @p text as a comment line ("# text") right after the magic line:
+ * what a writer wants a reader of the file to know that the format has no
+ * directive for (isthmus-plan: its repair headroom). Loaders skip comments,
+ * so a loaded schedule has no note; a second call replaces the first.
+ * @return 0, or -EINVAL (a line break in @p text, or ISTH_SCHED_NOTE_MAX
+ *         bytes or more).
+ */
+int isth_sched_set_note(struct isth_sched *s, const char *text);
 
 /**
  * Write @p s to @p path in the current format version, after checking it

@@ -416,3 +416,77 @@ Test(sched, round_view_is_what_was_set)
 	cr_expect_eq(isth_sched_round_view(NULL, 0, 0, &v), -EINVAL);
 	isth_sched_free(s);
 }
+
+/*
+ * Numbers are decimal or 0x hex, never octal (issue 27): "010" is ten.
+ * Expected by hand: round-ns 0100 = 100 ns (octal would make it 64),
+ * payload-bytes 010 = 10 B (80 bit), island 2's offset 010 = 10 ns, its
+ * rate 080000000000 = 8e10 bit/s (no octal number at all), so its stream
+ * ends at 10 + 80 / 8e10 s = 11 ns; the bitmap 0x7 still reads as hex.
+ */
+Test(sched, leading_zero_is_decimal)
+{
+	char err[256] = "";
+	uint64_t off = 0, rate = 0;
+	struct isth_sched *s = isth_sched_parse("f",
+		"isthmus-schedule 1\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n"
+		"round-ns 0100\nepoch runtime\npayload-bytes 010\nchunk-bytes 0\n"
+		"memory-bytes 0\nrounds 1\nround 0 0x7\nsend 0 0 0 80000000000\n"
+		"send 0 1 0 80000000000\nsend 0 2 010 080000000000\nend\n",
+		err, sizeof(err));
+
+	cr_assert_not_null(s, "%s", err);
+	cr_expect_eq(isth_sched_round_ns(s), 100);
+	cr_expect_eq(isth_sched_payload_bytes(s), 10);
+	cr_expect_eq(isth_sched_clique(s, 0, 0), 7);
+	cr_assert_eq(isth_sched_sender(s, 0, 2, &off, &rate), 1);
+	cr_expect_eq(off, 10);
+	cr_expect_eq(rate, 80000000000ULL);
+	isth_sched_free(s);
+	/* BODY's 80 bit at 1 Gbit/s take 80 ns: they fit 0100 = 100 ns (not 64) */
+	s = isth_sched_parse("f", HEAD_T("0100") BODY "end\n", err, sizeof(err));
+	cr_assert_not_null(s, "%s", err);
+	cr_expect_eq(isth_sched_round_ns(s), 100);
+	isth_sched_free(s);
+}
+
+/* A route line before any round line names no round (was: read out of bounds). */
+Test(sched, route_before_any_round)
+{
+	char err[256] = "";
+	struct isth_sched *s =
+		isth_sched_parse("f", V2HEAD "rounds 1\nroute 0 0 1 0,1\n", err, sizeof(err));
+
+	cr_expect_null(s);
+	cr_expect_str_eq(err, "f:12: route: bad round '0' (a round defined above)");
+}
+
+/* isth_sched_set_note(): one comment line after the magic, skipped by the loader. */
+Test(sched, note_after_magic)
+{
+	char path[] = "/tmp/isth-sched-note-XXXXXX", err[256] = "", line[256];
+	struct isth_sched *s = build(), *l;
+	int fd = mkstemp(path);
+	FILE *f;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_expect_eq(isth_sched_set_note(s, "two\nlines"), -EINVAL);
+	cr_assert_eq(isth_sched_set_note(s, "planned at 0.8"), 0);
+	cr_assert_eq(isth_sched_save(s, path, err, sizeof(err)), 0, "%s", err);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	cr_expect_str_eq(line, "isthmus-schedule 1\n");
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	cr_expect_str_eq(line, "# planned at 0.8\n");
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	cr_expect_str_eq(line, "# written by isthmus; format: doc/schedule-file.md\n");
+	fclose(f);
+	l = isth_sched_load(path, err, sizeof(err));
+	cr_assert_not_null(l, "%s", err);
+	check(l);
+	isth_sched_free(l);
+	isth_sched_free(s);
+	unlink(path);
+}
