@@ -4,7 +4,6 @@
  * Numbers are decimal through lib/text's one parser ("010" is ten, never
  * octal); hex only where --help says so.
  */
-#include <ctype.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -75,45 +74,12 @@ static const char usage[] =
 	"Exit status: 0 if every message was sent, 1 otherwise, 2 for usage errors.\n";
 
 
-/*
- * Hex digits, "0x" optional, up to @end: the round body's clique, and
- * --bitmap after its explicit "0x" (bitmaps read best in hex; the hostile
- * tests write "--bitmap 0x7"). Everything else is decimal, lib/text's.
- */
-static int
-parse_hex_prefix(const char *s, const char **end, uint64_t *out)
-{
-	const char *p;
-	uint64_t v = 0;
-
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		s += 2;
-	for (p = s; isxdigit((unsigned char)*p); p++) {
-		if (p - s == 16)
-			return -1;
-		v = v << 4 |
-			(uint64_t)(isdigit((unsigned char)*p)
-					? *p - '0'
-					: tolower((unsigned char)*p) - 'a' + 10);
-	}
-	if (p == s)
-		return -1;
-	*end = p;
-	*out = v;
-	return 0;
-}
-
-/* --bitmap: decimal, or hex after an explicit "0x" */
+/* --bitmap: decimal, or hex after an explicit "0x" (bitmaps read best in
+ * hex; the hostile tests write "--bitmap 0x7") */
 static int
 parse_bitmap(const char *s, uint64_t *out)
 {
-	const char *end;
-
-	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
-		return isth_text_parse_u64(s, out);
-	if (parse_hex_prefix(s, &end, out) != 0 || *end != '\0')
-		return -1;
-	return 0;
+	return isth_text_parse_u64_or_hex(s, out);
 }
 
 /* A header field of 32 bits, decimal */
@@ -208,7 +174,7 @@ parse_round_body(const char *s, struct isth_wire_round *rb)
 	int i, rc;
 
 	for (i = 0; i < 6; i++, p++) {
-		rc = i == 3 ? parse_hex_prefix(p, &p, &v[i])
+		rc = i == 3 ? isth_text_parse_hex_prefix(p, &p, &v[i])
 			    : isth_text_parse_u64_prefix(p, &p, &v[i]);
 		if (rc != 0 || *p != (i < 5 ? ',' : '\0'))
 			return -1;

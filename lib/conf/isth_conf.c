@@ -455,23 +455,7 @@ parse_rate(const char *s, uint64_t *out)
 static int
 parse_plain(const char *s, uint64_t *out)
 {
-	const char *p;
-	uint64_t v = 0;
-
-	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
-		return isth_text_parse_u64(s, out);
-	for (p = s + 2; isxdigit((unsigned char)*p); p++) {
-		if (v >> 60)
-			return -ERANGE;
-		v = v << 4 |
-			(uint64_t)(isdigit((unsigned char)*p)
-					? *p - '0'
-					: tolower((unsigned char)*p) - 'a' + 10);
-	}
-	if (p == s + 2 || *p != '\0')
-		return -EINVAL;
-	*out = v;
-	return 0;
+	return isth_text_parse_u64_or_hex(s, out);
 }
 
 static int

@@ -255,29 +255,14 @@ static int __attribute__((format(printf, 2, 3))) perr(struct pctx *P, const char
 }
 
 /*
- * A number of the file: decimal through lib/text's one parser (so "010" is
- * ten, never octal), or hex after "0x", the form the clique bitmaps are
- * written in (doc/schedule-file.md: "decimal or 0x hex"). lib/text reads
- * no hex, so strtoull reads it here, once its digits are known to be only
- * hex digits (strtoull alone would take a sign, blanks or a second "0x").
- * 0 or -1.
+ * A number of the file: decimal ("010" is ten, never octal), or hex after
+ * "0x", the form the clique bitmaps are written in (doc/schedule-file.md:
+ * "decimal or 0x hex"): lib/text's one reader of such fields. 0 or -1.
  */
 static int
 parse_u64(const char *s, uint64_t *v)
 {
-	const char *h = s + 2;
-	unsigned long long x;
-
-	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
-		return isth_text_parse_u64(s, v) < 0 ? -1 : 0;
-	if (*h == '\0' || h[strspn(h, "0123456789abcdefABCDEF")] != '\0')
-		return -1;
-	errno = 0;
-	x = strtoull(h, NULL, 16);
-	if (errno)
-		return -1;
-	*v = x;
-	return 0;
+	return isth_text_parse_u64_or_hex(s, v) < 0 ? -1 : 0;
 }
 
 /* A number in [lo, hi]; an empty range (hi < lo: no round defined yet) holds none. */

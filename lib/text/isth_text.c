@@ -295,6 +295,59 @@ isth_text_parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *o
 }
 
 int
+isth_text_parse_hex_prefix(const char *s, const char **end, uint64_t *out)
+{
+	const char *p;
+	uint64_t v = 0;
+
+	if (s == NULL || out == NULL)
+		return -EINVAL;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	for (p = s;; p++) {
+		unsigned int dgt;
+
+		if (*p >= '0' && *p <= '9')
+			dgt = (unsigned int)(*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			dgt = (unsigned int)(*p - 'a' + 10);
+		else if (*p >= 'A' && *p <= 'F')
+			dgt = (unsigned int)(*p - 'A' + 10);
+		else
+			break;
+		if (v >> 60)
+			return -ERANGE;
+		v = v << 4 | dgt;
+	}
+	if (p == s)
+		return -EINVAL;
+	if (end != NULL)
+		*end = p;
+	*out = v;
+	return 0;
+}
+
+int
+isth_text_parse_u64_or_hex(const char *s, uint64_t *out)
+{
+	const char *end;
+	uint64_t v;
+	int rc;
+
+	if (s == NULL || out == NULL)
+		return -EINVAL;
+	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+		return isth_text_parse_u64(s, out);
+	rc = isth_text_parse_hex_prefix(s, &end, &v);
+	if (rc < 0)
+		return rc;
+	if (*end != '\0')
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int
 isth_text_parse_size(const char *s, uint64_t *out)
 {
 	static const struct {

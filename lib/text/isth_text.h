@@ -124,6 +124,24 @@ int isth_text_parse_u64_prefix(const char *s, const char **end, uint64_t *out);
 /** isth_text_parse_u64() within [@p min, @p max]: -ERANGE outside. */
 int isth_text_parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
+/**
+ * Hexadecimal digits (either case, at most 16 significant ones), an
+ * optional leading "0x"/"0X", up to the first non-hex-digit, whose address
+ * goes to @p end. For the few fields written in hex (clique bitmaps, ids):
+ * no sign, no blank.
+ * @return 0, -EINVAL (no hex digit) or -ERANGE (above UINT64_MAX).
+ */
+int isth_text_parse_hex_prefix(const char *s, const char **end, uint64_t *out);
+
+/**
+ * A number that may be written in hex: decimal as isth_text_parse_u64()
+ * ("010" is ten), or hex after an explicit "0x"/"0X" (never a bare leading
+ * zero), the whole of @p s. The one reader of the fields documented as
+ * "decimal or 0x hex" (schedule-file bitmaps, [isthmusd] job, inject's
+ * --bitmap). @return 0, -EINVAL or -ERANGE.
+ */
+int isth_text_parse_u64_or_hex(const char *s, uint64_t *out);
+
 /** What isth_text_parse_size() accepts, for error messages. */
 #define ISTH_TEXT_SIZE_HELP \
 	"bytes, optionally with K/M/G/T (x1000^n) or Ki/Mi/Gi/Ti (x1024^n), e.g. 32G, 64Mi"

@@ -391,3 +391,51 @@ Test(text, parse_u64_prefix_and_range)
 	cr_expect_eq(isth_text_parse_u64_range("0", 1, 65535, &v), -ERANGE);
 	cr_expect_eq(v, 65535, "untouched on error");
 }
+
+/* The fields written in hex: "0x" and hex digits, or decimal; values by
+ * hand (0x7 = 7, 0xFF = 255, 0x10 = 16, 2^64 - 1 as sixteen f's). */
+Test(text, parse_u64_or_hex)
+{
+	static const struct {
+		const char *s;
+		int rc;
+		uint64_t v;
+	} cases[] = {
+		{"0x7", 0, 7},
+		{"0XfF", 0, 255},
+		{"0x10", 0, 16},
+		{"010", 0, 10}, /* a bare leading zero is decimal, not octal */
+		{"0xffffffffffffffff", 0, UINT64_MAX},
+		{"0x0000000000000000001", 0, 1},
+		{"0x10000000000000000", -ERANGE, 0},
+		{"0x", -EINVAL, 0},
+		{"0x-1", -EINVAL, 0},
+		{"0x 1", -EINVAL, 0},
+		{"0x1g", -EINVAL, 0},
+		{"ff", -EINVAL, 0}, /* hex only after 0x */
+		{"-0x1", -EINVAL, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 12345;
+		int rc = isth_text_parse_u64_or_hex(cases[i].s, &v);
+
+		cr_expect_eq(
+			rc, cases[i].rc, "\"%s\": rc %d, want %d", cases[i].s, rc, cases[i].rc);
+		cr_expect_eq(v, cases[i].rc == 0 ? cases[i].v : 12345u, "\"%s\": %llu", cases[i].s,
+			(unsigned long long)v);
+	}
+}
+
+Test(text, parse_hex_prefix_stops_at_non_hex)
+{
+	const char *end = NULL;
+	uint64_t v = 0;
+
+	cr_assert_eq(isth_text_parse_hex_prefix("1f,5", &end, &v), 0);
+	cr_expect_eq(v, 31);
+	cr_expect_str_eq(end, ",5");
+	cr_assert_eq(isth_text_parse_hex_prefix("0xA,", &end, &v), 0);
+	cr_expect_eq(v, 10);
+	cr_expect_eq(isth_text_parse_hex_prefix(",", &end, &v), -EINVAL);
+}
