@@ -139,7 +139,7 @@ isl_auth_rx(struct isth_island *s, const uint8_t *buf, size_t len, unsigned int 
 			: ISTH_AUTH_E_EPOCH;
 	}
 	if (st != ISTH_AUTH_OK) {
-		s->st.auth_drop[st]++;
+		isth_ctr_add(&s->st.auth_drop[st], 1);
 		return false;
 	}
 	return true;
@@ -338,7 +338,7 @@ isth_island_reload_keys(struct isth_island *s, const char *key_file, char *err, 
 			pthread_mutex_unlock(&s->socks[i].rxmu);
 		}
 		isl_win_sync(s);
-		s->st.key_reloads++;
+		isth_ctr_add(&s->st.key_reloads, 1);
 		s->st.auth_epochs = (uint8_t)isth_auth_n_epochs(a);
 	} else {
 		old_a = a;

@@ -70,7 +70,7 @@ sock_open(struct isth_island *s, unsigned int i, char *errbuf, size_t errlen)
 	if (s->conf.gso != ISTH_ISLAND_OFFLOAD_OFF && atomic_load(&s->gso_on) &&
 		setsockopt(fd, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero)) < 0) {
 		atomic_store(&s->gso_on, false);
-		s->st.gso_refused++;
+		isth_ctr_add(&s->st.gso_refused, 1);
 	}
 	/* tests: with no UDP checksum Linux refuses every segmented send
 	 * (EINVAL), so the fallback below runs against the real kernel */
@@ -89,7 +89,7 @@ sock_open(struct isth_island *s, unsigned int i, char *errbuf, size_t errlen)
 		for (j = 0; j < i; j++)
 			(void)setsockopt(s->socks[j].fd, SOL_UDP, UDP_GRO, &zero, sizeof(zero));
 		s->gro = false;
-		s->st.gro_refused++;
+		isth_ctr_add(&s->st.gro_refused, 1);
 	}
 	memset(&local, 0, sizeof(local));
 	local.sin_family = AF_INET;
@@ -214,7 +214,7 @@ session_params(struct isth_island *s, const struct isth_island_conf *conf)
 		s->gso_segs = s->tx_cap;
 	s->gro = conf->gro == ISTH_ISLAND_OFFLOAD_ON;
 	if (conf->gro == ISTH_ISLAND_OFFLOAD_TEST_REFUSE)
-		s->st.gro_refused++;
+		isth_ctr_add(&s->st.gro_refused, 1);
 	atomic_init(&s->gso_on, conf->gso != ISTH_ISLAND_OFFLOAD_OFF && s->gso_segs > 1);
 	s->n_streams = 1;
 	s->rx_n = BURST;

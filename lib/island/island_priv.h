@@ -342,6 +342,8 @@ struct isth_island {
 	uint64_t quiet_since_ns; /* last AGG or ROUND received */
 	uint64_t data_seq; /* next DATA seq */
 	uint64_t nack_seq; /* next NACK seq (auth on; v1 sends 0) */
+	/* counters: each written with isth_ctr_add() under mu (one writer at a
+	 * time; open() before any thread runs), snapshot by isth_island_stats() */
 	struct isth_island_stats st;
 
 	/* Authentication, conf.key_file (NULL when off). auth and eng are
@@ -422,7 +424,7 @@ wire_esize(const struct isth_island *s)
 static inline void
 drop(struct isth_island *s, enum isth_island_drop why)
 {
-	s->st.drop[why]++;
+	isth_ctr_add(&s->st.drop[why], 1);
 }
 
 /* The socket that owns AGG stream @k: receives it, NACKs and probes it

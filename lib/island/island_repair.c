@@ -39,7 +39,7 @@ seq_advance(struct isth_island *s, struct agg_stream *a, uint64_t to, uint32_t r
 	uint64_t from = a->next_seq, x;
 
 	if (to - from > ISTH_ISLAND_SEQ_WINDOW) {
-		s->st.lost_seqs += to - ISTH_ISLAND_SEQ_WINDOW - from;
+		isth_ctr_add(&s->st.lost_seqs, to - ISTH_ISLAND_SEQ_WINDOW - from);
 		from = to - ISTH_ISLAND_SEQ_WINDOW;
 	}
 	for (x = from; x < to; x++) {
@@ -47,7 +47,7 @@ seq_advance(struct isth_island *s, struct agg_stream *a, uint64_t to, uint32_t r
 
 		if (e->state == SEQ_MISSING) {
 			a->n_missing--;
-			s->st.lost_seqs++;
+			isth_ctr_add(&s->st.lost_seqs, 1);
 		}
 		e->state = SEQ_MISSING;
 		e->nacks = 0;
@@ -87,7 +87,7 @@ isl_seq_accept(struct isth_island *s, struct agg_stream *a, const struct isth_wi
 		 * ahead: past the window, fresh and for a newer round, it is a
 		 * restart, not a gap of millions of lost AGGs to NACK. */
 		if (q - a->next_seq >= ISTH_ISLAND_SEQ_WINDOW && fresh_newer) {
-			s->st.seq_resyncs++;
+			isth_ctr_add(&s->st.seq_resyncs, 1);
 			seq_base(a, q, h->round);
 			return true;
 		}
@@ -101,7 +101,7 @@ isl_seq_accept(struct isth_island *s, struct agg_stream *a, const struct isth_wi
 	}
 	if (q < seq_low(a)) {
 		if (fresh_newer) {
-			s->st.seq_resyncs++;
+			isth_ctr_add(&s->st.seq_resyncs, 1);
 			seq_base(a, q, h->round);
 			return true;
 		}
@@ -116,15 +116,15 @@ isl_seq_accept(struct isth_island *s, struct agg_stream *a, const struct isth_wi
 		return true;
 	case SEQ_RECEIVED:
 		if (fresh_newer) {
-			s->st.seq_resyncs++;
+			isth_ctr_add(&s->st.seq_resyncs, 1);
 			seq_base(a, q, h->round);
 			return true;
 		}
-		s->st.duplicates++;
+		isth_ctr_add(&s->st.duplicates, 1);
 		return false;
 	default:
 		if (fresh_newer) {
-			s->st.seq_resyncs++;
+			isth_ctr_add(&s->st.seq_resyncs, 1);
 			seq_base(a, q, h->round);
 			return true;
 		}
@@ -180,7 +180,7 @@ run_nacks(struct isth_island *s, unsigned int k, uint64_t now)
 		if (!seq_nack_budget(s, e, now)) {
 			e->state = SEQ_LOST;
 			a->n_missing--;
-			s->st.lost_seqs++;
+			isth_ctr_add(&s->st.lost_seqs, 1);
 			open = false;
 			continue;
 		}
@@ -194,7 +194,7 @@ run_nacks(struct isth_island *s, unsigned int k, uint64_t now)
 		}
 		if (n == max) {
 			if (isl_send_nack(s, r, n, a->seq_round, k) == 0)
-				s->st.nacks_sent++;
+				isth_ctr_add(&s->st.nacks_sent, 1);
 			n = 0;
 		}
 		r[n].first = r[n].last = x;
@@ -202,8 +202,8 @@ run_nacks(struct isth_island *s, unsigned int k, uint64_t now)
 		open = true;
 	}
 	if (n && isl_send_nack(s, r, n, a->seq_round, k) == 0)
-		s->st.nacks_sent++;
-	s->st.nack_seqs += seqs;
+		isth_ctr_add(&s->st.nacks_sent, 1);
+	isth_ctr_add(&s->st.nack_seqs, seqs);
 }
 
 /*
@@ -244,7 +244,7 @@ run_probe(struct isth_island *s, uint64_t now, unsigned int sock)
 		r.first = a->have_seq ? a->next_seq : 0;
 		r.last = r.first + PROBE_SPAN - 1;
 		if (isl_send_nack(s, &r, 1, live->round, i) == 0)
-			s->st.probes_sent++;
+			isth_ctr_add(&s->st.probes_sent, 1);
 	}
 }
 
@@ -264,7 +264,7 @@ isl_on_gone(struct isth_island *s, const struct isth_wire_pkt *p)
 	struct agg_stream *a;
 	unsigned int i;
 
-	s->st.gone++;
+	isth_ctr_add(&s->st.gone, 1);
 	if (p->hdr.stream >= s->n_streams) {
 		drop(s, ISTH_ISLAND_DROP_agg_stream);
 		return;
@@ -288,7 +288,7 @@ isl_on_gone(struct isth_island *s, const struct isth_wire_pkt *p)
 			if (e->state == SEQ_MISSING) {
 				e->state = SEQ_LOST;
 				a->n_missing--;
-				s->st.gone_seqs++;
+				isth_ctr_add(&s->st.gone_seqs, 1);
 			}
 		}
 	}

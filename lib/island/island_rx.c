@@ -64,7 +64,7 @@ on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, uns
 		if ((sl->bitmap[c] & sl->info.expected) == sl->info.expected)
 			sl->chunks_done++;
 	s->quiet_since_ns = now;
-	s->st.rounds_announced++;
+	isth_ctr_add(&s->st.rounds_announced, 1);
 	s->rx_wake = true;
 }
 
@@ -88,7 +88,7 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsig
 	s->st.sock_streams[sock] |= (uint16_t)(1u << h->stream);
 	s->quiet_since_ns = now;
 	if (h->flags & ISTH_WIRE_F_RESENT)
-		s->st.resent++;
+		isth_ctr_add(&s->st.resent, 1);
 	/* bf16 DATA is summed in fp32 at the edge, which sends the sums as
 	 * bf16 or fp32 ([agg] bf16_out): a bf16 session takes either. */
 	if (h->dtype != s->conf.dtype &&
@@ -153,7 +153,7 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsig
 	}
 	sl->bitmap[h->chunk] = before | h->bitmap;
 	sl->aggs[h->chunk]++;
-	s->st.aggs_summed++;
+	isth_ctr_add(&s->st.aggs_summed, 1);
 	if (sl->announced && (sl->bitmap[h->chunk] & sl->info.expected) == sl->info.expected &&
 		++sl->chunks_done == s->n_chunks)
 		s->rx_wake = true;
@@ -171,9 +171,9 @@ on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct 
 	enum isth_wire_reason r;
 	struct isth_wire_pkt p;
 
-	s->st.rx_packets++;
-	s->st.rx_bytes += len;
-	s->st.sock_rx[sock]++;
+	isth_ctr_add(&s->st.rx_packets, 1);
+	isth_ctr_add(&s->st.rx_bytes, len);
+	isth_ctr_add(&s->st.sock_rx[sock], 1);
 	if (flags & MSG_TRUNC) {
 		drop(s, ISTH_ISLAND_DROP_truncated);
 		return;
@@ -189,10 +189,10 @@ on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct 
 	memset(&p, 0, sizeof(p));
 	r = isth_wire_parse_msg(buf, len, &s->lim, &p);
 	if (r != ISTH_WIRE_OK) {
-		s->st.wire_drop[r]++;
+		isth_ctr_add(&s->st.wire_drop[r], 1);
 		return;
 	}
-	s->st.rx_type[p.hdr.type]++;
+	isth_ctr_add(&s->st.rx_type[p.hdr.type], 1);
 	if (p.hdr.job != s->conf.job) {
 		drop(s, ISTH_ISLAND_DROP_job);
 		return;
@@ -260,7 +260,7 @@ rx_buffer(struct isth_island *s, uint8_t *buf, size_t len, const struct sockaddr
 		on_datagram(s, buf, len, from, flags, now, sock, eng, vst ? vst[0] : VST_NONE);
 		return 1;
 	}
-	s->st.gro_rx++;
+	isth_ctr_add(&s->st.gro_rx, 1);
 	for (off = 0; off < len; off += (size_t)seg, n++) {
 		size_t l = len - off < (size_t)seg ? len - off : (size_t)seg;
 

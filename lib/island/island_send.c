@@ -152,7 +152,7 @@ isl_send_nack(struct isth_island *s, const struct isth_wire_range *r, unsigned i
 		int k = isth_auth_seal(s->eng, ISTH_AUTH_UP, s->conf.island, p, len, s->msg_max);
 
 		if (k < 0) {
-			s->st.tx_errors++;
+			isth_ctr_add(&s->st.tx_errors, 1);
 			return k;
 		}
 		len = (size_t)k;
@@ -160,7 +160,7 @@ isl_send_nack(struct isth_island *s, const struct isth_wire_range *r, unsigned i
 	tx_msg(s, &s->nackm, &s->nackv, p, len);
 	/* from the stream's own socket: that is where its repairs are read */
 	if (tx_mmsg(s->socks[stream_sock(s, stream)].fd, &s->nackm, 1) != 1) {
-		s->st.tx_errors++;
+		isth_ctr_add(&s->st.tx_errors, 1);
 		return -EIO;
 	}
 	return 0;
@@ -409,11 +409,11 @@ tx_fold(struct isth_island *s)
 
 		if (so->rc < 0 && rc == 0)
 			rc = so->rc == -EIO ? -EIO : so->rc;
-		s->st.data_tx += so->pkts;
-		s->st.data_tx_bytes += so->bytes;
-		s->st.tx_errors += so->errors;
-		s->st.gso_sends += so->gso_sends;
-		s->st.gso_refused += so->gso_refused;
+		isth_ctr_add(&s->st.data_tx, so->pkts);
+		isth_ctr_add(&s->st.data_tx_bytes, so->bytes);
+		isth_ctr_add(&s->st.tx_errors, so->errors);
+		isth_ctr_add(&s->st.gso_sends, so->gso_sends);
+		isth_ctr_add(&s->st.gso_refused, so->gso_refused);
 		so->pkts = so->bytes = so->errors = so->gso_sends = so->gso_refused = 0;
 		so->rc = 0;
 	}

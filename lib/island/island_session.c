@@ -122,9 +122,9 @@ finalize(struct isth_island *s, struct slot *sl, uint64_t now)
 	sl->rc = res->partial ? -ETIMEDOUT : 0;
 	sl->state = SLOT_DONE;
 	if (res->partial)
-		s->st.rounds_partial++;
+		isth_ctr_add(&s->st.rounds_partial, 1);
 	else
-		s->st.rounds_complete++;
+		isth_ctr_add(&s->st.rounds_complete, 1);
 }
 
 int
@@ -287,6 +287,12 @@ isth_island_poll(struct isth_island *s, uint64_t timeout_ns)
 	pthread_mutex_unlock(&s->mu);
 	return n;
 }
+
+/* The counters of ISTH_ISLAND_COUNTERS are the struct's first words, in
+ * list order, as isth_ctr_at() reads them. */
+_Static_assert(
+	offsetof(struct isth_island_stats, auth_drop) == ISTH_ISLAND_N_COUNTERS * sizeof(uint64_t),
+	"ISTH_ISLAND_COUNTERS are not the first words of struct isth_island_stats");
 
 void
 isth_island_stats(struct isth_island *s, struct isth_island_stats *st)

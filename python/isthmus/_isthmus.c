@@ -813,39 +813,16 @@ Session_counters(Session *self, PyObject *unused)
 	d = PyDict_New();
 	if (d == NULL)
 		return NULL;
-#define P(f) \
+		/* the keys are the library's lists (isth_island.h): a counter or
+	 * state field added there is a key here, with nothing to re-list */
+#define PUT_COUNTER(f, help) \
 	if (put(d, #f, st.f) < 0) \
-	goto fail
-	P(rx_packets);
-	P(rx_bytes);
-	P(aggs_summed);
-	P(duplicates);
-	P(resent);
-	P(nacks_sent);
-	P(nack_seqs);
-	P(probes_sent);
-	P(gone);
-	P(gone_seqs);
-	P(lost_seqs);
-	P(seq_resyncs);
-	P(data_tx);
-	P(data_tx_bytes);
-	P(tx_errors);
-	P(rounds_announced);
-	P(rounds_complete);
-	P(rounds_partial);
-	P(auth);
-	P(auth_epochs);
-	P(key_reloads);
-	P(n_sockets);
-	P(gso);
-	P(gro);
-	P(gso_sends);
-	P(gso_refused);
-	P(gro_refused);
-	P(gro_rx);
-	P(rx_threads);
-#undef P
+		goto fail;
+#define PUT_STATE(type, f, help) PUT_COUNTER(f, help)
+	ISTH_ISLAND_COUNTERS(PUT_COUNTER)
+	ISTH_ISLAND_STATE(PUT_STATE)
+#undef PUT_STATE
+#undef PUT_COUNTER
 	for (i = 1; i < ISTH_AUTH_STATUS_MAX; i++)
 		if (put(d, isth_auth_status_name(i), st.auth_drop[i]) < 0)
 			goto fail;
