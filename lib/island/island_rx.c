@@ -8,6 +8,22 @@
  */
 #include "island_priv.h"
 
+/* What ROUND @p (body @b) announces, in host order. */
+static struct isth_island_round
+round_info(const struct isth_wire_pkt *p, const struct isth_wire_round *b)
+{
+	return (struct isth_island_round){
+		.round = p->hdr.round,
+		.start_ns = b->start_ns,
+		.deadline_ns = b->deadline_ns,
+		.period_ns = b->period_ns,
+		.clique = b->clique,
+		.expected = p->hdr.bitmap,
+		.n_chunks = b->n_chunks,
+		.chunk_elems = b->chunk_elems,
+	};
+}
+
 static void
 on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsigned int sock)
 {
@@ -21,16 +37,7 @@ on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, uns
 		drop(s, ISTH_ISLAND_DROP_round_shape);
 		s->shape_err = true;
 		s->rx_wake = true;
-		s->shape_info = (struct isth_island_round){
-			.round = p->hdr.round,
-			.start_ns = b.start_ns,
-			.deadline_ns = b.deadline_ns,
-			.period_ns = b.period_ns,
-			.clique = b.clique,
-			.expected = p->hdr.bitmap,
-			.n_chunks = b.n_chunks,
-			.chunk_elems = b.chunk_elems,
-		};
+		s->shape_info = round_info(p, &b);
 		return;
 	}
 	/* the edge's AGG stream count (its field is streams - 1): from a
@@ -47,16 +54,7 @@ on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, uns
 		drop(s, ISTH_ISLAND_DROP_round_dup);
 		return;
 	}
-	sl->info = (struct isth_island_round){
-		.round = p->hdr.round,
-		.start_ns = b.start_ns,
-		.deadline_ns = b.deadline_ns,
-		.period_ns = b.period_ns,
-		.clique = b.clique,
-		.expected = p->hdr.bitmap,
-		.n_chunks = b.n_chunks,
-		.chunk_elems = b.chunk_elems,
-	};
+	sl->info = round_info(p, &b);
 	sl->announced = true;
 	/* AGGs may have come before their ROUND */
 	sl->chunks_done = 0;

@@ -127,6 +127,32 @@ finalize(struct isth_island *s, struct slot *sl, uint64_t now)
 		isth_ctr_add(&s->st.rounds_complete, 1);
 }
 
+/*
+ * Announced round @sl (of @round) at @now, mu held: end it (finalize())
+ * if every chunk is complete or its deadline (+grace) has passed. Past
+ * the deadline, what is queued on the sockets is taken first (unless a
+ * reader is at it), which may be a newer round's ROUND taking over the
+ * slot. @return 1 (ended now), 0 (still collecting), -ESTALE (the slot
+ * went to a newer round).
+ */
+static int
+round_try_end(struct isth_island *s, struct slot *sl, uint32_t round, uint64_t now)
+{
+	uint64_t stop = sat_add(sl->info.deadline_ns, s->conf.grace_ns);
+
+	if (sl->chunks_done < s->n_chunks && now >= stop && !s->reading) {
+		isl_rx_drain(s);
+		isl_run_timers(s, now, ALL_SOCKS);
+		if (slot_find(s, round) != sl)
+			return -ESTALE;
+	}
+	if (sl->chunks_done == s->n_chunks || now >= stop) {
+		finalize(s, sl, now);
+		return 1;
+	}
+	return 0;
+}
+
 int
 isth_island_result(struct isth_island *s, uint32_t round, void *out, size_t out_size,
 	struct isth_island_chunk *chunks, unsigned int max_chunks, struct isth_island_result *res,
@@ -156,24 +182,14 @@ isth_island_result(struct isth_island *s, uint32_t round, void *out, size_t out_
 			continue;
 		}
 		if (sl && sl->announced) {
-			uint64_t stop = sat_add(sl->info.deadline_ns, s->conf.grace_ns);
-
-			if (sl->chunks_done < s->n_chunks && now >= stop && !s->reading) {
-				/* take what is queued before giving up; that
-				 * may be a newer round's ROUND taking over the
-				 * slot of this one, past its deadline */
-				isl_rx_drain(s);
-				isl_run_timers(s, now, ALL_SOCKS);
-				if (slot_find(s, round) != sl) {
-					pthread_mutex_unlock(&s->mu);
-					return -ESTALE;
-				}
+			rc = round_try_end(s, sl, round, now);
+			if (rc < 0) {
+				pthread_mutex_unlock(&s->mu);
+				return rc;
 			}
-			if (sl->chunks_done == s->n_chunks || now >= stop) {
-				finalize(s, sl, now);
+			if (rc > 0)
 				continue; /* waits for the adds above */
-			}
-			rc = isl_wait_io(s, stop - now);
+			rc = isl_wait_io(s, sat_add(sl->info.deadline_ns, s->conf.grace_ns) - now);
 		} else {
 			if (sl == NULL && isl_round_is_old(s, round)) {
 				pthread_mutex_unlock(&s->mu);
@@ -233,19 +249,9 @@ isth_island_ready(struct isth_island *s, uint32_t round, uint64_t timeout_ns)
 			break;
 		}
 		if (sl && sl->announced) {
-			uint64_t stop = sat_add(sl->info.deadline_ns, s->conf.grace_ns);
-
-			if (sl->chunks_done < s->n_chunks && now >= stop && !s->reading) {
-				isl_rx_drain(s); /* as in result() */
-				isl_run_timers(s, now, ALL_SOCKS);
-				if (slot_find(s, round) != sl) {
-					rc = -ESTALE;
-					break;
-				}
-			}
-			if (sl->chunks_done == s->n_chunks || now >= stop) {
-				finalize(s, sl, now);
-				rc = 0;
+			rc = round_try_end(s, sl, round, now);
+			if (rc != 0) {
+				rc = rc < 0 ? rc : 0;
 				break;
 			}
 		}
