@@ -130,7 +130,7 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsig
 	if (x == NULL) {
 		isl_sum_le(s, h->dtype, dst, p->payload, h->count);
 	} else {
-		/* one thread writes a chunk's sum per round (see the top) */
+		/* one thread writes a chunk's sum per round (island_priv.h) */
 		if (sl->owner[h->chunk] == 0) {
 			sl->owner[h->chunk] = (uint8_t)(sock + 1);
 		} else if (sl->owner[h->chunk] != sock + 1) {
