@@ -43,6 +43,23 @@ isth_island_n_chunks(const struct isth_island *s)
 	return s ? s->n_chunks : 0;
 }
 
+/*
+ * One wait of a caller's loop (mu held, dropped while waiting): false,
+ * without waiting, once the monotonic @end has passed (never on the
+ * @first look, so that a zero timeout still looks once); else true and in
+ * *@rc what isl_wait_io() said, waiting at most until @end.
+ */
+static bool
+wait_until(struct isth_island *s, uint64_t end, bool first, int *rc)
+{
+	uint64_t t = isth_clock_mono_ns();
+
+	if (!first && t >= end)
+		return false;
+	*rc = isl_wait_io(s, t < end ? end - t : 0);
+	return true;
+}
+
 int
 isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns, struct isth_island_round *out)
 {
@@ -55,7 +72,6 @@ isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns, struct isth_i
 	pthread_mutex_lock(&s->mu);
 	for (;; first = false) {
 		const struct slot *best = NULL;
-		uint64_t t;
 		unsigned int i;
 
 		if (s->shape_err) {
@@ -81,12 +97,10 @@ isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns, struct isth_i
 			rc = 0;
 			break;
 		}
-		t = isth_clock_mono_ns();
-		if (!first && t >= end) {
+		if (!wait_until(s, end, first, &rc)) {
 			rc = -ETIMEDOUT;
 			break;
 		}
-		rc = isl_wait_io(s, t < end ? end - t : 0);
 		if (rc < 0)
 			break;
 	}
@@ -171,7 +185,7 @@ isth_island_result(struct isth_island *s, uint32_t round, void *out, size_t out_
 	end = sat_add(isth_clock_mono_ns(), timeout_ns);
 	pthread_mutex_lock(&s->mu);
 	for (;; first = false) {
-		uint64_t t, now = now_ns(s);
+		uint64_t now = now_ns(s);
 
 		sl = slot_find(s, round);
 		/* done, and every AGG judged into it added: the hand-off */
@@ -195,12 +209,10 @@ isth_island_result(struct isth_island *s, uint32_t round, void *out, size_t out_
 				pthread_mutex_unlock(&s->mu);
 				return -ESTALE;
 			}
-			t = isth_clock_mono_ns();
-			if (!first && t >= end) {
+			if (!wait_until(s, end, first, &rc)) {
 				pthread_mutex_unlock(&s->mu);
 				return -ENOENT;
 			}
-			rc = isl_wait_io(s, t < end ? end - t : 0);
 		}
 		if (rc < 0) {
 			pthread_mutex_unlock(&s->mu);
@@ -237,7 +249,7 @@ isth_island_ready(struct isth_island *s, uint32_t round, uint64_t timeout_ns)
 	end = sat_add(isth_clock_mono_ns(), timeout_ns);
 	pthread_mutex_lock(&s->mu);
 	for (;; first = false) {
-		uint64_t t, now = now_ns(s);
+		uint64_t now = now_ns(s);
 		struct slot *sl = slot_find(s, round);
 
 		if (sl && sl->state == SLOT_DONE) {
@@ -255,12 +267,10 @@ isth_island_ready(struct isth_island *s, uint32_t round, uint64_t timeout_ns)
 				break;
 			}
 		}
-		t = isth_clock_mono_ns();
-		if (!first && t >= end) {
+		if (!wait_until(s, end, first, &rc)) {
 			rc = -EAGAIN;
 			break;
 		}
-		rc = isl_wait_io(s, t < end ? end - t : 0);
 		if (rc < 0)
 			break;
 	}
