@@ -10,14 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
 
+#include "isth_clock.h"
 #include "isth_island.h"
+#include "isth_text.h"
 #include "isth_wire.h"
 
 #define EXIT_USAGE 2
@@ -42,7 +43,7 @@ static const char usage[] =
 	"         bf16, so sums are exact whether the edge returns them as fp32\n"
 	"         or as bf16 ([agg] bf16_out); results are fp32.\n"
 	"\n"
-	"Options:\n"
+	"Options (numbers are decimal: \"010\" is ten):\n"
 	"  --job N          job id (default 1)\n"
 	"  --island ID      this island's id, 0..N-1 (required)\n"
 	"  --islands N      islands in the job, 1..64 (required)\n"
@@ -144,18 +145,11 @@ parse_onoff(const char *s, uint8_t *out)
 	return 0;
 }
 
+/* Numbers on the command line are decimal (lib/text): "010" is ten. */
 static int
 parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	return isth_text_parse_u64_range(s, min, max, out);
 }
 
 static int
@@ -182,167 +176,155 @@ parse_addr(const char *s, uint32_t *ip, uint16_t *port)
 	return 0;
 }
 
+static const struct option long_opts[] = {
+	{"job", required_argument, NULL, 'j'},
+	{"island", required_argument, NULL, 'i'},
+	{"islands", required_argument, NULL, 'n'},
+	{"edge", required_argument, NULL, 'e'},
+	{"bind", required_argument, NULL, 'b'},
+	{"rounds", required_argument, NULL, 'r'},
+	{"dtype", required_argument, NULL, 'd'},
+	{"elems", required_argument, NULL, 'E'},
+	{"mtu", required_argument, NULL, 'm'},
+	{"timeout", required_argument, NULL, 't'},
+	{"stop-after", required_argument, NULL, 's'},
+	{"grace", required_argument, NULL, 'g'},
+	{"nack-interval", required_argument, NULL, 'k'},
+	{"probe", required_argument, NULL, 'p'},
+	{"overlap", required_argument, NULL, 'o'},
+	{"key-file", required_argument, NULL, 'K'},
+	{"auth", required_argument, NULL, 'A'},
+	{"sockets", required_argument, NULL, 'S'},
+	{"gso", required_argument, NULL, 'G'},
+	{"gro", required_argument, NULL, 'R'},
+	{"rx-threads", required_argument, NULL, 'T'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
 static int
-parse_args(int argc, char **argv, struct opts *o)
+parse_dtype(const char *a, uint8_t *dtype)
 {
-	static const struct option lo[] = {
-		{"job", required_argument, NULL, 'j'},
-		{"island", required_argument, NULL, 'i'},
-		{"islands", required_argument, NULL, 'n'},
-		{"edge", required_argument, NULL, 'e'},
-		{"bind", required_argument, NULL, 'b'},
-		{"rounds", required_argument, NULL, 'r'},
-		{"dtype", required_argument, NULL, 'd'},
-		{"elems", required_argument, NULL, 'E'},
-		{"mtu", required_argument, NULL, 'm'},
-		{"timeout", required_argument, NULL, 't'},
-		{"stop-after", required_argument, NULL, 's'},
-		{"grace", required_argument, NULL, 'g'},
-		{"nack-interval", required_argument, NULL, 'k'},
-		{"probe", required_argument, NULL, 'p'},
-		{"overlap", required_argument, NULL, 'o'},
-		{"key-file", required_argument, NULL, 'K'},
-		{"auth", required_argument, NULL, 'A'},
-		{"sockets", required_argument, NULL, 'S'},
-		{"gso", required_argument, NULL, 'G'},
-		{"gro", required_argument, NULL, 'R'},
-		{"rx-threads", required_argument, NULL, 'T'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	bool have_edge = false;
-	int c, li = 0;
-	uint64_t v;
-
-	*o = (struct opts){
-		.job = 1,
-		.island = -1,
-		.edge_port = ISTH_WIRE_PORT,
-		.bind_port = ISTH_WIRE_PORT,
-		.rounds = 10,
-		.dtype = ISTH_WIRE_DTYPE_INT32,
-		.elems = 1024,
-		.mtu = 1500,
-		.timeout_ns = 10000000000ull,
-		.stop_after = -1,
-		.overlap = 2,
-		.nack_ns = 5000000ull,
-		.probe_ns = 10000000ull,
-		.n_sockets = 1,
-	};
-	while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
-		const char *a = optarg;
-		int bad = 0;
-
-		switch (c) {
-		case 'j':
-			bad = parse_u64(a, 0, UINT32_MAX, &v);
-			o->job = (uint32_t)v;
-			break;
-		case 'i':
-			bad = parse_u64(a, 0, 63, &v);
-			o->island = (int)v;
-			break;
-		case 'n':
-			bad = parse_u64(a, 1, 64, &v);
-			o->n_islands = (uint32_t)v;
-			break;
-		case 'e':
-			bad = parse_addr(a, &o->edge_ip, &o->edge_port);
-			have_edge = true;
-			break;
-		case 'b':
-			bad = parse_addr(a, &o->bind_ip, &o->bind_port);
-			break;
-		case 'r':
-			bad = parse_u64(a, 1, UINT32_MAX, &v);
-			o->rounds = (uint32_t)v;
-			break;
-		case 'd':
-			if (strcmp(a, "int32") == 0)
-				o->dtype = ISTH_WIRE_DTYPE_INT32;
-			else if (strcmp(a, "fp32") == 0)
-				o->dtype = ISTH_WIRE_DTYPE_FP32;
-			else if (strcmp(a, "bf16") == 0)
-				o->dtype = ISTH_WIRE_DTYPE_BF16;
-			else
-				bad = 1;
-			break;
-		case 'E':
-			bad = parse_u64(a, 1, UINT32_MAX / 4, &v);
-			o->elems = (uint32_t)v;
-			break;
-		case 'm':
-			bad = parse_u64(a, 72, 65535, &v);
-			o->mtu = (unsigned int)v;
-			break;
-		case 't':
-			bad = parse_u64(a, 1, 86400, &v);
-			o->timeout_ns = v * 1000000000ull;
-			break;
-		case 's':
-			bad = parse_u64(a, 0, UINT32_MAX, &v);
-			o->stop_after = (int64_t)v;
-			break;
-		case 'g':
-			bad = parse_u64(a, 0, 3600000, &v);
-			o->grace_ns = v * 1000000ull;
-			break;
-		case 'k':
-			bad = parse_u64(a, 1, 60000, &v);
-			o->nack_ns = v * 1000000ull;
-			break;
-		case 'o':
-			bad = parse_u64(a, 1, ISTH_ISLAND_ROUNDS - 1, &v);
-			o->overlap = (unsigned int)v;
-			break;
-		case 'p':
-			bad = parse_u64(a, 0, 60000, &v);
-			o->probe_ns = v ? v * 1000000ull : UINT64_MAX;
-			break;
-		case 'K':
-			o->key_file = a;
-			bad = a[0] == '\0';
-			break;
-		case 'A':
-			/* only "off": authentication on is --key-file */
-			bad = strcmp(a, "off") != 0;
-			o->auth_off = !bad;
-			break;
-		case 'S':
-			bad = parse_u64(a, 1, ISTH_ISLAND_MAX_SOCKETS, &v);
-			o->n_sockets = (unsigned int)v;
-			break;
-		case 'G':
-			bad = parse_onoff(a, &o->gso);
-			break;
-		case 'R':
-			bad = parse_onoff(a, &o->gro);
-			break;
-		case 'T': {
-			uint8_t on = 0;
-
-			bad = parse_onoff(a, &on);
-			o->rx_threads = on == ISTH_ISLAND_OFFLOAD_ON;
-			break;
-		}
-		case 'h':
-			fputs(usage, stdout);
-			exit(0);
-		default:
-			fputs(usage, stderr);
-			return -EINVAL;
-		}
-		if (bad) {
-			fprintf(stderr, "isthmus-island: bad value for --%s: '%s'\n", lo[li].name,
-				a);
-			return -EINVAL;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "isthmus-island: unexpected argument '%s'\n", argv[optind]);
+	if (strcmp(a, "int32") == 0)
+		*dtype = ISTH_WIRE_DTYPE_INT32;
+	else if (strcmp(a, "fp32") == 0)
+		*dtype = ISTH_WIRE_DTYPE_FP32;
+	else if (strcmp(a, "bf16") == 0)
+		*dtype = ISTH_WIRE_DTYPE_BF16;
+	else
 		return -EINVAL;
+	return 0;
+}
+
+/* The numeric options: option @c's value @a into @o; nonzero if bad. */
+static int
+parse_number(int c, const char *a, struct opts *o)
+{
+	uint64_t v = 0;
+	int bad = 0;
+
+	switch (c) {
+	case 'j':
+		bad = parse_u64(a, 0, UINT32_MAX, &v);
+		o->job = (uint32_t)v;
+		break;
+	case 'i':
+		bad = parse_u64(a, 0, 63, &v);
+		o->island = (int)v;
+		break;
+	case 'n':
+		bad = parse_u64(a, 1, 64, &v);
+		o->n_islands = (uint32_t)v;
+		break;
+	case 'r':
+		bad = parse_u64(a, 1, UINT32_MAX, &v);
+		o->rounds = (uint32_t)v;
+		break;
+	case 'E':
+		bad = parse_u64(a, 1, UINT32_MAX / 4, &v);
+		o->elems = (uint32_t)v;
+		break;
+	case 'm':
+		bad = parse_u64(a, 72, 65535, &v);
+		o->mtu = (unsigned int)v;
+		break;
+	case 't':
+		bad = parse_u64(a, 1, 86400, &v);
+		o->timeout_ns = v * 1000000000ull;
+		break;
+	case 's':
+		bad = parse_u64(a, 0, UINT32_MAX, &v);
+		o->stop_after = (int64_t)v;
+		break;
+	case 'g':
+		bad = parse_u64(a, 0, 3600000, &v);
+		o->grace_ns = v * 1000000ull;
+		break;
+	case 'k':
+		bad = parse_u64(a, 1, 60000, &v);
+		o->nack_ns = v * 1000000ull;
+		break;
+	case 'o':
+		bad = parse_u64(a, 1, ISTH_ISLAND_ROUNDS - 1, &v);
+		o->overlap = (unsigned int)v;
+		break;
+	case 'p':
+		bad = parse_u64(a, 0, 60000, &v);
+		o->probe_ns = v ? v * 1000000ull : UINT64_MAX;
+		break;
+	case 'S':
+		bad = parse_u64(a, 1, ISTH_ISLAND_MAX_SOCKETS, &v);
+		o->n_sockets = (unsigned int)v;
+		break;
+	default:
+		bad = -EINVAL;
+		break;
 	}
+	return bad;
+}
+
+/* Option @c with value @a (getopt_long's answer) into @o: nonzero if the
+ * value is bad. */
+static int
+parse_opt(int c, const char *a, struct opts *o, bool *have_edge)
+{
+	uint8_t on = 0;
+	int bad;
+
+	switch (c) {
+	case 'e':
+		*have_edge = true;
+		return parse_addr(a, &o->edge_ip, &o->edge_port);
+	case 'b':
+		return parse_addr(a, &o->bind_ip, &o->bind_port);
+	case 'd':
+		return parse_dtype(a, &o->dtype);
+	case 'K':
+		o->key_file = a;
+		return a[0] == '\0';
+	case 'A':
+		/* only "off": authentication on is --key-file */
+		bad = strcmp(a, "off") != 0;
+		o->auth_off = !bad;
+		return bad;
+	case 'G':
+		return parse_onoff(a, &o->gso);
+	case 'R':
+		return parse_onoff(a, &o->gro);
+	case 'T':
+		bad = parse_onoff(a, &on);
+		o->rx_threads = on == ISTH_ISLAND_OFFLOAD_ON;
+		return bad;
+	default:
+		return parse_number(c, a, o);
+	}
+}
+
+/* What the options say together: the required ones, one way to choose
+ * authentication, the island inside the job. */
+static int
+check_opts(const struct opts *o, bool have_edge)
+{
 	if (o->island < 0 || o->n_islands == 0 || !have_edge) {
 		fprintf(stderr,
 			"isthmus-island: --island, --islands and --edge are required (see "
@@ -363,6 +345,50 @@ parse_args(int argc, char **argv, struct opts *o)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+static int
+parse_args(int argc, char **argv, struct opts *o)
+{
+	bool have_edge = false;
+	int c, li = 0;
+
+	*o = (struct opts){
+		.job = 1,
+		.island = -1,
+		.edge_port = ISTH_WIRE_PORT,
+		.bind_port = ISTH_WIRE_PORT,
+		.rounds = 10,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.elems = 1024,
+		.mtu = 1500,
+		.timeout_ns = 10000000000ull,
+		.stop_after = -1,
+		.overlap = 2,
+		.nack_ns = 5000000ull,
+		.probe_ns = 10000000ull,
+		.n_sockets = 1,
+	};
+	while ((c = getopt_long(argc, argv, "h", long_opts, &li)) != -1) {
+		if (c == 'h') {
+			fputs(usage, stdout);
+			exit(0);
+		}
+		if (c == '?' || c == ':') {
+			fputs(usage, stderr);
+			return -EINVAL;
+		}
+		if (parse_opt(c, optarg, o, &have_edge)) {
+			fprintf(stderr, "isthmus-island: bad value for --%s: '%s'\n",
+				long_opts[li].name, optarg);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "isthmus-island: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	return check_opts(o, have_edge);
 }
 
 static uint32_t
@@ -462,22 +488,15 @@ struct run {
 	struct opts o;
 	struct isth_island *s;
 	uint32_t n_chunks, ce;
+	void *tensor; /* this island's contribution, one round at a time */
 	void *out;
 	struct isth_island_chunk *ch;
 	uint64_t aggregates, verified, wrong, partial, missing;
 	double ms_sum;
 	uint32_t played;
+	uint32_t taken; /* rounds whose ROUND was taken */
 	uint32_t lost; /* rounds whose slot was reused before collection */
 };
-
-static uint64_t
-realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Take the result of an ended round, verify it and print its line.
  * Returns false on an error that ends the run. */
@@ -564,15 +583,6 @@ on_hup(int sig)
 	hup = 1;
 }
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* SIGHUP came: load the key file again between two calls (the library
  * takes it between two packets and refuses a file that would re-key a
  * round in progress; the keys in use then stay). */
@@ -606,177 +616,220 @@ reload_if_hup(struct run *u)
 static int
 wait_round_hup(struct run *u, uint64_t timeout_ns, struct isth_island_round *ri)
 {
-	uint64_t end = mono_ns() + timeout_ns;
+	uint64_t end = isth_clock_mono_ns() + timeout_ns;
 
 	for (;;) {
-		uint64_t now = mono_ns(), slice = end > now ? end - now : 0;
+		uint64_t now = isth_clock_mono_ns(), slice = end > now ? end - now : 0;
 		int rc;
 
 		reload_if_hup(u);
 		if (slice > HUP_SLICE_NS)
 			slice = HUP_SLICE_NS;
 		rc = isth_island_wait_round(u->s, slice, ri);
-		if (rc != -ETIMEDOUT || mono_ns() >= end)
+		if (rc != -ETIMEDOUT || isth_clock_mono_ns() >= end)
 			return rc;
 	}
 }
 
-int
-main(int argc, char **argv)
+/* Open the session the options describe and the buffers of a run.
+ * @return 0, or -1 after saying why. */
+static int
+run_open(struct run *u)
 {
-	struct flight fl[ISTH_ISLAND_ROUNDS];
 	struct isth_island_stats st;
-	struct isth_island_conf conf;
-	char err[512];
-	struct run u;
-	uint32_t taken = 0;
-	unsigned int nfl = 0, i;
-	void *tensor;
-	bool failed = false;
-
-	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
-	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
-	 * (we were left to init before the prctl): leave. */
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
-		(getenv("ISTH_TESTBED") != NULL && getppid() == 1))
-		return 1;
-	memset(&u, 0, sizeof(u));
-	if (parse_args(argc, argv, &u.o) < 0)
-		return EXIT_USAGE;
-	{
-		/* no SA_RESTART: a blocked wait returns and the loop reloads */
-		struct sigaction sa = {.sa_handler = on_hup};
-
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGHUP, &sa, NULL);
-	}
-	conf = (struct isth_island_conf){
-		.job = u.o.job,
-		.island = (uint8_t)u.o.island,
-		.n_islands = u.o.n_islands,
-		.edge_ip = u.o.edge_ip,
-		.edge_port = u.o.edge_port,
-		.bind_ip = u.o.bind_ip,
-		.bind_port = u.o.bind_port,
-		.mtu = u.o.mtu,
-		.elems = u.o.elems,
-		.dtype = u.o.dtype,
-		.nack_interval_ns = u.o.nack_ns,
-		.probe_ns = u.o.probe_ns,
-		.grace_ns = u.o.grace_ns,
-		.key_file = u.o.key_file,
-		.n_sockets = u.o.n_sockets,
-		.gso = u.o.gso,
-		.gro = u.o.gro,
-		.rx_threads = u.o.rx_threads,
+	struct isth_island_conf conf = {
+		.job = u->o.job,
+		.island = (uint8_t)u->o.island,
+		.n_islands = u->o.n_islands,
+		.edge_ip = u->o.edge_ip,
+		.edge_port = u->o.edge_port,
+		.bind_ip = u->o.bind_ip,
+		.bind_port = u->o.bind_port,
+		.mtu = u->o.mtu,
+		.elems = u->o.elems,
+		.dtype = u->o.dtype,
+		.nack_interval_ns = u->o.nack_ns,
+		.probe_ns = u->o.probe_ns,
+		.grace_ns = u->o.grace_ns,
+		.key_file = u->o.key_file,
+		.n_sockets = u->o.n_sockets,
+		.gso = u->o.gso,
+		.gro = u->o.gro,
+		.rx_threads = u->o.rx_threads,
 	};
-	u.s = isth_island_open_err(&conf, err, sizeof(err));
-	if (u.s == NULL) {
+	char err[512];
+
+	u->s = isth_island_open_err(&conf, err, sizeof(err));
+	if (u->s == NULL) {
 		fprintf(stderr, "isthmus-island: cannot open the session: %s%s%s\n",
 			strerror(errno), err[0] ? ": " : "", err);
-		return EXIT_FAILURE;
+		return -1;
 	}
-	if (u.o.auth_off)
+	if (u->o.auth_off)
 		fprintf(stderr,
 			"isthmus-island: WARNING: --auth off: wire version 1, no "
 			"authentication; anyone who reaches this socket can forge "
 			"aggregates\n");
-	u.n_chunks = isth_island_n_chunks(u.s);
-	u.ce = isth_island_chunk_elems(u.s);
-	tensor = malloc((size_t)u.o.elems * 4);
-	u.out = malloc((size_t)u.o.elems * 4);
-	u.ch = calloc(u.n_chunks, sizeof(*u.ch));
-	if (tensor == NULL || u.out == NULL || u.ch == NULL) {
+	u->n_chunks = isth_island_n_chunks(u->s);
+	u->ce = isth_island_chunk_elems(u->s);
+	u->tensor = malloc((size_t)u->o.elems * 4);
+	u->out = malloc((size_t)u->o.elems * 4);
+	u->ch = calloc(u->n_chunks, sizeof(*u->ch));
+	if (u->tensor == NULL || u->out == NULL || u->ch == NULL) {
 		fprintf(stderr, "isthmus-island: out of memory\n");
-		return EXIT_FAILURE;
+		return -1;
 	}
-	isth_island_stats(u.s, &st);
+	isth_island_stats(u->s, &st);
 	printf("isthmus-island: island %d of %u, job %u, %s x %u = %u chunks of %u, %u rounds, "
 	       "overlap %u, auth %s\n",
-		u.o.island, u.o.n_islands, u.o.job, isth_wire_dtype_name(u.o.dtype), u.o.elems,
-		u.n_chunks, u.ce, u.o.rounds, u.o.overlap, st.auth ? "on" : "off");
+		u->o.island, u->o.n_islands, u->o.job, isth_wire_dtype_name(u->o.dtype), u->o.elems,
+		u->n_chunks, u->ce, u->o.rounds, u->o.overlap, st.auth ? "on" : "off");
 	fflush(stdout);
+	return 0;
+}
 
-	/*
-	 * Keep to the schedule: a round's DATA goes out when its ROUND comes,
-	 * while up to --overlap earlier rounds are still collecting. Ended
-	 * rounds are collected in order; waiting for the next ROUND is cut
-	 * into slices so that an ended round is not left waiting.
-	 */
-	while (u.played < u.o.rounds) {
-		if (taken < u.o.rounds && nfl < u.o.overlap) {
-			struct flight *f = &fl[nfl];
-			int rc = wait_round_hup(&u, nfl ? SLICE_NS : u.o.timeout_ns, &f->ri);
+/*
+ * Wait for the next ROUND (up to @timeout_ns) and, unless --stop-after
+ * silenced this island, send its DATA at once: the round joins the
+ * flights. @return 1 (taken), 0 (no ROUND yet) or -1 (the run fails).
+ */
+static int
+take_round(struct run *u, struct flight *f, uint64_t timeout_ns)
+{
+	int rc = wait_round_hup(u, timeout_ns, &f->ri);
 
-			if (rc == -EPROTO) {
-				fprintf(stderr,
-					"isthmus-island: round %u: ROUND has %u chunks of %u "
-					"elements, "
-					"this island %u of %u (check --elems and --mtu)\n",
-					f->ri.round, f->ri.n_chunks, f->ri.chunk_elems, u.n_chunks,
-					u.ce);
-				failed = true;
-				break;
-			}
-			if (rc == 0) {
-				isth_island_stats(u.s, &f->st0);
-				f->sent = u.o.stop_after < 0 || taken < (uint64_t)u.o.stop_after;
-				f->tx_ms = 0;
-				if (f->sent) {
-					uint64_t t;
+	if (rc == -EPROTO) {
+		fprintf(stderr,
+			"isthmus-island: round %u: ROUND has %u chunks of %u elements, "
+			"this island %u of %u (check --elems and --mtu)\n",
+			f->ri.round, f->ri.n_chunks, f->ri.chunk_elems, u->n_chunks, u->ce);
+		return -1;
+	}
+	if (rc != 0)
+		return 0;
+	isth_island_stats(u->s, &f->st0);
+	f->sent = u->o.stop_after < 0 || u->taken < (uint64_t)u->o.stop_after;
+	f->tx_ms = 0;
+	if (f->sent) {
+		uint64_t t;
 
-					make_tensor(&u.o, f->ri.round, tensor);
-					rc = isth_island_send(
-						u.s, f->ri.round, tensor, (size_t)u.o.elems * 4);
-					if (rc < 0)
-						fprintf(stderr,
-							"isthmus-island: round %u: send: %s\n",
-							f->ri.round, strerror(-rc));
-					t = realtime_ns();
-					f->tx_ms = t > f->ri.start_ns
-						? (double)(t - f->ri.start_ns) / 1e6
-						: 0.0;
-				}
-				taken++;
+		make_tensor(&u->o, f->ri.round, u->tensor);
+		rc = isth_island_send(u->s, f->ri.round, u->tensor, (size_t)u->o.elems * 4);
+		if (rc < 0)
+			fprintf(stderr, "isthmus-island: round %u: send: %s\n", f->ri.round,
+				strerror(-rc));
+		t = isth_clock_real_ns();
+		f->tx_ms = t > f->ri.start_ns ? (double)(t - f->ri.start_ns) / 1e6 : 0.0;
+	}
+	u->taken++;
+	return 1;
+}
+
+/* Collect the flights that have ended, oldest first; block only when
+ * there is nothing else to wait for. @return 0, or -1 if the run fails. */
+static int
+collect_ended(struct run *u, struct flight *fl, unsigned int *nfl)
+{
+	while (*nfl) {
+		bool more = u->taken < u->o.rounds && *nfl < u->o.overlap;
+		int rc;
+
+		reload_if_hup(u);
+		rc = isth_island_ready(u->s, fl[0].ri.round, more ? 0 : SLICE_NS);
+		if (rc == -EAGAIN)
+			break;
+		if (rc < 0 && rc != -ESTALE) {
+			fprintf(stderr, "isthmus-island: round %u: %s\n", fl[0].ri.round,
+				strerror(-rc));
+			return -1;
+		}
+		if (!collect(u, &fl[0]))
+			return -1;
+		memmove(&fl[0], &fl[1], (*nfl - 1) * sizeof(fl[0]));
+		(*nfl)--;
+	}
+	return 0;
+}
+
+/*
+ * Keep to the schedule: a round's DATA goes out when its ROUND comes,
+ * while up to --overlap earlier rounds are still collecting. Ended rounds
+ * are collected in order; waiting for the next ROUND is cut into slices
+ * so that an ended round is not left waiting. @return false if it failed.
+ */
+static bool
+play(struct run *u)
+{
+	struct flight fl[ISTH_ISLAND_ROUNDS];
+	unsigned int nfl = 0;
+
+	while (u->played < u->o.rounds) {
+		if (u->taken < u->o.rounds && nfl < u->o.overlap) {
+			int rc = take_round(u, &fl[nfl], nfl ? SLICE_NS : u->o.timeout_ns);
+
+			if (rc < 0)
+				return false;
+			if (rc > 0) {
 				nfl++;
 			} else if (nfl == 0) {
 				fprintf(stderr,
 					"isthmus-island: no ROUND within %" PRIu64
 					" s after %u rounds\n",
-					(uint64_t)(u.o.timeout_ns / 1000000000ull), u.played);
-				failed = true;
-				break;
+					(uint64_t)(u->o.timeout_ns / 1000000000ull), u->played);
+				return false;
 			}
 		}
-		/* Collect what has ended; block only when there is nothing
-		 * else to wait for. */
-		while (nfl) {
-			bool more = taken < u.o.rounds && nfl < u.o.overlap;
-			int rc;
-
-			reload_if_hup(&u);
-			rc = isth_island_ready(u.s, fl[0].ri.round, more ? 0 : SLICE_NS);
-
-			if (rc == -EAGAIN)
-				break;
-			if (rc < 0 && rc != -ESTALE) {
-				fprintf(stderr, "isthmus-island: round %u: %s\n", fl[0].ri.round,
-					strerror(-rc));
-				failed = true;
-				break;
-			}
-			if (!collect(&u, &fl[0])) {
-				failed = true;
-				break;
-			}
-			memmove(&fl[0], &fl[1], (nfl - 1) * sizeof(fl[0]));
-			nfl--;
-		}
-		if (failed)
-			break;
+		if (collect_ended(u, fl, &nfl) < 0)
+			return false;
 	}
+	return true;
+}
 
-	isth_island_stats(u.s, &st);
+/* The receive threads' word on sockets and streams: stream k is read on
+ * socket k % N alone, so an edge whose island_sockets differs loses
+ * streams (a clear word), and what each thread read. */
+static void
+report_sockets(const struct run *u, const struct isth_island_stats *st)
+{
+	unsigned int i, j, seen = 0;
+
+	if (st->drop[ISTH_ISLAND_DROP_agg_socket])
+		fprintf(stderr,
+			"isthmus-island: %" PRIu64 " AGG/GONE arrived on a socket other than "
+			"their stream's: this island has --sockets %u --rx-threads on (stream k "
+			"on port %u + k %% %u); the edge's [access] island_sockets must be %u\n",
+			st->drop[ISTH_ISLAND_DROP_agg_socket], st->n_sockets,
+			(unsigned int)isth_island_local_port(u->s), st->n_sockets, st->n_sockets);
+	if (!st->rx_threads)
+		return;
+	for (i = 0; i < st->n_sockets; i++)
+		fprintf(stderr,
+			"isthmus-island: socket %u (port %u): %" PRIu64 " datagrams, AGG streams "
+			"%#x\n",
+			i, (unsigned int)isth_island_socket_port(u->s, i), st->sock_rx[i],
+			(unsigned int)st->sock_streams[i]);
+	for (j = 0; j < st->n_sockets; j++)
+		seen |= st->sock_streams[j];
+	for (i = 0; i < st->agg_streams; i++)
+		if (!(seen & 1u << i) && st->rounds_announced)
+			fprintf(stderr,
+				"isthmus-island: AGG stream %u never arrived on socket %u "
+				"(port %u): is the edge's [access] island_sockets %u, as "
+				"--sockets here?\n",
+				i, i % st->n_sockets,
+				(unsigned int)isth_island_socket_port(u->s, i % st->n_sockets),
+				st->n_sockets);
+}
+
+/* What went wrong on the way, by name (non-zero drop counters), then the
+ * summary line. */
+static void
+report(const struct run *u)
+{
+	struct isth_island_stats st;
+	unsigned int i;
+
+	isth_island_stats(u->s, &st);
 	for (i = 1; i < ISTH_WIRE_REASON_MAX; i++)
 		if (st.wire_drop[i])
 			fprintf(stderr, "isthmus-island: dropped %" PRIu64 " packets: %s\n",
@@ -789,36 +842,7 @@ main(int argc, char **argv)
 		if (st.drop[i])
 			fprintf(stderr, "isthmus-island: dropped %" PRIu64 " packets: %s\n",
 				st.drop[i], isth_island_drop_name(i));
-	/* receive threads: stream k is read on socket k % N alone, so an
-	 * edge whose island_sockets differs loses streams (a clear word) */
-	if (st.drop[ISTH_ISLAND_DROP_agg_socket])
-		fprintf(stderr,
-			"isthmus-island: %" PRIu64 " AGG/GONE arrived on a socket other than "
-			"their stream's: this island has --sockets %u --rx-threads on (stream k "
-			"on port %u + k %% %u); the edge's [access] island_sockets must be %u\n",
-			st.drop[ISTH_ISLAND_DROP_agg_socket], st.n_sockets,
-			(unsigned int)isth_island_local_port(u.s), st.n_sockets, st.n_sockets);
-	/* what each receive thread read: the streams it took */
-	for (i = 0; st.rx_threads && i < st.n_sockets; i++)
-		fprintf(stderr,
-			"isthmus-island: socket %u (port %u): %" PRIu64 " datagrams, AGG streams "
-			"%#x\n",
-			i, (unsigned int)isth_island_socket_port(u.s, i), st.sock_rx[i],
-			(unsigned int)st.sock_streams[i]);
-	for (i = 0; st.rx_threads && i < st.agg_streams; i++) {
-		unsigned int j, seen = 0;
-
-		for (j = 0; j < st.n_sockets; j++)
-			seen |= st.sock_streams[j];
-		if (!(seen & 1u << i) && st.rounds_announced)
-			fprintf(stderr,
-				"isthmus-island: AGG stream %u never arrived on socket %u "
-				"(port %u): is the edge's [access] island_sockets %u, as "
-				"--sockets here?\n",
-				i, i % st.n_sockets,
-				(unsigned int)isth_island_socket_port(u.s, i % st.n_sockets),
-				st.n_sockets);
-	}
+	report_sockets(u, &st);
 	if (st.gso_refused)
 		fprintf(stderr,
 			"isthmus-island: the kernel refused UDP GSO: sent plain datagrams\n");
@@ -828,13 +852,38 @@ main(int argc, char **argv)
 	printf("ISLAND island=%d rounds=%u aggregates=%" PRIu64 " verified=%" PRIu64
 	       " wrong=%" PRIu64 " partial=%" PRIu64 " missing=%" PRIu64 " nacks=%" PRIu64
 	       " resent=%" PRIu64 " round_ms_mean=%.3f lost=%u\n",
-		u.o.island, u.played, u.aggregates, u.verified, u.wrong, u.partial, u.missing,
-		st.nacks_sent, st.resent, u.played > u.lost ? u.ms_sum / (u.played - u.lost) : 0.0,
-		u.lost);
+		u->o.island, u->played, u->aggregates, u->verified, u->wrong, u->partial,
+		u->missing, st.nacks_sent, st.resent,
+		u->played > u->lost ? u->ms_sum / (u->played - u->lost) : 0.0, u->lost);
 	fflush(stdout);
+}
+
+int
+main(int argc, char **argv)
+{
+	/* no SA_RESTART: a blocked wait returns and the loop reloads */
+	struct sigaction sa = {.sa_handler = on_hup};
+	struct run u;
+	bool ok;
+
+	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
+	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
+	 * (we were left to init before the prctl): leave. */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
+		(getenv("ISTH_TESTBED") != NULL && getppid() == 1))
+		return 1;
+	memset(&u, 0, sizeof(u));
+	if (parse_args(argc, argv, &u.o) < 0)
+		return EXIT_USAGE;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGHUP, &sa, NULL);
+	if (run_open(&u) < 0)
+		return EXIT_FAILURE;
+	ok = play(&u);
+	report(&u);
 	isth_island_close(u.s);
-	free(tensor);
+	free(u.tensor);
 	free(u.out);
 	free(u.ch);
-	return u.wrong == 0 && !failed && u.played == u.o.rounds ? 0 : 1;
+	return u.wrong == 0 && ok && u.played == u.o.rounds ? 0 : 1;
 }

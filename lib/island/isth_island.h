@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "isth_auth.h"
+#include "isth_ctr.h"
 #include "isth_wire.h"
 
 #ifdef __cplusplus
@@ -207,49 +208,77 @@ enum isth_island_drop {
 		ISTH_ISLAND_DROP_MAX
 };
 
-/** Session counters; a snapshot taken under the session lock. */
+/**
+ * The session's counters, one list in lib/ctr's convention (isth_ctr.h):
+ * (field, help). struct isth_island_stats begins with a uint64_t for each,
+ * in this order (isth_ctr_at(st, i) reads the i-th), and the Python
+ * binding's Session.counters() takes its keys from this list, so a counter
+ * added here is a field, a name and a Python key at once. Each is written
+ * by the holder of the session lock (one writer at a time) with
+ * isth_ctr_add(); doc/island.md, "Counters", says more of each.
+ */
+#define ISTH_ISLAND_COUNTERS(X) \
+	X(key_reloads, "isth_island_reload_keys() that succeeded") \
+	X(rx_packets, "datagrams read") \
+	X(rx_bytes, "bytes of the datagrams read") \
+	X(aggs_summed, "AGGs added to a chunk") \
+	X(duplicates, "AGG seq seen before") \
+	X(resent, "RESENT AGGs accepted") \
+	X(nacks_sent, "NACK packets for gaps") \
+	X(nack_seqs, "seqs named by them") \
+	X(probes_sent, "tail-loss probe NACKs") \
+	X(gone, "GONE packets received") \
+	X(gone_seqs, "missing seqs GONE named") \
+	X(lost_seqs, "seqs given up (retries, window)") \
+	X(seq_resyncs, "edge restarted its stream") \
+	X(data_tx, "DATA packets sent") \
+	X(data_tx_bytes, "payload bytes of the DATA sent") \
+	X(tx_errors, "sends that failed") \
+	X(rounds_announced, "ROUNDs accepted") \
+	X(rounds_complete, "results, all chunks complete") \
+	X(rounds_partial, "results with missing parts") \
+	X(gso_sends, "segmented sends (one syscall entry, many DATA)") \
+	X(gso_refused, "GSO refused by the kernel (then plain)") \
+	X(gro_refused, "UDP_GRO refused at open (then plain)") \
+	X(gro_rx, "coalesced buffers read (several datagrams each)")
+
+/** Counters in ISTH_ISLAND_COUNTERS. */
+#define ISTH_ISLAND_N_COUNTERS (0 ISTH_ISLAND_COUNTERS(ISTH_CTR_ONE))
+
+/**
+ * What the session is (set at open, or when keys or streams change), not
+ * counts: (type, field, help). Exported as ISTH_ISLAND_COUNTERS is (a
+ * field each, after the counters; Python keys, as integers).
+ */
+#define ISTH_ISLAND_STATE(X) \
+	X(bool, auth, "wire v2, tags sealed and verified (conf.key_file)") \
+	X(uint8_t, auth_epochs, "key epochs loaded (0: auth off)") \
+	X(uint32_t, n_sockets, "sockets in use") \
+	X(bool, gso, "UDP GSO in use now (conf.gso and not refused)") \
+	X(bool, gro, "UDP GRO in use (conf.gro and not refused)") \
+	X(uint32_t, agg_streams, "AGG streams followed: 1, or the most a ROUND announced") \
+	X(bool, rx_threads, "a receive thread per socket (conf.rx_threads)")
+
+/** Expands an ISTH_ISLAND_STATE entry to its field. */
+#define ISTH_ISLAND_STATE_FIELD(type, name, help) type name;
+
+/**
+ * Session counters; a snapshot taken under the session lock. The
+ * counters of ISTH_ISLAND_COUNTERS first, then the families of counters
+ * named by other lists (by reason, type, socket), then the state.
+ */
 struct isth_island_stats {
-	bool auth; /**< wire v2, tags sealed and verified (conf.key_file) */
-	uint8_t auth_epochs; /**< key epochs loaded (0: auth off) */
-	uint64_t key_reloads; /**< isth_island_reload_keys() that succeeded */
+	ISTH_ISLAND_COUNTERS(ISTH_CTR_FIELD)
 	/** Refused by authentication, by enum isth_auth_status
 	 * (isth_auth_status_name(): auth_format, auth_epoch, auth_tag,
 	 * auth_replay, auth_stale, auth_key); nothing else looked at them. */
 	uint64_t auth_drop[ISTH_AUTH_STATUS_MAX];
-	uint64_t rx_packets; /**< datagrams read */
-	uint64_t rx_bytes;
 	uint64_t rx_type[ISTH_WIRE_TYPE_MAX + 1]; /**< parsed, by wire type */
 	uint64_t wire_drop[ISTH_WIRE_REASON_MAX]; /**< parser refusals */
 	uint64_t drop[ISTH_ISLAND_DROP_MAX]; /**< island refusals */
-	uint64_t aggs_summed; /**< AGGs added to a chunk */
-	uint64_t duplicates; /**< AGG seq seen before */
-	uint64_t resent; /**< RESENT AGGs accepted */
-	uint64_t nacks_sent; /**< NACK packets for gaps */
-	uint64_t nack_seqs; /**< seqs named by them */
-	uint64_t probes_sent; /**< tail-loss probe NACKs */
-	uint64_t gone; /**< GONE packets received */
-	uint64_t gone_seqs; /**< missing seqs GONE named */
-	uint64_t lost_seqs; /**< given up (retries, window) */
-	uint64_t seq_resyncs; /**< edge restarted its stream */
-	uint64_t data_tx; /**< DATA packets sent */
-	uint64_t data_tx_bytes;
-	uint64_t tx_errors; /**< sends that failed */
-	uint64_t rounds_announced; /**< ROUNDs accepted */
-	uint64_t rounds_complete; /**< results, all chunks complete */
-	uint64_t rounds_partial; /**< results with missing parts */
-	uint32_t n_sockets; /**< sockets in use */
-	bool gso; /**< UDP GSO in use now (conf.gso and not refused) */
-	bool gro; /**< UDP GRO in use (conf.gro and not refused) */
-	uint64_t gso_sends; /**< segmented sends (one syscall entry, many DATA) */
-	uint64_t gso_refused; /**< GSO refused by the kernel (then plain) */
-	uint64_t gro_refused; /**< UDP_GRO refused at open (then plain) */
-	uint64_t gro_rx; /**< coalesced buffers read (several datagrams each) */
-	/** AGG streams followed (doc/protocol.md, "AGG streams"): 1, or
-	 * the most a ROUND of the edge announced */
-	uint32_t agg_streams;
-	bool rx_threads; /**< a receive thread per socket (conf.rx_threads) */
 	/** datagrams read, per socket */
 	uint64_t sock_rx[ISTH_ISLAND_MAX_SOCKETS];
+	ISTH_ISLAND_STATE(ISTH_ISLAND_STATE_FIELD)
 	/** per socket: bit k set once an AGG of stream k was taken on it
 	 * (with rx_threads, only streams k % n_sockets == i can be) */
 	uint16_t sock_streams[ISTH_ISLAND_MAX_SOCKETS];

@@ -366,6 +366,53 @@ parse_addr(PyObject *o, uint32_t *ip, uint16_t *port, const char *what)
 	return 0;
 }
 
+/* Session(dtype=...): "fp32", "bf16" or "int32". */
+static int
+conf_dtype(struct isth_island_conf *c, const char *dtype)
+{
+	if (strcmp(dtype, "fp32") == 0)
+		c->dtype = ISTH_WIRE_DTYPE_FP32;
+	else if (strcmp(dtype, "bf16") == 0)
+		c->dtype = ISTH_WIRE_DTYPE_BF16;
+	else if (strcmp(dtype, "int32") == 0)
+		c->dtype = ISTH_WIRE_DTYPE_INT32;
+	else {
+		PyErr_Format(PyExc_ValueError, "dtype '%s' is not fp32, bf16 or int32", dtype);
+		return -1;
+	}
+	return 0;
+}
+
+/* Session(nack_interval=, grace=, probe=), in seconds, into ns. */
+static int
+conf_timers(struct isth_island_conf *c, double nack_interval, double grace, PyObject *probe)
+{
+	if (!(nack_interval > 0) || !(grace >= 0)) {
+		PyErr_SetString(
+			PyExc_ValueError, "nack_interval must be > 0 and grace >= 0 seconds");
+		return -1;
+	}
+	c->nack_interval_ns = (uint64_t)(nack_interval * 1e9);
+	if (c->nack_interval_ns == 0)
+		c->nack_interval_ns = 1;
+	c->grace_ns = (uint64_t)(grace * 1e9);
+	/* probe: False (default, 10 ms), None (never) or seconds */
+	if (probe == Py_None) {
+		c->probe_ns = UINT64_MAX;
+	} else if (probe != Py_False) {
+		double p = PyFloat_AsDouble(probe);
+
+		if (p == -1.0 && PyErr_Occurred())
+			return -1;
+		if (!(p > 0)) {
+			PyErr_SetString(PyExc_ValueError, "probe must be > 0 seconds or None");
+			return -1;
+		}
+		c->probe_ns = (uint64_t)(p * 1e9);
+	}
+	return 0;
+}
+
 /* Session(key_file=None) has warned in this process. */
 static bool auth_off_warned;
 
@@ -415,16 +462,8 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 	c.island = (uint8_t)island;
 	c.n_islands = (uint32_t)n_islands;
 	c.elems = (uint32_t)elems;
-	if (strcmp(dtype, "fp32") == 0)
-		c.dtype = ISTH_WIRE_DTYPE_FP32;
-	else if (strcmp(dtype, "bf16") == 0)
-		c.dtype = ISTH_WIRE_DTYPE_BF16;
-	else if (strcmp(dtype, "int32") == 0)
-		c.dtype = ISTH_WIRE_DTYPE_INT32;
-	else {
-		PyErr_Format(PyExc_ValueError, "dtype '%s' is not fp32, bf16 or int32", dtype);
+	if (conf_dtype(&c, dtype) < 0)
 		return -1;
-	}
 	c.edge_ip = 0x0a0a0001; /* 10.10.0.1, the testbed's first edge */
 	c.edge_port = ISTH_WIRE_PORT;
 	if (edge && edge != Py_None && parse_addr(edge, &c.edge_ip, &c.edge_port, "edge") < 0)
@@ -432,30 +471,9 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 	if (bind && bind != Py_None && parse_addr(bind, &c.bind_ip, &c.bind_port, "bind") < 0)
 		return -1;
 	c.mtu = mtu;
-	if (!(nack_interval > 0) || !(grace >= 0)) {
-		PyErr_SetString(
-			PyExc_ValueError, "nack_interval must be > 0 and grace >= 0 seconds");
+	if (conf_timers(&c, nack_interval, grace, probe) < 0)
 		return -1;
-	}
-	c.nack_interval_ns = (uint64_t)(nack_interval * 1e9);
-	if (c.nack_interval_ns == 0)
-		c.nack_interval_ns = 1;
 	c.nack_retries = nack_retries;
-	c.grace_ns = (uint64_t)(grace * 1e9);
-	/* probe: False (default, 10 ms), None (never) or seconds */
-	if (probe == Py_None) {
-		c.probe_ns = UINT64_MAX;
-	} else if (probe != Py_False) {
-		double p = PyFloat_AsDouble(probe);
-
-		if (p == -1.0 && PyErr_Occurred())
-			return -1;
-		if (!(p > 0)) {
-			PyErr_SetString(PyExc_ValueError, "probe must be > 0 seconds or None");
-			return -1;
-		}
-		c.probe_ns = (uint64_t)(p * 1e9);
-	}
 	c.rcvbuf = rcvbuf;
 	if (sockets == 0 || sockets > ISTH_ISLAND_MAX_SOCKETS) {
 		PyErr_Format(PyExc_ValueError, "sockets must be 1..%u (got %u)",
@@ -813,39 +831,16 @@ Session_counters(Session *self, PyObject *unused)
 	d = PyDict_New();
 	if (d == NULL)
 		return NULL;
-#define P(f) \
+		/* the keys are the library's lists (isth_island.h): a counter or
+	 * state field added there is a key here, with nothing to re-list */
+#define PUT_COUNTER(f, help) \
 	if (put(d, #f, st.f) < 0) \
-	goto fail
-	P(rx_packets);
-	P(rx_bytes);
-	P(aggs_summed);
-	P(duplicates);
-	P(resent);
-	P(nacks_sent);
-	P(nack_seqs);
-	P(probes_sent);
-	P(gone);
-	P(gone_seqs);
-	P(lost_seqs);
-	P(seq_resyncs);
-	P(data_tx);
-	P(data_tx_bytes);
-	P(tx_errors);
-	P(rounds_announced);
-	P(rounds_complete);
-	P(rounds_partial);
-	P(auth);
-	P(auth_epochs);
-	P(key_reloads);
-	P(n_sockets);
-	P(gso);
-	P(gro);
-	P(gso_sends);
-	P(gso_refused);
-	P(gro_refused);
-	P(gro_rx);
-	P(rx_threads);
-#undef P
+		goto fail;
+#define PUT_STATE(type, f, help) PUT_COUNTER(f, help)
+	ISTH_ISLAND_COUNTERS(PUT_COUNTER)
+	ISTH_ISLAND_STATE(PUT_STATE)
+#undef PUT_STATE
+#undef PUT_COUNTER
 	for (i = 1; i < ISTH_AUTH_STATUS_MAX; i++)
 		if (put(d, isth_auth_status_name(i), st.auth_drop[i]) < 0)
 			goto fail;

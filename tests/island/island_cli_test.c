@@ -729,6 +729,27 @@ Test(island_cli, usage_errors_exit_2)
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 0);
 }
 
+/* Numbers are decimal (lib/text): "010" is ten, not eight (base 0 read it
+ * as octal, and took "0x10" as sixteen). */
+Test(island_cli, numbers_are_decimal)
+{
+	const char *bin = getenv("ISLAND_BIN");
+	char cmd[512];
+
+	cr_assert_not_null(bin);
+	/* ten is not below 9 (eight would be, and the run would start) */
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 010 --islands 9 --edge 127.0.0.1 --auth off 2>&1 | "
+		"grep -q -- '--island 10 is not below --islands 9' && exit 2",
+		bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2, "--island 010 is not ten");
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 0x10 --edge 127.0.0.1 --auth off 2>&1 | "
+		"grep -q -- \"bad value for --islands: '0x10'\" && exit 2",
+		bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2, "--islands 0x10 taken");
+}
+
 Test(island_cli, key_file_is_checked_before_anything_runs)
 {
 	const char *bin = getenv("ISLAND_BIN");
