@@ -25,6 +25,7 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 
+#include "isth_clock.h"
 #include "isthd.h"
 
 static struct isthd daemon_state;
@@ -84,7 +85,7 @@ parse_epoch(const char *s, uint64_t *out)
 
 	if (strncmp(s, "now+", 4) == 0) {
 		unsigned long secs = strtoul(s + 4, &end, 10);
-		uint64_t now = isthd_now_ns();
+		uint64_t now = isth_clock_real_ns();
 
 		if (*end != '\0' || end == s + 4 || secs > 3600)
 			return -EINVAL;
@@ -241,7 +242,7 @@ main(int argc, char **argv)
 		isth_sched_island_name(d->sched, d->island), d->island, d->cfg.job, d->n_islands,
 		d->cfg.backend, d->auth.on ? "on" : "OFF", d->n_workers,
 		d->n_workers == 1 ? "" : "s", (double)isth_sched_round_ns(d->sched) / 1e6,
-		d->clk.epoch_ns, ((double)d->clk.epoch_ns - (double)isthd_now_ns()) / 1e9);
+		d->clk.epoch_ns, ((double)d->clk.epoch_ns - (double)isth_clock_real_ns()) / 1e9);
 	/* chosen once by setup from the PMD's TX queues (doc/isthmusd.md,
 	 * "Workers"); with one worker there is nothing to choose */
 	if (d->n_workers > 1) {
