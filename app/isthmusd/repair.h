@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include <rte_branch_prediction.h>
+#include <rte_common.h>
 #include <rte_mbuf.h>
 
 #include "isth_pace.h"
@@ -151,7 +152,6 @@ struct isthd_repair {
 	/* the RX worker only: chunks received per (round & 3, sender) */
 	struct isthd_rx_track *rx;
 	uint64_t *rx_bits;
-	uint64_t tail_next; /* the RX worker only: oldest round with tails to check */
 	/* init: chunks one peer may get repaired per round (one round's
 	 * stream plus an allowance for repairs that were lost) */
 	uint32_t budget_chunks;
@@ -173,6 +173,10 @@ struct isthd_repair {
 	 * each (a diagnosis aid, isthd_repair_trace(); off: one predictable
 	 * branch on the repair paths, none per in-order DATA) */
 	bool trace;
+	/* the RX worker only: oldest round with tails to check; on a cache
+	 * line of its own (the struct's last, padded), away from the init
+	 * fields every worker reads */
+	uint64_t tail_next __rte_cache_aligned;
 };
 
 /* One repair event to stderr when d->rep.trace (isthd_repair_trace). */
