@@ -31,7 +31,7 @@ isthd_auth_dev_conf(const struct isthd *d, struct isth_backend_auth *a, uint64_t
 	a->seal = true;
 	a->agg_seq = agg_seq;
 	/* the site table: a DATA's WAN key is the one of the island whose
-	 * edge its source address is (as for the host's verify, datapath.c) */
+	 * edge its source address is (as for the host's verify, rx.c) */
 	for (unsigned int s = 0; s < d->n_islands && s < RTE_DIM(a->site_ip); s++)
 		if (d->peer_of[s] != NULL)
 			a->site_ip[s] = d->peer_of[s]->ip;

@@ -84,7 +84,7 @@ publish_tables(struct isthd *d, uint64_t r)
 		n++;
 	}
 publish:
-	/* every worker's backend (worker.c): all of them expect the round's
+	/* every worker's backend (workers.c): all of them expect the round's
 	 * contributors, each replicates the island's DATA to its own peers
 	 * (isthd_egress_worker: rank in the round's peers, mod N; the group
 	 * with network replication is worker 0's); one that asks for a

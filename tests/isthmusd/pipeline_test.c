@@ -2331,7 +2331,7 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up, .fin
 
 /*
  * The edge with round 0 published and nothing launched: the tests below
- * run the worker loop here (isthd_dp_poll) and the epoch is far ahead, so
+ * run the worker loop here (isthd_worker_poll) and the epoch is far ahead, so
  * no timer (pacer, round expiry, tail NACKs) acts while they do.
  */
 static void
