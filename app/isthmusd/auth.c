@@ -22,11 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rte_common.h>
 #include <rte_malloc.h>
 
+#include "isth_clock.h"
 #include "isthd.h"
 
 static int
@@ -113,8 +113,7 @@ int
 isthd_auth_setup(struct isthd *d, char *err, size_t err_size)
 {
 	struct isthd_auth *au = &d->auth;
-	uint64_t per_round, bits;
-	struct timespec ts;
+	uint64_t per_round, bits, now;
 	unsigned int i, n_epochs;
 	int rc;
 
@@ -150,11 +149,10 @@ isthd_auth_setup(struct isthd *d, char *err, size_t err_size)
 	}
 	au->keys = au->ks_ctl->keys;
 	au->ctl = au->ks_ctl->ctl;
-	au->ks_dp = au->ks_ctl;
-	au->dp = au->ks_ctl->dp[0];
-	au->gen_dp = au->ks_ctl->gen;
-	for (i = 1; i < d->n_workers; i++)
-		d->shard[i]->eng = au->ks_ctl->dp[i];
+	au->ks_rx = au->ks_ctl;
+	au->gen_rx = au->ks_ctl->gen;
+	for (i = 0; i < RTE_MAX(d->n_workers, 1u); i++)
+		d->workers[i].eng = au->ks_ctl->dp[i];
 	/* A window covers two rounds of a stream: a sender's chunks plus
 	 * what may be repaired of them (the most a peer's NACKs can get:
 	 * repair.c, isthd_repair_peer_max), twice. */
@@ -189,11 +187,14 @@ isthd_auth_setup(struct isthd *d, char *err, size_t err_size)
 	/* the key set owns the keys from here, and a reload frees them with
 	 * the set: no second pointer that would dangle after a rotation */
 	au->keys = NULL;
-	/* Streams the edge starts begin at CLOCK_REALTIME ns: a restarted
-	 * edge starts above every seq it used before (doc/protocol.md, "IV") */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	au->seq_nack = au->seq_gone = au->seq_round =
-		(uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	/* Streams the edge starts begin at the wall clock's ns: a restarted
+	 * edge starts above every seq it used before (doc/protocol.md, "IV");
+	 * each stream has one writer: GONE of stream k and (the RX worker)
+	 * NACK worker k's, ROUND the controller's */
+	now = isth_clock_real_ns();
+	d->seq_round = now;
+	for (i = 0; i < RTE_MAX(d->n_workers, 1u); i++)
+		d->workers[i].seq_gone = d->workers[i].seq_nack = now;
 	return 0;
 }
 
@@ -210,13 +211,12 @@ isthd_auth_fini(struct isthd *d)
 	keyset_release(au->ks_ctl);
 	isth_rtab_destroy(au->sets);
 	au->sets = NULL;
-	au->ks_dp = NULL;
+	au->ks_rx = NULL;
 	au->ks_ctl = au->ks_old = NULL;
 	au->keys = NULL;
-	au->dp = au->ctl = NULL;
-	for (unsigned int k = 1; k < ISTHD_MAX_WORKERS; k++)
-		if (d->shard[k] != NULL)
-			d->shard[k]->eng = NULL;
+	au->ctl = NULL;
+	for (unsigned int k = 0; k < ISTHD_MAX_WORKERS; k++)
+		d->workers[k].eng = NULL;
 	rte_free(au->win);
 	rte_free(au->words);
 	au->win = NULL;
@@ -262,7 +262,8 @@ isthd_auth_reload(struct isthd *d, uint64_t cur)
 		}
 	/* a device that verifies or seals gets the new epochs first
 	 * (auth_dev.c); those of running rounds keep their key slot */
-	if ((au->dev_verify || au->dev_seal) && (rc = isth_backend_set_keys(d->be, keys)) < 0) {
+	if ((au->dev_verify || au->dev_seal) &&
+		(rc = isth_backend_set_keys(d->workers[0].be, keys)) < 0) {
 		fprintf(stderr, "isthmusd: key reload refused: backend key slots: %s\n",
 			strerror(-rc));
 		isth_auth_free(keys);
@@ -306,16 +307,9 @@ isthd_auth_ctl_step(struct isthd *d)
 }
 
 void
-isthd_auth_shard_step(struct isthd_shard *w)
+isthd_auth_step(struct isthd_worker *w)
 {
-	const struct isthd_keyset *ks = isth_rtab_get(w->d->auth.sets, 0);
-
-	w->eng = ks->dp[w->id];
-}
-
-void
-isthd_auth_dp_step(struct isthd *d)
-{
+	struct isthd *d = w->d;
 	struct isthd_auth *au = &d->auth;
 	const struct isthd_keyset *ks = isth_rtab_get(au->sets, 0);
 	unsigned int i, j, n, words = isth_auth_replay_words(au->win_bits);
@@ -323,9 +317,12 @@ isthd_auth_dp_step(struct isthd *d)
 
 	/* used until the next quiescent report (top of the loop) only: the
 	 * controller may free the set once a newer one is published */
-	au->ks_dp = ks;
-	au->dp = ks->dp[0];
-	if (likely(ks->gen == au->gen_dp))
+	w->eng = ks->dp[w->id];
+	if (!(w->role & ISTHD_ROLE_RX))
+		return;
+	/* the RX worker: its replay windows follow the set's epochs */
+	au->ks_rx = ks;
+	if (likely(ks->gen == au->gen_rx))
 		return;
 	n = isth_auth_n_epochs(ks->keys);
 	for (i = 0; i < n; i++)
@@ -353,14 +350,14 @@ isthd_auth_dp_step(struct isthd *d)
 			continue;
 		au->slot_epoch[free_slot] = ids[i];
 		for (j = 0; j < streams_per_epoch(d); j++) {
-			unsigned int w = (unsigned int)free_slot * streams_per_epoch(d) + j;
+			unsigned int x = (unsigned int)free_slot * streams_per_epoch(d) + j;
 
-			memset(au->words + (size_t)w * words, 0, words * sizeof(uint64_t));
+			memset(au->words + (size_t)x * words, 0, words * sizeof(uint64_t));
 			isth_auth_replay_init(
-				&au->win[w], au->words + (size_t)w * words, au->win_bits);
+				&au->win[x], au->words + (size_t)x * words, au->win_bits);
 		}
 	}
-	au->gen_dp = ks->gen;
+	au->gen_rx = ks->gen;
 }
 
 struct isth_auth_replay *
@@ -405,9 +402,10 @@ static const enum isthd_drop status_drop[ISTH_AUTH_STATUS_MAX] = {
 };
 
 unsigned int
-isthd_auth_verify_rx(struct isthd *d, enum isth_auth_dir dir, struct rte_mbuf **m,
+isthd_auth_verify_rx(struct isthd_worker *w, enum isth_auth_dir dir, struct rte_mbuf **m,
 	struct isth_wire_pkt *p, const uint8_t *owner, unsigned int n)
 {
+	struct isthd *d = w->d;
 	struct isth_auth_op ops[ISTHD_BURST];
 	unsigned int i, k = 0;
 
@@ -419,19 +417,19 @@ isthd_auth_verify_rx(struct isthd *d, enum isth_auth_dir dir, struct rte_mbuf **
 		ops[i].owner = owner[i];
 		ops[i].status = 0;
 	}
-	isth_auth_verify_burst(d->auth.dp, ops, n);
+	isth_auth_verify_burst(w->eng, ops, n);
 	for (i = 0; i < n; i++) {
 		enum isth_auth_status s = (enum isth_auth_status)ops[i].status;
 
 		if (s == ISTH_AUTH_OK) {
 			/* only now, with the tag verified, may the window move */
-			struct isth_auth_replay *w = isthd_auth_window(d, dir, p[i].msg);
+			struct isth_auth_replay *win = isthd_auth_window(d, dir, p[i].msg);
 
-			if (w != NULL)
-				s = isth_auth_replay_accept(w, p[i].hdr.seq);
+			if (win != NULL)
+				s = isth_auth_replay_accept(win, p[i].hdr.seq);
 		}
 		if (unlikely(s != ISTH_AUTH_OK)) {
-			isth_ctr_add(&d->st.drop[s < ISTH_AUTH_STATUS_MAX ? status_drop[s]
+			isth_ctr_add(&w->st.drop[s < ISTH_AUTH_STATUS_MAX ? status_drop[s]
 									  : ISTHD_DROP_auth_tag],
 				1);
 			ISTHD_REPAIR_TRACE(d,

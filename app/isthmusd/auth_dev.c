@@ -11,7 +11,8 @@
  * same drop reasons as the host's (auth_format, auth_key, auth_epoch,
  * auth_tag). Every other message (NACK, GONE; the access port) is
  * verified on the host as before (auth.c). With a backend that also seals,
- * its AGGs leave sealed (datapath.c, emit_aggs).
+ * its AGGs leave sealed (worker.c, emit_aggs). Such a backend runs with
+ * one worker (setup.c): the device's verdicts are worker 0's to count.
  */
 #include <string.h>
 
@@ -30,7 +31,7 @@ isthd_auth_dev_conf(const struct isthd *d, struct isth_backend_auth *a, uint64_t
 	a->seal = true;
 	a->agg_seq = agg_seq;
 	/* the site table: a DATA's WAN key is the one of the island whose
-	 * edge its source address is (as for the host's verify, datapath.c) */
+	 * edge its source address is (as for the host's verify, rx.c) */
 	for (unsigned int s = 0; s < d->n_islands && s < RTE_DIM(a->site_ip); s++)
 		if (d->peer_of[s] != NULL)
 			a->site_ip[s] = d->peer_of[s]->ip;
@@ -68,13 +69,14 @@ isthd_auth_dev_verdict(void *arg, const uint8_t *msg, int status)
 		why = ISTHD_DROP_auth_tag;
 		break;
 	}
-	isth_ctr_add(&d->st.drop[why], 1);
+	isth_ctr_add(&d->workers[0].st.drop[why], 1);
 }
 
 uint16_t
-isthd_auth_dev_rx(struct isthd *d, struct rte_mbuf **m, struct isth_wire_pkt *p,
+isthd_auth_dev_rx(struct isthd_worker *wk, struct rte_mbuf **m, struct isth_wire_pkt *p,
 	const uint8_t *owner, uint16_t n)
 {
+	struct isthd *d = wk->d;
 	struct rte_mbuf *cm[ISTHD_BURST];
 	struct isth_wire_pkt cp[ISTHD_BURST];
 	uint8_t co[ISTHD_BURST];
@@ -95,7 +97,7 @@ isthd_auth_dev_rx(struct isthd *d, struct rte_mbuf **m, struct isth_wire_pkt *p,
 				w != NULL ? isth_auth_replay_check(w, p[i].hdr.seq) : ISTH_AUTH_OK;
 
 			if (unlikely(s != ISTH_AUTH_OK)) {
-				isth_ctr_add(&d->st.drop[s == ISTH_AUTH_E_REPLAY
+				isth_ctr_add(&wk->st.drop[s == ISTH_AUTH_E_REPLAY
 							     ? ISTHD_DROP_auth_replay
 							     : ISTHD_DROP_auth_stale],
 					1);
@@ -111,7 +113,7 @@ isthd_auth_dev_rx(struct isthd *d, struct rte_mbuf **m, struct isth_wire_pkt *p,
 	if (c == 0)
 		return k;
 	/* the rest (NACK, GONE, and types refused later) on the host */
-	c = (uint16_t)isthd_auth_verify_rx(d, ISTH_AUTH_WAN, cm, cp, co, c);
+	c = (uint16_t)isthd_auth_verify_rx(wk, ISTH_AUTH_WAN, cm, cp, co, c);
 	for (i = 0; i < c; i++) {
 		m[k] = cm[i];
 		p[k++] = cp[i];

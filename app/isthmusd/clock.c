@@ -8,16 +8,8 @@
 
 #include <rte_cycles.h>
 
+#include "isth_clock.h"
 #include "isthd.h"
-
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* A (TSC, CLOCK_MONOTONIC) pair: of five tries, the one whose clock read
  * the two TSC reads bracket most tightly (a preempted try is discarded). */
@@ -27,7 +19,7 @@ tsc_pair(uint64_t *tsc, uint64_t *ns)
 	uint64_t best = UINT64_MAX;
 
 	for (int i = 0; i < 5; i++) {
-		uint64_t a = rte_rdtsc(), n = mono_ns(), b = rte_rdtsc();
+		uint64_t a = rte_rdtsc(), n = isth_clock_mono_ns(), b = rte_rdtsc();
 
 		if (b - a < best) {
 			best = b - a;
@@ -64,15 +56,6 @@ isthd_tsc_hz_measure(uint64_t span_ns, uint64_t fallback)
 	if (fallback && (hz > fallback + fallback / 20 || hz < fallback - fallback / 20))
 		return fallback;
 	return hz;
-}
-
-uint64_t
-isthd_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 uint64_t

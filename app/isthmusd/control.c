@@ -21,6 +21,7 @@
 #include <rte_log.h>
 #include <rte_mbuf.h>
 
+#include "isth_clock.h"
 #include "isthd.h"
 
 static const struct isth_sched *
@@ -83,7 +84,7 @@ publish_tables(struct isthd *d, uint64_t r)
 		n++;
 	}
 publish:
-	/* every worker's backend (worker.c): all of them expect the round's
+	/* every worker's backend (workers.c): all of them expect the round's
 	 * contributors, each replicates the island's DATA to its own peers
 	 * (isthd_egress_worker: rank in the round's peers, mod N; the group
 	 * with network replication is worker 0's); one that asks for a
@@ -106,7 +107,7 @@ publish:
 			fo = mine;
 		}
 		rc = isth_backend_set_round(
-			i ? d->shard[i]->be : d->be, d->cfg.job, (uint32_t)r, v.peers, fo, n_fo);
+			d->workers[i].be, d->cfg.job, (uint32_t)r, v.peers, fo, n_fo);
 		if (rc < 0)
 			return rc;
 		d->be_published[i] = r + 1;
@@ -123,7 +124,7 @@ publish:
 static int
 publish_pace(struct isthd *d, unsigned int w, uint64_t r)
 {
-	struct isth_pace *pace = isthd_egress_of(d, w)->pace;
+	struct isth_pace *pace = d->workers[w].eg.pace;
 	struct isth_pace_seg segs[ISTH_SCHED_MAX_SEGS + 1];
 	struct isth_sched_round_view v;
 	uint64_t at = 0, off;
@@ -183,14 +184,14 @@ send_round(struct isthd *d, uint64_t r)
 
 	m = rte_pktmbuf_alloc(d->ctl_pool);
 	if (m == NULL) {
-		isth_ctr_add(&d->st.drop[ISTHD_DROP_round_no_mbuf], 1);
+		isth_ctr_add(&d->ctl_st.drop[ISTHD_DROP_round_no_mbuf], 1);
 		return;
 	}
 	isth_wire_put_round(b, sizeof(b), &body);
 	if (d->auth.on) {
 		/* version 2: ROUND is a stream of its own, sealed with the
 		 * island's DOWN key by the controller's engine */
-		h.seq = d->auth.seq_round++;
+		h.seq = d->seq_round++;
 		p = (uint8_t *)rte_pktmbuf_append(
 			m, ISTH_WIRE_HDR_SIZE + sizeof(b) + ISTH_AUTH_TAG_SIZE);
 		isth_wire_build_msg(p, ISTH_WIRE_HDR_SIZE + sizeof(b), &h, b, sizeof(b), NULL);
@@ -198,7 +199,7 @@ send_round(struct isthd *d, uint64_t r)
 			    ISTH_WIRE_HDR_SIZE + sizeof(b),
 			    ISTH_WIRE_HDR_SIZE + sizeof(b) + ISTH_AUTH_TAG_SIZE) < 0) {
 			rte_pktmbuf_free(m);
-			isth_ctr_add(&d->st.drop[ISTHD_DROP_round_no_mbuf], 1);
+			isth_ctr_add(&d->ctl_st.drop[ISTHD_DROP_round_no_mbuf], 1);
 			return;
 		}
 	} else {
@@ -207,7 +208,7 @@ send_round(struct isthd *d, uint64_t r)
 	}
 	if (isthd_frame_to_island(d, m) < 0 || rte_ring_enqueue(d->ctl_ring, m) != 0) {
 		rte_pktmbuf_free(m);
-		isth_ctr_add(&d->st.drop[ISTHD_DROP_ctl_ring_full], 1);
+		isth_ctr_add(&d->ctl_st.drop[ISTHD_DROP_ctl_ring_full], 1);
 	}
 }
 
@@ -450,7 +451,7 @@ int
 isthd_control(struct isthd *d)
 {
 	while (!d->stop) {
-		uint64_t now = isthd_now_ns(), T = d->clk.round_ns;
+		uint64_t now = isth_clock_real_ns(), T = d->clk.round_ns;
 		uint64_t next, wait;
 		int rc;
 

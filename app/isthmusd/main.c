@@ -5,9 +5,10 @@
  *   isthmusd [EAL options] -- --config FILE [--schedule FILE] [--epoch E]
  *            [--rounds N] [--check]
  *
- * The main lcore runs the controller; every other lcore is a worker (N >= 1):
- * worker 0 runs the data path, and with N > 1 worker k also sums the peer
- * DATA of chunks with chunk % N == k (worker.c).
+ * The main lcore runs the controller; every other lcore is a worker (N >= 1),
+ * all running one loop (worker.c): worker k sums the peer DATA of chunks
+ * with chunk % N == k, and worker 0 also holds the roles only one worker
+ * may (RX of both ports, steering; workers.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,6 +26,7 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 
+#include "isth_clock.h"
 #include "isth_text.h"
 #include "isthd.h"
 
@@ -86,7 +88,7 @@ parse_epoch(const char *s, uint64_t *out)
 	uint64_t secs;
 
 	if (strncmp(s, "now+", 4) == 0) {
-		uint64_t now = isthd_now_ns();
+		uint64_t now = isth_clock_real_ns();
 
 		if (isth_text_parse_u64_range(s + 4, 0, 3600, &secs) < 0)
 			return -EINVAL;
@@ -204,7 +206,7 @@ print_start(const struct isthd *d)
 		isth_sched_island_name(d->sched, d->island), d->island, d->cfg.job, d->n_islands,
 		d->cfg.backend, d->auth.on ? "on" : "OFF", d->n_workers,
 		d->n_workers == 1 ? "" : "s", (double)isth_sched_round_ns(d->sched) / 1e6,
-		d->clk.epoch_ns, ((double)d->clk.epoch_ns - (double)isthd_now_ns()) / 1e9);
+		d->clk.epoch_ns, ((double)d->clk.epoch_ns - (double)isth_clock_real_ns()) / 1e9);
 	/* with one worker there is no TX to share */
 	if (d->n_workers > 1) {
 		print_tx("access", d->access_port, d->access_txq);

@@ -4,7 +4,8 @@
  * side: track the chunks each peer sent us, NACK gaps at once and tails
  * when they are due, and NACK again with back-off until the cutoff (the
  * last moment a repair can still be summed). State: struct isthd_repair
- * (isthd.h), written by the worker only. The serving side is repair.c.
+ * (repair.h), written by the RX worker only (ISTHD_ROLE_RX). The serving
+ * side is repair.c and repair_serve.c.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -26,9 +27,10 @@
 /* Ask peer @s's edge again for chunks @ranges of round @r of its island:
  * one NACK message (@n <= max_ranges). Returns 0 if it was sent. */
 static int
-nack_peer(struct isthd *d, unsigned int s, uint64_t r, const struct isth_wire_range *ranges,
+nack_peer(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_wire_range *ranges,
 	unsigned int n)
 {
+	struct isthd *d = w->d;
 	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_NACK,
 		.flags = ISTH_WIRE_F_CHUNKS,
@@ -37,7 +39,7 @@ nack_peer(struct isthd *d, unsigned int s, uint64_t r, const struct isth_wire_ra
 		.job = d->cfg.job,
 		.round = (uint32_t)r,
 		/* version 2: NACK is a stream of its own (IV uniqueness) */
-		.seq = d->auth.on ? d->auth.seq_nack++ : 0,
+		.seq = d->auth.on ? w->seq_nack++ : 0,
 		.bitmap = 1ull << s,
 	};
 	const struct isthd_peer *peer = d->peer_of[s];
@@ -48,21 +50,21 @@ nack_peer(struct isthd *d, unsigned int s, uint64_t r, const struct isth_wire_ra
 		return -EINVAL;
 	msg = rte_pktmbuf_alloc(d->ctl_pool);
 	if (msg == NULL) {
-		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
 		return -ENOMEM;
 	}
 	p = (uint8_t *)rte_pktmbuf_append(
 		msg, (uint16_t)(ISTH_WIRE_HDR_SIZE + n * ISTH_WIRE_RANGE_SIZE));
 	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
 	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, n * ISTH_WIRE_RANGE_SIZE, ranges, n);
-	f = isthd_repair_frame_to_peer(d, d->auth.dp, peer, msg);
+	f = isthd_repair_frame_to_peer(d, w->eng, peer, msg);
 	rte_pktmbuf_free(msg);
 	if (f == NULL) {
-		isth_ctr_add(&d->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
 		return -ENOMEM;
 	}
-	isth_ctr_add(&d->st.peer_nacks_sent, 1);
-	isthd_tx(d, d->wan_port, &f, 1, ISTHD_DROP_tx_wan, &d->st.wan_tx);
+	isth_ctr_add(&w->st.peer_nacks_sent, 1);
+	isthd_worker_tx(w, ISTHD_WAN, &f, 1);
 	if (unlikely(d->rep.trace)) {
 		char b[256];
 		size_t o = 0;
@@ -90,11 +92,11 @@ chunk_seen(const uint64_t *bits, uint32_t c)
  * answers them.
  */
 static unsigned int
-nack_missing(struct isthd *d, unsigned int s, uint64_t r, const uint64_t *bits, uint32_t from,
-	uint32_t upto, uint32_t *named)
+nack_missing(struct isthd_worker *w, unsigned int s, uint64_t r, const uint64_t *bits,
+	uint32_t from, uint32_t upto, uint32_t *named)
 {
 	struct isth_wire_range g[ISTHD_BURST];
-	unsigned int n = 0, sent = 0, max = d->lim.max_ranges;
+	unsigned int n = 0, sent = 0, max = w->d->lim.max_ranges;
 	uint32_t c = from, in = 0, nm = 0;
 
 	if (max > RTE_DIM(g))
@@ -113,7 +115,7 @@ nack_missing(struct isthd *d, unsigned int s, uint64_t r, const uint64_t *bits, 
 		g[n].last = c - 1;
 		in += c - a;
 		if (++n == max) {
-			if (nack_peer(d, s, r, g, n) == 0) {
+			if (nack_peer(w, s, r, g, n) == 0) {
 				sent++;
 				nm += in;
 			}
@@ -121,7 +123,7 @@ nack_missing(struct isthd *d, unsigned int s, uint64_t r, const uint64_t *bits, 
 			in = 0;
 		}
 	}
-	if (n && nack_peer(d, s, r, g, n) == 0) {
+	if (n && nack_peer(w, s, r, g, n) == 0) {
 		sent++;
 		nm += in;
 	}
@@ -167,13 +169,13 @@ rx_slot(struct isthd *d, const struct isthd_repair_round *rt, uint64_t r, unsign
  * where a constant one leaves four to six (doc/performance.md, section 9).
  */
 static void
-nack_sent(struct isthd *d, struct isthd_rx_track *t, uint64_t now_ns, uint32_t named,
+nack_sent(struct isthd_worker *w, struct isthd_rx_track *t, uint64_t now_ns, uint32_t named,
 	uint64_t chunk_ns, uint64_t cut)
 {
 	uint64_t at = now_ns + t->backoff_ns;
 
 	if (t->nacks)
-		isth_ctr_add(&d->st.peer_nack_retries, 1);
+		isth_ctr_add(&w->st.peer_nack_retries, 1);
 	if (t->nacks < UINT16_MAX)
 		t->nacks++;
 	t->nack_at = at + (uint64_t)named * chunk_ns;
@@ -231,8 +233,9 @@ gap_copies(struct isthd *d, struct isthd_rx_track *t, uint32_t first, uint32_t l
  * Never faster than planned: the pacer's first burst arrives faster.
  */
 void
-isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_ns)
+isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t now_ns)
 {
+	struct isthd *d = w->d;
 	uint64_t r = p->hdr.round, *bits, cns;
 	unsigned int s = p->hdr.sender;
 	const struct isthd_repair_round *rt;
@@ -250,15 +253,15 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 	bits[c / 64] |= 1ull << (c % 64);
 	t->n_rx++;
 	if (p->hdr.flags & ISTH_WIRE_F_RESENT) {
-		isth_ctr_add(&d->st.peer_repairs_rx, 1);
+		isth_ctr_add(&w->st.peer_repairs_rx, 1);
 		if (t->done) /* NACKing for it had stopped */
-			isth_ctr_add(&d->st.peer_repairs_late, 1);
+			isth_ctr_add(&w->st.peer_repairs_late, 1);
 		ISTHD_REPAIR_TRACE(
 			d, "repair r %" PRIu64 " s %u c %u%s", r, s, c, t->done ? " late" : "");
 		return; /* a repair says nothing about the stream */
 	}
 	if (t->done) /* its sender (or this edge's worker) is late */
-		isth_ctr_add(&d->st.peer_data_late, 1);
+		isth_ctr_add(&w->st.peer_data_late, 1);
 	if (c != t->next || t->done)
 		ISTHD_REPAIR_TRACE(d, "data r %" PRIu64 " s %u c %u next %u%s", r, s, c, t->next,
 			t->done ? " late" : "");
@@ -287,9 +290,9 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
 		struct isth_wire_range g = {t->next, c - 1};
 		uint64_t cut = d->clk.epoch_ns + r * d->clk.round_ns + rt->cutoff[s];
 
-		if (nack_peer(d, s, r, &g, 1) == 0) {
+		if (nack_peer(w, s, r, &g, 1) == 0) {
 			if (t->nack_at == 0)
-				nack_sent(d, t, now_ns, c - t->next, rt->chunk_ns[s], cut);
+				nack_sent(w, t, now_ns, c - t->next, rt->chunk_ns[s], cut);
 			gap_copies(d, t, t->next, c - 1, now_ns, cut);
 		}
 	}
@@ -301,16 +304,18 @@ isthd_repair_track(struct isthd *d, const struct isth_wire_pkt *p, uint64_t now_
  * and of them the tail (after the last chunk its stream brought) and
  * those never NACKed, so that a partial says why (doc/isthmusd.md). */
 static void
-unrepaired(struct isthd *d, const struct isthd_rx_track *t, unsigned int s, const uint64_t *bits)
+unrepaired(struct isthd_worker *w, const struct isthd_rx_track *t, unsigned int s,
+	const uint64_t *bits)
 {
+	const struct isthd *d = w->d;
 	uint32_t n = d->rep.n_chunks - t->n_rx, tail = 0;
 
 	for (uint32_t c = t->next; c < d->rep.n_chunks; c++)
 		tail += !chunk_seen(bits, c);
-	isth_ctr_add(&d->st.peer_chunks_unrepaired, n);
-	isth_ctr_add(&d->st.peer_unrepaired_tail, tail);
+	isth_ctr_add(&w->st.peer_chunks_unrepaired, n);
+	isth_ctr_add(&w->st.peer_unrepaired_tail, tail);
 	if (t->nacks == 0)
-		isth_ctr_add(&d->st.peer_unrepaired_unasked, n);
+		isth_ctr_add(&w->st.peer_unrepaired_unasked, n);
 	if (unlikely(d->rep.trace)) {
 		for (uint32_t c = 0; c < d->rep.n_chunks; c++)
 			if (!chunk_seen(bits, c))
@@ -318,6 +323,148 @@ unrepaired(struct isthd *d, const struct isthd_rx_track *t, unsigned int s, cons
 					"unrepaired r %" PRIu64 " s %u c %u next %u nacks %u",
 					t->round, s, c, t->next, t->nacks);
 	}
+}
+
+/* A last-chance NACK's next copy of (r, s) @t, spaced from the one
+ * before, when due: what is still missing now. @return messages sent. */
+static unsigned int
+copy_due(struct isthd_worker *w, struct isthd_rx_track *t, uint64_t r, unsigned int s,
+	const uint64_t *bits, uint64_t now_ns)
+{
+	const struct isthd *d = w->d;
+	uint64_t upto;
+	unsigned int k;
+
+	if (!t->copies_left || now_ns < t->copy_at)
+		return 0;
+	t->copies_left--;
+	t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+	upto = t->tail_due ? d->rep.n_chunks : t->next;
+	if (t->copy_to && t->copy_to < upto)
+		upto = t->copy_to;
+	k = nack_missing(w, s, r, bits, t->copy_from, (uint32_t)upto, NULL);
+	ISTHD_REPAIR_TRACE(d, "copy r %" PRIu64 " s %u nacks %u", r, s, k);
+	return k;
+}
+
+/* What a NACK of (r, s) @t from chunk @from that sent @k messages naming
+ * @named chunks leaves to do: the next retry, the copies still to leave
+ * (@copies in all), or a retry of a NACK that could not leave. */
+static void
+nack_after(struct isthd_worker *w, struct isthd_rx_track *t, uint32_t from, unsigned int k,
+	unsigned int copies, uint32_t named, uint64_t chunk_ns, uint64_t cut, uint64_t now_ns)
+{
+	const struct isthd *d = w->d;
+
+	if (from) {
+		/* the tail only: the gaps' retry stays when it was */
+		if (t->nacks < UINT16_MAX)
+			t->nacks++;
+		/* a gap's copy still to leave joins these */
+		if (copies > 1) {
+			if (t->copies_left == 0 || from < t->copy_from)
+				t->copy_from = from;
+			t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
+			t->copy_to = 0;
+			t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+		}
+	} else if (k) {
+		nack_sent(w, t, now_ns, named, chunk_ns, cut);
+		t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
+		t->copy_from = 0;
+		t->copy_to = 0;
+		t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+	} else if (t->tail_due) {
+		/* nothing could leave (no mbuf): try again */
+		t->nack_at = now_ns + t->backoff_ns;
+	} else {
+		/* nothing below next missing: wait for the tail */
+		t->nack_at = 0;
+	}
+}
+
+/*
+ * Sender @s's stream of round @r (started at @start) at @now_ns: done, or
+ * its copies, its tail or its retry when due (isthd_repair_tail_check).
+ * @return NACK messages sent; *@pending set while NACKing for it goes on.
+ */
+static unsigned int
+check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64_t r,
+	unsigned int s, uint64_t start, uint64_t now_ns, bool *pending)
+{
+	const struct isthd *d = w->d;
+	uint64_t cut, due, upto, *bits;
+	struct isthd_rx_track *t;
+	unsigned int copies = 1, k, work = 0;
+	uint32_t from, named = 0;
+	bool tail_now = false;
+
+	t = rx_slot(w->d, rt, r, s, &bits);
+	if (t->done)
+		return 0;
+	if (t->n_rx == d->rep.n_chunks) {
+		t->done = 1;
+		return 0;
+	}
+	cut = start + rt->cutoff[s];
+	/* Past the cutoff, NACKing stops, unless a NACK fell due before it
+	 * (a retry, or the tail, due at the cutoff at the latest) and this
+	 * pass came late (the worker slept or was preempted): that last NACK
+	 * leaves now, with its copies, rather than never. */
+	if (now_ns > cut && !((t->nack_at && t->nack_at <= cut) || !t->tail_due)) {
+		t->done = 1;
+		unrepaired(w, t, s, bits);
+		return 0;
+	}
+	*pending = true;
+	work += copy_due(w, t, r, s, bits, now_ns);
+	due = (t->last_due ? t->last_due : start + rt->tail_at[s]) + d->cfg.wan_tail_wait_ns;
+	/* a tail due after the cutoff is asked for at it */
+	if (due > cut)
+		due = cut;
+	if (!t->tail_due && now_ns >= due) {
+		t->tail_due = 1;
+		tail_now = true;
+		ISTHD_REPAIR_TRACE(d, "tail r %" PRIu64 " s %u due %.3f cut %.3f next %u n_rx %u",
+			r, s, (double)(due - start) / 1e6, (double)(cut - start) / 1e6, t->next,
+			t->n_rx);
+	} else if (t->nack_at == 0 || now_ns < t->nack_at) {
+		return work;
+	}
+	upto = t->tail_due ? d->rep.n_chunks : t->next;
+	/* The tail fell due while the gaps' NACK (each gap is NACKed at once
+	 * when found, isthd_repair_track) is less than a back-off old: ask
+	 * for the tail only (the chunks after the last one the stream
+	 * brought). The gaps' repairs are on their way; asking again for them
+	 * (and copying that) tripled a loss burst's repairs, which overflowed
+	 * the WAN's priority class, taking other peers' NACKs and repairs
+	 * with them, and spent the serving edge's repeat allowance that the
+	 * retries needed (doc/isthmusd.md, "Tail due time"). The retry at
+	 * nack_at asks for everything still missing; if that retry would come
+	 * after the cutoff, this is the gaps' last chance, and they are asked
+	 * again. */
+	from = tail_now && t->nack_at > now_ns && t->nack_at <= cut ? t->next : 0;
+	if (from >= upto)
+		return work;
+	/* The last three attempts before the cutoff leave last_nack_copies
+	 * times: one NACK names every chunk still missing, so its loss costs
+	 * them all that attempt, and a long lossy path (several hops of loss
+	 * p each way) has room for three or four. Each copy brings its own
+	 * repair (charged to the repeat allowance). The copies leave
+	 * tail_copies_after apart, each naming what is still missing then:
+	 * sent back to back, a copy and its repairs died in the same loss
+	 * burst as the first (bursty loss). A stream none of whose DATA has
+	 * arrived is asked for once: it is more likely late (queued behind a
+	 * bottleneck) than lost whole, and a copy of it spent a round's
+	 * stream of the repeat allowance that the chunks lost later needed
+	 * (doc/isthmusd.md, "Last chances"). */
+	if (now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut && t->first_ns != 0)
+		copies = d->cfg.wan_last_nack_copies;
+	k = nack_missing(w, s, r, bits, from, (uint32_t)upto, &named);
+	if (k == 0 && from)
+		return work; /* the tail came as repairs (tail copies) */
+	nack_after(w, t, from, k, copies, named, rt->chunk_ns[s], cut, now_ns);
+	return work + k;
 }
 
 /*
@@ -335,15 +482,15 @@ unrepaired(struct isthd *d, const struct isthd_rx_track *t, unsigned int s, cons
  *  - at the cutoff, what is still missing is counted (peer_chunks_unrepaired).
  */
 unsigned int
-isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
+isthd_repair_tail_check(struct isthd_worker *w, uint64_t now_ns)
 {
+	struct isthd *d = w->d;
 	unsigned int work = 0;
 
 	if (d->rep.rx == NULL || now_ns < d->clk.epoch_ns)
 		return 0;
-	work += isthd_repair_tail_copies(d, 0, now_ns); /* repair.c, worker 0's peers */
 	for (uint64_t r = d->rep.tail_next;; r++) {
-		uint64_t start = d->clk.epoch_ns + r * d->clk.round_ns, expected, *bits;
+		uint64_t start = d->clk.epoch_ns + r * d->clk.round_ns;
 		const struct isthd_repair_round *rt;
 		bool pending = false;
 
@@ -355,128 +502,9 @@ isthd_repair_tail_check(struct isthd *d, uint64_t now_ns)
 				d->rep.tail_next++; /* never published (a bye) */
 			continue;
 		}
-		expected = rt->expected;
-		for (unsigned int s = 0; s < d->n_islands; s++) {
-			uint64_t cut, due, upto;
-			struct isthd_rx_track *t;
-			unsigned int copies = 1, k;
-			uint32_t from, named = 0;
-			bool tail_now;
-
-			if (!(expected & (1ull << s)))
-				continue;
-			t = rx_slot(d, rt, r, s, &bits);
-			if (t->done)
-				continue;
-			if (t->n_rx == d->rep.n_chunks) {
-				t->done = 1;
-				continue;
-			}
-			cut = start + rt->cutoff[s];
-			/* Past the cutoff, NACKing stops, unless a NACK fell
-			 * due before it (a retry, or the tail, due at the
-			 * cutoff at the latest) and this pass came late (the
-			 * worker slept or was preempted): that last NACK
-			 * leaves now, with its copies, rather than never. */
-			if (now_ns > cut && !((t->nack_at && t->nack_at <= cut) || !t->tail_due)) {
-				t->done = 1;
-				unrepaired(d, t, s, bits);
-				continue;
-			}
-			pending = true;
-			/* a last-chance NACK's next copy, spaced from the
-			 * one before: what is still missing now */
-			if (t->copies_left && now_ns >= t->copy_at) {
-				t->copies_left--;
-				t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
-				upto = t->tail_due ? d->rep.n_chunks : t->next;
-				if (t->copy_to && t->copy_to < upto)
-					upto = t->copy_to;
-				k = nack_missing(d, s, r, bits, t->copy_from, (uint32_t)upto, NULL);
-				work += k;
-				ISTHD_REPAIR_TRACE(d, "copy r %" PRIu64 " s %u nacks %u", r, s, k);
-			}
-			due = (t->last_due ? t->last_due : start + rt->tail_at[s]) +
-				d->cfg.wan_tail_wait_ns;
-			/* a tail due after the cutoff is asked for at it */
-			if (due > cut)
-				due = cut;
-			tail_now = false;
-			if (!t->tail_due && now_ns >= due) {
-				t->tail_due = 1;
-				tail_now = true;
-				ISTHD_REPAIR_TRACE(d,
-					"tail r %" PRIu64 " s %u due %.3f cut %.3f next %u n_rx %u",
-					r, s, (double)(due - start) / 1e6,
-					(double)(cut - start) / 1e6, t->next, t->n_rx);
-			} else if (t->nack_at == 0 || now_ns < t->nack_at)
-				continue;
-			upto = t->tail_due ? d->rep.n_chunks : t->next;
-			/* The tail fell due while the gaps' NACK (each gap is
-			 * NACKed at once when found, isthd_repair_track) is
-			 * less than a back-off old: ask for the tail only (the
-			 * chunks after the last one the stream brought). The
-			 * gaps' repairs are on their way; asking again for
-			 * them (and copying that) tripled a loss burst's repairs,
-			 * which overflowed the WAN's priority class, taking
-			 * other peers' NACKs and repairs with them, and spent
-			 * the serving edge's repeat allowance that the retries
-			 * needed (doc/isthmusd.md, "Tail due time"). The
-			 * retry at nack_at asks for everything still missing;
-			 * if that retry would come after the cutoff, this is
-			 * the gaps' last chance, and they are asked again. */
-			from = tail_now && t->nack_at > now_ns && t->nack_at <= cut ? t->next : 0;
-			if (from >= upto)
-				continue;
-			/* The last three attempts before the cutoff leave
-			 * last_nack_copies times: one NACK names every chunk
-			 * still missing, so its loss costs them all that
-			 * attempt, and a long lossy path (several hops of loss
-			 * p each way) has room for three or four. Each copy
-			 * brings its own repair (charged to the repeat
-			 * allowance). The copies leave tail_copies_after
-			 * apart, each naming what is still missing then:
-			 * sent back to back, a copy and its repairs died in
-			 * the same loss burst as the first (bursty loss).
-			 * A stream none of whose DATA has arrived is asked
-			 * for once: it is more likely late (queued behind a
-			 * bottleneck) than lost whole, and a copy of it spent
-			 * a round's stream of the repeat allowance that the
-			 * chunks lost later needed (doc/isthmusd.md, "Last
-			 * chances"). */
-			if (now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut && t->first_ns != 0)
-				copies = d->cfg.wan_last_nack_copies;
-			k = nack_missing(d, s, r, bits, from, (uint32_t)upto, &named);
-			if (k == 0 && from)
-				continue; /* the tail came as repairs (tail copies) */
-			if (from) {
-				/* the tail only: the gaps' retry stays when it was */
-				if (t->nacks < UINT16_MAX)
-					t->nacks++;
-				work += k;
-				/* a gap's copy still to leave joins these */
-				if (copies > 1) {
-					if (t->copies_left == 0 || from < t->copy_from)
-						t->copy_from = from;
-					t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
-					t->copy_to = 0;
-					t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
-				}
-			} else if (k) {
-				nack_sent(d, t, now_ns, named, rt->chunk_ns[s], cut);
-				work += k;
-				t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
-				t->copy_from = 0;
-				t->copy_to = 0;
-				t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
-			} else if (t->tail_due) {
-				/* nothing could leave (no mbuf): try again */
-				t->nack_at = now_ns + t->backoff_ns;
-			} else {
-				/* nothing below next missing: wait for the tail */
-				t->nack_at = 0;
-			}
-		}
+		for (unsigned int s = 0; s < d->n_islands; s++)
+			if (rt->expected & (1ull << s))
+				work += check_stream(w, rt, r, s, start, now_ns, &pending);
 		if (!pending && r == d->rep.tail_next)
 			d->rep.tail_next++;
 		if (r > d->rep.tail_next + 2)

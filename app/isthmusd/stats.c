@@ -3,10 +3,13 @@
  * isthmusd's counters by name: the data-path list (ISTHD_COUNTERS), the
  * wire parser's and isthmusd's drop reasons, and one in-use gauge per
  * mempool. /isthmus/stats and the final print walk the same list, so a
- * counter added to isthd.h shows up in both.
+ * counter added to worker.h shows up in both. And the one place that sums
+ * over the workers: their counters (and the controller's), backends and
+ * pacers.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <rte_mempool.h>
 
@@ -33,17 +36,24 @@ isthd_drop_name(unsigned int i)
 	return i < ISTHD_DROP_MAX ? drop_names[i] : "unknown";
 }
 
+static inline unsigned int
+n_workers(const struct isthd *d)
+{
+	return RTE_MAX(d->n_workers, 1u);
+}
+
 void
 isthd_stats_sum(const struct isthd *d, struct isthd_dp_stats *st)
 {
 	const unsigned int n = sizeof(*st) / sizeof(uint64_t);
 	uint64_t *dst = (uint64_t *)st;
 
+	/* the controller's own (two drops), then every worker's */
 	for (unsigned int i = 0; i < n; i++)
-		dst[i] = isth_ctr_get((const uint64_t *)&d->st + i);
-	for (unsigned int k = 1; k < d->n_workers; k++)
+		dst[i] = isth_ctr_get((const uint64_t *)&d->ctl_st + i);
+	for (unsigned int k = 0; k < n_workers(d); k++)
 		for (unsigned int i = 0; i < n; i++)
-			dst[i] += isth_ctr_get((const uint64_t *)&d->shard[k]->st + i);
+			dst[i] += isth_ctr_get((const uint64_t *)&d->workers[k].st + i);
 }
 
 void
@@ -103,10 +113,10 @@ isthd_print_counters(const struct isthd *d, FILE *f)
 		fprintf(f, "  %-24s %" PRIu64 "\n", be.names[i], be.values[i]);
 	/* several workers: who summed what (worker k: chunk % N == k) */
 	for (unsigned int k = 0; d->n_workers > 1 && k < d->n_workers; k++) {
-		const struct isthd_dp_stats *st = k ? &d->shard[k]->st : &d->st;
+		const struct isthd_dp_stats *st = &d->workers[k].st;
 		struct isth_backend_counts bc;
 
-		isth_backend_counts(k ? d->shard[k]->be : d->be, &bc);
+		isth_backend_counts(d->workers[k].be, &bc);
 		fprintf(f,
 			"worker %u: peer_data %" PRIu64 " peer_data_bytes %" PRIu64
 			" completed %" PRIu64 " partial %" PRIu64 " idle_sleeps %" PRIu64
@@ -145,10 +155,10 @@ isthd_pace_stats_sum(const struct isthd *d, struct isth_pace_stats *ps)
 	struct isth_pace_stats x;
 	uint64_t lag;
 
-	isth_pace_stats(d->eg.pace, ps);
+	isth_pace_stats(d->workers[0].eg.pace, ps);
 	lag = ps->round_bytes ? ps->round_start_lag_ns : 0;
-	for (unsigned int k = 1; k < d->n_workers; k++) {
-		isth_pace_stats(d->shard[k]->eg.pace, &x);
+	for (unsigned int k = 1; k < n_workers(d); k++) {
+		isth_pace_stats(d->workers[k].eg.pace, &x);
 		if (x.round > ps->round ||
 			(x.round == ps->round && x.round_bytes > ps->round_bytes)) {
 			if (x.round > ps->round)
@@ -178,4 +188,58 @@ isthd_pace_stats_sum(const struct isthd *d, struct isth_pace_stats *ps)
 #undef SUM
 	}
 	ps->round_start_lag_ns = lag;
+}
+
+void
+isthd_backend_counts_sum(const struct isthd *d, struct isth_backend_counts *c)
+{
+	struct isth_backend_counts x;
+
+	isth_backend_counts(d->workers[0].be, c);
+	for (unsigned int k = 1; k < n_workers(d); k++) {
+		isth_backend_counts(d->workers[k].be, &x);
+		c->completed += x.completed;
+		c->partial += x.partial;
+		c->dev_pending += x.dev_pending;
+	}
+}
+
+void
+isthd_backend_stats_sum(const struct isthd *d, struct isth_backend_stats *st)
+{
+	struct isth_backend_stats x;
+
+	isth_backend_stats(d->workers[0].be, st);
+	/* every instance is of the same backend: the same names in order */
+	for (unsigned int k = 1; k < n_workers(d); k++) {
+		isth_backend_stats(d->workers[k].be, &x);
+		for (unsigned int i = 0; i < st->n && i < x.n; i++)
+			st->values[i] += x.values[i];
+	}
+	/* the pacer's plans are round tables too (lib/pace on lib/rtab) */
+	if (d->workers[0].eg.pace != NULL) {
+		struct isth_pace_stats ps;
+
+		isthd_pace_stats_sum(d, &ps);
+		for (unsigned int i = 0; i < st->n; i++) {
+			if (strcmp(st->names[i], "round_tables_published") == 0)
+				st->values[i] += ps.plans_published;
+			else if (strcmp(st->names[i], "round_table_reuse_waits") == 0)
+				st->values[i] += ps.plan_reuse_waits;
+		}
+	}
+}
+
+void
+isthd_backend_caps_sum(const struct isthd *d, struct isth_backend_caps *caps)
+{
+	/* several workers: memory and slots are the sum of their backends' */
+	isth_backend_caps(d->workers[0].be, caps);
+	for (unsigned int k = 1; k < n_workers(d); k++) {
+		struct isth_backend_caps c;
+
+		isth_backend_caps(d->workers[k].be, &c);
+		caps->mem_bytes += c.mem_bytes;
+		caps->n_slots += c.n_slots;
+	}
 }

@@ -87,7 +87,7 @@ do_round(const char *cmd __rte_unused, const char *params __rte_unused, struct r
 	ADD(t, "epoch_ns", tel->clk.epoch_ns);
 	ADD(t, "round_ns", isth_sched_round_ns(tel->sched));
 	ADD(t, "clique", cur ? isth_sched_clique(tel->sched, (int64_t)(cur - 1), tel->island) : 0);
-	ADD(t, "agg_seq", __atomic_load_n(&tel->agg_seq, __ATOMIC_RELAXED));
+	ADD(t, "agg_seq", __atomic_load_n(&tel->workers[0].agg_seq, __ATOMIC_RELAXED));
 	return 0;
 }
 
@@ -98,16 +98,8 @@ do_backend(const char *cmd __rte_unused, const char *params __rte_unused, struct
 	struct isth_backend_caps caps;
 	unsigned int i;
 
-	isth_backend_caps(tel->be, &caps);
-	isthd_backend_stats_sum(tel, &st); /* every worker's */
-	/* several workers: memory and slots are the sum of their backends' */
-	for (unsigned int k = 1; k < tel->n_workers; k++) {
-		struct isth_backend_caps c;
-
-		isth_backend_caps(tel->shard[k]->be, &c);
-		caps.mem_bytes += c.mem_bytes;
-		caps.n_slots += c.n_slots;
-	}
+	isthd_backend_caps_sum(tel, &caps); /* every worker's */
+	isthd_backend_stats_sum(tel, &st);
 	rte_tel_data_start_dict(t);
 	rte_tel_data_add_dict_string(t, "name", caps.name);
 	ADD(t, "mem_bytes", caps.mem_bytes);
@@ -136,13 +128,13 @@ do_resend(const char *cmd __rte_unused, const char *params __rte_unused, struct 
 {
 	struct isth_resend_stats rs;
 
-	isth_resend_stats(tel->agg_ring, &rs);
+	isth_resend_stats(tel->workers[0].agg_ring, &rs);
 	rte_tel_data_start_dict(t);
 #define S(x, help) ADD(t, #x, rs.x);
 	ISTH_RESEND_COUNTERS(S)
 #undef S
-	ADD(t, "next_seq", isth_resend_next_seq(tel->agg_ring));
-	ADD(t, "oldest_seq", isth_resend_oldest_seq(tel->agg_ring));
+	ADD(t, "next_seq", isth_resend_next_seq(tel->workers[0].agg_ring));
+	ADD(t, "oldest_seq", isth_resend_oldest_seq(tel->workers[0].agg_ring));
 	return 0;
 }
 
@@ -190,10 +182,11 @@ do_workers(const char *cmd __rte_unused, const char *params __rte_unused, struct
 	ADD(t, "wan_tx_queues", tel->wan_txq);
 	ADD(t, "wan_rx_queues", tel->wan_rxq);
 	for (unsigned int k = 0; k < n; k++) {
-		const struct isthd_dp_stats *st = k ? &tel->shard[k]->st : &tel->st;
+		const struct isthd_worker *w = &tel->workers[k];
+		const struct isthd_dp_stats *st = &w->st;
 		struct isth_backend_counts bc;
 
-		isth_backend_counts(k ? tel->shard[k]->be : tel->be, &bc);
+		isth_backend_counts(w->be, &bc);
 #define W(name, v) \
 	do { \
 		snprintf(key, sizeof(key), "w%u_%s", k, name); \
@@ -223,8 +216,7 @@ do_workers(const char *cmd __rte_unused, const char *params __rte_unused, struct
 		W("repairs_sent", isth_ctr_get(&st->repairs_sent));
 		W("tail_copies_sent", isth_ctr_get(&st->tail_copies_sent));
 		W("peer_nacks_rx", isth_ctr_get(&st->peer_nacks_rx));
-		W("agg_next_seq",
-			isth_resend_next_seq(k ? tel->shard[k]->agg_ring : tel->agg_ring));
+		W("agg_next_seq", isth_resend_next_seq(w->agg_ring));
 #undef W
 	}
 	return 0;

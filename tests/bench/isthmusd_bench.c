@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The appliance benchmark: the real isthmusd data path (isthd_dp_poll(),
+ * The appliance benchmark: the real isthmusd data path (isthd_worker_poll(),
  * software backend) on net_ring ports, fed by a generator in the same
  * process on the same lcore, against two baselines on the same ports and
  * the same packets, measured side by side in one run:
  *
- *   pipeline   isthd_dp_poll(): RX both ports, parse (the UDP checksum
+ *   pipeline   isthd_worker_poll(): RX both ports, parse (the UDP checksum
  *              the peers' DATA carries by default with auth off verified
  *              in software),
  *              aggregate (lib/agg), build AGGs, frame them, number them
@@ -48,7 +48,7 @@
  * also writes the round number into every frame's
  * header (chunk ids are reused by advancing the round), publishes the
  * round's tables to the backend (the controller's job), then, between
- * passes, puts 32 frames on the WAN RX ring. Only the isthd_dp_poll()
+ * passes, puts 32 frames on the WAN RX ring. Only the isthd_worker_poll()
  * (or baseline) calls are inside rdtsc; refilling, draining the access TX
  * ring and freeing what leaves are outside.
  *
@@ -63,8 +63,8 @@
  * steers to it) against one, interleaved: each round is timed from its
  * first frame fed to its last AGG out (wall TSC, the generator included,
  * which feeds only while the ring to worker 1 has room), and the cycles
- * each worker spends per DATA it handles (worker 0 inside isthd_dp_poll,
- * worker 1 in passes of isthd_shard_poll that did work). The same with
+ * each worker spends per DATA it handles (worker 0 inside isthd_worker_poll,
+ * worker 1 in passes of isthd_worker_poll that did work). The same with
  * [auth] on (version 2 frames, every DATA verified by worker 0, every AGG
  * sealed by the worker whose stream it is): worker 0's cycles per DATA
  * with two workers, auth on, is the figure sealing per worker changes.
@@ -137,6 +137,7 @@
 
 #include "isth_agg.h"
 #include "isth_mbuf.h"
+#include "isth_clock.h"
 #include "isthd.h"
 #include "isth_test_eal.h"
 
@@ -655,9 +656,9 @@ new_round(bool publish)
 			peers[n].port = p->port;
 			n++;
 		}
-		while ((rc = isth_backend_set_round(
-				edge.be, JOB, r, ((1u << N_ISL) - 1) & ~1u, peers, n)) == -EBUSY)
-			isthd_dp_poll(&edge);
+		while ((rc = isth_backend_set_round(edge.workers[0].be, JOB, r,
+				((1u << N_ISL) - 1) & ~1u, peers, n)) == -EBUSY)
+			isthd_worker_poll(&edge.workers[0]);
 		if (rc < 0)
 			die("set_round");
 	}
@@ -713,7 +714,7 @@ drain_access(void)
 /* ---- the three loops ------------------------------------------------- */
 
 /* One round through the pipeline; @return TSC cycles inside
- * isthd_dp_poll() per DATA packet. */
+ * isthd_worker_poll() per DATA packet. */
 static double
 run_pipeline(uint64_t *aggs)
 {
@@ -728,7 +729,7 @@ run_pipeline(uint64_t *aggs)
 		pos += n;
 		i = pl_pass(n);
 		t0 = rte_rdtsc();
-		work = isthd_dp_poll(&edge);
+		work = isthd_worker_poll(&edge.workers[0]);
 		pl_cyc[0][i] = rte_rdtsc() - t0;
 		*aggs += drain_access();
 	} while (pos < NF || work);
@@ -1093,7 +1094,7 @@ be_stat_of(struct isth_backend *be, const char *name)
 static uint64_t
 be_stat(const char *name)
 {
-	return be_stat_of(edge.be, name);
+	return be_stat_of(edge.workers[0].be, name);
 }
 
 /* One round through the pipeline, checking every AGG's sum. */
@@ -1110,7 +1111,7 @@ check_pipeline(void)
 	do {
 		if (pos < NF)
 			pos += feed(pos);
-		work = isthd_dp_poll(&edge);
+		work = isthd_worker_poll(&edge.workers[0]);
 		while ((n = rte_ring_dequeue_burst(a_out, (void **)m, 64, NULL)) > 0) {
 			for (i = 0; i < n; i++) {
 				const float *v;
@@ -1194,7 +1195,7 @@ wlog_reduce(const struct wlog *l)
 	return kept ? (double)sum / (double)kept : 0;
 }
 
-/* worker 1's loop on lcore 1: isthd_shard_poll, logging the passes that
+/* worker 1's loop on lcore 1: isthd_worker_poll, logging the passes that
  * did work with the DATA they summed (peer DATA, run_workers) or, in the
  * egress runs (w1_egress), the island's DATA its pacer released */
 static volatile bool w1_egress;
@@ -1209,13 +1210,13 @@ static unsigned int drain_ring(unsigned int i);
 static int
 w1_loop(void *arg)
 {
-	struct isthd_shard *w = arg;
+	struct isthd_worker *w = arg;
 	uint64_t *ctr = w1_egress ? &w->st.data_out : &w->st.peer_data;
 
 	while (!w1_stop) {
 		uint64_t p0 = isth_ctr_get(ctr), t0 = rte_rdtsc(), t1;
 
-		if (isthd_shard_poll(w)) {
+		if (isthd_worker_poll(w)) {
 			t1 = rte_rdtsc();
 			wlog_add(&wlog1, t1 - t0, (uint32_t)(isth_ctr_get(ctr) - p0));
 		}
@@ -1227,7 +1228,7 @@ w1_loop(void *arg)
 
 struct wrun {
 	double wall; /* TSC cycles per DATA, first frame in to last AGG out */
-	double c0; /* worker 0: cycles in isthd_dp_poll per DATA (all of them) */
+	double c0; /* worker 0: cycles in isthd_worker_poll per DATA (all of them) */
 	double c1; /* worker 1: cycles of its passes per DATA it summed */
 };
 
@@ -1237,7 +1238,7 @@ struct wrun {
 static struct wrun
 run_workers(unsigned int nw, uint16_t txq)
 {
-	struct isthd_shard *w = edge.shard[1];
+	struct isthd_worker *w = &edge.workers[1];
 	struct isth_backend_counts b0, b1, a0, a1;
 	unsigned int pos = 0, got = 0, n;
 	uint64_t t0, t, full0;
@@ -1247,21 +1248,22 @@ run_workers(unsigned int nw, uint16_t txq)
 
 	edge.n_workers = nw;
 	edge.access_txq = nw == 2 ? txq : 1;
+	isthd_workers_roles(&edge);
 	r = new_round(true);
 	if (nw == 2) {
 		/* the controller's job, for worker 1's backend too */
 		while (isth_backend_set_round(w->be, JOB, r, ((1u << N_ISL) - 1) & ~1u, NULL, 0) ==
 			-EBUSY)
-			isthd_shard_poll(w);
+			isthd_worker_poll(w);
 		w1_stop = false;
 		w1_egress = false;
 		if (rte_eal_remote_launch(w1_loop, w, 1) != 0)
 			die("worker 1 launch");
 		w1_running = true;
 	}
-	isth_backend_counts(edge.be, &b0);
+	isth_backend_counts(edge.workers[0].be, &b0);
 	isth_backend_counts(w->be, &b1);
-	full0 = isth_ctr_get(&edge.st.drop[ISTHD_DROP_worker_ring_full]);
+	full0 = isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_worker_ring_full]);
 	wlog0.n = wlog1.n = 0;
 	t0 = rte_rdtsc();
 	while (got < K) {
@@ -1274,7 +1276,7 @@ run_workers(unsigned int nw, uint16_t txq)
 		/* passes with nothing to do are a worker waiting for the
 		 * other (a real one would idle): not its cost */
 		t = rte_rdtsc();
-		if (isthd_dp_poll(&edge))
+		if (isthd_worker_poll(&edge.workers[0]))
 			wlog_add(&wlog0, rte_rdtsc() - t, fed);
 		n = drain_access();
 		got += n;
@@ -1287,12 +1289,12 @@ run_workers(unsigned int nw, uint16_t txq)
 		rte_eal_wait_lcore(1);
 		w1_running = false;
 	}
-	isth_backend_counts(edge.be, &a0);
+	isth_backend_counts(edge.workers[0].be, &a0);
 	isth_backend_counts(w->be, &a1);
 	/* every chunk completed once, on its worker: c % nw */
 	if (got != K || a0.completed - b0.completed != (nw == 2 ? K / 2 : K) ||
 		a1.completed - b1.completed != (nw == 2 ? K / 2 : 0) ||
-		isth_ctr_get(&edge.st.drop[ISTHD_DROP_worker_ring_full]) != full0 ||
+		isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_worker_ring_full]) != full0 ||
 		isth_ctr_get(&w->st.drop[ISTHD_DROP_worker_ring_full]) != 0 ||
 		isth_ctr_get(&w->st.drop[ISTHD_DROP_tx_access]) != 0)
 		die("workers: a chunk not summed once by its worker, or a ring or TX drop");
@@ -1301,6 +1303,7 @@ run_workers(unsigned int nw, uint16_t txq)
 		res.c1 = wlog_reduce(&wlog1);
 	edge.n_workers = 1;
 	edge.access_txq = 1;
+	isthd_workers_roles(&edge);
 	return res;
 }
 
@@ -1413,9 +1416,9 @@ static void
 poll_owner(unsigned int k)
 {
 	if (k == 0)
-		isthd_dp_poll(&edge);
+		isthd_worker_poll(&edge.workers[0]);
 	else
-		isthd_shard_poll(edge.shard[k]);
+		isthd_worker_poll(&edge.workers[k]);
 }
 
 /*
@@ -1455,7 +1458,7 @@ egress_publish(uint32_t r, unsigned int nw)
 	if (n[0] + n[1] != N_SND || (nw == 2 && (n[0] != N_SND / 2 || n[1] != N_SND / 2)))
 		die("egress: the peers are not 8, or not 4 per worker");
 	for (k = 0; k < nw; k++) {
-		struct isth_backend *be = k ? edge.shard[1]->be : edge.be;
+		struct isth_backend *be = edge.workers[k].be;
 
 		for (tries = 0; (rc = isth_backend_set_round(
 					 be, JOB, r, expected, peers[k], n[k])) == -EBUSY &&
@@ -1470,11 +1473,11 @@ egress_publish(uint32_t r, unsigned int nw)
 		die("egress: the round's view is not the clique of 9");
 	for (tries = 0; (rc = isthd_repair_publish(&edge, &v, r)) == -EBUSY && tries < 1000;
 		tries++)
-		isthd_dp_poll(&edge);
+		isthd_worker_poll(&edge.workers[0]);
 	if (rc < 0)
 		die("egress: repair table");
 	for (k = 0; k < nw; k++) {
-		struct isth_pace *pace = isthd_egress_of(&edge, k)->pace;
+		struct isth_pace *pace = (&edge.workers[k].eg)->pace;
 		uint64_t start = RTE_MAX(rte_rdtsc() - hz / 1000, pace_last[k] + 1);
 
 		for (tries = 0; (rc = isth_pace_set_round(
@@ -1493,7 +1496,7 @@ egress_publish(uint32_t r, unsigned int nw)
 static uint64_t
 drops_total(void)
 {
-	const struct isthd_dp_stats *st[2] = {&edge.st, &edge.shard[1]->st};
+	const struct isthd_dp_stats *st[2] = {&edge.workers[0].st, &edge.workers[1].st};
 	uint64_t t = 0;
 	unsigned int w, i;
 
@@ -1513,8 +1516,8 @@ static void
 drops_snap(void)
 {
 	for (unsigned int i = 0; i < ISTHD_DROP_MAX; i++) {
-		drop_base[0][i] = isth_ctr_get(&edge.st.drop[i]);
-		drop_base[1][i] = isth_ctr_get(&edge.shard[1]->st.drop[i]);
+		drop_base[0][i] = isth_ctr_get(&edge.workers[0].st.drop[i]);
+		drop_base[1][i] = isth_ctr_get(&edge.workers[1].st.drop[i]);
 	}
 }
 
@@ -1522,8 +1525,8 @@ static void
 drops_print(void)
 {
 	for (unsigned int i = 0; i < ISTHD_DROP_MAX; i++) {
-		uint64_t d0 = isth_ctr_get(&edge.st.drop[i]) - drop_base[0][i];
-		uint64_t d1 = isth_ctr_get(&edge.shard[1]->st.drop[i]) - drop_base[1][i];
+		uint64_t d0 = isth_ctr_get(&edge.workers[0].st.drop[i]) - drop_base[0][i];
+		uint64_t d1 = isth_ctr_get(&edge.workers[1].st.drop[i]) - drop_base[1][i];
 
 		if (d0 || d1)
 			fprintf(stderr,
@@ -1628,8 +1631,8 @@ struct erun {
  * edge set up with two; with two, @wtxq WAN TX queues: 2, worker 1 sends
  * its 4 peers' copies on WAN TX queue 1 itself, or 1, it hands them to
  * worker 0 (its wan_out ring), which sends them on queue 0. Worker 0 is
- * this thread: feed 32 frames, one isthd_dp_poll (timed), drain the WAN
- * rings (not timed); worker 1 runs isthd_shard_poll on lcore 1. The
+ * this thread: feed 32 frames, one isthd_worker_poll (timed), drain the WAN
+ * rings (not timed); worker 1 runs isthd_worker_poll on lcore 1. The
  * generator feeds worker 1 only as much as its rings can take (worker 0's
  * ring to it, and the 4 copies per DATA it has yet to send plus what
  * waits in its WAN ring, within that ring's capacity): a throughput with
@@ -1638,7 +1641,7 @@ struct erun {
 static struct erun
 run_egress(unsigned int nw, uint16_t wtxq, bool check)
 {
-	struct isthd_shard *w = edge.shard[1];
+	struct isthd_worker *w = &edge.workers[1];
 	struct rte_ring *w1_ring;
 	uint64_t q[2] = {0, 0}, want = (uint64_t)K * N_SND, got = 0;
 	uint64_t o0, o1, in0, dr0, cp0, cp1, t0, t, cap, limit = rte_rdtsc() + 30 * hz;
@@ -1649,18 +1652,19 @@ run_egress(unsigned int nw, uint16_t wtxq, bool check)
 
 	edge.n_workers = nw;
 	edge.wan_txq = nw == 2 ? wtxq : 1;
+	isthd_workers_roles(&edge);
 	egress_publish(r, nw);
 	island_frames(r);
 	memset(&ck, 0, sizeof(ck));
 	ck.on = check;
 	ck.round = r;
 	ck.per_worker = edge.wan_txq > 1;
-	o0 = isth_ctr_get(&edge.st.data_out);
+	o0 = isth_ctr_get(&edge.workers[0].st.data_out);
 	o1 = isth_ctr_get(&w->st.data_out);
-	in0 = isth_ctr_get(&edge.st.data_in);
+	in0 = isth_ctr_get(&edge.workers[0].st.data_in);
 	dr0 = drops_total();
 	drops_snap();
-	cp0 = be_stat_of(edge.be, "mcast_copies");
+	cp0 = be_stat_of(edge.workers[0].be, "mcast_copies");
 	cp1 = be_stat_of(w->be, "mcast_copies");
 	w1_ring = edge.wan_txq > 1 ? w_out1 : w->wan_out;
 	cap = rte_ring_get_capacity(w->wan_out);
@@ -1692,11 +1696,11 @@ run_egress(unsigned int nw, uint16_t wtxq, bool check)
 		pos += fed;
 		/* passes with nothing to do are worker 0 waiting (a real one
 		 * would idle): not its cost */
-		out0 = isth_ctr_get(&edge.st.data_out);
+		out0 = isth_ctr_get(&edge.workers[0].st.data_out);
 		t = rte_rdtsc();
-		if (isthd_dp_poll(&edge))
+		if (isthd_worker_poll(&edge.workers[0]))
 			wlog_add(&wlog0, rte_rdtsc() - t,
-				(uint32_t)(isth_ctr_get(&edge.st.data_out) - out0));
+				(uint32_t)(isth_ctr_get(&edge.workers[0].st.data_out) - out0));
 		got += drain_wan(q);
 		if (w1_drains) {
 			uint64_t d1 = __atomic_load_n(&w1_drained, __ATOMIC_ACQUIRE);
@@ -1726,15 +1730,16 @@ run_egress(unsigned int nw, uint16_t wtxq, bool check)
 	w1_drains = false;
 	/* anything more the edge would send now is a copy too many */
 	for (s = 0; s < 4; s++) {
-		isthd_dp_poll(&edge);
+		isthd_worker_poll(&edge.workers[0]);
 		if (nw == 2)
-			isthd_shard_poll(w);
+			isthd_worker_poll(w);
 		got += drain_wan(q);
 	}
-	if (got != want || isth_ctr_get(&edge.st.data_in) - in0 != K ||
-		isth_ctr_get(&edge.st.data_out) - o0 != K ||
+	if (got != want || isth_ctr_get(&edge.workers[0].st.data_in) - in0 != K ||
+		isth_ctr_get(&edge.workers[0].st.data_out) - o0 != K ||
 		isth_ctr_get(&w->st.data_out) - o1 != (nw == 2 ? K : 0) || drops_total() != dr0 ||
-		be_stat_of(edge.be, "mcast_copies") - cp0 != (nw == 2 ? want / 2 : want) ||
+		be_stat_of(edge.workers[0].be, "mcast_copies") - cp0 !=
+			(nw == 2 ? want / 2 : want) ||
 		be_stat_of(w->be, "mcast_copies") - cp1 != (nw == 2 ? want / 2 : 0) ||
 		q[0] != (ck.per_worker ? want / 2 : want) ||
 		q[1] != (ck.per_worker ? want / 2 : 0)) {
@@ -1744,9 +1749,10 @@ run_egress(unsigned int nw, uint16_t wtxq, bool check)
 			"DATA (queue 0 %" PRIu64 ", queue 1 %" PRIu64
 			"; want 8 per DATA), admitted "
 			"%" PRIu64 ", released %" PRIu64 " + %" PRIu64 ", %" PRIu64 " drops",
-			nw, edge.wan_txq, got, K, q[0], q[1], isth_ctr_get(&edge.st.data_in) - in0,
-			isth_ctr_get(&edge.st.data_out) - o0, isth_ctr_get(&w->st.data_out) - o1,
-			drops_total() - dr0);
+			nw, edge.wan_txq, got, K, q[0], q[1],
+			isth_ctr_get(&edge.workers[0].st.data_in) - in0,
+			isth_ctr_get(&edge.workers[0].st.data_out) - o0,
+			isth_ctr_get(&w->st.data_out) - o1, drops_total() - dr0);
 		drops_print();
 		die(msg);
 	}
@@ -1760,6 +1766,7 @@ run_egress(unsigned int nw, uint16_t wtxq, bool check)
 		res.c1 = wlog_reduce(&wlog1);
 	edge.n_workers = 1;
 	edge.wan_txq = 1;
+	isthd_workers_roles(&edge);
 	return res;
 }
 
@@ -2004,7 +2011,7 @@ loops:
 		drops0)
 		die("pipeline: partials or drops during the run");
 	for (s = ISTHD_DROP_auth_format; s <= ISTHD_DROP_auth_seal; s++)
-		if (isth_ctr_get(&edge.st.drop[s]) != 0)
+		if (isth_ctr_get(&edge.workers[0].st.drop[s]) != 0)
 			die("pipeline+auth: a refusal by auth during the run");
 	res->pipe_c = median(res->pipe, reps) / 1000;
 	res->pn_c = median(res->pn, reps) / 1000;
@@ -2193,11 +2200,12 @@ main(int argc, char **argv)
 	if (edge.wan_txq != 2)
 		die("WAN port: not a TX queue per worker");
 	edge.wan_txq = 1;
+	isthd_workers_roles(&edge); /* the modes above: worker 0's roles, TX paths */
 	/* a loaded host may take longer than a round to set the edge up:
 	 * round 0 starts a second before now, whatever set-up took */
 	edge.clk.epoch_ns = wall_ns() - 1000000000ull;
-	edge.expire_next = edge.rep.tail_next = 0;
-	edge.shard[1]->expire_next = 0;
+	edge.workers[0].expire_next = edge.rep.tail_next = 0;
+	edge.workers[1].expire_next = 0;
 	lim_v2 = edge.lim;
 	if (isth_wire_limits_init(&lim_v1, N_ISL, MTU) != 0 || lim_v2.max_elems != ELEMS ||
 		lim_v1.max_elems != ELEMS)
@@ -2217,10 +2225,10 @@ main(int argc, char **argv)
 	__atomic_store_n(&edge.published, 1, __ATOMIC_RELEASE);
 	for (i = 0; i < ISTHD_MAX_WORKERS; i++)
 		edge.pace_published[i] = 2;
-	if (isthd_control_step(&edge, isthd_now_ns()) != 0 ||
+	if (isthd_control_step(&edge, isth_clock_real_ns()) != 0 ||
 		__atomic_load_n(&edge.current, __ATOMIC_RELAXED) != 1)
 		die("controller: round 0 is not current");
-	isthd_dp_poll(&edge);
+	isthd_worker_poll(&edge.workers[0]);
 	drain_access();
 	stages_init();
 

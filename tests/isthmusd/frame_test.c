@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Frames to the island (app/isthmusd/datapath.c): isthd_frame_to_island()
+ * Frames to the island (app/isthmusd/island.c): isthd_frame_to_island()
  * copies a template built once at set-up and writes only the lengths and
  * the IPv4 checksum. Every frame it builds must be byte for byte what
  * lib/wire's isth_wire_put_frame_hdr() (the general builder, computing the

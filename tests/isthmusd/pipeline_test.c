@@ -1111,7 +1111,7 @@ static uint64_t
 epoch_from_now(uint64_t lead_ns)
 {
 	edge.clk.epoch_ns = (now_ns() / 1000000ull) * 1000000ull + lead_ns;
-	edge.expire_next = edge.rep.tail_next = 0;
+	edge.workers[0].expire_next = edge.rep.tail_next = 0;
 	return edge.clk.epoch_ns;
 }
 
@@ -1341,8 +1341,8 @@ check_egress(void)
 	for (unsigned int q = 0; q < n_wtxq; q++)
 		wan_all += wtxq_frames[q];
 	for (unsigned int k = 0; k < n_workers; k++) {
-		const struct isthd_dp_stats *wst = k ? &edge.shard[k]->st : &edge.st;
-		struct isth_pace *pace = k ? edge.shard[k]->eg.pace : edge.eg.pace;
+		const struct isthd_dp_stats *wst = &edge.workers[k].st;
+		struct isth_pace *pace = edge.workers[k].eg.pace;
 		uint64_t rounds = 0, tails = 0, last = 0;
 		struct isth_pace_seg segs[ISTH_PACE_MAX_SEGS];
 		struct isth_pace_stats ps;
@@ -1422,7 +1422,7 @@ check_queues(void)
 	for (unsigned int q = 0; q < n_txq; q++)
 		all += txq_frames[q];
 	for (unsigned int k = 0; k < n_workers; k++) {
-		const struct isthd_dp_stats *wst = k ? &edge.shard[k]->st : &edge.st;
+		const struct isthd_dp_stats *wst = &edge.workers[k].st;
 		uint64_t sent = isth_ctr_get(&wst->access_tx);
 
 		cr_expect_eq(isth_ctr_get(&wst->drop[ISTHD_DROP_tx_access]), 0,
@@ -1456,10 +1456,10 @@ check_seals(void)
 	uint64_t dev_sealed = 0;
 
 	if (edge.auth.dev_seal)
-		dev_sealed =
-			isth_ctr_get(&edge.st.agg_out) - isth_ctr_get(&edge.st.agg_host_sealed);
+		dev_sealed = isth_ctr_get(&edge.workers[0].st.agg_out) -
+			isth_ctr_get(&edge.workers[0].st.agg_host_sealed);
 	for (unsigned int k = 0; k < n_workers; k++) {
-		const struct isthd_dp_stats *wst = k ? &edge.shard[k]->st : &edge.st;
+		const struct isthd_dp_stats *wst = &edge.workers[k].st;
 		uint64_t want = down_frames[k] - (k == 0 ? dev_sealed : 0);
 
 		cr_expect_gt(down_frames[k], 0, "stream %u: nothing read", k);
@@ -1532,14 +1532,14 @@ Test(isthmusd, key_reload_reaches_every_worker_and_frees_after_quiescence, .init
 	old = edge.auth.ks_ctl;
 	for (unsigned int k = 0; k < 3; k++)
 		rte_rcu_qsbr_thread_online(edge.qs, k);
-	isthd_auth_dp_step(&edge);
-	isthd_auth_shard_step(edge.shard[1]);
-	isthd_auth_shard_step(edge.shard[2]);
-	cr_expect(edge.auth.dp == old->dp[0] && edge.shard[1]->eng == old->dp[1] &&
-		edge.shard[2]->eng == old->dp[2]);
+	isthd_auth_step(&edge.workers[0]);
+	isthd_auth_step(&edge.workers[1]);
+	isthd_auth_step(&edge.workers[2]);
+	cr_expect(edge.workers[0].eng == old->dp[0] && edge.workers[1].eng == old->dp[1] &&
+		edge.workers[2].eng == old->dp[2]);
 	cr_expect(old->dp[0] != old->dp[1] && old->dp[1] != old->dp[2] && old->dp[0] != old->dp[2],
 		"workers share an engine");
-	cr_expect_eq(seal_probe(edge.shard[2]->eng, 0), 1);
+	cr_expect_eq(seal_probe(edge.workers[2].eng, 0), 1);
 
 	/* the reload (the controller, during round 0): epoch 2 from round 2 */
 	write_keys(key_path, true);
@@ -1553,17 +1553,17 @@ Test(isthmusd, key_reload_reaches_every_worker_and_frees_after_quiescence, .init
 	/* workers 0 and 1 report and start a pass: the new set's engines */
 	rte_rcu_qsbr_quiescent(edge.qs, 0);
 	rte_rcu_qsbr_quiescent(edge.qs, 1);
-	isthd_auth_dp_step(&edge);
-	isthd_auth_shard_step(edge.shard[1]);
-	cr_expect_eq(edge.auth.dp, cur->dp[0]);
-	cr_expect_eq(edge.shard[1]->eng, cur->dp[1]);
-	cr_expect_eq(seal_probe(edge.auth.dp, EPOCH2_ROUND), 2);
-	cr_expect_eq(seal_probe(edge.shard[1]->eng, EPOCH2_ROUND), 2);
+	isthd_auth_step(&edge.workers[0]);
+	isthd_auth_step(&edge.workers[1]);
+	cr_expect_eq(edge.workers[0].eng, cur->dp[0]);
+	cr_expect_eq(edge.workers[1].eng, cur->dp[1]);
+	cr_expect_eq(seal_probe(edge.workers[0].eng, EPOCH2_ROUND), 2);
+	cr_expect_eq(seal_probe(edge.workers[1].eng, EPOCH2_ROUND), 2);
 	/* worker 2 is still in its pass, on the old engine: it must live */
 	isthd_auth_ctl_step(&edge);
 	cr_expect_eq(edge.auth.ks_old, old, "freed while worker 2 was mid-pass");
-	cr_expect_eq(old->dp[2], edge.shard[2]->eng);
-	cr_expect_eq(seal_probe(edge.shard[2]->eng, 1), 1);
+	cr_expect_eq(old->dp[2], edge.workers[2].eng);
+	cr_expect_eq(seal_probe(edge.workers[2].eng, 1), 1);
 	/* a second reload waits for it */
 	isthd_auth_reload(&edge, 0);
 	cr_expect_eq(edge.auth.ks_ctl, cur, "second reload taken before the first was done");
@@ -1574,9 +1574,9 @@ Test(isthmusd, key_reload_reaches_every_worker_and_frees_after_quiescence, .init
 	cr_expect_null(edge.auth.ks_old);
 	cr_expect_null(old->keys);
 	cr_expect_null(old->dp[2]);
-	isthd_auth_shard_step(edge.shard[2]);
-	cr_expect_eq(edge.shard[2]->eng, cur->dp[2]);
-	cr_expect_eq(seal_probe(edge.shard[2]->eng, EPOCH2_ROUND), 2);
+	isthd_auth_step(&edge.workers[2]);
+	cr_expect_eq(edge.workers[2].eng, cur->dp[2]);
+	cr_expect_eq(seal_probe(edge.workers[2].eng, EPOCH2_ROUND), 2);
 
 	/* a worker offline (asleep, stopped) holds nothing up */
 	for (unsigned int k = 0; k < 3; k++)
@@ -1672,8 +1672,8 @@ run_pipeline(void)
 	 * repaired, and the partials (the late chunk, the chunk never
 	 * repaired) are their chunks' workers' */
 	for (unsigned int k = 0; n_workers > 1 && k < n_workers; k++) {
-		struct isth_backend *be = k ? edge.shard[k]->be : edge.be;
-		const struct isthd_dp_stats *wst = k ? &edge.shard[k]->st : &edge.st;
+		struct isth_backend *be = edge.workers[k].be;
+		const struct isthd_dp_stats *wst = &edge.workers[k].st;
 		struct isth_backend_counts bc;
 		uint64_t want_c = 0, want_p = 0;
 
@@ -1693,7 +1693,7 @@ run_pipeline(void)
 		 * would otherwise hold slots of others': completed above) */
 		cr_expect_gt(isth_ctr_get(&wst->peer_data), 0, "worker %u summed nothing", k);
 	}
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_worker_ring_full]), 0);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_worker_ring_full]), 0);
 	check_queues();
 	for (uint32_t r = 0; r < ROUNDS; r++) {
 		uint64_t want = clique_of_a(r) & ~1ull;
@@ -1754,8 +1754,8 @@ run_pipeline(void)
 			"only the last NACK is doubled: the two before it at most %llu us apart",
 			(unsigned long long)most / 1000);
 	}
-	cr_expect_eq(isth_ctr_get(&edge.st.peer_chunks_unrepaired), 1);
-	cr_expect_geq(isth_ctr_get(&edge.st.peer_nack_retries), 3 + 1 + 1);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.peer_chunks_unrepaired), 1);
+	cr_expect_geq(isth_ctr_get(&edge.workers[0].st.peer_nack_retries), 3 + 1 + 1);
 	cr_expect_eq(repairs_ok, 1, "peer NACK not repaired");
 	/* the tail copies: one per peer of every round played (the last one
 	 * may end before its copies leave) */
@@ -1777,7 +1777,7 @@ run_pipeline(void)
 	cr_expect_eq(gone_ok, n_workers, "GONEs for the ranges never sent: %u of %u", gone_ok,
 		n_workers);
 	for (unsigned int k = 0; k < n_workers; k++) {
-		const struct isthd_dp_stats *wst = k ? &edge.shard[k]->st : &edge.st;
+		const struct isthd_dp_stats *wst = &edge.workers[k].st;
 
 		cr_expect_eq(isth_ctr_get(&wst->nacks), 2, "worker %u: nacks %lu", k,
 			(unsigned long)isth_ctr_get(&wst->nacks));
@@ -1788,27 +1788,28 @@ run_pipeline(void)
 		cr_expect_gt(isth_ctr_get(&wst->agg_out), 0, "worker %u sent no AGG", k);
 	}
 	/* a NACK of a stream the edge does not send: refused by reason */
-	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_STREAM]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.wire_drop[ISTH_WIRE_E_STREAM]), 1);
 	/* inject_hostile(): with the NIC's marks, 3 more of another job
 	 * accepted and 2 more corrupted frames refused */
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_unknown_job]),
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_unknown_job]),
 		2u + (peer_csum == PEER_CSUM_NIC ? 3u : 0u), "unknown_job drops: %lu",
-		(unsigned long)isth_ctr_get(&edge.st.drop[ISTHD_DROP_unknown_job]));
-	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_UDP_CSUM]),
+		(unsigned long)isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_unknown_job]));
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.wire_drop[ISTH_WIRE_E_UDP_CSUM]),
 		peer_csum == PEER_CSUM_NONE         ? 0u
 			: peer_csum == PEER_CSUM_SW ? 1u
 						    : 3u,
 		"udp_csum drops: %lu",
-		(unsigned long)isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_UDP_CSUM]));
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_access_not_island]), 1);
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_wan_from_self]), 1);
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_wan_bad_type]), 1);
+		(unsigned long)isth_ctr_get(&edge.workers[0].st.wire_drop[ISTH_WIRE_E_UDP_CSUM]));
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_access_not_island]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_wan_from_self]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_wan_bad_type]), 1);
 	/* (auth on: the harness seals round 1000 with epoch 2, which the edge
 	 * does not have yet when it arrives: auth_epoch, below) */
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_round_early]), auth_on ? 0 : 1);
-	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_CSUM]), 1);
-	cr_expect_eq(isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_UDP_LEN]) +
-			isth_ctr_get(&edge.st.wire_drop[ISTH_WIRE_E_IP_TOTLEN]),
+	cr_expect_eq(
+		isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_round_early]), auth_on ? 0 : 1);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.wire_drop[ISTH_WIRE_E_IP_CSUM]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.wire_drop[ISTH_WIRE_E_UDP_LEN]) +
+			isth_ctr_get(&edge.workers[0].st.wire_drop[ISTH_WIRE_E_IP_TOTLEN]),
 		1);
 	/* auth on, fpga: a replay in flight with its original (inject
 	 * _hostile_auth's copy of D's DATA, one burst) passes the replay
@@ -1832,20 +1833,21 @@ run_pipeline(void)
 	 * refuses it as a replay before the backend sees it; the one
 	 * auth_replay of inject_hostile_auth() is not a duplicate) */
 	cr_expect_eq(be_stat("duplicate") + be_stat("duplicate_emitted") +
-			isth_ctr_get(&edge.st.drop[ISTHD_DROP_auth_replay]) -
+			isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_auth_replay]) -
 			(auth_on ? 1 - replay_in_be : 0),
 		ROUNDS / 2 + answered - 3, "answered %u", answered);
 	if (auth_on) {
 		/* every frame the edge sent verified as the island or a peer */
 		cr_expect_eq(auth_bad, 0, "%u frames from the edge did not verify", auth_bad);
-		cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_auth_tag]), 3);
-		cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_auth_epoch]), 2);
-		cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_auth_key]), 1);
-		cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_auth_format]), 2);
-		cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_auth_stale]), 1);
-		cr_expect_geq(
-			isth_ctr_get(&edge.st.drop[ISTHD_DROP_auth_replay]) + replay_in_be, 1);
-		cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_auth_seal]), 0);
+		cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_auth_tag]), 3);
+		cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_auth_epoch]), 2);
+		cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_auth_key]), 1);
+		cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_auth_format]), 2);
+		cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_auth_stale]), 1);
+		cr_expect_geq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_auth_replay]) +
+				replay_in_be,
+			1);
+		cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_auth_seal]), 0);
 		if (strcmp(backend_name, "fpga") == 0) {
 			/* the device judged every WAN DATA tag: the forged three
 			 * and the rewritten epoch are its refusals (the edge
@@ -1854,13 +1856,15 @@ run_pipeline(void)
 			cr_expect(edge.auth.dev_verify && edge.auth.dev_seal);
 			cr_expect_eq(be_stat("dev_auth_tag"), 3);
 			cr_expect_geq(be_stat("dev_auth_epoch"), 1);
-			cr_expect_eq(be_stat("dev_auth_sealed"), isth_ctr_get(&edge.st.agg_out));
+			cr_expect_eq(be_stat("dev_auth_sealed"),
+				isth_ctr_get(&edge.workers[0].st.agg_out));
 			cr_expect_eq(be_stat("dev_auth_seal_nokey"), 0);
-			cr_expect_eq(isth_ctr_get(&edge.st.agg_host_sealed), 0);
+			cr_expect_eq(isth_ctr_get(&edge.workers[0].st.agg_host_sealed), 0);
 		}
 	} else {
 		for (unsigned int i = ISTHD_DROP_auth_format; i <= ISTHD_DROP_auth_seal; i++)
-			cr_expect_eq(isth_ctr_get(&edge.st.drop[i]), 0, "%s", isthd_drop_name(i));
+			cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[i]), 0, "%s",
+				isthd_drop_name(i));
 	}
 	/* the late chunk, and the chunk never repaired */
 	cr_expect_eq(be_stat("partial_timeout"), 2);
@@ -2150,7 +2154,7 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up, .fin
 	/* two seconds: set-up on a loaded host must end before round 0 */
 	uint64_t epoch = (now_ns() / 1000000ull + 2000) * 1000000ull;
 	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
-	const struct isthd_dp_stats *st = &edge.st;
+	const struct isthd_dp_stats *st = &edge.workers[0].st;
 	unsigned int injected = 0, worker, i;
 	char cfg[128], err[1024], path[512];
 	uint8_t buf[2048];
@@ -2174,7 +2178,7 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up, .fin
 	cr_assert_eq(isthd_control_step(&edge, now_ns()), 0);
 	cr_assert_eq(edge.published, 1);
 	worker = rte_get_next_lcore(-1, 1, 0);
-	cr_assert_eq(rte_eal_remote_launch(isthd_worker, &edge, worker), 0);
+	cr_assert_eq(rte_eal_remote_launch(isthd_worker_main, &edge.workers[0], worker), 0);
 	cr_assert_eq(pthread_create(&ctl, NULL, controller, &edge), 0);
 
 	/* 1. the fuzz seed corpus, into both ports */
@@ -2327,7 +2331,7 @@ Test(isthmusd, hostile_stream_is_counted_and_leaks_nothing, .init = eal_up, .fin
 
 /*
  * The edge with round 0 published and nothing launched: the tests below
- * run the worker loop here (isthd_dp_poll) and the epoch is far ahead, so
+ * run the worker loop here (isthd_worker_poll) and the epoch is far ahead, so
  * no timer (pacer, round expiry, tail NACKs) acts while they do.
  */
 static void
@@ -2352,9 +2356,9 @@ idle_edge_up(void)
 static void
 poll_all(void)
 {
-	isthd_dp_poll(&edge);
+	isthd_worker_poll(&edge.workers[0]);
 	for (unsigned int k = 1; k < edge.n_workers; k++)
-		isthd_shard_poll(edge.shard[k]);
+		isthd_worker_poll(&edge.workers[k]);
 }
 
 /* Poll until the edge has received @total frames on its two ports (bounded
@@ -2363,12 +2367,16 @@ static void
 pump(uint64_t total)
 {
 	for (uint64_t until = now_ns() + 20000000000ull;
-		isth_ctr_get(&edge.st.access_rx) + isth_ctr_get(&edge.st.wan_rx) < total &&
+		isth_ctr_get(&edge.workers[0].st.access_rx) +
+				isth_ctr_get(&edge.workers[0].st.wan_rx) <
+			total &&
 		now_ns() < until;)
 		poll_all();
-	cr_assert_eq(isth_ctr_get(&edge.st.access_rx) + isth_ctr_get(&edge.st.wan_rx), total,
-		"edge received %lu of %lu frames",
-		(unsigned long)(isth_ctr_get(&edge.st.access_rx) + isth_ctr_get(&edge.st.wan_rx)),
+	cr_assert_eq(isth_ctr_get(&edge.workers[0].st.access_rx) +
+			isth_ctr_get(&edge.workers[0].st.wan_rx),
+		total, "edge received %lu of %lu frames",
+		(unsigned long)(isth_ctr_get(&edge.workers[0].st.access_rx) +
+			isth_ctr_get(&edge.workers[0].st.wan_rx)),
 		(unsigned long)total);
 	for (unsigned int i = 0; i < 64; i++)
 		poll_all();
@@ -2419,8 +2427,7 @@ keep_island_round_but(uint32_t r, uint32_t skip)
 	for (unsigned int k = 0; k < edge.n_workers; k++)
 		for (uint32_t c = 0; c < CHUNKS; c++)
 			if (c != skip)
-				isthd_repair_keep(
-					&edge, isthd_egress_of(&edge, k), &m[c], 1, now_ns());
+				isthd_repair_keep(&edge.workers[k], &m[c], 1, now_ns());
 	rte_pktmbuf_free_bulk(m, CHUNKS); /* the rings hold their own */
 }
 
@@ -2526,7 +2533,8 @@ Test(isthmusd, nack_storm_amplification_is_capped, .init = eal_up, .fini = eal_d
 static void
 storm_by_worker(void)
 {
-	cr_expect_eq(isth_ctr_get(&edge.st.peer_nacks_rx), 4 * 200u, "worker 0 received them all");
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.peer_nacks_rx), 4 * 200u,
+		"worker 0 received them all");
 	cr_expect_eq(storm_worker_repairs[0], storm_repairs[B], "worker 0: %lu repairs, B got %u",
 		(unsigned long)storm_worker_repairs[0], storm_repairs[B]);
 	cr_expect_eq(storm_worker_repairs[1], storm_repairs[C], "worker 1: %lu repairs, C got %u",
@@ -2572,9 +2580,9 @@ Test(isthmusd, repair_after_a_chunk_that_never_reached_the_ring, .init = eal_up,
 		(unsigned long)chunks[B]);
 	cr_expect_eq(repairs[B], CHUNKS - 1);
 	/* the NACK's range, clipped to the round, names chunk 1 once */
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_repair_gone]), 1, "gone %lu",
-		(unsigned long)isth_ctr_get(&edge.st.drop[ISTHD_DROP_repair_gone]));
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_repair_mismatch]), 0);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_gone]), 1, "gone %lu",
+		(unsigned long)isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_gone]));
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_mismatch]), 0);
 	isthd_teardown(&edge);
 	isthd_ports_close(&edge);
 }
@@ -2599,21 +2607,21 @@ Test(isthmusd, shutdown_sends_what_workers_left_for_the_wan, .init = eal_up, .fi
 	storm_nack(C, 0x0a000003, 1);
 	/* worker 0 receives and checks it, and hands it to worker 1 */
 	for (uint64_t until = now_ns() + 20000000000ull;
-		isth_ctr_get(&edge.st.wan_rx) < 1 && now_ns() < until;)
-		isthd_dp_poll(&edge);
-	cr_assert_eq(isth_ctr_get(&edge.st.peer_nacks_rx), 1);
+		isth_ctr_get(&edge.workers[0].st.wan_rx) < 1 && now_ns() < until;)
+		isthd_worker_poll(&edge.workers[0]);
+	cr_assert_eq(isth_ctr_get(&edge.workers[0].st.peer_nacks_rx), 1);
 	/* worker 1 serves it into its ring to worker 0, which does not poll */
 	for (uint64_t until = now_ns() + 20000000000ull;
-		rte_ring_count(edge.shard[1]->wan_out) < CHUNKS && now_ns() < until;)
-		isthd_shard_poll(edge.shard[1]);
-	cr_assert_eq(rte_ring_count(edge.shard[1]->wan_out), CHUNKS);
+		rte_ring_count(edge.workers[1].wan_out) < CHUNKS && now_ns() < until;)
+		isthd_worker_poll(&edge.workers[1]);
+	cr_assert_eq(rte_ring_count(edge.workers[1].wan_out), CHUNKS);
 	cr_assert_eq(rte_ring_count(w_out), 0, "sent before the shutdown");
 	edge.stop = true;
 	isthd_dp_drain_final(&edge);
 	drain_wan(repairs, chunks);
 	cr_expect_eq(repairs[C], CHUNKS, "the drain sent %u of C's %u repairs", repairs[C], CHUNKS);
 	cr_expect_eq(chunks[C], (1ull << CHUNKS) - 1);
-	cr_expect_eq(isth_ctr_get(&edge.st.wan_tx), CHUNKS, "worker 0 sent them");
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.wan_tx), CHUNKS, "worker 0 sent them");
 	isthd_teardown(&edge);
 	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs, "edge packet pool leaked");
 	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
@@ -2686,7 +2694,7 @@ nack_storm(void)
 	/* summed over the workers (each counts what it served) */
 	isthd_stats_sum(&edge, &edge_st);
 	for (unsigned int k = 0; k < edge.n_workers && k < RTE_DIM(storm_worker_repairs); k++)
-		storm_worker_repairs[k] = isth_ctr_get(&isthd_stats_of(&edge, k)->repairs_sent);
+		storm_worker_repairs[k] = isth_ctr_get(&(&edge.workers[k].st)->repairs_sent);
 	memcpy(storm_repairs, repairs, sizeof(storm_repairs));
 	cr_expect_eq(isth_ctr_get(&edge_st.peer_nacks_rx), 4 * storm);
 	cr_expect_eq(isth_ctr_get(&edge_st.drop[ISTHD_DROP_nack_bad_source]), storm);
@@ -2742,9 +2750,9 @@ Test(isthmusd, nack_storm_beyond_the_tracked_chunks_is_charged, .init = eal_up, 
 	drain_wan(repairs, chunks);
 	cr_expect_eq(repairs[B], expect, "B got %u repairs, bound %u", repairs[B], expect);
 	cr_expect_eq(chunks[B], (1ull << CHUNKS) - 1);
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_repair_attempts]),
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_attempts]),
 		(uint64_t)storm * t - (uint64_t)attempts * t);
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_repair_budget]),
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_budget]),
 		(uint64_t)storm * (CHUNKS - t) - (budget - t));
 	cr_expect_eq(wrong, 0, "a repair's payload is not A's chunk");
 
@@ -2845,13 +2853,14 @@ Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up, .fini = ea
 			(unsigned long)bitmaps[c]);
 	/* chunks 0-3 have the round's ids but not its count; 4-90 are ids
 	 * the round does not have: on both ports */
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_data_bad_count]), 2 * CHUNKS);
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_data_bad_chunk]), 2 * (tiny - CHUNKS));
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_data_bad_source]), tiny);
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_data_bad_dtype]), 1);
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_access_bad_source]), 1);
-	cr_expect_eq(isth_ctr_get(&edge.st.data_in), 0, "tiny island DATA paced");
-	cr_expect_eq(isth_ctr_get(&edge.st.peer_data), 2 * CHUNKS);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_data_bad_count]), 2 * CHUNKS);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_data_bad_chunk]),
+		2 * (tiny - CHUNKS));
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_data_bad_source]), tiny);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_data_bad_dtype]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_access_bad_source]), 1);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.data_in), 0, "tiny island DATA paced");
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.peer_data), 2 * CHUNKS);
 	cr_expect_eq(be_stat("mismatch"), 0);
 	cr_expect_eq(be_stat("partial_conflict_pool") + be_stat("partial_conflict_bucket"), 0);
 	cr_expect_eq(be_stat("completed"), CHUNKS);
@@ -2948,7 +2957,7 @@ Test(isthmusd, access_nack_storm_is_capped, .init = eal_up, .fini = eal_down, .t
 		memset(body, 0, sizeof(body));
 		m = make_frame(0x0a0a0001, 0x0a0a0002, &h, body, sizeof(body));
 
-		cr_assert_eq(isth_resend_push(edge.agg_ring, m, now_ns(), NULL), 0);
+		cr_assert_eq(isth_resend_push(edge.workers[0].agg_ring, m, now_ns(), NULL), 0);
 		rte_pktmbuf_free(m); /* the ring holds its own reference */
 	}
 
@@ -2966,10 +2975,10 @@ Test(isthmusd, access_nack_storm_is_capped, .init = eal_up, .fini = eal_down, .t
 	pump(rx);
 	out += drain_access(&repairs);
 	cr_expect_eq(repairs, budget, "the storm got %u repairs, budget %u", repairs, budget);
-	cr_expect_eq(isth_ctr_get(&edge.st.resent), budget);
-	cr_expect_eq(isth_ctr_get(&edge.st.nacks), storm);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.resent), budget);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.nacks), storm);
 	/* every NACK stopped at the budget: the first after its cap */
-	cr_expect_eq(isth_ctr_get(&edge.st.drop[ISTHD_DROP_nack_budget]), storm);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_nack_budget]), storm);
 	amp = (double)out / (double)in;
 	cr_expect_leq(amp, 1.5, "%lu bytes out for %lu in (%.2fx)", (unsigned long)out,
 		(unsigned long)in, amp);

@@ -23,6 +23,7 @@
 #include <rte_ring.h>
 
 #include "isth_test_eal.h"
+#include "isth_clock.h"
 #include "isthd.h"
 
 #define MS 1000000ull
@@ -183,7 +184,8 @@ asking_edge(struct isthd_peer *peers)
 	cr_assert(d->rep.rx && d->rep.rx_bits);
 	for (unsigned int i = 0; i < 4 * d->n_islands; i++)
 		d->rep.rx[i].round = UINT64_MAX;
-	d->eg.tail[0].round = d->eg.tail[1].round = UINT64_MAX;
+	d->workers[0].eg.tail[0].round = d->workers[0].eg.tail[1].round = UINT64_MAX;
+	isthd_workers_roles(d); /* worker 0, the RX worker, on d->wan_port */
 	d->clk.epoch_ns = E;
 	d->clk.round_ns = 600 * MS;
 	/* 20 chunks of 1432 bytes at 5.728 Mbit/s: 2 ms a chunk, 40 ms */
@@ -244,9 +246,9 @@ play_rep(struct isthd *d, unsigned int s, const uint64_t *arr_ms, const uint64_t
 			p.hdr.round = 0;
 			p.hdr.sender = (uint8_t)s;
 			p.hdr.chunk = c;
-			isthd_repair_track(d, &p, E + ms * MS);
+			isthd_repair_track(&d->workers[0], &p, E + ms * MS);
 		}
-		isthd_repair_tail_check(d, E + ms * MS);
+		isthd_repair_tail_check(&d->workers[0], E + ms * MS);
 		while (rte_ring_dequeue(w_out, (void **)&m) == 0) {
 			struct isth_wire_pkt p;
 
@@ -390,7 +392,7 @@ Test(isthmusd_repair, a_tail_due_past_the_cutoff_is_nacked_at_it, .init = eal_up
 	cr_expect_eq(nk[0].g[0].first, 10);
 	cr_expect_eq(nk[0].g[0].last, 19);
 	/* counted at the cutoff: its 10, and peer 1's 20 (it sent nothing) */
-	cr_expect_eq(isth_ctr_get(&d->st.peer_chunks_unrepaired), 10 + 20);
+	cr_expect_eq(isth_ctr_get(&d->workers[0].st.peer_chunks_unrepaired), 10 + 20);
 	asking_edge_free(d);
 }
 
@@ -578,7 +580,7 @@ Test(isthmusd_repair, a_retry_waits_for_the_repair_train_of_its_nack, .init = ea
 	cr_assert_eq(nk[1].n, 1);
 	cr_expect_eq(nk[1].g[0].first, 10);
 	cr_expect_eq(nk[1].g[0].last, 10);
-	cr_expect_eq(isth_ctr_get(&d->st.peer_chunks_unrepaired), 0 + TAIL_CHUNKS,
+	cr_expect_eq(isth_ctr_get(&d->workers[0].st.peer_chunks_unrepaired), 0 + TAIL_CHUNKS,
 		"peer 2 sent nothing: its 20, none of peer 1's");
 	asking_edge_free(d);
 }
@@ -649,7 +651,7 @@ pair(uint64_t *tsc, uint64_t *ns)
 	uint64_t best = UINT64_MAX;
 
 	for (int i = 0; i < 5; i++) {
-		uint64_t a = rte_rdtsc(), n = isthd_now_ns(), b = rte_rdtsc();
+		uint64_t a = rte_rdtsc(), n = isth_clock_real_ns(), b = rte_rdtsc();
 
 		if (b - a < best) {
 			best = b - a;

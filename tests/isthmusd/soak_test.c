@@ -222,7 +222,7 @@ be_stat(const char *name)
 {
 	struct isth_backend_stats st;
 
-	isth_backend_stats(edge.be, &st);
+	isth_backend_stats(edge.workers[0].be, &st);
 	for (unsigned int i = 0; i < st.n; i++)
 		if (strcmp(st.names[i], name) == 0)
 			return st.values[i];
@@ -240,11 +240,11 @@ sample(uint32_t r)
 	s[S_HDR] = rte_mempool_in_use_count(edge.hdr_pool);
 	s[S_CTL] = rte_mempool_in_use_count(edge.ctl_pool);
 	s[S_SLOTS] = be_stat("slots_in_use");
-	isth_resend_stats(edge.agg_ring, &rs);
+	isth_resend_stats(edge.workers[0].agg_ring, &rs);
 	s[S_AGG_HELD] = rs.held;
 	s[S_REP_HELD] = 0;
-	if (edge.eg.ring != NULL) {
-		isth_resend_stats(edge.eg.ring, &rs);
+	if (edge.workers[0].eg.ring != NULL) {
+		isth_resend_stats(edge.workers[0].eg.ring, &rs);
 		s[S_REP_HELD] = rs.held;
 	}
 	sampled[r] = r + 1;
@@ -425,12 +425,12 @@ Test(isthmusd, soak_under_hostile_traffic, .init = eal_up, .fini = eal_down, .ti
 	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
 	/* the round clock starts after set-up, whatever set-up took */
 	edge.clk.epoch_ns = (now_ns() / 1000000ull) * 1000000ull + 300000000ull;
-	edge.expire_next = edge.rep.tail_next = 0;
+	edge.workers[0].expire_next = edge.rep.tail_next = 0;
 	epoch = edge.clk.epoch_ns;
 
 	worker = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
 	cr_assert_lt(worker, RTE_MAX_LCORE);
-	cr_assert_eq(rte_eal_remote_launch(isthd_worker, &edge, worker), 0);
+	cr_assert_eq(rte_eal_remote_launch(isthd_worker_main, &edge.workers[0], worker), 0);
 	cr_assert_eq(pthread_create(&ctl, NULL, controller, &edge), 0);
 	while (__atomic_load_n(&edge.current, __ATOMIC_ACQUIRE) <= rounds &&
 		now_ns() < epoch + (rounds + 50ull) * T_NS) {

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef ISTHD_AUTH_H
+#define ISTHD_AUTH_H
+
+/*
+ * Authentication at the edge (auth.c, auth_dev.c; doc/isthmusd.md,
+ * "Authentication"): the key sets and who reads them. Included by isthd.h,
+ * after its constants.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rte_common.h>
+#include <rte_mbuf.h>
+
+#include "isth_auth.h"
+#include "isth_backend.h"
+#include "isth_rtab.h"
+#include "isth_wire.h"
+
+struct isthd;
+struct isthd_worker;
+struct isthd_dp_stats;
+
+/*
+ * One load of the key file: its keys and a tag engine for each thread
+ * that seals or verifies (an ipsec-mb engine per worker, an OpenSSL one
+ * for the controller). It lives in a buffer of auth.sets (lib/rtab):
+ * filled by ctl before it is published, read-only after; worker k uses
+ * dp[k] only within one pass of its loop, and ctl frees the engines only
+ * once every worker has passed a quiescent state since the set was
+ * replaced (doc/isthmusd.md, "Authentication").
+ */
+struct isthd_keyset {
+	struct isth_auth *keys;
+	struct isth_auth_engine *ctl; /* the controller's (ROUND) */
+	uint64_t gen; /* 1 at start-up, +1 per reload: the RX worker sees a new set */
+	unsigned int n_dp;
+	struct isth_auth_engine *dp[ISTHD_MAX_WORKERS]; /* worker k's (ipsec-mb) */
+};
+
+/*
+ * Authentication (auth.c; doc/isthmusd.md, "Authentication"). Three
+ * writers, three groups, each on cache lines of its own: init (read-only
+ * after launch), the controller, and the RX worker (ISTHD_ROLE_RX: the
+ * replay windows of every stream received). Each worker's engine of the
+ * pass and the seqs of the streams a worker starts (GONE, NACK) are in
+ * struct isthd_worker; the ROUND seq is the controller's (struct isthd).
+ */
+struct isthd_auth {
+	/* init: read-only after launch */
+	bool on; /* [auth] mode = on: wire version 2 on both ports */
+	/* init (setup, from the backend's caps): the backend's device
+	 * verifies WAN DATA tags / seals AGGs (auth_dev.c) */
+	bool dev_verify, dev_seal;
+	/* init: loaded by prepare, for --check and setup; NULL after setup */
+	struct isth_auth *keys;
+	/* the key sets (lib/rtab, one slot, one spare buffer, readers d->qs):
+	 * ctl publishes, every worker reads slot 0 once per pass */
+	struct isth_rtab *sets;
+	/* init: replay windows per (epoch slot, dir, sender, type) of every
+	 * stream received, sized at start-up (isthd_auth_window); their
+	 * contents are the RX worker's */
+	struct isth_auth_replay *win;
+	uint64_t *words;
+	uint32_t win_bits;
+	unsigned int n_win;
+
+	/* ctl only: the key set published (the controller's), its engine,
+	 * and the set it replaced while it waits for every worker's
+	 * quiescent state (NULL: none) */
+	struct isthd_keyset *ks_ctl __rte_cache_aligned;
+	struct isth_auth_engine *ctl;
+	struct isthd_keyset *ks_old;
+
+	/* the RX worker writes (at the start of each pass, isthd_auth_step)
+	 * and reads: the key set it uses in this pass, the generation its
+	 * replay window slots follow, and the epoch each slot holds (-1:
+	 * free) */
+	const struct isthd_keyset *ks_rx __rte_cache_aligned;
+	uint64_t gen_rx;
+	int16_t slot_epoch[ISTH_AUTH_MAX_EPOCHS];
+};
+
+/* auth.c */
+/* Load the key file (or warn loudly that auth is off): --check does it. */
+int isthd_auth_prepare(struct isthd *d, char *err, size_t err_size);
+/* Engines, replay windows; after isthd_prepare() and the workers' set-up. */
+int isthd_auth_setup(struct isthd *d, char *err, size_t err_size);
+void isthd_auth_fini(struct isthd *d);
+/* ctl: the reload path (SIGHUP, /isthmus/reload) loads the key file again
+ * and hands its keys to the workers; refused (logged) if the new file
+ * changes the epoch of a round already published. */
+void isthd_auth_reload(struct isthd *d, uint64_t cur);
+/* ctl: free the key set a reload replaced, once every worker has passed a
+ * quiescent state since (lib/rtab on d->qs); at every controller step. */
+void isthd_auth_ctl_step(struct isthd *d);
+/* Worker @w, start of each pass: its engine of the key set published;
+ * the RX worker also moves its replay window slots to a new set's epochs. */
+void isthd_auth_step(struct isthd_worker *w);
+/* The replay window of the stream of sealed message @msg received on the
+ * @dir side; NULL when the edge keeps none (types refused later). */
+struct isth_auth_replay *
+isthd_auth_window(struct isthd *d, enum isth_auth_dir dir, const uint8_t *msg);
+/* The RX worker @w: verify @n parsed frames (@owner: key owner of each)
+ * with its engine, then their replay windows; refusals are counted and
+ * freed, the rest compacted to the front of @m and @p. @return how many
+ * are left. */
+unsigned int isthd_auth_verify_rx(struct isthd_worker *w, enum isth_auth_dir dir,
+	struct rte_mbuf **m, struct isth_wire_pkt *p, const uint8_t *owner, unsigned int n);
+/* Seal the message at @msg (@len bytes; when already version 2, its tag
+ * included) with @dir's key of the local island, in place. @return the
+ * sealed length or a negative errno. */
+int isthd_auth_seal_msg(struct isthd *d, struct isth_auth_engine *e, enum isth_auth_dir dir,
+	uint8_t *msg, size_t len, size_t cap);
+/* Worker: seal @n fresh (version 1) frames in one burst with its engine
+ * @e and @dir's key of the local island: each message starts @off bytes
+ * into its (single-segment) mbuf and its last 16 bytes are the room for
+ * the tag. Failures are counted in @st (auth_seal) and freed, the rest
+ * compacted to the front of @m (DOWN: counted in @st sealed). @return
+ * how many are left. */
+unsigned int
+isthd_auth_seal_frames(const struct isthd *d, struct isthd_dp_stats *st, struct isth_auth_engine *e,
+	enum isth_auth_dir dir, struct rte_mbuf **m, unsigned int n, uint32_t off);
+
+/* auth_dev.c: authentication offloaded to the backend's device (one
+ * worker only: setup refuses more with such a backend) */
+/* The backend's auth configuration (keys, site table, verdict callback);
+ * zeroed when auth is off. @agg_seq: the AGG resend ring's first seq. */
+void isthd_auth_dev_conf(const struct isthd *d, struct isth_backend_auth *a, uint64_t agg_seq);
+/* The RX worker: the device's verdict on a DATA's tag (struct
+ * isth_backend_auth). */
+void isthd_auth_dev_verdict(void *arg, const uint8_t *msg, int status);
+/* The RX worker @w, WAN side: DATA only through the replay check (the
+ * device verifies the tag), everything else verified here
+ * (isthd_auth_verify_rx); refusals counted and freed, the rest
+ * compacted. @return how many left. */
+uint16_t isthd_auth_dev_rx(struct isthd_worker *w, struct rte_mbuf **m, struct isth_wire_pkt *p,
+	const uint8_t *owner, uint16_t n);
+
+#endif

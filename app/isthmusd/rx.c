@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The RX worker's ports (ISTHD_ROLE_RX; doc/isthmusd.md, "Data path"):
+ *
+ *   access RX -> parse -> verify -> admit -> DATA: seal for the WAN, pacers
+ *                                         | NACK: the island NACK server
+ *   WAN RX    -> parse -> verify -> admit -> DATA: track (WAN repair), sum
+ *                                         | chunk NACK: the repair server
+ *
+ * With several workers, what another worker sums or serves is handed to it
+ * (handoff.c) at the end of the burst. Every packet it drops is counted
+ * under a named reason, in the RX worker's counters.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+
+#include "isthd.h"
+
+static inline void
+drop(struct isthd_worker *w, struct rte_mbuf *m, enum isthd_drop reason)
+{
+	isth_ctr_add(&w->st.drop[reason], 1);
+	rte_pktmbuf_free(m);
+}
+
+/* A frame the wire parser refused. With auth on, a packet that is not
+ * version 2 with AUTH and a 16-byte trailer is an auth_format refusal. */
+static inline void
+wire_refused(struct isthd_worker *w, struct rte_mbuf *m, enum isth_wire_reason r)
+{
+	if (w->d->auth.on && (r == ISTH_WIRE_E_VERSION || r == ISTH_WIRE_E_TRAILER))
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_auth_format], 1);
+	else
+		isth_ctr_add(&w->st.wire_drop[r], 1);
+	rte_pktmbuf_free(m);
+}
+
+/*
+ * Admission of a DATA before it may claim a pacer entry or an aggregation
+ * slot: its chunk id, element count and dtype must be the round's (struct
+ * isthd_shape), so that a slot's shape is the round's, never the first
+ * packet's. @return ISTHD_DROP_MAX if admitted, else the reason.
+ */
+static inline enum isthd_drop
+data_shape(const struct isthd *d, const struct isth_wire_pkt *p)
+{
+	const struct isthd_shape *sh = &d->shape;
+
+	if (unlikely(p->hdr.chunk >= sh->n_chunks))
+		return ISTHD_DROP_data_bad_chunk;
+	if (unlikely(p->hdr.count !=
+		    (p->hdr.chunk + 1 == sh->n_chunks ? sh->last_elems : sh->chunk_elems)))
+		return ISTHD_DROP_data_bad_count;
+	if (unlikely(sh->dtype != ISTH_WIRE_DTYPE_NONE && p->hdr.dtype != sh->dtype))
+		return ISTHD_DROP_data_bad_dtype;
+	return ISTHD_DROP_MAX;
+}
+
+/* Strip Ethernet/IPv4/UDP and padding: keep the message only. */
+static inline void
+to_msg(struct rte_mbuf *m, const struct isth_wire_pkt *p)
+{
+	rte_pktmbuf_adj(m, (uint16_t)(p->msg - rte_pktmbuf_mtod(m, uint8_t *)));
+	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_pkt_len(m) - p->msg_size));
+}
+
+/*
+ * One island DATA from the access port (@cur, @pub: the controller's
+ * current and published, +1): admitted if its round is the running one or
+ * the next and its shape the round's, sealed for the WAN (auth on) and
+ * handed to the pacers. Takes @m.
+ */
+static inline void
+access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p, uint64_t cur,
+	uint64_t pub)
+{
+	struct isthd *d = w->d;
+	enum isthd_drop why;
+	int rc;
+
+	/* Rounds are published one ahead: accept the running round and the
+	 * next, refuse the rest. */
+	if (p->hdr.round >= pub) {
+		drop(w, m, ISTHD_DROP_round_early);
+		return;
+	}
+	if (cur && p->hdr.round + 1 < cur) {
+		drop(w, m, ISTHD_DROP_round_late);
+		return;
+	}
+	why = data_shape(d, p);
+	if (unlikely(why != ISTHD_DROP_MAX)) {
+		drop(w, m, why);
+		return;
+	}
+	to_msg(m, p);
+	/* onto the WAN under the edge's WAN key: same header, same IV, a new
+	 * tag in place of the UP one; one tag for every peer, so the fan-out
+	 * stays zero-copy */
+	if (d->auth.on &&
+		unlikely(isthd_auth_seal_msg(d, w->eng, ISTH_AUTH_WAN,
+				 rte_pktmbuf_mtod(m, uint8_t *), p->msg_size, p->msg_size) < 0)) {
+		drop(w, m, ISTHD_DROP_auth_seal);
+		return;
+	}
+	/* The schedule's rates are payload rates (the planner's unit): pace
+	 * payload bytes. Headers add 82 bytes per chunk on the wire, which a
+	 * plan must budget for. Several workers: every worker with peers in
+	 * the round paces it for them (handoff.c). */
+	if (w->role & ISTHD_ROLE_STEER)
+		rc = isthd_egress_steer(w, m, (uint32_t)p->payload_size, p->hdr.round);
+	else
+		rc = isth_pace_enqueue(w->eg.pace, m, (uint32_t)p->payload_size);
+	if (unlikely(rc < 0)) {
+		drop(w, m, isthd_pace_refusal(rc));
+		return;
+	}
+	isth_ctr_add(&w->st.data_in, 1);
+	isth_ctr_add(&w->st.data_in_bytes, p->payload_size);
+}
+
+/* One burst from access RX queue @q. */
+static unsigned int
+access_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
+{
+	struct isthd *d = w->d;
+	uint64_t cur = __atomic_load_n(&d->current, __ATOMIC_ACQUIRE);
+	uint64_t pub = __atomic_load_n(&d->published, __ATOMIC_ACQUIRE);
+	struct rte_mbuf *rx[ISTHD_BURST];
+	struct isth_wire_pkt parsed[ISTHD_BURST];
+	uint8_t owner[ISTHD_BURST];
+	uint16_t n, i, k = 0;
+
+	n = rte_eth_rx_burst(d->access_port, q, rx, ISTHD_BURST);
+	if (n == 0)
+		return 0;
+	isth_ctr_add(&w->st.access_rx, n);
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = rx[i];
+		enum isth_wire_reason r;
+
+		if (i + 1 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 1], void *));
+		r = isth_wire_parse_frame(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m),
+			&d->lim, &parsed[k]);
+		if (unlikely(r != ISTH_WIRE_OK)) {
+			wire_refused(w, m, r);
+			continue;
+		}
+		/* the access link's key is the local island's UP key */
+		owner[k] = d->island;
+		rx[k++] = m;
+	}
+	/* verify before anything else looks at the packet */
+	if (d->auth.on)
+		k = (uint16_t)isthd_auth_verify_rx(w, ISTH_AUTH_UP, rx, parsed, owner, k);
+	for (i = 0; i < k; i++) {
+		struct rte_mbuf *m = rx[i];
+		struct isth_wire_pkt *p = &parsed[i];
+
+		if (unlikely(p->hdr.job != d->cfg.job)) {
+			drop(w, m, ISTHD_DROP_unknown_job);
+			continue;
+		}
+		if (unlikely(p->hdr.sender != d->island)) {
+			drop(w, m, ISTHD_DROP_access_not_island);
+			continue;
+		}
+		/* DATA and NACKs only from the island's configured address */
+		if (unlikely(p->addr.src_ip != d->cfg.island_ip)) {
+			drop(w, m, ISTHD_DROP_access_bad_source);
+			continue;
+		}
+		if (p->hdr.type == ISTH_WIRE_DATA) {
+			access_data(w, m, p, cur, pub);
+		} else if (p->hdr.type == ISTH_WIRE_NACK) {
+			/* AGG stream k's seqs: worker k's ring (the parser
+			 * refused k >= n_workers, and chunk NACKs are 0) */
+			if (p->hdr.stream != w->id) {
+				isthd_handoff_stage(w, p->hdr.stream, m, p);
+				continue;
+			}
+			isthd_island_nack(w, p, now_ns);
+			rte_pktmbuf_free(m);
+		} else {
+			drop(w, m, ISTHD_DROP_access_bad_type);
+		}
+	}
+	if (w->role & ISTHD_ROLE_STEER)
+		isthd_handoff_flush(w); /* the island's DATA for the others */
+	return n;
+}
+
+unsigned int
+isthd_access_rx(struct isthd_worker *w, uint64_t now_ns)
+{
+	unsigned int n = access_rx_queue(w, 0, now_ns);
+
+	/* an af_packet port's qpairs, over which the kernel spreads the
+	 * island's flows (ports.c, port_start) */
+	for (uint16_t q = 1; q < w->d->access_rxq; q++)
+		n += access_rx_queue(w, q, now_ns);
+	return n;
+}
+
+/* The island whose peer edge has WAN address @ip (the site table), or -1. */
+static inline int
+peer_by_ip(const struct isthd *d, uint32_t ip)
+{
+	for (unsigned int s = 0; s < d->n_islands; s++)
+		if (d->peer_of[s] != NULL && d->peer_of[s]->ip == ip)
+			return (int)s;
+	return -1;
+}
+
+/*
+ * Frames ahead of the one being parsed that are prefetched whole. The
+ * parse reads lines 0-1 (Ethernet to the isthmus header's end, bytes
+ * 0-81); the tag verify (auth on) or the sum (auth off) then reads every
+ * line. Prefetching only line 0 of the next frame left both to wait on
+ * the frame's misses one line at a time (measured with 1.1 KB frames: 4
+ * frames ahead, whole frames, cut the pipeline's cycles per DATA by about
+ * a quarter; 2 ahead was about the same, 1, 8 and 16 ahead slower;
+ * doc/performance.md section 6). Jumbo frames are prefetched up to
+ * RX_PREFETCH_MAX bytes (4 frames stay within L1); the hardware
+ * prefetcher follows the rest of a sequential read (not measured).
+ */
+#define RX_AHEAD 4
+#define RX_PREFETCH_MAX 2048
+
+static inline void
+prefetch_frame(const struct rte_mbuf *m)
+{
+	const char *p = rte_pktmbuf_mtod(m, const char *);
+	uint16_t len = RTE_MIN(rte_pktmbuf_data_len(m), RX_PREFETCH_MAX), off;
+
+	for (off = 0; off < len; off += RTE_CACHE_LINE_SIZE)
+		rte_prefetch0(p + off);
+}
+
+/*
+ * Parse the @n frames of @rx in place, the ones kept (and their key owner,
+ * auth on) compacted to the front of @rx, @parsed and @owner. @return how
+ * many are kept.
+ */
+static inline uint16_t
+wan_parse(struct isthd_worker *w, struct rte_mbuf **rx, uint16_t n, struct isth_wire_pkt *parsed,
+	uint8_t *owner)
+{
+	const struct isthd *d = w->d;
+	/* frames whose UDP checksum the NIC found good: parsed without
+	 * summing them again (d->wan_rx_csum) */
+	struct isth_wire_limits nic_lim = d->lim;
+	uint16_t i, v = 0;
+
+	nic_lim.check_udp_csum = false;
+	for (i = 0; i < n && i < RX_AHEAD; i++)
+		prefetch_frame(rx[i]);
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = rx[i];
+		const struct isth_wire_limits *lim = &d->lim;
+		enum isth_wire_reason r;
+
+		if (i + RX_AHEAD < n)
+			prefetch_frame(rx[i + RX_AHEAD]);
+		/* GOOD, or NONE (the data's integrity checked, the field left
+		 * partial: virtio), the two marks with the GOOD bit: not
+		 * summed again, unless the NIC parsed a tunnel (its mark is
+		 * then the inner L4's, as for a udp_port of 4789). BAD and
+		 * UNKNOWN are summed in software: some NICs mark an absent
+		 * (zero) IPv4 UDP checksum bad (the 82599 erratum), and with
+		 * auth on peers send none. */
+		RTE_BUILD_BUG_ON((RTE_MBUF_F_RX_L4_CKSUM_NONE & RTE_MBUF_F_RX_L4_CKSUM_GOOD) == 0 ||
+			(RTE_MBUF_F_RX_L4_CKSUM_BAD & RTE_MBUF_F_RX_L4_CKSUM_GOOD) != 0);
+		if (d->wan_rx_csum && (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_GOOD) != 0 &&
+			(m->packet_type & RTE_PTYPE_TUNNEL_MASK) == 0)
+			lim = &nic_lim;
+		r = isth_wire_parse_frame(
+			rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m), lim, &parsed[v]);
+		if (unlikely(r != ISTH_WIRE_OK)) {
+			wire_refused(w, m, r);
+			continue;
+		}
+		if (d->auth.on) {
+			/* the WAN key is the sending edge's: its owner comes
+			 * from the site table entry of the source address */
+			int o = peer_by_ip(d, parsed[v].addr.src_ip);
+
+			if (unlikely(o < 0)) {
+				drop(w, m, ISTHD_DROP_auth_key);
+				continue;
+			}
+			owner[v] = (uint8_t)o;
+		}
+		rx[v++] = m;
+	}
+	return v;
+}
+
+/* A WAN frame that is not DATA: a peer edge's chunk NACK for our island's
+ * DATA is checked here and served by the worker that sends the round to
+ * that peer, from its ring ("Workers"); anything else is refused. Takes @m. */
+static inline void
+wan_nack(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p, uint64_t now_ns)
+{
+	const struct isthd *d = w->d;
+	unsigned int k = 0;
+
+	if (!(p->hdr.type == ISTH_WIRE_NACK && (p->hdr.flags & ISTH_WIRE_F_CHUNKS) &&
+		    p->hdr.sender != d->island && p->hdr.bitmap == (1ull << d->island))) {
+		drop(w, m, ISTHD_DROP_wan_bad_type);
+		return;
+	}
+	if (isthd_repair_admit(w, p, &k)) {
+		if (k != w->id) {
+			isthd_handoff_stage(w, k, m, p);
+			return;
+		}
+		isthd_repair_serve(w, p, now_ns);
+	}
+	rte_pktmbuf_free(m);
+}
+
+/* Why peer DATA @p is refused (ISTHD_DROP_MAX: admitted): its job, its
+ * sender not another island, its source not the sender's peer edge (the
+ * site table), its shape not the round's. */
+static inline enum isthd_drop
+wan_data_refusal(const struct isthd *d, const struct isth_wire_pkt *p)
+{
+	if (unlikely(p->hdr.sender == d->island))
+		return ISTHD_DROP_wan_from_self;
+	if (unlikely(d->peer_of[p->hdr.sender] == NULL ||
+		    p->addr.src_ip != d->peer_of[p->hdr.sender]->ip))
+		return ISTHD_DROP_data_bad_source;
+	return data_shape(d, p);
+}
+
+static unsigned int
+wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
+{
+	struct isthd *d = w->d;
+	struct rte_mbuf *rx[ISTHD_BURST], *keep[ISTHD_BURST];
+	/* parsed in place; the DATA kept are compacted to the front (a
+	 * parse is 136 bytes: copied only once something before it left) */
+	struct isth_wire_pkt parsed[ISTHD_BURST];
+	uint8_t owner[ISTHD_BURST];
+	uint16_t n, i, k = 0, v;
+
+	n = rte_eth_rx_burst(d->wan_port, q, rx, ISTHD_BURST);
+	if (n == 0)
+		return 0;
+	isth_ctr_add(&w->st.wan_rx, n);
+	v = wan_parse(w, rx, n, parsed, owner);
+	if (d->auth.dev_verify) /* DATA: the device verifies (auth_dev.c) */
+		v = isthd_auth_dev_rx(w, rx, parsed, owner, v);
+	else if (d->auth.on)
+		v = (uint16_t)isthd_auth_verify_rx(w, ISTH_AUTH_WAN, rx, parsed, owner, v);
+	for (i = 0; i < v; i++) {
+		struct rte_mbuf *m = rx[i];
+		struct isth_wire_pkt *p = &parsed[i];
+		enum isthd_drop why;
+
+		if (unlikely(p->hdr.job != d->cfg.job)) {
+			drop(w, m, ISTHD_DROP_unknown_job);
+			continue;
+		}
+		if (unlikely(p->hdr.type != ISTH_WIRE_DATA)) {
+			wan_nack(w, m, p, now_ns);
+			continue;
+		}
+		why = wan_data_refusal(d, p);
+		if (unlikely(why != ISTHD_DROP_MAX)) {
+			drop(w, m, why);
+			continue;
+		}
+		isthd_repair_track(w, p, now_ns);
+		/* several workers: chunk % n_workers sums it (handoff.c) */
+		if (w->role & ISTHD_ROLE_STEER) {
+			unsigned int c = p->hdr.chunk % d->n_workers;
+
+			if (c != w->id) {
+				isthd_handoff_stage(w, c, m, p);
+				continue;
+			}
+		}
+		isth_ctr_add(&w->st.peer_data_bytes, p->payload_size);
+		if (k != i)
+			parsed[k] = *p;
+		keep[k++] = m;
+	}
+	if (w->role & ISTHD_ROLE_STEER)
+		isthd_handoff_flush(w);
+	if (k) {
+		isth_ctr_add(&w->st.peer_data, k);
+		/* Takes the mbufs; refusals (clique, round) are counted by
+		 * the backend under their names. */
+		isth_backend_aggregate_burst(w->be, keep, parsed, k, now_ns);
+	}
+	return n;
+}
+
+unsigned int
+isthd_wan_rx(struct isthd_worker *w, uint64_t now_ns)
+{
+	unsigned int n = wan_rx_queue(w, 0, now_ns);
+
+	/* an af_packet port's qpairs (ports.c, port_start), as access_rx */
+	for (uint16_t q = 1; q < w->d->wan_rxq; q++)
+		n += wan_rx_queue(w, q, now_ns);
+	return n;
+}
