@@ -11,7 +11,7 @@
  * Every field but slot[] and the counters is the writer's alone.
  *
  * Why ret[] is not DPDK's defer queue (rte_rcu_qsbr_dq), the usual home of
- * "free this after a grace period" (issue 27 asked): it does not fit here.
+ * "free this after a grace period": it does not fit here.
  * - The buffers are never freed, only reused: a dq's free_fn would push
  *   the buffer back on free_[], and the dq would hold a copy of what ret[]
  *   holds now (buffer + token) in a ring sized to a power of two, to save

@@ -418,7 +418,7 @@ Test(sched, round_view_is_what_was_set)
 }
 
 /*
- * Numbers are decimal or 0x hex, never octal (issue 27): "010" is ten.
+ * Numbers are decimal or 0x hex, never octal: "010" is ten.
  * Expected by hand: round-ns 0100 = 100 ns (octal would make it 64),
  * payload-bytes 010 = 10 B (80 bit), island 2's offset 010 = 10 ns, its
  * rate 080000000000 = 8e10 bit/s (no octal number at all), so its stream
