@@ -499,13 +499,13 @@ parse_args(int argc, char **argv, struct cli *c)
 /* Row @p R's schedule: a family, or the search (warm-started from the last one found). */
 static void
 make_sched(const struct isth_topo *topo, const struct cli *c, const struct isth_plan_params *p,
-	struct row *R, const struct isth_plan_sched **prev_search)
+	struct row *R, const struct isth_plan_cliques **prev_search)
 {
 	char mb[32];
 	int cut = 0;
 
 	if (strcmp(R->name, "search") != 0) {
-		R->s = isth_plan_sched_family(topo, R->name);
+		R->s = isth_plan_cliques_family(topo, R->name);
 		return;
 	}
 	fmt_bytes(R->memory, mb, sizeof(mb));
@@ -530,7 +530,7 @@ mark_untrusted(struct row *R)
 	int r;
 
 	fmt_bytes(R->memory, mb, sizeof(mb));
-	for (r = 0; r < isth_plan_sched_nrounds(R->s); r++)
+	for (r = 0; r < isth_plan_cliques_nrounds(R->s); r++)
 		if (isth_plan_result_warning(R->res, r)[0])
 			fprintf(stderr, "isthmus-plan: warning: %s M=%s round %d: %s\n", R->name,
 				mb, r, isth_plan_result_warning(R->res, r));
@@ -543,7 +543,7 @@ mark_untrusted(struct row *R)
 /* Plan row @p R (name and memory set): its schedule, LP and figures; 0 or EXIT_SOLVER. */
 static int
 plan_row(const struct isth_topo *topo, const struct cli *c, const struct isth_plan_params *p,
-	struct row *R, const struct isth_plan_sched **prev_search)
+	struct row *R, const struct isth_plan_cliques **prev_search)
 {
 	int ret;
 
@@ -582,7 +582,7 @@ plan_row(const struct isth_topo *topo, const struct cli *c, const struct isth_pl
 static void
 plan_all(const struct isth_topo *topo, const struct cli *c, struct plan_run *run)
 {
-	const struct isth_plan_sched *prev_search = NULL;
+	const struct isth_plan_cliques *prev_search = NULL;
 	int m, k, *w;
 
 	run->overall = -1;
@@ -721,7 +721,7 @@ main(int argc, char **argv)
 		}
 	}
 	for (i = 0; i < run.nrows; i++) {
-		isth_plan_sched_free(run.rows[i].s);
+		isth_plan_cliques_free(run.rows[i].s);
 		isth_plan_result_free(run.rows[i].res);
 	}
 	free(run.rows);

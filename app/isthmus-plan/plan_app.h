@@ -15,7 +15,7 @@ struct row {
 	int untrusted; /* a round hit the cut cap: never a winner */
 	double T, Af, Aa, obj;
 	char binding[160];
-	struct isth_plan_sched *s; /* owned by the row */
+	struct isth_plan_cliques *s; /* owned by the row */
 	struct isth_plan_result *res; /* owned by the row */
 };
 

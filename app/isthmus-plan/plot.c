@@ -107,7 +107,7 @@ plot_timeline(FILE *gp, const char *dir, const struct isth_topo *t, const struct
 		return -EIO;
 	fprintf(f, "# receiver_y start_ms length_ms sender receiver\n");
 	for (i = 0; i < n; i++) {
-		uint64_t c = isth_plan_sched_clique_of(R->s, 0, i) & ~(1ULL << i);
+		uint64_t c = isth_plan_cliques_clique_of(R->s, 0, i) & ~(1ULL << i);
 		int q = 0, np = __builtin_popcountll(c);
 
 		for (j = 0; j < n; j++) {

@@ -88,7 +88,7 @@ print_csv_row(const struct cli *c, const struct plan_run *run, const struct base
 		printf("%.3f,", R->obj);
 	else
 		printf("inf,");
-	printf("%d,%.3f,%.4f,", isth_plan_sched_nrounds(R->s), b->base_ms,
+	printf("%d,%.3f,%.4f,", isth_plan_cliques_nrounds(R->s), b->base_ms,
 		b->base_ms / (C + b->base_ms));
 	if (isfinite(R->obj) && C > 0)
 		printf("%.3f,", (C + b->base_ms) / fmax(C, R->T));

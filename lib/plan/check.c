@@ -25,9 +25,9 @@
  */
 static double
 peak_at(const struct isth_plan_result *r, const struct isth_topo *t,
-	const struct isth_plan_sched *s, int round, int i)
+	const struct isth_plan_cliques *s, int round, int i)
 {
-	uint64_t c = isth_plan_sched_clique_of(s, round, i) & ~(1ULL << i);
+	uint64_t c = isth_plan_cliques_clique_of(s, round, i) & ~(1ULL << i);
 	double peak = 0;
 	int j, e;
 
@@ -50,7 +50,7 @@ peak_at(const struct isth_plan_result *r, const struct isth_topo *t,
 
 double
 isth_plan_result_peak_memory(const struct isth_plan_result *r, const struct isth_topo *t,
-	const struct isth_plan_sched *s, int i)
+	const struct isth_plan_cliques *s, int i)
 {
 	double peak = 0;
 	int k;
@@ -66,7 +66,7 @@ isth_plan_result_peak_memory(const struct isth_plan_result *r, const struct isth
 /* The check of one solved schedule: its inputs, and scratch per directed link. */
 struct chk {
 	const struct isth_topo *t;
-	const struct isth_plan_sched *s;
+	const struct isth_plan_cliques *s;
 	const struct isth_plan_params *p;
 	const struct isth_plan_result *r;
 	int n, nl; /* islands, directed links */
@@ -185,7 +185,7 @@ check_memory(struct chk *C, int k)
 
 	for (i = 0; i < n; i++) {
 		double peak = peak_at(r, C->t, C->s, k, i), tol = 1e-6 * C->P, dmin = INFINITY;
-		uint64_t m = isth_plan_sched_clique_of(C->s, k, i) & ~(1ULL << i);
+		uint64_t m = isth_plan_cliques_clique_of(C->s, k, i) & ~(1ULL << i);
 
 		for (j = 0; j < n; j++)
 			if (m >> j & 1)
@@ -205,7 +205,7 @@ check_memory(struct chk *C, int k)
 static int
 check_round(struct chk *C, int k)
 {
-	const struct isth_plan_sched *s = C->s;
+	const struct isth_plan_cliques *s = C->s;
 	int c, j, e;
 
 	for (e = 0; e < C->nl; e++) {
@@ -228,7 +228,7 @@ check_round(struct chk *C, int k)
 
 /* The arguments of isth_plan_check(): 0 or -EINVAL with the reason. */
 static int
-check_args(const struct isth_topo *t, const struct isth_plan_sched *s,
+check_args(const struct isth_topo *t, const struct isth_plan_cliques *s,
 	const struct isth_plan_params *p, const struct isth_plan_result *r, char *err,
 	size_t errlen)
 {
@@ -250,7 +250,7 @@ check_args(const struct isth_topo *t, const struct isth_plan_sched *s,
 }
 
 int
-isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
+isth_plan_check(const struct isth_topo *t, const struct isth_plan_cliques *s,
 	const struct isth_plan_params *p, const struct isth_plan_result *r, char *err,
 	size_t errlen)
 {

@@ -12,7 +12,7 @@ struct rounds {
 	uint64_t cl[4 * NMAX][NMAX];
 };
 
-static struct isth_plan_sched *
+static struct isth_plan_cliques *
 finish(const char *name, int n, struct rounds *R)
 {
 	const uint64_t *p[4 * NMAX];
@@ -20,7 +20,7 @@ finish(const char *name, int n, struct rounds *R)
 
 	for (r = 0; r < R->nr; r++)
 		p[r] = R->cl[r];
-	return isth_plan_sched_new(name, n, R->nr, R->ncl, p);
+	return isth_plan_cliques_new(name, n, R->nr, R->ncl, p);
 }
 
 /*
@@ -225,11 +225,11 @@ triples_greedy(const struct isth_topo *t, struct rounds *R)
 	}
 }
 
-struct isth_plan_sched *
-isth_plan_sched_family(const struct isth_topo *t, const char *name)
+struct isth_plan_cliques *
+isth_plan_cliques_family(const struct isth_topo *t, const char *name)
 {
 	struct rounds *R;
-	struct isth_plan_sched *s = NULL;
+	struct isth_plan_cliques *s = NULL;
 	int n, i, r;
 
 	if (t == NULL || name == NULL) {

@@ -25,10 +25,10 @@ isth_plan_params_default(struct isth_plan_params *p)
 
 /* ---- schedules ---- */
 
-static struct isth_plan_sched *
+static struct isth_plan_cliques *
 sched_alloc(const char *name, int n, int nrounds)
 {
-	struct isth_plan_sched *s = calloc(1, sizeof(*s));
+	struct isth_plan_cliques *s = calloc(1, sizeof(*s));
 
 	if (s == NULL)
 		return NULL;
@@ -39,14 +39,14 @@ sched_alloc(const char *name, int n, int nrounds)
 	s->cl = calloc((size_t)nrounds * NMAX, sizeof(uint64_t));
 	s->of = calloc((size_t)nrounds * NMAX, 1);
 	if (s->ncl == NULL || s->cl == NULL || s->of == NULL) {
-		isth_plan_sched_free(s);
+		isth_plan_cliques_free(s);
 		return NULL;
 	}
 	return s;
 }
 
 void
-isth_plan_sched_free(struct isth_plan_sched *s)
+isth_plan_cliques_free(struct isth_plan_cliques *s)
 {
 	if (s == NULL)
 		return;
@@ -56,11 +56,11 @@ isth_plan_sched_free(struct isth_plan_sched *s)
 	free(s);
 }
 
-struct isth_plan_sched *
-isth_plan_sched_new(
+struct isth_plan_cliques *
+isth_plan_cliques_new(
 	const char *name, int n, int nrounds, const int *ncliques, const uint64_t *const *cliques)
 {
-	struct isth_plan_sched *s;
+	struct isth_plan_cliques *s;
 	uint64_t all, seen;
 	int r, c, i;
 
@@ -106,10 +106,10 @@ isth_plan_sched_new(
 	return s;
 }
 
-struct isth_plan_sched *
-isth_plan_sched_dup(const struct isth_plan_sched *s)
+struct isth_plan_cliques *
+isth_plan_cliques_dup(const struct isth_plan_cliques *s)
 {
-	struct isth_plan_sched *d;
+	struct isth_plan_cliques *d;
 
 	if (s == NULL) {
 		errno = EINVAL;
@@ -127,38 +127,38 @@ isth_plan_sched_dup(const struct isth_plan_sched *s)
 }
 
 const char *
-isth_plan_sched_name(const struct isth_plan_sched *s)
+isth_plan_cliques_name(const struct isth_plan_cliques *s)
 {
 	return s ? s->name : NULL;
 }
 
 int
-isth_plan_sched_n(const struct isth_plan_sched *s)
+isth_plan_cliques_n(const struct isth_plan_cliques *s)
 {
 	return s ? s->n : 0;
 }
 
 int
-isth_plan_sched_nrounds(const struct isth_plan_sched *s)
+isth_plan_cliques_nrounds(const struct isth_plan_cliques *s)
 {
 	return s ? s->nrounds : 0;
 }
 
 static int
-rmod(const struct isth_plan_sched *s, int r)
+rmod(const struct isth_plan_cliques *s, int r)
 {
 	r %= s->nrounds;
 	return r < 0 ? r + s->nrounds : r;
 }
 
 int
-isth_plan_sched_ncliques(const struct isth_plan_sched *s, int r)
+isth_plan_cliques_ncliques(const struct isth_plan_cliques *s, int r)
 {
 	return s ? s->ncl[rmod(s, r)] : 0;
 }
 
 uint64_t
-isth_plan_sched_clique(const struct isth_plan_sched *s, int r, int c)
+isth_plan_cliques_clique(const struct isth_plan_cliques *s, int r, int c)
 {
 	if (s == NULL)
 		return 0;
@@ -167,7 +167,7 @@ isth_plan_sched_clique(const struct isth_plan_sched *s, int r, int c)
 }
 
 uint64_t
-isth_plan_sched_clique_of(const struct isth_plan_sched *s, int r, int i)
+isth_plan_cliques_clique_of(const struct isth_plan_cliques *s, int r, int i)
 {
 	if (s == NULL || i < 0 || i >= s->n)
 		return 0;
@@ -258,7 +258,7 @@ isth_plan_result_lp_iterations(const struct isth_plan_result *r)
  */
 double
 isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_topo *t,
-	const struct isth_plan_sched *s, int round, int i, double tau)
+	const struct isth_plan_cliques *s, int round, int i, double tau)
 {
 	double lo = INFINITY, hi = -INFINITY;
 	uint64_t c;
@@ -266,7 +266,7 @@ isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_t
 
 	if (r == NULL || t == NULL || s == NULL || !r->feasible || i < 0 || i >= r->n)
 		return NAN;
-	c = isth_plan_sched_clique_of(s, round, i) & ~(1ULL << i);
+	c = isth_plan_cliques_clique_of(s, round, i) & ~(1ULL << i);
 	for (j = 0; j < r->n; j++) {
 		double x;
 

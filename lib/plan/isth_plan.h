@@ -32,7 +32,7 @@ extern "C" {
 /** Maximum number of islands (clique bitmaps are uint64_t): one per site. */
 #define ISTH_PLAN_MAX_ISLANDS ISTH_TOPO_MAX_SITES
 /** A cyclic sequence of partitions of the islands into cliques. Opaque. */
-struct isth_plan_sched;
+struct isth_plan_cliques;
 /** The solved LP of a schedule: T, offsets and rates per round. Opaque. */
 struct isth_plan_result;
 /** The schedule file's form (lib/sched, isth_sched.h): isth_plan_result_sched(). */
@@ -96,31 +96,31 @@ void isth_plan_params_default(struct isth_plan_params *p);
  * bitmaps that must partition {0..n-1}.
  * @return the schedule, or NULL with errno = EINVAL (not a partition) / ENOMEM.
  */
-struct isth_plan_sched *isth_plan_sched_new(
+struct isth_plan_cliques *isth_plan_cliques_new(
 	const char *name, int n, int nrounds, const int *ncliques, const uint64_t *const *cliques);
 
 /**
  * Build a built-in family: "all-to-all", "regional", "pairs", "triangles".
  * @return the schedule, or NULL with errno = EINVAL (unknown name or size).
  */
-struct isth_plan_sched *isth_plan_sched_family(const struct isth_topo *t, const char *name);
+struct isth_plan_cliques *isth_plan_cliques_family(const struct isth_topo *t, const char *name);
 
 /** Copy of a schedule. */
-struct isth_plan_sched *isth_plan_sched_dup(const struct isth_plan_sched *s);
+struct isth_plan_cliques *isth_plan_cliques_dup(const struct isth_plan_cliques *s);
 /** Free a schedule; NULL is accepted. */
-void isth_plan_sched_free(struct isth_plan_sched *s);
+void isth_plan_cliques_free(struct isth_plan_cliques *s);
 /** Name of the schedule. */
-const char *isth_plan_sched_name(const struct isth_plan_sched *s);
+const char *isth_plan_cliques_name(const struct isth_plan_cliques *s);
 /** Number of islands. */
-int isth_plan_sched_n(const struct isth_plan_sched *s);
+int isth_plan_cliques_n(const struct isth_plan_cliques *s);
 /** Number of rounds in the cycle. */
-int isth_plan_sched_nrounds(const struct isth_plan_sched *s);
+int isth_plan_cliques_nrounds(const struct isth_plan_cliques *s);
 /** Number of cliques in round @p r (taken modulo the cycle). */
-int isth_plan_sched_ncliques(const struct isth_plan_sched *s, int r);
+int isth_plan_cliques_ncliques(const struct isth_plan_cliques *s, int r);
 /** Bitmap of clique @p c of round @p r. */
-uint64_t isth_plan_sched_clique(const struct isth_plan_sched *s, int r, int c);
+uint64_t isth_plan_cliques_clique(const struct isth_plan_cliques *s, int r, int c);
 /** Bitmap of the clique containing island @p i in round @p r. */
-uint64_t isth_plan_sched_clique_of(const struct isth_plan_sched *s, int r, int i);
+uint64_t isth_plan_cliques_clique_of(const struct isth_plan_cliques *s, int r, int i);
 
 /**
  * Survival curve averaged over origins i and phases s: out[k] for
@@ -128,13 +128,13 @@ uint64_t isth_plan_sched_clique_of(const struct isth_plan_sched *s, int r, int i
  * @return 0, or -EINVAL.
  */
 int isth_plan_survival(
-	const struct isth_plan_sched *s, enum isth_plan_surv kind, double *out, int kmax);
+	const struct isth_plan_cliques *s, enum isth_plan_surv kind, double *out, int kmax);
 
 /**
  * A = mean over i and s of sum_{k>=0} S(k). INFINITY if the schedule never
  * mixes globally (the union of its cliques does not connect all islands).
  */
-double isth_plan_A(const struct isth_plan_sched *s, enum isth_plan_surv kind);
+double isth_plan_A(const struct isth_plan_cliques *s, enum isth_plan_surv kind);
 
 /* ------------------------------------------------------------------ */
 /* The LP                                                              */
@@ -146,7 +146,7 @@ double isth_plan_A(const struct isth_plan_sched *s, enum isth_plan_surv kind);
  * @return 0 (feasible or not, see isth_plan_result_feasible()), -EINVAL,
  *         -ENOMEM, or -EIO if GLPK failed (its error was caught).
  */
-int isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
+int isth_plan_solve(const struct isth_topo *t, const struct isth_plan_cliques *s,
 	const struct isth_plan_params *p, struct isth_plan_result **out);
 
 /** Free a result; NULL is accepted. */
@@ -173,7 +173,7 @@ int isth_plan_result_lp_iterations(const struct isth_plan_result *r);
  * @p tau (ms from the round start) in round @p r, from the fluid model.
  */
 double isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_topo *t,
-	const struct isth_plan_sched *s, int round, int i, double tau);
+	const struct isth_plan_cliques *s, int round, int i, double tau);
 
 /**
  * Number of rounds whose LP is not trusted (the cutting-plane cap was hit,
@@ -198,7 +198,7 @@ int isth_plan_result_route(const struct isth_plan_result *r, const struct isth_t
  * arrival breakpoints); NAN if @p r is infeasible or does not match.
  */
 double isth_plan_result_peak_memory(const struct isth_plan_result *r, const struct isth_topo *t,
-	const struct isth_plan_sched *s, int i);
+	const struct isth_plan_cliques *s, int i);
 
 /**
  * Check every round of a solved schedule against the model, independently
@@ -213,7 +213,7 @@ double isth_plan_result_peak_memory(const struct isth_plan_result *r, const stru
  * @return 0 if every round holds, -ERANGE on a violation, -EINVAL if the
  *         arguments do not match or @p r is infeasible, -ENOMEM.
  */
-int isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
+int isth_plan_check(const struct isth_topo *t, const struct isth_plan_cliques *s,
 	const struct isth_plan_params *p, const struct isth_plan_result *r, char *err,
 	size_t errlen);
 
@@ -233,7 +233,7 @@ int isth_plan_check(const struct isth_topo *t, const struct isth_plan_sched *s,
  *         infeasible or not matching, ENOMEM).
  */
 struct isth_sched *isth_plan_result_sched(const struct isth_topo *t,
-	const struct isth_plan_sched *s, const struct isth_plan_params *p,
+	const struct isth_plan_cliques *s, const struct isth_plan_params *p,
 	const struct isth_plan_result *r, uint64_t epoch_ns, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ */
@@ -260,8 +260,8 @@ typedef void (*isth_plan_progress_fn)(double elapsed_s, long evals, double best_
  * @return the best schedule found (name "search"), or NULL with errno set
  *         (EINVAL, ENOMEM, EIO; ENOENT if nothing feasible was found).
  */
-struct isth_plan_sched *isth_plan_search(const struct isth_topo *t,
-	const struct isth_plan_params *p, const struct isth_plan_sched *init, long iterations,
+struct isth_plan_cliques *isth_plan_search(const struct isth_topo *t,
+	const struct isth_plan_params *p, const struct isth_plan_cliques *init, long iterations,
 	double seconds, unsigned seed, int *cut_short, isth_plan_progress_fn progress, void *arg);
 
 /* ------------------------------------------------------------------ */

@@ -905,7 +905,7 @@ out:
  */
 struct solve_job {
 	const struct isth_topo *t;
-	const struct isth_plan_sched *s;
+	const struct isth_plan_cliques *s;
 	const struct isth_plan_params *p;
 	struct plan_round *o; /* nrounds outcomes */
 	int *ret; /* per round: plan_solve_round()'s return */
@@ -959,7 +959,7 @@ cmp_u64(const void *a, const void *b)
 /* dup[k]: the first earlier round with the same set of cliques (it has
  * the same LP, routes included), or -1. */
 static void
-find_dups(const struct isth_plan_sched *s, int *dup)
+find_dups(const struct isth_plan_cliques *s, int *dup)
 {
 	uint64_t(*key)[NMAX] = calloc(s->nrounds, sizeof(*key));
 	int k, q;
@@ -997,7 +997,7 @@ plan_nthreads(const struct isth_plan_params *p, int nrounds)
 }
 
 int
-isth_plan_solve(const struct isth_topo *t, const struct isth_plan_sched *s,
+isth_plan_solve(const struct isth_topo *t, const struct isth_plan_cliques *s,
 	const struct isth_plan_params *p, struct isth_plan_result **out)
 {
 	struct isth_plan_result *r;

@@ -8,7 +8,7 @@
 
 #define NMAX ISTH_PLAN_MAX_ISLANDS
 
-struct isth_plan_sched {
+struct isth_plan_cliques {
 	char name[32];
 	int n;
 	int nrounds;

@@ -98,7 +98,7 @@ round_T(struct ctx *C, int n, const uint8_t *lab)
 	return T;
 }
 
-static struct isth_plan_sched *
+static struct isth_plan_cliques *
 to_sched(int n, const struct sstate *s)
 {
 	uint64_t cl[LMAX][NMAX];
@@ -109,13 +109,13 @@ to_sched(int n, const struct sstate *s)
 		nc[r] = round_cliques(n, s->lab[r], cl[r]);
 		pp[r] = cl[r];
 	}
-	return isth_plan_sched_new("search", n, s->L, nc, pp);
+	return isth_plan_cliques_new("search", n, s->L, nc, pp);
 }
 
 static double
 objective(struct ctx *C, int n, const struct sstate *s)
 {
-	struct isth_plan_sched *sc;
+	struct isth_plan_cliques *sc;
 	double T = 0, A;
 	int r;
 
@@ -130,12 +130,12 @@ objective(struct ctx *C, int n, const struct sstate *s)
 	if (sc == NULL)
 		return INFINITY;
 	A = isth_plan_A(sc, ISTH_PLAN_SURV_FLOOD);
-	isth_plan_sched_free(sc);
+	isth_plan_cliques_free(sc);
 	return T * (A + 0.5);
 }
 
 static void
-from_sched(const struct isth_plan_sched *sc, struct sstate *s)
+from_sched(const struct isth_plan_cliques *sc, struct sstate *s)
 {
 	int r, i;
 
@@ -196,7 +196,7 @@ mutate(int n, struct sstate *s)
  * that exists if none is feasible) and @p init. Returns its objective.
  */
 static double
-search_start(struct ctx *C, int n, const struct isth_plan_sched *init, struct sstate *cur)
+search_start(struct ctx *C, int n, const struct isth_plan_cliques *init, struct sstate *cur)
 {
 	static const char *fam[] = {"all-to-all", "triangles", "pairs", "regional"};
 	double fbest = INFINITY, v;
@@ -205,12 +205,12 @@ search_start(struct ctx *C, int n, const struct isth_plan_sched *init, struct ss
 
 	memset(cur, 0, sizeof(*cur));
 	for (f = 0; f < 4; f++) {
-		struct isth_plan_sched *sc = isth_plan_sched_family(C->t, fam[f]);
+		struct isth_plan_cliques *sc = isth_plan_cliques_family(C->t, fam[f]);
 
 		if (sc == NULL)
 			continue;
 		from_sched(sc, &s);
-		isth_plan_sched_free(sc);
+		isth_plan_cliques_free(sc);
 		v = objective(C, n, &s);
 		if (v < fbest || cur->L == 0) {
 			if (v < fbest)
@@ -229,9 +229,9 @@ search_start(struct ctx *C, int n, const struct isth_plan_sched *init, struct ss
 	return fbest;
 }
 
-struct isth_plan_sched *
+struct isth_plan_cliques *
 isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
-	const struct isth_plan_sched *init, long iterations, double seconds, unsigned seed,
+	const struct isth_plan_cliques *init, long iterations, double seconds, unsigned seed,
 	int *cut_short, isth_plan_progress_fn progress, void *arg)
 {
 	struct ctx C = {0};

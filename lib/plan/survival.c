@@ -9,7 +9,7 @@
 
 /* Does the union of all cliques over the cycle connect every island? */
 static int
-mixes(const struct isth_plan_sched *s)
+mixes(const struct isth_plan_cliques *s)
 {
 	uint64_t all = s->n == 64 ? ~0ULL : (1ULL << s->n) - 1, reach = 1, prev = 0;
 	int r, c;
@@ -26,7 +26,7 @@ mixes(const struct isth_plan_sched *s)
 
 /* One generation: informed set after k rounds, starting at phase ph. */
 static uint64_t
-flood_step(const struct isth_plan_sched *s, int ph, uint64_t inf)
+flood_step(const struct isth_plan_cliques *s, int ph, uint64_t inf)
 {
 	int r = ph % s->nrounds, c;
 	uint64_t out = inf;
@@ -39,7 +39,7 @@ flood_step(const struct isth_plan_sched *s, int ph, uint64_t inf)
 
 /* Phi <- W_r Phi: each row becomes the mean of its clique's rows. */
 static void
-avg_step(const struct isth_plan_sched *s, int r, double *phi, double *tmp)
+avg_step(const struct isth_plan_cliques *s, int r, double *phi, double *tmp)
 {
 	int n = s->n, c, i, j;
 
@@ -75,7 +75,7 @@ frob_term(const double *phi, int n)
 
 /* Accumulate the curve for one phase; returns the sum over k < kmax. */
 static double
-curve_phase(const struct isth_plan_sched *s, enum isth_plan_surv kind, int ph, double *out,
+curve_phase(const struct isth_plan_cliques *s, enum isth_plan_surv kind, int ph, double *out,
 	int kmax, double *phi, double *tmp)
 {
 	int n = s->n, i, k;
@@ -119,7 +119,8 @@ curve_phase(const struct isth_plan_sched *s, enum isth_plan_surv kind, int ph, d
 }
 
 int
-isth_plan_survival(const struct isth_plan_sched *s, enum isth_plan_surv kind, double *out, int kmax)
+isth_plan_survival(
+	const struct isth_plan_cliques *s, enum isth_plan_surv kind, double *out, int kmax)
 {
 	double *phi, *tmp;
 	int ph, k;
@@ -144,7 +145,7 @@ isth_plan_survival(const struct isth_plan_sched *s, enum isth_plan_surv kind, do
 }
 
 double
-isth_plan_A(const struct isth_plan_sched *s, enum isth_plan_surv kind)
+isth_plan_A(const struct isth_plan_cliques *s, enum isth_plan_surv kind)
 {
 	double *phi, *tmp, sum = 0;
 	int ph, kmax;

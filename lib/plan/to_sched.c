@@ -2,7 +2,7 @@
 /*
  * A solved plan in the schedule file's form: a struct isth_sched of
  * lib/sched, the one owner of the file format, which the caller saves.
- * lib/plan keeps its own struct isth_plan_sched for what it searches and
+ * lib/plan keeps its own struct isth_plan_cliques for what it searches and
  * solves (partitions only, no times or rates); this is the one place where
  * a plan becomes a schedule.
  */
@@ -16,15 +16,15 @@
 
 /* Round @p round's cliques, senders and routes into @p S; 0 or -EINVAL with @p err. */
 static int
-add_round(struct isth_sched *S, const struct isth_topo *t, const struct isth_plan_sched *s,
+add_round(struct isth_sched *S, const struct isth_topo *t, const struct isth_plan_cliques *s,
 	const struct isth_plan_params *p, const struct isth_plan_result *r, int round, char *err,
 	size_t errlen)
 {
 	uint64_t cl[NMAX];
-	int n = isth_topo_n(t), nc = isth_plan_sched_ncliques(s, round), i, c;
+	int n = isth_topo_n(t), nc = isth_plan_cliques_ncliques(s, round), i, c;
 
 	for (c = 0; c < nc; c++)
-		cl[c] = isth_plan_sched_clique(s, round, c);
+		cl[c] = isth_plan_cliques_clique(s, round, c);
 	if (isth_sched_set_round(S, round, nc, cl) < 0) {
 		snprintf(err, errlen, "cannot build schedule: round %d", round);
 		return -EINVAL;
@@ -32,7 +32,7 @@ add_round(struct isth_sched *S, const struct isth_topo *t, const struct isth_pla
 	for (i = 0; i < n; i++) {
 		double off = isth_plan_result_offset(r, round, i);
 		double dur = isth_plan_result_duration(r, round, i);
-		uint64_t rate, peers = isth_plan_sched_clique_of(s, round, i) & ~(1ULL << i);
+		uint64_t rate, peers = isth_plan_cliques_clique_of(s, round, i) & ~(1ULL << i);
 
 		if (isnan(off))
 			continue;
@@ -61,7 +61,7 @@ add_round(struct isth_sched *S, const struct isth_topo *t, const struct isth_pla
 }
 
 struct isth_sched *
-isth_plan_result_sched(const struct isth_topo *t, const struct isth_plan_sched *s,
+isth_plan_result_sched(const struct isth_topo *t, const struct isth_plan_cliques *s,
 	const struct isth_plan_params *p, const struct isth_plan_result *r, uint64_t epoch_ns,
 	char *err, size_t errlen)
 {
@@ -71,13 +71,13 @@ isth_plan_result_sched(const struct isth_topo *t, const struct isth_plan_sched *
 	int n, nr, i, rd, e;
 
 	if (t == NULL || s == NULL || p == NULL || r == NULL || !isth_plan_result_feasible(r) ||
-		isth_plan_sched_n(s) != isth_topo_n(t)) {
+		isth_plan_cliques_n(s) != isth_topo_n(t)) {
 		snprintf(err, errlen, "cannot build schedule: %s", strerror(EINVAL));
 		errno = EINVAL;
 		return NULL;
 	}
 	n = isth_topo_n(t);
-	nr = isth_plan_sched_nrounds(s);
+	nr = isth_plan_cliques_nrounds(s);
 	for (i = 0; i < n; i++)
 		names[i] = isth_topo_name(t, i);
 	/* T up to the next ns, +1 ns: every planned stream ends inside the round */

@@ -124,7 +124,7 @@ timed_plan(const struct isth_topo *t, const char *fam, double M, int threads, in
 		return -1;
 	if (pid == 0) {
 		struct isth_plan_params p;
-		struct isth_plan_sched *sc = isth_plan_sched_family(t, fam);
+		struct isth_plan_cliques *sc = isth_plan_cliques_family(t, fam);
 		struct isth_plan_result *r = NULL;
 		double t0;
 
@@ -235,7 +235,7 @@ main(int argc, char **argv)
 		for (f = 0; f < sizeof(fam) / sizeof(fam[0]); f++)
 			for (int m = 0; m < 2; m++) {
 				struct isth_plan_params p;
-				struct isth_plan_sched *sc = isth_plan_sched_family(t, fam[f]);
+				struct isth_plan_cliques *sc = isth_plan_cliques_family(t, fam[f]);
 				struct isth_plan_result *r = NULL;
 				double t0, el;
 
@@ -253,7 +253,7 @@ main(int argc, char **argv)
 					isth_plan_result_T(r));
 				fflush(stdout);
 				isth_plan_result_free(r);
-				isth_plan_sched_free(sc);
+				isth_plan_cliques_free(sc);
 			}
 		isth_topo_free(t);
 	}

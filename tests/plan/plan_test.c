@@ -44,7 +44,7 @@ exact_params(double payload, double memory)
 
 /* Every schedule a test produces goes through the library's final check. */
 static struct isth_plan_result *
-solve(struct isth_topo *t, struct isth_plan_sched *s, const struct isth_plan_params *p)
+solve(struct isth_topo *t, struct isth_plan_cliques *s, const struct isth_plan_params *p)
 {
 	struct isth_plan_result *r = NULL;
 	int ret = isth_plan_solve(t, s, p, &r);
@@ -62,7 +62,7 @@ solve(struct isth_topo *t, struct isth_plan_sched *s, const struct isth_plan_par
 Test(plan, two_site_round_time)
 {
 	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
 	/* 12.5 MB at 10 Gbit/s is 8 * 12.5e6 / 10e9 s = 10 ms; plus 10 ms latency */
 	struct isth_plan_params p = exact_params(12.5e6, 0);
 	struct isth_plan_result *r = solve(t, s, &p);
@@ -90,7 +90,7 @@ Test(plan, two_site_round_time)
 	cr_assert_float_eq(isth_plan_result_T(r), 10.0 + 100.0, 1e-6);
 	cr_assert_str_eq(isth_plan_result_binding(r), "access");
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -108,7 +108,7 @@ Test(plan, threads_and_repeated_rounds)
 	uint64_t r0[] = {0x3, 0x4}, r1[] = {0x4, 0x3}, r2[] = {0x1, 0x6};
 	const uint64_t *cl[] = {r0, r1, r2};
 	int nc[] = {2, 2, 2}, lps[3] = {0};
-	struct isth_plan_sched *s = isth_plan_sched_new("rep", 3, 3, nc, cl);
+	struct isth_plan_cliques *s = isth_plan_cliques_new("rep", 3, 3, nc, cl);
 	struct isth_plan_params p = exact_params(12.5e6, 0);
 	struct isth_plan_result *r;
 
@@ -132,7 +132,7 @@ Test(plan, threads_and_repeated_rounds)
 	cr_assert_eq(lps[1], lps[2], "LPs on 1 thread %d, on 2 %d", lps[1], lps[2]);
 	p.threads = -1;
 	cr_assert_eq(isth_plan_solve(t, s, &p, &r), -EINVAL);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -153,7 +153,7 @@ Test(plan, threads_and_repeated_rounds)
 Test(plan, triangle_aligned_offsets)
 {
 	struct isth_topo *t = topo(TRI_SITES, TRI_LINKS);
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 0);
 	struct isth_plan_result *r = solve(t, s, &p);
 
@@ -170,7 +170,7 @@ Test(plan, triangle_aligned_offsets)
 	r = solve(t, s, &p);
 	cr_assert_float_eq(isth_plan_result_T(r), 35.0, 1e-5);
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -204,7 +204,7 @@ Test(plan, memory_bound_stagger)
 {
 	static const double lat[3][3] = {{0, 10, 20}, {10, 0, 25}, {20, 25, 0}};
 	struct isth_topo *t = topo(TRI_SITES, TRI_LINKS);
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 12.5e6 / 5);
 	struct isth_plan_result *r = solve(t, s, &p);
 	double off[3], D[3], worst = 0;
@@ -234,7 +234,7 @@ Test(plan, memory_bound_stagger)
 	cr_assert(strncmp(isth_plan_result_binding(r), "memory @", 8) == 0, "%s",
 		isth_plan_result_binding(r));
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -247,7 +247,7 @@ Test(plan, memory_zero_star_aligns)
 {
 	struct isth_topo *t =
 		topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\n", LINKS_HDR "A,C,10,10,x\nB,C,30,10,x\n");
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 0);
 	struct isth_plan_result *r = solve(t, s, &p);
 
@@ -265,7 +265,7 @@ Test(plan, memory_zero_star_aligns)
 	cr_assert_float_eq(isth_plan_result_offset(r, 0, 2), 30.0, 1e-5);
 	cr_assert_float_eq(isth_plan_result_T(r), 80.0, 1e-4);
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -279,7 +279,7 @@ Test(plan, infeasible_alignment)
 {
 	struct isth_topo *t = topo(SITES_HDR "W,R,w\nX,R,x\nY,R,y\nZ,R,z\n",
 		LINKS_HDR "W,X,1,100,x\nX,Y,2,100,x\nY,Z,4,100,x\n");
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(1e6, 0);
 	struct isth_plan_result *r = solve(t, s, &p);
 
@@ -302,7 +302,7 @@ Test(plan, infeasible_alignment)
 	cr_assert(strncmp(isth_plan_result_binding(r), "completion:", 11) == 0, "%s",
 		isth_plan_result_binding(r));
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -321,7 +321,7 @@ Test(plan, shared_tree_capacity_and_replication)
 {
 	struct isth_topo *t =
 		topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n", LINKS_HDR "X,S,10,10,x\nS,Y,10,10,x\n");
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 12.5e6);
 	struct isth_plan_result *r = solve(t, s, &p);
 
@@ -332,7 +332,7 @@ Test(plan, shared_tree_capacity_and_replication)
 	r = solve(t, s, &p);
 	cr_assert_float_eq(isth_plan_result_T(r), 40.0, 1e-3);
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -352,7 +352,7 @@ Test(plan, shared_tree_capacity_and_replication)
 Test(plan, repair_headroom_scales_capacity)
 {
 	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 0);
 	struct isth_plan_result *r;
 
@@ -367,11 +367,11 @@ Test(plan, repair_headroom_scales_capacity)
 	r = solve(t, s, &p);
 	cr_assert_float_eq(isth_plan_result_T(r), 10.0 + 40.0 / 3.0, 1e-6);
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 
 	t = topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n", LINKS_HDR "X,S,10,10,x\nS,Y,10,10,x\n");
-	s = isth_plan_sched_family(t, "all-to-all");
+	s = isth_plan_cliques_family(t, "all-to-all");
 	p = exact_params(12.5e6, 12.5e6);
 	p.repair_headroom = 0.2;
 	r = solve(t, s, &p);
@@ -382,7 +382,7 @@ Test(plan, repair_headroom_scales_capacity)
 	r = solve(t, s, &p);
 	cr_assert_float_eq(isth_plan_result_T(r), 20.0 + 2 * 12.5, 1e-3);
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -396,7 +396,7 @@ Test(plan, repair_headroom_scales_capacity)
 Test(plan, repair_headroom_leaves_access_bound_rounds_and_is_checked)
 {
 	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 0);
 	struct isth_plan_result *r;
 	char err[256] = "";
@@ -415,7 +415,7 @@ Test(plan, repair_headroom_leaves_access_bound_rounds_and_is_checked)
 	cr_assert_eq(isth_plan_check(t, s, &p, r, err, sizeof(err)), -ERANGE);
 	cr_assert(strstr(err, "link A->B carries 1 streams at 1.25") != NULL, "%s", err);
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -423,7 +423,7 @@ Test(plan, repair_headroom_leaves_access_bound_rounds_and_is_checked)
 Test(plan, repair_headroom_out_of_range_refused)
 {
 	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 0);
 	struct isth_plan_result *r = solve(t, s, &p), *r2 = NULL;
 	const double bad[] = {-0.1, 0.5, 1.0, NAN, INFINITY};
@@ -441,7 +441,7 @@ Test(plan, repair_headroom_out_of_range_refused)
 		cr_assert(strstr(err, "repair headroom") != NULL, "%s", err);
 	}
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -457,7 +457,7 @@ Test(plan, cut_cap_warns_and_fits)
 {
 	struct isth_topo *t =
 		topo(SITES_HDR "X,R,x\nS,R,s\nY,R,y\n", LINKS_HDR "X,S,10,10,x\nS,Y,10,10,x\n");
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 12.5e6);
 	struct isth_plan_result *r;
 
@@ -476,7 +476,7 @@ Test(plan, cut_cap_warns_and_fits)
 	cr_assert_str_eq(isth_plan_result_warning(r, 0), "");
 	cr_assert_float_eq(isth_plan_result_T(r), 25.0 + sqrt(125.0), 1e-3);
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -492,7 +492,7 @@ Test(plan, check_finds_violations)
 {
 	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
 	struct isth_topo *slow = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,5,x\n");
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(12.5e6, 0), q;
 	struct isth_plan_result *r = solve(t, s, &p);
 	char err[256];
@@ -514,7 +514,7 @@ Test(plan, check_finds_violations)
 			67) == 0,
 		"%s", err);
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(slow);
 	isth_topo_free(t);
 }
@@ -534,7 +534,7 @@ Test(plan, routing_takes_the_wide_detour)
 	uint64_t cl[2] = {0x3, 0x4};
 	const uint64_t *pc[1] = {cl};
 	int nc = 2;
-	struct isth_plan_sched *s = isth_plan_sched_new("xy", 3, 1, &nc, pc);
+	struct isth_plan_cliques *s = isth_plan_cliques_new("xy", 3, 1, &nc, pc);
 	struct isth_plan_params p = exact_params(12.5e6, 12.5e6);
 	struct isth_plan_result *r;
 
@@ -546,7 +546,7 @@ Test(plan, routing_takes_the_wide_detour)
 	r = solve(t, s, &p);
 	cr_assert_float_eq(isth_plan_result_T(r), 20.0, 1e-6);
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -567,14 +567,14 @@ Test(plan, routing_takes_the_wide_detour)
 		  "D,E,1,100,x\n"
 
 static void
-assert_trees(const struct isth_topo *t, const struct isth_plan_sched *s,
+assert_trees(const struct isth_topo *t, const struct isth_plan_cliques *s,
 	const struct isth_plan_result *r)
 {
 	int n = isth_topo_n(t), k, j, i, h, nh, hops[64];
 
-	for (k = 0; k < isth_plan_sched_nrounds(s); k++)
+	for (k = 0; k < isth_plan_cliques_nrounds(s); k++)
 		for (j = 0; j < n; j++) {
-			uint64_t m = isth_plan_sched_clique_of(s, k, j);
+			uint64_t m = isth_plan_cliques_clique_of(s, k, j);
 			int parent[64];
 
 			for (i = 0; i < n; i++)
@@ -604,13 +604,13 @@ Test(plan, capacity_routes_are_trees)
 	struct isth_plan_params p = exact_params(1.25e8, 1.25e8);
 
 	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
-		struct isth_plan_sched *s = isth_plan_sched_family(t, fam[f]);
+		struct isth_plan_cliques *s = isth_plan_cliques_family(t, fam[f]);
 		struct isth_plan_result *r = solve(t, s, &p); /* the checker accepts it */
 
 		cr_assert(isth_plan_result_feasible(r), "%s", fam[f]);
 		assert_trees(t, s, r);
 		isth_plan_result_free(r);
-		isth_plan_sched_free(s);
+		isth_plan_cliques_free(s);
 	}
 	isth_topo_free(t);
 }
@@ -626,7 +626,7 @@ Test(plan, capacity_routes_are_trees)
 Test(plan, check_refuses_routes_that_rejoin)
 {
 	struct isth_topo *t = topo(TREE5_SITES, TREE5_LINKS);
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(1.25e8, 1.25e8), q;
 	struct isth_plan_result *r;
 	int E = 4, B = 1, hops[64], nh, c, found = 0;
@@ -651,7 +651,7 @@ Test(plan, check_refuses_routes_that_rejoin)
 	isth_plan_check(t, s, &q, r, err, sizeof(err));
 	cr_assert(strstr(err, "not a tree") == NULL, "%s", err);
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -675,7 +675,7 @@ Test(plan, edge_replication_finds_the_detour)
 {
 	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\n",
 		LINKS_HDR "A,B,10,20,x\nA,C,6,100,x\nC,B,6,100,x\n");
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
 	struct isth_plan_params p = exact_params(1.25e8, 1.25e8);
 	struct isth_plan_result *r;
 	int hops[8];
@@ -692,7 +692,7 @@ Test(plan, edge_replication_finds_the_detour)
 	r = solve(t, s, &p);
 	cr_assert_float_eq(isth_plan_result_T(r), 60.0, 1e-6);
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -709,14 +709,14 @@ Test(plan, routing_nine_city_all_to_all, .timeout = 120)
 	char err[256] = "";
 	struct isth_topo *t = isth_topo_load(SRCDIR "/conf/topologies/nine-city-sites.csv",
 		SRCDIR "/conf/topologies/nine-city-links.csv", err, sizeof(err));
-	struct isth_plan_sched *a2a, *tri;
+	struct isth_plan_cliques *a2a, *tri;
 	struct isth_plan_params p;
 	struct isth_plan_result *r;
 	double Ta, Ts, Tt;
 
 	cr_assert_not_null(t, "%s", err);
-	a2a = isth_plan_sched_family(t, "all-to-all");
-	tri = isth_plan_sched_family(t, "triangles");
+	a2a = isth_plan_cliques_family(t, "all-to-all");
+	tri = isth_plan_cliques_family(t, "triangles");
 	isth_plan_params_default(&p);
 	p.payload_bytes = 1.3e9;
 	p.memory_bytes = 32e9;
@@ -733,8 +733,8 @@ Test(plan, routing_nine_city_all_to_all, .timeout = 120)
 	cr_assert_geq(Ts, 728.0, "shortest: %.1f", Ts);
 	cr_assert_leq(Ta, 540.0, "capacity: %.1f", Ta);
 	cr_assert_lt(Ta * 1.5, Tt * 2.25, "all-to-all %.1f x 1.5 vs triangles %.1f x 2.25", Ta, Tt);
-	isth_plan_sched_free(a2a);
-	isth_plan_sched_free(tri);
+	isth_plan_cliques_free(a2a);
+	isth_plan_cliques_free(tri);
 	isth_topo_free(t);
 }
 
@@ -778,7 +778,7 @@ Test(plan, solver_agrees_with_previous_within_1ppm, .timeout = 120)
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		char sp[512], lp[512], err[256] = "";
 		struct isth_topo *t;
-		struct isth_plan_sched *s;
+		struct isth_plan_cliques *s;
 		struct isth_plan_params p;
 		struct isth_plan_result *r;
 		double T;
@@ -787,7 +787,7 @@ Test(plan, solver_agrees_with_previous_within_1ppm, .timeout = 120)
 		snprintf(lp, sizeof(lp), SRCDIR "/conf/topologies/%s-links.csv", c[i].topo);
 		t = isth_topo_load(sp, lp, err, sizeof(err));
 		cr_assert_not_null(t, "%s", err);
-		s = isth_plan_sched_family(t, c[i].fam);
+		s = isth_plan_cliques_family(t, c[i].fam);
 		cr_assert_not_null(s);
 		isth_plan_params_default(&p);
 		p.payload_bytes = 1e9;
@@ -810,10 +810,10 @@ Test(plan, solver_agrees_with_previous_within_1ppm, .timeout = 120)
 			cr_assert_leq(fabs(T / c[i].T - 1), 1e-6, "%s %s M=%g: T %.9f, was %.9f",
 				c[i].topo, c[i].fam, c[i].M, T, c[i].T);
 		}
-		for (int k = 0; k < isth_plan_sched_nrounds(s); k++)
+		for (int k = 0; k < isth_plan_cliques_nrounds(s); k++)
 			cr_assert_str_empty(isth_plan_result_warning(r, k));
 		isth_plan_result_free(r);
-		isth_plan_sched_free(s);
+		isth_plan_cliques_free(s);
 		isth_topo_free(t);
 	}
 }
@@ -835,7 +835,7 @@ Test(plan, pairs_64_sites_round_converges, .timeout = 120)
 	uint64_t cl[64];
 	const uint64_t *clp[1] = {cl};
 	struct isth_topo *t;
-	struct isth_plan_sched *fam, *s;
+	struct isth_plan_cliques *fam, *s;
 	struct isth_plan_params p;
 	struct isth_plan_result *res;
 
@@ -854,12 +854,12 @@ Test(plan, pairs_64_sites_round_converges, .timeout = 120)
 				8 * r + 2, 8 * ((r + 3) % 8) + 6, 60.0 + r * 7);
 	}
 	t = topo(sites, links);
-	fam = isth_plan_sched_family(t, "pairs");
+	fam = isth_plan_cliques_family(t, "pairs");
 	cr_assert_not_null(fam);
-	nc[0] = isth_plan_sched_ncliques(fam, 7);
+	nc[0] = isth_plan_cliques_ncliques(fam, 7);
 	for (i = 0; i < nc[0]; i++)
-		cl[i] = isth_plan_sched_clique(fam, 7, i);
-	s = isth_plan_sched_new("pairs-round-7", 64, 1, nc, clp);
+		cl[i] = isth_plan_cliques_clique(fam, 7, i);
+	s = isth_plan_cliques_new("pairs-round-7", 64, 1, nc, clp);
 	cr_assert_not_null(s);
 	isth_plan_params_default(&p);
 	p.payload_bytes = 1e9;
@@ -871,8 +871,8 @@ Test(plan, pairs_64_sites_round_converges, .timeout = 120)
 	cr_assert_lt(isth_plan_result_lp_iterations(res), 200, "%d LPs",
 		isth_plan_result_lp_iterations(res));
 	isth_plan_result_free(res);
-	isth_plan_sched_free(s);
-	isth_plan_sched_free(fam);
+	isth_plan_cliques_free(s);
+	isth_plan_cliques_free(fam);
 	isth_topo_free(t);
 }
 
@@ -889,7 +889,7 @@ Test(plan, pairs_64_sites_round_converges, .timeout = 120)
 Test(plan, survival_all_to_all)
 {
 	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "all-to-all");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
 	double S[4];
 
 	/* one round reaches everyone: S = 1, 0, 0, ... -> A = 1 */
@@ -898,7 +898,7 @@ Test(plan, survival_all_to_all)
 	cr_assert_eq(isth_plan_survival(s, ISTH_PLAN_SURV_FLOOD, S, 4), 0);
 	cr_assert_float_eq(S[0], 1.0, 1e-12);
 	cr_assert_float_eq(S[1], 0.0, 1e-12);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -916,7 +916,7 @@ Test(plan, survival_two_orthogonal_triangle_classes)
 	uint64_t cols[3] = {0x049, 0x092, 0x124};
 	const uint64_t *cl[2] = {rows, cols};
 	int nc[2] = {3, 3};
-	struct isth_plan_sched *s = isth_plan_sched_new("grid", 9, 2, nc, cl);
+	struct isth_plan_cliques *s = isth_plan_cliques_new("grid", 9, 2, nc, cl);
 	double S[4];
 
 	cr_assert_not_null(s);
@@ -926,7 +926,7 @@ Test(plan, survival_two_orthogonal_triangle_classes)
 	cr_assert_float_eq(S[0], 1.0, 1e-12);
 	cr_assert_float_eq(S[1], 0.75, 1e-12);
 	cr_assert_float_eq(S[2], 0.0, 1e-12);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 }
 
 /*
@@ -938,17 +938,17 @@ Test(plan, survival_pairs_and_regional)
 {
 	struct isth_topo *t = topo(SITES_HDR "A,E,a\nB,E,b\nC,W,c\nD,W,d\n",
 		LINKS_HDR "A,B,1,10,x\nB,C,1,10,x\nC,D,1,10,x\n");
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "pairs");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "pairs");
 
-	cr_assert_eq(isth_plan_sched_nrounds(s), 3);
+	cr_assert_eq(isth_plan_cliques_nrounds(s), 3);
 	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD), 5.0 / 3.0, 1e-12);
 	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_AVG), 4.0 / 3.0, 1e-9);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	/* regional never mixes globally */
-	s = isth_plan_sched_family(t, "regional");
+	s = isth_plan_cliques_family(t, "regional");
 	cr_assert(isinf(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD)));
 	cr_assert(isinf(isth_plan_A(s, ISTH_PLAN_SURV_AVG)));
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -971,7 +971,7 @@ Test(plan, tiny_payloads_solve, .timeout = 60)
 			diam = fmax(diam, isth_topo_latency(t, a, b));
 	for (size_t k = 0; k < sizeof(P) / sizeof(P[0]); k++)
 		for (size_t f = 0; f < 3; f++) {
-			struct isth_plan_sched *s = isth_plan_sched_family(t, fam[f]);
+			struct isth_plan_cliques *s = isth_plan_cliques_family(t, fam[f]);
 
 			for (int m = 0; m < 2; m++) {
 				struct isth_plan_params p = exact_params(P[k], m ? P[k] : 0);
@@ -989,7 +989,7 @@ Test(plan, tiny_payloads_solve, .timeout = 60)
 				}
 				isth_plan_result_free(r);
 			}
-			isth_plan_sched_free(s);
+			isth_plan_cliques_free(s);
 		}
 	isth_topo_free(t);
 }
@@ -997,13 +997,13 @@ Test(plan, tiny_payloads_solve, .timeout = 60)
 /* ---- families ---- */
 
 static void
-check_pairs_once(const struct isth_plan_sched *s, int n, int maxsize)
+check_pairs_once(const struct isth_plan_cliques *s, int n, int maxsize)
 {
 	int seen[64][64] = {{0}};
 
-	for (int r = 0; r < isth_plan_sched_nrounds(s); r++)
-		for (int c = 0; c < isth_plan_sched_ncliques(s, r); c++) {
-			uint64_t m = isth_plan_sched_clique(s, r, c);
+	for (int r = 0; r < isth_plan_cliques_nrounds(s); r++)
+		for (int c = 0; c < isth_plan_cliques_ncliques(s, r); c++) {
+			uint64_t m = isth_plan_cliques_clique(s, r, c);
 
 			cr_assert_leq(__builtin_popcountll(m), maxsize);
 			for (int a = 0; a < n; a++)
@@ -1019,35 +1019,35 @@ check_pairs_once(const struct isth_plan_sched *s, int n, int maxsize)
 Test(plan, families_nine)
 {
 	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "triangles");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "triangles");
 
 	/* AG(2,3): 4 parallel classes of 3 lines; every pair on exactly one line;
 	 * the first class is the regions */
-	cr_assert_eq(isth_plan_sched_nrounds(s), 4);
+	cr_assert_eq(isth_plan_cliques_nrounds(s), 4);
 	for (int r = 0; r < 4; r++)
-		cr_assert_eq(isth_plan_sched_ncliques(s, r), 3);
-	cr_assert_eq(isth_plan_sched_clique_of(s, 0, 0), 0x007);
-	cr_assert_eq(isth_plan_sched_clique_of(s, 0, 4), 0x038);
+		cr_assert_eq(isth_plan_cliques_ncliques(s, r), 3);
+	cr_assert_eq(isth_plan_cliques_clique_of(s, 0, 0), 0x007);
+	cr_assert_eq(isth_plan_cliques_clique_of(s, 0, 4), 0x038);
 	check_pairs_once(s, 9, 3);
 	/* any two distinct parallel classes are orthogonal: A = 1.75 as above */
 	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD), 1.75, 1e-12);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 
 	/* circle method on 9: 9 rounds, 4 pairs and a bye each, every pair once */
-	s = isth_plan_sched_family(t, "pairs");
-	cr_assert_eq(isth_plan_sched_nrounds(s), 9);
+	s = isth_plan_cliques_family(t, "pairs");
+	cr_assert_eq(isth_plan_cliques_nrounds(s), 9);
 	for (int r = 0; r < 9; r++)
-		cr_assert_eq(isth_plan_sched_ncliques(s, r), 5);
+		cr_assert_eq(isth_plan_cliques_ncliques(s, r), 5);
 	check_pairs_once(s, 9, 2);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 
-	s = isth_plan_sched_family(t, "regional");
-	cr_assert_eq(isth_plan_sched_nrounds(s), 1);
-	cr_assert_eq(isth_plan_sched_ncliques(s, 0), 3);
-	isth_plan_sched_free(s);
+	s = isth_plan_cliques_family(t, "regional");
+	cr_assert_eq(isth_plan_cliques_nrounds(s), 1);
+	cr_assert_eq(isth_plan_cliques_ncliques(s, 0), 3);
+	isth_plan_cliques_free(s);
 
 	errno = 0;
-	cr_assert_null(isth_plan_sched_family(t, "hexagons"));
+	cr_assert_null(isth_plan_cliques_family(t, "hexagons"));
 	cr_assert_eq(errno, EINVAL);
 	isth_topo_free(t);
 }
@@ -1058,23 +1058,23 @@ Test(plan, triangles_generalise)
 	struct isth_topo *t = topo(SITES_HDR "a,X,a\nb,X,b\nc,X,c\nd,X,d\ne,Y,e\nf,Y,f\ng,Y,g\n",
 		LINKS_HDR "a,b,1,10,x\nb,c,1,10,x\nc,d,1,10,x\nd,e,1,10,x\n"
 			  "e,f,1,10,x\nf,g,1,10,x\n");
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "triangles");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "triangles");
 
 	cr_assert_not_null(s);
-	cr_assert_geq(isth_plan_sched_nrounds(s), 3);
-	for (int r = 0; r < isth_plan_sched_nrounds(s); r++) {
+	cr_assert_geq(isth_plan_cliques_nrounds(s), 3);
+	for (int r = 0; r < isth_plan_cliques_nrounds(s); r++) {
 		uint64_t all = 0;
 
-		for (int c = 0; c < isth_plan_sched_ncliques(s, r); c++) {
-			int k = __builtin_popcountll(isth_plan_sched_clique(s, r, c));
+		for (int c = 0; c < isth_plan_cliques_ncliques(s, r); c++) {
+			int k = __builtin_popcountll(isth_plan_cliques_clique(s, r, c));
 
 			cr_assert(k == 2 || k == 3);
-			all |= isth_plan_sched_clique(s, r, c);
+			all |= isth_plan_cliques_clique(s, r, c);
 		}
 		cr_assert_eq(all, 0x7f);
 	}
 	cr_assert(isfinite(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD)));
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -1084,9 +1084,9 @@ Test(plan, sched_new_rejects_non_partitions)
 	const uint64_t *a[1] = {over}, *b[1] = {miss}, *c[1] = {out};
 	int two = 2, one = 1;
 
-	cr_assert_null(isth_plan_sched_new("x", 3, 1, &two, a));
-	cr_assert_null(isth_plan_sched_new("x", 3, 1, &one, b));
-	cr_assert_null(isth_plan_sched_new("x", 3, 1, &two, c));
+	cr_assert_null(isth_plan_cliques_new("x", 3, 1, &two, a));
+	cr_assert_null(isth_plan_cliques_new("x", 3, 1, &one, b));
+	cr_assert_null(isth_plan_cliques_new("x", 3, 1, &two, c));
 }
 
 /* ---- routing and the ring baseline ---- */
@@ -1221,15 +1221,15 @@ Test(plan, pairs_rotation_mixes_faster)
 {
 	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\nD,R,d\nE,R,e\n",
 		LINKS_HDR "A,B,1,10,x\nB,C,1,10,x\nC,D,1,10,x\nD,E,1,10,x\n");
-	struct isth_plan_sched *s = isth_plan_sched_family(t, "pairs");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "pairs");
 
-	cr_assert_eq(isth_plan_sched_nrounds(s), 5);
+	cr_assert_eq(isth_plan_cliques_nrounds(s), 5);
 	check_pairs_once(s, 5, 2);
-	cr_assert_eq(isth_plan_sched_clique_of(s, 0, 0), 0x03);
-	cr_assert_eq(isth_plan_sched_clique_of(s, 0, 3), 0x18);
-	cr_assert_eq(isth_plan_sched_clique_of(s, 4, 1), 0x12);
+	cr_assert_eq(isth_plan_cliques_clique_of(s, 0, 0), 0x03);
+	cr_assert_eq(isth_plan_cliques_clique_of(s, 0, 3), 0x18);
+	cr_assert_eq(isth_plan_cliques_clique_of(s, 4, 1), 0x12);
 	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD), 58.25 / 25, 1e-12);
-	isth_plan_sched_free(s);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
 
@@ -1237,7 +1237,7 @@ Test(plan, search_bounded_and_no_worse)
 {
 	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
 	struct isth_plan_params p = exact_params(1e9, 0);
-	struct isth_plan_sched *tri = isth_plan_sched_family(t, "triangles"), *s;
+	struct isth_plan_cliques *tri = isth_plan_cliques_family(t, "triangles"), *s;
 	struct isth_plan_result *r;
 	double tri_obj, obj;
 
@@ -1251,8 +1251,8 @@ Test(plan, search_bounded_and_no_worse)
 	obj = isth_plan_result_T(r) * (isth_plan_A(s, ISTH_PLAN_SURV_FLOOD) + 0.5);
 	cr_assert_leq(obj, tri_obj + 1e-6);
 	isth_plan_result_free(r);
-	isth_plan_sched_free(s);
-	isth_plan_sched_free(tri);
+	isth_plan_cliques_free(s);
+	isth_plan_cliques_free(tri);
 	isth_topo_free(t);
 }
 
@@ -1266,7 +1266,7 @@ Test(plan, search_reproducible)
 {
 	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
 	struct isth_plan_params p = exact_params(1e9, 0);
-	struct isth_plan_sched *a, *b;
+	struct isth_plan_cliques *a, *b;
 	int cut = -1;
 
 	a = isth_plan_search(t, &p, NULL, 600, 60, 11, &cut, NULL, NULL);
@@ -1274,19 +1274,19 @@ Test(plan, search_reproducible)
 	cr_assert_eq(cut, 0);
 	b = isth_plan_search(t, &p, NULL, 600, 60, 11, NULL, NULL, NULL);
 	cr_assert_not_null(b);
-	cr_assert_eq(isth_plan_sched_nrounds(a), isth_plan_sched_nrounds(b));
-	for (int r = 0; r < isth_plan_sched_nrounds(a); r++) {
-		cr_assert_eq(isth_plan_sched_ncliques(a, r), isth_plan_sched_ncliques(b, r));
-		for (int c = 0; c < isth_plan_sched_ncliques(a, r); c++)
-			cr_assert_eq(
-				isth_plan_sched_clique(a, r, c), isth_plan_sched_clique(b, r, c));
+	cr_assert_eq(isth_plan_cliques_nrounds(a), isth_plan_cliques_nrounds(b));
+	for (int r = 0; r < isth_plan_cliques_nrounds(a); r++) {
+		cr_assert_eq(isth_plan_cliques_ncliques(a, r), isth_plan_cliques_ncliques(b, r));
+		for (int c = 0; c < isth_plan_cliques_ncliques(a, r); c++)
+			cr_assert_eq(isth_plan_cliques_clique(a, r, c),
+				isth_plan_cliques_clique(b, r, c));
 	}
-	isth_plan_sched_free(a);
-	isth_plan_sched_free(b);
+	isth_plan_cliques_free(a);
+	isth_plan_cliques_free(b);
 	a = isth_plan_search(t, &p, NULL, 100000, 0, 11, &cut, NULL, NULL);
 	cr_assert_not_null(a);
 	cr_assert_eq(cut, 1);
-	isth_plan_sched_free(a);
+	isth_plan_cliques_free(a);
 	isth_topo_free(t);
 }
 
