@@ -265,12 +265,13 @@ isth_text_parse_u64_prefix(const char *s, const char **end, uint64_t *out)
 	return 0;
 }
 
-int
-isth_text_parse_u64(const char *s, uint64_t *out)
+/* A number parsed by @prefix that must be the whole of @s. */
+static int
+parse_whole(int (*prefix)(const char *, const char **, uint64_t *), const char *s, uint64_t *out)
 {
 	const char *end;
 	uint64_t v;
-	int rc = isth_text_parse_u64_prefix(s, &end, &v);
+	int rc = prefix(s, &end, &v);
 
 	if (rc < 0)
 		return rc;
@@ -278,6 +279,12 @@ isth_text_parse_u64(const char *s, uint64_t *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+int
+isth_text_parse_u64(const char *s, uint64_t *out)
+{
+	return parse_whole(isth_text_parse_u64_prefix, s, out);
 }
 
 int
@@ -330,21 +337,11 @@ isth_text_parse_hex_prefix(const char *s, const char **end, uint64_t *out)
 int
 isth_text_parse_u64_or_hex(const char *s, uint64_t *out)
 {
-	const char *end;
-	uint64_t v;
-	int rc;
-
 	if (s == NULL || out == NULL)
 		return -EINVAL;
-	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
-		return isth_text_parse_u64(s, out);
-	rc = isth_text_parse_hex_prefix(s, &end, &v);
-	if (rc < 0)
-		return rc;
-	if (*end != '\0')
-		return -EINVAL;
-	*out = v;
-	return 0;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		return parse_whole(isth_text_parse_hex_prefix, s, out);
+	return isth_text_parse_u64(s, out);
 }
 
 int
