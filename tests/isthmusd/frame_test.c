@@ -17,6 +17,7 @@
 #include <rte_mbuf.h>
 
 #include "isthd.h"
+#include "isth_test_isthd.h"
 
 #define HEADROOM 128u
 #define MAX_MSG (65535u - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE)
@@ -72,7 +73,7 @@ Test(isthmusd_frame, template_frames_equal_the_general_builder)
 	static const uint32_t ips[][2] = {{0x0a0a0001, 0x0a0a0002}, {0xffffffff, 0xfffffffe},
 		{0, 0}, {0xc0a80101, 0x7f000001}};
 	static const uint16_t ports[][2] = {{4791, 4791}, {0xffff, 0xfffe}, {1, 0}};
-	struct isthd *d = calloc(1, sizeof(*d));
+	struct isthd *d = isth_test_isthd_new();
 	uint8_t *buf = malloc(HEADROOM + MAX_MSG);
 
 	cr_assert_not_null(d);
@@ -98,7 +99,7 @@ Test(isthmusd_frame, template_frames_equal_the_general_builder)
 
 Test(isthmusd_frame, a_message_no_ipv4_datagram_holds_is_refused)
 {
-	struct isthd *d = calloc(1, sizeof(*d));
+	struct isthd *d = isth_test_isthd_new();
 	uint8_t *buf = malloc(HEADROOM + MAX_MSG + 1);
 	struct rte_mbuf m;
 

@@ -25,13 +25,14 @@
 #include "isth_test_eal.h"
 #include "isth_clock.h"
 #include "isthd.h"
+#include "isth_test_isthd.h"
 
 #define MS 1000000ull
 
 static struct isthd *
 edge(uint64_t slack_ns)
 {
-	struct isthd *d = calloc(1, sizeof(*d));
+	struct isthd *d = isth_test_isthd_new();
 
 	cr_assert_not_null(d);
 	d->n_islands = 4;
@@ -667,7 +668,7 @@ pair(uint64_t *tsc, uint64_t *ns)
  * this was written on, and 57 ms by the time a testbed's epoch came). */
 Test(isthmusd_clock, tsc_rate_keeps_to_the_system_clock)
 {
-	struct isthd *d = calloc(1, sizeof(*d));
+	struct isthd *d = isth_test_isthd_new();
 	struct timespec w = {.tv_sec = 1};
 	uint64_t tsc = 0, ns = 0;
 	int64_t diff;
