@@ -15,6 +15,7 @@
 
 #include "isth_fpga_model.h"
 #include "isth_text.h"
+#include "isth_version.h"
 
 static const char usage[] =
 	"usage: isthmus-fpga-model --shm NAME [options]\n"
@@ -27,6 +28,8 @@ static const char usage[] =
 	"  --latency-ns NS     per-packet latency (default 0)\n"
 	"  --rate BYTES        H2D throughput limit, bytes/s (default: none)\n"
 	"  --replace           replace an existing object of that name\n"
+	"  --help              this text\n"
+	"  --version           print the version on one line and exit\n"
 	"Numbers take K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (powers of 1024):\n"
 	"8G is 8 x 10^9 bytes, 8Gi is 8 x 2^30.\n";
 
@@ -50,6 +53,8 @@ main(int argc, char **argv)
 	sigset_t set;
 	int c, sig;
 
+	if (isth_version_args("isthmus-fpga-model", argc, argv))
+		return 0;
 	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
 	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
 	 * (we were left to init before the prctl): leave. */

@@ -21,6 +21,7 @@
 #include "isth_wire.h"
 
 #include "options.h"
+#include "isth_version.h"
 
 /* --key-file: the keys and a tag engine for --owner. 0, or -1 (said why). */
 static int
@@ -156,6 +157,8 @@ main(int argc, char **argv)
 	char err[256];
 	int ret;
 
+	if (isth_version_args("isthmus-inject", argc, argv))
+		return 0;
 	ret = inject_args_parse(argc, argv, &a);
 	if (ret >= 0)
 		return ret;

@@ -65,6 +65,7 @@ static const char usage[] =
 	"                     key of (epoch of --round, dir, owner): an insider's\n"
 	"                     or a key-thief's packets; N defaults to 64\n"
 	"  --help             this text\n"
+	"  --version          print the version on one line and exit\n"
 	"\n"
 	"Numbers are decimal (a leading zero is not octal: 010 is ten); hex only\n"
 	"where said.\n"

@@ -20,6 +20,7 @@
 #include "isth_island.h"
 #include "isth_text.h"
 #include "isth_wire.h"
+#include "isth_version.h"
 
 #define EXIT_USAGE 2
 
@@ -90,6 +91,7 @@ static const char usage[] =
 	"                   PORT + k % N: its [access] island_sockets must be N.\n"
 	"                   off: every socket is read by the main thread\n"
 	"  --help           this text\n"
+	"  --version        print the version on one line and exit\n"
 	"\n"
 	"Output: one line per round\n"
 	"  round R clique {..} chunks N complete C partial P missing <who/which>\n"
@@ -866,6 +868,8 @@ main(int argc, char **argv)
 	struct run u;
 	bool ok;
 
+	if (isth_version_args("isthmus-island", argc, argv))
+		return 0;
 	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
 	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
 	 * (we were left to init before the prctl): leave. */

@@ -13,6 +13,7 @@
 #include "isth_sched.h"
 #include "isth_text.h"
 #include "plan_app.h"
+#include "isth_version.h"
 
 #define EXIT_USAGE 1
 #define EXIT_TOPO 2
@@ -121,6 +122,7 @@ usage(FILE *f)
 		"                        memory occupancy of each memory value's winner\n"
 		"  --quiet               no progress on stderr\n"
 		"  --help                this text\n"
+		"  --version             print the version on one line and exit\n"
 		"\n"
 		"Questions this answers:\n"
 		"  Which schedule?       the row marked '*' (lowest T*(A+1/2)) per memory value.\n"
@@ -684,6 +686,8 @@ main(int argc, char **argv)
 	char err[512];
 	int i, pick;
 
+	if (isth_version_args("isthmus-plan", argc, argv))
+		return 0;
 	i = parse_args(argc, argv, &c);
 	if (i != CLI_GO)
 		return i;

@@ -28,6 +28,7 @@
 #include "isth_sched.h"
 #include "isth_text.h"
 #include "wan.h"
+#include "isth_version.h"
 
 #define NB_RXD 1024
 #define NB_TXD 1024
@@ -160,6 +161,7 @@ usage(FILE *f)
 		"exit)\n"
 		"  --print-routes        print links, unicast routes and multicast trees at start\n"
 		"  --help                this text\n"
+		"  --version             print the version on one line and exit\n"
 		"\n"
 		"Counters per link (pkts, bytes, queue_hw_bytes, queue_full, loss, ttl, "
 		"ring_full,\n"
@@ -776,6 +778,8 @@ main(int argc, char **argv)
 	bool eal = false;
 	int rc, i, ret = 1;
 
+	if (isth_version_args("isthmus-wan", argc, argv))
+		return 0;
 	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
 	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
 	 * (we were left to init before the prctl): leave. */

@@ -29,6 +29,7 @@
 #include "isth_clock.h"
 #include "isth_text.h"
 #include "isthd.h"
+#include "isth_version.h"
 
 static struct isthd daemon_state;
 
@@ -61,6 +62,7 @@ usage(FILE *f)
 		"  -r, --rounds N        stop after N rounds (0: run until signalled)\n"
 		"      --check           validate config and schedule, print a summary, exit\n"
 		"  -h, --help            this text\n"
+		"  --version             print the version on one line and exit\n"
 		"\n"
 		"Signals: SIGINT/SIGTERM stop cleanly (flush partial aggregates, print\n"
 		"counters); SIGHUP reloads the schedule file at the next round boundary\n"
@@ -252,6 +254,8 @@ main(int argc, char **argv)
 	char err[1024];
 	int rc, c, ret = ISTHD_EXIT_OK;
 
+	if (isth_version_args("isthmusd", argc, argv))
+		return 0;
 	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
 	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
 	 * (we were left to init before the prctl): leave. */

@@ -28,8 +28,12 @@ receives on every socket, a thread each, AGG stream k on socket k % N
 (the edge's ``[access] island_sockets`` must be N). ``isthmus.torch`` has
 a parameter averager for PyTorch (doc/training.md).
 """
-from ._isthmus import (DEFAULT_PORT, ROUNDS_KEPT, Error, Result, Round,
-                       Session, Timeout, bf16_round)
+from ._isthmus import (DEFAULT_PORT, ROUNDS_KEPT, VERSION, Error, Result,
+                       Round, Session, Timeout, bf16_round)
+
+#: The version the binding was built as, the same string every isthmus
+#: binary prints for --version: "0.1.0 (git 0123456789ab)".
+__version__ = VERSION
 
 
 def popcount(x):

@@ -24,6 +24,7 @@
 
 #include "isth_island.h"
 #include "isth_wire.h"
+#include "isth_version.h"
 
 static PyObject *IsthError; /* isthmus.Error(OSError) */
 static PyObject *IsthTimeout; /* isthmus.Timeout(Error, TimeoutError) */
@@ -1068,7 +1069,8 @@ PyInit__isthmus(void)
 		PyModule_AddObject(m, "Error", IsthError) < 0 ||
 		PyModule_AddObject(m, "Timeout", IsthTimeout) < 0 ||
 		PyModule_AddIntConstant(m, "ROUNDS_KEPT", ISTH_ISLAND_ROUNDS) < 0 ||
-		PyModule_AddIntConstant(m, "DEFAULT_PORT", ISTH_WIRE_PORT) < 0)
+		PyModule_AddIntConstant(m, "DEFAULT_PORT", ISTH_WIRE_PORT) < 0 ||
+		PyModule_AddStringConstant(m, "VERSION", ISTH_VERSION) < 0)
 		goto fail;
 	return m;
 fail:
