@@ -38,7 +38,8 @@ struct isthd_dp_stats;
  * Roles (doc/isthmusd.md, "Workers"): the work one worker must do for all,
  * because a port has one RX queue (no steering by chunk on these PMDs) or
  * one TX queue, or because a stream must have one writer. Worker 0 holds
- * them all; workers 1..N-1 none.
+ * all that apply (with one worker: RX and ACCESS_Q0 only; the relays only
+ * where a port has one TX queue); workers 1..N-1 none.
  */
 enum {
 	/* poll every RX queue of both ports: parse, verify (the replay

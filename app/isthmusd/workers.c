@@ -84,17 +84,20 @@ isthd_workers_roles(struct isthd *d)
 			w->role = ISTHD_ROLE_RX | ISTHD_ROLE_ACCESS_Q0;
 			if (n > 1)
 				w->role |= ISTHD_ROLE_STEER;
-			if (n > 1 && d->access_txq == 1)
+			/* txq <= 1, not == 1: a struct built by hand whose
+			 * ports never started (tests) has 0, and then no
+			 * worker but 0 may touch queue 0 either */
+			if (n > 1 && d->access_txq <= 1)
 				w->role |= ISTHD_ROLE_ACCESS_RELAY;
-			if (n > 1 && d->wan_txq == 1)
+			if (n > 1 && d->wan_txq <= 1)
 				w->role |= ISTHD_ROLE_WAN_RELAY;
 		}
 		w->tx[ISTHD_ACCESS].port = d->access_port;
 		w->tx[ISTHD_ACCESS].q = (uint16_t)(d->access_txq > 1 ? k : 0);
-		w->tx[ISTHD_ACCESS].ring = k && d->access_txq == 1 ? w->access_out : NULL;
+		w->tx[ISTHD_ACCESS].ring = k && d->access_txq <= 1 ? w->access_out : NULL;
 		w->tx[ISTHD_WAN].port = d->wan_port;
 		w->tx[ISTHD_WAN].q = (uint16_t)(d->wan_txq > 1 ? k : 0);
-		w->tx[ISTHD_WAN].ring = k && d->wan_txq == 1 ? w->wan_out : NULL;
+		w->tx[ISTHD_WAN].ring = k && d->wan_txq <= 1 ? w->wan_out : NULL;
 	}
 }
 
