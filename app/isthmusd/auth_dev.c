@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <rte_branch_prediction.h>
+#include <rte_cycles.h>
 #include <rte_mbuf.h>
 
 #include "isthd.h"
@@ -39,6 +40,30 @@ isthd_auth_dev_conf(const struct isthd *d, struct isth_backend_auth *a, uint64_t
 	a->arg = (void *)(uintptr_t)d;
 }
 
+/*
+ * A DATA whose tag the device verified, for WAN repair's tracking: the RX
+ * path leaves it to the verdict (rx.c, wan_rx_queue), since before it the
+ * DATA may be forged, and a forged chunk marked seen would never be NACKed
+ * (a tracking fed by unverified frames let a forged DATA with a bad tag
+ * hide a peer's lost chunk). Only the header fields tracking reads.
+ */
+static void
+dev_track(struct isthd *d, const uint8_t *msg)
+{
+	struct isth_wire_pkt p = {
+		.hdr = {
+			.type = ISTH_WIRE_DATA,
+			.flags = (uint16_t)(isth_wire_get_flags(msg) & ISTH_WIRE_F_RESENT),
+			.sender = isth_wire_get_hdr_sender(msg),
+			.round = isth_wire_get_hdr_round(msg),
+			.chunk = isth_wire_get_hdr_chunk(msg),
+		}};
+
+	/* such a backend runs with one worker (setup.c): worker 0 gets the
+	 * verdicts, on its own lcore */
+	isthd_repair_track(&d->workers[0], &p, isthd_tsc_to_ns(d, rte_rdtsc()));
+}
+
 /* Worker lcore, from the backend's aggregate_burst() or drain(). */
 void
 isthd_auth_dev_verdict(void *arg, const uint8_t *msg, int status)
@@ -55,6 +80,7 @@ isthd_auth_dev_verdict(void *arg, const uint8_t *msg, int status)
 		w = isthd_auth_window(d, ISTH_AUTH_WAN, msg);
 		if (w != NULL)
 			isth_auth_replay_accept(w, isth_wire_get_seq(msg));
+		dev_track(d, msg);
 		return;
 	case ISTH_AUTH_E_FORMAT:
 		why = ISTHD_DROP_auth_format;

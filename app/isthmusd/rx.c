@@ -378,7 +378,12 @@ wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 			drop(w, m, why);
 			continue;
 		}
-		isthd_repair_track(w, p, now_ns);
+		/* With the device verifying tags (auth_dev.c), this DATA is not
+		 * known to be genuine yet: WAN repair counts its chunk only on
+		 * the device's verdict (isthd_auth_dev_verdict), so that a
+		 * forged one can never hide a missing chunk from the NACKs. */
+		if (!d->auth.dev_verify)
+			isthd_repair_track(w, p, now_ns);
 		/* several workers: chunk % n_workers sums it (handoff.c) */
 		if (w->role & ISTHD_ROLE_STEER) {
 			unsigned int c = p->hdr.chunk % d->n_workers;

@@ -451,6 +451,13 @@ isth_wire_set_hdr_chunk(uint8_t *msg, uint32_t chunk)
 	isth_wire_put_be_(msg + ISTH_WIRE_OFF_CHUNK, 4, chunk);
 }
 
+/** Read the sender field of the message at @p msg (an island id). */
+static inline uint8_t
+isth_wire_get_hdr_sender(const uint8_t *msg)
+{
+	return msg[ISTH_WIRE_OFF_SENDER];
+}
+
 /** Read the stream field of the message at @p msg (flag bits 12..15). */
 static inline uint8_t
 isth_wire_get_stream(const uint8_t *msg)
