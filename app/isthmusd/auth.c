@@ -364,7 +364,7 @@ struct isth_auth_replay *
 isthd_auth_window(struct isthd *d, enum isth_auth_dir dir, const uint8_t *msg)
 {
 	struct isthd_auth *au = &d->auth;
-	unsigned int e, s, type = msg[ISTH_WIRE_OFF_TYPE], sender = msg[ISTH_WIRE_OFF_SENDER];
+	unsigned int e, s, type = msg[ISTH_WIRE_OFF_TYPE], sender = isth_wire_get_hdr_sender(msg);
 
 	for (e = 0; e < ISTH_AUTH_MAX_EPOCHS; e++)
 		if (au->slot_epoch[e] == msg[ISTH_WIRE_OFF_EPOCH])

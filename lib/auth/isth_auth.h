@@ -222,7 +222,7 @@ static inline void
 isth_auth_iv(const uint8_t *msg, uint8_t iv[ISTH_AUTH_IV_SIZE])
 {
 	iv[0] = msg[ISTH_WIRE_OFF_TYPE];
-	iv[1] = msg[ISTH_WIRE_OFF_SENDER];
+	iv[1] = isth_wire_get_hdr_sender(msg);
 	iv[2] = msg[ISTH_WIRE_OFF_FLAGS]; /* flags, big-endian */
 	iv[3] = msg[ISTH_WIRE_OFF_FLAGS + 1];
 	for (int i = 0; i < 8; i++)

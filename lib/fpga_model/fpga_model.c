@@ -335,12 +335,6 @@ apply_rounds(struct isth_fpga_model *m, uint32_t prod)
 
 /* ---- authentication (1.1) ------------------------------------------------ */
 
-static inline uint32_t
-get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 /* The VALID key slot whose epoch tags @round (largest first round <= it),
  * or -1: the key file's epoch_of(). */
 static int
@@ -417,7 +411,7 @@ verify_data(struct isth_fpga_model *m, uint8_t *msg, uint32_t len, uint16_t flag
 		m->cnt[ISTH_FPGA_CNT_AUTH_FORMAT]++;
 		return ISTH_FPGA_DESC_E_AUTH_FORMAT;
 	}
-	k = key_slot_of_round(m, get_be32(msg + ISTH_WIRE_OFF_ROUND));
+	k = key_slot_of_round(m, isth_wire_get_hdr_round(msg));
 	if (k < 0 || key_slot_epoch(m, k) != msg[ISTH_WIRE_OFF_EPOCH]) {
 		m->cnt[ISTH_FPGA_CNT_AUTH_EPOCH]++;
 		return ISTH_FPGA_DESC_E_AUTH_EPOCH;
