@@ -5,6 +5,7 @@
  * EAL-free, so tests/isthmusd/config_test.c runs it without DPDK.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -368,4 +369,53 @@ int
 isthd_config_load(const char *path, struct isthd_config *cfg, char *err, size_t err_size)
 {
 	return load_from(isth_conf_load(path, err, err_size), path, cfg, err, err_size);
+}
+
+/*
+ * The loader's own list of keys (isthmusd --config-keys): load() over a
+ * config that sets only the required keys and one [peer NAME], with
+ * lib/conf recording every key the readers ask for, so that the list is
+ * what the code reads (doc/operator.md is checked against it). Every key
+ * is asked for whatever the values; the one exception, [isthmusd] epoch
+ * as a number, is the same key as a string first.
+ */
+int
+isthd_config_keys(FILE *f)
+{
+	static const char text[] = "[isthmusd]\nisland = ISLAND\njob = 1\n"
+				   "[access]\nport = access\nip = 10.0.0.1\n"
+				   "island_ip = 10.0.0.2\nisland_mac = 02:00:00:00:00:02\n"
+				   "[wan]\nport = wan\nip = 10.1.0.1\n"
+				   "gateway_mac = 02:00:00:00:00:01\n"
+				   "[peer NAME]\nip = 10.1.0.2\n"
+				   "[auth]\nkey_file = keys\n";
+	static struct isthd_config cfg;
+	const struct isth_conf_key *k;
+	char err[ISTH_CONF_ERR_SIZE];
+	struct isth_conf *c;
+	int n, i, rc;
+
+	c = isth_conf_parse(text, "--config-keys", err, sizeof(err));
+	if (c == NULL)
+		return -errno;
+	isth_conf_record(c, true);
+	memset(&cfg, 0, sizeof(cfg));
+	rc = load(c, &cfg);
+	if (rc)
+		fprintf(stderr, "isthmusd: --config-keys: %s\n", isth_conf_error(c));
+	n = isth_conf_schema(c, &k);
+	if (rc == 0 && n < 0)
+		rc = n;
+	for (i = 0; rc == 0 && i < n; i++) {
+		const char *def = k[i].def[0] ? k[i].def : "none";
+
+		fprintf(f, "%s\t%s\t%s\t%s", k[i].section, k[i].key, k[i].type,
+			k[i].required ? "required" : def);
+		if (k[i].ranged)
+			fprintf(f, "\t%" PRIu64 "..%" PRIu64 "\n", k[i].min, k[i].max);
+		else
+			fprintf(f, "\t-\n");
+	}
+	isth_conf_free(c);
+	return rc;
 }

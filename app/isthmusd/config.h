@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define ISTHD_MAX_PEERS 64
 /* [access] island_sockets: the island's receiving sockets, one per AGG
@@ -139,5 +140,13 @@ int isthd_config_load(const char *path, struct isthd_config *cfg, char *err, siz
 /* Same, from text in memory; @name stands for the file name. */
 int isthd_config_parse(
 	const char *text, const char *name, struct isthd_config *cfg, char *err, size_t err_size);
+
+/*
+ * Print every key the loader reads, one line each: section, key, type
+ * (lib/conf's getter), default ("required", "none", or as struct
+ * isth_conf_key's def says) and range ("min..max" or "-"), tab-separated.
+ * 0 or a negative errno.
+ */
+int isthd_config_keys(FILE *f);
 
 #endif

@@ -61,6 +61,9 @@ usage(FILE *f)
 		"                        second so that edges started together agree)\n"
 		"  -r, --rounds N        stop after N rounds (0: run until signalled)\n"
 		"      --check           validate config and schedule, print a summary, exit\n"
+		"      --config-keys     print every config key the loader reads (section,\n"
+		"                        key, type, default, range; tab-separated) and exit;\n"
+		"                        no EAL options needed (doc/operator.md lists them)\n"
 		"  -h, --help            this text\n"
 		"  --version             print the version on one line and exit\n"
 		"\n"
@@ -266,6 +269,9 @@ main(int argc, char **argv)
 		if (strcmp(argv[c], "-h") == 0 || strcmp(argv[c], "--help") == 0) {
 			usage(stdout);
 			return ISTHD_EXIT_OK;
+		} else if (strcmp(argv[c], "--config-keys") == 0) {
+			/* the loader alone: no EAL, no hugepages, no ports */
+			return isthd_config_keys(stdout) ? ISTHD_EXIT_RUNTIME : ISTHD_EXIT_OK;
 		}
 	rc = rte_eal_init(argc, argv);
 	if (rc < 0) {

@@ -28,6 +28,12 @@ struct isth_conf {
 	unsigned int n_entries;
 	unsigned int cap;
 	char err[ISTH_CONF_ERR_SIZE];
+	/* isth_conf_record(): the keys asked for (schema[0..n_schema)) */
+	bool recording;
+	bool schema_nomem; /* a record was lost: isth_conf_schema() fails */
+	struct isth_conf_key *schema;
+	unsigned int n_schema;
+	unsigned int schema_cap;
 };
 
 static int
@@ -252,6 +258,11 @@ isth_conf_free(struct isth_conf *c)
 		free(c->entries[i].key);
 		free(c->entries[i].value);
 	}
+	for (i = 0; i < c->n_schema; i++) {
+		free((char *)c->schema[i].section);
+		free((char *)c->schema[i].key);
+	}
+	free(c->schema);
 	free(c->entries);
 	free(c->name);
 	free(c);
@@ -342,6 +353,74 @@ isth_conf_fail(struct isth_conf *c, const char *section, const char *key, const 
 	rc = vfail(c, section, key, fmt, ap);
 	va_end(ap);
 	return rc;
+}
+
+void
+isth_conf_record(struct isth_conf *c, bool on)
+{
+	c->recording = on;
+}
+
+int
+isth_conf_schema(const struct isth_conf *c, const struct isth_conf_key **keys)
+{
+	if (c->schema_nomem)
+		return -ENOMEM;
+	*keys = c->schema;
+	return (int)c->n_schema;
+}
+
+/*
+ * While recording, a getter's description of @key; @def_fmt formats the
+ * default. Returns the new record (to add a range), or NULL when not
+ * recording, already recorded or out of memory (schema_nomem).
+ */
+static struct isth_conf_key *
+record(struct isth_conf *c, const char *section, const char *key, const char *type, bool required,
+	const char *def_fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static struct isth_conf_key *
+record(struct isth_conf *c, const char *section, const char *key, const char *type, bool required,
+	const char *def_fmt, ...)
+{
+	struct isth_conf_key *k;
+	unsigned int i;
+	va_list ap;
+
+	if (!c->recording)
+		return NULL;
+	for (i = 0; i < c->n_schema; i++)
+		if (strcmp(c->schema[i].section, section) == 0 &&
+			strcmp(c->schema[i].key, key) == 0)
+			return NULL;
+	if (c->n_schema == c->schema_cap) {
+		unsigned int ncap = c->schema_cap ? c->schema_cap * 2 : 32;
+
+		k = realloc(c->schema, ncap * sizeof(*k));
+		if (k == NULL)
+			goto nomem;
+		c->schema = k;
+		c->schema_cap = ncap;
+	}
+	k = &c->schema[c->n_schema];
+	memset(k, 0, sizeof(*k));
+	k->section = strdup(section);
+	k->key = strdup(key);
+	if (k->section == NULL || k->key == NULL) {
+		free((char *)k->section);
+		free((char *)k->key);
+		goto nomem;
+	}
+	k->type = type;
+	k->required = required;
+	va_start(ap, def_fmt);
+	vsnprintf(k->def, sizeof(k->def), def_fmt, ap);
+	va_end(ap);
+	c->n_schema++;
+	return k;
+nomem:
+	c->schema_nomem = true;
+	return NULL;
 }
 
 /* Look a key up for a getter: marks it used. NULL if absent. */
@@ -461,12 +540,18 @@ parse_plain(const char *s, uint64_t *out)
 static int
 ranged(struct isth_conf *c, const char *section, const char *key, bool required, uint64_t def,
 	uint64_t min, uint64_t max, uint64_t *out, int (*parse)(const char *, uint64_t *),
-	const char *what)
+	const char *type, const char *what)
 {
+	struct isth_conf_key *k = record(c, section, key, type, required, "%" PRIu64, def);
 	const char *v;
 	uint64_t x;
 	int rc;
 
+	if (k != NULL) {
+		k->ranged = true;
+		k->min = min;
+		k->max = max;
+	}
 	v = lookup(c, section, key, required, &rc);
 	if (v == NULL) {
 		if (rc == 0)
@@ -486,8 +571,8 @@ int
 isth_conf_u64(struct isth_conf *c, const char *section, const char *key, bool required,
 	uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
 {
-	return ranged(
-		c, section, key, required, def, min, max, out, parse_plain, "an unsigned integer");
+	return ranged(c, section, key, required, def, min, max, out, parse_plain, "u64",
+		"an unsigned integer");
 }
 
 int
@@ -495,7 +580,7 @@ isth_conf_size(struct isth_conf *c, const char *section, const char *key, bool r
 	uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
 {
 	/* the project's one size convention (lib/text) */
-	return ranged(c, section, key, required, def, min, max, out, isth_text_parse_size,
+	return ranged(c, section, key, required, def, min, max, out, isth_text_parse_size, "size",
 		"a size (bytes, or with K/M/G/T or Ki/Mi/Gi/Ti)");
 }
 
@@ -504,14 +589,14 @@ isth_conf_duration(struct isth_conf *c, const char *section, const char *key, bo
 	uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
 {
 	return ranged(c, section, key, required, def, min, max, out, isth_conf_parse_duration,
-		"a duration with a unit (ns, us, ms, s)");
+		"duration", "a duration with a unit (ns, us, ms, s)");
 }
 
 int
 isth_conf_rate(struct isth_conf *c, const char *section, const char *key, bool required,
 	uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
 {
-	return ranged(c, section, key, required, def, min, max, out, parse_rate,
+	return ranged(c, section, key, required, def, min, max, out, parse_rate, "rate",
 		"a rate with a unit (bps, Kbps, Mbps, Gbps, Tbps)");
 }
 
@@ -525,6 +610,7 @@ isth_conf_bool(struct isth_conf *c, const char *section, const char *key, bool r
 	unsigned int i;
 	int rc;
 
+	record(c, section, key, "bool", required, "%s", def ? "true" : "false");
 	v = lookup(c, section, key, required, &rc);
 	if (v == NULL) {
 		if (rc == 0)
@@ -552,6 +638,7 @@ isth_conf_str(struct isth_conf *c, const char *section, const char *key, bool re
 	const char *v;
 	int rc;
 
+	record(c, section, key, "str", required, "%s", def ? def : "");
 	v = lookup(c, section, key, required, &rc);
 	if (v == NULL) {
 		if (rc == 0)
@@ -573,6 +660,9 @@ isth_conf_enum(struct isth_conf *c, const char *section, const char *key, bool r
 	unsigned int i;
 	int rc;
 
+	for (i = 0; names[i] && i < def; i++)
+		;
+	record(c, section, key, "enum", required, "%s", names[i] ? names[i] : "");
 	v = lookup(c, section, key, required, &rc);
 	if (v == NULL) {
 		if (rc == 0)
@@ -602,6 +692,8 @@ isth_conf_ipv4(struct isth_conf *c, const char *section, const char *key, bool r
 	char tail;
 	int rc;
 
+	record(c, section, key, "ipv4", required, "%u.%u.%u.%u", def >> 24, (def >> 16) & 0xff,
+		(def >> 8) & 0xff, def & 0xff);
 	v = lookup(c, section, key, required, &rc);
 	if (v == NULL) {
 		if (rc == 0)
@@ -631,6 +723,11 @@ isth_conf_mac(struct isth_conf *c, const char *section, const char *key, bool re
 	char tail;
 	int rc;
 
+	if (def)
+		record(c, section, key, "mac", required, "%02x:%02x:%02x:%02x:%02x:%02x", def[0],
+			def[1], def[2], def[3], def[4], def[5]);
+	else
+		record(c, section, key, "mac", required, "%s", "");
 	v = lookup(c, section, key, required, &rc);
 	if (v == NULL) {
 		if (rc == 0) {

@@ -127,6 +127,38 @@ int isth_conf_fail(struct isth_conf *c, const char *section, const char *key, co
  */
 int isth_conf_check_unused(struct isth_conf *c);
 
+/**
+ * A key a getter was asked for, recorded while isth_conf_record() is on:
+ * the reader's own description of its keys (isthmusd --config-keys prints
+ * it, and doc/operator.md is checked against it).
+ */
+struct isth_conf_key {
+	const char *section; /**< as the getter was given it; owned by the handle */
+	const char *key; /**< owned by the handle */
+	/** the getter: u64, size, duration, rate, bool, str, enum, ipv4, mac */
+	const char *type;
+	bool required; /**< asked for as required (then def is unused) */
+	/** the default as text: decimal (duration: ns, size: bytes, rate:
+	 * bit/s), true/false, the enum's name, a dotted quad, a MAC; "" none */
+	char def[64];
+	bool ranged; /**< min and max apply (u64, size, duration, rate) */
+	uint64_t min, max;
+};
+
+/**
+ * Record (@p on) or stop recording every key the getters are asked for,
+ * whether set in the file or not. A key asked for again keeps its first
+ * record. Not for the data path: allocates.
+ */
+void isth_conf_record(struct isth_conf *c, bool on);
+
+/**
+ * The keys recorded so far, in the order first asked (@p keys points into
+ * @p c, valid until it is freed).
+ * @return their number, or -ENOMEM if recording ran out of memory.
+ */
+int isth_conf_schema(const struct isth_conf *c, const struct isth_conf_key **keys);
+
 /** Parse a duration string as isth_conf_duration() does. */
 int isth_conf_parse_duration(const char *s, uint64_t *out);
 

@@ -322,3 +322,69 @@ Test(conf, bom_and_crlf)
 	cr_expect_eq(isth_conf_line(c, "a", "k"), 3);
 	isth_conf_free(c);
 }
+
+/*
+ * isth_conf_record(): every key a getter asks for, set in the file or not,
+ * with its type, default and range; the first ask of a key is kept, and
+ * nothing is recorded before recording starts.
+ */
+Test(conf, schema_records_every_key_asked)
+{
+	static const char *const modes[] = {"sw", "fpga", NULL};
+	static const uint8_t gw[6] = {2, 0, 0, 0, 0, 1};
+	const struct isth_conf_key *k;
+	char err[ISTH_CONF_ERR_SIZE];
+	struct isth_conf *c =
+		isth_conf_parse("[a]\nn = 5\n[peer X]\nip = 10.0.0.1\n", "t", err, sizeof(err));
+	uint64_t v;
+	uint32_t ip;
+	uint8_t mac[6];
+	unsigned int e;
+	const char *s;
+	bool b;
+
+	cr_assert_not_null(c, "%s", err);
+	cr_assert_eq(isth_conf_u64(c, "a", "before", false, 1, 0, 9, &v), 0);
+	isth_conf_record(c, true);
+	cr_assert_eq(isth_conf_u64(c, "a", "n", false, 7, 1, 9, &v), 0);
+	cr_assert_eq(v, 5);
+	cr_assert_eq(isth_conf_duration(c, "a", "wait", false, 20000000, 0, 1000000000, &v), 0);
+	cr_assert_eq(isth_conf_size(c, "a", "mem", false, 64 << 20, 0, 1ull << 40, &v), 0);
+	cr_assert_eq(isth_conf_bool(c, "a", "on", false, true, &b), 0);
+	cr_assert_eq(isth_conf_str(c, "a", "name", false, NULL, &s), 0);
+	cr_assert_eq(isth_conf_enum(c, "a", "mode", false, 1, modes, &e), 0);
+	cr_assert_eq(isth_conf_ipv4(c, "peer X", "ip", true, 0, &ip), 0);
+	cr_assert_eq(isth_conf_mac(c, "peer X", "mac", false, gw, mac), 0);
+	cr_assert_eq(isth_conf_ipv4(c, "a", "group", false, 0xefc00000u, &ip), 0);
+	/* asked again, as another type: the first record stays */
+	cr_assert_eq(isth_conf_str(c, "a", "n", false, "x", &s), 0);
+	isth_conf_record(c, false);
+	cr_assert_eq(isth_conf_u64(c, "a", "after", false, 1, 0, 9, &v), 0);
+
+	/* not "before", "after", nor the second ask of "n" */
+	cr_assert_eq(isth_conf_schema(c, &k), 9);
+	cr_assert_str_eq(k[0].section, "a");
+	cr_assert_str_eq(k[0].key, "n");
+	cr_assert_str_eq(k[0].type, "u64");
+	cr_assert_str_eq(k[0].def, "7");
+	cr_assert(k[0].ranged && k[0].min == 1 && k[0].max == 9);
+	cr_assert_str_eq(k[1].type, "duration");
+	cr_assert_str_eq(k[1].def, "20000000");
+	cr_assert_eq(k[1].max, 1000000000);
+	cr_assert_str_eq(k[2].type, "size");
+	cr_assert_str_eq(k[2].def, "67108864");
+	cr_assert_str_eq(k[3].type, "bool");
+	cr_assert_str_eq(k[3].def, "true");
+	cr_assert_not(k[3].ranged);
+	cr_assert_str_eq(k[4].type, "str");
+	cr_assert_str_eq(k[4].def, "");
+	cr_assert_str_eq(k[5].type, "enum");
+	cr_assert_str_eq(k[5].def, "fpga");
+	cr_assert_str_eq(k[6].section, "peer X");
+	cr_assert_str_eq(k[6].type, "ipv4");
+	cr_assert(k[6].required);
+	cr_assert_str_eq(k[7].type, "mac");
+	cr_assert_str_eq(k[7].def, "02:00:00:00:00:01");
+	cr_assert_str_eq(k[8].def, "239.192.0.0");
+	isth_conf_free(c);
+}
