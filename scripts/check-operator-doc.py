@@ -197,7 +197,8 @@ def check_config(doc, rows, keys):
         if k is None:
             errs.append(f'{doc}:{line}: [{sec}] {key} is documented but the loader reads no '
                         f'such key (isthmusd --config-keys): remove the row, or correct its '
-                        f'section or key')
+                        f'section or key (a section read only when present must be in '
+                        f'isthd_config_keys()\'s config, app/isthmusd/config.c)')
             continue
         errs += check_row(doc, line, sec, key, k, cells)
     last_of = {}
@@ -234,7 +235,7 @@ def check_counters(doc, group, rows, names):
         if name not in seen:
             errs.append(f'{doc}: {group} counter {name} is published by the code but not '
                         f'documented: add to the table under <!-- operator-doc: {group} -->:\n'
-                        f'    | `{name}` | {help_} |')
+                        f"    | `{name}` | {help_ or 'MEANING'} |")
     return errs
 
 
@@ -280,7 +281,7 @@ def main():
     for r in run([a.names]):
         if len(r) != 3:
             die(f'{a.names}: line {r!r} is not group, name, help')
-        groups.setdefault(r[0], {})[r[1]] = r[2]
+        groups.setdefault(r[0], {})[r[1]] = r[2].strip()
     try:
         doc = tables(a.doc)
     except OSError as e:

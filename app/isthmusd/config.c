@@ -377,7 +377,8 @@ isthd_config_load(const char *path, struct isthd_config *cfg, char *err, size_t 
  * lib/conf recording every key the readers ask for, so that the list is
  * what the code reads (doc/operator.md is checked against it). Every key
  * is asked for whatever the values; the one exception, [isthmusd] epoch
- * as a number, is the same key as a string first.
+ * as a number, is the same key as a string first. A section read only
+ * when present must be present here, or its keys go unlisted.
  */
 int
 isthd_config_keys(FILE *f)

@@ -11,9 +11,12 @@
  *   resend       /isthmus/resend (lib/resend, AGG stream 0's ring)
  *   island       libisthmus's session counters (isthmus-island, Python)
  *   island_drop  libisthmus's drop[reason]
+ *   island_auth  libisthmus's auth_drop[status] (lib/auth's names; no help
+ *                text in the code: the doc's rows say what each means)
  */
 #include <stdio.h>
 
+#include "isth_auth.h"
 #include "isth_island.h"
 #include "isth_wire.h"
 #include "isthd.h"
@@ -46,5 +49,7 @@ main(void)
 #define ID(name, help) LINE("island_drop", #name, help);
 	ISTH_ISLAND_DROPS(ID)
 #undef ID
+	for (i = 1; i < ISTH_AUTH_STATUS_MAX; i++)
+		printf("island_auth\t%s\t\n", isth_auth_status_name(i));
 	return 0;
 }
