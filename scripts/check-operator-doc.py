@@ -231,11 +231,18 @@ def check_counters(doc, group, rows, names):
         if name not in names:
             errs.append(f'{doc}:{line}: {group} counter {name} is documented but the code '
                         f'publishes no such counter: remove the row or correct the name')
+    prev = None
     for name, help_ in names.items():
-        if name not in seen:
-            errs.append(f'{doc}: {group} counter {name} is published by the code but not '
-                        f'documented: add to the table under <!-- operator-doc: {group} -->:\n'
-                        f"    | `{name}` | {help_ or 'MEANING'} |")
+        if name in seen:
+            prev = name
+            continue
+        # in the code's order: after the documented name before it
+        where = (f'after the `{prev}` row (line {seen[prev]})' if prev
+                 else 'as its first row')
+        errs.append(f'{doc}: {group} counter {name} is published by the code but not '
+                    f'documented: add to the table under <!-- operator-doc: {group} -->, '
+                    f'{where}:\n'
+                    f"    | `{name}` | {help_ or 'MEANING'} |")
     return errs
 
 
