@@ -14,7 +14,7 @@ Default, Range, Meaning) and `<!-- operator-doc: GROUP -->` for a counter
 group of names.c (first column: the name in backticks). A row's default is
 compared unless it names another key (a backticked `[section]`, a default
 that follows that key); the range is compared for u64, size, duration and
-rate keys.
+rate keys; an enum's Meaning must name each of its values in backticks.
 
   check-operator-doc.py --doc doc/operator.md --keys ISTHMUSD --names NAMES
         [--example conf/isthmusd/example.conf]
@@ -160,6 +160,10 @@ def check_row(doc, line, sec, key, k, cells):
                             f"'s is {show(k['type'], want)}: correct the Default cell")
         except ValueError as e:
             errs.append(f'{doc}:{line}: [{sec}] {key}: Default cell: {e}')
+    for choice in k['choices'].split('|') if k['choices'] != '-' else []:
+        if f'`{choice}`' not in cells[5]:
+            errs.append(f'{doc}:{line}: [{sec}] {key}: the Meaning cell does not name '
+                        f'`{choice}`, one of the loader\'s values ({k["choices"]})')
     rng = cells[4].strip('`')
     if k['range'] == '-':
         if rng not in ('', '-'):
@@ -176,6 +180,12 @@ def check_row(doc, line, sec, key, k, cells):
     except ValueError as e:
         errs.append(f'{doc}:{line}: [{sec}] {key}: Range cell: {e} (want MIN..MAX)')
     return errs
+
+
+def one_of(k):
+    if k['choices'] == '-':
+        return ''
+    return ' (one of ' + ', '.join(f'`{c}`' for c in k['choices'].split('|')) + ')'
 
 
 def check_config(doc, rows, keys):
@@ -216,7 +226,7 @@ def check_config(doc, rows, keys):
                     f'<!-- operator-doc: config -->, {where}:\n'
                     f"    | `[{sec}]` | `{key}` | {typ} | "
                     f"{show(typ, loader_value(typ, k['def']))} | "
-                    f"{show_range(typ, k['range'])} | MEANING |")
+                    f"{show_range(typ, k['range'])} | MEANING{one_of(k)} |")
     return errs
 
 
@@ -280,10 +290,10 @@ def main():
     ap.add_argument('--example', help='a config file that shows every key')
     a = ap.parse_args()
 
-    keys = [dict(zip(('section', 'key', 'type', 'def', 'range'), r))
+    keys = [dict(zip(('section', 'key', 'type', 'def', 'range', 'choices'), r))
             for r in run([a.keys, '--config-keys'])]
-    if not keys or any(len(k) != 5 for k in keys):
-        die(f'{a.keys} --config-keys: no keys, or not 5 columns')
+    if not keys or any(len(k) != 6 for k in keys):
+        die(f'{a.keys} --config-keys: no keys, or not 6 columns')
     groups = {}
     for r in run([a.names]):
         if len(r) != 3:

@@ -413,9 +413,10 @@ isthd_config_keys(FILE *f)
 		fprintf(f, "%s\t%s\t%s\t%s", k[i].section, k[i].key, k[i].type,
 			k[i].required ? "required" : def);
 		if (k[i].ranged)
-			fprintf(f, "\t%" PRIu64 "..%" PRIu64 "\n", k[i].min, k[i].max);
+			fprintf(f, "\t%" PRIu64 "..%" PRIu64, k[i].min, k[i].max);
 		else
-			fprintf(f, "\t-\n");
+			fprintf(f, "\t-");
+		fprintf(f, "\t%s\n", k[i].choices[0] ? k[i].choices : "-");
 	}
 	isth_conf_free(c);
 	return rc;

@@ -144,7 +144,8 @@ int isthd_config_parse(
 /*
  * Print every key the loader reads, one line each: section, key, type
  * (lib/conf's getter), default ("required", "none", or as struct
- * isth_conf_key's def says) and range ("min..max" or "-"), tab-separated.
+ * isth_conf_key's def says), range ("min..max" or "-") and an enum's
+ * names ("a|b" or "-"), tab-separated.
  * 0 or a negative errno.
  */
 int isthd_config_keys(FILE *f);

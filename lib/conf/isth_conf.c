@@ -655,6 +655,7 @@ int
 isth_conf_enum(struct isth_conf *c, const char *section, const char *key, bool required,
 	unsigned int def, const char *const *names, unsigned int *out)
 {
+	struct isth_conf_key *k;
 	char list[200] = "";
 	const char *v;
 	unsigned int i;
@@ -662,7 +663,13 @@ isth_conf_enum(struct isth_conf *c, const char *section, const char *key, bool r
 
 	for (i = 0; names[i] && i < def; i++)
 		;
-	record(c, section, key, "enum", required, "%s", names[i] ? names[i] : "");
+	k = record(c, section, key, "enum", required, "%s", names[i] ? names[i] : "");
+	for (i = 0; k != NULL && names[i]; i++) {
+		size_t len = strlen(k->choices);
+
+		snprintf(
+			k->choices + len, sizeof(k->choices) - len, "%s%s", i ? "|" : "", names[i]);
+	}
 	v = lookup(c, section, key, required, &rc);
 	if (v == NULL) {
 		if (rc == 0)

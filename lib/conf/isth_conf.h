@@ -143,6 +143,8 @@ struct isth_conf_key {
 	char def[64];
 	bool ranged; /**< min and max apply (u64, size, duration, rate) */
 	uint64_t min, max;
+	/** enum: its names, '|'-separated ("edge|network"); "" otherwise */
+	char choices[128];
 };
 
 /**

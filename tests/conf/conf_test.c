@@ -380,6 +380,8 @@ Test(conf, schema_records_every_key_asked)
 	cr_assert_str_eq(k[4].def, "");
 	cr_assert_str_eq(k[5].type, "enum");
 	cr_assert_str_eq(k[5].def, "fpga");
+	cr_assert_str_eq(k[5].choices, "sw|fpga");
+	cr_assert_str_eq(k[4].choices, "");
 	cr_assert_str_eq(k[6].section, "peer X");
 	cr_assert_str_eq(k[6].type, "ipv4");
 	cr_assert(k[6].required);

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """scripts/check-operator-doc.py on fixtures written here: a doc in step
 with a fake loader's keys and a fake counter list passes; a key or counter
-missing from the doc, a stale row, a wrong type, default or range, a
-missing table, and (with --example) a key absent from the example fail,
+missing from the doc, a stale row, a wrong type, default or range, an
+enum value the row does not name, a missing table, and (with --example) a key absent from the example fail,
 each naming the item.
 
   check_operator_doc_test.py SOURCE_ROOT
@@ -14,21 +14,23 @@ import sys
 import tempfile
 
 KEYS = [
-    'sec\ta\tu64\t8\t1..64',
-    'sec\tb\tduration\t20000000\t0..10000000000',
-    'sec\tc\tstr\tnone\t-',
-    'peer NAME\tport\tu64\t9471\t1..65535',
+    'sec\ta\tu64\t8\t1..64\t-',
+    'sec\tb\tduration\t20000000\t0..10000000000\t-',
+    'sec\tc\tstr\tnone\t-\t-',
+    'sec\td\tenum\tedge\t-\tedge|network',
+    'peer NAME\tport\tu64\t9471\t1..65535\t-',
 ]
 NAMES = ['g\tone\thelp one', 'g\ttwo\thelp two']
 CONFIG_ROWS = [
     '| `[sec]` | `a` | u64 | 8 | 1..64 | x |',
     '| `[sec]` | `b` | duration | 20 ms | 0..10 s | x |',
     '| `[sec]` | `c` | str | none |  | x |',
+    '| `[sec]` | `d` | enum | `edge` |  | `edge` or `network` |',
     # a default that follows another key is not compared
     '| `[peer NAME]` | `port` | u64 | as `[sec] a` | 1..2^16 - 1 | x |',
 ]
 COUNTER_ROWS = ['| `one` | x |', '| `two` | x |']
-EXAMPLE = '[sec]\na = 8\n# b = 20ms\n# c = x\n[peer HKG]\n# port = 9471\n'
+EXAMPLE = '[sec]\na = 8\n# b = 20ms\n# c = x\nd = network\n[peer HKG]\n# port = 9471\n'
 
 
 def doc(config_rows=CONFIG_ROWS, counter_rows=COUNTER_ROWS, marks=('config', 'g')):
@@ -70,6 +72,9 @@ def main():
         ('wrong range', doc(config_rows=swap(CONFIG_ROWS, 0, '| `[sec]` | `a` | u64 | 8 | '
                                              '1..63 | x |')), None, 1,
          "the loader's is 1..64"),
+        ('enum value not named', doc(config_rows=swap(CONFIG_ROWS, 3, '| `[sec]` | `d` | enum '
+                                                      '| `edge` |  | `edge` or multicast |')),
+         None, 1, 'does not name `network`'),
         ('counter missing', doc(counter_rows=COUNTER_ROWS[:1]), None, 1,
          '| `two` | help two |'),
         ('stale counter row', doc(counter_rows=COUNTER_ROWS + ['| `three` | x |']), None, 1,
