@@ -90,7 +90,7 @@ static uint32_t serve_chunks(struct isthd_worker *w, const struct isthd_peer *pe
  *    trip; a repair that queued takes longer) and a last-chance NACK's
  *    copies ask for the same chunks again. Until session 13 those were
  *    charged to the one budget and spent it before a burst's later
- *    chunks were repaired once (doc/performance.md, section 9);
+ *    chunks were repaired once (doc/notes/performance-log.md, section 9);
  *  - any repair of a chunk beyond served_chunks is charged to the budget.
  * What is over the budget or the allowance is refused (drop_repair_budget).
  * So no NACK stream can get a peer more than rep.peer_max repairs a round
