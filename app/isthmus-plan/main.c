@@ -82,7 +82,7 @@ usage(FILE *f)
 		"                        grows by up to 1/(1-F) (F = 0.2: +25 %%); a round\n"
 		"                        bound by latency or access does not change.\n"
 		"                        Measured on the testbed (doc/notes/performance-log.md,\n"
-		"                        section 9, session 14): at 10 %% random loss per\n"
+		"                        section 9, 2026-12-02): at 10 %% random loss per\n"
 		"                        link F = 0.2-0.3 (2p-3p) cut partial results from\n"
 		"                        1.8-2.6 %% to 0.2-0.8 %% for T +17-30 %%; at 5 %%\n"
 		"                        F = 0.2 lowered them in 3 runs of 4; below, F only\n"

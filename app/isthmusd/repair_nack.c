@@ -188,12 +188,12 @@ nack_sent(struct isthd_worker *w, struct isthd_rx_track *t, uint64_t now_ns, uin
  * retries fit before the cutoff @cut, the NACK is a last chance like the
  * tail check's (isthd_repair_tail_check) and leaves last_nack_copies
  * times, the copies tail_copies_after apart, naming the gap's chunks
- * still missing then. Until session 15 a gap's own NACK was never copied:
+ * still missing then. Until 2026-12-02 a gap's own NACK was never copied:
  * on a long lossy path (three hops of 5 %, 14 % a message each way) a
  * stream queued behind a bottleneck shows its gaps late in the round, its
  * gap NACK was one of the last three attempts, and both partial results
  * of two runs at 5 % loss began with that one NACK or its one repair
- * lost (doc/notes/performance-log.md, section 9, "Session 15"). Gaps found before
+ * lost (doc/notes/performance-log.md, section 9, "the last partial results at 5 %"). Gaps found before
  * a pending copy leaves join it: its range grows, its time stays.
  */
 static void

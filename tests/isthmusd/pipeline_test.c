@@ -2923,7 +2923,7 @@ drain_access(unsigned int *repairs)
 }
 
 /*
- * An access-side NACK storm (issue 15: 43x measured before the budget):
+ * An access-side NACK storm (43x measured before the budget):
  * the AGG ring holds three rounds of AGGs (3 * CHUNKS) and, with linger
  * 0, every NACK naming the window would get all of them again. With the
  * island's budget a NACK gets at most half a round's AGGs and the island

@@ -67,7 +67,7 @@ loss)
 	# DATA arrive after NACKing for it had stopped (its repair trace,
 	# ISTHD_REPAIR_TRACE, "data ... late": a stalled sender or worker on
 	# a loaded host, not a loss; a lost chunk never arrives as DATA).
-	# Session 13 saw one such run at load 14 (island 0's send 58 ms late
+	# One such run was seen at load 14 (2026-12-02) (island 0's send 58 ms late
 	# in round 2, 14 partial results).
 	args+=(--schedule triangles --loss 0.02 --seed 3 --slack-rtts 2 --prio-queue-ms 50
 	       --last-nack-copies 2 --keep "$keep/run")
@@ -117,7 +117,7 @@ detour)
 	detour=1 ;;
 detour-edge)
 	# The same 3 sites with edge replication (the testbed's default): the
-	# planner's route greedy finds the detour here too (issue 13; it kept
+	# planner's route greedy finds the detour here too (it kept
 	# the thin link before, T 291.5 ms, now 125.3 ms), and isthmus-wan
 	# follows it: nothing on A-B, each of A's DATA frames twice on A->C
 	# (one unicast copy for C, one for B), exact results.
