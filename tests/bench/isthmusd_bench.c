@@ -74,7 +74,7 @@
  * itself (a TX queue per worker); worker 0's cycles per DATA in the two
  * is what the queue per worker takes off worker 0.
  *
- * Egress ("a pacer share per worker", doc/isthmusd.md "Workers"): the island's own DATA
+ * Egress (a pacer per worker, doc/notes/isthmusd-design.md "Workers"): the island's own DATA
  * out, after both layouts. Island 0's edge gets its island's K chunks of
  * 1 KiB fp32 (sender 0, from [access] island_ip) on the access RX ring,
  * 32 per pass: worker 0 admits them (round published, shape), then each
