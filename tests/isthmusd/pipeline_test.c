@@ -2785,7 +2785,7 @@ data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip, uint32_t chunk, u
 }
 
 /*
- * Issue 15's slot attack: 91 tiny DATA (one element) with fresh chunk ids
+ * The slot attack: 91 tiny DATA (one element) with fresh chunk ids
  * claiming peer C, from C's own address, between B's genuine chunks and
  * C's; 91 well-shaped ones claiming C from another address; one of the
  * wrong dtype; and the same tiny DATA claiming island A on the access port.

@@ -1258,8 +1258,8 @@ Test(plan, search_bounded_and_no_worse)
 
 /*
  * Reproducible search: the temperature follows the iteration count, so the
- * same seed gives the same schedule however loaded the machine is (issue
- * 13: wall-clock annealing gave 594 or 842 ms). A zero time bound stops a
+ * same seed gives the same schedule however loaded the machine is (when
+ * annealing ran on the wall clock it gave 594 or 842 ms). A zero time bound stops a
  * run early and says so.
  */
 Test(plan, search_reproducible)

@@ -61,7 +61,7 @@ loss)
 	# slack of two longest round trips, and the last two chunks of each
 	# stream sent twice ([wan] tail_copies), repairs and NACKs in the
 	# WAN's priority class (DSCP EF, the testbed's --prio-queue-ms).
-	# Issue 11: 0 partial results. A partial whose cause is loss fails
+	# The target: 0 partial results. A partial whose cause is loss fails
 	# the test; only one whose every missing chunk the run shows to have
 	# come late is let through: the receiving edge saw that chunk's own
 	# DATA arrive after NACKing for it had stopped (its repair trace,
@@ -92,7 +92,7 @@ pause)
 	# isthmus-wan stopped (SIGSTOP) for 2 s from round 3's start, then
 	# continued: the rounds during the outage are partial and name who is
 	# missing; the run recovers: every round that starts CATCHUP rounds
-	# after the outage's end is complete. (The issue wants the first
+	# after the outage's end is complete. (The target is the first
 	# round after it complete; the island CLI still catches up three
 	# rounds late, doc/testbed.md.) 24 rounds (9 s): under load the pause
 	# starts late and lasts longer than asked
