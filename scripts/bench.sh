@@ -40,7 +40,7 @@ usage: scripts/bench.sh [--quick] [--out FILE.json] [--compare OLD.json]
                       /proc/sys/vm/nr_hugepages; mount -t hugetlbfs nodev
                       /dev/hugepages); without it, 4 KiB pages, whose TLB
                       misses cost the data path more than the read-fwd floor
-                      (doc/performance.md section 6, "Sixth pass")
+                      (doc/notes/performance-log.md section 6, "Sixth pass")
 Exit status: 0 when every benchmark ran and parsed, 1 otherwise (the table
 and the JSON are still written, failed benchmarks listed as skipped).
 EOF

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# The testbed loss sweep of doc/performance.md ("WAN repair near the
-# deadline"): scripts/testbed.sh run with loss p on every WAN link, for each
+# The testbed loss sweep of doc/notes/performance-log.md (section 9, "WAN repair
+# under loss"): scripts/testbed.sh run with loss p on every WAN link, for each
 # p and seed given, and Gilbert-Elliott bursty loss; one table row per run,
 # from the run's SUMMARY and the edges' final counters (doc/isthmusd.md,
 # "Counters and drops"), so that every partial result can be put down to

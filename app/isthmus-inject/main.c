@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * isthmus-inject: crafts valid-looking isthmus packets and sends them at a
- * running edge or island, for hostile-traffic tests (issue 15). See --help.
+ * running edge or island, for hostile-traffic tests (doc/security.md). See --help.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -166,7 +166,7 @@ rx_slot(struct isthd *d, const struct isthd_repair_round *rt, uint64_t r, unsign
  * anyway, the serving edge's budget and repeat allowance cap the repairs
  * (2.25 times a round's stream per peer, doc/security.md), and on a lossy
  * multi-hop path a doubling back-off left room for two or three attempts
- * where a constant one leaves four to six (doc/performance.md, section 9).
+ * where a constant one leaves four to six (doc/notes/performance-log.md, section 9).
  */
 static void
 nack_sent(struct isthd_worker *w, struct isthd_rx_track *t, uint64_t now_ns, uint32_t named,
@@ -188,12 +188,12 @@ nack_sent(struct isthd_worker *w, struct isthd_rx_track *t, uint64_t now_ns, uin
  * retries fit before the cutoff @cut, the NACK is a last chance like the
  * tail check's (isthd_repair_tail_check) and leaves last_nack_copies
  * times, the copies tail_copies_after apart, naming the gap's chunks
- * still missing then. Until session 15 a gap's own NACK was never copied:
+ * still missing then. Until 2026-12-02 a gap's own NACK was never copied:
  * on a long lossy path (three hops of 5 %, 14 % a message each way) a
  * stream queued behind a bottleneck shows its gaps late in the round, its
  * gap NACK was one of the last three attempts, and both partial results
  * of two runs at 5 % loss began with that one NACK or its one repair
- * lost (doc/performance.md, section 9, "Session 15"). Gaps found before
+ * lost (doc/notes/performance-log.md, section 9, "the last partial results at 5 %"). Gaps found before
  * a pending copy leaves join it: its range grows, its time stays.
  */
 static void
@@ -229,7 +229,7 @@ gap_copies(struct isthd *d, struct isthd_rx_track *t, uint32_t first, uint32_t l
  * than planned; at the planned rate its tail, only late in the WAN's
  * queue, was due too early and NACKed as if lost, and the repairs of
  * those NACKs, in the WAN's priority class, overtook the tail and added
- * to the very queue (doc/isthmusd.md, "WAN repair", "Tail due time").
+ * to the very queue (doc/notes/isthmusd-design.md, "WAN repair", "Tail due time").
  * Never faster than planned: the pacer's first burst arrives faster.
  */
 void
@@ -439,7 +439,7 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 	 * (and copying that) tripled a loss burst's repairs, which overflowed
 	 * the WAN's priority class, taking other peers' NACKs and repairs
 	 * with them, and spent the serving edge's repeat allowance that the
-	 * retries needed (doc/isthmusd.md, "Tail due time"). The retry at
+	 * retries needed (doc/notes/isthmusd-design.md, "WAN repair", "Tail due time"). The retry at
 	 * nack_at asks for everything still missing; if that retry would come
 	 * after the cutoff, this is the gaps' last chance, and they are asked
 	 * again. */
@@ -457,7 +457,7 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 	 * arrived is asked for once: it is more likely late (queued behind a
 	 * bottleneck) than lost whole, and a copy of it spent a round's
 	 * stream of the repeat allowance that the chunks lost later needed
-	 * (doc/isthmusd.md, "Last chances"). */
+	 * (doc/notes/isthmusd-design.md, "WAN repair", "Last chances"). */
 	if (now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut && t->first_ns != 0)
 		copies = d->cfg.wan_last_nack_copies;
 	k = nack_missing(w, s, r, bits, from, (uint32_t)upto, &named);

@@ -88,9 +88,9 @@ static uint32_t serve_chunks(struct isthd_worker *w, const struct isthd_peer *pe
  *    and at most [wan] repair_attempts times in all (drop_repair_attempts
  *    beyond): a NACK's retry (the asker's back-off is a configured round
  *    trip; a repair that queued takes longer) and a last-chance NACK's
- *    copies ask for the same chunks again. Until session 13 those were
+ *    copies ask for the same chunks again. Before the repeat allowance those were
  *    charged to the one budget and spent it before a burst's later
- *    chunks were repaired once (doc/performance.md, section 9);
+ *    chunks were repaired once (doc/notes/performance-log.md, section 9);
  *  - any repair of a chunk beyond served_chunks is charged to the budget.
  * What is over the budget or the allowance is refused (drop_repair_budget).
  * So no NACK stream can get a peer more than rep.peer_max repairs a round

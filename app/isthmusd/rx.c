@@ -226,7 +226,7 @@ peer_by_ip(const struct isthd *d, uint32_t ip)
  * the frame's misses one line at a time (measured with 1.1 KB frames: 4
  * frames ahead, whole frames, cut the pipeline's cycles per DATA by about
  * a quarter; 2 ahead was about the same, 1, 8 and 16 ahead slower;
- * doc/performance.md section 6). Jumbo frames are prefetched up to
+ * doc/notes/performance-log.md section 6). Jumbo frames are prefetched up to
  * RX_PREFETCH_MAX bytes (4 frames stay within L1); the hardware
  * prefetcher follows the rest of a sequential read (not measured).
  */

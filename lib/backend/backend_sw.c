@@ -176,7 +176,7 @@ sw_set_round(void *priv, uint32_t job, uint32_t round, uint64_t expected,
  * when the mbuf carried an earlier AGG (held by the resend ring for its
  * window since), so the stores otherwise wait on its lines one at a
  * time. bench_isthmusd, interleaved A/B, slow-read mode: about 15
- * cycles per DATA less aligned, about 9 skewed (doc/performance.md
+ * cycles per DATA less aligned, about 9 skewed (doc/notes/performance-log.md
  * section 6, fourth pass).
  */
 static inline void

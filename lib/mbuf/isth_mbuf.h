@@ -16,7 +16,7 @@
  * mbuf is therefore released here from its first line alone, as the
  * fast-free TX paths of DPDK's PMDs do; anything else (a chain, a clone,
  * an external buffer) goes to rte_pktmbuf_free() unchanged. Measured:
- * doc/performance.md section 6, "Sixth pass".
+ * doc/notes/performance-log.md section 6, "Sixth pass".
  *
  * No lock, no allocation; a burst's mbufs of one pool go back in one
  * rte_mempool_put_bulk().

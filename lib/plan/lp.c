@@ -28,7 +28,7 @@
 #define POLISH_EVERY 4 /* LPs between two polish attempts (try_polish()) */
 #define GAP_TOL 1e-6 /* a polish within this (relative) of the LP bound ends the loop */
 /* GLPK limits per simplex call: a cycling or stalling simplex ends with
- * GLP_EITLIM/GLP_ETMLIM instead of spinning forever (issue 13: payloads of
+ * GLP_EITLIM/GLP_ETMLIM instead of spinning forever (payloads of
  * 50-200 B did). The iteration limit grows with the rows. */
 #define LP_IT_BASE 20000
 #define LP_IT_PER_ROW 50

@@ -119,7 +119,7 @@ fail:
  * prefetched TAIL_AHEAD releases earlier) and the entry 2 * TAIL_AHEAD
  * on. Releases come in runs (a burst's AGGs pushed into a full ring, a
  * prefix expiring), so one ahead would not hide the latency (measured:
- * doc/performance.md section 6, "Sixth pass").
+ * doc/notes/performance-log.md section 6, "Sixth pass").
  */
 #define TAIL_AHEAD 4
 

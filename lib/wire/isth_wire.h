@@ -360,7 +360,7 @@ uint16_t isth_wire_cksum(const void *buf, size_t len);
  * big-endian words, a last odd byte padded with zero (RFC 1071), folded
  * to 16 bits, not complemented: what a payload adds to a UDP checksum.
  * AVX-512 (VNNI) or AVX2 when the CPU has them (7 to 10 times a 16-bit
- * loop's speed on 1 KiB: doc/performance.md section 6, "Sixth pass").
+ * loop's speed on 1 KiB: doc/notes/performance-log.md section 6, "Sixth pass").
  */
 uint16_t isth_wire_sum(const void *buf, size_t len);
 

@@ -8,7 +8,7 @@
  * added into 64-bit lanes (no carry is lost below 2^32 words), 64 bytes a
  * step with AVX-512, 32 with AVX2, 8 without, then folded to 16 bits:
  * 27-28 cycles with AVX2 or AVX-512, 20 with AVX-512 VNNI, which adds
- * biased 16-bit words in pairs (doc/performance.md section 6, "Sixth
+ * biased 16-bit words in pairs (doc/notes/performance-log.md section 6, "Sixth
  * pass").
  *
  * The sum of little-endian words is the byte swap of the big-endian

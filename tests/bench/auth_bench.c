@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Authentication cost per packet (lib/auth, issue 15), ratios measured
+ * Authentication cost per packet (lib/auth), ratios measured
  * side by side in one run.
  *
  * N sealed v2 messages of S bytes (default 1432: header, body and the

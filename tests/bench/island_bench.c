@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libisthmus send and receive rate over loopback (issue 14), each beside a
+ * libisthmus send and receive rate over loopback, each beside a
  * plain sendmmsg/recvmmsg of the same datagrams in the same run.
  *
  * fp32 sessions at MTU 1500: 358 elements (1432 bytes of payload) per

@@ -58,7 +58,7 @@
  * copy-out, release), AGG sending (frame headers, resend ring push, TX)
  * and freeing the inputs.
  *
- * Workers (issue 14): the same edge with two workers (isthmusd -l 0,1,2:
+ * Workers: the same edge with two workers (isthmusd -l 0,1,2:
  * worker 1, on the other lcore, sums the chunks c % 2 == 1 that worker 0
  * steers to it) against one, interleaved: each round is timed from its
  * first frame fed to its last AGG out (wall TSC, the generator included,
@@ -74,7 +74,7 @@
  * itself (a TX queue per worker); worker 0's cycles per DATA in the two
  * is what the queue per worker takes off worker 0.
  *
- * Egress (issue 14, "a pacer share per worker"): the island's own DATA
+ * Egress (a pacer per worker, doc/notes/isthmusd-design.md "Workers"): the island's own DATA
  * out, after both layouts. Island 0's edge gets its island's K chunks of
  * 1 KiB fp32 (sender 0, from [access] island_ip) on the access RX ring,
  * 32 per pass: worker 0 admits them (round published, shape), then each
@@ -1319,7 +1319,7 @@ run_workers_auth(unsigned int nw, uint16_t txq)
 	return r;
 }
 
-/* ---- the island's DATA out (issue 14) --------------------------------- */
+/* ---- the island's DATA out ------------------------------------------- */
 
 /*
  * The island's own DATA, island 0's stream to its 8 peers: K chunks of 1

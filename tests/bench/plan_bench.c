@@ -5,7 +5,7 @@
  * plus chords), every built-in family, M = 0 and M = P/4. Prints one line
  * per (n, schedule, M) with wall time and LP solves, so the growth is visible.
  *
- * "plan_bench scale [seconds]": the issue 13 case, 64 sites in 8 regions
+ * "plan_bench scale [seconds]": the scale case, 64 sites in 8 regions
  * of 8 (each region a ring, the regions on a ring of long links plus
  * chords), every family at M = 0 and M = P/4, planned with 1 thread and
  * with 2 threads one after the other (the machine is shared: interleaving

@@ -3,7 +3,7 @@
  * lib/island with authentication on (wire version 2), against the fake
  * edge of island_test.c taught to speak v2: it seals ROUND, AGG and GONE
  * with lib/auth (the DOWN key of the island, OpenSSL engine) and verifies
- * the island's DATA and NACKs with the UP key. The attacks of issue 15 on
+ * the island's DATA and NACKs with the UP key. The hostile-traffic attacks (doc/security.md) on
  * an island's socket (forged, replayed, reflected, other island's key,
  * version 1, wrong epoch) are each refused, counted by name, and leave
  * the round's exact sum unchanged; a key rotation across an epoch

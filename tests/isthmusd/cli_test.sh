@@ -75,7 +75,7 @@ sed 's/^memory = 64Mi/memory = lots/' "$EX" >"$tmp/bad.conf"
 line=$(grep -n '^memory = lots' "$tmp/bad.conf" | cut -d: -f1)
 expect bad-config 2 "$tmp/bad.conf:$line: [agg] memory: 'lots' is not a size" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/bad.conf" --check
-# values that cannot work are refused by --check with their line (issue 11)
+# values that cannot work are refused by --check with their line
 sed 's/^memory = 64Mi.*/memory = 0/' "$EX" >"$tmp/mem0.conf"
 line=$(grep -n '^memory = 0$' "$tmp/mem0.conf" | cut -d: -f1)
 expect memory-zero 2 "$tmp/mem0.conf:$line: [agg] memory: 0 bytes holds fewer than 2 slots" \

@@ -2,7 +2,7 @@
 /*
  * isthmusd configuration: a good file gives the documented values and
  * defaults; each malformed file gives its documented error, naming file,
- * line and key (doc/isthmusd.md, "Configuration errors").
+ * line and key (doc/isthmusd.md, "Configuration").
  */
 #include <stdio.h>
 #include <string.h>

@@ -2785,7 +2785,7 @@ data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip, uint32_t chunk, u
 }
 
 /*
- * Issue 15's slot attack: 91 tiny DATA (one element) with fresh chunk ids
+ * The slot attack: 91 tiny DATA (one element) with fresh chunk ids
  * claiming peer C, from C's own address, between B's genuine chunks and
  * C's; 91 well-shaped ones claiming C from another address; one of the
  * wrong dtype; and the same tiny DATA claiming island A on the access port.
@@ -2923,7 +2923,7 @@ drain_access(unsigned int *repairs)
 }
 
 /*
- * An access-side NACK storm (issue 15: 43x measured before the budget):
+ * An access-side NACK storm (43x measured before the budget):
  * the AGG ring holds three rounds of AGGs (3 * CHUNKS) and, with linger
  * 0, every NACK naming the window would get all of them again. With the
  * island's budget a NACK gets at most half a round's AGGs and the island

@@ -462,14 +462,14 @@ Test(isthmusd_repair, a_stream_not_yet_seen_is_not_copied, .init = eal_up, .fini
  * ms but 8-9 lost, 16-19 lost. Chunk 10 (150 ms) shows the gap: NACK 8-9
  * at 150, retry due after the back-off and the 2 chunks' repair train, at
  * 150 + 225 + 2 x 2 = 379; a last chance (150 + 3 x 225 > 610), so the
- * gap's NACK has its copy at 170 (8-9 only; before session 15 a gap NACK
+ * gap's NACK has its copy at 170 (8-9 only; before 2026-12-02 a gap NACK
  * was never copied). The tail is due at 160 + 4 x 2 + 5 = 173 ms:
  * NACK 16-19 only, a last chance (173 + 3 x 225 > 610), its copy at 193
  * (16-19). The retry at 379 asks for 8-9 and 16-19, its copy at 399; the
  * next, 379 + 225 + 6 x 2 = 616 ms, would miss the cutoff (610) for the
  * train's time only, so it leaves at the cutoff, 610; its copy (630) is
- * past it. Before the train (session 14): 375, 395 and 600. Before
- * session 14: 8-9 at 150; 8-9 and 16-19 twice at 173 and twice at 398
+ * past it. Before the train (the back-off of 2026-12-02): 375, 395 and 600. Before
+ * the tail-only NACK: 8-9 at 150; 8-9 and 16-19 twice at 173 and twice at 398
  * (the tail NACK moved the retry), nothing at 600.
  */
 Test(isthmusd_repair, a_tail_due_soon_after_a_gap_nack_asks_for_the_tail_only, .init = eal_up,
@@ -511,8 +511,8 @@ Test(isthmusd_repair, a_tail_due_soon_after_a_gap_nack_asks_for_the_tail_only, .
  * 400 + 225 + 2 x 2 = 629, past the cutoff (610); the tail, due
  * at 550 + 4 x 30 + 5 = 675 ms, is asked for at the cutoff, 610, and
  * names 8-9 too; its copy (630) and any retry are past the cutoff. With
- * the tail only, 8-9 were asked once; before session 14 both left twice
- * at 610; before session 15 the gap NACK had no copy.
+ * the tail only, 8-9 were asked once; before the tail-only NACK both left twice
+ * at 610; before the gap copies the gap NACK had no copy.
  */
 Test(isthmusd_repair, a_tail_nack_is_the_gaps_last_chance_when_their_retry_misses_the_cutoff,
 	.init = eal_up, .fini = eal_down)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soak under hostile traffic (issue 15): isthmusd in process (worker lcore
+ * Soak under hostile traffic (doc/security.md): isthmusd in process (worker lcore
  * and controller thread, net_ring ports, software backend) plays many short
  * rounds while the harness, as island A and peers B and C (one clique), sends
  * every round's genuine DATA and, mixed in, every round: tiny DATA with fresh

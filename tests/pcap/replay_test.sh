@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# net_pcap replay regression (issue 11, "Observability of repair"): the
+# net_pcap replay regression (doc/isthmusd.md, "WAN repair"): the
 # real isthmusd reads a captured WAN input (DATA of round 0 from islands B,
 # C and D, with a gap loss, a tail loss, a duplicate and a reordering,
 # written by replay_gen with lib/wire's encoder) through

@@ -551,7 +551,7 @@ Test(plan, routing_takes_the_wide_detour)
 }
 
 /*
- * Network replication keeps each sender's routes a tree (issue 13: one
+ * Network replication keeps each sender's routes a tree (one
  * copy per link per tree). On this 5-site topology (found by a random
  * search over 5-site graphs, seed 330) the route greedy without the tree
  * rule routed E->C over E-D-C and E->B over E-C-B: C entered from D and
@@ -697,7 +697,7 @@ Test(plan, edge_replication_finds_the_detour)
 }
 
 /*
- * Nine cities at 1.3 GB, M = 32 GB (issue 13): on shortest paths every
+ * Nine cities at 1.3 GB, M = 32 GB: on shortest paths every
  * tree into Europe crosses LON->AMS (7 streams: D >= 7 * 8 * 1.3e9 / 100e9
  * = 728 ms, T 834.6 ms) and all-to-all ranks behind triangles; letting
  * streams take other candidate paths brings it near 530 ms and ranks it
@@ -739,12 +739,12 @@ Test(plan, routing_nine_city_all_to_all, .timeout = 120)
 }
 
 /*
- * The capacity rows changed (issue 13, scale): per-stream rate columns
+ * The capacity rows changed (the 64-site scale work): per-stream rate columns
  * with tangents and one exact row per link, instead of Kelley cuts of each
  * link's whole load function; a polish is tried on a copy every 4 LPs.
  * The optimum is the same convex program's, so T must agree with the
  * previous solver's (commit a16b2ad, whose T an independent scipy
- * re-implementation had confirmed, issue 13) within the loop's own gap
+ * re-implementation had confirmed) within the loop's own gap
  * tolerance, 1 ppm: both stop once a feasible polish is within 1 ppm of
  * the LP's lower bound. Offsets and rates of streams that do not set T
  * may differ (any point within the gap is accepted). The values below are
@@ -953,7 +953,7 @@ Test(plan, survival_pairs_and_regional)
 }
 
 /*
- * Tiny payloads (issue 13: <= 10 B failed with -EIO, 50-200 B never
+ * Tiny payloads (once: <= 10 B failed with -EIO, 50-200 B never
  * returned). With M >= P nothing aligns and every stream lasts
  * nanoseconds, so all-to-all takes the longest shortest path plus at most
  * a microsecond; triangles must stay feasible at M = 0. Every result goes
@@ -1156,7 +1156,7 @@ Test(plan, ring_and_recursive_doubling_by_hand)
 /*
  * The testbed's nine-city WAN at its default scale (capacities and access
  * / 10000 * 1432/1514, 130 KB): Open MPI 4.1's ring MPI_Allreduce measured
- * 671-682 ms per call there (issue 13). The model: a tour of circumference
+ * 671-682 ms per call there. The model: a tour of circumference
  * 245.638 ms (e.g. NYC CHI LAX TYO HKG SIN LON AMS FRA; its two shortest
  * consecutive hops LON-AMS-FRA sum to 6.359 ms), 16 steps of 130000/9 B
  * at 100e9/1e4 * 1432/1514 bit/s = 12.217 ms: 2 * 245.638 - 6.359 +
@@ -1258,8 +1258,8 @@ Test(plan, search_bounded_and_no_worse)
 
 /*
  * Reproducible search: the temperature follows the iteration count, so the
- * same seed gives the same schedule however loaded the machine is (issue
- * 13: wall-clock annealing gave 594 or 842 ms). A zero time bound stops a
+ * same seed gives the same schedule however loaded the machine is (when
+ * annealing ran on the wall clock it gave 594 or 842 ms). A zero time bound stops a
  * run early and says so.
  */
 Test(plan, search_reproducible)

@@ -208,7 +208,7 @@ Test(sched, malformed_files)
 	}
 }
 
-/* Values that cannot work are refused at load (issue 11): a round longer
+/* Values that cannot work are refused at load: a round longer
  * than an hour would overflow the data path's epoch + q * T. */
 #define HEAD_T(T) \
 	"isthmus-schedule 1\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Hostile-traffic system tests (issue 15): a testbed run with
+"""Hostile-traffic system tests (doc/security.md): a testbed run with
 authentication on (scripts/testbed.sh run, three islands, all-to-all) and
 an attacker sending isthmus-inject traffic at edge 0 the way a real one
 reaches its ports, during a window of rounds in the middle of the run.
@@ -40,7 +40,7 @@ back within the range the clean rounds before the attacks showed.
   hostile_test.py BUILD_DIR CASE [--auth on|off] [--pmd af_packet|af_xdp]
 
 --auth off runs the same attacks against a version 1 testbed: the test
-must then fail (the attacks of issue 15 succeed); it is not a CI case.
+must then fail (the attacks succeed); it is not a CI case.
 """
 import json
 import os

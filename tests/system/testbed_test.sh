@@ -61,13 +61,13 @@ loss)
 	# slack of two longest round trips, and the last two chunks of each
 	# stream sent twice ([wan] tail_copies), repairs and NACKs in the
 	# WAN's priority class (DSCP EF, the testbed's --prio-queue-ms).
-	# Issue 11: 0 partial results. A partial whose cause is loss fails
+	# The target: 0 partial results. A partial whose cause is loss fails
 	# the test; only one whose every missing chunk the run shows to have
 	# come late is let through: the receiving edge saw that chunk's own
 	# DATA arrive after NACKing for it had stopped (its repair trace,
 	# ISTHD_REPAIR_TRACE, "data ... late": a stalled sender or worker on
 	# a loaded host, not a loss; a lost chunk never arrives as DATA).
-	# Session 13 saw one such run at load 14 (island 0's send 58 ms late
+	# One such run was seen at load 14 (2026-12-02) (island 0's send 58 ms late
 	# in round 2, 14 partial results).
 	args+=(--schedule triangles --loss 0.02 --seed 3 --slack-rtts 2 --prio-queue-ms 50
 	       --last-nack-copies 2 --keep "$keep/run")
@@ -92,7 +92,7 @@ pause)
 	# isthmus-wan stopped (SIGSTOP) for 2 s from round 3's start, then
 	# continued: the rounds during the outage are partial and name who is
 	# missing; the run recovers: every round that starts CATCHUP rounds
-	# after the outage's end is complete. (The issue wants the first
+	# after the outage's end is complete. (The target is the first
 	# round after it complete; the island CLI still catches up three
 	# rounds late, doc/testbed.md.) 24 rounds (9 s): under load the pause
 	# starts late and lasts longer than asked
@@ -117,7 +117,7 @@ detour)
 	detour=1 ;;
 detour-edge)
 	# The same 3 sites with edge replication (the testbed's default): the
-	# planner's route greedy finds the detour here too (issue 13; it kept
+	# planner's route greedy finds the detour here too (it kept
 	# the thin link before, T 291.5 ms, now 125.3 ms), and isthmus-wan
 	# follows it: nothing on A-B, each of A's DATA frames twice on A->C
 	# (one unicast copy for C, one for B), exact results.

@@ -1,9 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# isthmus-plan on input a new user might write (issue 13): each bad topology
+# isthmus-plan on input a new user might write: each bad topology
 # file exits 2 with "file:line: reason"; a spreadsheet export (BOM, CRLF)
 # plans; a size flag outside the one convention (lib/text) exits 2, like
-# every bad option value (issue 13, doc/planner.md "Accepted ranges").
+# every bad option value (doc/planner.md "Accepted ranges").
 set -u
 plan="$1"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/isth-topo-cli.XXXXXX")

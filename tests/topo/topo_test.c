@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/topo input validation: each case is a file a person could write, with
- * the exact message it must get (issue 13, "Also found"). The accepted
+ * the exact message it must get (doc/planner.md, "Accepted ranges"). The accepted
  * ranges are those of doc/planner.md.
  */
 #include <errno.h>

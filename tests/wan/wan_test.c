@@ -1031,7 +1031,7 @@ Test(wan_route, route_without_link_refused)
 }
 
 /*
- * A planned tree is crossed once per link (issue 13: one copy per link per
+ * A planned tree is crossed once per link (one copy per link per
  * tree). Sites A..E: A-B 2 ms, B-D 2 ms, A-C 3 ms, C-D 3 ms, D-E 1 ms,
  * B-E 5 ms, 1000 Gbit/s (100 B: 0.8 ns a hop, rounded up per hop: a
  * 4 ns tolerance covers E's three hops). One

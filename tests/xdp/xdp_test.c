@@ -519,7 +519,7 @@ Test(xdp, pin_and_open_pinned)
 }
 
 /*
- * Source pinning (issue 15): with ISTH_XDP_CFG_F_PIN_SOURCES, an isthmus
+ * Source pinning (doc/xdp.md): with ISTH_XDP_CFG_F_PIN_SOURCES, an isthmus
  * frame from an address not added with isth_xdp_source_add() is dropped in
  * XDP (XDP_DROP, counted spoofed), unicast or to a group; frames that are
  * not isthmus's are left to the kernel as before; without the flag the
