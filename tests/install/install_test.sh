@@ -125,6 +125,11 @@ if [ "$py" != none ]; then
 	init=$(find "$dest" -path '*/isthmus/__init__.py')
 	[ "$(echo "$init" | wc -l)" = 1 ] && [ -n "$init" ] || bad "isthmus/__init__.py installed $(echo "$init" | wc -l) times"
 	site=$(dirname "$(dirname "$init")")
+	# under /usr or /usr/local, where the interpreter looks without PYTHONPATH
+	case "$prefix" in /usr | /usr/local)
+		"$py" -c 'import site, sys; sys.exit(sys.argv[1] not in site.getsitepackages())' "${site#"$dest"}" ||
+			bad "${site#"$dest"} is not a site directory of $py" ;;
+	esac
 	pyout=$(cd / && PYTHONPATH=$site PYTHONNOUSERSITE=1 "$py" -c \
 		'import isthmus, isthmus._isthmus as e; print(isthmus.__file__); print(e.__file__); print(isthmus.__version__)' 2>&1) ||
 		bad "import isthmus from $site: $pyout"
