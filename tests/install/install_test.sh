@@ -84,7 +84,7 @@ readelf -d "$so" | grep -q "(SONAME).*\[$want_soname\]" ||
 # --- exports: isth_island.h's functions and the four names, nothing else --
 exported=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort)
 declared=$(grep -o 'isth_island_[a-z_]*(' "$incdir/isthmus/isth_island.h" | tr -d '(' | sort -u)
-want=$(printf '%s\n' $declared isth_wire_dtype_name isth_wire_type_name isth_wire_reason_name \
+want=$(printf '%s\n' "$declared" isth_wire_dtype_name isth_wire_type_name isth_wire_reason_name \
 	isth_auth_status_name | sort)
 if [ "$exported" != "$want" ]; then
 	bad "exported symbols differ from the public API (< exported, > wanted):"
@@ -106,7 +106,7 @@ elfs=$(find "$dest" -type f ! -path "$dest/hello_island" -exec sh -c \
 	sed 's/^_isthmus\..*\.so$/_isthmus.so/' | sort)
 want_elfs=$(printf '%s\n' isthmusd isthmus-plan isthmus-wan isthmus-island isthmus-inject \
 	isthmus-fpga-model "libisthmus.so.$want_ver" | sort)
-[ "$py" != none ] && want_elfs=$(printf '%s\n' $want_elfs _isthmus.so | sort)
+[ "$py" != none ] && want_elfs=$(printf '%s\n' "$want_elfs" _isthmus.so | sort)
 if [ "$elfs" != "$want_elfs" ]; then
 	bad "installed programs and libraries differ (< installed, > wanted):"
 	diff <(echo "$elfs") <(echo "$want_elfs")
@@ -115,6 +115,13 @@ tests=$(cd "$dest" && find . -path '*test*' ! -path ./hello_island)
 [ -z "$tests" ] || bad "test files installed: $tests"
 cmp -s "$src/scripts/isthmus.lua" "$libdir/wireshark/plugins/isthmus.lua" ||
 	bad "no $libdir/wireshark/plugins/isthmus.lua"
+# the folder is Wireshark's own global Lua plugin folder under prefix /usr
+rel_libdir=$(opt libdir)
+if command -v tshark >/dev/null && [ "${rel_libdir#/}" = "$rel_libdir" ]; then
+	global=$(tshark -G folders 2>/dev/null | sed -n 's/^Global Lua Plugins:[[:space:]]*//p')
+	[ "$global" = "/usr/$rel_libdir/wireshark/plugins" ] ||
+		bad "Wireshark's global Lua plugin folder is '$global', not /usr/$rel_libdir/wireshark/plugins"
+fi
 [ -f "$datadir/doc/isthmus/examples/isthmusd/example.conf" ] || bad "no example.conf under $datadir/doc/isthmus/examples"
 
 # --- installed binaries and the installed Python package agree ---------
@@ -123,7 +130,9 @@ bin_ver=${bin_ver#isthmus-island }
 case "$bin_ver" in "$want_ver" | "$want_ver (git "*) ;; *) bad "installed version '$bin_ver' is not $want_ver" ;; esac
 if [ "$py" != none ]; then
 	init=$(find "$dest" -path '*/isthmus/__init__.py')
-	[ "$(echo "$init" | wc -l)" = 1 ] && [ -n "$init" ] || bad "isthmus/__init__.py installed $(echo "$init" | wc -l) times"
+	if [ -z "$init" ] || [ "$(echo "$init" | wc -l)" != 1 ]; then
+		bad "isthmus/__init__.py installed $(echo "$init" | grep -c .) times"
+	fi
 	site=$(dirname "$(dirname "$init")")
 	# under /usr or /usr/local, where the interpreter looks without PYTHONPATH
 	case "$prefix" in /usr | /usr/local)
