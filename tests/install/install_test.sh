@@ -13,7 +13,7 @@
 #   install_test.sh BUILD_DIR SOURCE_DIR PROJECT_VERSION PYTHON|none
 set -uo pipefail
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) want_ver=$3 py=$4
-cc=${CC:-cc}
+read -ra cc <<<"${CC:-cc}" # meson's compiler command, e.g. "ccache cc"
 
 # outside the source and build trees, so that a path into them stands out
 dest=$(mktemp -d "${TMPDIR:-/tmp}/isthmus-install.XXXXXX") || exit 1
@@ -53,7 +53,7 @@ for f in $flags; do
 	case "$f" in -[IL]"$dest"/*) ;; -[IL]*) bad "pkg-config path outside the DESTDIR: $f" ;; esac
 done
 # shellcheck disable=SC2086
-if ! "$cc" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$dest/hello_island" \
+if ! "${cc[@]}" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$dest/hello_island" \
 	"$src/tests/install/hello_island.c" $flags; then
 	bad "hello_island.c does not build against the installed libisthmus"
 else
@@ -95,7 +95,7 @@ echo "exports: $(echo "$exported" | wc -l) symbols"
 # --- every installed header compiles alone, from the install tree -------
 for h in "$incdir"/isthmus/*.h; do
 	printf '#include <%s>\n' "$(basename "$h")" |
-		"$cc" -std=c11 -Wall -Wextra -Werror -fsyntax-only -I"$incdir/isthmus" -x c - ||
+		"${cc[@]}" -std=c11 -Wall -Wextra -Werror -fsyntax-only -I"$incdir/isthmus" -x c - ||
 		bad "installed header $(basename "$h") does not compile alone"
 done
 ls "$incdir/isthmus"
