@@ -165,8 +165,8 @@ rc=$?
 # net_null offers many TX queues: a TX queue per worker, logged at start
 want="0 1 $(awk '$1 == "round-ns" { print $2 }' "$sched") sw ethertype_drops resend pace auth_off workers_2 w1 txq_2 wtxq_2 w1"
 if [ "$answers" != "$want" ] || [ "$rc" != 0 ] || ! grep -q "^isthmusd counters:" "$tmp/run.out" ||
-	! grep -q "^isthmusd: access TX: a queue per worker (2 TX queues)" "$tmp/run.out" ||
-	! grep -q "^isthmusd: WAN TX: a queue per worker (2 TX queues)" "$tmp/run.out" ||
+	! grep -q "isthmusd: access TX: a queue per worker (2 TX queues)" "$tmp/run.out" ||
+	! grep -q "isthmusd: WAN TX: a queue per worker (2 TX queues)" "$tmp/run.out" ||
 	! grep -q "^worker 1: peer_data 0 " "$tmp/run.out"; then
 	echo "FAIL: running edge: telemetry '$answers' (want '$want'), exit $rc"
 	tail -5 "$tmp/run.out"
