@@ -17,8 +17,9 @@
 #
 # Needs root (namespaces, veth). Everything a run creates carries a run id
 # (RID) in its name and is removed on exit, failure or signal; a kill -9 of
-# this script is answered by its children (PR_SET_PDEATHSIG) and by a
-# watchdog that runs `clean RID` once the script is gone.
+# this script is answered by its children (PR_SET_PDEATHSIG, which the
+# exported ISTH_TESTBED asks them for) and by a watchdog that runs
+# `clean RID` once the script is gone.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
