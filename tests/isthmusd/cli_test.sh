@@ -71,6 +71,8 @@ expect auth-off-summary 0 "auth: off (wire version 1" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/off.conf" --check --epoch now+1
 expect no-config 2 "--config FILE is required" "$ISTHMUSD" "${EAL[@]}" --
 expect bad-epoch 2 "--epoch 'soon'" "$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --epoch soon
+expect bad-log-level 2 "--log-level 'loud': want one of err, warning, notice, info, debug" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --log-level loud
 sed 's/^memory = 64Mi/memory = lots/' "$EX" >"$tmp/bad.conf"
 line=$(grep -n '^memory = lots' "$tmp/bad.conf" | cut -d: -f1)
 expect bad-config 2 "$tmp/bad.conf:$line: [agg] memory: 'lots' is not a size" \
