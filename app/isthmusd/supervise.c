@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Supervision by systemd (Type=notify, WatchdogSec): READY=1 once the
- * controller's first step has published the first round's tables, STATUS=
+ * controller has published the tables of the edge's first round, STATUS=
  * with the round, WATCHDOG=1 at half $WATCHDOG_USEC, RELOADING=1 and
  * READY=1 around a SIGHUP reload, STOPPING=1 when a stop begins.
  *
@@ -45,7 +45,7 @@ isthd_supervise_init(void)
 {
 	uint64_t us;
 
-	sup = (typeof(sup)){0};
+	sup = (typeof(sup)){.status_round = UINT64_MAX}; /* a first STATUS= */
 	if (isth_notify_watchdog_usec(&us) < 0) {
 		ISTH_LOG_ERR("%s", isth_notify_error());
 		return -EINVAL;
@@ -65,11 +65,16 @@ isthd_supervise_tick(struct isthd *d, bool reload)
 	uint64_t now = isth_clock_mono_ns();
 	uint64_t cur = __atomic_load_n(&d->current, __ATOMIC_RELAXED);
 
-	if (!sup.ready) {
+	/* ready once the tables of the first round the edge takes part in
+	 * are out (published counts rounds, 1-based; join1 is that round + 1;
+	 * a backend refusing the handoff (-EBUSY) delays it) */
+	if (!sup.ready && d->join1 &&
+		__atomic_load_n(&d->published, __ATOMIC_ACQUIRE) >= d->join1) {
 		sup.ready = true;
+		sup.reloading = false; /* this READY=1 answers a reload's too */
 		sent(isth_notify_ready(), "READY=1");
 	}
-	if (sup.reloading && !reload) {
+	if (sup.ready && sup.reloading && !reload) {
 		sup.reloading = false;
 		sent(isth_notify_ready(), "READY=1");
 	}

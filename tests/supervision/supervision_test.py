@@ -44,10 +44,10 @@ def config(tmp):
     return path
 
 
-def command(conf, prefix, extra=()):
+def command(conf, prefix, extra=(), epoch="now+1"):
     return [ISTHMUSD, "--no-huge", "-m", "128", "--no-pci", "--no-telemetry", "--file-prefix=" + prefix,
             "-l", "0,1", "--log-level=lib.*:error", "--vdev", "net_null0", "--vdev", "net_null1", "--",
-            "--config", conf, "--epoch", "now+1"] + list(extra)
+            "--config", conf, "--epoch", epoch] + list(extra)
 
 
 class Listener:
@@ -105,7 +105,8 @@ def case_notify(tmp, conf):
                JOURNAL_STREAM="%d:%d" % (st.st_dev, st.st_ino))
     env.pop("ISTH_TESTBED", None)
     prefix = "isth-sup-n-%d" % os.getpid()
-    p = subprocess.Popen(command(conf, prefix), env=env, stdout=subprocess.DEVNULL, stderr=err)
+    # round 0 five seconds on: STATUS= says it is waiting for it first
+    p = subprocess.Popen(command(conf, prefix, epoch="now+5"), env=env, stdout=subprocess.DEVNULL, stderr=err)
     try:
         if not check(lis.until("READY=1", 120, proc=p) is not None,
                      "notify: no READY=1 (got %s, exit %s)" % (lis.got[-5:], p.poll())):
@@ -115,7 +116,9 @@ def case_notify(tmp, conf):
         for _ in range(10):
             lis.until("WATCHDOG=1", 30)
         check(lis.got.count("WATCHDOG=1") >= n0 + 10, "notify: WATCHDOG=1 stopped coming")
-        # round 0 starts a second after the start: STATUS= names it soon
+        check(any(m.startswith("STATUS=waiting for round 0 (epoch ") for m in lis.got),
+              "notify: no STATUS= before round 0 (got %s)" % sorted(set(lis.got)))
+        # then, once round 0 has started, names the round
         end = time.time() + 30
         while not any(m.startswith("STATUS=round ") for m in lis.got) and time.time() < end:
             lis.until("WATCHDOG=1", 30)
