@@ -17,8 +17,9 @@
 #
 # Needs root (namespaces, veth). Everything a run creates carries a run id
 # (RID) in its name and is removed on exit, failure or signal; a kill -9 of
-# this script is answered by its children (PR_SET_PDEATHSIG) and by a
-# watchdog that runs `clean RID` once the script is gone.
+# this script is answered by its children (PR_SET_PDEATHSIG, which the
+# exported ISTH_TESTBED asks them for) and by a watchdog that runs
+# `clean RID` once the script is gone.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -964,7 +965,7 @@ if [ "$EDGES" = 1 ]; then
 		for ((k = 0; k < N + ${#IPIDS[@]}; k++)); do
 			if [ $k -lt $N ]; then
 				who="edge $k" pid=${EPIDS[$k]} log=$WORK/edge$k.log
-				re='^isthmusd: island .* epoch [0-9]+ \(in'
+				re='isthmusd: island .* epoch [0-9]+ \(in'
 			else
 				who="island $((k - N))" pid=${IPIDS[$((k - N))]} log=$WORK/island$((k - N)).log
 				re='^isthmus-island: island '
@@ -1085,7 +1086,7 @@ if [ "$RESTART" -ge 0 ]; then
 			echo "testbed: edge $RESTART stopped (restart $i of $RESTARTS); restarting" >&2
 			log=$WORK/edge$RESTART.restart$i.log
 			start_edge "$RESTART" >"$log"
-			until j=$(sed -n 's/^isthmusd: joining at round \([0-9]*\).*/\1/p' "$log") && [ -n "$j" ]; do
+			until j=$(sed -n 's/^.*isthmusd: joining at round \([0-9]*\).*/\1/p' "$log") && [ -n "$j" ]; do
 				[ -e "/proc/$$" ] || exit 0
 				kill -0 "$(cat "$WORK/edge$RESTART.pid")" 2>/dev/null || { echo "restart $i stop_ns $t0 join -" >>"$WORK/restarts"; exit 0; }
 				sleep 0.05

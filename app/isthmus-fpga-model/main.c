@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "isth_fpga_model.h"
+#include "isth_notify.h"
 #include "isth_text.h"
 #include "isth_version.h"
 
@@ -55,11 +55,10 @@ main(int argc, char **argv)
 
 	if (isth_version_args("isthmus-fpga-model", argc, argv))
 		return 0;
-	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
-	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
-	 * (we were left to init before the prctl): leave. */
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
-		(getenv("ISTH_TESTBED") != NULL && getppid() == 1))
+	/* Die with the parent only when asked (ISTH_DIE_WITH_PARENT=1, or
+	 * ISTH_TESTBED: a kill -9 of scripts/testbed.sh leaves nothing
+	 * running); a parent gone before the prctl cannot signal us: leave. */
+	if (isth_notify_die_with_parent(false, getppid()) < 0)
 		return 1;
 	memset(&p, 0, sizeof(p));
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
 
 #include "isth_clock.h"
 #include "isth_island.h"
+#include "isth_notify.h"
 #include "isth_text.h"
 #include "isth_wire.h"
 #include "isth_version.h"
@@ -90,6 +90,8 @@ static const char usage[] =
 	"                   k % N == i (N = --sockets), which the edge sends to\n"
 	"                   PORT + k % N: its [access] island_sockets must be N.\n"
 	"                   off: every socket is read by the main thread\n"
+	"  --die-with-parent  exit (SIGTERM) when the parent process exits; also\n"
+	"                   with ISTH_DIE_WITH_PARENT=1 or ISTH_TESTBED set\n"
 	"  --help           this text\n"
 	"  --version        print the version on one line and exit\n"
 	"\n"
@@ -114,6 +116,7 @@ static const char usage[] =
 	"usage errors.\n";
 
 struct opts {
+	bool die_with_parent; /* --die-with-parent */
 	uint32_t job;
 	int island;
 	uint32_t n_islands;
@@ -199,6 +202,7 @@ static const struct option long_opts[] = {
 	{"sockets", required_argument, NULL, 'S'},
 	{"gso", required_argument, NULL, 'G'},
 	{"gro", required_argument, NULL, 'R'},
+	{"die-with-parent", no_argument, NULL, 'P'},
 	{"rx-threads", required_argument, NULL, 'T'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
@@ -309,6 +313,9 @@ parse_opt(int c, const char *a, struct opts *o, bool *have_edge)
 		bad = strcmp(a, "off") != 0;
 		o->auth_off = !bad;
 		return bad;
+	case 'P':
+		o->die_with_parent = true;
+		return 0;
 	case 'G':
 		return parse_onoff(a, &o->gso);
 	case 'R':
@@ -865,25 +872,29 @@ main(int argc, char **argv)
 {
 	/* no SA_RESTART: a blocked wait returns and the loop reloads */
 	struct sigaction sa = {.sa_handler = on_hup};
+	pid_t ppid0 = getppid(); /* before anything can re-parent us */
 	struct run u;
 	bool ok;
 
 	if (isth_version_args("isthmus-island", argc, argv))
 		return 0;
-	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
-	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
-	 * (we were left to init before the prctl): leave. */
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
-		(getenv("ISTH_TESTBED") != NULL && getppid() == 1))
-		return 1;
 	memset(&u, 0, sizeof(u));
 	if (parse_args(argc, argv, &u.o) < 0)
 		return EXIT_USAGE;
+	/* Die with the parent only when asked (--die-with-parent,
+	 * ISTH_DIE_WITH_PARENT=1, or ISTH_TESTBED: a kill -9 of
+	 * scripts/testbed.sh leaves nothing running); a parent gone before
+	 * the prctl cannot signal us: leave. */
+	if (isth_notify_die_with_parent(u.o.die_with_parent, ppid0) < 0)
+		return 1;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGHUP, &sa, NULL);
 	if (run_open(&u) < 0)
 		return EXIT_FAILURE;
+	/* systemd (Type=notify): the session is open, rounds can come */
+	isth_notify_ready();
 	ok = play(&u);
+	isth_notify_stopping();
 	report(&u);
 	isth_island_close(u.s);
 	free(u.tensor);

@@ -22,6 +22,7 @@
 #include <rte_mbuf.h>
 
 #include "isth_clock.h"
+#include "isth_log.h"
 #include "isthd.h"
 
 static const struct isth_sched *
@@ -280,12 +281,12 @@ maybe_reload(struct isthd *d, uint64_t cur)
 	isthd_auth_reload(d, cur); /* the key file too ([auth] mode = on) */
 	s = isth_sched_load(path, err, sizeof(err));
 	if (s == NULL) {
-		fprintf(stderr, "isthmusd: reload refused: %s\n", err);
+		ISTH_LOG_ERR("reload refused: %s", err);
 		return;
 	}
 	if ((uint32_t)isth_sched_n_islands(s) != d->n_islands ||
 		isth_sched_island_id(s, isth_sched_island_name(d->sched, d->island)) != d->island) {
-		fprintf(stderr, "isthmusd: reload refused: %s has other islands\n", path);
+		ISTH_LOG_ERR("reload refused: %s has other islands", path);
 		isth_sched_free(s);
 		return;
 	}
@@ -298,10 +299,10 @@ maybe_reload(struct isthd *d, uint64_t cur)
 		const char *then = isth_sched_island_name(s, (int)i);
 
 		if (strcmp(now, then) != 0) {
-			fprintf(stderr,
-				"isthmusd: reload refused: %s lists the islands in another order "
+			ISTH_LOG_ERR(
+				"reload refused: %s lists the islands in another order "
 				"(island %u is %s, running %s); restart the job with a new epoch "
-				"instead\n",
+				"instead",
 				path, i, then, now);
 			isth_sched_free(s);
 			return;
@@ -309,9 +310,8 @@ maybe_reload(struct isthd *d, uint64_t cur)
 	}
 	/* The chunk count (ROUND, repair bitmaps) is sized from the payload. */
 	if (isth_sched_payload_bytes(s) != isth_sched_payload_bytes(d->sched)) {
-		fprintf(stderr,
-			"isthmusd: reload refused: %s changes the payload (%" PRIu64
-			" B, running %" PRIu64 " B); restart the job instead\n",
+		ISTH_LOG_ERR("reload refused: %s changes the payload (%" PRIu64
+			     " B, running %" PRIu64 " B); restart the job instead",
 			path, isth_sched_payload_bytes(s), isth_sched_payload_bytes(d->sched));
 		isth_sched_free(s);
 		return;
@@ -319,9 +319,8 @@ maybe_reload(struct isthd *d, uint64_t cur)
 	/* Round boundaries are epoch + r * T for every r: a new T would move
 	 * the boundaries of rounds already running elsewhere. */
 	if (isth_sched_round_ns(s) != isth_sched_round_ns(d->sched)) {
-		fprintf(stderr,
-			"isthmusd: reload refused: %s changes T (%.3f ms, running %.3f ms); "
-			"restart the job with a new epoch instead\n",
+		ISTH_LOG_ERR("reload refused: %s changes T (%.3f ms, running %.3f ms); "
+			     "restart the job with a new epoch instead",
 			path, (double)isth_sched_round_ns(s) / 1e6,
 			(double)isth_sched_round_ns(d->sched) / 1e6);
 		isth_sched_free(s);
@@ -331,7 +330,7 @@ maybe_reload(struct isthd *d, uint64_t cur)
 	d->next_sched = s;
 	/* rounds up to cur + 1 are already published: switch after them */
 	d->next_from = cur + 2;
-	printf("isthmusd: schedule %s takes effect at round %" PRIu64 "\n", path, d->next_from);
+	ISTH_LOG_INFO("schedule %s takes effect at round %" PRIu64, path, d->next_from);
 }
 
 /*
@@ -370,9 +369,8 @@ join(struct isthd *d, uint64_t now_ns)
 	__atomic_store_n(&d->published, r, __ATOMIC_RELEASE);
 	for (unsigned int k = 0; k < ISTHD_MAX_WORKERS; k++)
 		d->pace_published[k] = r;
-	printf("isthmusd: joining at round %" PRIu64 " (started %.3f ms into round %" PRIu64 ")\n",
-		r, (double)(T - left) / 1e6, (now_ns - d->clk.epoch_ns) / T);
-	fflush(stdout);
+	ISTH_LOG_INFO("joining at round %" PRIu64 " (started %.3f ms into round %" PRIu64 ")", r,
+		(double)(T - left) / 1e6, (now_ns - d->clk.epoch_ns) / T);
 }
 
 /* One controller step at time @now_ns. Returns ns until the next step. */
@@ -402,8 +400,7 @@ isthd_control_step(struct isthd *d, uint64_t now_ns)
 		if (rc == -EBUSY)
 			break;
 		if (rc < 0) {
-			fprintf(stderr, "isthmusd: round %" PRIu64 ": tables refused: %s\n", pub,
-				strerror(-rc));
+			ISTH_LOG_ERR("round %" PRIu64 ": tables refused: %s", pub, strerror(-rc));
 			return rc;
 		}
 		pub++;
@@ -416,9 +413,7 @@ isthd_control_step(struct isthd *d, uint64_t now_ns)
 			if (rc == -EBUSY)
 				break;
 			if (rc < 0) {
-				fprintf(stderr,
-					"isthmusd: round %" PRIu64
-					": pacer of worker %u refused: %s\n",
+				ISTH_LOG_ERR("round %" PRIu64 ": pacer of worker %u refused: %s",
 					d->pace_published[k], k, strerror(-rc));
 				return rc;
 			}
@@ -438,9 +433,8 @@ isthd_control_step(struct isthd *d, uint64_t now_ns)
 			if (pub >= cur)
 				send_round(d, cur - 1);
 			else
-				fprintf(stderr,
-					"isthmusd: round %" PRIu64
-					": tables not published at its start, no ROUND\n",
+				ISTH_LOG_WARN("round %" PRIu64
+					      ": tables not published at its start, no ROUND",
 					cur - 1);
 		}
 	}
@@ -453,11 +447,15 @@ isthd_control(struct isthd *d)
 	while (!d->stop) {
 		uint64_t now = isth_clock_real_ns(), T = d->clk.round_ns;
 		uint64_t next, wait;
+		bool reload = d->reload;
 		int rc;
 
+		if (reload)
+			isthd_supervise_reloading();
 		rc = isthd_control_step(d, now);
 		if (rc < 0)
 			return rc;
+		isthd_supervise_tick(d, reload);
 		/* --rounds N: round N starting means rounds 0..N-1 are over. */
 		if (d->max_rounds && __atomic_load_n(&d->current, __ATOMIC_RELAXED) > d->max_rounds)
 			break;

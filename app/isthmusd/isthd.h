@@ -298,6 +298,12 @@ uint64_t isthd_tsc_to_ns(const struct isthd *d, uint64_t tsc);
 int isthd_control(struct isthd *d);
 int isthd_control_step(struct isthd *d, uint64_t now_ns);
 
+/* supervise.c: systemd's notify protocol, from the controller only */
+int isthd_supervise_init(void);
+void isthd_supervise_tick(struct isthd *d, bool reload);
+void isthd_supervise_reloading(void);
+void isthd_supervise_stopping(void);
+
 /* telemetry.c */
 int isthd_telemetry_register(struct isthd *d);
 /* Stop answering /isthmus/... and wait for callbacks still running; before

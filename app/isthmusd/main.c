@@ -3,7 +3,7 @@
  * isthmusd: the isthmus edge appliance.
  *
  *   isthmusd [EAL options] -- --config FILE [--schedule FILE] [--epoch E]
- *            [--rounds N] [--check]
+ *            [--rounds N] [--check] [--die-with-parent] [--log-level L]
  *
  * The main lcore runs the controller; every other lcore is a worker (N >= 1),
  * all running one loop (worker.c): worker k sums the peer DATA of chunks
@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -27,6 +26,8 @@
 #include <rte_lcore.h>
 
 #include "isth_clock.h"
+#include "isth_log.h"
+#include "isth_notify.h"
 #include "isth_text.h"
 #include "isthd.h"
 #include "isth_version.h"
@@ -65,6 +66,11 @@ usage(FILE *f)
 		"                        key, type, default, range, an enum's names;\n"
 		"                        tab-separated) and exit;\n"
 		"                        no EAL options needed (doc/operator.md lists them)\n"
+		"      --die-with-parent stop (SIGTERM) when the parent process exits; also\n"
+		"                        with ISTH_DIE_WITH_PARENT=1 or ISTH_TESTBED set (the\n"
+		"                        testbed). Without it isthmusd outlives the shell\n"
+		"                        that started it (nohup, ssh)\n"
+		"      --log-level L     err, warning, notice, info (default) or debug\n"
 		"  -h, --help            this text\n"
 		"  --version             print the version on one line and exit\n"
 		"\n"
@@ -72,6 +78,13 @@ usage(FILE *f)
 		"counters); SIGHUP reloads the schedule file at the next round boundary\n"
 		"and, with [auth] mode = on, the key file (a new epoch for a future round)\n"
 		"(also: /isthmus/reload over telemetry).\n"
+		"\n"
+		"Logs: stderr, one line each: RFC 3339 UTC time, level, isthmusd: message;\n"
+		"under systemd (JOURNAL_STREAM) \"<N>message\" for the journal. The counters\n"
+		"at the end and the per-round lines go to stdout. With NOTIFY_SOCKET set\n"
+		"(systemd Type=notify) isthmusd sends READY=1 once the first round's\n"
+		"tables are out, STATUS=, WATCHDOG=1 from the controller at half\n"
+		"WatchdogSec, RELOADING=1 on SIGHUP, STOPPING=1 (conf/systemd/).\n"
 		"\n"
 		"Exit codes: 0 clean stop; 1 failure while running; 2 bad command line,\n"
 		"config or schedule; 3 EAL, port or memory set-up failed.\n");
@@ -111,6 +124,7 @@ struct args {
 	uint64_t epoch; /* 0: from the config or the schedule */
 	uint64_t rounds; /* 0: until signalled */
 	bool check;
+	bool die_with_parent; /* acted on before the EAL, by main() */
 };
 
 /* 0, or ISTHD_EXIT_USAGE with the reason printed. */
@@ -123,10 +137,12 @@ parse_args(int argc, char **argv, struct args *a)
 		{"epoch", required_argument, NULL, 'e'},
 		{"rounds", required_argument, NULL, 'r'},
 		{"check", no_argument, NULL, 'C'},
+		{"die-with-parent", no_argument, NULL, 'P'},
+		{"log-level", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	int c;
+	int c, level;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:s:e:r:h", opts, NULL)) != -1) {
@@ -140,28 +156,35 @@ parse_args(int argc, char **argv, struct args *a)
 		case 'e':
 			if (parse_epoch(optarg, &a->epoch) == 0)
 				break;
-			fprintf(stderr,
-				"isthmusd: --epoch '%s': want ns since the Unix epoch or now+S "
-				"(decimal; S at most 3600)\n",
+			ISTH_LOG_ERR("--epoch '%s': want ns since the Unix epoch or now+S "
+				     "(decimal; S at most 3600)",
 				optarg);
 			return ISTHD_EXIT_USAGE;
 		case 'r':
 			if (isth_text_parse_u64(optarg, &a->rounds) == 0)
 				break;
-			fprintf(stderr,
-				"isthmusd: --rounds '%s': not a number (decimal, below 2^64)\n",
-				optarg);
+			ISTH_LOG_ERR("--rounds '%s': not a number (decimal, below 2^64)", optarg);
 			return ISTHD_EXIT_USAGE;
 		case 'C':
 			a->check = true;
 			break;
+		case 'P':
+			a->die_with_parent = true;
+			break;
+		case 'L':
+			if (isth_log_level_parse(optarg, &level) == 0) {
+				isth_log_set_level(level);
+				break;
+			}
+			ISTH_LOG_ERR("--log-level '%s': want one of " ISTH_LOG_LEVEL_NAMES, optarg);
+			return ISTHD_EXIT_USAGE;
 		default:
 			usage(stderr);
 			return ISTHD_EXIT_USAGE;
 		}
 	}
 	if (a->config == NULL || optind != argc) {
-		fprintf(stderr, "isthmusd: %s\n",
+		ISTH_LOG_ERR("%s",
 			a->config ? "unexpected argument"
 				  : "--config FILE is required (isthmusd -- --help)");
 		return ISTHD_EXIT_USAGE;
@@ -194,12 +217,12 @@ print_tx(const char *what, uint16_t port, unsigned int txq)
 	unsigned int mq;
 
 	if (txq > 1) {
-		printf("isthmusd: %s TX: a queue per worker (%u TX queues)\n", what, txq);
+		ISTH_LOG_INFO("%s TX: a queue per worker (%u TX queues)", what, txq);
 		return;
 	}
 	mq = rte_eth_dev_info_get(port, &info) == 0 ? info.max_tx_queues : 1;
-	printf("isthmusd: %s TX: through worker 0 (PMD has %u TX queue%s)\n", what, mq,
-		mq == 1 ? "" : "s");
+	ISTH_LOG_INFO(
+		"%s TX: through worker 0 (PMD has %u TX queue%s)", what, mq, mq == 1 ? "" : "s");
 }
 
 /* The start-up lines (scripts/testbed.sh waits for the first one's
@@ -207,8 +230,8 @@ print_tx(const char *what, uint16_t port, unsigned int txq)
 static void
 print_start(const struct isthd *d)
 {
-	printf("isthmusd: island %s (%u), job %u, %u islands, backend %s, auth %s, %u worker%s, "
-	       "T %.3f ms, epoch %" PRIu64 " (in %.3f s)\n",
+	ISTH_LOG_INFO("island %s (%u), job %u, %u islands, backend %s, auth %s, %u worker%s, "
+		      "T %.3f ms, epoch %" PRIu64 " (in %.3f s)",
 		isth_sched_island_name(d->sched, d->island), d->island, d->cfg.job, d->n_islands,
 		d->cfg.backend, d->auth.on ? "on" : "OFF", d->n_workers,
 		d->n_workers == 1 ? "" : "s", (double)isth_sched_round_ns(d->sched) / 1e6,
@@ -219,15 +242,13 @@ print_start(const struct isthd *d)
 		print_tx("WAN", d->wan_port, d->wan_txq);
 	}
 	if (d->wan_rxq > 1)
-		printf("isthmusd: WAN RX: %u queues (af_packet qpairs), all polled by worker 0\n",
-			d->wan_rxq);
-	printf("isthmusd: WAN RX: UDP checksums checked %s\n",
+		ISTH_LOG_INFO(
+			"WAN RX: %u queues (af_packet qpairs), all polled by worker 0", d->wan_rxq);
+	ISTH_LOG_INFO("WAN RX: UDP checksums checked %s",
 		d->wan_rx_csum ? "by the NIC (RX offload)" : "in software");
 	if (d->access_rxq > 1)
-		printf("isthmusd: access RX: %u queues (af_packet qpairs), all polled by worker "
-		       "0\n",
+		ISTH_LOG_INFO("access RX: %u queues (af_packet qpairs), all polled by worker 0",
 			d->access_rxq);
-	fflush(stdout);
 }
 
 /* Workers and controller until a signal or --rounds; then the counters. */
@@ -237,11 +258,13 @@ run(struct isthd *d)
 	int ret = ISTHD_EXIT_OK;
 
 	if (isthd_workers_launch(d) < 0) {
-		fprintf(stderr, "isthmusd: workers not launched\n");
+		ISTH_LOG_ERR("workers not launched");
 		ret = ISTHD_EXIT_RUNTIME;
 	} else if (isthd_control(d) < 0) {
 		ret = ISTHD_EXIT_RUNTIME;
 	}
+	/* a signal, --rounds or a failure: systemd sees the stop begin */
+	isthd_supervise_stopping();
 	d->stop = true;
 	isthd_workers_wait(d);
 	isthd_dp_drain_final(d);
@@ -254,19 +277,16 @@ main(int argc, char **argv)
 {
 	struct isthd *d = &daemon_state;
 	struct args a = {0};
+	pid_t ppid0 = getppid(); /* before anything can re-parent us */
+	bool die_with_parent = false;
 	unsigned int workers;
 	char err[1024];
 	int rc, c, ret = ISTHD_EXIT_OK;
 
 	if (isth_version_args("isthmusd", argc, argv))
 		return 0;
-	/* Die with the parent: nothing outlives a kill -9 of scripts/testbed.sh.
-	 * Started by a testbed (ISTH_TESTBED set) whose script is already gone
-	 * (we were left to init before the prctl): leave. */
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
-		(getenv("ISTH_TESTBED") != NULL && getppid() == 1))
-		return 1;
-	for (c = 1; c < argc; c++)
+	isth_log_init("isthmusd");
+	for (c = 1; c < argc; c++) {
 		if (strcmp(argv[c], "-h") == 0 || strcmp(argv[c], "--help") == 0) {
 			usage(stdout);
 			return ISTHD_EXIT_OK;
@@ -274,9 +294,16 @@ main(int argc, char **argv)
 			/* the loader alone: no EAL, no hugepages, no ports */
 			return isthd_config_keys(stdout) ? ISTHD_EXIT_RUNTIME : ISTHD_EXIT_OK;
 		}
+		die_with_parent |= strcmp(argv[c], "--die-with-parent") == 0;
+	}
+	/* Die with the parent only when asked (the option, or the testbed: a
+	 * kill -9 of scripts/testbed.sh leaves nothing running); a parent
+	 * already gone before the prctl cannot signal us: leave. */
+	if (isth_notify_die_with_parent(die_with_parent, ppid0) < 0)
+		return 1;
 	rc = rte_eal_init(argc, argv);
 	if (rc < 0) {
-		fprintf(stderr, "isthmusd: EAL init failed: %s\n", rte_strerror(rte_errno));
+		ISTH_LOG_ERR("EAL init failed: %s", rte_strerror(rte_errno));
 		return ISTHD_EXIT_INIT;
 	}
 	ret = parse_args(argc - rc, argv + rc, &a);
@@ -284,7 +311,7 @@ main(int argc, char **argv)
 		goto eal;
 	rc = isthd_config_load(a.config, &d->cfg, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "isthmusd: %s\n", err);
+		ISTH_LOG_ERR("%s", err);
 		ret = ISTHD_EXIT_USAGE;
 		goto eal;
 	}
@@ -293,7 +320,7 @@ main(int argc, char **argv)
 	d->max_rounds = a.rounds;
 	rc = isthd_prepare(d, a.epoch, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "isthmusd: %s\n", err);
+		ISTH_LOG_ERR("%s", err);
 		ret = ISTHD_EXIT_USAGE;
 		goto eal;
 	}
@@ -304,9 +331,8 @@ main(int argc, char **argv)
 	}
 	workers = rte_lcore_count() - 1; /* every lcore but the main one */
 	if (workers < 1 || workers > ISTHD_MAX_WORKERS) {
-		fprintf(stderr,
-			"isthmusd: need 2 to %u lcores (EAL -l 0,1 or -l 0,1,2,...), given %u: "
-			"the main one runs the controller, each other one a worker\n",
+		ISTH_LOG_ERR("need 2 to %u lcores (EAL -l 0,1 or -l 0,1,2,...), given %u: "
+			     "the main one runs the controller, each other one a worker",
 			ISTHD_MAX_WORKERS + 1, workers + 1);
 		isthd_teardown(d);
 		ret = ISTHD_EXIT_USAGE;
@@ -315,15 +341,19 @@ main(int argc, char **argv)
 	d->n_workers = workers;
 	rc = isthd_setup(d, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "isthmusd: %s\n", err);
+		ISTH_LOG_ERR("%s", err);
 		ret = rc == -EINVAL ? ISTHD_EXIT_USAGE : ISTHD_EXIT_INIT;
 		goto ports;
 	}
 	if (d->cfg.telemetry && isthd_telemetry_register(d) < 0)
-		fprintf(stderr, "isthmusd: telemetry commands not registered\n");
+		ISTH_LOG_WARN("telemetry commands not registered");
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	if (isthd_supervise_init() < 0) {
+		ret = ISTHD_EXIT_USAGE;
+		goto ports;
+	}
 	print_start(d);
 	ret = run(d);
 ports:

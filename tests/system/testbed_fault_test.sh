@@ -116,7 +116,7 @@ JOB
 	fi
 	[ $fail = 0 ] && echo "PASS: exec: $sent; WAN min RTT $rtt ms" ;;
 kill9)
-	# PR_SET_PDEATHSIG alone (no watchdog): a shell killed with -9 takes
+	# --die-with-parent (PR_SET_PDEATHSIG) alone, no watchdog: a shell killed with -9 takes
 	# its isthmus-island along (the island waits for a ROUND for 120 s).
 	# The parent is killed only once the island has printed its start
 	# line, which main() prints after the prctl: $! is known as soon as
@@ -127,7 +127,7 @@ kill9)
 	# shell exec, keeping its pid), so that a second run of this test
 	# beside it does not find its UDP port (9471) taken.
 	bash -c 'unshare -n bash -c '\''ip link set lo up && exec "$0" "$@"'\'' "$1" \
-		--job 1 --island 0 --islands 2 --edge 127.0.0.1:9 --auth off --timeout 120 \
+		--job 1 --island 0 --islands 2 --edge 127.0.0.1:9 --auth off --timeout 120 --die-with-parent \
 		>"$3" 2>&1 & echo $! >"$2"; wait' _ "$BUILD/app/isthmus-island/isthmus-island" \
 		"$tmp/island.pid" "$tmp/island.out" &
 	parent=$!

@@ -317,7 +317,7 @@ if [ "$restart" = 1 ]; then
 		fi
 		# (not its round lines: it may be stopped again before the
 		# boundary that logs round J, once island 4 has round J)
-		if ! grep -q "^isthmusd: joining at round $j " "$keep/edge4.restart$i.log" 2>/dev/null; then
+		if ! grep -q "isthmusd: joining at round $j " "$keep/edge4.restart$i.log" 2>/dev/null; then
 			echo "FAIL: restart $i: the restarted edge's log does not say it joined at round $j"
 			fail=1
 		fi
