@@ -30,6 +30,7 @@
 #include "isth_text.h"
 #include "isthd.h"
 #include "isth_version.h"
+#include "metrics.h"
 
 static struct isthd daemon_state;
 
@@ -314,6 +315,12 @@ main(int argc, char **argv)
 	}
 	if (d->cfg.telemetry && isthd_telemetry_register(d) < 0)
 		fprintf(stderr, "isthmusd: telemetry commands not registered\n");
+	/* [metrics]: its own thread; isthd_teardown stops it */
+	if (isthd_metrics_start(d, err, sizeof(err)) < 0) {
+		fprintf(stderr, "isthmusd: %s\n", err);
+		ret = ISTHD_EXIT_INIT;
+		goto ports;
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
