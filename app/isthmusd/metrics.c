@@ -161,7 +161,16 @@ isthd_mtext_double(struct isthd_mtext *t, const char *name, enum isthd_mtype typ
 	const struct isthd_mlabel *l, unsigned int n_labels, double v)
 {
 	sample_head(t, name, type, l, n_labels);
-	isthd_mtext_printf(t, " %.9g\n", v);
+	isthd_mtext_printf(t, " %.17g\n", v);
+}
+
+void
+isthd_mtext_ns(struct isthd_mtext *t, const char *name, enum isthd_mtype type,
+	const struct isthd_mlabel *l, unsigned int n_labels, uint64_t ns)
+{
+	/* exact: a double would round an epoch to a quarter of a microsecond */
+	sample_head(t, name, type, l, n_labels);
+	isthd_mtext_printf(t, " %" PRIu64 ".%09" PRIu64 "\n", ns / 1000000000u, ns % 1000000000u);
 }
 
 void
@@ -268,8 +277,8 @@ walk_one(void *arg, const char *name, uint64_t v, enum isthd_stat_kind kind)
 	case ISTHD_STAT_DROP:
 		if (!w->drops)
 			isthd_mtext_family(w->t, "isthmus_edge_drops", ISTHD_MT_COUNTER,
-				"packets dropped, by reason (the wire parser's and isthmusd's, "
-				"doc/isthmusd.md \"Counters and drops\")");
+				"packets dropped, by reason (the wire parser's and isthmusd's; "
+				"doc/isthmusd.md, Counters and drops)");
 		w->drops = true;
 		l = (struct isthd_mlabel){"reason", strncmp(name, "drop_", 5) ? name : name + 5};
 		isthd_mtext_u64(w->t, "isthmus_edge_drops", ISTHD_MT_COUNTER, &l, 1, v);
@@ -306,12 +315,11 @@ render_round(const struct isthd *d, struct isthd_mtext *t)
 		t, "isthmus_edge_round_published", ISTHD_MT_GAUGE, NULL, 0, (double)pub - 1);
 	isthd_mtext_family(t, "isthmus_edge_round_length_seconds", ISTHD_MT_GAUGE,
 		"T, the length of every round");
-	isthd_mtext_double(t, "isthmus_edge_round_length_seconds", ISTHD_MT_GAUGE, NULL, 0,
-		(double)d->clk.round_ns / 1e9);
+	isthd_mtext_ns(
+		t, "isthmus_edge_round_length_seconds", ISTHD_MT_GAUGE, NULL, 0, d->clk.round_ns);
 	isthd_mtext_family(t, "isthmus_edge_epoch_seconds", ISTHD_MT_GAUGE,
 		"start of round 0, seconds since the Unix epoch");
-	isthd_mtext_double(t, "isthmus_edge_epoch_seconds", ISTHD_MT_GAUGE, NULL, 0,
-		(double)d->clk.epoch_ns / 1e9);
+	isthd_mtext_ns(t, "isthmus_edge_epoch_seconds", ISTHD_MT_GAUGE, NULL, 0, d->clk.epoch_ns);
 	isthd_backend_counts_sum(d, &bc);
 	isthd_mtext_family(t, "isthmus_edge_aggregates_completed", ISTHD_MT_COUNTER,
 		"aggregates emitted complete (every worker's backend)");
@@ -344,7 +352,7 @@ pace_one(struct isthd_mtext *t, const char *name, const char *help, uint64_t v)
 	if (ends_with(name, "_ns")) {
 		snprintf(fam, sizeof(fam), "isthmus_edge_pace_%.*s_seconds", (int)(n - 3), name);
 		isthd_mtext_family(t, fam, type, help);
-		isthd_mtext_double(t, fam, type, NULL, 0, (double)v / 1e9);
+		isthd_mtext_ns(t, fam, type, NULL, 0, v);
 		return;
 	}
 	if (ends_with(name, "_bps"))

@@ -102,6 +102,9 @@ void isthd_mtext_u64(struct isthd_mtext *t, const char *name, enum isthd_mtype t
 	const struct isthd_mlabel *l, unsigned int n_labels, uint64_t v);
 void isthd_mtext_double(struct isthd_mtext *t, const char *name, enum isthd_mtype type,
 	const struct isthd_mlabel *l, unsigned int n_labels, double v);
+/* A sample in seconds, exactly, from @ns nanoseconds. */
+void isthd_mtext_ns(struct isthd_mtext *t, const char *name, enum isthd_mtype type,
+	const struct isthd_mlabel *l, unsigned int n_labels, uint64_t ns);
 /* The end of a document: "# EOF" in OpenMetrics, nothing in text. */
 void isthd_mtext_end(struct isthd_mtext *t);
 void isthd_mtext_free(struct isthd_mtext *t);

@@ -32,6 +32,10 @@ doc(int om, int argc, char **argv)
 	isthd_mtext_u64(&t, "test_payload_bytes", ISTHD_MT_COUNTER, NULL, 0, 1234);
 	isthd_mtext_family(&t, "test_lag_seconds", ISTHD_MT_GAUGE, "a real gauge");
 	isthd_mtext_double(&t, "test_lag_seconds", ISTHD_MT_GAUGE, NULL, 0, 0.000123456);
+	isthd_mtext_family(&t, "test_epoch_seconds", ISTHD_MT_GAUGE, "exact from ns");
+	isthd_mtext_ns(&t, "test_epoch_seconds", ISTHD_MT_GAUGE, NULL, 0, 1796525940123456789ull);
+	isthd_mtext_family(&t, "test_round", ISTHD_MT_GAUGE, "negative");
+	isthd_mtext_double(&t, "test_round", ISTHD_MT_GAUGE, NULL, 0, -1);
 	isthd_mtext_family(&t, "test_drops", ISTHD_MT_COUNTER, "drops by reason");
 	for (int i = 0; i < argc; i++) {
 		char w[16];

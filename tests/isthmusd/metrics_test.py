@@ -11,6 +11,7 @@ text format does not. And the request parser's answers: 200 for GET
 
   metrics_test.py METRICS_RENDER
 """
+import re
 import shutil
 import subprocess
 import sys
@@ -83,6 +84,12 @@ def check_doc(fmt):
           "%s: frames sample %r" % (fmt, s))
     lag = fams["test_lag_seconds"].samples[0].value
     check(abs(lag - 0.000123456) < 1e-12, "%s: lag %r" % (fmt, lag))
+    # exact from ns: nothing lost to a double on the way out
+    check(re.search(r"(?m)^test_epoch_seconds 1796525940\.123456789$", text),
+          "%s: epoch not exact" % fmt)
+    check(fams["test_epoch_seconds"].samples[0].value == 1796525940.123456789,
+          "%s: epoch %r" % (fmt, fams["test_epoch_seconds"].samples[0].value))
+    check(fams["test_round"].samples[0].value == -1, "%s: round not -1" % fmt)
     info = fams["test_build_info"].samples[0]
     check(info.labels == {"version": "0.1.0 (git 0123456789ab-dirty)"} and info.value == 1,
           "%s: build_info %r" % (fmt, info))
