@@ -17,7 +17,7 @@ Checked, with prometheus_client's parsers (independent of isthmusd):
   that sends nothing, and more silent clients than the endpoint serves at
   once: each gets an error or a close, and a scrape beside them still
   answers (no fixed sleeps: every wait is on a condition, with a bound);
-- after SIGINT: exit 0; every counter of the final print is a metric, no
+- after SIGINT, with scrapes going on across it: exit 0; every counter of the final print is a metric, no
   lower than the last scrape; the port is closed.
 
   metrics_edge_test.py ISTHMUSD SOURCE_ROOT
@@ -32,6 +32,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 try:
@@ -238,8 +239,27 @@ def main():
         _, _, text = scrape(port)
         last = values(text_parse(text))
         sock.close()
+        # scrapes in a loop across SIGINT until the port closes: the
+        # endpoint's thread must stop cleanly under them (exit 0)
+        during = {"ok": 0, "after": 0}
+        sent = threading.Event()
+
+        def hammer():
+            while True:
+                try:
+                    scrape(port, timeout=5)
+                except (OSError, http.client.HTTPException):
+                    return
+                during["after" if sent.is_set() else "ok"] += 1
+        th = threading.Thread(target=hammer)
+        th.start()
+        while during["ok"] < 3 and th.is_alive():
+            time.sleep(0.01)
         proc.send_signal(signal.SIGINT)
+        sent.set()
         rc = proc.wait(timeout=120)
+        th.join(timeout=30)
+        check(not th.is_alive(), "scrapes still answered after exit")
         out = open(log).read()
         check(rc == 0, "exit %d" % rc)
         final = out[out.index("isthmusd counters:"):].split("\n")[1:]
@@ -261,8 +281,8 @@ def main():
         except OSError:
             pass
         check(not os.path.exists("/var/run/dpdk/" + prefix), "runtime directory left")
-        print("ok: clean exit; the final print's %d counters are metrics, none below "
-              "the last scrape" % n, flush=True)
+        print("ok: clean exit under scrapes (%d after SIGINT); the final print's %d counters "
+              "are metrics, none below the last scrape" % (during["after"], n), flush=True)
     finally:
         if proc is not None and proc.poll() is None:
             proc.kill()
