@@ -23,7 +23,6 @@ Checked, with prometheus_client's parsers (independent of isthmusd):
   metrics_edge_test.py ISTHMUSD SOURCE_ROOT
 """
 import http.client
-import json
 import os
 import re
 import shutil
@@ -35,30 +34,13 @@ import tempfile
 import threading
 import time
 
-try:
-    from prometheus_client.openmetrics.parser import \
-        text_string_to_metric_families as om_parse
-    from prometheus_client.parser import \
-        text_string_to_metric_families as text_parse
-except ImportError:
-    print("SKIP: prometheus_client missing (scripts/deps.sh installs "
-          "python3-prometheus-client)")
-    sys.exit(77)
-
-ISTHMUSD = os.path.realpath(sys.argv[1])
 ROOT = sys.argv[2]
 sys.path.insert(0, os.path.join(ROOT, "tests", "isthmusd"))
+from isthd_metrics import (OM_ACCEPT, bad_clients, between, check, fails,  # noqa: E402
+                           final_counters, first_line, get, local, samples)
 from isthd_tel import ask, connect  # noqa: E402
 
-OM_ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
-fails = []
-
-
-def check(cond, msg):
-    if not cond:
-        print("FAIL: " + msg, flush=True)
-        fails.append(msg)
-    return cond
+ISTHMUSD = os.path.realpath(sys.argv[1])
 
 
 def wait_for(what, cond, timeout, proc):
@@ -73,88 +55,26 @@ def wait_for(what, cond, timeout, proc):
     sys.exit("FAIL: no %s within %d s" % (what, timeout))
 
 
-def scrape(port, accept=None, timeout=10):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    c.request("GET", "/metrics", headers={"Accept": accept} if accept else {})
-    r = c.getresponse()
-    body = r.read().decode()
-    c.close()
-    return r.status, r.getheader("Content-Type"), body
-
-
-def values(fams):
-    """{(sample name, frozenset(labels)): value}"""
-    out = {}
-    for f in fams:
-        for s in f.samples:
-            out[(s.name, frozenset(s.labels.items()))] = s.value
-    return out
-
-
-def metric_of(name):
-    """The sample an /isthmus/stats or final-print name is exported as."""
-    if name.startswith("drop_"):
-        return ("isthmus_edge_drops_total", frozenset({("reason", name[5:])}))
-    m = re.match(r"mempool_(\w+)_in_use$", name)
-    if m:
-        return ("isthmus_edge_mempool_in_use", frozenset({("pool", m.group(1))}))
-    return ("isthmus_edge_%s_total" % name, frozenset())
-
-
-def raw(port, data, read=True, timeout=10):
-    """Send @data on a fresh connection; the response's first line, or
-    'closed' if the server closed (or reset) without one."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    try:
-        s.sendall(data)
-        if not read:
-            return s
-        buf = b""
-        while b"\r\n" not in buf:
-            b = s.recv(4096)
-            if not b:
-                break
-            buf += b
-    except (ConnectionResetError, BrokenPipeError):
-        buf = b""
-    s.close()
-    return buf.split(b"\r\n")[0].decode() if buf else "closed"
-
-
-def check_scrapes(port, version, sock):
-    st, ct, om_text = scrape(port, OM_ACCEPT)
+def check_scrapes(conn, version, sock):
+    st, ct, om_text = get(conn, OM_ACCEPT)
     check(st == 200, "om scrape: status %d" % st)
     check(ct == "application/openmetrics-text; version=1.0.0; charset=utf-8",
           "om scrape: Content-Type %s" % ct)
     check(om_text.endswith("# EOF\n"), "om scrape: no # EOF at the end")
-    a = values(om_parse(om_text))
+    a = samples(om_text, True)
     tel = ask(sock, "/isthmus/stats")
     rnd = ask(sock, "/isthmus/round")
-    st, ct, text = scrape(port)
+    st, ct, text = get(conn)
     check(st == 200 and ct == "text/plain; version=0.0.4; charset=utf-8",
           "text scrape: %d %s" % (st, ct))
     check("# EOF" not in text, "text scrape: has # EOF")
-    b = values(text_parse(text))
+    b = samples(text, False)
     info = ("isthmus_build_info", frozenset({("version", version), ("island", "NYC")}))
     check(a.get(info) == 1 and b.get(info) == 1,
           "isthmus_build_info{version=%r,island=NYC} missing" % version)
     check(rnd.get("version") == version,
           "/isthmus/round version %r, want %r" % (rnd.get("version"), version))
-    moved = exact = 0
-    for name, v in tel.items():
-        if name == "auth":
-            continue
-        key = metric_of(name)
-        if not check(key in a and key in b, "%s (%s) not exported" % (name, key[0])):
-            continue
-        if name.startswith("mempool_"):  # gauges: no order between reads
-            continue
-        check(a[key] <= v <= b[key], "%s: scrape %d, telemetry %d, scrape %d" %
-              (name, a[key], v, b[key]))
-        if a[key] == b[key]:
-            exact += 1
-        else:
-            moved += 1
+    n, eq = between(a, tel, b)
     check(a[("isthmus_edge_access_rx_total", frozenset())] > 0, "access_rx is 0")
     for fam in ["isthmus_edge_worker_peer_data_total", "isthmus_edge_resend_held"]:
         check((fam, frozenset({("worker", "0")})) in a, "%s{worker=0} missing" % fam)
@@ -163,33 +83,19 @@ def check_scrapes(port, version, sock):
                 "isthmus_edge_pace_round_start_lag_seconds"]:
         check((fam, frozenset()) in a, "%s missing" % fam)
     print("ok: both formats parse; %d counters between two scrapes (%d equal, %d moving)"
-          % (exact + moved, exact, moved), flush=True)
-    return b
+          % (n, eq, n - eq), flush=True)
 
 
-def check_bad_clients(port, proc):
-    check(raw(port, b"GET /other HTTP/1.1\r\n\r\n").startswith("HTTP/1.1 404"), "no 404")
-    check(raw(port, b"POST /metrics HTTP/1.1\r\n\r\n").startswith("HTTP/1.1 405"), "no 405")
-    check(raw(port, b"garbage\r\n\r\n").startswith("HTTP/1.1 400"), "garbage: no 400")
-    r = raw(port, b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n")
-    check(r.startswith("HTTP/1.1 431") or r == "closed", "1 MiB header: %r" % r)
-    # one silent client: a scrape beside it answers at once, and the
-    # endpoint closes the silent one after its timeout
-    silent = raw(port, b"", read=False)
-    t0 = time.time()
-    st, _, _ = scrape(port, timeout=1.5)
-    check(st == 200, "scrape beside a silent client: %d" % st)
-    silent.settimeout(10)
-    try:
-        closed = silent.recv(1) == b""
-    except (socket.timeout, ConnectionResetError):
-        closed = False
-    check(closed, "silent client not closed within 10 s")
-    silent.close()
+def check_bad_clients(conn, proc):
+    check(first_line(conn, b"GET /other HTTP/1.1\r\n\r\n").startswith("HTTP/1.1 404"),
+          "no 404")
+    check(first_line(conn, b"POST /metrics HTTP/1.1\r\n\r\n").startswith("HTTP/1.1 405"),
+          "no 405")
+    bad_clients(conn)  # garbage, 1 MiB header, one silent client
     # more silent clients than slots: a scrape waits at most one timeout
-    many = [raw(port, b"", read=False) for _ in range(12)]
+    many = [conn(10) for _ in range(12)]
     t0 = time.time()
-    st, _, _ = scrape(port, timeout=10)
+    st, _, _ = get(conn, timeout=10)
     took = time.time() - t0
     check(st == 200 and took < 6, "scrape behind 12 silent clients: %d after %.1f s" % (st, took))
     for s in many:
@@ -234,10 +140,10 @@ def main():
         port = wait_for("metrics line", port_line, 120, proc)
         sock = connect("/var/run/dpdk/%s/dpdk_telemetry.v2" % prefix, time.time() + 60)
         wait_for("/isthmus/stats", lambda: ask(sock, "/isthmus/stats"), 60, proc)
-        check_scrapes(port, version, sock)
-        check_bad_clients(port, proc)
-        _, _, text = scrape(port)
-        last = values(text_parse(text))
+        conn = local(port)
+        check_scrapes(conn, version, sock)
+        check_bad_clients(conn, proc)
+        last = samples(get(conn)[2], False)
         sock.close()
         # scrapes in a loop across SIGINT until the port closes: the
         # endpoint's thread must stop cleanly under them (exit 0)
@@ -247,7 +153,7 @@ def main():
         def hammer():
             while True:
                 try:
-                    scrape(port, timeout=5)
+                    get(conn, timeout=5)
                 except (OSError, http.client.HTTPException):
                     return
                 during["after" if sent.is_set() else "ok"] += 1
@@ -262,19 +168,7 @@ def main():
         check(not th.is_alive(), "scrapes still answered after exit")
         out = open(log).read()
         check(rc == 0, "exit %d" % rc)
-        final = out[out.index("isthmusd counters:"):].split("\n")[1:]
-        n = 0
-        for line in final:
-            m = re.match(r"^  (\w+) +(\d+)$", line)
-            if not m:
-                break
-            key = metric_of(m.group(1))
-            n += 1
-            if check(key in last, "final print's %s is no metric" % m.group(1)) and \
-                    not m.group(1).startswith("mempool_"):
-                check(last[key] <= int(m.group(2)), "%s: last scrape %d > final %s" %
-                      (m.group(1), last[key], m.group(2)))
-        check(n > 20, "final print: %d counters read" % n)
+        n = final_counters(out, last)
         try:
             socket.create_connection(("127.0.0.1", port), timeout=2).close()
             check(False, "port %d still open after exit" % port)

@@ -11,34 +11,21 @@ text format does not. And the request parser's answers: 200 for GET
 
   metrics_test.py METRICS_RENDER
 """
+import os
 import re
 import shutil
 import subprocess
 import sys
 
-try:
-    from prometheus_client.openmetrics.parser import \
-        text_string_to_metric_families as om_parse
-    from prometheus_client.parser import \
-        text_string_to_metric_families as text_parse
-except ImportError:
-    print("SKIP: prometheus_client missing (scripts/deps.sh installs "
-          "python3-prometheus-client)")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from isthd_metrics import check, fails, om_parse, text_parse  # noqa: E402
 
 RENDER = sys.argv[1]
-fails = []
 
 # label values: quote, backslash, newline, braces and separators, UTF-8
 VALUES = ['plain', 'a"b', 'back\\slash', 'new\nline', '}{=,"\\\n',
           'ünïcödé', '\\n literally']
 HELP = 'frames with a \\ backslash,\na newline and a "quote"'
-
-
-def check(cond, msg):
-    if not cond:
-        print("FAIL: " + msg)
-        fails.append(msg)
 
 
 def render(fmt):
