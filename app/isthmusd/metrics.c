@@ -249,6 +249,31 @@ isthd_metrics_parse_request(const char *buf, size_t len, bool *om)
 
 /* ---- what is exported ---------------------------------------------------- */
 
+/* A family of one unlabelled sample (the help last: it is the longest). */
+static void
+one_u64(struct isthd_mtext *t, const char *name, enum isthd_mtype type, uint64_t v,
+	const char *help)
+{
+	isthd_mtext_family(t, name, type, help);
+	isthd_mtext_u64(t, name, type, NULL, 0, v);
+}
+
+static void
+one_ns(struct isthd_mtext *t, const char *name, enum isthd_mtype type, uint64_t ns,
+	const char *help)
+{
+	isthd_mtext_family(t, name, type, help);
+	isthd_mtext_ns(t, name, type, NULL, 0, ns);
+}
+
+static void
+one_double(
+	struct isthd_mtext *t, const char *name, enum isthd_mtype type, double v, const char *help)
+{
+	isthd_mtext_family(t, name, type, help);
+	isthd_mtext_double(t, name, type, NULL, 0, v);
+}
+
 static const char *const counter_help[ISTHD_N_COUNTERS] = {ISTHD_COUNTERS(ISTH_CTR_HELP)};
 
 /* isthd_stats_walk's names in families: a counter each, the drops one
@@ -306,33 +331,21 @@ render_round(const struct isthd *d, struct isthd_mtext *t)
 	uint64_t pub = __atomic_load_n(&d->published, __ATOMIC_ACQUIRE);
 	struct isth_backend_counts bc;
 
-	isthd_mtext_family(
-		t, "isthmus_edge_round", ISTHD_MT_GAUGE, "round running now (-1 before the epoch)");
-	isthd_mtext_double(t, "isthmus_edge_round", ISTHD_MT_GAUGE, NULL, 0, (double)cur - 1);
-	isthd_mtext_family(t, "isthmus_edge_round_published", ISTHD_MT_GAUGE,
+	one_double(t, "isthmus_edge_round", ISTHD_MT_GAUGE, (double)cur - 1,
+		"round running now (-1 before the epoch)");
+	one_double(t, "isthmus_edge_round_published", ISTHD_MT_GAUGE, (double)pub - 1,
 		"newest round whose tables are published (-1: none)");
-	isthd_mtext_double(
-		t, "isthmus_edge_round_published", ISTHD_MT_GAUGE, NULL, 0, (double)pub - 1);
-	isthd_mtext_family(t, "isthmus_edge_round_length_seconds", ISTHD_MT_GAUGE,
+	one_ns(t, "isthmus_edge_round_length_seconds", ISTHD_MT_GAUGE, d->clk.round_ns,
 		"T, the length of every round");
-	isthd_mtext_ns(
-		t, "isthmus_edge_round_length_seconds", ISTHD_MT_GAUGE, NULL, 0, d->clk.round_ns);
-	isthd_mtext_family(t, "isthmus_edge_epoch_seconds", ISTHD_MT_GAUGE,
+	one_ns(t, "isthmus_edge_epoch_seconds", ISTHD_MT_GAUGE, d->clk.epoch_ns,
 		"start of round 0, seconds since the Unix epoch");
-	isthd_mtext_ns(t, "isthmus_edge_epoch_seconds", ISTHD_MT_GAUGE, NULL, 0, d->clk.epoch_ns);
 	isthd_backend_counts_sum(d, &bc);
-	isthd_mtext_family(t, "isthmus_edge_aggregates_completed", ISTHD_MT_COUNTER,
+	one_u64(t, "isthmus_edge_aggregates_completed", ISTHD_MT_COUNTER, bc.completed,
 		"aggregates emitted complete (every worker's backend)");
-	isthd_mtext_u64(
-		t, "isthmus_edge_aggregates_completed", ISTHD_MT_COUNTER, NULL, 0, bc.completed);
-	isthd_mtext_family(t, "isthmus_edge_aggregates_partial", ISTHD_MT_COUNTER,
+	one_u64(t, "isthmus_edge_aggregates_partial", ISTHD_MT_COUNTER, bc.partial,
 		"aggregates emitted partial: timeout and conflict (every worker's backend)");
-	isthd_mtext_u64(
-		t, "isthmus_edge_aggregates_partial", ISTHD_MT_COUNTER, NULL, 0, bc.partial);
-	isthd_mtext_family(t, "isthmus_edge_aggregates_pending", ISTHD_MT_GAUGE,
+	one_u64(t, "isthmus_edge_aggregates_pending", ISTHD_MT_GAUGE, bc.dev_pending,
 		"aggregates inside an asynchronous device now");
-	isthd_mtext_u64(
-		t, "isthmus_edge_aggregates_pending", ISTHD_MT_GAUGE, NULL, 0, bc.dev_pending);
 }
 
 /* One ISTH_PACE_STATS entry: its family and sample; ns gauges in seconds,
@@ -351,8 +364,7 @@ pace_one(struct isthd_mtext *t, const char *name, const char *help, uint64_t v)
 			type = ISTHD_MT_GAUGE;
 	if (ends_with(name, "_ns")) {
 		snprintf(fam, sizeof(fam), "isthmus_edge_pace_%.*s_seconds", (int)(n - 3), name);
-		isthd_mtext_family(t, fam, type, help);
-		isthd_mtext_ns(t, fam, type, NULL, 0, v);
+		one_ns(t, fam, type, v, help);
 		return;
 	}
 	if (ends_with(name, "_bps"))
@@ -360,8 +372,7 @@ pace_one(struct isthd_mtext *t, const char *name, const char *help, uint64_t v)
 			name);
 	else
 		snprintf(fam, sizeof(fam), "isthmus_edge_pace_%s", name);
-	isthd_mtext_family(t, fam, type, help);
-	isthd_mtext_u64(t, fam, type, NULL, 0, v);
+	one_u64(t, fam, type, v, help);
 }
 
 static void
@@ -377,13 +388,10 @@ render_pace_backend(const struct isthd *d, struct isthd_mtext *t)
 	ISTH_PACE_STATS(P)
 #undef P
 	isthd_backend_caps_sum(d, &caps);
-	isthd_mtext_family(t, "isthmus_edge_backend_memory_bytes", ISTHD_MT_GAUGE,
+	one_u64(t, "isthmus_edge_backend_memory_bytes", ISTHD_MT_GAUGE, caps.mem_bytes,
 		"aggregation memory of every worker's backend");
-	isthd_mtext_u64(
-		t, "isthmus_edge_backend_memory_bytes", ISTHD_MT_GAUGE, NULL, 0, caps.mem_bytes);
-	isthd_mtext_family(t, "isthmus_edge_backend_slots", ISTHD_MT_GAUGE,
+	one_u64(t, "isthmus_edge_backend_slots", ISTHD_MT_GAUGE, caps.n_slots,
 		"aggregation slots of every worker's backend");
-	isthd_mtext_u64(t, "isthmus_edge_backend_slots", ISTHD_MT_GAUGE, NULL, 0, caps.n_slots);
 	/* the backend's own list (/isthmus/backend): it says no kind, so
 	 * one family by name, of unknown type */
 	isthd_backend_stats_sum(d, &st);
@@ -411,8 +419,7 @@ render_workers(const struct isthd *d, struct isthd_mtext *t)
 		isth_resend_stats(d->workers[k].agg_ring, &rs[k]);
 		snprintf(ks[k], sizeof(ks[k]), "%u", k);
 	}
-	isthd_mtext_family(t, "isthmus_edge_workers", ISTHD_MT_GAUGE, "worker lcores");
-	isthd_mtext_u64(t, "isthmus_edge_workers", ISTHD_MT_GAUGE, NULL, 0, n);
+	one_u64(t, "isthmus_edge_workers", ISTHD_MT_GAUGE, n, "worker lcores");
 #define W(name, counter, help, value) \
 	do { \
 		enum isthd_mtype ty = (counter) ? ISTHD_MT_COUNTER : ISTHD_MT_GAUGE; \
@@ -484,9 +491,8 @@ isthd_metrics_render(const struct isthd *d, struct isthd_mtext *t)
 	isthd_mtext_family(t, "isthmus_build_info", ISTHD_MT_GAUGE,
 		"1, labelled with the version (meson's project version and git revision)");
 	isthd_mtext_u64(t, "isthmus_build_info", ISTHD_MT_GAUGE, l, 2, 1);
-	isthd_mtext_family(t, "isthmus_edge_auth_enabled", ISTHD_MT_GAUGE,
+	one_u64(t, "isthmus_edge_auth_enabled", ISTHD_MT_GAUGE, d->auth.on,
 		"1: [auth] mode = on (wire version 2); 0: off, unauthenticated");
-	isthd_mtext_u64(t, "isthmus_edge_auth_enabled", ISTHD_MT_GAUGE, NULL, 0, d->auth.on);
 	isthd_stats_walk(d, walk_one, &w);
 	render_round(d, t);
 	render_pace_backend(d, t);

@@ -8,6 +8,7 @@ import http.client
 import re
 import socket
 import sys
+import time
 
 try:
     from prometheus_client.openmetrics.parser import \
@@ -129,3 +130,17 @@ def final_counters(log, last):
                   (m.group(1), last[k], m.group(2)))
     check(n > 20, "final print: %d counters read" % n)
     return n
+
+
+def until(what, cond, timeout, proc):
+    """cond()'s first true value, polled until @timeout s; the test ends
+    if @proc (isthmusd, or the testbed run) exits first."""
+    end = time.time() + timeout
+    while time.time() < end:
+        v = cond()
+        if v:
+            return v
+        if proc.poll() is not None:
+            sys.exit("FAIL: exit %s while waiting for %s" % (proc.returncode, what))
+        time.sleep(0.05)
+    sys.exit("FAIL: no %s within %d s" % (what, timeout))

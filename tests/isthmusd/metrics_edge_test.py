@@ -37,22 +37,10 @@ import time
 ROOT = sys.argv[2]
 sys.path.insert(0, os.path.join(ROOT, "tests", "isthmusd"))
 from isthd_metrics import (OM_ACCEPT, bad_clients, between, check, fails,  # noqa: E402
-                           final_counters, first_line, get, local, samples)
+                           final_counters, first_line, get, local, samples, until)
 from isthd_tel import ask, connect  # noqa: E402
 
 ISTHMUSD = os.path.realpath(sys.argv[1])
-
-
-def wait_for(what, cond, timeout, proc):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = cond()
-        if v:
-            return v
-        if proc.poll() is not None:
-            sys.exit("FAIL: isthmusd exited (%s) waiting for %s" % (proc.returncode, what))
-        time.sleep(0.05)
-    sys.exit("FAIL: no %s within %d s" % (what, timeout))
 
 
 def check_scrapes(conn, version, sock):
@@ -137,9 +125,9 @@ def main():
             m = re.search(r"^isthmusd: metrics on http://127\.0\.0\.1:(\d+)/metrics$",
                           open(log).read(), re.M)
             return int(m.group(1)) if m else None
-        port = wait_for("metrics line", port_line, 120, proc)
+        port = until("metrics line", port_line, 120, proc)
         sock = connect("/var/run/dpdk/%s/dpdk_telemetry.v2" % prefix, time.time() + 60)
-        wait_for("/isthmus/stats", lambda: ask(sock, "/isthmus/stats"), 60, proc)
+        until("/isthmus/stats", lambda: ask(sock, "/isthmus/stats"), 60, proc)
         conn = local(port)
         check_scrapes(conn, version, sock)
         check_bad_clients(conn, proc)

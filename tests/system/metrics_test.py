@@ -33,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 TB = os.path.join(ROOT, "scripts", "testbed.sh")
 sys.path.insert(0, os.path.join(ROOT, "tests", "isthmusd"))
 from isthd_metrics import (OM_ACCEPT, bad_clients, between, check, fails,  # noqa: E402
-                           final_counters, get, metric_of, samples)
+                           final_counters, get, metric_of, samples, until)
 from isthd_tel import ask, connect  # noqa: E402
 
 BUILD = os.path.realpath(sys.argv[1])
@@ -71,18 +71,6 @@ def scrape(accept=None, timeout=10):
     st, _, body = get(Netns.connect, accept, timeout)
     check(st == 200, "scrape: status %d" % st)
     return samples(body, accept is not None)
-
-
-def until(what, cond, timeout, proc):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = cond()
-        if v:
-            return v
-        if proc.poll() is not None:
-            sys.exit("FAIL: the run ended (exit %s) waiting for %s" % (proc.returncode, what))
-        time.sleep(0.1)
-    sys.exit("FAIL: no %s within %d s" % (what, timeout))
 
 
 def main():
