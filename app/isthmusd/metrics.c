@@ -519,6 +519,10 @@ static struct {
 	int lfd, efd; /* listening socket; eventfd that stops the thread */
 	pthread_t th;
 	bool running;
+	/* monotonic ns: the listener rests until then after accept failed
+	 * other than EAGAIN (EMFILE, ENOBUFS: it would stay readable and the
+	 * thread spin on the controller's CPU) */
+	uint64_t accept_rest_ns;
 	struct client c[ISTHD_METRICS_MAX_CLIENTS];
 } srv = {.lfd = -1, .efd = -1};
 
@@ -623,15 +627,29 @@ accept_clients(uint64_t now)
 		if (c->fd >= 0)
 			continue;
 		fd = accept4(srv.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return; /* EAGAIN: none waiting (or a transient error) */
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				srv.accept_rest_ns = now + 100000000ull;
+			return; /* EAGAIN: none waiting */
+		}
 		*c = (struct client){
 			.fd = fd, .deadline_ns = now + ISTHD_METRICS_TIMEOUT_MS * 1000000ull};
 	}
 }
 
-/* The poll set: the stop eventfd, the listener while a slot is free,
- * every client. Returns its size; @timeout_ms until the first deadline. */
+/* Shorten poll's @timeout_ms (-1: none) to @ns from now, rounded up. */
+static void
+sooner(int *timeout_ms, uint64_t ns)
+{
+	uint64_t ms = (ns + 999999) / 1000000;
+
+	if (*timeout_ms < 0 || ms < (uint64_t)*timeout_ms)
+		*timeout_ms = (int)ms;
+}
+
+/* The poll set: the stop eventfd, the listener while a slot is free (and
+ * it is not resting), every client. Returns its size; @timeout_ms until
+ * the first deadline. */
 static unsigned int
 poll_set(struct pollfd *pf, unsigned int *idx, uint64_t now, int *timeout_ms)
 {
@@ -641,19 +659,18 @@ poll_set(struct pollfd *pf, unsigned int *idx, uint64_t now, int *timeout_ms)
 	pf[n++] = (struct pollfd){.fd = srv.efd, .events = POLLIN};
 	for (unsigned int i = 0; i < ISTHD_METRICS_MAX_CLIENTS; i++) {
 		const struct client *c = &srv.c[i];
-		uint64_t left;
 
 		if (c->fd < 0)
 			continue;
 		used++;
-		left = c->deadline_ns > now ? (c->deadline_ns - now + 999999) / 1000000 : 0;
-		if (*timeout_ms < 0 || left < (uint64_t)*timeout_ms)
-			*timeout_ms = (int)left;
+		sooner(timeout_ms, c->deadline_ns > now ? c->deadline_ns - now : 0);
 		idx[n] = i;
 		pf[n++] = (struct pollfd){.fd = c->fd, .events = c->out.p ? POLLOUT : POLLIN};
 	}
-	if (used < ISTHD_METRICS_MAX_CLIENTS)
+	if (used < ISTHD_METRICS_MAX_CLIENTS && now >= srv.accept_rest_ns)
 		pf[n++] = (struct pollfd){.fd = srv.lfd, .events = POLLIN};
+	else if (used < ISTHD_METRICS_MAX_CLIENTS)
+		sooner(timeout_ms, srv.accept_rest_ns - now);
 	return n;
 }
 
