@@ -25,8 +25,9 @@ static struct isthd *tel;
  * teardown frees (pacer, rings, backend, pools, schedule). So each callback
  * runs inside enter/leave, and isthd_telemetry_close() - called before
  * anything is torn down - stops the metrics endpoint's thread, refuses new
- * callbacks and waits for running ones. Both sides use sequentially consistent operations: either a
- * callback sees `closed`, or close sees its reader count.
+ * callbacks and waits for running ones. Both sides use sequentially
+ * consistent operations: either a callback sees `closed`, or close sees
+ * its reader count.
  */
 static uint32_t tel_readers;
 static bool tel_closed = true;
