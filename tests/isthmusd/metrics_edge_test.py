@@ -17,6 +17,7 @@ Checked, with prometheus_client's parsers (independent of isthmusd):
   that sends nothing, and more silent clients than the endpoint serves at
   once: each gets an error or a close, and a scrape beside them still
   answers (no fixed sleeps: every wait is on a condition, with a bound);
+- a second edge configured on the same port exits 3 naming it;
 - after SIGINT, with scrapes going on across it: exit 0; every counter of the final print is a metric, no
   lower than the last scrape; the port is closed.
 
@@ -131,6 +132,20 @@ def main():
         conn = local(port)
         check_scrapes(conn, version, sock)
         check_bad_clients(conn, proc)
+        # a second edge asking for the same port: exit 3, naming it
+        busy = os.path.join(tmp, "busy.conf")
+        open(busy, "w").write(conf.replace("listen = 127.0.0.1:0",
+                                           "listen = 127.0.0.1:%d" % port))
+        r = subprocess.run(
+            [ISTHMUSD, "--no-huge", "-m", "256", "--no-pci", "--file-prefix=" + prefix + "b",
+             "-l", "0,1", "--log-level=lib.*:error", "--vdev", "net_null0",
+             "--vdev", "net_null1", "--", "--config", busy, "--epoch", "now+1"],
+            capture_output=True, timeout=120)
+        want = "isthmusd: [metrics] listen 127.0.0.1:%d: Address already in use" % port
+        check(r.returncode == 3 and want in r.stderr.decode(),
+              "port taken: exit %d, %r" % (r.returncode, r.stderr.decode()[-300:]))
+        check(not os.path.exists("/var/run/dpdk/" + prefix + "b"), "runtime directory left")
+        print("ok: a second edge on the same port exits 3: %s" % want, flush=True)
         last = samples(get(conn)[2], False)
         sock.close()
         # scrapes in a loop across SIGINT until the port closes: the
@@ -171,6 +186,7 @@ def main():
             proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree("/var/run/dpdk/" + prefix, ignore_errors=True)
+        shutil.rmtree("/var/run/dpdk/" + prefix + "b", ignore_errors=True)
     return 1 if fails else 0
 
 
