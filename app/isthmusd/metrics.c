@@ -35,6 +35,8 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
+#include <rte_mempool.h>
+
 #include "isth_clock.h"
 #include "isth_version.h"
 #include "isthd.h"
@@ -323,6 +325,26 @@ walk_one(void *arg, const char *name, uint64_t v, enum isthd_stat_kind kind)
 	}
 }
 
+/* Each pool's size beside its in-use gauge (the walk's), for occupancy;
+ * the pool labels are stats.c's mempool_<pool>_in_use names, which the
+ * tests hold the two families to. */
+static void
+render_pool_sizes(const struct isthd *d, struct isthd_mtext *t)
+{
+	static const char *const pools[] = {"pkt", "hdr", "ctl"};
+	const struct rte_mempool *mp[] = {d->pool, d->hdr_pool, d->ctl_pool};
+	struct isthd_mlabel l;
+
+	isthd_mtext_family(t, "isthmus_edge_mempool_size", ISTHD_MT_GAUGE,
+		"mbufs in each pool (isthmus_edge_mempool_in_use over this: occupancy)");
+	for (unsigned int i = 0; i < RTE_DIM(pools); i++) {
+		if (mp[i] == NULL)
+			continue;
+		l = (struct isthd_mlabel){"pool", pools[i]};
+		isthd_mtext_u64(t, "isthmus_edge_mempool_size", ISTHD_MT_GAUGE, &l, 1, mp[i]->size);
+	}
+}
+
 /* The round clock: what /isthmus/round shows, without the schedule. */
 static void
 render_round(const struct isthd *d, struct isthd_mtext *t)
@@ -494,6 +516,7 @@ isthd_metrics_render(const struct isthd *d, struct isthd_mtext *t)
 	one_u64(t, "isthmus_edge_auth_enabled", ISTHD_MT_GAUGE, d->auth.on,
 		"1: [auth] mode = on (wire version 2); 0: off, unauthenticated");
 	isthd_stats_walk(d, walk_one, &w);
+	render_pool_sizes(d, t);
 	render_round(d, t);
 	render_pace_backend(d, t);
 	render_workers(d, t);

@@ -65,6 +65,14 @@ def check_scrapes(conn, version, sock):
           "/isthmus/round version %r, want %r" % (rnd.get("version"), version))
     n, eq = between(a, tel, b)
     check(a[("isthmus_edge_access_rx_total", frozenset())] > 0, "access_rx is 0")
+    # every pool of the in-use gauges has its size, no smaller
+    pools = [dict(k[1])["pool"] for k in a if k[0] == "isthmus_edge_mempool_in_use"]
+    check(sorted(pools) == ["ctl", "hdr", "pkt"], "mempool_in_use pools %r" % pools)
+    for p in pools:
+        size = a.get(("isthmus_edge_mempool_size", frozenset({("pool", p)})))
+        use = a[("isthmus_edge_mempool_in_use", frozenset({("pool", p)}))]
+        check(size is not None and size >= use and size > 0,
+              "pool %s: size %r, in use %r" % (p, size, use))
     for fam in ["isthmus_edge_worker_peer_data_total", "isthmus_edge_resend_held"]:
         check((fam, frozenset({("worker", "0")})) in a, "%s{worker=0} missing" % fam)
     for fam in ["isthmus_edge_round", "isthmus_edge_round_length_seconds",
