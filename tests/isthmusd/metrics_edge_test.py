@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """The metrics endpoint of a running edge (isthmusd on net_null ports,
-whose RX never runs dry, with the shipped example.conf and [metrics]
+whose RX never runs dry, two workers, with the shipped example.conf and [metrics]
 listen = 127.0.0.1:0: the kernel picks a free port, the start line names
 it, so two runs side by side never collide).
 
@@ -73,8 +73,15 @@ def check_scrapes(conn, version, sock):
         use = a[("isthmus_edge_mempool_in_use", frozenset({("pool", p)}))]
         check(size is not None and size >= use and size > 0,
               "pool %s: size %r, in use %r" % (p, size, use))
-    for fam in ["isthmus_edge_worker_peer_data_total", "isthmus_edge_resend_held"]:
-        check((fam, frozenset({("worker", "0")})) in a, "%s{worker=0} missing" % fam)
+    # two workers: every per-worker family has both
+    check(a.get(("isthmus_edge_workers", frozenset())) == 2, "isthmus_edge_workers not 2")
+    per = {}
+    for name, labels in a:
+        w = dict(labels).get("worker")
+        if w is not None:
+            per.setdefault(name, set()).add(w)
+    check(len(per) > 20 and all(v == {"0", "1"} for v in per.values()),
+          "per-worker families: %r" % {k: v for k, v in per.items() if v != {"0", "1"}})
     for fam in ["isthmus_edge_round", "isthmus_edge_round_length_seconds",
                 "isthmus_edge_aggregates_partial_total", "isthmus_edge_pace_rounds_total",
                 "isthmus_edge_pace_round_start_lag_seconds"]:
@@ -126,7 +133,7 @@ def main():
         log = os.path.join(tmp, "edge.log")
         proc = subprocess.Popen(
             [ISTHMUSD, "--no-huge", "-m", "256", "--no-pci", "--file-prefix=" + prefix,
-             "-l", "0,1", "--log-level=lib.*:error", "--vdev", "net_null0",
+             "--lcores=0@0,(1-2)@(0-1)", "--log-level=lib.*:error", "--vdev", "net_null0",
              "--vdev", "net_null1", "--", "--config", cpath, "--epoch", "now+1"],
             stdout=open(log, "w"), stderr=subprocess.STDOUT)
 
