@@ -17,6 +17,8 @@ PKGS=(
 	iproute2 iputils-ping procps ethtool util-linux
 	# tests/python/test_auth.py: an independent v2 tag (HKDF, AES-GCM)
 	python3-cryptography
+	# tests of the metrics endpoint: an independent OpenMetrics/text parser
+	python3-prometheus-client
 	# scripts/peers.sh (Open MPI peers), system tests under load
 	openmpi-bin libopenmpi-dev stress-ng
 )

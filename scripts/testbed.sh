@@ -137,6 +137,11 @@ Faults:
                           edges' [access] island_sockets = S and the islands'
                           --sockets S --rx-threads on (AGG stream k to port
                           9471 + k % S, read by that socket's thread)
+  --metrics-port P        every edge serves its metrics ([metrics] listen) on
+                          127.0.0.1:P in its own namespace (isth-RID-eK), so
+                          runs side by side never collide; 0: a free port,
+                          named in the edge's log ("metrics on http://...");
+                          scrape with ip netns exec isth-RID-eK curl ...
   --auth on|off           authenticated wire format (default on): a per-run
                           key file (random 256-bit key, mode 0600) in the
                           run directory for every edge and island; off:
@@ -334,6 +339,7 @@ PMD=af_packet
 AUTH=on
 WORKERS=1
 ISOCKS=1
+METRICS_PORT=
 EDGES=0
 ENVF=
 USERCMD=()
@@ -377,6 +383,7 @@ while [ $# -gt 0 ]; do
 	--auth) AUTH=$2; shift 2 ;;
 	--workers) WORKERS=$2; shift 2 ;;
 	--island-sockets) ISOCKS=$2; shift 2 ;;
+	--metrics-port) METRICS_PORT=$2; shift 2 ;;
 	--edges) [ "$CMD" = up ] || die "--edges: only with up"; EDGES=1; shift ;;
 	--env) [ "$CMD" = up ] || die "--env: only with up"; ENVF=$(realpath -m "$2"); shift 2 ;;
 	--) [ "$CMD" = up ] || die "'--': only with up"; shift; USERCMD=("$@"); break ;;
@@ -394,6 +401,8 @@ case "$AUTH" in on|off) ;; *) die "--auth: on or off" ;; esac
 	die "--workers: 1 to 16"
 [[ "$ISOCKS" =~ ^[0-9]+$ ]] && [ "$ISOCKS" -ge 1 ] && [ "$ISOCKS" -le 16 ] ||
 	die "--island-sockets: 1 to 16"
+[ -z "$METRICS_PORT" ] || { [[ "$METRICS_PORT" =~ ^[0-9]+$ ]] && [ "$METRICS_PORT" -le 65535 ]; } ||
+	die "--metrics-port: 0 to 65535"
 case "$ROUTING" in capacity|shortest) ;; *) die "--routing: capacity or shortest" ;; esac
 case "$REPL" in edge|network) ;; *) die "--replication: edge or network" ;; esac
 if [ "$CMD" = run ]; then
@@ -885,6 +894,11 @@ write_edge_conf() {
 		echo "[poll]"
 		echo "idle_polls = 16"
 		echo "idle_sleep = 200us"
+		if [ -n "$METRICS_PORT" ]; then
+			# the edge's own namespace: its loopback, no other run's
+			echo "[metrics]"
+			echo "listen = 127.0.0.1:$METRICS_PORT"
+		fi
 		echo "[auth]"
 		if [ "$AUTH" = on ]; then
 			echo "mode = on"

@@ -8,8 +8,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <arpa/inet.h>
 
 #include "isth_conf.h"
+#include "isth_text.h"
 #include "isth_wire.h"
 
 #include "config.h"
@@ -318,6 +320,37 @@ read_auth(struct isth_conf *c, struct isthd_config *cfg)
 	return 0;
 }
 
+/* [metrics] listen: "off" (the default) or IPv4:PORT, PORT 0 the kernel's
+ * choice. Off by default: the endpoint is an open TCP port answering
+ * anyone who reaches it, with no authentication. */
+static int
+read_metrics(struct isth_conf *c, struct isthd_config *cfg)
+{
+	const char *v = NULL, *colon;
+	char ip[INET_ADDRSTRLEN];
+	struct in_addr a;
+	uint64_t port;
+
+	TRY(isth_conf_str(c, "metrics", "listen", false, "off", &v));
+	if (strcmp(v, "off") == 0)
+		return 0;
+	colon = strrchr(v, ':');
+	if (colon == NULL || (size_t)(colon - v) >= sizeof(ip) ||
+		isth_text_parse_u64_range(colon + 1, 0, 65535, &port) < 0)
+		goto bad;
+	memcpy(ip, v, (size_t)(colon - v));
+	ip[colon - v] = '\0';
+	if (inet_pton(AF_INET, ip, &a) != 1)
+		goto bad;
+	cfg->metrics = true;
+	cfg->metrics_ip = ntohl(a.s_addr);
+	cfg->metrics_port = (uint16_t)port;
+	return 0;
+bad:
+	return isth_conf_fail(c, "metrics", "listen",
+		"'%s' is not off or IPv4:PORT (e.g. 127.0.0.1:9470; port 0: any free one)", v);
+}
+
 /*
  * Every section in the order its keys are checked (the first error is the
  * one reported), then the keys nobody asked for.
@@ -332,6 +365,7 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 	TRY(read_agg(c, cfg));
 	TRY(read_tuning(c, cfg));
 	TRY(read_auth(c, cfg));
+	TRY(read_metrics(c, cfg));
 	return isth_conf_check_unused(c);
 }
 

@@ -129,6 +129,11 @@ struct isthd_config {
 	/* [auth] (doc/isthmusd.md, "Authentication") */
 	bool auth; /* mode = on: wire version 2; off: version 1, loudly */
 	char key_file[PATH_MAX]; /* required when on; checked when loaded */
+	/* [metrics] listen = A.B.C.D:PORT (doc/isthmusd.md, "Metrics"): off
+	 * unless set, as it opens a TCP port */
+	bool metrics;
+	uint32_t metrics_ip; /* host order */
+	uint16_t metrics_port; /* 0: the kernel picks one (printed at start) */
 };
 
 /*

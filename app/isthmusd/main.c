@@ -31,6 +31,7 @@
 #include "isth_text.h"
 #include "isthd.h"
 #include "isth_version.h"
+#include "metrics.h"
 
 static struct isthd daemon_state;
 
@@ -347,6 +348,12 @@ main(int argc, char **argv)
 	}
 	if (d->cfg.telemetry && isthd_telemetry_register(d) < 0)
 		ISTH_LOG_WARN("telemetry commands not registered");
+	/* [metrics]: its own thread; isthd_teardown stops it */
+	if (isthd_metrics_start(d, err, sizeof(err)) < 0) {
+		ISTH_LOG_ERR("%s", err);
+		ret = ISTHD_EXIT_INIT;
+		goto ports;
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);

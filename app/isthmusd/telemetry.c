@@ -12,7 +12,9 @@
 
 #include <rte_telemetry.h>
 
+#include "isth_version.h"
 #include "isthd.h"
+#include "metrics.h"
 
 /* The telemetry API of 22.11 passes no user pointer: one daemon per
  * process, set once before the commands are registered. */
@@ -22,9 +24,10 @@ static struct isthd *tel;
  * 22.11 cannot unregister a command, and every callback reads state that
  * teardown frees (pacer, rings, backend, pools, schedule). So each callback
  * runs inside enter/leave, and isthd_telemetry_close() - called before
- * anything is torn down - refuses new callbacks and waits for running
- * ones. Both sides use sequentially consistent operations: either a
- * callback sees `closed`, or close sees its reader count.
+ * anything is torn down - stops the metrics endpoint's thread, refuses new
+ * callbacks and waits for running ones. Both sides use sequentially
+ * consistent operations: either a callback sees `closed`, or close sees
+ * its reader count.
  */
 static uint32_t tel_readers;
 static bool tel_closed = true;
@@ -49,6 +52,8 @@ tel_leave(void)
 void
 isthd_telemetry_close(void)
 {
+	/* the metrics endpoint reads the same state: its thread ends first */
+	isthd_metrics_stop();
 	__atomic_store_n(&tel_closed, true, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&tel_readers, __ATOMIC_SEQ_CST) != 0)
 		sched_yield();
@@ -79,6 +84,8 @@ do_round(const char *cmd __rte_unused, const char *params __rte_unused, struct r
 	uint64_t pub = __atomic_load_n(&tel->published, __ATOMIC_ACQUIRE);
 
 	rte_tel_data_start_dict(t);
+	/* which build answers (lib/version: project version, git revision) */
+	rte_tel_data_add_dict_string(t, "version", ISTH_VERSION);
 	ADD(t, "island", tel->island);
 	ADD(t, "job", tel->cfg.job);
 	ADD(t, "started", cur != 0);
@@ -187,36 +194,13 @@ do_workers(const char *cmd __rte_unused, const char *params __rte_unused, struct
 		struct isth_backend_counts bc;
 
 		isth_backend_counts(w->be, &bc);
-#define W(name, v) \
+		/* the list the metrics endpoint exports too (metrics.h) */
+#define W(name, counter, help, value) \
 	do { \
-		snprintf(key, sizeof(key), "w%u_%s", k, name); \
-		ADD(t, key, v); \
-	} while (0)
-		W("peer_data", isth_ctr_get(&st->peer_data));
-		W("peer_data_bytes", isth_ctr_get(&st->peer_data_bytes));
-		W("completed", bc.completed);
-		W("partial", bc.partial);
-		W("idle_sleeps", isth_ctr_get(&st->idle_sleeps));
-		/* AGG stream k: what worker k numbered, resent and answered */
-		W("agg_out", isth_ctr_get(&st->agg_out));
-		W("nacks", isth_ctr_get(&st->nacks));
-		W("resent", isth_ctr_get(&st->resent));
-		W("gone", isth_ctr_get(&st->gone));
-		/* auth on: what worker k's own tag engine sealed of stream k */
-		W("sealed", isth_ctr_get(&st->sealed));
-		/* what worker k put on the access port, and what its queue
-		 * refused (worker 0: everything, with one TX queue) */
-		W("access_tx", isth_ctr_get(&st->access_tx));
-		W("drop_tx_access", isth_ctr_get(&st->drop[ISTHD_DROP_tx_access]));
-		/* the island's DATA to worker k's peers (s % n == k): what
-		 * its pacer released, what it put on the WAN (0 with one WAN
-		 * TX queue: worker 0 sends it), repairs and tail copies */
-		W("data_out", isth_ctr_get(&st->data_out));
-		W("wan_tx", isth_ctr_get(&st->wan_tx));
-		W("repairs_sent", isth_ctr_get(&st->repairs_sent));
-		W("tail_copies_sent", isth_ctr_get(&st->tail_copies_sent));
-		W("peer_nacks_rx", isth_ctr_get(&st->peer_nacks_rx));
-		W("agg_next_seq", isth_resend_next_seq(w->agg_ring));
+		snprintf(key, sizeof(key), "w%u_" #name, k); \
+		ADD(t, key, value); \
+	} while (0);
+		ISTHD_WORKER_FIGURES(W)
 #undef W
 	}
 	return 0;

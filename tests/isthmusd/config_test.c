@@ -284,3 +284,43 @@ Test(isthmusd_config, shipped_configs_load)
 		cr_expect_eq(isthd_config_load(path, &c, err, sizeof(err)), 0, "%s", err);
 	}
 }
+
+/* [metrics] listen: off unless set; IPv4:PORT (0: any free port); a bad
+ * value names file, line and key */
+Test(isthmusd_config, metrics_listen)
+{
+	static const char *const bad[] = {"127.0.0.1", "127.0.0.1:", "127.0.0.1:65536",
+		"localhost:9470", "::1:9470", "127.0.0.1:94x0", "1.2.3:9470", "on"};
+	struct isthd_config c;
+	char text[1024], err[512] = "";
+
+	cr_assert_eq(
+		isthd_config_parse(GOOD "[auth]\nmode = off\n", "t.conf", &c, err, sizeof(err)), 0,
+		"%s", err);
+	cr_expect(!c.metrics, "metrics on by default");
+	cr_assert_eq(isthd_config_parse(GOOD "[auth]\nmode = off\n[metrics]\nlisten = "
+					     "127.0.0.1:9470\n",
+			     "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect(c.metrics);
+	cr_expect_eq(c.metrics_ip, 0x7f000001u);
+	cr_expect_eq(c.metrics_port, 9470);
+	cr_assert_eq(isthd_config_parse(GOOD "[auth]\nmode = off\n[metrics]\nlisten = "
+					     "0.0.0.0:0\n",
+			     "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect(c.metrics && c.metrics_ip == 0 && c.metrics_port == 0);
+	cr_assert_eq(isthd_config_parse(GOOD "[auth]\nmode = off\n[metrics]\nlisten = off\n",
+			     "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect(!c.metrics);
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), GOOD "[auth]\nmode = off\n[metrics]\nlisten = %s\n",
+			bad[i]);
+		cr_expect_lt(
+			isthd_config_parse(text, "t.conf", &c, err, sizeof(err)), 0, "%s", bad[i]);
+		/* GOOD is 15 lines, [auth] 2, [metrics] 1: listen is line 19 */
+		cr_expect(strstr(err, "t.conf:19: [metrics] listen: '") != NULL, "%s: %s", bad[i],
+			err);
+	}
+}
