@@ -546,11 +546,11 @@ local function load_keys(path)
 		local bad
 		if #toks == 0 then
 			-- blank or comment
-		elseif toks[1] == "job" and #toks == 2 and tonumber(toks[2]) then
+		elseif toks[1] == "job" and #toks == 2 and toks[2]:find("^%d+$") then
 			k.job = tonumber(toks[2])
 		elseif toks[1] == "epoch" and #toks == 6 and toks[3] == "round" and
-		       toks[5] == "key" and tonumber(toks[2]) and
-		       tonumber(toks[4]) and #toks[6] == 64 and
+		       toks[5] == "key" and toks[2]:find("^%d+$") and
+		       toks[4]:find("^%d+$") and #toks[6] == 64 and
 		       not toks[6]:find("%X") then
 			k.epochs[#k.epochs + 1] = { id = tonumber(toks[2]),
 				start = tonumber(toks[4]), master = fromhex(toks[6]) }
