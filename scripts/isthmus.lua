@@ -24,14 +24,18 @@
 -- byte 21 is the key epoch; the trailer is one 16-byte AES-256-GMAC tag,
 -- or, for per-receiver WAN tags, a receiver bitmap (u64, big-endian) and
 -- one 16-byte tag per receiver in ascending receiver id order
--- (trailer_len = 8 + 16k). With a key file (the job's master key file,
--- doc/protocol.md "Key file"):
+-- (trailer_len = 8 + 16k). With a key file (the job file of master
+-- keys, or a site's file of derived keys: doc/protocol.md "Key file"):
 --
 --   tshark -X lua_script:scripts/isthmus.lua -o isthmus.key_file:keys.conf ...
 --
 -- every tag is checked: isthmus.tag.status is "verified" (isthmus.tag.key
 -- names the key: UP 2, DOWN 0, WAN 3, WAN 1>4), "WRONG", or "no key for
--- ..." (another job, an epoch the file lacks, an unreadable file).
+-- ..." (another job, an epoch the file lacks, an unreadable file, a key
+-- a site file does not hold: WRONG only when every candidate key was
+-- tried). A per-receiver tag is under K(e, 4, s, t) over the message
+-- before the trailer, with the message's IV (an assumption of this
+-- script until doc/protocol.md defines the layout's sealing).
 -- Filter forged frames with isthmus.tag.status == "WRONG".
 
 local bit = bit32 or bit
@@ -524,10 +528,57 @@ end
 local DIR_UP, DIR_DOWN, DIR_WAN, DIR_WAN_PAIR = 1, 2, 3, 4
 local dir_names = { "UP", "DOWN", "WAN", "WAN" }
 
--- The key file, read again when the preference names another file:
--- { job =, epochs = { {id =, start =, master =}, ... } } or { err = }.
+-- The key file, read again when the preference names another file.
+-- Either the job file (masters: every key derives from them) or a site
+-- file (one island's or edge's derived keys only: "site island|edge I",
+-- "epoch E round R", then "key up|down HEX" and "key wan S HEX" for the
+-- epoch above), doc/protocol.md "Key file". Loaded:
+-- { job =, epochs = { {id =, start =, master = | keys = {["dir/owner"] =}} } }
+-- or { err = }. Numbers are decimal digits, as lib/auth reads them.
 local keys = { path = "" }
 local derived = {}
+
+local function key_line(k, toks)
+	local ep = k.epochs[#k.epochs]
+	local hex = toks[#toks]
+	if ep == nil or ep.keys == nil or #hex ~= 64 or hex:find("%X") then
+		return false
+	end
+	if (toks[2] == "up" or toks[2] == "down") and #toks == 3 then
+		ep.keys[(toks[2] == "up" and DIR_UP or DIR_DOWN) .. "/" .. k.site] =
+			fromhex(hex)
+		return true
+	elseif toks[2] == "wan" and #toks == 4 and toks[3]:find("^%d+$") then
+		ep.keys[DIR_WAN .. "/" .. tonumber(toks[3])] = fromhex(hex)
+		return true
+	end
+	return false
+end
+
+local function keys_line(k, toks)
+	local num = function(i)
+		return toks[i] ~= nil and toks[i]:find("^%d+$") and tonumber(toks[i])
+	end
+	if toks[1] == "job" and #toks == 2 and num(2) then
+		k.job = num(2)
+	elseif toks[1] == "site" and #toks == 3 and num(3) and
+	       (toks[2] == "island" or toks[2] == "edge") then
+		k.site, k.site_kind = num(3), toks[2]
+	elseif toks[1] == "epoch" and #toks == 6 and toks[3] == "round" and
+	       toks[5] == "key" and num(2) and num(4) and #toks[6] == 64 and
+	       not toks[6]:find("%X") and k.site == nil then
+		k.epochs[#k.epochs + 1] = { id = num(2), start = num(4),
+			master = fromhex(toks[6]) }
+	elseif toks[1] == "epoch" and #toks == 4 and toks[3] == "round" and
+	       num(2) and num(4) and k.site ~= nil then
+		k.epochs[#k.epochs + 1] = { id = num(2), start = num(4), keys = {} }
+	elseif toks[1] == "key" then
+		return key_line(k, toks)
+	else
+		return false
+	end
+	return true
+end
 
 local function load_keys(path)
 	local k = { path = path, epochs = {} }
@@ -543,22 +594,8 @@ local function load_keys(path)
 		for w in line:gsub("#.*", ""):gmatch("%S+") do
 			toks[#toks + 1] = w
 		end
-		local bad
-		if #toks == 0 then
-			-- blank or comment
-		elseif toks[1] == "job" and #toks == 2 and toks[2]:find("^%d+$") then
-			k.job = tonumber(toks[2])
-		elseif toks[1] == "epoch" and #toks == 6 and toks[3] == "round" and
-		       toks[5] == "key" and toks[2]:find("^%d+$") and
-		       toks[4]:find("^%d+$") and #toks[6] == 64 and
-		       not toks[6]:find("%X") then
-			k.epochs[#k.epochs + 1] = { id = tonumber(toks[2]),
-				start = tonumber(toks[4]), master = fromhex(toks[6]) }
-		else
-			bad = true
-		end
-		if bad then
-			k.err = string.format("%s:%d: not a job or epoch line", path, n)
+		if #toks > 0 and not keys_line(k, toks) then
+			k.err = string.format("%s:%d: not a line of a key file", path, n)
 			break
 		end
 	end
@@ -570,15 +607,22 @@ local function load_keys(path)
 end
 
 -- K(e, dir, owner) (dir 1..3) or K(e, 4, s, t) (the WAN key of edge s
--- for receiver t), as a GMAC key context, derived once.
+-- for receiver t) as a GMAC key context: derived once from the job
+-- file's master, or taken from a site file; nil if a site file lacks it.
 local function dir_key(ep, job, dir, s, t)
 	local id = string.format("%u/%u/%u/%u/%u", job, ep.id, dir, s, t or 256)
 	if derived[id] == nil then
-		local info = "isthmus/v2 gmac" .. be32(job) ..
-			schar(ep.id, dir, s) .. (t and schar(t) or "")
-		derived[id] = gmac_key(hkdf_sha256(ep.master, "isthmus/v2", info, 32))
+		local key
+		if ep.master then
+			local info = "isthmus/v2 gmac" .. be32(job) ..
+				schar(ep.id, dir, s) .. (t and schar(t) or "")
+			key = hkdf_sha256(ep.master, "isthmus/v2", info, 32)
+		elseif t == nil then
+			key = ep.keys[dir .. "/" .. s]
+		end
+		derived[id] = key and gmac_key(key) or false
 	end
-	return derived[id]
+	return derived[id] or nil
 end
 
 -- The keys a 16-byte tag of this type may be under (doc/protocol.md,
@@ -645,22 +689,35 @@ local function check_tags(tvb, tt, tlen, rcv)
 	local all = "verified"
 	local function one(off, keylist)
 		local tag = tvb:raw(off, TAG_SIZE)
-		local status, name = "WRONG", {}
+		local status, name, lack = "WRONG", {}, {}
 		for _, c in ipairs(keylist) do
-			if gmac(dir_key(ep, job, c[1], c[2], c[3]), iv, aad) == tag then
+			local k = dir_key(ep, job, c[1], c[2], c[3])
+			if k == nil then
+				lack[#lack + 1] = c.name
+			elseif gmac(k, iv, aad) == tag then
 				status, name = "verified", { c.name }
 				break
+			else
+				name[#name + 1] = c.name
 			end
-			name[#name + 1] = c.name
+		end
+		-- a site file may lack the key the tag is under: then the tag
+		-- cannot be judged, it is not WRONG
+		if status ~= "verified" and #lack > 0 then
+			status = "no key for " .. table.concat(lack, "/")
+			name = {}
 		end
 		local it = tt:add(f.tag_status, tvb(off, TAG_SIZE), status)
 		it:set_generated()
 		tt:add(f.tag_key, tvb(off, TAG_SIZE),
 			table.concat(name, "/")):set_generated()
-		if status ~= "verified" then
+		if status == "WRONG" then
 			all = "WRONG"
 			it:add_proto_expert_info(e.tag_wrong, "tag WRONG (tried " ..
 				table.concat(name, "/") .. ")")
+		elseif status ~= "verified" then
+			all = all == "WRONG" and all or "nokey"
+			it:add_proto_expert_info(e.tag_nokey, status)
 		end
 	end
 	if rcv == nil then

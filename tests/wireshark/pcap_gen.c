@@ -18,7 +18,10 @@
  * WAN trailer (receiver bitmap, then one tag per receiver under
  * K(e, 4, s, t)) is sealed here from lib/auth's HKDF and GMAC primitives.
  * So the expected tags come from lib/auth's OpenSSL code, never from the
- * dissector's Lua.
+ * dissector's Lua. SITE.key is edge 2's site file (its keys derived by
+ * isth_auth_derive: UP 2, DOWN 2, WAN of every island) and SITE.tsv what
+ * the dissector must say of each tag with it instead: a tag under a key
+ * the site lacks is "no key for ...", not WRONG.
  *
  * The pcap is the classic libpcap format (not pcapng), written by hand:
  * a 24-byte file header, then a 16-byte record header per frame, all
@@ -143,6 +146,8 @@ struct out {
 	const struct seal *seal; /* the next message's, NULL: version 1 */
 	/* the parser predates the per-receiver trailer: its expected verdict */
 	const char *verdict;
+	FILE *site_tsv; /* with edge 2's site file: tag status and key */
+	char site[2][512]; /* the next frame's row of it */
 };
 
 #define JOB 42
@@ -283,6 +288,8 @@ emit(struct out *o, struct row *r, const uint8_t *msg, size_t msg_size, uint16_t
 	for (c = 0; c < N_COLS; c++)
 		fprintf(o->tsv, "%s%s", c ? "\t" : "", r->col[c]);
 	fputc('\n', o->tsv);
+	fprintf(o->site_tsv, "%s\t%s\n", o->site[0], o->site[1]);
+	o->site[0][0] = o->site[1][0] = '\0';
 	o->n++;
 }
 
@@ -336,18 +343,44 @@ trailer_col(struct row *r, unsigned int n)
 }
 
 
-static void
-hex_col(struct row *r, int c, const uint8_t *p, size_t n)
+/* @n <= 256 bytes as hex, in a static buffer. */
+static const char *
+hexstr(const uint8_t *p, size_t n)
 {
-	char hex[2 * 256 + 1];
+	static char hex[2 * 256 + 1];
 
 	for (size_t i = 0; i < n; i++)
 		sprintf(hex + 2 * i, "%02x", p[i]);
 	hex[2 * n] = '\0';
-	addf(r, c, "%s", hex);
+	return hex;
+}
+
+static void
+hex_col(struct row *r, int c, const uint8_t *p, size_t n)
+{
+	addf(r, c, "%s", hexstr(p, n));
 }
 
 static const char *const dir_name[] = {"", "UP", "DOWN", "WAN"};
+
+static void addf_s(char (*site)[512], const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Append a status to the site row's status column, comma-separated; its
+ * key column gets an empty value beside it. */
+static void
+addf_s(char (*site)[512], const char *fmt, ...)
+{
+	size_t n = strlen(site[0]);
+	va_list ap;
+
+	if (n) {
+		site[0][n++] = ',';
+		strcat(site[1], ",");
+	}
+	va_start(ap, fmt);
+	vsnprintf(site[0] + n, sizeof(site[0]) - n, fmt, ap);
+	va_end(ap);
+}
 
 /* One tag under (dir, owner), by lib/auth's isth_auth_seal(). */
 static size_t
@@ -423,6 +456,68 @@ seal_pairs(const struct seal *sl, struct row *r, uint8_t *msg, size_t len)
 	return n;
 }
 
+/* Edge 2's site file holds UP 2, DOWN 2 and the WAN key of every island. */
+static bool
+site_holds(enum isth_auth_dir d, unsigned int owner)
+{
+	return d == ISTH_AUTH_WAN || owner == 2;
+}
+
+/*
+ * What the dissector must say of the tag of @msg (sealed as @sl) with
+ * edge 2's site file: it tries the keys a tag of the type may be under,
+ * in its order (UP then WAN for DATA, DOWN then WAN for GONE, ...);
+ * verified by the sealing key if held, else "no key for" the keys
+ * lacking, else (all held, none matches) WRONG.
+ */
+static void
+site_expect(struct out *o, const struct seal *sl, const uint8_t *msg)
+{
+	unsigned int s = msg[ISTH_WIRE_OFF_SENDER], type = msg[ISTH_WIRE_OFF_TYPE], n = 0;
+	bool chunks = msg[ISTH_WIRE_OFF_FLAGS + 1] & ISTH_WIRE_F_CHUNKS;
+	enum isth_auth_dir cand[2];
+	char lack[128] = "", tried[128] = "";
+
+	if (sl->cut) {
+		strcpy(o->site[0], "*");
+		strcpy(o->site[1], "*");
+		return;
+	}
+	if (sl->status != NULL || sl->raw) { /* not checkable with any file */
+		snprintf(o->site[0], sizeof(o->site[0]), "%s", sl->status);
+		return;
+	}
+	if (sl->dir == 0) { /* per-receiver tags: site files hold no pair key */
+		for (unsigned int t = 0; t < 64; t++)
+			if (sl->receivers >> t & 1)
+				addf_s(o->site, "no key for WAN %u>%u", s, t);
+		return;
+	}
+	if (type == ISTH_WIRE_DATA || (type == ISTH_WIRE_NACK && !chunks))
+		cand[n++] = ISTH_AUTH_UP;
+	if (type == ISTH_WIRE_AGG || type == ISTH_WIRE_ROUND || type == ISTH_WIRE_GONE)
+		cand[n++] = ISTH_AUTH_DOWN;
+	if (type == ISTH_WIRE_DATA || type == ISTH_WIRE_GONE || (type == ISTH_WIRE_NACK && chunks))
+		cand[n++] = ISTH_AUTH_WAN;
+	for (unsigned int i = 0; i < n; i++) {
+		char *list = site_holds(cand[i], s) ? tried : lack;
+
+		if (site_holds(cand[i], s) && cand[i] == sl->dir && !sl->spoil) {
+			snprintf(o->site[0], sizeof(o->site[0]), "verified");
+			snprintf(o->site[1], sizeof(o->site[1]), "%s %u", dir_name[cand[i]], s);
+			return;
+		}
+		snprintf(list + strlen(list), 128 - strlen(list), "%s%s %u", *list ? "/" : "",
+			dir_name[cand[i]], s);
+	}
+	if (*lack)
+		snprintf(o->site[0], sizeof(o->site[0]), "no key for %s", lack);
+	else {
+		snprintf(o->site[0], sizeof(o->site[0]), "WRONG");
+		snprintf(o->site[1], sizeof(o->site[1]), "%s", tried);
+	}
+}
+
 /* Build the message of header columns @r; version 1 with the constant
  * trailer, or (o->seal) version 2 sealed as it says. */
 static void
@@ -461,6 +556,7 @@ finish(struct out *o, struct row *r, struct isth_wire_hdr *h, const uint8_t *bod
 	/* what sealing wrote: the epoch of the round, the trailer length */
 	snprintf(r->col[C_EPOCH], sizeof(r->col[C_EPOCH]), "%u", msg[ISTH_WIRE_OFF_EPOCH]);
 	snprintf(r->col[C_TLEN], sizeof(r->col[C_TLEN]), "%u", msg[ISTH_WIRE_OFF_TRAILER]);
+	site_expect(o, sl, msg);
 	if (sl->cut) {
 		len -= sl->cut;
 		for (int c = C_FP32; c <= C_TAG_KEY; c++)
@@ -618,6 +714,41 @@ poked(struct out *o, const struct isth_wire_hdr *h0, unsigned int off, uint8_t v
 }
 
 
+/* SITE.key beside KEYS.conf: edge 2's site file (doc/protocol.md, "Key
+ * file"), its keys derived with isth_auth_derive(). */
+static void
+site_file(const char *keys)
+{
+	char path[4096];
+	uint8_t m[ISTH_AUTH_KEY_SIZE], k[ISTH_AUTH_KEY_SIZE];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s.site", keys);
+	f = fopen(path, "w");
+	if (f == NULL)
+		die(strerror(errno));
+	fprintf(f, "job %u\nsite edge 2\n", JOB);
+	for (unsigned int e = 1; e <= 2; e++) {
+		fprintf(f, "epoch %u round %u\n", e, e == 1 ? 0 : EPOCH2_ROUND);
+		for (unsigned int i = 0; i < sizeof(m); i++)
+			m[i] = (uint8_t)((e - 1) * 32 + i);
+		for (unsigned int d = ISTH_AUTH_UP; d <= ISTH_AUTH_WAN; d++)
+			for (unsigned int s = 0; s < N_ISLANDS; s++) {
+				if (d != ISTH_AUTH_WAN && s != 2)
+					continue;
+				if (isth_auth_derive(m, JOB, (uint8_t)e, d, s, k) != 0)
+					die("isth_auth_derive");
+				if (d == ISTH_AUTH_WAN)
+					fprintf(f, "key wan %u %s\n", s, hexstr(k, sizeof(k)));
+				else
+					fprintf(f, "key %s %s\n", d == ISTH_AUTH_UP ? "up" : "down",
+						hexstr(k, sizeof(k)));
+			}
+	}
+	if (fclose(f) != 0)
+		die(strerror(errno));
+}
+
 /* KEYS.conf, mode 0600 (lib/auth refuses anything wider), and a handle
  * and engine on it for isth_auth_seal(). */
 static void
@@ -642,6 +773,7 @@ keys_open(struct out *o, const char *path)
 		die(strerror(errno));
 	if (isth_auth_create(&conf, &o->auth, err, sizeof(err)) != 0)
 		die(err);
+	site_file(path);
 	if (isth_auth_engine_create(o->auth, ISTH_AUTH_OPENSSL, &o->eng) != 0)
 		die("isth_auth_engine_create");
 }
@@ -807,8 +939,15 @@ main(int argc, char **argv)
 	}
 	o.pcap = fopen(argv[1], "wb");
 	o.tsv = fopen(argv[2], "w");
-	if (o.pcap == NULL || o.tsv == NULL)
+	{
+		char site[4096];
+
+		snprintf(site, sizeof(site), "%s.site", argv[2]);
+		o.site_tsv = fopen(site, "w");
+	}
+	if (o.pcap == NULL || o.tsv == NULL || o.site_tsv == NULL)
 		die(strerror(errno));
+	fprintf(o.site_tsv, "isthmus.tag.status\tisthmus.tag.key\n");
 	keys_open(&o, argv[3]);
 	bad_rd.deadline_ns = bad_rd.start_ns - 1;
 	pcap_header(o.pcap);
@@ -887,7 +1026,7 @@ main(int argc, char **argv)
 	v2_frames(&o, fv, iv, &rd);
 	isth_auth_engine_free(o.eng);
 	isth_auth_free(o.auth);
-	if (fclose(o.pcap) != 0 || fclose(o.tsv) != 0)
+	if (fclose(o.pcap) != 0 || fclose(o.tsv) != 0 || fclose(o.site_tsv) != 0)
 		die(strerror(errno));
 	printf("pcap_gen: %u frames\n", o.n);
 	return 0;

@@ -8,7 +8,8 @@
 #
 # PCAP_GEN writes the pcap, EXPECTED.tsv (first line: the field names) and
 # the key file its version 2 frames are sealed with (lib/auth), which
-# tshark is given (-o isthmus.key_file) to verify the tags;
+# tshark is given (-o isthmus.key_file) to verify the tags, and edge 2's
+# site file with what tshark must say of the tags with that instead;
 # this script asks tshark for exactly those fields and compares them
 # value by value: numbers numerically (tshark prints hex for hex fields),
 # floats to 1e-6 relative, byte strings without separators; "*" in
@@ -52,7 +53,9 @@ if [ "$rc" -ne 0 ] || [ -s "$work/tshark.err2" ]; then
 	exit 1
 fi
 
-python3 - "$work/expected.tsv" "$work/actual.tsv" <<'PY'
+# compare EXPECTED ACTUAL: field by field (see the head of this file)
+compare() {
+	python3 - "$1" "$2" <<'PY'
 import sys
 
 def same(e, a):
@@ -92,6 +95,22 @@ for i, (er, ar) in enumerate(zip(rows, act), 1):
 print(f"tshark: {len(rows)} frames, {checked} fields compared, {bad} mismatches")
 sys.exit(1 if bad else 0)
 PY
+}
+compare "$work/expected.tsv" "$work/actual.tsv"
+
+# The same capture with edge 2's site file (derived keys only, no
+# master): tags under keys it holds verify, WRONG stays WRONG, the rest is
+# "no key for ...", never WRONG.
+tshark -n -X lua_script:"$lua" -o isthmus.islands:8 \
+	-o isthmus.key_file:"$work/keys.conf.site" -r "$work/isthmus.pcap" \
+	-T fields -E separator=/t -E occurrence=a -E aggregator=, \
+	-e isthmus.tag.status -e isthmus.tag.key >"$work/site.tsv" 2>"$work/site.err"
+if grep -v -e '^Running as user "root"' "$work/site.err" | grep -q .; then
+	echo "FAIL: tshark with the site file:" >&2
+	cat "$work/site.err" >&2
+	exit 1
+fi
+compare "$work/expected.tsv.site" "$work/site.tsv"
 
 # Expert info: a refused frame carries the error named by its verdict
 # (isthmus.malformed.<reason>); a valid one carries no error at all.
