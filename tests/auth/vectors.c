@@ -207,7 +207,8 @@ derive(unsigned int epoch, unsigned int dir, unsigned int owner, int recv,
 		die("isth_auth_hkdf");
 }
 
-static const char *const dir_name[] = {"", "UP", "DOWN", "WAN", "WAN pair"};
+/* direction 4: the pairwise WAN key of (sending edge s, receiving edge t) */
+static const char *const dir_name[] = {"", "UP", "DOWN", "WAN", "WAN_PAIR"};
 
 /* One row per key shown: (epoch, dir, owner, receiver or -1). */
 static const struct {
@@ -222,6 +223,9 @@ static const struct {
 	{1, ISTH_AUTH_WAN, 1, -1},
 	{1, ISTH_AUTH_WAN, 2, -1},
 	{2, ISTH_AUTH_UP, 2, -1},
+	{1, 4, 0, 1},
+	{1, 4, 1, 0},
+	{1, 4, 2, 63},
 };
 
 static void

@@ -25,7 +25,7 @@ except ImportError:
     print("SKIP: python3-cryptography not installed")
     sys.exit(77)
 
-DIRS = {"UP": 1, "DOWN": 2, "WAN": 3}
+DIRS = {"UP": 1, "DOWN": 2, "WAN": 3, "WAN_PAIR": 4}
 
 
 def derive(master, job, epoch, d, owner, recv=None):
@@ -55,10 +55,11 @@ def main():
             print(f"FAIL: {what}: document {want}, recomputed {got}")
             bad += 1
 
-    for e, d, o, val in re.findall(r"^\| K\((\d+), (UP|DOWN|WAN), (\d+)\) \| `([0-9a-f]{64})` \|$",
-                                   block, re.M):
-        k = derive(epochs[int(e)][1], job, int(e), DIRS[d], int(o))
-        expect(f"K({e}, {d}, {o})", k.hex(), val)
+    for e, d, o, t, val in re.findall(
+            r"^\| K\((\d+), (UP|DOWN|WAN|WAN_PAIR), (\d+)(?:, (\d+))?\) \| `([0-9a-f]{64})` \|$",
+            block, re.M):
+        k = derive(epochs[int(e)][1], job, int(e), DIRS[d], int(o), int(t) if t else None)
+        expect(f"K({e}, {d}, {o}{', ' + t if t else ''})", k.hex(), val)
 
     for v in re.findall(r"```\n(key .*?)```", block, re.S):
         km = re.match(r"key +([0-9a-f]{64}) +K\((\d+), (UP|DOWN|WAN), (\d+)\)", v)
