@@ -53,13 +53,15 @@ BUILD=$BUILD "$ROOT/scripts/testbed.sh" run --rounds 3 --ready-timeout 240 \
 	--keep "$work/run" >"$work/run.log" 2>&1 &
 tb=$!
 
-# The run's key file names its run id, and so its namespaces
-# (isth-RID-0: island 0, isth-RID-w: the WAN emulator); both exist well
-# before the first round (the edges start seconds before the epoch).
+# The run registers its id with its work directory (the --keep one) in
+# /run/isthmus-testbed, and the id names its namespaces (isth-RID-0:
+# island 0, isth-RID-w: the WAN emulator); both exist well before the
+# first round (the edges start seconds before the epoch).
 has_ns() { ip netns list | awk '{print $1}' | grep -qx "$1"; }
 rid=
 while kill -0 "$tb" 2>/dev/null; do
-	rid=$(sed -n 's/^# testbed run \([0-9a-z]*\):.*/\1/p' "$work/run/job.key" 2>/dev/null)
+	rid=$(grep -lx "work=$work/run" /run/isthmus-testbed/* 2>/dev/null | head -1)
+	rid=${rid##*/}
 	if [ -n "$rid" ] && has_ns "isth-$rid-0" && has_ns "isth-$rid-w"; then
 		break
 	fi
