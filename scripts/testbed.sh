@@ -505,7 +505,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- authentication: the run's key files (doc/security.md) --------------------
-# One job (1), one epoch from round 0: isthmus-keys writes the job file
+# One job (1), one epoch (1) from round 0: isthmus-keys writes the job file
 # (a master key from getrandom, mode 0600) and, once the number of sites
 # is known below, one file per site (isthmus-keys split, each 0600 and
 # renamed into place whole). Edge k reads only keys/edge-k.key ([auth]
@@ -515,7 +515,7 @@ trap 'exit 130' INT TERM
 KEYF=$WORK/job.key
 KEYD=$WORK/keys
 if [ "$AUTH" = on ] && [ "$EDGES" = 1 ]; then
-	"$KEYS" generate --job 1 --out "$KEYF" >/dev/null || die "cannot write the key file $KEYF"
+	"$KEYS" generate --job 1 --epoch 1 --out "$KEYF" >/dev/null || die "cannot write the key file $KEYF"
 	[ "$(stat -c %a "$KEYF")" = 600 ] || die "key file $KEYF: mode $(stat -c %a "$KEYF"), want 600"
 fi
 
