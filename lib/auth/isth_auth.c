@@ -82,25 +82,48 @@ isth_auth_hkdf(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt, size_t s
 #define KDF_SALT "isthmus/v2"
 #define KDF_LABEL "isthmus/v2 gmac"
 
-int
-isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
-	enum isth_auth_dir dir, unsigned int owner, uint8_t out[ISTH_AUTH_KEY_SIZE])
+/* HKDF of @master with info = label || job (u32 BE) || epoch || @tail. */
+static int
+derive_info(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
+	const uint8_t *tail, size_t tail_len, uint8_t out[ISTH_AUTH_KEY_SIZE])
 {
-	uint8_t info[sizeof(KDF_LABEL) - 1 + 7];
+	uint8_t info[sizeof(KDF_LABEL) - 1 + 5 + 3];
 	size_t n = sizeof(KDF_LABEL) - 1;
 
-	if (dir < ISTH_AUTH_UP || dir > ISTH_AUTH_WAN || owner >= ISTH_AUTH_MAX_ISLANDS)
-		return -EINVAL;
 	memcpy(info, KDF_LABEL, n);
 	info[n++] = (uint8_t)(job >> 24);
 	info[n++] = (uint8_t)(job >> 16);
 	info[n++] = (uint8_t)(job >> 8);
 	info[n++] = (uint8_t)job;
 	info[n++] = epoch;
-	info[n++] = (uint8_t)dir;
-	info[n++] = (uint8_t)owner;
+	memcpy(info + n, tail, tail_len);
+	n += tail_len;
 	return isth_auth_hkdf(master, ISTH_AUTH_KEY_SIZE, (const uint8_t *)KDF_SALT,
 		sizeof(KDF_SALT) - 1, info, n, out, ISTH_AUTH_KEY_SIZE);
+}
+
+int
+isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
+	enum isth_auth_dir dir, unsigned int owner, uint8_t out[ISTH_AUTH_KEY_SIZE])
+{
+	const uint8_t tail[2] = {(uint8_t)dir, (uint8_t)owner};
+
+	if (dir < ISTH_AUTH_UP || dir > ISTH_AUTH_WAN || owner >= ISTH_AUTH_MAX_ISLANDS)
+		return -EINVAL;
+	return derive_info(master, job, epoch, tail, sizeof(tail), out);
+}
+
+int
+isth_auth_derive_pair(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
+	unsigned int sender, unsigned int receiver, uint8_t out[ISTH_AUTH_KEY_SIZE])
+{
+	const uint8_t tail[3] = {(uint8_t)ISTH_AUTH_WAN_PAIR, (uint8_t)sender, (uint8_t)receiver};
+
+	/* an edge never sends to itself: no key for the pair (s, s) */
+	if (sender >= ISTH_AUTH_MAX_ISLANDS || receiver >= ISTH_AUTH_MAX_ISLANDS ||
+		sender == receiver)
+		return -EINVAL;
+	return derive_info(master, job, epoch, tail, sizeof(tail), out);
 }
 
 /* ---- key file ---------------------------------------------------------- */

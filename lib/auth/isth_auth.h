@@ -284,6 +284,23 @@ void isth_auth_file_wipe(struct isth_auth_file *f);
 int isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
 	enum isth_auth_dir dir, unsigned int owner, uint8_t out[ISTH_AUTH_KEY_SIZE]);
 
+/**
+ * Direction value of the pairwise WAN keys, K(e, WAN_PAIR, s, t): sender
+ * edge s to receiver edge t (doc/protocol.md, "Keys"). Derivation only:
+ * frames are not yet sealed with them (no per-receiver tag list).
+ */
+#define ISTH_AUTH_WAN_PAIR 4u
+
+/**
+ * The pairwise WAN key K(epoch, WAN_PAIR, @p sender, @p receiver) of
+ * @p job from master key @p master: HKDF-SHA256 as isth_auth_derive()
+ * with info "isthmus/v2 gmac" || job (u32 BE) || epoch || 4 || sender ||
+ * receiver.
+ * @return 0, -EINVAL (an island id >= 64, or sender == receiver), -EIO
+ */
+int isth_auth_derive_pair(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
+	unsigned int sender, unsigned int receiver, uint8_t out[ISTH_AUTH_KEY_SIZE]);
+
 /** The 12-byte IV of the message header at @p msg (40 bytes). */
 static inline void
 isth_auth_iv(const uint8_t *msg, uint8_t iv[ISTH_AUTH_IV_SIZE])

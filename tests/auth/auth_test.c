@@ -182,6 +182,34 @@ Test(auth, derive_matches_independent_hkdf)
 	cr_assert_eq(isth_auth_derive(master, 42, 1, ISTH_AUTH_UP, 64, k), -EINVAL);
 }
 
+/* Pairwise WAN keys of job 42, epoch 1, master 00..1f: tests/auth/vectors.py
+ * (Python `cryptography`); (0, 1) also from `openssl kdf ... HKDF`. */
+Test(auth, derive_pair_matches_independent_hkdf)
+{
+	static const struct {
+		unsigned int s, t;
+		const char *k;
+	} v[] = {
+		{0, 1, "f019d569f7aa7cfdbcfa0c466de2679d47608374af5f438f6ccdb60492024b23"},
+		{1, 0, "ce622a13bcbe9773141c3713062290d9299e0bbeea59da8360aa440c11143ef9"},
+		{2, 63, "8a6078fd2501b3ae940d95581f3959b3f2171c387804b5f420d0ac2ec22b37e7"},
+	};
+	uint8_t master[32], k[32], w[32];
+
+	unhex(MASTER_HEX, master, sizeof(master));
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		cr_assert_eq(isth_auth_derive_pair(master, 42, 1, v[i].s, v[i].t, k), 0);
+		assert_hex(k, 32, v[i].k, "pairwise WAN key");
+	}
+	/* not the per-sender WAN key of either end */
+	cr_assert_eq(isth_auth_derive(master, 42, 1, ISTH_AUTH_WAN, 0, w), 0);
+	cr_assert_eq(isth_auth_derive_pair(master, 42, 1, 0, 1, k), 0);
+	cr_assert(memcmp(k, w, 32) != 0);
+	cr_assert_eq(isth_auth_derive_pair(master, 42, 1, 3, 3, k), -EINVAL);
+	cr_assert_eq(isth_auth_derive_pair(master, 42, 1, 64, 0, k), -EINVAL);
+	cr_assert_eq(isth_auth_derive_pair(master, 42, 1, 0, 64, k), -EINVAL);
+}
+
 /* ---- sealing and verifying ----------------------------------------------- */
 
 static const char *const KF_ONE = "job 42\nepoch 1 round 0 key " MASTER_HEX "\n";
