@@ -1645,8 +1645,8 @@ Test(isthmusd, key_reload_reaches_every_worker_and_frees_after_quiescence, .init
  * WAN DATA tags and seals the AGGs, the edge keeps the replay windows and
  * verifies the rest; every figure of the run with auth on must hold, the
  * key rotation included (the reload loads epoch 2 into the device). */
-Test(isthmusd, pipeline_with_auth_on_the_fpga_model, .init = eal_up, .fini = eal_down,
-	.timeout = 60)
+static void
+run_pipeline_auth_on_the_fpga_model(void)
 {
 	struct isth_fpga_model_params mp = {.replace = 1, .dma_bytes = 8u << 20};
 	struct isth_fpga_model *model;
@@ -1661,23 +1661,19 @@ Test(isthmusd, pipeline_with_auth_on_the_fpga_model, .init = eal_up, .fini = eal
 	isth_fpga_model_destroy(model);
 }
 
+Test(isthmusd, pipeline_with_auth_on_the_fpga_model, .init = eal_up, .fini = eal_down,
+	.timeout = 60)
+{
+	run_pipeline_auth_on_the_fpga_model();
+}
+
 /* The device's key slots from the edge's site file: another island's UP
  * and DOWN slots hold a key nobody has (lib/backend), the rest as ever. */
 Test(isthmusd, pipeline_with_auth_on_the_fpga_model_edge_site_file, .init = eal_up,
 	.fini = eal_down, .timeout = 60)
 {
-	struct isth_fpga_model_params mp = {.replace = 1, .dma_bytes = 8u << 20};
-	struct isth_fpga_model *model;
-
-	snprintf(fpga_dev, sizeof(fpga_dev), "/isth-pipe-fpga-%d", getpid());
-	mp.shm_name = fpga_dev;
-	model = isth_fpga_model_create(&mp);
-	cr_assert_not_null(model, "model: %s", strerror(errno));
-	cr_assert_eq(isth_fpga_model_start(model), 0);
-	backend_name = "fpga";
 	edge_site_file = true;
-	run_pipeline_auth();
-	isth_fpga_model_destroy(model);
+	run_pipeline_auth_on_the_fpga_model();
 }
 
 
