@@ -128,8 +128,9 @@ write_all(int fd, const char *p, size_t n)
 
 /*
  * @path := the text of @o, mode 0600: written to a temporary file beside
- * it (created 0600 before a byte is written), synced, renamed over it, so
- * a reader sees the old file or the new one, never half of one.
+ * it (created 0600 before a byte is written), synced, renamed over it (or,
+ * without @replace, linked to it), so a reader sees the old file or the
+ * new one, never half of one.
  */
 static int
 write_file(const char *path, const struct out *o, bool replace)
@@ -140,10 +141,6 @@ write_file(const char *path, const struct out *o, bool replace)
 	if (o->full) {
 		fprintf(stderr, "isthmus-keys: %s: text too long\n", path);
 		return -EFBIG;
-	}
-	if (!replace && access(path, F_OK) == 0) {
-		fprintf(stderr, "isthmus-keys: %s exists; refused (--force replaces it)\n", path);
-		return -EEXIST;
 	}
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= sizeof(tmp))
 		return -ENAMETOOLONG;
@@ -160,12 +157,16 @@ write_file(const char *path, const struct out *o, bool replace)
 		rc = -errno;
 	if (close(fd) != 0 && rc == 0)
 		rc = -errno;
-	if (rc == 0 && rename(tmp, path) != 0)
+	/* without replace, link() refuses an existing target atomically
+	 * (no window between a check and the write) */
+	if (rc == 0 && (replace ? rename(tmp, path) : link(tmp, path)) != 0)
 		rc = -errno;
-	if (rc != 0) {
+	if (rc != 0 || !replace)
 		unlink(tmp);
+	if (rc == -EEXIST)
+		fprintf(stderr, "isthmus-keys: %s exists; refused (--force replaces it)\n", path);
+	else if (rc != 0)
 		fprintf(stderr, "isthmus-keys: cannot write %s: %s\n", path, strerror(-rc));
-	}
 	return rc;
 }
 

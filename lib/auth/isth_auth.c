@@ -785,8 +785,22 @@ int
 isth_auth_check_site(const struct isth_auth *a, enum isth_auth_site want, unsigned int id,
 	const char *path, char *err, size_t errlen)
 {
-	if (a->site == ISTH_AUTH_SITE_JOB || (a->site == want && a->site_id == id))
+	if (a->site == ISTH_AUTH_SITE_JOB)
 		return 0;
+	if (a->site == want && a->site_id == id) {
+		/* an edge verifies every peer's WAN tag: a file split for
+		 * fewer islands than the job has would refuse a peer's DATA
+		 * as auth_key all run long; say so now */
+		for (unsigned int o = 0; want == ISTH_AUTH_SITE_EDGE && o < a->n_islands; o++)
+			if (!isth_auth_has_key(a, ISTH_AUTH_WAN, o)) {
+				set_err(err, errlen,
+					"%s: holds no 'key wan %u' (the job has %u islands; "
+					"was it split for fewer?)",
+					path, o, a->n_islands);
+				return -EINVAL;
+			}
+		return 0;
+	}
 	set_err(err, errlen,
 		"%s: the key file of %s %u, not of %s %u (isthmus-keys split "
 		"writes one file per site)",

@@ -138,8 +138,9 @@ bool isth_auth_has_key(const struct isth_auth *a, enum isth_auth_dir dir, unsign
 
 /**
  * Check that a process that is site (@p want, @p id) may use @p a: the
- * job file, or the site file of exactly that site. On mismatch a message
- * naming @p path and both sites goes to @p err.
+ * job file, or the site file of exactly that site (an edge's with the WAN
+ * key of every island of the job). Else a message naming @p path (and
+ * both sites, or the missing key) goes to @p err.
  * @return 0 or -EINVAL
  */
 int isth_auth_check_site(const struct isth_auth *a, enum isth_auth_site want, unsigned int id,

@@ -374,6 +374,12 @@ Test(auth, site_file_holds_only_its_keys)
 		"writes one file per site)");
 	cr_assert_eq(isth_auth_check_site(edge, ISTH_AUTH_SITE_ISLAND, 2, "f", err, sizeof(err)),
 		-EINVAL);
+	/* the edge's file lacks WAN 1 and 3 of the job's 4 islands */
+	cr_assert_eq(
+		isth_auth_check_site(edge, ISTH_AUTH_SITE_EDGE, 2, "f", err, sizeof(err)), -EINVAL);
+	cr_assert_str_eq(err,
+		"f: holds no 'key wan 1' (the job has 4 islands; was it split for "
+		"fewer?)");
 	for (size_t i = 0; i < 2; i++) {
 		struct isth_auth_engine *ej, *ei, *ee;
 		uint8_t m[128], forged[128];
