@@ -234,7 +234,8 @@ def parse_plan(text, name="plan"):
 
 def parse_auth(text, name="auth"):
     out = {}
-    variants = ["ipsec-mb verify32+sum", "ipsec-mb verify32", "ipsec-mb verify",
+    variants = ["tag list k=2 seal32", "tag list k=8 seal32",
+                "ipsec-mb verify32+sum", "ipsec-mb verify32", "ipsec-mb verify",
                 "ipsec-mb seal32", "openssl verify32", "openssl verify",
                 "openssl seal32", "sum fp32", "memcpy", "read"]
     for ln, line in enumerate(text.splitlines(), 1):

@@ -142,9 +142,11 @@ Faults:
                           runs side by side never collide; 0: a free port,
                           named in the edge's log ("metrics on http://...");
                           scrape with ip netns exec isth-RID-eK curl ...
-  --auth on|off           authenticated wire format (default on): a per-run
-                          key file (random 256-bit key, mode 0600) in the
-                          run directory for every edge and island; off:
+  --auth on|off           authenticated wire format (default on): per-run key
+                          files (isthmus-keys: a job file, random 256-bit
+                          master, and per site island-<k>.key, edge-<k>.key,
+                          mode 0600) in the run directory, each process given
+                          only its own site's; off:
                           version 1, edges and islands say so loudly
 up:
   --edges                 islands behind edges instead of sites on the WAN
@@ -439,12 +441,13 @@ PLAN=$BDIR/app/isthmus-plan/isthmus-plan
 EDGE=$BDIR/app/isthmusd/isthmusd
 WAN=$BDIR/app/isthmus-wan/isthmus-wan
 ISLAND=$BDIR/app/isthmus-island/isthmus-island
+KEYS=$BDIR/app/isthmus-keys/isthmus-keys
 XDP_OBJ=$BDIR/lib/xdp/isth_xdp.bpf.o
 if [ "$PMD" = af_xdp ]; then
 	[ -f "$XDP_OBJ" ] || die "$XDP_OBJ missing: lib/xdp was not built (clang, bpftool)"
 	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf || die "cannot mount bpffs"
 fi
-for b in "$PLAN" "$EDGE" "$WAN" "$ISLAND"; do
+for b in "$PLAN" "$EDGE" "$WAN" "$ISLAND" "$KEYS"; do
 	[ -x "$b" ] || die "$b missing: build first (meson setup $BUILD && ninja -C $BUILD)"
 done
 
@@ -511,17 +514,18 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# --- authentication: the run's key file (doc/security.md) ---------------------
-# One job (1), one epoch from round 0, a 256-bit master key from the
-# kernel's CSPRNG; created 0600 (umask in a subshell) before a byte is
-# written, so no other user ever sees the key. Every edge ([auth]
-# key_file) and island (--key-file) of the run reads this file.
+# --- authentication: the run's key files (doc/security.md) --------------------
+# One job (1), one epoch (1) from round 0: isthmus-keys writes the job file
+# (a master key from getrandom, mode 0600) and, once the number of sites
+# is known below, one file per site (isthmus-keys split, each 0600 and
+# renamed into place whole). Edge k reads only keys/edge-k.key ([auth]
+# key_file) and island k only keys/island-k.key (--key-file), so no
+# process of the run holds a key that seals as another site's; the job
+# file stays in the run directory for tools (TB_KEY_FILE).
 KEYF=$WORK/job.key
+KEYD=$WORK/keys
 if [ "$AUTH" = on ] && [ "$EDGES" = 1 ]; then
-	( umask 077
-	  printf '# testbed run %s: isthmus key file (doc/protocol.md, "Key file")\njob 1\nepoch 1 round 0 key %s\n' \
-		"$RID" "$(od -An -v -tx1 -N32 /dev/urandom | tr -d ' \n')" >"$KEYF" ) ||
-		die "cannot write the key file $KEYF"
+	"$KEYS" generate --job 1 --epoch 1 --out "$KEYF" >/dev/null || die "cannot write the key file $KEYF"
 	[ "$(stat -c %a "$KEYF")" = 600 ] || die "key file $KEYF: mode $(stat -c %a "$KEYF"), want 600"
 fi
 
@@ -584,6 +588,10 @@ PY
 mapfile -t NAMES <"$WORK/names"
 mapfile -t LAT <"$WORK/latency"	# row k: one-way us from island k to each
 N=${#NAMES[@]}
+if [ "$AUTH" = on ] && [ "$EDGES" = 1 ]; then
+	"$KEYS" split --job-file "$KEYF" --n-islands "$N" --out "$KEYD" >/dev/null ||
+		die "cannot write the site key files into $KEYD"
+fi
 MAXLAT_US=$(tr ' ' '\n' <"$WORK/latency" | sort -n | tail -1)
 ACCESS_GBPS=$(awk -v k="$SCALE" -v c="$CHUNK_B" 'BEGIN { printf "%.9g\n", 100 / k * c / 1514 }')
 
@@ -902,7 +910,7 @@ write_edge_conf() {
 		echo "[auth]"
 		if [ "$AUTH" = on ]; then
 			echo "mode = on"
-			echo "key_file = $KEYF"
+			echo "key_file = $KEYD/edge-$k.key"
 		else
 			echo "mode = off"
 		fi
@@ -923,7 +931,7 @@ start_island() {
 	local k=$1
 	local -a extra=()
 	[ "$k" = "$SILENT" ] && extra=(--stop-after 1)
-	if [ "$AUTH" = on ]; then extra+=(--key-file "$KEYF"); else extra+=(--auth off); fi
+	if [ "$AUTH" = on ]; then extra+=(--key-file "$KEYD/island-$k.key"); else extra+=(--auth off); fi
 	[ "$ISOCKS" -gt 1 ] && extra+=(--sockets "$ISOCKS" --rx-threads on)
 	ip netns exec "isth-$RID-$k" "$ISLAND" --job 1 --island "$k" --islands "$N" \
 		--edge "10.10.$k.1:9471" --bind "10.10.$k.2:9471" --rounds "$(island_rounds "$k")" \
@@ -1054,7 +1062,7 @@ if [ "$CMD" = up ]; then
 			echo "TB_ELEMS=$ELEMS"
 			echo "TB_GRACE_MS=$GRACE"
 			echo "TB_AUTH=$AUTH"
-			if [ "$AUTH" = on ]; then echo "TB_KEY_FILE=$KEYF"; fi
+			if [ "$AUTH" = on ]; then echo "TB_KEY_FILE=$KEYF"; echo "TB_KEY_DIR=$KEYD"; fi
 		else
 			echo "TB_DATA_NET=10.0.0.0/16"
 		fi

@@ -41,10 +41,17 @@ load_keys(const struct isthd *d, struct isth_auth **out, char *err, size_t err_s
 	ac.job = d->cfg.job;
 	ac.n_islands = d->n_islands;
 	e[0] = '\0';
+	*out = NULL;
 	rc = isth_auth_create(&ac, out, e, sizeof(e));
+	/* the job file or this edge's site file (isthmus-keys split); another
+	 * site's file would refuse every seal of this edge's streams */
+	if (rc == 0)
+		rc = isth_auth_check_site(
+			*out, ISTH_AUTH_SITE_EDGE, d->island, d->cfg.key_file, e, sizeof(e));
 	if (rc) {
 		/* lib/auth names the file (and line); never key bytes */
 		snprintf(err, err_size, "%s: [auth] key_file: %s", d->cfg.path, e);
+		isth_auth_free(*out);
 		*out = NULL;
 		return -EINVAL;
 	}

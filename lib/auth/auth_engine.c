@@ -196,6 +196,8 @@ isth_auth_engine_create(
 		if (e->ctx == NULL)
 			goto fail;
 		for (size_t i = 0; i < a->n_keys; i++) {
+			if (!a->have[i])
+				continue; /* never used: stage_*() refuse the key */
 			e->ctx[i] = ossl_ctx_new(a->raw[i]);
 			if (e->ctx[i] == NULL)
 				goto fail;
@@ -254,6 +256,8 @@ stage_verify(struct isth_auth_engine *e, unsigned int i, unsigned int dir, unsig
 	if (slot < 0 || slot != slot_of_round(a, isth_wire_get_hdr_round(msg)))
 		return ISTH_AUTH_E_EPOCH;
 	e->key[i] = key_index(a, (unsigned int)slot, dir, owner);
+	if (!a->have[e->key[i]])
+		return ISTH_AUTH_E_KEY; /* another site's key: this file lacks it */
 	isth_auth_iv(msg, e->iv[i]);
 	e->src[i] = msg;
 	e->len[i] = len - ISTH_AUTH_TAG_SIZE;
@@ -276,11 +280,13 @@ stage_seal(struct isth_auth_engine *e, unsigned int i, unsigned int dir, unsigne
 	slot = slot_of_round(a, isth_wire_get_hdr_round(msg));
 	if (slot < 0)
 		return -ENOKEY;
+	e->key[i] = key_index(a, (unsigned int)slot, dir, owner);
+	if (!a->have[e->key[i]])
+		return -EPERM; /* another site's key: this file lacks it */
 	msg[ISTH_WIRE_OFF_VERSION] = ISTH_AUTH_VERSION;
 	isth_wire_or_flags(msg, ISTH_WIRE_F_AUTH);
 	msg[ISTH_WIRE_OFF_TRAILER] = ISTH_AUTH_TAG_SIZE;
 	msg[ISTH_AUTH_OFF_EPOCH] = a->epoch_id[slot];
-	e->key[i] = key_index(a, (unsigned int)slot, dir, owner);
 	isth_auth_iv(msg, e->iv[i]);
 	e->src[i] = msg;
 	e->len[i] = len;

@@ -8,11 +8,14 @@
 
 /*
  * Key table of a handle: n_epochs x 3 directions x n_islands direction
- * keys, index key_index(). Written once by isth_auth_create(), read-only
+ * keys, index key_index(); a site file's handle holds only some (have[]):
+ * the others are zero and every seal or verify with them is refused. Written once by isth_auth_create(), read-only
  * afterwards, so any number of engines (threads) share it.
  */
 struct isth_auth {
 	uint32_t job;
+	enum isth_auth_site site; /* the file's kind and island */
+	unsigned int site_id;
 	uint32_t n_islands;
 	unsigned int n_epochs;
 	uint8_t epoch_id[ISTH_AUTH_MAX_EPOCHS]; /* file order */
@@ -20,6 +23,7 @@ struct isth_auth {
 	int8_t slot_of[256]; /* epoch id -> slot, -1 absent */
 	size_t n_keys;
 	uint8_t (*raw)[ISTH_AUTH_KEY_SIZE]; /* [n_keys] derived AES keys */
+	uint8_t *have; /* [n_keys] 1: held (a site file holds only its own) */
 	struct gcm_key_data *imb; /* [n_keys], 64-byte aligned */
 };
 

@@ -82,25 +82,48 @@ isth_auth_hkdf(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt, size_t s
 #define KDF_SALT "isthmus/v2"
 #define KDF_LABEL "isthmus/v2 gmac"
 
-int
-isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
-	enum isth_auth_dir dir, unsigned int owner, uint8_t out[ISTH_AUTH_KEY_SIZE])
+/* HKDF of @master with info = label || job (u32 BE) || epoch || @tail. */
+static int
+derive_info(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
+	const uint8_t *tail, size_t tail_len, uint8_t out[ISTH_AUTH_KEY_SIZE])
 {
-	uint8_t info[sizeof(KDF_LABEL) - 1 + 7];
+	uint8_t info[sizeof(KDF_LABEL) - 1 + 5 + 3];
 	size_t n = sizeof(KDF_LABEL) - 1;
 
-	if (dir < ISTH_AUTH_UP || dir > ISTH_AUTH_WAN || owner >= ISTH_AUTH_MAX_ISLANDS)
-		return -EINVAL;
 	memcpy(info, KDF_LABEL, n);
 	info[n++] = (uint8_t)(job >> 24);
 	info[n++] = (uint8_t)(job >> 16);
 	info[n++] = (uint8_t)(job >> 8);
 	info[n++] = (uint8_t)job;
 	info[n++] = epoch;
-	info[n++] = (uint8_t)dir;
-	info[n++] = (uint8_t)owner;
+	memcpy(info + n, tail, tail_len);
+	n += tail_len;
 	return isth_auth_hkdf(master, ISTH_AUTH_KEY_SIZE, (const uint8_t *)KDF_SALT,
 		sizeof(KDF_SALT) - 1, info, n, out, ISTH_AUTH_KEY_SIZE);
+}
+
+int
+isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
+	enum isth_auth_dir dir, unsigned int owner, uint8_t out[ISTH_AUTH_KEY_SIZE])
+{
+	const uint8_t tail[2] = {(uint8_t)dir, (uint8_t)owner};
+
+	if (dir < ISTH_AUTH_UP || dir > ISTH_AUTH_WAN || owner >= ISTH_AUTH_MAX_ISLANDS)
+		return -EINVAL;
+	return derive_info(master, job, epoch, tail, sizeof(tail), out);
+}
+
+int
+isth_auth_derive_pair(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
+	unsigned int sender, unsigned int receiver, uint8_t out[ISTH_AUTH_KEY_SIZE])
+{
+	const uint8_t tail[3] = {(uint8_t)ISTH_AUTH_WAN_PAIR, (uint8_t)sender, (uint8_t)receiver};
+
+	/* an edge never sends to itself: no key for the pair (s, s) */
+	if (sender >= ISTH_AUTH_MAX_ISLANDS || receiver >= ISTH_AUTH_MAX_ISLANDS ||
+		sender == receiver)
+		return -EINVAL;
+	return derive_info(master, job, epoch, tail, sizeof(tail), out);
 }
 
 /* ---- key file ---------------------------------------------------------- */
@@ -120,21 +143,14 @@ isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t
 
 #define LINE_MAX_LEN 256 /* characters, newline included */
 
-struct kf_epoch {
-	uint8_t id;
-	uint32_t start;
-	uint8_t master[ISTH_AUTH_KEY_SIZE];
-};
-
 struct kf {
 	const char *path;
 	unsigned int line; /* 0: an error about the whole file */
 	char *err;
 	size_t errlen;
 	bool have_job;
-	uint32_t job;
-	unsigned int n;
-	struct kf_epoch ep[ISTH_AUTH_MAX_EPOCHS];
+	bool have_site;
+	struct isth_auth_file *f; /* caller's; n_epochs counts epochs read */
 };
 
 static int __attribute__((format(printf, 2, 3))) kf_error(struct kf *k, const char *fmt, ...)
@@ -160,6 +176,33 @@ hexval(char c)
 	return -1;
 }
 
+/* 64 hex digits @v into @out; nothing after them on the line. */
+static int
+kf_hexkey(struct kf *k, char *v, char **save, uint8_t out[ISTH_AUTH_KEY_SIZE])
+{
+	size_t len = v == NULL ? 0 : strlen(v);
+
+	if (len != 2 * ISTH_AUTH_KEY_SIZE)
+		return kf_error(
+			k, "key: expected %u hex digits, got %zu", 2 * ISTH_AUTH_KEY_SIZE, len);
+	for (unsigned int i = 0; i < ISTH_AUTH_KEY_SIZE; i++) {
+		int hi = hexval(v[2 * i]), lo = hexval(v[2 * i + 1]);
+
+		if (hi < 0 || lo < 0) {
+			OPENSSL_cleanse(out, ISTH_AUTH_KEY_SIZE);
+			/* Say where, never what: the digit is key material. */
+			return kf_error(k, "key: non-hex digit at position %u",
+				hi < 0 ? 2 * i + 1 : 2 * i + 2);
+		}
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	if (strtok_r(NULL, " \t\r\n", save) != NULL) {
+		OPENSSL_cleanse(out, ISTH_AUTH_KEY_SIZE);
+		return kf_error(k, "key: unexpected text after the key");
+	}
+	return 0;
+}
+
 /* "job N" */
 static int
 kf_job(struct kf *k, char **save)
@@ -169,34 +212,64 @@ kf_job(struct kf *k, char **save)
 
 	if (k->have_job)
 		return kf_error(k, "job: given twice");
-	if (k->n > 0)
+	if (k->f->n_epochs > 0)
 		return kf_error(k, "job: must come before the first epoch");
 	if (isth_text_parse_u64_range(v, 0, UINT32_MAX, &x) != 0)
 		return kf_error(k, "job: expected a number 0..4294967295");
 	if (strtok_r(NULL, " \t\r\n", save) != NULL)
 		return kf_error(k, "job: unexpected text after the job id");
 	k->have_job = true;
-	k->job = (uint32_t)x;
+	k->f->job = (uint32_t)x;
 	return 0;
 }
 
-/* "epoch E round R key HEX" */
+/* "site island|edge I": a site file, between the job and the first epoch */
+static int
+kf_site(struct kf *k, char **save)
+{
+	char *v = strtok_r(NULL, " \t\r\n", save);
+	uint64_t id;
+
+	if (!k->have_job)
+		return kf_error(k, "site: the job line must come first");
+	if (k->have_site)
+		return kf_error(k, "site: given twice");
+	if (k->f->n_epochs > 0)
+		return kf_error(k, "site: must come before the first epoch");
+	if (v != NULL && strcmp(v, "island") == 0)
+		k->f->site = ISTH_AUTH_SITE_ISLAND;
+	else if (v != NULL && strcmp(v, "edge") == 0)
+		k->f->site = ISTH_AUTH_SITE_EDGE;
+	else
+		return kf_error(k, "site: expected 'island' or 'edge'");
+	v = strtok_r(NULL, " \t\r\n", save);
+	if (isth_text_parse_u64_range(v, 0, ISTH_AUTH_MAX_ISLANDS - 1, &id) != 0)
+		return kf_error(k, "site: expected an island id 0..%u", ISTH_AUTH_MAX_ISLANDS - 1);
+	if (strtok_r(NULL, " \t\r\n", save) != NULL)
+		return kf_error(k, "site: unexpected text after the island id");
+	k->have_site = true;
+	k->f->site_id = (unsigned int)id;
+	return 0;
+}
+
+/* "epoch E round R key HEX" (job file) or "epoch E round R" (site file) */
 static int
 kf_epoch(struct kf *k, char **save)
 {
 	char *v = strtok_r(NULL, " \t\r\n", save);
-	struct kf_epoch *ep;
+	struct isth_auth_file *f = k->f;
+	struct isth_auth_file_epoch *ep;
 	uint64_t id, start;
-	size_t len;
+	int rc;
 
 	if (!k->have_job)
 		return kf_error(k, "epoch: the job line must come first");
-	if (k->n >= ISTH_AUTH_MAX_EPOCHS)
+	if (f->n_epochs >= ISTH_AUTH_MAX_EPOCHS)
 		return kf_error(k, "epoch: more than %u epochs", ISTH_AUTH_MAX_EPOCHS);
 	if (isth_text_parse_u64_range(v, 0, 255, &id) != 0)
 		return kf_error(k, "epoch: expected an epoch id 0..255");
-	for (unsigned int i = 0; i < k->n; i++)
-		if (k->ep[i].id == id)
+	for (unsigned int i = 0; i < f->n_epochs; i++)
+		if (f->ep[i].id == id)
 			return kf_error(k, "epoch: epoch %u given twice", (unsigned int)id);
 	v = strtok_r(NULL, " \t\r\n", save);
 	if (v == NULL || strcmp(v, "round") != 0)
@@ -204,36 +277,72 @@ kf_epoch(struct kf *k, char **save)
 	v = strtok_r(NULL, " \t\r\n", save);
 	if (isth_text_parse_u64_range(v, 0, UINT32_MAX, &start) != 0)
 		return kf_error(k, "round: expected a round number 0..4294967295");
-	if (k->n > 0 && start <= k->ep[k->n - 1].start)
-		return kf_error(
-			k, "round: must be above the previous epoch's (%u)", k->ep[k->n - 1].start);
+	if (f->n_epochs > 0 && start <= f->ep[f->n_epochs - 1].start)
+		return kf_error(k, "round: must be above the previous epoch's (%u)",
+			f->ep[f->n_epochs - 1].start);
 	v = strtok_r(NULL, " \t\r\n", save);
-	if (v == NULL || strcmp(v, "key") != 0)
-		return kf_error(k, "epoch: expected 'key' after the round");
-	v = strtok_r(NULL, " \t\r\n", save);
-	len = v == NULL ? 0 : strlen(v);
-	if (len != 2 * ISTH_AUTH_KEY_SIZE)
-		return kf_error(
-			k, "key: expected %u hex digits, got %zu", 2 * ISTH_AUTH_KEY_SIZE, len);
-	ep = &k->ep[k->n];
-	for (unsigned int i = 0; i < ISTH_AUTH_KEY_SIZE; i++) {
-		int hi = hexval(v[2 * i]), lo = hexval(v[2 * i + 1]);
-
-		if (hi < 0 || lo < 0) {
-			OPENSSL_cleanse(ep->master, sizeof(ep->master));
-			/* Say where, never what: the digit is key material. */
-			return kf_error(k, "key: non-hex digit at position %u",
-				hi < 0 ? 2 * i + 1 : 2 * i + 2);
-		}
-		ep->master[i] = (uint8_t)(hi << 4 | lo);
-	}
-	if (strtok_r(NULL, " \t\r\n", save) != NULL) {
-		OPENSSL_cleanse(ep->master, sizeof(ep->master));
-		return kf_error(k, "key: unexpected text after the key");
+	ep = &f->ep[f->n_epochs];
+	if (k->have_site) {
+		/* a site's keys follow on 'key' lines; a master key here would
+		 * hand the site every other site's keys */
+		if (v != NULL)
+			return kf_error(k,
+				"epoch: a site file's epoch holds no master key "
+				"(its keys are on 'key' lines)");
+	} else {
+		if (v == NULL || strcmp(v, "key") != 0)
+			return kf_error(k, "epoch: expected 'key' after the round");
+		rc = kf_hexkey(k, strtok_r(NULL, " \t\r\n", save), save, ep->master);
+		if (rc != 0)
+			return rc;
 	}
 	ep->id = (uint8_t)id;
 	ep->start = (uint32_t)start;
-	k->n++;
+	f->n_epochs++;
+	return 0;
+}
+
+/* "key up|down HEX" (a site's own), "key wan O HEX" (edge: owner O's) */
+static int
+kf_key(struct kf *k, char **save)
+{
+	char *v = strtok_r(NULL, " \t\r\n", save);
+	struct isth_auth_file *f = k->f;
+	struct isth_auth_file_epoch *ep;
+	unsigned int dir, owner = f->site_id;
+	uint64_t o;
+	int rc;
+
+	if (!k->have_site)
+		return kf_error(k,
+			"key: only a site file has 'key' lines (the job file's "
+			"keys are on its epoch lines)");
+	if (f->n_epochs == 0)
+		return kf_error(k, "key: comes before the first epoch line");
+	ep = &f->ep[f->n_epochs - 1];
+	if (v != NULL && strcmp(v, "up") == 0)
+		dir = ISTH_AUTH_UP;
+	else if (v != NULL && strcmp(v, "down") == 0)
+		dir = ISTH_AUTH_DOWN;
+	else if (v != NULL && strcmp(v, "wan") == 0)
+		dir = ISTH_AUTH_WAN;
+	else
+		return kf_error(k, "key: expected 'up', 'down' or 'wan'");
+	if (dir == ISTH_AUTH_WAN) {
+		if (f->site != ISTH_AUTH_SITE_EDGE)
+			return kf_error(k, "key wan: an island's file holds no WAN key");
+		v = strtok_r(NULL, " \t\r\n", save);
+		if (isth_text_parse_u64_range(v, 0, ISTH_AUTH_MAX_ISLANDS - 1, &o) != 0)
+			return kf_error(k, "key wan: expected an owner island 0..%u",
+				ISTH_AUTH_MAX_ISLANDS - 1);
+		owner = (unsigned int)o;
+	}
+	if ((ep->have[dir - 1] >> owner) & 1u)
+		return kf_error(k, "key: given twice in epoch %u", ep->id);
+	rc = kf_hexkey(k, strtok_r(NULL, " \t\r\n", save), save, ep->key[dir - 1][owner]);
+	if (rc != 0)
+		return rc;
+	ep->have[dir - 1] |= UINT64_C(1) << owner;
 	return 0;
 }
 
@@ -250,9 +359,35 @@ kf_line(struct kf *k, char *line)
 		return 0;
 	if (strcmp(kw, "job") == 0)
 		return kf_job(k, &save);
+	if (strcmp(kw, "site") == 0)
+		return kf_site(k, &save);
 	if (strcmp(kw, "epoch") == 0)
 		return kf_epoch(k, &save);
-	return kf_error(k, "unknown keyword (expected 'job' or 'epoch')");
+	if (strcmp(kw, "key") == 0)
+		return kf_key(k, &save);
+	return kf_error(k, "unknown keyword (expected 'job', 'site', 'epoch' or 'key')");
+}
+
+/* Every epoch of a site file holds the site's own keys: UP and DOWN, and
+ * an edge its own WAN key (what it seals with). */
+static int
+kf_check_site(struct kf *k)
+{
+	const struct isth_auth_file *f = k->f;
+	uint64_t me = UINT64_C(1) << f->site_id;
+
+	if (!k->have_site)
+		return 0;
+	for (unsigned int i = 0; i < f->n_epochs; i++) {
+		const struct isth_auth_file_epoch *ep = &f->ep[i];
+
+		if (!(ep->have[0] & me) || !(ep->have[1] & me))
+			return kf_error(k, "epoch %u: needs 'key up' and 'key down'", ep->id);
+		if (f->site == ISTH_AUTH_SITE_EDGE && !(ep->have[2] & me))
+			return kf_error(k, "epoch %u: needs 'key wan %u' (the edge's own)", ep->id,
+				f->site_id);
+	}
+	return 0;
 }
 
 /*
@@ -394,9 +529,9 @@ kf_parse(struct kf *k, const char *text, size_t len)
 	k->line = 0;
 	if (!k->have_job)
 		return kf_error(k, "no 'job' line");
-	if (k->n == 0)
+	if (k->f->n_epochs == 0)
 		return kf_error(k, "no 'epoch' line: at least one key is needed");
-	return 0;
+	return kf_check_site(k);
 }
 
 static int
@@ -420,7 +555,41 @@ kf_load(struct kf *k)
 	return ret;
 }
 
+int
+isth_auth_file_read(const char *path, struct isth_auth_file *f, char *err, size_t errlen)
+{
+	struct kf k = {.path = path, .err = err, .errlen = errlen, .f = f};
+	int ret;
+
+	if (path == NULL || f == NULL)
+		return -EINVAL;
+	memset(f, 0, sizeof(*f));
+	ret = kf_load(&k);
+	if (ret != 0)
+		isth_auth_file_wipe(f);
+	return ret;
+}
+
+void
+isth_auth_file_wipe(struct isth_auth_file *f)
+{
+	if (f != NULL)
+		OPENSSL_cleanse(f, sizeof(*f));
+}
+
 /* ---- handle ------------------------------------------------------------ */
+
+static const char *const site_names[] = {
+	[ISTH_AUTH_SITE_JOB] = "job",
+	[ISTH_AUTH_SITE_ISLAND] = "island",
+	[ISTH_AUTH_SITE_EDGE] = "edge",
+};
+
+const char *
+isth_auth_site_name(enum isth_auth_site s)
+{
+	return (unsigned int)s <= ISTH_AUTH_SITE_EDGE ? site_names[s] : "unknown";
+}
 
 static void __attribute__((format(printf, 3, 4)))
 set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -434,11 +603,93 @@ set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The checks that need the job's conf: its id, its islands. */
+static int
+file_fits(
+	const struct isth_auth_conf *conf, const struct isth_auth_file *f, char *err, size_t errlen)
+{
+	uint64_t all = conf->n_islands == 64 ? UINT64_MAX : (UINT64_C(1) << conf->n_islands) - 1;
+
+	if (f->job != conf->job) {
+		set_err(err, errlen, "%s: keys are for job %u, not job %u", conf->key_file, f->job,
+			conf->job);
+		return -EINVAL;
+	}
+	if (f->site == ISTH_AUTH_SITE_JOB)
+		return 0;
+	if (f->site_id >= conf->n_islands) {
+		set_err(err, errlen, "%s: a file for %s %u, but the job has %u islands",
+			conf->key_file, isth_auth_site_name(f->site), f->site_id, conf->n_islands);
+		return -EINVAL;
+	}
+	for (unsigned int i = 0; i < f->n_epochs; i++)
+		if ((f->ep[i].have[2] & ~all) != 0) {
+			set_err(err, errlen,
+				"%s: epoch %u: a 'key wan' owner is not below the "
+				"job's %u islands",
+				conf->key_file, f->ep[i].id, conf->n_islands);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+/* Key @i of epoch slot @s, direction @d, owner @o, from the file: derived
+ * from the master (job file) or copied (site file; absent: not held). */
+static int
+fill_key(struct isth_auth *a, const struct isth_auth_file *f, unsigned int s, unsigned int d,
+	unsigned int o, IMB_MGR *mgr)
+{
+	size_t i = key_index(a, s, d, o);
+	const struct isth_auth_file_epoch *ep = &f->ep[s];
+
+	if (f->site == ISTH_AUTH_SITE_JOB) {
+		if (isth_auth_derive(ep->master, f->job, ep->id, d, o, a->raw[i]) != 0)
+			return -EIO;
+	} else if ((ep->have[d - 1] >> o) & 1u) {
+		memcpy(a->raw[i], ep->key[d - 1][o], ISTH_AUTH_KEY_SIZE);
+	} else {
+		return 0;
+	}
+	a->have[i] = 1;
+	IMB_AES256_GCM_PRE(mgr, a->raw[i], &a->imb[i]);
+	return 0;
+}
+
+static struct isth_auth *
+handle_alloc(const struct isth_auth_file *f, uint32_t n_islands)
+{
+	struct isth_auth *a = calloc(1, sizeof(*a));
+
+	if (a == NULL)
+		return NULL;
+	a->job = f->job;
+	a->site = f->site;
+	a->site_id = f->site_id;
+	a->n_islands = n_islands;
+	a->n_epochs = f->n_epochs;
+	memset(a->slot_of, -1, sizeof(a->slot_of));
+	for (unsigned int i = 0; i < f->n_epochs; i++) {
+		a->epoch_id[i] = f->ep[i].id;
+		a->start[i] = f->ep[i].start;
+		a->slot_of[f->ep[i].id] = (int8_t)i;
+	}
+	a->n_keys = (size_t)f->n_epochs * 3u * a->n_islands;
+	a->raw = calloc(a->n_keys, sizeof(*a->raw));
+	a->have = calloc(a->n_keys, sizeof(*a->have));
+	a->imb = aligned_alloc(64, ((a->n_keys * sizeof(*a->imb) + 63) / 64) * 64);
+	if (a->raw == NULL || a->have == NULL || a->imb == NULL) {
+		isth_auth_free(a);
+		return NULL;
+	}
+	memset(a->imb, 0, a->n_keys * sizeof(*a->imb));
+	return a;
+}
+
 int
 isth_auth_create(
 	const struct isth_auth_conf *conf, struct isth_auth **out, char *err, size_t errlen)
 {
-	struct kf k = {0};
+	struct isth_auth_file *f = NULL;
 	struct isth_auth *a = NULL;
 	IMB_MGR *mgr = NULL;
 	int ret;
@@ -451,62 +702,38 @@ isth_auth_create(
 		set_err(err, errlen, "%s: n_islands must be 1..64", conf->key_file);
 		return -EINVAL;
 	}
-	k.path = conf->key_file;
-	k.err = err;
-	k.errlen = errlen;
-	ret = kf_load(&k);
+	f = malloc(sizeof(*f));
+	if (f == NULL) {
+		set_err(err, errlen, "%s: out of memory", conf->key_file);
+		return -ENOMEM;
+	}
+	ret = isth_auth_file_read(conf->key_file, f, err, errlen);
+	if (ret == 0)
+		ret = file_fits(conf, f, err, errlen);
 	if (ret != 0)
 		goto out;
-	if (k.job != conf->job) {
-		if (err != NULL && errlen > 0)
-			snprintf(err, errlen, "%s: keys are for job %u, not job %u", conf->key_file,
-				k.job, conf->job);
-		ret = -EINVAL;
-		goto out;
-	}
-
 	ret = -ENOMEM;
-	a = calloc(1, sizeof(*a));
-	if (a == NULL)
-		goto out;
-	a->job = k.job;
-	a->n_islands = conf->n_islands;
-	a->n_epochs = k.n;
-	memset(a->slot_of, -1, sizeof(a->slot_of));
-	for (unsigned int i = 0; i < k.n; i++) {
-		a->epoch_id[i] = k.ep[i].id;
-		a->start[i] = k.ep[i].start;
-		a->slot_of[k.ep[i].id] = (int8_t)i;
-	}
-	a->n_keys = (size_t)k.n * 3u * a->n_islands;
-	a->raw = calloc(a->n_keys, sizeof(*a->raw));
-	a->imb = aligned_alloc(64, ((a->n_keys * sizeof(*a->imb) + 63) / 64) * 64);
-	if (a->raw == NULL || a->imb == NULL)
-		goto out;
+	a = handle_alloc(f, conf->n_islands);
 	mgr = auth_imb_mgr();
-	if (mgr == NULL)
+	if (a == NULL || mgr == NULL)
 		goto out;
-	for (unsigned int s = 0; s < k.n; s++)
+	for (unsigned int s = 0; s < f->n_epochs; s++)
 		for (unsigned int d = ISTH_AUTH_UP; d <= ISTH_AUTH_WAN; d++)
-			for (unsigned int o = 0; o < a->n_islands; o++) {
-				size_t i = key_index(a, s, d, o);
-
-				if (isth_auth_derive(k.ep[s].master, k.job, k.ep[s].id, d, o,
-					    a->raw[i]) != 0) {
+			for (unsigned int o = 0; o < a->n_islands; o++)
+				if (fill_key(a, f, s, d, o, mgr) != 0) {
 					set_err(err, errlen, "%s: key derivation failed",
 						conf->key_file);
 					ret = -EIO;
 					goto out;
 				}
-				IMB_AES256_GCM_PRE(mgr, a->raw[i], &a->imb[i]);
-			}
 	*out = a;
 	a = NULL;
 	ret = 0;
 out:
 	if (mgr != NULL)
 		free_mb_mgr(mgr);
-	OPENSSL_cleanse(&k, sizeof(k));
+	isth_auth_file_wipe(f);
+	free(f);
 	isth_auth_free(a);
 	return ret;
 }
@@ -524,6 +751,7 @@ isth_auth_free(struct isth_auth *a)
 		OPENSSL_cleanse(a->imb, a->n_keys * sizeof(*a->imb));
 		free(a->imb);
 	}
+	free(a->have);
 	OPENSSL_cleanse(a, sizeof(*a));
 	free(a);
 }
@@ -532,6 +760,52 @@ uint32_t
 isth_auth_job(const struct isth_auth *a)
 {
 	return a->job;
+}
+
+enum isth_auth_site
+isth_auth_site(const struct isth_auth *a, unsigned int *id)
+{
+	if (id != NULL)
+		*id = a->site_id;
+	return a->site;
+}
+
+bool
+isth_auth_has_key(const struct isth_auth *a, enum isth_auth_dir dir, unsigned int owner)
+{
+	if (a == NULL || dir < ISTH_AUTH_UP || dir > ISTH_AUTH_WAN || owner >= a->n_islands)
+		return false;
+	for (unsigned int s = 0; s < a->n_epochs; s++)
+		if (!a->have[key_index(a, s, dir, owner)])
+			return false;
+	return true;
+}
+
+int
+isth_auth_check_site(const struct isth_auth *a, enum isth_auth_site want, unsigned int id,
+	const char *path, char *err, size_t errlen)
+{
+	if (a->site == ISTH_AUTH_SITE_JOB)
+		return 0;
+	if (a->site == want && a->site_id == id) {
+		/* an edge verifies every peer's WAN tag: a file split for
+		 * fewer islands than the job has would refuse a peer's DATA
+		 * as auth_key all run long; say so now */
+		for (unsigned int o = 0; want == ISTH_AUTH_SITE_EDGE && o < a->n_islands; o++)
+			if (!isth_auth_has_key(a, ISTH_AUTH_WAN, o)) {
+				set_err(err, errlen,
+					"%s: holds no 'key wan %u' (the job has %u islands; "
+					"was it split for fewer?)",
+					path, o, a->n_islands);
+				return -EINVAL;
+			}
+		return 0;
+	}
+	set_err(err, errlen,
+		"%s: the key file of %s %u, not of %s %u (isthmus-keys split "
+		"writes one file per site)",
+		path, isth_auth_site_name(a->site), a->site_id, isth_auth_site_name(want), id);
+	return -EINVAL;
 }
 
 unsigned int
@@ -570,6 +844,8 @@ isth_auth_epoch_key(const struct isth_auth *a, unsigned int i, enum isth_auth_di
 	if (a == NULL || i >= a->n_epochs || dir < ISTH_AUTH_UP || dir > ISTH_AUTH_WAN ||
 		owner >= a->n_islands)
 		return -EINVAL;
+	if (!a->have[key_index(a, i, dir, owner)])
+		return -ENOKEY;
 	memcpy(out, a->raw[key_index(a, i, dir, owner)], ISTH_AUTH_KEY_SIZE);
 	return 0;
 }

@@ -8,11 +8,16 @@
  * (doc/protocol.md, "Authenticated format (v2)"; threat model in
  * doc/security.md).
  *
- * - An isth_auth handle holds one job's keys: loaded from a key file
- *   (mode 0600 checked, parse errors name file:line, key bytes never
- *   printed), derived per key epoch, direction and owner island with
- *   HKDF-SHA256. Immutable after creation: share it between threads;
- *   a key file reload builds a new handle.
+ * - An isth_auth handle holds the keys of one job that one site may use:
+ *   loaded from a key file (mode 0600 checked, parse errors name
+ *   file:line, key bytes never printed). The operator's job file holds
+ *   master keys, from which every key of every epoch, direction and
+ *   owner island is derived with HKDF-SHA256; a site file (written by
+ *   isthmus-keys from the job file) holds only the derived keys of one
+ *   island or one edge, and a handle loaded from it refuses to seal or
+ *   verify with any other key (doc/protocol.md, "Keys"). Immutable after
+ *   creation: share it between threads; a key file reload builds a new
+ *   handle.
  * - An isth_auth_engine computes and verifies tags (AES-256-GMAC) for one
  *   thread, with one of two implementations of the same algorithm:
  *   OpenSSL EVP (libisthmus, tools) or intel-ipsec-mb's job API (the
@@ -54,6 +59,16 @@ enum isth_auth_dir {
 	ISTH_AUTH_WAN = 3, /**< edge of island s -> peer edges; owner s */
 };
 
+/** What a key file is for (its `site` line; none: the job file). */
+enum isth_auth_site {
+	ISTH_AUTH_SITE_JOB = 0, /**< master keys: every key derives from it */
+	ISTH_AUTH_SITE_ISLAND = 1, /**< island i: UP i (seal), DOWN i (verify) */
+	ISTH_AUTH_SITE_EDGE = 2, /**< edge i: UP i, DOWN i, WAN of every island */
+};
+
+/** "job", "island" or "edge". */
+const char *isth_auth_site_name(enum isth_auth_site s);
+
 /** Tag implementations; both compute the same AES-256-GMAC. */
 enum isth_auth_impl {
 	ISTH_AUTH_OPENSSL = 0, /**< OpenSSL EVP (libcrypto) */
@@ -64,7 +79,7 @@ enum isth_auth_impl {
 enum isth_auth_status {
 	ISTH_AUTH_OK = 0,
 	ISTH_AUTH_E_FORMAT, /**< "auth_format": not v2, no AUTH, trailer_len != 16, short */
-	ISTH_AUTH_E_KEY, /**< "auth_key": direction or owner has no key */
+	ISTH_AUTH_E_KEY, /**< "auth_key": direction or owner has no key (here) */
 	ISTH_AUTH_E_EPOCH, /**< "auth_epoch": epoch byte is not epoch_of(round) or not loaded */
 	ISTH_AUTH_E_TAG, /**< "auth_tag": the tag does not verify */
 	ISTH_AUTH_E_REPLAY, /**< "auth_replay": seq already accepted */
@@ -109,6 +124,28 @@ void isth_auth_free(struct isth_auth *a);
 /** Job the handle's keys belong to. */
 uint32_t isth_auth_job(const struct isth_auth *a);
 
+/**
+ * What the handle's file was written for: the job file (every key) or
+ * one site's file; @p id is set to the site's island (0 for the job).
+ */
+enum isth_auth_site isth_auth_site(const struct isth_auth *a, unsigned int *id);
+
+/**
+ * Whether the handle may seal and verify with K(@p dir, @p owner) in
+ * every epoch it holds (a job file: always; a site file: only its own).
+ */
+bool isth_auth_has_key(const struct isth_auth *a, enum isth_auth_dir dir, unsigned int owner);
+
+/**
+ * Check that a process that is site (@p want, @p id) may use @p a: the
+ * job file, or the site file of exactly that site (an edge's with the WAN
+ * key of every island of the job). Else a message naming @p path (and
+ * both sites, or the missing key) goes to @p err.
+ * @return 0 or -EINVAL
+ */
+int isth_auth_check_site(const struct isth_auth *a, enum isth_auth_site want, unsigned int id,
+	const char *path, char *err, size_t errlen);
+
 /** Number of epochs loaded (1..ISTH_AUTH_MAX_EPOCHS). */
 unsigned int isth_auth_n_epochs(const struct isth_auth *a);
 
@@ -130,7 +167,7 @@ int isth_auth_epoch_of(const struct isth_auth *a, uint32_t round);
  * The derived direction key K(epoch @p i (file order), @p dir, @p owner),
  * for a driver that loads keys into a device that computes tags
  * (doc/fpga-interface.md 3.8). The caller wipes @p out after use.
- * @return 0 or -EINVAL
+ * @return 0, -EINVAL, or -ENOKEY (a site file that does not hold it)
  */
 int isth_auth_epoch_key(const struct isth_auth *a, unsigned int i, enum isth_auth_dir dir,
 	unsigned int owner, uint8_t out[ISTH_AUTH_KEY_SIZE]);
@@ -159,7 +196,8 @@ enum isth_auth_impl isth_auth_engine_impl(const struct isth_auth_engine *e);
  *
  * @return the sealed length (@p len + 16), -ENOSPC (@p cap too small),
  *         -EINVAL (not an isthmus header, bad dir or owner), -ENOKEY
- *         (no epoch for the round)
+ *         (no epoch for the round), -EPERM (the handle's site file does
+ *         not hold the key of @p dir and @p owner: another site's)
  */
 int isth_auth_seal(struct isth_auth_engine *e, enum isth_auth_dir dir, unsigned int owner,
 	uint8_t *msg, size_t len, size_t cap);
@@ -209,6 +247,36 @@ int isth_auth_gmac_raw(enum isth_auth_impl impl, const uint8_t key[ISTH_AUTH_KEY
 int isth_auth_hkdf(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt, size_t salt_len,
 	const uint8_t *info, size_t info_len, uint8_t *out, size_t out_len);
 
+/* ---- key files as data (isthmus-keys) -------------------------------- */
+
+/** One epoch of a key file as read: a master key or a site's keys. */
+struct isth_auth_file_epoch {
+	uint8_t id;
+	uint32_t start; /**< first round */
+	uint8_t master[ISTH_AUTH_KEY_SIZE]; /**< job file only */
+	uint64_t have[3]; /**< site file: [dir - 1] bit o = key of owner o held */
+	uint8_t key[3][ISTH_AUTH_MAX_ISLANDS][ISTH_AUTH_KEY_SIZE]; /**< site file */
+};
+
+/** A key file's content (large: allocate it; wipe with _wipe()). */
+struct isth_auth_file {
+	enum isth_auth_site site;
+	unsigned int site_id; /**< island of a site file; 0 for the job */
+	uint32_t job;
+	unsigned int n_epochs; /**< 1..ISTH_AUTH_MAX_EPOCHS, file order */
+	struct isth_auth_file_epoch ep[ISTH_AUTH_MAX_EPOCHS];
+};
+
+/**
+ * Read and check a key file as isth_auth_create() does (mode, owner,
+ * grammar; errors name file:line and never key bytes), without deriving.
+ * @return 0, -EACCES, -EINVAL, -ENOMEM, -EFBIG or an open/read -errno
+ */
+int isth_auth_file_read(const char *path, struct isth_auth_file *f, char *err, size_t errlen);
+
+/** Wipe @p f (key material). */
+void isth_auth_file_wipe(struct isth_auth_file *f);
+
 /**
  * The direction key K(epoch, dir, owner) of @p job from master key
  * @p master (doc/protocol.md, "Keys").
@@ -216,6 +284,23 @@ int isth_auth_hkdf(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt, size
  */
 int isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
 	enum isth_auth_dir dir, unsigned int owner, uint8_t out[ISTH_AUTH_KEY_SIZE]);
+
+/**
+ * Direction value of the pairwise WAN keys, K(e, WAN_PAIR, s, t): sender
+ * edge s to receiver edge t (doc/protocol.md, "Keys"). Derivation only:
+ * frames are not yet sealed with them (no per-receiver tag list).
+ */
+#define ISTH_AUTH_WAN_PAIR 4u
+
+/**
+ * The pairwise WAN key K(epoch, WAN_PAIR, @p sender, @p receiver) of
+ * @p job from master key @p master: HKDF-SHA256 as isth_auth_derive()
+ * with info "isthmus/v2 gmac" || job (u32 BE) || epoch || 4 || sender ||
+ * receiver.
+ * @return 0, -EINVAL (an island id >= 64, or sender == receiver), -EIO
+ */
+int isth_auth_derive_pair(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
+	unsigned int sender, unsigned int receiver, uint8_t out[ISTH_AUTH_KEY_SIZE]);
 
 /** The 12-byte IV of the message header at @p msg (40 bytes). */
 static inline void

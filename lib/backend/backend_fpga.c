@@ -37,6 +37,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <rte_branch_prediction.h>
 #include <rte_cycles.h>
@@ -234,6 +235,11 @@ key_slot_load(
 					ISTH_FPGA_KEY_BYTES;
 
 			rc = isth_auth_epoch_key(keys, i, (enum isth_auth_dir)dir, o, k);
+			/* a site file holds only this edge's keys: another
+			 * island's UP/DOWN slot gets a key nobody holds, so
+			 * every tag claimed under it is refused */
+			if (rc == -ENOKEY)
+				rc = getrandom(k, sizeof(k), 0) == (ssize_t)sizeof(k) ? 0 : -EIO;
 			for (unsigned int w = 0; w < 4 && rc == 0; w++) {
 				uint64_t v = 0;
 

@@ -162,6 +162,14 @@ isl_auth_load(const struct isth_island *s, const char *path, struct isth_auth **
 	rc = isth_auth_create(&ac, a, err, errlen);
 	if (rc < 0)
 		return rc;
+	/* the job file or this island's site file (isthmus-keys split): with
+	 * another site's file every DATA this session seals would be refused */
+	rc = isth_auth_check_site(*a, ISTH_AUTH_SITE_ISLAND, s->conf.island, path, err, errlen);
+	if (rc < 0) {
+		isth_auth_free(*a);
+		*a = NULL;
+		return rc;
+	}
 	rc = isth_auth_engine_create(*a, ISTH_AUTH_OPENSSL, e);
 	if (rc < 0) {
 		if (err && errlen)

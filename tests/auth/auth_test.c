@@ -182,6 +182,34 @@ Test(auth, derive_matches_independent_hkdf)
 	cr_assert_eq(isth_auth_derive(master, 42, 1, ISTH_AUTH_UP, 64, k), -EINVAL);
 }
 
+/* Pairwise WAN keys of job 42, epoch 1, master 00..1f: tests/auth/vectors.py
+ * (Python `cryptography`); (0, 1) also from `openssl kdf ... HKDF`. */
+Test(auth, derive_pair_matches_independent_hkdf)
+{
+	static const struct {
+		unsigned int s, t;
+		const char *k;
+	} v[] = {
+		{0, 1, "f019d569f7aa7cfdbcfa0c466de2679d47608374af5f438f6ccdb60492024b23"},
+		{1, 0, "ce622a13bcbe9773141c3713062290d9299e0bbeea59da8360aa440c11143ef9"},
+		{2, 63, "8a6078fd2501b3ae940d95581f3959b3f2171c387804b5f420d0ac2ec22b37e7"},
+	};
+	uint8_t master[32], k[32], w[32];
+
+	unhex(MASTER_HEX, master, sizeof(master));
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		cr_assert_eq(isth_auth_derive_pair(master, 42, 1, v[i].s, v[i].t, k), 0);
+		assert_hex(k, 32, v[i].k, "pairwise WAN key");
+	}
+	/* not the per-sender WAN key of either end */
+	cr_assert_eq(isth_auth_derive(master, 42, 1, ISTH_AUTH_WAN, 0, w), 0);
+	cr_assert_eq(isth_auth_derive_pair(master, 42, 1, 0, 1, k), 0);
+	cr_assert(memcmp(k, w, 32) != 0);
+	cr_assert_eq(isth_auth_derive_pair(master, 42, 1, 3, 3, k), -EINVAL);
+	cr_assert_eq(isth_auth_derive_pair(master, 42, 1, 64, 0, k), -EINVAL);
+	cr_assert_eq(isth_auth_derive_pair(master, 42, 1, 0, 64, k), -EINVAL);
+}
+
 /* ---- sealing and verifying ----------------------------------------------- */
 
 static const char *const KF_ONE = "job 42\nepoch 1 round 0 key " MASTER_HEX "\n";
@@ -294,6 +322,106 @@ Test(auth, seal_refuses_bad_input)
 	cr_assert_eq(isth_auth_seal(e, ISTH_AUTH_UP, 2, m, n, sizeof(m)), -EINVAL);
 	isth_auth_engine_free(e);
 	isth_auth_free(a);
+}
+
+/* ---- site files ------------------------------------------------------------ */
+
+/* Direction keys of job 42, epoch 1, master 00..1f, from tests/auth/vectors.py
+ * (independent HKDF): the site files below are written from these, not
+ * from lib/auth's derivation. */
+#define K_UP2 "4d30c32a9e7a823c315e30255dfbc809b8cff55fa269af8ae8f557dcabad6ae2"
+#define K_DOWN2 "1e5c9af2c9915e3de49a512cf3b3cff7aa0b9252f1b1c1e7550c3234f6574e9f"
+#define K_WAN0 "2bfbbf81d00c69da7fd4a8ccce8c2309a68901a025d32462585d306fe2557178"
+#define K_WAN2 "1a7af300b170bbe093f64b19f6bc6df421ad03ea1ebc68ac5169cb1e1ef07c2f"
+
+static const char *const KF_ISLAND2 = "job 42\nsite island 2\nepoch 1 round 0\n"
+				      "key up " K_UP2 "\nkey down " K_DOWN2 "\n";
+static const char *const KF_EDGE2 =
+	"job 42\nsite edge 2\nepoch 1 round 0\nkey up " K_UP2 "\nkey down " K_DOWN2
+	"\nkey wan 0 " K_WAN0 "\nkey wan 2 " K_WAN2 "\n";
+
+/* A site's handle seals its own keys exactly as the job file's handle (the
+ * published vector), and refuses every other site's key, sealing and
+ * verifying, with both engines. */
+Test(auth, site_file_holds_only_its_keys)
+{
+	struct isth_auth *job = load(KF_ONE, 42, 4), *isl = load(KF_ISLAND2, 42, 4);
+	struct isth_auth *edge = load(KF_EDGE2, 42, 4);
+	unsigned int id = 99;
+	uint8_t k[32];
+	char err[256] = "";
+
+	cr_assert_eq(isth_auth_site(job, &id), ISTH_AUTH_SITE_JOB);
+	cr_assert_eq(isth_auth_site(isl, &id), ISTH_AUTH_SITE_ISLAND);
+	cr_assert_eq(id, 2);
+	cr_assert_eq(isth_auth_site(edge, &id), ISTH_AUTH_SITE_EDGE);
+	cr_assert(isth_auth_has_key(isl, ISTH_AUTH_UP, 2) &&
+		isth_auth_has_key(isl, ISTH_AUTH_DOWN, 2));
+	cr_assert(!isth_auth_has_key(isl, ISTH_AUTH_UP, 1) &&
+		!isth_auth_has_key(isl, ISTH_AUTH_WAN, 2));
+	cr_assert(isth_auth_has_key(edge, ISTH_AUTH_WAN, 0) &&
+		!isth_auth_has_key(edge, ISTH_AUTH_WAN, 1));
+	cr_assert(isth_auth_has_key(job, ISTH_AUTH_WAN, 3));
+	cr_assert_eq(isth_auth_epoch_key(isl, 0, ISTH_AUTH_UP, 0, k), -ENOKEY);
+	cr_assert_eq(isth_auth_epoch_key(edge, 0, ISTH_AUTH_WAN, 2, k), 0);
+	assert_hex(k, 32, K_WAN2, "edge's own WAN key");
+	cr_assert_eq(isth_auth_check_site(isl, ISTH_AUTH_SITE_ISLAND, 2, "f", err, sizeof(err)), 0);
+	cr_assert_eq(isth_auth_check_site(job, ISTH_AUTH_SITE_EDGE, 1, "f", err, sizeof(err)), 0);
+	cr_assert_eq(isth_auth_check_site(isl, ISTH_AUTH_SITE_ISLAND, 1, "f", err, sizeof(err)),
+		-EINVAL);
+	cr_assert_str_eq(err,
+		"f: the key file of island 2, not of island 1 (isthmus-keys split "
+		"writes one file per site)");
+	cr_assert_eq(isth_auth_check_site(edge, ISTH_AUTH_SITE_ISLAND, 2, "f", err, sizeof(err)),
+		-EINVAL);
+	/* the edge's file lacks WAN 1 and 3 of the job's 4 islands */
+	cr_assert_eq(
+		isth_auth_check_site(edge, ISTH_AUTH_SITE_EDGE, 2, "f", err, sizeof(err)), -EINVAL);
+	cr_assert_str_eq(err,
+		"f: holds no 'key wan 1' (the job has 4 islands; was it split for "
+		"fewer?)");
+	for (size_t i = 0; i < 2; i++) {
+		struct isth_auth_engine *ej, *ei, *ee;
+		uint8_t m[128], forged[128];
+		size_t n = data_msg(m, 0);
+
+		cr_assert_eq(isth_auth_engine_create(job, impls[i], &ej), 0);
+		cr_assert_eq(isth_auth_engine_create(isl, impls[i], &ei), 0);
+		cr_assert_eq(isth_auth_engine_create(edge, impls[i], &ee), 0);
+		cr_assert_eq(isth_auth_seal(ei, ISTH_AUTH_UP, 2, m, n, sizeof(m)), 72);
+		assert_hex(m + 56, 16, "22f62b30ab86b39abca42c4fc772d14a", "site-sealed tag");
+		cr_assert_eq(isth_auth_verify(ee, ISTH_AUTH_UP, 2, m, 72), ISTH_AUTH_OK);
+		/* another site's keys: refused before any byte is written */
+		n = data_msg(forged, 0);
+		for (unsigned int d = ISTH_AUTH_UP; d <= ISTH_AUTH_WAN; d++)
+			for (unsigned int o = 0; o < 4; o++)
+				if (!(o == 2 && d != ISTH_AUTH_WAN))
+					cr_assert_eq(
+						isth_auth_seal(ei, d, o, forged, n, sizeof(forged)),
+						-EPERM, "island 2 sealed dir %u owner %u", d, o);
+		cr_assert_eq(forged[2], 1, "a refused seal wrote the header");
+		cr_assert_eq(
+			isth_auth_seal(ee, ISTH_AUTH_WAN, 1, forged, n, sizeof(forged)), -EPERM);
+		/* a genuine tag under a key this site lacks: auth_key, not a verdict */
+		cr_assert_eq(isth_auth_seal(ej, ISTH_AUTH_UP, 1, forged, n, sizeof(forged)), 72);
+		cr_assert_eq(isth_auth_verify(ee, ISTH_AUTH_UP, 1, forged, 72), ISTH_AUTH_E_KEY);
+		cr_assert_eq(isth_auth_verify(ei, ISTH_AUTH_UP, 1, forged, 72), ISTH_AUTH_E_KEY);
+		cr_assert_eq(isth_auth_verify(ej, ISTH_AUTH_UP, 1, forged, 72), ISTH_AUTH_OK);
+		/* the island verifies its DOWN; the edge a peer's WAN it holds */
+		n = data_msg(m, 0);
+		cr_assert_eq(isth_auth_seal(ej, ISTH_AUTH_DOWN, 2, m, n, sizeof(m)), 72);
+		cr_assert_eq(isth_auth_verify(ei, ISTH_AUTH_DOWN, 2, m, 72), ISTH_AUTH_OK);
+		n = data_msg(m, 0);
+		cr_assert_eq(isth_auth_seal(ej, ISTH_AUTH_WAN, 0, m, n, sizeof(m)), 72);
+		cr_assert_eq(isth_auth_verify(ee, ISTH_AUTH_WAN, 0, m, 72), ISTH_AUTH_OK);
+		cr_assert_eq(isth_auth_verify(ei, ISTH_AUTH_WAN, 0, m, 72), ISTH_AUTH_E_KEY);
+		isth_auth_engine_free(ej);
+		isth_auth_engine_free(ei);
+		isth_auth_engine_free(ee);
+	}
+	isth_auth_free(job);
+	isth_auth_free(isl);
+	isth_auth_free(edge);
 }
 
 /* Every single-bit flip anywhere in a sealed message is refused, with the
@@ -607,6 +735,57 @@ ParameterizedTestParameters(auth, keyfile_errors)
 			"\nepoch 4 round 3 key " MASTER_HEX "\nepoch 5 round 4 key " MASTER_HEX
 			"\n",
 			-EINVAL, ":6: epoch: more than 4 epochs"},
+		{"site_before_job", "site island 1\njob 42\n", -EINVAL,
+			":1: site: the job line must come first"},
+		{"site_twice", "job 42\nsite island 1\nsite island 1\n", -EINVAL,
+			":3: site: given twice"},
+		{"site_after_epoch", "job 42\nepoch 1 round 0 key " MASTER_HEX "\nsite edge 1\n",
+			-EINVAL, ":3: site: must come before the first epoch"},
+		{"site_kind", "job 42\nsite wan 1\n", -EINVAL,
+			":2: site: expected 'island' or 'edge'"},
+		{"site_id_big", "job 42\nsite edge 64\n", -EINVAL,
+			":2: site: expected an island id 0..63"},
+		{"site_trailing", "job 42\nsite edge 1 2\n", -EINVAL,
+			":2: site: unexpected text after the island id"},
+		{"site_master", "job 42\nsite island 1\nepoch 1 round 0 key " MASTER_HEX "\n",
+			-EINVAL, ":3: epoch: a site file's epoch holds no master key"},
+		{"key_in_job_file",
+			"job 42\nepoch 1 round 0 key " MASTER_HEX "\nkey up " MASTER_HEX "\n",
+			-EINVAL, ":3: key: only a site file has 'key' lines"},
+		{"key_before_epoch", "job 42\nsite island 1\nkey up " MASTER_HEX "\n", -EINVAL,
+			":3: key: comes before the first epoch line"},
+		{"key_dir", "job 42\nsite island 1\nepoch 1 round 0\nkey sideways " MASTER_HEX "\n",
+			-EINVAL, ":4: key: expected 'up', 'down' or 'wan'"},
+		{"key_wan_island",
+			"job 42\nsite island 1\nepoch 1 round 0\nkey wan 1 " MASTER_HEX "\n",
+			-EINVAL, ":4: key wan: an island's file holds no WAN key"},
+		{"key_wan_owner",
+			"job 42\nsite edge 1\nepoch 1 round 0\nkey wan x " MASTER_HEX "\n", -EINVAL,
+			":4: key wan: expected an owner island 0..63"},
+		{"key_twice",
+			"job 42\nsite island 1\nepoch 1 round 0\nkey up " MASTER_HEX
+			"\nkey up " MASTER_HEX "\n",
+			-EINVAL, ":5: key: given twice in epoch 1"},
+		{"site_key_short", "job 42\nsite island 1\nepoch 1 round 0\nkey up 00\n", -EINVAL,
+			":4: key: expected 64 hex digits, got 2"},
+		{"site_key_nonhex", "job 42\nsite island 1\nepoch 1 round 0\nkey down " BADKEY "\n",
+			-EINVAL, ":4: key: non-hex digit at position 64"},
+		{"island_no_down",
+			"job 42\nsite island 1\nepoch 1 round 0\nkey up " MASTER_HEX "\n", -EINVAL,
+			": epoch 1: needs 'key up' and 'key down'"},
+		{"edge_no_own_wan",
+			"job 42\nsite edge 1\nepoch 1 round 0\nkey up " MASTER_HEX
+			"\nkey down " MASTER_HEX "\nkey wan 0 " MASTER_HEX "\n",
+			-EINVAL, ": epoch 1: needs 'key wan 1' (the edge's own)"},
+		{"site_not_in_job",
+			"job 42\nsite island 4\nepoch 1 round 0\nkey up " MASTER_HEX
+			"\nkey down " MASTER_HEX "\n",
+			-EINVAL, ": a file for island 4, but the job has 4 islands"},
+		{"wan_owner_not_in_job",
+			"job 42\nsite edge 1\nepoch 1 round 0\nkey up " MASTER_HEX
+			"\nkey down " MASTER_HEX "\nkey wan 1 " MASTER_HEX "\nkey wan 5 " MASTER_HEX
+			"\n",
+			-EINVAL, ": epoch 1: a 'key wan' owner is not below the job's 4 islands"},
 		{"long_line",
 			"job 42\n# "
 			"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"

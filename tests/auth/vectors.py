@@ -49,3 +49,17 @@ msg2 = header(1, 0x0012, 3, JOB, 7, 3, 2, EPOCH, 4, 1000, 1 << 2) + body
 iv2, tag2 = seal(derive(MASTER, JOB, EPOCH, UP, 2), msg2)
 print("DATA resent iv  =", iv2.hex())
 print("DATA resent tag =", tag2.hex())
+
+# Pairwise WAN keys (direction 4, WAN_PAIR): K(e, 4, s, t) for sender edge
+# s and receiver edge t; info ends in s, t (doc/protocol.md, "Keys").
+WAN_PAIR = 4
+
+
+def derive_pair(master, job, epoch, s, t):
+    info = b"isthmus/v2 gmac" + struct.pack(">IBBBB", job, epoch, WAN_PAIR, s, t)
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=b"isthmus/v2",
+                info=info).derive(master)
+
+
+for s, t in ((0, 1), (1, 0), (2, 63)):
+    print(f"K(epoch 1, WAN_PAIR, {s}, {t}) = {derive_pair(MASTER, JOB, EPOCH, s, t).hex()}")

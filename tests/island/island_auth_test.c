@@ -617,6 +617,84 @@ Test(island_auth, bad_key_files_are_refused_at_open)
 	key_file_remove(path);
 }
 
+/* Island @id's site file of job JOB, epoch 1 from round 0, master KEY1
+ * (what isthmus-keys split writes) into @path. */
+static void
+site_file(char *path, size_t size, unsigned int id)
+{
+	uint8_t master[ISTH_AUTH_KEY_SIZE], k[ISTH_AUTH_KEY_SIZE];
+	char text[512];
+	int n;
+
+	for (unsigned int i = 0; i < ISTH_AUTH_KEY_SIZE; i++)
+		master[i] = (uint8_t)i; /* KEY1 */
+	n = snprintf(text, sizeof(text), "job %u\nsite island %u\nepoch 1 round 0\n", JOB, id);
+	for (unsigned int d = ISTH_AUTH_UP; d <= ISTH_AUTH_DOWN; d++) {
+		cr_assert_eq(isth_auth_derive(master, JOB, 1, d, id, k), 0);
+		n += snprintf(text + n, sizeof(text) - (size_t)n, "key %s ",
+			d == ISTH_AUTH_UP ? "up" : "down");
+		for (unsigned int i = 0; i < ISTH_AUTH_KEY_SIZE; i++)
+			n += snprintf(text + n, sizeof(text) - (size_t)n, "%02x", k[i]);
+		n += snprintf(text + n, sizeof(text) - (size_t)n, "\n");
+	}
+	key_file(path, size, text);
+}
+
+/* The island's own site file (UP and DOWN of this island only) works like
+ * the job file against an edge holding the job's keys; another island's
+ * site file is refused at open, naming both sites. */
+Test(island_auth, own_site_file_works_and_another_sites_is_refused)
+{
+	struct isth_island_conf c = {
+		.job = JOB,
+		.island = SELF,
+		.n_islands = N_ISLANDS,
+		.edge_ip = LOOPBACK,
+		.bind_ip = LOOPBACK,
+		.elems = ELEMS,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+	};
+	struct isth_island_chunk ch[NCH];
+	struct isth_island_result res;
+	struct isth_island_round ri;
+	uint32_t t[ELEMS], out[ELEMS];
+	char path[64], other[64], err[256];
+	struct isth_island *s;
+	uint8_t buf[2048];
+	uint64_t t_open;
+	struct keys k;
+	struct edge e;
+
+	site_file(other, sizeof(other), SELF + 1);
+	c.key_file = other;
+	cr_expect_null(isth_island_open_err(&c, err, sizeof(err)));
+	cr_expect_eq(errno, EINVAL);
+	cr_expect(strstr(err, "the key file of island 2, not of island 1") != NULL, "%s", err);
+	key_file_remove(other);
+
+	site_file(path, sizeof(path), SELF);
+	keys_load(&k, file1);
+	edge_open(&e, &k);
+	t_open = realtime();
+	s = open_island(&e, path);
+	send_round(&e, 3, 500);
+	cr_assert_eq(isth_island_wait_round(s, 2000 * MS, &ri), 0);
+	own_tensor(t, 3);
+	cr_assert_eq(isth_island_send(s, 3, t, sizeof(t)), 0);
+	/* the edge verifies with UP 1 derived from the job file */
+	expect_data(&e, &k, 3, 1, t_open);
+	send_agg(&e, buf, 3, 0, PEERS, 10);
+	send_agg(&e, buf, 3, 1, PEERS, 11);
+	send_agg(&e, buf, 3, 2, PEERS, 12);
+	cr_assert_eq(isth_island_result(s, 3, out, sizeof(out), ch, NCH, &res, 2000 * MS), 0);
+	cr_expect_eq(res.complete, NCH);
+	check_sums(out, ch, 3);
+	isth_island_close(s);
+	close(e.fd);
+	keys_free(&k);
+	key_file_remove(path);
+}
+
 /*
  * Rotation at a round boundary: epoch 2 from round 5 is appended to the key
  * file and reloaded while round 4 is still collecting. Round 4's late AGGs

@@ -4,6 +4,7 @@
 # documented exit codes and messages for bad input.
 set -uo pipefail
 ISTHMUSD=$(realpath "$1")	# meson passes it relative to the build dir
+KEYS=$2	# isthmus-keys
 cd "$(dirname "$0")/../.."
 EAL=(--no-huge -m 64 --no-pci --no-telemetry --log-level=lib.*:error "--file-prefix=isth-cli-$$")
 fail=0
@@ -61,6 +62,22 @@ chmod 600 "$tmp/job2.keys"
 sed "s|^key_file = .*|key_file = $tmp/job2.keys|" "$EX" >"$tmp/job2.conf"
 expect key-other-job 2 "keys are for job 2, not job 1" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/job2.conf" --check --epoch now+1
+# site files (isthmus-keys split of the job file): the edge of island 0
+# (NYC) takes its own, refuses another site's and one split for fewer
+# islands than the job's nine
+"$KEYS" split --job-file "$tmp/job1.keys" --n-islands 9 --out "$tmp/sites" >/dev/null
+"$KEYS" split --job-file "$tmp/job1.keys" --n-islands 3 --out "$tmp/sites3" >/dev/null
+for f in sites/edge-0 sites/edge-1 sites/island-0 sites3/edge-0; do
+	sed "s|^key_file = .*|key_file = $tmp/$f.key|" "$EX" >"$tmp/${f//\//-}.conf"
+done
+expect site-own 0 "auth on: key file $tmp/sites/edge-0.key, 1 key epochs" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/sites-edge-0.conf" --check --epoch now+1
+expect site-other-edge 2 "the key file of edge 1, not of edge 0" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/sites-edge-1.conf" --check --epoch now+1
+expect site-island 2 "the key file of island 0, not of edge 0" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/sites-island-0.conf" --check --epoch now+1
+expect site-fewer-islands 2 "holds no 'key wan 3' (the job has 9 islands" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/sites3-edge-0.conf" --check --epoch now+1
 sed "s|^key_file = .*|key_file = $tmp/none.keys|" "$EX" >"$tmp/none.conf"
 expect key-missing 2 "$tmp/none.keys: cannot open key file" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/none.conf" --check --epoch now+1

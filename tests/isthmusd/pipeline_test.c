@@ -455,17 +455,57 @@ check_sum(const struct isth_wire_pkt *p)
 	}
 }
 
+/* The edge gets its site file (isthmus-keys split's edge-<A>.key: UP A,
+ * DOWN A, every WAN key) instead of the job file. */
+static bool edge_site_file;
+
+static void
+put_key(FILE *f, const char *what, const uint8_t k[ISTH_AUTH_KEY_SIZE])
+{
+	fprintf(f, "%s ", what);
+	for (unsigned int i = 0; i < ISTH_AUTH_KEY_SIZE; i++)
+		fprintf(f, "%02x", k[i]);
+	fprintf(f, "\n");
+}
+
+/* Edge A's site file of epoch @id (from round @start, master byte @m). */
+static void
+write_site_epoch(FILE *f, uint8_t id, uint32_t start, uint8_t m)
+{
+	uint8_t master[ISTH_AUTH_KEY_SIZE] = {0}, k[ISTH_AUTH_KEY_SIZE];
+	char what[32];
+
+	master[ISTH_AUTH_KEY_SIZE - 1] = m; /* "%064x" of m */
+	fprintf(f, "epoch %u round %u\n", id, start);
+	cr_assert_eq(isth_auth_derive(master, JOB, id, ISTH_AUTH_UP, A, k), 0);
+	put_key(f, "key up", k);
+	cr_assert_eq(isth_auth_derive(master, JOB, id, ISTH_AUTH_DOWN, A, k), 0);
+	put_key(f, "key down", k);
+	for (unsigned int s = 0; s < N; s++) {
+		cr_assert_eq(isth_auth_derive(master, JOB, id, ISTH_AUTH_WAN, s, k), 0);
+		snprintf(what, sizeof(what), "key wan %u", s);
+		put_key(f, what, k);
+	}
+}
+
 /* The job's key file: epoch 1 from round 0, and (@both) epoch 2 from
- * round 2. */
+ * round 2; the edge's (key_path) as its site file with edge_site_file. */
 static void
 write_keys(const char *path, bool both)
 {
 	FILE *f = fopen(path, "w");
 
 	cr_assert_not_null(f);
-	fprintf(f, "job %u\nepoch 1 round 0 key %064x\n", JOB, 11);
-	if (both)
-		fprintf(f, "epoch 2 round 2 key %064x\n", 22);
+	if (edge_site_file && path == key_path) {
+		fprintf(f, "job %u\nsite edge %u\n", JOB, A);
+		write_site_epoch(f, 1, 0, 11);
+		if (both)
+			write_site_epoch(f, 2, 2, 22);
+	} else {
+		fprintf(f, "job %u\nepoch 1 round 0 key %064x\n", JOB, 11);
+		if (both)
+			fprintf(f, "epoch 2 round 2 key %064x\n", 22);
+	}
 	cr_assert_eq(fclose(f), 0);
 	cr_assert_eq(chmod(path, 0600), 0);
 }
@@ -1207,6 +1247,15 @@ Test(isthmusd, pipeline_with_auth_on, .init = eal_up, .fini = eal_down, .timeout
 	run_pipeline_auth();
 }
 
+/* The same with the edge holding only its site file (isthmus-keys split):
+ * the same sums, AGGs, repairs and refusals, the rotation by reload too. */
+Test(isthmusd, pipeline_with_auth_on_edge_site_file, .init = eal_up, .fini = eal_down,
+	.timeout = 60)
+{
+	edge_site_file = true;
+	run_pipeline_auth();
+}
+
 /*
  * The same runs with two and three workers (worker k sums the chunks with
  * chunk % N == k, worker 0 steering the others' to them): the same sums,
@@ -1596,8 +1645,8 @@ Test(isthmusd, key_reload_reaches_every_worker_and_frees_after_quiescence, .init
  * WAN DATA tags and seals the AGGs, the edge keeps the replay windows and
  * verifies the rest; every figure of the run with auth on must hold, the
  * key rotation included (the reload loads epoch 2 into the device). */
-Test(isthmusd, pipeline_with_auth_on_the_fpga_model, .init = eal_up, .fini = eal_down,
-	.timeout = 60)
+static void
+run_pipeline_auth_on_the_fpga_model(void)
 {
 	struct isth_fpga_model_params mp = {.replace = 1, .dma_bytes = 8u << 20};
 	struct isth_fpga_model *model;
@@ -1610,6 +1659,21 @@ Test(isthmusd, pipeline_with_auth_on_the_fpga_model, .init = eal_up, .fini = eal
 	backend_name = "fpga";
 	run_pipeline_auth();
 	isth_fpga_model_destroy(model);
+}
+
+Test(isthmusd, pipeline_with_auth_on_the_fpga_model, .init = eal_up, .fini = eal_down,
+	.timeout = 60)
+{
+	run_pipeline_auth_on_the_fpga_model();
+}
+
+/* The device's key slots from the edge's site file: another island's UP
+ * and DOWN slots hold a key nobody has (lib/backend), the rest as ever. */
+Test(isthmusd, pipeline_with_auth_on_the_fpga_model_edge_site_file, .init = eal_up,
+	.fini = eal_down, .timeout = 60)
+{
+	edge_site_file = true;
+	run_pipeline_auth_on_the_fpga_model();
 }
 
 

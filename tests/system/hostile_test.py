@@ -37,6 +37,12 @@ attack window (the same frames over every attack's bytes),
 and, two rounds after the last attack, edge 0's mempools in use and RSS
 back within the range the clean rounds before the attacks showed.
 
+  member  a member holding island 1's key files (the run's per-site files,
+          isthmus-keys split) on island 0's access link: the files cannot
+          seal as island 0 or edge 0 (refused locally), and DATA claiming
+          island 0 and AGGs claiming edge 0, sealed with island 1's own
+          keys and other values, are refused by tag (auth_tag), 0 wrong.
+
   hostile_test.py BUILD_DIR CASE [--auth on|off] [--pmd af_packet|af_xdp]
 
 --auth off runs the same attacks against a version 1 testbed: the test
@@ -360,6 +366,59 @@ def run_wan(run, log, keyf, n_chunks, ce):
     return atk
 
 
+def refused_locally(run, ns, keyf, d, owner, log):
+    """A member's site file cannot even seal as another site: lib/auth
+    refuses the seal (EPERM) and isthmus-inject sends nothing."""
+    cmd = ["ip", "netns", "exec", ns,
+           os.path.join(run.build, "app", "isthmus-inject", "isthmus-inject"), "data",
+           "--to", "10.10.0.1", "--from", "10.10.0.2", "--job", "1", "--sender", str(owner),
+           "--round", str(run.round_now()), "--count", "1", "--key-file", keyf, "--dir", d,
+           "--owner", str(owner)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    log.write("$ %s\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
+    m = re.search(r"sent=(\d+)", p.stdout)
+    ok = "seal: Operation not permitted" in p.stderr and (m is None or int(m.group(1)) == 0)
+    print("  %s sealing %s as owner %d: %s" % (os.path.basename(keyf), d, owner,
+                                             "refused" if ok else "NOT REFUSED"))
+    if not ok:
+        bad("%s sealed %s as owner %d: %s" % (keyf, d, owner, p.stderr.strip()[-200:]))
+
+
+def run_member(run, log, keyf, n_chunks, ce):
+    """A member holding island 1's key files (the testbed's per-site
+    files, isthmus-keys split) on island 0's access link: its files cannot
+    seal as island 0 or its edge at all, and what it seals with its own
+    keys while claiming island 0 (DATA with other values, sent first, in
+    two rounds; AGGs to island 0 claiming edge 0) is refused by tag."""
+    ns = run.ns(0)
+    edge, island = "10.10.0.1", "10.10.0.2"
+    isl1 = os.path.join(run.dir, "keys", "island-1.key")
+    edge1 = os.path.join(run.dir, "keys", "edge-1.key")
+    run.at(run.round_start(A0))
+    for f, d in ((isl1, "up"), (isl1, "down"), (isl1, "wan"), (edge1, "up"), (edge1, "down")):
+        refused_locally(run, ns, f, d, 0, log)
+    atk = []
+    a = Attack("member: DATA as island 0 under island 1's UP key", TAG)
+    r = run.round_now() + 1
+    run.at(run.round_start(r))
+    for rr in (r, r + 1):
+        base = ["--to", edge, "--from", island, "--job", "1", "--sender", "0", "--round",
+                str(rr), "--chunk", "0", "--chunk-step", "1", "--count", str(n_chunks),
+                "--value", "1000003", "--key-file", isl1, "--dir", "up", "--owner", "1"]
+        a.add(inject(run, ns, ["data"], base, log))
+    atk.append(a)
+    a = Attack("member: AGG as edge 0 under island 1's DOWN key", ["auth_tag"], "island")
+    r = run.round_now()
+    for rr in (r + 1, r + 2):
+        base = ["--to", island, "--from", edge, "--job", "1", "--sender", "0", "--round",
+                str(rr), "--chunk", "0", "--chunk-step", "1", "--count", str(n_chunks),
+                "--bitmap", "0x7", "--value", "5", "--key-file", isl1, "--dir", "down",
+                "--owner", "1"]
+        a.add(inject(run, ns, ["agg"], base, log))
+    atk.append(a)
+    return atk
+
+
 OUT = ("resent", "gone", "repairs_sent")
 
 
@@ -386,11 +445,12 @@ def island_drops(path):
 
 def main():
     if len(sys.argv) < 3:
-        sys.exit("usage: hostile_test.py BUILD_DIR access|wan [--auth on|off] [--pmd P]")
+        sys.exit("usage: hostile_test.py BUILD_DIR access|wan|member [--auth on|off] "
+                 "[--pmd P]")
     build, case = os.path.abspath(sys.argv[1]), sys.argv[2]
     opts = dict(zip(sys.argv[3::2], sys.argv[4::2]))
     auth, pmd = opts.get("--auth", "on"), opts.get("--pmd", "af_packet")
-    if case not in ("access", "wan"):
+    if case not in ("access", "wan", "member"):
         sys.exit("unknown case " + case)
     if os.geteuid() != 0:
         skip("needs root (network namespaces, veth, raw sockets)")
@@ -424,7 +484,8 @@ def main():
         for r in (1, 2, 3):
             run.at(run.round_start(r) + run.T // 2)
             base.append(snapshot(run, tel))
-        atk = (run_access if case == "access" else run_wan)(run, log, keyf, n_chunks, ce)
+        atk = {"access": run_access, "wan": run_wan, "member": run_member}[case](
+            run, log, keyf, n_chunks, ce)
         a1 = run.round_now() + 1
         run.at(run.round_start(a1 + 2) + run.T // 2)
         if run.proc.poll() is not None or a1 + 4 > ROUNDS:
