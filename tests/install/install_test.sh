@@ -105,7 +105,7 @@ elfs=$(find "$dest" -type f ! -path "$dest/hello_island" -exec sh -c \
 	'for f; do [ "$(head -c4 "$f" | od -An -c | tr -d " ")" = 177ELF ] && basename "$f"; done' sh {} + |
 	sed 's/^_isthmus\..*\.so$/_isthmus.so/' | sort)
 want_elfs=$(printf '%s\n' isthmusd isthmus-plan isthmus-wan isthmus-island isthmus-inject \
-	isthmus-fpga-model "libisthmus.so.$want_ver" | sort)
+	isthmus-fpga-model isthmus-keys "libisthmus.so.$want_ver" | sort)
 [ "$py" != none ] && want_elfs=$(printf '%s\n' "$want_elfs" _isthmus.so | sort)
 if [ "$elfs" != "$want_elfs" ]; then
 	bad "installed programs and libraries differ (< installed, > wanted):"
