@@ -46,6 +46,13 @@ except ImportError:                     # pragma: no cover
 
 # ---- data and model --------------------------------------------------------
 
+def island_key_file(e, k):
+    """The key file island k is given on a testbed run with auth on."""
+    if e.get("TB_KEY_DIR"):
+        return os.path.join(e["TB_KEY_DIR"], "island-%d.key" % k)
+    return e["TB_KEY_FILE"]
+
+
 def digits(path=None):
     """scikit-learn's digits (8x8 images, 10 classes), or the copy the
     launcher saved at @path (workers then need not import scikit-learn)."""
@@ -282,8 +289,9 @@ def run_net(a):
             extra.append(["--edge", "%s:%s" % (e["TB_EDGE_IP_%d" % k], e["TB_EDGE_PORT"]),
                           "--bind", "%s:9471" % e["TB_DATA_IP_%d" % k], "--job", e["TB_JOB"],
                           "--grace-ms", e.get("TB_GRACE_MS", "0")]
-                         # the run's key file when the testbed runs with --auth on
-                         + (["--key-file", e["TB_KEY_FILE"]] if e.get("TB_KEY_FILE") else []))
+                         # with --auth on: island k's own site file (it cannot
+                         # seal as another island), else the run's job file
+                         + (["--key-file", island_key_file(e, k)] if e.get("TB_KEY_FILE") else []))
         else:
             master = e["TB_MGMT_IP_%d" % rank.index(0)]     # rank 0's site
             extra.append(["--master", "%s:29500" % master, "--ifname", e["TB_DATA_IF"],
