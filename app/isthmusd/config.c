@@ -307,6 +307,12 @@ read_auth(struct isth_conf *c, struct isthd_config *cfg)
 	TRY(isth_conf_enum(c, "auth", "mode", false, 0, auth_modes, &e));
 	cfg->auth = e == 0;
 	TRY(copy_str(c, "auth", "key_file", cfg->auth, NULL, cfg->key_file, sizeof(cfg->key_file)));
+	/* how far a seq may run ahead of this edge's clock (lib/auth,
+	 * isth_auth_seq_ahead): a genuine sender's seq never does, so the
+	 * slack is the clock offset between the hosts (doc/protocol.md,
+	 * "Replay window"); 1 ms..60 s */
+	TRY(isth_conf_duration(c, "auth", "seq_ahead", false, 1000000000ull /* 1 s */, 1000000ull,
+		60000000000ull, &cfg->seq_ahead_ns));
 	/* UDP checksums on the DATA to peers: by default only without auth.
 	 * With auth on, the tag covers every byte of the message (a flipped
 	 * bit is auth_tag, doc/security.md), so a checksum would only cost a

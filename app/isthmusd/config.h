@@ -128,6 +128,7 @@ struct isthd_config {
 	/* [auth] (doc/isthmusd.md, "Authentication") */
 	bool auth; /* mode = on: wire version 2; off: version 1, loudly */
 	char key_file[PATH_MAX]; /* required when on; checked when loaded */
+	uint64_t seq_ahead_ns; /* seq_ahead: a seq further ahead of the clock is auth_ahead */
 };
 
 /*

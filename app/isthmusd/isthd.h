@@ -82,8 +82,8 @@ enum {
 	X(access_bad_source, "access-port packet not from the island's configured address") \
 	X(wan_bad_type, "WAN packet of a type peer edges do not send") \
 	X(wan_from_self, "WAN DATA claiming the local island as sender") \
-	X(round_early, "island DATA for a round not yet published") \
-	X(round_late, "island DATA for a round already over") \
+	X(round_early, "DATA for a round not yet published") \
+	X(round_late, "DATA for a round already over (WAN: left the aggregation window)") \
 	X(pace_full, "pacer queue full") \
 	X(pace_oversize, "DATA larger than the pacer burst") \
 	X(tx_access, "access port TX queue full") \
@@ -113,6 +113,7 @@ enum {
 	X(auth_tag, "auth on: the tag does not verify") \
 	X(auth_replay, "auth on: seq already accepted in its stream (replay)") \
 	X(auth_stale, "auth on: seq older than its stream's replay window") \
+	X(auth_ahead, "auth on: seq further ahead of the edge's clock than [auth] seq_ahead") \
 	X(auth_seal, "auth on: a message to send could not be sealed") \
 	X(worker_ring_full, \
 		"several workers: a ring between workers was full (to a chunk's or a peer's " \

@@ -94,6 +94,10 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 		return;
 	}
 	why = data_shape(d, p);
+	/* admitted: only now may its seq move the replay window (a DATA
+	 * refused above leaves it where it was) */
+	if (likely(why == ISTHD_DROP_MAX))
+		why = isthd_auth_commit(w, ISTH_AUTH_UP, p);
 	if (unlikely(why != ISTHD_DROP_MAX)) {
 		drop(w, m, why);
 		return;
@@ -179,6 +183,12 @@ access_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 		if (p->hdr.type == ISTH_WIRE_DATA) {
 			access_data(w, m, p, cur, pub);
 		} else if (p->hdr.type == ISTH_WIRE_NACK) {
+			enum isthd_drop why = isthd_auth_commit(w, ISTH_AUTH_UP, p);
+
+			if (unlikely(why != ISTHD_DROP_MAX)) {
+				drop(w, m, why);
+				continue;
+			}
 			/* AGG stream k's seqs: worker k's ring (the parser
 			 * refused k >= n_workers, and chunk NACKs are 0) */
 			if (p->hdr.stream != w->id) {
@@ -309,11 +319,17 @@ static inline void
 wan_nack(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p, uint64_t now_ns)
 {
 	const struct isthd *d = w->d;
+	enum isthd_drop why;
 	unsigned int k = 0;
 
 	if (!(p->hdr.type == ISTH_WIRE_NACK && (p->hdr.flags & ISTH_WIRE_F_CHUNKS) &&
 		    p->hdr.sender != d->island && p->hdr.bitmap == (1ull << d->island))) {
 		drop(w, m, ISTHD_DROP_wan_bad_type);
+		return;
+	}
+	why = isthd_auth_commit(w, ISTH_AUTH_WAN, p);
+	if (unlikely(why != ISTHD_DROP_MAX)) {
+		drop(w, m, why);
 		return;
 	}
 	if (isthd_repair_admit(w, p, &k)) {
@@ -328,15 +344,23 @@ wan_nack(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt 
 
 /* Why peer DATA @p is refused (ISTHD_DROP_MAX: admitted): its job, its
  * sender not another island, its source not the sender's peer edge (the
- * site table), its shape not the round's. */
+ * site table), its round not one the aggregator holds (@pub: the
+ * controller's published, +1; the newest published and [agg] window - 1
+ * before it), its shape not the round's. Auth on, all of them before the
+ * replay window may move (isthd_auth_commit), so that no packet the edge
+ * refuses moves it. */
 static inline enum isthd_drop
-wan_data_refusal(const struct isthd *d, const struct isth_wire_pkt *p)
+wan_data_refusal(const struct isthd *d, const struct isth_wire_pkt *p, uint64_t pub)
 {
 	if (unlikely(p->hdr.sender == d->island))
 		return ISTHD_DROP_wan_from_self;
 	if (unlikely(d->peer_of[p->hdr.sender] == NULL ||
 		    p->addr.src_ip != d->peer_of[p->hdr.sender]->ip))
 		return ISTHD_DROP_data_bad_source;
+	if (unlikely(p->hdr.round >= pub))
+		return ISTHD_DROP_round_early;
+	if (unlikely(p->hdr.round + (uint64_t)d->cfg.agg_window < pub))
+		return ISTHD_DROP_round_late;
 	return data_shape(d, p);
 }
 
@@ -349,6 +373,7 @@ wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 	 * parse is 136 bytes: copied only once something before it left) */
 	struct isth_wire_pkt parsed[ISTHD_BURST];
 	uint8_t owner[ISTHD_BURST];
+	uint64_t pub = __atomic_load_n(&d->published, __ATOMIC_ACQUIRE);
 	uint16_t n, i, k = 0, v;
 
 	n = rte_eth_rx_burst(d->wan_port, q, rx, ISTHD_BURST);
@@ -373,7 +398,11 @@ wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 			wan_nack(w, m, p, now_ns);
 			continue;
 		}
-		why = wan_data_refusal(d, p);
+		why = wan_data_refusal(d, p, pub);
+		/* admitted: its seq may move the replay window now; with the
+		 * device verifying, only on its verdict (auth_dev.c) */
+		if (likely(why == ISTHD_DROP_MAX) && !d->auth.dev_verify)
+			why = isthd_auth_commit(w, ISTH_AUTH_WAN, p);
 		if (unlikely(why != ISTHD_DROP_MAX)) {
 			drop(w, m, why);
 			continue;
