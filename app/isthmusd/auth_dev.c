@@ -81,7 +81,11 @@ isthd_auth_dev_verdict(void *arg, const uint8_t *msg, int status)
 		 * already recorded (two in flight at once) is refused by the
 		 * aggregator as a duplicate, never summed twice. */
 		w = isthd_auth_window(d, ISTH_AUTH_WAN, msg);
-		if (w != NULL)
+		/* ...unless its round is one the aggregator refuses (the RX
+		 * path left that check to here: rx.c, wan_data_refusal) */
+		if (w != NULL &&
+			isthd_wan_round_refusal(d, isth_wire_get_hdr_round(msg),
+				__atomic_load_n(&d->published, __ATOMIC_ACQUIRE)) == ISTHD_DROP_MAX)
 			isth_auth_replay_commit(
 				w, isth_wire_get_seq(msg), isth_wire_get_hdr_round(msg));
 		dev_track(d, msg);

@@ -390,6 +390,23 @@ isthd_egress_peers(const struct isthd *d, uint64_t peers, unsigned int k)
 	return mine;
 }
 
+/*
+ * Why peer DATA of @round is refused by round (ISTHD_DROP_MAX: not): the
+ * aggregator holds the newest round published and [agg] window - 1
+ * before it (@pub: d->published, the newest published + 1). Checked
+ * before a DATA may move its replay window (rx.c; auth_dev.c for the
+ * device's verdicts), so that one the aggregator refuses never does.
+ */
+static inline enum isthd_drop
+isthd_wan_round_refusal(const struct isthd *d, uint32_t round, uint64_t pub)
+{
+	if (unlikely(round >= pub))
+		return ISTHD_DROP_round_early;
+	if (unlikely(round + (uint64_t)d->cfg.agg_window < pub))
+		return ISTHD_DROP_round_late;
+	return ISTHD_DROP_MAX;
+}
+
 /* The drop reason of a pacer's refusal (isth_pace_enqueue's -errno). */
 static inline enum isthd_drop
 isthd_pace_refusal(int rc)

@@ -345,8 +345,8 @@ wan_nack(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt 
 /* Why peer DATA @p is refused (ISTHD_DROP_MAX: admitted): its job, its
  * sender not another island, its source not the sender's peer edge (the
  * site table), its round not one the aggregator holds (@pub: the
- * controller's published, +1; the newest published and [agg] window - 1
- * before it), its shape not the round's. Auth on, all of them before the
+ * controller's published, +1; isthd_wan_round_refusal), its shape not
+ * the round's. Auth on, all of them before the
  * replay window may move (isthd_auth_commit), so that no packet the edge
  * refuses moves it. */
 static inline enum isthd_drop
@@ -357,10 +357,15 @@ wan_data_refusal(const struct isthd *d, const struct isth_wire_pkt *p, uint64_t 
 	if (unlikely(d->peer_of[p->hdr.sender] == NULL ||
 		    p->addr.src_ip != d->peer_of[p->hdr.sender]->ip))
 		return ISTHD_DROP_data_bad_source;
-	if (unlikely(p->hdr.round >= pub))
-		return ISTHD_DROP_round_early;
-	if (unlikely(p->hdr.round + (uint64_t)d->cfg.agg_window < pub))
-		return ISTHD_DROP_round_late;
+	/* the device verifying the tags (auth_dev.c): a forged DATA is
+	 * refused by its verdict first, and the verdict checks the round
+	 * before the window moves */
+	if (!d->auth.dev_verify) {
+		enum isthd_drop why = isthd_wan_round_refusal(d, p->hdr.round, pub);
+
+		if (unlikely(why != ISTHD_DROP_MAX))
+			return why;
+	}
 	return data_shape(d, p);
 }
 

@@ -58,6 +58,10 @@
 /* round 0: C's chunk 2 is lost and no NACK for it is ever answered */
 #define GONE_ROUND 0
 #define GONE_CHUNK 2
+/* auth on: island A restarts with its clock stepped back before this
+ * round: its DATA seqs start far below the ones it used (a new
+ * incarnation of its stream, accepted on the newer round) */
+#define RESTART_ROUND 3
 
 static struct isthd edge;
 static struct rte_ring *a_in, *a_out, *w_in, *w_out;
@@ -383,8 +387,10 @@ send_data_f(struct rte_ring *r, unsigned int s, uint32_t round, uint32_t chunk, 
 		.round = round,
 		.chunk = chunk,
 		/* one stream per sender, numbered by (round, chunk): a repair
-		 * or duplicate carries the original's seq */
-		.seq = 1000 + round * CHUNKS + chunk,
+		 * or duplicate carries the original's seq (auth on: A's
+		 * restart, RESTART_ROUND) */
+		.seq = (auth_on && s == A && round >= RESTART_ROUND ? 100 : 1000) + round * CHUNKS +
+			chunk,
 		.bitmap = 1ull << s,
 		.flags = (uint8_t)((chunk == CHUNKS - 1 ? ISTH_WIRE_F_LAST : 0) | flags),
 	};
@@ -470,6 +476,48 @@ write_keys(const char *path, bool both)
 	cr_assert_eq(chmod(path, 0600), 0);
 }
 
+/*
+ * Auth on: packets of key holders that must not move a replay window
+ * (each sealed with the right key, before the genuine DATA of round @r).
+ * Round 0, on the access link: A's DATA with a seq 10^6 ahead of A's
+ * stream (but behind the clock) for a chunk past the round
+ * (data_bad_chunk), and one with a seq 5 s ahead of the edge's clock
+ * (auth_ahead). Round 2 (the edge has epoch 2 by then, which tags round
+ * 1000), on the WAN: B's with a seq as far ahead for round 1000
+ * (round_early). Had either moved its window (the tag verifies), every
+ * genuine DATA of that sender after it would be auth_stale.
+ */
+static void
+inject_window_attacks(uint32_t r)
+{
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_DATA,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.sender = A,
+		.count = (uint16_t)ELEMS,
+		.job = JOB,
+		.round = r,
+		.chunk = CHUNKS,
+		.seq = 1000 + 1000000,
+		.bitmap = 1u << A,
+	};
+	int32_t body[ELEMS_V1];
+
+	memset(body, 0, sizeof(body));
+	if (r == 0) {
+		inject(a_in, 0x0a0a0002, 0x0a0a0001, &h, body, (size_t)ELEMS * 4);
+		h.chunk = 0;
+		h.seq = now_ns() + 5000000000ull;
+		inject(a_in, 0x0a0a0002, 0x0a0a0001, &h, body, (size_t)ELEMS * 4);
+	} else if (r == 2) {
+		h.sender = B;
+		h.bitmap = 1u << B;
+		h.round = 1000;
+		h.chunk = 0;
+		inject(w_in, 0x0a000002, 0x0a000001, &h, body, (size_t)ELEMS * 4);
+	}
+}
+
 static void
 on_round(uint32_t r)
 {
@@ -486,6 +534,8 @@ on_round(uint32_t r)
 	if (r >= ROUNDS)
 		return; /* the edge announces round ROUNDS as it stops */
 	round_seen[r] = 1;
+	if (auth_on)
+		inject_window_attacks(r);
 	/* the island's own DATA */
 	for (uint32_t c = 0; c < CHUNKS; c++)
 		send_data(a_in, A, r, c);
@@ -517,14 +567,16 @@ on_round(uint32_t r)
 	send_data(w_in, B, r, 0); /* duplicate (or outsider on odd rounds) */
 	if (auth_on && r == 1) {
 		/* auth_stale: B's seq far below its stream's newest (round 0,
-		 * seqs 1000..1003): outside the 64-seq window */
+		 * seqs 1000..1003): outside the 64-seq window, and of a round
+		 * not newer than the newest accepted (round 1, newer, would be
+		 * a restarted sender's: a new incarnation of the stream) */
 		struct isth_wire_hdr h = {
 			.type = ISTH_WIRE_DATA,
 			.dtype = ISTH_WIRE_DTYPE_INT32,
 			.sender = B,
 			.count = 1,
 			.job = JOB,
-			.round = 1,
+			.round = 0,
 			.seq = 5,
 			.bitmap = 1u << B,
 		};
@@ -1804,9 +1856,18 @@ run_pipeline(void)
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_wan_from_self]), 1);
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_wan_bad_type]), 1);
 	/* (auth on: the harness seals round 1000 with epoch 2, which the edge
-	 * does not have yet when it arrives: auth_epoch, below) */
+	 * does not have yet when it arrives: auth_epoch, below; the one
+	 * round_early is then inject_window_attacks()'s, on the WAN) */
+	/* (fpga, auth on: the device verifies first and its aggregator
+	 * refuses round 1000 as unknown; the verdict leaves the window) */
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_round_early]),
+		auth_on && strcmp(backend_name, "fpga") == 0 ? 0 : 1);
+	/* inject_window_attacks(): refused after the tag, never moving a
+	 * window (every round completes: the sums, below) */
 	cr_expect_eq(
-		isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_round_early]), auth_on ? 0 : 1);
+		isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_data_bad_chunk]), auth_on ? 1 : 0);
+	cr_expect_eq(
+		isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_auth_ahead]), auth_on ? 1 : 0);
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.wire_drop[ISTH_WIRE_E_IP_CSUM]), 1);
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.wire_drop[ISTH_WIRE_E_UDP_LEN]) +
 			isth_ctr_get(&edge.workers[0].st.wire_drop[ISTH_WIRE_E_IP_TOTLEN]),
