@@ -12,6 +12,7 @@
  * under a named reason, in the RX worker's counters.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include <rte_branch_prediction.h>
@@ -19,6 +20,7 @@
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
+#include "isth_agg.h"
 #include "isthd.h"
 
 static inline void
@@ -404,11 +406,26 @@ wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 			continue;
 		}
 		why = wan_data_refusal(d, p, pub);
+		/* a NaN or an infinity would poison the chunk's sum for every
+		 * island: refused whole (the AGG's bitmap then lacks the
+		 * sender, the island sees the chunk partial), one vectorised
+		 * pass over a payload the parse and the tag verify just read */
+		if (likely(why == ISTHD_DROP_MAX) &&
+			unlikely(!isth_agg_finite(p->hdr.dtype, p->payload, p->hdr.count))) {
+			why = ISTHD_DROP_data_nonfinite;
+			ISTHD_REPAIR_TRACE(d, "data_nonfinite r %u s %u c %u seq %" PRIu64,
+				p->hdr.round, p->hdr.sender, p->hdr.chunk, (uint64_t)p->hdr.seq);
+		}
 		/* admitted: its seq may move the replay window now; with the
 		 * device verifying, only on its verdict (auth_dev.c) */
 		if (likely(why == ISTHD_DROP_MAX) && !d->auth.dev_verify)
 			why = isthd_auth_commit(w, ISTH_AUTH_WAN, p);
 		if (unlikely(why != ISTHD_DROP_MAX)) {
+			/* a non-finite chunk did arrive (its tag verified, or
+			 * auth off): a NACK would only bring it again. With the
+			 * device verifying, its tag is unchecked: NACKed. */
+			if (why == ISTHD_DROP_data_nonfinite && !d->auth.dev_verify)
+				isthd_repair_track(w, p, now_ns);
 			drop(w, m, why);
 			continue;
 		}

@@ -169,6 +169,60 @@ avx512_store_bf16(void *dst, const float *acc, size_t n)
 	}
 }
 
+/* NaN/Inf: exponent bits all ones, as compare masks; four vectors (a
+ * 1 KiB chunk in four steps) per step. */
+static bool
+avx512_finite_fp32(const void *src, size_t n)
+{
+	const uint8_t *s = src;
+	const __m512i e = _mm512_set1_epi32(0x7f800000);
+	__mmask16 bad = 0;
+	size_t i = 0;
+
+	for (; i + 64 <= n; i += 64) {
+		__m512i v0 = _mm512_loadu_si512(s + 4 * i);
+		__m512i v1 = _mm512_loadu_si512(s + 4 * i + 64);
+		__m512i v2 = _mm512_loadu_si512(s + 4 * i + 128);
+		__m512i v3 = _mm512_loadu_si512(s + 4 * i + 192);
+
+		bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(v0, e), e);
+		bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(v1, e), e);
+		bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(v2, e), e);
+		bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(v3, e), e);
+	}
+	for (; i + 16 <= n; i += 16)
+		bad |= _mm512_cmpeq_epi32_mask(
+			_mm512_and_si512(_mm512_loadu_si512(s + 4 * i), e), e);
+	if (i < n) {
+		/* the tail with a masked load: no scalar loop */
+		__mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+
+		bad |= _mm512_mask_cmpeq_epi32_mask(
+			m, _mm512_and_si512(_mm512_maskz_loadu_epi32(m, s + 4 * i), e), e);
+	}
+	return bad == 0;
+}
+
+static bool
+avx512_finite_bf16(const void *src, size_t n)
+{
+	const uint8_t *s = src;
+	const __m512i e = _mm512_set1_epi16(0x7f80);
+	__mmask32 bad = 0;
+	size_t i = 0;
+
+	for (; i + 32 <= n; i += 32)
+		bad |= _mm512_cmpeq_epi16_mask(
+			_mm512_and_si512(_mm512_loadu_si512(s + 2 * i), e), e);
+	if (i < n) {
+		__mmask32 m = (__mmask32)((1u << (n - i)) - 1u);
+
+		bad |= _mm512_mask_cmpeq_epi16_mask(
+			m, _mm512_and_si512(_mm512_maskz_loadu_epi16(m, s + 2 * i), e), e);
+	}
+	return bad == 0;
+}
+
 const struct isth_agg_kernels agg_kernels_avx512 = {
 	.id = ISTH_AGG_KERNEL_AVX512,
 	.add_fp32 = avx512_add_fp32,
@@ -176,4 +230,6 @@ const struct isth_agg_kernels agg_kernels_avx512 = {
 	.add_int32 = avx512_add_int32,
 	.load_bf16 = avx512_load_bf16,
 	.store_bf16 = avx512_store_bf16,
+	.finite_fp32 = avx512_finite_fp32,
+	.finite_bf16 = avx512_finite_bf16,
 };

@@ -99,6 +99,40 @@ agg_scalar_store_bf16(void *dst, const float *acc, size_t n)
 	}
 }
 
+/* Every element finite: an exponent of all ones is NaN or +-Inf (zeros,
+ * -0 and denormals are finite). */
+AGG_SCALAR bool
+agg_scalar_finite_fp32(const void *src, size_t n)
+{
+	const uint8_t *s = src;
+	uint32_t bad = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t u;
+
+		memcpy(&u, s + 4 * i, 4);
+		bad |= (u & 0x7f800000u) == 0x7f800000u;
+	}
+	return bad == 0;
+}
+
+AGG_SCALAR bool
+agg_scalar_finite_bf16(const void *src, size_t n)
+{
+	const uint8_t *s = src;
+	uint32_t bad = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint16_t u;
+
+		memcpy(&u, s + 2 * i, 2);
+		bad |= (u & 0x7f80u) == 0x7f80u;
+	}
+	return bad == 0;
+}
+
 const struct isth_agg_kernels agg_kernels_scalar = {
 	.id = ISTH_AGG_KERNEL_SCALAR,
 	.add_fp32 = agg_scalar_add_fp32,
@@ -106,4 +140,6 @@ const struct isth_agg_kernels agg_kernels_scalar = {
 	.add_int32 = agg_scalar_add_int32,
 	.load_bf16 = agg_scalar_load_bf16,
 	.store_bf16 = agg_scalar_store_bf16,
+	.finite_fp32 = agg_scalar_finite_fp32,
+	.finite_bf16 = agg_scalar_finite_bf16,
 };

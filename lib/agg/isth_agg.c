@@ -222,6 +222,26 @@ isth_agg_kernels_get(enum isth_agg_kernel k, struct isth_agg_kernels *out)
 	return 0;
 }
 
+/* The kernels of isth_agg_finite(): this CPU's best, chosen at load. */
+static struct isth_agg_kernels finite_k = {
+	.finite_fp32 = agg_scalar_finite_fp32, .finite_bf16 = agg_scalar_finite_bf16};
+
+__attribute__((constructor)) static void
+finite_init(void)
+{
+	(void)isth_agg_kernels_get(ISTH_AGG_KERNEL_AUTO, &finite_k);
+}
+
+bool
+isth_agg_finite(uint8_t dtype, const void *src, size_t n)
+{
+	if (dtype == ISTH_WIRE_DTYPE_FP32)
+		return finite_k.finite_fp32(src, n);
+	if (dtype == ISTH_WIRE_DTYPE_BF16)
+		return finite_k.finite_bf16(src, n);
+	return true;
+}
+
 /* Helpers. */
 
 static uint32_t

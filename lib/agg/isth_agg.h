@@ -349,6 +349,11 @@ struct isth_agg_kernels {
 	void (*load_bf16)(float *acc, const void *src, size_t n);
 	/** dst[i] = bf16(acc[i]), round to nearest even, NaN stays NaN */
 	void (*store_bf16)(void *dst, const float *acc, size_t n);
+	/** no src[i] (fp32) is NaN or +-Inf: an exponent of all ones;
+	 * zeros, -0 and denormals are finite */
+	bool (*finite_fp32)(const void *src, size_t n);
+	/** the same for bf16 */
+	bool (*finite_bf16)(const void *src, size_t n);
 };
 
 /** Does this CPU run kernel set @p k? AUTO and SCALAR always. */
@@ -359,6 +364,15 @@ bool isth_agg_kernel_supported(enum isth_agg_kernel k);
  * @return 0, -EINVAL (unknown k) or -ENOTSUP (CPU lacks it)
  */
 int isth_agg_kernels_get(enum isth_agg_kernel k, struct isth_agg_kernels *out);
+
+/**
+ * True if none of the @p n little-endian elements of @p dtype at @p src is
+ * a NaN or an infinity (fp32, bf16; every other dtype: true), with the
+ * best kernel set of this CPU (chosen once, at load). For a receiver that
+ * refuses non-finite contributions before it sums them (isthmusd's
+ * data_nonfinite): one vectorised pass over a chunk it has just read.
+ */
+bool isth_agg_finite(uint8_t dtype, const void *src, size_t n);
 
 /** "scalar", "avx2", "avx512" or "auto". */
 const char *isth_agg_kernel_name(enum isth_agg_kernel k);

@@ -1103,3 +1103,99 @@ Test(agg, set_round_waits_for_the_owner_quiescent_state)
 	isth_agg_destroy(agg);
 	isth_rtab_qs_free(qs);
 }
+
+/* The reference of the finite checks: the C library's isfinite() on the
+ * decoded value (bf16: the high half of an fp32). */
+static bool
+ref_finite_fp32(const uint32_t *u, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		float f;
+
+		memcpy(&f, &u[i], 4);
+		if (!isfinite(f))
+			return false;
+	}
+	return true;
+}
+
+static bool
+ref_finite_bf16(const uint16_t *u, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t w = (uint32_t)u[i] << 16;
+		float f;
+
+		memcpy(&f, &w, 4);
+		if (!isfinite(f))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * NaN and +-Inf are refused, -0, denormals and the largest finite values
+ * accepted, by every kernel set this CPU runs and by isth_agg_finite(),
+ * against isfinite(): every length 0..300 (the vector loops and their
+ * tails), a special value at every position class, and random bits.
+ */
+Test(agg, finite_checks_match_isfinite)
+{
+	static const uint32_t specials32[] = {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7f800000u,
+		0xff800000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x7f7fffffu, 0xff7fffffu, 0u};
+	static const uint16_t specials16[] = {0x7fc0u, 0xffc1u, 0x7f81u, 0x7f80u, 0xff80u, 0x8000u,
+		0x0001u, 0x807fu, 0x7f7fu, 0xff7fu, 0u};
+	static uint32_t u32[301];
+	static uint16_t u16[301];
+	unsigned int seed = 7, checked = 0;
+
+	for (enum isth_agg_kernel k = ISTH_AGG_KERNEL_SCALAR; k < ISTH_AGG_KERNEL_MAX; k++) {
+		struct isth_agg_kernels ks;
+
+		if (isth_agg_kernels_get(k, &ks) < 0)
+			continue;
+		for (size_t n = 0; n <= 300; n++) {
+			for (size_t s = 0; s < sizeof(specials32) / sizeof(specials32[0]); s++) {
+				/* finite random values, one special at a
+				 * position that walks through every lane */
+				for (size_t i = 0; i < n; i++) {
+					u32[i] = rnd32(&seed) & 0xbf7fffffu; /* exponent < 255 */
+					u16[i] = (uint16_t)(rnd32(&seed) & 0xbf7fu);
+				}
+				if (n > 0) {
+					u32[(n * 7 + s * 13) % n] = specials32[s];
+					u16[(n * 5 + s * 11) % n] = specials16[s];
+				}
+				cr_assert_eq(ks.finite_fp32(u32, n), ref_finite_fp32(u32, n),
+					"%s fp32 n %zu special %#x", isth_agg_kernel_name(k), n,
+					specials32[s]);
+				cr_assert_eq(ks.finite_bf16(u16, n), ref_finite_bf16(u16, n),
+					"%s bf16 n %zu special %#x", isth_agg_kernel_name(k), n,
+					specials16[s]);
+				checked++;
+			}
+			/* random bits: about one element in 256 NaN or Inf */
+			for (size_t i = 0; i < n; i++) {
+				u32[i] = rnd32(&seed);
+				u16[i] = (uint16_t)rnd32(&seed);
+			}
+			cr_assert_eq(ks.finite_fp32(u32 + 1, n ? n - 1 : 0),
+				ref_finite_fp32(u32 + 1, n ? n - 1 : 0), "%s fp32 random n %zu",
+				isth_agg_kernel_name(k), n);
+			cr_assert_eq(ks.finite_bf16(u16 + 1, n ? n - 1 : 0),
+				ref_finite_bf16(u16 + 1, n ? n - 1 : 0), "%s bf16 random n %zu",
+				isth_agg_kernel_name(k), n);
+		}
+	}
+	cr_assert_gt(checked, 0);
+	/* the dispatcher: fp32 and bf16 checked, every other dtype finite */
+	u32[0] = 0x7fc00000u;
+	cr_expect_not(isth_agg_finite(ISTH_WIRE_DTYPE_FP32, u32, 1));
+	cr_expect(isth_agg_finite(ISTH_WIRE_DTYPE_INT32, u32, 1));
+	u32[0] = 0x80000000u; /* -0 */
+	cr_expect(isth_agg_finite(ISTH_WIRE_DTYPE_FP32, u32, 1));
+	u16[0] = 0xff80u; /* -Inf */
+	cr_expect_not(isth_agg_finite(ISTH_WIRE_DTYPE_BF16, u16, 1));
+	u16[0] = 0x0001u;
+	cr_expect(isth_agg_finite(ISTH_WIRE_DTYPE_BF16, u16, 1));
+}

@@ -150,6 +150,8 @@ write_schedule(uint64_t epoch)
 static const char *backend_name = "sw";
 static char fpga_dev[64] = "/isthmus-fpga0";
 static const char *agg_memory = "4Mi";
+/* [isthmusd] dtype of the job (the NaN test's fp32) */
+static const char *job_dtype = "int32";
 /* [auth]: off (version 1) unless a test turns it on with a key file */
 static bool auth_on;
 /* the peers' WAN frames carry UDP checksums: 0 none, PEER_CSUM_SW checked
@@ -189,7 +191,7 @@ write_config(const char *path, const char *sched, uint64_t epoch)
 	cr_assert_not_null(f);
 	fprintf(f,
 		"[isthmusd]\nisland = A\njob = %u\nschedule = %s\nepoch = %llu\nmbufs = 4095\n"
-		"dtype = int32\n"
+		"dtype = %s\n"
 		"backend = %s\n[fpga]\ndevice = %s\n"
 		"[access]\nport = net_ring_access\nip = 10.10.0.1\n"
 		"island_ip = 10.10.0.2\nisland_mac = 02:00:00:00:00:02\n"
@@ -213,8 +215,8 @@ write_config(const char *path, const char *sched, uint64_t epoch)
 		"[poll]\nidle_polls = 64\nidle_sleep = 20us\n"
 		"[telemetry]\nround_log = no\n"
 		"[auth]\nmode = %s\nkey_file = %s\n",
-		JOB, sched, (unsigned long long)epoch, backend_name, fpga_dev, island_socks,
-		agg_memory, auth_on ? "on" : "off", key_path);
+		JOB, sched, (unsigned long long)epoch, job_dtype, backend_name, fpga_dev,
+		island_socks, agg_memory, auth_on ? "on" : "off", key_path);
 	fclose(f);
 }
 
@@ -3054,6 +3056,120 @@ Test(isthmusd, access_nack_storm_is_capped, .init = eal_up, .fini = eal_down, .t
 	cr_expect_eq(repairs, budget + cap, "next round: %u repairs", repairs - budget);
 
 	isthd_teardown(&edge);
+	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs, "edge packet pool leaked");
+	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
+	isthd_ports_close(&edge);
+}
+
+/* The NaN test's fp32 element i of island s's chunk c: small integers,
+ * so that a sum of two is exact; island C's chunk 1 has a NaN (refused),
+ * its chunk 3 -0 and denormals (finite: summed). */
+static float
+fvalue(unsigned int s, uint32_t c, unsigned int i)
+{
+	if (s == C && c == 1 && i == 17)
+		return __builtin_nanf("");
+	if (s == C && c == 3 && i == 0)
+		return -0.0f;
+	if (s == C && c == 3 && i == 1)
+		return 1e-40f; /* denormal */
+	if (s == C && c == 3 && i == 2)
+		return -1e-45f; /* the smallest denormal, negative */
+	return (float)((s + 1) * 1000 + c * 100 + i % 50);
+}
+
+static void
+fp32_from(unsigned int s, uint32_t c)
+{
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_DATA,
+		.dtype = ISTH_WIRE_DTYPE_FP32,
+		.sender = (uint8_t)s,
+		.count = ELEMS,
+		.job = JOB,
+		.round = 0,
+		.chunk = c,
+		.seq = 1000 + c,
+		.bitmap = 1ull << s,
+	};
+	float body[ELEMS_V1];
+
+	for (unsigned int i = 0; i < ELEMS; i++)
+		body[i] = fvalue(s, c, i);
+	inject(w_in, 0x0a000001 + s, 0x0a000001, &h, body, sizeof(float) * ELEMS);
+}
+
+/*
+ * A peer's fp32 chunk with a NaN is refused whole at the edge
+ * (data_nonfinite), never summed: that chunk's AGG leaves partial without
+ * the sender (the island sees whose contribution is missing), every
+ * other chunk complete with the exact sum; -0 and denormals are finite
+ * and summed.
+ */
+Test(isthmusd, nonfinite_data_is_refused_and_named, .init = eal_up, .fini = eal_down, .timeout = 60)
+{
+	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
+	unsigned int complete = 0, partial = 0, bad_sum = 0, rx = 0;
+	uint64_t bitmaps[CHUNKS] = {0};
+	struct rte_mbuf *m[32];
+	struct isth_wire_pkt p;
+	unsigned int n;
+
+	job_dtype = "fp32";
+	idle_edge_up();
+	for (uint32_t c = 0; c < CHUNKS; c++, rx += 2) {
+		fp32_from(B, c);
+		fp32_from(C, c);
+	}
+	pump(rx);
+	/* chunk 1 waits for C until the aggregation timeout (50 ms) */
+	for (uint64_t until = now_ns() + 10000000000ull;
+		complete + partial < CHUNKS && now_ns() < until;) {
+		poll_all();
+		while ((n = rte_ring_dequeue_burst(a_out, (void **)m, 32, NULL)) > 0) {
+			for (unsigned int i = 0; i < n; i++) {
+				uint8_t flat[2048];
+				uint32_t len = rte_pktmbuf_pkt_len(m[i]);
+				const uint8_t *f = rte_pktmbuf_read(m[i], 0, len, flat);
+
+				cr_assert_eq(isth_wire_parse_frame(f, len, &lim, &p), ISTH_WIRE_OK);
+				cr_assert_eq(p.hdr.type, ISTH_WIRE_AGG);
+				cr_assert_lt(p.hdr.chunk, CHUNKS);
+				cr_assert_eq(p.hdr.dtype, ISTH_WIRE_DTYPE_FP32);
+				bitmaps[p.hdr.chunk] |= p.hdr.bitmap;
+				if (p.hdr.flags & ISTH_WIRE_F_PARTIAL)
+					partial++;
+				else
+					complete++;
+				/* the sum of the senders its bitmap names, in fp32
+				 * (B is in every one) */
+				for (unsigned int e = 0; e < ELEMS; e++) {
+					float got, want = fvalue(B, p.hdr.chunk, e);
+
+					memcpy(&got, p.payload + 4 * e, 4);
+					if (p.hdr.bitmap & (1ull << C))
+						want += fvalue(C, p.hdr.chunk, e);
+					if (memcmp(&got, &want, 4) != 0)
+						bad_sum++;
+				}
+			}
+			rte_pktmbuf_free_bulk(m, n);
+		}
+	}
+	cr_expect_eq(bad_sum, 0, "%u AGG elements not the exact sum", bad_sum);
+	cr_expect_eq(complete, CHUNKS - 1);
+	cr_expect_eq(partial, 1, "the NaN chunk's AGG: partial");
+	cr_expect_eq(
+		bitmaps[1], 1u << B, "chunk 1 summed without C: %#lx", (unsigned long)bitmaps[1]);
+	for (uint32_t c = 0; c < CHUNKS; c++)
+		if (c != 1)
+			cr_expect_eq(bitmaps[c], (1u << B) | (1u << C), "chunk %u: %#lx", c,
+				(unsigned long)bitmaps[c]);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_data_nonfinite]), 1);
+	cr_expect_eq(be_stat("accepted"), 2 * CHUNKS - 1);
+
+	isthd_teardown(&edge);
+	job_dtype = "int32";
 	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs, "edge packet pool leaked");
 	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
 	isthd_ports_close(&edge);
