@@ -72,6 +72,7 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect(c.auth, "[auth] mode is on by default");
 	cr_expect_not(c.wan_udp_csum, "no UDP checksums to peers with auth on: the tag covers it");
 	cr_expect_str_eq(c.key_file, "k.keys");
+	cr_expect_eq(c.seq_ahead_ns, 1000000000ull, "[auth] seq_ahead defaults to 1 s");
 	cr_expect_str_eq(c.island, "NYC");
 	cr_expect_eq(c.job, 7);
 	cr_expect_str_eq(c.access.dev, "net_ring_access");
@@ -283,4 +284,27 @@ Test(isthmusd_config, shipped_configs_load)
 		snprintf(path, sizeof(path), "%s/%s", SOURCE_ROOT, files[i]);
 		cr_expect_eq(isthd_config_load(path, &c, err, sizeof(err)), 0, "%s", err);
 	}
+}
+
+/* [auth] seq_ahead: a duration, 1 ms..60 s */
+Test(isthmusd_config, auth_seq_ahead)
+{
+	struct isthd_config c;
+	char err[512] = "";
+
+	cr_assert_eq(isthd_config_parse(GOOD "[auth]\nkey_file = k.keys\nseq_ahead = 250ms\n",
+			     "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect_eq(c.seq_ahead_ns, 250000000ull);
+	cr_expect_neq(isthd_config_parse(GOOD "[auth]\nkey_file = k.keys\nseq_ahead = 10us\n",
+			      "t.conf", &c, err, sizeof(err)),
+		0);
+	cr_expect(strstr(err, "[auth] seq_ahead") != NULL, "%s", err);
+	cr_expect_neq(isthd_config_parse(GOOD "[auth]\nkey_file = k.keys\nseq_ahead = 61s\n",
+			      "t.conf", &c, err, sizeof(err)),
+		0);
+	cr_expect(strstr(err, "[auth] seq_ahead") != NULL, "%s", err);
+	cr_expect_neq(isthd_config_parse(GOOD "[auth]\nkey_file = k.keys\nseq_ahead = 5\n",
+			      "t.conf", &c, err, sizeof(err)),
+		0, "a duration needs its unit");
 }
