@@ -2825,10 +2825,10 @@ Test(isthmusd, nack_storm_beyond_the_tracked_chunks_is_charged, .init = eal_up, 
 }
 
 /* A DATA of island or peer @s for round 0 from @src_ip with @count
- * elements of @dtype (values are @s's genuine ones). */
+ * 4-byte elements of @dtype at @body, seq @seq. */
 static void
-data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip, uint32_t chunk, uint16_t count,
-	uint8_t dtype)
+data_body(struct rte_ring *r, unsigned int s, uint32_t src_ip, uint32_t chunk, uint16_t count,
+	uint8_t dtype, const void *body, uint64_t seq)
 {
 	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_DATA,
@@ -2838,13 +2838,23 @@ data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip, uint32_t chunk, u
 		.job = JOB,
 		.round = 0,
 		.chunk = chunk,
+		.seq = seq,
 		.bitmap = 1ull << s,
 	};
+
+	inject(r, src_ip, s == A ? 0x0a0a0001 : 0x0a000001, &h, body, (size_t)count * 4);
+}
+
+/* The same with @s's genuine values. */
+static void
+data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip, uint32_t chunk, uint16_t count,
+	uint8_t dtype)
+{
 	int32_t body[ELEMS];
 
 	for (unsigned int i = 0; i < count; i++)
 		body[i] = value(s, 0, chunk < CHUNKS ? chunk : 0, i);
-	inject(r, src_ip, s == A ? 0x0a0a0001 : 0x0a000001, &h, body, (size_t)count * 4);
+	data_body(r, s, src_ip, chunk, count, dtype, body, 0);
 }
 
 /*
@@ -2857,6 +2867,33 @@ data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip, uint32_t chunk, u
  * refused under its name before it may claim a slot, and round 0 completes
  * with the exact sums.
  */
+/*
+ * The next frame the edge sent the island (a_out), copied to @flat and
+ * parsed into @p (which points into @flat): asserted an AGG of round 0
+ * with a chunk id of the round. false: none left.
+ */
+static bool
+next_agg0(struct isth_wire_pkt *p, uint8_t flat[2048])
+{
+	struct rte_mbuf *m;
+	const uint8_t *f;
+	uint32_t len;
+
+	if (rte_ring_dequeue(a_out, (void **)&m) != 0)
+		return false;
+	len = rte_pktmbuf_pkt_len(m);
+	cr_assert_leq(len, 2048);
+	f = rte_pktmbuf_read(m, 0, len, flat);
+	if (f != flat)
+		memcpy(flat, f, len);
+	rte_pktmbuf_free(m);
+	cr_assert_eq(isth_wire_parse_frame(flat, len, &lim, p), ISTH_WIRE_OK);
+	cr_assert_eq(p->hdr.type, ISTH_WIRE_AGG);
+	cr_assert_eq(p->hdr.round, 0);
+	cr_assert_lt(p->hdr.chunk, CHUNKS);
+	return true;
+}
+
 Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up, .fini = eal_down,
 	.timeout = 60)
 {
@@ -2864,9 +2901,8 @@ Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up, .fini = ea
 	const unsigned int tiny = 91;
 	unsigned int complete = 0, partial = 0, rx = 0;
 	uint64_t bitmaps[CHUNKS] = {0};
-	struct rte_mbuf *m[32];
 	struct isth_wire_pkt p;
-	unsigned int n;
+	uint8_t flat[2048];
 
 	agg_memory = "64Ki";
 	idle_edge_up();
@@ -2888,25 +2924,14 @@ Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up, .fini = ea
 		send_data(w_in, C, 0, c);
 	pump(rx);
 
-	while ((n = rte_ring_dequeue_burst(a_out, (void **)m, 32, NULL)) > 0) {
-		for (unsigned int i = 0; i < n; i++) {
-			uint8_t flat[2048];
-			uint32_t len = rte_pktmbuf_pkt_len(m[i]);
-			const uint8_t *f = rte_pktmbuf_read(m[i], 0, len, flat);
-
-			cr_assert_eq(isth_wire_parse_frame(f, len, &lim, &p), ISTH_WIRE_OK);
-			cr_assert_eq(p.hdr.type, ISTH_WIRE_AGG);
-			cr_assert_eq(p.hdr.round, 0);
-			cr_assert_lt(p.hdr.chunk, CHUNKS);
-			cr_expect_eq(p.hdr.count, ELEMS);
-			check_sum(&p);
-			bitmaps[p.hdr.chunk] |= p.hdr.bitmap;
-			if (p.hdr.flags & ISTH_WIRE_F_PARTIAL)
-				partial++;
-			else
-				complete++;
-		}
-		rte_pktmbuf_free_bulk(m, n);
+	while (next_agg0(&p, flat)) {
+		cr_expect_eq(p.hdr.count, ELEMS);
+		check_sum(&p);
+		bitmaps[p.hdr.chunk] |= p.hdr.bitmap;
+		if (p.hdr.flags & ISTH_WIRE_F_PARTIAL)
+			partial++;
+		else
+			complete++;
 	}
 	cr_expect_eq(wrong, 0, "AGG sums wrong");
 	cr_expect_eq(partial, 0, "the attack caused %u partials", partial);
@@ -3081,22 +3106,12 @@ fvalue(unsigned int s, uint32_t c, unsigned int i)
 static void
 fp32_from(unsigned int s, uint32_t c)
 {
-	struct isth_wire_hdr h = {
-		.type = ISTH_WIRE_DATA,
-		.dtype = ISTH_WIRE_DTYPE_FP32,
-		.sender = (uint8_t)s,
-		.count = ELEMS,
-		.job = JOB,
-		.round = 0,
-		.chunk = c,
-		.seq = 1000 + c,
-		.bitmap = 1ull << s,
-	};
 	float body[ELEMS_V1];
 
 	for (unsigned int i = 0; i < ELEMS; i++)
 		body[i] = fvalue(s, c, i);
-	inject(w_in, 0x0a000001 + s, 0x0a000001, &h, body, sizeof(float) * ELEMS);
+	data_body(
+		w_in, s, 0x0a000001 + s, c, (uint16_t)ELEMS, ISTH_WIRE_DTYPE_FP32, body, 1000 + c);
 }
 
 /*
@@ -3111,9 +3126,8 @@ Test(isthmusd, nonfinite_data_is_refused_and_named, .init = eal_up, .fini = eal_
 	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
 	unsigned int complete = 0, partial = 0, bad_sum = 0, rx = 0;
 	uint64_t bitmaps[CHUNKS] = {0};
-	struct rte_mbuf *m[32];
 	struct isth_wire_pkt p;
-	unsigned int n;
+	uint8_t flat[2048];
 
 	job_dtype = "fp32";
 	idle_edge_up();
@@ -3126,34 +3140,24 @@ Test(isthmusd, nonfinite_data_is_refused_and_named, .init = eal_up, .fini = eal_
 	for (uint64_t until = now_ns() + 10000000000ull;
 		complete + partial < CHUNKS && now_ns() < until;) {
 		poll_all();
-		while ((n = rte_ring_dequeue_burst(a_out, (void **)m, 32, NULL)) > 0) {
-			for (unsigned int i = 0; i < n; i++) {
-				uint8_t flat[2048];
-				uint32_t len = rte_pktmbuf_pkt_len(m[i]);
-				const uint8_t *f = rte_pktmbuf_read(m[i], 0, len, flat);
+		while (next_agg0(&p, flat)) {
+			cr_assert_eq(p.hdr.dtype, ISTH_WIRE_DTYPE_FP32);
+			bitmaps[p.hdr.chunk] |= p.hdr.bitmap;
+			if (p.hdr.flags & ISTH_WIRE_F_PARTIAL)
+				partial++;
+			else
+				complete++;
+			/* the sum of the senders its bitmap names, in fp32 (B
+			 * is in every one) */
+			for (unsigned int e = 0; e < ELEMS; e++) {
+				float got, want = fvalue(B, p.hdr.chunk, e);
 
-				cr_assert_eq(isth_wire_parse_frame(f, len, &lim, &p), ISTH_WIRE_OK);
-				cr_assert_eq(p.hdr.type, ISTH_WIRE_AGG);
-				cr_assert_lt(p.hdr.chunk, CHUNKS);
-				cr_assert_eq(p.hdr.dtype, ISTH_WIRE_DTYPE_FP32);
-				bitmaps[p.hdr.chunk] |= p.hdr.bitmap;
-				if (p.hdr.flags & ISTH_WIRE_F_PARTIAL)
-					partial++;
-				else
-					complete++;
-				/* the sum of the senders its bitmap names, in fp32
-				 * (B is in every one) */
-				for (unsigned int e = 0; e < ELEMS; e++) {
-					float got, want = fvalue(B, p.hdr.chunk, e);
-
-					memcpy(&got, p.payload + 4 * e, 4);
-					if (p.hdr.bitmap & (1ull << C))
-						want += fvalue(C, p.hdr.chunk, e);
-					if (memcmp(&got, &want, 4) != 0)
-						bad_sum++;
-				}
+				memcpy(&got, p.payload + 4 * e, 4);
+				if (p.hdr.bitmap & (1ull << C))
+					want += fvalue(C, p.hdr.chunk, e);
+				if (memcmp(&got, &want, 4) != 0)
+					bad_sum++;
 			}
-			rte_pktmbuf_free_bulk(m, n);
 		}
 	}
 	cr_expect_eq(bad_sum, 0, "%u AGG elements not the exact sum", bad_sum);
