@@ -110,6 +110,8 @@ struct isthd_config {
 	uint64_t agg_round_slack_ns;
 	uint32_t agg_window;
 	uint32_t agg_max_chunks;
+	bool agg_max_abs_on; /* max_abs set: peers' fp32/bf16 elements bounded */
+	float agg_max_abs; /* that bound, > 0 and finite */
 	uint8_t bf16_out; /* ISTH_WIRE_DTYPE_BF16 or ISTH_WIRE_DTYPE_FP32 */
 	/* [resend] */
 	uint64_t resend_window_ns;

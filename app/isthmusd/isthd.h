@@ -99,6 +99,7 @@ enum {
 	X(data_bad_count, "DATA element count not the round's for its chunk") \
 	X(data_bad_dtype, "DATA element type not the job's") \
 	X(data_nonfinite, "peer DATA with a NaN or infinite element (fp32, bf16): not summed") \
+	X(data_too_large, "peer DATA with an element above [agg] max_abs: not summed") \
 	X(nack_bad_source, "peer NACK not from its sender's peer edge address") \
 	X(nack_not_clique, "peer NACK from an island outside the round's clique") \
 	X(repair_budget, \

@@ -371,6 +371,38 @@ wan_data_refusal(const struct isthd *d, const struct isth_wire_pkt *p, uint64_t 
 	return data_shape(d, p);
 }
 
+/*
+ * Why peer DATA @p's values are refused (ISTHD_DROP_MAX: not): a NaN or an
+ * infinity (fp32, bf16) would poison the chunk's sum at every island, an
+ * element above [agg] max_abs (when set) is out of what the job allows:
+ * refused whole (the AGG's bitmap then lacks the sender, the island sees
+ * the chunk partial). One vectorised pass over a payload the parse and
+ * the tag verify have just read (lib/agg); the bound costs nothing more,
+ * and only a refused chunk is read again to name the reason.
+ */
+static inline enum isthd_drop
+data_values(const struct isthd *d, const struct isth_wire_pkt *p)
+{
+	enum isthd_drop why;
+
+	if (likely(!d->cfg.agg_max_abs_on)) {
+		if (likely(isth_agg_finite(p->hdr.dtype, p->payload, p->hdr.count)))
+			return ISTHD_DROP_MAX;
+		why = ISTHD_DROP_data_nonfinite;
+	} else {
+		if (likely(isth_agg_within(
+			    p->hdr.dtype, p->payload, p->hdr.count, d->cfg.agg_max_abs)))
+			return ISTHD_DROP_MAX;
+		why = isth_agg_finite(p->hdr.dtype, p->payload, p->hdr.count)
+			? ISTHD_DROP_data_too_large
+			: ISTHD_DROP_data_nonfinite;
+	}
+	ISTHD_REPAIR_TRACE(d, "%s r %u s %u c %u seq %" PRIu64,
+		why == ISTHD_DROP_data_nonfinite ? "data_nonfinite" : "data_too_large",
+		p->hdr.round, p->hdr.sender, p->hdr.chunk, (uint64_t)p->hdr.seq);
+	return why;
+}
+
 static unsigned int
 wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 {
@@ -410,21 +442,19 @@ wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 		 * island: refused whole (the AGG's bitmap then lacks the
 		 * sender, the island sees the chunk partial), one vectorised
 		 * pass over a payload the parse and the tag verify just read */
-		if (likely(why == ISTHD_DROP_MAX) &&
-			unlikely(!isth_agg_finite(p->hdr.dtype, p->payload, p->hdr.count))) {
-			why = ISTHD_DROP_data_nonfinite;
-			ISTHD_REPAIR_TRACE(d, "data_nonfinite r %u s %u c %u seq %" PRIu64,
-				p->hdr.round, p->hdr.sender, p->hdr.chunk, (uint64_t)p->hdr.seq);
-		}
+		if (likely(why == ISTHD_DROP_MAX))
+			why = data_values(d, p);
 		/* admitted: its seq may move the replay window now; with the
 		 * device verifying, only on its verdict (auth_dev.c) */
 		if (likely(why == ISTHD_DROP_MAX) && !d->auth.dev_verify)
 			why = isthd_auth_commit(w, ISTH_AUTH_WAN, p);
 		if (unlikely(why != ISTHD_DROP_MAX)) {
-			/* a non-finite chunk did arrive (its tag verified, or
+			/* a refused chunk value did arrive (its tag verified, or
 			 * auth off): a NACK would only bring it again. With the
 			 * device verifying, its tag is unchecked: NACKed. */
-			if (why == ISTHD_DROP_data_nonfinite && !d->auth.dev_verify)
+			if ((why == ISTHD_DROP_data_nonfinite ||
+				    why == ISTHD_DROP_data_too_large) &&
+				!d->auth.dev_verify)
 				isthd_repair_track(w, p, now_ns);
 			drop(w, m, why);
 			continue;

@@ -139,12 +139,13 @@ avx2_store_bf16(void *dst, const float *acc, size_t n)
 	agg_scalar_store_bf16(d + i, acc + i, n - i);
 }
 
-/* NaN/Inf: exponent bits all ones; four vectors per step, one test. */
+/* Magnitude bits (sign off: non-negative, so the signed compare orders
+ * them) above @lim; four vectors per step, one test at the end. */
 static bool
-avx2_finite_fp32(const void *src, size_t n)
+avx2_within_fp32(const void *src, size_t n, uint32_t lim)
 {
 	const uint8_t *s = src;
-	const __m256i e = _mm256_set1_epi32(0x7f800000);
+	const __m256i m = _mm256_set1_epi32(0x7fffffff), l = _mm256_set1_epi32((int)lim);
 	__m256i bad = _mm256_setzero_si256();
 	size_t i = 0;
 
@@ -154,37 +155,37 @@ avx2_finite_fp32(const void *src, size_t n)
 		__m256i v2 = _mm256_loadu_si256((const __m256i *)(s + 4 * i + 64));
 		__m256i v3 = _mm256_loadu_si256((const __m256i *)(s + 4 * i + 96));
 
-		bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(v0, e), e));
-		bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(v1, e), e));
-		bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(v2, e), e));
-		bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(v3, e), e));
+		bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(_mm256_and_si256(v0, m), l));
+		bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(_mm256_and_si256(v1, m), l));
+		bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(_mm256_and_si256(v2, m), l));
+		bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(_mm256_and_si256(v3, m), l));
 	}
 	for (; i + 8 <= n; i += 8) {
 		__m256i v = _mm256_loadu_si256((const __m256i *)(s + 4 * i));
 
-		bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(v, e), e));
+		bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(_mm256_and_si256(v, m), l));
 	}
 	if (!_mm256_testz_si256(bad, bad))
 		return false;
-	return agg_scalar_finite_fp32(s + 4 * i, n - i);
+	return agg_scalar_within_fp32(s + 4 * i, n - i, lim);
 }
 
 static bool
-avx2_finite_bf16(const void *src, size_t n)
+avx2_within_bf16(const void *src, size_t n, uint16_t lim)
 {
 	const uint8_t *s = src;
-	const __m256i e = _mm256_set1_epi16(0x7f80);
+	const __m256i m = _mm256_set1_epi16(0x7fff), l = _mm256_set1_epi16((short)lim);
 	__m256i bad = _mm256_setzero_si256();
 	size_t i = 0;
 
 	for (; i + 16 <= n; i += 16) {
 		__m256i v = _mm256_loadu_si256((const __m256i *)(s + 2 * i));
 
-		bad = _mm256_or_si256(bad, _mm256_cmpeq_epi16(_mm256_and_si256(v, e), e));
+		bad = _mm256_or_si256(bad, _mm256_cmpgt_epi16(_mm256_and_si256(v, m), l));
 	}
 	if (!_mm256_testz_si256(bad, bad))
 		return false;
-	return agg_scalar_finite_bf16(s + 2 * i, n - i);
+	return agg_scalar_within_bf16(s + 2 * i, n - i, lim);
 }
 
 const struct isth_agg_kernels agg_kernels_avx2 = {
@@ -194,6 +195,6 @@ const struct isth_agg_kernels agg_kernels_avx2 = {
 	.add_int32 = avx2_add_int32,
 	.load_bf16 = avx2_load_bf16,
 	.store_bf16 = avx2_store_bf16,
-	.finite_fp32 = avx2_finite_fp32,
-	.finite_bf16 = avx2_finite_bf16,
+	.within_fp32 = avx2_within_fp32,
+	.within_bf16 = avx2_within_bf16,
 };

@@ -422,7 +422,8 @@ finite_cycles(const struct isth_agg_kernels *k, int what, uint8_t *acc, const ui
 				float *a = (float *)(void *)(acc + i * PKT_PAYLOAD);
 
 				if (what != 0)
-					ok += k->finite_fp32(s, PKT_PAYLOAD / 4);
+					ok += k->within_fp32(
+						s, PKT_PAYLOAD / 4, ISTH_AGG_FP32_MAX_BITS);
 				if (what != 1)
 					k->add_fp32(a, s, PKT_PAYLOAD / 4);
 			}

@@ -150,8 +150,9 @@ write_schedule(uint64_t epoch)
 static const char *backend_name = "sw";
 static char fpga_dev[64] = "/isthmus-fpga0";
 static const char *agg_memory = "4Mi";
-/* [isthmusd] dtype of the job (the NaN test's fp32) */
+/* [isthmusd] dtype of the job (the NaN test's fp32), [agg] max_abs */
 static const char *job_dtype = "int32";
+static const char *agg_max_abs = "off";
 /* [auth]: off (version 1) unless a test turns it on with a key file */
 static bool auth_on;
 /* the peers' WAN frames carry UDP checksums: 0 none, PEER_CSUM_SW checked
@@ -210,13 +211,13 @@ write_config(const char *path, const char *sched, uint64_t epoch)
 		"tail_copies = 1\ntail_copies_after = 5ms\n"
 		"gateway_mac = 02:00:00:00:ff:01\n"
 		"[peer B]\nip = 10.0.0.2\n[peer C]\nip = 10.0.0.3\n[peer D]\nip = 10.0.0.4\n"
-		"[agg]\nmemory = %s\ntimeout = 50ms\n"
+		"[agg]\nmemory = %s\ntimeout = 50ms\nmax_abs = %s\n"
 		"[resend]\nwindow = 2s\nentries = 256\nlinger = 0ns\n"
 		"[poll]\nidle_polls = 64\nidle_sleep = 20us\n"
 		"[telemetry]\nround_log = no\n"
 		"[auth]\nmode = %s\nkey_file = %s\n",
 		JOB, sched, (unsigned long long)epoch, job_dtype, backend_name, fpga_dev,
-		island_socks, agg_memory, auth_on ? "on" : "off", key_path);
+		island_socks, agg_memory, agg_max_abs, auth_on ? "on" : "off", key_path);
 	fclose(f);
 }
 
@@ -3088,7 +3089,7 @@ Test(isthmusd, access_nack_storm_is_capped, .init = eal_up, .fini = eal_down, .t
 
 /* The NaN test's fp32 element i of island s's chunk c: small integers,
  * so that a sum of two is exact; island C's chunk 1 has a NaN (refused),
- * its chunk 3 -0 and denormals (finite: summed). */
+ * its chunk 2 a -5000, its chunk 3 -0 and denormals (finite: summed). */
 static float
 fvalue(unsigned int s, uint32_t c, unsigned int i)
 {
@@ -3100,6 +3101,8 @@ fvalue(unsigned int s, uint32_t c, unsigned int i)
 		return 1e-40f; /* denormal */
 	if (s == C && c == 3 && i == 2)
 		return -1e-45f; /* the smallest denormal, negative */
+	if (s == C && c == 2 && i == 5)
+		return -5000.0f; /* above [agg] max_abs = 4000 when set */
 	return (float)((s + 1) * 1000 + c * 100 + i % 50);
 }
 
@@ -3121,7 +3124,8 @@ fp32_from(unsigned int s, uint32_t c)
  * other chunk complete with the exact sum; -0 and denormals are finite
  * and summed.
  */
-Test(isthmusd, nonfinite_data_is_refused_and_named, .init = eal_up, .fini = eal_down, .timeout = 60)
+static void
+run_value_checks(bool bounded)
 {
 	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
 	unsigned int complete = 0, partial = 0, bad_sum = 0, rx = 0;
@@ -3130,6 +3134,7 @@ Test(isthmusd, nonfinite_data_is_refused_and_named, .init = eal_up, .fini = eal_
 	uint8_t flat[2048];
 
 	job_dtype = "fp32";
+	agg_max_abs = bounded ? "4000" : "off";
 	idle_edge_up();
 	for (uint32_t c = 0; c < CHUNKS; c++, rx += 2) {
 		fp32_from(B, c);
@@ -3161,20 +3166,36 @@ Test(isthmusd, nonfinite_data_is_refused_and_named, .init = eal_up, .fini = eal_
 		}
 	}
 	cr_expect_eq(bad_sum, 0, "%u AGG elements not the exact sum", bad_sum);
-	cr_expect_eq(complete, CHUNKS - 1);
-	cr_expect_eq(partial, 1, "the NaN chunk's AGG: partial");
+	cr_expect_eq(complete, CHUNKS - 1 - bounded);
+	cr_expect_eq(partial, 1 + bounded, "the refused chunks' AGGs: partial");
 	cr_expect_eq(
 		bitmaps[1], 1u << B, "chunk 1 summed without C: %#lx", (unsigned long)bitmaps[1]);
 	for (uint32_t c = 0; c < CHUNKS; c++)
 		if (c != 1)
-			cr_expect_eq(bitmaps[c], (1u << B) | (1u << C), "chunk %u: %#lx", c,
-				(unsigned long)bitmaps[c]);
+			cr_expect_eq(bitmaps[c], (1u << B) | (bounded && c == 2 ? 0 : 1u << C),
+				"chunk %u: %#lx", c, (unsigned long)bitmaps[c]);
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_data_nonfinite]), 1);
-	cr_expect_eq(be_stat("accepted"), 2 * CHUNKS - 1);
+	cr_expect_eq(
+		isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_data_too_large]), bounded ? 1 : 0);
+	cr_expect_eq(be_stat("accepted"), 2 * CHUNKS - 1 - bounded);
 
 	isthd_teardown(&edge);
 	job_dtype = "int32";
+	agg_max_abs = "off";
 	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs, "edge packet pool leaked");
 	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
 	isthd_ports_close(&edge);
+}
+
+Test(isthmusd, nonfinite_data_is_refused_and_named, .init = eal_up, .fini = eal_down, .timeout = 60)
+{
+	run_value_checks(false);
+}
+
+/* The same with [agg] max_abs = 4000: C's chunk 2 (one element 5000) is
+ * refused too (data_too_large), the NaN still named data_nonfinite. */
+Test(isthmusd, data_above_max_abs_is_refused_and_named, .init = eal_up, .fini = eal_down,
+	.timeout = 60)
+{
+	run_value_checks(true);
 }
