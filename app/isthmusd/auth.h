@@ -59,7 +59,8 @@ struct isthd_auth {
 	/* the key sets (lib/rtab, one slot, one spare buffer, readers d->qs):
 	 * ctl publishes, every worker reads slot 0 once per pass */
 	struct isth_rtab *sets;
-	/* init: replay windows per (epoch slot, dir, sender, type) of every
+	/* init: replay windows per (key epoch slot, direction, sender, type;
+	 * the AGG stream is 0 in everything the edge receives) of every
 	 * stream received, sized at start-up (isthd_auth_window); their
 	 * contents are the RX worker's */
 	struct isth_auth_replay *win;
