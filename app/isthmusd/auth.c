@@ -406,7 +406,41 @@ static const enum isthd_drop status_drop[ISTH_AUTH_STATUS_MAX] = {
 	[ISTH_AUTH_E_TAG] = ISTHD_DROP_auth_tag,
 	[ISTH_AUTH_E_REPLAY] = ISTHD_DROP_auth_replay,
 	[ISTH_AUTH_E_STALE] = ISTHD_DROP_auth_stale,
+	[ISTH_AUTH_E_AHEAD] = ISTHD_DROP_auth_ahead,
 };
+
+/* The replay check of protocol step 6 without a change (lib/auth): the
+ * window moves only at isthd_auth_commit(), once the packet passed every
+ * check. A seq further ahead of @now_ns than [auth] seq_ahead is refused
+ * first: a genuine sender's never is. */
+static enum isth_auth_status
+replay_check(
+	struct isthd *d, enum isth_auth_dir dir, const struct isth_wire_pkt *p, uint64_t now_ns)
+{
+	const struct isth_auth_replay *win;
+
+	if (unlikely(isth_auth_seq_ahead(p->hdr.seq, now_ns, d->cfg.seq_ahead_ns)))
+		return ISTH_AUTH_E_AHEAD;
+	win = isthd_auth_window(d, dir, p->msg);
+	return win != NULL ? isth_auth_replay_check(win, p->hdr.seq, p->hdr.round) : ISTH_AUTH_OK;
+}
+
+enum isthd_drop
+isthd_auth_commit(struct isthd_worker *w, enum isth_auth_dir dir, const struct isth_wire_pkt *p)
+{
+	struct isth_auth_replay *win;
+	enum isth_auth_status s;
+
+	if (!w->d->auth.on)
+		return ISTHD_DROP_MAX;
+	win = isthd_auth_window(w->d, dir, p->msg);
+	if (win == NULL)
+		return ISTHD_DROP_MAX;
+	/* checked again: a copy earlier in the same burst may have taken
+	 * the seq since the check */
+	s = isth_auth_replay_commit(win, p->hdr.seq, p->hdr.round);
+	return s == ISTH_AUTH_OK ? ISTHD_DROP_MAX : status_drop[s];
+}
 
 unsigned int
 isthd_auth_verify_rx(struct isthd_worker *w, enum isth_auth_dir dir, struct rte_mbuf **m,
@@ -414,6 +448,8 @@ isthd_auth_verify_rx(struct isthd_worker *w, enum isth_auth_dir dir, struct rte_
 {
 	struct isthd *d = w->d;
 	struct isth_auth_op ops[ISTHD_BURST];
+	/* once per burst: a vDSO read, no system call */
+	uint64_t now_ns = isth_clock_real_ns();
 	unsigned int i, k = 0;
 
 	for (i = 0; i < n; i++) {
@@ -428,13 +464,10 @@ isthd_auth_verify_rx(struct isthd_worker *w, enum isth_auth_dir dir, struct rte_
 	for (i = 0; i < n; i++) {
 		enum isth_auth_status s = (enum isth_auth_status)ops[i].status;
 
-		if (s == ISTH_AUTH_OK) {
-			/* only now, with the tag verified, may the window move */
-			struct isth_auth_replay *win = isthd_auth_window(d, dir, p[i].msg);
-
-			if (win != NULL)
-				s = isth_auth_replay_accept(win, p[i].hdr.seq);
-		}
+		/* the tag verified: the replay check, no change yet (the
+		 * caller commits once the packet is accepted) */
+		if (s == ISTH_AUTH_OK)
+			s = replay_check(d, dir, &p[i], now_ns);
 		if (unlikely(s != ISTH_AUTH_OK)) {
 			isth_ctr_add(&w->st.drop[s < ISTH_AUTH_STATUS_MAX ? status_drop[s]
 									  : ISTHD_DROP_auth_tag],

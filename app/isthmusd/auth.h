@@ -59,7 +59,8 @@ struct isthd_auth {
 	/* the key sets (lib/rtab, one slot, one spare buffer, readers d->qs):
 	 * ctl publishes, every worker reads slot 0 once per pass */
 	struct isth_rtab *sets;
-	/* init: replay windows per (epoch slot, dir, sender, type) of every
+	/* init: replay windows per (key epoch slot, direction, sender, type;
+	 * the AGG stream is 0 in everything the edge receives) of every
 	 * stream received, sized at start-up (isthd_auth_window); their
 	 * contents are the RX worker's */
 	struct isth_auth_replay *win;
@@ -104,11 +105,17 @@ void isthd_auth_step(struct isthd_worker *w);
 struct isth_auth_replay *
 isthd_auth_window(struct isthd *d, enum isth_auth_dir dir, const uint8_t *msg);
 /* The RX worker @w: verify @n parsed frames (@owner: key owner of each)
- * with its engine, then their replay windows; refusals are counted and
- * freed, the rest compacted to the front of @m and @p. @return how many
- * are left. */
+ * with its engine, then check their seqs (ahead of the clock, replay
+ * window; nothing moves); refusals are counted and freed, the rest
+ * compacted to the front of @m and @p. @return how many are left. */
 unsigned int isthd_auth_verify_rx(struct isthd_worker *w, enum isth_auth_dir dir,
 	struct rte_mbuf **m, struct isth_wire_pkt *p, const uint8_t *owner, unsigned int n);
+/* The RX worker @w: message @p (received on @dir's side, checked by
+ * isthd_auth_verify_rx) passed every check that can refuse it: move its
+ * replay window. @return ISTHD_DROP_MAX, or the reason to drop it (a copy
+ * earlier in the burst took its seq). Auth off: ISTHD_DROP_MAX. */
+enum isthd_drop
+isthd_auth_commit(struct isthd_worker *w, enum isth_auth_dir dir, const struct isth_wire_pkt *p);
 /* Seal the message at @msg (@len bytes; when already version 2, its tag
  * included) with @dir's key of the local island, in place. @return the
  * sealed length or a negative errno. */

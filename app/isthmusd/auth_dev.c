@@ -5,9 +5,11 @@
  * and a backend that verifies (fpga on an interface 1.1 device), WAN DATA
  * goes to the device with its tag unchecked, and the device verifies it
  * before anything sums it. What stays on the host is protocol step 6, the
- * replay window: checked before a DATA is posted, and moved only by the
- * device's verdict that the tag verified (isthd_auth_dev_verdict), so a
- * forged seq never moves it. The device's refusals are counted under the
+ * replay window: checked (and the seq against the clock) before a DATA is
+ * posted, and moved only by the device's verdict that the tag verified
+ * (isthd_auth_dev_verdict), which comes after the RX path's round and
+ * shape checks admitted it, so neither a forged seq nor a refused DATA
+ * moves it. The device's refusals are counted under the
  * same drop reasons as the host's (auth_format, auth_key, auth_epoch,
  * auth_tag). Every other message (NACK, GONE; the access port) is
  * verified on the host as before (auth.c). With a backend that also seals,
@@ -20,6 +22,7 @@
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 
+#include "isth_clock.h"
 #include "isthd.h"
 
 void
@@ -78,8 +81,13 @@ isthd_auth_dev_verdict(void *arg, const uint8_t *msg, int status)
 		 * already recorded (two in flight at once) is refused by the
 		 * aggregator as a duplicate, never summed twice. */
 		w = isthd_auth_window(d, ISTH_AUTH_WAN, msg);
-		if (w != NULL)
-			isth_auth_replay_accept(w, isth_wire_get_seq(msg));
+		/* ...unless its round is one the aggregator refuses (the RX
+		 * path left that check to here: rx.c, wan_data_refusal) */
+		if (w != NULL &&
+			isthd_wan_round_refusal(d, isth_wire_get_hdr_round(msg),
+				__atomic_load_n(&d->published, __ATOMIC_ACQUIRE)) == ISTHD_DROP_MAX)
+			isth_auth_replay_commit(
+				w, isth_wire_get_seq(msg), isth_wire_get_hdr_round(msg));
 		dev_track(d, msg);
 		return;
 	case ISTH_AUTH_E_FORMAT:
@@ -106,6 +114,8 @@ isthd_auth_dev_rx(struct isthd_worker *wk, struct rte_mbuf **m, struct isth_wire
 	struct rte_mbuf *cm[ISTHD_BURST];
 	struct isth_wire_pkt cp[ISTHD_BURST];
 	uint8_t co[ISTHD_BURST];
+	/* once per burst: a vDSO read, no system call */
+	uint64_t now_ns = isth_clock_real_ns();
 	uint16_t i, k = 0, c = 0;
 
 	for (i = 0; i < n; i++) {
@@ -115,18 +125,23 @@ isthd_auth_dev_rx(struct isthd_worker *wk, struct rte_mbuf **m, struct isth_wire
 			co[c++] = owner[i];
 			continue;
 		}
-		/* step 6 before the device: a seq already accepted or older
-		 * than the window is not worth a descriptor */
+		/* step 6 before the device: a seq ahead of the clock, already
+		 * accepted or older than the window is not worth a descriptor */
 		{
 			struct isth_auth_replay *w = isthd_auth_window(d, ISTH_AUTH_WAN, p[i].msg);
-			enum isth_auth_status s =
-				w != NULL ? isth_auth_replay_check(w, p[i].hdr.seq) : ISTH_AUTH_OK;
+			enum isthd_drop why = ISTHD_DROP_MAX;
+			enum isth_auth_status s;
 
-			if (unlikely(s != ISTH_AUTH_OK)) {
-				isth_ctr_add(&wk->st.drop[s == ISTH_AUTH_E_REPLAY
-							     ? ISTHD_DROP_auth_replay
-							     : ISTHD_DROP_auth_stale],
-					1);
+			if (unlikely(
+				    isth_auth_seq_ahead(p[i].hdr.seq, now_ns, d->cfg.seq_ahead_ns)))
+				why = ISTHD_DROP_auth_ahead;
+			s = w != NULL ? isth_auth_replay_check(w, p[i].hdr.seq, p[i].hdr.round)
+				      : ISTH_AUTH_OK;
+			if (why == ISTHD_DROP_MAX && s != ISTH_AUTH_OK)
+				why = s == ISTH_AUTH_E_REPLAY ? ISTHD_DROP_auth_replay
+							      : ISTHD_DROP_auth_stale;
+			if (unlikely(why != ISTHD_DROP_MAX)) {
+				isth_ctr_add(&wk->st.drop[why], 1);
 				rte_pktmbuf_free(m[i]);
 				continue;
 			}

@@ -6,7 +6,9 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 
@@ -228,6 +230,28 @@ read_peers(struct isth_conf *c, struct isthd_config *cfg)
 	return 0;
 }
 
+/* [agg] max_abs: off (the default), or a positive finite bound on every
+ * element of a peer's fp32/bf16 DATA (rx.c: data_too_large) */
+static int
+read_max_abs(struct isth_conf *c, struct isthd_config *cfg)
+{
+	const char *v;
+	char *end;
+	float f;
+
+	TRY(isth_conf_str(c, "agg", "max_abs", false, "off", &v));
+	cfg->agg_max_abs_on = strcmp(v, "off") != 0;
+	if (!cfg->agg_max_abs_on)
+		return 0;
+	errno = 0;
+	f = strtof(v, &end);
+	if (end == v || *end != '\0' || errno != 0 || !isfinite(f) || !(f > 0.0f))
+		return isth_conf_fail(c, "agg", "max_abs",
+			"'%s' is not 'off' or a positive finite number (e.g. 1e4)", v);
+	cfg->agg_max_abs = f;
+	return 0;
+}
+
 static int
 read_agg(struct isth_conf *c, struct isthd_config *cfg)
 {
@@ -256,7 +280,7 @@ read_agg(struct isth_conf *c, struct isthd_config *cfg)
 	TRY(conf_u32(c, "agg", "max_chunks", 1u << 20, 1, UINT32_MAX, &cfg->agg_max_chunks));
 	TRY(isth_conf_enum(c, "agg", "bf16_out", false, 0, bf16_names, &e));
 	cfg->bf16_out = e == 0 ? ISTH_WIRE_DTYPE_BF16 : ISTH_WIRE_DTYPE_FP32;
-	return 0;
+	return read_max_abs(c, cfg);
 }
 
 /* A ring's entries: a power of two, so that a seq masks to its index. */
@@ -310,6 +334,12 @@ read_auth(struct isth_conf *c, struct isthd_config *cfg)
 	TRY(isth_conf_enum(c, "auth", "mode", false, 0, auth_modes, &e));
 	cfg->auth = e == 0;
 	TRY(copy_str(c, "auth", "key_file", cfg->auth, NULL, cfg->key_file, sizeof(cfg->key_file)));
+	/* how far a seq may run ahead of this edge's clock (lib/auth,
+	 * isth_auth_seq_ahead): a genuine sender's seq never does, so the
+	 * slack is the clock offset between the hosts (doc/protocol.md,
+	 * "Replay window"); 1 ms..60 s */
+	TRY(isth_conf_duration(c, "auth", "seq_ahead", false, 1000000000ull /* 1 s */, 1000000ull,
+		60000000000ull, &cfg->seq_ahead_ns));
 	/* UDP checksums on the DATA to peers: by default only without auth.
 	 * With auth on, the tag covers every byte of the message (a flipped
 	 * bit is auth_tag, doc/security.md), so a checksum would only cost a

@@ -111,6 +111,8 @@ struct isthd_config {
 	uint64_t agg_round_slack_ns;
 	uint32_t agg_window;
 	uint32_t agg_max_chunks;
+	bool agg_max_abs_on; /* max_abs set: peers' fp32/bf16 elements bounded */
+	float agg_max_abs; /* that bound, > 0 and finite */
 	uint8_t bf16_out; /* ISTH_WIRE_DTYPE_BF16 or ISTH_WIRE_DTYPE_FP32 */
 	/* [resend] */
 	uint64_t resend_window_ns;
@@ -134,6 +136,7 @@ struct isthd_config {
 	bool metrics;
 	uint32_t metrics_ip; /* host order */
 	uint16_t metrics_port; /* 0: the kernel picks one (printed at start) */
+	uint64_t seq_ahead_ns; /* seq_ahead: a seq further ahead of the clock is auth_ahead */
 };
 
 /*

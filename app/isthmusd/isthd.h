@@ -82,8 +82,8 @@ enum {
 	X(access_bad_source, "access-port packet not from the island's configured address") \
 	X(wan_bad_type, "WAN packet of a type peer edges do not send") \
 	X(wan_from_self, "WAN DATA claiming the local island as sender") \
-	X(round_early, "island DATA for a round not yet published") \
-	X(round_late, "island DATA for a round already over") \
+	X(round_early, "DATA for a round not yet published") \
+	X(round_late, "DATA for a round already over (WAN: left the aggregation window)") \
 	X(pace_full, "pacer queue full") \
 	X(pace_oversize, "DATA larger than the pacer burst") \
 	X(tx_access, "access port TX queue full") \
@@ -98,6 +98,8 @@ enum {
 	X(data_bad_chunk, "DATA chunk id not below the round's n_chunks") \
 	X(data_bad_count, "DATA element count not the round's for its chunk") \
 	X(data_bad_dtype, "DATA element type not the job's") \
+	X(data_nonfinite, "peer DATA with a NaN or infinite element (fp32, bf16): not summed") \
+	X(data_too_large, "peer DATA with an element above [agg] max_abs: not summed") \
 	X(nack_bad_source, "peer NACK not from its sender's peer edge address") \
 	X(nack_not_clique, "peer NACK from an island outside the round's clique") \
 	X(repair_budget, \
@@ -113,6 +115,7 @@ enum {
 	X(auth_tag, "auth on: the tag does not verify") \
 	X(auth_replay, "auth on: seq already accepted in its stream (replay)") \
 	X(auth_stale, "auth on: seq older than its stream's replay window") \
+	X(auth_ahead, "auth on: seq further ahead of the edge's clock than [auth] seq_ahead") \
 	X(auth_seal, "auth on: a message to send could not be sealed") \
 	X(worker_ring_full, \
 		"several workers: a ring between workers was full (to a chunk's or a peer's " \
@@ -393,6 +396,23 @@ isthd_egress_peers(const struct isthd *d, uint64_t peers, unsigned int k)
 		if (rank % d->n_workers == k)
 			mine |= left & -left;
 	return mine;
+}
+
+/*
+ * Why peer DATA of @round is refused by round (ISTHD_DROP_MAX: not): the
+ * aggregator holds the newest round published and [agg] window - 1
+ * before it (@pub: d->published, the newest published + 1). Checked
+ * before a DATA may move its replay window (rx.c; auth_dev.c for the
+ * device's verdicts), so that one the aggregator refuses never does.
+ */
+static inline enum isthd_drop
+isthd_wan_round_refusal(const struct isthd *d, uint32_t round, uint64_t pub)
+{
+	if (unlikely(round >= pub))
+		return ISTHD_DROP_round_early;
+	if (unlikely(round + (uint64_t)d->cfg.agg_window < pub))
+		return ISTHD_DROP_round_late;
+	return ISTHD_DROP_MAX;
 }
 
 /* The drop reason of a pacer's refusal (isth_pace_enqueue's -errno). */

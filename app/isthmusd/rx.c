@@ -12,6 +12,7 @@
  * under a named reason, in the RX worker's counters.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include <rte_branch_prediction.h>
@@ -19,6 +20,7 @@
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
+#include "isth_agg.h"
 #include "isthd.h"
 
 static inline void
@@ -94,6 +96,10 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 		return;
 	}
 	why = data_shape(d, p);
+	/* admitted: only now may its seq move the replay window (a DATA
+	 * refused above leaves it where it was) */
+	if (likely(why == ISTHD_DROP_MAX))
+		why = isthd_auth_commit(w, ISTH_AUTH_UP, p);
 	if (unlikely(why != ISTHD_DROP_MAX)) {
 		drop(w, m, why);
 		return;
@@ -179,6 +185,12 @@ access_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 		if (p->hdr.type == ISTH_WIRE_DATA) {
 			access_data(w, m, p, cur, pub);
 		} else if (p->hdr.type == ISTH_WIRE_NACK) {
+			enum isthd_drop why = isthd_auth_commit(w, ISTH_AUTH_UP, p);
+
+			if (unlikely(why != ISTHD_DROP_MAX)) {
+				drop(w, m, why);
+				continue;
+			}
 			/* AGG stream k's seqs: worker k's ring (the parser
 			 * refused k >= n_workers, and chunk NACKs are 0) */
 			if (p->hdr.stream != w->id) {
@@ -309,11 +321,17 @@ static inline void
 wan_nack(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p, uint64_t now_ns)
 {
 	const struct isthd *d = w->d;
+	enum isthd_drop why;
 	unsigned int k = 0;
 
 	if (!(p->hdr.type == ISTH_WIRE_NACK && (p->hdr.flags & ISTH_WIRE_F_CHUNKS) &&
 		    p->hdr.sender != d->island && p->hdr.bitmap == (1ull << d->island))) {
 		drop(w, m, ISTHD_DROP_wan_bad_type);
+		return;
+	}
+	why = isthd_auth_commit(w, ISTH_AUTH_WAN, p);
+	if (unlikely(why != ISTHD_DROP_MAX)) {
+		drop(w, m, why);
 		return;
 	}
 	if (isthd_repair_admit(w, p, &k)) {
@@ -328,16 +346,61 @@ wan_nack(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt 
 
 /* Why peer DATA @p is refused (ISTHD_DROP_MAX: admitted): its job, its
  * sender not another island, its source not the sender's peer edge (the
- * site table), its shape not the round's. */
+ * site table), its round not one the aggregator holds (@pub: the
+ * controller's published, +1; isthd_wan_round_refusal), its shape not
+ * the round's. Auth on, all of them before the
+ * replay window may move (isthd_auth_commit), so that no packet the edge
+ * refuses moves it. */
 static inline enum isthd_drop
-wan_data_refusal(const struct isthd *d, const struct isth_wire_pkt *p)
+wan_data_refusal(const struct isthd *d, const struct isth_wire_pkt *p, uint64_t pub)
 {
 	if (unlikely(p->hdr.sender == d->island))
 		return ISTHD_DROP_wan_from_self;
 	if (unlikely(d->peer_of[p->hdr.sender] == NULL ||
 		    p->addr.src_ip != d->peer_of[p->hdr.sender]->ip))
 		return ISTHD_DROP_data_bad_source;
+	/* the device verifying the tags (auth_dev.c): a forged DATA is
+	 * refused by its verdict first, and the verdict checks the round
+	 * before the window moves */
+	if (!d->auth.dev_verify) {
+		enum isthd_drop why = isthd_wan_round_refusal(d, p->hdr.round, pub);
+
+		if (unlikely(why != ISTHD_DROP_MAX))
+			return why;
+	}
 	return data_shape(d, p);
+}
+
+/*
+ * Why peer DATA @p's values are refused (ISTHD_DROP_MAX: not): a NaN or an
+ * infinity (fp32, bf16) would poison the chunk's sum at every island, an
+ * element above [agg] max_abs (when set) is out of what the job allows:
+ * refused whole (the AGG's bitmap then lacks the sender, the island sees
+ * the chunk partial). One vectorised pass over a payload the parse and
+ * the tag verify have just read (lib/agg); the bound costs nothing more,
+ * and only a refused chunk is read again to name the reason.
+ */
+static inline enum isthd_drop
+data_values(const struct isthd *d, const struct isth_wire_pkt *p)
+{
+	enum isthd_drop why;
+
+	if (likely(!d->cfg.agg_max_abs_on)) {
+		if (likely(isth_agg_finite(p->hdr.dtype, p->payload, p->hdr.count)))
+			return ISTHD_DROP_MAX;
+		why = ISTHD_DROP_data_nonfinite;
+	} else {
+		if (likely(isth_agg_within(
+			    p->hdr.dtype, p->payload, p->hdr.count, d->cfg.agg_max_abs)))
+			return ISTHD_DROP_MAX;
+		why = isth_agg_finite(p->hdr.dtype, p->payload, p->hdr.count)
+			? ISTHD_DROP_data_too_large
+			: ISTHD_DROP_data_nonfinite;
+	}
+	ISTHD_REPAIR_TRACE(d, "%s r %u s %u c %u seq %" PRIu64,
+		why == ISTHD_DROP_data_nonfinite ? "data_nonfinite" : "data_too_large",
+		p->hdr.round, p->hdr.sender, p->hdr.chunk, (uint64_t)p->hdr.seq);
+	return why;
 }
 
 static unsigned int
@@ -349,6 +412,7 @@ wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 	 * parse is 136 bytes: copied only once something before it left) */
 	struct isth_wire_pkt parsed[ISTHD_BURST];
 	uint8_t owner[ISTHD_BURST];
+	uint64_t pub = __atomic_load_n(&d->published, __ATOMIC_ACQUIRE);
 	uint16_t n, i, k = 0, v;
 
 	n = rte_eth_rx_burst(d->wan_port, q, rx, ISTHD_BURST);
@@ -373,8 +437,25 @@ wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 			wan_nack(w, m, p, now_ns);
 			continue;
 		}
-		why = wan_data_refusal(d, p);
+		why = wan_data_refusal(d, p, pub);
+		/* a NaN or an infinity would poison the chunk's sum for every
+		 * island: refused whole (the AGG's bitmap then lacks the
+		 * sender, the island sees the chunk partial), one vectorised
+		 * pass over a payload the parse and the tag verify just read */
+		if (likely(why == ISTHD_DROP_MAX))
+			why = data_values(d, p);
+		/* admitted: its seq may move the replay window now; with the
+		 * device verifying, only on its verdict (auth_dev.c) */
+		if (likely(why == ISTHD_DROP_MAX) && !d->auth.dev_verify)
+			why = isthd_auth_commit(w, ISTH_AUTH_WAN, p);
 		if (unlikely(why != ISTHD_DROP_MAX)) {
+			/* a refused chunk value did arrive (its tag verified, or
+			 * auth off): a NACK would only bring it again. With the
+			 * device verifying, its tag is unchecked: NACKed. */
+			if ((why == ISTHD_DROP_data_nonfinite ||
+				    why == ISTHD_DROP_data_too_large) &&
+				!d->auth.dev_verify)
+				isthd_repair_track(w, p, now_ns);
 			drop(w, m, why);
 			continue;
 		}

@@ -139,6 +139,55 @@ avx2_store_bf16(void *dst, const float *acc, size_t n)
 	agg_scalar_store_bf16(d + i, acc + i, n - i);
 }
 
+/* Magnitude bits (sign off: non-negative, so the signed compare orders
+ * them) above @lim; four vectors per step, one test at the end. */
+static bool
+avx2_within_fp32(const void *src, size_t n, uint32_t lim)
+{
+	const uint8_t *s = src;
+	const __m256i m = _mm256_set1_epi32(0x7fffffff), l = _mm256_set1_epi32((int)lim);
+	__m256i bad = _mm256_setzero_si256();
+	size_t i = 0;
+
+	for (; i + 32 <= n; i += 32) {
+		__m256i v0 = _mm256_loadu_si256((const __m256i *)(s + 4 * i));
+		__m256i v1 = _mm256_loadu_si256((const __m256i *)(s + 4 * i + 32));
+		__m256i v2 = _mm256_loadu_si256((const __m256i *)(s + 4 * i + 64));
+		__m256i v3 = _mm256_loadu_si256((const __m256i *)(s + 4 * i + 96));
+
+		bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(_mm256_and_si256(v0, m), l));
+		bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(_mm256_and_si256(v1, m), l));
+		bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(_mm256_and_si256(v2, m), l));
+		bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(_mm256_and_si256(v3, m), l));
+	}
+	for (; i + 8 <= n; i += 8) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(s + 4 * i));
+
+		bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(_mm256_and_si256(v, m), l));
+	}
+	if (!_mm256_testz_si256(bad, bad))
+		return false;
+	return agg_scalar_within_fp32(s + 4 * i, n - i, lim);
+}
+
+static bool
+avx2_within_bf16(const void *src, size_t n, uint16_t lim)
+{
+	const uint8_t *s = src;
+	const __m256i m = _mm256_set1_epi16(0x7fff), l = _mm256_set1_epi16((short)lim);
+	__m256i bad = _mm256_setzero_si256();
+	size_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(s + 2 * i));
+
+		bad = _mm256_or_si256(bad, _mm256_cmpgt_epi16(_mm256_and_si256(v, m), l));
+	}
+	if (!_mm256_testz_si256(bad, bad))
+		return false;
+	return agg_scalar_within_bf16(s + 2 * i, n - i, lim);
+}
+
 const struct isth_agg_kernels agg_kernels_avx2 = {
 	.id = ISTH_AGG_KERNEL_AVX2,
 	.add_fp32 = avx2_add_fp32,
@@ -146,4 +195,6 @@ const struct isth_agg_kernels agg_kernels_avx2 = {
 	.add_int32 = avx2_add_int32,
 	.load_bf16 = avx2_load_bf16,
 	.store_bf16 = avx2_store_bf16,
+	.within_fp32 = avx2_within_fp32,
+	.within_bf16 = avx2_within_bf16,
 };

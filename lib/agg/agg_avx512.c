@@ -169,6 +169,59 @@ avx512_store_bf16(void *dst, const float *acc, size_t n)
 	}
 }
 
+/* Magnitude bits (sign off) above @lim, as compare masks; four vectors
+ * (a 1 KiB chunk in four steps) per step, the tail by a masked load. */
+static bool
+avx512_within_fp32(const void *src, size_t n, uint32_t lim)
+{
+	const uint8_t *s = src;
+	const __m512i m = _mm512_set1_epi32(0x7fffffff), l = _mm512_set1_epi32((int)lim);
+	__mmask16 bad = 0;
+	size_t i = 0;
+
+	for (; i + 64 <= n; i += 64) {
+		__m512i v0 = _mm512_loadu_si512(s + 4 * i);
+		__m512i v1 = _mm512_loadu_si512(s + 4 * i + 64);
+		__m512i v2 = _mm512_loadu_si512(s + 4 * i + 128);
+		__m512i v3 = _mm512_loadu_si512(s + 4 * i + 192);
+
+		bad |= _mm512_cmpgt_epi32_mask(_mm512_and_si512(v0, m), l);
+		bad |= _mm512_cmpgt_epi32_mask(_mm512_and_si512(v1, m), l);
+		bad |= _mm512_cmpgt_epi32_mask(_mm512_and_si512(v2, m), l);
+		bad |= _mm512_cmpgt_epi32_mask(_mm512_and_si512(v3, m), l);
+	}
+	for (; i + 16 <= n; i += 16)
+		bad |= _mm512_cmpgt_epi32_mask(
+			_mm512_and_si512(_mm512_loadu_si512(s + 4 * i), m), l);
+	if (i < n) {
+		__mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
+
+		bad |= _mm512_mask_cmpgt_epi32_mask(
+			k, _mm512_and_si512(_mm512_maskz_loadu_epi32(k, s + 4 * i), m), l);
+	}
+	return bad == 0;
+}
+
+static bool
+avx512_within_bf16(const void *src, size_t n, uint16_t lim)
+{
+	const uint8_t *s = src;
+	const __m512i m = _mm512_set1_epi16(0x7fff), l = _mm512_set1_epi16((short)lim);
+	__mmask32 bad = 0;
+	size_t i = 0;
+
+	for (; i + 32 <= n; i += 32)
+		bad |= _mm512_cmpgt_epi16_mask(
+			_mm512_and_si512(_mm512_loadu_si512(s + 2 * i), m), l);
+	if (i < n) {
+		__mmask32 k = (__mmask32)((1u << (n - i)) - 1u);
+
+		bad |= _mm512_mask_cmpgt_epi16_mask(
+			k, _mm512_and_si512(_mm512_maskz_loadu_epi16(k, s + 2 * i), m), l);
+	}
+	return bad == 0;
+}
+
 const struct isth_agg_kernels agg_kernels_avx512 = {
 	.id = ISTH_AGG_KERNEL_AVX512,
 	.add_fp32 = avx512_add_fp32,
@@ -176,4 +229,6 @@ const struct isth_agg_kernels agg_kernels_avx512 = {
 	.add_int32 = avx512_add_int32,
 	.load_bf16 = avx512_load_bf16,
 	.store_bf16 = avx512_store_bf16,
+	.within_fp32 = avx512_within_fp32,
+	.within_bf16 = avx512_within_bf16,
 };

@@ -4,6 +4,7 @@
 
 /* Internal: the kernel sets of isth_agg, one file per ISA. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,5 +29,7 @@ void agg_scalar_add_bf16(float *acc, const void *src, size_t n);
 void agg_scalar_add_int32(int32_t *acc, const void *src, size_t n);
 void agg_scalar_load_bf16(float *acc, const void *src, size_t n);
 void agg_scalar_store_bf16(void *dst, const float *acc, size_t n);
+bool agg_scalar_within_fp32(const void *src, size_t n, uint32_t lim);
+bool agg_scalar_within_bf16(const void *src, size_t n, uint16_t lim);
 
 #endif /* AGG_KERNELS_H */

@@ -99,6 +99,43 @@ agg_scalar_store_bf16(void *dst, const float *acc, size_t n)
 	}
 }
 
+/* Every element's magnitude bits (sign off) at most @lim: with @lim the
+ * largest finite value's, every element finite (an exponent of all ones
+ * is NaN or +-Inf; zeros, -0 and denormals are finite); with a smaller
+ * @lim, also |x| <= the value of @lim (the bits of non-negative floats
+ * order as their values). */
+AGG_SCALAR bool
+agg_scalar_within_fp32(const void *src, size_t n, uint32_t lim)
+{
+	const uint8_t *s = src;
+	uint32_t bad = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t u;
+
+		memcpy(&u, s + 4 * i, 4);
+		bad |= (u & 0x7fffffffu) > lim;
+	}
+	return bad == 0;
+}
+
+AGG_SCALAR bool
+agg_scalar_within_bf16(const void *src, size_t n, uint16_t lim)
+{
+	const uint8_t *s = src;
+	uint32_t bad = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint16_t u;
+
+		memcpy(&u, s + 2 * i, 2);
+		bad |= (u & 0x7fffu) > lim;
+	}
+	return bad == 0;
+}
+
 const struct isth_agg_kernels agg_kernels_scalar = {
 	.id = ISTH_AGG_KERNEL_SCALAR,
 	.add_fp32 = agg_scalar_add_fp32,
@@ -106,4 +143,6 @@ const struct isth_agg_kernels agg_kernels_scalar = {
 	.add_int32 = agg_scalar_add_int32,
 	.load_bf16 = agg_scalar_load_bf16,
 	.store_bf16 = agg_scalar_store_bf16,
+	.within_fp32 = agg_scalar_within_fp32,
+	.within_bf16 = agg_scalar_within_bf16,
 };

@@ -222,6 +222,42 @@ isth_agg_kernels_get(enum isth_agg_kernel k, struct isth_agg_kernels *out)
 	return 0;
 }
 
+/* The kernels of isth_agg_finite(): this CPU's best, chosen at load. */
+static struct isth_agg_kernels finite_k = {
+	.within_fp32 = agg_scalar_within_fp32, .within_bf16 = agg_scalar_within_bf16};
+
+__attribute__((constructor)) static void
+finite_init(void)
+{
+	(void)isth_agg_kernels_get(ISTH_AGG_KERNEL_AUTO, &finite_k);
+}
+
+bool
+isth_agg_finite(uint8_t dtype, const void *src, size_t n)
+{
+	if (dtype == ISTH_WIRE_DTYPE_FP32)
+		return finite_k.within_fp32(src, n, ISTH_AGG_FP32_MAX_BITS);
+	if (dtype == ISTH_WIRE_DTYPE_BF16)
+		return finite_k.within_bf16(src, n, ISTH_AGG_BF16_MAX_BITS);
+	return true;
+}
+
+bool
+isth_agg_within(uint8_t dtype, const void *src, size_t n, float max_abs)
+{
+	uint32_t lim;
+
+	memcpy(&lim, &max_abs, 4);
+	lim &= 0x7fffffffu;
+	if (lim > ISTH_AGG_FP32_MAX_BITS)
+		lim = ISTH_AGG_FP32_MAX_BITS; /* NaN or Inf given: finite only */
+	if (dtype == ISTH_WIRE_DTYPE_FP32)
+		return finite_k.within_fp32(src, n, lim);
+	if (dtype == ISTH_WIRE_DTYPE_BF16)
+		return finite_k.within_bf16(src, n, (uint16_t)(lim >> 16));
+	return true;
+}
+
 /* Helpers. */
 
 static uint32_t

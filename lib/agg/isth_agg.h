@@ -349,6 +349,13 @@ struct isth_agg_kernels {
 	void (*load_bf16)(float *acc, const void *src, size_t n);
 	/** dst[i] = bf16(acc[i]), round to nearest even, NaN stays NaN */
 	void (*store_bf16)(void *dst, const float *acc, size_t n);
+	/** every src[i] (fp32) has magnitude bits (sign off) <= lim:
+	 * with ISTH_AGG_FP32_MAX_BITS, none is NaN or +-Inf (zeros, -0
+	 * and denormals are finite); with the bits of a finite M, also
+	 * |src[i]| <= M */
+	bool (*within_fp32)(const void *src, size_t n, uint32_t lim);
+	/** the same for bf16 (ISTH_AGG_BF16_MAX_BITS) */
+	bool (*within_bf16)(const void *src, size_t n, uint16_t lim);
 };
 
 /** Does this CPU run kernel set @p k? AUTO and SCALAR always. */
@@ -359,6 +366,27 @@ bool isth_agg_kernel_supported(enum isth_agg_kernel k);
  * @return 0, -EINVAL (unknown k) or -ENOTSUP (CPU lacks it)
  */
 int isth_agg_kernels_get(enum isth_agg_kernel k, struct isth_agg_kernels *out);
+
+/**
+ * True if none of the @p n little-endian elements of @p dtype at @p src is
+ * a NaN or an infinity (fp32, bf16; every other dtype: true), with the
+ * best kernel set of this CPU (chosen once, at load). For a receiver that
+ * refuses non-finite contributions before it sums them (isthmusd's
+ * data_nonfinite): one vectorised pass over a chunk it has just read.
+ */
+bool isth_agg_finite(uint8_t dtype, const void *src, size_t n);
+
+/** Bits of the largest finite fp32 and bf16 (magnitude, sign off). */
+#define ISTH_AGG_FP32_MAX_BITS 0x7f7fffffu
+#define ISTH_AGG_BF16_MAX_BITS 0x7f7fu
+
+/**
+ * True if every one of the @p n elements of @p dtype at @p src is finite
+ * and of magnitude at most @p max_abs (a finite, non-negative fp32; for
+ * bf16 it is rounded down to a bf16), in the same one pass as
+ * isth_agg_finite(); every other dtype: true.
+ */
+bool isth_agg_within(uint8_t dtype, const void *src, size_t n, float max_abs);
 
 /** "scalar", "avx2", "avx512" or "auto". */
 const char *isth_agg_kernel_name(enum isth_agg_kernel k);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lib/auth: key file, key derivation, epochs, replay window.
- * The tag engines are in auth_engine.c.
+ * lib/auth: key file, key derivation, epochs. The tag engines are in
+ * auth_engine.c, the replay window in auth_replay.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +28,7 @@ static const char *const status_names[ISTH_AUTH_STATUS_MAX] = {
 	[ISTH_AUTH_E_TAG] = "auth_tag",
 	[ISTH_AUTH_E_REPLAY] = "auth_replay",
 	[ISTH_AUTH_E_STALE] = "auth_stale",
+	[ISTH_AUTH_E_AHEAD] = "auth_ahead",
 };
 
 const char *
@@ -848,81 +849,4 @@ isth_auth_epoch_key(const struct isth_auth *a, unsigned int i, enum isth_auth_di
 		return -ENOKEY;
 	memcpy(out, a->raw[key_index(a, i, dir, owner)], ISTH_AUTH_KEY_SIZE);
 	return 0;
-}
-
-/* ---- replay window ------------------------------------------------------ */
-
-int
-isth_auth_replay_init(struct isth_auth_replay *w, uint64_t *words, uint32_t n_bits)
-{
-	if (w == NULL || words == NULL || n_bits < 64 || (n_bits & (n_bits - 1)) != 0)
-		return -EINVAL;
-	w->top = 0;
-	w->bits = words;
-	w->n_bits = n_bits;
-	w->started = false;
-	memset(words, 0, isth_auth_replay_words(n_bits) * sizeof(*words));
-	return 0;
-}
-
-static inline bool
-replay_bit(const struct isth_auth_replay *w, uint64_t seq)
-{
-	uint64_t b = seq & (w->n_bits - 1);
-
-	return (w->bits[b >> 6] >> (b & 63)) & 1u;
-}
-
-enum isth_auth_status
-isth_auth_replay_check(const struct isth_auth_replay *w, uint64_t seq)
-{
-	if (!w->started || seq > w->top)
-		return ISTH_AUTH_OK;
-	if (w->top - seq >= w->n_bits)
-		return ISTH_AUTH_E_STALE;
-	return replay_bit(w, seq) ? ISTH_AUTH_E_REPLAY : ISTH_AUTH_OK;
-}
-
-/* Clear the bits of seqs (top, to]: they are new, not yet seen. */
-static void
-replay_slide(struct isth_auth_replay *w, uint64_t to)
-{
-	uint64_t x = w->top + 1;
-
-	if (to - w->top >= w->n_bits) {
-		memset(w->bits, 0, isth_auth_replay_words(w->n_bits) * sizeof(*w->bits));
-		return;
-	}
-	while (x <= to) {
-		uint64_t b = x & (w->n_bits - 1);
-
-		if ((b & 63) == 0 && to - x >= 63) {
-			w->bits[b >> 6] = 0;
-			x += 64;
-		} else {
-			w->bits[b >> 6] &= ~(UINT64_C(1) << (b & 63));
-			x++;
-		}
-	}
-}
-
-enum isth_auth_status
-isth_auth_replay_accept(struct isth_auth_replay *w, uint64_t seq)
-{
-	enum isth_auth_status s = isth_auth_replay_check(w, seq);
-	uint64_t b;
-
-	if (s != ISTH_AUTH_OK)
-		return s;
-	if (!w->started) {
-		memset(w->bits, 0, isth_auth_replay_words(w->n_bits) * sizeof(*w->bits));
-		w->started = true;
-		w->top = seq;
-	} else if (seq > w->top) {
-		replay_slide(w, seq);
-		w->top = seq;
-	}
-	b = seq & (w->n_bits - 1);
-	w->bits[b >> 6] |= UINT64_C(1) << (b & 63);
-	return ISTH_AUTH_OK;
 }

@@ -23,7 +23,9 @@
  *   OpenSSL EVP (libisthmus, tools) or intel-ipsec-mb's job API (the
  *   edge's burst path). Everything is allocated when the engine is
  *   created; seal and verify allocate nothing.
- * - struct isth_auth_replay is a sliding replay window over 64-bit seqs.
+ * - struct isth_auth_replay is a sliding replay window over 64-bit seqs,
+ *   checked without a change and moved (committed) only once every check
+ *   that can refuse the packet has passed (auth_replay.c).
  *
  * Messages are raw bytes: a 40-byte isthmus header (lib/wire layout),
  * the body, and (after sealing) the 16-byte tag.
@@ -84,6 +86,7 @@ enum isth_auth_status {
 	ISTH_AUTH_E_TAG, /**< "auth_tag": the tag does not verify */
 	ISTH_AUTH_E_REPLAY, /**< "auth_replay": seq already accepted */
 	ISTH_AUTH_E_STALE, /**< "auth_stale": seq older than the replay window */
+	ISTH_AUTH_E_AHEAD, /**< "auth_ahead": seq ahead of the receiver's clock by more than the slack */
 	ISTH_AUTH_STATUS_MAX
 };
 
@@ -314,20 +317,37 @@ isth_auth_iv(const uint8_t *msg, uint8_t iv[ISTH_AUTH_IV_SIZE])
 		iv[4 + i] = msg[ISTH_WIRE_OFF_SEQ + i]; /* seq, big-endian */
 }
 
-/* ---- replay window --------------------------------------------------- */
+/* ---- replay window (auth_replay.c) ---------------------------------- */
 
 /**
- * Sliding replay window over one stream's seqs: the highest seq accepted
- * and a bitmap of the n_bits seqs up to it. One per (key epoch, direction,
- * sender, packet type); n_bits must cover two rounds of the stream
- * (doc/protocol.md). The caller provides the bitmap storage (n_bits / 64
- * words), so a receiver sizes all windows at start-up. Single writer.
+ * Sliding replay window over one stream's seqs (doc/protocol.md, "Replay
+ * window"): the highest seq accepted and a bitmap of the n_bits seqs up to
+ * it, plus the newest round accepted and the first round of the stream's
+ * current incarnation. One per (key epoch, direction, sender, type, AGG
+ * stream); n_bits must cover two rounds of the stream. The caller provides
+ * the bitmap storage (n_bits / 64 words), so a receiver sizes all windows
+ * at start-up. Single writer.
+ *
+ * Two steps, so that no packet moves the window unless it is accepted:
+ * isth_auth_replay_check() right after the tag verified (no change), and
+ * isth_auth_replay_commit() once every later check that can refuse the
+ * packet (round, chunk, shape, source, admission) has passed.
+ *
+ * A new incarnation of the stream (a sender restarted after its clock
+ * stepped back: its seqs start below the window) is accepted when its
+ * packet is older than the window but carries a round newer than every
+ * round accepted; the window then restarts at that seq, and rounds before
+ * it are refused from then on (they belong to the stream that ended). A
+ * replayed packet cannot do that: it was accepted before, so its round is
+ * at most the newest round accepted.
  */
 struct isth_auth_replay {
 	uint64_t top; /**< highest seq accepted (valid once started) */
 	uint64_t *bits; /**< bit (seq mod n_bits) set = seq accepted */
 	uint32_t n_bits; /**< power of two, >= 64 */
 	bool started; /**< false until the first seq is accepted */
+	uint32_t round_hi; /**< newest round accepted (valid once started) */
+	uint32_t round_lo; /**< rounds below it are refused (E_STALE): an ended incarnation's */
 };
 
 /** Words of storage a window of @p n_bits needs. */
@@ -343,14 +363,45 @@ isth_auth_replay_words(uint32_t n_bits)
  */
 int isth_auth_replay_init(struct isth_auth_replay *w, uint64_t *words, uint32_t n_bits);
 
-/** Would @p seq be accepted? OK, E_REPLAY or E_STALE. Changes nothing. */
-enum isth_auth_status isth_auth_replay_check(const struct isth_auth_replay *w, uint64_t seq);
+/**
+ * Would (@p seq, @p round) be accepted? OK, E_REPLAY (seq accepted
+ * before) or E_STALE (older than the window and not a new incarnation, or
+ * a round of an ended incarnation). Changes nothing: call it right after
+ * the tag verified, and commit only once the packet is accepted.
+ */
+enum isth_auth_status
+isth_auth_replay_check(const struct isth_auth_replay *w, uint64_t seq, uint32_t round);
 
 /**
- * Check @p seq and, if acceptable, record it (sliding the window forward
- * when it is the new highest). Call only after the tag verified.
+ * Check (@p seq, @p round) again (a copy earlier in the same burst may
+ * have been committed since) and, if acceptable, record it: slide the
+ * window when it is the new highest seq, or restart it at @p seq for a
+ * new incarnation. Call only after the tag verified and every other check
+ * that can refuse the packet passed.
  */
-enum isth_auth_status isth_auth_replay_accept(struct isth_auth_replay *w, uint64_t seq);
+enum isth_auth_status
+isth_auth_replay_commit(struct isth_auth_replay *w, uint64_t seq, uint32_t round);
+
+/**
+ * Default slack of isth_auth_seq_ahead(), ns: 1 s (doc/protocol.md,
+ * "Replay window": a genuine seq never runs ahead of its sender's clock,
+ * and PTP-synchronised hosts differ by microseconds, NTP ones by
+ * milliseconds; 1 s leaves room for a host whose clock is being slewed
+ * back into sync, and still bounds how far one packet can push a seq).
+ */
+#define ISTH_AUTH_SEQ_AHEAD_NS_DEFAULT 1000000000ull
+
+/**
+ * True if @p seq is further ahead of the receiver's CLOCK_REALTIME
+ * @p now_ns than @p slack_ns: a stream's seqs start at its sender's clock
+ * and advance by one per message, so a genuine sender's seq is never
+ * ahead of its own clock (E_AHEAD).
+ */
+static inline bool
+isth_auth_seq_ahead(uint64_t seq, uint64_t now_ns, uint64_t slack_ns)
+{
+	return seq > now_ns && seq - now_ns > slack_ns;
+}
 
 #ifdef __cplusplus
 }

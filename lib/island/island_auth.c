@@ -87,19 +87,22 @@ get_be64(const uint8_t *p)
 
 /*
  * Verify a datagram from the edge with the DOWN key of this island, then
- * its replay window: true if it may go on to the parser. Refusals are
- * counted by reason; the window moves only for a verified tag.
+ * check its seq (ahead of this host's clock, replay window) without a
+ * change: true if it may go on to the parser, with *@win the window to
+ * commit it to (isl_auth_commit) once it passed every check, or NULL.
+ * Refusals are counted by reason.
  */
 bool
 isl_auth_rx(struct isth_island *s, const uint8_t *buf, size_t len, unsigned int sock,
-	struct isth_auth_engine *eng, uint8_t vst)
+	struct isth_auth_engine *eng, uint8_t vst, struct isth_auth_replay **win)
 {
 	enum isth_auth_status st;
-	struct isth_auth_replay *rw;
+	struct isth_auth_replay *rw = NULL;
 	struct auth_win *w;
 	unsigned int k = 0;
 	int t = -1;
 
+	*win = NULL;
 	/* a receive thread verified it before it took mu, or does it now */
 	st = vst != VST_NONE ? (enum isth_auth_status)vst
 			     : isth_auth_verify(eng, ISTH_AUTH_DOWN, s->conf.island, buf, len);
@@ -132,12 +135,41 @@ isl_auth_rx(struct isth_island *s, const uint8_t *buf, size_t len, unsigned int 
 			return false;
 		}
 	}
+	/* a genuine edge's seq never runs ahead of its clock: the slack is
+	 * the clock offset between the hosts (doc/protocol.md, "Replay
+	 * window") */
+	if (st == ISTH_AUTH_OK && t >= 0 &&
+		isth_auth_seq_ahead(get_be64(buf + ISTH_WIRE_OFF_SEQ), isth_clock_real_ns(),
+			ISTH_AUTH_SEQ_AHEAD_NS_DEFAULT))
+		st = ISTH_AUTH_E_AHEAD;
 	if (st == ISTH_AUTH_OK && t >= 0) {
 		w = win_find(s, buf[ISTH_AUTH_OFF_EPOCH]);
 		rw = w == NULL ? NULL : k == 0 ? &w->w[t] : &w->sw[k][t == WIN_GONE];
-		st = rw ? isth_auth_replay_accept(rw, get_be64(buf + ISTH_WIRE_OFF_SEQ))
+		st = rw ? isth_auth_replay_check(rw, get_be64(buf + ISTH_WIRE_OFF_SEQ),
+				  isth_wire_get_hdr_round(buf))
 			: ISTH_AUTH_E_EPOCH;
 	}
+	if (st != ISTH_AUTH_OK) {
+		isth_ctr_add(&s->st.auth_drop[st], 1);
+		return false;
+	}
+	*win = rw;
+	return true;
+}
+
+/*
+ * Datagram @p, let through by isl_auth_rx with window @win, passed the
+ * parser and the session's checks: move the window. False (counted) if a
+ * copy judged earlier took its seq since.
+ */
+bool
+isl_auth_commit(struct isth_island *s, struct isth_auth_replay *win, const struct isth_wire_pkt *p)
+{
+	enum isth_auth_status st;
+
+	if (win == NULL)
+		return true;
+	st = isth_auth_replay_commit(win, p->hdr.seq, p->hdr.round);
 	if (st != ISTH_AUTH_OK) {
 		isth_ctr_add(&s->st.auth_drop[st], 1);
 		return false;

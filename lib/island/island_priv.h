@@ -484,7 +484,9 @@ void isl_pend_run(struct isth_island *s, struct rx_ctx *x, bool locked, bool wak
 void isl_stream_win_init(struct isth_island *s, unsigned int j, unsigned int k);
 void isl_win_sync(struct isth_island *s);
 bool isl_auth_rx(struct isth_island *s, const uint8_t *buf, size_t len, unsigned int sock,
-	struct isth_auth_engine *eng, uint8_t vst);
+	struct isth_auth_engine *eng, uint8_t vst, struct isth_auth_replay **win);
+bool
+isl_auth_commit(struct isth_island *s, struct isth_auth_replay *win, const struct isth_wire_pkt *p);
 int isl_auth_load(const struct isth_island *s, const char *path, struct isth_auth **a,
 	struct isth_auth_engine **e, char *err, size_t errlen);
 uint32_t isl_agg_win_bits(const struct isth_island *s, unsigned int n_streams);

@@ -166,6 +166,7 @@ static void
 on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct sockaddr_in *from,
 	int flags, uint64_t now, unsigned int sock, struct isth_auth_engine *eng, uint8_t vst)
 {
+	struct isth_auth_replay *win = NULL;
 	enum isth_wire_reason r;
 	struct isth_wire_pkt p;
 
@@ -182,7 +183,7 @@ on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct 
 		return;
 	}
 	/* auth on: nothing below sees a packet whose tag did not verify */
-	if (s->auth_on && !isl_auth_rx(s, buf, len, sock, eng, vst))
+	if (s->auth_on && !isl_auth_rx(s, buf, len, sock, eng, vst, &win))
 		return;
 	memset(&p, 0, sizeof(p));
 	r = isth_wire_parse_msg(buf, len, &s->lim, &p);
@@ -206,6 +207,10 @@ on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct 
 		drop(s, ISTH_ISLAND_DROP_agg_socket);
 		return;
 	}
+	/* accepted: only now may its seq move the replay window (a datagram
+	 * refused above leaves it where it was) */
+	if (!isl_auth_commit(s, win, &p))
+		return;
 	switch (p.hdr.type) {
 	case ISTH_WIRE_AGG:
 		on_agg(s, &p, now, sock);

@@ -1103,3 +1103,154 @@ Test(agg, set_round_waits_for_the_owner_quiescent_state)
 	isth_agg_destroy(agg);
 	isth_rtab_qs_free(qs);
 }
+
+/* The reference of the finite checks: the C library's isfinite() on the
+ * decoded value (bf16: the high half of an fp32). */
+static bool
+ref_finite_fp32(const uint32_t *u, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		float f;
+
+		memcpy(&f, &u[i], 4);
+		if (!isfinite(f))
+			return false;
+	}
+	return true;
+}
+
+static bool
+ref_finite_bf16(const uint16_t *u, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t w = (uint32_t)u[i] << 16;
+		float f;
+
+		memcpy(&f, &w, 4);
+		if (!isfinite(f))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * NaN and +-Inf are refused, -0, denormals and the largest finite values
+ * accepted, by every kernel set this CPU runs and by isth_agg_finite(),
+ * against isfinite(): every length 0..300 (the vector loops and their
+ * tails), a special value at every position class, and random bits.
+ */
+Test(agg, finite_checks_match_isfinite)
+{
+	static const uint32_t specials32[] = {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7f800000u,
+		0xff800000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x7f7fffffu, 0xff7fffffu, 0u};
+	static const uint16_t specials16[] = {0x7fc0u, 0xffc1u, 0x7f81u, 0x7f80u, 0xff80u, 0x8000u,
+		0x0001u, 0x807fu, 0x7f7fu, 0xff7fu, 0u};
+	static uint32_t u32[301];
+	static uint16_t u16[301];
+	unsigned int seed = 7, checked = 0;
+
+	for (enum isth_agg_kernel k = ISTH_AGG_KERNEL_SCALAR; k < ISTH_AGG_KERNEL_MAX; k++) {
+		struct isth_agg_kernels ks;
+
+		if (isth_agg_kernels_get(k, &ks) < 0)
+			continue;
+		for (size_t n = 0; n <= 300; n++) {
+			for (size_t s = 0; s < sizeof(specials32) / sizeof(specials32[0]); s++) {
+				/* finite random values, one special at a
+				 * position that walks through every lane */
+				for (size_t i = 0; i < n; i++) {
+					u32[i] = rnd32(&seed) & 0xbf7fffffu; /* exponent < 255 */
+					u16[i] = (uint16_t)(rnd32(&seed) & 0xbf7fu);
+				}
+				if (n > 0) {
+					u32[(n * 7 + s * 13) % n] = specials32[s];
+					u16[(n * 5 + s * 11) % n] = specials16[s];
+				}
+				cr_assert_eq(ks.within_fp32(u32, n, ISTH_AGG_FP32_MAX_BITS),
+					ref_finite_fp32(u32, n), "%s fp32 n %zu special %#x",
+					isth_agg_kernel_name(k), n, specials32[s]);
+				cr_assert_eq(ks.within_bf16(u16, n, ISTH_AGG_BF16_MAX_BITS),
+					ref_finite_bf16(u16, n), "%s bf16 n %zu special %#x",
+					isth_agg_kernel_name(k), n, specials16[s]);
+				checked++;
+			}
+			/* random bits: about one element in 256 NaN or Inf */
+			for (size_t i = 0; i < n; i++) {
+				u32[i] = rnd32(&seed);
+				u16[i] = (uint16_t)rnd32(&seed);
+			}
+			cr_assert_eq(ks.within_fp32(u32 + 1, n ? n - 1 : 0, ISTH_AGG_FP32_MAX_BITS),
+				ref_finite_fp32(u32 + 1, n ? n - 1 : 0), "%s fp32 random n %zu",
+				isth_agg_kernel_name(k), n);
+			cr_assert_eq(ks.within_bf16(u16 + 1, n ? n - 1 : 0, ISTH_AGG_BF16_MAX_BITS),
+				ref_finite_bf16(u16 + 1, n ? n - 1 : 0), "%s bf16 random n %zu",
+				isth_agg_kernel_name(k), n);
+		}
+	}
+	cr_assert_gt(checked, 0);
+	/* the dispatcher: fp32 and bf16 checked, every other dtype finite */
+	u32[0] = 0x7fc00000u;
+	cr_expect_not(isth_agg_finite(ISTH_WIRE_DTYPE_FP32, u32, 1));
+	cr_expect(isth_agg_finite(ISTH_WIRE_DTYPE_INT32, u32, 1));
+	u32[0] = 0x80000000u; /* -0 */
+	cr_expect(isth_agg_finite(ISTH_WIRE_DTYPE_FP32, u32, 1));
+	u16[0] = 0xff80u; /* -Inf */
+	cr_expect_not(isth_agg_finite(ISTH_WIRE_DTYPE_BF16, u16, 1));
+	u16[0] = 0x0001u;
+	cr_expect(isth_agg_finite(ISTH_WIRE_DTYPE_BF16, u16, 1));
+}
+
+/* A magnitude bound: every kernel set against fabsf(x) <= M (and
+ * isfinite), for bounds across the range, values on both sides of each
+ * and exactly on it; bf16 against the bound rounded down to a bf16. */
+Test(agg, within_bound_matches_fabsf)
+{
+	static const float bounds[] = {0.0f, 1e-40f, 1.0f, 1.5f, 1000.0f, 3.0e38f, 3.4028235e38f};
+	static uint32_t u32[257];
+	static uint16_t u16[257];
+	unsigned int seed = 11;
+
+	for (enum isth_agg_kernel k = ISTH_AGG_KERNEL_SCALAR; k < ISTH_AGG_KERNEL_MAX; k++) {
+		struct isth_agg_kernels ks;
+
+		if (isth_agg_kernels_get(k, &ks) < 0)
+			continue;
+		for (size_t b = 0; b < sizeof(bounds) / sizeof(bounds[0]); b++) {
+			uint32_t lim;
+
+			memcpy(&lim, &bounds[b], 4);
+			for (int t = 0; t < 400; t++) {
+				size_t n = rnd32(&seed) % 257;
+				bool want32 = true, want16 = true;
+
+				for (size_t i = 0; i < n; i++) {
+					uint32_t r = rnd32(&seed);
+					float f;
+
+					/* near the bound: its bits +-2, either sign */
+					u32[i] = (r & 3) == 0
+						? ((lim + (r >> 8) % 5 - 2) & 0x7fffffffu) |
+							(r & 0x80000000u)
+						: (r & 0xbfffffffu);
+					u16[i] = (uint16_t)(u32[i] >> 16);
+					memcpy(&f, &u32[i], 4);
+					want32 &= isfinite(f) && fabsf(f) <= bounds[b];
+					want16 &= ((u16[i] & 0x7fffu) << 16) <= (lim & 0xffff0000u);
+				}
+				cr_assert_eq(ks.within_fp32(u32, n, lim), want32,
+					"%s fp32 M %g n %zu", isth_agg_kernel_name(k),
+					(double)bounds[b], n);
+				cr_assert_eq(ks.within_bf16(u16, n, (uint16_t)(lim >> 16)), want16,
+					"%s bf16 M %g n %zu", isth_agg_kernel_name(k),
+					(double)bounds[b], n);
+			}
+		}
+	}
+	u32[0] = 0x447a0000u; /* 1000 */
+	cr_expect(isth_agg_within(ISTH_WIRE_DTYPE_FP32, u32, 1, 1000.0f));
+	cr_expect_not(isth_agg_within(ISTH_WIRE_DTYPE_FP32, u32, 1, 999.9f));
+	u32[0] = 0xc47a0000u; /* -1000 */
+	cr_expect_not(isth_agg_within(ISTH_WIRE_DTYPE_FP32, u32, 1, 999.9f));
+	u32[0] = 0x7fc00000u;
+	cr_expect_not(isth_agg_within(ISTH_WIRE_DTYPE_FP32, u32, 1, __builtin_inff()));
+}

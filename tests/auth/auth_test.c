@@ -1027,10 +1027,11 @@ Test(auth, replay_window_table)
 	for (size_t i = 0; i < sizeof(replay_table) / sizeof(replay_table[0]); i++) {
 		const struct replay_step *s = &replay_table[i];
 
-		cr_assert_eq(isth_auth_replay_check(&w, s->seq), s->want,
+		/* one round throughout: no restart applies */
+		cr_assert_eq(isth_auth_replay_check(&w, s->seq, 7), s->want,
 			"step %zu seq %llu: check", i, (unsigned long long)s->seq);
-		cr_assert_eq(isth_auth_replay_accept(&w, s->seq), s->want,
-			"step %zu seq %llu: accept", i, (unsigned long long)s->seq);
+		cr_assert_eq(isth_auth_replay_commit(&w, s->seq, 7), s->want,
+			"step %zu seq %llu: commit", i, (unsigned long long)s->seq);
 	}
 }
 
@@ -1064,7 +1065,7 @@ Test(auth, replay_window_matches_model)
 				want = ISTH_AUTH_E_STALE;
 			else
 				want = seen[seq] ? ISTH_AUTH_E_REPLAY : ISTH_AUTH_OK;
-			cr_assert_eq(isth_auth_replay_accept(&w, seq), want,
+			cr_assert_eq(isth_auth_replay_commit(&w, seq, 3), want,
 				"W=%u step %d seq %llu", sizes[z], i, (unsigned long long)seq);
 			if (want == ISTH_AUTH_OK) {
 				seen[seq] = 1;
@@ -1075,6 +1076,84 @@ Test(auth, replay_window_matches_model)
 			base += rnd() % 2;
 		}
 	}
+}
+
+/* Check changes nothing: the one-packet attack (a verified seq far ahead
+ * whose packet a later check refuses, so it is never committed) leaves
+ * the genuine stream's seqs acceptable. */
+Test(auth, replay_check_moves_nothing)
+{
+	uint64_t words[1];
+	struct isth_auth_replay w;
+
+	cr_assert_eq(isth_auth_replay_init(&w, words, 64), 0);
+	for (uint64_t q = 1000; q < 1010; q++)
+		cr_assert_eq(isth_auth_replay_commit(&w, q, 4), ISTH_AUTH_OK);
+	/* the attack: checked OK, then refused by the round checks */
+	cr_assert_eq(isth_auth_replay_check(&w, UINT64_C(1) << 62, 4), ISTH_AUTH_OK);
+	cr_assert_eq(w.top, 1009);
+	for (uint64_t q = 1010; q < 1200; q++)
+		cr_assert_eq(isth_auth_replay_commit(&w, q, 4), ISTH_AUTH_OK, "seq %llu",
+			(unsigned long long)q);
+	/* two copies in one burst: both checked before either commits; the
+	 * second commit sees the first */
+	cr_assert_eq(isth_auth_replay_check(&w, 1200, 4), ISTH_AUTH_OK);
+	cr_assert_eq(isth_auth_replay_check(&w, 1200, 4), ISTH_AUTH_OK);
+	cr_assert_eq(isth_auth_replay_commit(&w, 1200, 4), ISTH_AUTH_OK);
+	cr_assert_eq(isth_auth_replay_commit(&w, 1200, 4), ISTH_AUTH_E_REPLAY);
+}
+
+/* A sender restarted after its clock stepped back: its seqs start below
+ * the window. Accepted with a round newer than every round accepted
+ * (the window restarts there); an old packet (its round at most the
+ * newest accepted) stays refused, before and after the restart. */
+Test(auth, replay_restart_on_newer_round)
+{
+	uint64_t words[1];
+	struct isth_auth_replay w;
+
+	cr_assert_eq(isth_auth_replay_init(&w, words, 64), 0);
+	for (uint64_t q = 5000; q < 5100; q++)
+		cr_assert_eq(isth_auth_replay_commit(&w, q, 9 + (q >= 5050)), ISTH_AUTH_OK);
+	/* rounds 9 and 10 accepted, top 5099: seq 100 is older than the window */
+	cr_assert_eq(isth_auth_replay_check(&w, 100, 9), ISTH_AUTH_E_STALE);
+	cr_assert_eq(isth_auth_replay_check(&w, 100, 10), ISTH_AUTH_E_STALE);
+	cr_assert_eq(isth_auth_replay_check(&w, 5030, 9), ISTH_AUTH_E_STALE);
+	/* inside the window, seen: a replay whatever round it claims */
+	cr_assert_eq(isth_auth_replay_check(&w, 5090, 11), ISTH_AUTH_E_REPLAY);
+	/* the restarted sender's first packet, round 11 */
+	cr_assert_eq(isth_auth_replay_check(&w, 100, 11), ISTH_AUTH_OK);
+	cr_assert_eq(w.top, 5099, "check moved the window");
+	cr_assert_eq(isth_auth_replay_commit(&w, 100, 11), ISTH_AUTH_OK);
+	cr_assert_eq(w.top, 100);
+	cr_assert_eq(isth_auth_replay_commit(&w, 101, 11), ISTH_AUTH_OK);
+	cr_assert_eq(isth_auth_replay_commit(&w, 100, 11), ISTH_AUTH_E_REPLAY);
+	/* the ended incarnation's packets (rounds 9, 10; seqs above the new
+	 * top) are refused: replays of them cannot come back */
+	cr_assert_eq(isth_auth_replay_check(&w, 5099, 10), ISTH_AUTH_E_STALE);
+	cr_assert_eq(isth_auth_replay_commit(&w, 5200, 10), ISTH_AUTH_E_STALE);
+	cr_assert_eq(isth_auth_replay_commit(&w, 5020, 9), ISTH_AUTH_E_STALE);
+	/* the new incarnation goes on, into round 12 */
+	cr_assert_eq(isth_auth_replay_commit(&w, 102, 12), ISTH_AUTH_OK);
+	/* a second restart needs a round newer than 12 */
+	cr_assert_eq(isth_auth_replay_commit(&w, 102 - 64, 12), ISTH_AUTH_E_STALE);
+	cr_assert_eq(isth_auth_replay_commit(&w, 102 - 64, 13), ISTH_AUTH_OK);
+}
+
+/* The seq bound: ahead of the clock by more than the slack. */
+Test(auth, seq_ahead)
+{
+	const uint64_t now = UINT64_C(1765000000000000000), slack = 1000000000;
+
+	cr_assert(!isth_auth_seq_ahead(now, now, slack));
+	cr_assert(!isth_auth_seq_ahead(now - 5, now, slack)); /* behind: the window's job */
+	cr_assert(!isth_auth_seq_ahead(0, now, slack));
+	cr_assert(!isth_auth_seq_ahead(now + slack, now, slack));
+	cr_assert(isth_auth_seq_ahead(now + slack + 1, now, slack));
+	cr_assert(isth_auth_seq_ahead(UINT64_MAX, now, slack));
+	cr_assert(isth_auth_seq_ahead(UINT64_MAX, UINT64_MAX - slack - 1, slack));
+	cr_assert(!isth_auth_seq_ahead(UINT64_MAX, UINT64_MAX - slack, slack));
+	cr_assert_eq(ISTH_AUTH_SEQ_AHEAD_NS_DEFAULT, 1000000000ull);
 }
 
 Test(auth, replay_init_and_names)
@@ -1089,6 +1168,7 @@ Test(auth, replay_init_and_names)
 	cr_assert_str_eq(isth_auth_status_name(ISTH_AUTH_E_TAG), "auth_tag");
 	cr_assert_str_eq(isth_auth_status_name(ISTH_AUTH_E_REPLAY), "auth_replay");
 	cr_assert_str_eq(isth_auth_status_name(ISTH_AUTH_E_STALE), "auth_stale");
+	cr_assert_str_eq(isth_auth_status_name(ISTH_AUTH_E_AHEAD), "auth_ahead");
 	cr_assert_str_eq(isth_auth_status_name(ISTH_AUTH_E_EPOCH), "auth_epoch");
 	cr_assert_str_eq(isth_auth_status_name(ISTH_AUTH_E_FORMAT), "auth_format");
 	cr_assert_str_eq(isth_auth_status_name(ISTH_AUTH_E_KEY), "auth_key");

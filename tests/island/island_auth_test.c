@@ -505,8 +505,10 @@ Test(island_auth, attacks_are_refused_counted_and_change_nothing)
 	edge_send_raw(&e, buf, n);
 	POLL_UNTIL(s, st.auth_drop[ISTH_AUTH_E_EPOCH] == 2);
 
-	/* 6. stale: far behind the window of the ROUND stream (seq 500) */
-	n = seal(&k, SELF, buf, mk_round(buf, 4, 1));
+	/* 6. stale: far behind the window of the ROUND stream (seq 500),
+	 * for a round not newer than the one accepted (a newer one would be
+	 * a restarted edge's: replay_restart_on_newer_round) */
+	n = seal(&k, SELF, buf, mk_round(buf, 3, 1));
 	edge_send_raw(&e, buf, n);
 	POLL_UNTIL(s, st.auth_drop[ISTH_AUTH_E_STALE] == 1);
 
@@ -545,6 +547,71 @@ Test(island_auth, attacks_are_refused_counted_and_change_nothing)
 	keys_free(&k);
 	keys_free(&later);
 	keys_free(&other);
+}
+
+/*
+ * The replay window moves only for a datagram the island accepts. One
+ * sealed AGG (a key holder's) with a seq far ahead of the stream, refused
+ * after the tag by the session's checks (another job), leaves the window
+ * where it was: the genuine AGGs after it complete the round (before, it
+ * moved the window and they were all auth_stale). A seq further ahead of
+ * the island's clock than the slack is auth_ahead; an edge restarted
+ * after its clock stepped back (ROUND seq below the window, round newer)
+ * is accepted.
+ */
+Test(island_auth, one_packet_cannot_push_the_window_away)
+{
+	struct isth_island_chunk ch[NCH];
+	struct isth_island_result res;
+	struct isth_island_stats st;
+	uint32_t t[ELEMS], out[ELEMS];
+	struct isth_island *s;
+	uint8_t buf[2048];
+	size_t n;
+	struct keys k;
+	struct edge e;
+
+	keys_load(&k, file1);
+	edge_open(&e, &k);
+	s = open_island(&e, k.path);
+	send_round(&e, 3, 500);
+	POLL_UNTIL(s, st.rounds_announced == 1);
+	own_tensor(t, 3);
+	cr_assert_eq(isth_island_send(s, 3, t, sizeof(t)), 0);
+
+	/* the attack: verified, seq 10^9 ahead of the stream (behind the
+	 * clock), refused after the parser as another job's */
+	n = mk_agg(buf, 3, 0, PEERS, 1000000000ull, ISTH_WIRE_F_PARTIAL);
+	buf[ISTH_WIRE_OFF_JOB + 3] ^= 0x01;
+	edge_send_raw(&e, buf, seal(&k, SELF, buf, n));
+	POLL_UNTIL(s, st.drop[ISTH_ISLAND_DROP_job] == 1);
+	/* seq ahead of the island's clock by 5 s (> the 1 s slack) */
+	n = mk_agg(buf, 3, 0, PEERS, realtime() + 5000 * MS, ISTH_WIRE_F_PARTIAL);
+	edge_send_raw(&e, buf, seal(&k, SELF, buf, n));
+	POLL_UNTIL(s, st.auth_drop[ISTH_AUTH_E_AHEAD] == 1);
+	/* the genuine AGGs, seqs far below both */
+	send_agg(&e, buf, 3, 0, PEERS, 10);
+	send_agg(&e, buf, 3, 1, PEERS, 11);
+	send_agg(&e, buf, 3, 2, PEERS, 12);
+	cr_assert_eq(isth_island_result(s, 3, out, sizeof(out), ch, NCH, &res, 2000 * MS), 0);
+	cr_expect_eq(res.complete, NCH);
+	check_sums(out, ch, 3);
+	isth_island_stats(s, &st);
+	cr_expect_eq(st.aggs_summed, 3);
+	cr_expect_eq(st.auth_drop[ISTH_AUTH_E_STALE], 0);
+	cr_expect_eq(st.auth_drop[ISTH_AUTH_E_REPLAY], 0);
+
+	/* the edge restarted with its clock stepped back: its ROUND stream
+	 * starts below the window (seq 1 < 500 - W) with a newer round */
+	send_round(&e, 4, 1);
+	POLL_UNTIL(s, st.rounds_announced == 2);
+	/* ...and the old incarnation's ROUND of round 3 cannot come back */
+	edge_send_raw(&e, buf, seal(&k, SELF, buf, mk_round(buf, 3, 500)));
+	POLL_UNTIL(s, st.auth_drop[ISTH_AUTH_E_STALE] == 1);
+	cr_expect_eq(st.rounds_announced, 2);
+	isth_island_close(s);
+	close(e.fd);
+	keys_free(&k);
 }
 
 /* A session without a key file speaks version 1: a sealed AGG is refused

@@ -72,6 +72,8 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect(c.auth, "[auth] mode is on by default");
 	cr_expect_not(c.wan_udp_csum, "no UDP checksums to peers with auth on: the tag covers it");
 	cr_expect_str_eq(c.key_file, "k.keys");
+	cr_expect_eq(c.seq_ahead_ns, 1000000000ull, "[auth] seq_ahead defaults to 1 s");
+	cr_expect_not(c.agg_max_abs_on, "[agg] max_abs is off by default");
 	cr_expect_str_eq(c.island, "NYC");
 	cr_expect_eq(c.job, 7);
 	cr_expect_str_eq(c.access.dev, "net_ring_access");
@@ -322,5 +324,49 @@ Test(isthmusd_config, metrics_listen)
 		/* GOOD is 15 lines, [auth] 2, [metrics] 1: listen is line 19 */
 		cr_expect(strstr(err, "t.conf:19: [metrics] listen: '") != NULL, "%s: %s", bad[i],
 			err);
+	}
+}
+
+/* [auth] seq_ahead: a duration, 1 ms..60 s */
+Test(isthmusd_config, auth_seq_ahead)
+{
+	struct isthd_config c;
+	char err[512] = "";
+
+	cr_assert_eq(isthd_config_parse(GOOD "[auth]\nkey_file = k.keys\nseq_ahead = 250ms\n",
+			     "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect_eq(c.seq_ahead_ns, 250000000ull);
+	cr_expect_neq(isthd_config_parse(GOOD "[auth]\nkey_file = k.keys\nseq_ahead = 10us\n",
+			      "t.conf", &c, err, sizeof(err)),
+		0);
+	cr_expect(strstr(err, "[auth] seq_ahead") != NULL, "%s", err);
+	cr_expect_neq(isthd_config_parse(GOOD "[auth]\nkey_file = k.keys\nseq_ahead = 61s\n",
+			      "t.conf", &c, err, sizeof(err)),
+		0);
+	cr_expect(strstr(err, "[auth] seq_ahead") != NULL, "%s", err);
+	cr_expect_neq(isthd_config_parse(GOOD "[auth]\nkey_file = k.keys\nseq_ahead = 5\n",
+			      "t.conf", &c, err, sizeof(err)),
+		0, "a duration needs its unit");
+}
+
+/* [agg] max_abs: off, or a positive finite number */
+Test(isthmusd_config, agg_max_abs)
+{
+	static const char *const bad[] = {"0", "-1", "inf", "nan", "1e99", "12x", "1e4 5"};
+	struct isthd_config c;
+	char text[1024], err[512] = "";
+
+	snprintf(
+		text, sizeof(text), "%s", GOOD "[agg]\nmax_abs = 1e4\n[auth]\nkey_file = k.keys\n");
+	cr_assert_eq(isthd_config_parse(text, "t.conf", &c, err, sizeof(err)), 0, "%s", err);
+	cr_expect(c.agg_max_abs_on);
+	cr_expect_eq(c.agg_max_abs, 1e4f);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text),
+			GOOD "[agg]\nmax_abs = %s\n[auth]\nkey_file = k.keys\n", bad[i]);
+		cr_expect_neq(isthd_config_parse(text, "t.conf", &c, err, sizeof(err)), 0, "'%s'",
+			bad[i]);
+		cr_expect(strstr(err, "[agg] max_abs") != NULL, "'%s': %s", bad[i], err);
 	}
 }

@@ -58,6 +58,10 @@
 /* round 0: C's chunk 2 is lost and no NACK for it is ever answered */
 #define GONE_ROUND 0
 #define GONE_CHUNK 2
+/* auth on: island A restarts with its clock stepped back before this
+ * round: its DATA seqs start far below the ones it used (a new
+ * incarnation of its stream, accepted on the newer round) */
+#define RESTART_ROUND 3
 
 static struct isthd edge;
 static struct rte_ring *a_in, *a_out, *w_in, *w_out;
@@ -146,6 +150,9 @@ write_schedule(uint64_t epoch)
 static const char *backend_name = "sw";
 static char fpga_dev[64] = "/isthmus-fpga0";
 static const char *agg_memory = "4Mi";
+/* [isthmusd] dtype of the job (the NaN test's fp32), [agg] max_abs */
+static const char *job_dtype = "int32";
+static const char *agg_max_abs = "off";
 /* [auth]: off (version 1) unless a test turns it on with a key file */
 static bool auth_on;
 /* the peers' WAN frames carry UDP checksums: 0 none, PEER_CSUM_SW checked
@@ -185,7 +192,7 @@ write_config(const char *path, const char *sched, uint64_t epoch)
 	cr_assert_not_null(f);
 	fprintf(f,
 		"[isthmusd]\nisland = A\njob = %u\nschedule = %s\nepoch = %llu\nmbufs = 4095\n"
-		"dtype = int32\n"
+		"dtype = %s\n"
 		"backend = %s\n[fpga]\ndevice = %s\n"
 		"[access]\nport = net_ring_access\nip = 10.10.0.1\n"
 		"island_ip = 10.10.0.2\nisland_mac = 02:00:00:00:00:02\n"
@@ -204,13 +211,13 @@ write_config(const char *path, const char *sched, uint64_t epoch)
 		"tail_copies = 1\ntail_copies_after = 5ms\n"
 		"gateway_mac = 02:00:00:00:ff:01\n"
 		"[peer B]\nip = 10.0.0.2\n[peer C]\nip = 10.0.0.3\n[peer D]\nip = 10.0.0.4\n"
-		"[agg]\nmemory = %s\ntimeout = 50ms\n"
+		"[agg]\nmemory = %s\ntimeout = 50ms\nmax_abs = %s\n"
 		"[resend]\nwindow = 2s\nentries = 256\nlinger = 0ns\n"
 		"[poll]\nidle_polls = 64\nidle_sleep = 20us\n"
 		"[telemetry]\nround_log = no\n"
 		"[auth]\nmode = %s\nkey_file = %s\n",
-		JOB, sched, (unsigned long long)epoch, backend_name, fpga_dev, island_socks,
-		agg_memory, auth_on ? "on" : "off", key_path);
+		JOB, sched, (unsigned long long)epoch, job_dtype, backend_name, fpga_dev,
+		island_socks, agg_memory, agg_max_abs, auth_on ? "on" : "off", key_path);
 	fclose(f);
 }
 
@@ -383,8 +390,10 @@ send_data_f(struct rte_ring *r, unsigned int s, uint32_t round, uint32_t chunk, 
 		.round = round,
 		.chunk = chunk,
 		/* one stream per sender, numbered by (round, chunk): a repair
-		 * or duplicate carries the original's seq */
-		.seq = 1000 + round * CHUNKS + chunk,
+		 * or duplicate carries the original's seq (auth on: A's
+		 * restart, RESTART_ROUND) */
+		.seq = (auth_on && s == A && round >= RESTART_ROUND ? 100 : 1000) + round * CHUNKS +
+			chunk,
 		.bitmap = 1ull << s,
 		.flags = (uint8_t)((chunk == CHUNKS - 1 ? ISTH_WIRE_F_LAST : 0) | flags),
 	};
@@ -510,6 +519,48 @@ write_keys(const char *path, bool both)
 	cr_assert_eq(chmod(path, 0600), 0);
 }
 
+/*
+ * Auth on: packets of key holders that must not move a replay window
+ * (each sealed with the right key, before the genuine DATA of round @r).
+ * Round 0, on the access link: A's DATA with a seq 10^6 ahead of A's
+ * stream (but behind the clock) for a chunk past the round
+ * (data_bad_chunk), and one with a seq 5 s ahead of the edge's clock
+ * (auth_ahead). Round 2 (the edge has epoch 2 by then, which tags round
+ * 1000), on the WAN: B's with a seq as far ahead for round 1000
+ * (round_early). Had either moved its window (the tag verifies), every
+ * genuine DATA of that sender after it would be auth_stale.
+ */
+static void
+inject_window_attacks(uint32_t r)
+{
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_DATA,
+		.dtype = ISTH_WIRE_DTYPE_INT32,
+		.sender = A,
+		.count = (uint16_t)ELEMS,
+		.job = JOB,
+		.round = r,
+		.chunk = CHUNKS,
+		.seq = 1000 + 1000000,
+		.bitmap = 1u << A,
+	};
+	int32_t body[ELEMS_V1];
+
+	memset(body, 0, sizeof(body));
+	if (r == 0) {
+		inject(a_in, 0x0a0a0002, 0x0a0a0001, &h, body, (size_t)ELEMS * 4);
+		h.chunk = 0;
+		h.seq = now_ns() + 5000000000ull;
+		inject(a_in, 0x0a0a0002, 0x0a0a0001, &h, body, (size_t)ELEMS * 4);
+	} else if (r == 2) {
+		h.sender = B;
+		h.bitmap = 1u << B;
+		h.round = 1000;
+		h.chunk = 0;
+		inject(w_in, 0x0a000002, 0x0a000001, &h, body, (size_t)ELEMS * 4);
+	}
+}
+
 static void
 on_round(uint32_t r)
 {
@@ -526,6 +577,8 @@ on_round(uint32_t r)
 	if (r >= ROUNDS)
 		return; /* the edge announces round ROUNDS as it stops */
 	round_seen[r] = 1;
+	if (auth_on)
+		inject_window_attacks(r);
 	/* the island's own DATA */
 	for (uint32_t c = 0; c < CHUNKS; c++)
 		send_data(a_in, A, r, c);
@@ -557,14 +610,16 @@ on_round(uint32_t r)
 	send_data(w_in, B, r, 0); /* duplicate (or outsider on odd rounds) */
 	if (auth_on && r == 1) {
 		/* auth_stale: B's seq far below its stream's newest (round 0,
-		 * seqs 1000..1003): outside the 64-seq window */
+		 * seqs 1000..1003): outside the 64-seq window, and of a round
+		 * not newer than the newest accepted (round 1, newer, would be
+		 * a restarted sender's: a new incarnation of the stream) */
 		struct isth_wire_hdr h = {
 			.type = ISTH_WIRE_DATA,
 			.dtype = ISTH_WIRE_DTYPE_INT32,
 			.sender = B,
 			.count = 1,
 			.job = JOB,
-			.round = 1,
+			.round = 0,
 			.seq = 5,
 			.bitmap = 1u << B,
 		};
@@ -1868,9 +1923,18 @@ run_pipeline(void)
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_wan_from_self]), 1);
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_wan_bad_type]), 1);
 	/* (auth on: the harness seals round 1000 with epoch 2, which the edge
-	 * does not have yet when it arrives: auth_epoch, below) */
+	 * does not have yet when it arrives: auth_epoch, below; the one
+	 * round_early is then inject_window_attacks()'s, on the WAN) */
+	/* (fpga, auth on: the device verifies first and its aggregator
+	 * refuses round 1000 as unknown; the verdict leaves the window) */
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_round_early]),
+		auth_on && strcmp(backend_name, "fpga") == 0 ? 0 : 1);
+	/* inject_window_attacks(): refused after the tag, never moving a
+	 * window (every round completes: the sums, below) */
 	cr_expect_eq(
-		isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_round_early]), auth_on ? 0 : 1);
+		isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_data_bad_chunk]), auth_on ? 1 : 0);
+	cr_expect_eq(
+		isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_auth_ahead]), auth_on ? 1 : 0);
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.wire_drop[ISTH_WIRE_E_IP_CSUM]), 1);
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.wire_drop[ISTH_WIRE_E_UDP_LEN]) +
 			isth_ctr_get(&edge.workers[0].st.wire_drop[ISTH_WIRE_E_IP_TOTLEN]),
@@ -2826,10 +2890,10 @@ Test(isthmusd, nack_storm_beyond_the_tracked_chunks_is_charged, .init = eal_up, 
 }
 
 /* A DATA of island or peer @s for round 0 from @src_ip with @count
- * elements of @dtype (values are @s's genuine ones). */
+ * 4-byte elements of @dtype at @body, seq @seq. */
 static void
-data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip, uint32_t chunk, uint16_t count,
-	uint8_t dtype)
+data_body(struct rte_ring *r, unsigned int s, uint32_t src_ip, uint32_t chunk, uint16_t count,
+	uint8_t dtype, const void *body, uint64_t seq)
 {
 	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_DATA,
@@ -2839,13 +2903,23 @@ data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip, uint32_t chunk, u
 		.job = JOB,
 		.round = 0,
 		.chunk = chunk,
+		.seq = seq,
 		.bitmap = 1ull << s,
 	};
+
+	inject(r, src_ip, s == A ? 0x0a0a0001 : 0x0a000001, &h, body, (size_t)count * 4);
+}
+
+/* The same with @s's genuine values. */
+static void
+data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip, uint32_t chunk, uint16_t count,
+	uint8_t dtype)
+{
 	int32_t body[ELEMS];
 
 	for (unsigned int i = 0; i < count; i++)
 		body[i] = value(s, 0, chunk < CHUNKS ? chunk : 0, i);
-	inject(r, src_ip, s == A ? 0x0a0a0001 : 0x0a000001, &h, body, (size_t)count * 4);
+	data_body(r, s, src_ip, chunk, count, dtype, body, 0);
 }
 
 /*
@@ -2858,6 +2932,33 @@ data_from(struct rte_ring *r, unsigned int s, uint32_t src_ip, uint32_t chunk, u
  * refused under its name before it may claim a slot, and round 0 completes
  * with the exact sums.
  */
+/*
+ * The next frame the edge sent the island (a_out), copied to @flat and
+ * parsed into @p (which points into @flat): asserted an AGG of round 0
+ * with a chunk id of the round. false: none left.
+ */
+static bool
+next_agg0(struct isth_wire_pkt *p, uint8_t flat[2048])
+{
+	struct rte_mbuf *m;
+	const uint8_t *f;
+	uint32_t len;
+
+	if (rte_ring_dequeue(a_out, (void **)&m) != 0)
+		return false;
+	len = rte_pktmbuf_pkt_len(m);
+	cr_assert_leq(len, 2048);
+	f = rte_pktmbuf_read(m, 0, len, flat);
+	if (f != flat)
+		memcpy(flat, f, len);
+	rte_pktmbuf_free(m);
+	cr_assert_eq(isth_wire_parse_frame(flat, len, &lim, p), ISTH_WIRE_OK);
+	cr_assert_eq(p->hdr.type, ISTH_WIRE_AGG);
+	cr_assert_eq(p->hdr.round, 0);
+	cr_assert_lt(p->hdr.chunk, CHUNKS);
+	return true;
+}
+
 Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up, .fini = eal_down,
 	.timeout = 60)
 {
@@ -2865,9 +2966,8 @@ Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up, .fini = ea
 	const unsigned int tiny = 91;
 	unsigned int complete = 0, partial = 0, rx = 0;
 	uint64_t bitmaps[CHUNKS] = {0};
-	struct rte_mbuf *m[32];
 	struct isth_wire_pkt p;
-	unsigned int n;
+	uint8_t flat[2048];
 
 	agg_memory = "64Ki";
 	idle_edge_up();
@@ -2889,25 +2989,14 @@ Test(isthmusd, tiny_spoofed_data_do_not_void_a_round, .init = eal_up, .fini = ea
 		send_data(w_in, C, 0, c);
 	pump(rx);
 
-	while ((n = rte_ring_dequeue_burst(a_out, (void **)m, 32, NULL)) > 0) {
-		for (unsigned int i = 0; i < n; i++) {
-			uint8_t flat[2048];
-			uint32_t len = rte_pktmbuf_pkt_len(m[i]);
-			const uint8_t *f = rte_pktmbuf_read(m[i], 0, len, flat);
-
-			cr_assert_eq(isth_wire_parse_frame(f, len, &lim, &p), ISTH_WIRE_OK);
-			cr_assert_eq(p.hdr.type, ISTH_WIRE_AGG);
-			cr_assert_eq(p.hdr.round, 0);
-			cr_assert_lt(p.hdr.chunk, CHUNKS);
-			cr_expect_eq(p.hdr.count, ELEMS);
-			check_sum(&p);
-			bitmaps[p.hdr.chunk] |= p.hdr.bitmap;
-			if (p.hdr.flags & ISTH_WIRE_F_PARTIAL)
-				partial++;
-			else
-				complete++;
-		}
-		rte_pktmbuf_free_bulk(m, n);
+	while (next_agg0(&p, flat)) {
+		cr_expect_eq(p.hdr.count, ELEMS);
+		check_sum(&p);
+		bitmaps[p.hdr.chunk] |= p.hdr.bitmap;
+		if (p.hdr.flags & ISTH_WIRE_F_PARTIAL)
+			partial++;
+		else
+			complete++;
 	}
 	cr_expect_eq(wrong, 0, "AGG sums wrong");
 	cr_expect_eq(partial, 0, "the attack caused %u partials", partial);
@@ -3060,4 +3149,117 @@ Test(isthmusd, access_nack_storm_is_capped, .init = eal_up, .fini = eal_down, .t
 	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs, "edge packet pool leaked");
 	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
 	isthd_ports_close(&edge);
+}
+
+/* The NaN test's fp32 element i of island s's chunk c: small integers,
+ * so that a sum of two is exact; island C's chunk 1 has a NaN (refused),
+ * its chunk 2 a -5000, its chunk 3 -0 and denormals (finite: summed). */
+static float
+fvalue(unsigned int s, uint32_t c, unsigned int i)
+{
+	if (s == C && c == 1 && i == 17)
+		return __builtin_nanf("");
+	if (s == C && c == 3 && i == 0)
+		return -0.0f;
+	if (s == C && c == 3 && i == 1)
+		return 1e-40f; /* denormal */
+	if (s == C && c == 3 && i == 2)
+		return -1e-45f; /* the smallest denormal, negative */
+	if (s == C && c == 2 && i == 5)
+		return -5000.0f; /* above [agg] max_abs = 4000 when set */
+	return (float)((s + 1) * 1000 + c * 100 + i % 50);
+}
+
+static void
+fp32_from(unsigned int s, uint32_t c)
+{
+	float body[ELEMS_V1];
+
+	for (unsigned int i = 0; i < ELEMS; i++)
+		body[i] = fvalue(s, c, i);
+	data_body(
+		w_in, s, 0x0a000001 + s, c, (uint16_t)ELEMS, ISTH_WIRE_DTYPE_FP32, body, 1000 + c);
+}
+
+/*
+ * A peer's fp32 chunk with a NaN is refused whole at the edge
+ * (data_nonfinite), never summed: that chunk's AGG leaves partial without
+ * the sender (the island sees whose contribution is missing), every
+ * other chunk complete with the exact sum; -0 and denormals are finite
+ * and summed.
+ */
+static void
+run_value_checks(bool bounded)
+{
+	unsigned int hpool_avail = rte_mempool_avail_count(hpool);
+	unsigned int complete = 0, partial = 0, bad_sum = 0, rx = 0;
+	uint64_t bitmaps[CHUNKS] = {0};
+	struct isth_wire_pkt p;
+	uint8_t flat[2048];
+
+	job_dtype = "fp32";
+	agg_max_abs = bounded ? "4000" : "off";
+	idle_edge_up();
+	for (uint32_t c = 0; c < CHUNKS; c++, rx += 2) {
+		fp32_from(B, c);
+		fp32_from(C, c);
+	}
+	pump(rx);
+	/* chunk 1 waits for C until the aggregation timeout (50 ms) */
+	for (uint64_t until = now_ns() + 10000000000ull;
+		complete + partial < CHUNKS && now_ns() < until;) {
+		poll_all();
+		while (next_agg0(&p, flat)) {
+			cr_assert_eq(p.hdr.dtype, ISTH_WIRE_DTYPE_FP32);
+			bitmaps[p.hdr.chunk] |= p.hdr.bitmap;
+			if (p.hdr.flags & ISTH_WIRE_F_PARTIAL)
+				partial++;
+			else
+				complete++;
+			/* the sum of the senders its bitmap names, in fp32 (B
+			 * is in every one) */
+			for (unsigned int e = 0; e < ELEMS; e++) {
+				float got, want = fvalue(B, p.hdr.chunk, e);
+
+				memcpy(&got, p.payload + 4 * e, 4);
+				if (p.hdr.bitmap & (1ull << C))
+					want += fvalue(C, p.hdr.chunk, e);
+				if (memcmp(&got, &want, 4) != 0)
+					bad_sum++;
+			}
+		}
+	}
+	cr_expect_eq(bad_sum, 0, "%u AGG elements not the exact sum", bad_sum);
+	cr_expect_eq(complete, CHUNKS - 1 - bounded);
+	cr_expect_eq(partial, 1 + bounded, "the refused chunks' AGGs: partial");
+	cr_expect_eq(
+		bitmaps[1], 1u << B, "chunk 1 summed without C: %#lx", (unsigned long)bitmaps[1]);
+	for (uint32_t c = 0; c < CHUNKS; c++)
+		if (c != 1)
+			cr_expect_eq(bitmaps[c], (1u << B) | (bounded && c == 2 ? 0 : 1u << C),
+				"chunk %u: %#lx", c, (unsigned long)bitmaps[c]);
+	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_data_nonfinite]), 1);
+	cr_expect_eq(
+		isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_data_too_large]), bounded ? 1 : 0);
+	cr_expect_eq(be_stat("accepted"), 2 * CHUNKS - 1 - bounded);
+
+	isthd_teardown(&edge);
+	job_dtype = "int32";
+	agg_max_abs = "off";
+	cr_expect_eq(rte_mempool_avail_count(edge.pool), edge.cfg.mbufs, "edge packet pool leaked");
+	cr_expect_eq(rte_mempool_avail_count(hpool), hpool_avail, "harness pool leaked");
+	isthd_ports_close(&edge);
+}
+
+Test(isthmusd, nonfinite_data_is_refused_and_named, .init = eal_up, .fini = eal_down, .timeout = 60)
+{
+	run_value_checks(false);
+}
+
+/* The same with [agg] max_abs = 4000: C's chunk 2 (one element 5000) is
+ * refused too (data_too_large), the NaN still named data_nonfinite. */
+Test(isthmusd, data_above_max_abs_is_refused_and_named, .init = eal_up, .fini = eal_down,
+	.timeout = 60)
+{
+	run_value_checks(true);
 }
