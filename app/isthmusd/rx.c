@@ -412,12 +412,16 @@ wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 	 * parse is 136 bytes: copied only once something before it left) */
 	struct isth_wire_pkt parsed[ISTHD_BURST];
 	uint8_t owner[ISTHD_BURST];
-	uint64_t pub = __atomic_load_n(&d->published, __ATOMIC_ACQUIRE);
+	uint64_t pub;
 	uint16_t n, i, k = 0, v;
 
 	n = rte_eth_rx_burst(d->wan_port, q, rx, ISTHD_BURST);
 	if (n == 0)
 		return 0;
+	/* read after the burst, not before: a round published while the
+	 * burst was being read (or while a blocking PMD such as net_pcap on
+	 * a FIFO waited for input) is one the aggregator already holds */
+	pub = __atomic_load_n(&d->published, __ATOMIC_ACQUIRE);
 	isth_ctr_add(&w->st.wan_rx, n);
 	v = wan_parse(w, rx, n, parsed, owner);
 	if (d->auth.dev_verify) /* DATA: the device verifies (auth_dev.c) */
