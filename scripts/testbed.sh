@@ -61,6 +61,8 @@ Topology and schedule:
                           them must connect them)
   --schedule NAME|FILE    all-to-all, regional, pairs, triangles, search, best
                           (the planner's winner, default), or a schedule file
+                          (one that records another replication or element
+                          type than --replication and --dtype is refused)
   --payload-bytes B       bytes each island sends per round, as really sent
                           (default 130K: 1.3 GB at full scale with --scale 10000)
   --memory-bytes M        aggregation memory per edge, as really used
@@ -601,6 +603,17 @@ if [ -f "$SCHED" ]; then
 	[ "$HEADROOM" = 0 ] || die "--repair-headroom: only when the testbed plans (not with a schedule file)"
 	cp "$SCHED" "$WORK/run.sched"
 	SCHED_NAME=$(basename "$SCHED")
+	# the edges refuse a file planned for another replication or element
+	# type (doc/schedule-file.md, version 3); say so before starting them
+	awk -v repl="$REPL" -v dt="$DTYPE" -v f="$SCHED" '
+		$1 == "replication" && NF == 2 && $2 != repl {
+			printf "%s:%d: planned for replication %s; the testbed runs --replication %s\n", f, NR, $2, repl
+			bad = 1; exit }
+		$1 == "dtype" && NF == 2 && dt != "any" && $2 != dt {
+			printf "%s:%d: planned for dtype %s; the testbed runs --dtype %s\n", f, NR, $2, dt
+			bad = 1; exit }
+		$1 == "rounds" { exit }
+		END { exit bad }' "$SCHED" >"$WORK/sched.check" || die "$(cat "$WORK/sched.check")"
 else
 	case "$SCHED" in
 	best) PSCHED=all ;;
@@ -608,10 +621,14 @@ else
 	*) die "--schedule: a name (all-to-all, regional, pairs, triangles, search, best) or a file" ;;
 	esac
 	echo "testbed: planning $N islands at 1/$SCALE capacity, payload $PAYLOAD_B B, memory $MEMORY_B B" >&2
-	# planned as it runs: the edges' replication, and the routes that
-	# isthmus-wan follows (it reads the file's route lines)
+	# planned as it runs: the edges' replication and element type (the
+	# file records both; the edges refuse a file that disagrees with their
+	# config), and the routes that isthmus-wan follows (its route lines)
+	PLAN_DTYPE=()
+	[ "$DTYPE" = any ] || PLAN_DTYPE=(--dtype "$DTYPE")
 	if ! "$PLAN" --sites "$WORK/sites.csv" --links "$WORK/plan-links.csv" \
 		--payload-bytes "$PAYLOAD_B" --memory-bytes "$MEMORY_B" --replication "$REPL" \
+		"${PLAN_DTYPE[@]}" \
 		--routing "$ROUTING" --repair-headroom "$HEADROOM" \
 		--access-gbps "$ACCESS_GBPS" --chunk-bytes "$CHUNK_B" \
 		--schedule "$PSCHED" --search-seconds 3 --quiet \

@@ -69,7 +69,14 @@ usage(FILE *f)
 		"                        (default capacity)\n"
 		"  --replication MODE    network: multicast trees, a link carries a stream once;\n"
 		"                        edge: unicast fan-out at the sender edge (default "
-		"network)\n"
+		"network).\n"
+		"                        --out records it; isthmusd refuses the file unless\n"
+		"                        its [wan] replication is the same\n"
+		"  --dtype TYPE          element type of the job: fp32, bf16 or int32. Changes\n"
+		"                        no figure (--payload-bytes is what moves); --out\n"
+		"                        records it and isthmusd refuses the file unless its\n"
+		"                        [isthmusd] dtype is the same or any (default: not\n"
+		"                        recorded, not checked)"
 		"  --max-round-ms X      rounds longer than X are infeasible (default: no limit)\n"
 		"  --max-lps N           cutting-plane LPs per round before the round is given\n"
 		"                        up with a warning (default 400)\n"
@@ -340,6 +347,14 @@ parse_opt(struct cli *c, int opt, char *arg, int *help)
 		if (rc == 0)
 			c->prm.repl = v ? ISTH_PLAN_REPL_EDGE : ISTH_PLAN_REPL_NETWORK;
 		return rc;
+	case 'D':
+		if (!isth_sched_dtype_known(arg)) {
+			fprintf(stderr, "isthmus-plan: --dtype: fp32, bf16 or int32, not '%s'\n",
+				arg);
+			return EXIT_INPUT;
+		}
+		c->dtype = arg;
+		return 0;
 	case 'R':
 		rc = opt_choice("routing", arg, "capacity", "shortest", &v);
 		if (rc == 0)
@@ -450,6 +465,7 @@ parse_args(int argc, char **argv, struct cli *c)
 		{"access-ms", required_argument, NULL, 'A'},
 		{"chunk-bytes", required_argument, NULL, 'c'},
 		{"replication", required_argument, NULL, 'r'},
+		{"dtype", required_argument, NULL, 'D'},
 		{"routing", required_argument, NULL, 'R'},
 		{"max-round-ms", required_argument, NULL, 'x'},
 		{"max-lps", required_argument, NULL, 'L'},
@@ -617,7 +633,7 @@ plan_all(const struct isth_topo *topo, const struct cli *c, struct plan_run *run
 /* --out: the chosen row as a schedule file, through lib/sched, once. */
 static int
 write_sched(const char *path, const struct isth_topo *t, const struct isth_plan_params *p,
-	const struct row *w, uint64_t epoch, char *err, size_t errlen)
+	const struct row *w, uint64_t epoch, const char *dtype, char *err, size_t errlen)
 {
 	char why[400];
 	struct isth_sched *S;
@@ -629,6 +645,9 @@ write_sched(const char *path, const struct isth_topo *t, const struct isth_plan_
 		snprintf(err, errlen, "%s: %s", path, why);
 		return ret;
 	}
+	/* the replication is recorded by lib/plan; the element type only the
+	 * command line knows (validated when parsed) */
+	isth_sched_set_dtype(S, dtype);
 	ret = isth_sched_save(S, path, err, errlen);
 	isth_sched_free(S);
 	return ret;
@@ -666,7 +685,7 @@ write_out(const struct isth_topo *topo, const struct cli *c, const struct plan_r
 			P->name, P->memory, err, c->out);
 		return EXIT_SOLVER;
 	}
-	if (write_sched(c->out, topo, &pp, P, c->epoch, err, sizeof(err)) < 0) {
+	if (write_sched(c->out, topo, &pp, P, c->epoch, c->dtype, err, sizeof(err)) < 0) {
 		fprintf(stderr, "isthmus-plan: --out: %s\n", err);
 		return EXIT_OUTPUT;
 	}

@@ -34,6 +34,7 @@ struct cli {
 	double compute_ms; /* 0: the winner's T */
 	int csv, quiet;
 	uint64_t epoch; /* --epoch-ns; 0 = runtime */
+	const char *dtype; /* --dtype: the element type --out records, NULL: unstated */
 };
 
 /* The rows planned (one per memory value and schedule) and their ranking. */

@@ -284,6 +284,12 @@ maybe_reload(struct isthd *d, uint64_t cur)
 		ISTH_LOG_ERR("reload refused: %s", err);
 		return;
 	}
+	/* planned for another replication or element type: as at start-up */
+	if (isthd_sched_agrees(&d->cfg, s, path, err, sizeof(err)) < 0) {
+		ISTH_LOG_ERR("reload refused: %s", err);
+		isth_sched_free(s);
+		return;
+	}
 	if ((uint32_t)isth_sched_n_islands(s) != d->n_islands ||
 		isth_sched_island_id(s, isth_sched_island_name(d->sched, d->island)) != d->island) {
 		ISTH_LOG_ERR("reload refused: %s has other islands", path);

@@ -280,6 +280,15 @@ struct isthd {
 
 /* setup.c */
 int isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err, size_t err_size);
+/*
+ * Whether schedule @p s (file @p path) was planned for what @p cfg runs:
+ * its 'replication' line against [wan] replication, its 'dtype' line
+ * against [isthmusd] dtype (any: unchecked). A file that states neither
+ * (older, hand-written) agrees. Start-up, --check and a reload ask.
+ * @return 0, or -EINVAL with "path:line: ..." naming the config key in @p err.
+ */
+int isthd_sched_agrees(const struct isthd_config *cfg, const struct isth_sched *s, const char *path,
+	char *err, size_t err_size);
 int isthd_setup(struct isthd *d, char *err, size_t err_size);
 void isthd_teardown(struct isthd *d);
 

@@ -57,7 +57,9 @@ usage(FILE *f)
 		"  -c, --config FILE     configuration (required; see conf/isthmusd/ and\n"
 		"                        doc/isthmusd.md)\n"
 		"  -s, --schedule FILE   schedule file from isthmus-plan --out (overrides\n"
-		"                        [isthmusd] schedule)\n"
+		"                        [isthmusd] schedule); refused, with its file:line,\n"
+		"                        if planned for another [wan] replication or\n"
+		"                        [isthmusd] dtype than the config's\n"
 		"  -e, --epoch E         start of round 0: ns since the Unix epoch, or\n"
 		"                        now+S (S seconds from now, rounded up to a whole\n"
 		"                        second so that edges started together agree)\n"
@@ -202,6 +204,24 @@ print_check(const struct isthd *d)
 		d->cfg.path, isth_sched_island_name(d->sched, d->island), d->island, d->n_islands,
 		d->cfg.job, d->cfg.schedule, (double)isth_sched_round_ns(d->sched) / 1e6,
 		isth_sched_n_rounds(d->sched), d->clk.epoch_ns);
+	/* an older or hand-written file: run, but say what went unchecked */
+	{
+		bool no_repl = isth_sched_replication(d->sched, NULL) == ISTH_SCHED_REPL_UNSTATED;
+		/* [isthmusd] dtype = any checks no type: nothing went unchecked */
+		bool no_dtype = isth_sched_dtype(d->sched, NULL) == NULL &&
+			d->cfg.dtype != ISTH_WIRE_DTYPE_NONE;
+
+		if (no_repl || no_dtype)
+			printf("isthmusd: notice: %s does not state the %s it was planned for "
+			       "(older or hand-written): not checked against %s\n",
+				d->cfg.schedule,
+				no_repl && no_dtype ? "replication and element type"
+					: no_repl   ? "replication"
+						    : "element type",
+				no_repl && no_dtype ? "[wan] replication and [isthmusd] dtype"
+					: no_repl   ? "[wan] replication"
+						    : "[isthmusd] dtype");
+	}
 	if (d->auth.on)
 		printf("isthmusd: auth on: key file %s, %u key epochs, %u elements per chunk\n",
 			d->cfg.key_file, isth_auth_n_epochs(d->auth.keys), d->lim.max_elems);

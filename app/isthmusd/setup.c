@@ -101,6 +101,46 @@ admission_init(struct isthd *d)
 }
 
 int
+isthd_sched_agrees(const struct isthd_config *cfg, const struct isth_sched *s, const char *path,
+	char *err, size_t err_size)
+{
+	const char *run_repl = cfg->wan_repl_network ? "network" : "edge";
+	const char *run_dtype = isth_wire_dtype_name(cfg->dtype), *dt;
+	enum isth_sched_repl repl;
+	int line;
+
+	/* the rates, routes and T were planned for one replication: the
+	 * other puts another load on every WAN link */
+	repl = isth_sched_replication(s, &line);
+	if (repl != ISTH_SCHED_REPL_UNSTATED && strcmp(isth_sched_repl_name(repl), run_repl)) {
+		snprintf(err, err_size,
+			"%s:%d: planned for replication %s, but [wan] replication = %s in %s: "
+			"plan again with isthmus-plan --replication %s, or set [wan] replication "
+			"= %s",
+			path, line, isth_sched_repl_name(repl), run_repl, cfg->path, run_repl,
+			isth_sched_repl_name(repl));
+		return -EINVAL;
+	}
+	/* [isthmusd] dtype = any admits every type: nothing to disagree with */
+	dt = isth_sched_dtype(s, &line);
+	if (dt != NULL && cfg->dtype != ISTH_WIRE_DTYPE_NONE && strcmp(dt, run_dtype) != 0) {
+		unsigned int k, size = 0;
+
+		for (k = 1; k <= ISTH_WIRE_DTYPE_MAX; k++)
+			if (strcmp(isth_wire_dtype_name(k), dt) == 0)
+				size = isth_wire_dtype_size(k);
+		snprintf(err, err_size,
+			"%s:%d: planned for dtype %s (%u B per element), but [isthmusd] dtype = %s "
+			"(%u B) in %s: plan again with isthmus-plan --dtype %s, or set [isthmusd] "
+			"dtype = %s",
+			path, line, dt, size, run_dtype, isth_wire_dtype_size(cfg->dtype),
+			cfg->path, run_dtype, dt);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
 isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err, size_t err_size)
 {
 	const char *sched_path = d->cfg.schedule;
@@ -114,6 +154,9 @@ isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err, size_t err_si
 	d->sched = isth_sched_load(sched_path, err, err_size);
 	if (d->sched == NULL)
 		return -EINVAL;
+	rc = isthd_sched_agrees(&d->cfg, d->sched, sched_path, err, err_size);
+	if (rc)
+		goto fail;
 	d->n_islands = (uint32_t)isth_sched_n_islands(d->sched);
 	rc = resolve_island(d, err, err_size);
 	if (rc == 0)

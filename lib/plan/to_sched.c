@@ -98,6 +98,10 @@ isth_plan_result_sched(const struct isth_topo *t, const struct isth_plan_cliques
 		if (isfinite(pk))
 			isth_sched_set_peak(S, i, (uint64_t)ceil(pk));
 	}
+	/* what it was planned for: isthmusd refuses to run it with the other
+	 * replication ([wan] replication), as its rates and routes assume this one */
+	isth_sched_set_replication(
+		S, p->repl == ISTH_PLAN_REPL_EDGE ? ISTH_SCHED_REPL_EDGE : ISTH_SCHED_REPL_NETWORK);
 	for (rd = 0; rd < nr; rd++)
 		if (add_round(S, t, s, p, r, rd, err, errlen) < 0) {
 			isth_sched_free(S);

@@ -13,6 +13,7 @@
 
 #include "isth_sched.h"
 #include "isth_text.h"
+#include "isth_wire.h"
 
 #define NMAX ISTH_SCHED_MAX_ISLANDS
 
@@ -47,6 +48,12 @@ struct isth_sched {
 	uint8_t has_peak[NMAX];
 	struct sroute *route; /* version 2: the planned path of (round, sender, receiver) */
 	int nroute, caproute;
+	/* version 3: what the plan was made for (isthmus-plan --replication,
+	 * --dtype), and the lines that said so (0 if set by the API) */
+	enum isth_sched_repl repl;
+	int repl_line;
+	char dtype[16]; /* "" unstated, else a lib/wire dtype name */
+	int dtype_line;
 	int nrounds;
 	struct round *rounds;
 	struct sender *snd; /* nrounds * n */
@@ -176,8 +183,11 @@ isth_sched_write(const struct isth_sched *s, FILE *f)
 		return -EINVAL;
 	for (i = 0; i < s->n && !s->has_peak[i]; i++)
 		;
+	/* the lowest version that carries what the schedule holds */
 	fprintf(f, "isthmus-schedule %d\n",
-		i < s->n || s->nroute ? ISTH_SCHED_VERSION_PEAK : ISTH_SCHED_VERSION);
+		s->repl || s->dtype[0]          ? ISTH_SCHED_VERSION_PLANNED
+			: i < s->n || s->nroute ? ISTH_SCHED_VERSION_PEAK
+						: ISTH_SCHED_VERSION);
 	if (s->note[0])
 		fprintf(f, "# %s\n", s->note);
 	fprintf(f, "# written by isthmus; format: doc/schedule-file.md\n");
@@ -192,6 +202,10 @@ isth_sched_write(const struct isth_sched *s, FILE *f)
 	fprintf(f, "payload-bytes %" PRIu64 "\n", s->payload);
 	fprintf(f, "chunk-bytes %" PRIu64 "\n", s->chunk);
 	fprintf(f, "memory-bytes %" PRIu64 "\n", s->memory);
+	if (s->repl)
+		fprintf(f, "replication %s\n", isth_sched_repl_name(s->repl));
+	if (s->dtype[0])
+		fprintf(f, "dtype %s\n", s->dtype);
 	for (i = 0; i < s->n; i++)
 		if (s->has_peak[i])
 			fprintf(f, "peak-bytes %d %" PRIu64 "\n", i, s->peak[i]);
@@ -536,9 +550,9 @@ parse_magic(struct pstate *ps, char **tok, int nt)
 		return perr(&ps->P, "not a schedule file (expected 'isthmus-schedule %d')",
 			ISTH_SCHED_VERSION);
 	if (parse_int(tok[1], 0, INT32_MAX, &v) < 0 || v < ISTH_SCHED_VERSION ||
-		v > ISTH_SCHED_VERSION_PEAK)
-		return perr(&ps->P, "unsupported version '%s' (this loader reads %d and %d)",
-			tok[1], ISTH_SCHED_VERSION, ISTH_SCHED_VERSION_PEAK);
+		v > ISTH_SCHED_VERSION_PLANNED)
+		return perr(&ps->P, "unsupported version '%s' (this loader reads %d to %d)", tok[1],
+			ISTH_SCHED_VERSION, ISTH_SCHED_VERSION_PLANNED);
 	ps->version = v;
 	ps->st = ST_HEADER;
 	return 0;
@@ -668,6 +682,40 @@ hdr_peak(struct pstate *ps, char **tok)
 	return 0;
 }
 
+/* 'replication edge|network': what the plan was made for (version 3). */
+static int
+hdr_replication(struct pstate *ps, char **tok)
+{
+	struct isth_sched *s = ps->s;
+
+	if (s->repl_line)
+		return perr(&ps->P, "duplicate 'replication' (first on line %d)", s->repl_line);
+	if (strcmp(tok[1], "edge") == 0)
+		s->repl = ISTH_SCHED_REPL_EDGE;
+	else if (strcmp(tok[1], "network") == 0)
+		s->repl = ISTH_SCHED_REPL_NETWORK;
+	else
+		return perr(&ps->P, "bad replication '%s' (edge or network)", tok[1]);
+	s->repl_line = ps->P.line;
+	return 0;
+}
+
+/* 'dtype NAME': the element type the plan was made for (version 3). */
+static int
+hdr_dtype(struct pstate *ps, char **tok)
+{
+	struct isth_sched *s = ps->s;
+
+	if (s->dtype_line)
+		return perr(&ps->P, "duplicate 'dtype' (first on line %d)", s->dtype_line);
+	if (!isth_sched_dtype_known(tok[1]))
+		return perr(
+			&ps->P, "bad dtype '%s' (an element type: fp32, bf16 or int32)", tok[1]);
+	snprintf(s->dtype, sizeof(s->dtype), "%s", tok[1]);
+	s->dtype_line = ps->P.line;
+	return 0;
+}
+
 /* The header's lines: a key, its field count, the first version that has it. */
 static const struct {
 	const char *key;
@@ -684,6 +732,8 @@ static const struct {
 	{"chunk-bytes", 2, ISTH_SCHED_VERSION, hdr_chunk},
 	{"peak-bytes", 3, ISTH_SCHED_VERSION_PEAK, hdr_peak},
 	{"memory-bytes", 2, ISTH_SCHED_VERSION, hdr_memory},
+	{"replication", 2, ISTH_SCHED_VERSION_PLANNED, hdr_replication},
+	{"dtype", 2, ISTH_SCHED_VERSION_PLANNED, hdr_dtype},
 };
 
 static int
@@ -691,10 +741,14 @@ parse_header_line(struct pstate *ps, char **tok, int nt)
 {
 	size_t k;
 
-	for (k = 0; k < sizeof(header_keys) / sizeof(header_keys[0]); k++)
-		if (strcmp(tok[0], header_keys[k].key) == 0 && nt == header_keys[k].nt &&
-			ps->version >= header_keys[k].version)
-			return header_keys[k].parse(ps, tok);
+	for (k = 0; k < sizeof(header_keys) / sizeof(header_keys[0]); k++) {
+		if (strcmp(tok[0], header_keys[k].key) != 0 || nt != header_keys[k].nt)
+			continue;
+		if (ps->version < header_keys[k].version)
+			return perr(&ps->P, "'%s' needs 'isthmus-schedule %d' or later on line 1",
+				tok[0], header_keys[k].version);
+		return header_keys[k].parse(ps, tok);
+	}
 	return perr(&ps->P, "unknown or malformed line '%s'", tok[0]);
 }
 
@@ -1059,6 +1113,71 @@ isth_sched_peak(const struct isth_sched *s, int i, uint64_t *bytes, int *line)
 	if (line)
 		*line = s->peak_line[i];
 	return 0;
+}
+
+const char *
+isth_sched_repl_name(enum isth_sched_repl repl)
+{
+	switch (repl) {
+	case ISTH_SCHED_REPL_EDGE:
+		return "edge";
+	case ISTH_SCHED_REPL_NETWORK:
+		return "network";
+	default:
+		return "unstated";
+	}
+}
+
+int
+isth_sched_set_replication(struct isth_sched *s, enum isth_sched_repl repl)
+{
+	if (s == NULL ||
+		(repl != ISTH_SCHED_REPL_UNSTATED && repl != ISTH_SCHED_REPL_EDGE &&
+			repl != ISTH_SCHED_REPL_NETWORK))
+		return -EINVAL;
+	s->repl = repl;
+	s->repl_line = 0;
+	return 0;
+}
+
+enum isth_sched_repl
+isth_sched_replication(const struct isth_sched *s, int *line)
+{
+	if (line)
+		*line = s ? s->repl_line : 0;
+	return s ? s->repl : ISTH_SCHED_REPL_UNSTATED;
+}
+
+/* lib/wire's names of the types that carry elements (size > 0): one list */
+int
+isth_sched_dtype_known(const char *name)
+{
+	unsigned int k;
+
+	if (name == NULL)
+		return 0;
+	for (k = 0; k <= ISTH_WIRE_DTYPE_MAX; k++)
+		if (isth_wire_dtype_size(k) > 0 && strcmp(isth_wire_dtype_name(k), name) == 0)
+			return 1;
+	return 0;
+}
+
+int
+isth_sched_set_dtype(struct isth_sched *s, const char *name)
+{
+	if (s == NULL || (name != NULL && !isth_sched_dtype_known(name)))
+		return -EINVAL;
+	snprintf(s->dtype, sizeof(s->dtype), "%s", name ? name : "");
+	s->dtype_line = 0;
+	return 0;
+}
+
+const char *
+isth_sched_dtype(const struct isth_sched *s, int *line)
+{
+	if (line)
+		*line = s ? s->dtype_line : 0;
+	return s && s->dtype[0] ? s->dtype : NULL;
 }
 
 int

@@ -30,6 +30,11 @@ extern "C" {
 #define ISTH_SCHED_VERSION 1
 /** Version 2 adds 'peak-bytes' header lines; written when any peak is set. Both are read. */
 #define ISTH_SCHED_VERSION_PEAK 2
+/**
+ * Version 3 adds what the plan was made for ('replication', 'dtype' header
+ * lines); written when either is set. Versions 1 to 3 are read.
+ */
+#define ISTH_SCHED_VERSION_PLANNED 3
 /** Maximum islands (bitmaps are uint64_t). */
 #define ISTH_SCHED_MAX_ISLANDS 64
 /** Maximum rounds in a cycle. */
@@ -165,6 +170,41 @@ int isth_sched_set_route(struct isth_sched *s, int r, int j, int i, const int *h
  *         path then), or -EINVAL.
  */
 int isth_sched_route(const struct isth_sched *s, int r, int j, int i, int *hops, int max);
+/** The replication a schedule was planned for ('replication' line, version 3). */
+enum isth_sched_repl {
+	ISTH_SCHED_REPL_UNSTATED = 0, /**< no 'replication' line (older or hand-written file) */
+	ISTH_SCHED_REPL_EDGE, /**< unicast fan-out at the sender's edge */
+	ISTH_SCHED_REPL_NETWORK, /**< one copy to a multicast group, the WAN replicates */
+};
+
+/** "edge", "network" or "unstated". */
+const char *isth_sched_repl_name(enum isth_sched_repl repl);
+/**
+ * Record the replication the plan was made for (the file then is written as
+ * version 3, with a 'replication' line). ISTH_SCHED_REPL_UNSTATED removes it.
+ * @return 0, or -EINVAL.
+ */
+int isth_sched_set_replication(struct isth_sched *s, enum isth_sched_repl repl);
+/**
+ * The replication the schedule was planned for and the file line that gave
+ * it (0 if set by isth_sched_set_replication() or unstated); @p line may be NULL.
+ */
+enum isth_sched_repl isth_sched_replication(const struct isth_sched *s, int *line);
+/** Whether @p name is an element type of lib/wire (fp32, bf16, int32: isth_wire_dtype_name()). */
+int isth_sched_dtype_known(const char *name);
+/**
+ * Record the element type the plan was made for, a lib/wire dtype name
+ * (version 3 'dtype' line); NULL removes it.
+ * @return 0, or -EINVAL (not an element type of lib/wire).
+ */
+int isth_sched_set_dtype(struct isth_sched *s, const char *name);
+/**
+ * The element type the schedule was planned for, or NULL when the file does
+ * not state one; @p line (may be NULL) receives its file line (0 if set by
+ * isth_sched_set_dtype()).
+ */
+const char *isth_sched_dtype(const struct isth_sched *s, int *line);
+
 /** Number of cliques in round @p r (r modulo the cycle, negative allowed). */
 int isth_sched_n_cliques(const struct isth_sched *s, int64_t r);
 /** Bitmap of clique @p c in round @p r, or 0. */

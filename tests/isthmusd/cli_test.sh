@@ -119,14 +119,46 @@ expect fpga-two-workers 2 "[isthmusd] backend = fpga runs on one worker" \
 expect runtime-epoch 2 "leaves the epoch to run time" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --check
 # a schedule whose peak aggregation memory at NYC exceeds example.conf's 64 MiB
-sed -e 's/^isthmus-schedule 1$/isthmus-schedule 2/' -e '/^memory-bytes /a peak-bytes 0 67108865' \
-	"$sched" >"$tmp/peak.sched"
+sed -e 's/^peak-bytes 0 .*/peak-bytes 0 67108865/' "$sched" >"$tmp/peak.sched"
 line=$(grep -n '^peak-bytes 0 ' "$tmp/peak.sched" | cut -d: -f1)
 expect peak-over-memory 2 "$tmp/peak.sched:$line: island NYC needs 67108865 B of aggregation memory at its peak, more than [agg] memory = 67108864 B" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule "$tmp/peak.sched" --check --epoch now+1
 sed -i 's/^peak-bytes 0 67108865$/peak-bytes 0 67108864/' "$tmp/peak.sched"
 expect peak-fits 0 "island NYC (0 of 9)" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule "$tmp/peak.sched" --check --epoch now+1
+# A schedule says what it was planned for (doc/schedule-file.md, version 3):
+# planned for network replication, run by example.conf's edge replication,
+# it is refused, citing its line and the config key
+grep -qx 'replication edge' "$sched" || { echo "FAIL: $sched: no 'replication edge' line"; fail=1; }
+sed 's/^replication edge$/replication network/' "$sched" >"$tmp/net.sched"
+line=$(grep -n '^replication network$' "$tmp/net.sched" | cut -d: -f1)
+expect repl-mismatch 2 "$tmp/net.sched:$line: planned for replication network, but [wan] replication = edge in $EX" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule "$tmp/net.sched" --check --epoch now+1
+# ... and run by an edge configured for network replication, it is accepted
+sed 's/^# replication = edge .*/replication = network/' "$EX" >"$tmp/net.conf"
+expect repl-network 0 "island NYC (0 of 9)" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/net.conf" --schedule "$tmp/net.sched" --check --epoch now+1
+expect repl-network-refuses-edge 2 "$sched:$line: planned for replication edge, but [wan] replication = network in $tmp/net.conf" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/net.conf" --check --epoch now+1
+# planned for bf16 (2-byte elements), run by an fp32 edge: refused
+sed '/^replication edge$/a dtype bf16' "$sched" >"$tmp/bf16.sched"
+line=$(grep -n '^dtype bf16$' "$tmp/bf16.sched" | cut -d: -f1)
+sed 's/^# dtype = any .*/dtype = fp32/' "$EX" >"$tmp/fp32.conf"
+expect dtype-mismatch 2 "$tmp/bf16.sched:$line: planned for dtype bf16 (2 B per element), but [isthmusd] dtype = fp32 (4 B) in $tmp/fp32.conf" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/fp32.conf" --schedule "$tmp/bf16.sched" --check --epoch now+1
+# [isthmusd] dtype = any admits every type: no refusal, no notice
+expect dtype-any 0 "island NYC (0 of 9)" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule "$tmp/bf16.sched" --check --epoch now+1
+if "$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule "$tmp/bf16.sched" --check --epoch now+1 2>&1 |
+	grep -q "notice:"; then
+	echo "FAIL: dtype-any: a notice for a file that states both"; fail=1
+fi
+# an older or hand-written file states neither: accepted, with a notice
+sed -e 's/^isthmus-schedule 3$/isthmus-schedule 2/' -e '/^replication /d' "$sched" >"$tmp/old.sched"
+expect unstated-notice 0 "isthmusd: notice: $tmp/old.sched does not state the replication and element type it was planned for (older or hand-written): not checked against [wan] replication and [isthmusd] dtype" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/fp32.conf" --schedule "$tmp/old.sched" --check --epoch now+1
+expect unstated-notice-any 0 "isthmusd: notice: $tmp/old.sched does not state the replication it was planned for (older or hand-written): not checked against [wan] replication" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule "$tmp/old.sched" --check --epoch now+1
 expect bad-schedule 2 "nope.sched" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule nope.sched --check
 
@@ -140,8 +172,12 @@ expect bad-schedule 2 "nope.sched" \
 # (tx_queues 2, and the start line says so), on the WAN port too (worker k
 # sends the island's DATA to its peers: wan_tx_queues 2, w1_data_out).
 PREFIX=isth-cli-run-$$
+# Its schedule is a copy, replaced while it runs by one planned for network
+# replication: the SIGHUP reload of it is refused, naming the line.
+cp "$sched" "$tmp/run.sched"
 sed -e 's/^port = 0 .*/port = net_null0/' -e 's/^port = 1$/port = net_null1/' \
-    -e 's/^# idle_polls = 0 .*/idle_polls = 16/' "$tmp/off.conf" >"$tmp/null.conf"
+    -e 's/^# idle_polls = 0 .*/idle_polls = 16/' -e "s|^schedule = .*|schedule = $tmp/run.sched|" \
+    "$tmp/off.conf" >"$tmp/null.conf"
 "$ISTHMUSD" --no-huge -m 128 --no-pci "--file-prefix=$PREFIX" --lcores=0@0,1@1,2@0 \
 	--log-level=lib.*:error --vdev net_null0 --vdev net_null1 -- \
 	--config "$tmp/null.conf" --epoch now+1 >"$tmp/run.out" 2>&1 &
@@ -178,6 +214,21 @@ print(out["/isthmus/round"]["island"], out["/isthmus/round"]["job"],
       "w1" if "w1_data_out" in out["/isthmus/workers"] else "no_w1_data_out")
 PY
 )
+cp "$tmp/net.sched" "$tmp/run.sched.new" && mv "$tmp/run.sched.new" "$tmp/run.sched"
+line=$(grep -n '^replication network$' "$tmp/run.sched" | cut -d: -f1)
+refused="reload refused: $tmp/run.sched:$line: planned for replication network, but [wan] replication = edge in $tmp/null.conf"
+kill -HUP "$pid" 2>/dev/null
+for _ in $(seq 100); do	# bounded wait on the condition: up to 10 s
+	grep -qF -- "$refused" "$tmp/run.out" && break
+	sleep 0.1
+done
+if grep -qF -- "$refused" "$tmp/run.out" && ! grep -q "takes effect at round" "$tmp/run.out"; then
+	echo "ok: reload of a schedule planned for another replication refused"
+else
+	echo "FAIL: reload-mismatch: wanted '$refused'"
+	tail -5 "$tmp/run.out"
+	fail=1
+fi
 kill -INT "$pid" 2>/dev/null
 wait "$pid"
 rc=$?

@@ -21,7 +21,10 @@ head -1 "$tmp/out.csv" | grep -q '^schedule,memory_bytes,feasible,round_ms,A_flo
 grep -q '^all-to-all,0,0,,,,,"memory: ' "$tmp/out.csv" || fail "infeasible row"
 grep -q '^regional,0,1,[0-9.]*,inf,inf,inf,' "$tmp/out.csv" || fail "regional row"
 grep -q '^triangles,0,1,564\.' "$tmp/out.csv" || fail "triangles T at 1.3G"
-head -1 "$tmp/s.sched" | grep -qx 'isthmus-schedule 2' || fail "schedule magic (version 2: peaks)"
+head -1 "$tmp/s.sched" | grep -qx 'isthmus-schedule 3' || fail "schedule magic (version 3: planned-for lines)"
+# what it was planned for: the default replication, and no element type unless given
+[ "$(grep -c '^replication network$' "$tmp/s.sched")" -eq 1 ] || fail "replication line (default network)"
+! grep -q '^dtype' "$tmp/s.sched" || fail "a dtype line without --dtype"
 # one peak-bytes line per edge; the 32G winner (triangles) staggers, so some edge holds > 0
 [ "$(grep -c '^peak-bytes [0-8] [0-9]*$' "$tmp/s.sched")" -eq 9 ] || fail "peak-bytes lines"
 awk '$1 == "peak-bytes" && $3 > 1e6 {ok = 1} END {exit !ok}' "$tmp/s.sched" || fail "peak-bytes values"
@@ -85,6 +88,15 @@ bad "--payload-bytes: 1000T is 1e+15 B, beyond the model's range" --payload-byte
 bad "--schedule: empty list" --schedule ""
 bad "--search-iters: an integer 1..100000000, not '0'" --search-iters 0
 bad "--max-lps: an integer 1..1000000, not '1.5'" --max-lps 1.5
+bad "--dtype: fp32, bf16 or int32, not 'float'" --dtype float
+bad "--dtype: fp32, bf16 or int32, not 'any'" --dtype any
+
+# --replication and --dtype are recorded in --out, once each
+# shellcheck disable=SC2086
+"$plan" $topo --payload-bytes 1.3G --schedule triangles --replication edge --dtype bf16 --quiet \
+	--out "$tmp/edge.sched" >/dev/null || fail "edge bf16 run"
+[ "$(grep -c '^replication edge$' "$tmp/edge.sched")" -eq 1 ] || fail "replication edge line"
+[ "$(grep -c '^dtype bf16$' "$tmp/edge.sched")" -eq 1 ] || fail "dtype bf16 line"
 
 # --repair-headroom F. F = 0 changes nothing, byte for byte: the schedule
 # file and the table of the nine-city run above (triangles, 564.x ms)

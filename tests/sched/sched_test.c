@@ -123,6 +123,10 @@ Test(sched, save_refuses_inconsistent)
 	"isthmus-schedule 2\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \
 	"round-ns 1000\nepoch runtime\npayload-bytes 10\nchunk-bytes 0\nmemory-bytes 0\n"
 
+#define V3HEAD \
+	"isthmus-schedule 3\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \
+	"round-ns 1000\nepoch runtime\npayload-bytes 10\nchunk-bytes 0\nmemory-bytes 0\n"
+
 struct badsched {
 	const char *text;
 	const char *err;
@@ -130,12 +134,29 @@ struct badsched {
 
 static const struct badsched bad[] = {
 	/* version 2's peak-bytes: not in version 1, island in range, once each */
-	{HEAD "peak-bytes 0 5\n", "f:11: unknown or malformed line 'peak-bytes'"},
+	{HEAD "peak-bytes 0 5\n",
+		"f:11: 'peak-bytes' needs 'isthmus-schedule 2' or later on line 1"},
 	{"isthmus-schedule 2\nislands 2\nisland 0 A\npeak-bytes 2 5\n",
 		"f:4: peak-bytes: bad island '2'"},
 	{"isthmus-schedule 2\nislands 2\npeak-bytes 1 5\npeak-bytes 1 6\n",
 		"f:4: duplicate peak-bytes for island 1 (first on line 3)"},
 	{"isthmus-schedule 2\nislands 2\npeak-bytes 1 x\n", "f:3: bad peak-bytes 'x'"},
+	/* version 3's planned-for lines: not before 3, known values, once each */
+	{V2HEAD "replication edge\n",
+		"f:11: 'replication' needs 'isthmus-schedule 3' or later on line 1"},
+	{HEAD "dtype fp32\n", "f:11: 'dtype' needs 'isthmus-schedule 3' or later on line 1"},
+	{V3HEAD "replication multicast\n", "f:11: bad replication 'multicast' (edge or network)"},
+	{V3HEAD "replication Edge\n", "f:11: bad replication 'Edge' (edge or network)"},
+	{V3HEAD "replication\n", "f:11: unknown or malformed line 'replication'"},
+	{V3HEAD "replication edge\nreplication network\n",
+		"f:12: duplicate 'replication' (first on line 11)"},
+	{V3HEAD "dtype float\n", "f:11: bad dtype 'float' (an element type: fp32, bf16 or int32)"},
+	{V3HEAD "dtype none\n", "f:11: bad dtype 'none' (an element type: fp32, bf16 or int32)"},
+	{V3HEAD "dtype 4\n", "f:11: bad dtype '4' (an element type: fp32, bf16 or int32)"},
+	{V3HEAD "dtype fp32 int32\n", "f:11: unknown or malformed line 'dtype'"},
+	{V3HEAD "dtype bf16\ndtype bf16\n", "f:12: duplicate 'dtype' (first on line 11)"},
+	{V3HEAD BODY "replication edge\n", "f:16: unknown or malformed line 'replication'"},
+	{"isthmus-schedule 4\n", "f:1: unsupported version '4' (this loader reads 1 to 3)"},
 	/* version 2's route lines: a loop-free path inside the sender's clique, once */
 	{HEAD BODY "route 0 0 1 0,1\n", "f:16: unknown or malformed line 'route'"},
 	{V2HEAD BODY "route 1 0 1 0,1\n", "f:16: route: bad round '1' (a round defined above)"},
@@ -146,7 +167,6 @@ static const struct badsched bad[] = {
 	{V2HEAD BODY "route 0 0 1 0,1\nroute 0 0 1 0,2,1\n", "f:17: route 0 0 1: duplicate"},
 	{"", "f:1: empty file"},
 	{"isthmus-plan 1\n", "f:1: not a schedule file (expected 'isthmus-schedule 1')"},
-	{"isthmus-schedule 3\n", "f:1: unsupported version '3' (this loader reads 1 and 2)"},
 	{HEAD BODY, "f:16: truncated: no 'end' line"},
 	{HEAD BODY "end\nround 1 0x7\n", "f:17: content after 'end'"},
 	{"isthmus-schedule 1\nislands 65\n", "f:2: bad islands '65' (1..64)"},
@@ -487,6 +507,82 @@ Test(sched, note_after_magic)
 	cr_assert_not_null(l, "%s", err);
 	check(l);
 	isth_sched_free(l);
+	isth_sched_free(s);
+	unlink(path);
+}
+
+/*
+ * Version 3 says what the plan was made for: read with the lines that gave
+ * it, absent ("unstated") in older files, and written (as version 3, only
+ * then) by a writer that sets it, reading back the same.
+ */
+Test(sched, planned_for_v3)
+{
+	char err[256] = "", path[] = "/tmp/isth-sched-planned-XXXXXX";
+	struct isth_sched *s = isth_sched_parse(
+		"f", V3HEAD "dtype bf16\nreplication network\n" BODY "end\n", err, sizeof(err));
+	int line = -1, fd;
+	FILE *f;
+
+	cr_assert_not_null(s, "%s", err);
+	cr_assert_eq(isth_sched_replication(s, &line), ISTH_SCHED_REPL_NETWORK);
+	cr_assert_eq(line, 12);
+	cr_assert_str_eq(isth_sched_dtype(s, &line), "bf16");
+	cr_assert_eq(line, 11);
+	isth_sched_free(s);
+
+	/* older and hand-written files: unstated, line 0 */
+	s = isth_sched_parse("f", HEAD BODY "end\n", err, sizeof(err));
+	cr_assert_not_null(s, "%s", err);
+	cr_assert_eq(isth_sched_replication(s, &line), ISTH_SCHED_REPL_UNSTATED);
+	cr_assert_eq(line, 0);
+	cr_assert_null(isth_sched_dtype(s, &line));
+	cr_assert_str_eq(isth_sched_repl_name(ISTH_SCHED_REPL_UNSTATED), "unstated");
+	isth_sched_free(s);
+
+	/* the writer: version 1 without them, 3 with them */
+	s = build();
+	cr_assert_eq(isth_sched_set_dtype(s, "float"), -EINVAL);
+	cr_assert_eq(isth_sched_set_dtype(s, "none"), -EINVAL);
+	cr_assert_eq(isth_sched_set_replication(s, (enum isth_sched_repl)7), -EINVAL);
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(isth_sched_save(s, path, err, sizeof(err)), 0, "%s", err);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(err, sizeof(err), f));
+	cr_assert_str_eq(err, "isthmus-schedule 1\n");
+	fclose(f);
+	cr_assert_eq(isth_sched_set_replication(s, ISTH_SCHED_REPL_EDGE), 0);
+	cr_assert_eq(isth_sched_set_dtype(s, "int32"), 0);
+	cr_assert_eq(isth_sched_save(s, path, err, sizeof(err)), 0, "%s", err);
+	isth_sched_free(s);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	{
+		char line_buf[128];
+		int magic = 0, repl = 0, dtype = 0;
+
+		while (fgets(line_buf, sizeof(line_buf), f)) {
+			magic += strcmp(line_buf, "isthmus-schedule 3\n") == 0;
+			repl += strcmp(line_buf, "replication edge\n") == 0;
+			dtype += strcmp(line_buf, "dtype int32\n") == 0;
+		}
+		cr_assert(magic == 1 && repl == 1 && dtype == 1, "magic %d repl %d dtype %d", magic,
+			repl, dtype);
+	}
+	fclose(f);
+	s = isth_sched_load(path, err, sizeof(err));
+	cr_assert_not_null(s, "%s", err);
+	cr_assert_eq(isth_sched_replication(s, &line), ISTH_SCHED_REPL_EDGE);
+	cr_assert_gt(line, 1);
+	cr_assert_str_eq(isth_sched_dtype(s, NULL), "int32");
+	check(s);
+	/* removing them again */
+	cr_assert_eq(isth_sched_set_replication(s, ISTH_SCHED_REPL_UNSTATED), 0);
+	cr_assert_eq(isth_sched_set_dtype(s, NULL), 0);
+	cr_assert_null(isth_sched_dtype(s, NULL));
 	isth_sched_free(s);
 	unlink(path);
 }
