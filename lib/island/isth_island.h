@@ -415,6 +415,24 @@ int isth_island_poll(struct isth_island *s, uint64_t timeout_ns);
 /** Snapshot the counters. */
 void isth_island_stats(struct isth_island *s, struct isth_island_stats *st);
 
+/**
+ * Why a wait may have found nothing: one line, for a timeout's message,
+ * naming what the session received and refused for reasons that look
+ * like a misconfiguration, by count and type, with what the last such
+ * datagram said: another source address or port than the edge's
+ * ("3 ROUND from 10.0.0.1:9471 with wire version 2, not from the edge
+ * ..."), another wire version than the session's (a key file or not),
+ * failed authentication (another key file), another job, another island.
+ * When nothing at all arrived: that, with the local address and port the
+ * edge must send to. Empty when datagrams arrived and none was refused
+ * for those reasons. Built from the counters and the last refused
+ * datagram of each reason (kept on the drop path only); no I/O.
+ *
+ * @return characters the full text needs (as snprintf); the text in
+ *         @p buf is truncated to @p size and ends in "..." if cut.
+ */
+int isth_island_diagnose(struct isth_island *s, char *buf, size_t size);
+
 /** Name of an island drop reason ("agg_overlap"), or "unknown". */
 const char *isth_island_drop_name(unsigned int reason);
 
