@@ -83,7 +83,10 @@
 	"  --stop-after K   send DATA in the first K rounds taken only, then keep\n" \
 	"                   receiving and verifying but stay silent: an island\n" \
 	"                   that died as a sender (peers see partials naming it)\n" \
-	"  --grace MS       keep collecting AGGs MS ms past the deadline (default 0)\n" \
+	"  --grace MS       keep collecting AGGs MS ms past the deadline (default:\n" \
+	"                   one period of the round, for the AGGs an edge sends up\n" \
+	"                   to its [agg] round_slack late; a complete round ends\n" \
+	"                   at once all the same; 0: end at the deadline)\n" \
 	"  --nack-interval MS  re-NACK a missing AGG at most every MS ms (default 5)\n" \
 	"  --probe MS       tail-loss probe after MS quiet ms (default 10; 0: off)\n" \
 	"  --sockets N      sockets (and sending threads) of the session, 1..16\n" \
@@ -385,6 +388,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		.overlap = 2,
 		.nack_ns = 5000000ull,
 		.probe_ns = 10000000ull,
+		.grace_ns = ISTH_ISLAND_GRACE_PERIOD,
 		.n_sockets = 1,
 	};
 	while ((c = getopt_long(argc, argv, "h", long_opts, &li)) != -1) {

@@ -415,6 +415,18 @@ sat_add(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+/* When round @sl ends: its ROUND's deadline + conf.grace_ns, or + its
+ * period with ISTH_ISLAND_GRACE_PERIOD (a slot whose ROUND has not come
+ * has period 0: it ends at its deadline, as before). */
+static inline uint64_t
+slot_end(const struct isth_island *s, const struct slot *sl)
+{
+	uint64_t g = s->conf.grace_ns == ISTH_ISLAND_GRACE_PERIOD ? sl->info.period_ns
+								  : s->conf.grace_ns;
+
+	return sat_add(sl->info.deadline_ns, g);
+}
+
 /* bfloat16 <-> binary32. Widening is exact. Narrowing rounds to nearest,
  * ties to even, and keeps a NaN a quiet NaN (never rounded into inf): the
  * same rule as the edge's bf16 output (doc/agg.md). */

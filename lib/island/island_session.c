@@ -132,7 +132,7 @@ finalize(struct isth_island *s, struct slot *sl, uint64_t now)
 			res->complete++;
 		}
 	}
-	res->early = res->partial == 0 && now < sat_add(sl->info.deadline_ns, s->conf.grace_ns);
+	res->early = res->partial == 0 && now < slot_end(s, sl);
 	sl->rc = res->partial ? -ETIMEDOUT : 0;
 	sl->state = SLOT_DONE;
 	if (res->partial)
@@ -152,7 +152,7 @@ finalize(struct isth_island *s, struct slot *sl, uint64_t now)
 static int
 round_try_end(struct isth_island *s, struct slot *sl, uint32_t round, uint64_t now)
 {
-	uint64_t stop = sat_add(sl->info.deadline_ns, s->conf.grace_ns);
+	uint64_t stop = slot_end(s, sl);
 
 	if (sl->chunks_done < s->n_chunks && now >= stop && !s->reading) {
 		isl_rx_drain(s);
@@ -203,7 +203,7 @@ isth_island_result(struct isth_island *s, uint32_t round, void *out, size_t out_
 			}
 			if (rc > 0)
 				continue; /* waits for the adds above */
-			rc = isl_wait_io(s, sat_add(sl->info.deadline_ns, s->conf.grace_ns) - now);
+			rc = isl_wait_io(s, slot_end(s, sl) - now);
 		} else {
 			if (sl == NULL && isl_round_is_old(s, round)) {
 				pthread_mutex_unlock(&s->mu);

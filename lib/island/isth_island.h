@@ -55,6 +55,13 @@ struct isth_island;
 #define ISTH_ISLAND_ROUNDS 4u
 /** AGG sequence numbers tracked behind the newest one (power of two). */
 #define ISTH_ISLAND_SEQ_WINDOW 8192u
+/**
+ * conf.grace_ns: wait one period of the round past its deadline (the
+ * ROUND's period_ns), for AGGs an edge sends up to its [agg] round_slack
+ * late. A complete round still ends at once; only a partial one ends
+ * later. The default of the Python binding and isthmus-island.
+ */
+#define ISTH_ISLAND_GRACE_PERIOD UINT64_MAX
 /** Most sockets (and sending threads) one session may use. */
 #define ISTH_ISLAND_MAX_SOCKETS 16u
 
@@ -100,7 +107,10 @@ struct isth_island_conf {
 	/** Tail-loss probe after this long without an AGG while a round is
 	 * incomplete; 0: 10 ms; UINT64_MAX: never probe. */
 	uint64_t probe_ns;
-	/** A round ends at ROUND deadline_ns + grace_ns (0: at the deadline). */
+	/** A round ends at ROUND deadline_ns + grace_ns (0: at the deadline;
+	 * ISTH_ISLAND_GRACE_PERIOD: + the ROUND's period_ns). An edge
+	 * sends AGGs until the deadline + its [agg] round_slack, so a
+	 * grace of 0 may cut off the tail of an edge's round. */
 	uint64_t grace_ns;
 	/** SO_RCVBUF to ask for; 0: 4 MiB. */
 	int rcvbuf;

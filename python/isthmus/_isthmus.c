@@ -400,8 +400,14 @@ conf_dtype(struct isth_island_conf *c, const char *dtype)
 
 /* Session(nack_interval=, grace=, probe=), in seconds, into ns. */
 static int
-conf_timers(struct isth_island_conf *c, double nack_interval, double grace, PyObject *probe)
+conf_timers(struct isth_island_conf *c, double nack_interval, PyObject *grace_o, PyObject *probe)
 {
+	/* grace: None (default) is one period of each round: an edge sends
+	 * AGGs up to its [agg] round_slack past the deadline */
+	double grace = grace_o == Py_None ? 0.0 : PyFloat_AsDouble(grace_o);
+
+	if (grace == -1.0 && PyErr_Occurred())
+		return -1;
 	if (!(nack_interval > 0) || !(grace >= 0)) {
 		PyErr_SetString(
 			PyExc_ValueError, "nack_interval must be > 0 and grace >= 0 seconds");
@@ -410,7 +416,7 @@ conf_timers(struct isth_island_conf *c, double nack_interval, double grace, PyOb
 	c->nack_interval_ns = (uint64_t)(nack_interval * 1e9);
 	if (c->nack_interval_ns == 0)
 		c->nack_interval_ns = 1;
-	c->grace_ns = (uint64_t)(grace * 1e9);
+	c->grace_ns = grace_o == Py_None ? ISTH_ISLAND_GRACE_PERIOD : (uint64_t)(grace * 1e9);
 	/* probe: False (default, 10 ms), None (never) or seconds */
 	if (probe == Py_None) {
 		c->probe_ns = UINT64_MAX;
@@ -508,11 +514,11 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 	unsigned long job = ULONG_MAX, island = ULONG_MAX, n_islands = ULONG_MAX;
 	unsigned long elems = ULONG_MAX;
 	PyObject *edge = NULL, *bind = NULL, *probe = Py_False, *key_file = Py_None;
-	PyObject *auth = Py_None;
+	PyObject *auth = Py_None, *grace = Py_None;
 	PyObject *key_bytes = NULL;
 	char err[512];
 	const char *dtype = "fp32";
-	double nack_interval = 0.005, grace = 0.0;
+	double nack_interval = 0.005;
 	unsigned int mtu = 1500, nack_retries = 16;
 	int rcvbuf = 0, gso = 0, gro = 0, rx_threads = 0;
 	unsigned int sockets = 1;
@@ -523,7 +529,7 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_RuntimeError, "Session already initialised");
 		return -1;
 	}
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$kkkkOsOIdIOdiOIpppO", kwlist, &job, &island,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$kkkkOsOIdIOOiOIpppO", kwlist, &job, &island,
 		    &n_islands, &elems, &edge, &dtype, &bind, &mtu, &nack_interval, &nack_retries,
 		    &probe, &grace, &rcvbuf, &key_file, &sockets, &gso, &gro, &rx_threads, &auth))
 		return -1;
@@ -1056,7 +1062,8 @@ static PyTypeObject SessionType = {
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "Session(*, job, island, n_islands, elems, edge, key_file | auth=False, "
 		  "dtype='fp32', bind=('0.0.0.0', 9471), mtu=1500, nack_interval=0.005, "
-		  "nack_retries=16, probe=<10 ms>|None|seconds, grace=0.0, rcvbuf=0, "
+		  "nack_retries=16, probe=<10 ms>|None|seconds, grace=<one period>|seconds, "
+		  "rcvbuf=0, "
 		  "sockets=1, gso=False, gro=False, rx_threads=False)\n\n"
 		  "One island's session with its edge (libisthmus). edge: (host, port), "
 		  "the edge's access address (required). key_file: the job's key "

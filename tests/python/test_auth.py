@@ -102,7 +102,7 @@ class Edge:
 def session(edge, key_file):
     s = isthmus.Session(job=JOB, island=SELF, n_islands=N, elems=ELEMS,
                         edge=("127.0.0.1", edge.port), bind=("127.0.0.1", 0),
-                        probe=None, key_file=key_file)
+                        probe=None, key_file=key_file, grace=0.0)
     edge.island_port = s.local_port
     return s
 

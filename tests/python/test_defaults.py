@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import isthmus
-from fake_edge import CE, VERSION, FakeEdge
+from fake_edge import CE, VERSION, FakeEdge, now_ns
 
 SELF, N, JOB = 1, 4, 7
 ELEMS = 2 * CE + 100
@@ -142,3 +142,25 @@ def test_result_timeout_says_it_too(edge):
             s.result(4, np.zeros(ELEMS, np.float32), timeout=0.3)
         assert e.value.errno == errno.ENOENT
         assert "with wire version 2, but this session has no key file" in str(e.value)
+
+
+def test_default_grace_is_one_period(edge):
+    """An edge sends AGGs up to its [agg] round_slack past the ROUND's
+    deadline: by default a round collects for one more period, so AGGs
+    after the deadline are still summed (grace=0.0 would end it there)."""
+    with session(edge, auth=False) as s:
+        start = edge.round(6, 1 << 0, NCH, deadline_in=0.3)
+        assert s.wait_round(timeout=2).round == 6
+        own = np.arange(ELEMS, dtype=np.float32)
+        s.send(6, own)
+        edge.data(NCH)
+        while now_ns() < start + 300_000_000:          # past the deadline
+            s.poll(timeout=0.01)
+        assert not s.ready(6)                           # still collecting
+        peer = np.full(ELEMS, 0.5, np.float32)
+        for c in range(NCH):
+            edge.agg(6, c, 1 << 0, peer[c * CE:(c + 1) * CE])
+        out = np.zeros(ELEMS, np.float32)
+        res = s.result(6, out, timeout=2)
+        assert res.complete and res.bitmap == 1 << 0 | 1 << SELF
+        np.testing.assert_array_equal(out, own + peer)

@@ -36,7 +36,8 @@ def edge():
 def session(edge, dtype="fp32", **kw):
     s = isthmus.Session(job=7, island=SELF, n_islands=N, elems=ELEMS,
                         edge=("127.0.0.1", edge.port),
-                        bind=("127.0.0.1", 0), dtype=dtype, auth=False, **kw)
+                        bind=("127.0.0.1", 0), dtype=dtype, auth=False, grace=0.0,
+                        **kw)
     edge.island_port = s.local_port
     return s
 
@@ -275,7 +276,7 @@ def test_sockets_gso_gro_deliver_the_plain_datagrams(edge):
         with isthmus.Session(job=7, island=SELF, n_islands=N, elems=n,
                              edge=("127.0.0.1", edge.port),
                              bind=("127.0.0.1", 0), probe=None, auth=False,
-                             **kw) as s:
+                             grace=0.0, **kw) as s:
             edge.island_port = s.local_port
             edge.seq = 0
             s.send(4, own)
