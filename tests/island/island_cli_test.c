@@ -118,6 +118,10 @@ cli_start(struct cli *c, const char *const *extra)
 	argv[k++] = "5";
 	argv[k++] = "--probe";
 	argv[k++] = "0";
+	/* rounds end at their deadline, which the tests time (the CLI's
+	 * default is one round period later; a test may give its own) */
+	argv[k++] = "--grace";
+	argv[k++] = "0";
 	/* version 1 unless the test gives a key file (auth_e) */
 	if (auth_e == NULL) {
 		argv[k++] = "--auth";
