@@ -171,6 +171,9 @@ note_odd(struct isth_island *s, enum isl_odd why, const uint8_t *buf, size_t len
 		isth_wire_get_be_(buf + ISTH_WIRE_OFF_MAGIC, 2) == ISTH_WIRE_MAGIC;
 	uint8_t type = hdr ? buf[ISTH_WIRE_OFF_TYPE] : 0;
 
+	/* not an isthmus header at all: no version to name */
+	if (why == ODD_VERSION && !hdr)
+		return;
 	if (type == ISTH_WIRE_ROUND)
 		o->n_round++;
 	else if (type == ISTH_WIRE_AGG)

@@ -168,7 +168,7 @@ def test_bad_key_file_and_reload(keyfile):
         assert x.value.errno == errno.ENOENT
 
 
-def test_key_file_none_warns_once_and_is_version_1():
+def test_auth_false_warns_once_and_is_version_1():
     code = """
 import warnings, isthmus
 with warnings.catch_warnings(record=True) as w:
