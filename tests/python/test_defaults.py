@@ -5,6 +5,10 @@ bind port is the one isthmusd sends to, and a Timeout says what the
 session received instead of a ROUND (fake_edge.py frames, sent from a
 plain UDP socket)."""
 import errno
+import os
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -55,10 +59,25 @@ def test_edge_is_required():
 
 
 def test_default_bind_is_the_island_port():
-    """No bind=: every address on isthmusd's default island_port. Another
-    process on this host may hold that port: then the refusal names it
+    """No bind=: every address on isthmusd's default island_port. As root
+    in a network namespace of its own (unshare -n), so that the port is
+    free and nothing else on this host is kept from it; otherwise here,
+    where another process may hold the port: then the refusal names it
     and the way out."""
     assert isthmus.DEFAULT_PORT == ISLAND_PORT
+    code = ("import warnings, isthmus\n"
+            "warnings.simplefilter('ignore')\n"
+            "s = isthmus.Session(job=1, island=0, n_islands=2, elems=10,\n"
+            "                    edge=('127.0.0.1', 9), auth=False)\n"
+            "print(s.local_port, s.counters()['auth'])\n")
+    if os.geteuid() == 0 and shutil.which("unshare"):
+        r = subprocess.run(["unshare", "-n", sys.executable, "-c", code], env=os.environ,
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode == 0:
+            assert r.stdout.split() == [str(ISLAND_PORT), "0"], r.stdout
+            return
+        # unshare refused (a container without CAP_SYS_ADMIN): try here
+        assert "unshare" in r.stderr, r.stdout + r.stderr
     try:
         s = isthmus.Session(job=1, island=0, n_islands=2, elems=10,
                             edge=("127.0.0.1", 9), auth=False)
