@@ -112,7 +112,8 @@ def worker(a):
         sess = isthmus.Session(job=a.job, island=a.island, n_islands=a.islands,
                                elems=flat_n, edge=(host, int(port)),
                                bind=(bhost, int(bport)), dtype=a.dtype,
-                               grace=a.grace_ms / 1e3, key_file=a.key_file)
+                               grace=a.grace_ms / 1e3, key_file=a.key_file,
+                               auth=a.key_file is not None)
         if a.record:
             record = {"round": [], "sent": [], "sum": [], "bitmaps": []}
 

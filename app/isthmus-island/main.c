@@ -24,98 +24,110 @@
 
 #define EXIT_USAGE 2
 
-static const char usage[] =
-	"usage: isthmus-island --island ID --islands N --edge IP[:PORT]\n"
-	"                      (--key-file PATH | --auth off) [options]\n"
-	"\n"
-	"Plays one island of an isthmus job for R rounds. Each round it waits for\n"
-	"the edge's ROUND, sends its tensor as DATA (unless silenced by\n"
-	"--stop-after), collects the AGGs (NACKing gaps), and verifies every\n"
-	"chunk's aggregate against the exact sum, computed here from the formula\n"
-	"below, over the contributors the chunk's bitmap reports.\n"
-	"\n"
-	"Tensor values, element i of island k in round r (uint32 arithmetic):\n"
-	"  int32: (k+1)*1000003 + r*7919 + i*31            (wrapping)\n"
-	"  fp32:  (((k+1)*131 + r*17 + i*7) mod 1024 - 512) / 16\n"
-	"         sixteenths in [-32, 32): sums of up to 64 islands are exact in\n"
-	"         binary32 in any order, so fp32 is checked exactly too.\n"
-	"  bf16:  ((k+1)*131 + r*17 + i*7) mod 4 - 2\n"
-	"         integers in [-2, 1]: every partial sum of up to 64 is exact in\n"
-	"         bf16, so sums are exact whether the edge returns them as fp32\n"
-	"         or as bf16 ([agg] bf16_out); results are fp32.\n"
-	"\n"
-	"Options (numbers are decimal: \"010\" is ten):\n"
-	"  --job N          job id (default 1)\n"
-	"  --island ID      this island's id, 0..N-1 (required)\n"
-	"  --islands N      islands in the job, 1..64 (required)\n"
-	"  --edge IP[:PORT] the edge's access address (required; port 9471)\n"
-	"  --key-file PATH  this island's key file, island-<i>.key from\n"
-	"                   'isthmus-keys split' (or the job file; another\n"
-	"                   island's is refused), mode 0600 (doc/protocol.md,\n"
-	"                   \"Keys\"): wire version 2, DATA and NACK tagged, every\n"
-	"                   AGG, GONE and ROUND verified before use (refusals\n"
-	"                   counted by name: auth_format, auth_epoch, auth_tag, ...)\n"
-	"  --auth off       no authentication, wire version 1 (labs only; logged\n"
-	"                   as a WARNING). One of --key-file and --auth off is\n"
-	"                   required\n"
-	"                   SIGHUP reloads the key file (key rotation: isthmus-keys\n"
-	"                   rotate and split, the new file here, then signal);\n"
-	"                   a refused file keeps the keys in use\n"
-	"  --bind IP[:PORT] local address the edge sends to (default 0.0.0.0:9471)\n"
-	"  --rounds R       rounds to play (default 10)\n"
-	"  --dtype T        int32, fp32 or bf16 (default int32)\n"
-	"  --elems N        tensor elements; must match the edge's ROUND\n"
-	"                   (n_chunks * chunk_elems covers it; default 1024)\n"
-	"  --mtu M          IP MTU, sets the chunk size (default 1500: 354 elems\n"
-	"                   with --key-file, 358 with --auth off)\n"
-	"  --timeout S      seconds to wait for each ROUND (default 10)\n"
-	"  --overlap K      rounds in flight, 1..3 (default 2): round r+1's DATA\n"
-	"                   leaves as soon as its ROUND arrives (the edge paces it\n"
-	"                   to its planned offset), whether or not round r has\n"
-	"                   ended; late rounds are still collected, in order.\n"
-	"                   1: wait for each round's end before the next\n"
-	"  --stop-after K   send DATA in the first K rounds taken only, then keep\n"
-	"                   receiving and verifying but stay silent: an island\n"
-	"                   that died as a sender (peers see partials naming it)\n"
-	"  --grace MS       keep collecting AGGs MS ms past the deadline (default 0)\n"
-	"  --nack-interval MS  re-NACK a missing AGG at most every MS ms (default 5)\n"
-	"  --probe MS       tail-loss probe after MS quiet ms (default 10; 0: off)\n"
-	"  --sockets N      sockets (and sending threads) of the session, 1..16\n"
-	"                   (default 1): socket i is bound to PORT + i and sends\n"
-	"                   the i-th of N chunk ranges of every round's DATA\n"
-	"  --gso on|off     UDP GSO on send (default off): the kernel cuts one\n"
-	"                   buffer into up to 64 DATA datagrams; the same bytes on\n"
-	"                   the wire; falls back to plain sends if refused\n"
-	"  --gro on|off     UDP GRO on receive (default off): read coalesced AGGs\n"
-	"  --rx-threads on|off  a receive thread per socket (default off): socket\n"
-	"                   i reads, verifies and sums the AGG streams k with\n"
-	"                   k % N == i (N = --sockets), which the edge sends to\n"
-	"                   PORT + k % N: its [access] island_sockets must be N.\n"
-	"                   off: every socket is read by the main thread\n"
-	"  --die-with-parent  exit (SIGTERM) when the parent process exits; also\n"
-	"                   with ISTH_DIE_WITH_PARENT=1 or ISTH_TESTBED set\n"
-	"  --help           this text\n"
-	"  --version        print the version on one line and exit\n"
-	"\n"
-	"Output: one line per round\n"
-	"  round R clique {..} chunks N complete C partial P missing <who/which>\n"
-	"  nacks N resent N ms X tx_ms Y\n"
-	"or, for a round this process came back to only after the library had\n"
-	"reused its slot (it keeps 4 rounds; e.g. the process was stopped),\n"
-	"  round R clique {..} chunks N lost: no longer kept\n"
-	"then the summary\n"
-	"  ISLAND island= rounds= aggregates= verified= wrong= partial= missing=\n"
-	"  nacks= resent= round_ms_mean= lost=\n"
-	"aggregates counts chunk results, verified those equal to the exact sum\n"
-	"over their bitmap, wrong the others, partial those missing contributors,\n"
-	"missing the contributions reported missing; a lost round's chunks count\n"
-	"as aggregates, partial and not verified, all its peers as missing, and\n"
-	"the round in lost (round_ms_mean is over the rounds not lost). Round\n"
-	"time is from the\n"
-	"ROUND's start_ns to the end of the round (complete, or the deadline);\n"
-	"tx_ms from start_ns to when the DATA was handed to the socket.\n"
-	"Exit status: 0 if wrong=0 and every round finished, 1 otherwise, 2 for\n"
-	"usage errors.\n";
+/* printf format: its %u are the default port (ISTH_WIRE_PORT) */
+#define USAGE \
+	"usage: isthmus-island --island ID --islands N --edge IP[:PORT]\n" \
+	"                      (--key-file PATH | --auth off) [options]\n" \
+	"\n" \
+	"Plays one island of an isthmus job for R rounds. Each round it waits for\n" \
+	"the edge's ROUND, sends its tensor as DATA (unless silenced by\n" \
+	"--stop-after), collects the AGGs (NACKing gaps), and verifies every\n" \
+	"chunk's aggregate against the exact sum, computed here from the formula\n" \
+	"below, over the contributors the chunk's bitmap reports.\n" \
+	"\n" \
+	"Tensor values, element i of island k in round r (uint32 arithmetic):\n" \
+	"  int32: (k+1)*1000003 + r*7919 + i*31            (wrapping)\n" \
+	"  fp32:  (((k+1)*131 + r*17 + i*7) mod 1024 - 512) / 16\n" \
+	"         sixteenths in [-32, 32): sums of up to 64 islands are exact in\n" \
+	"         binary32 in any order, so fp32 is checked exactly too.\n" \
+	"  bf16:  ((k+1)*131 + r*17 + i*7) mod 4 - 2\n" \
+	"         integers in [-2, 1]: every partial sum of up to 64 is exact in\n" \
+	"         bf16, so sums are exact whether the edge returns them as fp32\n" \
+	"         or as bf16 ([agg] bf16_out); results are fp32.\n" \
+	"\n" \
+	"Options (numbers are decimal: \"010\" is ten):\n" \
+	"  --job N          job id (default 1)\n" \
+	"  --island ID      this island's id, 0..N-1 (required)\n" \
+	"  --islands N      islands in the job, 1..64 (required)\n" \
+	"  --edge IP[:PORT] the edge's access address (required; PORT default %u,\n" \
+	"                   isthmusd's [isthmusd] udp_port)\n" \
+	"  --key-file PATH  this island's key file, island-<i>.key from\n" \
+	"                   'isthmus-keys split' (or the job file; another\n" \
+	"                   island's is refused), mode 0600 (doc/protocol.md,\n" \
+	"                   \"Keys\"): wire version 2, DATA and NACK tagged, every\n" \
+	"                   AGG, GONE and ROUND verified before use (refusals\n" \
+	"                   counted by name: auth_format, auth_epoch, auth_tag, ...)\n" \
+	"  --auth off       no authentication, wire version 1 (labs only; logged\n" \
+	"                   as a WARNING). One of --key-file and --auth off is\n" \
+	"                   required\n" \
+	"                   SIGHUP reloads the key file (key rotation: isthmus-keys\n" \
+	"                   rotate and split, the new file here, then signal);\n" \
+	"                   a refused file keeps the keys in use\n" \
+	"  --bind IP[:PORT] local address the edge sends ROUND and AGG to (default\n" \
+	"                   0.0.0.0:%u, isthmusd's default [access] island_port)\n" \
+	"  --rounds R       rounds to play (default 10)\n" \
+	"  --dtype T        int32, fp32 or bf16 (default int32)\n" \
+	"  --elems N        tensor elements; must match the edge's ROUND\n" \
+	"                   (n_chunks * chunk_elems covers it; default 1024)\n" \
+	"  --mtu M          IP MTU, sets the chunk size (default 1500: 354 elems\n" \
+	"                   with --key-file, 358 with --auth off)\n" \
+	"  --timeout S      seconds to wait for each ROUND (default 10); when none\n" \
+	"                   comes, the message says what arrived instead: datagrams\n" \
+	"                   from another address or port than --edge, of another\n" \
+	"                   wire version (--key-file against --auth off), tags that\n" \
+	"                   do not verify (another key file), another --job or\n" \
+	"                   --island; or that nothing arrived at all on --bind\n" \
+	"  --overlap K      rounds in flight, 1..3 (default 2): round r+1's DATA\n" \
+	"                   leaves as soon as its ROUND arrives (the edge paces it\n" \
+	"                   to its planned offset), whether or not round r has\n" \
+	"                   ended; late rounds are still collected, in order.\n" \
+	"                   1: wait for each round's end before the next\n" \
+	"  --stop-after K   send DATA in the first K rounds taken only, then keep\n" \
+	"                   receiving and verifying but stay silent: an island\n" \
+	"                   that died as a sender (peers see partials naming it)\n" \
+	"  --grace MS       keep collecting AGGs MS ms past the deadline (default:\n" \
+	"                   one period of the round, for the AGGs an edge sends up\n" \
+	"                   to its [agg] round_slack late; a complete round ends\n" \
+	"                   at once all the same; 0: end at the deadline)\n" \
+	"  --nack-interval MS  re-NACK a missing AGG at most every MS ms (default 5)\n" \
+	"  --probe MS       tail-loss probe after MS quiet ms (default 10; 0: off)\n" \
+	"  --sockets N      sockets (and sending threads) of the session, 1..16\n" \
+	"                   (default 1): socket i is bound to PORT + i and sends\n" \
+	"                   the i-th of N chunk ranges of every round's DATA\n" \
+	"  --gso on|off     UDP GSO on send (default off): the kernel cuts one\n" \
+	"                   buffer into up to 64 DATA datagrams; the same bytes on\n" \
+	"                   the wire; falls back to plain sends if refused\n" \
+	"  --gro on|off     UDP GRO on receive (default off): read coalesced AGGs\n" \
+	"  --rx-threads on|off  a receive thread per socket (default off): socket\n" \
+	"                   i reads, verifies and sums the AGG streams k with\n" \
+	"                   k %% N == i (N = --sockets), which the edge sends to\n" \
+	"                   PORT + k %% N: its [access] island_sockets must be N.\n" \
+	"                   off: every socket is read by the main thread\n" \
+	"  --die-with-parent  exit (SIGTERM) when the parent process exits; also\n" \
+	"                   with ISTH_DIE_WITH_PARENT=1 or ISTH_TESTBED set\n" \
+	"  --help           this text\n" \
+	"  --version        print the version on one line and exit\n" \
+	"\n" \
+	"Output: one line per round\n" \
+	"  round R clique {..} chunks N complete C partial P missing <who/which>\n" \
+	"  nacks N resent N ms X tx_ms Y\n" \
+	"or, for a round this process came back to only after the library had\n" \
+	"reused its slot (it keeps 4 rounds; e.g. the process was stopped),\n" \
+	"  round R clique {..} chunks N lost: no longer kept\n" \
+	"then the summary\n" \
+	"  ISLAND island= rounds= aggregates= verified= wrong= partial= missing=\n" \
+	"  nacks= resent= round_ms_mean= lost=\n" \
+	"aggregates counts chunk results, verified those equal to the exact sum\n" \
+	"over their bitmap, wrong the others, partial those missing contributors,\n" \
+	"missing the contributions reported missing; a lost round's chunks count\n" \
+	"as aggregates, partial and not verified, all its peers as missing, and\n" \
+	"the round in lost (round_ms_mean is over the rounds not lost). Round\n" \
+	"time is from the\n" \
+	"ROUND's start_ns to the end of the round (complete, or the deadline);\n" \
+	"tx_ms from start_ns to when the DATA was handed to the socket.\n" \
+	"Exit status: 0 if wrong=0 and every round finished, 1 otherwise, 2 for\n" \
+	"usage errors.\n"
+
 
 struct opts {
 	bool die_with_parent; /* --die-with-parent */
@@ -378,15 +390,16 @@ parse_args(int argc, char **argv, struct opts *o)
 		.overlap = 2,
 		.nack_ns = 5000000ull,
 		.probe_ns = 10000000ull,
+		.grace_ns = ISTH_ISLAND_GRACE_PERIOD,
 		.n_sockets = 1,
 	};
 	while ((c = getopt_long(argc, argv, "h", long_opts, &li)) != -1) {
 		if (c == 'h') {
-			fputs(usage, stdout);
+			printf(USAGE, ISTH_WIRE_PORT, ISTH_WIRE_PORT);
 			exit(0);
 		}
 		if (c == '?' || c == ':') {
-			fputs(usage, stderr);
+			fprintf(stderr, USAGE, ISTH_WIRE_PORT, ISTH_WIRE_PORT);
 			return -EINVAL;
 		}
 		if (parse_opt(c, optarg, o, &have_edge)) {
@@ -762,6 +775,18 @@ collect_ended(struct run *u, struct flight *fl, unsigned int *nfl)
 	return 0;
 }
 
+/* No ROUND came within --timeout: say so, and what arrived instead
+ * (isth_island_diagnose()), if anything. */
+static void
+no_round(const struct run *u)
+{
+	char d[1024];
+
+	isth_island_diagnose(u->s, d, sizeof(d));
+	fprintf(stderr, "isthmus-island: no ROUND within %" PRIu64 " s after %u rounds%s%s\n",
+		(uint64_t)(u->o.timeout_ns / 1000000000ull), u->played, d[0] ? "; " : "", d);
+}
+
 /*
  * Keep to the schedule: a round's DATA goes out when its ROUND comes,
  * while up to --overlap earlier rounds are still collecting. Ended rounds
@@ -783,10 +808,7 @@ play(struct run *u)
 			if (rc > 0) {
 				nfl++;
 			} else if (nfl == 0) {
-				fprintf(stderr,
-					"isthmus-island: no ROUND within %" PRIu64
-					" s after %u rounds\n",
-					(uint64_t)(u->o.timeout_ns / 1000000000ull), u->played);
+				no_round(u);
 				return false;
 			}
 		}

@@ -275,6 +275,29 @@ struct tx_job {
 	uint64_t seq0; /* DATA seq of chunk 0 */
 };
 
+/*
+ * Datagrams refused for a reason that looks like a misconfiguration of
+ * this session or its edge, for isth_island_diagnose(): how many of each
+ * type, and what the last one said. Written on those drop paths only
+ * (never for an accepted datagram), under mu.
+ */
+enum isl_odd {
+	ODD_SOURCE, /* not from the edge address and port (drop source) */
+	ODD_VERSION, /* another wire version (wire E_VERSION, or auth_format) */
+	ODD_JOB, /* another job (drop job) */
+	ODD_SENDER, /* for another island (drop sender) */
+	ODD_MAX
+};
+
+struct isl_odd_seen {
+	uint64_t n_round, n_agg, n_other; /* by header type */
+	uint32_t ip; /* the last one's source, network order */
+	uint16_t port; /* network order */
+	uint8_t version; /* header byte 2; 0: not an isthmus header */
+	uint8_t sender;
+	uint32_t job;
+};
+
 struct isth_island {
 	/* written by: open; read-only afterwards */
 	struct isth_island_conf conf;
@@ -345,6 +368,8 @@ struct isth_island {
 	/* counters: each written with isth_ctr_add() under mu (one writer at a
 	 * time; open() before any thread runs), snapshot by isth_island_stats() */
 	struct isth_island_stats st;
+	/* what misconfiguration-like drops said (on_datagram(), under mu) */
+	struct isl_odd_seen odd[ODD_MAX];
 
 	/* Authentication, conf.key_file (NULL when off). auth and eng are
 	 * replaced together by reload_keys(); win[] follows the epochs of
@@ -388,6 +413,18 @@ static inline uint64_t
 sat_add(uint64_t a, uint64_t b)
 {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* When round @sl ends: its ROUND's deadline + conf.grace_ns, or + its
+ * period with ISTH_ISLAND_GRACE_PERIOD (a slot whose ROUND has not come
+ * has period 0: it ends at its deadline, as before). */
+static inline uint64_t
+slot_end(const struct isth_island *s, const struct slot *sl)
+{
+	uint64_t g = s->conf.grace_ns == ISTH_ISLAND_GRACE_PERIOD ? sl->info.period_ns
+								  : s->conf.grace_ns;
+
+	return sat_add(sl->info.deadline_ns, g);
 }
 
 /* bfloat16 <-> binary32. Widening is exact. Narrowing rounds to nearest,

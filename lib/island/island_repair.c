@@ -148,8 +148,7 @@ seq_nack_budget(struct isth_island *s, const struct seq_ent *e, uint64_t now)
 	const struct slot *sl = slot_find(s, e->round);
 
 	if (sl != NULL && sl->announced)
-		return sl->state == SLOT_OPEN &&
-			now < sat_add(sl->info.deadline_ns, s->conf.grace_ns);
+		return sl->state == SLOT_OPEN && now < slot_end(s, sl);
 	return e->nacks < s->conf.nack_retries;
 }
 
@@ -228,7 +227,7 @@ run_probe(struct isth_island *s, uint64_t now, unsigned int sock)
 		const struct slot *sl = &s->slots[i];
 
 		if (sl->state == SLOT_OPEN && sl->announced && sl->chunks_done < s->n_chunks &&
-			now < sat_add(sl->info.deadline_ns, s->conf.grace_ns))
+			now < slot_end(s, sl))
 			live = sl;
 	}
 	if (live == NULL)

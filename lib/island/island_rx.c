@@ -158,6 +158,36 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsig
 }
 
 /*
+ * A datagram refused for @why, a reason that looks like a
+ * misconfiguration: counted by type and remembered (the last one) for
+ * isth_island_diagnose(). Drop path only, under mu.
+ */
+static void
+note_odd(struct isth_island *s, enum isl_odd why, const uint8_t *buf, size_t len,
+	const struct sockaddr_in *from)
+{
+	struct isl_odd_seen *o = &s->odd[why];
+	bool hdr = len >= ISTH_WIRE_HDR_SIZE &&
+		isth_wire_get_be_(buf + ISTH_WIRE_OFF_MAGIC, 2) == ISTH_WIRE_MAGIC;
+	uint8_t type = hdr ? buf[ISTH_WIRE_OFF_TYPE] : 0;
+
+	/* not an isthmus header at all: no version to name */
+	if (why == ODD_VERSION && !hdr)
+		return;
+	if (type == ISTH_WIRE_ROUND)
+		o->n_round++;
+	else if (type == ISTH_WIRE_AGG)
+		o->n_agg++;
+	else
+		o->n_other++;
+	o->ip = from->sin_addr.s_addr;
+	o->port = from->sin_port;
+	o->version = hdr ? buf[ISTH_WIRE_OFF_VERSION] : 0;
+	o->sender = hdr ? isth_wire_get_hdr_sender(buf) : 0;
+	o->job = hdr ? (uint32_t)isth_wire_get_be_(buf + ISTH_WIRE_OFF_JOB, 4) : 0;
+}
+
+/*
  * One datagram read on socket @sock, under mu. Auth on: @vst is its tag
  * status if a receive thread verified it already, else VST_NONE and it is
  * verified here with @eng.
@@ -180,24 +210,33 @@ on_datagram(struct isth_island *s, const uint8_t *buf, size_t len, const struct 
 	if (from->sin_addr.s_addr != s->edge.sin_addr.s_addr ||
 		from->sin_port != s->edge.sin_port) {
 		drop(s, ISTH_ISLAND_DROP_source);
+		note_odd(s, ODD_SOURCE, buf, len, from);
 		return;
 	}
 	/* auth on: nothing below sees a packet whose tag did not verify */
-	if (s->auth_on && !isl_auth_rx(s, buf, len, sock, eng, vst, &win))
+	if (s->auth_on && !isl_auth_rx(s, buf, len, sock, eng, vst, &win)) {
+		if (len > ISTH_WIRE_OFF_VERSION &&
+			buf[ISTH_WIRE_OFF_VERSION] != ISTH_WIRE_VERSION_AUTH)
+			note_odd(s, ODD_VERSION, buf, len, from);
 		return;
+	}
 	memset(&p, 0, sizeof(p));
 	r = isth_wire_parse_msg(buf, len, &s->lim, &p);
 	if (r != ISTH_WIRE_OK) {
 		isth_ctr_add(&s->st.wire_drop[r], 1);
+		if (r == ISTH_WIRE_E_VERSION)
+			note_odd(s, ODD_VERSION, buf, len, from);
 		return;
 	}
 	isth_ctr_add(&s->st.rx_type[p.hdr.type], 1);
 	if (p.hdr.job != s->conf.job) {
 		drop(s, ISTH_ISLAND_DROP_job);
+		note_odd(s, ODD_JOB, buf, len, from);
 		return;
 	}
 	if (p.hdr.sender != s->conf.island) {
 		drop(s, ISTH_ISLAND_DROP_sender);
+		note_odd(s, ODD_SENDER, buf, len, from);
 		return;
 	}
 	/* with receive threads stream k is read on socket k % n_socks

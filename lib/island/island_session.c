@@ -132,7 +132,7 @@ finalize(struct isth_island *s, struct slot *sl, uint64_t now)
 			res->complete++;
 		}
 	}
-	res->early = res->partial == 0 && now < sat_add(sl->info.deadline_ns, s->conf.grace_ns);
+	res->early = res->partial == 0 && now < slot_end(s, sl);
 	sl->rc = res->partial ? -ETIMEDOUT : 0;
 	sl->state = SLOT_DONE;
 	if (res->partial)
@@ -152,7 +152,7 @@ finalize(struct isth_island *s, struct slot *sl, uint64_t now)
 static int
 round_try_end(struct isth_island *s, struct slot *sl, uint32_t round, uint64_t now)
 {
-	uint64_t stop = sat_add(sl->info.deadline_ns, s->conf.grace_ns);
+	uint64_t stop = slot_end(s, sl);
 
 	if (sl->chunks_done < s->n_chunks && now >= stop && !s->reading) {
 		isl_rx_drain(s);
@@ -203,7 +203,7 @@ isth_island_result(struct isth_island *s, uint32_t round, void *out, size_t out_
 			}
 			if (rc > 0)
 				continue; /* waits for the adds above */
-			rc = isl_wait_io(s, sat_add(sl->info.deadline_ns, s->conf.grace_ns) - now);
+			rc = isl_wait_io(s, slot_end(s, sl) - now);
 		} else {
 			if (sl == NULL && isl_round_is_old(s, round)) {
 				pthread_mutex_unlock(&s->mu);
@@ -379,6 +379,128 @@ isth_island_missing_str(
 			c = e;
 		}
 	}
+	if (off >= size && size >= 4)
+		memcpy(buf + size - 4, "...", 4);
+	return (int)off;
+}
+
+/* "10.0.0.1:9471" of an address and port in network order. */
+static void
+put_addr(char *buf, size_t size, size_t *off, uint32_t ip, uint16_t port)
+{
+	struct in_addr a = {.s_addr = ip};
+	char t[INET_ADDRSTRLEN];
+
+	if (inet_ntop(AF_INET, &a, t, sizeof(t)) == NULL)
+		snprintf(t, sizeof(t), "?");
+	put(buf, size, off, "%s:%u", t, (unsigned int)ntohs(port));
+}
+
+/* "12 ROUND and 3 AGG" of one reason; false if it saw none. */
+static bool
+put_types(char *buf, size_t size, size_t *off, const struct isl_odd_seen *o)
+{
+	const char *sep = *off ? "; " : "";
+
+	if (o->n_round + o->n_agg + o->n_other == 0)
+		return false;
+	put(buf, size, off, "%sreceived ", sep);
+	sep = "";
+	if (o->n_round) {
+		put(buf, size, off, "%" PRIu64 " ROUND", o->n_round);
+		sep = " and ";
+	}
+	if (o->n_agg) {
+		put(buf, size, off, "%s%" PRIu64 " AGG", sep, o->n_agg);
+		sep = " and ";
+	}
+	if (o->n_other)
+		put(buf, size, off, "%s%" PRIu64 " other datagram%s", sep, o->n_other,
+			o->n_other > 1 ? "s" : "");
+	return true;
+}
+
+/* The refusals for another wire version and failed tags. */
+static void
+put_auth(const struct isth_island *s, const struct isl_odd_seen *o,
+	const struct isth_island_stats *st, char *buf, size_t size, size_t *off)
+{
+	uint64_t bad = st->auth_drop[ISTH_AUTH_E_TAG] + st->auth_drop[ISTH_AUTH_E_KEY] +
+		st->auth_drop[ISTH_AUTH_E_EPOCH];
+
+	if (put_types(buf, size, off, o)) {
+		put(buf, size, off, " from ");
+		put_addr(buf, size, off, o->ip, o->port);
+		put(buf, size, off, " with wire version %u, but this session ", o->version);
+		if (s->auth_on)
+			put(buf, size, off,
+				"has a key file (auth on, version %u): the edge runs "
+				"without [auth], or open the session without a key file "
+				"(auth off)",
+				ISTH_WIRE_VERSION_AUTH);
+		else
+			put(buf, size, off,
+				"has no key file (auth off, version %u): give it the "
+				"job's key file",
+				ISTH_WIRE_VERSION);
+	}
+	if (bad == 0)
+		return;
+	put(buf, size, off, "%s%" PRIu64 " datagrams from the edge failed authentication ",
+		*off ? "; " : "", bad);
+	put(buf, size, off,
+		"(auth_tag %" PRIu64 ", auth_epoch %" PRIu64 ", auth_key %" PRIu64
+		"): this session's key file is not the one the edge holds for job %u",
+		st->auth_drop[ISTH_AUTH_E_TAG], st->auth_drop[ISTH_AUTH_E_EPOCH],
+		st->auth_drop[ISTH_AUTH_E_KEY], s->conf.job);
+}
+
+int
+isth_island_diagnose(struct isth_island *s, char *buf, size_t size)
+{
+	struct isl_odd_seen odd[ODD_MAX];
+	struct isth_island_stats st;
+	const struct isl_odd_seen *o;
+	size_t off = 0;
+
+	if (buf && size)
+		buf[0] = '\0';
+	if (buf == NULL)
+		size = 0;
+	if (s == NULL)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	st = s->st;
+	memcpy(odd, s->odd, sizeof(odd));
+	pthread_mutex_unlock(&s->mu);
+	if (st.rx_packets == 0) {
+		put(buf, size, &off, "nothing received on ");
+		put_addr(buf, size, &off, htonl(s->conf.bind_ip), htons(s->socks[0].port));
+		put(buf, size, &off,
+			" since the session opened: the edge sends ROUND and AGG to its "
+			"[access] island_ip and island_port (default %u); are they this "
+			"host's address and this port, and is the edge running?",
+			ISTH_WIRE_PORT);
+	}
+	o = &odd[ODD_SOURCE];
+	if (put_types(buf, size, &off, o)) {
+		put(buf, size, &off, " from ");
+		put_addr(buf, size, &off, o->ip, o->port);
+		if (o->version)
+			put(buf, size, &off, " with wire version %u", o->version);
+		put(buf, size, &off, ", not from the edge this session was given (");
+		put_addr(buf, size, &off, s->edge.sin_addr.s_addr, s->edge.sin_port);
+		put(buf, size, &off, "): check the edge's address and port");
+	}
+	put_auth(s, &odd[ODD_VERSION], &st, buf, size, &off);
+	o = &odd[ODD_JOB];
+	if (put_types(buf, size, &off, o))
+		put(buf, size, &off, " of job %u, but this session's job is %u", o->job,
+			s->conf.job);
+	o = &odd[ODD_SENDER];
+	if (put_types(buf, size, &off, o))
+		put(buf, size, &off, " for island %u, but this session is island %u",
+			(unsigned int)o->sender, (unsigned int)s->conf.island);
 	if (off >= size && size >= 4)
 		memcpy(buf + size - 4, "...", 4);
 	return (int)off;

@@ -63,8 +63,7 @@ again:
 		*why = ISTH_ISLAND_DROP_round_old;
 		return NULL;
 	}
-	if (sl->state == SLOT_OPEN && sl->announced &&
-		now < sat_add(sl->info.deadline_ns, s->conf.grace_ns)) {
+	if (sl->state == SLOT_OPEN && sl->announced && now < slot_end(s, sl)) {
 		*why = ISTH_ISLAND_DROP_round_busy;
 		return NULL;
 	}

@@ -55,6 +55,13 @@ struct isth_island;
 #define ISTH_ISLAND_ROUNDS 4u
 /** AGG sequence numbers tracked behind the newest one (power of two). */
 #define ISTH_ISLAND_SEQ_WINDOW 8192u
+/**
+ * conf.grace_ns: wait one period of the round past its deadline (the
+ * ROUND's period_ns), for AGGs an edge sends up to its [agg] round_slack
+ * late. A complete round still ends at once; only a partial one ends
+ * later. The default of the Python binding and isthmus-island.
+ */
+#define ISTH_ISLAND_GRACE_PERIOD UINT64_MAX
 /** Most sockets (and sending threads) one session may use. */
 #define ISTH_ISLAND_MAX_SOCKETS 16u
 
@@ -100,7 +107,10 @@ struct isth_island_conf {
 	/** Tail-loss probe after this long without an AGG while a round is
 	 * incomplete; 0: 10 ms; UINT64_MAX: never probe. */
 	uint64_t probe_ns;
-	/** A round ends at ROUND deadline_ns + grace_ns (0: at the deadline). */
+	/** A round ends at ROUND deadline_ns + grace_ns (0: at the deadline;
+	 * ISTH_ISLAND_GRACE_PERIOD: + the ROUND's period_ns). An edge
+	 * sends AGGs until the deadline + its [agg] round_slack, so a
+	 * grace of 0 may cut off the tail of an edge's round. */
 	uint64_t grace_ns;
 	/** SO_RCVBUF to ask for; 0: 4 MiB. */
 	int rcvbuf;
@@ -414,6 +424,24 @@ int isth_island_poll(struct isth_island *s, uint64_t timeout_ns);
 
 /** Snapshot the counters. */
 void isth_island_stats(struct isth_island *s, struct isth_island_stats *st);
+
+/**
+ * Why a wait may have found nothing: one line, for a timeout's message,
+ * naming what the session received and refused for reasons that look
+ * like a misconfiguration, by count and type, with what the last such
+ * datagram said: another source address or port than the edge's
+ * ("3 ROUND from 10.0.0.1:9471 with wire version 2, not from the edge
+ * ..."), another wire version than the session's (a key file or not),
+ * failed authentication (another key file), another job, another island.
+ * When nothing at all arrived: that, with the local address and port the
+ * edge must send to. Empty when datagrams arrived and none was refused
+ * for those reasons. Built from the counters and the last refused
+ * datagram of each reason (kept on the drop path only); no I/O.
+ *
+ * @return characters the full text needs (as snprintf); the text in
+ *         @p buf is truncated to @p size and ends in "..." if cut.
+ */
+int isth_island_diagnose(struct isth_island *s, char *buf, size_t size);
 
 /** Name of an island drop reason ("agg_overlap"), or "unknown". */
 const char *isth_island_drop_name(unsigned int reason);

@@ -18,9 +18,14 @@ thin binding of libisthmus (lib/island, doc/island.md)::
 Arrays cross without a copy: NumPy arrays and anything else with the buffer
 protocol, and contiguous CPU torch tensors. Blocking calls release the GIL.
 Errors are :class:`Error` (an ``OSError``: ``errno`` and the library's
-reason), :class:`Timeout` when nothing came in time. ``key_file`` is the
-job's key file (wire version 2, every packet authenticated); without one
-the session speaks version 1 with no authentication and warns once.
+reason), :class:`Timeout` when nothing came in time, saying what arrived
+instead if anything did (another source address or port, wire version,
+key, job or island). ``edge`` is required, and so is one of ``key_file``,
+the job's key file (wire version 2, every packet authenticated), and
+``auth=False`` (version 1, no authentication, labs only; warns once).
+The session binds ``("0.0.0.0", DEFAULT_PORT)``, where isthmusd sends by
+default (``[access] island_port``), unless given ``bind=``, and collects
+a round for one period past its deadline unless given ``grace=``.
 ``sockets=N`` sends each round over N sockets and threads (chunk ranges),
 ``gso=True``/``gro=True`` turn on UDP segmentation and receive offload
 (doc/island.md, "GSO, GRO and several sockets"); ``rx_threads=True``

@@ -39,7 +39,7 @@ raise_errno(int err, const char *what, const char *detail)
 {
 	PyObject *exc = err == ETIMEDOUT || err == ENOENT ? IsthTimeout : IsthError;
 	PyObject *args;
-	char msg[512];
+	char msg[1536];
 
 	if (detail)
 		snprintf(msg, sizeof(msg), "%s: %s (%s)", what, strerror(err), detail);
@@ -54,6 +54,20 @@ raise_errno(int err, const char *what, const char *detail)
 }
 
 /* ---- timeouts -------------------------------------------------------- */
+
+/* A Timeout whose message also says what the session received and
+ * refused meanwhile (isth_island_diagnose(): another source, wire
+ * version, key, job or island; or nothing at all), if anything. */
+static PyObject *
+raise_timeout(struct isth_island *s, int err, const char *what, const char *base)
+{
+	char d[1024], msg[1200];
+
+	if (isth_island_diagnose(s, d, sizeof(d)) <= 0)
+		return raise_errno(err, what, base);
+	snprintf(msg, sizeof(msg), "%s; %s", base, d);
+	return raise_errno(err, what, msg);
+}
 
 /* Seconds (float, None: forever) to ns. */
 static int
@@ -386,8 +400,14 @@ conf_dtype(struct isth_island_conf *c, const char *dtype)
 
 /* Session(nack_interval=, grace=, probe=), in seconds, into ns. */
 static int
-conf_timers(struct isth_island_conf *c, double nack_interval, double grace, PyObject *probe)
+conf_timers(struct isth_island_conf *c, double nack_interval, PyObject *grace_o, PyObject *probe)
 {
+	/* grace: None (default) is one period of each round: an edge sends
+	 * AGGs up to its [agg] round_slack past the deadline */
+	double grace = grace_o == Py_None ? 0.0 : PyFloat_AsDouble(grace_o);
+
+	if (grace == -1.0 && PyErr_Occurred())
+		return -1;
 	if (!(nack_interval > 0) || !(grace >= 0)) {
 		PyErr_SetString(
 			PyExc_ValueError, "nack_interval must be > 0 and grace >= 0 seconds");
@@ -396,7 +416,7 @@ conf_timers(struct isth_island_conf *c, double nack_interval, double grace, PyOb
 	c->nack_interval_ns = (uint64_t)(nack_interval * 1e9);
 	if (c->nack_interval_ns == 0)
 		c->nack_interval_ns = 1;
-	c->grace_ns = (uint64_t)(grace * 1e9);
+	c->grace_ns = grace_o == Py_None ? ISTH_ISLAND_GRACE_PERIOD : (uint64_t)(grace * 1e9);
 	/* probe: False (default, 10 ms), None (never) or seconds */
 	if (probe == Py_None) {
 		c->probe_ns = UINT64_MAX;
@@ -414,22 +434,91 @@ conf_timers(struct isth_island_conf *c, double nack_interval, double grace, PyOb
 	return 0;
 }
 
-/* Session(key_file=None) has warned in this process. */
+/* Session(auth=False) has warned in this process. */
 static bool auth_off_warned;
+
+/*
+ * Session(key_file=, auth=): one of them must say how the session talks
+ * to its edge, because guessing wrong is silent (an edge with [auth]
+ * drops every version 1 packet and the session only times out).
+ * key_file: version 2; auth=False: version 1. @key_bytes holds the path.
+ */
+static int
+conf_auth(struct isth_island_conf *c, PyObject *key_file, PyObject *auth, PyObject **key_bytes)
+{
+	int on = auth == Py_None ? -1 : PyObject_IsTrue(auth);
+
+	if (auth != Py_None && on < 0)
+		return -1;
+	if (key_file == Py_None && on != 0) {
+		PyErr_SetString(PyExc_TypeError,
+			"Session() needs key_file=<the job's key file> (wire version 2, what an "
+			"edge with [auth] speaks) or auth=False (wire version 1, no "
+			"authentication, labs only)");
+		return -1;
+	}
+	if (key_file != Py_None && on == 0) {
+		PyErr_SetString(PyExc_ValueError,
+			"Session(key_file=..., auth=False): a key file turns authentication "
+			"on; give one or the other");
+		return -1;
+	}
+	if (key_file != Py_None) {
+		/* str, bytes or os.PathLike */
+		if (!PyUnicode_FSConverter(key_file, key_bytes))
+			return -1;
+		c->key_file = PyBytes_AS_STRING(*key_bytes);
+		return 0;
+	}
+	if (!auth_off_warned) {
+		/* once per process: a lab setting, not to be missed */
+		auth_off_warned = true;
+		if (PyErr_WarnEx(PyExc_UserWarning,
+			    "isthmus.Session(auth=False): authentication off (wire version 1); "
+			    "anyone who reaches the island's port can forge aggregates. Give the "
+			    "job's key file for production.",
+			    1) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Session(edge=, bind=): the edge is required (no address is a safe
+ * guess); bind defaults to every address on the port isthmusd sends to
+ * by default ([access] island_port, ISTH_WIRE_PORT). */
+static int
+conf_addrs(struct isth_island_conf *c, PyObject *edge, PyObject *bind)
+{
+	if (edge == NULL || edge == Py_None) {
+		PyErr_Format(PyExc_TypeError,
+			"Session() needs edge=(host, port): the edge's access address, e.g. "
+			"edge=('10.10.0.1', %u) (isthmusd's [access] address and [isthmusd] "
+			"udp_port, default %u)",
+			ISTH_WIRE_PORT, ISTH_WIRE_PORT);
+		return -1;
+	}
+	if (parse_addr(edge, &c->edge_ip, &c->edge_port, "edge") < 0)
+		return -1;
+	c->bind_port = ISTH_WIRE_PORT;
+	if (bind && bind != Py_None && parse_addr(bind, &c->bind_ip, &c->bind_port, "bind") < 0)
+		return -1;
+	return 0;
+}
 
 static int
 Session_init(Session *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"job", "island", "n_islands", "elems", "edge", "dtype", "bind",
 		"mtu", "nack_interval", "nack_retries", "probe", "grace", "rcvbuf", "key_file",
-		"sockets", "gso", "gro", "rx_threads", NULL};
+		"sockets", "gso", "gro", "rx_threads", "auth", NULL};
 	unsigned long job = ULONG_MAX, island = ULONG_MAX, n_islands = ULONG_MAX;
 	unsigned long elems = ULONG_MAX;
 	PyObject *edge = NULL, *bind = NULL, *probe = Py_False, *key_file = Py_None;
+	PyObject *auth = Py_None, *grace = Py_None;
 	PyObject *key_bytes = NULL;
 	char err[512];
 	const char *dtype = "fp32";
-	double nack_interval = 0.005, grace = 0.0;
+	double nack_interval = 0.005;
 	unsigned int mtu = 1500, nack_retries = 16;
 	int rcvbuf = 0, gso = 0, gro = 0, rx_threads = 0;
 	unsigned int sockets = 1;
@@ -440,9 +529,9 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_RuntimeError, "Session already initialised");
 		return -1;
 	}
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$kkkkOsOIdIOdiOIppp", kwlist, &job, &island,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$kkkkOsOIdIOOiOIpppO", kwlist, &job, &island,
 		    &n_islands, &elems, &edge, &dtype, &bind, &mtu, &nack_interval, &nack_retries,
-		    &probe, &grace, &rcvbuf, &key_file, &sockets, &gso, &gro, &rx_threads))
+		    &probe, &grace, &rcvbuf, &key_file, &sockets, &gso, &gro, &rx_threads, &auth))
 		return -1;
 	if (job == ULONG_MAX || island == ULONG_MAX || n_islands == ULONG_MAX ||
 		elems == ULONG_MAX) {
@@ -465,11 +554,7 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 	c.elems = (uint32_t)elems;
 	if (conf_dtype(&c, dtype) < 0)
 		return -1;
-	c.edge_ip = 0x0a0a0001; /* 10.10.0.1, the testbed's first edge */
-	c.edge_port = ISTH_WIRE_PORT;
-	if (edge && edge != Py_None && parse_addr(edge, &c.edge_ip, &c.edge_port, "edge") < 0)
-		return -1;
-	if (bind && bind != Py_None && parse_addr(bind, &c.bind_ip, &c.bind_port, "bind") < 0)
+	if (conf_addrs(&c, edge, bind) < 0)
 		return -1;
 	c.mtu = mtu;
 	if (conf_timers(&c, nack_interval, grace, probe) < 0)
@@ -485,24 +570,24 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 	c.gso = gso ? ISTH_ISLAND_OFFLOAD_ON : ISTH_ISLAND_OFFLOAD_OFF;
 	c.gro = gro ? ISTH_ISLAND_OFFLOAD_ON : ISTH_ISLAND_OFFLOAD_OFF;
 	c.rx_threads = rx_threads != 0;
-	if (key_file != Py_None) {
-		/* str, bytes or os.PathLike */
-		if (!PyUnicode_FSConverter(key_file, &key_bytes))
-			return -1;
-		c.key_file = PyBytes_AS_STRING(key_bytes);
-	} else if (!auth_off_warned) {
-		/* once per process: a lab setting, not to be missed */
-		auth_off_warned = true;
-		if (PyErr_WarnEx(PyExc_UserWarning,
-			    "isthmus.Session(key_file=None): authentication off (wire version 1); "
-			    "anyone who reaches the island's port can forge aggregates. Give the "
-			    "job's key file for production.",
-			    1) < 0)
-			return -1;
+	if (conf_auth(&c, key_file, auth, &key_bytes) < 0) {
+		Py_XDECREF(key_bytes);
+		return -1;
 	}
 	s = isth_island_open_err(&c, err, sizeof(err));
 	Py_XDECREF(key_bytes);
 	c.key_file = NULL; /* freed above; the library keeps no pointer */
+	if (s == NULL && errno == EADDRINUSE) {
+		char d[900];
+
+		snprintf(d, sizeof(d),
+			"%s; bind defaults to ('0.0.0.0', %u), the port isthmusd sends ROUND "
+			"and AGG to ([access] island_port): one session per host and port, "
+			"pass bind=(ip, port) with the port the edge names for this island",
+			err, ISTH_WIRE_PORT);
+		raise_errno(EADDRINUSE, "isthmus.Session", d);
+		return -1;
+	}
 	if (s == NULL) {
 		raise_errno(errno, "isthmus.Session",
 			err[0] ? err
@@ -607,9 +692,11 @@ Session_wait_round(Session *self, PyObject *args, PyObject *kw)
 			isth_island_chunk_elems(self->s));
 		return raise_errno(EPROTO, "wait_round", d);
 	}
+	if (rc == -ETIMEDOUT)
+		return raise_timeout(
+			self->s, ETIMEDOUT, "wait_round", "no ROUND within the timeout");
 	if (rc < 0)
-		return raise_errno(
-			-rc, "wait_round", rc == -ETIMEDOUT ? "no ROUND within the timeout" : NULL);
+		return raise_errno(-rc, "wait_round", NULL);
 	return round_new(&ri);
 }
 
@@ -720,11 +807,12 @@ Session_result(Session *self, PyObject *args, PyObject *kw)
 		self->s, (uint32_t)round, t.ptr, t.nbytes, ch, self->n_chunks, &res, tns);
 	Py_END_ALLOW_THREADS tensor_release(&t);
 	leave(self);
-	if (rc < 0 && rc != -ETIMEDOUT)
+	if (rc == -ENOENT)
+		r = raise_timeout(
+			self->s, ENOENT, "result", "no ROUND for this round within the timeout");
+	else if (rc < 0 && rc != -ETIMEDOUT)
 		r = raise_errno(-rc, "result",
-			rc == -ENOENT           ? "no ROUND for this round within the timeout"
-				: rc == -ESTALE ? "round no longer kept (its slot was reused)"
-						: NULL);
+			rc == -ESTALE ? "round no longer kept (its slot was reused)" : NULL);
 	else
 		r = result_new(&res, ch, self->n_chunks);
 	PyMem_RawFree(ch);
@@ -972,13 +1060,22 @@ static PyTypeObject SessionType = {
 	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "isthmus.Session",
 	.tp_basicsize = sizeof(Session),
 	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_doc = "Session(*, job, island, n_islands, elems, edge=('10.10.0.1', 9471), "
-		  "dtype='fp32', bind=('0.0.0.0', 0), mtu=1500, nack_interval=0.005, "
-		  "nack_retries=16, probe=<10 ms>|None|seconds, grace=0.0, rcvbuf=0, "
-		  "key_file=None, sockets=1, gso=False, gro=False, rx_threads=False)\n\n"
-		  "One island's session with its edge (libisthmus). key_file: the job's key "
-		  "file (mode 0600): wire version 2, every packet authenticated. None: "
-		  "authentication off (version 1, labs only; warns once). sockets: UDP "
+	.tp_doc = "Session(*, job, island, n_islands, elems, edge, key_file | auth=False, "
+		  "dtype='fp32', bind=('0.0.0.0', 9471), mtu=1500, nack_interval=0.005, "
+		  "nack_retries=16, probe=<10 ms>|None|seconds, grace=<one period>|seconds, "
+		  "rcvbuf=0, "
+		  "sockets=1, gso=False, gro=False, rx_threads=False)\n\n"
+		  "One island's session with its edge (libisthmus). edge: (host, port), "
+		  "the edge's access address (required). key_file: the job's key "
+		  "file (mode 0600): wire version 2, every packet authenticated; or "
+		  "auth=False: authentication off (version 1, labs only; warns once); one "
+		  "of them is required. bind: the local address; the default port is "
+		  "isthmusd's default [access] island_port (DEFAULT_PORT), where the edge "
+		  "sends ROUND and AGG. grace: seconds past a round's deadline to keep "
+		  "collecting; by default one period of the round, as an edge sends AGGs "
+		  "up to its [agg] round_slack late. A Timeout says what arrived "
+		  "instead, if anything (another source, wire version, key, job or "
+		  "island). sockets: UDP "
 		  "sockets and sending threads, each sending a contiguous chunk range "
 		  "(socket i on bind port + i). gso/gro: UDP segmentation offload on send, "
 		  "receive offload on receive, with a fallback to plain datagrams when the "

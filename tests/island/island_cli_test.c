@@ -41,6 +41,10 @@ static uint32_t ce = CE;
 /* Set: the fake edge speaks version 2, sealing with this engine's DOWN
  * key of SELF and checking the island's packets with its UP key. */
 static struct isth_auth_engine *auth_e;
+/* Set: the child's stderr goes to the same pipe as its stdout. */
+static bool with_stderr;
+/* Non-zero: send_round() writes this wire version into its ROUNDs. */
+static uint8_t round_version;
 
 static uint32_t
 val_i32(unsigned int k, uint32_t r, uint32_t i)
@@ -118,6 +122,10 @@ cli_start(struct cli *c, const char *const *extra)
 	argv[k++] = "5";
 	argv[k++] = "--probe";
 	argv[k++] = "0";
+	/* rounds end at their deadline, which the tests time (the CLI's
+	 * default is one round period later; a test may give its own) */
+	argv[k++] = "--grace";
+	argv[k++] = "0";
 	/* version 1 unless the test gives a key file (auth_e) */
 	if (auth_e == NULL) {
 		argv[k++] = "--auth";
@@ -132,6 +140,8 @@ cli_start(struct cli *c, const char *const *extra)
 		/* no Criterion calls here: with --full-stats even a passing
 		 * assertion is reported, and this process is not the test's */
 		dup2(p[1], 1);
+		if (with_stderr)
+			dup2(p[1], 2);
 		close(p[0]);
 		execv(bin, (char *const *)argv);
 		_exit(127);
@@ -255,6 +265,8 @@ send_round(struct cli *c, uint32_t r, uint64_t expected, uint64_t deadline_in_ns
 
 	isth_wire_put_round(body, sizeof(body), &b);
 	n = isth_wire_build_msg(buf, sizeof(buf), &h, body, 40, NULL);
+	if (round_version)
+		buf[ISTH_WIRE_OFF_VERSION] = round_version;
 	to_island(c, buf, (size_t)n);
 }
 
@@ -666,6 +678,39 @@ Test(island_cli, no_round_is_a_failure)
 	cli_start(&c, extra);
 	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 1, "output:\n%s", out);
 	cr_expect(strstr(summary(out), "rounds=0 ") != NULL, "output:\n%s", out);
+}
+
+/* The timeout's message names what came instead of a ROUND: here ROUNDs
+ * of wire version 2 (an edge with [auth]) to an island with --auth off;
+ * before them, nothing at all. */
+Test(island_cli, no_round_names_what_came_instead)
+{
+	static const char *const extra[] = {"--rounds", "1", "--timeout", "1", NULL};
+	struct sockaddr_in a;
+	socklen_t alen = sizeof(a);
+	char out[8192], want[256];
+	struct cli c;
+
+	with_stderr = true;
+	cli_start(&c, extra);
+	cr_assert_eq(getsockname(c.edge, (struct sockaddr *)&a, &alen), 0);
+	round_version = 2;
+	send_round(&c, 7, 1u << 0, 500 * MS);
+	send_round(&c, 8, 1u << 0, 500 * MS);
+	round_version = 0;
+	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 1, "output:\n%s", out);
+	snprintf(want, sizeof(want),
+		"isthmus-island: no ROUND within 1 s after 0 rounds; received 2 ROUND from "
+		"127.0.0.1:%u with wire version 2, but this session has no key file (auth off",
+		(unsigned int)ntohs(a.sin_port));
+	cr_expect_not_null(strstr(out, want), "no '%s' in:\n%s", want, out);
+
+	cli_start(&c, extra);
+	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 1, "output:\n%s", out);
+	snprintf(want, sizeof(want), "after 0 rounds; nothing received on 127.0.0.1:%u ",
+		(unsigned int)c.island_port);
+	cr_expect_not_null(strstr(out, want), "no '%s' in:\n%s", want, out);
+	with_stderr = false;
 }
 
 Test(island_cli, usage_errors_exit_2)

@@ -48,6 +48,7 @@ class FakeEdge:
         self.port = self.sock.getsockname()[1]
         self.island_port = None
         self.seq = 0
+        self.version = VERSION      # header byte 2: another to test refusals
 
     def close(self):
         self.sock.close()
@@ -57,7 +58,7 @@ class FakeEdge:
 
     def hdr(self, type_, round_, chunk=0, count=0, seq=0, bitmap=0,
             dtype=0, flags=0):
-        return HDR.pack(MAGIC, VERSION, type_, flags, dtype, 0, self.job,
+        return HDR.pack(MAGIC, self.version, type_, flags, dtype, 0, self.job,
                         round_, chunk, self.island, 0, count, seq, bitmap)
 
     def round(self, r, expected, n_chunks, deadline_in=1.0, clique=None):

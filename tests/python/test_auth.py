@@ -102,7 +102,7 @@ class Edge:
 def session(edge, key_file):
     s = isthmus.Session(job=JOB, island=SELF, n_islands=N, elems=ELEMS,
                         edge=("127.0.0.1", edge.port), bind=("127.0.0.1", 0),
-                        probe=None, key_file=key_file)
+                        probe=None, key_file=key_file, grace=0.0)
     edge.island_port = s.local_port
     return s
 
@@ -168,14 +168,14 @@ def test_bad_key_file_and_reload(keyfile):
         assert x.value.errno == errno.ENOENT
 
 
-def test_key_file_none_warns_once_and_is_version_1():
+def test_auth_false_warns_once_and_is_version_1():
     code = """
 import warnings, isthmus
 with warnings.catch_warnings(record=True) as w:
     warnings.simplefilter("always")
     for _ in range(2):
         s = isthmus.Session(job=1, island=0, n_islands=2, elems=10,
-                            edge=("127.0.0.1", 9), bind=("127.0.0.1", 0))
+                            edge=("127.0.0.1", 9), bind=("127.0.0.1", 0), auth=False)
         assert s.chunk_elems == 358 and s.counters()["auth"] == 0
         try:
             s.reload_keys("/nonexistent")
@@ -189,3 +189,30 @@ print("ok")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env=os.environ, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+def test_timeout_names_a_version_1_edge_and_a_wrong_key(keyfile):
+    """A keyed session whose edge runs without [auth] (version 1), then
+    one whose edge holds another key: the Timeout says which."""
+    e = Edge()
+    try:
+        with session(e, keyfile) as s:
+            e.send(e.round_msg(1, 0))
+            e.send(e.round_msg(2, 1))
+            with pytest.raises(isthmus.Timeout) as x:
+                s.wait_round(timeout=0.3)
+            assert ("received 2 ROUND from 127.0.0.1:%d with wire version 1, but this "
+                    "session has a key file (auth on, version 2)" % e.port) in str(x.value)
+            assert s.counters()["auth_format"] == 2
+            # sealed as version 2 with the right key, tag then flipped:
+            # what an edge with another key file sends
+            for r, q in ((3, 2), (4, 3), (5, 4)):
+                m = bytearray(seal(e.round_msg(r, q)))
+                m[-1] ^= 1
+                e.send(bytes(m))
+            with pytest.raises(isthmus.Timeout) as x:
+                s.wait_round(timeout=0.3)
+            assert ("3 datagrams from the edge failed authentication (auth_tag 3"
+                    in str(x.value)) and "job %d" % JOB in str(x.value), str(x.value)
+    finally:
+        e.sock.close()

@@ -25,7 +25,8 @@ def test_counters_keys_are_the_c_lists():
     try:
         with isthmus.Session(job=7, island=SELF, n_islands=4, elems=100,
                              edge=("127.0.0.1", e.port),
-                             bind=("127.0.0.1", 0), dtype="fp32") as s:
+                             bind=("127.0.0.1", 0), dtype="fp32", auth=False,
+                             grace=0.0) as s:
             got = s.counters()
     finally:
         e.close()

@@ -36,7 +36,8 @@ def edge():
 def session(edge, dtype="fp32", **kw):
     s = isthmus.Session(job=7, island=SELF, n_islands=N, elems=ELEMS,
                         edge=("127.0.0.1", edge.port),
-                        bind=("127.0.0.1", 0), dtype=dtype, **kw)
+                        bind=("127.0.0.1", 0), dtype=dtype, auth=False, grace=0.0,
+                        **kw)
     edge.island_port = s.local_port
     return s
 
@@ -195,10 +196,11 @@ def test_errors_carry_the_reason(edge):
         s.result(9, np.zeros(ELEMS, np.float32), timeout=0.05)
     assert isinstance(e.value, TimeoutError) and "no ROUND" in str(e.value)
     with pytest.raises(ValueError):
-        isthmus.Session(job=1, island=4, n_islands=4, elems=1, edge=("127.0.0.1", 1))
+        isthmus.Session(job=1, island=4, n_islands=4, elems=1, edge=("127.0.0.1", 1),
+                        auth=False)
     with pytest.raises(isthmus.Error) as e:     # refused by libisthmus itself
         isthmus.Session(job=1, island=0, n_islands=4, elems=1, mtu=60,
-                        edge=("127.0.0.1", 1))
+                        edge=("127.0.0.1", 1), bind=("127.0.0.1", 0), auth=False)
     assert e.value.errno == errno.EINVAL
     s.close()
     with pytest.raises(isthmus.Error) as e:
@@ -273,7 +275,8 @@ def test_sockets_gso_gro_deliver_the_plain_datagrams(edge):
     for kw in ({}, {"sockets": 3, "gso": True, "gro": True}):
         with isthmus.Session(job=7, island=SELF, n_islands=N, elems=n,
                              edge=("127.0.0.1", edge.port),
-                             bind=("127.0.0.1", 0), probe=None, **kw) as s:
+                             bind=("127.0.0.1", 0), probe=None, auth=False,
+                             grace=0.0, **kw) as s:
             edge.island_port = s.local_port
             edge.seq = 0
             s.send(4, own)
@@ -303,4 +306,5 @@ def test_sockets_gso_gro_deliver_the_plain_datagrams(edge):
         a, b = got[False][c], got[True][c]
         assert (a.seq, a.flags, a.count, a.body) == (b.seq, b.flags, b.count, b.body)
     with pytest.raises(ValueError):
-        isthmus.Session(job=7, island=SELF, n_islands=N, elems=n, sockets=17)
+        isthmus.Session(job=7, island=SELF, n_islands=N, elems=n, sockets=17,
+                        edge=("127.0.0.1", edge.port), auth=False)

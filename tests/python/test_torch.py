@@ -33,7 +33,8 @@ def sessions(edges, dtype):
     for k in range(N):
         s = isthmus.Session(job=1, island=k, n_islands=N, elems=edges.elems,
                             edge=("127.0.0.1", edges.ports[k]),
-                            bind=("127.0.0.1", 0), dtype=dtype)
+                            bind=("127.0.0.1", 0), dtype=dtype, auth=False,
+                            grace=0.0)
         edges.register(k, s.local_port)
         out.append(s)
     return out
@@ -141,7 +142,8 @@ def test_delta_mode_keeps_local_progress_made_after_the_send():
 def test_bad_configurations_are_refused():
     with LoopbackEdges(1, 10, period=1.0) as edges:
         s = isthmus.Session(job=1, island=0, n_islands=1, elems=10,
-                            edge=("127.0.0.1", edges.ports[0]), bind=("127.0.0.1", 0))
+                            edge=("127.0.0.1", edges.ports[0]), bind=("127.0.0.1", 0),
+                            auth=False, grace=0.0)
         with pytest.raises(ValueError, match="10 elements"):
             Averager([torch.zeros(11)], s)
         with pytest.raises(ValueError, match="mode"):
