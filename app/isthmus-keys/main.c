@@ -35,7 +35,7 @@ usage(FILE *f)
 	fprintf(f,
 		"Usage: isthmus-keys generate --job J --out FILE [--epoch E] [--force]\n"
 		"       isthmus-keys split --job-file FILE --n-islands N --out DIR\n"
-		"       isthmus-keys rotate --job-file FILE --from-round R\n"
+		"       isthmus-keys rotate --job-file FILE --from-round R [--retire-oldest]\n"
 		"       isthmus-keys show --key-file FILE\n"
 		"       isthmus-keys --help | --version\n"
 		"\n"
@@ -67,7 +67,9 @@ usage(FILE *f)
 		"             each renamed into place whole. Give each site only its file.\n"
 		"  rotate     add an epoch (a fresh master key) to the job file, starting\n"
 		"             at round R (above every epoch's start); the file keeps at most\n"
-		"             %u epochs, so the oldest is retired (said on stdout). Then run\n"
+		"             %u epochs: with that many, the oldest must be retired, which\n"
+		"             needs --retire-oldest (safe once the second epoch's round has\n"
+		"             begun everywhere; said on stdout). Then run\n"
 		"             split again, hand out the files and reload every site before\n"
 		"             round R (isthmusd: SIGHUP; doc/isthmusd.md, doc/island.md).\n"
 		"  show       what a key file holds: kind, site, job, epochs, key names\n"
@@ -132,6 +134,32 @@ write_all(int fd, const char *p, size_t n)
  * without @replace, linked to it), so a reader sees the old file or the
  * new one, never half of one.
  */
+/* fsync the directory holding @path (after a rename or link into it) */
+static int
+sync_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	int fd, rc = 0;
+
+	if ((size_t)snprintf(dir, sizeof(dir), "%s", path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) != 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
 static int
 write_file(const char *path, const struct out *o, bool replace)
 {
@@ -161,6 +189,10 @@ write_file(const char *path, const struct out *o, bool replace)
 	 * (no window between a check and the write) */
 	if (rc == 0 && (replace ? rename(tmp, path) : link(tmp, path)) != 0)
 		rc = -errno;
+	/* the new name itself must survive a crash: sync its directory, or
+	 * a job file and its site files may come back with other epochs */
+	if (rc == 0)
+		rc = sync_dir(path);
 	if (rc != 0 || !replace)
 		unlink(tmp);
 	if (rc == -EEXIST)
@@ -292,7 +324,7 @@ split_write(const struct isth_auth_file *f, const char *dir, unsigned int n, str
 struct args {
 	const char *cmd, *out, *job_file, *key_file;
 	uint64_t job, epoch, n_islands, from_round;
-	bool have_job, have_n, have_round, force;
+	bool have_job, have_n, have_round, force, retire_oldest;
 };
 
 static int
@@ -379,6 +411,18 @@ cmd_rotate(const struct args *a, struct isth_auth_file *f, struct out *o)
 			(unsigned long long)a->from_round, last);
 		return EXIT_USAGE;
 	}
+	/* the oldest epoch may still be the one in use (three future ones
+	 * staged): dropping it then leaves the running rounds without a key
+	 * (auth_epoch everywhere). Only the operator knows the round now. */
+	if (f->n_epochs == ISTH_AUTH_MAX_EPOCHS && !a->retire_oldest) {
+		fprintf(stderr,
+			"isthmus-keys rotate: the file holds %u epochs, the most it may; adding "
+			"one retires epoch %u (rounds %u..%u), which is safe only once round %u "
+			"has begun at every site: then pass --retire-oldest\n",
+			ISTH_AUTH_MAX_EPOCHS, f->ep[0].id, f->ep[0].start, f->ep[1].start - 1,
+			f->ep[1].start);
+		return EXIT_USAGE;
+	}
 	if (f->n_epochs == ISTH_AUTH_MAX_EPOCHS) {
 		printf("isthmus-keys: retired epoch %u (from round %u): the file keeps at most "
 		       "%u epochs\n",
@@ -462,6 +506,7 @@ parse_args(int argc, char **argv, struct args *a)
 		{"key-file", required_argument, NULL, 'k'},
 		{"n-islands", required_argument, NULL, 'n'},
 		{"from-round", required_argument, NULL, 'r'},
+		{"retire-oldest", no_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -481,6 +526,9 @@ parse_args(int argc, char **argv, struct args *a)
 			break;
 		case 'f':
 			a->force = true;
+			break;
+		case 'R':
+			a->retire_oldest = true;
 			break;
 		case 'J':
 			a->job_file = optarg;

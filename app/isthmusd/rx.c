@@ -314,6 +314,20 @@ wan_parse(struct isthd_worker *w, struct rte_mbuf **rx, uint16_t n, struct isth_
 	return v;
 }
 
+/* Side-effect free: would isthd_repair_admit take chunk NACK @p by its
+ * source and round (the same tests, without counting)? */
+static inline bool
+wan_nack_admissible(const struct isthd *d, const struct isth_wire_pkt *p)
+{
+	const struct isthd_peer *peer = d->peer_of[p->hdr.sender];
+	const struct isthd_repair_round *rt;
+
+	if (peer == NULL || p->addr.src_ip != peer->ip)
+		return false;
+	rt = isthd_repair_round(d, p->hdr.round);
+	return rt != NULL && (rt->expected & (1ull << p->hdr.sender));
+}
+
 /* A WAN frame that is not DATA: a peer edge's chunk NACK for our island's
  * DATA is checked here and served by the worker that sends the round to
  * that peer, from its ring ("Workers"); anything else is refused. Takes @m. */
@@ -329,10 +343,18 @@ wan_nack(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt 
 		drop(w, m, ISTHD_DROP_wan_bad_type);
 		return;
 	}
-	why = isthd_auth_commit(w, ISTH_AUTH_WAN, p);
-	if (unlikely(why != ISTHD_DROP_MAX)) {
-		drop(w, m, why);
-		return;
+	/* The window moves only for a NACK admission would take: the tag's
+	 * key is chosen by the source address, the window by the sender
+	 * field, so a peer's NACK naming another sender (or a round it was
+	 * not in) must not move that sender's window before admission
+	 * refuses it. A refused one falls through to admission, which
+	 * counts it as before. */
+	if (wan_nack_admissible(d, p)) {
+		why = isthd_auth_commit(w, ISTH_AUTH_WAN, p);
+		if (unlikely(why != ISTHD_DROP_MAX)) {
+			drop(w, m, why);
+			return;
+		}
 	}
 	if (isthd_repair_admit(w, p, &k)) {
 		if (k != w->id) {

@@ -78,7 +78,13 @@ isthd_supervise_tick(struct isthd *d, bool reload)
 		sup.reloading = false;
 		sent(isth_notify_ready(), "READY=1");
 	}
-	if (sup.wd_every_ns && now >= sup.wd_next_ns) {
+	/* fed only while the running round's tables are out (published and
+	 * current both count rounds 1-based): a worker that stops passing
+	 * quiescent states blocks publishing (-EBUSY, retried every step),
+	 * and then the watchdog starves and systemd restarts the edge,
+	 * instead of a live controller pinging for a dead data path */
+	if (sup.wd_every_ns && now >= sup.wd_next_ns &&
+		__atomic_load_n(&d->published, __ATOMIC_ACQUIRE) >= cur) {
 		sup.wd_next_ns = now + sup.wd_every_ns;
 		sent(isth_notify_watchdog(), "WATCHDOG=1");
 	}

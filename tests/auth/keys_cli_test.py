@@ -125,7 +125,13 @@ def test_rotate(jf, sd):
         eps = parse(jf)[2]
         check(len(eps) == n and eps[max(eps)][0] == r, "rotate %d: epochs %s" % (r, eps))
         check(eps[0][1] == first[0][1], "rotate %d: the old master changed" % r)
+    # a fifth epoch retires the oldest, possibly the one in use: refused
+    # (the file unchanged) unless the operator says it is safe
+    before = open(jf).read()
     rc, out, err = run("rotate", "--job-file", jf, "--from-round", "40")
+    check(rc == 1 and "--retire-oldest" in err and "retires epoch 0 (rounds 0..9)" in err
+          and open(jf).read() == before, "rotate 40 without --retire-oldest: %d %s" % (rc, err))
+    rc, out, err = run("rotate", "--job-file", jf, "--from-round", "40", "--retire-oldest")
     eps = parse(jf)[2]
     check(rc == 0 and re.search(r"retired epoch 0 \(from round 0\)", out),
           "rotate 40: retire message: %s" % out)
