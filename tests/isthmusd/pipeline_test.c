@@ -824,6 +824,18 @@ nack_edge_for_a(void)
 	uint8_t body[16];
 
 	isth_wire_put_ranges(body, sizeof(body), &rg, 1);
+	if (auth_on) {
+		/* first, peer C's edge, from its own address and so under its
+		 * own WAN key, names B as the sender with a seq far ahead (in
+		 * the clock slack): its tag verifies, but admission refuses it
+		 * (nack_bad_source), so it must not move B's NACK window. It
+		 * once did, and B's genuine NACK below was then auth_stale:
+		 * no repair (repairs_ok). */
+		struct isth_wire_hdr f = h;
+
+		f.seq = now_ns() + 500000000ull;
+		inject(w_in, 0x0a000001 + C, 0x0a000001, &f, body, sizeof(body));
+	}
 	inject(w_in, 0x0a000002, 0x0a000001, &h, body, sizeof(body));
 }
 
@@ -1478,8 +1490,8 @@ check_egress(void)
 			isth_ctr_get(&wst->repairs_sent) - isth_ctr_get(&wst->tail_copies_sent),
 			worker_of(0, B) == k ? 1u : 0u, "worker %u: repairs", k);
 		/* received and checked by worker 0, served by B's worker */
-		cr_expect_eq(isth_ctr_get(&wst->peer_nacks_rx), k == 0 ? 1u : 0u,
-			"worker %u: B's NACK", k);
+		cr_expect_eq(isth_ctr_get(&wst->peer_nacks_rx), k == 0 ? (auth_on ? 2u : 1u) : 0u,
+			"worker %u: B's NACK (and C's naming B, auth on)", k);
 		cr_expect_eq(isth_ctr_get(&wst->drop[ISTHD_DROP_tx_wan]), 0);
 		cr_expect_eq(isth_ctr_get(&wst->drop[ISTHD_DROP_worker_ring_full]), 0);
 		/* its pacer: every round's plan, the last one A's, whole */
@@ -1886,7 +1898,9 @@ run_pipeline(void)
 	/* summed over the workers: each sends to its own peers */
 	cr_expect_eq(isth_ctr_get(&sum.tail_copies_sent), tail_copies_all);
 	cr_expect_eq(isth_ctr_get(&sum.repairs_sent), 1 + tail_copies_all);
-	cr_expect_eq(isth_ctr_get(&sum.peer_nacks_rx), 1);
+	cr_expect_eq(isth_ctr_get(&sum.peer_nacks_rx), auth_on ? 2 : 1);
+	/* C's NACK naming B (nack_edge_for_a, auth on): refused by source */
+	cr_expect_eq(isth_ctr_get(&sum.drop[ISTHD_DROP_nack_bad_source]), auth_on ? 1 : 0);
 	cr_expect_eq(out_of_order, 0, "%u DATA reached a peer out of chunk order", out_of_order);
 	check_egress();
 	/* island NACKs: one lost AGG and one range never sent per stream,
