@@ -444,6 +444,15 @@ put_auth(const struct isth_island *s, const struct isl_odd_seen *o,
 				"job's key file",
 				ISTH_WIRE_VERSION);
 	}
+	/* the edge's seqs are its clock: far ahead of ours, this host's
+	 * clock is behind (it heals once the edge's seqs fall behind our
+	 * clock, after about the offset) */
+	if (st->auth_drop[ISTH_AUTH_E_AHEAD])
+		put(buf, size, off,
+			"%s%" PRIu64 " datagrams from the edge had seqs more than 1 s ahead "
+			"of this host's clock (auth_ahead): this clock is behind the edge's; "
+			"synchronise both (chrony, PTP)",
+			*off ? "; " : "", st->auth_drop[ISTH_AUTH_E_AHEAD]);
 	if (bad == 0)
 		return;
 	put(buf, size, off, "%s%" PRIu64 " datagrams from the edge failed authentication ",

@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import pytest
@@ -214,5 +215,26 @@ def test_timeout_names_a_version_1_edge_and_a_wrong_key(keyfile):
                 s.wait_round(timeout=0.3)
             assert ("3 datagrams from the edge failed authentication (auth_tag 3"
                     in str(x.value)) and "job %d" % JOB in str(x.value), str(x.value)
+    finally:
+        e.sock.close()
+
+
+def test_timeout_names_a_clock_behind_the_edge(keyfile):
+    """ROUNDs sealed with the right key whose seqs (the edge's clock) are
+    5 s ahead of this host's clock: refused as auth_ahead, and the Timeout
+    says that this clock is behind, not that a key is wrong."""
+    e = Edge()
+    try:
+        with session(e, keyfile) as s:
+            ahead = time.time_ns() + 5 * 10**9
+            for r in (1, 2):
+                e.send(seal(e.round_msg(r, ahead + r)))
+            with pytest.raises(isthmus.Timeout) as x:
+                s.wait_round(timeout=0.3)
+            assert s.counters()["auth_ahead"] == 2
+            m = str(x.value)
+            assert ("2 datagrams from the edge had seqs more than 1 s ahead of this "
+                    "host's clock (auth_ahead)") in m, m
+            assert "failed authentication" not in m, m
     finally:
         e.sock.close()
