@@ -26,8 +26,9 @@
 
 #define EXIT_USAGE 1
 #define EXIT_FILE 2
-/* a site file of 64 islands and 4 epochs is about 20 KB */
-#define TEXT_MAX (64u * 1024u)
+/* an edge's file of 64 islands and 4 epochs (64 WAN keys and 126
+ * pairwise keys per epoch, about 85 bytes each) is about 66 KB */
+#define TEXT_MAX (128u * 1024u)
 
 static void
 usage(FILE *f)
@@ -51,12 +52,16 @@ usage(FILE *f)
 		"                            which it seals DATA with, and K(DOWN, i), which\n"
 		"                            its edge's AGG and ROUND are sealed with.\n"
 		"  edge-<i>.key              isthmusd of island i ([auth] key_file): UP i\n"
-		"                            and DOWN i, and the WAN key of every island\n"
-		"                            (it seals with its own, verifies its peers').\n"
+		"                            and DOWN i, the WAN key of every island (the\n"
+		"                            one-tag WAN format the edges still speak), and\n"
+		"                            the pairwise WAN keys K(WAN_PAIR, i, t) it\n"
+		"                            seals a tag list with and K(WAN_PAIR, s, i) it\n"
+		"                            verifies its own tag with, for every peer.\n"
 		"\n"
 		"So island 1's file cannot seal as island 0, on the access link or on the\n"
-		"WAN (it holds no WAN key). An edge's file still holds every island's WAN\n"
-		"key: one edge can seal WAN traffic as another (doc/security.md).\n"
+		"WAN (it holds no WAN key). An edge's file still holds every island's\n"
+		"one-tag WAN key, with which one edge can seal WAN traffic as another,\n"
+		"until the edges put the pairwise tag list on the wire (doc/security.md).\n"
 		"\n"
 		"Commands:\n"
 		"  generate   a new job file: one epoch (id --epoch, default 0) from round 0\n"
@@ -260,6 +265,17 @@ site_text(struct out *o, const struct isth_auth_file *f, enum isth_auth_site kin
 			if (rc == 0)
 				out_key(o, what, k);
 		}
+		/* the pairs from this edge (sealing) and to it (verifying) */
+		for (unsigned int t = 0; kind == ISTH_AUTH_SITE_EDGE && t < n && rc == 0; t++)
+			for (unsigned int dir = 0; dir < 2 && t != i && rc == 0; dir++) {
+				unsigned int snd = dir == 0 ? i : t, rcv = dir == 0 ? t : i;
+				char what[32];
+
+				rc = isth_auth_derive_pair(ep->master, f->job, ep->id, snd, rcv, k);
+				snprintf(what, sizeof(what), "key pair %u %u", snd, rcv);
+				if (rc == 0)
+					out_key(o, what, k);
+			}
 	}
 	OPENSSL_cleanse(k, sizeof(k));
 	return rc;
@@ -432,6 +448,12 @@ cmd_show(const struct args *a, struct isth_auth_file *f)
 		for (unsigned int s = 0; s < ISTH_AUTH_MAX_ISLANDS; s++)
 			if ((ep->have[2] >> s) & 1u)
 				printf(" wan%u", s);
+		for (unsigned int t = 0; t < ISTH_AUTH_MAX_ISLANDS; t++)
+			if ((ep->pair_out >> t) & 1u)
+				printf(" pair%u-%u", f->site_id, t);
+		for (unsigned int t = 0; t < ISTH_AUTH_MAX_ISLANDS; t++)
+			if ((ep->pair_in >> t) & 1u)
+				printf(" pair%u-%u", t, f->site_id);
 		printf("\n");
 	}
 	return 0;

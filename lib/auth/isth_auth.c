@@ -303,7 +303,44 @@ kf_epoch(struct kf *k, char **save)
 	return 0;
 }
 
-/* "key up|down HEX" (a site's own), "key wan O HEX" (edge: owner O's) */
+/* "key pair S T HEX" (edge I: S == I, sealing; or T == I, verifying) */
+static int
+kf_key_pair(struct kf *k, struct isth_auth_file_epoch *ep, char **save)
+{
+	const struct isth_auth_file *f = k->f;
+	uint64_t s, t, *have;
+	uint8_t(*key)[ISTH_AUTH_KEY_SIZE];
+	unsigned int o;
+	int rc;
+
+	if (f->site != ISTH_AUTH_SITE_EDGE)
+		return kf_error(k, "key pair: an island's file holds no WAN key");
+	if (isth_text_parse_u64_range(
+		    strtok_r(NULL, " \t\r\n", save), 0, ISTH_AUTH_MAX_ISLANDS - 1, &s) != 0 ||
+		isth_text_parse_u64_range(
+			strtok_r(NULL, " \t\r\n", save), 0, ISTH_AUTH_MAX_ISLANDS - 1, &t) != 0)
+		return kf_error(k, "key pair: expected a sender and a receiver edge 0..%u",
+			ISTH_AUTH_MAX_ISLANDS - 1);
+	if (s == t || (s != f->site_id && t != f->site_id))
+		return kf_error(k,
+			"key pair %u %u: edge %u's file holds only pairs from or to "
+			"edge %u, sender != receiver",
+			(unsigned int)s, (unsigned int)t, f->site_id, f->site_id);
+	/* from this edge: it seals with it; to it: it verifies with it */
+	have = s == f->site_id ? &ep->pair_out : &ep->pair_in;
+	key = s == f->site_id ? ep->key_out : ep->key_in;
+	o = (unsigned int)(s == f->site_id ? t : s);
+	if ((*have >> o) & 1u)
+		return kf_error(k, "key: given twice in epoch %u", ep->id);
+	rc = kf_hexkey(k, strtok_r(NULL, " \t\r\n", save), save, key[o]);
+	if (rc != 0)
+		return rc;
+	*have |= UINT64_C(1) << o;
+	return 0;
+}
+
+/* "key up|down HEX" (a site's own), "key wan O HEX" (edge: owner O's),
+ * "key pair S T HEX" (edge: kf_key_pair) */
 static int
 kf_key(struct kf *k, char **save)
 {
@@ -327,8 +364,10 @@ kf_key(struct kf *k, char **save)
 		dir = ISTH_AUTH_DOWN;
 	else if (v != NULL && strcmp(v, "wan") == 0)
 		dir = ISTH_AUTH_WAN;
+	else if (v != NULL && strcmp(v, "pair") == 0)
+		return kf_key_pair(k, ep, save);
 	else
-		return kf_error(k, "key: expected 'up', 'down' or 'wan'");
+		return kf_error(k, "key: expected 'up', 'down', 'wan' or 'pair'");
 	if (dir == ISTH_AUTH_WAN) {
 		if (f->site != ISTH_AUTH_SITE_EDGE)
 			return kf_error(k, "key wan: an island's file holds no WAN key");
@@ -624,10 +663,10 @@ file_fits(
 		return -EINVAL;
 	}
 	for (unsigned int i = 0; i < f->n_epochs; i++)
-		if ((f->ep[i].have[2] & ~all) != 0) {
+		if (((f->ep[i].have[2] | f->ep[i].pair_out | f->ep[i].pair_in) & ~all) != 0) {
 			set_err(err, errlen,
-				"%s: epoch %u: a 'key wan' owner is not below the "
-				"job's %u islands",
+				"%s: epoch %u: a 'key wan' owner or a 'key pair' edge is "
+				"not below the job's %u islands",
 				conf->key_file, f->ep[i].id, conf->n_islands);
 			return -EINVAL;
 		}
@@ -656,6 +695,48 @@ fill_key(struct isth_auth *a, const struct isth_auth_file *f, unsigned int s, un
 	return 0;
 }
 
+/* Pair key K(slot @s, WAN_PAIR, @snd, @rcv) from the file, as fill_key(). */
+static int
+fill_pair(struct isth_auth *a, const struct isth_auth_file *f, unsigned int s, unsigned int snd,
+	unsigned int rcv, IMB_MGR *mgr)
+{
+	size_t i = pair_index(a, s, snd, rcv);
+	const struct isth_auth_file_epoch *ep = &f->ep[s];
+
+	if (snd == rcv)
+		return 0;
+	if (f->site == ISTH_AUTH_SITE_JOB) {
+		if (isth_auth_derive_pair(ep->master, f->job, ep->id, snd, rcv, a->raw[i]) != 0)
+			return -EIO;
+	} else if (snd == f->site_id && ((ep->pair_out >> rcv) & 1u)) {
+		memcpy(a->raw[i], ep->key_out[rcv], ISTH_AUTH_KEY_SIZE);
+	} else if (rcv == f->site_id && ((ep->pair_in >> snd) & 1u)) {
+		memcpy(a->raw[i], ep->key_in[snd], ISTH_AUTH_KEY_SIZE);
+	} else {
+		return 0;
+	}
+	a->have[i] = 1;
+	IMB_AES256_GCM_PRE(mgr, a->raw[i], &a->imb[i]);
+	return 0;
+}
+
+/* Every key of the file into @a: direction keys, then pairs. */
+static int
+fill_keys(struct isth_auth *a, const struct isth_auth_file *f, IMB_MGR *mgr)
+{
+	for (unsigned int s = 0; s < f->n_epochs; s++) {
+		for (unsigned int d = ISTH_AUTH_UP; d <= ISTH_AUTH_WAN; d++)
+			for (unsigned int o = 0; o < a->n_islands; o++)
+				if (fill_key(a, f, s, d, o, mgr) != 0)
+					return -EIO;
+		for (unsigned int snd = 0; snd < a->n_islands; snd++)
+			for (unsigned int rcv = 0; rcv < a->n_islands; rcv++)
+				if (fill_pair(a, f, s, snd, rcv, mgr) != 0)
+					return -EIO;
+	}
+	return 0;
+}
+
 static struct isth_auth *
 handle_alloc(const struct isth_auth_file *f, uint32_t n_islands)
 {
@@ -674,7 +755,7 @@ handle_alloc(const struct isth_auth_file *f, uint32_t n_islands)
 		a->start[i] = f->ep[i].start;
 		a->slot_of[f->ep[i].id] = (int8_t)i;
 	}
-	a->n_keys = (size_t)f->n_epochs * 3u * a->n_islands;
+	a->n_keys = (size_t)f->n_epochs * (3u + a->n_islands) * a->n_islands;
 	a->raw = calloc(a->n_keys, sizeof(*a->raw));
 	a->have = calloc(a->n_keys, sizeof(*a->have));
 	a->imb = aligned_alloc(64, ((a->n_keys * sizeof(*a->imb) + 63) / 64) * 64);
@@ -718,15 +799,11 @@ isth_auth_create(
 	mgr = auth_imb_mgr();
 	if (a == NULL || mgr == NULL)
 		goto out;
-	for (unsigned int s = 0; s < f->n_epochs; s++)
-		for (unsigned int d = ISTH_AUTH_UP; d <= ISTH_AUTH_WAN; d++)
-			for (unsigned int o = 0; o < a->n_islands; o++)
-				if (fill_key(a, f, s, d, o, mgr) != 0) {
-					set_err(err, errlen, "%s: key derivation failed",
-						conf->key_file);
-					ret = -EIO;
-					goto out;
-				}
+	if (fill_keys(a, f, mgr) != 0) {
+		set_err(err, errlen, "%s: key derivation failed", conf->key_file);
+		ret = -EIO;
+		goto out;
+	}
 	*out = a;
 	a = NULL;
 	ret = 0;
@@ -778,6 +855,17 @@ isth_auth_has_key(const struct isth_auth *a, enum isth_auth_dir dir, unsigned in
 		return false;
 	for (unsigned int s = 0; s < a->n_epochs; s++)
 		if (!a->have[key_index(a, s, dir, owner)])
+			return false;
+	return true;
+}
+
+bool
+isth_auth_has_pair(const struct isth_auth *a, unsigned int sender, unsigned int receiver)
+{
+	if (a == NULL || sender >= a->n_islands || receiver >= a->n_islands || sender == receiver)
+		return false;
+	for (unsigned int s = 0; s < a->n_epochs; s++)
+		if (!a->have[pair_index(a, s, sender, receiver)])
 			return false;
 	return true;
 }

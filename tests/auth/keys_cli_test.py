@@ -40,8 +40,10 @@ def hkdf(ikm, salt, info, n=32):
     return out[:n]
 
 
-def derive(master, job, epoch, d, owner):
+def derive(master, job, epoch, d, owner, receiver=None):
     info = b"isthmus/v2 gmac" + struct.pack(">IBBB", job, epoch, d, owner)
+    if receiver is not None:  # direction 4, WAN_PAIR: (sender, receiver)
+        info += bytes([receiver])
     return hkdf(master, b"isthmus/v2", info)
 
 
@@ -59,6 +61,8 @@ def parse(path):
         elif w[0] == "epoch":
             cur = int(w[1])
             eps[cur] = (int(w[3]), bytes.fromhex(w[5]) if len(w) > 4 else None, {})
+        elif w[0] == "key" and w[1] == "pair":
+            eps[cur][2][(4, int(w[2]), int(w[3]))] = bytes.fromhex(w[-1])
         elif w[0] == "key":
             d = {"up": 1, "down": 2, "wan": 3}[w[1]]
             owner = int(w[2]) if w[1] == "wan" else site[1]
@@ -108,6 +112,11 @@ def test_generate_split(d):
             if kind == "edge":
                 for s in range(3):
                     want[(3, s)] = derive(master, 7, 0, 3, s)
+                # the pairs from edge i (it seals) and to it (it verifies)
+                for t in range(3):
+                    if t != i:
+                        want[(4, i, t)] = derive(master, 7, 0, 4, i, t)
+                        want[(4, t, i)] = derive(master, 7, 0, 4, t, i)
             check(job == 7 and site == (kind, i), "split: %s header" % p)
             check(eps[0][1] is None, "split: %s holds a master key" % p)
             check(eps[0][2] == want, "split: %s keys differ from independent HKDF" % p)
