@@ -26,8 +26,8 @@
 
 #define EXIT_USAGE 1
 #define EXIT_FILE 2
-/* an edge's file of 64 islands and 4 epochs (64 WAN keys and 126
- * pairwise keys per epoch, about 85 bytes each) is about 66 KB */
+/* an edge's file of 64 islands and 4 epochs (126 pairwise keys per
+ * epoch, about 85 bytes each) is about 44 KB */
 #define TEXT_MAX (128u * 1024u)
 
 static void
@@ -52,16 +52,14 @@ usage(FILE *f)
 		"                            which it seals DATA with, and K(DOWN, i), which\n"
 		"                            its edge's AGG and ROUND are sealed with.\n"
 		"  edge-<i>.key              isthmusd of island i ([auth] key_file): UP i\n"
-		"                            and DOWN i, the WAN key of every island (the\n"
-		"                            one-tag WAN format the edges still speak), and\n"
-		"                            the pairwise WAN keys K(WAN_PAIR, i, t) it\n"
-		"                            seals a tag list with and K(WAN_PAIR, s, i) it\n"
-		"                            verifies its own tag with, for every peer.\n"
+		"                            and DOWN i, and the pairwise WAN keys\n"
+		"                            K(WAN_PAIR, i, t), with which it seals a tag\n"
+		"                            per peer t, and K(WAN_PAIR, s, i), with which\n"
+		"                            it verifies its own tag in peer s's frames.\n"
 		"\n"
 		"So island 1's file cannot seal as island 0, on the access link or on the\n"
-		"WAN (it holds no WAN key). An edge's file still holds every island's\n"
-		"one-tag WAN key, with which one edge can seal WAN traffic as another,\n"
-		"until the edges put the pairwise tag list on the wire (doc/security.md).\n"
+		"WAN (it holds no WAN key), and edge 1's file cannot produce a tag that\n"
+		"edge 2 accepts as edge 0's: it lacks K(WAN_PAIR, 0, 2) (doc/security.md).\n"
 		"\n"
 		"Commands:\n"
 		"  generate   a new job file: one epoch (id --epoch, default 0) from round 0\n"
@@ -257,14 +255,6 @@ site_text(struct out *o, const struct isth_auth_file *f, enum isth_auth_site kin
 			rc = isth_auth_derive(ep->master, f->job, ep->id, ISTH_AUTH_DOWN, i, k);
 		if (rc == 0)
 			out_key(o, "key down", k);
-		for (unsigned int s = 0; kind == ISTH_AUTH_SITE_EDGE && s < n && rc == 0; s++) {
-			char what[32];
-
-			rc = isth_auth_derive(ep->master, f->job, ep->id, ISTH_AUTH_WAN, s, k);
-			snprintf(what, sizeof(what), "key wan %u", s);
-			if (rc == 0)
-				out_key(o, what, k);
-		}
 		/* the pairs from this edge (sealing) and to it (verifying) */
 		for (unsigned int t = 0; kind == ISTH_AUTH_SITE_EDGE && t < n && rc == 0; t++)
 			for (unsigned int dir = 0; dir < 2 && t != i && rc == 0; dir++) {

@@ -408,8 +408,9 @@ kf_line(struct kf *k, char *line)
 	return kf_error(k, "unknown keyword (expected 'job', 'site', 'epoch' or 'key')");
 }
 
-/* Every epoch of a site file holds the site's own keys: UP and DOWN, and
- * an edge its own WAN key (what it seals with). */
+/* Every epoch of a site file holds the site's own keys, UP and DOWN (an
+ * edge's pairwise WAN keys are checked against the job's islands by
+ * isth_auth_check_site()). */
 static int
 kf_check_site(struct kf *k)
 {
@@ -423,9 +424,6 @@ kf_check_site(struct kf *k)
 
 		if (!(ep->have[0] & me) || !(ep->have[1] & me))
 			return kf_error(k, "epoch %u: needs 'key up' and 'key down'", ep->id);
-		if (f->site == ISTH_AUTH_SITE_EDGE && !(ep->have[2] & me))
-			return kf_error(k, "epoch %u: needs 'key wan %u' (the edge's own)", ep->id,
-				f->site_id);
 	}
 	return 0;
 }
@@ -877,17 +875,28 @@ isth_auth_check_site(const struct isth_auth *a, enum isth_auth_site want, unsign
 	if (a->site == ISTH_AUTH_SITE_JOB)
 		return 0;
 	if (a->site == want && a->site_id == id) {
-		/* an edge verifies every peer's WAN tag: a file split for
-		 * fewer islands than the job has would refuse a peer's DATA
-		 * as auth_key all run long; say so now */
-		for (unsigned int o = 0; want == ISTH_AUTH_SITE_EDGE && o < a->n_islands; o++)
-			if (!isth_auth_has_key(a, ISTH_AUTH_WAN, o)) {
-				set_err(err, errlen,
-					"%s: holds no 'key wan %u' (the job has %u islands; "
-					"was it split for fewer?)",
-					path, o, a->n_islands);
-				return -EINVAL;
+		/* an edge seals a tag list for its peers and verifies its own
+		 * tag in theirs: a file split for fewer islands than the job
+		 * has (or before the WAN used pairwise keys) would refuse
+		 * every such frame all run long; say so now */
+		for (unsigned int o = 0; want == ISTH_AUTH_SITE_EDGE && o < a->n_islands; o++) {
+			unsigned int s = o, t = id;
+
+			if (o == id)
+				continue;
+			if (!isth_auth_has_pair(a, id, o)) {
+				s = id;
+				t = o;
+			} else if (isth_auth_has_pair(a, o, id)) {
+				continue;
 			}
+			set_err(err, errlen,
+				"%s: holds no 'key pair %u %u' (the job has %u islands; "
+				"was it split for fewer, or by an isthmus-keys without "
+				"pairwise WAN keys?)",
+				path, s, t, a->n_islands);
+			return -EINVAL;
+		}
 		return 0;
 	}
 	set_err(err, errlen,

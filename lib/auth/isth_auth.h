@@ -83,6 +83,22 @@ isth_auth_list_size(unsigned int k)
 	return ISTH_AUTH_LIST_HDR + (size_t)k * ISTH_AUTH_TAG_SIZE;
 }
 
+/**
+ * Body bytes an island's DATA leaves for its edge's WAN tag list beyond
+ * the one tag of its own: 8 + 16 (k - 1) for k = min(@p n_islands - 1,
+ * 15), the most peers a round of the job can give an island (0 for one
+ * island). Both ends of the access link take it from the job's islands
+ * alone, so the island's chunk size and the one its edge announces agree
+ * whatever the schedule (doc/protocol.md, "Sizes").
+ */
+static inline size_t
+isth_auth_wan_room(unsigned int n_islands)
+{
+	unsigned int k = n_islands > ISTH_AUTH_MAX_TAGS ? ISTH_AUTH_MAX_TAGS : n_islands - 1;
+
+	return n_islands <= 1 ? 0 : isth_auth_list_size(k) - ISTH_AUTH_TAG_SIZE;
+}
+
 /** What a key file is for (its `site` line; none: the job file). */
 enum isth_auth_site {
 	ISTH_AUTH_SITE_JOB = 0, /**< master keys: every key derives from it */

@@ -374,12 +374,13 @@ Test(auth, site_file_holds_only_its_keys)
 		"writes one file per site)");
 	cr_assert_eq(isth_auth_check_site(edge, ISTH_AUTH_SITE_ISLAND, 2, "f", err, sizeof(err)),
 		-EINVAL);
-	/* the edge's file lacks WAN 1 and 3 of the job's 4 islands */
+	/* the edge's file holds no pairwise WAN key: its peers' tag lists
+	 * would all be refused */
 	cr_assert_eq(
 		isth_auth_check_site(edge, ISTH_AUTH_SITE_EDGE, 2, "f", err, sizeof(err)), -EINVAL);
 	cr_assert_str_eq(err,
-		"f: holds no 'key wan 1' (the job has 4 islands; was it split for "
-		"fewer?)");
+		"f: holds no 'key pair 2 0' (the job has 4 islands; was it split for "
+		"fewer, or by an isthmus-keys without pairwise WAN keys?)");
 	for (size_t i = 0; i < 2; i++) {
 		struct isth_auth_engine *ej, *ei, *ee;
 		uint8_t m[128], forged[128];
@@ -604,6 +605,14 @@ Test(auth, site_file_pairs_only_its_own)
 	cr_assert(!isth_auth_has_pair(e1, 0, 2) && !isth_auth_has_pair(e1, 1, 2) &&
 		!isth_auth_has_pair(e1, 1, 1));
 	cr_assert(isth_auth_has_pair(job, 2, 0) && !isth_auth_has_pair(job, 2, 2));
+	{
+		char err[256] = "";
+
+		cr_assert_eq(
+			isth_auth_check_site(e1, ISTH_AUTH_SITE_EDGE, 1, "f", err, sizeof(err)),
+			-EINVAL);
+		cr_assert(strstr(err, "f: holds no 'key pair 1 2'") == err, "%s", err);
+	}
 	cr_assert_eq(isth_auth_engine_create(job, ISTH_AUTH_IPSEC_MB, &ej), 0);
 	cr_assert_eq(isth_auth_engine_create(e1, ISTH_AUTH_OPENSSL, &ee), 0);
 	/* edge 0 to edges 1 and 2: edge 1 verifies its tag */
@@ -1006,10 +1015,6 @@ ParameterizedTestParameters(auth, keyfile_errors)
 		{"island_no_down",
 			"job 42\nsite island 1\nepoch 1 round 0\nkey up " MASTER_HEX "\n", -EINVAL,
 			": epoch 1: needs 'key up' and 'key down'"},
-		{"edge_no_own_wan",
-			"job 42\nsite edge 1\nepoch 1 round 0\nkey up " MASTER_HEX
-			"\nkey down " MASTER_HEX "\nkey wan 0 " MASTER_HEX "\n",
-			-EINVAL, ": epoch 1: needs 'key wan 1' (the edge's own)"},
 		{"site_not_in_job",
 			"job 42\nsite island 4\nepoch 1 round 0\nkey up " MASTER_HEX
 			"\nkey down " MASTER_HEX "\n",
