@@ -345,8 +345,9 @@ def run_wan(run, log, keyf, n_chunks, ce):
     te1 = "te%s1" % run.rid
     edge = "10.0.0.1"
     wan_route(run, wns, edge)
-    wan1 = ["--key-file", keyf, "--dir", "wan", "--owner", "1"]
-    wan2 = ["--key-file", keyf, "--dir", "wan", "--owner", "2"]
+    # a WAN tag list for the job's other islands (the foreign key's pairs)
+    wan1 = ["--key-file", keyf, "--dir", "wan", "--owner", "1", "--islands", str(ISLANDS)]
+    wan2 = ["--key-file", keyf, "--dir", "wan", "--owner", "2", "--islands", str(ISLANDS)]
     atk = []
     old_pcap = os.path.join(run.work, "wan-old.pcap")
     run.at(run.round_start(1))
@@ -362,7 +363,7 @@ def run_wan(run, log, keyf, n_chunks, ce):
                 str(rr), "--chunk", "0", "--chunk-step", "1", "--count", str(n_chunks),
                 "--value", "1000003"]
         a.add(inject(run, wns, ["data"], base + ["--elems", str(ce)], log))
-        b.add(inject(run, wns, ["data"], base + wan1, log))
+        b.add(inject(run, wns, ["data"], base + ["--elems", str(ce)] + wan1, log))
     atk += [a, b]
     a = Attack("peer NACK storm, v1", V1)
     b = Attack("peer NACK storm, foreign key", TAG)
@@ -391,7 +392,8 @@ def run_wan(run, log, keyf, n_chunks, ce):
     a = Attack("flood, foreign key", TAG)
     a.add(inject(run, wns, ["data"], ["--to", edge, "--from", "10.0.1.1", "--job", "1",
                                       "--sender", "1", "--round", str(run.round_now()),
-                                      "--count", "10000", "--rate", "10000"] + wan1, log))
+                                      "--elems", str(ce), "--count", "10000",
+                                      "--rate", "10000"] + wan1, log))
     atk.append(a)
     if run.pmd == "af_xdp":
         a = Attack("DATA from an address in no site table", ["xdp_wan_spoofed"])
@@ -448,7 +450,8 @@ def run_member(run, log, keyf, n_chunks, ce):
     for rr in (r, r + 1):
         base = ["--to", edge, "--from", island, "--job", "1", "--sender", "0", "--round",
                 str(rr), "--chunk", "0", "--chunk-step", "1", "--count", str(n_chunks),
-                "--value", "1000003", "--key-file", isl1, "--dir", "up", "--owner", "1"]
+                "--elems", str(ce), "--value", "1000003", "--key-file", isl1, "--dir", "up",
+                "--owner", "1"]
         a.add(inject(run, ns, ["data"], base, log))
     atk.append(a)
     a = Attack("member: AGG as edge 0 under island 1's DOWN key", ["auth_tag"], "island")
