@@ -296,8 +296,9 @@ static const struct msg_row msg_rows[] = {
 		HDR(ISTH_WIRE_DATA, ISTH_WIRE_F_RESENT, 0, ISTH_WIRE_DTYPE_INT32, 7, 3, 2, 4, 1000,
 			4),
 		"01000000 02000000 03000000 04000000"},
-	{"The first DATA resealed by island 2's edge for its peers (WAN, owner 2): the same "
-	 "bytes and IV, another key",
+	{"The first DATA under island 2's one-tag WAN key (WAN, owner 2): the same bytes and "
+	 "IV, another key. Direction 3 is derived for tools; no edge sends it since WAN frames "
+	 "carry tag lists (vector 11)",
 		ISTH_AUTH_WAN, 2,
 		HDR(ISTH_WIRE_DATA, 0, 0, ISTH_WIRE_DTYPE_INT32, 7, 3, 2, 4, 1000, 4),
 		"01000000 02000000 03000000 04000000"},
@@ -323,8 +324,9 @@ static const struct msg_row msg_rows[] = {
 		HDR(ISTH_WIRE_ROUND, 0, 1, ISTH_WIRE_DTYPE_NONE, 8, 0, 2, 0, SEQ0 + 8, 5),
 		"187e8a27e966d000 187e8a2807343500 000000001dcd6500 0000000000000007 00000040 "
 		"00000162"},
-	{"NACK by chunk, edge of island 1 to edge of island 2 (WAN, owner 1): round 7, "
-	 "chunks 3..5 of island 2's DATA",
+	{"NACK by chunk, edge of island 1 to edge of island 2, under the one-tag WAN key (WAN, "
+	 "owner 1): round 7, chunks 3..5 of island 2's DATA (on the wire it carries a tag list "
+	 "of one, edge 2's, as vector 11 shows for DATA)",
 		ISTH_AUTH_WAN, 1,
 		HDR(ISTH_WIRE_NACK, ISTH_WIRE_F_CHUNKS, 0, ISTH_WIRE_DTYPE_NONE, 7, 0, 1, 1,
 			SEQ0 + 30, 4),

@@ -257,7 +257,7 @@ def run_access(run, log, keyf, n_chunks, ce):
                 str(rr), "--chunk", "0", "--chunk-step", "1", "--count", str(n_chunks),
                 "--value", "1000003"]
         a.add(inject(run, ns, ["data"], base + ["--elems", str(ce)], log))
-        b.add(inject(run, ns, ["data"], base + up, log))
+        b.add(inject(run, ns, ["data"], base + ["--elems", str(ce)] + up, log))
     atk += [a, b]
     a = Attack("access NACK storm, v1", V1)
     b = Attack("access NACK storm, foreign key", TAG)
@@ -296,8 +296,8 @@ def run_access(run, log, keyf, n_chunks, ce):
     atk += [a, b]
     a = Attack("flood, foreign key", TAG)
     a.add(inject(run, ns, ["data"], ["--to", edge, "--from", island, "--job", "1", "--sender",
-                                     "0", "--round", str(run.round_now()), "--count", "10000",
-                                     "--rate", "10000"] + up, log))
+                                     "0", "--round", str(run.round_now()), "--elems", str(ce),
+                                     "--count", "10000", "--rate", "10000"] + up, log))
     atk.append(a)
     return atk
 
