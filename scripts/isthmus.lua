@@ -551,6 +551,12 @@ local function key_line(k, toks)
 	elseif toks[2] == "wan" and #toks == 4 and toks[3]:find("^%d+$") then
 		ep.keys[DIR_WAN .. "/" .. tonumber(toks[3])] = fromhex(hex)
 		return true
+	elseif toks[2] == "pair" and #toks == 5 and toks[3]:find("^%d+$") and
+	       toks[4]:find("^%d+$") then
+		-- an edge's pairwise WAN keys: K(e, 4, S, T), S or T the edge
+		ep.keys[DIR_WAN_PAIR .. "/" .. tonumber(toks[3]) .. "/" ..
+			tonumber(toks[4])] = fromhex(hex)
+		return true
 	end
 	return false
 end
@@ -619,6 +625,8 @@ local function dir_key(ep, job, dir, s, t)
 			key = hkdf_sha256(ep.master, "isthmus/v2", info, 32)
 		elseif t == nil then
 			key = ep.keys[dir .. "/" .. s]
+		else
+			key = ep.keys[dir .. "/" .. s .. "/" .. t]
 		end
 		derived[id] = key and gmac_key(key) or false
 	end

@@ -98,7 +98,21 @@ next_message(const struct inject_args *a, struct sender *tx, uint64_t i, uint8_t
 			return -1;
 		}
 	}
-	if (tx->eng != NULL) {
+	if (tx->eng != NULL && a->dir == ISTH_AUTH_WAN) {
+		/* the WAN speaks tag lists: a tag for every island of the job
+		 * but the owner, under the pair keys (owner, t), at most 15 */
+		uint64_t rcv = 0;
+
+		for (uint32_t t = 0; t < a->islands && __builtin_popcountll(rcv) < 15; t++)
+			if (t != (uint32_t)a->owner)
+				rcv |= UINT64_C(1) << t;
+		len = isth_auth_seal_list(
+			tx->eng, (unsigned int)a->owner, rcv, msg, (size_t)len, cap);
+		if (len < 0) {
+			fprintf(stderr, "isthmus-inject: seal: %s\n", strerror(-len));
+			return -1;
+		}
+	} else if (tx->eng != NULL) {
 		len = isth_auth_seal(tx->eng, (enum isth_auth_dir)a->dir, (unsigned int)a->owner,
 			msg, (size_t)len, cap);
 		if (len < 0) {

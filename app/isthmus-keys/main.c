@@ -26,8 +26,9 @@
 
 #define EXIT_USAGE 1
 #define EXIT_FILE 2
-/* a site file of 64 islands and 4 epochs is about 20 KB */
-#define TEXT_MAX (64u * 1024u)
+/* an edge's file of 64 islands and 4 epochs (126 pairwise keys per
+ * epoch, about 85 bytes each) is about 44 KB */
+#define TEXT_MAX (128u * 1024u)
 
 static void
 usage(FILE *f)
@@ -51,12 +52,14 @@ usage(FILE *f)
 		"                            which it seals DATA with, and K(DOWN, i), which\n"
 		"                            its edge's AGG and ROUND are sealed with.\n"
 		"  edge-<i>.key              isthmusd of island i ([auth] key_file): UP i\n"
-		"                            and DOWN i, and the WAN key of every island\n"
-		"                            (it seals with its own, verifies its peers').\n"
+		"                            and DOWN i, and the pairwise WAN keys\n"
+		"                            K(WAN_PAIR, i, t), with which it seals a tag\n"
+		"                            per peer t, and K(WAN_PAIR, s, i), with which\n"
+		"                            it verifies its own tag in peer s's frames.\n"
 		"\n"
 		"So island 1's file cannot seal as island 0, on the access link or on the\n"
-		"WAN (it holds no WAN key). An edge's file still holds every island's WAN\n"
-		"key: one edge can seal WAN traffic as another (doc/security.md).\n"
+		"WAN (it holds no WAN key), and edge 1's file cannot produce a tag that\n"
+		"edge 2 accepts as edge 0's: it lacks K(WAN_PAIR, 0, 2) (doc/security.md).\n"
 		"\n"
 		"Commands:\n"
 		"  generate   a new job file: one epoch (id --epoch, default 0) from round 0\n"
@@ -284,14 +287,17 @@ site_text(struct out *o, const struct isth_auth_file *f, enum isth_auth_site kin
 			rc = isth_auth_derive(ep->master, f->job, ep->id, ISTH_AUTH_DOWN, i, k);
 		if (rc == 0)
 			out_key(o, "key down", k);
-		for (unsigned int s = 0; kind == ISTH_AUTH_SITE_EDGE && s < n && rc == 0; s++) {
-			char what[32];
+		/* the pairs from this edge (sealing) and to it (verifying) */
+		for (unsigned int t = 0; kind == ISTH_AUTH_SITE_EDGE && t < n && rc == 0; t++)
+			for (unsigned int dir = 0; dir < 2 && t != i && rc == 0; dir++) {
+				unsigned int snd = dir == 0 ? i : t, rcv = dir == 0 ? t : i;
+				char what[32];
 
-			rc = isth_auth_derive(ep->master, f->job, ep->id, ISTH_AUTH_WAN, s, k);
-			snprintf(what, sizeof(what), "key wan %u", s);
-			if (rc == 0)
-				out_key(o, what, k);
-		}
+				rc = isth_auth_derive_pair(ep->master, f->job, ep->id, snd, rcv, k);
+				snprintf(what, sizeof(what), "key pair %u %u", snd, rcv);
+				if (rc == 0)
+					out_key(o, what, k);
+			}
 	}
 	OPENSSL_cleanse(k, sizeof(k));
 	return rc;
@@ -476,6 +482,12 @@ cmd_show(const struct args *a, struct isth_auth_file *f)
 		for (unsigned int s = 0; s < ISTH_AUTH_MAX_ISLANDS; s++)
 			if ((ep->have[2] >> s) & 1u)
 				printf(" wan%u", s);
+		for (unsigned int t = 0; t < ISTH_AUTH_MAX_ISLANDS; t++)
+			if ((ep->pair_out >> t) & 1u)
+				printf(" pair%u-%u", f->site_id, t);
+		for (unsigned int t = 0; t < ISTH_AUTH_MAX_ISLANDS; t++)
+			if ((ep->pair_in >> t) & 1u)
+				printf(" pair%u-%u", t, f->site_id);
 		printf("\n");
 	}
 	return 0;

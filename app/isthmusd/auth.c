@@ -96,6 +96,9 @@ keyset_fill(const struct isthd *d, struct isthd_keyset *ks, struct isth_auth *ke
 int
 isthd_auth_prepare(struct isthd *d, char *err, size_t err_size)
 {
+	unsigned int body;
+	int rc;
+
 	d->auth.on = d->cfg.auth;
 	if (!d->auth.on) {
 		fprintf(stderr,
@@ -105,7 +108,58 @@ isthd_auth_prepare(struct isthd *d, char *err, size_t err_size)
 			d->cfg.path);
 		return 0;
 	}
+	/* the device verifies the one-tag WAN format (doc/fpga-interface.md
+	 * 3.8); the WAN carries pairwise tag lists, which it cannot pick its
+	 * own tag from: refused rather than every peer's DATA refused */
+	if (strcmp(d->cfg.backend, "fpga") == 0) {
+		snprintf(err, err_size,
+			"%s: [isthmusd] backend = fpga with [auth] mode = on: the device "
+			"verifies one WAN tag per frame, and WAN frames carry a tag per "
+			"receiving edge (pairwise keys, doc/protocol.md \"WAN tag list\"); "
+			"use backend = sw, or mode = off in a lab",
+			d->cfg.path);
+		return -ENOTSUP;
+	}
+	rc = isthd_auth_list_room(d, d->sched, err, err_size);
+	if (rc < 0)
+		return rc;
+	/* room for the largest tag list the job's islands allow, the rule
+	 * the island applies too (isth_auth_wan_room): the chunk size the
+	 * ROUND announces (max_elems) is the island's, and every edge's, so
+	 * its peers' DATA carries the count it expects; a NACK or repair to
+	 * one peer carries a list of one, 8 bytes more than the one tag */
+	body = d->lim.max_elems * 4u;
+	d->lim.max_elems = (uint16_t)((body - (unsigned int)isth_auth_wan_room(d->n_islands)) / 4u);
+	if (d->lim.max_ranges * 16u + 8u > body)
+		d->lim.max_ranges = (uint16_t)((body - 8u) / 16u);
 	return load_keys(d, &d->auth.keys, err, err_size);
+}
+
+int
+isthd_auth_list_room(const struct isthd *d, const struct isth_sched *s, char *err, size_t err_size)
+{
+	struct isth_sched_round_view v;
+	unsigned int most = 0;
+
+	if (!d->cfg.auth)
+		return 0;
+	for (int r = 0; r < isth_sched_n_rounds(s); r++)
+		for (int i = 0; i < isth_sched_n_islands(s); i++) {
+			if (isth_sched_round_view(s, r, i, &v) != 0)
+				continue;
+			if (v.n_peers > ISTH_AUTH_MAX_TAGS) {
+				snprintf(err, err_size,
+					"%s: round %d: island %s has %u peers, but a WAN tag "
+					"list holds at most %u tags (trailer_len is one "
+					"byte): with [auth] mode = on a clique has at most "
+					"%u islands",
+					d->cfg.path, r, isth_sched_island_name(s, i), v.n_peers,
+					ISTH_AUTH_MAX_TAGS, ISTH_AUTH_MAX_TAGS + 1);
+				return -E2BIG;
+			}
+			most = RTE_MAX(most, v.n_peers);
+		}
+	return (int)most;
 }
 
 /* Window slots per key epoch: UP DATA and NACK of the local island, then
@@ -456,8 +510,11 @@ isthd_auth_verify_rx(struct isthd_worker *w, enum isth_auth_dir dir, struct rte_
 		ops[i].msg = (uint8_t *)(uintptr_t)p[i].msg;
 		ops[i].len = (uint32_t)p[i].msg_size;
 		ops[i].cap = ops[i].len;
-		ops[i].dir = (uint8_t)dir;
+		/* the WAN speaks tag lists: this edge checks its own tag, under
+		 * the pair key of (sender edge, this edge) */
+		ops[i].dir = (uint8_t)(dir == ISTH_AUTH_WAN ? ISTH_AUTH_WAN_PAIR : dir);
 		ops[i].owner = owner[i];
+		ops[i].peers = UINT64_C(1) << d->island;
 		ops[i].status = 0;
 	}
 	isth_auth_verify_burst(w->eng, ops, n);
@@ -487,18 +544,85 @@ isthd_auth_verify_rx(struct isthd_worker *w, enum isth_auth_dir dir, struct rte_
 	return k;
 }
 
+/* @len without the trailer of @msg if it is sealed already (a repair or
+ * resend whose flags changed: its room is reused); 0 if malformed. */
+static size_t
+unsealed_len(const uint8_t *msg, size_t len)
+{
+	size_t tl;
+
+	if (msg[ISTH_WIRE_OFF_VERSION] != ISTH_WIRE_VERSION_AUTH)
+		return len;
+	tl = msg[ISTH_WIRE_OFF_TRAILER];
+	return tl != 0 && len >= ISTH_WIRE_HDR_SIZE + tl ? len - tl : 0;
+}
+
 int
 isthd_auth_seal_msg(struct isthd *d, struct isth_auth_engine *e, enum isth_auth_dir dir,
 	uint8_t *msg, size_t len, size_t cap)
 {
-	/* already sealed (a repair or resend whose flags changed): the old
-	 * tag's room is reused */
-	if (msg[ISTH_WIRE_OFF_VERSION] == ISTH_WIRE_VERSION_AUTH) {
-		if (len < ISTH_WIRE_HDR_SIZE + ISTH_AUTH_TAG_SIZE)
-			return -EINVAL;
-		len -= ISTH_AUTH_TAG_SIZE;
-	}
+	len = unsealed_len(msg, len);
+	if (len == 0)
+		return -EINVAL;
 	return isth_auth_seal(e, dir, d->island, msg, len, cap);
+}
+
+size_t
+isthd_auth_peer_cap(const uint8_t *msg, size_t len)
+{
+	size_t u = unsealed_len(msg, len);
+
+	return (u != 0 ? u : len) + isth_auth_list_size(1);
+}
+
+int
+isthd_auth_seal_peer(struct isthd *d, struct isth_auth_engine *e, const struct isthd_peer *peer,
+	uint8_t *msg, size_t len, size_t cap)
+{
+	unsigned int t;
+
+	len = unsealed_len(msg, len);
+	if (len == 0)
+		return -EINVAL;
+	/* the peer's island: peer_of[] is by island (a frame to one peer,
+	 * a repair or a NACK, is rare next to the DATA: a short scan) */
+	for (t = 0; t < d->n_islands && d->peer_of[t] != peer; t++)
+		;
+	if (t >= d->n_islands)
+		return -EINVAL;
+	return isth_auth_seal_list(e, d->island, UINT64_C(1) << t, msg, len, cap);
+}
+
+int
+isthd_auth_seal_wan(struct isthd *d, struct isth_auth_engine *e, struct rte_mbuf *m, uint64_t r)
+{
+	const struct isthd_repair_round *rt = isthd_repair_round(d, r);
+	uint32_t len = rte_pktmbuf_pkt_len(m);
+	unsigned int k;
+	size_t grow;
+	uint8_t *msg;
+
+	if (rt == NULL)
+		return -ENOENT;
+	/* a bye: no peer receives it, nothing to seal it for */
+	if (rt->expected == 0)
+		return 0;
+	k = (unsigned int)__builtin_popcountll(rt->expected);
+	if (k > ISTH_AUTH_MAX_TAGS || !rte_pktmbuf_is_contiguous(m) ||
+		len < ISTH_WIRE_HDR_SIZE + ISTH_AUTH_TAG_SIZE)
+		return -EINVAL;
+	/* the island's one tag becomes the list: the room setup reserved
+	 * (isthd_auth_list_room) is in the mbuf's tailroom */
+	grow = isth_auth_list_size(k) - ISTH_AUTH_TAG_SIZE;
+	/* a reloaded schedule with more peers than the room set at start-up
+	 * would leave a frame above the MTU: refused (auth_seal), not sent */
+	if (len + grow > d->cfg.mtu - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE)
+		return -EMSGSIZE;
+	if (rte_pktmbuf_append(m, (uint16_t)grow) == NULL)
+		return -ENOSPC;
+	msg = rte_pktmbuf_mtod(m, uint8_t *);
+	return isth_auth_seal_list(
+		e, d->island, rt->expected, msg, len - ISTH_AUTH_TAG_SIZE, len + grow);
 }
 
 unsigned int

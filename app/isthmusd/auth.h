@@ -121,6 +121,29 @@ isthd_auth_commit(struct isthd_worker *w, enum isth_auth_dir dir, const struct i
  * sealed length or a negative errno. */
 int isthd_auth_seal_msg(struct isthd *d, struct isth_auth_engine *e, enum isth_auth_dir dir,
 	uint8_t *msg, size_t len, size_t cap);
+/* Seal the message at @msg (@len bytes, its trailer included when already
+ * version 2) for one peer edge @peer: a WAN tag list of one under the pair
+ * key (this edge, the peer's), in place within @cap
+ * (isthd_auth_peer_cap()). @return the sealed length or a negative errno. */
+int isthd_auth_seal_peer(struct isthd *d, struct isth_auth_engine *e, const struct isthd_peer *peer,
+	uint8_t *msg, size_t len, size_t cap);
+/* Bytes @msg (@len, sealed or not) takes sealed for one peer. */
+size_t isthd_auth_peer_cap(const uint8_t *msg, size_t len);
+/* The RX worker: the island's DATA in @m (the message alone, sealed by the
+ * island with its one UP tag, verified) resealed for the WAN in place:
+ * the tag list of round @r's peers (its repair table's expected senders,
+ * the same list with [wan] replication = network), the mbuf grown by the
+ * list's extra bytes. A round without peers is left as it is. @return the
+ * sealed length, 0, or a negative errno (no round table, more than 15
+ * peers, no room). */
+int
+isthd_auth_seal_wan(struct isthd *d, struct isth_auth_engine *e, struct rte_mbuf *m, uint64_t r);
+/* The most peers any island has in a round of @s (0 with auth off), or
+ * -E2BIG with @err if a round's clique needs more than 15 tags (a WAN tag
+ * list holds at most 15). */
+int
+isthd_auth_list_room(const struct isthd *d, const struct isth_sched *s, char *err, size_t err_size);
+
 /* Worker: seal @n fresh (version 1) frames in one burst with its engine
  * @e and @dir's key of the local island: each message starts @off bytes
  * into its (single-segment) mbuf and its last 16 bytes are the room for

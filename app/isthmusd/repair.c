@@ -281,7 +281,7 @@ struct rte_mbuf *
 isthd_repair_frame_to_peer(struct isthd *d, struct isth_auth_engine *eng,
 	const struct isthd_peer *peer, const struct rte_mbuf *msg)
 {
-	uint32_t len = rte_pktmbuf_pkt_len(msg), cap;
+	uint32_t len = rte_pktmbuf_pkt_len(msg), cap, room;
 	struct isth_wire_addr a;
 	const void *src;
 	struct rte_mbuf *m;
@@ -302,20 +302,20 @@ isthd_repair_frame_to_peer(struct isthd *d, struct isth_auth_engine *eng,
 	 * repair's round trip is the path's, not its queue's */
 	a.dscp = d->cfg.wan_repair_dscp;
 	hs = isth_wire_frame_hdr_size(&a);
-	/* auth on: a message not sealed yet (a NACK) gains its tag here */
-	cap = len +
-		(d->auth.on && len > ISTH_WIRE_OFF_VERSION &&
-					rte_pktmbuf_mtod(
-						msg, const uint8_t *)[ISTH_WIRE_OFF_VERSION] !=
-						ISTH_WIRE_VERSION_AUTH
-				? ISTH_AUTH_TAG_SIZE
-				: 0);
+	/* auth on: sealed here for this peer alone, a tag list of one (a
+	 * NACK gains it, a kept DATA's list of the round's peers is replaced) */
+	cap = len;
+	if (d->auth.on && len > ISTH_WIRE_OFF_TRAILER && rte_pktmbuf_is_contiguous(msg))
+		cap = (uint32_t)isthd_auth_peer_cap(rte_pktmbuf_mtod(msg, const uint8_t *), len);
+	else if (d->auth.on)
+		cap = len + (uint32_t)isth_auth_list_size(1);
+	room = RTE_MAX(len, cap);
 	m = rte_pktmbuf_alloc(d->pool);
-	if (m == NULL || hs + cap > rte_pktmbuf_tailroom(m)) {
+	if (m == NULL || hs + room > rte_pktmbuf_tailroom(m)) {
 		rte_pktmbuf_free(m);
 		return NULL;
 	}
-	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(hs + cap));
+	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(hs + room));
 	/* rte_pktmbuf_read copies only a chain; a single segment it points at */
 	src = rte_pktmbuf_read(msg, 0, len, p + hs);
 	if (src != p + hs)
@@ -323,7 +323,7 @@ isthd_repair_frame_to_peer(struct isthd *d, struct isth_auth_engine *eng,
 	/* sealed after the last header change (a repair's RESENT): the same
 	 * bytes for every retransmission of one message */
 	if (d->auth.on) {
-		int sl = eng != NULL ? isthd_auth_seal_msg(d, eng, ISTH_AUTH_WAN, p + hs, len, cap)
+		int sl = eng != NULL ? isthd_auth_seal_peer(d, eng, peer, p + hs, len, cap)
 				     : -EINVAL;
 
 		if (sl < 0) {
@@ -332,6 +332,7 @@ isthd_repair_frame_to_peer(struct isthd *d, struct isth_auth_engine *eng,
 		}
 		len = (uint32_t)sl;
 	}
+	rte_pktmbuf_trim(m, (uint16_t)(room - len));
 	isth_wire_put_frame_hdr(p, hs + len, &a, len);
 	/* UDP checksum (RFC 768) over pseudo-header, header and message */
 	udp = p + hs - ISTH_WIRE_UDP_HDR_SIZE;

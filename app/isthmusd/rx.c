@@ -105,12 +105,10 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 		return;
 	}
 	to_msg(m, p);
-	/* onto the WAN under the edge's WAN key: same header, same IV, a new
-	 * tag in place of the UP one; one tag for every peer, so the fan-out
-	 * stays zero-copy */
-	if (d->auth.on &&
-		unlikely(isthd_auth_seal_msg(d, w->eng, ISTH_AUTH_WAN,
-				 rte_pktmbuf_mtod(m, uint8_t *), p->msg_size, p->msg_size) < 0)) {
+	/* onto the WAN: same header, same IV, the UP tag replaced by a tag
+	 * list, one tag per peer of the round under its pair key; one frame
+	 * for every peer, so the fan-out stays zero-copy */
+	if (d->auth.on && unlikely(isthd_auth_seal_wan(d, w->eng, m, p->hdr.round) < 0)) {
 		drop(w, m, ISTHD_DROP_auth_seal);
 		return;
 	}

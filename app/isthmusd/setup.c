@@ -216,10 +216,12 @@ isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err, size_t err_si
 		goto fail;
 	}
 	d->lim.udp_port = d->cfg.udp_port;
-	admission_init(d);
+	/* before the round's shape: auth also leaves room in max_elems for
+	 * the WAN tag list (isthd_auth_list_room) */
 	rc = isthd_auth_prepare(d, err, err_size);
 	if (rc)
 		goto fail;
+	admission_init(d);
 	return 0;
 fail:
 	isth_sched_free(d->sched);

@@ -8,7 +8,7 @@
 
 /*
  * Key table of a handle: n_epochs x 3 directions x n_islands direction
- * keys, index key_index(); a site file's handle holds only some (have[]):
+ * keys, index key_index(), then the pairwise WAN keys, pair_index(); a site file's handle holds only some (have[]):
  * the others are zero and every seal or verify with them is refused. Written once by isth_auth_create(), read-only
  * afterwards, so any number of engines (threads) share it.
  */
@@ -31,6 +31,15 @@ static inline size_t
 key_index(const struct isth_auth *a, unsigned int slot, unsigned int dir, unsigned int owner)
 {
 	return ((size_t)slot * 3u + (dir - 1u)) * a->n_islands + owner;
+}
+
+/* The pairwise WAN keys K(e, WAN_PAIR, s, t) follow the direction keys:
+ * n_epochs x n_islands x n_islands (the diagonal s == t is never held). */
+static inline size_t
+pair_index(const struct isth_auth *a, unsigned int slot, unsigned int s, unsigned int t)
+{
+	return (size_t)a->n_epochs * 3u * a->n_islands +
+		((size_t)slot * a->n_islands + s) * a->n_islands + t;
 }
 
 /* Epoch slot that tags @round, or -1. */

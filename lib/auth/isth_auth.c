@@ -303,7 +303,44 @@ kf_epoch(struct kf *k, char **save)
 	return 0;
 }
 
-/* "key up|down HEX" (a site's own), "key wan O HEX" (edge: owner O's) */
+/* "key pair S T HEX" (edge I: S == I, sealing; or T == I, verifying) */
+static int
+kf_key_pair(struct kf *k, struct isth_auth_file_epoch *ep, char **save)
+{
+	const struct isth_auth_file *f = k->f;
+	uint64_t s, t, *have;
+	uint8_t(*key)[ISTH_AUTH_KEY_SIZE];
+	unsigned int o;
+	int rc;
+
+	if (f->site != ISTH_AUTH_SITE_EDGE)
+		return kf_error(k, "key pair: an island's file holds no WAN key");
+	if (isth_text_parse_u64_range(
+		    strtok_r(NULL, " \t\r\n", save), 0, ISTH_AUTH_MAX_ISLANDS - 1, &s) != 0 ||
+		isth_text_parse_u64_range(
+			strtok_r(NULL, " \t\r\n", save), 0, ISTH_AUTH_MAX_ISLANDS - 1, &t) != 0)
+		return kf_error(k, "key pair: expected a sender and a receiver edge 0..%u",
+			ISTH_AUTH_MAX_ISLANDS - 1);
+	if (s == t || (s != f->site_id && t != f->site_id))
+		return kf_error(k,
+			"key pair %u %u: edge %u's file holds only pairs from or to "
+			"edge %u, sender != receiver",
+			(unsigned int)s, (unsigned int)t, f->site_id, f->site_id);
+	/* from this edge: it seals with it; to it: it verifies with it */
+	have = s == f->site_id ? &ep->pair_out : &ep->pair_in;
+	key = s == f->site_id ? ep->key_out : ep->key_in;
+	o = (unsigned int)(s == f->site_id ? t : s);
+	if ((*have >> o) & 1u)
+		return kf_error(k, "key: given twice in epoch %u", ep->id);
+	rc = kf_hexkey(k, strtok_r(NULL, " \t\r\n", save), save, key[o]);
+	if (rc != 0)
+		return rc;
+	*have |= UINT64_C(1) << o;
+	return 0;
+}
+
+/* "key up|down HEX" (a site's own), "key wan O HEX" (edge: owner O's),
+ * "key pair S T HEX" (edge: kf_key_pair) */
 static int
 kf_key(struct kf *k, char **save)
 {
@@ -327,8 +364,10 @@ kf_key(struct kf *k, char **save)
 		dir = ISTH_AUTH_DOWN;
 	else if (v != NULL && strcmp(v, "wan") == 0)
 		dir = ISTH_AUTH_WAN;
+	else if (v != NULL && strcmp(v, "pair") == 0)
+		return kf_key_pair(k, ep, save);
 	else
-		return kf_error(k, "key: expected 'up', 'down' or 'wan'");
+		return kf_error(k, "key: expected 'up', 'down', 'wan' or 'pair'");
 	if (dir == ISTH_AUTH_WAN) {
 		if (f->site != ISTH_AUTH_SITE_EDGE)
 			return kf_error(k, "key wan: an island's file holds no WAN key");
@@ -369,8 +408,9 @@ kf_line(struct kf *k, char *line)
 	return kf_error(k, "unknown keyword (expected 'job', 'site', 'epoch' or 'key')");
 }
 
-/* Every epoch of a site file holds the site's own keys: UP and DOWN, and
- * an edge its own WAN key (what it seals with). */
+/* Every epoch of a site file holds the site's own keys, UP and DOWN (an
+ * edge's pairwise WAN keys are checked against the job's islands by
+ * isth_auth_check_site()). */
 static int
 kf_check_site(struct kf *k)
 {
@@ -384,9 +424,6 @@ kf_check_site(struct kf *k)
 
 		if (!(ep->have[0] & me) || !(ep->have[1] & me))
 			return kf_error(k, "epoch %u: needs 'key up' and 'key down'", ep->id);
-		if (f->site == ISTH_AUTH_SITE_EDGE && !(ep->have[2] & me))
-			return kf_error(k, "epoch %u: needs 'key wan %u' (the edge's own)", ep->id,
-				f->site_id);
 	}
 	return 0;
 }
@@ -624,13 +661,25 @@ file_fits(
 		return -EINVAL;
 	}
 	for (unsigned int i = 0; i < f->n_epochs; i++)
-		if ((f->ep[i].have[2] & ~all) != 0) {
+		if (((f->ep[i].have[2] | f->ep[i].pair_out | f->ep[i].pair_in) & ~all) != 0) {
 			set_err(err, errlen,
-				"%s: epoch %u: a 'key wan' owner is not below the "
-				"job's %u islands",
+				"%s: epoch %u: a 'key wan' owner or a 'key pair' edge is "
+				"not below the job's %u islands",
 				conf->key_file, f->ep[i].id, conf->n_islands);
 			return -EINVAL;
 		}
+	return 0;
+}
+
+/* Key @i held: copied from @src (a site file's; NULL: derived into
+ * a->raw[i] already) and expanded for ipsec-mb. Returns 0. */
+static int
+hold_key(struct isth_auth *a, size_t i, const uint8_t *src, IMB_MGR *mgr)
+{
+	if (src != NULL)
+		memcpy(a->raw[i], src, ISTH_AUTH_KEY_SIZE);
+	a->have[i] = 1;
+	IMB_AES256_GCM_PRE(mgr, a->raw[i], &a->imb[i]);
 	return 0;
 }
 
@@ -646,13 +695,47 @@ fill_key(struct isth_auth *a, const struct isth_auth_file *f, unsigned int s, un
 	if (f->site == ISTH_AUTH_SITE_JOB) {
 		if (isth_auth_derive(ep->master, f->job, ep->id, d, o, a->raw[i]) != 0)
 			return -EIO;
-	} else if ((ep->have[d - 1] >> o) & 1u) {
-		memcpy(a->raw[i], ep->key[d - 1][o], ISTH_AUTH_KEY_SIZE);
-	} else {
-		return 0;
+		return hold_key(a, i, NULL, mgr);
 	}
-	a->have[i] = 1;
-	IMB_AES256_GCM_PRE(mgr, a->raw[i], &a->imb[i]);
+	return (ep->have[d - 1] >> o) & 1u ? hold_key(a, i, ep->key[d - 1][o], mgr) : 0;
+}
+
+/* Pair key K(slot @s, WAN_PAIR, @snd, @rcv) from the file, as fill_key(). */
+static int
+fill_pair(struct isth_auth *a, const struct isth_auth_file *f, unsigned int s, unsigned int snd,
+	unsigned int rcv, IMB_MGR *mgr)
+{
+	size_t i = pair_index(a, s, snd, rcv);
+	const struct isth_auth_file_epoch *ep = &f->ep[s];
+
+	if (snd == rcv)
+		return 0;
+	if (f->site == ISTH_AUTH_SITE_JOB) {
+		if (isth_auth_derive_pair(ep->master, f->job, ep->id, snd, rcv, a->raw[i]) != 0)
+			return -EIO;
+		return hold_key(a, i, NULL, mgr);
+	}
+	if (snd == f->site_id && ((ep->pair_out >> rcv) & 1u))
+		return hold_key(a, i, ep->key_out[rcv], mgr);
+	if (rcv == f->site_id && ((ep->pair_in >> snd) & 1u))
+		return hold_key(a, i, ep->key_in[snd], mgr);
+	return 0;
+}
+
+/* Every key of the file into @a: direction keys, then pairs. */
+static int
+fill_keys(struct isth_auth *a, const struct isth_auth_file *f, IMB_MGR *mgr)
+{
+	for (unsigned int s = 0; s < f->n_epochs; s++) {
+		for (unsigned int d = ISTH_AUTH_UP; d <= ISTH_AUTH_WAN; d++)
+			for (unsigned int o = 0; o < a->n_islands; o++)
+				if (fill_key(a, f, s, d, o, mgr) != 0)
+					return -EIO;
+		for (unsigned int snd = 0; snd < a->n_islands; snd++)
+			for (unsigned int rcv = 0; rcv < a->n_islands; rcv++)
+				if (fill_pair(a, f, s, snd, rcv, mgr) != 0)
+					return -EIO;
+	}
 	return 0;
 }
 
@@ -674,7 +757,7 @@ handle_alloc(const struct isth_auth_file *f, uint32_t n_islands)
 		a->start[i] = f->ep[i].start;
 		a->slot_of[f->ep[i].id] = (int8_t)i;
 	}
-	a->n_keys = (size_t)f->n_epochs * 3u * a->n_islands;
+	a->n_keys = (size_t)f->n_epochs * (3u + a->n_islands) * a->n_islands;
 	a->raw = calloc(a->n_keys, sizeof(*a->raw));
 	a->have = calloc(a->n_keys, sizeof(*a->have));
 	a->imb = aligned_alloc(64, ((a->n_keys * sizeof(*a->imb) + 63) / 64) * 64);
@@ -718,15 +801,11 @@ isth_auth_create(
 	mgr = auth_imb_mgr();
 	if (a == NULL || mgr == NULL)
 		goto out;
-	for (unsigned int s = 0; s < f->n_epochs; s++)
-		for (unsigned int d = ISTH_AUTH_UP; d <= ISTH_AUTH_WAN; d++)
-			for (unsigned int o = 0; o < a->n_islands; o++)
-				if (fill_key(a, f, s, d, o, mgr) != 0) {
-					set_err(err, errlen, "%s: key derivation failed",
-						conf->key_file);
-					ret = -EIO;
-					goto out;
-				}
+	if (fill_keys(a, f, mgr) != 0) {
+		set_err(err, errlen, "%s: key derivation failed", conf->key_file);
+		ret = -EIO;
+		goto out;
+	}
 	*out = a;
 	a = NULL;
 	ret = 0;
@@ -782,6 +861,17 @@ isth_auth_has_key(const struct isth_auth *a, enum isth_auth_dir dir, unsigned in
 	return true;
 }
 
+bool
+isth_auth_has_pair(const struct isth_auth *a, unsigned int sender, unsigned int receiver)
+{
+	if (a == NULL || sender >= a->n_islands || receiver >= a->n_islands || sender == receiver)
+		return false;
+	for (unsigned int s = 0; s < a->n_epochs; s++)
+		if (!a->have[pair_index(a, s, sender, receiver)])
+			return false;
+	return true;
+}
+
 int
 isth_auth_check_site(const struct isth_auth *a, enum isth_auth_site want, unsigned int id,
 	const char *path, char *err, size_t errlen)
@@ -789,17 +879,28 @@ isth_auth_check_site(const struct isth_auth *a, enum isth_auth_site want, unsign
 	if (a->site == ISTH_AUTH_SITE_JOB)
 		return 0;
 	if (a->site == want && a->site_id == id) {
-		/* an edge verifies every peer's WAN tag: a file split for
-		 * fewer islands than the job has would refuse a peer's DATA
-		 * as auth_key all run long; say so now */
-		for (unsigned int o = 0; want == ISTH_AUTH_SITE_EDGE && o < a->n_islands; o++)
-			if (!isth_auth_has_key(a, ISTH_AUTH_WAN, o)) {
-				set_err(err, errlen,
-					"%s: holds no 'key wan %u' (the job has %u islands; "
-					"was it split for fewer?)",
-					path, o, a->n_islands);
-				return -EINVAL;
+		/* an edge seals a tag list for its peers and verifies its own
+		 * tag in theirs: a file split for fewer islands than the job
+		 * has (or before the WAN used pairwise keys) would refuse
+		 * every such frame all run long; say so now */
+		for (unsigned int o = 0; want == ISTH_AUTH_SITE_EDGE && o < a->n_islands; o++) {
+			unsigned int s = o, t = id;
+
+			if (o == id)
+				continue;
+			if (!isth_auth_has_pair(a, id, o)) {
+				s = id;
+				t = o;
+			} else if (isth_auth_has_pair(a, o, id)) {
+				continue;
 			}
+			set_err(err, errlen,
+				"%s: holds no 'key pair %u %u' (the job has %u islands; "
+				"was it split for fewer, or by an isthmus-keys without "
+				"pairwise WAN keys?)",
+				path, s, t, a->n_islands);
+			return -EINVAL;
+		}
 		return 0;
 	}
 	set_err(err, errlen,

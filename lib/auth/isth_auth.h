@@ -59,7 +59,45 @@ enum isth_auth_dir {
 	ISTH_AUTH_UP = 1, /**< island i -> its edge; owner i */
 	ISTH_AUTH_DOWN = 2, /**< edge of island i -> island i; owner i */
 	ISTH_AUTH_WAN = 3, /**< edge of island s -> peer edges; owner s */
+	/**
+	 * Pairwise WAN key K(e, WAN_PAIR, s, t) of (sending edge s,
+	 * receiving edge t), s != t; a WAN frame carries a tag list, one tag
+	 * per receiver (doc/protocol.md, "Keys", "WAN tag list").
+	 */
+	ISTH_AUTH_WAN_PAIR = 4,
 };
+
+/**
+ * A WAN tag list: the trailer `receivers (u64 BE) || k tags` in ascending
+ * receiver id. trailer_len is one byte, so 8 + 16k <= 255: at most 15
+ * receivers per frame (a clique of at most 16 edges).
+ */
+#define ISTH_AUTH_MAX_TAGS 15u
+/** Bytes of the receiver bitmap that opens a tag list. */
+#define ISTH_AUTH_LIST_HDR 8u
+
+/** trailer_len of a tag list of @p k tags (1..ISTH_AUTH_MAX_TAGS). */
+static inline size_t
+isth_auth_list_size(unsigned int k)
+{
+	return ISTH_AUTH_LIST_HDR + (size_t)k * ISTH_AUTH_TAG_SIZE;
+}
+
+/**
+ * Body bytes an island's DATA leaves for its edge's WAN tag list beyond
+ * the one tag of its own: 8 + 16 (k - 1) for k = min(@p n_islands - 1,
+ * 15), the most peers a round of the job can give an island (0 for one
+ * island). Both ends of the access link take it from the job's islands
+ * alone, so the island's chunk size and the one its edge announces agree
+ * whatever the schedule (doc/protocol.md, "Sizes").
+ */
+static inline size_t
+isth_auth_wan_room(unsigned int n_islands)
+{
+	unsigned int k = n_islands > ISTH_AUTH_MAX_TAGS ? ISTH_AUTH_MAX_TAGS : n_islands - 1;
+
+	return n_islands <= 1 ? 0 : isth_auth_list_size(k) - ISTH_AUTH_TAG_SIZE;
+}
 
 /** What a key file is for (its `site` line; none: the job file). */
 enum isth_auth_site {
@@ -138,6 +176,12 @@ enum isth_auth_site isth_auth_site(const struct isth_auth *a, unsigned int *id);
  * every epoch it holds (a job file: always; a site file: only its own).
  */
 bool isth_auth_has_key(const struct isth_auth *a, enum isth_auth_dir dir, unsigned int owner);
+
+/**
+ * Whether the handle holds K(e, WAN_PAIR, @p sender, @p receiver) in every
+ * epoch (a job file: for every pair of its islands, s != t).
+ */
+bool isth_auth_has_pair(const struct isth_auth *a, unsigned int sender, unsigned int receiver);
 
 /**
  * Check that a process that is site (@p want, @p id) may use @p a: the
@@ -219,9 +263,44 @@ struct isth_auth_op {
 	uint32_t len; /**< verify: sealed length; seal: in unsealed, out sealed */
 	uint32_t cap; /**< seal: bytes available at msg */
 	uint8_t dir; /**< enum isth_auth_dir */
-	uint8_t owner; /**< owner island of the key */
+	uint8_t owner; /**< owner island of the key (WAN_PAIR: the sending edge) */
 	int16_t status; /**< out: verify: enum isth_auth_status; seal: 0 or -errno */
+	/**
+	 * dir ISTH_AUTH_WAN_PAIR only: seal: the receivers (bit t = a tag
+	 * under K(e, WAN_PAIR, owner, t)), 1..ISTH_AUTH_MAX_TAGS bits, not
+	 * the owner's; verify: exactly one bit, the receiver's own (whose
+	 * tag alone is checked). Ignored for the other directions.
+	 */
+	uint64_t peers;
 };
+
+/**
+ * Seal a WAN message in place with a tag list (doc/protocol.md, "WAN tag
+ * list"): @p len bytes of header and body from edge @p sender, for the
+ * receivers of @p receivers (1..ISTH_AUTH_MAX_TAGS bits, not @p sender).
+ * Sets version 2, AUTH, trailer_len 8 + 16k and the epoch byte, then
+ * appends the bitmap (u64 BE) and, per receiver t in ascending order, the
+ * AES-256-GMAC under K(epoch, WAN_PAIR, @p sender, t) of the header and
+ * body (the bitmap is not covered: see the protocol). A message already
+ * sealed must be given without its trailer.
+ * @return the sealed length, -ENOSPC, -EINVAL (bad header, no receiver,
+ *         more than 15, @p sender among them, an id >= the job's
+ *         islands), -ENOKEY (no epoch for the round), -EPERM (the site
+ *         file lacks one of the pair keys)
+ */
+int isth_auth_seal_list(struct isth_auth_engine *e, unsigned int sender, uint64_t receivers,
+	uint8_t *msg, size_t len, size_t cap);
+
+/**
+ * Verify receiver @p receiver's own tag in a tag-list message of @p len
+ * bytes (trailer included) from edge @p sender, with K(epoch byte,
+ * WAN_PAIR, @p sender, @p receiver); the other tags are not looked at.
+ * E_FORMAT: trailer_len not 8 + 16k with k the bitmap's bits (1..15);
+ * E_KEY: the receiver's bit is not set (the frame is not for it) or the
+ * handle lacks the key; E_EPOCH, E_TAG as isth_auth_verify().
+ */
+enum isth_auth_status isth_auth_verify_list(struct isth_auth_engine *e, unsigned int sender,
+	unsigned int receiver, const uint8_t *msg, size_t len);
 
 /**
  * Verify @p n messages. Each op's status is set; @return how many verified.
@@ -230,7 +309,8 @@ struct isth_auth_op {
 unsigned int
 isth_auth_verify_burst(struct isth_auth_engine *e, struct isth_auth_op *ops, unsigned int n);
 
-/** Seal @p n messages (see isth_auth_seal()). @return how many were sealed. */
+/** Seal @p n messages (see isth_auth_seal(), and isth_auth_seal_list() for
+ * dir ISTH_AUTH_WAN_PAIR). @return how many were sealed. */
 unsigned int
 isth_auth_seal_burst(struct isth_auth_engine *e, struct isth_auth_op *ops, unsigned int n);
 
@@ -259,6 +339,11 @@ struct isth_auth_file_epoch {
 	uint8_t master[ISTH_AUTH_KEY_SIZE]; /**< job file only */
 	uint64_t have[3]; /**< site file: [dir - 1] bit o = key of owner o held */
 	uint8_t key[3][ISTH_AUTH_MAX_ISLANDS][ISTH_AUTH_KEY_SIZE]; /**< site file */
+	/** An edge's file: bit t of pair_out = K(e, WAN_PAIR, site, t) held
+	 * (sealing), bit s of pair_in = K(e, WAN_PAIR, s, site) (verifying). */
+	uint64_t pair_out, pair_in;
+	uint8_t key_out[ISTH_AUTH_MAX_ISLANDS][ISTH_AUTH_KEY_SIZE];
+	uint8_t key_in[ISTH_AUTH_MAX_ISLANDS][ISTH_AUTH_KEY_SIZE];
 };
 
 /** A key file's content (large: allocate it; wipe with _wipe()). */
@@ -287,13 +372,6 @@ void isth_auth_file_wipe(struct isth_auth_file *f);
  */
 int isth_auth_derive(const uint8_t master[ISTH_AUTH_KEY_SIZE], uint32_t job, uint8_t epoch,
 	enum isth_auth_dir dir, unsigned int owner, uint8_t out[ISTH_AUTH_KEY_SIZE]);
-
-/**
- * Direction value of the pairwise WAN keys, K(e, WAN_PAIR, s, t): sender
- * edge s to receiver edge t (doc/protocol.md, "Keys"). Derivation only:
- * frames are not yet sealed with them (no per-receiver tag list).
- */
-#define ISTH_AUTH_WAN_PAIR 4u
 
 /**
  * The pairwise WAN key K(epoch, WAN_PAIR, @p sender, @p receiver) of

@@ -181,6 +181,14 @@ session_params(struct isth_island *s, const struct isth_island_conf *conf)
 		s->conf.rcvbuf = 4 << 20;
 	if (s->conf.clock == NULL)
 		s->conf.clock = clock_real;
+	/* v2: the edge reseals this DATA for the WAN with a tag list (a tag
+	 * per peer edge): the room for the longest the job allows, by the
+	 * rule the edge's ROUND follows (isth_auth_wan_room) */
+	if (conf->key_file != NULL)
+		s->lim.max_elems =
+			(uint16_t)((s->lim.max_elems * 4u -
+					   (unsigned int)isth_auth_wan_room(conf->n_islands)) /
+				4u);
 	s->chunk_elems = s->lim.max_elems;
 	s->n_chunks = (uint32_t)(((uint64_t)conf->elems + s->chunk_elems - 1) / s->chunk_elems);
 	s->msg_max = s->conf.mtu - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE;

@@ -346,7 +346,13 @@ isth_wire_parse_msg(const uint8_t *buf, size_t len, const struct isth_wire_limit
 	if ((h.trailer_len != 0) != ((h.flags & ISTH_WIRE_F_AUTH) != 0) ||
 		h.trailer_len > len - ISTH_WIRE_HDR_SIZE)
 		return ISTH_WIRE_E_TRAILER;
-	if (lim->auth && h.trailer_len != ISTH_WIRE_TAG_SIZE)
+	/* version 2: one tag, or a WAN tag list: the receivers' bitmap and
+	 * one tag per receiver, 8 + 16k bytes with k the bitmap's bits */
+	if (lim->auth && h.trailer_len != ISTH_WIRE_TAG_SIZE &&
+		(h.trailer_len < 8 + ISTH_WIRE_TAG_SIZE ||
+			(h.trailer_len - 8) % ISTH_WIRE_TAG_SIZE != 0 ||
+			(unsigned int)__builtin_popcountll(get64(buf + len - h.trailer_len)) !=
+				(h.trailer_len - 8u) / ISTH_WIRE_TAG_SIZE))
 		return ISTH_WIRE_E_TRAILER;
 	h.count = get16(buf + ISTH_WIRE_OFF_COUNT);
 	h.job = get32(buf + ISTH_WIRE_OFF_JOB);

@@ -163,7 +163,9 @@ struct isth_wire_limits {
 	 * isth_wire_limits_init() sets 1. */
 	uint8_t n_streams;
 	/** The link speaks version 2: the parser accepts only version 2,
-	 * with AUTH and a 16-byte trailer, and reads byte 21 as the key
+	 * with AUTH and a 16-byte trailer (or a WAN tag list, 8 + 16k bytes
+	 * with k the bits of its leading receiver bitmap: doc/protocol.md,
+	 * "WAN tag list"), and reads byte 21 as the key
 	 * epoch; false: version 1 only (byte 21 reserved, must be 0). The
 	 * parser checks the format only; lib/auth verifies the tag. */
 	bool auth;

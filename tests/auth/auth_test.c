@@ -374,12 +374,13 @@ Test(auth, site_file_holds_only_its_keys)
 		"writes one file per site)");
 	cr_assert_eq(isth_auth_check_site(edge, ISTH_AUTH_SITE_ISLAND, 2, "f", err, sizeof(err)),
 		-EINVAL);
-	/* the edge's file lacks WAN 1 and 3 of the job's 4 islands */
+	/* the edge's file holds no pairwise WAN key: its peers' tag lists
+	 * would all be refused */
 	cr_assert_eq(
 		isth_auth_check_site(edge, ISTH_AUTH_SITE_EDGE, 2, "f", err, sizeof(err)), -EINVAL);
 	cr_assert_str_eq(err,
-		"f: holds no 'key wan 1' (the job has 4 islands; was it split for "
-		"fewer?)");
+		"f: holds no 'key pair 2 0' (the job has 4 islands; was it split for "
+		"fewer, or by an isthmus-keys without pairwise WAN keys?)");
 	for (size_t i = 0; i < 2; i++) {
 		struct isth_auth_engine *ej, *ei, *ee;
 		uint8_t m[128], forged[128];
@@ -422,6 +423,224 @@ Test(auth, site_file_holds_only_its_keys)
 	isth_auth_free(job);
 	isth_auth_free(isl);
 	isth_auth_free(edge);
+}
+
+/* ---- WAN tag lists -------------------------------------------------------- */
+
+/* Pairwise keys of job 42, epoch 1, master 00..1f from tests/auth/vectors.py
+ * (independent HKDF; doc/protocol.md's key table). */
+#define K_PAIR01 "f019d569f7aa7cfdbcfa0c466de2679d47608374af5f438f6ccdb60492024b23"
+#define K_PAIR10 "ce622a13bcbe9773141c3713062290d9299e0bbeea59da8360aa440c11143ef9"
+
+/* @m (the 56-byte data_msg) sealed by sender 0 for @rcv: the trailer is the
+ * bitmap (BE) and one GMAC per receiver, ascending, each computed here by
+ * the raw primitive under the pair key of the job file. */
+static void
+assert_list(const uint8_t *m, int len, unsigned int snd, uint64_t rcv, enum isth_auth_impl impl)
+{
+	uint8_t master[32], k[32], iv[12], t[16];
+	unsigned int j = 0;
+
+	unhex(MASTER_HEX, master, sizeof(master));
+	cr_assert_eq(len, 56 + 8 + 16 * __builtin_popcountll(rcv));
+	cr_assert_eq(m[7], len - 56, "trailer_len");
+	cr_assert_eq(m[2], 2);
+	for (int b = 0; b < 8; b++)
+		cr_assert_eq(m[56 + b], (uint8_t)(rcv >> (56 - 8 * b)), "bitmap byte %d", b);
+	isth_auth_iv(m, iv);
+	for (unsigned int r = 0; r < 64; r++) {
+		if (!((rcv >> r) & 1u))
+			continue;
+		cr_assert_eq(isth_auth_derive_pair(master, 42, 1, snd, r, k), 0);
+		cr_assert_eq(isth_auth_gmac_raw(impl, k, iv, m, 56, t), 0);
+		cr_assert(memcmp(m + 64 + 16 * j, t, 16) == 0, "tag of receiver %u", r);
+		j++;
+	}
+}
+
+Test(auth, tag_list_each_receiver_verifies_its_own)
+{
+	struct isth_auth *a = load(KF_ONE, 42, 5);
+
+	for (size_t i = 0; i < 2; i++) {
+		struct isth_auth_engine *e;
+		uint8_t m[256], x[256];
+		int len;
+
+		cr_assert_eq(isth_auth_engine_create(a, impls[i], &e), 0);
+		data_msg(m, 0);
+		m[20] = 0; /* sender 0 */
+		len = isth_auth_seal_list(e, 0, 0x1a, m, 56, sizeof(m)); /* 1, 3, 4 */
+		assert_list(m, len, 0, 0x1a, impls[i]);
+		for (unsigned int t = 0; t < 5; t++)
+			cr_assert_eq(isth_auth_verify_list(e, 0, t, m, (size_t)len),
+				((0x1a >> t) & 1u) ? ISTH_AUTH_OK : ISTH_AUTH_E_KEY,
+				"%s: receiver %u", isth_auth_impl_name(impls[i]), t);
+		/* the claimed sender selects the key: as sender 2 it fails */
+		cr_assert_eq(isth_auth_verify_list(e, 2, 1, m, (size_t)len), ISTH_AUTH_E_TAG);
+		/* a bitmap edit keeping the count: {1, 2, 4}: receiver 2 reads
+		 * receiver 3's tag, receiver 3 is no longer listed */
+		memcpy(x, m, (size_t)len);
+		x[63] = 0x16;
+		cr_assert_eq(isth_auth_verify_list(e, 0, 2, x, (size_t)len), ISTH_AUTH_E_TAG);
+		cr_assert_eq(isth_auth_verify_list(e, 0, 3, x, (size_t)len), ISTH_AUTH_E_KEY);
+		cr_assert_eq(isth_auth_verify_list(e, 0, 1, x, (size_t)len), ISTH_AUTH_OK);
+		/* a receiver removed from the bitmap alone: the count no longer fits */
+		x[63] = 0x0a;
+		cr_assert_eq(isth_auth_verify_list(e, 0, 1, x, (size_t)len), ISTH_AUTH_E_FORMAT);
+		/* two tags swapped: both receivers refuse */
+		memcpy(x, m, (size_t)len);
+		memcpy(x + 64, m + 80, 16);
+		memcpy(x + 80, m + 64, 16);
+		cr_assert_eq(isth_auth_verify_list(e, 0, 1, x, (size_t)len), ISTH_AUTH_E_TAG);
+		cr_assert_eq(isth_auth_verify_list(e, 0, 3, x, (size_t)len), ISTH_AUTH_E_TAG);
+		cr_assert_eq(isth_auth_verify_list(e, 0, 4, x, (size_t)len), ISTH_AUTH_OK);
+		/* a receiver dropped with its tag: trailer_len is covered */
+		memcpy(x, m, (size_t)len);
+		x[7] = 40;
+		x[63] = 0x12;
+		memcpy(x + 80, m + 96, 16);
+		cr_assert_eq(isth_auth_verify_list(e, 0, 4, x, (size_t)len - 16), ISTH_AUTH_E_TAG);
+		/* the one-tag format is no tag list, and the reverse */
+		cr_assert_eq(
+			isth_auth_verify(e, ISTH_AUTH_WAN, 0, m, (size_t)len), ISTH_AUTH_E_FORMAT);
+		/* every body or header byte flipped: refused by every receiver */
+		for (int b = 0; b < 56; b++) {
+			memcpy(x, m, (size_t)len);
+			x[b] ^= 0x01;
+			cr_assert_neq(isth_auth_verify_list(e, 0, 3, x, (size_t)len), ISTH_AUTH_OK,
+				"byte %d", b);
+		}
+		/* a list of one (a unicast repair) */
+		data_msg(m, 0x0002);
+		m[20] = 0;
+		len = isth_auth_seal_list(e, 0, 0x4, m, 56, sizeof(m));
+		assert_list(m, len, 0, 0x4, impls[i]);
+		cr_assert_eq(isth_auth_verify_list(e, 0, 2, m, (size_t)len), ISTH_AUTH_OK);
+		isth_auth_engine_free(e);
+	}
+	isth_auth_free(a);
+}
+
+Test(auth, tag_list_limits)
+{
+	struct isth_auth *a = load(KF_ONE, 42, 64);
+	struct isth_auth_engine *e;
+	uint8_t m[512];
+
+	cr_assert_eq(isth_auth_engine_create(a, ISTH_AUTH_IPSEC_MB, &e), 0);
+	data_msg(m, 0);
+	cr_assert_eq(isth_auth_seal_list(e, 0, 0, m, 56, sizeof(m)), -EINVAL, "no receiver");
+	cr_assert_eq(isth_auth_seal_list(e, 0, 0x3, m, 56, sizeof(m)), -EINVAL, "sender listed");
+	cr_assert_eq(isth_auth_seal_list(e, 0, 0xfffe, m, 56, sizeof(m)), 56 + 8 + 15 * 16);
+	cr_assert_eq(m[7], 248, "15 tags: the largest trailer_len");
+	cr_assert_eq(isth_auth_verify_list(e, 0, 15, m, 56 + 8 + 15 * 16), ISTH_AUTH_OK);
+	data_msg(m, 0);
+	cr_assert_eq(isth_auth_seal_list(e, 0, 0x1fffe, m, 56, sizeof(m)), -EINVAL, "16 tags");
+	cr_assert_eq(isth_auth_seal_list(e, 0, 0x6, m, 56, 56 + 8 + 31), -ENOSPC);
+	cr_assert_eq(m[2], 1, "a refused seal wrote the header");
+	isth_auth_engine_free(e);
+	isth_auth_free(a);
+}
+
+/* A burst mixing one-tag seals and tag lists of 15, more tags than one
+ * submission holds: every message sealed as a lone seal would. */
+Test(auth, tag_list_bursts)
+{
+	struct isth_auth *a = load(KF_ONE, 42, 64);
+
+	for (size_t i = 0; i < 2; i++) {
+		struct isth_auth_engine *e;
+		struct isth_auth_op ops[7];
+		uint8_t m[7][320], one[320];
+
+		cr_assert_eq(isth_auth_engine_create(a, impls[i], &e), 0);
+		for (unsigned int j = 0; j < 7; j++) {
+			data_msg(m[j], 0);
+			m[j][31] = (uint8_t)j; /* its own seq */
+			ops[j] = (struct isth_auth_op){.msg = m[j], .len = 56, .cap = 320};
+			if (j % 3 == 2) {
+				ops[j].dir = ISTH_AUTH_UP;
+				ops[j].owner = 2;
+			} else {
+				ops[j].dir = ISTH_AUTH_WAN_PAIR;
+				ops[j].owner = (uint8_t)j;
+				ops[j].peers = (UINT64_C(0x7fff) << 20) >> j;
+			}
+		}
+		cr_assert_eq(isth_auth_seal_burst(e, ops, 7), 7);
+		for (unsigned int j = 0; j < 7; j++) {
+			int r;
+
+			data_msg(one, 0);
+			one[31] = (uint8_t)j;
+			r = ops[j].dir == ISTH_AUTH_UP
+				? isth_auth_seal(e, ISTH_AUTH_UP, 2, one, 56, sizeof(one))
+				: isth_auth_seal_list(e, j, ops[j].peers, one, 56, sizeof(one));
+			cr_assert_eq((uint32_t)r, ops[j].len, "op %u", j);
+			cr_assert(memcmp(one, m[j], ops[j].len) == 0, "op %u differs", j);
+			/* verified in a burst too, by the receiver of the last tag */
+			if (ops[j].dir == ISTH_AUTH_WAN_PAIR)
+				ops[j].peers = UINT64_C(1) << (63 - __builtin_clzll(ops[j].peers));
+		}
+		cr_assert_eq(isth_auth_verify_burst(e, ops, 7), 7);
+		isth_auth_engine_free(e);
+	}
+	isth_auth_free(a);
+}
+
+/* Edge 1's site file: it seals tag lists as edge 1 only, and verifies only
+ * its own tag; it cannot produce a tag that edge 2 accepts as edge 0's. */
+Test(auth, site_file_pairs_only_its_own)
+{
+	static const char kf[] =
+		"job 42\nsite edge 1\nepoch 1 round 0\nkey up " K_UP2 "\nkey down " K_DOWN2
+		"\nkey wan 1 " K_WAN0 "\nkey pair 1 0 " K_PAIR10 "\nkey pair 0 1 " K_PAIR01 "\n";
+	struct isth_auth *job = load(KF_ONE, 42, 3), *e1 = load(kf, 42, 3);
+	struct isth_auth_engine *ej, *ee;
+	uint8_t m[256];
+	int len;
+
+	cr_assert(isth_auth_has_pair(e1, 1, 0) && isth_auth_has_pair(e1, 0, 1));
+	cr_assert(!isth_auth_has_pair(e1, 0, 2) && !isth_auth_has_pair(e1, 1, 2) &&
+		!isth_auth_has_pair(e1, 1, 1));
+	cr_assert(isth_auth_has_pair(job, 2, 0) && !isth_auth_has_pair(job, 2, 2));
+	{
+		char err[256] = "";
+
+		cr_assert_eq(
+			isth_auth_check_site(e1, ISTH_AUTH_SITE_EDGE, 1, "f", err, sizeof(err)),
+			-EINVAL);
+		cr_assert(strstr(err, "f: holds no 'key pair 1 2'") == err, "%s", err);
+	}
+	cr_assert_eq(isth_auth_engine_create(job, ISTH_AUTH_IPSEC_MB, &ej), 0);
+	cr_assert_eq(isth_auth_engine_create(e1, ISTH_AUTH_OPENSSL, &ee), 0);
+	/* edge 0 to edges 1 and 2: edge 1 verifies its tag */
+	data_msg(m, 0);
+	m[20] = 0;
+	len = isth_auth_seal_list(ej, 0, 0x6, m, 56, sizeof(m));
+	cr_assert_eq(isth_auth_verify_list(ee, 0, 1, m, (size_t)len), ISTH_AUTH_OK);
+	cr_assert_eq(isth_auth_verify_list(ee, 0, 2, m, (size_t)len), ISTH_AUTH_E_KEY);
+	/* edge 1 seals as itself for edge 0 (the file's key, from vectors.py) */
+	data_msg(m, 0);
+	m[20] = 1;
+	len = isth_auth_seal_list(ee, 1, 0x1, m, 56, sizeof(m));
+	cr_assert_eq(isth_auth_verify_list(ej, 1, 0, m, (size_t)len), ISTH_AUTH_OK);
+	/* ... and cannot as edge 0, nor for a peer whose pair it lacks */
+	data_msg(m, 0);
+	m[20] = 0;
+	cr_assert_eq(isth_auth_seal_list(ee, 0, 0x4, m, 56, sizeof(m)), -EPERM);
+	cr_assert_eq(isth_auth_seal_list(ee, 1, 0x5, m, 56, sizeof(m)), -EPERM);
+	cr_assert_eq(m[2], 1, "a refused seal wrote the header");
+	/* a frame claiming edge 0 sealed with edge 1's own pair keys:
+	 * edge 2 (verifying with K(0, 2)) refuses it */
+	len = isth_auth_seal_list(ee, 1, 0x1, m, 56, sizeof(m));
+	m[63] = 0x4; /* relabelled for edge 2 */
+	cr_assert_eq(isth_auth_verify_list(ej, 0, 2, m, (size_t)len), ISTH_AUTH_E_TAG);
+	isth_auth_engine_free(ej);
+	isth_auth_engine_free(ee);
+	isth_auth_free(job);
+	isth_auth_free(e1);
 }
 
 /* Every single-bit flip anywhere in a sealed message is refused, with the
@@ -755,7 +974,30 @@ ParameterizedTestParameters(auth, keyfile_errors)
 		{"key_before_epoch", "job 42\nsite island 1\nkey up " MASTER_HEX "\n", -EINVAL,
 			":3: key: comes before the first epoch line"},
 		{"key_dir", "job 42\nsite island 1\nepoch 1 round 0\nkey sideways " MASTER_HEX "\n",
-			-EINVAL, ":4: key: expected 'up', 'down' or 'wan'"},
+			-EINVAL, ":4: key: expected 'up', 'down', 'wan' or 'pair'"},
+		{"key_pair_island",
+			"job 42\nsite island 1\nepoch 1 round 0\nkey pair 1 0 " MASTER_HEX "\n",
+			-EINVAL, ":4: key pair: an island's file holds no WAN key"},
+		{"key_pair_ids",
+			"job 42\nsite edge 1\nepoch 1 round 0\nkey pair 1 " MASTER_HEX "\n",
+			-EINVAL, ":4: key pair: expected a sender and a receiver edge 0..63"},
+		{"key_pair_other",
+			"job 42\nsite edge 1\nepoch 1 round 0\nkey pair 0 2 " MASTER_HEX "\n",
+			-EINVAL,
+			":4: key pair 0 2: edge 1's file holds only pairs from or to edge 1, "
+			"sender != receiver"},
+		{"key_pair_self",
+			"job 42\nsite edge 1\nepoch 1 round 0\nkey pair 1 1 " MASTER_HEX "\n",
+			-EINVAL, ":4: key pair 1 1: edge 1's file"},
+		{"key_pair_twice",
+			"job 42\nsite edge 1\nepoch 1 round 0\nkey pair 1 0 " MASTER_HEX
+			"\nkey pair 1 0 " MASTER_HEX "\n",
+			-EINVAL, ":5: key: given twice in epoch 1"},
+		{"key_pair_not_in_job",
+			"job 42\nsite edge 1\nepoch 1 round 0\nkey up " MASTER_HEX
+			"\nkey down " MASTER_HEX "\nkey wan 1 " MASTER_HEX
+			"\nkey pair 1 5 " MASTER_HEX "\n",
+			-EINVAL, ": epoch 1: a 'key wan' owner or a 'key pair' edge is not below"},
 		{"key_wan_island",
 			"job 42\nsite island 1\nepoch 1 round 0\nkey wan 1 " MASTER_HEX "\n",
 			-EINVAL, ":4: key wan: an island's file holds no WAN key"},
@@ -773,10 +1015,6 @@ ParameterizedTestParameters(auth, keyfile_errors)
 		{"island_no_down",
 			"job 42\nsite island 1\nepoch 1 round 0\nkey up " MASTER_HEX "\n", -EINVAL,
 			": epoch 1: needs 'key up' and 'key down'"},
-		{"edge_no_own_wan",
-			"job 42\nsite edge 1\nepoch 1 round 0\nkey up " MASTER_HEX
-			"\nkey down " MASTER_HEX "\nkey wan 0 " MASTER_HEX "\n",
-			-EINVAL, ": epoch 1: needs 'key wan 1' (the edge's own)"},
 		{"site_not_in_job",
 			"job 42\nsite island 4\nepoch 1 round 0\nkey up " MASTER_HEX
 			"\nkey down " MASTER_HEX "\n",
@@ -785,7 +1023,10 @@ ParameterizedTestParameters(auth, keyfile_errors)
 			"job 42\nsite edge 1\nepoch 1 round 0\nkey up " MASTER_HEX
 			"\nkey down " MASTER_HEX "\nkey wan 1 " MASTER_HEX "\nkey wan 5 " MASTER_HEX
 			"\n",
-			-EINVAL, ": epoch 1: a 'key wan' owner is not below the job's 4 islands"},
+			-EINVAL,
+			": epoch 1: a 'key wan' owner or a 'key pair' edge is not below the job's "
+			"4 "
+			"islands"},
 		{"long_line",
 			"job 42\n# "
 			"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"

@@ -40,8 +40,10 @@ def hkdf(ikm, salt, info, n=32):
     return out[:n]
 
 
-def derive(master, job, epoch, d, owner):
+def derive(master, job, epoch, d, owner, receiver=None):
     info = b"isthmus/v2 gmac" + struct.pack(">IBBB", job, epoch, d, owner)
+    if receiver is not None:  # direction 4, WAN_PAIR: (sender, receiver)
+        info += bytes([receiver])
     return hkdf(master, b"isthmus/v2", info)
 
 
@@ -59,6 +61,8 @@ def parse(path):
         elif w[0] == "epoch":
             cur = int(w[1])
             eps[cur] = (int(w[3]), bytes.fromhex(w[5]) if len(w) > 4 else None, {})
+        elif w[0] == "key" and w[1] == "pair":
+            eps[cur][2][(4, int(w[2]), int(w[3]))] = bytes.fromhex(w[-1])
         elif w[0] == "key":
             d = {"up": 1, "down": 2, "wan": 3}[w[1]]
             owner = int(w[2]) if w[1] == "wan" else site[1]
@@ -106,8 +110,11 @@ def test_generate_split(d):
             job, site, eps = parse(p)
             want = {(1, i): derive(master, 7, 0, 1, i), (2, i): derive(master, 7, 0, 2, i)}
             if kind == "edge":
-                for s in range(3):
-                    want[(3, s)] = derive(master, 7, 0, 3, s)
+                # the pairs from edge i (it seals) and to it (it verifies)
+                for t in range(3):
+                    if t != i:
+                        want[(4, i, t)] = derive(master, 7, 0, 4, i, t)
+                        want[(4, t, i)] = derive(master, 7, 0, 4, t, i)
             check(job == 7 and site == (kind, i), "split: %s header" % p)
             check(eps[0][1] is None, "split: %s holds a master key" % p)
             check(eps[0][2] == want, "split: %s keys differ from independent HKDF" % p)
@@ -145,7 +152,7 @@ def test_rotate(jf, sd):
     rc, _, _ = run("split", "--job-file", jf, "--n-islands", "2", "--out", sd)
     _, _, eps2 = parse(os.path.join(sd, "edge-1.key"))
     check(sorted(eps2) == [1, 2, 3, 4] and
-          eps2[4][2][(3, 0)] == derive(eps[4][1], 7, 4, 3, 0), "split after rotate")
+          eps2[4][2].get((4, 0, 1)) == derive(eps[4][1], 7, 4, 4, 0, 1), "split after rotate")
     check(not [f for f in os.listdir(sd) + os.listdir(os.path.dirname(jf))
                if ".tmp." in f], "a temporary file was left behind")
 

@@ -296,8 +296,9 @@ static const struct msg_row msg_rows[] = {
 		HDR(ISTH_WIRE_DATA, ISTH_WIRE_F_RESENT, 0, ISTH_WIRE_DTYPE_INT32, 7, 3, 2, 4, 1000,
 			4),
 		"01000000 02000000 03000000 04000000"},
-	{"The first DATA resealed by island 2's edge for its peers (WAN, owner 2): the same "
-	 "bytes and IV, another key",
+	{"The first DATA under island 2's one-tag WAN key (WAN, owner 2): the same bytes and "
+	 "IV, another key. Direction 3 is derived for tools; no edge sends it since WAN frames "
+	 "carry tag lists (vector 11)",
 		ISTH_AUTH_WAN, 2,
 		HDR(ISTH_WIRE_DATA, 0, 0, ISTH_WIRE_DTYPE_INT32, 7, 3, 2, 4, 1000, 4),
 		"01000000 02000000 03000000 04000000"},
@@ -323,8 +324,9 @@ static const struct msg_row msg_rows[] = {
 		HDR(ISTH_WIRE_ROUND, 0, 1, ISTH_WIRE_DTYPE_NONE, 8, 0, 2, 0, SEQ0 + 8, 5),
 		"187e8a27e966d000 187e8a2807343500 000000001dcd6500 0000000000000007 00000040 "
 		"00000162"},
-	{"NACK by chunk, edge of island 1 to edge of island 2 (WAN, owner 1): round 7, "
-	 "chunks 3..5 of island 2's DATA",
+	{"NACK by chunk, edge of island 1 to edge of island 2, under the one-tag WAN key (WAN, "
+	 "owner 1): round 7, chunks 3..5 of island 2's DATA (on the wire it carries a tag list "
+	 "of one, edge 2's, as vector 11 shows for DATA)",
 		ISTH_AUTH_WAN, 1,
 		HDR(ISTH_WIRE_NACK, ISTH_WIRE_F_CHUNKS, 0, ISTH_WIRE_DTYPE_NONE, 7, 0, 1, 1,
 			SEQ0 + 30, 4),
@@ -384,6 +386,58 @@ messages(struct isth_auth *a, struct isth_auth_engine *eng, struct isth_auth_eng
 		if (m->h.round == EPOCH2_ROUND)
 			refused(eng, m, msg, (size_t)n, 1);
 	}
+}
+
+/*
+ * The WAN tag list: the first DATA resealed by island 2's edge for edges 0
+ * and 1, each tag computed here with the documented key formula and the
+ * raw GMAC, and compared with lib/auth's isth_auth_seal_list().
+ */
+static void
+tag_list(struct isth_auth_engine *eng, struct isth_auth_engine *imb, size_t nr)
+{
+	const struct msg_row *m = &msg_rows[0];
+	uint8_t body[64], msg[256], iv[ISTH_AUTH_IV_SIZE], k[ISTH_AUTH_KEY_SIZE], t[16];
+	size_t blen = unhex(m->body, body, sizeof(body));
+	const uint64_t rcv = 0x3;
+	int n = isth_wire_build_msg(msg, sizeof(msg), &m->h, body, blen, NULL);
+	size_t hb;
+
+	if (n < 0)
+		die("isth_wire_build_msg");
+	hb = (size_t)n;
+	n = isth_auth_seal_list(eng, 2, rcv, msg, hb, sizeof(msg));
+	if (n != (int)(hb + isth_auth_list_size(2)) ||
+		isth_auth_verify_list(eng, 2, 0, msg, (size_t)n) != ISTH_AUTH_OK ||
+		isth_auth_verify_list(imb, 2, 1, msg, (size_t)n) != ISTH_AUTH_OK)
+		die("isth_auth_seal_list");
+	isth_auth_iv(msg, iv);
+	put("%zu. The first DATA resealed by island 2's edge for edges 0 and 1 with a WAN tag "
+	    "list (WAN_PAIR, sender 2): the same bytes and IV as vectors 1 and 3 except "
+	    "`trailer_len` (0x28 = 8 + 2 x 16); the trailer is the receivers (u64 BE) and, "
+	    "per receiver in ascending order, the tag under K(1, WAN_PAIR, 2, t) of `msg`.\n\n"
+	    "```\n",
+		nr);
+	put_bytes("msg", msg, hb);
+	put("iv     %s\n", hex(iv, sizeof(iv)));
+	for (unsigned int r = 0; r < 2; r++) {
+		derive(1, ISTH_AUTH_WAN_PAIR, 2, (int)r, k);
+		put("key %u  %s  K(1, WAN_PAIR, 2, %u)\n", r, hex(k, sizeof(k)), r);
+	}
+	put("list   %s\n", hex(msg + hb, ISTH_AUTH_LIST_HDR));
+	for (unsigned int r = 0; r < 2; r++) {
+		const uint8_t *tag = msg + hb + ISTH_AUTH_LIST_HDR + r * ISTH_AUTH_TAG_SIZE;
+
+		/* the documented formula and the raw primitive agree */
+		derive(1, ISTH_AUTH_WAN_PAIR, 2, (int)r, k);
+		if (isth_auth_gmac_raw(ISTH_AUTH_OPENSSL, k, iv, msg, hb, t) != 0 ||
+			memcmp(t, tag, sizeof(t)) != 0)
+			die("tag list differs from the documented formula");
+		put("tag %u  %s\n", r, hex(tag, ISTH_AUTH_TAG_SIZE));
+	}
+	put("```\n\nEdge 0 verifies only `tag 0` (its rank among the receivers' bits), edge 1 "
+	    "only `tag 1`; any other edge finds no bit of its own and refuses the frame "
+	    "(`auth_key`).\n\n");
 }
 
 /* ---- the replay window ------------------------------------------------- */
@@ -467,6 +521,7 @@ generate(void)
 	standards();
 	keys();
 	messages(a, eng, imb);
+	tag_list(eng, imb, sizeof(msg_rows) / sizeof(msg_rows[0]) + 1);
 	replay();
 	isth_auth_engine_free(eng);
 	isth_auth_engine_free(imb);

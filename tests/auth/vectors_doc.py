@@ -79,6 +79,26 @@ def main():
         iv = msg[3:4] + msg[20:21] + msg[4:6] + msg[24:32]
         expect("iv", iv.hex(), iv_doc)
         expect("tag", AESGCM(key).encrypt(iv, b"", msg).hex(), tag_doc)
+    # the WAN tag list: per receiver t, its key K(e, WAN_PAIR, s, t) and the
+    # tag of the message under it; the list's bitmap names the receivers
+    for v in re.findall(r"```\n(msg .*?)```", block, re.S):
+        msg = bytes.fromhex("".join(re.findall(r"^(?:msg)? +((?:[0-9a-f]{2,8} ?)+)$",
+                                               v[:v.index("iv")], re.M)).replace(" ", ""))
+        iv = msg[3:4] + msg[20:21] + msg[4:6] + msg[24:32]
+        expect("list iv", iv.hex(), re.search(r"^iv +([0-9a-f]+)$", v, re.M).group(1))
+        bitmap = int(re.search(r"^list +([0-9a-f]{16})$", v, re.M).group(1), 16)
+        keys = re.findall(r"^key (\d+) +([0-9a-f]{64}) +K\((\d+), WAN_PAIR, (\d+), (\d+)\)$",
+                          v, re.M)
+        tags = dict(re.findall(r"^tag (\d+) +([0-9a-f]{32})$", v, re.M))
+        rcv = [t for t in range(64) if bitmap >> t & 1]
+        expect("list: trailer_len = 8 + 16k", msg[7], 8 + 16 * len(rcv))
+        expect("list: a key per receiver", sorted(int(k[0]) for k in keys), rcv)
+        for t, kh, e, snd, t2 in keys:
+            e, snd = int(e), int(snd)
+            key = derive(epochs[e][1], job, e, DIRS["WAN_PAIR"], snd, int(t))
+            expect("list key", key.hex(), kh)
+            expect("list sender", snd, msg[20])
+            expect("list tag", AESGCM(key).encrypt(iv, b"", msg).hex(), tags.get(t))
     if checked < 40:
         sys.exit(f"FAIL: only {checked} values found in the block")
     print(f"vectors_doc: {checked} values of {sys.argv[1]} recomputed, {bad} differ")

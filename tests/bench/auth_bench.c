@@ -18,8 +18,9 @@
  *             message (the aggregation's own work per DATA)
  *   verify32+sum  a burst of 32 verified, then its 32 bodies summed (the
  *             bytes are in L1/L2 from the verify when the kernel reads them)
- *   tag list k=2, k=8 seal32  k tags of one message under k WAN keys (a
- *             tag per receiving edge; ipsec-mb bursts of 32); printed also
+ *   tag list k=2, k=8 seal32  a WAN tag list of k tags per message
+ *             (isth_auth_seal_burst of WAN_PAIR ops, bursts of 32 ops, so
+ *             32 k GMACs in submissions of 32); printed also
  *             as auth cycles per DATA an edge receives, beside one tag
  * for the OpenSSL EVP and the intel-ipsec-mb engine.
  *
@@ -98,27 +99,30 @@ static const char *const vname[V_MAX] = {
 };
 
 /*
- * A tag list of @k tags per message (the pairwise-WAN design: one tag per
- * receiving edge, each under its own key): @k seals of the same covered
- * bytes under WAN keys of owners 0..k-1, each rewriting the tag in place.
- * GHASH cannot be shared between keys (H differs), so this is the work.
- * On copies of the messages (@ops point into the second buffer), so the
- * verify variants still find their UP tags. Returns the failed seals.
+ * A WAN tag list of @k tags per message, as an edge seals its island's
+ * DATA for k peers (doc/protocol.md, "WAN tag list"): isth_auth_seal_burst()
+ * of ISTH_AUTH_WAN_PAIR ops from sender 4 to k receivers, each op k GMACs
+ * of the same covered bytes under the k pair keys (GHASH cannot be shared
+ * between keys: H differs). On copies of the messages (@ops point into the
+ * second buffer, with room for 8 tags), so the verify variants still find
+ * their UP tags. Returns the failed seals.
  */
 static unsigned int
 seal_k(struct isth_auth_engine *e, struct isth_auth_op *ops, unsigned int n, unsigned int size,
 	unsigned int k)
 {
+	/* receivers 0..k, sender 4 left out */
+	uint64_t rcv = ((UINT64_C(1) << (k + 1)) - 1) & ~(UINT64_C(1) << 4);
 	unsigned int bad = 0;
 
-	for (unsigned int t = 0; t < k; t++) {
-		for (unsigned int i = 0; i < n; i++) {
-			ops[i].len = size - ISTH_AUTH_TAG_SIZE;
-			ops[i].owner = (uint8_t)t;
-		}
-		for (unsigned int i = 0; i < n; i += BURST)
-			bad += BURST - isth_auth_seal_burst(e, ops + i, BURST);
+	if (k < 4)
+		rcv = (UINT64_C(1) << k) - 1;
+	for (unsigned int i = 0; i < n; i++) {
+		ops[i].len = size - ISTH_AUTH_TAG_SIZE;
+		ops[i].peers = rcv;
 	}
+	for (unsigned int i = 0; i < n; i += BURST)
+		bad += BURST - isth_auth_seal_burst(e, ops + i, BURST);
 	return bad;
 }
 
@@ -139,7 +143,7 @@ main(int argc, char **argv)
 	struct isth_auth *a;
 	struct isth_auth_engine *eng[2];
 	struct isth_auth_op *ops, *ops_k;
-	uint8_t *buf, *dst, **msg;
+	uint8_t *buf, *dst, *dstk, **msg;
 	struct isth_agg_kernels k;
 	float *acc;
 	size_t elems;
@@ -195,12 +199,14 @@ main(int argc, char **argv)
 	/* Messages: random body, header of a DATA with distinct seqs. */
 	{
 		size_t stride = ((size + OFFSET + 63) / 64) * 64;
+		size_t stride_k = ((size + OFFSET + isth_auth_list_size(8) + 63) / 64) * 64;
 
 		buf = aligned_alloc(64, stride * n);
 		dst = aligned_alloc(64, stride * n);
+		dstk = aligned_alloc(64, stride_k * n);
 		msg = calloc(n, sizeof(*msg));
 		ops = calloc(n, sizeof(*ops));
-		if (buf == NULL || dst == NULL || msg == NULL || ops == NULL)
+		if (buf == NULL || dst == NULL || dstk == NULL || msg == NULL || ops == NULL)
 			die("alloc", -ENOMEM);
 		for (size_t i = 0; i < stride * n; i++)
 			buf[i] = (uint8_t)rand();
@@ -225,14 +231,19 @@ main(int argc, char **argv)
 		if (isth_auth_verify_burst(eng[0], ops, n) != n ||
 			isth_auth_verify_burst(eng[1], ops, n) != n)
 			die("verify", -EIO);
-		/* the tag-list variants seal copies (WAN keys) */
-		memcpy(dst, buf, stride * n);
+		/* the tag-list variants seal copies, with room for 8 tags */
 		ops_k = calloc(n, sizeof(*ops_k));
 		if (ops_k == NULL)
 			die("alloc", -ENOMEM);
-		for (unsigned int i = 0; i < n; i++)
-			ops_k[i] = (struct isth_auth_op){
-				.msg = dst + (msg[i] - buf), .cap = size, .dir = ISTH_AUTH_WAN};
+		for (unsigned int i = 0; i < n; i++) {
+			uint8_t *c = dstk + i * stride_k + OFFSET;
+
+			memcpy(c, msg[i], size);
+			ops_k[i] = (struct isth_auth_op){.msg = c,
+				.cap = size + (unsigned int)isth_auth_list_size(8),
+				.dir = ISTH_AUTH_WAN_PAIR,
+				.owner = 4};
+		}
 	}
 
 	hz = tsc_hz();
@@ -375,6 +386,7 @@ main(int argc, char **argv)
 	isth_auth_free(a);
 	free(buf);
 	free(dst);
+	free(dstk);
 	free(msg);
 	free(ops);
 	free(ops_k);

@@ -19,10 +19,11 @@
  *              sum of the 1 KiB payload at its fixed offset): the floor of
  *              any aggregator, since every byte must be read
  *   pipeline+auth  the same edge with [auth] on (wire version 2): every
- *              DATA carries a 16-byte AES-GMAC tag the worker verifies in
- *              bursts (ipsec-mb) with its replay window, every AGG is
- *              sealed. The edge is set up with auth on, at an MTU 16 bytes
- *              larger, so that a chunk is 256 elements either way; the
+ *              DATA carries a WAN tag list (a 16-byte AES-GMAC tag per
+ *              receiving edge, 8 here) of which the worker verifies its
+ *              own in bursts (ipsec-mb) with its replay window, every AGG
+ *              is sealed. The edge is set up with auth on, at an MTU
+ *              larger by the list, so that a chunk is 256 elements either way; the
  *              plain pipeline runs on the same edge with auth switched off
  *              (its limits and flag), on the version 1 frames.
  *
@@ -147,7 +148,12 @@
 #define ELEMS 256 /* 1 KiB fp32 */
 #define PAYLOAD (ELEMS * 4)
 #define MTU 1092 /* max_elems 256 = ELEMS: the edge admits only chunks of the round's shape */
-#define MTU_AUTH (MTU + 16) /* the same 256 elements with the tag */
+/* version 2: a peer's DATA carries a WAN tag list, the receivers' bitmap
+ * and a tag for each of the other 8 islands (8 + 8 x 16 bytes), and the
+ * edge leaves room for that list (isth_auth_wan_room): the same 256
+ * elements at an MTU larger by the list */
+#define LIST (8 + 16 * (N_ISL - 1))
+#define MTU_AUTH (MTU + LIST)
 #define BURST ISTHD_BURST
 /* 1000 s rounds: round 0 runs all along, so the edge never reaches a
  * round's tail and never NACKs its peers on the WAN (a loaded host made a
@@ -156,7 +162,7 @@
 #define MSG_OFF (ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE)
 #define PAY_OFF (MSG_OFF + ISTH_WIRE_HDR_SIZE)
 #define FRAME (PAY_OFF + PAYLOAD)
-#define FRAME2 (FRAME + 16) /* version 2: the tag after the payload */
+#define FRAME2 (FRAME + LIST) /* version 2: the tag list after the payload */
 
 static struct isthd edge;
 static bool eal_is_up; /* die() cleans the EAL up once it is */
@@ -635,8 +641,9 @@ new_round(bool publish)
 			/* each sender's stream: seq = round * K + chunk */
 			isth_wire_set_hdr_round(msg, r);
 			isth_wire_set_seq(msg, (uint64_t)r * K + i / N_SND);
-			if (isth_auth_seal(geng, ISTH_AUTH_WAN, i % N_SND + 1, msg,
-				    FRAME2 - MSG_OFF - 16,
+			if (isth_auth_seal_list(geng, i % N_SND + 1,
+				    ((1u << N_ISL) - 1) & ~(1u << (i % N_SND + 1)), msg,
+				    FRAME2 - MSG_OFF - LIST,
 				    FRAME2 - MSG_OFF) != (int)(FRAME2 - MSG_OFF))
 				die("seal");
 			/* no UDP checksum: with auth on the edges send none by

@@ -34,8 +34,11 @@
 #define JOB FIX_JOB
 #define SELF 1u
 #define N_ISLANDS FIX_N_ISLANDS
-#define CE 354u /* elements per chunk at MTU 1500 with the 16-byte tag */
-#define ELEMS (2 * CE + 100) /* three chunks: 354, 354, 100 */
+/* elements per chunk at MTU 1500 with auth: the 16-byte tag and room for
+ * the edge's WAN tag list of at most 3 peers (4 islands): 8 + 2 x 16 more
+ * bytes, (1500 - 28 - 40 - 16 - 40) / 4 */
+#define CE 344u
+#define ELEMS (2 * CE + 100) /* three chunks: 344, 344, 100 */
 #define NCH 3u
 #define LOOPBACK 0x7f000001u
 #define MS 1000000ull

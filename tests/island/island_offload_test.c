@@ -42,7 +42,7 @@
 #define PEER 0u
 #define N_ISLANDS 4u
 #define CE 358u /* int32 elements per chunk at MTU 1500 */
-#define CE_AUTH 354u /* with the tag */
+#define CE_AUTH 344u /* with the tag and room for a WAN tag list of 3 peers */
 #define NCH 100u /* chunks: several GSO buffers, several sockets */
 #define LAST_ELEMS 50u
 #define ELEMS ((NCH - 1) * CE + LAST_ELEMS)
@@ -52,6 +52,8 @@
 #define T0 (1000ull * 1000000000ull)
 #define KEY1 "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 #define MSG 1472u
+/* a full sealed AGG: header, CE_AUTH elements, the tag */
+#define MSG_AUTH (40u + 4u * CE_AUTH + 16u)
 
 static uint32_t
 val_i32(unsigned int k, uint32_t r, uint32_t i)
@@ -357,13 +359,13 @@ Test(island_offload, sockets_bind_consecutive_ports_and_close)
 	close(fd);
 }
 
-/* @off bytes of MSG-byte messages (the last may be shorter) to @to, as
+/* @off bytes of @msg-byte messages (the last may be shorter) to @to, as
  * GSO buffers of 40: the kernel cuts them into the datagrams. */
 static void
-gso_sendto(int fd, struct sockaddr_in *to, uint8_t *buf, size_t off)
+gso_sendto(int fd, struct sockaddr_in *to, uint8_t *buf, size_t off, uint16_t msg)
 {
-	for (size_t at = 0; at < off; at += 40 * MSG) {
-		size_t len = off - at < 40 * MSG ? off - at : 40 * MSG;
+	for (size_t at = 0; at < off; at += 40 * (size_t)msg) {
+		size_t len = off - at < 40 * (size_t)msg ? off - at : 40 * (size_t)msg;
 		union {
 			char b[CMSG_SPACE(sizeof(uint16_t))];
 			struct cmsghdr al;
@@ -378,7 +380,7 @@ gso_sendto(int fd, struct sockaddr_in *to, uint8_t *buf, size_t off)
 			.msg_controllen = sizeof(cm.b),
 		};
 		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-		uint16_t seg = MSG;
+		uint16_t seg = msg;
 
 		memset(&cm, 0, sizeof(cm));
 		h = CMSG_FIRSTHDR(&m);
@@ -455,7 +457,7 @@ edge_send_round_gso(int fd, uint16_t island_port)
 	cr_assert_eq(sendto(fd, msg, (size_t)n, 0, (struct sockaddr *)&to, sizeof(to)), n);
 	for (uint32_t c = 0; c < NCH; c++)
 		off += mk_agg(agg + off, c); /* all MSG long but the last */
-	gso_sendto(fd, &to, agg, off);
+	gso_sendto(fd, &to, agg, off, MSG);
 }
 
 /* GRO on, off and refused: the same exact sums, every datagram counted. */
@@ -518,7 +520,7 @@ Test(island_offload, gro_receives_exactly_the_plain_sums)
 	close(fd);
 }
 
-/* v2: sealed ROUND 3, then round 3's AGGs from the peer (354-element
+/* v2: sealed ROUND 3, then round 3's AGGs from the peer (344-element
  * chunks), sealed one by one and sent as GSO buffers of 40. */
 static void
 edge_send_sealed_round_gso(int fd, uint16_t island_port, struct isth_auth_engine *e)
@@ -578,10 +580,10 @@ edge_send_sealed_round_gso(int fd, uint16_t island_port, struct isth_auth_engine
 		cr_assert_gt(n, 0);
 		n = isth_auth_seal(e, ISTH_AUTH_DOWN, SELF, agg + off, (size_t)n, MSG);
 		cr_assert_gt(n, 0);
-		cr_assert(c + 1 == NCH || n == MSG, "a full sealed AGG is %d bytes", n);
+		cr_assert(c + 1 == NCH || n == (int)MSG_AUTH, "a full sealed AGG is %d bytes", n);
 		off += (size_t)n;
 	}
-	gso_sendto(fd, &to, agg, off);
+	gso_sendto(fd, &to, agg, off, MSG_AUTH);
 }
 
 /* Auth on, GSO on, 2 sockets: every datagram is one whole sealed DATA. */

@@ -40,7 +40,9 @@ T_ms=$(awk '$1 == "round-ns" { printf "%.3f", $2 / 1e6 }' "$sched")
 cycle=$(awk '$1 == "rounds" { print $2 }' "$sched")
 expect check-shipped 0 "island NYC (0 of 9), job 1, schedule $sched: T $T_ms ms, $cycle rounds per cycle" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --check --epoch now+1
-expect check-auth-on 0 "auth on: key file $tmp/job1.keys, 1 key epochs, 354 elements per chunk" \
+# 324: room for the WAN tag list of the most peers a job of 9 islands
+# allows, 8: 8 + 8 x 16 bytes: (1500 - 28 - 40 - 136) / 4
+expect check-auth-on 0 "auth on: key file $tmp/job1.keys, 1 key epochs, 324 elements per chunk" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --check --epoch now+1
 # [auth]: the key file is validated by --check; errors name the file (and
 # line), never key bytes
@@ -76,7 +78,7 @@ expect site-other-edge 2 "the key file of edge 1, not of edge 0" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/sites-edge-1.conf" --check --epoch now+1
 expect site-island 2 "the key file of island 0, not of edge 0" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/sites-island-0.conf" --check --epoch now+1
-expect site-fewer-islands 2 "holds no 'key wan 3' (the job has 9 islands" \
+expect site-fewer-islands 2 "holds no 'key pair 0 3' (the job has 9 islands" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/sites3-edge-0.conf" --check --epoch now+1
 sed "s|^key_file = .*|key_file = $tmp/none.keys|" "$EX" >"$tmp/none.conf"
 expect key-missing 2 "$tmp/none.keys: cannot open key file" \

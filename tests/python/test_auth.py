@@ -25,7 +25,10 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM        # noqa: E4
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF              # noqa: E402
 
 JOB, SELF, N = 7, 1, 4
-CE = 354                       # elements per chunk at MTU 1500 with the tag
+# elements per chunk at MTU 1500 with auth: the tag, and room for the edge's
+# WAN tag list of at most N - 1 = 3 peers (8 + 3 x 16 bytes, 40 more than one
+# tag): (1500 - 28 - 40 - 16 - 40) / 4
+CE = 344
 ELEMS = 2 * CE + 100
 NCH = 3
 PEERS = 1 << 0 | 1 << 2 | 1 << 3

@@ -257,7 +257,7 @@ def run_access(run, log, keyf, n_chunks, ce):
                 str(rr), "--chunk", "0", "--chunk-step", "1", "--count", str(n_chunks),
                 "--value", "1000003"]
         a.add(inject(run, ns, ["data"], base + ["--elems", str(ce)], log))
-        b.add(inject(run, ns, ["data"], base + up, log))
+        b.add(inject(run, ns, ["data"], base + ["--elems", str(ce)] + up, log))
     atk += [a, b]
     a = Attack("access NACK storm, v1", V1)
     b = Attack("access NACK storm, foreign key", TAG)
@@ -296,8 +296,8 @@ def run_access(run, log, keyf, n_chunks, ce):
     atk += [a, b]
     a = Attack("flood, foreign key", TAG)
     a.add(inject(run, ns, ["data"], ["--to", edge, "--from", island, "--job", "1", "--sender",
-                                     "0", "--round", str(run.round_now()), "--count", "10000",
-                                     "--rate", "10000"] + up, log))
+                                     "0", "--round", str(run.round_now()), "--elems", str(ce),
+                                     "--count", "10000", "--rate", "10000"] + up, log))
     atk.append(a)
     return atk
 
@@ -329,20 +329,25 @@ def run_replay(run, log, keyf, n_chunks, ce):
     return [a, b]
 
 
+def wan_route(run, wns, edge):
+    """The attacker's route in the emulator namespace: out of its port to
+    edge 0's link, to edge 0's WAN MAC."""
+    te = "te%s0" % run.rid
+    subprocess.run(["ip", "-n", wns, "route", "replace", edge + "/32", "dev", te], check=True)
+    subprocess.run(["ip", "-n", wns, "neigh", "replace", edge, "lladdr", run.mac(3, 0),
+                    "dev", te, "nud", "permanent"], check=True)
+
+
 def run_wan(run, log, keyf, n_chunks, ce):
     wns = run.ns("w")
-    te = "te%s0" % run.rid
     # captures: peer 1's frames as they enter the emulator (what leaves
     # the emulator's af_packet ports bypasses the kernel's taps)
     te1 = "te%s1" % run.rid
     edge = "10.0.0.1"
-    # the attacker's route: out of the emulator namespace's port to edge
-    # 0's link, to edge 0's WAN MAC
-    subprocess.run(["ip", "-n", wns, "route", "add", edge + "/32", "dev", te], check=True)
-    subprocess.run(["ip", "-n", wns, "neigh", "replace", edge, "lladdr", run.mac(3, 0),
-                    "dev", te, "nud", "permanent"], check=True)
-    wan1 = ["--key-file", keyf, "--dir", "wan", "--owner", "1"]
-    wan2 = ["--key-file", keyf, "--dir", "wan", "--owner", "2"]
+    wan_route(run, wns, edge)
+    # a WAN tag list for the job's other islands (the foreign key's pairs)
+    wan1 = ["--key-file", keyf, "--dir", "wan", "--owner", "1", "--islands", str(ISLANDS)]
+    wan2 = ["--key-file", keyf, "--dir", "wan", "--owner", "2", "--islands", str(ISLANDS)]
     atk = []
     old_pcap = os.path.join(run.work, "wan-old.pcap")
     run.at(run.round_start(1))
@@ -358,7 +363,7 @@ def run_wan(run, log, keyf, n_chunks, ce):
                 str(rr), "--chunk", "0", "--chunk-step", "1", "--count", str(n_chunks),
                 "--value", "1000003"]
         a.add(inject(run, wns, ["data"], base + ["--elems", str(ce)], log))
-        b.add(inject(run, wns, ["data"], base + wan1, log))
+        b.add(inject(run, wns, ["data"], base + ["--elems", str(ce)] + wan1, log))
     atk += [a, b]
     a = Attack("peer NACK storm, v1", V1)
     b = Attack("peer NACK storm, foreign key", TAG)
@@ -387,7 +392,8 @@ def run_wan(run, log, keyf, n_chunks, ce):
     a = Attack("flood, foreign key", TAG)
     a.add(inject(run, wns, ["data"], ["--to", edge, "--from", "10.0.1.1", "--job", "1",
                                       "--sender", "1", "--round", str(run.round_now()),
-                                      "--count", "10000", "--rate", "10000"] + wan1, log))
+                                      "--elems", str(ce), "--count", "10000",
+                                      "--rate", "10000"] + wan1, log))
     atk.append(a)
     if run.pmd == "af_xdp":
         a = Attack("DATA from an address in no site table", ["xdp_wan_spoofed"])
@@ -400,12 +406,14 @@ def run_wan(run, log, keyf, n_chunks, ce):
 
 def refused_locally(run, ns, keyf, d, owner, log):
     """A member's site file cannot even seal as another site: lib/auth
-    refuses the seal (EPERM) and isthmus-inject sends nothing."""
+    refuses the seal (EPERM) and isthmus-inject sends nothing. (wan: a tag
+    list for every other island of the job, under the pair keys of
+    @owner, which only edge @owner's file holds.)"""
     cmd = ["ip", "netns", "exec", ns,
            os.path.join(run.build, "app", "isthmus-inject", "isthmus-inject"), "data",
            "--to", "10.10.0.1", "--from", "10.10.0.2", "--job", "1", "--sender", str(owner),
            "--round", str(run.round_now()), "--count", "1", "--key-file", keyf, "--dir", d,
-           "--owner", str(owner)]
+           "--owner", str(owner), "--islands", str(ISLANDS)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     log.write("$ %s\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
     m = re.search(r"sent=(\d+)", p.stdout)
@@ -421,14 +429,20 @@ def run_member(run, log, keyf, n_chunks, ce):
     files, isthmus-keys split) on island 0's access link: its files cannot
     seal as island 0 or its edge at all, and what it seals with its own
     keys while claiming island 0 (DATA with other values, sent first, in
-    two rounds; AGGs to island 0 claiming edge 0) is refused by tag."""
+    two rounds; AGGs to island 0 claiming edge 0) is refused by tag. And
+    the holder of edge 1's file (pairwise WAN keys from and to edge 1
+    only): it cannot seal a WAN frame as edge 0 or edge 2 at all, and
+    the tag list it seals with its own pair keys while claiming edge 2,
+    from edge 2's address, on edge 0's WAN link, is refused by tag."""
     ns = run.ns(0)
     edge, island = "10.10.0.1", "10.10.0.2"
     isl1 = os.path.join(run.dir, "keys", "island-1.key")
     edge1 = os.path.join(run.dir, "keys", "edge-1.key")
     run.at(run.round_start(A0))
-    for f, d in ((isl1, "up"), (isl1, "down"), (isl1, "wan"), (edge1, "up"), (edge1, "down")):
+    for f, d in ((isl1, "up"), (isl1, "down"), (isl1, "wan"), (edge1, "up"), (edge1, "down"),
+                 (edge1, "wan")):
         refused_locally(run, ns, f, d, 0, log)
+    refused_locally(run, ns, edge1, "wan", 2, log)
     atk = []
     a = Attack("member: DATA as island 0 under island 1's UP key", TAG)
     r = run.round_now() + 1
@@ -436,7 +450,8 @@ def run_member(run, log, keyf, n_chunks, ce):
     for rr in (r, r + 1):
         base = ["--to", edge, "--from", island, "--job", "1", "--sender", "0", "--round",
                 str(rr), "--chunk", "0", "--chunk-step", "1", "--count", str(n_chunks),
-                "--value", "1000003", "--key-file", isl1, "--dir", "up", "--owner", "1"]
+                "--elems", str(ce), "--value", "1000003", "--key-file", isl1, "--dir", "up",
+                "--owner", "1"]
         a.add(inject(run, ns, ["data"], base, log))
     atk.append(a)
     a = Attack("member: AGG as edge 0 under island 1's DOWN key", ["auth_tag"], "island")
@@ -447,6 +462,18 @@ def run_member(run, log, keyf, n_chunks, ce):
                 "--bitmap", "0x7", "--value", "5", "--key-file", isl1, "--dir", "down",
                 "--owner", "1"]
         a.add(inject(run, ns, ["agg"], base, log))
+    atk.append(a)
+    wns, wedge = run.ns("w"), "10.0.0.1"
+    wan_route(run, wns, wedge)
+    a = Attack("member: WAN DATA as edge 2 under edge 1's pair keys", TAG)
+    r = run.round_now() + 1
+    run.at(run.round_start(r))
+    for rr in (r, r + 1):
+        base = ["--to", wedge, "--from", "10.0.2.1", "--job", "1", "--sender", "2", "--round",
+                str(rr), "--chunk", "0", "--chunk-step", "1", "--count", str(n_chunks),
+                "--elems", str(ce), "--value", "1000003", "--key-file", edge1, "--dir", "wan",
+                "--owner", "1", "--islands", str(ISLANDS)]
+        a.add(inject(run, wns, ["data"], base, log))
     atk.append(a)
     return atk
 
@@ -492,9 +519,12 @@ def main():
         skip("dumpcap (wireshark-common) not installed: no captures to replay")
     if pmd == "af_xdp" and not os.path.exists(os.path.join(build, "lib/xdp/isth_xdp.bpf.o")):
         skip("lib/xdp's BPF object was not built")
-    # chunks of a round as the island cuts them: 358 int32 at MTU 1500,
-    # 354 with the 16-byte tag (doc/protocol.md)
-    ce = 354 if auth == "on" else 358
+    # chunks of a round as the island cuts them: 358 int32 at MTU 1500;
+    # with auth the island and its edge leave room for the edge's WAN tag
+    # list, of at most 2 peers with 3 islands: (1500 - 28 - 40 - 8 - 2 x 16)
+    # / 4 = 348
+    # (doc/protocol.md, "Sizes")
+    ce = 348 if auth == "on" else 358
     n_chunks = (ELEMS + ce - 1) // ce
 
     work = tempfile.mkdtemp(prefix="isth-hostile-")

@@ -7,7 +7,8 @@
 #   testbed_test.sh BUILD_DIR CASE
 #
 # Expected figures are computed here from the case's parameters: n islands
-# x r rounds x chunks per round results, where chunks = ceil(payload/1416).
+# x r rounds x chunks per round results, where chunks = ceil(payload /
+# (4 x the elements per chunk)), computed below.
 set -uo pipefail
 
 BUILD=$1
@@ -23,14 +24,11 @@ if ! ip netns list >/dev/null 2>&1; then
 	exit 77
 fi
 
-PAYLOAD=65536		# 47 chunks of 1416 bytes per island per round
+PAYLOAD=65536		# per island per round; chunks: CHUNKS below
 keep=$(mktemp -d /tmp/isth-system-keep-XXXXXX)
 restart=0
 pause=0
 detour=0
-# authentication on (the testbed's default): 354 int32 per chunk, the
-# 16-byte tag taken from 1432 (doc/protocol.md)
-CHUNKS=$(( (PAYLOAD + 1415) / 1416 ))
 ROUNDS=3
 # a loaded machine may take a minute or more to start nine edges
 args=(--payload-bytes "$PAYLOAD" --rounds "$ROUNDS" --ready-timeout 240)
@@ -162,6 +160,13 @@ check() {
 		fail=1
 	fi
 }
+# authentication on (the testbed's default): the 16-byte tag taken from
+# 1432, and room for the edges' WAN tag list of at most K = min(N - 1, 15)
+# peers, 8 + 16 (K - 1) bytes more (doc/protocol.md, "Sizes"): 348 int32
+# per chunk for 3 islands, 324 for 9
+K=$(( N - 1 < 15 ? N - 1 : 15 ))
+CE=$(( (1416 - 8 - 16 * (K - 1)) / 4 ))
+CHUNKS=$(( (PAYLOAD / 4 + CE - 1) / CE ))
 want_aggs=$(( N * ROUNDS * CHUNKS ))
 if [ "$restart" = 1 ]; then
 	# the other islands play the edges' extra rounds too (scripts/testbed.sh,
@@ -260,9 +265,12 @@ if [ "$detour" = 2 ]; then
 fi
 if [ "$detour" = 1 ]; then
 	# A's DATA per round on the wire, computed here: 65536 B of int32 are
-	# 46 frames of 354 elements (1514 B: Ethernet 14, IPv4 20, UDP 8,
-	# isthmus 40, tag 16, 1416) and one of 100 (498 B)
-	per_round=$(( 46 * 1514 + 498 ))
+	# CHUNKS - 1 frames of CE elements (Ethernet 14, IPv4 20, UDP 8,
+	# isthmus 40, the elements, a tag list of K: 1514 B) and one of the
+	# rest
+	list=$(( 8 + 16 * K ))
+	per_round=$(( (CHUNKS - 1) * (82 + 4 * CE + list) +
+		82 + 4 * (PAYLOAD / 4 - (CHUNKS - 1) * CE) + list ))
 	lb() { awk -v l="$1" '$1 == l { print $3 }' "$keep/run/wan-links"; }
 	cat "$keep/run/wan-links"
 	check "bytes on A->B (planned detour)" "$(lb 'A->B')" 0
@@ -296,7 +304,7 @@ if [ "$detour" = 1 ]; then
 			fail=1
 		fi
 	done
-	# bytes: A's DATA at least, on A->C (46 frames of 1514 B and one of 498)
+	# bytes: A's DATA at least, on A->C (per_round above)
 	[ "$(lb 'A->C')" -ge $(( ROUNDS * per_round )) ] ||
 		{ echo "FAIL: A->C carried $(lb 'A->C') B, less than A's DATA ($(( ROUNDS * per_round )) B)"; fail=1; }
 	grep -q '^route 0 0 1 0,2,1$' "$keep/run/run.sched" ||

@@ -382,6 +382,14 @@ addf_s(char (*site)[512], const char *fmt, ...)
 	va_end(ap);
 }
 
+/* As addf_s(), with @key in the key column. */
+static void
+addf_sk(char (*site)[512], const char *status, const char *key)
+{
+	addf_s(site, "%s", status);
+	strncat(site[1], key, 511 - strlen(site[1]));
+}
+
 /* One tag under (dir, owner), by lib/auth's isth_auth_seal(). */
 static size_t
 seal_one(struct out *o, const struct seal *sl, struct row *r, uint8_t *msg, size_t len, size_t cap)
@@ -487,10 +495,18 @@ site_expect(struct out *o, const struct seal *sl, const uint8_t *msg)
 		snprintf(o->site[0], sizeof(o->site[0]), "%s", sl->status);
 		return;
 	}
-	if (sl->dir == 0) { /* per-receiver tags: site files hold no pair key */
-		for (unsigned int t = 0; t < 64; t++)
-			if (sl->receivers >> t & 1)
-				addf_s(o->site, "no key for WAN %u>%u", s, t);
+	if (sl->dir == 0) { /* per-receiver tags: edge 2 holds the pairs from and to it */
+		for (unsigned int t = 0; t < 64; t++) {
+			char key[32];
+
+			if (!(sl->receivers >> t & 1))
+				continue;
+			snprintf(key, sizeof(key), "WAN %u>%u", s, t);
+			if (s != 2 && t != 2)
+				addf_s(o->site, "no key for %s", key);
+			else
+				addf_sk(o->site, sl->spoil >> t & 1 ? "WRONG" : "verified", key);
+		}
 		return;
 	}
 	if (type == ISTH_WIRE_DATA || (type == ISTH_WIRE_NACK && !chunks))
@@ -744,6 +760,15 @@ site_file(const char *keys)
 					fprintf(f, "key %s %s\n", d == ISTH_AUTH_UP ? "up" : "down",
 						hexstr(k, sizeof(k)));
 			}
+		/* the pairs from edge 2 (it seals) and to it (it verifies) */
+		for (unsigned int t = 0; t < N_ISLANDS; t++)
+			for (unsigned int to = 0; to < 2 && t != 2; to++) {
+				unsigned int snd = to ? t : 2, rcv = to ? 2 : t;
+
+				if (isth_auth_derive_pair(m, JOB, (uint8_t)e, snd, rcv, k) != 0)
+					die("isth_auth_derive_pair");
+				fprintf(f, "key pair %u %u %s\n", snd, rcv, hexstr(k, sizeof(k)));
+			}
 	}
 	if (fclose(f) != 0)
 		die(strerror(errno));
@@ -847,9 +872,9 @@ v2_frames(struct out *o, const float *fv, const int32_t *iv, const struct isth_w
 	h.bitmap = 1u << 2;
 	o->seal = &wan1;
 	ranges(o, &h, chunk_rg, ISTH_WIRE_PORT);
-	/* per-receiver WAN tags: DATA of island 1 for edges 0, 3, 5; a chunk
-	 * NACK of edge 4 for edge 2. The parser of this tree knows one tag
-	 * only, so the verdict expected is the layout's, "ok". */
+	/* per-receiver WAN tags (the WAN tag list): DATA of island 1 for
+	 * edges 0, 3, 5; a chunk NACK of edge 4 for edge 2 (edge 2's site
+	 * file holds that pair: verified) */
 	v2_hdr(&h, ISTH_WIRE_DATA, ISTH_WIRE_DTYPE_BF16, 6, EPOCH2_ROUND + 1);
 	h.sender = 1;
 	h.bitmap = 1u << 1;
