@@ -464,10 +464,17 @@ size_bytes() {
 }
 PAYLOAD_B=$(size_bytes "$PAYLOAD") || die "--payload-bytes: bad size"
 MEMORY_B=$(size_bytes "$MEMORY") || die "--memory-bytes: bad size"
-CHUNK_ELEMS=358			# DATA elements per packet at MTU 1500
-# authenticated (version 2): the 16-byte tag leaves 354 (doc/protocol.md)
-[ "$AUTH" = off ] || CHUNK_ELEMS=354
-CHUNK_B=$((CHUNK_ELEMS * 4))
+# DATA elements per packet at MTU 1500: 358; authenticated (version 2),
+# room for the WAN tag list of k = min(n - 1, 15) peers (8 + 16k bytes)
+# leaves 356 - 4k (doc/protocol.md, "Sizes"). n is known once the
+# topology is read (below): chunk_elems N.
+chunk_elems() {
+	local k=$(($1 - 1))
+	[ "$AUTH" = off ] && { echo 358; return; }
+	[ $k -gt 15 ] && k=15
+	[ $k -lt 1 ] && k=1
+	echo $((356 - 4 * k))
+}
 ELEMS=$(( (PAYLOAD_B + 3) / 4 ))
 
 # --- the run: id, registration, watchdog ----------------------------------
@@ -532,20 +539,21 @@ if [ "$AUTH" = on ] && [ "$EDGES" = 1 ]; then
 fi
 
 # --- topology: the first N sites, capacities scaled -------------------------
-TB_CHUNK_B=$CHUNK_B python3 - "$SITES" "$LINKS" "$ISLANDS" "$SCALE" "$WORK" <<'PY' || die "bad topology"
+TB_AUTH=$AUTH python3 - "$SITES" "$LINKS" "$ISLANDS" "$SCALE" "$WORK" <<'PY' || die "bad topology"
 import os, sys
 sites_f, links_f, n, scale, work = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
-# A DATA frame carries 1432 payload bytes (1416 with the tag) in 1514
-# bytes on the wire
-# (Ethernet 14, IPv4 20, UDP 8, isthmus 40): the planner, whose rates are
-# payload rates, plans on that goodput; the emulator carries wire bytes.
-goodput = float(os.environ["TB_CHUNK_B"]) / 1514.0
 rows = [l for l in open(sites_f) if l.strip() and not l.startswith("#")]
 hdr, sites = rows[0], rows[1:]
 if n == 0:
     n = len(sites)
 if n < 2 or n > len(sites):
     sys.exit("--islands: 2..%d" % len(sites))
+# A DATA frame carries 1432 payload bytes (with auth, less the tag list
+# room: chunk_elems() above, the same rule) in 1514 bytes on the wire
+# (Ethernet 14, IPv4 20, UDP 8, isthmus 40): the planner, whose rates are
+# payload rates, plans on that goodput; the emulator carries wire bytes.
+elems = 358 if os.environ["TB_AUTH"] == "off" else 356 - 4 * max(1, min(n - 1, 15))
+goodput = elems * 4 / 1514.0
 keep = [s.split(",")[0].strip() for s in sites[:n]]
 with open(work + "/sites.csv", "w") as f:
     f.write("# first %d sites of %s\n" % (n, sites_f))
@@ -590,6 +598,8 @@ PY
 mapfile -t NAMES <"$WORK/names"
 mapfile -t LAT <"$WORK/latency"	# row k: one-way us from island k to each
 N=${#NAMES[@]}
+CHUNK_ELEMS=$(chunk_elems "$N")
+CHUNK_B=$((CHUNK_ELEMS * 4))
 if [ "$AUTH" = on ] && [ "$EDGES" = 1 ]; then
 	"$KEYS" split --job-file "$KEYF" --n-islands "$N" --out "$KEYD" >/dev/null ||
 		die "cannot write the site key files into $KEYD"

@@ -69,8 +69,10 @@
 	"  --dtype T        int32, fp32 or bf16 (default int32)\n" \
 	"  --elems N        tensor elements; must match the edge's ROUND\n" \
 	"                   (n_chunks * chunk_elems covers it; default 1024)\n" \
-	"  --mtu M          IP MTU, sets the chunk size (default 1500: 354 elems\n" \
-	"                   with --key-file, 358 with --auth off)\n" \
+	"  --mtu M          IP MTU, sets the chunk size (default 1500: 358 elems\n" \
+	"                   with --auth off; with --key-file 356 - 4 min(N-1, 15)\n" \
+	"                   for N islands, room for the edge's WAN tag list:\n" \
+	"                   348 for 3, 324 for 9)\n" \
 	"  --timeout S      seconds to wait for each ROUND (default 10); when none\n" \
 	"                   comes, the message says what arrived instead: datagrams\n" \
 	"                   from another address or port than --edge, of another\n" \
