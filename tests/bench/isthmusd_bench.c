@@ -668,6 +668,10 @@ new_round(bool publish)
 			isthd_worker_poll(&edge.workers[0]);
 		if (rc < 0)
 			die("set_round");
+		/* and marked published, as the controller does: the WAN path
+		 * refuses DATA of a round not yet published (round_early)
+		 * before it may move a replay window */
+		__atomic_store_n(&edge.published, (uint64_t)r + 1, __ATOMIC_RELEASE);
 	}
 	return r;
 }
