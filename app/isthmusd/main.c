@@ -87,7 +87,11 @@ usage(FILE *f)
 		"at the end and the per-round lines go to stdout. With NOTIFY_SOCKET set\n"
 		"(systemd Type=notify) isthmusd sends READY=1 once the first round's\n"
 		"tables are out, STATUS=, WATCHDOG=1 from the controller at half\n"
-		"WatchdogSec, RELOADING=1 on SIGHUP, STOPPING=1 (conf/systemd/).\n"
+		"WatchdogSec (only while each round's tables are published), RELOADING=1\n"
+		"on SIGHUP, STOPPING=1 (conf/systemd/).\n"
+		"\n"
+		"Metrics: [metrics] listen = IPv4:PORT (off by default) serves GET /metrics\n"
+		"(OpenMetrics or Prometheus text) from a thread of its own.\n"
 		"\n"
 		"Exit codes: 0 clean stop; 1 failure while running; 2 bad command line,\n"
 		"config or schedule; 3 EAL, port or memory set-up failed.\n");
