@@ -26,7 +26,9 @@
  *   auth_dev.c    [auth] on the backend's device
  *   stats.c       counters and drop reasons by name, the exit print, the
  *                 sums over workers
+ *   supervise.c   systemd's notify protocol: READY, STATUS, WATCHDOG
  *   telemetry.c   /isthmus/... telemetry commands
+ *   metrics.c     [metrics]: GET /metrics from a thread of its own
  *   main.c        command line, EAL, signals, exit codes
  *
  * Ownership notes on each field say who writes it: "init" set-up before
@@ -318,8 +320,9 @@ void isthd_supervise_stopping(void);
 
 /* telemetry.c */
 int isthd_telemetry_register(struct isthd *d);
-/* Stop answering /isthmus/... and wait for callbacks still running; before
- * teardown (22.11 cannot unregister commands). Idempotent. */
+/* Stop answering /isthmus/... and wait for callbacks still running, and
+ * stop the metrics thread (metrics.c); before teardown (22.11 cannot
+ * unregister commands). Idempotent. */
 void isthd_telemetry_close(void);
 
 /* stats.c: the one place that sums over workers */
