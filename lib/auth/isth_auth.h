@@ -103,7 +103,7 @@ isth_auth_wan_room(unsigned int n_islands)
 enum isth_auth_site {
 	ISTH_AUTH_SITE_JOB = 0, /**< master keys: every key derives from it */
 	ISTH_AUTH_SITE_ISLAND = 1, /**< island i: UP i (seal), DOWN i (verify) */
-	ISTH_AUTH_SITE_EDGE = 2, /**< edge i: UP i, DOWN i, WAN of every island */
+	ISTH_AUTH_SITE_EDGE = 2, /**< edge i: UP i, DOWN i, the WAN pairs (i, t) and (s, i) */
 };
 
 /** "job", "island" or "edge". */
