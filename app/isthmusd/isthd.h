@@ -111,8 +111,12 @@ enum {
 		"chunk repairs refused: repaired [wan] repair_attempts times to the peer") \
 	X(nack_budget, \
 		"island NACK cut short: its AGG repair budget (per NACK, per round) is spent") \
-	X(auth_format, "auth on: not wire version 2, AUTH not set or trailer_len not 16") \
-	X(auth_key, "auth on: no key (WAN: source address not a peer edge of the site table)") \
+	X(auth_format, \
+		"auth on: not wire version 2, AUTH not set, or trailer_len not 16 (access) / not " \
+		"8 + 16k for k receivers (WAN)") \
+	X(auth_key, \
+		"auth on: no key (WAN: source address not a peer edge of the site table, or no " \
+		"tag for this edge in the list)") \
 	X(auth_epoch, "auth on: key epoch not the round's, or not loaded") \
 	X(auth_tag, "auth on: the tag does not verify") \
 	X(auth_replay, "auth on: seq already accepted in its stream (replay)") \
