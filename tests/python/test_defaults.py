@@ -168,12 +168,14 @@ def test_default_grace_is_one_period(edge):
     deadline: by default a round collects for one more period, so AGGs
     after the deadline are still summed (grace=0.0 would end it there)."""
     with session(edge, auth=False) as s:
-        start = edge.round(6, 1 << 0, NCH, deadline_in=0.3)
+        # a period of 1 s: the AGGs come after the deadline and well
+        # within the grace even if this process is descheduled a while
+        start = edge.round(6, 1 << 0, NCH, deadline_in=1.0)
         assert s.wait_round(timeout=2).round == 6
         own = np.arange(ELEMS, dtype=np.float32)
         s.send(6, own)
         edge.data(NCH)
-        while now_ns() < start + 300_000_000:          # past the deadline
+        while now_ns() < start + 1_000_000_000:        # past the deadline
             s.poll(timeout=0.01)
         assert not s.ready(6)                           # still collecting
         peer = np.full(ELEMS, 0.5, np.float32)

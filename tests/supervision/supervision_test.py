@@ -105,8 +105,9 @@ def case_notify(tmp, conf):
                JOURNAL_STREAM="%d:%d" % (st.st_dev, st.st_ino))
     env.pop("ISTH_TESTBED", None)
     prefix = "isth-sup-n-%d" % os.getpid()
-    # round 0 five seconds on: STATUS= says it is waiting for it first
-    p = subprocess.Popen(command(conf, prefix, epoch="now+5"), env=env, stdout=subprocess.DEVNULL, stderr=err)
+    # round 0 fifteen seconds on (EAL start-up on a loaded host takes
+    # seconds): STATUS= says it is waiting for it first
+    p = subprocess.Popen(command(conf, prefix, epoch="now+15"), env=env, stdout=subprocess.DEVNULL, stderr=err)
     try:
         if not check(lis.until("READY=1", 120, proc=p) is not None,
                      "notify: no READY=1 (got %s, exit %s)" % (lis.got[-5:], p.poll())):
@@ -119,7 +120,7 @@ def case_notify(tmp, conf):
         check(any(m.startswith("STATUS=waiting for round 0 (epoch ") for m in lis.got),
               "notify: no STATUS= before round 0 (got %s)" % sorted(set(lis.got)))
         # then, once round 0 has started, names the round
-        end = time.time() + 30
+        end = time.time() + 45
         while not any(m.startswith("STATUS=round ") for m in lis.got) and time.time() < end:
             lis.until("WATCHDOG=1", 30)
         check(any(m.startswith("STATUS=round ") for m in lis.got),

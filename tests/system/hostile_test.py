@@ -313,7 +313,10 @@ def run_replay(run, log, keyf, n_chunks, ce):
     edge, island = "10.10.0.1", "10.10.0.2"
     up = ["--key-file", os.path.join(run.dir, "job.key"), "--dir", "up", "--owner", "0"]
     run.at(run.round_start(A0) + run.T // 4)
-    r = run.round_now()
+    # the next round: the edge admits the running round and the next, so
+    # the packet still meets the chunk check (not round_late) if starting
+    # isthmus-inject on a loaded host takes more than a round
+    r = run.round_now() + 1
     a = Attack("one DATA: seq ahead, chunk past the round", ["drop_data_bad_chunk"])
     a.add(inject(run, ns, ["data"],
                  ["--to", edge, "--from", island, "--job", "1", "--sender", "0", "--round",

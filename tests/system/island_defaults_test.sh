@@ -45,15 +45,19 @@ cat >"$tmp/job.sh" <<JOB
 #!/usr/bin/env bash
 set -u
 x() { "$TB" exec "\$TB_ENV" "\$@"; }
-# both Python islands play the same rounds: 40 from now (T from the plan)
+# both Python islands play the same rounds: those of the next 20 s at
+# least 40 (T from the plan), time for two interpreters to start on a
+# loaded host
 now=\$(date +%s%N)
-until=40
-[ "\$now" -le "\$TB_EPOCH_NS" ] || until=\$(( (now - TB_EPOCH_NS) / TB_ROUND_NS + 40 ))
+span=\$(( 20000000000 / TB_ROUND_NS ))
+[ "\$span" -ge 40 ] || span=40
+until=\$span
+[ "\$now" -le "\$TB_EPOCH_NS" ] || until=\$(( (now - TB_EPOCH_NS) / TB_ROUND_NS + span ))
 for k in 0 1; do
 	ip=TB_EDGE_IP_\$k
 	x \$k env PYTHONPATH="$BUILD/python" "$PY" "$HERE/island_defaults_py.py" \\
 		--job "\$TB_JOB" --island \$k --islands 2 --elems "\$TB_ELEMS" \\
-		--edge "\${!ip}:\$TB_EDGE_PORT" --key-file "\$TB_KEY_FILE" \\
+		--edge "\${!ip}:\$TB_EDGE_PORT" --key-file "\$TB_KEY_DIR/island-\$k.key" \\
 		--until-round \$until >"$tmp/py\$k.out" 2>&1 &
 	echo \$! >"$tmp/py\$k.pid"
 done
@@ -64,7 +68,7 @@ for k in 0 1; do
 	ip=TB_EDGE_IP_\$k
 	# the edge's port left to its default
 	x \$k "$BUILD/app/isthmus-island/isthmus-island" --job "\$TB_JOB" --island \$k \\
-		--islands 2 --elems "\$TB_ELEMS" --edge "\${!ip}" --key-file "\$TB_KEY_FILE" \\
+		--islands 2 --elems "\$TB_ELEMS" --edge "\${!ip}" --key-file "\$TB_KEY_DIR/island-\$k.key" \\
 		>"$tmp/cli\$k.out" 2>&1 &
 	echo \$! >"$tmp/cli\$k.pid"
 done

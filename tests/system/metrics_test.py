@@ -37,7 +37,7 @@ from isthd_metrics import (OM_ACCEPT, bad_clients, between, check, fails,  # noq
 from isthd_tel import ask, connect  # noqa: E402
 
 BUILD = os.path.realpath(sys.argv[1])
-ROUNDS = 150  # about 16 s at T = 108 ms: room for the scrapes on a loaded host
+ROUNDS = 300  # about 32 s at T = 108 ms: room for the scrapes on a loaded host
 
 
 class Netns:

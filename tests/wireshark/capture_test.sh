@@ -99,6 +99,15 @@ if [ "$rc" -ne 0 ]; then
 	tail -20 "$work/run.log"
 	exit 1
 fi
+# a capture that began after the run ended would read as "nothing
+# captured": say which it was
+for site in 0 w; do
+	if ! grep -q "Capturing on" "$work/dumpcap-$site.log" 2>/dev/null; then
+		echo "FAIL: dumpcap in site $site did not start capturing before the run ended"
+		cat "$work/dumpcap-$site.log" 2>/dev/null
+		exit 1
+	fi
+done
 
 export HOME=$work/home WIRESHARK_CONFIG_DIR=$work/home/.config/wireshark
 mkdir -p "$WIRESHARK_CONFIG_DIR"
