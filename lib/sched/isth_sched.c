@@ -32,6 +32,11 @@ struct round {
 	int line;
 	uint64_t cl[NMAX];
 	uint8_t of[NMAX];
+	/* version 4: reduction trees, 0 for a clique round; parent id per
+	 * island, -1 for the root; the lines that gave them (0: the setter) */
+	int ntree;
+	int8_t par[ISTH_SCHED_MAX_TREES][NMAX];
+	int tree_line[ISTH_SCHED_MAX_TREES];
 };
 
 struct sroute {
@@ -136,6 +141,7 @@ isth_sched_set_round(struct isth_sched *s, int r, int ncliques, const uint64_t *
 		return -EINVAL;
 	R = &s->rounds[r];
 	R->set = 1;
+	R->ntree = 0; /* trees belong to the partition they were set on */
 	R->ncl = ncliques;
 	memcpy(R->cl, cliques, ncliques * sizeof(uint64_t));
 	for (c = 0; c < ncliques; c++)
@@ -174,6 +180,22 @@ isth_sched_set_note(struct isth_sched *s, const char *text)
 	return 0;
 }
 
+/* 'tree <r> <t> <p0>,...,<pn-1>', '-' for the root */
+static void
+write_tree(FILE *f, int n, int r, int t, const int8_t *par)
+{
+	int i;
+
+	fprintf(f, "tree %d %d ", r, t);
+	for (i = 0; i < n; i++) {
+		if (par[i] < 0)
+			fprintf(f, "%s-", i ? "," : "");
+		else
+			fprintf(f, "%s%d", i ? "," : "", par[i]);
+	}
+	fprintf(f, "\n");
+}
+
 int
 isth_sched_write(const struct isth_sched *s, FILE *f)
 {
@@ -183,11 +205,14 @@ isth_sched_write(const struct isth_sched *s, FILE *f)
 		return -EINVAL;
 	for (i = 0; i < s->n && !s->has_peak[i]; i++)
 		;
+	for (r = 0; r < s->nrounds && s->rounds[r].ntree == 0; r++)
+		;
 	/* the lowest version that carries what the schedule holds */
 	fprintf(f, "isthmus-schedule %d\n",
-		s->repl || s->dtype[0]          ? ISTH_SCHED_VERSION_PLANNED
-			: i < s->n || s->nroute ? ISTH_SCHED_VERSION_PEAK
-						: ISTH_SCHED_VERSION);
+		r < s->nrounds                   ? ISTH_SCHED_VERSION_TREE
+			: s->repl || s->dtype[0] ? ISTH_SCHED_VERSION_PLANNED
+			: i < s->n || s->nroute  ? ISTH_SCHED_VERSION_PEAK
+						 : ISTH_SCHED_VERSION);
 	if (s->note[0])
 		fprintf(f, "# %s\n", s->note);
 	fprintf(f, "# written by isthmus; format: doc/schedule-file.md\n");
@@ -217,6 +242,8 @@ isth_sched_write(const struct isth_sched *s, FILE *f)
 		for (c = 0; c < R->ncl; c++)
 			fprintf(f, " 0x%" PRIx64, R->cl[c]);
 		fprintf(f, "\n");
+		for (k = 0; k < R->ntree; k++)
+			write_tree(f, s->n, r, k, R->par[k]);
 		for (i = 0; i < s->n; i++) {
 			const struct sender *S = &s->snd[(size_t)r * s->n + i];
 
@@ -347,31 +374,49 @@ route_invalid(const struct isth_sched *s, int r, int j, int i, const int *hops, 
 	return NULL;
 }
 
+/*
+ * A comma-separated list of island ids (0..n-1), and '-' (read as -1) where
+ * @p dash allows it, into @p out (at most NMAX + 1 entries, so that a list
+ * one too long is seen). Its length, or -1 if malformed.
+ */
+static int
+parse_ids(const char *c, int n, int dash, int *out)
+{
+	int nh = 0;
+
+	while (*c) {
+		char num[16];
+		size_t l = strcspn(c, ",");
+
+		if (nh == NMAX + 1 || l == 0 || l >= sizeof(num))
+			return -1;
+		memcpy(num, c, l);
+		num[l] = '\0';
+		if (dash && strcmp(num, "-") == 0)
+			out[nh] = -1;
+		else if (parse_int(num, 0, n - 1, &out[nh]) < 0)
+			return -1;
+		nh++;
+		c += l;
+		if (*c == ',' && *++c == '\0')
+			return -1;
+	}
+	return nh;
+}
+
 static int
 parse_route(struct pctx *P, struct isth_sched *s, char **tok, int nextround)
 {
-	int r, j, i, nh = 0, hops[NMAX], rc;
-	const char *why, *c = tok[4];
+	int r, j, i, nh, hops[NMAX + 1], rc;
+	const char *why;
 
 	if (parse_int(tok[1], 0, nextround - 1, &r) < 0)
 		return perr(P, "route: bad round '%s' (a round defined above)", tok[1]);
 	if (parse_int(tok[2], 0, s->n - 1, &j) < 0 || parse_int(tok[3], 0, s->n - 1, &i) < 0)
 		return perr(P, "route: bad island '%s' or '%s'", tok[2], tok[3]);
-	while (*c) {
-		char num[16];
-		size_t l = strcspn(c, ",");
-
-		if (nh == NMAX || l == 0 || l >= sizeof(num))
-			return perr(P, "route: bad path '%s'", tok[4]);
-		memcpy(num, c, l);
-		num[l] = '\0';
-		if (parse_int(num, 0, s->n - 1, &hops[nh]) < 0)
-			return perr(P, "route: bad path '%s'", tok[4]);
-		nh++;
-		c += l;
-		if (*c == ',' && *++c == '\0')
-			return perr(P, "route: bad path '%s'", tok[4]);
-	}
+	nh = parse_ids(tok[4], s->n, 0, hops);
+	if (nh < 0 || nh > NMAX)
+		return perr(P, "route: bad path '%s'", tok[4]);
 	why = route_invalid(s, r, j, i, hops, nh);
 	if (why)
 		return perr(P, "route %d %d %d: %s", r, j, i, why);
@@ -379,6 +424,96 @@ parse_route(struct pctx *P, struct isth_sched *s, char **tok, int nextround)
 	if (rc == -EEXIST)
 		return perr(P, "route %d %d %d: duplicate", r, j, i);
 	return rc;
+}
+
+/*
+ * Why @p parent (n entries) is not a spanning tree of round @p r's islands
+ * rooted at one of them, into @p why; NULL if it is one. Only a round that is
+ * one clique of all islands has trees: its sum is the global sum.
+ */
+static const char *
+tree_invalid(const struct isth_sched *s, int r, const int *parent, char *why, size_t len)
+{
+	const struct round *R = &s->rounds[r];
+	int i, k, root = -1;
+
+	if (R->ncl != 1 || R->cl[0] != all_mask(s->n))
+		return "a tree needs a round that is one clique of all islands";
+	for (i = 0; i < s->n; i++) {
+		if (parent[i] < -1 || parent[i] >= s->n) {
+			snprintf(why, len, "island %d: parent %d out of range", i, parent[i]);
+			return why;
+		}
+		if (parent[i] == i) {
+			snprintf(why, len, "cycle: island %d is its own parent", i);
+			return why;
+		}
+		if (parent[i] >= 0)
+			continue;
+		if (root >= 0) {
+			snprintf(why, len, "two roots (islands %d and %d)", root, i);
+			return why;
+		}
+		root = i;
+	}
+	if (root < 0)
+		return "no root ('-'): a cycle";
+	/* acyclic: from every island the root is at most n - 1 parents away */
+	for (i = 0; i < s->n; i++) {
+		int at = i;
+
+		for (k = 0; k < s->n && at != root; k++)
+			at = parent[at];
+		if (at != root) {
+			snprintf(why, len, "cycle through island %d: not spanning", i);
+			return why;
+		}
+	}
+	return NULL;
+}
+
+static void
+store_tree(struct round *R, int t, const int *parent, int n, int line)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		R->par[t][i] = (int8_t)parent[i];
+	R->tree_line[t] = line;
+	if (t == R->ntree)
+		R->ntree++;
+}
+
+/* 'tree <r> <t> <p0>,...,<pn-1>' (version 4) */
+static int
+parse_tree(struct pctx *P, struct isth_sched *s, char **tok, int nextround)
+{
+	int r, t, nh, parent[NMAX + 1];
+	const char *why;
+	char buf[96];
+	struct round *R;
+
+	if (parse_int(tok[1], 0, nextround - 1, &r) < 0)
+		return perr(P, "tree: bad round '%s' (a round defined above)", tok[1]);
+	R = &s->rounds[r];
+	if (parse_int(tok[2], 0, ISTH_SCHED_MAX_TREES - 1, &t) < 0)
+		return perr(P, "tree: bad tree '%s' (0..%d)", tok[2], ISTH_SCHED_MAX_TREES - 1);
+	if (t < R->ntree)
+		return perr(P, "tree %d %d: duplicate (first on line %d)", r, t, R->tree_line[t]);
+	if (t > R->ntree)
+		return perr(P, "tree %d %d: out of order (expected tree %d)", r, t, R->ntree);
+	nh = parse_ids(tok[3], s->n, 1, parent);
+	if (nh < 0)
+		return perr(P, "tree %d %d: bad parent list '%s' (island ids and one '-')", r, t,
+			tok[3]);
+	if (nh != s->n)
+		return perr(P, "tree %d %d: %d parents for %d islands%s", r, t, nh, s->n,
+			nh < s->n ? " (not spanning)" : "");
+	why = tree_invalid(s, r, parent, buf, sizeof(buf));
+	if (why)
+		return perr(P, "tree %d %d: %s", r, t, why);
+	store_tree(R, t, parent, s->n, P->line);
+	return 0;
 }
 
 static int
@@ -550,9 +685,9 @@ parse_magic(struct pstate *ps, char **tok, int nt)
 		return perr(&ps->P, "not a schedule file (expected 'isthmus-schedule %d')",
 			ISTH_SCHED_VERSION);
 	if (parse_int(tok[1], 0, INT32_MAX, &v) < 0 || v < ISTH_SCHED_VERSION ||
-		v > ISTH_SCHED_VERSION_PLANNED)
+		v > ISTH_SCHED_VERSION_TREE)
 		return perr(&ps->P, "unsupported version '%s' (this loader reads %d to %d)", tok[1],
-			ISTH_SCHED_VERSION, ISTH_SCHED_VERSION_PLANNED);
+			ISTH_SCHED_VERSION, ISTH_SCHED_VERSION_TREE);
 	ps->version = v;
 	ps->st = ST_HEADER;
 	return 0;
@@ -761,6 +896,12 @@ parse_rounds_line(struct pstate *ps, char **tok, int nt)
 		return parse_send(&ps->P, ps->s, tok, nt, ps->nextround);
 	if (strcmp(tok[0], "route") == 0 && nt == 5 && ps->version >= ISTH_SCHED_VERSION_PEAK)
 		return parse_route(&ps->P, ps->s, tok, ps->nextround);
+	if (strcmp(tok[0], "tree") == 0 && nt == 4) {
+		if (ps->version < ISTH_SCHED_VERSION_TREE)
+			return perr(&ps->P, "'tree' needs 'isthmus-schedule %d' or later on line 1",
+				ISTH_SCHED_VERSION_TREE);
+		return parse_tree(&ps->P, ps->s, tok, ps->nextround);
+	}
 	return perr(&ps->P, "unknown or malformed line '%s'", tok[0]);
 }
 
@@ -1208,6 +1349,70 @@ isth_sched_route(const struct isth_sched *s, int r, int j, int i, int *hops, int
 	return -ENOENT;
 }
 
+int
+isth_sched_set_tree(struct isth_sched *s, int r, int t, const int *parent)
+{
+	char why[96];
+
+	if (s == NULL || parent == NULL || r < 0 || r >= s->nrounds || !s->rounds[r].set || t < 0 ||
+		t >= ISTH_SCHED_MAX_TREES || t > s->rounds[r].ntree ||
+		tree_invalid(s, r, parent, why, sizeof(why)))
+		return -EINVAL;
+	store_tree(&s->rounds[r], t, parent, s->n, 0);
+	return 0;
+}
+
+int
+isth_sched_n_trees(const struct isth_sched *s, int r)
+{
+	return s ? s->rounds[rmod(s, r)].ntree : 0;
+}
+
+int
+isth_sched_tree(const struct isth_sched *s, int r, int t, int *parent, int *line)
+{
+	const struct round *R;
+	int i;
+
+	if (s == NULL || parent == NULL)
+		return -EINVAL;
+	R = &s->rounds[rmod(s, r)];
+	if (t < 0 || t >= R->ntree)
+		return -EINVAL;
+	for (i = 0; i < s->n; i++)
+		parent[i] = R->par[t][i];
+	if (line)
+		*line = R->tree_line[t];
+	return 0;
+}
+
+int
+isth_sched_tree_of_chunk(const struct isth_sched *s, int r, uint32_t chunk)
+{
+	int k;
+
+	if (s == NULL)
+		return -EINVAL;
+	k = s->rounds[rmod(s, r)].ntree;
+	return k ? (int)(chunk % (uint32_t)k) : -ENOENT;
+}
+
+/* self's parent and children in each tree of round @p r, for the view */
+static void
+view_trees(const struct isth_sched *s, int64_t r, int self, struct isth_sched_round_view *v)
+{
+	const struct round *R = &s->rounds[rmod(s, r)];
+	int t, i;
+
+	v->n_trees = (unsigned int)R->ntree;
+	for (t = 0; t < R->ntree; t++) {
+		v->tree_parent[t] = R->par[t][self];
+		for (i = 0; i < s->n; i++)
+			if (R->par[t][i] == self)
+				v->tree_children[t] |= 1ULL << i;
+	}
+}
+
 /*
  * One round as the edge of island @p self sees it, in one call (the
  * controller's per-round tables). Built from the getters above so that it
@@ -1235,6 +1440,7 @@ isth_sched_round_view(
 		rc = isth_sched_sender(s, r, (int)i, &v->snd[i].offset_ns, &v->snd[i].rate_bps);
 		v->snd[i].n_segs = rc > 0 ? rc : 0;
 	}
+	view_trees(s, r, self, v);
 	/* the local island's rate profile, for its pacer */
 	for (i = 0; i < (unsigned int)v->snd[self].n_segs; i++)
 		if (isth_sched_segment(s, r, self, (int)i, &v->seg[i].dur_ns, &v->seg[i].rate_bps) <

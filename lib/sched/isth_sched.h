@@ -35,6 +35,13 @@ extern "C" {
  * lines); written when either is set. Versions 1 to 3 are read.
  */
 #define ISTH_SCHED_VERSION_PLANNED 3
+/**
+ * Version 4 adds 'tree' lines (reduction trees of a round); written when any
+ * round has a tree. Versions 1 to 4 are read.
+ */
+#define ISTH_SCHED_VERSION_TREE 4
+/** Maximum reduction trees of one round. */
+#define ISTH_SCHED_MAX_TREES 8
 /** Maximum islands (bitmaps are uint64_t). */
 #define ISTH_SCHED_MAX_ISLANDS 64
 /** Maximum rounds in a cycle. */
@@ -75,6 +82,7 @@ isth_sched_new(int n, const char *const *names, uint64_t round_ns, uint64_t epoc
 
 /**
  * Set round @p r's partition. Checked at save time (and here for range).
+ * Setting it again removes the round's trees (isth_sched_set_tree()).
  * @return 0 or -EINVAL.
  */
 int isth_sched_set_round(struct isth_sched *s, int r, int ncliques, const uint64_t *cliques);
@@ -205,6 +213,38 @@ int isth_sched_set_dtype(struct isth_sched *s, const char *name);
  */
 const char *isth_sched_dtype(const struct isth_sched *s, int *line);
 
+/**
+ * Make round @p r reduce up (and broadcast down) spanning tree @p t of the
+ * islands (version 4 'tree' line): @p parent[i] is island i's parent, -1 for
+ * the one root. Chunk c of the round's stream belongs to tree c mod k, k the
+ * round's number of trees. The round must be set first and be one clique of
+ * all islands (a tree round is an exact global sum); trees are numbered
+ * 0..k-1 in order: @p t is the round's number of trees so far (a new tree)
+ * or below it (replacing that tree).
+ * @return 0, or -EINVAL (not spanning, a cycle, no or two roots, a parent
+ *         out of range, @p t out of order or >= ISTH_SCHED_MAX_TREES, the
+ *         round not one clique of all islands).
+ */
+int isth_sched_set_tree(struct isth_sched *s, int r, int t, const int *parent);
+/**
+ * Number of reduction trees of cycle round @p r (taken modulo the cycle,
+ * negative allowed): 0 for a clique round.
+ */
+int isth_sched_n_trees(const struct isth_sched *s, int r);
+/**
+ * Tree @p t of cycle round @p r (modulo the cycle): every island's parent
+ * into @p parent (n entries, -1 for the root), and the file line that gave
+ * it into @p line (may be NULL; 0 if set by isth_sched_set_tree()).
+ * @return 0, or -EINVAL (no such tree, NULL arguments).
+ */
+int isth_sched_tree(const struct isth_sched *s, int r, int t, int *parent, int *line);
+/**
+ * The tree that chunk @p chunk of cycle round @p r (modulo the cycle)
+ * travels: chunk mod the round's number of trees.
+ * @return the tree index, -ENOENT for a clique round (no trees), -EINVAL.
+ */
+int isth_sched_tree_of_chunk(const struct isth_sched *s, int r, uint32_t chunk);
+
 /** Number of cliques in round @p r (r modulo the cycle, negative allowed). */
 int isth_sched_n_cliques(const struct isth_sched *s, int64_t r);
 /** Bitmap of clique @p c in round @p r, or 0. */
@@ -249,6 +289,12 @@ struct isth_sched_round_view {
 		uint64_t rate_bps; /**< first-segment rate */
 		int n_segs; /**< profile segments; 0: sends nothing */
 	} snd[ISTH_SCHED_MAX_ISLANDS];
+	/** reduction trees of the round (0: a clique round; isth_sched_tree()) */
+	unsigned int n_trees;
+	/** per tree: self's parent island id, -1 where self is the root */
+	int tree_parent[ISTH_SCHED_MAX_TREES];
+	/** per tree: bitmap of self's children */
+	uint64_t tree_children[ISTH_SCHED_MAX_TREES];
 	/** self's rate profile: snd[self].n_segs segments */
 	struct {
 		uint64_t dur_ns;
@@ -259,7 +305,8 @@ struct isth_sched_round_view {
 /**
  * Fill @p v with round @p r (modulo the cycle, negative allowed) as seen by
  * island @p self: T, payload, clique, peers, every clique member's offset
- * and rate, and self's rate profile, in one call.
+ * and rate, self's rate profile, and its parent and children in each of
+ * the round's trees, in one call.
  * @return 0, or -EINVAL (bad arguments)
  */
 int isth_sched_round_view(

@@ -127,6 +127,10 @@ Test(sched, save_refuses_inconsistent)
 	"isthmus-schedule 3\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \
 	"round-ns 1000\nepoch runtime\npayload-bytes 10\nchunk-bytes 0\nmemory-bytes 0\n"
 
+#define V4HEAD \
+	"isthmus-schedule 4\nislands 3\nisland 0 A\nisland 1 B\nisland 2 C\n" \
+	"round-ns 1000\nepoch runtime\npayload-bytes 10\nchunk-bytes 0\nmemory-bytes 0\n"
+
 struct badsched {
 	const char *text;
 	const char *err;
@@ -156,7 +160,33 @@ static const struct badsched bad[] = {
 	{V3HEAD "dtype fp32 int32\n", "f:11: unknown or malformed line 'dtype'"},
 	{V3HEAD "dtype bf16\ndtype bf16\n", "f:12: duplicate 'dtype' (first on line 11)"},
 	{V3HEAD BODY "replication edge\n", "f:16: unknown or malformed line 'replication'"},
-	{"isthmus-schedule 4\n", "f:1: unsupported version '4' (this loader reads 1 to 3)"},
+	{"isthmus-schedule 5\n", "f:1: unsupported version '5' (this loader reads 1 to 4)"},
+	/* version 4's tree lines: a spanning tree of a round of one clique of all */
+	{V3HEAD BODY "tree 0 0 -,0,0\n",
+		"f:16: 'tree' needs 'isthmus-schedule 4' or later on line 1"},
+	{V4HEAD BODY "tree 0 0 -,0\n", "f:16: tree 0 0: 2 parents for 3 islands (not spanning)"},
+	{V4HEAD BODY "tree 0 0 -,0,0,1\n", "f:16: tree 0 0: 4 parents for 3 islands"},
+	{V4HEAD BODY "tree 0 0 -,0,3\n",
+		"f:16: tree 0 0: bad parent list '-,0,3' (island ids and one '-')"},
+	{V4HEAD BODY "tree 0 0 -,x,0\n",
+		"f:16: tree 0 0: bad parent list '-,x,0' (island ids and one '-')"},
+	{V4HEAD BODY "tree 0 0 -,,0\n",
+		"f:16: tree 0 0: bad parent list '-,,0' (island ids and one '-')"},
+	{V4HEAD BODY "tree 0 0 -,0,0,\n",
+		"f:16: tree 0 0: bad parent list '-,0,0,' (island ids and one '-')"},
+	{V4HEAD BODY "tree 0 0 -,0,-\n", "f:16: tree 0 0: two roots (islands 0 and 2)"},
+	{V4HEAD BODY "tree 0 0 1,2,0\n", "f:16: tree 0 0: no root ('-'): a cycle"},
+	{V4HEAD BODY "tree 0 0 -,2,1\n", "f:16: tree 0 0: cycle through island 1: not spanning"},
+	{V4HEAD BODY "tree 0 0 -,1,0\n", "f:16: tree 0 0: cycle: island 1 is its own parent"},
+	{V4HEAD BODY "tree 0 0 -,0,0\ntree 0 0 -,0,1\n",
+		"f:17: tree 0 0: duplicate (first on line 16)"},
+	{V4HEAD BODY "tree 0 1 -,0,0\n", "f:16: tree 0 1: out of order (expected tree 0)"},
+	{V4HEAD BODY "tree 0 8 -,0,0\n", "f:16: tree: bad tree '8' (0..7)"},
+	{V4HEAD BODY "tree 1 0 -,0,0\n", "f:16: tree: bad round '1' (a round defined above)"},
+	{V4HEAD "rounds 1\ntree 0 0 -,0,0\n", "f:12: tree: bad round '0' (a round defined above)"},
+	{V4HEAD "rounds 1\nround 0 0x3 0x4\ntree 0 0 -,0,0\n",
+		"f:13: tree 0 0: a tree needs a round that is one clique of all islands"},
+	{V4HEAD BODY "tree 0 0\n", "f:16: unknown or malformed line 'tree'"},
 	/* version 2's route lines: a loop-free path inside the sender's clique, once */
 	{HEAD BODY "route 0 0 1 0,1\n", "f:16: unknown or malformed line 'route'"},
 	{V2HEAD BODY "route 1 0 1 0,1\n", "f:16: route: bad round '1' (a round defined above)"},
@@ -585,4 +615,94 @@ Test(sched, planned_for_v3)
 	cr_assert_null(isth_sched_dtype(s, NULL));
 	isth_sched_free(s);
 	unlink(path);
+}
+
+/*
+ * Reduction trees (version 4): what is set is what is written and read
+ * back, chunk c rides tree c mod k, and the writer uses version 4 only
+ * when a round has a tree.
+ */
+Test(sched, trees_v4_round_trip)
+{
+	char err[256] = "", path[] = "/tmp/isth-sched-tree-XXXXXX", line_buf[128];
+	struct isth_sched *s = build(), *l;
+	uint64_t all = 0xf, rate = 100000000000ULL;
+	/* tree 0 rooted at NYC: LON under NYC, TYO and SIN under LON;
+	 * tree 1 rooted at SIN: a chain NYC -> LON -> TYO -> SIN */
+	const int t0[4] = {-1, 0, 1, 1}, t1[4] = {1, 2, 3, -1};
+	int par[4], line = -1, fd, lines = 0, magic = 0;
+	struct isth_sched_round_view v;
+	FILE *f;
+
+	/* round 0 is two cliques: no tree there */
+	cr_assert_eq(isth_sched_set_tree(s, 0, 0, t0), -EINVAL);
+	cr_assert_eq(isth_sched_set_round(s, 0, 1, &all), 0);
+	cr_assert_eq(isth_sched_set_tree(s, 0, 1, t1), -EINVAL, "out of order");
+	cr_assert_eq(isth_sched_set_tree(s, 0, 0, t1), 0);
+	cr_assert_eq(isth_sched_set_tree(s, 0, 0, t0), 0, "replacing tree 0");
+	cr_assert_eq(isth_sched_set_tree(s, 0, 1, t1), 0);
+	{
+		const int two_roots[4] = {-1, 0, -1, 2}, cycle[4] = {-1, 2, 3, 1},
+			  range[4] = {-1, 0, 4, 0}, self[4] = {-1, 1, 0, 0};
+
+		cr_assert_eq(isth_sched_set_tree(s, 0, 2, two_roots), -EINVAL);
+		cr_assert_eq(isth_sched_set_tree(s, 0, 2, cycle), -EINVAL);
+		cr_assert_eq(isth_sched_set_tree(s, 0, 2, range), -EINVAL);
+		cr_assert_eq(isth_sched_set_tree(s, 0, 2, self), -EINVAL);
+		cr_assert_eq(isth_sched_set_tree(s, 0, ISTH_SCHED_MAX_TREES, t0), -EINVAL);
+		cr_assert_eq(isth_sched_set_tree(s, 2, 0, t0), -EINVAL);
+	}
+	cr_assert_eq(isth_sched_n_trees(s, 0), 2);
+	cr_assert_eq(isth_sched_n_trees(s, 1), 0);
+	/* round 0 is now one clique: every island sends */
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(isth_sched_set_sender(s, 0, i, 0, 1, NULL, &rate), 0);
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(isth_sched_save(s, path, err, sizeof(err)), 0, "%s", err);
+	isth_sched_free(s);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	while (fgets(line_buf, sizeof(line_buf), f)) {
+		magic += strcmp(line_buf, "isthmus-schedule 4\n") == 0;
+		lines += strcmp(line_buf, "tree 0 0 -,0,1,1\n") == 0;
+		lines += strcmp(line_buf, "tree 0 1 1,2,3,-\n") == 0;
+	}
+	fclose(f);
+	cr_assert(magic == 1 && lines == 2, "magic %d tree lines %d", magic, lines);
+
+	l = isth_sched_load(path, err, sizeof(err));
+	unlink(path);
+	cr_assert_not_null(l, "%s", err);
+	cr_assert_eq(isth_sched_n_trees(l, 0), 2);
+	cr_assert_eq(isth_sched_n_trees(l, 2), 2, "modulo the cycle");
+	cr_assert_eq(isth_sched_n_trees(l, 1), 0);
+	cr_assert_eq(isth_sched_tree(l, 0, 0, par, &line), 0);
+	cr_assert_arr_eq(par, t0, sizeof(t0));
+	cr_assert_gt(line, 1);
+	cr_assert_eq(isth_sched_tree(l, 0, 1, par, NULL), 0);
+	cr_assert_arr_eq(par, t1, sizeof(t1));
+	cr_assert_eq(isth_sched_tree(l, 0, 2, par, NULL), -EINVAL);
+	cr_assert_eq(isth_sched_tree(l, 1, 0, par, NULL), -EINVAL);
+	cr_assert_eq(isth_sched_tree_of_chunk(l, 0, 0), 0);
+	cr_assert_eq(isth_sched_tree_of_chunk(l, 0, 7), 1);
+	cr_assert_eq(isth_sched_tree_of_chunk(l, 0, 4096), 0);
+	cr_assert_eq(isth_sched_tree_of_chunk(l, 1, 3), -ENOENT);
+	/* the view: LON's parent is NYC in tree 0 (children TYO, SIN), TYO in tree 1 (child NYC) */
+	cr_assert_eq(isth_sched_round_view(l, 0, 1, &v), 0);
+	cr_assert_eq(v.n_trees, 2);
+	cr_assert_eq(v.tree_parent[0], 0);
+	cr_assert_eq(v.tree_children[0], 0xc);
+	cr_assert_eq(v.tree_parent[1], 2);
+	cr_assert_eq(v.tree_children[1], 0x1);
+	cr_assert_eq(isth_sched_round_view(l, 0, 3, &v), 0);
+	cr_assert_eq(v.tree_parent[1], -1);
+	cr_assert_eq(v.tree_children[1], 0x4);
+	cr_assert_eq(isth_sched_round_view(l, 1, 3, &v), 0);
+	cr_assert_eq(v.n_trees, 0);
+	/* a new partition drops the round's trees */
+	cr_assert_eq(isth_sched_set_round(l, 0, 1, &all), 0);
+	cr_assert_eq(isth_sched_n_trees(l, 0), 0);
+	isth_sched_free(l);
 }
