@@ -1364,3 +1364,57 @@ Test(plan, nine_city_files_load)
 	cr_assert_float_eq(isth_topo_latency(t, 0, 8), 104.804, 1e-9);
 	isth_topo_free(t);
 }
+
+static struct isth_topo *
+sixty_four(void)
+{
+	char err[256] = "";
+	struct isth_topo *t = isth_topo_load(SRCDIR "/conf/topologies/sixty-four-site-sites.csv",
+		SRCDIR "/conf/topologies/sixty-four-site-links.csv", err, sizeof(err));
+
+	cr_assert_not_null(t, "%s", err);
+	cr_assert_eq(isth_topo_n(t), 64);
+	return t;
+}
+
+/*
+ * At M = 0 a clique's arrivals at each receiver must start together:
+ * t_j + l_ji = t_k + l_ki for every receiver i and contributors j, k, so
+ * l_ki - l_ji may not depend on i. On the 64-site WAN it does (found here
+ * from the latencies alone), so all-to-all and regional are infeasible;
+ * the planner says so structurally (it used to run the LP for a minute and
+ * exit 5). Asserted: the answer and its reason, not the time.
+ */
+Test(plan, sixty_four_sites_cannot_align_without_memory, .timeout = 120)
+{
+	struct isth_topo *t = sixty_four();
+	struct isth_plan_params p;
+	struct isth_plan_cliques *s;
+	struct isth_plan_result *r;
+	double worst = 0;
+
+	/* receivers 2 and 3 disagree on contributors 0 and 1 by more than 1 ns */
+	worst = fabs((isth_topo_latency(t, 1, 2) - isth_topo_latency(t, 0, 2)) -
+		(isth_topo_latency(t, 1, 3) - isth_topo_latency(t, 0, 3)));
+	cr_assert_gt(worst, 1e-6, "these four happen to align: %g ms", worst);
+	isth_plan_params_default(&p);
+	s = isth_plan_cliques_family(t, "all-to-all");
+	r = solve(t, s, &p);
+	cr_assert_not(isth_plan_result_feasible(r));
+	cr_assert(strncmp(isth_plan_result_binding(r), "memory: M=0 B cannot hold clique {NAE1,",
+			  39) == 0,
+		"%s", isth_plan_result_binding(r));
+	cr_assert_eq(isth_plan_result_lp_iterations(r), 0, "no LP was needed");
+	isth_plan_result_free(r);
+	isth_plan_cliques_free(s);
+	/* regional: the first region of eight cannot align either */
+	s = isth_plan_cliques_family(t, "regional");
+	r = solve(t, s, &p);
+	cr_assert_not(isth_plan_result_feasible(r));
+	cr_assert_str_eq(isth_plan_result_binding(r),
+		"memory: M=0 B cannot hold clique {NAE1,NAE2,NAE3,NAE4,NAE5,NAE6,NAE7,NAE8} "
+		"(arrivals cannot align)");
+	isth_plan_result_free(r);
+	isth_plan_cliques_free(s);
+	isth_topo_free(t);
+}
