@@ -7,7 +7,8 @@
  * linear row per link over per-stream rate columns y_j >= 1/u_j, and that
  * one-dimensional convex bound is imposed by tangents (cutting planes),
  * added lazily with the memory rows until the LP optimum satisfies
- * everything. GLPK is confined to this file.
+ * everything. GLPK is confined to this file. Rounds of reduction trees
+ * are not LPs: tree.c models them.
  */
 #include <errno.h>
 #include <float.h>
@@ -996,8 +997,12 @@ solve_worker(void *arg)
 		if (J->dup[k] >= 0)
 			continue;
 		J->o[k].iters = 0;
-		J->ret[k] =
-			plan_solve_round(J->t, J->s->ncl[k], &J->s->cl[k * NMAX], J->p, &J->o[k]);
+		if (J->s->ntree[k] > 0) /* a reduction-tree round: its model, no LP */
+			J->ret[k] = plan_tree_round(J->t, J->s->ntree[k],
+				(const int8_t(*)[NMAX])J->s->tpar[k], J->p, &J->o[k]);
+		else
+			J->ret[k] = plan_solve_round(
+				J->t, J->s->ncl[k], &J->s->cl[k * NMAX], J->p, &J->o[k]);
 		if (J->ret[k] < 0 || !J->o[k].feasible) {
 			pthread_mutex_lock(&J->mu);
 			if (k < J->stop)
@@ -1031,10 +1036,12 @@ find_dups(const struct isth_plan_cliques *s, int *dup)
 	if (key == NULL)
 		return; /* no cache: every round is solved */
 	for (k = 0; k < s->nrounds; k++) {
+		if (s->ntree[k] > 0)
+			continue; /* its trees make it its own round */
 		memcpy(key[k], &s->cl[k * NMAX], s->ncl[k] * sizeof(uint64_t));
 		qsort(key[k], s->ncl[k], sizeof(uint64_t), cmp_u64);
 		for (q = 0; q < k && dup[k] < 0; q++)
-			if (s->ncl[q] == s->ncl[k] && dup[q] < 0 &&
+			if (s->ncl[q] == s->ncl[k] && dup[q] < 0 && s->ntree[q] == 0 &&
 				memcmp(key[q], key[k], s->ncl[k] * sizeof(uint64_t)) == 0)
 				dup[k] = q;
 	}
@@ -1085,6 +1092,7 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_cliques *s,
 	r->nrounds = s->nrounds;
 	r->payload = p->payload_bytes;
 	r->memory = p->memory_bytes;
+	r->chunk = p->chunk_bytes;
 	r->t = calloc((size_t)s->nrounds * s->n, sizeof(double));
 	r->D = calloc((size_t)s->nrounds * s->n, sizeof(double));
 	r->Tr = calloc(s->nrounds, sizeof(double));
