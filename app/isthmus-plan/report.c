@@ -184,6 +184,29 @@ print_table_rows(const struct cli *c, const struct plan_run *run)
 	printf("\n\n");
 }
 
+/* The tree family at memory @p mem: the same semantics as the ring (an exact sum each step). */
+static void
+print_tree_lines(
+	const struct plan_run *run, const struct baseline *b, double mem, const char *mb, double C)
+{
+	int k;
+
+	for (k = 0; k < run->nrows; k++) {
+		const struct row *R = &run->rows[k];
+
+		if (strcmp(R->name, "tree") != 0 || R->memory != mem)
+			continue;
+		if (R->feasible)
+			printf("  reduction trees (%d), exact global sum each step, M=%s: %.1f ms "
+			       "per "
+			       "step, %.2f of the ring's, GPU idle %.1f %%\n",
+				isth_plan_cliques_ntrees(R->s, 0), mb, R->T, R->T / b->ring_ms,
+				100 * R->T / (C + R->T));
+		else
+			printf("  reduction trees, M=%s: infeasible\n", mb);
+	}
+}
+
 /* The table's last part: the synchronous all-reduce against the winner. */
 static void
 print_table_baseline(const struct isth_topo *topo, const struct cli *c, const struct plan_run *run,
@@ -210,6 +233,7 @@ print_table_baseline(const struct isth_topo *topo, const struct cli *c, const st
 		char mb[32];
 
 		fmt_bytes(c->mems[m], mb, sizeof(mb));
+		print_tree_lines(run, b, c->mems[m], mb, C);
 		for (k = 0; k < run->nrows; k++) {
 			const struct row *R = &run->rows[k];
 
@@ -225,10 +249,10 @@ print_table_baseline(const struct isth_topo *topo, const struct cli *c, const st
 					mb);
 		}
 	}
-	printf("  rotating %s (overlaps compute, staleness %.1f ms): step %.1f ms, GPU idle "
+	printf("  %s%s (overlaps compute, staleness %.1f ms): step %.1f ms, GPU idle "
 	       "%.1f %%, throughput %.2fx %s all-reduce\n\n",
-		W->name, W->obj, step, 100 * (step - C) / step, (C + b->base_ms) / step,
-		b->base_name);
+		strcmp(W->name, "tree") == 0 ? "" : "rotating ", W->name, W->obj, step,
+		100 * (step - C) / step, (C + b->base_ms) / step, b->base_name);
 }
 
 void

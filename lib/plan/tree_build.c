@@ -28,7 +28,8 @@ static const double betas[NBETA] = {1, 4, 16};
 /* The topology's directed links, read once. */
 struct tb {
 	const struct isth_topo *t;
-	const struct isth_plan_params *p;
+	const struct isth_plan_params *p; /* = &pp */
+	struct isth_plan_params pp; /* the caller's, without --max-round-ms */
 	int n, ndl;
 	int *from, *to;
 	double *lat, *cap;
@@ -94,7 +95,11 @@ tb_init(struct tb *B, const struct isth_topo *t, const struct isth_plan_params *
 
 	memset(B, 0, sizeof(*B));
 	B->t = t;
-	B->p = p;
+	/* trees are chosen by T alone: a cap on T is applied when the round is
+	 * solved, so that a round over it is reported as such (completion) */
+	B->pp = *p;
+	B->pp.max_round_ms = 0;
+	B->p = &B->pp;
 	B->n = isth_topo_n(t);
 	B->ndl = isth_topo_ndlinks(t);
 	B->from = calloc(B->ndl, sizeof(int));

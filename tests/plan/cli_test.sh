@@ -167,4 +167,42 @@ for bad in 0 17 1.5 x; do
 	[ $? -eq 2 ] || fail "--threads $bad exit code"
 	grep -q "^isthmus-plan: --threads: an integer 1..16, not '$bad'" "$tmp/err" || fail "--threads $bad message"
 done
+# the tree family: named by --help, an exact sum (A = 1) below the ring
+# model on nine cities at 1.3 GB, written as a version 4 schedule with one
+# tree line of nine parents and one root, a send line per island, no routes
+"$plan" --help | grep -q "tree: an exact global sum every round" || fail "--help names tree"
+# shellcheck disable=SC2086
+"$plan" $topo --payload-bytes 1.3G --schedule tree --format csv --quiet \
+	--out "$tmp/tree.sched" >"$tmp/tree.csv" || fail "tree run"
+awk -F, 'NR == 2 && $1 == "tree" && $3 == 1 && $5 == 1 && $4 > 0 && $4 < $16 {ok = 1}
+	END {exit !ok}' "$tmp/tree.csv" || fail "tree row (T below ring): $(cat "$tmp/tree.csv")"
+head -1 "$tmp/tree.sched" | grep -qx 'isthmus-schedule 4' || fail "tree schedule version"
+[ "$(grep -c '^tree 0 ' "$tmp/tree.sched")" -ge 1 ] || fail "tree lines"
+awk '$1 == "tree" && $3 == 0 { n = split($4, p, ","); for (i = 1; i <= n; i++) r += p[i] == "-";
+	ok = n == 9 && r == 1 } END { exit !ok }' "$tmp/tree.sched" || fail "tree 0 parents"
+[ "$(grep -c '^send 0 ' "$tmp/tree.sched")" -eq 9 ] || fail "tree send lines"
+! grep -q '^route ' "$tmp/tree.sched" || fail "route lines in a tree round"
+# shellcheck disable=SC2086
+"$plan" $topo --payload-bytes 1.3G --schedule tree --quiet >"$tmp/tree.txt" || fail "tree table"
+grep -q "^  reduction trees ([1-8]), exact global sum each step, M=0: [0-9.]* ms per step, 0\.[0-9]* of the ring's" \
+	"$tmp/tree.txt" || fail "tree line beside the ring: $(cat "$tmp/tree.txt")"
+# a round-time cap below what any tree can do: no schedule (exit 3)
+# shellcheck disable=SC2086
+"$plan" $topo --payload-bytes 1.3G --schedule tree --max-round-ms 100 --quiet >"$tmp/cap.txt"
+[ $? -eq 3 ] || fail "tree under --max-round-ms: exit code"
+grep -q "completion: T=" "$tmp/cap.txt" || fail "tree under --max-round-ms: reason"
+
+# 64 sites: all-to-all at M = 0 cannot align and says so (exit 3, not the
+# solver's exit 5 after a minute); the checked-in topology is the generator's
+s64="--sites $src/conf/topologies/sixty-four-site-sites.csv --links $src/conf/topologies/sixty-four-site-links.csv"
+# shellcheck disable=SC2086
+"$plan" $s64 --payload-bytes 1G --schedule all-to-all --quiet >"$tmp/a64.txt"
+[ $? -eq 3 ] || fail "64-site all-to-all at M = 0: exit code"
+grep -q "memory: M=0 B cannot hold clique {NAE1," "$tmp/a64.txt" || fail "64-site reason"
+if command -v python3 >/dev/null; then
+	python3 "$src/tests/plan/gen_topology.py" --sites "$tmp/g.sites" --links "$tmp/g.links" \
+		|| fail "generator"
+	cmp -s "$tmp/g.sites" "$src/conf/topologies/sixty-four-site-sites.csv" || fail "64 sites differ"
+	cmp -s "$tmp/g.links" "$src/conf/topologies/sixty-four-site-links.csv" || fail "64 links differ"
+fi
 echo "PASS"
