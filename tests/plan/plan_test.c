@@ -1605,3 +1605,28 @@ Test(plan, tree_nine_cities_beats_ring, .timeout = 60)
 	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
+
+/*
+ * Search weighs the tree family whole: on the line its objective is
+ * 1.5 x 140 = 210 ms; all-to-all there needs D >= 200 ms on B->C (two
+ * streams of 1.25 GB at 100 Gbit/s) so 1.5 x (200 + 20) at least, and
+ * anything slower to mix is worse, so search returns the tree.
+ */
+Test(plan, search_weighs_the_tree)
+{
+	struct isth_topo *t = topo(LINE_SITES, LINE_LINKS);
+	struct isth_plan_params p = exact_params(1.25e9, 0);
+	struct isth_plan_cliques *s;
+	struct isth_plan_result *r;
+	int cut = 0;
+
+	s = isth_plan_search(t, &p, NULL, 200, 60, 1, &cut, NULL, NULL);
+	cr_assert_not_null(s);
+	cr_assert_str_eq(isth_plan_cliques_name(s), "search");
+	cr_assert_eq(isth_plan_cliques_ntrees(s, 0), 1);
+	r = solve(t, s, &p);
+	cr_assert_float_eq(isth_plan_result_T(r), 140, 1e-9);
+	isth_plan_result_free(r);
+	isth_plan_cliques_free(s);
+	isth_topo_free(t);
+}
