@@ -170,7 +170,7 @@ done
 # the tree family: named by --help, an exact sum (A = 1) below the ring
 # model on nine cities at 1.3 GB, written as a version 4 schedule with one
 # tree line of nine parents and one root, a send line per island, no routes
-"$plan" --help | grep -q "tree: an exact global sum every round" || fail "--help names tree"
+"$plan" --help | grep -q "tree: an exact sum every round" || fail "--help names tree"
 # shellcheck disable=SC2086
 "$plan" $topo --payload-bytes 1.3G --schedule tree --format csv --quiet \
 	--out "$tmp/tree.sched" >"$tmp/tree.csv" || fail "tree run"
