@@ -1630,3 +1630,38 @@ Test(plan, search_weighs_the_tree)
 	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
+
+/*
+ * Two link-disjoint trees on K4 (every link 1 ms, 100 Gbit/s; P = 1.25 GB:
+ * one tree's pace is D = 100 ms): the paths A-B-C-D rooted at A and
+ * B-D-A-C rooted at C each cross every link of theirs once each way, so
+ * each carries P/2 and D = 50 ms. Every island starting at 0 (the best of
+ * the model's offsets here): in A's tree D, C, B forward at 0, 1, 2 and A
+ * completes at 3, down 3 more; C's tree the same: T = 50 + 6 = 56 ms. A
+ * holds its spreads 3 (A's tree) + 2 (C's tree) ms of P/(2 D) per ms:
+ * 5 x 12.5 MB = 62.5 MB.
+ */
+Test(plan, tree_two_disjoint_trees_halve_the_pace)
+{
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\nC,R,c\nD,R,d\n",
+		LINKS_HDR "A,B,1,100,x\nA,C,1,100,x\nA,D,1,100,x\nB,C,1,100,x\nB,D,1,100,x\n"
+			  "C,D,1,100,x\n");
+	struct isth_plan_params p = exact_params(1.25e9, 1e9);
+	uint64_t all = 0xf;
+	const uint64_t *cl[1] = {&all};
+	int one = 1, ta[4] = {-1, 0, 1, 2}, tc[4] = {2, 3, -1, 0};
+	struct isth_plan_cliques *s = isth_plan_cliques_new("k4", 4, 1, &one, cl);
+	struct isth_plan_result *r;
+
+	cr_assert_eq(isth_plan_cliques_set_tree(s, 0, 0, ta), 0);
+	cr_assert_eq(isth_plan_cliques_set_tree(s, 0, 1, tc), 0);
+	r = solve(t, s, &p);
+	cr_assert(isth_plan_result_feasible(r), "%s", isth_plan_result_binding(r));
+	cr_assert_float_eq(isth_plan_result_duration(r, 0, 0), 50, 1e-9);
+	cr_assert_float_eq(isth_plan_result_T(r), 56, 1e-9);
+	cr_assert_float_eq(isth_plan_result_peak_memory(r, t, s, 0), 62.5e6, 1);
+	cr_assert_float_eq(isth_plan_result_peak_memory(r, t, s, 3), 12.5e6, 1);
+	isth_plan_result_free(r);
+	isth_plan_cliques_free(s);
+	isth_topo_free(t);
+}
