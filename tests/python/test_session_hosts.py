@@ -6,12 +6,14 @@ talks to fake_edge.py, one fake edge socket per host (the edge's view of
 each host: its own address and its own AGG seqs), and the sums expected
 come from the closed-form values below."""
 import errno
+import socket
+import time
 
 import numpy as np
 import pytest
 
 import isthmus
-from fake_edge import CE, DATA, F_LAST, FakeEdge
+from fake_edge import CE, DATA, F_LAST, FP32, HDR, FakeEdge
 
 SELF, N = 1, 4
 PEERS = 1 << 0 | 1 << 2 | 1 << 3
@@ -162,3 +164,57 @@ def test_partial_names_the_hosts_chunk_ids():
             np.testing.assert_array_equal(out[CE:], (own + part)[2 * CE:])
     finally:
         e.close()
+
+
+def test_loopback_edges_serve_islands_of_two_hosts():
+    """isthmus.loopback with hosts=2: three islands of two hosts each; every
+    host gets the exact clique sum of its own range, and a DATA for a chunk
+    from the other host's address is refused."""
+    from isthmus.loopback import LoopbackEdges, host_ranges
+
+    n_isl, hosts, elems = 3, 2, 5 * CE + 17          # C = 6: chunks 0-2, 3-5
+    assert host_ranges(6, 2) == [(0, 3), (3, 3)]
+    assert host_ranges(7, 3) == [(0, 2), (2, 2), (4, 3)]
+    with LoopbackEdges(n_isl, elems, period=2.0, start_in=0.2,
+                       hosts=hosts) as edges:
+        ss = {}
+        try:
+            for k in range(n_isl):
+                for h in range(hosts):
+                    s = isthmus.Session(
+                        job=1, island=k, n_islands=n_isl, elems=elems,
+                        edge=("127.0.0.1", edges.ports[k]),
+                        bind=("127.0.0.1", 0), auth=False, grace=0.0,
+                        hosts=hosts, host=h)
+                    edges.register(k, s.local_port, host=h)
+                    ss[k, h] = s
+            rounds = {kh: s.wait_round(timeout=5).round for kh, s in ss.items()}
+            r = rounds[0, 0]
+            assert set(rounds.values()) == {r}
+            for (k, h), s in ss.items():
+                first, count = s.elem_range
+                s.send(r, val(k, r, elems).astype(np.float32)[first:first + count])
+            want = sum(val(k, r, elems) for k in range(n_isl))
+            for (k, h), s in ss.items():
+                first, count = s.elem_range
+                out = np.empty(count, np.float32)
+                res = s.result(r, out, timeout=5)
+                assert res.complete, (k, h, res.missing_str)
+                assert res.bitmap == (1 << n_isl) - 1
+                np.testing.assert_array_equal(
+                    out, want[first:first + count].astype(np.float32))
+            # every DATA so far came from its chunk's host
+            assert edges.stats["wrong_host"] == 0
+            # a DATA of chunk 4 (host 1's) from another address: refused
+            rogue = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            rogue.bind(("127.0.0.1", 0))
+            rogue.sendto(HDR.pack(0x4953, 1, DATA, 0, FP32, 0, 1, r, 4, 0, 0, 1,
+                                  0, 1) + bytes(4), ("127.0.0.1", edges.ports[0]))
+            rogue.close()
+            end = time.monotonic() + 2
+            while edges.stats["wrong_host"] == 0:
+                assert time.monotonic() < end, edges.stats
+                time.sleep(0.01)
+        finally:
+            for s in ss.values():
+                s.close()
