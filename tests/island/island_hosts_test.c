@@ -103,21 +103,6 @@ Test(island_hosts, split_refuses_what_has_no_range)
 
 /* ---- sessions ------------------------------------------------------------- */
 
-static int
-udp_socket(uint16_t *port)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-	cr_assert_geq(fd, 0);
-	a.sin_addr.s_addr = htonl(LOOPBACK);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	*port = ntohs(a.sin_port);
-	return fd;
-}
-
 static void
 send_to(int fd, uint16_t port, const void *buf, size_t len)
 {
@@ -283,7 +268,7 @@ Test(island_hosts, two_hosts_with_keys_send_and_sum_their_ranges)
 	int fd;
 
 	keys_load(&k, file1);
-	fd = udp_socket(&eport);
+	fd = fix_udp_socket(&eport);
 	for (unsigned int h = 0; h < 2; h++) {
 		struct isth_island_conf c = conf_of(eport, elems, 2, h);
 
@@ -441,7 +426,7 @@ Test(island_hosts, a_host_with_two_sockets_splits_its_own_range)
 	size_t n;
 	int fd;
 
-	fd = udp_socket(&eport);
+	fd = fix_udp_socket(&eport);
 	c = conf_of(eport, elems, 3, 1);
 	c.n_sockets = 2;
 	c.dtype = ISTH_WIRE_DTYPE_BF16;
