@@ -494,3 +494,73 @@ Test(island_hosts, a_host_with_two_sockets_splits_its_own_range)
 	isth_island_close(s);
 	close(fd);
 }
+
+/*
+ * Host 1 of 2 (chunks 2-4 of 5) with receive threads on two sockets and
+ * an edge sending two AGG streams (chunk c in stream c % 2, to socket
+ * c % 2, numbered per host): each socket's thread sums its own stream's
+ * chunks of the range, an AGG of host 0's chunk 1 is dropped as
+ * agg_range, and the range's sums are exact.
+ */
+Test(island_hosts, receive_threads_sum_a_hosts_range)
+{
+	const uint32_t elems = 4 * CE_PLAIN + 50, round = 6;
+	const struct fix_shape sh = {.n_chunks = NCH, .ce = CE_PLAIN, .elems = elems, .self = SELF};
+	uint64_t seq[2] = {0, 0};
+	struct isth_island_conf c;
+	struct isth_island_range rg;
+	struct isth_island_chunk ch[3];
+	struct isth_island_result res;
+	struct isth_island_stats st;
+	struct isth_island *s;
+	uint8_t buf[2048];
+	uint32_t *t, *out;
+	uint16_t eport;
+	size_t n;
+	int fd;
+
+	fd = fix_udp_socket(&eport);
+	c = conf_of(eport, elems, 2, 1);
+	c.n_sockets = 2;
+	c.rx_threads = true;
+	s = open_conf(&c);
+	isth_island_range(s, &rg);
+	cr_assert_eq(rg.first_chunk, 2);
+	cr_assert_eq(rg.n_chunks, 3);
+	t = malloc((size_t)rg.n_elems * 4);
+	out = malloc((size_t)rg.n_elems * 4);
+	for (uint32_t i = 0; i < rg.n_elems; i++)
+		t[i] = val_i32(SELF, round, rg.first_elem + i);
+	n = fix_round(buf, &sh, round, 0, PEERS, PEERS | 1u << SELF, T0 + 100 * MS);
+	buf[ISTH_WIRE_OFF_FLAGS] |= (uint8_t)(1u << 4); /* 2 streams: field 1 */
+	send_to(fd, isth_island_socket_port(s, 0), buf, n);
+	cr_assert_eq(isth_island_send(s, round, t, (size_t)rg.n_elems * 4), 0);
+	for (uint32_t ck = 1; ck < NCH; ck++) {
+		unsigned int k = ck % 2;
+
+		n = fix_agg(buf, &sh, ISTH_WIRE_DTYPE_INT32, round, ck, PEERS, seq[k]++, 0);
+		buf[ISTH_WIRE_OFF_FLAGS] |= (uint8_t)(k << 4);
+		send_to(fd, isth_island_socket_port(s, k), buf, n);
+	}
+	cr_assert_eq(
+		isth_island_result(s, round, out, (size_t)rg.n_elems * 4, ch, 3, &res, 2000 * MS),
+		0);
+	for (uint32_t j = 0; j < 3; j++) {
+		uint32_t ck = 2 + j;
+
+		cr_expect_eq(ch[j].bitmap, PEERS | 1u << SELF, "chunk %u", ck);
+		for (uint32_t i = 0; i < ch[j].count; i++)
+			cr_assert_eq(out[j * CE_PLAIN + i],
+				sum_i32(PEERS | 1u << SELF, round, ck * CE_PLAIN + i),
+				"chunk %u elem %u", ck, i);
+	}
+	isth_island_stats(s, &st);
+	cr_expect_eq(st.drop[ISTH_ISLAND_DROP_agg_range], 1);
+	cr_expect_eq(st.aggs_summed, 3);
+	cr_expect_eq(st.sock_streams[0], 1u << 0);
+	cr_expect_eq(st.sock_streams[1], 1u << 1);
+	free(t);
+	free(out);
+	isth_island_close(s);
+	close(fd);
+}
