@@ -207,10 +207,9 @@ send_round(struct isthd *d, uint64_t r)
 		p = (uint8_t *)rte_pktmbuf_append(m, ISTH_WIRE_HDR_SIZE + sizeof(b));
 		isth_wire_build_msg(p, ISTH_WIRE_HDR_SIZE + sizeof(b), &h, b, sizeof(b), NULL);
 	}
-	if (isthd_frame_to_island(d, m) < 0 || rte_ring_enqueue(d->ctl_ring, m) != 0) {
-		rte_pktmbuf_free(m);
+	/* to every host of the island (island.c) */
+	if (isthd_island_round_out(d, m) < 0)
 		isth_ctr_add(&d->ctl_st.drop[ISTHD_DROP_ctl_ring_full], 1);
-	}
 }
 
 static void

@@ -353,6 +353,19 @@ agg_rings_create(struct isthd *d, uint64_t agg_seq0, char *err, size_t err_size)
 					rte_strerror(rte_errno));
 			return -rte_errno;
 		}
+		d->workers[k].host_ring[0] = d->workers[k].agg_ring;
+		/* [access] island_hosts: host h's AGG stream k (auth off, so
+		 * from 0 like every stream; config.c refuses hosts with auth) */
+		for (unsigned int h = 1; h < d->cfg.n_island_hosts; h++) {
+			rc.first_seq = 0;
+			d->workers[k].host_ring[h] = isth_resend_create(&rc);
+			if (d->workers[k].host_ring[h] == NULL) {
+				snprintf(err, err_size,
+					"resend ring of worker %u, island host %u: %s", k, h,
+					rte_strerror(rte_errno));
+				return -rte_errno;
+			}
+		}
 	}
 	return 0;
 }
