@@ -222,6 +222,15 @@ isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err, size_t err_si
 	if (rc)
 		goto fail;
 	admission_init(d);
+	/* [access] island_hosts: every host owns at least one chunk */
+	if (d->cfg.n_island_hosts > d->shape.n_chunks) {
+		snprintf(err, err_size,
+			"%s: [access] island_hosts: %u hosts, but a round has %u chunks (the "
+			"schedule's payload): at most one host per chunk",
+			d->cfg.path, d->cfg.n_island_hosts, d->shape.n_chunks);
+		rc = -EINVAL;
+		goto fail;
+	}
 	return 0;
 fail:
 	isth_sched_free(d->sched);
