@@ -164,6 +164,7 @@ send_round(struct isthd *d, uint64_t r)
 	uint8_t b[ISTH_WIRE_ROUND_SIZE];
 	struct rte_mbuf *m;
 	uint8_t *p;
+	int rc;
 
 	view_of(d, r, &v);
 	memset(&body, 0, sizeof(body));
@@ -208,8 +209,11 @@ send_round(struct isthd *d, uint64_t r)
 		isth_wire_build_msg(p, ISTH_WIRE_HDR_SIZE + sizeof(b), &h, b, sizeof(b), NULL);
 	}
 	/* to every host of the island (island.c) */
-	if (isthd_island_round_out(d, m) < 0)
-		isth_ctr_add(&d->ctl_st.drop[ISTHD_DROP_ctl_ring_full], 1);
+	rc = isthd_island_round_out(d, m);
+	if (rc < 0)
+		isth_ctr_add(&d->ctl_st.drop[rc == -ENOMEM ? ISTHD_DROP_round_no_mbuf
+							   : ISTHD_DROP_ctl_ring_full],
+			1);
 }
 
 static void

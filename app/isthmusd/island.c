@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Frames to the island (doc/isthmusd.md, "Data path"): the Ethernet/IPv4/
- * UDP headers every frame to it carries (AGG, GONE, ROUND), and the one
- * server of the island's NACKs: worker k serves those of AGG stream k from
- * its resend ring, within its share of the island's budget, resends
- * resealed and GONEs sealed with its own engine (auth on), out through its
- * TX path (doc/protocol.md, "AGG streams").
+ * UDP headers every frame to one of its hosts carries (AGG, GONE, ROUND;
+ * [access] island_hosts, "An island of several hosts"), the ROUND to
+ * every host, and the one server of the island's NACKs: worker k serves
+ * those of host h's AGG stream k from its resend ring of host h, within
+ * its share of that host's budget, resends resealed and GONEs sealed with
+ * its own engine (auth on), out through its TX path (doc/protocol.md,
+ * "AGG streams").
  */
 #include <errno.h>
 #include <string.h>
@@ -129,7 +131,7 @@ isthd_island_round_out(struct isthd *d, struct rte_mbuf *m)
 	}
 	if (h < n) {
 		rte_pktmbuf_free_bulk(c, h);
-		return -ENOBUFS;
+		return -ENOMEM;
 	}
 	for (h = 0; h < n; h++)
 		if (isthd_frame_to_host(d, c[h], h) < 0)

@@ -288,8 +288,9 @@ int isthd_frame_to_host(const struct isthd *d, struct rte_mbuf *m, unsigned int 
  * chunk (isthd_chunk_host); anything else host 0. */
 int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m);
 /* The controller's ROUND @m (a message) framed to every host of the
- * island (a copy each) and put on the ctl ring; takes @m. 0, or -ENOBUFS
- * (counted by the caller) if a copy could not be made or queued. */
+ * island (a copy each) and put on the ctl ring; takes @m. 0, -ENOMEM (no
+ * mbuf for a copy) or -ENOBUFS (not framed or not queued): none of the
+ * copies leaves; the caller counts it. */
 int isthd_island_round_out(struct isthd *d, struct rte_mbuf *m);
 /* Worker @w: one island NACK of its AGG stream: seq ranges served from its
  * resend ring within its island allowance (resends resealed, GONEs
