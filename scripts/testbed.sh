@@ -212,7 +212,7 @@ clean_run() {
 	for ns in "${nss[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
 	# veths of older runs lived in the root namespace
 	for p in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' |
-		   grep -E "^t[aiwe]$rid[0-9]+$" || true); do
+		   grep -E "^t[aiwe]$rid[0-9]+$|^t[jk]$rid[0-9]+x[0-9]+$" || true); do
 		ip link del "$p" 2>/dev/null || true
 	done
 	rm -rf /var/run/dpdk/isth"$rid"* 2>/dev/null || true
