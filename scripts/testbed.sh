@@ -139,6 +139,19 @@ Faults:
                           edges' [access] island_sockets = S and the islands'
                           --sockets S --rx-threads on (AGG stream k to port
                           9471 + k % S, read by that socket's thread)
+  --island-hosts K        run: every island is K hosts (1..16, default 1), K
+                          namespaces behind its edge on a bridge (isth-RID-k
+                          is host 0, isth-RID-k-H host H, 10.10.k.(2+H)),
+                          each running isthmus-island --hosts K --host H for
+                          its chunk range; the edge's [access] island_hosts
+                          names them. K > 1 needs --auth off (its default
+                          then). Host H's log: island<k>.h<H>.log (host 0:
+                          island<k>.log)
+  --kill-island-host K:H[:R]
+                          kill -9 host H of island K at the start of round R
+                          (default 1): its peers' aggregates of its chunk
+                          range go partial, naming island K; the run does
+                          not wait for it (RUNDIR/killed says when)
   --metrics-port P        every edge serves its metrics ([metrics] listen) on
                           127.0.0.1:P in its own namespace (isth-RID-eK), so
                           runs side by side never collide; 0: a free port,
@@ -199,7 +212,7 @@ clean_run() {
 	for ns in "${nss[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
 	# veths of older runs lived in the root namespace
 	for p in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' |
-		   grep -E "^t[aiwe]$rid[0-9]+$" || true); do
+		   grep -E "^t[aiwe]$rid[0-9]+$|^t[jk]$rid[0-9]+x[0-9]+$" || true); do
 		ip link del "$p" 2>/dev/null || true
 	done
 	rm -rf /var/run/dpdk/isth"$rid"* 2>/dev/null || true
@@ -343,6 +356,9 @@ PMD=af_packet
 AUTH=on
 WORKERS=1
 ISOCKS=1
+IHOSTS=1
+KILL_HOST=
+AUTH_SET=0
 METRICS_PORT=
 EDGES=0
 ENVF=
@@ -384,9 +400,11 @@ while [ $# -gt 0 ]; do
 	--pause-wan) PAUSE=$2; shift 2 ;;
 	--keep) KEEP=$2; shift 2 ;;
 	--pmd) PMD=$2; shift 2 ;;
-	--auth) AUTH=$2; shift 2 ;;
+	--auth) AUTH=$2; AUTH_SET=1; shift 2 ;;
 	--workers) WORKERS=$2; shift 2 ;;
 	--island-sockets) ISOCKS=$2; shift 2 ;;
+	--island-hosts) IHOSTS=$2; shift 2 ;;
+	--kill-island-host) KILL_HOST=$2; shift 2 ;;
 	--metrics-port) METRICS_PORT=$2; shift 2 ;;
 	--edges) [ "$CMD" = up ] || die "--edges: only with up"; EDGES=1; shift ;;
 	--env) [ "$CMD" = up ] || die "--env: only with up"; ENVF=$(realpath -m "$2"); shift 2 ;;
@@ -405,6 +423,24 @@ case "$AUTH" in on|off) ;; *) die "--auth: on or off" ;; esac
 	die "--workers: 1 to 16"
 [[ "$ISOCKS" =~ ^[0-9]+$ ]] && [ "$ISOCKS" -ge 1 ] && [ "$ISOCKS" -le 16 ] ||
 	die "--island-sockets: 1 to 16"
+[[ "$IHOSTS" =~ ^[0-9]+$ ]] && [ "$IHOSTS" -ge 1 ] && [ "$IHOSTS" -le 16 ] ||
+	die "--island-hosts: 1 to 16"
+if [ "$IHOSTS" -gt 1 ]; then
+	[ "$CMD" = run ] || die "--island-hosts: only with run"
+	# isthmusd refuses [access] island_hosts of several hosts with auth
+	# on (the island's key and replay windows are one per island)
+	[ "$AUTH_SET" = 0 ] || [ "$AUTH" = off ] ||
+		die "--island-hosts $IHOSTS: needs --auth off (isthmusd refuses several island hosts with auth on)"
+	AUTH=off
+fi
+KILL_K=-1 KILL_H=-1 KILL_R=1
+if [ -n "$KILL_HOST" ]; then
+	[ "$CMD" = run ] || die "--kill-island-host: only with run"
+	[[ "$KILL_HOST" =~ ^([0-9]+):([0-9]+)(:([0-9]+))?$ ]] ||
+		die "--kill-island-host: K:H or K:H:R (island, host, round)"
+	KILL_K=${BASH_REMATCH[1]} KILL_H=${BASH_REMATCH[2]} KILL_R=${BASH_REMATCH[4]:-1}
+	[ "$KILL_H" -lt "$IHOSTS" ] || die "--kill-island-host: host $KILL_H is not below --island-hosts $IHOSTS"
+fi
 [ -z "$METRICS_PORT" ] || { [[ "$METRICS_PORT" =~ ^[0-9]+$ ]] && [ "$METRICS_PORT" -le 65535 ]; } ||
 	die "--metrics-port: 0 to 65535"
 case "$ROUTING" in capacity|shortest) ;; *) die "--routing: capacity or shortest" ;; esac
@@ -688,6 +724,7 @@ ELEMS=$(( (SCHED_PAYLOAD + 3) / 4 ))
 EDGE_MEM=$MEMORY_B
 NCHUNKS=$(( (SCHED_PAYLOAD + CHUNK_B - 1) / CHUNK_B ))
 FLOOR=$(( (NCHUNKS + 64) * 1472 * 2 ))
+[ "$IHOSTS" -le "$NCHUNKS" ] || die "--island-hosts $IHOSTS: more hosts than the round's $NCHUNKS chunks"
 [ "$EDGE_MEM" -ge "$FLOOR" ] || EDGE_MEM=$FLOOR
 # Unfinished chunks leave at the round's end + slack; the island waits for
 # them for a grace period past its deadline. A tail lost near the round's
@@ -720,6 +757,30 @@ veth() {
 # af_packet, would see partial checksums (doc/wan.md). Compute them here.
 no_offload() { ip netns exec "$1" ethtool -K "$2" tx off tso off gso off >/dev/null 2>&1 || true; }
 
+# --island-hosts K: island k's hosts on a bridge (br0 in isth-RID-bk) with
+# the edge's access link: host H in isth-RID-k (H = 0) or isth-RID-k-H,
+# eth0 10.10.k.(2+H), MAC mac 2 k (H = 0) or mac 16+H k
+island_host_ns() { if [ "$2" = 0 ]; then echo "isth-$RID-$1"; else echo "isth-$RID-$1-$2"; fi; }
+island_host_mac() { if [ "$2" = 0 ]; then mac 2 "$1"; else mac $((16 + $2)) "$1"; fi; }
+island_hosts_wire() {
+	local k=$1 h hns bns=isth-$RID-b$k
+	newns "$bns"
+	ip -n "$bns" link add br0 type bridge
+	ip -n "$bns" link set br0 up
+	veth "ti$RID$k" "$(mac 8 $k)" "$bns" up0 "ta$RID$k" "$(mac 1 $k)" "isth-$RID-e$k" "ta$RID$k"
+	ip -n "$bns" link set up0 master br0
+	for ((h = 0; h < IHOSTS; h++)); do
+		hns=$(island_host_ns "$k" "$h")
+		[ "$h" = 0 ] || newns "$hns"
+		veth "tj$RID${k}x$h" "$(island_host_mac "$k" "$h")" "$hns" eth0 \
+			"tk$RID${k}x$h" "$(mac $((32 + h)) $k)" "$bns" "tk$RID${k}x$h"
+		ip -n "$bns" link set "tk$RID${k}x$h" master br0
+		ip -n "$hns" addr add "10.10.$k.$((2 + h))/24" dev eth0
+		no_offload "$hns" eth0
+		ip -n "$hns" neigh replace "10.10.$k.1" lladdr "$(mac 1 $k)" dev eth0 nud permanent
+	done
+}
+
 # Every namespace of the run is isth-RID-*:
 #   isth-RID-w    isthmus-wan, one port (te) per site
 #   isth-RID-k    site k: an island (run, up --edges) or a host on the WAN (up)
@@ -737,10 +798,14 @@ for ((k = 0; k < N; k++)); do
 		# island eth0 (10.10.k.2) <-> ta [edge k] tw (10.0.k.1) <-> te [wan]
 		ens=isth-$RID-e$k
 		newns "$ens"
-		veth "ti$RID$k" "$(mac 2 $k)" "$ns" eth0 "ta$RID$k" "$(mac 1 $k)" "$ens" "ta$RID$k"
-		ip -n "$ns" addr add "10.10.$k.2/24" dev eth0
-		no_offload "$ns" eth0
-		ip -n "$ns" neigh replace "10.10.$k.1" lladdr "$(mac 1 $k)" dev eth0 nud permanent
+		if [ "$IHOSTS" -gt 1 ]; then
+			island_hosts_wire "$k"
+		else
+			veth "ti$RID$k" "$(mac 2 $k)" "$ns" eth0 "ta$RID$k" "$(mac 1 $k)" "$ens" "ta$RID$k"
+			ip -n "$ns" addr add "10.10.$k.2/24" dev eth0
+			no_offload "$ns" eth0
+			ip -n "$ns" neigh replace "10.10.$k.1" lladdr "$(mac 1 $k)" dev eth0 nud permanent
+		fi
 		veth "tw$RID$k" "$(mac 3 $k)" "$ens" "tw$RID$k" "te$RID$k" "$(mac 4 $k)" "$WNS" "te$RID$k"
 	else
 		# site eth0 (10.0.k.2) <-> te [wan], which answers for 10.0.k.1
@@ -900,8 +965,14 @@ write_edge_conf() {
 		# (access) or a peer edge (wan) are dropped in XDP (doc/xdp.md)
 		[ "$PMD" = af_xdp ] && echo "xdp_pin_sources = on"
 		echo "ip = 10.10.$k.1"
-		echo "island_ip = 10.10.$k.2"
-		echo "island_mac = $(mac 2 $k)"
+		if [ "$IHOSTS" -gt 1 ]; then
+			hl=
+			for ((h = 0; h < IHOSTS; h++)); do hl+=" 10.10.$k.$((2 + h))/$(island_host_mac "$k" "$h")"; done
+			echo "island_hosts =$hl"
+		else
+			echo "island_ip = 10.10.$k.2"
+			echo "island_mac = $(mac 2 $k)"
+		fi
 		[ "$ISOCKS" -gt 1 ] && echo "island_sockets = $ISOCKS"
 		echo "[wan]"
 		echo "tail_wait = 20ms"
@@ -954,17 +1025,30 @@ island_rounds() {
 		echo "$ROUNDS"
 	fi
 }
+# Host $2 (default 0) of island $1's log: island<k>.log, island<k>.h<H>.log.
+island_log() { if [ "${2:-0}" = 0 ]; then echo "$WORK/island$1.log"; else echo "$WORK/island$1.h$2.log"; fi; }
 start_island() {
-	local k=$1
-	local -a extra=()
+	local k=$1 h
+	local -a extra=() hx=()
 	[ "$k" = "$SILENT" ] && extra=(--stop-after 1)
 	if [ "$AUTH" = on ]; then extra+=(--key-file "$KEYD/island-$k.key"); else extra+=(--auth off); fi
 	[ "$ISOCKS" -gt 1 ] && extra+=(--sockets "$ISOCKS" --rx-threads on)
-	ip netns exec "isth-$RID-$k" "$ISLAND" --job 1 --island "$k" --islands "$N" \
-		--edge "10.10.$k.1:9471" --bind "10.10.$k.2:9471" --rounds "$(island_rounds "$k")" \
-		--dtype "$DTYPE" --elems "$ELEMS" --timeout $((margin + 30)) \
-		--grace "$GRACE" "${extra[@]}" >"$WORK/island$k.log" 2>&1 &
-	IPIDS[$k]=$!
+	# --island-hosts K: host h sends and gets its chunk range; host 0's
+	# pid in IPIDS, the others' in HPIDS (their logs in HLOGS)
+	for ((h = 0; h < IHOSTS; h++)); do
+		[ "$IHOSTS" = 1 ] || hx=(--hosts "$IHOSTS" --host "$h")
+		ip netns exec "$(island_host_ns "$k" "$h")" "$ISLAND" --job 1 --island "$k" --islands "$N" \
+			--edge "10.10.$k.1:9471" --bind "10.10.$k.$((2 + h)):9471" --rounds "$(island_rounds "$k")" \
+			--dtype "$DTYPE" --elems "$ELEMS" --timeout $((margin + 30)) \
+			--grace "$GRACE" "${extra[@]}" "${hx[@]}" >"$(island_log "$k" "$h")" 2>&1 &
+		echo $! >"$WORK/island$k.h$h.pid"
+		if [ "$h" = 0 ]; then
+			IPIDS[$k]=$!
+		else
+			HPIDS+=($!)
+			HLOGS+=("$(island_log "$k" "$h")")
+		fi
+	done
 }
 stop_pids() {
 	local p
@@ -975,6 +1059,8 @@ stop_pids() {
 EXTRA_ROUNDS=0
 EPIDS=()
 IPIDS=()
+HPIDS=()
+HLOGS=()
 GRACE=
 if [ "$EDGES" = 1 ]; then
 	# island K misses the rounds its edge is down (about 4 s a restart
@@ -1007,16 +1093,22 @@ if [ "$EDGES" = 1 ]; then
 			start_edge "$k" >"$WORK/edge$k.log"
 			EPIDS[$k]=$!
 		done
+		HPIDS=() HLOGS=()
 		[ "$CMD" = run ] && for ((k = 0; k < N; k++)); do start_island "$k"; done
 		# Wait for all of them (up to the timeout, even past the epoch:
 		# how long they took sizes the next try), then judge.
 		late=() notready=()
-		for ((k = 0; k < N + ${#IPIDS[@]}; k++)); do
+		for ((k = 0; k < N + ${#IPIDS[@]} + ${#HPIDS[@]}; k++)); do
 			if [ $k -lt $N ]; then
 				who="edge $k" pid=${EPIDS[$k]} log=$WORK/edge$k.log
 				re='isthmusd: island .* epoch [0-9]+ \(in'
-			else
+			elif [ $k -lt $((N + ${#IPIDS[@]})) ]; then
 				who="island $((k - N))" pid=${IPIDS[$((k - N))]} log=$WORK/island$((k - N)).log
+				re='^isthmus-island: island '
+			else
+				# --island-hosts: hosts 1.. of every island
+				log=${HLOGS[$((k - N - ${#IPIDS[@]}))]}
+				who="island host ${log##*/island}" pid=${HPIDS[$((k - N - ${#IPIDS[@]}))]}
 				re='^isthmus-island: island '
 			fi
 			rc=0
@@ -1031,7 +1123,7 @@ if [ "$EDGES" = 1 ]; then
 		done
 		[ ${#late[@]} -eq 0 ] && break
 		t_ready=$(date +%s%N)
-		stop_pids "${EPIDS[@]}" "${IPIDS[@]}"
+		stop_pids "${EPIDS[@]}" "${IPIDS[@]}" "${HPIDS[@]}"
 		if [ ${#notready[@]} -gt 0 ]; then
 			die "not ready within --ready-timeout ${READY_TIMEOUT}s: ${notready[*]} (logs in $WORK)"
 		fi
@@ -1041,7 +1133,7 @@ if [ "$EDGES" = 1 ]; then
 			die "not ready in time: ${late[*]} took $(( (t_ready - t_try) / 1000000 )) ms; the next try would pass --ready-timeout ${READY_TIMEOUT}s (logs in $WORK)"
 		echo "testbed: ${late[*]} ready only $(( (t_ready - t_try) / 1000000 )) ms after start, too close to the epoch; again with ${margin}s" >&2
 	done
-	PIDS+=("${EPIDS[@]}" "${IPIDS[@]}")
+	PIDS+=("${EPIDS[@]}" "${IPIDS[@]}" "${HPIDS[@]}")
 fi
 
 # --- up: the env file, then the user's command or a wait --------------------
@@ -1174,6 +1266,24 @@ if [ "$PAUSE_ROUND" -ge 0 ]; then
 	PIDS+=($!)
 fi
 
+# --kill-island-host K:H:R: kill -9 host H of island K at round R's start
+# (its peers then see partials of its chunk range); RUNDIR/killed says
+# when, for the tests.
+if [ "$KILL_K" -ge 0 ]; then
+	(
+		at=$(( EPOCH + KILL_R * T_NS ))
+		until [ "$(date +%s%N)" -ge "$at" ]; do
+			[ -e "/proc/$$" ] || exit 0
+			sleep 0.01
+		done
+		kill -KILL "$(cat "$WORK/island$KILL_K.h$KILL_H.pid")"
+		t0=$(date +%s%N)
+		echo "island $KILL_K host $KILL_H round $KILL_R epoch_ns $EPOCH round_ns $T_NS kill_ns $t0" >"$WORK/killed"
+		echo "testbed: killed host $KILL_H of island $KILL_K (kill -9) at round $KILL_R" >&2
+	) &
+	PIDS+=($!)
+fi
+
 echo "testbed: run $RID, $N islands, schedule $SCHED_NAME (T $PLANNED_MS ms planned at 1/$SCALE), $ROUNDS rounds, all ready, epoch in $(( (EPOCH - $(date +%s%N)) / 1000000 )) ms; logs in $WORK" >&2
 # Progress: island 0's per-round lines as they come.
 # (tail --pid: it ends with this script, whatever happens)
@@ -1182,7 +1292,7 @@ TAILPID=$!
 PIDS+=($TAILPID)
 
 ifail=0
-for p in "${IPIDS[@]}"; do
+for p in "${IPIDS[@]}" "${HPIDS[@]}"; do
 	wait "$p" || ifail=$((ifail + 1))
 done
 # SIGPIPE: bash reports no "Terminated" for it
@@ -1209,28 +1319,41 @@ for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 PIDS=()
 
 python3 - "$WORK" "$N" "$ROUNDS" "$SCHED_NAME" "$PLANNED_MS" "$ifail" \
-	"$(for ((k = 0; k < N; k++)); do island_rounds "$k"; done | paste -sd,)" <<'PY'
+	"$(for ((k = 0; k < N; k++)); do island_rounds "$k"; done | paste -sd,)" \
+	"$IHOSTS" "$KILL_K" "$KILL_H" <<'PY'
 import re, sys
 work, n, rounds, name, planned, ifail = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
 want = [int(x) for x in sys.argv[7].split(",")]
+# --island-hosts: every host's log (island<k>.log, island<k>.h<H>.log);
+# an island finished when every host did, but the one killed on purpose
+hosts, killed = int(sys.argv[8]), (int(sys.argv[9]), int(sys.argv[10]))
 keys = ["aggregates", "verified", "wrong", "partial", "missing", "nacks", "resent", "lost"]
 tot = dict.fromkeys(keys, 0)
 means, finished = [], 0
 for k in range(n):
-    line = None
-    for l in open("%s/island%d.log" % (work, k), errors="replace"):
-        if l.startswith("ISLAND "):
-            line = l
-    if line is None:
-        print("testbed: island %d printed no summary:" % k, file=sys.stderr)
-        print("".join(open("%s/island%d.log" % (work, k)).readlines()[-5:]), file=sys.stderr)
-        continue
-    f = dict(x.split("=", 1) for x in line.split()[1:])
-    for key in keys:
-        tot[key] += int(f[key])
-    if int(f["rounds"]) == want[k]:
+    done = 0
+    for h in range(hosts):
+        log = "%s/island%d.log" % (work, k) if h == 0 else "%s/island%d.h%d.log" % (work, k, h)
+        who = "island %d" % k if hosts == 1 else "island %d host %d" % (k, h)
+        if (k, h) == killed:
+            done += 1
+            continue
+        line = None
+        for l in open(log, errors="replace"):
+            if l.startswith("ISLAND "):
+                line = l
+        if line is None:
+            print("testbed: %s printed no summary:" % who, file=sys.stderr)
+            print("".join(open(log).readlines()[-5:]), file=sys.stderr)
+            continue
+        f = dict(x.split("=", 1) for x in line.split()[1:])
+        for key in keys:
+            tot[key] += int(f[key])
+        if int(f["rounds"]) == want[k]:
+            done += 1
+        means.append(float(f["round_ms_mean"]))
+    if done == hosts:
         finished += 1
-    means.append(float(f["round_ms_mean"]))
 mean = sum(means) / len(means) if means else 0.0
 # isthmus-wan's counters at exit less those printed when it took this
 # run's epoch (earlier tries' islands may have sent): bytes per directed

@@ -4,6 +4,7 @@
  * error carries file, line and key, and unknown keys are refused.
  * EAL-free, so tests/isthmusd/config_test.c runs it without DPDK.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -117,6 +118,99 @@ read_isthmusd(struct isth_conf *c, struct isthd_config *cfg)
 	return 0;
 }
 
+static unsigned int
+hex_digit(char ch)
+{
+	return isdigit((unsigned char)ch) ? (unsigned int)(ch - '0')
+					  : (unsigned int)(tolower((unsigned char)ch) - 'a' + 10);
+}
+
+/* "aa:bb:cc:dd:ee:ff" exactly (@len characters at @s) into @mac. */
+static bool
+parse_mac(const char *s, size_t len, uint8_t mac[6])
+{
+	unsigned int i;
+
+	if (len != 17)
+		return false;
+	for (i = 0; i < 17; i++)
+		if (i % 3 == 2 ? s[i] != ':' : !isxdigit((unsigned char)s[i]))
+			return false;
+	for (i = 0; i < 6; i++)
+		mac[i] = (uint8_t)(hex_digit(s[3 * i]) << 4 | hex_digit(s[3 * i + 1]));
+	return true;
+}
+
+/* One "A.B.C.D/aa:bb:cc:dd:ee:ff" of island_hosts (@len characters at @s). */
+static bool
+parse_host(const char *s, size_t len, struct isthd_island_host *h)
+{
+	const char *slash = memchr(s, '/', len);
+	char ip[INET_ADDRSTRLEN];
+	struct in_addr a;
+
+	if (slash == NULL || (size_t)(slash - s) >= sizeof(ip))
+		return false;
+	memcpy(ip, s, (size_t)(slash - s));
+	ip[slash - s] = '\0';
+	if (inet_pton(AF_INET, ip, &a) != 1)
+		return false;
+	h->ip = ntohl(a.s_addr);
+	return parse_mac(slash + 1, len - (size_t)(slash - s) - 1, h->mac);
+}
+
+/*
+ * [access] island_hosts = A.B.C.D/MAC ...: the island's hosts in order
+ * (host k owns the k-th chunk range of every round), whitespace between,
+ * 1..ISTHD_ISLAND_MAX_HOSTS of them, no address twice. Or island_ip and
+ * island_mac, the one host (required when island_hosts is not set).
+ */
+static int
+read_island_hosts(struct isth_conf *c, struct isthd_config *cfg)
+{
+	const char *v = NULL, *s, *e;
+	unsigned int n = 0;
+
+	TRY(isth_conf_str(c, "access", "island_hosts", false, NULL, &v));
+	if (v == NULL) {
+		TRY(isth_conf_ipv4(c, "access", "island_ip", true, 0, &cfg->island_ip));
+		TRY(isth_conf_mac(c, "access", "island_mac", true, NULL, cfg->island_mac));
+		cfg->island_hosts[0].ip = cfg->island_ip;
+		memcpy(cfg->island_hosts[0].mac, cfg->island_mac, 6);
+		cfg->n_island_hosts = 1;
+		return 0;
+	}
+	if (isth_conf_has(c, "access", "island_ip") || isth_conf_has(c, "access", "island_mac"))
+		return isth_conf_fail(c, "access", "island_hosts",
+			"set either island_hosts or island_ip and island_mac, not both");
+	for (s = v;; s = e) {
+		s += strspn(s, " \t");
+		if (*s == '\0')
+			break;
+		e = s + strcspn(s, " \t");
+		if (n == ISTHD_ISLAND_MAX_HOSTS)
+			return isth_conf_fail(c, "access", "island_hosts", "more than %u hosts",
+				ISTHD_ISLAND_MAX_HOSTS);
+		if (!parse_host(s, (size_t)(e - s), &cfg->island_hosts[n]))
+			return isth_conf_fail(c, "access", "island_hosts",
+				"host %u '%.*s' is not A.B.C.D/aa:bb:cc:dd:ee:ff", n + 1,
+				(int)(e - s), s);
+		for (unsigned int i = 0; i < n; i++)
+			if (cfg->island_hosts[i].ip == cfg->island_hosts[n].ip)
+				return isth_conf_fail(c, "access", "island_hosts",
+					"hosts %u and %u have the same address %.*s", i + 1, n + 1,
+					(int)(strchr(s, '/') - s), s);
+		n++;
+	}
+	if (n == 0)
+		return isth_conf_fail(c, "access", "island_hosts",
+			"empty: at least one A.B.C.D/aa:bb:cc:dd:ee:ff");
+	cfg->n_island_hosts = n;
+	cfg->island_ip = cfg->island_hosts[0].ip;
+	memcpy(cfg->island_mac, cfg->island_hosts[0].mac, 6);
+	return 0;
+}
+
 static int
 read_access(struct isth_conf *c, struct isthd_config *cfg)
 {
@@ -125,8 +219,7 @@ read_access(struct isth_conf *c, struct isthd_config *cfg)
 	if (!isth_conf_has_section(c, "access"))
 		return isth_conf_fail(c, "access", NULL, "section missing");
 	TRY(read_port(c, "access", &cfg->access));
-	TRY(isth_conf_ipv4(c, "access", "island_ip", true, 0, &cfg->island_ip));
-	TRY(isth_conf_mac(c, "access", "island_mac", true, NULL, cfg->island_mac));
+	TRY(read_island_hosts(c, cfg));
 	TRY(isth_conf_u64(c, "access", "island_port", false, cfg->udp_port, 1, 65535, &v));
 	cfg->island_port = (uint16_t)v;
 	/* the island's receiving sockets: AGG stream k goes to island_port +
@@ -395,6 +488,14 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 	TRY(read_agg(c, cfg));
 	TRY(read_tuning(c, cfg));
 	TRY(read_auth(c, cfg));
+	/* Several hosts share the island's UP key and sender id: their DATA
+	 * and NACK streams would share IVs and one replay window, and their
+	 * AGG streams too (doc/isthmusd.md, "An island of several hosts") */
+	if (cfg->auth && cfg->n_island_hosts > 1)
+		return isth_conf_fail(c, "access", "island_hosts",
+			"%u hosts need [auth] mode = off: several hosts of one island under one "
+			"key are not supported yet",
+			cfg->n_island_hosts);
 	TRY(read_metrics(c, cfg));
 	return isth_conf_check_unused(c);
 }

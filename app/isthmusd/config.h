@@ -16,6 +16,9 @@
 /* [access] island_sockets: the island's receiving sockets, one per AGG
  * stream at most (the 4-bit stream field, doc/protocol.md) */
 #define ISTHD_ISLAND_MAX_SOCKETS 16u
+/* [access] island_hosts: hosts of an island at most (doc/isthmusd.md,
+ * "An island of several hosts") */
+#define ISTHD_ISLAND_MAX_HOSTS 16u
 /* [wan] group_base default: 239.192.0.0, organisation-local scope (RFC 2365) */
 #define ISTHD_GROUP_BASE_DEFAULT 0xefc00000u
 /* Cycle rounds a schedule may have with replication = network: one /16 */
@@ -48,6 +51,14 @@ struct isthd_peer {
 	unsigned int line; /* of its [peer NAME] header */
 };
 
+/* One host of the island ([access] island_hosts): host k of K sends the
+ * DATA of, and receives the AGGs of, chunk ids [k*C/K, (k+1)*C/K) of
+ * every round (isthd_chunk_host) */
+struct isthd_island_host {
+	uint32_t ip; /* host order */
+	uint8_t mac[6];
+};
+
 struct isthd_port {
 	char dev[64]; /* DPDK port name ("net_ring_access") or id ("0") */
 	char xdp_iface[32]; /* net_af_xdp: interface running lib/xdp's program */
@@ -76,6 +87,11 @@ struct isthd_config {
 	uint32_t mbufs; /* mbufs in the packet pool */
 	/* [access] */
 	struct isthd_port access;
+	/* the island's hosts, 1..ISTHD_ISLAND_MAX_HOSTS: island_hosts, or
+	 * island_ip/island_mac as the one host; island_ip/island_mac are
+	 * host 0's either way */
+	struct isthd_island_host island_hosts[ISTHD_ISLAND_MAX_HOSTS];
+	unsigned int n_island_hosts;
 	uint32_t island_ip;
 	uint8_t island_mac[6];
 	uint16_t island_port;

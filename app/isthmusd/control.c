@@ -164,6 +164,7 @@ send_round(struct isthd *d, uint64_t r)
 	uint8_t b[ISTH_WIRE_ROUND_SIZE];
 	struct rte_mbuf *m;
 	uint8_t *p;
+	int rc;
 
 	view_of(d, r, &v);
 	memset(&body, 0, sizeof(body));
@@ -207,10 +208,12 @@ send_round(struct isthd *d, uint64_t r)
 		p = (uint8_t *)rte_pktmbuf_append(m, ISTH_WIRE_HDR_SIZE + sizeof(b));
 		isth_wire_build_msg(p, ISTH_WIRE_HDR_SIZE + sizeof(b), &h, b, sizeof(b), NULL);
 	}
-	if (isthd_frame_to_island(d, m) < 0 || rte_ring_enqueue(d->ctl_ring, m) != 0) {
-		rte_pktmbuf_free(m);
-		isth_ctr_add(&d->ctl_st.drop[ISTHD_DROP_ctl_ring_full], 1);
-	}
+	/* to every host of the island (island.c) */
+	rc = isthd_island_round_out(d, m);
+	if (rc < 0)
+		isth_ctr_add(&d->ctl_st.drop[rc == -ENOMEM ? ISTHD_DROP_round_no_mbuf
+							   : ISTHD_DROP_ctl_ring_full],
+			1);
 }
 
 static void

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Frames to the island (doc/isthmusd.md, "Data path"): the Ethernet/IPv4/
- * UDP headers every frame to it carries (AGG, GONE, ROUND), and the one
- * server of the island's NACKs: worker k serves those of AGG stream k from
- * its resend ring, within its share of the island's budget, resends
- * resealed and GONEs sealed with its own engine (auth on), out through its
- * TX path (doc/protocol.md, "AGG streams").
+ * UDP headers every frame to one of its hosts carries (AGG, GONE, ROUND;
+ * [access] island_hosts, "An island of several hosts"), the ROUND to
+ * every host, and the one server of the island's NACKs: worker k serves
+ * those of host h's AGG stream k from its resend ring of host h, within
+ * its share of that host's budget, resends resealed and GONEs sealed with
+ * its own engine (auth on), out through its TX path (doc/protocol.md,
+ * "AGG streams").
  */
 #include <errno.h>
 #include <string.h>
@@ -17,33 +19,39 @@
 #include "isthd.h"
 
 /*
- * The island's Ethernet/IPv4/UDP headers, built once at set-up (setup.c,
- * before the lcores start; read-only after): every frame to the island
- * has the same addresses, so a frame copies them and writes its lengths
- * and the IPv4 checksum (the template's sum plus the total length).
+ * The island's Ethernet/IPv4/UDP headers, one per host ([access]
+ * island_hosts), built once at set-up (setup.c, before the lcores start;
+ * read-only after): every frame to a host has the same addresses, so a
+ * frame copies them and writes its lengths and the IPv4 checksum (the
+ * template's sum plus the total length).
  */
 void
 isthd_frame_template(struct isthd *d)
 {
-	uint8_t *ip = d->island_frame + ISTH_WIRE_ETH_HDR_SIZE;
-	struct isth_wire_addr a;
-	uint32_t sum = 0;
-	unsigned int i, ns;
+	unsigned int i, h, ns, nh = RTE_MAX(d->cfg.n_island_hosts, 1u);
 
-	memset(&a, 0, sizeof(a));
-	memcpy(a.dst_mac, d->cfg.island_mac, 6);
-	memcpy(a.src_mac, d->access_mac, 6);
-	a.src_ip = d->cfg.access.ip;
-	a.dst_ip = d->cfg.island_ip;
-	a.src_port = d->cfg.udp_port;
-	a.dst_port = d->cfg.island_port;
-	/* no VLAN: the template is exactly ISTHD_ISLAND_HDR bytes */
-	isth_wire_put_frame_hdr(d->island_frame, sizeof(d->island_frame), &a, 0);
-	/* the IPv4 header's sum without its total length and checksum */
-	ip[2] = ip[3] = ip[10] = ip[11] = 0;
-	for (i = 0; i < ISTH_WIRE_IPV4_MIN_HDR_SIZE; i += 2)
-		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
-	d->island_frame_sum = sum;
+	for (h = 0; h < nh; h++) {
+		uint8_t *ip = d->island_frame[h] + ISTH_WIRE_ETH_HDR_SIZE;
+		struct isth_wire_addr a;
+		uint32_t sum = 0;
+
+		memset(&a, 0, sizeof(a));
+		/* a config not parsed (tests): island_ip/island_mac, host 0 */
+		memcpy(a.dst_mac,
+			d->cfg.n_island_hosts ? d->cfg.island_hosts[h].mac : d->cfg.island_mac, 6);
+		memcpy(a.src_mac, d->access_mac, 6);
+		a.src_ip = d->cfg.access.ip;
+		a.dst_ip = d->cfg.n_island_hosts ? d->cfg.island_hosts[h].ip : d->cfg.island_ip;
+		a.src_port = d->cfg.udp_port;
+		a.dst_port = d->cfg.island_port;
+		/* no VLAN: the template is exactly ISTHD_ISLAND_HDR bytes */
+		isth_wire_put_frame_hdr(d->island_frame[h], ISTHD_ISLAND_HDR, &a, 0);
+		/* the IPv4 header's sum without its total length and checksum */
+		ip[2] = ip[3] = ip[10] = ip[11] = 0;
+		for (i = 0; i < ISTH_WIRE_IPV4_MIN_HDR_SIZE; i += 2)
+			sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+		d->island_frame_sum[h] = sum;
+	}
 	/* the island's socket of each AGG stream; the template's UDP checksum
 	 * is 0 (none), so patching the port leaves nothing to recompute */
 	ns = d->cfg.island_sockets ? d->cfg.island_sockets : 1; /* 0: a config not parsed */
@@ -51,17 +59,17 @@ isthd_frame_template(struct isthd *d)
 		d->island_dport_be[i] = rte_cpu_to_be_16((uint16_t)(d->cfg.island_port + i % ns));
 }
 
-/* The island's address on every frame to it (AGG, GONE, ROUND): prepend
+/* Host @host's address on a frame to it (AGG, GONE, ROUND): prepend
  * Ethernet/IPv4/UDP to the message in @m. Per packet: lives here. AGG and
  * GONE go to the island socket of their stream ([access] island_sockets;
  * a resend keeps the frame, so the port, it was first sent with); a
  * ROUND's stream field is a count, it goes to island_port. */
 int
-isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
+isthd_frame_to_host(const struct isthd *d, struct rte_mbuf *m, unsigned int host)
 {
 	uint32_t msg = rte_pktmbuf_pkt_len(m);
 	uint32_t tot = ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE + msg;
-	uint32_t sum = d->island_frame_sum + tot;
+	uint32_t sum = d->island_frame_sum[host] + tot;
 	uint8_t *p, *ip, *udp, type;
 	uint16_t dport = 0;
 
@@ -77,7 +85,7 @@ isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
 	p = (uint8_t *)rte_pktmbuf_prepend(m, ISTHD_ISLAND_HDR);
 	if (p == NULL)
 		return -ENOSPC;
-	memcpy(p, d->island_frame, ISTHD_ISLAND_HDR);
+	memcpy(p, d->island_frame[host], ISTHD_ISLAND_HDR);
 	ip = p + ISTH_WIRE_ETH_HDR_SIZE;
 	udp = ip + ISTH_WIRE_IPV4_MIN_HDR_SIZE;
 	sum = (sum & 0xffff) + (sum >> 16);
@@ -93,12 +101,54 @@ isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
 	return 0;
 }
 
-/* A GONE to the island for @n ranges of @nack (its AGG stream: worker @w's),
- * framed, with room for the tag and (auth on) seq w->seq_gone++, sealed
- * with @w's engine. Counted in @w's counters (gone, sealed, drops). NULL
- * if it could not be built. */
+int
+isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m)
+{
+	unsigned int host = 0;
+
+	if (rte_pktmbuf_data_len(m) >= ISTH_WIRE_HDR_SIZE) {
+		const uint8_t *w = rte_pktmbuf_mtod(m, const uint8_t *);
+
+		if (w[ISTH_WIRE_OFF_TYPE] == ISTH_WIRE_AGG)
+			host = isthd_chunk_host(d, isth_wire_get_hdr_chunk(w));
+	}
+	return isthd_frame_to_host(d, m, host);
+}
+
+/* Every host gets the ROUND (each sends its chunks of the round): copies
+ * of the one message, same seq and tag, framed to each. */
+int
+isthd_island_round_out(struct isthd *d, struct rte_mbuf *m)
+{
+	unsigned int h, n = RTE_MAX(d->cfg.n_island_hosts, 1u);
+	struct rte_mbuf *c[ISTHD_ISLAND_MAX_HOSTS];
+
+	c[0] = m;
+	for (h = 1; h < n; h++) {
+		c[h] = rte_pktmbuf_copy(m, d->ctl_pool, 0, UINT32_MAX);
+		if (c[h] == NULL)
+			break;
+	}
+	if (h < n) {
+		rte_pktmbuf_free_bulk(c, h);
+		return -ENOMEM;
+	}
+	for (h = 0; h < n; h++)
+		if (isthd_frame_to_host(d, c[h], h) < 0)
+			break;
+	if (h < n || rte_ring_enqueue_bulk(d->ctl_ring, (void **)c, n, NULL) != n) {
+		rte_pktmbuf_free_bulk(c, n);
+		return -ENOBUFS;
+	}
+	return 0;
+}
+
+/* A GONE to host @host of the island for @n ranges of @nack (its AGG
+ * stream: worker @w's), framed, with room for the tag and (auth on) seq
+ * w->seq_gone++, sealed with @w's engine. Counted in @w's counters (gone,
+ * sealed, drops). NULL if it could not be built. */
 static struct rte_mbuf *
-island_gone(struct isthd_worker *w, const struct isth_wire_pkt *nack,
+island_gone(struct isthd_worker *w, const struct isth_wire_pkt *nack, unsigned int host,
 	const struct isth_wire_range *r, unsigned int n)
 {
 	struct isthd *d = w->d;
@@ -141,12 +191,13 @@ island_gone(struct isthd_worker *w, const struct isth_wire_pkt *nack,
 		}
 		isth_ctr_add(&st->sealed, 1);
 	}
-	if (isthd_frame_to_island(d, m) < 0) {
+	if (isthd_frame_to_host(d, m, host) < 0) {
 		isth_ctr_add(&st->drop[ISTHD_DROP_nack_no_mbuf], 1);
 		rte_pktmbuf_free(m);
 		return NULL;
 	}
 	isth_ctr_add(&st->gone, 1);
+	isth_ctr_add(&st->host[host][ISTHD_HOST_gone], 1);
 	return m;
 }
 
@@ -217,21 +268,27 @@ reseal_resent(struct isthd_worker *w, struct rte_mbuf **out, unsigned int n)
 /*
  * The island's NACKs are served from the AGG rings within a budget, so that
  * no NACK stream, even from the island's own address, makes the edge send
- * more than one round's AGGs per round: at most island_nack_cap repairs
- * per NACK, and per round of the edge's clock (d->current, whatever round
- * the NACK names) each stream's worker its share of island_budget (1/N,
- * rounded up; in its nack_budget, written by it only). A NACK cut short is
- * counted nack_budget; the island NACKs again later. @return repairs the
- * next NACK may get.
+ * more than one round's AGGs per round: per host of the island ([access]
+ * island_hosts), its chunks' worth per round (one host: the round's
+ * n_chunks), at most half of that per NACK, and per round of the edge's
+ * clock (d->current, whatever round the NACK names) each stream's worker
+ * its share (1/N, rounded up; in its nack_budget[host], written by it
+ * only). One host's NACKs never spend another's. A NACK cut short is
+ * counted nack_budget; the host NACKs again later. @return repairs the
+ * next NACK from @host may get.
  */
 static uint32_t
-island_allowance(struct isthd_worker *w)
+island_allowance(struct isthd_worker *w, unsigned int host)
 {
 	const struct isthd *d = w->d;
-	struct isthd_repair_budget *b = &w->nack_budget;
+	struct isthd_repair_budget *b = &w->nack_budget[host];
 	uint64_t cur = __atomic_load_n(&d->current, __ATOMIC_ACQUIRE);
-	uint32_t n = RTE_MAX(d->n_workers, 1u);
-	uint32_t share = (d->rep.island_budget + n - 1) / n;
+	uint32_t n = RTE_MAX(d->n_workers, 1u), k = RTE_MAX(d->cfg.n_island_hosts, 1u);
+	uint64_t c = d->rep.n_chunks;
+	/* host's chunks: [host*C/K, (host+1)*C/K) */
+	uint32_t budget = (uint32_t)RTE_MAX((host + 1) * c / k - host * c / k, 1ull);
+	uint32_t share = (budget + n - 1) / n;
+	uint32_t cap = k == 1 ? d->rep.island_nack_cap : (budget + 1) / 2;
 	uint32_t left;
 
 	if (b->round1 != cur + 1) {
@@ -239,41 +296,43 @@ island_allowance(struct isthd_worker *w)
 		b->used = 0;
 	}
 	left = share > b->used ? share - b->used : 0;
-	return left < d->rep.island_nack_cap ? left : d->rep.island_nack_cap;
+	return left < cap ? left : cap;
 }
 
-/* Seq ranges of worker @w's AGG stream, served from its resend ring within
- * its allowance: resends resealed and GONEs sealed with its engine (auth
- * on), out through its TX path. Bounded: the ring looks at most its size
- * of in-window sequences per NACK. */
+/* Seq ranges of host @host's AGG stream of worker @w, served from its
+ * resend ring within its allowance: resends resealed and GONEs sealed with
+ * its engine (auth on), out through its TX path. Bounded: the ring looks
+ * at most its size of in-window sequences per NACK. */
 static void
-serve_seqs(struct isthd_worker *w, const struct isth_wire_pkt *p,
+serve_seqs(struct isthd_worker *w, const struct isth_wire_pkt *p, unsigned int host,
 	const struct isth_wire_range *ranges, unsigned int n, uint64_t now_ns)
 {
 	struct isth_wire_range gone[ISTHD_BURST];
 	struct rte_mbuf *out[ISTHD_BURST + 1];
+	struct isth_resend *ring = w->host_ring[host];
 	struct isth_resend_cursor cur;
 	unsigned int n_gone, k;
 	uint32_t left;
 
-	if (isth_resend_nack_begin(w->agg_ring, &cur, ranges, n) < 0)
+	if (isth_resend_nack_begin(ring, &cur, ranges, n) < 0)
 		return; /* counted bad_nack by the ring */
-	left = island_allowance(w);
+	left = island_allowance(w, host);
 	while (!isth_resend_nack_done(&cur)) {
 		if (left == 0) {
 			isth_ctr_add(&w->st.drop[ISTHD_DROP_nack_budget], 1);
 			break;
 		}
-		k = isth_resend_nack_serve(w->agg_ring, &cur, now_ns, out,
+		k = isth_resend_nack_serve(ring, &cur, now_ns, out,
 			RTE_MIN(left, (uint32_t)ISTHD_BURST), gone, RTE_DIM(gone), &n_gone);
 		/* the budget counts what the ring served, sealed or not */
 		left -= k;
-		w->nack_budget.used += k;
+		w->nack_budget[host].used += k;
 		if (w->d->auth.on)
 			k = reseal_resent(w, out, k);
 		isth_ctr_add(&w->st.resent, k);
+		isth_ctr_add(&w->st.host[host][ISTHD_HOST_resent], k);
 		if (n_gone) {
-			struct rte_mbuf *g = island_gone(w, p, gone, n_gone);
+			struct rte_mbuf *g = island_gone(w, p, host, gone, n_gone);
 
 			if (g != NULL)
 				out[k++] = g;
@@ -284,27 +343,31 @@ serve_seqs(struct isthd_worker *w, const struct isth_wire_pkt *p,
 	}
 }
 
-/* One NACK from the island for worker @w's AGG stream. Chunk ranges (stream
- * 0, by the parser) name a round's chunks; the ring is indexed by
+/* One NACK from a host of the island for worker @w's AGG stream; its
+ * answers go to that host (rx.c admitted its source). Chunk ranges
+ * (stream 0, by the parser) name a round's chunks; the ring is indexed by
  * sequence, so chunk NACKs are answered GONE in full. */
 void
 isthd_island_nack(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t now_ns)
 {
 	struct isth_wire_range ranges[ISTHD_MAX_RANGES];
 	unsigned int i, n = p->hdr.count;
+	int h = isthd_island_host_of(w->d, p->addr.src_ip);
+	unsigned int host = h < 0 ? 0 : (unsigned int)h;
 
 	isth_ctr_add(&w->st.nacks, 1);
+	isth_ctr_add(&w->st.host[host][ISTHD_HOST_nacks], 1);
 	if (n > ISTHD_MAX_RANGES)
 		n = ISTHD_MAX_RANGES; /* the parser's max_ranges is lower */
 	for (i = 0; i < n; i++)
 		isth_wire_get_range(p, i, &ranges[i]);
 	if (!(p->hdr.flags & ISTH_WIRE_F_CHUNKS)) {
-		serve_seqs(w, p, ranges, n, now_ns);
+		serve_seqs(w, p, host, ranges, n, now_ns);
 		return;
 	}
 	for (i = 0; i < n; i += ISTHD_BURST) {
-		struct rte_mbuf *g =
-			island_gone(w, p, ranges + i, RTE_MIN(n - i, (unsigned int)ISTHD_BURST));
+		struct rte_mbuf *g = island_gone(
+			w, p, host, ranges + i, RTE_MIN(n - i, (unsigned int)ISTHD_BURST));
 
 		if (g != NULL)
 			isthd_worker_tx(w, ISTHD_ACCESS, &g, 1);

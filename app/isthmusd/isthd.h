@@ -82,6 +82,8 @@ enum {
 	X(access_not_island, "access-port packet not from the local island") \
 	X(access_bad_type, "access-port packet of a type the island does not send") \
 	X(access_bad_source, "access-port packet not from the island's configured address") \
+	X(access_wrong_host, \
+		"island DATA for a chunk another host of the island owns ([access] island_hosts)") \
 	X(wan_bad_type, "WAN packet of a type peer edges do not send") \
 	X(wan_from_self, "WAN DATA claiming the local island as sender") \
 	X(round_early, "DATA for a round not yet published") \
@@ -187,11 +189,12 @@ struct isthd {
 	struct isthd_shape shape; /* DATA admission (rx.c) */
 	uint16_t access_port, wan_port;
 	uint8_t access_mac[6], wan_mac[6];
-	/* Ethernet/IPv4/UDP to the island with the lengths and checksum 0,
-	 * and its IPv4 header's sum; written by isthd_frame_template() at
-	 * set-up, read by isthd_frame_to_island() on any lcore */
-	uint8_t island_frame[ISTHD_ISLAND_HDR];
-	uint32_t island_frame_sum;
+	/* Ethernet/IPv4/UDP to host h of the island ([access]
+	 * island_hosts) with the lengths and checksum 0, and its IPv4
+	 * header's sum; written by isthd_frame_template() at set-up, read by
+	 * isthd_frame_to_host() on any lcore */
+	uint8_t island_frame[ISTHD_ISLAND_MAX_HOSTS][ISTHD_ISLAND_HDR];
+	uint32_t island_frame_sum[ISTHD_ISLAND_MAX_HOSTS];
 	/* UDP destination port (network order) of AGG/GONE stream k:
 	 * island_port + k % island_sockets, from the config only; written by
 	 * isthd_frame_template() at set-up, read by isthd_frame_to_island() */
@@ -352,6 +355,12 @@ void isthd_backend_counts_sum(const struct isthd *d, struct isth_backend_counts 
 void isthd_backend_stats_sum(const struct isthd *d, struct isth_backend_stats *st);
 void isthd_backend_caps_sum(const struct isthd *d, struct isth_backend_caps *caps);
 const char *isthd_drop_name(unsigned int i);
+/* [access] island_hosts: host @host's counters (ISTHD_HOST_*) summed over
+ * workers, and its chunk range [first, first + n) of every round. Any
+ * thread. */
+const char *isthd_host_counter_name(unsigned int i);
+void isthd_host_stats(const struct isthd *d, unsigned int host, uint64_t v[ISTHD_N_HOST_COUNTERS]);
+void isthd_host_chunks(const struct isthd *d, unsigned int host, uint32_t *first, uint32_t *n);
 
 /* Any worker: round @r's repair table, or NULL if not published; valid until
  * its next quiescent state (doc/isthmusd.md, "Round tables"). */
@@ -412,6 +421,37 @@ isthd_egress_peers(const struct isthd *d, uint64_t peers, unsigned int k)
 		if (rank % d->n_workers == k)
 			mine |= left & -left;
 	return mine;
+}
+
+/*
+ * The host of the island that owns chunk @c of every round (doc/isthmusd.md,
+ * "An island of several hosts"): host k of K owns [floor(k*C/K),
+ * floor((k+1)*C/K)), C = the round's n_chunks (the ROUND's), so the
+ * owner is the largest k with floor(k*C/K) <= c, floor(((c+1)*K - 1)/C).
+ * 0 with one host. Any thread; per packet.
+ */
+static inline unsigned int
+isthd_chunk_host(const struct isthd *d, uint32_t c)
+{
+	uint32_t k = d->cfg.n_island_hosts, n = d->shape.n_chunks;
+	uint64_t h;
+
+	if (likely(k <= 1) || unlikely(n == 0))
+		return 0;
+	h = ((uint64_t)c + 1) * k - 1;
+	h /= n;
+	return h < k ? (unsigned int)h : k - 1;
+}
+
+/* The island host with IPv4 address @ip (host order), or -1: one compare
+ * per host ([access] island_hosts, at most 16). Per packet. */
+static inline int
+isthd_island_host_of(const struct isthd *d, uint32_t ip)
+{
+	for (unsigned int h = 0; h < d->cfg.n_island_hosts; h++)
+		if (d->cfg.island_hosts[h].ip == ip)
+			return (int)h;
+	return -1;
 }
 
 /*

@@ -226,6 +226,14 @@ print_check(const struct isthd *d)
 					: no_repl   ? "[wan] replication"
 						    : "[isthmusd] dtype");
 	}
+	for (unsigned int h = 0; d->cfg.n_island_hosts > 1 && h < d->cfg.n_island_hosts; h++) {
+		uint32_t first, n, ip = d->cfg.island_hosts[h].ip;
+
+		isthd_host_chunks(d, h, &first, &n);
+		printf("isthmusd: island host %u of %u: %u.%u.%u.%u, chunks %u-%u of %u\n", h,
+			d->cfg.n_island_hosts, ip >> 24, ip >> 16 & 255, ip >> 8 & 255, ip & 255,
+			first, first + n - 1, d->shape.n_chunks);
+	}
 	if (d->auth.on)
 		printf("isthmusd: auth on: key file %s, %u key epochs, %u elements per chunk\n",
 			d->cfg.key_file, isth_auth_n_epochs(d->auth.keys), d->lim.max_elems);

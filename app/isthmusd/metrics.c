@@ -472,6 +472,37 @@ render_workers(const struct isthd *d, struct isthd_mtext *t)
 #undef R
 }
 
+/* Per host of the island ([access] island_hosts): /isthmus/hosts' list. */
+static void
+render_hosts(const struct isthd *d, struct isthd_mtext *t)
+{
+	static const char *const help[ISTHD_N_HOST_COUNTERS] = {
+#define X(n, s) s,
+		ISTHD_HOST_COUNTERS(X)
+#undef X
+	};
+	unsigned int n = RTE_MAX(d->cfg.n_island_hosts, 1u), h, i;
+	uint64_t v[ISTHD_ISLAND_MAX_HOSTS][ISTHD_N_HOST_COUNTERS];
+	char hs[ISTHD_ISLAND_MAX_HOSTS][12], fam[80];
+	struct isthd_mlabel l;
+
+	for (h = 0; h < n; h++) {
+		isthd_host_stats(d, h, v[h]);
+		snprintf(hs[h], sizeof(hs[h]), "%u", h);
+	}
+	one_u64(t, "isthmus_edge_island_hosts", ISTHD_MT_GAUGE, n,
+		"hosts of the island ([access] island_hosts)");
+	for (i = 0; i < ISTHD_N_HOST_COUNTERS; i++) {
+		snprintf(fam, sizeof(fam), "isthmus_edge_island_host_%s",
+			isthd_host_counter_name(i));
+		isthd_mtext_family(t, fam, ISTHD_MT_COUNTER, help[i]);
+		for (h = 0; h < n; h++) {
+			l = (struct isthd_mlabel){"host", hs[h]};
+			isthd_mtext_u64(t, fam, ISTHD_MT_COUNTER, &l, 1, v[h][i]);
+		}
+	}
+}
+
 /* /isthmus/xdp's counters, by port (af_xdp ports with xdp_iface only). */
 static void
 render_xdp(const struct isthd *d, struct isthd_mtext *t)
@@ -520,6 +551,7 @@ isthd_metrics_render(const struct isthd *d, struct isthd_mtext *t)
 	render_round(d, t);
 	render_pace_backend(d, t);
 	render_workers(d, t);
+	render_hosts(d, t);
 	render_xdp(d, t);
 	isthd_mtext_end(t);
 }

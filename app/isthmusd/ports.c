@@ -128,8 +128,10 @@ isthd_xdp_pin_sources(struct isthd *d, int i, char *err, size_t err_size)
 	err[0] = '\0';
 	if (!port->xdp_pin_sources)
 		return 0;
-	if (i == 0)
-		rc = isth_xdp_source_add(d->xdp[i], rte_cpu_to_be_32(d->cfg.island_ip), d->island);
+	/* every host of the island ([access] island_hosts) */
+	for (unsigned int h = 0; i == 0 && rc == 0 && h < d->cfg.n_island_hosts; h++)
+		rc = isth_xdp_source_add(
+			d->xdp[i], rte_cpu_to_be_32(d->cfg.island_hosts[h].ip), d->island);
 	for (unsigned int s = 0; i == 1 && rc == 0 && s < d->n_islands && s < ISTHD_MAX_PEERS; s++)
 		if (d->peer_of[s] != NULL)
 			rc = isth_xdp_source_add(d->xdp[i], rte_cpu_to_be_32(d->peer_of[s]->ip), s);

@@ -72,14 +72,15 @@ to_msg(struct rte_mbuf *m, const struct isth_wire_pkt *p)
 }
 
 /*
- * One island DATA from the access port (@cur, @pub: the controller's
- * current and published, +1): admitted if its round is the running one or
- * the next and its shape the round's, sealed for the WAN (auth on) and
- * handed to the pacers. Takes @m.
+ * One island DATA from the access port, from host @host of the island
+ * (@cur, @pub: the controller's current and published, +1): admitted if
+ * its round is the running one or the next, its shape the round's and its
+ * chunk the host's ([access] island_hosts), sealed for the WAN (auth on)
+ * and handed to the pacers. Takes @m.
  */
 static inline void
-access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p, uint64_t cur,
-	uint64_t pub)
+access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p,
+	unsigned int host, uint64_t cur, uint64_t pub)
 {
 	struct isthd *d = w->d;
 	enum isthd_drop why;
@@ -96,6 +97,11 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 		return;
 	}
 	why = data_shape(d, p);
+	/* another host's chunk: that host is the one whose range it is */
+	if (likely(why == ISTHD_DROP_MAX) && unlikely(isthd_chunk_host(d, p->hdr.chunk) != host)) {
+		isth_ctr_add(&w->st.host[host][ISTHD_HOST_wrong_host], 1);
+		why = ISTHD_DROP_access_wrong_host;
+	}
 	/* admitted: only now may its seq move the replay window (a DATA
 	 * refused above leaves it where it was) */
 	if (likely(why == ISTHD_DROP_MAX))
@@ -126,6 +132,7 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 	}
 	isth_ctr_add(&w->st.data_in, 1);
 	isth_ctr_add(&w->st.data_in_bytes, p->payload_size);
+	isth_ctr_add(&w->st.host[host][ISTHD_HOST_data_in], 1);
 }
 
 /* One burst from access RX queue @q. */
@@ -166,6 +173,7 @@ access_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 	for (i = 0; i < k; i++) {
 		struct rte_mbuf *m = rx[i];
 		struct isth_wire_pkt *p = &parsed[i];
+		int host;
 
 		if (unlikely(p->hdr.job != d->cfg.job)) {
 			drop(w, m, ISTHD_DROP_unknown_job);
@@ -175,13 +183,15 @@ access_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 			drop(w, m, ISTHD_DROP_access_not_island);
 			continue;
 		}
-		/* DATA and NACKs only from the island's configured address */
-		if (unlikely(p->addr.src_ip != d->cfg.island_ip)) {
+		/* DATA and NACKs only from the island's configured addresses
+		 * (island_ip, or one of island_hosts) */
+		host = isthd_island_host_of(d, p->addr.src_ip);
+		if (unlikely(host < 0)) {
 			drop(w, m, ISTHD_DROP_access_bad_source);
 			continue;
 		}
 		if (p->hdr.type == ISTH_WIRE_DATA) {
-			access_data(w, m, p, cur, pub);
+			access_data(w, m, p, (unsigned int)host, cur, pub);
 		} else if (p->hdr.type == ISTH_WIRE_NACK) {
 			enum isthd_drop why = isthd_auth_commit(w, ISTH_AUTH_UP, p);
 

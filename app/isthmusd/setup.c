@@ -222,6 +222,15 @@ isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err, size_t err_si
 	if (rc)
 		goto fail;
 	admission_init(d);
+	/* [access] island_hosts: every host owns at least one chunk */
+	if (d->cfg.n_island_hosts > d->shape.n_chunks) {
+		snprintf(err, err_size,
+			"%s: [access] island_hosts: %u hosts, but a round has %u chunks (the "
+			"schedule's payload): at most one host per chunk",
+			d->cfg.path, d->cfg.n_island_hosts, d->shape.n_chunks);
+		rc = -EINVAL;
+		goto fail;
+	}
 	return 0;
 fail:
 	isth_sched_free(d->sched);
@@ -352,6 +361,19 @@ agg_rings_create(struct isthd *d, uint64_t agg_seq0, char *err, size_t err_size)
 				snprintf(err, err_size, "resend ring of worker %u: %s", k,
 					rte_strerror(rte_errno));
 			return -rte_errno;
+		}
+		d->workers[k].host_ring[0] = d->workers[k].agg_ring;
+		/* [access] island_hosts: host h's AGG stream k (auth off, so
+		 * from 0 like every stream; config.c refuses hosts with auth) */
+		for (unsigned int h = 1; h < d->cfg.n_island_hosts; h++) {
+			rc.first_seq = 0;
+			d->workers[k].host_ring[h] = isth_resend_create(&rc);
+			if (d->workers[k].host_ring[h] == NULL) {
+				snprintf(err, err_size,
+					"resend ring of worker %u, island host %u: %s", k, h,
+					rte_strerror(rte_errno));
+				return -rte_errno;
+			}
 		}
 	}
 	return 0;

@@ -27,8 +27,40 @@ static const char *const drop_names[ISTHD_DROP_MAX] = {
 _Static_assert(offsetof(struct isthd_dp_stats, wire_drop) == ISTHD_N_COUNTERS * sizeof(uint64_t),
 	"ISTHD_COUNTERS must be the first members of isthd_dp_stats");
 /* isthd_stats_sum adds them as one array */
-ISTH_CTR_ASSERT_ARRAY(
-	struct isthd_dp_stats, ISTHD_N_COUNTERS + ISTH_WIRE_REASON_MAX + ISTHD_DROP_MAX);
+ISTH_CTR_ASSERT_ARRAY(struct isthd_dp_stats,
+	ISTHD_N_COUNTERS + ISTH_WIRE_REASON_MAX + ISTHD_DROP_MAX +
+		ISTHD_ISLAND_MAX_HOSTS * ISTHD_N_HOST_COUNTERS);
+
+static const char *const host_counter_names[ISTHD_N_HOST_COUNTERS] = {
+#define X(n, s) #n,
+	ISTHD_HOST_COUNTERS(X)
+#undef X
+};
+
+const char *
+isthd_host_counter_name(unsigned int i)
+{
+	return i < ISTHD_N_HOST_COUNTERS ? host_counter_names[i] : "unknown";
+}
+
+void
+isthd_host_stats(const struct isthd *d, unsigned int host, uint64_t v[ISTHD_N_HOST_COUNTERS])
+{
+	for (unsigned int i = 0; i < ISTHD_N_HOST_COUNTERS; i++) {
+		v[i] = 0;
+		for (unsigned int k = 0; k < RTE_MAX(d->n_workers, 1u); k++)
+			v[i] += isth_ctr_get(&d->workers[k].st.host[host][i]);
+	}
+}
+
+void
+isthd_host_chunks(const struct isthd *d, unsigned int host, uint32_t *first, uint32_t *n)
+{
+	uint64_t c = d->shape.n_chunks, k = RTE_MAX(d->cfg.n_island_hosts, 1u);
+
+	*first = (uint32_t)(host * c / k);
+	*n = (uint32_t)((host + 1) * c / k) - *first;
+}
 
 const char *
 isthd_drop_name(unsigned int i)
@@ -98,6 +130,25 @@ print_one(void *arg, const char *name, uint64_t v, enum isthd_stat_kind kind)
 	fprintf(arg, "  %-24s %" PRIu64 "\n", name, v);
 }
 
+/* Several hosts of the island: what each sent and got (its chunk range;
+ * "chunks 5-4": none). */
+static void
+print_hosts(const struct isthd *d, FILE *f)
+{
+	for (unsigned int h = 0; d->cfg.n_island_hosts > 1 && h < d->cfg.n_island_hosts; h++) {
+		uint64_t v[ISTHD_N_HOST_COUNTERS];
+		uint32_t first, n;
+
+		isthd_host_stats(d, h, v);
+		isthd_host_chunks(d, h, &first, &n);
+		fprintf(f, "island host %u: chunks %" PRIu32 "-%" PRId64, h, first,
+			(int64_t)first + n - 1);
+		for (unsigned int i = 0; i < ISTHD_N_HOST_COUNTERS; i++)
+			fprintf(f, " %s %" PRIu64, host_counter_names[i], v[i]);
+		fprintf(f, "\n");
+	}
+}
+
 void
 isthd_print_counters(const struct isthd *d, FILE *f)
 {
@@ -133,6 +184,7 @@ isthd_print_counters(const struct isthd *d, FILE *f)
 			isth_ctr_get(&st->wan_tx), isth_ctr_get(&st->repairs_sent),
 			isth_ctr_get(&st->tail_copies_sent));
 	}
+	print_hosts(d, f);
 	isthd_pace_stats_sum(d, &ps);
 	fprintf(f,
 		"pacer:\n  enqueued %" PRIu64 " released %" PRIu64 " queue_full %" PRIu64

@@ -206,6 +206,33 @@ do_workers(const char *cmd __rte_unused, const char *params __rte_unused, struct
 	return 0;
 }
 
+/* Per host of the island ([access] island_hosts): its chunk range and
+ * what it sent and got (ISTHD_HOST_COUNTERS). */
+static int
+do_hosts(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *t)
+{
+	unsigned int n = RTE_MAX(tel->cfg.n_island_hosts, 1u);
+	uint64_t v[ISTHD_N_HOST_COUNTERS];
+	uint32_t first, nc;
+	char key[64];
+
+	rte_tel_data_start_dict(t);
+	ADD(t, "n_hosts", n);
+	for (unsigned int h = 0; h < n; h++) {
+		isthd_host_stats(tel, h, v);
+		isthd_host_chunks(tel, h, &first, &nc);
+		snprintf(key, sizeof(key), "h%u_first_chunk", h);
+		ADD(t, key, first);
+		snprintf(key, sizeof(key), "h%u_n_chunks", h);
+		ADD(t, key, nc);
+		for (unsigned int i = 0; i < ISTHD_N_HOST_COUNTERS; i++) {
+			snprintf(key, sizeof(key), "h%u_%s", h, isthd_host_counter_name(i));
+			ADD(t, key, v[i]);
+		}
+	}
+	return 0;
+}
+
 static int
 do_reload(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *t)
 {
@@ -235,6 +262,7 @@ GUARDED(pace)
 GUARDED(resend)
 GUARDED(xdp)
 GUARDED(workers)
+GUARDED(hosts)
 GUARDED(reload)
 
 int
@@ -260,6 +288,9 @@ isthd_telemetry_register(struct isthd *d)
 	rc |= rte_telemetry_register_cmd("/isthmus/workers", cmd_workers,
 		"Per worker lcore: DATA summed (chunk % N), completed, partial, idle, AGG "
 		"stream k (agg_out..agg_next_seq). No parameters.");
+	rc |= rte_telemetry_register_cmd("/isthmus/hosts", cmd_hosts,
+		"Per host of the island: chunk range, DATA in, wrong-host drops, AGGs, NACKs, "
+		"resent, GONE. No parameters.");
 	rc |= rte_telemetry_register_cmd("/isthmus/reload", cmd_reload,
 		"Reload the schedule file; takes effect at a round boundary. No parameters.");
 	return rc ? -EINVAL : 0;

@@ -57,7 +57,8 @@ expire_rounds(struct isthd_worker *w, uint64_t now_ns)
 }
 
 /* One AGG @m of @w's stream before it is sealed: its stream, the room for
- * its tag, its frame, its seq and a reference in the resend ring; with the
+ * its tag, its frame (to the host that owns its chunk), its seq and a
+ * reference in that host's resend ring; with the
  * device sealing (auth_dev.c), sealed again on the host if the device's seq
  * is out of step. @return false if it was dropped (counted, freed). */
 static inline bool
@@ -67,6 +68,8 @@ agg_prepare(struct isthd_worker *w, struct rte_mbuf *m, uint64_t now_ns)
 	uint32_t len = rte_pktmbuf_pkt_len(m);
 	uint64_t seq, dev_seq = 0;
 	enum isthd_drop why = ISTHD_DROP_tx_access;
+	unsigned int host =
+		isthd_chunk_host(d, isth_wire_get_hdr_chunk(rte_pktmbuf_mtod(m, uint8_t *)));
 
 	/* sealed by the device: its tag is in the message already */
 	if (d->auth.dev_seal) {
@@ -83,11 +86,13 @@ agg_prepare(struct isthd_worker *w, struct rte_mbuf *m, uint64_t now_ns)
 		why = ISTHD_DROP_auth_seal;
 		goto drop;
 	}
-	/* The ring numbers the AGG (seq written into its header) and keeps
-	 * its own reference for resends; framed first, pushed before TX. */
-	if (unlikely(isthd_frame_to_island(d, m) < 0 ||
-		    isth_resend_push(w->agg_ring, m, now_ns, &seq) < 0))
+	/* The host's ring numbers the AGG (seq written into its header) and
+	 * keeps its own reference for resends; framed first, pushed before
+	 * TX. */
+	if (unlikely(isthd_frame_to_host(d, m, host) < 0 ||
+		    isth_resend_push(w->host_ring[host], m, now_ns, &seq) < 0))
 		goto drop;
+	isth_ctr_add(&w->st.host[host][ISTHD_HOST_agg_out], 1);
 	if (d->auth.dev_seal && unlikely(seq != dev_seq)) {
 		/* The device numbered it from the ring's first seq, one per
 		 * AGG: the ring wrote the same seq and the tag holds. Out of
@@ -243,7 +248,8 @@ isthd_worker_poll(struct isthd_worker *w)
 	work += emit_aggs(w, now_ns);
 	if (w->role & (ISTHD_ROLE_ACCESS_Q0 | ISTHD_ROLE_ACCESS_RELAY | ISTHD_ROLE_WAN_RELAY))
 		work += queue0_work(w);
-	isth_resend_expire(w->agg_ring, now_ns);
+	for (unsigned int h = 0; h < RTE_MAX(w->d->cfg.n_island_hosts, 1u); h++)
+		isth_resend_expire(w->host_ring[h], now_ns);
 	if (w->eg.ring != NULL)
 		isth_resend_expire(w->eg.ring, now_ns);
 	return work;

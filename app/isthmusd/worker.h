@@ -135,6 +135,27 @@ struct isthd_pace_msg {
 
 enum { ISTHD_N_COUNTERS = 0 ISTHD_COUNTERS(ISTH_CTR_ONE) };
 
+/*
+ * Per host of the island ([access] island_hosts; doc/isthmusd.md, "An
+ * island of several hosts"): /isthmus/hosts (key hK_NAME), the metrics
+ * endpoint (isthmus_edge_island_host_NAME{host="K"}) and the exit print
+ * are generated from it.
+ */
+#define ISTHD_HOST_COUNTERS(X) \
+	X(data_in, "island DATA from the host accepted for the pacer") \
+	X(wrong_host, "DATA from the host for a chunk another host owns (drop_access_wrong_host)") \
+	X(agg_out, "AGG messages sent to the host (its chunks)") \
+	X(nacks, "NACKs from the host") \
+	X(resent, "AGGs resent to the host") \
+	X(gone, "GONE replies sent to the host")
+
+enum {
+#define X(n, s) ISTHD_HOST_##n,
+	ISTHD_HOST_COUNTERS(X)
+#undef X
+		ISTHD_N_HOST_COUNTERS
+};
+
 /* One writer per instance (a worker's, or the controller's), relaxed
  * stores; read by the controller and telemetry (relaxed loads, summed by
  * stats.c). */
@@ -142,6 +163,8 @@ struct isthd_dp_stats {
 	ISTHD_COUNTERS(ISTH_CTR_FIELD)
 	uint64_t wire_drop[ISTH_WIRE_REASON_MAX];
 	uint64_t drop[ISTHD_DROP_MAX];
+	/* by host of the island, ISTHD_HOST_* (host 0 only with one) */
+	uint64_t host[ISTHD_ISLAND_MAX_HOSTS][ISTHD_N_HOST_COUNTERS];
 };
 
 /*
@@ -177,6 +200,10 @@ struct isthd_worker {
 	/* AGG stream k (doc/protocol.md, "AGG streams"): created by set-up,
 	 * then self (telemetry reads its stats and seqs) */
 	struct isth_resend *agg_ring;
+	/* [access] island_hosts: host h's own AGG stream k, numbered and
+	 * kept by host_ring[h] (host_ring[0] is agg_ring), so that every host
+	 * sees consecutive seqs of its chunks; set-up creates, then self */
+	struct isth_resend *host_ring[ISTHD_ISLAND_MAX_HOSTS];
 	uint64_t agg_seq; /* self: next AGG seq (telemetry reads, relaxed) */
 	/* self (auth on): next GONE seq of stream k, from the wall clock */
 	uint64_t seq_gone;
@@ -185,9 +212,9 @@ struct isthd_worker {
 	/* self (auth on): its tag engine in this pass, from the key set
 	 * published (isthd_auth_step at the start of each pass) */
 	struct isth_auth_engine *eng;
-	/* self: resends to the island this round (its share of the edge's
-	 * [repair] island budget; isthd_island_nack) */
-	struct isthd_repair_budget nack_budget;
+	/* self: resends to host h of the island this round (its share of
+	 * host h's island budget; isthd_island_nack) */
+	struct isthd_repair_budget nack_budget[ISTHD_ISLAND_MAX_HOSTS];
 	/* self, ISTHD_ROLE_STEER: messages for worker j staged for one ring
 	 * burst (stage[j * ISTHD_BURST ...], pstage likewise; handoff.c) */
 	struct isthd_msg *stage;
@@ -254,7 +281,17 @@ unsigned int isthd_handoff_relay(struct isthd_worker *w, enum isthd_side side, u
 
 /* island.c: frames to the island */
 void isthd_frame_template(struct isthd *d);
+/* Ethernet/IPv4/UDP to host @host of the island prepended to the message
+ * in @m. 0, or -EINVAL (too long), -ENOSPC (no headroom). */
+int isthd_frame_to_host(const struct isthd *d, struct rte_mbuf *m, unsigned int host);
+/* The same to the host the message is for: an AGG's, the owner of its
+ * chunk (isthd_chunk_host); anything else host 0. */
 int isthd_frame_to_island(const struct isthd *d, struct rte_mbuf *m);
+/* The controller's ROUND @m (a message) framed to every host of the
+ * island (a copy each) and put on the ctl ring; takes @m. 0, -ENOMEM (no
+ * mbuf for a copy) or -ENOBUFS (not framed or not queued): none of the
+ * copies leaves; the caller counts it. */
+int isthd_island_round_out(struct isthd *d, struct rte_mbuf *m);
 /* Worker @w: one island NACK of its AGG stream: seq ranges served from its
  * resend ring within its island allowance (resends resealed, GONEs
  * sealed, auth on), chunk ranges answered GONE; out through its TX path. */

@@ -220,7 +220,11 @@ isthd_workers_teardown(struct isthd *d)
 		isth_backend_destroy(w->be);
 		w->be = NULL;
 		isth_resend_destroy(w->agg_ring);
-		w->agg_ring = NULL;
+		w->agg_ring = w->host_ring[0] = NULL;
+		for (unsigned int h = 1; h < ISTHD_ISLAND_MAX_HOSTS; h++) {
+			isth_resend_destroy(w->host_ring[h]);
+			w->host_ring[h] = NULL;
+		}
 		rte_free(w->stage);
 		rte_free(w->pstage);
 		w->stage = NULL;

@@ -88,6 +88,27 @@ expect auth-off-warns 0 "WARNING: [auth] mode = off in $tmp/off.conf" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/off.conf" --check --epoch now+1
 expect auth-off-summary 0 "auth: off (wire version 1" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/off.conf" --check --epoch now+1
+# [access] island_hosts: --check names each host's chunk range, by the rule
+# host h of K owns [floor(h*C/K), floor((h+1)*C/K)), C computed here from
+# the schedule's payload (auth off: 358 int32 per chunk at MTU 1500)
+H3="10.10.0.2/02:00:00:00:00:02 10.10.0.3/02:00:00:00:00:03 10.10.0.4/02:00:00:00:00:0a"
+sed -e "s|^island_ip = .*|island_hosts = $H3|" -e '/^island_mac = /d' "$tmp/off.conf" >"$tmp/hosts.conf"
+C=$(awk '$1 == "payload-bytes" { printf "%d", int((int(($2 + 3) / 4) + 357) / 358) }' "$sched")
+expect island-hosts-1 0 "isthmusd: island host 1 of 3: 10.10.0.3, chunks $((C / 3))-$((2 * C / 3 - 1)) of $C" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/hosts.conf" --check --epoch now+1
+expect island-hosts-2 0 "isthmusd: island host 2 of 3: 10.10.0.4, chunks $((2 * C / 3))-$((C - 1)) of $C" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/hosts.conf" --check --epoch now+1
+sed -e "s|^island_hosts = .*|island_hosts = 10.10.0.2/02:00:00:00:00:02 10.10.0.3/02:00:00:00:00|" \
+	"$tmp/hosts.conf" >"$tmp/badhosts.conf"
+line=$(grep -n '^island_hosts = ' "$tmp/badhosts.conf" | cut -d: -f1)
+expect island-hosts-bad-mac 2 "$tmp/badhosts.conf:$line: [access] island_hosts: host 2 '10.10.0.3/02:00:00:00:00' is not A.B.C.D/aa:bb:cc:dd:ee:ff" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/badhosts.conf" --check
+sed -e "s|^mode = off|mode = on|" "$tmp/hosts.conf" >"$tmp/authhosts.conf"
+expect island-hosts-auth-on 2 "$tmp/authhosts.conf:$line: [access] island_hosts: 3 hosts need [auth] mode = off" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/authhosts.conf" --check
+sed -e "s|^island_hosts = .*|&\nisland_ip = 10.10.0.2|" "$tmp/hosts.conf" >"$tmp/bothhosts.conf"
+expect island-hosts-and-ip 2 "$tmp/bothhosts.conf:$line: [access] island_hosts: set either island_hosts or island_ip and island_mac, not both" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/bothhosts.conf" --check
 expect no-config 2 "--config FILE is required" "$ISTHMUSD" "${EAL[@]}" --
 expect bad-epoch 2 "--epoch 'soon'" "$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --epoch soon
 expect bad-log-level 2 "--log-level 'loud': want one of err, warning, notice, info, debug" \

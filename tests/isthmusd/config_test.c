@@ -43,6 +43,85 @@
 	"ip = 10.0.0.1\n" \
 	"gateway_mac = 02:00:00:00:01:00\n"
 
+/* [access] up to island_hosts (line 8): the value follows */
+#define HOSTS_OPEN \
+	GOOD_HEAD \
+	"[access]\n" \
+	"port = net_ring_access\n" \
+	"ip = 10.10.0.1\n" \
+	"island_hosts ="
+#define HOSTS_CLOSE \
+	"\n[wan]\n" \
+	"port = net_ring_wan\n" \
+	"ip = 10.0.0.1\n" \
+	"gateway_mac = 02:00:00:00:01:00\n" \
+	"[peer LON]\n" \
+	"ip = 10.0.0.2\n"
+
+/* [access] island_hosts: the hosts in order, host 0 also as island_ip */
+Test(isthmusd_config, island_hosts)
+{
+	static const uint8_t mac2[6] = {0x02, 0, 0, 0, 0x0a, 0xbc};
+	struct isthd_config c;
+	char err[512] = "";
+
+	cr_assert_eq(isthd_config_parse(HOSTS_OPEN " 10.10.0.2/02:00:00:00:00:02\t "
+						   "10.10.0.3/02:00:00:00:00:03   10.10.0.7/"
+						   "02:00:00:00:0A:bc" HOSTS_CLOSE
+						   "[auth]\nmode = off\n",
+			     "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
+	cr_assert_eq(c.n_island_hosts, 3);
+	cr_expect_eq(c.island_hosts[0].ip, 0x0a0a0002u);
+	cr_expect_eq(c.island_hosts[1].ip, 0x0a0a0003u);
+	cr_expect_eq(c.island_hosts[2].ip, 0x0a0a0007u);
+	cr_expect_eq(c.island_hosts[1].mac[5], 0x03);
+	cr_expect_arr_eq(c.island_hosts[2].mac, mac2, 6);
+	cr_expect_eq(c.island_ip, 0x0a0a0002u);
+	cr_expect_eq(c.island_mac[5], 0x02);
+	/* the old keys: one host */
+	cr_assert_eq(
+		isthd_config_parse(GOOD "[auth]\nmode = off\n", "t.conf", &c, err, sizeof(err)), 0,
+		"%s", err);
+	cr_expect_eq(c.n_island_hosts, 1);
+	cr_expect_eq(c.island_hosts[0].ip, 0x0a0a0002u);
+	cr_expect_eq(c.island_hosts[0].mac[5], 0x02);
+	/* one host in the new form: auth may stay on */
+	cr_assert_eq(isthd_config_parse(HOSTS_OPEN " 10.10.0.9/02:00:00:00:00:09" HOSTS_CLOSE
+						   "[auth]\nkey_file = k.keys\n",
+			     "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect_eq(c.n_island_hosts, 1);
+	cr_expect_eq(c.island_ip, 0x0a0a0009u);
+}
+
+/* 16 hosts load, the 17th is refused */
+Test(isthmusd_config, island_hosts_at_most_16)
+{
+	struct isthd_config c;
+	char text[2048], err[512] = "";
+	size_t n;
+
+	for (unsigned int k = 16; k <= 17; k++) {
+		n = (size_t)snprintf(text, sizeof(text), "%s", HOSTS_OPEN);
+		for (unsigned int h = 0; h < k; h++)
+			n += (size_t)snprintf(text + n, sizeof(text) - n,
+				" 10.9.0.%u/02:00:00:00:00:%02x", h + 1, h);
+		snprintf(text + n, sizeof(text) - n, "%s[auth]\nmode = off\n", HOSTS_CLOSE);
+		if (k == 16) {
+			cr_assert_eq(isthd_config_parse(text, "t.conf", &c, err, sizeof(err)), 0,
+				"%s", err);
+			cr_expect_eq(c.n_island_hosts, 16);
+			cr_expect_eq(c.island_hosts[15].ip, 0x0a090010u);
+			cr_expect_eq(c.island_hosts[15].mac[5], 0x0f);
+		} else {
+			cr_expect_lt(isthd_config_parse(text, "t.conf", &c, err, sizeof(err)), 0);
+			cr_expect_str_eq(
+				err, "t.conf:8: [access] island_hosts: more than 16 hosts");
+		}
+	}
+}
+
 /* [wan] replication = network and its group base */
 Test(isthmusd_config, network_replication)
 {
@@ -224,6 +303,32 @@ static struct bad_conf bad_confs[] = {
 	 "[auth]\nmode = off\n",
 		"t.conf:11: [access] island_sockets: island_port + island_sockets - 1 is past port "
 		"65535"},
+	/* [access] island_hosts: A.B.C.D/MAC each, 1..16, no address twice,
+	 * not with island_ip/island_mac, not with auth on for several */
+	{"!" HOSTS_OPEN " 10.10.0.2/02:00:00:00:00:02 10.10.0.3" HOSTS_CLOSE,
+		"t.conf:8: [access] island_hosts: host 2 '10.10.0.3' is not "
+		"A.B.C.D/aa:bb:cc:dd:ee:ff"},
+	{"!" HOSTS_OPEN " 10.10.0.2/02:00:00:00:00:0g" HOSTS_CLOSE,
+		"t.conf:8: [access] island_hosts: host 1 '10.10.0.2/02:00:00:00:00:0g' is not "
+		"A.B.C.D/aa:bb:cc:dd:ee:ff"},
+	{"!" HOSTS_OPEN " 10.10.0.256/02:00:00:00:00:02" HOSTS_CLOSE,
+		"t.conf:8: [access] island_hosts: host 1 '10.10.0.256/02:00:00:00:00:02' is not "
+		"A.B.C.D/aa:bb:cc:dd:ee:ff"},
+	{"!" HOSTS_OPEN " 10.10.0.2/02:00:00:00:00:02,10.10.0.3/02:00:00:00:00:03" HOSTS_CLOSE,
+		"t.conf:8: [access] island_hosts: host 1 "
+		"'10.10.0.2/02:00:00:00:00:02,10.10.0.3/02:00:00:00:00:03' is not "
+		"A.B.C.D/aa:bb:cc:dd:ee:ff"},
+	{"!" HOSTS_OPEN " 10.10.0.2/02:00:00:00:00:02 10.10.0.2/02:00:00:00:00:03" HOSTS_CLOSE,
+		"t.conf:8: [access] island_hosts: hosts 1 and 2 have the same address "
+		"10.10.0.2"},
+	{"!" HOSTS_OPEN HOSTS_CLOSE, "t.conf:8: [access] island_hosts: empty value"},
+	{"!" HOSTS_OPEN " 10.10.0.2/02:00:00:00:00:02\nisland_ip = 10.10.0.2" HOSTS_CLOSE,
+		"t.conf:8: [access] island_hosts: set either island_hosts or island_ip and "
+		"island_mac, not both"},
+	{"!" HOSTS_OPEN " 10.10.0.2/02:00:00:00:00:02 10.10.0.3/02:00:00:00:00:03" HOSTS_CLOSE
+	 "[auth]\nkey_file = k.keys\n",
+		"t.conf:8: [access] island_hosts: 2 hosts need [auth] mode = off: several hosts "
+		"of one island under one key are not supported yet"},
 	/* source pinning is the XDP program's: no program, no pinning */
 	{"!"
 	 "[isthmusd]\nisland = 1\njob = 1\n[access]\nport = a\nip = 1.2.3.4\nisland_ip = 1.2.3.5\n"

@@ -112,3 +112,75 @@ Test(isthmusd_frame, a_message_no_ipv4_datagram_holds_is_refused)
 	free(buf);
 	free(d);
 }
+
+/* [access] island_hosts: host k of K owns [floor(k*C/K), floor((k+1)*C/K)),
+ * checked against the ranges enumerated host by host, for every C up to
+ * 300 and every K up to 16 (at most C): each chunk has exactly the host
+ * whose range holds it, and the ranges tile [0, C) in host order. */
+Test(isthmusd_frame, a_chunks_host_is_the_one_whose_range_holds_it)
+{
+	struct isthd *d = isth_test_isthd_new();
+
+	cr_assert_not_null(d);
+	for (uint32_t c = 1; c <= 300; c++)
+		for (uint32_t k = 1; k <= 16 && k <= c; k++) {
+			uint32_t next = 0;
+
+			d->cfg.n_island_hosts = k;
+			d->shape.n_chunks = c;
+			for (uint32_t h = 0; h < k; h++) {
+				uint64_t lo = (uint64_t)h * c / k, hi = (uint64_t)(h + 1) * c / k;
+				uint32_t first, n;
+
+				isthd_host_chunks(d, h, &first, &n);
+				cr_assert_eq(first, lo, "C %u K %u host %u", c, k, h);
+				cr_assert_eq(n, hi - lo, "C %u K %u host %u", c, k, h);
+				cr_assert_eq(
+					first, next, "C %u K %u: host %u does not follow", c, k, h);
+				cr_assert_geq(n, 1, "C %u K %u: host %u owns nothing", c, k, h);
+				next = first + n;
+				for (uint64_t id = lo; id < hi; id++)
+					cr_assert_eq(isthd_chunk_host(d, (uint32_t)id), h,
+						"C %u K %u chunk %lu", c, k, (unsigned long)id);
+			}
+			cr_assert_eq(next, c, "C %u K %u: ranges end at %u", c, k, next);
+		}
+	free(d);
+}
+
+/* An AGG is framed to the host owning its chunk, a ROUND (or anything
+ * else) to host 0; each host's frame carries its own MAC and address. */
+Test(isthmusd_frame, an_agg_goes_to_its_chunks_host)
+{
+	static const uint8_t want_host[10] = {0, 0, 0, 1, 1, 1, 2, 2, 2, 2}; /* C 10, K 3 */
+	struct isthd *d = isth_test_isthd_new();
+	uint8_t *buf = malloc(HEADROOM + ISTH_WIRE_HDR_SIZE);
+	struct rte_mbuf m;
+
+	cr_assert_not_null(d);
+	cr_assert_not_null(buf);
+	d->cfg.n_island_hosts = 3;
+	d->shape.n_chunks = 10;
+	for (unsigned int h = 0; h < 3; h++) {
+		d->cfg.island_hosts[h].ip = 0x0a0a0002u + h;
+		memcpy(d->cfg.island_hosts[h].mac, "\x02\x00\x00\x00\x00\x00", 6);
+		d->cfg.island_hosts[h].mac[5] = (uint8_t)(0x10 + h);
+	}
+	isthd_frame_template(d);
+	for (uint32_t c = 0; c <= 10; c++) {
+		struct isth_wire_hdr hdr = {
+			.type = c < 10 ? ISTH_WIRE_AGG : ISTH_WIRE_ROUND, .chunk = c < 10 ? c : 0};
+		unsigned int h = c < 10 ? want_host[c] : 0;
+		const uint8_t *f = buf + HEADROOM - ISTHD_ISLAND_HDR;
+
+		mbuf_over(&m, buf, ISTH_WIRE_HDR_SIZE);
+		isth_wire_put_hdr(buf + HEADROOM, ISTH_WIRE_HDR_SIZE, &hdr);
+		cr_assert_eq(isthd_frame_to_island(d, &m), 0);
+		cr_assert_eq(
+			f[5], 0x10 + h, "chunk %u: to MAC ..:%02x, want host %u's", c, f[5], h);
+		cr_assert_eq(f[ISTH_WIRE_ETH_HDR_SIZE + 19], 2 + h, "chunk %u: to 10.10.0.%u", c,
+			f[ISTH_WIRE_ETH_HDR_SIZE + 19]);
+	}
+	free(buf);
+	free(d);
+}
