@@ -33,6 +33,7 @@ import threading
 import time
 
 import torch
+import torch.distributed as dist
 
 from . import Error, Timeout
 
@@ -315,7 +316,8 @@ class DiLoCo:
 
     def __init__(self, params, session, local_steps=1, outer_lr=0.7, momentum=0.9,
                  nesterov=True, max_inflight=1, wait=False, thread=False,
-                 every_round=True, on_result=None, block_elems=1 << 20, stage=False):
+                 every_round=True, on_result=None, block_elems=1 << 20, stage=False,
+                 group=None):
         self.params = [p for p in params]
         self.s = session
         self.n = flat_size(self.params)
@@ -332,6 +334,7 @@ class DiLoCo:
             raise ValueError("max_inflight must be 1..3")
         if local_steps < 1 or outer_lr <= 0 or not 0 <= momentum < 1:
             raise ValueError("need local_steps >= 1, outer_lr > 0, 0 <= momentum < 1")
+        self._island(session, group, thread)
         self.H, self.lr, self.mu, self.nesterov = local_steps, outer_lr, momentum, nesterov
         self.max_inflight, self.wait, self.every_round = max_inflight, wait, every_round
         self.on_result = on_result
@@ -355,6 +358,7 @@ class DiLoCo:
         self.mom = torch.zeros(self.n, dtype=torch.float32)
         self.out = torch.empty(self.n, dtype=torch.float32)   # a round's sum
         self.flights = []       # _Out: queued (round None) or sent, oldest first
+        self._seen = {}         # round -> Round, the last few announced
         self.since = 0
         self.sends = 0
         self.outer_steps = 0
@@ -373,6 +377,29 @@ class DiLoCo:
             self._thread = threading.Thread(target=self._run, name="isthmus-diloco",
                                             daemon=True)
             self._thread.start()
+
+    def _island(self, session, group, thread):
+        """The island's ranks: K = the group's size, this rank's range."""
+        self.group = group
+        self.K = 1 if group is None else dist.get_world_size(group)
+        self.rank = 0 if group is None else dist.get_rank(group)
+        hosts, host = getattr(session, "hosts", 1), getattr(session, "host", 0)
+        if (hosts, host) != (self.K, self.rank):
+            raise ValueError("the session is host %d of %d, the process group rank %d of %d: "
+                             "open it with hosts=K, host=rank" % (host, hosts, self.rank, self.K))
+        if self.K > 1 and thread:
+            raise ValueError("the communication thread with K > 1 ranks is not built: "
+                             "use thread=False (collectives stay on the training thread)")
+        self.first, self.count = getattr(session, "elem_range", (0, session.elems))
+
+    def _vote(self, values, op):
+        """The ranks' agreement on small integers (the island's min/max)."""
+        if self.K == 1:
+            return list(values)
+        t = torch.tensor(values, dtype=torch.int64)
+        dist.all_reduce(t, op=dist.ReduceOp.MIN if op == "min" else dist.ReduceOp.MAX,
+                        group=self.group)
+        return t.tolist()
 
     # -- host blocks of the parameters -------------------------------------
     def _staged(self, p):
@@ -446,12 +473,14 @@ class DiLoCo:
             f.sent = torch.empty(self.n, dtype=self.wire)
         self._contribute(f.sent, f)
 
-    def _send(self, r, f):
-        """Send @f (None: zeros) to round @r; True if it went."""
-        if r.deadline_ns <= time.time_ns():
+    def _send(self, r, f, data=None, late_check=True):
+        """Send @f (None: zeros) to round @r; True if it went. @data: what
+        goes on the wire when it is not f's buffer (an island's range)."""
+        if late_check and r.deadline_ns <= time.time_ns():
             self.stats["skipped_late"] += 1
             return False
-        data = self.out.zero_() if f is None or f.sent is None else f.sent
+        if data is None:
+            data = self.out.zero_() if f is None or f.sent is None else f.sent
         try:
             self.s.send(r.round, data)
         except Error:
@@ -461,26 +490,63 @@ class DiLoCo:
             f = _Out(None)
             with self._lock:
                 self.flights.append(f)
+        self._sent(r, f)
+        return True
+
+    def _sent(self, r, f):
         if f.sent is None:
             self.stats["zeros_sent"] += 1
         f.round, f.start_ns, f.period_ns = r.round, r.start_ns, max(r.period_ns, 1)
         f.index = self.sends
         self.sends += 1
         self.stats["sent"] += 1
-        return True
+
+    def _send_step(self):
+        """Without the thread, every H steps: the contribution to the newest
+        round every rank of the island has seen, whose deadline is ahead.
+        With K ranks the island sends the ranks' mean: each rank sums the
+        ranks' contributions (all_reduce in self.out) and sends its range."""
+        if len(self.flights) >= self.max_inflight:
+            self.stats["skipped_full"] += 1
+            return
+        newest = self._newest_round()
+        R = self._vote([newest if newest is not None else -1], "min")[0]
+        r = self._seen.get(R)
+        ok = self._vote([int(r is not None and r.deadline_ns > time.time_ns())],
+                        "min")[0]
+        if not ok:
+            self.stats["skipped_no_round" if R < 0 else "skipped_late"] += 1
+            return
+        f = _Out(torch.empty(self.n, dtype=self.wire))
+        self._contribute(f.sent, f)
+        data = None
+        if self.K > 1:
+            self.out.copy_(f.sent)
+            dist.all_reduce(self.out, group=self.group)
+            data = self.out[self.first:self.first + self.count].div_(self.K)
+        self.flights.append(f)
+        went = self._send(r, f, data, late_check=False)
+        # a range that went: the round holds (part of) the island's sum
+        if self._vote([int(went)], "max")[0]:
+            if not went:
+                self._sent(r, f)
+            self.since = 0
+        else:
+            self.flights.remove(f)
 
     # -- results -----------------------------------------------------------
     def _divide(self, res):
         """out /= contributors, chunk by chunk; the mean count."""
         counts = [bin(b).count("1") for b in res.chunk_bitmaps]
         ce = self.s.chunk_elems
+        mine = self.out[self.first:self.first + self.count]
         c = 0
         while c < len(counts):
             e = c
             while e + 1 < len(counts) and counts[e + 1] == counts[c]:
                 e += 1
             if counts[c] > 1:
-                self.out[c * ce:min(self.n, (e + 1) * ce)].div_(counts[c])
+                mine[c * ce:min(self.count, (e + 1) * ce)].div_(counts[c])
             c = e + 1
         return sum(counts) / max(len(counts), 1)
 
@@ -495,6 +561,8 @@ class DiLoCo:
         st["staleness_sum"] += (time.time_ns() - f.start_ns) / f.period_ns
         st["behind_sum"] += self.sends - f.index - 1
         st["contributors_sum"] += self._divide(res)
+        if self.K > 1:        # every rank's range of the mean, on every rank
+            dist.all_reduce(self.out, group=self.group)
         m = self.out
         if bool(m.any()):
             self.mom.mul_(self.mu).add_(m)
@@ -523,40 +591,68 @@ class DiLoCo:
             anchor += u
             self._write(p, a, k, rest.add_(anchor))
 
-    def _take(self, f, timeout):
-        """Apply round @f if it has ended; False if it has not."""
-        try:
-            if not self.s.ready(f.round, timeout=timeout):
-                return False
-            res = self.s.result(f.round, self.out, timeout=0)
-            with self._lock:
-                self._outer(f, res)
-                self.flights.remove(f)
-                self._lock.notify_all()
-        except Error as e:
-            if e.errno != errno.ESTALE:
-                raise
-            # its slot was reused: the progress it carried is still in the
-            # parameters and goes out with the next contribution
-            with self._lock:
+    def _take(self, f, lost):
+        """Apply round @f (or, @lost, drop it: its slot was reused, and the
+        progress it carried, still in the parameters, goes out with the
+        next contribution)."""
+        if not lost:
+            mine = self.out[self.first:self.first + self.count]
+            if self.K > 1:
+                self.out.zero_()
+            try:
+                res = self.s.result(f.round, mine, timeout=0)
+            except Error as e:
+                if e.errno != errno.ESTALE:
+                    raise
+                if self.K > 1:      # after the ranks agreed it had ended
+                    raise RuntimeError("round %d: its slot was reused on rank %d after the "
+                                       "island agreed it had ended" % (f.round, self.rank))
+                lost = True
+        with self._lock:
+            if lost:
                 self.stats["lost"] += 1
-                self.flights.remove(f)
-                self._lock.notify_all()
-        return True
+            else:
+                self._outer(f, res)
+            self.flights.remove(f)
+            self._lock.notify_all()
 
     def poll(self, timeout=0.0):
-        """Apply every sent round that has ended, oldest first."""
-        for f in [f for f in self.flights if f.round is not None]:
-            if not self._take(f, timeout):
+        """Apply every sent round that has ended, oldest first (waiting at
+        most @timeout for the oldest). With K ranks: a collective call, the
+        rounds applied are those that ended on every rank."""
+        sent = [f for f in self.flights if f.round is not None]
+        ended, lost = [], []
+        for f in sent:
+            try:
+                if not self.s.ready(f.round, timeout=0 if ended else timeout):
+                    break
+                lost.append(0)
+            except Error as e:
+                if e.errno != errno.ESTALE:
+                    raise
+                lost.append(1)
+            ended.append(1)
+        pad = len(sent) - len(ended)
+        v = self._vote(ended + [0] * pad + [-x for x in lost] + [0] * pad, "min")
+        for i, f in enumerate(sent):
+            if not v[i]:
                 break
+            self._take(f, v[len(sent) + i] < 0)
 
     def _newest_round(self):
+        """Drain the announced rounds; the newest round number, or None.
+        The Round of the last few are kept (self._seen)."""
         best = None
         while True:
             try:
-                best = self.s.wait_round(timeout=0)
+                r = self.s.wait_round(timeout=0)
             except Timeout:
-                return best
+                break
+            self._seen[r.round] = r
+            best = r.round
+        for old in [x for x in self._seen if best is not None and x < best - 8]:
+            del self._seen[old]
+        return best
 
     # -- the training loop's calls -----------------------------------------
     def step(self):
@@ -577,20 +673,7 @@ class DiLoCo:
         else:
             self.poll()
             if self.since >= self.H:
-                if len(self.flights) >= self.max_inflight:
-                    self.stats["skipped_full"] += 1
-                else:
-                    r = self._newest_round()
-                    if r is None:
-                        self.stats["skipped_no_round"] += 1
-                    else:
-                        f = _Out(torch.empty(self.n, dtype=self.wire))
-                        self._contribute(f.sent, f)
-                        self.flights.append(f)
-                        if self._send(r, f):
-                            self.since = 0
-                        else:
-                            self.flights.remove(f)
+                self._send_step()
                 if self.wait:
                     self.flush()
         self.stats["comm_s"] += time.perf_counter() - t0
@@ -607,7 +690,9 @@ class DiLoCo:
         checkpoint. True if nothing is left in flight."""
         end = time.monotonic() + timeout
         if self._thread is None:
-            while self.flights and time.monotonic() < end:
+            while self.flights:
+                if self._vote([int(time.monotonic() >= end)], "max")[0]:
+                    break
                 self.poll(timeout=min(0.05, max(0.0, end - time.monotonic())))
             return not self.flights
         with self._lock:
