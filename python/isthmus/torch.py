@@ -359,6 +359,7 @@ class DiLoCo:
         self.out = torch.empty(self.n, dtype=torch.float32)   # a round's sum
         self.flights = []       # _Out: queued (round None) or sent, oldest first
         self._seen = {}         # round -> Round, the last few announced
+        self._spare = []        # contribution buffers to reuse (no allocator churn)
         self.since = 0
         self.sends = 0
         self.outer_steps = 0
@@ -447,7 +448,7 @@ class DiLoCo:
         the momentum, the result buffer, the thread's pending move, the
         contributions in flight and the staging block."""
         t = [self.anchor, self.mom, self.out, self.pending, self._stage]
-        t += [f.sent for f in self.flights]
+        t += [f.sent for f in self.flights] + self._spare
         return sum(x.numel() * x.element_size() for x in t if x is not None)
 
     # -- contributions -----------------------------------------------------
@@ -467,11 +468,20 @@ class DiLoCo:
         the same point, so it carries both."""
         f = next((f for f in self.flights if f.round is None), None)
         if f is None:
-            f = _Out(torch.empty(self.n, dtype=self.wire))
+            f = _Out(self._buffer())
             self.flights.append(f)
         elif f.sent is None:
-            f.sent = torch.empty(self.n, dtype=self.wire)
+            f.sent = self._buffer()
         self._contribute(f.sent, f)
+
+    def _buffer(self):
+        return self._spare.pop() if self._spare else torch.empty(self.n, dtype=self.wire)
+
+    def _drop(self, f):
+        """@f is done: its buffer is kept for the next contribution."""
+        self.flights.remove(f)
+        if f.sent is not None and len(self._spare) < 2:
+            self._spare.append(f.sent)
 
     def _send(self, r, f, data=None, late_check=True):
         """Send @f (None: zeros) to round @r; True if it went. @data: what
@@ -517,7 +527,7 @@ class DiLoCo:
         if not ok:
             self.stats["skipped_no_round" if R < 0 else "skipped_late"] += 1
             return
-        f = _Out(torch.empty(self.n, dtype=self.wire))
+        f = _Out(self._buffer())
         self._contribute(f.sent, f)
         data = None
         if self.K > 1:
@@ -532,7 +542,7 @@ class DiLoCo:
                 self._sent(r, f)
             self.since = 0
         else:
-            self.flights.remove(f)
+            self._drop(f)
 
     # -- results -----------------------------------------------------------
     def _divide(self, res):
@@ -613,7 +623,7 @@ class DiLoCo:
                 self.stats["lost"] += 1
             else:
                 self._outer(f, res)
-            self.flights.remove(f)
+            self._drop(f)
             self._lock.notify_all()
 
     def poll(self, timeout=0.0):

@@ -347,3 +347,39 @@ def test_thread_loses_nothing_with_steps_of_6T():
             assert torch.equal(xs[k], x0 + total), k
         for s in ss:
             s.close()
+
+
+def test_rotating_cliques_each_island_steps_on_its_clique_mean():
+    """Rotating cliques of three (9 islands): each island's outer step
+    takes the mean over the islands its result names (its clique, when
+    complete), and islands of one clique share one anchor."""
+    from isthmus.loopback import triangles
+    N, n = 9, 400
+    with LoopbackEdges(N, n, period=1.0, cliques=triangles(9)) as edges:
+        ss = _sessions(edges, N)
+        x0 = torch.randint(-20, 20, (n,), generator=torch.Generator().manual_seed(8)).float()
+        xs = [x0.clone() for _ in range(N)]
+        seen = {}
+        ds = [DiLoCo([xs[k]], ss[k], outer_lr=0.7, momentum=0.9,
+                     on_result=lambda r, s, res, k=k: seen.__setitem__(k, (r, res.bitmap)))
+              for k in range(N)]
+        wait_announced(ss)
+        for k in range(N):
+            xs[k].add_(_progress(k, 0, n))
+            ds[k].step()
+        for d in ds:
+            assert d.flush(timeout=10), d.stats
+        for k in range(N):
+            r, members = seen[k]
+            clique = next(c for c in triangles(9)(r) if c >> k & 1)
+            if ds[k].stats["complete"]:
+                assert members == clique, (k, r, bin(members))
+            who = [j for j in range(N) if members >> j & 1]
+            mean = sum(-_progress(j, 0, n) for j in who) / len(who)
+            want, _ = reference(x0, [mean], 0.7, 0.9)
+            assert torch.allclose(ds[k].anchor, want, rtol=0, atol=1e-5), k
+            for j in who:
+                if seen[j] == (r, members):
+                    assert torch.equal(ds[j].anchor, ds[k].anchor), (j, k)
+        for s in ss:
+            s.close()
