@@ -291,8 +291,9 @@ class DiLoCo:
     nesterov      Nesterov momentum (DiLoCo) or heavy ball
     max_inflight  without the thread: contributions sent and not yet
                   applied (1..3; 1 with wait=True is synchronous DiLoCo)
-    wait          without the thread: step() blocks after each send until
-                  the round is applied (the exact synchronous algorithm)
+    wait          without the thread: a step that sends waits for the next
+                  round if none is new, and returns once that round is
+                  applied (the synchronous algorithm)
     thread        a communication thread that joins every round the edge
                   announces (see every_round) and takes every result the
                   moment its round ends, so that steps longer than the
@@ -520,6 +521,14 @@ class DiLoCo:
             self.stats["skipped_full"] += 1
             return
         newest = self._newest_round()
+        if newest is None and self.wait:
+            # synchronous: the next round, rather than skipping this exchange
+            try:
+                r = self.s.wait_round(timeout=10.0)
+                self._seen[r.round] = r
+                newest = r.round
+            except Timeout:
+                pass
         R = self._vote([newest if newest is not None else -1], "min")[0]
         r = self._seen.get(R)
         ok = self._vote([int(r is not None and r.deadline_ns > time.time_ns())],
@@ -697,7 +706,10 @@ class DiLoCo:
     def flush(self, timeout=5.0):
         """Wait until every contribution is sent and applied (the queued
         one included) and move the parameters: the end of training, or a
-        checkpoint. True if nothing is left in flight."""
+        checkpoint. True if none is left in flight. With the thread, the
+        rounds it keeps joining with zeros are not waited for: peers'
+        progress in later rounds still comes in until close(). With K
+        ranks: a collective call."""
         end = time.monotonic() + timeout
         if self._thread is None:
             while self.flights:
@@ -705,12 +717,17 @@ class DiLoCo:
                     break
                 self.poll(timeout=min(0.05, max(0.0, end - time.monotonic())))
             return not self.flights
+        # the rounds the thread joins with zeros carry none of this island's
+        # progress: waiting for them would never end
+        def left():
+            return any(f.sent is not None for f in self.flights)
         with self._lock:
-            while self.flights and self._error is None and time.monotonic() < end:
+            while left() and self._error is None and time.monotonic() < end:
                 self._lock.wait(min(0.05, max(0.0, end - time.monotonic())))
             self._fold()
+            done = not left()
         self._check()
-        return not self.flights
+        return done
 
     def staleness(self):
         """Mean age, in rounds (T), of a round's mean when applied."""

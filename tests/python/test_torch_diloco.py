@@ -332,11 +332,18 @@ def test_thread_loses_nothing_with_steps_of_6T():
             t.start()
         for t in ts:
             t.join()
+        total = sum(_progress(k, i, n) for k in range(N) for i in range(steps)) / N
+        # every island's last contribution may go out in a different round:
+        # wait until every island's thread has applied them all
+        end = time.monotonic() + 10
+        while not all(torch.equal(d.anchor, x0 + total) for d in ds):
+            assert time.monotonic() < end, [d.stats for d in ds]
+            time.sleep(0.01)
         for d in ds:
             with d:
                 pass                              # flush and stop the thread
-            assert not d.flights and d._thread is None
-        total = sum(_progress(k, i, n) for k in range(N) for i in range(steps)) / N
+            assert d._thread is None
+            assert not [f for f in d.flights if f.sent is not None]
         for k in range(N):
             st = ds[k].stats
             assert st["lost"] == 0 and st["partial"] == 0 and st["send_errors"] == 0, st
@@ -381,5 +388,40 @@ def test_rotating_cliques_each_island_steps_on_its_clique_mean():
             for j in who:
                 if seen[j] == (r, members):
                     assert torch.equal(ds[j].anchor, ds[k].anchor), (j, k)
+        for s in ss:
+            s.close()
+
+
+def test_wait_is_synchronous_diloco():
+    """wait=True: every step that sends returns with the round applied, the
+    parameters on the new anchor, one anchor on both islands."""
+    N, n = 2, 300
+    with LoopbackEdges(N, n, period=0.3) as edges:
+        ss = _sessions(edges, N)
+        x0 = torch.zeros(n)
+        xs = [x0.clone() for _ in range(N)]
+        ds = [DiLoCo([xs[k]], ss[k], outer_lr=0.7, momentum=0.9, wait=True, local_steps=2)
+              for k in range(N)]
+        wait_announced(ss)
+        means = []
+        for i in range(2):
+            for k in range(N):
+                xs[k].add_(_progress(k, i, n))
+            steps = [threading.Thread(target=lambda d=d: (d.step(), d.step())) for d in ds]
+            for t in steps:
+                t.start()
+            for t in steps:
+                t.join()
+            means.append(sum(-_progress(k, i, n) for k in range(N)) / N)
+            for k in range(N):
+                assert not ds[k].flights and ds[k].stats["applied"] == i + 1, ds[k].stats
+                # on the anchor, but for the fp32 rounding of anchor + step
+                # that the next contribution carries (error feedback)
+                assert torch.allclose(xs[k], ds[k].anchor, rtol=0, atol=1e-6)
+        want, _ = reference(x0, means, 0.7, 0.9)
+        for k in range(N):
+            assert ds[k].stats["complete"] == 2, ds[k].stats
+            assert torch.equal(ds[k].anchor, ds[0].anchor)
+            assert torch.allclose(ds[k].anchor, want, rtol=0, atol=1e-5)
         for s in ss:
             s.close()
