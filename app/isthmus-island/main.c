@@ -105,6 +105,19 @@
 	"                   k %% N == i (N = --sockets), which the edge sends to\n" \
 	"                   PORT + k %% N: its [access] island_sockets must be N.\n" \
 	"                   off: every socket is read by the main thread\n" \
+	"  --hosts K        hosts of this island, 1..16 (default 1): the island is\n" \
+	"                   K processes, each with its own address (the edge's\n" \
+	"                   [access] island_hosts), each sending and receiving\n" \
+	"                   its own part of every round. Host k owns the chunk\n" \
+	"                   ids [floor(k*C/K), floor((k+1)*C/K)) of a round of C\n" \
+	"                   chunks (C = the ROUND's n_chunks), i.e. the elements\n" \
+	"                   from floor(k*C/K)*chunk_elems on; it sends DATA for\n" \
+	"                   those chunks only, takes and NACKs AGGs for those only\n" \
+	"                   (others are refused as agg_range) and verifies them.\n" \
+	"                   --elems stays the whole tensor's, the same on every\n" \
+	"                   host; K must not exceed C. E.g. C = 3, K = 2: host 0\n" \
+	"                   owns chunk 0, host 1 chunks 1-2\n" \
+	"  --host k         this process's host, 0..K-1 (default 0)\n" \
 	"  --die-with-parent  exit (SIGTERM) when the parent process exits; also\n" \
 	"                   with ISTH_DIE_WITH_PARENT=1 or ISTH_TESTBED set\n" \
 	"  --help           this text\n" \
@@ -112,6 +125,7 @@
 	"\n" \
 	"Output: one line per round\n" \
 	"  round R clique {..} chunks N complete C partial P missing <who/which>\n" \
+	"  (N the chunks of this host's range; <which> names chunk ids)\n" \
 	"  nacks N resent N ms X tx_ms Y\n" \
 	"or, for a round this process came back to only after the library had\n" \
 	"reused its slot (it keeps 4 rounds; e.g. the process was stopped),\n" \
@@ -151,6 +165,7 @@ struct opts {
 	unsigned int n_sockets;
 	uint8_t gso, gro; /* enum isth_island_offload */
 	bool rx_threads;
+	unsigned int hosts, host; /* --hosts, --host */
 };
 
 /* "on" or "off" for --gso/--gro. */
@@ -220,6 +235,8 @@ static const struct option long_opts[] = {
 	{"gro", required_argument, NULL, 'R'},
 	{"die-with-parent", no_argument, NULL, 'P'},
 	{"rx-threads", required_argument, NULL, 'T'},
+	{"hosts", required_argument, NULL, 'H'},
+	{"host", required_argument, NULL, 'O'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -298,6 +315,14 @@ parse_number(int c, const char *a, struct opts *o)
 		bad = parse_u64(a, 1, ISTH_ISLAND_MAX_SOCKETS, &v);
 		o->n_sockets = (unsigned int)v;
 		break;
+	case 'H':
+		bad = parse_u64(a, 1, ISTH_ISLAND_MAX_HOSTS, &v);
+		o->hosts = (unsigned int)v;
+		break;
+	case 'O':
+		bad = parse_u64(a, 0, ISTH_ISLAND_MAX_HOSTS - 1, &v);
+		o->host = (unsigned int)v;
+		break;
 	default:
 		bad = -EINVAL;
 		break;
@@ -369,6 +394,12 @@ check_opts(const struct opts *o, bool have_edge)
 			o->island, o->n_islands);
 		return -EINVAL;
 	}
+	if (o->host >= o->hosts) {
+		fprintf(stderr,
+			"isthmus-island: --host %u is not below --hosts %u (hosts are 0..%u)\n",
+			o->host, o->hosts, o->hosts - 1);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -394,6 +425,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		.probe_ns = 10000000ull,
 		.grace_ns = ISTH_ISLAND_GRACE_PERIOD,
 		.n_sockets = 1,
+		.hosts = 1,
 	};
 	while ((c = getopt_long(argc, argv, "h", long_opts, &li)) != -1) {
 		if (c == 'h') {
@@ -438,27 +470,29 @@ val_bf16(unsigned int k, uint32_t r, uint32_t i)
 }
 
 /* bf16 tensors are handed over as fp32; the library rounds them (here
- * exactly) to bf16 on the wire. */
+ * exactly) to bf16 on the wire. The host's range: @n elements from
+ * element @e0 of the tensor (the formula takes the tensor's index). */
 static void
-make_tensor(const struct opts *o, uint32_t r, void *t)
+make_tensor(const struct opts *o, uint32_t r, void *t, uint32_t e0, uint32_t n)
 {
 	unsigned int k = (unsigned int)o->island;
 	uint32_t i;
 
-	for (i = 0; i < o->elems; i++) {
+	for (i = 0; i < n; i++) {
 		if (o->dtype == ISTH_WIRE_DTYPE_INT32)
-			((uint32_t *)t)[i] = val_i32(k, r, i);
+			((uint32_t *)t)[i] = val_i32(k, r, e0 + i);
 		else if (o->dtype == ISTH_WIRE_DTYPE_BF16)
-			((float *)t)[i] = (float)val_bf16(k, r, i);
+			((float *)t)[i] = (float)val_bf16(k, r, e0 + i);
 		else
-			((float *)t)[i] = (float)val_f32_16(k, r, i) / 16.0f;
+			((float *)t)[i] = (float)val_f32_16(k, r, e0 + i) / 16.0f;
 	}
 }
 
-/* Is every element of chunk @c the exact sum over @set? */
+/* Is every element of the chunk at tensor elements [first, first +
+ * count) the exact sum over @set? @out holds the range from element @e0. */
 static bool
-chunk_ok(const struct opts *o, uint32_t r, const void *out, uint32_t first, uint32_t count,
-	uint64_t set)
+chunk_ok(const struct opts *o, uint32_t r, const void *out, uint32_t e0, uint32_t first,
+	uint32_t count, uint64_t set)
 {
 	uint32_t i;
 
@@ -475,12 +509,12 @@ chunk_ok(const struct opts *o, uint32_t r, const void *out, uint32_t first, uint
 			sb += val_bf16(k, r, i);
 		}
 		if (o->dtype == ISTH_WIRE_DTYPE_INT32) {
-			if (((const uint32_t *)out)[i] != si)
+			if (((const uint32_t *)out)[i - e0] != si)
 				return false;
 		} else if (o->dtype == ISTH_WIRE_DTYPE_BF16) {
-			if (((const float *)out)[i] != (float)sb)
+			if (((const float *)out)[i - e0] != (float)sb)
 				return false;
-		} else if (((const float *)out)[i] != (float)sf / 16.0f) {
+		} else if (((const float *)out)[i - e0] != (float)sf / 16.0f) {
 			return false;
 		}
 	}
@@ -513,7 +547,8 @@ struct flight {
 struct run {
 	struct opts o;
 	struct isth_island *s;
-	uint32_t n_chunks, ce;
+	uint32_t n_chunks, ce; /* the host's range's chunks; elements per chunk */
+	struct isth_island_range rg; /* the host's range */
 	void *tensor; /* this island's contribution, one round at a time */
 	void *out;
 	struct isth_island_chunk *ch;
@@ -537,8 +572,8 @@ collect(struct run *u, const struct flight *f)
 	double ms;
 	int rc;
 
-	rc = isth_island_result(u->s, ri->round, u->out, (size_t)u->o.elems * 4, u->ch, u->n_chunks,
-		&res, u->o.timeout_ns);
+	rc = isth_island_result(u->s, ri->round, u->out, (size_t)u->rg.n_elems * 4, u->ch,
+		u->n_chunks, &res, u->o.timeout_ns);
 	if (rc == -ESTALE) {
 		/*
 		 * The library reused the round's slot for a newer round
@@ -565,9 +600,11 @@ collect(struct run *u, const struct flight *f)
 	}
 	isth_island_stats(u->s, &st);
 	for (c = 0; c < u->n_chunks; c++) {
+		uint32_t id = u->rg.first_chunk + c; /* the tensor's chunk id */
+
 		u->aggregates++;
-		if (chunk_ok(
-			    &u->o, ri->round, u->out, c * u->ce, u->ch[c].count, u->ch[c].bitmap)) {
+		if (chunk_ok(&u->o, ri->round, u->out, u->rg.first_elem, id * u->ce, u->ch[c].count,
+			    u->ch[c].bitmap)) {
 			u->verified++;
 			ok++;
 		} else {
@@ -575,7 +612,7 @@ collect(struct run *u, const struct flight *f)
 			fprintf(stderr,
 				"isthmus-island: round %u chunk %u: WRONG sum for bitmap 0x%" PRIx64
 				"\n",
-				ri->round, c, u->ch[c].bitmap);
+				ri->round, id, u->ch[c].bitmap);
 		}
 	}
 	u->partial += res.partial;
@@ -584,7 +621,7 @@ collect(struct run *u, const struct flight *f)
 	u->ms_sum += ms;
 	u->played++;
 	set_str(ri->clique, clique, sizeof(clique));
-	isth_island_missing_str(u->ch, u->n_chunks, miss, sizeof(miss));
+	isth_island_missing_str_at(u->ch, u->n_chunks, u->rg.first_chunk, miss, sizeof(miss));
 	printf("round %u clique %s chunks %u complete %u partial %u missing %s "
 	       "verified %u nacks %" PRIu64 " resent %" PRIu64 " ms %.3f tx_ms %.3f%s\n",
 		ri->round, clique, u->n_chunks, res.complete, res.partial, res.partial ? miss : "-",
@@ -682,6 +719,8 @@ run_open(struct run *u)
 		.gso = u->o.gso,
 		.gro = u->o.gro,
 		.rx_threads = u->o.rx_threads,
+		.hosts = u->o.hosts,
+		.host = u->o.host,
 	};
 	char err[512];
 
@@ -696,10 +735,11 @@ run_open(struct run *u)
 			"isthmus-island: WARNING: --auth off: wire version 1, no "
 			"authentication; anyone who reaches this socket can forge "
 			"aggregates\n");
-	u->n_chunks = isth_island_n_chunks(u->s);
+	isth_island_range(u->s, &u->rg);
+	u->n_chunks = u->rg.n_chunks;
 	u->ce = isth_island_chunk_elems(u->s);
-	u->tensor = malloc((size_t)u->o.elems * 4);
-	u->out = malloc((size_t)u->o.elems * 4);
+	u->tensor = malloc((size_t)u->rg.n_elems * 4);
+	u->out = malloc((size_t)u->rg.n_elems * 4);
 	u->ch = calloc(u->n_chunks, sizeof(*u->ch));
 	if (u->tensor == NULL || u->out == NULL || u->ch == NULL) {
 		fprintf(stderr, "isthmus-island: out of memory\n");
@@ -709,7 +749,12 @@ run_open(struct run *u)
 	printf("isthmus-island: island %d of %u, job %u, %s x %u = %u chunks of %u, %u rounds, "
 	       "overlap %u, auth %s\n",
 		u->o.island, u->o.n_islands, u->o.job, isth_wire_dtype_name(u->o.dtype), u->o.elems,
-		u->n_chunks, u->ce, u->o.rounds, u->o.overlap, st.auth ? "on" : "off");
+		isth_island_n_chunks(u->s), u->ce, u->o.rounds, u->o.overlap,
+		st.auth ? "on" : "off");
+	if (u->o.hosts > 1)
+		printf("isthmus-island: host %u of %u: chunks %u-%u, elements %u-%u\n", u->o.host,
+			u->o.hosts, u->rg.first_chunk, u->rg.first_chunk + u->rg.n_chunks - 1,
+			u->rg.first_elem, u->rg.first_elem + u->rg.n_elems - 1);
 	fflush(stdout);
 	return 0;
 }
@@ -728,7 +773,8 @@ take_round(struct run *u, struct flight *f, uint64_t timeout_ns)
 		fprintf(stderr,
 			"isthmus-island: round %u: ROUND has %u chunks of %u elements, "
 			"this island %u of %u (check --elems and --mtu)\n",
-			f->ri.round, f->ri.n_chunks, f->ri.chunk_elems, u->n_chunks, u->ce);
+			f->ri.round, f->ri.n_chunks, f->ri.chunk_elems, isth_island_n_chunks(u->s),
+			u->ce);
 		return -1;
 	}
 	if (rc != 0)
@@ -739,8 +785,8 @@ take_round(struct run *u, struct flight *f, uint64_t timeout_ns)
 	if (f->sent) {
 		uint64_t t;
 
-		make_tensor(&u->o, f->ri.round, u->tensor);
-		rc = isth_island_send(u->s, f->ri.round, u->tensor, (size_t)u->o.elems * 4);
+		make_tensor(&u->o, f->ri.round, u->tensor, u->rg.first_elem, u->rg.n_elems);
+		rc = isth_island_send(u->s, f->ri.round, u->tensor, (size_t)u->rg.n_elems * 4);
 		if (rc < 0)
 			fprintf(stderr, "isthmus-island: round %u: send: %s\n", f->ri.round,
 				strerror(-rc));

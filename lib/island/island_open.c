@@ -33,7 +33,25 @@ check_conf(const struct isth_island_conf *c)
 	if (c->n_sockets > 1 && c->bind_port != 0 &&
 		(uint32_t)c->bind_port + c->n_sockets - 1 > UINT16_MAX)
 		return EINVAL;
+	if (c->hosts > ISTH_ISLAND_MAX_HOSTS || c->host >= (c->hosts ? c->hosts : 1))
+		return EINVAL;
 	return 0;
+}
+
+/* What check_conf() refused, for isth_island_open_err(). */
+static void
+conf_err(const struct isth_island_conf *c, char *errbuf, size_t errlen)
+{
+	if (errbuf == NULL || errlen == 0)
+		return;
+	if (c != NULL && c->hosts > ISTH_ISLAND_MAX_HOSTS)
+		snprintf(errbuf, errlen, "hosts %u: an island has 1..%u hosts", c->hosts,
+			ISTH_ISLAND_MAX_HOSTS);
+	else if (c != NULL && c->host >= (c->hosts ? c->hosts : 1))
+		snprintf(errbuf, errlen, "host %u of %u hosts: host must be 0..%u", c->host,
+			c->hosts ? c->hosts : 1, (c->hosts ? c->hosts : 1) - 1);
+	else
+		snprintf(errbuf, errlen, "bad session parameters");
 }
 
 static void
@@ -146,10 +164,12 @@ socks_free(struct isth_island *s)
 /*
  * The session's parameters, from @conf with its defaults filled in, and
  * what follows from them: chunk geometry, timer tick, the DATA buffers'
- * shape, the offloads asked for. No allocation. @return 0 or EINVAL.
+ * shape, the offloads asked for, the host's chunk range. No allocation.
+ * @return 0 or EINVAL (@err says why if it is the range).
  */
 static int
-session_params(struct isth_island *s, const struct isth_island_conf *conf)
+session_params(
+	struct isth_island *s, const struct isth_island_conf *conf, char *errbuf, size_t errlen)
 {
 	unsigned int i;
 
@@ -191,6 +211,25 @@ session_params(struct isth_island *s, const struct isth_island_conf *conf)
 				4u);
 	s->chunk_elems = s->lim.max_elems;
 	s->n_chunks = (uint32_t)(((uint64_t)conf->elems + s->chunk_elems - 1) / s->chunk_elems);
+	s->hosts = conf->hosts ? conf->hosts : 1;
+	s->host = conf->host;
+	if (isth_island_split(s->n_chunks, s->hosts, s->host, &s->c0, &s->rc_n) < 0) {
+		if (errbuf && errlen)
+			snprintf(errbuf, errlen,
+				"hosts %u: the tensor has %u chunk%s of %u elements, fewer "
+				"than the hosts (each host owns at least one chunk)",
+				s->hosts, s->n_chunks, s->n_chunks == 1 ? "" : "s", s->chunk_elems);
+		return EINVAL;
+	}
+	s->e0 = s->c0 * s->chunk_elems;
+	s->data_seq = s->host; /* version 1; auth_open() starts v2's at the clock */
+	s->r_elems = (uint32_t)((uint64_t)(s->c0 + s->rc_n) * s->chunk_elems < conf->elems
+			? (uint64_t)s->rc_n * s->chunk_elems
+			: conf->elems - s->e0);
+	s->st.hosts = s->hosts;
+	s->st.host = s->host;
+	s->st.first_chunk = s->c0;
+	s->st.range_chunks = s->rc_n;
 	s->msg_max = s->conf.mtu - ISTH_WIRE_IPV4_MIN_HDR_SIZE - ISTH_WIRE_UDP_HDR_SIZE;
 	s->tick_ns = s->conf.nack_interval_ns;
 	if (s->conf.probe_ns < s->tick_ns)
@@ -333,6 +372,10 @@ auth_open(struct isth_island *s, const char *path, char *errbuf, size_t errlen)
 	 * restarted island never reuses a seq, so never an IV. The injected
 	 * clock is for deadlines only. */
 	s->data_seq = isth_clock_real_ns();
+	/* the hosts of an island share its UP key: host k's DATA and NACK
+	 * seqs are k modulo hosts (each steps by hosts), so no two hosts
+	 * ever use one seq, hence one IV */
+	s->data_seq = s->data_seq - s->data_seq % s->hosts + s->host;
 	s->nack_seq = s->data_seq;
 	return 0;
 }
@@ -362,7 +405,7 @@ slots_alloc(struct isth_island *s)
 
 		sl->bitmap = calloc(s->n_chunks, sizeof(*sl->bitmap));
 		sl->aggs = calloc(s->n_chunks, sizeof(*sl->aggs));
-		sl->acc = calloc(s->conf.elems, 4);
+		sl->acc = calloc(s->r_elems, 4);
 		if (s->rx_threads)
 			sl->owner = calloc(s->n_chunks, 1);
 		atomic_init(&sl->busy, 0);
@@ -512,15 +555,14 @@ isth_island_open_err(const struct isth_island_conf *conf, char *errbuf, size_t e
 		errbuf[0] = '\0';
 	err = check_conf(conf);
 	if (err) {
-		if (errbuf && errlen)
-			snprintf(errbuf, errlen, "bad session parameters");
+		conf_err(conf, errbuf, errlen);
 		errno = err;
 		return NULL;
 	}
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return NULL;
-	err = session_params(s, conf);
+	err = session_params(s, conf, errbuf, errlen);
 	if (err)
 		goto free_s;
 	err = bufs_alloc(s);

@@ -313,7 +313,13 @@ struct isth_island {
 	unsigned int rx_n; /* rx buffers */
 	size_t rx_size; /* bytes per rx buffer */
 	uint32_t chunk_elems;
-	uint32_t n_chunks;
+	uint32_t n_chunks; /* the whole tensor's: every ROUND's */
+	/* the chunks this host owns, [c0, c0 + rc_n), and the elements they
+	 * hold, [e0, e0 + r_elems): what send() takes, acc holds and
+	 * result() gives (conf.hosts; the whole tensor with one host) */
+	uint32_t c0, rc_n;
+	uint32_t e0, r_elems;
+	unsigned int hosts, host;
 	size_t msg_max; /* largest message the MTU allows */
 	uint64_t tick_ns; /* longest wait between timer runs */
 	bool auth_on; /* conf.key_file given (fixed at open) */
@@ -407,6 +413,20 @@ chunk_len(const struct isth_island *s, uint32_t c)
 	uint64_t left = s->conf.elems - off;
 
 	return left < s->chunk_elems ? (uint32_t)left : s->chunk_elems;
+}
+
+/* Chunk @c belongs to this host's range. */
+static inline bool
+chunk_mine(const struct isth_island *s, uint32_t c)
+{
+	return c >= s->c0 && c - s->c0 < s->rc_n;
+}
+
+/* Where chunk @c (of the range) starts in a slot's acc. */
+static inline void *
+chunk_acc(const struct isth_island *s, const struct slot *sl, uint32_t c)
+{
+	return (uint8_t *)sl->acc + ((size_t)c * s->chunk_elems - s->e0) * 4;
 }
 
 static inline uint64_t

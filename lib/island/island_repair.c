@@ -226,7 +226,7 @@ run_probe(struct isth_island *s, uint64_t now, unsigned int sock)
 	for (i = 0; i < ISTH_ISLAND_ROUNDS; i++) {
 		const struct slot *sl = &s->slots[i];
 
-		if (sl->state == SLOT_OPEN && sl->announced && sl->chunks_done < s->n_chunks &&
+		if (sl->state == SLOT_OPEN && sl->announced && sl->chunks_done < s->rc_n &&
 			now < slot_end(s, sl))
 			live = sl;
 	}

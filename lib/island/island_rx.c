@@ -58,7 +58,7 @@ on_round(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, uns
 	sl->announced = true;
 	/* AGGs may have come before their ROUND */
 	sl->chunks_done = 0;
-	for (c = 0; c < s->n_chunks; c++)
+	for (c = s->c0; c < s->c0 + s->rc_n; c++)
 		if ((sl->bitmap[c] & sl->info.expected) == sl->info.expected)
 			sl->chunks_done++;
 	s->quiet_since_ns = now;
@@ -98,6 +98,11 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsig
 		drop(s, ISTH_ISLAND_DROP_agg_chunk);
 		return;
 	}
+	/* another host of the island owns it: the edge sends it there */
+	if (!chunk_mine(s, h->chunk)) {
+		drop(s, ISTH_ISLAND_DROP_agg_range);
+		return;
+	}
 	if (h->count != chunk_len(s, h->chunk)) {
 		drop(s, ISTH_ISLAND_DROP_agg_count);
 		return;
@@ -126,7 +131,7 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsig
 		drop(s, ISTH_ISLAND_DROP_agg_overlap);
 		return;
 	}
-	dst = (uint8_t *)sl->acc + (size_t)h->chunk * s->chunk_elems * 4;
+	dst = chunk_acc(s, sl, h->chunk);
 	if (x == NULL) {
 		isl_sum_le(s, h->dtype, dst, p->payload, h->count);
 	} else {
@@ -153,7 +158,7 @@ on_agg(struct isth_island *s, const struct isth_wire_pkt *p, uint64_t now, unsig
 	sl->aggs[h->chunk]++;
 	isth_ctr_add(&s->st.aggs_summed, 1);
 	if (sl->announced && (sl->bitmap[h->chunk] & sl->info.expected) == sl->info.expected &&
-		++sl->chunks_done == s->n_chunks)
+		++sl->chunks_done == s->rc_n)
 		s->rx_wake = true;
 }
 

@@ -141,11 +141,14 @@ isl_send_nack(struct isth_island *s, const struct isth_wire_range *r, unsigned i
 		.job = s->conf.job,
 		.round = round,
 		/* v2: NACKs have their own stream (the IV needs it) */
-		.seq = s->eng ? s->nack_seq++ : 0,
+		.seq = s->eng ? s->nack_seq : 0,
 	};
 	uint8_t *p = s->nackbuf;
 	size_t len = ISTH_WIRE_HDR_SIZE + (size_t)n * ISTH_WIRE_RANGE_SIZE;
 
+	/* host k of an island's K: seqs k modulo K (island_open.c) */
+	if (s->eng)
+		s->nack_seq += s->hosts;
 	isth_wire_put_hdr(p, s->msg_max, &h);
 	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, s->msg_max - ISTH_WIRE_HDR_SIZE, r, n);
 	if (s->eng) {
@@ -192,15 +195,17 @@ tensor_word(const struct isth_island *s, const uint8_t *src, bool src_f32, uint3
 
 /*
  * Encode, seal and send the DATA of socket @so's chunk range of job @j:
- * chunks [idx * n / n_socks, (idx + 1) * n / n_socks). Runs without mu
+ * chunks c0 + [idx * n / n_socks, (idx + 1) * n / n_socks) of the host's
+ * n = rc_n from c0; chunk c0 + i has seq seq0 + i * hosts and is element
+ * (c0 + i) * chunk_elems - e0 of the caller's tensor. Runs without mu
  * (txmu is held by send()): it reads only the caller's tensor and what
  * open() wrote, and writes only @so.
  */
 static int
 tx_range(struct isth_island *s, struct isl_sock *so, const struct tx_job *j)
 {
-	uint32_t c0 = (uint32_t)((uint64_t)so->idx * s->n_chunks / s->n_socks);
-	uint32_t c1 = (uint32_t)((uint64_t)(so->idx + 1) * s->n_chunks / s->n_socks);
+	uint32_t c0 = s->c0 + (uint32_t)((uint64_t)so->idx * s->rc_n / s->n_socks);
+	uint32_t c1 = s->c0 + (uint32_t)((uint64_t)(so->idx + 1) * s->rc_n / s->n_socks);
 	size_t es = wire_esize(s);
 	bool fast = es == 4 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
 	unsigned int k = 0;
@@ -208,17 +213,17 @@ tx_range(struct isth_island *s, struct isl_sock *so, const struct tx_job *j)
 	int rc = 0;
 
 	for (c = c0; c < c1; c++) {
-		uint32_t len = chunk_len(s, c), base = c * s->chunk_elems;
+		uint32_t len = chunk_len(s, c), base = c * s->chunk_elems - s->e0;
 		struct isth_wire_hdr h = {
 			.type = ISTH_WIRE_DATA,
 			.dtype = s->conf.dtype,
-			.flags = c + 1 == s->n_chunks ? ISTH_WIRE_F_LAST : 0,
+			.flags = c + 1 == s->c0 + s->rc_n ? ISTH_WIRE_F_LAST : 0,
 			.sender = s->conf.island,
 			.count = (uint16_t)len,
 			.job = s->conf.job,
 			.round = j->round,
 			.chunk = c,
-			.seq = j->seq0 + c,
+			.seq = j->seq0 + (uint64_t)(c - s->c0) * s->hosts,
 			.bitmap = self_bit(s),
 		};
 		uint8_t *p = so->buf + (size_t)k * s->pkt_stride;
@@ -354,17 +359,17 @@ add_own(struct isth_island *s, struct slot *sl, const uint8_t *src, bool src_f32
 	if (s->conf.dtype == ISTH_WIRE_DTYPE_INT32) {
 		uint32_t *d = sl->acc;
 
-		for (i = 0; i < s->conf.elems; i++)
+		for (i = 0; i < s->r_elems; i++)
 			d[i] += tensor_word(s, src, true, i);
 	} else if (s->conf.dtype == ISTH_WIRE_DTYPE_BF16) {
 		float *d = sl->acc;
 
-		for (i = 0; i < s->conf.elems; i++)
+		for (i = 0; i < s->r_elems; i++)
 			d[i] += bf16_to_f32((uint16_t)tensor_word(s, src, src_f32, i));
 	} else {
 		float *d = sl->acc, f;
 
-		for (i = 0; i < s->conf.elems; i++) {
+		for (i = 0; i < s->r_elems; i++) {
 			memcpy(&f, src + 4 * (size_t)i, 4);
 			d[i] += f;
 		}
@@ -431,9 +436,9 @@ isth_island_send(struct isth_island *s, uint32_t round, const void *tensor, size
 	if (s == NULL || tensor == NULL)
 		return -EINVAL;
 	/* bf16 sessions take bf16 (2 bytes) or fp32 (4 bytes, rounded) */
-	src_f32 = size == (size_t)s->conf.elems * 4;
-	if (!src_f32 &&
-		!(s->conf.dtype == ISTH_WIRE_DTYPE_BF16 && size == (size_t)s->conf.elems * 2))
+	/* the host's range of the tensor (all of it with one host) */
+	src_f32 = size == (size_t)s->r_elems * 4;
+	if (!src_f32 && !(s->conf.dtype == ISTH_WIRE_DTYPE_BF16 && size == (size_t)s->r_elems * 2))
 		return -EINVAL;
 	pthread_mutex_lock(&s->txmu);
 	pthread_mutex_lock(&s->mu);
@@ -444,13 +449,13 @@ isth_island_send(struct isth_island *s, uint32_t round, const void *tensor, size
 		return rc;
 	}
 	add_own(s, sl, tensor, src_f32);
-	/* chunk c gets seq seq0 + c whichever socket sends it: one DATA
-	 * stream for the island, as with one socket */
+	/* chunk c0 + i gets seq seq0 + i * hosts whichever socket sends
+	 * it: one DATA stream for the host, as with one socket */
 	job.round = round;
 	job.src = tensor;
 	job.src_f32 = src_f32;
 	job.seq0 = s->data_seq;
-	s->data_seq += s->n_chunks;
+	s->data_seq += (uint64_t)s->rc_n * s->hosts;
 	pthread_mutex_unlock(&s->mu);
 
 	tx_all(s, &job);

@@ -43,6 +43,20 @@ isth_island_n_chunks(const struct isth_island *s)
 	return s ? s->n_chunks : 0;
 }
 
+void
+isth_island_range(const struct isth_island *s, struct isth_island_range *r)
+{
+	if (r == NULL)
+		return;
+	memset(r, 0, sizeof(*r));
+	if (s == NULL)
+		return;
+	r->first_chunk = s->c0;
+	r->n_chunks = s->rc_n;
+	r->first_elem = s->e0;
+	r->n_elems = s->r_elems;
+}
+
 /*
  * One wait of a caller's loop (mu held, dropped while waiting): false,
  * without waiting, once the monotonic @end has passed (never on the
@@ -118,10 +132,10 @@ finalize(struct isth_island *s, struct slot *sl, uint64_t now)
 
 	memset(res, 0, sizeof(*res));
 	res->round = sl->round;
-	res->n_chunks = s->n_chunks;
+	res->n_chunks = s->rc_n;
 	res->self_sent = sl->sent;
 	res->end_ns = now;
-	for (c = 0; c < s->n_chunks; c++) {
+	for (c = s->c0; c < s->c0 + s->rc_n; c++) {
 		uint64_t miss = (sl->info.expected | self) & ~(sl->bitmap[c] | self);
 
 		if (miss) {
@@ -154,13 +168,13 @@ round_try_end(struct isth_island *s, struct slot *sl, uint32_t round, uint64_t n
 {
 	uint64_t stop = slot_end(s, sl);
 
-	if (sl->chunks_done < s->n_chunks && now >= stop && !s->reading) {
+	if (sl->chunks_done < s->rc_n && now >= stop && !s->reading) {
 		isl_rx_drain(s);
 		isl_run_timers(s, now, ALL_SOCKS);
 		if (slot_find(s, round) != sl)
 			return -ESTALE;
 	}
-	if (sl->chunks_done == s->n_chunks || now >= stop) {
+	if (sl->chunks_done == s->rc_n || now >= stop) {
 		finalize(s, sl, now);
 		return 1;
 	}
@@ -180,7 +194,7 @@ isth_island_result(struct isth_island *s, uint32_t round, void *out, size_t out_
 
 	if (s == NULL || out == NULL || chunks == NULL)
 		return -EINVAL;
-	if (out_size < (size_t)s->conf.elems * 4 || max_chunks < s->n_chunks)
+	if (out_size < (size_t)s->r_elems * 4 || max_chunks < s->rc_n)
 		return -ENOSPC;
 	end = sat_add(isth_clock_mono_ns(), timeout_ns);
 	pthread_mutex_lock(&s->mu);
@@ -220,8 +234,8 @@ isth_island_result(struct isth_island *s, uint32_t round, void *out, size_t out_
 		}
 	}
 	self = sl->sent ? self_bit(s) : 0;
-	for (c = 0; c < s->n_chunks; c++) {
-		struct isth_island_chunk *ch = &chunks[c];
+	for (c = s->c0; c < s->c0 + s->rc_n; c++) {
+		struct isth_island_chunk *ch = &chunks[c - s->c0];
 
 		ch->bitmap = sl->bitmap[c] | self;
 		ch->expected = sl->info.expected | self;
@@ -229,7 +243,7 @@ isth_island_result(struct isth_island *s, uint32_t round, void *out, size_t out_
 		ch->aggs = sl->aggs[c];
 		ch->count = chunk_len(s, c);
 	}
-	memcpy(out, sl->acc, (size_t)s->conf.elems * 4);
+	memcpy(out, sl->acc, (size_t)s->r_elems * 4);
 	if (res)
 		*res = sl->res;
 	rc = sl->rc;
@@ -341,6 +355,13 @@ int
 isth_island_missing_str(
 	const struct isth_island_chunk *chunks, unsigned int n_chunks, char *buf, size_t size)
 {
+	return isth_island_missing_str_at(chunks, n_chunks, 0, buf, size);
+}
+
+int
+isth_island_missing_str_at(const struct isth_island_chunk *chunks, unsigned int n_chunks,
+	uint32_t first_chunk, char *buf, size_t size)
+{
 	uint64_t any = 0;
 	size_t off = 0;
 	unsigned int i, c;
@@ -372,9 +393,10 @@ isth_island_missing_str(
 			while (e + 1 < n_chunks && (chunks[e + 1].missing & (UINT64_C(1) << i)))
 				e++;
 			if (e == c)
-				put(buf, size, &off, "%s%u", runs ? "," : "", c);
+				put(buf, size, &off, "%s%u", runs ? "," : "", first_chunk + c);
 			else
-				put(buf, size, &off, "%s%u-%u", runs ? "," : "", c, e);
+				put(buf, size, &off, "%s%u-%u", runs ? "," : "", first_chunk + c,
+					first_chunk + e);
 			runs++;
 			c = e;
 		}

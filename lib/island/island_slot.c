@@ -3,9 +3,26 @@
  * Round slots and the summation into them: finding and taking over the
  * slot of a round, the receive threads' queued sums (pend_run) and the
  * wait for them (busy). island_priv.h, "Summation outside mu", has the
- * rules. Calls no other file of the library.
+ * rules. Also the rule that splits a round among an island's hosts
+ * (isth_island_split()). Calls no other file of the library.
  */
 #include "island_priv.h"
+
+int
+isth_island_split(
+	uint32_t n_chunks, unsigned int hosts, unsigned int host, uint32_t *first, uint32_t *count)
+{
+	uint32_t c0, c1;
+
+	if (hosts == 0 || hosts > ISTH_ISLAND_MAX_HOSTS || host >= hosts || n_chunks < hosts ||
+		first == NULL || count == NULL)
+		return -EINVAL;
+	c0 = (uint32_t)((uint64_t)host * n_chunks / hosts);
+	c1 = (uint32_t)((uint64_t)(host + 1) * n_chunks / hosts);
+	*first = c0;
+	*count = c1 - c0;
+	return 0;
+}
 
 /* A round no slot can hold any more, or never again. */
 bool
@@ -73,7 +90,7 @@ again:
 		isl_slot_wait_sums(s, sl);
 		goto again;
 	}
-	memset(sl->acc, 0, (size_t)s->conf.elems * 4);
+	memset(sl->acc, 0, (size_t)s->r_elems * 4);
 	memset(sl->bitmap, 0, (size_t)s->n_chunks * sizeof(*sl->bitmap));
 	memset(sl->aggs, 0, (size_t)s->n_chunks * sizeof(*sl->aggs));
 	if (sl->owner != NULL)

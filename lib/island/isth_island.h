@@ -64,6 +64,8 @@ struct isth_island;
 #define ISTH_ISLAND_GRACE_PERIOD UINT64_MAX
 /** Most sockets (and sending threads) one session may use. */
 #define ISTH_ISLAND_MAX_SOCKETS 16u
+/** Most hosts one island may have (conf.hosts). */
+#define ISTH_ISLAND_MAX_HOSTS 16u
 
 /**
  * UDP segmentation offload on send (conf.gso) and receive offload on
@@ -150,6 +152,28 @@ struct isth_island_conf {
 	 * stream on any socket), as before.
 	 */
 	bool rx_threads;
+	/**
+	 * An island of several hosts (doc/island.md, "An island of K
+	 * hosts"): hosts K, 1..ISTH_ISLAND_MAX_HOSTS (0: 1), and this
+	 * session's host k, 0..K-1. Host k owns the chunk ids
+	 * [floor(k * C / K), floor((k + 1) * C / K)) of every round, C the
+	 * round's chunks (isth_island_n_chunks(), the ROUND's n_chunks;
+	 * isth_island_split()): it sends DATA for those chunks only, takes
+	 * AGGs for those only, and send() and result() take and give that
+	 * range's elements (isth_island_range()). conf.elems stays the whole
+	 * tensor's, the same on every host. K = 1: the whole tensor. Every
+	 * host needs at least one chunk: K <= C.
+	 */
+	unsigned int hosts;
+	unsigned int host; /**< this host, < hosts (0 when hosts is 0 or 1) */
+};
+
+/** The part of every round one host of an island owns. */
+struct isth_island_range {
+	uint32_t first_chunk; /**< chunk id of its first chunk */
+	uint32_t n_chunks; /**< chunks it owns (>= 1) */
+	uint32_t first_elem; /**< the tensor's element where they start */
+	uint32_t n_elems; /**< elements they hold: what send()/result() take */
 };
 
 /** What a ROUND announced, in host order. */
@@ -202,6 +226,7 @@ struct isth_island_result {
 	X(round_dup, "ROUND already received") \
 	X(agg_dtype, "AGG dtype is not the session's") \
 	X(agg_chunk, "AGG chunk id past the tensor") \
+	X(agg_range, "AGG chunk owned by another host of the island (conf.hosts)") \
 	X(agg_count, "AGG count is not the chunk's length") \
 	X(agg_self, "AGG bitmap contains this island") \
 	X(agg_clique, "AGG bitmap outside the round's expected set") \
@@ -267,7 +292,11 @@ enum isth_island_drop {
 	X(bool, gso, "UDP GSO in use now (conf.gso and not refused)") \
 	X(bool, gro, "UDP GRO in use (conf.gro and not refused)") \
 	X(uint32_t, agg_streams, "AGG streams followed: 1, or the most a ROUND announced") \
-	X(bool, rx_threads, "a receive thread per socket (conf.rx_threads)")
+	X(bool, rx_threads, "a receive thread per socket (conf.rx_threads)") \
+	X(uint32_t, hosts, "hosts of the island (conf.hosts, at least 1)") \
+	X(uint32_t, host, "this session's host (conf.host)") \
+	X(uint32_t, first_chunk, "first chunk id of the host's range") \
+	X(uint32_t, range_chunks, "chunks in the host's range")
 
 /** Expands an ISTH_ISLAND_STATE entry to its field. */
 #define ISTH_ISLAND_STATE_FIELD(type, name, help) type name;
@@ -337,9 +366,33 @@ uint16_t isth_island_local_port(const struct isth_island *s);
 /** Local port of socket @p i (host order); 0 if @p i >= n_sockets. */
 uint16_t isth_island_socket_port(const struct isth_island *s, unsigned int i);
 
-/** Elements per full chunk (from the MTU) and chunks per tensor. */
+/**
+ * Elements per full chunk (from the MTU) and chunks per tensor: the whole
+ * tensor's, what every ROUND says (with conf.hosts > 1 the session owns a
+ * part of them: isth_island_range()).
+ */
 uint32_t isth_island_chunk_elems(const struct isth_island *s);
 uint32_t isth_island_n_chunks(const struct isth_island *s);
+
+/**
+ * The rule that splits a round among the hosts of an island: host @p host
+ * of @p hosts owns the chunk ids [floor(host * n_chunks / hosts),
+ * floor((host + 1) * n_chunks / hosts)). The edge splits by the same rule.
+ *
+ * @return 0 with *@p first and *@p count set; -EINVAL if @p hosts is 0 or
+ *         above ISTH_ISLAND_MAX_HOSTS, @p host >= @p hosts, or
+ *         @p n_chunks < @p hosts (a host would own no chunk).
+ */
+int isth_island_split(
+	uint32_t n_chunks, unsigned int hosts, unsigned int host, uint32_t *first, uint32_t *count);
+
+/**
+ * This session's part of every round (conf.hosts, conf.host): its chunks
+ * and the elements they hold; the whole tensor when hosts is 1. A caller
+ * passes send() the @p n_elems elements from @p first_elem of its tensor,
+ * and result() writes that many.
+ */
+void isth_island_range(const struct isth_island *s, struct isth_island_range *r);
 
 /**
  * Wait for the next round announced by a ROUND: the oldest announced round
@@ -354,9 +407,12 @@ int
 isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns, struct isth_island_round *out);
 
 /**
- * Send the island's contribution to @p round: one DATA per chunk (chunk
- * ids 0..n_chunks-1, LAST on the final one), and remember it so that the
- * round's result includes it. ROUND need not have arrived yet.
+ * Send the island's contribution to @p round: one DATA per chunk of the
+ * session's range (chunk ids 0..n_chunks-1 with one host; LAST on the
+ * range's final one), and remember it so that the round's result
+ * includes it. ROUND need not have arrived yet. With several hosts each
+ * DATA seq is congruent to conf.host modulo conf.hosts, so hosts sharing
+ * the island's key never use one IV twice.
  *
  * Rounds may overlap: the caller may send round r+1 (up to r+3) while
  * round r's AGGs still arrive; each round is summed in its own slot. Take
@@ -364,12 +420,13 @@ isth_island_wait_round(struct isth_island *s, uint64_t timeout_ns, struct isth_i
  * deadline (+grace) has passed that send reuses the slot and r's result
  * is gone (-ESTALE); before then the send is refused with -EBUSY.
  *
- * @param tensor  conf.elems elements in host order (copied; the caller
- *                keeps ownership and may reuse it when this returns)
- * @param size    bytes in @p tensor: conf.elems * 4; a bf16 session also
- *                takes conf.elems * 2 (bf16 as is), and with
- *                conf.elems * 4 reads fp32 and rounds it to bf16 (nearest,
- *                ties to even)
+ * @param tensor  the range's n elements in host order (isth_island_range()
+ *                n_elems; conf.elems with one host), the first being
+ *                element first_elem of the whole tensor (copied; the
+ *                caller keeps ownership and may reuse it when this returns)
+ * @param size    bytes in @p tensor: n * 4; a bf16 session also takes
+ *                n * 2 (bf16 as is), and with n * 4 reads fp32 and rounds
+ *                it to bf16 (nearest, ties to even)
  * @return 0; -EINVAL (size); -EALREADY (already sent for this round);
  *         -ESTALE (round already returned, or too old to keep);
  *         -EBUSY (every slot holds a live round); -EIO if a send failed
@@ -381,11 +438,14 @@ int isth_island_send(struct isth_island *s, uint32_t round, const void *tensor, 
  * Wait for the end of @p round and return its aggregate.
  *
  * The round ends when every chunk has every expected contributor, or when
- * the session clock reaches deadline_ns + grace_ns. @p out receives
- * conf.elems 4-byte elements in host order (int32, or fp32 for fp32 and
- * bf16 sessions): per chunk, own contribution (if sent) plus the AGGs
- * received. @p chunks receives one entry per chunk. The
- * result stays available (the same answer) until the slot is reused.
+ * the session clock reaches deadline_ns + grace_ns; only the chunks of
+ * the session's range count. @p out receives the range's n_elems 4-byte
+ * elements in host order (int32, or fp32 for fp32 and bf16 sessions; with
+ * one host conf.elems): per chunk, own contribution (if sent) plus the
+ * AGGs received. @p chunks receives one entry per chunk of the range,
+ * chunks[i] for chunk id first_chunk + i; @p res counts the range's
+ * chunks. The result stays available (the same answer) until the slot is
+ * reused.
  *
  * @param timeout_ns  longest wait for the ROUND itself if it has not
  *                    arrived (monotonic time)
@@ -455,6 +515,14 @@ const char *isth_island_drop_name(unsigned int reason);
  */
 int isth_island_missing_str(
 	const struct isth_island_chunk *chunks, unsigned int n_chunks, char *buf, size_t size);
+
+/**
+ * As isth_island_missing_str(), for chunks[i] being chunk id
+ * @p first_chunk + i (a host's range: result()'s chunks with
+ * isth_island_range()'s first_chunk), so the text names chunk ids.
+ */
+int isth_island_missing_str_at(const struct isth_island_chunk *chunks, unsigned int n_chunks,
+	uint32_t first_chunk, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

@@ -30,7 +30,17 @@ a round for one period past its deadline unless given ``grace=``.
 ``gso=True``/``gro=True`` turn on UDP segmentation and receive offload
 (doc/island.md, "GSO, GRO and several sockets"); ``rx_threads=True``
 receives on every socket, a thread each, AGG stream k on socket k % N
-(the edge's ``[access] island_sockets`` must be N). ``isthmus.torch`` has
+(the edge's ``[access] island_sockets`` must be N). ``hosts=K, host=k``
+makes the session host k of an island of K hosts (processes with their
+own addresses): it owns chunk ids ``[k*C//K, (k+1)*C//K)`` of every round
+of ``C = n_chunks`` chunks, and ``send()`` takes and ``result()`` writes
+only that range's elements, ``first, count = s.elem_range``::
+
+    first, count = s.elem_range
+    s.send(r.round, params[first:first + count])
+    res = s.result(r.round, out[first:first + count])
+
+(doc/island.md, "An island of K hosts"). ``isthmus.torch`` has
 a parameter averager for PyTorch (doc/training.md).
 """
 from ._isthmus import (DEFAULT_PORT, ROUNDS_KEPT, VERSION, Error, Result,

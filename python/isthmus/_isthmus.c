@@ -307,8 +307,10 @@ round_new(const struct isth_island_round *ri)
 	return r;
 }
 
+/* @ch: the @n chunks of the session's range, chunk ids from @first. */
 static PyObject *
-result_new(const struct isth_island_result *res, const struct isth_island_chunk *ch, uint32_t n)
+result_new(const struct isth_island_result *res, const struct isth_island_chunk *ch, uint32_t n,
+	uint32_t first)
 {
 	PyObject *r = PyStructSequence_New(&ResultType), *bm;
 	uint64_t all = UINT64_MAX, expected = 0;
@@ -327,7 +329,7 @@ result_new(const struct isth_island_result *res, const struct isth_island_chunk 
 		expected |= ch[c].expected;
 		PyTuple_SET_ITEM(bm, c, PyLong_FromUnsignedLongLong(ch[c].bitmap));
 	}
-	isth_island_missing_str(ch, n, miss, sizeof(miss));
+	isth_island_missing_str_at(ch, n, first, miss, sizeof(miss));
 	PyStructSequence_SET_ITEM(r, 0, PyLong_FromUnsignedLong(res->round));
 	PyStructSequence_SET_ITEM(r, 1, PyBool_FromLong(res->partial == 0));
 	PyStructSequence_SET_ITEM(r, 2, PyLong_FromUnsignedLongLong(n ? all : 0));
@@ -353,7 +355,8 @@ result_new(const struct isth_island_result *res, const struct isth_island_chunk 
 typedef struct {
 	PyObject_HEAD struct isth_island *s;
 	struct isth_island_conf conf;
-	uint32_t n_chunks;
+	uint32_t n_chunks; /* the whole tensor's, as ROUND says */
+	struct isth_island_range rg; /* the host's part: send() and result() */
 	int busy; /* calls in progress (GIL held to change) */
 } Session;
 
@@ -510,7 +513,7 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"job", "island", "n_islands", "elems", "edge", "dtype", "bind",
 		"mtu", "nack_interval", "nack_retries", "probe", "grace", "rcvbuf", "key_file",
-		"sockets", "gso", "gro", "rx_threads", "auth", NULL};
+		"sockets", "gso", "gro", "rx_threads", "auth", "hosts", "host", NULL};
 	unsigned long job = ULONG_MAX, island = ULONG_MAX, n_islands = ULONG_MAX;
 	unsigned long elems = ULONG_MAX;
 	PyObject *edge = NULL, *bind = NULL, *probe = Py_False, *key_file = Py_None;
@@ -521,7 +524,7 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 	double nack_interval = 0.005;
 	unsigned int mtu = 1500, nack_retries = 16;
 	int rcvbuf = 0, gso = 0, gro = 0, rx_threads = 0;
-	unsigned int sockets = 1;
+	unsigned int sockets = 1, hosts = 1, host = 0;
 	struct isth_island_conf c;
 	struct isth_island *s;
 
@@ -529,9 +532,10 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_RuntimeError, "Session already initialised");
 		return -1;
 	}
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$kkkkOsOIdIOOiOIpppO", kwlist, &job, &island,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$kkkkOsOIdIOOiOIpppOII", kwlist, &job, &island,
 		    &n_islands, &elems, &edge, &dtype, &bind, &mtu, &nack_interval, &nack_retries,
-		    &probe, &grace, &rcvbuf, &key_file, &sockets, &gso, &gro, &rx_threads, &auth))
+		    &probe, &grace, &rcvbuf, &key_file, &sockets, &gso, &gro, &rx_threads, &auth,
+		    &hosts, &host))
 		return -1;
 	if (job == ULONG_MAX || island == ULONG_MAX || n_islands == ULONG_MAX ||
 		elems == ULONG_MAX) {
@@ -570,6 +574,14 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 	c.gso = gso ? ISTH_ISLAND_OFFLOAD_ON : ISTH_ISLAND_OFFLOAD_OFF;
 	c.gro = gro ? ISTH_ISLAND_OFFLOAD_ON : ISTH_ISLAND_OFFLOAD_OFF;
 	c.rx_threads = rx_threads != 0;
+	if (hosts == 0 || hosts > ISTH_ISLAND_MAX_HOSTS || host >= hosts) {
+		PyErr_Format(PyExc_ValueError,
+			"need 1 <= hosts <= %u and 0 <= host < hosts (got hosts=%u host=%u)",
+			ISTH_ISLAND_MAX_HOSTS, hosts, host);
+		return -1;
+	}
+	c.hosts = hosts;
+	c.host = host;
 	if (conf_auth(&c, key_file, auth, &key_bytes) < 0) {
 		Py_XDECREF(key_bytes);
 		return -1;
@@ -596,6 +608,7 @@ Session_init(Session *self, PyObject *args, PyObject *kw)
 		return -1;
 	}
 	self->n_chunks = isth_island_n_chunks(s);
+	isth_island_range(s, &self->rg);
 	self->s = s;
 	self->conf = c;
 	return 0;
@@ -721,7 +734,7 @@ Session_send(Session *self, PyObject *args)
 		leave(self);
 		return NULL;
 	}
-	elems = self->conf.elems;
+	elems = self->rg.n_elems; /* the host's range (hosts=) */
 	/* the element type must be the session's (bf16: bf16 or float32) */
 	if (!((self->conf.dtype == ISTH_WIRE_DTYPE_INT32 && t.kind == 'i') ||
 		    (self->conf.dtype == ISTH_WIRE_DTYPE_FP32 && t.kind == 'f') ||
@@ -729,13 +742,13 @@ Session_send(Session *self, PyObject *args)
 			    (t.kind == 'f' || t.kind == 'b'))) ||
 		t.nbytes != elems * t.itemsize) {
 		PyErr_Format(PyExc_ValueError,
-			"send: the session takes %zu %s elements, got %zu bytes of '%c' "
-			"(f float32, i int32, b 16-bit)",
+			"send: the session takes %zu %s elements (elem_range (%u, %u) of the "
+			"%u-element tensor), got %zu bytes of '%c' (f float32, i int32, b 16-bit)",
 			elems,
 			self->conf.dtype == ISTH_WIRE_DTYPE_BF16
 				? "bf16 or float32"
 				: isth_wire_dtype_name(self->conf.dtype),
-			t.nbytes, t.kind);
+			self->rg.first_elem, self->rg.n_elems, self->conf.elems, t.nbytes, t.kind);
 		tensor_release(&t);
 		leave(self);
 		return NULL;
@@ -786,25 +799,26 @@ Session_result(Session *self, PyObject *args, PyObject *kw)
 	}
 	if (!((self->conf.dtype == ISTH_WIRE_DTYPE_INT32 && t.kind == 'i') ||
 		    (self->conf.dtype != ISTH_WIRE_DTYPE_INT32 && t.kind == 'f')) ||
-		t.nbytes != (size_t)self->conf.elems * 4) {
+		t.nbytes != (size_t)self->rg.n_elems * 4) {
 		PyErr_Format(PyExc_ValueError,
-			"result: out must hold %u %s elements, got %zu bytes of '%c'",
-			self->conf.elems,
-			self->conf.dtype == ISTH_WIRE_DTYPE_INT32 ? "int32" : "float32", t.nbytes,
-			t.kind);
+			"result: out must hold %u %s elements (elem_range (%u, %u)), got %zu "
+			"bytes of '%c'",
+			self->rg.n_elems,
+			self->conf.dtype == ISTH_WIRE_DTYPE_INT32 ? "int32" : "float32",
+			self->rg.first_elem, self->rg.n_elems, t.nbytes, t.kind);
 		tensor_release(&t);
 		leave(self);
 		return NULL;
 	}
 	/* per call: two threads may wait for results at once */
-	ch = PyMem_RawCalloc(self->n_chunks, sizeof(*ch));
+	ch = PyMem_RawCalloc(self->rg.n_chunks, sizeof(*ch));
 	if (ch == NULL) {
 		tensor_release(&t);
 		leave(self);
 		return PyErr_NoMemory();
 	}
 	Py_BEGIN_ALLOW_THREADS rc = isth_island_result(
-		self->s, (uint32_t)round, t.ptr, t.nbytes, ch, self->n_chunks, &res, tns);
+		self->s, (uint32_t)round, t.ptr, t.nbytes, ch, self->rg.n_chunks, &res, tns);
 	Py_END_ALLOW_THREADS tensor_release(&t);
 	leave(self);
 	if (rc == -ENOENT)
@@ -814,7 +828,7 @@ Session_result(Session *self, PyObject *args, PyObject *kw)
 		r = raise_errno(-rc, "result",
 			rc == -ESTALE ? "round no longer kept (its slot was reused)" : NULL);
 	else
-		r = result_new(&res, ch, self->n_chunks);
+		r = result_new(&res, ch, self->rg.n_chunks, self->rg.first_chunk);
 	PyMem_RawFree(ch);
 	return r;
 }
@@ -997,6 +1011,36 @@ get_elems(Session *self, void *c)
 }
 
 static PyObject *
+get_elem_range(Session *self, void *c)
+{
+	(void)c;
+	return Py_BuildValue(
+		"(kk)", (unsigned long)self->rg.first_elem, (unsigned long)self->rg.n_elems);
+}
+
+static PyObject *
+get_chunk_range(Session *self, void *c)
+{
+	(void)c;
+	return Py_BuildValue(
+		"(kk)", (unsigned long)self->rg.first_chunk, (unsigned long)self->rg.n_chunks);
+}
+
+static PyObject *
+get_hosts(Session *self, void *c)
+{
+	(void)c;
+	return PyLong_FromUnsignedLong(self->conf.hosts);
+}
+
+static PyObject *
+get_host(Session *self, void *c)
+{
+	(void)c;
+	return PyLong_FromUnsignedLong(self->conf.host);
+}
+
+static PyObject *
 get_island(Session *self, void *c)
 {
 	(void)c;
@@ -1016,7 +1060,18 @@ static PyGetSetDef Session_getset[] = {
 		"UDP port the session is bound to", NULL},
 	{"chunk_elems", (getter)(void (*)(void))get_chunk_elems, NULL, "elements per full chunk",
 		NULL},
-	{"n_chunks", (getter)(void (*)(void))get_n_chunks, NULL, "chunks per tensor", NULL},
+	{"n_chunks", (getter)(void (*)(void))get_n_chunks, NULL,
+		"chunks per tensor (the whole tensor's, as every ROUND says)", NULL},
+	{"elem_range", (getter)(void (*)(void))get_elem_range, NULL,
+		"(first, count): the tensor's elements this host owns; send() takes and "
+		"result() writes those count elements ((0, elems) with hosts=1)",
+		NULL},
+	{"chunk_range", (getter)(void (*)(void))get_chunk_range, NULL,
+		"(first, count): the chunk ids this host owns; Result.chunk_bitmaps has count "
+		"entries, the first for chunk id first",
+		NULL},
+	{"hosts", (getter)(void (*)(void))get_hosts, NULL, "hosts of the island (hosts=)", NULL},
+	{"host", (getter)(void (*)(void))get_host, NULL, "this session's host (host=)", NULL},
 	{"dtype", (getter)(void (*)(void))get_dtype, NULL, "'fp32', 'bf16' or 'int32'", NULL},
 	{"elems", (getter)(void (*)(void))get_elems, NULL, "elements in the tensor", NULL},
 	{"island", (getter)(void (*)(void))get_island, NULL, "own island id", NULL},
@@ -1031,12 +1086,15 @@ static PyMethodDef Session_methods[] = {
 		"increasing order). Raises Timeout, or Error(EPROTO) for a ROUND of the wrong "
 		"shape."},
 	{"send", (PyCFunction)(void (*)(void))Session_send, METH_VARARGS,
-		"send(round, array)\n\nSend the island's contribution (elems elements: float32 for "
+		"send(round, array)\n\nSend the island's contribution (elem_range's count "
+		"elements, "
+		"all elems with hosts=1: float32 for "
 		"fp32, int32 for int32, bfloat16/uint16 words or float32 (rounded) for bf16). "
 		"The array is read in place and may be reused on return."},
 	{"result", (PyCFunction)(void (*)(void))Session_result, METH_VARARGS | METH_KEYWORDS,
 		"result(round, out, timeout=10.0) -> Result\n\nWait for the round's end and write "
-		"its sum into out (elems float32, or int32) in place. A partial round is a Result "
+		"its sum into out (elem_range's count float32, or int32) in place. A partial round "
+		"is a Result "
 		"with complete False, not an exception. timeout bounds the wait for the ROUND."},
 	{"ready", (PyCFunction)(void (*)(void))Session_ready, METH_VARARGS | METH_KEYWORDS,
 		"ready(round, timeout=0) -> bool\n\nTrue once the round has ended (result() then "
@@ -1064,7 +1122,7 @@ static PyTypeObject SessionType = {
 		  "dtype='fp32', bind=('0.0.0.0', 9471), mtu=1500, nack_interval=0.005, "
 		  "nack_retries=16, probe=<10 ms>|None|seconds, grace=<one period>|seconds, "
 		  "rcvbuf=0, "
-		  "sockets=1, gso=False, gro=False, rx_threads=False)\n\n"
+		  "sockets=1, gso=False, gro=False, rx_threads=False, hosts=1, host=0)\n\n"
 		  "One island's session with its edge (libisthmus). edge: (host, port), "
 		  "the edge's access address (required). key_file: the job's key "
 		  "file (mode 0600): wire version 2, every packet authenticated; or "
@@ -1082,7 +1140,12 @@ static PyTypeObject SessionType = {
 		  "kernel refuses (counters gso_refused, gro_refused). rx_threads: a receive "
 		  "thread per socket; socket k % sockets reads AGG stream k, which the edge "
 		  "sends there when its [access] island_sockets equals sockets (others are "
-		  "dropped as agg_socket).",
+		  "dropped as agg_socket). hosts/host: an island of hosts processes, this "
+		  "one host host: it owns the chunk ids [floor(host*C/hosts), "
+		  "floor((host+1)*C/hosts)) of every round of C = n_chunks chunks, and "
+		  "send() takes and result() writes that range's elements, elem_range = "
+		  "(first, count) of the elems-element tensor (elems stays the whole "
+		  "tensor's).",
 	.tp_new = PyType_GenericNew,
 	.tp_init = (initproc)(void (*)(void))Session_init,
 	.tp_dealloc = (destructor)(void (*)(void))Session_dealloc,

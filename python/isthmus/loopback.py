@@ -13,6 +13,15 @@ PARTIAL over those that have. It neither paces, nor repairs, nor
 authenticates: it is a stand-in for the edges' arithmetic and timing, not
 a model of isthmusd. ``drop(round, sender)`` loses a contribution on
 purpose (tests, lossy runs).
+
+``hosts=K`` makes every island K hosts (sessions opened with ``hosts=K,
+host=h``), as an edge with ``[access] island_hosts`` does: host h owns
+the chunk ids ``[h*C//K, (h+1)*C//K)`` of every round of C chunks; each
+host gets every ROUND and the AGGs of its own chunks only, numbered per
+host, all from the island's one edge port; a DATA from another address
+than the owning host's is refused (``stats["wrong_host"]``). A host's
+address is learnt from its first DATA or told (``register(k, port,
+host=h)``).
 """
 import select
 import socket
@@ -29,6 +38,14 @@ _DATA, _AGG, _NACK, _GONE, _ROUNDT = 1, 2, 3, 4, 5
 _FP32, _BF16, _INT32 = 1, 2, 3
 _PARTIAL = 1
 CHUNK_ELEMS_1500 = 358
+
+
+def host_ranges(n_chunks, hosts):
+    """(first, count) of the chunk ids each of @hosts owns: host h owns
+    [h*C//K, (h+1)*C//K), the rule of libisthmus and isthmusd."""
+    assert 1 <= hosts <= n_chunks, "need 1 <= hosts <= n_chunks"
+    cut = [h * n_chunks // hosts for h in range(hosts + 1)]
+    return [(cut[h], cut[h + 1] - cut[h]) for h in range(hosts)]
 
 
 def all_to_all(n):
@@ -49,10 +66,14 @@ class LoopbackEdges:
     """Edges for islands 0..n-1; ``ports[k]`` is island k's edge port."""
 
     def __init__(self, n, elems, period=0.1, job=1, cliques=None,
-                 partial_at=0.9, first_round=0, drop=None, start_in=0.05):
+                 partial_at=0.9, first_round=0, drop=None, start_in=0.05,
+                 hosts=1):
         self.n, self.elems, self.period, self.job = n, elems, period, job
         self.ce = CHUNK_ELEMS_1500
         self.n_chunks = (elems + self.ce - 1) // self.ce
+        self.hosts = hosts
+        self.owner = [h for h, (f, c) in enumerate(host_ranges(self.n_chunks, hosts))
+                      for _ in range(c)]      # chunk -> its host
         self.cliques = cliques or all_to_all(n)
         self.partial_at, self.drop = partial_at, drop
         self.socks = []
@@ -63,23 +84,24 @@ class LoopbackEdges:
             s.setblocking(False)
             self.socks.append(s)
         self.ports = [s.getsockname()[1] for s in self.socks]
-        self.island_addr = [None] * n     # learnt from the first DATA
-        self.bind_ports = [None] * n      # or told (register)
-        self.seq = [0] * n
+        # [island][host]: learnt from the host's first DATA, or told
+        self.island_addr = [[None] * hosts for _ in range(n)]
+        self.seq = [[0] * hosts for _ in range(n)]   # AGG seqs, per host
         self.epoch = time.time_ns() + int(start_in * 1e9)
         self.next_round = first_round
         self.first_round = first_round
         self.rounds = {}                  # r -> state
         # counters
         self.stats = dict(rounds=0, data=0, aggs=0, partial_aggs=0,
-                          dropped=0, late=0)
+                          dropped=0, late=0, wrong_host=0)
         self._stop = threading.Event()
         self._thread = None
 
     # -- setup ------------------------------------------------------------
-    def register(self, island, port):
-        """Where island @island listens (its session's local_port)."""
-        self.island_addr[island] = ("127.0.0.1", port)
+    def register(self, island, port, host=0):
+        """Where island @island (its host @host) listens: its session's
+        local_port."""
+        self.island_addr[island][host] = ("127.0.0.1", port)
 
     def start(self):
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -101,11 +123,12 @@ class LoopbackEdges:
         return False
 
     # -- wire -------------------------------------------------------------
-    def _send(self, k, hdr_fields, body=b""):
-        if self.island_addr[k] is None:
+    def _send(self, k, hdr_fields, body=b"", host=0):
+        if self.island_addr[k][host] is None:
             return
         try:
-            self.socks[k].sendto(_HDR.pack(*hdr_fields) + body, self.island_addr[k])
+            self.socks[k].sendto(_HDR.pack(*hdr_fields) + body,
+                                 self.island_addr[k][host])
         except OSError:
             pass
 
@@ -129,7 +152,9 @@ class LoopbackEdges:
         for k in range(self.n):
             clique = self._clique_of(r, k)
             body = _ROUND.pack(start, start + T, T, clique, self.n_chunks, self.ce)
-            self._send(k, self._hdr(_ROUNDT, k, r, bitmap=clique & ~(1 << k)), body)
+            for h in range(self.hosts):
+                self._send(k, self._hdr(_ROUNDT, k, r, bitmap=clique & ~(1 << k)),
+                           body, h)
         for old in [x for x in self.rounds if x < r - 4]:
             del self.rounds[old]
 
@@ -140,8 +165,14 @@ class LoopbackEdges:
          seq, bitmap) = _HDR.unpack_from(buf)
         if magic != _MAGIC or type_ != _DATA or sender != k or job != self.job:
             return
-        if self.island_addr[k] is None:
-            self.island_addr[k] = addr
+        if chunk >= self.n_chunks:
+            return
+        h = self.owner[chunk]
+        if self.island_addr[k][h] is None:
+            self.island_addr[k][h] = addr
+        elif self.island_addr[k][h] != addr:
+            self.stats["wrong_host"] += 1      # another host's chunk
+            return
         st = self.rounds.get(r)
         if st is None or st["closed"]:
             self.stats["late"] += 1
@@ -182,9 +213,10 @@ class LoopbackEdges:
             dt = st["dtype"][chunk]
             body = acc.astype("<i4" if dt == _INT32 else "<f4").tobytes()
             flags = 0 if bm == peers else _PARTIAL
-            self._send(j, self._hdr(_AGG, j, r, chunk, len(acc), self.seq[j], bm, dt,
-                                    flags), body)
-            self.seq[j] += 1
+            h = self.owner[chunk]
+            self._send(j, self._hdr(_AGG, j, r, chunk, len(acc), self.seq[j][h], bm, dt,
+                                    flags), body, h)
+            self.seq[j][h] += 1
             st["sent"].add((chunk, j))
             self.stats["aggs"] += 1
             if flags:

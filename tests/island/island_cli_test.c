@@ -650,6 +650,55 @@ Test(island_cli, sockets_gso_gro_send_each_chunk_once_and_verify)
 		"output:\n%s", out);
 }
 
+/*
+ * --hosts 2 --host 1 of a 2-chunk tensor: the host owns chunk 1 alone. Its
+ * DATA is chunk 1 only; the AGG of chunk 0 (host 0's) is not summed; each
+ * round verifies chunk 1, and a partial names the tensor's chunk id 1.
+ */
+Test(island_cli, host_1_of_2_sends_and_verifies_its_chunk_only)
+{
+	static const char *const extra[] = {"--rounds", "2", "--hosts", "2", "--host", "1", NULL};
+	const uint64_t peers = 1u << 0 | 1u << 2;
+	char out[8192];
+	uint8_t buf[2048];
+	struct isth_wire_pkt p;
+	struct cli c;
+
+	cli_start(&c, extra);
+	cli_wait_for(&c, "host 1 of 2: chunks 1-1, elements 358-399\n");
+	send_round(&c, 4, peers, 3000 * MS);
+	from_island(&c, buf, sizeof(buf), &p);
+	cr_assert_eq(p.hdr.type, ISTH_WIRE_DATA);
+	cr_assert_eq(p.hdr.chunk, 1, "host 1 sent chunk %u", p.hdr.chunk);
+	cr_assert_eq(p.hdr.count, ELEMS - CE);
+	cr_expect_eq(p.hdr.flags & ISTH_WIRE_F_LAST, ISTH_WIRE_F_LAST);
+	for (uint32_t i = 0; i < p.hdr.count; i++) {
+		const uint8_t *q = p.payload + 4 * i;
+
+		cr_assert_eq((uint32_t)(q[0] | q[1] << 8 | q[2] << 16 | (uint32_t)q[3] << 24),
+			val_i32(SELF, 4, CE + i));
+	}
+	send_agg(&c, 4, 0, peers, 0, false, 0, -1); /* host 0's: refused */
+	send_agg(&c, 4, 1, peers, 0, false, 0, -1);
+	/* round 5: island 2 never delivers chunk 1 */
+	send_round(&c, 5, peers, 300 * MS);
+	from_island(&c, buf, sizeof(buf), &p);
+	cr_assert_eq(p.hdr.chunk, 1);
+	send_agg(&c, 5, 1, 1u << 0, ISTH_WIRE_F_PARTIAL, false, 0, -1);
+	cr_assert_eq(cli_finish(&c, out, sizeof(out)), 0, "output:\n%s", out);
+	cr_expect(strstr(out,
+			  "round 4 clique {0,1,2} chunks 1 complete 1 partial 0 missing - "
+			  "verified 1") != NULL,
+		"output:\n%s", out);
+	cr_expect(strstr(out,
+			  "round 5 clique {0,1,2} chunks 1 complete 0 partial 1 "
+			  "missing island 2 chunk 1 verified 1") != NULL,
+		"output:\n%s", out);
+	cr_expect(strstr(summary(out), "aggregates=2 verified=2 wrong=0 partial=1 missing=1 ") !=
+			NULL,
+		"output:\n%s", out);
+}
+
 Test(island_cli, a_wrong_sum_fails_the_run)
 {
 	static const char *const extra[] = {"--rounds", "1", NULL};
@@ -765,6 +814,28 @@ Test(island_cli, usage_errors_exit_2)
 	snprintf(cmd, sizeof(cmd),
 		"%s --island 0 --islands 3 --edge 127.0.0.1 --auth off --gro 1 2>/dev/null", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	/* --hosts 1..16, --host below it, and a tensor with a chunk a host */
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 3 --edge 127.0.0.1 --auth off --hosts 17 2>/dev/null",
+		bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 3 --edge 127.0.0.1 --auth off --hosts 0 2>/dev/null", bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 3 --edge 127.0.0.1 --auth off --hosts 2 --host 2 2>&1 | "
+		"grep -q -- '--host 2 is not below --hosts 2' && exit 2",
+		bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 2, "--host 2 --hosts 2: no clear error");
+	snprintf(cmd, sizeof(cmd),
+		"%s --island 0 --islands 3 --edge 127.0.0.1 --bind 127.0.0.1:9 --auth off "
+		"--elems 400 --hosts 3 2>&1 | grep -q -- 'hosts 3: the tensor has 2 chunks' "
+		"&& exit 3",
+		bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 3, "more hosts than chunks: no clear error");
+	snprintf(cmd, sizeof(cmd), "%s --help | grep -q -- 'floor(k\\*C/K), floor((k+1)\\*C/K)'",
+		bin);
+	cr_expect_eq(WEXITSTATUS(system(cmd)), 0, "--help does not state the chunk-range rule");
 	snprintf(cmd, sizeof(cmd), "%s --help | grep -q -- '--gso on|off'", bin);
 	cr_expect_eq(WEXITSTATUS(system(cmd)), 0, "--help does not name --gso");
 	snprintf(cmd, sizeof(cmd), "%s --help | grep -q -- '--sockets N'", bin);

@@ -52,6 +52,10 @@ size_t fix_round(uint8_t *buf, const struct fix_shape *sh, uint32_t round, uint6
 size_t fix_agg(uint8_t *buf, const struct fix_shape *sh, uint8_t dtype, uint32_t round, uint32_t c,
 	uint64_t set, uint64_t seq, uint16_t flags);
 
+/* A UDP socket bound to 127.0.0.1 on an ephemeral port (in @port): a fake
+ * edge's. */
+int fix_udp_socket(uint16_t *port);
+
 /* ---- the injected clock (conf.clock) ----------------------------------------- */
 
 extern uint64_t fake_now; /* read and moved with __atomic builtins */

@@ -53,25 +53,10 @@ struct edge {
 	uint16_t island_port;
 };
 
-static int
-udp_socket(uint16_t *port)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-	cr_assert_geq(fd, 0);
-	a.sin_addr.s_addr = htonl(LOOPBACK);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	*port = ntohs(a.sin_port);
-	return fd;
-}
-
 static void
 edge_open(struct edge *e)
 {
-	e->fd = udp_socket(&e->port);
+	e->fd = fix_udp_socket(&e->port);
 }
 
 static void
@@ -976,7 +961,7 @@ Test(island, malformed_and_foreign_packets_are_counted_by_name)
 	buf[3] = ISTH_WIRE_DATA; /* DATA from the edge */
 	buf[39] = 1u << SELF; /* DATA bitmap: the sender's bit */
 	edge_send(&e, buf, n);
-	other = udp_socket(&other_port);
+	other = fix_udp_socket(&other_port);
 	n = mk_agg(buf, ISTH_WIRE_DTYPE_INT32, 9, 0, 1, 50, 0);
 	raw_send(other, e.island_port, buf, n);
 	POLL_UNTIL(s, st.rx_packets == 9);
