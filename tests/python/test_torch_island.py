@@ -157,3 +157,87 @@ def test_two_ranks_exchange_their_ranges_and_take_one_outer_step():
         assert torch.equal(anchor, a.detach()), k
         assert torch.equal(x, a.detach()), k
         assert stats["applied"] == ROUNDS and stats["partial"] == (1 if k == 1 else 0), stats
+
+
+# -- real sessions (hosts=K) against loopback edges ---------------------------
+
+ISLANDS, ELEMS, T = 2, 3 * 358 + 40, 1.0      # 4 chunks: ranges 0-1 and 2-3
+
+
+def island_progress(i, k, r):
+    g = torch.Generator().manual_seed(100 * i + 10 * k + r)
+    return torch.randint(-8, 8, (ELEMS,), generator=g).float() / 8
+
+
+def _island_worker(i, k, port, edge_port, ports, results):
+    try:
+        import isthmus
+        from isthmus.torch import DiLoCo
+        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port,
+                                rank=k, world_size=K)
+        s = isthmus.Session(job=1, island=i, n_islands=ISLANDS, elems=ELEMS,
+                            edge=("127.0.0.1", edge_port), bind=("127.0.0.1", 0),
+                            dtype="bf16", auth=False, grace=0.0, hosts=K, host=k)
+        ports.put((i, k, s.local_port))
+        end = time.monotonic() + 60
+        while not s.counters()["rounds_announced"]:
+            assert time.monotonic() < end, "no ROUND"
+            s.poll(timeout=0.01)
+        x = torch.zeros(ELEMS)
+        d = DiLoCo([x], s, outer_lr=0.7, momentum=0.9, wait=True, group=dist.group.WORLD)
+        for r in range(2):
+            x.add_(island_progress(i, k, r))
+            d.step()
+        results.put((i, k, None, d.anchor.tolist(), x.tolist(), d.stats))
+        s.close()
+        dist.destroy_process_group()
+    except BaseException:
+        results.put((i, k, traceback.format_exc(), None, None, None))
+
+
+def test_islands_of_two_ranks_over_loopback_edges_are_exact():
+    """Two islands of two ranks (four processes, a gloo group per island),
+    each rank a session of hosts=2 at the loopback edges: synchronous
+    DiLoCo, every rank of both islands on one anchor, the SGD reference's."""
+    from isthmus.loopback import LoopbackEdges
+    ctx = multiprocessing.get_context("spawn")
+    ports, results = ctx.Queue(), ctx.Queue()
+    edges = LoopbackEdges(ISLANDS, ELEMS, period=T, hosts=K)
+    procs = []
+    try:
+        for i in range(ISLANDS):
+            port = _free_port()
+            procs += [ctx.Process(target=_island_worker,
+                                  args=(i, k, port, edges.ports[i], ports, results))
+                      for k in range(K)]
+        for p in procs:
+            p.start()
+        for _ in range(ISLANDS * K):
+            i, k, lp = ports.get(timeout=120)
+            edges.register(i, lp, host=k)
+        # round 0 once every host listens (the stand-in's clock starts here)
+        edges.epoch = time.time_ns() + int(0.2 * T * 1e9)
+        edges.start()
+        got = {}
+        for _ in range(ISLANDS * K):
+            i, k, err, anchor, x, stats = results.get(timeout=120)
+            assert err is None, "island %d rank %d:\n%s" % (i, k, err)
+            got[i, k] = (torch.tensor(anchor), torch.tensor(x), stats)
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+        edges.stop()
+    assert all(p.exitcode == 0 for p in procs)
+    means = [sum(-island_progress(i, k, r) for i in range(ISLANDS) for k in range(K))
+             / (ISLANDS * K) for r in range(2)]
+    a = torch.zeros(ELEMS, requires_grad=True)
+    opt = torch.optim.SGD([a], lr=0.7, momentum=0.9, nesterov=True)
+    for m in means:
+        a.grad = m
+        opt.step()
+    a0 = got[0, 0][0]
+    for (i, k), (anchor, x, stats) in got.items():
+        assert stats["applied"] == 2 and stats["complete"] == 2, (i, k, stats)
+        assert torch.equal(anchor, a0), (i, k)
+        assert torch.allclose(anchor, a.detach(), rtol=0, atol=1e-5), (i, k)
+        assert torch.allclose(x, anchor, rtol=0, atol=1e-5), (i, k)
