@@ -1,6 +1,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Decentralised training over isthmus rounds with PyTorch.
 
+:class:`DiLoCo` is the DiLoCo outer optimizer (H local steps, the mean
+pseudo-gradient, an outer Nesterov step with fp32 outer state; bf16 on the
+wire; a communication thread; checkpoints; an island of K torch.distributed
+ranks): doc/torch.md.
+
 :class:`Averager` exchanges an island's parameters with its clique every
 round the edge announces, and pulls the island toward the clique average
 when the round's result is in, without ever waiting for it::
@@ -43,6 +48,15 @@ __all__ = ["Averager", "DiLoCo", "flat_size"]
 def flat_size(params):
     """Elements in a list of tensors, as the session's ``elems``."""
     return sum(p.numel() for p in params)
+
+
+def _announced(s):
+    """The rounds @s has announced and not yet returned, oldest first."""
+    while True:
+        try:
+            yield s.wait_round(timeout=0)
+        except Timeout:
+            return
 
 
 class _Flight:
@@ -122,12 +136,8 @@ class Averager:
     def _newest_round(self):
         """The newest announced round not yet used, whose deadline is ahead."""
         best = None
-        while True:
-            try:
-                r = self.s.wait_round(timeout=0)
-            except Timeout:
-                break
-            best = r
+        for best in _announced(self.s):
+            pass
         if best is not None and best.deadline_ns <= time.time_ns():
             return None
         return best
@@ -260,10 +270,11 @@ class DiLoCo:
         u   = m + momentum * buf          (nesterov; else u = buf)
         anchor -= outer_lr * u
 
-    and the parameters move by the anchor's step plus this island's own
-    contribution to that round: ``params += -outer_lr * u + g_own``. With
-    nothing in flight and no local step since the send, that puts the
-    parameters on the new anchor (synchronous DiLoCo); local steps taken
+    and the parameters become ``new anchor + ((params - old anchor) +
+    g_own)``, g_own being what this island sent to that round (with the
+    thread: ``params += -outer_lr * u + g_own``, at the next step()). With
+    nothing in flight and no local step since the send, that is the new
+    anchor exactly (synchronous DiLoCo); local steps taken
     while the round was in flight are kept on top of it (the overlapped,
     one-step-delayed form). The exchange is then:
 
@@ -304,11 +315,22 @@ class DiLoCo:
                   zero contribution (default True), so islands whose steps
                   fall on different rounds still meet; a round whose sum is
                   all zero (nobody progressed) takes no outer step
-    on_result     on_result(round, sum, result), with the round's clique
-                  sum (fp32, self included) before it is divided; checks
+    on_result     on_result(round, sent, sum, result), as the Averager's:
+                  sent is what this island put into the round (the wire
+                  dtype; None for zeros; with K ranks, this rank's own
+                  contribution before the ranks' mean), sum the round's
+                  clique sum (fp32, self included; with K ranks, this
+                  rank's range, zeros elsewhere), before it is divided
     block_elems   elements per block when reading and moving parameters
                   (bounds the temporaries and the pinned staging buffer)
     stage         force the staged (non-CPU) path for CPU tensors (tests)
+    group         a torch.distributed process group: the island's K ranks,
+                  each with its own session (hosts=K, host=rank); the ranks'
+                  mean contribution is all-reduced, each rank sends its
+                  session's elem_range, and the ranges of the result are
+                  all-reduced so that every rank takes the same outer step.
+                  step(), poll() and flush() are then collective calls.
+                  None: one process is the island (K = 1)
 
     Call :meth:`step` after each optimiser step, :meth:`flush` at the end
     (or use it as a context manager), :meth:`state_dict` and
@@ -573,7 +595,7 @@ class DiLoCo:
         """The outer step of round @f, its sum in self.out. Moves the anchor
         and the parameters (or, with the thread, the pending move)."""
         if self.on_result is not None:
-            self.on_result(f.round, self.out, res)
+            self.on_result(f.round, f.sent, self.out, res)
         st = self.stats
         st["applied"] += 1
         st["complete" if res.complete else "partial"] += 1
@@ -639,6 +661,8 @@ class DiLoCo:
         """Apply every sent round that has ended, oldest first (waiting at
         most @timeout for the oldest). With K ranks: a collective call, the
         rounds applied are those that ended on every rank."""
+        if self._thread is not None and threading.current_thread() is not self._thread:
+            return                      # the thread applies them
         sent = [f for f in self.flights if f.round is not None]
         ended, lost = [], []
         for f in sent:
@@ -662,11 +686,7 @@ class DiLoCo:
         """Drain the announced rounds; the newest round number, or None.
         The Round of the last few are kept (self._seen)."""
         best = None
-        while True:
-            try:
-                r = self.s.wait_round(timeout=0)
-            except Timeout:
-                break
+        for r in _announced(self.s):
             self._seen[r.round] = r
             best = r.round
         for old in [x for x in self._seen if best is not None and x < best - 8]:

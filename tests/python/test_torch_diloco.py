@@ -318,7 +318,7 @@ def test_thread_loses_nothing_with_steps_of_6T():
         xs = [x0.clone() for _ in range(N)]
         sums = [[] for _ in range(N)]
         ds = [DiLoCo([xs[k]], ss[k], outer_lr=1.0, momentum=0.0, thread=True,
-                     on_result=lambda r, s, res, k=k: sums[k].append((r, s.clone())))
+                     on_result=lambda r, sent, s, res, k=k: sums[k].append((r, s.clone())))
               for k in range(N)]
         wait_announced(ss)
 
@@ -352,6 +352,12 @@ def test_thread_loses_nothing_with_steps_of_6T():
             assert ds[k].outer_steps >= steps, st
             assert torch.equal(ds[k].anchor, x0 + total), k
             assert torch.equal(xs[k], x0 + total), k
+        # one sum per round, the same on both islands (every round complete)
+        by_round = [dict(sums[k]) for k in range(N)]
+        common = set(by_round[0]) & set(by_round[1])
+        assert len(common) >= steps
+        for r in common:
+            assert torch.equal(by_round[0][r], by_round[1][r]), r
         for s in ss:
             s.close()
 
@@ -368,7 +374,7 @@ def test_rotating_cliques_each_island_steps_on_its_clique_mean():
         xs = [x0.clone() for _ in range(N)]
         seen = {}
         ds = [DiLoCo([xs[k]], ss[k], outer_lr=0.7, momentum=0.9,
-                     on_result=lambda r, s, res, k=k: seen.__setitem__(k, (r, res.bitmap)))
+                     on_result=lambda r, sent, s, res, k=k: seen.__setitem__(k, (r, res.bitmap)))
               for k in range(N)]
         wait_announced(ss)
         for k in range(N):
