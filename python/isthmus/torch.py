@@ -383,10 +383,12 @@ class DiLoCo:
         self.flights = []       # _Out: queued (round None) or sent, oldest first
         self._seen = {}         # round -> Round, the last few announced
         self._spare = []        # contribution buffers to reuse (no allocator churn)
+        self._last_sent = -1    # K = 1: the last round sent to
         self.since = 0
         self.sends = 0
         self.outer_steps = 0
         self.stats = dict(sent=0, applied=0, complete=0, partial=0, empty=0, zeros_sent=0,
+                          listened=0,
                           skipped_no_round=0, skipped_full=0, skipped_late=0,
                           staleness_sum=0.0, behind_sum=0, contributors_sum=0.0,
                           comm_s=0.0, send_errors=0, lost=0)
@@ -534,19 +536,44 @@ class DiLoCo:
         self.sends += 1
         self.stats["sent"] += 1
 
+    def _listen(self, r):
+        """Take round @r's result whether or not this island sends to it
+        (K = 1): its peers' progress moves every island's anchor alike."""
+        self._seen[r.round] = r
+        self._seen.pop(r.round - 8, None)
+        f = _Out(None)
+        f.round, f.start_ns, f.period_ns = r.round, r.start_ns, max(r.period_ns, 1)
+        f.index = self.sends
+        with self._lock:
+            self.flights.append(f)
+        self.stats["listened"] += 1
+        return f
+
+    def _track(self):
+        """K = 1, without the thread: every announced round is taken."""
+        for r in _announced(self.s):
+            self._listen(r)
+
     def _send_step(self):
         """Without the thread, every H steps: the contribution to the newest
         round every rank of the island has seen, whose deadline is ahead.
         With K ranks the island sends the ranks' mean: each rank sums the
         ranks' contributions (all_reduce in self.out) and sends its range."""
-        if len(self.flights) >= self.max_inflight:
+        if sum(f.sent is not None for f in self.flights) >= self.max_inflight:
             self.stats["skipped_full"] += 1
             return
-        newest = self._newest_round()
+        if self.K == 1:
+            self._track()
+            newest = max((f.round for f in self.flights if f.sent is None and
+                          f.round > self._last_sent), default=None)
+        else:
+            newest = self._newest_round()
         if newest is None and self.wait:
             # synchronous: the next round, rather than skipping this exchange
             try:
                 r = self.s.wait_round(timeout=10.0)
+                if self.K == 1:
+                    self._listen(r)
                 self._seen[r.round] = r
                 newest = r.round
             except Timeout:
@@ -558,13 +585,21 @@ class DiLoCo:
         if not ok:
             self.stats["skipped_no_round" if R < 0 else "skipped_late"] += 1
             return
+        if self.K == 1:
+            f = next(f for f in self.flights if f.round == R)
+            f.sent = self._buffer()
+            self._contribute(f.sent, f)
+            if self._send(r, f, late_check=False):
+                self.since, self._last_sent = 0, R
+            else:               # still taken, as a round of its peers
+                self._spare.append(f.sent)
+                f.sent = None
+            return
         f = _Out(self._buffer())
         self._contribute(f.sent, f)
-        data = None
-        if self.K > 1:
-            self.out.copy_(f.sent)
-            dist.all_reduce(self.out, group=self.group)
-            data = self.out[self.first:self.first + self.count].div_(self.K)
+        self.out.copy_(f.sent)
+        dist.all_reduce(self.out, group=self.group)
+        data = self.out[self.first:self.first + self.count].div_(self.K)
         self.flights.append(f)
         went = self._send(r, f, data, late_check=False)
         # a range that went: the round holds (part of) the island's sum
@@ -663,7 +698,9 @@ class DiLoCo:
         rounds applied are those that ended on every rank."""
         if self._thread is not None and threading.current_thread() is not self._thread:
             return                      # the thread applies them
-        sent = [f for f in self.flights if f.round is not None]
+        # in round order: a queued contribution gets its round late
+        sent = sorted((f for f in self.flights if f.round is not None and f.round >= 0),
+                      key=lambda f: f.round)
         ended, lost = [], []
         for f in sent:
             try:
@@ -764,25 +801,32 @@ class DiLoCo:
                 except Timeout:
                     continue
                 self.poll()
-                if sum(f.round is not None for f in self.flights) >= 3:
-                    self.stats["skipped_full"] += 1
-                    continue
-                with self._lock:
-                    f = next((f for f in self.flights if f.round is None), None)
-                if f is None and not self.every_round:
-                    continue
-                # the queued buffer is read by send() outside the lock: the
-                # training thread only rewrites a contribution with round None
-                with self._lock:
-                    if f is not None:
-                        f.round = -1        # taken: no longer rewritten
-                if not self._send(r, f) and f is not None:
-                    with self._lock:
-                        f.round = None
+                if not self._join(r):
+                    self._listen(r)         # its result is taken all the same
         except BaseException as e:         # raised again in step()
             self._error = e
             with self._lock:
                 self._lock.notify_all()
+
+    def _join(self, r):
+        """The thread's send to round @r: the queued contribution, or zeros."""
+        if sum(f.round is not None for f in self.flights) >= 3:
+            self.stats["skipped_full"] += 1
+            return False
+        with self._lock:
+            f = next((f for f in self.flights if f.round is None), None)
+            if f is None and not self.every_round:
+                return False
+            # its buffer is read by send() outside the lock: the training
+            # thread only rewrites a contribution whose round is None
+            if f is not None:
+                f.round = -1
+        if self._send(r, f):
+            return True
+        if f is not None:
+            with self._lock:
+                f.round = None
+        return False
 
     def _check(self):
         if self._error is not None:
