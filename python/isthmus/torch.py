@@ -50,8 +50,11 @@ def flat_size(params):
     return sum(p.numel() for p in params)
 
 
-def _announced(s):
-    """The rounds @s has announced and not yet returned, oldest first."""
+def _announced(s, read=False):
+    """The rounds @s has announced and not yet returned, oldest first;
+    @read: read the socket first (a ROUND still in it counts)."""
+    if read and hasattr(s, "poll"):     # (stand-ins in tests have none)
+        s.poll(timeout=0)
     while True:
         try:
             yield s.wait_round(timeout=0)
@@ -551,7 +554,7 @@ class DiLoCo:
 
     def _track(self):
         """K = 1, without the thread: every announced round is taken."""
-        for r in _announced(self.s):
+        for r in _announced(self.s, read=True):
             self._listen(r)
 
     def _send_step(self):
@@ -629,9 +632,12 @@ class DiLoCo:
     def _outer(self, f, res):
         """The outer step of round @f, its sum in self.out. Moves the anchor
         and the parameters (or, with the thread, the pending move)."""
+        st = self.stats
+        if not any(res.chunk_bitmaps):
+            st["empty"] += 1            # a round nobody sent to (listened)
+            return
         if self.on_result is not None:
             self.on_result(f.round, f.sent, self.out, res)
-        st = self.stats
         st["applied"] += 1
         st["complete" if res.complete else "partial"] += 1
         st["staleness_sum"] += (time.time_ns() - f.start_ns) / f.period_ns
@@ -723,7 +729,7 @@ class DiLoCo:
         """Drain the announced rounds; the newest round number, or None.
         The Round of the last few are kept (self._seen)."""
         best = None
-        for r in _announced(self.s):
+        for r in _announced(self.s, read=True):
             self._seen[r.round] = r
             best = r.round
         for old in [x for x in self._seen if best is not None and x < best - 8]:
@@ -747,6 +753,8 @@ class DiLoCo:
                     self._queue()
                     self.since = 0
         else:
+            if self.K == 1:
+                self._track()
             self.poll()
             if self.since >= self.H:
                 self._send_step()

@@ -278,6 +278,17 @@ def _sessions(edges, n_islands, dtype="bf16"):
     return out
 
 
+def _just_after_a_round_starts(ss, timeout=5.0):
+    """Wait for the next ROUND at every session: sends made at once then
+    meet in it."""
+    seen = [s.counters()["rounds_announced"] for s in ss]
+    end = time.monotonic() + timeout
+    while any(s.counters()["rounds_announced"] == n for s, n in zip(ss, seen)):
+        assert time.monotonic() < end, "no ROUND from the loopback edges"
+        for s in ss:
+            s.poll(timeout=0.002)
+
+
 def _progress(k, i, n):
     g = torch.Generator().manual_seed(100 * k + i)
     return torch.randint(-16, 16, (n,), generator=g).float() / 16
@@ -285,12 +296,13 @@ def _progress(k, i, n):
 
 def test_exact_global_sum_over_loopback_edges_gives_every_island_one_anchor():
     N, n = 3, 1030
-    with LoopbackEdges(N, n, period=0.5) as edges:
+    with LoopbackEdges(N, n, period=1.0) as edges:
         ss = _sessions(edges, N)
         x0 = torch.randint(-20, 20, (n,), generator=torch.Generator().manual_seed(7)).float()
         xs = [x0.clone() for _ in range(N)]
         ds = [DiLoCo([xs[k]], ss[k], outer_lr=0.7, momentum=0.9) for k in range(N)]
         wait_announced(ss)
+        _just_after_a_round_starts(ss)
         for k in range(N):
             xs[k].add_(_progress(k, 0, n))
             ds[k].step()
@@ -311,7 +323,7 @@ def test_thread_loses_nothing_with_steps_of_6T():
     """Steps of 6 T (the library keeps 4 rounds): the thread joins every
     round and takes every result; outer_lr 1 and no momentum make the
     anchor x0 + the mean of every island's total progress."""
-    N, n, T, steps = 2, 700, 0.2, 3
+    N, n, T, steps = 2, 700, 0.3, 3
     with LoopbackEdges(N, n, period=T) as edges:
         ss = _sessions(edges, N)
         x0 = torch.zeros(n)
@@ -333,12 +345,19 @@ def test_thread_loses_nothing_with_steps_of_6T():
         for t in ts:
             t.join()
         total = sum(_progress(k, i, n) for k in range(N) for i in range(steps)) / N
+        # a thread starved past a round's cut (a loaded machine) takes that
+        # round without joining it: a mean over fewer islands, the same on
+        # both, but not the closed form below
+        joined = all(d.stats["listened"] == 0 and d.stats["partial"] == 0 for d in ds)
         # every island's last contribution may go out in a different round:
         # wait until every island's thread has applied them all
         end = time.monotonic() + 10
-        while not all(torch.equal(d.anchor, x0 + total) for d in ds):
+        while not (all(torch.equal(d.anchor, x0 + total) for d in ds) or
+                   not joined and all(torch.equal(d.anchor, ds[0].anchor) for d in ds)
+                   and not any(f.sent is not None for d in ds for f in d.flights)):
             assert time.monotonic() < end, [d.stats for d in ds]
             time.sleep(0.01)
+            joined = all(d.stats["listened"] == 0 and d.stats["partial"] == 0 for d in ds)
         for d in ds:
             with d:
                 pass                              # flush and stop the thread
@@ -346,12 +365,14 @@ def test_thread_loses_nothing_with_steps_of_6T():
             assert not [f for f in d.flights if f.sent is not None]
         for k in range(N):
             st = ds[k].stats
-            assert st["lost"] == 0 and st["partial"] == 0 and st["send_errors"] == 0, st
+            assert st["lost"] == 0 and st["send_errors"] == 0, st
             assert st["sent"] >= 3 * 6 * steps // 4, st   # every round joined, or nearly
             assert st["zeros_sent"] > 0 and st["empty"] > 0, st
             assert ds[k].outer_steps >= steps, st
-            assert torch.equal(ds[k].anchor, x0 + total), k
-            assert torch.equal(xs[k], x0 + total), k
+            assert torch.equal(ds[k].anchor, ds[0].anchor), k
+            assert torch.equal(xs[k], ds[k].anchor), k
+            if joined:
+                assert torch.equal(ds[k].anchor, x0 + total), k
         # one sum per round, the same on both islands (every round complete)
         by_round = [dict(sums[k]) for k in range(N)]
         common = set(by_round[0]) & set(by_round[1])
@@ -372,9 +393,9 @@ def test_rotating_cliques_each_island_steps_on_its_clique_mean():
         ss = _sessions(edges, N)
         x0 = torch.randint(-20, 20, (n,), generator=torch.Generator().manual_seed(8)).float()
         xs = [x0.clone() for _ in range(N)]
-        seen = {}
+        seen = {k: [] for k in range(N)}
         ds = [DiLoCo([xs[k]], ss[k], outer_lr=0.7, momentum=0.9,
-                     on_result=lambda r, sent, s, res, k=k: seen.__setitem__(k, (r, res.bitmap)))
+                     on_result=lambda r, sent, s, res, k=k: seen[k].append((r, res)))
               for k in range(N)]
         wait_announced(ss)
         for k in range(N):
@@ -383,17 +404,21 @@ def test_rotating_cliques_each_island_steps_on_its_clique_mean():
         for d in ds:
             assert d.flush(timeout=10), d.stats
         for k in range(N):
-            r, members = seen[k]
-            clique = next(c for c in triangles(9)(r) if c >> k & 1)
-            if ds[k].stats["complete"]:
-                assert members == clique, (k, r, bin(members))
-            who = [j for j in range(N) if members >> j & 1]
-            mean = sum(-_progress(j, 0, n) for j in who) / len(who)
-            want, _ = reference(x0, [mean], 0.7, 0.9)
+            means = []
+            for r, res in seen[k]:
+                # the islands whose contributions the result names: each
+                # sent -progress once (a round nobody sent to is empty)
+                who = [j for j in range(N) if res.bitmap >> j & 1]
+                if not who:
+                    continue
+                clique = next(c for c in triangles(9)(r) if c >> k & 1)
+                assert res.bitmap & ~clique == 0, (k, r, bin(res.bitmap))
+                if res.complete and res.self_sent:
+                    assert res.bitmap == clique, (k, r, bin(res.bitmap))
+                means.append(sum(-_progress(j, 0, n) for j in who) / len(who))
+            assert means, k
+            want, _ = reference(x0, means, 0.7, 0.9)
             assert torch.allclose(ds[k].anchor, want, rtol=0, atol=1e-5), k
-            for j in who:
-                if seen[j] == (r, members):
-                    assert torch.equal(ds[j].anchor, ds[k].anchor), (j, k)
         for s in ss:
             s.close()
 
@@ -409,6 +434,7 @@ def test_wait_is_synchronous_diloco():
         ds = [DiLoCo([xs[k]], ss[k], outer_lr=0.7, momentum=0.9, wait=True, local_steps=2)
               for k in range(N)]
         wait_announced(ss)
+        _just_after_a_round_starts(ss)
         means = []
         for i in range(2):
             for k in range(N):
@@ -429,5 +455,35 @@ def test_wait_is_synchronous_diloco():
             assert ds[k].stats["complete"] == 2, ds[k].stats
             assert torch.equal(ds[k].anchor, ds[0].anchor)
             assert torch.allclose(ds[k].anchor, want, rtol=0, atol=1e-5)
+        for s in ss:
+            s.close()
+
+
+def test_an_island_that_did_not_send_takes_its_peers_round():
+    """Island 1 is between contributions (H = 100): it still takes the
+    round island 0 sent to, and both land on one anchor, SGD's step on
+    island 0's pseudo-gradient (the only contributor either result names)."""
+    n = 300
+    with LoopbackEdges(2, n, period=0.3) as edges:
+        ss = _sessions(edges, 2)
+        x0 = torch.zeros(n)
+        xs = [x0.clone(), x0.clone()]
+        ds = [DiLoCo([xs[0]], ss[0], outer_lr=0.7, momentum=0.9),
+              DiLoCo([xs[1]], ss[1], outer_lr=0.7, momentum=0.9, local_steps=100)]
+        wait_announced(ss)
+        xs[0].add_(_progress(0, 0, n))
+        ds[0].step()
+        ds[1].step()
+        assert ds[0].stats["sent"] == 1 and ds[1].stats["sent"] == 0
+        end = time.monotonic() + 10
+        while ds[1].outer_steps == 0 or ds[0].flights:
+            assert time.monotonic() < end, [d.stats for d in ds]
+            ds[0].poll(timeout=0.01)
+            ds[1].step()
+        want, _ = reference(x0, [-_progress(0, 0, n)], 0.7, 0.9)
+        assert ds[1].stats["listened"] >= 1 and ds[0].stats["partial"] == 1
+        assert torch.equal(ds[0].anchor, ds[1].anchor)
+        assert torch.allclose(ds[1].anchor, want, rtol=0, atol=1e-6)
+        assert torch.equal(xs[1], ds[1].anchor)          # moved by the anchor's step
         for s in ss:
             s.close()
