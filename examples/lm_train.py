@@ -59,18 +59,15 @@ def open_isthmus(a, params):
                            grace=a.grace_ms / 1e3, key_file=a.key_file,
                            auth=a.key_file is not None)
     record = None
-    on_result = None
     if a.record:
-        record = {"round": [], "sent": [], "sum": [], "bitmaps": []}
-
-        def on_result(rnd, sent, out, res):
-            record["round"].append(rnd)
-            record["sent"].append(sent.numpy().copy())
-            record["sum"].append(out.numpy().copy())
-            record["bitmaps"].append(list(res.chunk_bitmaps))
-    outer = it.DiLoCo(params, sess, local_steps=a.local_steps, outer_lr=a.outer_lr,
-                      momentum=a.outer_momentum, max_inflight=a.overlap,
-                      on_result=on_result)
+        from lm_record import Recorder
+        record = Recorder(sess, os.path.join(a.out, "record-%s-%d.bin"
+                                             % (a.label or a.mode, a.island)))
+    # the communication thread joins every round the edge announces and
+    # takes every result as its round ends: the steps never wait for it
+    outer = it.DiLoCo(params, record or sess, local_steps=a.local_steps,
+                      outer_lr=a.outer_lr, momentum=a.outer_momentum, thread=True,
+                      on_result=record.on_result if record else None)
     return sess, outer, record
 
 
@@ -168,25 +165,15 @@ def worker_lm(a):
                     payload_bytes=base.bytes_sent)
         comm.close()
     else:
-        outer.flush(timeout=2 * a.period_ms / 1e3 + 1.0)
+        outer.flush(timeout=4 * a.period_ms / 1e3 + 2.0)
+        outer.close()
         summ.update(staleness=outer.staleness(), H=a.local_steps,
                     **{"avg_" + k: v for k, v in outer.stats.items()
                        if isinstance(v, (int, float))})
         summ["counters"] = {k: v for k, v in sess.counters().items() if v}
-        sess.close()
         if record is not None:
-            save_record(a, label, record, n)
+            record.close()
+        sess.close()
     log.write(json.dumps(summ) + "\n")
     log.close()
     return 0
-
-
-def save_record(a, label, record, n):
-    import numpy as np
-    from isthmus.loopback import CHUNK_ELEMS_1500
-    np.savez(os.path.join(a.out, "record-%s-%d.npz" % (label, a.island)),
-             round=np.array(record["round"], np.int64),
-             sent=np.array(record["sent"], np.float32).reshape(-1, n),
-             sum=np.array(record["sum"], np.float32).reshape(-1, n),
-             bitmaps=np.array(record["bitmaps"], np.uint64).reshape(len(record["round"]), -1),
-             chunk_elems=np.int64(CHUNK_ELEMS_1500))

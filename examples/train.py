@@ -614,6 +614,16 @@ def check(a):
     those islands sent for that round, within the fp32 summation bound
     (doc/island.md): |got - exact| <= (m - 1) * 2^-24 * sum |x_k|, plus,
     with --bf16-sums, 2^-8 * sum |x_peer| for the edge's rounding."""
+    if glob.glob(os.path.join(a.out, "record-%s-*.bin" % a.run)):
+        # --model lm: streamed records (lm_record.py)
+        from lm_record import check_lm
+        n = model_elems(a)
+        isl, rounds, chunks, wrong, unchecked = check_lm(a.out, a.run, n, isthmus_chunk_elems(),
+                                                         a.bf16_sums)
+        # unchecked: chunks with a member whose send was not recorded
+        print("CHECK run=%s islands=%d rounds=%d chunks=%d unchecked=%d wrong=%d"
+              % (a.run, isl, rounds, chunks, unchecked, wrong))
+        return 0 if wrong == 0 and chunks > 0 else 1
     recs = {}
     for f in glob.glob(os.path.join(a.out, "record-%s-*.npz" % a.run)):
         k = os.path.basename(f)[len("record-%s-" % a.run):-4]
@@ -778,6 +788,13 @@ def main():
     c = sub.add_parser("check")
     c.add_argument("out")
     c.add_argument("--run", default="isthmus", help="the isthmus run's label")
+    c.add_argument("--model", choices=["mlp", "lm"], default="mlp")
+    c.add_argument("--hidden", type=int, default=128)
+    c.add_argument("--seed", type=int, default=1)
+    c.add_argument("--d-model", type=int, default=128)
+    c.add_argument("--layers", type=int, default=1)
+    c.add_argument("--heads", type=int, default=4)
+    c.add_argument("--ctx", type=int, default=32)
     c.add_argument("--bf16-sums", action="store_true",
                    help="the edges returned bf16 sums ([agg] bf16_out = bf16, isthmusd's "
                         "default): allow their one rounding")
