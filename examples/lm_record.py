@@ -4,7 +4,9 @@ round sum it applies, streamed to OUT/record-<label>-<island>.bin (the
 model is 235k elements: kept in memory, 300 rounds of nine islands would
 be gigabytes), and `train.py check` over those files.
 
-A record: int64 kind (1 sent, 2 sum), int64 round, int64 n (elements, 0
+The file starts with a record of kind 0 whose n is the session's chunk
+size in elements (the bitmaps' unit; it depends on the MTU and the wire
+version). A record: int64 kind (1 sent, 2 sum), int64 round, int64 n (elements, 0
 for an all-zero vector, which is not stored), int64 dtype (1 bf16, 4
 fp32), int64 n_chunks, then n_chunks uint64 chunk bitmaps (sums), then
 the vector. Contributions are bf16 on the wire (stored as sent); sums are
@@ -18,7 +20,7 @@ import numpy as np
 import torch
 
 HDR = struct.Struct("<qqqqq")
-SENT, SUM = 1, 2
+CHUNK, SENT, SUM = 0, 1, 2
 
 
 class Recorder:
@@ -29,6 +31,7 @@ class Recorder:
     def __init__(self, session, path):
         self._s = session
         self._f = open(path, "wb")
+        self._f.write(HDR.pack(CHUNK, 0, session.chunk_elems, 0, 0))
 
     def __getattr__(self, name):
         return getattr(self._s, name)
@@ -57,12 +60,16 @@ class Recorder:
 
 
 def read(path, n):
-    """{round: sent offset}, [(round, bitmaps, sum offset)] and the mmap."""
+    """The mmap, {round: sent offset}, [(round, bitmaps, sum offset)] and
+    the chunk size."""
     mm = np.memmap(path, np.uint8, "r") if os.path.getsize(path) else np.zeros(0, np.uint8)
-    sent, sums, off = {}, [], 0
+    sent, sums, off, ce = {}, [], 0, None
     while off + HDR.size <= len(mm):
         kind, rnd, k, dt, nc = HDR.unpack(mm[off:off + HDR.size].tobytes())
         off += HDR.size
+        if kind == CHUNK:
+            ce = k
+            continue
         bm = np.frombuffer(mm[off:off + 8 * nc].tobytes(), np.uint64).tolist()
         off += 8 * nc
         vec = (off, k, dt)
@@ -71,7 +78,7 @@ def read(path, n):
             sent[rnd] = vec
         else:
             sums.append((rnd, bm, vec))
-    return mm, sent, sums
+    return mm, sent, sums, ce
 
 
 def vector(mm, vec, n):
@@ -84,7 +91,7 @@ def vector(mm, vec, n):
     return np.frombuffer(mm[off:off + 4 * k].tobytes(), np.float32).astype(np.float64)
 
 
-def check_lm(out, run, n, chunk_elems, bf16_sums):
+def check_lm(out, run, n, bf16_sums):
     """Every applied sum against the exact sum, over its chunk bitmaps, of
     what those islands sent for that round (the bound of train.py check)."""
     recs = {}
@@ -95,7 +102,7 @@ def check_lm(out, run, n, chunk_elems, bf16_sums):
     if not recs:
         return None
     chunks = wrong = rounds = unchecked = 0
-    for k, (mm, _, sums) in sorted(recs.items()):
+    for k, (mm, _, sums, chunk_elems) in sorted(recs.items()):
         for rnd, bitmaps, vec in sums:
             rounds += 1
             got = vector(mm, vec, n)

@@ -618,8 +618,7 @@ def check(a):
         # --model lm: streamed records (lm_record.py)
         from lm_record import check_lm
         n = model_elems(a)
-        isl, rounds, chunks, wrong, unchecked = check_lm(a.out, a.run, n, isthmus_chunk_elems(),
-                                                         a.bf16_sums)
+        isl, rounds, chunks, wrong, unchecked = check_lm(a.out, a.run, n, a.bf16_sums)
         # unchecked: chunks with a member whose send was not recorded
         print("CHECK run=%s islands=%d rounds=%d chunks=%d unchecked=%d wrong=%d"
               % (a.run, isl, rounds, chunks, unchecked, wrong))
@@ -810,8 +809,9 @@ def main():
     if a.cmd == "local":
         if a.model == "lm" and a.comm == "mpi":
             ap.error("local: the baselines' all-reduce is gloo over 127.0.0.1 (--comm mpi: --testbed)")
-        if a.cliques == "triangles" and a.islands != 9:
-            ap.error("--cliques triangles needs --islands 9")
+        if a.islands != 9 and ("isthmus" in a.runs.split(",") and a.cliques == "triangles"
+                               or "isthmus-cliques" in a.runs.split(",")):
+            ap.error("triangles (isthmus --cliques triangles, isthmus-cliques) need --islands 9")
         return run_local(a)
     if a.cmd == "report":
         return report(a)
