@@ -111,8 +111,14 @@ def report_lm(a, runs):
             print("%s: load average %s" % (label, " -> ".join(r["load"])))
     rr = ratios(table)
     for k, v in rr.items():
-        print("time to loss %.3f: %s / %s = %.2f (final loss %+.2f %%)" % (
-            a.target, v["baseline"], v["isthmus"], v["ratio"], 100 * v["final_loss_rel_diff"]))
+        why = ""
+        if not math.isfinite(table[v["isthmus"]]["time_to_target_s"]):
+            why = ": %s did not reach it" % v["isthmus"]
+        elif not math.isfinite(table[v["baseline"]]["time_to_target_s"]):
+            why = ": %s did not reach it" % v["baseline"]
+        print("time to loss %.3f: %s / %s = %.2f%s (final loss %+.2f %%)" % (
+            a.target, v["baseline"], v["isthmus"], v["ratio"], why,
+            100 * v["final_loss_rel_diff"]))
     out = dict(table, target=a.target, model="lm", **rr)
     json.dump(out, open(os.path.join(a.out, "summary.json"), "w"), indent=1)
     plot(a, runs)
