@@ -125,13 +125,14 @@ if [ "$TESTBED" = 1 ]; then
 	[ -n "$RING" ] || { echo "train.sh: no ring order in $OUT/ring-plan.txt" >&2; exit 1; }
 	run_one() {	# run_one DIR RUN
 		local dir=$1 run=$2
-		rm -f "$dir/$run"-*.jsonl
+		# island numbers only: diloco-* would also match diloco-overlap-*
+		rm -f "$dir/$run"-[0-9]*.jsonl
 		uptime >"$dir/load-$run.txt"
 		case "$run" in
 		isthmus|isthmus-triangles)
 			local sched=$SCHED
 			[ "$run" = isthmus ] || sched=triangles
-			rm -f "$dir/record-$run"-*.npz
+			rm -f "$dir/record-$run"-[0-9]*.npz
 			# the edges' payload is the accumulator's size: 4 bytes an
 			# element, whatever the dtype on the wire (doc/island.md)
 			# the edges admit DATA of the job's type only ([isthmusd]
@@ -162,7 +163,7 @@ if [ "$TESTBED" = 1 ]; then
 			# planner refuses it at M = 0)
 			local sched=all-to-all repl=(--replication network --memory-bytes 4M)
 			[ "$run" = isthmus-diloco ] || { sched=$SCHED; repl=(); }
-			rm -f "$dir/record-$run"-*.bin
+			rm -f "$dir/record-$run"-[0-9]*.bin
 			local dt=any
 			printf '%s\n' "${ARGS[@]}" | grep -qx fp32 && dt=fp32
 			"$ROOT/scripts/testbed.sh" up --edges --schedule "$sched" "${repl[@]}" --dtype "$dt" \
