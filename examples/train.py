@@ -43,6 +43,20 @@ try:
 except ImportError:                     # pragma: no cover
     sys.exit("train.py: needs PyTorch (Debian python3-torch)")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lm_train import BASELINES, ISTHMUS, flat_elems, worker_lm   # noqa: E402
+
+LM_MODES = BASELINES + ISTHMUS
+
+
+def check_model_mode(ap, a):
+    """The modes of each model: mlp has isthmus and gloo, lm the five runs."""
+    modes = [a.mode] if hasattr(a, "mode") else a.runs.split(",")
+    ok = LM_MODES if a.model == "lm" else ("isthmus", "gloo")
+    bad = [m for m in modes if m not in ok]
+    if bad:
+        ap.error("--model %s runs %s, not %s" % (a.model, ", ".join(ok), ", ".join(bad)))
+
 
 # ---- data and model --------------------------------------------------------
 
@@ -248,27 +262,74 @@ def launch(cmds, mode, env, on_port=None, prefix=None):
     return procs
 
 
+def wan_bytes(e):
+    """Bytes the sites (or their edges) have sent into the emulated WAN:
+    the receive counters of every port of the emulator's namespace."""
+    try:
+        out = subprocess.run(["ip", "-j", "-s", "-n", e["TB_WAN_NS"], "link", "show"],
+                             capture_output=True, text=True, check=True).stdout
+    except (OSError, KeyError, subprocess.CalledProcessError):
+        return None
+    return sum(l["stats64"]["rx"]["bytes"] for l in json.loads(out) if l["ifname"] != "lo")
+
+
+MPI_AGENT = """#!/bin/sh
+# Open MPI's rsh agent for the testbed: each namespace is a host, with a
+# UTS namespace of its own so that every host has its own name
+host=$1
+shift
+exec ip netns exec "$host" unshare --uts /bin/sh -c "hostname $host; $*"
+"""
+
+
+def mpi_command(a, e, rank_sites):
+    """mpirun in the management namespace, one rank per site namespace in
+    @rank_sites order (Open MPI's ring follows the ranks), data over the
+    WAN: the tuned ring of doc/peers.md (algorithm 4, yield when idle)."""
+    agent = os.path.join(a.out, "mpi-agent.sh")
+    with open(agent, "w") as f:
+        f.write(MPI_AGENT)
+    os.chmod(agent, 0o755)
+    hosts = os.path.join(a.out, "mpi-hosts")
+    with open(hosts, "w") as f:
+        for k in rank_sites:
+            f.write("%s slots=1\n" % e["TB_NS_%d" % k])
+    ns = ",".join(e["TB_NS_%d" % k] for k in range(a.islands))
+    return ([a.testbed, "exec", e["TB_ENV"], "mgmt", "mpirun", "--hostfile", hosts,
+             "-np", str(a.islands), "--map-by", "node", "--bind-to", "none",
+             "--mca", "plm_rsh_agent", agent, "--mca", "plm_rsh_no_tree_spawn", "1",
+             "--mca", "oob_tcp_if_include", e["TB_MGMT_NET"], "--mca", "pml", "ob1",
+             "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", e["TB_DATA_NET"],
+             "--mca", "mpi_yield_when_idle", "1", "--mca", "coll_tuned_use_dynamic_rules", "1",
+             "--mca", "coll_tuned_allreduce_algorithm", "4",
+             "-x", "PYTHONPATH"]
+            + worker_args(a, a.mode, -1) + ["--ns-list", ns])
+
+
 def run_net(a):
     """One run on the testbed's sites (run as `scripts/testbed.sh up ... --
     train.py net ...`, which exports the env file's TB_* variables): each
-    worker in its site's namespace through `testbed.sh exec`."""
+    worker in its site's namespace through `testbed.sh exec` (with --comm
+    mpi: one mpirun, its ranks in the sites' namespaces)."""
     e = os.environ
+    isth = a.mode.startswith("isthmus")
     need = ["TB_ENV", "TB_N"] + (["TB_EDGE_PORT", "TB_JOB", "TB_ELEMS"]
-                                 if a.mode == "isthmus" else ["TB_MGMT_IP_0", "TB_DATA_IF"])
+                                 if isth else ["TB_MGMT_IP_0", "TB_DATA_IF"])
     miss = [v for v in need if v not in e]
     if miss:
         sys.exit("train.py net: not under `scripts/testbed.sh up%s`: no %s"
-                 % (" --edges" if a.mode == "isthmus" else "", ", ".join(miss)))
+                 % (" --edges" if isth else "", ", ".join(miss)))
     n = int(e["TB_N"])
     if n != a.islands:
         sys.exit("train.py net: the testbed has %d sites, --islands is %d" % (n, a.islands))
-    flat_n = sum(p.numel() for p in make_model(a.hidden, a.seed).parameters())
-    if a.mode == "isthmus" and int(e["TB_ELEMS"]) != flat_n:
+    flat_n = model_elems(a)
+    if isth and int(e["TB_ELEMS"]) != flat_n:
         sys.exit("train.py net: the edges expect %s elements, the model has %d "
                  "(testbed.sh up --edges --payload-bytes %d)" % (e["TB_ELEMS"], flat_n, 4 * flat_n))
     os.makedirs(a.out, exist_ok=True)
-    data, target = digits()
-    np.savez(os.path.join(a.out, "digits.npz"), data=data, target=target)
+    if a.model == "mlp":
+        data, target = digits()
+        np.savez(os.path.join(a.out, "digits.npz"), data=data, target=target)
     names = [e.get("TB_SITE_%d" % k, str(k)) for k in range(n)]
     rank = list(range(n))               # gloo: rank of site k
     if a.rank_order:
@@ -278,7 +339,7 @@ def run_net(a):
                      % (" ".join(order), " ".join(names)))
         for r, name in enumerate(order):
             rank[names.index(name)] = r
-    if a.mode == "gloo" and a.tcp_sysctl:
+    if not isth and a.tcp_sysctl:
         # TCP settings of the sites' kernels (one network namespace each)
         for k in range(n):
             subprocess.run([a.testbed, "exec", e["TB_ENV"], str(k), "sysctl", "-q", "-w"]
@@ -286,7 +347,7 @@ def run_net(a):
     extra, prefix = [], []
     for k in range(n):
         prefix.append((a.testbed, "exec", e["TB_ENV"], str(k)))
-        if a.mode == "isthmus":
+        if isth:
             extra.append(["--edge", "%s:%s" % (e["TB_EDGE_IP_%d" % k], e["TB_EDGE_PORT"]),
                           "--bind", "%s:9471" % e["TB_DATA_IP_%d" % k], "--job", e["TB_JOB"],
                           "--grace-ms", e.get("TB_GRACE_MS", "0")]
@@ -298,12 +359,25 @@ def run_net(a):
             extra.append(["--master", "%s:29500" % master, "--ifname", e["TB_DATA_IF"],
                           "--rank", str(rank[k])])
     t = time.time()
-    procs = launch([worker_args(a, a.mode, k) + extra[k] for k in range(n)], a.mode,
-                   dict(e), prefix=prefix)
-    rc = 0
-    for p in procs:
-        rc |= p.wait()
-    print("train.py: %s run over the testbed took %.1f s" % (a.label or a.mode, time.time() - t),
+    b0 = wan_bytes(e)
+    if a.model == "lm" and not isth and a.comm == "mpi":
+        env = dict(e, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        rc = subprocess.run(mpi_command(a, e, [rank.index(r) for r in range(n)]),
+                            env=env).returncode
+    else:
+        procs = launch([worker_args(a, a.mode, k) + extra[k] for k in range(n)], a.mode,
+                       dict(e), prefix=prefix)
+        rc = 0
+        for p in procs:
+            rc |= p.wait()
+    b1 = wan_bytes(e)
+    label = a.label or a.mode
+    if b0 is not None and b1 is not None:
+        # the whole run: start-up (rendezvous, a warm-up all-reduce, idle
+        # rounds) included, which counts against every run alike
+        json.dump({"bytes": b1 - b0, "seconds": time.time() - t},
+                  open(os.path.join(a.out, "wan-%s.json" % label), "w"))
+    print("train.py: %s run over the testbed took %.1f s" % (label, time.time() - t),
           file=sys.stderr)
     return 1 if rc else 0
 
@@ -320,11 +394,25 @@ def worker_args(a, mode, k):
             "--avg-mode", a.avg_mode, "--blend", str(a.blend),
             "--overlap", str(a.overlap), "--period-ms", str(a.period_ms),
             "--data", os.path.join(a.out, "digits.npz")]
+    if a.model == "lm":
+        args += ["--model", "lm", "--d-model", str(a.d_model), "--layers", str(a.layers),
+                 "--heads", str(a.heads), "--ctx", str(a.ctx), "--inner-lr", str(a.inner_lr),
+                 "--weight-decay", str(a.weight_decay),
+                 "--diloco-local-steps", str(a.diloco_local_steps),
+                 "--outer-lr", str(a.outer_lr), "--outer-momentum", str(a.outer_momentum),
+                 "--eval-s", str(a.eval_s), "--eval-batch", str(a.eval_batch),
+                 "--corpus", a.corpus, "--comm", a.comm]
     if a.label:
         args += ["--label", a.label]
     if a.record:
         args.append("--record")
     return args
+
+
+def model_elems(a):
+    if a.model == "lm":
+        return flat_elems(a)
+    return sum(p.numel() for p in make_model(a.hidden, a.seed).parameters())
 
 
 def run_local(a):
@@ -333,17 +421,21 @@ def run_local(a):
     os.makedirs(a.out, exist_ok=True)
     for f in glob.glob(os.path.join(a.out, "*.jsonl")) + glob.glob(os.path.join(a.out, "*.npz")):
         os.remove(f)
-    flat_n = sum(p.numel() for p in make_model(a.hidden, a.seed).parameters())
-    data, target = digits()
-    np.savez(os.path.join(a.out, "digits.npz"), data=data, target=target)
+    flat_n = model_elems(a)
+    if a.model == "mlp":
+        data, target = digits()
+        np.savez(os.path.join(a.out, "digits.npz"), data=data, target=target)
     env = dict(os.environ)
     rc = 0
     order = a.runs.split(",")
     for mode in order:
         t = time.time()
         edges = None
-        if mode == "isthmus":
-            cl = triangles(a.islands) if a.cliques == "triangles" else all_to_all(a.islands)
+        if mode.startswith("isthmus"):
+            # lm: isthmus-diloco has one clique of every island (an exact
+            # global sum a round), isthmus-cliques rotating triangles
+            tri = (a.cliques == "triangles" if mode == "isthmus" else mode == "isthmus-cliques")
+            cl = triangles(a.islands) if tri else all_to_all(a.islands)
             edges = LoopbackEdges(a.islands, flat_n, period=a.period_ms / 1e3,
                                   cliques=cl, start_in=0.2).start()
             extra = [["--edge", "127.0.0.1:%d" % edges.ports[k], "--bind", "127.0.0.1:0"]
@@ -395,6 +487,9 @@ def time_to(ev, target):
 
 def report(a):
     runs = read_runs(a.out)
+    if any(s and s.get("model") == "lm" for isl in runs.values() for _, s in isl.values()):
+        from lm_report import report_lm
+        return report_lm(a, runs)
     table = {}
     for mode, isl in sorted(runs.items()):
         summ = [s for _, s in isl.values() if s]
@@ -480,6 +575,10 @@ def report(a):
 def table(a):
     """One markdown table over the repetitions (each DIR a `report`ed
     run set, e.g. train.sh --pairs P: OUT/rep1 ... OUT/repP)."""
+    first = os.path.join(a.dirs[0], "summary.json")
+    if os.path.exists(first) and json.load(open(first)).get("model") == "lm":
+        from lm_report import table_lm
+        return table_lm(a)
     print("| rep | run | steps/s | wall s | final acc (mean / min) | idle | time to %.2f s "
           "| staleness (rounds) | rounds partial / applied, islands summed | load average (start -> end) |" % a.target)
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -515,6 +614,15 @@ def check(a):
     those islands sent for that round, within the fp32 summation bound
     (doc/island.md): |got - exact| <= (m - 1) * 2^-24 * sum |x_k|, plus,
     with --bf16-sums, 2^-8 * sum |x_peer| for the edge's rounding."""
+    if glob.glob(os.path.join(a.out, "record-%s-*.bin" % a.run)):
+        # --model lm: streamed records (lm_record.py)
+        from lm_record import check_lm
+        n = model_elems(a)
+        isl, rounds, chunks, wrong, unchecked = check_lm(a.out, a.run, n, a.bf16_sums)
+        # unchecked: chunks with a member whose send was not recorded
+        print("CHECK run=%s islands=%d rounds=%d chunks=%d unchecked=%d wrong=%d"
+              % (a.run, isl, rounds, chunks, unchecked, wrong))
+        return 0 if wrong == 0 and chunks > 0 else 1
     recs = {}
     for f in glob.glob(os.path.join(a.out, "record-%s-*.npz" % a.run)):
         k = os.path.basename(f)[len("record-%s-" % a.run):-4]
@@ -571,7 +679,9 @@ def common(p):
     p.add_argument("--steps", type=int, default=300, help="optimiser steps per island")
     p.add_argument("--compute-ms", type=float, default=50.0,
                    help="pad every step to this long (a GPU-like step time)")
-    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--batch", type=int, default=None,
+                   help="per island and step: images (mlp, default 32) or windows of "
+                        "--ctx bytes (lm, default 8)")
     p.add_argument("--lr", type=float, default=0.2)
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--seed", type=int, default=1)
@@ -591,6 +701,30 @@ def common(p):
                    help="isthmus: keep what was sent and summed, for `check`")
     p.add_argument("--label", default=None,
                    help="the run's name in the logs (default: the mode), e.g. gloo-tuned")
+    lmo = p.add_argument_group("--model lm (examples/lm.py, lm_train.py, diloco.py)")
+    lmo.add_argument("--model", choices=["mlp", "lm"], default="mlp",
+                     help="mlp: the digits MLP (modes isthmus, gloo); lm: the byte-level "
+                          "transformer on Debian's fortunes (modes %s)" % ", ".join(LM_MODES))
+    lmo.add_argument("--d-model", type=int, default=128)
+    lmo.add_argument("--layers", type=int, default=1)
+    lmo.add_argument("--heads", type=int, default=4)
+    lmo.add_argument("--ctx", type=int, default=32, help="context, bytes")
+    lmo.add_argument("--inner-lr", type=float, default=2e-3, help="AdamW learning rate")
+    lmo.add_argument("--weight-decay", type=float, default=0.01)
+    lmo.add_argument("--diloco-local-steps", type=int, default=20,
+                     help="diloco, diloco-overlap: H, inner steps per outer step")
+    lmo.add_argument("--outer-lr", type=float, default=0.7,
+                     help="DiLoCo outer (Nesterov) learning rate, every DiLoCo run")
+    lmo.add_argument("--outer-momentum", type=float, default=0.9)
+    lmo.add_argument("--eval-s", type=float, default=3.0,
+                     help="evaluation loss every this many seconds")
+    lmo.add_argument("--eval-batch", type=int, default=16,
+                     help="held-out windows of --ctx bytes in the evaluation")
+    lmo.add_argument("--corpus", default="/usr/share/games/fortunes",
+                     help="the text (Debian package fortunes)")
+    lmo.add_argument("--comm", choices=["gloo", "mpi"], default="gloo",
+                     help="the baselines' all-reduce: gloo (torch.distributed) or Open MPI "
+                          "(mpi4py; net mode: mpirun, the tuned ring in shortest-ring order)")
 
 
 def main():
@@ -599,8 +733,10 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("worker")
     common(w)
-    w.add_argument("--mode", choices=["isthmus", "gloo"], required=True)
-    w.add_argument("--island", type=int, required=True)
+    w.add_argument("--mode", choices=["isthmus", "gloo"] + list(LM_MODES), required=True)
+    w.add_argument("--island", type=int, required=True,
+                   help="-1 with --comm mpi: the site whose namespace (--ns-list) this rank is in")
+    w.add_argument("--ns-list", default="", help="--comm mpi: the sites' namespaces in order")
     w.add_argument("--job", type=int, default=1)
     w.add_argument("--edge", default="10.10.0.1:9471", help="isthmus: edge IP:PORT")
     w.add_argument("--bind", default=None, help="isthmus: local IP:PORT")
@@ -628,10 +764,11 @@ def main():
     r.add_argument("--target", type=float, default=0.9)
     nt = sub.add_parser("net")
     common(nt)
-    nt.add_argument("--mode", choices=["isthmus", "gloo"], required=True)
+    nt.add_argument("--mode", choices=["isthmus", "gloo"] + list(LM_MODES), required=True)
+
     nt.add_argument("--rank-order", default=None,
-                    help="gloo: site names in rank order (gloo's ring follows the ranks), "
-                         "e.g. the planner's shortest ring")
+                    help="gloo, mpi: site names in rank order (their rings follow the "
+                         "ranks), e.g. the planner's shortest ring")
     nt.add_argument("--tcp-sysctl", action="append", default=[], metavar="KEY=VALUE",
                     help="gloo: a sysctl for every site's kernel TCP (repeatable)")
     nt.add_argument("--testbed", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -639,23 +776,42 @@ def main():
     sz = sub.add_parser("size", help="print the model's parameter count")
     sz.add_argument("--hidden", type=int, default=128)
     sz.add_argument("--seed", type=int, default=1)
+    sz.add_argument("--model", choices=["mlp", "lm"], default="mlp")
+    sz.add_argument("--d-model", type=int, default=128)
+    sz.add_argument("--layers", type=int, default=1)
+    sz.add_argument("--heads", type=int, default=4)
+    sz.add_argument("--ctx", type=int, default=32)
     tb = sub.add_parser("table", help="one markdown table over repetitions' summaries")
     tb.add_argument("dirs", nargs="+")
     tb.add_argument("--target", type=float, default=0.9)
     c = sub.add_parser("check")
     c.add_argument("out")
     c.add_argument("--run", default="isthmus", help="the isthmus run's label")
+    c.add_argument("--model", choices=["mlp", "lm"], default="mlp")
+    c.add_argument("--hidden", type=int, default=128)
+    c.add_argument("--seed", type=int, default=1)
+    c.add_argument("--d-model", type=int, default=128)
+    c.add_argument("--layers", type=int, default=1)
+    c.add_argument("--heads", type=int, default=4)
+    c.add_argument("--ctx", type=int, default=32)
     c.add_argument("--bf16-sums", action="store_true",
                    help="the edges returned bf16 sums ([agg] bf16_out = bf16, isthmusd's "
                         "default): allow their one rounding")
     a = ap.parse_args()
+    if getattr(a, "batch", 0) is None:
+        a.batch = 8 if a.model == "lm" else 32
+    if a.cmd in ("worker", "local", "net"):
+        check_model_mode(ap, a)
     if a.cmd == "worker":
-        if not 0 <= a.island < a.islands:
+        if not (0 <= a.island < a.islands or (a.island == -1 and a.comm == "mpi")):
             ap.error("--island must be below --islands")
-        return worker(a)
+        return worker_lm(a) if a.model == "lm" else worker(a)
     if a.cmd == "local":
-        if a.cliques == "triangles" and a.islands != 9:
-            ap.error("--cliques triangles needs --islands 9")
+        if a.model == "lm" and a.comm == "mpi":
+            ap.error("local: the baselines' all-reduce is gloo over 127.0.0.1 (--comm mpi: --testbed)")
+        if a.islands != 9 and ("isthmus" in a.runs.split(",") and a.cliques == "triangles"
+                               or "isthmus-cliques" in a.runs.split(",")):
+            ap.error("triangles (isthmus --cliques triangles, isthmus-cliques) need --islands 9")
         return run_local(a)
     if a.cmd == "report":
         return report(a)
@@ -664,7 +820,7 @@ def main():
     if a.cmd == "table":
         return table(a)
     if a.cmd == "size":
-        print(sum(p.numel() for p in make_model(a.hidden, a.seed).parameters()))
+        print(model_elems(a))
         return 0
     return check(a)
 

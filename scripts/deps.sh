@@ -21,6 +21,9 @@ PKGS=(
 	python3-prometheus-client
 	# scripts/peers.sh (Open MPI peers), system tests under load
 	openmpi-bin libopenmpi-dev stress-ng
+	# train.py --model lm: the text it learns (fortunes: 2.4 MB of plain
+	# English, free, stable across releases) and the Open MPI baseline
+	fortunes python3-mpi4py
 )
 
 missing=()

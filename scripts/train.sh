@@ -23,11 +23,27 @@
 # gloo-tuned (ranks in the order of the planner's shortest ring, TCP without
 # slow start after idle); default isthmus,gloo. --pairs P repeats the list P
 # times, interleaved, in OUT/rep1 ... OUT/repP. --isthmus-steps N: the
-# isthmus runs' steps (default --steps). --queue-ms, --auth and --tb-arg A
-# are passed to scripts/testbed.sh for every run.
+# isthmus runs' steps (default --steps), --ddp-steps N the ddp run's.
+# --queue-ms, --auth and --tb-arg A are passed to scripts/testbed.sh for
+# every run.
 # --record keeps every exchange and then checks every aggregate against
 # the exact sum over its bitmap (`train.py check`).
-# Output: a table, OUT/accuracy.png, OUT/summary.json.
+# --model lm: the byte-level transformer on Debian's fortunes instead
+# (examples/lm.py), with the runs (--runs, default all five, in this order)
+#   ddp             synchronous AdamW, the gradients all-reduced every step
+#   diloco          H inner AdamW steps (--diloco-local-steps), an exact
+#                   all-reduce of the pseudo-gradient, outer Nesterov step
+#   diloco-overlap  the same, one-step-delayed (eager): the all-reduce
+#                   runs behind the next H inner steps
+#   isthmus-diloco  the DiLoCo outer step (isthmus.torch.DiLoCo, H =
+#                   --local-steps) over isthmus, schedule all-to-all with
+#                   network replication: an exact global sum a round
+#   isthmus-cliques the same over rotating cliques (--schedule, triangles)
+# The baselines' all-reduce is gloo (--comm gloo, the faster here at this
+# payload, doc/training.md) or Open MPI's tuned ring through mpi4py
+# (--comm mpi), ranks in the planner's shortest-ring order, TCP without
+# slow start after idle.
+# Output: a table, OUT/accuracy.png (mlp) or OUT/loss.png (lm), OUT/summary.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -41,9 +57,12 @@ SCHED=triangles
 SCALE=()
 STARTUP=()
 HIDDEN=128
-TARGET=0.9
-RUNS=isthmus,gloo
+TARGET=
+RUNS=
+MODEL=mlp
+SIZE=()
 ISTEPS=()
+DSTEPS=()
 PAIRS=0
 TBARGS=()
 while [ $# -gt 0 ]; do
@@ -53,19 +72,29 @@ while [ $# -gt 0 ]; do
 	--scale) SCALE=(--scale "$2"); shift 2 ;;
 	--startup) STARTUP=(--startup "$2"); shift 2 ;;
 	--hidden) HIDDEN=$2; ARGS+=("$1" "$2"); shift 2 ;;
+	--model) MODEL=$2; ARGS+=("$1" "$2"); shift 2 ;;
+	--d-model|--layers|--heads|--ctx) SIZE+=("$1" "$2"); ARGS+=("$1" "$2"); shift 2 ;;
 	--target) TARGET=$2; shift 2 ;;
 	--runs) RUNS=$2; shift 2 ;;
 	--pairs) PAIRS=$2; shift 2 ;;
 	--isthmus-steps) ISTEPS=(--steps "$2"); shift 2 ;;
+	--ddp-steps) DSTEPS=(--steps "$2"); shift 2 ;;
 	--queue-ms|--auth) TBARGS+=("$1" "$2"); shift 2 ;;
 	--tb-arg) TBARGS+=("$2"); shift 2 ;;
 	--build) BUILD=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--record) RECORD=1; ARGS+=("$1"); shift ;;
-	-h|--help) sed -n '3,30p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,47p' "$0"; exit 0 ;;
 	*) ARGS+=("$1"); shift ;;
 	esac
 done
+case "$MODEL" in
+mlp) : "${TARGET:=0.9}" "${RUNS:=isthmus,gloo}" ;;
+# the target loss: what every run reaches within its steps at the
+# benchmark's settings (doc/training.md)
+lm) : "${TARGET:=3.0}" "${RUNS:=ddp,diloco,diloco-overlap,isthmus-diloco,isthmus-cliques}" ;;
+*) echo "train.sh: --model mlp or lm, not '$MODEL'" >&2; exit 2 ;;
+esac
 case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 PY=${PYTHON:-/usr/bin/python3}
 if [ ! -d "$BUILD/python/isthmus" ]; then
@@ -78,7 +107,7 @@ mkdir -p "$OUT"
 echo "train.sh: output in $OUT" >&2
 if [ "$TESTBED" = 1 ]; then
 	[ "$(id -u)" = 0 ] || { echo "train.sh: --testbed needs root (namespaces)" >&2; exit 1; }
-	ELEMS=$("$PY" "$ROOT/examples/train.py" size --hidden "$HIDDEN")
+	ELEMS=$("$PY" "$ROOT/examples/train.py" size --model "$MODEL" --hidden "$HIDDEN" "${SIZE[@]}")
 	K=${SCALE[1]:-10000}
 	# gloo's ring follows the ranks: the tuned run puts them in the order
 	# of the shortest ring circumference, as the planner prints it for
@@ -96,13 +125,14 @@ if [ "$TESTBED" = 1 ]; then
 	[ -n "$RING" ] || { echo "train.sh: no ring order in $OUT/ring-plan.txt" >&2; exit 1; }
 	run_one() {	# run_one DIR RUN
 		local dir=$1 run=$2
-		rm -f "$dir/$run"-*.jsonl
+		# island numbers only: diloco-* would also match diloco-overlap-*
+		rm -f "$dir/$run"-[0-9]*.jsonl
 		uptime >"$dir/load-$run.txt"
 		case "$run" in
 		isthmus|isthmus-triangles)
 			local sched=$SCHED
 			[ "$run" = isthmus ] || sched=triangles
-			rm -f "$dir/record-$run"-*.npz
+			rm -f "$dir/record-$run"-[0-9]*.npz
 			# the edges' payload is the accumulator's size: 4 bytes an
 			# element, whatever the dtype on the wire (doc/island.md)
 			# the edges admit DATA of the job's type only ([isthmusd]
@@ -121,7 +151,27 @@ if [ "$TESTBED" = 1 ]; then
 				"$PY" "$ROOT/examples/train.py" net --mode gloo --label gloo-tuned \
 				--rank-order "$RING" --tcp-sysctl net.ipv4.tcp_slow_start_after_idle=0 \
 				--out "$dir" "${ARGS[@]}" ;;
-		*) echo "train.sh: --runs: isthmus, isthmus-triangles, gloo or gloo-tuned, not '$run'" >&2
+		ddp|diloco|diloco-overlap)
+			# tuned as gloo-tuned: ranks in the shortest ring's order,
+			# no slow start after idle
+			"$ROOT/scripts/testbed.sh" up "${SCALE[@]}" "${TBARGS[@]}" -- \
+				"$PY" "$ROOT/examples/train.py" net --mode "$run" \
+				--rank-order "$RING" --tcp-sysctl net.ipv4.tcp_slow_start_after_idle=0 \
+				--out "$dir" "${ARGS[@]}" $([ "$run" = ddp ] && echo "${DSTEPS[@]}") ;;
+		isthmus-diloco|isthmus-cliques)
+			# all-to-all needs room for the clique's arrivals (the
+			# planner refuses it at M = 0)
+			local sched=all-to-all repl=(--replication network --memory-bytes 4M)
+			[ "$run" = isthmus-diloco ] || { sched=$SCHED; repl=(); }
+			rm -f "$dir/record-$run"-[0-9]*.bin
+			local dt=any
+			printf '%s\n' "${ARGS[@]}" | grep -qx fp32 && dt=fp32
+			"$ROOT/scripts/testbed.sh" up --edges --schedule "$sched" "${repl[@]}" --dtype "$dt" \
+				"${SCALE[@]}" "${STARTUP[@]}" "${TBARGS[@]}" --payload-bytes $((ELEMS * 4)) -- \
+				"$PY" "$ROOT/examples/train.py" net --mode "$run" --out "$dir" \
+				"${ARGS[@]}" "${ISTEPS[@]}" ;;
+		*) echo "train.sh: --runs: isthmus, isthmus-triangles, gloo or gloo-tuned (mlp); ddp, diloco," \
+			"diloco-overlap, isthmus-diloco or isthmus-cliques (lm), not '$run'" >&2
 			exit 2 ;;
 		esac
 		uptime >>"$dir/load-$run.txt"
@@ -153,7 +203,8 @@ if [ "$RECORD" = 1 ]; then
 	fi
 	for dir in "${DIRS[@]:-$OUT}"; do
 		for run in ${RUNS//,/ }; do
-			case "$run" in isthmus*) "$PY" "$ROOT/examples/train.py" check "$dir" --run "$run" "${BF16[@]}" ;; esac
+			case "$run" in isthmus*) "$PY" "$ROOT/examples/train.py" check "$dir" --run "$run" \
+				--model "$MODEL" "${SIZE[@]}" "${BF16[@]}" ;; esac
 		done
 	done
 fi

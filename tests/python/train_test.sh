@@ -1,16 +1,64 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# System test of scripts/train.sh: a short run of both (9 islands each),
-# asserting that every island of both runs learnt (test accuracy well above
-# where it started) and that every isthmus aggregate is the exact sum over
-# its bitmap of what the islands sent (train.py check).
+# System tests of scripts/train.sh.
 #   train_test.sh SOURCE_ROOT BUILD_DIR
+#       a short run of both (9 islands each) on this host, asserting that
+#       every island of both runs learnt (test accuracy well above where it
+#       started) and that every isthmus aggregate is the exact sum over its
+#       bitmap of what the islands sent (train.py check)
+#   train_test.sh SOURCE_ROOT BUILD_DIR readme-testbed
+#       the `--testbed` command of README.md's training lines, as written
+#       there, against real edges (isthmusd) and the emulated WAN: every
+#       island of every run learnt (held-out loss well below its start),
+#       and every isthmus aggregate is exact. Needs root (exit 77: skip).
 set -euo pipefail
 SRC=$1
 BUILD=$2
+MODE=${3:-loopback}
 OUT=$(mktemp -d /tmp/isthmus-train-test.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
+
+if [ "$MODE" = readme-testbed ]; then
+	[ "$(id -u)" = 0 ] || { echo "SKIP: --testbed needs root"; exit 77; }
+	[ -d /usr/share/games/fortunes ] || { echo "SKIP: no fortunes (scripts/deps.sh)"; exit 77; }
+	CMD=$(sed -n 's/^\(\.\/scripts\/train\.sh --testbed .*\)$/\1/p' "$SRC/README.md" | sed 's/ *#.*$//')
+	[ "$(echo "$CMD" | wc -l)" = 1 ] && [ -n "$CMD" ] ||
+		{ echo "FAIL: README.md has no single './scripts/train.sh --testbed ...' line"; exit 1; }
+	echo "README: $CMD"
+	# the README's command, run from the source root, into our directory
+	(cd "$SRC" && eval "$CMD --build '$BUILD' --out '$OUT'") | tee "$OUT/train.out"
+	RUNS=$(echo "$CMD" | sed -n 's/.*--runs \([^ ]*\).*/\1/p')
+	n=$(grep -c '^CHECK .* wrong=0$' "$OUT/train.out" || true)
+	want=$(echo "$RUNS" | tr ',' '\n' | grep -c '^isthmus' || true)
+	[ "$want" -ge 1 ] && [ "$n" = "$want" ] ||
+		{ echo "FAIL: $n of $want isthmus runs checked exact"; exit 1; }
+	/usr/bin/python3 - "$OUT" "$RUNS" <<'PY'
+import glob, json, os, sys
+out, runs = sys.argv[1], sys.argv[2].split(",")
+ok = True
+for run in runs:
+    files = sorted(glob.glob(os.path.join(out, run + "-*.jsonl")))
+    if len(files) != 9:
+        print("FAIL: %s: %d island logs" % (run, len(files))); ok = False; continue
+    for f in files:
+        ev = [json.loads(l) for l in open(f)]
+        first, last = ev[0], ev[-1]
+        # a byte model starts near ln 256 = 5.55 nats; one that learnt
+        # nothing stays there
+        if not last.get("summary") or last["final_loss"] > first["loss"] - 1.0:
+            print("FAIL: %s did not learn: %.3f -> %s" % (f, first["loss"], last.get("final_loss")))
+            ok = False
+s = json.load(open(os.path.join(out, "summary.json")))
+for run in runs:
+    if run.startswith("isthmus") and s[run]["contributors"] <= 1.0:
+        print("FAIL: %s: no peer's contribution arrived" % run); ok = False
+    print("%s: final loss %.3f, %.2f steps/s" % (run, s[run]["final_loss"], s[run]["steps_per_s"]))
+sys.exit(0 if ok else 1)
+PY
+	echo "PASS"
+	exit 0
+fi
 
 "$SRC/scripts/train.sh" --build "$BUILD" --out "$OUT" --steps 80 --compute-ms 10 \
 	--period-ms 300 --eval-every 20 --target 0.5 --record | tee "$OUT/train.out"
