@@ -95,8 +95,10 @@ Topology and schedule:
                           scripts/loss-sweep.sh uses 50; doc/testbed.md)
 Run:
   --rounds R              rounds to play (default 5; up --edges: unlimited)
-  --dtype int32|fp32      tensor type (default int32); up: also any (the edges
-                          check no type: bf16 DATA, scripts/train.sh)
+  --dtype int32|fp32|bf16 tensor type (default int32); bf16: DATA and sums
+                          in bfloat16, planned at 2 bytes an element (the
+                          bytes that cross the links); up: also any (the
+                          edges check no type, planned at 4 bytes an element)
   --startup S             first try: epoch S seconds after the edges start
                           (default 8). The epoch holds only if every edge and
                           island is ready T + 0.5 s before it; else all are
@@ -397,8 +399,13 @@ while [ $# -gt 0 ]; do
 done
 
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces and veth)"
-case "$DTYPE" in int32|fp32) ;; any) [ "$CMD" = up ] || die "--dtype any: only with up" ;;
-*) die "--dtype: int32 or fp32 (up: or any, the edges admitting every type, e.g. bf16)" ;; esac
+case "$DTYPE" in int32|fp32|bf16) ;; any) [ "$CMD" = up ] || die "--dtype any: only with up" ;;
+*) die "--dtype: int32, fp32 or bf16 (up: or any, the edges admitting every type)" ;; esac
+# Bytes of an element as planned and carried: the schedule's payload is
+# what crosses the links, 2 bytes a bf16 element (isthmusd does the same
+# with [isthmusd] dtype = bf16; 'any' plans at 4, doc/isthmusd.md)
+ESIZE=4
+[ "$DTYPE" = bf16 ] && ESIZE=2
 case "$PMD" in af_packet|af_xdp) ;; *) die "--pmd: af_packet or af_xdp" ;; esac
 case "$AUTH" in on|off) ;; *) die "--auth: on or off" ;; esac
 [[ "$WORKERS" =~ ^[0-9]+$ ]] && [ "$WORKERS" -ge 1 ] && [ "$WORKERS" -le 16 ] ||
@@ -475,7 +482,7 @@ chunk_elems() {
 	[ $k -lt 1 ] && k=1
 	echo $((356 - 4 * k))
 }
-ELEMS=$(( (PAYLOAD_B + 3) / 4 ))
+ELEMS=$(( (PAYLOAD_B + ESIZE - 1) / ESIZE ))
 
 # --- the run: id, registration, watchdog ----------------------------------
 # The id is taken by creating the registry entry (noclobber): two runs
@@ -539,7 +546,7 @@ if [ "$AUTH" = on ] && [ "$EDGES" = 1 ]; then
 fi
 
 # --- topology: the first N sites, capacities scaled -------------------------
-TB_AUTH=$AUTH python3 - "$SITES" "$LINKS" "$ISLANDS" "$SCALE" "$WORK" <<'PY' || die "bad topology"
+TB_AUTH=$AUTH TB_ESIZE=$ESIZE python3 - "$SITES" "$LINKS" "$ISLANDS" "$SCALE" "$WORK" <<'PY' || die "bad topology"
 import os, sys
 sites_f, links_f, n, scale, work = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 rows = [l for l in open(sites_f) if l.strip() and not l.startswith("#")]
@@ -552,8 +559,11 @@ if n < 2 or n > len(sites):
 # room: chunk_elems() above, the same rule) in 1514 bytes on the wire
 # (Ethernet 14, IPv4 20, UDP 8, isthmus 40): the planner, whose rates are
 # payload rates, plans on that goodput; the emulator carries wire bytes.
+# A bf16 frame carries as many elements at 2 bytes: half the payload in
+# a frame shorter by as much.
 elems = 358 if os.environ["TB_AUTH"] == "off" else 356 - 4 * max(1, min(n - 1, 15))
-goodput = elems * 4 / 1514.0
+esize = int(os.environ["TB_ESIZE"])
+goodput = elems * esize / (1514.0 - elems * (4 - esize))
 keep = [s.split(",")[0].strip() for s in sites[:n]]
 with open(work + "/sites.csv", "w") as f:
     f.write("# first %d sites of %s\n" % (n, sites_f))
@@ -599,13 +609,14 @@ mapfile -t NAMES <"$WORK/names"
 mapfile -t LAT <"$WORK/latency"	# row k: one-way us from island k to each
 N=${#NAMES[@]}
 CHUNK_ELEMS=$(chunk_elems "$N")
-CHUNK_B=$((CHUNK_ELEMS * 4))
+CHUNK_B=$((CHUNK_ELEMS * ESIZE))
 if [ "$AUTH" = on ] && [ "$EDGES" = 1 ]; then
 	"$KEYS" split --job-file "$KEYF" --n-islands "$N" --out "$KEYD" >/dev/null ||
 		die "cannot write the site key files into $KEYD"
 fi
 MAXLAT_US=$(tr ' ' '\n' <"$WORK/latency" | sort -n | tail -1)
-ACCESS_GBPS=$(awk -v k="$SCALE" -v c="$CHUNK_B" 'BEGIN { printf "%.9g\n", 100 / k * c / 1514 }')
+ACCESS_GBPS=$(awk -v k="$SCALE" -v c="$CHUNK_B" -v e="$CHUNK_ELEMS" \
+	'BEGIN { printf "%.9g\n", 100 / k * c / (1514 - 4 * e + c) }')
 
 if [ "$EDGES" = 1 ]; then
 # --- the schedule, planned at the scaled capacities -------------------------
@@ -681,7 +692,7 @@ for l in open(sched):
 open(latf, "w").write("".join(" ".join(str(x) for x in r) + "\n" for r in lat))
 PY
 mapfile -t LAT <"$WORK/latency"
-ELEMS=$(( (SCHED_PAYLOAD + 3) / 4 ))
+ELEMS=$(( (SCHED_PAYLOAD + ESIZE - 1) / ESIZE ))
 
 # An edge needs room for the chunks in flight even when the plan assumes
 # aligned arrivals (M = 0): one round's chunks from every peer at most.

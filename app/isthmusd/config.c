@@ -82,9 +82,9 @@ conf_u32(struct isth_conf *c, const char *sec, const char *key, uint64_t def, ui
 static int
 read_isthmusd(struct isth_conf *c, struct isthd_config *cfg)
 {
-	static const char *const dtype_names[] = {"any", "int32", "fp32", NULL};
-	static const uint8_t dtypes[] = {
-		ISTH_WIRE_DTYPE_NONE, ISTH_WIRE_DTYPE_INT32, ISTH_WIRE_DTYPE_FP32};
+	static const char *const dtype_names[] = {"any", "int32", "fp32", "bf16", NULL};
+	static const uint8_t dtypes[] = {ISTH_WIRE_DTYPE_NONE, ISTH_WIRE_DTYPE_INT32,
+		ISTH_WIRE_DTYPE_FP32, ISTH_WIRE_DTYPE_BF16};
 	const char *epoch = NULL;
 	unsigned int e;
 	uint64_t v;

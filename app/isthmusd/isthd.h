@@ -167,6 +167,10 @@ struct isthd_shape {
 	uint16_t chunk_elems; /* elements of every chunk but the last */
 	uint16_t last_elems; /* elements of chunk n_chunks-1 */
 	uint8_t dtype; /* [isthmusd] dtype; ISTH_WIRE_DTYPE_NONE: any */
+	/* bytes of one element in the schedule's payload: 2 when the job is
+	 * bf16 ([isthmusd] dtype, or the schedule's dtype line under any),
+	 * else 4; the payload is what crosses the links (doc/isthmusd.md) */
+	uint8_t elem_bytes;
 };
 
 /* Clocks (clock.c). init writes, before launch; read-only after. */

@@ -155,6 +155,27 @@ if "$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule "$tmp/bf16.sched" --chec
 	grep -q "notice:"; then
 	echo "FAIL: dtype-any: a notice for a file that states both"; fail=1
 fi
+# The payload is the bytes that cross the links (isthmus-plan --dtype): a
+# bf16 job's tensor has payload / 2 elements, an fp32 job's payload / 4,
+# in chunks of 324 (computed here from the file, not by isthmusd)
+P=$(awk '$1 == "payload-bytes" { print $2 }' "$sched")
+shape() {	# element bytes -> "E elements of S B"
+	awk -v p="$P" -v s="$1" 'BEGIN { e = int((p + s - 1) / s)
+		printf "%d elements of %d B", e, s }'
+}
+chunks() { awk -v p="$P" -v s="$1" 'BEGIN { e = int((p + s - 1) / s); printf "%d", int((e + 323) / 324) }'; }
+sed 's/^# dtype = any .*/dtype = bf16/' "$EX" >"$tmp/bf16.conf"
+expect dtype-bf16 0 "payload $P B a round: $(shape 2) (bf16), $(chunks 2) chunks" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/bf16.conf" --schedule "$tmp/bf16.sched" --check --epoch now+1
+expect dtype-any-bf16 0 "payload $P B a round: $(shape 2) (any), $(chunks 2) chunks" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule "$tmp/bf16.sched" --check --epoch now+1
+expect dtype-fp32 0 "payload $P B a round: $(shape 4) (fp32), $(chunks 4) chunks" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/fp32.conf" --check --epoch now+1
+# a bf16 edge refuses a file planned for fp32
+sed '/^replication edge$/a dtype fp32' "$sched" >"$tmp/fp32.sched"
+line=$(grep -n '^dtype fp32$' "$tmp/fp32.sched" | cut -d: -f1)
+expect dtype-bf16-refuses-fp32 2 "$tmp/fp32.sched:$line: planned for dtype fp32 (4 B per element), but [isthmusd] dtype = bf16 (2 B) in $tmp/bf16.conf" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/bf16.conf" --schedule "$tmp/fp32.sched" --check --epoch now+1
 # an older or hand-written file states neither: accepted, with a notice
 sed -e 's/^isthmus-schedule 3$/isthmus-schedule 2/' -e '/^replication /d' "$sched" >"$tmp/old.sched"
 expect unstated-notice 0 "isthmusd: notice: $tmp/old.sched does not state the replication and element type it was planned for (older or hand-written): not checked against [wan] replication and [isthmusd] dtype" \
