@@ -357,6 +357,15 @@ void isthd_backend_stats_sum(const struct isthd *d, struct isth_backend_stats *s
 void isthd_backend_caps_sum(const struct isthd *d, struct isth_backend_caps *caps);
 const char *isthd_drop_name(unsigned int i);
 
+/* Bytes of a chunk as the schedule's payload counts them: max_elems
+ * elements of the job's type (shape.elem_bytes, set by isthd_prepare; a
+ * daemon assembled without it, as unit tests do, counts 4-byte ones). */
+static inline uint64_t
+isthd_chunk_bytes(const struct isthd *d)
+{
+	return (uint64_t)d->lim.max_elems * (d->shape.elem_bytes ? d->shape.elem_bytes : 4u);
+}
+
 /* Any worker: round @r's repair table, or NULL if not published; valid until
  * its next quiescent state (doc/isthmusd.md, "Round tables"). */
 static inline const struct isthd_repair_round *
