@@ -80,12 +80,14 @@ Topology and schedule:
                           leaving F free for repairs; isthmus-wan keeps the
                           full capacity (default 0; not with a schedule file)
   --replication edge|network
-                          edge (default): each edge sends one unicast copy of
-                          its island's DATA per peer, needing nothing of the
-                          WAN; network (the paper's): one copy to the round's
+                          network (default, as isthmus-plan's and isthmusd's;
+                          the paper's): one copy of each DATA to the round's
                           WAN multicast group, replicated by isthmus-wan at
                           the branch points of the planned tree (group table
-                          generated from the schedule; doc/testbed.md)
+                          generated from the schedule; doc/testbed.md);
+                          edge: one unicast copy per peer, needing nothing of
+                          the WAN. With a schedule file: its own
+                          'replication' line by default
   --queue-ms D            WAN link queues: D ms at the link's capacity (default
                           run: 1000; up: isthmus-wan's, 100)
   --prio-queue-ms D       a priority class on every WAN link for frames marked
@@ -95,8 +97,10 @@ Topology and schedule:
                           scripts/loss-sweep.sh uses 50; doc/testbed.md)
 Run:
   --rounds R              rounds to play (default 5; up --edges: unlimited)
-  --dtype int32|fp32      tensor type (default int32); up: also any (the edges
-                          check no type: bf16 DATA, scripts/train.sh)
+  --dtype int32|fp32|bf16 tensor type (default int32); bf16: DATA and sums
+                          in bfloat16, planned at 2 bytes an element (the
+                          bytes that cross the links); up: also any (the
+                          edges check no type, planned at 4 bytes an element)
   --startup S             first try: epoch S seconds after the edges start
                           (default 8). The epoch holds only if every edge and
                           island is ready T + 0.5 s before it; else all are
@@ -337,7 +341,7 @@ MEMORY=0
 SCALE=10000
 ROUTING=capacity
 HEADROOM=0
-REPL=edge
+REPL=
 QUEUE_MS=
 PRIO_QUEUE_MS=0
 SLACK_RTTS=1
@@ -415,8 +419,13 @@ while [ $# -gt 0 ]; do
 done
 
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces and veth)"
-case "$DTYPE" in int32|fp32) ;; any) [ "$CMD" = up ] || die "--dtype any: only with up" ;;
-*) die "--dtype: int32 or fp32 (up: or any, the edges admitting every type, e.g. bf16)" ;; esac
+case "$DTYPE" in int32|fp32|bf16) ;; any) [ "$CMD" = up ] || die "--dtype any: only with up" ;;
+*) die "--dtype: int32, fp32 or bf16 (up: or any, the edges admitting every type)" ;; esac
+# Bytes of an element as planned and carried: the schedule's payload is
+# what crosses the links, 2 bytes a bf16 element (isthmusd does the same
+# with [isthmusd] dtype = bf16; 'any' plans at 4, doc/isthmusd.md)
+ESIZE=4
+[ "$DTYPE" = bf16 ] && ESIZE=2
 case "$PMD" in af_packet|af_xdp) ;; *) die "--pmd: af_packet or af_xdp" ;; esac
 case "$AUTH" in on|off) ;; *) die "--auth: on or off" ;; esac
 [[ "$WORKERS" =~ ^[0-9]+$ ]] && [ "$WORKERS" -ge 1 ] && [ "$WORKERS" -le 16 ] ||
@@ -444,6 +453,12 @@ fi
 [ -z "$METRICS_PORT" ] || { [[ "$METRICS_PORT" =~ ^[0-9]+$ ]] && [ "$METRICS_PORT" -le 65535 ]; } ||
 	die "--metrics-port: 0 to 65535"
 case "$ROUTING" in capacity|shortest) ;; *) die "--routing: capacity or shortest" ;; esac
+# The default: a schedule file's own 'replication' line, else network, as
+# isthmus-plan's and isthmusd's (isthmus-wan replicates, doc/testbed.md)
+if [ -z "$REPL" ] && [ -f "$SCHED" ]; then
+	REPL=$(awk '$1 == "replication" && NF == 2 { print $2; exit } $1 == "rounds" { exit }' "$SCHED")
+fi
+REPL=${REPL:-network}
 case "$REPL" in edge|network) ;; *) die "--replication: edge or network" ;; esac
 if [ "$CMD" = run ]; then
 	ROUNDS=${ROUNDS:-5}
@@ -511,7 +526,7 @@ chunk_elems() {
 	[ $k -lt 1 ] && k=1
 	echo $((356 - 4 * k))
 }
-ELEMS=$(( (PAYLOAD_B + 3) / 4 ))
+ELEMS=$(( (PAYLOAD_B + ESIZE - 1) / ESIZE ))
 
 # --- the run: id, registration, watchdog ----------------------------------
 # The id is taken by creating the registry entry (noclobber): two runs
@@ -575,7 +590,7 @@ if [ "$AUTH" = on ] && [ "$EDGES" = 1 ]; then
 fi
 
 # --- topology: the first N sites, capacities scaled -------------------------
-TB_AUTH=$AUTH python3 - "$SITES" "$LINKS" "$ISLANDS" "$SCALE" "$WORK" <<'PY' || die "bad topology"
+TB_AUTH=$AUTH TB_ESIZE=$ESIZE python3 - "$SITES" "$LINKS" "$ISLANDS" "$SCALE" "$WORK" <<'PY' || die "bad topology"
 import os, sys
 sites_f, links_f, n, scale, work = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 rows = [l for l in open(sites_f) if l.strip() and not l.startswith("#")]
@@ -588,8 +603,11 @@ if n < 2 or n > len(sites):
 # room: chunk_elems() above, the same rule) in 1514 bytes on the wire
 # (Ethernet 14, IPv4 20, UDP 8, isthmus 40): the planner, whose rates are
 # payload rates, plans on that goodput; the emulator carries wire bytes.
+# A bf16 frame carries as many elements at 2 bytes: half the payload in
+# a frame shorter by as much.
 elems = 358 if os.environ["TB_AUTH"] == "off" else 356 - 4 * max(1, min(n - 1, 15))
-goodput = elems * 4 / 1514.0
+esize = int(os.environ["TB_ESIZE"])
+goodput = elems * esize / (1514.0 - elems * (4 - esize))
 keep = [s.split(",")[0].strip() for s in sites[:n]]
 with open(work + "/sites.csv", "w") as f:
     f.write("# first %d sites of %s\n" % (n, sites_f))
@@ -635,13 +653,14 @@ mapfile -t NAMES <"$WORK/names"
 mapfile -t LAT <"$WORK/latency"	# row k: one-way us from island k to each
 N=${#NAMES[@]}
 CHUNK_ELEMS=$(chunk_elems "$N")
-CHUNK_B=$((CHUNK_ELEMS * 4))
+CHUNK_B=$((CHUNK_ELEMS * ESIZE))
 if [ "$AUTH" = on ] && [ "$EDGES" = 1 ]; then
 	"$KEYS" split --job-file "$KEYF" --n-islands "$N" --out "$KEYD" >/dev/null ||
 		die "cannot write the site key files into $KEYD"
 fi
 MAXLAT_US=$(tr ' ' '\n' <"$WORK/latency" | sort -n | tail -1)
-ACCESS_GBPS=$(awk -v k="$SCALE" -v c="$CHUNK_B" 'BEGIN { printf "%.9g\n", 100 / k * c / 1514 }')
+ACCESS_GBPS=$(awk -v k="$SCALE" -v c="$CHUNK_B" -v e="$CHUNK_ELEMS" \
+	'BEGIN { printf "%.9g\n", 100 / k * c / (1514 - 4 * e + c) }')
 
 if [ "$EDGES" = 1 ]; then
 # --- the schedule, planned at the scaled capacities -------------------------
@@ -717,7 +736,7 @@ for l in open(sched):
 open(latf, "w").write("".join(" ".join(str(x) for x in r) + "\n" for r in lat))
 PY
 mapfile -t LAT <"$WORK/latency"
-ELEMS=$(( (SCHED_PAYLOAD + 3) / 4 ))
+ELEMS=$(( (SCHED_PAYLOAD + ESIZE - 1) / ESIZE ))
 
 # An edge needs room for the chunks in flight even when the plan assumes
 # aligned arrivals (M = 0): one round's chunks from every peer at most.

@@ -83,9 +83,9 @@ conf_u32(struct isth_conf *c, const char *sec, const char *key, uint64_t def, ui
 static int
 read_isthmusd(struct isth_conf *c, struct isthd_config *cfg)
 {
-	static const char *const dtype_names[] = {"any", "int32", "fp32", NULL};
-	static const uint8_t dtypes[] = {
-		ISTH_WIRE_DTYPE_NONE, ISTH_WIRE_DTYPE_INT32, ISTH_WIRE_DTYPE_FP32};
+	static const char *const dtype_names[] = {"any", "int32", "fp32", "bf16", NULL};
+	static const uint8_t dtypes[] = {ISTH_WIRE_DTYPE_NONE, ISTH_WIRE_DTYPE_INT32,
+		ISTH_WIRE_DTYPE_FP32, ISTH_WIRE_DTYPE_BF16};
 	const char *epoch = NULL;
 	unsigned int e;
 	uint64_t v;
@@ -253,7 +253,10 @@ read_wan(struct isth_conf *c, struct isthd_config *cfg)
 	cfg->wan_last_nack_copies = (unsigned int)v;
 	TRY(isth_conf_u64(c, "wan", "repair_attempts", false, 8, 1, 64, &v));
 	cfg->wan_repair_attempts = (unsigned int)v;
-	TRY(isth_conf_enum(c, "wan", "replication", false, 0, repl_names, &e));
+	/* network by default, as isthmus-plan and the testbed: one copy of
+	 * each DATA to the round's group, replicated by the WAN (isthmus-wan
+	 * does); edge for a WAN that routes no multicast (doc/isthmusd.md) */
+	TRY(isth_conf_enum(c, "wan", "replication", false, 1, repl_names, &e));
 	cfg->wan_repl_network = e == 1;
 	TRY(isth_conf_ipv4(
 		c, "wan", "group_base", false, ISTHD_GROUP_BASE_DEFAULT, &cfg->wan_group_base));

@@ -169,6 +169,10 @@ struct isthd_shape {
 	uint16_t chunk_elems; /* elements of every chunk but the last */
 	uint16_t last_elems; /* elements of chunk n_chunks-1 */
 	uint8_t dtype; /* [isthmusd] dtype; ISTH_WIRE_DTYPE_NONE: any */
+	/* bytes of one element in the schedule's payload: 2 when the job is
+	 * bf16 ([isthmusd] dtype, or the schedule's dtype line under any),
+	 * else 4; the payload is what crosses the links (doc/isthmusd.md) */
+	uint8_t elem_bytes;
 };
 
 /* Clocks (clock.c). init writes, before launch; read-only after. */
@@ -361,6 +365,15 @@ const char *isthd_drop_name(unsigned int i);
 const char *isthd_host_counter_name(unsigned int i);
 void isthd_host_stats(const struct isthd *d, unsigned int host, uint64_t v[ISTHD_N_HOST_COUNTERS]);
 void isthd_host_chunks(const struct isthd *d, unsigned int host, uint32_t *first, uint32_t *n);
+
+/* Bytes of a chunk as the schedule's payload counts them: max_elems
+ * elements of the job's type (shape.elem_bytes, set by isthd_prepare; a
+ * daemon assembled without it, as unit tests do, counts 4-byte ones). */
+static inline uint64_t
+isthd_chunk_bytes(const struct isthd *d)
+{
+	return (uint64_t)d->lim.max_elems * (d->shape.elem_bytes ? d->shape.elem_bytes : 4u);
+}
 
 /* Any worker: round @r's repair table, or NULL if not published; valid until
  * its next quiescent state (doc/isthmusd.md, "Round tables"). */

@@ -234,6 +234,17 @@ print_check(const struct isthd *d)
 			d->cfg.n_island_hosts, ip >> 24, ip >> 16 & 255, ip >> 8 & 255, ip & 255,
 			first, first + n - 1, d->shape.n_chunks);
 	}
+	/* the payload is the bytes that cross the links: a bf16 job's
+	 * tensor has payload / 2 elements (setup.c, elem_bytes_of) */
+	printf("isthmusd: payload %" PRIu64 " B a round: %" PRIu64
+	       " elements of %u B (%s), %u chunks\n",
+		isth_sched_payload_bytes(d->sched),
+		d->shape.n_chunks ? (uint64_t)(d->shape.n_chunks - 1) * d->shape.chunk_elems +
+				d->shape.last_elems
+				  : 0,
+		d->shape.elem_bytes,
+		d->cfg.dtype != ISTH_WIRE_DTYPE_NONE ? isth_wire_dtype_name(d->cfg.dtype) : "any",
+		d->shape.n_chunks);
 	if (d->auth.on)
 		printf("isthmusd: auth on: key file %s, %u key epochs, %u elements per chunk\n",
 			d->cfg.key_file, isth_auth_n_epochs(d->auth.keys), d->lim.max_elems);

@@ -77,19 +77,49 @@ check_peers(struct isthd *d, char *err, size_t err_size)
 	return 0;
 }
 
+/* The lib/wire dtype named @name (a schedule's dtype line), or NONE. */
+static unsigned int
+dtype_by_name(const char *name)
+{
+	unsigned int k;
+
+	for (k = 1; name != NULL && k <= ISTH_WIRE_DTYPE_MAX; k++)
+		if (strcmp(isth_wire_dtype_name(k), name) == 0)
+			return k;
+	return ISTH_WIRE_DTYPE_NONE;
+}
+
+/*
+ * Bytes of one element in the schedule's payload: the payload is the
+ * bytes that cross each link (isthmus-plan --dtype), so a bf16 job's is 2
+ * per element although the edge sums in fp32. The job's type is
+ * [isthmusd] dtype, or under 'any' the schedule's dtype line; a job whose
+ * type neither states is planned at 4 (fp32, int32, or bf16 planned as
+ * its accumulator, as before the dtype line).
+ */
+static unsigned int
+elem_bytes_of(const struct isthd_config *cfg, const struct isth_sched *s)
+{
+	unsigned int k = cfg->dtype;
+
+	if (k == ISTH_WIRE_DTYPE_NONE)
+		k = dtype_by_name(isth_sched_dtype(s, NULL));
+	return k == ISTH_WIRE_DTYPE_NONE ? 4 : isth_wire_dtype_size(k);
+}
+
 /*
  * The round's shape for DATA admission (doc/isthmusd.md, "Admission"): the
  * figures ROUND gives the island (control.c: n_chunks of max_elems
- * elements), the island's tensor being ceil(payload / 4) elements (4-byte
- * dtypes). And the repair budget: one round's stream per peer plus a
+ * elements), the island's tensor being ceil(payload / elem_bytes)
+ * elements. And the repair budget: one round's stream per peer plus a
  * quarter (at least two chunks) for repairs that were lost in turn.
  */
 static void
 admission_init(struct isthd *d)
 {
-	uint64_t payload = isth_sched_payload_bytes(d->sched);
-	uint64_t elems = (payload + 3) / 4;
 	struct isthd_shape *sh = &d->shape;
+	uint64_t payload = isth_sched_payload_bytes(d->sched);
+	uint64_t elems = (payload + sh->elem_bytes - 1) / sh->elem_bytes;
 
 	sh->chunk_elems = (uint16_t)d->lim.max_elems;
 	sh->n_chunks = (uint32_t)((elems + sh->chunk_elems - 1) / sh->chunk_elems);
@@ -124,11 +154,8 @@ isthd_sched_agrees(const struct isthd_config *cfg, const struct isth_sched *s, c
 	/* [isthmusd] dtype = any admits every type: nothing to disagree with */
 	dt = isth_sched_dtype(s, &line);
 	if (dt != NULL && cfg->dtype != ISTH_WIRE_DTYPE_NONE && strcmp(dt, run_dtype) != 0) {
-		unsigned int k, size = 0;
+		unsigned int size = isth_wire_dtype_size(dtype_by_name(dt));
 
-		for (k = 1; k <= ISTH_WIRE_DTYPE_MAX; k++)
-			if (strcmp(isth_wire_dtype_name(k), dt) == 0)
-				size = isth_wire_dtype_size(k);
 		snprintf(err, err_size,
 			"%s:%d: planned for dtype %s (%u B per element), but [isthmusd] dtype = %s "
 			"(%u B) in %s: plan again with isthmus-plan --dtype %s, or set [isthmusd] "
@@ -157,6 +184,7 @@ isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err, size_t err_si
 	rc = isthd_sched_agrees(&d->cfg, d->sched, sched_path, err, err_size);
 	if (rc)
 		goto fail;
+	d->shape.elem_bytes = (uint8_t)elem_bytes_of(&d->cfg, d->sched);
 	d->n_islands = (uint32_t)isth_sched_n_islands(d->sched);
 	rc = resolve_island(d, err, err_size);
 	if (rc == 0)

@@ -181,13 +181,20 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect_eq(
 		c.wan_repair_attempts, 8, "a chunk repaired to a peer 8 times a round at most");
 	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_NONE, "dtype unchecked by default");
-	cr_expect_not(c.wan_repl_network, "edge replication by default");
+	cr_expect(c.wan_repl_network, "network replication by default, as isthmus-plan's");
 	cr_expect_eq(c.wan_group_base, 0xefc00000u, "groups in 239.192.0.0/16 by default");
 	cr_assert_eq(isthd_config_parse(GOOD_HEAD "dtype = fp32\n" GOOD_TAIL "[auth]\nmode = off\n",
 			     "t.conf", &c, err, sizeof(err)),
 		0, "%s", err);
 	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_FP32);
 	cr_expect_not(c.auth);
+	cr_assert_eq(isthd_config_parse(GOOD_HEAD "dtype = bf16\n" GOOD_TAIL "[auth]\nmode = off\n",
+			     "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_BF16, "a bf16 job's edge admits bf16 DATA only");
+	cr_assert_eq(isthd_config_parse(GOOD_HEAD "dtype = fp32\n" GOOD_TAIL "[auth]\nmode = off\n",
+			     "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
 	cr_expect(c.wan_udp_csum, "UDP checksums to peers by default with auth off");
 	cr_assert_eq(
 		isthd_config_parse(GOOD_HEAD WAN_OPEN "udp_checksum = yes\n[peer LON]\n"
@@ -258,7 +265,8 @@ static struct bad_conf bad_confs[] = {
 	{"[aggregation]\nmemory = 1G\n", "t.conf:16: unknown section [aggregation]"},
 	{"[isthmusd]\n", "t.conf:16: section [isthmusd] repeated (first at line 1)"},
 	{"@backend = gpu\n", "t.conf:5: [isthmusd] backend: 'gpu' is not one of: sw, fpga"},
-	{"@dtype = bf16\n", "t.conf:5: [isthmusd] dtype: 'bf16' is not one of: any, int32, fp32"},
+	{"@dtype = bf17\n",
+		"t.conf:5: [isthmusd] dtype: 'bf17' is not one of: any, int32, fp32, bf16"},
 	{"@mtu = 100\n", "t.conf:5: [isthmusd] mtu: 100 out of range [576, 9216]"},
 	{"@epoch = soon\n", "t.conf:5: [isthmusd] epoch: 'soon' is not an unsigned integer"},
 	{"@job = 8\n", "t.conf:5: [isthmusd] job set twice (first at line 3)"},

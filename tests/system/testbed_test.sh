@@ -8,7 +8,7 @@
 #
 # Expected figures are computed here from the case's parameters: n islands
 # x r rounds x chunks per round results, where chunks = ceil(payload /
-# (4 x the elements per chunk)), computed below.
+# (ESIZE x the elements per chunk)), computed below.
 set -uo pipefail
 
 BUILD=$1
@@ -39,6 +39,7 @@ max_partial_pct=100
 max_partial=-1		# >= 0: at most this many partial results
 late_only=0		# 1: every partial result's missing chunks came late
 RESTARTS=0
+ESIZE=4			# bytes of an element in the payload (bf16: 2)
 case "$CASE" in
 triangles|pairs|regional|search)
 	args+=(--schedule "$CASE") ;;
@@ -114,7 +115,7 @@ detour)
 	       --replication network --keep "$keep/run")
 	detour=1 ;;
 detour-edge)
-	# The same 3 sites with edge replication (the testbed's default): the
+	# The same 3 sites with edge replication (given: the default is network): the
 	# planner's route greedy finds the detour here too (it kept
 	# the thin link before, T 291.5 ms, now 125.3 ms), and isthmus-wan
 	# follows it: nothing on A-B, each of A's DATA frames twice on A->C
@@ -130,6 +131,13 @@ impaired)
 	# never a wrong sum; what is lost is reported as missing
 	args+=(--schedule triangles --loss 0.01 --dup 0.02 --reorder 0.05 --corrupt 0.01 --seed 7)
 	expect_complete=0 ;;
+bf16)
+	# a bf16 job end to end: the edges run [isthmusd] dtype = bf16, the
+	# plan's payload is the bytes that cross (2 an element, so twice the
+	# elements of an fp32 job), and every island checks its sums exactly
+	# against its own bf16 reference (small integers, exact in bf16)
+	ESIZE=2
+	args+=(--schedule triangles --dtype bf16) ;;
 silent)
 	# island 4 sends in its first round only: its clique peers get
 	# partials that name it, precisely
@@ -166,7 +174,7 @@ check() {
 # per chunk for 3 islands, 324 for 9
 K=$(( N - 1 < 15 ? N - 1 : 15 ))
 CE=$(( (1416 - 8 - 16 * (K - 1)) / 4 ))
-CHUNKS=$(( (PAYLOAD / 4 + CE - 1) / CE ))
+CHUNKS=$(( (PAYLOAD / ESIZE + CE - 1) / CE ))
 want_aggs=$(( N * ROUNDS * CHUNKS ))
 if [ "$restart" = 1 ]; then
 	# the other islands play the edges' extra rounds too (scripts/testbed.sh,
