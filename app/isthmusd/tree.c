@@ -183,13 +183,15 @@ isthd_tree_setup(struct isthd *d, char *err, size_t err_size)
 	acc = n * tr->slot_bytes;
 	tr->chunk = rte_zmalloc("isthd_tree_chunk", n * sizeof(*tr->chunk), RTE_CACHE_LINE_SIZE);
 	tr->acc = rte_zmalloc("isthd_tree_acc", acc, RTE_CACHE_LINE_SIZE);
+	tr->own = rte_zmalloc("isthd_tree_own", acc, RTE_CACHE_LINE_SIZE);
 	snprintf(name, sizeof(name), "isthd_tree%u", created++);
 	/* a round's AGGs and the next's, before the emitter runs */
 	tr->agg = rte_ring_create(name, rte_align32pow2((uint32_t)d->shape.n_chunks * 2 + 64),
 		(int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (tr->chunk == NULL || tr->acc == NULL || tr->agg == NULL) {
+	if (tr->chunk == NULL || tr->acc == NULL || tr->own == NULL || tr->agg == NULL) {
 		snprintf(err, err_size,
-			"tree rounds: %zu B of accumulators (%d rounds of %u chunks): no memory",
+			"tree rounds: 2 x %zu B of accumulators (%d rounds of %u chunks): no "
+			"memory",
 			acc, ISTHD_TREE_SLOTS, d->shape.n_chunks);
 		return -ENOMEM;
 	}
@@ -211,6 +213,8 @@ isthd_tree_fini(struct isthd *d)
 	}
 	rte_free(tr->chunk);
 	rte_free(tr->acc);
+	rte_free(tr->own);
+
 	free(tr->rounds);
 	memset(tr, 0, sizeof(*tr));
 }
@@ -232,6 +236,59 @@ chunk_of(struct isthd *d, uint64_t r, uint32_t c, uint8_t **acc)
 	memset(ch, 0, sizeof(*ch));
 	ch->round1 = r + 1;
 	return ch;
+}
+
+/* The island's own DATA of the chunk whose accumulator is @acc. */
+static inline uint8_t *
+own_of(const struct isthd_tree *tr, const uint8_t *acc)
+{
+	return tr->own + (acc - tr->acc);
+}
+
+static inline float
+bf16_to_f32(const uint8_t *p)
+{
+	uint32_t u = (uint32_t)(p[0] | p[1] << 8) << 16;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* @n elements of @dtype at @dst less the island's own at @own: the sum
+ * the island expects (its AGGs never include itself; it adds its own).
+ * int32 wraps back exactly; fp32 and bf16 are rounded once more. */
+static void
+payload_sub(uint8_t *dst, const uint8_t *own, uint8_t dtype, uint16_t n)
+{
+	for (uint16_t i = 0; i < n; i++) {
+		if (dtype == ISTH_WIRE_DTYPE_INT32) {
+			uint32_t a, b;
+
+			memcpy(&a, dst + 4 * i, 4);
+			memcpy(&b, own + 4 * i, 4);
+			a -= b;
+			memcpy(dst + 4 * i, &a, 4);
+		} else if (dtype == ISTH_WIRE_DTYPE_FP32) {
+			float a, b;
+
+			memcpy(&a, dst + 4 * i, 4);
+			memcpy(&b, own + 4 * i, 4);
+			a -= b;
+			memcpy(dst + 4 * i, &a, 4);
+		} else {
+			float a = bf16_to_f32(dst + 2 * i) - bf16_to_f32(own + 2 * i);
+			uint32_t u;
+
+			memcpy(&u, &a, 4);
+			/* round to nearest even (NaN: quiet) */
+			u = (u & 0x7fffffffu) > 0x7f800000u
+				? (u >> 16) | 0x40u
+				: (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+			dst[2 * i] = (uint8_t)u;
+			dst[2 * i + 1] = (uint8_t)(u >> 8);
+		}
+	}
 }
 
 /* Sum the elements of @p into @acc (the chunk's first: copied). */
@@ -267,7 +324,7 @@ acc_add(const struct isthd_tree *tr, uint8_t *acc, const struct isth_wire_pkt *p
  * copied from @src (a received payload). NULL: no mbuf (counted). */
 static struct rte_mbuf *
 msg_new(struct isthd_worker *w, uint8_t type, uint16_t flags, uint64_t r, uint32_t c,
-	uint64_t bitmap, uint8_t dtype, const uint8_t *acc, const uint8_t *src)
+	uint64_t bitmap, uint8_t dtype, const uint8_t *acc, const uint8_t *src, const uint8_t *own)
 {
 	struct isthd *d = w->d;
 	uint16_t count = c + 1 == d->shape.n_chunks ? d->shape.last_elems : d->shape.chunk_elems;
@@ -303,6 +360,8 @@ msg_new(struct isthd_worker *w, uint8_t type, uint16_t flags, uint64_t r, uint32
 		d->tree.k.store_bf16(p + ISTH_WIRE_HDR_SIZE, (const float *)acc, count);
 	else
 		memcpy(p + ISTH_WIRE_HDR_SIZE, acc, size);
+	if (own != NULL)
+		payload_sub(p + ISTH_WIRE_HDR_SIZE, own, dtype, count);
 	return m;
 }
 
@@ -322,16 +381,22 @@ to_peer(struct isthd_worker *w, unsigned int s, const struct rte_mbuf *msg)
 }
 
 /* Chunk @c of round @r's result (@bitmap) to the island, as an AGG of
- * stream 0 (worker 0's emitter numbers, keeps and seals it). */
+ * stream 0 (worker 0's emitter numbers, keeps and seals it): without the
+ * island's own DATA (@own, when summed in), as every AGG. Chunk
+ * accumulator @acc, or a received payload @src. */
 static void
 to_island(struct isthd_worker *w, uint64_t r, uint32_t c, uint64_t bitmap, uint8_t dtype,
-	const uint8_t *acc, const uint8_t *src)
+	const uint8_t *acc, const uint8_t *src, const uint8_t *own)
 {
 	struct isthd_tree *tr = &w->d->tree;
-	bool partial = bitmap != tr->all;
-	struct rte_mbuf *m = msg_new(
-		w, ISTH_WIRE_AGG, partial ? ISTH_WIRE_F_PARTIAL : 0, r, c, bitmap, dtype, acc, src);
+	uint64_t self = bit(w->d->island);
+	bool partial = (bitmap | self) != tr->all;
+	struct rte_mbuf *m;
 
+	if ((bitmap & ~self) == 0)
+		return; /* only the island's own: nothing it lacks */
+	m = msg_new(w, ISTH_WIRE_AGG, partial ? ISTH_WIRE_F_PARTIAL : 0, r, c, bitmap & ~self,
+		dtype, acc, src, (bitmap & self) ? own : NULL);
 	if (m == NULL)
 		return;
 	if (unlikely(rte_ring_sp_enqueue(tr->agg, m) != 0)) {
@@ -346,13 +411,13 @@ to_island(struct isthd_worker *w, uint64_t r, uint32_t c, uint64_t bitmap, uint8
  * every child of @node, and to the island. */
 static void
 result_down(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, uint32_t c,
-	uint64_t bitmap, uint8_t dtype, const uint8_t *acc, const uint8_t *src)
+	uint64_t bitmap, uint8_t dtype, const uint8_t *acc, const uint8_t *src, const uint8_t *own)
 {
 	uint16_t flags = ISTH_WIRE_F_DOWN | (bitmap != w->d->tree.all ? ISTH_WIRE_F_PARTIAL : 0);
 	struct rte_mbuf *msg;
 
 	if (node->children) {
-		msg = msg_new(w, ISTH_WIRE_PARTIAL, flags, r, c, bitmap, dtype, acc, src);
+		msg = msg_new(w, ISTH_WIRE_PARTIAL, flags, r, c, bitmap, dtype, acc, src, NULL);
 		if (msg != NULL) {
 			for (unsigned int s = 0; s < w->d->n_islands; s++) {
 				if (!(node->children & bit(s)))
@@ -363,7 +428,7 @@ result_down(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t
 			rte_pktmbuf_free(msg);
 		}
 	}
-	to_island(w, r, c, bitmap, dtype, acc, src);
+	to_island(w, r, c, bitmap, dtype, acc, src, own);
 }
 
 /* Chunk @ch (@c of round @r, accumulator @acc) is complete or its cutoff
@@ -377,11 +442,11 @@ send_on(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, 
 	ch->up = true;
 	if (node->parent < 0) {
 		ch->down = ch->have;
-		result_down(w, node, r, c, ch->have, dtype, acc, NULL);
+		result_down(w, node, r, c, ch->have, dtype, acc, NULL, own_of(&w->d->tree, acc));
 		return;
 	}
 	msg = msg_new(w, ISTH_WIRE_PARTIAL, ch->have != node->sub ? ISTH_WIRE_F_PARTIAL : 0, r, c,
-		ch->have, dtype, acc, NULL);
+		ch->have, dtype, acc, NULL, NULL);
 	if (msg == NULL)
 		return;
 	to_peer(w, (unsigned int)node->parent, msg);
@@ -399,7 +464,7 @@ chunk_dtype(const struct isthd *d, const struct isth_wire_pkt *p)
 
 /* Sum contribution @p (the island's DATA or a child's PARTIAL, bitmap
  * @bm) into its chunk, once; send it on when the subtree is in. */
-static void
+static bool
 sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm)
 {
 	struct isthd *d = w->d;
@@ -423,21 +488,25 @@ sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm)
 		why = ISTHD_DROP_data_bad_dtype;
 	if (why != ISTHD_DROP_MAX) {
 		isth_ctr_add(&w->st.drop[why], 1);
-		return;
+		return false;
 	}
 	if (ch->have == 0)
 		ch->dtype = p->hdr.dtype;
 	acc_add(&d->tree, acc, p, ch->have == 0);
 	ch->have |= bm;
+	/* the island's own, as it sent it: taken out of its AGG again */
+	if (bm == bit(d->island))
+		memcpy(own_of(&d->tree, acc), p->payload, p->payload_size);
 	if (ch->have == node->sub)
 		send_on(w, node, p->hdr.round, p->hdr.chunk, ch, chunk_dtype(d, p), acc);
+	return true;
 }
 
 void
 isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p)
 {
-	isth_ctr_add(&w->st.tree_data, 1);
-	sum_up(w, p, bit(w->d->island));
+	if (sum_up(w, p, bit(w->d->island)))
+		isth_ctr_add(&w->st.tree_data, 1);
 	rte_pktmbuf_free(m);
 }
 
@@ -485,7 +554,7 @@ isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 	ch->up = true;
 	ch->down = p->hdr.bitmap;
 	result_down(w, &tb->t[p->hdr.chunk % tb->n_trees], p->hdr.round, p->hdr.chunk,
-		p->hdr.bitmap, p->hdr.dtype, NULL, p->payload);
+		p->hdr.bitmap, p->hdr.dtype, NULL, p->payload, own_of(&d->tree, acc));
 }
 
 /* Tree @t of round @r: its cutoff at this edge passed. What its chunks
@@ -530,7 +599,7 @@ fallback(struct isthd_worker *w, uint64_t r)
 		isth_ctr_add(&w->st.tree_fallback, 1);
 		to_island(w, r, c, ch->have,
 			d->shape.dtype != ISTH_WIRE_DTYPE_NONE ? d->shape.dtype : ch->dtype, acc,
-			NULL);
+			NULL, own_of(&d->tree, acc));
 	}
 }
 
@@ -557,18 +626,24 @@ round_cutoffs(struct isthd_worker *w, uint64_t r, uint64_t now, unsigned int *wo
 	want |= (1u << tb->n_trees) - 1;
 	for (unsigned int t = 0; t < tb->n_trees; t++) {
 		const struct isthd_tree_node *nd = &tb->t[t];
+		/* a hop's allowance: the configured one (tree.h), but all
+		 * 2 height + 2 of them within the round and its slack, so
+		 * that the deepest edge's cutoff is after the round starts */
+		uint64_t g = RTE_MIN(tr->hop_ns,
+			(d->clk.round_ns + d->cfg.agg_round_slack_ns) / (2u * nd->height + 2u));
 
-		/* the root sends its result height hops before the end, so
-		 * that it reaches the deepest edge by then; an edge at depth
-		 * k sends k hops before its root */
+		/* the root sends its result height + 1 hops before the end,
+		 * so that it reaches the deepest edge by then; an edge at
+		 * depth k sends k hops before its root */
 		if ((cut->done & (1u << t)) ||
-			now + (uint64_t)(nd->height + nd->depth) * tr->hop_ns < end)
+			now + (uint64_t)(nd->height + 1u + nd->depth) * g < end)
 			continue;
 		cutoff(w, r, tb, t);
 		cut->done |= 1u << t;
 		(*work)++;
 	}
-	if (!(cut->done & ISTHD_TREE_FINAL) && now >= end + tr->hop_ns) {
+	/* the result is due by the end: an island waits a little past it */
+	if (!(cut->done & ISTHD_TREE_FINAL) && now >= end) {
 		fallback(w, r);
 		cut->done |= ISTHD_TREE_FINAL;
 		(*work)++;

@@ -83,6 +83,8 @@ struct isthd_tree {
 	/* the RX worker's */
 	struct isthd_tree_chunk *chunk; /* [ISTHD_TREE_SLOTS * n_chunks] */
 	uint8_t *acc; /* [ISTHD_TREE_SLOTS * n_chunks * slot_bytes] */
+	/* the island's own DATA of each chunk, as acc: its AGGs leave it out */
+	uint8_t *own;
 	struct isthd_tree_cut cut[ISTHD_TREE_SLOTS];
 	uint64_t next_cut; /* oldest round whose cutoffs are not all past, +1 (0: unset) */
 	uint64_t seq; /* auth on: next PARTIAL seq, a stream of its own */
