@@ -23,8 +23,8 @@
 #define EXIT_OUTPUT 4
 #define EXIT_SOLVER 5
 
-static const char *families[] = {"all-to-all", "regional", "pairs", "triangles", "search"};
-#define NFAM 5
+static const char *families[] = {"all-to-all", "regional", "pairs", "triangles", "tree", "search"};
+#define NFAM 6
 
 /* A size flag, by the project's one convention (lib/text: 32G = 32e9, 32Gi = 32 * 2^30). */
 static int
@@ -76,7 +76,7 @@ usage(FILE *f)
 		"                        no figure (--payload-bytes is what moves); --out\n"
 		"                        records it and isthmusd refuses the file unless its\n"
 		"                        [isthmusd] dtype is the same or any (default: not\n"
-		"                        recorded, not checked)"
+		"                        recorded, not checked)\n"
 		"  --max-round-ms X      rounds longer than X are infeasible (default: no limit)\n"
 		"  --max-lps N           cutting-plane LPs per round before the round is given\n"
 		"                        up with a warning (default 400)\n"
@@ -95,9 +95,12 @@ usage(FILE *f)
 		"                        F = 0.2 lowered them in 3 runs of 4; below, F only\n"
 		"                        costs its T\n"
 		"Schedules:\n"
-		"  --schedule NAME|all   all-to-all, regional, pairs, triangles, search, or a "
-		"comma\n"
-		"                        list; all = every one of them (default all)\n"
+		"  --schedule NAME|all   all-to-all, regional, pairs, triangles, tree, search,\n"
+		"                        or a comma list; all = every one of them (default all).\n"
+		"                        tree: an exact global sum every round (A = 1), reduced\n"
+		"                        up 1-8 spanning trees of the edges and multicast down\n"
+		"                        them; T = payload time + tree height up and down\n"
+		"                        (doc/planner.md, Reduction trees); search weighs it too\n"
 		"  --search-iters N      annealing steps of 'search' per memory value; the\n"
 		"                        temperature follows them, so --seed fixes the result\n"
 		"                        (default 4000)\n"
@@ -437,7 +440,7 @@ parse_scheds(struct cli *c)
 		if (!is_family(tok) || c->nsched == 16) {
 			fprintf(stderr,
 				"isthmus-plan: --schedule: unknown '%s' (all-to-all, regional, "
-				"pairs, triangles, search, all)\n",
+				"pairs, triangles, tree, search, all)\n",
 				tok);
 			return EXIT_INPUT;
 		}
@@ -446,7 +449,7 @@ parse_scheds(struct cli *c)
 	if (c->nsched == 0) {
 		fprintf(stderr,
 			"isthmus-plan: --schedule: empty list (all-to-all, regional, pairs, "
-			"triangles, search, all)\n");
+			"triangles, tree, search, all)\n");
 		return EXIT_INPUT;
 	}
 	return 0;
@@ -522,6 +525,11 @@ make_sched(const struct isth_topo *topo, const struct cli *c, const struct isth_
 	char mb[32];
 	int cut = 0;
 
+	if (strcmp(R->name, "tree") == 0) {
+		/* its trees depend on the payload, memory and access: plan them for p */
+		R->s = isth_plan_tree(topo, p);
+		return;
+	}
 	if (strcmp(R->name, "search") != 0) {
 		R->s = isth_plan_cliques_family(topo, R->name);
 		return;
@@ -569,9 +577,11 @@ plan_row(const struct isth_topo *topo, const struct cli *c, const struct isth_pl
 	if (R->s == NULL) {
 		R->feasible = 0;
 		snprintf(R->binding, sizeof(R->binding), "%s",
-			errno == ENOENT        ? "search found nothing feasible"
-				: errno == EIO ? "solver error"
-					       : "not defined for this topology");
+			errno == ENOENT && strcmp(R->name, "tree") == 0
+				? "memory: no tree set fits this memory (arrivals cannot align)"
+				: errno == ENOENT ? "search found nothing feasible"
+				: errno == EIO    ? "solver error"
+						  : "not defined for this topology");
 		return errno == EIO ? EXIT_SOLVER : 0;
 	}
 	ret = isth_plan_solve(topo, R->s, p, &R->res);

@@ -31,6 +31,15 @@ peak_at(const struct isth_plan_result *r, const struct isth_topo *t,
 	double peak = 0;
 	int j, e;
 
+	if (s->ntree[round] > 0) {
+		static _Thread_local double lat[NMAX][NMAX];
+
+		/* a tree round's peak is its model's, by construction */
+		plan_tree_latencies(t, lat);
+		return plan_tree_held(r->n, s->ntree[round], (const int8_t(*)[NMAX])s->tpar[round],
+			(const double(*)[NMAX])lat, &r->t[round * r->n], r->D[round * r->n],
+			r->payload, fmin(r->chunk, r->payload), i, NULL);
+	}
 	if (plan_popcount(c) < 2)
 		return 0;
 	for (j = 0; j < r->n; j++) {
@@ -202,6 +211,76 @@ check_memory(struct chk *C, int k)
 	return 0;
 }
 
+/*
+ * A round of reduction trees: each tree spanning, acyclic, one root; one
+ * duration D for every island, no faster than access; each directed link's
+ * load (the tree edges crossing it, up and down, each at 8P/(kD)) within
+ * capacity; the last chunk down to the farthest edge by T; each edge's held
+ * bytes within M (check_memory()).
+ */
+static int
+check_tree_round(struct chk *C, int k)
+{
+	static _Thread_local double lat[NMAX][NMAX];
+	const struct isth_plan_cliques *s = C->s;
+	const struct isth_plan_result *r = C->r;
+	int n = C->n, nt = s->ntree[k], tt, i, e, *uses = C->load_n;
+	double D = r->D[k * n], cs, tail[ISTH_PLAN_MAX_TREES];
+	char why[96], name[96];
+
+	for (tt = 0; tt < nt; tt++)
+		if (plan_tree_invalid(n, s->tpar[k][tt], why, sizeof(why)) < 0) {
+			snprintf(C->err, C->errlen, "round %d: tree %d is not a spanning tree: %s",
+				k, tt, why);
+			return -ERANGE;
+		}
+	for (i = 0; i < n; i++)
+		if (!isfinite(r->t[k * n + i]) || r->t[k * n + i] < -CHK_TIME_TOL ||
+			r->D[k * n + i] != D || !(D > 0)) {
+			snprintf(C->err, C->errlen,
+				"round %d: %s has no valid offset or not the round's duration", k,
+				isth_topo_name(C->t, i));
+			return -ERANGE;
+		}
+	if (D < C->Dacc * (1 - CHK_CAP_TOL)) {
+		snprintf(C->err, C->errlen,
+			"round %d: faster than the access link (%.9g ms < %.9g ms)", k, D, C->Dacc);
+		return -ERANGE;
+	}
+	if (plan_tree_link_uses(C->t, nt, (const int8_t(*)[NMAX])s->tpar[k], uses) < 0) {
+		snprintf(C->err, C->errlen, "round %d: a tree edge has no path", k);
+		return -ERANGE;
+	}
+	for (e = 0; e < C->nl; e++) {
+		double cap = plan_wan_cap(C->t, C->p, e) / 1000,
+		       load = uses[e] * 8 * C->P / (nt * D);
+
+		if (load > cap * (1 + CHK_CAP_TOL)) {
+			isth_topo_dlink_name(C->t, e, name, sizeof(name));
+			snprintf(C->err, C->errlen,
+				"round %d: link %s carries %d tree edges at %.9f of its capacity",
+				k, name, uses[e], load / cap);
+			return -ERANGE;
+		}
+	}
+	plan_tree_latencies(C->t, lat);
+	cs = fmin(C->p->chunk_bytes, C->P);
+	plan_tree_held(n, nt, (const int8_t(*)[NMAX])s->tpar[k], (const double(*)[NMAX])lat,
+		&r->t[k * n], D, C->P, cs, 0, tail);
+	for (tt = 0; tt < nt; tt++) {
+		double end = D - (cs > 0 ? D * cs / C->P : 0) + tail[tt] + C->delta;
+
+		if (end > r->T + CHK_TIME_TOL + 1e-12 * r->T) {
+			snprintf(C->err, C->errlen,
+				"round %d: tree %d delivers its last chunk at %.6f ms > T = %.6f "
+				"ms",
+				k, tt, end, r->T);
+			return -ERANGE;
+		}
+	}
+	return check_memory(C, k);
+}
+
 static int
 check_round(struct chk *C, int k)
 {
@@ -212,6 +291,8 @@ check_round(struct chk *C, int k)
 		C->load[e] = 0;
 		C->load_n[e] = 0;
 	}
+	if (s->ntree[k] > 0)
+		return check_tree_round(C, k);
 	for (c = 0; c < s->ncl[k]; c++) {
 		uint64_t m = s->cl[k * NMAX + c];
 

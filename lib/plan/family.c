@@ -237,6 +237,12 @@ isth_plan_cliques_family(const struct isth_topo *t, const char *name)
 		return NULL;
 	}
 	n = isth_topo_n(t);
+	if (strcmp(name, "tree") == 0) {
+		struct isth_plan_params p;
+
+		isth_plan_params_default(&p);
+		return isth_plan_tree(t, &p);
+	}
 	R = calloc(1, sizeof(*R));
 	if (R == NULL) {
 		errno = ENOMEM;

@@ -25,6 +25,8 @@ isth_plan_params_default(struct isth_plan_params *p)
 
 /* ---- schedules ---- */
 
+static int rmod(const struct isth_plan_cliques *s, int r);
+
 static struct isth_plan_cliques *
 sched_alloc(const char *name, int n, int nrounds)
 {
@@ -38,7 +40,10 @@ sched_alloc(const char *name, int n, int nrounds)
 	s->ncl = calloc(nrounds, sizeof(int));
 	s->cl = calloc((size_t)nrounds * NMAX, sizeof(uint64_t));
 	s->of = calloc((size_t)nrounds * NMAX, 1);
-	if (s->ncl == NULL || s->cl == NULL || s->of == NULL) {
+	s->ntree = calloc(nrounds, sizeof(int));
+	s->tpar = calloc(nrounds, sizeof(*s->tpar));
+	if (s->ncl == NULL || s->cl == NULL || s->of == NULL || s->ntree == NULL ||
+		s->tpar == NULL) {
 		isth_plan_cliques_free(s);
 		return NULL;
 	}
@@ -53,6 +58,8 @@ isth_plan_cliques_free(struct isth_plan_cliques *s)
 	free(s->ncl);
 	free(s->cl);
 	free(s->of);
+	free(s->ntree);
+	free(s->tpar);
 	free(s);
 }
 
@@ -123,7 +130,52 @@ isth_plan_cliques_dup(const struct isth_plan_cliques *s)
 	memcpy(d->ncl, s->ncl, s->nrounds * sizeof(int));
 	memcpy(d->cl, s->cl, (size_t)s->nrounds * NMAX * sizeof(uint64_t));
 	memcpy(d->of, s->of, (size_t)s->nrounds * NMAX);
+	memcpy(d->ntree, s->ntree, s->nrounds * sizeof(int));
+	memcpy(d->tpar, s->tpar, s->nrounds * sizeof(*s->tpar));
 	return d;
+}
+
+int
+isth_plan_cliques_set_tree(struct isth_plan_cliques *s, int r, int t, const int *parent)
+{
+	uint64_t all;
+	int i;
+
+	if (s == NULL || parent == NULL || r < 0 || r >= s->nrounds || t < 0 ||
+		t >= ISTH_PLAN_MAX_TREES || t > s->ntree[r])
+		return -EINVAL;
+	all = s->n == 64 ? ~0ULL : (1ULL << s->n) - 1;
+	if (s->ncl[r] != 1 || s->cl[r * NMAX] != all)
+		return -EINVAL;
+	for (i = 0; i < s->n; i++)
+		if (parent[i] < -1 || parent[i] >= s->n)
+			return -EINVAL;
+	for (i = 0; i < s->n; i++)
+		s->tpar[r][t][i] = (int8_t)parent[i];
+	if (t == s->ntree[r])
+		s->ntree[r]++;
+	return 0;
+}
+
+int
+isth_plan_cliques_ntrees(const struct isth_plan_cliques *s, int r)
+{
+	return s ? s->ntree[rmod(s, r)] : 0;
+}
+
+int
+isth_plan_cliques_tree(const struct isth_plan_cliques *s, int r, int t, int *parent)
+{
+	int i;
+
+	if (s == NULL || parent == NULL)
+		return -EINVAL;
+	r = rmod(s, r);
+	if (t < 0 || t >= s->ntree[r])
+		return -EINVAL;
+	for (i = 0; i < s->n; i++)
+		parent[i] = s->tpar[r][t][i];
+	return 0;
 }
 
 const char *
@@ -266,6 +318,17 @@ isth_plan_result_occupancy(const struct isth_plan_result *r, const struct isth_t
 
 	if (r == NULL || t == NULL || s == NULL || !r->feasible || i < 0 || i >= r->n)
 		return NAN;
+	round = rmod(s, round);
+	if (s->ntree[round] > 0) {
+		static _Thread_local double lat[NMAX][NMAX];
+
+		/* a tree round: its own model (tree.c) */
+		plan_tree_latencies(t, lat);
+		return plan_tree_occupancy(r->n, s->ntree[round],
+			(const int8_t(*)[NMAX])s->tpar[round], (const double(*)[NMAX])lat,
+			&r->t[round * r->n], r->D[round * r->n], r->payload,
+			fmin(r->chunk, r->payload), i, tau);
+	}
 	c = isth_plan_cliques_clique_of(s, round, i) & ~(1ULL << i);
 	for (j = 0; j < r->n; j++) {
 		double x;

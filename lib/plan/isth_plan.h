@@ -31,6 +31,8 @@ extern "C" {
 
 /** Maximum number of islands (clique bitmaps are uint64_t): one per site. */
 #define ISTH_PLAN_MAX_ISLANDS ISTH_TOPO_MAX_SITES
+/** Most reduction trees of one round (as many as a schedule file holds). */
+#define ISTH_PLAN_MAX_TREES 8
 /** A cyclic sequence of partitions of the islands into cliques. Opaque. */
 struct isth_plan_cliques;
 /** The solved LP of a schedule: T, offsets and rates per round. Opaque. */
@@ -100,10 +102,41 @@ struct isth_plan_cliques *isth_plan_cliques_new(
 	const char *name, int n, int nrounds, const int *ncliques, const uint64_t *const *cliques);
 
 /**
- * Build a built-in family: "all-to-all", "regional", "pairs", "triangles".
+ * Build a built-in family: "all-to-all", "regional", "pairs", "triangles",
+ * or "tree" (isth_plan_tree() under isth_plan_params_default()).
  * @return the schedule, or NULL with errno = EINVAL (unknown name or size).
  */
 struct isth_plan_cliques *isth_plan_cliques_family(const struct isth_topo *t, const char *name);
+
+/**
+ * Reduction trees (doc/planner.md, "Reduction trees"): make round @p r,
+ * which must be one clique of all islands, reduce up and broadcast down
+ * tree @p t, @p parent[i] the parent of island i, -1 for the root. Trees are
+ * numbered 0..k-1 in order (@p t is the number so far, or below it to
+ * replace one); chunk c rides tree c mod k. Only ranges are checked here:
+ * isth_plan_solve() refuses (-EINVAL) and isth_plan_check() names a tree
+ * that is not spanning, has a cycle or two roots.
+ * @return 0 or -EINVAL.
+ */
+int isth_plan_cliques_set_tree(struct isth_plan_cliques *s, int r, int t, const int *parent);
+/** Reduction trees of round @p r (modulo the cycle); 0 for a clique round. */
+int isth_plan_cliques_ntrees(const struct isth_plan_cliques *s, int r);
+/** Parents (n entries, -1 the root) of tree @p t of round @p r; 0 or -EINVAL. */
+int isth_plan_cliques_tree(const struct isth_plan_cliques *s, int r, int t, int *parent);
+
+/**
+ * The tree family for @p t under @p p: one round, one clique of all
+ * islands (A = 1, an exact global sum every round) and 1 to
+ * ISTH_PLAN_MAX_TREES spanning trees rooted at different edges, chosen by
+ * the tree model's T (doc/planner.md): per root and capacity floor a
+ * shortest-latency tree, and for k > 1 trees built in turn with the links
+ * earlier trees use made dearer. Named "tree".
+ * @return the schedule, or NULL with errno (EINVAL: fewer than 2 islands
+ *         or a disconnected topology, ENOMEM; ENOENT: no tree set fits
+ *         the memory).
+ */
+struct isth_plan_cliques *
+isth_plan_tree(const struct isth_topo *t, const struct isth_plan_params *p);
 
 /** Copy of a schedule. */
 struct isth_plan_cliques *isth_plan_cliques_dup(const struct isth_plan_cliques *s);

@@ -7,7 +7,8 @@
  * linear row per link over per-stream rate columns y_j >= 1/u_j, and that
  * one-dimensional convex bound is imposed by tangents (cutting planes),
  * added lazily with the memory rows until the LP optimum satisfies
- * everything. GLPK is confined to this file.
+ * everything. GLPK is confined to this file. Rounds of reduction trees
+ * are not LPs: tree.c models them.
  */
 #include <errno.h>
 #include <float.h>
@@ -33,6 +34,7 @@
 #define LP_IT_BASE 20000
 #define LP_IT_PER_ROW 50
 #define LP_TM_MS 30000
+#define ALIGN_TOL 1e-6 /* ms (1 ns): lp_can_align()'s tolerance on equal arrivals */
 
 enum rowkind { ROW_COMPL, ROW_MEM, ROW_CAP, ROW_TAN };
 
@@ -588,6 +590,62 @@ lp_state(struct lpstate *S, const struct isth_topo *t, const struct isth_plan_pa
 }
 
 /*
+ * With M = 0 the memory rows of receiver i are equalities: every
+ * contributor's first byte arrives at once (t_j + l_ji = c_i for all j it
+ * hears, @p rx[i], and then equal durations). T and the durations are free
+ * above, so the round is feasible exactly when this system of differences
+ * is: one pass over its graph (senders and receivers, one edge per
+ * equation) sets potentials along a spanning forest and checks every other
+ * edge. O(n^2), where proving it with the LP took minutes at 64 islands
+ * (the cut loop adds O(n^3) memory rows and GLPK hit its limit). 1 if the
+ * arrivals can align (within ALIGN_TOL), else 0.
+ */
+static int
+can_align(int n, const uint64_t *rx, const double (*lat)[NMAX])
+{
+	double tv[NMAX], cv[NMAX];
+	uint64_t tset = 0, cset = 0, recv = 0, send = 0;
+	int queue[2 * NMAX], qh, qt, i, j;
+
+	for (i = 0; i < n; i++)
+		if (plan_popcount(rx[i]) >= 2) {
+			recv |= 1ULL << i;
+			send |= rx[i];
+		}
+	for (j = 0; j < n; j++) {
+		if (!(send >> j & 1) || (tset >> j & 1))
+			continue;
+		tv[j] = 0;
+		tset |= 1ULL << j;
+		qh = qt = 0;
+		queue[qt++] = j; /* 0..n-1: a sender, n..2n-1: a receiver */
+		while (qh < qt) {
+			int v = queue[qh++];
+
+			for (i = 0; i < n; i++) {
+				/* sender v and receiver i, or receiver v - n and sender i */
+				int snd = v < n ? v : i, rcv = v < n ? i : v - n;
+
+				if (!(recv >> rcv & 1) || !(rx[rcv] >> snd & 1))
+					continue;
+				if (v < n && !(cset >> rcv & 1)) {
+					cv[rcv] = tv[snd] + lat[snd][rcv];
+					cset |= 1ULL << rcv;
+					queue[qt++] = n + rcv;
+				} else if (v >= n && !(tset >> snd & 1)) {
+					tv[snd] = cv[rcv] - lat[snd][rcv];
+					tset |= 1ULL << snd;
+					queue[qt++] = snd;
+				} else if (fabs(tv[snd] + lat[snd][rcv] - cv[rcv]) > ALIGN_TOL) {
+					return 0;
+				}
+			}
+		}
+	}
+	return 1;
+}
+
+/*
  * The LP before any memory row or capacity cut: columns T, t_j, u_j, y_j,
  * the tangent of each y_j at u_j's lower bound and each sender's
  * completion row. NULL on ENOMEM. A GLPK error longjmps to glpk_jb, set by
@@ -839,6 +897,11 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	ret = lp_state(S, t, p, mu, Dacc, o);
 	if (ret < 0)
 		goto out;
+	if (mu == 0 && !can_align(S->n, S->rx, (const double(*)[NMAX])S->lat)) {
+		/* structurally infeasible: no LP needed to know */
+		ret = name_infeasible(t, ncl, cl, p, o);
+		goto out;
+	}
 
 	glp_term_out(GLP_OFF);
 	glp_error_hook(glpk_hook, NULL);
@@ -934,8 +997,12 @@ solve_worker(void *arg)
 		if (J->dup[k] >= 0)
 			continue;
 		J->o[k].iters = 0;
-		J->ret[k] =
-			plan_solve_round(J->t, J->s->ncl[k], &J->s->cl[k * NMAX], J->p, &J->o[k]);
+		if (J->s->ntree[k] > 0) /* a reduction-tree round: its model, no LP */
+			J->ret[k] = plan_tree_round(J->t, J->s->ntree[k],
+				(const int8_t(*)[NMAX])J->s->tpar[k], J->p, &J->o[k]);
+		else
+			J->ret[k] = plan_solve_round(
+				J->t, J->s->ncl[k], &J->s->cl[k * NMAX], J->p, &J->o[k]);
 		if (J->ret[k] < 0 || !J->o[k].feasible) {
 			pthread_mutex_lock(&J->mu);
 			if (k < J->stop)
@@ -969,10 +1036,12 @@ find_dups(const struct isth_plan_cliques *s, int *dup)
 	if (key == NULL)
 		return; /* no cache: every round is solved */
 	for (k = 0; k < s->nrounds; k++) {
+		if (s->ntree[k] > 0)
+			continue; /* its trees make it its own round */
 		memcpy(key[k], &s->cl[k * NMAX], s->ncl[k] * sizeof(uint64_t));
 		qsort(key[k], s->ncl[k], sizeof(uint64_t), cmp_u64);
 		for (q = 0; q < k && dup[k] < 0; q++)
-			if (s->ncl[q] == s->ncl[k] && dup[q] < 0 &&
+			if (s->ncl[q] == s->ncl[k] && dup[q] < 0 && s->ntree[q] == 0 &&
 				memcmp(key[q], key[k], s->ncl[k] * sizeof(uint64_t)) == 0)
 				dup[k] = q;
 	}
@@ -1023,6 +1092,7 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_cliques *s,
 	r->nrounds = s->nrounds;
 	r->payload = p->payload_bytes;
 	r->memory = p->memory_bytes;
+	r->chunk = p->chunk_bytes;
 	r->t = calloc((size_t)s->nrounds * s->n, sizeof(double));
 	r->D = calloc((size_t)s->nrounds * s->n, sizeof(double));
 	r->Tr = calloc(s->nrounds, sizeof(double));
@@ -1106,6 +1176,33 @@ fail:
 	return ret;
 }
 
+/*
+ * At M = 0, whether the round's arrivals can align on shortest paths
+ * (can_align()); always 1 with memory. A round that cannot is refused on
+ * them at once, without choosing capacity routes first (at 64 islands
+ * that choice alone took seconds): rerouting changes latencies by whole
+ * links, and alignment needs them equal to the nanosecond.
+ */
+static int
+aligns_shortest(
+	const struct isth_topo *t, int ncl, const uint64_t *cl, const struct isth_plan_params *p)
+{
+	static _Thread_local double lat[NMAX][NMAX];
+	uint64_t rx[NMAX] = {0};
+	int n = isth_topo_n(t), c, i, j;
+
+	if (p->memory_bytes > 0)
+		return 1;
+	for (c = 0; c < ncl; c++)
+		for (i = 0; i < n; i++)
+			if (plan_popcount(cl[c]) >= 3 && (cl[c] >> i & 1))
+				rx[i] = cl[c] & ~(1ULL << i);
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++)
+			lat[i][j] = isth_topo_latency(t, i, j);
+	return can_align(n, rx, (const double(*)[NMAX])lat);
+}
+
 int
 plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	const struct isth_plan_params *p, struct plan_round *o)
@@ -1114,7 +1211,7 @@ plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	int ret, i, changed = 0;
 
 	memset(o->route, 0, sizeof(o->route));
-	if (p->routing == ISTH_PLAN_ROUTING_SHORTEST)
+	if (p->routing == ISTH_PLAN_ROUTING_SHORTEST || !aligns_shortest(t, ncl, cl, p))
 		return solve_routed(t, ncl, cl, p, o);
 	ret = plan_choose_routes(t, ncl, cl, p, o->route);
 	if (ret < 0)

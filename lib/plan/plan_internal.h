@@ -3,6 +3,7 @@
 #ifndef PLAN_INTERNAL_H
 #define PLAN_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "isth_plan.h"
 
@@ -15,6 +16,10 @@ struct isth_plan_cliques {
 	int *ncl; /* per round */
 	uint64_t *cl; /* nrounds * NMAX, clique bitmaps */
 	uint8_t *of; /* nrounds * NMAX: clique index of island i */
+	/* reduction trees (isth_plan_cliques_set_tree()): per round their
+	 * number (0: a clique round) and parents, -1 for a root */
+	int *ntree;
+	int8_t (*tpar)[ISTH_PLAN_MAX_TREES][NMAX]; /* nrounds */
 };
 
 struct isth_plan_result {
@@ -27,6 +32,7 @@ struct isth_plan_result {
 	double *D; /* nrounds * n durations */
 	double *Tr; /* per-round minimum */
 	double payload, memory;
+	double chunk; /* chunk bytes it was solved with (tree rounds' chunk time) */
 	int lp_iters;
 	char (*warn)[160]; /* per round: "" or why the round is not trusted */
 	uint8_t *route; /* nrounds * n * n: route[j][i] as in struct plan_round */
@@ -50,6 +56,27 @@ struct plan_round {
  * (-ETIMEDOUT: GLPK hit its iteration or time limit, -EIO: GLPK failed). */
 int plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	const struct isth_plan_params *p, struct plan_round *o);
+/* tree.c: the model of a round of @k reduction trees (parents @par) into
+ * @o: offsets, D for every island, T, binding; 0 or -EINVAL (a bad tree). */
+int plan_tree_round(const struct isth_topo *t, int k, const int8_t (*par)[NMAX],
+	const struct isth_plan_params *p, struct plan_round *o);
+/* tree.c: why @par (n parents, -1 the root) is not a spanning tree, into
+ * @why; 0 if it is one, else -EINVAL. */
+int plan_tree_invalid(int n, const int8_t *par, char *why, size_t len);
+/* tree.c: latencies between islands (0 on the diagonal) into @lat. */
+void plan_tree_latencies(const struct isth_topo *t, double (*lat)[NMAX]);
+/* tree.c: bytes edge @u holds at its peak in a tree round (offsets @off,
+ * duration @D, payload @P, chunk @C); @tail (may be NULL) receives per
+ * tree a_root + H_down, the round ends at D - s + tail + delta. */
+double plan_tree_held(int n, int k, const int8_t (*par)[NMAX], const double (*lat)[NMAX],
+	const double *off, double D, double P, double C, int u, double tail[]);
+/* tree.c: bytes edge @u holds at time @tau of a tree round. */
+double plan_tree_occupancy(int n, int k, const int8_t (*par)[NMAX], const double (*lat)[NMAX],
+	const double *off, double D, double P, double C, int u, double tau);
+/* tree.c: per directed link, the tree edges whose path crosses it, up or
+ * down, over the @k trees; 0 or a negative errno. */
+int plan_tree_link_uses(const struct isth_topo *t, int k, const int8_t (*par)[NMAX], int *uses);
+
 /* lp.c: threads isth_plan_solve() uses for @nrounds rounds. */
 int plan_nthreads(const struct isth_plan_params *p, int nrounds);
 /* Default cap on cutting-plane LPs per round. */

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "isth_clock.h"
@@ -229,6 +230,32 @@ search_start(struct ctx *C, int n, const struct isth_plan_cliques *init, struct 
 	return fbest;
 }
 
+/*
+ * The tree family as a candidate: its schedule (one round of reduction
+ * trees, A = 1) and objective T * (1 + 1/2), or NULL if it has none. The
+ * annealing moves partitions only, so a tree set is weighed whole: the
+ * search returns it when nothing it finds does better.
+ */
+static struct isth_plan_cliques *
+tree_candidate(struct ctx *C, double *obj)
+{
+	struct isth_plan_cliques *s = isth_plan_tree(C->t, C->p);
+	struct isth_plan_result *r = NULL;
+
+	*obj = INFINITY;
+	if (s == NULL)
+		return NULL;
+	if (isth_plan_solve(C->t, s, C->p, &r) == 0 && isth_plan_result_feasible(r))
+		*obj = isth_plan_result_T(r) * (isth_plan_A(s, ISTH_PLAN_SURV_FLOOD) + 0.5);
+	isth_plan_result_free(r);
+	if (!isfinite(*obj)) {
+		isth_plan_cliques_free(s);
+		return NULL;
+	}
+	snprintf(s->name, sizeof(s->name), "search");
+	return s;
+}
+
 struct isth_plan_cliques *
 isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 	const struct isth_plan_cliques *init, long iterations, double seconds, unsigned seed,
@@ -236,7 +263,8 @@ isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 {
 	struct ctx C = {0};
 	struct sstate cur, best, cand;
-	double fcur, fbest;
+	struct isth_plan_cliques *tree;
+	double fcur, fbest, ftree;
 	uint64_t t0, last;
 	long it;
 	int n;
@@ -264,6 +292,7 @@ isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 	t0 = last = isth_clock_mono_ns();
 	fbest = fcur = search_start(&C, n, init, &cur);
 	best = cur;
+	tree = tree_candidate(&C, &ftree);
 	/* The temperature follows the iteration count, never the clock, so a
 	 * seed fixes the result; the clock only bounds the run (cut_short). */
 	for (it = 0; it < iterations && !C.err; it++) {
@@ -299,9 +328,13 @@ isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 		progress(since_s(t0), C.evals, fbest, arg);
 	free(C.cache);
 	if (C.err) {
+		isth_plan_cliques_free(tree);
 		errno = EIO;
 		return NULL;
 	}
+	if (tree && ftree < fbest)
+		return tree;
+	isth_plan_cliques_free(tree);
 	if (!isfinite(fbest)) {
 		errno = ENOENT;
 		return NULL;

@@ -29,6 +29,16 @@ add_round(struct isth_sched *S, const struct isth_topo *t, const struct isth_pla
 		snprintf(err, errlen, "cannot build schedule: round %d", round);
 		return -EINVAL;
 	}
+	/* a tree round: its trees (version 4); a tree link is one path, no routes */
+	for (c = 0; c < isth_plan_cliques_ntrees(s, round); c++) {
+		int par[NMAX];
+
+		if (isth_plan_cliques_tree(s, round, c, par) < 0 ||
+			isth_sched_set_tree(S, round, c, par) < 0) {
+			snprintf(err, errlen, "cannot record tree %d of round %d", c, round);
+			return -EINVAL;
+		}
+	}
 	for (i = 0; i < n; i++) {
 		double off = isth_plan_result_offset(r, round, i);
 		double dur = isth_plan_result_duration(r, round, i);
@@ -45,7 +55,7 @@ add_round(struct isth_sched *S, const struct isth_topo *t, const struct isth_pla
 			return -EINVAL;
 		}
 		/* the path of each of its streams, as planned (version 2) */
-		for (c = 0; c < n; c++) {
+		for (c = 0; c < n && isth_plan_cliques_ntrees(s, round) == 0; c++) {
 			int hops[NMAX + 1], nh;
 
 			if (!(peers >> c & 1))

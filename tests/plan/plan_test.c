@@ -8,8 +8,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "isth_plan.h"
+#include "isth_sched.h"
 /* for hand-writing a result's routes (check_refuses_routes_that_rejoin) */
 #include "plan_internal.h"
 
@@ -1362,5 +1364,244 @@ Test(plan, nine_city_files_load)
 	cr_assert_eq(isth_topo_nregions(t), 3);
 	/* the shipped shortest-path table says NYC-HKG is 104.804 ms */
 	cr_assert_float_eq(isth_topo_latency(t, 0, 8), 104.804, 1e-9);
+	isth_topo_free(t);
+}
+
+static struct isth_topo *
+sixty_four(void)
+{
+	char err[256] = "";
+	struct isth_topo *t = isth_topo_load(SRCDIR "/conf/topologies/sixty-four-site-sites.csv",
+		SRCDIR "/conf/topologies/sixty-four-site-links.csv", err, sizeof(err));
+
+	cr_assert_not_null(t, "%s", err);
+	cr_assert_eq(isth_topo_n(t), 64);
+	return t;
+}
+
+/*
+ * At M = 0 a clique's arrivals at each receiver must start together:
+ * t_j + l_ji = t_k + l_ki for every receiver i and contributors j, k, so
+ * l_ki - l_ji may not depend on i. On the 64-site WAN it does (found here
+ * from the latencies alone), so all-to-all and regional are infeasible;
+ * the planner says so structurally (it used to run the LP for a minute and
+ * exit 5). Asserted: the answer and its reason, not the time.
+ */
+Test(plan, sixty_four_sites_cannot_align_without_memory, .timeout = 120)
+{
+	struct isth_topo *t = sixty_four();
+	struct isth_plan_params p;
+	struct isth_plan_cliques *s;
+	struct isth_plan_result *r;
+	double worst = 0;
+
+	/* receivers 2 and 3 disagree on contributors 0 and 1 by more than 1 ns */
+	worst = fabs((isth_topo_latency(t, 1, 2) - isth_topo_latency(t, 0, 2)) -
+		(isth_topo_latency(t, 1, 3) - isth_topo_latency(t, 0, 3)));
+	cr_assert_gt(worst, 1e-6, "these four happen to align: %g ms", worst);
+	isth_plan_params_default(&p);
+	s = isth_plan_cliques_family(t, "all-to-all");
+	r = solve(t, s, &p);
+	cr_assert_not(isth_plan_result_feasible(r));
+	cr_assert(strncmp(isth_plan_result_binding(r), "memory: M=0 B cannot hold clique {NAE1,",
+			  39) == 0,
+		"%s", isth_plan_result_binding(r));
+	cr_assert_eq(isth_plan_result_lp_iterations(r), 0, "no LP was needed");
+	isth_plan_result_free(r);
+	isth_plan_cliques_free(s);
+	/* regional: the first region of eight cannot align either */
+	s = isth_plan_cliques_family(t, "regional");
+	r = solve(t, s, &p);
+	cr_assert_not(isth_plan_result_feasible(r));
+	cr_assert_str_eq(isth_plan_result_binding(r),
+		"memory: M=0 B cannot hold clique {NAE1,NAE2,NAE3,NAE4,NAE5,NAE6,NAE7,NAE8} "
+		"(arrivals cannot align)");
+	isth_plan_result_free(r);
+	isth_plan_cliques_free(s);
+	isth_topo_free(t);
+}
+
+/* ---- reduction trees ---- */
+
+/*
+ * The line A - B - C (10 ms, 20 ms, 100 Gbit/s), P = 1.25 GB: one payload
+ * at 100 Gbit/s is D = 100 ms. The tree rooted at B aligns with offsets
+ * A 10, B 20, C 0 ms (20 ms minus each one's latency up to B): every part
+ * reaches B at 20 ms, T = D + 20 up + 20 down = 140 ms, nothing held.
+ * Roots A or C are 30 ms high: 160 ms. So the family picks B, one tree.
+ */
+#define LINE_SITES SITES_HDR "A,R,a\nB,R,b\nC,R,c\n"
+#define LINE_LINKS LINKS_HDR "A,B,10,100,x\nB,C,20,100,x\n"
+
+Test(plan, tree_family_on_a_line)
+{
+	struct isth_topo *t = topo(LINE_SITES, LINE_LINKS);
+	struct isth_plan_params p = exact_params(1.25e9, 0);
+	struct isth_plan_cliques *s = isth_plan_tree(t, &p);
+	struct isth_plan_result *r;
+	struct isth_sched *S;
+	int par[3], spar[3];
+	char err[256] = "";
+	uint64_t off, rate;
+
+	cr_assert_not_null(s);
+	cr_assert_str_eq(isth_plan_cliques_name(s), "tree");
+	cr_assert_eq(isth_plan_cliques_nrounds(s), 1);
+	cr_assert_eq(isth_plan_cliques_ncliques(s, 0), 1);
+	cr_assert_eq(isth_plan_cliques_ntrees(s, 0), 1);
+	cr_assert_eq(isth_plan_cliques_tree(s, 0, 0, par), 0);
+	cr_assert(par[0] == 1 && par[1] == -1 && par[2] == 1, "%d %d %d", par[0], par[1], par[2]);
+	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD), 1, 1e-12, "an exact global sum");
+	r = solve(t, s, &p);
+	cr_assert(isth_plan_result_feasible(r), "%s", isth_plan_result_binding(r));
+	cr_assert_float_eq(isth_plan_result_T(r), 140, 1e-9);
+	cr_assert_float_eq(isth_plan_result_offset(r, 0, 0), 10, 1e-9);
+	cr_assert_float_eq(isth_plan_result_offset(r, 0, 1), 20, 1e-9);
+	cr_assert_float_eq(isth_plan_result_offset(r, 0, 2), 0, 1e-9);
+	cr_assert_float_eq(isth_plan_result_duration(r, 0, 2), 100, 1e-9);
+	for (int i = 0; i < 3; i++)
+		cr_assert_float_eq(isth_plan_result_peak_memory(r, t, s, i), 0, 1e-3);
+	/* as a schedule: version 4's tree line, the same parents, offsets and rate */
+	S = isth_plan_result_sched(t, s, &p, r, 0, err, sizeof(err));
+	cr_assert_not_null(S, "%s", err);
+	cr_assert_eq(isth_sched_n_trees(S, 0), 1);
+	cr_assert_eq(isth_sched_tree(S, 0, 0, spar, NULL), 0);
+	cr_assert_arr_eq(spar, par, sizeof(par));
+	cr_assert_eq(isth_sched_sender(S, 0, 0, &off, &rate), 1);
+	cr_assert_eq(off, 10000000);
+	cr_assert_eq(rate, 100000000000ULL);
+	cr_assert_eq(isth_sched_route(S, 0, 0, 1, spar, 3), -ENOENT, "no route lines");
+	cr_assert_eq(isth_sched_save(S, "/tmp/isth-plan-tree-test.sched", err, sizeof(err)), 0,
+		"%s", err);
+	unlink("/tmp/isth-plan-tree-test.sched");
+	isth_sched_free(S);
+	isth_plan_result_free(r);
+	isth_plan_cliques_free(s);
+	isth_topo_free(t);
+}
+
+/*
+ * Two trees on the same line, B's and A's (A <- B <- C): both cross A-B,
+ * so each direction of A-B carries 2 x P/2 and D stays 100 ms. One offset
+ * per island cannot align both: aligned to B's tree (A 10, B 20, C 0), A's
+ * tree has A's own part at 10 and B's sum at 20 + 10 = 30, a 20 ms spread:
+ * A holds 20 ms of its tree's chunks, 20 x P / (2 D) = 125 MB; T = D +
+ * (30 up + 30 down in A's tree) = 160 ms. So M = 0 is refused (memory), M
+ * = 125 MB fits at D = 100, and M = 62.5 MB doubles D: T = 200 + 60.
+ */
+Test(plan, tree_memory_two_trees)
+{
+	struct isth_topo *t = topo(LINE_SITES, LINE_LINKS);
+	struct isth_plan_params p = exact_params(1.25e9, 0);
+	uint64_t all = 0x7;
+	const uint64_t *cl[1] = {&all};
+	int one = 1, tb[3] = {1, -1, 1}, ta[3] = {-1, 0, 1};
+	struct isth_plan_cliques *s = isth_plan_cliques_new("two", 3, 1, &one, cl);
+	struct isth_plan_result *r;
+
+	cr_assert_eq(isth_plan_cliques_set_tree(s, 0, 1, tb), -EINVAL, "out of order");
+	cr_assert_eq(isth_plan_cliques_set_tree(s, 0, 0, tb), 0);
+	cr_assert_eq(isth_plan_cliques_set_tree(s, 0, 1, ta), 0);
+	r = solve(t, s, &p);
+	cr_assert_not(isth_plan_result_feasible(r));
+	cr_assert_str_eq(isth_plan_result_binding(r),
+		"memory: M=0 B cannot hold 2 trees at B (arrivals cannot align)");
+	isth_plan_result_free(r);
+
+	p.memory_bytes = 125e6;
+	r = solve(t, s, &p);
+	cr_assert(isth_plan_result_feasible(r), "%s", isth_plan_result_binding(r));
+	cr_assert_float_eq(isth_plan_result_T(r), 160, 1e-6);
+	cr_assert_float_eq(isth_plan_result_peak_memory(r, t, s, 0), 125e6, 1);
+	isth_plan_result_free(r);
+
+	p.memory_bytes = 62.5e6;
+	r = solve(t, s, &p);
+	cr_assert(isth_plan_result_feasible(r), "%s", isth_plan_result_binding(r));
+	cr_assert_float_eq(isth_plan_result_T(r), 260, 1e-6);
+	cr_assert_float_eq(isth_plan_result_duration(r, 0, 1), 200, 1e-6);
+	cr_assert_str_eq(isth_plan_result_binding(r), "memory @A");
+	cr_assert_leq(isth_plan_result_peak_memory(r, t, s, 0), 62.5e6 * (1 + 1e-6));
+	isth_plan_result_free(r);
+	isth_plan_cliques_free(s);
+	isth_topo_free(t);
+}
+
+/* A tree that is not one: solve refuses it, the check names it. */
+Test(plan, tree_check_refuses_bad_trees)
+{
+	struct isth_topo *t = topo(LINE_SITES, LINE_LINKS);
+	struct isth_plan_params p = exact_params(1.25e9, 0);
+	struct isth_plan_cliques *s = isth_plan_tree(t, &p);
+	struct isth_plan_result *r = solve(t, s, &p), *bad = NULL;
+	const int cycle[3] = {1, 0, -1}, roots[3] = {-1, -1, 1}, range[3] = {-1, 3, 0};
+	uint64_t two[2] = {0x3, 0x4};
+	const uint64_t *cl[1] = {two};
+	int nc = 2;
+	struct isth_plan_cliques *split = isth_plan_cliques_new("split", 3, 1, &nc, cl);
+	char err[256] = "";
+
+	cr_assert_eq(isth_plan_cliques_set_tree(s, 0, 0, range), -EINVAL);
+	cr_assert_eq(isth_plan_cliques_set_tree(split, 0, 0, cycle), -EINVAL, "not one clique");
+	cr_assert_eq(isth_plan_cliques_set_tree(s, 0, 0, cycle), 0, "ranges only");
+	cr_assert_eq(isth_plan_check(t, s, &p, r, err, sizeof(err)), -ERANGE);
+	cr_assert_str_eq(err,
+		"round 0: tree 0 is not a spanning tree: cycle through island 0: not spanning");
+	cr_assert_eq(isth_plan_solve(t, s, &p, &bad), -EINVAL);
+	cr_assert_null(bad);
+	cr_assert_eq(isth_plan_cliques_set_tree(s, 0, 0, roots), 0);
+	cr_assert_eq(isth_plan_check(t, s, &p, r, err, sizeof(err)), -ERANGE);
+	cr_assert_str_eq(
+		err, "round 0: tree 0 is not a spanning tree: two roots (islands 0 and 1)");
+	/* a faster rate than the links allow is caught too */
+	cr_assert_eq(isth_plan_cliques_set_tree(s, 0, 0, (const int[3]){1, -1, 1}), 0);
+	r->D[0] = r->D[1] = r->D[2] = 50;
+	cr_assert_eq(isth_plan_check(t, s, &p, r, err, sizeof(err)), -ERANGE);
+	cr_assert(strstr(err, "carries 1 tree edges at 2.0") != NULL, "%s", err);
+	isth_plan_result_free(r);
+	isth_plan_cliques_free(split);
+	isth_plan_cliques_free(s);
+	isth_topo_free(t);
+}
+
+/*
+ * Nine cities at 1.3 GB: with every link and access at 100 Gbit/s a tree's
+ * rate is 100 Gbit/s (D = 104 ms) and its height at least the topology's
+ * radius (the least, over roots, of the farthest island's latency), found
+ * here from the latencies alone. T is that plus a chunk time per hop (0.08
+ * ms each), and below the ring model's; exact (A = 1).
+ */
+Test(plan, tree_nine_cities_beats_ring, .timeout = 60)
+{
+	char err[256] = "";
+	struct isth_topo *t = isth_topo_load(SRCDIR "/conf/topologies/nine-city-sites.csv",
+		SRCDIR "/conf/topologies/nine-city-links.csv", err, sizeof(err));
+	struct isth_plan_params p;
+	struct isth_plan_cliques *s;
+	struct isth_plan_result *r;
+	double radius = INFINITY, lo, ring;
+
+	cr_assert_not_null(t, "%s", err);
+	isth_plan_params_default(&p);
+	p.payload_bytes = 1.3e9;
+	for (int a = 0; a < 9; a++) {
+		double ecc = 0;
+
+		for (int b = 0; b < 9; b++)
+			ecc = fmax(ecc, isth_topo_latency(t, a, b));
+		radius = fmin(radius, ecc);
+	}
+	lo = 104 + 2 * radius;
+	s = isth_plan_tree(t, &p);
+	cr_assert_not_null(s);
+	r = solve(t, s, &p);
+	cr_assert(isth_plan_result_feasible(r), "%s", isth_plan_result_binding(r));
+	cr_assert_geq(isth_plan_result_T(r), lo);
+	cr_assert_leq(isth_plan_result_T(r), lo + 2, "T %f, bound %f", isth_plan_result_T(r), lo);
+	ring = isth_plan_ring_allreduce_ms(t, &p, NULL);
+	cr_assert_lt(isth_plan_result_T(r), ring);
+	cr_assert_float_eq(isth_plan_A(s, ISTH_PLAN_SURV_FLOOD), 1, 1e-12);
+	isth_plan_result_free(r);
+	isth_plan_cliques_free(s);
 	isth_topo_free(t);
 }
