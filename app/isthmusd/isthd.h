@@ -130,8 +130,7 @@ enum {
 	X(tree_not_parent, \
 		"tree result down from an edge that is not this edge's parent in the chunk's " \
 		"tree") \
-	X(tree_bad_bitmap, \
-		"PARTIAL up whose bitmap lacks its sender or names islands outside its subtree") \
+	X(tree_bad_bitmap, "PARTIAL up whose bitmap names islands outside its sender's subtree") \
 	X(tree_duplicate, \
 		"tree contribution (island DATA, PARTIAL) whose contributors are all summed " \
 		"already, " \

@@ -80,6 +80,8 @@ node_of(const struct isth_sched *s, int r, int t, int self, struct isthd_tree_no
 	}
 	memset(node, 0, sizeof(*node));
 	node->parent = parent[self];
+	for (node->root = self; parent[node->root] >= 0;)
+		node->root = parent[node->root];
 	node->depth = depth[self];
 	node->sub = sub[self];
 	for (int i = 0; i < n; i++) {
@@ -168,12 +170,10 @@ isthd_tree_setup(struct isthd *d, char *err, size_t err_size)
 	if (rc < 0 || tr->n_rounds == 0)
 		return rc;
 	tr->all = d->n_islands >= 64 ? UINT64_MAX : bit(d->n_islands) - 1;
-	/* a hop: the longest configured one-way latency to a peer, half as
-	 * much again and 2 ms for queues and passes; unknown: T / 16 */
+	/* the result's way down, at most the longest one-way latency */
 	for (unsigned int i = 0; i < d->n_islands; i++)
-		if (d->peer_of[i] != NULL && d->peer_of[i]->latency_ns > tr->hop_ns)
-			tr->hop_ns = d->peer_of[i]->latency_ns;
-	tr->hop_ns = tr->hop_ns ? tr->hop_ns * 3 / 2 + 2000000ull : d->clk.round_ns / 16;
+		if (d->peer_of[i] != NULL && d->peer_of[i]->latency_ns > tr->lat_max_ns)
+			tr->lat_max_ns = d->peer_of[i]->latency_ns;
 	tr->slot_bytes = RTE_ALIGN_CEIL((uint32_t)d->lim.max_elems * 4u, 64u);
 	if (isth_agg_kernels_get(ISTH_AGG_KERNEL_AUTO, &tr->k) < 0) {
 		snprintf(err, err_size, "tree rounds: no summation kernels");
@@ -497,7 +497,7 @@ sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm)
 	/* the island's own, as it sent it: taken out of its AGG again */
 	if (bm == bit(d->island))
 		memcpy(own_of(&d->tree, acc), p->payload, p->payload_size);
-	if (ch->have == node->sub)
+	if (ch->have == node->sub || ch->cut)
 		send_on(w, node, p->hdr.round, p->hdr.chunk, ch, chunk_dtype(d, p), acc);
 	return true;
 }
@@ -524,8 +524,9 @@ isthd_tree_admit(const struct isthd *d, const struct isth_wire_pkt *p)
 		return node->parent == (int)s ? ISTHD_DROP_MAX : ISTHD_DROP_tree_not_parent;
 	if (!(node->children & bit(s)))
 		return ISTHD_DROP_tree_not_child;
-	/* a child speaks for its own subtree only, itself included */
-	if (!(p->hdr.bitmap & bit(s)) || (p->hdr.bitmap & ~node->sub_of[s]) != 0)
+	/* a child speaks for its own subtree only (without itself when its
+	 * island's DATA missed its cutoff) */
+	if ((p->hdr.bitmap & ~node->sub_of[s]) != 0)
 		return ISTHD_DROP_tree_bad_bitmap;
 	return ISTHD_DROP_MAX;
 }
@@ -572,7 +573,7 @@ cutoff(struct isthd_worker *w, uint64_t r, const struct isthd_tree_round *tb, un
 		if (ch == NULL || ch->up)
 			continue;
 		if (ch->have == 0) {
-			ch->up = true;
+			ch->cut = true; /* open: what comes goes on at once */
 			continue;
 		}
 		send_on(w, &tb->t[t], r, c, ch,
@@ -603,6 +604,32 @@ fallback(struct isthd_worker *w, uint64_t r)
 	}
 }
 
+/* A hop's margin in the cutoffs: queues, passes, a chunk's serialisation. */
+#define HOP_MARGIN_NS 10000000ull
+
+/*
+ * How long before the round's end (+ slack) this edge's cutoff of tree
+ * @nd is. The root sends its result the longest configured latency and
+ * a margin per level before the end, so that it reaches the deepest edge
+ * by then; an edge sends its partial its own latency to the root and a
+ * margin per level of depth before the root (where tree links follow the
+ * shortest paths, the latency to the root is the path's, so a partial
+ * reaches its parent before the parent's cutoff). Never earlier than the
+ * old rule's share of the round, depth + height + 1 of 2 height + 2
+ * equal hops, so that the deepest edge's cutoff is after the round starts.
+ */
+static uint64_t
+cut_lead(const struct isthd *d, const struct isthd_tree_node *nd)
+{
+	const struct isthd_peer *root = nd->parent < 0 ? NULL : d->peer_of[nd->root];
+	uint64_t span = d->clk.round_ns + d->cfg.agg_round_slack_ns;
+	uint64_t lead = d->tree.lat_max_ns + (uint64_t)(nd->height + nd->depth) * HOP_MARGIN_NS +
+		(root != NULL ? root->latency_ns : 0);
+	uint64_t cap = span / (2u * nd->height + 2u) * (nd->height + 1u + nd->depth);
+
+	return d->tree.lat_max_ns == 0 ? cap : RTE_MIN(lead, cap);
+}
+
 /* Round @r's cutoffs that passed at @now; true when all of them have. */
 static bool
 round_cutoffs(struct isthd_worker *w, uint64_t r, uint64_t now, unsigned int *work)
@@ -625,18 +652,7 @@ round_cutoffs(struct isthd_worker *w, uint64_t r, uint64_t now, unsigned int *wo
 	}
 	want |= (1u << tb->n_trees) - 1;
 	for (unsigned int t = 0; t < tb->n_trees; t++) {
-		const struct isthd_tree_node *nd = &tb->t[t];
-		/* a hop's allowance: the configured one (tree.h), but all
-		 * 2 height + 2 of them within the round and its slack, so
-		 * that the deepest edge's cutoff is after the round starts */
-		uint64_t g = RTE_MIN(tr->hop_ns,
-			(d->clk.round_ns + d->cfg.agg_round_slack_ns) / (2u * nd->height + 2u));
-
-		/* the root sends its result height + 1 hops before the end,
-		 * so that it reaches the deepest edge by then; an edge at
-		 * depth k sends k hops before its root */
-		if ((cut->done & (1u << t)) ||
-			now + (uint64_t)(nd->height + 1u + nd->depth) * g < end)
+		if ((cut->done & (1u << t)) || now + cut_lead(d, &tb->t[t]) < end)
 			continue;
 		cutoff(w, r, tb, t);
 		cut->done |= 1u << t;

@@ -40,6 +40,7 @@ struct isthd_worker;
 /* The local edge's place in one tree of one round. init. */
 struct isthd_tree_node {
 	int parent; /* the parent edge's island, -1: the local edge is the root */
+	int root; /* the root edge's island */
 	uint8_t depth; /* hops from the root */
 	uint8_t height; /* the tree's: hops from its root to its deepest edge */
 	uint64_t children; /* islands whose parent is the local island */
@@ -59,6 +60,7 @@ struct isthd_tree_chunk {
 	uint64_t have; /* contributors summed into its accumulator */
 	uint64_t down; /* the result's contributors handed to the island, 0: none yet */
 	bool up; /* sent on (to the parent; the root: its result down); closed */
+	bool cut; /* its cutoff passed with nothing in: what comes goes on at once */
 	uint8_t dtype; /* of its first contribution */
 };
 
@@ -74,7 +76,7 @@ struct isthd_tree {
 	unsigned int n_rounds; /* the schedule's cycle; 0: no tree round */
 	struct isthd_tree_round *rounds; /* [n_rounds] */
 	uint64_t all; /* every island */
-	uint64_t hop_ns; /* one tree hop's allowance in the cutoffs */
+	uint64_t lat_max_ns; /* the longest [peer] latency (0: none configured) */
 	uint32_t slot_bytes; /* accumulator bytes per chunk */
 	struct isth_agg_kernels k; /* the summation kernels */
 	/* init: the RX worker (SP) -> worker 0's emitter (SC, the same

@@ -127,11 +127,14 @@ Test(isthmusd_tree, admission)
 	cr_expect_eq(isthd_tree_admit(&d, &p), ISTHD_DROP_tree_not_child);
 	p = partial(CHI, 0, B(CHI), false);
 	cr_expect_eq(isthd_tree_admit(&d, &p), ISTHD_DROP_tree_not_child);
-	/* a child claiming outside its subtree, or not itself */
+	/* a child claiming outside its subtree; without itself is its
+	 * subtree's sum when its island's DATA was late */
 	p = partial(HKG, 0, B(HKG) | B(LON), false);
 	cr_expect_eq(isthd_tree_admit(&d, &p), ISTHD_DROP_tree_bad_bitmap);
 	p = partial(HKG, 0, B(TYO), false);
 	cr_expect_eq(isthd_tree_admit(&d, &p), ISTHD_DROP_tree_bad_bitmap);
+	p = partial(LON, 2, B(AMS) | B(FRA), false);
+	cr_expect_eq(isthd_tree_admit(&d, &p), ISTHD_DROP_MAX);
 	p = partial(LON, 2, B(LON) | B(AMS) | B(FRA) | B(SIN), false);
 	cr_expect_eq(isthd_tree_admit(&d, &p), ISTHD_DROP_tree_bad_bitmap);
 	/* results come down from the chunk tree's parent only */
