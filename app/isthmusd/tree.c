@@ -170,10 +170,7 @@ isthd_tree_setup(struct isthd *d, char *err, size_t err_size)
 	if (rc < 0 || tr->n_rounds == 0)
 		return rc;
 	tr->all = d->n_islands >= 64 ? UINT64_MAX : bit(d->n_islands) - 1;
-	/* the result's way down, at most the longest one-way latency */
-	for (unsigned int i = 0; i < d->n_islands; i++)
-		if (d->peer_of[i] != NULL && d->peer_of[i]->latency_ns > tr->lat_max_ns)
-			tr->lat_max_ns = d->peer_of[i]->latency_ns;
+
 	tr->slot_bytes = RTE_ALIGN_CEIL((uint32_t)d->lim.max_elems * 4u, 64u);
 	if (isth_agg_kernels_get(ISTH_AGG_KERNEL_AUTO, &tr->k) < 0) {
 		snprintf(err, err_size, "tree rounds: no summation kernels");
@@ -608,26 +605,25 @@ fallback(struct isthd_worker *w, uint64_t r)
 #define HOP_MARGIN_NS 10000000ull
 
 /*
- * How long before the round's end (+ slack) this edge's cutoff of tree
- * @nd is. The root sends its result the longest configured latency and
- * a margin per level before the end, so that it reaches the deepest edge
- * by then; an edge sends its partial its own latency to the root and a
- * margin per level of depth before the root (where tree links follow the
- * shortest paths, the latency to the root is the path's, so a partial
- * reaches its parent before the parent's cutoff). Never earlier than the
- * old rule's share of the round, depth + height + 1 of 2 height + 2
- * equal hops, so that the deepest edge's cutoff is after the round starts.
+ * How long before the round's end E (+ slack) this edge's cutoff of tree
+ * @nd is, the same rule at every edge: the root sends its result half of
+ * T + slack before E, the rest is the result's way down; an edge at depth
+ * k sends its partial its [peer] latency to the root and k margins before
+ * that (where tree links follow shortest paths, that latency is the
+ * path's, so a partial reaches its parent before the parent's cutoff).
+ * Never earlier than depth + height + 1 of 2 height + 2 equal shares of
+ * T + slack, so that the deepest edge's cutoff is after the round starts.
  */
 static uint64_t
 cut_lead(const struct isthd *d, const struct isthd_tree_node *nd)
 {
 	const struct isthd_peer *root = nd->parent < 0 ? NULL : d->peer_of[nd->root];
 	uint64_t span = d->clk.round_ns + d->cfg.agg_round_slack_ns;
-	uint64_t lead = d->tree.lat_max_ns + (uint64_t)(nd->height + nd->depth) * HOP_MARGIN_NS +
+	uint64_t lead = span / 2 + (uint64_t)nd->depth * HOP_MARGIN_NS +
 		(root != NULL ? root->latency_ns : 0);
 	uint64_t cap = span / (2u * nd->height + 2u) * (nd->height + 1u + nd->depth);
 
-	return d->tree.lat_max_ns == 0 ? cap : RTE_MIN(lead, cap);
+	return RTE_MIN(lead, cap);
 }
 
 /* Round @r's cutoffs that passed at @now; true when all of them have. */

@@ -76,7 +76,7 @@ struct isthd_tree {
 	unsigned int n_rounds; /* the schedule's cycle; 0: no tree round */
 	struct isthd_tree_round *rounds; /* [n_rounds] */
 	uint64_t all; /* every island */
-	uint64_t lat_max_ns; /* the longest [peer] latency (0: none configured) */
+
 	uint32_t slot_bytes; /* accumulator bytes per chunk */
 	struct isth_agg_kernels k; /* the summation kernels */
 	/* init: the RX worker (SP) -> worker 0's emitter (SC, the same
