@@ -601,7 +601,7 @@ fallback(struct isthd_worker *w, uint64_t r)
 	}
 }
 
-/* A hop's margin in the cutoffs: queues, passes, a chunk's serialisation. */
+/* A level's margin in the cutoffs at least: queues, passes. */
 #define HOP_MARGIN_NS 10000000ull
 
 /*
@@ -609,8 +609,9 @@ fallback(struct isthd_worker *w, uint64_t r)
  * @nd is, the same rule at every edge: the root sends its result half of
  * T + slack before E, the rest is the result's way down; an edge at depth
  * k sends its partial its [peer] latency to the root and k margins before
- * that (where tree links follow shortest paths, that latency is the
- * path's, so a partial reaches its parent before the parent's cutoff).
+ * that, a margin m per level (where tree links follow shortest paths,
+ * that latency is the path's, so a partial reaches its parent before the
+ * parent's cutoff).
  * Never earlier than depth + height + 1 of 2 height + 2 equal shares of
  * T + slack, so that the deepest edge's cutoff is after the round starts.
  */
@@ -619,8 +620,10 @@ cut_lead(const struct isthd *d, const struct isthd_tree_node *nd)
 {
 	const struct isthd_peer *root = nd->parent < 0 ? NULL : d->peer_of[nd->root];
 	uint64_t span = d->clk.round_ns + d->cfg.agg_round_slack_ns;
-	uint64_t lead = span / 2 + (uint64_t)nd->depth * HOP_MARGIN_NS +
-		(root != NULL ? root->latency_ns : 0);
+	/* a level's margin also covers a cutoff's burst of partials (a
+	 * tree's chunks back to back): a quarter of an equal share */
+	uint64_t m = RTE_MAX(HOP_MARGIN_NS, span / (4u * nd->height + 4u));
+	uint64_t lead = span / 2 + (uint64_t)nd->depth * m + (root != NULL ? root->latency_ns : 0);
 	uint64_t cap = span / (2u * nd->height + 2u) * (nd->height + 1u + nd->depth);
 
 	return RTE_MIN(lead, cap);
