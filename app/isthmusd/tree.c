@@ -601,32 +601,23 @@ fallback(struct isthd_worker *w, uint64_t r)
 	}
 }
 
-/* A level's margin in the cutoffs at least: queues, passes. */
-#define HOP_MARGIN_NS 10000000ull
-
 /*
  * How long before the round's end E (+ slack) this edge's cutoff of tree
- * @nd is, the same rule at every edge: the root sends its result half of
- * T + slack before E, the rest is the result's way down; an edge at depth
- * k sends its partial its [peer] latency to the root and k margins before
- * that, a margin m per level (where tree links follow shortest paths,
- * that latency is the path's, so a partial reaches its parent before the
- * parent's cutoff).
- * Never earlier than depth + height + 1 of 2 height + 2 equal shares of
- * T + slack, so that the deepest edge's cutoff is after the round starts.
+ * @nd is, one rule at every edge from the tree's shape alone: T + slack
+ * in 2 height + 2 equal shares g; the root sends its result height + 1
+ * shares before E (the rest is the result's way down), an edge at depth k
+ * k shares before that, so that a partial has a share to reach its parent
+ * and the deepest edge's cutoff falls after the round starts. (Per-edge
+ * latencies were tried: each edge's own longest latency broke the order
+ * of child and parent cutoffs, and one margin per level was too little
+ * for a cutoff's burst under load.)
  */
 static uint64_t
 cut_lead(const struct isthd *d, const struct isthd_tree_node *nd)
 {
-	const struct isthd_peer *root = nd->parent < 0 ? NULL : d->peer_of[nd->root];
-	uint64_t span = d->clk.round_ns + d->cfg.agg_round_slack_ns;
-	/* a level's margin also covers a cutoff's burst of partials (a
-	 * tree's chunks back to back): a quarter of an equal share */
-	uint64_t m = RTE_MAX(HOP_MARGIN_NS, span / (4u * nd->height + 4u));
-	uint64_t lead = span / 2 + (uint64_t)nd->depth * m + (root != NULL ? root->latency_ns : 0);
-	uint64_t cap = span / (2u * nd->height + 2u) * (nd->height + 1u + nd->depth);
+	uint64_t g = (d->clk.round_ns + d->cfg.agg_round_slack_ns) / (2u * nd->height + 2u);
 
-	return RTE_MIN(lead, cap);
+	return g * (nd->height + 1u + nd->depth);
 }
 
 /* Round @r's cutoffs that passed at @now; true when all of them have. */
