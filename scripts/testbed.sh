@@ -59,8 +59,11 @@ Topology and schedule:
   --sites F --links F     topology (default: conf/topologies/nine-city-*.csv)
   --islands N             use the first N sites (default: all; the links among
                           them must connect them)
-  --schedule NAME|FILE    all-to-all, regional, pairs, triangles, search, best
-                          (the planner's winner, default), or a schedule file
+  --schedule NAME|FILE    all-to-all, regional, pairs, triangles, search, tree,
+                          best (the planner's winner, default), or a schedule
+                          file; tree: every round reduced up spanning trees of
+                          the edges and sent down them (doc/isthmusd.md, "Tree
+                          rounds")
                           (one that records another replication or element
                           type than --replication and --dtype is refused)
   --payload-bytes B       bytes each island sends per round, as really sent
@@ -126,6 +129,11 @@ Faults:
                           naming island K meanwhile. N times (default 1):
                           each next stop once island K has played the round
                           the edge joined at; joins in RUNDIR/restarts
+  --kill-edge K           kill -9 edge K and its island in the middle of round
+                          1 (the site is gone, not restarted); the others'
+                          results name who is missing (with tree rounds: K's
+                          subtree). The run then needs the other N - 1 islands
+                          to finish
   --pause-wan R[:S]       stop isthmus-wan (SIGSTOP) at the start of round R
                           for S seconds (default 2), then SIGCONT: a WAN
                           outage; times in RUNDIR/pause
@@ -353,6 +361,7 @@ READY_TIMEOUT=120
 LOSS=0 DUP=0 REORDER=0 CORRUPT=0 SEED=1 GE=
 SILENT=-1
 RESTART=-1
+KILL=-1
 RESTARTS=1
 PAUSE=
 KEEP=
@@ -395,6 +404,7 @@ while [ $# -gt 0 ]; do
 	--startup) STARTUP=$2; STARTUP_SET=1; shift 2 ;;
 	--ready-timeout) READY_TIMEOUT=$2; shift 2 ;;
 	--silent-island) SILENT=$2; shift 2 ;;
+	--kill-edge) KILL=$2; shift 2 ;;
 	--restart-edge)
 		[[ "$2" =~ ^([0-9]+)(:([0-9]+))?$ ]] || die "--restart-edge: K or K:N (island, restarts)"
 		RESTART=${BASH_REMATCH[1]}
@@ -479,8 +489,9 @@ fi
 [[ "$READY_TIMEOUT" =~ ^[0-9]+$ ]] && [ "$READY_TIMEOUT" -ge 1 ] || die "--ready-timeout: a positive integer (seconds)"
 [ -z "$QUEUE_MS" ] || [[ "$QUEUE_MS" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--queue-ms: a number of milliseconds"
 [[ "$PRIO_QUEUE_MS" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--prio-queue-ms: a number of milliseconds (0: no priority class)"
-if [ "$CMD" = up ] && { [ "$SILENT" -ge 0 ] || [ "$RESTART" -ge 0 ] || [ -n "$PAUSE" ]; }; then
-	die "--silent-island, --restart-edge, --pause-wan: only with run"
+[ "$KILL" = -1 ] || [[ "$KILL" =~ ^[0-9]+$ ]] || die "--kill-edge: an island number"
+if [ "$CMD" = up ] && { [ "$SILENT" -ge 0 ] || [ "$RESTART" -ge 0 ] || [ "$KILL" -ge 0 ] || [ -n "$PAUSE" ]; }; then
+	die "--silent-island, --restart-edge, --kill-edge, --pause-wan: only with run"
 fi
 PAUSE_ROUND=-1 PAUSE_S=2
 if [ -n "$PAUSE" ]; then
@@ -682,8 +693,8 @@ if [ -f "$SCHED" ]; then
 else
 	case "$SCHED" in
 	best) PSCHED=all ;;
-	all-to-all|regional|pairs|triangles|search) PSCHED=$SCHED ;;
-	*) die "--schedule: a name (all-to-all, regional, pairs, triangles, search, best) or a file" ;;
+	all-to-all|regional|pairs|triangles|search|tree) PSCHED=$SCHED ;;
+	*) die "--schedule: a name (all-to-all, regional, pairs, triangles, search, tree, best) or a file" ;;
 	esac
 	echo "testbed: planning $N islands at 1/$SCALE capacity, payload $PAYLOAD_B B, memory $MEMORY_B B" >&2
 	# planned as it runs: the edges' replication and element type (the
@@ -703,6 +714,8 @@ else
 	fi
 	SCHED_NAME=$(awk '/^\* [a-z]/ {print $2; exit}' "$WORK/plan.txt")
 	[ -n "$SCHED_NAME" ] || SCHED_NAME=$PSCHED
+	[ "$PSCHED" != tree ] || grep -q '^tree ' "$WORK/run.sched" ||
+		die "--schedule tree: the planner wrote no tree line"
 	sed 's/^/  plan: /' "$WORK/plan.txt" | grep -v '^  plan: *$' >&2 || true
 fi
 T_NS=$(awk '$1 == "round-ns" {print $2}' "$WORK/run.sched")
@@ -1265,6 +1278,21 @@ if [ "$RESTART" -ge 0 ]; then
 	PIDS+=($!)
 fi
 
+# --kill-edge K: edge K and its island killed (-9) in the middle of round 1,
+# for good; RUNDIR/killed: "kill_ns S" (the tests count from it).
+if [ "$KILL" -ge 0 ]; then
+	(
+		until [ "$(date +%s%N)" -ge $(( EPOCH + 3 * T_NS / 2 )) ]; do
+			[ -e "/proc/$$" ] || exit 0
+			sleep 0.01
+		done
+		kill -KILL "$(cat "$WORK/edge$KILL.pid")" "${IPIDS[$KILL]}" 2>/dev/null
+		echo "kill_ns $(date +%s%N)" >"$WORK/killed"
+		echo "testbed: edge $KILL and island $KILL killed (-9)" >&2
+	) &
+	PIDS+=($!)
+fi
+
 # --pause-wan R:S: the WAN stops for S s from round R's start (SIGSTOP:
 # frames wait in the af_packet rings or are dropped there), then goes on.
 if [ "$PAUSE_ROUND" -ge 0 ]; then
@@ -1405,7 +1433,8 @@ print("SUMMARY schedule=%s islands=%d rounds=%d aggregates=%d verified=%d wrong=
 open(work + "/summary", "w").write("%d %d\n" % (tot["wrong"], finished))
 PY
 read -r WRONG FINISHED <"$WORK/summary"
-if [ "$WRONG" = 0 ] && [ "$FINISHED" = "$N" ]; then
+# --kill-edge: the killed island prints no summary
+if [ "$WRONG" = 0 ] && [ "$FINISHED" = $((KILL >= 0 ? N - 1 : N)) ]; then
 	FAILED=0
 	exit 0
 fi

@@ -12,6 +12,7 @@ static const char *const kind_names[INJ_KIND_MAX] = {
 	[INJ_GONE] = "gone",
 	[INJ_ROUND] = "round",
 	[INJ_TINY] = "tiny",
+	[INJ_PARTIAL] = "partial",
 };
 
 const char *
@@ -103,7 +104,8 @@ inject_build(const struct inject_spec *s, uint64_t i, uint8_t *buf, size_t cap)
 			h.bitmap = UINT64_C(1) << s->sender;
 		break;
 	case INJ_AGG:
-		h.type = ISTH_WIRE_AGG;
+	case INJ_PARTIAL:
+		h.type = s->kind == INJ_AGG ? ISTH_WIRE_AGG : ISTH_WIRE_PARTIAL;
 		h.dtype = s->dtype;
 		h.count = s->count;
 		h.chunk = s->chunk + (uint32_t)i * s->chunk_step;
@@ -124,6 +126,7 @@ inject_build(const struct inject_spec *s, uint64_t i, uint8_t *buf, size_t cap)
 	switch (h.type) {
 	case ISTH_WIRE_DATA:
 	case ISTH_WIRE_AGG:
+	case ISTH_WIRE_PARTIAL:
 		if (h.count == 0)
 			return -EINVAL;
 		n = put_elems(s, h.count, body, bcap);

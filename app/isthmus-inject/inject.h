@@ -16,7 +16,16 @@
 
 /* What to craft. TINY is a DATA of one element whose chunk id advances
  * with every packet (fresh ids for slot exhaustion). */
-enum inject_kind { INJ_DATA, INJ_AGG, INJ_NACK, INJ_GONE, INJ_ROUND, INJ_TINY, INJ_KIND_MAX };
+enum inject_kind {
+	INJ_DATA,
+	INJ_AGG,
+	INJ_NACK,
+	INJ_GONE,
+	INJ_ROUND,
+	INJ_TINY,
+	INJ_PARTIAL,
+	INJ_KIND_MAX
+};
 
 /*
  * A series of messages: message i of the series has chunk = chunk +

@@ -30,6 +30,8 @@ static const char usage[] =
 	"lie. KIND is one of:\n"
 	"  data   DATA of --elems elements, all equal to --value\n"
 	"  agg    AGG (same body), bitmap from --bitmap\n"
+	"  partial  PARTIAL of a tree round (same body), edge to edge, bitmap\n"
+	"         from --bitmap; --flags down: a result from the parent\n"
 	"  nack   NACK naming the --range list (sequence numbers, or chunk ids\n"
 	"         with --flags chunks); a whole-round NACK storm is e.g.\n"
 	"         nack --flags chunks --range 0-4294967295 --count 1000\n"
@@ -54,7 +56,7 @@ static const char usage[] =
 	"  --value V          value of every element (default 1)\n"
 	"  --bitmap B         bitmap, decimal or 0x hex (DATA default: the sender's\n"
 	"                     own bit)\n"
-	"  --flags LIST       extra flags: partial,resent,last,chunks\n"
+	"  --flags LIST       extra flags: partial,resent,last,chunks,down\n"
 	"  --range A-B        a NACK/GONE range; repeat for more (at most 89)\n"
 	"  --round-body S,D,P,CLIQUE,NCHUNKS,ELEMS   ROUND body (ns, ns, ns, hex\n"
 	"                     clique bitmap, chunks, elements per chunk)\n"
@@ -150,6 +152,8 @@ parse_flags(const char *s, uint16_t *out)
 			*out |= ISTH_WIRE_F_LAST;
 		else if (strcmp(t, "chunks") == 0)
 			*out |= ISTH_WIRE_F_CHUNKS;
+		else if (strcmp(t, "down") == 0)
+			*out |= ISTH_WIRE_F_DOWN;
 		else
 			return -1;
 	}

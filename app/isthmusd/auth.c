@@ -167,7 +167,8 @@ isthd_auth_list_room(const struct isthd *d, const struct isth_sched *s, char *er
 static inline unsigned int
 streams_per_epoch(const struct isthd *d)
 {
-	return 2 + 3 * d->n_islands;
+	/* UP: DATA, NACK; per sender on the WAN: DATA, NACK, GONE, PARTIAL */
+	return 2 + 4 * d->n_islands;
 }
 
 int
@@ -441,11 +442,13 @@ isthd_auth_window(struct isthd *d, enum isth_auth_dir dir, const uint8_t *msg)
 			return NULL; /* refused later as access_bad_type */
 	} else {
 		if (type == ISTH_WIRE_DATA)
-			s = 2 + 3 * sender;
+			s = 2 + 4 * sender;
 		else if (type == ISTH_WIRE_NACK)
-			s = 3 + 3 * sender;
+			s = 3 + 4 * sender;
 		else if (type == ISTH_WIRE_GONE)
-			s = 4 + 3 * sender;
+			s = 4 + 4 * sender;
+		else if (type == ISTH_WIRE_PARTIAL)
+			s = 5 + 4 * sender; /* tree rounds: up and down, one stream */
 		else
 			return NULL; /* refused later as wan_bad_type */
 	}

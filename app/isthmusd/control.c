@@ -57,6 +57,12 @@ publish_tables(struct isthd *d, uint64_t r)
 	int rc;
 
 	view_of(d, r, &v);
+	/* a tree round: no DATA between peers (tree.c), a bye to the
+	 * backend and to WAN repair; ROUND still names every island */
+	if (isthd_tree_round(&d->tree, r) != NULL) {
+		v.peers = 0;
+		v.n_peers = 0;
+	}
 	if (d->cfg.wan_repl_network && v.n_peers > 0) {
 		/* network replication: one copy to the clique's WAN group,
 		 * which the WAN replicates; the backend's fan-out takes a
@@ -131,6 +137,8 @@ publish_pace(struct isthd *d, unsigned int w, uint64_t r)
 	uint64_t at = 0, off;
 	int n, k, m;
 
+	if (isthd_tree_round(&d->tree, r) != NULL)
+		return 0; /* no DATA to pace: PARTIALs go as they complete */
 	view_of(d, r, &v);
 	n = v.snd[d->island].n_segs;
 	off = v.snd[d->island].offset_ns;
@@ -316,6 +324,13 @@ maybe_reload(struct isthd *d, uint64_t cur)
 			isth_sched_free(s);
 			return;
 		}
+	}
+	/* Tree tables are built at start-up (tree.c): the same trees only. */
+	if (!isthd_tree_same(d, s)) {
+		ISTH_LOG_ERR("reload refused: %s changes the tree rounds; restart the job instead",
+			path);
+		isth_sched_free(s);
+		return;
 	}
 	/* The chunk count (ROUND, repair bitmaps) is sized from the payload. */
 	if (isth_sched_payload_bytes(s) != isth_sched_payload_bytes(d->sched)) {

@@ -20,6 +20,7 @@
  *   repair.c      WAN repair: state, tables, keeping, frames to peers
  *   repair_serve.c WAN repair, serving side: peers' NACKs, tail copies
  *   repair_nack.c WAN repair, asking side: track peers, NACK with back-off
+ *   tree.c        tree rounds: sums up the chunk's tree, results down it
  *   control.c     the controller: round clock, per-round tables, ROUND,
  *                 schedule reload, per-round log
  *   auth.c        [auth]: keys, tag engines, replay windows, seal/verify
@@ -125,6 +126,20 @@ enum {
 	X(auth_stale, "auth on: seq older than its stream's replay window") \
 	X(auth_ahead, "auth on: seq further ahead of the edge's clock than [auth] seq_ahead") \
 	X(auth_seal, "auth on: a message to send could not be sealed") \
+	X(tree_not_tree, "PARTIAL for a round without trees") \
+	X(tree_not_child, \
+		"PARTIAL up from an edge that is not a child of this edge in the chunk's tree") \
+	X(tree_not_parent, \
+		"tree result down from an edge that is not this edge's parent in the chunk's " \
+		"tree") \
+	X(tree_bad_bitmap, "PARTIAL up whose bitmap names islands outside its sender's subtree") \
+	X(tree_duplicate, \
+		"tree contribution (island DATA, PARTIAL) whose contributors are all summed " \
+		"already, " \
+		"or a second result") \
+	X(tree_overlap, "PARTIAL up whose bitmap overlaps contributors summed already") \
+	X(tree_late, "tree contribution after its chunk went on (complete, or its cutoff)") \
+	X(tree_no_room, "no mbuf for a PARTIAL or a tree AGG, or the tree AGG ring full") \
 	X(worker_ring_full, \
 		"several workers: a ring between workers was full (to a chunk's or a peer's " \
 		"worker, or back to worker 0)")
@@ -138,6 +153,7 @@ enum isthd_drop {
 
 #include "auth.h"
 #include "repair.h"
+#include "tree.h"
 #include "worker.h"
 
 /*
@@ -249,6 +265,8 @@ struct isthd {
 	/* authentication: see the struct for who writes what (three groups,
 	 * each on cache lines of its own) */
 	struct isthd_auth auth;
+	/* tree rounds: see the struct for who writes what */
+	struct isthd_tree tree;
 
 	/* The controller's block: ctl writes, workers read only what is said */
 	/* ctl writes, workers read (acquire): newest round published, +1 (0: none) */

@@ -110,6 +110,11 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 		drop(w, m, why);
 		return;
 	}
+	/* a tree round: summed here, up the chunk's tree (tree.c) */
+	if (unlikely(isthd_tree_round(&d->tree, p->hdr.round) != NULL)) {
+		isthd_tree_island_data(w, m, p);
+		return;
+	}
 	to_msg(m, p);
 	/* onto the WAN: same header, same IV, the UP tag replaced by a tag
 	 * list, one tag per peer of the round under its pair key; one frame
@@ -433,6 +438,29 @@ data_values(const struct isthd *d, const struct isth_wire_pkt *p)
 	return why;
 }
 
+/* A PARTIAL of a tree round (tree.c): the checks of a peer DATA (source,
+ * round, shape, values), then the tree's (its sender a child of this edge,
+ * its bitmap within the child's subtree; a result from the parent), and
+ * only then may its seq move the replay window. Takes @m. */
+static void
+wan_partial(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p, uint64_t pub)
+{
+	enum isthd_drop why = wan_data_refusal(w->d, p, pub);
+
+	if (likely(why == ISTHD_DROP_MAX))
+		why = data_values(w->d, p);
+	if (likely(why == ISTHD_DROP_MAX))
+		why = isthd_tree_admit(w->d, p);
+	if (likely(why == ISTHD_DROP_MAX))
+		why = isthd_auth_commit(w, ISTH_AUTH_WAN, p);
+	if (unlikely(why != ISTHD_DROP_MAX)) {
+		drop(w, m, why);
+		return;
+	}
+	isthd_tree_partial(w, p);
+	rte_pktmbuf_free(m);
+}
+
 static unsigned int
 wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 {
@@ -465,6 +493,10 @@ wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 
 		if (unlikely(p->hdr.job != d->cfg.job)) {
 			drop(w, m, ISTHD_DROP_unknown_job);
+			continue;
+		}
+		if (unlikely(p->hdr.type == ISTH_WIRE_PARTIAL)) {
+			wan_partial(w, m, p, pub);
 			continue;
 		}
 		if (unlikely(p->hdr.type != ISTH_WIRE_DATA)) {

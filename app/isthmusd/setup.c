@@ -458,6 +458,9 @@ workers_create(struct isthd *d, char *err, size_t err_size)
 		if (rc)
 			return rc;
 	}
+	rc = isthd_tree_setup(d, err, err_size); /* tree rounds' state */
+	if (rc)
+		return rc;
 	return isthd_auth_setup(d, err, err_size);
 }
 
@@ -505,6 +508,7 @@ isthd_teardown(struct isthd *d)
 	/* telemetry callbacks read everything below: none may run past here */
 	isthd_telemetry_close();
 	isthd_repair_fini(d);
+	isthd_tree_fini(d);
 	isthd_auth_fini(d);
 	isth_xdp_destroy(d->xdp[0]);
 	isth_xdp_destroy(d->xdp[1]);

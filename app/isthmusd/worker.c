@@ -134,6 +134,7 @@ emit_aggs(struct isthd_worker *w, uint64_t now_ns)
 	if (ring != NULL && rte_ring_free_count(ring) < ISTHD_BURST)
 		return 0;
 	n = isth_backend_drain(w->be, now_ns, out, ISTHD_BURST);
+	n += isthd_tree_drain(w, out + n, ISTHD_BURST - n); /* tree rounds (tree.c) */
 	if (n == 0)
 		return 0;
 	for (i = 0; i < n; i++)
@@ -238,6 +239,7 @@ isthd_worker_poll(struct isthd_worker *w)
 		work += isthd_repair_tail_copies(w, now_ns);
 	if (w->role & ISTHD_ROLE_RX) {
 		work += isthd_repair_tail_check(w, now_ns);
+		work += isthd_tree_expire(w, now_ns);
 		work += isthd_access_rx(w, now_ns);
 	}
 	work += isthd_handoff_in(w, now_ns);

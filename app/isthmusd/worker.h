@@ -129,6 +129,17 @@ struct isthd_pace_msg {
 	X(peer_repairs_late, "of peer_repairs_rx: arrived after NACKing stopped (cutoff)") \
 	X(peer_data_late, "peer DATA (not a repair) first seen after NACKing stopped") \
 	X(tail_copies_sent, "last chunks of the island's DATA sent again to a peer unasked") \
+	X(tree_data, "tree rounds: island DATA summed into its chunk's tree") \
+	X(tree_in, "tree rounds: PARTIALs from peer edges admitted (up and down)") \
+	X(tree_up, "tree rounds: complete subtree sums sent to the parent edge") \
+	X(tree_up_partial, \
+		"tree rounds: subtree sums sent to the parent at the cutoff, incomplete") \
+	X(tree_down, "tree rounds: results sent down to child edges (one per child)") \
+	X(tree_result, "tree rounds: complete results handed to the island") \
+	X(tree_result_partial, "tree rounds: partial results handed to the island") \
+	X(tree_fallback, \
+		"tree rounds: of tree_result_partial, the subtree's own sum (no result came " \
+		"down)") \
 	X(sealed, \
 		"auth on: frames to the island this worker's tag engine sealed (its AGG " \
 		"stream's AGGs, resends, GONEs)")

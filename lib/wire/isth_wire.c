@@ -145,6 +145,7 @@ isth_wire_type_name(unsigned int type)
 		[ISTH_WIRE_NACK] = "nack",
 		[ISTH_WIRE_GONE] = "gone",
 		[ISTH_WIRE_ROUND] = "round",
+		[ISTH_WIRE_PARTIAL] = "partial",
 	};
 
 	if (type == 0 || type > ISTH_WIRE_TYPE_MAX)
@@ -221,6 +222,8 @@ static const uint16_t type_flags[ISTH_WIRE_TYPE_MAX + 1] = {
 	[ISTH_WIRE_NACK] = ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH,
 	[ISTH_WIRE_GONE] = ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH,
 	[ISTH_WIRE_ROUND] = ISTH_WIRE_F_AUTH,
+	[ISTH_WIRE_PARTIAL] = ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST |
+		ISTH_WIRE_F_AUTH | ISTH_WIRE_F_DOWN,
 };
 
 static inline uint64_t
@@ -240,6 +243,7 @@ check_body(const struct isth_wire_hdr *h, const uint8_t *body, size_t size,
 	switch (h->type) {
 	case ISTH_WIRE_DATA:
 	case ISTH_WIRE_AGG:
+	case ISTH_WIRE_PARTIAL:
 		esize = isth_wire_dtype_size(h->dtype);
 		if (h->count == 0 || h->count > lim->max_elems)
 			return ISTH_WIRE_E_COUNT;
@@ -321,12 +325,14 @@ isth_wire_parse_msg(const uint8_t *buf, size_t len, const struct isth_wire_limit
 		return ISTH_WIRE_E_FLAGS;
 	/* the stream field: AGG, ROUND, NACK/GONE by seq; a chunk NACK
 	 * (edge to edge) names chunks of no stream */
-	if (h.stream != 0 && (h.type == ISTH_WIRE_DATA || (h.flags & ISTH_WIRE_F_CHUNKS) != 0))
+	if (h.stream != 0 &&
+		(h.type == ISTH_WIRE_DATA || h.type == ISTH_WIRE_PARTIAL ||
+			(h.flags & ISTH_WIRE_F_CHUNKS) != 0))
 		return ISTH_WIRE_E_FLAGS;
 	if (h.stream >= (lim->n_streams ? lim->n_streams : 1u))
 		return ISTH_WIRE_E_STREAM;
 	h.dtype = buf[ISTH_WIRE_OFF_DTYPE];
-	if (h.type == ISTH_WIRE_DATA || h.type == ISTH_WIRE_AGG) {
+	if (h.type == ISTH_WIRE_DATA || h.type == ISTH_WIRE_AGG || h.type == ISTH_WIRE_PARTIAL) {
 		if (h.dtype == ISTH_WIRE_DTYPE_NONE || h.dtype > ISTH_WIRE_DTYPE_MAX)
 			return ISTH_WIRE_E_DTYPE;
 	} else if (h.dtype != ISTH_WIRE_DTYPE_NONE) {
@@ -574,6 +580,7 @@ body_size(const struct isth_wire_hdr *h)
 	switch (h->type) {
 	case ISTH_WIRE_DATA:
 	case ISTH_WIRE_AGG:
+	case ISTH_WIRE_PARTIAL:
 		return (size_t)h->count * isth_wire_dtype_size(h->dtype);
 	case ISTH_WIRE_NACK:
 	case ISTH_WIRE_GONE:

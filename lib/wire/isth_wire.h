@@ -77,8 +77,13 @@ enum isth_wire_type {
 	ISTH_WIRE_NACK = 3, /**< request to resend sequence or chunk ranges */
 	ISTH_WIRE_GONE = 4, /**< the ranges of a NACK that cannot be served */
 	ISTH_WIRE_ROUND = 5, /**< controller to island: a round has begun */
+	/** edge to edge in a tree round (doc/protocol.md, "Tree rounds"): a
+	 * partial sum of one chunk, its contributors in the bitmap; up the
+	 * chunk's tree to the parent edge, or (ISTH_WIRE_F_DOWN) the root's
+	 * result down to a child edge */
+	ISTH_WIRE_PARTIAL = 6,
 };
-#define ISTH_WIRE_TYPE_MAX 5
+#define ISTH_WIRE_TYPE_MAX 6
 
 /** Element types of DATA and AGG payloads. */
 enum isth_wire_dtype {
@@ -96,8 +101,9 @@ enum isth_wire_flag {
 	ISTH_WIRE_F_LAST = 1u << 2, /**< DATA/AGG: last chunk of the stream */
 	ISTH_WIRE_F_CHUNKS = 1u << 3, /**< NACK/GONE: ranges are chunk ids, not seqs */
 	ISTH_WIRE_F_AUTH = 1u << 4, /**< a trailer_len-byte auth trailer follows */
+	ISTH_WIRE_F_DOWN = 1u << 5, /**< PARTIAL: the tree's result, parent to child */
 };
-#define ISTH_WIRE_F_ALL 0x001fu
+#define ISTH_WIRE_F_ALL 0x003fu
 /**
  * Flag bits 12..15 are not flags but the AGG stream field
  * (doc/protocol.md, "AGG streams"): AGG: the stream the AGG is numbered

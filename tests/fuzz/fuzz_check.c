@@ -86,6 +86,9 @@ allowed_flags(unsigned int type)
 		return ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH;
 	case ISTH_WIRE_ROUND:
 		return ISTH_WIRE_F_AUTH;
+	case ISTH_WIRE_PARTIAL:
+		return ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST |
+			ISTH_WIRE_F_AUTH | ISTH_WIRE_F_DOWN;
 	default:
 		return 0;
 	}
@@ -244,18 +247,20 @@ isth_fuzz_check_msg(const uint8_t *buf, size_t len, const struct isth_wire_limit
 	FUZZ_CHECK(h->bitmap == rd64(m + 32));
 
 	/* What the parser says it refuses, it refused. */
-	FUZZ_CHECK(h->type >= ISTH_WIRE_DATA && h->type <= ISTH_WIRE_ROUND);
+	FUZZ_CHECK(h->type >= ISTH_WIRE_DATA && h->type <= ISTH_WIRE_PARTIAL);
 	FUZZ_CHECK((h->flags & ~allowed_flags(h->type)) == 0);
 	FUZZ_CHECK((h->trailer_len != 0) == ((h->flags & ISTH_WIRE_F_AUTH) != 0));
 	FUZZ_CHECK(h->sender < lim->n_islands);
 	FUZZ_CHECK((h->bitmap & ~mask) == 0);
 	FUZZ_CHECK(h->stream < (lim->n_streams ? lim->n_streams : 1));
-	if (h->type == ISTH_WIRE_DATA || (h->flags & ISTH_WIRE_F_CHUNKS))
+	if (h->type == ISTH_WIRE_DATA || h->type == ISTH_WIRE_PARTIAL ||
+		(h->flags & ISTH_WIRE_F_CHUNKS))
 		FUZZ_CHECK(h->stream == 0);
 
 	switch (h->type) {
 	case ISTH_WIRE_DATA:
 	case ISTH_WIRE_AGG:
+	case ISTH_WIRE_PARTIAL:
 		esize = h->dtype == ISTH_WIRE_DTYPE_BF16 ? 2 : 4;
 		FUZZ_CHECK(h->dtype >= ISTH_WIRE_DTYPE_FP32 && h->dtype <= ISTH_WIRE_DTYPE_INT32);
 		FUZZ_CHECK(isth_wire_dtype_size(h->dtype) == esize);

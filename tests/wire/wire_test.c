@@ -692,7 +692,7 @@ static struct bad_case bad_cases[] = {
 	{"version_0", BASE_DATA, M + 2, 1, 0, -1, 0, ISTH_WIRE_E_VERSION},
 	{"version_2", BASE_DATA, M + 2, 1, 2, -1, 0, ISTH_WIRE_E_VERSION},
 	{"type_0", BASE_DATA, M + 3, 1, 0, -1, 0, ISTH_WIRE_E_TYPE},
-	{"type_6", BASE_DATA, M + 3, 1, 6, -1, 0, ISTH_WIRE_E_TYPE},
+	{"type_7", BASE_DATA, M + 3, 1, 7, -1, 0, ISTH_WIRE_E_TYPE},
 	{"flag_unknown", BASE_DATA, M + 4, 2, 0x0100, -1, 0, ISTH_WIRE_E_FLAGS},
 	{"data_partial", BASE_DATA, M + 4, 2, ISTH_WIRE_F_PARTIAL, -1, 0, ISTH_WIRE_E_FLAGS},
 	{"nack_last", BASE_NACK, M + 4, 2, ISTH_WIRE_F_LAST, -1, 0, ISTH_WIRE_E_FLAGS},

@@ -1,0 +1,690 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Tree rounds (doc/isthmusd.md, "Tree rounds"): in a round whose schedule
+ * has trees, chunk c belongs to tree c mod k, and the edges reduce it up
+ * that tree and send the result down it:
+ *
+ *   island DATA ----\
+ *   children's PARTIALs -> sum (disjoint bitmaps, each once) -> complete
+ *                        (own island and the whole subtree) or the cutoff:
+ *                        PARTIAL to the parent; the root: its result
+ *   parent's result (F_DOWN) -> to each child, and to the island as an AGG
+ *
+ * The RX worker does it all, in state of its own allocated at set-up: a
+ * chunk's accumulator per round slot. A child that never sends leaves its
+ * subtree out of the bitmap (never in the sum); every edge sends what it
+ * has at its cutoff, deeper edges earlier (one hop's allowance per level),
+ * and an edge whose result never comes hands its island its own subtree's
+ * sum at the last cutoff, a partial naming who is missing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "isth_clock.h"
+#include "isthd.h"
+
+static inline uint64_t
+bit(unsigned int i)
+{
+	return 1ull << i;
+}
+
+/* The subtree of every island under @parent (n entries, -1 the root) into
+ * @sub and every island's depth into @depth. -EINVAL if it is not one tree. */
+static int
+subtrees(const int *parent, int n, uint64_t *sub, uint8_t *depth)
+{
+	int roots = 0;
+
+	memset(sub, 0, sizeof(*sub) * (size_t)n);
+	for (int i = 0; i < n; i++) {
+		int x = i, steps = 0;
+
+		roots += parent[i] < 0;
+		while (x >= 0) {
+			if (steps > n || x >= n)
+				return -EINVAL; /* a cycle, or a parent outside */
+			sub[x] |= bit((unsigned int)i);
+			x = parent[x];
+			steps++;
+		}
+		depth[i] = (uint8_t)(steps - 1);
+	}
+	return roots == 1 ? 0 : -EINVAL;
+}
+
+/* Tree @t of cycle round @r into @node, as island @self sees it. */
+static int
+node_of(const struct isth_sched *s, int r, int t, int self, struct isthd_tree_node *node, char *err,
+	size_t err_size)
+{
+	int n = isth_sched_n_islands(s), parent[ISTHD_MAX_PEERS], line = 0, rc;
+	uint64_t sub[ISTHD_MAX_PEERS] = {0};
+	uint8_t depth[ISTHD_MAX_PEERS] = {0};
+
+	rc = isth_sched_tree(s, r, t, parent, &line);
+	if (rc == 0)
+		rc = subtrees(parent, n, sub, depth);
+	if (rc < 0) {
+		snprintf(err, err_size, "schedule line %d: round %d tree %d is not one tree", line,
+			r, t);
+		return rc;
+	}
+	memset(node, 0, sizeof(*node));
+	node->parent = parent[self];
+	for (node->root = self; parent[node->root] >= 0;)
+		node->root = parent[node->root];
+	node->depth = depth[self];
+	node->sub = sub[self];
+	for (int i = 0; i < n; i++) {
+		if (depth[i] > node->height)
+			node->height = depth[i];
+		if (parent[i] == self) {
+			node->children |= bit((unsigned int)i);
+			node->sub_of[i] = sub[i];
+		}
+	}
+	return 0;
+}
+
+int
+isthd_tree_tables(const struct isth_sched *s, int self, struct isthd_tree_round **out,
+	unsigned int *n_rounds, char *err, size_t err_size)
+{
+	int nr = isth_sched_n_rounds(s), any = 0, rc;
+	struct isthd_tree_round *tb;
+
+	*out = NULL;
+	*n_rounds = 0;
+	for (int r = 0; r < nr; r++)
+		any |= isth_sched_n_trees(s, r) > 0;
+	if (!any)
+		return 0;
+	if (isth_sched_n_islands(s) > ISTHD_MAX_PEERS) {
+		snprintf(err, err_size, "tree rounds: more than %d islands", ISTHD_MAX_PEERS);
+		return -EINVAL;
+	}
+	tb = calloc((size_t)nr, sizeof(*tb));
+	if (tb == NULL) {
+		snprintf(err, err_size, "tree rounds: %d round tables: no memory", nr);
+		return -ENOMEM;
+	}
+	for (int r = 0; r < nr; r++) {
+		int k = isth_sched_n_trees(s, r);
+
+		if (k < 0 || k > ISTHD_TREE_MAX) {
+			snprintf(err, err_size, "round %d: %d trees (at most %d)", r, k,
+				ISTHD_TREE_MAX);
+			free(tb);
+			return -EINVAL;
+		}
+		tb[r].n_trees = (unsigned int)k;
+		for (int t = 0; t < k; t++) {
+			rc = node_of(s, r, t, self, &tb[r].t[t], err, err_size);
+			if (rc < 0) {
+				free(tb);
+				return rc;
+			}
+		}
+	}
+	*out = tb;
+	*n_rounds = (unsigned int)nr;
+	return 0;
+}
+
+bool
+isthd_tree_same(const struct isthd *d, const struct isth_sched *s)
+{
+	struct isthd_tree_round *tb;
+	unsigned int n;
+	char err[128];
+	bool same;
+
+	if (isthd_tree_tables(s, d->island, &tb, &n, err, sizeof(err)) < 0)
+		return false;
+	same = n == d->tree.n_rounds &&
+		(n == 0 || memcmp(tb, d->tree.rounds, sizeof(*tb) * n) == 0);
+	free(tb);
+	return same;
+}
+
+int
+isthd_tree_setup(struct isthd *d, char *err, size_t err_size)
+{
+	static unsigned int created; /* ring names must be unique in the process */
+	struct isthd_tree *tr = &d->tree;
+	size_t n, acc;
+	char name[RTE_RING_NAMESIZE];
+	int rc;
+
+	memset(tr, 0, sizeof(*tr));
+	rc = isthd_tree_tables(d->sched, d->island, &tr->rounds, &tr->n_rounds, err, err_size);
+	if (rc < 0 || tr->n_rounds == 0)
+		return rc;
+	tr->all = d->n_islands >= 64 ? UINT64_MAX : bit(d->n_islands) - 1;
+
+	tr->slot_bytes = RTE_ALIGN_CEIL((uint32_t)d->lim.max_elems * 4u, 64u);
+	if (isth_agg_kernels_get(ISTH_AGG_KERNEL_AUTO, &tr->k) < 0) {
+		snprintf(err, err_size, "tree rounds: no summation kernels");
+		return -ENOTSUP;
+	}
+	n = (size_t)ISTHD_TREE_SLOTS * d->shape.n_chunks;
+	acc = n * tr->slot_bytes;
+	tr->chunk = rte_zmalloc("isthd_tree_chunk", n * sizeof(*tr->chunk), RTE_CACHE_LINE_SIZE);
+	tr->acc = rte_zmalloc("isthd_tree_acc", acc, RTE_CACHE_LINE_SIZE);
+	tr->own = rte_zmalloc("isthd_tree_own", acc, RTE_CACHE_LINE_SIZE);
+	snprintf(name, sizeof(name), "isthd_tree%u", created++);
+	/* a round's AGGs and the next's, before the emitter runs */
+	tr->agg = rte_ring_create(name, rte_align32pow2((uint32_t)d->shape.n_chunks * 2 + 64),
+		(int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (tr->chunk == NULL || tr->acc == NULL || tr->own == NULL || tr->agg == NULL) {
+		snprintf(err, err_size,
+			"tree rounds: 2 x %zu B of accumulators (%d rounds of %u chunks): no "
+			"memory",
+			acc, ISTHD_TREE_SLOTS, d->shape.n_chunks);
+		return -ENOMEM;
+	}
+	/* auth on: PARTIAL is a stream of its own, numbered from the clock */
+	tr->seq = isth_clock_real_ns();
+	return 0;
+}
+
+void
+isthd_tree_fini(struct isthd *d)
+{
+	struct isthd_tree *tr = &d->tree;
+	struct rte_mbuf *m;
+
+	if (tr->agg != NULL) {
+		while (rte_ring_dequeue(tr->agg, (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+		rte_ring_free(tr->agg);
+	}
+	rte_free(tr->chunk);
+	rte_free(tr->acc);
+	rte_free(tr->own);
+
+	free(tr->rounds);
+	memset(tr, 0, sizeof(*tr));
+}
+
+/* Chunk @c of round @r and its accumulator, claimed for @r if its slot
+ * holds an older round; NULL if it holds a later one (@r is over). */
+static struct isthd_tree_chunk *
+chunk_of(struct isthd *d, uint64_t r, uint32_t c, uint8_t **acc)
+{
+	struct isthd_tree *tr = &d->tree;
+	size_t i = (size_t)(r % ISTHD_TREE_SLOTS) * d->shape.n_chunks + c;
+	struct isthd_tree_chunk *ch = &tr->chunk[i];
+
+	*acc = tr->acc + i * tr->slot_bytes;
+	if (likely(ch->round1 == r + 1))
+		return ch;
+	if (ch->round1 > r + 1)
+		return NULL;
+	memset(ch, 0, sizeof(*ch));
+	ch->round1 = r + 1;
+	return ch;
+}
+
+/* The island's own DATA of the chunk whose accumulator is @acc. */
+static inline uint8_t *
+own_of(const struct isthd_tree *tr, const uint8_t *acc)
+{
+	return tr->own + (acc - tr->acc);
+}
+
+static inline float
+bf16_to_f32(const uint8_t *p)
+{
+	uint32_t u = (uint32_t)(p[0] | p[1] << 8) << 16;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* @n elements of @dtype at @dst less the island's own at @own: the sum
+ * the island expects (its AGGs never include itself; it adds its own).
+ * int32 wraps back exactly; fp32 and bf16 are rounded once more. */
+static void
+payload_sub(uint8_t *dst, const uint8_t *own, uint8_t dtype, uint16_t n)
+{
+	for (uint16_t i = 0; i < n; i++) {
+		if (dtype == ISTH_WIRE_DTYPE_INT32) {
+			uint32_t a, b;
+
+			memcpy(&a, dst + 4 * i, 4);
+			memcpy(&b, own + 4 * i, 4);
+			a -= b;
+			memcpy(dst + 4 * i, &a, 4);
+		} else if (dtype == ISTH_WIRE_DTYPE_FP32) {
+			float a, b;
+
+			memcpy(&a, dst + 4 * i, 4);
+			memcpy(&b, own + 4 * i, 4);
+			a -= b;
+			memcpy(dst + 4 * i, &a, 4);
+		} else {
+			float a = bf16_to_f32(dst + 2 * i) - bf16_to_f32(own + 2 * i);
+			uint32_t u;
+
+			memcpy(&u, &a, 4);
+			/* round to nearest even (NaN: quiet) */
+			u = (u & 0x7fffffffu) > 0x7f800000u
+				? (u >> 16) | 0x40u
+				: (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+			dst[2 * i] = (uint8_t)u;
+			dst[2 * i + 1] = (uint8_t)(u >> 8);
+		}
+	}
+}
+
+/* Sum the elements of @p into @acc (the chunk's first: copied). */
+static void
+acc_add(const struct isthd_tree *tr, uint8_t *acc, const struct isth_wire_pkt *p, bool first)
+{
+	uint16_t n = p->hdr.count;
+
+	switch (p->hdr.dtype) {
+	case ISTH_WIRE_DTYPE_INT32:
+		if (first)
+			memcpy(acc, p->payload, (size_t)n * 4);
+		else
+			tr->k.add_int32((int32_t *)acc, p->payload, n);
+		break;
+	case ISTH_WIRE_DTYPE_FP32:
+		if (first)
+			memcpy(acc, p->payload, (size_t)n * 4);
+		else
+			tr->k.add_fp32((float *)acc, p->payload, n);
+		break;
+	default: /* bf16, summed in fp32 */
+		if (first)
+			tr->k.load_bf16((float *)acc, p->payload, n);
+		else
+			tr->k.add_bf16((float *)acc, p->payload, n);
+		break;
+	}
+}
+
+/* A message of chunk @c of round @r with header fields @type, @flags,
+ * @bitmap, @dtype, its payload from the accumulator @acc (@src NULL) or
+ * copied from @src (a received payload). NULL: no mbuf (counted). */
+static struct rte_mbuf *
+msg_new(struct isthd_worker *w, uint8_t type, uint16_t flags, uint64_t r, uint32_t c,
+	uint64_t bitmap, uint8_t dtype, const uint8_t *acc, const uint8_t *src, const uint8_t *own)
+{
+	struct isthd *d = w->d;
+	uint16_t count = c + 1 == d->shape.n_chunks ? d->shape.last_elems : d->shape.chunk_elems;
+	size_t size = (size_t)count * isth_wire_dtype_size(dtype);
+	struct isth_wire_hdr h = {
+		.type = type,
+		.flags = flags,
+		.dtype = dtype,
+		.sender = d->island,
+		.count = count,
+		.job = d->cfg.job,
+		.round = (uint32_t)r,
+		.chunk = c,
+		/* PARTIAL, auth on: the edge's own stream (IV uniqueness); an
+		 * AGG is numbered by its stream's ring */
+		.seq = type == ISTH_WIRE_PARTIAL && d->auth.on ? d->tree.seq++ : 0,
+		.bitmap = bitmap,
+	};
+	struct rte_mbuf *m = rte_pktmbuf_alloc(d->pool);
+	uint8_t *p;
+
+	if (unlikely(m == NULL ||
+		    (p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(ISTH_WIRE_HDR_SIZE + size))) ==
+			    NULL)) {
+		rte_pktmbuf_free(m);
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_no_room], 1);
+		return NULL;
+	}
+	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
+	if (src != NULL)
+		memcpy(p + ISTH_WIRE_HDR_SIZE, src, size);
+	else if (dtype == ISTH_WIRE_DTYPE_BF16)
+		d->tree.k.store_bf16(p + ISTH_WIRE_HDR_SIZE, (const float *)acc, count);
+	else
+		memcpy(p + ISTH_WIRE_HDR_SIZE, acc, size);
+	if (own != NULL)
+		payload_sub(p + ISTH_WIRE_HDR_SIZE, own, dtype, count);
+	return m;
+}
+
+/* Message @msg to island @s's edge, framed and sealed for it alone. */
+static void
+to_peer(struct isthd_worker *w, unsigned int s, const struct rte_mbuf *msg)
+{
+	struct isthd *d = w->d;
+	const struct isthd_peer *peer = d->peer_of[s];
+	struct rte_mbuf *f = peer != NULL ? isthd_repair_frame_to_peer(d, w->eng, peer, msg) : NULL;
+
+	if (unlikely(f == NULL)) {
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_no_room], 1);
+		return;
+	}
+	isthd_worker_tx(w, ISTHD_WAN, &f, 1);
+}
+
+/* Chunk @c of round @r's result (@bitmap) to the island, as an AGG of
+ * stream 0 (worker 0's emitter numbers, keeps and seals it): without the
+ * island's own DATA (@own, when summed in), as every AGG. Chunk
+ * accumulator @acc, or a received payload @src. */
+static void
+to_island(struct isthd_worker *w, uint64_t r, uint32_t c, uint64_t bitmap, uint8_t dtype,
+	const uint8_t *acc, const uint8_t *src, const uint8_t *own)
+{
+	struct isthd_tree *tr = &w->d->tree;
+	uint64_t self = bit(w->d->island);
+	bool partial = (bitmap | self) != tr->all;
+	struct rte_mbuf *m;
+
+	if ((bitmap & ~self) == 0)
+		return; /* only the island's own: nothing it lacks */
+	m = msg_new(w, ISTH_WIRE_AGG, partial ? ISTH_WIRE_F_PARTIAL : 0, r, c, bitmap & ~self,
+		dtype, acc, src, (bitmap & self) ? own : NULL);
+	if (m == NULL)
+		return;
+	if (unlikely(rte_ring_sp_enqueue(tr->agg, m) != 0)) {
+		rte_pktmbuf_free(m);
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_no_room], 1);
+		return;
+	}
+	isth_ctr_add(partial ? &w->st.tree_result_partial : &w->st.tree_result, 1);
+}
+
+/* The result of chunk @c of round @r (@bitmap; payload @acc or @src) to
+ * every child of @node, and to the island. */
+static void
+result_down(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, uint32_t c,
+	uint64_t bitmap, uint8_t dtype, const uint8_t *acc, const uint8_t *src, const uint8_t *own)
+{
+	uint16_t flags = ISTH_WIRE_F_DOWN | (bitmap != w->d->tree.all ? ISTH_WIRE_F_PARTIAL : 0);
+	struct rte_mbuf *msg;
+
+	if (node->children) {
+		msg = msg_new(w, ISTH_WIRE_PARTIAL, flags, r, c, bitmap, dtype, acc, src, NULL);
+		if (msg != NULL) {
+			for (unsigned int s = 0; s < w->d->n_islands; s++) {
+				if (!(node->children & bit(s)))
+					continue;
+				to_peer(w, s, msg);
+				isth_ctr_add(&w->st.tree_down, 1);
+			}
+			rte_pktmbuf_free(msg);
+		}
+	}
+	to_island(w, r, c, bitmap, dtype, acc, src, own);
+}
+
+/* Chunk @ch (@c of round @r, accumulator @acc) is complete or its cutoff
+ * passed: its sum to the parent, or from the root down the tree. */
+static void
+send_on(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, uint32_t c,
+	struct isthd_tree_chunk *ch, uint8_t dtype, const uint8_t *acc)
+{
+	struct rte_mbuf *msg;
+
+	ch->up = true;
+	if (node->parent < 0) {
+		ch->down = ch->have;
+		result_down(w, node, r, c, ch->have, dtype, acc, NULL, own_of(&w->d->tree, acc));
+		return;
+	}
+	msg = msg_new(w, ISTH_WIRE_PARTIAL, ch->have != node->sub ? ISTH_WIRE_F_PARTIAL : 0, r, c,
+		ch->have, dtype, acc, NULL, NULL);
+	if (msg == NULL)
+		return;
+	to_peer(w, (unsigned int)node->parent, msg);
+	rte_pktmbuf_free(msg);
+	isth_ctr_add(ch->have != node->sub ? &w->st.tree_up_partial : &w->st.tree_up, 1);
+}
+
+/* The dtype a chunk's sums are sent in: the DATA's (the round's shape,
+ * or with dtype = any the first contribution's). */
+static inline uint8_t
+chunk_dtype(const struct isthd *d, const struct isth_wire_pkt *p)
+{
+	return d->shape.dtype != ISTH_WIRE_DTYPE_NONE ? d->shape.dtype : p->hdr.dtype;
+}
+
+/* Sum contribution @p (the island's DATA or a child's PARTIAL, bitmap
+ * @bm) into its chunk, once; send it on when the subtree is in. */
+static bool
+sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm)
+{
+	struct isthd *d = w->d;
+	const struct isthd_tree_round *tb = isthd_tree_round(&d->tree, p->hdr.round);
+	const struct isthd_tree_node *node = &tb->t[p->hdr.chunk % tb->n_trees];
+	enum isthd_drop why = ISTHD_DROP_MAX;
+	struct isthd_tree_chunk *ch;
+	uint8_t *acc;
+
+	ch = chunk_of(d, p->hdr.round, p->hdr.chunk, &acc);
+	if (unlikely(ch == NULL))
+		why = ISTHD_DROP_round_late;
+	else if (unlikely(ch->up))
+		why = ISTHD_DROP_tree_late; /* sent on without it */
+	else if (unlikely((ch->have & bm) == bm))
+		why = ISTHD_DROP_tree_duplicate;
+	else if (unlikely(ch->have & bm))
+		why = ISTHD_DROP_tree_overlap;
+	else if (unlikely(d->shape.dtype == ISTH_WIRE_DTYPE_NONE && ch->have &&
+			 p->hdr.dtype != ch->dtype))
+		why = ISTHD_DROP_data_bad_dtype;
+	if (why != ISTHD_DROP_MAX) {
+		isth_ctr_add(&w->st.drop[why], 1);
+		return false;
+	}
+	if (ch->have == 0)
+		ch->dtype = p->hdr.dtype;
+	acc_add(&d->tree, acc, p, ch->have == 0);
+	ch->have |= bm;
+	/* the island's own, as it sent it: taken out of its AGG again */
+	if (bm == bit(d->island))
+		memcpy(own_of(&d->tree, acc), p->payload, p->payload_size);
+	if (ch->have == node->sub || ch->cut)
+		send_on(w, node, p->hdr.round, p->hdr.chunk, ch, chunk_dtype(d, p), acc);
+	return true;
+}
+
+void
+isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p)
+{
+	if (sum_up(w, p, bit(w->d->island)))
+		isth_ctr_add(&w->st.tree_data, 1);
+	rte_pktmbuf_free(m);
+}
+
+enum isthd_drop
+isthd_tree_admit(const struct isthd *d, const struct isth_wire_pkt *p)
+{
+	const struct isthd_tree_round *tb = isthd_tree_round(&d->tree, p->hdr.round);
+	const struct isthd_tree_node *node;
+	unsigned int s = p->hdr.sender;
+
+	if (tb == NULL)
+		return ISTHD_DROP_tree_not_tree;
+	node = &tb->t[p->hdr.chunk % tb->n_trees];
+	if (p->hdr.flags & ISTH_WIRE_F_DOWN)
+		return node->parent == (int)s ? ISTHD_DROP_MAX : ISTHD_DROP_tree_not_parent;
+	if (!(node->children & bit(s)))
+		return ISTHD_DROP_tree_not_child;
+	/* a child speaks for its own subtree only (without itself when its
+	 * island's DATA missed its cutoff) */
+	if ((p->hdr.bitmap & ~node->sub_of[s]) != 0)
+		return ISTHD_DROP_tree_bad_bitmap;
+	return ISTHD_DROP_MAX;
+}
+
+void
+isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
+{
+	struct isthd *d = w->d;
+	const struct isthd_tree_round *tb = isthd_tree_round(&d->tree, p->hdr.round);
+	struct isthd_tree_chunk *ch;
+	uint8_t *acc;
+
+	isth_ctr_add(&w->st.tree_in, 1);
+	if (!(p->hdr.flags & ISTH_WIRE_F_DOWN)) {
+		sum_up(w, p, p->hdr.bitmap);
+		return;
+	}
+	ch = chunk_of(d, p->hdr.round, p->hdr.chunk, &acc);
+	if (unlikely(ch == NULL || ch->down != 0)) {
+		isth_ctr_add(
+			&w->st.drop[ch == NULL ? ISTHD_DROP_round_late : ISTHD_DROP_tree_duplicate],
+			1);
+		return;
+	}
+	/* closed: nothing more goes up once the result came down */
+	ch->up = true;
+	ch->down = p->hdr.bitmap;
+	result_down(w, &tb->t[p->hdr.chunk % tb->n_trees], p->hdr.round, p->hdr.chunk,
+		p->hdr.bitmap, p->hdr.dtype, NULL, p->payload, own_of(&d->tree, acc));
+}
+
+/* Tree @t of round @r: its cutoff at this edge passed. What its chunks
+ * have goes on as partials; a chunk with nothing is closed (the parent
+ * names this subtree missing). */
+static void
+cutoff(struct isthd_worker *w, uint64_t r, const struct isthd_tree_round *tb, unsigned int t)
+{
+	struct isthd *d = w->d;
+
+	for (uint32_t c = t; c < d->shape.n_chunks; c += tb->n_trees) {
+		uint8_t *acc;
+		struct isthd_tree_chunk *ch = chunk_of(d, r, c, &acc);
+
+		if (ch == NULL || ch->up)
+			continue;
+		if (ch->have == 0) {
+			ch->cut = true; /* open: what comes goes on at once */
+			continue;
+		}
+		send_on(w, &tb->t[t], r, c, ch,
+			d->shape.dtype != ISTH_WIRE_DTYPE_NONE ? d->shape.dtype : ch->dtype, acc);
+	}
+}
+
+/* Round @r's last cutoff: a chunk whose result never came down (its
+ * parent, or an edge above, gone) is handed to the island as what this
+ * subtree summed, a partial naming everyone else missing. */
+static void
+fallback(struct isthd_worker *w, uint64_t r)
+{
+	struct isthd *d = w->d;
+
+	for (uint32_t c = 0; c < d->shape.n_chunks; c++) {
+		uint8_t *acc;
+		struct isthd_tree_chunk *ch = chunk_of(d, r, c, &acc);
+
+		if (ch == NULL || ch->down != 0 || ch->have == 0)
+			continue;
+		ch->up = true;
+		ch->down = ch->have;
+		isth_ctr_add(&w->st.tree_fallback, 1);
+		to_island(w, r, c, ch->have,
+			d->shape.dtype != ISTH_WIRE_DTYPE_NONE ? d->shape.dtype : ch->dtype, acc,
+			NULL, own_of(&d->tree, acc));
+	}
+}
+
+/*
+ * How long before the round's end E (+ slack) this edge's cutoff of tree
+ * @nd is, one rule at every edge from the tree's shape alone: T + slack
+ * in 2 height + 2 equal shares g; the root sends its result height + 1
+ * shares before E (the rest is the result's way down), an edge at depth k
+ * k shares before that, so that a partial has a share to reach its parent
+ * and the deepest edge's cutoff falls after the round starts. (Per-edge
+ * latencies were tried: each edge's own longest latency broke the order
+ * of child and parent cutoffs, and one margin per level was too little
+ * for a cutoff's burst under load.)
+ */
+static uint64_t
+cut_lead(const struct isthd *d, const struct isthd_tree_node *nd)
+{
+	uint64_t g = (d->clk.round_ns + d->cfg.agg_round_slack_ns) / (2u * nd->height + 2u);
+
+	return g * (nd->height + 1u + nd->depth);
+}
+
+/* Round @r's cutoffs that passed at @now; true when all of them have. */
+static bool
+round_cutoffs(struct isthd_worker *w, uint64_t r, uint64_t now, unsigned int *work)
+{
+	struct isthd *d = w->d;
+	struct isthd_tree *tr = &d->tree;
+	const struct isthd_tree_round *tb = isthd_tree_round(tr, r);
+	struct isthd_tree_cut *cut = &tr->cut[r % ISTHD_TREE_SLOTS];
+	/* the round's end as the aggregator sees it */
+	uint64_t end = d->clk.epoch_ns + (r + 1) * d->clk.round_ns + d->cfg.agg_round_slack_ns;
+	uint32_t want = ISTHD_TREE_FINAL;
+
+	if (cut->round1 != r + 1) {
+		cut->round1 = r + 1;
+		cut->done = 0;
+	}
+	if (tb == NULL) {
+		cut->done = want;
+		return true;
+	}
+	want |= (1u << tb->n_trees) - 1;
+	for (unsigned int t = 0; t < tb->n_trees; t++) {
+		if ((cut->done & (1u << t)) || now + cut_lead(d, &tb->t[t]) < end)
+			continue;
+		cutoff(w, r, tb, t);
+		cut->done |= 1u << t;
+		(*work)++;
+	}
+	/* the result is due by the end: an island waits a little past it */
+	if (!(cut->done & ISTHD_TREE_FINAL) && now >= end) {
+		fallback(w, r);
+		cut->done |= ISTHD_TREE_FINAL;
+		(*work)++;
+	}
+	return cut->done == want;
+}
+
+unsigned int
+isthd_tree_expire(struct isthd_worker *w, uint64_t now_ns)
+{
+	struct isthd *d = w->d;
+	struct isthd_tree *tr = &d->tree;
+	uint64_t pub, T = d->clk.round_ns;
+	unsigned int work = 0;
+
+	if (tr->n_rounds == 0 || now_ns < d->clk.epoch_ns)
+		return 0;
+	if (tr->next_cut == 0) /* the round running when the worker started */
+		tr->next_cut = (now_ns - d->clk.epoch_ns) / T + 1;
+	pub = __atomic_load_n(&d->published, __ATOMIC_ACQUIRE);
+	for (uint64_t r = tr->next_cut - 1; r < pub; r++) {
+		if (now_ns < d->clk.epoch_ns + r * T)
+			break;
+		if (round_cutoffs(w, r, now_ns, &work) && r + 1 == tr->next_cut)
+			tr->next_cut++;
+	}
+	return work;
+}
+
+unsigned int
+isthd_tree_drain(struct isthd_worker *w, struct rte_mbuf **out, unsigned int cap)
+{
+	struct rte_ring *ring = w->d->tree.agg;
+
+	if (ring == NULL || cap == 0 || !(w->role & ISTHD_ROLE_RX))
+		return 0;
+	return rte_ring_sc_dequeue_burst(ring, (void **)out, cap, NULL);
+}

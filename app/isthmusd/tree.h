@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef ISTHD_TREE_H
+#define ISTHD_TREE_H
+
+/*
+ * Tree rounds (tree.c; doc/isthmusd.md, "Tree rounds"): a round whose
+ * schedule has trees is reduced up the chunk's tree of edges and its
+ * result sent down it, instead of every island's DATA going to every peer.
+ * Included by isthd.h, after its constants.
+ *
+ * Who writes what: the tables (struct isthd_tree_round) are built at
+ * set-up from the schedule and are read-only after (a reload that changes
+ * them is refused); everything else is the RX worker's (ISTHD_ROLE_RX),
+ * which receives every message a tree round brings (the island's DATA, the
+ * peers' PARTIALs) and hands the island's AGGs to worker 0's emitter
+ * through a ring it alone fills.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "isth_agg.h"
+#include "isth_sched.h"
+#include "isth_wire.h"
+
+#include "config.h"
+
+struct isthd;
+struct isthd_worker;
+
+/* Trees of one round at most (the schedule format's bound). */
+#define ISTHD_TREE_MAX 8
+/* Rounds whose chunk state is kept, slot r % ISTHD_TREE_SLOTS: the round
+ * before the running one (its result may still travel down), the running
+ * one and the next (the island's DATA may come early). */
+#define ISTHD_TREE_SLOTS 4
+
+/* The local edge's place in one tree of one round. init. */
+struct isthd_tree_node {
+	int parent; /* the parent edge's island, -1: the local edge is the root */
+	int root; /* the root edge's island */
+	uint8_t depth; /* hops from the root */
+	uint8_t height; /* the tree's: hops from its root to its deepest edge */
+	uint64_t children; /* islands whose parent is the local island */
+	uint64_t sub; /* the local island's subtree, itself included */
+	uint64_t sub_of[ISTHD_MAX_PEERS]; /* a child's subtree (0: not a child) */
+};
+
+/* One cycle round's trees as the local edge sees them. init. */
+struct isthd_tree_round {
+	unsigned int n_trees; /* 0: a clique round (no tree) */
+	struct isthd_tree_node t[ISTHD_TREE_MAX];
+};
+
+/* One chunk of one round: the RX worker's. */
+struct isthd_tree_chunk {
+	uint64_t round1; /* round + 1 whose chunk this is, 0: none yet */
+	uint64_t have; /* contributors summed into its accumulator */
+	uint64_t down; /* the result's contributors handed to the island, 0: none yet */
+	bool up; /* sent on (to the parent; the root: its result down); closed */
+	bool cut; /* its cutoff passed with nothing in: what comes goes on at once */
+	uint8_t dtype; /* of its first contribution */
+};
+
+/* Cutoffs of one round slot: the RX worker's. */
+struct isthd_tree_cut {
+	uint64_t round1; /* round + 1 the bits are of */
+	uint32_t done; /* bit t: tree t's cutoff passed; ISTHD_TREE_FINAL: the last */
+};
+#define ISTHD_TREE_FINAL (1u << ISTHD_TREE_MAX)
+
+struct isthd_tree {
+	/* init: read-only after launch */
+	unsigned int n_rounds; /* the schedule's cycle; 0: no tree round */
+	struct isthd_tree_round *rounds; /* [n_rounds] */
+	uint64_t all; /* every island */
+
+	uint32_t slot_bytes; /* accumulator bytes per chunk */
+	struct isth_agg_kernels k; /* the summation kernels */
+	/* init: the RX worker (SP) -> worker 0's emitter (SC, the same
+	 * lcore): AGGs for the island, messages not yet framed */
+	struct rte_ring *agg;
+	/* the RX worker's */
+	struct isthd_tree_chunk *chunk; /* [ISTHD_TREE_SLOTS * n_chunks] */
+	uint8_t *acc; /* [ISTHD_TREE_SLOTS * n_chunks * slot_bytes] */
+	/* the island's own DATA of each chunk, as acc: its AGGs leave it out */
+	uint8_t *own;
+	struct isthd_tree_cut cut[ISTHD_TREE_SLOTS];
+	uint64_t next_cut; /* oldest round whose cutoffs are not all past, +1 (0: unset) */
+	uint64_t seq; /* auth on: next PARTIAL seq, a stream of its own */
+};
+
+/* tree.c */
+/* The tree tables of schedule @s for island @self (NULL, 0 with no tree
+ * round); @err says why a tree cannot be used. 0 or a negative errno. */
+int isthd_tree_tables(const struct isth_sched *s, int self, struct isthd_tree_round **out,
+	unsigned int *n_rounds, char *err, size_t err_size);
+/* Set-up: tables, chunk state, the AGG ring (after the shape and the
+ * clock). 0 or a negative errno with @err set. */
+int isthd_tree_setup(struct isthd *d, char *err, size_t err_size);
+void isthd_tree_fini(struct isthd *d);
+/* ctl, reload: does schedule @s have the trees running now? */
+bool isthd_tree_same(const struct isthd *d, const struct isth_sched *s);
+
+/* Is round @r a tree round? Any thread (init tables). */
+static inline const struct isthd_tree_round *
+isthd_tree_round(const struct isthd_tree *tr, uint64_t r)
+{
+	const struct isthd_tree_round *tb;
+
+	if (tr->n_rounds == 0)
+		return NULL;
+	tb = &tr->rounds[r % tr->n_rounds];
+	return tb->n_trees ? tb : NULL;
+}
+
+/* The RX worker: island DATA @p of a tree round (admitted, verified):
+ * summed into its chunk. Takes @m. */
+void
+isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p);
+/* The RX worker: why PARTIAL @p (parsed, its tag verified, its round and
+ * shape the aggregator's) is refused by the trees, without side effects:
+ * ISTHD_DROP_MAX if its sender may send it. */
+enum isthd_drop isthd_tree_admit(const struct isthd *d, const struct isth_wire_pkt *p);
+/* The RX worker: admitted PARTIAL @p (isthd_tree_admit, replay window
+ * moved): summed (up) or handed on (down). Does not take the mbuf. */
+void isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p);
+/* The RX worker: cutoffs of tree rounds that passed at @now_ns. */
+unsigned int isthd_tree_expire(struct isthd_worker *w, uint64_t now_ns);
+/* Worker 0's emitter: up to @cap AGG messages for the island. */
+unsigned int isthd_tree_drain(struct isthd_worker *w, struct rte_mbuf **out, unsigned int cap);
+
+#endif
