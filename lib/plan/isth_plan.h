@@ -78,6 +78,10 @@ struct isth_plan_params {
 				     repairs and NACKs: the LP, the routing and isth_plan_check()
 				     use (1 - F) c_e; access links keep their full capacity.
 				     0 <= F < ISTH_PLAN_MAX_HEADROOM; 0 = the full capacity */
+	int search_trees; /**< isth_plan_search() also weighs the tree family.
+				     0 by default: isthmusd does not yet pace tree rounds
+				     at the planned rates, so a tree plan is not met on the
+				     testbed (doc/planner.md, "Trees") */
 };
 
 /** Upper bound (exclusive) of isth_plan_params.repair_headroom. */

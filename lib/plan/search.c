@@ -264,7 +264,7 @@ isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 	struct ctx C = {0};
 	struct sstate cur, best, cand;
 	struct isth_plan_cliques *tree;
-	double fcur, fbest, ftree;
+	double fcur, fbest, ftree = INFINITY;
 	uint64_t t0, last;
 	long it;
 	int n;
@@ -292,7 +292,7 @@ isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 	t0 = last = isth_clock_mono_ns();
 	fbest = fcur = search_start(&C, n, init, &cur);
 	best = cur;
-	tree = tree_candidate(&C, &ftree);
+	tree = p->search_trees ? tree_candidate(&C, &ftree) : NULL;
 	/* The temperature follows the iteration count, never the clock, so a
 	 * seed fixes the result; the clock only bounds the run (cut_short). */
 	for (it = 0; it < iterations && !C.err; it++) {

@@ -1620,6 +1620,12 @@ Test(plan, search_weighs_the_tree)
 	struct isth_plan_result *r;
 	int cut = 0;
 
+	/* off by default: search then returns a partition, never a tree */
+	s = isth_plan_search(t, &p, NULL, 200, 60, 1, &cut, NULL, NULL);
+	cr_assert_not_null(s);
+	cr_assert_eq(isth_plan_cliques_ntrees(s, 0), 0);
+	isth_plan_cliques_free(s);
+	p.search_trees = 1;
 	s = isth_plan_search(t, &p, NULL, 200, 60, 1, &cut, NULL, NULL);
 	cr_assert_not_null(s);
 	cr_assert_str_eq(isth_plan_cliques_name(s), "search");
