@@ -38,6 +38,8 @@ size_arg(const char *s, double *out)
 	return 0;
 }
 
+static void usage_questions(FILE *f);
+
 static void
 usage(FILE *f)
 {
@@ -136,7 +138,15 @@ usage(FILE *f)
 		"  --quiet               no progress on stderr\n"
 		"  --help                this text\n"
 		"  --version             print the version on one line and exit\n"
-		"\n"
+		"\n");
+	usage_questions(f);
+}
+
+/* The second half of --help: the questions it answers, exit codes, an example. */
+static void
+usage_questions(FILE *f)
+{
+	fprintf(f,
 		"Questions this answers:\n"
 		"  Which schedule?       the row marked '*' (lowest T*(A+1/2)) per memory value.\n"
 		"  What round time?      round_ms: last byte aggregated and delivered to every\n"
