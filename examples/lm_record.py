@@ -52,7 +52,9 @@ class Recorder:
         self._s.send(rnd, data)             # raises: nothing went, nothing recorded
         self._write(SENT, rnd, data.detach().cpu())
 
-    def on_result(self, rnd, total, res):
+    def on_result(self, rnd, sent, total, res):
+        # isthmus.torch's signature (round, sent, sum, result); what was
+        # sent is already recorded by send()
         self._write(SUM, rnd, total.detach().cpu().clone(), list(res.chunk_bitmaps))
 
     def close(self):
