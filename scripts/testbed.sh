@@ -91,8 +91,8 @@ Topology and schedule:
   --prio-queue-ms D       a priority class on every WAN link for frames marked
                           DSCP EF (the edges' repairs and NACKs), served before
                           the rest from a queue of D ms at the link's capacity
-                          (default 0: none, repairs queue behind DATA;
-                          scripts/loss-sweep.sh uses 50; doc/testbed.md)
+                          (default 50; 0: none, repairs queue behind DATA;
+                          doc/testbed.md)
 Run:
   --rounds R              rounds to play (default 5; up --edges: unlimited)
   --dtype int32|fp32      tensor type (default int32); up: also any (the edges
@@ -111,10 +111,10 @@ Impairments on every WAN link (seeded, reproducible):
   --slack-rtts K          edges sum repairs until the round's end + K longest
                           round trips + 20 ms ([agg] round_slack; islands wait
                           that + 40 ms): more room for NACK retries under loss
-                          (default 1; doc/testbed.md)
+                          (default 2; doc/testbed.md)
   --last-nack-copies C    the edges' [wan] last_nack_copies: each of the last
                           three NACK attempts before the cutoff leaves C times
-                          (default: isthmusd's, 1; the loss sweep uses 2)
+                          (default: isthmusd's, 2)
 Faults:
   --silent-island K       island K stops sending after its first round
   --restart-edge K[:N]    stop edge K during round 1 and start it again: it
@@ -326,8 +326,8 @@ ROUTING=capacity
 HEADROOM=0
 REPL=edge
 QUEUE_MS=
-PRIO_QUEUE_MS=0
-SLACK_RTTS=1
+PRIO_QUEUE_MS=50
+SLACK_RTTS=2
 NACK_COPIES=
 ROUNDS=
 DTYPE=int32
