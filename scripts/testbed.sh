@@ -110,7 +110,8 @@ Impairments on every WAN link (seeded, reproducible):
   --seed S                (default 1)
   --slack-rtts K          edges sum repairs until the round's end + K longest
                           round trips + 20 ms ([agg] round_slack; islands wait
-                          that + 40 ms): more room for NACK retries under loss
+                          that + 40 ms), at most T - 40 ms but at least one
+                          round trip: more room for NACK retries under loss
                           (default 2; doc/testbed.md)
   --last-nack-copies C    the edges' [wan] last_nack_copies: each of the last
                           three NACK attempts before the cutoff leaves C times
@@ -693,6 +694,18 @@ FLOOR=$(( (NCHUNKS + 64) * 1472 * 2 ))
 # them for a grace period past its deadline. A tail lost near the round's
 # end is repaired one round trip later: the slack covers the longest.
 SLACK_MS=$(( SLACK_RTTS * 2 * MAXLAT_US / 1000 + 20 ))
+# ... but the islands wait for a round's last aggregates until its
+# deadline + slack + 40 ms, and keep two rounds in flight (isthmus-island
+# --overlap): a wait longer than T holds round r + 2's DATA until round
+# r has ended, so that on a short round (system-pause's 333 ms against a
+# slack of 480) every partial round made the next ones late, islands
+# skipped rounds and an outage was never caught up. At most T - 40 ms
+# then, and never less than one round trip (the slack before repair was
+# on by default).
+SLACK_CAP=$(( T_NS / 1000000 - 40 ))
+SLACK_MIN=$(( 2 * MAXLAT_US / 1000 + 20 ))
+[ "$SLACK_MS" -le "$SLACK_CAP" ] || SLACK_MS=$SLACK_CAP
+[ "$SLACK_MS" -ge "$SLACK_MIN" ] || SLACK_MS=$SLACK_MIN
 
 fi
 # --- links and namespaces ---------------------------------------------------
