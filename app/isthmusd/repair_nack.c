@@ -422,14 +422,15 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 	/* a tail due after the cutoff is asked for at it */
 	if (due > cut)
 		due = cut;
+	/* none of its DATA came: queued on its path or lost whole (a
+	 * stalled host's ring): asked for once, at the cutoff */
+	if (t->first_ns == 0)
+		due = cut;
 	if (!t->tail_due && now_ns >= due) {
 		t->tail_due = 1;
 		if (t->first_ns == 0) {
-			/* none of its DATA came: queued, not lost */
 			isth_ctr_add(&w->st.peer_streams_queued, 1);
-			t->nack_at = 0;
 			ISTHD_REPAIR_TRACE(d, "queued r %" PRIu64 " s %u n_rx %u", r, s, t->n_rx);
-			return work;
 		}
 		tail_now = true;
 		ISTHD_REPAIR_TRACE(d, "tail r %" PRIu64 " s %u due %.3f cut %.3f next %u n_rx %u",

@@ -130,8 +130,8 @@ struct isthd_pace_msg {
 	X(peer_data_late, "peer DATA (not a repair) first seen after NACKing stopped") \
 	X(tail_copies_sent, "last chunks of the island's DATA sent again to a peer unasked") \
 	X(peer_streams_queued, \
-		"peer streams none of whose DATA had come when their tail fell due: not " \
-		"NACKed (queued on the way, not lost)") \
+		"peer streams none of whose DATA had come when their tail fell due: " \
+		"asked for once, at the cutoff (queued on the way, rarely lost whole)") \
 	X(sealed, \
 		"auth on: frames to the island this worker's tag engine sealed (its AGG " \
 		"stream's AGGs, resends, GONEs)")
