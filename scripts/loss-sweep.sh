@@ -20,15 +20,20 @@
 #   label seed partial aggregates per10k round/T wrong nacks retries
 #   unrepaired tail unasked repairs late_repairs late_data gone budget
 #   attempts partial_timeout wan_loss_drops repairs_sent wan_prio
-#   wan_prio_full headroom
+#   wan_prio_full headroom load
+# Every run takes the testbed's and isthmusd's defaults (priority class,
+# slack, NACK copies): nothing but --loss/--ge, the seed and the options
+# after --. load is the 1-minute load average at the run's start and end
+# (partial results depend on it: a starved host shows as late_data).
 # (budget, attempts: chunks the serving edges refused over a peer's repair
 # budget, and over [wan] repair_attempts repairs of one chunk to one peer;
 # repairs_sent: the edges' repair frames, tail copies included; wan_prio:
 # frames the WAN's links served in the priority class, per hop;
 # wan_prio_full: frames the priority class's queue limit dropped;
 # headroom: the share F of each WAN link the plan kept free, --headroom F,
-# passed to testbed.sh --repair-headroom; round/T is against the T planned
-# with that F, up to 1/(1-F) longer on capacity-bound rounds)
+# passed to testbed.sh --repair-headroom, "plan" when not given (the
+# testbed's default); round/T is against the T planned with that F, up to
+# 1/(1-F) longer on capacity-bound rounds)
 # Exit status: 0 if every run ended with wrong=0, 1 otherwise.
 set -euo pipefail
 
@@ -39,7 +44,7 @@ GE="0.00204/0.1/1"
 ROUNDS=15
 SCHED=triangles
 OUT=
-HEADROOM=0
+HEADROOM=
 EXTRA=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -51,10 +56,12 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift 2 ;;
 	--headroom) HEADROOM=$2; shift 2 ;;
 	--) shift; EXTRA=("$@"); break ;;
-	-h|--help) sed -n 3,32p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n 3,37p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "loss-sweep.sh: unknown option '$1' (--help)" >&2; exit 2 ;;
 	esac
 done
+HR=()
+[ -z "$HEADROOM" ] || HR=(--repair-headroom "$HEADROOM")
 [ -n "$OUT" ] || OUT=$(mktemp -d /tmp/isth-sweep.XXXXXX)
 mkdir -p "$OUT"
 
@@ -77,17 +84,17 @@ wan_loss() {
 }
 
 status=0
-printf '%-8s %4s %7s %6s %7s %7s %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s %8s\n' \
+printf '%-8s %4s %7s %6s %7s %7s %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s %8s %9s\n' \
 	label seed partial aggs per10k round/T wrong nacks retries unrepaired tail unasked \
-	repairs late_r late_data gone budget attempts p_tmo wan_loss rep_sent wan_prio prio_full headroom
+	repairs late_r late_data gone budget attempts p_tmo wan_loss rep_sent wan_prio prio_full headroom load
 run() {
-	local label=$1 seed=$2 dir
+	local label=$1 seed=$2 dir load0
 	shift 2
+	load0=$(cut -d' ' -f1 /proc/loadavg)
 	dir=$OUT/$label-s$seed
 	rm -rf "$dir"
 	"$ROOT/scripts/testbed.sh" run --schedule "$SCHED" --rounds "$ROUNDS" --seed "$seed" \
-		--keep "$dir" --prio-queue-ms 50 --last-nack-copies 2 \
-		--repair-headroom "$HEADROOM" "$@" "${EXTRA[@]}" >"$OUT/$label-s$seed.out" 2>&1 || true
+		--keep "$dir" "${HR[@]}" "$@" "${EXTRA[@]}" >"$OUT/$label-s$seed.out" 2>&1 || true
 	local sum
 	sum=$(grep '^SUMMARY' "$OUT/$label-s$seed.out" | tail -1) || true
 	if [ -z "$sum" ]; then
@@ -101,7 +108,7 @@ run() {
 		[[ "$f" == *=* ]] && v[${f%%=*}]=${f#*=}
 	done
 	[ "${v[wrong]}" = 0 ] || status=1
-	printf '%-8s %4s %7s %6s %7.1f %7.2f %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s %8s\n' \
+	printf '%-8s %4s %7s %6s %7.1f %7.2f %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s %8s %9s\n' \
 		"$label" "$seed" "${v[partial]}" "${v[aggregates]}" \
 		"$(awk -v p="${v[partial]}" -v a="${v[aggregates]}" 'BEGIN {print a ? 10000 * p / a : 0}')" \
 		"$(awk -v m="${v[round_ms_mean]}" -v t="${v[round_ms_planned]}" 'BEGIN {print t ? m / t : 0}')" \
@@ -112,7 +119,8 @@ run() {
 		"$(ctr "$dir" drop_repair_gone)" "$(ctr "$dir" drop_repair_budget)" \
 		"$(ctr "$dir" drop_repair_attempts)" \
 		"$(ctr "$dir" partial_timeout)" "$(wan_loss "$dir")" "$(ctr "$dir" repairs_sent)" \
-		"$(wan_col "$dir" priority)" "$(wan_col "$dir" prio_queue_full)" "$HEADROOM"
+		"$(wan_col "$dir" priority)" "$(wan_col "$dir" prio_queue_full)" "${HEADROOM:-plan}" \
+		"$load0-$(cut -d' ' -f1 /proc/loadavg)"
 }
 for p in $LOSSES; do
 	for s in $SEEDS; do

@@ -96,8 +96,8 @@ Topology and schedule:
   --prio-queue-ms D       a priority class on every WAN link for frames marked
                           DSCP EF (the edges' repairs and NACKs), served before
                           the rest from a queue of D ms at the link's capacity
-                          (default 0: none, repairs queue behind DATA;
-                          scripts/loss-sweep.sh uses 50; doc/testbed.md)
+                          (default 50; 0: none, repairs queue behind DATA;
+                          doc/testbed.md)
 Run:
   --rounds R              rounds to play (default 5; up --edges: unlimited)
   --dtype int32|fp32|bf16 tensor type (default int32); bf16: DATA and sums
@@ -117,11 +117,12 @@ Impairments on every WAN link (seeded, reproducible):
   --seed S                (default 1)
   --slack-rtts K          edges sum repairs until the round's end + K longest
                           round trips + 20 ms ([agg] round_slack; islands wait
-                          that + 40 ms): more room for NACK retries under loss
-                          (default 1; doc/testbed.md)
+                          that + 40 ms), at most T - 40 ms but at least one
+                          round trip: more room for NACK retries under loss
+                          (default 2; doc/testbed.md)
   --last-nack-copies C    the edges' [wan] last_nack_copies: each of the last
                           three NACK attempts before the cutoff leaves C times
-                          (default: isthmusd's, 1; the loss sweep uses 2)
+                          (default: isthmusd's, 2)
 Faults:
   --silent-island K       island K stops sending after its first round
   --restart-edge K[:N]    stop edge K during round 1 and start it again: it
@@ -351,8 +352,8 @@ ROUTING=capacity
 HEADROOM=0
 REPL=
 QUEUE_MS=
-PRIO_QUEUE_MS=0
-SLACK_RTTS=1
+PRIO_QUEUE_MS=50
+SLACK_RTTS=2
 NACK_COPIES=
 ROUNDS=
 DTYPE=int32
@@ -762,6 +763,18 @@ FLOOR=$(( (NCHUNKS + 64) * 1472 * 2 ))
 # them for a grace period past its deadline. A tail lost near the round's
 # end is repaired one round trip later: the slack covers the longest.
 SLACK_MS=$(( SLACK_RTTS * 2 * MAXLAT_US / 1000 + 20 ))
+# ... but the islands wait for a round's last aggregates until its
+# deadline + slack + 40 ms, and keep two rounds in flight (isthmus-island
+# --overlap): a wait longer than T holds round r + 2's DATA until round
+# r has ended, so that on a short round (system-pause's 333 ms against a
+# slack of 480) every partial round made the next ones late, islands
+# skipped rounds and an outage was never caught up. At most T - 40 ms
+# then, and never less than one round trip (the slack before repair was
+# on by default).
+SLACK_CAP=$(( T_NS / 1000000 - 40 ))
+SLACK_MIN=$(( 2 * MAXLAT_US / 1000 + 20 ))
+[ "$SLACK_MS" -le "$SLACK_CAP" ] || SLACK_MS=$SLACK_CAP
+[ "$SLACK_MS" -ge "$SLACK_MIN" ] || SLACK_MS=$SLACK_MIN
 
 fi
 # --- links and namespaces ---------------------------------------------------

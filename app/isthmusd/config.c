@@ -249,7 +249,7 @@ read_wan(struct isth_conf *c, struct isthd_config *cfg)
 		&cfg->wan_repair_before_ns));
 	TRY(isth_conf_duration(c, "wan", "tail_wait", false, 5000000ull, 0, 10000000000ull,
 		&cfg->wan_tail_wait_ns));
-	TRY(isth_conf_u64(c, "wan", "last_nack_copies", false, 1, 1, 4, &v));
+	TRY(isth_conf_u64(c, "wan", "last_nack_copies", false, 2, 1, 4, &v));
 	cfg->wan_last_nack_copies = (unsigned int)v;
 	TRY(isth_conf_u64(c, "wan", "repair_attempts", false, 8, 1, 64, &v));
 	cfg->wan_repair_attempts = (unsigned int)v;

@@ -422,8 +422,16 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 	/* a tail due after the cutoff is asked for at it */
 	if (due > cut)
 		due = cut;
+	/* none of its DATA came: queued on its path or lost whole (a
+	 * stalled host's ring): asked for once, at the cutoff */
+	if (t->first_ns == 0)
+		due = cut;
 	if (!t->tail_due && now_ns >= due) {
 		t->tail_due = 1;
+		if (t->first_ns == 0) {
+			isth_ctr_add(&w->st.peer_streams_queued, 1);
+			ISTHD_REPAIR_TRACE(d, "queued r %" PRIu64 " s %u n_rx %u", r, s, t->n_rx);
+		}
 		tail_now = true;
 		ISTHD_REPAIR_TRACE(d, "tail r %" PRIu64 " s %u due %.3f cut %.3f next %u n_rx %u",
 			r, s, (double)(due - start) / 1e6, (double)(cut - start) / 1e6, t->next,

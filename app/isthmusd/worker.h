@@ -140,6 +140,9 @@ struct isthd_pace_msg {
 	X(tree_fallback, \
 		"tree rounds: of tree_result_partial, the subtree's own sum (no result came " \
 		"down)") \
+	X(peer_streams_queued, \
+		"peer streams none of whose DATA had come when their tail fell due: " \
+		"asked for once, at the cutoff (queued on the way, rarely lost whole)") \
 	X(sealed, \
 		"auth on: frames to the island this worker's tag engine sealed (its AGG " \
 		"stream's AGGs, resends, GONEs)")

@@ -176,7 +176,7 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect_eq(c.idle_polls, 0, "back-off is off by default");
 	cr_expect(c.telemetry);
 	cr_expect_eq(c.epoch_mode, ISTHD_EPOCH_SCHEDULE);
-	cr_expect_eq(c.wan_last_nack_copies, 1, "a last-chance peer NACK goes once by default");
+	cr_expect_eq(c.wan_last_nack_copies, 2, "a last-chance peer NACK goes twice by default");
 	cr_expect_eq(c.wan_repair_dscp, 46, "repairs and NACKs marked EF");
 	cr_expect_eq(
 		c.wan_repair_attempts, 8, "a chunk repaired to a peer 8 times a round at most");

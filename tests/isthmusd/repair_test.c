@@ -428,30 +428,45 @@ Test(isthmusd_repair, last_chance_copies_leave_spaced, .init = eal_up, .fini = e
 }
 
 /*
- * A stream none of whose DATA has arrived is asked for once at each
- * attempt, even a last chance: it is more likely queued than lost whole,
- * and a copy of it spent a round's stream of the serving edge's repeat
- * allowance. Peer 2, nothing arrives: the plan's tail, 20 + 40 + 110 = 170
- * ms, + 5 = 175 ms, NACKs chunks 0-19; the retry waits the back-off and
- * the whole stream's repair train, 175 + 225 + 20 x 2 = 440 ms (before:
- * 400, while the train of a stream that was only late was still on its
- * way); the next (440 + 225 = 665 ms) is past the cutoff. Before session
- * 14, each left twice.
+ * A stream none of whose DATA has arrived is asked for once, at the
+ * cutoff, not when its tail falls due: losing all its 20 chunks is out of
+ * reach of the loss rates repair is for (0.1^20), while a stream queued on
+ * its path is common (a bottleneck the plan fills, a WAN draining after an
+ * outage), and early repairs of it, served in the WAN's priority class
+ * ahead of the DATA they duplicate, sent it over its path twice, every
+ * back-off, and kept the queue from draining (system-pause partial for 20
+ * rounds instead of 4). At the cutoff it is asked for once, whole, for a
+ * stream really lost whole (a stalled host's ring). Peer 2 (cutoff 610
+ * ms) sends nothing, then (a second edge) only its two tail copies
+ * arrive, as repairs, at 100 ms: one NACK at 610, chunks 0-19 (0-17), not
+ * copied (before: at 175 and 440 ms). Peer 1 sends nothing either: two
+ * streams counted queued; their chunks but the copies unrepaired at the
+ * cutoffs, none unasked.
  */
-Test(isthmusd_repair, a_stream_not_yet_seen_is_not_copied, .init = eal_up, .fini = eal_down)
+Test(isthmusd_repair, a_stream_none_of_whose_data_came_is_asked_at_the_cutoff, .init = eal_up,
+	.fini = eal_down)
 {
-	static const uint64_t want[] = {175, 440};
-	struct isthd_peer peers[3] = {0};
-	struct isthd *d = asking_edge(peers);
-	struct sent_nack nk[MAX_NACKS];
-	uint64_t arr[TAIL_CHUNKS] = {0};
-	unsigned int n;
+	static const uint64_t want[] = {610};
 
-	d->cfg.wan_last_nack_copies = 2;
-	d->cfg.wan_tail_copies_after_ns = 20 * MS;
-	n = play(d, 2, arr, 0, 900, nk);
-	expect_nacks_of(nk, n, want, RTE_DIM(want), 0, 19);
-	asking_edge_free(d);
+	for (int copies = 0; copies <= 1; copies++) {
+		struct isthd_peer peers[3] = {0};
+		struct isthd *d = asking_edge(peers);
+		struct sent_nack nk[MAX_NACKS];
+		uint64_t arr[TAIL_CHUNKS] = {0}, rep[TAIL_CHUNKS] = {0};
+		unsigned int n;
+
+		d->cfg.wan_last_nack_copies = 2;
+		d->cfg.wan_tail_copies_after_ns = 20 * MS;
+		if (copies)
+			rep[TAIL_CHUNKS - 2] = rep[TAIL_CHUNKS - 1] = 100;
+		n = play_rep(d, 2, arr, rep, 0, 900, nk);
+		expect_nacks_of(nk, n, want, RTE_DIM(want), 0, TAIL_CHUNKS - 1 - 2 * copies);
+		cr_expect_eq(isth_ctr_get(&d->workers[0].st.peer_streams_queued), 2);
+		cr_expect_eq(isth_ctr_get(&d->workers[0].st.peer_chunks_unrepaired),
+			2 * TAIL_CHUNKS - 2 * copies);
+		cr_expect_eq(isth_ctr_get(&d->workers[0].st.peer_unrepaired_unasked), 0);
+		asking_edge_free(d);
+	}
 }
 
 /*

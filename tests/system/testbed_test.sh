@@ -55,11 +55,12 @@ af_xdp)
 	N=3
 	args+=(--schedule all-to-all --islands 3 --pmd af_xdp) ;;
 loss)
-	# 2 % loss on every WAN link: edge-to-edge NACK repair, retried every
-	# round trip until the last moment a repair is summed, with a round
-	# slack of two longest round trips, and the last two chunks of each
-	# stream sent twice ([wan] tail_copies), repairs and NACKs in the
-	# WAN's priority class (DSCP EF, the testbed's --prio-queue-ms).
+	# 2 % loss on every WAN link, with the testbed's and isthmusd's
+	# defaults only: edge-to-edge NACK repair, retried every round trip
+	# until the last moment a repair is summed, a round slack of two
+	# longest round trips, the last NACK attempts sent twice, the last two
+	# chunks of each stream sent twice ([wan] tail_copies), repairs and
+	# NACKs in the WAN's priority class (DSCP EF, 50 ms).
 	# The target: 0 partial results. A partial whose cause is loss fails
 	# the test; only one whose every missing chunk the run shows to have
 	# come late is let through: the receiving edge saw that chunk's own
@@ -68,8 +69,7 @@ loss)
 	# a loaded host, not a loss; a lost chunk never arrives as DATA).
 	# One such run was seen at load 14 (2026-12-02) (island 0's send 58 ms late
 	# in round 2, 14 partial results).
-	args+=(--schedule triangles --loss 0.02 --seed 3 --slack-rtts 2 --prio-queue-ms 50
-	       --last-nack-copies 2 --keep "$keep/run")
+	args+=(--schedule triangles --loss 0.02 --seed 3 --keep "$keep/run")
 	export ISTHD_REPAIR_TRACE=1
 	expect_complete=0
 	late_only=1 ;;
