@@ -515,7 +515,7 @@ static const struct bad_msg bad_msgs[] = {
 	{"bad-trailer-v2-no-auth", V_V2_DATA, 5, 0, 0, ISTH_WIRE_E_TRAILER},
 	{"bad-trailer-v2-len-8", V_V2_GONE, 7, 8, 0, ISTH_WIRE_E_TRAILER},
 	{"bad-type-0", V_DATA_FP32, 3, 0, 0, ISTH_WIRE_E_TYPE},
-	{"bad-type-6", V_DATA_FP32, 3, 6, 0, ISTH_WIRE_E_TYPE},
+	{"bad-type-7", V_DATA_FP32, 3, 7, 0, ISTH_WIRE_E_TYPE},
 	{"bad-flags-data-partial", V_DATA_FP32, 5, ISTH_WIRE_F_PARTIAL, 0, ISTH_WIRE_E_FLAGS},
 	{"bad-flags-unknown-bit", V_AGG_FP32, 4, 0x01, 0, ISTH_WIRE_E_FLAGS},
 	{"bad-flags-nack-last", V_NACK_SEQ, 5, ISTH_WIRE_F_LAST, 0, ISTH_WIRE_E_FLAGS},
