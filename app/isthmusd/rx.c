@@ -418,20 +418,10 @@ wan_data_refusal(const struct isthd *d, const struct isth_wire_pkt *p, uint64_t 
 static inline enum isthd_drop
 data_values(const struct isthd *d, const struct isth_wire_pkt *p)
 {
-	enum isthd_drop why;
+	enum isthd_drop why = isthd_values_refusal(&d->cfg, p, 1);
 
-	if (likely(!d->cfg.agg_max_abs_on)) {
-		if (likely(isth_agg_finite(p->hdr.dtype, p->payload, p->hdr.count)))
-			return ISTHD_DROP_MAX;
-		why = ISTHD_DROP_data_nonfinite;
-	} else {
-		if (likely(isth_agg_within(
-			    p->hdr.dtype, p->payload, p->hdr.count, d->cfg.agg_max_abs)))
-			return ISTHD_DROP_MAX;
-		why = isth_agg_finite(p->hdr.dtype, p->payload, p->hdr.count)
-			? ISTHD_DROP_data_too_large
-			: ISTHD_DROP_data_nonfinite;
-	}
+	if (likely(why == ISTHD_DROP_MAX))
+		return why;
 	ISTHD_REPAIR_TRACE(d, "%s r %u s %u c %u seq %" PRIu64,
 		why == ISTHD_DROP_data_nonfinite ? "data_nonfinite" : "data_too_large",
 		p->hdr.round, p->hdr.sender, p->hdr.chunk, (uint64_t)p->hdr.seq);

@@ -499,12 +499,22 @@ sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm)
 	return true;
 }
 
-void
+bool
 isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p)
 {
-	if (sum_up(w, p, bit(w->d->island)))
+	/* as a clique round's peer DATA: one island's NaN would poison its
+	 * subtree's sum and the root's result */
+	enum isthd_drop why = isthd_values_refusal(&w->d->cfg, p, 1);
+	bool summed = false;
+
+	if (unlikely(why != ISTHD_DROP_MAX))
+		isth_ctr_add(&w->st.drop[why], 1);
+	else if (sum_up(w, p, bit(w->d->island)))
+		summed = true;
+	if (summed)
 		isth_ctr_add(&w->st.tree_data, 1);
 	rte_pktmbuf_free(m);
+	return summed;
 }
 
 enum isthd_drop

@@ -5,6 +5,7 @@
  * expected subtrees, depths and children are worked out here by hand from
  * the file's three parent lists (the comments), not by the code tested.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@ enum { NYC, CHI, LAX, LON, AMS, FRA, TYO, SIN, HKG };
 
 /* static: struct isthd holds every worker */
 static struct isthd d;
+static struct isthd_worker w;
 
 static struct isth_sched *
 load(void)
@@ -193,4 +195,79 @@ Test(isthmusd_tree, clique_rounds_and_reload)
 	cr_expect_eq(isthd_tree_admit(&d, &p), ISTHD_DROP_tree_not_tree);
 	isth_sched_free(s);
 	free(text);
+}
+
+#define ELEMS 4
+#define CHUNKS 3
+
+/* Edge @self with chunk state as isthd_tree_setup sets it up (without the
+ * AGG ring and the mbuf pool: nothing below may send), fp32 chunks of
+ * ELEMS elements. */
+static void
+edge_with_state(int self)
+{
+	edge_of(self);
+	memset(&w, 0, sizeof(w));
+	w.d = &d;
+	d.shape.n_chunks = CHUNKS;
+	d.shape.chunk_elems = ELEMS;
+	d.shape.last_elems = ELEMS;
+	d.shape.dtype = ISTH_WIRE_DTYPE_FP32;
+	d.tree.slot_bytes = 64;
+	cr_assert_eq(isth_agg_kernels_get(ISTH_AGG_KERNEL_AUTO, &d.tree.k), 0);
+	d.tree.chunk = calloc(ISTHD_TREE_SLOTS * CHUNKS, sizeof(*d.tree.chunk));
+	d.tree.acc = calloc(ISTHD_TREE_SLOTS * CHUNKS, d.tree.slot_bytes);
+	d.tree.own = calloc(ISTHD_TREE_SLOTS * CHUNKS, d.tree.slot_bytes);
+	cr_assert(d.tree.chunk != NULL && d.tree.acc != NULL && d.tree.own != NULL);
+}
+
+static void
+edge_free(void)
+{
+	free(d.tree.chunk);
+	free(d.tree.acc);
+	free(d.tree.own);
+	free(d.tree.rounds);
+}
+
+/* fp32 DATA or PARTIAL of chunk @chunk, round 0, elements @v */
+static struct isth_wire_pkt
+with_values(struct isth_wire_pkt p, uint32_t chunk, const float *v)
+{
+	p.hdr.dtype = ISTH_WIRE_DTYPE_FP32;
+	p.hdr.chunk = chunk;
+	p.hdr.count = ELEMS;
+	p.payload = (const uint8_t *)v;
+	p.payload_size = ELEMS * sizeof(float);
+	return p;
+}
+
+/* The island's DATA of a tree round: a NaN or an element above max_abs is
+ * refused (counted) and summed into nothing; finite DATA is summed. SIN,
+ * tree 0 (chunk 0): SIN has children, so its own DATA alone sends nothing. */
+Test(isthmusd_tree, island_data_values)
+{
+	static const float bad[ELEMS] = {1, NAN, 2, 3}, big[ELEMS] = {1, 2, 300, 4};
+	static const float good[ELEMS] = {1, 2, 3, 4};
+	struct isth_wire_pkt p;
+
+	edge_with_state(SIN);
+	p = with_values(partial(SIN, 0, 0, false), 0, bad);
+	p.hdr.type = ISTH_WIRE_DATA;
+	cr_expect_not(isthd_tree_island_data(&w, NULL, &p));
+	cr_expect_eq(w.st.drop[ISTHD_DROP_data_nonfinite], 1);
+	cr_expect_eq(d.tree.chunk[0].have, 0, "a NaN summed into the subtree");
+
+	d.cfg.agg_max_abs_on = true;
+	d.cfg.agg_max_abs = 100;
+	p = with_values(p, 0, big);
+	cr_expect_not(isthd_tree_island_data(&w, NULL, &p));
+	cr_expect_eq(w.st.drop[ISTHD_DROP_data_too_large], 1);
+	cr_expect_eq(d.tree.chunk[0].have, 0);
+
+	p = with_values(p, 0, good);
+	cr_expect(isthd_tree_island_data(&w, NULL, &p));
+	cr_expect_eq(d.tree.chunk[0].have, B(SIN));
+	cr_expect_eq(w.st.tree_data, 1);
+	edge_free();
 }
