@@ -437,8 +437,9 @@ wan_partial(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 {
 	enum isthd_drop why = wan_data_refusal(w->d, p, pub);
 
+	/* a sum of its bitmap's islands: max_abs scaled (tree.c) */
 	if (likely(why == ISTHD_DROP_MAX))
-		why = data_values(w->d, p);
+		why = isthd_tree_values(w->d, p);
 	if (likely(why == ISTHD_DROP_MAX))
 		why = isthd_tree_admit(w->d, p);
 	if (likely(why == ISTHD_DROP_MAX))

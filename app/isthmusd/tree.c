@@ -518,6 +518,12 @@ isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct 
 }
 
 enum isthd_drop
+isthd_tree_values(const struct isthd *d, const struct isth_wire_pkt *p)
+{
+	return isthd_values_refusal(&d->cfg, p, (unsigned int)__builtin_popcountll(p->hdr.bitmap));
+}
+
+enum isthd_drop
 isthd_tree_admit(const struct isthd *d, const struct isth_wire_pkt *p)
 {
 	const struct isthd_tree_round *tb = isthd_tree_round(&d->tree, p->hdr.round);

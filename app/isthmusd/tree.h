@@ -142,6 +142,10 @@ isthd_values_refusal(const struct isthd_config *cfg, const struct isth_wire_pkt 
  * summed into its chunk. Takes @m. true: summed. */
 bool
 isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p);
+/* Why PARTIAL @p's values are refused (ISTHD_DROP_MAX: not): a NaN or an
+ * infinity, or, [agg] max_abs set, an element above max_abs x the islands
+ * its bitmap sums (max_abs bounds one island's DATA; a PARTIAL is a sum). */
+enum isthd_drop isthd_tree_values(const struct isthd *d, const struct isth_wire_pkt *p);
 /* The RX worker: why PARTIAL @p (parsed, its tag verified, its round and
  * shape the aggregator's) is refused by the trees, without side effects:
  * ISTHD_DROP_MAX if its sender may send it. */

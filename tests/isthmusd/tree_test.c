@@ -271,3 +271,32 @@ Test(isthmusd_tree, island_data_values)
 	cr_expect_eq(w.st.tree_data, 1);
 	edge_free();
 }
+
+/* [agg] max_abs bounds one island's elements; a PARTIAL (up, or a result
+ * down) is the sum of its bitmap's islands: bounded by max_abs x that
+ * many, and never NaN or infinite. */
+Test(isthmusd_tree, partial_values)
+{
+	static const float three[ELEMS] = {250, -290, 1, 0}, nan[ELEMS] = {1, NAN, 0, 0};
+	static const float inf[ELEMS] = {INFINITY, 0, 0, 0};
+	struct isth_wire_pkt p;
+
+	memset(&d, 0, sizeof(d));
+	d.cfg.agg_max_abs_on = true;
+	d.cfg.agg_max_abs = 100;
+	/* 290 <= 3 x 100: three islands' sum, up and down */
+	p = with_values(partial(LON, 2, B(LON) | B(AMS) | B(FRA), false), 2, three);
+	cr_expect_eq(isthd_tree_values(&d, &p), ISTHD_DROP_MAX);
+	p = with_values(partial(LON, 0, B(9) - 1, true), 0, three);
+	cr_expect_eq(isthd_tree_values(&d, &p), ISTHD_DROP_MAX);
+	/* 290 > 2 x 100 */
+	p = with_values(partial(LON, 2, B(AMS) | B(FRA), false), 2, three);
+	cr_expect_eq(isthd_tree_values(&d, &p), ISTHD_DROP_data_too_large);
+	p = with_values(partial(LON, 2, B(9) - 1, true), 2, nan);
+	cr_expect_eq(isthd_tree_values(&d, &p), ISTHD_DROP_data_nonfinite);
+	d.cfg.agg_max_abs_on = false;
+	p = with_values(partial(TYO, 0, B(TYO), false), 0, inf);
+	cr_expect_eq(isthd_tree_values(&d, &p), ISTHD_DROP_data_nonfinite);
+	p = with_values(partial(TYO, 0, B(TYO), false), 0, three);
+	cr_expect_eq(isthd_tree_values(&d, &p), ISTHD_DROP_MAX);
+}
