@@ -169,6 +169,15 @@ isthd_tree_setup(struct isthd *d, char *err, size_t err_size)
 	rc = isthd_tree_tables(d->sched, d->island, &tr->rounds, &tr->n_rounds, err, err_size);
 	if (rc < 0 || tr->n_rounds == 0)
 		return rc;
+	/* worker.c (agg_prepare) takes every AGG as sealed by the device when
+	 * it seals; the tree's AGGs never pass it. (Today auth.c refuses
+	 * fpga with auth on, so this guards a device that learns tag lists.) */
+	if (d->auth.dev_seal) {
+		snprintf(err, err_size,
+			"tree rounds: the schedule has trees, and the device seals the AGGs "
+			"([isthmusd] backend = fpga, [auth] mode = on): use backend = sw");
+		return -ENOTSUP;
+	}
 	tr->all = d->n_islands >= 64 ? UINT64_MAX : bit(d->n_islands) - 1;
 
 	tr->slot_bytes = RTE_ALIGN_CEIL((uint32_t)d->lim.max_elems * 4u, 64u);
