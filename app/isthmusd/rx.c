@@ -437,6 +437,11 @@ wan_partial(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 {
 	enum isthd_drop why = wan_data_refusal(w->d, p, pub);
 
+	/* wan_data_refusal leaves the round to the device's verdict when the
+	 * device verifies, but only DATA goes to the device (auth_dev.c): a
+	 * PARTIAL's round is checked here whoever verified its tag */
+	if (likely(why == ISTHD_DROP_MAX) && w->d->auth.dev_verify)
+		why = isthd_wan_round_refusal(w->d, p->hdr.round, pub);
 	/* a sum of its bitmap's islands: max_abs scaled (tree.c) */
 	if (likely(why == ISTHD_DROP_MAX))
 		why = isthd_tree_values(w->d, p);
