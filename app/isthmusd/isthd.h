@@ -132,7 +132,10 @@ enum {
 	X(tree_not_parent, \
 		"tree result down from an edge that is not this edge's parent in the chunk's " \
 		"tree") \
-	X(tree_bad_bitmap, "PARTIAL up whose bitmap names islands outside its sender's subtree") \
+	X(tree_bad_bitmap, \
+		"PARTIAL up whose bitmap names islands outside its sender's subtree, or a " \
+		"result down naming of this edge's subtree neither what it sent up nor " \
+		"nothing") \
 	X(tree_duplicate, \
 		"tree contribution (island DATA, PARTIAL) whose contributors are all summed " \
 		"already, " \

@@ -558,7 +558,9 @@ isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 {
 	struct isthd *d = w->d;
 	const struct isthd_tree_round *tb = isthd_tree_round(&d->tree, p->hdr.round);
+	const struct isthd_tree_node *node;
 	struct isthd_tree_chunk *ch;
+	uint64_t sent;
 	uint8_t *acc;
 
 	isth_ctr_add(&w->st.tree_in, 1);
@@ -566,6 +568,7 @@ isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 		sum_up(w, p, p->hdr.bitmap);
 		return;
 	}
+	node = &tb->t[p->hdr.chunk % tb->n_trees];
 	ch = chunk_of(d, p->hdr.round, p->hdr.chunk, &acc);
 	if (unlikely(ch == NULL || ch->down != 0)) {
 		isth_ctr_add(
@@ -573,11 +576,21 @@ isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 			1);
 		return;
 	}
+	/* Of this edge's subtree the result holds what this edge sent up, or
+	 * nothing (that PARTIAL lost, or never sent): anything else is not a
+	 * sum it can hand on, and the island's own values (taken out of its
+	 * AGG when the bitmap names it) would be taken out of a sum without
+	 * them. */
+	sent = ch->up ? ch->have : 0;
+	if (unlikely((p->hdr.bitmap & node->sub) != 0 && (p->hdr.bitmap & node->sub) != sent)) {
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_bad_bitmap], 1);
+		return;
+	}
 	/* closed: nothing more goes up once the result came down */
 	ch->up = true;
 	ch->down = p->hdr.bitmap;
-	result_down(w, &tb->t[p->hdr.chunk % tb->n_trees], p->hdr.round, p->hdr.chunk,
-		p->hdr.bitmap, p->hdr.dtype, NULL, p->payload, own_of(&d->tree, acc));
+	result_down(w, node, p->hdr.round, p->hdr.chunk, p->hdr.bitmap, p->hdr.dtype, NULL,
+		p->payload, own_of(&d->tree, acc));
 }
 
 /* Tree @t of round @r: its cutoff at this edge passed. What its chunks

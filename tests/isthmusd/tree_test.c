@@ -300,3 +300,40 @@ Test(isthmusd_tree, partial_values)
 	p = with_values(partial(TYO, 0, B(TYO), false), 0, three);
 	cr_expect_eq(isthd_tree_values(&d, &p), ISTHD_DROP_MAX);
 }
+
+/* A result down names of this edge's subtree what the edge sent up, or
+ * none of it (its PARTIAL lost): anything else is refused before the
+ * island's own values are taken out of it. SIN, tree 0 (chunk 0): parent
+ * LON, subtree SIN, TYO, HKG. Refusals only: a result taken is sent on,
+ * which needs the mbuf pool this test has not. */
+Test(isthmusd_tree, result_down_bitmap)
+{
+	static const float v[ELEMS] = {1, 2, 3, 4};
+	struct isthd_tree_chunk *ch;
+	struct isth_wire_pkt p;
+
+	edge_with_state(SIN);
+	ch = &d.tree.chunk[0]; /* round 0, chunk 0 */
+	ch->round1 = 1;
+	/* sent up TYO and HKG without SIN's own (its DATA missed the cutoff) */
+	ch->have = B(TYO) | B(HKG);
+	ch->up = true;
+	p = with_values(partial(LON, 0, B(9) - 1, true), 0, v);
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_bad_bitmap], 1,
+		"SIN's own taken out of a sum without it");
+	cr_expect_eq(ch->down, 0);
+	/* a part of what it sent */
+	p = with_values(partial(LON, 0, (B(9) - 1) & ~B(SIN) & ~B(HKG), true), 0, v);
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_bad_bitmap], 2);
+	/* nothing sent up yet: the result cannot hold any of the subtree */
+	ch->have = B(SIN);
+	ch->up = false;
+	p = with_values(partial(LON, 0, B(LON) | B(SIN), true), 0, v);
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_bad_bitmap], 3);
+	cr_expect_eq(ch->down, 0);
+	cr_expect_not(ch->up);
+	edge_free();
+}
