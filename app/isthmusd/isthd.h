@@ -141,7 +141,9 @@ enum {
 		"already, " \
 		"or a second result") \
 	X(tree_overlap, "PARTIAL up whose bitmap overlaps contributors summed already") \
-	X(tree_late, "tree contribution after its chunk went on (complete, or its cutoff)") \
+	X(tree_late, \
+		"tree contribution after its chunk went on (complete, or its cutoff), or a " \
+		"result after the round ended without it") \
 	X(tree_no_room, "no mbuf for a PARTIAL or a tree AGG, or the tree AGG ring full") \
 	X(worker_ring_full, \
 		"several workers: a ring between workers was full (to a chunk's or a peer's " \

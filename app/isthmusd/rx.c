@@ -112,7 +112,12 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 	}
 	/* a tree round: summed here, up the chunk's tree (tree.c) */
 	if (unlikely(isthd_tree_round(&d->tree, p->hdr.round) != NULL)) {
-		isthd_tree_island_data(w, m, p);
+		/* summed: taken from the island, as a clique round's paced DATA */
+		if (isthd_tree_island_data(w, m, p)) {
+			isth_ctr_add(&w->st.data_in, 1);
+			isth_ctr_add(&w->st.data_in_bytes, p->payload_size);
+			isth_ctr_add(&w->st.host[host][ISTHD_HOST_data_in], 1);
+		}
 		return;
 	}
 	to_msg(m, p);

@@ -571,8 +571,9 @@ isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 	node = &tb->t[p->hdr.chunk % tb->n_trees];
 	ch = chunk_of(d, p->hdr.round, p->hdr.chunk, &acc);
 	if (unlikely(ch == NULL || ch->down != 0)) {
-		isth_ctr_add(
-			&w->st.drop[ch == NULL ? ISTHD_DROP_round_late : ISTHD_DROP_tree_duplicate],
+		isth_ctr_add(&w->st.drop[ch == NULL     ? ISTHD_DROP_round_late
+					     : ch->fell ? ISTHD_DROP_tree_late
+							: ISTHD_DROP_tree_duplicate],
 			1);
 		return;
 	}
@@ -632,6 +633,7 @@ fallback(struct isthd_worker *w, uint64_t r)
 			continue;
 		ch->up = true;
 		ch->down = ch->have;
+		ch->fell = true; /* a result after it is late, not a second one */
 		isth_ctr_add(&w->st.tree_fallback, 1);
 		to_island(w, r, c, ch->have,
 			d->shape.dtype != ISTH_WIRE_DTYPE_NONE ? d->shape.dtype : ch->dtype, acc,

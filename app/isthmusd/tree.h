@@ -61,6 +61,7 @@ struct isthd_tree_chunk {
 	uint64_t down; /* the result's contributors handed to the island, 0: none yet */
 	bool up; /* sent on (to the parent; the root: its result down); closed */
 	bool cut; /* its cutoff passed with nothing in: what comes goes on at once */
+	bool fell; /* the round ended without a result: the subtree's sum to the island */
 	uint8_t dtype; /* of its first contribution */
 };
 

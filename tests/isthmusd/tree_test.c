@@ -337,3 +337,25 @@ Test(isthmusd_tree, result_down_bitmap)
 	cr_expect_not(ch->up);
 	edge_free();
 }
+
+/* A result after the round's end (the island had its subtree's sum) is
+ * late; a second result is a duplicate. */
+Test(isthmusd_tree, result_after_fallback_is_late)
+{
+	static const float v[ELEMS] = {1, 2, 3, 4};
+	struct isth_wire_pkt p = with_values(partial(LON, 0, B(9) - 1, true), 0, v);
+	struct isthd_tree_chunk *ch;
+
+	edge_with_state(SIN);
+	ch = &d.tree.chunk[0];
+	ch->round1 = 1;
+	ch->have = ch->down = B(SIN) | B(TYO);
+	ch->up = ch->fell = true;
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_late], 1);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_duplicate], 0);
+	ch->fell = false;
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_duplicate], 1);
+	edge_free();
+}
