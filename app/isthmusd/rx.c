@@ -194,9 +194,14 @@ access_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 			continue;
 		}
 		/* DATA and NACKs only from the island's configured addresses
-		 * (island_ip, or one of island_hosts) */
+		 * (island_ip, or one of island_hosts). Several hosts run with
+		 * auth off: the host's MAC too, so that one host cannot send
+		 * in another's name by its IP alone. */
 		host = isthd_island_host_of(d, p->addr.src_ip);
-		if (unlikely(host < 0)) {
+		if (unlikely(host < 0 ||
+			    (d->cfg.n_island_hosts > 1 &&
+				    memcmp(p->addr.src_mac, d->cfg.island_hosts[host].mac, 6) !=
+					    0))) {
 			drop(w, m, ISTHD_DROP_access_bad_source);
 			continue;
 		}
