@@ -377,7 +377,7 @@ to_peer(struct isthd_worker *w, unsigned int s, const struct rte_mbuf *msg)
 {
 	struct isthd *d = w->d;
 	const struct isthd_peer *peer = d->peer_of[s];
-	struct rte_mbuf *f = peer != NULL ? isthd_repair_frame_to_peer(d, w->eng, peer, msg) : NULL;
+	struct rte_mbuf *f = peer != NULL ? isthd_frame_to_peer(d, w->eng, peer, msg, 0) : NULL;
 
 	if (unlikely(f == NULL)) {
 		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_no_room], 1);
