@@ -132,13 +132,18 @@ enum {
 	X(tree_not_parent, \
 		"tree result down from an edge that is not this edge's parent in the chunk's " \
 		"tree") \
-	X(tree_bad_bitmap, "PARTIAL up whose bitmap names islands outside its sender's subtree") \
+	X(tree_bad_bitmap, \
+		"PARTIAL up whose bitmap names islands outside its sender's subtree, or a " \
+		"result down naming of this edge's subtree neither what it sent up nor " \
+		"nothing") \
 	X(tree_duplicate, \
 		"tree contribution (island DATA, PARTIAL) whose contributors are all summed " \
 		"already, " \
 		"or a second result") \
 	X(tree_overlap, "PARTIAL up whose bitmap overlaps contributors summed already") \
-	X(tree_late, "tree contribution after its chunk went on (complete, or its cutoff)") \
+	X(tree_late, \
+		"tree contribution after its chunk went on (complete, or its cutoff), or a " \
+		"result after the round ended without it") \
 	X(tree_no_room, "no mbuf for a PARTIAL or a tree AGG, or the tree AGG ring full") \
 	X(worker_ring_full, \
 		"several workers: a ring between workers was full (to a chunk's or a peer's " \

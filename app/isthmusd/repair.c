@@ -281,6 +281,13 @@ struct rte_mbuf *
 isthd_repair_frame_to_peer(struct isthd *d, struct isth_auth_engine *eng,
 	const struct isthd_peer *peer, const struct rte_mbuf *msg)
 {
+	return isthd_frame_to_peer(d, eng, peer, msg, d->cfg.wan_repair_dscp);
+}
+
+struct rte_mbuf *
+isthd_frame_to_peer(struct isthd *d, struct isth_auth_engine *eng, const struct isthd_peer *peer,
+	const struct rte_mbuf *msg, uint8_t dscp)
+{
 	uint32_t len = rte_pktmbuf_pkt_len(msg), cap, room;
 	struct isth_wire_addr a;
 	const void *src;
@@ -297,10 +304,11 @@ isthd_repair_frame_to_peer(struct isthd *d, struct isth_auth_engine *eng,
 	a.dst_ip = peer->ip;
 	a.src_port = d->cfg.udp_port;
 	a.dst_port = peer->port;
-	/* [wan] repair_dscp (EF): a WAN with a priority class sends repairs
-	 * and NACKs ahead of the DATA queued at its bottlenecks, so that a
-	 * repair's round trip is the path's, not its queue's */
-	a.dscp = d->cfg.wan_repair_dscp;
+	/* repairs and NACKs: [wan] repair_dscp (EF), so that a WAN with a
+	 * priority class sends them ahead of the DATA queued at its
+	 * bottlenecks; tree PARTIALs: 0, as DATA (they are the round's data:
+	 * a priority class sized for repairs would drop a cutoff's burst) */
+	a.dscp = dscp;
 	hs = isth_wire_frame_hdr_size(&a);
 	/* auth on: sealed here for this peer alone, a tag list of one (a
 	 * NACK gains it, a kept DATA's list of the round's peers is replaced) */

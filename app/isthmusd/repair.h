@@ -215,8 +215,12 @@ int isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v,
  * that publish without the rest of repair). 0 or -ENOMEM. */
 int isthd_repair_tables_init(struct isthd *d);
 /* A linear frame to a peer edge carrying @msg, UDP-checksummed, sealed
- * (auth on) with the calling worker's engine @eng (repairs and NACKs to
- * peers). NULL: no mbuf, too long, or the seal failed. */
+ * (auth on) with the calling worker's engine @eng, marked DSCP @dscp.
+ * NULL: no mbuf, too long, or the seal failed. */
+struct rte_mbuf *isthd_frame_to_peer(struct isthd *d, struct isth_auth_engine *eng,
+	const struct isthd_peer *peer, const struct rte_mbuf *msg, uint8_t dscp);
+/* isthd_frame_to_peer() marked [wan] repair_dscp: repairs and NACKs to
+ * peers, which a WAN's priority class sends ahead of queued DATA. */
 struct rte_mbuf *isthd_repair_frame_to_peer(struct isthd *d, struct isth_auth_engine *eng,
 	const struct isthd_peer *peer, const struct rte_mbuf *msg);
 /* Worker @w: keep the island's DATA its pacer released, for its peers'

@@ -112,7 +112,12 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 	}
 	/* a tree round: summed here, up the chunk's tree (tree.c) */
 	if (unlikely(isthd_tree_round(&d->tree, p->hdr.round) != NULL)) {
-		isthd_tree_island_data(w, m, p);
+		/* summed: taken from the island, as a clique round's paced DATA */
+		if (isthd_tree_island_data(w, m, p)) {
+			isth_ctr_add(&w->st.data_in, 1);
+			isth_ctr_add(&w->st.data_in_bytes, p->payload_size);
+			isth_ctr_add(&w->st.host[host][ISTHD_HOST_data_in], 1);
+		}
 		return;
 	}
 	to_msg(m, p);
@@ -189,9 +194,14 @@ access_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 			continue;
 		}
 		/* DATA and NACKs only from the island's configured addresses
-		 * (island_ip, or one of island_hosts) */
+		 * (island_ip, or one of island_hosts). Several hosts run with
+		 * auth off: the host's MAC too, so that one host cannot send
+		 * in another's name by its IP alone. */
 		host = isthd_island_host_of(d, p->addr.src_ip);
-		if (unlikely(host < 0)) {
+		if (unlikely(host < 0 ||
+			    (d->cfg.n_island_hosts > 1 &&
+				    memcmp(p->addr.src_mac, d->cfg.island_hosts[host].mac, 6) !=
+					    0))) {
 			drop(w, m, ISTHD_DROP_access_bad_source);
 			continue;
 		}
@@ -418,20 +428,10 @@ wan_data_refusal(const struct isthd *d, const struct isth_wire_pkt *p, uint64_t 
 static inline enum isthd_drop
 data_values(const struct isthd *d, const struct isth_wire_pkt *p)
 {
-	enum isthd_drop why;
+	enum isthd_drop why = isthd_values_refusal(&d->cfg, p, 1);
 
-	if (likely(!d->cfg.agg_max_abs_on)) {
-		if (likely(isth_agg_finite(p->hdr.dtype, p->payload, p->hdr.count)))
-			return ISTHD_DROP_MAX;
-		why = ISTHD_DROP_data_nonfinite;
-	} else {
-		if (likely(isth_agg_within(
-			    p->hdr.dtype, p->payload, p->hdr.count, d->cfg.agg_max_abs)))
-			return ISTHD_DROP_MAX;
-		why = isth_agg_finite(p->hdr.dtype, p->payload, p->hdr.count)
-			? ISTHD_DROP_data_too_large
-			: ISTHD_DROP_data_nonfinite;
-	}
+	if (likely(why == ISTHD_DROP_MAX))
+		return why;
 	ISTHD_REPAIR_TRACE(d, "%s r %u s %u c %u seq %" PRIu64,
 		why == ISTHD_DROP_data_nonfinite ? "data_nonfinite" : "data_too_large",
 		p->hdr.round, p->hdr.sender, p->hdr.chunk, (uint64_t)p->hdr.seq);
@@ -447,8 +447,14 @@ wan_partial(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 {
 	enum isthd_drop why = wan_data_refusal(w->d, p, pub);
 
+	/* wan_data_refusal leaves the round to the device's verdict when the
+	 * device verifies, but only DATA goes to the device (auth_dev.c): a
+	 * PARTIAL's round is checked here whoever verified its tag */
+	if (likely(why == ISTHD_DROP_MAX) && w->d->auth.dev_verify)
+		why = isthd_wan_round_refusal(w->d, p->hdr.round, pub);
+	/* a sum of its bitmap's islands: max_abs scaled (tree.c) */
 	if (likely(why == ISTHD_DROP_MAX))
-		why = data_values(w->d, p);
+		why = isthd_tree_values(w->d, p);
 	if (likely(why == ISTHD_DROP_MAX))
 		why = isthd_tree_admit(w->d, p);
 	if (likely(why == ISTHD_DROP_MAX))

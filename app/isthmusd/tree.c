@@ -169,6 +169,15 @@ isthd_tree_setup(struct isthd *d, char *err, size_t err_size)
 	rc = isthd_tree_tables(d->sched, d->island, &tr->rounds, &tr->n_rounds, err, err_size);
 	if (rc < 0 || tr->n_rounds == 0)
 		return rc;
+	/* worker.c (agg_prepare) takes every AGG as sealed by the device when
+	 * it seals; the tree's AGGs never pass it. (Today auth.c refuses
+	 * fpga with auth on, so this guards a device that learns tag lists.) */
+	if (d->auth.dev_seal) {
+		snprintf(err, err_size,
+			"tree rounds: the schedule has trees, and the device seals the AGGs "
+			"([isthmusd] backend = fpga, [auth] mode = on): use backend = sw");
+		return -ENOTSUP;
+	}
 	tr->all = d->n_islands >= 64 ? UINT64_MAX : bit(d->n_islands) - 1;
 
 	tr->slot_bytes = RTE_ALIGN_CEIL((uint32_t)d->lim.max_elems * 4u, 64u);
@@ -368,7 +377,7 @@ to_peer(struct isthd_worker *w, unsigned int s, const struct rte_mbuf *msg)
 {
 	struct isthd *d = w->d;
 	const struct isthd_peer *peer = d->peer_of[s];
-	struct rte_mbuf *f = peer != NULL ? isthd_repair_frame_to_peer(d, w->eng, peer, msg) : NULL;
+	struct rte_mbuf *f = peer != NULL ? isthd_frame_to_peer(d, w->eng, peer, msg, 0) : NULL;
 
 	if (unlikely(f == NULL)) {
 		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_no_room], 1);
@@ -499,12 +508,28 @@ sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm)
 	return true;
 }
 
-void
+bool
 isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p)
 {
-	if (sum_up(w, p, bit(w->d->island)))
+	/* as a clique round's peer DATA: one island's NaN would poison its
+	 * subtree's sum and the root's result */
+	enum isthd_drop why = isthd_values_refusal(&w->d->cfg, p, 1);
+	bool summed = false;
+
+	if (unlikely(why != ISTHD_DROP_MAX))
+		isth_ctr_add(&w->st.drop[why], 1);
+	else if (sum_up(w, p, bit(w->d->island)))
+		summed = true;
+	if (summed)
 		isth_ctr_add(&w->st.tree_data, 1);
 	rte_pktmbuf_free(m);
+	return summed;
+}
+
+enum isthd_drop
+isthd_tree_values(const struct isthd *d, const struct isth_wire_pkt *p)
+{
+	return isthd_values_refusal(&d->cfg, p, (unsigned int)__builtin_popcountll(p->hdr.bitmap));
 }
 
 enum isthd_drop
@@ -533,7 +558,9 @@ isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 {
 	struct isthd *d = w->d;
 	const struct isthd_tree_round *tb = isthd_tree_round(&d->tree, p->hdr.round);
+	const struct isthd_tree_node *node;
 	struct isthd_tree_chunk *ch;
+	uint64_t sent;
 	uint8_t *acc;
 
 	isth_ctr_add(&w->st.tree_in, 1);
@@ -541,18 +568,30 @@ isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 		sum_up(w, p, p->hdr.bitmap);
 		return;
 	}
+	node = &tb->t[p->hdr.chunk % tb->n_trees];
 	ch = chunk_of(d, p->hdr.round, p->hdr.chunk, &acc);
 	if (unlikely(ch == NULL || ch->down != 0)) {
-		isth_ctr_add(
-			&w->st.drop[ch == NULL ? ISTHD_DROP_round_late : ISTHD_DROP_tree_duplicate],
+		isth_ctr_add(&w->st.drop[ch == NULL     ? ISTHD_DROP_round_late
+					     : ch->fell ? ISTHD_DROP_tree_late
+							: ISTHD_DROP_tree_duplicate],
 			1);
+		return;
+	}
+	/* Of this edge's subtree the result holds what this edge sent up, or
+	 * nothing (that PARTIAL lost, or never sent): anything else is not a
+	 * sum it can hand on, and the island's own values (taken out of its
+	 * AGG when the bitmap names it) would be taken out of a sum without
+	 * them. */
+	sent = ch->up ? ch->have : 0;
+	if (unlikely((p->hdr.bitmap & node->sub) != 0 && (p->hdr.bitmap & node->sub) != sent)) {
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_bad_bitmap], 1);
 		return;
 	}
 	/* closed: nothing more goes up once the result came down */
 	ch->up = true;
 	ch->down = p->hdr.bitmap;
-	result_down(w, &tb->t[p->hdr.chunk % tb->n_trees], p->hdr.round, p->hdr.chunk,
-		p->hdr.bitmap, p->hdr.dtype, NULL, p->payload, own_of(&d->tree, acc));
+	result_down(w, node, p->hdr.round, p->hdr.chunk, p->hdr.bitmap, p->hdr.dtype, NULL,
+		p->payload, own_of(&d->tree, acc));
 }
 
 /* Tree @t of round @r: its cutoff at this edge passed. What its chunks
@@ -594,6 +633,7 @@ fallback(struct isthd_worker *w, uint64_t r)
 			continue;
 		ch->up = true;
 		ch->down = ch->have;
+		ch->fell = true; /* a result after it is late, not a second one */
 		isth_ctr_add(&w->st.tree_fallback, 1);
 		to_island(w, r, c, ch->have,
 			d->shape.dtype != ISTH_WIRE_DTYPE_NONE ? d->shape.dtype : ch->dtype, acc,

@@ -61,6 +61,7 @@ struct isthd_tree_chunk {
 	uint64_t down; /* the result's contributors handed to the island, 0: none yet */
 	bool up; /* sent on (to the parent; the root: its result down); closed */
 	bool cut; /* its cutoff passed with nothing in: what comes goes on at once */
+	bool fell; /* the round ended without a result: the subtree's sum to the island */
 	uint8_t dtype; /* of its first contribution */
 };
 
@@ -116,10 +117,36 @@ isthd_tree_round(const struct isthd_tree *tr, uint64_t r)
 	return tb->n_trees ? tb : NULL;
 }
 
-/* The RX worker: island DATA @p of a tree round (admitted, verified):
- * summed into its chunk. Takes @m. */
-void
+/*
+ * Why the values of DATA or PARTIAL @p, a sum of @n islands' values, are
+ * refused (ISTHD_DROP_MAX: not): a NaN or an infinity (fp32, bf16) would
+ * poison every sum it reaches; with [agg] max_abs (a bound on one island's
+ * elements), an element above @n x max_abs. One vectorised pass (lib/agg);
+ * only a refused payload is read again to name the reason. rx.c, tree.c.
+ */
+static inline enum isthd_drop
+isthd_values_refusal(const struct isthd_config *cfg, const struct isth_wire_pkt *p, unsigned int n)
+{
+	if (likely(!cfg->agg_max_abs_on))
+		return likely(isth_agg_finite(p->hdr.dtype, p->payload, p->hdr.count))
+			? ISTHD_DROP_MAX
+			: ISTHD_DROP_data_nonfinite;
+	if (likely(isth_agg_within(
+		    p->hdr.dtype, p->payload, p->hdr.count, cfg->agg_max_abs * (float)n)))
+		return ISTHD_DROP_MAX;
+	return isth_agg_finite(p->hdr.dtype, p->payload, p->hdr.count) ? ISTHD_DROP_data_too_large
+								       : ISTHD_DROP_data_nonfinite;
+}
+
+/* The RX worker: island DATA @p of a tree round (admitted, verified): its
+ * values checked as a peer's DATA (isthd_values_refusal, counted), then
+ * summed into its chunk. Takes @m. true: summed. */
+bool
 isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p);
+/* Why PARTIAL @p's values are refused (ISTHD_DROP_MAX: not): a NaN or an
+ * infinity, or, [agg] max_abs set, an element above max_abs x the islands
+ * its bitmap sums (max_abs bounds one island's DATA; a PARTIAL is a sum). */
+enum isthd_drop isthd_tree_values(const struct isthd *d, const struct isth_wire_pkt *p);
 /* The RX worker: why PARTIAL @p (parsed, its tag verified, its round and
  * shape the aggregator's) is refused by the trees, without side effects:
  * ISTHD_DROP_MAX if its sender may send it. */

@@ -5,6 +5,7 @@
  * expected subtrees, depths and children are worked out here by hand from
  * the file's three parent lists (the comments), not by the code tested.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@ enum { NYC, CHI, LAX, LON, AMS, FRA, TYO, SIN, HKG };
 
 /* static: struct isthd holds every worker */
 static struct isthd d;
+static struct isthd_worker w;
 
 static struct isth_sched *
 load(void)
@@ -193,4 +195,167 @@ Test(isthmusd_tree, clique_rounds_and_reload)
 	cr_expect_eq(isthd_tree_admit(&d, &p), ISTHD_DROP_tree_not_tree);
 	isth_sched_free(s);
 	free(text);
+}
+
+#define ELEMS 4
+#define CHUNKS 3
+
+/* Edge @self with chunk state as isthd_tree_setup sets it up (without the
+ * AGG ring and the mbuf pool: nothing below may send), fp32 chunks of
+ * ELEMS elements. */
+static void
+edge_with_state(int self)
+{
+	edge_of(self);
+	memset(&w, 0, sizeof(w));
+	w.d = &d;
+	d.shape.n_chunks = CHUNKS;
+	d.shape.chunk_elems = ELEMS;
+	d.shape.last_elems = ELEMS;
+	d.shape.dtype = ISTH_WIRE_DTYPE_FP32;
+	d.tree.slot_bytes = 64;
+	cr_assert_eq(isth_agg_kernels_get(ISTH_AGG_KERNEL_AUTO, &d.tree.k), 0);
+	d.tree.chunk = calloc(ISTHD_TREE_SLOTS * CHUNKS, sizeof(*d.tree.chunk));
+	d.tree.acc = calloc(ISTHD_TREE_SLOTS * CHUNKS, d.tree.slot_bytes);
+	d.tree.own = calloc(ISTHD_TREE_SLOTS * CHUNKS, d.tree.slot_bytes);
+	cr_assert(d.tree.chunk != NULL && d.tree.acc != NULL && d.tree.own != NULL);
+}
+
+static void
+edge_free(void)
+{
+	free(d.tree.chunk);
+	free(d.tree.acc);
+	free(d.tree.own);
+	free(d.tree.rounds);
+}
+
+/* fp32 DATA or PARTIAL of chunk @chunk, round 0, elements @v */
+static struct isth_wire_pkt
+with_values(struct isth_wire_pkt p, uint32_t chunk, const float *v)
+{
+	p.hdr.dtype = ISTH_WIRE_DTYPE_FP32;
+	p.hdr.chunk = chunk;
+	p.hdr.count = ELEMS;
+	p.payload = (const uint8_t *)v;
+	p.payload_size = ELEMS * sizeof(float);
+	return p;
+}
+
+/* The island's DATA of a tree round: a NaN or an element above max_abs is
+ * refused (counted) and summed into nothing; finite DATA is summed. SIN,
+ * tree 0 (chunk 0): SIN has children, so its own DATA alone sends nothing. */
+Test(isthmusd_tree, island_data_values)
+{
+	static const float bad[ELEMS] = {1, NAN, 2, 3}, big[ELEMS] = {1, 2, 300, 4};
+	static const float good[ELEMS] = {1, 2, 3, 4};
+	struct isth_wire_pkt p;
+
+	edge_with_state(SIN);
+	p = with_values(partial(SIN, 0, 0, false), 0, bad);
+	p.hdr.type = ISTH_WIRE_DATA;
+	cr_expect_not(isthd_tree_island_data(&w, NULL, &p));
+	cr_expect_eq(w.st.drop[ISTHD_DROP_data_nonfinite], 1);
+	cr_expect_eq(d.tree.chunk[0].have, 0, "a NaN summed into the subtree");
+
+	d.cfg.agg_max_abs_on = true;
+	d.cfg.agg_max_abs = 100;
+	p = with_values(p, 0, big);
+	cr_expect_not(isthd_tree_island_data(&w, NULL, &p));
+	cr_expect_eq(w.st.drop[ISTHD_DROP_data_too_large], 1);
+	cr_expect_eq(d.tree.chunk[0].have, 0);
+
+	p = with_values(p, 0, good);
+	cr_expect(isthd_tree_island_data(&w, NULL, &p));
+	cr_expect_eq(d.tree.chunk[0].have, B(SIN));
+	cr_expect_eq(w.st.tree_data, 1);
+	edge_free();
+}
+
+/* [agg] max_abs bounds one island's elements; a PARTIAL (up, or a result
+ * down) is the sum of its bitmap's islands: bounded by max_abs x that
+ * many, and never NaN or infinite. */
+Test(isthmusd_tree, partial_values)
+{
+	static const float three[ELEMS] = {250, -290, 1, 0}, nan[ELEMS] = {1, NAN, 0, 0};
+	static const float inf[ELEMS] = {INFINITY, 0, 0, 0};
+	struct isth_wire_pkt p;
+
+	memset(&d, 0, sizeof(d));
+	d.cfg.agg_max_abs_on = true;
+	d.cfg.agg_max_abs = 100;
+	/* 290 <= 3 x 100: three islands' sum, up and down */
+	p = with_values(partial(LON, 2, B(LON) | B(AMS) | B(FRA), false), 2, three);
+	cr_expect_eq(isthd_tree_values(&d, &p), ISTHD_DROP_MAX);
+	p = with_values(partial(LON, 0, B(9) - 1, true), 0, three);
+	cr_expect_eq(isthd_tree_values(&d, &p), ISTHD_DROP_MAX);
+	/* 290 > 2 x 100 */
+	p = with_values(partial(LON, 2, B(AMS) | B(FRA), false), 2, three);
+	cr_expect_eq(isthd_tree_values(&d, &p), ISTHD_DROP_data_too_large);
+	p = with_values(partial(LON, 2, B(9) - 1, true), 2, nan);
+	cr_expect_eq(isthd_tree_values(&d, &p), ISTHD_DROP_data_nonfinite);
+	d.cfg.agg_max_abs_on = false;
+	p = with_values(partial(TYO, 0, B(TYO), false), 0, inf);
+	cr_expect_eq(isthd_tree_values(&d, &p), ISTHD_DROP_data_nonfinite);
+	p = with_values(partial(TYO, 0, B(TYO), false), 0, three);
+	cr_expect_eq(isthd_tree_values(&d, &p), ISTHD_DROP_MAX);
+}
+
+/* A result down names of this edge's subtree what the edge sent up, or
+ * none of it (its PARTIAL lost): anything else is refused before the
+ * island's own values are taken out of it. SIN, tree 0 (chunk 0): parent
+ * LON, subtree SIN, TYO, HKG. Refusals only: a result taken is sent on,
+ * which needs the mbuf pool this test has not. */
+Test(isthmusd_tree, result_down_bitmap)
+{
+	static const float v[ELEMS] = {1, 2, 3, 4};
+	struct isthd_tree_chunk *ch;
+	struct isth_wire_pkt p;
+
+	edge_with_state(SIN);
+	ch = &d.tree.chunk[0]; /* round 0, chunk 0 */
+	ch->round1 = 1;
+	/* sent up TYO and HKG without SIN's own (its DATA missed the cutoff) */
+	ch->have = B(TYO) | B(HKG);
+	ch->up = true;
+	p = with_values(partial(LON, 0, B(9) - 1, true), 0, v);
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_bad_bitmap], 1,
+		"SIN's own taken out of a sum without it");
+	cr_expect_eq(ch->down, 0);
+	/* a part of what it sent */
+	p = with_values(partial(LON, 0, (B(9) - 1) & ~B(SIN) & ~B(HKG), true), 0, v);
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_bad_bitmap], 2);
+	/* nothing sent up yet: the result cannot hold any of the subtree */
+	ch->have = B(SIN);
+	ch->up = false;
+	p = with_values(partial(LON, 0, B(LON) | B(SIN), true), 0, v);
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_bad_bitmap], 3);
+	cr_expect_eq(ch->down, 0);
+	cr_expect_not(ch->up);
+	edge_free();
+}
+
+/* A result after the round's end (the island had its subtree's sum) is
+ * late; a second result is a duplicate. */
+Test(isthmusd_tree, result_after_fallback_is_late)
+{
+	static const float v[ELEMS] = {1, 2, 3, 4};
+	struct isth_wire_pkt p = with_values(partial(LON, 0, B(9) - 1, true), 0, v);
+	struct isthd_tree_chunk *ch;
+
+	edge_with_state(SIN);
+	ch = &d.tree.chunk[0];
+	ch->round1 = 1;
+	ch->have = ch->down = B(SIN) | B(TYO);
+	ch->up = ch->fell = true;
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_late], 1);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_duplicate], 0);
+	ch->fell = false;
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_duplicate], 1);
+	edge_free();
 }
