@@ -384,6 +384,15 @@ const char *isthd_host_counter_name(unsigned int i);
 void isthd_host_stats(const struct isthd *d, unsigned int host, uint64_t v[ISTHD_N_HOST_COUNTERS]);
 void isthd_host_chunks(const struct isthd *d, unsigned int host, uint32_t *first, uint32_t *n);
 
+/* Bytes of a chunk as the schedule's payload counts them: max_elems
+ * elements of the job's type (shape.elem_bytes, set by isthd_prepare; a
+ * daemon assembled without it, as unit tests do, counts 4-byte ones). */
+static inline uint64_t
+isthd_chunk_bytes(const struct isthd *d)
+{
+	return (uint64_t)d->lim.max_elems * (d->shape.elem_bytes ? d->shape.elem_bytes : 4u);
+}
+
 /* Any worker: round @r's repair table, or NULL if not published; valid until
  * its next quiescent state (doc/isthmusd.md, "Round tables"). */
 static inline const struct isthd_repair_round *

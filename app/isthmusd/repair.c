@@ -27,8 +27,7 @@ int
 isthd_repair_init(struct isthd *d, char *err, size_t err_size)
 {
 	struct isthd_repair *rp = &d->rep;
-	/* a chunk's bytes as planned: elements of the job's type (setup.c) */
-	uint64_t chunk_bytes = (uint64_t)d->lim.max_elems * d->shape.elem_bytes;
+	uint64_t chunk_bytes = isthd_chunk_bytes(d);
 
 	rp->n_chunks =
 		(uint32_t)((isth_sched_payload_bytes(d->sched) + chunk_bytes - 1) / chunk_bytes);
@@ -219,7 +218,7 @@ isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v, uin
 {
 	struct isthd_repair *rp = &d->rep;
 	uint64_t T = v->round_ns, bits = v->payload_bytes * 8;
-	uint64_t chunk_bits = (uint64_t)d->lim.max_elems * d->shape.elem_bytes * 8;
+	uint64_t chunk_bits = isthd_chunk_bytes(d) * 8;
 	struct isthd_repair_round *rt;
 	unsigned int i;
 

@@ -389,6 +389,7 @@ write_files(const char *cfg_path, const char *sched_path)
 		"[access]\nport = net_ring_access\nip = 10.10.0.1\n"
 		"island_ip = 10.10.0.2\nisland_mac = 02:00:00:00:00:02\n"
 		"[wan]\nport = net_ring_wan\nip = 10.0.0.1\n"
+		"replication = edge\n" /* frames counted per peer (unicast) */
 		"gateway_mac = 02:00:00:00:ff:01\n"
 		/* the egress runs: no unasked copies of a round's last
 		 * chunks 20 ms after it (they would leave during a later

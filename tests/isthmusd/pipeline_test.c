@@ -202,6 +202,9 @@ write_config(const char *path, const char *sched, uint64_t epoch)
 		"island_ip = 10.10.0.2\nisland_mac = 02:00:00:00:00:02\n"
 		"island_sockets = %u\n"
 		"[wan]\nport = net_ring_wan\nip = 10.0.0.1\n"
+		/* one unicast copy per peer: the fan-out is counted per peer
+		 * below (network replication, the default, sends one) */
+		"replication = edge\n"
 		/* the last-chance NACK copies are checked below */
 		"last_nack_copies = 2\n"
 		/* a chunk repaired to a peer 3 times a round at most (the

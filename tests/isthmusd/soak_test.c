@@ -382,6 +382,7 @@ write_files(const char *cfg, const char *sched_path, uint64_t epoch)
 		"[access]\nport = net_ring_access\nip = 10.10.0.1\n"
 		"island_ip = 10.10.0.2\nisland_mac = 02:00:00:00:00:02\n"
 		"[wan]\nport = net_ring_wan\nip = 10.0.0.1\nrepair_before = 1ms\n"
+		"replication = edge\n" /* DATA counted per peer (unicast) */
 		"gateway_mac = 02:00:00:00:ff:01\n"
 		"[peer B]\nip = 10.0.0.2\n[peer C]\nip = 10.0.0.3\n"
 		"[agg]\nmemory = 4Mi\ntimeout = 10ms\n"

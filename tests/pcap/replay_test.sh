@@ -76,6 +76,8 @@ island_mac = 02:00:00:00:00:02
 port = net_pcap0
 ip = 10.0.0.1
 gateway_mac = 02:00:00:00:ff:01
+# one unicast copy per peer, as the capture is checked
+replication = edge
 [peer B]
 ip = 10.0.0.2
 [peer C]
