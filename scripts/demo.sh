@@ -65,9 +65,9 @@ How to read this:
     costs per step and how idle it leaves the GPUs.
 
 Files: $OUT/table.txt, $OUT/plan.csv (memory sweep), $OUT/nine-city.sched
-(the schedule isthmusd loads; planned for network replication, the
-default of the planner, isthmusd and the testbed, which it records: an
-edge with [wan] replication = edge refuses it), $OUT/plots/*.png.
+(the schedule isthmusd loads; planned for the planner's default network
+replication, which it records: an edge runs it with [wan] replication =
+network, and one with edge replication refuses it), $OUT/plots/*.png.
 TXT
 ls "$OUT"/plots/*.png | sed "s/^/  plot: /"
 

@@ -83,14 +83,13 @@ Topology and schedule:
                           leaving F free for repairs; isthmus-wan keeps the
                           full capacity (default 0; not with a schedule file)
   --replication edge|network
-                          network (default, as isthmus-plan's and isthmusd's;
-                          the paper's): one copy of each DATA to the round's
+                          edge (default): each edge sends one unicast copy of
+                          its island's DATA per peer, needing nothing of the
+                          WAN; network (the paper's): one copy to the round's
                           WAN multicast group, replicated by isthmus-wan at
                           the branch points of the planned tree (group table
-                          generated from the schedule; doc/testbed.md);
-                          edge: one unicast copy per peer, needing nothing of
-                          the WAN. With a schedule file: its own
-                          'replication' line by default
+                          generated from the schedule; doc/testbed.md). With
+                          a schedule file: its own 'replication' line
   --queue-ms D            WAN link queues: D ms at the link's capacity (default
                           run: 1000; up: isthmus-wan's, 100)
   --prio-queue-ms D       a priority class on every WAN link for frames marked
@@ -464,12 +463,12 @@ fi
 [ -z "$METRICS_PORT" ] || { [[ "$METRICS_PORT" =~ ^[0-9]+$ ]] && [ "$METRICS_PORT" -le 65535 ]; } ||
 	die "--metrics-port: 0 to 65535"
 case "$ROUTING" in capacity|shortest) ;; *) die "--routing: capacity or shortest" ;; esac
-# The default: a schedule file's own 'replication' line, else network, as
-# isthmus-plan's and isthmusd's (isthmus-wan replicates, doc/testbed.md)
+# The default: a schedule file's own 'replication' line, else edge, as
+# isthmusd's [wan] replication (doc/planner.md, "Replication")
 if [ -z "$REPL" ] && [ -f "$SCHED" ]; then
 	REPL=$(awk '$1 == "replication" && NF == 2 { print $2; exit } $1 == "rounds" { exit }' "$SCHED")
 fi
-REPL=${REPL:-network}
+REPL=${REPL:-edge}
 case "$REPL" in edge|network) ;; *) die "--replication: edge or network" ;; esac
 if [ "$CMD" = run ]; then
 	ROUNDS=${ROUNDS:-5}

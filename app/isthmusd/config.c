@@ -253,10 +253,7 @@ read_wan(struct isth_conf *c, struct isthd_config *cfg)
 	cfg->wan_last_nack_copies = (unsigned int)v;
 	TRY(isth_conf_u64(c, "wan", "repair_attempts", false, 8, 1, 64, &v));
 	cfg->wan_repair_attempts = (unsigned int)v;
-	/* network by default, as isthmus-plan and the testbed: one copy of
-	 * each DATA to the round's group, replicated by the WAN (isthmus-wan
-	 * does); edge for a WAN that routes no multicast (doc/isthmusd.md) */
-	TRY(isth_conf_enum(c, "wan", "replication", false, 1, repl_names, &e));
+	TRY(isth_conf_enum(c, "wan", "replication", false, 0, repl_names, &e));
 	cfg->wan_repl_network = e == 1;
 	TRY(isth_conf_ipv4(
 		c, "wan", "group_base", false, ISTHD_GROUP_BASE_DEFAULT, &cfg->wan_group_base));

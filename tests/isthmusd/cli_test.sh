@@ -150,23 +150,21 @@ sed -i 's/^peak-bytes 0 67108865$/peak-bytes 0 67108864/' "$tmp/peak.sched"
 expect peak-fits 0 "island NYC (0 of 9)" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule "$tmp/peak.sched" --check --epoch now+1
 # A schedule says what it was planned for (doc/schedule-file.md, version 3):
-# planned for edge replication, run by example.conf's network replication
-# (the default: isthmusd's, the planner's and the testbed's),
+# planned for network replication, run by example.conf's edge replication,
 # it is refused, citing its line and the config key
-grep -qx 'replication network' "$sched" || { echo "FAIL: $sched: no 'replication network' line"; fail=1; }
-sed 's/^replication network$/replication edge/' "$sched" >"$tmp/edge.sched"
-line=$(grep -n '^replication edge$' "$tmp/edge.sched" | cut -d: -f1)
-expect repl-mismatch 2 "$tmp/edge.sched:$line: planned for replication edge, but [wan] replication = network in $EX" \
-	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule "$tmp/edge.sched" --check --epoch now+1
-# ... and run by an edge configured for edge replication, it is accepted
-sed 's/^# replication = network .*/replication = edge/' "$EX" >"$tmp/edge.conf"
-grep -qx 'replication = edge' "$tmp/edge.conf" || { echo "FAIL: example.conf: no '# replication = network' line"; fail=1; }
-expect repl-edge 0 "island NYC (0 of 9)" \
-	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/edge.conf" --schedule "$tmp/edge.sched" --check --epoch now+1
-expect repl-edge-refuses-network 2 "$sched:$line: planned for replication network, but [wan] replication = edge in $tmp/edge.conf" \
-	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/edge.conf" --check --epoch now+1
+grep -qx 'replication edge' "$sched" || { echo "FAIL: $sched: no 'replication edge' line"; fail=1; }
+sed 's/^replication edge$/replication network/' "$sched" >"$tmp/net.sched"
+line=$(grep -n '^replication network$' "$tmp/net.sched" | cut -d: -f1)
+expect repl-mismatch 2 "$tmp/net.sched:$line: planned for replication network, but [wan] replication = edge in $EX" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$EX" --schedule "$tmp/net.sched" --check --epoch now+1
+# ... and run by an edge configured for network replication, it is accepted
+sed 's/^# replication = edge .*/replication = network/' "$EX" >"$tmp/net.conf"
+expect repl-network 0 "island NYC (0 of 9)" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/net.conf" --schedule "$tmp/net.sched" --check --epoch now+1
+expect repl-network-refuses-edge 2 "$sched:$line: planned for replication edge, but [wan] replication = network in $tmp/net.conf" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/net.conf" --check --epoch now+1
 # planned for bf16 (2-byte elements), run by an fp32 edge: refused
-sed '/^replication network$/a dtype bf16' "$sched" >"$tmp/bf16.sched"
+sed '/^replication edge$/a dtype bf16' "$sched" >"$tmp/bf16.sched"
 line=$(grep -n '^dtype bf16$' "$tmp/bf16.sched" | cut -d: -f1)
 sed 's/^# dtype = any .*/dtype = fp32/' "$EX" >"$tmp/fp32.conf"
 expect dtype-mismatch 2 "$tmp/bf16.sched:$line: planned for dtype bf16 (2 B per element), but [isthmusd] dtype = fp32 (4 B) in $tmp/fp32.conf" \
@@ -195,7 +193,7 @@ expect dtype-any-bf16 0 "payload $P B a round: $(shape 2) (any), $(chunks 2) chu
 expect dtype-fp32 0 "payload $P B a round: $(shape 4) (fp32), $(chunks 4) chunks" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/fp32.conf" --check --epoch now+1
 # a bf16 edge refuses a file planned for fp32
-sed '/^replication network$/a dtype fp32' "$sched" >"$tmp/fp32.sched"
+sed '/^replication edge$/a dtype fp32' "$sched" >"$tmp/fp32.sched"
 line=$(grep -n '^dtype fp32$' "$tmp/fp32.sched" | cut -d: -f1)
 expect dtype-bf16-refuses-fp32 2 "$tmp/fp32.sched:$line: planned for dtype fp32 (4 B per element), but [isthmusd] dtype = bf16 (2 B) in $tmp/bf16.conf" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/bf16.conf" --schedule "$tmp/fp32.sched" --check --epoch now+1
@@ -218,7 +216,7 @@ expect bad-schedule 2 "nope.sched" \
 # (tx_queues 2, and the start line says so), on the WAN port too (worker k
 # sends the island's DATA to its peers: wan_tx_queues 2, w1_data_out).
 PREFIX=isth-cli-run-$$
-# Its schedule is a copy, replaced while it runs by one planned for edge
+# Its schedule is a copy, replaced while it runs by one planned for network
 # replication: the SIGHUP reload of it is refused, naming the line.
 cp "$sched" "$tmp/run.sched"
 sed -e 's/^port = 0 .*/port = net_null0/' -e 's/^port = 1$/port = net_null1/' \
@@ -260,9 +258,9 @@ print(out["/isthmus/round"]["island"], out["/isthmus/round"]["job"],
       "w1" if "w1_data_out" in out["/isthmus/workers"] else "no_w1_data_out")
 PY
 )
-cp "$tmp/edge.sched" "$tmp/run.sched.new" && mv "$tmp/run.sched.new" "$tmp/run.sched"
-line=$(grep -n '^replication edge$' "$tmp/run.sched" | cut -d: -f1)
-refused="reload refused: $tmp/run.sched:$line: planned for replication edge, but [wan] replication = network in $tmp/null.conf"
+cp "$tmp/net.sched" "$tmp/run.sched.new" && mv "$tmp/run.sched.new" "$tmp/run.sched"
+line=$(grep -n '^replication network$' "$tmp/run.sched" | cut -d: -f1)
+refused="reload refused: $tmp/run.sched:$line: planned for replication network, but [wan] replication = edge in $tmp/null.conf"
 kill -HUP "$pid" 2>/dev/null
 for _ in $(seq 100); do	# bounded wait on the condition: up to 10 s
 	grep -qF -- "$refused" "$tmp/run.out" && break

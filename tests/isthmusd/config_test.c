@@ -181,7 +181,7 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect_eq(
 		c.wan_repair_attempts, 8, "a chunk repaired to a peer 8 times a round at most");
 	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_NONE, "dtype unchecked by default");
-	cr_expect(c.wan_repl_network, "network replication by default, as isthmus-plan's");
+	cr_expect_not(c.wan_repl_network, "edge replication by default");
 	cr_expect_eq(c.wan_group_base, 0xefc00000u, "groups in 239.192.0.0/16 by default");
 	cr_assert_eq(isthd_config_parse(GOOD_HEAD "dtype = fp32\n" GOOD_TAIL "[auth]\nmode = off\n",
 			     "t.conf", &c, err, sizeof(err)),

@@ -115,7 +115,7 @@ detour)
 	       --replication network --keep "$keep/run")
 	detour=1 ;;
 detour-edge)
-	# The same 3 sites with edge replication (given: the default is network): the
+	# The same 3 sites with edge replication (the testbed's default): the
 	# planner's route greedy finds the detour here too (it kept
 	# the thin link before, T 291.5 ms, now 125.3 ms), and isthmus-wan
 	# follows it: nothing on A-B, each of A's DATA frames twice on A->C
