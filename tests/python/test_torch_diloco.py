@@ -434,7 +434,9 @@ def test_wait_is_synchronous_diloco():
     the parameters on the new anchor, one anchor on both islands; when the
     islands met in every round (both complete), the SGD reference's. (On a
     loaded machine one island may send to the next round; each then also
-    takes the other's round, and the anchors still agree.)"""
+    takes the other's round; a round one island's contribution reached
+    too late for the other then splits the anchors, the limit doc/torch.md
+    states, and the test says so as a skip instead of a pass.)"""
     N, n = 2, 300
     with LoopbackEdges(N, n, period=1.0) as edges:
         ss = _sessions(edges, N)
@@ -462,12 +464,16 @@ def test_wait_is_synchronous_diloco():
                 assert torch.allclose(xs[k], ds[k].anchor, rtol=0, atol=1e-6)
         for d in ds:
             d.flush(timeout=5)
-        assert torch.equal(ds[1].anchor, ds[0].anchor)
-        if all(d.stats["complete"] == d.stats["applied"] == 2 for d in ds):
-            want, _ = reference(x0, means, 0.7, 0.9)
-            assert torch.allclose(ds[0].anchor, want, rtol=0, atol=1e-5)
+        met = all(d.stats["complete"] == d.stats["applied"] == 2 for d in ds)
         for s in ss:
             s.close()
+    if not met:
+        pytest.skip("the islands did not meet in every round (loaded host): "
+                    "partial rounds split the anchors (doc/torch.md, 'Limit'); "
+                    "stats %r %r" % (ds[0].stats, ds[1].stats))
+    assert torch.equal(ds[1].anchor, ds[0].anchor)
+    want, _ = reference(x0, means, 0.7, 0.9)
+    assert torch.allclose(ds[0].anchor, want, rtol=0, atol=1e-5)
 
 
 def test_an_island_that_did_not_send_takes_its_peers_round():
