@@ -136,7 +136,8 @@ if [ "$TESTBED" = 1 ]; then
 			# the edges' payload is the accumulator's size: 4 bytes an
 			# element, whatever the dtype on the wire (doc/island.md)
 			# the edges admit DATA of the job's type only ([isthmusd]
-			# dtype): fp32, or any for bf16 (isthmusd names no bf16)
+			# dtype): fp32, or any for bf16 (an any edge reads this
+			# 4-byte-per-element payload; dtype bf16 would read 2)
 			local dt=any
 			printf '%s\n' "${ARGS[@]}" | grep -qx fp32 && dt=fp32
 			"$ROOT/scripts/testbed.sh" up --edges --schedule "$sched" --dtype "$dt" "${SCALE[@]}" \
