@@ -198,13 +198,15 @@ isth_conf_parse(const char *text, const char *name, char *err, size_t err_size)
 		buf = strndup(p, len);
 		if (buf == NULL)
 			goto free_conf;
-		s = isth_text_trim(buf);
-		if (*s == '\0' || *s == '#' || *s == ';')
-			continue;
-		if (memchr(buf, '\0', len) != NULL && strlen(buf) != len) {
+		/* Before trimming: isth_text_trim() writes a NUL over trailing
+		 * whitespace, which must not read as a NUL byte of the file. */
+		if (memchr(p, '\0', len) != NULL) {
 			rc = isth_text_seterr(err, err_size, name, line, 0, "NUL byte in line");
 			goto free_conf;
 		}
+		s = isth_text_trim(buf);
+		if (*s == '\0' || *s == '#' || *s == ';')
+			continue;
 		if (*s == '[')
 			rc = read_section(c, s, section, sizeof(section), line, err, err_size);
 		else

@@ -298,6 +298,21 @@ Test(conf, load_file_with_nul_refused)
 	unlink(path);
 }
 
+/* Trailing blanks are whitespace, not a NUL byte (the trim of a line
+ * must not be mistaken for a NUL in the file). */
+Test(conf, trailing_whitespace_accepted)
+{
+	char err[ISTH_CONF_ERR_SIZE] = "";
+	struct isth_conf *c;
+	uint64_t v;
+
+	c = isth_conf_parse("[a] \t\nk = 7  \t \n", "t.conf", err, sizeof(err));
+	cr_assert_not_null(c, "%s", err);
+	cr_expect_eq(isth_conf_u64(c, "a", "k", true, 0, 0, UINT64_MAX, &v), 0);
+	cr_expect_eq(v, 7);
+	isth_conf_free(c);
+}
+
 Test(conf, load_directory_refused)
 {
 	char err[ISTH_CONF_ERR_SIZE];
