@@ -229,13 +229,14 @@ isthd_tree_setup(struct isthd *d, char *err, size_t err_size)
 	tr->chunk = rte_zmalloc("isthd_tree_chunk", n * sizeof(*tr->chunk), RTE_CACHE_LINE_SIZE);
 	tr->acc = rte_zmalloc("isthd_tree_acc", acc, RTE_CACHE_LINE_SIZE);
 	tr->own = rte_zmalloc("isthd_tree_own", acc, RTE_CACHE_LINE_SIZE);
-	tr->pace_ids =
-		rte_zmalloc("isthd_tree_pace", n * sizeof(*tr->pace_ids), RTE_CACHE_LINE_SIZE);
+	tr->pace_words = (d->shape.n_chunks + 63) / 64;
+	tr->pace_ready = rte_zmalloc("isthd_tree_pace",
+		(size_t)ISTHD_TREE_SLOTS * tr->pace_words * sizeof(uint64_t), RTE_CACHE_LINE_SIZE);
 	snprintf(name, sizeof(name), "isthd_tree%u", created++);
 	/* a round's AGGs and the next's, before the emitter runs */
 	tr->agg = rte_ring_create(name, rte_align32pow2((uint32_t)d->shape.n_chunks * 2 + 64),
 		(int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (tr->chunk == NULL || tr->acc == NULL || tr->own == NULL || tr->pace_ids == NULL ||
+	if (tr->chunk == NULL || tr->acc == NULL || tr->own == NULL || tr->pace_ready == NULL ||
 		tr->agg == NULL) {
 		snprintf(err, err_size,
 			"tree rounds: 2 x %zu B of accumulators (%d rounds of %u chunks): no "
@@ -263,7 +264,7 @@ isthd_tree_fini(struct isthd *d)
 	rte_free(tr->chunk);
 	rte_free(tr->acc);
 	rte_free(tr->own);
-	rte_free(tr->pace_ids);
+	rte_free(tr->pace_ready);
 
 	free(tr->rounds);
 	memset(tr, 0, sizeof(*tr));
@@ -543,13 +544,16 @@ to_children(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t
 /*
  * Pace. What an edge starts on the WAN in a tree round (its PARTIALs up,
  * and at a root its results down) is one stream at its send line's rate,
- * from the round's start + its offset on, chunk after chunk in the order
- * they became ready (doc/schedule-file.md): the planner counted each tree
- * link's load at that rate, and the offsets align a chunk's parts at
- * every edge. Unpaced, a subtree complete early left at once, and the
- * WAN's queues held ~265 ms of PARTIALs (doc/isthmusd.md, "Tree
- * rounds"). A result passing down an edge goes on at once: its root
- * paced it. Ready chunks wait by round slot, an older round first.
+ * from the round's start + its offset on, chunk after chunk
+ * (doc/schedule-file.md): the planner counted each tree link's load at
+ * that rate, and the offsets align a chunk's parts at every edge.
+ * Unpaced, a subtree complete early left at once, and the WAN's queues
+ * held ~265 ms of PARTIALs (doc/isthmusd.md, "Tree rounds"). A result
+ * passing down an edge goes on at once: its root paced it. Ready chunks
+ * wait by round slot, an older round first, and in a round the lowest
+ * chunk first, as planned: in the order they became ready, a leaf's
+ * chunks of one tree (all ready at once) held up its chunks of another
+ * that waited for a child, past its parent's first cutoff.
  */
 
 /* Chunk @c of round @r is ready to go on: queued for the pace. */
@@ -560,19 +564,41 @@ pace_push(struct isthd_worker *w, uint64_t r, uint32_t c)
 	struct isthd_tree *tr = &d->tree;
 	unsigned int slot = (unsigned int)(r % ISTHD_TREE_SLOTS);
 	struct isthd_tree_pq *q = &tr->pq[slot];
+	uint64_t *bits = tr->pace_ready + (size_t)slot * tr->pace_words;
 
 	if (q->round1 != r + 1) {
 		/* a round four rounds older: what it never let go is moot */
-		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_unsent], q->head - q->tail);
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_unsent], q->n);
+		if (q->n)
+			memset(bits, 0, tr->pace_words * sizeof(*bits));
 		q->round1 = r + 1;
-		q->head = q->tail = 0;
+		q->n = 0;
+		q->lo = tr->pace_words;
 	}
 	/* a chunk becomes ready once a round (struct isthd_tree_chunk .up) */
-	if (unlikely(q->head >= d->shape.n_chunks)) {
-		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_no_room], 1);
-		return;
-	}
-	tr->pace_ids[(size_t)slot * d->shape.n_chunks + q->head++] = c;
+	bits[c / 64] |= 1ull << (c % 64);
+	q->n++;
+	if (c / 64 < q->lo)
+		q->lo = c / 64;
+}
+
+/* The lowest chunk ready in @q (slot @slot; not empty). */
+static inline uint32_t
+pace_lowest(struct isthd_tree *tr, struct isthd_tree_pq *q, unsigned int slot)
+{
+	const uint64_t *bits = tr->pace_ready + (size_t)slot * tr->pace_words;
+
+	while (bits[q->lo] == 0)
+		q->lo++;
+	return q->lo * 64u + (uint32_t)__builtin_ctzll(bits[q->lo]);
+}
+
+/* Chunk @c of @q (slot @slot) off the pace's bits. */
+static inline void
+pace_pop(struct isthd_tree *tr, struct isthd_tree_pq *q, unsigned int slot, uint32_t c)
+{
+	tr->pace_ready[(size_t)slot * tr->pace_words + c / 64] &= ~(1ull << (c % 64));
+	q->n--;
 }
 
 /* The round slot with the oldest round that has chunks queued, or NULL. */
@@ -582,7 +608,7 @@ pace_head(struct isthd_tree *tr)
 	struct isthd_tree_pq *q = NULL;
 
 	for (unsigned int i = 0; i < ISTHD_TREE_SLOTS; i++)
-		if (tr->pq[i].head != tr->pq[i].tail && (q == NULL || tr->pq[i].round1 < q->round1))
+		if (tr->pq[i].n != 0 && (q == NULL || tr->pq[i].round1 < q->round1))
 			q = &tr->pq[i];
 	return q;
 }
@@ -622,8 +648,9 @@ pace_release(struct isthd_worker *w, uint64_t now)
 
 	while ((q = pace_head(tr)) != NULL) {
 		uint64_t r = q->round1 - 1, start = d->clk.epoch_ns + r * d->clk.round_ns;
-		size_t i = (size_t)(r % ISTHD_TREE_SLOTS) * n_chunks;
-		uint32_t c = tr->pace_ids[i + q->tail];
+		unsigned int slot = (unsigned int)(r % ISTHD_TREE_SLOTS);
+		size_t i = (size_t)slot * n_chunks;
+		uint32_t c = pace_lowest(tr, q, slot);
 		const struct isthd_tree_round *tb = isthd_tree_round(tr, r);
 		const struct isthd_tree_node *node = &tb->t[c % tb->n_trees];
 		const struct isthd_tree_chunk *ch = &tr->chunk[i + c];
@@ -638,7 +665,7 @@ pace_release(struct isthd_worker *w, uint64_t now)
 			now >= start + d->clk.round_ns + d->cfg.agg_round_slack_ns ||
 			(node->parent >= 0 && (ch->down != 0 || ch->fell))) {
 			isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_unsent], 1);
-			q->tail++;
+			pace_pop(tr, q, slot, c);
 			n++;
 			continue;
 		}
@@ -648,7 +675,7 @@ pace_release(struct isthd_worker *w, uint64_t now)
 						: 1u) ||
 			!isthd_tree_pace_take(&tr->pace_t, start + tb->offset_ns, depth, cost, now))
 			break;
-		q->tail++;
+		pace_pop(tr, q, slot, c);
 		n++;
 		go_on(w, node, r, c, ch, dtype, tr->acc + (i + c) * tr->slot_bytes);
 	}

@@ -99,11 +99,12 @@ struct isthd_tree_cut {
 #define ISTHD_TREE_FINAL (1u << ISTHD_TREE_MAX)
 #define ISTHD_TREE_FIRST (1u << 16)
 
-/* Chunks of one round slot ready to go on, in the order they became
- * ready (ids in struct isthd_tree .pace_ids): the RX worker's. */
+/* Chunks of one round slot ready to go on: a bit per chunk (its words in
+ * struct isthd_tree .pace_ready), the lowest first. The RX worker's. */
 struct isthd_tree_pq {
 	uint64_t round1; /* round + 1 they are of (0: none yet) */
-	uint32_t head, tail; /* next free, oldest queued; at most n_chunks a round */
+	uint32_t lo; /* no bit set in the words below this one */
+	uint32_t n; /* bits set */
 };
 
 struct isthd_tree {
@@ -126,10 +127,11 @@ struct isthd_tree {
 	uint64_t next_cut; /* oldest round whose cutoffs are not all past, +1 (0: unset) */
 	uint64_t seq; /* auth on: next PARTIAL seq, a stream of its own */
 	/* the pace (tree.c, "Pace"): chunks ready to go on, by round slot,
-	 * [ISTHD_TREE_SLOTS * n_chunks] ids, and the bucket's empty instant
-	 * (ns, the edge's clock): one stream at the send line's rate */
+	 * [ISTHD_TREE_SLOTS * pace_words] words, and the bucket's empty
+	 * instant (ns, the edge's clock): one stream at the send line's rate */
 	struct isthd_tree_pq pq[ISTHD_TREE_SLOTS];
-	uint32_t *pace_ids;
+	uint64_t *pace_ready;
+	uint32_t pace_words; /* init: words of a slot's bits, n_chunks / 64 up */
 	uint64_t pace_t;
 	/* frames to peer edges staged for one TX burst a pass; what the
 	 * queue did not take stays for the next pass */
