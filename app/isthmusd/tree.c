@@ -653,7 +653,7 @@ pace_release(struct isthd_worker *w, uint64_t now)
 		uint32_t c = pace_lowest(tr, q, slot);
 		const struct isthd_tree_round *tb = isthd_tree_round(tr, r);
 		const struct isthd_tree_node *node = &tb->t[c % tb->n_trees];
-		const struct isthd_tree_chunk *ch = &tr->chunk[i + c];
+		struct isthd_tree_chunk *ch = &tr->chunk[i + c];
 		uint8_t dtype = d->shape.dtype != ISTH_WIRE_DTYPE_NONE ? d->shape.dtype : ch->dtype;
 		uint64_t size = isth_wire_dtype_size(dtype);
 		uint64_t cost = (c + 1 == n_chunks ? d->shape.last_elems : d->shape.chunk_elems) *
@@ -677,6 +677,7 @@ pace_release(struct isthd_worker *w, uint64_t now)
 			break;
 		pace_pop(tr, q, slot, c);
 		n++;
+		ch->gone = true;
 		go_on(w, node, r, c, ch, dtype, tr->acc + (i + c) * tr->slot_bytes);
 	}
 	return n;
@@ -691,6 +692,7 @@ send_on(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, 
 {
 	ch->up = true;
 	if (node->parent < 0) {
+		ch->gone = true; /* the island has it: every child gets the same */
 		ch->down = ch->have;
 		to_island(w, r, c, ch->have, dtype, acc, NULL, own_of(&w->d->tree, acc));
 		if (node->children == 0)
@@ -726,7 +728,7 @@ sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm, uint6
 	ch = chunk_of(d, p->hdr.round, p->hdr.chunk, &acc);
 	if (unlikely(ch == NULL || cut == NULL))
 		why = ISTHD_DROP_round_late;
-	else if (unlikely(ch->up))
+	else if (unlikely(ch->gone))
 		why = ISTHD_DROP_tree_late; /* sent on without it */
 	else if (unlikely((ch->have & bm) == bm))
 		why = ISTHD_DROP_tree_duplicate;
@@ -745,10 +747,12 @@ sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm, uint6
 	ch->have |= bm;
 	ch->heard |= from;
 	cut->seen[t] |= from;
+	/* alive after all: what is not ready yet waits for it again */
+	cut->absent[t] &= ~from;
 	/* the island's own, as it sent it: taken out of its AGG again */
 	if (bm == bit(d->island))
 		memcpy(own_of(&d->tree, acc), p->payload, p->payload_size);
-	if (chunk_ready(d, node, cut, t, ch) || ch->cut)
+	if (!ch->up && (chunk_ready(d, node, cut, t, ch) || ch->cut))
 		send_on(w, node, p->hdr.round, p->hdr.chunk, ch, chunk_dtype(d, p), acc);
 	return true;
 }
@@ -827,13 +831,13 @@ isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 	 * sum it can hand on, and the island's own values (taken out of its
 	 * AGG when the bitmap names it) would be taken out of a sum without
 	 * them. */
-	sent = ch->up ? ch->have : 0;
+	sent = ch->gone ? ch->have : 0;
 	if (unlikely((p->hdr.bitmap & node->sub) != 0 && (p->hdr.bitmap & node->sub) != sent)) {
 		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_bad_bitmap], 1);
 		return;
 	}
 	/* closed: nothing more goes up once the result came down */
-	ch->up = true;
+	ch->up = ch->gone = true;
 	ch->down = p->hdr.bitmap;
 	to_children(
 		w, node, p->hdr.round, p->hdr.chunk, p->hdr.bitmap, p->hdr.dtype, NULL, p->payload);
@@ -912,7 +916,7 @@ fallback(struct isthd_worker *w, uint64_t r)
 
 		if (ch == NULL || ch->down != 0 || ch->have == 0)
 			continue;
-		ch->up = true;
+		ch->up = ch->gone = true;
 		ch->down = ch->have;
 		ch->fell = true; /* a result after it is late, not a second one */
 		isth_ctr_add(&w->st.tree_fallback, 1);

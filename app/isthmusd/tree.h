@@ -77,7 +77,11 @@ struct isthd_tree_chunk {
 	uint64_t heard;
 	uint64_t down; /* the result's contributors handed to the island, 0: none yet */
 	bool up; /* ready to go on (to the parent; the root: its result down),
-		  * queued for the pace (tree.c, pace_push); closed */
+		  * queued for the pace (tree.c, pace_push) */
+	/* sent on (the root: its result fixed), or its result came down, or
+	 * the round fell: nothing more is summed. A chunk queued and not yet
+	 * let go by the pace still takes a late contribution. */
+	bool gone;
 	bool cut; /* its cutoff passed with nothing in: what comes goes on at once */
 	bool fell; /* the round ended without a result: the subtree's sum to the island */
 	uint8_t dtype; /* of its first contribution */

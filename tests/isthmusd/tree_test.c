@@ -321,7 +321,7 @@ Test(isthmusd_tree, result_down_bitmap)
 	ch->round1 = 1;
 	/* sent up TYO and HKG without SIN's own (its DATA missed the cutoff) */
 	ch->have = B(TYO) | B(HKG);
-	ch->up = true;
+	ch->up = ch->gone = true;
 	p = with_values(partial(LON, 0, B(9) - 1, true), 0, v);
 	isthd_tree_partial(&w, &p);
 	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_bad_bitmap], 1,
@@ -333,7 +333,7 @@ Test(isthmusd_tree, result_down_bitmap)
 	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_bad_bitmap], 2);
 	/* nothing sent up yet: the result cannot hold any of the subtree */
 	ch->have = B(SIN);
-	ch->up = false;
+	ch->up = ch->gone = false;
 	p = with_values(partial(LON, 0, B(LON) | B(SIN), true), 0, v);
 	isthd_tree_partial(&w, &p);
 	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_bad_bitmap], 3);
@@ -354,7 +354,7 @@ Test(isthmusd_tree, result_after_fallback_is_late)
 	ch = &d.tree.chunk[0];
 	ch->round1 = 1;
 	ch->have = ch->down = B(SIN) | B(TYO);
-	ch->up = ch->fell = true;
+	ch->up = ch->gone = ch->fell = true;
 	isthd_tree_partial(&w, &p);
 	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_late], 1);
 	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_duplicate], 0);
@@ -425,7 +425,16 @@ Test(isthmusd_tree, heard_child_completes)
 	cr_expect_eq(ch->have, B(SIN) | B(LON) | B(AMS), "FRA named missing");
 	cr_expect_eq(d.tree.pq[0].n, 1);
 	cr_expect_eq(d.tree.pace_ready[0], 1ull << 2);
-	/* FRA's part after it: late, never summed into what went on */
+	/* a late part while the chunk waits for the pace: still summed
+	 * (go_on sends what the chunk has when the pace lets it go) */
+	p = with_values(partial(LON, 2, B(FRA), false), 2, v);
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(ch->have, B(SIN) | B(LON) | B(AMS) | B(FRA));
+	cr_expect_eq(d.tree.pq[0].n, 1, "queued once");
+	/* let go (as pace_release marks it): a part after it is late, never
+	 * summed into what went on */
+	ch->gone = true;
+	ch->have = B(SIN) | B(LON) | B(AMS);
 	p = with_values(partial(LON, 2, B(FRA), false), 2, v);
 	isthd_tree_partial(&w, &p);
 	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_late], 1);
