@@ -684,8 +684,9 @@ pace_release(struct isthd_worker *w, uint64_t now)
 }
 
 /* Chunk @ch (@c of round @r, accumulator @acc) has every contribution it
- * waits for, or its cutoff passed: closed, and queued for the pace; at
- * the root, its result to the island at once. */
+ * waits for, or its cutoff passed: queued for the pace (until it lets the
+ * chunk go, a late contribution is still summed); at the root, closed and
+ * its result to the island at once. */
 static void
 send_on(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, uint32_t c,
 	struct isthd_tree_chunk *ch, uint8_t dtype, const uint8_t *acc)
@@ -938,6 +939,8 @@ fallback(struct isthd_worker *w, uint64_t r)
  * T + slack used before cut deep edges off before their children's last
  * chunks were due: on nine cities LON's at 109 ms, AMS's last chunk due
  * at 136 ms.)
+ * @first: its first cutoff (first_cutoff), the same shares from the
+ * stream's start instead of its end.
  */
 static uint64_t
 cut_at(const struct isthd *d, const struct isthd_tree_round *tb, const struct isthd_tree_node *nd,
