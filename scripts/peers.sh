@@ -6,8 +6,9 @@
 # shortest-circumference order, recursive doubling) and Gloo all-reduce
 # (torch.distributed), one rank per site namespace, kernel TCP through
 # isthmus-wan at the topology's delays and scaled capacities; isthmus rounds
-# (scripts/testbed.sh run) with the planner's best schedule and triangles,
-# same payload and scale. Runs interleaved (peers, isthmus, peers, ...) so
+# (scripts/testbed.sh run) with the planner's best schedule, triangles and
+# reduction trees (an exact global sum every round, as MPI's), same payload
+# and scale. Runs interleaved (peers, isthmus, peers, ...) so
 # that both see the same machine load. A benchmark, not a test.
 #
 #   scripts/peers.sh [--islands N] [--payload-bytes B] [--scale K] [--reps R]
@@ -24,12 +25,12 @@ SCALE=10000
 REPS=2
 ITERS=10
 ROUNDS=10
-ONLY=mpi-default,mpi-ring,mpi-recdbl,gloo,gloo-ring,isthmus-best,isthmus-triangles
+ONLY=mpi-default,mpi-ring,mpi-recdbl,gloo,gloo-ring,isthmus-best,isthmus-triangles,isthmus-tree
 OUT=
 TBARGS=()
 
 usage() {
-	sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'
 	cat <<'USAGE'
 Options:
   --islands N        first N sites of the nine-city model (default 9)
@@ -39,7 +40,9 @@ Options:
   --iters I          timed all-reduces per peer run (default 10, after 2 warm-up)
   --rounds R         isthmus rounds per run (default 10)
   --only LIST        comma-separated subset of mpi-default, mpi-ring,
-                     mpi-recdbl, gloo, gloo-ring, isthmus-best, isthmus-triangles
+                     mpi-recdbl, gloo, gloo-ring, isthmus-best, isthmus-triangles,
+                     isthmus-tree (testbed.sh --schedule tree: reduction trees,
+                     the same semantics as an all-reduce)
   --out DIR          keep every log and the table in DIR (default: a temp dir)
   --auth on|off, --queue-ms D, --tb-arg A
                      passed to every scripts/testbed.sh run and up
@@ -189,7 +192,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
 			"$ROOT/scripts/peers.sh" __peers "$OUT" "$rep" "$PEERS" "$BYTES" "$ITERS" >"$OUT/up.$rep.log" 2>&1 ||
 			{ tail -5 "$OUT/up.$rep.log" >&2; die "testbed up failed"; }
 	fi
-	for sched in best triangles; do
+	for sched in best triangles tree; do
 		case ",$ONLY," in *,isthmus-$sched,*) ;; *) continue ;; esac
 		echo "peers: rep $rep: isthmus-$sched" >&2
 		rm -rf "$OUT/isthmus-$sched.$rep"

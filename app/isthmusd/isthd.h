@@ -145,6 +145,9 @@ enum {
 		"tree contribution after its chunk went on (complete, or its cutoff), or a " \
 		"result after the round ended without it") \
 	X(tree_no_room, "no mbuf for a PARTIAL or a tree AGG, or the tree AGG ring full") \
+	X(tree_unsent, \
+		"PARTIAL or result down still waiting for its pace when its round ended or its " \
+		"result came down: not sent") \
 	X(worker_ring_full, \
 		"several workers: a ring between workers was full (to a chunk's or a peer's " \
 		"worker, or back to worker 0)")

@@ -87,11 +87,45 @@ node_of(const struct isth_sched *s, int r, int t, int self, struct isthd_tree_no
 	for (int i = 0; i < n; i++) {
 		if (depth[i] > node->height)
 			node->height = depth[i];
+		if ((sub[self] & bit((unsigned int)i)) && depth[i] - depth[self] > node->sub_height)
+			node->sub_height = (uint8_t)(depth[i] - depth[self]);
 		if (parent[i] == self) {
 			node->children |= bit((unsigned int)i);
 			node->sub_of[i] = sub[i];
 		}
 	}
+	return 0;
+}
+
+/*
+ * Round @r's send line for island @self into @tb: its offset, its rate as
+ * picoseconds a payload byte (a profile: its mean, the payload over the
+ * profile's length) and the payload's time at it. A tree round's send
+ * line is when the island's DATA starts entering the edge and the rate
+ * the edge forwards its tree traffic at (doc/schedule-file.md).
+ */
+static int
+send_line(const struct isth_sched *s, int r, int self, struct isthd_tree_round *tb, char *err,
+	size_t err_size)
+{
+	uint64_t off, rate, dur, sum = 0, bits = 8 * isth_sched_payload_bytes(s);
+	int n = isth_sched_sender(s, r, self, &off, &rate);
+
+	for (int k = 1; n > 1 && k <= n; k++) {
+		if (isth_sched_segment(s, r, self, k - 1, &dur, &rate) < 0)
+			break;
+		sum += dur;
+	}
+	if (n > 1 && sum > 0)
+		rate = (uint64_t)((unsigned __int128)bits * 1000000000u / sum);
+	if (n < 1 || rate == 0 || bits == 0) {
+		snprintf(err, err_size,
+			"round %d: island %d has no send line (a tree round's pace)", r, self);
+		return -EINVAL;
+	}
+	tb->offset_ns = off;
+	tb->ps_per_byte = (uint64_t)(8000000000000ull / rate);
+	tb->span_ns = (uint64_t)((unsigned __int128)bits * 1000000000u / rate);
 	return 0;
 }
 
@@ -127,6 +161,11 @@ isthd_tree_tables(const struct isth_sched *s, int self, struct isthd_tree_round 
 			return -EINVAL;
 		}
 		tb[r].n_trees = (unsigned int)k;
+		rc = k > 0 ? send_line(s, r, self, &tb[r], err, err_size) : 0;
+		if (rc < 0) {
+			free(tb);
+			return rc;
+		}
 		for (int t = 0; t < k; t++) {
 			rc = node_of(s, r, t, self, &tb[r].t[t], err, err_size);
 			if (rc < 0) {
@@ -190,11 +229,15 @@ isthd_tree_setup(struct isthd *d, char *err, size_t err_size)
 	tr->chunk = rte_zmalloc("isthd_tree_chunk", n * sizeof(*tr->chunk), RTE_CACHE_LINE_SIZE);
 	tr->acc = rte_zmalloc("isthd_tree_acc", acc, RTE_CACHE_LINE_SIZE);
 	tr->own = rte_zmalloc("isthd_tree_own", acc, RTE_CACHE_LINE_SIZE);
+	tr->pace_words = (d->shape.n_chunks + 63) / 64;
+	tr->pace_ready = rte_zmalloc("isthd_tree_pace",
+		(size_t)ISTHD_TREE_SLOTS * tr->pace_words * sizeof(uint64_t), RTE_CACHE_LINE_SIZE);
 	snprintf(name, sizeof(name), "isthd_tree%u", created++);
 	/* a round's AGGs and the next's, before the emitter runs */
 	tr->agg = rte_ring_create(name, rte_align32pow2((uint32_t)d->shape.n_chunks * 2 + 64),
 		(int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (tr->chunk == NULL || tr->acc == NULL || tr->own == NULL || tr->agg == NULL) {
+	if (tr->chunk == NULL || tr->acc == NULL || tr->own == NULL || tr->pace_ready == NULL ||
+		tr->agg == NULL) {
 		snprintf(err, err_size,
 			"tree rounds: 2 x %zu B of accumulators (%d rounds of %u chunks): no "
 			"memory",
@@ -217,9 +260,11 @@ isthd_tree_fini(struct isthd *d)
 			rte_pktmbuf_free(m);
 		rte_ring_free(tr->agg);
 	}
+	rte_pktmbuf_free_bulk(tr->tx, tr->n_tx);
 	rte_free(tr->chunk);
 	rte_free(tr->acc);
 	rte_free(tr->own);
+	rte_free(tr->pace_ready);
 
 	free(tr->rounds);
 	memset(tr, 0, sizeof(*tr));
@@ -242,6 +287,33 @@ chunk_of(struct isthd *d, uint64_t r, uint32_t c, uint8_t **acc)
 	memset(ch, 0, sizeof(*ch));
 	ch->round1 = r + 1;
 	return ch;
+}
+
+/* Round @r's cutoff state, claimed for @r if its slot holds an older
+ * round; NULL if it holds a later one (@r is over). */
+static struct isthd_tree_cut *
+cut_of(struct isthd_tree *tr, uint64_t r)
+{
+	struct isthd_tree_cut *cut = &tr->cut[r % ISTHD_TREE_SLOTS];
+
+	if (likely(cut->round1 == r + 1))
+		return cut;
+	if (cut->round1 > r + 1)
+		return NULL;
+	memset(cut, 0, sizeof(*cut));
+	cut->round1 = r + 1;
+	return cut;
+}
+
+/* Does chunk @ch of tree @t (round state @cut) have every contribution it
+ * waits for at @node: its island's and every child's, but those absent? */
+static inline bool
+chunk_ready(const struct isthd *d, const struct isthd_tree_node *node,
+	const struct isthd_tree_cut *cut, unsigned int t, const struct isthd_tree_chunk *ch)
+{
+	uint64_t want = node->children | bit(d->island);
+
+	return ((ch->heard | cut->absent[t]) & want) == want;
 }
 
 /* The island's own DATA of the chunk whose accumulator is @acc. */
@@ -371,11 +443,37 @@ msg_new(struct isthd_worker *w, uint8_t type, uint16_t flags, uint64_t r, uint32
 	return m;
 }
 
-/* Message @msg to island @s's edge, framed and sealed for it alone. */
+/* One TX burst of the frames staged (a pass's, or a full stage's);
+ * what the queue did not take stays staged for the next. Relayed (the
+ * WAN port's one TX queue is another worker's): as isthd_worker_tx. */
+static void
+tx_flush(struct isthd_worker *w)
+{
+	struct isthd_tree *tr = &w->d->tree;
+	const struct isthd_tx *t = &w->tx[ISTHD_WAN];
+	unsigned int k;
+
+	if (tr->n_tx == 0)
+		return;
+	if (t->ring != NULL) {
+		isthd_worker_tx(w, ISTHD_WAN, tr->tx, tr->n_tx);
+		tr->n_tx = 0;
+		return;
+	}
+	k = rte_eth_tx_burst(t->port, t->q, tr->tx, (uint16_t)tr->n_tx);
+	isth_ctr_add(&w->st.wan_tx, k);
+	if (k > 0 && k < tr->n_tx)
+		memmove(tr->tx, tr->tx + k, (tr->n_tx - k) * sizeof(tr->tx[0]));
+	tr->n_tx -= k;
+}
+
+/* Message @msg to island @s's edge, framed and sealed for it alone, and
+ * staged for the pass's TX burst. */
 static void
 to_peer(struct isthd_worker *w, unsigned int s, const struct rte_mbuf *msg)
 {
 	struct isthd *d = w->d;
+	struct isthd_tree *tr = &d->tree;
 	const struct isthd_peer *peer = d->peer_of[s];
 	struct rte_mbuf *f = peer != NULL ? isthd_frame_to_peer(d, w->eng, peer, msg, 0) : NULL;
 
@@ -383,7 +481,14 @@ to_peer(struct isthd_worker *w, unsigned int s, const struct rte_mbuf *msg)
 		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_no_room], 1);
 		return;
 	}
-	isthd_worker_tx(w, ISTHD_WAN, &f, 1);
+	if (unlikely(tr->n_tx == ISTHD_TREE_TX))
+		tx_flush(w);
+	if (unlikely(tr->n_tx == ISTHD_TREE_TX)) {
+		rte_pktmbuf_free(f);
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_tx_wan], 1);
+		return;
+	}
+	tr->tx[tr->n_tx++] = f;
 }
 
 /* Chunk @c of round @r's result (@bitmap) to the island, as an AGG of
@@ -414,41 +519,110 @@ to_island(struct isthd_worker *w, uint64_t r, uint32_t c, uint64_t bitmap, uint8
 }
 
 /* The result of chunk @c of round @r (@bitmap; payload @acc or @src) to
- * every child of @node, and to the island. */
+ * every child of @node. */
 static void
-result_down(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, uint32_t c,
-	uint64_t bitmap, uint8_t dtype, const uint8_t *acc, const uint8_t *src, const uint8_t *own)
+to_children(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, uint32_t c,
+	uint64_t bitmap, uint8_t dtype, const uint8_t *acc, const uint8_t *src)
 {
 	uint16_t flags = ISTH_WIRE_F_DOWN | (bitmap != w->d->tree.all ? ISTH_WIRE_F_PARTIAL : 0);
 	struct rte_mbuf *msg;
 
-	if (node->children) {
-		msg = msg_new(w, ISTH_WIRE_PARTIAL, flags, r, c, bitmap, dtype, acc, src, NULL);
-		if (msg != NULL) {
-			for (unsigned int s = 0; s < w->d->n_islands; s++) {
-				if (!(node->children & bit(s)))
-					continue;
-				to_peer(w, s, msg);
-				isth_ctr_add(&w->st.tree_down, 1);
-			}
-			rte_pktmbuf_free(msg);
-		}
+	if (node->children == 0)
+		return;
+	msg = msg_new(w, ISTH_WIRE_PARTIAL, flags, r, c, bitmap, dtype, acc, src, NULL);
+	if (msg == NULL)
+		return;
+	for (unsigned int s = 0; s < w->d->n_islands; s++) {
+		if (!(node->children & bit(s)))
+			continue;
+		to_peer(w, s, msg);
+		isth_ctr_add(&w->st.tree_down, 1);
 	}
-	to_island(w, r, c, bitmap, dtype, acc, src, own);
+	rte_pktmbuf_free(msg);
 }
 
-/* Chunk @ch (@c of round @r, accumulator @acc) is complete or its cutoff
- * passed: its sum to the parent, or from the root down the tree. */
+/*
+ * Pace. What an edge starts on the WAN in a tree round (its PARTIALs up,
+ * and at a root its results down) is one stream at its send line's rate,
+ * from the round's start + its offset on, chunk after chunk
+ * (doc/schedule-file.md): the planner counted each tree link's load at
+ * that rate, and the offsets align a chunk's parts at every edge.
+ * Unpaced, a subtree complete early left at once, and the WAN's queues
+ * held ~265 ms of PARTIALs (doc/isthmusd.md, "Tree rounds"). A result
+ * passing down an edge goes on at once: its root paced it. Ready chunks
+ * wait by round slot, an older round first, and in a round the lowest
+ * chunk first, as planned: in the order they became ready, a leaf's
+ * chunks of one tree (all ready at once) held up its chunks of another
+ * that waited for a child, past its parent's first cutoff.
+ */
+
+/* Chunk @c of round @r is ready to go on: queued for the pace. */
 static void
-send_on(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, uint32_t c,
-	struct isthd_tree_chunk *ch, uint8_t dtype, const uint8_t *acc)
+pace_push(struct isthd_worker *w, uint64_t r, uint32_t c)
+{
+	struct isthd *d = w->d;
+	struct isthd_tree *tr = &d->tree;
+	unsigned int slot = (unsigned int)(r % ISTHD_TREE_SLOTS);
+	struct isthd_tree_pq *q = &tr->pq[slot];
+	uint64_t *bits = tr->pace_ready + (size_t)slot * tr->pace_words;
+
+	if (q->round1 != r + 1) {
+		/* a round four rounds older: what it never let go is moot */
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_unsent], q->n);
+		if (q->n)
+			memset(bits, 0, tr->pace_words * sizeof(*bits));
+		q->round1 = r + 1;
+		q->n = 0;
+		q->lo = tr->pace_words;
+	}
+	/* a chunk becomes ready once a round (struct isthd_tree_chunk .up) */
+	bits[c / 64] |= 1ull << (c % 64);
+	q->n++;
+	if (c / 64 < q->lo)
+		q->lo = c / 64;
+}
+
+/* The lowest chunk ready in @q (slot @slot; not empty). */
+static inline uint32_t
+pace_lowest(struct isthd_tree *tr, struct isthd_tree_pq *q, unsigned int slot)
+{
+	const uint64_t *bits = tr->pace_ready + (size_t)slot * tr->pace_words;
+
+	while (bits[q->lo] == 0)
+		q->lo++;
+	return q->lo * 64u + (uint32_t)__builtin_ctzll(bits[q->lo]);
+}
+
+/* Chunk @c of @q (slot @slot) off the pace's bits. */
+static inline void
+pace_pop(struct isthd_tree *tr, struct isthd_tree_pq *q, unsigned int slot, uint32_t c)
+{
+	tr->pace_ready[(size_t)slot * tr->pace_words + c / 64] &= ~(1ull << (c % 64));
+	q->n--;
+}
+
+/* The round slot with the oldest round that has chunks queued, or NULL. */
+static struct isthd_tree_pq *
+pace_head(struct isthd_tree *tr)
+{
+	struct isthd_tree_pq *q = NULL;
+
+	for (unsigned int i = 0; i < ISTHD_TREE_SLOTS; i++)
+		if (tr->pq[i].n != 0 && (q == NULL || tr->pq[i].round1 < q->round1))
+			q = &tr->pq[i];
+	return q;
+}
+
+/* The chunk ready and let go by the pace (@c of round @r, state @ch,
+ * accumulator @acc): its sum to the parent, or from the root down. */
+static void
+go_on(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, uint32_t c,
+	const struct isthd_tree_chunk *ch, uint8_t dtype, const uint8_t *acc)
 {
 	struct rte_mbuf *msg;
 
-	ch->up = true;
 	if (node->parent < 0) {
-		ch->down = ch->have;
-		result_down(w, node, r, c, ch->have, dtype, acc, NULL, own_of(&w->d->tree, acc));
+		to_children(w, node, r, c, ch->have, dtype, acc, NULL);
 		return;
 	}
 	msg = msg_new(w, ISTH_WIRE_PARTIAL, ch->have != node->sub ? ISTH_WIRE_F_PARTIAL : 0, r, c,
@@ -460,6 +634,74 @@ send_on(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, 
 	isth_ctr_add(ch->have != node->sub ? &w->st.tree_up_partial : &w->st.tree_up, 1);
 }
 
+/* What the pace lets go at @now, while the stage has room for it; a chunk
+ * whose round ended, or whose result came down meanwhile, is not sent
+ * (tree_unsent). @return chunks taken off the queues. */
+static unsigned int
+pace_release(struct isthd_worker *w, uint64_t now)
+{
+	struct isthd *d = w->d;
+	struct isthd_tree *tr = &d->tree;
+	uint32_t n_chunks = d->shape.n_chunks;
+	struct isthd_tree_pq *q;
+	unsigned int n = 0;
+
+	while ((q = pace_head(tr)) != NULL) {
+		uint64_t r = q->round1 - 1, start = d->clk.epoch_ns + r * d->clk.round_ns;
+		unsigned int slot = (unsigned int)(r % ISTHD_TREE_SLOTS);
+		size_t i = (size_t)slot * n_chunks;
+		uint32_t c = pace_lowest(tr, q, slot);
+		const struct isthd_tree_round *tb = isthd_tree_round(tr, r);
+		const struct isthd_tree_node *node = &tb->t[c % tb->n_trees];
+		struct isthd_tree_chunk *ch = &tr->chunk[i + c];
+		uint8_t dtype = d->shape.dtype != ISTH_WIRE_DTYPE_NONE ? d->shape.dtype : ch->dtype;
+		uint64_t size = isth_wire_dtype_size(dtype);
+		uint64_t cost = (c + 1 == n_chunks ? d->shape.last_elems : d->shape.chunk_elems) *
+			size * tb->ps_per_byte / 1000u;
+		uint64_t depth = ISTHD_TREE_PACE_BURST * d->shape.chunk_elems * size *
+			tb->ps_per_byte / 1000u;
+
+		if (ch->round1 != r + 1 ||
+			now >= start + d->clk.round_ns + d->cfg.agg_round_slack_ns ||
+			(node->parent >= 0 && (ch->down != 0 || ch->fell))) {
+			isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_unsent], 1);
+			pace_pop(tr, q, slot, c);
+			n++;
+			continue;
+		}
+		if (ISTHD_TREE_TX - tr->n_tx <
+				(node->parent < 0
+						? (unsigned int)__builtin_popcountll(node->children)
+						: 1u) ||
+			!isthd_tree_pace_take(&tr->pace_t, start + tb->offset_ns, depth, cost, now))
+			break;
+		pace_pop(tr, q, slot, c);
+		n++;
+		ch->gone = true;
+		go_on(w, node, r, c, ch, dtype, tr->acc + (i + c) * tr->slot_bytes);
+	}
+	return n;
+}
+
+/* Chunk @ch (@c of round @r, accumulator @acc) has every contribution it
+ * waits for, or its cutoff passed: queued for the pace (until it lets the
+ * chunk go, a late contribution is still summed); at the root, closed and
+ * its result to the island at once. */
+static void
+send_on(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, uint32_t c,
+	struct isthd_tree_chunk *ch, uint8_t dtype, const uint8_t *acc)
+{
+	ch->up = true;
+	if (node->parent < 0) {
+		ch->gone = true; /* the island has it: every child gets the same */
+		ch->down = ch->have;
+		to_island(w, r, c, ch->have, dtype, acc, NULL, own_of(&w->d->tree, acc));
+		if (node->children == 0)
+			return;
+	}
+	pace_push(w, r, c);
+}
+
 /* The dtype a chunk's sums are sent in: the DATA's (the round's shape,
  * or with dtype = any the first contribution's). */
 static inline uint8_t
@@ -469,21 +711,25 @@ chunk_dtype(const struct isthd *d, const struct isth_wire_pkt *p)
 }
 
 /* Sum contribution @p (the island's DATA or a child's PARTIAL, bitmap
- * @bm) into its chunk, once; send it on when the subtree is in. */
+ * @bm, from the edge whose bit is @from) into its chunk, once; send it on
+ * when the island and every child have been heard: a child sends once,
+ * so what its bitmap lacks is not coming (it cut off without it). */
 static bool
-sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm)
+sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm, uint64_t from)
 {
 	struct isthd *d = w->d;
 	const struct isthd_tree_round *tb = isthd_tree_round(&d->tree, p->hdr.round);
-	const struct isthd_tree_node *node = &tb->t[p->hdr.chunk % tb->n_trees];
+	unsigned int t = p->hdr.chunk % tb->n_trees;
+	const struct isthd_tree_node *node = &tb->t[t];
 	enum isthd_drop why = ISTHD_DROP_MAX;
+	struct isthd_tree_cut *cut = cut_of(&d->tree, p->hdr.round);
 	struct isthd_tree_chunk *ch;
 	uint8_t *acc;
 
 	ch = chunk_of(d, p->hdr.round, p->hdr.chunk, &acc);
-	if (unlikely(ch == NULL))
+	if (unlikely(ch == NULL || cut == NULL))
 		why = ISTHD_DROP_round_late;
-	else if (unlikely(ch->up))
+	else if (unlikely(ch->gone))
 		why = ISTHD_DROP_tree_late; /* sent on without it */
 	else if (unlikely((ch->have & bm) == bm))
 		why = ISTHD_DROP_tree_duplicate;
@@ -500,10 +746,14 @@ sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm)
 		ch->dtype = p->hdr.dtype;
 	acc_add(&d->tree, acc, p, ch->have == 0);
 	ch->have |= bm;
+	ch->heard |= from;
+	cut->seen[t] |= from;
+	/* alive after all: what is not ready yet waits for it again */
+	cut->absent[t] &= ~from;
 	/* the island's own, as it sent it: taken out of its AGG again */
 	if (bm == bit(d->island))
 		memcpy(own_of(&d->tree, acc), p->payload, p->payload_size);
-	if (ch->have == node->sub || ch->cut)
+	if (!ch->up && (chunk_ready(d, node, cut, t, ch) || ch->cut))
 		send_on(w, node, p->hdr.round, p->hdr.chunk, ch, chunk_dtype(d, p), acc);
 	return true;
 }
@@ -518,7 +768,7 @@ isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct 
 
 	if (unlikely(why != ISTHD_DROP_MAX))
 		isth_ctr_add(&w->st.drop[why], 1);
-	else if (sum_up(w, p, bit(w->d->island)))
+	else if (sum_up(w, p, bit(w->d->island), bit(w->d->island)))
 		summed = true;
 	if (summed)
 		isth_ctr_add(&w->st.tree_data, 1);
@@ -565,7 +815,7 @@ isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 
 	isth_ctr_add(&w->st.tree_in, 1);
 	if (!(p->hdr.flags & ISTH_WIRE_F_DOWN)) {
-		sum_up(w, p, p->hdr.bitmap);
+		sum_up(w, p, p->hdr.bitmap, bit(p->hdr.sender));
 		return;
 	}
 	node = &tb->t[p->hdr.chunk % tb->n_trees];
@@ -582,16 +832,52 @@ isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 	 * sum it can hand on, and the island's own values (taken out of its
 	 * AGG when the bitmap names it) would be taken out of a sum without
 	 * them. */
-	sent = ch->up ? ch->have : 0;
+	sent = ch->gone ? ch->have : 0;
 	if (unlikely((p->hdr.bitmap & node->sub) != 0 && (p->hdr.bitmap & node->sub) != sent)) {
 		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_bad_bitmap], 1);
 		return;
 	}
 	/* closed: nothing more goes up once the result came down */
-	ch->up = true;
+	ch->up = ch->gone = true;
 	ch->down = p->hdr.bitmap;
-	result_down(w, node, p->hdr.round, p->hdr.chunk, p->hdr.bitmap, p->hdr.dtype, NULL,
-		p->payload, own_of(&d->tree, acc));
+	to_children(
+		w, node, p->hdr.round, p->hdr.chunk, p->hdr.bitmap, p->hdr.dtype, NULL, p->payload);
+	to_island(w, p->hdr.round, p->hdr.chunk, p->hdr.bitmap, p->hdr.dtype, NULL, p->payload,
+		own_of(&d->tree, acc));
+}
+
+/*
+ * Tree @t of round @r: its first cutoff at this edge passed. Who of its
+ * children and its island has contributed nothing yet is absent for the
+ * round: no chunk waits for them, and what became ready without them
+ * goes on now (a chunk with nothing in stays open, as at the cutoff).
+ * So a dead child costs its parent a share of the slack, not the whole
+ * stream's wait until the cutoff, which then left in one paced batch that
+ * took the payload's time again and ran past the cutoffs above it.
+ */
+static void
+first_cutoff(struct isthd_worker *w, uint64_t r, const struct isthd_tree_round *tb, unsigned int t,
+	struct isthd_tree_cut *cut)
+{
+	struct isthd *d = w->d;
+	const struct isthd_tree_node *node = &tb->t[t];
+
+	cut->absent[t] = (node->children | bit(d->island)) & ~cut->seen[t];
+	if (cut->absent[t] == 0)
+		return;
+	for (uint32_t c = t; c < d->shape.n_chunks; c += tb->n_trees) {
+		uint8_t *acc;
+		struct isthd_tree_chunk *ch = chunk_of(d, r, c, &acc);
+
+		if (ch == NULL || ch->up || !chunk_ready(d, node, cut, t, ch))
+			continue;
+		if (ch->have == 0) {
+			ch->cut = true; /* open: what comes goes on at once */
+			continue;
+		}
+		send_on(w, node, r, c, ch,
+			d->shape.dtype != ISTH_WIRE_DTYPE_NONE ? d->shape.dtype : ch->dtype, acc);
+	}
 }
 
 /* Tree @t of round @r: its cutoff at this edge passed. What its chunks
@@ -631,7 +917,7 @@ fallback(struct isthd_worker *w, uint64_t r)
 
 		if (ch == NULL || ch->down != 0 || ch->have == 0)
 			continue;
-		ch->up = true;
+		ch->up = ch->gone = true;
 		ch->down = ch->have;
 		ch->fell = true; /* a result after it is late, not a second one */
 		isth_ctr_add(&w->st.tree_fallback, 1);
@@ -642,22 +928,29 @@ fallback(struct isthd_worker *w, uint64_t r)
 }
 
 /*
- * How long before the round's end E (+ slack) this edge's cutoff of tree
- * @nd is, one rule at every edge from the tree's shape alone: T + slack
- * in 2 height + 2 equal shares g; the root sends its result height + 1
- * shares before E (the rest is the result's way down), an edge at depth k
- * k shares before that, so that a partial has a share to reach its parent
- * and the deepest edge's cutoff falls after the round starts. (Per-edge
- * latencies were tried: each edge's own longest latency broke the order
- * of child and parent cutoffs, and one margin per level was too little
- * for a cutoff's burst under load.)
+ * When this edge's cutoff of tree @nd in round @r (table @tb) is: the end
+ * of its stream as planned (the round's start + its offset + the payload
+ * at its rate: with the planner's aligned offsets every part of its last
+ * chunk is in by then) plus a share of [agg] round_slack for each level
+ * of its subtree, h of H + 1 (H the tree's height): a child's cutoff
+ * comes a share before its parent's, and the root's leaves one share of
+ * the slack for its result's way down (the plan's T covers the way down
+ * itself). Never after the round's end + slack. (The even shares of
+ * T + slack used before cut deep edges off before their children's last
+ * chunks were due: on nine cities LON's at 109 ms, AMS's last chunk due
+ * at 136 ms.)
+ * @first: its first cutoff (first_cutoff), the same shares from the
+ * stream's start instead of its end.
  */
 static uint64_t
-cut_lead(const struct isthd *d, const struct isthd_tree_node *nd)
+cut_at(const struct isthd *d, const struct isthd_tree_round *tb, const struct isthd_tree_node *nd,
+	uint64_t r, bool first)
 {
-	uint64_t g = (d->clk.round_ns + d->cfg.agg_round_slack_ns) / (2u * nd->height + 2u);
+	uint64_t start = d->clk.epoch_ns + r * d->clk.round_ns, slack = d->cfg.agg_round_slack_ns;
+	uint64_t at = start + tb->offset_ns + (first ? 0 : tb->span_ns) +
+		slack * nd->sub_height / (nd->height + 1u);
 
-	return g * (nd->height + 1u + nd->depth);
+	return RTE_MIN(at, start + d->clk.round_ns + slack);
 }
 
 /* Round @r's cutoffs that passed at @now; true when all of them have. */
@@ -667,22 +960,26 @@ round_cutoffs(struct isthd_worker *w, uint64_t r, uint64_t now, unsigned int *wo
 	struct isthd *d = w->d;
 	struct isthd_tree *tr = &d->tree;
 	const struct isthd_tree_round *tb = isthd_tree_round(tr, r);
-	struct isthd_tree_cut *cut = &tr->cut[r % ISTHD_TREE_SLOTS];
+	struct isthd_tree_cut *cut = cut_of(tr, r);
 	/* the round's end as the aggregator sees it */
 	uint64_t end = d->clk.epoch_ns + (r + 1) * d->clk.round_ns + d->cfg.agg_round_slack_ns;
 	uint32_t want = ISTHD_TREE_FINAL;
 
-	if (cut->round1 != r + 1) {
-		cut->round1 = r + 1;
-		cut->done = 0;
-	}
+	if (cut == NULL)
+		return true; /* a later round holds the slot: long over */
 	if (tb == NULL) {
 		cut->done = want;
 		return true;
 	}
-	want |= (1u << tb->n_trees) - 1;
+	want |= ((1u << tb->n_trees) - 1) * (1u + ISTHD_TREE_FIRST);
 	for (unsigned int t = 0; t < tb->n_trees; t++) {
-		if ((cut->done & (1u << t)) || now + cut_lead(d, &tb->t[t]) < end)
+		if (!(cut->done & (ISTHD_TREE_FIRST << t)) &&
+			now >= cut_at(d, tb, &tb->t[t], r, true)) {
+			first_cutoff(w, r, tb, t, cut);
+			cut->done |= ISTHD_TREE_FIRST << t;
+			(*work)++;
+		}
+		if ((cut->done & (1u << t)) || now < cut_at(d, tb, &tb->t[t], r, false))
 			continue;
 		cutoff(w, r, tb, t);
 		cut->done |= 1u << t;
@@ -697,8 +994,9 @@ round_cutoffs(struct isthd_worker *w, uint64_t r, uint64_t now, unsigned int *wo
 	return cut->done == want;
 }
 
-unsigned int
-isthd_tree_expire(struct isthd_worker *w, uint64_t now_ns)
+/* The RX worker: cutoffs of tree rounds that passed at @now_ns. */
+static unsigned int
+expire(struct isthd_worker *w, uint64_t now_ns)
 {
 	struct isthd *d = w->d;
 	struct isthd_tree *tr = &d->tree;
@@ -716,6 +1014,19 @@ isthd_tree_expire(struct isthd_worker *w, uint64_t now_ns)
 		if (round_cutoffs(w, r, now_ns, &work) && r + 1 == tr->next_cut)
 			tr->next_cut++;
 	}
+	return work;
+}
+
+unsigned int
+isthd_tree_poll(struct isthd_worker *w, uint64_t now_ns)
+{
+	unsigned int work;
+
+	if (w->d->tree.n_rounds == 0)
+		return 0;
+	work = expire(w, now_ns);
+	work += pace_release(w, now_ns);
+	tx_flush(w);
 	return work;
 }
 

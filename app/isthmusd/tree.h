@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <rte_common.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
@@ -36,6 +37,11 @@ struct isthd_worker;
  * before the running one (its result may still travel down), the running
  * one and the next (the island's DATA may come early). */
 #define ISTHD_TREE_SLOTS 4
+/* Frames to peer edges staged for one TX burst (tree.c, tx_stage). */
+#define ISTHD_TREE_TX 64
+/* The tree pacer's bucket, in chunks: what may leave at once after the
+ * stream waited (a child's late part), never at a round's start. */
+#define ISTHD_TREE_PACE_BURST 4
 
 /* The local edge's place in one tree of one round. init. */
 struct isthd_tree_node {
@@ -43,14 +49,21 @@ struct isthd_tree_node {
 	int root; /* the root edge's island */
 	uint8_t depth; /* hops from the root */
 	uint8_t height; /* the tree's: hops from its root to its deepest edge */
+	uint8_t sub_height; /* the local edge's subtree's: hops down to its deepest edge */
 	uint64_t children; /* islands whose parent is the local island */
 	uint64_t sub; /* the local island's subtree, itself included */
 	uint64_t sub_of[ISTHD_MAX_PEERS]; /* a child's subtree (0: not a child) */
 };
 
-/* One cycle round's trees as the local edge sees them. init. */
+/* One cycle round's trees as the local edge sees them, and its send line
+ * (doc/schedule-file.md: in a tree round, when the island's contribution
+ * starts entering the edge and the rate the edge forwards its tree
+ * traffic at). init. */
 struct isthd_tree_round {
 	unsigned int n_trees; /* 0: a clique round (no tree) */
+	uint64_t offset_ns; /* the send line's offset */
+	uint64_t ps_per_byte; /* its rate (a profile's mean) as picoseconds a payload byte */
+	uint64_t span_ns; /* the round's payload at that rate: the stream's planned length */
 	struct isthd_tree_node t[ISTHD_TREE_MAX];
 };
 
@@ -58,8 +71,17 @@ struct isthd_tree_round {
 struct isthd_tree_chunk {
 	uint64_t round1; /* round + 1 whose chunk this is, 0: none yet */
 	uint64_t have; /* contributors summed into its accumulator */
+	/* who of the chunk's tree node's children and the local island has
+	 * been summed (a child's PARTIAL, whatever its bitmap: a child sends
+	 * once, so what it left out is not coming) */
+	uint64_t heard;
 	uint64_t down; /* the result's contributors handed to the island, 0: none yet */
-	bool up; /* sent on (to the parent; the root: its result down); closed */
+	bool up; /* ready to go on (to the parent; the root: its result down),
+		  * queued for the pace (tree.c, pace_push) */
+	/* sent on (the root: its result fixed), or its result came down, or
+	 * the round fell: nothing more is summed. A chunk queued and not yet
+	 * let go by the pace still takes a late contribution. */
+	bool gone;
 	bool cut; /* its cutoff passed with nothing in: what comes goes on at once */
 	bool fell; /* the round ended without a result: the subtree's sum to the island */
 	uint8_t dtype; /* of its first contribution */
@@ -67,10 +89,27 @@ struct isthd_tree_chunk {
 
 /* Cutoffs of one round slot: the RX worker's. */
 struct isthd_tree_cut {
-	uint64_t round1; /* round + 1 the bits are of */
-	uint32_t done; /* bit t: tree t's cutoff passed; ISTHD_TREE_FINAL: the last */
+	uint64_t round1; /* round + 1 the fields are of */
+	/* bit t: tree t's cutoff passed; ISTHD_TREE_FINAL: the last;
+	 * ISTHD_TREE_FIRST << t: tree t's first cutoff passed */
+	uint32_t done;
+	/* per tree, of the local edge's children and its island: who has
+	 * contributed to any chunk of the round */
+	uint64_t seen[ISTHD_TREE_MAX];
+	/* per tree: who had contributed nothing at its first cutoff, so
+	 * that no chunk waits for them (tree.c, first_cutoff) */
+	uint64_t absent[ISTHD_TREE_MAX];
 };
 #define ISTHD_TREE_FINAL (1u << ISTHD_TREE_MAX)
+#define ISTHD_TREE_FIRST (1u << 16)
+
+/* Chunks of one round slot ready to go on: a bit per chunk (its words in
+ * struct isthd_tree .pace_ready), the lowest first. The RX worker's. */
+struct isthd_tree_pq {
+	uint64_t round1; /* round + 1 they are of (0: none yet) */
+	uint32_t lo; /* no bit set in the words below this one */
+	uint32_t n; /* bits set */
+};
 
 struct isthd_tree {
 	/* init: read-only after launch */
@@ -91,6 +130,17 @@ struct isthd_tree {
 	struct isthd_tree_cut cut[ISTHD_TREE_SLOTS];
 	uint64_t next_cut; /* oldest round whose cutoffs are not all past, +1 (0: unset) */
 	uint64_t seq; /* auth on: next PARTIAL seq, a stream of its own */
+	/* the pace (tree.c, "Pace"): chunks ready to go on, by round slot,
+	 * [ISTHD_TREE_SLOTS * pace_words] words, and the bucket's empty
+	 * instant (ns, the edge's clock): one stream at the send line's rate */
+	struct isthd_tree_pq pq[ISTHD_TREE_SLOTS];
+	uint64_t *pace_ready;
+	uint32_t pace_words; /* init: words of a slot's bits, n_chunks / 64 up */
+	uint64_t pace_t;
+	/* frames to peer edges staged for one TX burst a pass; what the
+	 * queue did not take stays for the next pass */
+	struct rte_mbuf *tx[ISTHD_TREE_TX];
+	unsigned int n_tx;
 };
 
 /* tree.c */
@@ -154,8 +204,30 @@ enum isthd_drop isthd_tree_admit(const struct isthd *d, const struct isth_wire_p
 /* The RX worker: admitted PARTIAL @p (isthd_tree_admit, replay window
  * moved): summed (up) or handed on (down). Does not take the mbuf. */
 void isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p);
-/* The RX worker: cutoffs of tree rounds that passed at @now_ns. */
-unsigned int isthd_tree_expire(struct isthd_worker *w, uint64_t now_ns);
+/* The RX worker, once a pass after its WAN RX: cutoffs of tree rounds
+ * that passed at @now_ns, the chunks the pace lets go, and one TX burst
+ * of what it staged (PARTIALs, results down). */
+unsigned int isthd_tree_poll(struct isthd_worker *w, uint64_t now_ns);
+
+/*
+ * The pace's step (a GCRA): may a chunk costing @cost_ns at the rate leave
+ * at @now, the bucket empty at *@t (ns), the round's stream starting at
+ * @floor, its depth @depth_ns? Tokens accrue from max(*@t, @floor) and
+ * at most @depth_ns of them: never a burst at the start, a few chunks
+ * after a wait. Moves *@t when it may. tree.c; unit tests.
+ */
+static inline bool
+isthd_tree_pace_take(uint64_t *t, uint64_t floor, uint64_t depth_ns, uint64_t cost_ns, uint64_t now)
+{
+	uint64_t t0 = RTE_MAX(*t, floor);
+
+	if (now > depth_ns && now - depth_ns > t0)
+		t0 = now - depth_ns;
+	if (now < t0 + cost_ns)
+		return false;
+	*t = t0 + cost_ns;
+	return true;
+}
 /* Worker 0's emitter: up to @cap AGG messages for the island. */
 unsigned int isthd_tree_drain(struct isthd_worker *w, struct rte_mbuf **out, unsigned int cap);
 

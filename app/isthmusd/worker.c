@@ -9,7 +9,7 @@
  *   from the RX worker: peer DATA summed, NACKs served; the island's DATA
  *     into its pacer (handoff.c)
  *   its pacer -> keep (WAN repair) -> replicate to its peers -> its WAN TX
- *   RX role:    WAN RX (rx.c)
+ *   RX role:    WAN RX (rx.c); tree rounds' cutoffs, pace and TX (tree.c)
  *   its backend's finished aggregates -> AGGs of its stream: number, keep,
  *     seal -> its access TX
  *   queue-0 roles: the others' frames onto queue 0, the controller's ROUND
@@ -239,14 +239,16 @@ isthd_worker_poll(struct isthd_worker *w)
 		work += isthd_repair_tail_copies(w, now_ns);
 	if (w->role & ISTHD_ROLE_RX) {
 		work += isthd_repair_tail_check(w, now_ns);
-		work += isthd_tree_expire(w, now_ns);
 		work += isthd_access_rx(w, now_ns);
 	}
 	work += isthd_handoff_in(w, now_ns);
 	work += isthd_handoff_pace_in(w);
 	work += egress_release(w, tsc);
-	if (w->role & ISTHD_ROLE_RX)
+	if (w->role & ISTHD_ROLE_RX) {
 		work += isthd_wan_rx(w, now_ns);
+		/* tree rounds: cutoffs, the pace, one TX burst (tree.c) */
+		work += isthd_tree_poll(w, now_ns);
+	}
 	work += emit_aggs(w, now_ns);
 	if (w->role & (ISTHD_ROLE_ACCESS_Q0 | ISTHD_ROLE_ACCESS_RELAY | ISTHD_ROLE_WAN_RELAY))
 		work += queue0_work(w);

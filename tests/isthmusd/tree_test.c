@@ -218,7 +218,10 @@ edge_with_state(int self)
 	d.tree.chunk = calloc(ISTHD_TREE_SLOTS * CHUNKS, sizeof(*d.tree.chunk));
 	d.tree.acc = calloc(ISTHD_TREE_SLOTS * CHUNKS, d.tree.slot_bytes);
 	d.tree.own = calloc(ISTHD_TREE_SLOTS * CHUNKS, d.tree.slot_bytes);
-	cr_assert(d.tree.chunk != NULL && d.tree.acc != NULL && d.tree.own != NULL);
+	d.tree.pace_words = 1;
+	d.tree.pace_ready = calloc(ISTHD_TREE_SLOTS, sizeof(uint64_t));
+	cr_assert(d.tree.chunk != NULL && d.tree.acc != NULL && d.tree.own != NULL &&
+		d.tree.pace_ready != NULL);
 }
 
 static void
@@ -227,6 +230,7 @@ edge_free(void)
 	free(d.tree.chunk);
 	free(d.tree.acc);
 	free(d.tree.own);
+	free(d.tree.pace_ready);
 	free(d.tree.rounds);
 }
 
@@ -317,7 +321,7 @@ Test(isthmusd_tree, result_down_bitmap)
 	ch->round1 = 1;
 	/* sent up TYO and HKG without SIN's own (its DATA missed the cutoff) */
 	ch->have = B(TYO) | B(HKG);
-	ch->up = true;
+	ch->up = ch->gone = true;
 	p = with_values(partial(LON, 0, B(9) - 1, true), 0, v);
 	isthd_tree_partial(&w, &p);
 	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_bad_bitmap], 1,
@@ -329,7 +333,7 @@ Test(isthmusd_tree, result_down_bitmap)
 	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_bad_bitmap], 2);
 	/* nothing sent up yet: the result cannot hold any of the subtree */
 	ch->have = B(SIN);
-	ch->up = false;
+	ch->up = ch->gone = false;
 	p = with_values(partial(LON, 0, B(LON) | B(SIN), true), 0, v);
 	isthd_tree_partial(&w, &p);
 	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_bad_bitmap], 3);
@@ -350,12 +354,90 @@ Test(isthmusd_tree, result_after_fallback_is_late)
 	ch = &d.tree.chunk[0];
 	ch->round1 = 1;
 	ch->have = ch->down = B(SIN) | B(TYO);
-	ch->up = ch->fell = true;
+	ch->up = ch->gone = ch->fell = true;
 	isthd_tree_partial(&w, &p);
 	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_late], 1);
 	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_duplicate], 0);
 	ch->fell = false;
 	isthd_tree_partial(&w, &p);
 	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_duplicate], 1);
+	edge_free();
+}
+
+/* The send line of a tree round: what the pace runs at. The fixture's
+ * SIN line is 'send 0 7 0 852527' with payload-bytes 65536: 8e12 / 852527
+ * ps a byte, 65536 bytes of them. */
+Test(isthmusd_tree, send_line)
+{
+	edge_of(SIN);
+	cr_expect_eq(d.tree.rounds[0].offset_ns, 0);
+	cr_expect_eq(d.tree.rounds[0].ps_per_byte, 8000000000000ull / 852527);
+	cr_expect_eq(d.tree.rounds[0].span_ns, 65536ull * 8 * 1000000000 / 852527);
+	free(d.tree.rounds);
+}
+
+/* The pace's step: nothing before the round's start + offset (@floor)
+ * plus a chunk's time, then one chunk per cost; after a wait, at most the
+ * bucket's depth at once. Times worked out by hand: floor 1000, cost 100,
+ * depth 400 (four chunks). */
+Test(isthmusd_tree, pace_take)
+{
+	uint64_t t = 0;
+
+	cr_expect_not(isthd_tree_pace_take(&t, 1000, 400, 100, 500), "before the floor");
+	cr_expect_not(isthd_tree_pace_take(&t, 1000, 400, 100, 1099), "no burst at the start");
+	cr_expect(isthd_tree_pace_take(&t, 1000, 400, 100, 1100));
+	cr_expect_eq(t, 1100);
+	cr_expect_not(isthd_tree_pace_take(&t, 1000, 400, 100, 1150));
+	cr_expect(isthd_tree_pace_take(&t, 1000, 400, 100, 1230));
+	cr_expect_eq(t, 1200, "a late pass does not lose the rate");
+	/* idle until 5000: four chunks at once, not forty */
+	for (int i = 0; i < 4; i++)
+		cr_expect(isthd_tree_pace_take(&t, 1000, 400, 100, 5000), "chunk %d", i);
+	cr_expect_eq(t, 5000);
+	cr_expect_not(isthd_tree_pace_take(&t, 1000, 400, 100, 5000));
+	cr_expect(isthd_tree_pace_take(&t, 1000, 400, 100, 5100));
+	/* a later round's floor holds even with tokens to spare */
+	cr_expect_not(isthd_tree_pace_take(&t, 9000, 400, 100, 9050));
+	cr_expect(isthd_tree_pace_take(&t, 9000, 400, 100, 9100));
+}
+
+/* A chunk goes on once its island and every child were heard: a child
+ * sends once, so a PARTIAL lacking part of its subtree (it cut off
+ * without it) completes what this edge waits for. SIN, tree 2 (chunk 2):
+ * child LON, subtree LON, AMS, FRA. Queued for the pace, nothing sent
+ * yet (go_on runs at the pace's release). */
+Test(isthmusd_tree, heard_child_completes)
+{
+	static const float v[ELEMS] = {1, 2, 3, 4};
+	struct isth_wire_pkt p;
+	struct isthd_tree_chunk *ch;
+
+	edge_with_state(SIN);
+	ch = &d.tree.chunk[2]; /* round 0, chunk 2 */
+	p = with_values(partial(SIN, 2, 0, false), 2, v);
+	p.hdr.type = ISTH_WIRE_DATA;
+	cr_expect(isthd_tree_island_data(&w, NULL, &p));
+	cr_expect_not(ch->up, "LON not heard yet");
+	p = with_values(partial(LON, 2, B(LON) | B(AMS), false), 2, v);
+	isthd_tree_partial(&w, &p);
+	cr_expect(ch->up, "LON heard: nothing more is coming from it");
+	cr_expect_eq(ch->have, B(SIN) | B(LON) | B(AMS), "FRA named missing");
+	cr_expect_eq(d.tree.pq[0].n, 1);
+	cr_expect_eq(d.tree.pace_ready[0], 1ull << 2);
+	/* a late part while the chunk waits for the pace: still summed
+	 * (go_on sends what the chunk has when the pace lets it go) */
+	p = with_values(partial(LON, 2, B(FRA), false), 2, v);
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(ch->have, B(SIN) | B(LON) | B(AMS) | B(FRA));
+	cr_expect_eq(d.tree.pq[0].n, 1, "queued once");
+	/* let go (as pace_release marks it): a part after it is late, never
+	 * summed into what went on */
+	ch->gone = true;
+	ch->have = B(SIN) | B(LON) | B(AMS);
+	p = with_values(partial(LON, 2, B(FRA), false), 2, v);
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_late], 1);
+	cr_expect_eq(ch->have, B(SIN) | B(LON) | B(AMS));
 	edge_free();
 }

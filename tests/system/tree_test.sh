@@ -18,6 +18,14 @@
 #          never comes down) gets its own subtree's sum and misses
 #          everyone else
 #
+#   loss   6 rounds, 2 % random loss on every WAN link (no per-hop repair
+#          of a PARTIAL: partials expected): wrong = 0, every aggregate
+#          the exact sum over its bitmap, and every partial explained:
+#          for each chunk, an island's result is either the one sum that
+#          came down its tree (every island that has it names the same
+#          islands missing, itself aside) or its own subtree's sum
+#          (the fallback: nothing outside its subtree in it)
+#
 #   hostile  12 rounds, auth on; from round 3, frames forged on the WAN side
 #          of edge 7's link (the emulator's namespace, as hostile_test.py
 #          does) with isthmus-inject: PARTIALs of tree 0 sealed with the
@@ -90,6 +98,9 @@ trap 'rm -f "$log"; [ "$ok" = 0 ] && [ -d "$keep/run" ] && echo "logs kept in $k
 args=(--schedule "$SCHED" --payload-bytes 65536 --ready-timeout 240 --keep "$keep/run")
 case "$CASE" in
 clean) ROUNDS=5 ;;
+loss)
+	ROUNDS=6
+	args+=(--loss 0.02 --seed 3) ;;
 kill)
 	ROUNDS=6
 	args+=(--kill-edge 7) ;;
@@ -169,6 +180,51 @@ if case == "clean":
         for name, v in ctr.items():
             if name.startswith("drop_tree_") and v:
                 fails.append("edge %d: %s %d" % (e, name, v))
+elif case == "loss":
+    want = n * rounds * chunks
+    check("aggregates", f["aggregates"], str(want))
+    check("verified", f["verified"], str(want))
+    # per (round, chunk): each island's result as the set of islands in it
+    # (its own included: the island adds its own), from its missing list
+    got = {}
+    cut_lines = partials = 0
+    for i in range(n):
+        for l in open("%s/island%d.log" % (run, i), errors="replace"):
+            m = re.match(r"round (\d+) clique \S+ chunks \d+ complete \d+ partial (\d+) "
+                         r"missing (.*) verified \d+ nacks", l)
+            if not m:
+                continue
+            r, text = int(m.group(1)), m.group(3)
+            if text.endswith("..."):
+                cut_lines += 1
+                continue
+            partials += int(m.group(2))
+            res = {c: set(range(n)) for c in range(chunks)}
+            for part in ([] if text == "-" else text.split("; ")):
+                w = part.split()
+                for t in w[3].split(","):
+                    a, _, b = t.partition("-")
+                    for c in range(int(a), int(b or a) + 1):
+                        res[c].discard(int(w[1]))
+            for c in range(chunks):
+                got.setdefault((r, c), {})[i] = res[c]
+    if partials == 0:
+        fails.append("no partial result to explain (is the loss applied?)")
+    unexplained = 0
+    for (r, c), by in got.items():
+        par = trees[c % k]
+        # the islands whose result holds someone outside their subtree:
+        # the root's sum came down to them; all must name the same
+        down = {i: s for i, s in by.items() if not s <= subtree(par, i)}
+        for i in down:
+            for j in down:
+                if down[i] - {i, j} != down[j] - {i, j}:
+                    unexplained += 1
+                    if unexplained <= 5:
+                        fails.append("round %d chunk %d: island %d has %s, island %d %s"
+                                     % (r, c, i, sorted(down[i]), j, sorted(down[j])))
+    check("round lines cut short (unchecked)", cut_lines, 0)
+    check("results not explained", unexplained, 0)
 elif case == "hostile":
     want = n * rounds * chunks
     check("aggregates", f["aggregates"], str(want))
