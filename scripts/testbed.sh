@@ -50,7 +50,8 @@ Without: stays up until `down ENV` (or SIGINT/SIGTERM). With --edges the
 sites are islands behind edges (isthmusd, schedule as for run) instead:
 run your own islands there.
 
-exec: SITE is an index (0..N-1), a site name, 'wan' or 'mgmt'.
+exec: SITE is an index (0..N-1), a site name, 'wan' or 'mgmt'; SITE/H is
+host H of that island (up --edges --island-hosts K).
 clean: without RID, every registered run whose script is gone; RID: that
 run whatever its state; --unregistered: also isth-* namespaces, DPDK run
 directories and veths of runs that never registered (older scripts).
@@ -151,10 +152,13 @@ Faults:
                           edges' [access] island_sockets = S and the islands'
                           --sockets S --rx-threads on (AGG stream k to port
                           9471 + k % S, read by that socket's thread)
-  --island-hosts K        run: every island is K hosts (1..16, default 1), K
-                          namespaces behind its edge on a bridge (isth-RID-k
-                          is host 0, isth-RID-k-H host H, 10.10.k.(2+H)),
-                          each running isthmus-island --hosts K --host H for
+  --island-hosts K        run, up --edges: every island is K hosts (1..16,
+                          default 1), K namespaces behind its edge on a
+                          bridge (isth-RID-k is host 0, isth-RID-k-H host H,
+                          10.10.k.(2+H)); up: the env file names them
+                          (TB_HOST_NS_k_H, TB_HOST_IP_k_H) and `exec ENV k/H`
+                          runs in host H of site k; run: host H runs
+                          isthmus-island --hosts K --host H for
                           its chunk range; the edge's [access] island_hosts
                           names them. K > 1 needs --auth off (its default
                           then). Host H's log: island<k>.h<H>.log (host 0:
@@ -308,7 +312,16 @@ cmd_exec() {
 			fi
 		done ;;
 	esac
-	[ -n "$ns" ] || die "exec: no site '$site' in $env (0..$((TB_N - 1)), a name of: $TB_SITES, wan, mgmt)"
+	if [[ "$site" =~ ^(.+)/([0-9]+)$ ]]; then
+		# host H of an island of several hosts (up --island-hosts)
+		for ((k = 0; k < TB_N; k++)); do
+			v=TB_SITE_$k
+			[ "${BASH_REMATCH[1]}" = "$k" ] || [ "${BASH_REMATCH[1]}" = "${!v}" ] || continue
+			v=TB_HOST_NS_${k}_${BASH_REMATCH[2]}
+			ns=${!v:-}
+		done
+	fi
+	[ -n "$ns" ] || die "exec: no site '$site' in $env (0..$((TB_N - 1)), a name of: $TB_SITES, wan, mgmt; SITE/H: host H of ${TB_ISLAND_HOSTS:-1})"
 	exec ip netns exec "$ns" "$@"
 }
 
@@ -445,7 +458,7 @@ case "$AUTH" in on|off) ;; *) die "--auth: on or off" ;; esac
 [[ "$IHOSTS" =~ ^[0-9]+$ ]] && [ "$IHOSTS" -ge 1 ] && [ "$IHOSTS" -le 16 ] ||
 	die "--island-hosts: 1 to 16"
 if [ "$IHOSTS" -gt 1 ]; then
-	[ "$CMD" = run ] || die "--island-hosts: only with run"
+	[ "$CMD" = run ] || [ "$EDGES" = 1 ] || die "--island-hosts: only with run or up --edges"
 	# isthmusd refuses [access] island_hosts of several hosts with auth
 	# on (the island's key and replay windows are one per island)
 	[ "$AUTH_SET" = 0 ] || [ "$AUTH" = off ] ||
@@ -1209,7 +1222,15 @@ if [ "$CMD" = up ]; then
 				echo "TB_EDGE_NS_$k=isth-$RID-e$k"
 				echo "TB_EDGE_IP_$k=10.10.$k.1"
 			fi
+			for ((h = 0; h < IHOSTS && IHOSTS > 1; h++)); do
+				echo "TB_HOST_NS_${k}_$h=$(island_host_ns "$k" "$h")"
+				echo "TB_HOST_IP_${k}_$h=10.10.$k.$((2 + h))"
+			done
 		done
+		# --island-hosts K: the hosts share a bridge behind the edge
+		# (eth0, 10.10.k.0/24), their intra-island traffic's network
+		echo "TB_ISLAND_HOSTS=$IHOSTS"
+		echo "TB_HOST_IF=eth0"
 		echo "TB_NS=\"${nss% }\""
 		echo "TB_DATA_IPS=\"${dips% }\""
 		echo "TB_MGMT_IPS=\"${mips% }\""
