@@ -17,7 +17,8 @@ import pytest
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
-from test_torch_island import CE, K, N, RangeSession, lost_chunk, peer  # noqa: E402
+from test_torch_island import (CE, ELEMS, ISLANDS, K, N, RangeSession,  # noqa: E402
+                               lost_chunk, peer, run_island_ranks)
 
 ROUNDS = 3
 
@@ -108,7 +109,7 @@ def test_ranks_send_their_ranges_of_the_island_mean_and_land_on_one_average():
 
 # -- real sessions (hosts=K) against loopback edges ---------------------------
 
-ISLANDS, ELEMS, T = 2, 3 * 358 + 40, 0.6       # 4 chunks: ranges 0-1 and 2-3
+T = 0.6
 
 
 def island_progress(i, k, r, same):
@@ -118,7 +119,7 @@ def island_progress(i, k, r, same):
     return torch.randint(-8, 8, (ELEMS,), generator=g).float() / 8
 
 
-def _island_worker(k, port, results, i, edge_port, ports, mode, dtype, same):
+def _island_worker(i, k, port, edge_port, ports, results, mode, dtype, same):
     try:
         import isthmus
         from isthmus.torch import Averager
@@ -139,11 +140,11 @@ def _island_worker(k, port, results, i, edge_port, ports, mode, dtype, same):
                 s.poll(timeout=0.01)
                 avg.step()
             assert avg.flush(timeout=10)
-        results.put((k, None, i, x.tolist(), avg.stats))
+        results.put((i, k, None, x.tolist(), avg.stats))
         s.close()
         dist.destroy_process_group()
     except BaseException:
-        results.put((k, traceback.format_exc(), i, None, None))
+        results.put((i, k, traceback.format_exc(), None, None))
 
 
 @pytest.mark.parametrize("mode,dtype,same", [("delta", "fp32", False), ("params", "bf16", True)])
@@ -153,34 +154,9 @@ def test_islands_of_two_ranks_over_loopback_edges(mode, dtype, same):
     round each rank holds the mean over all four ranks' parameters; ranks
     that stepped alike (data parallel) are identical bit for bit."""
     from isthmus.loopback import LoopbackEdges
-    ctx = multiprocessing.get_context("spawn")
-    ports, results = ctx.Queue(), ctx.Queue()
     edges = LoopbackEdges(ISLANDS, ELEMS, period=T, hosts=K)
-    procs = []
-    got = {}
-    try:
-        for i in range(ISLANDS):
-            port = _free_port()
-            procs += [ctx.Process(target=_island_worker,
-                                  args=(k, port, results, i, edges.ports[i], ports, mode,
-                                        dtype, same))
-                      for k in range(K)]
-        for p in procs:
-            p.start()
-        for _ in range(ISLANDS * K):
-            i, k, lp = ports.get(timeout=120)
-            edges.register(i, lp, host=k)
-        edges.epoch = time.time_ns() + int(0.2 * T * 1e9)
-        edges.start()
-        for _ in range(ISLANDS * K):
-            k, err, i, x, stats = results.get(timeout=120)
-            assert err is None, "island %d rank %d:\n%s" % (i, k, err)
-            got[i, k] = (torch.tensor(x), stats)
-    finally:
-        for p in procs:
-            p.join(timeout=30)
-        edges.stop()
-    assert all(p.exitcode == 0 for p in procs)
+    got = {ik: (torch.tensor(x), stats) for ik, (x, stats)
+           in run_island_ranks(edges, _island_worker, (mode, dtype, same)).items()}
     assert edges.stats["wrong_host"] == 0
     x = torch.zeros(ELEMS)
     for r in range(2):
