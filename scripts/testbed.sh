@@ -160,9 +160,10 @@ Faults:
                           runs in host H of site k; run: host H runs
                           isthmus-island --hosts K --host H for
                           its chunk range; the edge's [access] island_hosts
-                          names them. K > 1 needs --auth off (its default
-                          then). Host H's log: island<k>.h<H>.log (host 0:
-                          island<k>.log)
+                          names them; with --auth on (the default) every
+                          host reads island-k.key (the island's key, its
+                          hosts share it). Host H's log: island<k>.h<H>.log
+                          (host 0: island<k>.log)
   --kill-island-host K:H[:R]
                           kill -9 host H of island K at the start of round R
                           (default 1): its peers' aggregates of its chunk
@@ -384,7 +385,6 @@ WORKERS=1
 ISOCKS=1
 IHOSTS=1
 KILL_HOST=
-AUTH_SET=0
 METRICS_PORT=
 EDGES=0
 ENVF=
@@ -427,7 +427,7 @@ while [ $# -gt 0 ]; do
 	--pause-wan) PAUSE=$2; shift 2 ;;
 	--keep) KEEP=$2; shift 2 ;;
 	--pmd) PMD=$2; shift 2 ;;
-	--auth) AUTH=$2; AUTH_SET=1; shift 2 ;;
+	--auth) AUTH=$2; shift 2 ;;
 	--workers) WORKERS=$2; shift 2 ;;
 	--island-sockets) ISOCKS=$2; shift 2 ;;
 	--island-hosts) IHOSTS=$2; shift 2 ;;
@@ -459,11 +459,6 @@ case "$AUTH" in on|off) ;; *) die "--auth: on or off" ;; esac
 	die "--island-hosts: 1 to 16"
 if [ "$IHOSTS" -gt 1 ]; then
 	[ "$CMD" = run ] || [ "$EDGES" = 1 ] || die "--island-hosts: only with run or up --edges"
-	# isthmusd refuses [access] island_hosts of several hosts with auth
-	# on (the island's key and replay windows are one per island)
-	[ "$AUTH_SET" = 0 ] || [ "$AUTH" = off ] ||
-		die "--island-hosts $IHOSTS: needs --auth off (isthmusd refuses several island hosts with auth on)"
-	AUTH=off
 fi
 KILL_K=-1 KILL_H=-1 KILL_R=1
 if [ -n "$KILL_HOST" ]; then
