@@ -167,6 +167,7 @@ class Averager:
         self.inflight = []
         self._seen = {}                 # K ranks: round -> Round, the last few
         self._last_sent = -1            # K ranks: the last round sent to
+        self._island_newest = -1        # K ranks: poll()'s vote of the newest
         self.since = 0                 # local steps since the last send
         self.sends = 0
         # what a training loop reports
@@ -191,19 +192,28 @@ class Averager:
                 off += k
 
     # -- rounds -------------------------------------------------------------
-    def _newest_round(self):
+    def _scan(self):
+        """K ranks: take the announced rounds; the newest not yet sent to,
+        or -1 (voted with poll()'s, one all-reduce a step)."""
+        for r in _announced(self.s):
+            self._seen[r.round] = r
+        newest = max((x for x in self._seen if x > self._last_sent), default=-1)
+        for old in [x for x in self._seen if x < newest - 8]:
+            del self._seen[old]
+        return newest
+
+    def _newest_round(self, island_newest=-1):
         """The newest announced round not yet used, whose deadline is ahead
-        (K ranks: the newest every rank has seen, ahead on every rank)."""
-        best = None
-        for best in _announced(self.s):
-            self._seen[best.round] = best
-        if self.K > 1:
-            newest = max((x for x in self._seen if x > self._last_sent), default=-1)
-            for old in [x for x in self._seen if x < newest - 8]:
-                del self._seen[old]
-            best = self._seen.get(self._vote([newest], "min")[0])
+        (K ranks: @island_newest, the newest every rank has seen, if every
+        rank has it with its deadline ahead)."""
+        if self.K == 1:
+            best = None
+            for best in _announced(self.s):
+                pass
+        elif island_newest < 0:
+            return None                 # the same on every rank: no vote
         else:
-            self._seen.clear()
+            best = self._seen.get(island_newest)
         ahead = best is not None and best.deadline_ns > time.time_ns()
         return best if self._vote([int(ahead)], "min")[0] else None
 
@@ -267,11 +277,13 @@ class Averager:
         st["contributors_sum"] += float(counts.mean())
         return res
 
-    def poll(self):
+    def poll(self, _newest=-1):
         """Apply every in-flight round that has ended, oldest first. A
         round whose slot a newer round took before it could be applied
         (the island was held up for several rounds) is counted as lost.
-        K ranks: a collective call; the rounds that ended on every rank."""
+        K ranks: a collective call; the rounds that ended on every rank
+        (and, from step(), the newest round every rank has seen, in
+        self._island_newest)."""
         ended, lost = [], []
         for f in self.inflight:
             try:
@@ -284,7 +296,8 @@ class Averager:
                 lost.append(-1)
             ended.append(1)
         pad = [0] * (len(self.inflight) - len(ended))
-        v = self._vote(ended + pad + lost + pad, "min")
+        v = self._vote(ended + pad + lost + pad + [_newest], "min")
+        self._island_newest = v[-1]
         done, n = [], len(self.inflight)
         for i in range(n):
             if not v[i]:
@@ -301,13 +314,14 @@ class Averager:
         """Call after each optimiser step. Non-blocking: applies ended
         rounds, and every H steps sends to the newest announced round."""
         t0 = time.perf_counter()
-        self.poll()
+        # K ranks: the rounds each rank has seen go into poll()'s vote
+        self.poll(self._scan() if self.K > 1 else -1)
         self.since += 1
         if self.since >= self.H:
             if len(self.inflight) >= self.max_inflight:
                 self.stats["skipped_full"] += 1
             else:
-                r = self._newest_round()
+                r = self._newest_round(self._island_newest)
                 if r is None:
                     self.stats["skipped_no_round"] += 1
                 else:
