@@ -412,6 +412,9 @@ def run_net(a):
     if isth and K != int(e.get("TB_ISLAND_HOSTS", "1")):
         sys.exit("train.py net: --island-ranks %d, but the testbed's islands are %s hosts "
                  "(testbed.sh up --edges --island-hosts %d)" % (K, e.get("TB_ISLAND_HOSTS", 1), K))
+    if isth:
+        print("train.py: %s: %d islands of %d rank%s, auth %s" % (
+            a.label or a.mode, n, K, "s" if K > 1 else "", e.get("TB_AUTH", "?")), file=sys.stderr)
     extra, prefix, isl = [], [], []
     for k in range(n):
         for h in range(K if isth else 1):

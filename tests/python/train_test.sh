@@ -17,7 +17,7 @@
 #       host namespaces behind every edge, a gloo group in each island):
 #       every aggregate exact, every island learnt, the two ranks of every
 #       island identical bit for bit at the end, every host exchanged
-#       rounds. Needs root (exit 77: skip).
+#       rounds, with auth on. Needs root (exit 77: skip).
 set -euo pipefail
 SRC=$1
 BUILD=$2
@@ -88,8 +88,11 @@ for f in files:
     # the ranks' parameters, max - min over the island's ranks
     if s["ranks_max_diff"] != 0.0:
         print("FAIL: %s: the ranks differ by %g" % (f, s["ranks_max_diff"])); ok = False
-    # this rank (host 0) owns half the chunks and exchanged rounds
+    # this rank (host 0) owns half the chunks and exchanged rounds, with
+    # auth on (the testbed's default, with several hosts too)
     c = s["counters"]
+    if c.get("auth") != 1:
+        print("FAIL: %s: the session ran without auth" % f); ok = False
     if c.get("hosts") != 2 or not s["avg_applied"] or c.get("range_chunks", 0) * 2 > 30:
         print("FAIL: %s: hosts %s, range %s chunks, %s rounds applied"
               % (f, c.get("hosts"), c.get("range_chunks"), s["avg_applied"])); ok = False
