@@ -132,10 +132,11 @@ def worker(a):
     xtr, ytr, xte, yte = load_data(a.seed, a.data)
     shard = torch.arange(a.island, len(ytr), a.islands)
     # an island of K ranks: rank h takes every K-th sample of the island's
-    # shard and batch / K of its batch, so that the island's batch (its
-    # gradients all-reduced over the ranks each step) is the same
+    # shard and its share of the island's batch (batch / K, the first
+    # batch % K ranks one more), so that the island's batch (the ranks'
+    # gradients, weighted by their shares, summed each step) is the same
     shard = shard[a.island_rank::a.island_ranks]
-    batch = a.batch // a.island_ranks
+    batch = a.batch // a.island_ranks + (a.island_rank < a.batch % a.island_ranks)
     xs, ys = xtr[shard], ytr[shard]
     model = make_model(a.hidden, a.seed)
     params = list(model.parameters())
@@ -212,7 +213,7 @@ def worker(a):
         loss = loss_fn(model(xs[idx]), ys[idx])
         loss.backward()
         if group is not None:
-            island_grad(group, params, igrad, a.island_ranks)
+            island_grad(group, params, igrad, batch / a.batch)
         if pg is None:
             opt.step()
         # pad to the step time a GPU would take: this is the model of
@@ -279,17 +280,17 @@ def worker(a):
     return 0
 
 
-def island_grad(group, params, buf, K):
-    """Data parallel inside the island: the ranks' gradients averaged
-    (one flat all-reduce over the island's group), so that every rank
-    takes the island's step."""
+def island_grad(group, params, buf, share):
+    """Data parallel inside the island: the ranks' gradients, each weighted
+    by its @share of the island's batch, summed (one flat all-reduce over
+    the island's group), so that every rank takes the island's step."""
     import torch.distributed as dist
     off = 0
     for p in params:
         buf[off:off + p.numel()] = p.grad.reshape(-1)
         off += p.numel()
+    buf *= share
     dist.all_reduce(buf, group=group)
-    buf /= K
     off = 0
     for p in params:
         p.grad.copy_(buf[off:off + p.numel()].view_as(p))
@@ -810,8 +811,8 @@ def common(p):
     p.add_argument("--island-ranks", type=int, default=1, choices=range(1, 5), metavar="K",
                    help="mlp, isthmus: every island is K ranks (1..4), data parallel "
                         "inside the island over gloo, each rank a session of hosts=K "
-                        "exchanging its chunk range (--batch is the island's: batch/K a "
-                        "rank; net: the testbed's island hosts, `up --island-hosts K`)")
+                        "exchanging its chunk range (--batch is the island's, shared by the "
+                        "ranks; net: the testbed's island hosts, `up --island-hosts K`)")
     lmo = p.add_argument_group("--model lm (examples/lm.py, lm_train.py, diloco.py)")
     lmo.add_argument("--model", choices=["mlp", "lm"], default="mlp",
                      help="mlp: the digits MLP (modes isthmus, gloo); lm: the byte-level "
@@ -922,8 +923,8 @@ def main():
         if a.island_ranks > 1 and (a.model != "mlp" or getattr(a, "mode", "isthmus") != "isthmus"):
             ap.error("--island-ranks: islands of several ranks run the mlp's isthmus mode only "
                      "(local: the gloo run keeps one process an island)")
-        if a.batch % a.island_ranks:
-            ap.error("--batch %d: not a multiple of --island-ranks %d" % (a.batch, a.island_ranks))
+        if a.batch < a.island_ranks:
+            ap.error("--batch %d: fewer than --island-ranks %d" % (a.batch, a.island_ranks))
         if a.cmd == "worker" and not 0 <= a.island_rank < a.island_ranks:
             ap.error("--island-rank must be below --island-ranks")
     if a.cmd == "worker":

@@ -31,8 +31,9 @@
 # --island-ranks K (1..4, default 1; mlp, the isthmus runs): every island
 # is K ranks, data parallel inside the island (a torch.distributed gloo
 # group, each step's gradients all-reduced over the ranks; rank h takes
-# every K-th sample of the island's shard and --batch / K a step, so the
-# island's batch is the same as with K = 1). Each rank has its own
+# every K-th sample of the island's shard and its share of --batch a step
+# (batch / K, the first batch % K ranks one more; the gradients weighted
+# by the shares), so the island's batch is that of K = 1). Each rank has its own
 # session (hosts=K, host=h) and exchanges only its chunk range of the
 # island's contribution; the ranges of every result are all-reduced, so
 # the ranks stay identical (the report says so). --testbed: the isthmus
@@ -97,7 +98,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift 2 ;;
 	--record) RECORD=1; ARGS+=("$1"); shift ;;
 	--island-ranks) IRANKS=$2; shift 2 ;;
-	-h|--help) sed -n '3,57p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,58p' "$0"; exit 0 ;;
 	*) ARGS+=("$1"); shift ;;
 	esac
 done
