@@ -101,23 +101,60 @@ def accuracy(model, x, y):
 
 # ---- one island --------------------------------------------------------------
 
+def island_group(a):
+    """--island-ranks K > 1: this island's gloo group (rank --island-rank,
+    rendezvous at --island-master, data on --island-ifname), else None."""
+    if a.island_ranks == 1:
+        return None
+    import datetime
+    import torch.distributed as dist
+    if a.island_ifname:
+        os.environ["GLOO_SOCKET_IFNAME"] = a.island_ifname
+    dist.init_process_group("gloo", init_method="tcp://" + a.island_master,
+                            rank=a.island_rank, world_size=a.island_ranks,
+                            timeout=datetime.timedelta(seconds=120))
+    return dist.group.WORLD
+
+
+def ranks_identical(group, params):
+    """The largest difference between this island's ranks' parameters
+    (0.0: identical bit for bit); a collective call."""
+    import torch.distributed as dist
+    x = torch.cat([p.detach().reshape(-1) for p in params])
+    hi, lo = x.clone(), x.clone()
+    dist.all_reduce(hi, op=dist.ReduceOp.MAX, group=group)
+    dist.all_reduce(lo, op=dist.ReduceOp.MIN, group=group)
+    return float((hi - lo).max())
+
+
 def worker(a):
     torch.set_num_threads(1)
     xtr, ytr, xte, yte = load_data(a.seed, a.data)
     shard = torch.arange(a.island, len(ytr), a.islands)
+    # an island of K ranks: rank h takes every K-th sample of the island's
+    # shard and its share of the island's batch (batch / K, the first
+    # batch % K ranks one more), so that the island's batch (the ranks'
+    # gradients, weighted by their shares, summed each step) is the same
+    shard = shard[a.island_rank::a.island_ranks]
+    batch = a.batch // a.island_ranks + (a.island_rank < a.batch % a.island_ranks)
     xs, ys = xtr[shard], ytr[shard]
     model = make_model(a.hidden, a.seed)
     params = list(model.parameters())
     opt = torch.optim.SGD(params, lr=a.lr)
     loss_fn = nn.CrossEntropyLoss()
-    g = torch.Generator().manual_seed(a.seed * 1000 + a.island)
+    g = torch.Generator().manual_seed(a.seed * 1000 + a.island + 100000 * a.island_rank)
     os.makedirs(a.out, exist_ok=True)
     label = a.label or a.mode
-    log = open(os.path.join(a.out, "%s-%d.jsonl" % (label, a.island)), "w")
+    lead = a.island_rank == 0           # logs and records the island
+    log = open(os.path.join(a.out, "%s-%d.jsonl" % (label, a.island)) if lead else os.devnull,
+               "w")
 
     avg = sess = pg = None
     record = None
     flat_n = sum(p.numel() for p in params)
+    group = island_group(a)
+    if group is not None:
+        igrad = torch.zeros(flat_n)
     if a.mode == "isthmus":
         import isthmus
         from isthmus.torch import Averager
@@ -127,8 +164,9 @@ def worker(a):
                                elems=flat_n, edge=(host, int(port)),
                                bind=(bhost, int(bport)), dtype=a.dtype,
                                grace=a.grace_ms / 1e3, key_file=a.key_file,
-                               auth=a.key_file is not None)
-        if a.record:
+                               auth=a.key_file is not None,
+                               hosts=a.island_ranks, host=a.island_rank)
+        if a.record and lead:
             record = {"round": [], "sent": [], "sum": [], "bitmaps": []}
 
             def on_result(rnd, sent, out, res):
@@ -138,7 +176,7 @@ def worker(a):
                 record["bitmaps"].append(list(res.chunk_bitmaps))
         avg = Averager(params, sess, local_steps=a.local_steps, mode=a.avg_mode,
                        blend=a.blend, max_inflight=a.overlap,
-                       on_result=on_result if a.record else None)
+                       on_result=on_result if record is not None else None, group=group)
     else:
         import torch.distributed as dist
         if a.ifname:
@@ -170,10 +208,12 @@ def worker(a):
     log.write(json.dumps(ev) + "\n")
     for step in range(1, a.steps + 1):
         c0 = time.perf_counter()
-        idx = torch.randint(0, len(ys), (a.batch,), generator=g)
+        idx = torch.randint(0, len(ys), (batch,), generator=g)
         opt.zero_grad()
         loss = loss_fn(model(xs[idx]), ys[idx])
         loss.backward()
+        if group is not None:
+            island_grad(group, params, igrad, batch / a.batch)
         if pg is None:
             opt.step()
         # pad to the step time a GPU would take: this is the model of
@@ -200,7 +240,7 @@ def worker(a):
         else:
             avg.step()
         comm_s += time.perf_counter() - m0
-        if step % a.eval_every == 0 or step == a.steps:
+        if lead and (step % a.eval_every == 0 or step == a.steps):
             ev = {"t": time.perf_counter() - t0, "step": step,
                   "acc": accuracy(model, xte, yte), "loss": float(loss)}
             if avg is not None:
@@ -209,7 +249,7 @@ def worker(a):
             log.flush()
     wall = time.perf_counter() - t0
     summ = {"summary": True, "mode": a.mode, "label": label, "island": a.island,
-            "rank": a.rank, "steps": a.steps,
+            "rank": a.rank, "steps": a.steps, "island_ranks": a.island_ranks,
             "wall_s": wall, "steps_per_s": a.steps / wall,
             "idle_frac": comm_s / wall, "compute_s": compute_s,
             "final_acc": accuracy(model, xte, yte)}
@@ -217,32 +257,53 @@ def worker(a):
         avg.flush(timeout=2 * a.period_ms / 1e3 + 1.0)
         summ.update(staleness=avg.staleness(), **{"avg_" + k: v for k, v in avg.stats.items()})
         summ["counters"] = {k: v for k, v in sess.counters().items() if v}
+        # the edges' chunk size (smaller with auth: the tag and header)
+        ce = sess.chunk_elems
         sess.close()
+        if group is not None:
+            # every rank of the island took the same steps and corrections
+            summ["ranks_max_diff"] = ranks_identical(group, params)
         if record is not None:
             np.savez(os.path.join(a.out, "record-%s-%d.npz" % (label, a.island)),
                      round=np.array(record["round"], np.int64),
                      sent=np.array(record["sent"], np.float32).reshape(-1, flat_n),
                      sum=np.array(record["sum"], np.float32).reshape(-1, flat_n),
                      bitmaps=np.array(record["bitmaps"], np.uint64).reshape(len(record["round"]), -1),
-                     chunk_elems=np.int64(isthmus_chunk_elems()))
+                     chunk_elems=np.int64(ce))
     else:
         pg.destroy_process_group()
+    if group is not None:
+        from torch import distributed as tdist
+        tdist.destroy_process_group()
     log.write(json.dumps(summ) + "\n")
     log.close()
     return 0
 
 
-def isthmus_chunk_elems():
-    from isthmus.loopback import CHUNK_ELEMS_1500
-    return CHUNK_ELEMS_1500
+def island_grad(group, params, buf, share):
+    """Data parallel inside the island: the ranks' gradients, each weighted
+    by its @share of the island's batch, summed (one flat all-reduce over
+    the island's group), so that every rank takes the island's step."""
+    import torch.distributed as dist
+    off = 0
+    for p in params:
+        buf[off:off + p.numel()] = p.grad.reshape(-1)
+        off += p.numel()
+    buf *= share
+    dist.all_reduce(buf, group=group)
+    off = 0
+    for p in params:
+        p.grad.copy_(buf[off:off + p.numel()].view_as(p))
+        off += p.numel()
 
 
 # ---- launching workers ---------------------------------------------------------
 
-def launch(cmds, mode, env, on_port=None, prefix=None):
+def launch(cmds, mode, env, on_port=None, prefix=None, not_before=0):
     """Start one worker per command (each after its @prefix, e.g. a
     `testbed.sh exec` into its namespace), wait until every one is READY
-    (socket bound, or rendezvous done), then send them all one GO time."""
+    (socket bound, or rendezvous done), then send them all one GO time,
+    not before @not_before (CLOCK_REALTIME ns)."""
     prefix = prefix or [()] * len(cmds)
     procs = [subprocess.Popen(list(pre) + cmd + ["--launcher"], env=env,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -256,6 +317,10 @@ def launch(cmds, mode, env, on_port=None, prefix=None):
         if on_port is not None:
             on_port(k, int(line[1]))
     go = time.time_ns() + int(0.5e9)
+    if not_before > go:
+        print("train.py: %s: the clock starts at the edges' epoch, %.1f s after every worker "
+              "was ready" % (mode, (not_before - go) / 1e9 + 0.5), file=sys.stderr)
+        go = not_before
     for p in procs:
         p.stdin.write("GO %d\n" % go)
         p.stdin.flush()
@@ -344,17 +409,35 @@ def run_net(a):
         for k in range(n):
             subprocess.run([a.testbed, "exec", e["TB_ENV"], str(k), "sysctl", "-q", "-w"]
                            + a.tcp_sysctl, check=True)
-    extra, prefix = [], []
+    K = a.island_ranks
+    if isth and K != int(e.get("TB_ISLAND_HOSTS", "1")):
+        sys.exit("train.py net: --island-ranks %d, but the testbed's islands are %s hosts "
+                 "(testbed.sh up --edges --island-hosts %d)" % (K, e.get("TB_ISLAND_HOSTS", 1), K))
+    if isth:
+        print("train.py: %s: %d islands of %d rank%s, auth %s" % (
+            a.label or a.mode, n, K, "s" if K > 1 else "", e.get("TB_AUTH", "?")), file=sys.stderr)
+    extra, prefix, isl = [], [], []
     for k in range(n):
-        prefix.append((a.testbed, "exec", e["TB_ENV"], str(k)))
-        if isth:
+        for h in range(K if isth else 1):
+            isl.append(k)
+            # --island-ranks K: rank h in host h's namespace of island k,
+            # its gloo group on the island's bridge, rendezvous at host 0
+            hp = "%d_%d" % (k, h)
+            prefix.append((a.testbed, "exec", e["TB_ENV"], "%d/%d" % (k, h) if K > 1 else str(k)))
+            if not isth:
+                continue
             extra.append(["--edge", "%s:%s" % (e["TB_EDGE_IP_%d" % k], e["TB_EDGE_PORT"]),
-                          "--bind", "%s:9471" % e["TB_DATA_IP_%d" % k], "--job", e["TB_JOB"],
-                          "--grace-ms", e.get("TB_GRACE_MS", "0")]
+                          "--bind", "%s:9471" % (e["TB_HOST_IP_" + hp] if K > 1
+                                                 else e["TB_DATA_IP_%d" % k]),
+                          "--job", e["TB_JOB"], "--grace-ms", e.get("TB_GRACE_MS", "0")]
                          # with --auth on: island k's own site file (it cannot
-                         # seal as another island), else the run's job file
-                         + (["--key-file", island_key_file(e, k)] if e.get("TB_KEY_FILE") else []))
-        else:
+                         # seal as another island), else the run's job file;
+                         # the hosts of an island share it
+                         + (["--key-file", island_key_file(e, k)] if e.get("TB_KEY_FILE") else [])
+                         + (["--island-rank", str(h), "--island-ifname", e["TB_HOST_IF"],
+                             "--island-master", "%s:29500" % e["TB_HOST_IP_%d_0" % k]]
+                            if K > 1 else []))
+        if not isth:
             master = e["TB_MGMT_IP_%d" % rank.index(0)]     # rank 0's site
             extra.append(["--master", "%s:29500" % master, "--ifname", e["TB_DATA_IF"],
                           "--rank", str(rank[k])])
@@ -365,8 +448,11 @@ def run_net(a):
         rc = subprocess.run(mpi_command(a, e, [rank.index(r) for r in range(n)]),
                             env=env).returncode
     else:
-        procs = launch([worker_args(a, a.mode, k) + extra[k] for k in range(n)], a.mode,
-                       dict(e), prefix=prefix)
+        # isthmus: the clock starts at the edges' first round, not while
+        # the islands could only train alone (before it, no ROUND comes)
+        procs = launch([worker_args(a, a.mode, k) + extra[j] for j, k in enumerate(isl)],
+                       a.mode, dict(e), prefix=prefix,
+                       not_before=int(e["TB_EPOCH_NS"]) if isth else 0)
         rc = 0
         for p in procs:
             rc |= p.wait()
@@ -394,6 +480,8 @@ def worker_args(a, mode, k):
             "--avg-mode", a.avg_mode, "--blend", str(a.blend),
             "--overlap", str(a.overlap), "--period-ms", str(a.period_ms),
             "--data", os.path.join(a.out, "digits.npz")]
+    if mode == "isthmus":
+        args += ["--island-ranks", str(a.island_ranks)]
     if a.model == "lm":
         args += ["--model", "lm", "--d-model", str(a.d_model), "--layers", str(a.layers),
                  "--heads", str(a.heads), "--ctx", str(a.ctx), "--inner-lr", str(a.inner_lr),
@@ -415,8 +503,14 @@ def model_elems(a):
     return sum(p.numel() for p in make_model(a.hidden, a.seed).parameters())
 
 
-def run_local(a):
+def free_port():
     import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_local(a):
     from isthmus.loopback import LoopbackEdges, all_to_all, triangles
     os.makedirs(a.out, exist_ok=True)
     for f in glob.glob(os.path.join(a.out, "*.jsonl")) + glob.glob(os.path.join(a.out, "*.npz")):
@@ -436,20 +530,25 @@ def run_local(a):
             # global sum a round), isthmus-cliques rotating triangles
             tri = (a.cliques == "triangles" if mode == "isthmus" else mode == "isthmus-cliques")
             cl = triangles(a.islands) if tri else all_to_all(a.islands)
+            K = a.island_ranks if mode == "isthmus" else 1
             edges = LoopbackEdges(a.islands, flat_n, period=a.period_ms / 1e3,
-                                  cliques=cl, start_in=0.2).start()
+                                  cliques=cl, start_in=0.2, hosts=K).start()
+            isl = [(k, h) for k in range(a.islands) for h in range(K)]
+            # --island-ranks K: island k's ranks rendezvous at a port of its own
+            master = [free_port() for _ in range(a.islands)]
             extra = [["--edge", "127.0.0.1:%d" % edges.ports[k], "--bind", "127.0.0.1:0"]
-                     for k in range(a.islands)]
+                     + (["--island-rank", str(h), "--island-master", "127.0.0.1:%d" % master[k]]
+                        if K > 1 else [])
+                     for k, h in isl]
+            on_port = (lambda j, port: edges.register(isl[j][0], port, host=isl[j][1]))
         else:
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-            s.close()
+            isl = [(k, 0) for k in range(a.islands)]
+            port = free_port()
             extra = [["--master", "127.0.0.1:%d" % port] +
                      (["--allreduce-pad-ms", str(a.allreduce_pad_ms)] if a.allreduce_pad_ms else [])
                      for k in range(a.islands)]
-        procs = launch([worker_args(a, mode, k) + extra[k] for k in range(a.islands)],
-                       mode, env, edges.register if edges is not None else None)
+        procs = launch([worker_args(a, mode, k) + extra[j] for j, (k, _) in enumerate(isl)],
+                       mode, env, on_port if edges is not None else None)
         for p in procs:
             rc |= p.wait()
         if edges is not None:
@@ -515,6 +614,10 @@ def report(a):
             table[mode]["contributors"] = (
                 float(sum(s.get("avg_contributors_sum", 0) for s in summ)) / applied
                 if applied else 0.0)
+            table[mode]["island_ranks"] = max(s.get("island_ranks", 1) for s in summ)
+            if table[mode]["island_ranks"] > 1:
+                # the largest difference between two ranks of one island
+                table[mode]["ranks_max_diff"] = max(s["ranks_max_diff"] for s in summ)
     print("%-8s %7s %10s %9s %9s %9s %12s %10s" % ("run", "islands", "steps/s", "final_acc",
                                                  "min_acc", "idle", "t_target_s", "staleness"))
     for mode, t in table.items():
@@ -527,6 +630,10 @@ def report(a):
                                    t["contributors"],
                                    ": NO PEER CONTRIBUTION ARRIVED, the islands trained alone"
                                    if t["contributors"] <= 1.0 else ""))
+        if t.get("island_ranks", 1) > 1:
+            print("%s: islands of %d ranks; the ranks of an island %s" % (
+                mode, t["island_ranks"], "identical" if t["ranks_max_diff"] == 0 else
+                "DIFFER, by %g at most" % t["ranks_max_diff"]))
     # every isthmus run against every synchronous one (gloo, gloo-tuned)
     for mine in [m for m in list(table) if m.startswith("isthmus")]:
         for base in [m for m in list(table) if m.startswith("gloo")]:
@@ -701,6 +808,11 @@ def common(p):
                    help="isthmus: keep what was sent and summed, for `check`")
     p.add_argument("--label", default=None,
                    help="the run's name in the logs (default: the mode), e.g. gloo-tuned")
+    p.add_argument("--island-ranks", type=int, default=1, choices=range(1, 5), metavar="K",
+                   help="mlp, isthmus: every island is K ranks (1..4), data parallel "
+                        "inside the island over gloo, each rank a session of hosts=K "
+                        "exchanging its chunk range (--batch is the island's, shared by the "
+                        "ranks; net: the testbed's island hosts, `up --island-hosts K`)")
     lmo = p.add_argument_group("--model lm (examples/lm.py, lm_train.py, diloco.py)")
     lmo.add_argument("--model", choices=["mlp", "lm"], default="mlp",
                      help="mlp: the digits MLP (modes isthmus, gloo); lm: the byte-level "
@@ -752,6 +864,12 @@ def main():
     w.add_argument("--ifname", default=None, help="gloo: interface for the data")
     w.add_argument("--allreduce-pad-ms", type=float, default=0.0,
                    help="gloo, local mode only: add a modelled WAN all-reduce time")
+    w.add_argument("--island-rank", type=int, default=0,
+                   help="--island-ranks K: this process's rank in its island (0..K-1)")
+    w.add_argument("--island-master", default="127.0.0.1:29600",
+                   help="--island-ranks K: the island's gloo rendezvous IP:PORT (rank 0's)")
+    w.add_argument("--island-ifname", default=None,
+                   help="--island-ranks K: the interface of the island's gloo traffic")
     lo = sub.add_parser("local")
     common(lo)
     lo.add_argument("--runs", default="isthmus,gloo")
@@ -802,6 +920,13 @@ def main():
         a.batch = 8 if a.model == "lm" else 32
     if a.cmd in ("worker", "local", "net"):
         check_model_mode(ap, a)
+        if a.island_ranks > 1 and (a.model != "mlp" or getattr(a, "mode", "isthmus") != "isthmus"):
+            ap.error("--island-ranks: islands of several ranks run the mlp's isthmus mode only "
+                     "(local: the gloo run keeps one process an island)")
+        if a.batch < a.island_ranks:
+            ap.error("--batch %d: fewer than --island-ranks %d" % (a.batch, a.island_ranks))
+        if a.cmd == "worker" and not 0 <= a.island_rank < a.island_ranks:
+            ap.error("--island-rank must be below --island-ranks")
     if a.cmd == "worker":
         if not (0 <= a.island < a.islands or (a.island == -1 and a.comm == "mpi")):
             ap.error("--island must be below --islands")

@@ -50,7 +50,8 @@ Without: stays up until `down ENV` (or SIGINT/SIGTERM). With --edges the
 sites are islands behind edges (isthmusd, schedule as for run) instead:
 run your own islands there.
 
-exec: SITE is an index (0..N-1), a site name, 'wan' or 'mgmt'.
+exec: SITE is an index (0..N-1), a site name, 'wan' or 'mgmt'; SITE/H is
+host H of that island (up --edges --island-hosts K).
 clean: without RID, every registered run whose script is gone; RID: that
 run whatever its state; --unregistered: also isth-* namespaces, DPDK run
 directories and veths of runs that never registered (older scripts).
@@ -151,14 +152,18 @@ Faults:
                           edges' [access] island_sockets = S and the islands'
                           --sockets S --rx-threads on (AGG stream k to port
                           9471 + k % S, read by that socket's thread)
-  --island-hosts K        run: every island is K hosts (1..16, default 1), K
-                          namespaces behind its edge on a bridge (isth-RID-k
-                          is host 0, isth-RID-k-H host H, 10.10.k.(2+H)),
-                          each running isthmus-island --hosts K --host H for
+  --island-hosts K        run, up --edges: every island is K hosts (1..16,
+                          default 1), K namespaces behind its edge on a
+                          bridge (isth-RID-k is host 0, isth-RID-k-H host H,
+                          10.10.k.(2+H)); up: the env file names them
+                          (TB_HOST_NS_k_H, TB_HOST_IP_k_H) and `exec ENV k/H`
+                          runs in host H of site k; run: host H runs
+                          isthmus-island --hosts K --host H for
                           its chunk range; the edge's [access] island_hosts
-                          names them. K > 1 needs --auth off (its default
-                          then). Host H's log: island<k>.h<H>.log (host 0:
-                          island<k>.log)
+                          names them; with --auth on (the default) every
+                          host reads island-k.key (the island's key, its
+                          hosts share it). Host H's log: island<k>.h<H>.log
+                          (host 0: island<k>.log)
   --kill-island-host K:H[:R]
                           kill -9 host H of island K at the start of round R
                           (default 1): its peers' aggregates of its chunk
@@ -308,7 +313,16 @@ cmd_exec() {
 			fi
 		done ;;
 	esac
-	[ -n "$ns" ] || die "exec: no site '$site' in $env (0..$((TB_N - 1)), a name of: $TB_SITES, wan, mgmt)"
+	if [[ "$site" =~ ^(.+)/([0-9]+)$ ]]; then
+		# host H of an island of several hosts (up --island-hosts)
+		for ((k = 0; k < TB_N; k++)); do
+			v=TB_SITE_$k
+			[ "${BASH_REMATCH[1]}" = "$k" ] || [ "${BASH_REMATCH[1]}" = "${!v}" ] || continue
+			v=TB_HOST_NS_${k}_${BASH_REMATCH[2]}
+			ns=${!v:-}
+		done
+	fi
+	[ -n "$ns" ] || die "exec: no site '$site' in $env (0..$((TB_N - 1)), a name of: $TB_SITES, wan, mgmt; SITE/H: host H of ${TB_ISLAND_HOSTS:-1})"
 	exec ip netns exec "$ns" "$@"
 }
 
@@ -371,7 +385,6 @@ WORKERS=1
 ISOCKS=1
 IHOSTS=1
 KILL_HOST=
-AUTH_SET=0
 METRICS_PORT=
 EDGES=0
 ENVF=
@@ -414,7 +427,7 @@ while [ $# -gt 0 ]; do
 	--pause-wan) PAUSE=$2; shift 2 ;;
 	--keep) KEEP=$2; shift 2 ;;
 	--pmd) PMD=$2; shift 2 ;;
-	--auth) AUTH=$2; AUTH_SET=1; shift 2 ;;
+	--auth) AUTH=$2; shift 2 ;;
 	--workers) WORKERS=$2; shift 2 ;;
 	--island-sockets) ISOCKS=$2; shift 2 ;;
 	--island-hosts) IHOSTS=$2; shift 2 ;;
@@ -445,12 +458,7 @@ case "$AUTH" in on|off) ;; *) die "--auth: on or off" ;; esac
 [[ "$IHOSTS" =~ ^[0-9]+$ ]] && [ "$IHOSTS" -ge 1 ] && [ "$IHOSTS" -le 16 ] ||
 	die "--island-hosts: 1 to 16"
 if [ "$IHOSTS" -gt 1 ]; then
-	[ "$CMD" = run ] || die "--island-hosts: only with run"
-	# isthmusd refuses [access] island_hosts of several hosts with auth
-	# on (the island's key and replay windows are one per island)
-	[ "$AUTH_SET" = 0 ] || [ "$AUTH" = off ] ||
-		die "--island-hosts $IHOSTS: needs --auth off (isthmusd refuses several island hosts with auth on)"
-	AUTH=off
+	[ "$CMD" = run ] || [ "$EDGES" = 1 ] || die "--island-hosts: only with run or up --edges"
 fi
 KILL_K=-1 KILL_H=-1 KILL_R=1
 if [ -n "$KILL_HOST" ]; then
@@ -1209,7 +1217,15 @@ if [ "$CMD" = up ]; then
 				echo "TB_EDGE_NS_$k=isth-$RID-e$k"
 				echo "TB_EDGE_IP_$k=10.10.$k.1"
 			fi
+			for ((h = 0; h < IHOSTS && IHOSTS > 1; h++)); do
+				echo "TB_HOST_NS_${k}_$h=$(island_host_ns "$k" "$h")"
+				echo "TB_HOST_IP_${k}_$h=10.10.$k.$((2 + h))"
+			done
 		done
+		# --island-hosts K: the hosts share a bridge behind the edge
+		# (eth0, 10.10.k.0/24), their intra-island traffic's network
+		echo "TB_ISLAND_HOSTS=$IHOSTS"
+		echo "TB_HOST_IF=eth0"
 		echo "TB_NS=\"${nss% }\""
 		echo "TB_DATA_IPS=\"${dips% }\""
 		echo "TB_MGMT_IPS=\"${mips% }\""

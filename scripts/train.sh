@@ -7,7 +7,7 @@
 #   scripts/train.sh [--build DIR] [--out DIR] [train.py options...]
 #   scripts/train.sh --testbed [--schedule S] [--scale K] [--startup S] [--runs LIST]
 #                    [--pairs P] [--queue-ms D] [--auth on|off] [--tb-arg A]
-#                    [--build DIR] [--out DIR] [train.py options...]
+#                    [--island-ranks K] [--build DIR] [--out DIR] [train.py options...]
 #
 # Without --testbed, on this host: the isthmus run against loopback edges
 # (python/isthmus/loopback.py: rounds of --period-ms, rotating triangles),
@@ -28,6 +28,18 @@
 # every run.
 # --record keeps every exchange and then checks every aggregate against
 # the exact sum over its bitmap (`train.py check`).
+# --island-ranks K (1..4, default 1; mlp, the isthmus runs): every island
+# is K ranks, data parallel inside the island (a torch.distributed gloo
+# group, each step's gradients all-reduced over the ranks; rank h takes
+# every K-th sample of the island's shard and its share of --batch a step
+# (batch / K, the first batch % K ranks one more; the gradients weighted
+# by the shares), so the island's batch is that of K = 1). Each rank has its own
+# session (hosts=K, host=h) and exchanges only its chunk range of the
+# island's contribution; the ranges of every result are all-reduced, so
+# the ranks stay identical (the report says so). --testbed: the isthmus
+# runs' sites become K host namespaces behind each edge (`testbed.sh up
+# --edges --island-hosts K`), the group on the island's bridge (eth0,
+# rendezvous at host 0). Without --testbed: loopback edges of K hosts.
 # --model lm: the byte-level transformer on Debian's fortunes instead
 # (examples/lm.py), with the runs (--runs, default all five, in this order)
 #   ddp             synchronous AdamW, the gradients all-reduced every step
@@ -65,6 +77,7 @@ ISTEPS=()
 DSTEPS=()
 PAIRS=0
 TBARGS=()
+IRANKS=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--testbed) TESTBED=1; shift ;;
@@ -84,7 +97,8 @@ while [ $# -gt 0 ]; do
 	--build) BUILD=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--record) RECORD=1; ARGS+=("$1"); shift ;;
-	-h|--help) sed -n '3,47p' "$0"; exit 0 ;;
+	--island-ranks) IRANKS=$2; shift 2 ;;
+	-h|--help) sed -n '3,58p' "$0"; exit 0 ;;
 	*) ARGS+=("$1"); shift ;;
 	esac
 done
@@ -95,6 +109,12 @@ mlp) : "${TARGET:=0.9}" "${RUNS:=isthmus,gloo}" ;;
 lm) : "${TARGET:=3.0}" "${RUNS:=ddp,diloco,diloco-overlap,isthmus-diloco,isthmus-cliques}" ;;
 *) echo "train.sh: --model mlp or lm, not '$MODEL'" >&2; exit 2 ;;
 esac
+case "$IRANKS" in [1-4]) ;; *) echo "train.sh: --island-ranks: 1 to 4, not '$IRANKS'" >&2; exit 2 ;; esac
+[ "$IRANKS" = 1 ] || [ "$MODEL" = mlp ] ||
+	{ echo "train.sh: --island-ranks: the mlp's isthmus runs only" >&2; exit 2; }
+# islands of K ranks (the isthmus runs): K hosts behind each edge
+IHOSTS=()
+[ "$IRANKS" = 1 ] || IHOSTS=(--island-hosts "$IRANKS")
 case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 PY=${PYTHON:-/usr/bin/python3}
 if [ ! -d "$BUILD/python/isthmus" ]; then
@@ -141,9 +161,9 @@ if [ "$TESTBED" = 1 ]; then
 			local dt=any
 			printf '%s\n' "${ARGS[@]}" | grep -qx fp32 && dt=fp32
 			"$ROOT/scripts/testbed.sh" up --edges --schedule "$sched" --dtype "$dt" "${SCALE[@]}" \
-				"${STARTUP[@]}" "${TBARGS[@]}" --payload-bytes $((ELEMS * 4)) -- \
+				"${STARTUP[@]}" "${TBARGS[@]}" "${IHOSTS[@]}" --payload-bytes $((ELEMS * 4)) -- \
 				"$PY" "$ROOT/examples/train.py" net --mode isthmus --label "$run" \
-				--out "$dir" "${ARGS[@]}" "${ISTEPS[@]}" ;;
+				--island-ranks "$IRANKS" --out "$dir" "${ARGS[@]}" "${ISTEPS[@]}" ;;
 		gloo)
 			"$ROOT/scripts/testbed.sh" up "${SCALE[@]}" "${TBARGS[@]}" -- \
 				"$PY" "$ROOT/examples/train.py" net --mode gloo --out "$dir" "${ARGS[@]}" ;;
@@ -193,7 +213,8 @@ if [ "$TESTBED" = 1 ]; then
 		"$PY" "$ROOT/examples/train.py" table --target "$TARGET" "${DIRS[@]}" | tee "$OUT/table.md"
 	fi
 else
-	"$PY" "$ROOT/examples/train.py" local --out "$OUT" --target "$TARGET" "${ARGS[@]}"
+	"$PY" "$ROOT/examples/train.py" local --out "$OUT" --target "$TARGET" \
+		--island-ranks "$IRANKS" "${ARGS[@]}"
 fi
 if [ "$RECORD" = 1 ]; then
 	# isthmusd returns bf16 sums for bf16 DATA by default ([agg] bf16_out);

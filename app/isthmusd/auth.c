@@ -162,13 +162,21 @@ isthd_auth_list_room(const struct isthd *d, const struct isth_sched *s, char *er
 	return (int)most;
 }
 
-/* Window slots per key epoch: UP DATA and NACK of the local island, then
- * WAN DATA, NACK and GONE of every island. */
+/* Island hosts ([access] island_hosts), at least 1. */
+static inline unsigned int
+n_hosts(const struct isthd *d)
+{
+	return RTE_MAX(d->cfg.n_island_hosts, 1u);
+}
+
+/* Window slots per key epoch: UP DATA and NACK of each host of the local
+ * island, then WAN DATA, NACK, GONE and PARTIAL of every island. */
 static inline unsigned int
 streams_per_epoch(const struct isthd *d)
 {
-	/* UP: DATA, NACK; per sender on the WAN: DATA, NACK, GONE, PARTIAL */
-	return 2 + 4 * d->n_islands;
+	/* UP, per host: DATA, NACK; per sender on the WAN: DATA, NACK,
+	 * GONE, PARTIAL */
+	return 2 * n_hosts(d) + 4 * d->n_islands;
 }
 
 int
@@ -255,6 +263,7 @@ isthd_auth_setup(struct isthd *d, char *err, size_t err_size)
 	 * NACK worker k's, ROUND the controller's */
 	now = isth_clock_real_ns();
 	d->seq_round = now;
+	au->seq_data = now;
 	for (i = 0; i < RTE_MAX(d->n_workers, 1u); i++)
 		d->workers[i].seq_gone = d->workers[i].seq_nack = now;
 	return 0;
@@ -423,10 +432,11 @@ isthd_auth_step(struct isthd_worker *w)
 }
 
 struct isth_auth_replay *
-isthd_auth_window(struct isthd *d, enum isth_auth_dir dir, const uint8_t *msg)
+isthd_auth_window(struct isthd *d, enum isth_auth_dir dir, const uint8_t *msg, unsigned int host)
 {
 	struct isthd_auth *au = &d->auth;
 	unsigned int e, s, type = msg[ISTH_WIRE_OFF_TYPE], sender = isth_wire_get_hdr_sender(msg);
+	unsigned int wan = 2 * n_hosts(d); /* the first WAN slot */
 
 	for (e = 0; e < ISTH_AUTH_MAX_EPOCHS; e++)
 		if (au->slot_epoch[e] == msg[ISTH_WIRE_OFF_EPOCH])
@@ -434,25 +444,52 @@ isthd_auth_window(struct isthd *d, enum isth_auth_dir dir, const uint8_t *msg)
 	if (e == ISTH_AUTH_MAX_EPOCHS || sender >= d->n_islands)
 		return NULL;
 	if (dir == ISTH_AUTH_UP) {
+		/* each island host is a sender of its own, with its own seq
+		 * base: its own windows, chosen by the source address the
+		 * caller matched against [access] island_hosts */
+		if (host >= n_hosts(d))
+			return NULL; /* refused later as access_bad_source */
 		if (type == ISTH_WIRE_DATA)
-			s = 0;
+			s = 2 * host;
 		else if (type == ISTH_WIRE_NACK)
-			s = 1;
+			s = 2 * host + 1;
 		else
 			return NULL; /* refused later as access_bad_type */
 	} else {
 		if (type == ISTH_WIRE_DATA)
-			s = 2 + 4 * sender;
+			s = wan + 4 * sender;
 		else if (type == ISTH_WIRE_NACK)
-			s = 3 + 4 * sender;
+			s = wan + 1 + 4 * sender;
 		else if (type == ISTH_WIRE_GONE)
-			s = 4 + 4 * sender;
+			s = wan + 2 + 4 * sender;
 		else if (type == ISTH_WIRE_PARTIAL)
-			s = 5 + 4 * sender; /* tree rounds: up and down, one stream */
+			s = wan + 3 + 4 * sender; /* tree rounds: up and down, one stream */
 		else
 			return NULL; /* refused later as wan_bad_type */
 	}
 	return &au->win[e * streams_per_epoch(d) + s];
+}
+
+void
+isthd_auth_wan_seq(struct isthd *d, uint8_t *msg)
+{
+	/* one host: its seq goes on, as it always did (nothing to pay) */
+	if (likely(d->cfg.n_island_hosts <= 1))
+		return;
+	/* before the tag list is computed: the seq is under it and in the
+	 * IV; one writer (the RX worker), one seq per DATA it forwards, so
+	 * under each pair key no two of its DATA share an IV */
+	isth_wire_set_seq(msg, d->auth.seq_data++);
+}
+
+uint64_t
+isthd_auth_host_seq0(uint64_t now, unsigned int host)
+{
+	/* host h's streams start h lanes of 2^56 ns (2.3 years) below the
+	 * clock: below it, so an island never finds them ahead (auth_ahead),
+	 * and a lane reaches the next one's seqs only after 2^56 ns of one
+	 * key epoch, since every stream advances slower than the clock */
+	return now - (uint64_t)host * ISTHD_AUTH_HOST_LANE;
 }
 
 static const enum isthd_drop status_drop[ISTH_AUTH_STATUS_MAX] = {
@@ -471,26 +508,27 @@ static const enum isthd_drop status_drop[ISTH_AUTH_STATUS_MAX] = {
  * check. A seq further ahead of @now_ns than [auth] seq_ahead is refused
  * first: a genuine sender's never is. */
 static enum isth_auth_status
-replay_check(
-	struct isthd *d, enum isth_auth_dir dir, const struct isth_wire_pkt *p, uint64_t now_ns)
+replay_check(struct isthd *d, enum isth_auth_dir dir, const struct isth_wire_pkt *p,
+	unsigned int host, uint64_t now_ns)
 {
 	const struct isth_auth_replay *win;
 
 	if (unlikely(isth_auth_seq_ahead(p->hdr.seq, now_ns, d->cfg.seq_ahead_ns)))
 		return ISTH_AUTH_E_AHEAD;
-	win = isthd_auth_window(d, dir, p->msg);
+	win = isthd_auth_window(d, dir, p->msg, host);
 	return win != NULL ? isth_auth_replay_check(win, p->hdr.seq, p->hdr.round) : ISTH_AUTH_OK;
 }
 
 enum isthd_drop
-isthd_auth_commit(struct isthd_worker *w, enum isth_auth_dir dir, const struct isth_wire_pkt *p)
+isthd_auth_commit(struct isthd_worker *w, enum isth_auth_dir dir, const struct isth_wire_pkt *p,
+	unsigned int host)
 {
 	struct isth_auth_replay *win;
 	enum isth_auth_status s;
 
 	if (!w->d->auth.on)
 		return ISTHD_DROP_MAX;
-	win = isthd_auth_window(w->d, dir, p->msg);
+	win = isthd_auth_window(w->d, dir, p->msg, host);
 	if (win == NULL)
 		return ISTHD_DROP_MAX;
 	/* checked again: a copy earlier in the same burst may have taken
@@ -501,7 +539,7 @@ isthd_auth_commit(struct isthd_worker *w, enum isth_auth_dir dir, const struct i
 
 unsigned int
 isthd_auth_verify_rx(struct isthd_worker *w, enum isth_auth_dir dir, struct rte_mbuf **m,
-	struct isth_wire_pkt *p, const uint8_t *owner, unsigned int n)
+	struct isth_wire_pkt *p, const uint8_t *owner, uint8_t *host, unsigned int n)
 {
 	struct isthd *d = w->d;
 	struct isth_auth_op ops[ISTHD_BURST];
@@ -527,11 +565,17 @@ isthd_auth_verify_rx(struct isthd_worker *w, enum isth_auth_dir dir, struct rte_
 		/* the tag verified: the replay check, no change yet (the
 		 * caller commits once the packet is accepted) */
 		if (s == ISTH_AUTH_OK)
-			s = replay_check(d, dir, &p[i], now_ns);
+			s = replay_check(d, dir, &p[i], host != NULL ? host[i] : 0, now_ns);
 		if (unlikely(s != ISTH_AUTH_OK)) {
 			isth_ctr_add(&w->st.drop[s < ISTH_AUTH_STATUS_MAX ? status_drop[s]
 									  : ISTHD_DROP_auth_tag],
 				1);
+			/* the tag verified, the seq did not: the host's own
+			 * stream refused it (its address chose the window) */
+			if (host != NULL && host[i] < ISTHD_ISLAND_MAX_HOSTS &&
+				(s == ISTH_AUTH_E_REPLAY || s == ISTH_AUTH_E_STALE ||
+					s == ISTH_AUTH_E_AHEAD))
+				isth_ctr_add(&w->st.host[host[i]][ISTHD_HOST_replay], 1);
 			ISTHD_REPAIR_TRACE(d,
 				"auth_drop %d type %u flags 0x%x r %u s %u c %u seq %" PRIu64,
 				(int)s, p[i].hdr.type, p[i].hdr.flags, p[i].hdr.round,
@@ -540,8 +584,11 @@ isthd_auth_verify_rx(struct isthd_worker *w, enum isth_auth_dir dir, struct rte_
 			continue;
 		}
 		m[k] = m[i];
-		if (k != i)
+		if (k != i) {
 			p[k] = p[i];
+			if (host != NULL)
+				host[k] = host[i];
+		}
 		k++;
 	}
 	return k;

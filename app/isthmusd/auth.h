@@ -60,9 +60,10 @@ struct isthd_auth {
 	 * ctl publishes, every worker reads slot 0 once per pass */
 	struct isth_rtab *sets;
 	/* init: replay windows per (key epoch slot, direction, sender, type;
-	 * the AGG stream is 0 in everything the edge receives) of every
-	 * stream received, sized at start-up (isthd_auth_window); their
-	 * contents are the RX worker's */
+	 * the AGG stream is 0 in everything the edge receives; on the access
+	 * side also the island host, [access] island_hosts: each host is a
+	 * stream of its own) of every stream received, sized at start-up
+	 * (isthd_auth_window); their contents are the RX worker's */
 	struct isth_auth_replay *win;
 	uint64_t *words;
 	uint32_t win_bits;
@@ -82,6 +83,13 @@ struct isthd_auth {
 	const struct isthd_keyset *ks_rx __rte_cache_aligned;
 	uint64_t gen_rx;
 	int16_t slot_epoch[ISTH_AUTH_MAX_EPOCHS];
+	/* the RX worker, several island hosts only: the next seq of this
+	 * edge's own WAN DATA stream, from the wall clock at set-up. Each
+	 * host's DATA comes with its own seqs; the edge gives every DATA it
+	 * forwards one of this stream's, so its peers see one stream per
+	 * edge, as with one host (doc/protocol.md, "An island of several
+	 * hosts") */
+	uint64_t seq_data;
 };
 
 /* auth.c */
@@ -100,22 +108,43 @@ void isthd_auth_ctl_step(struct isthd *d);
 /* Worker @w, start of each pass: its engine of the key set published;
  * the RX worker also moves its replay window slots to a new set's epochs. */
 void isthd_auth_step(struct isthd_worker *w);
+/* Several island hosts: host h's AGG streams start h lanes below the
+ * clock (isthd_auth_host_seq0): 2^56 ns, 2.3 years; 15 lanes below
+ * today's clock stay above 0 (doc/protocol.md, "An island of several
+ * hosts"). */
+#define ISTHD_AUTH_HOST_LANE (UINT64_C(1) << 56)
+/* An island host no window belongs to (a source outside [access]
+ * island_hosts, refused later as access_bad_source). */
+#define ISTHD_AUTH_NO_HOST 0xffu
 /* The replay window of the stream of sealed message @msg received on the
- * @dir side; NULL when the edge keeps none (types refused later). */
+ * @dir side, from island host @host (UP; ignored on the WAN); NULL when
+ * the edge keeps none (types refused later, ISTHD_AUTH_NO_HOST). */
 struct isth_auth_replay *
-isthd_auth_window(struct isthd *d, enum isth_auth_dir dir, const uint8_t *msg);
-/* The RX worker @w: verify @n parsed frames (@owner: key owner of each)
- * with its engine, then check their seqs (ahead of the clock, replay
- * window; nothing moves); refusals are counted and freed, the rest
- * compacted to the front of @m and @p. @return how many are left. */
-unsigned int isthd_auth_verify_rx(struct isthd_worker *w, enum isth_auth_dir dir,
-	struct rte_mbuf **m, struct isth_wire_pkt *p, const uint8_t *owner, unsigned int n);
-/* The RX worker @w: message @p (received on @dir's side, checked by
- * isthd_auth_verify_rx) passed every check that can refuse it: move its
- * replay window. @return ISTHD_DROP_MAX, or the reason to drop it (a copy
- * earlier in the burst took its seq). Auth off: ISTHD_DROP_MAX. */
-enum isthd_drop
-isthd_auth_commit(struct isthd_worker *w, enum isth_auth_dir dir, const struct isth_wire_pkt *p);
+isthd_auth_window(struct isthd *d, enum isth_auth_dir dir, const uint8_t *msg, unsigned int host);
+/* The RX worker @w: verify @n parsed frames (@owner: key owner of each;
+ * @host: UP, the island host each came from by its source address, else
+ * NULL) with its engine, then check their seqs (ahead of the clock, the
+ * replay window of the host's stream; nothing moves); refusals are
+ * counted and freed, the rest compacted to the front of @m, @p (and
+ * @host). @return how many are left. */
+unsigned int
+isthd_auth_verify_rx(struct isthd_worker *w, enum isth_auth_dir dir, struct rte_mbuf **m,
+	struct isth_wire_pkt *p, const uint8_t *owner, uint8_t *host, unsigned int n);
+/* The RX worker @w: message @p (received on @dir's side from island host
+ * @host, 0 on the WAN; checked by isthd_auth_verify_rx) passed every
+ * check that can refuse it: move its replay window. @return
+ * ISTHD_DROP_MAX, or the reason to drop it (a copy earlier in the burst
+ * took its seq). Auth off: ISTHD_DROP_MAX. */
+enum isthd_drop isthd_auth_commit(struct isthd_worker *w, enum isth_auth_dir dir,
+	const struct isth_wire_pkt *p, unsigned int host);
+/* The RX worker: several island hosts (auth on), the island DATA message
+ * @msg about to be resealed for the WAN gets the next seq of this edge's
+ * own WAN DATA stream (d->auth.seq_data); one host: left as it is. */
+void isthd_auth_wan_seq(struct isthd *d, uint8_t *msg);
+/* Several island hosts: host @host's AGG streams' first seq when the
+ * edge's streams start at @now (auth on; doc/protocol.md, "An island of
+ * several hosts"). */
+uint64_t isthd_auth_host_seq0(uint64_t now, unsigned int host);
 /* Seal the message at @msg (@len bytes; when already version 2, its tag
  * included) with @dir's key of the local island, in place. @return the
  * sealed length or a negative errno. */

@@ -80,7 +80,7 @@ isthd_auth_dev_verdict(void *arg, const uint8_t *msg, int status)
 		/* the tag verified: now the seq may move the window. A copy
 		 * already recorded (two in flight at once) is refused by the
 		 * aggregator as a duplicate, never summed twice. */
-		w = isthd_auth_window(d, ISTH_AUTH_WAN, msg);
+		w = isthd_auth_window(d, ISTH_AUTH_WAN, msg, 0);
 		/* ...unless its round is one the aggregator refuses (the RX
 		 * path left that check to here: rx.c, wan_data_refusal) */
 		if (w != NULL &&
@@ -128,7 +128,8 @@ isthd_auth_dev_rx(struct isthd_worker *wk, struct rte_mbuf **m, struct isth_wire
 		/* step 6 before the device: a seq ahead of the clock, already
 		 * accepted or older than the window is not worth a descriptor */
 		{
-			struct isth_auth_replay *w = isthd_auth_window(d, ISTH_AUTH_WAN, p[i].msg);
+			struct isth_auth_replay *w =
+				isthd_auth_window(d, ISTH_AUTH_WAN, p[i].msg, 0);
 			enum isthd_drop why = ISTHD_DROP_MAX;
 			enum isth_auth_status s;
 
@@ -154,7 +155,7 @@ isthd_auth_dev_rx(struct isthd_worker *wk, struct rte_mbuf **m, struct isth_wire
 	if (c == 0)
 		return k;
 	/* the rest (NACK, GONE, and types refused later) on the host */
-	c = (uint16_t)isthd_auth_verify_rx(wk, ISTH_AUTH_WAN, cm, cp, co, c);
+	c = (uint16_t)isthd_auth_verify_rx(wk, ISTH_AUTH_WAN, cm, cp, co, NULL, c);
 	for (i = 0; i < c; i++) {
 		m[k] = cm[i];
 		p[k++] = cp[i];

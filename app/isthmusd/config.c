@@ -488,14 +488,6 @@ load(struct isth_conf *c, struct isthd_config *cfg)
 	TRY(read_agg(c, cfg));
 	TRY(read_tuning(c, cfg));
 	TRY(read_auth(c, cfg));
-	/* Several hosts share the island's UP key and sender id: their DATA
-	 * and NACK streams would share IVs and one replay window, and their
-	 * AGG streams too (doc/isthmusd.md, "An island of several hosts") */
-	if (cfg->auth && cfg->n_island_hosts > 1)
-		return isth_conf_fail(c, "access", "island_hosts",
-			"%u hosts need [auth] mode = off: several hosts of one island under one "
-			"key are not supported yet",
-			cfg->n_island_hosts);
 	TRY(read_metrics(c, cfg));
 	return isth_conf_check_unused(c);
 }

@@ -234,6 +234,12 @@ print_check(const struct isthd *d)
 			d->cfg.n_island_hosts, ip >> 24, ip >> 16 & 255, ip >> 8 & 255, ip & 255,
 			first, first + n - 1, d->shape.n_chunks);
 	}
+	if (d->cfg.n_island_hosts > 1 && d->cfg.auth)
+		printf("isthmusd: island hosts with auth: each host's DATA and NACKs in its own "
+		       "replay windows (by its address), its AGG streams in its own seq lane "
+		       "(host h: 2^56 ns x h below the clock), the island's DATA forwarded "
+		       "with this edge's own WAN seq (doc/protocol.md, \"An island of several "
+		       "hosts\")\n");
 	/* the payload is the bytes that cross the links: a bf16 job's
 	 * tensor has payload / 2 elements (setup.c, elem_bytes_of) */
 	printf("isthmusd: payload %" PRIu64 " B a round: %" PRIu64

@@ -102,10 +102,11 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 		isth_ctr_add(&w->st.host[host][ISTHD_HOST_wrong_host], 1);
 		why = ISTHD_DROP_access_wrong_host;
 	}
-	/* admitted: only now may its seq move the replay window (a DATA
-	 * refused above leaves it where it was) */
+	/* admitted: only now may its seq move the replay window, the one of
+	 * its host's stream (a DATA refused above, another host's chunk
+	 * included, leaves every window where it was) */
 	if (likely(why == ISTHD_DROP_MAX))
-		why = isthd_auth_commit(w, ISTH_AUTH_UP, p);
+		why = isthd_auth_commit(w, ISTH_AUTH_UP, p, host);
 	if (unlikely(why != ISTHD_DROP_MAX)) {
 		drop(w, m, why);
 		return;
@@ -123,10 +124,15 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 	to_msg(m, p);
 	/* onto the WAN: same header, same IV, the UP tag replaced by a tag
 	 * list, one tag per peer of the round under its pair key; one frame
-	 * for every peer, so the fan-out stays zero-copy */
-	if (d->auth.on && unlikely(isthd_auth_seal_wan(d, w->eng, m, p->hdr.round) < 0)) {
-		drop(w, m, ISTHD_DROP_auth_seal);
-		return;
+	 * for every peer, so the fan-out stays zero-copy. Several hosts: the
+	 * seq of the edge's own DATA stream instead of the host's, so that
+	 * peers see one stream (one replay window) per edge */
+	if (d->auth.on) {
+		isthd_auth_wan_seq(d, rte_pktmbuf_mtod(m, uint8_t *));
+		if (unlikely(isthd_auth_seal_wan(d, w->eng, m, p->hdr.round) < 0)) {
+			drop(w, m, ISTHD_DROP_auth_seal);
+			return;
+		}
 	}
 	/* The schedule's rates are payload rates (the planner's unit): pace
 	 * payload bytes. Headers add 82 bytes per chunk on the wire, which a
@@ -154,7 +160,7 @@ access_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 	uint64_t pub = __atomic_load_n(&d->published, __ATOMIC_ACQUIRE);
 	struct rte_mbuf *rx[ISTHD_BURST];
 	struct isth_wire_pkt parsed[ISTHD_BURST];
-	uint8_t owner[ISTHD_BURST];
+	uint8_t owner[ISTHD_BURST], hosts[ISTHD_BURST];
 	uint16_t n, i, k = 0;
 
 	n = rte_eth_rx_burst(d->access_port, q, rx, ISTHD_BURST);
@@ -173,13 +179,20 @@ access_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 			wire_refused(w, m, r);
 			continue;
 		}
-		/* the access link's key is the local island's UP key */
+		/* the access link's key is the local island's UP key; the
+		 * replay window is the one of the host its source address
+		 * names (checked whole, MAC too, below) */
 		owner[k] = d->island;
+		{
+			int h = isthd_island_host_of(d, parsed[k].addr.src_ip);
+
+			hosts[k] = h < 0 ? ISTHD_AUTH_NO_HOST : (uint8_t)h;
+		}
 		rx[k++] = m;
 	}
 	/* verify before anything else looks at the packet */
 	if (d->auth.on)
-		k = (uint16_t)isthd_auth_verify_rx(w, ISTH_AUTH_UP, rx, parsed, owner, k);
+		k = (uint16_t)isthd_auth_verify_rx(w, ISTH_AUTH_UP, rx, parsed, owner, hosts, k);
 	for (i = 0; i < k; i++) {
 		struct rte_mbuf *m = rx[i];
 		struct isth_wire_pkt *p = &parsed[i];
@@ -194,10 +207,11 @@ access_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 			continue;
 		}
 		/* DATA and NACKs only from the island's configured addresses
-		 * (island_ip, or one of island_hosts). Several hosts run with
-		 * auth off: the host's MAC too, so that one host cannot send
-		 * in another's name by its IP alone. */
-		host = isthd_island_host_of(d, p->addr.src_ip);
+		 * (island_ip, or one of island_hosts). Several hosts: the
+		 * host's MAC too, so that one host cannot send in another's
+		 * name by its IP alone (with auth on, the hosts share the
+		 * island's UP key: the address picks the host's window). */
+		host = hosts[i] == ISTHD_AUTH_NO_HOST ? -1 : hosts[i];
 		if (unlikely(host < 0 ||
 			    (d->cfg.n_island_hosts > 1 &&
 				    memcmp(p->addr.src_mac, d->cfg.island_hosts[host].mac, 6) !=
@@ -208,7 +222,8 @@ access_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 		if (p->hdr.type == ISTH_WIRE_DATA) {
 			access_data(w, m, p, (unsigned int)host, cur, pub);
 		} else if (p->hdr.type == ISTH_WIRE_NACK) {
-			enum isthd_drop why = isthd_auth_commit(w, ISTH_AUTH_UP, p);
+			enum isthd_drop why =
+				isthd_auth_commit(w, ISTH_AUTH_UP, p, (unsigned int)host);
 
 			if (unlikely(why != ISTHD_DROP_MAX)) {
 				drop(w, m, why);
@@ -373,7 +388,7 @@ wan_nack(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt 
 	 * refuses it. A refused one falls through to admission, which
 	 * counts it as before. */
 	if (wan_nack_admissible(d, p)) {
-		why = isthd_auth_commit(w, ISTH_AUTH_WAN, p);
+		why = isthd_auth_commit(w, ISTH_AUTH_WAN, p, 0);
 		if (unlikely(why != ISTHD_DROP_MAX)) {
 			drop(w, m, why);
 			return;
@@ -458,7 +473,7 @@ wan_partial(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 	if (likely(why == ISTHD_DROP_MAX))
 		why = isthd_tree_admit(w->d, p);
 	if (likely(why == ISTHD_DROP_MAX))
-		why = isthd_auth_commit(w, ISTH_AUTH_WAN, p);
+		why = isthd_auth_commit(w, ISTH_AUTH_WAN, p, 0);
 	if (unlikely(why != ISTHD_DROP_MAX)) {
 		drop(w, m, why);
 		return;
@@ -491,7 +506,7 @@ wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 	if (d->auth.dev_verify) /* DATA: the device verifies (auth_dev.c) */
 		v = isthd_auth_dev_rx(w, rx, parsed, owner, v);
 	else if (d->auth.on)
-		v = (uint16_t)isthd_auth_verify_rx(w, ISTH_AUTH_WAN, rx, parsed, owner, v);
+		v = (uint16_t)isthd_auth_verify_rx(w, ISTH_AUTH_WAN, rx, parsed, owner, NULL, v);
 	for (i = 0; i < v; i++) {
 		struct rte_mbuf *m = rx[i];
 		struct isth_wire_pkt *p = &parsed[i];
@@ -519,7 +534,7 @@ wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 		/* admitted: its seq may move the replay window now; with the
 		 * device verifying, only on its verdict (auth_dev.c) */
 		if (likely(why == ISTHD_DROP_MAX) && !d->auth.dev_verify)
-			why = isthd_auth_commit(w, ISTH_AUTH_WAN, p);
+			why = isthd_auth_commit(w, ISTH_AUTH_WAN, p, 0);
 		if (unlikely(why != ISTHD_DROP_MAX)) {
 			/* a refused chunk value did arrive (its tag verified, or
 			 * auth off): a NACK would only bring it again. With the

@@ -380,7 +380,9 @@ agg_rings_create(struct isthd *d, uint64_t agg_seq0, char *err, size_t err_size)
 	rc.flags = ISTH_RESEND_F_STAMP;
 	rc.hdr_pool = d->hdr_pool;
 	for (unsigned int k = 0; k < d->n_workers; k++) {
-		rc.first_seq = k == 0 ? agg_seq0 : d->cfg.auth ? isth_clock_real_ns() : 0;
+		uint64_t now = d->cfg.auth ? isth_clock_real_ns() : 0;
+
+		rc.first_seq = k == 0 ? agg_seq0 : now;
 		d->workers[k].agg_ring = isth_resend_create(&rc);
 		if (d->workers[k].agg_ring == NULL) {
 			if (k == 0)
@@ -391,10 +393,13 @@ agg_rings_create(struct isthd *d, uint64_t agg_seq0, char *err, size_t err_size)
 			return -rte_errno;
 		}
 		d->workers[k].host_ring[0] = d->workers[k].agg_ring;
-		/* [access] island_hosts: host h's AGG stream k (auth off, so
-		 * from 0 like every stream; config.c refuses hosts with auth) */
+		/* [access] island_hosts: host h's AGG stream k. Auth on, the
+		 * hosts share the island's DOWN key and stream k's IVs differ
+		 * by seq alone: host h's lane starts h * 2^56 ns below host
+		 * 0's (isthd_auth_host_seq0); auth off, from 0 like every
+		 * stream */
 		for (unsigned int h = 1; h < d->cfg.n_island_hosts; h++) {
-			rc.first_seq = 0;
+			rc.first_seq = d->cfg.auth ? isthd_auth_host_seq0(now, h) : 0;
 			d->workers[k].host_ring[h] = isth_resend_create(&rc);
 			if (d->workers[k].host_ring[h] == NULL) {
 				snprintf(err, err_size,
@@ -440,6 +445,17 @@ workers_create(struct isthd *d, char *err, size_t err_size)
 	isth_backend_caps(d->workers[0].be, &caps);
 	d->auth.dev_verify = d->cfg.auth && caps.verifies;
 	d->auth.dev_seal = d->cfg.auth && caps.seals;
+	/* a device numbers the AGGs it seals as one stream from agg_seq0;
+	 * several hosts get one stream (lane) each, so every AGG would be
+	 * out of step and sealed again on the host: refused, not slow */
+	if (d->auth.dev_seal && d->cfg.n_island_hosts > 1) {
+		snprintf(err, err_size,
+			"%s: [access] island_hosts: %u hosts with a backend whose device seals "
+			"AGGs: it numbers one AGG stream, each host needs its own; use "
+			"backend = sw",
+			d->cfg.path, d->cfg.n_island_hosts);
+		return -ENOTSUP;
+	}
 	/* rounds are the wall clock's: the data path's TSC must run at its
 	 * rate, which DPDK's figure may not (clock.c) */
 	d->clk.tsc_hz = isthd_tsc_hz_measure(200000000ull, rte_get_tsc_hz());

@@ -161,7 +161,10 @@ enum { ISTHD_N_COUNTERS = 0 ISTHD_COUNTERS(ISTH_CTR_ONE) };
 	X(agg_out, "AGG messages sent to the host (its chunks)") \
 	X(nacks, "NACKs from the host") \
 	X(resent, "AGGs resent to the host") \
-	X(gone, "GONE replies sent to the host")
+	X(gone, "GONE replies sent to the host") \
+	X(replay, \
+		"DATA and NACKs from the host's address refused by its replay windows " \
+		"(auth_replay, auth_stale, auth_ahead)")
 
 enum {
 #define X(n, s) ISTHD_HOST_##n,

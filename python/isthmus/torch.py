@@ -62,11 +62,46 @@ def _announced(s, read=False):
             return
 
 
-class _Flight:
-    __slots__ = ("round", "sent", "anchor", "sent_at_index", "start_ns", "period_ns", "moved")
+def _island_of(session, group, who):
+    """An island of K ranks: (K, this rank, first element, element count)
+    of @session's range; the session must be host rank of K."""
+    K = 1 if group is None else dist.get_world_size(group)
+    rank = 0 if group is None else dist.get_rank(group)
+    hosts, host = getattr(session, "hosts", 1), getattr(session, "host", 0)
+    if (hosts, host) != (K, rank):
+        raise ValueError("%s: the session is host %d of %d, the process group rank %d of %d: "
+                         "open it with hosts=K, host=rank" % (who, host, hosts, rank, K))
+    first, count = getattr(session, "elem_range", (0, session.elems))
+    return K, rank, first, count
 
-    def __init__(self, r, sent, anchor, index, moved):
+
+def _vote(group, K, values, op):
+    """The ranks' agreement on small integers (the island's min/max)."""
+    if K == 1:
+        return list(values)
+    t = torch.tensor(values, dtype=torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.MIN if op == "min" else dist.ReduceOp.MAX,
+                    group=group)
+    return t.tolist()
+
+
+class _IslandResult:
+    """A round's result over the island's K ranges (K > 1): the chunk
+    bitmaps of every chunk of the round, and whether every range was
+    complete; ``ranges`` is this rank's own Result."""
+    __slots__ = ("chunk_bitmaps", "complete", "ranges")
+
+    def __init__(self, bitmaps, complete, own):
+        self.chunk_bitmaps, self.complete, self.ranges = bitmaps, complete, own
+
+
+class _Flight:
+    __slots__ = ("round", "sent", "own", "anchor", "sent_at_index", "start_ns", "period_ns",
+                 "moved")
+
+    def __init__(self, r, sent, own, anchor, index, moved):
         self.round, self.sent, self.anchor, self.sent_at_index = r.round, sent, anchor, index
+        self.own = own              # this rank's contribution (K = 1: sent)
         self.start_ns, self.period_ns = r.start_ns, r.period_ns
         self.moved = moved          # Averager.moved when sent
 
@@ -85,11 +120,23 @@ class Averager:
                  keeps 4 rounds and one is needed for the next ROUND)
     on_result    called as on_result(round, sent, sum, result) before a
                  round is applied (sent: what this island contributed, as
-                 summed; sum: the round's clique sum); for checks and logs
+                 summed; sum: the round's clique sum; result: its chunk
+                 bitmaps); for checks and logs. With K ranks: the island's
+                 whole contribution and sum on every rank, and a result
+                 whose ``chunk_bitmaps`` cover every chunk of the round
+    group        a torch.distributed process group: the island's K ranks
+                 (data parallel inside the island), each with its own
+                 session (hosts=K, host=rank). The island contributes the
+                 ranks' mean (all-reduced), each rank sends its session's
+                 elem_range of it, and the ranges of the result are
+                 all-reduced, so that every rank applies the same target;
+                 ranks that step identically stay identical. step(),
+                 poll() and flush() are then collective calls. None: one
+                 process is the island (K = 1)
     """
 
     def __init__(self, params, session, local_steps=1, mode="params",
-                 blend=1.0, outer_lr=1.0, max_inflight=2, on_result=None):
+                 blend=1.0, outer_lr=1.0, max_inflight=2, on_result=None, group=None):
         self.params = [p for p in params]
         self.s = session
         self.n = flat_size(self.params)
@@ -102,6 +149,8 @@ class Averager:
             raise ValueError("mode must be 'params' or 'delta'")
         if not 1 <= max_inflight <= 3:
             raise ValueError("max_inflight must be 1..3")
+        self.group = group
+        self.K, self.rank, self.first, self.count = _island_of(session, group, "Averager")
         self.H, self.mode, self.blend, self.outer_lr = local_steps, mode, blend, outer_lr
         self.max_inflight = max_inflight
         self.on_result = on_result
@@ -113,8 +162,12 @@ class Averager:
         self.moved = torch.zeros(self.n, dtype=torch.float32)
         # per element: which chunk it belongs to, to divide by its count
         ce = session.chunk_elems
+        self.n_chunks = (self.n + ce - 1) // ce
         self.chunk_of = torch.arange(self.n) // ce
         self.inflight = []
+        self._seen = {}                 # K ranks: round -> Round, the last few
+        self._last_sent = -1            # K ranks: the last round sent to
+        self._island_newest = -1        # K ranks: poll()'s vote of the newest
         self.since = 0                 # local steps since the last send
         self.sends = 0
         # what a training loop reports
@@ -122,6 +175,9 @@ class Averager:
                           skipped_no_round=0, skipped_full=0, staleness_sum=0.0,
                           behind_sum=0,
                           contributors_sum=0, comm_s=0.0, send_errors=0, lost=0)
+
+    def _vote(self, values, op):
+        return _vote(self.group, self.K, values, op)
 
     # -- flat views ---------------------------------------------------------
     def _gather(self):
@@ -136,30 +192,80 @@ class Averager:
                 off += k
 
     # -- rounds -------------------------------------------------------------
-    def _newest_round(self):
-        """The newest announced round not yet used, whose deadline is ahead."""
-        best = None
-        for best in _announced(self.s):
-            pass
-        if best is not None and best.deadline_ns <= time.time_ns():
-            return None
-        return best
+    def _scan(self):
+        """K ranks: take the announced rounds; the newest not yet sent to,
+        or -1 (voted with poll()'s, one all-reduce a step)."""
+        for r in _announced(self.s):
+            self._seen[r.round] = r
+        newest = max((x for x in self._seen if x > self._last_sent), default=-1)
+        for old in [x for x in self._seen if x < newest - 8]:
+            del self._seen[old]
+        return newest
 
-    def _apply(self, f):
-        res = self.s.result(f.round, self.out, timeout=0)
+    def _newest_round(self, island_newest=-1):
+        """The newest announced round not yet used, whose deadline is ahead
+        (K ranks: @island_newest, the newest every rank has seen, if every
+        rank has it with its deadline ahead)."""
+        if self.K == 1:
+            best = None
+            for best in _announced(self.s):
+                pass
+        elif island_newest < 0:
+            return None                 # the same on every rank: no vote
+        else:
+            best = self._seen.get(island_newest)
+        ahead = best is not None and best.deadline_ns > time.time_ns()
+        return best if self._vote([int(ahead)], "min")[0] else None
+
+    def _result(self, f):
+        """Round @f's clique sum in self.out; its Result (K ranks: the
+        island's, every range all-reduced), or None if a rank could not
+        take its range (its slot was reused)."""
+        if self.K == 1:
+            return self.s.result(f.round, self.out, timeout=0)
+        self.out.zero_()
+        res = None
+        try:
+            res = self.s.result(f.round, self.out[self.first:self.first + self.count], timeout=0)
+        except Error as e:
+            if e.errno != errno.ESTALE:
+                raise
+        # [ranks that took their range, ranks complete, every chunk's
+        # bitmap]: each rank fills its chunk range, the others add 0
+        meta = torch.zeros(2 + self.n_chunks, dtype=torch.int64)
+        if res is not None:
+            fc = self.s.chunk_range[0]
+            meta[0], meta[1] = 1, int(res.complete)
+            # uint64 bitmaps as int64 (two's complement survives the sum)
+            meta[2 + fc:2 + fc + len(res.chunk_bitmaps)] = torch.tensor(
+                [b - (1 << 64) if b >> 63 else b for b in res.chunk_bitmaps], dtype=torch.int64)
+        dist.all_reduce(meta, group=self.group)
+        if int(meta[0]) < self.K:
+            return None
+        dist.all_reduce(self.out, group=self.group)
+        return _IslandResult([b & ((1 << 64) - 1) for b in meta[2:].tolist()],
+                             int(meta[1]) == self.K, res)
+
+    def _apply(self, f, res):
         if self.on_result is not None:
             self.on_result(f.round, f.sent, self.out, res)
         counts = torch.tensor([bin(b).count("1") for b in res.chunk_bitmaps],
                               dtype=torch.float32)
         per_elem = counts[self.chunk_of]
-        mean = self.out / per_elem          # self is always in: counts >= 1
+        # K = 1: self is always in (counts >= 1); K ranks: a range whose
+        # send failed on its rank may have no contributor at all
+        mean = self.out / per_elem.clamp(min=1)
+        none = per_elem == 0            # (K ranks) no correction there
         if self.mode == "params":
             target = mean
-            corr = target - f.sent
+            corr = target - f.own
         else:
             target = f.anchor + self.outer_lr * mean
-            corr = target - (f.anchor + f.sent)
-            self.anchor = target
+            corr = target - (f.anchor + f.own)
+            # where nobody was summed the anchor stays: that progress goes
+            # out again with the next contribution
+            self.anchor = torch.where(none, f.anchor, target)
+        corr[none] = 0
         corr = self.blend * (corr - (self.moved - f.moved))
         self._add(corr)
         self.moved += corr
@@ -171,35 +277,51 @@ class Averager:
         st["contributors_sum"] += float(counts.mean())
         return res
 
-    def poll(self):
+    def poll(self, _newest=-1):
         """Apply every in-flight round that has ended, oldest first. A
         round whose slot a newer round took before it could be applied
-        (the island was held up for several rounds) is counted as lost."""
-        done = []
-        while self.inflight:
-            f = self.inflight[0]
+        (the island was held up for several rounds) is counted as lost.
+        K ranks: a collective call; the rounds that ended on every rank
+        (and, from step(), the newest round every rank has seen, in
+        self._island_newest)."""
+        ended, lost = [], []
+        for f in self.inflight:
             try:
                 if not self.s.ready(f.round, timeout=0):
                     break
-                done.append(self._apply(f))
+                lost.append(0)
             except Error as e:
                 if e.errno != errno.ESTALE:
                     raise
+                lost.append(-1)
+            ended.append(1)
+        pad = [0] * (len(self.inflight) - len(ended))
+        v = self._vote(ended + pad + lost + pad + [_newest], "min")
+        self._island_newest = v[-1]
+        done, n = [], len(self.inflight)
+        for i in range(n):
+            if not v[i]:
+                break
+            f = self.inflight.pop(0)
+            res = None if v[n + i] < 0 else self._result(f)
+            if res is None:
                 self.stats["lost"] += 1
-            self.inflight.pop(0)
+            else:
+                done.append(self._apply(f, res))
         return done
 
     def step(self):
         """Call after each optimiser step. Non-blocking: applies ended
         rounds, and every H steps sends to the newest announced round."""
         t0 = time.perf_counter()
-        self.poll()
+        # K ranks: the rounds each rank has seen go into poll()'s vote
+        self.poll(self._scan() if self.K > 1 else -1)
         self.since += 1
         if self.since >= self.H:
             if len(self.inflight) >= self.max_inflight:
                 self.stats["skipped_full"] += 1
             else:
-                r = self._newest_round()
+                r = self._newest_round(self._island_newest)
                 if r is None:
                     self.stats["skipped_no_round"] += 1
                 else:
@@ -209,29 +331,44 @@ class Averager:
     def _send(self, r):
         x = self._gather()
         if self.mode == "params":
-            sent, anchor = x, None
+            own, anchor = x, None
         else:
-            sent, anchor = x - self.anchor, self.anchor.clone()
+            own, anchor = x - self.anchor, self.anchor.clone()
+        sent = own
+        if self.K > 1:                  # the island's contribution: the mean
+            sent = own.clone()
+            dist.all_reduce(sent, group=self.group)
+            sent.div_(self.K)
         if self.s.dtype == "bf16":
             # what the peers receive, and what the library sums for self
             sent = sent.to(torch.bfloat16).float()
+            own = own.to(torch.bfloat16).float() if self.K > 1 else sent
+        went = True
         try:
-            self.s.send(r.round, sent)
+            self.s.send(r.round, sent[self.first:self.first + self.count])
         except Error:
             self.stats["send_errors"] += 1
+            went = False
+        # K ranks: a range that went makes the round the island's
+        if not self._vote([int(went)], "max")[0]:
             return
-        self.inflight.append(_Flight(r, sent, anchor, self.sends, self.moved.clone()))
+        self.inflight.append(_Flight(r, sent, own, anchor, self.sends, self.moved.clone()))
+        self._last_sent = r.round
         self.sends += 1
         self.since = 0
         self.stats["sent"] += 1
 
     def flush(self, timeout=5.0):
         """Wait for every in-flight round to end and apply it (at the end
-        of training)."""
+        of training). K ranks: a collective call."""
         end = time.monotonic() + timeout
-        while self.inflight and time.monotonic() < end:
+        while self.inflight:
+            if self._vote([int(time.monotonic() >= end)], "max")[0]:
+                break
+            left = max(0.0, end - time.monotonic())
             try:
-                self.s.ready(self.inflight[0].round, timeout=max(0.0, end - time.monotonic()))
+                self.s.ready(self.inflight[0].round, timeout=left if self.K == 1
+                             else min(0.05, left))
             except Error as e:
                 if e.errno != errno.ESTALE:
                     raise               # a stale round: poll() counts it lost
@@ -410,25 +547,13 @@ class DiLoCo:
     def _island(self, session, group, thread):
         """The island's ranks: K = the group's size, this rank's range."""
         self.group = group
-        self.K = 1 if group is None else dist.get_world_size(group)
-        self.rank = 0 if group is None else dist.get_rank(group)
-        hosts, host = getattr(session, "hosts", 1), getattr(session, "host", 0)
-        if (hosts, host) != (self.K, self.rank):
-            raise ValueError("the session is host %d of %d, the process group rank %d of %d: "
-                             "open it with hosts=K, host=rank" % (host, hosts, self.rank, self.K))
+        self.K, self.rank, self.first, self.count = _island_of(session, group, "DiLoCo")
         if self.K > 1 and thread:
             raise ValueError("the communication thread with K > 1 ranks is not built: "
                              "use thread=False (collectives stay on the training thread)")
-        self.first, self.count = getattr(session, "elem_range", (0, session.elems))
 
     def _vote(self, values, op):
-        """The ranks' agreement on small integers (the island's min/max)."""
-        if self.K == 1:
-            return list(values)
-        t = torch.tensor(values, dtype=torch.int64)
-        dist.all_reduce(t, op=dist.ReduceOp.MIN if op == "min" else dist.ReduceOp.MAX,
-                        group=self.group)
-        return t.tolist()
+        return _vote(self.group, self.K, values, op)
 
     # -- host blocks of the parameters -------------------------------------
     def _staged(self, p):

@@ -93,6 +93,15 @@ Test(isthmusd_config, island_hosts)
 		0, "%s", err);
 	cr_expect_eq(c.n_island_hosts, 1);
 	cr_expect_eq(c.island_ip, 0x0a0a0009u);
+	/* several hosts with auth on: each host its own replay windows and
+	 * seqs (doc/protocol.md, "An island of several hosts") */
+	cr_assert_eq(isthd_config_parse(HOSTS_OPEN " 10.10.0.2/02:00:00:00:00:02 "
+						   "10.10.0.3/02:00:00:00:00:03" HOSTS_CLOSE
+						   "[auth]\nkey_file = k.keys\n",
+			     "t.conf", &c, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect(c.auth);
+	cr_expect_eq(c.n_island_hosts, 2);
 }
 
 /* 16 hosts load, the 17th is refused */
@@ -333,10 +342,6 @@ static struct bad_conf bad_confs[] = {
 	{"!" HOSTS_OPEN " 10.10.0.2/02:00:00:00:00:02\nisland_ip = 10.10.0.2" HOSTS_CLOSE,
 		"t.conf:8: [access] island_hosts: set either island_hosts or island_ip and "
 		"island_mac, not both"},
-	{"!" HOSTS_OPEN " 10.10.0.2/02:00:00:00:00:02 10.10.0.3/02:00:00:00:00:03" HOSTS_CLOSE
-	 "[auth]\nkey_file = k.keys\n",
-		"t.conf:8: [access] island_hosts: 2 hosts need [auth] mode = off: several hosts "
-		"of one island under one key are not supported yet"},
 	/* source pinning is the XDP program's: no program, no pinning */
 	{"!"
 	 "[isthmusd]\nisland = 1\njob = 1\n[access]\nport = a\nip = 1.2.3.4\nisland_ip = 1.2.3.5\n"

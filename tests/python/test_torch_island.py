@@ -195,20 +195,22 @@ def _island_worker(i, k, port, edge_port, ports, results):
         results.put((i, k, traceback.format_exc(), None, None, None))
 
 
-def test_islands_of_two_ranks_over_loopback_edges_are_exact():
-    """Two islands of two ranks (four processes, a gloo group per island),
-    each rank a session of hosts=2 at the loopback edges: synchronous
-    DiLoCo, every rank of both islands on one anchor, the SGD reference's."""
-    from isthmus.loopback import LoopbackEdges
+def run_island_ranks(edges, target, extra=()):
+    """ISLANDS islands of K rank processes at @edges, rank k of island i
+    running target(i, k, port, edge_port, ports, results, *extra) (port:
+    its island's gloo rendezvous); each puts (i, k, session port) on
+    ports, then (i, k, error or None, results...) on results. The edges'
+    clock starts once every host listens. {(i, k): results}, every
+    process exited 0."""
     ctx = multiprocessing.get_context("spawn")
     ports, results = ctx.Queue(), ctx.Queue()
-    edges = LoopbackEdges(ISLANDS, ELEMS, period=T, hosts=K)
     procs = []
+    got = {}
     try:
         for i in range(ISLANDS):
             port = _free_port()
-            procs += [ctx.Process(target=_island_worker,
-                                  args=(i, k, port, edges.ports[i], ports, results))
+            procs += [ctx.Process(target=target,
+                                  args=(i, k, port, edges.ports[i], ports, results) + extra)
                       for k in range(K)]
         for p in procs:
             p.start()
@@ -216,18 +218,28 @@ def test_islands_of_two_ranks_over_loopback_edges_are_exact():
             i, k, lp = ports.get(timeout=120)
             edges.register(i, lp, host=k)
         # round 0 once every host listens (the stand-in's clock starts here)
-        edges.epoch = time.time_ns() + int(0.2 * T * 1e9)
+        edges.epoch = time.time_ns() + int(0.2 * edges.period * 1e9)
         edges.start()
-        got = {}
         for _ in range(ISLANDS * K):
-            i, k, err, anchor, x, stats = results.get(timeout=120)
+            i, k, err, *rest = results.get(timeout=120)
             assert err is None, "island %d rank %d:\n%s" % (i, k, err)
-            got[i, k] = (torch.tensor(anchor), torch.tensor(x), stats)
+            got[i, k] = rest
     finally:
         for p in procs:
             p.join(timeout=30)
         edges.stop()
     assert all(p.exitcode == 0 for p in procs)
+    return got
+
+
+def test_islands_of_two_ranks_over_loopback_edges_are_exact():
+    """Two islands of two ranks (four processes, a gloo group per island),
+    each rank a session of hosts=2 at the loopback edges: synchronous
+    DiLoCo, every rank of both islands on one anchor, the SGD reference's."""
+    from isthmus.loopback import LoopbackEdges
+    got = {ik: (torch.tensor(anchor), torch.tensor(x), stats) for ik, (anchor, x, stats)
+           in run_island_ranks(LoopbackEdges(ISLANDS, ELEMS, period=T, hosts=K),
+                               _island_worker).items()}
     means = [sum(-island_progress(i, k, r) for i in range(ISLANDS) for k in range(K))
              / (ISLANDS * K) for r in range(2)]
     a = torch.zeros(ELEMS, requires_grad=True)

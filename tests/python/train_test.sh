@@ -12,6 +12,12 @@
 #       there, against real edges (isthmusd) and the emulated WAN: every
 #       island of every run learnt (held-out loss well below its start),
 #       and every isthmus aggregate is exact. Needs root (exit 77: skip).
+#   train_test.sh SOURCE_ROOT BUILD_DIR island-ranks
+#       a short isthmus run on the testbed with islands of 2 ranks (two
+#       host namespaces behind every edge, a gloo group in each island):
+#       every aggregate exact, every island learnt, the two ranks of every
+#       island identical bit for bit at the end, every host exchanged
+#       rounds, with auth on. Needs root (exit 77: skip).
 set -euo pipefail
 SRC=$1
 BUILD=$2
@@ -54,6 +60,47 @@ for run in runs:
     if run.startswith("isthmus") and s[run]["contributors"] <= 1.0:
         print("FAIL: %s: no peer's contribution arrived" % run); ok = False
     print("%s: final loss %.3f, %.2f steps/s" % (run, s[run]["final_loss"], s[run]["steps_per_s"]))
+sys.exit(0 if ok else 1)
+PY
+	echo "PASS"
+	exit 0
+fi
+
+if [ "$MODE" = island-ranks ]; then
+	[ "$(id -u)" = 0 ] || { echo "SKIP: --testbed needs root"; exit 77; }
+	"$SRC/scripts/train.sh" --testbed --island-ranks 2 --runs isthmus --startup 20 \
+		--build "$BUILD" --out "$OUT" --steps 100 --compute-ms 50 --eval-every 20 \
+		--target 0.5 --record | tee "$OUT/train.out"
+	grep -q '^CHECK run=isthmus islands=9 .* wrong=0$' "$OUT/train.out" ||
+		{ echo "FAIL: aggregates not exact"; exit 1; }
+	/usr/bin/python3 - "$OUT" <<'PY'
+import glob, json, os, sys
+out = sys.argv[1]
+files = sorted(glob.glob(os.path.join(out, "isthmus-*.jsonl")))
+ok = len(files) == 9 or print("FAIL: %d island logs" % len(files))
+for f in files:
+    ev = [json.loads(l) for l in open(f)]
+    s = ev[-1]
+    if not s.get("summary") or s["island_ranks"] != 2:
+        print("FAIL: %s: no summary of an island of 2 ranks" % f); ok = False; continue
+    if s["final_acc"] < ev[0]["acc"] + 0.15:
+        print("FAIL: %s did not learn: %.3f -> %.3f" % (f, ev[0]["acc"], s["final_acc"])); ok = False
+    # the ranks' parameters, max - min over the island's ranks
+    if s["ranks_max_diff"] != 0.0:
+        print("FAIL: %s: the ranks differ by %g" % (f, s["ranks_max_diff"])); ok = False
+    # this rank (host 0) owns half the chunks and exchanged rounds, with
+    # auth on (the testbed's default, with several hosts too)
+    c = s["counters"]
+    if c.get("auth") != 1:
+        print("FAIL: %s: the session ran without auth" % f); ok = False
+    if c.get("hosts") != 2 or not s["avg_applied"] or c.get("range_chunks", 0) * 2 > 30:
+        print("FAIL: %s: hosts %s, range %s chunks, %s rounds applied"
+              % (f, c.get("hosts"), c.get("range_chunks"), s["avg_applied"])); ok = False
+t = json.load(open(os.path.join(out, "summary.json")))["isthmus"]
+if t["contributors"] <= 1.0:
+    print("FAIL: no peer's contribution arrived"); ok = False
+print("isthmus, islands of 2 ranks: final accuracy %.3f (min %.3f), %d rounds applied"
+      % (t["final_acc"], t["final_acc_min"], t["rounds_applied"]))
 sys.exit(0 if ok else 1)
 PY
 	echo "PASS"

@@ -5,20 +5,30 @@
 # real testbed (scripts/testbed.sh run --island-hosts K), three islands,
 # every one K isthmus-island processes behind its edge, host k sending and
 # checking chunk ids [floor(k*C/K), floor((k+1)*C/K)) of every round.
+# Authentication on (the testbed's default): the hosts of an island share
+# its key file, each with its own seqs and replay windows at its edge.
 #
 #   island_hosts_test.sh BUILD_DIR CASE
 #
 #   two    K = 2: every aggregate exact, none partial; during the run a
-#          DATA for host 0's chunk sent from host 1's address is refused
-#          and counted (drop_access_wrong_host, host 1's wrong_host)
+#          DATA for host 0's chunk sent from host 1's address, sealed with
+#          the island's key and a seq above everything host 1 sent, is
+#          refused and counted (drop_access_wrong_host, host 1's
+#          wrong_host) without moving host 1's replay window (host 1's
+#          DATA after it would be stale: aggregates partial); then host
+#          1's own DATA, captured on its link and sent again from it, are
+#          all refused as replays (auth_replay or auth_stale) while both
+#          hosts' streams go on exact
 #   three  K = 3: every aggregate exact, none partial
 #   kill   K = 2, host 1 of island 1 killed (kill -9) at round 1: no sum
 #          is ever wrong, and every partial names island 1 and chunks of
 #          host 1's range only; from round 3 on (its DATA of round 2 may
 #          have left before the kill) exactly that range
 #
-# Expected figures are computed here: C = ceil(payload / (4 * 358)) chunks
-# (auth off: 358 int32 per chunk at MTU 1500), host k's range by the rule.
+# Expected figures are computed here: C = ceil(payload / (4 * 348)) chunks
+# (auth on, three islands: 1416 bytes of body at MTU 1500 less the 16-byte
+# tag's room for a WAN tag list of two peers, 8 + 16 bytes: 348 int32 per
+# chunk, doc/protocol.md "Sizes"), host k's range by the rule.
 set -uo pipefail
 
 BUILD=$1
@@ -36,12 +46,12 @@ fi
 
 N=3
 PAYLOAD=65536
-CE=358
+CE=$(( (1416 - 8 - 16) / 4 ))
 C=$(( (PAYLOAD / 4 + CE - 1) / CE ))
 ROUNDS=4
 KILL=
 case "$CASE" in
-two) K=2 ;;
+two) K=2 ROUNDS=6 ;;
 three) K=3 ;;
 kill) K=2 ROUNDS=5 KILL=1:1:1 ;;
 *) echo "unknown case $CASE" >&2; exit 2 ;;
@@ -66,14 +76,16 @@ check() {
 	fi
 }
 
-injected=0
+injected=0 replayed=0
 if [ "$CASE" = two ]; then
 	# Once the run is under way (its "all ready" line, the epoch passed),
 	# host 1 of island 0 sends 5 DATA for chunk 0, host 0's, as island 0,
 	# from its own address (a plain UDP socket in its namespace), for
 	# the round after the running one: isthmusd admits island DATA of
 	# the running round and the next (doc/isthmusd.md, "Admission"), so
-	# only the host check can refuse them.
+	# only the host check can refuse them. Sealed with the island's key
+	# (a host holds it), seqs from the clock now: above every seq host 1
+	# sent, so that a window moved by them would refuse host 1's own.
 	until rid=$(sed -n 's/^testbed: run \([0-9a-f]*\), .*all ready.*/\1/p' "$log") && [ -n "$rid" ]; do
 		kill -0 "$tb" 2>/dev/null || break
 		sleep 0.1
@@ -85,10 +97,23 @@ if [ "$CASE" = two ]; then
 		r=$(( ($(date +%s%N) - epoch) / T + 1 ))
 		out=$(ip netns exec "isth-$rid-0-1" "$BUILD/app/isthmus-inject/isthmus-inject" \
 			--to 10.10.0.1:9471 --job 1 --sender 0 --round "$r" --chunk 0 \
-			--elems "$CE" --value 1000 --count 5 data 2>&1)
+			--elems "$CE" --value 1000 --count 5 --seq "$(date +%s%N)" --seq-step 2 \
+			--key-file "$keep/run/keys/island-0.key" --dir up --owner 0 \
+			--islands "$N" data 2>&1)
 		echo "wrong-host DATA for round $r: $out"
 		injected=$(echo "$out" | sed -n 's/^INJECT .* sent=\([0-9]*\) .*/\1/p')
 		check "wrong-host DATA sent" "$injected" 5
+		# host 1's own DATA (UDP payload type byte 1) as it leaves, then
+		# sent again from host 1 (its address: its window)
+		cap=$keep/host1.pcap
+		ip netns exec "isth-$rid-0-1" dumpcap -q -p -P -i eth0 \
+			-f "udp and dst port 9471 and dst host 10.10.0.1 and udp[11] == 1" \
+			-c 8 -a duration:20 -w "$cap" >/dev/null 2>&1
+		out=$(ip netns exec "isth-$rid-0-1" "$BUILD/app/isthmus-inject/isthmus-inject" \
+			--to 10.10.0.1:9471 replay "$cap" 2>&1)
+		echo "host 1's DATA sent again: $out"
+		replayed=$(echo "$out" | sed -n 's/^INJECT .* sent=\([0-9]*\) .*/\1/p')
+		check "host 1's DATA sent again" "$replayed" 8
 	else
 		echo "FAIL: the run never got under way"
 		fail=1
@@ -153,6 +178,18 @@ if [ "$KILL" = "" ]; then
 	done
 	drops=$(awk '$1 == "drop_access_wrong_host" { print $2 }' "$keep/run/edge0.log")
 	check "edge 0: drop_access_wrong_host" "${drops:-0}" "$want1"
+	# every DATA sent again refused by host 1's replay window (counted
+	# under its address: the host's replay counter), nobody else's; the
+	# edges' WAN repairs and tail copies repeat their own seqs and are
+	# refused as auth_replay by peers in any run, so the edge-wide
+	# drop_auth_replay says nothing of the hosts' windows
+	for ((i = 0; i < N; i++)); do
+		for ((h = 0; h < K; h++)); do
+			w=0
+			[ "$i:$h" = 0:1 ] && w=$replayed
+			check "edge $i: host $h's replay" "$(hostctr "$i" "$h" replay)" "$w"
+		done
+	done
 	if [ "$CASE" = two ] && [ "$fail" = 1 ]; then
 		grep -E "drop_round_(late|early)" "$keep/run/edge0.log"
 	fi
