@@ -77,6 +77,12 @@ double plan_tree_occupancy(int n, int k, const int8_t (*par)[NMAX], const double
  * down, over the @k trees; 0 or a negative errno. */
 int plan_tree_link_uses(const struct isth_topo *t, int k, const int8_t (*par)[NMAX], int *uses);
 
+/* search.c: whether a seed family of @units streams (sum over its rounds'
+ * cliques of k (k - 1)) should start with @left_s seconds left, when the
+ * seeds weighed before it took @spent_s for @spent_units: at their pace it
+ * must fit; with nothing measured yet it starts (the deadline stops it). */
+int plan_seed_fits(double units, double spent_units, double spent_s, double left_s);
+
 /* lp.c: threads isth_plan_solve() uses for @nrounds rounds. */
 int plan_nthreads(const struct isth_plan_params *p, int nrounds);
 /* Default cap on cutting-plane LPs per round. */
