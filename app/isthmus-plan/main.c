@@ -111,17 +111,20 @@ usage(FILE *f)
 		"                        temperature follows them, so --seed fixes the result\n"
 		"                        (default 4000)\n"
 		"  --time-budget S       wall-clock budget of the whole command, counted from its\n"
-		"                        start (default 40; 64 sites then plan 'all' in about\n"
-		"                        45 s on 2 loaded cores). Families other than search\n"
-		"                        are planned in full (64 sites: at most about 10 s\n"
-		"                        each); each search gets an equal share of what they\n"
-		"                        leave, less 1/8 of the budget kept for the rest.\n"
+		"                        start (default 40: on 64 sites and 2 loaded cores\n"
+		"                        search then took 37 s, all 41 s). Families other than\n"
+		"                        search are planned in full (64 sites: at most about\n"
+		"                        11 s each); each search gets an equal share of what\n"
+		"                        they leave, less 1/8 of the budget kept for the rest.\n"
 		"                        Within it the seed families are solved cheapest\n"
 		"                        first: one that would not finish in the time left is\n"
 		"                        skipped, one still running at the end is dropped, and\n"
-		"                        the annealing gets what remains. What the budget cut\n"
-		"                        is a warning on stderr (even with --quiet), as the\n"
-		"                        result then depends on the machine's speed\n"
+		"                        the annealing gets what remains, less the time to\n"
+		"                        solve its result again. What the budget cut is a\n"
+		"                        warning on stderr (even with --quiet), as the result\n"
+		"                        then depends on the machine's speed; a search left\n"
+		"                        no time is a row 'time budget: ...' (a sweep of\n"
+		"                        memory values at 64 sites wants a larger budget)\n"
 		"  --search-seconds S    also bound each search (seeds included) to S seconds\n"
 		"                        (default: only --time-budget)\n"
 		"  --seed N              search seed, 0..4294967295 (default 1)\n"
@@ -169,6 +172,8 @@ usage_questions(FILE *f)
 		"  Why is it slow?       the binding column names the constraint with the largest\n"
 		"                        dual: capacity A->B, memory @X, access, or latency.\n"
 		"  Regional?             never mixes globally: A_flood = inf, no objective.\n"
+		"  How long?             at most about --time-budget (default 40 s); the search\n"
+		"                        gives way, and stderr says what it left out.\n"
 		"  Exact sum each step?  tree (A = 1); its 'reduction trees' line sits by the "
 		"ring's.\n"
 		"  Versus all-reduce?    the baseline lines give ring all-reduce (and its ring\n"
@@ -243,7 +248,14 @@ opt_number(struct cli *c, int opt, const char *arg)
 	errno = 0;
 	v = strtod(arg, &end);
 	if (errno || *end || !isfinite(v) || v < 0 || ((opt == 'a' || opt == 'B') && v == 0)) {
-		fprintf(stderr, "isthmus-plan: bad number '%s'\n", arg);
+		fprintf(stderr, "isthmus-plan: --%s: bad number '%s' (a decimal %s 0)\n",
+			opt == 'a'           ? "access-gbps"
+				: opt == 'A' ? "access-ms"
+				: opt == 'x' ? "max-round-ms"
+				: opt == 'z' ? "search-seconds"
+				: opt == 'B' ? "time-budget"
+					     : "compute-ms",
+			arg, opt == 'a' || opt == 'B' ? "above" : "at least");
 		return EXIT_INPUT;
 	}
 	if (opt == 'a')
