@@ -304,7 +304,8 @@ seed_weigh(struct ctx *C, int n, const struct sstate *s, enum isth_plan_seed_sta
 
 /* Tell the caller what became of seed @p f (report and progress line). */
 static void
-seed_note(struct ctx *C, int f, enum isth_plan_seed_state st, double sec, double v, double best)
+seed_note(struct ctx *C, int f, const char *name, enum isth_plan_seed_state st, double sec,
+	double v, double best)
 {
 	static const char *what[] = {
 		"weighed", "absent", "never mixes", "skipped (budget)", "cut by the budget"};
@@ -317,8 +318,7 @@ seed_note(struct ctx *C, int f, enum isth_plan_seed_state st, double sec, double
 	}
 	if (C->progress == NULL || st == ISTH_PLAN_SEED_ABSENT)
 		return;
-	snprintf(msg, sizeof(msg), "seed %s %s in %.1f s", C->rep ? C->rep->seed[f].name : "",
-		what[st], sec);
+	snprintf(msg, sizeof(msg), "seed %s %s in %.1f s", name, what[st], sec);
 	C->progress(msg, since_s(C->t0), C->evals, best, C->arg);
 }
 
@@ -379,7 +379,7 @@ search_start(struct ctx *C, int n, const struct isth_plan_cliques *init, struct 
 			}
 		}
 		fbest = fmin(fbest, v[f]);
-		seed_note(C, f, st, since_s(t1), v[f], fbest);
+		seed_note(C, f, fam[f], st, since_s(t1), v[f], fbest);
 	}
 	fbest = INFINITY;
 	memset(cur, 0, sizeof(*cur));

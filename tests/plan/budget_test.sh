@@ -13,10 +13,12 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 "$plan" --help | grep -q -- "--time-budget S" || fail "--help names --time-budget"
 
-# 12 s: the search gets 7/8 of it. Wall time asserted only loosely (3x the
-# budget) so that a loaded machine does not fail it; measured 2026-12-06,
-# load 9 on 2 cores: about 13 s.
-budget=12
+# 20 s: the search gets 7/8 of it, less the topology's loading. Wall time
+# asserted only loosely (3x the budget) so that a loaded machine does not
+# fail it; measured 2026-12-06, load 11 on 2 cores: 12 s wall for a budget
+# of 12 s. Not less: with the plan unit test beside it the 16-round pairs
+# seed alone once took 10 s, and a budget of 12 s then weighed no seed.
+budget=20
 t0=$(date +%s.%N)
 # shellcheck disable=SC2086
 "$plan" $topo --schedule search --time-budget $budget --format csv \
@@ -30,7 +32,8 @@ grep -q '^search,0,1,[0-9.]*,' "$tmp/out.csv" || fail "no feasible search row: $
 tail -1 "$tmp/s.sched" | grep -qx 'end' || fail "schedule not written"
 grep -q "wrote $tmp/s.sched (search)" "$tmp/err" || fail "not the search's schedule"
 # progress: the budget, each seed family's fate, the annealing
-grep -q '^isthmus-plan: search (M=0): 10.5 s of the time budget' "$tmp/err" || fail "budget line"
+grep -q '^isthmus-plan: search (M=0): 1[67]\.[0-9] s of the time budget' "$tmp/err" \
+	|| fail "budget line: $(head -3 "$tmp/err")"
 for f in all-to-all triangles pairs regional; do
 	grep -q "search (M=0): .*: seed $f " "$tmp/err" || fail "no progress line for seed $f"
 done
