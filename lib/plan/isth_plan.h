@@ -326,7 +326,7 @@ struct isth_plan_search_report {
  * The temperature falls linearly over @p iterations (0.05 -> 0.001), so the
  * result is a function of the inputs and @p seed alone, unless @p seconds
  * ends the run first: it bounds the wall time of the whole call. The seed
- * families are solved first, the cheapest (fewest streams) first, each
+ * families are solved first, the cheapest (by cliques and streams) first, each
  * under the same deadline: one predicted to need more than the time left
  * (at the pace of the ones before it) is skipped, one still running at the
  * deadline is dropped (isth_plan_params.deadline_ns stops its LP); the

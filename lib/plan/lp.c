@@ -1192,8 +1192,8 @@ fail:
  * that choice alone took seconds): rerouting changes latencies by whole
  * links, and alignment needs them equal to the nanosecond.
  */
-static int
-aligns_shortest(
+int
+plan_round_aligns(
 	const struct isth_topo *t, int ncl, const uint64_t *cl, const struct isth_plan_params *p)
 {
 	static _Thread_local double lat[NMAX][NMAX];
@@ -1220,7 +1220,7 @@ plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	int ret, i, changed = 0;
 
 	memset(o->route, 0, sizeof(o->route));
-	if (p->routing == ISTH_PLAN_ROUTING_SHORTEST || !aligns_shortest(t, ncl, cl, p))
+	if (p->routing == ISTH_PLAN_ROUTING_SHORTEST || !plan_round_aligns(t, ncl, cl, p))
 		return solve_routed(t, ncl, cl, p, o);
 	ret = plan_choose_routes(t, ncl, cl, p, o->route);
 	if (ret < 0)

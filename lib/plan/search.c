@@ -223,9 +223,16 @@ mutate(int n, struct sstate *s)
 	}
 }
 
-/* Streams of @p s's rounds (sum over cliques of k (k - 1)): what its LPs cost, roughly. */
+/*
+ * What weighing @p s costs, roughly, in units of one pair's LP: per clique
+ * of k >= 2 islands 1 + k (k - 1) / 8 (a clique's routing and LP block,
+ * and its streams, of which a clique of 64 has 4032 with O(n^3) memory
+ * rows). Fitted on 64 sites at M = 0: 16 rounds of pairs (640 units)
+ * took 1.1 s, of triangles (608) 0.7 s. A round that cannot align at
+ * M = 0 ends it: that round needs no LP, and none after it is solved.
+ */
 static double
-seed_units(int n, const struct sstate *s)
+seed_units(struct ctx *C, int n, const struct sstate *s)
 {
 	uint64_t cl[NMAX];
 	double u = 0;
@@ -233,10 +240,12 @@ seed_units(int n, const struct sstate *s)
 
 	for (r = 0; r < s->L; r++) {
 		nc = round_cliques(n, s->lab[r], cl);
+		if (!plan_round_aligns(C->t, nc, cl, C->p))
+			break;
 		for (c = 0; c < nc; c++) {
 			int k = plan_popcount(cl[c]);
 
-			u += (double)k * (k - 1);
+			u += k < 2 ? 0 : 1 + (double)k * (k - 1) / 8;
 		}
 	}
 	return u;
@@ -348,7 +357,7 @@ search_start(struct ctx *C, int n, const struct isth_plan_cliques *init, struct 
 		u[f] = 0;
 		if (sc) {
 			from_sched(sc, &s[f]);
-			u[f] = seed_units(n, &s[f]);
+			u[f] = seed_units(C, n, &s[f]);
 		}
 		isth_plan_cliques_free(sc);
 		if (C->rep) {
@@ -358,7 +367,7 @@ search_start(struct ctx *C, int n, const struct isth_plan_cliques *init, struct 
 			C->rep->seed[f].seconds = 0;
 			C->rep->seed[f].obj_ms = INFINITY;
 		}
-		/* insertion by streams, ties in the fixed order */
+		/* insertion by cost units, ties in the fixed order */
 		for (q = f; q > 0 && u[ord[q - 1]] > u[f]; q--)
 			ord[q] = ord[q - 1];
 		ord[q] = f;
