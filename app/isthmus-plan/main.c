@@ -594,9 +594,9 @@ search_warn(
 	for (f = 0; f < rep->nseeds; f++) {
 		if (rep->seed[f].state == ISTH_PLAN_SEED_SKIPPED)
 			fprintf(stderr,
-				"isthmus-plan: warning: search (M=%s): seed %s skipped: at the "
-				"pace "
-				"of the seeds before it, it would not finish in its %.1f s\n",
+				"isthmus-plan: warning: search (M=%s): seed %s skipped: what was "
+				"left of its %.1f s would not cover it (at the pace of the seeds "
+				"before it)\n",
 				mb, rep->seed[f].name, sec);
 		else if (rep->seed[f].state == ISTH_PLAN_SEED_CUT)
 			fprintf(stderr,
