@@ -461,7 +461,7 @@ resolve_s(struct ctx *C, int n, const struct sstate *s)
 }
 
 /*
- * The annealing from @p cur (objective *fcur) until @p iterations or the
+ * The annealing from @p cur (objective @p fcur) until @p iterations or the
  * deadline; the best into @p best, its objective returned. 1 in *cut if
  * the deadline ended it first.
  */
