@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isth_clock.h"
 #include "isth_plan.h"
 #include "isth_sched.h"
 #include "isth_text.h"
@@ -109,9 +110,23 @@ usage(FILE *f)
 		"  --search-iters N      annealing steps of 'search' per memory value; the\n"
 		"                        temperature follows them, so --seed fixes the result\n"
 		"                        (default 4000)\n"
-		"  --search-seconds S    wall-time bound of 'search' per memory value; a search\n"
-		"                        it cuts short is reported on stderr, as its result\n"
-		"                        then depends on the machine (default 60)\n"
+		"  --time-budget S       wall-clock budget of the whole command, counted from its\n"
+		"                        start (default 40: on 64 sites and 2 loaded cores\n"
+		"                        search then took 37 s, all 41 s). Families other than\n"
+		"                        search are planned in full (64 sites: at most about\n"
+		"                        11 s each); each search gets an equal share of what\n"
+		"                        they leave, less 1/8 of the budget kept for the rest.\n"
+		"                        Within it the seed families are solved cheapest\n"
+		"                        first: one that would not finish in the time left is\n"
+		"                        skipped, one still running at the end is dropped, and\n"
+		"                        the annealing gets what remains, less the time to\n"
+		"                        solve its result again. What the budget cut is a\n"
+		"                        warning on stderr (even with --quiet), as the result\n"
+		"                        then depends on the machine's speed; a search left\n"
+		"                        no time is a row 'time budget: ...' (a sweep of\n"
+		"                        memory values at 64 sites wants a larger budget)\n"
+		"  --search-seconds S    also bound each search (seeds included) to S seconds\n"
+		"                        (default: only --time-budget)\n"
 		"  --seed N              search seed, 0..4294967295 (default 1)\n"
 		"Synchronous baseline:\n"
 		"  --compute-ms X        compute time per training step; 0 = the winner's T, i.e.\n"
@@ -157,6 +172,8 @@ usage_questions(FILE *f)
 		"  Why is it slow?       the binding column names the constraint with the largest\n"
 		"                        dual: capacity A->B, memory @X, access, or latency.\n"
 		"  Regional?             never mixes globally: A_flood = inf, no objective.\n"
+		"  How long?             at most about --time-budget (default 40 s); the search\n"
+		"                        gives way, and stderr says what it left out.\n"
 		"  Exact sum each step?  tree (A = 1); its 'reduction trees' line sits by the "
 		"ring's.\n"
 		"  Versus all-reduce?    the baseline lines give ring all-reduce (and its ring\n"
@@ -176,13 +193,15 @@ usage_questions(FILE *f)
 }
 
 static void
-progress(double el, long evals, double best, void *arg)
+progress(const char *what, double el, long evals, double best, void *arg)
 {
 	const char *m = arg;
 
 	fprintf(stderr,
-		"isthmus-plan: search (M=%s): %.1f s, %ld round LPs, best T*(A+1/2) = %.3f ms\n", m,
-		el, evals, best);
+		"isthmus-plan: search (M=%s): %.1f s, %ld round LPs, best T*(A+1/2) = %.3f "
+		"ms%s%s\n",
+		m, el, evals, best, strcmp(what, "annealing") ? ": " : "",
+		strcmp(what, "annealing") ? what : "");
 }
 
 static int
@@ -219,7 +238,7 @@ opt_payload(struct cli *c, const char *arg)
 	return 0;
 }
 
-/* --access-gbps, --access-ms, --max-round-ms, --search-seconds, --compute-ms */
+/* --access-gbps, --access-ms, --max-round-ms, --search-seconds, --time-budget, --compute-ms */
 static int
 opt_number(struct cli *c, int opt, const char *arg)
 {
@@ -228,8 +247,15 @@ opt_number(struct cli *c, int opt, const char *arg)
 
 	errno = 0;
 	v = strtod(arg, &end);
-	if (errno || *end || !isfinite(v) || v < 0 || (opt == 'a' && v == 0)) {
-		fprintf(stderr, "isthmus-plan: bad number '%s'\n", arg);
+	if (errno || *end || !isfinite(v) || v < 0 || ((opt == 'a' || opt == 'B') && v == 0)) {
+		fprintf(stderr, "isthmus-plan: --%s: bad number '%s' (a decimal %s 0)\n",
+			opt == 'a'           ? "access-gbps"
+				: opt == 'A' ? "access-ms"
+				: opt == 'x' ? "max-round-ms"
+				: opt == 'z' ? "search-seconds"
+				: opt == 'B' ? "time-budget"
+					     : "compute-ms",
+			arg, opt == 'a' || opt == 'B' ? "above" : "at least");
 		return EXIT_INPUT;
 	}
 	if (opt == 'a')
@@ -240,6 +266,8 @@ opt_number(struct cli *c, int opt, const char *arg)
 		c->prm.max_round_ms = v;
 	else if (opt == 'z')
 		c->search_s = v;
+	else if (opt == 'B')
+		c->budget_s = v;
 	else
 		c->compute_ms = v;
 	return 0;
@@ -352,6 +380,7 @@ parse_opt(struct cli *c, int opt, char *arg, int *help)
 	case 'A':
 	case 'x':
 	case 'z':
+	case 'B':
 	case 'C':
 		return opt_number(c, opt, arg);
 	case 'c':
@@ -495,6 +524,7 @@ parse_args(int argc, char **argv, struct cli *c)
 		{"repair-headroom", required_argument, NULL, 'H'},
 		{"schedule", required_argument, NULL, 'S'},
 		{"search-seconds", required_argument, NULL, 'z'},
+		{"time-budget", required_argument, NULL, 'B'},
 		{"seed", required_argument, NULL, 'e'},
 		{"search-iters", required_argument, NULL, 'I'},
 		{"compute-ms", required_argument, NULL, 'C'},
@@ -511,7 +541,8 @@ parse_args(int argc, char **argv, struct cli *c)
 
 	memset(c, 0, sizeof(*c));
 	isth_plan_params_default(&c->prm);
-	c->search_s = 60;
+	c->search_s = INFINITY;
+	c->budget_s = 40;
 	c->seed = 1;
 	c->search_iters = ISTH_PLAN_SEARCH_ITERS;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -537,13 +568,62 @@ parse_args(int argc, char **argv, struct cli *c)
 	return rc ? rc : CLI_GO;
 }
 
-/* Row @p R's schedule: a family, or the search (warm-started from the last one found). */
+/*
+ * Seconds the search of this row may take: an equal share, among the
+ * @p searches_left searches still to run, of what is left of the
+ * command's --time-budget less 1/8 of it (kept for what follows a search:
+ * solving its result again, A, the baselines, the output), and at most
+ * --search-seconds. 0 when nothing is left.
+ */
+static double
+search_share(const struct cli *c, int searches_left)
+{
+	double left = c->budget_s * 7 / 8 - (double)(isth_clock_mono_ns() - c->t0_ns) * 1e-9;
+
+	left /= searches_left > 0 ? searches_left : 1;
+	return fmax(0, fmin(left, c->search_s));
+}
+
+/* The warnings a search's budget earns: they say why its result depends on the machine. */
+static void
+search_warn(
+	const struct cli *c, const char *mb, double sec, const struct isth_plan_search_report *rep)
+{
+	int f;
+
+	for (f = 0; f < rep->nseeds; f++) {
+		if (rep->seed[f].state == ISTH_PLAN_SEED_SKIPPED)
+			fprintf(stderr,
+				"isthmus-plan: warning: search (M=%s): seed %s skipped: what was "
+				"left of its %.1f s would not cover it (at the pace of the seeds "
+				"before it)\n",
+				mb, rep->seed[f].name, sec);
+		else if (rep->seed[f].state == ISTH_PLAN_SEED_CUT)
+			fprintf(stderr,
+				"isthmus-plan: warning: search (M=%s): seed %s dropped: still "
+				"solving when its %.1f s ran out (after %.1f s on it)\n",
+				mb, rep->seed[f].name, sec, rep->seed[f].seconds);
+	}
+	if (rep->cut_short)
+		fprintf(stderr,
+			"isthmus-plan: warning: search (M=%s) stopped by its time (%.1f s: "
+			"--time-budget %g%s) after %.1f s of seeds, before its %ld iterations: its "
+			"result depends on this machine's speed\n",
+			mb, sec, c->budget_s, isfinite(c->search_s) ? ", --search-seconds" : "",
+			rep->seeds_s, c->search_iters);
+}
+
+/*
+ * Row @p R's schedule: a family, or the search (warm-started from the last
+ * one found) in its share of the time budget.
+ */
 static void
 make_sched(const struct isth_topo *topo, const struct cli *c, const struct isth_plan_params *p,
-	struct row *R, const struct isth_plan_cliques **prev_search)
+	struct row *R, const struct isth_plan_cliques **prev_search, int searches_left)
 {
+	struct isth_plan_search_report rep;
 	char mb[32];
-	int cut = 0;
+	double sec;
 
 	if (strcmp(R->name, "tree") == 0) {
 		/* its trees depend on the payload, memory and access: plan them for p */
@@ -555,17 +635,18 @@ make_sched(const struct isth_topo *topo, const struct cli *c, const struct isth_
 		return;
 	}
 	fmt_bytes(R->memory, mb, sizeof(mb));
+	sec = search_share(c, searches_left);
+	if (!c->quiet)
+		fprintf(stderr,
+			"isthmus-plan: search (M=%s): %.1f s of the time budget: seed families "
+			"first, cheapest first, then the annealing\n",
+			mb, sec);
 	/* the best found with less memory stays feasible with more */
-	R->s = isth_plan_search(topo, p, *prev_search, c->search_iters, c->search_s, c->seed, &cut,
+	R->s = isth_plan_search(topo, p, *prev_search, c->search_iters, sec, c->seed, &rep,
 		c->quiet ? NULL : progress, mb);
 	if (R->s)
 		*prev_search = R->s;
-	if (cut)
-		fprintf(stderr,
-			"isthmus-plan: warning: search (M=%s) stopped by --search-seconds %g "
-			"before "
-			"its %ld iterations: its result depends on this machine's speed\n",
-			mb, c->search_s, c->search_iters);
+	search_warn(c, mb, sec, &rep);
 }
 
 /* A row whose LP hit the cutting-plane cap: a warning per round, never a winner. */
@@ -589,19 +670,22 @@ mark_untrusted(struct row *R)
 /* Plan row @p R (name and memory set): its schedule, LP and figures; 0 or EXIT_SOLVER. */
 static int
 plan_row(const struct isth_topo *topo, const struct cli *c, const struct isth_plan_params *p,
-	struct row *R, const struct isth_plan_cliques **prev_search)
+	struct row *R, const struct isth_plan_cliques **prev_search, int searches_left)
 {
 	int ret;
 
-	make_sched(topo, c, p, R, prev_search);
+	make_sched(topo, c, p, R, prev_search, searches_left);
 	if (R->s == NULL) {
 		R->feasible = 0;
 		snprintf(R->binding, sizeof(R->binding), "%s",
 			errno == ENOENT && strcmp(R->name, "tree") == 0
 				? "memory: no tree set fits this memory (arrivals cannot align)"
 				: errno == ENOENT ? "search found nothing feasible"
-				: errno == EIO    ? "solver error"
-						  : "not defined for this topology");
+				: errno == ETIME
+				? "time budget: spent before search found a feasible "
+				  "schedule"
+				: errno == EIO ? "solver error"
+					       : "not defined for this topology");
 		return errno == EIO ? EXIT_SOLVER : 0;
 	}
 	ret = isth_plan_solve(topo, R->s, p, &R->res);
@@ -631,8 +715,10 @@ static void
 plan_all(const struct isth_topo *topo, const struct cli *c, struct plan_run *run)
 {
 	const struct isth_plan_cliques *prev_search = NULL;
-	int m, k, *w;
+	int m, k, *w, searches_left = 0;
 
+	for (k = 0; k < c->nsched; k++)
+		searches_left += strcmp(c->scheds[k], "search") == 0 ? c->nmem : 0;
 	run->overall = -1;
 	for (m = 0; m < c->nmem; m++) {
 		struct isth_plan_params p = c->prm;
@@ -642,11 +728,22 @@ plan_all(const struct isth_topo *topo, const struct cli *c, struct plan_run *run
 		*w = -1;
 		for (k = 0; k < c->nsched; k++) {
 			struct row *R = &run->rows[run->nrows];
+			uint64_t t1 = isth_clock_mono_ns();
 			int rc;
+			double el;
 
 			R->name = c->scheds[k];
 			R->memory = c->mems[m];
-			rc = plan_row(topo, c, &p, R, &prev_search);
+			rc = plan_row(topo, c, &p, R, &prev_search, searches_left);
+			searches_left -= strcmp(R->name, "search") == 0;
+			el = (double)(isth_clock_mono_ns() - t1) * 1e-9;
+			if (!c->quiet && el >= 1) { /* long work says where the time went */
+				char mb[32];
+
+				fmt_bytes(R->memory, mb, sizeof(mb));
+				fprintf(stderr, "isthmus-plan: %s (M=%s) planned in %.1f s\n",
+					R->name, mb, el);
+			}
 			if (rc)
 				run->rc = rc;
 			if (R->feasible && !R->untrusted && isfinite(R->obj) &&
@@ -738,6 +835,7 @@ main(int argc, char **argv)
 	if (isth_version_args("isthmus-plan", argc, argv))
 		return 0;
 	i = parse_args(argc, argv, &c);
+	c.t0_ns = isth_clock_mono_ns(); /* the time budget counts from here */
 	if (i != CLI_GO)
 		return i;
 	topo = isth_topo_load(c.sites, c.links, err, sizeof(err));

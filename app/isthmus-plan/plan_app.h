@@ -28,7 +28,9 @@ struct cli {
 	int nmem;
 	const char *scheds[16]; /* the schedules planned, from schedlist */
 	int nsched;
-	double search_s; /* --search-seconds */
+	double search_s; /* --search-seconds; INFINITY: not given */
+	double budget_s; /* --time-budget: the command's wall clock */
+	uint64_t t0_ns; /* when the command started (lib/clock, monotonic) */
 	long search_iters;
 	unsigned seed;
 	double compute_ms; /* 0: the winner's T */

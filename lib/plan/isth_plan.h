@@ -82,6 +82,10 @@ struct isth_plan_params {
 				     0 by default: isthmusd does not yet pace tree rounds
 				     at the planned rates, so a tree plan is not met on the
 				     testbed (doc/planner.md, "Trees") */
+	uint64_t deadline_ns; /**< isth_clock_mono_ns() time at which round LPs stop:
+				     a round not finished by then fails with -ETIME
+				     (isth_plan_solve() returns it). 0 = none. The
+				     search sets it from its budget */
 };
 
 /** Upper bound (exclusive) of isth_plan_params.repair_headroom. */
@@ -277,29 +281,69 @@ struct isth_sched *isth_plan_result_sched(const struct isth_topo *t,
 /* Search                                                              */
 /* ------------------------------------------------------------------ */
 
-/** Progress callback: elapsed seconds, evaluations, best objective (ms). */
-typedef void (*isth_plan_progress_fn)(double elapsed_s, long evals, double best_obj_ms, void *arg);
+/**
+ * Progress callback: what happened (@p what: "annealing", or a seed family's
+ * fate, e.g. "seed pairs weighed in 3.1 s"), elapsed seconds, round LPs
+ * solved, best objective (ms) so far.
+ */
+typedef void (*isth_plan_progress_fn)(
+	const char *what, double elapsed_s, long evals, double best_obj_ms, void *arg);
 
 /** Default number of annealing iterations of isth_plan_search(). */
 #define ISTH_PLAN_SEARCH_ITERS 4000
+
+/** Seed families isth_plan_search() starts from (all-to-all, triangles, pairs, regional). */
+#define ISTH_PLAN_SEARCH_SEEDS 4
+
+/** What became of a seed family in isth_plan_search(). */
+enum isth_plan_seed_state {
+	ISTH_PLAN_SEED_WEIGHED = 0, /**< solved: obj_ms is its objective (INFINITY: infeasible) */
+	ISTH_PLAN_SEED_ABSENT, /**< the family is not defined for this topology */
+	ISTH_PLAN_SEED_NO_MIX, /**< never mixes globally (A infinite): no LP needed */
+	ISTH_PLAN_SEED_SKIPPED, /**< not started: the seconds it would take (from the
+				     ones before it) exceed what was left of the budget */
+	ISTH_PLAN_SEED_CUT, /**< started, stopped by the budget before its last round */
+};
+
+/** How isth_plan_search() spent its budget (every field written by it). */
+struct isth_plan_search_report {
+	int cut_short; /**< the budget ended the run before its iterations */
+	long evals; /**< round LPs solved */
+	double seeds_s; /**< wall time of the seed families, all together */
+	double total_s; /**< wall time of the whole search */
+	int nseeds;
+	struct {
+		char name[32];
+		enum isth_plan_seed_state state;
+		double seconds; /**< wall time spent on it */
+		double obj_ms; /**< T (A_flood + 1/2) when weighed, else INFINITY */
+	} seed[ISTH_PLAN_SEARCH_SEEDS];
+};
 
 /**
  * Simulated-annealing search over clique partitions and rotation sequences
  * for the minimum of T * (A_flood + 1/2), seeded with the built-in families.
  * The temperature falls linearly over @p iterations (0.05 -> 0.001), so the
- * result is a function of the inputs and @p seed alone; @p seconds only
- * bounds the wall time: a run that reaches it stops early and sets
- * *cut_short (its result then depends on the machine's speed).
+ * result is a function of the inputs and @p seed alone, unless @p seconds
+ * ends the run first: it bounds the wall time of the whole call. The seed
+ * families are solved first, the cheapest (by cliques and streams) first, each
+ * under the same deadline: one predicted to need more than the time left
+ * (at the pace of the ones before it) is skipped, one still running at the
+ * deadline is dropped (isth_plan_params.deadline_ns stops its LP); the
+ * annealing gets what remains. A run the budget shortens sets cut_short
+ * or names its seeds in @p rep (its result then depends on the machine).
  * @param init optional extra starting point (e.g. the best schedule found
  *             with less memory, which stays feasible with more); may be NULL.
  * @param iterations annealing steps; 0 = ISTH_PLAN_SEARCH_ITERS
- * @param cut_short may be NULL; set to 1 if @p seconds ended the run
+ * @param rep may be NULL; what the search did with its time
  * @return the best schedule found (name "search"), or NULL with errno set
- *         (EINVAL, ENOMEM, EIO; ENOENT if nothing feasible was found).
+ *         (EINVAL, ENOMEM, EIO; ENOENT if nothing feasible was found, ETIME
+ *         if the budget ended before anything feasible was).
  */
-struct isth_plan_cliques *isth_plan_search(const struct isth_topo *t,
-	const struct isth_plan_params *p, const struct isth_plan_cliques *init, long iterations,
-	double seconds, unsigned seed, int *cut_short, isth_plan_progress_fn progress, void *arg);
+struct isth_plan_cliques *
+isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
+	const struct isth_plan_cliques *init, long iterations, double seconds, unsigned seed,
+	struct isth_plan_search_report *rep, isth_plan_progress_fn progress, void *arg);
 
 /* ------------------------------------------------------------------ */
 /* Synchronous baselines                                               */

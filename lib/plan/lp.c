@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "isth_clock.h"
 #include "plan_internal.h"
 
 #define MEM_TOL 1e-7 /* ms, at most; scaled down with the stream length */
@@ -69,6 +70,7 @@ struct lpstate {
 	double Dlow[NMAX]; /* ms */
 	double Dsc; /* ms per unit of a u column */
 	double memtol; /* ms */
+	uint64_t deadline; /* isth_plan_params.deadline_ns: 0, or when the cut loop gives up */
 	int lowcap[NMAX]; /* link that sets Dlow, -1 if access */
 	uint64_t rx[NMAX]; /* contributors heard by receiver i */
 	int kof[NMAX]; /* island -> sender index */
@@ -715,6 +717,10 @@ cut_loop(glp_prob **lpp, struct lpstate *S, const struct isth_topo *t, double mu
 		int added, nmem;
 		double lmax;
 
+		/* the caller's budget (a search) ends the round, not the result */
+		if (S->deadline && isth_clock_mono_ns() >= S->deadline)
+			return -ETIME;
+
 		ok = solve_lp(lp, it == 0);
 		o->iters++;
 		if (ok <= 0)
@@ -878,6 +884,7 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	if (S == NULL)
 		return -ENOMEM;
 	S->n = isth_topo_n(t);
+	S->deadline = p->deadline_ns;
 	round_reset(o);
 	if (!(P > 0) || !isfinite(P) || !(p->access_bps > 0) || !(p->memory_bytes >= 0) ||
 		!(p->repair_headroom >= 0 && p->repair_headroom < ISTH_PLAN_MAX_HEADROOM)) {
@@ -997,7 +1004,9 @@ solve_worker(void *arg)
 		if (J->dup[k] >= 0)
 			continue;
 		J->o[k].iters = 0;
-		if (J->s->ntree[k] > 0) /* a reduction-tree round: its model, no LP */
+		if (J->p->deadline_ns && isth_clock_mono_ns() >= J->p->deadline_ns)
+			J->ret[k] = -ETIME; /* the budget is spent: no round starts */
+		else if (J->s->ntree[k] > 0) /* a reduction-tree round: its model, no LP */
 			J->ret[k] = plan_tree_round(J->t, J->s->ntree[k],
 				(const int8_t(*)[NMAX])J->s->tpar[k], J->p, &J->o[k]);
 		else
@@ -1183,8 +1192,8 @@ fail:
  * that choice alone took seconds): rerouting changes latencies by whole
  * links, and alignment needs them equal to the nanosecond.
  */
-static int
-aligns_shortest(
+int
+plan_round_aligns(
 	const struct isth_topo *t, int ncl, const uint64_t *cl, const struct isth_plan_params *p)
 {
 	static _Thread_local double lat[NMAX][NMAX];
@@ -1211,7 +1220,7 @@ plan_solve_round(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	int ret, i, changed = 0;
 
 	memset(o->route, 0, sizeof(o->route));
-	if (p->routing == ISTH_PLAN_ROUTING_SHORTEST || !aligns_shortest(t, ncl, cl, p))
+	if (p->routing == ISTH_PLAN_ROUTING_SHORTEST || !plan_round_aligns(t, ncl, cl, p))
 		return solve_routed(t, ncl, cl, p, o);
 	ret = plan_choose_routes(t, ncl, cl, p, o->route);
 	if (ret < 0)

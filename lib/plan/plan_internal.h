@@ -77,6 +77,17 @@ double plan_tree_occupancy(int n, int k, const int8_t (*par)[NMAX], const double
  * down, over the @k trees; 0 or a negative errno. */
 int plan_tree_link_uses(const struct isth_topo *t, int k, const int8_t (*par)[NMAX], int *uses);
 
+/* search.c: whether a seed family of @units cost units (seed_units())
+ * should start with @left_s seconds left, when the seeds weighed before it
+ * took @spent_s for @spent_units: at their pace it must fit; with nothing
+ * measured yet it starts (the deadline stops it). */
+int plan_seed_fits(double units, double spent_units, double spent_s, double left_s);
+
+/* lp.c: 0 if at M = 0 the round's arrivals cannot align on shortest paths
+ * (the round is then infeasible without an LP), else 1. */
+int plan_round_aligns(
+	const struct isth_topo *t, int ncl, const uint64_t *cl, const struct isth_plan_params *p);
+
 /* lp.c: threads isth_plan_solve() uses for @nrounds rounds. */
 int plan_nthreads(const struct isth_plan_params *p, int nrounds);
 /* Default cap on cutting-plane LPs per round. */

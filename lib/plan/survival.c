@@ -37,28 +37,38 @@ flood_step(const struct isth_plan_cliques *s, int ph, uint64_t inf)
 	return out;
 }
 
-/* Phi <- W_r Phi: each row becomes the mean of its clique's rows. */
+/*
+ * Phi <- W_r Phi: each row becomes the mean of its clique's rows. The
+ * members are listed once per clique, lowest first, so every sum adds the
+ * same rows in the same order as a scan of all n islands would, at
+ * O(|clique| n) instead of O(n^2) per clique: with 32 pairs a round on
+ * 64 islands that scan was three quarters of planning pairs.
+ */
 static void
 avg_step(const struct isth_plan_cliques *s, int r, double *phi, double *tmp)
 {
-	int n = s->n, c, i, j;
+	int n = s->n, c, i, j, q;
 
 	r %= s->nrounds;
 	for (c = 0; c < s->ncl[r]; c++) {
-		uint64_t m = s->cl[r * NMAX + c];
-		int k = plan_popcount(m);
+		uint64_t m = s->cl[r * NMAX + c], b;
+		int k = 0, mem[NMAX];
 
+		for (b = m; b; b &= b - 1)
+			mem[k++] = __builtin_ctzll(b);
+		if (k < 2)
+			continue; /* a singleton's row is its own mean */
 		for (j = 0; j < n; j++) {
 			double sum = 0;
 
-			for (i = 0; i < n; i++)
-				if (m >> i & 1)
-					sum += phi[i * n + j];
+			for (q = 0; q < k; q++)
+				sum += phi[mem[q] * n + j];
 			tmp[j] = sum / k;
 		}
-		for (i = 0; i < n; i++)
-			if (m >> i & 1)
-				memcpy(&phi[i * n], tmp, n * sizeof(double));
+		for (q = 0; q < k; q++) {
+			i = mem[q];
+			memcpy(&phi[i * n], tmp, n * sizeof(double));
+		}
 	}
 }
 

@@ -88,6 +88,8 @@ bad "--payload-bytes: 1000T is 1e+15 B, beyond the model's range" --payload-byte
 bad "--schedule: empty list" --schedule ""
 bad "--search-iters: an integer 1..100000000, not '0'" --search-iters 0
 bad "--max-lps: an integer 1..1000000, not '1.5'" --max-lps 1.5
+bad "--time-budget: bad number '0' (a decimal above 0)" --time-budget 0
+bad "--search-seconds: bad number '-1' (a decimal at least 0)" --search-seconds -1
 bad "--dtype: fp32, bf16 or int32, not 'float'" --dtype float
 bad "--dtype: fp32, bf16 or int32, not 'any'" --dtype any
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "isth_clock.h"
 #include "isth_plan.h"
 #include "isth_sched.h"
 /* for hand-writing a result's routes (check_refuses_routes_that_rejoin) */
@@ -1261,19 +1262,28 @@ Test(plan, search_bounded_and_no_worse)
 /*
  * Reproducible search: the temperature follows the iteration count, so the
  * same seed gives the same schedule however loaded the machine is (when
- * annealing ran on the wall clock it gave 594 or 842 ms). A zero time bound stops a
- * run early and says so.
+ * annealing ran on the wall clock it gave 594 or 842 ms). A time bound
+ * that ends the annealing first says so; one of zero leaves no time even
+ * for the seed families, and the search says that (ETIME), not "nothing
+ * feasible".
  */
 Test(plan, search_reproducible)
 {
 	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
 	struct isth_plan_params p = exact_params(1e9, 0);
 	struct isth_plan_cliques *a, *b;
-	int cut = -1;
+	struct isth_plan_search_report rep;
+	int f;
 
-	a = isth_plan_search(t, &p, NULL, 600, 60, 11, &cut, NULL, NULL);
+	a = isth_plan_search(t, &p, NULL, 600, 60, 11, &rep, NULL, NULL);
 	cr_assert_not_null(a);
-	cr_assert_eq(cut, 0);
+	cr_assert_eq(rep.cut_short, 0);
+	cr_assert_eq(rep.nseeds, 4);
+	for (f = 0; f < 4; f++) /* regional never mixes; the three others are solved */
+		cr_assert_eq(rep.seed[f].state,
+			strcmp(rep.seed[f].name, "regional") == 0 ? ISTH_PLAN_SEED_NO_MIX
+								  : ISTH_PLAN_SEED_WEIGHED,
+			"%s", rep.seed[f].name);
 	b = isth_plan_search(t, &p, NULL, 600, 60, 11, NULL, NULL, NULL);
 	cr_assert_not_null(b);
 	cr_assert_eq(isth_plan_cliques_nrounds(a), isth_plan_cliques_nrounds(b));
@@ -1285,11 +1295,82 @@ Test(plan, search_reproducible)
 	}
 	isth_plan_cliques_free(a);
 	isth_plan_cliques_free(b);
-	a = isth_plan_search(t, &p, NULL, 100000, 0, 11, &cut, NULL, NULL);
+	/* nine cities' seeds take milliseconds, 10^8 steps hours: one second
+	 * ends the annealing, after every seed was weighed */
+	a = isth_plan_search(t, &p, NULL, 100000000, 1, 11, &rep, NULL, NULL);
 	cr_assert_not_null(a);
-	cr_assert_eq(cut, 1);
+	cr_assert_eq(rep.cut_short, 1);
+	for (f = 0; f < 4; f++)
+		cr_assert(rep.seed[f].state == ISTH_PLAN_SEED_WEIGHED ||
+				rep.seed[f].state == ISTH_PLAN_SEED_NO_MIX,
+			"%s", rep.seed[f].name);
 	isth_plan_cliques_free(a);
+	errno = 0;
+	a = isth_plan_search(t, &p, NULL, 100000, 0, 11, &rep, NULL, NULL);
+	cr_assert_null(a);
+	cr_assert_eq(errno, ETIME);
+	cr_assert_eq(rep.cut_short, 1);
+	for (f = 0; f < 4; f++)
+		cr_assert_eq(rep.seed[f].state, ISTH_PLAN_SEED_SKIPPED, "%s", rep.seed[f].name);
 	isth_topo_free(t);
+}
+
+/*
+ * Whether a seed family starts: at the pace of the ones before it. Seeds
+ * of 100 streams took 2 s, so one of 150 needs 3 s: it starts with 3 s
+ * left, not with 2.9; with nothing measured any seed starts (the deadline
+ * stops it), and with no time left none does.
+ */
+Test(plan, seed_fits_at_the_measured_pace)
+{
+	cr_assert_eq(plan_seed_fits(150, 100, 2, 3), 1);
+	cr_assert_eq(plan_seed_fits(150, 100, 2, 2.9), 0);
+	cr_assert_eq(plan_seed_fits(1e6, 0, 0, 0.1), 1);
+	cr_assert_eq(plan_seed_fits(1, 0, 0, 0), 0);
+	cr_assert_eq(plan_seed_fits(1, 100, 2, -1), 0);
+	/* a seed solved in no measurable time gives no pace: start */
+	cr_assert_eq(plan_seed_fits(1e9, 100, 0, 0.5), 1);
+}
+
+static struct isth_topo *sixty_four(void);
+
+/*
+ * isth_plan_params.deadline_ns: a deadline already past solves no round
+ * (-ETIME); one during a long round LP stops it there. 64-site all-to-all
+ * at M = 250 MB is one round of 8-10 s of LPs (doc/planner.md; 9.6 s
+ * here without the check, load 9): with a deadline 0.3 s ahead it ended
+ * after 0.7 s. Asserted loosely (5 s, so that a loaded machine does not
+ * fail it): the cut loop checks the clock between LPs, and one LP of that
+ * round takes well under a second.
+ */
+Test(plan, deadline_stops_round_lps, .timeout = 120)
+{
+	struct isth_topo *nine = topo(NINE_SITES, NINE_LINKS), *t = sixty_four();
+	struct isth_plan_params p = exact_params(1e9, 0);
+	struct isth_plan_cliques *s = isth_plan_cliques_family(nine, "triangles");
+	struct isth_plan_result *r = NULL;
+	uint64_t t0;
+	double el;
+
+	p.deadline_ns = 1; /* long past */
+	cr_assert_eq(isth_plan_solve(nine, s, &p, &r), -ETIME);
+	cr_assert_null(r);
+	p.deadline_ns = 0; /* none: the same call plans */
+	cr_assert_eq(isth_plan_solve(nine, s, &p, &r), 0);
+	cr_assert(isth_plan_result_feasible(r));
+	isth_plan_result_free(r);
+	isth_plan_cliques_free(s);
+	isth_plan_params_default(&p);
+	p.memory_bytes = 250e6;
+	s = isth_plan_cliques_family(t, "all-to-all");
+	t0 = isth_clock_mono_ns();
+	p.deadline_ns = t0 + 300000000ULL;
+	cr_assert_eq(isth_plan_solve(t, s, &p, &r), -ETIME);
+	el = (double)(isth_clock_mono_ns() - t0) * 1e-9;
+	cr_assert_lt(el, 5, "the deadline did not stop the LP: %.1f s", el);
+	isth_plan_cliques_free(s);
+	isth_topo_free(t);
+	isth_topo_free(nine);
 }
 
 /* ---- malformed topologies: each with its exact message ---- */
@@ -1618,15 +1699,13 @@ Test(plan, search_weighs_the_tree)
 	struct isth_plan_params p = exact_params(1.25e9, 0);
 	struct isth_plan_cliques *s;
 	struct isth_plan_result *r;
-	int cut = 0;
-
 	/* off by default: search then returns a partition, never a tree */
-	s = isth_plan_search(t, &p, NULL, 200, 60, 1, &cut, NULL, NULL);
+	s = isth_plan_search(t, &p, NULL, 200, 60, 1, NULL, NULL, NULL);
 	cr_assert_not_null(s);
 	cr_assert_eq(isth_plan_cliques_ntrees(s, 0), 0);
 	isth_plan_cliques_free(s);
 	p.search_trees = 1;
-	s = isth_plan_search(t, &p, NULL, 200, 60, 1, &cut, NULL, NULL);
+	s = isth_plan_search(t, &p, NULL, 200, 60, 1, NULL, NULL, NULL);
 	cr_assert_not_null(s);
 	cr_assert_str_eq(isth_plan_cliques_name(s), "search");
 	cr_assert_eq(isth_plan_cliques_ntrees(s, 0), 1);
