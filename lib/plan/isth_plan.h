@@ -79,9 +79,9 @@ struct isth_plan_params {
 				     use (1 - F) c_e; access links keep their full capacity.
 				     0 <= F < ISTH_PLAN_MAX_HEADROOM; 0 = the full capacity */
 	int search_trees; /**< isth_plan_search() also weighs the tree family.
-				     0 by default: isthmusd does not yet pace tree rounds
-				     at the planned rates, so a tree plan is not met on the
-				     testbed (doc/planner.md, "Trees") */
+				     0 by default: isthmusd paces tree rounds and meets
+				     their T on a clean WAN, but a lost partial sum is not
+				     repaired per hop (doc/planner.md, "search") */
 	uint64_t deadline_ns; /**< isth_clock_mono_ns() time at which round LPs stop:
 				     a round not finished by then fails with -ETIME
 				     (isth_plan_solve() returns it). 0 = none. The
