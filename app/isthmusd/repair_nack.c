@@ -159,8 +159,20 @@ rx_slot(struct isthd *d, const struct isthd_repair_round *rt, uint64_t r, unsign
  * arriving and asked again for those on their way (64 chunks take ~77 ms
  * at the testbed's rates), spending the serving edge's repeat allowance
  * and the link. The train never moves the retry past @cut, the cutoff:
- * a retry the round trip alone lets in stays, at the cutoff at the latest
- * (one more attempt, if a premature one, rather than none).
+ * a retry the round trip alone lets in stays, at the final retry's time
+ * at the latest (one more attempt, if a premature one, rather than none).
+ *
+ * The final retry: when even the round trip does not fit before the
+ * cutoff, one more NACK still leaves, last_nack_copies - 1 copy spacings
+ * (tail_copies_after) before the cutoff so that its copies leave by it
+ * too, provided it is a copy spacing after this NACK. Before, the last
+ * NACK of a stream was often a round trip and more before the cutoff
+ * (a stream that arrives late in the round has room for two attempts):
+ * in traced runs at 5 % loss (triangles, 2026-12-06), a chunk whose gap
+ * NACK and its copy both lost their repairs, and whose retry (with its
+ * copy) was lost again, stayed missing although a third attempt fitted;
+ * the chunks still missing at the cutoff are a few dozen a run, so a
+ * premature ask for the ones whose repairs are on their way costs little.
  *
  * The back-off does not grow: the cutoff ends NACKing within the round
  * anyway, the serving edge's budget and repeat allowance cap the repairs
@@ -172,15 +184,39 @@ static void
 nack_sent(struct isthd_worker *w, struct isthd_rx_track *t, uint64_t now_ns, uint32_t named,
 	uint64_t chunk_ns, uint64_t cut)
 {
-	uint64_t at = now_ns + t->backoff_ns;
+	const struct isthd *d = w->d;
+	uint64_t at = now_ns + t->backoff_ns, after = d->cfg.wan_tail_copies_after_ns;
+	uint64_t spread = (uint64_t)(d->cfg.wan_last_nack_copies - 1) * after;
+	uint64_t final = cut > spread ? cut - spread : cut;
 
 	if (t->nacks)
 		isth_ctr_add(&w->st.peer_nack_retries, 1);
 	if (t->nacks < UINT16_MAX)
 		t->nacks++;
 	t->nack_at = at + (uint64_t)named * chunk_ns;
-	if (t->nack_at > cut && at <= cut)
-		t->nack_at = cut;
+	if (t->nack_at <= cut)
+		return;
+	if (at <= cut)
+		t->nack_at = RTE_MAX(at, final);
+	else if (final > now_ns && final >= now_ns + after)
+		t->nack_at = final;
+}
+
+/*
+ * When a copy of a last-chance NACK sent at @now_ns leaves: tail_copies_after
+ * later, but never after the cutoff @cut (a copy due after it never left: the
+ * cutoff ended NACKing first), and at once if the NACK itself left past the
+ * cutoff (a late pass of the worker). So every pending copy is due by the
+ * cutoff or at once, and check_stream lets it leave past the cutoff.
+ */
+static uint64_t
+copy_time(const struct isthd *d, uint64_t now_ns, uint64_t cut)
+{
+	uint64_t at = now_ns + d->cfg.wan_tail_copies_after_ns;
+
+	if (at > cut)
+		at = now_ns < cut ? cut : now_ns;
+	return at;
 }
 
 /*
@@ -208,7 +244,7 @@ gap_copies(struct isthd *d, struct isthd_rx_track *t, uint32_t first, uint32_t l
 		t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
 		t->copy_from = first;
 		t->copy_to = last + 1;
-		t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+		t->copy_at = copy_time(d, now_ns, cut);
 		return;
 	}
 	if (first < t->copy_from)
@@ -326,10 +362,11 @@ unrepaired(struct isthd_worker *w, const struct isthd_rx_track *t, unsigned int 
 }
 
 /* A last-chance NACK's next copy of (r, s) @t, spaced from the one
- * before, when due: what is still missing now. @return messages sent. */
+ * before (by the cutoff @cut at the latest), when due: what is still
+ * missing now. @return messages sent. */
 static unsigned int
 copy_due(struct isthd_worker *w, struct isthd_rx_track *t, uint64_t r, unsigned int s,
-	const uint64_t *bits, uint64_t now_ns)
+	const uint64_t *bits, uint64_t now_ns, uint64_t cut)
 {
 	const struct isthd *d = w->d;
 	uint64_t upto;
@@ -338,7 +375,7 @@ copy_due(struct isthd_worker *w, struct isthd_rx_track *t, uint64_t r, unsigned 
 	if (!t->copies_left || now_ns < t->copy_at)
 		return 0;
 	t->copies_left--;
-	t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+	t->copy_at = copy_time(d, now_ns, cut);
 	upto = t->tail_due ? d->rep.n_chunks : t->next;
 	if (t->copy_to && t->copy_to < upto)
 		upto = t->copy_to;
@@ -366,14 +403,14 @@ nack_after(struct isthd_worker *w, struct isthd_rx_track *t, uint32_t from, unsi
 				t->copy_from = from;
 			t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
 			t->copy_to = 0;
-			t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+			t->copy_at = copy_time(d, now_ns, cut);
 		}
 	} else if (k) {
 		nack_sent(w, t, now_ns, named, chunk_ns, cut);
 		t->copies_left = (uint8_t)RTE_MIN(copies - 1, 255u);
 		t->copy_from = 0;
 		t->copy_to = 0;
-		t->copy_at = now_ns + d->cfg.wan_tail_copies_after_ns;
+		t->copy_at = copy_time(d, now_ns, cut);
 	} else if (t->tail_due) {
 		/* nothing could leave (no mbuf): try again */
 		t->nack_at = now_ns + t->backoff_ns;
@@ -410,14 +447,17 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 	/* Past the cutoff, NACKing stops, unless a NACK fell due before it
 	 * (a retry, or the tail, due at the cutoff at the latest) and this
 	 * pass came late (the worker slept or was preempted): that last NACK
-	 * leaves now, with its copies, rather than never. */
-	if (now_ns > cut && !((t->nack_at && t->nack_at <= cut) || !t->tail_due)) {
+	 * leaves now, with its copies, rather than never. A last NACK's
+	 * copies still to leave are due by the cutoff, or at once when the
+	 * NACK left past it (copy_time): they leave too. */
+	if (now_ns > cut &&
+		!((t->nack_at && t->nack_at <= cut) || !t->tail_due || t->copies_left)) {
 		t->done = 1;
 		unrepaired(w, t, s, bits);
 		return 0;
 	}
 	*pending = true;
-	work += copy_due(w, t, r, s, bits, now_ns);
+	work += copy_due(w, t, r, s, bits, now_ns, cut);
 	due = (t->last_due ? t->last_due : start + rt->tail_at[s]) + d->cfg.wan_tail_wait_ns;
 	/* a tail due after the cutoff is asked for at it */
 	if (due > cut)

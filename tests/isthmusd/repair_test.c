@@ -406,12 +406,14 @@ Test(isthmusd_repair, a_tail_due_past_the_cutoff_is_nacked_at_it, .init = eal_up
  * 160 + 4 x 2 + 5 = 173 ms; 173 + 3 x 225 > 610, so it is a last chance:
  * the NACK at 173 ms, its copy at 193; the retry after the back-off and
  * the 4 chunks' repair train, 173 + 225 + 4 x 2 = 406 ms, its copy at 426;
- * the next retry (406 + 225 = 631 ms) is past the cutoff. Before, both
+ * the next retry (406 + 225 = 631 ms) is past the cutoff, so the final
+ * retry leaves one copy spacing before the cutoff, 610 - 20 = 590, with its
+ * copy at 610 (before the final retry: 173, 193, 406, 426). Before, both
  * copies left at 173 and at 398 ms (the retry without the train: 398).
  */
 Test(isthmusd_repair, last_chance_copies_leave_spaced, .init = eal_up, .fini = eal_down)
 {
-	static const uint64_t want[] = {173, 193, 406, 426};
+	static const uint64_t want[] = {173, 193, 406, 426, 590, 610};
 	struct isthd_peer peers[3] = {0};
 	struct isthd *d = asking_edge(peers);
 	struct sent_nack nk[MAX_NACKS];
@@ -482,8 +484,10 @@ Test(isthmusd_repair, a_stream_none_of_whose_data_came_is_asked_at_the_cutoff, .
  * NACK 16-19 only, a last chance (173 + 3 x 225 > 610), its copy at 193
  * (16-19). The retry at 379 asks for 8-9 and 16-19, its copy at 399; the
  * next, 379 + 225 + 6 x 2 = 616 ms, would miss the cutoff (610) for the
- * train's time only, so it leaves at the cutoff, 610; its copy (630) is
- * past it. Before the train (the back-off of 2026-12-02): 375, 395 and 600. Before
+ * train's time only, so it leaves after the round trip alone, at 604 (not
+ * before the final retry's time, 610 - 20 = 590), and its copy at the
+ * cutoff, 610 (before the final retry: the retry at 610, its copy, due at
+ * 630, never left). Before the train (the back-off of 2026-12-02): 375, 395 and 600. Before
  * the tail-only NACK: 8-9 at 150; 8-9 and 16-19 twice at 173 and twice at 398
  * (the tail NACK moved the retry), nothing at 600.
  */
@@ -496,7 +500,7 @@ Test(isthmusd_repair, a_tail_due_soon_after_a_gap_nack_asks_for_the_tail_only, .
 		struct isth_wire_range g[2];
 	} want[] = {{150, 1, {{8, 9}}}, {170, 1, {{8, 9}}}, {173, 1, {{16, 19}}},
 		{193, 1, {{16, 19}}}, {379, 2, {{8, 9}, {16, 19}}}, {399, 2, {{8, 9}, {16, 19}}},
-		{610, 2, {{8, 9}, {16, 19}}}};
+		{604, 2, {{8, 9}, {16, 19}}}, {610, 2, {{8, 9}, {16, 19}}}};
 	struct isthd_peer peers[3] = {0};
 	struct isthd *d = asking_edge(peers);
 	struct sent_nack nk[MAX_NACKS];
@@ -524,9 +528,14 @@ Test(isthmusd_repair, a_tail_due_soon_after_a_gap_nack_asks_for_the_tail_only, .
  * observed 30 ms a chunk), 8-9 and 16-19 lost: the gap NACK at 400
  * (chunk 10), a last chance, its copy at 420 (8-9 only), its retry due at
  * 400 + 225 + 2 x 2 = 629, past the cutoff (610); the tail, due
- * at 550 + 4 x 30 + 5 = 675 ms, is asked for at the cutoff, 610, and
- * names 8-9 too; its copy (630) and any retry are past the cutoff. With
- * the tail only, 8-9 were asked once; before the tail-only NACK both left twice
+ * at 550 + 4 x 30 + 5 = 675 ms, is asked for at the cutoff, 610. The
+ * gap's final retry leaves one copy spacing before the cutoff, at 590
+ * (8-9: the tail is not due yet), its copy at the cutoff, 610 (8-9); the
+ * tail NACK at 610 names 8-9 too (their retry, 590 + 225, is past the
+ * cutoff), and its copy, due at once since the NACK left at the cutoff,
+ * leaves at the next pass, 611. Before the final retry: 400, 420, and the
+ * tail NACK at 610 naming both, its copy (630) never sent. With the tail
+ * only, 8-9 were asked once; before the tail-only NACK both left twice
  * at 610; before the gap copies the gap NACK had no copy.
  */
 Test(isthmusd_repair, a_tail_nack_is_the_gaps_last_chance_when_their_retry_misses_the_cutoff,
@@ -536,7 +545,8 @@ Test(isthmusd_repair, a_tail_nack_is_the_gaps_last_chance_when_their_retry_misse
 		uint64_t at;
 		unsigned int n;
 		struct isth_wire_range g[2];
-	} want[] = {{400, 1, {{8, 9}}}, {420, 1, {{8, 9}}}, {610, 2, {{8, 9}, {16, 19}}}};
+	} want[] = {{400, 1, {{8, 9}}}, {420, 1, {{8, 9}}}, {590, 1, {{8, 9}}}, {610, 1, {{8, 9}}},
+		{610, 2, {{8, 9}, {16, 19}}}, {611, 2, {{8, 9}, {16, 19}}}};
 	struct isthd_peer peers[3] = {0};
 	struct isthd *d = asking_edge(peers);
 	struct sent_nack nk[MAX_NACKS];
@@ -611,12 +621,13 @@ Test(isthmusd_repair, a_retry_waits_for_the_repair_train_of_its_nack, .init = ea
  * never repaired: chunk 9 (148 ms) shows the gap, NACK 8 at 148, a last
  * chance (148 + 3 x 225 > 610), its copy at 168 (chunk 8 only); the retry
  * at 148 + 225 + 1 x 2 = 375, its copy at 395; the next at 375 + 227 =
- * 602 (<= 610); its copy (622) is past the cutoff. Without the gap's copy:
- * 148, 375, 395, 602.
+ * 602 (<= 610); its copy, 20 ms later at 622, would be past the cutoff, so
+ * it leaves at it, 610 (before: never). Without the gap's copy: 148, 375,
+ * 395, 602.
  */
 Test(isthmusd_repair, a_gap_nack_that_is_a_last_chance_is_copied, .init = eal_up, .fini = eal_down)
 {
-	static const uint64_t want[] = {148, 168, 375, 395, 602};
+	static const uint64_t want[] = {148, 168, 375, 395, 602, 610};
 	struct isthd_peer peers[3] = {0};
 	struct isthd *d = asking_edge(peers);
 	struct sent_nack nk[MAX_NACKS];
