@@ -624,6 +624,7 @@ make_sched(const struct isth_topo *topo, const struct cli *c, const struct isth_
 	struct isth_plan_search_report rep;
 	char mb[32];
 	double sec;
+	int err;
 
 	if (strcmp(R->name, "tree") == 0) {
 		/* its trees depend on the payload, memory and access: plan them for p */
@@ -644,9 +645,11 @@ make_sched(const struct isth_topo *topo, const struct cli *c, const struct isth_
 	/* the best found with less memory stays feasible with more */
 	R->s = isth_plan_search(topo, p, *prev_search, c->search_iters, sec, c->seed, &rep,
 		c->quiet ? NULL : progress, mb);
+	err = errno; /* plan_row() reads why it failed; the warnings' stdio may change errno */
 	if (R->s)
 		*prev_search = R->s;
 	search_warn(c, mb, sec, &rep);
+	errno = err;
 }
 
 /* A row whose LP hit the cutting-plane cap: a warning per round, never a winner. */
