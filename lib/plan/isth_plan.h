@@ -309,7 +309,8 @@ enum isth_plan_seed_state {
 struct isth_plan_search_report {
 	int cut_short; /**< the budget ended the run before its iterations */
 	long evals; /**< round LPs solved */
-	double seeds_s; /**< wall time of the seed families, all together */
+	double seeds_s; /**< wall time of the starting point: the warm start and
+			  * the seed families, all together */
 	double total_s; /**< wall time of the whole search */
 	int nseeds;
 	struct {
