@@ -110,20 +110,26 @@ usage(FILE *f)
 		"  --search-iters N      annealing steps of 'search' per memory value; the\n"
 		"                        temperature follows them, so --seed fixes the result\n"
 		"                        (default 4000)\n"
-		"  --time-budget S       wall-clock budget of the whole command, counted from its\n"
-		"                        start (default 40: on 64 sites and 2 loaded cores\n"
-		"                        search then took 37 s, all 41 s). Families other than\n"
-		"                        search are planned in full (64 sites: at most about\n"
-		"                        11 s each); each search gets an equal share of what\n"
-		"                        they leave, less 1/8 of the budget kept for the rest.\n"
+		"  --time-budget S       wall-clock budget of the searches, counted from the\n"
+		"                        command's start (default 40: on 64 sites and 2 loaded\n"
+		"                        cores search then took 37 s, all 41 s). It bounds\n"
+		"                        search only: other families are always planned in\n"
+		"                        full (64 sites: at most about 11 s each), also when\n"
+		"                        listed after a search or at a later memory value, and\n"
+		"                        each row's schedule is solved once more in full. Each\n"
+		"                        search gets an equal share of what is left of 7/8 of\n"
+		"                        the budget when it starts.\n"
 		"                        Within it the seed families are solved cheapest\n"
 		"                        first: one that would not finish in the time left is\n"
 		"                        skipped, one still running at the end is dropped, and\n"
 		"                        the annealing gets what remains, less the time to\n"
-		"                        solve its result again. What the budget cut is a\n"
-		"                        warning on stderr (even with --quiet), as the result\n"
-		"                        then depends on the machine's speed; a search left\n"
-		"                        no time is a row 'time budget: ...' (a sweep of\n"
+		"                        solve its result again (a step's LPs may still run\n"
+		"                        to the share's end). The previous memory value's best\n"
+		"                        (feasible with more memory) is weighed first and in\n"
+		"                        full. What the budget cut is a warning on stderr\n"
+		"                        (even with --quiet), as the result then depends on\n"
+		"                        the machine's speed; a search left no time and no\n"
+		"                        previous best is a row 'time budget: ...' (a sweep of\n"
 		"                        memory values at 64 sites wants a larger budget)\n"
 		"  --search-seconds S    also bound each search (seeds included) to S seconds\n"
 		"                        (default: only --time-budget)\n"
@@ -172,8 +178,10 @@ usage_questions(FILE *f)
 		"  Why is it slow?       the binding column names the constraint with the largest\n"
 		"                        dual: capacity A->B, memory @X, access, or latency.\n"
 		"  Regional?             never mixes globally: A_flood = inf, no objective.\n"
-		"  How long?             at most about --time-budget (default 40 s); the search\n"
-		"                        gives way, and stderr says what it left out.\n"
+		"  How long?             about --time-budget (default 40 s) if search is listed\n"
+		"                        last at one memory value; more by the families planned\n"
+		"                        after a search. The search gives way; stderr says what\n"
+		"                        it left out.\n"
 		"  Exact sum each step?  tree (A = 1); its 'reduction trees' line sits by the "
 		"ring's.\n"
 		"  Versus all-reduce?    the baseline lines give ring all-reduce (and its ring\n"
@@ -624,6 +632,7 @@ make_sched(const struct isth_topo *topo, const struct cli *c, const struct isth_
 	struct isth_plan_search_report rep;
 	char mb[32];
 	double sec;
+	int err;
 
 	if (strcmp(R->name, "tree") == 0) {
 		/* its trees depend on the payload, memory and access: plan them for p */
@@ -644,9 +653,11 @@ make_sched(const struct isth_topo *topo, const struct cli *c, const struct isth_
 	/* the best found with less memory stays feasible with more */
 	R->s = isth_plan_search(topo, p, *prev_search, c->search_iters, sec, c->seed, &rep,
 		c->quiet ? NULL : progress, mb);
+	err = errno; /* plan_row() reads why it failed; the warnings' stdio may change errno */
 	if (R->s)
 		*prev_search = R->s;
 	search_warn(c, mb, sec, &rep);
+	errno = err;
 }
 
 /* A row whose LP hit the cutting-plane cap: a warning per round, never a winner. */

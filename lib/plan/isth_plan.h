@@ -309,7 +309,8 @@ enum isth_plan_seed_state {
 struct isth_plan_search_report {
 	int cut_short; /**< the budget ended the run before its iterations */
 	long evals; /**< round LPs solved */
-	double seeds_s; /**< wall time of the seed families, all together */
+	double seeds_s; /**< wall time of the starting point: the warm start and
+			  * the seed families, all together */
 	double total_s; /**< wall time of the whole search */
 	int nseeds;
 	struct {
@@ -334,6 +335,8 @@ struct isth_plan_search_report {
  * or names its seeds in @p rep (its result then depends on the machine).
  * @param init optional extra starting point (e.g. the best schedule found
  *             with less memory, which stays feasible with more); may be NULL.
+ *             Weighed first and past @p seconds (only p->deadline_ns stops
+ *             it), so a search left no time returns it if it is feasible.
  * @param iterations annealing steps; 0 = ISTH_PLAN_SEARCH_ITERS
  * @param rep may be NULL; what the search did with its time
  * @return the best schedule found (name "search"), or NULL with errno set

@@ -29,6 +29,7 @@ struct sstate {
 struct ctx {
 	const struct isth_topo *t;
 	const struct isth_plan_params *p; /* the caller's, with deadline_ns set */
+	const struct isth_plan_params *p_caller; /* as given: the warm start's LPs */
 	struct cent *cache;
 	long evals;
 	int err; /* a round LP failed: the search fails (EIO) */
@@ -346,7 +347,8 @@ search_start(struct ctx *C, int n, const struct isth_plan_cliques *init, struct 
 		"all-to-all", "triangles", "pairs", "regional"};
 	struct sstate s[ISTH_PLAN_SEARCH_SEEDS], one;
 	double v[ISTH_PLAN_SEARCH_SEEDS], u[ISTH_PLAN_SEARCH_SEEDS], fbest = INFINITY;
-	double spent_u = 0, spent_s = 0;
+	double spent_u = 0, spent_s = 0, vinit = INFINITY;
+	const struct isth_plan_params *p_own = C->p;
 	int have[ISTH_PLAN_SEARCH_SEEDS], ord[ISTH_PLAN_SEARCH_SEEDS], f, q;
 
 	for (f = 0; f < ISTH_PLAN_SEARCH_SEEDS; f++) {
@@ -371,6 +373,16 @@ search_start(struct ctx *C, int n, const struct isth_plan_cliques *init, struct 
 		for (q = f; q > 0 && u[ord[q - 1]] > u[f]; q--)
 			ord[q] = ord[q - 1];
 		ord[q] = f;
+	}
+	/* The warm start first and past the search's own deadline (not the
+	 * caller's): a seed the deadline stops ends every later LP, and the
+	 * best found with less memory must not be lost to that. Its LPs are
+	 * the ones the caller solves again for the result, a bounded cost. */
+	if (init) {
+		from_sched(init, &one);
+		C->p = C->p_caller;
+		vinit = objective(C, n, &one);
+		C->p = p_own;
 	}
 	for (q = 0; q < ISTH_PLAN_SEARCH_SEEDS && !C->err; q++) {
 		enum isth_plan_seed_state st = ISTH_PLAN_SEED_SKIPPED;
@@ -401,13 +413,9 @@ search_start(struct ctx *C, int n, const struct isth_plan_cliques *init, struct 
 			*cur = s[f];
 		}
 	}
-	if (init) {
-		from_sched(init, &one);
-		v[0] = objective(C, n, &one);
-		if (v[0] < fbest) {
-			fbest = v[0];
-			*cur = one;
-		}
+	if (isfinite(vinit) && vinit < fbest) {
+		fbest = vinit;
+		*cur = one;
 	}
 	return fbest;
 }
@@ -543,6 +551,7 @@ isth_plan_search(const struct isth_topo *t, const struct isth_plan_params *p,
 			pd.deadline_ns = d;
 	}
 	C.p = &pd;
+	C.p_caller = p;
 	C.rep = rep;
 	C.progress = progress;
 	C.arg = arg;

@@ -48,4 +48,11 @@ grep -q '^search,0,0,,,,,"time budget: spent before search found a feasible sche
 for f in all-to-all triangles pairs regional; do
 	grep -q "warning: search (M=0): seed $f skipped" "$tmp/err" || fail "no warning for seed $f"
 done
+# the same with stderr closed: the warnings' failing writes (EBADF) must
+# not change why the row failed
+# shellcheck disable=SC2086
+"$plan" $topo --schedule search --time-budget 0.01 --format csv --quiet \
+	>"$tmp/out.csv" 2>&-
+grep -q '^search,0,0,,,,,"time budget: spent before search found a feasible schedule"' \
+	"$tmp/out.csv" || fail "time budget row with stderr closed: $(cat "$tmp/out.csv")"
 echo "ok"

@@ -1316,6 +1316,38 @@ Test(plan, search_reproducible)
 }
 
 /*
+ * The warm start (the best found with less memory, in a sweep) survives a
+ * search left no time: it is weighed first and past the search's own
+ * deadline, so with zero seconds the search returns it (cut short, every
+ * seed skipped) rather than ETIME.
+ */
+Test(plan, search_keeps_warm_start_without_time)
+{
+	struct isth_topo *t = topo(NINE_SITES, NINE_LINKS);
+	struct isth_plan_params p = exact_params(1e9, 0);
+	struct isth_plan_cliques *init = isth_plan_cliques_family(t, "triangles"), *a;
+	struct isth_plan_search_report rep;
+	int f, r, c;
+
+	cr_assert_not_null(init);
+	a = isth_plan_search(t, &p, init, 100000, 0, 11, &rep, NULL, NULL);
+	cr_assert_not_null(a, "errno %d", errno);
+	cr_assert_eq(rep.cut_short, 1);
+	for (f = 0; f < 4; f++)
+		cr_assert_eq(rep.seed[f].state, ISTH_PLAN_SEED_SKIPPED, "%s", rep.seed[f].name);
+	cr_assert_eq(isth_plan_cliques_nrounds(a), isth_plan_cliques_nrounds(init));
+	for (r = 0; r < isth_plan_cliques_nrounds(a); r++) {
+		cr_assert_eq(isth_plan_cliques_ncliques(a, r), isth_plan_cliques_ncliques(init, r));
+		for (c = 0; c < isth_plan_cliques_ncliques(a, r); c++)
+			cr_assert_eq(isth_plan_cliques_clique(a, r, c),
+				isth_plan_cliques_clique(init, r, c));
+	}
+	isth_plan_cliques_free(a);
+	isth_plan_cliques_free(init);
+	isth_topo_free(t);
+}
+
+/*
  * Whether a seed family starts: at the pace of the ones before it. Seeds
  * of 100 streams took 2 s, so one of 150 needs 3 s: it starts with 3 s
  * left, not with 2.9; with nothing measured any seed starts (the deadline
