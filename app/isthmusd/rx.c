@@ -128,7 +128,9 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 	 * seq of the edge's own DATA stream instead of the host's, so that
 	 * peers see one stream (one replay window) per edge */
 	if (d->auth.on) {
-		isthd_auth_wan_seq(d, rte_pktmbuf_mtod(m, uint8_t *));
+		/* one host: not even the call (the island's seq goes on) */
+		if (unlikely(d->cfg.n_island_hosts > 1))
+			isthd_auth_wan_seq(d, rte_pktmbuf_mtod(m, uint8_t *));
 		if (unlikely(isthd_auth_seal_wan(d, w->eng, m, p->hdr.round) < 0)) {
 			drop(w, m, ISTHD_DROP_auth_seal);
 			return;
