@@ -121,6 +121,19 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 		}
 		return;
 	}
+	/* a bye (no peer in the round): nothing takes this DATA, and paced
+	 * it would only hold the next round's behind it */
+	{
+		const struct isthd_repair_round *rt = isthd_repair_round(d, p->hdr.round);
+
+		if (rt != NULL && rt->expected == 0) {
+			isth_ctr_add(&w->st.data_in, 1);
+			isth_ctr_add(&w->st.data_in_bytes, p->payload_size);
+			isth_ctr_add(&w->st.host[host][ISTHD_HOST_data_in], 1);
+			rte_pktmbuf_free(m);
+			return;
+		}
+	}
 	to_msg(m, p);
 	/* onto the WAN: same header, same IV, the UP tag replaced by a tag
 	 * list, one tag per peer of the round under its pair key; one frame
