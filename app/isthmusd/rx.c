@@ -121,6 +121,19 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 		}
 		return;
 	}
+	/* a bye (no peer in the round): nothing takes this DATA, and paced
+	 * it would only hold the next round's behind it */
+	{
+		const struct isthd_repair_round *rt = isthd_repair_round(d, p->hdr.round);
+
+		if (rt != NULL && rt->expected == 0) {
+			isth_ctr_add(&w->st.data_in, 1);
+			isth_ctr_add(&w->st.data_in_bytes, p->payload_size);
+			isth_ctr_add(&w->st.host[host][ISTHD_HOST_data_in], 1);
+			rte_pktmbuf_free(m);
+			return;
+		}
+	}
 	to_msg(m, p);
 	/* onto the WAN: same header, same IV, the UP tag replaced by a tag
 	 * list, one tag per peer of the round under its pair key; one frame
@@ -128,7 +141,9 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 	 * seq of the edge's own DATA stream instead of the host's, so that
 	 * peers see one stream (one replay window) per edge */
 	if (d->auth.on) {
-		isthd_auth_wan_seq(d, rte_pktmbuf_mtod(m, uint8_t *));
+		/* one host: not even the call (the island's seq goes on) */
+		if (unlikely(d->cfg.n_island_hosts > 1))
+			isthd_auth_wan_seq(d, rte_pktmbuf_mtod(m, uint8_t *));
 		if (unlikely(isthd_auth_seal_wan(d, w->eng, m, p->hdr.round) < 0)) {
 			drop(w, m, ISTHD_DROP_auth_seal);
 			return;

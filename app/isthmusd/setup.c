@@ -379,6 +379,16 @@ agg_rings_create(struct isthd *d, uint64_t agg_seq0, char *err, size_t err_size)
 	rc.hdr_off = ISTH_WIRE_ETH_HDR_SIZE + ISTH_WIRE_IPV4_MIN_HDR_SIZE + ISTH_WIRE_UDP_HDR_SIZE;
 	rc.flags = ISTH_RESEND_F_STAMP;
 	rc.hdr_pool = d->hdr_pool;
+	/* host h's AGG lane starts h x 2^56 ns below the clock: a clock
+	 * that reads less (unset, near 1970) would wrap it */
+	if (d->cfg.auth && d->cfg.n_island_hosts > 1 &&
+		isth_clock_real_ns() / ISTHD_AUTH_HOST_LANE < d->cfg.n_island_hosts - 1) {
+		snprintf(err, err_size,
+			"%s: [access] island_hosts: %u hosts with auth need a wall clock past "
+			"%u x 2^56 ns (the hosts' AGG seq lanes start below it): set the clock",
+			d->cfg.path, d->cfg.n_island_hosts, d->cfg.n_island_hosts - 1);
+		return -EINVAL;
+	}
 	for (unsigned int k = 0; k < d->n_workers; k++) {
 		uint64_t now = d->cfg.auth ? isth_clock_real_ns() : 0;
 

@@ -103,9 +103,15 @@ sed -e "s|^island_hosts = .*|island_hosts = 10.10.0.2/02:00:00:00:00:02 10.10.0.
 line=$(grep -n '^island_hosts = ' "$tmp/badhosts.conf" | cut -d: -f1)
 expect island-hosts-bad-mac 2 "$tmp/badhosts.conf:$line: [access] island_hosts: host 2 '10.10.0.3/02:00:00:00:00' is not A.B.C.D/aa:bb:cc:dd:ee:ff" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/badhosts.conf" --check
+# with auth on: accepted (each host its own seqs and replay windows), the
+# ranges of C chunks of 324 int32 (the tag and the WAN tag list's room,
+# as check-auth-on), and --check says how the hosts' seqs are kept apart
 sed -e "s|^mode = off|mode = on|" "$tmp/hosts.conf" >"$tmp/authhosts.conf"
-expect island-hosts-auth-on 2 "$tmp/authhosts.conf:$line: [access] island_hosts: 3 hosts need [auth] mode = off" \
-	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/authhosts.conf" --check
+CA=$(awk '$1 == "payload-bytes" { printf "%d", int((int(($2 + 3) / 4) + 323) / 324) }' "$sched")
+expect island-hosts-auth-on 0 "isthmusd: island host 2 of 3: 10.10.0.4, chunks $((2 * CA / 3))-$((CA - 1)) of $CA" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/authhosts.conf" --check --epoch now+1
+expect island-hosts-auth-on-seqs 0 "island hosts with auth: each host's DATA and NACKs in its own replay windows" \
+	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/authhosts.conf" --check --epoch now+1
 sed -e "s|^island_hosts = .*|&\nisland_ip = 10.10.0.2|" "$tmp/hosts.conf" >"$tmp/bothhosts.conf"
 expect island-hosts-and-ip 2 "$tmp/bothhosts.conf:$line: [access] island_hosts: set either island_hosts or island_ip and island_mac, not both" \
 	"$ISTHMUSD" "${EAL[@]}" -- --config "$tmp/bothhosts.conf" --check
