@@ -503,6 +503,23 @@ static const enum isthd_drop status_drop[ISTH_AUTH_STATUS_MAX] = {
 	[ISTH_AUTH_E_AHEAD] = ISTHD_DROP_auth_ahead,
 };
 
+/*
+ * Several island hosts share the island's UP key and each has its own
+ * replay window, chosen by the source address, which the tag does not
+ * cover. A genuine host k of K only ever uses seqs = k mod K (lib/island
+ * steps its DATA and NACK seqs by K from there), so a seq of another
+ * lane is refused: a packet of one host re-sent from another's address
+ * can then never be accepted into the other's window, and no seq (hence
+ * no IV under the shared key) is ever used by two hosts.
+ */
+static inline bool
+host_lane_ok(const struct isthd *d, enum isth_auth_dir dir, uint64_t seq, unsigned int host)
+{
+	unsigned int k = n_hosts(d);
+
+	return dir != ISTH_AUTH_UP || k <= 1 || seq % k == host;
+}
+
 /* The replay check of protocol step 6 without a change (lib/auth): the
  * window moves only at isthd_auth_commit(), once the packet passed every
  * check. A seq further ahead of @now_ns than [auth] seq_ahead is refused
@@ -561,20 +578,23 @@ isthd_auth_verify_rx(struct isthd_worker *w, enum isth_auth_dir dir, struct rte_
 	isth_auth_verify_burst(w->eng, ops, n);
 	for (i = 0; i < n; i++) {
 		enum isth_auth_status s = (enum isth_auth_status)ops[i].status;
+		enum isthd_drop drop = ISTHD_DROP_MAX;
 
 		/* the tag verified: the replay check, no change yet (the
 		 * caller commits once the packet is accepted) */
 		if (s == ISTH_AUTH_OK)
 			s = replay_check(d, dir, &p[i], host != NULL ? host[i] : 0, now_ns);
-		if (unlikely(s != ISTH_AUTH_OK)) {
-			isth_ctr_add(&w->st.drop[s < ISTH_AUTH_STATUS_MAX ? status_drop[s]
-									  : ISTHD_DROP_auth_tag],
-				1);
+		if (s != ISTH_AUTH_OK)
+			drop = s < ISTH_AUTH_STATUS_MAX ? status_drop[s] : ISTHD_DROP_auth_tag;
+		else if (unlikely(host != NULL && !host_lane_ok(d, dir, p[i].hdr.seq, host[i])))
+			drop = ISTHD_DROP_auth_host_seq;
+		if (unlikely(drop != ISTHD_DROP_MAX)) {
+			isth_ctr_add(&w->st.drop[drop], 1);
 			/* the tag verified, the seq did not: the host's own
 			 * stream refused it (its address chose the window) */
 			if (host != NULL && host[i] < ISTHD_ISLAND_MAX_HOSTS &&
 				(s == ISTH_AUTH_E_REPLAY || s == ISTH_AUTH_E_STALE ||
-					s == ISTH_AUTH_E_AHEAD))
+					s == ISTH_AUTH_E_AHEAD || drop == ISTHD_DROP_auth_host_seq))
 				isth_ctr_add(&w->st.host[host[i]][ISTHD_HOST_replay], 1);
 			ISTHD_REPAIR_TRACE(d,
 				"auth_drop %d type %u flags 0x%x r %u s %u c %u seq %" PRIu64,

@@ -125,6 +125,9 @@ enum {
 	X(auth_replay, "auth on: seq already accepted in its stream (replay)") \
 	X(auth_stale, "auth on: seq older than its stream's replay window") \
 	X(auth_ahead, "auth on: seq further ahead of the edge's clock than [auth] seq_ahead") \
+	X(auth_host_seq, \
+		"auth on, several island hosts: an UP seq not in its host's lane (seq mod hosts " \
+		"!= host)") \
 	X(auth_seal, "auth on: a message to send could not be sealed") \
 	X(tree_not_tree, "PARTIAL for a round without trees") \
 	X(tree_not_child, \

@@ -18,7 +18,9 @@
 #          DATA after it would be stale: aggregates partial); then host
 #          1's own DATA, captured on its link and sent again from it, are
 #          all refused as replays (auth_replay or auth_stale) while both
-#          hosts' streams go on exact
+#          hosts' streams go on exact; and DATA for host 1's own chunk
+#          from host 1, sealed with the island's key but with seqs of
+#          host 0's lane (even), are refused as drop_auth_host_seq
 #   three  K = 3: every aggregate exact, none partial
 #   kill   K = 2, host 1 of island 1 killed (kill -9) at round 1: no sum
 #          is ever wrong, and every partial names island 1 and chunks of
@@ -76,7 +78,7 @@ check() {
 	fi
 }
 
-injected=0 replayed=0
+injected=0 replayed=0 laned=0
 if [ "$CASE" = two ]; then
 	# Once the run is under way (its "all ready" line, the epoch passed),
 	# host 1 of island 0 sends 5 DATA for chunk 0, host 0's, as island 0,
@@ -97,12 +99,22 @@ if [ "$CASE" = two ]; then
 		r=$(( ($(date +%s%N) - epoch) / T + 1 ))
 		out=$(ip netns exec "isth-$rid-0-1" "$BUILD/app/isthmus-inject/isthmus-inject" \
 			--to 10.10.0.1:9471 --job 1 --sender 0 --round "$r" --chunk 0 \
-			--elems "$CE" --value 1000 --count 5 --seq "$(date +%s%N)" --seq-step 2 \
+			--elems "$CE" --value 1000 --count 5 --seq "$(($(date +%s%N) | 1))" --seq-step 2 \
 			--key-file "$keep/run/keys/island-0.key" --dir up --owner 0 \
 			--islands "$N" data 2>&1)
 		echo "wrong-host DATA for round $r: $out"
 		injected=$(echo "$out" | sed -n 's/^INJECT .* sent=\([0-9]*\) .*/\1/p')
 		check "wrong-host DATA sent" "$injected" 5
+		# host 1's own last chunk, from host 1, but seqs of host 0's lane
+		# (even; a genuine host k of K uses only seqs = k mod K)
+		out=$(ip netns exec "isth-$rid-0-1" "$BUILD/app/isthmus-inject/isthmus-inject" \
+			--to 10.10.0.1:9471 --job 1 --sender 0 --round "$r" --chunk $((C - 1)) \
+			--elems "$CE" --value 1000 --count 3 --seq "$(($(date +%s%N) & ~1))" --seq-step 2 \
+			--key-file "$keep/run/keys/island-0.key" --dir up --owner 0 \
+			--islands "$N" data 2>&1)
+		echo "DATA in host 0's seq lane from host 1: $out"
+		laned=$(echo "$out" | sed -n 's/^INJECT .* sent=\([0-9]*\) .*/\1/p')
+		check "DATA in another host's lane sent" "$laned" 3
 		# host 1's own DATA (UDP payload type byte 1) as it leaves, then
 		# sent again from host 1 (its address: its window)
 		cap=$keep/host1.pcap
@@ -186,10 +198,12 @@ if [ "$KILL" = "" ]; then
 	for ((i = 0; i < N; i++)); do
 		for ((h = 0; h < K; h++)); do
 			w=0
-			[ "$i:$h" = 0:1 ] && w=$replayed
+			[ "$i:$h" = 0:1 ] && w=$((replayed + laned))
 			check "edge $i: host $h's replay" "$(hostctr "$i" "$h" replay)" "$w"
 		done
 	done
+	drops=$(awk '$1 == "drop_auth_host_seq" { print $2 }' "$keep/run/edge0.log")
+	check "edge 0: drop_auth_host_seq" "${drops:-0}" "$laned"
 	if [ "$CASE" = two ] && [ "$fail" = 1 ]; then
 		grep -E "drop_round_(late|early)" "$keep/run/edge0.log"
 	fi
