@@ -1933,33 +1933,72 @@ run_pipeline(void)
 	/* lost twice: NACKed again after the lost repair, summed once */
 	cr_expect_geq(chunk_nacks[TWICE_ROUND][D][TWICE_CHUNK], 2);
 	/* never repaired: NACKed with back-off until the cutoff (gap, tail,
-	 * then retries 10, 20, 40 ms apart with the 5 ms first back-off of
-	 * a peer without latency; 99 ms cutoff), and counted once */
+	 * then retries 5 ms apart, the constant back-off of a peer without
+	 * latency; 99 ms cutoff), and counted once */
 	cr_expect_geq(chunk_nacks[GONE_ROUND][C][GONE_CHUNK], 4, "%u NACKs",
 		chunk_nacks[GONE_ROUND][C][GONE_CHUNK]);
 	cr_expect_geq(chunk_nacks[LATE_ROUND][C][LATE_CHUNK], 2);
-	/* its last NACK had no retry left: two copies, back to back; the
-	 * retries before it are >= 5 ms apart. Checked on the intervals in
-	 * which the edge can have sent each (gone_lo_ns/gone_hi_ns): the
-	 * copies must not be provably 1 ms apart, the two NACKs before must
-	 * be possibly 4 ms apart. */
+	/*
+	 * Its last NACKs, by hand. The cutoff is 99 ms into the round (the
+	 * round's 100 ms less repair_before, no latency), the back-off 5 ms
+	 * (tail_wait), tail_copies_after 5 ms, last_nack_copies 2. The
+	 * retries leave ~5 ms apart from the gap NACK at ~0.5 ms; the last
+	 * one leaves at some t in (94, 99] ms: the first whose round trip no
+	 * longer fits (t + 5 > 99). (The final retry at cut - 5 = 94 ms does
+	 * not come into it: it needs a NACK before it at <= 89 ms whose
+	 * back-off ends past 99 ms, impossible with a 5 ms back-off; the
+	 * repair unit tests check it.) Every NACK after 99 - 3 * 5 = 84 ms
+	 * is copied once, tail_copies_after later but by the cutoff: the
+	 * copy of the retry at t - 5 leaves with the retry at t (the
+	 * spacing is the back-off), the copy of the one at t at
+	 * min(t + 5, 99) = 99 ms, the cutoff (before the final retry's
+	 * change it was due past the cutoff and never left). So the NACKs
+	 * end: the retry at t - 5 (k - 4), its copy and the retry at t
+	 * (k - 3, k - 2, in one pass), and the last retry's copy at the
+	 * cutoff (k - 1). Checked on the intervals in which the edge can
+	 * have sent each (gone_lo_ns/gone_hi_ns), each check one that a
+	 * harness starved between reads (wider intervals) still passes:
+	 *  - k - 1 left at the cutoff: not provably before it (it is due
+	 *    then), nor provably 1 ms after it;
+	 *  - k - 2, the last retry: not provably before 94 ms (a retry
+	 *    whose round trip fitted would have one after it), nor provably
+	 *    1 ms after the cutoff;
+	 *  - k - 3 left with it: not provably 1 ms apart;
+	 *  - k - 4, the retry before: possibly 4 ms before k - 2 (a retry
+	 *    crowded right before the last one would be well under that).
+	 */
 	{
 		unsigned int k = chunk_nacks[GONE_ROUND][C][GONE_CHUNK];
-		uint64_t least, most;
+		uint64_t cut = edge.clk.epoch_ns + GONE_ROUND * T_NS + T_NS - 1000000ull;
+		uint64_t back = 5000000ull; /* the back-off and the copy spacing */
+		uint64_t gap;
 
 		cr_assert_leq(k, RTE_DIM(gone_lo_ns));
-		/* the checks below read the last three NACKs' intervals */
-		cr_assert_geq(k, 4, "%u NACKs of the chunk never repaired, want >= 4", k);
-		least = gone_lo_ns[k - 1] > gone_hi_ns[k - 2]
-			? gone_lo_ns[k - 1] - gone_hi_ns[k - 2]
-			: 0;
-		most = gone_hi_ns[k - 2] - gone_lo_ns[k - 3];
-		cr_expect_lt(least, 1000000ull,
-			"last NACK not doubled: %u NACKs, the last two at least %llu us apart", k,
-			(unsigned long long)least / 1000);
-		cr_expect_geq(most, 4000000ull,
-			"only the last NACK is doubled: the two before it at most %llu us apart",
-			(unsigned long long)most / 1000);
+		/* the checks below read the last five NACKs' intervals */
+		cr_assert_geq(k, 5, "%u NACKs of the chunk never repaired, want >= 5", k);
+		cr_expect_geq(gone_hi_ns[k - 1], cut,
+			"last NACK (the last retry's copy) left %llu us before the cutoff",
+			(unsigned long long)(cut - gone_hi_ns[k - 1]) / 1000);
+		cr_expect_lt(gone_lo_ns[k - 1], cut + 1000000ull,
+			"last NACK (the last retry's copy) left %llu us after the cutoff",
+			(unsigned long long)(gone_lo_ns[k - 1] - cut) / 1000);
+		cr_expect_geq(gone_hi_ns[k - 2], cut - back,
+			"last retry left %llu us before the cutoff, a round trip fitted",
+			(unsigned long long)(cut - gone_hi_ns[k - 2]) / 1000);
+		cr_expect_lt(gone_lo_ns[k - 2], cut + 1000000ull,
+			"last retry left %llu us after the cutoff",
+			(unsigned long long)(gone_lo_ns[k - 2] - cut) / 1000);
+		gap = gone_lo_ns[k - 2] > gone_hi_ns[k - 3] ? gone_lo_ns[k - 2] - gone_hi_ns[k - 3]
+							    : 0;
+		cr_expect_lt(gap, 1000000ull,
+			"the copy before the last retry did not leave with it: at least %llu us "
+			"apart",
+			(unsigned long long)gap / 1000);
+		gap = gone_hi_ns[k - 2] - gone_lo_ns[k - 4];
+		cr_expect_geq(gap, back - 1000000ull,
+			"a retry crowded before the last: %u NACKs, the retries before it at most "
+			"%llu us apart",
+			k, (unsigned long long)gap / 1000);
 	}
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.peer_chunks_unrepaired), 1);
 	cr_expect_geq(isth_ctr_get(&edge.workers[0].st.peer_nack_retries), 3 + 1 + 1);
