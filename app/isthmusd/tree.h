@@ -120,15 +120,12 @@ struct isthd_tree_cut {
 	/* per tree: who had contributed nothing at its first cutoff, so
 	 * that no chunk waits for them (tree.c, first_cutoff) */
 	uint64_t absent[ISTHD_TREE_MAX];
-	uint32_t asked; /* ISTHD_TREE_ASK_UP: the repair's scan at the stream's end done */
 	/* per tree: the children (their PARTIALs up) and the parent (its
 	 * results down) whose last call passed: asked for (tree.c, scan) */
 	uint64_t called[ISTHD_TREE_MAX];
 };
 #define ISTHD_TREE_FINAL (1u << ISTHD_TREE_MAX)
 #define ISTHD_TREE_FIRST (1u << 16)
-/* struct isthd_tree_cut .asked: the scan at the stream's end done */
-#define ISTHD_TREE_ASK_UP (1u << 0)
 
 /* Chunks of one round slot ready to go on: a bit per chunk (its words in
  * struct isthd_tree .pace_ready), the lowest first. The RX worker's. */
