@@ -148,6 +148,13 @@ enum {
 		"tree contribution after its chunk went on (complete, or its cutoff), or a " \
 		"result after the round ended without it") \
 	X(tree_no_room, "no mbuf for a PARTIAL or a tree AGG, or the tree AGG ring full") \
+	X(tree_nack_bad, \
+		"tree NACK not from its sender's peer edge address, not to this edge, or " \
+		"naming a chunk outside the round") \
+	X(tree_nack_not_edge, \
+		"tree NACK naming a chunk whose tree has its sender neither this edge's " \
+		"parent nor its child") \
+	X(tree_nack_budget, "tree NACK for a chunk resent its most times this round") \
 	X(tree_unsent, \
 		"PARTIAL or result down still waiting for its pace when its round ended or its " \
 		"result came down: not sent") \

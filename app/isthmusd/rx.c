@@ -497,6 +497,25 @@ wan_partial(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 	rte_pktmbuf_free(m);
 }
 
+/* A chunk NACK of a tree round: a peer edge asks again for a PARTIAL this
+ * edge sent it (tree.c, "Repair"); only the chunk's parent or child edge,
+ * from its address, and only then may its seq move the replay window.
+ * Takes @m. */
+static void
+wan_tree_nack(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p)
+{
+	enum isthd_drop why = isthd_tree_nack_admit(w->d, p);
+
+	if (likely(why == ISTHD_DROP_MAX))
+		why = isthd_auth_commit(w, ISTH_AUTH_WAN, p, 0);
+	if (unlikely(why != ISTHD_DROP_MAX)) {
+		drop(w, m, why);
+		return;
+	}
+	isthd_tree_nack(w, p);
+	rte_pktmbuf_free(m);
+}
+
 static unsigned int
 wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 {
@@ -533,6 +552,11 @@ wan_rx_queue(struct isthd_worker *w, uint16_t q, uint64_t now_ns)
 		}
 		if (unlikely(p->hdr.type == ISTH_WIRE_PARTIAL)) {
 			wan_partial(w, m, p, pub);
+			continue;
+		}
+		if (unlikely(p->hdr.type == ISTH_WIRE_NACK && (p->hdr.flags & ISTH_WIRE_F_CHUNKS) &&
+			    isthd_tree_round(&d->tree, p->hdr.round) != NULL)) {
+			wan_tree_nack(w, m, p);
 			continue;
 		}
 		if (unlikely(p->hdr.type != ISTH_WIRE_DATA)) {

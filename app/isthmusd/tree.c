@@ -467,15 +467,11 @@ tx_flush(struct isthd_worker *w)
 	tr->n_tx -= k;
 }
 
-/* Message @msg to island @s's edge, framed and sealed for it alone, and
- * staged for the pass's TX burst. */
+/* Frame @f (NULL: none, counted) staged for the pass's TX burst. */
 static void
-to_peer(struct isthd_worker *w, unsigned int s, const struct rte_mbuf *msg)
+stage(struct isthd_worker *w, struct rte_mbuf *f)
 {
-	struct isthd *d = w->d;
-	struct isthd_tree *tr = &d->tree;
-	const struct isthd_peer *peer = d->peer_of[s];
-	struct rte_mbuf *f = peer != NULL ? isthd_frame_to_peer(d, w->eng, peer, msg, 0) : NULL;
+	struct isthd_tree *tr = &w->d->tree;
 
 	if (unlikely(f == NULL)) {
 		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_no_room], 1);
@@ -489,6 +485,17 @@ to_peer(struct isthd_worker *w, unsigned int s, const struct rte_mbuf *msg)
 		return;
 	}
 	tr->tx[tr->n_tx++] = f;
+}
+
+/* Message @msg to island @s's edge, framed and sealed for it alone, and
+ * staged for the pass's TX burst. */
+static void
+to_peer(struct isthd_worker *w, unsigned int s, const struct rte_mbuf *msg)
+{
+	struct isthd *d = w->d;
+	const struct isthd_peer *peer = d->peer_of[s];
+
+	stage(w, peer != NULL ? isthd_frame_to_peer(d, w->eng, peer, msg, 0) : NULL);
 }
 
 /* Chunk @c of round @r's result (@bitmap) to the island, as an AGG of
@@ -617,10 +624,11 @@ pace_head(struct isthd_tree *tr)
  * accumulator @acc): its sum to the parent, or from the root down. */
 static void
 go_on(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, uint32_t c,
-	const struct isthd_tree_chunk *ch, uint8_t dtype, const uint8_t *acc)
+	struct isthd_tree_chunk *ch, uint8_t dtype, const uint8_t *acc)
 {
 	struct rte_mbuf *msg;
 
+	ch->sent = true; /* the accumulator keeps what leaves, for a NACK */
 	if (node->parent < 0) {
 		to_children(w, node, r, c, ch->have, dtype, acc, NULL);
 		return;
@@ -702,6 +710,189 @@ send_on(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, 
 	pace_push(w, r, c);
 }
 
+/*
+ * Repair. A PARTIAL lost on a hop is asked for again by the hop's
+ * receiver, with a chunk NACK (doc/protocol.md, "Tree rounds"): a parent
+ * of a child's PARTIAL up, a child of its parent's result down. It is
+ * overdue when a later chunk of its tree came from the same edge
+ * (isthd_tree_overdue: the pace sends a tree's chunks lowest first, but a
+ * chunk that waited for a grandchild leaves late: several chunks back),
+ * or at the hop's last call (scan): one round trip (the peer's
+ * configured latency, twice) and a margin before what it waits for is
+ * given up (a parent's cutoff, a child's fallback at the round's end).
+ * The sender resends from what it kept: the accumulator holds a chunk's
+ * sum after it went on (nothing more is summed into it) and, at a
+ * non-root edge, the result as it came down. A repair that arrives after
+ * the chunk's contributors were summed is counted (tree_repairs_wasted),
+ * never summed twice.
+ */
+
+/* Chunk @c of round @r, not claimed: NULL unless its slot holds @r. */
+static struct isthd_tree_chunk *
+chunk_peek(struct isthd *d, uint64_t r, uint32_t c, uint8_t **acc)
+{
+	struct isthd_tree *tr = &d->tree;
+	size_t i = (size_t)(r % ISTHD_TREE_SLOTS) * d->shape.n_chunks + c;
+
+	*acc = tr->acc + i * tr->slot_bytes;
+	return tr->chunk[i].round1 == r + 1 ? &tr->chunk[i] : NULL;
+}
+
+/* Ask island @s's edge again for chunk @c of round @r (state @ch), within
+ * the chunk's budget of NACKs: one chunk NACK, sealed for it. */
+static void
+ask(struct isthd_worker *w, unsigned int s, uint64_t r, uint32_t c, struct isthd_tree_chunk *ch)
+{
+	struct isthd *d = w->d;
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_NACK,
+		.flags = ISTH_WIRE_F_CHUNKS,
+		.sender = d->island,
+		.count = 1,
+		.job = d->cfg.job,
+		.round = (uint32_t)r,
+		/* the worker's NACK stream, as its clique chunk NACKs */
+		.seq = d->auth.on ? w->seq_nack++ : 0,
+		.bitmap = bit(s),
+	};
+	const struct isth_wire_range range = {.first = c, .last = c};
+	const struct isthd_peer *peer = d->peer_of[s];
+	struct rte_mbuf *msg;
+	uint8_t *p;
+
+	if (ch->asks >= ISTHD_TREE_ASKS)
+		return;
+	ch->asks++; /* spent even without a peer edge to ask (none configured) */
+	if (peer == NULL)
+		return;
+	msg = rte_pktmbuf_alloc(d->ctl_pool);
+	if (unlikely(msg == NULL ||
+		    (p = (uint8_t *)rte_pktmbuf_append(
+			     msg, ISTH_WIRE_HDR_SIZE + ISTH_WIRE_RANGE_SIZE)) == NULL)) {
+		rte_pktmbuf_free(msg);
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_no_room], 1);
+		return;
+	}
+	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
+	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, ISTH_WIRE_RANGE_SIZE, &range, 1);
+	stage(w, isthd_repair_frame_to_peer(d, w->eng, peer, msg));
+	rte_pktmbuf_free(msg);
+	isth_ctr_add(&w->st.tree_nacks_sent, 1);
+}
+
+/* A PARTIAL of chunk @c of round @r came from the edge whose bit is
+ * @from (@down: the result from the parent): is the chunk it makes
+ * overdue (isthd_tree_overdue) still missing from that edge? Asked for. */
+static void
+overdue(struct isthd_worker *w, const struct isthd_tree_round *tb, uint64_t r, uint32_t c,
+	uint64_t from, bool down)
+{
+	int64_t o = isthd_tree_overdue(c, tb->n_trees);
+	struct isthd_tree_chunk *ch;
+	uint8_t *acc;
+
+	if (o < 0 || (ch = chunk_peek(w->d, r, (uint32_t)o, &acc)) == NULL)
+		return;
+	if (down ? ch->down == 0 : !ch->gone && !(ch->heard & from))
+		ask(w, (unsigned int)__builtin_ctzll(from), r, (uint32_t)o, ch);
+}
+
+/* Island @s's edge asked for chunk @c of round @r (its tree node @node)
+ * again: the PARTIAL this edge sent it, if it has one and the budget. */
+static void
+resend(struct isthd_worker *w, const struct isthd_tree_node *node, uint64_t r, uint32_t c,
+	unsigned int s)
+{
+	struct isthd *d = w->d;
+	uint8_t *acc;
+	struct isthd_tree_chunk *ch = chunk_peek(d, r, c, &acc);
+	uint8_t dtype;
+	bool up = node->parent == (int)s;
+	struct rte_mbuf *msg;
+
+	/* up: what it sent, while no result came down (then the parent has
+	 * gone on, and the accumulator holds the result); down: a result */
+	if (ch == NULL ||
+		(up ? !ch->sent || ch->down != 0
+		    : ch->down == 0 || ch->fell || (node->parent < 0 && !ch->sent))) {
+		isth_ctr_add(&w->st.tree_nacks_unserved, 1);
+		return;
+	}
+	if (ch->resends >= ISTHD_TREE_RESENDS) {
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_nack_budget], 1);
+		return;
+	}
+	ch->resends++;
+	dtype = d->shape.dtype != ISTH_WIRE_DTYPE_NONE && !ch->kept ? d->shape.dtype : ch->dtype;
+	if (up)
+		msg = msg_new(w, ISTH_WIRE_PARTIAL,
+			ISTH_WIRE_F_RESENT | (ch->have != node->sub ? ISTH_WIRE_F_PARTIAL : 0), r,
+			c, ch->have, dtype, acc, NULL, NULL);
+	else
+		msg = msg_new(w, ISTH_WIRE_PARTIAL,
+			ISTH_WIRE_F_RESENT | ISTH_WIRE_F_DOWN |
+				(ch->down != d->tree.all ? ISTH_WIRE_F_PARTIAL : 0),
+			r, c, ch->down, dtype, ch->kept ? NULL : acc, ch->kept ? acc : NULL, NULL);
+	if (msg == NULL)
+		return;
+	to_peer(w, s, msg);
+	rte_pktmbuf_free(msg);
+	isth_ctr_add(&w->st.tree_resent, 1);
+}
+
+enum isthd_drop
+isthd_tree_nack_admit(const struct isthd *d, const struct isth_wire_pkt *p)
+{
+	const struct isthd_tree_round *tb = isthd_tree_round(&d->tree, p->hdr.round);
+	const struct isthd_peer *peer = d->peer_of[p->hdr.sender];
+	int s = p->hdr.sender;
+	struct isth_wire_range rg;
+
+	if (tb == NULL)
+		return ISTHD_DROP_tree_not_tree;
+	if (peer == NULL || p->addr.src_ip != peer->ip || p->hdr.bitmap != bit(d->island))
+		return ISTHD_DROP_tree_nack_bad;
+	for (unsigned int i = 0; i < p->hdr.count; i++) {
+		isth_wire_get_range(p, i, &rg);
+		if (rg.last >= d->shape.n_chunks)
+			return ISTHD_DROP_tree_nack_bad;
+		for (uint64_t c = rg.first; c <= rg.last; c++) {
+			const struct isthd_tree_node *node = &tb->t[c % tb->n_trees];
+
+			if (node->parent != s && !(node->children & bit((unsigned int)s)))
+				return ISTHD_DROP_tree_nack_not_edge;
+		}
+	}
+	return ISTHD_DROP_MAX;
+}
+
+void
+isthd_tree_nack(struct isthd_worker *w, const struct isth_wire_pkt *p)
+{
+	const struct isthd_tree_round *tb = isthd_tree_round(&w->d->tree, p->hdr.round);
+	struct isth_wire_range rg;
+
+	for (unsigned int i = 0; i < p->hdr.count; i++) {
+		isth_wire_get_range(p, i, &rg);
+		for (uint64_t c = rg.first; c <= rg.last; c++)
+			resend(w, &tb->t[c % tb->n_trees], p->hdr.round, (uint32_t)c,
+				p->hdr.sender);
+	}
+}
+
+/* Contribution @p refused for @why: counted. A repair (F_RESENT) that
+ * finds its chunk summed or gone on was asked for while the first copy
+ * was on its way: not summed, counted as such (tree_repairs_wasted). */
+static void
+refused(struct isthd_worker *w, const struct isth_wire_pkt *p, enum isthd_drop why)
+{
+	if ((p->hdr.flags & ISTH_WIRE_F_RESENT) &&
+		(why == ISTHD_DROP_tree_duplicate || why == ISTHD_DROP_tree_late))
+		isth_ctr_add(&w->st.tree_repairs_wasted, 1);
+	else
+		isth_ctr_add(&w->st.drop[why], 1);
+}
+
 /* The dtype a chunk's sums are sent in: the DATA's (the round's shape,
  * or with dtype = any the first contribution's). */
 static inline uint8_t
@@ -739,7 +930,7 @@ sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm, uint6
 			 p->hdr.dtype != ch->dtype))
 		why = ISTHD_DROP_data_bad_dtype;
 	if (why != ISTHD_DROP_MAX) {
-		isth_ctr_add(&w->st.drop[why], 1);
+		refused(w, p, why);
 		return false;
 	}
 	if (ch->have == 0)
@@ -755,6 +946,8 @@ sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm, uint6
 		memcpy(own_of(&d->tree, acc), p->payload, p->payload_size);
 	if (!ch->up && (chunk_ready(d, node, cut, t, ch) || ch->cut))
 		send_on(w, node, p->hdr.round, p->hdr.chunk, ch, chunk_dtype(d, p), acc);
+	if (from != bit(d->island))
+		overdue(w, tb, p->hdr.round, p->hdr.chunk, from, false);
 	return true;
 }
 
@@ -821,10 +1014,10 @@ isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 	node = &tb->t[p->hdr.chunk % tb->n_trees];
 	ch = chunk_of(d, p->hdr.round, p->hdr.chunk, &acc);
 	if (unlikely(ch == NULL || ch->down != 0)) {
-		isth_ctr_add(&w->st.drop[ch == NULL     ? ISTHD_DROP_round_late
-					     : ch->fell ? ISTHD_DROP_tree_late
-							: ISTHD_DROP_tree_duplicate],
-			1);
+		refused(w, p,
+			ch == NULL         ? ISTHD_DROP_round_late
+				: ch->fell ? ISTHD_DROP_tree_late
+					   : ISTHD_DROP_tree_duplicate);
 		return;
 	}
 	/* Of this edge's subtree the result holds what this edge sent up, or
@@ -844,6 +1037,11 @@ isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 		w, node, p->hdr.round, p->hdr.chunk, p->hdr.bitmap, p->hdr.dtype, NULL, p->payload);
 	to_island(w, p->hdr.round, p->hdr.chunk, p->hdr.bitmap, p->hdr.dtype, NULL, p->payload,
 		own_of(&d->tree, acc));
+	/* kept for a child's NACK: the accumulator sums nothing more */
+	memcpy(acc, p->payload, p->payload_size);
+	ch->kept = true;
+	ch->dtype = p->hdr.dtype;
+	overdue(w, tb, p->hdr.round, p->hdr.chunk, bit(p->hdr.sender), true);
 }
 
 /*
@@ -953,6 +1151,73 @@ cut_at(const struct isthd *d, const struct isthd_tree_round *tb, const struct is
 	return RTE_MIN(at, start + d->clk.round_ns + slack);
 }
 
+/* Ask again for what chunks of tree @t of round @r (table @tb, state
+ * @cut) still miss from @who: its children's PARTIALs up (those not
+ * absent), its parent's result down. */
+static void
+ask_tree(struct isthd_worker *w, uint64_t r, const struct isthd_tree_round *tb, unsigned int t,
+	const struct isthd_tree_cut *cut, uint64_t who)
+{
+	struct isthd *d = w->d;
+	const struct isthd_tree_node *node = &tb->t[t];
+	bool down = node->parent >= 0 && (who & bit((unsigned int)node->parent));
+
+	for (uint32_t c = t; c < d->shape.n_chunks; c += tb->n_trees) {
+		struct isthd_tree_chunk *ch;
+		uint64_t miss;
+		uint8_t *acc;
+
+		if ((ch = chunk_peek(d, r, c, &acc)) == NULL)
+			continue;
+		miss = ch->gone ? 0 : who & node->children & ~ch->heard & ~cut->absent[t];
+		for (; miss != 0; miss &= miss - 1)
+			ask(w, (unsigned int)__builtin_ctzll(miss), r, c, ch);
+		if (down && ch->down == 0)
+			ask(w, (unsigned int)node->parent, r, c, ch);
+	}
+}
+
+/* Is it island @s's edge's last call at @now for something due at @at:
+ * a NACK now, and the resend, one round trip later, just make it? */
+static inline bool
+last_call(const struct isthd *d, unsigned int s, uint64_t at, uint64_t now)
+{
+	const struct isthd_peer *peer = d->peer_of[s];
+	uint64_t rtt = peer != NULL ? 2 * peer->latency_ns : 0;
+
+	return now + rtt + ISTHD_TREE_ASK_MARGIN_NS >= at;
+}
+
+/* The repair's scans of round @r (table @tb, state @cut) due at @now:
+ * at each child's last call before this edge's cutoff of the tree, that
+ * child's chunks still missing; at the parent's last call before the
+ * round's end (the fallback), the results that have not come down. (A
+ * scan at the stream's planned end too asked for chunks on their way: 30
+ * NACKs a clean testbed run at two edges, no fewer partials at 2 % loss.) */
+static void
+scan(struct isthd_worker *w, uint64_t r, const struct isthd_tree_round *tb,
+	struct isthd_tree_cut *cut, uint64_t now)
+{
+	struct isthd *d = w->d;
+	uint64_t end = d->clk.epoch_ns + (r + 1) * d->clk.round_ns + d->cfg.agg_round_slack_ns;
+
+	for (unsigned int t = 0; t < tb->n_trees; t++) {
+		const struct isthd_tree_node *node = &tb->t[t];
+		uint64_t at = cut_at(d, tb, node, r, false), due = 0;
+		uint64_t open = node->children & ~cut->called[t] & ~cut->absent[t];
+
+		for (; open != 0; open &= open - 1)
+			if (last_call(d, (unsigned int)__builtin_ctzll(open), at, now))
+				due |= open & -open;
+		if (node->parent >= 0 && !(cut->called[t] & bit((unsigned int)node->parent)) &&
+			last_call(d, (unsigned int)node->parent, end, now))
+			due |= bit((unsigned int)node->parent);
+		cut->called[t] |= due;
+		if (due != 0)
+			ask_tree(w, r, tb, t, cut, due);
+	}
+}
+
 /* Round @r's cutoffs that passed at @now; true when all of them have. */
 static bool
 round_cutoffs(struct isthd_worker *w, uint64_t r, uint64_t now, unsigned int *work)
@@ -985,6 +1250,8 @@ round_cutoffs(struct isthd_worker *w, uint64_t r, uint64_t now, unsigned int *wo
 		cut->done |= 1u << t;
 		(*work)++;
 	}
+	if (!(cut->done & ISTHD_TREE_FINAL))
+		scan(w, r, tb, cut, now);
 	/* the result is due by the end: an island waits a little past it */
 	if (!(cut->done & ISTHD_TREE_FINAL) && now >= end) {
 		fallback(w, r);

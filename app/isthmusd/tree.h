@@ -42,6 +42,19 @@ struct isthd_worker;
 /* The tree pacer's bucket, in chunks: what may leave at once after the
  * stream waited (a child's late part), never at a round's start. */
 #define ISTHD_TREE_PACE_BURST 4
+/* Repair (tree.c, "Repair"): a chunk this many of its tree's chunks
+ * behind one that came from the same edge, and still missing from it, is
+ * overdue (the pace sends a tree's chunks lowest first; a chunk held up
+ * by a grandchild leaves late, hence not the one just before) */
+#define ISTHD_TREE_NACK_LAG 8
+/* NACKs an edge sends for one chunk of one round, at most */
+#define ISTHD_TREE_ASKS 3
+/* resends an edge makes of one chunk of one round, at most, whoever asks:
+ * a peer's NACKs cannot make it send more than this */
+#define ISTHD_TREE_RESENDS 8
+/* a last call's margin over the hop's round trip (tree.c, last_call):
+ * the sender's pass and queue, the receiver's */
+#define ISTHD_TREE_ASK_MARGIN_NS 10000000ull
 
 /* The local edge's place in one tree of one round. init. */
 struct isthd_tree_node {
@@ -84,7 +97,15 @@ struct isthd_tree_chunk {
 	bool gone;
 	bool cut; /* its cutoff passed with nothing in: what comes goes on at once */
 	bool fell; /* the round ended without a result: the subtree's sum to the island */
-	uint8_t dtype; /* of its first contribution */
+	/* its pace let it go: the PARTIAL up (the root: its result down) was
+	 * sent, from the accumulator, which keeps it for a resend */
+	bool sent;
+	/* its result came down: the accumulator holds it as received (the
+	 * payload bytes, dtype @dtype), for a child's NACK */
+	bool kept;
+	uint8_t asks; /* NACKs sent for it (ISTHD_TREE_ASKS) */
+	uint8_t resends; /* resends of it served (ISTHD_TREE_RESENDS) */
+	uint8_t dtype; /* of its first contribution; @kept: of the result */
 };
 
 /* Cutoffs of one round slot: the RX worker's. */
@@ -99,6 +120,9 @@ struct isthd_tree_cut {
 	/* per tree: who had contributed nothing at its first cutoff, so
 	 * that no chunk waits for them (tree.c, first_cutoff) */
 	uint64_t absent[ISTHD_TREE_MAX];
+	/* per tree: the children (their PARTIALs up) and the parent (its
+	 * results down) whose last call passed: asked for (tree.c, scan) */
+	uint64_t called[ISTHD_TREE_MAX];
 };
 #define ISTHD_TREE_FINAL (1u << ISTHD_TREE_MAX)
 #define ISTHD_TREE_FIRST (1u << 16)
@@ -204,6 +228,27 @@ enum isthd_drop isthd_tree_admit(const struct isthd *d, const struct isth_wire_p
 /* The RX worker: admitted PARTIAL @p (isthd_tree_admit, replay window
  * moved): summed (up) or handed on (down). Does not take the mbuf. */
 void isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p);
+/* The RX worker: why a peer edge's chunk NACK @p of a tree round (parsed,
+ * its tag verified) is refused, without side effects (ISTHD_DROP_MAX: its
+ * sender is this edge's parent or child in the tree of every chunk it
+ * names, from its peer address). */
+enum isthd_drop isthd_tree_nack_admit(const struct isthd *d, const struct isth_wire_pkt *p);
+/* The RX worker: admitted tree NACK @p (replay window moved): the
+ * PARTIALs it names sent again, as far as this edge has them and the
+ * chunk's resend budget allows. Does not take the mbuf. */
+void isthd_tree_nack(struct isthd_worker *w, const struct isth_wire_pkt *p);
+/*
+ * Which chunk a PARTIAL of chunk @c (tree of @k) makes overdue from the
+ * same edge: the one ISTHD_TREE_NACK_LAG chunks of its tree before, or
+ * -1. tree.c; unit tests.
+ */
+static inline int64_t
+isthd_tree_overdue(uint32_t c, unsigned int k)
+{
+	uint64_t back = (uint64_t)ISTHD_TREE_NACK_LAG * k;
+
+	return c >= back ? (int64_t)(c - back) : -1;
+}
 /* The RX worker, once a pass after its WAN RX: cutoffs of tree rounds
  * that passed at @now_ns, the chunks the pace lets go, and one TX burst
  * of what it staged (PARTIALs, results down). */

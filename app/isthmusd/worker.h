@@ -140,6 +140,15 @@ struct isthd_pace_msg {
 	X(tree_fallback, \
 		"tree rounds: of tree_result_partial, the subtree's own sum (no result came " \
 		"down)") \
+	X(tree_nacks_sent, \
+		"tree rounds: NACKs to the parent or a child edge for an overdue PARTIAL") \
+	X(tree_resent, "tree rounds: PARTIALs sent again for a NACK (up or down)") \
+	X(tree_repairs_wasted, \
+		"tree rounds: PARTIALs resent for a NACK that came after their chunk was " \
+		"summed or went on (the first copy was late, not lost): not summed") \
+	X(tree_nacks_unserved, \
+		"tree rounds: chunks a NACK named that this edge had not sent (yet), or whose " \
+		"round it no longer holds") \
 	X(peer_streams_queued, \
 		"peer streams none of whose DATA had come when their tail fell due: " \
 		"asked for once, at the cutoff (queued on the way, rarely lost whole)") \

@@ -198,7 +198,7 @@ Test(isthmusd_tree, clique_rounds_and_reload)
 }
 
 #define ELEMS 4
-#define CHUNKS 3
+#define CHUNKS 27
 
 /* Edge @self with chunk state as isthd_tree_setup sets it up (without the
  * AGG ring and the mbuf pool: nothing below may send), fp32 chunks of
@@ -439,5 +439,159 @@ Test(isthmusd_tree, heard_child_completes)
 	isthd_tree_partial(&w, &p);
 	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_late], 1);
 	cr_expect_eq(ch->have, B(SIN) | B(LON) | B(AMS));
+	edge_free();
+}
+
+/* Which chunk a PARTIAL makes overdue from the same edge: the one eight
+ * of its tree's chunks before (chunks of tree t are t, t + k, t + 2k...). */
+Test(isthmusd_tree, overdue_chunk)
+{
+	cr_assert_eq(ISTHD_TREE_NACK_LAG, 8, "the values below are for a lag of 8");
+	cr_expect_eq(isthd_tree_overdue(24, 3), 0);
+	cr_expect_eq(isthd_tree_overdue(28, 3), 4);
+	cr_expect_eq(isthd_tree_overdue(23, 3), -1, "chunk 23's tree has 7 chunks before it");
+	cr_expect_eq(isthd_tree_overdue(0, 3), -1);
+	cr_expect_eq(isthd_tree_overdue(8, 1), 0);
+	cr_expect_eq(isthd_tree_overdue(7, 1), -1);
+}
+
+/* A chunk NACK of chunk @first..@last from @sender's address @ip, to @to. */
+static struct isth_wire_pkt
+nack(unsigned int sender, uint32_t ip, uint64_t to, uint64_t first, uint64_t last, uint8_t *buf)
+{
+	struct isth_wire_pkt p;
+	const struct isth_wire_range r = {.first = first, .last = last};
+
+	memset(&p, 0, sizeof(p));
+	p.hdr.type = ISTH_WIRE_NACK;
+	p.hdr.flags = ISTH_WIRE_F_CHUNKS;
+	p.hdr.sender = (uint8_t)sender;
+	p.hdr.count = 1;
+	p.hdr.bitmap = to;
+	p.addr.src_ip = ip;
+	cr_assert_eq(isth_wire_put_ranges(buf, ISTH_WIRE_RANGE_SIZE, &r, 1), ISTH_WIRE_RANGE_SIZE);
+	p.payload = buf;
+	p.payload_size = ISTH_WIRE_RANGE_SIZE;
+	return p;
+}
+
+/* Who may ask SIN's edge for a tree chunk again: the chunk tree's parent
+ * (for SIN's PARTIAL up) or a child (for the result down), from its
+ * address, naming SIN's edge and chunks of the round. */
+Test(isthmusd_tree, nack_admission)
+{
+	static struct isthd_peer lon = {.ip = 0x0a000301}, tyo = {.ip = 0x0a000601},
+				 chi = {.ip = 0x0a000101};
+	uint8_t buf[ISTH_WIRE_RANGE_SIZE];
+	struct isth_wire_pkt p;
+
+	edge_of(SIN);
+	d.shape.n_chunks = CHUNKS;
+	d.peer_of[LON] = &lon;
+	d.peer_of[TYO] = &tyo;
+	d.peer_of[CHI] = &chi;
+	/* tree 0 (chunk 0, 3): LON is SIN's parent, TYO its child */
+	p = nack(LON, lon.ip, B(SIN), 0, 0, buf);
+	cr_expect_eq(isthd_tree_nack_admit(&d, &p), ISTHD_DROP_MAX);
+	p = nack(TYO, tyo.ip, B(SIN), 3, 3, buf);
+	cr_expect_eq(isthd_tree_nack_admit(&d, &p), ISTHD_DROP_MAX);
+	/* tree 2 (chunk 2): TYO is SIN's parent; LON its child */
+	p = nack(TYO, tyo.ip, B(SIN), 2, 2, buf);
+	cr_expect_eq(isthd_tree_nack_admit(&d, &p), ISTHD_DROP_MAX);
+	p = nack(LON, lon.ip, B(SIN), 2, 2, buf);
+	cr_expect_eq(isthd_tree_nack_admit(&d, &p), ISTHD_DROP_MAX);
+	/* tree 1 (chunk 1): SIN a leaf under HKG: neither LON nor TYO */
+	p = nack(TYO, tyo.ip, B(SIN), 1, 1, buf);
+	cr_expect_eq(isthd_tree_nack_admit(&d, &p), ISTHD_DROP_tree_nack_not_edge);
+	p = nack(LON, lon.ip, B(SIN), 0, 2, buf);
+	cr_expect_eq(isthd_tree_nack_admit(&d, &p), ISTHD_DROP_tree_nack_not_edge,
+		"one chunk of the range is not LON's to ask");
+	/* CHI is in no tree next to SIN */
+	p = nack(CHI, chi.ip, B(SIN), 0, 0, buf);
+	cr_expect_eq(isthd_tree_nack_admit(&d, &p), ISTHD_DROP_tree_nack_not_edge);
+	/* LON's name from TYO's address; to another edge; past the round */
+	p = nack(LON, tyo.ip, B(SIN), 0, 0, buf);
+	cr_expect_eq(isthd_tree_nack_admit(&d, &p), ISTHD_DROP_tree_nack_bad);
+	p = nack(LON, lon.ip, B(HKG), 0, 0, buf);
+	cr_expect_eq(isthd_tree_nack_admit(&d, &p), ISTHD_DROP_tree_nack_bad);
+	p = nack(LON, lon.ip, B(SIN), 3, CHUNKS, buf);
+	cr_expect_eq(isthd_tree_nack_admit(&d, &p), ISTHD_DROP_tree_nack_bad);
+	free(d.tree.rounds);
+}
+
+/* What SIN's edge has to resend, without sending (no mbuf pool here: the
+ * cases that would send are the system test's). Chunk 0 (tree 0): LON
+ * asks for SIN's PARTIAL up, TYO for the result down. */
+Test(isthmusd_tree, nack_unserved_and_budget)
+{
+	static struct isthd_peer lon = {.ip = 0x0a000301}, tyo = {.ip = 0x0a000601};
+	uint8_t buf[ISTH_WIRE_RANGE_SIZE];
+	struct isthd_tree_chunk *ch;
+	struct isth_wire_pkt up, down;
+
+	edge_with_state(SIN);
+	d.peer_of[LON] = &lon;
+	d.peer_of[TYO] = &tyo;
+	up = nack(LON, lon.ip, B(SIN), 0, 0, buf);
+	ch = &d.tree.chunk[0];
+	isthd_tree_nack(&w, &up);
+	cr_expect_eq(w.st.tree_nacks_unserved, 1, "round 0 not held");
+	ch->round1 = 1;
+	ch->have = B(SIN);
+	isthd_tree_nack(&w, &up);
+	cr_expect_eq(w.st.tree_nacks_unserved, 2, "not sent up yet");
+	ch->sent = ch->gone = ch->up = true;
+	ch->down = B(9) - 1;
+	isthd_tree_nack(&w, &up);
+	cr_expect_eq(w.st.tree_nacks_unserved, 3, "the result came down: LON went on");
+	ch->down = 0;
+	ch->resends = ISTHD_TREE_RESENDS;
+	isthd_tree_nack(&w, &up);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_nack_budget], 1);
+	down = nack(TYO, tyo.ip, B(SIN), 0, 0, buf);
+	ch->resends = 0;
+	isthd_tree_nack(&w, &down);
+	cr_expect_eq(w.st.tree_nacks_unserved, 4, "no result yet");
+	ch->down = ch->have;
+	ch->fell = true;
+	isthd_tree_nack(&w, &down);
+	cr_expect_eq(w.st.tree_nacks_unserved, 5, "its own subtree's sum is no result");
+	cr_expect_eq(w.st.tree_resent, 0);
+	edge_free();
+}
+
+/* A child's PARTIAL of chunk c makes its chunk c - 8k overdue from that
+ * child (no peer address here: the ask is spent, not sent). SIN, tree 0
+ * (chunks 0, 3, ..., 24): children TYO and HKG. */
+Test(isthmusd_tree, overdue_asks_the_child)
+{
+	static const float v[ELEMS] = {1, 2, 3, 4};
+	struct isth_wire_pkt p;
+
+	edge_with_state(SIN);
+	p = with_values(partial(TYO, 0, B(TYO), false), 0, v);
+	isthd_tree_partial(&w, &p);
+	p = with_values(partial(HKG, 21, B(HKG), false), 21, v);
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(d.tree.chunk[0].asks, 0, "chunk 21 makes no chunk overdue");
+	p = with_values(partial(HKG, 24, B(HKG), false), 24, v);
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(d.tree.chunk[0].asks, 1, "HKG's chunk 0 overdue");
+	cr_expect_eq(d.tree.chunk[3].asks, 0);
+	p = with_values(partial(TYO, 24, B(TYO), false), 24, v);
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(d.tree.chunk[0].asks, 1, "TYO's chunk 0 came");
+	/* HKG's repair is summed once; again, it is counted wasted */
+	p = with_values(partial(HKG, 0, B(HKG), false), 0, v);
+	p.hdr.flags |= ISTH_WIRE_F_RESENT;
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(d.tree.chunk[0].have, B(TYO) | B(HKG));
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(w.st.tree_repairs_wasted, 1);
+	cr_expect_eq(d.tree.chunk[0].have, B(TYO) | B(HKG), "not summed twice");
+	/* not a repair: a duplicate (a replay, auth off) */
+	p.hdr.flags &= (uint16_t)~ISTH_WIRE_F_RESENT;
+	isthd_tree_partial(&w, &p);
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_duplicate], 1);
 	edge_free();
 }
