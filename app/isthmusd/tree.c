@@ -1069,10 +1069,12 @@ first_cutoff(struct isthd_worker *w, uint64_t r, const struct isthd_tree_round *
 
 		if (ch == NULL || ch->up || !chunk_ready(d, node, cut, t, ch))
 			continue;
-		if (ch->have == 0) {
-			ch->cut = true; /* open: what comes goes on at once */
+		/* nothing in: left open, not cut. Its first contribution
+		 * finds the others absent and goes on at once (chunk_ready),
+		 * but one who shows up after all clears its absent bit and is
+		 * waited for again; a cut chunk would go on without it */
+		if (ch->have == 0)
 			continue;
-		}
 		send_on(w, node, r, c, ch,
 			d->shape.dtype != ISTH_WIRE_DTYPE_NONE ? d->shape.dtype : ch->dtype, acc);
 	}
