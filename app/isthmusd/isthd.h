@@ -149,8 +149,8 @@ enum {
 		"result after the round ended without it") \
 	X(tree_no_room, "no mbuf for a PARTIAL or a tree AGG, or the tree AGG ring full") \
 	X(tree_nack_bad, \
-		"tree NACK not from its sender's peer edge address, not to this edge, or " \
-		"naming a chunk outside the round") \
+		"tree NACK not from its sender's peer edge address, not to this edge, " \
+		"naming a chunk outside the round, or more than 8 chunks") \
 	X(tree_nack_not_edge, \
 		"tree NACK naming a chunk whose tree has its sender neither this edge's " \
 		"parent nor its child") \

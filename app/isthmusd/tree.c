@@ -847,15 +847,21 @@ isthd_tree_nack_admit(const struct isthd *d, const struct isth_wire_pkt *p)
 	const struct isthd_peer *peer = d->peer_of[p->hdr.sender];
 	int s = p->hdr.sender;
 	struct isth_wire_range rg;
+	uint64_t named = 0;
 
 	if (tb == NULL)
 		return ISTHD_DROP_tree_not_tree;
 	if (peer == NULL || p->addr.src_ip != peer->ip || p->hdr.bitmap != bit(d->island))
 		return ISTHD_DROP_tree_nack_bad;
+	/* sizes first, before any walk over the chunks (first <= last: wire) */
 	for (unsigned int i = 0; i < p->hdr.count; i++) {
 		isth_wire_get_range(p, i, &rg);
-		if (rg.last >= d->shape.n_chunks)
+		named += rg.last - rg.first + 1;
+		if (rg.last >= d->shape.n_chunks || named > ISTHD_TREE_NACK_CHUNKS)
 			return ISTHD_DROP_tree_nack_bad;
+	}
+	for (unsigned int i = 0; i < p->hdr.count; i++) {
+		isth_wire_get_range(p, i, &rg);
 		for (uint64_t c = rg.first; c <= rg.last; c++) {
 			const struct isthd_tree_node *node = &tb->t[c % tb->n_trees];
 

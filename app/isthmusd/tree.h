@@ -49,6 +49,10 @@ struct isthd_worker;
 #define ISTHD_TREE_NACK_LAG 8
 /* NACKs an edge sends for one chunk of one round, at most */
 #define ISTHD_TREE_ASKS 3
+/* Chunks one tree NACK may name in all (an edge names one; the bound
+ * keeps a neighbour's NACK from making the RX worker walk the round's
+ * chunk ids, ranges of up to 2^32, per packet) */
+#define ISTHD_TREE_NACK_CHUNKS 8
 /* resends an edge makes of one chunk of one round, at most, whoever asks:
  * a peer's NACKs cannot make it send more than this */
 #define ISTHD_TREE_RESENDS 8

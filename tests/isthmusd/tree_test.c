@@ -516,6 +516,12 @@ Test(isthmusd_tree, nack_admission)
 	cr_expect_eq(isthd_tree_nack_admit(&d, &p), ISTHD_DROP_tree_nack_bad);
 	p = nack(LON, lon.ip, B(SIN), 3, CHUNKS, buf);
 	cr_expect_eq(isthd_tree_nack_admit(&d, &p), ISTHD_DROP_tree_nack_bad);
+	/* more chunks than an edge ever asks for at once: refused by its
+	 * size, before the walk (9 chunks; 8 is the bound, 1 is what an edge
+	 * sends), even though every chunk of it is in the round */
+	cr_assert_geq(CHUNKS, 9);
+	p = nack(LON, lon.ip, B(SIN), 0, 8, buf);
+	cr_expect_eq(isthd_tree_nack_admit(&d, &p), ISTHD_DROP_tree_nack_bad);
 	free(d.tree.rounds);
 }
 
