@@ -35,7 +35,7 @@
 #          job's real keys from CHI, not a child of SIN's edge
 #          (tree_not_child), a result claiming HKG as SIN's parent
 #          (tree_not_parent), TYO's stream (a real child) replayed with
-#          an old seq (auth_stale) and forged with a foreign key
+#          an old seq of an old round (auth_stale) and forged with a foreign key
 #          (auth_tag): each counted by edge 7 under its reason, none
 #          summed (wrong = 0, 0 partial)
 #
@@ -81,16 +81,23 @@ attack() {
 	( umask 077; printf 'job 1\nepoch 1 round 0 key %s\n' "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" >"$foreign" )
 	now=$(date +%s%N)
 	r=$(( (now - epoch) / T ))
-	# SENDER FROM KEY SEQ [more...]: COUNT PARTIALs of tree 0's chunks
+	# SENDER FROM KEY SEQ [more...]: COUNT PARTIALs of tree 0's chunks, of
+	# round R (default the running one)
 	inj() {
 		ip netns exec "$wns" "$BUILD/app/isthmus-inject/isthmus-inject" --to "$edge" \
-			--from "10.0.$1.1" --job 1 --sender "$1" --round "$r" --chunk 0 --chunk-step 3 \
+			--from "10.0.$1.1" --job 1 --sender "$1" --round "${R:-$r}" --chunk 0 --chunk-step 3 \
 			--count "$COUNT" --elems 324 --value 1000003 --key-file "$3" --dir wan \
 			--owner "$1" --islands 9 --seq "$4" "${@:5}" partial >>"$keep/inject.log" 2>&1
 	}
 	inj 1 10.0.1.1 "$keep/run/job.key" "$now" --bitmap 0x2		# CHI: not a child
 	inj 8 10.0.8.1 "$keep/run/job.key" "$now" --bitmap 0x1ff --flags down	# HKG: not the parent
-	inj 6 10.0.6.1 "$keep/run/job.key" 1 --bitmap 0x40		# TYO's stream, an old seq
+	# TYO's stream replayed: an old seq of a round TYO's edge has already
+	# sent (two back: its PARTIALs have all arrived). Not the running
+	# round: an old seq on a round newer than any accepted is a sender
+	# restarted after a clock step (doc/protocol.md, "Replay window"), a
+	# new incarnation that only a key holder can start, and whether TYO's
+	# own PARTIALs of the running round arrived first is a race.
+	R=$((r - 2)) inj 6 10.0.6.1 "$keep/run/job.key" 1 --bitmap 0x40
 	inj 6 10.0.6.1 "$foreign" "$now" --bitmap 0x40		# TYO forged
 	echo "attacks on edge 7 in round $r:" && cat "$keep/inject.log"
 }
