@@ -93,9 +93,58 @@ def vector(mm, vec, n):
     return np.frombuffer(mm[off:off + 4 * k].tobytes(), np.float32).astype(np.float64)
 
 
-def check_lm(out, run, n, bf16_sums):
+def tree_height(path):
+    """The height (links from the root to the deepest leaf) of the highest
+    tree of a schedule file's `tree <r> <t> <p0>,<p1>,...` lines
+    (doc/schedule-file.md; '-' the root), 0 without trees or file."""
+    h = 0
+    if not path or not os.path.exists(path):
+        return 0
+    for line in open(path):
+        f = line.split()
+        if len(f) != 4 or f[0] != "tree":
+            continue
+        par = [-1 if p == "-" else int(p) for p in f[3].split(",")]
+        for i in range(len(par)):
+            d, j = 0, i
+            while par[j] >= 0 and d <= len(par):
+                j, d = par[j], d + 1
+            if d > len(par):
+                raise ValueError("%s: tree %s %s is not a tree (a cycle)" % (path, f[1], f[2]))
+            h = max(h, d)
+    return h
+
+
+def sum_bound(parts, members, k, bf16_sums, tree_h=0):
+    """How far island @k's applied sum of a chunk may be from the exact sum
+    of @parts (the contributions of @members, island k's among them when it
+    sent), elementwise. fp32: (m - 1) * 2^-24 * sum |x| (doc/island.md).
+    --bf16-sums: the edge rounded each AGG to bf16 once (8 significant
+    bits, to nearest: 2^-8 relative), a value no larger than the peers'
+    sum |x_peer|. Tree rounds (@tree_h > 0, the schedule's highest tree):
+    each edge with children rounds the sum it sends on (up, or at the root
+    down), a value no larger than sum |x| over its subtree, at most tree_h
+    of them on one island's path to the root, and the island's edge rounds
+    once more when it takes the island's own out of the result; in fp32
+    that is tree_h + 1 more roundings in the binary32 sum, in bf16 tree_h
+    + 1 roundings of at most sum |x| over every member."""
+    m = len(parts)
+    mag = np.sum(np.abs(parts), axis=0)
+    steps = max(m - 1, 0) + (tree_h + 1 if tree_h else 0)
+    bound = steps * 2.0 ** -24 * mag
+    if bf16_sums:
+        if tree_h:
+            bound = bound + (tree_h + 1) * 2.0 ** -8 * mag
+        else:
+            peers = [p for j, p in zip(members, parts) if j != k]
+            if peers:
+                bound = bound + 2.0 ** -8 * np.sum(np.abs(peers), axis=0)
+    return bound
+
+
+def check_lm(out, run, n, bf16_sums, tree_h=0):
     """Every applied sum against the exact sum, over its chunk bitmaps, of
-    what those islands sent for that round (the bound of train.py check)."""
+    what those islands sent for that round (the bound of sum_bound)."""
     recs = {}
     for f in glob.glob(os.path.join(out, "record-%s-*.bin" % run)):
         k = os.path.basename(f)[len("record-%s-" % run):-4]
@@ -122,11 +171,7 @@ def check_lm(out, run, n, bf16_sums):
                         cache[j] = vector(recs[j][0], recs[j][1][rnd], n)
                     parts.append(cache[j][sl])
                 exact = np.sum(parts, axis=0)
-                bound = max(len(parts) - 1, 0) * 2.0 ** -24 * np.sum(np.abs(parts), axis=0)
-                if bf16_sums:
-                    peers = [p for j, p in zip(members, parts) if j != k]
-                    if peers:
-                        bound = bound + 2.0 ** -8 * np.sum(np.abs(peers), axis=0)
+                bound = sum_bound(parts, members, k, bf16_sums, tree_h)
                 chunks += 1
                 if np.any(np.abs(got[sl] - exact) > bound + 1e-30):
                     wrong += 1

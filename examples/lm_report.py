@@ -59,6 +59,16 @@ def summarise(out, runs, target):
             r["rounds_partial"] = int(sum(s.get("avg_partial", 0) for s in summ))
             r["contributors"] = (float(sum(s.get("avg_contributors_sum", 0) for s in summ))
                                  / applied if applied else 0.0)
+            timed = sum(s.get("avg_rounds_timed", 0) for s in summ)
+            if timed:
+                # a round's start to its end at the island, over every
+                # island's applied rounds
+                r["round_ms"] = float(sum(s.get("avg_round_ms_sum", 0) for s in summ)) / timed
+        f = os.path.join(out, "edges-%s.json" % label)
+        if os.path.exists(f):
+            # the edges' schedule (train.py net): its name and planned T
+            w = json.load(open(f))
+            r["schedule"], r["planned_T_ms"] = w["schedule"], w["round_ms"]
         f = os.path.join(out, "load-%s.txt" % label)
         if os.path.exists(f):
             r["load"] = [l.split("load average:")[-1].strip() for l in open(f)
@@ -107,6 +117,11 @@ def report_lm(a, runs):
             print("%s: %d rounds applied, %d partial, %.2f islands summed per round%s" % (
                 label, r["rounds_applied"], r["rounds_partial"], r["contributors"],
                 ": NO PEER CONTRIBUTION ARRIVED" if r["contributors"] <= 1.0 else ""))
+        if "round_ms" in r or "planned_T_ms" in r:
+            print("%s: round %s ms mean, start to end at the island (%s rounds, T %s ms planned)" % (
+                label, "%.1f" % r["round_ms"] if "round_ms" in r else "-",
+                r.get("schedule", "?"),
+                "%.1f" % r["planned_T_ms"] if "planned_T_ms" in r else "-"))
         if "load" in r:
             print("%s: load average %s" % (label, " -> ".join(r["load"])))
     rr = ratios(table)
@@ -153,7 +168,7 @@ def table_lm(a):
     """One markdown table over repetitions (train.sh --pairs P)."""
     print("| rep | run | H | steps/s | wall s | final loss (mean / max) | compute util "
           "| time to %.3f s | WAN bytes/token | staleness | rounds partial / applied, islands "
-          "summed | load average (start -> end) |" % a.target)
+          "summed, round mean (schedule, T planned) | load average (start -> end) |" % a.target)
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     sp = {}
     for d in a.dirs:
@@ -169,6 +184,10 @@ def table_lm(a):
                 continue
             part = ("%d / %d, %.2f" % (r["rounds_partial"], r["rounds_applied"], r["contributors"])
                     if "rounds_applied" in r else "-")
+            if "round_ms" in r:
+                part += ", round %.0f ms" % r["round_ms"]
+            if "planned_T_ms" in r:
+                part += " (%s, T %.0f ms)" % (r.get("schedule", "?"), r["planned_T_ms"])
             load = " -> ".join(x.split(",")[0] for x in r.get("load", []))
             print("| %s | %s | %s | %.2f | %.1f | %.4f / %.4f | %.3f | %s | %s | %.2f | %s | %s |" % (
                 os.path.basename(d.rstrip("/")), label, r["H"], r["steps_per_s"], r["wall_s"],

@@ -7,8 +7,9 @@ of lm.py trained with AdamW on its shard, in one of the runs
                   outer Nesterov step (diloco.py)
   diloco-overlap  the same, one-step-delayed (eager), the all-reduce behind
                   the next H inner steps
-  isthmus-diloco  the DiLoCo outer step over isthmus rounds: all-to-all
-                  (every island in one clique: an exact global sum a round)
+  isthmus-diloco  the DiLoCo outer step over isthmus rounds of one clique
+                  of every island (an exact global sum a round: the edges'
+                  reduction trees, or all-to-all; train.sh --exact-schedule)
   isthmus-cliques the same over rotating cliques (each island applies its
                   clique's mean, with bounded staleness)
 
@@ -40,7 +41,7 @@ def open_comm(a):
     if a.comm == "mpi":
         comm = diloco.MpiComm()
         if a.island < 0:
-            names = a.ns_list.split()
+            names = a.ns_list.replace(",", " ").split()
             a.island = names.index(socket.gethostname())
         return comm
     return diloco.GlooComm(a.master, a.island if a.rank is None else a.rank, a.islands,

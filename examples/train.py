@@ -31,6 +31,7 @@ import glob
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -395,6 +396,13 @@ def run_net(a):
     if a.model == "mlp":
         data, target = digits()
         np.savez(os.path.join(a.out, "digits.npz"), data=data, target=target)
+    if isth and e.get("TB_SCHED"):
+        # the schedule the edges run, for check (tree rounds) and report
+        # (planned T); the testbed's copy goes with its run directory
+        shutil.copyfile(e["TB_SCHED"], os.path.join(a.out, "sched-%s.txt" % (a.label or a.mode)))
+        json.dump({"schedule": e.get("TB_SCHED_NAME", "?"),
+                   "round_ms": int(e.get("TB_ROUND_NS", 0)) / 1e6},
+                  open(os.path.join(a.out, "edges-%s.json" % (a.label or a.mode)), "w"))
     names = [e.get("TB_SITE_%d" % k, str(k)) for k in range(n)]
     rank = list(range(n))               # gloo: rank of site k
     if a.rank_order:
@@ -721,14 +729,18 @@ def check(a):
     those islands sent for that round, within the fp32 summation bound
     (doc/island.md): |got - exact| <= (m - 1) * 2^-24 * sum |x_k|, plus,
     with --bf16-sums, 2^-8 * sum |x_peer| for the edge's rounding."""
+    from lm_record import check_lm, sum_bound, tree_height
+    # the run's schedule as the edges ran it (run_net keeps it): tree
+    # rounds round at every edge with children (sum_bound)
+    th = tree_height(os.path.join(a.out, "sched-%s.txt" % a.run))
     if glob.glob(os.path.join(a.out, "record-%s-*.bin" % a.run)):
         # --model lm: streamed records (lm_record.py)
-        from lm_record import check_lm
         n = model_elems(a)
-        isl, rounds, chunks, wrong, unchecked = check_lm(a.out, a.run, n, a.bf16_sums)
+        isl, rounds, chunks, wrong, unchecked = check_lm(a.out, a.run, n, a.bf16_sums, th)
         # unchecked: chunks with a member whose send was not recorded
-        print("CHECK run=%s islands=%d rounds=%d chunks=%d unchecked=%d wrong=%d"
-              % (a.run, isl, rounds, chunks, unchecked, wrong))
+        print("CHECK run=%s islands=%d rounds=%d chunks=%d unchecked=%d wrong=%d%s"
+              % (a.run, isl, rounds, chunks, unchecked, wrong,
+                 " (tree rounds, height %d)" % th if th else ""))
         return 0 if wrong == 0 and chunks > 0 else 1
     recs = {}
     for f in glob.glob(os.path.join(a.out, "record-%s-*.npz" % a.run)):
@@ -762,19 +774,13 @@ def check(a):
                 if parts is None:
                     continue
                 exact = np.sum(parts, axis=0)
-                bound = max(len(parts) - 1, 0) * 2.0 ** -24 * np.sum(np.abs(parts), axis=0)
-                if a.bf16_sums:
-                    # the edge rounded each AGG's fp32 sum to bf16 (8
-                    # significant bits: at most 2^-8 relative, to
-                    # nearest); partials of a chunk are rounded apiece
-                    bound = bound + 2.0 ** -8 * np.sum(
-                        [np.abs(p) for j, p in zip(members, parts) if j != k] or [0 * exact],
-                        axis=0)
+                bound = sum_bound(parts, members, k, a.bf16_sums, th)
                 chunks += 1
                 if np.any(np.abs(got[sl] - exact) > bound + 1e-30):
                     wrong += 1
-    print("CHECK run=%s islands=%d rounds=%d chunks=%d wrong=%d"
-          % (a.run, len(recs), rounds, chunks, wrong))
+    print("CHECK run=%s islands=%d rounds=%d chunks=%d wrong=%d%s"
+          % (a.run, len(recs), rounds, chunks, wrong,
+             " (tree rounds, height %d)" % th if th else ""))
     return 0 if wrong == 0 and chunks > 0 else 1
 
 
@@ -848,7 +854,8 @@ def main():
     w.add_argument("--mode", choices=["isthmus", "gloo"] + list(LM_MODES), required=True)
     w.add_argument("--island", type=int, required=True,
                    help="-1 with --comm mpi: the site whose namespace (--ns-list) this rank is in")
-    w.add_argument("--ns-list", default="", help="--comm mpi: the sites' namespaces in order")
+    w.add_argument("--ns-list", default="",
+                   help="--comm mpi: the sites' namespaces in order, comma-separated")
     w.add_argument("--job", type=int, default=1)
     w.add_argument("--edge", default="10.10.0.1:9471", help="isthmus: edge IP:PORT")
     w.add_argument("--bind", default=None, help="isthmus: local IP:PORT")

@@ -5,7 +5,7 @@
 # synchronously with torch.distributed (gloo), and compare (doc/training.md).
 #
 #   scripts/train.sh [--build DIR] [--out DIR] [train.py options...]
-#   scripts/train.sh --testbed [--schedule S] [--scale K] [--startup S] [--runs LIST]
+#   scripts/train.sh --testbed [--schedule S] [--exact-schedule E] [--scale K] [--startup S] [--runs LIST]
 #                    [--pairs P] [--queue-ms D] [--auth on|off] [--tb-arg A]
 #                    [--island-ranks K] [--build DIR] [--out DIR] [train.py options...]
 #
@@ -48,9 +48,23 @@
 #   diloco-overlap  the same, one-step-delayed (eager): the all-reduce
 #                   runs behind the next H inner steps
 #   isthmus-diloco  the DiLoCo outer step (isthmus.torch.DiLoCo, H =
-#                   --local-steps) over isthmus, schedule all-to-all with
-#                   network replication: an exact global sum a round
+#                   --local-steps) over isthmus: an exact global sum a
+#                   round, carried as --exact-schedule says
 #   isthmus-cliques the same over rotating cliques (--schedule, triangles)
+# --exact-schedule tree|all-to-all: how isthmus-diloco's exact global sum
+# crosses the WAN. tree (default): the planner's reduction trees through
+# the edges (testbed.sh --schedule tree): each chunk is summed up a
+# spanning tree and its sum sent down it, so every link carries a chunk
+# once each way, where all-to-all with network replication still carries
+# every island's contribution across the busiest links once per tree (its
+# planned round was 1.8x the ring all-reduce model at the LM's payload,
+# the tree's 0.38x at the testbed's default; doc/training.md).
+# all-to-all: the earlier transport (network replication, M = 4 MiB).
+# --edge-dtype bf16|any (lm, the isthmus runs, --dtype bf16): bf16
+# (default): the edges admit bf16 DATA only and the planner plans the
+# 2 bytes an element that cross the links (testbed.sh --dtype bf16),
+# half the round of any: the edges admit every type and the plan counts
+# 4 bytes an element (the figures before 2026-12-06 12:00 were planned so).
 # The baselines' all-reduce is gloo (--comm gloo, the faster here at this
 # payload, doc/training.md) or Open MPI's tuned ring through mpi4py
 # (--comm mpi), ranks in the planner's shortest-ring order, TCP without
@@ -76,12 +90,16 @@ SIZE=()
 ISTEPS=()
 DSTEPS=()
 PAIRS=0
+EXACT=tree
+EDGE_DT=bf16
 TBARGS=()
 IRANKS=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--testbed) TESTBED=1; shift ;;
 	--schedule) SCHED=$2; shift 2 ;;
+	--exact-schedule) EXACT=$2; shift 2 ;;
+	--edge-dtype) EDGE_DT=$2; shift 2 ;;
 	--scale) SCALE=(--scale "$2"); shift 2 ;;
 	--startup) STARTUP=(--startup "$2"); shift 2 ;;
 	--hidden) HIDDEN=$2; ARGS+=("$1" "$2"); shift 2 ;;
@@ -98,7 +116,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift 2 ;;
 	--record) RECORD=1; ARGS+=("$1"); shift ;;
 	--island-ranks) IRANKS=$2; shift 2 ;;
-	-h|--help) sed -n '3,58p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,/^set /{/^#/p}' "$0"; exit 0 ;;
 	*) ARGS+=("$1"); shift ;;
 	esac
 done
@@ -109,6 +127,10 @@ mlp) : "${TARGET:=0.9}" "${RUNS:=isthmus,gloo}" ;;
 lm) : "${TARGET:=3.0}" "${RUNS:=ddp,diloco,diloco-overlap,isthmus-diloco,isthmus-cliques}" ;;
 *) echo "train.sh: --model mlp or lm, not '$MODEL'" >&2; exit 2 ;;
 esac
+case "$EXACT" in tree|all-to-all) ;;
+*) echo "train.sh: --exact-schedule: tree or all-to-all, not '$EXACT'" >&2; exit 2 ;; esac
+case "$EDGE_DT" in bf16|any) ;;
+*) echo "train.sh: --edge-dtype: bf16 or any, not '$EDGE_DT'" >&2; exit 2 ;; esac
 case "$IRANKS" in [1-4]) ;; *) echo "train.sh: --island-ranks: 1 to 4, not '$IRANKS'" >&2; exit 2 ;; esac
 [ "$IRANKS" = 1 ] || [ "$MODEL" = mlp ] ||
 	{ echo "train.sh: --island-ranks: the mlp's isthmus runs only" >&2; exit 2; }
@@ -180,15 +202,20 @@ if [ "$TESTBED" = 1 ]; then
 				--rank-order "$RING" --tcp-sysctl net.ipv4.tcp_slow_start_after_idle=0 \
 				--out "$dir" "${ARGS[@]}" $([ "$run" = ddp ] && echo "${DSTEPS[@]}") ;;
 		isthmus-diloco|isthmus-cliques)
+			# isthmus-diloco: the exact transport (--exact-schedule);
 			# all-to-all needs room for the clique's arrivals (the
-			# planner refuses it at M = 0)
-			local sched=all-to-all repl=(--replication network --memory-bytes 4M)
+			# planner refuses it at M = 0); a tree round sums in
+			# accumulators of its own ([agg] memory unused)
+			local sched=$EXACT repl=()
+			[ "$EXACT" = tree ] || repl=(--replication network --memory-bytes 4M)
 			[ "$run" = isthmus-diloco ] || { sched=$SCHED; repl=(); }
 			rm -f "$dir/record-$run"-[0-9]*.bin
-			local dt=any
+			# the edges and the plan take the wire's type (--edge-dtype)
+			local dt=$EDGE_DT esize=2
 			printf '%s\n' "${ARGS[@]}" | grep -qx fp32 && dt=fp32
+			[ "$dt" = bf16 ] || esize=4
 			"$ROOT/scripts/testbed.sh" up --edges --schedule "$sched" "${repl[@]}" --dtype "$dt" \
-				"${SCALE[@]}" "${STARTUP[@]}" "${TBARGS[@]}" --payload-bytes $((ELEMS * 4)) -- \
+				"${SCALE[@]}" "${STARTUP[@]}" "${TBARGS[@]}" --payload-bytes $((ELEMS * esize)) -- \
 				"$PY" "$ROOT/examples/train.py" net --mode "$run" --out "$dir" \
 				"${ARGS[@]}" "${ISTEPS[@]}" ;;
 		*) echo "train.sh: --runs: isthmus, isthmus-triangles, gloo or gloo-tuned (mlp); ddp, diloco," \

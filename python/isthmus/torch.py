@@ -418,9 +418,10 @@ class DiLoCo:
     while the round was in flight are kept on top of it (the overlapped,
     one-step-delayed form). The exchange is then:
 
-    * **exact global sum**: an all-to-all schedule, every island applies
-      the same sum, so every island's anchor and momentum are identical,
-      bit for bit;
+    * **exact global sum**: every round one clique of all islands (a tree
+      or all-to-all schedule): with fp32 sums every island applies the
+      same sum, so every island's anchor and momentum are identical, bit
+      for bit (bf16 sums differ in their last bits: doc/torch.md);
     * **rotating cliques**: each island applies its clique's mean, with the
       staleness of the rounds in flight (``max_inflight``).
 
@@ -531,7 +532,7 @@ class DiLoCo:
                           listened=0,
                           skipped_no_round=0, skipped_full=0, skipped_late=0,
                           staleness_sum=0.0, behind_sum=0, contributors_sum=0.0,
-                          comm_s=0.0, send_errors=0, lost=0)
+                          round_ms_sum=0.0, rounds_timed=0, comm_s=0.0, send_errors=0, lost=0)
         # with the thread: the parameters' move, waiting for step()
         self.pending = None
         self._lock = threading.Condition()
@@ -766,6 +767,13 @@ class DiLoCo:
         st["applied"] += 1
         st["complete" if res.complete else "partial"] += 1
         st["staleness_sum"] += (time.time_ns() - f.start_ns) / f.period_ns
+        # the round's own time, start to the library's end of it (every
+        # chunk complete, or its deadline and grace): the transport's
+        # figure, whatever this island's thread did meanwhile
+        end = getattr(res, "end_ns", 0)       # scripted sessions have none
+        if end > f.start_ns:
+            st["round_ms_sum"] += (end - f.start_ns) / 1e6
+            st["rounds_timed"] += 1
         st["behind_sum"] += self.sends - f.index - 1
         st["contributors_sum"] += self._divide(res)
         if self.K > 1:        # every rank's range of the mean, on every rank

@@ -113,9 +113,107 @@ def test_train_lm_on_loopback(tmp_path):
             assert ev[-1]["summary"] and ev[-1]["steps"] == 8
             assert ev[-1]["final_loss"] < ev[0]["loss"] - 0.3, (run, k, ev[0], ev[-1])
     assert s["isthmus-diloco"]["rounds_applied"] > 0
+    # each applied round timed, start to end at the island: the loopback
+    # edges' rounds of 250 ms end once complete, at the latest at their
+    # deadline and one period of grace (a loaded host: a few periods more)
+    assert 0 < s["isthmus-diloco"]["round_ms"] < 10 * 250, s["isthmus-diloco"]
     assert os.path.exists(os.path.join(out, "loss.png")) or "matplotlib" in r.stderr
     c = subprocess.run(cmd + ["check", out, "--run", "isthmus-diloco", "--model", "lm"],
                        capture_output=True, text=True, timeout=120)
     assert c.returncode == 0, c.stdout + c.stderr
     assert c.stdout.startswith("CHECK run=isthmus-diloco islands=3 ")
     assert c.stdout.rstrip().endswith(" wrong=0")
+
+
+# ---- tree rounds: the schedule's height and the check's bound -----------------
+
+TREE_SCHED = """isthmus-schedule 4
+islands 9
+round-ns 672800000
+rounds 1
+round 0 0x1ff
+tree 0 0 1,2,-,0,3,3,2,6,6
+tree 0 1 -,0,0,0,0,0,0,0,0
+end
+"""
+
+
+def test_tree_height_of_a_schedule_file(tmp_path):
+    import lm_record
+    f = tmp_path / "sched.txt"
+    f.write_text(TREE_SCHED)
+    # tree 0: AMS (4) -> LON (3) -> NYC (0) -> CHI (1) -> LAX (2), the root:
+    # 4 links; tree 1 is a star (1)
+    assert lm_record.tree_height(str(f)) == 4
+    f.write_text(TREE_SCHED.replace("tree 0 0 1,2,-,0,3,3,2,6,6\n", ""))
+    assert lm_record.tree_height(str(f)) == 1
+    f.write_text(TREE_SCHED.replace("1,2,-,0,3,3,2,6,6", "-,0,1,2,3,4,5,6,7"))  # a chain
+    assert lm_record.tree_height(str(f)) == 8
+    assert lm_record.tree_height(str(tmp_path / "none.txt")) == 0
+    f.write_text("round-ns 1\nround 0 0x7\n")            # a clique round
+    assert lm_record.tree_height(str(f)) == 0
+    f.write_text("tree 0 0 1,2,0\n")                       # no root: a cycle
+    with pytest.raises(ValueError, match="cycle"):
+        lm_record.tree_height(str(f))
+
+
+def bf16(x):
+    return x.to(torch.bfloat16).to(torch.float32)
+
+
+def tree_sums(xs, parents):
+    """What isthmusd's tree rounds give each island (doc/isthmusd.md, "Tree
+    rounds"), computed here: every edge sums its island's bf16 DATA and its
+    children's bf16 PARTIALs in fp32 and sends the sum on as bf16; the root's
+    sum comes down as bf16; each edge hands its island the result less the
+    island's own, rounded to bf16; the island adds its own in fp32."""
+    n = len(parents)
+    kids = [[j for j in range(n) if parents[j] == i] for i in range(n)]
+
+    def up(i):
+        acc = xs[i].clone()
+        for j in kids[i]:
+            acc += up(j)
+        return bf16(acc)            # a leaf's bf16 DATA goes on unchanged
+    total = up(parents.index(-1))
+    return [bf16(total - xs[k]) + xs[k] for k in range(n)]
+
+
+def test_the_check_bound_holds_for_bf16_trees_and_catches_a_missing_contributor():
+    """The deepest tree of the LM's plan (height 4): the applied sums of a
+    bf16 tree round are within sum_bound(tree_h=4), a clique round's bf16
+    bound (one rounding) is too tight for them, and a sum without one
+    contributor is outside the tree bound."""
+    import numpy as np
+    import lm_record
+    parents = [1, 2, -1, 0, 3, 3, 2, 6, 6]
+    g = torch.Generator().manual_seed(3)
+    # pseudo-gradients of one sign in most elements (a step of the same
+    # direction everywhere: the partial sums are as large as sum |x|)
+    xs = [bf16(torch.rand(20000, generator=g) * 1e-3 + 1e-4 * torch.randn(20000, generator=g))
+          for _ in range(9)]
+    got = tree_sums(xs, parents)
+    parts = [x.double().numpy() for x in xs]
+    exact = np.sum(parts, axis=0)
+    members = list(range(9))
+    over_clique_bound = 0
+    for k in range(9):
+        err = np.abs(got[k].double().numpy() - exact)
+        assert np.all(err <= lm_record.sum_bound(parts, members, k, True, 4)), k
+        over_clique_bound += int(np.sum(err > lm_record.sum_bound(parts, members, k, True, 0)))
+    assert over_clique_bound > 0
+    # island 0's sum without island 5's contribution (a wrong sum)
+    wrong = got[0].double().numpy() - parts[5]
+    assert np.any(np.abs(wrong - exact) > lm_record.sum_bound(parts, members, 0, True, 4))
+
+
+def test_train_sh_exact_schedule_option():
+    sh = os.path.join(EX, "..", "scripts", "train.sh")
+    h = subprocess.run(["bash", sh, "--help"], capture_output=True, text=True, timeout=30)
+    assert h.returncode == 0
+    assert "--exact-schedule tree|all-to-all" in h.stdout and "tree (default)" in h.stdout
+    assert "--edge-dtype bf16|any" in h.stdout
+    for opt, bad in (("--exact-schedule", "ring"), ("--edge-dtype", "int8")):
+        r = subprocess.run(["bash", sh, opt, bad], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2, r.stderr
+        assert "%s:" % opt in r.stderr and "'%s'" % bad in r.stderr

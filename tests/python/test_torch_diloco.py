@@ -303,11 +303,18 @@ def test_exact_global_sum_over_loopback_edges_gives_every_island_one_anchor():
         ds = [DiLoCo([xs[k]], ss[k], outer_lr=0.7, momentum=0.9) for k in range(N)]
         wait_announced(ss)
         _just_after_a_round_starts(ss)
+        t0 = time.time_ns()             # the round started at most 1 s before
         for k in range(N):
             xs[k].add_(_progress(k, 0, n))
             ds[k].step()
         for dd in ds:
             assert dd.flush(timeout=10), dd.stats
+        t1 = time.time_ns()
+        for dd in ds:
+            # the round's time, its start to its end at the island: within
+            # the time the test waited for it, from the round's start on
+            assert dd.stats["rounds_timed"] == dd.stats["applied"] == 1, dd.stats
+            assert 0 < dd.stats["round_ms_sum"] <= (t1 - t0) / 1e6 + 1000, dd.stats
         # the islands that got their contribution into the round (on a
         # loaded machine one may miss it and take the round as a listener)
         senders = [k for k in range(N) if ds[k].stats["sent"] == 1]
