@@ -217,3 +217,25 @@ def test_train_sh_exact_schedule_option():
         r = subprocess.run(["bash", sh, opt, bad], capture_output=True, text=True, timeout=30)
         assert r.returncode == 2, r.stderr
         assert "%s:" % opt in r.stderr and "'%s'" % bad in r.stderr
+
+
+def test_report_prints_round_time_and_the_edges_plan(tmp_path):
+    """The report's round time is the mean over every island's timed
+    rounds (not a mean of means), and the schedule and planned T are the
+    edges' (edges-<run>.json, written by train.py net)."""
+    import lm_report
+    json.dump({"schedule": "tree", "round_ms": 672.8},
+              open(str(tmp_path / "edges-isthmus-diloco.json"), "w"))
+    summ = {"steps": 10, "steps_per_s": 1.0, "wall_s": 10.0, "final_loss": 3.0,
+            "util": 0.9, "idle_frac": 0.01, "tokens": 2560, "params": 5, "H": 4}
+    runs = {"isthmus-diloco": {
+        0: ([{"t": 0.0, "loss": 5.5}], dict(summ, avg_applied=3, avg_partial=1,
+                                             avg_contributors_sum=27.0,
+                                             avg_rounds_timed=3, avg_round_ms_sum=3000.0)),
+        1: ([{"t": 0.0, "loss": 5.5}], dict(summ, avg_applied=1, avg_partial=0,
+                                             avg_contributors_sum=9.0,
+                                             avg_rounds_timed=1, avg_round_ms_sum=2000.0))}}
+    r = lm_report.summarise(str(tmp_path), runs, 3.0)["isthmus-diloco"]
+    assert r["round_ms"] == pytest.approx(5000.0 / 4)       # not (1000 + 2000) / 2
+    assert r["schedule"] == "tree" and r["planned_T_ms"] == 672.8
+    assert r["rounds_applied"] == 4 and r["rounds_partial"] == 1
