@@ -988,9 +988,15 @@ start_edge() {
 		# and the island's DATA to its peers on TX queue k itself; the
 		# kernel spreads received flows over the RX sockets by hash,
 		# and worker 0 polls every one (doc/isthmusd.md, "Workers")
+		# The access port's ring holds 4096 frames, not the PMD's 512:
+		# an island sends its whole contribution in one burst (727
+		# frames for the lm's 0.9 MB), and what the edge has not polled
+		# when the ring fills is dropped by the kernel, unrepaired (an
+		# island's DATA is not NACKed). 8 MiB of ring per queue.
 		local qp=""
 		[ "$WORKERS" -le 1 ] || qp=",qpairs=$WORKERS"
-		vdevs=("--vdev=net_af_packet0,iface=ta$RID$k$qp" "--vdev=net_af_packet1,iface=tw$RID$k$qp")
+		vdevs=("--vdev=net_af_packet0,iface=ta$RID$k$qp,framecnt=4096"
+		       "--vdev=net_af_packet1,iface=tw$RID$k$qp")
 	fi
 	[ -z "$ROUNDS" ] || rounds=(--rounds $((ROUNDS + 1 + EXTRA_ROUNDS)))
 	ip netns exec "isth-$RID-e$k" \
