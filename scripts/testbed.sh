@@ -992,7 +992,8 @@ start_edge() {
 		# an island sends its whole contribution in one burst (727
 		# frames for the lm's 0.9 MB), and what the edge has not polled
 		# when the ring fills is dropped by the kernel, unrepaired (an
-		# island's DATA is not NACKed). 8 MiB of ring per queue.
+		# island's DATA is not NACKed). 8 MiB of kernel ring per queue
+		# and direction (the PMD sizes its TX ring alike).
 		local qp=""
 		[ "$WORKERS" -le 1 ] || qp=",qpairs=$WORKERS"
 		vdevs=("--vdev=net_af_packet0,iface=ta$RID$k$qp,framecnt=4096"

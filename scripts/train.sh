@@ -5,7 +5,7 @@
 # synchronously with torch.distributed (gloo), and compare (doc/training.md).
 #
 #   scripts/train.sh [--build DIR] [--out DIR] [train.py options...]
-#   scripts/train.sh --testbed [--schedule S] [--exact-schedule E] [--scale K] [--startup S] [--runs LIST]
+#   scripts/train.sh --testbed [--schedule S] [--exact-schedule E] [--edge-dtype D] [--scale K] [--startup S] [--runs LIST]
 #                    [--pairs P] [--queue-ms D] [--auth on|off] [--tb-arg A]
 #                    [--island-ranks K] [--build DIR] [--out DIR] [train.py options...]
 #
@@ -58,8 +58,9 @@
 # once each way, where all-to-all with network replication still carries
 # every island's contribution across the busiest links once per tree. At
 # the lm's payload (bf16, scale 10000) the planner gives the tree T = 673
-# ms, all-to-all 2127 ms, its ring all-reduce model 2049 ms; measured, a
-# tree round took 1171 ms and an all-to-all one 2657 ms (doc/training.md).
+# ms, all-to-all 2127 ms, its ring all-reduce model 2049 ms; measured
+# under load, a tree round took 1171 ms (836 ms once the testbed's access
+# ring held a round) and an all-to-all one 2657 ms (doc/training.md).
 # all-to-all: the earlier transport (network replication, M = 4 MiB).
 # --edge-dtype bf16|any (lm, the isthmus runs, --dtype bf16): bf16
 # (default): the edges admit bf16 DATA only and the planner plans the

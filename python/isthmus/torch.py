@@ -420,8 +420,9 @@ class DiLoCo:
 
     * **exact global sum**: every round one clique of all islands (a tree
       or all-to-all schedule): with fp32 sums every island applies the
-      same sum, so every island's anchor and momentum are identical, bit
-      for bit (bf16 sums differ in their last bits: doc/torch.md);
+      same sum up to its last fp32 bits (the edge takes the island's own
+      values out with one more rounding), so the anchors and momenta
+      agree to that (bf16 sums differ in their last bf16 bits: doc/torch.md);
     * **rotating cliques**: each island applies its clique's mean, with the
       staleness of the rounds in flight (``max_inflight``).
 
