@@ -86,10 +86,19 @@ usage(FILE *f)
 		"                        up with a warning (default 400)\n"
 		"  --threads N           rounds solved in parallel, 1..16; the output does not\n"
 		"                        depend on it (default: one per online CPU)\n"
+		"  --expected-loss P     the share of frames every WAN link is expected to\n"
+		"                        lose, 0 <= P <= 0.5 (default 0.01, 1 %%): the planner\n"
+		"                        keeps a headroom F = 3P/(1+2P) of every WAN link free\n"
+		"                        for the repairs and NACKs of that loss (at most 0.45;\n"
+		"                        0.01: F = 0.029, 0.05: 0.136, 0.1: 0.25; model in\n"
+		"                        doc/planner.md) and --out records P. 0: no headroom.\n"
+		"                        Declare the loss your WAN has: a plan for more loss\n"
+		"                        costs T in every round, one for less costs partials\n"
 		"  --repair-headroom F   plan every WAN link at (1-F) of its capacity, so a\n"
 		"                        share F stays free for repairs and NACKs under loss\n"
 		"                        (access links keep their full capacity); 0 <= F < 0.5\n"
-		"                        (default 0). Cost: a round bound by link capacity\n"
+		"                        (default 0). With --expected-loss the larger of the\n"
+		"                        two F wins. Cost: a round bound by link capacity\n"
 		"                        grows by up to 1/(1-F) (F = 0.2: +25 %%); a round\n"
 		"                        bound by latency or access does not change.\n"
 		"                        Measured on the testbed (doc/notes/performance-log.md,\n"
@@ -320,6 +329,27 @@ opt_headroom(struct cli *c, const char *arg)
 	return 0;
 }
 
+/* --expected-loss: a decimal fraction, 0..ISTH_PLAN_MAX_LOSS (not a percentage) */
+static int
+opt_loss(struct cli *c, const char *arg)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || *end || end == arg || strspn(arg, "0123456789.eE+-") != strlen(arg) ||
+		!(v >= 0 && v <= ISTH_PLAN_MAX_LOSS)) {
+		fprintf(stderr,
+			"isthmus-plan: --expected-loss: the share of frames a WAN link loses, 0 "
+			"<= P <= %g (0.01 is 1 %%), not '%s'\n",
+			ISTH_PLAN_MAX_LOSS, arg);
+		return EXIT_INPUT;
+	}
+	c->prm.expected_loss = v;
+	return 0;
+}
+
 /* --seed, --search-iters, --epoch-ns: decimal integers (lib/text) */
 static int
 opt_count(struct cli *c, int opt, const char *arg)
@@ -427,6 +457,8 @@ parse_opt(struct cli *c, int opt, char *arg, int *help)
 		return opt_whole("threads", arg, ISTH_PLAN_MAX_THREADS, &c->prm.threads);
 	case 'H':
 		return opt_headroom(c, arg);
+	case 'X':
+		return opt_loss(c, arg);
 	case 'S':
 		c->schedlist = arg;
 		return 0;
@@ -530,6 +562,7 @@ parse_args(int argc, char **argv, struct cli *c)
 		{"max-lps", required_argument, NULL, 'L'},
 		{"threads", required_argument, NULL, 'j'},
 		{"repair-headroom", required_argument, NULL, 'H'},
+		{"expected-loss", required_argument, NULL, 'X'},
 		{"schedule", required_argument, NULL, 'S'},
 		{"search-seconds", required_argument, NULL, 'z'},
 		{"time-budget", required_argument, NULL, 'B'},
@@ -549,6 +582,9 @@ parse_args(int argc, char **argv, struct cli *c)
 
 	memset(c, 0, sizeof(*c));
 	isth_plan_params_default(&c->prm);
+	/* a realistic WAN loses some frames: plan room for their repairs
+	 * unless told otherwise (--expected-loss 0: none) */
+	c->prm.expected_loss = PLAN_APP_EXPECTED_LOSS;
 	c->search_s = INFINITY;
 	c->budget_s = 40;
 	c->seed = 1;
