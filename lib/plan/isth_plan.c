@@ -23,33 +23,6 @@ isth_plan_params_default(struct isth_plan_params *p)
 	p->repl = ISTH_PLAN_REPL_NETWORK;
 }
 
-double
-isth_plan_loss_headroom(double loss)
-{
-	double r, f;
-
-	if (!(loss >= 0 && loss <= ISTH_PLAN_MAX_LOSS))
-		return NAN;
-	/* repairs per DATA frame; the DATA at (1 - F) c and its repairs
-	 * r (1 - F) c fill the link: F = r / (1 + r) */
-	r = ISTH_PLAN_REPAIR_FACTOR * loss / (1 - loss);
-	f = r / (1 + r);
-	return f < ISTH_PLAN_MAX_LOSS_HEADROOM ? f : ISTH_PLAN_MAX_LOSS_HEADROOM;
-}
-
-double
-isth_plan_headroom(const struct isth_plan_params *p)
-{
-	double f;
-
-	if (p == NULL || !(p->repair_headroom >= 0 && p->repair_headroom < ISTH_PLAN_MAX_HEADROOM))
-		return NAN;
-	f = isth_plan_loss_headroom(p->expected_loss);
-	if (isnan(f))
-		return NAN;
-	return f > p->repair_headroom ? f : p->repair_headroom;
-}
-
 /* ---- schedules ---- */
 
 static int rmod(const struct isth_plan_cliques *s, int r);

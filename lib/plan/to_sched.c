@@ -119,9 +119,9 @@ isth_plan_result_sched(const struct isth_topo *t, const struct isth_plan_cliques
 			errno = EINVAL;
 			return NULL;
 		}
-	/* the loss it was planned for (version 3 'expected-loss': isthmusd and
-	 * the testbed can compare it with the WAN's); F, which follows from it
-	 * or from --repair-headroom, rides as a note, and the rates and T above
+	/* the loss it was planned for (version 3 'expected-loss': what the
+	 * rates and T are for); F, which follows from it or from
+	 * --repair-headroom, rides as a note, and the rates and T above
 	 * already are the ones planned at (1 - F) */
 	isth_sched_set_expected_loss(S, p->expected_loss);
 	f = isth_plan_headroom(p);
