@@ -79,10 +79,21 @@ Topology and schedule:
                           leave the shortest path for a less loaded one);
                           isthmus-wan routes every round by the schedule's
                           route lines, so what is planned is what runs
+  --expected-loss P       the WAN loss the planner plans for (isthmus-plan
+                          --expected-loss: it keeps 3P/(1+2P) of every WAN
+                          link free for repairs, doc/planner.md). Default: the
+                          loss the testbed emulates, so that a declared loss
+                          gets a plan for it: --loss p (and --corrupt c,
+                          refused frames being lost ones: 1-(1-p)(1-c)), or
+                          --ge's stationary rate (P*LB + R*LG)/(P+R) instead
+                          of --loss, as isthmus-wan applies it; 0.01 when
+                          nothing is emulated; at most 0.5. Given: it wins.
+                          Not with a schedule file
   --repair-headroom F     the planner plans every WAN link at (1-F) of its
                           scaled capacity (isthmus-plan --repair-headroom),
                           leaving F free for repairs; isthmus-wan keeps the
-                          full capacity (default 0; not with a schedule file)
+                          full capacity (default 0; the larger of F and the
+                          expected loss's wins; not with a schedule file)
   --replication edge|network
                           edge (default): each edge sends one unicast copy of
                           its island's DATA per peer, needing nothing of the
@@ -189,6 +200,30 @@ USAGE
 }
 
 die() { echo "testbed: $*" >&2; exit 2; }
+
+# The share of frames the emulated WAN loses on a link, as isthmus-wan
+# applies the options: --ge replaces --loss (isthmus-wan's per-frame order:
+# the Gilbert-Elliott state steps, good->bad with P and bad->good with R,
+# then the frame is lost with LB in bad or LG in good, so the chain is in
+# bad P/(P+R) of the time; with P = R = 0 it stays good), and a corrupted
+# frame is refused by its receiver: lost too. 0.01 (a realistic WAN) when
+# nothing is emulated; at most 0.5 (isthmus-plan's bound).
+emulated_loss() {
+	awk -v loss="$LOSS" -v ge="$GE" -v cor="$CORRUPT" 'BEGIN {
+		p = loss
+		if (ge != "") {
+			n = split(ge, g, "/")
+			lg = n >= 4 ? g[4] : 0
+			p = g[1] + g[2] > 0 ? (g[1] * g[3] + g[2] * lg) / (g[1] + g[2]) : lg
+		}
+		p = 1 - (1 - p) * (1 - cor)
+		if (p == 0)
+			p = 0.01
+		if (p > 0.5)
+			p = 0.5
+		printf "%.6g\n", p
+	}'
+}
 
 # Start time of process $1 (field 22 of /proc/PID/stat), empty if gone:
 # with the pid it names a process unambiguously.
@@ -363,6 +398,7 @@ MEMORY=0
 SCALE=10000
 ROUTING=capacity
 HEADROOM=0
+EXP_LOSS=
 REPL=
 QUEUE_MS=
 PRIO_QUEUE_MS=50
@@ -402,6 +438,7 @@ while [ $# -gt 0 ]; do
 	--scale) SCALE=$2; shift 2 ;;
 	--routing) ROUTING=$2; shift 2 ;;
 	--repair-headroom) HEADROOM=$2; shift 2 ;;
+	--expected-loss) EXP_LOSS=$2; shift 2 ;;
 	--replication) REPL=$2; shift 2 ;;
 	--queue-ms) QUEUE_MS=$2; shift 2 ;;
 	--prio-queue-ms) PRIO_QUEUE_MS=$2; shift 2 ;;
@@ -492,6 +529,9 @@ fi
 [[ "$SCALE" =~ ^[0-9]+$ ]] && [ "$SCALE" -ge 1 ] || die "--scale: a positive integer"
 [[ "$STARTUP" =~ ^[0-9]+$ ]] && [ "$STARTUP" -ge 1 ] || die "--startup: a positive integer (seconds)"
 [[ "$SLACK_RTTS" =~ ^[1-9]$ ]] || die "--slack-rtts: 1 to 9 (longest round trips)"
+[ -z "$EXP_LOSS" ] || { [[ "$EXP_LOSS" =~ ^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$ ]] &&
+	awk -v p="$EXP_LOSS" 'BEGIN { exit !(p <= 0.5) }'; } ||
+	die "--expected-loss: a fraction of the frames lost, 0 to 0.5 (0.01 is 1 %), not '$EXP_LOSS'"
 [ -z "$NACK_COPIES" ] || [[ "$NACK_COPIES" =~ ^[1-4]$ ]] ||
 	die "--last-nack-copies: 1 to 4 (copies of each of the last NACK attempts)"
 [[ "$READY_TIMEOUT" =~ ^[0-9]+$ ]] && [ "$READY_TIMEOUT" -ge 1 ] || die "--ready-timeout: a positive integer (seconds)"
@@ -685,6 +725,7 @@ if [ "$EDGES" = 1 ]; then
 # --- the schedule, planned at the scaled capacities -------------------------
 if [ -f "$SCHED" ]; then
 	[ "$HEADROOM" = 0 ] || die "--repair-headroom: only when the testbed plans (not with a schedule file)"
+	[ -z "$EXP_LOSS" ] || die "--expected-loss: only when the testbed plans (not with a schedule file)"
 	cp "$SCHED" "$WORK/run.sched"
 	SCHED_NAME=$(basename "$SCHED")
 	# the edges refuse a file planned for another replication or element
@@ -704,7 +745,10 @@ else
 	all-to-all|regional|pairs|triangles|search|tree) PSCHED=$SCHED ;;
 	*) die "--schedule: a name (all-to-all, regional, pairs, triangles, search, tree, best) or a file" ;;
 	esac
-	echo "testbed: planning $N islands at 1/$SCALE capacity, payload $PAYLOAD_B B, memory $MEMORY_B B" >&2
+	# the loss the WAN is declared to have: what the testbed emulates,
+	# unless given (doc/planner.md, "Headroom from the expected loss")
+	[ -n "$EXP_LOSS" ] || EXP_LOSS=$(emulated_loss)
+	echo "testbed: planning $N islands at 1/$SCALE capacity, payload $PAYLOAD_B B, memory $MEMORY_B B, expected loss $EXP_LOSS" >&2
 	# planned as it runs: the edges' replication and element type (the
 	# file records both; the edges refuse a file that disagrees with their
 	# config), and the routes that isthmus-wan follows (its route lines)
@@ -713,7 +757,7 @@ else
 	if ! "$PLAN" --sites "$WORK/sites.csv" --links "$WORK/plan-links.csv" \
 		--payload-bytes "$PAYLOAD_B" --memory-bytes "$MEMORY_B" --replication "$REPL" \
 		"${PLAN_DTYPE[@]}" \
-		--routing "$ROUTING" --repair-headroom "$HEADROOM" \
+		--routing "$ROUTING" --repair-headroom "$HEADROOM" --expected-loss "$EXP_LOSS" \
 		--access-gbps "$ACCESS_GBPS" --chunk-bytes "$CHUNK_B" \
 		--schedule "$PSCHED" --search-seconds 3 --quiet \
 		--out "$WORK/run.sched" >"$WORK/plan.txt" 2>"$WORK/plan.err"; then

@@ -41,6 +41,35 @@ size_arg(const char *s, double *out)
 
 static void usage_questions(FILE *f);
 
+/* The Model options on loss and repair: the headroom, from a loss or given. */
+static void
+usage_loss(FILE *f)
+{
+	fprintf(f,
+		"  --expected-loss P     the share of frames every WAN link is expected to\n"
+		"                        lose, 0 <= P <= 0.5 (default 0.01, 1 %%): the planner\n"
+		"                        keeps a headroom F = 3P/(1+2P) of every WAN link free\n"
+		"                        for the repairs and NACKs of that loss (at most 0.45;\n"
+		"                        0.01: F = 0.029, 0.05: 0.136, 0.1: 0.25; model in\n"
+		"                        doc/planner.md) and --out records P. 0: no headroom.\n"
+		"                        Declare the loss your WAN has: a plan for more loss\n"
+		"                        costs T in every round, one for less costs partials\n"
+		"  --repair-headroom F   plan every WAN link at (1-F) of its capacity, so a\n"
+		"                        share F stays free for repairs and NACKs under loss\n"
+		"                        (access links keep their full capacity); 0 <= F < 0.5\n"
+		"                        (default 0). With --expected-loss the larger of the\n"
+		"                        two F wins. Cost: a round bound by link capacity\n"
+		"                        grows by up to 1/(1-F) (F = 0.2: +25 %%); a round\n"
+		"                        bound by latency or access does not change.\n"
+		"                        Measured on the testbed (doc/notes/performance-log.md,\n"
+		"                        section 9, 2026-12-02): at 10 %% random loss per\n"
+		"                        link F = 0.2-0.3 (2p-3p) cut partial results from\n"
+		"                        1.8-2.6 %% to 0.2-0.8 %% for T +17-30 %%; at 5 %%\n"
+		"                        F = 0.2 lowered them in 3 runs of 4; below, F only\n"
+		"                        costs its T. The F planned at is a last CSV\n"
+		"                        column repair_headroom when above 0\n");
+}
+
 static void
 usage(FILE *f)
 {
@@ -85,19 +114,9 @@ usage(FILE *f)
 		"  --max-lps N           cutting-plane LPs per round before the round is given\n"
 		"                        up with a warning (default 400)\n"
 		"  --threads N           rounds solved in parallel, 1..16; the output does not\n"
-		"                        depend on it (default: one per online CPU)\n"
-		"  --repair-headroom F   plan every WAN link at (1-F) of its capacity, so a\n"
-		"                        share F stays free for repairs and NACKs under loss\n"
-		"                        (access links keep their full capacity); 0 <= F < 0.5\n"
-		"                        (default 0). Cost: a round bound by link capacity\n"
-		"                        grows by up to 1/(1-F) (F = 0.2: +25 %%); a round\n"
-		"                        bound by latency or access does not change.\n"
-		"                        Measured on the testbed (doc/notes/performance-log.md,\n"
-		"                        section 9, 2026-12-02): at 10 %% random loss per\n"
-		"                        link F = 0.2-0.3 (2p-3p) cut partial results from\n"
-		"                        1.8-2.6 %% to 0.2-0.8 %% for T +17-30 %%; at 5 %%\n"
-		"                        F = 0.2 lowered them in 3 runs of 4; below, F only\n"
-		"                        costs its T\n"
+		"                        depend on it (default: one per online CPU)\n");
+	usage_loss(f);
+	fprintf(f,
 		"Schedules:\n"
 		"  --schedule NAME|all   all-to-all, regional, pairs, triangles, tree, search,\n"
 		"                        or a comma list; all = every one of them but tree\n"
@@ -301,15 +320,26 @@ opt_whole(const char *name, const char *arg, int max, int *out)
 	return 0;
 }
 
-static int
-opt_headroom(struct cli *c, const char *arg)
+/* A decimal (digits, '.', an exponent: no hex, inf, nan or '%'), or NAN. */
+static double
+parse_decimal(const char *arg)
 {
 	char *end;
 	double v;
 
 	errno = 0;
 	v = strtod(arg, &end);
-	if (errno || *end || end == arg || !(v >= 0 && v < ISTH_PLAN_MAX_HEADROOM)) {
+	if (errno || *end || end == arg || strspn(arg, "0123456789.eE+-") != strlen(arg))
+		return NAN;
+	return v;
+}
+
+static int
+opt_headroom(struct cli *c, const char *arg)
+{
+	double v = parse_decimal(arg);
+
+	if (!(v >= 0 && v < ISTH_PLAN_MAX_HEADROOM)) {
 		fprintf(stderr,
 			"isthmus-plan: --repair-headroom: a share of each WAN link's capacity, 0 "
 			"<= F < %g, not '%s'\n",
@@ -317,6 +347,23 @@ opt_headroom(struct cli *c, const char *arg)
 		return EXIT_INPUT;
 	}
 	c->prm.repair_headroom = v;
+	return 0;
+}
+
+/* --expected-loss: a fraction 0..ISTH_PLAN_MAX_LOSS (not a percentage) */
+static int
+opt_loss(struct cli *c, const char *arg)
+{
+	double v = parse_decimal(arg);
+
+	if (!(v >= 0 && v <= ISTH_PLAN_MAX_LOSS)) {
+		fprintf(stderr,
+			"isthmus-plan: --expected-loss: the share of frames a WAN link loses, 0 "
+			"<= P <= %g (0.01 is 1 %%), not '%s'\n",
+			ISTH_PLAN_MAX_LOSS, arg);
+		return EXIT_INPUT;
+	}
+	c->prm.expected_loss = v;
 	return 0;
 }
 
@@ -427,6 +474,8 @@ parse_opt(struct cli *c, int opt, char *arg, int *help)
 		return opt_whole("threads", arg, ISTH_PLAN_MAX_THREADS, &c->prm.threads);
 	case 'H':
 		return opt_headroom(c, arg);
+	case 'X':
+		return opt_loss(c, arg);
 	case 'S':
 		c->schedlist = arg;
 		return 0;
@@ -530,6 +579,7 @@ parse_args(int argc, char **argv, struct cli *c)
 		{"max-lps", required_argument, NULL, 'L'},
 		{"threads", required_argument, NULL, 'j'},
 		{"repair-headroom", required_argument, NULL, 'H'},
+		{"expected-loss", required_argument, NULL, 'X'},
 		{"schedule", required_argument, NULL, 'S'},
 		{"search-seconds", required_argument, NULL, 'z'},
 		{"time-budget", required_argument, NULL, 'B'},
@@ -549,6 +599,9 @@ parse_args(int argc, char **argv, struct cli *c)
 
 	memset(c, 0, sizeof(*c));
 	isth_plan_params_default(&c->prm);
+	/* a realistic WAN loses some frames: plan room for their repairs
+	 * unless told otherwise (--expected-loss 0: none) */
+	c->prm.expected_loss = PLAN_APP_EXPECTED_LOSS;
 	c->search_s = INFINITY;
 	c->budget_s = 40;
 	c->seed = 1;

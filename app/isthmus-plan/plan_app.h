@@ -19,6 +19,9 @@ struct row {
 	struct isth_plan_result *res; /* owned by the row */
 };
 
+/* isthmus-plan --expected-loss's default: a realistic WAN's 1 % (doc/planner.md). */
+#define PLAN_APP_EXPECTED_LOSS 0.01
+
 /* What the command line asks for: parse_args() fills it, nothing else writes it. */
 struct cli {
 	struct isth_plan_params prm; /* the model; memory_bytes is set per row */

@@ -74,7 +74,7 @@ print_csv_row(const struct cli *c, const struct plan_run *run, const struct base
 		printf(",,,,\"%s\",,,%.3f,,,,,%.3f,%.3f", R->binding, b->base_ms, b->ring_ms,
 			b->rd_ms);
 		if (headroom)
-			printf(",%g", c->prm.repair_headroom);
+			printf(",%g", isth_plan_headroom(&c->prm));
 		printf("\n");
 		return;
 	}
@@ -104,15 +104,16 @@ print_csv_row(const struct cli *c, const struct plan_run *run, const struct base
 		printf(",");
 	printf("%.3f,%.3f", b->ring_ms, b->rd_ms);
 	if (headroom)
-		printf(",%g", c->prm.repair_headroom);
+		printf(",%g", isth_plan_headroom(&c->prm));
 	printf("\n");
 }
 
 void
 report_csv(const struct cli *c, const struct plan_run *run, const struct baseline *b)
 {
-	/* F = 0 prints exactly what it printed before the option */
-	int headroom = c->prm.repair_headroom > 0, i;
+	/* F = 0 (no --repair-headroom, --expected-loss 0) prints exactly what
+	 * it printed before the options; else the F planned at, whichever set it */
+	int headroom = isth_plan_headroom(&c->prm) > 0, i;
 
 	printf("schedule,memory_bytes,feasible,round_ms,A_flood,A_avg,objective_ms,binding,"
 	       "staleness_ms,rounds,allreduce_ms,allreduce_idle,speedup_vs_allreduce,sync_"
@@ -127,6 +128,7 @@ static void
 print_table_head(const struct isth_topo *topo, const struct cli *c)
 {
 	const struct isth_plan_params *prm = &c->prm;
+	double f = isth_plan_headroom(prm);
 	char pb[32];
 
 	fmt_bytes(prm->payload_bytes, pb, sizeof(pb));
@@ -135,10 +137,16 @@ print_table_head(const struct isth_topo *topo, const struct cli *c)
 		isth_topo_n(topo), isth_topo_nregions(topo), isth_topo_ndlinks(topo) / 2, pb,
 		prm->access_bps / 1e9, prm->repl == ISTH_PLAN_REPL_EDGE ? "edge" : "network",
 		prm->routing == ISTH_PLAN_ROUTING_SHORTEST ? "shortest" : "capacity");
-	/* F = 0 prints exactly what it printed before the option */
-	if (prm->repair_headroom > 0)
-		printf(";\nrepair headroom %g: every WAN link planned at %g of its capacity",
-			prm->repair_headroom, 1 - prm->repair_headroom);
+	/* F = 0 prints exactly what it printed before the options */
+	if (f > prm->repair_headroom)
+		printf(";\nrepair headroom %g: every WAN link planned at %g of its capacity "
+		       "(for an expected loss of %g %%)",
+			f, 1 - f, 100 * prm->expected_loss);
+	else if (f > 0)
+		printf(";\nrepair headroom %g: every WAN link planned at %g of its capacity "
+		       "(--repair-headroom; an expected loss of %g %% asks for %g)",
+			f, 1 - f, 100 * prm->expected_loss,
+			isth_plan_loss_headroom(prm->expected_loss));
 	printf("\n\n");
 	printf("  %-11s %8s %5s %10s %8s %8s %13s  %s\n", "schedule", "memory", "ok", "round_ms",
 		"A_flood", "A_avg", "T(A+1/2)_ms", "binding constraint / reason");

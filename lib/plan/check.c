@@ -323,6 +323,11 @@ check_args(const struct isth_topo *t, const struct isth_plan_cliques *s,
 			p->repair_headroom, ISTH_PLAN_MAX_HEADROOM);
 		return -EINVAL;
 	}
+	if (isnan(isth_plan_loss_headroom(p->expected_loss))) {
+		snprintf(err, errlen, "check: expected loss %g out of range [0, %g]",
+			p->expected_loss, ISTH_PLAN_MAX_LOSS);
+		return -EINVAL;
+	}
 	if (!r->feasible) {
 		snprintf(err, errlen, "check: the result is infeasible (%s)", r->binding);
 		return -EINVAL;

@@ -77,7 +77,15 @@ struct isth_plan_params {
 	double repair_headroom; /**< share F of every WAN link's capacity kept free for
 				     repairs and NACKs: the LP, the routing and isth_plan_check()
 				     use (1 - F) c_e; access links keep their full capacity.
-				     0 <= F < ISTH_PLAN_MAX_HEADROOM; 0 = the full capacity */
+				     0 <= F < ISTH_PLAN_MAX_HEADROOM; 0 = the full capacity.
+				     The planner uses the larger of it and the headroom
+				     expected_loss asks for (isth_plan_headroom()) */
+	double expected_loss; /**< share p of the frames every WAN link is expected to
+				     lose, 0 <= p <= ISTH_PLAN_MAX_LOSS: planned with the
+				     headroom isth_plan_loss_headroom(p) for its repairs and
+				     recorded in the schedule file ('expected-loss').
+				     0 here (nothing reserved); isthmus-plan's default is
+				     0.01 */
 	int search_trees; /**< isth_plan_search() also weighs the tree family.
 				     0 by default: isthmusd paces tree rounds and meets
 				     their T on a clean WAN, but a lost partial sum is not
@@ -90,6 +98,36 @@ struct isth_plan_params {
 
 /** Upper bound (exclusive) of isth_plan_params.repair_headroom. */
 #define ISTH_PLAN_MAX_HEADROOM 0.5
+
+/** Upper bound (inclusive) of isth_plan_params.expected_loss. */
+#define ISTH_PLAN_MAX_LOSS 0.5
+
+/**
+ * Repair traffic the planner reserves per lost frame, in frames: a WAN link
+ * losing p of its frames is planned with ISTH_PLAN_REPAIR_FACTOR * p / (1 - p)
+ * of its DATA again free (doc/planner.md, "Headroom from the expected loss",
+ * gives the model and the measurements behind 3).
+ */
+#define ISTH_PLAN_REPAIR_FACTOR 3
+
+/** Largest headroom an expected loss asks for (reached at p = 0.45 / 2.1, about 0.214). */
+#define ISTH_PLAN_MAX_LOSS_HEADROOM 0.45
+
+/**
+ * The repair headroom F for a WAN that loses a share @p loss of its frames:
+ * repairs r = ISTH_PLAN_REPAIR_FACTOR * loss / (1 - loss) of the DATA must fit
+ * beside the DATA planned at (1 - F) c, so F = r / (1 + r) (= 3p / (1 + 2p)),
+ * at most ISTH_PLAN_MAX_LOSS_HEADROOM.
+ * @return F, or NAN when @p loss is outside 0..ISTH_PLAN_MAX_LOSS.
+ */
+double isth_plan_loss_headroom(double loss);
+
+/**
+ * The headroom the planner plans every WAN link at: the larger of
+ * @p p->repair_headroom and isth_plan_loss_headroom(@p p->expected_loss).
+ * @return F, or NAN when either is out of range.
+ */
+double isth_plan_headroom(const struct isth_plan_params *p);
 
 /** Most threads isth_plan_solve() uses. */
 #define ISTH_PLAN_MAX_THREADS 16

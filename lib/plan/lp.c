@@ -887,7 +887,7 @@ solve_routed(const struct isth_topo *t, int ncl, const uint64_t *cl,
 	S->deadline = p->deadline_ns;
 	round_reset(o);
 	if (!(P > 0) || !isfinite(P) || !(p->access_bps > 0) || !(p->memory_bytes >= 0) ||
-		!(p->repair_headroom >= 0 && p->repair_headroom < ISTH_PLAN_MAX_HEADROOM)) {
+		isnan(isth_plan_headroom(p))) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -1084,8 +1084,7 @@ isth_plan_solve(const struct isth_topo *t, const struct isth_plan_cliques *s,
 	int k, nth, started = 0, ret = 0;
 
 	if (t == NULL || s == NULL || p == NULL || out == NULL || s->n != isth_topo_n(t) ||
-		p->threads < 0 ||
-		!(p->repair_headroom >= 0 && p->repair_headroom < ISTH_PLAN_MAX_HEADROOM))
+		p->threads < 0 || isnan(isth_plan_headroom(p)))
 		return -EINVAL;
 	*out = NULL;
 	memset(&J, 0, sizeof(J));

@@ -135,7 +135,8 @@ plan_cap(const struct isth_topo *t, int e)
 
 /*
  * Capacity of directed link e the plan may fill: (1 - F) of it, F the
- * repair headroom (the rest stays free for repairs and NACKs, which the
+ * repair headroom, the larger of the one given and the one the expected
+ * loss asks for (isth_plan_headroom(); the rest stays free for repairs and NACKs, which the
  * plan does not model). F = 0 multiplies by exactly 1, so the plan is
  * bit-identical to one without the option. The synchronous baselines keep
  * plan_cap(): they model other systems, which reserve nothing.
@@ -143,7 +144,7 @@ plan_cap(const struct isth_topo *t, int e)
 static inline double
 plan_wan_cap(const struct isth_topo *t, const struct isth_plan_params *p, int e)
 {
-	return plan_cap(t, e) * (1 - p->repair_headroom);
+	return plan_cap(t, e) * (1 - isth_plan_headroom(p));
 }
 
 /*

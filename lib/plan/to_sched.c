@@ -77,6 +77,7 @@ isth_plan_result_sched(const struct isth_topo *t, const struct isth_plan_cliques
 {
 	const char *names[NMAX];
 	char note[ISTH_SCHED_NOTE_MAX];
+	double f;
 	struct isth_sched *S;
 	int n, nr, i, rd, e;
 
@@ -118,13 +119,17 @@ isth_plan_result_sched(const struct isth_topo *t, const struct isth_plan_cliques
 			errno = EINVAL;
 			return NULL;
 		}
-	/* the format has no directive for planning parameters: F rides as a
-	 * note, and the rates and T above already are the ones planned at (1 - F) */
-	if (p->repair_headroom > 0) {
+	/* the loss it was planned for (version 3 'expected-loss': what the
+	 * rates and T are for); F, which follows from it or from
+	 * --repair-headroom, rides as a note, and the rates and T above
+	 * already are the ones planned at (1 - F) */
+	isth_sched_set_expected_loss(S, p->expected_loss);
+	f = isth_plan_headroom(p);
+	if (f > 0) {
 		snprintf(note, sizeof(note),
 			"repair-headroom %g: planned at %g of every WAN link's capacity "
-			"(isthmus-plan --repair-headroom)",
-			p->repair_headroom, 1 - p->repair_headroom);
+			"(isthmus-plan %s)",
+			f, 1 - f, f > p->repair_headroom ? "--expected-loss" : "--repair-headroom");
 		isth_sched_set_note(S, note);
 	}
 	return S;

@@ -59,6 +59,8 @@ struct isth_sched {
 	int repl_line;
 	char dtype[16]; /* "" unstated, else a lib/wire dtype name */
 	int dtype_line;
+	double loss; /* isthmus-plan --expected-loss; ISTH_SCHED_LOSS_UNSTATED: none */
+	int loss_line;
 	int nrounds;
 	struct round *rounds;
 	struct sender *snd; /* nrounds * n */
@@ -118,6 +120,7 @@ isth_sched_new(int n, const char *const *names, uint64_t round_ns, uint64_t epoc
 	for (i = 0; i < n; i++)
 		snprintf(s->name[i], sizeof(s->name[i]), "%s", names[i]);
 	s->T = round_ns;
+	s->loss = ISTH_SCHED_LOSS_UNSTATED;
 	s->epoch = epoch_ns;
 	s->payload = payload_bytes;
 	s->chunk = chunk_bytes;
@@ -180,6 +183,23 @@ isth_sched_set_note(struct isth_sched *s, const char *text)
 	return 0;
 }
 
+/* 'expected-loss P' in the fewest digits that read back as the same
+ * double (0.01, not 0.01000000000000000021), so that save and load agree */
+static void
+write_loss(FILE *f, double loss)
+{
+	char b[40];
+	int prec;
+
+	for (prec = 1; prec < 17; prec++) {
+		snprintf(b, sizeof(b), "%.*g", prec, loss);
+		if (strtod(b, NULL) == loss)
+			break;
+	}
+	snprintf(b, sizeof(b), "%.*g", prec, loss);
+	fprintf(f, "expected-loss %s\n", b);
+}
+
 /* 'tree <r> <t> <p0>,...,<pn-1>', '-' for the root */
 static void
 write_tree(FILE *f, int n, int r, int t, const int8_t *par)
@@ -209,10 +229,10 @@ isth_sched_write(const struct isth_sched *s, FILE *f)
 		;
 	/* the lowest version that carries what the schedule holds */
 	fprintf(f, "isthmus-schedule %d\n",
-		r < s->nrounds                   ? ISTH_SCHED_VERSION_TREE
-			: s->repl || s->dtype[0] ? ISTH_SCHED_VERSION_PLANNED
-			: i < s->n || s->nroute  ? ISTH_SCHED_VERSION_PEAK
-						 : ISTH_SCHED_VERSION);
+		r < s->nrounds                                   ? ISTH_SCHED_VERSION_TREE
+			: s->repl || s->dtype[0] || s->loss >= 0 ? ISTH_SCHED_VERSION_PLANNED
+			: i < s->n || s->nroute                  ? ISTH_SCHED_VERSION_PEAK
+								 : ISTH_SCHED_VERSION);
 	if (s->note[0])
 		fprintf(f, "# %s\n", s->note);
 	fprintf(f, "# written by isthmus; format: doc/schedule-file.md\n");
@@ -231,6 +251,8 @@ isth_sched_write(const struct isth_sched *s, FILE *f)
 		fprintf(f, "replication %s\n", isth_sched_repl_name(s->repl));
 	if (s->dtype[0])
 		fprintf(f, "dtype %s\n", s->dtype);
+	if (s->loss >= 0)
+		write_loss(f, s->loss);
 	for (i = 0; i < s->n; i++)
 		if (s->has_peak[i])
 			fprintf(f, "peak-bytes %d %" PRIu64 "\n", i, s->peak[i]);
@@ -851,6 +873,31 @@ hdr_dtype(struct pstate *ps, char **tok)
 	return 0;
 }
 
+/* 'expected-loss P': the WAN loss rate the plan was made for (version 3), a
+ * decimal fraction 0..ISTH_SCHED_MAX_LOSS (no hex, inf or nan: strtod's
+ * extras are refused by the character set) */
+static int
+hdr_loss(struct pstate *ps, char **tok)
+{
+	struct isth_sched *s = ps->s;
+	const char *v = tok[1];
+	char *end;
+	double p;
+
+	if (s->loss_line)
+		return perr(&ps->P, "duplicate 'expected-loss' (first on line %d)", s->loss_line);
+	errno = 0;
+	p = strtod(v, &end);
+	if (strspn(v, "0123456789.eE+-") != strlen(v) || end == v || *end || errno ||
+		!(p >= 0 && p <= ISTH_SCHED_MAX_LOSS))
+		return perr(&ps->P,
+			"bad expected-loss '%s' (a fraction of the frames lost, 0 to %g)", v,
+			ISTH_SCHED_MAX_LOSS);
+	s->loss = p;
+	s->loss_line = ps->P.line;
+	return 0;
+}
+
 /* The header's lines: a key, its field count, the first version that has it. */
 static const struct {
 	const char *key;
@@ -869,6 +916,7 @@ static const struct {
 	{"memory-bytes", 2, ISTH_SCHED_VERSION, hdr_memory},
 	{"replication", 2, ISTH_SCHED_VERSION_PLANNED, hdr_replication},
 	{"dtype", 2, ISTH_SCHED_VERSION_PLANNED, hdr_dtype},
+	{"expected-loss", 2, ISTH_SCHED_VERSION_PLANNED, hdr_loss},
 };
 
 static int
@@ -970,6 +1018,7 @@ isth_sched_parse(const char *name, const char *text, char *err, size_t errlen)
 		errno = ENOMEM;
 		return NULL;
 	}
+	ps.s->loss = ISTH_SCHED_LOSS_UNSTATED;
 	isth_text_lines_init(&it, text);
 	while (ret == 0 && (rc = isth_text_next_copy(&it, buf, sizeof(buf))) != 0) {
 		char *tok[MAXTOK];
@@ -1319,6 +1368,25 @@ isth_sched_dtype(const struct isth_sched *s, int *line)
 	if (line)
 		*line = s ? s->dtype_line : 0;
 	return s && s->dtype[0] ? s->dtype : NULL;
+}
+
+int
+isth_sched_set_expected_loss(struct isth_sched *s, double loss)
+{
+	if (s == NULL ||
+		(loss != ISTH_SCHED_LOSS_UNSTATED && !(loss >= 0 && loss <= ISTH_SCHED_MAX_LOSS)))
+		return -EINVAL;
+	s->loss = loss;
+	s->loss_line = 0;
+	return 0;
+}
+
+double
+isth_sched_expected_loss(const struct isth_sched *s, int *line)
+{
+	if (line)
+		*line = s ? s->loss_line : 0;
+	return s ? s->loss : ISTH_SCHED_LOSS_UNSTATED;
 }
 
 int

@@ -31,8 +31,9 @@ extern "C" {
 /** Version 2 adds 'peak-bytes' header lines; written when any peak is set. Both are read. */
 #define ISTH_SCHED_VERSION_PEAK 2
 /**
- * Version 3 adds what the plan was made for ('replication', 'dtype' header
- * lines); written when either is set. Versions 1 to 3 are read.
+ * Version 3 adds what the plan was made for ('replication', 'dtype',
+ * 'expected-loss' header lines); written when any is set. Versions 1 to 3
+ * are read.
  */
 #define ISTH_SCHED_VERSION_PLANNED 3
 /**
@@ -212,6 +213,23 @@ int isth_sched_set_dtype(struct isth_sched *s, const char *name);
  * isth_sched_set_dtype()).
  */
 const char *isth_sched_dtype(const struct isth_sched *s, int *line);
+/** Largest expected loss a schedule records ('expected-loss', version 3). */
+#define ISTH_SCHED_MAX_LOSS 0.5
+/** isth_sched_expected_loss() of a schedule that states none; removes it in the setter. */
+#define ISTH_SCHED_LOSS_UNSTATED (-1.0)
+/**
+ * Record the WAN loss rate the plan was made for, a fraction 0..ISTH_SCHED_MAX_LOSS
+ * of the frames on every WAN link (version 3 'expected-loss' line, from
+ * isthmus-plan --expected-loss); ISTH_SCHED_LOSS_UNSTATED removes it.
+ * @return 0, or -EINVAL (out of range, not finite).
+ */
+int isth_sched_set_expected_loss(struct isth_sched *s, double loss);
+/**
+ * The WAN loss rate the schedule was planned for, or ISTH_SCHED_LOSS_UNSTATED
+ * (negative) when the file states none (older or hand-written); @p line (may
+ * be NULL) receives its file line (0 if set by isth_sched_set_expected_loss()).
+ */
+double isth_sched_expected_loss(const struct isth_sched *s, int *line);
 
 /**
  * Make round @p r reduce up (and broadcast down) spanning tree @p t of the

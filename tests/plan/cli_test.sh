@@ -13,9 +13,10 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$plan" --help | grep -q "Exit status" || fail "--help"
 "$plan" --bogus >/dev/null 2>&1; [ $? -eq 1 ] || fail "usage exit code"
 
+# (no loss expected: the figures of a WAN link filled to its capacity)
 # shellcheck disable=SC2086
 "$plan" $topo --payload-bytes 1.3G --memory-bytes 0,32G --schedule all-to-all,regional,triangles \
-	--format csv --out "$tmp/s.sched" --quiet >"$tmp/out.csv" || fail "csv run"
+	--format csv --out "$tmp/s.sched" --quiet --expected-loss 0 >"$tmp/out.csv" || fail "csv run"
 head -1 "$tmp/out.csv" | grep -q '^schedule,memory_bytes,feasible,round_ms,A_flood,A_avg,objective_ms,' \
 	|| fail "csv header"
 grep -q '^all-to-all,0,0,,,,,"memory: ' "$tmp/out.csv" || fail "infeasible row"
@@ -104,9 +105,12 @@ bad "--dtype: fp32, bf16 or int32, not 'any'" --dtype any
 # file and the table of the nine-city run above (triangles, 564.x ms)
 # shellcheck disable=SC2086
 "$plan" $topo --payload-bytes 1.3G --memory-bytes 0,32G --schedule all-to-all,regional,triangles \
-	--format csv --out "$tmp/h0.sched" --quiet --repair-headroom 0 >"$tmp/h0.csv" || fail "F=0 run"
+	--format csv --out "$tmp/h0.sched" --quiet --repair-headroom 0 --expected-loss 0 \
+	>"$tmp/h0.csv" || fail "F=0 run"
 cmp -s "$tmp/s.sched" "$tmp/h0.sched" || fail "F=0 schedule differs from no option"
 cmp -s "$tmp/out.csv" "$tmp/h0.csv" || fail "F=0 CSV differs from no option"
+# ... and the file says what loss it was planned for
+[ "$(grep -c '^expected-loss 0$' "$tmp/s.sched")" -eq 1 ] || fail "expected-loss 0 line"
 # two sites, 10 ms, 10 Gbit/s, P = 12.5 MB, access 100 Gbit/s, 1 MiB chunks:
 # F = 0.2 plans 8 Gbit/s, D = 8 * 12.5e6 / 8e9 s = 12.5 ms, delivery tail
 # 8 * 1048576 / 100e9 s = 0.08388608 ms: T = 22.58388608 ms, written as
@@ -116,7 +120,7 @@ printf 'a,b,one_way_ms,capacity_gbps\nA,B,10,10\n' >"$tmp/h.l.csv"
 h2="--sites $tmp/h.s.csv --links $tmp/h.l.csv --payload-bytes 12.5M --schedule all-to-all --quiet"
 # shellcheck disable=SC2086
 "$plan" $h2 --repair-headroom 0.2 --out "$tmp/h2.sched" >"$tmp/h2.txt" || fail "F=0.2 run"
-grep -q "^repair headroom 0.2: every WAN link planned at 0.8 of its capacity$" "$tmp/h2.txt" \
+grep -q "^repair headroom 0.2: every WAN link planned at 0.8 of its capacity (--repair-headroom; an expected loss of 1 % asks for 0.0294118)$" "$tmp/h2.txt" \
 	|| fail "F=0.2 table note: $(cat "$tmp/h2.txt")"
 grep -q "^\* all-to-all *0 *yes *22\.6 " "$tmp/h2.txt" || fail "F=0.2 table T: $(cat "$tmp/h2.txt")"
 sed -n 2p "$tmp/h2.sched" | grep -q "^# repair-headroom 0.2: planned at 0.8 of every WAN link's capacity" \
@@ -135,6 +139,42 @@ for v in -0.1 0.5 1 x nan ""; do
 	[ $? -eq 2 ] || fail "--repair-headroom '$v' exit code"
 	grep -qF "isthmus-plan: --repair-headroom: a share of each WAN link's capacity, 0 <= F < 0.5, not '$v'" \
 		"$tmp/err" || fail "--repair-headroom '$v' message: $(cat "$tmp/err")"
+done
+
+# --expected-loss P (default 0.01): planned at F = r / (1 + r), r = 3P / (1 - P)
+# the repairs per DATA frame. P = 0.01: F = 0.03 / 1.02, 1 - F = 0.99 / 1.02;
+# the two sites above: D = 8 * 12.5e6 / (10e9 * 0.99 / 1.02) s =
+# 10.2 / 0.99 ms = 10.303030 ms, T = 10 + 10.303030 + 0.08388608 =
+# 20.38691638 ms, written as ceil(T * 1e6) + 1 = 20386918 ns; rate
+# 10e9 * 0.99 / 1.02 = 9705882352.94 bit/s, rounded down. The default is
+# the same plan, byte for byte.
+# shellcheck disable=SC2086
+"$plan" $h2 --out "$tmp/l1.sched" >"$tmp/l1.txt" || fail "P default run"
+# shellcheck disable=SC2086
+"$plan" $h2 --expected-loss 0.01 --out "$tmp/l1b.sched" >"$tmp/l1b.txt" || fail "P=0.01 run"
+cmp -s "$tmp/l1.sched" "$tmp/l1b.sched" || fail "default expected loss is not 0.01 (schedule)"
+cmp -s "$tmp/l1.txt" "$tmp/l1b.txt" || fail "default expected loss is not 0.01 (table)"
+grep -q "^repair headroom 0.0294118: every WAN link planned at 0.970588 of its capacity (for an expected loss of 1 %)$" \
+	"$tmp/l1.txt" || fail "P=0.01 table note: $(cat "$tmp/l1.txt")"
+grep -q "^\* all-to-all *0 *yes *20\.4 " "$tmp/l1.txt" || fail "P=0.01 table T: $(cat "$tmp/l1.txt")"
+[ "$(grep -c '^expected-loss 0.01$' "$tmp/l1.sched")" -eq 1 ] || fail "expected-loss 0.01 line"
+sed -n 2p "$tmp/l1.sched" | grep -qx "# repair-headroom 0.0294118: planned at 0.970588 of every WAN link's capacity (isthmus-plan --expected-loss)" \
+	|| fail "P=0.01 schedule comment: $(head -3 "$tmp/l1.sched")"
+awk '$1 == "round-ns" {d = $2 - 20386918; ok = d >= -2 && d <= 2} END {exit !ok}' "$tmp/l1.sched" \
+	|| fail "P=0.01 round-ns: $(grep round-ns "$tmp/l1.sched")"
+awk '$1 == "send" {n++; if ($5 > 9705882353 || $5 < 9705882353 * (1 - 1e-6)) bad = 1} END {exit bad || n != 2}' \
+	"$tmp/l1.sched" || fail "P=0.01 rates: $(grep '^send' "$tmp/l1.sched")"
+# P = 0.1: F = (0.3 / 0.9) / (1 + 0.3 / 0.9) = 0.25, above --repair-headroom 0.2:
+# the larger wins, D = 10 / 0.75 ms, T = 10 + 13.3333 + 0.0839 = 23.417 ms
+# shellcheck disable=SC2086
+"$plan" $h2 --expected-loss 0.1 --repair-headroom 0.2 --format csv >"$tmp/l10.csv" || fail "P=0.1 csv"
+grep -q '^all-to-all,0,1,23\.417,.*,0\.25$' "$tmp/l10.csv" || fail "P=0.1 csv row: $(cat "$tmp/l10.csv")"
+for v in -0.01 0.6 1% x nan inf "" 0x0.1; do
+	# shellcheck disable=SC2086
+	"$plan" $h2 --expected-loss "$v" >/dev/null 2>"$tmp/err"
+	[ $? -eq 2 ] || fail "--expected-loss '$v' exit code"
+	grep -qF "isthmus-plan: --expected-loss: the share of frames a WAN link loses, 0 <= P <= 0.5 (0.01 is 1 %), not '$v'" \
+		"$tmp/err" || fail "--expected-loss '$v' message: $(cat "$tmp/err")"
 done
 
 # the baseline: the ring's order, recursive doubling, the better one used

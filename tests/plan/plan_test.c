@@ -449,6 +449,110 @@ Test(plan, repair_headroom_out_of_range_refused)
 }
 
 /*
+ * The headroom an expected loss p asks for, by hand: repairs r = 3p / (1 - p)
+ * of the DATA must fit beside the DATA at (1 - F) c, so F = r / (1 + r):
+ * p = 0.01: r = 0.03 / 0.99, F = 0.03 / 1.02 = 0.0294117647...;
+ * p = 0.05: r = 0.15 / 0.95, F = 0.15 / 1.1 = 0.13636...;
+ * p = 0.1: r = 1/3, F = 1/4; p = 0.25: r = 1, F = 1/2, above the cap 0.45.
+ * The larger of it and repair_headroom wins.
+ */
+Test(plan, expected_loss_headroom_by_hand)
+{
+	struct isth_plan_params p;
+
+	cr_assert_eq(isth_plan_loss_headroom(0), 0);
+	cr_assert_float_eq(isth_plan_loss_headroom(0.01), 0.03 / 1.02, 1e-12);
+	cr_assert_float_eq(isth_plan_loss_headroom(0.05), 0.15 / 1.1, 1e-12);
+	cr_assert_float_eq(isth_plan_loss_headroom(0.1), 0.25, 1e-12);
+	cr_assert_float_eq(isth_plan_loss_headroom(0.25), 0.45, 1e-12);
+	cr_assert_float_eq(isth_plan_loss_headroom(0.5), 0.45, 1e-12);
+	cr_assert(isnan(isth_plan_loss_headroom(-0.01)));
+	cr_assert(isnan(isth_plan_loss_headroom(0.51)));
+	cr_assert(isnan(isth_plan_loss_headroom(NAN)));
+
+	isth_plan_params_default(&p);
+	cr_assert_eq(p.expected_loss, 0, "the library reserves nothing unless told");
+	cr_assert_eq(isth_plan_headroom(&p), 0);
+	p.expected_loss = 0.01;
+	p.repair_headroom = 0.2;
+	cr_assert_float_eq(isth_plan_headroom(&p), 0.2, 1e-12);
+	p.expected_loss = 0.1;
+	cr_assert_float_eq(isth_plan_headroom(&p), 0.25, 1e-12);
+	p.repair_headroom = 0.5;
+	cr_assert(isnan(isth_plan_headroom(&p)));
+	cr_assert(isnan(isth_plan_headroom(NULL)));
+}
+
+/*
+ * Planned at the expected loss's headroom. Two sites (10 ms, 10 Gbit/s,
+ * P = 12.5 MB): T = 10 + 10 / (1 - F) ms; p = 0.01: 1 - F = 0.99 / 1.02,
+ * T = 10 + 10.2 / 0.99 = 20.30303 ms; p = 0.1 with repair_headroom 0.2:
+ * F = 0.25 wins, T = 10 + 40/3 ms. The schedule records p, and its note the
+ * F and which option set it; out of range p is refused.
+ */
+Test(plan, expected_loss_plans_and_is_recorded)
+{
+	struct isth_topo *t = topo(SITES_HDR "A,R,a\nB,R,b\n", LINKS_HDR "A,B,10,10,x\n");
+	struct isth_plan_cliques *s = isth_plan_cliques_family(t, "all-to-all");
+	struct isth_plan_params p = exact_params(12.5e6, 0);
+	struct isth_plan_result *r, *r2 = NULL;
+	const double bad[] = {-0.01, 0.51, NAN, INFINITY};
+	const char *path = "/tmp/isth-plan-loss-test.sched";
+	char err[256] = "", line[256];
+	struct isth_sched *S;
+	size_t k;
+	FILE *f;
+
+	p.expected_loss = 0.01;
+	r = solve(t, s, &p);
+	cr_assert(isth_plan_result_feasible(r));
+	cr_assert_float_eq(isth_plan_result_T(r), 10.0 + 10.2 / 0.99, 1e-6);
+	cr_assert_float_eq(isth_plan_result_duration(r, 0, 0), 10.2 / 0.99, 1e-6);
+	S = isth_plan_result_sched(t, s, &p, r, 0, err, sizeof(err));
+	cr_assert_not_null(S, "%s", err);
+	cr_assert_eq(isth_sched_expected_loss(S, NULL), 0.01);
+	cr_assert_eq(isth_sched_save(S, path, err, sizeof(err)), 0, "%s", err);
+	isth_sched_free(S);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	cr_assert_str_eq(line,
+		"# repair-headroom 0.0294118: planned at 0.970588 of every WAN link's "
+		"capacity (isthmus-plan --expected-loss)\n");
+	fclose(f);
+	S = isth_sched_load(path, err, sizeof(err));
+	cr_assert_not_null(S, "%s", err);
+	cr_assert_eq(isth_sched_expected_loss(S, NULL), 0.01);
+	isth_sched_free(S);
+	unlink(path);
+	isth_plan_result_free(r);
+
+	p.expected_loss = 0.1;
+	p.repair_headroom = 0.2;
+	r = solve(t, s, &p);
+	cr_assert_float_eq(isth_plan_result_T(r), 10.0 + 40.0 / 3.0, 1e-6);
+	/* one made at 0.01 is refused at 0.1 (7.5 of 10 Gbit/s may be planned) */
+	isth_plan_result_free(r);
+	p.expected_loss = 0.01;
+	p.repair_headroom = 0;
+	r = solve(t, s, &p);
+	p.expected_loss = 0.1;
+	cr_assert_eq(isth_plan_check(t, s, &p, r, err, sizeof(err)), -ERANGE, "%s", err);
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		p.expected_loss = bad[k];
+		cr_assert_eq(isth_plan_solve(t, s, &p, &r2), -EINVAL, "p = %g", bad[k]);
+		cr_assert_null(r2);
+		err[0] = '\0';
+		cr_assert_eq(isth_plan_check(t, s, &p, r, err, sizeof(err)), -EINVAL);
+		cr_assert(strstr(err, "expected loss") != NULL, "%s", err);
+	}
+	isth_plan_result_free(r);
+	isth_plan_cliques_free(s);
+	isth_topo_free(t);
+}
+
+/*
  * The cutting-plane cap. With one LP allowed, the line X - S - Y above
  * stops at the first LP: D = 10 ms for all (the bounds), S->Y carrying two
  * streams at twice its capacity. The round gets a warning, and the polish

@@ -2,6 +2,7 @@
 /* lib/sched tests: round trip through a file, queries, malformed files. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,26 @@ static const struct badsched bad[] = {
 	{V3HEAD "dtype fp32 int32\n", "f:11: unknown or malformed line 'dtype'"},
 	{V3HEAD "dtype bf16\ndtype bf16\n", "f:12: duplicate 'dtype' (first on line 11)"},
 	{V3HEAD BODY "replication edge\n", "f:16: unknown or malformed line 'replication'"},
+	/* the expected loss: a decimal fraction 0 to 0.5, version 3, once */
+	{V2HEAD "expected-loss 0.01\n",
+		"f:11: 'expected-loss' needs 'isthmus-schedule 3' or later on line 1"},
+	{V3HEAD "expected-loss 0.6\n",
+		"f:11: bad expected-loss '0.6' (a fraction of the frames lost, 0 to 0.5)"},
+	{V3HEAD "expected-loss -0.01\n",
+		"f:11: bad expected-loss '-0.01' (a fraction of the frames lost, 0 to 0.5)"},
+	{V3HEAD "expected-loss 1%\n",
+		"f:11: bad expected-loss '1%' (a fraction of the frames lost, 0 to 0.5)"},
+	{V3HEAD "expected-loss 0x0.1p0\n",
+		"f:11: bad expected-loss '0x0.1p0' (a fraction of the frames lost, 0 to 0.5)"},
+	{V3HEAD "expected-loss nan\n",
+		"f:11: bad expected-loss 'nan' (a fraction of the frames lost, 0 to 0.5)"},
+	{V3HEAD "expected-loss .\n",
+		"f:11: bad expected-loss '.' (a fraction of the frames lost, 0 to 0.5)"},
+	{V3HEAD "expected-loss\n", "f:11: unknown or malformed line 'expected-loss'"},
+	{V3HEAD "expected-loss 0.01 0.02\n", "f:11: unknown or malformed line 'expected-loss'"},
+	{V3HEAD "expected-loss 0.01\nexpected-loss 0.01\n",
+		"f:12: duplicate 'expected-loss' (first on line 11)"},
+	{V3HEAD BODY "expected-loss 0.01\n", "f:16: unknown or malformed line 'expected-loss'"},
 	{"isthmus-schedule 5\n", "f:1: unsupported version '5' (this loader reads 1 to 4)"},
 	/* version 4's tree lines: a spanning tree of a round of one clique of all */
 	{V3HEAD BODY "tree 0 0 -,0,0\n",
@@ -614,6 +635,85 @@ Test(sched, planned_for_v3)
 	cr_assert_eq(isth_sched_set_dtype(s, NULL), 0);
 	cr_assert_null(isth_sched_dtype(s, NULL));
 	isth_sched_free(s);
+	unlink(path);
+}
+
+/*
+ * The expected loss (version 3 'expected-loss'): read with its line, absent
+ * in older files, written in the fewest digits that read back as the same
+ * double, and enough on its own to make the file version 3.
+ */
+Test(sched, expected_loss_v3)
+{
+	char err[256] = "", path[] = "/tmp/isth-sched-loss-XXXXXX", buf[128], exp[64];
+	struct isth_sched *s =
+		isth_sched_parse("f", V3HEAD "expected-loss 0.05\n" BODY "end\n", err, sizeof(err));
+	int line = -1, fd, n;
+	/* 0.1 + 0.2 is not 0.3 in binary: 17 digits are needed to keep it */
+	const double vals[] = {0, 0.01, 0.5, 1e-4, 0.1 + 0.2 - 0.29999};
+	const char *want[] = {"0", "0.01", "0.5", "0.0001", NULL};
+	FILE *f;
+
+	cr_assert_not_null(s, "%s", err);
+	cr_assert_eq(isth_sched_expected_loss(s, &line), 0.05);
+	cr_assert_eq(line, 11);
+	isth_sched_free(s);
+	/* 0 and the bound are values, and an exponent is a decimal too */
+	s = isth_sched_parse("f", V3HEAD "expected-loss 5e-1\n" BODY "end\n", err, sizeof(err));
+	cr_assert_not_null(s, "%s", err);
+	cr_assert_eq(isth_sched_expected_loss(s, NULL), 0.5);
+	isth_sched_free(s);
+	/* older files: unstated, line 0 */
+	s = isth_sched_parse("f", HEAD BODY "end\n", err, sizeof(err));
+	cr_assert_not_null(s, "%s", err);
+	cr_assert_eq(isth_sched_expected_loss(s, &line), ISTH_SCHED_LOSS_UNSTATED);
+	cr_assert_eq(line, 0);
+	isth_sched_free(s);
+
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	for (n = 0; n < (int)(sizeof(vals) / sizeof(vals[0])); n++) {
+		int v3 = 0, lines = 0;
+
+		s = build();
+		cr_assert_eq(isth_sched_expected_loss(s, NULL), ISTH_SCHED_LOSS_UNSTATED);
+		cr_assert_eq(isth_sched_set_expected_loss(s, -0.1), -EINVAL);
+		cr_assert_eq(isth_sched_set_expected_loss(s, 0.51), -EINVAL);
+		cr_assert_eq(isth_sched_set_expected_loss(s, NAN), -EINVAL);
+		cr_assert_eq(isth_sched_set_expected_loss(s, vals[n]), 0);
+		cr_assert_eq(isth_sched_save(s, path, err, sizeof(err)), 0, "%s", err);
+		isth_sched_free(s);
+		f = fopen(path, "r");
+		cr_assert_not_null(f);
+		while (fgets(buf, sizeof(buf), f)) {
+			v3 += strcmp(buf, "isthmus-schedule 3\n") == 0;
+			if (strncmp(buf, "expected-loss ", 14) == 0) {
+				lines++;
+				if (want[n] == NULL)
+					continue;
+				snprintf(exp, sizeof(exp), "expected-loss %s\n", want[n]);
+				cr_assert_str_eq(buf, exp);
+			}
+		}
+		fclose(f);
+		cr_assert(v3 == 1 && lines == 1, "value %d: magic 3 %d, lines %d", n, v3, lines);
+		s = isth_sched_load(path, err, sizeof(err));
+		cr_assert_not_null(s, "%s", err);
+		cr_assert_eq(isth_sched_expected_loss(s, &line), vals[n],
+			"value %d read back %.17g", n, isth_sched_expected_loss(s, NULL));
+		cr_assert_gt(line, 1);
+		check(s);
+		/* removed again: no line, version 1 */
+		cr_assert_eq(isth_sched_set_expected_loss(s, ISTH_SCHED_LOSS_UNSTATED), 0);
+		cr_assert_eq(isth_sched_save(s, path, err, sizeof(err)), 0, "%s", err);
+		isth_sched_free(s);
+		f = fopen(path, "r");
+		cr_assert_not_null(f);
+		cr_assert_not_null(fgets(buf, sizeof(buf), f));
+		cr_assert_str_eq(buf, "isthmus-schedule 1\n");
+		fclose(f);
+	}
 	unlink(path);
 }
 
