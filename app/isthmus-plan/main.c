@@ -331,7 +331,7 @@ parse_decimal(const char *arg)
 	v = strtod(arg, &end);
 	if (errno || *end || end == arg || strspn(arg, "0123456789.eE+-") != strlen(arg))
 		return NAN;
-	return v;
+	return v + 0.0; /* -0 is 0 */
 }
 
 static int

@@ -893,7 +893,7 @@ hdr_loss(struct pstate *ps, char **tok)
 		return perr(&ps->P,
 			"bad expected-loss '%s' (a fraction of the frames lost, 0 to %g)", v,
 			ISTH_SCHED_MAX_LOSS);
-	s->loss = p;
+	s->loss = p + 0.0; /* -0 is 0: never written back as '-0' */
 	s->loss_line = ps->P.line;
 	return 0;
 }
@@ -1376,7 +1376,7 @@ isth_sched_set_expected_loss(struct isth_sched *s, double loss)
 	if (s == NULL ||
 		(loss != ISTH_SCHED_LOSS_UNSTATED && !(loss >= 0 && loss <= ISTH_SCHED_MAX_LOSS)))
 		return -EINVAL;
-	s->loss = loss;
+	s->loss = loss + 0.0; /* -0 is 0 */
 	s->loss_line = 0;
 	return 0;
 }

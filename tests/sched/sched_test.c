@@ -650,8 +650,9 @@ Test(sched, expected_loss_v3)
 		isth_sched_parse("f", V3HEAD "expected-loss 0.05\n" BODY "end\n", err, sizeof(err));
 	int line = -1, fd, n;
 	/* 0.1 + 0.2 is not 0.3 in binary: 17 digits are needed to keep it */
-	const double vals[] = {0, 0.01, 0.5, 1e-4, 0.1 + 0.2 - 0.29999};
-	const char *want[] = {"0", "0.01", "0.5", "0.0001", NULL};
+	/* -0 is 0, written as such (a '-0' in a file would read as a sign) */
+	const double vals[] = {0, 0.01, 0.5, 1e-4, 0.1 + 0.2 - 0.29999, -0.0};
+	const char *want[] = {"0", "0.01", "0.5", "0.0001", NULL, "0"};
 	FILE *f;
 
 	cr_assert_not_null(s, "%s", err);
@@ -662,6 +663,10 @@ Test(sched, expected_loss_v3)
 	s = isth_sched_parse("f", V3HEAD "expected-loss 5e-1\n" BODY "end\n", err, sizeof(err));
 	cr_assert_not_null(s, "%s", err);
 	cr_assert_eq(isth_sched_expected_loss(s, NULL), 0.5);
+	isth_sched_free(s);
+	s = isth_sched_parse("f", V3HEAD "expected-loss -0\n" BODY "end\n", err, sizeof(err));
+	cr_assert_not_null(s, "%s", err);
+	cr_assert(!signbit(isth_sched_expected_loss(s, NULL)), "-0 read as -0");
 	isth_sched_free(s);
 	/* older files: unstated, line 0 */
 	s = isth_sched_parse("f", HEAD BODY "end\n", err, sizeof(err));
