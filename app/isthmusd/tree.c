@@ -907,38 +907,87 @@ chunk_dtype(const struct isthd *d, const struct isth_wire_pkt *p)
 	return d->shape.dtype != ISTH_WIRE_DTYPE_NONE ? d->shape.dtype : p->hdr.dtype;
 }
 
+/* Chunk @c of round @r as chunk_of would find it, claiming nothing: NULL
+ * if its slot holds a later round (@r is over), a chunk with nothing in
+ * if it holds an older one (chunk_of would clear it for @r). */
+static const struct isthd_tree_chunk *
+chunk_state(const struct isthd *d, uint64_t r, uint32_t c)
+{
+	static const struct isthd_tree_chunk fresh;
+	const struct isthd_tree_chunk *ch =
+		&d->tree.chunk[(size_t)(r % ISTHD_TREE_SLOTS) * d->shape.n_chunks + c];
+
+	if (likely(ch->round1 == r + 1))
+		return ch;
+	return ch->round1 > r + 1 ? NULL : &fresh;
+}
+
+/* Why the chunk's state refuses contribution @p (the island's DATA or a
+ * child's PARTIAL, bitmap @bm) now, without side effects (ISTHD_DROP_MAX:
+ * it would be summed): so that its seq moves the replay window only once
+ * it will be (doc/protocol.md, receive step 8). */
+static enum isthd_drop
+up_refusal(const struct isthd *d, const struct isth_wire_pkt *p, uint64_t bm)
+{
+	const struct isthd_tree_chunk *ch = chunk_state(d, p->hdr.round, p->hdr.chunk);
+
+	if (unlikely(ch == NULL ||
+		    d->tree.cut[p->hdr.round % ISTHD_TREE_SLOTS].round1 > p->hdr.round + 1))
+		return ISTHD_DROP_round_late;
+	if (unlikely(ch->gone))
+		return ISTHD_DROP_tree_late; /* sent on without it */
+	if (unlikely((ch->have & bm) == bm))
+		return ISTHD_DROP_tree_duplicate;
+	if (unlikely(ch->have & bm))
+		return ISTHD_DROP_tree_overlap;
+	if (unlikely(d->shape.dtype == ISTH_WIRE_DTYPE_NONE && ch->have &&
+		    p->hdr.dtype != ch->dtype))
+		return ISTHD_DROP_data_bad_dtype;
+	return ISTHD_DROP_MAX;
+}
+
+/* Why the chunk's state refuses result @p (a PARTIAL down from the
+ * parent, tree node @node) now, without side effects. Of this edge's
+ * subtree the result holds what this edge sent up, or nothing (that
+ * PARTIAL lost, or never sent): anything else is not a sum it can hand
+ * on, and the island's own values (taken out of its AGG when the bitmap
+ * names it) would be taken out of a sum without them. */
+static enum isthd_drop
+down_refusal(
+	const struct isthd *d, const struct isthd_tree_node *node, const struct isth_wire_pkt *p)
+{
+	const struct isthd_tree_chunk *ch = chunk_state(d, p->hdr.round, p->hdr.chunk);
+	uint64_t sent, mine;
+
+	if (unlikely(ch == NULL))
+		return ISTHD_DROP_round_late;
+	if (unlikely(ch->down != 0))
+		return ch->fell ? ISTHD_DROP_tree_late : ISTHD_DROP_tree_duplicate;
+	sent = ch->gone ? ch->have : 0;
+	mine = p->hdr.bitmap & node->sub;
+	if (unlikely(mine != 0 && mine != sent))
+		return ISTHD_DROP_tree_bad_bitmap;
+	return ISTHD_DROP_MAX;
+}
+
 /* Sum contribution @p (the island's DATA or a child's PARTIAL, bitmap
- * @bm, from the edge whose bit is @from) into its chunk, once; send it on
- * when the island and every child have been heard: a child sends once,
- * so what its bitmap lacks is not coming (it cut off without it). */
-static bool
+ * @bm, from the edge whose bit is @from; up_refusal passed, its replay
+ * window moved) into its chunk, once; send it on when the island and
+ * every child have been heard: a child sends once, so what its bitmap
+ * lacks is not coming (it cut off without it). */
+static void
 sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm, uint64_t from)
 {
 	struct isthd *d = w->d;
 	const struct isthd_tree_round *tb = isthd_tree_round(&d->tree, p->hdr.round);
 	unsigned int t = p->hdr.chunk % tb->n_trees;
 	const struct isthd_tree_node *node = &tb->t[t];
-	enum isthd_drop why = ISTHD_DROP_MAX;
 	struct isthd_tree_cut *cut = cut_of(&d->tree, p->hdr.round);
 	struct isthd_tree_chunk *ch;
 	uint8_t *acc;
 
+	/* up_refusal saw neither slot hold a later round: both claimed */
 	ch = chunk_of(d, p->hdr.round, p->hdr.chunk, &acc);
-	if (unlikely(ch == NULL || cut == NULL))
-		why = ISTHD_DROP_round_late;
-	else if (unlikely(ch->gone))
-		why = ISTHD_DROP_tree_late; /* sent on without it */
-	else if (unlikely((ch->have & bm) == bm))
-		why = ISTHD_DROP_tree_duplicate;
-	else if (unlikely(ch->have & bm))
-		why = ISTHD_DROP_tree_overlap;
-	else if (unlikely(d->shape.dtype == ISTH_WIRE_DTYPE_NONE && ch->have &&
-			 p->hdr.dtype != ch->dtype))
-		why = ISTHD_DROP_data_bad_dtype;
-	if (why != ISTHD_DROP_MAX) {
-		refused(w, p, why);
-		return false;
-	}
 	if (ch->have == 0)
 		ch->dtype = p->hdr.dtype;
 	acc_add(&d->tree, acc, p, ch->have == 0);
@@ -954,25 +1003,31 @@ sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm, uint6
 		send_on(w, node, p->hdr.round, p->hdr.chunk, ch, chunk_dtype(d, p), acc);
 	if (from != bit(d->island))
 		overdue(w, tb, p->hdr.round, p->hdr.chunk, from, false);
-	return true;
 }
 
 bool
-isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p)
+isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p,
+	unsigned int host)
 {
 	/* as a clique round's peer DATA: one island's NaN would poison its
 	 * subtree's sum and the root's result */
 	enum isthd_drop why = isthd_values_refusal(&w->d->cfg, p, 1);
-	bool summed = false;
+	uint64_t me = bit(w->d->island);
 
+	if (likely(why == ISTHD_DROP_MAX))
+		why = up_refusal(w->d, p, me);
+	/* every check passed: only now may its seq move the window */
+	if (likely(why == ISTHD_DROP_MAX))
+		why = isthd_auth_commit(w, ISTH_AUTH_UP, p, host);
 	if (unlikely(why != ISTHD_DROP_MAX))
-		isth_ctr_add(&w->st.drop[why], 1);
-	else if (sum_up(w, p, bit(w->d->island), bit(w->d->island)))
-		summed = true;
-	if (summed)
-		isth_ctr_add(&w->st.tree_data, 1);
+		refused(w, p, why);
+	else
+		sum_up(w, p, me, me); /* reads @m's payload */
 	rte_pktmbuf_free(m);
-	return summed;
+	if (why != ISTHD_DROP_MAX)
+		return false;
+	isth_ctr_add(&w->st.tree_data, 1);
+	return true;
 }
 
 enum isthd_drop
@@ -1002,40 +1057,31 @@ isthd_tree_admit(const struct isthd *d, const struct isth_wire_pkt *p)
 	return ISTHD_DROP_MAX;
 }
 
-void
+bool
 isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 {
 	struct isthd *d = w->d;
 	const struct isthd_tree_round *tb = isthd_tree_round(&d->tree, p->hdr.round);
-	const struct isthd_tree_node *node;
+	const struct isthd_tree_node *node = &tb->t[p->hdr.chunk % tb->n_trees];
+	bool down = (p->hdr.flags & ISTH_WIRE_F_DOWN) != 0;
+	enum isthd_drop why = down ? down_refusal(d, node, p) : up_refusal(d, p, p->hdr.bitmap);
 	struct isthd_tree_chunk *ch;
-	uint64_t sent;
 	uint8_t *acc;
 
+	/* every check passed: only now may its seq move the window */
+	if (likely(why == ISTHD_DROP_MAX))
+		why = isthd_auth_commit(w, ISTH_AUTH_WAN, p, 0);
+	if (unlikely(why != ISTHD_DROP_MAX)) {
+		refused(w, p, why);
+		return false;
+	}
 	isth_ctr_add(&w->st.tree_in, 1);
-	if (!(p->hdr.flags & ISTH_WIRE_F_DOWN)) {
+	if (!down) {
 		sum_up(w, p, p->hdr.bitmap, bit(p->hdr.sender));
-		return;
+		return true;
 	}
-	node = &tb->t[p->hdr.chunk % tb->n_trees];
+	/* down_refusal saw the slot hold no later round: claimed */
 	ch = chunk_of(d, p->hdr.round, p->hdr.chunk, &acc);
-	if (unlikely(ch == NULL || ch->down != 0)) {
-		refused(w, p,
-			ch == NULL         ? ISTHD_DROP_round_late
-				: ch->fell ? ISTHD_DROP_tree_late
-					   : ISTHD_DROP_tree_duplicate);
-		return;
-	}
-	/* Of this edge's subtree the result holds what this edge sent up, or
-	 * nothing (that PARTIAL lost, or never sent): anything else is not a
-	 * sum it can hand on, and the island's own values (taken out of its
-	 * AGG when the bitmap names it) would be taken out of a sum without
-	 * them. */
-	sent = ch->gone ? ch->have : 0;
-	if (unlikely((p->hdr.bitmap & node->sub) != 0 && (p->hdr.bitmap & node->sub) != sent)) {
-		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_bad_bitmap], 1);
-		return;
-	}
 	/* closed: nothing more goes up once the result came down */
 	ch->up = ch->gone = true;
 	ch->down = p->hdr.bitmap;
@@ -1048,6 +1094,7 @@ isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 	ch->kept = true;
 	ch->dtype = p->hdr.dtype;
 	overdue(w, tb, p->hdr.round, p->hdr.chunk, bit(p->hdr.sender), true);
+	return true;
 }
 
 /*

@@ -216,11 +216,14 @@ isthd_values_refusal(const struct isthd_config *cfg, const struct isth_wire_pkt 
 								       : ISTHD_DROP_data_nonfinite;
 }
 
-/* The RX worker: island DATA @p of a tree round (admitted, verified): its
- * values checked as a peer's DATA (isthd_values_refusal, counted), then
- * summed into its chunk. Takes @m. true: summed. */
-bool
-isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p);
+/* The RX worker: island DATA @p of a tree round from island host @host
+ * (verified, its round, shape and host admitted, its replay window not
+ * moved yet): its values checked as a peer's DATA (isthd_values_refusal),
+ * then against its chunk's state; only if every check passed, its replay
+ * window moved (isthd_auth_commit) and it is summed into its chunk.
+ * Refusals counted. Takes @m. true: summed. */
+bool isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m,
+	const struct isth_wire_pkt *p, unsigned int host);
 /* Why PARTIAL @p's values are refused (ISTHD_DROP_MAX: not): a NaN or an
  * infinity, or, [agg] max_abs set, an element above max_abs x the islands
  * its bitmap sums (max_abs bounds one island's DATA; a PARTIAL is a sum). */
@@ -229,9 +232,13 @@ enum isthd_drop isthd_tree_values(const struct isthd *d, const struct isth_wire_
  * shape the aggregator's) is refused by the trees, without side effects:
  * ISTHD_DROP_MAX if its sender may send it. */
 enum isthd_drop isthd_tree_admit(const struct isthd *d, const struct isth_wire_pkt *p);
-/* The RX worker: admitted PARTIAL @p (isthd_tree_admit, replay window
- * moved): summed (up) or handed on (down). Does not take the mbuf. */
-void isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p);
+/* The RX worker: admitted PARTIAL @p (isthd_tree_values, isthd_tree_admit;
+ * its replay window not moved yet): checked against its chunk's state
+ * (round_late, tree_late, tree_duplicate, tree_overlap, tree_bad_bitmap
+ * of a result down, ...); only if every check passed, its replay window
+ * moved (isthd_auth_commit) and it is summed (up) or handed on (down).
+ * Refusals counted. Does not take the mbuf. true: taken. */
+bool isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p);
 /* The RX worker: why a peer edge's chunk NACK @p of a tree round (parsed,
  * its tag verified) is refused, without side effects (ISTHD_DROP_MAX: its
  * sender is this edge's parent or child in the tree of every chunk it
