@@ -195,6 +195,18 @@ isthd_tree_same(const struct isthd *d, const struct isth_sched *s)
 	return same;
 }
 
+uint64_t
+isthd_tree_bytes(const struct isth_sched *s, uint32_t n_chunks, uint32_t max_elems)
+{
+	int r, n = isth_sched_n_rounds(s);
+
+	for (r = 0; r < n; r++)
+		if (isth_sched_n_trees(s, r) > 0)
+			return 2ull * ISTHD_TREE_SLOTS * n_chunks *
+				RTE_ALIGN_CEIL((uint64_t)max_elems * 4u, 64u);
+	return 0;
+}
+
 int
 isthd_tree_setup(struct isthd *d, char *err, size_t err_size)
 {
@@ -225,7 +237,7 @@ isthd_tree_setup(struct isthd *d, char *err, size_t err_size)
 		return -ENOTSUP;
 	}
 	n = (size_t)ISTHD_TREE_SLOTS * d->shape.n_chunks;
-	acc = n * tr->slot_bytes;
+	acc = n * tr->slot_bytes; /* isthd_tree_bytes() / 2 */
 	tr->chunk = rte_zmalloc("isthd_tree_chunk", n * sizeof(*tr->chunk), RTE_CACHE_LINE_SIZE);
 	tr->acc = rte_zmalloc("isthd_tree_acc", acc, RTE_CACHE_LINE_SIZE);
 	tr->own = rte_zmalloc("isthd_tree_own", acc, RTE_CACHE_LINE_SIZE);

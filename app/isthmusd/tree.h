@@ -176,6 +176,15 @@ struct isthd_tree {
  * round); @err says why a tree cannot be used. 0 or a negative errno. */
 int isthd_tree_tables(const struct isth_sched *s, int self, struct isthd_tree_round **out,
 	unsigned int *n_rounds, char *err, size_t err_size);
+/*
+ * Bytes of the accumulators isthd_tree_setup takes from hugepages for
+ * schedule @s, a round of @n_chunks chunks of up to @max_elems elements:
+ * ISTHD_TREE_SLOTS rounds x @n_chunks x 2 (the sums, the island's own
+ * DATA) x a slot (4 bytes an element, 64-byte aligned); 0 when no round
+ * of @s has trees. Beside [agg] memory, never out of it: that is the
+ * backend's (doc/deploy.md, "Sizing"). setup.c, tree.c; unit tests.
+ */
+uint64_t isthd_tree_bytes(const struct isth_sched *s, uint32_t n_chunks, uint32_t max_elems);
 /* Set-up: tables, chunk state, the AGG ring (after the shape and the
  * clock). 0 or a negative errno with @err set. */
 int isthd_tree_setup(struct isthd *d, char *err, size_t err_size);

@@ -193,8 +193,25 @@ Test(isthmusd_tree, clique_rounds_and_reload)
 	cr_expect_eq(d.tree.n_rounds, 0);
 	cr_expect_null(d.tree.rounds);
 	cr_expect_eq(isthd_tree_admit(&d, &p), ISTHD_DROP_tree_not_tree);
+	/* no tree round: no accumulators beside [agg] memory */
+	cr_expect_eq(isthd_tree_bytes(s, 51, 324), 0);
 	isth_sched_free(s);
 	free(text);
+}
+
+/* The tree's accumulators, beside [agg] memory: 4 round slots x the
+ * chunks x 2 (the sums, the island's own DATA) x a slot of 4 bytes an
+ * element rounded up to 64. The fixture's chunk-bytes 1296 is 324 int32
+ * elements (1296 B, a 1344 B slot), its payload 65536 B 51 chunks. */
+Test(isthmusd_tree, accumulator_bytes)
+{
+	struct isth_sched *s = load();
+
+	cr_expect_eq(isthd_tree_bytes(s, 51, 324), 4ull * 51 * 2 * 1344);
+	cr_expect_eq(isthd_tree_bytes(s, 51, 324), 548352);
+	/* a slot of 4 elements is one cache line */
+	cr_expect_eq(isthd_tree_bytes(s, 27, 4), 4ull * 27 * 2 * 64);
+	isth_sched_free(s);
 }
 
 #define ELEMS 4
