@@ -84,6 +84,7 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 {
 	struct isthd *d = w->d;
 	enum isthd_drop why;
+	bool tree;
 	int rc;
 
 	/* Rounds are published one ahead: accept the running round and the
@@ -104,17 +105,19 @@ access_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 	}
 	/* admitted: only now may its seq move the replay window, the one of
 	 * its host's stream (a DATA refused above, another host's chunk
-	 * included, leaves every window where it was) */
-	if (likely(why == ISTHD_DROP_MAX))
+	 * included, leaves every window where it was); in a tree round,
+	 * once the tree's checks passed too (tree.c) */
+	tree = isthd_tree_round(&d->tree, p->hdr.round) != NULL;
+	if (likely(why == ISTHD_DROP_MAX) && likely(!tree))
 		why = isthd_auth_commit(w, ISTH_AUTH_UP, p, host);
 	if (unlikely(why != ISTHD_DROP_MAX)) {
 		drop(w, m, why);
 		return;
 	}
 	/* a tree round: summed here, up the chunk's tree (tree.c) */
-	if (unlikely(isthd_tree_round(&d->tree, p->hdr.round) != NULL)) {
+	if (unlikely(tree)) {
 		/* summed: taken from the island, as a clique round's paced DATA */
-		if (isthd_tree_island_data(w, m, p)) {
+		if (isthd_tree_island_data(w, m, p, host)) {
 			isth_ctr_add(&w->st.data_in, 1);
 			isth_ctr_add(&w->st.data_in_bytes, p->payload_size);
 			isth_ctr_add(&w->st.host[host][ISTHD_HOST_data_in], 1);
@@ -470,8 +473,9 @@ data_values(const struct isthd *d, const struct isth_wire_pkt *p)
 
 /* A PARTIAL of a tree round (tree.c): the checks of a peer DATA (source,
  * round, shape, values), then the tree's (its sender a child of this edge,
- * its bitmap within the child's subtree; a result from the parent), and
- * only then may its seq move the replay window. Takes @m. */
+ * its bitmap within the child's subtree; a result from the parent; then
+ * its chunk's state), and only then may its seq move the replay window
+ * (isthd_tree_partial). Takes @m. */
 static void
 wan_partial(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p, uint64_t pub)
 {
@@ -487,8 +491,6 @@ wan_partial(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_p
 		why = isthd_tree_values(w->d, p);
 	if (likely(why == ISTHD_DROP_MAX))
 		why = isthd_tree_admit(w->d, p);
-	if (likely(why == ISTHD_DROP_MAX))
-		why = isthd_auth_commit(w, ISTH_AUTH_WAN, p, 0);
 	if (unlikely(why != ISTHD_DROP_MAX)) {
 		drop(w, m, why);
 		return;

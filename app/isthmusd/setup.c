@@ -17,6 +17,7 @@
 #include <rte_mbuf.h>
 
 #include "isth_clock.h"
+#include "isth_log.h"
 #include "isthd.h"
 
 static int
@@ -250,6 +251,19 @@ isthd_prepare(struct isthd *d, uint64_t epoch_override, char *err, size_t err_si
 	if (rc)
 		goto fail;
 	admission_init(d);
+	{
+		/* tree rounds sum in accumulators of their own, beside the
+		 * backend's [agg] memory: said here, so that --check tells
+		 * the operator what the hugepages must hold besides */
+		uint64_t tree = isthd_tree_bytes(d->sched, d->shape.n_chunks, d->lim.max_elems);
+
+		if (tree)
+			ISTH_LOG_INFO("%s: tree rounds: %" PRIu64
+				      " B of accumulators (%u rounds x %u chunks x 2), "
+				      "from hugepages beside [agg] memory = %" PRIu64 " B",
+				sched_path, tree, ISTHD_TREE_SLOTS, d->shape.n_chunks,
+				d->cfg.agg_memory);
+	}
 	/* [access] island_hosts: every host owns at least one chunk */
 	if (d->cfg.n_island_hosts > d->shape.n_chunks) {
 		snprintf(err, err_size,

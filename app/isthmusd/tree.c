@@ -129,6 +129,23 @@ send_line(const struct isth_sched *s, int r, int self, struct isthd_tree_round *
 	return 0;
 }
 
+/* Every other island's send line of round @r into @tb (line_off_ns,
+ * line_ps), as the local one's; an island without one: 0 ps (its chunks
+ * are asked for at the last call, as they always were). */
+static void
+peer_lines(const struct isth_sched *s, int r, int self, struct isthd_tree_round *tb)
+{
+	struct isthd_tree_round one;
+	char err[128];
+
+	for (int i = 0; i < isth_sched_n_islands(s); i++) {
+		if (i == self || send_line(s, r, i, &one, err, sizeof(err)) < 0)
+			continue;
+		tb->line_off_ns[i] = one.offset_ns;
+		tb->line_ps[i] = one.ps_per_byte;
+	}
+}
+
 int
 isthd_tree_tables(const struct isth_sched *s, int self, struct isthd_tree_round **out,
 	unsigned int *n_rounds, char *err, size_t err_size)
@@ -166,6 +183,8 @@ isthd_tree_tables(const struct isth_sched *s, int self, struct isthd_tree_round 
 			free(tb);
 			return rc;
 		}
+		if (k > 0)
+			peer_lines(s, r, self, &tb[r]);
 		for (int t = 0; t < k; t++) {
 			rc = node_of(s, r, t, self, &tb[r].t[t], err, err_size);
 			if (rc < 0) {
@@ -193,6 +212,18 @@ isthd_tree_same(const struct isthd *d, const struct isth_sched *s)
 		(n == 0 || memcmp(tb, d->tree.rounds, sizeof(*tb) * n) == 0);
 	free(tb);
 	return same;
+}
+
+uint64_t
+isthd_tree_bytes(const struct isth_sched *s, uint32_t n_chunks, uint32_t max_elems)
+{
+	int r, n = isth_sched_n_rounds(s);
+
+	for (r = 0; r < n; r++)
+		if (isth_sched_n_trees(s, r) > 0)
+			return 2ull * ISTHD_TREE_SLOTS * n_chunks *
+				RTE_ALIGN_CEIL((uint64_t)max_elems * 4u, 64u);
+	return 0;
 }
 
 int
@@ -225,7 +256,7 @@ isthd_tree_setup(struct isthd *d, char *err, size_t err_size)
 		return -ENOTSUP;
 	}
 	n = (size_t)ISTHD_TREE_SLOTS * d->shape.n_chunks;
-	acc = n * tr->slot_bytes;
+	acc = n * tr->slot_bytes; /* isthd_tree_bytes() / 2 */
 	tr->chunk = rte_zmalloc("isthd_tree_chunk", n * sizeof(*tr->chunk), RTE_CACHE_LINE_SIZE);
 	tr->acc = rte_zmalloc("isthd_tree_acc", acc, RTE_CACHE_LINE_SIZE);
 	tr->own = rte_zmalloc("isthd_tree_own", acc, RTE_CACHE_LINE_SIZE);
@@ -907,38 +938,87 @@ chunk_dtype(const struct isthd *d, const struct isth_wire_pkt *p)
 	return d->shape.dtype != ISTH_WIRE_DTYPE_NONE ? d->shape.dtype : p->hdr.dtype;
 }
 
+/* Chunk @c of round @r as chunk_of would find it, claiming nothing: NULL
+ * if its slot holds a later round (@r is over), a chunk with nothing in
+ * if it holds an older one (chunk_of would clear it for @r). */
+static const struct isthd_tree_chunk *
+chunk_state(const struct isthd *d, uint64_t r, uint32_t c)
+{
+	static const struct isthd_tree_chunk fresh;
+	const struct isthd_tree_chunk *ch =
+		&d->tree.chunk[(size_t)(r % ISTHD_TREE_SLOTS) * d->shape.n_chunks + c];
+
+	if (likely(ch->round1 == r + 1))
+		return ch;
+	return ch->round1 > r + 1 ? NULL : &fresh;
+}
+
+/* Why the chunk's state refuses contribution @p (the island's DATA or a
+ * child's PARTIAL, bitmap @bm) now, without side effects (ISTHD_DROP_MAX:
+ * it would be summed): so that its seq moves the replay window only once
+ * it will be (doc/protocol.md, receive step 8). */
+static enum isthd_drop
+up_refusal(const struct isthd *d, const struct isth_wire_pkt *p, uint64_t bm)
+{
+	const struct isthd_tree_chunk *ch = chunk_state(d, p->hdr.round, p->hdr.chunk);
+
+	if (unlikely(ch == NULL ||
+		    d->tree.cut[p->hdr.round % ISTHD_TREE_SLOTS].round1 > p->hdr.round + 1))
+		return ISTHD_DROP_round_late;
+	if (unlikely(ch->gone))
+		return ISTHD_DROP_tree_late; /* sent on without it */
+	if (unlikely((ch->have & bm) == bm))
+		return ISTHD_DROP_tree_duplicate;
+	if (unlikely(ch->have & bm))
+		return ISTHD_DROP_tree_overlap;
+	if (unlikely(d->shape.dtype == ISTH_WIRE_DTYPE_NONE && ch->have &&
+		    p->hdr.dtype != ch->dtype))
+		return ISTHD_DROP_data_bad_dtype;
+	return ISTHD_DROP_MAX;
+}
+
+/* Why the chunk's state refuses result @p (a PARTIAL down from the
+ * parent, tree node @node) now, without side effects. Of this edge's
+ * subtree the result holds what this edge sent up, or nothing (that
+ * PARTIAL lost, or never sent): anything else is not a sum it can hand
+ * on, and the island's own values (taken out of its AGG when the bitmap
+ * names it) would be taken out of a sum without them. */
+static enum isthd_drop
+down_refusal(
+	const struct isthd *d, const struct isthd_tree_node *node, const struct isth_wire_pkt *p)
+{
+	const struct isthd_tree_chunk *ch = chunk_state(d, p->hdr.round, p->hdr.chunk);
+	uint64_t sent, mine;
+
+	if (unlikely(ch == NULL))
+		return ISTHD_DROP_round_late;
+	if (unlikely(ch->down != 0))
+		return ch->fell ? ISTHD_DROP_tree_late : ISTHD_DROP_tree_duplicate;
+	sent = ch->gone ? ch->have : 0;
+	mine = p->hdr.bitmap & node->sub;
+	if (unlikely(mine != 0 && mine != sent))
+		return ISTHD_DROP_tree_bad_bitmap;
+	return ISTHD_DROP_MAX;
+}
+
 /* Sum contribution @p (the island's DATA or a child's PARTIAL, bitmap
- * @bm, from the edge whose bit is @from) into its chunk, once; send it on
- * when the island and every child have been heard: a child sends once,
- * so what its bitmap lacks is not coming (it cut off without it). */
-static bool
+ * @bm, from the edge whose bit is @from; up_refusal passed, its replay
+ * window moved) into its chunk, once; send it on when the island and
+ * every child have been heard: a child sends once, so what its bitmap
+ * lacks is not coming (it cut off without it). */
+static void
 sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm, uint64_t from)
 {
 	struct isthd *d = w->d;
 	const struct isthd_tree_round *tb = isthd_tree_round(&d->tree, p->hdr.round);
 	unsigned int t = p->hdr.chunk % tb->n_trees;
 	const struct isthd_tree_node *node = &tb->t[t];
-	enum isthd_drop why = ISTHD_DROP_MAX;
 	struct isthd_tree_cut *cut = cut_of(&d->tree, p->hdr.round);
 	struct isthd_tree_chunk *ch;
 	uint8_t *acc;
 
+	/* up_refusal saw neither slot hold a later round: both claimed */
 	ch = chunk_of(d, p->hdr.round, p->hdr.chunk, &acc);
-	if (unlikely(ch == NULL || cut == NULL))
-		why = ISTHD_DROP_round_late;
-	else if (unlikely(ch->gone))
-		why = ISTHD_DROP_tree_late; /* sent on without it */
-	else if (unlikely((ch->have & bm) == bm))
-		why = ISTHD_DROP_tree_duplicate;
-	else if (unlikely(ch->have & bm))
-		why = ISTHD_DROP_tree_overlap;
-	else if (unlikely(d->shape.dtype == ISTH_WIRE_DTYPE_NONE && ch->have &&
-			 p->hdr.dtype != ch->dtype))
-		why = ISTHD_DROP_data_bad_dtype;
-	if (why != ISTHD_DROP_MAX) {
-		refused(w, p, why);
-		return false;
-	}
 	if (ch->have == 0)
 		ch->dtype = p->hdr.dtype;
 	acc_add(&d->tree, acc, p, ch->have == 0);
@@ -954,25 +1034,31 @@ sum_up(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64_t bm, uint6
 		send_on(w, node, p->hdr.round, p->hdr.chunk, ch, chunk_dtype(d, p), acc);
 	if (from != bit(d->island))
 		overdue(w, tb, p->hdr.round, p->hdr.chunk, from, false);
-	return true;
 }
 
 bool
-isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p)
+isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p,
+	unsigned int host)
 {
 	/* as a clique round's peer DATA: one island's NaN would poison its
 	 * subtree's sum and the root's result */
 	enum isthd_drop why = isthd_values_refusal(&w->d->cfg, p, 1);
-	bool summed = false;
+	uint64_t me = bit(w->d->island);
 
+	if (likely(why == ISTHD_DROP_MAX))
+		why = up_refusal(w->d, p, me);
+	/* every check passed: only now may its seq move the window */
+	if (likely(why == ISTHD_DROP_MAX))
+		why = isthd_auth_commit(w, ISTH_AUTH_UP, p, host);
 	if (unlikely(why != ISTHD_DROP_MAX))
-		isth_ctr_add(&w->st.drop[why], 1);
-	else if (sum_up(w, p, bit(w->d->island), bit(w->d->island)))
-		summed = true;
-	if (summed)
-		isth_ctr_add(&w->st.tree_data, 1);
+		refused(w, p, why);
+	else
+		sum_up(w, p, me, me); /* reads @m's payload */
 	rte_pktmbuf_free(m);
-	return summed;
+	if (why != ISTHD_DROP_MAX)
+		return false;
+	isth_ctr_add(&w->st.tree_data, 1);
+	return true;
 }
 
 enum isthd_drop
@@ -1002,40 +1088,31 @@ isthd_tree_admit(const struct isthd *d, const struct isth_wire_pkt *p)
 	return ISTHD_DROP_MAX;
 }
 
-void
+bool
 isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 {
 	struct isthd *d = w->d;
 	const struct isthd_tree_round *tb = isthd_tree_round(&d->tree, p->hdr.round);
-	const struct isthd_tree_node *node;
+	const struct isthd_tree_node *node = &tb->t[p->hdr.chunk % tb->n_trees];
+	bool down = (p->hdr.flags & ISTH_WIRE_F_DOWN) != 0;
+	enum isthd_drop why = down ? down_refusal(d, node, p) : up_refusal(d, p, p->hdr.bitmap);
 	struct isthd_tree_chunk *ch;
-	uint64_t sent;
 	uint8_t *acc;
 
+	/* every check passed: only now may its seq move the window */
+	if (likely(why == ISTHD_DROP_MAX))
+		why = isthd_auth_commit(w, ISTH_AUTH_WAN, p, 0);
+	if (unlikely(why != ISTHD_DROP_MAX)) {
+		refused(w, p, why);
+		return false;
+	}
 	isth_ctr_add(&w->st.tree_in, 1);
-	if (!(p->hdr.flags & ISTH_WIRE_F_DOWN)) {
+	if (!down) {
 		sum_up(w, p, p->hdr.bitmap, bit(p->hdr.sender));
-		return;
+		return true;
 	}
-	node = &tb->t[p->hdr.chunk % tb->n_trees];
+	/* down_refusal saw the slot hold no later round: claimed */
 	ch = chunk_of(d, p->hdr.round, p->hdr.chunk, &acc);
-	if (unlikely(ch == NULL || ch->down != 0)) {
-		refused(w, p,
-			ch == NULL         ? ISTHD_DROP_round_late
-				: ch->fell ? ISTHD_DROP_tree_late
-					   : ISTHD_DROP_tree_duplicate);
-		return;
-	}
-	/* Of this edge's subtree the result holds what this edge sent up, or
-	 * nothing (that PARTIAL lost, or never sent): anything else is not a
-	 * sum it can hand on, and the island's own values (taken out of its
-	 * AGG when the bitmap names it) would be taken out of a sum without
-	 * them. */
-	sent = ch->gone ? ch->have : 0;
-	if (unlikely((p->hdr.bitmap & node->sub) != 0 && (p->hdr.bitmap & node->sub) != sent)) {
-		isth_ctr_add(&w->st.drop[ISTHD_DROP_tree_bad_bitmap], 1);
-		return;
-	}
 	/* closed: nothing more goes up once the result came down */
 	ch->up = ch->gone = true;
 	ch->down = p->hdr.bitmap;
@@ -1048,6 +1125,7 @@ isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p)
 	ch->kept = true;
 	ch->dtype = p->hdr.dtype;
 	overdue(w, tb, p->hdr.round, p->hdr.chunk, bit(p->hdr.sender), true);
+	return true;
 }
 
 /*
@@ -1159,12 +1237,28 @@ cut_at(const struct isthd *d, const struct isthd_tree_round *tb, const struct is
 	return RTE_MIN(at, start + d->clk.round_ns + slack);
 }
 
+/* Is chunk @c of round @r (table @tb) from island @s's edge still on its
+ * way at @now (isthd_tree_arrival: its pace has not let it arrive yet)? */
+static inline bool
+on_its_way(const struct isthd *d, const struct isthd_tree_round *tb, unsigned int s, uint64_t r,
+	uint32_t c, uint64_t now)
+{
+	const struct isthd_peer *peer = d->peer_of[s];
+	uint64_t chunk_bytes =
+		(uint64_t)d->shape.chunk_elems * (d->shape.elem_bytes ? d->shape.elem_bytes : 4u);
+
+	return now < isthd_tree_arrival(d->clk.epoch_ns + r * d->clk.round_ns, tb->line_off_ns[s],
+			     tb->line_ps[s], chunk_bytes, c, peer != NULL ? peer->latency_ns : 0);
+}
+
 /* Ask again for what chunks of tree @t of round @r (table @tb, state
- * @cut) still miss from @who: its children's PARTIALs up (those not
- * absent), its parent's result down. */
+ * @cut) still miss from @who at @now: its children's PARTIALs up (those
+ * not absent, and not still on their way: the child's pace sends its
+ * last chunks close to this edge's cutoff, and a NACK for one of them
+ * only brought it twice), its parent's result down. */
 static void
 ask_tree(struct isthd_worker *w, uint64_t r, const struct isthd_tree_round *tb, unsigned int t,
-	const struct isthd_tree_cut *cut, uint64_t who)
+	const struct isthd_tree_cut *cut, uint64_t who, uint64_t now)
 {
 	struct isthd *d = w->d;
 	const struct isthd_tree_node *node = &tb->t[t];
@@ -1178,8 +1272,12 @@ ask_tree(struct isthd_worker *w, uint64_t r, const struct isthd_tree_round *tb, 
 		if ((ch = chunk_peek(d, r, c, &acc)) == NULL)
 			continue;
 		miss = ch->gone ? 0 : who & node->children & ~ch->heard & ~cut->absent[t];
-		for (; miss != 0; miss &= miss - 1)
-			ask(w, (unsigned int)__builtin_ctzll(miss), r, c, ch);
+		for (; miss != 0; miss &= miss - 1) {
+			unsigned int s = (unsigned int)__builtin_ctzll(miss);
+
+			if (!on_its_way(d, tb, s, r, c, now))
+				ask(w, s, r, c, ch);
+		}
 		if (down && ch->down == 0)
 			ask(w, (unsigned int)node->parent, r, c, ch);
 	}
@@ -1201,7 +1299,9 @@ last_call(const struct isthd *d, unsigned int s, uint64_t at, uint64_t now)
  * child's chunks still missing; at the parent's last call before the
  * round's end (the fallback), the results that have not come down. (A
  * scan at the stream's planned end too asked for chunks on their way: 30
- * NACKs a clean testbed run at two edges, no fewer partials at 2 % loss.) */
+ * NACKs a clean testbed run at two edges, no fewer partials at 2 % loss;
+ * a child's chunk its pace cannot have let arrive yet is not asked for:
+ * ask_tree.) */
 static void
 scan(struct isthd_worker *w, uint64_t r, const struct isthd_tree_round *tb,
 	struct isthd_tree_cut *cut, uint64_t now)
@@ -1222,7 +1322,7 @@ scan(struct isthd_worker *w, uint64_t r, const struct isthd_tree_round *tb,
 			due |= bit((unsigned int)node->parent);
 		cut->called[t] |= due;
 		if (due != 0)
-			ask_tree(w, r, tb, t, cut, due);
+			ask_tree(w, r, tb, t, cut, due, now);
 	}
 }
 

@@ -82,6 +82,11 @@ struct isthd_tree_round {
 	uint64_t ps_per_byte; /* its rate (a profile's mean) as picoseconds a payload byte */
 	uint64_t span_ns; /* the round's payload at that rate: the stream's planned length */
 	struct isthd_tree_node t[ISTHD_TREE_MAX];
+	/* every other island's send line, as the local one (0 ps: none):
+	 * when a peer edge's chunk can arrive at the earliest (repair,
+	 * isthd_tree_arrival) */
+	uint64_t line_off_ns[ISTHD_MAX_PEERS];
+	uint64_t line_ps[ISTHD_MAX_PEERS];
 };
 
 /* One chunk of one round: the RX worker's. */
@@ -176,6 +181,15 @@ struct isthd_tree {
  * round); @err says why a tree cannot be used. 0 or a negative errno. */
 int isthd_tree_tables(const struct isth_sched *s, int self, struct isthd_tree_round **out,
 	unsigned int *n_rounds, char *err, size_t err_size);
+/*
+ * Bytes of the accumulators isthd_tree_setup takes from hugepages for
+ * schedule @s, a round of @n_chunks chunks of up to @max_elems elements:
+ * ISTHD_TREE_SLOTS rounds x @n_chunks x 2 (the sums, the island's own
+ * DATA) x a slot (4 bytes an element, 64-byte aligned); 0 when no round
+ * of @s has trees. Beside [agg] memory, never out of it: that is the
+ * backend's (doc/deploy.md, "Sizing"). setup.c, tree.c; unit tests.
+ */
+uint64_t isthd_tree_bytes(const struct isth_sched *s, uint32_t n_chunks, uint32_t max_elems);
 /* Set-up: tables, chunk state, the AGG ring (after the shape and the
  * clock). 0 or a negative errno with @err set. */
 int isthd_tree_setup(struct isthd *d, char *err, size_t err_size);
@@ -216,11 +230,14 @@ isthd_values_refusal(const struct isthd_config *cfg, const struct isth_wire_pkt 
 								       : ISTHD_DROP_data_nonfinite;
 }
 
-/* The RX worker: island DATA @p of a tree round (admitted, verified): its
- * values checked as a peer's DATA (isthd_values_refusal, counted), then
- * summed into its chunk. Takes @m. true: summed. */
-bool
-isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m, const struct isth_wire_pkt *p);
+/* The RX worker: island DATA @p of a tree round from island host @host
+ * (verified, its round, shape and host admitted, its replay window not
+ * moved yet): its values checked as a peer's DATA (isthd_values_refusal),
+ * then against its chunk's state; only if every check passed, its replay
+ * window moved (isthd_auth_commit) and it is summed into its chunk.
+ * Refusals counted. Takes @m. true: summed. */
+bool isthd_tree_island_data(struct isthd_worker *w, struct rte_mbuf *m,
+	const struct isth_wire_pkt *p, unsigned int host);
 /* Why PARTIAL @p's values are refused (ISTHD_DROP_MAX: not): a NaN or an
  * infinity, or, [agg] max_abs set, an element above max_abs x the islands
  * its bitmap sums (max_abs bounds one island's DATA; a PARTIAL is a sum). */
@@ -229,9 +246,13 @@ enum isthd_drop isthd_tree_values(const struct isthd *d, const struct isth_wire_
  * shape the aggregator's) is refused by the trees, without side effects:
  * ISTHD_DROP_MAX if its sender may send it. */
 enum isthd_drop isthd_tree_admit(const struct isthd *d, const struct isth_wire_pkt *p);
-/* The RX worker: admitted PARTIAL @p (isthd_tree_admit, replay window
- * moved): summed (up) or handed on (down). Does not take the mbuf. */
-void isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p);
+/* The RX worker: admitted PARTIAL @p (isthd_tree_values, isthd_tree_admit;
+ * its replay window not moved yet): checked against its chunk's state
+ * (round_late, tree_late, tree_duplicate, tree_overlap, tree_bad_bitmap
+ * of a result down, ...); only if every check passed, its replay window
+ * moved (isthd_auth_commit) and it is summed (up) or handed on (down).
+ * Refusals counted. Does not take the mbuf. true: taken. */
+bool isthd_tree_partial(struct isthd_worker *w, const struct isth_wire_pkt *p);
 /* The RX worker: why a peer edge's chunk NACK @p of a tree round (parsed,
  * its tag verified) is refused, without side effects (ISTHD_DROP_MAX: its
  * sender is this edge's parent or child in the tree of every chunk it
@@ -252,6 +273,23 @@ isthd_tree_overdue(uint32_t c, unsigned int k)
 	uint64_t back = (uint64_t)ISTHD_TREE_NACK_LAG * k;
 
 	return c >= back ? (int64_t)(c - back) : -1;
+}
+/*
+ * The earliest a PARTIAL of chunk @c can arrive from an edge whose round
+ * starts at @start, its send line's offset @off_ns and rate @ps (per
+ * payload byte), chunks of @chunk_bytes, @lat_ns one way away: its pace
+ * sends its chunks lowest first from the offset on, chunk c's last byte
+ * no sooner than c + 1 chunks at the rate. 0 when the line is unknown
+ * (@ps 0). Before it, a missing chunk is on its way, not lost: a NACK
+ * would bring it twice (tree_repairs_wasted). tree.c; unit tests.
+ */
+static inline uint64_t
+isthd_tree_arrival(uint64_t start, uint64_t off_ns, uint64_t ps, uint64_t chunk_bytes, uint32_t c,
+	uint64_t lat_ns)
+{
+	if (ps == 0)
+		return 0;
+	return start + off_ns + ((uint64_t)c + 1) * chunk_bytes * ps / 1000u + lat_ns;
 }
 /* The RX worker, once a pass after its WAN RX: cutoffs of tree rounds
  * that passed at @now_ns, the chunks the pace lets go, and one TX burst

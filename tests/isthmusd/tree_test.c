@@ -193,8 +193,25 @@ Test(isthmusd_tree, clique_rounds_and_reload)
 	cr_expect_eq(d.tree.n_rounds, 0);
 	cr_expect_null(d.tree.rounds);
 	cr_expect_eq(isthd_tree_admit(&d, &p), ISTHD_DROP_tree_not_tree);
+	/* no tree round: no accumulators beside [agg] memory */
+	cr_expect_eq(isthd_tree_bytes(s, 51, 324), 0);
 	isth_sched_free(s);
 	free(text);
+}
+
+/* The tree's accumulators, beside [agg] memory: 4 round slots x the
+ * chunks x 2 (the sums, the island's own DATA) x a slot of 4 bytes an
+ * element rounded up to 64. The fixture's chunk-bytes 1296 is 324 int32
+ * elements (1296 B, a 1344 B slot), its payload 65536 B 51 chunks. */
+Test(isthmusd_tree, accumulator_bytes)
+{
+	struct isth_sched *s = load();
+
+	cr_expect_eq(isthd_tree_bytes(s, 51, 324), 4ull * 51 * 2 * 1344);
+	cr_expect_eq(isthd_tree_bytes(s, 51, 324), 548352);
+	/* a slot of 4 elements is one cache line */
+	cr_expect_eq(isthd_tree_bytes(s, 27, 4), 4ull * 27 * 2 * 64);
+	isth_sched_free(s);
 }
 
 #define ELEMS 4
@@ -258,19 +275,19 @@ Test(isthmusd_tree, island_data_values)
 	edge_with_state(SIN);
 	p = with_values(partial(SIN, 0, 0, false), 0, bad);
 	p.hdr.type = ISTH_WIRE_DATA;
-	cr_expect_not(isthd_tree_island_data(&w, NULL, &p));
+	cr_expect_not(isthd_tree_island_data(&w, NULL, &p, 0));
 	cr_expect_eq(w.st.drop[ISTHD_DROP_data_nonfinite], 1);
 	cr_expect_eq(d.tree.chunk[0].have, 0, "a NaN summed into the subtree");
 
 	d.cfg.agg_max_abs_on = true;
 	d.cfg.agg_max_abs = 100;
 	p = with_values(p, 0, big);
-	cr_expect_not(isthd_tree_island_data(&w, NULL, &p));
+	cr_expect_not(isthd_tree_island_data(&w, NULL, &p, 0));
 	cr_expect_eq(w.st.drop[ISTHD_DROP_data_too_large], 1);
 	cr_expect_eq(d.tree.chunk[0].have, 0);
 
 	p = with_values(p, 0, good);
-	cr_expect(isthd_tree_island_data(&w, NULL, &p));
+	cr_expect(isthd_tree_island_data(&w, NULL, &p, 0));
 	cr_expect_eq(d.tree.chunk[0].have, B(SIN));
 	cr_expect_eq(w.st.tree_data, 1);
 	edge_free();
@@ -417,7 +434,7 @@ Test(isthmusd_tree, heard_child_completes)
 	ch = &d.tree.chunk[2]; /* round 0, chunk 2 */
 	p = with_values(partial(SIN, 2, 0, false), 2, v);
 	p.hdr.type = ISTH_WIRE_DATA;
-	cr_expect(isthd_tree_island_data(&w, NULL, &p));
+	cr_expect(isthd_tree_island_data(&w, NULL, &p, 0));
 	cr_expect_not(ch->up, "LON not heard yet");
 	p = with_values(partial(LON, 2, B(LON) | B(AMS), false), 2, v);
 	isthd_tree_partial(&w, &p);
@@ -440,6 +457,138 @@ Test(isthmusd_tree, heard_child_completes)
 	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_late], 1);
 	cr_expect_eq(ch->have, B(SIN) | B(LON) | B(AMS));
 	edge_free();
+}
+
+#define WIN_BITS 256u
+#define EPOCH 1u
+
+/* Auth on at the edge of edge_with_state: the replay windows
+ * isthd_auth_setup would make (epoch 1 in slot 0, one island host),
+ * without keys or engines: what isthd_auth_commit moves. */
+static void
+with_windows(void)
+{
+	struct isthd_auth *au = &d.auth;
+	unsigned int i, words = isth_auth_replay_words(WIN_BITS);
+
+	au->on = true;
+	au->win_bits = WIN_BITS;
+	/* UP DATA and NACK of one host; WAN DATA, NACK, GONE, PARTIAL per island */
+	au->n_win = ISTH_AUTH_MAX_EPOCHS * (2 + 4 * d.n_islands);
+	au->win = calloc(au->n_win, sizeof(*au->win));
+	au->words = calloc((size_t)au->n_win * words, sizeof(uint64_t));
+	cr_assert(au->win != NULL && au->words != NULL);
+	for (i = 0; i < au->n_win; i++)
+		cr_assert_eq(
+			isth_auth_replay_init(&au->win[i], au->words + (size_t)i * words, WIN_BITS),
+			0);
+	for (i = 0; i < ISTH_AUTH_MAX_EPOCHS; i++)
+		au->slot_epoch[i] = -1;
+	au->slot_epoch[0] = EPOCH;
+}
+
+/* @p as a version 2 message with seq @seq, its header written to @buf
+ * (what the replay windows read) */
+static struct isth_wire_pkt
+sealed(struct isth_wire_pkt p, uint8_t *buf, uint64_t seq)
+{
+	p.hdr.version = 2;
+	p.hdr.epoch = EPOCH;
+	p.hdr.seq = seq;
+	cr_assert_eq(isth_wire_put_hdr(buf, ISTH_WIRE_HDR_SIZE, &p.hdr), ISTH_WIRE_HDR_SIZE);
+	p.msg = buf;
+	p.msg_size = ISTH_WIRE_HDR_SIZE;
+	return p;
+}
+
+/* Is @seq of @p's stream (direction @dir) still one the window would take? */
+static bool
+window_takes(const struct isth_wire_pkt *p, enum isth_auth_dir dir, uint64_t seq)
+{
+	const struct isth_auth_replay *win = isthd_auth_window(&d, dir, p->msg, 0);
+
+	cr_assert_not_null(win);
+	return isth_auth_replay_check(win, seq, p->hdr.round) == ISTH_AUTH_OK;
+}
+
+/* A packet the tree refuses (its chunk's state: a duplicate, a result
+ * down whose bitmap disagrees with what this edge sent) leaves its replay
+ * window where it was (doc/protocol.md, receive step 8): a genuine packet
+ * with that seq, or one below it, is still taken. One the tree takes
+ * moves it. SIN, tree 0 (chunk 0): parent LON, children TYO and HKG; SIN
+ * waits for both, so nothing below is sent. */
+Test(isthmusd_tree, refused_leaves_the_replay_window)
+{
+	static const float v[ELEMS] = {1, 2, 3, 4};
+	uint8_t buf[ISTH_WIRE_HDR_SIZE];
+	struct isth_wire_pkt p;
+
+	edge_with_state(SIN);
+	with_windows();
+	/* the island's DATA: taken, its seq committed */
+	p = with_values(partial(SIN, 0, B(SIN), false), 0, v);
+	p.hdr.type = ISTH_WIRE_DATA;
+	p = sealed(p, buf, 10);
+	cr_assert(isthd_tree_island_data(&w, NULL, &p, 0));
+	cr_expect_not(window_takes(&p, ISTH_AUTH_UP, 10), "a taken DATA's seq not committed");
+	/* a second copy under a new seq: tree_duplicate, window unmoved */
+	p = sealed(p, buf, 12);
+	cr_expect_not(isthd_tree_island_data(&w, NULL, &p, 0));
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_duplicate], 1);
+	cr_expect(window_takes(&p, ISTH_AUTH_UP, 12), "a refused DATA moved the window");
+	cr_expect(window_takes(&p, ISTH_AUTH_UP, 11));
+
+	/* TYO's PARTIAL up: taken, committed; its copy refused, not */
+	p = sealed(with_values(partial(TYO, 0, B(TYO), false), 0, v), buf, 30);
+	cr_assert_eq(isthd_tree_admit(&d, &p), ISTHD_DROP_MAX);
+	cr_assert(isthd_tree_partial(&w, &p));
+	cr_expect_eq(d.tree.chunk[0].have, B(SIN) | B(TYO));
+	cr_expect_not(window_takes(&p, ISTH_AUTH_WAN, 30));
+	p = sealed(p, buf, 40);
+	cr_expect_not(isthd_tree_partial(&w, &p));
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_duplicate], 2);
+	cr_expect(window_takes(&p, ISTH_AUTH_WAN, 40), "a refused PARTIAL moved the window");
+	cr_expect(window_takes(&p, ISTH_AUTH_WAN, 31));
+
+	/* LON's result down naming SIN, nothing sent up yet: tree_bad_bitmap */
+	p = sealed(with_values(partial(LON, 0, B(9) - 1, true), 0, v), buf, 50);
+	cr_assert_eq(isthd_tree_admit(&d, &p), ISTHD_DROP_MAX);
+	cr_expect_not(isthd_tree_partial(&w, &p));
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_bad_bitmap], 1);
+	/* a result already down: tree_duplicate */
+	d.tree.chunk[0].down = B(9) - 1;
+	p = sealed(p, buf, 60);
+	cr_expect_not(isthd_tree_partial(&w, &p));
+	cr_expect_eq(w.st.drop[ISTHD_DROP_tree_duplicate], 3);
+	cr_expect_eq(w.st.tree_in, 1, "only TYO's first PARTIAL taken");
+	cr_expect_not(isthd_auth_window(&d, ISTH_AUTH_WAN, p.msg, 0)->started,
+		"a refused result moved LON's window");
+	free(d.auth.win);
+	free(d.auth.words);
+	edge_free();
+}
+
+/* Repair: a child's chunk is not overdue before its pace can have let it
+ * arrive. The fixture's TYO line is 'send 0 6 0 860221': 8e12 / 860221 =
+ * 9299935 ps a byte (as the local line, truncated), from offset 0; its
+ * chunk 2 of 1296 B leaves after 3 chunks, 3888 B at that rate, 36.158
+ * ms, and crosses a 35 ms link. */
+Test(isthmusd_tree, peer_arrival)
+{
+	const struct isthd_tree_round *tb;
+
+	edge_of(SIN);
+	tb = &d.tree.rounds[0];
+	cr_expect_eq(tb->line_ps[TYO], 9299935);
+	cr_expect_eq(tb->line_off_ns[TYO], 0);
+	cr_expect_eq(tb->line_ps[SIN], 0, "the local line is ps_per_byte");
+	cr_expect_eq(tb->ps_per_byte, 8000000000000ull / 852527);
+	cr_expect_eq(isthd_tree_arrival(2000000000, 0, tb->line_ps[TYO], 1296, 2, 35000000),
+		2071158147ull);
+	/* 1 ns a byte: the first 1000 B chunk 1 us after the offset */
+	cr_expect_eq(isthd_tree_arrival(2000000000, 5000000, 1000, 1000, 0, 0), 2005001000ull);
+	cr_expect_eq(isthd_tree_arrival(2000000000, 0, 0, 1296, 2, 35000000), 0, "no line");
+	free(d.tree.rounds);
 }
 
 /* Which chunk a PARTIAL makes overdue from the same edge: the one eight
