@@ -25,12 +25,17 @@
 #define RATE_MIN_SPAN 4
 
 /* Ask peer @s's edge again for chunks @ranges of round @r of its island:
- * one NACK message (@n <= max_ranges). Returns 0 if it was sent. */
+ * one NACK message (@n <= max_ranges), as ISTHD_NACK_BURST frames back to
+ * back with one burst id (the serving edge repairs a chunk once per id),
+ * or one frame when the round's chunks are more than the serving edge
+ * tracks one by one (it would serve every frame). peer_nacks_sent counts
+ * frames. Returns 0 if at least one frame was sent. */
 static int
 nack_peer(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_wire_range *ranges,
 	unsigned int n)
 {
 	struct isthd *d = w->d;
+	unsigned int burst = d->rep.n_chunks <= ISTHD_SERVED_CHUNKS ? ISTHD_NACK_BURST : 1;
 	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_NACK,
 		.flags = ISTH_WIRE_F_CHUNKS,
@@ -38,12 +43,11 @@ nack_peer(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_
 		.count = (uint16_t)n,
 		.job = d->cfg.job,
 		.round = (uint32_t)r,
-		/* version 2: NACK is a stream of its own (IV uniqueness) */
-		.seq = d->auth.on ? w->seq_nack++ : 0,
 		.bitmap = 1ull << s,
 	};
 	const struct isthd_peer *peer = d->peer_of[s];
-	struct rte_mbuf *msg, *f;
+	struct rte_mbuf *msg, *f[ISTHD_NACK_BURST];
+	unsigned int i, k = 0;
 	uint8_t *p;
 
 	if (peer == NULL || n == 0 || n > d->lim.max_ranges)
@@ -53,27 +57,39 @@ nack_peer(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_
 		isth_ctr_add(&w->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
 		return -ENOMEM;
 	}
+	if (++d->rep.nack_burst >= ISTHD_NACK_BURST_IDS)
+		d->rep.nack_burst = 1;
+	h.chunk = burst > 1 ? d->rep.nack_burst : 0;
 	p = (uint8_t *)rte_pktmbuf_append(
 		msg, (uint16_t)(ISTH_WIRE_HDR_SIZE + n * ISTH_WIRE_RANGE_SIZE));
-	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
 	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, n * ISTH_WIRE_RANGE_SIZE, ranges, n);
-	f = isthd_repair_frame_to_peer(d, w->eng, peer, msg);
-	rte_pktmbuf_free(msg);
-	if (f == NULL) {
-		isth_ctr_add(&w->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
-		return -ENOMEM;
+	for (i = 0; i < burst; i++) {
+		/* version 2: NACK is a stream of its own (IV uniqueness);
+		 * each frame its own seq, or the peer's replay window
+		 * refuses the copies */
+		h.seq = d->auth.on ? w->seq_nack++ : 0;
+		isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
+		f[k] = isthd_repair_frame_to_peer(d, w->eng, peer, msg);
+		if (f[k] == NULL)
+			isth_ctr_add(&w->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
+		else
+			k++;
 	}
-	isth_ctr_add(&w->st.peer_nacks_sent, 1);
-	isthd_worker_tx(w, ISTHD_WAN, &f, 1);
+	rte_pktmbuf_free(msg);
+	if (k == 0)
+		return -ENOMEM;
+	isth_ctr_add(&w->st.peer_nacks_sent, k);
+	isthd_worker_tx(w, ISTHD_WAN, f, k);
 	if (unlikely(d->rep.trace)) {
 		char b[256];
 		size_t o = 0;
 
-		for (unsigned int i = 0; i < n && o < sizeof(b) - 48; i++)
+		for (i = 0; i < n && o < sizeof(b) - 48; i++)
 			o += (size_t)snprintf(b + o, sizeof(b) - o, " %" PRIu64 "-%" PRIu64,
 				ranges[i].first, ranges[i].last);
 		b[o] = 0;
-		isthd_repair_trace(d, "nack r %" PRIu64 " s %u ranges%s", r, s, b);
+		isthd_repair_trace(d, "nack r %" PRIu64 " s %u burst %u frames %u ranges%s", r, s,
+			h.chunk, k, b);
 	}
 	return 0;
 }

@@ -208,13 +208,20 @@ asking_edge_free(struct isthd *d)
 }
 
 /* A NACK the edge sent: when (ms from the round's start), to whom, and
- * its ranges. */
+ * its ranges; its burst id (the header's chunk field) and the frames of
+ * that burst seen back to back (each NACK leaves as a burst of frames). */
 struct sent_nack {
 	uint64_t at_ms;
 	unsigned int sender;
 	unsigned int n;
 	struct isth_wire_range g[4];
+	uint32_t burst;
+	unsigned int frames;
 };
+
+/* The frames each NACK leaves as (app/isthmusd/repair.h): 20 chunks are
+ * tracked one by one by the serving edge, so every NACK is a burst. */
+#define BURST 4
 
 /*
  * Play round 0 from peer @s, millisecond by millisecond from @from_ms to
@@ -260,10 +267,20 @@ play_rep(struct isthd *d, unsigned int s, const uint64_t *arr_ms, const uint64_t
 			/* the other peer sends nothing: its NACKs are not
 			 * this test's */
 			if (p.hdr.bitmap == 1ull << s) {
+				/* another frame of the burst before it */
+				if (n > 0 && out[n - 1].at_ms == ms && p.hdr.chunk != 0 &&
+					out[n - 1].burst == p.hdr.chunk) {
+					out[n - 1].frames++;
+					cr_assert_eq(p.hdr.count, out[n - 1].n);
+					rte_pktmbuf_free(m);
+					continue;
+				}
 				cr_assert_lt(n, MAX_NACKS);
 				out[n].at_ms = ms;
 				out[n].sender = (unsigned int)__builtin_ctzll(p.hdr.bitmap);
 				out[n].n = RTE_MIN(p.hdr.count, 4u);
+				out[n].burst = p.hdr.chunk;
+				out[n].frames = 1;
 				for (unsigned int i = 0; i < out[n].n; i++)
 					isth_wire_get_range(&p, i, &out[n].g[i]);
 				n++;
@@ -271,6 +288,9 @@ play_rep(struct isthd *d, unsigned int s, const uint64_t *arr_ms, const uint64_t
 			rte_pktmbuf_free(m);
 		}
 	}
+	for (unsigned int i = 0; i < n; i++)
+		cr_expect_eq(out[i].frames, BURST, "NACK %u at %llu ms: %u frames, want %u", i,
+			(unsigned long long)out[i].at_ms, out[i].frames, BURST);
 	return n;
 }
 
@@ -667,6 +687,38 @@ Test(isthmusd_repair, an_early_gap_nack_is_not_copied, .init = eal_up, .fini = e
 	cr_expect_eq(nk[0].at_ms, 58);
 	cr_expect_eq(nk[0].g[0].first, 8);
 	cr_expect_eq(nk[0].g[0].last, 8);
+	asking_edge_free(d);
+}
+
+/*
+ * Each NACK leaves as a burst of frames back to back, one burst id (the
+ * header's chunk field, not 0) for the burst and another for the next:
+ * under bursty loss single NACKs spaced in time all died in one loss
+ * burst of a quiet link, and the serving edge repairs a chunk once per
+ * id. Peer 1 (back-off 65 ms), chunks at 40 + 2c ms, chunk 8 lost: the
+ * gap NACK at 58 ms (chunk 9), its retry at 58 + 65 + 1 x 2 = 125 ms;
+ * each BURST frames (play_rep counts them), the two ids differ; no more
+ * frames than that (peer_nacks_sent counts frames).
+ */
+Test(isthmusd_repair, a_nack_leaves_as_a_burst_of_frames_with_one_id, .init = eal_up,
+	.fini = eal_down)
+{
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
+		arr[c] = c == 8 ? 0 : 40 + 2 * c;
+	n = play(d, 1, arr, 0, 130, nk);
+	cr_assert_eq(n, 2, "%u NACKs, want 2", n);
+	cr_expect_eq(nk[0].at_ms, 58);
+	cr_expect_eq(nk[1].at_ms, 125);
+	cr_expect_neq(nk[0].burst, 0);
+	cr_expect_neq(nk[1].burst, 0);
+	cr_expect_neq(nk[0].burst, nk[1].burst);
+	cr_expect_eq(isth_ctr_get(&d->workers[0].st.peer_nacks_sent), 2 * BURST);
 	asking_edge_free(d);
 }
 
