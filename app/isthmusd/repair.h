@@ -97,19 +97,25 @@ struct isthd_repair_served {
 };
 
 /*
- * Frames a chunk NACK to a peer edge leaves as, back to back, each sealed
- * with its own seq and carrying the same burst id in its header's chunk
- * field (repair_nack.c, nack_peer); the serving edge repairs a chunk once
- * per burst id (isthd_repair_serve), so the copies cost NACK bytes only.
- * A WAN whose loss comes in bursts of frames (Gilbert-Elliott, its state
- * moving per frame) holds a quiet link in its bad state for as many frames
- * as the burst lasts, however long that takes: late in a round, when a
- * link carries little but NACKs, five single NACKs spread over 300 ms all
- * died in one burst (doc/notes/performance-log.md, section 9). Only
+ * Frames a last-chance tail NACK or retry to a peer edge (at most two
+ * retries left before the cutoff; repair_nack.c, check_stream) of at most
+ * ISTHD_NACK_BURST_RANGES ranges leaves as, back to back, each sealed with
+ * its own seq and carrying the same burst id in its header's chunk field
+ * (nack_peer); the serving edge repairs a chunk once per burst id
+ * (isthd_repair_serve), so the copies cost NACK bytes only. A WAN whose
+ * loss comes in bursts of frames (Gilbert-Elliott, its state moving per
+ * frame) holds a quiet link in its bad state for as many frames as the
+ * burst lasts, however long that takes: late in a round, when a link
+ * carries little but NACKs, five single NACKs spread over 300 ms all died
+ * in one burst (doc/notes/performance-log.md, section 9). Not every NACK:
+ * at 10 % random loss, bursts of every NACK (2026-12-06: 87 -> 602 partial
+ * results of 13,635), or of every last chance with gap NACKs and copies
+ * (124 -> 330), filled the WAN's priority class and delayed DATA. Only
  * payloads of at most ISTHD_SERVED_CHUNKS chunks (where the serving edge
  * tracks every chunk) are NACKed in bursts.
  */
 #define ISTHD_NACK_BURST 4u
+#define ISTHD_NACK_BURST_RANGES 4u
 #define ISTHD_NACK_BURST_IDS (1u << 24)
 
 /* Segments of a round's chunk -> ring seq map (struct isthd_egress). */

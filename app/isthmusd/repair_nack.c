@@ -25,17 +25,22 @@
 #define RATE_MIN_SPAN 4
 
 /* Ask peer @s's edge again for chunks @ranges of round @r of its island:
- * one NACK message (@n <= max_ranges), as ISTHD_NACK_BURST frames back to
- * back with one burst id (the serving edge repairs a chunk once per id),
- * or one frame when the round's chunks are more than the serving edge
- * tracks one by one (it would serve every frame). peer_nacks_sent counts
- * frames. Returns 0 if at least one frame was sent. */
+ * one NACK message (@n <= max_ranges). A @last chance (at most two retries
+ * left before the cutoff) of at most ISTHD_NACK_BURST_RANGES ranges leaves
+ * as ISTHD_NACK_BURST frames back to back with one burst id (the serving
+ * edge repairs a chunk once per id), unless the round's chunks are more
+ * than the serving edge tracks one by one (it would serve every frame);
+ * any other NACK as one frame. peer_nacks_sent counts frames. Returns 0
+ * if at least one frame was sent. */
 static int
 nack_peer(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_wire_range *ranges,
-	unsigned int n)
+	unsigned int n, bool last)
 {
 	struct isthd *d = w->d;
-	unsigned int burst = d->rep.n_chunks <= ISTHD_SERVED_CHUNKS ? ISTHD_NACK_BURST : 1;
+	unsigned int burst =
+		last && n <= ISTHD_NACK_BURST_RANGES && d->rep.n_chunks <= ISTHD_SERVED_CHUNKS
+		? ISTHD_NACK_BURST
+		: 1;
 	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_NACK,
 		.flags = ISTH_WIRE_F_CHUNKS,
@@ -102,14 +107,14 @@ chunk_seen(const uint64_t *bits, uint32_t c)
 
 /*
  * NACK every chunk in [@from, @upto) still missing from sender @s in round
- * @r: as many messages as the ranges need (max_ranges each). Returns the
- * messages sent (0: nothing missing or nothing could leave); *@named (if
- * not NULL) counts the chunks those messages name: the repair train that
- * answers them.
+ * @r: as many messages as the ranges need (max_ranges each), in bursts if
+ * a @last chance (nack_peer). Returns the messages sent (0: nothing
+ * missing or nothing could leave); *@named (if not NULL) counts the chunks
+ * those messages name: the repair train that answers them.
  */
 static unsigned int
 nack_missing(struct isthd_worker *w, unsigned int s, uint64_t r, const uint64_t *bits,
-	uint32_t from, uint32_t upto, uint32_t *named)
+	uint32_t from, uint32_t upto, uint32_t *named, bool last)
 {
 	struct isth_wire_range g[ISTHD_BURST];
 	unsigned int n = 0, sent = 0, max = w->d->lim.max_ranges;
@@ -131,7 +136,7 @@ nack_missing(struct isthd_worker *w, unsigned int s, uint64_t r, const uint64_t 
 		g[n].last = c - 1;
 		in += c - a;
 		if (++n == max) {
-			if (nack_peer(w, s, r, g, n) == 0) {
+			if (nack_peer(w, s, r, g, n, last) == 0) {
 				sent++;
 				nm += in;
 			}
@@ -139,7 +144,7 @@ nack_missing(struct isthd_worker *w, unsigned int s, uint64_t r, const uint64_t 
 			in = 0;
 		}
 	}
-	if (n && nack_peer(w, s, r, g, n) == 0) {
+	if (n && nack_peer(w, s, r, g, n, last) == 0) {
 		sent++;
 		nm += in;
 	}
@@ -342,7 +347,8 @@ isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 		struct isth_wire_range g = {t->next, c - 1};
 		uint64_t cut = d->clk.epoch_ns + r * d->clk.round_ns + rt->cutoff[s];
 
-		if (nack_peer(w, s, r, &g, 1) == 0) {
+		/* one frame: a gap NACK is early, or copied (gap_copies) */
+		if (nack_peer(w, s, r, &g, 1, false) == 0) {
 			if (t->nack_at == 0)
 				nack_sent(w, t, now_ns, c - t->next, rt->chunk_ns[s], cut);
 			gap_copies(d, t, t->next, c - 1, now_ns, cut);
@@ -395,7 +401,7 @@ copy_due(struct isthd_worker *w, struct isthd_rx_track *t, uint64_t r, unsigned 
 	upto = t->tail_due ? d->rep.n_chunks : t->next;
 	if (t->copy_to && t->copy_to < upto)
 		upto = t->copy_to;
-	k = nack_missing(w, s, r, bits, t->copy_from, (uint32_t)upto, NULL);
+	k = nack_missing(w, s, r, bits, t->copy_from, (uint32_t)upto, NULL, false);
 	ISTHD_REPAIR_TRACE(d, "copy r %" PRIu64 " s %u nacks %u", r, s, k);
 	return k;
 }
@@ -450,7 +456,7 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 	struct isthd_rx_track *t;
 	unsigned int copies = 1, k, work = 0;
 	uint32_t from, named = 0;
-	bool tail_now = false;
+	bool tail_now = false, last;
 
 	t = rx_slot(w->d, rt, r, s, &bits);
 	if (t->done)
@@ -522,9 +528,10 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 	 * bottleneck) than lost whole, and a copy of it spent a round's
 	 * stream of the repeat allowance that the chunks lost later needed
 	 * (doc/notes/isthmusd-design.md, "WAN repair", "Last chances"). */
-	if (now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut && t->first_ns != 0)
+	last = now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut && t->first_ns != 0;
+	if (last)
 		copies = d->cfg.wan_last_nack_copies;
-	k = nack_missing(w, s, r, bits, from, (uint32_t)upto, &named);
+	k = nack_missing(w, s, r, bits, from, (uint32_t)upto, &named, last);
 	if (k == 0 && from)
 		return work; /* the tail came as repairs (tail copies) */
 	nack_after(w, t, from, k, copies, named, rt->chunk_ns[s], cut, now_ns);
