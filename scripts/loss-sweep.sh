@@ -19,7 +19,7 @@
 # directory) as DIR/<label>-s<seed>. Prints, per run:
 #   label seed partial aggregates per10k round/T wrong nacks retries
 #   unrepaired tail unasked repairs late_repairs late_data gone budget
-#   attempts burst partial_timeout wan_loss_drops repairs_sent wan_prio
+#   attempts partial_timeout wan_loss_drops repairs_sent wan_prio
 #   wan_prio_full headroom load
 # Every run takes the testbed's and isthmusd's defaults (priority class,
 # slack, NACK copies): nothing but --loss/--ge, the seed and the options
@@ -27,9 +27,6 @@
 # (partial results depend on it: a starved host shows as late_data).
 # (budget, attempts: chunks the serving edges refused over a peer's repair
 # budget, and over [wan] repair_attempts repairs of one chunk to one peer;
-# burst: chunks asked again by another frame of a NACK burst that already
-# got them repaired, not served (drop_repair_burst: each NACK leaves as a
-# burst of frames);
 # repairs_sent: the edges' repair frames, tail copies included; wan_prio:
 # frames the WAN's links served in the priority class, per hop;
 # wan_prio_full: frames the priority class's queue limit dropped;
@@ -59,7 +56,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift 2 ;;
 	--headroom) HEADROOM=$2; shift 2 ;;
 	--) shift; EXTRA=("$@"); break ;;
-	-h|--help) sed -n 3,40p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n 3,37p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "loss-sweep.sh: unknown option '$1' (--help)" >&2; exit 2 ;;
 	esac
 done
@@ -87,9 +84,9 @@ wan_loss() {
 }
 
 status=0
-printf '%-8s %4s %7s %6s %7s %7s %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %6s %7s %9s %8s %8s %9s %8s %9s\n' \
+printf '%-8s %4s %7s %6s %7s %7s %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s %8s %9s\n' \
 	label seed partial aggs per10k round/T wrong nacks retries unrepaired tail unasked \
-	repairs late_r late_data gone budget attempts burst p_tmo wan_loss rep_sent wan_prio prio_full headroom load
+	repairs late_r late_data gone budget attempts p_tmo wan_loss rep_sent wan_prio prio_full headroom load
 run() {
 	local label=$1 seed=$2 dir load0
 	shift 2
@@ -111,7 +108,7 @@ run() {
 		[[ "$f" == *=* ]] && v[${f%%=*}]=${f#*=}
 	done
 	[ "${v[wrong]}" = 0 ] || status=1
-	printf '%-8s %4s %7s %6s %7.1f %7.2f %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %6s %7s %9s %8s %8s %9s %8s %9s\n' \
+	printf '%-8s %4s %7s %6s %7.1f %7.2f %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s %8s %9s\n' \
 		"$label" "$seed" "${v[partial]}" "${v[aggregates]}" \
 		"$(awk -v p="${v[partial]}" -v a="${v[aggregates]}" 'BEGIN {print a ? 10000 * p / a : 0}')" \
 		"$(awk -v m="${v[round_ms_mean]}" -v t="${v[round_ms_planned]}" 'BEGIN {print t ? m / t : 0}')" \
@@ -120,7 +117,7 @@ run() {
 		"$(ctr "$dir" peer_unrepaired_unasked)" "$(ctr "$dir" peer_repairs_rx)" \
 		"$(ctr "$dir" peer_repairs_late)" "$(ctr "$dir" peer_data_late)" \
 		"$(ctr "$dir" drop_repair_gone)" "$(ctr "$dir" drop_repair_budget)" \
-		"$(ctr "$dir" drop_repair_attempts)" "$(ctr "$dir" drop_repair_burst)" \
+		"$(ctr "$dir" drop_repair_attempts)" \
 		"$(ctr "$dir" partial_timeout)" "$(wan_loss "$dir")" "$(ctr "$dir" repairs_sent)" \
 		"$(wan_col "$dir" priority)" "$(wan_col "$dir" prio_queue_full)" "${HEADROOM:-plan}" \
 		"$load0-$(cut -d' ' -f1 /proc/loadavg)"

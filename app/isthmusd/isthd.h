@@ -112,9 +112,6 @@ enum {
 		"spent") \
 	X(repair_attempts, \
 		"chunk repairs refused: repaired [wan] repair_attempts times to the peer") \
-	X(repair_burst, \
-		"chunk repairs not sent: repaired to the peer for another frame of the same NACK " \
-		"burst") \
 	X(nack_budget, \
 		"island NACK cut short: its AGG repair budget (per NACK, per round) is spent") \
 	X(auth_format, \

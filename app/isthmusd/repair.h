@@ -89,34 +89,8 @@ struct isthd_repair_served {
 	/* (uint32_t)(round + 1) the entry holds: any other value reads as
 	 * empty, so a new round needs no clearing pass */
 	uint32_t round1;
-	uint32_t serves : 8; /* repairs of the chunk to the peer (<= 64) */
-	/* the NACK burst (a NACK's header chunk field, 1..2^24 - 1) that
-	 * last got the chunk repaired; 0: none. The other frames of that
-	 * burst name it again and are not served (ISTHD_NACK_BURST) */
-	uint32_t burst : 24;
+	uint32_t serves; /* repairs of the chunk to the peer */
 };
-
-/*
- * Frames a last-chance tail NACK or retry to a peer edge (at most two
- * retries left before the cutoff; repair_nack.c, check_stream) of at most
- * ISTHD_NACK_BURST_RANGES ranges leaves as, back to back, each sealed with
- * its own seq and carrying the same burst id in its header's chunk field
- * (nack_peer); the serving edge repairs a chunk once per burst id
- * (isthd_repair_serve), so the copies cost NACK bytes only. A WAN whose
- * loss comes in bursts of frames (Gilbert-Elliott, its state moving per
- * frame) holds a quiet link in its bad state for as many frames as the
- * burst lasts, however long that takes: late in a round, when a link
- * carries little but NACKs, five single NACKs spread over 300 ms all died
- * in one burst (doc/notes/performance-log.md, section 9). Not every NACK:
- * at 10 % random loss, bursts of every NACK (2026-12-06: 87 -> 602 partial
- * results of 13,635), or of every last chance with gap NACKs and copies
- * (124 -> 330), filled the WAN's priority class and delayed DATA. Only
- * payloads of at most ISTHD_SERVED_CHUNKS chunks (where the serving edge
- * tracks every chunk) are NACKed in bursts.
- */
-#define ISTHD_NACK_BURST 4u
-#define ISTHD_NACK_BURST_RANGES 4u
-#define ISTHD_NACK_BURST_IDS (1u << 24)
 
 /* Segments of a round's chunk -> ring seq map (struct isthd_egress). */
 #define ISTHD_KEEP_SEGS 4
@@ -203,9 +177,6 @@ struct isthd_repair {
 	 * line of its own (the struct's last, padded), away from the init
 	 * fields every worker reads */
 	uint64_t tail_next __rte_cache_aligned;
-	/* the RX worker only: the last NACK burst id sent (nack_peer;
-	 * 1..ISTHD_NACK_BURST_IDS - 1, 0 before the first) */
-	uint32_t nack_burst;
 };
 
 /* One repair event to stderr when d->rep.trace (isthd_repair_trace). */

@@ -25,22 +25,12 @@
 #define RATE_MIN_SPAN 4
 
 /* Ask peer @s's edge again for chunks @ranges of round @r of its island:
- * one NACK message (@n <= max_ranges). A @last chance (at most two retries
- * left before the cutoff) of at most ISTHD_NACK_BURST_RANGES ranges leaves
- * as ISTHD_NACK_BURST frames back to back with one burst id (the serving
- * edge repairs a chunk once per id), unless the round's chunks are more
- * than the serving edge tracks one by one (it would serve every frame);
- * any other NACK as one frame. peer_nacks_sent counts frames. Returns 0
- * if at least one frame was sent. */
+ * one NACK message (@n <= max_ranges). Returns 0 if it was sent. */
 static int
 nack_peer(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_wire_range *ranges,
-	unsigned int n, bool last)
+	unsigned int n)
 {
 	struct isthd *d = w->d;
-	unsigned int burst =
-		last && n <= ISTHD_NACK_BURST_RANGES && d->rep.n_chunks <= ISTHD_SERVED_CHUNKS
-		? ISTHD_NACK_BURST
-		: 1;
 	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_NACK,
 		.flags = ISTH_WIRE_F_CHUNKS,
@@ -48,11 +38,12 @@ nack_peer(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_
 		.count = (uint16_t)n,
 		.job = d->cfg.job,
 		.round = (uint32_t)r,
+		/* version 2: NACK is a stream of its own (IV uniqueness) */
+		.seq = d->auth.on ? w->seq_nack++ : 0,
 		.bitmap = 1ull << s,
 	};
 	const struct isthd_peer *peer = d->peer_of[s];
-	struct rte_mbuf *msg, *f[ISTHD_NACK_BURST];
-	unsigned int i, k = 0;
+	struct rte_mbuf *msg, *f;
 	uint8_t *p;
 
 	if (peer == NULL || n == 0 || n > d->lim.max_ranges)
@@ -62,39 +53,27 @@ nack_peer(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_
 		isth_ctr_add(&w->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
 		return -ENOMEM;
 	}
-	if (++d->rep.nack_burst >= ISTHD_NACK_BURST_IDS)
-		d->rep.nack_burst = 1;
-	h.chunk = burst > 1 ? d->rep.nack_burst : 0;
 	p = (uint8_t *)rte_pktmbuf_append(
 		msg, (uint16_t)(ISTH_WIRE_HDR_SIZE + n * ISTH_WIRE_RANGE_SIZE));
+	isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
 	isth_wire_put_ranges(p + ISTH_WIRE_HDR_SIZE, n * ISTH_WIRE_RANGE_SIZE, ranges, n);
-	for (i = 0; i < burst; i++) {
-		/* version 2: NACK is a stream of its own (IV uniqueness);
-		 * each frame its own seq, or the peer's replay window
-		 * refuses the copies */
-		h.seq = d->auth.on ? w->seq_nack++ : 0;
-		isth_wire_put_hdr(p, ISTH_WIRE_HDR_SIZE, &h);
-		f[k] = isthd_repair_frame_to_peer(d, w->eng, peer, msg);
-		if (f[k] == NULL)
-			isth_ctr_add(&w->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
-		else
-			k++;
-	}
+	f = isthd_repair_frame_to_peer(d, w->eng, peer, msg);
 	rte_pktmbuf_free(msg);
-	if (k == 0)
+	if (f == NULL) {
+		isth_ctr_add(&w->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
 		return -ENOMEM;
-	isth_ctr_add(&w->st.peer_nacks_sent, k);
-	isthd_worker_tx(w, ISTHD_WAN, f, k);
+	}
+	isth_ctr_add(&w->st.peer_nacks_sent, 1);
+	isthd_worker_tx(w, ISTHD_WAN, &f, 1);
 	if (unlikely(d->rep.trace)) {
 		char b[256];
 		size_t o = 0;
 
-		for (i = 0; i < n && o < sizeof(b) - 48; i++)
+		for (unsigned int i = 0; i < n && o < sizeof(b) - 48; i++)
 			o += (size_t)snprintf(b + o, sizeof(b) - o, " %" PRIu64 "-%" PRIu64,
 				ranges[i].first, ranges[i].last);
 		b[o] = 0;
-		isthd_repair_trace(d, "nack r %" PRIu64 " s %u burst %u frames %u ranges%s", r, s,
-			h.chunk, k, b);
+		isthd_repair_trace(d, "nack r %" PRIu64 " s %u ranges%s", r, s, b);
 	}
 	return 0;
 }
@@ -107,14 +86,14 @@ chunk_seen(const uint64_t *bits, uint32_t c)
 
 /*
  * NACK every chunk in [@from, @upto) still missing from sender @s in round
- * @r: as many messages as the ranges need (max_ranges each), in bursts if
- * a @last chance (nack_peer). Returns the messages sent (0: nothing
- * missing or nothing could leave); *@named (if not NULL) counts the chunks
- * those messages name: the repair train that answers them.
+ * @r: as many messages as the ranges need (max_ranges each). Returns the
+ * messages sent (0: nothing missing or nothing could leave); *@named (if
+ * not NULL) counts the chunks those messages name: the repair train that
+ * answers them.
  */
 static unsigned int
 nack_missing(struct isthd_worker *w, unsigned int s, uint64_t r, const uint64_t *bits,
-	uint32_t from, uint32_t upto, uint32_t *named, bool last)
+	uint32_t from, uint32_t upto, uint32_t *named)
 {
 	struct isth_wire_range g[ISTHD_BURST];
 	unsigned int n = 0, sent = 0, max = w->d->lim.max_ranges;
@@ -136,7 +115,7 @@ nack_missing(struct isthd_worker *w, unsigned int s, uint64_t r, const uint64_t 
 		g[n].last = c - 1;
 		in += c - a;
 		if (++n == max) {
-			if (nack_peer(w, s, r, g, n, last) == 0) {
+			if (nack_peer(w, s, r, g, n) == 0) {
 				sent++;
 				nm += in;
 			}
@@ -144,7 +123,7 @@ nack_missing(struct isthd_worker *w, unsigned int s, uint64_t r, const uint64_t 
 			in = 0;
 		}
 	}
-	if (n && nack_peer(w, s, r, g, n, last) == 0) {
+	if (n && nack_peer(w, s, r, g, n) == 0) {
 		sent++;
 		nm += in;
 	}
@@ -347,8 +326,7 @@ isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 		struct isth_wire_range g = {t->next, c - 1};
 		uint64_t cut = d->clk.epoch_ns + r * d->clk.round_ns + rt->cutoff[s];
 
-		/* one frame: a gap NACK is early, or copied (gap_copies) */
-		if (nack_peer(w, s, r, &g, 1, false) == 0) {
+		if (nack_peer(w, s, r, &g, 1) == 0) {
 			if (t->nack_at == 0)
 				nack_sent(w, t, now_ns, c - t->next, rt->chunk_ns[s], cut);
 			gap_copies(d, t, t->next, c - 1, now_ns, cut);
@@ -401,7 +379,7 @@ copy_due(struct isthd_worker *w, struct isthd_rx_track *t, uint64_t r, unsigned 
 	upto = t->tail_due ? d->rep.n_chunks : t->next;
 	if (t->copy_to && t->copy_to < upto)
 		upto = t->copy_to;
-	k = nack_missing(w, s, r, bits, t->copy_from, (uint32_t)upto, NULL, false);
+	k = nack_missing(w, s, r, bits, t->copy_from, (uint32_t)upto, NULL);
 	ISTHD_REPAIR_TRACE(d, "copy r %" PRIu64 " s %u nacks %u", r, s, k);
 	return k;
 }
@@ -456,7 +434,7 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 	struct isthd_rx_track *t;
 	unsigned int copies = 1, k, work = 0;
 	uint32_t from, named = 0;
-	bool tail_now = false, last;
+	bool tail_now = false;
 
 	t = rx_slot(w->d, rt, r, s, &bits);
 	if (t->done)
@@ -528,10 +506,9 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 	 * bottleneck) than lost whole, and a copy of it spent a round's
 	 * stream of the repeat allowance that the chunks lost later needed
 	 * (doc/notes/isthmusd-design.md, "WAN repair", "Last chances"). */
-	last = now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut && t->first_ns != 0;
-	if (last)
+	if (now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut && t->first_ns != 0)
 		copies = d->cfg.wan_last_nack_copies;
-	k = nack_missing(w, s, r, bits, from, (uint32_t)upto, &named, last);
+	k = nack_missing(w, s, r, bits, from, (uint32_t)upto, &named);
 	if (k == 0 && from)
 		return work; /* the tail came as repairs (tail copies) */
 	nack_after(w, t, from, k, copies, named, rt->chunk_ns[s], cut, now_ns);

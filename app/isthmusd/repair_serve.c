@@ -130,10 +130,8 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	unsigned int i, k, n = p->hdr.count, cut;
 	struct isthd_repair_served *sv;
 	struct isthd_repair_budget *b;
-	uint64_t r = p->hdr.round, over, spent, again;
+	uint64_t r = p->hdr.round, over, spent;
 	uint32_t attempts = d->cfg.wan_repair_attempts;
-	/* the asker's burst id (0: a NACK of its own, served in full) */
-	uint32_t burst = p->hdr.chunk & (ISTHD_NACK_BURST_IDS - 1);
 
 	/* isthd_repair_admit passed it: the peer's address, in the clique */
 	if (eg->ring == NULL || eg->base[r & 1].round != r) {
@@ -156,7 +154,6 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	}
 	over = 0;
 	spent = 0;
-	again = 0;
 	k = 0;
 	for (i = 0; i < n; i++) {
 		for (uint64_t c = want[i].first; c <= want[i].last; c++) {
@@ -165,12 +162,6 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 			if (e && e->round1 != (uint32_t)(r + 1)) {
 				e->round1 = (uint32_t)(r + 1);
 				e->serves = 0;
-				e->burst = 0;
-			}
-			/* another frame of a NACK burst that got it repaired */
-			if (e && burst && e->burst == burst) {
-				again++;
-				continue;
 			}
 			if (e && e->serves >= attempts) {
 				spent++;
@@ -189,10 +180,8 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 				}
 				b->used++;
 			}
-			if (e) {
+			if (e)
 				e->serves++;
-				e->burst = burst;
-			}
 			if (k > 0 && acc[k - 1].last + 1 == c) {
 				acc[k - 1].last++;
 				continue;
@@ -208,12 +197,9 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	if (unlikely(d->rep.trace))
 		isthd_repair_trace(d,
 			"serve r %" PRIu64 " to %u ranges %u first %" PRIu64 " over %" PRIu64
-			" spent %" PRIu64 " burst %u again %" PRIu64
-			" used %u repeats %u worker %u",
-			r, p->hdr.sender, n, n ? want[0].first : 0, over, spent, burst, again,
-			b->used, b->repeats, w->id);
-	if (again)
-		isth_ctr_add(&st->drop[ISTHD_DROP_repair_burst], again);
+			" spent %" PRIu64 " used %u repeats %u worker %u",
+			r, p->hdr.sender, n, n ? want[0].first : 0, over, spent, b->used,
+			b->repeats, w->id);
 	if (over)
 		isth_ctr_add(&st->drop[ISTHD_DROP_repair_budget], over);
 	if (spent)

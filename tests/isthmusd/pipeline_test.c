@@ -838,13 +838,6 @@ poll_access_q(unsigned int q)
 static unsigned int peer_nacks[ROUNDS + 2][N];
 static uint64_t peer_nacked_chunks[ROUNDS + 2][N];
 static unsigned int chunk_nacks[ROUNDS + 2][N][CHUNKS];
-/* The edge sends a last-chance NACK of a few ranges as a burst of frames
- * back to back with one burst id (the header's chunk field), any other as
- * one frame (id 0); the harness, like a serving edge, answers a burst
- * once: the last id per peer, the frames, the bursts and the single NACKs
- * seen (each burst ISTHD_NACK_BURST frames). */
-static uint32_t nack_burst_last[N];
-static unsigned int nack_frames, nack_bursts, nack_singles;
 static unsigned int answered; /* repairs the harness sent */
 /*
  * When the edge can have sent each NACK naming the chunk never repaired:
@@ -970,12 +963,6 @@ poll_wan_q(unsigned int q)
 			cr_expect_eq(p.hdr.bitmap, 1ull << peer);
 			if (p.hdr.round >= ROUNDS)
 				continue; /* rounds the harness no longer plays */
-			nack_frames++;
-			if (p.hdr.chunk != 0 && p.hdr.chunk == nack_burst_last[peer])
-				continue; /* another frame of the burst */
-			nack_burst_last[peer] = p.hdr.chunk;
-			nack_bursts += p.hdr.chunk != 0;
-			nack_singles += p.hdr.chunk == 0;
 			peer_nacks[p.hdr.round][peer]++;
 			for (unsigned int k = 0; k < p.hdr.count; k++) {
 				isth_wire_get_range(&p, k, &rg);
@@ -2015,12 +2002,6 @@ run_pipeline(void)
 	}
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.peer_chunks_unrepaired), 1);
 	cr_expect_geq(isth_ctr_get(&edge.workers[0].st.peer_nack_retries), 3 + 1 + 1);
-	/* a burst is 4 frames (CHUNKS: the serving edge tracks each chunk);
-	 * the last chances of the chunk never repaired were bursts (its
-	 * cutoff, 99 ms, is within 3 back-offs of 5 ms from its retries) */
-	cr_expect_eq(nack_frames, 4 * nack_bursts + nack_singles,
-		"%u NACK frames: %u bursts, %u single", nack_frames, nack_bursts, nack_singles);
-	cr_expect_geq(nack_bursts, 3, "%u NACK bursts", nack_bursts);
 	cr_expect_eq(repairs_ok, 1, "peer NACK not repaired");
 	/* the tail copies: one per peer of every round played (the last one
 	 * may end before its copies leave) */
@@ -2708,10 +2689,9 @@ keep_island_round_but(uint32_t r, uint32_t skip)
 }
 
 /* Peer @s asks, from @src_ip, for @k ranges of island A's round 0, each
- * the whole round and more, in a NACK of burst id @burst (its header's
- * chunk field; 0: none). @return the frame's bytes. */
+ * the whole round and more. @return the frame's bytes. */
 static uint64_t
-storm_nack_id(unsigned int s, uint32_t src_ip, unsigned int k, uint32_t burst)
+storm_nack(unsigned int s, uint32_t src_ip, unsigned int k)
 {
 	struct isth_wire_range rg[8];
 	struct isth_wire_hdr h = {
@@ -2721,7 +2701,6 @@ storm_nack_id(unsigned int s, uint32_t src_ip, unsigned int k, uint32_t burst)
 		.count = (uint16_t)k,
 		.job = JOB,
 		.round = 0,
-		.chunk = burst,
 		.bitmap = 1u << A,
 	};
 	uint8_t body[sizeof(rg) * 2];
@@ -2738,12 +2717,6 @@ storm_nack_id(unsigned int s, uint32_t src_ip, unsigned int k, uint32_t burst)
 	len = rte_pktmbuf_pkt_len(m);
 	cr_assert_eq(rte_ring_enqueue(w_in, m), 0);
 	return len;
-}
-
-static uint64_t
-storm_nack(unsigned int s, uint32_t src_ip, unsigned int k)
-{
-	return storm_nack_id(s, src_ip, k, 0);
 }
 
 /* Frames the edge sent on the WAN since the last call: bytes, repairs to
@@ -2867,54 +2840,6 @@ Test(isthmusd, repair_after_a_chunk_that_never_reached_the_ring, .init = eal_up,
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_gone]), 1, "gone %lu",
 		(unsigned long)isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_gone]));
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_mismatch]), 0);
-	isthd_teardown(&edge);
-	isthd_ports_close(&edge);
-}
-
-/*
- * A NACK burst: the asking edge sends each chunk NACK as several frames
- * back to back with one burst id in the header's chunk field (bursty loss
- * takes single NACKs); the serving edge repairs a chunk once per burst id
- * and counts the rest (drop_repair_burst). Four frames of burst 7 naming
- * the whole round: CHUNKS repairs, 3 x CHUNKS not sent; two frames of
- * burst 8 (a later copy): CHUNKS more, CHUNKS not sent; a NACK without an
- * id (0, as before bursts): served as far as the repeat allowance (CHUNKS
- * + 2, of which burst 8 took CHUNKS) goes, 2 more. Without the rule the
- * second frame of burst 7 already spent the repeat allowance's CHUNKS.
- */
-Test(isthmusd, a_nack_burst_is_served_once_per_burst_id, .init = eal_up, .fini = eal_down,
-	.timeout = 60)
-{
-	unsigned int repairs[N] = {0};
-	uint64_t chunks[N] = {0};
-	const uint64_t *again;
-
-	idle_edge_up();
-	keep_island_round(0);
-	again = &edge.workers[0].st.drop[ISTHD_DROP_repair_burst];
-	for (unsigned int i = 0; i < 4; i++)
-		storm_nack_id(B, 0x0a000002, 1, 7);
-	pump(4);
-	drain_wan(repairs, chunks);
-	cr_expect_eq(repairs[B], CHUNKS, "burst 7: %u repairs", repairs[B]);
-	cr_expect_eq(chunks[B], (1ull << CHUNKS) - 1);
-	cr_expect_eq(isth_ctr_get(again), 3 * CHUNKS);
-	storm_nack_id(B, 0x0a000002, 1, 8);
-	storm_nack_id(B, 0x0a000002, 1, 8);
-	pump(6);
-	drain_wan(repairs, chunks);
-	cr_expect_eq(repairs[B], 2 * CHUNKS, "burst 8: %u repairs in all", repairs[B]);
-	cr_expect_eq(isth_ctr_get(again), 4 * CHUNKS);
-	/* the repeat allowance (CHUNKS + 2 = 6, nack_storm) has 2 left */
-	cr_assert_eq(edge.rep.budget_chunks, CHUNKS + 2);
-	storm_nack(B, 0x0a000002, 1);
-	pump(7);
-	drain_wan(repairs, chunks);
-	cr_expect_eq(repairs[B], 2 * CHUNKS + 2, "no id: %u repairs in all", repairs[B]);
-	cr_expect_eq(isth_ctr_get(again), 4 * CHUNKS);
-	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_attempts]), 0);
-	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_budget]), CHUNKS - 2);
-	cr_expect_eq(wrong, 0, "a repair's payload is not A's chunk");
 	isthd_teardown(&edge);
 	isthd_ports_close(&edge);
 }

@@ -208,20 +208,13 @@ asking_edge_free(struct isthd *d)
 }
 
 /* A NACK the edge sent: when (ms from the round's start), to whom, and
- * its ranges; its burst id (the header's chunk field) and the frames of
- * that burst seen back to back (each NACK leaves as a burst of frames). */
+ * its ranges. */
 struct sent_nack {
 	uint64_t at_ms;
 	unsigned int sender;
 	unsigned int n;
 	struct isth_wire_range g[4];
-	uint32_t burst;
-	unsigned int frames;
 };
-
-/* The frames a last-chance NACK of at most 4 ranges leaves as
- * (app/isthmusd/repair.h; 20 chunks: the serving edge tracks each one). */
-#define BURST 4
 
 /*
  * Play round 0 from peer @s, millisecond by millisecond from @from_ms to
@@ -267,20 +260,10 @@ play_rep(struct isthd *d, unsigned int s, const uint64_t *arr_ms, const uint64_t
 			/* the other peer sends nothing: its NACKs are not
 			 * this test's */
 			if (p.hdr.bitmap == 1ull << s) {
-				/* another frame of the burst before it */
-				if (n > 0 && out[n - 1].at_ms == ms && p.hdr.chunk != 0 &&
-					out[n - 1].burst == p.hdr.chunk) {
-					out[n - 1].frames++;
-					cr_assert_eq(p.hdr.count, out[n - 1].n);
-					rte_pktmbuf_free(m);
-					continue;
-				}
 				cr_assert_lt(n, MAX_NACKS);
 				out[n].at_ms = ms;
 				out[n].sender = (unsigned int)__builtin_ctzll(p.hdr.bitmap);
 				out[n].n = RTE_MIN(p.hdr.count, 4u);
-				out[n].burst = p.hdr.chunk;
-				out[n].frames = 1;
 				for (unsigned int i = 0; i < out[n].n; i++)
 					isth_wire_get_range(&p, i, &out[n].g[i]);
 				n++;
@@ -443,11 +426,6 @@ Test(isthmusd_repair, last_chance_copies_leave_spaced, .init = eal_up, .fini = e
 		arr[c] = 130 + 2 * c;
 	n = play(d, 2, arr, 0, 900, nk);
 	expect_nacks_of(nk, n, want, RTE_DIM(want), 16, 19);
-	/* the tail NACK and the retries, last chances of one range: bursts;
-	 * their copies one frame each */
-	for (unsigned int i = 0; i < n; i++)
-		cr_expect_eq(
-			nk[i].frames, i % 2 ? 1 : BURST, "NACK %u: %u frames", i, nk[i].frames);
 	asking_edge_free(d);
 }
 
@@ -689,76 +667,6 @@ Test(isthmusd_repair, an_early_gap_nack_is_not_copied, .init = eal_up, .fini = e
 	cr_expect_eq(nk[0].at_ms, 58);
 	cr_expect_eq(nk[0].g[0].first, 8);
 	cr_expect_eq(nk[0].g[0].last, 8);
-	asking_edge_free(d);
-}
-
-/*
- * A last-chance tail NACK or retry (at most two retries left before the
- * cutoff) of at most 4 ranges leaves as a burst of BURST frames back to
- * back with one burst id (the header's chunk field, not 0), another id
- * for the next burst: under bursty loss single NACKs spaced in time all
- * died in one loss burst of a quiet link; the serving edge repairs a
- * chunk once per id. Any other NACK is one frame (id 0): gap NACKs and
- * copies, early ones, and longer ones (bursts of every NACK, or of every
- * last chance, filled the WAN's priority class at 10 % loss).
- *  - Peer 1 (back-off 65 ms, cutoff 770), chunks at 40 + 2c ms, chunk 8
- *    lost: the gap NACK at 58 ms (chunk 9) and its retry at 58 + 65 + 2 =
- *    125 ms (125 + 3 x 65 < 770): one frame each.
- *  - Peer 2 (back-off 225 ms, cutoff 610), chunks at 130 + 2c ms, 16-19
- *    lost: the tail NACK at 160 + 4 x 2 + 5 = 173 ms, the retry at 173 +
- *    225 + 4 x 2 = 406 and the final retry at the cutoff, 610 (406 + 225
- *    is past it; last_nack_copies 1): bursts, three ids.
- *  - Peer 2 on another edge, chunks 2, 4, 6, 8 and 10 lost: the gap NACKs
- *    at 136, 140, 144, 148 and 152 ms one frame each; the retry at 136 +
- *    225 + 1 x 2 = 363 ms names five ranges, the next at 363 + 225 + 5 x 2
- *    = 598 and the final one at 610 too: one frame each.
- */
-Test(isthmusd_repair, a_last_chance_nack_of_few_ranges_leaves_as_a_burst, .init = eal_up,
-	.fini = eal_down)
-{
-	static const uint64_t want1[] = {58, 125}, want2[] = {173, 406, 610},
-			      want3[] = {136, 140, 144, 148, 152, 363, 598, 610};
-	struct isthd_peer peers[3] = {0};
-	struct isthd *d = asking_edge(peers);
-	struct sent_nack nk[MAX_NACKS];
-	uint64_t arr[TAIL_CHUNKS] = {0};
-	unsigned int n;
-
-	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
-		arr[c] = c == 8 ? 0 : 40 + 2 * c;
-	n = play(d, 1, arr, 0, 130, nk);
-	cr_assert_eq(n, RTE_DIM(want1), "%u NACKs, want 2", n);
-	for (unsigned int i = 0; i < n; i++) {
-		cr_expect_eq(nk[i].at_ms, want1[i]);
-		cr_expect_eq(nk[i].frames, 1, "an early NACK: %u frames", nk[i].frames);
-		cr_expect_eq(nk[i].burst, 0);
-	}
-	cr_expect_eq(isth_ctr_get(&d->workers[0].st.peer_nacks_sent), 2);
-	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
-		arr[c] = c >= 16 ? 0 : 130 + 2 * c;
-	n = play(d, 2, arr, 0, 900, nk);
-	cr_assert_eq(n, RTE_DIM(want2), "%u NACKs, want %zu", n, RTE_DIM(want2));
-	for (unsigned int i = 0; i < n; i++) {
-		cr_expect_eq(nk[i].at_ms, want2[i], "NACK %u at %llu ms", i,
-			(unsigned long long)nk[i].at_ms);
-		cr_expect_eq(nk[i].frames, BURST, "NACK %u: %u frames", i, nk[i].frames);
-		cr_expect_neq(nk[i].burst, 0);
-		if (i > 0)
-			cr_expect_neq(nk[i].burst, nk[i - 1].burst);
-	}
-	asking_edge_free(d);
-
-	d = asking_edge(peers);
-	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
-		arr[c] = c <= 10 && c >= 2 && c % 2 == 0 ? 0 : 130 + 2 * c;
-	n = play(d, 2, arr, 0, 900, nk);
-	cr_assert_eq(n, RTE_DIM(want3), "%u NACKs, want %zu", n, RTE_DIM(want3));
-	for (unsigned int i = 0; i < n; i++) {
-		cr_expect_eq(nk[i].at_ms, want3[i], "NACK %u at %llu ms, want %llu", i,
-			(unsigned long long)nk[i].at_ms, (unsigned long long)want3[i]);
-		cr_expect_eq(nk[i].frames, 1, "NACK %u: %u frames", i, nk[i].frames);
-		cr_expect_eq(nk[i].burst, 0);
-	}
 	asking_edge_free(d);
 }
 
