@@ -20,7 +20,7 @@
 #   label seed partial aggregates per10k round/T wrong nacks retries
 #   unrepaired tail unasked repairs late_repairs late_data gone budget
 #   attempts partial_timeout wan_loss_drops repairs_sent wan_prio
-#   wan_prio_full headroom load
+#   wan_prio_full headroom load by_hops
 # Every run takes the testbed's and isthmusd's defaults (priority class,
 # slack, NACK copies): nothing but --loss/--ge, the seed and the options
 # after --. load is the 1-minute load average at the run's start and end
@@ -33,7 +33,11 @@
 # headroom: the share F of each WAN link the plan kept free, --headroom F,
 # passed to testbed.sh --repair-headroom, "plan" when not given (the
 # testbed's default); round/T is against the T planned with that F, up to
-# 1/(1-F) longer on capacity-bound rounds)
+# 1/(1-F) longer on capacity-bound rounds; by_hops: the run's partial
+# results, chunk by chunk, by the hops of the route from the missing
+# sender to the island in that round, HOPS:CHUNKS,... (the run's
+# run.sched routes and island logs): loss p per hop is 1-(1-p)^h on a
+# route of h hops each way)
 # Exit status: 0 if every run ended with wrong=0, 1 otherwise.
 set -euo pipefail
 
@@ -56,7 +60,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift 2 ;;
 	--headroom) HEADROOM=$2; shift 2 ;;
 	--) shift; EXTRA=("$@"); break ;;
-	-h|--help) sed -n 3,37p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n 3,41p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "loss-sweep.sh: unknown option '$1' (--help)" >&2; exit 2 ;;
 	esac
 done
@@ -83,10 +87,44 @@ wan_loss() {
 	wan_col "$1" loss
 }
 
+# Missing chunks of the partial results in run directory $1 by the hops of
+# the route (run.sched, "route CYCLE FROM TO HOPS") from the missing sender
+# to the island: "HOPS:CHUNKS,..." ("-" for none; a pair with no route
+# line: its direct link, 1 hop).
+by_hops() {
+	python3 - "$1" <<'PY' 2>/dev/null || echo "?"
+import collections, glob, re, sys
+d = sys.argv[1]
+hops, ncyc = {}, 1
+for line in open(d + "/run.sched"):
+    f = line.split()
+    if len(f) == 5 and f[0] == "route":
+        hops[(int(f[1]), int(f[2]), int(f[3]))] = len(f[4].split(",")) - 1
+        ncyc = max(ncyc, int(f[1]) + 1)
+n = collections.Counter()
+for fn in glob.glob(d + "/island*.log"):
+    i = int(re.search(r"island(\d+)", fn).group(1))
+    for line in open(fn):
+        m = re.search(r"round (\d+) clique \S+ chunks \d+ complete \d+ partial \d+ missing (.*) verified", line)
+        if not m:
+            continue
+        r = int(m.group(1))
+        for part in m.group(2).split(";"):
+            mm = re.search(r"island (\d+) chunks? ([\d,-]+)", part)
+            if not mm:
+                continue
+            s = int(mm.group(1))
+            k = sum(int(b) - int(a) + 1 for a, b in (x.split("-") if "-" in x else (x, x) for x in mm.group(2).split(",")))
+            n[hops.get((r % ncyc, s, i), 1)] += k
+print(",".join("%d:%d" % (h, n[h]) for h in sorted(n)) or "-")
+PY
+}
+
 status=0
-printf '%-8s %4s %7s %6s %7s %7s %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s %8s %9s\n' \
+printf '%-8s %4s %7s %6s %7s %7s %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s %8s %9s %s\n' \
 	label seed partial aggs per10k round/T wrong nacks retries unrepaired tail unasked \
-	repairs late_r late_data gone budget attempts p_tmo wan_loss rep_sent wan_prio prio_full headroom load
+	repairs late_r late_data gone budget attempts p_tmo wan_loss rep_sent wan_prio prio_full headroom load \
+	by_hops
 run() {
 	local label=$1 seed=$2 dir load0
 	shift 2
@@ -108,7 +146,7 @@ run() {
 		[[ "$f" == *=* ]] && v[${f%%=*}]=${f#*=}
 	done
 	[ "${v[wrong]}" = 0 ] || status=1
-	printf '%-8s %4s %7s %6s %7.1f %7.2f %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s %8s %9s\n' \
+	printf '%-8s %4s %7s %6s %7.1f %7.2f %5s %6s %7s %10s %5s %7s %7s %6s %9s %5s %6s %8s %7s %9s %8s %8s %9s %8s %9s %s\n' \
 		"$label" "$seed" "${v[partial]}" "${v[aggregates]}" \
 		"$(awk -v p="${v[partial]}" -v a="${v[aggregates]}" 'BEGIN {print a ? 10000 * p / a : 0}')" \
 		"$(awk -v m="${v[round_ms_mean]}" -v t="${v[round_ms_planned]}" 'BEGIN {print t ? m / t : 0}')" \
@@ -120,7 +158,7 @@ run() {
 		"$(ctr "$dir" drop_repair_attempts)" \
 		"$(ctr "$dir" partial_timeout)" "$(wan_loss "$dir")" "$(ctr "$dir" repairs_sent)" \
 		"$(wan_col "$dir" priority)" "$(wan_col "$dir" prio_queue_full)" "${HEADROOM:-plan}" \
-		"$load0-$(cut -d' ' -f1 /proc/loadavg)"
+		"$load0-$(cut -d' ' -f1 /proc/loadavg)" "$(by_hops "$dir")"
 }
 for p in $LOSSES; do
 	for s in $SEEDS; do

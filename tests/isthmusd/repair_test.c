@@ -670,6 +670,83 @@ Test(isthmusd_repair, an_early_gap_nack_is_not_copied, .init = eal_up, .fini = e
 	asking_edge_free(d);
 }
 
+/*
+ * A retry set by an earlier gap leaves out a gap first NACKed less than a
+ * back-off before it, when a later retry still fits: that gap's repairs
+ * are on their way, and asking again spent the serving edge's repeat
+ * allowance (a traced run: a gap of 38 chunks asked again 125 ms after
+ * its NACK, a round trip being ~220 ms). Peer 2 (back-off 225 ms, cutoff
+ * 610, last_nack_copies 1), chunks at 130 + 2c ms, chunks 2 and 10 lost
+ * and never repaired: gap NACK 2 at 136 (chunk 3), which sets the retry at
+ * 136 + 225 + 1 x 2 = 363; gap NACK 10 at 152 (chunk 11), a back-off
+ * from it being 377. The tail (due 168 + 5 = 173) has nothing after chunk
+ * 19. The retry at 363 names chunk 2 only (363 + 225 = 588 <= 610: a later
+ * one fits), the next at 363 + 225 + 1 x 2 = 590 names 2 and 10, and the
+ * final retry at the cutoff, 610, both. Before: 363 named 2 and 10, the
+ * next at 363 + 225 + 2 x 2 = 592.
+ */
+Test(isthmusd_repair, a_retry_leaves_out_a_gap_nacked_less_than_a_back_off_before, .init = eal_up,
+	.fini = eal_down)
+{
+	static const struct {
+		uint64_t at;
+		unsigned int n;
+		struct isth_wire_range g[2];
+	} want[] = {{136, 1, {{2, 2}}}, {152, 1, {{10, 10}}}, {363, 1, {{2, 2}}},
+		{590, 2, {{2, 2}, {10, 10}}}, {610, 2, {{2, 2}, {10, 10}}}};
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
+		arr[c] = c == 2 || c == 10 ? 0 : 130 + 2 * c;
+	n = play(d, 2, arr, 0, 900, nk);
+	cr_assert_eq(n, RTE_DIM(want), "%u NACKs, want %zu; the third at %llu ms (%u ranges)", n,
+		RTE_DIM(want), n > 2 ? (unsigned long long)nk[2].at_ms : 0ull, n > 2 ? nk[2].n : 0);
+	for (unsigned int i = 0; i < n; i++)
+		expect_nack(&nk[i], i, want[i].at, want[i].n, want[i].g);
+	asking_edge_free(d);
+}
+
+/*
+ * ... and so does that retry's copy. As above with last_nack_copies 2,
+ * tail_copies_after 20 ms: the gap NACK of 2 (136 ms) is a last chance,
+ * its copy due at 156; gap 10 (152) joins it, so the copy names 2 and 10
+ * (a gap's own copy). The retry at 363 names 2 only, its copy at 383 too
+ * (before: 2 and 10 both times); the next at 590 (363 + 225 + 2; the
+ * final retry's time, 610 - 20, too) names both, its copy at the cutoff,
+ * 610, both.
+ */
+Test(isthmusd_repair, a_retry_and_its_copy_leave_out_a_gap_nacked_less_than_a_back_off_before,
+	.init = eal_up, .fini = eal_down)
+{
+	static const struct {
+		uint64_t at;
+		unsigned int n;
+		struct isth_wire_range g[2];
+	} want[] = {{136, 1, {{2, 2}}}, {152, 1, {{10, 10}}}, {156, 2, {{2, 2}, {10, 10}}},
+		{363, 1, {{2, 2}}}, {383, 1, {{2, 2}}}, {590, 2, {{2, 2}, {10, 10}}},
+		{610, 2, {{2, 2}, {10, 10}}}};
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	d->cfg.wan_last_nack_copies = 2;
+	d->cfg.wan_tail_copies_after_ns = 20 * MS;
+	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
+		arr[c] = c == 2 || c == 10 ? 0 : 130 + 2 * c;
+	n = play(d, 2, arr, 0, 900, nk);
+	cr_assert_eq(n, RTE_DIM(want), "%u NACKs, want %zu; the fourth at %llu ms (%u ranges)", n,
+		RTE_DIM(want), n > 3 ? (unsigned long long)nk[3].at_ms : 0ull, n > 3 ? nk[3].n : 0);
+	for (unsigned int i = 0; i < n; i++)
+		expect_nack(&nk[i], i, want[i].at, want[i].n, want[i].g);
+	asking_edge_free(d);
+}
+
 /* A (TSC, CLOCK_REALTIME) pair read as close together as the test can:
  * the tightest of five brackets. */
 static void
