@@ -30,10 +30,13 @@
 # repairs_sent: the edges' repair frames, tail copies included; wan_prio:
 # frames the WAN's links served in the priority class, per hop;
 # wan_prio_full: frames the priority class's queue limit dropped;
-# headroom: the share F of each WAN link the plan kept free, --headroom F,
-# passed to testbed.sh --repair-headroom, "plan" when not given (the
-# testbed's default); round/T is against the T planned with that F, up to
-# 1/(1-F) longer on capacity-bound rounds; by_hops: the run's partial
+# headroom: the share F of each WAN link the plan kept free, as the run's
+# schedule states it (its "repair-headroom" note: the larger of --headroom F,
+# passed to testbed.sh --repair-headroom, and the planner's F from the
+# expected loss, which the testbed takes from --loss/--ge; 0 without a
+# note); a baseline without headroom passes -- --expected-loss 0; round/T
+# is against the T planned with that F, up to 1/(1-F) longer on
+# capacity-bound rounds; by_hops: the run's partial
 # results, chunk by chunk, by the hops of the route from the missing
 # sender to the island in that round, HOPS:CHUNKS,... (the run's
 # run.sched routes and island logs): loss p per hop is 1-(1-p)^h on a
@@ -82,6 +85,14 @@ wan_col() {
 		$1 == "site" {n = 0}
 		END {print s + 0}' "$1/wan.log" 2>/dev/null || echo 0
 }
+# The share of each WAN link the run's plan kept free: the schedule's
+# "# repair-headroom F: ..." note (lib/plan to_sched.c), 0 without one.
+plan_headroom() {
+	local f
+	f=$(sed -n 's/^# repair-headroom \([0-9.eE+-]*\):.*/\1/p' "$1/run.sched" 2>/dev/null | head -1)
+	echo "${f:-0}"
+}
+
 # Frames the emulator dropped for loss (random or Gilbert-Elliott).
 wan_loss() {
 	wan_col "$1" loss
@@ -157,7 +168,7 @@ run() {
 		"$(ctr "$dir" drop_repair_gone)" "$(ctr "$dir" drop_repair_budget)" \
 		"$(ctr "$dir" drop_repair_attempts)" \
 		"$(ctr "$dir" partial_timeout)" "$(wan_loss "$dir")" "$(ctr "$dir" repairs_sent)" \
-		"$(wan_col "$dir" priority)" "$(wan_col "$dir" prio_queue_full)" "${HEADROOM:-plan}" \
+		"$(wan_col "$dir" priority)" "$(wan_col "$dir" prio_queue_full)" "$(plan_headroom "$dir")" \
 		"$load0-$(cut -d' ' -f1 /proc/loadavg)" "$(by_hops "$dir")"
 }
 for p in $LOSSES; do
