@@ -129,23 +129,6 @@ send_line(const struct isth_sched *s, int r, int self, struct isthd_tree_round *
 	return 0;
 }
 
-/* Every other island's send line of round @r into @tb (line_off_ns,
- * line_ps), as the local one's; an island without one: 0 ps (its chunks
- * are asked for at the last call, as they always were). */
-static void
-peer_lines(const struct isth_sched *s, int r, int self, struct isthd_tree_round *tb)
-{
-	struct isthd_tree_round one;
-	char err[128];
-
-	for (int i = 0; i < isth_sched_n_islands(s); i++) {
-		if (i == self || send_line(s, r, i, &one, err, sizeof(err)) < 0)
-			continue;
-		tb->line_off_ns[i] = one.offset_ns;
-		tb->line_ps[i] = one.ps_per_byte;
-	}
-}
-
 int
 isthd_tree_tables(const struct isth_sched *s, int self, struct isthd_tree_round **out,
 	unsigned int *n_rounds, char *err, size_t err_size)
@@ -183,8 +166,6 @@ isthd_tree_tables(const struct isth_sched *s, int self, struct isthd_tree_round 
 			free(tb);
 			return rc;
 		}
-		if (k > 0)
-			peer_lines(s, r, self, &tb[r]);
 		for (int t = 0; t < k; t++) {
 			rc = node_of(s, r, t, self, &tb[r].t[t], err, err_size);
 			if (rc < 0) {
@@ -1237,28 +1218,12 @@ cut_at(const struct isthd *d, const struct isthd_tree_round *tb, const struct is
 	return RTE_MIN(at, start + d->clk.round_ns + slack);
 }
 
-/* Is chunk @c of round @r (table @tb) from island @s's edge still on its
- * way at @now (isthd_tree_arrival: its pace has not let it arrive yet)? */
-static inline bool
-on_its_way(const struct isthd *d, const struct isthd_tree_round *tb, unsigned int s, uint64_t r,
-	uint32_t c, uint64_t now)
-{
-	const struct isthd_peer *peer = d->peer_of[s];
-	uint64_t chunk_bytes =
-		(uint64_t)d->shape.chunk_elems * (d->shape.elem_bytes ? d->shape.elem_bytes : 4u);
-
-	return now < isthd_tree_arrival(d->clk.epoch_ns + r * d->clk.round_ns, tb->line_off_ns[s],
-			     tb->line_ps[s], chunk_bytes, c, peer != NULL ? peer->latency_ns : 0);
-}
-
 /* Ask again for what chunks of tree @t of round @r (table @tb, state
- * @cut) still miss from @who at @now: its children's PARTIALs up (those
- * not absent, and not still on their way: the child's pace sends its
- * last chunks close to this edge's cutoff, and a NACK for one of them
- * only brought it twice), its parent's result down. */
+ * @cut) still miss from @who: its children's PARTIALs up (those not
+ * absent), its parent's result down. */
 static void
 ask_tree(struct isthd_worker *w, uint64_t r, const struct isthd_tree_round *tb, unsigned int t,
-	const struct isthd_tree_cut *cut, uint64_t who, uint64_t now)
+	const struct isthd_tree_cut *cut, uint64_t who)
 {
 	struct isthd *d = w->d;
 	const struct isthd_tree_node *node = &tb->t[t];
@@ -1272,12 +1237,8 @@ ask_tree(struct isthd_worker *w, uint64_t r, const struct isthd_tree_round *tb, 
 		if ((ch = chunk_peek(d, r, c, &acc)) == NULL)
 			continue;
 		miss = ch->gone ? 0 : who & node->children & ~ch->heard & ~cut->absent[t];
-		for (; miss != 0; miss &= miss - 1) {
-			unsigned int s = (unsigned int)__builtin_ctzll(miss);
-
-			if (!on_its_way(d, tb, s, r, c, now))
-				ask(w, s, r, c, ch);
-		}
+		for (; miss != 0; miss &= miss - 1)
+			ask(w, (unsigned int)__builtin_ctzll(miss), r, c, ch);
 		if (down && ch->down == 0)
 			ask(w, (unsigned int)node->parent, r, c, ch);
 	}
@@ -1299,9 +1260,7 @@ last_call(const struct isthd *d, unsigned int s, uint64_t at, uint64_t now)
  * child's chunks still missing; at the parent's last call before the
  * round's end (the fallback), the results that have not come down. (A
  * scan at the stream's planned end too asked for chunks on their way: 30
- * NACKs a clean testbed run at two edges, no fewer partials at 2 % loss;
- * a child's chunk its pace cannot have let arrive yet is not asked for:
- * ask_tree.) */
+ * NACKs a clean testbed run at two edges, no fewer partials at 2 % loss.) */
 static void
 scan(struct isthd_worker *w, uint64_t r, const struct isthd_tree_round *tb,
 	struct isthd_tree_cut *cut, uint64_t now)
@@ -1322,7 +1281,7 @@ scan(struct isthd_worker *w, uint64_t r, const struct isthd_tree_round *tb,
 			due |= bit((unsigned int)node->parent);
 		cut->called[t] |= due;
 		if (due != 0)
-			ask_tree(w, r, tb, t, cut, due, now);
+			ask_tree(w, r, tb, t, cut, due);
 	}
 }
 

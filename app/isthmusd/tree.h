@@ -82,11 +82,6 @@ struct isthd_tree_round {
 	uint64_t ps_per_byte; /* its rate (a profile's mean) as picoseconds a payload byte */
 	uint64_t span_ns; /* the round's payload at that rate: the stream's planned length */
 	struct isthd_tree_node t[ISTHD_TREE_MAX];
-	/* every other island's send line, as the local one (0 ps: none):
-	 * when a peer edge's chunk can arrive at the earliest (repair,
-	 * isthd_tree_arrival) */
-	uint64_t line_off_ns[ISTHD_MAX_PEERS];
-	uint64_t line_ps[ISTHD_MAX_PEERS];
 };
 
 /* One chunk of one round: the RX worker's. */
@@ -273,23 +268,6 @@ isthd_tree_overdue(uint32_t c, unsigned int k)
 	uint64_t back = (uint64_t)ISTHD_TREE_NACK_LAG * k;
 
 	return c >= back ? (int64_t)(c - back) : -1;
-}
-/*
- * The earliest a PARTIAL of chunk @c can arrive from an edge whose round
- * starts at @start, its send line's offset @off_ns and rate @ps (per
- * payload byte), chunks of @chunk_bytes, @lat_ns one way away: its pace
- * sends its chunks lowest first from the offset on, chunk c's last byte
- * no sooner than c + 1 chunks at the rate. 0 when the line is unknown
- * (@ps 0). Before it, a missing chunk is on its way, not lost: a NACK
- * would bring it twice (tree_repairs_wasted). tree.c; unit tests.
- */
-static inline uint64_t
-isthd_tree_arrival(uint64_t start, uint64_t off_ns, uint64_t ps, uint64_t chunk_bytes, uint32_t c,
-	uint64_t lat_ns)
-{
-	if (ps == 0)
-		return 0;
-	return start + off_ns + ((uint64_t)c + 1) * chunk_bytes * ps / 1000u + lat_ns;
 }
 /* The RX worker, once a pass after its WAN RX: cutoffs of tree rounds
  * that passed at @now_ns, the chunks the pace lets go, and one TX burst

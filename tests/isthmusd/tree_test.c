@@ -568,29 +568,6 @@ Test(isthmusd_tree, refused_leaves_the_replay_window)
 	edge_free();
 }
 
-/* Repair: a child's chunk is not overdue before its pace can have let it
- * arrive. The fixture's TYO line is 'send 0 6 0 860221': 8e12 / 860221 =
- * 9299935 ps a byte (as the local line, truncated), from offset 0; its
- * chunk 2 of 1296 B leaves after 3 chunks, 3888 B at that rate, 36.158
- * ms, and crosses a 35 ms link. */
-Test(isthmusd_tree, peer_arrival)
-{
-	const struct isthd_tree_round *tb;
-
-	edge_of(SIN);
-	tb = &d.tree.rounds[0];
-	cr_expect_eq(tb->line_ps[TYO], 9299935);
-	cr_expect_eq(tb->line_off_ns[TYO], 0);
-	cr_expect_eq(tb->line_ps[SIN], 0, "the local line is ps_per_byte");
-	cr_expect_eq(tb->ps_per_byte, 8000000000000ull / 852527);
-	cr_expect_eq(isthd_tree_arrival(2000000000, 0, tb->line_ps[TYO], 1296, 2, 35000000),
-		2071158147ull);
-	/* 1 ns a byte: the first 1000 B chunk 1 us after the offset */
-	cr_expect_eq(isthd_tree_arrival(2000000000, 5000000, 1000, 1000, 0, 0), 2005001000ull);
-	cr_expect_eq(isthd_tree_arrival(2000000000, 0, 0, 1296, 2, 35000000), 0, "no line");
-	free(d.tree.rounds);
-}
-
 /* Which chunk a PARTIAL makes overdue from the same edge: the one eight
  * of its tree's chunks before (chunks of tree t are t, t + k, t + 2k...). */
 Test(isthmusd_tree, overdue_chunk)
