@@ -61,12 +61,6 @@ struct isthd_rx_track {
 	 * stream's end, or its newest chunk before the tail is due): a gap
 	 * NACK's copies name that gap only (isthd_repair_track) */
 	uint32_t copy_to;
-	/* gaps first NACKed after the stream's retry was set: from chunk
-	 * fresh_from on, the first of them at fresh_at (0: none). A retry
-	 * less than a back-off after fresh_at leaves them out: their
-	 * repairs are still on their way (check_stream) */
-	uint32_t fresh_from;
-	uint64_t fresh_at;
 };
 
 /*

@@ -327,14 +327,8 @@ isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 		uint64_t cut = d->clk.epoch_ns + r * d->clk.round_ns + rt->cutoff[s];
 
 		if (nack_peer(w, s, r, &g, 1) == 0) {
-			if (t->nack_at == 0) {
+			if (t->nack_at == 0)
 				nack_sent(w, t, now_ns, c - t->next, rt->chunk_ns[s], cut);
-			} else if (t->fresh_at == 0) {
-				/* the retry an earlier gap set is sooner
-				 * than this gap's round trip */
-				t->fresh_at = now_ns;
-				t->fresh_from = t->next;
-			}
 			gap_copies(d, t, t->next, c - 1, now_ns, cut);
 		}
 	}
@@ -427,51 +421,6 @@ nack_after(struct isthd_worker *w, struct isthd_rx_track *t, uint32_t from, unsi
 }
 
 /*
- * NACK what is missing of (r, s) @t in [@from, @upto), as nack_missing,
- * but for gaps first NACKed less than a back-off ago (fresh_from up to the
- * stream's newest chunk, found after the retry this is had been set):
- * their repairs are still on their way, and asking again spent the
- * serving edge's repeat allowance (a traced run under bursty loss: a gap
- * of 38 chunks asked for 125 ms after its NACK, a round trip being ~220
- * ms, twice with the copies, and then chunks lost later were refused;
- * doc/notes/performance-log.md, section 9). They are left out when a
- * later NACK still fits before the cutoff @cut: the next retry, a
- * back-off from now, names them. *@copy_to: where this NACK's copies must
- * stop so as to leave them out too (0: no limit; with the tail due the
- * copies name them, a contiguous range being all a copy names).
- */
-static unsigned int
-nack_fresh(struct isthd_worker *w, struct isthd_rx_track *t, uint64_t r, unsigned int s,
-	const uint64_t *bits, uint32_t from, uint32_t upto, uint32_t *named, uint64_t now_ns,
-	uint64_t cut, uint32_t *copy_to)
-{
-	uint32_t lo = t->fresh_from, hi = t->next, n1 = 0, n2 = 0;
-	unsigned int k;
-
-	*copy_to = 0;
-
-	/* none, or a tail-only NACK (the gaps are not in it) */
-	if (t->fresh_at == 0 || from > lo)
-		return nack_missing(w, s, r, bits, from, upto, named);
-	if (now_ns >= t->fresh_at + t->backoff_ns || now_ns + t->backoff_ns > cut || lo >= hi) {
-		t->fresh_at = 0; /* due now, or no later chance: asked now */
-		return nack_missing(w, s, r, bits, from, upto, named);
-	}
-	k = nack_missing(w, s, r, bits, from, lo, &n1);
-	if (upto > hi)
-		k += nack_missing(w, s, r, bits, hi, upto, &n2);
-	*named = n1 + n2;
-	/* asked at the next retry, a back-off from now: after fresh_at's */
-	t->fresh_at = 0;
-	if (k == 0) /* nothing else: a retry to set the next one by */
-		return nack_missing(w, s, r, bits, lo, hi, named);
-	if (upto <= hi)
-		*copy_to = lo;
-	ISTHD_REPAIR_TRACE(w->d, "fresh r %" PRIu64 " s %u from %u to %u left out", r, s, lo, hi);
-	return k;
-}
-
-/*
  * Sender @s's stream of round @r (started at @start) at @now_ns: done, or
  * its copies, its tail or its retry when due (isthd_repair_tail_check).
  * @return NACK messages sent; *@pending set while NACKing for it goes on.
@@ -484,7 +433,7 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 	uint64_t cut, due, upto, *bits;
 	struct isthd_rx_track *t;
 	unsigned int copies = 1, k, work = 0;
-	uint32_t from, named = 0, copy_to;
+	uint32_t from, named = 0;
 	bool tail_now = false;
 
 	t = rx_slot(w->d, rt, r, s, &bits);
@@ -559,12 +508,10 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 	 * (doc/notes/isthmusd-design.md, "WAN repair", "Last chances"). */
 	if (now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut && t->first_ns != 0)
 		copies = d->cfg.wan_last_nack_copies;
-	k = nack_fresh(w, t, r, s, bits, from, (uint32_t)upto, &named, now_ns, cut, &copy_to);
+	k = nack_missing(w, s, r, bits, from, (uint32_t)upto, &named);
 	if (k == 0 && from)
 		return work; /* the tail came as repairs (tail copies) */
 	nack_after(w, t, from, k, copies, named, rt->chunk_ns[s], cut, now_ns);
-	if (copy_to && t->copies_left)
-		t->copy_to = copy_to;
 	return work + k;
 }
 
