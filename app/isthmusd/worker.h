@@ -130,7 +130,9 @@ struct isthd_pace_msg {
 	X(peer_data_late, "peer DATA (not a repair) first seen after NACKing stopped") \
 	X(tail_copies_sent, "last chunks of the island's DATA sent again to a peer unasked") \
 	X(tree_data, "tree rounds: island DATA summed into its chunk's tree") \
-	X(tree_in, "tree rounds: PARTIALs from peer edges admitted (up and down)") \
+	X(tree_in, \
+		"tree rounds: PARTIALs from peer edges taken into a chunk (up and down; refusals " \
+		"counted under their drop reason)") \
 	X(tree_up, "tree rounds: complete subtree sums sent to the parent edge") \
 	X(tree_up_partial, \
 		"tree rounds: subtree sums sent to the parent at the cutoff, incomplete") \
