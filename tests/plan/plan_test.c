@@ -497,12 +497,16 @@ Test(plan, expected_loss_plans_and_is_recorded)
 	struct isth_plan_params p = exact_params(12.5e6, 0);
 	struct isth_plan_result *r, *r2 = NULL;
 	const double bad[] = {-0.01, 0.51, NAN, INFINITY};
-	const char *path = "/tmp/isth-plan-loss-test.sched";
+	/* a name of this run's own: a second run beside it must not share it */
+	char path[] = "/tmp/isth-plan-loss-XXXXXX";
 	char err[256] = "", line[256];
 	struct isth_sched *S;
 	size_t k;
 	FILE *f;
+	int fd = mkstemp(path);
 
+	cr_assert_geq(fd, 0);
+	close(fd);
 	p.expected_loss = 0.01;
 	r = solve(t, s, &p);
 	cr_assert(isth_plan_result_feasible(r));
