@@ -23,11 +23,13 @@
 # gloo-tuned (ranks in the order of the planner's shortest ring, TCP without
 # slow start after idle); default isthmus,gloo. --pairs P repeats the list P
 # times, interleaved, in OUT/rep1 ... OUT/repP. --isthmus-steps N: the
-# isthmus runs' steps (default --steps), --ddp-steps N the ddp run's.
+# isthmus runs' steps (default --steps), --ddp-steps N the ddp run's
+# (lm: default 60).
 # --queue-ms, --auth and --tb-arg A are passed to scripts/testbed.sh for
 # every run.
 # --record keeps every exchange and then checks every aggregate against
-# the exact sum over its bitmap (`train.py check`).
+# the exact sum over its bitmap (`train.py check`): the default for
+# --model lm --testbed (--no-record: not kept, not checked).
 # --island-ranks K (1..4, default 1; mlp, the isthmus runs): every island
 # is K ranks, data parallel inside the island (a torch.distributed gloo
 # group, each step's gradients all-reduced over the ranks; rank h takes
@@ -51,6 +53,13 @@
 #                   --local-steps) over isthmus: an exact global sum a
 #                   round, carried as --exact-schedule says
 #   isthmus-cliques the same over rotating cliques (--schedule, triangles)
+# lm's defaults are the benchmark's (doc/training.md): 200 steps of 1 s
+# (--steps, --compute-ms), H = 20 for diloco and diloco-overlap
+# (--diloco-local-steps) and 1 for the isthmus runs (--local-steps), the
+# outer step of examples/train.py (--outer-lr, --outer-momentum), ddp 60
+# steps, --startup 20, --record; so
+#   scripts/train.sh --testbed --model lm --pairs 2
+# is the benchmark, every run twice, interleaved.
 # --exact-schedule tree|all-to-all: how isthmus-diloco's exact global sum
 # crosses the WAN. tree (default): the planner's reduction trees through
 # the edges (testbed.sh --schedule tree): each chunk is summed up a
@@ -79,7 +88,7 @@ ROOT=$PWD
 BUILD=build
 OUT=
 ARGS=()
-RECORD=0
+RECORD=
 TESTBED=0
 SCHED=triangles
 SCALE=()
@@ -116,7 +125,8 @@ while [ $# -gt 0 ]; do
 	--tb-arg) TBARGS+=("$2"); shift 2 ;;
 	--build) BUILD=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	--record) RECORD=1; ARGS+=("$1"); shift ;;
+	--record) RECORD=1; shift ;;
+	--no-record) RECORD=0; shift ;;
 	--island-ranks) IRANKS=$2; shift 2 ;;
 	-h|--help) sed -n '3,/^set /{/^#/p}' "$0"; exit 0 ;;
 	*) ARGS+=("$1"); shift ;;
@@ -126,9 +136,17 @@ case "$MODEL" in
 mlp) : "${TARGET:=0.9}" "${RUNS:=isthmus,gloo}" ;;
 # the target loss: what every run reaches within its steps at the
 # benchmark's settings (doc/training.md)
-lm) : "${TARGET:=3.0}" "${RUNS:=ddp,diloco,diloco-overlap,isthmus-diloco,isthmus-cliques}" ;;
+lm) : "${TARGET:=3.0}" "${RUNS:=ddp,diloco,diloco-overlap,isthmus-diloco,isthmus-cliques}"
+	# the benchmark's settings (doc/training.md): ddp's steps are 3-4 s
+	# each, so 60 of them; nine torch workers take more than the
+	# testbed's 8 s to start; every exchange recorded and checked
+	[ ${#DSTEPS[@]} -gt 0 ] || DSTEPS=(--steps 60)
+	[ ${#STARTUP[@]} -gt 0 ] || STARTUP=(--startup 20)
+	[ -n "$RECORD" ] || [ "$TESTBED" = 0 ] || RECORD=1 ;;
 *) echo "train.sh: --model mlp or lm, not '$MODEL'" >&2; exit 2 ;;
 esac
+: "${RECORD:=0}"
+[ "$RECORD" = 0 ] || ARGS+=(--record)
 case "$EXACT" in tree|all-to-all) ;;
 *) echo "train.sh: --exact-schedule: tree or all-to-all, not '$EXACT'" >&2; exit 2 ;; esac
 case "$EDGE_DT" in bf16|any) ;;

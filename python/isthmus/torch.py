@@ -438,9 +438,15 @@ class DiLoCo:
     session       an isthmus.Session, dtype "bf16" (the wire: 2 bytes per
                   element) or "fp32"; elems = flat_size(params)
     local_steps   H, steps between two contributions
-    outer_lr      the outer learning rate (DiLoCo: 0.7)
-    momentum      the outer momentum (DiLoCo: 0.9); 0 for plain averaging
-                  (outer_lr=1, momentum=0 is local SGD: anchor += mean)
+    outer_lr      the outer learning rate; default (None): 0.7, the
+                  paper's, with wait=True; 1.0 otherwise (below)
+    momentum      the outer momentum; default (None): 0.9, the paper's,
+                  with wait=True; 0 otherwise: a mean applied a round late
+                  (the overlapped forms: the thread, or no wait) with
+                  Nesterov 0.9 oscillated and never reached the target
+                  loss of doc/training.md's language model, where
+                  outer_lr=1, momentum=0 (local SGD: anchor += mean) did
+                  in 72 s
     nesterov      Nesterov momentum (DiLoCo) or heavy ball
     max_inflight  without the thread: contributions sent and not yet
                   applied (1..3; 1 with wait=True is synchronous DiLoCo)
@@ -479,7 +485,7 @@ class DiLoCo:
     :meth:`load_state_dict` with the model's checkpoint.
     """
 
-    def __init__(self, params, session, local_steps=1, outer_lr=0.7, momentum=0.9,
+    def __init__(self, params, session, local_steps=1, outer_lr=None, momentum=None,
                  nesterov=True, max_inflight=1, wait=False, thread=False,
                  every_round=True, on_result=None, block_elems=1 << 20, stage=False,
                  group=None):
@@ -497,6 +503,13 @@ class DiLoCo:
                              % session.dtype)
         if not 1 <= max_inflight <= 3:
             raise ValueError("max_inflight must be 1..3")
+        # the defaults by form: the paper's step when synchronous, plain
+        # averaging when the mean is a round stale (doc/torch.md)
+        sync = wait and not thread
+        if outer_lr is None:
+            outer_lr = 0.7 if sync else 1.0
+        if momentum is None:
+            momentum = 0.9 if sync else 0.0
         if local_steps < 1 or outer_lr <= 0 or not 0 <= momentum < 1:
             raise ValueError("need local_steps >= 1, outer_lr > 0, 0 <= momentum < 1")
         self._island(session, group, thread)

@@ -48,6 +48,36 @@ def test_outer_step_worked_by_hand():
     assert torch.equal(x, d.anchor)                # synchronous: on the anchor
 
 
+class _PeerAdds(_ScriptedSession):
+    """A scripted session whose round ends as it is sent, the one peer
+    adding 0.75 to each element."""
+
+    def send(self, r, array):
+        super().send(r, array)
+        self.finish(r, array.float() + 0.75)
+
+
+def test_default_outer_step_by_form():
+    # synchronous (wait=True): the paper's Nesterov step, lr 0.7, momentum
+    # 0.9; a mean applied a round late (no wait, or the thread): plain
+    # averaging, lr 1, momentum 0 (doc/torch.md, "Defaults"); given
+    # values win. One outer step each, worked by hand from anchor 1 and
+    # a mean pseudo-gradient of 0.5: Nesterov u = 0.5 + 0.9 * 0.5 = 0.95,
+    # anchor 1 - 0.7 * 0.95 = 0.335; plain: anchor 1 - 0.5 = 0.5.
+    for kw, want in (({"wait": True}, 0.335), ({}, 0.5),
+                     ({"wait": True, "outer_lr": 1.0, "momentum": 0.0}, 0.5)):
+        x = torch.tensor([1.0])
+        s = _PeerAdds(1, islands=2)            # the peer's 0.75 joins every send
+        d = DiLoCo([x], s, **kw)
+        x.sub_(0.25)                           # g = 0.25: the mean is 0.5
+        s.announce(0)
+        d.step()
+        d.poll()
+        assert d.anchor.item() == pytest.approx(want, abs=1e-6), kw
+    with DiLoCo([torch.zeros(1)], _ScriptedSession(1, islands=2), thread=True) as d:
+        assert (d.lr, d.mu) == (1.0, 0.0)
+
+
 @pytest.mark.parametrize("lr,mu,exact", [(0.5, 0.5, True), (0.7, 0.9, False)])
 def test_outer_step_is_sgd_nesterov_on_the_mean(lr, mu, exact):
     n, islands = 50, 4
