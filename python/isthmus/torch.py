@@ -36,6 +36,7 @@ start) / T; ``behind`` counts the rounds this island sent meanwhile.
 import errno
 import threading
 import time
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -439,14 +440,14 @@ class DiLoCo:
                   element) or "fp32"; elems = flat_size(params)
     local_steps   H, steps between two contributions
     outer_lr      the outer learning rate; default (None): 0.7, the
-                  paper's, with wait=True; 1.0 otherwise (below)
+                  paper's, with wait=True and no thread; 1.0 otherwise
     momentum      the outer momentum; default (None): 0.9, the paper's,
-                  with wait=True; 0 otherwise: a mean applied a round late
-                  (the overlapped forms: the thread, or no wait) with
-                  Nesterov 0.9 oscillated and never reached the target
-                  loss of doc/training.md's language model, where
-                  outer_lr=1, momentum=0 (local SGD: anchor += mean) did
-                  in 72 s
+                  with wait=True and no thread; 0 otherwise: a mean
+                  applied a round late (the overlapped forms: the thread,
+                  or no wait) with Nesterov 0.9 oscillated and never
+                  reached the target loss of doc/training.md's language
+                  model, where outer_lr=1, momentum=0 (local SGD: anchor
+                  += mean) did, in 64 s (H = 1; doc/torch.md, "Defaults")
     nesterov      Nesterov momentum (DiLoCo) or heavy ball
     max_inflight  without the thread: contributions sent and not yet
                   applied (1..3; 1 with wait=True is synchronous DiLoCo)
@@ -1027,8 +1028,20 @@ class DiLoCo:
                 "outer_lr": self.lr, "mu": self.mu, "nesterov": self.nesterov}
 
     def load_state_dict(self, state):
-        """Resume from state_dict(): load the model's parameters first."""
+        """Resume from state_dict(): load the model's parameters first.
+        The outer step stays the constructor's; a checkpoint taken with
+        another (say the defaults before 2026-12-06: 0.7 and 0.9 for every
+        form) is named in a warning."""
         a, m = state["anchor"], state["momentum"]
+        saved = (state.get("outer_lr", self.lr), state.get("mu", self.mu),
+                 state.get("nesterov", self.nesterov))
+        if saved != (self.lr, self.mu, self.nesterov):
+            warnings.warn("DiLoCo.load_state_dict: the checkpoint's outer step (outer_lr %g, "
+                          "momentum %g, nesterov %s) is not this optimizer's (%g, %g, %s); "
+                          "resuming with this optimizer's (pass outer_lr and momentum to "
+                          "keep the checkpoint's)" % (saved + (self.lr, self.mu,
+                                                               self.nesterov)),
+                          stacklevel=2)
         if a.numel() != self.n or m.numel() != self.n:
             raise ValueError("the checkpoint's outer state has %d elements, the model %d"
                              % (a.numel(), self.n))

@@ -7,6 +7,7 @@ import errno
 import io
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -74,8 +75,30 @@ def test_default_outer_step_by_form():
         d.step()
         d.poll()
         assert d.anchor.item() == pytest.approx(want, abs=1e-6), kw
-    with DiLoCo([torch.zeros(1)], _ScriptedSession(1, islands=2), thread=True) as d:
-        assert (d.lr, d.mu) == (1.0, 0.0)
+    # the thread applies a late mean whatever wait says
+    for kw in ({"thread": True}, {"thread": True, "wait": True}):
+        d = DiLoCo([torch.zeros(1)], _ScriptedSession(1, islands=2), **kw)
+        try:
+            assert (d.lr, d.mu) == (1.0, 0.0), kw
+        finally:
+            d.close()
+
+
+def test_checkpoint_of_another_outer_step_is_named():
+    # a checkpoint of the paper's step, resumed with the plain mean: the
+    # state loads, the step stays the constructor's, a warning says so
+    x = torch.tensor([1.0, 2.0])
+    src = DiLoCo([x], _ScriptedSession(2), outer_lr=0.7, momentum=0.9)
+    state = src.state_dict()
+    d = DiLoCo([x.clone()], _ScriptedSession(2))
+    with pytest.warns(UserWarning, match="outer_lr 0.7, momentum 0.9"):
+        d.load_state_dict(state)
+    assert (d.lr, d.mu) == (1.0, 0.0)
+    assert torch.equal(d.anchor, state["anchor"])
+    e = DiLoCo([x.clone()], _ScriptedSession(2), outer_lr=0.7, momentum=0.9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        e.load_state_dict(state)               # the same step: no warning
 
 
 @pytest.mark.parametrize("lr,mu,exact", [(0.5, 0.5, True), (0.7, 0.9, False)])
