@@ -24,7 +24,7 @@
 # slow start after idle); default isthmus,gloo. --pairs P repeats the list P
 # times, interleaved, in OUT/rep1 ... OUT/repP. --isthmus-steps N: the
 # isthmus runs' steps (default --steps), --ddp-steps N the ddp run's
-# (lm: default 60).
+# (lm: default --steps if given, else 60).
 # --queue-ms, --auth and --tb-arg A are passed to scripts/testbed.sh for
 # every run.
 # --record keeps every exchange and then checks every aggregate against
@@ -56,8 +56,8 @@
 # lm's defaults are the benchmark's (doc/training.md): 200 steps of 1 s
 # (--steps, --compute-ms), H = 20 for diloco and diloco-overlap
 # (--diloco-local-steps) and 1 for the isthmus runs (--local-steps), the
-# outer step of examples/train.py (--outer-lr, --outer-momentum), ddp 60
-# steps, --startup 20, --record; so
+# outer step of examples/train.py (--outer-lr, --outer-momentum); with
+# --testbed, ddp 60 steps (unless --steps), --startup 20, --record; so
 #   scripts/train.sh --testbed --model lm --pairs 2
 # is the benchmark, every run twice, interleaved.
 # --exact-schedule tree|all-to-all: how isthmus-diloco's exact global sum
@@ -100,12 +100,21 @@ MODEL=mlp
 SIZE=()
 ISTEPS=()
 DSTEPS=()
+STEPS_SET=
 PAIRS=0
 EXACT=tree
 EDGE_DT=bf16
 TBARGS=()
 IRANKS=1
 while [ $# -gt 0 ]; do
+	# this script's options that take a value (the others go to train.py,
+	# which names its own)
+	case "$1" in
+	--schedule|--exact-schedule|--edge-dtype|--scale|--startup|--hidden|--model|--d-model|\
+	--layers|--heads|--ctx|--target|--runs|--pairs|--steps|--isthmus-steps|--ddp-steps|\
+	--queue-ms|--auth|--tb-arg|--build|--out|--island-ranks)
+		[ $# -ge 2 ] || { echo "train.sh: $1 needs a value (--help)" >&2; exit 2; } ;;
+	esac
 	case "$1" in
 	--testbed) TESTBED=1; shift ;;
 	--schedule) SCHED=$2; shift 2 ;;
@@ -119,6 +128,7 @@ while [ $# -gt 0 ]; do
 	--target) TARGET=$2; shift 2 ;;
 	--runs) RUNS=$2; shift 2 ;;
 	--pairs) PAIRS=$2; shift 2 ;;
+	--steps) STEPS_SET=1; ARGS+=("$1" "$2"); shift 2 ;;
 	--isthmus-steps) ISTEPS=(--steps "$2"); shift 2 ;;
 	--ddp-steps) DSTEPS=(--steps "$2"); shift 2 ;;
 	--queue-ms|--auth) TBARGS+=("$1" "$2"); shift 2 ;;
@@ -138,9 +148,10 @@ mlp) : "${TARGET:=0.9}" "${RUNS:=isthmus,gloo}" ;;
 # benchmark's settings (doc/training.md)
 lm) : "${TARGET:=3.0}" "${RUNS:=ddp,diloco,diloco-overlap,isthmus-diloco,isthmus-cliques}"
 	# the benchmark's settings (doc/training.md): ddp's steps are 3-4 s
-	# each, so 60 of them; nine torch workers take more than the
-	# testbed's 8 s to start; every exchange recorded and checked
-	[ ${#DSTEPS[@]} -gt 0 ] || DSTEPS=(--steps 60)
+	# each, so 60 of them unless --steps says; nine torch workers take
+	# more than the testbed's 8 s to start; every exchange recorded and
+	# checked
+	[ ${#DSTEPS[@]} -gt 0 ] || [ -n "$STEPS_SET" ] || DSTEPS=(--steps 60)
 	[ ${#STARTUP[@]} -gt 0 ] || STARTUP=(--startup 20)
 	[ -n "$RECORD" ] || [ "$TESTBED" = 0 ] || RECORD=1 ;;
 *) echo "train.sh: --model mlp or lm, not '$MODEL'" >&2; exit 2 ;;
