@@ -38,6 +38,7 @@ expect_partial=0
 max_partial_pct=100
 max_partial=-1		# >= 0: at most this many partial results
 late_only=0		# 1: every partial result's missing chunks came late
+want_loss=		# the expected loss the testbed must have planned for
 RESTARTS=0
 ESIZE=4			# bytes of an element in the payload (bf16: 2)
 case "$CASE" in
@@ -70,6 +71,8 @@ loss)
 	# One such run was seen at load 14 (2026-12-02) (island 0's send 58 ms late
 	# in round 2, 14 partial results).
 	args+=(--schedule triangles --loss 0.02 --seed 3 --keep "$keep/run")
+	# the testbed plans for the loss it emulates (doc/testbed.md)
+	want_loss=0.02
 	export ISTHD_REPAIR_TRACE=1
 	expect_complete=0
 	late_only=1 ;;
@@ -129,7 +132,10 @@ detour-edge)
 impaired)
 	# loss, duplication, reordering and corruption on every WAN link:
 	# never a wrong sum; what is lost is reported as missing
-	args+=(--schedule triangles --loss 0.01 --dup 0.02 --reorder 0.05 --corrupt 0.01 --seed 7)
+	args+=(--schedule triangles --loss 0.01 --dup 0.02 --reorder 0.05 --corrupt 0.01 --seed 7
+	       --keep "$keep/run")
+	# a frame survives if neither lost nor corrupted: 1 - 0.99 x 0.99
+	want_loss=0.0199
 	expect_complete=0 ;;
 bf16)
 	# a bf16 job end to end: the edges run [isthmusd] dtype = bf16, the
@@ -189,6 +195,11 @@ check aggregates "$(get aggregates)" "$want_aggs"
 check wrong "$(get wrong)" 0
 check verified "$(get verified)" "$want_aggs"
 check "testbed exit" "$rc" 0
+if [ -n "$want_loss" ]; then
+	planned=$(sed -n 's/^expected-loss //p' "$keep/run/run.sched")
+	awk -v p="$planned" -v w="$want_loss" 'BEGIN { d = p - w; exit !(p != "" && d * d < 1e-18) }' ||
+		{ echo "FAIL: planned for an expected loss of '$planned', want $want_loss"; fail=1; }
+fi
 if [ "$expect_complete" = 1 ]; then
 	check partial "$(get partial)" 0
 	check missing "$(get missing)" 0
