@@ -1033,6 +1033,9 @@ class DiLoCo:
         another (say the defaults before 2026-12-06: 0.7 and 0.9 for every
         form) is named in a warning."""
         a, m = state["anchor"], state["momentum"]
+        if a.numel() != self.n or m.numel() != self.n:
+            raise ValueError("the checkpoint's outer state has %d elements, the model %d"
+                             % (a.numel(), self.n))
         saved = (state.get("outer_lr", self.lr), state.get("mu", self.mu),
                  state.get("nesterov", self.nesterov))
         if saved != (self.lr, self.mu, self.nesterov):
@@ -1042,9 +1045,6 @@ class DiLoCo:
                           "keep the checkpoint's)" % (saved + (self.lr, self.mu,
                                                                self.nesterov)),
                           stacklevel=2)
-        if a.numel() != self.n or m.numel() != self.n:
-            raise ValueError("the checkpoint's outer state has %d elements, the model %d"
-                             % (a.numel(), self.n))
         with self._lock:
             self.anchor.copy_(a.reshape(-1))
             self.mom.copy_(m.reshape(-1))
