@@ -55,7 +55,7 @@ LM_MODES = BASELINES + ISTHMUS
 # `train.sh --testbed --model lm` alone runs it: a GPU-like step of 1 s,
 # 200 steps, and H = 1 for the isthmus runs (a contribution every step:
 # the tree's round, 0.7 s, is shorter than a step; H = 1, 2 and 4 reached
-# the target loss in 64, 72 and 76 s there).
+# the target loss in 64, 74 and 76 s there).
 MODEL_DEFAULTS = {
     "mlp": {"steps": 300, "compute_ms": 50.0, "local_steps": 1},
     "lm": {"steps": 200, "compute_ms": 1000.0, "local_steps": 1},
