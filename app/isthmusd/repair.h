@@ -124,11 +124,15 @@ struct isthd_keep_map {
  * rate); what may not leave yet waits here, a bitmap of chunks per round
  * slot (r & 1), sent lowest round and chunk first: a chunk asked again
  * while it waits is not charged or sent twice, and what would leave after
- * its round's summation window (the end + slack) is dropped
- * (repair_expired), so that stale repairs do not delay fresh ones.
+ * its round's summation window (the end + min(slack, T)) is dropped
+ * (repair_expired), so that stale repairs do not delay fresh ones. Per
+ * worker: with several, a peer whose serving worker changes between two
+ * rounds may get both rounds' repairs at its capacity each while the
+ * older round's still leave (not done: one pace per peer across
+ * workers would need them to share state).
  */
 struct isthd_repair_queue {
-	uint64_t ps_per_byte; /* init: at the peer's capacity; 0: unpaced */
+	uint64_t fs_per_byte; /* init: at the peer's capacity; 0: unpaced */
 	uint64_t burst_ns; /* init: repair_burst - 1 full frames at that rate */
 	uint64_t next_ns; /* when the repairs sent so far have left at it */
 	struct {

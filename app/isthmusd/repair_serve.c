@@ -218,18 +218,18 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 static inline bool
 pace_ok(const struct isthd_repair_queue *q, uint64_t now_ns)
 {
-	return q->ps_per_byte == 0 || q->next_ns <= now_ns + q->burst_ns;
+	return q->fs_per_byte == 0 || q->next_ns <= now_ns + q->burst_ns;
 }
 
 /* A repair of @bytes left for the peer of @q at @now_ns. */
 static inline void
 pace_sent(struct isthd_repair_queue *q, uint64_t now_ns, uint32_t bytes)
 {
-	if (q->ps_per_byte == 0)
+	if (q->fs_per_byte == 0)
 		return;
 	if (q->next_ns < now_ns)
 		q->next_ns = now_ns;
-	q->next_ns += (uint64_t)bytes * q->ps_per_byte / 1000;
+	q->next_ns += (uint64_t)bytes * q->fs_per_byte / 1000000;
 }
 
 /*
@@ -308,8 +308,9 @@ slot_clear(const struct isthd *d, struct isthd_egress *eg, unsigned int s, unsig
 
 /* Chunk @c of round @r to wait for peer @s's pace (once however often it
  * is asked). A round two later takes the slot: what still waited of the
- * older one could not have arrived in time (counted @*expired). */
-static void
+ * older one could not have arrived in time (counted @*expired).
+ * @return false if it waited already. */
+static bool
 wait_chunk(const struct isthd *d, struct isthd_egress *eg, unsigned int s, uint64_t r,
 	uint32_t c, uint64_t *expired)
 {
@@ -323,12 +324,13 @@ wait_chunk(const struct isthd *d, struct isthd_egress *eg, unsigned int s, uint6
 		q->slot[i].from = UINT32_MAX;
 	}
 	if (bits[c / 64] >> (c % 64) & 1)
-		return;
+		return false;
 	bits[c / 64] |= 1ull << (c % 64);
 	q->slot[i].n++;
 	if (c < q->slot[i].from)
 		q->slot[i].from = c;
 	eg->rq_waiting |= 1ull << s;
+	return true;
 }
 
 /*
@@ -355,8 +357,7 @@ serve_chunks(struct isthd_worker *w, unsigned int s, uint64_t r,
 			struct rte_mbuf *f;
 
 			if ((eg->rq_waiting & (1ull << s)) || !pace_ok(q, now_ns)) {
-				wait_chunk(w->d, eg, s, r, (uint32_t)c, &expired);
-				paced++;
+				paced += wait_chunk(w->d, eg, s, r, (uint32_t)c, &expired);
 				continue;
 			}
 			f = repair_frame(w, peer, r, c, now_ns, &gone, &mismatch);
