@@ -692,29 +692,21 @@ for l in lrows[1:]:
     c = l.rstrip("\n").split(",")
     a, b = c[0].strip(), c[1].strip()
     if a in adj and b in adj:
-        # the emulator's scaled capacity, bits/s
-        cap = float(c[3]) / scale * 1e9
-        adj[a].append((b, float(c[2]), cap))
-        adj[b].append((a, float(c[2]), cap))
-# and the narrowest link's capacity on that path: the edges pace their
-# repairs to a peer at it ([peer] capacity; the planned routes below)
-with open(work + "/latency", "w") as f, open(work + "/capacity", "w") as fc:
+        adj[a].append((b, float(c[2])))
+        adj[b].append((a, float(c[2])))
+with open(work + "/latency", "w") as f:
     for src in keep:
         dist = {src: 0.0}
-        narrow = {src: float("inf")}
         q = [(0.0, src)]
         while q:
             d, u = heapq.heappop(q)
             if d > dist[u]:
                 continue
-            for v, w, cap in adj[u]:
+            for v, w in adj[u]:
                 if d + w < dist.get(v, 1e18):
                     dist[v] = d + w
-                    narrow[v] = min(narrow[u], cap)
                     heapq.heappush(q, (d + w, v))
         f.write(" ".join("%d" % round(dist.get(k, 0) * 1000) for k in keep) + "\n")
-        fc.write(" ".join("%d" % (narrow[k] if k != src and k in narrow else 0)
-                          for k in keep) + "\n")
 PY
 mapfile -t NAMES <"$WORK/names"
 mapfile -t LAT <"$WORK/latency"	# row k: one-way us from island k to each
@@ -785,22 +777,17 @@ SCHED_PAYLOAD=$(awk '$1 == "payload-bytes" {print $2}' "$WORK/run.sched")
 # The edges time their tail NACKs by the one-way latency to each peer: a
 # planned detour is longer than the shortest path, so take the longest
 # planned path of the pair over the cycle where the file routes it.
-# Their repairs to a peer are paced at the narrowest capacity of those
-# paths (links.csv is already scaled).
-python3 - "$WORK/run.sched" "$WORK/links.csv" "$WORK/names" "$WORK/latency" "$WORK/capacity" <<'PY' || die "bad routes in the schedule"
+python3 - "$WORK/run.sched" "$WORK/links.csv" "$WORK/names" "$WORK/latency" <<'PY' || die "bad routes in the schedule"
 import sys
-sched, links, names, latf, capf = sys.argv[1:6]
+sched, links, names, latf = sys.argv[1:5]
 names = [l.strip() for l in open(names) if l.strip()]
 lat = [[int(x) for x in l.split()] for l in open(latf)]
-capm = [[int(x) for x in l.split()] for l in open(capf)]
 one = {}
-cap = {}
 for l in open(links):
     c = l.split(",")
     if l.startswith("#") or len(c) < 4 or c[0] == "a":
         continue
     one[(c[0].strip(), c[1].strip())] = one[(c[1].strip(), c[0].strip())] = float(c[2])
-    cap[(c[0].strip(), c[1].strip())] = cap[(c[1].strip(), c[0].strip())] = float(c[3]) * 1e9
 isl = {}
 for l in open(sched):
     f = l.split()
@@ -811,13 +798,9 @@ for l in open(sched):
         us = round(sum(one[(a, b)] for a, b in zip(hops, hops[1:])) * 1000)
         j, i = names.index(hops[0]), names.index(hops[-1])
         lat[j][i] = max(lat[j][i], us)
-        narrow = int(min(cap[(a, b)] for a, b in zip(hops, hops[1:])))
-        capm[j][i] = min(capm[j][i], narrow) if capm[j][i] else narrow
 open(latf, "w").write("".join(" ".join(str(x) for x in r) + "\n" for r in lat))
-open(capf, "w").write("".join(" ".join(str(x) for x in r) + "\n" for r in capm))
 PY
 mapfile -t LAT <"$WORK/latency"
-mapfile -t CAPM <"$WORK/capacity"
 ELEMS=$(( (SCHED_PAYLOAD + ESIZE - 1) / ESIZE ))
 
 # An edge needs room for the chunks in flight even when the plan assumes
@@ -1104,13 +1087,11 @@ write_edge_conf() {
 		echo "gateway_mac = $(mac 4 $k)"
 		echo "replication = $REPL"
 		read -r -a lat <<<"${LAT[$k]}"
-		read -r -a capv <<<"${CAPM[$k]}"
 		for ((j = 0; j < N; j++)); do
 			[ "$j" = "$k" ] && continue
 			echo "[peer ${NAMES[$j]}]"
 			echo "ip = 10.0.$j.1"
 			echo "latency = ${lat[$j]}us"
-			if [ "${capv[$j]:-0}" -ge 1000 ]; then echo "capacity = ${capv[$j]}bps"; fi
 		done
 		echo "[agg]"
 		# at least the plan's peak for this edge (schedule version 2)

@@ -269,11 +269,6 @@ read_wan(struct isth_conf *c, struct isthd_config *cfg)
 	/* repairs and NACKs to peers: EF (46), a WAN's priority class */
 	TRY(isth_conf_u64(c, "wan", "repair_dscp", false, 46, 0, 63, &v));
 	cfg->wan_repair_dscp = (uint8_t)v;
-	/* a WAN's priority queue of a few ms holds some tens of frames at
-	 * a link's rate: 16 back to back fit the emulator's least (4) with
-	 * room for other edges' (doc/isthmusd.md, "Pacing repairs") */
-	TRY(isth_conf_u64(c, "wan", "repair_burst", false, 16, 0, 4096, &v));
-	cfg->wan_repair_burst = (unsigned int)v;
 	if (strcmp(cfg->access.dev, cfg->wan.dev) == 0)
 		return isth_conf_fail(
 			c, "wan", "port", "'%s' is also the access port", cfg->wan.dev);
@@ -300,12 +295,6 @@ read_peer(
 	TRY(isth_conf_u64(c, sec, "port", false, cfg->udp_port, 1, 65535, &v));
 	p->port = (uint16_t)v;
 	TRY(isth_conf_duration(c, sec, "latency", false, 0, 0, 10000000000ull, &p->latency_ns));
-	/* 1 Kbps .. 4 Tbps: the pace's picoseconds per byte stay in range */
-	TRY(isth_conf_rate(c, sec, "capacity", false, 0, 0, 4000000000000ull, &p->capacity_bps));
-	if (p->capacity_bps != 0 && p->capacity_bps < 1000)
-		return isth_conf_fail(c, sec, "capacity",
-			"%" PRIu64 " bps: at least 1Kbps (or 0: unknown, repairs unpaced)",
-			p->capacity_bps);
 	/* one group datagram reaches every peer: one port for all */
 	if (cfg->wan_repl_network && p->port != cfg->udp_port)
 		return isth_conf_fail(c, sec, "port",

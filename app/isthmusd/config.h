@@ -48,10 +48,6 @@ struct isthd_peer {
 	uint8_t mac[6]; /* next hop; default [wan] gateway_mac */
 	uint16_t port; /* UDP port */
 	uint64_t latency_ns; /* one-way, for WAN repair timing; 0: unknown */
-	/* the narrowest link's capacity on the way to the peer, bits/s:
-	 * repairs to it leave at most at this rate after a burst of [wan]
-	 * repair_burst frames (repair_serve.c); 0: unknown, unpaced */
-	uint64_t capacity_bps;
 	unsigned int line; /* of its [peer NAME] header */
 };
 
@@ -122,8 +118,6 @@ struct isthd_config {
 				       * sent again to every peer, unasked */
 	uint64_t wan_tail_copies_after_ns; /* that long after they left */
 	uint8_t wan_repair_dscp; /* DSCP of repairs and NACKs to peers */
-	unsigned int wan_repair_burst; /* repairs to a peer back to back before
-					* its capacity paces them; 0: unpaced */
 	/* [peer NAME] */
 	struct isthd_peer peers[ISTHD_MAX_PEERS];
 	unsigned int n_peers;

@@ -98,9 +98,6 @@ enum {
 	X(round_no_mbuf, "no mbuf for a ROUND message") \
 	X(repair_gone, "peer NACK for DATA no longer (or never) kept") \
 	X(repair_mismatch, "kept DATA is not the chunk a NACK names") \
-	X(repair_expired, \
-		"repairs that waited for their peer's pace until after their round's summation " \
-		"window (its end + min(round_slack, T))") \
 	X(repair_no_mbuf, "no mbuf for a repair or a NACK to a peer") \
 	X(data_bad_source, "WAN DATA not from its sender's peer edge address") \
 	X(data_bad_chunk, "DATA chunk id not below the round's n_chunks") \

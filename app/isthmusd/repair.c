@@ -16,7 +16,6 @@
 
 #include <rte_branch_prediction.h>
 #include <rte_errno.h>
-#include <rte_ether.h>
 #include <rte_ip.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
@@ -114,30 +113,10 @@ isthd_egress_init(struct isthd *d, unsigned int k, char *err, size_t err_size)
 	eg->ring = isth_resend_create(&rc);
 	eg->served = rte_zmalloc("isthd_served",
 		2ull * d->n_islands * d->rep.served_chunks * sizeof(*eg->served), 0);
-	eg->rq = rte_zmalloc("isthd_repair_queue", (size_t)d->n_islands * sizeof(*eg->rq), 0);
-	eg->rq_bits = rte_zmalloc("isthd_repair_queue_bits",
-		2ull * d->n_islands * d->rep.rx_words * sizeof(uint64_t), 0);
-	if (eg->ring == NULL || eg->served == NULL || eg->rq == NULL || eg->rq_bits == NULL) {
+	if (eg->ring == NULL || eg->served == NULL) {
 		snprintf(err, err_size, "WAN repair ring of worker %u (%u chunks x %u islands): %s",
 			k, d->rep.n_chunks, d->n_islands, rte_strerror(rte_errno));
 		return -ENOMEM;
-	}
-	/* the pace of each peer's repairs (repair_serve.c): its capacity,
-	 * a burst of repair_burst full frames first; unknown: unpaced */
-	for (unsigned int s = 0; s < d->n_islands && s < ISTHD_MAX_PEERS; s++) {
-		const struct isthd_peer *peer = d->peer_of[s];
-		struct isthd_repair_queue *q = &eg->rq[s];
-
-		q->slot[0].round = q->slot[1].round = UINT64_MAX;
-		if (peer == NULL || peer->capacity_bps == 0 || d->cfg.wan_repair_burst == 0)
-			continue;
-		/* femtoseconds: 2000 a byte at 4 Tbps (0.05 % rounding),
-		 * 8e12 at 1 Kbps (a frame's 1.2e16 fits 64 bits) */
-		q->fs_per_byte = 8000000000000000ull / peer->capacity_bps;
-		/* a frame leaves while next_ns <= now + burst_ns: repair_burst
-		 * full frames' time back to back, then one per frame time */
-		q->burst_ns = (uint64_t)((__uint128_t)(d->cfg.wan_repair_burst - 1) *
-			RTE_ETHER_MAX_LEN * q->fs_per_byte / 1000000);
 	}
 	return 0;
 }
@@ -158,11 +137,6 @@ isthd_egress_fini(struct isthd_egress *eg)
 	eg->ring = NULL;
 	rte_free(eg->served);
 	eg->served = NULL;
-	rte_free(eg->rq);
-	eg->rq = NULL;
-	rte_free(eg->rq_bits);
-	eg->rq_bits = NULL;
-	eg->rq_waiting = 0;
 }
 
 int
@@ -294,9 +268,6 @@ isthd_repair_publish(struct isthd *d, const struct isth_sched_round_view *v, uin
 		rt->chunk_ns[i] =
 			planned ? (uint64_t)((__uint128_t)chunk_bits * 1000000000ull / rate) : 0;
 		rt->backoff_ns[i] = bo;
-		rt->train_ns[i] = d->peer_of[i] && d->peer_of[i]->capacity_bps
-			? (uint64_t)RTE_ETHER_MAX_LEN * 8000000000ull / d->peer_of[i]->capacity_bps
-			: rt->chunk_ns[i];
 	}
 	return isth_rtab_publish(rp->rtab, (uint32_t)(r & 3), rt);
 }

@@ -112,37 +112,6 @@ struct isthd_keep_map {
 };
 
 /*
- * A peer's repairs waiting for their pace (struct isthd_egress,
- * repair_serve.c): a WAN's priority class queues a few tens of frames at a
- * link's rate, and a NACK of a burst asks for more (66 chunks at once, and
- * its last-chance copy as many again, 20 ms later: a 50 ms priority queue
- * of a 10 Mbit/s link kept 44 and dropped the rest, whose repeats then
- * spent the peer's allowance; doc/notes/performance-log.md, section 9).
- * So repairs to a peer leave at most at the peer's [peer] capacity after
- * a burst of [wan] repair_burst frames (GCRA: a frame may leave when
- * next_ns <= now + burst_ns; it moves next_ns on by its own time at that
- * rate); what may not leave yet waits here, a bitmap of chunks per round
- * slot (r & 1), sent lowest round and chunk first: a chunk asked again
- * while it waits is not charged or sent twice, and what would leave after
- * its round's summation window (the end + min(slack, T)) is dropped
- * (repair_expired), so that stale repairs do not delay fresh ones. Per
- * worker: with several, a peer whose serving worker changes between two
- * rounds may get both rounds' repairs at its capacity each while the
- * older round's still leave (not done: one pace per peer across
- * workers would need them to share state).
- */
-struct isthd_repair_queue {
-	uint64_t fs_per_byte; /* init: at the peer's capacity; 0: unpaced */
-	uint64_t burst_ns; /* init: repair_burst - 1 full frames at that rate */
-	uint64_t next_ns; /* when the repairs sent so far have left at it */
-	struct {
-		uint64_t round; /* the round the slot's bits are of */
-		uint32_t n; /* chunks waiting */
-		uint32_t from; /* no chunk waits below it */
-	} slot[2];
-};
-
-/*
  * The island's DATA as one worker sends it (doc/isthmusd.md, "Workers"):
  * worker k sends each round to the peers of rank k, k + N, ... among the
  * round's peers (isthd_egress_worker; all of them with one worker or
@@ -173,12 +142,6 @@ struct isthd_egress {
 	/* init: n_islands * 2 * served_chunks entries, the round's first
 	 * served_chunks chunks (beyond: every repair charged to .used) */
 	struct isthd_repair_served *served;
-	/* init: n_islands entries, per peer island: its repairs' pace and
-	 * the repairs waiting for it (bits: rq_bits + (s * 2 + (r & 1)) *
-	 * rep.rx_words); NULL: [wan] repair = no */
-	struct isthd_repair_queue *rq;
-	uint64_t *rq_bits;
-	uint64_t rq_waiting; /* peers with chunks waiting */
 };
 
 /* WAN repair between edges (repair.c; doc/isthmusd.md, "WAN repair"). */
@@ -239,10 +202,6 @@ struct isthd_repair_round {
 		 * first wait between NACKs (a round trip + tail_wait) */
 	uint64_t chunk_ns[ISTHD_MAX_PEERS];
 	uint64_t backoff_ns[ISTHD_MAX_PEERS];
-	/* ns per repair of a NACK's answer, a train from s: a full frame
-	 * at s's [peer] capacity, the pace s's edge sends it at (assumed
-	 * the same both ways), else chunk_ns */
-	uint64_t train_ns[ISTHD_MAX_PEERS];
 };
 
 /* repair.c: state, the tables, keeping, frames to peers */
@@ -295,8 +254,5 @@ void isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, u
 /* Worker @w: send the last [wan] tail_copies chunks of a round again to
  * its peers, when due. */
 unsigned int isthd_repair_tail_copies(struct isthd_worker *w, uint64_t now_ns);
-/* Worker @w: the repairs waiting for their peer's pace (struct
- * isthd_repair_queue) that may leave now. @return frames sent. */
-unsigned int isthd_repair_pace(struct isthd_worker *w, uint64_t now_ns);
 
 #endif

@@ -153,10 +153,8 @@ rx_slot(struct isthd *d, const struct isthd_repair_round *rt, uint64_t r, unsign
 /*
  * A NACK for (r, s) naming @named chunks went out at @now: the next one
  * waits the back-off, a round trip + tail_wait, plus the time the serving
- * edge's answer, a train of @named repairs, takes to arrive: @chunk_ns a
- * repair, a full frame at the peer's capacity, at which the serving edge
- * paces repairs (repair_serve.c), else the sender's planned rate (a
- * stream's share of the path: 2-4 times slower in the testbed). Without the
+ * edge's answer, a train of @named repairs sent back to back, takes to
+ * arrive at the sender's planned rate (@chunk_ns a chunk). Without the
  * train's time the retry of a long NACK fired while its repairs were still
  * arriving and asked again for those on their way (64 chunks take ~77 ms
  * at the testbed's rates), spending the serving edge's repeat allowance
@@ -330,7 +328,7 @@ isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 
 		if (nack_peer(w, s, r, &g, 1) == 0) {
 			if (t->nack_at == 0)
-				nack_sent(w, t, now_ns, c - t->next, rt->train_ns[s], cut);
+				nack_sent(w, t, now_ns, c - t->next, rt->chunk_ns[s], cut);
 			gap_copies(d, t, t->next, c - 1, now_ns, cut);
 		}
 	}
@@ -513,7 +511,7 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 	k = nack_missing(w, s, r, bits, from, (uint32_t)upto, &named);
 	if (k == 0 && from)
 		return work; /* the tail came as repairs (tail copies) */
-	nack_after(w, t, from, k, copies, named, rt->train_ns[s], cut, now_ns);
+	nack_after(w, t, from, k, copies, named, rt->chunk_ns[s], cut, now_ns);
 	return work + k;
 }
 

@@ -72,10 +72,8 @@ merge_ranges(struct isth_wire_range *g, unsigned int n, uint32_t n_chunks, unsig
 	return j;
 }
 
-static uint32_t serve_chunks(struct isthd_worker *w, unsigned int s, uint64_t r,
-	const struct isth_wire_range *want, unsigned int n, uint64_t now_ns);
-static inline bool waiting(const struct isthd *d, const struct isthd_egress *eg, unsigned int s,
-	uint64_t r, uint32_t c);
+static uint32_t serve_chunks(struct isthd_worker *w, const struct isthd_peer *peer, uint64_t r,
+	struct isth_wire_range *want, unsigned int n, uint64_t now_ns);
 
 /*
  * A peer edge NACKs chunks of our island's DATA: resend them to it, if the
@@ -128,6 +126,7 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	struct isth_wire_range want[ISTHD_BURST], acc[ISTHD_BURST];
 	struct isthd_egress *eg = &w->eg;
 	struct isthd_dp_stats *st = &w->st;
+	const struct isthd_peer *peer = d->peer_of[p->hdr.sender];
 	unsigned int i, k, n = p->hdr.count, cut;
 	struct isthd_repair_served *sv;
 	struct isthd_repair_budget *b;
@@ -160,12 +159,6 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 		for (uint64_t c = want[i].first; c <= want[i].last; c++) {
 			struct isthd_repair_served *e = c < d->rep.served_chunks ? &sv[c] : NULL;
 
-			/* its repair still waits for the pace: asked again
-			 * before it left, so neither charged nor sent twice */
-			if (unlikely(eg->rq_waiting & (1ull << p->hdr.sender)) &&
-				waiting(d, eg, p->hdr.sender, r, (uint32_t)c))
-				continue;
-
 			if (e && e->round1 != (uint32_t)(r + 1)) {
 				e->round1 = (uint32_t)(r + 1);
 				e->serves = 0;
@@ -194,7 +187,7 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 				continue;
 			}
 			if (k == RTE_DIM(acc)) {
-				serve_chunks(w, p->hdr.sender, r, acc, k, now_ns);
+				serve_chunks(w, peer, r, acc, k, now_ns);
 				k = 0;
 			}
 			acc[k].first = acc[k].last = c;
@@ -211,240 +204,69 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 		isth_ctr_add(&st->drop[ISTHD_DROP_repair_budget], over);
 	if (spent)
 		isth_ctr_add(&st->drop[ISTHD_DROP_repair_attempts], spent);
-	serve_chunks(w, p->hdr.sender, r, acc, k, now_ns);
-}
-
-/* May a repair to the peer of @q leave at @now_ns (struct isthd_repair_queue)? */
-static inline bool
-pace_ok(const struct isthd_repair_queue *q, uint64_t now_ns)
-{
-	return q->fs_per_byte == 0 || q->next_ns <= now_ns + q->burst_ns;
-}
-
-/* A repair of @bytes left for the peer of @q at @now_ns. */
-static inline void
-pace_sent(struct isthd_repair_queue *q, uint64_t now_ns, uint32_t bytes)
-{
-	if (q->fs_per_byte == 0)
-		return;
-	if (q->next_ns < now_ns)
-		q->next_ns = now_ns;
-	q->next_ns += (uint64_t)bytes * q->fs_per_byte / 1000000;
+	serve_chunks(w, peer, r, acc, k, now_ns);
 }
 
 /*
- * Chunk @c of round @r of the island's DATA from worker @w's ring, as a
- * repair (RESENT) frame to peer edge @peer: the kept message must be the
- * chunk asked for (its round and chunk id, not only where the map puts
- * it), else it is refused (*@mismatch); not kept, or gone from the window:
- * *@gone. @return the frame, or NULL.
- */
-static struct rte_mbuf *
-repair_frame(struct isthd_worker *w, const struct isthd_peer *peer, uint64_t r, uint64_t c,
-	uint64_t now_ns, uint64_t *gone, uint64_t *mismatch)
-{
-	struct isthd_egress *eg = &w->eg;
-	uint64_t seq = keep_seq(&eg->base[r & 1], r, c);
-	struct isth_wire_range one = {seq, seq}, g;
-	struct isth_resend_cursor cur;
-	struct rte_mbuf *m, *f = NULL;
-	unsigned int n_gone = 0;
-	const uint8_t *h;
-
-	if (seq == UINT64_MAX || isth_resend_nack_begin(eg->ring, &cur, &one, 1) < 0 ||
-		isth_resend_nack_serve(eg->ring, &cur, now_ns, &m, 1, &g, 1, &n_gone) == 0) {
-		(*gone)++; /* not kept, gone from the window, or no mbuf */
-		return NULL;
-	}
-	h = rte_pktmbuf_mtod(m, const uint8_t *);
-	if (isth_wire_get_hdr_round(h) == r && isth_wire_get_hdr_chunk(h) == c)
-		f = isthd_repair_frame_to_peer(w->d, w->eng, peer, m);
-	else
-		(*mismatch)++;
-	rte_pktmbuf_free(m);
-	return f;
-}
-
-/* Frames @out[0..@n) to the WAN, counted with the refusals. */
-static void
-repairs_out(struct isthd_worker *w, struct rte_mbuf **out, unsigned int n, uint64_t gone,
-	uint64_t mismatch)
-{
-	isthd_worker_tx(w, ISTHD_WAN, out, n);
-	isth_ctr_add(&w->st.repairs_sent, n);
-	if (gone)
-		isth_ctr_add(&w->st.drop[ISTHD_DROP_repair_gone], gone);
-	if (mismatch)
-		isth_ctr_add(&w->st.drop[ISTHD_DROP_repair_mismatch], mismatch);
-}
-
-/* Chunk @c of round @r of the island's DATA waits for peer @s's pace. */
-static inline bool
-waiting(const struct isthd *d, const struct isthd_egress *eg, unsigned int s, uint64_t r,
-	uint32_t c)
-{
-	const struct isthd_repair_queue *q = &eg->rq[s];
-	const uint64_t *bits = eg->rq_bits + ((size_t)s * 2 + (r & 1)) * d->rep.rx_words;
-
-	return q->slot[r & 1].round == r && q->slot[r & 1].n > 0 &&
-		(bits[c / 64] >> (c % 64) & 1);
-}
-
-/* Forget what waits in slot @i of peer @s's queue. @return chunks dropped. */
-static uint32_t
-slot_clear(const struct isthd *d, struct isthd_egress *eg, unsigned int s, unsigned int i)
-{
-	struct isthd_repair_queue *q = &eg->rq[s];
-	uint64_t *bits = eg->rq_bits + ((size_t)s * 2 + i) * d->rep.rx_words;
-	uint32_t n = q->slot[i].n;
-
-	for (uint32_t w = q->slot[i].from / 64; q->slot[i].n > 0 && w < d->rep.rx_words; w++) {
-		q->slot[i].n -= (uint32_t)__builtin_popcountll(bits[w]);
-		bits[w] = 0;
-	}
-	q->slot[i].n = 0;
-	return n;
-}
-
-/* Chunk @c of round @r to wait for peer @s's pace (once however often it
- * is asked). A round two later takes the slot: what still waited of the
- * older one could not have arrived in time (counted @*expired).
- * @return false if it waited already. */
-static bool
-wait_chunk(const struct isthd *d, struct isthd_egress *eg, unsigned int s, uint64_t r,
-	uint32_t c, uint64_t *expired)
-{
-	struct isthd_repair_queue *q = &eg->rq[s];
-	unsigned int i = (unsigned int)(r & 1);
-	uint64_t *bits = eg->rq_bits + ((size_t)s * 2 + i) * d->rep.rx_words;
-
-	if (q->slot[i].round != r) {
-		*expired += slot_clear(d, eg, s, i);
-		q->slot[i].round = r;
-		q->slot[i].from = UINT32_MAX;
-	}
-	if (bits[c / 64] >> (c % 64) & 1)
-		return false;
-	bits[c / 64] |= 1ull << (c % 64);
-	q->slot[i].n++;
-	if (c < q->slot[i].from)
-		q->slot[i].from = c;
-	eg->rq_waiting |= 1ull << s;
-	return true;
-}
-
-/*
- * Send peer island @s's edge chunks @want[0..n) (chunk ids, merged
- * ranges) of round @r of the island's DATA from worker @w's ring, as
- * repairs, one chunk at a time, at the peer's pace: what may not leave yet
- * (or would pass repairs already waiting) waits (isthd_repair_pace sends
- * it). @return chunks sent now or left waiting.
+ * Send peer edge @peer chunks @want[0..n) (chunk ids, merged ranges) of
+ * round @r of the island's DATA from worker @w's ring, as repairs
+ * (RESENT), one chunk at a time: each kept message must be the chunk
+ * asked for (its round and chunk id, not only where the map puts it),
+ * else it is refused (repair_mismatch). @return chunks sent.
  */
 static uint32_t
-serve_chunks(struct isthd_worker *w, unsigned int s, uint64_t r,
-	const struct isth_wire_range *want, unsigned int n, uint64_t now_ns)
+serve_chunks(struct isthd_worker *w, const struct isthd_peer *peer, uint64_t r,
+	struct isth_wire_range *want, unsigned int n, uint64_t now_ns)
 {
+	struct isthd *d = w->d;
 	struct isthd_egress *eg = &w->eg;
-	const struct isthd_peer *peer = w->d->peer_of[s];
-	struct isthd_repair_queue *q = &eg->rq[s];
+	struct isthd_dp_stats *st = &w->st;
+	struct isth_auth_engine *eng = w->eng;
 	struct rte_mbuf *out[ISTHD_BURST];
-	uint64_t gone = 0, mismatch = 0, paced = 0, expired = 0;
+	uint64_t gone = 0, mismatch = 0;
 	unsigned int i, n_out = 0;
 	uint32_t sent = 0;
 
 	for (i = 0; i < n; i++) {
 		for (uint64_t c = want[i].first; c <= want[i].last; c++) {
-			struct rte_mbuf *f;
+			uint64_t seq = keep_seq(&eg->base[r & 1], r, c);
+			struct isth_wire_range one = {seq, seq}, g;
+			struct isth_resend_cursor cur;
+			struct rte_mbuf *m, *f = NULL;
+			unsigned int n_gone = 0;
+			const uint8_t *h;
 
-			if ((eg->rq_waiting & (1ull << s)) || !pace_ok(q, now_ns)) {
-				paced += wait_chunk(w->d, eg, s, r, (uint32_t)c, &expired);
+			if (seq == UINT64_MAX ||
+				isth_resend_nack_begin(eg->ring, &cur, &one, 1) < 0 ||
+				isth_resend_nack_serve(
+					eg->ring, &cur, now_ns, &m, 1, &g, 1, &n_gone) == 0) {
+				gone++; /* not kept, gone from the window, or no mbuf */
 				continue;
 			}
-			f = repair_frame(w, peer, r, c, now_ns, &gone, &mismatch);
+			h = rte_pktmbuf_mtod(m, const uint8_t *);
+			if (isth_wire_get_hdr_round(h) == r && isth_wire_get_hdr_chunk(h) == c)
+				f = isthd_repair_frame_to_peer(d, eng, peer, m);
+			else
+				mismatch++;
+			rte_pktmbuf_free(m);
 			if (f == NULL)
 				continue;
-			pace_sent(q, now_ns, rte_pktmbuf_pkt_len(f));
 			out[n_out++] = f;
 			if (n_out == RTE_DIM(out)) {
-				repairs_out(w, out, n_out, 0, 0);
+				isthd_worker_tx(w, ISTHD_WAN, out, n_out);
 				sent += n_out;
 				n_out = 0;
 			}
 		}
 	}
-	repairs_out(w, out, n_out, gone, mismatch);
+	isthd_worker_tx(w, ISTHD_WAN, out, n_out);
 	sent += n_out;
-	if (paced)
-		isth_ctr_add(&w->st.repairs_paced, paced);
-	if (expired)
-		isth_ctr_add(&w->st.drop[ISTHD_DROP_repair_expired], expired);
-	return sent + (uint32_t)paced;
-}
-
-/* The slot of peer queue @q to send from: the older round's; -1 if none. */
-static inline int
-slot_next(const struct isthd_repair_queue *q)
-{
-	if (q->slot[0].n == 0)
-		return q->slot[1].n ? 1 : -1;
-	if (q->slot[1].n == 0)
-		return 0;
-	return q->slot[0].round < q->slot[1].round ? 0 : 1;
-}
-
-unsigned int
-isthd_repair_pace(struct isthd_worker *w, uint64_t now_ns)
-{
-	struct isthd *d = w->d;
-	struct isthd_egress *eg = &w->eg;
-	uint64_t span = d->clk.round_ns + RTE_MIN(d->cfg.agg_round_slack_ns, d->clk.round_ns);
-	uint64_t expired = 0;
-	unsigned int work = 0;
-
-	for (uint64_t wait = eg->rq_waiting; wait != 0; wait &= wait - 1) {
-		unsigned int s = (unsigned int)__builtin_ctzll(wait);
-		const struct isthd_peer *peer = d->peer_of[s];
-		struct isthd_repair_queue *q = &eg->rq[s];
-		struct rte_mbuf *out[ISTHD_BURST];
-		uint64_t gone = 0, mismatch = 0;
-		unsigned int n_out = 0;
-		int i;
-
-		while (n_out < RTE_DIM(out) && pace_ok(q, now_ns) && (i = slot_next(q)) >= 0) {
-			uint64_t r = q->slot[i].round;
-			uint64_t *bits = eg->rq_bits + ((size_t)s * 2 + (unsigned int)i) * d->rep.rx_words;
-			uint32_t c = q->slot[i].from, word;
-			struct rte_mbuf *f;
-
-			/* summed at the peer until the round's end + slack
-			 * (isthd_repair_publish): leaving later, it is of no
-			 * use. (Not now + latency: [peer] latency is the
-			 * longest planned path, and a repair on a shorter
-			 * one would still have come in time.) */
-			if (now_ns >= d->clk.epoch_ns + r * d->clk.round_ns + span) {
-				expired += slot_clear(d, eg, s, (unsigned int)i);
-				continue;
-			}
-			for (word = c / 64; !(bits[word] >> (c % 64)); word++, c = word * 64)
-				;
-			c += (uint32_t)__builtin_ctzll(bits[word] >> (c % 64));
-			bits[word] &= ~(1ull << (c % 64));
-			q->slot[i].n--;
-			q->slot[i].from = c + 1;
-			f = repair_frame(w, peer, r, c, now_ns, &gone, &mismatch);
-			if (f == NULL)
-				continue;
-			pace_sent(q, now_ns, rte_pktmbuf_pkt_len(f));
-			out[n_out++] = f;
-		}
-		if (q->slot[0].n == 0 && q->slot[1].n == 0)
-			eg->rq_waiting &= ~(1ull << s);
-		repairs_out(w, out, n_out, gone, mismatch);
-		work += n_out;
-	}
-	if (expired)
-		isth_ctr_add(&w->st.drop[ISTHD_DROP_repair_expired], expired);
-	return work;
+	isth_ctr_add(&st->repairs_sent, sent);
+	if (gone)
+		isth_ctr_add(&st->drop[ISTHD_DROP_repair_gone], gone);
+	if (mismatch)
+		isth_ctr_add(&st->drop[ISTHD_DROP_repair_mismatch], mismatch);
+	return sent;
 }
 
 /*
@@ -488,7 +310,7 @@ isthd_repair_tail_copies(struct isthd_worker *w, uint64_t now_ns)
 				continue;
 			want.first = n_chunks - k;
 			want.last = n_chunks - 1;
-			sent = serve_chunks(w, s, r, &want, 1, now_ns);
+			sent = serve_chunks(w, d->peer_of[s], r, &want, 1, now_ns);
 			isth_ctr_add(&st->tail_copies_sent, sent);
 			work += sent;
 		}

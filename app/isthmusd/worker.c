@@ -237,8 +237,6 @@ isthd_worker_poll(struct isthd_worker *w)
 	work += expire_rounds(w, now_ns);
 	if (w->eg.ring != NULL && now_ns >= d->clk.epoch_ns)
 		work += isthd_repair_tail_copies(w, now_ns);
-	if (w->eg.rq_waiting)
-		work += isthd_repair_pace(w, now_ns);
 	if (w->role & ISTHD_ROLE_RX) {
 		work += isthd_repair_tail_check(w, now_ns);
 		work += isthd_access_rx(w, now_ns);

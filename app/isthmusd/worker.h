@@ -128,11 +128,7 @@ struct isthd_pace_msg {
 	X(peer_repairs_rx, "repairs from peer edges that filled a missing chunk") \
 	X(peer_repairs_late, "of peer_repairs_rx: arrived after NACKing stopped (cutoff)") \
 	X(peer_data_late, "peer DATA (not a repair) first seen after NACKing stopped") \
-	X(tail_copies_sent, \
-		"last chunks of the island's DATA sent again to a peer unasked (or left waiting " \
-		"for its pace)") \
-	X(repairs_paced, \
-		"repairs that waited for their peer's pace ([peer] capacity, [wan] repair_burst)") \
+	X(tail_copies_sent, "last chunks of the island's DATA sent again to a peer unasked") \
 	X(tree_data, "tree rounds: island DATA summed into its chunk's tree") \
 	X(tree_in, \
 		"tree rounds: PARTIALs from peer edges taken into a chunk (up and down; refusals " \

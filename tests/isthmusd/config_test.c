@@ -187,8 +187,6 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect_eq(c.epoch_mode, ISTHD_EPOCH_SCHEDULE);
 	cr_expect_eq(c.wan_last_nack_copies, 2, "a last-chance peer NACK goes twice by default");
 	cr_expect_eq(c.wan_repair_dscp, 46, "repairs and NACKs marked EF");
-	cr_expect_eq(c.wan_repair_burst, 16, "16 repairs back to back, then paced");
-	cr_expect_eq(c.peers[0].capacity_bps, 0, "a peer's capacity unknown by default: unpaced");
 	cr_expect_eq(
 		c.wan_repair_attempts, 8, "a chunk repaired to a peer 8 times a round at most");
 	cr_expect_eq(c.dtype, ISTH_WIRE_DTYPE_NONE, "dtype unchecked by default");
@@ -288,15 +286,6 @@ static struct bad_conf bad_confs[] = {
 	{"!" GOOD_HEAD WAN_OPEN
 	 "repair_attempts = 0\n[peer LON]\nip = 10.0.0.2\n[auth]\nmode = off\n",
 		"t.conf:14: [wan] repair_attempts: 0 out of range [1, 64]"},
-	{"!" GOOD_HEAD WAN_OPEN
-	 "repair_burst = 4097\n[peer LON]\nip = 10.0.0.2\n[auth]\nmode = off\n",
-		"t.conf:14: [wan] repair_burst: 4097 out of range [0, 4096]"},
-	{"[peer CHI]\nip = 10.0.0.3\ncapacity = 999bps\n",
-		"t.conf:18: [peer CHI] capacity: 999 bps: at least 1Kbps (or 0: unknown, repairs "
-		"unpaced)"},
-	{"[peer CHI]\nip = 10.0.0.3\ncapacity = 10 furlongs\n",
-		"t.conf:18: [peer CHI] capacity: '10 furlongs' is not a rate with a unit (bps, "
-		"Kbps, Mbps, Gbps, Tbps)"},
 	{"%", "t.conf: [auth] key_file: required key missing"},
 	{"[auth]\nmode = on\n", "t.conf:16: [auth] key_file: required key missing"},
 	{"[auth]\nmode = maybe\n", "t.conf:17: [auth] mode: 'maybe' is not one of: on, off"},

@@ -612,46 +612,6 @@ Test(isthmusd_repair, a_retry_waits_for_the_repair_train_of_its_nack, .init = ea
 }
 
 /*
- * With the peer's capacity known ([peer] capacity), the serving edge paces
- * its repairs at it, and the train's time is a full frame (1518 bytes) at
- * that capacity a repair, not the stream's planned rate: peer 1 at
- * 12.144 Mbit/s, 1 ms a frame. The same loss as above: NACK 4-15 at 72,
- * its repairs at 72 + 60 + 2 = 134, 135, ..., 145 ms (chunk 4 + k at 134 +
- * k), chunk 10's (140) lost. The retry waits the back-off and the train,
- * 72 + 65 + 12 x 1 = 149 ms (161 at the stream's rate: 12 ms later), and
- * asks for chunk 10 only.
- */
-Test(isthmusd_repair, the_train_is_timed_at_the_peer_capacity_when_known, .init = eal_up,
-	.fini = eal_down)
-{
-	struct isthd_peer peers[3] = {0};
-	struct isthd *d;
-	struct sent_nack nk[MAX_NACKS];
-	uint64_t arr[TAIL_CHUNKS] = {0}, rep[TAIL_CHUNKS] = {0};
-	unsigned int n;
-
-	peers[1].capacity_bps = 12144000; /* 1518 x 8 bits a ms */
-	d = asking_edge(peers);
-	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
-		if (c < 4 || c > 15)
-			arr[c] = 40 + 2 * c;
-	for (uint32_t c = 4; c <= 15; c++)
-		rep[c] = c == 10 ? 211 : 134 + (c - 4);
-	n = play_rep(d, 1, arr, rep, 0, 800, nk);
-	cr_assert_eq(n, 2, "%u NACKs, want 2; the second at %llu ms naming %llu-%llu", n,
-		n > 1 ? (unsigned long long)nk[1].at_ms : 0ull,
-		n > 1 ? (unsigned long long)nk[1].g[0].first : 0ull,
-		n > 1 ? (unsigned long long)nk[1].g[0].last : 0ull);
-	cr_expect_eq(nk[0].at_ms, 72);
-	cr_expect_eq(
-		nk[1].at_ms, 149, "retry at %llu ms, want 149", (unsigned long long)nk[1].at_ms);
-	cr_assert_eq(nk[1].n, 1);
-	cr_expect_eq(nk[1].g[0].first, 10);
-	cr_expect_eq(nk[1].g[0].last, 10);
-	asking_edge_free(d);
-}
-
-/*
  * A gap's own NACK is copied when it is a last chance (at most two retries
  * fit before the cutoff), like the tail check's: on a long lossy path a
  * stream queued behind a bottleneck shows its gaps late in the round, and
