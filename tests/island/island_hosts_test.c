@@ -535,6 +535,19 @@ Test(island_hosts, receive_threads_sum_a_hosts_range)
 	buf[ISTH_WIRE_OFF_FLAGS] |= (uint8_t)(1u << 4); /* 2 streams: field 1 */
 	send_to(fd, isth_island_socket_port(s, 0), buf, n);
 	cr_assert_eq(isth_island_send(s, round, t, (size_t)rg.n_elems * 4), 0);
+	/* Stream 1 exists once socket 0's thread took the ROUND. An AGG sent
+	 * before could be read first by socket 1's thread and dropped
+	 * (agg_stream: no ROUND announced it), and the result then waited
+	 * on this test's clock, which does not move: the test hung on a
+	 * loaded host. (An edge sends a round's AGGs a WAN round trip after
+	 * its ROUND.) */
+	for (uint64_t i = 0; i < 4000; i++) {
+		isth_island_stats(s, &st);
+		if (st.rounds_announced == 1)
+			break;
+		isth_island_poll(s, 5000000ull);
+	}
+	cr_assert_eq(st.rounds_announced, 1, "the ROUND was not taken in 20 s");
 	for (uint32_t ck = 1; ck < NCH; ck++) {
 		unsigned int k = ck % 2;
 
