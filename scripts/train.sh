@@ -60,7 +60,8 @@
 # --testbed, ddp 60 steps (unless --steps), --startup 20, --record; so
 #   scripts/train.sh --testbed --model lm --pairs 2
 # is the benchmark, every run twice, interleaved.
-# --exact-schedule tree|all-to-all: how isthmus-diloco's exact global sum
+# --exact-schedule tree|all-to-all (--model lm --testbed only, like
+# --edge-dtype; refused otherwise): how isthmus-diloco's exact global sum
 # crosses the WAN. tree (default): the planner's reduction trees through
 # the edges (testbed.sh --schedule tree): each chunk is summed up a
 # spanning tree and its sum sent down it, so every link carries a chunk
@@ -106,6 +107,7 @@ EXACT=tree
 EDGE_DT=bf16
 TBARGS=()
 IRANKS=1
+LM_ONLY=()	# options given that only the lm's testbed runs read
 while [ $# -gt 0 ]; do
 	# this script's options that take a value (the others go to train.py,
 	# which names its own)
@@ -118,8 +120,8 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--testbed) TESTBED=1; shift ;;
 	--schedule) SCHED=$2; shift 2 ;;
-	--exact-schedule) EXACT=$2; shift 2 ;;
-	--edge-dtype) EDGE_DT=$2; shift 2 ;;
+	--exact-schedule) EXACT=$2; LM_ONLY+=("$1"); shift 2 ;;
+	--edge-dtype) EDGE_DT=$2; LM_ONLY+=("$1"); shift 2 ;;
 	--scale) SCALE=(--scale "$2"); shift 2 ;;
 	--startup) STARTUP=(--startup "$2"); shift 2 ;;
 	--hidden) HIDDEN=$2; ARGS+=("$1" "$2"); shift 2 ;;
@@ -162,6 +164,11 @@ case "$EXACT" in tree|all-to-all) ;;
 *) echo "train.sh: --exact-schedule: tree or all-to-all, not '$EXACT'" >&2; exit 2 ;; esac
 case "$EDGE_DT" in bf16|any) ;;
 *) echo "train.sh: --edge-dtype: bf16 or any, not '$EDGE_DT'" >&2; exit 2 ;; esac
+# refused rather than ignored where nothing reads them
+for o in "${LM_ONLY[@]}"; do
+	[ "$MODEL" = lm ] && [ "$TESTBED" = 1 ] ||
+		{ echo "train.sh: $o: only for the lm's isthmus runs on the testbed (--model lm --testbed)" >&2; exit 2; }
+done
 case "$IRANKS" in [1-4]) ;; *) echo "train.sh: --island-ranks: 1 to 4, not '$IRANKS'" >&2; exit 2 ;; esac
 [ "$IRANKS" = 1 ] || [ "$MODEL" = mlp ] ||
 	{ echo "train.sh: --island-ranks: the mlp's isthmus runs only" >&2; exit 2; }

@@ -217,6 +217,14 @@ def test_train_sh_exact_schedule_option():
         r = subprocess.run(["bash", sh, opt, bad], capture_output=True, text=True, timeout=30)
         assert r.returncode == 2, r.stderr
         assert "%s:" % opt in r.stderr and "'%s'" % bad in r.stderr
+    # valid, but read by the lm's testbed runs only: refused elsewhere,
+    # not ignored (the mlp's runs and the lm's without --testbed)
+    for opt, val in (("--exact-schedule", "tree"), ("--edge-dtype", "any")):
+        for extra in ([], ["--model", "lm"], ["--model", "mlp", "--testbed"]):
+            r = subprocess.run(["bash", sh, opt, val] + extra, capture_output=True, text=True,
+                               timeout=30)
+            assert r.returncode == 2, (opt, extra, r.stderr)
+            assert "%s: only for the lm" % opt in r.stderr, r.stderr
 
 
 def test_report_prints_round_time_and_the_edges_plan(tmp_path):
