@@ -207,6 +207,10 @@ if [ "$TESTBED" = 1 ]; then
 		local dir=$1 run=$2
 		# island numbers only: diloco-* would also match diloco-overlap-*
 		rm -f "$dir/$run"-[0-9]*.jsonl
+		# the edges' schedule and plan as train.py net copies them: a
+		# run that fails before it does must not report (or check
+		# against) an earlier run's in a reused --out
+		rm -f "$dir/sched-$run.txt" "$dir/edges-$run.json"
 		uptime >"$dir/load-$run.txt"
 		case "$run" in
 		isthmus|isthmus-triangles)
