@@ -112,9 +112,6 @@ enum {
 		"spent") \
 	X(repair_attempts, \
 		"chunk repairs refused: repaired [wan] repair_attempts times to the peer") \
-	X(repair_in_flight, \
-		"chunk repairs refused: the chunk left less than a round trip before the NACK " \
-		"came (on its way, not lost)") \
 	X(nack_budget, \
 		"island NACK cut short: its AGG repair budget (per NACK, per round) is spent") \
 	X(auth_format, \

@@ -113,15 +113,7 @@ isthd_egress_init(struct isthd *d, unsigned int k, char *err, size_t err_size)
 	eg->ring = isth_resend_create(&rc);
 	eg->served = rte_zmalloc("isthd_served",
 		2ull * d->n_islands * d->rep.served_chunks * sizeof(*eg->served), 0);
-	for (unsigned int i = 0; i < 2; i++) {
-		size_t sz = (size_t)RTE_MAX(d->rep.n_chunks, 1u) * sizeof(uint64_t);
-
-		eg->base[i].seq1 = rte_zmalloc("isthd_keep_map", sz, 0);
-		eg->base[i].rel_ns = rte_zmalloc("isthd_keep_time", sz, 0);
-	}
-	if (eg->ring == NULL || eg->served == NULL || eg->base[0].seq1 == NULL ||
-		eg->base[1].seq1 == NULL || eg->base[0].rel_ns == NULL ||
-		eg->base[1].rel_ns == NULL) {
+	if (eg->ring == NULL || eg->served == NULL) {
 		snprintf(err, err_size, "WAN repair ring of worker %u (%u chunks x %u islands): %s",
 			k, d->rep.n_chunks, d->n_islands, rte_strerror(rte_errno));
 		return -ENOMEM;
@@ -145,12 +137,6 @@ isthd_egress_fini(struct isthd_egress *eg)
 	eg->ring = NULL;
 	rte_free(eg->served);
 	eg->served = NULL;
-	for (unsigned int i = 0; i < 2; i++) {
-		rte_free(eg->base[i].seq1);
-		rte_free(eg->base[i].rel_ns);
-		eg->base[i].seq1 = NULL;
-		eg->base[i].rel_ns = NULL;
-	}
 }
 
 int
@@ -200,12 +186,14 @@ isthd_repair_keep(struct isthd_worker *w, struct rte_mbuf **m, unsigned int n, u
 
 		if (b->round != r) {
 			b->round = r;
-			b->first = seq;
-		}
-		/* the access RX admitted it: c < n_chunks (the round's shape) */
-		if (likely(c < d->rep.n_chunks)) {
-			b->seq1[c] = seq + 1;
-			b->rel_ns[c] = now_ns;
+			b->n_seg = 1;
+			b->seg[0].from = c;
+			b->seg[0].base = seq - c;
+		} else if (b->seg[b->n_seg - 1].base + c != seq && b->n_seg < ISTHD_KEEP_SEGS) {
+			/* a chunk before it never got here: a new segment */
+			b->seg[b->n_seg].from = c;
+			b->seg[b->n_seg].base = seq - c;
+			b->n_seg++;
 		}
 		isth_resend_push(eg->ring, m[i], now_ns, NULL);
 		/* the stream's last chunk: its tail goes again, unasked,

@@ -92,25 +92,23 @@ struct isthd_repair_served {
 	uint32_t serves; /* repairs of the chunk to the peer */
 };
 
-/*
- * Where a worker's WAN repair ring keeps the chunks of one round
- * (isthd_repair_keep, and keep_seq in repair_serve.c): chunk c at ring
- * seq seq1[c] - 1, unless seq1[c] is 0 (never kept) or below first + 1
- * (kept for an earlier round of the slot: ring seqs only grow, so no
- * clearing pass). Chunk by chunk, not as runs: the pacer releases a
- * round's chunks in the order they came, which with island hosts
- * ([access] island_hosts) interleaves the hosts' ranges, and a chunk
- * that never reached the ring (a full queue on the way) leaves a hole.
- * (Until 2026-12-06 the map was up to four runs of consecutive chunks,
- * which an interleaved round broke: chunks whose repair was refused as
- * not kept although the ring held them.) The stored seq is checked
- * again against the kept message's round and chunk when served.
- */
+/* Segments of a round's chunk -> ring seq map (struct isthd_egress). */
+#define ISTHD_KEEP_SEGS 4
+
+/* Where a worker's WAN repair ring keeps the chunks of one round
+ * (isthd_repair_keep): chunk c at seq seg[i].base + c, seg[i] the last
+ * segment with from <= c. Chunks leave in order, so one segment, unless a
+ * chunk never reached the ring (a full queue on the way): the next one
+ * starts a segment, so that what follows keeps its own seq; beyond
+ * ISTHD_KEEP_SEGS the serve's check refuses what no longer maps
+ * (repair_mismatch). */
 struct isthd_keep_map {
 	uint64_t round;
-	uint64_t first; /* ring seq of the round's first chunk kept */
-	uint64_t *seq1; /* init: rep.n_chunks entries */
-	uint64_t *rel_ns; /* init: rep.n_chunks entries: when each left */
+	uint32_t n_seg;
+	struct {
+		uint32_t from;
+		uint64_t base;
+	} seg[ISTHD_KEEP_SEGS];
 };
 
 /*

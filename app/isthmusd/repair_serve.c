@@ -15,19 +15,23 @@
 
 #include "isthd.h"
 
-/* The ring seq at which @b keeps chunk @c of round @r (of @n_chunks), or
- * UINT64_MAX if none (struct isthd_keep_map). */
+/* The ring seq at which @b keeps chunk @c, or UINT64_MAX if none. */
 static inline uint64_t
-keep_seq(const struct isthd_keep_map *b, uint64_t r, uint64_t c, uint32_t n_chunks)
+keep_seq(const struct isthd_keep_map *b, uint64_t r, uint64_t c)
 {
-	uint64_t s1;
-
-	if (b->round != r || c >= n_chunks || b->seq1 == NULL)
+	if (b->round != r || b->n_seg == 0 || c < b->seg[0].from)
 		return UINT64_MAX;
-	s1 = b->seq1[c];
-	if (s1 == 0 || s1 - 1 < b->first)
-		return UINT64_MAX;
-	return s1 - 1;
+	for (unsigned int i = b->n_seg; i-- > 0;) {
+		if (b->seg[i].from > c)
+			continue;
+		/* a chunk between two segments never reached the ring: its
+		 * seq would be the next segment's first */
+		if (i + 1 < b->n_seg &&
+			b->seg[i].base + c >= b->seg[i + 1].base + b->seg[i + 1].from)
+			return UINT64_MAX;
+		return b->seg[i].base + c;
+	}
+	return UINT64_MAX;
 }
 
 /*
@@ -66,25 +70,6 @@ merge_ranges(struct isth_wire_range *g, unsigned int n, uint32_t n_chunks, unsig
 		g[j++] = g[i];
 	}
 	return j;
-}
-
-/*
- * Chunk @c of the round @b keeps (its round checked) left less than @rtt_ns
- * before @now_ns: an ask for it was sent before it could have arrived, so
- * it is on its way, not lost. A loss shows at the asker when a later
- * chunk arrives (a gap) or when the tail is due, a one-way trip at least
- * after the lost chunk left, and the NACK takes another: at least a round
- * trip (the peer's configured latency, the propagation's; queueing only
- * adds). Only out-of-order streams are asked for sooner: with island
- * hosts ([access] island_hosts) the pacer releases the hosts' ranges
- * interleaved (chunk 0, 50, 1, 51, ...), and the asker, which expects
- * chunk order, NACKs 1-49 when 50 comes.
- */
-static inline bool
-in_flight(const struct isthd_keep_map *b, uint64_t c, uint32_t n_chunks, uint64_t rtt_ns,
-	uint64_t now_ns)
-{
-	return rtt_ns && c < n_chunks && b->seq1[c] > b->first && b->rel_ns[c] + rtt_ns > now_ns;
 }
 
 static uint32_t serve_chunks(struct isthd_worker *w, const struct isthd_peer *peer, uint64_t r,
@@ -145,10 +130,8 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	unsigned int i, k, n = p->hdr.count, cut;
 	struct isthd_repair_served *sv;
 	struct isthd_repair_budget *b;
-	uint64_t r = p->hdr.round, over, spent, flying;
+	uint64_t r = p->hdr.round, over, spent;
 	uint32_t attempts = d->cfg.wan_repair_attempts;
-	const struct isthd_keep_map *km = &eg->base[r & 1];
-	uint64_t rtt_ns = 2 * peer->latency_ns;
 
 	/* isthd_repair_admit passed it: the peer's address, in the clique */
 	if (eg->ring == NULL || eg->base[r & 1].round != r) {
@@ -171,7 +154,6 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	}
 	over = 0;
 	spent = 0;
-	flying = 0;
 	k = 0;
 	for (i = 0; i < n; i++) {
 		for (uint64_t c = want[i].first; c <= want[i].last; c++) {
@@ -183,14 +165,6 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 			}
 			if (e && e->serves >= attempts) {
 				spent++;
-				continue;
-			}
-			/* a first repair of a chunk still on its way: not sent,
-			 * not charged (the asker asks again after its back-off,
-			 * a round trip at least, if it is lost) */
-			if ((e == NULL || e->serves == 0) &&
-				in_flight(km, c, d->rep.n_chunks, rtt_ns, now_ns)) {
-				flying++;
 				continue;
 			}
 			if (e && e->serves > 0) {
@@ -223,15 +197,13 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	if (unlikely(d->rep.trace))
 		isthd_repair_trace(d,
 			"serve r %" PRIu64 " to %u ranges %u first %" PRIu64 " over %" PRIu64
-			" spent %" PRIu64 " flying %" PRIu64 " used %u repeats %u worker %u",
-			r, p->hdr.sender, n, n ? want[0].first : 0, over, spent, flying, b->used,
+			" spent %" PRIu64 " used %u repeats %u worker %u",
+			r, p->hdr.sender, n, n ? want[0].first : 0, over, spent, b->used,
 			b->repeats, w->id);
 	if (over)
 		isth_ctr_add(&st->drop[ISTHD_DROP_repair_budget], over);
 	if (spent)
 		isth_ctr_add(&st->drop[ISTHD_DROP_repair_attempts], spent);
-	if (flying)
-		isth_ctr_add(&st->drop[ISTHD_DROP_repair_in_flight], flying);
 	serve_chunks(w, peer, r, acc, k, now_ns);
 }
 
@@ -257,7 +229,7 @@ serve_chunks(struct isthd_worker *w, const struct isthd_peer *peer, uint64_t r,
 
 	for (i = 0; i < n; i++) {
 		for (uint64_t c = want[i].first; c <= want[i].last; c++) {
-			uint64_t seq = keep_seq(&eg->base[r & 1], r, c, d->rep.n_chunks);
+			uint64_t seq = keep_seq(&eg->base[r & 1], r, c);
 			struct isth_wire_range one = {seq, seq}, g;
 			struct isth_resend_cursor cur;
 			struct rte_mbuf *m, *f = NULL;

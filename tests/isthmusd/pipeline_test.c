@@ -2640,8 +2640,6 @@ pump(uint64_t total)
 }
 
 static void keep_island_round_but(uint32_t r, uint32_t skip);
-static void
-keep_island_round_order(uint32_t r, const uint32_t *order, unsigned int n, uint64_t at_ns);
 
 /* As the pacers would: keep island A's round @r, all its chunks, for
  * repair (every worker's ring: each sends to some of the peers). */
@@ -2655,20 +2653,6 @@ keep_island_round(uint32_t r)
  * a full queue). */
 static void
 keep_island_round_but(uint32_t r, uint32_t skip)
-{
-	uint32_t order[CHUNKS];
-	unsigned int n = 0;
-
-	for (uint32_t c = 0; c < CHUNKS; c++)
-		if (c != skip)
-			order[n++] = c;
-	keep_island_round_order(r, order, n, now_ns());
-}
-
-/* The same, the chunks @order[0..n) kept in that order (as the pacer
- * releases them: in the order they came), released at @at_ns. */
-static void
-keep_island_round_order(uint32_t r, const uint32_t *order, unsigned int n, uint64_t at_ns)
 {
 	struct rte_mbuf *m[CHUNKS];
 	int32_t body[ELEMS];
@@ -2698,8 +2682,9 @@ keep_island_round_order(uint32_t r, const uint32_t *order, unsigned int n, uint6
 			isth_wire_build_msg(p, 40 + sizeof(body), &h, body, sizeof(body), NULL), 0);
 	}
 	for (unsigned int k = 0; k < edge.n_workers; k++)
-		for (unsigned int i = 0; i < n; i++)
-			isthd_repair_keep(&edge.workers[k], &m[order[i]], 1, at_ns);
+		for (uint32_t c = 0; c < CHUNKS; c++)
+			if (c != skip)
+				isthd_repair_keep(&edge.workers[k], &m[c], 1, now_ns());
 	rte_pktmbuf_free_bulk(m, CHUNKS); /* the rings hold their own */
 }
 
@@ -2855,92 +2840,6 @@ Test(isthmusd, repair_after_a_chunk_that_never_reached_the_ring, .init = eal_up,
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_gone]), 1, "gone %lu",
 		(unsigned long)isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_gone]));
 	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_mismatch]), 0);
-	isthd_teardown(&edge);
-	isthd_ports_close(&edge);
-}
-
-/*
- * An island of two hosts: host 0 sends chunks 0-1, host 1 chunks 2-3, at
- * once, so the pacer releases (and the ring keeps) them interleaved, 0 2
- * 1 3, and a later round's host-1 chunk 3 before the rest, 3 0 1 2. A
- * NACK of the whole round gets every chunk, each the chunk it names
- * (drain_wan checks each payload against its header); nothing is refused
- * as not kept or mismatched. (With a map of runs of consecutive chunks
- * chunk 2 of the first order read as a hole: refused although kept.)
- */
-Test(isthmusd, repair_of_a_round_kept_out_of_order, .init = eal_up, .fini = eal_down, .timeout = 60)
-{
-	static const uint32_t order[2][CHUNKS] = {{0, 2, 1, 3}, {3, 0, 1, 2}};
-	unsigned int repairs[N] = {0};
-	uint64_t chunks[N] = {0};
-
-	idle_edge_up();
-	for (unsigned int i = 0; i < 2; i++) {
-		memset(repairs, 0, sizeof(repairs));
-		memset(chunks, 0, sizeof(chunks));
-		/* round 0 each time: the second keeps it again, later in the
-		 * ring (its first order's seqs are stale then) */
-		keep_island_round_order(0, order[i], CHUNKS, now_ns());
-		storm_nack(B, 0x0a000002, 1);
-		pump(i + 1);
-		drain_wan(repairs, chunks);
-		cr_expect_eq(chunks[B], (1ull << CHUNKS) - 1, "order %u: chunks %#lx repaired", i,
-			(unsigned long)chunks[B]);
-	}
-	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_gone]), 0, "gone %lu",
-		(unsigned long)isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_gone]));
-	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_mismatch]), 0);
-	isthd_teardown(&edge);
-	isthd_ports_close(&edge);
-}
-
-/*
- * A NACK sent before the chunks it names could have arrived (an island of
- * several hosts: the asker NACKs host 0's range when host 1's first
- * chunk comes) is not served: B's latency is 10 s (a round trip of 20),
- * round 0 kept now, a NACK of the whole round: no repair, CHUNKS counted
- * repair_in_flight, nothing charged to B's budget. The same round kept
- * again as if released 30 s ago: the same NACK gets every chunk, charged
- * as first repairs. Kept again now, a third NACK gets them all again:
- * they are repeats now, and the rule is for first repairs only (a repeat
- * is asked for after a repair that was itself lost or late).
- */
-Test(isthmusd, repair_of_a_chunk_on_its_way_is_refused, .init = eal_up, .fini = eal_down,
-	.timeout = 60)
-{
-	static const uint32_t order[CHUNKS] = {0, 1, 2, 3};
-	unsigned int repairs[N] = {0};
-	uint64_t chunks[N] = {0};
-	struct isthd_peer *b;
-
-	idle_edge_up();
-	b = (struct isthd_peer *)(uintptr_t)edge.peer_of[B];
-	cr_assert_not_null(b);
-	b->latency_ns = 10000000000ull;
-	keep_island_round_order(0, order, CHUNKS, now_ns());
-	storm_nack(B, 0x0a000002, 1);
-	pump(1);
-	drain_wan(repairs, chunks);
-	cr_expect_eq(repairs[B], 0, "%u repairs of chunks on their way", repairs[B]);
-	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_in_flight]), CHUNKS);
-	cr_expect_eq(edge.workers[0].eg.budget[B][0].used, 0, "refused chunks were charged");
-
-	keep_island_round_order(0, order, CHUNKS, now_ns() - 30000000000ull);
-	storm_nack(B, 0x0a000002, 1);
-	pump(2);
-	drain_wan(repairs, chunks);
-	cr_expect_eq(repairs[B], CHUNKS, "%u repairs of chunks released 30 s ago", repairs[B]);
-	cr_expect_eq(chunks[B], (1ull << CHUNKS) - 1);
-	cr_expect_eq(edge.workers[0].eg.budget[B][0].used, CHUNKS);
-
-	/* released "now" again: the chunks' repeats are not held */
-	keep_island_round_order(0, order, CHUNKS, now_ns());
-	storm_nack(B, 0x0a000002, 1);
-	pump(3);
-	memset(repairs, 0, sizeof(repairs));
-	drain_wan(repairs, chunks);
-	cr_expect_eq(repairs[B], CHUNKS, "%u repeats", repairs[B]);
-	cr_expect_eq(isth_ctr_get(&edge.workers[0].st.drop[ISTHD_DROP_repair_in_flight]), CHUNKS);
 	isthd_teardown(&edge);
 	isthd_ports_close(&edge);
 }
