@@ -134,6 +134,9 @@ Impairments on every WAN link (seeded, reproducible):
   --last-nack-copies C    the edges' [wan] last_nack_copies: each of the last
                           three NACK attempts before the cutoff leaves C times
                           (default: isthmusd's, 2)
+  --nack-echoes E         the edges' [wan] nack_echoes: each of those NACKs
+                          leaves with E echoes right behind it, served only if
+                          the NACK was lost (default: isthmusd's, 3; 0: none)
 Faults:
   --silent-island K       island K stops sending after its first round
   --restart-edge K[:N]    stop edge K during round 1 and start it again: it
@@ -404,6 +407,7 @@ QUEUE_MS=
 PRIO_QUEUE_MS=50
 SLACK_RTTS=2
 NACK_COPIES=
+NACK_ECHOES=
 ROUNDS=
 DTYPE=int32
 STARTUP=8
@@ -450,6 +454,7 @@ while [ $# -gt 0 ]; do
 	--seed) SEED=$2; shift 2 ;;
 	--slack-rtts) SLACK_RTTS=$2; shift 2 ;;
 	--last-nack-copies) NACK_COPIES=$2; shift 2 ;;
+	--nack-echoes) NACK_ECHOES=$2; shift 2 ;;
 	--dtype) DTYPE=$2; shift 2 ;;
 	--startup) STARTUP=$2; STARTUP_SET=1; shift 2 ;;
 	--ready-timeout) READY_TIMEOUT=$2; shift 2 ;;
@@ -534,6 +539,8 @@ fi
 	die "--expected-loss: a fraction of the frames lost, 0 to 0.5 (0.01 is 1 %), not '$EXP_LOSS'"
 [ -z "$NACK_COPIES" ] || [[ "$NACK_COPIES" =~ ^[1-4]$ ]] ||
 	die "--last-nack-copies: 1 to 4 (copies of each of the last NACK attempts)"
+[ -z "$NACK_ECHOES" ] || [[ "$NACK_ECHOES" =~ ^[0-8]$ ]] ||
+	die "--nack-echoes: 0 to 8 (echoes of each of the last NACK attempts and their copies)"
 [[ "$READY_TIMEOUT" =~ ^[0-9]+$ ]] && [ "$READY_TIMEOUT" -ge 1 ] || die "--ready-timeout: a positive integer (seconds)"
 [ -z "$QUEUE_MS" ] || [[ "$QUEUE_MS" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--queue-ms: a number of milliseconds"
 [[ "$PRIO_QUEUE_MS" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--prio-queue-ms: a number of milliseconds (0: no priority class)"
@@ -1080,6 +1087,7 @@ write_edge_conf() {
 		echo "[wan]"
 		echo "tail_wait = 20ms"
 		[ -n "$NACK_COPIES" ] && echo "last_nack_copies = $NACK_COPIES"
+		[ -n "$NACK_ECHOES" ] && echo "nack_echoes = $NACK_ECHOES"
 		echo "port = net_${PMD}1"
 		[ "$PMD" = af_xdp ] && echo "xdp_iface = tw$RID$k"
 		[ "$PMD" = af_xdp ] && echo "xdp_pin_sources = on"

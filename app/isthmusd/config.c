@@ -251,6 +251,8 @@ read_wan(struct isth_conf *c, struct isthd_config *cfg)
 		&cfg->wan_tail_wait_ns));
 	TRY(isth_conf_u64(c, "wan", "last_nack_copies", false, 2, 1, 4, &v));
 	cfg->wan_last_nack_copies = (unsigned int)v;
+	TRY(isth_conf_u64(c, "wan", "nack_echoes", false, 3, 0, 8, &v));
+	cfg->wan_nack_echoes = (unsigned int)v;
 	TRY(isth_conf_u64(c, "wan", "repair_attempts", false, 8, 1, 64, &v));
 	cfg->wan_repair_attempts = (unsigned int)v;
 	TRY(isth_conf_enum(c, "wan", "replication", false, 0, repl_names, &e));

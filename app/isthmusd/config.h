@@ -107,6 +107,8 @@ struct isthd_config {
 	uint64_t wan_tail_wait_ns; /* NACK a tail this long after it was due */
 	unsigned int wan_last_nack_copies; /* copies of a peer NACK with no
 					    * retry left before the cutoff */
+	unsigned int wan_nack_echoes; /* echoes (ISTH_WIRE_F_ECHO) sent
+				       * right after each such NACK and copy */
 	unsigned int wan_repair_attempts; /* repairs of one chunk to one
 					   * peer per round, at most */
 	/* [wan] replication = network: the island's DATA leaves once, to the

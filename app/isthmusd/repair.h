@@ -44,6 +44,7 @@ struct isthd_rx_track {
 	uint32_t next; /* highest chunk seen + 1 */
 	uint32_t n_rx; /* distinct chunks seen */
 	uint16_t nacks; /* NACK rounds sent (gap, tail, retries) */
+	uint16_t tags; /* the last NACK event's tag (next_tag; 0: none yet) */
 	uint8_t tail_due; /* the tail was due: NACK every missing chunk */
 	uint8_t done; /* complete, or NACKing stopped at the cutoff */
 	/* the stream's observed rate (isthd_repair_track): when its first
@@ -89,7 +90,10 @@ struct isthd_repair_served {
 	/* (uint32_t)(round + 1) the entry holds: any other value reads as
 	 * empty, so a new round needs no clearing pass */
 	uint32_t round1;
-	uint32_t serves; /* repairs of the chunk to the peer */
+	uint16_t serves; /* repairs of the chunk to the peer */
+	/* the tag of the NACK event whose NACK last had it repaired: an
+	 * echo of that event (ISTH_WIRE_F_ECHO) does not repair it again */
+	uint16_t tag;
 };
 
 /* Segments of a round's chunk -> ring seq map (struct isthd_egress). */

@@ -24,20 +24,22 @@
  * fewer, one late pass of the worker would be taken for a slow stream. */
 #define RATE_MIN_SPAN 4
 
-/* Ask peer @s's edge again for chunks @ranges of round @r of its island:
- * one NACK message (@n <= max_ranges). Returns 0 if it was sent. */
+/* One NACK frame to peer @s's edge for chunks @ranges of round @r of its
+ * island, tagged @tag (the header's chunk field), with @flags beyond
+ * CHUNKS (ISTH_WIRE_F_ECHO). Returns 0 if it was sent. */
 static int
-nack_peer(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_wire_range *ranges,
-	unsigned int n)
+nack_frame(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_wire_range *ranges,
+	unsigned int n, uint16_t tag, uint16_t flags)
 {
 	struct isthd *d = w->d;
 	struct isth_wire_hdr h = {
 		.type = ISTH_WIRE_NACK,
-		.flags = ISTH_WIRE_F_CHUNKS,
+		.flags = (uint16_t)(ISTH_WIRE_F_CHUNKS | flags),
 		.sender = d->island,
 		.count = (uint16_t)n,
 		.job = d->cfg.job,
 		.round = (uint32_t)r,
+		.chunk = tag,
 		/* version 2: NACK is a stream of its own (IV uniqueness) */
 		.seq = d->auth.on ? w->seq_nack++ : 0,
 		.bitmap = 1ull << s,
@@ -46,8 +48,6 @@ nack_peer(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_
 	struct rte_mbuf *msg, *f;
 	uint8_t *p;
 
-	if (peer == NULL || n == 0 || n > d->lim.max_ranges)
-		return -EINVAL;
 	msg = rte_pktmbuf_alloc(d->ctl_pool);
 	if (msg == NULL) {
 		isth_ctr_add(&w->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
@@ -63,8 +63,40 @@ nack_peer(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_
 		isth_ctr_add(&w->st.drop[ISTHD_DROP_repair_no_mbuf], 1);
 		return -ENOMEM;
 	}
-	isth_ctr_add(&w->st.peer_nacks_sent, 1);
 	isthd_worker_tx(w, ISTHD_WAN, &f, 1);
+	return 0;
+}
+
+/*
+ * Ask peer @s's edge again for chunks @ranges of round @r of its island:
+ * one NACK message (@n <= max_ranges) of the NACK event tagged @tag, and
+ * right after it @echoes echoes of it (ISTH_WIRE_F_ECHO, the same ranges
+ * and tag). The asked edge serves an echo only for chunks no NACK of the
+ * event has had served (repair_serve.c), so echoes cost no repairs when
+ * the NACK arrives, and bring the event's repairs when it was lost.
+ * Why: isthmus-wan, like netem, moves a link's Gilbert-Elliott state per
+ * frame; after a round's last DATA a link towards the asked edge may carry
+ * nothing but the last NACKs, and a link in its bad state ate every one
+ * of them (doc/notes/performance-log.md, section 9, "NACK echoes").
+ * Frames, not time, take a link out of its bad state. Returns 0 if the
+ * NACK itself was sent.
+ */
+static int
+nack_peer(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_wire_range *ranges,
+	unsigned int n, uint16_t tag, unsigned int echoes)
+{
+	struct isthd *d = w->d;
+	unsigned int e;
+
+	if (d->peer_of[s] == NULL || n == 0 || n > d->lim.max_ranges)
+		return -EINVAL;
+	if (nack_frame(w, s, r, ranges, n, tag, 0) < 0)
+		return -ENOMEM;
+	isth_ctr_add(&w->st.peer_nacks_sent, 1);
+	for (e = 0; e < echoes; e++)
+		if (nack_frame(w, s, r, ranges, n, tag, ISTH_WIRE_F_ECHO) < 0)
+			break;
+	isth_ctr_add(&w->st.peer_nack_echoes, e);
 	if (unlikely(d->rep.trace)) {
 		char b[256];
 		size_t o = 0;
@@ -73,9 +105,29 @@ nack_peer(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_
 			o += (size_t)snprintf(b + o, sizeof(b) - o, " %" PRIu64 "-%" PRIu64,
 				ranges[i].first, ranges[i].last);
 		b[o] = 0;
-		isthd_repair_trace(d, "nack r %" PRIu64 " s %u ranges%s", r, s, b);
+		isthd_repair_trace(
+			d, "nack r %" PRIu64 " s %u tag %u echoes %u ranges%s", r, s, tag, e, b);
 	}
 	return 0;
+}
+
+/* The tag of a new NACK event of (round, sender) @t: its NACK, its
+ * messages and their echoes carry it; never 0 (untagged). */
+static inline uint16_t
+next_tag(struct isthd_rx_track *t)
+{
+	if (++t->tags == 0)
+		t->tags = 1;
+	return t->tags;
+}
+
+/* Echoes of a NACK of (r, s) @t sent at @now_ns: [wan] nack_echoes for
+ * one of the last attempts before the cutoff @cut (those that leave
+ * last_nack_copies times), none before. */
+static inline unsigned int
+echoes_at(const struct isthd *d, const struct isthd_rx_track *t, uint64_t now_ns, uint64_t cut)
+{
+	return now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut ? d->cfg.wan_nack_echoes : 0;
 }
 
 static inline bool
@@ -93,7 +145,7 @@ chunk_seen(const uint64_t *bits, uint32_t c)
  */
 static unsigned int
 nack_missing(struct isthd_worker *w, unsigned int s, uint64_t r, const uint64_t *bits,
-	uint32_t from, uint32_t upto, uint32_t *named)
+	uint32_t from, uint32_t upto, uint32_t *named, uint16_t tag, unsigned int echoes)
 {
 	struct isth_wire_range g[ISTHD_BURST];
 	unsigned int n = 0, sent = 0, max = w->d->lim.max_ranges;
@@ -115,7 +167,7 @@ nack_missing(struct isthd_worker *w, unsigned int s, uint64_t r, const uint64_t 
 		g[n].last = c - 1;
 		in += c - a;
 		if (++n == max) {
-			if (nack_peer(w, s, r, g, n) == 0) {
+			if (nack_peer(w, s, r, g, n, tag, echoes) == 0) {
 				sent++;
 				nm += in;
 			}
@@ -123,7 +175,7 @@ nack_missing(struct isthd_worker *w, unsigned int s, uint64_t r, const uint64_t 
 			in = 0;
 		}
 	}
-	if (n && nack_peer(w, s, r, g, n) == 0) {
+	if (n && nack_peer(w, s, r, g, n, tag, echoes) == 0) {
 		sent++;
 		nm += in;
 	}
@@ -326,7 +378,7 @@ isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 		struct isth_wire_range g = {t->next, c - 1};
 		uint64_t cut = d->clk.epoch_ns + r * d->clk.round_ns + rt->cutoff[s];
 
-		if (nack_peer(w, s, r, &g, 1) == 0) {
+		if (nack_peer(w, s, r, &g, 1, next_tag(t), echoes_at(d, t, now_ns, cut)) == 0) {
 			if (t->nack_at == 0)
 				nack_sent(w, t, now_ns, c - t->next, rt->chunk_ns[s], cut);
 			gap_copies(d, t, t->next, c - 1, now_ns, cut);
@@ -379,7 +431,8 @@ copy_due(struct isthd_worker *w, struct isthd_rx_track *t, uint64_t r, unsigned 
 	upto = t->tail_due ? d->rep.n_chunks : t->next;
 	if (t->copy_to && t->copy_to < upto)
 		upto = t->copy_to;
-	k = nack_missing(w, s, r, bits, t->copy_from, (uint32_t)upto, NULL);
+	k = nack_missing(w, s, r, bits, t->copy_from, (uint32_t)upto, NULL, next_tag(t),
+		d->cfg.wan_nack_echoes);
 	ISTHD_REPAIR_TRACE(d, "copy r %" PRIu64 " s %u nacks %u", r, s, k);
 	return k;
 }
@@ -508,7 +561,8 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 	 * (doc/notes/isthmusd-design.md, "WAN repair", "Last chances"). */
 	if (now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut && t->first_ns != 0)
 		copies = d->cfg.wan_last_nack_copies;
-	k = nack_missing(w, s, r, bits, from, (uint32_t)upto, &named);
+	k = nack_missing(w, s, r, bits, from, (uint32_t)upto, &named, next_tag(t),
+		echoes_at(d, t, now_ns, cut));
 	if (k == 0 && from)
 		return work; /* the tail came as repairs (tail copies) */
 	nack_after(w, t, from, k, copies, named, rt->chunk_ns[s], cut, now_ns);

@@ -130,8 +130,11 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	unsigned int i, k, n = p->hdr.count, cut;
 	struct isthd_repair_served *sv;
 	struct isthd_repair_budget *b;
-	uint64_t r = p->hdr.round, over, spent;
+	uint64_t r = p->hdr.round, over, spent, echoed;
 	uint32_t attempts = d->cfg.wan_repair_attempts;
+	/* the NACK event's tag (0: untagged) and whether this is an echo */
+	uint16_t tag = (uint16_t)p->hdr.chunk;
+	bool echo = (p->hdr.flags & ISTH_WIRE_F_ECHO) && tag != 0;
 
 	/* isthd_repair_admit passed it: the peer's address, in the clique */
 	if (eg->ring == NULL || eg->base[r & 1].round != r) {
@@ -154,6 +157,7 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	}
 	over = 0;
 	spent = 0;
+	echoed = 0;
 	k = 0;
 	for (i = 0; i < n; i++) {
 		for (uint64_t c = want[i].first; c <= want[i].last; c++) {
@@ -162,6 +166,13 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 			if (e && e->round1 != (uint32_t)(r + 1)) {
 				e->round1 = (uint32_t)(r + 1);
 				e->serves = 0;
+				e->tag = 0;
+			}
+			/* an echo of the event that had it repaired already:
+			 * the NACK it copies arrived, nothing to do */
+			if (echo && e && e->serves > 0 && e->tag == tag) {
+				echoed++;
+				continue;
 			}
 			if (e && e->serves >= attempts) {
 				spent++;
@@ -180,8 +191,10 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 				}
 				b->used++;
 			}
-			if (e)
+			if (e) {
 				e->serves++;
+				e->tag = tag;
+			}
 			if (k > 0 && acc[k - 1].last + 1 == c) {
 				acc[k - 1].last++;
 				continue;
@@ -197,13 +210,15 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	if (unlikely(d->rep.trace))
 		isthd_repair_trace(d,
 			"serve r %" PRIu64 " to %u ranges %u first %" PRIu64 " over %" PRIu64
-			" spent %" PRIu64 " used %u repeats %u worker %u",
+			" spent %" PRIu64 " used %u repeats %u worker %u tag %u%s echoed %" PRIu64,
 			r, p->hdr.sender, n, n ? want[0].first : 0, over, spent, b->used,
-			b->repeats, w->id);
+			b->repeats, w->id, tag, echo ? " echo" : "", echoed);
 	if (over)
 		isth_ctr_add(&st->drop[ISTHD_DROP_repair_budget], over);
 	if (spent)
 		isth_ctr_add(&st->drop[ISTHD_DROP_repair_attempts], spent);
+	if (echoed)
+		isth_ctr_add(&st->repair_echoes_skipped, echoed);
 	serve_chunks(w, peer, r, acc, k, now_ns);
 }
 

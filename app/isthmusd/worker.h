@@ -119,9 +119,15 @@ struct isthd_pace_msg {
 	X(peer_nacks_sent, "chunk NACKs sent to peer edges") \
 	X(peer_nack_retries, \
 		"NACK rounds to a peer after the first for the same round (back-off)") \
+	X(peer_nack_echoes, \
+		"echoes of last-chance chunk NACKs sent to peer edges (served only if the " \
+		"NACK they copy was lost)") \
 	X(peer_chunks_unrepaired, "peer chunks still missing when NACKing stopped") \
 	X(peer_nacks_rx, "chunk NACKs received from peer edges") \
 	X(repairs_sent, "DATA resent to a peer edge") \
+	X(repair_echoes_skipped, \
+		"chunks a peer's NACK echo named that a NACK of the same event had already had " \
+		"repaired (not sent again)") \
 	X(peer_unrepaired_tail, \
 		"of peer_chunks_unrepaired: after the last chunk seen from that peer (a tail)") \
 	X(peer_unrepaired_unasked, "of peer_chunks_unrepaired: of a (round, peer) never NACKed") \

@@ -219,7 +219,7 @@ static const uint16_t type_flags[ISTH_WIRE_TYPE_MAX + 1] = {
 	[ISTH_WIRE_DATA] = ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST | ISTH_WIRE_F_AUTH,
 	[ISTH_WIRE_AGG] =
 		ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST | ISTH_WIRE_F_AUTH,
-	[ISTH_WIRE_NACK] = ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH,
+	[ISTH_WIRE_NACK] = ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH | ISTH_WIRE_F_ECHO,
 	[ISTH_WIRE_GONE] = ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH,
 	[ISTH_WIRE_ROUND] = ISTH_WIRE_F_AUTH,
 	[ISTH_WIRE_PARTIAL] = ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST |
@@ -322,6 +322,9 @@ isth_wire_parse_msg(const uint8_t *buf, size_t len, const struct isth_wire_limit
 	h.stream = (uint8_t)(h.flags >> ISTH_WIRE_STREAM_SHIFT);
 	h.flags &= (uint16_t)~ISTH_WIRE_STREAM_MASK;
 	if ((h.flags & ~type_flags[h.type]) != 0)
+		return ISTH_WIRE_E_FLAGS;
+	/* an echo copies a NACK by chunk (edge to edge) only */
+	if ((h.flags & ISTH_WIRE_F_ECHO) && !(h.flags & ISTH_WIRE_F_CHUNKS))
 		return ISTH_WIRE_E_FLAGS;
 	/* the stream field: AGG, ROUND, NACK/GONE by seq; a chunk NACK
 	 * (edge to edge) names chunks of no stream */

@@ -102,8 +102,12 @@ enum isth_wire_flag {
 	ISTH_WIRE_F_CHUNKS = 1u << 3, /**< NACK/GONE: ranges are chunk ids, not seqs */
 	ISTH_WIRE_F_AUTH = 1u << 4, /**< a trailer_len-byte auth trailer follows */
 	ISTH_WIRE_F_DOWN = 1u << 5, /**< PARTIAL: the tree's result, parent to child */
+	/** NACK by chunk (edge to edge): a copy of the NACK event the chunk
+	 * field tags, to be served only for chunks no NACK of that event
+	 * has had served yet (doc/protocol.md, "NACK echoes") */
+	ISTH_WIRE_F_ECHO = 1u << 6,
 };
-#define ISTH_WIRE_F_ALL 0x003fu
+#define ISTH_WIRE_F_ALL 0x007fu
 /**
  * Flag bits 12..15 are not flags but the AGG stream field
  * (doc/protocol.md, "AGG streams"): AGG: the stream the AGG is numbered

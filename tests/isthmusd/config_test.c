@@ -186,6 +186,7 @@ Test(isthmusd_config, good_file_and_defaults)
 	cr_expect(c.telemetry);
 	cr_expect_eq(c.epoch_mode, ISTHD_EPOCH_SCHEDULE);
 	cr_expect_eq(c.wan_last_nack_copies, 2, "a last-chance peer NACK goes twice by default");
+	cr_expect_eq(c.wan_nack_echoes, 3, "three echoes behind each last-chance NACK by default");
 	cr_expect_eq(c.wan_repair_dscp, 46, "repairs and NACKs marked EF");
 	cr_expect_eq(
 		c.wan_repair_attempts, 8, "a chunk repaired to a peer 8 times a round at most");
@@ -286,6 +287,8 @@ static struct bad_conf bad_confs[] = {
 	{"!" GOOD_HEAD WAN_OPEN
 	 "repair_attempts = 0\n[peer LON]\nip = 10.0.0.2\n[auth]\nmode = off\n",
 		"t.conf:14: [wan] repair_attempts: 0 out of range [1, 64]"},
+	{"!" GOOD_HEAD WAN_OPEN "nack_echoes = 9\n[peer LON]\nip = 10.0.0.2\n[auth]\nmode = off\n",
+		"t.conf:14: [wan] nack_echoes: 9 out of range [0, 8]"},
 	{"%", "t.conf: [auth] key_file: required key missing"},
 	{"[auth]\nmode = on\n", "t.conf:16: [auth] key_file: required key missing"},
 	{"[auth]\nmode = maybe\n", "t.conf:17: [auth] mode: 'maybe' is not one of: on, off"},

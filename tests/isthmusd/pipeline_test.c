@@ -2719,6 +2719,31 @@ storm_nack(unsigned int s, uint32_t src_ip, unsigned int k)
 	return len;
 }
 
+/* Peer @s asks (from its address) for chunks @first..@last of island A's
+ * round 0 in a NACK of the event tagged @tag, with @flags beyond CHUNKS
+ * (ISTH_WIRE_F_ECHO: an echo of it). */
+static void
+tagged_nack(unsigned int s, uint32_t src_ip, uint64_t first, uint64_t last, uint32_t tag,
+	uint16_t flags)
+{
+	const struct isth_wire_range rg = {first, last};
+	struct isth_wire_hdr h = {
+		.type = ISTH_WIRE_NACK,
+		.flags = (uint16_t)(ISTH_WIRE_F_CHUNKS | flags),
+		.sender = (uint8_t)s,
+		.count = 1,
+		.job = JOB,
+		.round = 0,
+		.chunk = tag,
+		.bitmap = 1u << A,
+	};
+	uint8_t body[ISTH_WIRE_RANGE_SIZE];
+
+	isth_wire_put_ranges(body, sizeof(body), &rg, 1);
+	cr_assert_eq(
+		rte_ring_enqueue(w_in, make_frame(src_ip, 0x0a000001, &h, body, sizeof(body))), 0);
+}
+
 /* Frames the edge sent on the WAN since the last call: bytes, repairs to
  * each island and the chunks repaired (bit per chunk, per island). */
 static uint64_t
@@ -2812,6 +2837,65 @@ Test(isthmusd, nack_storm_two_workers_one_wan_queue_is_capped, .init = eal_up, .
 	n_workers = 2;
 	nack_storm();
 	storm_by_worker();
+}
+
+/*
+ * NACK echoes (repair_serve.c): peer B's NACK of every chunk, event 5,
+ * gets CHUNKS repairs; its two echoes (the same chunks and tag) get none,
+ * each chunk counted skipped. Event 6's NACK was lost: its first echo,
+ * chunks 0-1, is served (2 repairs, repeats), its second is skipped. A
+ * copy of event 6 (no ECHO) is served as a copy always was: chunk 0
+ * again. An untagged echo (tag 0: no event to match) is served like a
+ * NACK: chunk 1. Chunk 0 so had 3 repairs, the harness's repair_attempts,
+ * and one more echo of a new event (7) is refused for the attempts, not
+ * skipped.
+ */
+Test(isthmusd, nack_echoes_are_served_only_for_a_lost_nack, .init = eal_up, .fini = eal_down,
+	.timeout = 60)
+{
+	unsigned int repairs[N] = {0};
+	uint64_t chunks[N] = {0}, rx = 0;
+	const struct isthd_dp_stats *st = &edge.workers[0].st;
+
+	idle_edge_up();
+	keep_island_round(0);
+	cr_assert_eq(edge.cfg.wan_repair_attempts, 3);
+	tagged_nack(B, 0x0a000002, 0, CHUNKS - 1, 5, 0);
+	pump(++rx);
+	drain_wan(repairs, chunks);
+	cr_expect_eq(repairs[B], CHUNKS, "the NACK: %u repairs", repairs[B]);
+	for (unsigned int i = 0; i < 2; i++)
+		tagged_nack(B, 0x0a000002, 0, CHUNKS - 1, 5, ISTH_WIRE_F_ECHO);
+	pump(rx += 2);
+	drain_wan(repairs, chunks);
+	cr_expect_eq(repairs[B], CHUNKS, "its echoes: %u repairs", repairs[B] - CHUNKS);
+	cr_expect_eq(isth_ctr_get(&st->repair_echoes_skipped), 2 * CHUNKS);
+
+	tagged_nack(B, 0x0a000002, 0, 1, 6, ISTH_WIRE_F_ECHO);
+	tagged_nack(B, 0x0a000002, 0, 1, 6, ISTH_WIRE_F_ECHO);
+	pump(rx += 2);
+	drain_wan(repairs, chunks);
+	cr_expect_eq(
+		repairs[B], CHUNKS + 2, "a lost NACK's echoes: %u repairs", repairs[B] - CHUNKS);
+	cr_expect_eq(isth_ctr_get(&st->repair_echoes_skipped), 2 * CHUNKS + 2);
+
+	tagged_nack(B, 0x0a000002, 0, 0, 6, 0);
+	tagged_nack(B, 0x0a000002, 1, 1, 0, ISTH_WIRE_F_ECHO);
+	pump(rx += 2);
+	drain_wan(repairs, chunks);
+	cr_expect_eq(repairs[B], CHUNKS + 4, "a copy and an untagged echo: %u repairs",
+		repairs[B] - CHUNKS - 2);
+	cr_expect_eq(isth_ctr_get(&st->repair_echoes_skipped), 2 * CHUNKS + 2);
+
+	tagged_nack(B, 0x0a000002, 0, 0, 7, ISTH_WIRE_F_ECHO);
+	pump(++rx);
+	drain_wan(repairs, chunks);
+	cr_expect_eq(repairs[B], CHUNKS + 4, "chunk 0 past its attempts");
+	cr_expect_eq(isth_ctr_get(&st->drop[ISTHD_DROP_repair_attempts]), 1);
+	cr_expect_eq(wrong, 0, "a repair's payload is not A's chunk");
+
+	isthd_teardown(&edge);
+	isthd_ports_close(&edge);
 }
 
 /*

@@ -214,6 +214,8 @@ struct sent_nack {
 	unsigned int sender;
 	unsigned int n;
 	struct isth_wire_range g[4];
+	uint16_t flags; /* CHUNKS, ECHO */
+	uint32_t tag; /* the NACK event's (the header's chunk field) */
 };
 
 /*
@@ -264,6 +266,8 @@ play_rep(struct isthd *d, unsigned int s, const uint64_t *arr_ms, const uint64_t
 				out[n].at_ms = ms;
 				out[n].sender = (unsigned int)__builtin_ctzll(p.hdr.bitmap);
 				out[n].n = RTE_MIN(p.hdr.count, 4u);
+				out[n].flags = p.hdr.flags;
+				out[n].tag = p.hdr.chunk;
 				for (unsigned int i = 0; i < out[n].n; i++)
 					isth_wire_get_range(&p, i, &out[n].g[i]);
 				n++;
@@ -657,6 +661,7 @@ Test(isthmusd_repair, an_early_gap_nack_is_not_copied, .init = eal_up, .fini = e
 	unsigned int n;
 
 	d->cfg.wan_last_nack_copies = 2;
+	d->cfg.wan_nack_echoes = 2; /* for last chances only: none here */
 	d->cfg.wan_tail_copies_after_ns = 20 * MS;
 	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
 		arr[c] = c == 8 ? 0 : 40 + 2 * c;
@@ -667,6 +672,53 @@ Test(isthmusd_repair, an_early_gap_nack_is_not_copied, .init = eal_up, .fini = e
 	cr_expect_eq(nk[0].at_ms, 58);
 	cr_expect_eq(nk[0].g[0].first, 8);
 	cr_expect_eq(nk[0].g[0].last, 8);
+	cr_expect_eq(nk[0].flags, ISTH_WIRE_F_CHUNKS, "not an echo");
+	cr_expect_neq(nk[0].tag, 0, "tagged");
+	asking_edge_free(d);
+}
+
+/*
+ * With [wan] nack_echoes 2, each NACK of the last chances of
+ * last_chance_copies_leave_spaced (the NACK and copy at 173 and 193 ms,
+ * the retry and copy at 406 and 426, the final retry and copy at 590 and
+ * 610) leaves with two echoes right behind it: ECHO set, the same ranges
+ * (16-19) and the same tag. Each of the six is an event of its own (a copy
+ * is served again when it arrives, an echo only when its event's NACK did
+ * not): six tags, none 0, none repeated.
+ */
+Test(isthmusd_repair, last_chance_nacks_leave_with_their_echoes, .init = eal_up, .fini = eal_down)
+{
+	static const uint64_t want[] = {173, 193, 406, 426, 590, 610};
+	const struct isth_wire_range g = {16, 19};
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	d->cfg.wan_last_nack_copies = 2;
+	d->cfg.wan_nack_echoes = 2;
+	d->cfg.wan_tail_copies_after_ns = 20 * MS;
+	for (uint32_t c = 0; c < 16; c++)
+		arr[c] = 130 + 2 * c;
+	n = play(d, 2, arr, 0, 900, nk);
+	cr_assert_eq(n, 3 * RTE_DIM(want), "%u NACK frames, want %zu", n, 3 * RTE_DIM(want));
+	for (unsigned int i = 0; i < RTE_DIM(want); i++) {
+		const struct sent_nack *k = &nk[3 * i];
+
+		cr_expect_eq(k[0].flags, ISTH_WIRE_F_CHUNKS, "event %u: the NACK first", i);
+		cr_expect_neq(k[0].tag, 0, "event %u tagged", i);
+		for (unsigned int j = 0; j < 3; j++) {
+			expect_nack(&k[j], 3 * i + j, want[i], 1, &g);
+			cr_expect_eq(k[j].tag, k[0].tag, "event %u frame %u: its tag", i, j);
+			if (j > 0)
+				cr_expect_eq(k[j].flags, ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_ECHO,
+					"event %u frame %u: an echo", i, j);
+		}
+		for (unsigned int j = 0; j < i; j++)
+			cr_expect_neq(
+				nk[3 * j].tag, k[0].tag, "events %u and %u share a tag", j, i);
+	}
 	asking_edge_free(d);
 }
 

@@ -619,6 +619,21 @@ Test(wire, stream_field_in_flag_bits_12_to_15)
 		n.flags = ISTH_WIRE_F_CHUNKS;
 		m = isth_wire_build_msg(buf, sizeof(buf), &n, body, 16, NULL);
 		cr_expect_eq(isth_wire_parse_msg(buf, (size_t)m, &l4, &p), ISTH_WIRE_E_FLAGS);
+		/* an echo (a NACK by chunk's copy, its event's tag in the
+		 * chunk field): on a chunk NACK only, never on a GONE */
+		n.stream = 0;
+		n.chunk = 7;
+		n.flags = ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_ECHO;
+		m = isth_wire_build_msg(buf, sizeof(buf), &n, body, 16, NULL);
+		cr_assert_eq(m, 56);
+		if (t == ISTH_WIRE_NACK) {
+			cr_assert_eq(isth_wire_parse_msg(buf, (size_t)m, &l4, &p), ISTH_WIRE_OK);
+			cr_expect_eq(p.hdr.flags, ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_ECHO);
+			cr_expect_eq(p.hdr.chunk, 7);
+		} else {
+			cr_expect_eq(
+				isth_wire_parse_msg(buf, (size_t)m, &l4, &p), ISTH_WIRE_E_FLAGS);
+		}
 	}
 	/* the builder refuses what the field cannot hold */
 	h.stream = ISTH_WIRE_MAX_STREAMS;
@@ -696,6 +711,9 @@ static struct bad_case bad_cases[] = {
 	{"flag_unknown", BASE_DATA, M + 4, 2, 0x0100, -1, 0, ISTH_WIRE_E_FLAGS},
 	{"data_partial", BASE_DATA, M + 4, 2, ISTH_WIRE_F_PARTIAL, -1, 0, ISTH_WIRE_E_FLAGS},
 	{"nack_last", BASE_NACK, M + 4, 2, ISTH_WIRE_F_LAST, -1, 0, ISTH_WIRE_E_FLAGS},
+	/* an echo copies a NACK by chunk only (this NACK is by seq) */
+	{"nack_seq_echo", BASE_NACK, M + 4, 2, ISTH_WIRE_F_ECHO, -1, 0, ISTH_WIRE_E_FLAGS},
+	{"data_echo", BASE_DATA, M + 4, 2, ISTH_WIRE_F_ECHO, -1, 0, ISTH_WIRE_E_FLAGS},
 	/* the stream field (flag bits 12..15); these limits know 1 stream */
 	{"data_stream_1", BASE_DATA, M + 4, 2, 0x1004, -1, 0, ISTH_WIRE_E_FLAGS},
 	{"agg_stream_1", BASE_AGG, M + 4, 2, 0x1004, -1, 0, ISTH_WIRE_E_STREAM},
