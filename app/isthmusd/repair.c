@@ -118,6 +118,21 @@ isthd_egress_init(struct isthd *d, unsigned int k, char *err, size_t err_size)
 			k, d->rep.n_chunks, d->n_islands, rte_strerror(rte_errno));
 		return -ENOMEM;
 	}
+	if (d->cfg.n_island_hosts > 1) {
+		for (unsigned int i = 0; i < 2; i++) {
+			eg->chunk_seq[i] = rte_zmalloc(
+				"isthd_chunk_seq", (size_t)d->rep.n_chunks * sizeof(uint32_t), 0);
+			if (eg->chunk_seq[i] == NULL) {
+				snprintf(err, err_size,
+					"WAN repair chunk map of worker %u (%u chunks, "
+					"island_hosts "
+					"%u): %s",
+					k, d->rep.n_chunks, d->cfg.n_island_hosts,
+					rte_strerror(rte_errno));
+				return -ENOMEM;
+			}
+		}
+	}
 	return 0;
 }
 
@@ -137,6 +152,10 @@ isthd_egress_fini(struct isthd_egress *eg)
 	eg->ring = NULL;
 	rte_free(eg->served);
 	eg->served = NULL;
+	for (unsigned int i = 0; i < 2; i++) {
+		rte_free(eg->chunk_seq[i]);
+		eg->chunk_seq[i] = NULL;
+	}
 }
 
 int
@@ -170,7 +189,9 @@ isthd_repair_fini(struct isthd *d)
 
 /* Keep the island's DATA @m[0..n) as worker @w's pacer releases it
  * (every chunk of the rounds it has peers in, in order): chunk c of round
- * r is kept as sequence base(r) + c (struct isthd_keep_map). */
+ * r is kept as sequence base(r) + c (struct isthd_keep_map), and with
+ * several island hosts at the seq chunk_seq records (their ranges come
+ * interleaved). */
 void
 isthd_repair_keep(struct isthd_worker *w, struct rte_mbuf **m, unsigned int n, uint64_t now_ns)
 {
@@ -189,12 +210,21 @@ isthd_repair_keep(struct isthd_worker *w, struct rte_mbuf **m, unsigned int n, u
 			b->n_seg = 1;
 			b->seg[0].from = c;
 			b->seg[0].base = seq - c;
+			/* once a round a slot, n_chunks x 4 bytes */
+			if (eg->chunk_seq[r & 1] != NULL) {
+				memset(eg->chunk_seq[r & 1], 0,
+					(size_t)d->rep.n_chunks * sizeof(uint32_t));
+				eg->seq_first[r & 1] = seq;
+			}
 		} else if (b->seg[b->n_seg - 1].base + c != seq && b->n_seg < ISTHD_KEEP_SEGS) {
 			/* a chunk before it never got here: a new segment */
 			b->seg[b->n_seg].from = c;
 			b->seg[b->n_seg].base = seq - c;
 			b->n_seg++;
 		}
+		/* a round spans far fewer than 2^32 seqs (one per chunk) */
+		if (eg->chunk_seq[r & 1] != NULL && c < d->rep.n_chunks)
+			eg->chunk_seq[r & 1][c] = (uint32_t)(seq - eg->seq_first[r & 1]) + 1;
 		isth_resend_push(eg->ring, m[i], now_ns, NULL);
 		/* the stream's last chunk: its tail goes again, unasked,
 		 * tail_copies_after from now (isthd_repair_tail_copies) */

@@ -45,6 +45,8 @@ struct isthd_rx_track {
 	uint32_t n_rx; /* distinct chunks seen */
 	uint16_t nacks; /* NACK rounds sent (gap, tail, retries) */
 	uint16_t tags; /* the last NACK event's tag (next_tag; 0: none yet) */
+	/* DATA (not repairs) that came below next: out of chunk order */
+	uint16_t below;
 	uint8_t tail_due; /* the tail was due: NACK every missing chunk */
 	uint8_t done; /* complete, or NACKing stopped at the cutoff */
 	/* the stream's observed rate (isthd_repair_track): when its first
@@ -134,6 +136,13 @@ struct isthd_egress {
 	struct isth_resend *ring;
 	/* where the ring keeps the round each slot (r & 1) holds */
 	struct isthd_keep_map base[2];
+	/* init, [access] island_hosts > 1 only (else NULL): per slot, the
+	 * ring seq of each chunk of the round base[slot] holds, as 1 + its
+	 * distance from seq_first[slot] (0: not kept). The hosts' ranges
+	 * reach the pacer interleaved (chunk 0, 50, 1, 51, ...), which the
+	 * segments of base[] cannot map; 4 bytes a chunk a slot. */
+	uint32_t *chunk_seq[2];
+	uint64_t seq_first[2];
 	/* when the last [wan] tail_copies chunks of round tail[i].round
 	 * (slot r & 1) go again to this worker's peers unasked (0: sent, or
 	 * not due yet) */
@@ -156,6 +165,13 @@ struct isthd_repair {
 	/* the RX worker only: chunks received per (round & 3, sender) */
 	struct isthd_rx_track *rx;
 	uint64_t *rx_bits;
+	/* the RX worker only: senders (bit s) whose DATA comes out of chunk
+	 * order, an island of several hosts (its hosts' ranges interleave):
+	 * no gap NACKs, the tail asked for when due (isthd_repair_track) */
+	uint64_t unordered;
+	/* the RX worker only: per sender, rounds in a row that came whole
+	 * and in order since it was last found unordered (8 clear it) */
+	uint8_t ordered_rounds[ISTHD_MAX_PEERS];
 	/* init: chunks one peer may get repaired per round (one round's
 	 * stream plus an allowance for repairs that were lost) */
 	uint32_t budget_chunks;

@@ -19,6 +19,19 @@
  * (isthd_repair_tail_check). */
 #define COPIED_ATTEMPTS 3
 
+/* DATA below the highest chunk seen of a (round, sender), not repairs,
+ * after which the sender counts as unordered (isthd_repair_track): a few
+ * frames reordered on the WAN stay below it (and a false positive only
+ * asks for that sender's gaps at its tail, until a round of it comes in
+ * order); an island of two hosts passes it within its first 8 chunks. */
+#define UNORDERED_MIN 4
+
+/* Rounds of an unordered sender in a row that come whole and in order
+ * before it counts as ordered again: an island of several hosts whose
+ * hosts happen to send one after the other in a round stays unordered
+ * (each finding cost a NACK of the other hosts' ranges in flight). */
+#define ORDERED_ROUNDS 8
+
 /* Chunks a stream must have spanned since its first arrival before its
  * observed rate may move its tail's due time (isthd_repair_track): over
  * fewer, one late pass of the worker would be taken for a slow stream. */
@@ -328,7 +341,8 @@ isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	unsigned int s = p->hdr.sender;
 	const struct isthd_repair_round *rt;
 	struct isthd_rx_track *t;
-	uint32_t c = p->hdr.chunk;
+	uint32_t c = p->hdr.chunk, span;
+	bool unordered, first;
 
 	if (d->rep.rx == NULL || c >= d->rep.n_chunks)
 		return;
@@ -353,28 +367,63 @@ isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	if (c != t->next || t->done)
 		ISTHD_REPAIR_TRACE(d, "data r %" PRIu64 " s %u c %u next %u%s", r, s, c, t->next,
 			t->done ? " late" : "");
-	if (t->first_ns == 0) {
+	first = t->first_ns == 0;
+	if (first) {
 		t->first_ns = now_ns ? now_ns : 1;
 		t->first_chunk = c;
 	}
-	/* the sender's stream is here now at chunk c: the rest follows at
-	 * its rate (a late or slow sender moves its tail's due time) */
+	/* Out of chunk order: an island of several hosts, whose ranges
+	 * reach its edge's pacer side by side (chunk 0, 50, 1, 51, ... with
+	 * two), so a chunk above the next one shows no gap. Its gaps are
+	 * asked for when its tail is due; until 2026-12-07 every such chunk
+	 * NACKed the rest of the other hosts' ranges, still to come
+	 * (doc/isthmusd.md, "An island of several hosts"). It stays
+	 * unordered until ORDERED_ROUNDS rounds of it in a row come whole
+	 * and in order. */
+	if (c < t->next && !t->done && t->below < UINT16_MAX && ++t->below == UNORDERED_MIN) {
+		d->rep.ordered_rounds[s] = 0;
+		if (!(d->rep.unordered & (1ull << s))) {
+			d->rep.unordered |= 1ull << s;
+			isth_ctr_add(&w->st.peer_streams_unordered, 1);
+			ISTHD_REPAIR_TRACE(
+				d, "unordered r %" PRIu64 " s %u c %u next %u", r, s, c, t->next);
+		}
+	}
+	/* ... or at once, when a stream's first DATA here is chunk 8 or
+	 * above: another host's range came first (in order, the first 8
+	 * chunks would all have been lost). */
+	if (first && c >= UNORDERED_MIN * 2 && !(d->rep.unordered & (1ull << s))) {
+		d->rep.ordered_rounds[s] = 0;
+		d->rep.unordered |= 1ull << s;
+		isth_ctr_add(&w->st.peer_streams_unordered, 1);
+		ISTHD_REPAIR_TRACE(
+			d, "unordered r %" PRIu64 " s %u c %u next %u (first)", r, s, c, t->next);
+	}
+	unordered = (d->rep.unordered >> s) & 1;
+	/* the sender's stream is here now: the rest follows at its rate (a
+	 * late or slow sender moves its tail's due time), measured over the
+	 * chunks come so far, by their ids in order, by their count out of
+	 * order */
 	cns = rt->chunk_ns[s];
-	if (cns && c >= t->first_chunk + RATE_MIN_SPAN) {
-		uint64_t span = c - t->first_chunk, took = now_ns - t->first_ns;
+	span = unordered ? t->n_rx - 1 : (c >= t->first_chunk ? c - t->first_chunk : 0);
+	if (cns && span >= RATE_MIN_SPAN) {
+		uint64_t took = now_ns - t->first_ns;
 
 		/* divide (per DATA, worker 0) only when the stream is slower */
 		if (now_ns > t->first_ns && took > cns * span)
 			cns = took / span;
 	}
-	if (cns && c + 1 >= t->next) {
+	if (cns && unordered) {
+		/* its chunks still to come, whatever their ids */
+		t->last_due = now_ns + (uint64_t)(d->rep.n_chunks - t->n_rx) * cns;
+	} else if (cns && c + 1 >= t->next) {
 		t->last_due = now_ns + (uint64_t)(d->rep.n_chunks - 1 - c) * cns;
 		/* a stream still coming after the plan's due time (a late
 		 * sender): its tail is not due yet, retries ask for gaps only */
 		if (c + 1 < d->rep.n_chunks && !t->done)
 			t->tail_due = 0;
 	}
-	if (c > t->next && !t->done) {
+	if (c > t->next && !t->done && !unordered) {
 		struct isth_wire_range g = {t->next, c - 1};
 		uint64_t cut = d->clk.epoch_ns + r * d->clk.round_ns + rt->cutoff[s];
 
@@ -494,6 +543,12 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 		return 0;
 	if (t->n_rx == d->rep.n_chunks) {
 		t->done = 1;
+		/* rounds that came whole and in order */
+		if (t->below == 0 && w->d->rep.ordered_rounds[s] < ORDERED_ROUNDS &&
+			++w->d->rep.ordered_rounds[s] == ORDERED_ROUNDS)
+			w->d->rep.unordered &= ~(1ull << s);
+		else if (t->below)
+			w->d->rep.ordered_rounds[s] = 0;
 		return 0;
 	}
 	cut = start + rt->cutoff[s];
@@ -533,6 +588,9 @@ check_stream(struct isthd_worker *w, const struct isthd_repair_round *rt, uint64
 		return work;
 	}
 	upto = t->tail_due ? d->rep.n_chunks : t->next;
+	/* an unordered sender's chunks below next may still be coming */
+	if (!t->tail_due && ((d->rep.unordered >> s) & 1))
+		upto = 0;
 	/* The tail fell due while the gaps' NACK (each gap is NACKed at once
 	 * when found, isthd_repair_track) is less than a back-off old: ask
 	 * for the tail only (the chunks after the last one the stream

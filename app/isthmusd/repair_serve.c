@@ -34,6 +34,27 @@ keep_seq(const struct isthd_keep_map *b, uint64_t r, uint64_t c)
 	return UINT64_MAX;
 }
 
+/* The ring seq at which worker @eg keeps chunk @c of round @r, or
+ * UINT64_MAX if it keeps none: not released yet (the segments map chunks
+ * ahead of the ring too), or not kept. With several island hosts the
+ * per-chunk map decides (struct isthd_egress, chunk_seq). */
+static inline uint64_t
+kept_seq(const struct isthd *d, const struct isthd_egress *eg, uint64_t r, uint64_t c)
+{
+	const uint32_t *cs = eg->chunk_seq[r & 1];
+	uint64_t seq;
+
+	if (cs != NULL) {
+		if (eg->base[r & 1].round != r || c >= d->rep.n_chunks || cs[c] == 0)
+			return UINT64_MAX;
+		return eg->seq_first[r & 1] + cs[c] - 1;
+	}
+	seq = keep_seq(&eg->base[r & 1], r, c);
+	if (seq != UINT64_MAX && seq >= isth_resend_next_seq(eg->ring))
+		return UINT64_MAX;
+	return seq;
+}
+
 /*
  * Clip @n chunk ranges to [0, n_chunks), sort them and merge the ones that
  * overlap or touch, in place: each chunk is named once however the NACK
@@ -130,7 +151,7 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	unsigned int i, k, n = p->hdr.count, cut;
 	struct isthd_repair_served *sv;
 	struct isthd_repair_budget *b;
-	uint64_t r = p->hdr.round, over, spent, echoed;
+	uint64_t r = p->hdr.round, over, spent, echoed, gone;
 	uint32_t attempts = d->cfg.wan_repair_attempts;
 	/* the NACK event's tag (0: untagged) and whether this is an echo */
 	uint16_t tag = (uint16_t)p->hdr.chunk;
@@ -158,6 +179,7 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	over = 0;
 	spent = 0;
 	echoed = 0;
+	gone = 0;
 	k = 0;
 	for (i = 0; i < n; i++) {
 		for (uint64_t c = want[i].first; c <= want[i].last; c++) {
@@ -172,6 +194,13 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 			 * the NACK it copies arrived, nothing to do */
 			if (echo && e && e->serves > 0 && e->tag == tag) {
 				echoed++;
+				continue;
+			}
+			/* not released yet (a peer NACKing ahead of an
+			 * island's hosts, whose ranges come interleaved) or
+			 * not kept: nothing to send, nothing charged */
+			if (kept_seq(d, eg, r, c) == UINT64_MAX) {
+				gone++;
 				continue;
 			}
 			if (e && e->serves >= attempts) {
@@ -219,6 +248,8 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 		isth_ctr_add(&st->drop[ISTHD_DROP_repair_attempts], spent);
 	if (echoed)
 		isth_ctr_add(&st->repair_echoes_skipped, echoed);
+	if (gone)
+		isth_ctr_add(&st->drop[ISTHD_DROP_repair_gone], gone);
 	serve_chunks(w, peer, r, acc, k, now_ns);
 }
 
@@ -244,7 +275,7 @@ serve_chunks(struct isthd_worker *w, const struct isthd_peer *peer, uint64_t r,
 
 	for (i = 0; i < n; i++) {
 		for (uint64_t c = want[i].first; c <= want[i].last; c++) {
-			uint64_t seq = keep_seq(&eg->base[r & 1], r, c);
+			uint64_t seq = kept_seq(d, eg, r, c);
 			struct isth_wire_range one = {seq, seq}, g;
 			struct isth_resend_cursor cur;
 			struct rte_mbuf *m, *f = NULL;

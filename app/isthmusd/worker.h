@@ -157,6 +157,9 @@ struct isthd_pace_msg {
 	X(tree_nacks_unserved, \
 		"tree rounds: chunks a NACK named that this edge had not sent (yet), or whose " \
 		"round it no longer holds") \
+	X(peer_streams_unordered, \
+		"peers found sending DATA out of chunk order (an island of several hosts): " \
+		"their gaps are asked for when the tail is due, not at once") \
 	X(peer_streams_queued, \
 		"peer streams none of whose DATA had come when their tail fell due: " \
 		"asked for once, at the cutoff (queued on the way, rarely lost whole)") \

@@ -98,6 +98,9 @@ clique_of_a(uint64_t r)
 
 /* worker lcores of the run (isthd.n_workers): the AGG streams */
 static unsigned int n_workers = 1;
+/* the island's hosts ([access] island_hosts; idle_edge_up): host 1 of 2
+ * at island_ip + 1 */
+static unsigned int n_hosts = 1;
 
 /* The worker meant to send A's DATA of round @r to peer @s (doc/isthmusd.md,
  * "Workers"): the i-th peer of the round, in island order, is worker
@@ -838,6 +841,10 @@ poll_access_q(unsigned int q)
 static unsigned int peer_nacks[ROUNDS + 2][N];
 static uint64_t peer_nacked_chunks[ROUNDS + 2][N];
 static unsigned int chunk_nacks[ROUNDS + 2][N][CHUNKS];
+/* NACK echoes the edge sent, per round and peer, and the tag of the last
+ * NACK (not an echo) it sent each peer */
+static unsigned int nack_echoes[ROUNDS + 2][N];
+static uint32_t nack_tag[N];
 static unsigned int answered; /* repairs the harness sent */
 /*
  * When the edge can have sent each NACK naming the chunk never repaired:
@@ -963,6 +970,17 @@ poll_wan_q(unsigned int q)
 			cr_expect_eq(p.hdr.bitmap, 1ull << peer);
 			if (p.hdr.round >= ROUNDS)
 				continue; /* rounds the harness no longer plays */
+			/* an echo of the NACK before it (the same tag): this
+			 * peer got that NACK, so as the asked edge it serves
+			 * nothing for it (doc/protocol.md, "NACK echoes") */
+			if (p.hdr.flags & ISTH_WIRE_F_ECHO) {
+				cr_expect_eq(p.hdr.chunk, nack_tag[peer],
+					"echo of tag %u after tag %u", p.hdr.chunk, nack_tag[peer]);
+				nack_echoes[p.hdr.round][peer]++;
+				continue;
+			}
+			cr_expect_neq(p.hdr.chunk, 0, "an untagged NACK");
+			nack_tag[peer] = p.hdr.chunk;
 			peer_nacks[p.hdr.round][peer]++;
 			for (unsigned int k = 0; k < p.hdr.count; k++) {
 				isth_wire_get_range(&p, k, &rg);
@@ -1937,6 +1955,10 @@ run_pipeline(void)
 	 * latency; 99 ms cutoff), and counted once */
 	cr_expect_geq(chunk_nacks[GONE_ROUND][C][GONE_CHUNK], 4, "%u NACKs",
 		chunk_nacks[GONE_ROUND][C][GONE_CHUNK]);
+	/* its last chances (after 99 - 3 x 5 = 84 ms), each with [wan]
+	 * nack_echoes (3, the default) echoes behind it */
+	cr_assert_eq(edge.cfg.wan_nack_echoes, 3);
+	cr_expect_geq(nack_echoes[GONE_ROUND][C], 3 * 4, "%u echoes", nack_echoes[GONE_ROUND][C]);
 	cr_expect_geq(chunk_nacks[LATE_ROUND][C][LATE_CHUNK], 2);
 	/*
 	 * Its last NACKs, by hand. The cutoff is 99 ms into the round (the
@@ -2603,6 +2625,12 @@ idle_edge_up(void)
 	write_config(cfg, sched, epoch);
 	cr_assert_eq(isthd_config_load(cfg, &edge.cfg, err, sizeof(err)), 0, "%s", err);
 	edge.n_workers = n_workers;
+	for (unsigned int h = 1; h < n_hosts; h++) {
+		edge.cfg.island_hosts[h] = edge.cfg.island_hosts[0];
+		edge.cfg.island_hosts[h].ip += h;
+	}
+	if (n_hosts > 1)
+		edge.cfg.n_island_hosts = n_hosts;
 	cr_assert_eq(isthd_prepare(&edge, 0, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(isthd_setup(&edge, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(isthd_control_step(&edge, now_ns()), 0);
@@ -2640,6 +2668,7 @@ pump(uint64_t total)
 }
 
 static void keep_island_round_but(uint32_t r, uint32_t skip);
+static void keep_island_round_as(uint32_t r, uint32_t skip, const uint32_t *order, unsigned int n);
 
 /* As the pacers would: keep island A's round @r, all its chunks, for
  * repair (every worker's ring: each sends to some of the peers). */
@@ -2653,6 +2682,16 @@ keep_island_round(uint32_t r)
  * a full queue). */
 static void
 keep_island_round_but(uint32_t r, uint32_t skip)
+{
+	static const uint32_t in_order[CHUNKS] = {0, 1, 2, 3};
+
+	keep_island_round_as(r, skip, in_order, CHUNKS);
+}
+
+/* Keep @n chunks of island A's round @r, @order[i] the i-th released, but
+ * chunk @skip. */
+static void
+keep_island_round_as(uint32_t r, uint32_t skip, const uint32_t *order, unsigned int n)
 {
 	struct rte_mbuf *m[CHUNKS];
 	int32_t body[ELEMS];
@@ -2682,9 +2721,9 @@ keep_island_round_but(uint32_t r, uint32_t skip)
 			isth_wire_build_msg(p, 40 + sizeof(body), &h, body, sizeof(body), NULL), 0);
 	}
 	for (unsigned int k = 0; k < edge.n_workers; k++)
-		for (uint32_t c = 0; c < CHUNKS; c++)
-			if (c != skip)
-				isthd_repair_keep(&edge.workers[k], &m[c], 1, now_ns());
+		for (unsigned int i = 0; i < n; i++)
+			if (order[i] != skip)
+				isthd_repair_keep(&edge.workers[k], &m[order[i]], 1, now_ns());
 	rte_pktmbuf_free_bulk(m, CHUNKS); /* the rings hold their own */
 }
 
@@ -2892,6 +2931,52 @@ Test(isthmusd, nack_echoes_are_served_only_for_a_lost_nack, .init = eal_up, .fin
 	drain_wan(repairs, chunks);
 	cr_expect_eq(repairs[B], CHUNKS + 4, "chunk 0 past its attempts");
 	cr_expect_eq(isth_ctr_get(&st->drop[ISTHD_DROP_repair_attempts]), 1);
+	cr_expect_eq(wrong, 0, "a repair's payload is not A's chunk");
+
+	isthd_teardown(&edge);
+	isthd_ports_close(&edge);
+}
+
+/*
+ * An island of two hosts (chunks 0-1 host 0's, 2-3 host 1's): its edge's
+ * pacer releases their ranges side by side, 0, 2, 1, 3. Peer C's NACK of
+ * the round after chunks 0 and 2 left gets those two, each the chunk it
+ * names (drain_wan checks the payload); 1 and 3, not released yet, are
+ * refused as gone and not charged to C's budget. Once all four left, a
+ * NACK of the round gets 1 and 3 (first repairs) and 0 and 2 again
+ * (repeats). Before the per-chunk map the round's segments could not map
+ * the interleaved order and most repairs were refused (repair_gone,
+ * repair_mismatch).
+ */
+Test(isthmusd, repair_of_an_island_of_two_hosts, .init = eal_up, .fini = eal_down, .timeout = 60)
+{
+	static const uint32_t order[CHUNKS] = {0, 2, 1, 3};
+	unsigned int repairs[N] = {0};
+	uint64_t chunks[N] = {0}, rx = 0;
+	const struct isthd_dp_stats *st = &edge.workers[0].st;
+
+	n_hosts = 2;
+	idle_edge_up();
+	cr_assert_not_null(edge.workers[0].eg.chunk_seq[0], "no per-chunk map with two hosts");
+	keep_island_round_as(0, UINT32_MAX, order, 2);
+	storm_nack(C, 0x0a000003, 1);
+	pump(++rx);
+	drain_wan(repairs, chunks);
+	cr_expect_eq(repairs[C], 2, "released: %u repairs", repairs[C]);
+	cr_expect_eq(chunks[C], 0x5, "chunks 0 and 2");
+	cr_expect_eq(isth_ctr_get(&st->drop[ISTHD_DROP_repair_gone]), 2, "1 and 3 not released");
+	cr_expect_eq(edge.workers[0].eg.budget[C][0].used, 2, "only what was sent charged");
+
+	keep_island_round_as(0, UINT32_MAX, order + 2, 2);
+	storm_nack(C, 0x0a000003, 1);
+	pump(++rx);
+	drain_wan(repairs, chunks);
+	cr_expect_eq(repairs[C], 2 + CHUNKS, "all released: %u repairs", repairs[C] - 2);
+	cr_expect_eq(chunks[C], (1ull << CHUNKS) - 1);
+	cr_expect_eq(edge.workers[0].eg.budget[C][0].used, CHUNKS);
+	cr_expect_eq(edge.workers[0].eg.budget[C][0].repeats, 2);
+	cr_expect_eq(isth_ctr_get(&st->drop[ISTHD_DROP_repair_gone]), 2);
+	cr_expect_eq(isth_ctr_get(&st->drop[ISTHD_DROP_repair_mismatch]), 0);
 	cr_expect_eq(wrong, 0, "a repair's payload is not A's chunk");
 
 	isthd_teardown(&edge);

@@ -216,6 +216,7 @@ struct sent_nack {
 	struct isth_wire_range g[4];
 	uint16_t flags; /* CHUNKS, ECHO */
 	uint32_t tag; /* the NACK event's (the header's chunk field) */
+	uint32_t round;
 };
 
 /*
@@ -225,10 +226,16 @@ struct sent_nack {
  * at @rep_ms[c] (@rep_ms NULL or 0: none), then the worker's tail check
  * runs; every NACK it sends is read back into @out. Returns their number.
  */
+/* the round play_rep plays (0 unless a test plays a later one; its
+ * milliseconds count from that round's start) */
+static uint64_t play_round;
+
 static unsigned int
 play_rep(struct isthd *d, unsigned int s, const uint64_t *arr_ms, const uint64_t *rep_ms,
 	uint64_t from_ms, uint64_t until_ms, struct sent_nack *out)
 {
+	const uint64_t t0 = E + play_round * d->clk.round_ns;
+
 	struct isth_wire_limits lim = d->lim;
 	unsigned int n = 0;
 
@@ -246,12 +253,12 @@ play_rep(struct isthd *d, unsigned int s, const uint64_t *arr_ms, const uint64_t
 			memset(&p, 0, sizeof(p));
 			p.hdr.type = ISTH_WIRE_DATA;
 			p.hdr.flags = data ? 0 : ISTH_WIRE_F_RESENT;
-			p.hdr.round = 0;
+			p.hdr.round = (uint32_t)play_round;
 			p.hdr.sender = (uint8_t)s;
 			p.hdr.chunk = c;
-			isthd_repair_track(&d->workers[0], &p, E + ms * MS);
+			isthd_repair_track(&d->workers[0], &p, t0 + ms * MS);
 		}
-		isthd_repair_tail_check(&d->workers[0], E + ms * MS);
+		isthd_repair_tail_check(&d->workers[0], t0 + ms * MS);
 		while (rte_ring_dequeue(w_out, (void **)&m) == 0) {
 			struct isth_wire_pkt p;
 
@@ -268,6 +275,7 @@ play_rep(struct isthd *d, unsigned int s, const uint64_t *arr_ms, const uint64_t
 				out[n].n = RTE_MIN(p.hdr.count, 4u);
 				out[n].flags = p.hdr.flags;
 				out[n].tag = p.hdr.chunk;
+				out[n].round = p.hdr.round;
 				for (unsigned int i = 0; i < out[n].n; i++)
 					isth_wire_get_range(&p, i, &out[n].g[i]);
 				n++;
@@ -719,6 +727,133 @@ Test(isthmusd_repair, last_chance_nacks_leave_with_their_echoes, .init = eal_up,
 			cr_expect_neq(
 				nk[3 * j].tag, k[0].tag, "events %u and %u share a tag", j, i);
 	}
+	asking_edge_free(d);
+}
+
+/* Keep the NACKs @nk[0..n) of round @r only, in order; @return them. */
+static unsigned int
+only_round(struct sent_nack *nk, unsigned int n, uint32_t r)
+{
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		if (nk[i].round == r)
+			nk[k++] = nk[i];
+	return k;
+}
+
+/*
+ * Peer 2 is an island of two hosts: chunks 0-9 (host 0) at 130 + 4c ms
+ * and 10-19 (host 1) at 132 + 4(c - 10), side by side as its edge's pacer
+ * releases them, chunk 5 (at 150) lost. Chunk 10 at 132 shows a gap,
+ * 1-9, NACKed at once (nothing is known yet), its retry due after the
+ * back-off and the 9 chunks' train, 132 + 225 + 18 = 375 ms; chunks 1-4
+ * then come below the next one, and the fourth (146 ms) marks peer 2
+ * unordered. From then its tail is due by the chunks still to come (at
+ * 168 ms one, at the rate measured below, + tail_wait 5 ms: 175 ms); the
+ * gap NACK's retry is pending, so the tail NACK asks for the chunks after
+ * the newest (none) and the retry at 375 for chunk 5.
+ * In round 1 peer 2 is known unordered from its first chunk: the jump to
+ * chunk 10 asks for nothing, and its rate is measured over the chunks
+ * come (19 from 130 to 168 ms: 38 / 18 = 2.11 ms a chunk, slower than the
+ * planned 2), so the tail is due at 168 + 2.11 + 5 = 175.1 ms: the NACK
+ * of chunk 5 at 176, its retry at 176 + 225 + 2 = 403. (Before: in every round the jump NACKed
+ * the other host's range still to come, and its repairs duplicated the
+ * stream.) Eight rounds of peer 2 in a row coming whole and in order
+ * make it ordered again.
+ */
+Test(isthmusd_repair, an_island_of_two_hosts_is_asked_for_at_its_tail, .init = eal_up,
+	.fini = eal_down)
+{
+	static const uint64_t want1[] = {176, 403};
+	const struct isth_wire_range g5 = {5, 5}, g1_9 = {1, 9};
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct isth_sched_round_view v;
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	for (uint32_t c = 0; c < 10; c++) {
+		arr[c] = c == 5 ? 0 : 130 + 4 * c;
+		arr[10 + c] = 132 + 4 * c;
+	}
+	n = play(d, 2, arr, 0, 500, nk);
+	cr_assert_eq(n, 2, "%u NACKs, want 2", n);
+	expect_nack(&nk[0], 0, 132, 1, &g1_9);
+	expect_nack(&nk[1], 1, 375, 1, &g5);
+	cr_expect_eq(d->rep.unordered, 1ull << 2, "peer 2 unordered");
+	cr_expect_eq(isth_ctr_get(&d->workers[0].st.peer_streams_unordered), 1);
+
+	/* round 1 (publish the same view for it) */
+	view(&v);
+	v.payload_bytes = TAIL_CHUNKS * 1432;
+	for (int i = 1; i <= 2; i++)
+		v.snd[i].rate_bps = 5728000;
+	cr_assert_eq(isthd_repair_publish(d, &v, 1), 0);
+	play_round = 1;
+	n = play(d, 2, arr, 0, 500, nk);
+	/* round 0's last retries (602 ms and on) fall in round 1's first
+	 * milliseconds: round 1's NACKs only */
+	n = only_round(nk, n, 1);
+	expect_nacks_of(nk, n, want1, RTE_DIM(want1), 5, 5);
+	cr_expect_eq(isth_ctr_get(&d->workers[0].st.peer_streams_unordered), 1, "counted once");
+
+	/* rounds 2-9 in chunk order, whole: ordered again after the eighth
+	 * (hosts that happen to send one after the other in a round do not
+	 * make the peer ordered) */
+	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
+		arr[c] = 130 + 2 * c;
+	for (play_round = 2; play_round <= 9; play_round++) {
+		cr_expect_eq(d->rep.unordered, 1ull << 2, "round %lu: peer 2 still unordered",
+			(unsigned long)play_round);
+		cr_assert_eq(isthd_repair_publish(d, &v, play_round), 0);
+		n = only_round(nk, play(d, 2, arr, 0, 500, nk), (uint32_t)play_round);
+		cr_expect_eq(n, 0, "round %lu: %u NACKs", (unsigned long)play_round, n);
+	}
+	cr_expect_eq(d->rep.unordered, 0, "peer 2 ordered again");
+	asking_edge_free(d);
+}
+
+/*
+ * Peer 2's host 1 sends its whole range first (chunks 10-19 at 130 +
+ * 2(c - 10) ms), then host 0 (0-9 at 150 + 2c), chunk 5 (160 ms) lost: the
+ * stream's first DATA here is chunk 10, so peer 2 is unordered at once,
+ * and nothing is NACKed as a gap (before: chunks 0-9 at 130 ms, all on
+ * their way). The tail is due by the chunks still to come, at the rate
+ * measured (19 in 38 ms from 130: 2.11 ms a chunk): 168 + 2.11 + 5 =
+ * 175.1 ms, the NACK of chunk 5 at 176, its retry at 403. Peer 1 sends in
+ * order (chunks at 40 + 2c ms) and its first 7 are lost: its first DATA
+ * is chunk 7, a gap NACKed at once (0-6 at 54 ms), and peer 1 stays
+ * ordered.
+ */
+Test(isthmusd_repair, a_stream_that_begins_with_another_hosts_range_is_unordered, .init = eal_up,
+	.fini = eal_down)
+{
+	static const uint64_t want[] = {176, 403};
+	struct isthd_peer peers[3] = {0};
+	struct isthd *d = asking_edge(peers);
+	struct sent_nack nk[MAX_NACKS];
+	uint64_t arr[TAIL_CHUNKS] = {0};
+	unsigned int n;
+
+	for (uint32_t c = 0; c < 10; c++) {
+		arr[10 + c] = 130 + 2 * c;
+		arr[c] = c == 5 ? 0 : 150 + 2 * c;
+	}
+	n = play(d, 2, arr, 0, 500, nk);
+	expect_nacks_of(nk, n, want, RTE_DIM(want), 5, 5);
+	cr_expect_eq(d->rep.unordered, 1ull << 2, "peer 2 unordered");
+
+	for (uint32_t c = 0; c < TAIL_CHUNKS; c++)
+		arr[c] = c < 7 ? 0 : 40 + 2 * c;
+	n = play(d, 1, arr, 0, 55, nk);
+	cr_assert_eq(n, 1, "%u NACKs", n);
+	cr_expect_eq(nk[0].at_ms, 54);
+	cr_expect_eq(nk[0].g[0].first, 0);
+	cr_expect_eq(nk[0].g[0].last, 6);
+	cr_expect_eq(d->rep.unordered, 1ull << 2, "peer 1 ordered");
+	cr_expect_eq(isth_ctr_get(&d->workers[0].st.peer_streams_unordered), 1);
 	asking_edge_free(d);
 }
 
