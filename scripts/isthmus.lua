@@ -50,6 +50,7 @@ local TAG_SIZE = 16
 
 local DATA, AGG, NACK, GONE, ROUND = 1, 2, 3, 4, 5
 local F_PARTIAL, F_RESENT, F_LAST, F_CHUNKS, F_AUTH = 0x1, 0x2, 0x4, 0x8, 0x10
+local F_ECHO = 0x40 -- NACK by chunk: an echo (doc/protocol.md, "NACK echoes")
 
 local type_names = {
 	[DATA] = "DATA", [AGG] = "AGG", [NACK] = "NACK", [GONE] = "GONE",
@@ -61,7 +62,7 @@ local dtype_size = { [1] = 4, [2] = 2, [3] = 4 }
 local type_flags = {
 	[DATA] = F_RESENT + F_LAST + F_AUTH,
 	[AGG] = F_PARTIAL + F_RESENT + F_LAST + F_AUTH,
-	[NACK] = F_CHUNKS + F_AUTH,
+	[NACK] = F_CHUNKS + F_AUTH + F_ECHO,
 	[GONE] = F_CHUNKS + F_AUTH,
 	[ROUND] = F_AUTH,
 }
@@ -374,8 +375,10 @@ local f = {
 		nil, F_CHUNKS, "NACK/GONE: ranges are chunk ids, not sequences"),
 	f_auth = ProtoField.bool("isthmus.flags.auth", "Auth trailer", 16,
 		nil, F_AUTH, "an authentication trailer follows the payload"),
+	f_echo = ProtoField.bool("isthmus.flags.echo", "Echo", 16,
+		nil, F_ECHO, "NACK by chunk: an echo of the NACK its chunk field tags"),
 	f_unknown = ProtoField.uint16("isthmus.flags.unknown", "Unknown flags",
-		base.HEX, nil, 0x0fe0),
+		base.HEX, nil, 0x0fa0),
 	f_stream = ProtoField.uint16("isthmus.flags.stream", "AGG stream",
 		base.DEC, nil, 0xf000,
 		"AGG, NACK/GONE by seq: stream index; ROUND: streams - 1"),
@@ -861,6 +864,7 @@ function p.dissector(tvb, pinfo, tree)
 	ft:add(f.f_last, tvb(4, 2))
 	ft:add(f.f_chunks, tvb(4, 2))
 	ft:add(f.f_auth, tvb(4, 2))
+	ft:add(f.f_echo, tvb(4, 2))
 	ft:add(f.f_unknown, tvb(4, 2))
 	ft:add(f.f_stream, tvb(4, 2))
 	-- bits 12..15 are the AGG stream field (doc/protocol.md, "AGG

@@ -56,7 +56,8 @@ static const char usage[] =
 	"  --value V          value of every element (default 1)\n"
 	"  --bitmap B         bitmap, decimal or 0x hex (DATA default: the sender's\n"
 	"                     own bit)\n"
-	"  --flags LIST       extra flags: partial,resent,last,chunks,down\n"
+	"  --flags LIST       extra flags: partial,resent,last,chunks,down,echo (a NACK\n"
+	"                     by chunk's echo: --chunk sets its event tag)\n"
 	"  --range A-B        a NACK/GONE range; repeat for more (at most 89)\n"
 	"  --round-body S,D,P,CLIQUE,NCHUNKS,ELEMS   ROUND body (ns, ns, ns, hex\n"
 	"                     clique bitmap, chunks, elements per chunk)\n"
@@ -154,6 +155,8 @@ parse_flags(const char *s, uint16_t *out)
 			*out |= ISTH_WIRE_F_CHUNKS;
 		else if (strcmp(t, "down") == 0)
 			*out |= ISTH_WIRE_F_DOWN;
+		else if (strcmp(t, "echo") == 0)
+			*out |= ISTH_WIRE_F_ECHO;
 		else
 			return -1;
 	}

@@ -48,6 +48,9 @@ struct isthd_rx_track {
 	/* DATA (not repairs) that came below next: out of chunk order */
 	uint16_t below;
 	uint8_t tail_due; /* the tail was due: NACK every missing chunk */
+	/* its first DATA was chunk 8 or above (isthd_repair_track): its
+	 * tail is due by the chunks still to come, not by the ids */
+	uint8_t jumped;
 	uint8_t done; /* complete, or NACKing stopped at the cutoff */
 	/* the stream's observed rate (isthd_repair_track): when its first
 	 * DATA that was not a repair arrived (0: none yet), and its chunk */
@@ -93,8 +96,8 @@ struct isthd_repair_served {
 	 * empty, so a new round needs no clearing pass */
 	uint32_t round1;
 	uint16_t serves; /* repairs of the chunk to the peer */
-	/* the tag of the NACK event whose NACK last had it repaired: an
-	 * echo of that event (ISTH_WIRE_F_ECHO) does not repair it again */
+	/* the tag of the last NACK event a NACK of which named it (served
+	 * or refused): an echo of that event (ISTH_WIRE_F_ECHO) is skipped */
 	uint16_t tag;
 };
 

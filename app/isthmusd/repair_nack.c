@@ -22,8 +22,10 @@
 /* DATA below the highest chunk seen of a (round, sender), not repairs,
  * after which the sender counts as unordered (isthd_repair_track): a few
  * frames reordered on the WAN stay below it (and a false positive only
- * asks for that sender's gaps at its tail, until a round of it comes in
- * order); an island of two hosts passes it within its first 8 chunks. */
+ * asks for that sender's gaps at its tail, until ORDERED_ROUNDS rounds of
+ * it in a row come whole and in order); an island of two hosts passes it
+ * within its first 8 chunks (one of fewer than 4 chunks a host never
+ * does, and keeps the NACK of each jump). */
 #define UNORDERED_MIN 4
 
 /* Rounds of an unordered sender in a row that come whole and in order
@@ -106,6 +108,10 @@ nack_peer(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth_
 	if (nack_frame(w, s, r, ranges, n, tag, 0) < 0)
 		return -ENOMEM;
 	isth_ctr_add(&w->st.peer_nacks_sent, 1);
+	/* the asked edge knows the events of a round's first
+	 * ISTHD_SERVED_CHUNKS chunks only, and serves no echo beyond them */
+	if (ranges[0].first >= ISTHD_SERVED_CHUNKS)
+		echoes = 0;
 	for (e = 0; e < echoes; e++)
 		if (nack_frame(w, s, r, ranges, n, tag, ISTH_WIRE_F_ECHO) < 0)
 			break;
@@ -136,11 +142,14 @@ next_tag(struct isthd_rx_track *t)
 
 /* Echoes of a NACK of (r, s) @t sent at @now_ns: [wan] nack_echoes for
  * one of the last attempts before the cutoff @cut (those that leave
- * last_nack_copies times), none before. */
+ * last_nack_copies times), none before, and none for a stream none of
+ * whose DATA came (asked for once: more likely queued than lost). */
 static inline unsigned int
 echoes_at(const struct isthd *d, const struct isthd_rx_track *t, uint64_t now_ns, uint64_t cut)
 {
-	return now_ns + COPIED_ATTEMPTS * t->backoff_ns > cut ? d->cfg.wan_nack_echoes : 0;
+	if (t->first_ns == 0 || now_ns + COPIED_ATTEMPTS * t->backoff_ns <= cut)
+		return 0;
+	return d->cfg.wan_nack_echoes;
 }
 
 static inline bool
@@ -342,7 +351,7 @@ isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	const struct isthd_repair_round *rt;
 	struct isthd_rx_track *t;
 	uint32_t c = p->hdr.chunk, span;
-	bool unordered, first;
+	bool unordered, first, jump_ok;
 
 	if (d->rep.rx == NULL || c >= d->rep.n_chunks)
 		return;
@@ -389,23 +398,24 @@ isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 				d, "unordered r %" PRIu64 " s %u c %u next %u", r, s, c, t->next);
 		}
 	}
-	/* ... or at once, when a stream's first DATA here is chunk 8 or
-	 * above: another host's range came first (in order, the first 8
-	 * chunks would all have been lost). */
-	if (first && c >= UNORDERED_MIN * 2 && !(d->rep.unordered & (1ull << s))) {
-		d->rep.ordered_rounds[s] = 0;
-		d->rep.unordered |= 1ull << s;
-		isth_ctr_add(&w->st.peer_streams_unordered, 1);
-		ISTHD_REPAIR_TRACE(
-			d, "unordered r %" PRIu64 " s %u c %u next %u (first)", r, s, c, t->next);
-	}
 	unordered = (d->rep.unordered >> s) & 1;
+	/* A stream whose first DATA here is chunk 8 or above: another host's
+	 * range came first (the other hosts' chunks then come below it and
+	 * make the sender unordered), or its first 8 chunks were lost. Its
+	 * jump is not NACKed at once (that NACK named the other hosts' range,
+	 * on its way), and its tail is due by the chunks still to come (the
+	 * other hosts', or in order the lost ones: asked for with the tail,
+	 * a few chunks' time later). */
+	jump_ok = first && c >= UNORDERED_MIN * 2;
+	if (jump_ok)
+		t->jumped = 1;
 	/* the sender's stream is here now: the rest follows at its rate (a
 	 * late or slow sender moves its tail's due time), measured over the
 	 * chunks come so far, by their ids in order, by their count out of
 	 * order */
 	cns = rt->chunk_ns[s];
-	span = unordered ? t->n_rx - 1 : (c >= t->first_chunk ? c - t->first_chunk : 0);
+	span = unordered || t->jumped ? t->n_rx - 1
+				      : (c >= t->first_chunk ? c - t->first_chunk : 0);
 	if (cns && span >= RATE_MIN_SPAN) {
 		uint64_t took = now_ns - t->first_ns;
 
@@ -413,9 +423,14 @@ isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 		if (now_ns > t->first_ns && took > cns * span)
 			cns = took / span;
 	}
-	if (cns && unordered) {
-		/* its chunks still to come, whatever their ids */
+	if (cns && (unordered || t->jumped)) {
+		/* its chunks still to come, whatever their ids (lost ones
+		 * counted too: the tail falls due a little late, by the time
+		 * they would have taken) */
 		t->last_due = now_ns + (uint64_t)(d->rep.n_chunks - t->n_rx) * cns;
+		/* still coming (a host that paused): not due yet */
+		if (t->n_rx < d->rep.n_chunks && !t->done)
+			t->tail_due = 0;
 	} else if (cns && c + 1 >= t->next) {
 		t->last_due = now_ns + (uint64_t)(d->rep.n_chunks - 1 - c) * cns;
 		/* a stream still coming after the plan's due time (a late
@@ -423,7 +438,7 @@ isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 		if (c + 1 < d->rep.n_chunks && !t->done)
 			t->tail_due = 0;
 	}
-	if (c > t->next && !t->done && !unordered) {
+	if (c > t->next && !t->done && !unordered && !jump_ok) {
 		struct isth_wire_range g = {t->next, c - 1};
 		uint64_t cut = d->clk.epoch_ns + r * d->clk.round_ns + rt->cutoff[s];
 

@@ -190,9 +190,11 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 				e->serves = 0;
 				e->tag = 0;
 			}
-			/* an echo of the event that had it repaired already:
-			 * the NACK it copies arrived, nothing to do */
-			if (echo && e && e->serves > 0 && e->tag == tag) {
+			/* An echo of an event a NACK of which named the chunk
+			 * already (served or refused): that NACK arrived,
+			 * nothing to do. Beyond the table nothing tells: an
+			 * echo there is not served (the NACK or a copy is). */
+			if (echo && (e == NULL || e->tag == tag)) {
 				echoed++;
 				continue;
 			}
@@ -203,6 +205,8 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 				gone++;
 				continue;
 			}
+			if (e)
+				e->tag = tag;
 			if (e && e->serves >= attempts) {
 				spent++;
 				continue;
@@ -220,10 +224,8 @@ isthd_repair_serve(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 				}
 				b->used++;
 			}
-			if (e) {
+			if (e)
 				e->serves++;
-				e->tag = tag;
-			}
 			if (k > 0 && acc[k - 1].last + 1 == c) {
 				acc[k - 1].last++;
 				continue;

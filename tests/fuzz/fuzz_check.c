@@ -82,6 +82,7 @@ allowed_flags(unsigned int type)
 		return ISTH_WIRE_F_PARTIAL | ISTH_WIRE_F_RESENT | ISTH_WIRE_F_LAST |
 			ISTH_WIRE_F_AUTH;
 	case ISTH_WIRE_NACK:
+		return ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH | ISTH_WIRE_F_ECHO;
 	case ISTH_WIRE_GONE:
 		return ISTH_WIRE_F_CHUNKS | ISTH_WIRE_F_AUTH;
 	case ISTH_WIRE_ROUND:
@@ -249,6 +250,8 @@ isth_fuzz_check_msg(const uint8_t *buf, size_t len, const struct isth_wire_limit
 	/* What the parser says it refuses, it refused. */
 	FUZZ_CHECK(h->type >= ISTH_WIRE_DATA && h->type <= ISTH_WIRE_PARTIAL);
 	FUZZ_CHECK((h->flags & ~allowed_flags(h->type)) == 0);
+	/* an echo copies a NACK by chunk only */
+	FUZZ_CHECK(!(h->flags & ISTH_WIRE_F_ECHO) || (h->flags & ISTH_WIRE_F_CHUNKS));
 	FUZZ_CHECK((h->trailer_len != 0) == ((h->flags & ISTH_WIRE_F_AUTH) != 0));
 	FUZZ_CHECK(h->sender < lim->n_islands);
 	FUZZ_CHECK((h->bitmap & ~mask) == 0);

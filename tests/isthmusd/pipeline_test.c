@@ -2887,7 +2887,7 @@ Test(isthmusd, nack_storm_two_workers_one_wan_queue_is_capped, .init = eal_up, .
  * again. An untagged echo (tag 0: no event to match) is served like a
  * NACK: chunk 1. Chunk 0 so had 3 repairs, the harness's repair_attempts,
  * and one more echo of a new event (7) is refused for the attempts, not
- * skipped.
+ * skipped. An echo of a chunk beyond the table of events is skipped.
  */
 Test(isthmusd, nack_echoes_are_served_only_for_a_lost_nack, .init = eal_up, .fini = eal_down,
 	.timeout = 60)
@@ -2931,6 +2931,15 @@ Test(isthmusd, nack_echoes_are_served_only_for_a_lost_nack, .init = eal_up, .fin
 	drain_wan(repairs, chunks);
 	cr_expect_eq(repairs[B], CHUNKS + 4, "chunk 0 past its attempts");
 	cr_expect_eq(isth_ctr_get(&st->drop[ISTHD_DROP_repair_attempts]), 1);
+
+	/* beyond the chunks the table covers (cut to 2 here, 4096 in a
+	 * run) nothing tells whether an echo's NACK came: not served */
+	edge.rep.served_chunks = 2;
+	tagged_nack(B, 0x0a000002, 3, 3, 8, ISTH_WIRE_F_ECHO);
+	pump(++rx);
+	drain_wan(repairs, chunks);
+	cr_expect_eq(repairs[B], CHUNKS + 4, "an echo beyond the table was served");
+	cr_expect_eq(isth_ctr_get(&st->repair_echoes_skipped), 2 * CHUNKS + 3);
 	cr_expect_eq(wrong, 0, "a repair's payload is not A's chunk");
 
 	isthd_teardown(&edge);
