@@ -125,8 +125,7 @@ isthd_egress_init(struct isthd *d, unsigned int k, char *err, size_t err_size)
 			if (eg->chunk_seq[i] == NULL) {
 				snprintf(err, err_size,
 					"WAN repair chunk map of worker %u (%u chunks, "
-					"island_hosts "
-					"%u): %s",
+					"island_hosts %u): %s",
 					k, d->rep.n_chunks, d->cfg.n_island_hosts,
 					rte_strerror(rte_errno));
 				return -ENOMEM;

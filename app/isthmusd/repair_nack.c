@@ -87,7 +87,7 @@ nack_frame(struct isthd_worker *w, unsigned int s, uint64_t r, const struct isth
  * one NACK message (@n <= max_ranges) of the NACK event tagged @tag, and
  * right after it @echoes echoes of it (ISTH_WIRE_F_ECHO, the same ranges
  * and tag). The asked edge serves an echo only for chunks no NACK of the
- * event has had served (repair_serve.c), so echoes cost no repairs when
+ * event has named (repair_serve.c), so echoes cost no repairs when
  * the NACK arrives, and bring the event's repairs when it was lost.
  * Why: isthmus-wan, like netem, moves a link's Gilbert-Elliott state per
  * frame; after a round's last DATA a link towards the asked edge may carry
@@ -351,7 +351,7 @@ isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	const struct isthd_repair_round *rt;
 	struct isthd_rx_track *t;
 	uint32_t c = p->hdr.chunk, span;
-	bool unordered, first, jump_ok;
+	bool unordered, first, jump_ok, by_count;
 
 	if (d->rep.rx == NULL || c >= d->rep.n_chunks)
 		return;
@@ -409,13 +409,13 @@ isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 	jump_ok = first && c >= UNORDERED_MIN * 2;
 	if (jump_ok)
 		t->jumped = 1;
+	by_count = unordered || t->jumped;
 	/* the sender's stream is here now: the rest follows at its rate (a
 	 * late or slow sender moves its tail's due time), measured over the
 	 * chunks come so far, by their ids in order, by their count out of
 	 * order */
 	cns = rt->chunk_ns[s];
-	span = unordered || t->jumped ? t->n_rx - 1
-				      : (c >= t->first_chunk ? c - t->first_chunk : 0);
+	span = by_count ? t->n_rx - 1 : (c >= t->first_chunk ? c - t->first_chunk : 0);
 	if (cns && span >= RATE_MIN_SPAN) {
 		uint64_t took = now_ns - t->first_ns;
 
@@ -423,7 +423,7 @@ isthd_repair_track(struct isthd_worker *w, const struct isth_wire_pkt *p, uint64
 		if (now_ns > t->first_ns && took > cns * span)
 			cns = took / span;
 	}
-	if (cns && (unordered || t->jumped)) {
+	if (cns && by_count) {
 		/* its chunks still to come, whatever their ids (lost ones
 		 * counted too: the tail falls due a little late, by the time
 		 * they would have taken) */

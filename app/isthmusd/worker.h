@@ -126,8 +126,8 @@ struct isthd_pace_msg {
 	X(peer_nacks_rx, "chunk NACKs received from peer edges") \
 	X(repairs_sent, "DATA resent to a peer edge") \
 	X(repair_echoes_skipped, \
-		"chunks a peer's NACK echo named that a NACK of the same event had already had " \
-		"repaired (not sent again)") \
+		"chunks a peer's NACK echo named that a NACK of the same event had named " \
+		"already, or beyond the first 4096 (not sent)") \
 	X(peer_unrepaired_tail, \
 		"of peer_chunks_unrepaired: after the last chunk seen from that peer (a tail)") \
 	X(peer_unrepaired_unasked, "of peer_chunks_unrepaired: of a (round, peer) never NACKed") \

@@ -104,7 +104,7 @@ enum isth_wire_flag {
 	ISTH_WIRE_F_DOWN = 1u << 5, /**< PARTIAL: the tree's result, parent to child */
 	/** NACK by chunk (edge to edge): a copy of the NACK event the chunk
 	 * field tags, to be served only for chunks no NACK of that event
-	 * has had served yet (doc/protocol.md, "NACK echoes") */
+	 * has named (doc/protocol.md, "NACK echoes") */
 	ISTH_WIRE_F_ECHO = 1u << 6,
 };
 #define ISTH_WIRE_F_ALL 0x007fu

@@ -423,20 +423,30 @@ Test(isthmusd_repair, a_tail_due_past_the_cutoff_is_nacked_at_it, .init = eal_up
  * copy at 610 (before the final retry: 173, 193, 406, 426). Before, both
  * copies left at 173 and at 398 ms (the retry without the train: 398).
  */
+/* The stream of the test below (last_nack_copies 2, tail_copies_after
+ * 20 ms, @echoes echoes) played to 900 ms; the NACKs into @nk. */
+static unsigned int
+play_last_chances(struct isthd *d, unsigned int echoes, struct sent_nack *nk)
+{
+	uint64_t arr[TAIL_CHUNKS] = {0};
+
+	d->cfg.wan_last_nack_copies = 2;
+	d->cfg.wan_nack_echoes = echoes;
+	d->cfg.wan_tail_copies_after_ns = 20 * MS;
+	for (uint32_t c = 0; c < 16; c++)
+		arr[c] = 130 + 2 * c;
+	return play(d, 2, arr, 0, 900, nk);
+}
+
 Test(isthmusd_repair, last_chance_copies_leave_spaced, .init = eal_up, .fini = eal_down)
 {
 	static const uint64_t want[] = {173, 193, 406, 426, 590, 610};
 	struct isthd_peer peers[3] = {0};
 	struct isthd *d = asking_edge(peers);
 	struct sent_nack nk[MAX_NACKS];
-	uint64_t arr[TAIL_CHUNKS] = {0};
 	unsigned int n;
 
-	d->cfg.wan_last_nack_copies = 2;
-	d->cfg.wan_tail_copies_after_ns = 20 * MS;
-	for (uint32_t c = 0; c < 16; c++)
-		arr[c] = 130 + 2 * c;
-	n = play(d, 2, arr, 0, 900, nk);
+	n = play_last_chances(d, 0, nk);
 	expect_nacks_of(nk, n, want, RTE_DIM(want), 16, 19);
 	asking_edge_free(d);
 }
@@ -701,15 +711,9 @@ Test(isthmusd_repair, last_chance_nacks_leave_with_their_echoes, .init = eal_up,
 	struct isthd_peer peers[3] = {0};
 	struct isthd *d = asking_edge(peers);
 	struct sent_nack nk[MAX_NACKS];
-	uint64_t arr[TAIL_CHUNKS] = {0};
 	unsigned int n;
 
-	d->cfg.wan_last_nack_copies = 2;
-	d->cfg.wan_nack_echoes = 2;
-	d->cfg.wan_tail_copies_after_ns = 20 * MS;
-	for (uint32_t c = 0; c < 16; c++)
-		arr[c] = 130 + 2 * c;
-	n = play(d, 2, arr, 0, 900, nk);
+	n = play_last_chances(d, 2, nk);
 	cr_assert_eq(n, 3 * RTE_DIM(want), "%u NACK frames, want %zu", n, 3 * RTE_DIM(want));
 	for (unsigned int i = 0; i < RTE_DIM(want); i++) {
 		const struct sent_nack *k = &nk[3 * i];
